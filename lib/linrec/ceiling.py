@@ -1,0 +1,157 @@
+"""The exact closed-form linear ceiling: affine least squares from float64 statistics, held-out R²_lin.
+
+    (W, b) = argmin Σ_train ‖y − Wᵀx − b‖²        W: [d_in, d_out], b: [d_out]
+
+With an intercept, the problem is centred least squares: Cxx W = Cxy, b = μy − Wᵀμx, where
+Cxx, Cxy are the train split's centred cross-products (`linrec.stats.Moments`).
+
+Solver ("eigh", the only one): Jacobi-scale the Gram matrix, A = D Cxx D with
+D = diag(Cxx)^(-1/2), so every input feature has unit variance (LLM activations span ~5e4 in
+scale, which alone would make κ(Cxx) huge), then take the eigendecomposition A = V Λ Vᵀ and
+apply the pseudo-inverse with eigenvalues below `rcond`·λ_max treated as zero. In float64
+the eigenvalues of A carry an absolute error of about ε·λ_max, so the default rcond = d·ε
+drops only directions that rounding cannot resolve; for a full-rank problem this is the
+exact least-squares solution, for a rank-deficient one it is the minimum-norm solution
+(what `lstsq` returns). Cost O(d³) per block: ~0.1 s at d = 640. An optional `ridge` adds
+ridge·diag(Cxx) (i.e. `ridge` on the scaled diagonal); it is 0 unless asked for, and the
+result records it. Input features with zero variance get zero weights (and are counted).
+
+Held-out errors come from the test split's statistics alone. With e = y − Wᵀx − b and the
+test split's (n, μ, C):  Σe_j² = Cyy_jj − 2(WᵀCxy)_jj + (WᵀCxxW)_jj + n(μy − Wᵀμx − b)_j²,
+SST_j = Cyy_jj (around the test mean, as `sklearn.metrics.r2_score`). R²_lin = 1 − ΣSSE/ΣSST
+(variance-weighted over output features); R²_j = 1 − SSE_j/SST_j per feature.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from linrec.errors import LinrecError
+from linrec.stats import Moments
+
+EPS = np.finfo(np.float64).eps
+
+
+@dataclass
+class AffineFit:
+    """A fitted affine map y ≈ Wᵀx + b and how well-posed its solve was."""
+
+    W: np.ndarray  # [d_in, d_out] float64
+    b: np.ndarray  # [d_out] float64
+    cond_gram: float  # κ of the train centred Gram Cxx (λmax/λmin; inf if singular)
+    cond_scaled: float  # κ of the Jacobi-scaled Gram, what the solver sees
+    rank: int  # directions kept by the solver
+    n_train: int
+    dead_inputs: int  # input features with zero train variance
+    solver: str = "eigh"
+    ridge: float = 0.0
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return x @ self.W + self.b
+
+
+def fit_affine(train: Moments, rcond: float | None = None, ridge: float = 0.0, block: int | str = "?") -> AffineFit:
+    """Closed-form affine least squares from train statistics (see module docstring)."""
+    d = train.d_in
+    if train.n <= d + 1:
+        raise LinrecError(
+            f"block {block}: singular statistics: {train.n} train rows for {d + 1} parameters per output; "
+            f"raise --tokens to at least {2 * (d + 2)} (more rows than the FFN width)"
+        )
+    Cxx, Cxy, _ = train.blocks()
+    if not (np.isfinite(Cxx).all() and np.isfinite(Cxy).all()):
+        raise LinrecError(f"block {block}: NaN or inf activations; run the model in float32 and check its weights")
+    diag = np.diag(Cxx).copy()
+    live = diag > 0
+    if not live.any():
+        raise LinrecError(f"block {block}: singular statistics: every FFN input feature is constant on the train split")
+    scale = np.zeros(d)
+    scale[live] = 1.0 / np.sqrt(diag[live])
+    A = Cxx * np.outer(scale, scale)  # unit diagonal on live features, zero rows/cols on dead ones
+    if ridge:
+        A[np.diag_indices(d)] += ridge * live
+    lam, V = np.linalg.eigh(A)
+    lam_max = lam[-1]
+    cutoff = (d * EPS if rcond is None else rcond) * lam_max
+    keep = lam > cutoff
+    inv = np.zeros_like(lam)
+    inv[keep] = 1.0 / lam[keep]
+    W = scale[:, None] * (V @ (inv[:, None] * (V.T @ (scale[:, None] * Cxy))))
+    b = train.mean_y - train.mean_x @ W
+    live_lam = lam[-int(live.sum()) :]
+    cond_scaled = float(live_lam[-1] / live_lam[0]) if live_lam[0] > cutoff else float("inf")
+    lam_raw = np.linalg.eigvalsh(Cxx)
+    cond_gram = float(lam_raw[-1] / lam_raw[0]) if lam_raw[0] > d * EPS * lam_raw[-1] else float("inf")
+    return AffineFit(W=W, b=b, cond_gram=cond_gram, cond_scaled=cond_scaled, rank=int(keep.sum()), n_train=train.n, dead_inputs=int((~live).sum()), ridge=ridge)
+
+
+@dataclass
+class Score:
+    """Held-out fit quality of an affine map."""
+
+    r2: float  # variance-weighted R² over all output features
+    r2_feature: np.ndarray  # [d_out] per-feature R² (NaN where the feature is constant)
+    sse: np.ndarray  # [d_out]
+    sst: np.ndarray  # [d_out]
+    n: int
+
+    @property
+    def r2_feature_median(self) -> float:
+        return float(np.nanmedian(self.r2_feature))
+
+
+def score(fit: AffineFit, test: Moments, block: int | str = "?") -> Score:
+    """Held-out SSE, SST and R² of `fit` from the test split's statistics alone."""
+    if test.n < 1:
+        raise LinrecError(f"block {block}: the test split is empty; use more tokens or a larger test fraction")
+    Cxx, Cxy, Cyy = test.blocks()
+    W = fit.W
+    offset = test.mean_y - test.mean_x @ W - fit.b
+    sst = np.diag(Cyy).copy()
+    sse = sst - 2 * np.einsum("ij,ij->j", W, Cxy) + np.einsum("ij,ij->j", Cxx @ W, W) + test.n * offset**2
+    sse = np.maximum(sse, 0.0)  # rounding can push an exact fit a hair below zero
+    total = sst.sum()
+    if not total > 0:
+        raise LinrecError(f"block {block}: the FFN output is constant on the test split; R² is undefined")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2_feature = np.where(sst > 0, 1.0 - sse / np.where(sst > 0, sst, 1.0), np.nan)
+    return Score(r2=float(1.0 - sse.sum() / total), r2_feature=r2_feature, sse=sse, sst=sst, n=test.n)
+
+
+def r2_rows(y: np.ndarray, y_hat: np.ndarray) -> float:
+    """Variance-weighted R² of predictions on stored rows (the definition, for checks)."""
+    y = np.asarray(y, dtype=np.float64)
+    return float(1.0 - ((y - y_hat) ** 2).sum() / ((y - y.mean(0)) ** 2).sum())
+
+
+def ceiling_table(capture) -> "pandas.DataFrame":
+    """One row per block of `capture` (a `linrec.capture.Capture`): the closed-form ceiling and its conditioning."""
+    import pandas as pd
+
+    rows = []
+    for i in range(capture.n_blocks):
+        train, test = capture.stats["train"][i], capture.stats["test"][i]
+        fit = fit_affine(train, block=i)
+        s = score(fit, test, block=i)
+        q25, q75 = np.nanpercentile(s.r2_feature, [25, 75])
+        rows.append(
+            {
+                "model": capture.model_label,
+                "corpus": capture.config.corpus,
+                "block": i,
+                "r2_lin": s.r2,
+                "r2_feature_median": s.r2_feature_median,
+                "r2_feature_q25": float(q25),
+                "r2_feature_q75": float(q75),
+                "cond_gram": fit.cond_gram,
+                "cond_scaled": fit.cond_scaled,
+                "rank": fit.rank,
+                "d_in": train.d_in,
+                "d_out": train.d_out,
+                "n_train": train.n,
+                "n_test": test.n,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,142 @@
+"""Where each block's FFN lives, and hooks that hand its input and output to a callback.
+
+FFN input x: the tensor that enters the MLP (after the block's pre-MLP norm).
+FFN output y: what the MLP returns, before it is added to the residual stream.
+One row of `FFN_SITES` per architecture; paths are relative to `model.base_model`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from linrec.errors import LinrecError
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    blocks: str  # path (from model.base_model) of the ModuleList of blocks
+    ffn_in: str  # module (inside a block) whose *input* is x
+    ffn_out: str  # module (inside a block) whose *output* is y
+    note: str = ""
+
+
+FFN_SITES: dict[str, SiteSpec] = {  # model_type → site                          x, y: [batch, pos, d_model]
+    "gpt2": SiteSpec("h", "mlp", "mlp"),  # transformer.h.{i}.mlp (c_fc → GELU → c_proj)
+    "gpt_neox": SiteSpec("layers", "mlp", "mlp", "Pythia: parallel residual, x = post_attention_layernorm(h)"),
+    "llama": SiteSpec("layers", "mlp", "mlp"),  # model.layers.{i}.mlp (SwiGLU)
+    "qwen2": SiteSpec("layers", "mlp", "mlp"),  # model.layers.{i}.mlp (SwiGLU)
+    "gemma3_text": SiteSpec("layers", "mlp", "mlp", "y is taken before Gemma-3's post_feedforward_layernorm"),
+    "gemma3": SiteSpec("language_model.layers", "mlp", "mlp", "multimodal wrapper; text tower only"),
+    "bert": SiteSpec("encoder.layer", "intermediate", "output.dense", "y = output.dense(...), before dropout, residual add and LayerNorm"),
+}
+
+
+@dataclass(frozen=True)
+class FfnSite:
+    """One block's FFN: where to read x (input of `ffn_in`) and y (output of `ffn_out`)."""
+
+    index: int
+    path: str  # e.g. "model.layers.3.mlp"
+    block: torch.nn.Module
+    ffn_in: torch.nn.Module
+    ffn_out: torch.nn.Module
+
+    @property
+    def module(self) -> torch.nn.Module:
+        """The FFN as one module, where x and y belong to the same module (every causal LM here)."""
+        if self.ffn_in is not self.ffn_out:
+            raise LinrecError(f"block {self.index}: the FFN spans two modules here; swap it with linrec.sites helpers for encoders")
+        return self.ffn_in
+
+
+def supported() -> str:
+    return ", ".join(sorted(FFN_SITES))
+
+
+def find_ffn_sites(model: torch.nn.Module) -> list[FfnSite]:
+    """Every block's FFN site, in depth order; a one-line error for an architecture not in `FFN_SITES`."""
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    spec = FFN_SITES.get(model_type)
+    if spec is None:
+        raise LinrecError(f"no FFN found: architecture '{model_type}' is not supported (supported: {supported()}); add a row to linrec.sites.FFN_SITES")
+    base = model.base_model
+    prefix = "" if base is model else next(n for n, m in model.named_modules() if m is base) + "."
+    try:
+        blocks = base.get_submodule(spec.blocks)
+        sites = []
+        for i, block in enumerate(blocks):
+            sites.append(
+                FfnSite(
+                    index=i,
+                    path=f"{prefix}{spec.blocks}.{i}.{spec.ffn_in}",
+                    block=block,
+                    ffn_in=block.get_submodule(spec.ffn_in),
+                    ffn_out=block.get_submodule(spec.ffn_out),
+                )
+            )
+    except AttributeError as err:
+        raise LinrecError(f"no FFN found at {prefix}{spec.blocks}.*.{spec.ffn_in} for '{model_type}' ({err}); check FFN_SITES against this model's code") from None
+    if not sites:
+        raise LinrecError(f"no FFN found: '{model_type}' model has no blocks under {prefix}{spec.blocks}")
+    return sites
+
+
+class StopForward(Exception):
+    """Raised by the last hook to skip the rest of the forward pass (later blocks, final norm, LM head)."""
+
+
+@contextlib.contextmanager
+def ffn_hooks(
+    sites: list[FfnSite],
+    callback: Callable[[int, torch.Tensor, torch.Tensor], None],
+    stop_after_last: bool = False,
+):
+    """Call `callback(block, x, y)` with each FFN's input and output during forward passes.
+
+    With `stop_after_last`, the hook of the deepest site raises `StopForward` after its
+    callback: run the model inside `run_until_stop`. Hooks never outlive the `with` block.
+    """
+    handles = []
+    last = max(s.index for s in sites)
+    pending: dict[int, torch.Tensor] = {}
+
+    def finish(site: FfnSite, x: torch.Tensor, y: torch.Tensor) -> None:
+        callback(site.index, x, y)
+        if stop_after_last and site.index == last:
+            raise StopForward
+
+    try:
+        for site in sites:
+            if site.ffn_in is site.ffn_out:
+
+                def hook(module, args, output, site=site):
+                    finish(site, args[0], output)
+
+                handles.append(site.ffn_in.register_forward_hook(hook))
+            else:
+
+                def pre(module, args, site=site):
+                    pending[site.index] = args[0]
+
+                def post(module, args, output, site=site):
+                    finish(site, pending.pop(site.index), output)
+
+                handles.append(site.ffn_in.register_forward_pre_hook(pre))
+                handles.append(site.ffn_out.register_forward_hook(post))
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+        pending.clear()
+
+
+def run_until_stop(model: torch.nn.Module, **inputs) -> None:
+    """Run `model(**inputs)`, treating a `StopForward` from a hook as the normal end."""
+    try:
+        model(**inputs)
+    except StopForward:
+        pass

@@ -1,0 +1,161 @@
+"""Additive second-moment statistics of paired rows (x, y), merged exactly across batches and shards.
+
+For rows z = [x, y] we keep n, the mean μ and the centred cross-product matrix
+M = Σ (z − μ)(z − μ)ᵀ in float64. A batch is centred on its own mean, its product is
+taken, and it is merged with Chan's parallel update
+
+    n = nₐ + n_b,   δ = μ_b − μₐ,   μ = μₐ + δ·n_b/n,   M = Mₐ + M_b + (nₐ·n_b/n)·δδᵀ,
+
+which is exact in exact arithmetic and, unlike raw sums Σzzᵀ, loses no digits to a large mean
+(a few features of LLM activations have |mean| ≫ std). From (n, μ, M) every quantity of the
+affine least-squares problem follows: Σxxᵀ = Mxx + n·μxμxᵀ, and so on.
+
+`product="float64"` (exact) takes the products in float64.
+`product="float32"` (fast) takes them on the float64-centred batch in float32 and merges in
+float64; its error against float64 is measured and printed by `benchmarks/capture.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+PRODUCTS = {"float64": torch.float64, "float32": torch.float32}
+
+
+@dataclass
+class Moments:
+    """n, mean and centred cross-products of rows z = [x, y] (x: `d_in` features, y: `d_out`).
+
+    The accumulator is a torch float64 tensor on the rows' device. Only the blocks [xx, xy]
+    and [yy] are accumulated (3/4 of the flops of a full zᵀz); the [yx] block is filled in by
+    symmetry when read. (A BLAS syrk would halve the flops, but on CPU its thread pool fights
+    PyTorch's between forward-pass layers, so it is slower in practice; float32 products of
+    Cyy alone saved nothing measurable.)
+    """
+
+    d_in: int
+    d_out: int
+    n: int = 0
+    mean: torch.Tensor | None = None  # [d_in + d_out] float64
+    _M: torch.Tensor | None = None  # [d, d] float64; rows :d_in and block [d_in:, d_in:] valid
+
+    def __post_init__(self):
+        d = self.d_in + self.d_out
+        if self.mean is None:
+            self.mean = torch.zeros(d, dtype=torch.float64)
+        if self._M is None:
+            self._M = torch.zeros(d, d, dtype=torch.float64, device=self.mean.device)
+        self._buf: torch.Tensor | None = None
+
+    def update(self, x: torch.Tensor, y: torch.Tensor, product: str = "float64") -> None:
+        """Add rows x [..., d_in], y [..., d_out] (any float dtype, any device) to the statistics."""
+        x = x.detach().reshape(-1, self.d_in)
+        y = y.detach().reshape(-1, self.d_out)
+        nb, d = x.shape[0], self.d_in
+        if nb == 0:
+            return
+        if self._M.device != x.device:
+            self.mean, self._M = self.mean.to(x.device), self._M.to(x.device)
+        buf = self._buf
+        if buf is None or buf.shape[0] != nb or buf.device != x.device:
+            buf = self._buf = torch.empty(nb, d + self.d_out, dtype=torch.float64, device=x.device)
+        buf[:, :d].copy_(x)  # float64 from here on
+        buf[:, d:].copy_(y)
+        mb = buf.mean(dim=0)
+        buf.sub_(mb)  # centred on the batch mean, in float64
+        self._chan(nb, mb)
+        if product == "float64":
+            self._M[:d].addmm_(buf[:, :d].T, buf)
+            self._M[d:, d:].addmm_(buf[:, d:].T, buf[:, d:])
+        else:
+            zc = buf.to(PRODUCTS[product])
+            self._M[:d] += zc[:, :d].T @ zc
+            self._M[d:, d:] += zc[:, d:].T @ zc[:, d:]
+
+    def _chan(self, nb: int, mb: torch.Tensor) -> None:
+        """Move the mean to the merged one and add the between-batch term (nₐ·n_b/n)·δδᵀ."""
+        na = self.n
+        n = na + nb
+        delta = mb - self.mean
+        self.mean += delta * (nb / n)
+        if na:
+            self._M.addr_(delta, delta, alpha=na * nb / n)
+        self.n = n
+
+    def merge(self, other: "Moments") -> "Moments":
+        """Fold `other` (statistics of disjoint rows) into self; returns self."""
+        if (other.d_in, other.d_out) != (self.d_in, self.d_out):
+            raise ValueError("cannot merge moments of different widths")
+        if other.n:
+            self._chan(other.n, other.mean.to(self.mean.device))
+            self._M += other._M.to(self._M.device)
+        return self
+
+    @classmethod
+    def of(cls, x, y) -> "Moments":
+        """One-shot statistics of all rows at once (float64 throughout)."""
+        x = torch.as_tensor(np.asarray(x)) if not isinstance(x, torch.Tensor) else x
+        y = torch.as_tensor(np.asarray(y)) if not isinstance(y, torch.Tensor) else y
+        m = cls(x.shape[-1], y.shape[-1])
+        m.update(x, y)
+        return m
+
+    # ---- views, all float64 numpy --------------------------------------------------------
+    @property
+    def M(self) -> np.ndarray:
+        """Σ (z − μ)(z − μ)ᵀ, symmetric  [d, d] float64 numpy."""
+        M = self._M.cpu().numpy().copy()
+        d = self.d_in
+        M[d:, :d] = M[:d, d:].T
+        return M
+
+    @property
+    def mean_x(self) -> np.ndarray:
+        return self.mean[: self.d_in].cpu().numpy()
+
+    @property
+    def mean_y(self) -> np.ndarray:
+        return self.mean[self.d_in :].cpu().numpy()
+
+    @property
+    def Cxx(self) -> np.ndarray:
+        """Centred Σ(x − μx)(x − μx)ᵀ  [d_in, d_in]."""
+        return self.M[: self.d_in, : self.d_in]
+
+    @property
+    def Cxy(self) -> np.ndarray:
+        """Centred Σ(x − μx)(y − μy)ᵀ  [d_in, d_out]."""
+        return self.M[: self.d_in, self.d_in :]
+
+    @property
+    def Cyy(self) -> np.ndarray:
+        """Centred Σ(y − μy)(y − μy)ᵀ  [d_out, d_out]."""
+        return self.M[self.d_in :, self.d_in :]
+
+    def blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(Cxx, Cxy, Cyy) from one symmetrisation."""
+        M, d = self.M, self.d_in
+        return M[:d, :d], M[:d, d:], M[d:, d:]
+
+    def raw_sums(self) -> dict[str, np.ndarray]:
+        """The uncentred sums of the definitions: Σx, Σy, Σxxᵀ, Σxyᵀ, Σyyᵀ, n."""
+        mu = self.mean.cpu().numpy()
+        S = self.M + self.n * np.outer(mu, mu)
+        d = self.d_in
+        return {"n": self.n, "sx": self.n * mu[:d], "sy": self.n * mu[d:], "sxx": S[:d, :d], "sxy": S[:d, d:], "syy": S[d:, d:]}
+
+    def is_finite(self) -> bool:
+        return bool(torch.isfinite(self.mean).all() and torch.isfinite(self._M).all())
+
+    def state(self) -> dict[str, np.ndarray]:
+        """Arrays to store (float64)."""
+        return {"n": np.array(self.n, dtype=np.int64), "mean": self.mean.cpu().numpy(), "M": self.M, "dims": np.array([self.d_in, self.d_out])}
+
+    @classmethod
+    def from_state(cls, s: dict) -> "Moments":
+        d_in, d_out = (int(v) for v in s["dims"])
+        M = torch.tensor(np.asarray(s["M"]), dtype=torch.float64)
+        return cls(d_in, d_out, int(s["n"]), torch.tensor(np.asarray(s["mean"]), dtype=torch.float64), M)
