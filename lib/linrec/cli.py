@@ -1,0 +1,112 @@
+"""Command line: `linrec measure | fetch | figures`. Bad input exits non-zero with one line, no traceback."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from linrec.errors import LinrecError
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def _add_capture_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="offline name (smollm2-135m, gemma3-270m), hub id (gpt2), local dir or .gguf file")
+    p.add_argument("--corpus", default="wiki", help="wiki | web | code | wikitext-2 | path to a text file or directory (default: wiki)")
+    p.add_argument("--seq-len", type=_positive, default=128, help="window length in tokens (default: 128)")
+    p.add_argument("--tokens", type=_positive, default=20_480, help="token budget (default: 20480)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the train/test split and row sample (default: 0)")
+    p.add_argument("--batch-size", type=_positive, default=8, help="windows per forward pass (default: 8)")
+    p.add_argument("--device", default="cpu", help="torch device (default: cpu)")
+    p.add_argument("--fast", action="store_true", help="float32 products merged in float64 (error printed by benchmarks/capture.py)")
+    p.add_argument("--no-cache", action="store_true", help="recompute even if a cached capture exists")
+
+
+def cmd_measure(args) -> None:
+    import pandas as pd
+
+    from linrec.capture import get_capture
+    from linrec.ceiling import ceiling_table
+
+    capture = get_capture(
+        args.model, args.corpus, args.seq_len, args.tokens, args.seed,
+        batch_size=args.batch_size, device=args.device, product="float32" if args.fast else "float64", cache=not args.no_cache,
+    )
+    table = ceiling_table(capture)
+    with pd.option_context("display.width", 160, "display.max_rows", 500):
+        cols = ["model", "block", "r2_lin", "r2_feature_median", "cond_gram", "n_train", "n_test"]
+        print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.out, index=False)
+        print(f"wrote {args.out}", file=sys.stderr)
+
+
+def cmd_fetch(args) -> None:
+    from linrec.corpora import OFFLINE_CORPORA, fetch_offline_corpus
+    from linrec.models import OFFLINE_MODELS, load_model
+
+    for name in args.names:
+        if name in OFFLINE_MODELS:
+            load_model(name)  # fetches, verifies, dequantises and caches as safetensors
+        elif name in OFFLINE_CORPORA:
+            fetch_offline_corpus(name)
+        else:
+            raise LinrecError(f"nothing offline is called '{name}'; models: {', '.join(OFFLINE_MODELS)}; corpora: {', '.join(OFFLINE_CORPORA)}")
+        print(f"ready: {name}", file=sys.stderr)
+
+
+def cmd_figures(args) -> None:
+    from linrec.run import run_notebooks
+
+    run_notebooks(args.params, only=args.only)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="linrec", description="Per-block linear recoverability of transformer FFN blocks.")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("measure", help="closed-form R²_lin of every FFN block → per-block table")
+    _add_capture_args(p)
+    p.add_argument("--out", help="write the table as CSV here")
+    p.set_defaults(func=cmd_measure)
+
+    p = sub.add_parser("fetch", help="download offline models/corpora into $LINREC_CACHE")
+    p.add_argument("names", nargs="+", help="e.g. smollm2-135m gemma3-270m wiki web code")
+    p.set_defaults(func=cmd_fetch)
+
+    p = sub.add_parser("figures", help="execute the numbered notebooks with papermill")
+    p.add_argument("--params", default="params/default.yaml", help="parameter profile (default: params/default.yaml)")
+    p.add_argument("--only", nargs="*", help="notebook name prefixes to run, e.g. 01 02")
+    p.set_defaults(func=cmd_figures)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        args.func(args)
+    except LinrecError as err:
+        print(f"linrec: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("linrec: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

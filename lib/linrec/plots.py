@@ -1,0 +1,45 @@
+"""Figures, named after the paper's numbering; each saved as PNG and PDF."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+
+def save(fig, stem: str | Path) -> list[Path]:
+    """Write `fig` to `stem`.png (150 dpi) and `stem`.pdf; returns the paths."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    for p in paths:
+        fig.savefig(p, dpi=150, bbox_inches="tight")
+    return paths
+
+
+def fig2_r2_lin(table, stem: str | Path | None = None):
+    """Figure 2, R²_lin panel: held-out R²_lin per block, one panel per model, per-feature median beside it."""
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(table["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    widths = [max(3.0, 0.16 * (table["model"] == m).sum()) for m in models]
+    fig, axes = plt.subplots(1, len(models), figsize=(sum(widths) + 0.5, 3.2), sharey=True, gridspec_kw={"width_ratios": widths}, squeeze=False)
+    for ax, model in zip(axes[0], models):
+        t = table[table["model"] == model].sort_values("block")
+        c = palette[model]
+        ax.plot(t["block"], t["r2_lin"], "-o", color=c, ms=4, label="global R²_lin")
+        ax.plot(t["block"], t["r2_feature_median"], ":", marker="s", color=c, ms=3, alpha=0.6, label="per-feature median R²")
+        ax.set_title(model)
+        ax.set_xlabel("block")
+        ax.set_ylim(min(0.0, float(t[["r2_lin", "r2_feature_median"]].min().min()) - 0.05), 1.02)
+        ax.set_xticks(list(t["block"])[:: max(1, len(t) // 10)])
+    axes[0][0].set_ylabel("held-out R² of the closed-form affine map")
+    axes[0][0].legend(loc="lower left", fontsize=7, frameon=True)
+    fig.suptitle("Per-block linear recoverability (exact closed-form ceiling)", y=1.02)
+    if stem is not None:
+        save(fig, stem)
+    return fig

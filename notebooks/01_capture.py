@@ -1,0 +1,81 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent,ipynb
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 · Capture: run a frozen model once, keep every FFN block's statistics
+#
+# > "A frozen language model is run once over a corpus" — the paper, Figure 1 caption.
+#
+# Every transformer block ends its second half with a feed-forward network (FFN, the "MLP").
+# We treat each FFN as a **position-wise map** from its input **x** (the normalised hidden
+# state that enters the MLP) to its output **y** (what the MLP adds back to the residual
+# stream). Every token position of every window is one row (x, y).
+#
+# We never store all rows. For an affine least-squares fit and its held-out R², the rows
+# matter only through additive statistics — n, the means and the centred cross-products
+# Σ(x−μ)(x−μ)ᵀ, Σ(x−μ)(y−μ)ᵀ, Σ(y−μ)(y−μ)ᵀ — kept in float64 per block and per split, merged
+# batch by batch (Chan's update). Memory is O(d²) per block whatever the token count. A bounded,
+# seeded sample of raw rows is kept on disk for the probes of later notebooks.
+
+# %% tags=["parameters"]
+models = ["smollm2-135m", "gemma3-270m"]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+corpus = "wiki"        # wiki | web | code (offline), wikitext-2 (hub), or a path
+seq_len = 128          # the paper's window
+tokens = 20_480        # per model; windows split 80/20 train/test at random
+seed = 0               # split and row-sample seed
+sample_rows = 30_000   # raw (x, y) rows kept per block for the probes
+batch_size = 8         # windows per forward pass
+device = "cpu"         # or "cuda"
+
+# %%
+import pandas as pd
+
+from linrec.capture import get_capture
+from linrec.models import load_model
+from linrec.sites import FFN_SITES, find_ffn_sites
+
+# %% [markdown]
+# ## Where is the FFN?
+# One row of `linrec.sites.FFN_SITES` per architecture says where a block's MLP lives. Here are
+# the sites of the first model; the hooks read the MLP module's input and output.
+
+# %%
+first = load_model(models[0], device=device)
+sites = find_ffn_sites(first.model)
+print(f"{first.name}: {first.model_type}, {len(sites)} blocks; {'; '.join(first.notes)}")
+pd.DataFrame({"block": [s.index for s in sites], "FFN module": [s.path for s in sites], "kind": [type(s.ffn_in).__name__ for s in sites]}).head(4)
+
+# %% [markdown]
+# ## One forward pass per model
+# The pass stops right after the deepest FFN (no final norm, no LM head). The result is cached
+# on disk, keyed by everything that determines it; the next notebook reads it back without
+# touching the model.
+
+# %%
+summary = []
+for name in models:
+    loaded = first if name == first.name else None
+    cap = get_capture(name, corpus, seq_len, tokens, seed, sample_rows=sample_rows, batch_size=batch_size, device=device, loaded=loaded)
+    m = cap.meta
+    summary.append({
+        "model": name, "type": m["model_type"], "blocks": m["n_blocks"], "d_model": m["dims"][0][0],
+        "train rows": m["n_rows"]["train"], "test rows": m["n_rows"]["test"], "tokens": m["tokens_used"],
+        "BOS per window": m["bos"], "capture s": round(m["seconds"], 1), "from cache": cap.cached,
+    })
+summary = pd.DataFrame(summary)
+summary
+
+# %% [markdown]
+# Each block now has, per split, the float64 statistics of roughly `0.8 × tokens` train rows and
+# `0.2 × tokens` held-out rows. The split is by window, at random (seeded), so both splits span
+# the whole text and no held-out position shares a window with a training one.

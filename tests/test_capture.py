@@ -1,0 +1,174 @@
+"""Capture end to end on tiny models: statistics equal the hooked rows, planted maps, the cache."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from _tiny_text import tiny_text, tiny_tokenizer
+from linrec import capture as cap_mod
+from linrec.capture import CaptureConfig, get_capture, run_capture
+from linrec.ceiling import ceiling_table, fit_affine, r2_rows, score
+from linrec.corpora import make_windows
+from linrec.errors import LinrecError
+from linrec.models import LoadedModel
+from linrec.sites import ffn_hooks, find_ffn_sites
+from linrec.stats import Moments
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _loaded(model, tok, name="tiny"):
+    return LoadedModel(model=model, tokenizer=tok, name=name, identity=name, source="test")
+
+
+def _windows(tok, tokens=4096, seq_len=32):
+    return make_windows([tiny_text(6000, 0), tiny_text(6000, 1)], tok, seq_len=seq_len, tokens=tokens, seed=0, corpus="t", identity="t")
+
+
+def _hooked_rows(model, ids):
+    """Every (x, y) row per block, by hooking the model directly: the independent reference."""
+    rows = {}
+    with ffn_hooks(find_ffn_sites(model), lambda i, x, y: rows.setdefault(i, []).append((x.reshape(-1, x.shape[-1]).double(), y.reshape(-1, y.shape[-1]).double()))), torch.no_grad():
+        model(input_ids=ids)
+    return {i: (torch.cat([a for a, _ in v]).numpy(), torch.cat([b for _, b in v]).numpy()) for i, v in rows.items()}
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt2", "gemma3_text", "bert"])
+def test_capture_statistics_equal_hooked_rows(tiny_model, kind):
+    model = tiny_model(kind)
+    tok = tiny_tokenizer()
+    w = _windows(tok, tokens=2048)
+    c = run_capture(_loaded(model, tok), w, CaptureConfig("tiny", tokens=2048, sample_rows=0), batch_size=5, progress=False)
+    for split in ("train", "test"):
+        ref = _hooked_rows(model, w.split(split))
+        for i, (x, y) in ref.items():
+            m = c.stats[split][i]
+            z = np.c_[x, y]
+            M = (z - z.mean(0)).T @ (z - z.mean(0))
+            assert m.n == len(x)
+            assert np.abs(m.M - M).max() <= 1e-12 * np.abs(M).max()
+
+
+def test_block_replaced_by_affine_map_has_r2_one(tiny_model):
+    model = tiny_model("llama")
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(32, 32)  # the planted FFN of block 1: exactly affine
+    model.model.layers[1].mlp = lin
+    tok = tiny_tokenizer()
+    c = run_capture(_loaded(model, tok), _windows(tok), CaptureConfig("tiny", sample_rows=0), progress=False)
+    table = ceiling_table(c)
+    assert abs(table.loc[1, "r2_lin"] - 1) < 1e-9
+    assert table.loc[0, "r2_lin"] < 0.999  # the untouched SwiGLU block is not affine
+    fit = fit_affine(c.stats["train"][1])
+    assert np.allclose(fit.W, lin.weight.detach().double().numpy().T, atol=1e-4)
+
+
+def test_closed_form_on_statistics_equals_lstsq_on_stored_rows(tiny_model, cache, tmp_path):
+    """The row sample keeps every row here, so lstsq on the stored rows is an independent reference."""
+    model = tiny_model("qwen2")
+    tok = tiny_tokenizer()
+    model_dir = tmp_path / "m"
+    model.save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(8000))
+    c = get_capture(str(model_dir), str(corpus), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
+    assert len(c.row_index()) == 3200  # all rows kept
+    table = ceiling_table(c)
+    for i in range(c.n_blocks):
+        xtr, ytr = c.rows(i, "train")
+        xte, yte = c.rows(i, "test")
+        A = np.c_[xtr, np.ones(len(xtr))].astype(np.float64)
+        coef = np.linalg.lstsq(A, ytr.astype(np.float64), rcond=None)[0]
+        ref = r2_rows(yte, np.c_[xte, np.ones(len(xte))] @ coef)
+        assert abs(table.loc[i, "r2_lin"] - ref) < 1e-9
+        assert c.stats["train"][i].n == len(xtr)
+
+
+def test_cache_hit_miss_and_truncation(tiny_model, cache, tmp_path):
+    model = tiny_model("llama")
+    tok = tiny_tokenizer()
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(8000))
+    args = dict(model=str(tmp_path / "m"), corpus=str(corpus), seq_len=32, tokens=2048, sample_rows=500, progress=False)
+    first = get_capture(**args)
+    assert not first.cached
+    again = get_capture(**args)
+    assert again.cached and again.path == first.path
+    assert np.array_equal(again.stats["test"][1].M, first.stats["test"][1].M)
+    other = get_capture(**{**args, "seed": 1})
+    assert not other.cached and other.path != first.path
+    assert not get_capture(**{**args, "tokens": 1024}).cached
+    # truncate a file: the entry is detected as damaged and rebuilt, not read
+    victim = first.path / "rows" / "x_001.npy"
+    victim.write_bytes(victim.read_bytes()[:100])
+    rebuilt = get_capture(**args)
+    assert not rebuilt.cached
+    assert np.array_equal(rebuilt.stats["test"][1].M, first.stats["test"][1].M)
+    assert get_capture(**args).cached
+    # a flipped byte in the statistics fails the checksum
+    stats = first.path / "stats.npz"
+    raw = bytearray(stats.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    stats.write_bytes(bytes(raw))
+    assert not get_capture(**args).cached
+
+
+def test_killed_run_leaves_no_valid_entry(tiny_model, cache, tmp_path, monkeypatch):
+    model = tiny_model("llama")
+    tok = tiny_tokenizer()
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(8000))
+    args = dict(model=str(tmp_path / "m"), corpus=str(corpus), seq_len=32, tokens=2048, sample_rows=500, progress=False)
+
+    def killed(*a, **k):
+        raise KeyboardInterrupt  # as if the user pressed Ctrl-C mid-capture
+
+    monkeypatch.setattr(cap_mod, "_write", killed)
+    with pytest.raises(KeyboardInterrupt):
+        get_capture(**args)
+    entries = list((cache / "captures").iterdir())
+    assert not [e for e in entries if not e.name.startswith(".")]  # nothing under a real key
+    monkeypatch.undo()
+    os.environ["LINREC_CACHE"] = str(cache)
+    fresh = get_capture(**args)
+    assert not fresh.cached and json.loads((fresh.path / "meta.json").read_text())["complete"]
+
+
+def test_nan_activations_are_a_one_line_error(tiny_model):
+    model = tiny_model("llama")
+    with torch.no_grad():
+        model.model.layers[0].mlp.down_proj.weight[0, 0] = float("nan")
+    tok = tiny_tokenizer()
+    with pytest.raises(LinrecError, match="NaN") as err:
+        run_capture(_loaded(model, tok), _windows(tok, tokens=512), CaptureConfig("tiny", sample_rows=0), progress=False)
+    assert "\n" not in str(err.value)
+
+
+def test_row_sample_is_bounded_seeded_and_exact(tiny_model, tmp_path):
+    model = tiny_model("gpt2")
+    tok = tiny_tokenizer()
+    w = _windows(tok, tokens=2048)
+    cfg = CaptureConfig("tiny", tokens=2048, sample_rows=300, seed=7)
+    c = run_capture(_loaded(model, tok), w, cfg, out_dir=tmp_path / "a", progress=False)
+    idx = c.row_index()
+    assert len(idx) == 300 and set(idx[:, 2]) == {0, 1}
+    ref = _hooked_rows(model, w.ids)  # all windows in natural order
+    x, y = c.rows(1)
+    flat = idx[:, 0] * w.seq_len + idx[:, 1]
+    assert np.array_equal(x, ref[1][0][flat].astype(np.float32))
+    assert np.array_equal(y, ref[1][1][flat].astype(np.float32))
+    assert np.array_equal(idx[:, 2], np.isin(idx[:, 0], w.test).astype(int))
+    again = run_capture(_loaded(model, tok), w, cfg, out_dir=tmp_path / "b", progress=False)
+    assert np.array_equal(again.row_index(), idx)

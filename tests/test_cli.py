@@ -1,0 +1,78 @@
+"""`linrec` on bad input: non-zero exit, one line naming the fix, no traceback."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from _tiny_text import tiny_text
+
+
+def _run(*args, tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LINREC_CACHE": str(tmp_path / "cache")}
+    return subprocess.run([sys.executable, "-m", "linrec", *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.fixture
+def short_text(tmp_path):
+    p = tmp_path / "short.txt"
+    p.write_text("Just a few words here.")
+    return str(p)
+
+
+@pytest.fixture
+def tiny_model_dir(tmp_path, tiny_model):
+    from _tiny_text import tiny_tokenizer
+
+    d = tmp_path / "model"
+    tiny_model("llama").save_pretrained(d)
+    tiny_tokenizer().save_pretrained(d)
+    return str(d)
+
+
+def _one_line_error(proc, *needles):
+    assert proc.returncode != 0
+    err = proc.stderr.strip().splitlines()
+    assert len(err) >= 1 and "Traceback" not in proc.stderr
+    line = err[-1]
+    assert line.startswith("linrec: error:") or "error:" in line
+    for n in needles:
+        assert n in line, line
+
+
+def test_unknown_model(tmp_path):
+    proc = _run("measure", "--model", "no-such/model-xyz", "--tokens", "256", tmp_path=tmp_path)
+    _one_line_error(proc, "smollm2-135m")
+
+
+def test_unknown_corpus(tmp_path, tiny_model_dir):
+    proc = _run("measure", "--model", tiny_model_dir, "--corpus", "no-such-corpus", tmp_path=tmp_path)
+    _one_line_error(proc, "wiki")
+
+
+def test_corpus_too_short_for_one_test_window(tmp_path, tiny_model_dir, short_text):
+    proc = _run("measure", "--model", tiny_model_dir, "--corpus", short_text, tmp_path=tmp_path)
+    _one_line_error(proc, "too small")
+
+
+@pytest.mark.parametrize("tokens", ["0", "-5", "lots"])
+def test_non_positive_token_budget(tmp_path, tokens):
+    proc = _run("measure", "--model", "smollm2-135m", "--tokens", tokens, tmp_path=tmp_path)
+    _one_line_error(proc, "--tokens")
+
+
+def test_measure_writes_the_table(tmp_path, tiny_model_dir):
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(6000))
+    out = tmp_path / "t.csv"
+    proc = _run("measure", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048", "--out", str(out), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    import pandas as pd
+
+    t = pd.read_csv(out)
+    assert list(t["block"]) == [0, 1]
+    for col in ["model", "block", "r2_lin", "r2_feature_median", "cond_gram", "n_train", "n_test"]:
+        assert col in t.columns
+    assert (t["n_train"] + t["n_test"] == 2048).all()
+    assert "r2_lin" in proc.stdout

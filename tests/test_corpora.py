@@ -1,0 +1,63 @@
+"""Token windows: shapes, BOS handling, the seeded split, and one-line errors."""
+
+import numpy as np
+import pytest
+import torch
+
+from _tiny_text import tiny_text, tiny_tokenizer
+from linrec.corpora import load_documents, load_windows, make_windows
+from linrec.errors import LinrecError
+
+
+def test_windows_are_consecutive_tokens_split_80_20():
+    tok = tiny_tokenizer()
+    docs = [tiny_text(700, seed=0), tiny_text(700, seed=1)]
+    w = make_windows(docs, tok, seq_len=50, tokens=1000, seed=3)
+    assert w.ids.shape == (20, 50) and not w.bos
+    stream = tok(docs[0], add_special_tokens=False).input_ids + [tok.eos_token_id] + tok(docs[1], add_special_tokens=False).input_ids
+    assert torch.equal(w.ids.reshape(-1), torch.tensor(stream[:1000]))
+    assert len(w.test) == 4 and len(w.train) == 16
+    assert set(w.train) | set(w.test) == set(range(20)) and not set(w.train) & set(w.test)
+    again = make_windows(docs, tok, seq_len=50, tokens=1000, seed=3)
+    other = make_windows(docs, tok, seq_len=50, tokens=1000, seed=4)
+    assert np.array_equal(again.test, w.test) and not np.array_equal(other.test, w.test)
+
+
+def test_bos_is_prepended_when_the_tokenizer_does_so():
+    tok = tiny_tokenizer(bos=True)
+    w = make_windows([tiny_text(500)], tok, seq_len=32, tokens=320)
+    assert w.bos and w.ids.shape == (10, 32)
+    assert (w.ids[:, 0] == tok.bos_token_id).all() and (w.ids[:, 1:] != tok.bos_token_id).all()
+
+
+def test_file_and_directory_corpora(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text(tiny_text(400, 0))
+    (tmp_path / "d" / "b.txt").write_text(tiny_text(400, 1))
+    (tmp_path / "one.txt").write_text(tiny_text(400, 0))
+    docs, ident = load_documents(str(tmp_path / "d"))
+    assert len(docs) == 2 and ident.startswith("path:")
+    tok = tiny_tokenizer()
+    a = load_windows(str(tmp_path / "one.txt"), tok, seq_len=20, tokens=300)
+    b = load_windows(str(tmp_path / "d"), tok, seq_len=20, tokens=300)
+    assert torch.equal(a.ids, b.ids)  # the first 300 tokens come from a.txt in both
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"tokens": 0}, "token budget must be positive"),
+        ({"tokens": 10_000}, "too small"),
+        ({"seq_len": 1}, "seq_len"),
+    ],
+)
+def test_bad_inputs_are_one_line_errors(kwargs, match):
+    args = {"seq_len": 64, "tokens": 256, **kwargs}
+    with pytest.raises(LinrecError, match=match) as err:
+        make_windows([tiny_text(100)], tiny_tokenizer(), **args)
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_corpus_names_the_choices():
+    with pytest.raises(LinrecError, match="wiki, web, code"):
+        load_documents("no-such-corpus")

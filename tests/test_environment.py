@@ -1,0 +1,40 @@
+"""One source of truth for the environment, and CI runs the README's own test command."""
+
+import re
+import tomllib
+
+import yaml
+
+from linrec.run import project_root
+
+ROOT = project_root(__file__)
+
+
+def test_environment_yml_installs_this_package_and_nothing_else():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    deps = env["dependencies"]
+    pip = next(d["pip"] for d in deps if isinstance(d, dict))
+    assert pip == ["-e .[dev]"]  # every pin comes from pyproject.toml
+    conda = [d for d in deps if isinstance(d, str)]
+    py = next(d for d in conda if d.startswith("python"))
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lo = re.search(r">=\s*3\.(\d+)", project["requires-python"]).group(1)
+    assert int(py.split("=")[-1].split(".")[1]) >= int(lo)
+    assert set(conda) <= {py, "pip"}
+
+
+def test_torch_is_pinned_to_the_cpu_wheel():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert "torch==2.13.0" in deps
+    for d in deps:  # every runtime dependency is pinned exactly, so pip never drifts to a CUDA torch
+        assert "==" in d, d
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    block = re.search(r"```(?:bash|sh)?\n(.*?)```", readme, flags=re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
+    assert len(commands) == 2, commands  # figures; tests
+    test_cmd = commands[1]
+    assert test_cmd in [line.strip() for line in ci.splitlines()]

@@ -1,0 +1,79 @@
+"""Streaming float64 moments equal one-shot statistics computed directly with numpy."""
+
+import numpy as np
+import pytest
+import torch
+
+from linrec.stats import Moments
+
+
+def _rows(n=3000, dx=12, dy=5, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, dx)) * np.logspace(-2, 3, dx) + 50.0  # big means, scales over 5 decades
+    y = np.tanh(x[:, :dy] / 100) * 7 + rng.standard_normal((n, dy)) - 20.0
+    return x.astype(np.float32), y.astype(np.float32)
+
+
+def _reference(x, y):
+    z = np.concatenate([x, y], axis=1).astype(np.float64)
+    mu = z.mean(0)
+    return mu, (z - mu).T @ (z - mu)
+
+
+def _rel(a, b):
+    return np.abs(a - b).max() / np.abs(b).max()
+
+
+@pytest.mark.parametrize("batch", [1, 7, 128, 3000])
+def test_streaming_equals_one_shot(batch):
+    x, y = _rows()
+    m = Moments(x.shape[1], y.shape[1])
+    for i in range(0, len(x), batch):
+        m.update(torch.from_numpy(x[i : i + batch]), torch.from_numpy(y[i : i + batch]))
+    mu, M = _reference(x, y)
+    assert m.n == len(x)
+    assert _rel(m.mean.numpy(), mu) < 1e-12
+    assert _rel(m.M, M) < 1e-12
+
+
+def test_shards_merge_exactly():
+    x, y = _rows()
+    shards = [Moments(12, 5) for _ in range(3)]
+    for k, (lo, hi) in enumerate([(0, 1000), (1000, 1001), (1001, 3000)]):
+        shards[k].update(torch.from_numpy(x[lo:hi]), torch.from_numpy(y[lo:hi]))
+    merged = Moments(12, 5).merge(shards[0]).merge(shards[1]).merge(shards[2])
+    mu, M = _reference(x, y)
+    assert merged.n == 3000
+    assert _rel(merged.M, M) < 1e-12 and _rel(merged.mean.numpy(), mu) < 1e-12
+
+
+def test_raw_sums_match_definitions():
+    x, y = _rows(n=500)
+    m = Moments.of(torch.from_numpy(x), torch.from_numpy(y))
+    s = m.raw_sums()
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    assert s["n"] == 500
+    assert _rel(s["sx"], x64.sum(0)) < 1e-12
+    assert _rel(s["sxx"], x64.T @ x64) < 1e-12
+    assert _rel(s["sxy"], x64.T @ y64) < 1e-12
+    assert _rel(s["syy"], y64.T @ y64) < 1e-12
+
+
+def test_float32_products_are_close_but_not_exact():
+    x, y = _rows()
+    exact, fast = Moments(12, 5), Moments(12, 5)
+    for i in range(0, 3000, 256):
+        exact.update(torch.from_numpy(x[i : i + 256]), torch.from_numpy(y[i : i + 256]))
+        fast.update(torch.from_numpy(x[i : i + 256]), torch.from_numpy(y[i : i + 256]), product="float32")
+    err = _rel(fast.M, exact.M)
+    assert 0 < err < 1e-5
+
+
+def test_state_round_trip_and_nan_detection():
+    x, y = _rows(n=200)
+    m = Moments.of(torch.from_numpy(x), torch.from_numpy(y))
+    back = Moments.from_state(m.state())
+    assert back.n == m.n and np.array_equal(back.M, m.M) and torch.equal(back.mean, m.mean)
+    assert m.is_finite()
+    y[3, 1] = np.nan
+    assert not Moments.of(torch.from_numpy(x), torch.from_numpy(y)).is_finite()
