@@ -10,9 +10,9 @@ the R²_lin of the model as shipped, not of the original float checkpoint.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
-import os
 import subprocess
 import sys
 import zipfile
@@ -233,8 +233,8 @@ def model_identity(spec: str) -> str:
     path = Path(spec).expanduser()
     if path.exists():
         files = sorted(path.rglob("*")) if path.is_dir() else [path]
-        stamp = [(f.name, f.stat().st_size, int(f.stat().st_mtime)) for f in files if f.is_file()]
-        return f"path:{path.resolve()}:{hash(tuple(stamp)) & 0xFFFFFFFF:08x}"
+        stamp = json.dumps([(str(f.relative_to(path)) if path.is_dir() else f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.is_file()])
+        return f"path:{path.resolve()}:{hashlib.sha256(stamp.encode()).hexdigest()[:16]}"
     return f"hub:{spec}"
 
 
@@ -264,8 +264,8 @@ def load_model(spec: str, device: str = "cpu", dtype: torch.dtype = torch.float3
             except (OSError, ValueError) as err:
                 raise LinrecError(f"could not load model directory {path} ({str(err).splitlines()[0][:160]}); it needs config.json and weights, or a .gguf file") from None
             source = "local"
-    elif path.suffix == ".gguf" or "/" not in spec and os.sep in spec:
-        raise LinrecError(f"model file {spec} does not exist; offline models: {_offline_list()}")
+    elif path.suffix == ".gguf" or spec.startswith((".", "/", "~")):
+        raise LinrecError(f"model path {spec} does not exist; offline models: {_offline_list()}")
     else:
         from transformers import AutoConfig
 

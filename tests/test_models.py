@@ -1,0 +1,218 @@
+"""linrec.models without a network: error messages, local directories, perplexity, identity."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from linrec.errors import LinrecError
+from linrec.models import OFFLINE_MODELS, load_model, model_identity, perplexity
+
+
+@pytest.fixture
+def offline_hub(monkeypatch, tmp_path):
+    """Hub calls fail at once: offline mode (also patched where huggingface_hub cached it at import) and an empty hub cache."""
+    import huggingface_hub.constants as hf_constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hf_constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "linrec-cache"))
+
+
+def _one_line(err: pytest.ExceptionInfo) -> str:
+    msg = str(err.value)
+    assert msg and "\n" not in msg
+    return msg
+
+
+def _tokenizer():
+    """A tiny word-level fast tokenizer (no download) with bos/eos/unk and no pad token."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<unk>", "<s>", "</s>", "the", "cat", "sat", "on", "mat", "a", "dog"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+
+
+def _ids(n=2, t=7, seed=1):
+    return torch.randint(0, 100, (n, t), generator=torch.Generator().manual_seed(seed))
+
+
+# 1. hub ids with the hub unreachable ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", ["gpt2", "linrec-no-such-org/no-such-model-7f3a"])
+def test_hub_unreachable_is_one_line_error_naming_offline_models(offline_hub, spec):
+    with pytest.raises(LinrecError) as err:
+        load_model(spec)
+    msg = _one_line(err)
+    assert f"'{spec}'" in msg
+    for name in OFFLINE_MODELS:
+        assert name in msg
+    assert "smollm2-135m" in msg
+
+
+def test_empty_spec_is_rejected():
+    with pytest.raises(LinrecError) as err:
+        load_model("  ")
+    assert "smollm2-135m" in _one_line(err)
+
+
+# 2. local paths that are not models ------------------------------------------------------------
+
+
+def test_missing_gguf_file(offline_hub, tmp_path, monkeypatch):
+    missing = tmp_path / "something.gguf"
+    with pytest.raises(LinrecError) as err:
+        load_model(str(missing))
+    msg = _one_line(err)
+    assert str(missing) in msg and "does not exist" in msg
+
+    monkeypatch.chdir(tmp_path)  # a bare relative name, no slash: still a file, not a hub id
+    with pytest.raises(LinrecError) as err:
+        load_model("something.gguf")
+    assert "does not exist" in _one_line(err)
+
+
+def test_missing_directory(offline_hub, tmp_path):
+    with pytest.raises(LinrecError) as err:
+        load_model(str(tmp_path / "no-such-dir"))
+    assert "no-such-dir" in _one_line(err)
+
+
+def test_directory_without_config(offline_hub, tmp_path):
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(LinrecError) as err:
+        load_model(str(tmp_path))
+    msg = _one_line(err)
+    assert str(tmp_path) in msg and "config.json" in msg
+
+
+# 3. local model directories ---------------------------------------------------------------------
+
+
+@torch.no_grad()
+def test_local_llama_directory_round_trip(offline_hub, tmp_path, tiny_model):
+    model, tok = tiny_model("llama"), _tokenizer()
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+
+    loaded = load_model(str(tmp_path))
+    assert loaded.source == "local" and loaded.model_type == "llama" and loaded.is_causal
+    assert loaded.name == str(tmp_path)
+    assert loaded.identity == model_identity(str(tmp_path)) and loaded.identity.startswith("path:")
+    assert not loaded.model.training
+    assert not any(p.requires_grad for p in loaded.model.parameters())
+    assert next(loaded.model.parameters()).dtype == torch.float32
+
+    ids = _ids()
+    assert torch.equal(loaded.model(input_ids=ids).logits, model(input_ids=ids).logits)
+
+    text = "the cat sat on the zebra"
+    assert loaded.tokenizer(text).input_ids == tok(text).input_ids == [3, 4, 5, 6, 3, 0]
+    assert loaded.tokenizer.pad_token == "</s>"  # no pad token saved: eos stands in
+
+
+@torch.no_grad()
+def test_local_bert_directory_is_an_encoder(offline_hub, tmp_path, tiny_model):
+    model = tiny_model("bert")
+    model.save_pretrained(tmp_path)
+    _tokenizer().save_pretrained(tmp_path)
+    loaded = load_model(str(tmp_path))
+    assert type(loaded.model).__name__ == "BertModel" and not loaded.is_causal
+    ids = _ids()
+    assert torch.equal(loaded.model(input_ids=ids).last_hidden_state, model(input_ids=ids).last_hidden_state)
+
+
+# 4. perplexity ------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def test_perplexity_is_exp_of_hf_causal_lm_loss(tiny_model):
+    model = tiny_model("llama")
+    windows = _ids(n=5, t=9, seed=3)
+    hf = float(torch.exp(model(input_ids=windows, labels=windows).loss))
+    for batch_size in (2, 8):  # several batches with a remainder, and one batch
+        ppl = perplexity(model, windows, batch_size=batch_size)
+        assert ppl == pytest.approx(hf, rel=1e-5)
+    assert ppl > 1.0
+    # a different set of windows gives a different number (the comparison above is not vacuous)
+    assert perplexity(model, _ids(n=5, t=9, seed=4)) != pytest.approx(hf, rel=1e-3)
+
+
+def test_perplexity_needs_two_tokens(tiny_model):
+    with pytest.raises(LinrecError):
+        perplexity(tiny_model("llama"), _ids(n=3, t=1))
+
+
+# 5. model identity ---------------------------------------------------------------------------------
+
+
+def _bump_mtime(path, seconds=5):
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + seconds * 1_000_000_000))
+
+
+def test_model_identity_of_names():
+    spec = OFFLINE_MODELS["smollm2-135m"]
+    assert model_identity("smollm2-135m") == f"offline:smollm2-135m:{spec.sha256}"
+    assert model_identity("gpt2") == "hub:gpt2"
+    assert model_identity("gpt2") != model_identity("EleutherAI/pythia-160m")
+
+
+def test_model_identity_tracks_directory_changes(tmp_path):
+    (tmp_path / "config.json").write_text('{"a": 1}')
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"\x00" * 64)
+    first = model_identity(str(tmp_path))
+    assert first.startswith(f"path:{tmp_path.resolve()}:")
+    assert model_identity(str(tmp_path)) == first  # deterministic
+
+    weights.write_bytes(b"\x00" * 65)  # size changes
+    second = model_identity(str(tmp_path))
+    assert second != first
+
+    weights.write_bytes(b"\x01" * 65)  # same size, new content, later mtime
+    _bump_mtime(weights)
+    third = model_identity(str(tmp_path))
+    assert third not in (first, second)
+
+    # a file moved into a subdirectory: same name, size and mtime, and the same place in sorted order
+    (tmp_path / "n").mkdir()
+    os.rename(weights, tmp_path / "n" / weights.name)
+    assert model_identity(str(tmp_path)) != third
+
+    (tmp_path / "extra.bin").write_bytes(b"x")  # a file added
+    fourth = model_identity(str(tmp_path))
+    (tmp_path / "extra.bin").unlink()
+    assert fourth != model_identity(str(tmp_path))
+
+
+def test_model_identity_tracks_a_single_file(tmp_path):
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF" + b"\x00" * 32)
+    first = model_identity(str(gguf))
+    gguf.write_bytes(b"GGUF" + b"\x01" * 32)
+    _bump_mtime(gguf)
+    assert model_identity(str(gguf)) != first
+
+
+def test_model_identity_is_stable_across_processes(tmp_path):
+    """A cache key must survive a restart: no dependence on Python's per-process string hash seed."""
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"\x00" * 16)
+    code = "import sys; from linrec.models import model_identity; print(model_identity(sys.argv[1]))"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONHASHSEED": seed})
+        for seed in ("1", "2")
+    ]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert outs[0] == outs[1] == model_identity(str(tmp_path))
