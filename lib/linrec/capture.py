@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text bars: they survive papermill and render in executed notebooks
 
 from linrec._io import atomic_dir, cache_root, clean_stale_tmp, sha256_file
 from linrec.corpora import Windows, corpus_identity, load_windows

@@ -12,9 +12,12 @@ apply the pseudo-inverse with eigenvalues below `rcond`·λ_max treated as zero.
 the eigenvalues of A carry an absolute error of about ε·λ_max, so the default rcond = d·ε
 drops only directions that rounding cannot resolve; for a full-rank problem this is the
 exact least-squares solution, for a rank-deficient one it is the minimum-norm solution
-(what `lstsq` returns). Cost O(d³) per block: ~0.1 s at d = 640. An optional `ridge` adds
+(what `lstsq` returns). Cost O(d³) per block: ~0.1 s at d = 640. (For the normal equations
+κ(Cxx) = κ(X)²; the scaling and the float64 eigensolver keep the 1e-9 agreement with `lstsq`
+on stored rows up to κ(Cxx) ≈ 1e11 in the tests; beyond, see the reported `rank`.) An optional `ridge` adds
 ridge·diag(Cxx) (i.e. `ridge` on the scaled diagonal); it is 0 unless asked for, and the
-result records it. Input features with zero variance get zero weights (and are counted).
+result records it. Input features with zero variance (Gemma-3 has one: its pre-FFN norm gain
+is 0 there) get zero weights, are counted (`dead_inputs`) and are left out of κ.
 
 Held-out errors come from the test split's statistics alone. With e = y − Wᵀx − b and the
 test split's (n, μ, C):  Σe_j² = Cyy_jj − 2(WᵀCxy)_jj + (WᵀCxxW)_jj + n(μy − Wᵀμx − b)_j²,
@@ -27,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from linrec.errors import LinrecError
 from linrec.stats import Moments
@@ -40,7 +44,7 @@ class AffineFit:
 
     W: np.ndarray  # [d_in, d_out] float64
     b: np.ndarray  # [d_out] float64
-    cond_gram: float  # κ of the train centred Gram Cxx (λmax/λmin; inf if singular)
+    cond_gram: float  # κ of the train centred Gram Cxx over non-constant features (λmax/λmin; inf if singular)
     cond_scaled: float  # κ of the Jacobi-scaled Gram, what the solver sees
     rank: int  # directions kept by the solver
     n_train: int
@@ -69,20 +73,24 @@ def fit_affine(train: Moments, rcond: float | None = None, ridge: float = 0.0, b
         raise LinrecError(f"block {block}: singular statistics: every FFN input feature is constant on the train split")
     scale = np.zeros(d)
     scale[live] = 1.0 / np.sqrt(diag[live])
+    # Dense linear algebra runs in torch (float64, CPU): numpy's OpenBLAS LAPACK next to torch's
+    # OpenMP pool slowed eigh down 50-fold on a busy 2-core machine; torch's own LAPACK does not.
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a))  # noqa: E731
     A = Cxx * np.outer(scale, scale)  # unit diagonal on live features, zero rows/cols on dead ones
     if ridge:
         A[np.diag_indices(d)] += ridge * live
-    lam, V = np.linalg.eigh(A)
+    lam_t, V = torch.linalg.eigh(t(A))
+    lam = lam_t.numpy()
     lam_max = lam[-1]
     cutoff = (d * EPS if rcond is None else rcond) * lam_max
     keep = lam > cutoff
     inv = np.zeros_like(lam)
     inv[keep] = 1.0 / lam[keep]
-    W = scale[:, None] * (V @ (inv[:, None] * (V.T @ (scale[:, None] * Cxy))))
+    W = scale[:, None] * (V @ (t(inv)[:, None] * (V.T @ t(scale[:, None] * Cxy)))).numpy()
     b = train.mean_y - train.mean_x @ W
     live_lam = lam[-int(live.sum()) :]
     cond_scaled = float(live_lam[-1] / live_lam[0]) if live_lam[0] > cutoff else float("inf")
-    lam_raw = np.linalg.eigvalsh(Cxx)
+    lam_raw = torch.linalg.eigvalsh(t(Cxx[np.ix_(live, live)])).numpy()  # constant features carry nothing: κ over the rest
     cond_gram = float(lam_raw[-1] / lam_raw[0]) if lam_raw[0] > d * EPS * lam_raw[-1] else float("inf")
     return AffineFit(W=W, b=b, cond_gram=cond_gram, cond_scaled=cond_scaled, rank=int(keep.sum()), n_train=train.n, dead_inputs=int((~live).sum()), ridge=ridge)
 
@@ -110,7 +118,8 @@ def score(fit: AffineFit, test: Moments, block: int | str = "?") -> Score:
     W = fit.W
     offset = test.mean_y - test.mean_x @ W - fit.b
     sst = np.diag(Cyy).copy()
-    sse = sst - 2 * np.einsum("ij,ij->j", W, Cxy) + np.einsum("ij,ij->j", Cxx @ W, W) + test.n * offset**2
+    CW = (torch.from_numpy(np.ascontiguousarray(Cxx)) @ torch.from_numpy(np.ascontiguousarray(W))).numpy()
+    sse = sst - 2 * np.einsum("ij,ij->j", W, Cxy) + np.einsum("ij,ij->j", CW, W) + test.n * offset**2
     sse = np.maximum(sse, 0.0)  # rounding can push an exact fit a hair below zero
     total = sst.sum()
     if not total > 0:
@@ -148,6 +157,7 @@ def ceiling_table(capture) -> "pandas.DataFrame":
                 "cond_gram": fit.cond_gram,
                 "cond_scaled": fit.cond_scaled,
                 "rank": fit.rank,
+                "dead_inputs": fit.dead_inputs,
                 "d_in": train.d_in,
                 "d_out": train.d_out,
                 "n_train": train.n,

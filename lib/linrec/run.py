@@ -69,7 +69,7 @@ def run_notebooks(params_file: str | Path, only: list[str] | None = None, root: 
             t0 = time.perf_counter()
             print(f"[linrec] {nb.name} → {out.relative_to(root)}", flush=True)
             try:
-                pm.execute_notebook(str(source), str(out), parameters=chosen, kernel_name="python3", cwd=str(root), progress_bar=False)
+                pm.execute_notebook(str(source), str(out), parameters=chosen, kernel_name="python3", cwd=str(root), progress_bar=True)
             except pm.PapermillExecutionError as err:
                 raise LinrecError(f"{nb.name} failed in cell {err.exec_count}: {err.ename}: {str(err.evalue).splitlines()[0] if err.evalue else ''} (see {out})") from None
             print(f"[linrec] {nb.name} done in {time.perf_counter() - t0:.0f} s", flush=True)

@@ -100,6 +100,11 @@ def ffn_hooks(
     With `stop_after_last`, the hook of the deepest site raises `StopForward` after its
     callback: run the model inside `run_until_stop`. Hooks never outlive the `with` block.
     """
+    if not sites:
+        raise LinrecError("no FFN sites to hook; get them with linrec.sites.find_ffn_sites(model)")
+    chunked = [s.index for s in sites if getattr(s.block, "chunk_size_feed_forward", 0)]
+    if chunked:
+        raise LinrecError(f"blocks {chunked} run their FFN in chunks (chunk_size_feed_forward > 0); load the model with chunk_size_feed_forward=0")
     handles = []
     last = max(s.index for s in sites)
     pending: dict[int, torch.Tensor] = {}
