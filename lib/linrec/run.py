@@ -67,7 +67,7 @@ def run_notebooks(params_file: str | Path, only: list[str] | None = None, root: 
             chosen = {k: v for k, v in params.items() if k in declared}
             out = results / "notebooks" / f"{nb.stem}.ipynb"
             t0 = time.perf_counter()
-            print(f"[linrec] {nb.name} → {out.relative_to(root)}", flush=True)
+            print(f"[linrec] {nb.name} → {out}", flush=True)
             try:
                 pm.execute_notebook(str(source), str(out), parameters=chosen, kernel_name="python3", cwd=str(root), progress_bar=True)
             except pm.PapermillExecutionError as err:
