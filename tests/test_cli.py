@@ -76,3 +76,19 @@ def test_measure_writes_the_table(tmp_path, tiny_model_dir):
         assert col in t.columns
     assert (t["n_train"] + t["n_test"] == 2048).all()
     assert "r2_lin" in proc.stdout
+
+
+def test_probe_writes_the_table(tmp_path, tiny_model_dir):
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(6000))
+    out = tmp_path / "p.csv"
+    proc = _run("probe", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048", "--rank", "4", "--out", str(out), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    import pandas as pd
+
+    t = pd.read_csv(out)
+    for col in ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"]:
+        assert col in t.columns
+    assert list(t["block"]) == [0, 1]
+    assert ((t["gain"] - (t["r2_poly"] - t["r2_lin_rows"])).abs() < 1e-12).all()
+    assert ((t["r2_lin_rows"] - t["r2_lin"]).abs() < 1e-6).all()  # every row is in the sample here: same held-out set

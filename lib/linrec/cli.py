@@ -52,6 +52,26 @@ def cmd_measure(args) -> None:
         print(f"wrote {args.out}", file=sys.stderr)
 
 
+def cmd_probe(args) -> None:
+    import pandas as pd
+
+    from linrec.capture import get_capture
+    from linrec.probe import probe_table
+
+    capture = get_capture(
+        args.model, args.corpus, args.seq_len, args.tokens, args.seed,
+        batch_size=args.batch_size, device=args.device, product="float32" if args.fast else "float64", cache=not args.no_cache,
+    )
+    table = probe_table(capture, rank=args.rank, seed=args.seed)
+    cols = ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"]
+    with pd.option_context("display.width", 160, "display.max_rows", 500):
+        print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.out, index=False)
+        print(f"wrote {args.out}", file=sys.stderr)
+
+
 def cmd_fetch(args) -> None:
     from linrec.corpora import OFFLINE_CORPORA, fetch_offline_corpus
     from linrec.models import OFFLINE_MODELS, load_model
@@ -81,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_capture_args(p)
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_measure)
+
+    p = sub.add_parser("probe", help="rank-k bilinear probe of each block's residual, and trained linear baselines")
+    _add_capture_args(p)
+    p.add_argument("--rank", type=_positive, default=16, help="rank of the bilinear probe (default: 16)")
+    p.add_argument("--out", help="write the table as CSV here")
+    p.set_defaults(func=cmd_probe)
 
     p = sub.add_parser("fetch", help="download offline models/corpora into $LINREC_CACHE")
     p.add_argument("names", nargs="+", help="e.g. smollm2-135m gemma3-270m wiki web code")
