@@ -304,9 +304,9 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-big", action="store_true", help="skip the --big-tokens memory run (~10x the time of the 20k capture)")
     p.add_argument("--blas-threads", type=int, default=1,
-                   help="OPENBLAS_NUM_THREADS for numpy in the workers (ceiling_table and lstsq); 0 leaves OpenBLAS's default. "
-                        "Default 1: with 2 threads on a 2-core machine that is busy (or whose torch OpenMP threads still spin) "
-                        "OpenBLAS's eigh/lstsq run 4-30x slower (see README)")
+                   help="OPENBLAS_NUM_THREADS for numpy in the workers (the store+lstsq baseline's lstsq; ceiling_table's "
+                        "dense algebra is in torch); 0 leaves OpenBLAS's default. Default 1: with 2 threads on a busy 2-core "
+                        "machine OpenBLAS's lstsq ran ~30x slower (see README)")
     p.add_argument("--wait-quiet", type=float, default=60, metavar="S",
                    help="before each method, wait up to S seconds for other processes to use < 25%% of the CPUs (0: don't wait)")
     p.add_argument("--out", type=Path, help="write all results to this JSON file")

@@ -140,9 +140,16 @@ class _RowSampler:
 def run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, out_dir: Path | None = None, batch_size: int = 8, progress: bool = True) -> Capture:
     """Capture statistics (and, with `out_dir`, the row sample) of every FFN block in one pass."""
     model = loaded.model
-    if hasattr(torch.backends, "cuda"):  # never TF32, whatever the caller's global setting
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # never TF32 here …
+    try:
+        return _run_capture(loaded, windows, config, out_dir, batch_size, progress)
+    finally:  # … and the caller's setting back afterwards
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+
+
+def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, out_dir: Path | None, batch_size: int, progress: bool) -> Capture:
+    model = loaded.model
     sites = find_ffn_sites(model)
     device = next(model.parameters()).device
     dims = _site_dims(loaded, sites, windows)

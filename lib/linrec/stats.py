@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 PRODUCTS = {"float64": torch.float64, "float32": torch.float32}
+_SCRATCH: dict[tuple, torch.Tensor] = {}  # float64 batch buffer, reused across all Moments (not thread-safe)
 
 
 @dataclass
@@ -48,7 +49,6 @@ class Moments:
             self.mean = torch.zeros(d, dtype=torch.float64)
         if self._M is None:
             self._M = torch.zeros(d, d, dtype=torch.float64, device=self.mean.device)
-        self._buf: torch.Tensor | None = None
 
     def update(self, x: torch.Tensor, y: torch.Tensor, product: str = "float64") -> None:
         """Add rows x [..., d_in], y [..., d_out] (any float dtype, any device) to the statistics."""
@@ -59,9 +59,11 @@ class Moments:
             return
         if self._M.device != x.device:
             self.mean, self._M = self.mean.to(x.device), self._M.to(x.device)
-        buf = self._buf
-        if buf is None or buf.shape[0] != nb or buf.device != x.device:
-            buf = self._buf = torch.empty(nb, d + self.d_out, dtype=torch.float64, device=x.device)
+        key = (nb, d + self.d_out, str(x.device))
+        buf = _SCRATCH.get(key)
+        if buf is None:  # one scratch buffer per shape, shared by every block and split
+            _SCRATCH.clear()
+            buf = _SCRATCH[key] = torch.empty(nb, d + self.d_out, dtype=torch.float64, device=x.device)
         buf[:, :d].copy_(x)  # float64 from here on
         buf[:, d:].copy_(y)
         mb = buf.mean(dim=0)
