@@ -1,7 +1,6 @@
 """Capture end to end on tiny models: statistics equal the hooked rows, planted maps, the cache."""
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -22,6 +21,18 @@ from linrec.stats import Moments
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+@pytest.fixture
+def saved_tiny(tiny_model, cache, tmp_path):
+    """get_capture arguments for a tiny llama saved to disk and a small local corpus."""
+    model = tiny_model("llama")
+    tok = tiny_tokenizer()
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(8000))
+    return dict(model=str(tmp_path / "m"), corpus=str(corpus), seq_len=32, tokens=2048, sample_rows=500, progress=False)
 
 
 def _loaded(model, tok, name="tiny"):
@@ -92,14 +103,8 @@ def test_closed_form_on_statistics_equals_lstsq_on_stored_rows(tiny_model, cache
         assert c.stats["train"][i].n == len(xtr)
 
 
-def test_cache_hit_miss_and_truncation(tiny_model, cache, tmp_path):
-    model = tiny_model("llama")
-    tok = tiny_tokenizer()
-    model.save_pretrained(tmp_path / "m")
-    tok.save_pretrained(tmp_path / "m")
-    corpus = tmp_path / "text.txt"
-    corpus.write_text(tiny_text(8000))
-    args = dict(model=str(tmp_path / "m"), corpus=str(corpus), seq_len=32, tokens=2048, sample_rows=500, progress=False)
+def test_cache_hit_miss_and_truncation(saved_tiny):
+    args = saved_tiny
     first = get_capture(**args)
     assert not first.cached
     again = get_capture(**args)
@@ -123,25 +128,19 @@ def test_cache_hit_miss_and_truncation(tiny_model, cache, tmp_path):
     assert not get_capture(**args).cached
 
 
-def test_killed_run_leaves_no_valid_entry(tiny_model, cache, tmp_path, monkeypatch):
-    model = tiny_model("llama")
-    tok = tiny_tokenizer()
-    model.save_pretrained(tmp_path / "m")
-    tok.save_pretrained(tmp_path / "m")
-    corpus = tmp_path / "text.txt"
-    corpus.write_text(tiny_text(8000))
-    args = dict(model=str(tmp_path / "m"), corpus=str(corpus), seq_len=32, tokens=2048, sample_rows=500, progress=False)
+def test_killed_run_leaves_no_valid_entry(saved_tiny, cache, monkeypatch):
+    args = saved_tiny
 
     def killed(*a, **k):
         raise KeyboardInterrupt  # as if the user pressed Ctrl-C mid-capture
 
+    real_write = cap_mod._write
     monkeypatch.setattr(cap_mod, "_write", killed)
     with pytest.raises(KeyboardInterrupt):
         get_capture(**args)
     entries = list((cache / "captures").iterdir())
     assert not [e for e in entries if not e.name.startswith(".")]  # nothing under a real key
-    monkeypatch.undo()
-    os.environ["LINREC_CACHE"] = str(cache)
+    monkeypatch.setattr(cap_mod, "_write", real_write)
     fresh = get_capture(**args)
     assert not fresh.cached and json.loads((fresh.path / "meta.json").read_text())["complete"]
 

@@ -32,44 +32,40 @@ def _add_capture_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="recompute even if a cached capture exists")
 
 
-def cmd_measure(args) -> None:
-    import pandas as pd
-
+def _capture(args):
+    """The capture the measuring subcommands share (from the cache when it is there)."""
     from linrec.capture import get_capture
-    from linrec.ceiling import ceiling_table
 
-    capture = get_capture(
+    return get_capture(
         args.model, args.corpus, args.seq_len, args.tokens, args.seed,
         batch_size=args.batch_size, device=args.device, product="float32" if args.fast else "float64", cache=not args.no_cache,
     )
-    table = ceiling_table(capture)
+
+
+def _emit(table, cols: list[str], out: str | None) -> None:
+    """Print `cols` of the per-block table; write all of it as CSV to `out`."""
+    import pandas as pd
+
     with pd.option_context("display.width", 160, "display.max_rows", 500):
-        cols = ["model", "block", "r2_lin", "r2_feature_median", "cond_gram", "n_train", "n_test"]
         print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out, index=False)
-        print(f"wrote {args.out}", file=sys.stderr)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out, index=False)
+        print(f"wrote {out}", file=sys.stderr)
+
+
+def cmd_measure(args) -> None:
+    from linrec.ceiling import ceiling_table
+
+    table = ceiling_table(_capture(args))
+    _emit(table, ["model", "block", "r2_lin", "r2_feature_median", "cond_gram", "n_train", "n_test"], args.out)
 
 
 def cmd_probe(args) -> None:
-    import pandas as pd
-
-    from linrec.capture import get_capture
     from linrec.probe import probe_table
 
-    capture = get_capture(
-        args.model, args.corpus, args.seq_len, args.tokens, args.seed,
-        batch_size=args.batch_size, device=args.device, product="float32" if args.fast else "float64", cache=not args.no_cache,
-    )
-    table = probe_table(capture, rank=args.rank, seed=args.seed)
-    cols = ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"]
-    with pd.option_context("display.width", 160, "display.max_rows", 500):
-        print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out, index=False)
-        print(f"wrote {args.out}", file=sys.stderr)
+    table = probe_table(_capture(args), rank=args.rank, seed=args.seed)
+    _emit(table, ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"], args.out)
 
 
 def cmd_fetch(args) -> None:
