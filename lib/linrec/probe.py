@@ -71,21 +71,30 @@ TRAIN_DEFAULTS = {  # what a practitioner would reach for first
 @dataclass
 class Trained:
     r2_test: float
-    losses: list[float] = field(default_factory=list)  # train MSE after each epoch
+    losses: list[float] = field(default_factory=list)  # train loss (Σ_j squared error per row) after each epoch
 
 
-def _whitener(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(μ, T) with (x − μ) T having identity covariance on `x` (PCA whitening, float64 → float32)."""
+def _whitener(x: torch.Tensor):
+    """A map x ↦ (x − μ)T with identity covariance on `x` (PCA whitening).
+
+    The projection runs in float64: in float32, projecting activations with features ~1e3 onto
+    low-variance directions loses most of their digits, and whitening then amplifies that noise.
+    """
     xd = x.double()
     mu = xd.mean(0)
-    cov = torch.cov(xd.T)
-    lam, V = torch.linalg.eigh(cov)
+    lam, V = torch.linalg.eigh(torch.cov(xd.T))
     keep = lam > lam[-1] * 1e-12
-    return mu.float(), (V[:, keep] / lam[keep].sqrt()).float()
+    T = V[:, keep] / lam[keep].sqrt()
+    return lambda a: ((a.double() - mu) @ T).float()
 
 
 def train_affine(rows: Rows, optimizer: str = "adam", epochs: int | None = None, lr: float | None = None, batch_size: int | None = None, whiten: bool = False, seed: int = 0) -> Trained:
-    """Fit y ≈ Wᵀx + b by mini-batch gradient descent on MSE; held-out R² (deterministic per seed on CPU)."""
+    """Fit y ≈ Wᵀx + b by mini-batch gradient descent on the per-row squared error; held-out R² (deterministic per seed on CPU).
+
+    The loss is the closed form's objective, Σ_j (y_j − ŷ_j)² averaged over rows (not over
+    outputs too, as `mse_loss` would: that divides SGD's step by d_out). A run whose loss turns
+    non-finite stops and reports R² = −inf (diverged).
+    """
     if optimizer not in TRAIN_DEFAULTS:
         raise LinrecError(f"optimizer must be one of {', '.join(TRAIN_DEFAULTS)}, got '{optimizer}'")
     cfg = {**TRAIN_DEFAULTS[optimizer]}
@@ -93,8 +102,8 @@ def train_affine(rows: Rows, optimizer: str = "adam", epochs: int | None = None,
     gen = torch.Generator().manual_seed(seed)
     xtr, xte = rows.xtr, rows.xte
     if whiten:
-        mu, T = _whitener(xtr)
-        xtr, xte = (xtr - mu) @ T, (xte - mu) @ T
+        white = _whitener(xtr)
+        xtr, xte = white(xtr), white(xte)
     lin = torch.nn.Linear(xtr.shape[1], rows.ytr.shape[1])
     with torch.no_grad():  # PyTorch's default init, drawn from our generator
         bound = 1 / np.sqrt(xtr.shape[1])
@@ -108,7 +117,7 @@ def train_affine(rows: Rows, optimizer: str = "adam", epochs: int | None = None,
         total = 0.0
         for i in range(0, n, cfg["batch_size"]):
             idx = perm[i : i + cfg["batch_size"]]
-            loss = torch.nn.functional.mse_loss(lin(xtr[idx]), rows.ytr[idx])
+            loss = (lin(xtr[idx]) - rows.ytr[idx]).square().sum(1).mean()  # Σ‖y − Wx − b‖² per row, as the closed form
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
