@@ -19,11 +19,13 @@
    at the least-squares scale of s_k on (u_kᵀx̃)². When the residual holds no quadratic signal
    the seeded gates are ≈ 0 (the terms are "de-recruited"), so the gain stays ≈ 0 instead of
    fitting noise. Training is Adam on mini-batches, run until the train loss flattens
-   (relative improvement over `patience` epochs below `tol`), with the curve kept.
+   (relative improvement over `patience` epochs below `tol`), with the curve kept; the probe
+   scored is the one with the lowest loss on a validation tenth of the train rows.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -88,7 +90,7 @@ def _whitener(x: torch.Tensor):
     return lambda a: ((a.double() - mu) @ T).float()
 
 
-def train_affine(rows: Rows, optimizer: str = "adam", epochs: int | None = None, lr: float | None = None, batch_size: int | None = None, whiten: bool = False, seed: int = 0) -> Trained:
+def train_affine(rows: Rows, optimizer: str = "adam", epochs: int | None = None, lr: float | None = None, batch_size: int | None = None, whiten: bool = False, decay: bool = False, seed: int = 0) -> Trained:
     """Fit y ≈ Wᵀx + b by mini-batch gradient descent on the per-row squared error; held-out R² (deterministic per seed on CPU).
 
     The loss is the closed form's objective, Σ_j (y_j − ŷ_j)² averaged over rows (not over
@@ -112,6 +114,8 @@ def train_affine(rows: Rows, optimizer: str = "adam", epochs: int | None = None,
     opt = torch.optim.Adam(lin.parameters(), lr=cfg["lr"]) if optimizer == "adam" else torch.optim.SGD(lin.parameters(), lr=cfg["lr"], momentum=cfg["momentum"])
     losses = []
     n = len(xtr)
+    steps = cfg["epochs"] * -(-n // cfg["batch_size"])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: 1 - k / steps if decay else 1.0)  # linear decay to 0 when asked
     for _ in range(cfg["epochs"]):
         perm = torch.randperm(n, generator=gen)
         total = 0.0
@@ -121,6 +125,7 @@ def train_affine(rows: Rows, optimizer: str = "adam", epochs: int | None = None,
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            sched.step()
             total += loss.item() * len(idx)
         losses.append(total / n)
         if not np.isfinite(losses[-1]):
@@ -189,42 +194,74 @@ class ProbeResult:
     r2_lin: float  # closed-form map on these held-out rows
     r2_poly: float  # closed-form map + bilinear probe
     losses: list[float]
-    converged: bool
+    stop: str  # "flattened" (train loss), "validation" (no better for `patience` epochs) or "max_epochs"
     epochs: int
+
+    @property
+    def converged(self) -> bool:
+        """True unless training hit `max_epochs` with the loss still falling on both splits."""
+        return self.stop != "max_epochs"
 
     @property
     def gain(self) -> float:
         return self.r2_poly - self.r2_lin
 
 
-def fit_probe(rows: Rows, fit: AffineFit, rank: int = 16, lr: float = 3e-3, batch_size: int = 512, max_epochs: int = 60, tol: float = 1e-3, patience: int = 3, seed: int = 0) -> ProbeResult:
-    """Seed and train a rank-`rank` bilinear probe on the residual of `fit`; held-out R²_lin and R²_poly."""
+def fit_probe(rows: Rows, fit: AffineFit, rank: int = 16, lr: float = 1e-2, batch_size: int = 512, max_epochs: int = 20, tol: float = 1e-3, patience: int = 3, val_frac: float = 0.1, seed: int = 0) -> ProbeResult:
+    """Seed and train a rank-`rank` bilinear probe on the residual of `fit`; held-out R²_lin and R²_poly.
+
+    A seeded `val_frac` of the train rows is set aside: the probe kept is the one with the lowest
+    validation loss (the seeded start included), so a probe that starts to fit a few extreme rows
+    is not the one scored. Training stops when the train loss flattens (relative improvement over
+    `patience` epochs below `tol`: stop "flattened"), when validation has not improved for `patience`
+    epochs, or after `max_epochs`. The test rows are used once, at the end.
+    """
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     W, b = torch.from_numpy(fit.W).float(), torch.from_numpy(fit.b).float()
-    rtr = rows.ytr - (rows.xtr @ W + b)
+    perm0 = torch.randperm(len(rows.xtr), generator=gen)
+    n_val = max(1, int(val_frac * len(perm0)))
+    tr, va = perm0[n_val:], perm0[:n_val]
+    xtr, xva = rows.xtr[tr], rows.xtr[va]
+    rtr = rows.ytr[tr] - (xtr @ W + b)
+    rva = rows.ytr[va] - (xva @ W + b)
     lin_te = rows.xte @ W + b
-    probe = seed_probe(rows.xtr, rtr, rank, seed=seed)
+    probe = seed_probe(xtr, rtr, rank, seed=seed)
     opt = torch.optim.Adam(probe.parameters(), lr=lr)
+
+    def val_loss() -> float:
+        with torch.no_grad():
+            return torch.nn.functional.mse_loss(probe(xva), rva).item()
+
+    best, best_state, since_best = val_loss(), copy.deepcopy(probe.state_dict()), 0
     losses: list[float] = []
-    n, converged = len(rows.xtr), False
+    n, stop = len(xtr), "max_epochs"
     for epoch in range(max_epochs):
         perm = torch.randperm(n, generator=gen)
         total = 0.0
         for i in range(0, n, batch_size):
             idx = perm[i : i + batch_size]
-            loss = torch.nn.functional.mse_loss(probe(rows.xtr[idx]), rtr[idx])
+            loss = torch.nn.functional.mse_loss(probe(xtr[idx]), rtr[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             total += loss.item() * len(idx)
         losses.append(total / n)
+        v = val_loss()
+        if v < best:
+            best, best_state, since_best = v, copy.deepcopy(probe.state_dict()), 0
+        else:
+            since_best += 1
         if len(losses) > patience and losses[-1 - patience] - losses[-1] < tol * losses[-1 - patience]:
-            converged = True
+            stop = "flattened"
             break
+        if since_best >= patience:
+            stop = "validation"
+            break
+    probe.load_state_dict(best_state)
     with torch.no_grad():
         poly_te = lin_te + probe(rows.xte)
-    return ProbeResult(r2_lin=r2(rows.yte, lin_te), r2_poly=r2(rows.yte, poly_te), losses=losses, converged=converged, epochs=len(losses))
+    return ProbeResult(r2_lin=r2(rows.yte, lin_te), r2_poly=r2(rows.yte, poly_te), losses=losses, stop=stop, epochs=len(losses))
 
 
 def probe_table(capture, rank: int = 16, seed: int = 0, trained: bool = True, max_train: int | None = None, progress: bool = True) -> "pandas.DataFrame":
@@ -246,7 +283,7 @@ def probe_table(capture, rank: int = 16, seed: int = 0, trained: bool = True, ma
         t_probe = time.perf_counter() - t0
         rec = {
             "model": capture.model_label, "block": i, "r2_lin": official.r2, "r2_lin_rows": pr.r2_lin, "r2_poly": pr.r2_poly,
-            "gain": pr.gain, "probe_epochs": pr.epochs, "probe_converged": pr.converged, "seconds_probe": t_probe,
+            "gain": pr.gain, "probe_epochs": pr.epochs, "probe_stop": pr.stop, "probe_converged": pr.converged, "seconds_probe": t_probe,
             "cond_gram": fit.cond_gram, "n_train_rows": len(rows.xtr), "n_test_rows": len(rows.xte),
         }
         if trained:
