@@ -92,3 +92,18 @@ def test_probe_writes_the_table(tmp_path, tiny_model_dir):
     assert list(t["block"]) == [0, 1]
     assert ((t["gain"] - (t["r2_poly"] - t["r2_lin_rows"])).abs() < 1e-12).all()
     assert ((t["r2_lin_rows"] - t["r2_lin"]).abs() < 1e-6).all()  # every row is in the sample here: same held-out set
+
+
+def test_spectrum_writes_the_table(tmp_path, tiny_model_dir):
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(6000))
+    out = tmp_path / "s.csv"
+    proc = _run("spectrum", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048", "--out", str(out), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    import pandas as pd
+
+    t = pd.read_csv(out)
+    for col in ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "eff_rank_out", "eff_rank_in", "cond_gram", "regime"]:
+        assert col in t.columns
+    assert set(t["regime"]) <= {"nonlinear", "outlier-concentrated", "broadly linear"}
+    assert ((t["eff_rank_out"] >= 1) & (t["eff_rank_out"] <= 32)).all()  # tiny llama: width 32

@@ -68,6 +68,14 @@ def cmd_probe(args) -> None:
     _emit(table, ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"], args.out)
 
 
+def cmd_spectrum(args) -> None:
+    from linrec.spectrum import spectrum_table
+
+    table = spectrum_table(_capture(args))
+    cols = ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "eff_rank_out", "eff_rank_in", "cond_gram", "regime"]
+    _emit(table, cols, args.out)
+
+
 def cmd_fetch(args) -> None:
     from linrec.corpora import OFFLINE_CORPORA, fetch_offline_corpus
     from linrec.models import OFFLINE_MODELS, load_model
@@ -103,6 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rank", type=_positive, default=16, help="rank of the bilinear probe (default: 16)")
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_probe)
+
+    p = sub.add_parser("spectrum", help="per-feature R², effective ranks, top-k shares, ex-top-k R² and regime per block")
+    _add_capture_args(p)
+    p.add_argument("--out", help="write the table as CSV here")
+    p.set_defaults(func=cmd_spectrum)
 
     p = sub.add_parser("fetch", help="download offline models/corpora into $LINREC_CACHE")
     p.add_argument("names", nargs="+", help="e.g. smollm2-135m gemma3-270m wiki web code")

@@ -1,0 +1,114 @@
+"""Rank and outliers behind a high R²_lin (notebook 04, Figure 4): everything from the additive statistics.
+
+Per block, from the train/test `Moments` of a capture (no second pass over the model):
+
+- output side: per-feature R² (median, quartiles), the share of held-out output variance in
+  the top-1 and top-8 output features, R²_lin without those features ("ex-top-k"; the
+  least-squares problem is separate per output, so dropping outputs leaves the other
+  columns of W unchanged), the effective rank of the output covariance and of the fitted
+  map's explained part WᵀCxxW;
+- input side (the referee's request): κ of the input Gram matrix on the train and on the
+  held-out split, the effective rank of the inputs, their dynamic range (max / median
+  feature standard deviation).
+
+Effective rank (Roy & Vetterli, 2007): exp(H(p)), p_i = σ_i / Σσ, σ the singular values (for
+a covariance, its eigenvalues). It is d for an isotropic covariance of size d and 1 for rank 1.
+
+Regimes (the rule, stated once, used by the table and the notebook):
+- "nonlinear":              R²_lin < 0.6;
+- "outlier-concentrated":   R²_lin ≥ 0.6 and the per-feature median R² is at least 0.2 below
+                            R²_lin and either the top-1 feature holds ≥ 50 % of the output
+                            variance or the output effective rank is < 5 % of its width;
+- "broadly linear":         every other block with R²_lin ≥ 0.6.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from linrec.ceiling import _one_thread, fit_affine, score
+from linrec.stats import Moments
+
+REGIME_R2 = 0.6  # below: nonlinear
+REGIME_GAP = 0.2  # global minus per-feature median R² that marks concentration
+REGIME_TOP1 = 0.5  # top-1 output variance share
+REGIME_RANK = 0.05  # output effective rank as a fraction of the width
+
+
+def effective_rank(cov: np.ndarray) -> float:
+    """Roy & Vetterli effective rank of a symmetric PSD matrix: exp(entropy of its normalised eigenvalues)."""
+    with _one_thread():
+        lam = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(cov, dtype=np.float64))).numpy()
+    lam = np.clip(lam, 0, None)
+    if lam.sum() <= 0:
+        return 0.0
+    p = lam / lam.sum()
+    p = p[p > 0]
+    return float(np.exp(-(p * np.log(p)).sum()))
+
+
+def ex_top_k_r2(sse: np.ndarray, sst: np.ndarray, k: int) -> float:
+    """Variance-weighted R² over the output features left after removing the `k` with the largest SST."""
+    if k >= len(sst):
+        return float("nan")  # nothing left
+    keep = np.argsort(sst)[: len(sst) - k]
+    return float(1 - sse[keep].sum() / sst[keep].sum())
+
+
+def regime(r2_lin: float, r2_median: float, top1_share: float, eff_rank_out: float, d_out: int) -> str:
+    """The block's regime under the rule in the module docstring."""
+    if r2_lin < REGIME_R2:
+        return "nonlinear"
+    concentrated = top1_share >= REGIME_TOP1 or eff_rank_out < REGIME_RANK * d_out
+    if r2_lin - r2_median >= REGIME_GAP and concentrated:
+        return "outlier-concentrated"
+    return "broadly linear"
+
+
+def _cond(C: np.ndarray) -> float:
+    live = np.diag(C) > 0
+    with _one_thread():
+        lam = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(C[np.ix_(live, live)]))).numpy()
+    return float(lam[-1] / lam[0]) if lam[0] > len(lam) * np.finfo(float).eps * lam[-1] else float("inf")
+
+
+def block_spectrum(train: Moments, test: Moments, block: int | str = "?") -> dict:
+    """Every per-block number of the module docstring, from the two splits' statistics."""
+    fit = fit_affine(train, block=block)
+    s = score(fit, test, block=block)
+    Cxx, _, Cyy = train.blocks()
+    sst = s.sst
+    order = np.sort(sst)[::-1]
+    std_in = np.sqrt(np.clip(np.diag(Cxx), 0, None) / max(train.n - 1, 1))
+    explained = fit.W.T @ Cxx @ fit.W
+    eff_out = effective_rank(Cyy)
+    q25, q75 = np.nanpercentile(s.r2_feature, [25, 75])
+    row = {
+        "block": block,
+        "r2_lin": s.r2,
+        "r2_feature_median": s.r2_feature_median,
+        "r2_feature_q25": float(q25),
+        "r2_feature_q75": float(q75),
+        "top1_var_share": float(order[0] / sst.sum()),
+        "top8_var_share": float(order[:8].sum() / sst.sum()),
+        "r2_ex_top1": ex_top_k_r2(s.sse, sst, 1),
+        "r2_ex_top8": ex_top_k_r2(s.sse, sst, 8),
+        "eff_rank_out": eff_out,
+        "eff_rank_explained": effective_rank(explained),
+        "eff_rank_in": effective_rank(Cxx),
+        "cond_gram": fit.cond_gram,
+        "cond_gram_test": _cond(test.blocks()[0]),
+        "dynamic_range_in": float(std_in.max() / np.median(std_in[std_in > 0])),
+        "d_out": train.d_out,
+    }
+    row["regime"] = regime(row["r2_lin"], row["r2_feature_median"], row["top1_var_share"], eff_out, train.d_out)
+    return row
+
+
+def spectrum_table(capture) -> "pandas.DataFrame":
+    """One row per block of `capture`: `block_spectrum` plus the model name."""
+    import pandas as pd
+
+    rows = [{"model": capture.model_label, **block_spectrum(capture.stats["train"][i], capture.stats["test"][i], block=i)} for i in range(capture.n_blocks)]
+    return pd.DataFrame(rows)

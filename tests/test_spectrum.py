@@ -1,0 +1,68 @@
+"""Effective rank, ex-top-k R² and the regime rule against planted structure and stored rows."""
+
+import numpy as np
+import torch
+
+from linrec.ceiling import r2_rows
+from linrec.spectrum import block_spectrum, effective_rank
+from linrec.stats import Moments
+
+
+def _stats(x, y):
+    return Moments.of(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y)))
+
+
+def test_effective_rank_of_identity_and_rank_one():
+    assert abs(effective_rank(np.eye(37)) - 37) < 1e-9
+    v = np.arange(1.0, 11.0)
+    assert abs(effective_rank(np.outer(v, v)) - 1) < 1e-6
+    assert 1 < effective_rank(np.diag([10.0, 1.0, 1.0])) < 3
+
+
+def test_outlier_concentrated_block():
+    """All output variance in one feature, exactly linear there; the other features are noise."""
+    rng = np.random.default_rng(0)
+    n, d = 6000, 24
+    x = rng.standard_normal((n, d))
+    y = 0.1 * rng.standard_normal((n, d))
+    y[:, 0] = 100 * x @ rng.standard_normal(d)
+    row = block_spectrum(_stats(x[:4800], y[:4800]), _stats(x[4800:], y[4800:]))
+    assert row["r2_lin"] > 0.99
+    assert abs(row["r2_feature_median"]) < 0.05
+    assert row["eff_rank_out"] < 1.1
+    assert row["top1_var_share"] > 0.99
+    assert row["regime"] == "outlier-concentrated"
+
+
+def test_broadly_linear_block_sits_on_the_diagonal():
+    rng = np.random.default_rng(1)
+    n, d = 6000, 24
+    x = rng.standard_normal((n, d))
+    y = x @ rng.standard_normal((d, d)) + 0.3 * rng.standard_normal((n, d))
+    row = block_spectrum(_stats(x[:4800], y[:4800]), _stats(x[4800:], y[4800:]))
+    assert abs(row["r2_lin"] - row["r2_feature_median"]) < 0.05
+    assert row["eff_rank_out"] > 0.5 * d
+    assert row["regime"] == "broadly linear"
+
+
+def test_nonlinear_block():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((6000, 8))
+    y = np.sin(3 * x) + x**2
+    assert block_spectrum(_stats(x[:4800], y[:4800]), _stats(x[4800:], y[4800:]))["regime"] == "nonlinear"
+
+
+def test_ex_top_k_matches_stored_rows():
+    rng = np.random.default_rng(3)
+    n, d = 5000, 16
+    x = rng.standard_normal((n, d)) * np.logspace(0, 1, d)
+    y = np.tanh(x @ rng.standard_normal((d, d)) / 5) * np.logspace(0, 2, d)
+    tr, te = slice(0, 4000), slice(4000, None)
+    row = block_spectrum(_stats(x[tr], y[tr]), _stats(x[te], y[te]))
+    sst = ((y[te] - y[te].mean(0)) ** 2).sum(0)
+    for k in (1, 8):
+        rest = np.argsort(sst)[: d - k]  # drop the k highest-variance held-out features
+        A = np.c_[x[tr], np.ones(4000)]
+        coef = np.linalg.lstsq(A, y[tr][:, rest], rcond=None)[0]
+        ref = r2_rows(y[te][:, rest], np.c_[x[te], np.ones(1000)] @ coef)
+        assert abs(row[f"r2_ex_top{k}"] - ref) < 1e-9
