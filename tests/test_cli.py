@@ -62,15 +62,20 @@ def test_non_positive_token_budget(tmp_path, tokens):
     _one_line_error(proc, "--tokens")
 
 
-def test_measure_writes_the_table(tmp_path, tiny_model_dir):
-    corpus = tmp_path / "text.txt"
-    corpus.write_text(tiny_text(6000))
-    out = tmp_path / "t.csv"
-    proc = _run("measure", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048", "--out", str(out), tmp_path=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+def _table(command, tmp_path, model_dir, *extra):
+    """Run `linrec COMMAND` on the tiny model and a small corpus; (process, the CSV it wrote)."""
     import pandas as pd
 
-    t = pd.read_csv(out)
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(6000))
+    out = tmp_path / f"{command}.csv"
+    proc = _run(command, "--model", model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048", *extra, "--out", str(out), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return proc, pd.read_csv(out)
+
+
+def test_measure_writes_the_table(tmp_path, tiny_model_dir):
+    proc, t = _table("measure", tmp_path, tiny_model_dir)
     assert list(t["block"]) == [0, 1]
     for col in ["model", "block", "r2_lin", "r2_feature_median", "cond_gram", "n_train", "n_test"]:
         assert col in t.columns
@@ -79,14 +84,7 @@ def test_measure_writes_the_table(tmp_path, tiny_model_dir):
 
 
 def test_probe_writes_the_table(tmp_path, tiny_model_dir):
-    corpus = tmp_path / "text.txt"
-    corpus.write_text(tiny_text(6000))
-    out = tmp_path / "p.csv"
-    proc = _run("probe", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048", "--rank", "4", "--out", str(out), tmp_path=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    import pandas as pd
-
-    t = pd.read_csv(out)
+    _, t = _table("probe", tmp_path, tiny_model_dir, "--rank", "4")
     for col in ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"]:
         assert col in t.columns
     assert list(t["block"]) == [0, 1]
@@ -95,14 +93,7 @@ def test_probe_writes_the_table(tmp_path, tiny_model_dir):
 
 
 def test_spectrum_writes_the_table(tmp_path, tiny_model_dir):
-    corpus = tmp_path / "text.txt"
-    corpus.write_text(tiny_text(6000))
-    out = tmp_path / "s.csv"
-    proc = _run("spectrum", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048", "--out", str(out), tmp_path=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    import pandas as pd
-
-    t = pd.read_csv(out)
+    _, t = _table("spectrum", tmp_path, tiny_model_dir)
     for col in ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "eff_rank_out", "eff_rank_in", "cond_gram", "regime"]:
         assert col in t.columns
     assert set(t["regime"]) <= {"nonlinear", "outlier-concentrated", "broadly linear"}

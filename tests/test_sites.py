@@ -8,6 +8,8 @@ never outlive their `with` block.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 from torch.testing import assert_close
@@ -176,7 +178,9 @@ def test_residual_identity(kind, tiny_model):
 # 4. stop_after_last ----------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
 def _count_calls(model, names):
+    """Count forward calls of the named submodules inside the `with` block (hooks removed after)."""
     calls = {n: 0 for n in names}
     handles = []
     for n in names:
@@ -185,7 +189,11 @@ def _count_calls(model, names):
             calls[n] += 1
 
         handles.append(model.get_submodule(n).register_forward_hook(hook))
-    return calls, handles
+    try:
+        yield calls
+    finally:
+        for h in handles:
+            h.remove()
 
 
 @torch.no_grad()
@@ -193,8 +201,7 @@ def test_stop_after_last_skips_head(kind, tiny_model):
     model = tiny_model(kind)
     sites = find_ffn_sites(model)
     tail = ARCH[kind][3]
-    calls, handles = _count_calls(model, tail)
-    try:
+    with _count_calls(model, tail) as calls:
         seen = []
         with ffn_hooks(sites, lambda i, x, y: seen.append(i), stop_after_last=True):
             assert run_until_stop(model, input_ids=_ids()) is None
@@ -207,25 +214,18 @@ def test_stop_after_last_skips_head(kind, tiny_model):
         with ffn_hooks(sites, lambda i, x, y: None):
             model(input_ids=_ids())
         assert calls == {n: 1 for n in tail}
-    finally:
-        for h in handles:
-            h.remove()
 
 
 @torch.no_grad()
 def test_stop_after_last_of_a_subset_stops_early(tiny_model):
     model = tiny_model("llama")
     sites = find_ffn_sites(model)
-    calls, handles = _count_calls(model, ["model.layers.1.self_attn", "model.layers.1", "lm_head"])
-    try:
+    with _count_calls(model, ["model.layers.1.self_attn", "model.layers.1", "lm_head"]) as calls:
         seen = []
         with ffn_hooks(sites[:1], lambda i, x, y: seen.append(i), stop_after_last=True):
             run_until_stop(model, input_ids=_ids())
         assert seen == [0]
         assert set(calls.values()) == {0}
-    finally:
-        for h in handles:
-            h.remove()
 
 
 @torch.no_grad()

@@ -51,6 +51,15 @@ def _one_thread():
         torch.set_num_threads(n)
 
 
+def gram_condition(C: np.ndarray) -> float:
+    """κ = λmax/λmin of a centred Gram matrix over its non-constant features (constant ones carry
+    nothing); inf when λmin is below d·ε·λmax, i.e. singular to float64."""
+    live = np.diag(C) > 0
+    with _one_thread():
+        lam = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(C[np.ix_(live, live)]))).numpy()
+    return float(lam[-1] / lam[0]) if lam[0] > len(C) * EPS * lam[-1] else float("inf")
+
+
 @dataclass
 class AffineFit:
     """A fitted affine map y ≈ Wᵀx + b and how well-posed its solve was."""
@@ -104,10 +113,7 @@ def fit_affine(train: Moments, rcond: float | None = None, ridge: float = 0.0, b
     b = train.mean_y - train.mean_x @ W
     live_lam = lam[-int(live.sum()) :]
     cond_scaled = float(live_lam[-1] / live_lam[0]) if live_lam[0] > cutoff else float("inf")
-    with _one_thread():
-        lam_raw = torch.linalg.eigvalsh(t(Cxx[np.ix_(live, live)])).numpy()  # constant features carry nothing: κ over the rest
-    cond_gram = float(lam_raw[-1] / lam_raw[0]) if lam_raw[0] > d * EPS * lam_raw[-1] else float("inf")
-    return AffineFit(W=W, b=b, cond_gram=cond_gram, cond_scaled=cond_scaled, rank=int(keep.sum()), n_train=train.n, dead_inputs=int((~live).sum()), ridge=ridge)
+    return AffineFit(W=W, b=b, cond_gram=gram_condition(Cxx), cond_scaled=cond_scaled, rank=int(keep.sum()), n_train=train.n, dead_inputs=int((~live).sum()), ridge=ridge)
 
 
 @dataclass
@@ -144,9 +150,10 @@ def score(fit: AffineFit, test: Moments, block: int | str = "?") -> Score:
     return Score(r2=float(1.0 - sse.sum() / total), r2_feature=r2_feature, sse=sse, sst=sst, n=test.n)
 
 
-def r2_rows(y: np.ndarray, y_hat: np.ndarray) -> float:
-    """Variance-weighted R² of predictions on stored rows (the definition, for checks)."""
+def r2_rows(y, y_hat) -> float:
+    """Variance-weighted R² of predictions on stored rows (numpy arrays or CPU tensors), in float64."""
     y = np.asarray(y, dtype=np.float64)
+    y_hat = np.asarray(y_hat, dtype=np.float64)
     return float(1.0 - ((y - y_hat) ** 2).sum() / ((y - y.mean(0)) ** 2).sum())
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from linrec.ceiling import AffineFit, fit_affine
+from linrec.ceiling import AffineFit, fit_affine, r2_rows
 from linrec.errors import LinrecError
 from linrec.stats import Moments
 
@@ -55,12 +55,6 @@ class Rows:
             xtr, ytr = xtr[:max_train], ytr[:max_train]
         t = lambda a: torch.from_numpy(np.array(a, dtype=np.float32))  # noqa: E731
         return cls(t(xtr), t(ytr), t(xte), t(yte))
-
-
-def r2(y: torch.Tensor, y_hat: torch.Tensor) -> float:
-    """Variance-weighted R² (float64 accumulation)."""
-    y, y_hat = y.double(), y_hat.double()
-    return float(1 - ((y - y_hat) ** 2).sum() / ((y - y.mean(0)) ** 2).sum())
 
 
 # ---- 1. trained linear baselines ---------------------------------------------------------------
@@ -132,14 +126,14 @@ def train_affine(rows: Rows, optimizer: str = "adam", epochs: int | None = None,
             break  # diverged: report what it reached
     with torch.no_grad():
         pred = lin(xte)
-    return Trained(r2_test=r2(rows.yte, pred) if torch.isfinite(pred).all() else float("-inf"), losses=losses)
+    return Trained(r2_test=r2_rows(rows.yte, pred) if torch.isfinite(pred).all() else float("-inf"), losses=losses)
 
 
 def closed_form_on_rows(rows: Rows) -> tuple[AffineFit, float]:
     """The exact ceiling fitted on these very rows (same train rows as the trained baselines) and its held-out R²."""
     fit = fit_affine(Moments.of(rows.xtr, rows.ytr))
     pred = torch.from_numpy(fit.predict(rows.xte.double().numpy()))
-    return fit, r2(rows.yte, pred)
+    return fit, r2_rows(rows.yte, pred)
 
 
 # ---- 2. rank-k bilinear probe ------------------------------------------------------------------
@@ -261,7 +255,7 @@ def fit_probe(rows: Rows, fit: AffineFit, rank: int = 16, lr: float = 1e-2, batc
     probe.load_state_dict(best_state)
     with torch.no_grad():
         poly_te = lin_te + probe(rows.xte)
-    return ProbeResult(r2_lin=r2(rows.yte, lin_te), r2_poly=r2(rows.yte, poly_te), losses=losses, stop=stop, epochs=len(losses))
+    return ProbeResult(r2_lin=r2_rows(rows.yte, lin_te), r2_poly=r2_rows(rows.yte, poly_te), losses=losses, stop=stop, epochs=len(losses))
 
 
 def probe_table(capture, rank: int = 16, seed: int = 0, trained: bool = True, max_train: int | None = None, progress: bool = True) -> "pandas.DataFrame":

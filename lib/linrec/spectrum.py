@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from linrec.ceiling import _one_thread, fit_affine, score
+from linrec.ceiling import _one_thread, fit_affine, gram_condition, score
 from linrec.stats import Moments
 
 REGIME_R2 = 0.6  # below: nonlinear
@@ -66,13 +66,6 @@ def regime(r2_lin: float, r2_median: float, top1_share: float, eff_rank_out: flo
     return "broadly linear"
 
 
-def _cond(C: np.ndarray) -> float:
-    live = np.diag(C) > 0
-    with _one_thread():
-        lam = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(C[np.ix_(live, live)]))).numpy()
-    return float(lam[-1] / lam[0]) if lam[0] > len(lam) * np.finfo(float).eps * lam[-1] else float("inf")
-
-
 def block_spectrum(train: Moments, test: Moments, block: int | str = "?") -> dict:
     """Every per-block number of the module docstring, from the two splits' statistics."""
     fit = fit_affine(train, block=block)
@@ -98,7 +91,7 @@ def block_spectrum(train: Moments, test: Moments, block: int | str = "?") -> dic
         "eff_rank_explained": effective_rank(explained),
         "eff_rank_in": effective_rank(Cxx),
         "cond_gram": fit.cond_gram,
-        "cond_gram_test": _cond(test.blocks()[0]),
+        "cond_gram_test": gram_condition(test.blocks()[0]),
         "dynamic_range_in": float(std_in.max() / np.median(std_in[std_in > 0])),
         "d_out": train.d_out,
     }
