@@ -21,8 +21,11 @@ def test_notebooks_run_with_smoke_parameters(tmp_path):
     table = pd.read_csv(tmp_path / "results" / "r2_lin.csv")
     assert set(table["model"]) == set(params["models"])
     assert len(table) == 30 and table["r2_lin"].between(-1, 1).all()
-    for fig in ("fig3_bilinear_gain", "fig3b_trained_pitfall"):
+    for fig in ("fig3_bilinear_gain", "fig3b_trained_pitfall", "fig4_rank_outliers"):
         assert (tmp_path / "figures" / f"{fig}.png").stat().st_size > 10_000
     probe = pd.read_csv(tmp_path / "results" / "probe.csv")
     assert len(probe) == 30
     assert ((probe["r2_lin"] - table["r2_lin"]).abs() < 1e-12).all()  # notebook 03 starts from notebook 02's ceiling
+    spectrum = pd.read_csv(tmp_path / "results" / "spectrum.csv")
+    assert len(spectrum) == 30 and set(spectrum["regime"]) <= {"broadly linear", "outlier-concentrated", "nonlinear"}
+    assert ((spectrum["r2_lin"] - table["r2_lin"]).abs() < 1e-12).all()  # notebook 04 scores the same maps

@@ -31,6 +31,7 @@ def test_outlier_concentrated_block():
     assert abs(row["r2_feature_median"]) < 0.05
     assert row["eff_rank_out"] < 1.1
     assert row["top1_var_share"] > 0.99
+    assert row["n_massive"] == 1 and row["top1_var_ratio"] > 1e5  # (100² · d) / 0.1² ≈ 2e7
     assert row["regime"] == "outlier-concentrated"
 
 
@@ -42,6 +43,7 @@ def test_broadly_linear_block_sits_on_the_diagonal():
     row = block_spectrum(_stats(x[:4800], y[:4800]), _stats(x[4800:], y[4800:]))
     assert abs(row["r2_lin"] - row["r2_feature_median"]) < 0.05
     assert row["eff_rank_out"] > 0.5 * d
+    assert row["n_massive"] == 0
     assert row["regime"] == "broadly linear"
 
 

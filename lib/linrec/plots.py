@@ -77,3 +77,48 @@ def fig3b_trained_pitfall(table, stem: str | Path | None = None):
     if stem is not None:
         save(fig, stem)
     return fig
+
+
+REGIME_MARKERS = {"broadly linear": "o", "outlier-concentrated": "D", "nonlinear": "X"}
+
+
+def fig4_rank_outliers(table, stem: str | Path | None = None):
+    """Figure 4. (a) global R²_lin vs per-feature median R², size ∝ output effective rank, colour =
+    model, marker = regime, the diagonal drawn; (b) R²_lin without the top-1 / top-8 output features."""
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(table["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.5, 4.3))
+    rank = table["eff_rank_out"].to_numpy(float)
+    sizes = 12 + 180 * rank / max(rank.max(), 1.0)
+    lo = min(0.0, float(table[["r2_lin", "r2_feature_median", "r2_ex_top1", "r2_ex_top8"]].min().min()) - 0.03)
+    for m in models:
+        for reg, marker in REGIME_MARKERS.items():
+            sel = ((table["model"] == m) & (table["regime"] == reg)).to_numpy()
+            if sel.any():
+                ax.scatter(table["r2_lin"][sel], table["r2_feature_median"][sel], s=sizes[sel], c=[palette[m]], marker=marker, alpha=0.75, edgecolors="k", linewidths=0.4)
+    for _, r in table[table["regime"] == "outlier-concentrated"].iterrows():
+        ax.annotate(str(r["block"]), (r["r2_lin"], r["r2_feature_median"]), xytext=(4, -9), textcoords="offset points", fontsize=7, color=palette[r["model"]])
+    for a in (ax, bx):
+        a.plot([lo, 1], [lo, 1], color="0.4", lw=0.8, ls="--")
+        a.set_xlim(lo, 1.01)
+        a.set_ylim(lo, 1.01)
+        a.set_xlabel("global R²_lin (variance-weighted, held-out)")
+    ax.set_ylabel("median per-feature R²")
+    ax.set_title("(a) below the diagonal: a few features carry R²_lin", fontsize=9)
+    handles = [plt.Line2D([], [], ls="", marker="o", color=palette[m], label=m) for m in models]
+    handles += [plt.Line2D([], [], ls="", marker=mk, color="0.3", mfc="none", label=reg) for reg, mk in REGIME_MARKERS.items()]
+    ax.legend(handles=handles, fontsize=7, loc="upper left", title="size ∝ effective rank of Cyy", title_fontsize=7)
+    for m in models:
+        t = table[table["model"] == m]
+        bx.scatter(t["r2_lin"], t["r2_ex_top1"], s=22, facecolors="none", edgecolors=[palette[m]], label=f"{m}: without top-1")
+        bx.scatter(t["r2_lin"], t["r2_ex_top8"], s=22, c=[palette[m]], marker="s", label=f"{m}: without top-8")
+        for _, r in t.iterrows():
+            bx.plot([r["r2_lin"]] * 2, [r["r2_ex_top1"], r["r2_ex_top8"]], color=palette[m], lw=0.5, alpha=0.6)
+    bx.set_ylabel("R²_lin over the remaining output features")
+    bx.set_title("(b) R²_lin without the highest-variance output features", fontsize=9)
+    bx.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig

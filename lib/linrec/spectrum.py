@@ -7,6 +7,10 @@ Per block, from the train/test `Moments` of a capture (no second pass over the m
   least-squares problem is separate per output, so dropping outputs leaves the other
   columns of W unchanged), the effective rank of the output covariance and of the fitted
   map's explained part WᵀCxxW;
+- massive activations: output features whose held-out variance is at least `MASSIVE_RATIO`
+  (100×) the median feature's — the few huge channels known in LLMs (Sun et al., 2024,
+  "Massive activations in large language models"); `n_massive` counts them and
+  `top1_var_ratio` is the largest feature's variance over the median;
 - input side (the referee's request): κ of the input Gram matrix on the train and on the
   held-out split, the effective rank of the inputs, their dynamic range (max / median
   feature standard deviation).
@@ -34,6 +38,7 @@ REGIME_R2 = 0.6  # below: nonlinear
 REGIME_GAP = 0.2  # global minus per-feature median R² that marks concentration
 REGIME_TOP1 = 0.5  # top-1 output variance share
 REGIME_RANK = 0.05  # output effective rank as a fraction of the width
+MASSIVE_RATIO = 100.0  # a feature with ≥ 100× the median feature's variance is "massive"
 
 
 def effective_rank(cov: np.ndarray) -> float:
@@ -85,6 +90,8 @@ def block_spectrum(train: Moments, test: Moments, block: int | str = "?") -> dic
         "r2_feature_q75": float(q75),
         "top1_var_share": float(order[0] / sst.sum()),
         "top8_var_share": float(order[:8].sum() / sst.sum()),
+        "top1_var_ratio": float(order[0] / np.median(sst)),
+        "n_massive": int((sst >= MASSIVE_RATIO * np.median(sst)).sum()),
         "r2_ex_top1": ex_top_k_r2(s.sse, sst, 1),
         "r2_ex_top8": ex_top_k_r2(s.sse, sst, 8),
         "eff_rank_out": eff_out,
