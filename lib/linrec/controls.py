@@ -1,0 +1,175 @@
+"""Is R²_lin a property of the learned map or of the inputs it sees? Controls for notebook 07.
+
+The paper compares profiles of different trained models; each FFN is scored on its own model's
+activations, so a difference between models could come from the inputs rather than the maps
+(the referee's first major comment). Three controls, each a table per block:
+
+- **random init** — the same architecture and config with transformers' own initialisation
+  (`linrec.models.random_init_spec`, several seeds), captured on the same corpus: its R²_lin
+  profile beside the trained one (`linrec.capture.get_capture` on `init:SEED:MODEL`).
+- **input distribution** (`input_controls`) — each trained FFN re-scored on (a) its own captured
+  input rows (the reference: identical to the capture's R²_lin when every row is stored),
+  (b) Gaussian inputs with the same mean and covariance as its captured inputs, (c) the inputs
+  captured at the next block of the same model (the previous one for the last block). A block whose R²_lin holds up
+  on Gaussian inputs is linear as a map over that region of input space; one whose R²_lin moves
+  with the inputs is "linear on what it is fed".
+- **cross feeding** (`cross_feed`) — the inputs captured in model A, raw and re-coloured to
+  model B's input mean and covariance (whiten with A's statistics, colour with B's), through
+  model B's FFN at the same block index. Any two models of equal width: offline, a trained
+  model against its random-init twin; with the hub, GPT-2 against Pythia-160m (both 768).
+
+Every R² here comes from the same code path as the capture's: float64 `Moments` of
+(x, FFN(x)) on a train part, `ceiling.fit_affine`, `ceiling.score` on a held-out part. The
+train/held-out parts of the stored rows follow the capture's own window split.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from linrec.ceiling import _one_thread, fit_affine, score
+from linrec.errors import LinrecError
+from linrec.sites import find_ffn_sites
+from linrec.stats import Moments
+
+
+@torch.no_grad()
+def ffn_outputs(module: torch.nn.Module, x: np.ndarray | torch.Tensor, batch: int = 4096) -> torch.Tensor:
+    """FFN(x) row by row, in the module's dtype; x [n, d_in] → [n, d_out] on the CPU."""
+    p = next(module.parameters())
+    x = torch.as_tensor(np.asarray(x)) if not isinstance(x, torch.Tensor) else x
+    out = [module(x[i : i + batch].to(device=p.device, dtype=p.dtype)[None])[0].cpu() for i in range(0, len(x), batch)]
+    return torch.cat(out) if out else torch.empty(0, 0)
+
+
+def r2_of_map(module: torch.nn.Module, x_train, x_test, block: int | str = "?") -> dict:
+    """Held-out R²_lin of `module` as a map on the given inputs: moments of (x, module(x)), closed form, score."""
+    stats = []
+    for x in (x_train, x_test):
+        x = torch.as_tensor(np.asarray(x))
+        y = ffn_outputs(module, x)
+        if not torch.isfinite(y).all():
+            raise LinrecError(f"block {block}: the FFN returned NaN/inf on these inputs; check the inputs' scale")
+        stats.append(Moments.of(x.double(), y.double()))
+    fit = fit_affine(stats[0], block=block)
+    s = score(fit, stats[1], block=block)
+    return {"r2": s.r2, "r2_feature_median": s.r2_feature_median, "n_train": int(stats[0].n), "n_test": int(stats[1].n)}
+
+
+def _sqrt_and_isqrt(C: np.ndarray, rcond: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric square root and pseudo-inverse square root of a covariance (float64, eigh)."""
+    with _one_thread():
+        lam, V = torch.linalg.eigh(torch.from_numpy(np.ascontiguousarray(C, dtype=np.float64)))
+    lam, V = lam.numpy(), V.numpy()
+    keep = lam > rcond * max(lam.max(), 0.0)
+    root = np.sqrt(np.where(keep, lam, 0.0))
+    inv = np.where(keep, 1 / np.where(keep, root, 1.0), 0.0)
+    return (V * root) @ V.T, (V * inv) @ V.T
+
+
+def gaussian_like(m: Moments, n: int, seed: int | list[int] = 0) -> np.ndarray:
+    """n float32 rows from N(μ_x, Σ_x) with the input mean and (unbiased) covariance of `m`."""
+    root, _ = _sqrt_and_isqrt(m.Cxx / max(m.n - 1, 1))
+    z = np.random.default_rng(seed).standard_normal((n, m.d_in))
+    return (m.mean_x + z @ root).astype(np.float32)
+
+
+def recolour(x: np.ndarray, source: Moments, target: Moments) -> np.ndarray:
+    """Rows `x` (distributed like `source`'s inputs) mapped to `target`'s input mean and covariance:
+    x' = μ_t + Σ_t^½ Σ_s^-½ (x − μ_s) (symmetric roots; directions without variance are dropped)."""
+    if source.d_in != target.d_in:
+        raise LinrecError(f"cannot re-colour width {source.d_in} inputs to width {target.d_in}; cross feeding needs equal widths")
+    mu_s, mu_t = source.mean_x, target.mean_x
+    _, isq = _sqrt_and_isqrt(source.Cxx / max(source.n - 1, 1))
+    sq, _ = _sqrt_and_isqrt(target.Cxx / max(target.n - 1, 1))
+    return (mu_t + (np.asarray(x, np.float64) - mu_s) @ (isq @ sq)).astype(np.float32)
+
+
+def _split_rows(capture, block: int, n_rows: int | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stored input rows of `block`, train and held-out (the capture's window split), at most `n_rows` in all."""
+    idx = capture.row_index()
+    x, _ = capture.rows(block)
+    parts = []
+    rng = np.random.default_rng([seed, 7])
+    for split in (0, 1):
+        sel = np.flatnonzero(idx[:, 2] == split)
+        if n_rows is not None and len(idx) > n_rows:
+            k = int(round(n_rows * len(sel) / len(idx)))
+            sel = np.sort(rng.choice(sel, size=k, replace=False))
+        parts.append(np.asarray(x[sel]))
+    if min(len(p) for p in parts) < 2:
+        raise LinrecError(f"block {block}: too few stored rows for a control; capture with sample_rows ≥ a few thousand")
+    return parts[0], parts[1]
+
+
+def _complete(capture, n_rows: int | None) -> bool:
+    """True when the stored rows are every captured row and all of them are used."""
+    total = capture.stats["train"][0].n + capture.stats["test"][0].n
+    return len(capture.row_index()) == total and (n_rows is None or n_rows >= total)
+
+
+def input_controls(capture, loaded, n_rows: int | None = None, seed: int = 0, progress: bool = True) -> pd.DataFrame:
+    """Per block: R² of the trained FFN on its own stored rows (`r2_own`), on Gaussian inputs with the
+    captured mean/covariance (`r2_gaussian`), and on the inputs captured at the next block
+    (`r2_other_block`; the previous one for the last block; NaN where widths differ).
+
+    All conditions use the same numbers of train and held-out rows. When the capture stored every
+    row and `n_rows` is None, `r2_own` is the capture's R²_lin itself (re-running the FFN on its
+    own inputs gives the same statistics; the tests check it).
+    """
+    sites = find_ffn_sites(loaded.model)
+    if len(sites) != capture.n_blocks:
+        raise LinrecError(f"the capture has {capture.n_blocks} blocks but the model has {len(sites)}; pass the capture of this model")
+    complete = _complete(capture, n_rows)
+    out = []
+    for i in tqdm(range(capture.n_blocks), desc=f"input controls {capture.model_label}", disable=not progress):
+        xtr, xte = _split_rows(capture, i, n_rows, seed)
+        module = sites[i].module
+        if complete:
+            own = score(fit_affine(capture.stats["train"][i], block=i), capture.stats["test"][i], block=i).r2
+        else:
+            own = r2_of_map(module, xtr, xte, block=i)["r2"]
+        m = capture.stats["train"][i]
+        j = i + 1 if i + 1 < capture.n_blocks else i - 1
+        other = float("nan")
+        if j >= 0:
+            otr, ote = _split_rows(capture, j, n_rows, seed)
+            if otr.shape[1] == xtr.shape[1]:
+                other = r2_of_map(module, otr, ote, block=i)["r2"]
+        out.append({
+            "model": capture.model_label, "block": i, "n_train": len(xtr), "n_test": len(xte),
+            "r2_own": own,
+            "r2_gaussian": r2_of_map(module, gaussian_like(m, len(xtr), seed=[seed, i, 0]), gaussian_like(m, len(xte), seed=[seed, i, 1]), block=i)["r2"],
+            "other_block": j, "r2_other_block": other,
+        })
+    return pd.DataFrame(out)
+
+
+def cross_feed(capture_a, capture_b, loaded_b, n_rows: int | None = None, seed: int = 0, progress: bool = True) -> pd.DataFrame:
+    """Model A's stored FFN inputs through model B's FFN at the same block, raw and re-coloured to
+    B's input statistics (`recolour`), beside B's FFN on B's own inputs. Any two models of equal width."""
+    sites = find_ffn_sites(loaded_b.model)
+    if len(sites) != capture_b.n_blocks:
+        raise LinrecError(f"capture B has {capture_b.n_blocks} blocks but model B has {len(sites)}; pass model B's own capture")
+    complete_b = _complete(capture_b, n_rows)
+    out = []
+    for i in tqdm(range(min(capture_a.n_blocks, capture_b.n_blocks)), desc=f"{capture_a.model_label} → {capture_b.model_label}", disable=not progress):
+        sa, sb = capture_a.stats["train"][i], capture_b.stats["train"][i]
+        if sa.d_in != sb.d_in:
+            raise LinrecError(f"block {i}: widths differ ({sa.d_in} vs {sb.d_in}); cross feeding needs two models of equal width")
+        a_tr, a_te = _split_rows(capture_a, i, n_rows, seed)
+        module = sites[i].module
+        if complete_b:
+            own = score(fit_affine(sb, block=i), capture_b.stats["test"][i], block=i).r2
+        else:
+            own = r2_of_map(module, *_split_rows(capture_b, i, n_rows, seed), block=i)["r2"]
+        out.append({
+            "inputs_from": capture_a.model_label, "ffn_of": capture_b.model_label, "block": i,
+            "r2_ffn_own_inputs": own,
+            "r2_raw": r2_of_map(module, a_tr, a_te, block=i)["r2"],
+            "r2_recoloured": r2_of_map(module, recolour(a_tr, sa, sb), recolour(a_te, sa, sb), block=i)["r2"],
+        })
+    return pd.DataFrame(out)

@@ -1,0 +1,136 @@
+"""Controls of notebook 07: random init, Gaussian inputs, re-colouring, feeding FFNs other inputs."""
+
+import numpy as np
+import pytest
+import torch
+
+from _tiny_text import tiny_text, tiny_tokenizer
+from linrec.capture import get_capture
+from linrec.ceiling import fit_affine, score
+from linrec.controls import cross_feed, gaussian_like, input_controls, r2_of_map, recolour, _split_rows
+from linrec.models import load_model, model_identity, random_init_spec
+from linrec.sites import find_ffn_sites
+from linrec.stats import Moments
+
+
+@pytest.fixture
+def tiny_setup(tiny_model, tmp_path, monkeypatch):
+    """A tiny trained-looking llama on disk, a local corpus, and a capture that stores every row."""
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
+    model_dir = tmp_path / "m"
+    tiny_model("llama").save_pretrained(model_dir)
+    tiny_tokenizer().save_pretrained(model_dir)
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(8000))
+    kw = dict(corpus=str(corpus), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
+    return str(model_dir), kw
+
+
+def test_random_init_is_the_architectures_own_init_and_reproducible(tiny_setup):
+    model_dir, _ = tiny_setup
+    trained = load_model(model_dir).model
+    a = load_model(random_init_spec(model_dir, 0)).model
+    b = load_model(random_init_spec(model_dir, 0)).model
+    c = load_model(random_init_spec(model_dir, 1)).model
+    std = a.config.initializer_range
+    for (name, pa), pb, pc, pt in zip(a.named_parameters(), b.parameters(), c.parameters(), trained.parameters()):
+        assert torch.equal(pa, pb), name  # same seed, same weights
+        if pa.ndim == 2:  # linear and embedding weights: normal(0, initializer_range), not zeros, not the trained ones
+            assert not torch.equal(pa, pc) and not torch.allclose(pa, pt), name
+            assert 0.8 * std < float(pa.std()) < 1.2 * std, name
+            assert abs(float(pa.mean())) < 0.2 * std, name
+        elif "norm" in name:  # llama's RMSNorm gains start at 1 (the trained tiny model's are randomised)
+            assert torch.equal(pa, torch.ones_like(pa)), name
+    assert model_identity(random_init_spec(model_dir, 0)) != model_identity(random_init_spec(model_dir, 1))
+
+
+def test_random_init_spec_errors_name_the_fix():
+    from linrec.errors import LinrecError
+
+    with pytest.raises(LinrecError, match="init:SEED:MODEL"):
+        load_model("init:x:smollm2-135m")
+
+
+def test_gaussian_inputs_reproduce_the_captured_moments():
+    rng = np.random.default_rng(0)
+    d = 6
+    A = rng.standard_normal((d, d)) * np.logspace(0, 2, d)  # anisotropic, strongly scaled
+    x = rng.standard_normal((5000, d)) @ A + rng.standard_normal(d) * 10
+    m = Moments.of(torch.from_numpy(x), torch.from_numpy(x[:, :1]))
+    n = 200_000
+    g = gaussian_like(m, n, seed=1).astype(np.float64)
+    cov = m.Cxx / (m.n - 1)
+    se = np.sqrt(np.diag(cov) / n)
+    assert (np.abs(g.mean(0) - m.mean_x) < 5 * se).all()
+    rel = np.linalg.norm(np.cov(g.T) - cov) / np.linalg.norm(cov)
+    assert rel < 0.02
+    assert np.array_equal(gaussian_like(m, 10, seed=3), gaussian_like(m, 10, seed=3))
+
+
+def test_recolour_maps_source_moments_onto_target_moments():
+    rng = np.random.default_rng(1)
+    xa = rng.standard_normal((4000, 5)) @ rng.standard_normal((5, 5)) + 3
+    xb = rng.standard_normal((4000, 5)) @ rng.standard_normal((5, 5)) * 7 - 1
+    ma, mb = (Moments.of(torch.from_numpy(x), torch.from_numpy(x[:, :1])) for x in (xa, xb))
+    out = recolour(xa, ma, mb).astype(np.float64)  # whitened with xa's own statistics: exact in-sample
+    assert np.allclose(out.mean(0), mb.mean_x, atol=1e-4 * np.abs(mb.mean_x).max())
+    assert np.allclose(np.cov(out.T), mb.Cxx / (mb.n - 1), rtol=1e-4, atol=1e-4 * np.abs(mb.Cxx).max() / mb.n)
+    assert np.allclose(recolour(xa, ma, ma), xa, atol=1e-4)  # re-colouring to itself changes nothing
+
+
+class _Square(torch.nn.Module):
+    """y = x² element-wise: for x ~ N(μ, σ²) per feature the best affine map has R² = 2μ²/(σ² + 2μ²)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dummy = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, x):
+        return x**2
+
+
+def test_gaussian_control_on_a_known_quadratic_map():
+    mu, sigma = 1.0, 2.0
+    rng = np.random.default_rng(2)
+    x = mu + sigma * rng.standard_normal((20_000, 4))
+    m = Moments.of(torch.from_numpy(x), torch.from_numpy(x))
+    r = r2_of_map(_Square(), gaussian_like(m, 40_000, seed=0), gaussian_like(m, 10_000, seed=1))
+    assert abs(r["r2"] - 2 * mu**2 / (sigma**2 + 2 * mu**2)) < 0.02  # 1/3
+
+
+def test_own_inputs_reproduce_the_captured_r2_lin(tiny_setup):
+    model_dir, kw = tiny_setup
+    c = get_capture(model_dir, **kw)
+    loaded = load_model(model_dir)
+    sites = find_ffn_sites(loaded.model)
+    assert len(c.row_index()) == 3200  # every row stored
+    for i in range(c.n_blocks):
+        cap = score(fit_affine(c.stats["train"][i]), c.stats["test"][i]).r2
+        again = r2_of_map(sites[i].module, *_split_rows(c, i, None, 0), block=i)["r2"]
+        assert abs(again - cap) < 1e-9
+    t = input_controls(c, loaded, progress=False)
+    sub = input_controls(c, loaded, n_rows=1600, progress=False)  # the re-computed path, on half the rows
+    for i in range(c.n_blocks):
+        assert t.loc[i, "r2_own"] == pytest.approx(score(fit_affine(c.stats["train"][i]), c.stats["test"][i]).r2, abs=1e-12)
+        assert sub.loc[i, "n_train"] + sub.loc[i, "n_test"] == 1600
+    assert t["r2_gaussian"].between(-1, 1).all() and t["r2_other_block"].notna().all()
+    assert list(t["other_block"]) == [1, 0]
+
+
+def test_cross_feed_of_a_model_with_itself_is_the_identity(tiny_setup):
+    model_dir, kw = tiny_setup
+    c = get_capture(model_dir, **kw)
+    loaded = load_model(model_dir)
+    t = cross_feed(c, c, loaded, progress=False)
+    assert np.allclose(t["r2_raw"], t["r2_ffn_own_inputs"], atol=1e-9)
+    assert np.allclose(t["r2_recoloured"], t["r2_ffn_own_inputs"], atol=1e-4)
+
+
+def test_cross_feed_between_trained_and_random_init(tiny_setup):
+    model_dir, kw = tiny_setup
+    trained = get_capture(model_dir, **kw)
+    init_spec = random_init_spec(model_dir, 0)
+    init = get_capture(init_spec, **kw)
+    t = cross_feed(trained, init, load_model(init_spec), progress=False)
+    assert len(t) == trained.n_blocks and t[["r2_raw", "r2_recoloured"]].notna().all().all()
+    assert (t["inputs_from"] == trained.model_label).all() and (t["ffn_of"] == init_spec).all()
