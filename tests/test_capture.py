@@ -1,4 +1,4 @@
-"""Capture end to end on tiny models: statistics equal the hooked rows, planted maps, the cache."""
+"""Capture end to end on tiny models: statistics equal the hooked rows, planted maps, the cache, held-out sums, several corpora."""
 
 import json
 
@@ -8,11 +8,12 @@ import torch
 
 from _tiny_text import tiny_text, tiny_tokenizer
 from linrec import capture as cap_mod
-from linrec.capture import CaptureConfig, get_capture, run_capture
+from linrec.capture import CaptureConfig, get_capture, get_captures, run_capture
 from linrec.ceiling import ceiling_table, fit_affine, r2_rows, score
 from linrec.corpora import make_windows
 from linrec.errors import LinrecError
 from linrec.models import LoadedModel
+from linrec.robust import bootstrap_r2
 from linrec.sites import ffn_hooks, find_ffn_sites
 from linrec.stats import Moments
 
@@ -171,3 +172,115 @@ def test_row_sample_is_bounded_seeded_and_exact(tiny_model, tmp_path):
     assert np.array_equal(idx[:, 2], np.isin(idx[:, 0], w.test).astype(int))
     again = run_capture(_loaded(model, tok), w, cfg, out_dir=tmp_path / "b", progress=False)
     assert np.array_equal(again.row_index(), idx)
+
+
+# ---- held-out per-window sums (bootstrap input) ------------------------------------------
+def _sums_from_rows(c, block):
+    """Reference: per test window n, Σe², Σ(y − shift), Σ(y − shift)² from the stored rows (all rows kept)."""
+    idx = c.row_index()
+    test = idx[:, 2] == 1
+    x, y = (a[test].astype(np.float64) for a in c.rows(block))
+    win = idx[test, 0]
+    fit = fit_affine(c.stats["train"][block])
+    shift = c.stats["train"][block].mean_y
+    e2, yc = (y - fit.predict(x)) ** 2, y - shift
+    windows = np.unique(win)
+    per = lambda a: np.stack([a[win == w].sum(0) for w in windows])  # noqa: E731
+    return windows, np.array([(win == w).sum() for w in windows]), per(e2), per(yc), per(yc**2)
+
+
+def test_heldout_sums_equal_sums_from_stored_rows(tiny_model, cache, tmp_path):
+    model = tiny_model("llama")
+    tok = tiny_tokenizer()
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(8000))
+    args = dict(model=str(tmp_path / "m"), corpus=str(corpus), seq_len=32, tokens=3200, sample_rows=10_000, batch_size=3, progress=False)
+    c = get_capture(**args)
+    assert len(c.row_index()) == 3200  # every row kept
+    assert len(c.heldout) == c.n_blocks and c.meta["heldout_errors"] == {}
+    table = ceiling_table(c)
+    for i in range(c.n_blocks):
+        h = c.heldout[i]
+        windows, n, sse, sy, syy = _sums_from_rows(c, i)
+        assert np.array_equal(h.windows, windows) and np.array_equal(h.n, n) and n.sum() == c.stats["test"][i].n
+        assert np.array_equal(h.shift, c.stats["train"][i].mean_y)
+        for got, ref in ((h.sse, sse), (h.sy, sy), (h.syy, syy)):
+            assert got.shape == ref.shape == (len(windows), c.stats["test"][i].d_out)
+            assert np.abs(got - ref).max() <= 1e-10 * np.abs(ref).max()
+        # the bootstrap's point estimate is the ceiling's R²_lin
+        assert abs(h.r2() - score(fit_affine(c.stats["train"][i]), c.stats["test"][i]).r2) < 1e-9
+        row = table.loc[i]
+        assert row.n_test_windows == len(windows) == c.meta["n_windows"]["test"]
+        assert row.r2_lo < row.r2_lin < row.r2_hi
+    again = get_capture(**args)  # the sums survive the cache
+    assert again.cached
+    for h, g in zip(c.heldout, again.heldout):
+        assert all(np.array_equal(getattr(h, k), getattr(g, k)) for k in h.KEYS)
+    assert ceiling_table(again).equals(table)
+    loose = get_capture(**args, cache=False)  # and are the same without it
+    assert loose.path is None and all(np.array_equal(h.sse, g.sse) for h, g in zip(c.heldout, loose.heldout))
+
+
+def test_heldout_with_no_test_windows_and_with_singular_train_stats(tiny_model, saved_tiny):
+    model = tiny_model("llama")
+    tok = tiny_tokenizer()
+    w = _windows(tok, tokens=512)
+    w.train, w.test = np.arange(len(w.ids)), np.zeros(0, dtype=np.int64)
+    c = run_capture(_loaded(model, tok), w, CaptureConfig("tiny", tokens=512, sample_rows=0), progress=False)
+    assert [h.n_windows for h in c.heldout] == [0, 0] and c.meta["fit_seconds"] == 0
+    with pytest.raises(LinrecError, match="test split is empty"):
+        bootstrap_r2(c.heldout[0])
+    # 3 train windows of 8 rows: fewer rows than the 33 parameters per output; the capture still
+    # succeeds (and caches), the ceiling raises the fit's own one-line error
+    args = {**saved_tiny, "seq_len": 8, "tokens": 32}
+    for attempt in range(2):
+        c = get_capture(**args)
+        assert c.cached == bool(attempt)
+        assert c.heldout == [None, None] and "raise --tokens" in c.meta["heldout_errors"]["0"]
+        with pytest.raises(LinrecError, match="block 0: singular statistics.*raise --tokens"):
+            ceiling_table(c)
+
+
+def test_get_captures_loads_the_model_once_and_not_at_all_when_cached(saved_tiny, tmp_path, monkeypatch):
+    loads = []
+    real = cap_mod.load_model
+
+    def counting(*a, **k):
+        loads.append(a)
+        return real(*a, **k)
+
+    monkeypatch.setattr(cap_mod, "load_model", counting)
+    args = {k: v for k, v in saved_tiny.items() if k != "corpus"}
+    corpora = []
+    for s in range(3):
+        (tmp_path / f"c{s}.txt").write_text(tiny_text(3000, seed=s))
+        corpora.append(str(tmp_path / f"c{s}.txt"))
+    first = get_captures(corpora=corpora[:2], **args)
+    assert len(loads) == 1 and list(first) == corpora[:2] and not any(c.cached for c in first.values())
+    again = get_captures(corpora=corpora[:2], **args)
+    assert len(loads) == 1 and all(c.cached for c in again.values())
+    assert all(np.array_equal(again[k].stats["test"][0].M, first[k].stats["test"][0].M) for k in first)
+    mixed = get_captures(corpora=[corpora[1], corpora[2], corpora[1]], **args)  # one cached, one new
+    assert len(loads) == 2 and list(mixed) == [corpora[1], corpora[2]]
+    assert mixed[corpora[1]].cached and not mixed[corpora[2]].cached
+    assert get_capture(corpus=corpora[2], **args).cached  # the same cache entries as get_capture's
+    loose = get_captures(corpora=corpora[:2], cache=False, **args)  # no cache: computed, one load
+    assert len(loads) == 3 and not any(c.cached for c in loose.values())
+    with pytest.raises(TypeError, match="unexpected"):
+        get_captures(corpora=corpora, bogus=1, **args)
+
+
+def test_get_captures_takes_row_counts_per_corpus(saved_tiny, tmp_path):
+    args = {k: v for k, v in saved_tiny.items() if k not in ("corpus", "sample_rows")}
+    corpora = []
+    for s in range(2):
+        (tmp_path / f"d{s}.txt").write_text(tiny_text(3000, seed=10 + s))
+        corpora.append(str(tmp_path / f"d{s}.txt"))
+    caps = get_captures(corpora=corpora, sample_rows={corpora[0]: 64, corpora[1]: 0}, **args)
+    assert caps[corpora[0]].config.sample_rows == 64 and caps[corpora[1]].config.sample_rows == 0
+    assert (caps[corpora[0]].path / "rows").is_dir() and not (caps[corpora[1]].path / "rows").exists()
+    assert get_capture(corpus=corpora[1], sample_rows=0, **args).cached  # the same entry as a plain get_capture
+    with pytest.raises(LinrecError, match="no row count for corpora"):
+        get_captures(corpora=corpora, sample_rows={corpora[0]: 64}, **args)

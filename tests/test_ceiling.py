@@ -107,3 +107,13 @@ def test_constant_output_on_test_split_is_an_error():
     fit = fit_affine(_stats(x[:200], rng.standard_normal((200, 2))))
     with pytest.raises(LinrecError, match="constant"):
         score(fit, _stats(x[200:], np.ones((100, 2))))
+
+
+def test_skipping_the_condition_number_leaves_the_map_unchanged():
+    """The capture fits with condition=False (one eigensolve, not two); the map must be the ceiling's, bit for bit."""
+    x, y = _problem(6)
+    m = _stats(x, y)
+    full, quick = fit_affine(m), fit_affine(m, condition=False)
+    assert np.array_equal(full.W, quick.W) and np.array_equal(full.b, quick.b)
+    assert (full.rank, full.cond_scaled) == (quick.rank, quick.cond_scaled)
+    assert np.isnan(quick.cond_gram) and full.cond_gram > 1

@@ -98,3 +98,31 @@ def test_spectrum_writes_the_table(tmp_path, tiny_model_dir):
         assert col in t.columns
     assert set(t["regime"]) <= {"nonlinear", "outlier-concentrated", "broadly linear"}
     assert ((t["eff_rank_out"] >= 1) & (t["eff_rank_out"] <= 32)).all()  # tiny llama: width 32
+
+
+def test_swap_writes_the_table_and_saves_the_greedy_model(tmp_path, tiny_model_dir):
+    from linrec.models import perplexity
+    from linrec.swap import load_swapped
+
+    save = tmp_path / "compressed"
+    proc, t = _table("swap", tmp_path, tiny_model_dir, "--budget-ppl", "1e9", "--probe-windows", "2", "--save", str(save))
+    for col in ["model", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "params_ffn", "params_linear", "probe_delta_ppl"]:
+        assert col in t.columns
+    assert list(t["block"]) == [0, 1]
+    assert ((t["delta_ppl"] - (t["ppl_swapped"] - t["ppl_base"])).abs() < 1e-9).all()
+    assert (t["params_ffn"] == 3 * 32 * 64).all() and (t["params_linear"] == 32 * 32 + 32).all()  # tiny llama
+    assert "greedy swap" in proc.stdout and "blocks [0, 1] swapped" in proc.stdout  # a huge budget keeps every block
+    back = load_swapped(save)
+    final = float(proc.stdout.split("→ ")[1].split()[0])
+    from linrec.corpora import load_windows
+
+    w = load_windows(str(tmp_path / "text.txt"), back.tokenizer, seq_len=32, tokens=2048)
+    assert abs(perplexity(back.model, w.split("test")) - final) <= 1e-4 * final  # the printed ppl is the saved model's
+
+
+def test_swap_bad_blocks_and_save_without_blocks(tmp_path, tiny_model_dir):
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(6000))
+    common = ("swap", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048")
+    _one_line_error(_run(*common, "--blocks", "0,7", tmp_path=tmp_path), "0..1")
+    _one_line_error(_run(*common, "--save", str(tmp_path / "x"), tmp_path=tmp_path), "--blocks")

@@ -43,6 +43,33 @@ def test_file_and_directory_corpora(tmp_path):
     assert torch.equal(a.ids, b.ids)  # the first 300 tokens come from a.txt in both
 
 
+def test_directory_and_single_file_with_the_same_content_give_the_same_windows(tmp_path):
+    """'The same content': the single file is the directory's files, in sorted path order, joined by
+    the document marker <|endoftext|>; both then give the same documents, windows and identity."""
+    texts = {"a.txt": tiny_text(150, 0), "b.md": "\n" + tiny_text(120, 1) + "\n\n", "sub/c.txt": tiny_text(200, 2) + "\n"}
+    for name, text in texts.items():
+        (tmp_path / "d" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "d" / name).write_text(text)
+    (tmp_path / "d" / ".hidden.txt").write_text(tiny_text(50, 3))  # ignored
+    (tmp_path / "one.txt").write_text("\n<|endoftext|>\n".join(texts[k] for k in sorted(texts)))
+    tok = tiny_tokenizer()
+    docs_dir, id_dir = load_documents(str(tmp_path / "d"))
+    docs_one, id_one = load_documents(str(tmp_path / "one.txt"))
+    assert docs_dir == docs_one == [texts[k].strip() for k in sorted(texts)] and id_dir == id_one
+    a = load_windows(str(tmp_path / "d"), tok, seq_len=16, tokens=464)  # every token of the three documents
+    b = load_windows(str(tmp_path / "one.txt"), tok, seq_len=16, tokens=464)
+    assert torch.equal(a.ids, b.ids) and a.identity == b.identity and np.array_equal(a.test, b.test)
+    eos = tok.eos_token_id
+    assert (a.ids == eos).sum() == 2  # one EOS between consecutive documents
+    # a file inside the directory may itself hold several documents
+    (tmp_path / "d" / "a.txt").write_text(tiny_text(70, 0) + "<|endoftext|>" + tiny_text(80, 4))
+    assert len(load_documents(str(tmp_path / "d"))[0]) == 4
+    # without the marker a file is one document: the same words, but no EOS at the file boundaries
+    (tmp_path / "plain.txt").write_text("\n".join(texts[k] for k in sorted(texts)))
+    plain = load_windows(str(tmp_path / "plain.txt"), tok, seq_len=16, tokens=464)
+    assert len(load_documents(str(tmp_path / "plain.txt"))[0]) == 1 and (plain.ids == eos).sum() == 0
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

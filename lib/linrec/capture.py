@@ -5,36 +5,53 @@ block, a `Moments` of the rows (x, y) = (FFN input, FFN output), one row per tok
 and a bounded, seeded sample of raw rows per block on disk (float32, memory-mapped) for the
 later probes. The forward pass stops after the last hooked block (no final norm, no LM head).
 
+Held-out sums for the bootstrap (`linrec.robust`): train windows run first, then test windows.
+Before the first test batch every block's affine map is fitted from the finished train
+statistics with `linrec.ceiling.fit_affine` (the ceiling's own solver), and each test batch
+then adds, per held-out window and block, n, Σe², Σ(y − c) and Σ(y − c)² (float64, c the
+train mean of y) into `Capture.heldout[block]` (a `linrec.robust.HeldOut`). The cost is one
+float64 [rows, d_in] × [d_in, d_out] product per block on test rows only, plus one fit per block.
+A block whose fit raises (too few train rows, NaN) gets `heldout[block] = None` and its error in
+`meta["heldout_errors"]`; the capture itself still succeeds, and the ceiling raises that same
+error when asked for the block.
+
 Results are cached under `$LINREC_CACHE/captures/` keyed by everything that determines them
 (model weights identity, corpus identity, seq_len, token budget, seed, test fraction, sample
 size, product precision, `CAPTURE_VERSION`). An entry is written to a temporary directory and
 renamed into place only when complete; its manifest records every file's size and the stats
-file's sha256, so a truncated or half-written entry is detected and rebuilt, never read.
+file's sha256, so a truncated or half-written entry is detected and rebuilt, never read. The
+held-out sums live in the same stats.npz, under that checksum.
+
+`get_captures(model, [corpora…])` returns one capture per corpus, loading the model at most once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import torch
 from tqdm import tqdm  # text bars: they survive papermill and render in executed notebooks
 
 from linrec._io import atomic_dir, cache_root, clean_stale_tmp, sha256_file
+from linrec.ceiling import _one_thread, fit_affine  # the ceiling's own solver, so the map is the ceiling's
 from linrec.corpora import Windows, corpus_identity, load_windows
 from linrec.errors import LinrecError
 from linrec.models import LoadedModel, load_model, model_identity
+from linrec.robust import HeldOut
 from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
 from linrec.stats import PRODUCTS, Moments
 
 log = logging.getLogger(__name__)
 
-CAPTURE_VERSION = "1"  # bump when what a capture contains or means changes
+CAPTURE_VERSION = "2"  # bump when what a capture contains or means changes (2: held-out per-window sums)
 SPLITS = ("train", "test")
 
 
@@ -75,6 +92,7 @@ class Capture:
     stats: dict[str, list[Moments]]  # split → [block] → Moments
     path: Path | None = None  # cache entry, holding rows/ when sample_rows > 0
     cached: bool = False  # True when read from the cache
+    heldout: list[HeldOut | None] | None = None  # [block] → per-test-window sums (None: that block's fit failed)
     _index: np.ndarray | None = field(default=None, repr=False)
 
     @property
@@ -136,6 +154,86 @@ class _RowSampler:
         self.x = self.y = []
 
 
+class _HeldOutSums:
+    """Per test window and block: n, Σe², Σ(y − c), Σ(y − c)², against maps fitted from the train split."""
+
+    def __init__(self, dims: list[tuple[int, int]], test_windows: np.ndarray):
+        self.dims = dims
+        self.windows = np.asarray(test_windows, dtype=np.int64)
+        self.fits: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] | None = None
+        self.errors: dict[int, str] = {}
+        self.sums: list[dict[str, torch.Tensor]] = []
+        self.start = self.stop = 0  # rows of the held-out arrays in the current batch
+        self.seconds = self.fit_seconds = 0.0
+
+    def fit(self, train: list[Moments]) -> None:
+        """Fit every block's affine map from the finished train statistics (once, before the first test batch)."""
+        t0 = time.perf_counter()
+        W = len(self.windows)
+        self.fits = []
+        for i, m in enumerate(train):
+            try:
+                fit = fit_affine(m, block=i, condition=False)
+            except LinrecError as err:  # surfaced by the ceiling on this block; the capture goes on
+                self.errors[i] = str(err)
+                self.fits.append(None)
+                self.sums.append({})
+                continue
+            dev = m.mean.device
+            shift = torch.from_numpy(m.mean_y.copy()).to(dev)
+            self.fits.append((torch.from_numpy(fit.W).to(dev), torch.from_numpy(fit.b).to(dev), shift))
+            d_out = self.dims[i][1]
+            self.sums.append(
+                {
+                    "n": torch.zeros(W, dtype=torch.int64),
+                    **{k: torch.zeros(W, d_out, dtype=torch.float64, device=dev) for k in ("sse", "sy", "syy")},
+                }
+            )
+        self.fit_seconds = time.perf_counter() - t0
+        self.seconds += self.fit_seconds
+
+    def begin(self, n_windows_batch: int) -> None:
+        self.start, self.stop = self.stop, self.stop + n_windows_batch
+
+    def update(self, block: int, x: torch.Tensor, y: torch.Tensor) -> None:
+        fit = self.fits[block]
+        if fit is None:
+            return
+        t0 = time.perf_counter()
+        W, b, shift = fit
+        # On CPU one thread: these are small float64 ops between forward-pass layers, and on a
+        # busy 2-core machine two synchronising threads made them ~7× slower (120 updates at
+        # d = 576, the test split of a default capture: 1.6 s on one thread, 11 s on two).
+        with _one_thread() if W.device.type == "cpu" else contextlib.nullcontext():
+            self._add(block, x, y, W, b, shift)
+        self.seconds += time.perf_counter() - t0
+
+    def _add(self, block: int, x: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.Tensor, shift: torch.Tensor) -> None:
+        nw = self.stop - self.start
+        d_in, d_out = self.dims[block]
+        x64 = x.detach().reshape(-1, d_in).to(W.device, torch.float64)
+        yc = y.detach().reshape(-1, d_out).to(W.device, torch.float64, copy=True)  # never the hooked tensor itself
+        yc.sub_(shift)
+        s, w = self.sums[block], slice(self.start, self.stop)
+        s["n"][w] += yc.shape[0] // nw
+        s["sy"][w] += yc.view(nw, -1, d_out).sum(1)
+        s["syy"][w] += yc.square().view(nw, -1, d_out).sum(1)
+        e = yc.sub_(b - shift).addmm_(x64, W, alpha=-1)  # (y − c) − (b − c) − Wᵀx = y − Wᵀx − b, test rows only
+        s["sse"][w] += e.square_().view(nw, -1, d_out).sum(1)
+
+    def result(self) -> list[HeldOut | None]:
+        if self.fits is None:  # no test window: nothing was fitted, nothing held out
+            return [HeldOut.empty(dy) for _, dy in self.dims]
+        out: list[HeldOut | None] = []
+        for fit, s in zip(self.fits, self.sums):
+            if fit is None:
+                out.append(None)
+                continue
+            arr = {k: v.cpu().numpy() for k, v in s.items()}
+            out.append(HeldOut(windows=self.windows.copy(), shift=fit[2].cpu().numpy(), **arr))
+        return out
+
+
 @torch.no_grad()
 def run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, out_dir: Path | None = None, batch_size: int = 8, progress: bool = True) -> Capture:
     """Capture statistics (and, with `out_dir`, the row sample) of every FFN block in one pass."""
@@ -161,10 +259,13 @@ def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, o
     sampler = None
     if out_dir is not None and config.sample_rows > 0:
         sampler = _RowSampler(out_dir / "rows", len(order) * T, config.sample_rows, config.seed, dims, T, order, split_of)
+    heldout = _HeldOutSums(dims, windows.test)
     current = {"split": "train"}
 
     def on_ffn(block: int, x: torch.Tensor, y: torch.Tensor) -> None:
         stats[current["split"]][block].update(x, y, config.product)
+        if current["split"] == "test":
+            heldout.update(block, x, y)
         if sampler is not None:
             sampler.write(block, x, y)
 
@@ -174,6 +275,10 @@ def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, o
     with ffn_hooks(sites, on_ffn, stop_after_last=True):
         for split, idx in tqdm(batches, desc=f"capture {loaded.name}", unit="batch", disable=not progress):
             current["split"] = split
+            if split == "test":
+                if heldout.fits is None:  # the train split is complete: fit every block once
+                    heldout.fit(stats["train"])
+                heldout.begin(len(idx))
             ids = windows.ids[idx].to(device)
             if sampler is not None:
                 sampler.begin(ids.numel())
@@ -199,11 +304,14 @@ def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, o
         "tokens_used": int(windows.ids.numel()),
         "bos": windows.bos,
         "seconds": seconds,
+        "heldout_seconds": heldout.seconds,  # of `seconds`: fits + held-out sums (host time; asynchronous on a GPU)
+        "fit_seconds": heldout.fit_seconds,
+        "heldout_errors": {str(i): msg for i, msg in heldout.errors.items()},
         "device": str(device),
         "notes": loaded.notes,
         "version": CAPTURE_VERSION,
     }
-    return Capture(config=config, meta=meta, stats=stats, path=out_dir)
+    return Capture(config=config, meta=meta, stats=stats, path=out_dir, heldout=heldout.result())
 
 
 def _site_dims(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[int, int]]:
@@ -228,6 +336,7 @@ def _captures_dir() -> Path:
 
 def _write(capture: Capture, directory: Path) -> None:
     arrays = {f"{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.stats[s]) for k, v in m.state().items()}
+    arrays.update({f"heldout/{i}/{k}": v for i, h in enumerate(capture.heldout or []) if h is not None for k, v in h.state().items()})
     np.savez(directory / "stats.npz", **arrays)
     manifest = {str(p.relative_to(directory)): p.stat().st_size for p in sorted(directory.rglob("*")) if p.is_file()}
     meta = {**capture.meta, "manifest": manifest, "stats_sha256": sha256_file(directory / "stats.npz"), "complete": True}
@@ -248,10 +357,11 @@ def _read(directory: Path, config: CaptureConfig) -> Capture | None:
             raise ValueError("stats.npz checksum mismatch")
         with np.load(directory / "stats.npz") as z:
             stats = {s: [Moments.from_state({k: z[f"{s}/{i}/{k}"] for k in ("n", "mean", "M", "dims")}) for i in range(meta["n_blocks"])] for s in SPLITS}
+            heldout = [None if str(i) in meta["heldout_errors"] else HeldOut.from_state({k: z[f"heldout/{i}/{k}"] for k in HeldOut.KEYS}) for i in range(meta["n_blocks"])]
     except (ValueError, KeyError, OSError, json.JSONDecodeError) as err:
         log.warning("capture cache %s is damaged (%s); recomputing it", directory.name, err)
         return None
-    return Capture(config=config, meta=meta, stats=stats, path=directory, cached=True)
+    return Capture(config=config, meta=meta, stats=stats, path=directory, cached=True, heldout=heldout)
 
 
 def get_capture(
@@ -271,18 +381,67 @@ def get_capture(
 ) -> Capture:
     """The capture of `model` on `corpus`: from the cache if present and intact, else computed and cached.
 
-    Pass `loaded` (from `linrec.models.load_model`) to reuse a model across corpora.
+    Pass `loaded` (from `linrec.models.load_model`) to reuse a model across corpora, or use
+    `get_captures`.
     """
-    config = CaptureConfig(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product)
-    config.validate()
-    entry = _captures_dir() / f"{_slug(model)}-{config.key()}"
+    config, entry = _config_entry(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product)
     if cache:
         found = _read(entry, config)
         if found is not None:
             return found
     if loaded is None:
         loaded = load_model(model, device=device)
-    windows = load_windows(corpus, loaded.tokenizer, seq_len, tokens, seed, test_frac)
+    return _compute(loaded, config, entry, batch_size, cache, progress)
+
+
+def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]:
+    """{corpus: capture} of `model` on each of `corpora` (same keyword arguments as `get_capture`).
+
+    Captures found intact in the cache are read, never recomputed; the model is loaded at most
+    once, and only if some corpus needs computing (not at all when `loaded` is given).
+    `sample_rows` may be a mapping {corpus: rows} to keep raw rows for some corpora only.
+    """
+    if isinstance(corpora, str):
+        corpora = [corpora]
+    corpora = list(dict.fromkeys(corpora))  # each corpus once, in the order given
+    if not corpora:
+        raise LinrecError("no corpora given; name at least one, e.g. wiki")
+    names = ("seq_len", "tokens", "seed", "test_frac", "sample_rows", "product")
+    unknown = set(kwargs) - {*names, "batch_size", "device", "loaded", "cache", "progress"}
+    if unknown:
+        raise TypeError(f"get_captures() got unexpected keyword arguments {sorted(unknown)}")
+    cfg = {k: kwargs[k] for k in names if k in kwargs}
+    loaded = kwargs.get("loaded")
+    cache = kwargs.get("cache", True)
+    rows = cfg.pop("sample_rows", 30_000)
+    if isinstance(rows, Mapping):
+        missing = [c for c in corpora if c not in rows]
+        if missing:
+            raise LinrecError(f"sample_rows gives no row count for corpora {missing}; add them (0 keeps statistics only)")
+    per_corpus = {c: rows[c] if isinstance(rows, Mapping) else rows for c in corpora}
+    plan = {c: _config_entry(model, c, sample_rows=per_corpus[c], **cfg) for c in corpora}  # validates every config before any work
+    out: dict[str, Capture] = {}
+    for corpus, (config, entry) in plan.items():
+        found = _read(entry, config) if cache else None
+        if found is not None:
+            out[corpus] = found
+            continue
+        if loaded is None:
+            loaded = load_model(model, device=kwargs.get("device", "cpu"))
+        out[corpus] = _compute(loaded, config, entry, kwargs.get("batch_size", 8), cache, kwargs.get("progress", True))
+    return out
+
+
+def _config_entry(model: str, corpus: str, seq_len: int = 128, tokens: int = 20_480, seed: int = 0, test_frac: float = 0.2, sample_rows: int = 30_000, product: str = "float64") -> tuple[CaptureConfig, Path]:
+    config = CaptureConfig(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product)
+    config.validate()
+    return config, _captures_dir() / f"{_slug(model)}-{config.key()}"
+
+
+def _compute(loaded: LoadedModel, config: CaptureConfig, entry: Path, batch_size: int, cache: bool, progress: bool) -> Capture:
+    """Run the capture of `config` with `loaded`; with `cache`, write it atomically to `entry`."""
+    c = config
+    windows = load_windows(c.corpus, loaded.tokenizer, c.seq_len, c.tokens, c.seed, c.test_frac)
     if not cache:
         return run_capture(loaded, windows, config, None, batch_size, progress)
     clean_stale_tmp(entry.parent)

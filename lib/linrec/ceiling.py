@@ -78,8 +78,11 @@ class AffineFit:
         return x @ self.W + self.b
 
 
-def fit_affine(train: Moments, rcond: float | None = None, ridge: float = 0.0, block: int | str = "?") -> AffineFit:
-    """Closed-form affine least squares from train statistics (see module docstring)."""
+def fit_affine(train: Moments, rcond: float | None = None, ridge: float = 0.0, block: int | str = "?", condition: bool = True) -> AffineFit:
+    """Closed-form affine least squares from train statistics (see module docstring).
+
+    `condition=False` skips the separate eigensolve for `cond_gram` (left NaN; half the cost);
+    W, b, rank and `cond_scaled` are the same either way."""
     d = train.d_in
     if train.n <= d + 1:
         raise LinrecError(
@@ -113,7 +116,7 @@ def fit_affine(train: Moments, rcond: float | None = None, ridge: float = 0.0, b
     b = train.mean_y - train.mean_x @ W
     live_lam = lam[-int(live.sum()) :]
     cond_scaled = float(live_lam[-1] / live_lam[0]) if live_lam[0] > cutoff else float("inf")
-    return AffineFit(W=W, b=b, cond_gram=gram_condition(Cxx), cond_scaled=cond_scaled, rank=int(keep.sum()), n_train=train.n, dead_inputs=int((~live).sum()), ridge=ridge)
+    return AffineFit(W=W, b=b, cond_gram=gram_condition(Cxx) if condition else float("nan"), cond_scaled=cond_scaled, rank=int(keep.sum()), n_train=train.n, dead_inputs=int((~live).sum()), ridge=ridge)
 
 
 @dataclass
@@ -157,22 +160,35 @@ def r2_rows(y, y_hat) -> float:
     return float(1.0 - ((y - y_hat) ** 2).sum() / ((y - y.mean(0)) ** 2).sum())
 
 
-def ceiling_table(capture) -> "pandas.DataFrame":
-    """One row per block of `capture` (a `linrec.capture.Capture`): the closed-form ceiling and its conditioning."""
+def ceiling_table(capture, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> "pandas.DataFrame":
+    """One row per block of `capture` (a `linrec.capture.Capture`): the closed-form ceiling and its conditioning.
+
+    `r2_lo`, `r2_hi`: the `level` percentile bootstrap interval of `r2_lin` over the
+    `n_test_windows` held-out windows (`linrec.robust.bootstrap_r2`, `n_boot` resamples, seeded);
+    NaN for a capture without held-out sums.
+    """
     import pandas as pd
 
+    from linrec.robust import bootstrap_r2
+
+    heldout = getattr(capture, "heldout", None)
     rows = []
     for i in range(capture.n_blocks):
         train, test = capture.stats["train"][i], capture.stats["test"][i]
         fit = fit_affine(train, block=i)
         s = score(fit, test, block=i)
         q25, q75 = np.nanpercentile(s.r2_feature, [25, 75])
+        h = heldout[i] if heldout is not None else None
+        lo, hi = bootstrap_r2(h, n_boot, level, seed) if h is not None else (np.nan, np.nan)
+        n_windows = h.n_windows if h is not None else capture.meta.get("n_windows", {}).get("test", np.nan)
         rows.append(
             {
                 "model": capture.model_label,
                 "corpus": capture.config.corpus,
                 "block": i,
                 "r2_lin": s.r2,
+                "r2_lo": lo,
+                "r2_hi": hi,
                 "r2_feature_median": s.r2_feature_median,
                 "r2_feature_q25": float(q25),
                 "r2_feature_q75": float(q75),
@@ -184,6 +200,7 @@ def ceiling_table(capture) -> "pandas.DataFrame":
                 "d_out": train.d_out,
                 "n_train": train.n,
                 "n_test": test.n,
+                "n_test_windows": n_windows,
             }
         )
     return pd.DataFrame(rows)

@@ -1,4 +1,4 @@
-"""Command line: `linrec measure | fetch | figures`. Bad input exits non-zero with one line, no traceback."""
+"""Command line: `linrec measure | probe | spectrum | swap | fetch | figures`. Bad input exits non-zero with one line, no traceback."""
 
 from __future__ import annotations
 
@@ -32,13 +32,14 @@ def _add_capture_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="recompute even if a cached capture exists")
 
 
-def _capture(args):
-    """The capture the measuring subcommands share (from the cache when it is there)."""
+def _capture(args, loaded=None):
+    """The capture the measuring subcommands share (from the cache when it is there); `loaded` reuses a loaded model."""
     from linrec.capture import get_capture
 
     return get_capture(
         args.model, args.corpus, args.seq_len, args.tokens, args.seed,
         batch_size=args.batch_size, device=args.device, product="float32" if args.fast else "float64", cache=not args.no_cache,
+        loaded=loaded,
     )
 
 
@@ -74,6 +75,62 @@ def cmd_spectrum(args) -> None:
     table = spectrum_table(_capture(args))
     cols = ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "eff_rank_out", "eff_rank_in", "cond_gram", "regime"]
     _emit(table, cols, args.out)
+
+
+def _block_list(text: str | None, n_blocks: int) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        blocks = [int(b) for b in text.replace(" ", "").split(",") if b]
+    except ValueError:
+        raise LinrecError(f"--blocks takes block numbers separated by commas, e.g. --blocks 0,3; got '{text}'") from None
+    bad = [b for b in blocks if not 0 <= b < n_blocks]
+    if not blocks or bad:
+        raise LinrecError(f"--blocks {text}: this model has blocks 0..{n_blocks - 1}; e.g. --blocks 0,{n_blocks - 1}")
+    return sorted(set(blocks))
+
+
+def cmd_swap(args) -> None:
+    from linrec.models import load_model
+    from linrec.swap import SwapStudy
+
+    if args.save and args.blocks is None and args.budget_ppl is None:
+        raise LinrecError("--save needs the blocks to swap: give --blocks 0,3 or --budget-ppl 1.0")
+    loaded = load_model(args.model, device=args.device)
+    capture = _capture(args, loaded)
+    blocks = _block_list(args.blocks, capture.n_blocks)
+    study = SwapStudy(capture, loaded, batch_size=args.batch_size)
+    table = study.table(blocks, probe_windows=args.probe_windows)
+    cols = ["model", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "params_ffn", "params_linear", "param_ratio"]
+    if args.probe_windows:
+        cols.append("probe_delta_ppl")
+    _emit(table, cols, args.out)
+    chosen = None
+    if args.budget_ppl is not None:
+        result = study.greedy(args.budget_ppl, blocks=blocks)
+        print(result.summary())
+        chosen = result.swapped
+    elif blocks is not None:
+        j = study.joint(blocks)
+        print(
+            f"blocks {j['blocks']} swapped together: ppl {j['ppl_base']:.4f} → {j['ppl']:.4f} (Δ {j['delta_ppl']:+.4f}); "
+            f"FFN parameters removed {j['params_removed']:,}, affine parameters added {j['params_added']:,}"
+        )
+        chosen = blocks
+    if args.save:
+        if not chosen:
+            raise LinrecError(f"no block fits within --budget-ppl {args.budget_ppl:g}, so there is nothing to save; raise --budget-ppl")
+        print(f"wrote {study.save(args.save, chosen)} (blocks {sorted(chosen)} swapped)", file=sys.stderr)
+
+
+def _budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of perplexity points, got '{text}'") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be ≥ 0, got {text}")
+    return value
 
 
 def cmd_fetch(args) -> None:
@@ -116,6 +173,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_capture_args(p)
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_spectrum)
+
+    p = sub.add_parser("swap", help="replace FFN blocks by their closed-form affine maps (no training) → held-out ΔPPL per block")
+    _add_capture_args(p)
+    p.add_argument("--blocks", help="blocks to evaluate, swap together and save, e.g. 0,3 (default: every block)")
+    p.add_argument("--budget-ppl", type=_budget, help="also swap greedily in descending R²_lin, keeping blocks while ΔPPL ≤ this")
+    p.add_argument("--probe-windows", type=int, default=0, help="also report ΔPPL on this many seeded train windows (default: 0, off)")
+    p.add_argument("--save", help="write the compressed model (--budget-ppl's choice, else --blocks) to this directory")
+    p.add_argument("--out", help="write the table as CSV here")
+    p.set_defaults(func=cmd_swap)
 
     p = sub.add_parser("fetch", help="download offline models/corpora into $LINREC_CACHE")
     p.add_argument("names", nargs="+", help="e.g. smollm2-135m gemma3-270m wiki web code")

