@@ -24,7 +24,7 @@ figures: fetch
 
 # The tests (they need the offline default model for the end-to-end checks).
 test: $(STAMP)
-	$(BIN)/linrec fetch smollm2-135m wiki
+	$(BIN)/linrec fetch smollm2-135m wiki web code
 	$(BIN)/python -m pytest
 
 # The notebooks on the tiny parameter set (what the notebook test runs).

@@ -36,9 +36,24 @@ seed = 0               # split and row-sample seed
 sample_rows = 30_000   # raw (x, y) rows kept per block for the probes
 batch_size = 8         # windows per forward pass
 device = "cpu"         # or "cuda"
+results_dir = "results/default"  # capture.csv, relative to the project root
+figures_dir = "figures"          # fig1_method.png / .pdf
+
+# %% [markdown]
+# ## Figure 1: the measurement
+# Drawn in code (`linrec.plots.fig1_method`), so it regenerates with the rest.
 
 # %%
 import pandas as pd
+
+from linrec.plots import fig1_method
+from linrec.run import project_root
+
+root = project_root()
+(root / results_dir).mkdir(parents=True, exist_ok=True)
+fig = fig1_method(root / figures_dir / "fig1_method")
+
+# %%
 
 from linrec.capture import get_capture
 from linrec.models import load_model
@@ -73,6 +88,7 @@ for name in models:
         "BOS per window": m["bos"], "capture s": round(m["seconds"], 1), "from cache": cap.cached,
     })
 summary = pd.DataFrame(summary)
+summary.to_csv(root / results_dir / "capture.csv", index=False)
 summary
 
 # %% [markdown]

@@ -101,6 +101,7 @@ def test_closed_form_on_statistics_equals_lstsq_on_stored_rows(tiny_model, cache
         coef = np.linalg.lstsq(A, ytr.astype(np.float64), rcond=None)[0]
         ref = r2_rows(yte, np.c_[xte, np.ones(len(xte))] @ coef)
         assert abs(table.loc[i, "r2_lin"] - ref) < 1e-9
+        assert abs(table.loc[i, "r2_train"] - r2_rows(ytr, A @ coef)) < 1e-9  # in-sample, same map
         assert c.stats["train"][i].n == len(xtr)
 
 

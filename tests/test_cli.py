@@ -77,9 +77,10 @@ def _table(command, tmp_path, model_dir, *extra):
 def test_measure_writes_the_table(tmp_path, tiny_model_dir):
     proc, t = _table("measure", tmp_path, tiny_model_dir)
     assert list(t["block"]) == [0, 1]
-    for col in ["model", "block", "r2_lin", "r2_feature_median", "cond_gram", "n_train", "n_test"]:
+    for col in ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "cond_gram", "n_train", "n_test"]:
         assert col in t.columns
     assert (t["n_train"] + t["n_test"] == 2048).all()
+    assert ((t["r2_lo"] <= t["r2_lin"]) & (t["r2_lin"] <= t["r2_hi"])).all()
     assert "r2_lin" in proc.stdout
 
 
@@ -126,3 +127,20 @@ def test_swap_bad_blocks_and_save_without_blocks(tmp_path, tiny_model_dir):
     common = ("swap", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048")
     _one_line_error(_run(*common, "--blocks", "0,7", tmp_path=tmp_path), "0..1")
     _one_line_error(_run(*common, "--save", str(tmp_path / "x"), tmp_path=tmp_path), "--blocks")
+
+
+def test_report_rebuilds_from_a_profile(tmp_path):
+    import pandas as pd
+    import yaml
+
+    results = tmp_path / "results"
+    results.mkdir()
+    pd.DataFrame([{"model": "m", "blocks": 12, "min R²_lin": 0.25, "max R²_lin": 0.75, "largest jump between adjacent blocks": 0.5,
+                   "direction changes with depth": 4, "median κ(Gram)": 1e5}]).to_csv(results / "r2_lin_summary.csv", index=False)
+    profile = tmp_path / "p.yaml"
+    profile.write_text(yaml.safe_dump({"models": ["m"], "results_dir": str(results), "figures_dir": str(tmp_path / "f"), "report_path": str(tmp_path / "r.md")}))
+    proc = _run("report", "--params", str(profile), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "0.250 to 0.750" in (tmp_path / "r.md").read_text()
+    proc = _run("report", "--params", str(tmp_path / "missing.yaml"), tmp_path=tmp_path)
+    _one_line_error(proc, "params/")

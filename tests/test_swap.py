@@ -12,7 +12,7 @@ from linrec.capture import CaptureConfig, run_capture
 from linrec.ceiling import fit_affine, score
 from linrec.corpora import Windows, make_windows
 from linrec.errors import LinrecError
-from linrec.models import LoadedModel, perplexity
+from linrec.models import LoadedModel, load_model, perplexity
 from linrec.sites import find_ffn_sites
 from linrec.stats import Moments
 from linrec.swap import (
@@ -272,6 +272,10 @@ def test_save_and_reload_give_identical_logits(tiny_model, tmp_path, kind):
     assert abs(reloaded - in_memory) <= 1e-9 * in_memory
     assert back.tokenizer is not None and back.tokenizer("w1 w2").input_ids == st.loaded.tokenizer("w1 w2").input_ids
     assert find_ffn_sites(model)[0].module is st.sites[0].module  # saving left the in-memory model as it was
+    via_load_model = load_model(str(out))  # what `linrec measure --model DIR` does: hands off to load_swapped
+    assert via_load_model.source == "swapped"
+    with torch.no_grad():
+        assert (via_load_model.model(input_ids=ids).logits - want).abs().max() <= 1e-6
 
 
 def test_load_swapped_refuses_a_plain_directory(tmp_path, tiny_model):

@@ -166,6 +166,9 @@ def ceiling_table(capture, n_boot: int = 1000, level: float = 0.95, seed: int = 
     `r2_lo`, `r2_hi`: the `level` percentile bootstrap interval of `r2_lin` over the
     `n_test_windows` held-out windows (`linrec.robust.bootstrap_r2`, `n_boot` resamples, seeded);
     NaN for a capture without held-out sums.
+    `r2_train`: the same map scored on its own train split (in-sample). A large gap
+    `r2_train − r2_lin` means the map memorised the train rows instead of finding a relation that
+    holds on unseen windows (few effectively distinct inputs for d_in + 1 parameters per output).
     """
     import pandas as pd
 
@@ -189,6 +192,7 @@ def ceiling_table(capture, n_boot: int = 1000, level: float = 0.95, seed: int = 
                 "r2_lin": s.r2,
                 "r2_lo": lo,
                 "r2_hi": hi,
+                "r2_train": score(fit, train, block=i).r2,
                 "r2_feature_median": s.r2_feature_median,
                 "r2_feature_q25": float(q25),
                 "r2_feature_q75": float(q75),

@@ -1,4 +1,4 @@
-"""Command line: `linrec measure | probe | spectrum | swap | fetch | figures`. Bad input exits non-zero with one line, no traceback."""
+"""Command line: `linrec measure | probe | spectrum | swap | fetch | figures | report`. Bad input exits non-zero with one line, no traceback."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def cmd_measure(args) -> None:
     from linrec.ceiling import ceiling_table
 
     table = ceiling_table(_capture(args))
-    _emit(table, ["model", "block", "r2_lin", "r2_feature_median", "cond_gram", "n_train", "n_test"], args.out)
+    _emit(table, ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "cond_gram", "n_train", "n_test"], args.out)
 
 
 def cmd_probe(args) -> None:
@@ -153,6 +153,17 @@ def cmd_figures(args) -> None:
     run_notebooks(args.params, only=args.only)
 
 
+def cmd_report(args) -> None:
+    from linrec.report import build_report
+    from linrec.run import load_params, project_root
+
+    root = project_root()
+    params = load_params(root / args.params if not Path(args.params).is_absolute() else args.params)
+    results = root / params.get("results_dir", "results/default")
+    out = build_report(results, root / params.get("figures_dir", "figures"), root / params.get("report_path", results / "report.md"), params)
+    print(f"wrote {out}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="linrec", description="Per-block linear recoverability of transformer FFN blocks.")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -191,6 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", default="params/default.yaml", help="parameter profile (default: params/default.yaml)")
     p.add_argument("--only", nargs="*", help="notebook name prefixes to run, e.g. 01 02")
     p.set_defaults(func=cmd_figures)
+
+    p = sub.add_parser("report", help="rebuild the reproduction report from the results files of a parameter profile")
+    p.add_argument("--params", default="params/default.yaml", help="parameter profile (default: params/default.yaml)")
+    p.set_defaults(func=cmd_report)
     return parser
 
 

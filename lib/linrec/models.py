@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import subprocess
 import sys
 import zipfile
@@ -279,6 +280,10 @@ def load_model(spec: str, device: str = "cpu", dtype: torch.dtype = torch.float3
         model, tok = _load_gguf(path, dtype)
         _strip_quantization(model)
         source = "gguf"
+    elif path.is_dir() and (path / "linrec_swaps.json").exists():
+        from linrec.swap import load_swapped  # plain from_pretrained would re-initialise the swapped FFNs at random
+
+        return load_swapped(path, device=device)
     elif path.is_dir():
         ggufs = sorted(path.glob("*.gguf"))
         if not (path / "config.json").exists() and ggufs:
@@ -329,10 +334,10 @@ def perplexity(model: torch.nn.Module, windows: torch.Tensor, batch_size: int = 
     total_nll, total_tokens = 0.0, 0
     for start in range(0, len(windows), batch_size):
         ids = windows[start : start + batch_size].to(device)
-        logits = model(input_ids=ids).logits[:, :-1].double()
+        logits = model(input_ids=ids, use_cache=False).logits[:, :-1].double()
         nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="sum")
         total_nll += float(nll)
         total_tokens += ids[:, 1:].numel()
     if total_tokens == 0:
         raise LinrecError("perplexity needs windows of at least 2 tokens")
-    return float(torch.exp(torch.tensor(total_nll / total_tokens)))
+    return math.exp(total_nll / total_tokens)

@@ -58,10 +58,10 @@ def fig2_r2_lin(table, stem: str | Path | None = None, swap=None):
             bx.set_title(f"base perplexity {base:.2f}", fontsize=8)
             bx.axhline(1.0, color="0.4", lw=0.8, ls="--")
         axes[-1][k].set_xlabel("block")
-    axes[0][0].set_ylabel("held-out R² of the closed-form affine map")
+    axes[0][0].set_ylabel("held-out R²_lin")
     axes[0][0].legend(loc="lower left", fontsize=7, frameon=True)
     if swap is not None:
-        axes[1][0].set_ylabel("ΔPPL, block swapped alone (log; dashed: +1)")
+        axes[1][0].set_ylabel("ΔPPL, block swapped alone\n(log scale; dashed: +1)")
     fig.suptitle("Per-block linear recoverability (exact closed-form ceiling)" + ("" if swap is None else " and the cost of swapping"), y=1.0)
     fig.tight_layout()
     if stem is not None:
@@ -195,13 +195,15 @@ def fig6_swap(table, curves, stem: str | Path | None = None):
         t = table[table["model"] == m]
         ax.scatter(t["r2_lin"], t["delta_ppl"].clip(lower=floor), s=26, color=palette[m], edgecolors="k", linewidths=0.3, label=m)
         for _, r in t.nlargest(3, "delta_ppl").iterrows():
-            ax.annotate(str(int(r["block"])), (r["r2_lin"], r["delta_ppl"]), xytext=(4, 2), textcoords="offset points", fontsize=7, color=palette[m])
+            right = r["r2_lin"] > 0.9  # label on the left near the right edge, so it stays inside
+            ax.annotate(str(int(r["block"])), (r["r2_lin"], r["delta_ppl"]), xytext=(-4 if right else 4, 2), textcoords="offset points", fontsize=7, color=palette[m], ha="right" if right else "left")
     ax.set_yscale("log")
     ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
     ax.set_xlabel("R²_lin of the block (held-out)")
     ax.set_ylabel(f"ΔPPL, block swapped alone (log; clipped at {floor:g})")
     ax.set_title("(a) does a high R²_lin make a block safe to swap?", fontsize=9)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.margins(x=0.06, y=0.12)
+    ax.legend(fontsize=7, loc="upper left")
     for m in models:
         c = curves[curves["model"] == m].sort_values("params")
         if c.empty:

@@ -1,0 +1,256 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent,ipynb
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · Swap the FFN for its linear map: what does it cost? (Figure 2, ΔPPL panel)
+#
+# > "Replacing a block's FFN by its linear map zero-shot changes perplexity by an amount that
+# > varies strongly by block; the linear map has 8× fewer parameters than the GPT-2 FFN" — the
+# > paper (claim 6, ../shared/SPEC.md).
+#
+# A high R²_lin says the map explains most of the FFN's output *variance*. Whether the model
+# notices the remaining error is a different question: the unexplained part may sit in directions
+# the next blocks and the LM head read closely. So we measure it directly.
+#
+# **Zero-shot swap.** Block i's FFN is replaced by y = Wᵀx + b with the closed-form (W, b) of
+# notebook 02, fitted on the train windows, in float64 and run in the model's dtype; no training.
+# **Perplexity** is the standard token-level one: exp of the mean next-token negative
+# log-likelihood over every predicted token of the *held-out* windows (the same seeded split the
+# statistics came from, never used for the fit). ΔPPL = PPL(block i swapped) − PPL(base). The
+# base model runs once; a swap at block i re-runs only blocks i… and the head, from the cached
+# residual stream (`linrec.swap.SwapEvaluator`; exact, tested against plain forwards).
+#
+# **Parameters.** The affine map has d² + d parameters; a gated FFN (SwiGLU, both offline models)
+# has 3·d·d_ff, a GPT-2 FFN 2·d·d_ff + d_ff + d. A rank-r map from reduced-rank regression
+# (the rank-r minimiser of the train error, not a truncation of W) has r·2d + d.
+#
+# **Does R²_lin predict ΔPPL?** We rank blocks by several candidate predictors and compare with
+# the measured ΔPPL (Spearman ρ): R²_lin, the per-feature median R², the ex-top-k R² of
+# notebook 04, the raw output-space error, and a cheap direct one: ΔPPL on a few *train* windows
+# with the block's map refitted without them (the probe).
+
+# %% tags=["parameters"]
+models = ["smollm2-135m", "gemma3-270m"]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+corpus = "wiki"
+seq_len = 128
+tokens = 20_480                  # must match notebook 01 to reuse its capture
+seed = 0
+sample_rows = 30_000             # part of the capture's cache key; not used here
+batch_size = 8
+device = "cpu"
+probe_windows = 8                # train windows of the probe predictor and of greedy selection
+ranks = [8, 32, 128, 256]        # reduced ranks for the ΔPPL-vs-parameters curve
+budget_ppl = 1.0                 # greedy multi-block swap: stop adding blocks beyond this ΔPPL
+save_dir = None                  # where the compressed model is written (None: $LINREC_CACHE/swapped/<model>)
+results_dir = "results/default"
+figures_dir = "figures"
+
+# %%
+import gc
+
+import pandas as pd
+from scipy import stats
+
+from linrec._io import cache_root
+from linrec.capture import get_capture
+from linrec.ceiling import ceiling_table
+from linrec.models import load_model
+from linrec.plots import fig2_r2_lin, fig6_swap
+from linrec.run import project_root
+from linrec.spectrum import spectrum_table
+from linrec.swap import SwapEvaluator, SwapStudy, load_swapped
+
+root = project_root()
+(root / results_dir).mkdir(parents=True, exist_ok=True)
+kw = dict(corpus=corpus, seq_len=seq_len, tokens=tokens, seed=seed, sample_rows=sample_rows, batch_size=batch_size, device=device)
+
+# %% [markdown]
+# ## Every block, swapped alone
+# One model at a time (the study keeps the model's residual stream for the held-out windows).
+# Per model we also draw the ΔPPL-vs-parameters curve for one block (the one with the lowest
+# ΔPPL among the blocks with R²_lin ≥ the median), run the greedy multi-block swap, and save
+# and reload the result.
+
+# %%
+swap_tables, curves, greedy_rows, steps, reloads, ceilings, spectra = [], [], [], [], [], [], []
+for m in models:
+    capture = get_capture(m, **kw)
+    loaded = load_model(m, device=device)
+    study = SwapStudy(capture, loaded, batch_size=batch_size)
+    t = study.table(probe_windows=probe_windows, seed=seed)
+    swap_tables.append(t)
+    ceilings.append(ceiling_table(capture, seed=seed))
+    spectra.append(spectrum_table(capture))
+
+    high = t[t["r2_lin"] >= t["r2_lin"].median()]
+    curve_block = int(high.loc[high["delta_ppl"].idxmin(), "block"])
+    curves.append(study.rank_curve(curve_block, [r for r in ranks if r < capture.stats["train"][curve_block].d_out]))
+
+    # greedy: blocks tried in descending R²_lin, accepted by ΔPPL on probe windows (maps refitted
+    # without them), the final set reported on the held-out windows
+    g = study.greedy(budget_ppl, select_on="probe", probe_windows=probe_windows, seed=seed)
+    steps.append(g.steps.assign(model=m))
+    chosen = sorted(g.swapped) or [int(t.loc[t["delta_ppl"].idxmin(), "block"])]
+    joint = study.joint(chosen)
+    greedy_rows.append({
+        "model": m, "budget_ppl": budget_ppl, "blocks_swapped": " ".join(map(str, sorted(g.swapped))), "n_swapped": len(g.swapped),
+        "probe_ppl_base": g.ppl_base, "probe_ppl_final": g.ppl_final,
+        "test_ppl_base": g.holdout_ppl_base, "test_ppl_final": g.holdout_ppl_final,
+        "test_delta_ppl": g.holdout_ppl_final - g.holdout_ppl_base,
+        "params_removed": g.params_removed, "params_added": g.params_added,
+        "params_model": sum(p.numel() for p in loaded.model.parameters()),
+    })
+
+    # save the compressed model (the greedy choice; if it kept nothing, the cheapest single block) and reload it
+    out = study.save((save_dir and f"{save_dir}/{m}") or cache_root() / "swapped" / m.replace("/", "--"), chosen)
+    reloaded = load_swapped(out, device=device)
+    ids = study.windows.ids[study.windows.test]
+    ppl_reloaded = SwapEvaluator(reloaded.model, ids, batch_size, reuse_prefix=False).base_ppl
+    reloads.append({"model": m, "blocks": " ".join(map(str, chosen)), "ppl_in_memory": joint["ppl"], "ppl_reloaded": ppl_reloaded,
+                    "abs_diff": abs(ppl_reloaded - joint["ppl"]), "directory": str(out)})
+    del study, loaded, reloaded
+    gc.collect()
+
+table = pd.concat(swap_tables, ignore_index=True)
+table.to_csv(root / results_dir / "swap.csv", index=False)
+cols = ["model", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "probe_delta_ppl", "params_ffn", "params_linear", "param_ratio"]
+table[cols].style.format({"r2_lin": "{:.3f}", "ppl_base": "{:.2f}", "ppl_swapped": "{:.2f}", "delta_ppl": "{:+.3f}", "probe_delta_ppl": "{:+.3f}", "param_ratio": "{:.3f}"}).hide(axis="index")
+
+# %% [markdown]
+# ## Figure 2, complete: R²_lin (with bootstrap intervals) above, ΔPPL of each swap below
+
+# %%
+r2 = pd.concat(ceilings, ignore_index=True)
+fig = fig2_r2_lin(r2, root / figures_dir / "fig2_swap", swap=table)
+
+# %% [markdown]
+# ## Parameters: the affine map against the FFN
+# The paper's 8× is GPT-2's 2·768·3072 + 3072 + 768 against 768² + 768. The ratio below is
+# params_ffn / params_linear for each model's blocks.
+
+# %%
+params = table.groupby("model", sort=False).agg(params_ffn=("params_ffn", "first"), params_linear=("params_linear", "first"))
+params["ffn / linear"] = params["params_ffn"] / params["params_linear"]
+params.to_csv(root / results_dir / "swap_params.csv")
+params
+
+# %% [markdown]
+# ## Does R²_lin predict ΔPPL?
+# Spearman ρ between each predictor and the measured ΔPPL, across the blocks of each model. A
+# good "safe to swap" score has a strongly *negative* ρ for the R² scores (high R², low ΔPPL) and a
+# strongly *positive* ρ for the error-type scores; `rho_useful_direction` puts them on one scale
+(ρ with the sign flipped for the R² scores: higher is a better predictor, negative means the
+score points the wrong way).
+
+# %%
+spec = pd.concat(spectra, ignore_index=True)
+joined = table.merge(spec[["model", "block", "r2_feature_median", "r2_ex_top1", "r2_ex_top8"]], on=["model", "block"])
+predictors = {  # column → (name, sign of ρ that means "predicts safe to swap")
+    "r2_lin": ("R²_lin", -1),
+    "r2_feature_median": ("per-feature median R²", -1),
+    "r2_ex_top8": ("R²_lin without the top-8 output features", -1),
+    "mse_out": ("output-space MSE of the map", +1),
+    "probe_delta_ppl": (f"ΔPPL on {probe_windows} probe windows (leave-out fit)", +1),
+}
+pred_rows = []
+for m, t in joined.groupby("model", sort=False):
+    for col, (name, sign) in predictors.items():
+        rho, p = stats.spearmanr(t[col], t["delta_ppl"])
+        pred_rows.append({"model": m, "predictor": name, "column": col, "spearman_rho": rho, "p": p, "rho_useful_direction": sign * rho})
+pred = pd.DataFrame(pred_rows)
+pred.to_csv(root / results_dir / "swap_predictors.csv", index=False)
+pred.round(3)
+
+# %% [markdown]
+# **Is a high R²_lin safe to swap?** Among blocks with R²_lin ≥ 0.9, how many cost more than
+# +1 perplexity when swapped alone?
+
+# %%
+def safety(t: pd.DataFrame) -> pd.Series:
+    hi = t[t["r2_lin"] >= 0.9]
+    bad = hi[hi["delta_ppl"] > 1.0]
+    return pd.Series({
+        "blocks": len(t),
+        "blocks with R²_lin ≥ 0.9": len(hi),
+        "of those, ΔPPL > +1": len(bad),
+        "those blocks (ΔPPL)": ", ".join(f"{int(r.block)} (+{r.delta_ppl:.1f})" for r in bad.itertuples()) or "none",
+        "blocks with ΔPPL ≤ +1 (any R²_lin)": int((t["delta_ppl"] <= 1.0).sum()),
+        "median ΔPPL": t["delta_ppl"].median(),
+        "base perplexity": t["ppl_base"].iloc[0],
+    })
+
+
+safe = table.groupby("model", sort=False).apply(safety, include_groups=False)
+safe.to_csv(root / results_dir / "swap_safety.csv")
+safe.T
+
+# %% [markdown]
+# ## Figure 6: ΔPPL against R²_lin, and against parameters for reduced-rank maps
+
+# %%
+curve = pd.concat(curves, ignore_index=True)
+curve.to_csv(root / results_dir / "swap_rank_curve.csv", index=False)
+fig = fig6_swap(table, curve, root / figures_dir / "fig6_swap")
+curve.round(4)
+
+# %% [markdown]
+# ## Greedy multi-block swap within a perplexity budget
+# Blocks are tried in descending R²_lin; a block is kept if the set swapped so far stays within
+# +`budget_ppl` on the probe windows (maps refitted without them). The kept set is then scored on
+# the held-out windows, which played no part in choosing it or fitting it.
+
+# %%
+greedy = pd.DataFrame(greedy_rows)
+greedy.to_csv(root / results_dir / "swap_greedy.csv", index=False)
+pd.concat(steps, ignore_index=True).to_csv(root / results_dir / "swap_greedy_steps.csv", index=False)
+greedy.T
+
+# %% [markdown]
+# ## Save and reload
+# The compressed model is written as a Hugging Face directory (config, tokenizer, safetensors)
+# plus `linrec_swaps.json`, which `linrec.swap.load_swapped` reads to install the affine modules
+# before loading the weights strictly. Its perplexity on the held-out windows must equal the
+# in-memory one.
+
+# %%
+reload = pd.DataFrame(reloads)
+reload.to_csv(root / results_dir / "swap_reload.csv", index=False)
+assert (reload["abs_diff"] <= 1e-6 * reload["ppl_in_memory"]).all(), reload
+reload
+
+# %% [markdown]
+# ## What the numbers say
+
+# %%
+lines = []
+for m, r in safe.iterrows():
+    p = pred[pred["model"] == m].set_index("column")
+    best = p["rho_useful_direction"].idxmax()
+    rho = p.loc["r2_lin", "spearman_rho"]
+    direction = "higher R²_lin goes with smaller ΔPPL, as the paper implies" if rho < 0 else "higher R²_lin goes with *larger* ΔPPL, the opposite of safe-to-swap"
+    lines.append(
+        f"{m}: base perplexity {r['base perplexity']:.2f}; swapping one block alone costs a median ΔPPL of {r['median ΔPPL']:+.2f}; "
+        f"{r['blocks with R²_lin ≥ 0.9']} blocks have R²_lin ≥ 0.9 and {r['of those, ΔPPL > +1']} of them cost more than +1. "
+        f"Spearman ρ(R²_lin, ΔPPL) = {rho:+.2f} (p = {p.loc['r2_lin', 'p']:.2g}): {direction}; "
+        f"the best predictor is {predictors[best][0]} (ρ = {p.loc[best, 'spearman_rho']:+.2f})."
+    )
+for r in greedy.to_dict("records"):
+    lines.append(
+        f"{r['model']}: the greedy swap within +{r['budget_ppl']:g} kept blocks [{r['blocks_swapped']}] "
+        f"(held-out ppl {r['test_ppl_base']:.2f} → {r['test_ppl_final']:.2f}), removing {r['params_removed']:,} FFN parameters "
+        f"for {r['params_added']:,} affine ones ({(r['params_removed'] - r['params_added']) / r['params_model']:.1%} of the model)."
+    )
+for m, r in params.iterrows():
+    lines.append(f"{m}: an FFN has {int(r['params_ffn']):,} parameters, its affine map {int(r['params_linear']):,} ({r['ffn / linear']:.1f}× fewer).")
+print("\n".join(lines))
+pd.DataFrame({"finding": lines}).to_csv(root / results_dir / "swap_verdict.csv", index=False)

@@ -1,0 +1,61 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent,ipynb
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 08 · The reproduction report
+#
+# Every notebook before this one wrote its tables to `results_dir`. This one reads them back —
+# only them — and writes the report (`paper/report.md` and `.html` on the default run): the
+# setup, each of the paper's seven claims beside our number and a verdict computed by a stated
+# rule, the notebooks' own conclusions, every figure, the per-block table and the limitations.
+# Nothing in it is typed by hand; change a result and the report changes with it
+# (`tests/test_report.py` checks exactly that).
+
+# %% tags=["parameters"]
+models = ["smollm2-135m", "gemma3-270m"]
+corpus = "wiki"
+corpora = ["wiki", "web", "code"]
+seq_len = 128
+tokens = 20_480
+seed = 0
+sample_rows = 30_000
+results_dir = "results/default"
+figures_dir = "figures"
+report_path = "paper/report.md"
+readme = None            # the default profile sets README.md: its results block is rewritten from the same claims
+
+# %%
+import pandas as pd
+from IPython.display import Markdown
+
+from linrec.report import build_report, claims, update_readme
+from linrec.run import project_root
+
+root = project_root()
+params = dict(models=models, corpus=corpus, corpora=corpora, seq_len=seq_len, tokens=tokens, seed=seed, sample_rows=sample_rows)
+out = build_report(root / results_dir, root / figures_dir, root / report_path, params)
+print(f"wrote {out} and {out.with_suffix('.html')}")
+if readme and update_readme(root / readme, root / results_dir, report_path):
+    print(f"updated the results block of {readme}")
+
+# %% [markdown]
+# ## The verdicts at a glance
+
+# %%
+pd.DataFrame([{"claim": c.number, "what": c.title, "verdict": c.verdict} for c in claims(root / results_dir)])
+
+# %% [markdown]
+# ## The report as written
+
+# %%
+Markdown(out.read_text().split("## Figures")[0])
