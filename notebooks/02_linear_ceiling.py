@@ -67,15 +67,19 @@ table = pd.concat(
     ignore_index=True,
 )
 table.to_csv(root / results_dir / "r2_lin.csv", index=False)
-cols = ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "cond_gram", "cond_scaled", "n_train", "n_test"]
-table[cols].style.format({"r2_lin": "{:.3f}", "r2_lo": "{:.3f}", "r2_hi": "{:.3f}", "r2_feature_median": "{:.3f}", "cond_gram": "{:.1e}", "cond_scaled": "{:.1e}"}).hide(axis="index")
+cols = ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "first_var_share", "r2_ex_first", "cond_gram", "cond_scaled", "n_train", "n_test"]
+fmt = {c: "{:.3f}" for c in ["r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "first_var_share", "r2_ex_first"]}
+table[cols].style.format(fmt | {"cond_gram": "{:.1e}", "cond_scaled": "{:.1e}"}).hide(axis="index")
 
 # %% [markdown]
 # ## Figure 2 (R²_lin panel)
 # Solid: the global, variance-weighted R²_lin, with its 95 % bootstrap interval (`r2_lo`, `r2_hi`:
 # held-out windows resampled 1000 times, the fitted map held fixed; `linrec.robust`). Dotted: the median over output features of the
 # per-feature R² — when the two part ways, a few high-variance features carry the global number
-# (notebook 04 takes this apart).
+# (notebook 04 takes this apart). Grey dashed: R²_lin with each window's first token left out of
+# fit and score (`r2_ex_first`). Where it falls far below the solid line, the block's output
+# variance sits on that one token (`first_var_share`), the attention sink of a model that runs
+# without a BOS token, and the high R²_lin describes that token, not the block on running text.
 
 # %%
 fig = fig2_r2_lin(table, root / figures_dir / "fig2_r2_lin")
@@ -95,8 +99,24 @@ def profile(t: pd.DataFrame) -> pd.Series:
         "largest jump between adjacent blocks": jumps.max(),
         "direction changes with depth": int(((r[2:] - r[1:-1]) * (r[1:-1] - r[:-2]) < 0).sum()),
         "median κ(Gram)": t["cond_gram"].median(),
+        "max R²_lin without first tokens": t["r2_ex_first"].max(),
+        "first token ≥ 50 % of output variance": " ".join(map(str, t.loc[t["first_var_share"] >= 0.5, "block"])) or "none",
     })
 
 summary = table.groupby("model", sort=False).apply(profile, include_groups=False)
 summary.to_csv(root / results_dir / "r2_lin_summary.csv")
 summary.round(3)
+
+# %% [markdown]
+# The paper's "> 0.99" blocks deserve a second look here: GPT-2 and many small llama-style
+# models put a massive activation on the first token. For each model, the blocks whose R²_lin
+# rests mostly on that token, and what is left without it:
+
+# %%
+for m, t in table.groupby("model", sort=False):
+    sink = t[t["first_var_share"] >= 0.5]
+    if sink.empty:
+        print(f"{m}: no block holds half its output variance on the first token; R²_lin describes running text.")
+    for r in sink.itertuples():
+        print(f"{m} block {r.block}: R²_lin {r.r2_lin:.3f}, of which the first token holds {r.first_var_share:.0%} of the output variance; "
+              f"without it R²_lin is {r.r2_ex_first:.3f}.")

@@ -31,6 +31,16 @@
 # * **ex-top-k R²**: R²_lin recomputed without the k highest-variance output features (k = 1, 8).
 #   Least squares is separate per output, so dropping outputs leaves the rest of W unchanged.
 #
+# Variance can also concentrate in a *position* rather than a feature. Without a BOS token, the
+# first token of every window becomes the model's attention sink, and in some blocks its FFN
+# output is orders of magnitude larger than any other token's. R²_lin then measures how well one
+# token in `seq_len` is fitted. Two more numbers, from the first-position statistics the capture
+# keeps beside the totals:
+#
+# * **first_var_share**: the share of held-out output variance that goes away when each window's
+#   first position is dropped;
+# * **r2_ex_first**: R²_lin with the first positions left out of both the fit and the score.
+#
 # The referee also asked for the *input* side (../shared/seeds/paper-page.txt, second major
 # comment): the condition number of the input Gram matrix on both splits, the effective rank of
 # the inputs, and their dynamic range (largest over median feature standard deviation).
@@ -40,6 +50,7 @@
 # | regime | condition |
 # |---|---|
 # | nonlinear | R²_lin < 0.6 |
+# | first-token-concentrated | R²_lin ≥ 0.6 and r2_ex_first at least 0.2 below it (our addition: a third regime the paper does not name) |
 # | outlier-concentrated | R²_lin ≥ 0.6, median per-feature R² at least 0.2 below R²_lin, and the top-1 output feature holds ≥ 50 % of the variance *or* the output effective rank is below 5 % of the width |
 # | broadly linear | every other block with R²_lin ≥ 0.6 |
 #
@@ -68,7 +79,7 @@ from scipy import stats
 from linrec.capture import get_capture
 from linrec.plots import fig4_rank_outliers
 from linrec.run import project_root
-from linrec.spectrum import spectrum_table
+from linrec.spectrum import REGIMES, spectrum_table
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -83,8 +94,8 @@ table = pd.concat(
 )
 table.to_csv(root / results_dir / "spectrum.csv", index=False)
 cols = ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "n_massive", "r2_ex_top1", "r2_ex_top8",
-        "eff_rank_out", "eff_rank_in", "cond_gram", "cond_gram_test", "dynamic_range_in", "regime"]
-fmt = {c: "{:.3f}" for c in ["r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8"]}
+        "first_var_share", "r2_ex_first", "eff_rank_out", "eff_rank_in", "cond_gram", "cond_gram_test", "dynamic_range_in", "regime"]
+fmt = {c: "{:.3f}" for c in ["r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "first_var_share", "r2_ex_first"]}
 fmt |= {"eff_rank_out": "{:.1f}", "eff_rank_in": "{:.1f}", "cond_gram": "{:.1e}", "cond_gram_test": "{:.1e}", "dynamic_range_in": "{:.1f}"}
 table[cols].style.format(fmt).hide(axis="index")
 
@@ -107,8 +118,10 @@ def regimes(t: pd.DataFrame) -> pd.Series:
     blocks = lambda sel: ", ".join(map(str, t.loc[sel, "block"])) or "none"  # noqa: E731
     return pd.Series({
         "blocks": len(t),
-        **{reg: int((t["regime"] == reg).sum()) for reg in ["broadly linear", "outlier-concentrated", "nonlinear"]},
+        **{reg: int((t["regime"] == reg).sum()) for reg in REGIMES},
         "outlier-concentrated blocks": blocks(t["regime"] == "outlier-concentrated"),
+        "first-token-concentrated blocks": blocks(t["regime"] == "first-token-concentrated"),
+        "first position ≥ 50 % of output variance": blocks(t["first_var_share"] >= 0.5),
         "blocks with massive output features": blocks(t["n_massive"] > 0),
         "top-1 share ≥ 0.5 yet broadly linear": blocks((t["top1_var_share"] >= 0.5) & (t["regime"] == "broadly linear")),
         "largest drop R²_lin → ex-top-8": (t["r2_lin"] - t["r2_ex_top8"]).max(),
@@ -126,8 +139,15 @@ summary.T
 # to R²_lin), so the global number is not an artefact of the outlier. The block-by-block view:
 
 # %%
-mixed = table[(table["top1_var_share"] >= 0.5) | (table["regime"] == "outlier-concentrated")]
-mixed[["model", "block", "regime", "r2_lin", "r2_feature_median", "r2_ex_top1", "r2_ex_top8", "top1_var_share", "top1_var_ratio", "eff_rank_out"]].round(3)
+mixed = table[(table["top1_var_share"] >= 0.5) | (table["first_var_share"] >= 0.2) | table["regime"].str.endswith("concentrated")]
+mixed[["model", "block", "regime", "r2_lin", "r2_feature_median", "r2_ex_top1", "r2_ex_top8", "top1_var_share", "top1_var_ratio",
+       "first_var_share", "r2_ex_first", "eff_rank_out"]].round(3)
+
+# %% [markdown]
+# A first-token-concentrated block can look broadly linear by every per-feature measure: when the
+# sink token's output is large in *every* feature, each feature's variance is mostly that token's,
+# and the per-feature median rises with the global R². Only dropping the position shows it.
+# Notebook 06 asks which of these numbers predicts what swapping the block costs.
 
 # %% [markdown]
 # ## Does the input side explain R²_lin?

@@ -154,16 +154,17 @@ params
 # Spearman ρ between each predictor and the measured ΔPPL, across the blocks of each model. A
 # good "safe to swap" score has a strongly *negative* ρ for the R² scores (high R², low ΔPPL) and a
 # strongly *positive* ρ for the error-type scores; `rho_useful_direction` puts them on one scale
-(ρ with the sign flipped for the R² scores: higher is a better predictor, negative means the
-score points the wrong way).
+# (ρ with the sign flipped for the R² scores: higher is a better predictor, negative means the
+# score points the wrong way).
 
 # %%
 spec = pd.concat(spectra, ignore_index=True)
-joined = table.merge(spec[["model", "block", "r2_feature_median", "r2_ex_top1", "r2_ex_top8"]], on=["model", "block"])
+joined = table.merge(spec[["model", "block", "r2_feature_median", "r2_ex_top1", "r2_ex_top8", "r2_ex_first"]], on=["model", "block"])
 predictors = {  # column → (name, sign of ρ that means "predicts safe to swap")
     "r2_lin": ("R²_lin", -1),
     "r2_feature_median": ("per-feature median R²", -1),
     "r2_ex_top8": ("R²_lin without the top-8 output features", -1),
+    "r2_ex_first": ("R²_lin without each window's first token", -1),
     "mse_out": ("output-space MSE of the map", +1),
     "probe_delta_ppl": (f"ΔPPL on {probe_windows} probe windows (leave-out fit)", +1),
 }
@@ -249,6 +250,7 @@ for m, r in safe.iterrows():
         f"{m}: base perplexity {r['base perplexity']:.2f}; swapping one block alone costs a median ΔPPL of {r['median ΔPPL']:+.2f}; "
         f"{r['blocks with R²_lin ≥ 0.9']} blocks have R²_lin ≥ 0.9 and {r['of those, ΔPPL > +1']} of them cost more than +1. "
         f"Spearman ρ(R²_lin, ΔPPL) = {rho:+.2f} (p = {p.loc['r2_lin', 'p']:.2g}): {direction}; "
+        f"with each window's first token left out of R²_lin, ρ = {p.loc['r2_ex_first', 'spearman_rho']:+.2f} (p = {p.loc['r2_ex_first', 'p']:.2g}); "
         f"the best predictor is {predictors[best][0]} (ρ = {p.loc[best, 'spearman_rho']:+.2f})."
     )
 for r in greedy.to_dict("records"):

@@ -66,6 +66,10 @@ def test_capture_statistics_equal_hooked_rows(tiny_model, kind):
             M = (z - z.mean(0)).T @ (z - z.mean(0))
             assert m.n == len(x)
             assert np.abs(m.M - M).max() <= 1e-12 * np.abs(M).max()
+            z0 = z[:: w.seq_len]  # rows are window-major: each window's first position
+            f = c.first[split][i]
+            assert f.n == len(z0) == len(w.split(split))
+            assert np.abs(f.M - (z0 - z0.mean(0)).T @ (z0 - z0.mean(0))).max() <= 1e-12 * np.abs(M).max()
 
 
 def test_block_replaced_by_affine_map_has_r2_one(tiny_model):
@@ -102,6 +106,14 @@ def test_closed_form_on_statistics_equals_lstsq_on_stored_rows(tiny_model, cache
         ref = r2_rows(yte, np.c_[xte, np.ones(len(xte))] @ coef)
         assert abs(table.loc[i, "r2_lin"] - ref) < 1e-9
         assert abs(table.loc[i, "r2_train"] - r2_rows(ytr, A @ coef)) < 1e-9  # in-sample, same map
+        # the windows' first positions left out of fit and score, against lstsq on the other stored rows
+        pos = {s: c.row_index()[c.row_index()[:, 2] == k, 1] for k, s in enumerate(("train", "test"))}
+        keep_tr, keep_te = pos["train"] > 0, pos["test"] > 0
+        coef = np.linalg.lstsq(A[keep_tr], ytr[keep_tr].astype(np.float64), rcond=None)[0]
+        ref = r2_rows(yte[keep_te], np.c_[xte[keep_te], np.ones(keep_te.sum())] @ coef)
+        assert abs(table.loc[i, "r2_ex_first"] - ref) < 1e-9
+        sst = lambda y: ((y.astype(np.float64) - y.astype(np.float64).mean(0)) ** 2).sum()  # noqa: E731
+        assert abs(table.loc[i, "first_var_share"] - (1 - sst(yte[keep_te]) / sst(yte))) < 1e-9
         assert c.stats["train"][i].n == len(xtr)
 
 

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from _tiny_text import tiny_text
+from linrec.spectrum import REGIMES
 
 
 def _run(*args, tmp_path):
@@ -95,9 +96,9 @@ def test_probe_writes_the_table(tmp_path, tiny_model_dir):
 
 def test_spectrum_writes_the_table(tmp_path, tiny_model_dir):
     _, t = _table("spectrum", tmp_path, tiny_model_dir)
-    for col in ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "eff_rank_out", "eff_rank_in", "cond_gram", "regime"]:
+    for col in ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "eff_rank_out", "eff_rank_in", "cond_gram", "first_var_share", "r2_ex_first", "regime"]:
         assert col in t.columns
-    assert set(t["regime"]) <= {"nonlinear", "outlier-concentrated", "broadly linear"}
+    assert set(t["regime"]) <= set(REGIMES)
     assert ((t["eff_rank_out"] >= 1) & (t["eff_rank_out"] <= 32)).all()  # tiny llama: width 32
 
 

@@ -5,7 +5,7 @@ import torch
 
 from linrec.ceiling import r2_rows
 from linrec.spectrum import block_spectrum, effective_rank
-from linrec.stats import Moments
+from linrec.stats import Moments, remove_rows
 
 
 def _stats(x, y):
@@ -68,3 +68,31 @@ def test_ex_top_k_matches_stored_rows():
         coef = np.linalg.lstsq(A, y[tr][:, rest], rcond=None)[0]
         ref = r2_rows(y[te][:, rest], np.c_[x[te], np.ones(1000)] @ coef)
         assert abs(row[f"r2_ex_top{k}"] - ref) < 1e-9
+
+
+def test_first_token_concentrated_block():
+    """Windows of T rows whose first row is huge and exactly linear (an attention sink), the rest a
+    nonlinear function: R²_lin is high, the first-position numbers say why, and they match lstsq on the rows."""
+    rng = np.random.default_rng(4)
+    T, n_win, d = 16, 400, 12
+    x = rng.standard_normal((n_win, T, d))
+    y = np.tanh(2 * x @ rng.standard_normal((d, d))) + 0.5 * x**2
+    x[:, 0] *= 10
+    y[:, 0] = 30 * x[:, 0] @ rng.standard_normal((d, d))  # ~1e5× the other rows' output variance
+    split = {"train": slice(0, 320), "test": slice(320, None)}
+    stats = {s: _stats(x[w].reshape(-1, d), y[w].reshape(-1, d)) for s, w in split.items()}
+    first = {s: _stats(x[w, 0], y[w, 0]) for s, w in split.items()}
+    rest = tuple(remove_rows(stats[s], first[s]) for s in ("train", "test"))
+    row = block_spectrum(stats["train"], stats["test"], rest=rest)
+    xr = {s: x[w, 1:].reshape(-1, d) for s, w in split.items()}
+    yr = {s: y[w, 1:].reshape(-1, d) for s, w in split.items()}
+    A = lambda s: np.c_[xr[s], np.ones(len(xr[s]))]  # noqa: E731
+    ref = r2_rows(yr["test"], A("test") @ np.linalg.lstsq(A("train"), yr["train"], rcond=None)[0])
+    yte = y[split["test"]].reshape(-1, d)
+    share = 1 - ((yr["test"] - yr["test"].mean(0)) ** 2).sum() / ((yte - yte.mean(0)) ** 2).sum()
+    assert abs(row["r2_ex_first"] - ref) < 1e-9 and ref < 0.6
+    assert abs(row["first_var_share"] - share) < 1e-12 and share > 0.99
+    assert row["r2_lin"] > 0.8 and row["regime"] == "first-token-concentrated"
+    # without first-position statistics the rule cannot see it, and the columns say so
+    plain = block_spectrum(stats["train"], stats["test"])
+    assert np.isnan(plain["r2_ex_first"]) and plain["regime"] != "first-token-concentrated"

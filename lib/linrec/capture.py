@@ -2,6 +2,10 @@
 
 `get_capture(model, corpus, …)` returns a `Capture`: for each split ("train", "test") and each
 block, a `Moments` of the rows (x, y) = (FFN input, FFN output), one row per token position;
+a second `Moments` of the rows at each window's *first* position alone (`Capture.first`; a
+subset of the first, so `Capture.without_first` gives the statistics of every other position
+exactly). Without a BOS token the first position is where a model parks its attention sink, and
+a few blocks put almost all their output variance on that one token (notebook 04);
 and a bounded, seeded sample of raw rows per block on disk (float32, memory-mapped) for the
 later probes. The forward pass stops after the last hooked block (no final norm, no LM head).
 
@@ -47,11 +51,11 @@ from linrec.errors import LinrecError
 from linrec.models import LoadedModel, load_model, model_identity
 from linrec.robust import HeldOut
 from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
-from linrec.stats import PRODUCTS, Moments
+from linrec.stats import PRODUCTS, Moments, remove_rows
 
 log = logging.getLogger(__name__)
 
-CAPTURE_VERSION = "2"  # bump when what a capture contains or means changes (2: held-out per-window sums)
+CAPTURE_VERSION = "3"  # bump when what a capture contains or means changes (2: held-out per-window sums; 3: first-position moments)
 SPLITS = ("train", "test")
 
 
@@ -93,6 +97,7 @@ class Capture:
     path: Path | None = None  # cache entry, holding rows/ when sample_rows > 0
     cached: bool = False  # True when read from the cache
     heldout: list[HeldOut | None] | None = None  # [block] → per-test-window sums (None: that block's fit failed)
+    first: dict[str, list[Moments]] | None = None  # split → [block] → Moments of the windows' first positions
     _index: np.ndarray | None = field(default=None, repr=False)
 
     @property
@@ -102,6 +107,12 @@ class Capture:
     @property
     def model_label(self) -> str:
         return self.meta.get("model_label", self.config.model)
+
+    def without_first(self, block: int) -> tuple[Moments, Moments] | None:
+        """(train, test) statistics of `block` over every position but the windows' first; None if not captured."""
+        if self.first is None:
+            return None
+        return tuple(remove_rows(self.stats[s][block], self.first[s][block]) for s in SPLITS)
 
     def rows(self, block: int, split: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Stored sample rows (x [k, d_in], y [k, d_out]) of `block`, memory-mapped float32; one split or both."""
@@ -252,6 +263,7 @@ def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, o
     device = next(model.parameters()).device
     dims = _site_dims(loaded, sites, windows)
     stats = {s: [Moments(dx, dy) for dx, dy in dims] for s in SPLITS}
+    first = {s: [Moments(dx, dy) for dx, dy in dims] for s in SPLITS}
     order = np.concatenate([windows.train, windows.test])  # train windows first, then test
     split_of = np.zeros(len(windows.ids), dtype=np.int64)
     split_of[windows.test] = 1
@@ -264,6 +276,7 @@ def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, o
 
     def on_ffn(block: int, x: torch.Tensor, y: torch.Tensor) -> None:
         stats[current["split"]][block].update(x, y, config.product)
+        first[current["split"]][block].update(x[:, 0], y[:, 0], config.product)  # [batch, seq, d] → each window's first row
         if current["split"] == "test":
             heldout.update(block, x, y)
         if sampler is not None:
@@ -288,6 +301,8 @@ def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, o
         sampler.close()
     for s in SPLITS:
         for i, m in enumerate(stats[s]):
+            if first[s][i].n * T != m.n:
+                raise LinrecError(f"block {i}: the FFN saw {m.n} rows but {first[s][i].n} windows of {T}; its input is not [batch, seq, d], which linrec.sites must hook")
             if not m.is_finite():
                 raise LinrecError(f"block {i}: NaN or inf in the captured activations ({s} split); load the model in float32 and check its weights")
     meta = {
@@ -311,7 +326,7 @@ def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, o
         "notes": loaded.notes,
         "version": CAPTURE_VERSION,
     }
-    return Capture(config=config, meta=meta, stats=stats, path=out_dir, heldout=heldout.result())
+    return Capture(config=config, meta=meta, stats=stats, path=out_dir, heldout=heldout.result(), first=first)
 
 
 def _site_dims(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[int, int]]:
@@ -336,6 +351,7 @@ def _captures_dir() -> Path:
 
 def _write(capture: Capture, directory: Path) -> None:
     arrays = {f"{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.stats[s]) for k, v in m.state().items()}
+    arrays.update({f"first/{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.first[s]) for k, v in m.state().items()})
     arrays.update({f"heldout/{i}/{k}": v for i, h in enumerate(capture.heldout or []) if h is not None for k, v in h.state().items()})
     np.savez(directory / "stats.npz", **arrays)
     manifest = {str(p.relative_to(directory)): p.stat().st_size for p in sorted(directory.rglob("*")) if p.is_file()}
@@ -356,12 +372,12 @@ def _read(directory: Path, config: CaptureConfig) -> Capture | None:
         if sha256_file(directory / "stats.npz") != meta["stats_sha256"]:
             raise ValueError("stats.npz checksum mismatch")
         with np.load(directory / "stats.npz") as z:
-            stats = {s: [Moments.from_state({k: z[f"{s}/{i}/{k}"] for k in ("n", "mean", "M", "dims")}) for i in range(meta["n_blocks"])] for s in SPLITS}
+            stats, first = ({s: [Moments.from_state({k: z[f"{pre}{s}/{i}/{k}"] for k in ("n", "mean", "M", "dims")}) for i in range(meta["n_blocks"])] for s in SPLITS} for pre in ("", "first/"))
             heldout = [None if str(i) in meta["heldout_errors"] else HeldOut.from_state({k: z[f"heldout/{i}/{k}"] for k in HeldOut.KEYS}) for i in range(meta["n_blocks"])]
     except (ValueError, KeyError, OSError, json.JSONDecodeError) as err:
         log.warning("capture cache %s is damaged (%s); recomputing it", directory.name, err)
         return None
-    return Capture(config=config, meta=meta, stats=stats, path=directory, cached=True, heldout=heldout)
+    return Capture(config=config, meta=meta, stats=stats, path=directory, cached=True, heldout=heldout, first=first)
 
 
 def get_capture(

@@ -59,7 +59,7 @@ def cmd_measure(args) -> None:
     from linrec.ceiling import ceiling_table
 
     table = ceiling_table(_capture(args))
-    _emit(table, ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "cond_gram", "n_train", "n_test"], args.out)
+    _emit(table, ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "r2_ex_first", "cond_gram", "n_train", "n_test"], args.out)
 
 
 def cmd_probe(args) -> None:
@@ -73,7 +73,7 @@ def cmd_spectrum(args) -> None:
     from linrec.spectrum import spectrum_table
 
     table = spectrum_table(_capture(args))
-    cols = ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "eff_rank_out", "eff_rank_in", "cond_gram", "regime"]
+    cols = ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "eff_rank_out", "eff_rank_in", "cond_gram", "r2_ex_first", "regime"]
     _emit(table, cols, args.out)
 
 

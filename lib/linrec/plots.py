@@ -28,7 +28,8 @@ def _has_band(t, lo: str = "r2_lo", hi: str = "r2_hi") -> bool:
 
 def fig2_r2_lin(table, stem: str | Path | None = None, swap=None):
     """Figure 2: held-out R²_lin per block (bootstrap interval as error bars where the table has
-    `r2_lo`/`r2_hi`), per-feature median beside it, one column per model; with `swap` (the table of
+    `r2_lo`/`r2_hi`), per-feature median beside it, and R²_lin without the windows' first positions
+    where the table has `r2_ex_first`; one column per model; with `swap` (the table of
     `linrec.swap.SwapStudy.table`), a second row with ΔPPL of swapping each block alone."""
     sns.set_theme(style="whitegrid", context="paper")
     models = list(dict.fromkeys(table["model"]))
@@ -46,8 +47,12 @@ def fig2_r2_lin(table, stem: str | Path | None = None, swap=None):
         else:
             ax.plot(t["block"], t["r2_lin"], "-o", color=c, ms=4, label="global R²_lin")
         ax.plot(t["block"], t["r2_feature_median"], ":", marker="s", color=c, ms=3, alpha=0.6, label="per-feature median R²")
+        shown = ["r2_lin", "r2_feature_median"]
+        if "r2_ex_first" in t and t["r2_ex_first"].notna().all():
+            ax.plot(t["block"], t["r2_ex_first"], "--", marker="v", color="0.35", ms=3, lw=0.9, label="R²_lin without each window's first token")
+            shown.append("r2_ex_first")
         ax.set_title(model)
-        ax.set_ylim(min(0.0, float(t[["r2_lin", "r2_feature_median"]].min().min()) - 0.05), 1.02)
+        ax.set_ylim(min(0.0, float(t[shown].min().min()) - 0.05), 1.02)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
         if swap is not None:
             bx = axes[1][k]
@@ -137,7 +142,7 @@ def fig3b_trained_pitfall(table, stem: str | Path | None = None):
     return fig
 
 
-REGIME_MARKERS = {"broadly linear": "o", "outlier-concentrated": "D", "nonlinear": "X"}
+REGIME_MARKERS = {"broadly linear": "o", "first-token-concentrated": "^", "outlier-concentrated": "D", "nonlinear": "X"}
 
 
 def fig4_rank_outliers(table, stem: str | Path | None = None):
@@ -155,7 +160,7 @@ def fig4_rank_outliers(table, stem: str | Path | None = None):
             sel = ((table["model"] == m) & (table["regime"] == reg)).to_numpy()
             if sel.any():
                 ax.scatter(table["r2_lin"][sel], table["r2_feature_median"][sel], s=sizes[sel], c=[palette[m]], marker=marker, alpha=0.75, edgecolors="k", linewidths=0.4)
-    for _, r in table[table["regime"] == "outlier-concentrated"].iterrows():
+    for _, r in table[table["regime"].isin(["outlier-concentrated", "first-token-concentrated"])].iterrows():
         ax.annotate(str(r["block"]), (r["r2_lin"], r["r2_feature_median"]), xytext=(4, -9), textcoords="offset points", fontsize=7, color=palette[r["model"]])
     for a in (ax, bx):
         a.plot([lo, 1], [lo, 1], color="0.4", lw=0.8, ls="--")

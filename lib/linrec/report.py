@@ -106,8 +106,17 @@ def claim1(r: Results) -> Claim:
         parts.append(
             f"{row['model']}: {_f(row['min R²_lin'])} to {_f(row['max R²_lin'])}, largest adjacent jump {_f(row['largest jump between adjacent blocks'])}, "
             f"{int(row['direction changes with depth'])} direction changes over {int(row['blocks'])} blocks"
+            + _first_token_note(row)
         )
     return Claim(1, "; ".join(parts), _tally(ok))
+
+
+def _first_token_note(row: dict) -> str:
+    """Which blocks hold half their output variance on the windows' first token, and the top R²_lin without it."""
+    sink = str(row.get("first token ≥ 50 % of output variance", "none"))
+    if sink in ("none", "nan"):
+        return ""
+    return f" (blocks {sink.replace(' ', ', ')}: ≥ 50 % of the output variance on the first token; without it, max R²_lin {_f(row['max R²_lin without first tokens'])})"
 
 
 def claim2(r: Results) -> Claim:
@@ -152,7 +161,9 @@ def claim4(r: Results) -> Claim:
         return Claim(4, "notebook 04 not run", "not run")
     parts = [
         f"{row['model']}: {int(row['broadly linear'])} broadly linear, {int(row['outlier-concentrated'])} outlier-concentrated "
-        f"(blocks {row['outlier-concentrated blocks']}), {int(row['nonlinear'])} nonlinear"
+        f"(blocks {row['outlier-concentrated blocks']}), "
+        + (f"{int(row['first-token-concentrated'])} first-token-concentrated (blocks {row['first-token-concentrated blocks']}), " if "first-token-concentrated" in row else "")
+        + f"{int(row['nonlinear'])} nonlinear"
         for row in s.to_dict("records")
     ]
     ok = s["broadly linear"].sum() > 0 and s["outlier-concentrated"].sum() > 0
@@ -283,7 +294,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
             text += [f"*{caption}* — missing: run notebook {nb}.", ""]
     r2 = r.get("r2_lin")
     if r2 is not None:
-        cols = [c for c in ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "cond_gram"] if c in r2.columns]
+        cols = [c for c in ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "first_var_share", "r2_ex_first", "cond_gram"] if c in r2.columns]
         sw = r.get("swap")
         t = r2[cols]
         if sw is not None:

@@ -11,6 +11,8 @@ Per block, from the train/test `Moments` of a capture (no second pass over the m
   (100×) the median feature's — the few huge channels known in LLMs (Sun et al., 2024,
   "Massive activations in large language models"); `n_massive` counts them and
   `top1_var_ratio` is the largest feature's variance over the median;
+- the first position (`linrec.ceiling.first_position`): the share of held-out output variance
+  on each window's first token, and R²_lin with that token left out of fit and score;
 - input side (the referee's request): κ of the input Gram matrix on the train and on the
   held-out split, the effective rank of the inputs, their dynamic range (max / median
   feature standard deviation).
@@ -18,8 +20,13 @@ Per block, from the train/test `Moments` of a capture (no second pass over the m
 Effective rank (Roy & Vetterli, 2007): exp(H(p)), p_i = σ_i / Σσ, σ the singular values (for
 a covariance, its eigenvalues). It is d for an isotropic covariance of size d and 1 for rank 1.
 
-Regimes (the rule, stated once, used by the table and the notebook):
+Regimes (the rule, stated once, used by the table and the notebook; checked in this order):
 - "nonlinear":              R²_lin < 0.6;
+- "first-token-concentrated": R²_lin ≥ 0.6 and R²_lin without the windows' first positions is
+                            at least 0.2 lower: the high R²_lin is one token's (the attention
+                            sink's) output, not the block's behaviour on text (our addition: the
+                            paper names two regimes; this is a third, concentrated in a
+                            position rather than in a feature);
 - "outlier-concentrated":   R²_lin ≥ 0.6 and the per-feature median R² is at least 0.2 below
                             R²_lin and either the top-1 feature holds ≥ 50 % of the output
                             variance or the output effective rank is < 5 % of its width;
@@ -31,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from linrec.ceiling import _one_thread, fit_affine, gram_condition, score
+from linrec.ceiling import _one_thread, first_position, fit_affine, gram_condition, score
 from linrec.stats import Moments
 
 REGIME_R2 = 0.6  # below: nonlinear
@@ -61,18 +68,24 @@ def ex_top_k_r2(sse: np.ndarray, sst: np.ndarray, k: int) -> float:
     return float(1 - sse[keep].sum() / sst[keep].sum())
 
 
-def regime(r2_lin: float, r2_median: float, top1_share: float, eff_rank_out: float, d_out: int) -> str:
-    """The block's regime under the rule in the module docstring."""
+REGIMES = ("broadly linear", "first-token-concentrated", "outlier-concentrated", "nonlinear")
+
+
+def regime(r2_lin: float, r2_median: float, top1_share: float, eff_rank_out: float, d_out: int, r2_ex_first: float = float("nan")) -> str:
+    """The block's regime under the rule in the module docstring (`r2_ex_first` NaN: that rule is skipped)."""
     if r2_lin < REGIME_R2:
         return "nonlinear"
+    if r2_lin - r2_ex_first >= REGIME_GAP:
+        return "first-token-concentrated"
     concentrated = top1_share >= REGIME_TOP1 or eff_rank_out < REGIME_RANK * d_out
     if r2_lin - r2_median >= REGIME_GAP and concentrated:
         return "outlier-concentrated"
     return "broadly linear"
 
 
-def block_spectrum(train: Moments, test: Moments, block: int | str = "?") -> dict:
-    """Every per-block number of the module docstring, from the two splits' statistics."""
+def block_spectrum(train: Moments, test: Moments, block: int | str = "?", rest: tuple[Moments, Moments] | None = None) -> dict:
+    """Every per-block number of the module docstring, from the two splits' statistics
+    (`rest`: the same without the windows' first positions, `Capture.without_first`)."""
     fit = fit_affine(train, block=block)
     s = score(fit, test, block=block)
     Cxx, _, Cyy = train.blocks()
@@ -94,6 +107,7 @@ def block_spectrum(train: Moments, test: Moments, block: int | str = "?") -> dic
         "n_massive": int((sst >= MASSIVE_RATIO * np.median(sst)).sum()),
         "r2_ex_top1": ex_top_k_r2(s.sse, sst, 1),
         "r2_ex_top8": ex_top_k_r2(s.sse, sst, 8),
+        **first_position(test, rest, block=block),
         "eff_rank_out": eff_out,
         "eff_rank_explained": effective_rank(explained),
         "eff_rank_in": effective_rank(Cxx),
@@ -102,7 +116,7 @@ def block_spectrum(train: Moments, test: Moments, block: int | str = "?") -> dic
         "dynamic_range_in": float(std_in.max() / np.median(std_in[std_in > 0])),
         "d_out": train.d_out,
     }
-    row["regime"] = regime(row["r2_lin"], row["r2_feature_median"], row["top1_var_share"], eff_out, train.d_out)
+    row["regime"] = regime(row["r2_lin"], row["r2_feature_median"], row["top1_var_share"], eff_out, train.d_out, row["r2_ex_first"])
     return row
 
 
@@ -110,5 +124,8 @@ def spectrum_table(capture) -> "pandas.DataFrame":
     """One row per block of `capture`: `block_spectrum` plus the model name."""
     import pandas as pd
 
-    rows = [{"model": capture.model_label, **block_spectrum(capture.stats["train"][i], capture.stats["test"][i], block=i)} for i in range(capture.n_blocks)]
+    rows = [
+        {"model": capture.model_label, **block_spectrum(capture.stats["train"][i], capture.stats["test"][i], block=i, rest=capture.without_first(i))}
+        for i in range(capture.n_blocks)
+    ]
     return pd.DataFrame(rows)

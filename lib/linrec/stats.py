@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from linrec.errors import LinrecError
+
 PRODUCTS = {"float64": torch.float64, "float32": torch.float32}
 _SCRATCH: dict[tuple, torch.Tensor] = {}  # float64 batch buffer, reused across all Moments (not thread-safe)
 
@@ -161,3 +163,22 @@ class Moments:
         d_in, d_out = (int(v) for v in s["dims"])
         M = torch.tensor(np.asarray(s["M"]), dtype=torch.float64)
         return cls(d_in, d_out, int(s["n"]), torch.tensor(np.asarray(s["mean"]), dtype=torch.float64), M)
+
+
+def remove_rows(total: Moments, part: Moments) -> Moments:
+    """Statistics of the rows of `total` that are not in `part` (Chan's merge run backwards; `part` ⊂ `total`).
+
+    Used to leave the probe windows out of a fit (`linrec.swap`) and the windows' first positions
+    out of a fit and its score (`linrec.ceiling.first_position`)."""
+    if (part.d_in, part.d_out) != (total.d_in, total.d_out) or part.n >= total.n:
+        raise LinrecError(
+            f"cannot remove {part.n} rows from {total.n}: the rows removed must be a strict subset of the statistics; "
+            "use fewer probe windows or more tokens"
+        )
+    n, nb = total.n, part.n
+    na = n - nb
+    mu, mub = total.mean.cpu().numpy(), part.mean.cpu().numpy()
+    mua = (n * mu - nb * mub) / na
+    delta = mub - mua
+    M = total.M - part.M - (na * nb / n) * np.outer(delta, delta)
+    return Moments.from_state({"n": na, "mean": mua, "M": M, "dims": np.array([total.d_in, total.d_out])})

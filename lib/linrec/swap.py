@@ -65,7 +65,7 @@ from linrec.corpora import Windows, load_windows
 from linrec.errors import LinrecError
 from linrec.models import LoadedModel, model_identity
 from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
-from linrec.stats import Moments
+from linrec.stats import Moments, remove_rows  # noqa: F401  (remove_rows: part of this module's API)
 
 log = logging.getLogger(__name__)
 
@@ -349,19 +349,6 @@ def _check_windows(capture, w: Windows) -> None:
             f"these windows ({got}) are not the ones the capture used ({want}); rebuild them with the capture's "
             "corpus, seq_len, tokens, seed and test fraction (linrec.swap.capture_windows)"
         )
-
-
-def remove_rows(total: Moments, part: Moments) -> Moments:
-    """Statistics of the rows of `total` that are not in `part` (Chan's merge run backwards; `part` ⊂ `total`)."""
-    if (part.d_in, part.d_out) != (total.d_in, total.d_out) or part.n >= total.n:
-        raise LinrecError(f"cannot remove {part.n} rows from {total.n}: the probe must be a strict subset of the train split; use fewer probe windows")
-    n, nb = total.n, part.n
-    na = n - nb
-    mu, mub = total.mean.cpu().numpy(), part.mean.cpu().numpy()
-    mua = (n * mu - nb * mub) / na
-    delta = mub - mua
-    M = total.M - part.M - (na * nb / n) * np.outer(delta, delta)
-    return Moments.from_state({"n": na, "mean": mua, "M": M, "dims": np.array([total.d_in, total.d_out])})
 
 
 def probe_ids(windows: Windows, n: int, seed: int = 0) -> torch.Tensor:
