@@ -289,17 +289,20 @@ def fig1_method(stem: str | Path | None = None):
         if label:
             ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, label, ha="center", va="bottom", fontsize=7, color="0.25")
 
-    # the block: residual stream with the FFN tapped
+    # the block: the residual stream, each sublayer reading from it and adding its output back (⊕)
     ax.add_patch(FancyBboxPatch((0.2, 0.45), 2.3, 3.0, boxstyle="round,pad=0.04,rounding_size=0.12", fc="0.97", ec="0.5", lw=1.0))
     ax.text(1.35, 3.3, "frozen LM, one pass\nover the corpus", ha="center", va="top", fontsize=9, weight="bold")
-    ax.plot([0.55, 0.55], [0.6, 2.65], color="0.3", lw=2)
-    ax.text(0.42, 0.7, "residual\nstream h", ha="right", va="bottom", fontsize=7, rotation=90)
-    for y0, name, c in ((1.95, "attention", pal[0]), (0.85, "norm → FFN", pal[1])):
+    ax.annotate("", xy=(0.55, 2.8), xytext=(0.55, 0.55), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=2))
+    ax.text(0.4, 0.6, "residual stream h", ha="right", va="bottom", fontsize=7, rotation=90)
+    for y0, name, c in ((1.75, "attention", pal[0]), (0.75, "norm → FFN", pal[1])):
         ax.add_patch(FancyBboxPatch((1.0, y0), 1.25, 0.5, boxstyle="round,pad=0.02", fc=(*c, 0.25), ec=c))
         ax.text(1.625, y0 + 0.25, name, ha="center", va="center", fontsize=8)
         ax.annotate("", xy=(1.0, y0 + 0.25), xytext=(0.55, y0 + 0.25), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=0.8))
-    ax.text(1.2, 0.65, "x", fontsize=10, style="italic", color=pal[1], weight="bold")
-    ax.text(2.1, 0.65, "y", fontsize=10, style="italic", color=pal[1], weight="bold")
+        ax.plot([1.625, 1.625, 0.62], [y0 + 0.52, y0 + 0.75, y0 + 0.75], color="0.3", lw=0.8)  # output back …
+        ax.annotate("", xy=(0.62, y0 + 0.75), xytext=(0.9, y0 + 0.75), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=0.8))
+        ax.text(0.55, y0 + 0.75, "⊕", ha="center", va="center", fontsize=11, color="0.2", bbox=dict(boxstyle="circle,pad=0.0", fc="0.97", ec="none"))  # … added to h
+    ax.text(0.78, 1.03, "x", ha="center", va="bottom", fontsize=10, style="italic", color=pal[1], weight="bold")
+    ax.text(1.7, 1.27, "y", ha="left", va="bottom", fontsize=10, style="italic", color=pal[1], weight="bold")
 
     box(3.0, 1.55, 2.2, 1.9, "capture", "every position is a row (x, y)\nfloat64 n, μ, Σxxᵀ, Σxyᵀ, Σyyᵀ\nper block, per split\n(80 % / 20 % of windows)\nO(d²) memory, any token count", pal[1])
     box(5.7, 1.55, 2.4, 1.9, "closed-form affine map", "Cxx W = Cxy,  b = μy − Wᵀμx\nJacobi-scaled float64 eigh\ny = Wᵀx + b + r\nno optimiser: the exact ceiling\nκ(Cxx) reported", pal[2])
