@@ -308,6 +308,9 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "- Held-out R² from a finite train split is biased low by about (1 − R²)·d/(n − d) for n train rows and width d; "
         "the bootstrap intervals hold the fitted map fixed, so they do not include this refitting uncertainty.",
         "- ΔPPL is measured on the held-out windows of the same corpus, at seq_len tokens per window.",
+        "- R²_lin weights rows by their output variance, so a model run without a BOS token can owe a block's R²_lin to the first "
+        "token of each window (its attention sink); `first_var_share` and `r2_ex_first` in the per-block table show where, and "
+        "claim 1's numbers are given both ways.",
         "",
     ]
     return "\n".join(text)
