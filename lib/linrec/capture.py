@@ -3,7 +3,7 @@
 `get_capture(model, corpus, …)` returns a `Capture`: for each split ("train", "test") and each
 block, a `Moments` of the rows (x, y) = (FFN input, FFN output), one row per token position;
 a second `Moments` of the rows at each window's *first* position alone (`Capture.first`; a
-subset of the first, so `Capture.without_first` gives the statistics of every other position
+subset of the rows above, so `Capture.without_first` gives the statistics of every other position
 exactly). Without a BOS token the first position is where a model parks its attention sink, and
 a few blocks put almost all their output variance on that one token (notebook 04);
 and a bounded, seeded sample of raw rows per block on disk (float32, memory-mapped) for the
