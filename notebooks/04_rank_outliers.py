@@ -14,9 +14,9 @@
 # %% [markdown]
 # # 04 · Two regimes behind a high R²_lin: rank and outliers (Figure 4)
 #
-# > "High R²_lin arises in two qualitatively different regimes: broadly linear blocks, and blocks
-# > where a few high-variance output features dominate the variance-weighted score" — the paper
-# > (claim 4, ../shared/SPEC.md).
+# > "A high [R²_lin] hides two structurally opposite regimes": points near the diagonal "are broadly
+# > linear (high rank)", points far below it at high R²_lin "are low-rank, outlier-concentrated
+# > (rank ≈ 1)" — the paper, arXiv 2606.19379, Fig. 4 caption (claim 4, ../paper/claims.md).
 #
 # R²_lin = 1 − Σ_j SSE_j / Σ_j SST_j weights every output feature by its variance. If one feature
 # holds 95 % of the variance and the map gets that one right, R²_lin ≥ 0.95 whatever happens to the
@@ -41,9 +41,10 @@
 #   first position is dropped;
 # * **r2_ex_first**: R²_lin with the first positions left out of both the fit and the score.
 #
-# The referee also asked for the *input* side (../shared/seeds/paper-page.txt, second major
-# comment): the condition number of the input Gram matrix on both splits, the effective rank of
-# the inputs, and their dynamic range (largest over median feature standard deviation).
+# The referee also asked for the *input* side (second major comment of the paper's public
+# referee report, on §3 of arXiv 2606.19379; see ../paper/claims.md, M2): the condition number
+# of the input Gram matrix on both splits, the effective rank of the inputs, and their dynamic
+# range (largest over median feature standard deviation).
 #
 # **The rule** (`linrec.spectrum.regime`, applied to every block):
 #

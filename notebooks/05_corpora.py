@@ -14,8 +14,9 @@
 # %% [markdown]
 # # 05 · A property of the model or of the corpus? (Figure 5)
 #
-# > "The per-block profile is broadly stable across corpus domains" — the paper (claim 5,
-# > ../shared/SPEC.md).
+# > "The three profiles overlay closely per model, so the recoverability profile is a property of
+# > the model, not the corpus" — the paper, arXiv 2606.19379, Fig. 5 caption (claim 5,
+# > ../paper/claims.md).
 #
 # If R²_lin were a property of the text rather than of the trained blocks, the per-block profile
 # would move when the corpus changes. Here the same closed-form ceiling is measured on three

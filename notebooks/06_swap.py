@@ -14,9 +14,10 @@
 # %% [markdown]
 # # 06 · Swap the FFN for its linear map: what does it cost? (Figure 2, ΔPPL panel)
 #
-# > "Replacing a block's FFN by its linear map zero-shot changes perplexity by an amount that
-# > varies strongly by block; the linear map has 8× fewer parameters than the GPT-2 FFN" — the
-# > paper (claim 6, ../shared/SPEC.md).
+# > "recoverable blocks admit large single-layer replacements (GPT-2's early FFN at 8x fewer
+# > parameters for +0.77 perplexity), while low-recoverability blocks flag where this is unsafe"
+# > — the paper, arXiv 2606.19379, abstract; per-block zero-shot ΔPPL in its Fig. 2 (claim 6,
+# > ../paper/claims.md).
 #
 # A high R²_lin says the map explains most of the FFN's output *variance*. Whether the model
 # notices the remaining error is a different question: the unexplained part may sit in directions

@@ -14,10 +14,12 @@
 # %% [markdown]
 # # 07 · Is linear recoverability learned? The controls the paper lacks
 #
-# > "Per-block linear recoverability is a learned property of individual trained blocks, not an
-# > architectural one" — the paper (claim 2), from GPT-2 and Pythia-160m having different profiles.
+# > "recoverability is a learned property of individual trained blocks, not an architectural one"
+# > — the paper, arXiv 2606.19379, abstract (claim 2), from GPT-2 and Pythia-160m having different
+# > profiles.
 #
-# The referee's objection (../shared/seeds/paper-page.txt, major comment 1): every FFN is scored on
+# The referee's objection (major comment 1 of the paper's public referee report, on §4 of
+# arXiv 2606.19379; see ../paper/claims.md, M1): every FFN is scored on
 # its *own model's* activations, so a difference between two models' profiles may come from what
 # their FFNs are fed, not from the maps they learned. Three controls separate the two:
 #

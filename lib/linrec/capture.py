@@ -21,10 +21,13 @@ error when asked for the block.
 
 Results are cached under `$LINREC_CACHE/captures/` keyed by everything that determines them
 (model weights identity, corpus identity, seq_len, token budget, seed, test fraction, sample
-size, product precision, `CAPTURE_VERSION`). An entry is written to a temporary directory and
-renamed into place only when complete; its manifest records every file's size and the stats
-file's sha256, so a truncated or half-written entry is detected and rebuilt, never read. The
-held-out sums live in the same stats.npz, under that checksum.
+size, product precision, `CAPTURE_VERSION`). The batch size is not in the key: it changes
+only the order of float64 additions, so R²_lin differs between batch sizes by rounding alone
+(≤ 1e-12, checked by `tests/test_capture.py`). An entry is written to a temporary directory
+and renamed into place only when complete; its manifest (`meta.json`, itself checksummed)
+records every file's size and sha256, statistics and row samples alike, and every file is
+verified before the entry is used, so a truncated, half-written or bit-flipped entry is
+detected and rebuilt, never read.
 
 `get_captures(model, [corpora…])` returns one capture per corpus, loading the model at most once.
 """
@@ -36,6 +39,7 @@ import hashlib
 import json
 import logging
 import time
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -44,18 +48,18 @@ import numpy as np
 import torch
 from tqdm import tqdm  # text bars: they survive papermill and render in executed notebooks
 
-from linrec._io import atomic_dir, cache_root, clean_stale_tmp, sha256_file
+from linrec._io import atomic_dir, cache_root, check_cache_writable, clean_stale_tmp, manifest, seal, unseal, verify_manifest
 from linrec.ceiling import _one_thread, fit_affine  # the ceiling's own solver, so the map is the ceiling's
 from linrec.corpora import Windows, corpus_identity, load_windows
 from linrec.errors import LinrecError
-from linrec.models import LoadedModel, load_model, model_identity
+from linrec.models import LoadedModel, check_context, check_device, load_model, model_identity
 from linrec.robust import HeldOut
 from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
 from linrec.stats import PRODUCTS, Moments, remove_rows
 
 log = logging.getLogger(__name__)
 
-CAPTURE_VERSION = "3"  # bump when what a capture contains or means changes (2: held-out per-window sums; 3: first-position moments)
+CAPTURE_VERSION = "4"  # bump when what a capture contains or means changes (2: held-out per-window sums; 3: first-position moments; 4: sha256 of every file)
 SPLITS = ("train", "test")
 
 
@@ -77,6 +81,10 @@ class CaptureConfig:
             raise LinrecError(f"token budget must be positive, got {self.tokens}; try --tokens 20480")
         if self.seq_len < 2:
             raise LinrecError(f"seq_len must be at least 2, got {self.seq_len}")
+        if self.seq_len > self.tokens:
+            raise LinrecError(f"--seq-len {self.seq_len} is longer than the token budget --tokens {self.tokens}, so no window fits; raise --tokens or lower --seq-len")
+        if self.seed < 0:
+            raise LinrecError(f"seed must be ≥ 0, got {self.seed}")
         if self.product not in PRODUCTS:
             raise LinrecError(f"product must be one of {', '.join(PRODUCTS)}, got '{self.product}'")
         if self.sample_rows < 0:
@@ -354,27 +362,38 @@ def _write(capture: Capture, directory: Path) -> None:
     arrays.update({f"first/{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.first[s]) for k, v in m.state().items()})
     arrays.update({f"heldout/{i}/{k}": v for i, h in enumerate(capture.heldout or []) if h is not None for k, v in h.state().items()})
     np.savez(directory / "stats.npz", **arrays)
-    manifest = {str(p.relative_to(directory)): p.stat().st_size for p in sorted(directory.rglob("*")) if p.is_file()}
-    meta = {**capture.meta, "manifest": manifest, "stats_sha256": sha256_file(directory / "stats.npz"), "complete": True}
-    (directory / "meta.json").write_text(json.dumps(meta, indent=1))
+    meta = {**capture.meta, "manifest": manifest(directory, skip=("meta.json",)), "complete": True}
+    (directory / "meta.json").write_text(seal(meta))
+
+
+class _Damaged(Exception):
+    """A cache entry that must not be used (the message says why)."""
 
 
 def _read(directory: Path, config: CaptureConfig) -> Capture | None:
-    """The cached capture in `directory`, or None (with a warning) if it is missing, stale or damaged."""
+    """The cached capture in `directory`, or None (with a warning) if it is missing, stale or damaged.
+
+    Every file is checked against the manifest's size and sha256 before anything is loaded
+    (row samples included: a flipped byte in a row file would otherwise reach the probes).
+    """
     meta_file = directory / "meta.json"
     if not meta_file.exists():
         return None
     try:
-        meta = json.loads(meta_file.read_text())
-        bad = [f for f, size in meta["manifest"].items() if not (directory / f).is_file() or (directory / f).stat().st_size != size]
-        if bad or not meta.get("complete") or meta.get("version") != CAPTURE_VERSION:
-            raise ValueError(f"files {bad[:3]} missing or truncated" if bad else "incomplete or old version")
-        if sha256_file(directory / "stats.npz") != meta["stats_sha256"]:
-            raise ValueError("stats.npz checksum mismatch")
+        try:
+            meta = unseal(meta_file)
+        except (OSError, ValueError) as err:
+            raise _Damaged(str(err)) from None
+        if meta.get("version") != CAPTURE_VERSION or not meta.get("complete"):
+            raise _Damaged("incomplete or made by another linrec version")
+        problem = verify_manifest(directory, meta.get("manifest"))
+        if problem:
+            raise _Damaged(problem)
+        n_blocks = int(meta["n_blocks"])
         with np.load(directory / "stats.npz") as z:
-            stats, first = ({s: [Moments.from_state({k: z[f"{pre}{s}/{i}/{k}"] for k in ("n", "mean", "M", "dims")}) for i in range(meta["n_blocks"])] for s in SPLITS} for pre in ("", "first/"))
-            heldout = [None if str(i) in meta["heldout_errors"] else HeldOut.from_state({k: z[f"heldout/{i}/{k}"] for k in HeldOut.KEYS}) for i in range(meta["n_blocks"])]
-    except (ValueError, KeyError, OSError, json.JSONDecodeError) as err:
+            stats, first = ({s: [Moments.from_state({k: z[f"{pre}{s}/{i}/{k}"] for k in ("n", "mean", "M", "dims")}) for i in range(n_blocks)] for s in SPLITS} for pre in ("", "first/"))
+            heldout = [None if str(i) in meta["heldout_errors"] else HeldOut.from_state({k: z[f"heldout/{i}/{k}"] for k in HeldOut.KEYS}) for i in range(n_blocks)]
+    except (_Damaged, ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as err:
         log.warning("capture cache %s is damaged (%s); recomputing it", directory.name, err)
         return None
     return Capture(config=config, meta=meta, stats=stats, path=directory, cached=True, heldout=heldout, first=first)
@@ -400,14 +419,16 @@ def get_capture(
     Pass `loaded` (from `linrec.models.load_model`) to reuse a model across corpora, or use
     `get_captures`.
     """
+    check_device(device)
     config, entry = _config_entry(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product)
     if cache:
         found = _read(entry, config)
         if found is not None:
-            return found
+            return _notice_short(found)
+        check_cache_writable("captures")
     if loaded is None:
         loaded = load_model(model, device=device)
-    return _compute(loaded, config, entry, batch_size, cache, progress)
+    return _notice_short(_compute(loaded, config, entry, batch_size, cache, progress))
 
 
 def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]:
@@ -435,16 +456,19 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
         if missing:
             raise LinrecError(f"sample_rows gives no row count for corpora {missing}; add them (0 keeps statistics only)")
     per_corpus = {c: rows[c] if isinstance(rows, Mapping) else rows for c in corpora}
+    check_device(kwargs.get("device", "cpu"))
     plan = {c: _config_entry(model, c, sample_rows=per_corpus[c], **cfg) for c in corpora}  # validates every config before any work
     out: dict[str, Capture] = {}
     for corpus, (config, entry) in plan.items():
         found = _read(entry, config) if cache else None
         if found is not None:
-            out[corpus] = found
+            out[corpus] = _notice_short(found)
             continue
+        if cache:
+            check_cache_writable("captures")
         if loaded is None:
             loaded = load_model(model, device=kwargs.get("device", "cpu"))
-        out[corpus] = _compute(loaded, config, entry, kwargs.get("batch_size", 8), cache, kwargs.get("progress", True))
+        out[corpus] = _notice_short(_compute(loaded, config, entry, kwargs.get("batch_size", 8), cache, kwargs.get("progress", True)))
     return out
 
 
@@ -457,14 +481,28 @@ def _config_entry(model: str, corpus: str, seq_len: int = 128, tokens: int = 20_
 def _compute(loaded: LoadedModel, config: CaptureConfig, entry: Path, batch_size: int, cache: bool, progress: bool) -> Capture:
     """Run the capture of `config` with `loaded`; with `cache`, write it atomically to `entry`."""
     c = config
+    check_context(loaded, c.seq_len)
     windows = load_windows(c.corpus, loaded.tokenizer, c.seq_len, c.tokens, c.seed, c.test_frac)
     if not cache:
         return run_capture(loaded, windows, config, None, batch_size, progress)
     clean_stale_tmp(entry.parent)
-    with atomic_dir(entry) as tmp:
+    with atomic_dir(entry, replace=True) as tmp:  # inside the cache: an old or damaged entry of this key is replaced
         capture = run_capture(loaded, windows, config, tmp, batch_size, progress)
         _write(capture, tmp)
-    capture.path, capture.meta = entry, json.loads((entry / "meta.json").read_text())
+    capture.path, capture.meta = entry, unseal(entry / "meta.json")
+    return capture
+
+
+def _notice_short(capture: Capture) -> Capture:
+    """Say so, in one line, when the corpus held fewer windows than the token budget asked for."""
+    c = capture.config
+    asked = c.tokens // c.seq_len
+    got = sum(capture.meta["n_windows"].values())
+    if got < asked:
+        log.warning(
+            "corpus '%s' holds only %d windows of %d tokens: using %d tokens of the %d asked for (n_train %d, n_test %d rows per block)",
+            c.corpus, got, c.seq_len, got * c.seq_len, c.tokens, capture.meta["n_rows"]["train"], capture.meta["n_rows"]["test"],
+        )
     return capture
 
 

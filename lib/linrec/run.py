@@ -8,6 +8,7 @@ The jupytext percent-format `notebooks/NN_name.py` files are the source; each is
 
 from __future__ import annotations
 
+import ast
 import logging
 import tempfile
 import time
@@ -29,14 +30,55 @@ def project_root(start: str | Path | None = None) -> Path:
     raise LinrecError(f"no linrec project above {here}; run from a clone of the repository")
 
 
-def load_params(path: str | Path) -> dict:
-    """A parameter profile (flat YAML mapping)."""
+def declared_parameters(notebook: Path) -> set[str]:
+    """Names assigned in a jupytext notebook's `parameters` cell (what papermill may set)."""
+    lines, inside = [], False
+    for line in notebook.read_text().splitlines():
+        if line.startswith("# %%"):
+            if inside:
+                break
+            inside = 'tags=["parameters"]' in line
+            continue
+        if inside:
+            lines.append(line)
+    names = set()
+    for node in ast.parse("\n".join(lines)).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def known_parameters(root: Path) -> set[str]:
+    """Every key a profile may hold: the notebooks' parameters, plus `results_dir` (used by the runner itself)."""
+    return {"results_dir"}.union(*(declared_parameters(nb) for nb in notebooks(root)))
+
+
+def load_params(path: str | Path, root: Path | None = None) -> dict:
+    """A parameter profile (flat YAML mapping); a malformed file or an unknown key is one line naming the fix.
+
+    With `root` (the project), every key must be a parameter some notebook declares: a typo
+    such as `tokenz` would otherwise be ignored and the notebooks would run their defaults.
+    """
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise LinrecError(f"parameter file {path} not found; profiles live in params/ (default.yaml, smoke.yaml, paper.yaml)")
-    params = yaml.safe_load(path.read_text()) or {}
+    try:
+        params = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise LinrecError(f"{path}{where}: not valid YAML ({problem}); fix that line") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise LinrecError(f"cannot read parameter file {path} ({err}); give a readable YAML file") from None
+    params = {} if params is None else params
     if not isinstance(params, dict):
         raise LinrecError(f"{path} must be a YAML mapping of parameter names to values")
+    if root is not None:
+        known = known_parameters(root)
+        unknown = sorted(str(k) for k in params if k not in known)
+        if unknown:
+            raise LinrecError(f"{path}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     return params
 
 
@@ -52,7 +94,7 @@ def run_notebooks(params_file: str | Path, only: list[str] | None = None, root: 
 
     root = root or project_root()
     params_path = Path(params_file) if Path(params_file).is_absolute() else root / params_file
-    params = load_params(params_path)
+    params = load_params(params_path, root)
     results = root / params.get("results_dir", f"results/{params_path.stem}")
     (results / "notebooks").mkdir(parents=True, exist_ok=True)
     done = []

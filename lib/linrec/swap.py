@@ -36,10 +36,16 @@ Saved format (`save_swapped` / `load_swapped`), one directory:
                            <path>.down [r, d_in], <path>.up [d_out, r], <path>.bias (rank r)
     linrec_swaps.json      {"format": "linrec-swaps", "version": 1, "model_type", "dtype",
                            "attn_implementation", "swaps": [{"block", "path", "d_in", "d_out",
-                           "rank" (null = full), "params_ffn", "params_linear"}, …], "info": {…}}
+                           "rank" (null = full), "params_ffn", "params_linear"}, …], "info": {…},
+                           "files": {name: {"size", "sha256"}} of every other file}
 
-`load_swapped(dir)` builds the model from config.json, installs an `AffineFFN` of the recorded
-shape at each listed path and loads model.safetensors strictly (every key must match). Plain
+The target directory must be new, empty, or an earlier linrec save holding only the files its
+`linrec_swaps.json` lists (`check_save_target`, run before any work): linrec never deletes a
+file it did not write. An earlier save is replaced in one rename once the new one is complete.
+
+`load_swapped(dir)` checks every file against its recorded sha256, builds the model from
+config.json, installs an `AffineFFN` of the recorded shape at each listed path and loads
+model.safetensors strictly (every key must match). Plain
 `from_pretrained` on such a directory would silently re-initialise the swapped FFNs at random:
 use `load_swapped`.
 """
@@ -59,7 +65,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from linrec._io import atomic_dir
+from linrec._io import atomic_dir, check_writable_dir, manifest, verify_manifest
 from linrec.ceiling import AffineFit, Score, _one_thread, fit_affine, score
 from linrec.corpora import Windows, load_windows
 from linrec.errors import LinrecError
@@ -458,13 +464,47 @@ def save_swapped(model: torch.nn.Module, tokenizer, swaps: Mapping[int, "AffineF
         "info": info or {},
     }
     directory = Path(directory)
-    with atomic_dir(directory) as tmp, swapped(model, swaps):
+    replace = check_save_target(directory)
+    with atomic_dir(directory, replace=replace) as tmp, swapped(model, swaps):
         model.config.save_pretrained(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
         save_model(model, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
+        meta["files"] = manifest(tmp)
         (tmp / SWAPS_FILE).write_text(json.dumps(meta, indent=1))
     return directory
+
+
+def check_save_target(directory: str | Path) -> bool:
+    """Refuse (one line) a save target linrec must not write; True if it is an earlier linrec save to replace.
+
+    Allowed: a new path in a writable directory, an empty directory, or an earlier save whose
+    files are exactly those its `linrec_swaps.json` lists. Anything else (a file, a directory
+    holding other files, `.`) is refused before any work, and nothing is deleted.
+    """
+    directory = Path(directory)
+    fix = "choose a new or empty directory for --save"
+    if directory.exists() and not directory.is_dir():
+        raise LinrecError(f"--save {directory} is a file, not a directory; {fix}")
+    check_writable_dir(directory.resolve().parent, "the directory above --save", fix)
+    if not directory.exists():
+        return False
+    files = (p for p in directory.rglob("*") if not p.is_dir())
+    first = next(files, None)
+    if first is None:
+        return True  # empty: nothing of the user's is lost
+    marker = directory / SWAPS_FILE
+    try:
+        listed = json.loads(marker.read_text()).get("files") if marker.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        listed = None
+    if not isinstance(listed, dict):
+        raise LinrecError(f"--save {directory} holds files linrec did not write (e.g. {first.relative_to(directory)}); linrec never deletes them: {fix}")
+    allowed = {*listed, SWAPS_FILE}
+    for p in (first, *files):
+        if p.relative_to(directory).as_posix() not in allowed:
+            raise LinrecError(f"--save {directory} is an earlier linrec save with other files added (e.g. {p.relative_to(directory)}); linrec never deletes them: {fix}")
+    return True
 
 
 def load_swapped(directory: str | Path, device: str = "cpu") -> LoadedModel:
@@ -478,9 +518,15 @@ def load_swapped(directory: str | Path, device: str = "cpu") -> LoadedModel:
     meta_file = directory / SWAPS_FILE
     if not meta_file.is_file() or not (directory / WEIGHTS_FILE).is_file():
         raise LinrecError(f"{directory} is not a swapped model (needs {SWAPS_FILE} and {WEIGHTS_FILE}); write one with linrec swap --save")
-    meta = json.loads(meta_file.read_text())
-    if meta.get("format") != FORMAT or meta.get("version") != FORMAT_VERSION:
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (OSError, ValueError):
+        meta = None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != FORMAT_VERSION:
         raise LinrecError(f"{meta_file} is not {FORMAT} version {FORMAT_VERSION}; save the model again with this linrec")
+    problem = verify_manifest(directory, meta.get("files"))
+    if problem:
+        raise LinrecError(f"the saved model in {directory} is damaged ({problem}); save it again with linrec swap --save")
     dtype = getattr(torch, meta["dtype"])
     with _quiet_transformers():
         config = AutoConfig.from_pretrained(str(directory))
