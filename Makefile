@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.linrec-installed
 
-.PHONY: figures test fetch smoke bench env
+.PHONY: figures test fetch smoke bench env lint
 
 # The environment: a venv with this package and its pinned dependencies (torch 2.13.0, CPU).
 $(STAMP): pyproject.toml
@@ -22,10 +22,17 @@ fetch: $(STAMP)
 figures: fetch
 	$(BIN)/linrec figures --params params/default.yaml
 
-# The tests (they need the offline default model for the end-to-end checks).
+# Lint and format check, then the tests (they need the offline default model for the end-to-end checks).
 test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/linrec fetch smollm2-135m wiki web code
 	$(BIN)/python -m pytest
+
+# Fix what ruff can fix, and format.
+lint: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 # The notebooks on the tiny parameter set (what the notebook test runs).
 smoke: $(STAMP)

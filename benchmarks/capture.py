@@ -36,7 +36,10 @@ METHODS = {
     "capture32": ("capture f32 (stats)", "run_capture out_dir=None, product=float32 (fast)"),
     "capture64_rows": ("capture f64 + rows", "sample_rows=30000 written to a temp dir (memmaps)"),
     "ours": ("ours: capture + ceiling", "capture f64 + ceiling_table on the stats"),
-    "paper": ("paper: store + lstsq", "hooks store all (x,y) float32 rows; per block np.linalg.lstsq on [x,1], float64"),
+    "paper": (
+        "paper: store + lstsq",
+        "hooks store all (x,y) float32 rows; per block np.linalg.lstsq on [x,1], float64",
+    ),
     "big": ("capture f64 (stats) @big", "run_capture sample_rows=0 at --big-tokens"),
 }
 
@@ -56,7 +59,11 @@ def _peak_mib() -> float:
 
 def _batches(windows, batch_size: int):
     """The batches run_capture makes: (split, window indices), train first."""
-    return [(s, idx[i : i + batch_size]) for s, idx in (("train", windows.train), ("test", windows.test)) for i in range(0, len(idx), batch_size)]
+    return [
+        (s, idx[i : i + batch_size])
+        for s, idx in (("train", windows.train), ("test", windows.test))
+        for i in range(0, len(idx), batch_size)
+    ]
 
 
 class BatchClock:
@@ -92,12 +99,17 @@ def _one_batch(windows, batch_size: int):
 
 
 def _ceiling_summary(capture) -> tuple[float, dict]:
-    from linrec.ceiling import ceiling_table
+    from linrec.recoverability import ceiling_table
 
     t0 = time.perf_counter()
     table = ceiling_table(capture)
     seconds = time.perf_counter() - t0
-    return seconds, {"r2_lin": table["r2_lin"].tolist(), "r2_feature_median": table["r2_feature_median"].tolist(), "cond_scaled": table["cond_scaled"].tolist(), "rank": table["rank"].tolist()}
+    return seconds, {
+        "r2_lin": table["r2_lin"].tolist(),
+        "r2_feature_median": table["r2_feature_median"].tolist(),
+        "cond_scaled": table["cond_scaled"].tolist(),
+        "rank": table["rank"].tolist(),
+    }
 
 
 def worker(args) -> dict:
@@ -119,8 +131,14 @@ def worker(args) -> dict:
     kwargs = {"use_cache": False} if loaded.is_causal else {}
     sites = find_ffn_sites(model)
     batches = _batches(windows, bs)
-    rec: dict = {"method": method, "tokens": int(windows.ids.numel()), "n_windows": int(len(windows.ids)), "n_batches": len(batches),
-                 "threads": torch.get_num_threads(), "setup_s": setup_s}
+    rec: dict = {
+        "method": method,
+        "tokens": int(windows.ids.numel()),
+        "n_windows": int(len(windows.ids)),
+        "n_batches": len(batches),
+        "threads": torch.get_num_threads(),
+        "setup_s": setup_s,
+    }
     progress = args.progress and sys.stderr.isatty()
     clock = BatchClock(model, windows.seq_len)
     rec["loadavg_start"] = os.getloadavg()[0]
@@ -148,15 +166,21 @@ def worker(args) -> dict:
         elif method in ("capture64", "capture32", "capture64_rows", "big"):
             product = "float32" if method == "capture32" else "float64"
             rows = method == "capture64_rows"
-            config = CaptureConfig(args.model, args.corpus, args.seq_len, tokens, args.seed, 0.2, 30_000 if rows else 0, product)
+            config = CaptureConfig(
+                args.model, args.corpus, args.seq_len, tokens, args.seed, 0.2, 30_000 if rows else 0, product
+            )
             with tempfile.TemporaryDirectory(prefix="linrec-bench-") as tmp:
-                warm = run_capture(loaded, _one_batch(windows, bs), config, Path(tmp) / "warm" if rows else None, bs, progress=False)
+                warm = run_capture(
+                    loaded, _one_batch(windows, bs), config, Path(tmp) / "warm" if rows else None, bs, progress=False
+                )
                 del warm
                 gc.collect()
                 rec["rss_before_mib"] = _rss_now_mib()
                 clock.reset()
                 t = time.perf_counter()
-                capture = run_capture(loaded, windows, config, Path(tmp) / "run" if rows else None, bs, progress=progress)
+                capture = run_capture(
+                    loaded, windows, config, Path(tmp) / "run" if rows else None, bs, progress=progress
+                )
                 end = time.perf_counter()
                 rec["seconds"] = end - t
                 rec["batch_s"] = clock.per_batch(end)
@@ -164,13 +188,16 @@ def worker(args) -> dict:
                 rec["peak_after_capture_mib"] = _peak_mib()
                 rec["n_rows"] = capture.meta["n_rows"]
                 if rows:
-                    rec["rows_on_disk_mib"] = sum(p.stat().st_size for p in (Path(tmp) / "run").rglob("*") if p.is_file()) / 2**20
+                    rec["rows_on_disk_mib"] = (
+                        sum(p.stat().st_size for p in (Path(tmp) / "run").rglob("*") if p.is_file()) / 2**20
+                    )
                 else:  # the ceiling from the stats (what "ours" adds to the capture)
                     rec["ceiling_s"], rec["ceiling"] = _ceiling_summary(capture)
 
         elif method == "paper":
             # The setup the paper implies: keep every (x, y) row of every block (float32, as the hooks see them),
-            # then per block affine least squares on [x, 1] with numpy.linalg.lstsq in float64, held-out R² on test rows.
+            # then per block affine least squares on [x, 1] with numpy.linalg.lstsq in float64,
+            # held-out R² on test rows.
             T = windows.seq_len
             n_train, n_rows = len(windows.train) * T, len(windows.ids) * T
             dims = {}
@@ -191,7 +218,9 @@ def worker(args) -> dict:
                 Y[b][r0 : r0 + len(y)] = y.cpu().numpy()
 
             with ffn_hooks(sites, store, stop_after_last=True):
-                run_until_stop(model, input_ids=windows.ids[windows.train[:bs]], **kwargs)  # warm-up (rows overwritten below)
+                run_until_stop(
+                    model, input_ids=windows.ids[windows.train[:bs]], **kwargs
+                )  # warm-up (rows overwritten below)
                 gc.collect()
                 rec["rss_before_mib"] = _rss_now_mib()
                 clock.reset()
@@ -223,7 +252,9 @@ def worker(args) -> dict:
                 sse, sst = (err**2).sum(0), ((yt - yt.mean(0)) ** 2).sum(0)
                 r2.append(float(1.0 - sse.sum() / sst.sum()))
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    r2_med.append(float(np.nanmedian(np.where(sst > 0, 1.0 - sse / np.where(sst > 0, sst, 1.0), np.nan))))
+                    r2_med.append(
+                        float(np.nanmedian(np.where(sst > 0, 1.0 - sse / np.where(sst > 0, sst, 1.0), np.nan)))
+                    )
             rec["lstsq_s"] = time.perf_counter() - t1
             rec["seconds"] = rec["forward_store_s"] + rec["lstsq_s"]
             rec["ceiling"] = {"r2_lin": r2, "r2_feature_median": r2_med}
@@ -263,9 +294,28 @@ def wait_quiet(max_wait: float, ncpu: int, threshold: float = 0.25) -> float:
 def run_worker(method: str, args) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
-    cmd = [sys.executable, str(HERE), "--worker", method, "--worker-out", out, "--model", args.model, "--corpus", args.corpus,
-           "--tokens", str(args.tokens), "--big-tokens", str(args.big_tokens), "--batch-size", str(args.batch_size),
-           "--seq-len", str(args.seq_len), "--seed", str(args.seed)] + ([] if args.progress else ["--no-progress"])
+    cmd = [
+        sys.executable,
+        str(HERE),
+        "--worker",
+        method,
+        "--worker-out",
+        out,
+        "--model",
+        args.model,
+        "--corpus",
+        args.corpus,
+        "--tokens",
+        str(args.tokens),
+        "--big-tokens",
+        str(args.big_tokens),
+        "--batch-size",
+        str(args.batch_size),
+        "--seq-len",
+        str(args.seq_len),
+        "--seed",
+        str(args.seed),
+    ] + ([] if args.progress else ["--no-progress"])
     env = dict(os.environ)
     if args.blas_threads > 0:  # numpy's OpenBLAS only; torch uses MKL + OpenMP and keeps its default threads
         env["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
@@ -282,8 +332,12 @@ def run_worker(method: str, args) -> dict:
     # CPU the rest of the machine used while this worker ran, as a share of all CPUs: the contention gauge
     rec["other_cpu_share"] = max(0.0, (_busy_cpu_s() - busy0) - (_children_cpu_s() - own0)) / (wall * ncpu)
     rec["other_cpu_share_before"] = before
-    print(f"{rec['seconds']:8.1f} s timed, peak {rec['peak_rss_mib']:6.0f} MiB, other load {rec['other_cpu_share']:4.0%} of CPUs"
-          f"  ({wall:.0f} s wall)", flush=True)
+    print(
+        f"{rec['seconds']:8.1f} s timed, peak {rec['peak_rss_mib']:6.0f} MiB, "
+        f"other load {rec['other_cpu_share']:4.0%} of CPUs"
+        f"  ({wall:.0f} s wall)",
+        flush=True,
+    )
     return rec
 
 
@@ -294,7 +348,9 @@ def _median(v) -> float:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--corpus", default="wiki")
     p.add_argument("--tokens", type=int, default=20_480)
@@ -302,13 +358,24 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--skip-big", action="store_true", help="skip the --big-tokens memory run (~10x the time of the 20k capture)")
-    p.add_argument("--blas-threads", type=int, default=1,
-                   help="OPENBLAS_NUM_THREADS for numpy in the workers (the store+lstsq baseline's lstsq; ceiling_table's "
-                        "dense algebra is in torch); 0 leaves OpenBLAS's default. Default 1: with 2 threads on a busy 2-core "
-                        "machine OpenBLAS's lstsq ran ~30x slower (see README)")
-    p.add_argument("--wait-quiet", type=float, default=60, metavar="S",
-                   help="before each method, wait up to S seconds for other processes to use < 25%% of the CPUs (0: don't wait)")
+    p.add_argument(
+        "--skip-big", action="store_true", help="skip the --big-tokens memory run (~10x the time of the 20k capture)"
+    )
+    p.add_argument(
+        "--blas-threads",
+        type=int,
+        default=1,
+        help="OPENBLAS_NUM_THREADS for numpy in the workers (the store+lstsq baseline's lstsq; ceiling_table's "
+        "dense algebra is in torch); 0 leaves OpenBLAS's default. Default 1: with 2 threads on a busy 2-core "
+        "machine OpenBLAS's lstsq ran ~30x slower (see README)",
+    )
+    p.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=60,
+        metavar="S",
+        help="before each method, wait up to S seconds for other processes to use < 25%% of the CPUs (0: don't wait)",
+    )
     p.add_argument("--out", type=Path, help="write all results to this JSON file")
     p.add_argument("--report", type=Path, metavar="FILE", help="only re-print the tables of a file written by --out")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no tqdm bars in the workers")
@@ -330,14 +397,20 @@ def main(argv=None) -> int:
 
     import torch
 
-    from linrec._io import cache_root
+    from linrec.files import cache_root
 
     ncpu = os.cpu_count() or 1
-    print(f"linrec capture benchmark: model {args.model}, corpus {args.corpus}, {args.tokens} tokens "
-          f"(big: {'skipped' if args.skip_big else args.big_tokens}), batch {args.batch_size}x{args.seq_len}, "
-          f"torch {torch.__version__} threads {torch.get_num_threads()}, numpy BLAS threads {args.blas_threads or 'default'}, "
-          f"{ncpu} CPUs, load {os.getloadavg()[0]:.1f}, cache {cache_root()}", flush=True)
-    order = ["plain", "body", "capture64", "capture32", "capture64_rows", "paper", "plain2"] + ([] if args.skip_big else ["big"])
+    print(
+        f"linrec capture benchmark: model {args.model}, corpus {args.corpus}, {args.tokens} tokens "
+        f"(big: {'skipped' if args.skip_big else args.big_tokens}), batch {args.batch_size}x{args.seq_len}, "
+        f"torch {torch.__version__} threads {torch.get_num_threads()}, "
+        f"numpy BLAS threads {args.blas_threads or 'default'}, "
+        f"{ncpu} CPUs, load {os.getloadavg()[0]:.1f}, cache {cache_root()}",
+        flush=True,
+    )
+    order = ["plain", "body", "capture64", "capture32", "capture64_rows", "paper", "plain2"] + (
+        [] if args.skip_big else ["big"]
+    )
     raw = {m: run_worker(m, args) for m in order}
     summarize(raw, args, args.out)
     return 0
@@ -354,13 +427,25 @@ def summarize(raw: dict, args, out: Path | None) -> None:
     plain = (p1["seconds"] + p2["seconds"]) / 2
     plain_med = _median(p1["batch_s"] + p2["batch_s"])
     spread = abs(p1["seconds"] - p2["seconds"]) / plain
-    res["plain"] = {**p1, "seconds": plain, "runs_s": [p1["seconds"], p2["seconds"]], "peak_rss_mib": max(p1["peak_rss_mib"], p2["peak_rss_mib"]),
-                    "batch_s": p1["batch_s"] + p2["batch_s"], "loadavg_end": p2["loadavg_end"],
-                    "other_cpu_share": (p1["other_cpu_share"] + p2["other_cpu_share"]) / 2}
+    res["plain"] = {
+        **p1,
+        "seconds": plain,
+        "runs_s": [p1["seconds"], p2["seconds"]],
+        "peak_rss_mib": max(p1["peak_rss_mib"], p2["peak_rss_mib"]),
+        "batch_s": p1["batch_s"] + p2["batch_s"],
+        "loadavg_end": p2["loadavg_end"],
+        "other_cpu_share": (p1["other_cpu_share"] + p2["other_cpu_share"]) / 2,
+    }
     c64, c32, rows64, pp, body = res["capture64"], res["capture32"], res["capture64_rows"], res["paper"], res["body"]
     ours_s = c64["seconds"] + c64["ceiling_s"]
-    res["ours"] = {"seconds": ours_s, "peak_rss_mib": c64["peak_rss_mib"], "capture_s": c64["seconds"], "ceiling_s": c64["ceiling_s"],
-                   "tokens": c64["tokens"], "other_cpu_share": c64["other_cpu_share"]}
+    res["ours"] = {
+        "seconds": ours_s,
+        "peak_rss_mib": c64["peak_rss_mib"],
+        "capture_s": c64["seconds"],
+        "ceiling_s": c64["ceiling_s"],
+        "tokens": c64["tokens"],
+        "other_cpu_share": c64["other_cpu_share"],
+    }
 
     r64, m64 = np.array(c64["ceiling"]["r2_lin"]), np.array(c64["ceiling"]["r2_feature_median"])
     err32 = float(np.max(np.abs(np.array(c32["ceiling"]["r2_lin"]) - r64)))
@@ -373,42 +458,70 @@ def summarize(raw: dict, args, out: Path | None) -> None:
         return _median(res[m]["batch_s"]) / plain_med if "batch_s" in res[m] else float("nan")
 
     notes = {
-        "plain": f"{p1['tokens']} tokens, {p1['n_batches']} batches; mean of 2 runs ({p1['seconds']:.1f}, {p2['seconds']:.1f} s)",
+        "plain": (
+            f"{p1['tokens']} tokens, {p1['n_batches']} batches; "
+            f"mean of 2 runs ({p1['seconds']:.1f}, {p2['seconds']:.1f} s)"
+        ),
         "body": "no-op hooks, stop after last block (no LM head)",
         "capture64": f"stats only, exact float64 product; {c64['seconds'] / body['seconds']:.2f}x body",
         "capture32": f"stats only, float32 product; {c32['seconds'] / body['seconds']:.2f}x body",
         "capture64_rows": f"+ {rows64['rows_on_disk_mib']:.0f} MiB row sample on disk (memmap pages count in RSS)",
         "ours": f"capture {c64['seconds']:.1f} s + ceiling_table {c64['ceiling_s']:.1f} s",
-        "paper": f"fwd+store {pp['forward_store_s']:.1f} s + lstsq {pp['lstsq_s']:.1f} s; rows {pp['rows_in_memory_mib']:.0f} MiB",
+        "paper": (
+            f"fwd+store {pp['forward_store_s']:.1f} s + lstsq {pp['lstsq_s']:.1f} s; "
+            f"rows {pp['rows_in_memory_mib']:.0f} MiB"
+        ),
     }
     table = ["plain", "body", "capture64", "capture32", "capture64_rows", "ours", "paper"]
     if "big" in res:
         big = res["big"]
         scale = big["tokens"] / p1["tokens"]
         big["plain_est_s"] = plain * scale
-        notes["big"] = (f"{big['tokens']} tokens; x plain vs plain x{scale:.0f} (est.); "
-                        f"store+lstsq would need {mib_per_token * big['tokens'] / 1024:.1f} GiB of rows")
+        notes["big"] = (
+            f"{big['tokens']} tokens; x plain vs plain x{scale:.0f} (est.); "
+            f"store+lstsq would need {mib_per_token * big['tokens'] / 1024:.1f} GiB of rows"
+        )
         table.append("big")
 
     widths = [26, 8, 8, 10, 9, 6]
-    fmt = lambda cols: "  ".join([cols[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(cols[1:6], widths[1:])] + list(cols[6:]))  # noqa: E731
-    lines = ["", f"==== capture benchmark: {args.model} on {args.corpus}, {p1['tokens']} tokens, batch {args.batch_size}x{args.seq_len} ====",
-             fmt(["method", "seconds", "x plain", "x pl (med)", "peak MiB", "other", "note"]),
-             fmt(["-" * 26, "-" * 8, "-" * 8, "-" * 10, "-" * 9, "-" * 6, "-" * 4])]
+    fmt = lambda cols: "  ".join(
+        [cols[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(cols[1:6], widths[1:])] + list(cols[6:])
+    )  # noqa: E731
+    lines = [
+        "",
+        f"==== capture benchmark: {args.model} on {args.corpus}, {p1['tokens']} tokens, "
+        f"batch {args.batch_size}x{args.seq_len} ====",
+        fmt(["method", "seconds", "x plain", "x pl (med)", "peak MiB", "other", "note"]),
+        fmt(["-" * 26, "-" * 8, "-" * 8, "-" * 10, "-" * 9, "-" * 6, "-" * 4]),
+    ]
     for m in table:
         r = res[m]
-        lines.append(fmt([METHODS[m][0], f"{r['seconds']:.1f}", f"{r['seconds'] / r.get('plain_est_s', plain):.2f}",
-                          f"{med_ratio(m):.2f}" if m not in ("ours", "paper") else "", f"{r['peak_rss_mib']:.0f}",
-                          f"{r['other_cpu_share']:.0%}" if "other_cpu_share" in r else "", notes[m]]))
+        lines.append(
+            fmt(
+                [
+                    METHODS[m][0],
+                    f"{r['seconds']:.1f}",
+                    f"{r['seconds'] / r.get('plain_est_s', plain):.2f}",
+                    f"{med_ratio(m):.2f}" if m not in ("ours", "paper") else "",
+                    f"{r['peak_rss_mib']:.0f}",
+                    f"{r['other_cpu_share']:.0%}" if "other_cpu_share" in r else "",
+                    notes[m],
+                ]
+            )
+        )
     lines += [
-        "(x pl (med): median seconds per batch over the plain forward's; other: CPU share the rest of the machine used during the run)",
+        "(x pl (med): median seconds per batch over the plain forward's; "
+        "other: CPU share the rest of the machine used during the run)",
         "",
-        f"body-only / plain forward        : {body['seconds'] / plain:.3f}  (LM head and final norm: {1 - body['seconds'] / plain:.0%} of a plain forward)",
+        f"body-only / plain forward        : {body['seconds'] / plain:.3f}  "
+        f"(LM head and final norm: {1 - body['seconds'] / plain:.0%} of a plain forward)",
         f"capture f64 / plain, / body-only : {c64['seconds'] / plain:.3f}, {c64['seconds'] / body['seconds']:.3f}",
         f"capture f32 / plain, / body-only : {c32['seconds'] / plain:.3f}, {c32['seconds'] / body['seconds']:.3f}",
         f"capture f64+rows / plain         : {rows64['seconds'] / plain:.3f}",
-        f"fast (f32) error vs exact (f64)  : max_b |dR2_lin| = {err32:.2e}, max_b |d r2_feature_median| = {err32_med:.2e}",
-        f"store+lstsq vs ours (ceiling)    : max_b |dR2_lin| = {dpaper:.2e}, max_b |d r2_feature_median| = {dpaper_med:.2e}  (rows float32, as hooks see them)",
+        f"fast (f32) error vs exact (f64)  : max_b |dR2_lin| = {err32:.2e}, "
+        f"max_b |d r2_feature_median| = {err32_med:.2e}",
+        f"store+lstsq vs ours (ceiling)    : max_b |dR2_lin| = {dpaper:.2e}, "
+        f"max_b |d r2_feature_median| = {dpaper_med:.2e}  (rows float32, as hooks see them)",
         f"ours vs store+lstsq              : {ours_s:.1f} vs {pp['seconds']:.1f} s ({pp['seconds'] / ours_s:.2f}x); "
         f"peak RSS {c64['peak_rss_mib']:.0f} vs {pp['peak_rss_mib']:.0f} MiB",
         "R2_lin by block (f64)            : " + " ".join(f"{v:.3f}" for v in r64),
@@ -416,29 +529,54 @@ def summarize(raw: dict, args, out: Path | None) -> None:
     flat = None
     if "big" in res:
         flat = res["big"]["peak_rss_mib"] / c64["peak_rss_mib"]
-        lines.append(f"capture peak RSS vs tokens       : {c64['tokens']} -> {res['big']['tokens']} tokens: "
-                     f"{c64['peak_rss_mib']:.0f} -> {res['big']['peak_rss_mib']:.0f} MiB ({flat:.3f}x)")
-    busy = [f"{METHODS[m][0]} ({res[m]['other_cpu_share']:.0%})" for m in table if res[m].get("other_cpu_share", 0.0) > 0.1 and m != "ours"]
+        lines.append(
+            f"capture peak RSS vs tokens       : {c64['tokens']} -> {res['big']['tokens']} tokens: "
+            f"{c64['peak_rss_mib']:.0f} -> {res['big']['peak_rss_mib']:.0f} MiB ({flat:.3f}x)"
+        )
+    busy = [
+        f"{METHODS[m][0]} ({res[m]['other_cpu_share']:.0%})"
+        for m in table
+        if res[m].get("other_cpu_share", 0.0) > 0.1 and m != "ours"
+    ]
     if busy:
-        lines.append(f"WARNING: other processes used > 10% of the {ncpu} CPUs during: {', '.join(busy)}; those timings are inflated "
-                     "(the median-per-batch ratio is less affected)")
+        lines.append(
+            f"WARNING: other processes used > 10% of the {ncpu} CPUs during: {', '.join(busy)}; "
+            "those timings are inflated "
+            "(the median-per-batch ratio is less affected)"
+        )
     if spread > 0.1:
-        lines.append(f"WARNING: the two plain forward runs differ by {spread:.0%}: the machine's speed varied; timings are unreliable")
+        lines.append(
+            f"WARNING: the two plain forward runs differ by {spread:.0%}: the machine's speed varied; "
+            "timings are unreliable"
+        )
     ok = lambda c: "PASS" if c else "MISS"  # noqa: E731
     lines += [
         "",
-        f"{ok(c64['seconds'] / plain <= TARGET_CAPTURE)}  capture (f64, stats only) <= {TARGET_CAPTURE}x plain forward: {c64['seconds'] / plain:.2f}x "
+        f"{ok(c64['seconds'] / plain <= TARGET_CAPTURE)}  capture (f64, stats only) <= {TARGET_CAPTURE}x "
+        f"plain forward: {c64['seconds'] / plain:.2f}x "
         f"(median per batch {med_ratio('capture64'):.2f}x; f32 fast mode {c32['seconds'] / plain:.2f}x)",
-        f"{ok(ours_s < pp['seconds'])}  ours (capture + ceiling) faster than store + lstsq: {ours_s:.1f} s vs {pp['seconds']:.1f} s",
-        ("SKIP  our memory flat --tokens -> --big-tokens (--skip-big given)" if flat is None else
-         f"{ok(flat <= TARGET_FLAT)}  our memory flat {c64['tokens']} -> {res['big']['tokens']} tokens within {TARGET_FLAT}x (sample_rows=0): {flat:.3f}x"),
+        f"{ok(ours_s < pp['seconds'])}  ours (capture + ceiling) faster than store + lstsq: "
+        f"{ours_s:.1f} s vs {pp['seconds']:.1f} s",
+        (
+            "SKIP  our memory flat --tokens -> --big-tokens (--skip-big given)"
+            if flat is None
+            else (
+                f"{ok(flat <= TARGET_FLAT)}  our memory flat {c64['tokens']} -> {res['big']['tokens']} tokens "
+                f"within {TARGET_FLAT}x (sample_rows=0): {flat:.3f}x"
+            )
+        ),
         f"{ok(dpaper <= 1e-9)}  ours agrees with lstsq on the stored rows within 1e-9: max |dR2_lin| = {dpaper:.1e}",
     ]
     print("\n".join(lines), flush=True)
     if out:
-        summary = {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}, "raw": raw, "results": res,
-                   "fast_error": {"r2_lin": err32, "r2_feature_median": err32_med},
-                   "paper_vs_ours": {"r2_lin": dpaper, "r2_feature_median": dpaper_med}, "table": lines}
+        summary = {
+            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+            "raw": raw,
+            "results": res,
+            "fast_error": {"r2_lin": err32, "r2_feature_median": err32_med},
+            "paper_vs_ours": {"r2_lin": dpaper, "r2_feature_median": dpaper_med},
+            "table": lines,
+        }
         out.write_text(json.dumps(summary, indent=1))
         print(f"results written to {out} (re-print with --report {out})")
 

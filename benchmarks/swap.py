@@ -14,7 +14,8 @@ import time
 
 from linrec.capture import get_capture
 from linrec.models import load_model
-from linrec.swap import SwapEvaluator, SwapStudy
+from linrec.perplexity import PerplexityEvaluator
+from linrec.swap import SwapStudy
 
 
 def main() -> None:
@@ -31,10 +32,10 @@ def main() -> None:
     study = SwapStudy(cap, loaded, batch_size=args.batch_size, progress=False)
     ids = study.windows.ids[study.windows.test]
     t0 = time.perf_counter()
-    cached = SwapEvaluator(loaded.model, ids, args.batch_size, reuse_prefix=True)
+    cached = PerplexityEvaluator(loaded.model, ids, args.batch_size, reuse_prefix=True)
     t_cached_base = time.perf_counter() - t0
     t0 = time.perf_counter()
-    plain = SwapEvaluator(loaded.model, ids, args.batch_size, reuse_prefix=False)
+    plain = PerplexityEvaluator(loaded.model, ids, args.batch_size, reuse_prefix=False)
     t_plain_base = time.perf_counter() - t0
     print(f"{args.model}, {len(ids)} held-out windows × {ids.shape[1]} tokens")
     print(f"base run: cached (records every block's output) {t_cached_base:.1f} s, plain {t_plain_base:.1f} s")

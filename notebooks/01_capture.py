@@ -28,16 +28,19 @@
 # seeded sample of raw rows is kept on disk for the probes of later notebooks.
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"        # wiki | web | code (offline), wikitext-2 (hub), or a path
-seq_len = 128          # the paper's window
-tokens = 20_480        # per model; windows split 80/20 train/test at random
-seed = 0               # split and row-sample seed
-sample_rows = 30_000   # raw (x, y) rows kept per block for the probes
-batch_size = 8         # windows per forward pass
-device = "cpu"         # or "cuda"
+models = [
+    "smollm2-135m",
+    "gemma3-270m",
+]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
+seq_len = 128  # the paper's window
+tokens = 20_480  # per model; windows split 80/20 train/test at random
+seed = 0  # split and row-sample seed
+sample_rows = 30_000  # raw (x, y) rows kept per block for the probes
+batch_size = 8  # windows per forward pass
+device = "cpu"  # or "cuda"
 results_dir = "results/default"  # capture.csv, relative to the project root
-figures_dir = "figures"          # fig1_method.png / .pdf
+figures_dir = "figures"  # fig1_method.png / .pdf
 
 # %% [markdown]
 # ## Figure 1: the measurement
@@ -46,8 +49,9 @@ figures_dir = "figures"          # fig1_method.png / .pdf
 # %%
 import pandas as pd
 
+from linrec.figures import project_root
 from linrec.plots import fig1_method
-from linrec.run import project_root
+from linrec.tables import labelled, save_table
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -57,7 +61,7 @@ fig = fig1_method(root / figures_dir / "fig1_method")
 
 from linrec.capture import get_capture
 from linrec.models import load_model
-from linrec.sites import FFN_SITES, find_ffn_sites
+from linrec.sites import find_ffn_sites
 
 # %% [markdown]
 # ## Where is the FFN?
@@ -68,7 +72,13 @@ from linrec.sites import FFN_SITES, find_ffn_sites
 first = load_model(models[0], device=device)
 sites = find_ffn_sites(first.model)
 print(f"{first.name}: {first.model_type}, {len(sites)} blocks; {'; '.join(first.notes)}")
-pd.DataFrame({"block": [s.index for s in sites], "FFN module": [s.path for s in sites], "kind": [type(s.ffn_in).__name__ for s in sites]}).head(4)
+pd.DataFrame(
+    {
+        "block": [s.index for s in sites],
+        "FFN module": [s.path for s in sites],
+        "kind": [type(s.ffn_in).__name__ for s in sites],
+    }
+).head(4)
 
 # %% [markdown]
 # ## One forward pass per model
@@ -80,16 +90,35 @@ pd.DataFrame({"block": [s.index for s in sites], "FFN module": [s.path for s in 
 summary = []
 for name in models:
     loaded = first if name == first.name else None
-    cap = get_capture(name, corpus, seq_len, tokens, seed, sample_rows=sample_rows, batch_size=batch_size, device=device, loaded=loaded)
+    cap = get_capture(
+        name,
+        corpus,
+        seq_len,
+        tokens,
+        seed,
+        sample_rows=sample_rows,
+        batch_size=batch_size,
+        device=device,
+        loaded=loaded,
+    )
     m = cap.meta
-    summary.append({
-        "model": name, "type": m["model_type"], "blocks": m["n_blocks"], "d_model": m["dims"][0][0],
-        "train rows": m["n_rows"]["train"], "test rows": m["n_rows"]["test"], "tokens": m["tokens_used"],
-        "BOS per window": m["bos"], "capture s": round(m["seconds"], 1), "from cache": cap.cached,
-    })
+    summary.append(
+        {
+            "model": name,
+            "model_type": m["model_type"],
+            "n_blocks": m["n_blocks"],
+            "d_model": m["dims"][0][0],
+            "n_train_rows": m["n_rows"]["train"],
+            "n_test_rows": m["n_rows"]["test"],
+            "tokens": m["tokens_used"],
+            "bos": m["bos"],
+            "seconds": round(m["seconds"], 1),
+            "from_cache": cap.cached,
+        }
+    )
 summary = pd.DataFrame(summary)
-summary.to_csv(root / results_dir / "capture.csv", index=False)
-summary
+save_table(summary, "capture", root / results_dir)
+labelled(summary)
 
 # %% [markdown]
 # Each block now has, per split, the float64 statistics of roughly `0.8 × tokens` train rows and

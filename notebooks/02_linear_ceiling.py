@@ -34,24 +34,29 @@
 # κ of the raw Gram matrix and of the rescaled one the solver actually sees.
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"        # wiki | web | code (offline), wikitext-2 (hub), or a path
-seq_len = 128          # the paper's window
-tokens = 20_480        # per model; windows split 80/20 train/test at random
-seed = 0               # split and row-sample seed
-sample_rows = 30_000   # must match notebook 01 to reuse its cached capture
+models = [
+    "smollm2-135m",
+    "gemma3-270m",
+]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
+seq_len = 128  # the paper's window
+tokens = 20_480  # per model; windows split 80/20 train/test at random
+seed = 0  # split and row-sample seed
+sample_rows = 30_000  # must match notebook 01 to reuse its cached capture
 batch_size = 8
 device = "cpu"
 results_dir = "results/default"  # tables (CSV), relative to the project root
-figures_dir = "figures"          # fig2_r2_lin.png / .pdf
+figures_dir = "figures"  # fig2_r2_lin.png / .pdf
 
 # %%
 import pandas as pd
 
 from linrec.capture import get_capture
-from linrec.ceiling import ceiling_table
+from linrec.figures import project_root
 from linrec.plots import fig2_r2_lin
-from linrec.run import project_root
+from linrec.recoverability import ceiling_table
+from linrec.tables import labelled, save_table
+from linrec.verdicts import FIRST_TOKEN_SHARE, RULES, claim1, profile_summary
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -63,20 +68,39 @@ root = project_root()
 
 # %%
 table = pd.concat(
-    [ceiling_table(get_capture(m, corpus, seq_len, tokens, seed, sample_rows=sample_rows, batch_size=batch_size, device=device)) for m in models],
+    [
+        ceiling_table(
+            get_capture(m, corpus, seq_len, tokens, seed, sample_rows=sample_rows, batch_size=batch_size, device=device)
+        )
+        for m in models
+    ],
     ignore_index=True,
 )
-table.to_csv(root / results_dir / "r2_lin.csv", index=False)
-cols = ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "first_var_share", "r2_ex_first", "cond_gram", "cond_scaled", "n_train", "n_test"]
+save_table(table, "r2_lin", root / results_dir)
+cols = [
+    "model",
+    "block",
+    "r2_lin",
+    "r2_lo",
+    "r2_hi",
+    "r2_feature_median",
+    "first_var_share",
+    "r2_ex_first",
+    "cond_gram",
+    "cond_scaled",
+    "n_train",
+    "n_test",
+]
 fmt = {c: "{:.3f}" for c in ["r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "first_var_share", "r2_ex_first"]}
 table[cols].style.format(fmt | {"cond_gram": "{:.1e}", "cond_scaled": "{:.1e}"}).hide(axis="index")
 
 # %% [markdown]
 # ## Figure 2 (R²_lin panel)
 # Solid: the global, variance-weighted R²_lin, with its 95 % bootstrap interval (`r2_lo`, `r2_hi`:
-# held-out windows resampled 1000 times, the fitted map held fixed; `linrec.robust`). Dotted: the median over output features of the
-# per-feature R² — when the two part ways, a few high-variance features carry the global number
-# (notebook 04 takes this apart). Grey dashed: R²_lin with each window's first token left out of
+# held-out windows resampled 1000 times, the fitted map held fixed; `linrec.heldout`). Dotted: the
+# median over output features of the per-feature R² — when the two part ways, a few
+# high-variance features carry the global number (notebook 04 takes this apart). Grey dashed:
+# R²_lin with each window's first token left out of
 # fit and score (`r2_ex_first`). Where it falls far below the solid line, the block's output
 # variance sits on that one token (`first_var_share`), the attention sink of a model that runs
 # without a BOS token, and the high R²_lin describes that token, not the block on running text.
@@ -88,24 +112,15 @@ fig = fig2_r2_lin(table, root / figures_dir / "fig2_r2_lin")
 # ## What the numbers say
 # The paper's first claim: per-block R²_lin is heterogeneous and non-monotone with depth, spanning
 # > 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m). The summary below is
-# computed from the table above.
+# computed from the table above by `linrec.verdicts.profile_summary` (the rule that judges claim 1
+# is `linrec.verdicts.claim1`, stated below the table).
 
 # %%
-def profile(t: pd.DataFrame) -> pd.Series:
-    r = t.sort_values("block")["r2_lin"].to_numpy()
-    jumps = abs(r[1:] - r[:-1])
-    return pd.Series({
-        "blocks": len(r), "min R²_lin": r.min(), "max R²_lin": r.max(),
-        "largest jump between adjacent blocks": jumps.max(),
-        "direction changes with depth": int(((r[2:] - r[1:-1]) * (r[1:-1] - r[:-2]) < 0).sum()),
-        "median κ(Gram)": t["cond_gram"].median(),
-        "max R²_lin without first tokens": t["r2_ex_first"].max(),
-        "first token ≥ 50 % of output variance": " ".join(map(str, t.loc[t["first_var_share"] >= 0.5, "block"])) or "none",
-    })
-
-summary = table.groupby("model", sort=False).apply(profile, include_groups=False)
-summary.to_csv(root / results_dir / "r2_lin_summary.csv")
-summary.round(3)
+summary = profile_summary(table)
+save_table(summary, "r2_lin_summary", root / results_dir)
+print("claim 1 rule:", RULES[1])
+print("verdict:", claim1(summary).verdict)
+labelled(summary).round(3)
 
 # %% [markdown]
 # The paper's "> 0.99" blocks deserve a second look here: GPT-2 and many small llama-style
@@ -114,9 +129,12 @@ summary.round(3)
 
 # %%
 for m, t in table.groupby("model", sort=False):
-    sink = t[t["first_var_share"] >= 0.5]
+    sink = t[t["first_var_share"] >= FIRST_TOKEN_SHARE]
     if sink.empty:
         print(f"{m}: no block holds half its output variance on the first token; R²_lin describes running text.")
     for r in sink.itertuples():
-        print(f"{m} block {r.block}: R²_lin {r.r2_lin:.3f}, of which the first token holds {r.first_var_share:.0%} of the output variance; "
-              f"without it R²_lin is {r.r2_ex_first:.3f}.")
+        print(
+            f"{m} block {r.block}: R²_lin {r.r2_lin:.3f}, of which the first token holds "
+            f"{r.first_var_share:.0%} of the output variance; "
+            f"without it R²_lin is {r.r2_ex_first:.3f}."
+        )

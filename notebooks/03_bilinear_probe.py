@@ -38,15 +38,18 @@
 # the closed-form ceiling on those rows.
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"        # wiki | web | code (offline), wikitext-2 (hub), or a path
-seq_len = 128          # the paper's window
-tokens = 20_480        # per model; must match notebook 01 to reuse its capture
-seed = 0               # split, row sample, probe and baseline seeds
-sample_rows = 30_000   # rows the probes train and test on
+models = [
+    "smollm2-135m",
+    "gemma3-270m",
+]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
+seq_len = 128  # the paper's window
+tokens = 20_480  # per model; must match notebook 01 to reuse its capture
+seed = 0  # split, row sample, probe and baseline seeds
+sample_rows = 30_000  # rows the probes train and test on
 batch_size = 8
 device = "cpu"
-rank = 16              # the paper's probe rank
+rank = 16  # the paper's probe rank
 results_dir = "results/default"
 figures_dir = "figures"
 
@@ -54,21 +57,38 @@ figures_dir = "figures"
 import pandas as pd
 
 from linrec.capture import get_capture
+from linrec.figures import project_root
 from linrec.plots import fig3_bilinear_gain, fig3b_trained_pitfall
-from linrec.probe import Rows, closed_form_on_rows, pearson_with_ci, probe_table, train_affine
-from linrec.run import project_root
+from linrec.probe import Rows, closed_form_on_rows, probe_table, train_affine
+from linrec.tables import labelled, save_table
+from linrec.uncertainty import pearson_with_ci
+from linrec.verdicts import RULES, claim3, claim7, probe_summary, trained_shortfall
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
-captures = {m: get_capture(m, corpus, seq_len, tokens, seed, sample_rows=sample_rows, batch_size=batch_size, device=device) for m in models}
+captures = {
+    m: get_capture(m, corpus, seq_len, tokens, seed, sample_rows=sample_rows, batch_size=batch_size, device=device)
+    for m in models
+}
 
 # %% [markdown]
 # ## Probe and baselines, every block of every model
 
 # %%
 table = pd.concat([probe_table(c, rank=rank, seed=seed) for c in captures.values()], ignore_index=True)
-table.to_csv(root / results_dir / "probe.csv", index=False)
-cols = ["model", "block", "r2_lin", "r2_poly", "gain", "probe_stop", "r2_ceiling_rows", "r2_trained_adam", "r2_trained_sgd", "cond_gram"]
+save_table(table, "probe", root / results_dir)
+cols = [
+    "model",
+    "block",
+    "r2_lin",
+    "r2_poly",
+    "gain",
+    "probe_stop",
+    "r2_ceiling_rows",
+    "r2_trained_adam",
+    "r2_trained_sgd",
+    "cond_gram",
+]
 table[cols].style.format({c: "{:.3f}" for c in cols[2:5] + cols[6:9]} | {"cond_gram": "{:.1e}"}).hide(axis="index")
 
 # %% [markdown]
@@ -78,14 +98,11 @@ table[cols].style.format({c: "{:.3f}" for c in cols[2:5] + cols[6:9]} | {"cond_g
 # %%
 corr = pearson_with_ci(1 - table["r2_lin_rows"], table["gain"], seed=seed)
 fig = fig3_bilinear_gain(table, corr, root / figures_dir / "fig3_bilinear_gain")
-summary = pd.DataFrame([{
-    "blocks": len(table), "median gain": table["gain"].median(), "max gain": table["gain"].max(),
-    "min gain": table["gain"].min(), "Pearson r": corr["r"], "p": corr["p"], "95% CI": f"[{corr['ci_low']:.2f}, {corr['ci_high']:.2f}]",
-    "probes stopped by": ", ".join(f"{k} {v}" for k, v in table["probe_stop"].value_counts().items()),
-    "probe seconds (all blocks)": table["seconds_probe"].sum(),
-}])
-summary.to_csv(root / results_dir / "probe_summary.csv", index=False)
-summary
+summary = probe_summary(table, corr)
+save_table(summary, "probe_summary", root / results_dir)
+print("claim 3 rule:", RULES[3])
+print("verdict:", claim3(summary).verdict)
+labelled(summary).T
 
 # %% [markdown]
 # ## The pitfall: trained baselines against the ceiling
@@ -94,10 +111,17 @@ summary
 
 # %%
 fig_b = fig3b_trained_pitfall(table, root / figures_dir / "fig3b_trained_pitfall")
-pitfall = table.assign(
-    adam_short=table["r2_ceiling_rows"] - table["r2_trained_adam"],
-    sgd_short=table["r2_ceiling_rows"] - table["r2_trained_sgd"],
-).groupby("model", sort=False)[["adam_short", "sgd_short"]].agg(["median", "max"])
+pitfall = (
+    table.assign(
+        adam_short=table["r2_ceiling_rows"] - table["r2_trained_adam"],
+        sgd_short=table["r2_ceiling_rows"] - table["r2_trained_sgd"],
+        best_short=trained_shortfall(table),
+    )
+    .groupby("model", sort=False)[["adam_short", "sgd_short", "best_short"]]
+    .agg(["median", "max"])
+)
+print("claim 7 rule:", RULES[7])
+print("verdict:", claim7(table).verdict)
 pitfall
 
 # %% [markdown]
@@ -111,12 +135,17 @@ pitfall
 worst = table.loc[(table["r2_ceiling_rows"] - table["r2_trained_adam"]).idxmax()]
 rows = Rows.from_capture(captures[worst["model"]], int(worst["block"]))
 _, ceiling = closed_form_on_rows(rows)
-demo = pd.DataFrame([
-    {"fit": "closed form (ceiling)", "held-out R²": ceiling},
-    {"fit": "Adam, 5 epochs", "held-out R²": train_affine(rows, "adam", seed=seed).r2_test},
-    {"fit": "SGD, 5 epochs", "held-out R²": train_affine(rows, "sgd", seed=seed).r2_test},
-    {"fit": "SGD, 20 epochs, whitened inputs, decaying step", "held-out R²": train_affine(rows, "sgd", epochs=20, whiten=True, decay=True, seed=seed).r2_test},
-    {"fit": "Adam, 50 epochs", "held-out R²": train_affine(rows, "adam", epochs=50, seed=seed).r2_test},
-]).assign(model=worst["model"], block=int(worst["block"]), cond_gram=worst["cond_gram"])
-demo.to_csv(root / results_dir / "pitfall_demo.csv", index=False)
+demo = pd.DataFrame(
+    [
+        {"fit": "closed form (ceiling)", "r2_test": ceiling},
+        {"fit": "Adam, 5 epochs", "r2_test": train_affine(rows, "adam", seed=seed).r2_test},
+        {"fit": "SGD, 5 epochs", "r2_test": train_affine(rows, "sgd", seed=seed).r2_test},
+        {
+            "fit": "SGD, 20 epochs, whitened inputs, decaying step",
+            "r2_test": train_affine(rows, "sgd", epochs=20, whiten=True, decay=True, seed=seed).r2_test,
+        },
+        {"fit": "Adam, 50 epochs", "r2_test": train_affine(rows, "adam", epochs=50, seed=seed).r2_test},
+    ]
+).assign(model=worst["model"], block=int(worst["block"]), cond_gram=worst["cond_gram"])
+save_table(demo, "pitfall_demo", root / results_dir)
 demo

@@ -48,12 +48,13 @@
 #
 # **The rule** (`linrec.spectrum.regime`, applied to every block):
 #
-# | regime | condition |
-# |---|---|
-# | nonlinear | R²_lin < 0.6 |
-# | first-token-concentrated | R²_lin ≥ 0.6 and r2_ex_first at least 0.2 below it (our addition: a third regime the paper does not name) |
-# | outlier-concentrated | R²_lin ≥ 0.6, median per-feature R² at least 0.2 below R²_lin, and the top-1 output feature holds ≥ 50 % of the variance *or* the output effective rank is below 5 % of the width |
-# | broadly linear | every other block with R²_lin ≥ 0.6 |
+# * **nonlinear**: R²_lin < 0.6;
+# * **first-token-concentrated**: R²_lin ≥ 0.6 and r2_ex_first at least 0.2 below it (our addition:
+#   a third regime the paper does not name);
+# * **outlier-concentrated**: R²_lin ≥ 0.6, median per-feature R² at least 0.2 below R²_lin, and the
+#   top-1 output feature holds ≥ 50 % of the variance *or* the output effective rank is below 5 % of
+#   the width;
+# * **broadly linear**: every other block with R²_lin ≥ 0.6.
 #
 # A block needs *both* a gap between the two R² and a concentrated output to count as
 # outlier-concentrated: concentration alone is harmless when the small features are fitted well too.
@@ -62,12 +63,15 @@
 # feature's; `n_massive` counts them per block.
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"        # wiki | web | code (offline), wikitext-2 (hub), or a path
+models = [
+    "smollm2-135m",
+    "gemma3-270m",
+]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
 seq_len = 128
-tokens = 20_480        # must match notebook 01 to reuse its capture
+tokens = 20_480  # must match notebook 01 to reuse its capture
 seed = 0
-sample_rows = 30_000   # part of the capture's cache key; not used here
+sample_rows = 30_000  # part of the capture's cache key; not used here
 batch_size = 8
 device = "cpu"
 results_dir = "results/default"
@@ -75,12 +79,13 @@ figures_dir = "figures"
 
 # %%
 import pandas as pd
-from scipy import stats
 
 from linrec.capture import get_capture
+from linrec.figures import project_root
 from linrec.plots import fig4_rank_outliers
-from linrec.run import project_root
 from linrec.spectrum import REGIMES, spectrum_table
+from linrec.tables import labelled, save_table
+from linrec.verdicts import RULES, claim4, input_side, regime_summary
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -90,14 +95,52 @@ root = project_root()
 
 # %%
 table = pd.concat(
-    [spectrum_table(get_capture(m, corpus, seq_len, tokens, seed, sample_rows=sample_rows, batch_size=batch_size, device=device)) for m in models],
+    [
+        spectrum_table(
+            get_capture(m, corpus, seq_len, tokens, seed, sample_rows=sample_rows, batch_size=batch_size, device=device)
+        )
+        for m in models
+    ],
     ignore_index=True,
 )
-table.to_csv(root / results_dir / "spectrum.csv", index=False)
-cols = ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "n_massive", "r2_ex_top1", "r2_ex_top8",
-        "first_var_share", "r2_ex_first", "eff_rank_out", "eff_rank_in", "cond_gram", "cond_gram_test", "dynamic_range_in", "regime"]
-fmt = {c: "{:.3f}" for c in ["r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "first_var_share", "r2_ex_first"]}
-fmt |= {"eff_rank_out": "{:.1f}", "eff_rank_in": "{:.1f}", "cond_gram": "{:.1e}", "cond_gram_test": "{:.1e}", "dynamic_range_in": "{:.1f}"}
+save_table(table, "spectrum", root / results_dir)
+cols = [
+    "model",
+    "block",
+    "r2_lin",
+    "r2_feature_median",
+    "top1_var_share",
+    "n_massive",
+    "r2_ex_top1",
+    "r2_ex_top8",
+    "first_var_share",
+    "r2_ex_first",
+    "eff_rank_out",
+    "eff_rank_in",
+    "cond_gram",
+    "cond_gram_test",
+    "dynamic_range_in",
+    "regime",
+]
+fmt = {
+    c: "{:.3f}"
+    for c in [
+        "r2_lin",
+        "r2_feature_median",
+        "top1_var_share",
+        "r2_ex_top1",
+        "r2_ex_top8",
+        "first_var_share",
+        "r2_ex_first",
+    ]
+}
+fmt |= {
+    "eff_rank_out": "{:.1f}",
+    "eff_rank_in": "{:.1f}",
+    "cond_gram": "{:.1e}",
+    "cond_gram_test": "{:.1e}",
+    "dynamic_range_in": "{:.1f}",
+}
 table[cols].style.format(fmt).hide(axis="index")
 
 # %% [markdown]
@@ -114,24 +157,13 @@ fig = fig4_rank_outliers(table, root / figures_dir / "fig4_rank_outliers")
 # %% [markdown]
 # ## Regimes and massive activations, per model
 
-# %%
-def regimes(t: pd.DataFrame) -> pd.Series:
-    blocks = lambda sel: ", ".join(map(str, t.loc[sel, "block"])) or "none"  # noqa: E731
-    return pd.Series({
-        "blocks": len(t),
-        **{reg: int((t["regime"] == reg).sum()) for reg in REGIMES},
-        "outlier-concentrated blocks": blocks(t["regime"] == "outlier-concentrated"),
-        "first-token-concentrated blocks": blocks(t["regime"] == "first-token-concentrated"),
-        "first position ≥ 50 % of output variance": blocks(t["first_var_share"] >= 0.5),
-        "blocks with massive output features": blocks(t["n_massive"] > 0),
-        "top-1 share ≥ 0.5 yet broadly linear": blocks((t["top1_var_share"] >= 0.5) & (t["regime"] == "broadly linear")),
-        "largest drop R²_lin → ex-top-8": (t["r2_lin"] - t["r2_ex_top8"]).max(),
-        "median eff. rank out / width": (t["eff_rank_out"] / t["d_out"]).median(),
-    })
 
-summary = table.groupby("model", sort=False).apply(regimes, include_groups=False)
-summary.to_csv(root / results_dir / "spectrum_summary.csv")
-summary.T
+# %%
+summary = regime_summary(table, REGIMES)
+save_table(summary, "spectrum_summary", root / results_dir)
+print("claim 4 rule:", RULES[4])
+print("verdict:", claim4(summary).verdict)
+labelled(summary).T
 
 # %% [markdown]
 # A block can hold most of its output variance in one feature and still be broadly linear: the
@@ -140,9 +172,25 @@ summary.T
 # to R²_lin), so the global number is not an artefact of the outlier. The block-by-block view:
 
 # %%
-mixed = table[(table["top1_var_share"] >= 0.5) | (table["first_var_share"] >= 0.2) | table["regime"].str.endswith("concentrated")]
-mixed[["model", "block", "regime", "r2_lin", "r2_feature_median", "r2_ex_top1", "r2_ex_top8", "top1_var_share", "top1_var_ratio",
-       "first_var_share", "r2_ex_first", "eff_rank_out"]].round(3)
+mixed = table[
+    (table["top1_var_share"] >= 0.5) | (table["first_var_share"] >= 0.2) | table["regime"].str.endswith("concentrated")
+]
+mixed[
+    [
+        "model",
+        "block",
+        "regime",
+        "r2_lin",
+        "r2_feature_median",
+        "r2_ex_top1",
+        "r2_ex_top8",
+        "top1_var_share",
+        "top1_var_ratio",
+        "first_var_share",
+        "r2_ex_first",
+        "eff_rank_out",
+    ]
+].round(3)
 
 # %% [markdown]
 # A first-token-concentrated block can look broadly linear by every per-feature measure: when the
@@ -156,14 +204,8 @@ mixed[["model", "block", "regime", "r2_lin", "r2_feature_median", "r2_ex_top1", 
 # the input statistics. Spearman's ρ across the blocks of each model between R²_lin and each input
 # descriptor (with its p-value); notebook 07 tests the question directly with controls.
 
-# %%
-def input_side(t: pd.DataFrame) -> pd.DataFrame:
-    out = []
-    for col in ["cond_gram", "cond_gram_test", "eff_rank_in", "dynamic_range_in"]:
-        rho, p = stats.spearmanr(t["r2_lin"], t[col])
-        out.append({"input descriptor": col, "Spearman ρ with R²_lin": rho, "p": p})
-    return pd.DataFrame(out)
 
-inputs = pd.concat({m: input_side(t) for m, t in table.groupby("model", sort=False)}, names=["model"]).reset_index(level=0)
-inputs.to_csv(root / results_dir / "spectrum_inputs.csv", index=False)
+# %%
+inputs = input_side(table)
+save_table(inputs, "spectrum_inputs", root / results_dir)
 inputs.round(3)

@@ -26,11 +26,11 @@
 # **How sure is each number?** An R²_lin is a ratio of sums over held-out positions. Positions in
 # one window are correlated, so the honest resampling unit is the window: the capture keeps, for
 # every held-out window, that window's error and variance sums per output feature
-# (`linrec.robust`), and a bootstrap draws windows with replacement (1000 resamples) to give a
+# (`linrec.heldout`), and a bootstrap draws windows with replacement (1000 resamples) to give a
 # 95 % percentile interval for every block. The fitted map is held fixed: the interval is the
 # uncertainty of *this* map's held-out score, not of refitting.
 #
-# **Comparing profiles** (`linrec.robust.profile_agreement`): for each model and each pair of
+# **Comparing profiles** (`linrec.uncertainty.profile_agreement`): for each model and each pair of
 # corpora, the Pearson and Spearman correlation of the per-block profiles, the largest per-block
 # difference, and how many blocks have disjoint bootstrap intervals (a difference larger than
 # the noise).
@@ -39,16 +39,19 @@
 # cached; only the notebook-01 corpus keeps raw rows, the others keep statistics only.
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"                  # notebook 01's corpus: its cached capture (with rows) is reused
+models = [
+    "smollm2-135m",
+    "gemma3-270m",
+]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+corpus = "wiki"  # notebook 01's corpus: its cached capture (with rows) is reused
 corpora = ["wiki", "web", "code"]  # with the hub: ["wikitext-2", "web", "code"]
 seq_len = 128
-tokens = 20_480                  # per model and corpus
+tokens = 20_480  # per model and corpus
 seed = 0
-sample_rows = 30_000             # raw rows kept for `corpus` only (its cache key); 0 for the others
+sample_rows = 30_000  # raw rows kept for `corpus` only (its cache key); 0 for the others
 batch_size = 8
 device = "cpu"
-n_boot = 1000                    # bootstrap resamples of held-out windows
+n_boot = 1000  # bootstrap resamples of held-out windows
 results_dir = "results/default"
 figures_dir = "figures"
 
@@ -56,10 +59,12 @@ figures_dir = "figures"
 import pandas as pd
 
 from linrec.capture import get_captures
-from linrec.ceiling import ceiling_table
+from linrec.figures import project_root
 from linrec.plots import fig5_corpora
-from linrec.robust import profile_agreement
-from linrec.run import project_root
+from linrec.recoverability import ceiling_table
+from linrec.tables import labelled, save_table
+from linrec.uncertainty import profile_agreement
+from linrec.verdicts import corpus_verdicts
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -71,10 +76,12 @@ rows = {c: (sample_rows if c == corpus else 0) for c in corpora}
 # %%
 tables = []
 for m in models:
-    caps = get_captures(m, corpora, seq_len=seq_len, tokens=tokens, seed=seed, sample_rows=rows, batch_size=batch_size, device=device)
+    caps = get_captures(
+        m, corpora, seq_len=seq_len, tokens=tokens, seed=seed, sample_rows=rows, batch_size=batch_size, device=device
+    )
     tables += [ceiling_table(c, n_boot=n_boot, seed=seed) for c in caps.values()]
 table = pd.concat(tables, ignore_index=True)
-table.to_csv(root / results_dir / "corpora.csv", index=False)
+save_table(table, "corpora", root / results_dir)
 wide = table.pivot_table(index=["model", "block"], columns="corpus", values="r2_lin", sort=False)[corpora]
 wide.round(3)
 
@@ -91,7 +98,7 @@ fig = fig5_corpora(table, root / figures_dir / "fig5_corpora")
 
 # %%
 agreement = profile_agreement(table)
-agreement.to_csv(root / results_dir / "corpora_agreement.csv", index=False)
+save_table(agreement, "corpora_agreement", root / results_dir)
 agreement.round(3)
 
 # %% [markdown]
@@ -101,50 +108,26 @@ agreement.round(3)
 # the depth effect: **corpus/depth** = the mean over blocks of the standard deviation across
 # corpora, divided by the standard deviation across blocks of the corpus-averaged profile.
 #
-# | verdict | rule (per model) |
+# | verdict | rule (per model; `linrec.verdicts.corpus_word`, tested at each threshold) |
 # |---|---|
 # | a property of the model | every pair has Spearman ρ ≥ 0.7 and corpus/depth < 0.5 |
 # | shaped by the corpus | some pair has Spearman ρ < 0.4, or corpus/depth ≥ 1 |
 # | mixed | otherwise |
 
+
 # %%
-def verdict(model: str) -> dict:
-    a = agreement[agreement["model"] == model]
-    w = wide.loc[model]
-    ratio = float(w.std(axis=1, ddof=0).mean() / w.mean(axis=1).std(ddof=0))
-    rho = float(a["spearman_rho"].min())
-    if rho >= 0.7 and ratio < 0.5:
-        word = "a property of the model"
-    elif rho < 0.4 or ratio >= 1:
-        word = "shaped by the corpus"
-    else:
-        word = "mixed"
-    worst = a.loc[a["max_abs_diff"].idxmax()]
-    return {
-        "model": model,
-        "blocks": len(w),
-        "min Spearman ρ over pairs": rho,
-        "min Pearson r over pairs": float(a["pearson_r"].min()),
-        "corpus/depth": ratio,
-        "largest per-block difference": float(worst["max_abs_diff"]),
-        "where": f"block {int(worst['max_diff_block'])}, {worst['corpus_a']} vs {worst['corpus_b']}",
-        "block-pairs with disjoint CIs": f"{int(a['n_ci_disjoint'].sum())} of {int(a['n_ci_compared'].sum())}",
-        "median CI width": float((table.loc[table["model"] == model, "r2_hi"] - table.loc[table["model"] == model, "r2_lo"]).median()),
-        "verdict": word,
-    }
-
-
-verdicts = pd.DataFrame([verdict(m) for m in models])
-verdicts.to_csv(root / results_dir / "corpora_verdict.csv", index=False)
-verdicts.round(3)
+verdicts = corpus_verdicts(table, agreement, corpora)
+save_table(verdicts, "corpora_verdict", root / results_dir)
+labelled(verdicts).round(3)
 
 # %%
 for r in verdicts.to_dict("records"):
     print(
         f"{r['model']}: across {', '.join(corpora)} the per-block profile is {r['verdict']} "
-        f"(min Spearman ρ {r['min Spearman ρ over pairs']:.2f}, corpus/depth {r['corpus/depth']:.2f}; "
-        f"largest difference {r['largest per-block difference']:.3f} at {r['where']}; "
-        f"{r['block-pairs with disjoint CIs']} block comparisons differ beyond the bootstrap intervals)."
+        f"(min Spearman ρ {r['spearman_min']:.2f}, corpus/depth {r['corpus_depth_ratio']:.2f}; "
+        f"largest difference {r['max_abs_diff']:.3f} at block {r['max_diff_block']}, "
+        f"{r['max_diff_corpus_a']} vs {r['max_diff_corpus_b']}; "
+        f"{r['n_ci_disjoint']} of {r['n_ci_compared']} block comparisons differ beyond the bootstrap intervals)."
     )
 
 # %% [markdown]

@@ -29,7 +29,7 @@
 # log-likelihood over every predicted token of the *held-out* windows (the same seeded split the
 # statistics came from, never used for the fit). ΔPPL = PPL(block i swapped) − PPL(base). The
 # base model runs once; a swap at block i re-runs only blocks i… and the head, from the cached
-# residual stream (`linrec.swap.SwapEvaluator`; exact, tested against plain forwards).
+# residual stream (`linrec.swap.PerplexityEvaluator`; exact, tested against plain forwards).
 #
 # **Parameters.** The affine map has d² + d parameters; a gated FFN (SwiGLU, both offline models)
 # has 3·d·d_ff, a GPT-2 FFN 2·d·d_ff + d_ff + d. A rank-r map from reduced-rank regression
@@ -38,21 +38,24 @@
 # **Does R²_lin predict ΔPPL?** We rank blocks by several candidate predictors and compare with
 # the measured ΔPPL (Spearman ρ): R²_lin, the per-feature median R², the ex-top-k R² of
 # notebook 04, the raw output-space error, and a cheap direct one: ΔPPL on a few *train* windows
-# with the block's map refitted without them (the probe).
+# with the block's map refitted without them (screening).
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+models = [
+    "smollm2-135m",
+    "gemma3-270m",
+]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"
 seq_len = 128
-tokens = 20_480                  # must match notebook 01 to reuse its capture
+tokens = 20_480  # must match notebook 01 to reuse its capture
 seed = 0
-sample_rows = 30_000             # part of the capture's cache key; not used here
+sample_rows = 30_000  # part of the capture's cache key; not used here
 batch_size = 8
 device = "cpu"
-probe_windows = 8                # train windows of the probe predictor and of greedy selection
-ranks = [8, 32, 128, 256]        # reduced ranks for the ΔPPL-vs-parameters curve
-budget_ppl = 1.0                 # greedy multi-block swap: stop adding blocks beyond this ΔPPL
-save_dir = None                  # where the compressed model is written (None: $LINREC_CACHE/swapped/<model>)
+screening_windows = 8  # train windows for screening: the ΔPPL predictor and greedy selection
+ranks = [8, 32, 128, 256]  # reduced ranks for the ΔPPL-vs-parameters curve
+budget_ppl = 1.0  # greedy multi-block swap: stop adding blocks beyond this ΔPPL
+save_dir = None  # where the compressed model is written (None: $LINREC_CACHE/swapped/<model>)
 results_dir = "results/default"
 figures_dir = "figures"
 
@@ -60,20 +63,31 @@ figures_dir = "figures"
 import gc
 
 import pandas as pd
-from scipy import stats
 
-from linrec._io import cache_root
 from linrec.capture import get_capture
-from linrec.ceiling import ceiling_table
+from linrec.figures import project_root
+from linrec.files import cache_root
 from linrec.models import load_model
+from linrec.perplexity import PerplexityEvaluator
 from linrec.plots import fig2_r2_lin, fig6_swap
-from linrec.run import project_root
+from linrec.recoverability import ceiling_table
 from linrec.spectrum import spectrum_table
-from linrec.swap import SwapEvaluator, SwapStudy, load_swapped
+from linrec.surgery import load_swapped
+from linrec.swap import SwapStudy
+from linrec.tables import labelled, save_table
+from linrec.verdicts import CLAIM6_BUDGET, RULES, SWAP_HIGH_R2, claim6, swap_params, swap_predictors, swap_safety
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
-kw = dict(corpus=corpus, seq_len=seq_len, tokens=tokens, seed=seed, sample_rows=sample_rows, batch_size=batch_size, device=device)
+kw = dict(
+    corpus=corpus,
+    seq_len=seq_len,
+    tokens=tokens,
+    seed=seed,
+    sample_rows=sample_rows,
+    batch_size=batch_size,
+    device=device,
+)
 
 # %% [markdown]
 # ## Every block, swapped alone
@@ -88,7 +102,7 @@ for m in models:
     capture = get_capture(m, **kw)
     loaded = load_model(m, device=device)
     study = SwapStudy(capture, loaded, batch_size=batch_size)
-    t = study.table(probe_windows=probe_windows, seed=seed)
+    t = study.table(screening_windows=screening_windows, seed=seed)
     swap_tables.append(t)
     ceilings.append(ceiling_table(capture, seed=seed))
     spectra.append(spectrum_table(capture))
@@ -98,39 +112,82 @@ for m in models:
     curves.append(study.rank_curve(curve_block, [r for r in ranks if r < capture.stats["train"][curve_block].d_out]))
 
     # greedy, twice: blocks tried in descending R²_lin (the paper's ordering), then in ascending
-    # probe ΔPPL (the predictor compared below); each accepted by ΔPPL on the probe windows (maps
+    # screening ΔPPL (the predictor compared below); each accepted by ΔPPL on the screening windows (maps
     # refitted without them), the final set reported on the held-out windows
-    orders = {"R²_lin": None, "probe ΔPPL": {int(b): -float(d) for b, d in zip(t["block"], t["probe_delta_ppl"])}}
+    orders = {
+        "R²_lin": None,
+        "screening ΔPPL": {int(b): -float(d) for b, d in zip(t["block"], t["screening_delta_ppl"])},
+    }
     results = {}
     for order, scores in orders.items():
-        g = results[order] = study.greedy(budget_ppl, scores=scores, select_on="probe", probe_windows=probe_windows, seed=seed)
+        g = results[order] = study.greedy(
+            budget_ppl, scores=scores, select_on="screening", screening_windows=screening_windows, seed=seed
+        )
         steps.append(g.steps.assign(model=m, order=order))
-        greedy_rows.append({
-            "model": m, "order": order, "budget_ppl": budget_ppl, "blocks_swapped": " ".join(map(str, sorted(g.swapped))), "n_swapped": len(g.swapped),
-            "probe_ppl_base": g.ppl_base, "probe_ppl_final": g.ppl_final,
-            "test_ppl_base": g.holdout_ppl_base, "test_ppl_final": g.holdout_ppl_final,
-            "test_delta_ppl": g.holdout_ppl_final - g.holdout_ppl_base,
-            "params_removed": g.params_removed, "params_added": g.params_added,
-            "params_model": sum(p.numel() for p in loaded.model.parameters()),
-        })
+        greedy_rows.append(
+            {
+                "model": m,
+                "order": order,
+                "budget_ppl": budget_ppl,
+                "blocks_swapped": " ".join(map(str, sorted(g.swapped))),
+                "n_swapped": len(g.swapped),
+                "screening_ppl_base": g.ppl_base,
+                "screening_ppl_final": g.ppl_final,
+                "test_ppl_base": g.holdout_ppl_base,
+                "test_ppl_final": g.holdout_ppl_final,
+                "test_delta_ppl": g.holdout_ppl_final - g.holdout_ppl_base,
+                "params_removed": g.params_removed,
+                "params_added": g.params_added,
+                "params_model": sum(p.numel() for p in loaded.model.parameters()),
+            }
+        )
     g = max(results.values(), key=lambda r: len(r.swapped))
     chosen = sorted(g.swapped) or [int(t.loc[t["delta_ppl"].idxmin(), "block"])]
     joint = study.joint(chosen)
 
-    # save the compressed model (the larger greedy choice; if both kept nothing, the cheapest single block) and reload it
+    # save the compressed model (the larger greedy choice; if both kept nothing, the cheapest single block),
+    # and reload it
     out = study.save((save_dir and f"{save_dir}/{m}") or cache_root() / "swapped" / m.replace("/", "--"), chosen)
     reloaded = load_swapped(out, device=device)
     ids = study.windows.ids[study.windows.test]
-    ppl_reloaded = SwapEvaluator(reloaded.model, ids, batch_size, reuse_prefix=False).base_ppl
-    reloads.append({"model": m, "blocks": " ".join(map(str, chosen)), "ppl_in_memory": joint["ppl"], "ppl_reloaded": ppl_reloaded,
-                    "abs_diff": abs(ppl_reloaded - joint["ppl"]), "directory": str(out)})
+    ppl_reloaded = PerplexityEvaluator(reloaded.model, ids, batch_size, reuse_prefix=False).base_ppl
+    reloads.append(
+        {
+            "model": m,
+            "blocks": " ".join(map(str, chosen)),
+            "ppl_in_memory": joint["ppl"],
+            "ppl_reloaded": ppl_reloaded,
+            "abs_diff": abs(ppl_reloaded - joint["ppl"]),
+            "directory": str(out),
+        }
+    )
     del study, loaded, reloaded
     gc.collect()
 
 table = pd.concat(swap_tables, ignore_index=True)
-table.to_csv(root / results_dir / "swap.csv", index=False)
-cols = ["model", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "probe_delta_ppl", "params_ffn", "params_linear", "param_ratio"]
-table[cols].style.format({"r2_lin": "{:.3f}", "ppl_base": "{:.2f}", "ppl_swapped": "{:.2f}", "delta_ppl": "{:+.3f}", "probe_delta_ppl": "{:+.3f}", "param_ratio": "{:.3f}"}).hide(axis="index")
+save_table(table, "swap", root / results_dir)
+cols = [
+    "model",
+    "block",
+    "r2_lin",
+    "ppl_base",
+    "ppl_swapped",
+    "delta_ppl",
+    "screening_delta_ppl",
+    "params_ffn",
+    "params_linear",
+    "param_ratio",
+]
+table[cols].style.format(
+    {
+        "r2_lin": "{:.3f}",
+        "ppl_base": "{:.2f}",
+        "ppl_swapped": "{:.2f}",
+        "delta_ppl": "{:+.3f}",
+        "screening_delta_ppl": "{:+.3f}",
+        "param_ratio": "{:.3f}",
+    }
+).hide(axis="index")
 
 # %% [markdown]
 # ## Figure 2, complete: R²_lin (with bootstrap intervals) above, ΔPPL of each swap below
@@ -145,10 +202,9 @@ fig = fig2_r2_lin(r2, root / figures_dir / "fig2_swap", swap=table)
 # params_ffn / params_linear for each model's blocks.
 
 # %%
-params = table.groupby("model", sort=False).agg(params_ffn=("params_ffn", "first"), params_linear=("params_linear", "first"))
-params["ffn / linear"] = params["params_ffn"] / params["params_linear"]
-params.to_csv(root / results_dir / "swap_params.csv")
-params
+params = swap_params(table)
+save_table(params, "swap_params", root / results_dir)
+labelled(params)
 
 # %% [markdown]
 # ## Does R²_lin predict ΔPPL?
@@ -160,68 +216,54 @@ params
 
 # %%
 spec = pd.concat(spectra, ignore_index=True)
-joined = table.merge(spec[["model", "block", "r2_feature_median", "r2_ex_top1", "r2_ex_top8", "r2_ex_first"]], on=["model", "block"])
+joined = table.merge(
+    spec[["model", "block", "r2_feature_median", "r2_ex_top1", "r2_ex_top8", "r2_ex_first"]], on=["model", "block"]
+)
 predictors = {  # column → (name, sign of ρ that means "predicts safe to swap")
     "r2_lin": ("R²_lin", -1),
     "r2_feature_median": ("per-feature median R²", -1),
     "r2_ex_top8": ("R²_lin without the top-8 output features", -1),
     "r2_ex_first": ("R²_lin without each window's first token", -1),
     "mse_out": ("output-space MSE of the map", +1),
-    "probe_delta_ppl": (f"ΔPPL on {probe_windows} probe windows (leave-out fit)", +1),
+    "screening_delta_ppl": (f"ΔPPL on {screening_windows} screening windows (leave-out fit)", +1),
 }
-pred_rows = []
-for m, t in joined.groupby("model", sort=False):
-    for col, (name, sign) in predictors.items():
-        rho, p = stats.spearmanr(t[col], t["delta_ppl"])
-        pred_rows.append({"model": m, "predictor": name, "column": col, "spearman_rho": rho, "p": p, "rho_useful_direction": sign * rho})
-pred = pd.DataFrame(pred_rows)
-pred.to_csv(root / results_dir / "swap_predictors.csv", index=False)
-pred.round(3)
+pred = swap_predictors(joined, {col: sign for col, (_, sign) in predictors.items()})
+save_table(pred, "swap_predictors", root / results_dir)
+pred.assign(predictor=pred["column"].map(lambda c: predictors[c][0])).round(3)
 
 # %% [markdown]
 # **Is a high R²_lin safe to swap?** Among blocks with R²_lin ≥ 0.9, how many cost more than
 # +1 perplexity when swapped alone?
 
+
 # %%
-def safety(t: pd.DataFrame) -> pd.Series:
-    hi = t[t["r2_lin"] >= 0.9]
-    bad = hi[hi["delta_ppl"] > 1.0]
-    return pd.Series({
-        "blocks": len(t),
-        "blocks with R²_lin ≥ 0.9": len(hi),
-        "of those, ΔPPL > +1": len(bad),
-        "those blocks (ΔPPL)": ", ".join(f"{int(r.block)} (+{r.delta_ppl:.1f})" for r in bad.itertuples()) or "none",
-        "blocks with ΔPPL ≤ +1 (any R²_lin)": int((t["delta_ppl"] <= 1.0).sum()),
-        "median ΔPPL": t["delta_ppl"].median(),
-        "base perplexity": t["ppl_base"].iloc[0],
-    })
-
-
-safe = table.groupby("model", sort=False).apply(safety, include_groups=False)
-safe.to_csv(root / results_dir / "swap_safety.csv")
-safe.T
+safe = swap_safety(table)
+save_table(safe, "swap_safety", root / results_dir)
+print("claim 6 rule:", RULES[6])
+print("verdict:", claim6(table, params, pred).verdict)
+labelled(safe).T
 
 # %% [markdown]
 # ## Figure 6: ΔPPL against R²_lin, and against parameters for reduced-rank maps
 
 # %%
 curve = pd.concat(curves, ignore_index=True)
-curve.to_csv(root / results_dir / "swap_rank_curve.csv", index=False)
+save_table(curve, "swap_rank_curve", root / results_dir)
 fig = fig6_swap(table, curve, root / figures_dir / "fig6_swap")
 curve.round(4)
 
 # %% [markdown]
 # ## Greedy multi-block swap within a perplexity budget
 # Blocks are tried in an order, and a block is kept if the set swapped so far stays within
-# +`budget_ppl` on the probe windows (maps refitted without them). The kept set is then scored on
+# +`budget_ppl` on the screening windows (maps refitted without them). The kept set is then scored on
 # the held-out windows, which played no part in choosing it or fitting it. Two orders: descending
 # R²_lin (what the paper's "high R²_lin is a compression signal" implies) and ascending ΔPPL on the
-# probe windows (the predictor compared above). The saved model below takes the larger set.
+# screening windows (the predictor compared above). The saved model below takes the larger set.
 
 # %%
 greedy = pd.DataFrame(greedy_rows)
-greedy.to_csv(root / results_dir / "swap_greedy.csv", index=False)
-pd.concat(steps, ignore_index=True).to_csv(root / results_dir / "swap_greedy_steps.csv", index=False)
+save_table(greedy, "swap_greedy", root / results_dir)
+save_table(pd.concat(steps, ignore_index=True), "swap_greedy_steps", root / results_dir)
 greedy.T
 
 # %% [markdown]
@@ -233,7 +275,7 @@ greedy.T
 
 # %%
 reload = pd.DataFrame(reloads)
-reload.to_csv(root / results_dir / "swap_reload.csv", index=False)
+save_table(reload, "swap_reload", root / results_dir)
 assert (reload["abs_diff"] <= 1e-6 * reload["ppl_in_memory"]).all(), reload
 reload
 
@@ -242,25 +284,36 @@ reload
 
 # %%
 lines = []
-for m, r in safe.iterrows():
+for r in safe.to_dict("records"):
+    m = r["model"]
     p = pred[pred["model"] == m].set_index("column")
     best = p["rho_useful_direction"].idxmax()
     rho = p.loc["r2_lin", "spearman_rho"]
-    direction = "higher R²_lin goes with smaller ΔPPL, as the paper implies" if rho < 0 else "higher R²_lin goes with *larger* ΔPPL, the opposite of safe-to-swap"
+    direction = (
+        "higher R²_lin goes with smaller ΔPPL, as the paper implies"
+        if rho < 0
+        else "higher R²_lin goes with *larger* ΔPPL, the opposite of safe-to-swap"
+    )
     lines.append(
-        f"{m}: base perplexity {r['base perplexity']:.2f}; swapping one block alone costs a median ΔPPL of {r['median ΔPPL']:+.2f}; "
-        f"{r['blocks with R²_lin ≥ 0.9']} blocks have R²_lin ≥ 0.9 and {r['of those, ΔPPL > +1']} of them cost more than +1. "
+        f"{m}: base perplexity {r['ppl_base']:.2f}; swapping one block alone costs a median ΔPPL of "
+        f"{r['delta_ppl_median']:+.2f}; {r['n_high_r2']} blocks have R²_lin ≥ {SWAP_HIGH_R2} and "
+        f"{r['n_high_r2_costly']} of them cost more than +{CLAIM6_BUDGET:g}. "
         f"Spearman ρ(R²_lin, ΔPPL) = {rho:+.2f} (p = {p.loc['r2_lin', 'p']:.2g}): {direction}; "
-        f"with each window's first token left out of R²_lin, ρ = {p.loc['r2_ex_first', 'spearman_rho']:+.2f} (p = {p.loc['r2_ex_first', 'p']:.2g}); "
+        f"with each window's first token left out of R²_lin, ρ = {p.loc['r2_ex_first', 'spearman_rho']:+.2f} "
+        f"(p = {p.loc['r2_ex_first', 'p']:.2g}); "
         f"the best predictor is {predictors[best][0]} (ρ = {p.loc[best, 'spearman_rho']:+.2f})."
     )
 for r in greedy.to_dict("records"):
     lines.append(
-        f"{r['model']}: the greedy swap in order of {r['order']}, within +{r['budget_ppl']:g}, kept blocks [{r['blocks_swapped']}] "
-        f"(held-out ppl {r['test_ppl_base']:.2f} → {r['test_ppl_final']:.2f}), removing {r['params_removed']:,} FFN parameters "
-        f"for {r['params_added']:,} affine ones ({(r['params_removed'] - r['params_added']) / r['params_model']:.1%} of the model)."
+        f"{r['model']}: the greedy swap in order of {r['order']}, within +{r['budget_ppl']:g}, "
+        f"kept blocks [{r['blocks_swapped']}] (held-out ppl {r['test_ppl_base']:.2f} → {r['test_ppl_final']:.2f}), "
+        f"removing {r['params_removed']:,} FFN parameters for {r['params_added']:,} affine ones "
+        f"({(r['params_removed'] - r['params_added']) / r['params_model']:.1%} of the model)."
     )
-for m, r in params.iterrows():
-    lines.append(f"{m}: an FFN has {int(r['params_ffn']):,} parameters, its affine map {int(r['params_linear']):,} ({r['ffn / linear']:.1f}× fewer).")
+for r in params.to_dict("records"):
+    lines.append(
+        f"{r['model']}: an FFN has {int(r['params_ffn']):,} parameters, its affine map {int(r['params_linear']):,} "
+        f"({r['ffn_over_linear']:.1f}× fewer)."
+    )
 print("\n".join(lines))
-pd.DataFrame({"finding": lines}).to_csv(root / results_dir / "swap_verdict.csv", index=False)
+save_table(pd.DataFrame({"finding": lines}), "swap_verdict", root / results_dir)

@@ -38,30 +38,34 @@
 # held-out split of windows); `linrec/controls.py` documents each control.
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+models = [
+    "smollm2-135m",
+    "gemma3-270m",
+]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"
 seq_len = 128
 tokens = 20_480
 seed = 0
-sample_rows = 30_000     # the trained captures of notebook 01 (their stored rows feed the controls)
+sample_rows = 30_000  # the trained captures of notebook 01 (their stored rows feed the controls)
 batch_size = 8
 device = "cpu"
-init_seeds = [0, 1]      # random-init twins per model
-control_rows = None      # rows per control (None: every stored row, so "own inputs" is exactly R²_lin)
-cross_pairs = None       # [[A, B], …] equal-width pairs (inputs of A → FFN of B); None: each model with its init twin
+init_seeds = [0, 1]  # random-init twins per model
+control_rows = None  # rows per control (None: every stored row, so "own inputs" is exactly R²_lin)
+cross_pairs = None  # [[A, B], …] equal-width pairs (inputs of A → FFN of B); None: each model with its init twin
 results_dir = "results/default"
 figures_dir = "figures"
 
 # %%
 import pandas as pd
-from scipy import stats
 
 from linrec.capture import get_capture
-from linrec.ceiling import ceiling_table
 from linrec.controls import cross_feed, input_controls
+from linrec.figures import project_root
 from linrec.models import load_model, random_init_spec
 from linrec.plots import fig7_controls
-from linrec.run import project_root
+from linrec.recoverability import ceiling_table
+from linrec.tables import labelled, save_table
+from linrec.verdicts import GAUSSIAN_DROP, RULES, claim2, input_control_summary, random_init_summary
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -73,34 +77,24 @@ trained = {m: get_capture(m, sample_rows=sample_rows, **kw) for m in models}
 # Only the first seed keeps raw rows (cross feeding needs them); the others keep statistics only.
 
 # %%
-inits = {(m, s): get_capture(random_init_spec(m, s), sample_rows=sample_rows if s == init_seeds[0] else 0, **kw) for m in models for s in init_seeds}
+inits = {
+    (m, s): get_capture(random_init_spec(m, s), sample_rows=sample_rows if s == init_seeds[0] else 0, **kw)
+    for m in models
+    for s in init_seeds
+}
 profiles = pd.concat(
     [ceiling_table(c).assign(model=m, weights="trained") for m, c in trained.items()]
     + [ceiling_table(c).assign(model=m, weights=f"random init, seed {s}") for (m, s), c in inits.items()],
     ignore_index=True,
 )
-profiles.to_csv(root / results_dir / "controls_random_init.csv", index=False)
+save_table(profiles, "controls_random_init", root / results_dir)
 
 
-def compare(m: str) -> dict:
-    p = profiles[profiles["model"] == m]
-    tr = p[p["weights"] == "trained"].sort_values("block")["r2_lin"].to_numpy()
-    ini = [p[p["weights"] == f"random init, seed {s}"].sort_values("block")["r2_lin"].to_numpy() for s in init_seeds]
-    row = {"model": m, "trained: min–max R²_lin": f"{tr.min():.3f}–{tr.max():.3f}", "random init: min–max R²_lin": f"{min(i.min() for i in ini):.3f}–{max(i.max() for i in ini):.3f}"}
-    row["mean |trained − init|"] = float(sum(abs(tr - i).mean() for i in ini) / len(ini))
-    row["Spearman ρ(trained, init seed 0)"] = stats.spearmanr(tr, ini[0])[0]
-    init0 = p[p["weights"] == f"random init, seed {init_seeds[0]}"]
-    row["init seed 0: median in-sample R²"] = float(init0["r2_train"].median())
-    row["init seed 0: median held-out R²"] = float(init0["r2_lin"].median())
-    if len(ini) > 1:
-        row["mean |init seed 0 − seed 1|"] = float(abs(ini[0] - ini[1]).mean())
-        row["Spearman ρ(init seed 0, seed 1)"] = stats.spearmanr(ini[0], ini[1])[0]
-    return row
-
-
-init_summary = pd.DataFrame([compare(m) for m in models])
-init_summary.to_csv(root / results_dir / "controls_random_init_summary.csv", index=False)
-init_summary.round(3)
+init_summary = random_init_summary(profiles, init_seeds)
+save_table(init_summary, "controls_random_init_summary", root / results_dir)
+print("claim 2 rule:", RULES[2])
+print("verdict:", claim2(init_summary).verdict)
+labelled(init_summary).round(3)
 
 # %% [markdown]
 # **Reading a negative R².** A held-out R² below zero means the fitted map predicts unseen windows
@@ -117,27 +111,20 @@ init_summary.round(3)
 
 # %%
 loaded = {m: load_model(m, device=device) for m in models}
-inputs = pd.concat([input_controls(trained[m], loaded[m], n_rows=control_rows, seed=seed) for m in models], ignore_index=True)
-inputs.to_csv(root / results_dir / "controls_inputs.csv", index=False)
+inputs = pd.concat(
+    [input_controls(trained[m], loaded[m], n_rows=control_rows, seed=seed) for m in models], ignore_index=True
+)
+save_table(inputs, "controls_inputs", root / results_dir)
 inputs.round(3)
 
 # %%
 fig = fig7_controls(profiles, inputs, root / figures_dir / "fig7_controls")
 
+
 # %%
-def input_summary(t: pd.DataFrame) -> pd.Series:
-    return pd.Series({
-        "median R²_lin (own inputs)": t["r2_own"].median(),
-        "median R² on Gaussian inputs": t["r2_gaussian"].median(),
-        "blocks where Gaussian R² < own − 0.1": int((t["r2_gaussian"] < t["r2_own"] - 0.1).sum()),
-        "median R² on the next block's inputs": t["r2_other_block"].median(),
-        "Spearman ρ(own, Gaussian) across blocks": stats.spearmanr(t["r2_own"], t["r2_gaussian"])[0],
-    })
-
-
-input_table = inputs.groupby("model", sort=False).apply(input_summary, include_groups=False)
-input_table.to_csv(root / results_dir / "controls_inputs_summary.csv")
-input_table.round(3)
+input_table = input_control_summary(inputs)
+save_table(input_table, "controls_inputs_summary", root / results_dir)
+labelled(input_table).round(3)
 
 # %% [markdown]
 # ## 3 · Cross feeding
@@ -166,10 +153,17 @@ def model_of(name: str):
     return loaded[name]
 
 
-cross = pd.concat([cross_feed(capture_of(a), capture_of(b), model_of(b), n_rows=control_rows, seed=seed) for a, b in pairs], ignore_index=True)
-cross.to_csv(root / results_dir / "controls_cross_feed.csv", index=False)
-cross_summary = cross.groupby(["inputs_from", "ffn_of"], sort=False)[["r2_ffn_own_inputs", "r2_raw", "r2_recoloured"]].median()
-cross_summary.to_csv(root / results_dir / "controls_cross_feed_summary.csv")
+cross = pd.concat(
+    [cross_feed(capture_of(a), capture_of(b), model_of(b), n_rows=control_rows, seed=seed) for a, b in pairs],
+    ignore_index=True,
+)
+save_table(cross, "controls_cross_feed", root / results_dir)
+cross_summary = (
+    cross.groupby(["inputs_from", "ffn_of"], sort=False)[["r2_ffn_own_inputs", "r2_raw", "r2_recoloured"]]
+    .median()
+    .reset_index()
+)
+save_table(cross_summary, "controls_cross_feed_summary", root / results_dir)
 cross_summary.round(3)
 
 # %% [markdown]
@@ -179,20 +173,28 @@ cross_summary.round(3)
 # %%
 lines = []
 for r in init_summary.to_dict("records"):
-    lines.append(
-        f"{r['model']}: trained R²_lin spans {r['trained: min–max R²_lin']}, its random-init twins {r['random init: min–max R²_lin']}; "
-        f"mean |trained − init| = {r['mean |trained − init|']:.3f}"
-        + (f" against {r['mean |init seed 0 − seed 1|']:.3f} between two init seeds" if "mean |init seed 0 − seed 1|" in r else "")
-        + f"; Spearman ρ(trained, init) = {r['Spearman ρ(trained, init seed 0)']:.2f}; "
-        f"the init twin's median block fits its train split to R² {r['init seed 0: median in-sample R²']:.2f} but held-out windows to {r['init seed 0: median held-out R²']:.2f}."
+    seeds = (
+        f" against {r['mean_abs_init_seeds']:.3f} between two init seeds" if pd.notna(r["mean_abs_init_seeds"]) else ""
     )
-for m, r in input_table.iterrows():
     lines.append(
-        f"{m}: on Gaussian inputs with the captured mean and covariance, the median block's R² is {r['median R² on Gaussian inputs']:.3f} "
-        f"(own inputs {r['median R²_lin (own inputs)']:.3f}); {int(r['blocks where Gaussian R² < own − 0.1'])} blocks lose more than 0.1."
+        f"{r['model']}: trained R²_lin spans {r['trained_r2_min']:.3f}–{r['trained_r2_max']:.3f}, its random-init "
+        "twins "
+        f"{r['init_r2_min']:.3f}–{r['init_r2_max']:.3f}; mean |trained − init| = "
+        f"{r['mean_abs_trained_init']:.3f}{seeds}; "
+        f"Spearman ρ(trained, init) = {r['spearman_trained_init']:.2f}; the init twin's median block fits its train "
+        f"split to R² {r['init_r2_train_median']:.2f} but held-out windows to {r['init_r2_test_median']:.2f}."
     )
-for (a, b), r in cross_summary.iterrows():
-    lines.append(f"inputs of {a} → FFN of {b}: median R² {r['r2_raw']:.3f} raw, {r['r2_recoloured']:.3f} re-coloured, {r['r2_ffn_own_inputs']:.3f} on its own inputs.")
+for r in input_table.to_dict("records"):
+    lines.append(
+        f"{r['model']}: on Gaussian inputs with the captured mean and covariance, the median block's R² is "
+        f"{r['r2_gaussian_median']:.3f} (own inputs {r['r2_own_median']:.3f}); {int(r['n_gaussian_drop'])} blocks lose "
+        f"more than {GAUSSIAN_DROP}."
+    )
+for r in cross_summary.to_dict("records"):
+    lines.append(
+        f"inputs of {r['inputs_from']} → FFN of {r['ffn_of']}: median R² {r['r2_raw']:.3f} raw, "
+        f"{r['r2_recoloured']:.3f} re-coloured, {r['r2_ffn_own_inputs']:.3f} on its own inputs."
+    )
 verdict = pd.DataFrame({"finding": lines})
-verdict.to_csv(root / results_dir / "controls_verdict.csv", index=False)
+save_table(verdict, "controls_verdict", root / results_dir)
 print("\n".join(lines))

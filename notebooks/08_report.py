@@ -32,17 +32,19 @@ sample_rows = 30_000
 results_dir = "results/default"
 figures_dir = "figures"
 report_path = "paper/report.md"
-readme = None            # the default profile sets README.md: its results block is rewritten from the same claims
+readme = None  # the default profile sets README.md: its results block is rewritten from the same claims
 
 # %%
 import pandas as pd
 from IPython.display import Markdown
 
+from linrec.figures import project_root
 from linrec.report import build_report, claims, update_readme
-from linrec.run import project_root
 
 root = project_root()
-params = dict(models=models, corpus=corpus, corpora=corpora, seq_len=seq_len, tokens=tokens, seed=seed, sample_rows=sample_rows)
+params = dict(
+    models=models, corpus=corpus, corpora=corpora, seq_len=seq_len, tokens=tokens, seed=seed, sample_rows=sample_rows
+)
 out = build_report(root / results_dir, root / figures_dir, root / report_path, params)
 print(f"wrote {out} and {out.with_suffix('.html')}")
 if readme and update_readme(root / readme, root / results_dir, report_path):

@@ -19,7 +19,9 @@ def tiny_tokenizer(bos: bool = False):
     tok.pre_tokenizer = Whitespace()
     if bos:
         tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="</s>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="</s>"
+    )
 
 
 def tiny_text(n_words: int, seed: int = 0) -> str:

@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated cache for the whole session, tiny random-weight models built from configs (no download)."""
+"""Shared fixtures: an isolated cache for the whole session,
+tiny random-weight models built from configs (no download)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ SHARED = ("wheels", "models", "corpora")  # fetched downloads, shared read-only 
 
 @pytest.fixture(scope="session", autouse=True)
 def isolated_cache(tmp_path_factory):
-    """Every test writes captures into a fresh per-session `$LINREC_CACHE`, so no test passes on an earlier run's entries.
+    """Every test writes captures into a fresh per-session `$LINREC_CACHE`,
+    so no test passes on an earlier run's entries.
 
     The fetched wheels, models and corpora (`make test` fetches them first) are shared from
     the user's cache by symlink: tests read them and never change them (a test that damages a
@@ -34,16 +36,96 @@ def isolated_cache(tmp_path_factory):
     else:
         os.environ["LINREC_CACHE"] = old
 
+
 # model kind → (config class, model class, config kwargs); "gpt_neox_seq" is GPT-NeoX without parallel residual
 _SPECS = {
-    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(n_embd=32, n_layer=2, n_head=2, n_positions=64, bos_token_id=1, eos_token_id=2)),
-    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64, use_parallel_residual=True)),
-    "gpt_neox_seq": ("GPTNeoXConfig", "GPTNeoXForCausalLM", dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64, use_parallel_residual=False)),
-    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64)),
-    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64)),
-    "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM", dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=64, sliding_window=4, layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
-    "bert": ("BertConfig", "BertModel", dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)),
-    "opt": ("OPTConfig", "OPTForCausalLM", dict(hidden_size=32, num_hidden_layers=2, ffn_dim=64, num_attention_heads=2, word_embed_proj_dim=32, max_position_embeddings=64)),
+    "gpt2": (
+        "GPT2Config",
+        "GPT2LMHeadModel",
+        dict(n_embd=32, n_layer=2, n_head=2, n_positions=64, bos_token_id=1, eos_token_id=2),
+    ),
+    "gpt_neox": (
+        "GPTNeoXConfig",
+        "GPTNeoXForCausalLM",
+        dict(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            use_parallel_residual=True,
+        ),
+    ),
+    "gpt_neox_seq": (
+        "GPTNeoXConfig",
+        "GPTNeoXForCausalLM",
+        dict(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            use_parallel_residual=False,
+        ),
+    ),
+    "llama": (
+        "LlamaConfig",
+        "LlamaForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=64,
+        ),
+    ),
+    "qwen2": (
+        "Qwen2Config",
+        "Qwen2ForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=64,
+        ),
+    ),
+    "gemma3_text": (
+        "Gemma3TextConfig",
+        "Gemma3ForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=3,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            head_dim=16,
+            max_position_embeddings=64,
+            sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        ),
+    ),
+    "bert": (
+        "BertConfig",
+        "BertModel",
+        dict(
+            hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64
+        ),
+    ),
+    "opt": (
+        "OPTConfig",
+        "OPTForCausalLM",
+        dict(
+            hidden_size=32,
+            num_hidden_layers=2,
+            ffn_dim=64,
+            num_attention_heads=2,
+            word_embed_proj_dim=32,
+            max_position_embeddings=64,
+        ),
+    ),
 }
 
 
@@ -74,5 +156,6 @@ def make_tiny_model(kind: str, seed: int = 0) -> torch.nn.Module:
 
 @pytest.fixture
 def tiny_model():
-    """Factory: `tiny_model(kind, seed=0)` (kinds: gpt2, gpt_neox, gpt_neox_seq, llama, qwen2, gemma3_text, bert, opt)."""
+    """Factory: `tiny_model(kind, seed=0)`
+    (kinds: gpt2, gpt_neox, gpt_neox_seq, llama, qwen2, gemma3_text, bert, opt)."""
     return make_tiny_model

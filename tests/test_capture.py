@@ -1,4 +1,5 @@
-"""Capture end to end on tiny models: statistics equal the hooked rows, planted maps, the cache, held-out sums, several corpora."""
+"""Capture end to end on tiny models: statistics equal the hooked rows, planted maps, the cache,
+held-out sums, several corpora."""
 
 import json
 
@@ -9,13 +10,13 @@ import torch
 from _tiny_text import tiny_text, tiny_tokenizer
 from linrec import capture as cap_mod
 from linrec.capture import CaptureConfig, get_capture, get_captures, run_capture
-from linrec.ceiling import ceiling_table, fit_affine, r2_rows, score
+from linrec.ceiling import fit_affine, r2_rows, score
 from linrec.corpora import make_windows
 from linrec.errors import LinrecError
-from linrec.models import LoadedModel
-from linrec.robust import bootstrap_r2
+from linrec.heldout import bootstrap_r2
+from linrec.hf import LoadedModel
+from linrec.recoverability import ceiling_table
 from linrec.sites import ffn_hooks, find_ffn_sites
-from linrec.stats import Moments
 
 
 @pytest.fixture
@@ -41,13 +42,23 @@ def _loaded(model, tok, name="tiny"):
 
 
 def _windows(tok, tokens=4096, seq_len=32):
-    return make_windows([tiny_text(6000, 0), tiny_text(6000, 1)], tok, seq_len=seq_len, tokens=tokens, seed=0, corpus="t", identity="t")
+    return make_windows(
+        [tiny_text(6000, 0), tiny_text(6000, 1)], tok, seq_len=seq_len, tokens=tokens, seed=0, corpus="t", identity="t"
+    )
 
 
 def _hooked_rows(model, ids):
     """Every (x, y) row per block, by hooking the model directly: the independent reference."""
     rows = {}
-    with ffn_hooks(find_ffn_sites(model), lambda i, x, y: rows.setdefault(i, []).append((x.reshape(-1, x.shape[-1]).double(), y.reshape(-1, y.shape[-1]).double()))), torch.no_grad():
+    with (
+        ffn_hooks(
+            find_ffn_sites(model),
+            lambda i, x, y: rows.setdefault(i, []).append(
+                (x.reshape(-1, x.shape[-1]).double(), y.reshape(-1, y.shape[-1]).double())
+            ),
+        ),
+        torch.no_grad(),
+    ):
         model(input_ids=ids)
     return {i: (torch.cat([a for a, _ in v]).numpy(), torch.cat([b for _, b in v]).numpy()) for i, v in rows.items()}
 
@@ -57,7 +68,9 @@ def test_capture_statistics_equal_hooked_rows(tiny_model, kind):
     model = tiny_model(kind)
     tok = tiny_tokenizer()
     w = _windows(tok, tokens=2048)
-    c = run_capture(_loaded(model, tok), w, CaptureConfig("tiny", tokens=2048, sample_rows=0), batch_size=5, progress=False)
+    c = run_capture(
+        _loaded(model, tok), w, CaptureConfig("tiny", tokens=2048, sample_rows=0), batch_size=5, progress=False
+    )
     for split in ("train", "test"):
         ref = _hooked_rows(model, w.split(split))
         for i, (x, y) in ref.items():
@@ -165,7 +178,9 @@ def test_nan_activations_are_a_one_line_error(tiny_model):
         model.model.layers[0].mlp.down_proj.weight[0, 0] = float("nan")
     tok = tiny_tokenizer()
     with pytest.raises(LinrecError, match="NaN") as err:
-        run_capture(_loaded(model, tok), _windows(tok, tokens=512), CaptureConfig("tiny", sample_rows=0), progress=False)
+        run_capture(
+            _loaded(model, tok), _windows(tok, tokens=512), CaptureConfig("tiny", sample_rows=0), progress=False
+        )
     assert "\n" not in str(err.value)
 
 
@@ -209,7 +224,15 @@ def test_heldout_sums_equal_sums_from_stored_rows(tiny_model, cache, tmp_path):
     tok.save_pretrained(tmp_path / "m")
     corpus = tmp_path / "text.txt"
     corpus.write_text(tiny_text(8000))
-    args = dict(model=str(tmp_path / "m"), corpus=str(corpus), seq_len=32, tokens=3200, sample_rows=10_000, batch_size=3, progress=False)
+    args = dict(
+        model=str(tmp_path / "m"),
+        corpus=str(corpus),
+        seq_len=32,
+        tokens=3200,
+        sample_rows=10_000,
+        batch_size=3,
+        progress=False,
+    )
     c = get_capture(**args)
     assert len(c.row_index()) == 3200  # every row kept
     assert len(c.heldout) == c.n_blocks and c.meta["heldout_errors"] == {}
@@ -331,7 +354,16 @@ def test_every_file_flipped_in_turn_is_found_by_every_subcommand(tmp_path, tiny_
     tiny_model("llama").save_pretrained(tmp_path / "m")
     tiny_tokenizer().save_pretrained(tmp_path / "m")
     (tmp_path / "text.txt").write_text(tiny_text(4000))
-    args = ["--model", str(tmp_path / "m"), "--corpus", str(tmp_path / "text.txt"), "--seq-len", "32", "--tokens", "1024"]
+    args = [
+        "--model",
+        str(tmp_path / "m"),
+        "--corpus",
+        str(tmp_path / "text.txt"),
+        "--seq-len",
+        "32",
+        "--tokens",
+        "1024",
+    ]
     commands = {"measure": [], "spectrum": [], "probe": ["--rank", "2"], "swap": ["--blocks", "0"]}
 
     def run(cmd):

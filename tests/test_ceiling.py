@@ -6,7 +6,7 @@ import torch
 
 from linrec.ceiling import fit_affine, r2_rows, score
 from linrec.errors import LinrecError
-from linrec.stats import Moments
+from linrec.moments import Moments
 
 
 def _stats(x, y):

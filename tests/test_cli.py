@@ -71,7 +71,21 @@ def _table(command, tmp_path, model_dir, *extra):
     corpus = tmp_path / "text.txt"
     corpus.write_text(tiny_text(6000))
     out = tmp_path / f"{command}.csv"
-    proc = _run(command, "--model", model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048", *extra, "--out", str(out), tmp_path=tmp_path)
+    proc = _run(
+        command,
+        "--model",
+        model_dir,
+        "--corpus",
+        str(corpus),
+        "--seq-len",
+        "32",
+        "--tokens",
+        "2048",
+        *extra,
+        "--out",
+        str(out),
+        tmp_path=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc, pd.read_csv(out)
 
@@ -97,19 +111,45 @@ def test_probe_writes_the_table(tmp_path, tiny_model_dir):
 
 def test_spectrum_writes_the_table(tmp_path, tiny_model_dir):
     _, t = _table("spectrum", tmp_path, tiny_model_dir)
-    for col in ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "eff_rank_out", "eff_rank_in", "cond_gram", "first_var_share", "r2_ex_first", "regime"]:
+    for col in [
+        "model",
+        "block",
+        "r2_lin",
+        "r2_feature_median",
+        "top1_var_share",
+        "r2_ex_top1",
+        "r2_ex_top8",
+        "eff_rank_out",
+        "eff_rank_in",
+        "cond_gram",
+        "first_var_share",
+        "r2_ex_first",
+        "regime",
+    ]:
         assert col in t.columns
     assert set(t["regime"]) <= set(REGIMES)
     assert ((t["eff_rank_out"] >= 1) & (t["eff_rank_out"] <= 32)).all()  # tiny llama: width 32
 
 
 def test_swap_writes_the_table_and_saves_the_greedy_model(tmp_path, tiny_model_dir):
-    from linrec.models import perplexity
-    from linrec.swap import load_swapped
+    from linrec.perplexity import perplexity
+    from linrec.surgery import load_swapped
 
     save = tmp_path / "compressed"
-    proc, t = _table("swap", tmp_path, tiny_model_dir, "--budget-ppl", "1e9", "--probe-windows", "2", "--save", str(save))
-    for col in ["model", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "params_ffn", "params_linear", "probe_delta_ppl"]:
+    proc, t = _table(
+        "swap", tmp_path, tiny_model_dir, "--budget-ppl", "1e9", "--screening-windows", "2", "--save", str(save)
+    )
+    for col in [
+        "model",
+        "block",
+        "r2_lin",
+        "ppl_base",
+        "ppl_swapped",
+        "delta_ppl",
+        "params_ffn",
+        "params_linear",
+        "screening_delta_ppl",
+    ]:
         assert col in t.columns
     assert list(t["block"]) == [0, 1]
     assert ((t["delta_ppl"] - (t["ppl_swapped"] - t["ppl_base"])).abs() < 1e-9).all()
@@ -135,12 +175,32 @@ def test_report_rebuilds_from_a_profile(tmp_path):
     import pandas as pd
     import yaml
 
+    from linrec.tables import save_table
+
     results = tmp_path / "results"
-    results.mkdir()
-    pd.DataFrame([{"model": "m", "blocks": 12, "min R²_lin": 0.25, "max R²_lin": 0.75, "largest jump between adjacent blocks": 0.5,
-                   "direction changes with depth": 4, "median κ(Gram)": 1e5}]).to_csv(results / "r2_lin_summary.csv", index=False)
+    summary = {
+        "model": "m",
+        "n_blocks": 12,
+        "r2_min": 0.25,
+        "r2_max": 0.75,
+        "max_adjacent_jump": 0.5,
+        "direction_changes": 4,
+        "cond_gram_median": 1e5,
+        "r2_ex_first_max": 0.5,
+        "first_token_blocks": "",
+    }
+    save_table(pd.DataFrame([summary]), "r2_lin_summary", results)
     profile = tmp_path / "p.yaml"
-    profile.write_text(yaml.safe_dump({"models": ["m"], "results_dir": str(results), "figures_dir": str(tmp_path / "f"), "report_path": str(tmp_path / "r.md")}))
+    profile.write_text(
+        yaml.safe_dump(
+            {
+                "models": ["m"],
+                "results_dir": str(results),
+                "figures_dir": str(tmp_path / "f"),
+                "report_path": str(tmp_path / "r.md"),
+            }
+        )
+    )
     proc = _run("report", "--params", str(profile), tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "0.250 to 0.750" in (tmp_path / "r.md").read_text()
@@ -196,7 +256,9 @@ def _entries():
 
 
 @pytest.mark.parametrize("target", ["other-files", "cwd"])
-def test_save_into_a_directory_with_other_files_is_refused_and_nothing_is_deleted(cli, tiny_args, tmp_path, monkeypatch, target):
+def test_save_into_a_directory_with_other_files_is_refused_and_nothing_is_deleted(
+    cli, tiny_args, tmp_path, monkeypatch, target
+):
     d = tmp_path / "mine"
     d.mkdir()
     (d / "thesis.tex").write_text("three years of work")
@@ -214,7 +276,7 @@ def test_save_into_a_directory_with_other_files_is_refused_and_nothing_is_delete
 
 
 def test_save_over_an_earlier_save_or_into_an_empty_directory_works(cli, tiny_args, tmp_path):
-    from linrec.swap import load_swapped
+    from linrec.surgery import load_swapped
 
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -230,7 +292,7 @@ def test_save_over_an_earlier_save_or_into_an_empty_directory_works(cli, tiny_ar
 
 def test_a_damaged_save_is_a_one_line_error_on_load(cli, tiny_args, tmp_path):
     from linrec.errors import LinrecError
-    from linrec.swap import load_swapped
+    from linrec.surgery import load_swapped
 
     d = tmp_path / "s"
     assert cli("swap", *tiny_args, "--blocks", "0", "--save", d)[0] == 0
@@ -249,11 +311,14 @@ def test_unavailable_device_is_refused_before_any_work_even_on_a_cache_hit(cli, 
     _single_line(code, err, f"'{device}'", "available: cpu")
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--seed", "-1"], "--seed"),
-    (["--batch-size", "0"], "--batch-size"),
-    (["--probe-windows", "-2"], "--probe-windows"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--seed", "-1"], "--seed"),
+        (["--batch-size", "0"], "--batch-size"),
+        (["--screening-windows", "-2"], "--screening-windows"),
+    ],
+)
 def test_bad_numbers_are_argparse_errors(cli, tiny_args, args, needle):
     code, _, err = cli("swap", *tiny_args, *args)
     _single_line(code, err, needle, "--help")
@@ -303,7 +368,13 @@ def test_misspelt_model_is_one_fast_line_without_retries(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}  # linrec must find out by itself
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "linrec", "measure", "--model", "smolllm2-135m"], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "linrec", "measure", "--model", "smolllm2-135m"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     elapsed = time.perf_counter() - t0
     _single_line(proc.returncode, proc.stderr, "smollm2-135m")
     assert elapsed < 30, elapsed  # the retries took 26 s before the error, on top of the imports
@@ -315,7 +386,20 @@ def test_tokens_beyond_the_corpus_give_a_notice_and_the_real_counts(tmp_path, ti
     corpus = tmp_path / "small.txt"
     corpus.write_text(tiny_text(700))
     out = tmp_path / "t.csv"
-    proc = _run("measure", "--model", tiny_model_dir, "--corpus", corpus, "--seq-len", "32", "--tokens", "20000", "--out", out, tmp_path=tmp_path)
+    proc = _run(
+        "measure",
+        "--model",
+        tiny_model_dir,
+        "--corpus",
+        corpus,
+        "--seq-len",
+        "32",
+        "--tokens",
+        "20000",
+        "--out",
+        out,
+        tmp_path=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     notice = [ln for ln in proc.stderr.splitlines() if "asked for" in ln]
     assert len(notice) == 1 and "of the 20000 asked for" in notice[0], proc.stderr
@@ -324,11 +408,14 @@ def test_tokens_beyond_the_corpus_give_a_notice_and_the_real_counts(tmp_path, ti
     assert used < 20000 and (t["n_train"] + t["n_test"] == used).all()
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--seq-len", "64", "--tokens", "32"], "longer than the token budget"),
-    (["--seq-len", "100", "--tokens", "2048"], "context of 64 tokens"),  # the tiny llama's max_position_embeddings
-    (["--corpus", ""], "empty string"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--seq-len", "64", "--tokens", "32"], "longer than the token budget"),
+        (["--seq-len", "100", "--tokens", "2048"], "context of 64 tokens"),  # the tiny llama's max_position_embeddings
+        (["--corpus", ""], "empty string"),
+    ],
+)
 def test_window_and_corpus_specs_give_the_real_reason(cli, tiny_model_dir, args, needle):
     code, _, err = cli("measure", "--model", tiny_model_dir, *args)
     _single_line(code, err, needle)

@@ -7,10 +7,10 @@ import torch
 from _tiny_text import tiny_text, tiny_tokenizer
 from linrec.capture import get_capture
 from linrec.ceiling import fit_affine, score
-from linrec.controls import cross_feed, gaussian_like, input_controls, r2_of_map, recolour, _split_rows
+from linrec.controls import _split_rows, cross_feed, gaussian_like, input_controls, r2_of_map, recolour
 from linrec.models import load_model, model_identity, random_init_spec
+from linrec.moments import Moments
 from linrec.sites import find_ffn_sites
-from linrec.stats import Moments
 
 
 @pytest.fixture
@@ -111,7 +111,9 @@ def test_own_inputs_reproduce_the_captured_r2_lin(tiny_setup):
     t = input_controls(c, loaded, progress=False)
     sub = input_controls(c, loaded, n_rows=1600, progress=False)  # the re-computed path, on half the rows
     for i in range(c.n_blocks):
-        assert t.loc[i, "r2_own"] == pytest.approx(score(fit_affine(c.stats["train"][i]), c.stats["test"][i]).r2, abs=1e-12)
+        assert t.loc[i, "r2_own"] == pytest.approx(
+            score(fit_affine(c.stats["train"][i]), c.stats["test"][i]).r2, abs=1e-12
+        )
         assert sub.loc[i, "n_train"] + sub.loc[i, "n_test"] == 1600
     assert t["r2_gaussian"].between(-1, 1).all() and t["r2_other_block"].notna().all()
     assert list(t["other_block"]) == [1, 0]

@@ -14,7 +14,11 @@ def test_windows_are_consecutive_tokens_split_80_20():
     docs = [tiny_text(700, seed=0), tiny_text(700, seed=1)]
     w = make_windows(docs, tok, seq_len=50, tokens=1000, seed=3)
     assert w.ids.shape == (20, 50) and not w.bos
-    stream = tok(docs[0], add_special_tokens=False).input_ids + [tok.eos_token_id] + tok(docs[1], add_special_tokens=False).input_ids
+    stream = (
+        tok(docs[0], add_special_tokens=False).input_ids
+        + [tok.eos_token_id]
+        + tok(docs[1], add_special_tokens=False).input_ids
+    )
     assert torch.equal(w.ids.reshape(-1), torch.tensor(stream[:1000]))
     assert len(w.test) == 4 and len(w.train) == 16
     assert set(w.train) | set(w.test) == set(range(20)) and not set(w.train) & set(w.test)
@@ -46,7 +50,11 @@ def test_file_and_directory_corpora(tmp_path):
 def test_directory_and_single_file_with_the_same_content_give_the_same_windows(tmp_path):
     """'The same content': the single file is the directory's files, in sorted path order, joined by
     the document marker <|endoftext|>; both then give the same documents, windows and identity."""
-    texts = {"a.txt": tiny_text(150, 0), "b.md": "\n" + tiny_text(120, 1) + "\n\n", "sub/c.txt": tiny_text(200, 2) + "\n"}
+    texts = {
+        "a.txt": tiny_text(150, 0),
+        "b.md": "\n" + tiny_text(120, 1) + "\n\n",
+        "sub/c.txt": tiny_text(200, 2) + "\n",
+    }
     for name, text in texts.items():
         (tmp_path / "d" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "d" / name).write_text(text)
@@ -128,6 +136,6 @@ def test_a_damaged_cached_offline_corpus_is_extracted_again(tmp_path, monkeypatc
     text = path.read_bytes()
     path.write_bytes(text[:-10] + b"0123456789")
     assert fetch_offline_corpus("code").read_bytes() == text and "damaged" in caplog.text
-    from linrec._io import sha256_file
+    from linrec.files import sha256_file
 
     assert sha256_file(path) == OFFLINE_SHA256["code"]

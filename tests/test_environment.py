@@ -1,11 +1,11 @@
 """One source of truth for the environment, and CI runs the README's own test command."""
 
 import re
-import tomllib
 
+import tomllib
 import yaml
 
-from linrec.run import project_root
+from linrec.figures import project_root
 
 ROOT = project_root(__file__)
 

@@ -5,9 +5,11 @@ import pytest
 import torch
 
 from linrec.capture import get_capture
-from linrec.ceiling import ceiling_table, r2_rows
+from linrec.ceiling import r2_rows
 from linrec.corpora import fetch_offline_corpus
-from linrec.models import load_model, perplexity
+from linrec.models import load_model
+from linrec.perplexity import perplexity
+from linrec.recoverability import ceiling_table
 
 PARAGRAPH = (
     "The city lies on the north bank of the river, about twenty miles from the coast. It grew up "
@@ -35,7 +37,9 @@ def test_perplexity_on_ordinary_english_is_sane(smollm2):
 def test_real_model_capture_matches_lstsq_on_its_rows(smollm2, tmp_path, monkeypatch):
     wiki = fetch_offline_corpus("wiki")  # from the real cache, before pointing the cache at tmp
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path))
-    c = get_capture("smollm2-135m", str(wiki), seq_len=64, tokens=2560, sample_rows=100_000, loaded=smollm2, progress=False)
+    c = get_capture(
+        "smollm2-135m", str(wiki), seq_len=64, tokens=2560, sample_rows=100_000, loaded=smollm2, progress=False
+    )
     assert c.meta["n_blocks"] == 30 and c.meta["dims"][0] == [576, 576]
     table = ceiling_table(c)
     assert ((table["r2_lin"] > -1) & (table["r2_lin"] <= 1)).all()

@@ -10,12 +10,14 @@ import pytest
 import torch
 
 from linrec.errors import LinrecError
-from linrec.models import OFFLINE_MODELS, load_model, model_identity, perplexity
+from linrec.models import OFFLINE_MODELS, load_model, model_identity
+from linrec.perplexity import perplexity
 
 
 @pytest.fixture
 def offline_hub(monkeypatch, tmp_path):
-    """Hub calls fail at once: offline mode (also patched where huggingface_hub cached it at import) and an empty hub cache."""
+    """Hub calls fail at once: offline mode (also patched where huggingface_hub cached it at import)
+    and an empty hub cache."""
     import huggingface_hub.constants as hf_constants
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -210,7 +212,12 @@ def test_model_identity_is_stable_across_processes(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"\x00" * 16)
     code = "import sys; from linrec.models import model_identity; print(model_identity(sys.argv[1]))"
     procs = [
-        subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONHASHSEED": seed})
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
         for seed in ("1", "2")
     ]
     outs = [p.communicate(timeout=120)[0].strip() for p in procs]
@@ -219,7 +226,11 @@ def test_model_identity_is_stable_across_processes(tmp_path):
 
 
 # damaged inputs and a damaged cache ----------------------------------------------------------------------------
-@pytest.mark.parametrize("content", [b"", b"GGUF\x03\x00\x00\x00" + b"\x07" * 40, bytes(range(256)) * 8], ids=["empty", "truncated", "random"])
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"GGUF\x03\x00\x00\x00" + b"\x07" * 40, bytes(range(256)) * 8],
+    ids=["empty", "truncated", "random"],
+)
 def test_invalid_gguf_is_one_line_with_the_path(offline_hub, tmp_path, content):
     f = tmp_path / "model.gguf"
     f.write_bytes(content)
@@ -246,7 +257,7 @@ def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatc
     """A truncated cached model.safetensors is found by its sha256 and rebuilt from the GGUF, not trusted."""
     import shutil
 
-    from linrec._io import cache_root
+    from linrec.files import cache_root
     from linrec.models import _offline_dir_problem
 
     spec = OFFLINE_MODELS["smollm2-135m"]
@@ -270,7 +281,7 @@ def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatc
 
 
 def test_check_device_names_what_is_available():
-    from linrec.models import check_device
+    from linrec.hf import check_device
 
     assert check_device("cpu") == "cpu"
     for bad in ("cuda", "mps", "tpu", "nonsense", ""):

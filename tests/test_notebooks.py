@@ -1,60 +1,161 @@
-"""The numbered notebooks execute under papermill with the tiny parameter set and write their figures."""
+"""The numbered notebooks execute under papermill with the tiny parameter set, one test per notebook.
+
+A failure names its notebook.
+
+The notebooks run once per test session, in order (later ones read the captures and results of
+earlier ones), into a temporary results directory; each test then checks what its notebook
+wrote. A notebook whose predecessor failed is reported as failing because of it.
+"""
 
 import re
 
 import pandas as pd
+import pytest
 import yaml
 
+from linrec.figures import notebooks, project_root, run_notebooks
 from linrec.report import FIGURES, build_report
-from linrec.run import notebooks, project_root, run_notebooks
 from linrec.spectrum import REGIMES
+from linrec.tables import TABLES, load_table, save_table
+
+ROOT = project_root(__file__)
+STEMS = [nb.stem for nb in notebooks(ROOT)]
 
 
-def test_notebooks_run_with_smoke_parameters(tmp_path):
-    root = project_root(__file__)
-    params = yaml.safe_load((root / "params" / "smoke.yaml").read_text())
-    report = tmp_path / "paper" / "report.md"
-    params.update(results_dir=str(tmp_path / "results"), figures_dir=str(tmp_path / "figures"), report_path=str(report))
-    pfile = tmp_path / "smoke.yaml"
-    pfile.write_text(yaml.safe_dump(params))
-    executed = run_notebooks(pfile, root=root)
-    assert [p.stem for p in executed] == [nb.stem for nb in notebooks(root)]
-    for p in executed:
-        assert p.exists() and p.stat().st_size > 0
-    assert (tmp_path / "figures" / "fig2_r2_lin.png").stat().st_size > 10_000
-    assert (tmp_path / "figures" / "fig2_r2_lin.pdf").exists()
-    table = pd.read_csv(tmp_path / "results" / "r2_lin.csv")
-    assert set(table["model"]) == set(params["models"])
+class _Runner:
+    """Runs the notebooks in order, each at most once, remembering the first failure."""
+
+    def __init__(self, tmp):
+        self.params = yaml.safe_load((ROOT / "params" / "smoke.yaml").read_text())
+        self.results, self.figures, self.report = tmp / "results", tmp / "figures", tmp / "paper" / "report.md"
+        self.params.update(results_dir=str(self.results), figures_dir=str(self.figures), report_path=str(self.report))
+        self.pfile = tmp / "smoke.yaml"
+        self.pfile.write_text(yaml.safe_dump(self.params))
+        self.done: list[str] = []
+        self.failed: tuple[str, Exception] | None = None
+
+    def upto(self, stem: str) -> None:
+        for s in STEMS[: STEMS.index(stem) + 1]:
+            if self.failed is not None:
+                pytest.fail(f"{stem} not run: {self.failed[0]} failed first ({self.failed[1]})")
+            if s in self.done:
+                continue
+            try:
+                (out,) = run_notebooks(self.pfile, only=[s], root=ROOT)
+            except Exception as err:  # noqa: BLE001 — recorded and reported by every later notebook's test
+                self.failed = (s, err)
+                raise
+            assert out.exists() and out.stat().st_size > 0
+            self.done.append(s)
+
+    def table(self, name: str) -> pd.DataFrame:
+        t = load_table(name, self.results)
+        assert t is not None, f"{name}.csv was not written"
+        return t
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory):
+    return _Runner(tmp_path_factory.mktemp("notebooks"))
+
+
+def _figure(runner, stem):
+    assert (runner.figures / f"{stem}.png").stat().st_size > 10_000
+    assert (runner.figures / f"{stem}.pdf").exists()
+
+
+def test_01_capture(runner):
+    runner.upto("01_capture")
+    _figure(runner, "fig1_method")
+    cap = runner.table("capture")
+    assert list(cap["model"]) == runner.params["models"] and (cap["n_blocks"] == 30).all()
+
+
+def test_02_linear_ceiling(runner):
+    runner.upto("02_linear_ceiling")
+    _figure(runner, "fig2_r2_lin")
+    table = runner.table("r2_lin")
+    assert set(table["model"]) == set(runner.params["models"])
     assert len(table) == 30 and table["r2_lin"].between(-1, 1).all()
-    for fig in ("fig3_bilinear_gain", "fig3b_trained_pitfall", "fig4_rank_outliers"):
-        assert (tmp_path / "figures" / f"{fig}.png").stat().st_size > 10_000
-    probe = pd.read_csv(tmp_path / "results" / "probe.csv")
+    summary = runner.table("r2_lin_summary")
+    assert summary.loc[0, "r2_max"] == table["r2_lin"].max() and summary.loc[0, "n_blocks"] == 30
+
+
+def test_03_bilinear_probe(runner):
+    runner.upto("03_bilinear_probe")
+    for fig in ("fig3_bilinear_gain", "fig3b_trained_pitfall"):
+        _figure(runner, fig)
+    probe = runner.table("probe")
     assert len(probe) == 30
-    assert ((probe["r2_lin"] - table["r2_lin"]).abs() < 1e-12).all()  # notebook 03 starts from notebook 02's ceiling
-    spectrum = pd.read_csv(tmp_path / "results" / "spectrum.csv")
+    r2 = runner.table("r2_lin")
+    assert ((probe["r2_lin"] - r2["r2_lin"]).abs() < 1e-12).all()  # notebook 03 starts from notebook 02's ceiling
+    s = runner.table("probe_summary").iloc[0]
+    assert s["ci_lo"] <= s["pearson_r"] <= s["ci_hi"] and s["gain_median"] == probe["gain"].median()
+
+
+def test_04_rank_outliers(runner):
+    runner.upto("04_rank_outliers")
+    _figure(runner, "fig4_rank_outliers")
+    spectrum = runner.table("spectrum")
     assert len(spectrum) == 30 and set(spectrum["regime"]) <= set(REGIMES)
-    assert ((spectrum["r2_lin"] - table["r2_lin"]).abs() < 1e-12).all()  # notebook 04 scores the same maps
-    # notebook 05: every corpus, bootstrap intervals around each R²_lin, one agreement row per corpus pair
-    corpora = pd.read_csv(tmp_path / "results" / "corpora.csv")
-    assert set(corpora["corpus"]) == set(params["corpora"]) and len(corpora) == 30 * len(params["corpora"])
+    assert ((spectrum["r2_lin"] - runner.table("r2_lin")["r2_lin"]).abs() < 1e-12).all()  # the same maps
+    s = runner.table("spectrum_summary").iloc[0]
+    assert s[["n_broadly_linear", "n_first_token_concentrated", "n_outlier_concentrated", "n_nonlinear"]].sum() == 30
+
+
+def test_05_corpora(runner):
+    runner.upto("05_corpora")
+    _figure(runner, "fig5_corpora")
+    corpora = runner.table("corpora")
+    assert set(corpora["corpus"]) == set(runner.params["corpora"]) and len(corpora) == 30 * len(
+        runner.params["corpora"]
+    )
     assert (corpora["r2_lo"] <= corpora["r2_lin"]).all() and (corpora["r2_lin"] <= corpora["r2_hi"]).all()
-    assert len(pd.read_csv(tmp_path / "results" / "corpora_agreement.csv")) == 3
-    # notebook 06: ΔPPL for every block, and the saved model reloads to the same perplexity
-    swap = pd.read_csv(tmp_path / "results" / "swap.csv")
+    assert len(runner.table("corpora_agreement")) == 3
+    assert runner.table("corpora_verdict").loc[0, "verdict"] in (
+        "a property of the model",
+        "mixed",
+        "shaped by the corpus",
+    )
+
+
+def test_06_swap(runner):
+    runner.upto("06_swap")
+    for fig in ("fig2_swap", "fig6_swap"):
+        _figure(runner, fig)
+    swap = runner.table("swap")
     assert len(swap) == 30 and (swap["ppl_base"] > 1).all() and swap["delta_ppl"].notna().all()
-    assert (pd.read_csv(tmp_path / "results" / "swap_reload.csv")["abs_diff"] <= 1e-6).all()
-    # notebook 07 and 08: the controls, and a report whose every figure exists
-    assert len(pd.read_csv(tmp_path / "results" / "controls_inputs.csv")) == 30
-    text = report.read_text()
+    assert (runner.table("swap_reload")["abs_diff"] <= 1e-6).all()  # the saved model reloads to the same perplexity
+    assert set(runner.table("swap_predictors")["column"]) >= {"r2_lin", "r2_ex_first", "mse_out"}
+
+
+def test_07_controls(runner):
+    runner.upto("07_controls")
+    _figure(runner, "fig7_controls")
+    assert len(runner.table("controls_inputs")) == 30
+    assert len(runner.table("controls_random_init_summary")) == 1
+
+
+def test_08_report(runner):
+    runner.upto("08_report")
+    text = runner.report.read_text()
     linked = re.findall(r"!\[(\w+)\]\(([^)]+)\)", text)
     assert [stem for stem, _ in linked] == [stem for stem, _, _ in FIGURES] and "missing" not in text
     for _, rel in linked:
-        assert (report.parent / rel).stat().st_size > 10_000
+        assert (runner.report.parent / rel).stat().st_size > 10_000
     # every number comes from the results files: change one, rebuild, and the report follows
-    summary = pd.read_csv(tmp_path / "results" / "r2_lin_summary.csv")
-    old = f"{summary.loc[0, 'max R²_lin']:.3f}"
+    summary = runner.table("r2_lin_summary")
+    old = f"{summary.loc[0, 'r2_max']:.3f}"
     assert old in text
-    summary.loc[0, "max R²_lin"] = 0.123456
-    summary.to_csv(tmp_path / "results" / "r2_lin_summary.csv", index=False)
-    rebuilt = build_report(tmp_path / "results", tmp_path / "figures", report, params).read_text()
+    summary.loc[0, "r2_max"] = 0.123456
+    save_table(summary, "r2_lin_summary", runner.results)
+    rebuilt = build_report(runner.results, runner.figures, runner.report, runner.params).read_text()
     assert "to 0.123" in rebuilt and f"to {old}" not in rebuilt
+
+
+def test_every_registered_table_is_written_by_its_notebook(runner):
+    runner.upto(STEMS[-1])
+    missing = [name for name in TABLES if load_table(name, runner.results) is None]
+    assert not missing, f"registered but never written: {missing}"
+    for name, spec in TABLES.items():
+        assert spec.notebook in {s[:2] for s in STEMS}, name

@@ -1,7 +1,5 @@
 """Bilinear residual probe and trained linear baselines on planted problems."""
 
-import numpy as np
-import pytest
 import torch
 
 from linrec.probe import Rows, closed_form_on_rows, fit_probe, train_affine
@@ -62,7 +60,9 @@ def test_trained_baseline_reaches_the_ceiling_only_when_well_conditioned():
             whitened = train_affine(rows, "adam", epochs=5, whiten=True, seed=0)
             assert ceiling - whitened.r2_test < 5e-3  # conditioning, not capacity
         else:
-            assert ceiling - adam.r2_test < 5e-3  # within 0.5 % of the ceiling, 10x closer than the ill-conditioned case
+            assert (
+                ceiling - adam.r2_test < 5e-3
+            )  # within 0.5 % of the ceiling, 10x closer than the ill-conditioned case
 
 
 def test_results_are_bit_identical_for_a_fixed_seed():

@@ -8,16 +8,25 @@ import pytest
 
 from linrec.errors import LinrecError
 from linrec.report import FIGURES, build_report, claims, render
+from linrec.tables import TABLES, save_table
 
 
-def _results(tmp_path: Path, max_r2: float = 0.99, jump: float = 0.7, gain: float = 0.01, ci: str = "[-0.30, 0.25]") -> Path:
+def _results(tmp_path: Path, max_r2: float = 0.99, jump: float = 0.7, gain: float = 0.01, ci=(-0.30, 0.25)) -> Path:
+    """A results directory with the tables of claims 1 and 3, written through the registry."""
     d = tmp_path / "results"
-    d.mkdir(exist_ok=True)
-    pd.DataFrame([{"model": "m", "blocks": 12, "min R²_lin": 0.2, "max R²_lin": max_r2, "largest jump between adjacent blocks": jump,
-                   "direction changes with depth": 5, "median κ(Gram)": 1e6}]).to_csv(d / "r2_lin_summary.csv", index=False)
-    pd.DataFrame([{"blocks": 12, "median gain": gain, "max gain": 0.05, "min gain": 0.0, "Pearson r": 0.02, "p": 0.9, "95% CI": ci}]).to_csv(d / "probe_summary.csv", index=False)
-    pd.DataFrame({"model": ["m"] * 3, "block": [0, 1, 2], "r2_lin": [0.2, max_r2, 0.5], "r2_lo": [0.1, 0.9, 0.4], "r2_hi": [0.3, 1.0, 0.6],
-                  "r2_feature_median": [0.1, 0.8, 0.4], "cond_gram": [1e3, 1e6, 1e9]}).to_csv(d / "r2_lin.csv", index=False)
+    summary = {
+        "model": "m", "n_blocks": 12, "r2_min": 0.2, "r2_max": max_r2, "max_adjacent_jump": jump,
+        "direction_changes": 5, "cond_gram_median": 1e6, "r2_ex_first_max": 0.5, "first_token_blocks": "",
+    }  # fmt: skip
+    save_table(pd.DataFrame([summary]), "r2_lin_summary", d)
+    probe = {
+        "n_blocks": 12, "gain_median": gain, "gain_max": 0.05, "gain_min": 0.0, "pearson_r": 0.02, "p": 0.9,
+        "ci_lo": ci[0], "ci_hi": ci[1], "n_stop_validation": 12, "n_stop_flattened": 0, "n_stop_max_epochs": 0,
+        "seconds_probe_total": 1.0,
+    }  # fmt: skip
+    save_table(pd.DataFrame([probe]), "probe_summary", d)
+    blocks = pd.DataFrame({c: [0.5, 0.6] for c in TABLES["r2_lin"].columns}).assign(model="m", block=[0, 1])
+    save_table(blocks, "r2_lin", d)
     return d
 
 
@@ -25,11 +34,19 @@ def test_claims_follow_their_rules(tmp_path):
     c = {x.number: x for x in claims(_results(tmp_path))}
     assert c[1].verdict == "reproduced" and "0.200 to 0.990" in c[1].ours
     assert c[3].verdict == "reproduced"
-    assert all(c[n].verdict == "not run" for n in (2, 4, 5, 6, 7))  # their tables were never written
+    assert all(c[n].verdict == "not testable" for n in (2, 4, 5, 6, 7))  # their tables were never written
+    assert "notebook 07 not run" in c[2].ours
     c = {x.number: x for x in claims(_results(tmp_path, jump=0.1, gain=0.2))}
     assert c[1].verdict == "not reproduced" and c[3].verdict == "not reproduced"
-    c = {x.number: x for x in claims(_results(tmp_path, ci="[0.10, 0.60]"))}
+    c = {x.number: x for x in claims(_results(tmp_path, ci=(0.10, 0.60)))}
     assert c[3].verdict == "not reproduced"  # a CI that excludes 0: the gain does track nonlinearity
+
+
+def test_a_table_with_old_columns_is_an_error_naming_its_notebook(tmp_path):
+    d = _results(tmp_path)
+    pd.DataFrame([{"model": "m", "min R²_lin": 0.2}]).to_csv(d / "r2_lin_summary.csv", index=False)
+    with pytest.raises(LinrecError, match="rerun notebook 02"):
+        claims(d)
 
 
 def test_a_changed_result_changes_the_report(tmp_path):
@@ -48,7 +65,7 @@ def test_figures_are_linked_relative_to_the_report_or_named_missing(tmp_path):
     (figs / "fig1_method.png").write_bytes(b"png")
     text = render(d, figs, tmp_path / "paper" / "report.md")
     assert "](../figs/fig1_method.png)" in text
-    for stem, nb, _ in FIGURES[1:]:
+    for _stem, nb, _ in FIGURES[1:]:
         assert f"missing: run notebook {nb}" in text
     assert len(re.findall(r"^\| [1-7] \|", text, flags=re.M)) == 7  # every claim has a row
 

@@ -23,12 +23,48 @@ KINDS = ["gpt2", "gpt_neox", "gpt_neox_seq", "llama", "qwen2", "gemma3_text", "b
 #         modules that run only after the last block, expected site path template)
 ARCH = {
     "gpt2": ("transformer.h", "attn", "ln_2", ["transformer.ln_f", "lm_head"], "transformer.h.{i}.mlp"),
-    "gpt_neox": ("gpt_neox.layers", "attention", "post_attention_layernorm", ["gpt_neox.final_layer_norm", "lm_head"], "gpt_neox.layers.{i}.mlp"),
-    "gpt_neox_seq": ("gpt_neox.layers", "attention", "post_attention_layernorm", ["gpt_neox.final_layer_norm", "lm_head"], "gpt_neox.layers.{i}.mlp"),
-    "llama": ("model.layers", "self_attn", "post_attention_layernorm", ["model.norm", "lm_head"], "model.layers.{i}.mlp"),
-    "qwen2": ("model.layers", "self_attn", "post_attention_layernorm", ["model.norm", "lm_head"], "model.layers.{i}.mlp"),
-    "gemma3_text": ("model.layers", "self_attn", "pre_feedforward_layernorm", ["model.norm", "lm_head"], "model.layers.{i}.mlp"),
-    "bert": ("encoder.layer", "attention", None, ["pooler", "encoder.layer.1.output.LayerNorm"], "encoder.layer.{i}.intermediate"),
+    "gpt_neox": (
+        "gpt_neox.layers",
+        "attention",
+        "post_attention_layernorm",
+        ["gpt_neox.final_layer_norm", "lm_head"],
+        "gpt_neox.layers.{i}.mlp",
+    ),
+    "gpt_neox_seq": (
+        "gpt_neox.layers",
+        "attention",
+        "post_attention_layernorm",
+        ["gpt_neox.final_layer_norm", "lm_head"],
+        "gpt_neox.layers.{i}.mlp",
+    ),
+    "llama": (
+        "model.layers",
+        "self_attn",
+        "post_attention_layernorm",
+        ["model.norm", "lm_head"],
+        "model.layers.{i}.mlp",
+    ),
+    "qwen2": (
+        "model.layers",
+        "self_attn",
+        "post_attention_layernorm",
+        ["model.norm", "lm_head"],
+        "model.layers.{i}.mlp",
+    ),
+    "gemma3_text": (
+        "model.layers",
+        "self_attn",
+        "pre_feedforward_layernorm",
+        ["model.norm", "lm_head"],
+        "model.layers.{i}.mlp",
+    ),
+    "bert": (
+        "encoder.layer",
+        "attention",
+        None,
+        ["pooler", "encoder.layer.1.output.LayerNorm"],
+        "encoder.layer.{i}.intermediate",
+    ),
 }
 
 ATOL = 1e-5
@@ -91,10 +127,29 @@ def test_find_ffn_sites_gemma3_multimodal_text_tower():
     """The 'gemma3' row: a (tiny) multimodal Gemma-3 yields the text tower's MLPs only."""
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3TextConfig, SiglipVisionConfig
 
-    text = Gemma3TextConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=16)
-    vision = SiglipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=28, patch_size=14)
+    text = Gemma3TextConfig(
+        vocab_size=100,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+    )
+    vision = SiglipVisionConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=28, patch_size=14
+    )
     torch.manual_seed(0)
-    model = Gemma3ForConditionalGeneration(Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4, image_token_index=99, boi_token_index=97, eoi_token_index=98)).eval()
+    model = Gemma3ForConditionalGeneration(
+        Gemma3Config(
+            text_config=text,
+            vision_config=vision,
+            mm_tokens_per_image=4,
+            image_token_index=99,
+            boi_token_index=97,
+            eoi_token_index=98,
+        )
+    ).eval()
     assert model.config.model_type == "gemma3"
     sites = find_ffn_sites(model)
     layers = model.model.language_model.layers

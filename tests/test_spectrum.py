@@ -4,8 +4,8 @@ import numpy as np
 import torch
 
 from linrec.ceiling import r2_rows
+from linrec.moments import Moments, remove_rows
 from linrec.spectrum import block_spectrum, effective_rank
-from linrec.stats import Moments, remove_rows
 
 
 def _stats(x, y):

@@ -9,32 +9,24 @@ import torch
 
 from _tiny_text import tiny_text, tiny_tokenizer
 from linrec.capture import CaptureConfig, run_capture
-from linrec.ceiling import fit_affine, score
+from linrec.ceiling import fit_affine, output_directions, reduce_rank, score
 from linrec.corpora import Windows, make_windows
 from linrec.errors import LinrecError
-from linrec.models import LoadedModel, load_model, perplexity
+from linrec.hf import LoadedModel
+from linrec.models import load_model
+from linrec.moments import Moments, remove_rows
+from linrec.perplexity import PerplexityEvaluator, perplexity
 from linrec.sites import find_ffn_sites
-from linrec.stats import Moments
-from linrec.swap import (
-    AffineFFN,
-    SwapEvaluator,
-    SwapStudy,
-    greedy_swap,
-    load_swapped,
-    output_directions,
-    params_linear,
-    probe_ids,
-    reduce_rank,
-    remove_rows,
-    save_swapped,
-    swapped,
-)
+from linrec.surgery import AffineFFN, load_swapped, params_linear, swapped
+from linrec.swap import SwapStudy, greedy_swap, screening_ids
 
 KINDS = ["gpt2", "gpt_neox", "gpt_neox_seq", "llama", "qwen2", "gemma3_text"]  # every causal LM with an FFN site
 
 
 def _windows(tok, tokens=2048, seq_len=32):
-    return make_windows([tiny_text(6000, 0), tiny_text(6000, 1)], tok, seq_len=seq_len, tokens=tokens, seed=0, corpus="t", identity="t")
+    return make_windows(
+        [tiny_text(6000, 0), tiny_text(6000, 1)], tok, seq_len=seq_len, tokens=tokens, seed=0, corpus="t", identity="t"
+    )
 
 
 def _study(model, tokens=2048, seq_len=32, batch_size=8):
@@ -49,7 +41,9 @@ def _study(model, tokens=2048, seq_len=32, batch_size=8):
 @pytest.fixture
 def planted(tiny_model):
     """Tiny llama whose block 1 FFN is an affine map (a Linear); block 0 is its random SwiGLU."""
-    model = tiny_model("llama", seed=2)  # a seed where swapping block 0 raises perplexity (random models can go either way)
+    model = tiny_model(
+        "llama", seed=2
+    )  # a seed where swapping block 0 raises perplexity (random models can go either way)
     torch.manual_seed(0)
     model.model.layers[1].mlp = torch.nn.Linear(32, 32)
     return model
@@ -86,11 +80,13 @@ def test_swap_restores_the_original_on_exceptions(tiny_model):
 def test_perplexity_equals_hf_loss(tiny_model):
     model = tiny_model("llama")
     ids = _windows(tiny_tokenizer(), 1024).ids
-    ev = SwapEvaluator(model, ids, batch_size=5)
+    ev = PerplexityEvaluator(model, ids, batch_size=5)
     with torch.no_grad():
         hf = float(torch.exp(model(input_ids=ids, labels=ids).loss.double()))
     assert abs(ev.base_ppl - hf) / hf < 1e-6
-    assert abs(ev.base_ppl - perplexity(model, ids, batch_size=5)) / hf < 1e-6  # models.perplexity returns exp taken in float32
+    assert (
+        abs(ev.base_ppl - perplexity(model, ids, batch_size=5)) / hf < 1e-6
+    )  # models.perplexity returns exp taken in float32
     assert ev.n_tokens == ids.shape[0] * (ids.shape[1] - 1)
 
 
@@ -101,10 +97,13 @@ def test_cached_prefix_equals_full_forward(tiny_model, kind):
     st = _study(model, tokens=640, seq_len=16, batch_size=3)  # seq_len 16 > Gemma's sliding window 4
     ev = st.evaluator
     assert ev._cache is not None  # the cached path is in use
-    plain = SwapEvaluator(model, st.windows.split("test"), batch_size=3, reuse_prefix=False)
+    plain = PerplexityEvaluator(model, st.windows.split("test"), batch_size=3, reuse_prefix=False)
     assert plain.base_ppl == ev.base_ppl
     n = len(ev.sites)
-    sets = [{i: st.module(i)} for i in range(n)] + [{0: st.module(0), n - 1: st.module(n - 1)}, {n - 1: st.module(n - 1, rank=3)}]
+    sets = [{i: st.module(i)} for i in range(n)] + [
+        {0: st.module(0), n - 1: st.module(n - 1)},
+        {n - 1: st.module(n - 1, rank=3)},
+    ]
     calls = []
     handle = ev.sites[0].module.register_forward_hook(lambda *a: calls.append(1))
     try:
@@ -166,32 +165,47 @@ def test_rank_curve_and_parameter_counts(tiny_model):
     assert abs(t.loc[0, "delta_ppl"] - curve["delta_ppl"][3]) < 1e-12
 
 
-def test_table_and_probe(planted):
+def test_table_and_screening(planted):
     st = _study(planted)
-    t = st.table(probe_windows=3)
-    for col in ["model", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "params_ffn", "params_linear", "param_ratio", "probe_delta_ppl", "mse_out"]:
+    t = st.table(screening_windows=3)
+    for col in [
+        "model",
+        "block",
+        "r2_lin",
+        "ppl_base",
+        "ppl_swapped",
+        "delta_ppl",
+        "params_ffn",
+        "params_linear",
+        "param_ratio",
+        "screening_delta_ppl",
+        "mse_out",
+    ]:
         assert col in t.columns
     assert list(t["block"]) == [0, 1]
     assert np.allclose(t["delta_ppl"], t["ppl_swapped"] - t["ppl_base"])
     assert t.loc[1, "params_ffn"] == 32 * 32 + 32  # the planted Linear
-    assert abs(t.loc[1, "probe_delta_ppl"]) < 1e-6 * t.loc[1, "probe_ppl_base"] and t.loc[0, "probe_delta_ppl"] > 0
-    ids = probe_ids(st.windows, 3)
+    assert (
+        abs(t.loc[1, "screening_delta_ppl"]) < 1e-6 * t.loc[1, "screening_ppl_base"]
+        and t.loc[0, "screening_delta_ppl"] > 0
+    )
+    ids = screening_ids(st.windows, 3)
     train = st.windows.split("train")
     assert len(ids) == 3 and all(any(torch.equal(r, s) for s in train) for r in ids)  # train windows only
-    assert torch.equal(ids, probe_ids(st.windows, 3))  # seeded
+    assert torch.equal(ids, screening_ids(st.windows, 3))  # seeded
 
 
-def test_probe_fit_leaves_the_probe_windows_out(tiny_model):
-    """The leave-probe-out map equals a fit on a capture of the other train windows only."""
+def test_screening_fit_leaves_the_screening_windows_out(tiny_model):
+    """The leave-screening-out map equals a fit on a capture of the other train windows only."""
     st = _study(tiny_model("qwen2"))
-    ids = probe_ids(st.windows, 3)
+    ids = screening_ids(st.windows, 3)
     w = st.windows
     keep = np.array([i for i in w.train if not any(torch.equal(w.ids[i], r) for r in ids)])
     assert len(keep) == len(w.train) - 3
     rest = Windows(w.ids, keep, w.test, w.corpus, w.identity, w.bos)
     ref = run_capture(st.loaded, rest, CaptureConfig("tiny", tokens=2048, seq_len=32, sample_rows=0), progress=False)
     for i in range(2):
-        a, b = st.probe_fit(i, 3).W, fit_affine(ref.stats["train"][i]).W
+        a, b = st.screening_fit(i, 3).W, fit_affine(ref.stats["train"][i]).W
         assert np.abs(a - b).max() <= 1e-6 * np.abs(b).max()
 
 
@@ -203,7 +217,7 @@ def test_remove_rows_is_exact():
     assert rest.n == 200
     assert np.abs(rest.mean.numpy() - ref.mean.numpy()).max() <= 1e-10 * 1e3
     assert np.abs(rest.M - ref.M).max() <= 1e-9 * np.abs(ref.M).max()
-    with pytest.raises(LinrecError, match="fewer probe windows"):
+    with pytest.raises(LinrecError, match="fewer screening windows"):
         remove_rows(ref, Moments.of(x, y))
 
 
@@ -227,16 +241,18 @@ def test_greedy_respects_the_budget(planted):
         st.greedy(budget_ppl=-1)
 
 
-def test_greedy_can_select_on_probe_windows_and_report_on_test(planted):
+def test_greedy_can_select_on_screening_windows_and_report_on_test(planted):
     st = _study(planted)
-    r = st.greedy(budget_ppl=1e12, select_on="probe", probe_windows=4)
-    probe, test = st.probe(4), st.evaluator
-    assert sorted(r.swapped) == [0, 1] and r.ppl_base == probe.base_ppl  # selection ran on the probe windows
-    mods = {i: st.probe_module(i, 4) for i in (0, 1)}  # the leave-probe-out maps, not the full-train ones
-    assert abs(r.ppl_final - probe.ppl(mods)) <= 1e-12 * r.ppl_final
+    r = st.greedy(budget_ppl=1e12, select_on="screening", screening_windows=4)
+    screen, test = st.screening(4), st.evaluator
+    assert sorted(r.swapped) == [0, 1] and r.ppl_base == screen.base_ppl  # selection ran on the screening windows
+    mods = {i: st.screening_module(i, 4) for i in (0, 1)}  # the leave-screening-out maps, not the full-train ones
+    assert abs(r.ppl_final - screen.ppl(mods)) <= 1e-12 * r.ppl_final
     assert r.holdout_ppl_base == test.base_ppl
     assert abs(r.holdout_ppl_final - test.ppl(mods)) <= 1e-12 * r.holdout_ppl_final
-    assert abs(r.holdout_ppl_final - test.ppl({i: st.module(i) for i in (0, 1)})) > 0  # and they differ from the full fits
+    assert (
+        abs(r.holdout_ppl_final - test.ppl({i: st.module(i) for i in (0, 1)})) > 0
+    )  # and they differ from the full fits
     with pytest.raises(LinrecError, match="select_on"):
         st.greedy(select_on="train")
 
@@ -253,7 +269,11 @@ def test_save_and_reload_give_identical_logits(tiny_model, tmp_path, kind):
     with safe_open(str(out / "model.safetensors"), "pt") as f:
         keys = set(f.keys())
     ffn = {s.path for s in st.sites}
-    stale = [k for k in keys if any(k.startswith(p + ".") for p in ffn) and k.rsplit(".", 1)[1] not in ("weight", "bias", "down", "up")]
+    stale = [
+        k
+        for k in keys
+        if any(k.startswith(p + ".") for p in ffn) and k.rsplit(".", 1)[1] not in ("weight", "bias", "down", "up")
+    ]
     assert not stale
     assert f"{st.sites[0].path}.down" in keys and f"{st.sites[1].path}.weight" in keys
     base_dir = tmp_path / "base"
@@ -267,7 +287,7 @@ def test_save_and_reload_give_identical_logits(tiny_model, tmp_path, kind):
     with torch.no_grad():
         got = back.model(input_ids=ids).logits
     assert (got - want).abs().max() <= 1e-6
-    reloaded = SwapEvaluator(back.model, ids).base_ppl
+    reloaded = PerplexityEvaluator(back.model, ids).base_ppl
     in_memory = st.joint([0, 1], ranks={0: 5})["ppl"]
     assert abs(reloaded - in_memory) <= 1e-9 * in_memory
     assert back.tokenizer is not None and back.tokenizer("w1 w2").input_ids == st.loaded.tokenizer("w1 w2").input_ids

@@ -1,13 +1,20 @@
 """linrec: per-block linear recoverability (R²_lin) of transformer feed-forward blocks.
 
-Stages, one module each (numbered like the notebooks that use them):
-`models` (load a frozen LM) → `sites` (where each block's FFN is) → `corpora` (token windows)
-→ `capture` (one forward pass, additive float64 statistics per block) → `ceiling`
-(exact closed-form affine map and held-out R²_lin) and `robust` (bootstrap intervals, profile
-agreement) → `probe` (bilinear residual probe, trained baselines), `spectrum` (ranks, outliers,
-regimes), `swap` (FFN → affine map: ΔPPL, reduced rank, save/reload), `controls` (random init,
-input distribution, cross feeding) → `plots` (the figures), `report` (the reproduction report),
-`run` (the notebooks under papermill).
+The package is layered; each module imports only from its own layer or below
+(`tests/test_layers.py` checks it):
+
+- util: `errors`, `files` (cache root, sha256 manifests, atomic writes), `threads`
+- moments: `moments` (streaming float64 statistics)
+- fits: `ceiling` (closed-form affine fit, held-out score, reduced rank), `heldout` (per-window
+  sums and the bootstrap)
+- models and data: `sites` (where each FFN is), `corpora`, `fetching`, `hf`, `surgery` (FFN →
+  affine module, save/load), `models` (load any model spec)
+- capture: `capture` (one forward pass → statistics per block and split; one fit per block)
+- analyses: `recoverability` (the R²_lin table), `probe`, `spectrum`, `uncertainty`, `perplexity`,
+  `swap`, `controls`
+- verdicts: `verdicts` (every summary and claim rule), `tables` (the results registry)
+- outputs: `report`, `plots`
+- entry points: `cli`, `figures` (the numbered notebooks under papermill)
 """
 
 from linrec.errors import LinrecError

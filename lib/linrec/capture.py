@@ -9,11 +9,11 @@ a few blocks put almost all their output variance on that one token (notebook 04
 and a bounded, seeded sample of raw rows per block on disk (float32, memory-mapped) for the
 later probes. The forward pass stops after the last hooked block (no final norm, no LM head).
 
-Held-out sums for the bootstrap (`linrec.robust`): train windows run first, then test windows.
+Held-out sums for the bootstrap (`linrec.heldout`): train windows run first, then test windows.
 Before the first test batch every block's affine map is fitted from the finished train
 statistics with `linrec.ceiling.fit_affine` (the ceiling's own solver), and each test batch
 then adds, per held-out window and block, n, Σe², Σ(y − c) and Σ(y − c)² (float64, c the
-train mean of y) into `Capture.heldout[block]` (a `linrec.robust.HeldOut`). The cost is one
+train mean of y) into `Capture.heldout[block]` (a `linrec.heldout.HeldOut`). The cost is one
 float64 [rows, d_in] × [d_in, d_out] product per block on test rows only, plus one fit per block.
 A block whose fit raises (too few train rows, NaN) gets `heldout[block] = None` and its error in
 `meta["heldout_errors"]`; the capture itself still succeeds, and the ceiling raises that same
@@ -34,32 +34,43 @@ detected and rebuilt, never read.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import time
 import zipfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 import torch
 from tqdm import tqdm  # text bars: they survive papermill and render in executed notebooks
 
-from linrec._io import atomic_dir, cache_root, check_cache_writable, clean_stale_tmp, manifest, seal, unseal, verify_manifest
-from linrec.ceiling import _one_thread, fit_affine  # the ceiling's own solver, so the map is the ceiling's
+from linrec.ceiling import AffineFit, Score, fit_affine, score
 from linrec.corpora import Windows, corpus_identity, load_windows
 from linrec.errors import LinrecError
-from linrec.models import LoadedModel, check_context, check_device, load_model, model_identity
-from linrec.robust import HeldOut
+from linrec.files import (
+    atomic_dir,
+    cache_root,
+    check_cache_writable,
+    clean_stale_tmp,
+    manifest,
+    seal,
+    unseal,
+    verify_manifest,
+)
+from linrec.heldout import HeldOut, HeldOutSums
+from linrec.hf import LoadedModel, check_context, check_device
+from linrec.models import load_model, model_identity
+from linrec.moments import PRODUCTS, Moments, remove_rows
 from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
-from linrec.stats import PRODUCTS, Moments, remove_rows
 
 log = logging.getLogger(__name__)
 
-CAPTURE_VERSION = "4"  # bump when what a capture contains or means changes (2: held-out per-window sums; 3: first-position moments; 4: sha256 of every file)
+# bump when what a capture contains or means changes
+# (2: held-out per-window sums; 3: first-position moments; 4: sha256 of every file)
+CAPTURE_VERSION = "4"
 SPLITS = ("train", "test")
 
 
@@ -74,7 +85,7 @@ class CaptureConfig:
     seed: int = 0  # train/test split and row sample
     test_frac: float = 0.2
     sample_rows: int = 30_000  # raw (x, y) rows kept per block for probes
-    product: str = "float64"  # "float64" exact, "float32" fast (see linrec.stats)
+    product: str = "float64"  # "float64" exact, "float32" fast (see linrec.moments)
 
     def validate(self) -> None:
         if self.tokens <= 0:
@@ -82,7 +93,10 @@ class CaptureConfig:
         if self.seq_len < 2:
             raise LinrecError(f"seq_len must be at least 2, got {self.seq_len}")
         if self.seq_len > self.tokens:
-            raise LinrecError(f"--seq-len {self.seq_len} is longer than the token budget --tokens {self.tokens}, so no window fits; raise --tokens or lower --seq-len")
+            raise LinrecError(
+                f"--seq-len {self.seq_len} is longer than the token budget --tokens {self.tokens}, so no window fits; "
+                "raise --tokens or lower --seq-len"
+            )
         if self.seed < 0:
             raise LinrecError(f"seed must be ≥ 0, got {self.seed}")
         if self.product not in PRODUCTS:
@@ -91,7 +105,12 @@ class CaptureConfig:
             raise LinrecError(f"sample_rows must be ≥ 0, got {self.sample_rows}")
 
     def key(self) -> str:
-        ident = {**asdict(self), "model": model_identity(self.model), "corpus": corpus_identity(self.corpus), "version": CAPTURE_VERSION}
+        ident = {
+            **asdict(self),
+            "model": model_identity(self.model),
+            "corpus": corpus_identity(self.corpus),
+            "version": CAPTURE_VERSION,
+        }
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -107,6 +126,8 @@ class Capture:
     heldout: list[HeldOut | None] | None = None  # [block] → per-test-window sums (None: that block's fit failed)
     first: dict[str, list[Moments]] | None = None  # split → [block] → Moments of the windows' first positions
     _index: np.ndarray | None = field(default=None, repr=False)
+    _fits: dict = field(default_factory=dict, repr=False)
+    _scores: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_blocks(self) -> int:
@@ -115,6 +136,24 @@ class Capture:
     @property
     def model_label(self) -> str:
         return self.meta.get("model_label", self.config.model)
+
+    def fit(self, block: int) -> AffineFit:
+        """The closed-form affine map of `block` from its train statistics (`linrec.ceiling.fit_affine`), fitted once.
+
+        Every analysis takes its map from here, so one block has one map everywhere: the
+        ceiling table, the spectrum, the probes, the swap and the controls.
+        """
+        if block not in self._fits:
+            self._fits[block] = fit_affine(self.stats["train"][block], block=block)
+        return self._fits[block]
+
+    def score(self, block: int, split: str = "test") -> Score:
+        """`fit(block)` scored on `split`'s statistics (`linrec.ceiling.score`): held-out by default,
+        in-sample with "train"."""
+        key = (block, split)
+        if key not in self._scores:
+            self._scores[key] = score(self.fit(block), self.stats[split][block], block=block)
+        return self._scores[key]
 
     def without_first(self, block: int) -> tuple[Moments, Moments] | None:
         """(train, test) statistics of `block` over every position but the windows' first; None if not captured."""
@@ -143,15 +182,31 @@ class Capture:
 class _RowSampler:
     """Writes a fixed, seeded subset of rows straight into per-block .npy memmaps (memory stays flat)."""
 
-    def __init__(self, directory: Path, n_rows: int, k: int, seed: int, dims: list[tuple[int, int]], seq_len: int, order: np.ndarray, split_of: np.ndarray):
+    def __init__(
+        self,
+        directory: Path,
+        n_rows: int,
+        k: int,
+        seed: int,
+        dims: list[tuple[int, int]],
+        seq_len: int,
+        order: np.ndarray,
+        split_of: np.ndarray,
+    ):
         rng = np.random.default_rng([seed, 1])
         self.selected = np.sort(rng.choice(n_rows, size=min(k, n_rows), replace=False))
         directory.mkdir(parents=True, exist_ok=True)
         win = order[self.selected // seq_len]
         index = np.stack([win, self.selected % seq_len, split_of[win]], axis=1).astype(np.int64)
         np.save(directory / "index.npy", index)
-        self.x = [np.lib.format.open_memmap(directory / f"x_{i:03d}.npy", "w+", np.float32, (len(self.selected), dx)) for i, (dx, _) in enumerate(dims)]
-        self.y = [np.lib.format.open_memmap(directory / f"y_{i:03d}.npy", "w+", np.float32, (len(self.selected), dy)) for i, (_, dy) in enumerate(dims)]
+        self.x = [
+            np.lib.format.open_memmap(directory / f"x_{i:03d}.npy", "w+", np.float32, (len(self.selected), dx))
+            for i, (dx, _) in enumerate(dims)
+        ]
+        self.y = [
+            np.lib.format.open_memmap(directory / f"y_{i:03d}.npy", "w+", np.float32, (len(self.selected), dy))
+            for i, (_, dy) in enumerate(dims)
+        ]
         self.start = 0  # global row index of the current batch's first row
         self.lo = self.hi = 0  # slice of `selected` falling in the current batch
 
@@ -173,90 +228,16 @@ class _RowSampler:
         self.x = self.y = []
 
 
-class _HeldOutSums:
-    """Per test window and block: n, Σe², Σ(y − c), Σ(y − c)², against maps fitted from the train split."""
-
-    def __init__(self, dims: list[tuple[int, int]], test_windows: np.ndarray):
-        self.dims = dims
-        self.windows = np.asarray(test_windows, dtype=np.int64)
-        self.fits: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] | None = None
-        self.errors: dict[int, str] = {}
-        self.sums: list[dict[str, torch.Tensor]] = []
-        self.start = self.stop = 0  # rows of the held-out arrays in the current batch
-        self.seconds = self.fit_seconds = 0.0
-
-    def fit(self, train: list[Moments]) -> None:
-        """Fit every block's affine map from the finished train statistics (once, before the first test batch)."""
-        t0 = time.perf_counter()
-        W = len(self.windows)
-        self.fits = []
-        for i, m in enumerate(train):
-            try:
-                fit = fit_affine(m, block=i, condition=False)
-            except LinrecError as err:  # surfaced by the ceiling on this block; the capture goes on
-                self.errors[i] = str(err)
-                self.fits.append(None)
-                self.sums.append({})
-                continue
-            dev = m.mean.device
-            shift = torch.from_numpy(m.mean_y.copy()).to(dev)
-            self.fits.append((torch.from_numpy(fit.W).to(dev), torch.from_numpy(fit.b).to(dev), shift))
-            d_out = self.dims[i][1]
-            self.sums.append(
-                {
-                    "n": torch.zeros(W, dtype=torch.int64),
-                    **{k: torch.zeros(W, d_out, dtype=torch.float64, device=dev) for k in ("sse", "sy", "syy")},
-                }
-            )
-        self.fit_seconds = time.perf_counter() - t0
-        self.seconds += self.fit_seconds
-
-    def begin(self, n_windows_batch: int) -> None:
-        self.start, self.stop = self.stop, self.stop + n_windows_batch
-
-    def update(self, block: int, x: torch.Tensor, y: torch.Tensor) -> None:
-        fit = self.fits[block]
-        if fit is None:
-            return
-        t0 = time.perf_counter()
-        W, b, shift = fit
-        # On CPU one thread: these are small float64 ops between forward-pass layers, and on a
-        # busy 2-core machine two synchronising threads made them ~7× slower (120 updates at
-        # d = 576, the test split of a default capture: 1.6 s on one thread, 11 s on two).
-        with _one_thread() if W.device.type == "cpu" else contextlib.nullcontext():
-            self._add(block, x, y, W, b, shift)
-        self.seconds += time.perf_counter() - t0
-
-    def _add(self, block: int, x: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.Tensor, shift: torch.Tensor) -> None:
-        nw = self.stop - self.start
-        d_in, d_out = self.dims[block]
-        x64 = x.detach().reshape(-1, d_in).to(W.device, torch.float64)
-        yc = y.detach().reshape(-1, d_out).to(W.device, torch.float64, copy=True)  # never the hooked tensor itself
-        yc.sub_(shift)
-        s, w = self.sums[block], slice(self.start, self.stop)
-        s["n"][w] += yc.shape[0] // nw
-        s["sy"][w] += yc.view(nw, -1, d_out).sum(1)
-        s["syy"][w] += yc.square().view(nw, -1, d_out).sum(1)
-        e = yc.sub_(b - shift).addmm_(x64, W, alpha=-1)  # (y − c) − (b − c) − Wᵀx = y − Wᵀx − b, test rows only
-        s["sse"][w] += e.square_().view(nw, -1, d_out).sum(1)
-
-    def result(self) -> list[HeldOut | None]:
-        if self.fits is None:  # no test window: nothing was fitted, nothing held out
-            return [HeldOut.empty(dy) for _, dy in self.dims]
-        out: list[HeldOut | None] = []
-        for fit, s in zip(self.fits, self.sums):
-            if fit is None:
-                out.append(None)
-                continue
-            arr = {k: v.cpu().numpy() for k, v in s.items()}
-            out.append(HeldOut(windows=self.windows.copy(), shift=fit[2].cpu().numpy(), **arr))
-        return out
-
-
 @torch.no_grad()
-def run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, out_dir: Path | None = None, batch_size: int = 8, progress: bool = True) -> Capture:
+def run_capture(
+    loaded: LoadedModel,
+    windows: Windows,
+    config: CaptureConfig,
+    out_dir: Path | None = None,
+    batch_size: int = 8,
+    progress: bool = True,
+) -> Capture:
     """Capture statistics (and, with `out_dir`, the row sample) of every FFN block in one pass."""
-    model = loaded.model
     tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # never TF32 here …
     try:
@@ -265,7 +246,9 @@ def run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, ou
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
 
 
-def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, out_dir: Path | None, batch_size: int, progress: bool) -> Capture:
+def _run_capture(
+    loaded: LoadedModel, windows: Windows, config: CaptureConfig, out_dir: Path | None, batch_size: int, progress: bool
+) -> Capture:
     model = loaded.model
     sites = find_ffn_sites(model)
     device = next(model.parameters()).device
@@ -278,13 +261,17 @@ def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, o
     T = windows.seq_len
     sampler = None
     if out_dir is not None and config.sample_rows > 0:
-        sampler = _RowSampler(out_dir / "rows", len(order) * T, config.sample_rows, config.seed, dims, T, order, split_of)
-    heldout = _HeldOutSums(dims, windows.test)
+        sampler = _RowSampler(
+            out_dir / "rows", len(order) * T, config.sample_rows, config.seed, dims, T, order, split_of
+        )
+    heldout = HeldOutSums(dims, windows.test)
     current = {"split": "train"}
 
     def on_ffn(block: int, x: torch.Tensor, y: torch.Tensor) -> None:
         stats[current["split"]][block].update(x, y, config.product)
-        first[current["split"]][block].update(x[:, 0], y[:, 0], config.product)  # [batch, seq, d] → each window's first row
+        first[current["split"]][block].update(
+            x[:, 0], y[:, 0], config.product
+        )  # [batch, seq, d] → each window's first row
         if current["split"] == "test":
             heldout.update(block, x, y)
         if sampler is not None:
@@ -292,7 +279,11 @@ def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, o
 
     kwargs = {"use_cache": False} if loaded.is_causal else {}
     t0 = time.perf_counter()
-    batches = [(split, idx[i : i + batch_size]) for split, idx in (("train", windows.train), ("test", windows.test)) for i in range(0, len(idx), batch_size)]
+    batches = [
+        (split, idx[i : i + batch_size])
+        for split, idx in (("train", windows.train), ("test", windows.test))
+        for i in range(0, len(idx), batch_size)
+    ]
     with ffn_hooks(sites, on_ffn, stop_after_last=True):
         for split, idx in tqdm(batches, desc=f"capture {loaded.name}", unit="batch", disable=not progress):
             current["split"] = split
@@ -310,9 +301,15 @@ def _run_capture(loaded: LoadedModel, windows: Windows, config: CaptureConfig, o
     for s in SPLITS:
         for i, m in enumerate(stats[s]):
             if first[s][i].n * T != m.n:
-                raise LinrecError(f"block {i}: the FFN saw {m.n} rows but {first[s][i].n} windows of {T}; its input is not [batch, seq, d], which linrec.sites must hook")
+                raise LinrecError(
+                    f"block {i}: the FFN saw {m.n} rows but {first[s][i].n} windows of {T}; "
+                    "its input is not [batch, seq, d], which linrec.sites must hook"
+                )
             if not m.is_finite():
-                raise LinrecError(f"block {i}: NaN or inf in the captured activations ({s} split); load the model in float32 and check its weights")
+                raise LinrecError(
+                    f"block {i}: NaN or inf in the captured activations ({s} split); "
+                    "load the model in float32 and check its weights"
+                )
     meta = {
         "config": asdict(config),
         "model_label": loaded.name,
@@ -359,8 +356,17 @@ def _captures_dir() -> Path:
 
 def _write(capture: Capture, directory: Path) -> None:
     arrays = {f"{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.stats[s]) for k, v in m.state().items()}
-    arrays.update({f"first/{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.first[s]) for k, v in m.state().items()})
-    arrays.update({f"heldout/{i}/{k}": v for i, h in enumerate(capture.heldout or []) if h is not None for k, v in h.state().items()})
+    arrays.update(
+        {f"first/{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.first[s]) for k, v in m.state().items()}
+    )
+    arrays.update(
+        {
+            f"heldout/{i}/{k}": v
+            for i, h in enumerate(capture.heldout or [])
+            if h is not None
+            for k, v in h.state().items()
+        }
+    )
     np.savez(directory / "stats.npz", **arrays)
     meta = {**capture.meta, "manifest": manifest(directory, skip=("meta.json",)), "complete": True}
     (directory / "meta.json").write_text(seal(meta))
@@ -391,8 +397,22 @@ def _read(directory: Path, config: CaptureConfig) -> Capture | None:
             raise _Damaged(problem)
         n_blocks = int(meta["n_blocks"])
         with np.load(directory / "stats.npz") as z:
-            stats, first = ({s: [Moments.from_state({k: z[f"{pre}{s}/{i}/{k}"] for k in ("n", "mean", "M", "dims")}) for i in range(n_blocks)] for s in SPLITS} for pre in ("", "first/"))
-            heldout = [None if str(i) in meta["heldout_errors"] else HeldOut.from_state({k: z[f"heldout/{i}/{k}"] for k in HeldOut.KEYS}) for i in range(n_blocks)]
+            stats, first = (
+                {
+                    s: [
+                        Moments.from_state({k: z[f"{pre}{s}/{i}/{k}"] for k in ("n", "mean", "M", "dims")})
+                        for i in range(n_blocks)
+                    ]
+                    for s in SPLITS
+                }
+                for pre in ("", "first/")
+            )
+            heldout = [
+                None
+                if str(i) in meta["heldout_errors"]
+                else HeldOut.from_state({k: z[f"heldout/{i}/{k}"] for k in HeldOut.KEYS})
+                for i in range(n_blocks)
+            ]
     except (_Damaged, ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as err:
         log.warning("capture cache %s is damaged (%s); recomputing it", directory.name, err)
         return None
@@ -454,10 +474,14 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
     if isinstance(rows, Mapping):
         missing = [c for c in corpora if c not in rows]
         if missing:
-            raise LinrecError(f"sample_rows gives no row count for corpora {missing}; add them (0 keeps statistics only)")
+            raise LinrecError(
+                f"sample_rows gives no row count for corpora {missing}; add them (0 keeps statistics only)"
+            )
     per_corpus = {c: rows[c] if isinstance(rows, Mapping) else rows for c in corpora}
     check_device(kwargs.get("device", "cpu"))
-    plan = {c: _config_entry(model, c, sample_rows=per_corpus[c], **cfg) for c in corpora}  # validates every config before any work
+    plan = {
+        c: _config_entry(model, c, sample_rows=per_corpus[c], **cfg) for c in corpora
+    }  # validates every config before any work
     out: dict[str, Capture] = {}
     for corpus, (config, entry) in plan.items():
         found = _read(entry, config) if cache else None
@@ -468,17 +492,30 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
             check_cache_writable("captures")
         if loaded is None:
             loaded = load_model(model, device=kwargs.get("device", "cpu"))
-        out[corpus] = _notice_short(_compute(loaded, config, entry, kwargs.get("batch_size", 8), cache, kwargs.get("progress", True)))
+        out[corpus] = _notice_short(
+            _compute(loaded, config, entry, kwargs.get("batch_size", 8), cache, kwargs.get("progress", True))
+        )
     return out
 
 
-def _config_entry(model: str, corpus: str, seq_len: int = 128, tokens: int = 20_480, seed: int = 0, test_frac: float = 0.2, sample_rows: int = 30_000, product: str = "float64") -> tuple[CaptureConfig, Path]:
+def _config_entry(
+    model: str,
+    corpus: str,
+    seq_len: int = 128,
+    tokens: int = 20_480,
+    seed: int = 0,
+    test_frac: float = 0.2,
+    sample_rows: int = 30_000,
+    product: str = "float64",
+) -> tuple[CaptureConfig, Path]:
     config = CaptureConfig(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product)
     config.validate()
     return config, _captures_dir() / f"{_slug(model)}-{config.key()}"
 
 
-def _compute(loaded: LoadedModel, config: CaptureConfig, entry: Path, batch_size: int, cache: bool, progress: bool) -> Capture:
+def _compute(
+    loaded: LoadedModel, config: CaptureConfig, entry: Path, batch_size: int, cache: bool, progress: bool
+) -> Capture:
     """Run the capture of `config` with `loaded`; with `cache`, write it atomically to `entry`."""
     c = config
     check_context(loaded, c.seq_len)
@@ -500,8 +537,15 @@ def _notice_short(capture: Capture) -> Capture:
     got = sum(capture.meta["n_windows"].values())
     if got < asked:
         log.warning(
-            "corpus '%s' holds only %d windows of %d tokens: using %d tokens of the %d asked for (n_train %d, n_test %d rows per block)",
-            c.corpus, got, c.seq_len, got * c.seq_len, c.tokens, capture.meta["n_rows"]["train"], capture.meta["n_rows"]["test"],
+            "corpus '%s' holds only %d windows of %d tokens: using %d tokens of the %d asked for "
+            "(n_train %d, n_test %d rows per block)",
+            c.corpus,
+            got,
+            c.seq_len,
+            got * c.seq_len,
+            c.tokens,
+            capture.meta["n_rows"]["train"],
+            capture.meta["n_rows"]["test"],
         )
     return capture
 

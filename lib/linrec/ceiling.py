@@ -3,7 +3,7 @@
     (W, b) = argmin Σ_train ‖y − Wᵀx − b‖²        W: [d_in, d_out], b: [d_out]
 
 With an intercept, the problem is centred least squares: Cxx W = Cxy, b = μy − Wᵀμx, where
-Cxx, Cxy are the train split's centred cross-products (`linrec.stats.Moments`).
+Cxx, Cxy are the train split's centred cross-products (`linrec.moments.Moments`).
 
 Solver ("eigh", the only one): Jacobi-scale the Gram matrix, A = D Cxx D with
 D = diag(Cxx)^(-1/2), so every input feature has unit variance (LLM activations span ~5e4 in
@@ -31,42 +31,30 @@ capture's first-position statistics, `first_var_share` = 1 − SST(other positio
 the test split, and `r2_ex_first` is R²_lin of the map fitted on the train split's other
 positions and scored on the test split's other positions: the same measurement with the
 first token of every window left out of both. The other positions' statistics are the total's
-minus the first positions' (`linrec.stats.remove_rows`); that subtraction rounds at about
+minus the first positions' (`linrec.moments.remove_rows`); that subtraction rounds at about
 ε·SST(first)/SST(other) relative: about 32ε ≈ 7e-15 for a block with share 0.97, the most
 sink-dominated SmolLM2 block (an estimate from the bound, not a measurement).
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from linrec.errors import LinrecError
-from linrec.stats import Moments
+from linrec.moments import Moments
+from linrec.threads import one_thread
 
 EPS = np.finfo(np.float64).eps
-
-
-@contextlib.contextmanager
-def _one_thread():
-    """Run a d×d eigensolver on one thread: at d ≈ 600 a second thread gains little, and on a busy
-    machine two synchronising threads made it 0.05–8 s per block instead of a steady 0.04 s."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
 
 
 def gram_condition(C: np.ndarray) -> float:
     """κ = λmax/λmin of a centred Gram matrix over its non-constant features (constant ones carry
     nothing); inf when λmin is below d·ε·λmax, i.e. singular to float64."""
     live = np.diag(C) > 0
-    with _one_thread():
+    with one_thread():
         lam = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(C[np.ix_(live, live)]))).numpy()
     return float(lam[-1] / lam[0]) if lam[0] > len(C) * EPS * lam[-1] else float("inf")
 
@@ -89,7 +77,9 @@ class AffineFit:
         return x @ self.W + self.b
 
 
-def fit_affine(train: Moments, rcond: float | None = None, ridge: float = 0.0, block: int | str = "?", condition: bool = True) -> AffineFit:
+def fit_affine(
+    train: Moments, rcond: float | None = None, ridge: float = 0.0, block: int | str = "?", condition: bool = True
+) -> AffineFit:
     """Closed-form affine least squares from train statistics (see module docstring).
 
     `condition=False` skips the separate eigensolve for `cond_gram` (left NaN; half the cost);
@@ -115,7 +105,7 @@ def fit_affine(train: Moments, rcond: float | None = None, ridge: float = 0.0, b
     A = Cxx * np.outer(scale, scale)  # unit diagonal on live features, zero rows/cols on dead ones
     if ridge:
         A[np.diag_indices(d)] += ridge * live
-    with _one_thread():
+    with one_thread():
         lam_t, V = torch.linalg.eigh(t(A))
     lam = lam_t.numpy()
     lam_max = lam[-1]
@@ -127,7 +117,16 @@ def fit_affine(train: Moments, rcond: float | None = None, ridge: float = 0.0, b
     b = train.mean_y - train.mean_x @ W
     live_lam = lam[-int(live.sum()) :]
     cond_scaled = float(live_lam[-1] / live_lam[0]) if live_lam[0] > cutoff else float("inf")
-    return AffineFit(W=W, b=b, cond_gram=gram_condition(Cxx) if condition else float("nan"), cond_scaled=cond_scaled, rank=int(keep.sum()), n_train=train.n, dead_inputs=int((~live).sum()), ridge=ridge)
+    return AffineFit(
+        W=W,
+        b=b,
+        cond_gram=gram_condition(Cxx) if condition else float("nan"),
+        cond_scaled=cond_scaled,
+        rank=int(keep.sum()),
+        n_train=train.n,
+        dead_inputs=int((~live).sum()),
+        ridge=ridge,
+    )
 
 
 @dataclass
@@ -171,7 +170,10 @@ def first_position(test: Moments, rest: tuple[Moments, Moments] | None, block: i
         return {"first_var_share": float("nan"), "r2_ex_first": float("nan")}
     train_rest, test_rest = rest
     share = 1.0 - np.trace(test_rest.Cyy) / np.trace(test.Cyy)
-    return {"first_var_share": float(share), "r2_ex_first": score(fit_affine(train_rest, block=block, condition=False), test_rest, block=block).r2}
+    return {
+        "first_var_share": float(share),
+        "r2_ex_first": score(fit_affine(train_rest, block=block, condition=False), test_rest, block=block).r2,
+    }
 
 
 def r2_rows(y, y_hat) -> float:
@@ -181,54 +183,52 @@ def r2_rows(y, y_hat) -> float:
     return float(1.0 - ((y - y_hat) ** 2).sum() / ((y - y.mean(0)) ** 2).sum())
 
 
-def ceiling_table(capture, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> "pandas.DataFrame":
-    """One row per block of `capture` (a `linrec.capture.Capture`): the closed-form ceiling and its conditioning.
+# ---- reduced-rank maps -------------------------------------------------------------------------
+@dataclass
+class LowRankFit:
+    """A rank-r affine map y ≈ (A B)ᵀx + b, the train-SSE-optimal one of its rank (see module docstring)."""
 
-    `r2_lo`, `r2_hi`: the `level` percentile bootstrap interval of `r2_lin` over the
-    `n_test_windows` held-out windows (`linrec.robust.bootstrap_r2`, `n_boot` resamples, seeded);
-    NaN for a capture without held-out sums.
-    `first_var_share`, `r2_ex_first`: `first_position` (NaN for a capture without first-position
-    statistics).
-    `r2_train`: the same map scored on its own train split (in-sample). A large gap
-    `r2_train − r2_lin` means the map memorised the train rows instead of finding a relation that
-    holds on unseen windows (few effectively distinct inputs for d_in + 1 parameters per output).
+    A: np.ndarray  # [d_in, r] = W V_r
+    B: np.ndarray  # [r, d_out] = V_rᵀ
+    b: np.ndarray  # [d_out] = μy − W_rᵀμx
+    rank: int
+    var_kept: float  # share of the fitted outputs' train variance in the kept directions
+    n_train: int
+
+    @property
+    def W(self) -> np.ndarray:
+        """The dense [d_in, d_out] map (so `linrec.ceiling.score` takes a LowRankFit too)."""
+        return self.A @ self.B
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return (x @ self.A) @ self.B + self.b
+
+
+def output_directions(fit: AffineFit, train: Moments) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (descending) and eigenvectors [d_out, d_out] (columns) of the fitted outputs' covariance WᵀCxxW."""
+    W = torch.from_numpy(np.ascontiguousarray(fit.W))
+    G = W.T @ (torch.from_numpy(np.ascontiguousarray(train.Cxx)) @ W)
+    G = 0.5 * (G + G.T)
+    with one_thread():
+        lam, V = torch.linalg.eigh(G)
+    return lam.numpy()[::-1].copy(), V.numpy()[:, ::-1].copy()
+
+
+def reduce_rank(
+    fit: AffineFit, train: Moments, rank: int, directions: tuple[np.ndarray, np.ndarray] | None = None
+) -> LowRankFit:
+    """The rank-`rank` reduced-rank regression map from the OLS `fit` and its train statistics.
+
+    Pass `directions` (from `output_directions`) to reuse one eigendecomposition across ranks.
     """
-    import pandas as pd
-
-    from linrec.robust import bootstrap_r2
-
-    heldout = getattr(capture, "heldout", None)
-    rows = []
-    for i in range(capture.n_blocks):
-        train, test = capture.stats["train"][i], capture.stats["test"][i]
-        fit = fit_affine(train, block=i)
-        s = score(fit, test, block=i)
-        q25, q75 = np.nanpercentile(s.r2_feature, [25, 75])
-        h = heldout[i] if heldout is not None else None
-        lo, hi = bootstrap_r2(h, n_boot, level, seed) if h is not None else (np.nan, np.nan)
-        n_windows = h.n_windows if h is not None else capture.meta.get("n_windows", {}).get("test", np.nan)
-        rows.append(
-            {
-                "model": capture.model_label,
-                "corpus": capture.config.corpus,
-                "block": i,
-                "r2_lin": s.r2,
-                "r2_lo": lo,
-                "r2_hi": hi,
-                "r2_train": score(fit, train, block=i).r2,
-                "r2_feature_median": s.r2_feature_median,
-                **first_position(test, capture.without_first(i), block=i),
-                "r2_feature_q25": float(q25),
-                "r2_feature_q75": float(q75),
-                "cond_gram": fit.cond_gram,
-                "cond_scaled": fit.cond_scaled,
-                "rank": fit.rank,
-                "dead_inputs": fit.dead_inputs,
-                "d_in": train.d_in,
-                "d_out": train.d_out,
-                "n_train": train.n,
-                "n_test": test.n,
-                "n_test_windows": n_windows,
-            }
-        )
-    return pd.DataFrame(rows)
+    d_out = fit.W.shape[1]
+    if not 1 <= rank <= d_out:
+        raise LinrecError(f"rank must be between 1 and the FFN output width {d_out}, got {rank}")
+    lam, V = directions if directions is not None else output_directions(fit, train)
+    Vr = V[:, :rank]
+    A = fit.W @ Vr
+    B = Vr.T.copy()
+    b = train.mean_y - (train.mean_x @ A) @ B
+    total = float(np.clip(lam, 0, None).sum())
+    kept = float(np.clip(lam[:rank], 0, None).sum() / total) if total > 0 else 1.0
+    return LowRankFit(A=A, B=B, b=b, rank=rank, var_kept=kept, n_train=train.n)

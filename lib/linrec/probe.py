@@ -27,13 +27,17 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from linrec.ceiling import AffineFit, fit_affine, r2_rows
 from linrec.errors import LinrecError
-from linrec.stats import Moments
+from linrec.moments import Moments
+
+if TYPE_CHECKING:
+    import pandas
 
 
 @dataclass
@@ -46,11 +50,14 @@ class Rows:
     yte: torch.Tensor
 
     @classmethod
-    def from_capture(cls, capture, block: int, max_train: int | None = None) -> "Rows":
+    def from_capture(cls, capture, block: int, max_train: int | None = None) -> Rows:
         xtr, ytr = capture.rows(block, "train")
         xte, yte = capture.rows(block, "test")
         if len(xte) == 0 or len(xtr) <= xtr.shape[1] + 1:
-            raise LinrecError(f"block {block}: the row sample holds {len(xtr)} train / {len(xte)} test rows; capture with a larger sample_rows")
+            raise LinrecError(
+                f"block {block}: the row sample holds {len(xtr)} train / {len(xte)} test rows; "
+                "capture with a larger sample_rows"
+            )
         if max_train is not None:
             xtr, ytr = xtr[:max_train], ytr[:max_train]
         t = lambda a: torch.from_numpy(np.array(a, dtype=np.float32))  # noqa: E731
@@ -84,8 +91,18 @@ def _whitener(x: torch.Tensor):
     return lambda a: ((a.double() - mu) @ T).float()
 
 
-def train_affine(rows: Rows, optimizer: str = "adam", epochs: int | None = None, lr: float | None = None, batch_size: int | None = None, whiten: bool = False, decay: bool = False, seed: int = 0) -> Trained:
-    """Fit y ≈ Wᵀx + b by mini-batch gradient descent on the per-row squared error; held-out R² (deterministic per seed on CPU).
+def train_affine(
+    rows: Rows,
+    optimizer: str = "adam",
+    epochs: int | None = None,
+    lr: float | None = None,
+    batch_size: int | None = None,
+    whiten: bool = False,
+    decay: bool = False,
+    seed: int = 0,
+) -> Trained:
+    """Fit y ≈ Wᵀx + b by mini-batch gradient descent on the per-row squared error;
+    held-out R² (deterministic per seed on CPU).
 
     The loss is the closed form's objective, Σ_j (y_j − ŷ_j)² averaged over rows (not over
     outputs too, as `mse_loss` would: that divides SGD's step by d_out). A run whose loss turns
@@ -105,11 +122,17 @@ def train_affine(rows: Rows, optimizer: str = "adam", epochs: int | None = None,
         bound = 1 / np.sqrt(xtr.shape[1])
         lin.weight.uniform_(-bound, bound, generator=gen)
         lin.bias.uniform_(-bound, bound, generator=gen)
-    opt = torch.optim.Adam(lin.parameters(), lr=cfg["lr"]) if optimizer == "adam" else torch.optim.SGD(lin.parameters(), lr=cfg["lr"], momentum=cfg["momentum"])
+    opt = (
+        torch.optim.Adam(lin.parameters(), lr=cfg["lr"])
+        if optimizer == "adam"
+        else torch.optim.SGD(lin.parameters(), lr=cfg["lr"], momentum=cfg["momentum"])
+    )
     losses = []
     n = len(xtr)
     steps = cfg["epochs"] * -(-n // cfg["batch_size"])
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: 1 - k / steps if decay else 1.0)  # linear decay to 0 when asked
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda k: 1 - k / steps if decay else 1.0
+    )  # linear decay to 0 when asked
     for _ in range(cfg["epochs"]):
         perm = torch.randperm(n, generator=gen)
         total = 0.0
@@ -155,7 +178,9 @@ class BilinearProbe(torch.nn.Module):
         return (self.g * (xt @ self.U.T) * (xt @ self.V.T)) @ self.C.T + self.e
 
 
-def seed_probe(x: torch.Tensor, r: torch.Tensor, rank: int = 16, n_seed: int = 4096, iters: int = 40, seed: int = 0) -> BilinearProbe:
+def seed_probe(
+    x: torch.Tensor, r: torch.Tensor, rank: int = 16, n_seed: int = 4096, iters: int = 40, seed: int = 0
+) -> BilinearProbe:
     """Principal-Hessian-direction initialisation of a rank-`rank` probe (see module docstring).
 
     The dominant eigenvector of each H_k = mean(s_k · x̃x̃ᵀ) comes from `iters` steps of power
@@ -201,7 +226,18 @@ class ProbeResult:
         return self.r2_poly - self.r2_lin
 
 
-def fit_probe(rows: Rows, fit: AffineFit, rank: int = 16, lr: float = 1e-2, batch_size: int = 512, max_epochs: int = 20, tol: float = 1e-3, patience: int = 3, val_frac: float = 0.1, seed: int = 0) -> ProbeResult:
+def fit_probe(
+    rows: Rows,
+    fit: AffineFit,
+    rank: int = 16,
+    lr: float = 1e-2,
+    batch_size: int = 512,
+    max_epochs: int = 20,
+    tol: float = 1e-3,
+    patience: int = 3,
+    val_frac: float = 0.1,
+    seed: int = 0,
+) -> ProbeResult:
     """Seed and train a rank-`rank` bilinear probe on the residual of `fit`; held-out R²_lin and R²_poly.
 
     A seeded `val_frac` of the train rows is set aside: the probe kept is the one with the lowest
@@ -230,7 +266,7 @@ def fit_probe(rows: Rows, fit: AffineFit, rank: int = 16, lr: float = 1e-2, batc
     best, best_state, since_best = val_loss(), copy.deepcopy(probe.state_dict()), 0
     losses: list[float] = []
     n, stop = len(xtr), "max_epochs"
-    for epoch in range(max_epochs):
+    for _epoch in range(max_epochs):
         perm = torch.randperm(n, generator=gen)
         total = 0.0
         for i in range(0, n, batch_size):
@@ -255,10 +291,18 @@ def fit_probe(rows: Rows, fit: AffineFit, rank: int = 16, lr: float = 1e-2, batc
     probe.load_state_dict(best_state)
     with torch.no_grad():
         poly_te = lin_te + probe(rows.xte)
-    return ProbeResult(r2_lin=r2_rows(rows.yte, lin_te), r2_poly=r2_rows(rows.yte, poly_te), losses=losses, stop=stop, epochs=len(losses))
+    return ProbeResult(
+        r2_lin=r2_rows(rows.yte, lin_te),
+        r2_poly=r2_rows(rows.yte, poly_te),
+        losses=losses,
+        stop=stop,
+        epochs=len(losses),
+    )
 
 
-def probe_table(capture, rank: int = 16, seed: int = 0, trained: bool = True, max_train: int | None = None, progress: bool = True) -> "pandas.DataFrame":
+def probe_table(
+    capture, rank: int = 16, seed: int = 0, trained: bool = True, max_train: int | None = None, progress: bool = True
+) -> pandas.DataFrame:
     """One row per block: closed-form ceiling, bilinear probe (R²_poly, gain) and trained baselines (Adam, SGD)."""
     import time
 
@@ -276,9 +320,19 @@ def probe_table(capture, rank: int = 16, seed: int = 0, trained: bool = True, ma
         pr = fit_probe(rows, fit, rank=rank, seed=seed)
         t_probe = time.perf_counter() - t0
         rec = {
-            "model": capture.model_label, "block": i, "r2_lin": official.r2, "r2_lin_rows": pr.r2_lin, "r2_poly": pr.r2_poly,
-            "gain": pr.gain, "probe_epochs": pr.epochs, "probe_stop": pr.stop, "probe_converged": pr.converged, "seconds_probe": t_probe,
-            "cond_gram": fit.cond_gram, "n_train_rows": len(rows.xtr), "n_test_rows": len(rows.xte),
+            "model": capture.model_label,
+            "block": i,
+            "r2_lin": official.r2,
+            "r2_lin_rows": pr.r2_lin,
+            "r2_poly": pr.r2_poly,
+            "gain": pr.gain,
+            "probe_epochs": pr.epochs,
+            "probe_stop": pr.stop,
+            "probe_converged": pr.converged,
+            "seconds_probe": t_probe,
+            "cond_gram": fit.cond_gram,
+            "n_train_rows": len(rows.xtr),
+            "n_test_rows": len(rows.xte),
         }
         if trained:
             t0 = time.perf_counter()
@@ -289,19 +343,3 @@ def probe_table(capture, rank: int = 16, seed: int = 0, trained: bool = True, ma
             rec["seconds_trained"] = time.perf_counter() - t0
         rows_out.append(rec)
     return pd.DataFrame(rows_out)
-
-
-def pearson_with_ci(x, y, n_boot: int = 2000, seed: int = 0) -> dict:
-    """Pearson r, its two-sided p-value (scipy) and a percentile bootstrap 95 % interval over points."""
-    from scipy import stats
-
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    r, p = stats.pearsonr(x, y)
-    rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, len(x), len(x))
-        if np.ptp(x[idx]) > 0 and np.ptp(y[idx]) > 0:
-            boots.append(np.corrcoef(x[idx], y[idx])[0, 1])
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return {"r": float(r), "p": float(p), "ci_low": float(lo), "ci_high": float(hi), "n": len(x)}

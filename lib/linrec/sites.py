@@ -8,8 +8,8 @@ One row of `FFN_SITES` per architecture; paths are relative to `model.base_model
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -31,7 +31,12 @@ FFN_SITES: dict[str, SiteSpec] = {  # model_type → site                       
     "qwen2": SiteSpec("layers", "mlp", "mlp"),  # model.layers.{i}.mlp (SwiGLU)
     "gemma3_text": SiteSpec("layers", "mlp", "mlp", "y is taken before Gemma-3's post_feedforward_layernorm"),
     "gemma3": SiteSpec("language_model.layers", "mlp", "mlp", "multimodal wrapper; text tower only"),
-    "bert": SiteSpec("encoder.layer", "intermediate", "output.dense", "y = output.dense(...), before dropout, residual add and LayerNorm"),
+    "bert": SiteSpec(
+        "encoder.layer",
+        "intermediate",
+        "output.dense",
+        "y = output.dense(...), before dropout, residual add and LayerNorm",
+    ),
 }
 
 
@@ -49,7 +54,9 @@ class FfnSite:
     def module(self) -> torch.nn.Module:
         """The FFN as one module, where x and y belong to the same module (every causal LM here)."""
         if self.ffn_in is not self.ffn_out:
-            raise LinrecError(f"block {self.index}: the FFN spans two modules here; swap it with linrec.sites helpers for encoders")
+            raise LinrecError(
+                f"block {self.index}: the FFN spans two modules here; swap it with linrec.sites helpers for encoders"
+            )
         return self.ffn_in
 
 
@@ -62,7 +69,10 @@ def find_ffn_sites(model: torch.nn.Module) -> list[FfnSite]:
     model_type = getattr(getattr(model, "config", None), "model_type", None)
     spec = FFN_SITES.get(model_type)
     if spec is None:
-        raise LinrecError(f"no FFN found: architecture '{model_type}' is not supported (supported: {supported()}); add a row to linrec.sites.FFN_SITES")
+        raise LinrecError(
+            f"no FFN found: architecture '{model_type}' is not supported (supported: {supported()}); "
+            "add a row to linrec.sites.FFN_SITES"
+        )
     base = model.base_model
     prefix = "" if base is model else next(n for n, m in model.named_modules() if m is base) + "."
     try:
@@ -79,7 +89,10 @@ def find_ffn_sites(model: torch.nn.Module) -> list[FfnSite]:
                 )
             )
     except AttributeError as err:
-        raise LinrecError(f"no FFN found at {prefix}{spec.blocks}.*.{spec.ffn_in} for '{model_type}' ({err}); check FFN_SITES against this model's code") from None
+        raise LinrecError(
+            f"no FFN found at {prefix}{spec.blocks}.*.{spec.ffn_in} for '{model_type}' ({err}); "
+            "check FFN_SITES against this model's code"
+        ) from None
     if not sites:
         raise LinrecError(f"no FFN found: '{model_type}' model has no blocks under {prefix}{spec.blocks}")
     return sites
@@ -104,7 +117,10 @@ def ffn_hooks(
         raise LinrecError("no FFN sites to hook; get them with linrec.sites.find_ffn_sites(model)")
     chunked = [s.index for s in sites if getattr(s.block, "chunk_size_feed_forward", 0)]
     if chunked:
-        raise LinrecError(f"blocks {chunked} run their FFN in chunks (chunk_size_feed_forward > 0); load the model with chunk_size_feed_forward=0")
+        raise LinrecError(
+            f"blocks {chunked} run their FFN in chunks (chunk_size_feed_forward > 0); "
+            "load the model with chunk_size_feed_forward=0"
+        )
     handles = []
     last = max(s.index for s in sites)
     pending: dict[int, torch.Tensor] = {}

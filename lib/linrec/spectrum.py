@@ -35,11 +35,17 @@ Regimes (the rule, stated once, used by the table and the notebook; checked in t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
-from linrec.ceiling import _one_thread, first_position, fit_affine, gram_condition, score
-from linrec.stats import Moments
+from linrec.ceiling import first_position, fit_affine, gram_condition, score
+from linrec.moments import Moments
+from linrec.threads import one_thread
+
+if TYPE_CHECKING:
+    import pandas
 
 REGIME_R2 = 0.6  # below: nonlinear
 REGIME_GAP = 0.2  # global minus per-feature median R² that marks concentration
@@ -50,7 +56,7 @@ MASSIVE_RATIO = 100.0  # a feature with ≥ 100× the median feature's variance 
 
 def effective_rank(cov: np.ndarray) -> float:
     """Roy & Vetterli effective rank of a symmetric PSD matrix: exp(entropy of its normalised eigenvalues)."""
-    with _one_thread():
+    with one_thread():
         lam = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(cov, dtype=np.float64))).numpy()
     lam = np.clip(lam, 0, None)
     if lam.sum() <= 0:
@@ -71,7 +77,14 @@ def ex_top_k_r2(sse: np.ndarray, sst: np.ndarray, k: int) -> float:
 REGIMES = ("broadly linear", "first-token-concentrated", "outlier-concentrated", "nonlinear")
 
 
-def regime(r2_lin: float, r2_median: float, top1_share: float, eff_rank_out: float, d_out: int, r2_ex_first: float = float("nan")) -> str:
+def regime(
+    r2_lin: float,
+    r2_median: float,
+    top1_share: float,
+    eff_rank_out: float,
+    d_out: int,
+    r2_ex_first: float = float("nan"),
+) -> str:
     """The block's regime under the rule in the module docstring (`r2_ex_first` NaN: that rule is skipped)."""
     if r2_lin < REGIME_R2:
         return "nonlinear"
@@ -83,7 +96,9 @@ def regime(r2_lin: float, r2_median: float, top1_share: float, eff_rank_out: flo
     return "broadly linear"
 
 
-def block_spectrum(train: Moments, test: Moments, block: int | str = "?", rest: tuple[Moments, Moments] | None = None) -> dict:
+def block_spectrum(
+    train: Moments, test: Moments, block: int | str = "?", rest: tuple[Moments, Moments] | None = None
+) -> dict:
     """Every per-block number of the module docstring, from the two splits' statistics
     (`rest`: the same without the windows' first positions, `Capture.without_first`)."""
     fit = fit_affine(train, block=block)
@@ -116,16 +131,23 @@ def block_spectrum(train: Moments, test: Moments, block: int | str = "?", rest: 
         "dynamic_range_in": float(std_in.max() / np.median(std_in[std_in > 0])),
         "d_out": train.d_out,
     }
-    row["regime"] = regime(row["r2_lin"], row["r2_feature_median"], row["top1_var_share"], eff_out, train.d_out, row["r2_ex_first"])
+    row["regime"] = regime(
+        row["r2_lin"], row["r2_feature_median"], row["top1_var_share"], eff_out, train.d_out, row["r2_ex_first"]
+    )
     return row
 
 
-def spectrum_table(capture) -> "pandas.DataFrame":
+def spectrum_table(capture) -> pandas.DataFrame:
     """One row per block of `capture`: `block_spectrum` plus the model name."""
     import pandas as pd
 
     rows = [
-        {"model": capture.model_label, **block_spectrum(capture.stats["train"][i], capture.stats["test"][i], block=i, rest=capture.without_first(i))}
+        {
+            "model": capture.model_label,
+            **block_spectrum(
+                capture.stats["train"][i], capture.stats["test"][i], block=i, rest=capture.without_first(i)
+            ),
+        }
         for i in range(capture.n_blocks)
     ]
     return pd.DataFrame(rows)

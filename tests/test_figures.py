@@ -3,7 +3,7 @@
 import pytest
 
 from linrec.errors import LinrecError
-from linrec.run import declared_parameters, known_parameters, load_params, notebooks, project_root
+from linrec.figures import declared_parameters, known_parameters, load_params, notebooks, project_root
 
 ROOT = project_root(__file__)
 
@@ -16,19 +16,25 @@ def test_every_shipped_profile_uses_known_keys_only():
 def test_known_keys_are_what_the_notebooks_declare(tmp_path):
     nb = tmp_path / "notebooks" / "01_x.py"
     nb.parent.mkdir()
-    nb.write_text('# %% [markdown]\n# text\n\n# %% tags=["parameters"]\nalpha = 1\nbeta: int = 2\ngamma, delta = 3, 4\n\n# %%\nepsilon = 5\n')
+    nb.write_text(
+        '# %% [markdown]\n# text\n\n# %% tags=["parameters"]\nalpha = 1\nbeta: int = 2\ngamma, delta = 3, 4\n\n# %%\n'
+        "epsilon = 5\n"
+    )
     assert declared_parameters(nb) == {"alpha", "beta"}  # tuple targets are not papermill parameters
     assert known_parameters(tmp_path) == {"alpha", "beta", "results_dir"}
     assert {"models", "tokens", "seq_len", "figures_dir", "report_path"} <= known_parameters(ROOT)
     assert len(notebooks(ROOT)) == 8
 
 
-@pytest.mark.parametrize("text, needles", [
-    ("models: [a, b\ntokens: 5\n", ["line 2", "not valid YAML"]),
-    ("models: a\n  tokens: 5\n", ["line 2"]),
-    ("- a\n- b\n", ["mapping"]),
-    ("tokenz: 2560\n", ["tokenz", "known:", "tokens"]),
-])
+@pytest.mark.parametrize(
+    "text, needles",
+    [
+        ("models: [a, b\ntokens: 5\n", ["line 2", "not valid YAML"]),
+        ("models: a\n  tokens: 5\n", ["line 2"]),
+        ("- a\n- b\n", ["mapping"]),
+        ("tokenz: 2560\n", ["tokenz", "known:", "tokens"]),
+    ],
+)
 def test_bad_profiles_are_one_line_errors(tmp_path, text, needles):
     f = tmp_path / "p.yaml"
     f.write_text(text)

@@ -1,10 +1,11 @@
-"""Small file helpers: the cache root, sha256 manifests, and atomic writes (a killed run leaves nothing that reads as valid).
+"""Small file helpers: the cache root, sha256 manifests, and atomic writes
+(a killed run leaves nothing that reads as valid).
 
 Two rules hold for every file linrec writes:
 - a directory or file appears under its final name only when complete (`atomic_dir`, `atomic_file`);
 - linrec never deletes what it did not write: `atomic_dir` replaces an existing directory only
   when its caller passes `replace=True`, which the cache does for its own entries and the swap
-  save does only over an earlier linrec save (`linrec.swap.check_save_target`).
+  save does only over an earlier linrec save (`linrec.surgery.check_save_target`).
 
 Every file in a cache entry is listed in a manifest with its size and sha256 (`manifest`,
 `verify_manifest`), and the manifest itself carries a checksum of its own JSON (`seal`,
@@ -32,7 +33,9 @@ def cache_root() -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise LinrecError(f"cannot create the cache directory {root} ({err.strerror}); set ${CACHE_ENV} to a writable directory") from None
+        raise LinrecError(
+            f"cannot create the cache directory {root} ({err.strerror}); set ${CACHE_ENV} to a writable directory"
+        ) from None
     return root
 
 
@@ -56,7 +59,9 @@ def check_writable_dir(directory: str | Path, what: str, fix: str) -> Path:
 def check_cache_writable(sub: str) -> Path:
     """`cache_root()/sub`, checked writable before any expensive work that will write there."""
     return check_writable_dir(
-        cache_root() / sub, "the cache directory", f"set ${CACHE_ENV} to a writable directory (it is {cache_root()}), or pass --no-cache"
+        cache_root() / sub,
+        "the cache directory",
+        f"set ${CACHE_ENV} to a writable directory (it is {cache_root()}), or pass --no-cache",
     )
 
 
@@ -185,3 +190,18 @@ def clean_stale_tmp(directory: str | Path) -> None:
             shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
         except PermissionError:
             continue
+
+
+def path_identity(path: str | Path) -> str:
+    """ "path:<resolved path>:<digest>" of a file or directory: changes when any file's name, size or mtime does
+    (for cache keys)."""
+    path = Path(path).expanduser()
+    files = sorted(path.rglob("*")) if path.is_dir() else [path]
+    stamp = json.dumps(
+        [
+            (str(f.relative_to(path)) if path.is_dir() else f.name, f.stat().st_size, f.stat().st_mtime_ns)
+            for f in files
+            if f.is_file()
+        ]
+    )
+    return f"path:{path.resolve()}:{hashlib.sha256(stamp.encode()).hexdigest()[:16]}"

@@ -89,7 +89,7 @@ class Moments:
             self._M.addr_(delta, delta, alpha=na * nb / n)
         self.n = n
 
-    def merge(self, other: "Moments") -> "Moments":
+    def merge(self, other: Moments) -> Moments:
         """Fold `other` (statistics of disjoint rows) into self; returns self."""
         if (other.d_in, other.d_out) != (self.d_in, self.d_out):
             raise ValueError("cannot merge moments of different widths")
@@ -99,7 +99,7 @@ class Moments:
         return self
 
     @classmethod
-    def of(cls, x, y) -> "Moments":
+    def of(cls, x, y) -> Moments:
         """One-shot statistics of all rows at once (float64 throughout)."""
         x = torch.as_tensor(np.asarray(x)) if not isinstance(x, torch.Tensor) else x
         y = torch.as_tensor(np.asarray(y)) if not isinstance(y, torch.Tensor) else y
@@ -149,17 +149,29 @@ class Moments:
         mu = self.mean.cpu().numpy()
         S = self.M + self.n * np.outer(mu, mu)
         d = self.d_in
-        return {"n": self.n, "sx": self.n * mu[:d], "sy": self.n * mu[d:], "sxx": S[:d, :d], "sxy": S[:d, d:], "syy": S[d:, d:]}
+        return {
+            "n": self.n,
+            "sx": self.n * mu[:d],
+            "sy": self.n * mu[d:],
+            "sxx": S[:d, :d],
+            "sxy": S[:d, d:],
+            "syy": S[d:, d:],
+        }
 
     def is_finite(self) -> bool:
         return bool(torch.isfinite(self.mean).all() and torch.isfinite(self._M).all())
 
     def state(self) -> dict[str, np.ndarray]:
         """Arrays to store (float64)."""
-        return {"n": np.array(self.n, dtype=np.int64), "mean": self.mean.cpu().numpy(), "M": self.M, "dims": np.array([self.d_in, self.d_out])}
+        return {
+            "n": np.array(self.n, dtype=np.int64),
+            "mean": self.mean.cpu().numpy(),
+            "M": self.M,
+            "dims": np.array([self.d_in, self.d_out]),
+        }
 
     @classmethod
-    def from_state(cls, s: dict) -> "Moments":
+    def from_state(cls, s: dict) -> Moments:
         d_in, d_out = (int(v) for v in s["dims"])
         M = torch.tensor(np.asarray(s["M"]), dtype=torch.float64)
         return cls(d_in, d_out, int(s["n"]), torch.tensor(np.asarray(s["mean"]), dtype=torch.float64), M)
@@ -173,7 +185,7 @@ def remove_rows(total: Moments, part: Moments) -> Moments:
     if (part.d_in, part.d_out) != (total.d_in, total.d_out) or part.n >= total.n:
         raise LinrecError(
             f"cannot remove {part.n} rows from {total.n}: the rows removed must be a strict subset of the statistics; "
-            "use fewer probe windows or more tokens"
+            "use fewer screening windows or more tokens"
         )
     n, nb = total.n, part.n
     na = n - nb

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from linrec.stats import Moments
+from linrec.moments import Moments
 
 
 def _rows(n=3000, dx=12, dy=5, seed=0):

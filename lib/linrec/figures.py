@@ -43,7 +43,9 @@ def declared_parameters(notebook: Path) -> set[str]:
             lines.append(line)
     names = set()
     for node in ast.parse("\n".join(lines)).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         names.update(t.id for t in targets if isinstance(t, ast.Name))
     return names
 
@@ -61,7 +63,9 @@ def load_params(path: str | Path, root: Path | None = None) -> dict:
     """
     path = Path(path)
     if not path.is_file():
-        raise LinrecError(f"parameter file {path} not found; profiles live in params/ (default.yaml, smoke.yaml, paper.yaml)")
+        raise LinrecError(
+            f"parameter file {path} not found; profiles live in params/ (default.yaml, smoke.yaml, paper.yaml)"
+        )
     try:
         params = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
@@ -111,9 +115,14 @@ def run_notebooks(params_file: str | Path, only: list[str] | None = None, root: 
             t0 = time.perf_counter()
             print(f"[linrec] {nb.name} → {out}", flush=True)
             try:
-                pm.execute_notebook(str(source), str(out), parameters=chosen, kernel_name="python3", cwd=str(root), progress_bar=True)
+                pm.execute_notebook(
+                    str(source), str(out), parameters=chosen, kernel_name="python3", cwd=str(root), progress_bar=True
+                )
             except pm.PapermillExecutionError as err:
-                raise LinrecError(f"{nb.name} failed in cell {err.exec_count}: {err.ename}: {str(err.evalue).splitlines()[0] if err.evalue else ''} (see {out})") from None
+                raise LinrecError(
+                    f"{nb.name} failed in cell {err.exec_count}: {err.ename}: "
+                    f"{str(err.evalue).splitlines()[0] if err.evalue else ''} (see {out})"
+                ) from None
             print(f"[linrec] {nb.name} done in {time.perf_counter() - t0:.0f} s", flush=True)
         done.append(out)
     return done

@@ -1,0 +1,117 @@
+"""Hugging Face glue shared by every loader: the `LoadedModel` record, tokenizers, quiet loading,
+device and context checks."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from linrec.errors import LinrecError
+
+ENCODER_TYPES = ("bert",)
+
+
+@dataclass
+class LoadedModel:
+    """A frozen model with what the rest of linrec needs to know about it."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    name: str  # what the user asked for
+    identity: str  # what determines the weights (for cache keys)
+    source: str  # "offline", "gguf", "local" or "hub"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def model_type(self) -> str:
+        return self.model.config.model_type
+
+    @property
+    def is_causal(self) -> bool:
+        return self.model_type not in ENCODER_TYPES
+
+
+def load_tokenizer(path: str | Path, **kw):
+    """The tokenizer of a local directory or hub id (a generic tokenizer.json is loaded as such)."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    cfg = Path(path) / "tokenizer_config.json"
+    if cfg.exists() and json.loads(cfg.read_text()).get("tokenizer_class") in (
+        "TokenizersBackend",
+        "PreTrainedTokenizerFast",
+    ):
+        # a generic tokenizer.json: AutoTokenizer would rebuild the model type's own class from it
+        # and lose the vocabulary
+        return PreTrainedTokenizerFast.from_pretrained(str(path), **kw)
+    return AutoTokenizer.from_pretrained(str(path), **kw)
+
+
+def auto_class(model_type: str):
+    """transformers' Auto class for a model type: the bare encoder for encoders, the causal LM otherwise."""
+    from transformers import AutoModel, AutoModelForCausalLM
+
+    return AutoModel if model_type in ENCODER_TYPES else AutoModelForCausalLM
+
+
+@contextlib.contextmanager
+def quiet_transformers():
+    """Silence transformers' progress bars and info chatter during a load."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        hf_logging.enable_progress_bar()
+
+
+def check_device(device: str) -> str:
+    """`device` if this torch build can run on it; else one line naming the devices it has."""
+    available = ["cpu"]
+    if torch.cuda.is_available():
+        available += ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        available.append("mps")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        dev = None
+    ok = dev is not None and (
+        dev.type == "cpu"
+        or (dev.type == "cuda" and torch.cuda.is_available() and (dev.index or 0) < torch.cuda.device_count())
+        or (dev.type == "mps" and "mps" in available)
+    )
+    if not ok:
+        raise LinrecError(
+            f"device '{device}' is not available in this torch build ({torch.__version__}); "
+            f"available: {', '.join(available)}"
+        )
+    return device
+
+
+def context_length(model: torch.nn.Module) -> int | None:
+    """The longest input the model's position scheme accepts, from its config (None if it states none)."""
+    cfg = getattr(model, "config", None)
+    for name in ("max_position_embeddings", "n_positions", "n_ctx"):
+        value = getattr(cfg, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def check_context(loaded: LoadedModel, seq_len: int) -> None:
+    """One line if windows of `seq_len` tokens are longer than the model's context."""
+    limit = context_length(loaded.model)
+    if limit is not None and seq_len > limit:
+        raise LinrecError(
+            f"--seq-len {seq_len} is longer than {loaded.name}'s context of {limit} tokens; "
+            f"use --seq-len {min(limit, 128)} or less"
+        )

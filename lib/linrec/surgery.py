@@ -1,0 +1,288 @@
+"""Model surgery: an FFN block replaced by an affine map, in place or saved to disk and loaded back.
+
+Per block i, the FFN module (`FfnSite.module`; for Gemma-3 the `mlp`, whose output is taken
+before `post_feedforward_layernorm`, so the swap replaces exactly the map that was fitted) is
+replaced by `AffineFFN`, y = Wᵀx + b, built from a closed-form fit (`linrec.ceiling.fit_affine`,
+or a reduced-rank `linrec.ceiling.LowRankFit`) computed in float64 and run in the model's dtype.
+`swapped(model, {i: module})` installs swaps for the duration of a `with` block. Parameters:
+params_ffn counts the FFN module's parameters (`count_params`); a dense map has d_in·d_out +
+d_out, a rank-r one r·(d_in + d_out) + d_out (`params_linear`), stored as factors,
+y = up(down(x)) + bias.
+
+Saved format (`save_swapped` / `load_swapped`), one directory:
+
+    config.json            the base model's Hugging Face config, unchanged
+    tokenizer files        `tokenizer.save_pretrained`
+    model.safetensors      the *swapped* model's state dict (tied tensors stored once, as
+                           `safetensors.torch.save_model` does): a swapped block's FFN keys
+                           (e.g. model.layers.3.mlp.gate_proj.weight) are gone; in their place
+                           <path>.weight [d_out, d_in] and <path>.bias [d_out] (full rank) or
+                           <path>.down [r, d_in], <path>.up [d_out, r], <path>.bias (rank r)
+    linrec_swaps.json      {"format": "linrec-swaps", "version": 1, "model_type", "dtype",
+                           "attn_implementation", "swaps": [{"block", "path", "d_in", "d_out",
+                           "rank" (null = full), "params_ffn", "params_linear"}, …], "info": {…},
+                           "files": {name: {"size", "sha256"}} of every other file}
+
+The target directory must be new, empty, or an earlier linrec save holding only the files its
+`linrec_swaps.json` lists (`check_save_target`, run before any work): linrec never deletes a
+file it did not write. An earlier save is replaced in one rename once the new one is complete.
+
+`load_swapped(dir)` checks every file against its recorded sha256, builds the model from
+config.json, installs an `AffineFFN` of the recorded shape at each listed path and loads
+model.safetensors strictly (every key must match). Plain
+`from_pretrained` on such a directory would silently re-initialise the swapped FFNs at random:
+use `load_swapped`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from linrec.ceiling import LowRankFit
+from linrec.errors import LinrecError
+from linrec.files import atomic_dir, check_writable_dir, manifest, path_identity, verify_manifest
+from linrec.hf import LoadedModel, load_tokenizer, quiet_transformers
+from linrec.sites import find_ffn_sites
+
+if TYPE_CHECKING:
+    from linrec.ceiling import AffineFit
+
+SWAPS_FILE = "linrec_swaps.json"
+
+
+WEIGHTS_FILE = "model.safetensors"
+
+
+FORMAT, FORMAT_VERSION = "linrec-swaps", 1
+
+
+class AffineFFN(torch.nn.Module):
+    """y = Wᵀx + b in place of an FFN: dense (`weight` [d_out, d_in])
+    or rank-r factors (`down` [r, d_in], `up` [d_out, r])."""
+
+    def __init__(self, d_in: int, d_out: int, rank: int | None = None, dtype: torch.dtype = torch.float32, device=None):
+        super().__init__()
+        self.d_in, self.d_out, self.rank = d_in, d_out, rank
+        kw = dict(dtype=dtype, device=device)
+        if rank is None:
+            self.weight = torch.nn.Parameter(torch.zeros(d_out, d_in, **kw), requires_grad=False)
+        else:
+            self.down = torch.nn.Parameter(torch.zeros(rank, d_in, **kw), requires_grad=False)
+            self.up = torch.nn.Parameter(torch.zeros(d_out, rank, **kw), requires_grad=False)
+        self.bias = torch.nn.Parameter(torch.zeros(d_out, **kw), requires_grad=False)
+
+    @classmethod
+    def from_fit(cls, fit: AffineFit | LowRankFit, dtype: torch.dtype = torch.float32, device=None) -> AffineFFN:
+        """The module of a fitted map (float64 numbers, rounded once to `dtype`)."""
+        t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(dtype=dtype, device=device)  # noqa: E731
+        if isinstance(fit, LowRankFit):
+            m = cls(fit.A.shape[0], fit.B.shape[1], fit.rank, dtype, device)
+            m.down.data.copy_(t(fit.A.T))
+            m.up.data.copy_(t(fit.B.T))
+        else:
+            m = cls(fit.W.shape[0], fit.W.shape[1], None, dtype, device)
+            m.weight.data.copy_(t(fit.W.T))
+        m.bias.data.copy_(t(fit.b))
+        return m
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.rank is None:
+            return torch.nn.functional.linear(x, self.weight, self.bias)
+        return torch.nn.functional.linear(torch.nn.functional.linear(x, self.down), self.up, self.bias)
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def extra_repr(self) -> str:
+        return f"d_in={self.d_in}, d_out={self.d_out}, rank={'full' if self.rank is None else self.rank}"
+
+
+def params_linear(d_in: int, d_out: int, rank: int | None = None) -> int:
+    """Parameters of the affine map: d_in·d_out + d_out, or r·(d_in + d_out) + d_out at rank r."""
+    return (d_in * d_out if rank is None else rank * (d_in + d_out)) + d_out
+
+
+def count_params(module: torch.nn.Module) -> int:
+    """Number of parameters of `module` (each tensor once)."""
+    return sum(p.numel() for p in module.parameters())
+
+
+def set_submodule(model: torch.nn.Module, path: str, module: torch.nn.Module) -> None:
+    """Put `module` at dotted `path` inside `model`."""
+    parent, _, name = path.rpartition(".")
+    setattr(model.get_submodule(parent) if parent else model, name, module)
+
+
+@contextlib.contextmanager
+def swapped(model: torch.nn.Module, swaps: Mapping[int, torch.nn.Module]):
+    """Within the block, FFN block i of `model` is `swaps[i]`;
+    the originals are put back on exit, exceptions included."""
+    sites = find_ffn_sites(model)
+    bad = [i for i in swaps if not 0 <= i < len(sites)]
+    if bad:
+        raise LinrecError(f"blocks {bad} do not exist; this model has blocks 0..{len(sites) - 1}")
+    originals: list[tuple[str, torch.nn.Module]] = []
+    try:
+        for i, module in swaps.items():
+            original = sites[i].module
+            originals.append((sites[i].path, original))
+            set_submodule(model, sites[i].path, module)
+        yield model
+    finally:
+        for path, original in reversed(originals):
+            set_submodule(model, path, original)
+
+
+def save_swapped(
+    model: torch.nn.Module, tokenizer, swaps: Mapping[int, AffineFFN], directory: str | Path, info: dict | None = None
+) -> Path:
+    """Write the model with `swaps` installed to `directory` (format: module docstring); returns the directory."""
+    from safetensors.torch import save_model
+
+    if not swaps:
+        raise LinrecError("nothing to save: no block is swapped; choose blocks (--blocks) or raise --budget-ppl")
+    not_affine = [i for i, m in swaps.items() if not isinstance(m, AffineFFN)]
+    if not_affine:
+        raise LinrecError(f"blocks {not_affine}: only AffineFFN swaps can be saved; build them with AffineFFN.from_fit")
+    sites = find_ffn_sites(model)
+    entries = []
+    for i in sorted(swaps):
+        m = swaps[i]
+        entries.append(
+            {
+                "block": i,
+                "path": sites[i].path,
+                "d_in": m.d_in,
+                "d_out": m.d_out,
+                "rank": m.rank,
+                "params_ffn": count_params(sites[i].module),
+                "params_linear": m.n_params,
+            }
+        )
+    dtype = next(model.parameters()).dtype
+    meta = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "model_type": model.config.model_type,
+        "dtype": str(dtype).removeprefix("torch."),
+        "attn_implementation": getattr(model.config, "_attn_implementation", None),
+        "swaps": entries,
+        "info": info or {},
+    }
+    directory = Path(directory)
+    replace = check_save_target(directory)
+    with atomic_dir(directory, replace=replace) as tmp, swapped(model, swaps):
+        model.config.save_pretrained(tmp)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(tmp)
+        save_model(model, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
+        meta["files"] = manifest(tmp)
+        (tmp / SWAPS_FILE).write_text(json.dumps(meta, indent=1))
+    return directory
+
+
+def check_save_target(directory: str | Path) -> bool:
+    """Refuse (one line) a save target linrec must not write; True if it is an earlier linrec save to replace.
+
+    Allowed: a new path in a writable directory, an empty directory, or an earlier save whose
+    files are exactly those its `linrec_swaps.json` lists. Anything else (a file, a directory
+    holding other files, `.`) is refused before any work, and nothing is deleted.
+    """
+    directory = Path(directory)
+    fix = "choose a new or empty directory for --save"
+    if directory.exists() and not directory.is_dir():
+        raise LinrecError(f"--save {directory} is a file, not a directory; {fix}")
+    check_writable_dir(directory.resolve().parent, "the directory above --save", fix)
+    if not directory.exists():
+        return False
+    files = (p for p in directory.rglob("*") if not p.is_dir())
+    first = next(files, None)
+    if first is None:
+        return True  # empty: nothing of the user's is lost
+    marker = directory / SWAPS_FILE
+    try:
+        listed = json.loads(marker.read_text()).get("files") if marker.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        listed = None
+    if not isinstance(listed, dict):
+        raise LinrecError(
+            f"--save {directory} holds files linrec did not write (e.g. {first.relative_to(directory)}); "
+            f"linrec never deletes them: {fix}"
+        )
+    allowed = {*listed, SWAPS_FILE}
+    for p in (first, *files):
+        if p.relative_to(directory).as_posix() not in allowed:
+            raise LinrecError(
+                f"--save {directory} is an earlier linrec save with other files added "
+                f"(e.g. {p.relative_to(directory)}); linrec never deletes them: {fix}"
+            )
+    return True
+
+
+def load_swapped(directory: str | Path, device: str = "cpu") -> LoadedModel:
+    """The model saved by `save_swapped`: built from its config, affine modules installed, weights loaded strictly."""
+    from safetensors.torch import load_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    directory = Path(directory)
+    meta_file = directory / SWAPS_FILE
+    if not meta_file.is_file() or not (directory / WEIGHTS_FILE).is_file():
+        raise LinrecError(
+            f"{directory} is not a swapped model (needs {SWAPS_FILE} and {WEIGHTS_FILE}); "
+            "write one with linrec swap --save"
+        )
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (OSError, ValueError):
+        meta = None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != FORMAT_VERSION:
+        raise LinrecError(
+            f"{meta_file} is not {FORMAT} version {FORMAT_VERSION}; save the model again with this linrec"
+        )
+    problem = verify_manifest(directory, meta.get("files"))
+    if problem:
+        raise LinrecError(
+            f"the saved model in {directory} is damaged ({problem}); save it again with linrec swap --save"
+        )
+    dtype = getattr(torch, meta["dtype"])
+    with quiet_transformers():
+        config = AutoConfig.from_pretrained(str(directory))
+        kw = {"attn_implementation": meta["attn_implementation"]} if meta.get("attn_implementation") else {}
+        model = AutoModelForCausalLM.from_config(config, **kw).to(dtype)
+    sites = find_ffn_sites(model)
+    for s in meta["swaps"]:
+        i = s["block"]
+        if not 0 <= i < len(sites) or sites[i].path != s["path"]:
+            raise LinrecError(
+                f"{meta_file}: block {i} at {s['path']} does not match this config's model; "
+                "the directory is inconsistent, save it again"
+            )
+        set_submodule(model, s["path"], AffineFFN(s["d_in"], s["d_out"], s["rank"], dtype))
+    try:
+        load_model(model, str(directory / WEIGHTS_FILE), strict=True)
+    except RuntimeError as err:
+        raise LinrecError(
+            f"{directory / WEIGHTS_FILE} does not match {SWAPS_FILE} ({' '.join(str(err).split())[:200]}); "
+            "save the model again"
+        ) from None
+    model.eval().requires_grad_(False).to(device)
+    tok = load_tokenizer(directory) if (directory / "tokenizer_config.json").exists() else None
+    if tok is not None and getattr(tok, "pad_token", None) is None and getattr(tok, "eos_token", None) is not None:
+        tok.pad_token = tok.eos_token
+    blocks = [s["block"] for s in meta["swaps"]]
+    return LoadedModel(
+        model=model,
+        tokenizer=tok,
+        name=str(directory),
+        identity=path_identity(directory),
+        source="swapped",
+        notes=[f"FFN blocks {blocks} replaced by affine maps"],
+    )

@@ -1,0 +1,267 @@
+"""The results tables: one registry naming each table, the notebook that writes it, and its columns.
+
+Every table a notebook saves goes through `save_table` and every table the report reads goes
+through `load_table`, so a renamed or missing column fails where it is written, not as a wrong
+sentence in the report. Columns are snake_case and numeric wherever the quantity is a number
+(an interval is two columns, `ci_lo` and `ci_hi`, never a formatted string); a few columns hold
+identifiers (`model`, `corpus`, `regime`, block lists such as `first_token_blocks` = "11 28").
+`labelled(df)` applies the display labels, only where a table is shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from linrec.errors import LinrecError
+from linrec.files import atomic_file
+
+_R2_BLOCK = (
+    "model corpus block r2_lin r2_lo r2_hi r2_train r2_feature_median first_var_share r2_ex_first r2_feature_q25 "
+    "r2_feature_q75 cond_gram cond_scaled rank dead_inputs d_in d_out n_train n_test n_test_windows"
+)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    notebook: str  # the notebook that writes it
+    columns: tuple[str, ...]
+    about: str
+
+
+def _spec(notebook: str, columns: str, about: str) -> TableSpec:
+    return TableSpec(notebook, tuple(columns.split()), about)
+
+
+TABLES: dict[str, TableSpec] = {
+    "capture": _spec(
+        "01",
+        "model model_type n_blocks d_model n_train_rows n_test_rows tokens bos seconds from_cache",
+        "one row per model: what the capture saw",
+    ),
+    "r2_lin": _spec("02", _R2_BLOCK, "per block: the closed-form ceiling (linrec.recoverability.ceiling_table)"),
+    "r2_lin_summary": _spec(
+        "02",
+        "model n_blocks r2_min r2_max max_adjacent_jump direction_changes cond_gram_median r2_ex_first_max "
+        "first_token_blocks",
+        "per model: the profile's shape (linrec.verdicts.profile_summary)",
+    ),
+    "probe": _spec(
+        "03",
+        "model block r2_lin r2_lin_rows r2_poly gain probe_epochs probe_stop probe_converged seconds_probe cond_gram "
+        "n_train_rows n_test_rows r2_ceiling_rows r2_trained_adam r2_trained_sgd seconds_trained",
+        "per block: the rank-k bilinear probe and the trained baselines (linrec.probe.probe_table)",
+    ),
+    "probe_summary": _spec(
+        "03",
+        "n_blocks gain_median gain_max gain_min pearson_r p ci_lo ci_hi n_stop_validation n_stop_flattened "
+        "n_stop_max_epochs seconds_probe_total",
+        "all blocks: the probe's gain and its correlation with 1 − R²_lin (linrec.verdicts.probe_summary)",
+    ),
+    "pitfall_demo": _spec("03", "fit r2_test model block cond_gram", "one block: trained fits against the ceiling"),
+    "spectrum": _spec(
+        "04",
+        "model block r2_lin r2_feature_median r2_feature_q25 r2_feature_q75 top1_var_share top8_var_share "
+        "top1_var_ratio n_massive r2_ex_top1 r2_ex_top8 first_var_share r2_ex_first eff_rank_out eff_rank_explained "
+        "eff_rank_in cond_gram cond_gram_test dynamic_range_in d_out regime",
+        "per block: ranks, outliers, first position, regime (linrec.spectrum.spectrum_table)",
+    ),
+    "spectrum_summary": _spec(
+        "04",
+        "model n_blocks n_broadly_linear n_first_token_concentrated n_outlier_concentrated n_nonlinear outlier_blocks "
+        "first_token_blocks first_share_blocks massive_blocks top1_broadly_linear_blocks max_drop_ex_top8 "
+        "eff_rank_out_frac_median",
+        "per model: regimes (linrec.verdicts.regime_summary)",
+    ),
+    "spectrum_inputs": _spec(
+        "04",
+        "model descriptor spearman_rho p",
+        "per model and input descriptor: ρ with R²_lin (linrec.verdicts.input_side)",
+    ),
+    "corpora": _spec("05", _R2_BLOCK, "per block and corpus: the ceiling"),
+    "corpora_agreement": _spec(
+        "05",
+        "model corpus_a corpus_b n_blocks pearson_r pearson_p spearman_rho spearman_p max_abs_diff max_diff_block "
+        "n_ci_disjoint n_ci_compared",
+        "per model and corpus pair (linrec.uncertainty.profile_agreement)",
+    ),
+    "corpora_verdict": _spec(
+        "05",
+        "model n_blocks spearman_min pearson_min corpus_depth_ratio max_abs_diff max_diff_block max_diff_corpus_a "
+        "max_diff_corpus_b n_ci_disjoint n_ci_compared ci_width_median verdict",
+        "per model (linrec.verdicts.corpus_verdicts)",
+    ),
+    "swap": _spec(
+        "06",
+        "model corpus block r2_lin mse_out ppl_base ppl_swapped delta_ppl params_ffn params_linear param_ratio "
+        "screening_ppl_base screening_delta_ppl n_test_tokens seconds",
+        "per block: held-out ΔPPL of the swap (linrec.swap.SwapStudy.table)",
+    ),
+    "swap_params": _spec(
+        "06", "model params_ffn params_linear ffn_over_linear", "per model (linrec.verdicts.swap_params)"
+    ),
+    "swap_predictors": _spec(
+        "06",
+        "model column spearman_rho p rho_useful_direction",
+        "per model and score (linrec.verdicts.swap_predictors)",
+    ),
+    "swap_safety": _spec(
+        "06",
+        "model n_blocks n_high_r2 n_high_r2_costly high_r2_costly_blocks n_within_budget delta_ppl_median ppl_base",
+        "per model (linrec.verdicts.swap_safety)",
+    ),
+    "swap_rank_curve": _spec(
+        "06",
+        "model block rank factored params params_ffn param_ratio var_kept r2_lin ppl delta_ppl",
+        "one block per model: reduced-rank maps",
+    ),
+    "swap_greedy": _spec(
+        "06",
+        "model order budget_ppl blocks_swapped n_swapped screening_ppl_base screening_ppl_final test_ppl_base "
+        "test_ppl_final test_delta_ppl params_removed params_added params_model",
+        "per model and order: the greedy multi-block swap",
+    ),
+    "swap_greedy_steps": _spec("06", "block score ppl delta_ppl kept model order", "every block the greedy swap tried"),
+    "swap_reload": _spec(
+        "06", "model blocks ppl_in_memory ppl_reloaded abs_diff directory", "the saved model reloads to the same ppl"
+    ),
+    "swap_verdict": _spec("06", "finding", "notebook 06's conclusions, one sentence per row"),
+    "controls_random_init": _spec("07", _R2_BLOCK + " weights", "per block: trained and random-init profiles"),
+    "controls_random_init_summary": _spec(
+        "07",
+        "model trained_r2_min trained_r2_max init_r2_min init_r2_max mean_abs_trained_init spearman_trained_init "
+        "init_r2_train_median init_r2_test_median mean_abs_init_seeds spearman_init_seeds",
+        "per model (linrec.verdicts.random_init_summary)",
+    ),
+    "controls_inputs": _spec(
+        "07",
+        "model block n_train n_test r2_own r2_gaussian other_block r2_other_block",
+        "per block: trained FFNs on other inputs (linrec.controls.input_controls)",
+    ),
+    "controls_inputs_summary": _spec(
+        "07",
+        "model r2_own_median r2_gaussian_median n_gaussian_drop r2_next_block_median spearman_own_gaussian",
+        "per model (linrec.verdicts.input_control_summary)",
+    ),
+    "controls_cross_feed": _spec(
+        "07",
+        "inputs_from ffn_of block r2_ffn_own_inputs r2_raw r2_recoloured",
+        "per block: one model's FFNs on another's inputs (linrec.controls.cross_feed)",
+    ),
+    "controls_cross_feed_summary": _spec(
+        "07", "inputs_from ffn_of r2_ffn_own_inputs r2_raw r2_recoloured", "per pair: medians over blocks"
+    ),
+    "controls_verdict": _spec("07", "finding", "notebook 07's conclusions, one sentence per row"),
+}
+
+LABELS = {  # display labels, applied by `labelled` where a table is shown
+    "n_blocks": "blocks",
+    "r2_min": "min R²_lin",
+    "r2_max": "max R²_lin",
+    "max_adjacent_jump": "largest jump between adjacent blocks",
+    "direction_changes": "direction changes with depth",
+    "cond_gram_median": "median κ(Gram)",
+    "r2_ex_first_max": "max R²_lin without first tokens",
+    "first_token_blocks": "first-token blocks",
+    "gain_median": "median gain",
+    "gain_max": "max gain",
+    "gain_min": "min gain",
+    "pearson_r": "Pearson r",
+    "ci_lo": "95 % CI low",
+    "ci_hi": "95 % CI high",
+    "n_broadly_linear": "broadly linear",
+    "n_first_token_concentrated": "first-token-concentrated",
+    "n_outlier_concentrated": "outlier-concentrated",
+    "n_nonlinear": "nonlinear",
+    "outlier_blocks": "outlier-concentrated blocks",
+    "first_share_blocks": "first position ≥ 50 % of output variance",
+    "massive_blocks": "blocks with massive output features",
+    "top1_broadly_linear_blocks": "top-1 share ≥ 0.5 yet broadly linear",
+    "max_drop_ex_top8": "largest drop R²_lin → ex-top-8",
+    "eff_rank_out_frac_median": "median eff. rank out / width",
+    "spearman_rho": "Spearman ρ",
+    "spearman_min": "min Spearman ρ over pairs",
+    "pearson_min": "min Pearson r over pairs",
+    "corpus_depth_ratio": "corpus/depth",
+    "max_abs_diff": "largest per-block difference",
+    "ci_width_median": "median CI width",
+    "ffn_over_linear": "FFN / linear parameters",
+    "n_high_r2": "blocks with R²_lin ≥ 0.9",
+    "n_high_r2_costly": "of those, ΔPPL > +1",
+    "high_r2_costly_blocks": "those blocks",
+    "n_within_budget": "blocks with ΔPPL ≤ +1",
+    "delta_ppl_median": "median ΔPPL",
+    "ppl_base": "base perplexity",
+    "mean_abs_trained_init": "mean |trained − init|",
+    "spearman_trained_init": "Spearman ρ(trained, init seed 0)",
+    "init_r2_train_median": "init seed 0: median in-sample R²",
+    "init_r2_test_median": "init seed 0: median held-out R²",
+    "mean_abs_init_seeds": "mean |init seed 0 − seed 1|",
+    "spearman_init_seeds": "Spearman ρ(init seed 0, seed 1)",
+    "r2_own_median": "median R²_lin (own inputs)",
+    "r2_gaussian_median": "median R² on Gaussian inputs",
+    "n_gaussian_drop": "blocks where Gaussian R² < own − 0.1",
+    "r2_next_block_median": "median R² on the next block's inputs",
+    "spearman_own_gaussian": "Spearman ρ(own, Gaussian)",
+}
+
+
+def is_block_list(column: str) -> bool:
+    """Whether `column` holds block numbers as text ("11 28"; "" for none), e.g. `first_token_blocks`, not a count."""
+    return column in ("blocks", "blocks_swapped") or (column.endswith("_blocks") and not column.startswith("n_"))
+
+
+def labelled(df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with display labels for the columns that have one (for showing a table, never for saving it)."""
+    return df.rename(columns=LABELS)
+
+
+def _spec_of(name: str) -> TableSpec:
+    if name not in TABLES:
+        raise LinrecError(f"no results table is called '{name}'; registered: {', '.join(TABLES)}")
+    return TABLES[name]
+
+
+def save_table(df: pd.DataFrame, name: str, results_dir: str | Path) -> Path:
+    """Write `df` as results table `name` (CSV, columns in registry order).
+
+    Its columns must be exactly the registered ones: a renamed or extra column fails here."""
+    spec = _spec_of(name)
+    got = list(df.columns)
+    if set(got) != set(spec.columns) or len(got) != len(spec.columns):
+        extra, missing = sorted(set(got) - set(spec.columns)), sorted(set(spec.columns) - set(got))
+        raise LinrecError(
+            f"table '{name}' (notebook {spec.notebook}): unexpected columns {extra}, missing {missing}; update "
+            "linrec.tables.TABLES"
+        )
+    path = Path(results_dir) / f"{name}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(path) as tmp:
+        df[list(spec.columns)].to_csv(tmp, index=False)
+    return path
+
+
+def load_table(name: str, results_dir: str | Path) -> pd.DataFrame | None:
+    """Results table `name` from `results_dir`, or None if its notebook has not written it.
+
+    A table without its registered columns (written by an older linrec) is an error naming its notebook."""
+    spec = _spec_of(name)
+    path = Path(results_dir) / f"{name}.csv"
+    if not path.exists():
+        return None
+    df = pd.read_csv(
+        path,
+        keep_default_na=True,
+        dtype={c: str for c in spec.columns if is_block_list(c)},
+    )
+    missing = sorted(set(spec.columns) - set(df.columns))
+    if missing:
+        raise LinrecError(
+            f"{path} lacks columns {missing}: it was written by an older linrec; rerun notebook {spec.notebook}"
+        )
+    for c in df.columns:
+        if is_block_list(c):
+            df[c] = df[c].fillna("")
+    return df

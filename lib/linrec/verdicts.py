@@ -1,0 +1,446 @@
+"""Every rule that turns numbers into a summary or a verdict, in one tested place.
+
+Two kinds of function live here, both over numeric tables (pandas DataFrames with snake_case
+columns, as `linrec.tables` registers them):
+
+- **summaries** (one per notebook): per-model numbers a notebook shows and saves, e.g.
+  `profile_summary` (notebook 02), `probe_summary` (03), `regime_summary` (04),
+  `corpus_verdicts` (05), `swap_safety` and `swap_predictors` (06), `random_init_summary` and
+  `input_control_summary` (07);
+- **claim verdicts** `claim1` … `claim7`: the paper's claims (arXiv 2606.19379; the claims and
+  the paper's numbers are quoted in `paper/claims.md`), each a stated rule applied to the
+  summaries. A verdict is one of `VERDICTS`; "not testable" when the evidence is missing or
+  cannot decide (a notebook not run, a control with too few seeds).
+
+Every threshold is a module constant named in the rule's text (`RULES`), and
+`tests/test_verdicts.py` checks each rule on both sides of each threshold. Display labels and
+sentences are the report's and the notebooks' business; nothing here formats a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from linrec.errors import LinrecError
+
+REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "partly reproduced", "not reproduced", "not testable"
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE)
+
+# ---- thresholds (each used by one rule below, and named in RULES) ---------------------------------
+FIRST_TOKEN_SHARE = 0.5  # a block "sits on the first token" when that token holds ≥ this share of its output variance
+CLAIM1_SPAN, CLAIM1_JUMP, CLAIM1_TURNS = 0.5, 0.3, 2
+CLAIM2_NOISE_FACTOR, CLAIM2_MAX_RHO = 2.0, 0.5
+CLAIM3_MAX_GAIN = 0.05
+CLAIM6_BUDGET, CLAIM6_ALPHA = 1.0, 0.05
+CLAIM7_SHORTFALL, CLAIM7_SHARE = 0.01, 0.25
+CORPUS_MODEL_RHO, CORPUS_MODEL_RATIO = 0.7, 0.5  # "a property of the model": every pair ρ ≥ 0.7 and corpus/depth < 0.5
+CORPUS_SHAPED_RHO, CORPUS_SHAPED_RATIO = 0.4, 1.0  # "shaped by the corpus": some pair ρ < 0.4, or corpus/depth ≥ 1
+SWAP_HIGH_R2 = 0.9  # notebook 06: "high R²_lin" blocks, checked against the +1 budget
+GAUSSIAN_DROP = 0.1  # notebook 07: a block "loses" on Gaussian inputs when its R² falls by more than this
+
+RULES = {
+    1: f"reproduced for a model if its profile spans ≥ {CLAIM1_SPAN}, some adjacent blocks differ by ≥ {CLAIM1_JUMP}, "
+    f"and the profile changes direction ≥ {CLAIM1_TURNS} times; reproduced if every model passes, partly if some do",
+    2: f"reproduced for a model if its trained profile differs from its random-init twin by more than "
+    f"{CLAIM2_NOISE_FACTOR:g}× the difference between two init seeds and ρ(trained, init) < {CLAIM2_MAX_RHO}; "
+    "not testable without a second init seed",
+    3: f"reproduced if the median gain is < {CLAIM3_MAX_GAIN} and the 95 % CI of Pearson r(1 − R²_lin, gain) "
+    "includes 0",
+    4: "reproduced if, over all models, blocks of both the broadly linear and the outlier-concentrated regime exist",
+    5: 'reproduced for a model if notebook 05\'s verdict is "a property of the model" '
+    f"(every corpus pair ρ ≥ {CORPUS_MODEL_RHO}, corpus/depth < {CORPUS_MODEL_RATIO}); reproduced if every model "
+    "passes",
+    6: f"reproduced if, for every model, some block swaps for ΔPPL ≤ +{CLAIM6_BUDGET:g} and ρ(R²_lin, ΔPPL) < 0 "
+    f"with p < {CLAIM6_ALPHA}; partly if either holds for some model",
+    7: f"reproduced if the best trained baseline falls > {CLAIM7_SHORTFALL} below the ceiling on at least "
+    f"{CLAIM7_SHARE:.0%} of the blocks",
+}
+
+
+@dataclass
+class Verdict:
+    """A claim's verdict and the numbers it was decided on (one dict per model, or one for all)."""
+
+    claim: int
+    verdict: str
+    evidence: list[dict] = field(default_factory=list)
+    reason: str = ""  # why "not testable"
+
+    @property
+    def rule(self) -> str:
+        return RULES[self.claim]
+
+
+def tally(passes: Iterable[bool]) -> str:
+    """A claim checked per model: reproduced if every model passes, partly if some do, not reproduced if none."""
+    passes = [bool(p) for p in passes]
+    if not passes:
+        return NOT_TESTABLE
+    return REPRODUCED if all(passes) else PARTLY if any(passes) else NOT_REPRODUCED
+
+
+def _blocks(t: pd.DataFrame, mask) -> str:
+    """Block numbers where `mask` holds, space-separated ("" for none): identifiers, not a formatted number."""
+    return " ".join(str(int(b)) for b in t.loc[mask, "block"])
+
+
+def _require(t: pd.DataFrame, cols: Iterable[str], what: str) -> None:
+    missing = sorted(set(cols) - set(t.columns))
+    if missing:
+        raise LinrecError(f"{what} needs columns {missing}; give the table the notebook writes")
+
+
+def _spearman(a, b) -> tuple[float, float]:
+    """Spearman ρ and its p-value (scipy); NaN for a constant input, without scipy's warning."""
+    if np.ptp(np.asarray(a, dtype=float)) == 0 or np.ptp(np.asarray(b, dtype=float)) == 0:
+        return np.nan, np.nan
+    r = stats.spearmanr(a, b)
+    return float(r[0]), float(r[1])
+
+
+# ---- notebook 02: the R²_lin profile ---------------------------------------------------------------------
+def direction_changes(values) -> int:
+    """How often a sequence turns from rising to falling or back (strict turns; flat steps do not count)."""
+    r = np.asarray(values, dtype=float)
+    return int(((r[2:] - r[1:-1]) * (r[1:-1] - r[:-2]) < 0).sum())
+
+
+def profile_summary(r2: pd.DataFrame) -> pd.DataFrame:
+    """Per model, the shape of its R²_lin profile over blocks (claim 1's numbers)."""
+    _require(r2, ["model", "block", "r2_lin", "cond_gram", "r2_ex_first", "first_var_share"], "profile_summary")
+    rows = []
+    for model, t in r2.groupby("model", sort=False):
+        t = t.sort_values("block")
+        r = t["r2_lin"].to_numpy()
+        rows.append(
+            {
+                "model": model,
+                "n_blocks": len(r),
+                "r2_min": float(r.min()),
+                "r2_max": float(r.max()),
+                "max_adjacent_jump": float(np.abs(np.diff(r)).max()) if len(r) > 1 else np.nan,
+                "direction_changes": direction_changes(r),
+                "cond_gram_median": float(t["cond_gram"].median()),
+                "r2_ex_first_max": float(t["r2_ex_first"].max()),
+                "first_token_blocks": _blocks(t, t["first_var_share"] >= FIRST_TOKEN_SHARE),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def claim1(summary: pd.DataFrame | None) -> Verdict:
+    if summary is None or summary.empty:
+        return Verdict(1, NOT_TESTABLE, reason="notebook 02 not run")
+    ev, ok = [], []
+    for row in summary.to_dict("records"):
+        span = row["r2_max"] - row["r2_min"]
+        ok.append(
+            span >= CLAIM1_SPAN and row["max_adjacent_jump"] >= CLAIM1_JUMP and row["direction_changes"] >= CLAIM1_TURNS
+        )
+        ev.append({**row, "span": span, "passes": ok[-1]})
+    return Verdict(1, tally(ok), ev)
+
+
+# ---- notebook 03: the bilinear probe and the trained baselines --------------------------------------------
+def probe_summary(probe: pd.DataFrame, corr: Mapping) -> pd.DataFrame:
+    """One row: the probe's gain over the ceiling across all blocks, and its correlation with 1 − R²_lin (`corr`:
+    `linrec.uncertainty.pearson_with_ci`)."""
+    _require(probe, ["gain", "probe_stop", "seconds_probe"], "probe_summary")
+    stops = probe["probe_stop"].value_counts()
+    return pd.DataFrame(
+        [
+            {
+                "n_blocks": len(probe),
+                "gain_median": float(probe["gain"].median()),
+                "gain_max": float(probe["gain"].max()),
+                "gain_min": float(probe["gain"].min()),
+                "pearson_r": corr["r"],
+                "p": corr["p"],
+                "ci_lo": corr["ci_lo"],
+                "ci_hi": corr["ci_hi"],
+                **{f"n_stop_{k}": int(stops.get(k, 0)) for k in ("validation", "flattened", "max_epochs")},
+                "seconds_probe_total": float(probe["seconds_probe"].sum()),
+            }
+        ]
+    )
+
+
+def claim3(summary: pd.DataFrame | None) -> Verdict:
+    if summary is None or summary.empty:
+        return Verdict(3, NOT_TESTABLE, reason="notebook 03 not run")
+    row = summary.iloc[0].to_dict()
+    if not (np.isfinite(row["ci_lo"]) and np.isfinite(row["ci_hi"])):
+        return Verdict(3, NOT_TESTABLE, [row], reason="no interval for the correlation (too few blocks)")
+    ok = row["gain_median"] < CLAIM3_MAX_GAIN and row["ci_lo"] <= 0 <= row["ci_hi"]
+    return Verdict(3, REPRODUCED if ok else NOT_REPRODUCED, [row])
+
+
+def trained_shortfall(probe: pd.DataFrame) -> pd.Series:
+    """Per block: how far the better trained baseline (Adam or SGD) falls below the closed-form ceiling, same rows."""
+    _require(probe, ["r2_ceiling_rows", "r2_trained_adam", "r2_trained_sgd"], "trained_shortfall")
+    return probe["r2_ceiling_rows"] - probe[["r2_trained_adam", "r2_trained_sgd"]].max(axis=1)
+
+
+def claim7(probe: pd.DataFrame | None) -> Verdict:
+    if probe is None or probe.empty or "r2_trained_adam" not in probe:
+        return Verdict(7, NOT_TESTABLE, reason="notebook 03 not run")
+    short = trained_shortfall(probe)
+    share = float((short > CLAIM7_SHORTFALL).mean())
+    rho = float(probe["cond_gram"].rank().corr(short.rank()))
+    ev = {
+        "n_blocks": len(probe),
+        "share_short": share,
+        "shortfall_median": float(short.median()),
+        "shortfall_max": float(short.max()),
+        "spearman_cond_shortfall": rho,
+    }
+    return Verdict(7, REPRODUCED if share >= CLAIM7_SHARE else NOT_REPRODUCED, [ev])
+
+
+# ---- notebook 04: regimes ------------------------------------------------------------------------------
+def regime_summary(spectrum: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFrame:
+    """Per model: how many blocks fall in each regime (`linrec.spectrum.regime`), which, and the outlier numbers."""
+    _require(spectrum, ["model", "block", "regime", "first_var_share", "n_massive", "top1_var_share", "r2_lin",
+                        "r2_ex_top8", "eff_rank_out", "d_out"], "regime_summary")  # fmt: skip
+    rows = []
+    for model, t in spectrum.groupby("model", sort=False):
+        row = {"model": model, "n_blocks": len(t)}
+        for reg in regimes:
+            row[f"n_{reg.replace(' ', '_').replace('-', '_')}"] = int((t["regime"] == reg).sum())
+        row.update(
+            {
+                "outlier_blocks": _blocks(t, t["regime"] == "outlier-concentrated"),
+                "first_token_blocks": _blocks(t, t["regime"] == "first-token-concentrated"),
+                "first_share_blocks": _blocks(t, t["first_var_share"] >= FIRST_TOKEN_SHARE),
+                "massive_blocks": _blocks(t, t["n_massive"] > 0),
+                "top1_broadly_linear_blocks": _blocks(
+                    t, (t["top1_var_share"] >= 0.5) & (t["regime"] == "broadly linear")
+                ),
+                "max_drop_ex_top8": float((t["r2_lin"] - t["r2_ex_top8"]).max()),
+                "eff_rank_out_frac_median": float((t["eff_rank_out"] / t["d_out"]).median()),
+            }
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def input_side(
+    spectrum: pd.DataFrame, descriptors=("cond_gram", "cond_gram_test", "eff_rank_in", "dynamic_range_in")
+) -> pd.DataFrame:
+    """Per model and input descriptor: Spearman ρ with R²_lin across blocks, and its p-value."""
+    rows = []
+    for model, t in spectrum.groupby("model", sort=False):
+        for col in descriptors:
+            rho, p = _spearman(t["r2_lin"], t[col])
+            rows.append({"model": model, "descriptor": col, "spearman_rho": rho, "p": p})
+    return pd.DataFrame(rows)
+
+
+def claim4(summary: pd.DataFrame | None) -> Verdict:
+    if summary is None or summary.empty:
+        return Verdict(4, NOT_TESTABLE, reason="notebook 04 not run")
+    ok = summary["n_broadly_linear"].sum() > 0 and summary["n_outlier_concentrated"].sum() > 0
+    return Verdict(4, REPRODUCED if ok else NOT_REPRODUCED, summary.to_dict("records"))
+
+
+# ---- notebook 05: corpora ------------------------------------------------------------------------------
+def corpus_word(spearman_min: float, corpus_depth_ratio: float) -> str:
+    """Notebook 05's rule: "a property of the model", "shaped by the corpus" or "mixed" (thresholds above)."""
+    if spearman_min >= CORPUS_MODEL_RHO and corpus_depth_ratio < CORPUS_MODEL_RATIO:
+        return "a property of the model"
+    if spearman_min < CORPUS_SHAPED_RHO or corpus_depth_ratio >= CORPUS_SHAPED_RATIO:
+        return "shaped by the corpus"
+    return "mixed"
+
+
+def corpus_depth_ratio(wide: pd.DataFrame) -> float:
+    """Size of the corpus effect over the depth effect: mean over blocks of the std across corpora (columns), over
+    the std across blocks of the corpus-averaged profile (population std, ddof 0)."""
+    return float(wide.std(axis=1, ddof=0).mean() / wide.mean(axis=1).std(ddof=0))
+
+
+def corpus_verdicts(corpora: pd.DataFrame, agreement: pd.DataFrame, order: Iterable[str] | None = None) -> pd.DataFrame:
+    """Per model: how alike its profiles over corpora are, and `corpus_word` of it."""
+    _require(corpora, ["model", "corpus", "block", "r2_lin", "r2_lo", "r2_hi"], "corpus_verdicts")
+    order = list(order) if order is not None else list(dict.fromkeys(corpora["corpus"]))
+    wide = corpora.pivot_table(index=["model", "block"], columns="corpus", values="r2_lin", sort=False)[order]
+    rows = []
+    for model in dict.fromkeys(corpora["model"]):
+        a = agreement[agreement["model"] == model]
+        ratio = corpus_depth_ratio(wide.loc[model])
+        rho = float(a["spearman_rho"].min())
+        worst = a.loc[a["max_abs_diff"].idxmax()]
+        t = corpora[corpora["model"] == model]
+        rows.append(
+            {
+                "model": model,
+                "n_blocks": len(wide.loc[model]),
+                "spearman_min": rho,
+                "pearson_min": float(a["pearson_r"].min()),
+                "corpus_depth_ratio": ratio,
+                "max_abs_diff": float(worst["max_abs_diff"]),
+                "max_diff_block": int(worst["max_diff_block"]),
+                "max_diff_corpus_a": worst["corpus_a"],
+                "max_diff_corpus_b": worst["corpus_b"],
+                "n_ci_disjoint": int(a["n_ci_disjoint"].sum()),
+                "n_ci_compared": int(a["n_ci_compared"].sum()),
+                "ci_width_median": float((t["r2_hi"] - t["r2_lo"]).median()),
+                "verdict": corpus_word(rho, ratio),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def claim5(verdicts: pd.DataFrame | None) -> Verdict:
+    if verdicts is None or verdicts.empty:
+        return Verdict(5, NOT_TESTABLE, reason="notebook 05 not run")
+    return Verdict(5, tally(verdicts["verdict"] == "a property of the model"), verdicts.to_dict("records"))
+
+
+# ---- notebook 06: the swap -------------------------------------------------------------------------------
+def swap_params(swap: pd.DataFrame) -> pd.DataFrame:
+    """Per model: parameters of one FFN and of its affine map, and their ratio."""
+    t = swap.groupby("model", sort=False).agg(
+        params_ffn=("params_ffn", "first"), params_linear=("params_linear", "first")
+    )
+    t["ffn_over_linear"] = t["params_ffn"] / t["params_linear"]
+    return t.reset_index()
+
+
+def swap_safety(swap: pd.DataFrame) -> pd.DataFrame:
+    """Per model: do the high-R²_lin blocks swap within the budget, and how many blocks do at all."""
+    _require(swap, ["model", "block", "r2_lin", "delta_ppl", "ppl_base"], "swap_safety")
+    rows = []
+    for model, t in swap.groupby("model", sort=False):
+        hi = t["r2_lin"] >= SWAP_HIGH_R2
+        costly = hi & (t["delta_ppl"] > CLAIM6_BUDGET)
+        rows.append(
+            {
+                "model": model,
+                "n_blocks": len(t),
+                "n_high_r2": int(hi.sum()),
+                "n_high_r2_costly": int(costly.sum()),
+                "high_r2_costly_blocks": _blocks(t, costly),
+                "n_within_budget": int((t["delta_ppl"] <= CLAIM6_BUDGET).sum()),
+                "delta_ppl_median": float(t["delta_ppl"].median()),
+                "ppl_base": float(t["ppl_base"].iloc[0]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def swap_predictors(joined: pd.DataFrame, signs: Mapping[str, int], target: str = "delta_ppl") -> pd.DataFrame:
+    """Per model and candidate column: Spearman ρ with ΔPPL across blocks; `signs[col]` is the sign of ρ that means
+    "predicts safe to swap" (−1 for a score where higher should be safer), so `rho_useful_direction` > 0 is useful."""
+    rows = []
+    for model, t in joined.groupby("model", sort=False):
+        for col, sign in signs.items():
+            rho, p = _spearman(t[col], t[target])
+            rows.append(
+                {"model": model, "column": col, "spearman_rho": rho, "p": p, "rho_useful_direction": sign * rho}
+            )
+    return pd.DataFrame(rows)
+
+
+def claim6(swap: pd.DataFrame | None, params: pd.DataFrame | None, predictors: pd.DataFrame | None) -> Verdict:
+    if swap is None or params is None or predictors is None:
+        return Verdict(6, NOT_TESTABLE, reason="notebook 06 not run")
+    ev, cheap, predicts = [], [], []
+    for model, t in swap.groupby("model", sort=False):
+        best = t.loc[t["delta_ppl"].idxmin()]
+        rho = predictors[(predictors["model"] == model) & (predictors["column"] == "r2_lin")].iloc[0]
+        cheap.append(bool(best["delta_ppl"] <= CLAIM6_BUDGET))
+        predicts.append(bool(rho["spearman_rho"] < 0 and rho["p"] < CLAIM6_ALPHA))
+        ev.append(
+            {
+                "model": model,
+                "ffn_over_linear": float(params.loc[params["model"] == model, "ffn_over_linear"].iloc[0]),
+                "best_block": int(best["block"]),
+                "best_delta_ppl": float(best["delta_ppl"]),
+                "ppl_base": float(best["ppl_base"]),
+                "n_within_budget": int((t["delta_ppl"] <= CLAIM6_BUDGET).sum()),
+                "n_blocks": len(t),
+                "spearman_r2_delta": float(rho["spearman_rho"]),
+                "p": float(rho["p"]),
+                "cheap": cheap[-1],
+                "predicts": predicts[-1],
+            }
+        )
+    if all(c and p for c, p in zip(cheap, predicts)):
+        word = REPRODUCED
+    elif any(cheap) or any(predicts):
+        word = PARTLY
+    else:
+        word = NOT_REPRODUCED
+    return Verdict(6, word, ev)
+
+
+# ---- notebook 07: controls -------------------------------------------------------------------------------
+def random_init_summary(profiles: pd.DataFrame, init_seeds: Iterable[int]) -> pd.DataFrame:
+    """Per model: its trained R²_lin profile against its random-init twins (`weights` = "trained" or
+    "random init, seed S"), and the twins against each other."""
+    seeds = list(init_seeds)
+    rows = []
+    for model, p in profiles.groupby("model", sort=False):
+        tr = p[p["weights"] == "trained"].sort_values("block")["r2_lin"].to_numpy()
+        ini = [p[p["weights"] == f"random init, seed {s}"].sort_values("block")["r2_lin"].to_numpy() for s in seeds]
+        init0 = p[p["weights"] == f"random init, seed {seeds[0]}"]
+        row = {
+            "model": model,
+            "trained_r2_min": float(tr.min()),
+            "trained_r2_max": float(tr.max()),
+            "init_r2_min": float(min(i.min() for i in ini)),
+            "init_r2_max": float(max(i.max() for i in ini)),
+            "mean_abs_trained_init": float(sum(abs(tr - i).mean() for i in ini) / len(ini)),
+            "spearman_trained_init": _spearman(tr, ini[0])[0],
+            "init_r2_train_median": float(init0["r2_train"].median()),
+            "init_r2_test_median": float(init0["r2_lin"].median()),
+            "mean_abs_init_seeds": float(abs(ini[0] - ini[1]).mean()) if len(ini) > 1 else np.nan,
+            "spearman_init_seeds": _spearman(ini[0], ini[1])[0] if len(ini) > 1 else np.nan,
+        }
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def input_control_summary(inputs: pd.DataFrame) -> pd.DataFrame:
+    """Per model: the trained FFNs scored on their own inputs, on Gaussian inputs with the same moments, and on the
+    next block's inputs."""
+    rows = []
+    for model, t in inputs.groupby("model", sort=False):
+        rows.append(
+            {
+                "model": model,
+                "r2_own_median": float(t["r2_own"].median()),
+                "r2_gaussian_median": float(t["r2_gaussian"].median()),
+                "n_gaussian_drop": int((t["r2_gaussian"] < t["r2_own"] - GAUSSIAN_DROP).sum()),
+                "r2_next_block_median": float(t["r2_other_block"].median()),
+                "spearman_own_gaussian": _spearman(t["r2_own"], t["r2_gaussian"])[0],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def claim2(summary: pd.DataFrame | None) -> Verdict:
+    if summary is None or summary.empty:
+        return Verdict(2, NOT_TESTABLE, reason="notebook 07 not run")
+    ev, ok = [], []
+    for row in summary.to_dict("records"):
+        noise = row["mean_abs_init_seeds"]
+        passes = bool(
+            np.isfinite(noise)
+            and row["mean_abs_trained_init"] > CLAIM2_NOISE_FACTOR * noise
+            and row["spearman_trained_init"] < CLAIM2_MAX_RHO
+        )
+        ok.append(passes)
+        ev.append({**row, "passes": passes})
+    if not any(np.isfinite(r["mean_abs_init_seeds"]) for r in ev):
+        return Verdict(2, NOT_TESTABLE, ev, reason="one init seed: no seed-to-seed difference to compare against")
+    return Verdict(2, tally(ok), ev)
+
+
+CLAIMS = (claim1, claim2, claim3, claim4, claim5, claim6, claim7)
