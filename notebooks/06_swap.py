@@ -72,7 +72,7 @@ from linrec.perplexity import PerplexityEvaluator
 from linrec.plots import fig2_r2_lin, fig6_swap
 from linrec.recoverability import ceiling_table
 from linrec.spectrum import spectrum_table
-from linrec.surgery import load_swapped
+from linrec.surgery import count_params, load_swapped
 from linrec.swap import SwapStudy
 from linrec.tables import labelled, save_table
 from linrec.verdicts import CLAIM6_BUDGET, RULES, SWAP_HIGH_R2, claim6, swap_params, swap_predictors, swap_safety
@@ -138,7 +138,7 @@ for m in models:
                 "test_delta_ppl": g.holdout_ppl_final - g.holdout_ppl_base,
                 "params_removed": g.params_removed,
                 "params_added": g.params_added,
-                "params_model": sum(p.numel() for p in loaded.model.parameters()),
+                "params_model": count_params(loaded.model),
             }
         )
     g = max(results.values(), key=lambda r: len(r.swapped))

@@ -143,6 +143,12 @@ class Score:
     def r2_feature_median(self) -> float:
         return float(np.nanmedian(self.r2_feature))
 
+    @property
+    def r2_feature_quartiles(self) -> tuple[float, float]:
+        """25th and 75th percentiles of the per-feature R² (constant features left out)."""
+        q25, q75 = np.nanpercentile(self.r2_feature, [25, 75])
+        return float(q25), float(q75)
+
 
 def score(fit: AffineFit, test: Moments, block: int | str = "?") -> Score:
     """Held-out SSE, SST and R² of `fit` from the test split's statistics alone."""

@@ -136,7 +136,7 @@ def input_controls(capture, loaded, n_rows: int | None = None, seed: int = 0, pr
         xtr, xte = _split_rows(capture, i, n_rows, seed)
         module = sites[i].module
         if complete:
-            own = score(fit_affine(capture.stats["train"][i], block=i), capture.stats["test"][i], block=i).r2
+            own = capture.score(i).r2
         else:
             own = r2_of_map(module, xtr, xte, block=i)["r2"]
         m = capture.stats["train"][i]

@@ -309,12 +309,9 @@ def probe_table(
     import pandas as pd
     from tqdm import tqdm
 
-    from linrec.ceiling import score
-
     rows_out = []
     for i in tqdm(range(capture.n_blocks), desc=f"probe {capture.model_label}", unit="block", disable=not progress):
-        fit = fit_affine(capture.stats["train"][i], block=i)
-        official = score(fit, capture.stats["test"][i], block=i)
+        fit, official = capture.fit(i), capture.score(i)
         rows = Rows.from_capture(capture, i, max_train)
         t0 = time.perf_counter()
         pr = fit_probe(rows, fit, rank=rank, seed=seed)

@@ -37,7 +37,7 @@ def ceiling_table(capture, n_boot: int = 1000, level: float = 0.95, seed: int = 
     for i in range(capture.n_blocks):
         train, test = capture.stats["train"][i], capture.stats["test"][i]
         fit, s = capture.fit(i), capture.score(i)
-        q25, q75 = np.nanpercentile(s.r2_feature, [25, 75])
+        q25, q75 = s.r2_feature_quartiles
         h = heldout[i] if heldout is not None else None
         lo, hi = bootstrap_r2(h, n_boot, level, seed) if h is not None else (np.nan, np.nan)
         n_windows = h.n_windows if h is not None else capture.meta.get("n_windows", {}).get("test", np.nan)
@@ -52,8 +52,8 @@ def ceiling_table(capture, n_boot: int = 1000, level: float = 0.95, seed: int = 
                 "r2_train": capture.score(i, "train").r2,
                 "r2_feature_median": s.r2_feature_median,
                 **first_position(test, capture.without_first(i), block=i),
-                "r2_feature_q25": float(q25),
-                "r2_feature_q75": float(q75),
+                "r2_feature_q25": q25,
+                "r2_feature_q75": q75,
                 "cond_gram": fit.cond_gram,
                 "cond_scaled": fit.cond_scaled,
                 "rank": fit.rank,

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from linrec.ceiling import first_position, fit_affine, gram_condition, score
+from linrec.ceiling import AffineFit, first_position, fit_affine, gram_condition, score
 from linrec.moments import Moments
 from linrec.threads import one_thread
 
@@ -97,11 +97,16 @@ def regime(
 
 
 def block_spectrum(
-    train: Moments, test: Moments, block: int | str = "?", rest: tuple[Moments, Moments] | None = None
+    train: Moments,
+    test: Moments,
+    block: int | str = "?",
+    rest: tuple[Moments, Moments] | None = None,
+    fit: AffineFit | None = None,
 ) -> dict:
     """Every per-block number of the module docstring, from the two splits' statistics
-    (`rest`: the same without the windows' first positions, `Capture.without_first`)."""
-    fit = fit_affine(train, block=block)
+    (`rest`: the same without the windows' first positions, `Capture.without_first`; `fit`: the
+    block's map, `Capture.fit`, fitted here from `train` when not given)."""
+    fit = fit if fit is not None else fit_affine(train, block=block)
     s = score(fit, test, block=block)
     Cxx, _, Cyy = train.blocks()
     sst = s.sst
@@ -109,13 +114,13 @@ def block_spectrum(
     std_in = np.sqrt(np.clip(np.diag(Cxx), 0, None) / max(train.n - 1, 1))
     explained = fit.W.T @ Cxx @ fit.W
     eff_out = effective_rank(Cyy)
-    q25, q75 = np.nanpercentile(s.r2_feature, [25, 75])
+    q25, q75 = s.r2_feature_quartiles
     row = {
         "block": block,
         "r2_lin": s.r2,
         "r2_feature_median": s.r2_feature_median,
-        "r2_feature_q25": float(q25),
-        "r2_feature_q75": float(q75),
+        "r2_feature_q25": q25,
+        "r2_feature_q75": q75,
         "top1_var_share": float(order[0] / sst.sum()),
         "top8_var_share": float(order[:8].sum() / sst.sum()),
         "top1_var_ratio": float(order[0] / np.median(sst)),
@@ -145,7 +150,11 @@ def spectrum_table(capture) -> pandas.DataFrame:
         {
             "model": capture.model_label,
             **block_spectrum(
-                capture.stats["train"][i], capture.stats["test"][i], block=i, rest=capture.without_first(i)
+                capture.stats["train"][i],
+                capture.stats["test"][i],
+                block=i,
+                rest=capture.without_first(i),
+                fit=capture.fit(i),
             ),
         }
         for i in range(capture.n_blocks)

@@ -99,7 +99,7 @@ class AffineFFN(torch.nn.Module):
 
     @property
     def n_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
+        return count_params(self)
 
     def extra_repr(self) -> str:
         return f"d_in={self.d_in}, d_out={self.d_out}, rank={'full' if self.rank is None else self.rank}"

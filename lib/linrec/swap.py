@@ -26,13 +26,14 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from linrec.capture import block_moments
 from linrec.ceiling import AffineFit, LowRankFit, Score, fit_affine, output_directions, reduce_rank, score
 from linrec.corpora import Windows, load_windows
 from linrec.errors import LinrecError
 from linrec.hf import LoadedModel
 from linrec.moments import Moments, remove_rows
 from linrec.perplexity import PerplexityEvaluator
-from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
+from linrec.sites import find_ffn_sites
 from linrec.surgery import AffineFFN, count_params, save_swapped
 
 if TYPE_CHECKING:
@@ -175,7 +176,6 @@ class SwapStudy:
         self.windows = windows if windows is not None else capture_windows(capture, loaded.tokenizer)
         _check_windows(capture, self.windows)
         self.batch_size, self.progress = batch_size, progress
-        self._fits: dict[int, AffineFit] = {}
         self._dirs: dict[int, tuple] = {}
         self._evaluator: PerplexityEvaluator | None = None
         self._screenings: dict[tuple[int, int], PerplexityEvaluator] = {}
@@ -184,9 +184,8 @@ class SwapStudy:
 
     # fits and modules
     def fit(self, block: int) -> AffineFit:
-        if block not in self._fits:
-            self._fits[block] = fit_affine(self.capture.stats["train"][block], block=block)
-        return self._fits[block]
+        """The block's closed-form map: the capture's own (`Capture.fit`), so every analysis swaps the same map."""
+        return self.capture.fit(block)
 
     def score(self, block: int, rank: int | None = None) -> Score:
         """Held-out fit quality of the block's map (full, or at `rank`)."""
@@ -230,16 +229,8 @@ class SwapStudy:
     def _screening_moments(self, n_windows: int, seed: int) -> list[Moments]:
         key = (n_windows, seed)
         if key not in self._screening_stats:
-            train = self.capture.stats["train"]
-            stats = [Moments(m.d_in, m.d_out) for m in train]
             ids = screening_ids(self.windows, n_windows, seed)
-            device = next(self.model.parameters()).device
-            with ffn_hooks(self.sites, lambda i, x, y: stats[i].update(x, y), stop_after_last=True):
-                for start in range(0, len(ids), self.batch_size):
-                    run_until_stop(
-                        self.model, input_ids=ids[start : start + self.batch_size].to(device), use_cache=False
-                    )
-            self._screening_stats[key] = stats
+            self._screening_stats[key] = block_moments(self.model, ids, self.batch_size)
         return self._screening_stats[key]
 
     def screening_fit(self, block: int, n_windows: int = 4, seed: int = 0) -> AffineFit:
