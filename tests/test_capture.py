@@ -397,3 +397,37 @@ def test_batch_size_changes_r2_by_rounding_only(saved_tiny, monkeypatch, tmp_pat
     for t in tables[1:]:
         assert (t["r2_lin"] - tables[0]["r2_lin"]).abs().max() <= 1e-12
         assert (t["r2_ex_first"] - tables[0]["r2_ex_first"]).abs().max() <= 1e-12
+
+
+# ---- the cache: listed, pruned by age and size, nothing else touched ------------------------------------------
+def test_cache_is_listed_and_pruned_oldest_first(saved_tiny, cache, capsys):
+    import os
+    import time as _time
+
+    from linrec.capture import cache_entries, prune_cache
+    from linrec.cli import main
+
+    a = get_capture(**saved_tiny)
+    b = get_capture(**{**saved_tiny, "seed": 1})
+    c = get_capture(**{**saved_tiny, "seed": 2, "sample_rows": 0})
+    now = _time.time()
+    for cap, days in ((a, 10), (b, 5), (c, 1)):
+        os.utime(cap.path, (now - days * 86400, now - days * 86400))
+    (cache / "models").mkdir()
+    keep = cache / "models" / "weights.bin"
+    keep.write_bytes(b"x" * 1000)
+    stale = cache / "captures" / ".m-dead.tmp-999999999-abcdef01"  # a killed run's leftover (no such pid)
+    stale.mkdir()
+    entries = cache_entries()
+    assert [e.path for e in entries] == [a.path, b.path, c.path]  # oldest first; the leftover is not an entry
+    assert "2048 tokens × seq 32, 500 sampled rows" in entries[0].made_by
+    assert entries[0].size == sum(p.stat().st_size for p in a.path.rglob("*") if p.is_file())
+    assert main(["cache"]) == 0 and "3 entries" in capsys.readouterr().out
+    assert [e.path for e in prune_cache(older_than_days=7, dry_run=True)] == [a.path] and a.path.exists()
+    gone = prune_cache(max_bytes=entries[2].size + 1)  # room for the newest only
+    assert [e.path for e in gone] == [a.path, b.path]
+    assert not a.path.exists() and not b.path.exists() and c.path.exists() and keep.exists() and not stale.exists()
+    assert main(["cache", "prune", "--older-than", "0"]) == 0 and not c.path.exists()
+    assert keep.read_bytes() == b"x" * 1000  # models, wheels and corpora are never pruned
+    with pytest.raises(LinrecError, match="--older-than"):
+        prune_cache()

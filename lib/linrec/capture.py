@@ -576,3 +576,79 @@ def _notice_short(capture: Capture) -> Capture:
 
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name or name)[:40]
+
+
+# ---- what the cache holds, and pruning it ------------------------------------------------------------------
+@dataclass
+class CacheEntry:
+    """One capture entry under `$LINREC_CACHE/captures` (or a saved swapped model under `swapped/`)."""
+
+    path: Path
+    kind: str  # "capture" | "swapped"
+    size: int  # bytes on disk
+    mtime: float  # when it was written (seconds since the epoch)
+    made_by: str  # what made it: model, corpus, tokens, seq_len, row sample
+
+    @property
+    def age_days(self) -> float:
+        return max(0.0, (time.time() - self.mtime) / 86400)
+
+
+def _dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _made_by(entry: Path) -> str:
+    try:
+        meta = unseal(entry / "meta.json")
+        c = meta["config"]
+        return (
+            f"{meta.get('model_label', c['model'])} on {c['corpus']}, {c['tokens']} tokens × seq {c['seq_len']}, "
+            f"{c['sample_rows']} sampled rows"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return "incomplete or damaged (recomputed on next use)"
+
+
+def cache_entries() -> list[CacheEntry]:
+    """Every capture entry and saved swapped model in the cache, oldest first (temporary leftovers are not listed)."""
+    root = cache_root()
+    out = []
+    for kind, sub in (("capture", "captures"), ("swapped", "swapped")):
+        d = root / sub
+        if not d.is_dir():
+            continue
+        for p in sorted(d.iterdir()):
+            if p.name.startswith(".") or not p.is_dir():
+                continue
+            made = _made_by(p) if kind == "capture" else f"swapped model of {p.name}"
+            out.append(CacheEntry(p, kind, _dir_size(p), p.stat().st_mtime, made))
+    return sorted(out, key=lambda e: e.mtime)
+
+
+def prune_cache(
+    older_than_days: float | None = None, max_bytes: int | None = None, dry_run: bool = False
+) -> list[CacheEntry]:
+    """Remove capture entries and saved swapped models: those older than `older_than_days`, then the oldest until
+    the rest take at most `max_bytes`. Models, wheels and corpora are never touched (`linrec fetch` made them and
+    every run needs them). Leftovers of killed runs go too. Returns what was (or, with `dry_run`, would be) removed."""
+    import shutil
+
+    if older_than_days is None and max_bytes is None:
+        raise LinrecError("say what to prune: --older-than DAYS and/or --max-size GB")
+    entries = cache_entries()
+    doomed = [e for e in entries if older_than_days is not None and e.age_days > older_than_days]
+    if max_bytes is not None:
+        kept = [e for e in entries if e not in doomed]
+        total = sum(e.size for e in kept)
+        for e in kept:  # oldest first
+            if total <= max_bytes:
+                break
+            doomed.append(e)
+            total -= e.size
+    if not dry_run:
+        for e in doomed:
+            shutil.rmtree(e.path, ignore_errors=True)
+        for sub in ("captures", "swapped"):
+            clean_stale_tmp(cache_root() / sub)
+    return doomed

@@ -1,4 +1,4 @@
-"""Command line: `linrec measure | probe | spectrum | swap | fetch | figures | report`.
+"""Command line: `linrec measure | probe | spectrum | swap | fetch | cache | figures | report`.
 
 One error boundary: everything a user can get wrong (arguments, device, output paths, the
 cache's writability, the parameter file) is checked before the expensive work, and any
@@ -280,6 +280,33 @@ def cmd_fetch(args) -> None:
         print(f"ready: {name}", file=sys.stderr)
 
 
+def cmd_cache(args) -> None:
+    from linrec.capture import cache_entries, prune_cache
+    from linrec.files import cache_root
+
+    root = cache_root()
+    if args.action == "prune":
+        max_bytes = None if args.max_size is None else int(args.max_size * 2**30)
+        gone = prune_cache(args.older_than, max_bytes, dry_run=args.dry_run)
+        verb = "would remove" if args.dry_run else "removed"
+        for e in gone:
+            print(f"{verb} {e.path.name} ({e.size / 2**20:,.0f} MiB, {e.age_days:.1f} days): {e.made_by}")
+        print(f"{verb} {len(gone)} entries, {sum(e.size for e in gone) / 2**30:.2f} GiB", file=sys.stderr)
+        return
+    entries = cache_entries()
+    for e in entries:
+        print(f"{e.kind:8} {e.size / 2**20:9,.0f} MiB {e.age_days:6.1f} d  {e.path.name}  {e.made_by}")
+    other = {
+        sub: sum(p.stat().st_size for p in (root / sub).rglob("*") if p.is_file())
+        for sub in ("models", "wheels", "corpora")
+        if (root / sub).is_dir()
+    }
+    total = sum(e.size for e in entries) + sum(other.values())
+    extra = ", ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in other.items())
+    used = sum(e.size for e in entries) / 2**30
+    print(f"{root}: {len(entries)} entries {used:.2f} GiB; {extra}; total {total / 2**30:.2f} GiB")
+
+
 def cmd_figures(args) -> None:
     from linrec.figures import run_notebooks
 
@@ -347,6 +374,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fetch", help="download offline models/corpora into $LINREC_CACHE")
     p.add_argument("names", nargs="+", help="e.g. smollm2-135m gemma3-270m wiki web code")
     p.set_defaults(func=cmd_fetch)
+
+    p = sub.add_parser("cache", help="list what $LINREC_CACHE holds, or prune capture entries by age or size")
+    p.add_argument("action", nargs="?", choices=["list", "prune"], default="list")
+    p.add_argument("--older-than", type=float, metavar="DAYS", help="prune: entries written more than DAYS ago")
+    p.add_argument("--max-size", type=float, metavar="GB", help="prune: oldest entries until the rest fit in GB")
+    p.add_argument("--dry-run", action="store_true", help="prune: say what would go, remove nothing")
+    p.set_defaults(func=cmd_cache)
 
     p = sub.add_parser("figures", help="execute the numbered notebooks with papermill")
     p.add_argument("--params", default="params/default.yaml", help="parameter profile (default: params/default.yaml)")
