@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from _tiny_text import tiny_text, tiny_tokenizer
+from helpers import tiny_text, tiny_tokenizer, tiny_windows
 from linrec import capture as cap_mod
 from linrec.capture import CaptureConfig, get_capture, get_captures, run_capture
 from linrec.ceiling import fit_affine, r2_rows, score
-from linrec.corpora import make_windows
 from linrec.errors import LinrecError
 from linrec.heldout import bootstrap_r2
 from linrec.hf import LoadedModel
@@ -26,25 +25,15 @@ def cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def saved_tiny(tiny_model, cache, tmp_path):
+def saved_tiny(tiny_model_dir, tiny_corpus, cache):
     """get_capture arguments for a tiny llama saved to disk and a small local corpus."""
-    model = tiny_model("llama")
-    tok = tiny_tokenizer()
-    model.save_pretrained(tmp_path / "m")
-    tok.save_pretrained(tmp_path / "m")
-    corpus = tmp_path / "text.txt"
-    corpus.write_text(tiny_text(8000))
-    return dict(model=str(tmp_path / "m"), corpus=str(corpus), seq_len=32, tokens=2048, sample_rows=500, progress=False)
+    return dict(
+        model=tiny_model_dir, corpus=tiny_corpus(8000), seq_len=32, tokens=2048, sample_rows=500, progress=False
+    )
 
 
 def _loaded(model, tok, name="tiny"):
     return LoadedModel(model=model, tokenizer=tok, name=name, identity=name, source="test")
-
-
-def _windows(tok, tokens=4096, seq_len=32):
-    return make_windows(
-        [tiny_text(6000, 0), tiny_text(6000, 1)], tok, seq_len=seq_len, tokens=tokens, seed=0, corpus="t", identity="t"
-    )
 
 
 def _hooked_rows(model, ids):
@@ -67,7 +56,7 @@ def _hooked_rows(model, ids):
 def test_capture_statistics_equal_hooked_rows(tiny_model, kind):
     model = tiny_model(kind)
     tok = tiny_tokenizer()
-    w = _windows(tok, tokens=2048)
+    w = tiny_windows(tok, tokens=2048)
     c = run_capture(
         _loaded(model, tok), w, CaptureConfig("tiny", tokens=2048, sample_rows=0), batch_size=5, progress=False
     )
@@ -91,7 +80,7 @@ def test_block_replaced_by_affine_map_has_r2_one(tiny_model):
     lin = torch.nn.Linear(32, 32)  # the planted FFN of block 1: exactly affine
     model.model.layers[1].mlp = lin
     tok = tiny_tokenizer()
-    c = run_capture(_loaded(model, tok), _windows(tok), CaptureConfig("tiny", sample_rows=0), progress=False)
+    c = run_capture(_loaded(model, tok), tiny_windows(tok), CaptureConfig("tiny", sample_rows=0), progress=False)
     table = ceiling_table(c)
     assert abs(table.loc[1, "r2_lin"] - 1) < 1e-9
     assert table.loc[0, "r2_lin"] < 0.999  # the untouched SwiGLU block is not affine
@@ -179,7 +168,7 @@ def test_nan_activations_are_a_one_line_error(tiny_model):
     tok = tiny_tokenizer()
     with pytest.raises(LinrecError, match="NaN") as err:
         run_capture(
-            _loaded(model, tok), _windows(tok, tokens=512), CaptureConfig("tiny", sample_rows=0), progress=False
+            _loaded(model, tok), tiny_windows(tok, tokens=512), CaptureConfig("tiny", sample_rows=0), progress=False
         )
     assert "\n" not in str(err.value)
 
@@ -187,7 +176,7 @@ def test_nan_activations_are_a_one_line_error(tiny_model):
 def test_row_sample_is_bounded_seeded_and_exact(tiny_model, tmp_path):
     model = tiny_model("gpt2")
     tok = tiny_tokenizer()
-    w = _windows(tok, tokens=2048)
+    w = tiny_windows(tok, tokens=2048)
     cfg = CaptureConfig("tiny", tokens=2048, sample_rows=300, seed=7)
     c = run_capture(_loaded(model, tok), w, cfg, out_dir=tmp_path / "a", progress=False)
     idx = c.row_index()
@@ -262,7 +251,7 @@ def test_heldout_sums_equal_sums_from_stored_rows(tiny_model, cache, tmp_path):
 def test_heldout_with_no_test_windows_and_with_singular_train_stats(tiny_model, saved_tiny):
     model = tiny_model("llama")
     tok = tiny_tokenizer()
-    w = _windows(tok, tokens=512)
+    w = tiny_windows(tok, tokens=512)
     w.train, w.test = np.arange(len(w.ids)), np.zeros(0, dtype=np.int64)
     c = run_capture(_loaded(model, tok), w, CaptureConfig("tiny", tokens=512, sample_rows=0), progress=False)
     assert [h.n_windows for h in c.heldout] == [0, 0] and c.meta["fit_seconds"] == 0
@@ -344,26 +333,16 @@ def test_meta_json_that_parses_but_is_wrong_is_recomputed(saved_tiny, cache, con
     assert get_capture(**saved_tiny).cached  # repaired for good
 
 
-def test_every_file_flipped_in_turn_is_found_by_every_subcommand(tmp_path, tiny_model, monkeypatch, capsys, caplog):
+def test_every_file_flipped_in_turn_is_found_by_every_subcommand(
+    tmp_path, tiny_model_dir, tiny_corpus, monkeypatch, capsys, caplog
+):
     """Property: one random byte flipped in any file of an entry → each subcommand recomputes, with the same table."""
     import pandas as pd
 
     from linrec.cli import main
 
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
-    tiny_model("llama").save_pretrained(tmp_path / "m")
-    tiny_tokenizer().save_pretrained(tmp_path / "m")
-    (tmp_path / "text.txt").write_text(tiny_text(4000))
-    args = [
-        "--model",
-        str(tmp_path / "m"),
-        "--corpus",
-        str(tmp_path / "text.txt"),
-        "--seq-len",
-        "32",
-        "--tokens",
-        "1024",
-    ]
+    args = ["--model", tiny_model_dir, "--corpus", tiny_corpus(4000), "--seq-len", "32", "--tokens", "1024"]
     commands = {"measure": [], "spectrum": [], "probe": ["--rank", "2"], "swap": ["--blocks", "0"]}
 
     def run(cmd):

@@ -2,15 +2,10 @@
 
 import numpy as np
 import pytest
-import torch
 
+from helpers import moments_of
 from linrec.ceiling import fit_affine, r2_rows, score
 from linrec.errors import LinrecError
-from linrec.moments import Moments
-
-
-def _stats(x, y):
-    return Moments.of(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y)))
 
 
 def _lstsq_r2(xtr, ytr, xte, yte):
@@ -35,8 +30,8 @@ def _problem(cond_exp, n=4000, d=40, k=16, seed=0):
 def test_matches_lstsq_on_stored_rows(cond_exp):
     x, y = _problem(cond_exp)
     tr, te = slice(0, 3200), slice(3200, None)
-    fit = fit_affine(_stats(x[tr], y[tr]))
-    got = score(fit, _stats(x[te], y[te]))
+    fit = fit_affine(moments_of(x[tr], y[tr]))
+    got = score(fit, moments_of(x[te], y[te]))
     ref, coef = _lstsq_r2(x[tr], y[tr], x[te], y[te])
     assert abs(got.r2 - ref) < 1e-9
     assert np.allclose(fit.predict(x[te]), np.c_[x[te], np.ones(800)] @ coef, rtol=1e-6, atol=1e-6 * np.abs(y).max())
@@ -51,8 +46,8 @@ def test_naive_float32_normal_equations_fail_where_ours_do_not():
     A = np.c_[x[tr], np.ones(3200)].astype(np.float32)
     coef32 = np.linalg.solve(A.T @ A, A.T @ y[tr].astype(np.float32))
     naive = r2_rows(y[te], np.c_[x[te], np.ones(800)] @ coef32)
-    ours = score(fit_affine(_stats(x[tr], y[tr])), _stats(x[te], y[te])).r2
-    assert fit_affine(_stats(x[tr], y[tr])).cond_gram >= 1e8
+    ours = score(fit_affine(moments_of(x[tr], y[tr])), moments_of(x[te], y[te])).r2
+    assert fit_affine(moments_of(x[tr], y[tr])).cond_gram >= 1e8
     assert abs(naive - ref) > 1e-6  # the float32 solve misses by over 1000× the tolerance …
     assert abs(ours - ref) < 1e-9  # … the conditioned float64 one is not
 
@@ -62,8 +57,8 @@ def test_known_affine_map_gives_r2_one():
     x = rng.standard_normal((2000, 24)) * np.logspace(0, 3, 24)
     W, b = rng.standard_normal((24, 24)), rng.standard_normal(24)
     y = x @ W + b
-    fit = fit_affine(_stats(x[:1500], y[:1500]))
-    s = score(fit, _stats(x[1500:], y[1500:]))
+    fit = fit_affine(moments_of(x[:1500], y[:1500]))
+    s = score(fit, moments_of(x[1500:], y[1500:]))
     assert abs(s.r2 - 1) < 1e-9
     assert np.nanmax(np.abs(s.r2_feature - 1)) < 1e-9
     assert np.allclose(fit.W, W, rtol=1e-6, atol=1e-8) and np.allclose(fit.b, b, atol=1e-6)
@@ -75,8 +70,8 @@ def test_known_quadratic_map_has_analytic_r2():
     c, d = 0.75, 8
     x = rng.standard_normal((200_000, d))
     y = x + c * x**2
-    fit = fit_affine(_stats(x[:150_000], y[:150_000]))
-    s = score(fit, _stats(x[150_000:], y[150_000:]))
+    fit = fit_affine(moments_of(x[:150_000], y[:150_000]))
+    s = score(fit, moments_of(x[150_000:], y[150_000:]))
     expected = 1 / (1 + 2 * c**2)
     assert abs(s.r2 - expected) < 0.01
     assert np.all(np.abs(s.r2_feature - expected) < 0.03)
@@ -87,32 +82,32 @@ def test_rank_deficient_inputs_give_lstsq_minimum_norm_predictions():
     x = rng.standard_normal((1000, 10))
     x = np.c_[x, x[:, :3] @ rng.standard_normal((3, 2)), np.full(1000, 4.0)]  # 2 dependent + 1 constant column
     y = np.sin(x[:, :4]) + 0.1 * rng.standard_normal((1000, 4))
-    fit = fit_affine(_stats(x[:800], y[:800]))
+    fit = fit_affine(moments_of(x[:800], y[:800]))
     ref, coef = _lstsq_r2(x[:800], y[:800], x[800:], y[800:])
     assert fit.rank == 10 and fit.dead_inputs == 1 and fit.cond_gram == float("inf")
-    assert abs(score(fit, _stats(x[800:], y[800:])).r2 - ref) < 1e-9
+    assert abs(score(fit, moments_of(x[800:], y[800:])).r2 - ref) < 1e-9
 
 
 def test_too_few_rows_is_a_one_line_error():
     rng = np.random.default_rng(4)
     x, y = rng.standard_normal((30, 40)), rng.standard_normal((30, 3))
     with pytest.raises(LinrecError, match="raise --tokens") as err:
-        fit_affine(_stats(x, y), block=5)
+        fit_affine(moments_of(x, y), block=5)
     assert "\n" not in str(err.value) and "block 5" in str(err.value)
 
 
 def test_constant_output_on_test_split_is_an_error():
     rng = np.random.default_rng(5)
     x = rng.standard_normal((300, 4))
-    fit = fit_affine(_stats(x[:200], rng.standard_normal((200, 2))))
+    fit = fit_affine(moments_of(x[:200], rng.standard_normal((200, 2))))
     with pytest.raises(LinrecError, match="constant"):
-        score(fit, _stats(x[200:], np.ones((100, 2))))
+        score(fit, moments_of(x[200:], np.ones((100, 2))))
 
 
 def test_skipping_the_condition_number_leaves_the_map_unchanged():
     """The capture fits with condition=False (one eigensolve, not two); the map must be the ceiling's, bit for bit."""
     x, y = _problem(6)
-    m = _stats(x, y)
+    m = moments_of(x, y)
     full, quick = fit_affine(m), fit_affine(m, condition=False)
     assert np.array_equal(full.W, quick.W) and np.array_equal(full.b, quick.b)
     assert (full.rank, full.cond_scaled) == (quick.rank, quick.cond_scaled)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from _tiny_text import tiny_text
+from helpers import tiny_text
 from linrec.spectrum import REGIMES
 
 
@@ -21,16 +21,6 @@ def short_text(tmp_path):
     p = tmp_path / "short.txt"
     p.write_text("Just a few words here.")
     return str(p)
-
-
-@pytest.fixture
-def tiny_model_dir(tmp_path, tiny_model):
-    from _tiny_text import tiny_tokenizer
-
-    d = tmp_path / "model"
-    tiny_model("llama").save_pretrained(d)
-    tiny_tokenizer().save_pretrained(d)
-    return str(d)
 
 
 def _one_line_error(proc, *needles):

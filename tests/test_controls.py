@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 
-from _tiny_text import tiny_text, tiny_tokenizer
 from linrec.capture import get_capture
 from linrec.ceiling import fit_affine, score
 from linrec.controls import _split_rows, cross_feed, gaussian_like, input_controls, r2_of_map, recolour
@@ -14,16 +13,11 @@ from linrec.sites import find_ffn_sites
 
 
 @pytest.fixture
-def tiny_setup(tiny_model, tmp_path, monkeypatch):
+def tiny_setup(tiny_model_dir, tiny_corpus, tmp_path, monkeypatch):
     """A tiny trained-looking llama on disk, a local corpus, and a capture that stores every row."""
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
-    model_dir = tmp_path / "m"
-    tiny_model("llama").save_pretrained(model_dir)
-    tiny_tokenizer().save_pretrained(model_dir)
-    corpus = tmp_path / "text.txt"
-    corpus.write_text(tiny_text(8000))
-    kw = dict(corpus=str(corpus), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
-    return str(model_dir), kw
+    kw = dict(corpus=tiny_corpus(8000), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
+    return tiny_model_dir, kw
 
 
 def test_random_init_is_the_architectures_own_init_and_reproducible(tiny_setup):

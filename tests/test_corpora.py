@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from _tiny_text import tiny_text, tiny_tokenizer
+from helpers import tiny_text, tiny_tokenizer
 from linrec.corpora import load_documents, load_windows, make_windows
 from linrec.errors import LinrecError
 

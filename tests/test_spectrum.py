@@ -1,15 +1,11 @@
 """Effective rank, ex-top-k R² and the regime rule against planted structure and stored rows."""
 
 import numpy as np
-import torch
 
+from helpers import moments_of
 from linrec.ceiling import r2_rows
-from linrec.moments import Moments, remove_rows
+from linrec.moments import remove_rows
 from linrec.spectrum import block_spectrum, effective_rank
-
-
-def _stats(x, y):
-    return Moments.of(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y)))
 
 
 def test_effective_rank_of_identity_and_rank_one():
@@ -26,7 +22,7 @@ def test_outlier_concentrated_block():
     x = rng.standard_normal((n, d))
     y = 0.1 * rng.standard_normal((n, d))
     y[:, 0] = 100 * x @ rng.standard_normal(d)
-    row = block_spectrum(_stats(x[:4800], y[:4800]), _stats(x[4800:], y[4800:]))
+    row = block_spectrum(moments_of(x[:4800], y[:4800]), moments_of(x[4800:], y[4800:]))
     assert row["r2_lin"] > 0.99
     assert abs(row["r2_feature_median"]) < 0.05
     assert row["eff_rank_out"] < 1.1
@@ -40,7 +36,7 @@ def test_broadly_linear_block_sits_on_the_diagonal():
     n, d = 6000, 24
     x = rng.standard_normal((n, d))
     y = x @ rng.standard_normal((d, d)) + 0.3 * rng.standard_normal((n, d))
-    row = block_spectrum(_stats(x[:4800], y[:4800]), _stats(x[4800:], y[4800:]))
+    row = block_spectrum(moments_of(x[:4800], y[:4800]), moments_of(x[4800:], y[4800:]))
     assert abs(row["r2_lin"] - row["r2_feature_median"]) < 0.05
     assert row["eff_rank_out"] > 0.5 * d
     assert row["n_massive"] == 0
@@ -51,7 +47,7 @@ def test_nonlinear_block():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((6000, 8))
     y = np.sin(3 * x) + x**2
-    assert block_spectrum(_stats(x[:4800], y[:4800]), _stats(x[4800:], y[4800:]))["regime"] == "nonlinear"
+    assert block_spectrum(moments_of(x[:4800], y[:4800]), moments_of(x[4800:], y[4800:]))["regime"] == "nonlinear"
 
 
 def test_ex_top_k_matches_stored_rows():
@@ -60,7 +56,7 @@ def test_ex_top_k_matches_stored_rows():
     x = rng.standard_normal((n, d)) * np.logspace(0, 1, d)
     y = np.tanh(x @ rng.standard_normal((d, d)) / 5) * np.logspace(0, 2, d)
     tr, te = slice(0, 4000), slice(4000, None)
-    row = block_spectrum(_stats(x[tr], y[tr]), _stats(x[te], y[te]))
+    row = block_spectrum(moments_of(x[tr], y[tr]), moments_of(x[te], y[te]))
     sst = ((y[te] - y[te].mean(0)) ** 2).sum(0)
     for k in (1, 8):
         rest = np.argsort(sst)[: d - k]  # drop the k highest-variance held-out features
@@ -80,8 +76,8 @@ def test_first_token_concentrated_block():
     x[:, 0] *= 10
     y[:, 0] = 30 * x[:, 0] @ rng.standard_normal((d, d))  # ~1e5× the other rows' output variance
     split = {"train": slice(0, 320), "test": slice(320, None)}
-    stats = {s: _stats(x[w].reshape(-1, d), y[w].reshape(-1, d)) for s, w in split.items()}
-    first = {s: _stats(x[w, 0], y[w, 0]) for s, w in split.items()}
+    stats = {s: moments_of(x[w].reshape(-1, d), y[w].reshape(-1, d)) for s, w in split.items()}
+    first = {s: moments_of(x[w, 0], y[w, 0]) for s, w in split.items()}
     rest = tuple(remove_rows(stats[s], first[s]) for s in ("train", "test"))
     row = block_spectrum(stats["train"], stats["test"], rest=rest)
     xr = {s: x[w, 1:].reshape(-1, d) for s, w in split.items()}

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from _tiny_text import tiny_text, tiny_tokenizer
+from helpers import tiny_tokenizer, tiny_windows
 from linrec.capture import CaptureConfig, run_capture
 from linrec.ceiling import fit_affine, output_directions, reduce_rank, score
-from linrec.corpora import Windows, make_windows
+from linrec.corpora import Windows
 from linrec.errors import LinrecError
 from linrec.hf import LoadedModel
 from linrec.models import load_model
@@ -23,17 +23,11 @@ from linrec.swap import SwapStudy, greedy_swap, screening_ids
 KINDS = ["gpt2", "gpt_neox", "gpt_neox_seq", "llama", "qwen2", "gemma3_text"]  # every causal LM with an FFN site
 
 
-def _windows(tok, tokens=2048, seq_len=32):
-    return make_windows(
-        [tiny_text(6000, 0), tiny_text(6000, 1)], tok, seq_len=seq_len, tokens=tokens, seed=0, corpus="t", identity="t"
-    )
-
-
 def _study(model, tokens=2048, seq_len=32, batch_size=8):
     """SwapStudy of a tiny model on the tiny corpus (statistics from the real capture path)."""
     tok = tiny_tokenizer()
     loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
-    w = _windows(tok, tokens, seq_len)
+    w = tiny_windows(tok, tokens, seq_len)
     cap = run_capture(loaded, w, CaptureConfig("tiny", tokens=tokens, seq_len=seq_len, sample_rows=0), progress=False)
     return SwapStudy(cap, loaded, windows=w, batch_size=batch_size, progress=False)
 
@@ -79,7 +73,7 @@ def test_swap_restores_the_original_on_exceptions(tiny_model):
 
 def test_perplexity_equals_hf_loss(tiny_model):
     model = tiny_model("llama")
-    ids = _windows(tiny_tokenizer(), 1024).ids
+    ids = tiny_windows(tiny_tokenizer(), 1024).ids
     ev = PerplexityEvaluator(model, ids, batch_size=5)
     with torch.no_grad():
         hf = float(torch.exp(model(input_ids=ids, labels=ids).loss.double()))

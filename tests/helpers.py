@@ -1,0 +1,170 @@
+"""Plain helpers shared by the tests (no download): a tiny tokenizer and corpus, tiny windows, tiny models,
+statistics of numpy rows. The fixtures built on them live in conftest.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+WORDS = [f"w{i}" for i in range(90)]
+
+
+def tiny_tokenizer(bos: bool = False):
+    """A word-level fast tokenizer over `WORDS` (+ <s>, </s>, <unk>); prepends <s> by default when `bos`."""
+    from tokenizers import Tokenizer, processors
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{w: i + 3 for i, w in enumerate(WORDS)}}
+    tok = Tokenizer(WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = Whitespace()
+    if bos:
+        tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="</s>"
+    )
+
+
+def tiny_text(n_words: int, seed: int = 0) -> str:
+    """Random words with a little structure (bigram-ish), so the model input is not pure noise."""
+    rng = np.random.default_rng(seed)
+    ids = np.cumsum(rng.integers(-3, 4, size=n_words)) % len(WORDS)
+    return " ".join(WORDS[i] for i in ids)
+
+
+def tiny_windows(tok, tokens: int = 4096, seq_len: int = 32):
+    """Windows of two seeded tiny documents (linrec.corpora.make_windows), split 80/20."""
+    from linrec.corpora import make_windows
+
+    return make_windows(
+        [tiny_text(6000, 0), tiny_text(6000, 1)], tok, seq_len=seq_len, tokens=tokens, seed=0, corpus="t", identity="t"
+    )
+
+
+def moments_of(x, y):
+    """`linrec.moments.Moments` of numpy rows x [n, d_in], y [n, d_out]."""
+    from linrec.moments import Moments
+
+    return Moments.of(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y)))
+
+
+VOCAB = 100
+
+
+_SPECS = {
+    "gpt2": (
+        "GPT2Config",
+        "GPT2LMHeadModel",
+        dict(n_embd=32, n_layer=2, n_head=2, n_positions=64, bos_token_id=1, eos_token_id=2),
+    ),
+    "gpt_neox": (
+        "GPTNeoXConfig",
+        "GPTNeoXForCausalLM",
+        dict(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            use_parallel_residual=True,
+        ),
+    ),
+    "gpt_neox_seq": (
+        "GPTNeoXConfig",
+        "GPTNeoXForCausalLM",
+        dict(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            use_parallel_residual=False,
+        ),
+    ),
+    "llama": (
+        "LlamaConfig",
+        "LlamaForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=64,
+        ),
+    ),
+    "qwen2": (
+        "Qwen2Config",
+        "Qwen2ForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=64,
+        ),
+    ),
+    "gemma3_text": (
+        "Gemma3TextConfig",
+        "Gemma3ForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=3,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            head_dim=16,
+            max_position_embeddings=64,
+            sliding_window=4,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        ),
+    ),
+    "bert": (
+        "BertConfig",
+        "BertModel",
+        dict(
+            hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64
+        ),
+    ),
+    "opt": (
+        "OPTConfig",
+        "OPTForCausalLM",
+        dict(
+            hidden_size=32,
+            num_hidden_layers=2,
+            ffn_dim=64,
+            num_attention_heads=2,
+            word_embed_proj_dim=32,
+            max_position_embeddings=64,
+        ),
+    ),
+}
+
+
+def _randomise(model: torch.nn.Module) -> None:
+    """O(1)-scale random weights, so FFN outputs and norm gains are far from 0 / 1 and identities are not vacuous."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.ndim >= 2:
+                is_embedding = "emb" in name or name.endswith("wte.weight") or name.endswith("wpe.weight")
+                p.copy_(torch.randn_like(p) * (1.0 if is_embedding else 1.0 / math.sqrt(p.shape[-1])))
+            elif "norm" in name.lower() or ".ln" in name:
+                p.copy_(1.0 + 0.3 * torch.randn_like(p) if not name.endswith("bias") else 0.1 * torch.randn_like(p))
+            else:
+                p.copy_(0.1 * torch.randn_like(p))
+
+
+def make_tiny_model(kind: str, seed: int = 0) -> torch.nn.Module:
+    """A tiny float32 model of `kind` (a key of `_SPECS`) with seeded random weights, in eval mode."""
+    import transformers
+
+    config_cls, model_cls, kw = _SPECS[kind]
+    config = getattr(transformers, config_cls)(vocab_size=VOCAB, **kw)
+    torch.manual_seed(seed)
+    model = getattr(transformers, model_cls)(config)
+    _randomise(model)
+    return model.float().eval()
