@@ -52,3 +52,30 @@ def test_without_a_project_any_key_is_read(tmp_path):
     assert load_params(f) == {"tokenz": 2560}  # no notebooks to check against: read as written
     with pytest.raises(LinrecError, match="tokenz"):
         load_params(f, ROOT)
+
+
+def test_timings_are_recorded_per_cell_and_notebook(tmp_path):
+    import nbformat
+    import pandas as pd
+
+    from linrec.figures import TIMINGS, record_timings
+
+    def executed(stem, durations):
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_markdown_cell("# title")]
+        for k, d in enumerate(durations):
+            cell = nbformat.v4.new_code_cell(f"# comment\nx{k} = {k}")
+            cell.metadata["papermill"] = {"duration": d}
+            nb.cells.append(cell)
+        path = tmp_path / f"{stem}.ipynb"
+        nbformat.write(nb, path)
+        return path
+
+    record_timings(executed("01_a", [0.5, 2.0]))
+    record_timings(executed("02_b", [1.0]))
+    record_timings(executed("01_a", [3.0]))  # a rerun replaces that notebook's rows only
+    t = pd.read_csv(tmp_path / TIMINGS)
+    assert list(zip(t["notebook"], t["cell"], t["seconds"], t["code"])) == [
+        ("01_a", 0, 3.0, "x0 = 0"),
+        ("02_b", 0, 1.0, "x0 = 0"),
+    ]

@@ -155,6 +155,8 @@ def test_08_report(runner):
 
 def test_every_registered_table_is_written_by_its_notebook(runner):
     runner.upto(STEMS[-1])
+    timings = pd.read_csv(runner.results / "notebooks" / "timings.csv")
+    assert list(dict.fromkeys(timings["notebook"])) == STEMS and (timings["seconds"] >= 0).all()
     missing = [name for name in TABLES if load_table(name, runner.results) is None]
     assert not missing, f"registered but never written: {missing}"
     for name, spec in TABLES.items():

@@ -124,5 +124,37 @@ def run_notebooks(params_file: str | Path, only: list[str] | None = None, root: 
                     f"{str(err.evalue).splitlines()[0] if err.evalue else ''} (see {out})"
                 ) from None
             print(f"[linrec] {nb.name} done in {time.perf_counter() - t0:.0f} s", flush=True)
+        record_timings(out)
         done.append(out)
     return done
+
+
+TIMINGS = "timings.csv"  # beside the executed notebooks: where each notebook's time went
+
+
+def cell_timings(executed: str | Path) -> list[dict]:
+    """Per code cell of an executed notebook: its number, papermill's recorded duration and its first source line."""
+    import nbformat
+
+    nb = nbformat.read(str(executed), as_version=4)
+    rows = []
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        meta = cell.get("metadata", {}).get("papermill", {})
+        first = next((ln.strip() for ln in cell.source.splitlines() if ln.strip() and not ln.startswith("#")), "")
+        rows.append({"notebook": Path(executed).stem, "cell": i, "seconds": meta.get("duration"), "code": first[:80]})
+    return rows
+
+
+def record_timings(executed: Path) -> Path:
+    """Replace this notebook's rows in `timings.csv` beside it (one row per code cell), keeping the other notebooks'."""
+    import pandas as pd
+
+    from linrec.files import atomic_file
+
+    path = executed.parent / TIMINGS
+    old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["notebook", "cell", "seconds", "code"])
+    new = pd.DataFrame(cell_timings(executed))
+    table = pd.concat([old[old["notebook"] != executed.stem], new], ignore_index=True).sort_values(["notebook", "cell"])
+    with atomic_file(path) as tmp:
+        table.to_csv(tmp, index=False)
+    return path
