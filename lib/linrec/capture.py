@@ -461,18 +461,11 @@ def get_capture(
     """The capture of `model` on `corpus`: from the cache if present and intact, else computed and cached.
 
     Pass `loaded` (from `linrec.models.load_model`) to reuse a model across corpora, or use
-    `get_captures`.
+    `get_captures` (which this calls with one corpus).
     """
-    check_device(device)
-    config, entry = _config_entry(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product)
-    if cache:
-        found = _read(entry, config)
-        if found is not None:
-            return _notice_short(found)
-        check_cache_writable("captures")
-    if loaded is None:
-        loaded = load_model(model, device=device)
-    return _notice_short(_compute(loaded, config, entry, batch_size, cache, progress))
+    kw = dict(seq_len=seq_len, tokens=tokens, seed=seed, test_frac=test_frac, sample_rows=sample_rows, product=product)
+    kw.update(batch_size=batch_size, device=device, loaded=loaded, cache=cache, progress=progress)
+    return get_captures(model, [corpus], **kw)[corpus]
 
 
 def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]:
