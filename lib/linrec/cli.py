@@ -23,6 +23,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"linrec: error: {message} (see '{self.prog} --help')\n")
 
 
+SHOWN = {  # the columns each subcommand prints (its --out CSV holds every column of the table)
+    "measure": "model block r2_lin r2_lo r2_hi r2_feature_median r2_ex_first cond_gram n_train n_test".split(),
+    "probe": "model block r2_lin r2_poly gain r2_trained_adam r2_trained_sgd cond_gram".split(),
+    "spectrum": (
+        "model block r2_lin r2_feature_median top1_var_share r2_ex_top1 r2_ex_top8 eff_rank_out eff_rank_in "
+        "cond_gram r2_ex_first regime"
+    ).split(),
+    "swap": "model block r2_lin ppl_base ppl_swapped delta_ppl params_ffn params_linear param_ratio".split(),
+}
+
+
 def _non_negative(text: str) -> int:
     try:
         value = int(text.replace("_", ""))
@@ -138,22 +149,7 @@ def cmd_measure(args) -> None:
 
     _preflight(args)
     table = ceiling_table(_capture(args))
-    _emit(
-        table,
-        [
-            "model",
-            "block",
-            "r2_lin",
-            "r2_lo",
-            "r2_hi",
-            "r2_feature_median",
-            "r2_ex_first",
-            "cond_gram",
-            "n_train",
-            "n_test",
-        ],
-        args.out,
-    )
+    _emit(table, SHOWN["measure"], args.out)
 
 
 def cmd_probe(args) -> None:
@@ -161,11 +157,7 @@ def cmd_probe(args) -> None:
 
     _preflight(args)
     table = probe_table(_capture(args), rank=args.rank, seed=args.seed)
-    _emit(
-        table,
-        ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"],
-        args.out,
-    )
+    _emit(table, SHOWN["probe"], args.out)
 
 
 def cmd_spectrum(args) -> None:
@@ -173,21 +165,7 @@ def cmd_spectrum(args) -> None:
 
     _preflight(args)
     table = spectrum_table(_capture(args))
-    cols = [
-        "model",
-        "block",
-        "r2_lin",
-        "r2_feature_median",
-        "top1_var_share",
-        "r2_ex_top1",
-        "r2_ex_top8",
-        "eff_rank_out",
-        "eff_rank_in",
-        "cond_gram",
-        "r2_ex_first",
-        "regime",
-    ]
-    _emit(table, cols, args.out)
+    _emit(table, SHOWN["spectrum"], args.out)
 
 
 def _block_list(text: str | None, n_blocks: int) -> list[int] | None:
@@ -217,19 +195,7 @@ def cmd_swap(args) -> None:
     blocks = _block_list(args.blocks, capture.n_blocks)
     study = SwapStudy(capture, loaded, batch_size=args.batch_size)
     table = study.table(blocks, screening_windows=args.screening_windows)
-    cols = [
-        "model",
-        "block",
-        "r2_lin",
-        "ppl_base",
-        "ppl_swapped",
-        "delta_ppl",
-        "params_ffn",
-        "params_linear",
-        "param_ratio",
-    ]
-    if args.screening_windows:
-        cols.append("screening_delta_ppl")
+    cols = SHOWN["swap"] + (["screening_delta_ppl"] if args.screening_windows else [])
     _emit(table, cols, args.out)
     chosen = None
     if args.budget_ppl is not None:
