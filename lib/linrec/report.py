@@ -153,9 +153,8 @@ def claim1(r: Results) -> Claim:
         )
         if e["first_token_blocks"]:
             text += (
-                f" (blocks {_listed(e['first_token_blocks'])}: ≥ {verdicts.FIRST_TOKEN_SHARE:.0%} of the output "
-                "variance on "
-                f"the first token; without it, max R²_lin {_f(e['r2_ex_first_max'])})"
+                f" (blocks {_listed(e['first_token_blocks'])}: ≥ {verdicts.FIRST_TOKEN_SHARE * 100:.0f} % of the "
+                f"output variance on the first token; without it, max R²_lin {_f(e['r2_ex_first_max'])})"
             )
         parts.append(text)
     return Claim(1, "; ".join(parts), v.verdict)
