@@ -157,6 +157,10 @@ TABLES: dict[str, TableSpec] = {
 }
 
 LABELS = {  # display labels, applied by `labelled` where a table is shown
+    "model_type": "type",
+    "n_train_rows": "train rows",
+    "n_test_rows": "test rows",
+    "bos": "BOS per window",
     "n_blocks": "blocks",
     "r2_min": "min R²_lin",
     "r2_max": "max R²_lin",
