@@ -40,3 +40,4 @@ smoke: $(STAMP)
 
 bench: fetch
 	$(BIN)/python benchmarks/capture.py
+	$(BIN)/python benchmarks/swap.py --out results/bench/swap.csv

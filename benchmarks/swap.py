@@ -1,57 +1,117 @@
-"""What the cached-prefix swap evaluation saves: ΔPPL of one swapped block, cached vs plain full forwards.
+"""What a per-block swap sweep costs, in plain forward passes over the same held-out windows.
 
-    .venv/bin/python benchmarks/swap.py [--model smollm2-135m] [--corpus wiki] [--tokens 20480] [--blocks 0,15,29]
+    .venv/bin/python benchmarks/swap.py [--models smollm2-135m gemma3-270m] [--corpus wiki] [--tokens 20480]
+                                        [--out results/bench/swap.csv]
 
-Both evaluators run on the same held-out windows of the capture (one run, same process, same
-thread count). Prints per block the seconds of each path, their ratio, and the two perplexities
-(they must agree: the cached path is the same arithmetic from the first swapped block on).
+Per model, in one process and one thread setting:
+- `forward`: one plain `model(input_ids)` pass over the capture's held-out windows (no loss);
+- `perplexity`: one plain perplexity evaluation (forward + per-token NLL);
+- `linrec swap`: what the command does for every block (`SwapStudy.table`: base run with
+  prefix cache, then each block swapped alone, ΔPPL with its bootstrap interval);
+- the floor of that sweep if nothing were wasted: Σ_i (cost of blocks i… + head) / cost of a
+  forward, estimated from the per-block and head times measured here.
+Ratios are seconds ÷ the `forward` seconds of the same run. A cached-prefix ΔPPL is checked against
+a plain full forward on two blocks (they must agree). Rows go to `--out` (CSV) and stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import time
+from pathlib import Path
+
+import torch
 
 from linrec.capture import get_capture
 from linrec.models import load_model
 from linrec.perplexity import PerplexityEvaluator
+from linrec.sites import find_ffn_sites
 from linrec.swap import SwapStudy
+
+
+@torch.no_grad()
+def _forward_seconds(model, ids, batch_size) -> tuple[float, float]:
+    """(seconds of plain forwards over `ids`, share of them spent in the LM head), one warm-up batch first."""
+    model(input_ids=ids[:batch_size], use_cache=False)
+    head = model.get_output_embeddings()
+    spent = {"head": 0.0}
+
+    def pre(module, args):
+        spent["t"] = time.perf_counter()
+
+    def post(module, args, out):
+        spent["head"] += time.perf_counter() - spent["t"]
+
+    handles = [head.register_forward_pre_hook(pre), head.register_forward_hook(post)]
+    try:
+        t0 = time.perf_counter()
+        for i in range(0, len(ids), batch_size):
+            model(input_ids=ids[i : i + batch_size], use_cache=False)
+        total = time.perf_counter() - t0
+    finally:
+        for h in handles:
+            h.remove()
+    return total, spent["head"] / total
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
     ap.add_argument("--corpus", default="wiki")
     ap.add_argument("--tokens", type=int, default=20_480)
-    ap.add_argument("--blocks", default="0,15,29")
     ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--out", default="results/bench/swap.csv")
     args = ap.parse_args()
 
-    cap = get_capture(args.model, args.corpus, tokens=args.tokens, sample_rows=30_000, batch_size=args.batch_size)
-    loaded = load_model(args.model)
-    study = SwapStudy(cap, loaded, batch_size=args.batch_size, progress=False)
-    ids = study.windows.ids[study.windows.test]
-    t0 = time.perf_counter()
-    cached = PerplexityEvaluator(loaded.model, ids, args.batch_size, reuse_prefix=True)
-    t_cached_base = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    plain = PerplexityEvaluator(loaded.model, ids, args.batch_size, reuse_prefix=False)
-    t_plain_base = time.perf_counter() - t0
-    print(f"{args.model}, {len(ids)} held-out windows × {ids.shape[1]} tokens")
-    print(f"base run: cached (records every block's output) {t_cached_base:.1f} s, plain {t_plain_base:.1f} s")
-    print(f"{'block':>5} {'cached s':>9} {'plain s':>8} {'plain÷cached':>12} {'ppl cached':>11} {'ppl plain':>10}")
-    total_c = total_p = 0.0
-    for b in [int(x) for x in args.blocks.split(",")]:
-        m = study.module(b)
+    rows = []
+    for name in args.models:
+        cap = get_capture(name, args.corpus, tokens=args.tokens, sample_rows=30_000, batch_size=args.batch_size)
+        loaded = load_model(name)
+        study = SwapStudy(cap, loaded, batch_size=args.batch_size, progress=False)
+        ids = study.windows.split("test")
+        n_blocks = len(find_ffn_sites(loaded.model))
+        fwd, head_share = _forward_seconds(loaded.model, ids, args.batch_size)
         t0 = time.perf_counter()
-        pc = cached.ppl({b: m})
-        tc = time.perf_counter() - t0
+        plain = PerplexityEvaluator(loaded.model, ids, args.batch_size, reuse_prefix=False)
+        ppl_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        pp = plain.ppl({b: m})
-        tp = time.perf_counter() - t0
-        total_c, total_p = total_c + tc, total_p + tp
-        print(f"{b:>5} {tc:>9.2f} {tp:>8.2f} {tp / tc:>12.2f} {pc:>11.5f} {pp:>10.5f}")
-    print(f"all listed blocks: plain ÷ cached = {total_p / total_c:.2f}")
+        table = study.table()
+        sweep = time.perf_counter() - t0
+        # a swap at block i runs blocks i… and the head: Σ_i [(L − i)/L · (1 − head) + head] forwards at the least
+        floor = sum((n_blocks - i) / n_blocks * (1 - head_share) + head_share for i in range(n_blocks))
+        for b in (0, n_blocks - 1):
+            m = study.module(b)
+            q = plain.ppl({b: m})
+            assert abs(q - float(table.loc[table["block"] == b, "ppl_swapped"].iloc[0])) <= 1e-6 * q
+        print(f"{name}: {len(ids)} held-out windows × {ids.shape[1]} tokens, {n_blocks} blocks")
+        print(f"  plain forward {fwd:.2f} s (LM head {head_share:.0%}); plain perplexity {ppl_s:.2f} s")
+        print(
+            f"  linrec swap, every block: {sweep:.1f} s = {sweep / fwd:.1f} forwards "
+            f"(floor with prefix reuse ≈ {floor:.1f} forwards)"
+        )
+        for r in study.timings.to_dict("records"):
+            print(f"    {r['step']:<28} {r['seconds']:7.1f} s  {r['evaluations']:3d} evaluations")
+        rows += [
+            {"model": name, "measure": "plain forward", "seconds": fwd, "forwards": 1.0},
+            {"model": name, "measure": "plain perplexity", "seconds": ppl_s, "forwards": ppl_s / fwd},
+            {"model": name, "measure": "linrec swap, every block", "seconds": sweep, "forwards": sweep / fwd},
+            {"model": name, "measure": "floor of the sweep (prefix reuse)", "seconds": floor * fwd, "forwards": floor},
+            {
+                "model": name,
+                "measure": "LM head share of a forward",
+                "seconds": head_share * fwd,
+                "forwards": head_share,
+            },  # fmt: skip
+        ]
+        del study, loaded, plain
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

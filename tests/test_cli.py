@@ -129,28 +129,26 @@ def test_swap_writes_the_table_and_saves_the_greedy_model(tmp_path, tiny_model_d
     proc, t = _table(
         "swap", tmp_path, tiny_model_dir, "--budget-ppl", "1e9", "--screening-windows", "2", "--save", str(save)
     )
-    for col in [
-        "model",
-        "block",
-        "r2_lin",
-        "ppl_base",
-        "ppl_swapped",
-        "delta_ppl",
-        "params_ffn",
-        "params_linear",
-        "screening_delta_ppl",
-    ]:
+    for col in ["model", "block", "first", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "delta_lo", "delta_hi",
+                "params_ffn", "params_linear", "params_swap"]:  # fmt: skip
         assert col in t.columns
-    assert list(t["block"]) == [0, 1]
+    assert list(t["block"]) == [0, 1] and set(t["first"]) == {"map"}
     assert ((t["delta_ppl"] - (t["ppl_swapped"] - t["ppl_base"])).abs() < 1e-9).all()
+    assert ((t["delta_lo"] <= t["delta_ppl"]) & (t["delta_ppl"] <= t["delta_hi"])).all()
     assert (t["params_ffn"] == 3 * 32 * 64).all() and (t["params_linear"] == 32 * 32 + 32).all()  # tiny llama
-    assert "greedy swap" in proc.stdout and "blocks [0, 1] swapped" in proc.stdout  # a huge budget keeps every block
+    assert "greedy swap" in proc.stdout and "blocks [0, 1] kept" in proc.stdout  # a huge budget keeps every block
     back = load_swapped(save)
-    final = float(proc.stdout.split("→ ")[1].split()[0])
+    final = float(proc.stdout.split("held out ")[1].split("→ ")[1].split()[0])
     from linrec.corpora import load_windows
 
     w = load_windows(str(tmp_path / "text.txt"), back.tokenizer, seq_len=32, tokens=2048)
     assert abs(perplexity(back.model, w.split("test")) - final) <= 1e-4 * final  # the printed ppl is the saved model's
+
+
+def test_swap_position_variants(tmp_path, tiny_model_dir):
+    _, t = _table("swap", tmp_path, tiny_model_dir, "--first", "mean", "--blocks", "1")
+    assert list(t["first"]) == ["mean"] and list(t["block"]) == [1]
+    assert t.loc[0, "params_swap"] == t.loc[0, "params_linear"] + 32  # the map plus the mean vector
 
 
 def test_swap_bad_blocks_and_save_without_blocks(tmp_path, tiny_model_dir):
@@ -159,6 +157,10 @@ def test_swap_bad_blocks_and_save_without_blocks(tmp_path, tiny_model_dir):
     common = ("swap", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048")
     _one_line_error(_run(*common, "--blocks", "0,7", tmp_path=tmp_path), "0..1")
     _one_line_error(_run(*common, "--save", str(tmp_path / "x"), tmp_path=tmp_path), "--blocks")
+    _one_line_error(
+        _run(*common, "--blocks", "0", "--first", "ffn", "--save", str(tmp_path / "x"), tmp_path=tmp_path),
+        "--first map",
+    )
 
 
 def test_report_rebuilds_from_a_profile(tmp_path):

@@ -124,9 +124,19 @@ def test_06_swap(runner):
     for fig in ("fig2_swap", "fig6_swap"):
         _figure(runner, fig)
     swap = runner.table("swap")
-    assert len(swap) == 30 and (swap["ppl_base"] > 1).all() and swap["delta_ppl"].notna().all()
+    maps = swap[swap["first"] == "map"]
+    assert list(maps["block"]) == list(range(30)) and (swap["ppl_base"] > 1).all()
+    assert ((swap["delta_lo"] <= swap["delta_ppl"]) & (swap["delta_ppl"] <= swap["delta_hi"])).all()
+    assert set(swap["first"]) <= {"map", "ffn", "mean"}
     assert (runner.table("swap_reload")["abs_diff"] <= 1e-6).all()  # the saved model reloads to the same perplexity
-    assert set(runner.table("swap_predictors")["column"]) >= {"r2_lin", "r2_ex_first", "mse_out"}
+    pred = runner.table("swap_predictors").set_index("column")
+    assert set(pred.index) >= {"depth_from_end", "r2_lin", "r2_ex_first", "mse_out", "err_rel_resid"}
+    assert pred["runs_swapped_model"].sum() == 1 and pred.loc["screening_delta_ppl", "runs_swapped_model"]
+    greedy = runner.table("swap_greedy")
+    assert (
+        set(greedy["order"]) == {"r2_lin", "screening"} and (greedy["test_delta_lo"] <= greedy["test_delta_hi"]).all()
+    )
+    assert (runner.table("swap_timings")["seconds"] >= 0).all()
 
 
 def test_07_controls(runner):

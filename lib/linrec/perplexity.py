@@ -1,9 +1,14 @@
 """Perplexity, the only place linrec computes it: a causal LM on fixed windows, with any FFN blocks swapped.
 
-Token-level perplexity is exp(mean next-token NLL) over every predicted token of the windows,
-the NLL summed in float64 (`nll_sum`). `perplexity(model, windows)` is the plain number;
+Token-level perplexity is exp(mean next-token NLL) over every predicted token of the windows.
+Each token's NLL is logsumexp(logits) − logit[target], computed in the logits' dtype (float32;
+logsumexp subtracts the row maximum, so the error per token is ~1e-7 relative), and summed per
+window in float64 (`window_nll`): a [B, T, V] float64 copy of the logits, 2 GB per batch for
+Gemma-3's 262k vocabulary, is never made. `perplexity(model, windows)` is the plain number;
 `PerplexityEvaluator` evaluates one model on one set of windows many times, with different
-swaps (`linrec.surgery.swapped`).
+swaps (`linrec.surgery.swapped`), and keeps the NLL of every window, so a change in perplexity
+gets a paired bootstrap interval over windows (`PerplexityEvaluator.delta`,
+`linrec.uncertainty.delta_ppl_interval`).
 
 Speed (`PerplexityEvaluator`): a swap at block i leaves the residual stream entering block i
 unchanged, so the base model runs once and every block's output is kept (tokens × d floats
@@ -18,17 +23,21 @@ of them), or a cache above `max_cache_bytes`, fall back to plain full forwards.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
 from linrec.errors import LinrecError
 from linrec.sites import find_ffn_sites
 from linrec.surgery import swapped
+from linrec.uncertainty import delta_ppl_interval
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +58,61 @@ def _clone(obj):
     return None
 
 
-def nll_sum(logits: torch.Tensor, ids: torch.Tensor) -> float:
-    """Σ next-token NLL of `ids` [B, T] under `logits` [B, T, V], in float64."""
-    lg = logits[:, :-1].double()
-    return float(
-        torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), ids[:, 1:].reshape(-1), reduction="sum")
-    )
+def window_nll(logits: torch.Tensor, ids: torch.Tensor, rows: int = 16) -> torch.Tensor:
+    """Σ over positions of the next-token NLL of `ids` [B, T] under `logits` [B, T, V]: [B] float64.
+
+    Per token logsumexp(logits) − logit[target] in the logits' dtype, summed in float64. The
+    logsumexp runs on `rows` positions at a time: its temporaries stay small enough for the
+    allocator to reuse (a [B, T, V] temporary is fresh memory every batch, and for a 262k
+    vocabulary its page faults cost more than the arithmetic)."""
+    T = logits.shape[1] - 1
+    lse = torch.empty(logits.shape[0], T, dtype=logits.dtype, device=logits.device)
+    for b in range(logits.shape[0]):
+        for s in range(0, T, rows):
+            lse[b, s : s + rows] = torch.logsumexp(logits[b, s : min(s + rows, T)], dim=-1)
+    target = logits[:, :-1].gather(-1, ids[:, 1:, None]).squeeze(-1)
+    return (lse - target).double().sum(1)
+
+
+@contextlib.contextmanager
+def reused_logits(model: torch.nn.Module, rows: int):
+    """Within the block, the model's LM head (a plain `nn.Linear`) writes its logits into one buffer of `rows`
+    positions that every forward reuses, instead of fresh memory each time (the same product, `mm` either way).
+    Logits returned inside the block are overwritten by the next forward: use them before it."""
+    head = model.get_output_embeddings()
+    if type(head) is not torch.nn.Linear:
+        yield
+        return
+    buf = torch.empty(rows, head.out_features, dtype=head.weight.dtype, device=head.weight.device)
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, x.shape[-1])
+        if flat.shape[0] > rows:
+            return torch.nn.functional.linear(x, head.weight, head.bias)
+        out = torch.matmul(flat, head.weight.t(), out=buf[: flat.shape[0]])
+        if head.bias is not None:
+            out.add_(head.bias)
+        return out.view(*x.shape[:-1], head.out_features)
+
+    head.forward = forward
+    try:
+        yield
+    finally:
+        del head.forward
+
+
+@dataclass(frozen=True)
+class DeltaPPL:
+    """A change in perplexity on fixed windows, with a paired bootstrap interval over the windows."""
+
+    ppl_base: float
+    ppl: float
+    lo: float  # interval of ΔPPL
+    hi: float
+
+    @property
+    def delta(self) -> float:
+        return self.ppl - self.ppl_base
 
 
 class PerplexityEvaluator:
@@ -84,7 +142,9 @@ class PerplexityEvaluator:
         self.blocks = [s.block for s in self.sites]
         self.device = next(model.parameters()).device
         self.batches = [ids[i : i + batch_size] for i in range(0, len(ids), batch_size)]
-        self.n_tokens = len(ids) * (ids.shape[1] - 1)
+        self.n_windows, self.tokens_per_window = len(ids), ids.shape[1] - 1
+        self.n_tokens = self.n_windows * self.tokens_per_window
+        self.n_evaluations = 0  # forward passes over the windows after the base run (prefix reuse or not)
         self.seconds_base = 0.0
         width = model.get_input_embeddings().embedding_dim
         elem = next(model.parameters()).element_size()
@@ -99,8 +159,13 @@ class PerplexityEvaluator:
         self.reuse_prefix = reuse_prefix
         self._cache: list[list] | None = None
         t0 = time.perf_counter()
-        self.base_nll = self._run({}, record=reuse_prefix, progress=progress, desc=desc)
+        self.base_window_nll = self._run({}, record=reuse_prefix, progress=progress, desc=desc)
         self.seconds_base = time.perf_counter() - t0
+        self.seconds_swapped = 0.0  # spent in swapped evaluations
+
+    @property
+    def base_nll(self) -> float:
+        return float(self.base_window_nll.sum())
 
     @property
     def base_ppl(self) -> float:
@@ -115,22 +180,43 @@ class PerplexityEvaluator:
 
     def nll(self, swaps: Mapping[int, torch.nn.Module] | None = None) -> float:
         """Σ next-token NLL over every predicted token, with `swaps` in place."""
+        return float(self.window_nll(swaps).sum())
+
+    def window_nll(self, swaps: Mapping[int, torch.nn.Module] | None = None) -> np.ndarray:
+        """Σ next-token NLL of each window [n_windows] float64, with `swaps` in place."""
         if not swaps:
-            return self.base_nll
-        return self._run(swaps)
+            return self.base_window_nll
+        t0 = time.perf_counter()
+        out = self._run(swaps)
+        self.seconds_swapped += time.perf_counter() - t0
+        self.n_evaluations += 1
+        return out
+
+    def delta(
+        self, swaps: Mapping[int, torch.nn.Module], n_boot: int = 2000, seed: int = 0, level: float = 0.95
+    ) -> DeltaPPL:
+        """PPL with `swaps` against the base, with a paired bootstrap interval of ΔPPL over windows
+        (`linrec.uncertainty.delta_ppl_interval`: base and swapped resampled on the same windows)."""
+        return self.delta_of(self.window_nll(swaps), n_boot, seed, level)
+
+    def delta_of(self, window_nll: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> DeltaPPL:
+        """`delta` for per-window NLLs already computed on these windows."""
+        lo, hi = delta_ppl_interval(self.base_window_nll, window_nll, self.tokens_per_window, n_boot, seed, level)
+        return DeltaPPL(self.base_ppl, math.exp(float(window_nll.sum()) / self.n_tokens), lo, hi)
 
     @torch.no_grad()
     def logits(self, swaps: Mapping[int, torch.nn.Module] | None = None, batch: int = 0) -> torch.Tensor:
         """Logits of batch `batch` with `swaps` in place, by the same path `ppl` takes."""
-        with swapped(self.model, swaps or {}):
-            return self._forward(batch, self._start(swaps or {}))
+        rows = self.batches[batch].numel()
+        with swapped(self.model, swaps or {}), reused_logits(self.model, rows):
+            return self._forward(batch, self._start(swaps or {})).clone()
 
     def _start(self, swaps) -> int:
         return min(swaps) if swaps and self._cache is not None else 0
 
     @torch.no_grad()
-    def _run(self, swaps, record: bool = False, progress: bool = False, desc: str = "") -> float:
-        total = 0.0
+    def _run(self, swaps, record: bool = False, progress: bool = False, desc: str = "") -> np.ndarray:
+        parts = []
         handles = []
         if record:
             self._cache = [[None] * len(self.blocks) for _ in self.batches]
@@ -143,20 +229,21 @@ class PerplexityEvaluator:
                 return hook
 
             handles = [blk.register_forward_hook(keep(i)) for i, blk in enumerate(self.blocks)]
+        rows = max(len(b) for b in self.batches) * self.batches[0].shape[1]
         try:
-            with swapped(self.model, swaps):
+            with swapped(self.model, swaps), reused_logits(self.model, rows):
                 start = self._start(swaps)
                 for b, ids in enumerate(tqdm(self.batches, desc=desc, unit="batch", disable=not progress, leave=False)):
                     if record:
                         current["b"] = b
-                    total += nll_sum(self._forward(b, start), ids.to(self.device))
+                    parts.append(window_nll(self._forward(b, start), ids.to(self.device)).cpu())
         finally:
             for h in handles:
                 h.remove()
         if record and any(o is None for row in self._cache for o in row):
             log.warning("a block returned something other than tensors; running full forwards")
             self._cache = None
-        return total
+        return torch.cat(parts).numpy()
 
     def _forward(self, b: int, start: int) -> torch.Tensor:
         """Logits of batch `b`, blocks before `start` answering from the base run's cache."""

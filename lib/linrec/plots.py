@@ -85,17 +85,22 @@ def fig2_r2_lin(table, stem: str | Path | None = None, swap=None):
         ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
         if swap is not None:
             bx = axes[1][k]
-            s = swap[swap["model"] == model].sort_values("block")
-            bx.bar(s["block"], s["delta_ppl"].clip(lower=1e-3), color=c, alpha=0.8, width=0.7)
-            bx.set_yscale("log")
+            s = _map_swaps(swap)
+            s = s[s["model"] == model].sort_values("block")
+            bx.bar(s["block"], s["delta_ppl"], color=c, alpha=0.8, width=0.7)
+            if "delta_lo" in s:
+                err = [s["delta_ppl"] - s["delta_lo"], s["delta_hi"] - s["delta_ppl"]]
+                bx.errorbar(s["block"], s["delta_ppl"], yerr=err, fmt="none", ecolor="k", elinewidth=0.7, capsize=1.5)
+            bx.set_yscale("symlog", linthresh=0.1)
             base = s["ppl_base"].iloc[0] if len(s) else float("nan")
             bx.set_title(f"base perplexity {base:.2f}", fontsize=8)
             bx.axhline(1.0, color="0.4", lw=0.8, ls="--")
+            bx.axhline(0.0, color="0.2", lw=0.6)
         axes[-1][k].set_xlabel("block")
     axes[0][0].set_ylabel("held-out R²_lin")
     axes[0][0].legend(loc="lower left", fontsize=7, frameon=True)
     if swap is not None:
-        axes[1][0].set_ylabel("ΔPPL, block swapped alone\n(log scale; dashed: +1)")
+        axes[1][0].set_ylabel("held-out ΔPPL, block swapped alone\n(95 % CI; symlog scale; dashed: +1)")
     fig.suptitle(
         "Per-block linear recoverability (exact closed-form ceiling)"
         + ("" if swap is None else " and the cost of swapping"),
@@ -260,26 +265,33 @@ def fig4_rank_outliers(table, stem: str | Path | None = None):
     return fig
 
 
+def _map_swaps(swap):
+    """The plain affine swaps of a swap table (its `first` == "map" rows, or all rows of a table without variants)."""
+    return swap[swap["first"] == "map"] if "first" in swap.columns else swap
+
+
+def _ci_bars(ax, x, t, color, lo="delta_lo", hi="delta_hi", y="delta_ppl"):
+    if lo in t and hi in t:
+        ax.errorbar(x, t[y], yerr=[t[y] - t[lo], t[hi] - t[y]], fmt="none", ecolor=color, elinewidth=0.7, alpha=0.7)
+
+
 def fig6_swap(table, curves, stem: str | Path | None = None):
-    """Swap study: (a) ΔPPL of swapping each block alone against its R²_lin (log y), colour =
-    model; (b) ΔPPL against parameters of the replacement for reduced-rank maps of one block per
-    model, the FFN's own parameter count dashed."""
+    """Swap study: (a) held-out ΔPPL of swapping each block alone against its R²_lin, colour = model;
+    (b) ΔPPL against parameters of the replacement for reduced-rank maps of one block per model, the
+    FFN's own parameter count dashed; (c) with position variants in `table`, ΔPPL of the map against
+    ΔPPL when each window's first position keeps the FFN's own output. Intervals: 95 % paired
+    bootstrap over held-out windows. Symlog y (ΔPPL can be below 0)."""
     sns.set_theme(style="whitegrid", context="paper")
-    models = list(dict.fromkeys(table["model"]))
+    maps = _map_swaps(table)
+    models = list(dict.fromkeys(maps["model"]))
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.5, 4.0))
-    floor = 1e-3
+    variants = "first" in table.columns and (table["first"] == "ffn").any()
+    fig, axes = plt.subplots(1, 3 if variants else 2, figsize=(15.0 if variants else 10.5, 4.0))
+    ax, bx = axes[0], axes[1]
     for m in models:
-        t = table[table["model"] == m]
-        ax.scatter(
-            t["r2_lin"],
-            t["delta_ppl"].clip(lower=floor),
-            s=26,
-            color=palette[m],
-            edgecolors="k",
-            linewidths=0.3,
-            label=m,
-        )
+        t = maps[maps["model"] == m]
+        _ci_bars(ax, t["r2_lin"], t, palette[m])
+        ax.scatter(t["r2_lin"], t["delta_ppl"], s=26, color=palette[m], edgecolors="k", linewidths=0.3, label=m)
         for _, r in t.nlargest(3, "delta_ppl").iterrows():
             right = r["r2_lin"] > 0.9  # label on the left near the right edge, so it stays inside
             ax.annotate(
@@ -291,10 +303,10 @@ def fig6_swap(table, curves, stem: str | Path | None = None):
                 color=palette[m],
                 ha="right" if right else "left",
             )
-    ax.set_yscale("log")
+    ax.set_yscale("symlog", linthresh=0.1)
     ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
     ax.set_xlabel("R²_lin of the block (held-out)")
-    ax.set_ylabel(f"ΔPPL, block swapped alone (log; clipped at {floor:g})")
+    ax.set_ylabel("held-out ΔPPL, block swapped alone (symlog)")
     ax.set_title("(a) does a high R²_lin make a block safe to swap?", fontsize=9)
     ax.margins(x=0.06, y=0.12)
     ax.legend(fontsize=7, loc="upper left")
@@ -303,13 +315,12 @@ def fig6_swap(table, curves, stem: str | Path | None = None):
         if c.empty:
             continue
         block = int(c["block"].iloc[0])
-        bx.plot(
-            c["params"], c["delta_ppl"].clip(lower=floor), "-o", color=palette[m], ms=4, label=f"{m}, block {block}"
-        )
+        _ci_bars(bx, c["params"], c, palette[m])
+        bx.plot(c["params"], c["delta_ppl"], "-o", color=palette[m], ms=4, label=f"{m}, block {block}")
         for _, r in c.iterrows():
             bx.annotate(
                 "dense" if not r["factored"] else f"r={int(r['rank'])}",
-                (r["params"], max(r["delta_ppl"], floor)),
+                (r["params"], r["delta_ppl"]),
                 xytext=(3, 3),
                 textcoords="offset points",
                 fontsize=6.5,
@@ -317,11 +328,32 @@ def fig6_swap(table, curves, stem: str | Path | None = None):
             )
         bx.axvline(c["params_ffn"].iloc[0], color=palette[m], lw=0.9, ls="--")
     bx.set_xscale("log")
-    bx.set_yscale("log")
+    bx.set_yscale("symlog", linthresh=0.1)
     bx.set_xlabel("parameters of the replacement (dashed: the FFN's)")
-    bx.set_ylabel("ΔPPL")
+    bx.set_ylabel("held-out ΔPPL")
     bx.set_title("(b) reduced-rank affine maps: ΔPPL against parameters", fontsize=9)
-    bx.legend(fontsize=7, loc="upper right")
+    if bx.get_legend_handles_labels()[0]:
+        bx.legend(fontsize=7, loc="upper right")
+    if variants:
+        cx = axes[2]
+        for m in models:
+            w = table[table["model"] == m].pivot_table(index="block", columns="first", values="delta_ppl")
+            if "ffn" not in w.columns:  # no block of this model was given the position variants
+                continue
+            w = w.dropna(subset=["map", "ffn"])
+            cx.scatter(w["map"], w["ffn"], s=24, color=palette[m], edgecolors="k", linewidths=0.3, label=m)
+            gain = (w["map"] - w["ffn"]).nlargest(3)
+            for b in gain.index:
+                cx.annotate(str(int(b)), (w.loc[b, "map"], w.loc[b, "ffn"]), xytext=(3, -8),
+                            textcoords="offset points", fontsize=7, color=palette[m])  # fmt: skip
+        lim = [min(cx.get_xlim()[0], cx.get_ylim()[0]), max(cx.get_xlim()[1], cx.get_ylim()[1])]
+        cx.plot(lim, lim, color="0.4", lw=0.8, ls=":")
+        cx.set_xscale("symlog", linthresh=0.1)
+        cx.set_yscale("symlog", linthresh=0.1)
+        cx.set_xlabel("ΔPPL, map on every position")
+        cx.set_ylabel("ΔPPL, map on positions ≥ 1, FFN at position 0")
+        cx.set_title("(c) how much of the cost sits on each window's first position", fontsize=9)
+        cx.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     if stem is not None:
         save(fig, stem)

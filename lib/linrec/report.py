@@ -87,9 +87,13 @@ CLAIMS = {
         "broadly linear (median ≈ global, high rank) vs outlier-concentrated (median ≪ global, rank ≈ 1)",
     ),
     5: ("Profiles are a property of the model, not the corpus", "three corpus domains overlay"),
-    6: (
-        "Compression signal",
-        "GPT-2's early FFN replaced at 8× fewer parameters for +0.77 perplexity; low R²_lin flags unsafe blocks",
+    "6a": (
+        "Compression: some block swaps cheaply",
+        "GPT-2's early FFN replaced by its linear map at 8× fewer parameters for +0.77 perplexity",
+    ),
+    "6b": (
+        "Compression signal: R²_lin flags the safe blocks",
+        "high-recoverability blocks admit replacement, low-recoverability blocks flag where it is unsafe",
     ),
     7: (
         "Trained linear baselines under-converge",
@@ -100,7 +104,7 @@ CLAIMS = {
 
 @dataclass
 class Claim:
-    number: int
+    number: int | str  # 1 … 7, claim 6 as "6a" and "6b"
     ours: str
     verdict: str  # one of linrec.verdicts.VERDICTS
 
@@ -135,7 +139,7 @@ def _listed(blocks: str) -> str:
     return ", ".join(str(blocks).split()) or "none"
 
 
-def _untestable(n: int, v: Verdict) -> Claim:
+def _untestable(n: int | str, v: Verdict) -> Claim:
     return Claim(n, v.reason, v.verdict)
 
 
@@ -221,18 +225,32 @@ def claim5(r: Results) -> Claim:
     return Claim(5, "; ".join(parts), v.verdict)
 
 
-def claim6(r: Results) -> Claim:
-    v = verdicts.claim6(r.get("swap"), r.get("swap_params"), r.get("swap_predictors"))
+def claim6a(r: Results) -> Claim:
+    v = verdicts.claim6a(r.get("swap"), r.get("swap_predictor_values"))
     if not v.evidence:
-        return _untestable(6, v)
+        return _untestable("6a", v)
     parts = [
-        f"{e['model']}: affine map {e['ffn_over_linear']:.1f}× fewer parameters than the FFN; cheapest swap block "
-        f"{e['best_block']} at {e['best_delta_ppl']:+.2f} (base {e['ppl_base']:.2f}); {e['n_within_budget']} of "
-        f"{e['n_blocks']} blocks within +{verdicts.CLAIM6_BUDGET:g}; ρ(R²_lin, ΔPPL) = {e['spearman_r2_delta']:+.2f} "
-        f"(p = {e['p']:.2g})"
+        f"{e['model']}: affine map {e['ffn_over_linear']:.1f}× fewer parameters than the FFN; "
+        f"block {e['chosen_block']} (lowest screening ΔPPL, {e['chosen_screening_delta_ppl']:+.2f}) "
+        f"costs {e['delta_ppl']:+.2f} held out "
+        f"[{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] (base {e['ppl_base']:.2f}): {e['outcome']}; "
+        f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{verdicts.CLAIM6_BUDGET:g}"
         for e in v.evidence
     ]
-    return Claim(6, "; ".join(parts), v.verdict)
+    return Claim("6a", "; ".join(parts), v.verdict)
+
+
+def claim6b(r: Results) -> Claim:
+    v = verdicts.claim6b(r.get("swap_predictors"))
+    if not v.evidence:
+        return _untestable("6b", v)
+    parts = [
+        f"{e['model']}: ρ(R²_lin, ΔPPL) = {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}], "
+        f"with depth taken out {e['partial_rho_depth']:+.2f} [{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}] "
+        f"(depth alone: ρ = {e['depth_rho']:+.2f})"
+        for e in v.evidence
+    ]
+    return Claim("6b", "; ".join(parts), v.verdict)
 
 
 def claim7(r: Results) -> Claim:
@@ -248,7 +266,7 @@ def claim7(r: Results) -> Claim:
     return Claim(7, ours, v.verdict)
 
 
-CLAIM_BUILDERS = [claim1, claim2, claim3, claim4, claim5, claim6, claim7]
+CLAIM_BUILDERS = [claim1, claim2, claim3, claim4, claim5, claim6a, claim6b, claim7]
 
 
 def claims(results_dir: str | Path) -> list[Claim]:

@@ -22,6 +22,7 @@ class SiteSpec:
     ffn_in: str  # module (inside a block) whose *input* is x
     ffn_out: str  # module (inside a block) whose *output* is y
     note: str = ""
+    post_norm: str = ""  # module (inside a block) that normalises y before the residual add, if any (Gemma-3)
 
 
 FFN_SITES: dict[str, SiteSpec] = {  # model_type → site                          x, y: [batch, pos, d_model]
@@ -29,8 +30,12 @@ FFN_SITES: dict[str, SiteSpec] = {  # model_type → site                       
     "gpt_neox": SiteSpec("layers", "mlp", "mlp", "Pythia: parallel residual, x = post_attention_layernorm(h)"),
     "llama": SiteSpec("layers", "mlp", "mlp"),  # model.layers.{i}.mlp (SwiGLU)
     "qwen2": SiteSpec("layers", "mlp", "mlp"),  # model.layers.{i}.mlp (SwiGLU)
-    "gemma3_text": SiteSpec("layers", "mlp", "mlp", "y is taken before Gemma-3's post_feedforward_layernorm"),
-    "gemma3": SiteSpec("language_model.layers", "mlp", "mlp", "multimodal wrapper; text tower only"),
+    "gemma3_text": SiteSpec(
+        "layers", "mlp", "mlp", "y is taken before Gemma-3's post_feedforward_layernorm", "post_feedforward_layernorm"
+    ),
+    "gemma3": SiteSpec(
+        "language_model.layers", "mlp", "mlp", "multimodal wrapper; text tower only", "post_feedforward_layernorm"
+    ),
     "bert": SiteSpec(
         "encoder.layer",
         "intermediate",
@@ -49,6 +54,7 @@ class FfnSite:
     block: torch.nn.Module
     ffn_in: torch.nn.Module
     ffn_out: torch.nn.Module
+    post_norm: torch.nn.Module | None = None  # what the block applies to y before adding it (Gemma-3), else None
 
     @property
     def module(self) -> torch.nn.Module:
@@ -86,6 +92,7 @@ def find_ffn_sites(model: torch.nn.Module) -> list[FfnSite]:
                     block=block,
                     ffn_in=block.get_submodule(spec.ffn_in),
                     ffn_out=block.get_submodule(spec.ffn_out),
+                    post_norm=block.get_submodule(spec.post_norm) if spec.post_norm else None,
                 )
             )
     except AttributeError as err:

@@ -105,6 +105,55 @@ class AffineFFN(torch.nn.Module):
         return f"d_in={self.d_in}, d_out={self.d_out}, rank={'full' if self.rank is None else self.rank}"
 
 
+FIRST_MODES = ("map", "ffn", "mean")
+
+
+class FirstPositionSwap(torch.nn.Module):
+    """An affine map on every position but each window's first, which gets its own treatment.
+
+    Without a BOS token the first position is where these models park their attention sink,
+    and its FFN output is far from the rest (notebook 04). `first="ffn"`: position 0 keeps the
+    original FFN's own output (the FFN stays in the model, so nothing is saved on it);
+    `first="mean"`: position 0 gets a fixed vector (the train mean of the FFN's output there).
+    `affine` should be fitted on positions ≥ 1 only (`linrec.capture.Capture.without_first`).
+
+    Evaluation only: the module reads "position 0" as index 0 of the sequence it is given, which
+    is right for full windows (perplexity) and wrong under KV-cached generation, where every
+    step is a one-token sequence; `save_swapped` refuses it.
+    """
+
+    def __init__(self, affine: AffineFFN, first: str, ffn: torch.nn.Module | None = None, mean=None):
+        super().__init__()
+        if first not in ("ffn", "mean"):
+            raise LinrecError(f"first must be 'ffn' or 'mean' for a position-aware swap, got {first!r}")
+        if (first == "ffn") != (ffn is not None) or (first == "mean") != (mean is not None):
+            raise LinrecError("first='ffn' needs the original FFN (ffn=...), first='mean' the mean vector (mean=...)")
+        self.affine, self.first = affine, first
+        self.ffn = ffn
+        if mean is not None:
+            p = affine.bias
+            mean = torch.as_tensor(np.asarray(mean)).to(dtype=p.dtype, device=p.device)
+            self.first_mean = torch.nn.Parameter(mean.reshape(affine.d_out).clone(), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.affine(x)
+        if x.ndim < 3 or x.shape[-2] == 0:
+            return y
+        if self.first == "ffn":
+            y[..., 0, :] = self.ffn(x[..., :1, :])[..., 0, :]
+        else:
+            y[..., 0, :] = self.first_mean
+        return y
+
+    @property
+    def n_params(self) -> int:
+        """Parameters this swap needs: the map's, plus the kept FFN's or the mean vector's."""
+        return count_params(self)
+
+    def extra_repr(self) -> str:
+        return f"first={self.first}"
+
+
 def params_linear(d_in: int, d_out: int, rank: int | None = None) -> int:
     """Parameters of the affine map: d_in·d_out + d_out, or r·(d_in + d_out) + d_out at rank r."""
     return (d_in * d_out if rank is None else rank * (d_in + d_out)) + d_out
@@ -149,6 +198,12 @@ def save_swapped(
 
     if not swaps:
         raise LinrecError("nothing to save: no block is swapped; choose blocks (--blocks) or raise --budget-ppl")
+    positional = [i for i, m in swaps.items() if isinstance(m, FirstPositionSwap)]
+    if positional:
+        raise LinrecError(
+            f"blocks {positional}: a position-aware swap (--first ffn/mean) is for evaluation only, it cannot tell "
+            "position 0 apart under KV-cached generation; save with --first map"
+        )
     not_affine = [i for i, m in swaps.items() if not isinstance(m, AffineFFN)]
     if not_affine:
         raise LinrecError(f"blocks {not_affine}: only AffineFFN swaps can be saved; build them with AffineFFN.from_fit")

@@ -95,38 +95,58 @@ TABLES: dict[str, TableSpec] = {
     ),
     "swap": _spec(
         "06",
-        "model corpus block r2_lin mse_out ppl_base ppl_swapped delta_ppl params_ffn params_linear param_ratio "
-        "screening_ppl_base screening_delta_ppl n_test_tokens seconds",
-        "per block: held-out ΔPPL of the swap (linrec.swap.SwapStudy.table)",
+        "model corpus block first r2_lin mse_out ppl_base ppl_swapped delta_ppl delta_lo delta_hi params_ffn "
+        "params_linear params_swap param_ratio vs_map vs_map_lo vs_map_hi n_test_tokens seconds",
+        "per block and position variant: held-out ΔPPL of the swap with its paired 95 % interval "
+        "(linrec.swap.SwapStudy.table)",
     ),
     "swap_params": _spec(
         "06", "model params_ffn params_linear ffn_over_linear", "per model (linrec.verdicts.swap_params)"
     ),
+    "swap_predictor_values": _spec(
+        "06",
+        "model block depth_from_end r2_lin r2_ex_first mse_out err_rel_resid err_post_norm_rel_resid "
+        "n_screening_rows screening_delta_ppl",
+        "per block: candidate predictors of ΔPPL on the screening windows (linrec.swap.SwapStudy.predictors)",
+    ),
     "swap_predictors": _spec(
         "06",
-        "model column spearman_rho p rho_useful_direction",
-        "per model and score (linrec.verdicts.swap_predictors)",
+        "model column runs_swapped_model n_blocks spearman_rho rho_lo rho_hi partial_rho_depth partial_lo "
+        "partial_hi n_middle middle_rho middle_lo middle_hi useful",
+        "per model and predictor: ρ with held-out ΔPPL, partial ρ given depth, ρ in the middle blocks "
+        "(linrec.verdicts.swap_predictors)",
+    ),
+    "swap_first": _spec(
+        "06",
+        "model block first_var_share delta_ppl_map delta_lo_map delta_hi_map delta_ppl_ffn delta_lo_ffn "
+        "delta_hi_ffn delta_ppl_mean delta_lo_mean delta_hi_mean share_of_cost_at_first",
+        "per first-token block: ΔPPL of each position variant (linrec.verdicts.first_position_effect)",
     ),
     "swap_safety": _spec(
         "06",
-        "model n_blocks n_high_r2 n_high_r2_costly high_r2_costly_blocks n_within_budget delta_ppl_median ppl_base",
+        "model n_blocks n_high_r2 n_high_r2_costly high_r2_costly_blocks n_within_budget within_budget_blocks "
+        "delta_ppl_median ppl_base",
         "per model (linrec.verdicts.swap_safety)",
     ),
     "swap_rank_curve": _spec(
         "06",
-        "model block rank factored params params_ffn param_ratio var_kept r2_lin ppl delta_ppl",
-        "one block per model: reduced-rank maps",
+        "model block rank factored params params_ffn param_ratio var_kept r2_lin ppl delta_ppl delta_lo delta_hi",
+        "one block per model, chosen on the screening windows: reduced-rank maps",
     ),
     "swap_greedy": _spec(
         "06",
-        "model order budget_ppl blocks_swapped n_swapped screening_ppl_base screening_ppl_final test_ppl_base "
-        "test_ppl_final test_delta_ppl params_removed params_added params_model",
-        "per model and order: the greedy multi-block swap",
+        "model order budget_ppl blocks_swapped n_swapped n_tried screening_ppl_base screening_ppl_final "
+        "screening_delta_ppl test_ppl_base test_ppl_final test_delta_ppl test_delta_lo test_delta_hi "
+        "heldout_minus_screening params_removed params_added params_model",
+        "per model and order: the greedy multi-block swap, chosen on screening windows, reported held out",
     ),
-    "swap_greedy_steps": _spec("06", "block score ppl delta_ppl kept model order", "every block the greedy swap tried"),
+    "swap_greedy_steps": _spec(
+        "06", "model order block position alone tried ppl delta_ppl kept", "every block in the greedy swap's order"
+    ),
     "swap_reload": _spec(
         "06", "model blocks ppl_in_memory ppl_reloaded abs_diff directory", "the saved model reloads to the same ppl"
     ),
+    "swap_timings": _spec("06", "model step seconds evaluations", "seconds per step of the swap study"),
     "swap_verdict": _spec("06", "finding", "notebook 06's conclusions, one sentence per row"),
     "controls_random_init": _spec("07", _R2_BLOCK + " weights", "per block: trained and random-init profiles"),
     "controls_random_init_summary": _spec(
@@ -195,7 +215,8 @@ LABELS = {  # display labels, applied by `labelled` where a table is shown
     "n_high_r2": "blocks with R²_lin ≥ 0.9",
     "n_high_r2_costly": "of those, ΔPPL > +1",
     "high_r2_costly_blocks": "those blocks",
-    "n_within_budget": "blocks with ΔPPL ≤ +1",
+    "n_within_budget": "blocks with ΔPPL ≤ +1 (95 % CI)",
+    "within_budget_blocks": "those blocks",
     "delta_ppl_median": "median ΔPPL",
     "ppl_base": "base perplexity",
     "mean_abs_trained_init": "mean |trained − init|",

@@ -5,9 +5,10 @@ columns, as `linrec.tables` registers them):
 
 - **summaries** (one per notebook): per-model numbers a notebook shows and saves, e.g.
   `profile_summary` (notebook 02), `probe_summary` (03), `regime_summary` (04),
-  `corpus_verdicts` (05), `swap_safety` and `swap_predictors` (06), `random_init_summary` and
-  `input_control_summary` (07);
-- **claim verdicts** `claim1` … `claim7`: the paper's claims (arXiv 2606.19379; the claims and
+  `corpus_verdicts` (05), `swap_safety`, `swap_predictors` and `first_position_effect` (06),
+  `random_init_summary` and `input_control_summary` (07);
+- **claim verdicts** `claim1` … `claim7`, claim 6 as `claim6a` (a cheap swap exists) and
+  `claim6b` (R²_lin flags it): the paper's claims (arXiv 2606.19379; the claims and
   the paper's numbers are quoted in `paper/claims.md`), each a stated rule applied to the
   summaries. A verdict is one of `VERDICTS`; "not testable" when the evidence is missing or
   cannot decide (a notebook not run, a control with too few seeds).
@@ -36,11 +37,13 @@ FIRST_TOKEN_SHARE = 0.5  # a block "sits on the first token" when that token hol
 CLAIM1_SPAN, CLAIM1_JUMP, CLAIM1_TURNS = 0.5, 0.3, 2
 CLAIM2_NOISE_FACTOR, CLAIM2_MAX_RHO = 2.0, 0.5
 CLAIM3_MAX_GAIN = 0.05
-CLAIM6_BUDGET, CLAIM6_ALPHA = 1.0, 0.05
+CLAIM6_BUDGET = 1.0  # perplexity points: claim 6a's budget, and notebook 06's "within budget"
 CLAIM7_SHORTFALL, CLAIM7_SHARE = 0.01, 0.25
 CORPUS_MODEL_RHO, CORPUS_MODEL_RATIO = 0.7, 0.5  # "a property of the model": every pair ρ ≥ 0.7 and corpus/depth < 0.5
 CORPUS_SHAPED_RHO, CORPUS_SHAPED_RATIO = 0.4, 1.0  # "shaped by the corpus": some pair ρ < 0.4, or corpus/depth ≥ 1
 SWAP_HIGH_R2 = 0.9  # notebook 06: "high R²_lin" blocks, checked against the +1 budget
+MIDDLE_SHARE = 0.5  # notebook 06: ρ "within the middle blocks" uses the middle half of the stack
+FIRST_VARIANTS = ("map", "ffn", "mean")  # notebook 06's position variants (linrec.surgery.FIRST_MODES)
 GAUSSIAN_DROP = 0.1  # notebook 07: a block "loses" on Gaussian inputs when its R² falls by more than this
 
 RULES = {
@@ -55,8 +58,12 @@ RULES = {
     5: 'reproduced for a model if notebook 05\'s verdict is "a property of the model" '
     f"(every corpus pair ρ ≥ {CORPUS_MODEL_RHO}, corpus/depth < {CORPUS_MODEL_RATIO}); reproduced if every model "
     "passes",
-    6: f"reproduced if, for every model, some block swaps for ΔPPL ≤ +{CLAIM6_BUDGET:g} and ρ(R²_lin, ΔPPL) < 0 "
-    f"with p < {CLAIM6_ALPHA}; partly if either holds for some model",
+    "6a": f"holds for a model if the block with the lowest screening ΔPPL (train windows) has a held-out 95 % interval "
+    f"of ΔPPL ≤ +{CLAIM6_BUDGET:g}, fails if the interval is above it; reproduced if it holds for every model, partly "
+    "if for some, not reproduced if it fails for every model, not testable if an interval straddles the budget",
+    "6b": "holds for a model if the 95 % intervals of Spearman ρ(R²_lin, held-out ΔPPL) and of the partial ρ with "
+    "depth (distance to the nearest end) taken out both lie below 0; reproduced if every model passes, partly if some "
+    "do",
     7: f"reproduced if the best trained baseline falls > {CLAIM7_SHORTFALL} below the ceiling on at least "
     f"{CLAIM7_SHARE:.0%} of the blocks",
 }
@@ -66,7 +73,7 @@ RULES = {
 class Verdict:
     """A claim's verdict and the numbers it was decided on (one dict per model, or one for all)."""
 
-    claim: int
+    claim: int | str  # 1 … 7, with claim 6 split into "6a" and "6b"
     verdict: str
     evidence: list[dict] = field(default_factory=list)
     reason: str = ""  # why "not testable"
@@ -303,18 +310,27 @@ def claim5(verdicts: pd.DataFrame | None) -> Verdict:
 
 
 # ---- notebook 06: the swap -------------------------------------------------------------------------------
+def _map_rows(swap: pd.DataFrame) -> pd.DataFrame:
+    """The swap table's rows of the plain affine swap (`first` = "map", or a table without variants)."""
+    return swap[swap["first"] == "map"] if "first" in swap.columns else swap
+
+
 def swap_params(swap: pd.DataFrame) -> pd.DataFrame:
     """Per model: parameters of one FFN and of its affine map, and their ratio."""
-    t = swap.groupby("model", sort=False).agg(
-        params_ffn=("params_ffn", "first"), params_linear=("params_linear", "first")
+    t = (
+        _map_rows(swap)
+        .groupby("model", sort=False)
+        .agg(params_ffn=("params_ffn", "first"), params_linear=("params_linear", "first"))
     )
     t["ffn_over_linear"] = t["params_ffn"] / t["params_linear"]
     return t.reset_index()
 
 
 def swap_safety(swap: pd.DataFrame) -> pd.DataFrame:
-    """Per model: do the high-R²_lin blocks swap within the budget, and how many blocks do at all."""
-    _require(swap, ["model", "block", "r2_lin", "delta_ppl", "ppl_base"], "swap_safety")
+    """Per model: do the high-R²_lin blocks swap within the budget, and how many blocks do at all (held-out ΔPPL
+    whose 95 % interval lies within the budget)."""
+    swap = _map_rows(swap)
+    _require(swap, ["model", "block", "r2_lin", "delta_ppl", "delta_hi", "ppl_base"], "swap_safety")
     rows = []
     for model, t in swap.groupby("model", sort=False):
         hi = t["r2_lin"] >= SWAP_HIGH_R2
@@ -326,7 +342,8 @@ def swap_safety(swap: pd.DataFrame) -> pd.DataFrame:
                 "n_high_r2": int(hi.sum()),
                 "n_high_r2_costly": int(costly.sum()),
                 "high_r2_costly_blocks": _blocks(t, costly),
-                "n_within_budget": int((t["delta_ppl"] <= CLAIM6_BUDGET).sum()),
+                "n_within_budget": int((t["delta_hi"] <= CLAIM6_BUDGET).sum()),
+                "within_budget_blocks": _blocks(t, t["delta_hi"] <= CLAIM6_BUDGET),
                 "delta_ppl_median": float(t["delta_ppl"].median()),
                 "ppl_base": float(t["ppl_base"].iloc[0]),
             }
@@ -334,50 +351,173 @@ def swap_safety(swap: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def swap_predictors(joined: pd.DataFrame, signs: Mapping[str, int], target: str = "delta_ppl") -> pd.DataFrame:
-    """Per model and candidate column: Spearman ρ with ΔPPL across blocks; `signs[col]` is the sign of ρ that means
-    "predicts safe to swap" (−1 for a score where higher should be safer), so `rho_useful_direction` > 0 is useful."""
+# the candidate predictors of ΔPPL (columns of linrec.swap.SwapStudy.predictors) and the sign of ρ(predictor, ΔPPL)
+# that means "predicts safe to swap": higher R² and a block further from the ends should go with a smaller ΔPPL
+PREDICTOR_SIGNS = {
+    "depth_from_end": -1,
+    "r2_lin": -1,
+    "r2_ex_first": -1,
+    "mse_out": +1,
+    "err_rel_resid": +1,
+    "err_post_norm_rel_resid": +1,
+    "screening_delta_ppl": +1,
+}
+RUNS_SWAPPED_MODEL = {"screening_delta_ppl"}  # the target itself on other windows: shown, never called a predictor
+
+
+def middle_blocks(n_blocks: int) -> np.ndarray:
+    """The middle half of a stack: blocks at least ⌊L·MIDDLE_SHARE / 2⌋ from either end."""
+    gap = int(n_blocks * (1 - MIDDLE_SHARE) / 2)
+    return np.arange(gap, n_blocks - gap)
+
+
+def swap_predictors(
+    values: pd.DataFrame, swap: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> pd.DataFrame:
+    """Per model and candidate predictor (`values`: `SwapStudy.predictors`' columns, see `PREDICTOR_SIGNS`): Spearman
+    ρ with the held-out ΔPPL of the map swap across blocks, the partial ρ with depth (distance to the nearest end)
+    taken out, and ρ within the middle blocks (`middle_blocks`), each with a percentile bootstrap interval over
+    blocks. `useful` = sign · ρ (> 0: the predictor points the right way)."""
+    from linrec.uncertainty import partial_spearman, spearman_with_ci
+
+    target = _map_rows(swap)[["model", "block", "delta_ppl"]]
+    joined = values.merge(target, on=["model", "block"], how="inner")
     rows = []
     for model, t in joined.groupby("model", sort=False):
-        for col, sign in signs.items():
-            rho, p = _spearman(t[col], t[target])
+        t = t.sort_values("block")
+        mid = t["block"].isin(middle_blocks(int(t["block"].max()) + 1))
+        depth = t["depth_from_end"].to_numpy(float)
+        for col, sign in PREDICTOR_SIGNS.items():
+            if col not in t.columns or not np.isfinite(t[col].to_numpy(float)).all():
+                continue
+            a, y = t[col].to_numpy(float), t["delta_ppl"].to_numpy(float)
+            rho, lo, hi = spearman_with_ci(a, y, n_boot, seed, level)
+            if col == "depth_from_end":
+                prho = plo = phi = np.nan
+            else:
+                prho, plo, phi = partial_spearman(a, y, depth, n_boot, seed, level)
+            mrho, mlo, mhi = spearman_with_ci(a[mid], y[mid], n_boot, seed, level)
             rows.append(
-                {"model": model, "column": col, "spearman_rho": rho, "p": p, "rho_useful_direction": sign * rho}
+                {
+                    "model": model,
+                    "column": col,
+                    "runs_swapped_model": col in RUNS_SWAPPED_MODEL,
+                    "n_blocks": len(t),
+                    "spearman_rho": rho,
+                    "rho_lo": lo,
+                    "rho_hi": hi,
+                    "partial_rho_depth": prho,
+                    "partial_lo": plo,
+                    "partial_hi": phi,
+                    "n_middle": int(mid.sum()),
+                    "middle_rho": mrho,
+                    "middle_lo": mlo,
+                    "middle_hi": mhi,
+                    "useful": sign * rho,
+                }
             )
     return pd.DataFrame(rows)
 
 
-def claim6(swap: pd.DataFrame | None, params: pd.DataFrame | None, predictors: pd.DataFrame | None) -> Verdict:
-    if swap is None or params is None or predictors is None:
-        return Verdict(6, NOT_TESTABLE, reason="notebook 06 not run")
-    ev, cheap, predicts = [], [], []
+def first_position_effect(swap: pd.DataFrame, profile: pd.DataFrame) -> pd.DataFrame:
+    """Per model and block that sits on the first token (its `first_var_share` ≥ FIRST_TOKEN_SHARE in the ceiling
+    table `profile`): the held-out ΔPPL of each position variant and the share of the map's cost that keeping the
+    FFN at position 0 removes, (ΔPPL_map − ΔPPL_ffn) / ΔPPL_map."""
+    _require(swap, ["model", "block", "first", "delta_ppl", "delta_lo", "delta_hi"], "first_position_effect")
+    wide = swap.pivot_table(
+        index=["model", "block"], columns="first", values=["delta_ppl", "delta_lo", "delta_hi"], sort=False
+    )
+    wide.columns = [f"{v}_{f}" for v, f in wide.columns]
+    wide = wide.reset_index().merge(profile[["model", "block", "first_var_share"]], on=["model", "block"])
+    keep = ["model", "block", "first_var_share"] + [
+        f"{v}_{f}" for f in FIRST_VARIANTS for v in ("delta_ppl", "delta_lo", "delta_hi") if f"{v}_{f}" in wide
+    ]
+    out = wide[keep][wide["first_var_share"] >= FIRST_TOKEN_SHARE].copy()
+    if {"delta_ppl_map", "delta_ppl_ffn"} <= set(out.columns):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["share_of_cost_at_first"] = (out["delta_ppl_map"] - out["delta_ppl_ffn"]) / out["delta_ppl_map"]
+    return out.reset_index(drop=True)
+
+
+def _block_row(t: pd.DataFrame, block: int) -> pd.Series:
+    return t.loc[t["block"] == block].iloc[0]
+
+
+def claim6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdict:
+    """Some block swaps for its affine map within the budget: per model, the block with the lowest screening ΔPPL
+    alone (`values`: `SwapStudy.predictors`) is chosen without the held-out windows, and its held-out 95 % interval
+    decides: within the budget (holds), above it (fails), or across it (undecided)."""
+    if swap is None or values is None:
+        return Verdict("6a", NOT_TESTABLE, reason="notebook 06 not run")
+    swap = _map_rows(swap)
+    _require(swap, ["model", "block", "delta_ppl", "delta_lo", "delta_hi", "params_ffn", "params_linear"], "claim 6a")
+    ev, outcome = [], []
     for model, t in swap.groupby("model", sort=False):
+        v = values[values["model"] == model]
+        chosen = int(v.sort_values(["screening_delta_ppl", "block"]).iloc[0]["block"])
+        r = _block_row(t, chosen)
+        word = "holds" if r["delta_hi"] <= CLAIM6_BUDGET else "fails" if r["delta_lo"] > CLAIM6_BUDGET else "undecided"
+        outcome.append(word)
         best = t.loc[t["delta_ppl"].idxmin()]
-        rho = predictors[(predictors["model"] == model) & (predictors["column"] == "r2_lin")].iloc[0]
-        cheap.append(bool(best["delta_ppl"] <= CLAIM6_BUDGET))
-        predicts.append(bool(rho["spearman_rho"] < 0 and rho["p"] < CLAIM6_ALPHA))
         ev.append(
             {
                 "model": model,
-                "ffn_over_linear": float(params.loc[params["model"] == model, "ffn_over_linear"].iloc[0]),
-                "best_block": int(best["block"]),
-                "best_delta_ppl": float(best["delta_ppl"]),
-                "ppl_base": float(best["ppl_base"]),
-                "n_within_budget": int((t["delta_ppl"] <= CLAIM6_BUDGET).sum()),
+                "ffn_over_linear": float(r["params_ffn"] / r["params_linear"]),
+                "chosen_block": chosen,
+                "chosen_screening_delta_ppl": float(_block_row(v, chosen)["screening_delta_ppl"]),
+                "delta_ppl": float(r["delta_ppl"]),
+                "delta_lo": float(r["delta_lo"]),
+                "delta_hi": float(r["delta_hi"]),
+                "outcome": word,
+                "n_within_budget": int((t["delta_hi"] <= CLAIM6_BUDGET).sum()),
                 "n_blocks": len(t),
-                "spearman_r2_delta": float(rho["spearman_rho"]),
-                "p": float(rho["p"]),
-                "cheap": cheap[-1],
-                "predicts": predicts[-1],
+                "best_heldout_block": int(best["block"]),
+                "best_heldout_delta_ppl": float(best["delta_ppl"]),
+                "ppl_base": float(r["ppl_base"]) if "ppl_base" in r else np.nan,
             }
         )
-    if all(c and p for c, p in zip(cheap, predicts)):
+    if all(o == "holds" for o in outcome):
         word = REPRODUCED
-    elif any(cheap) or any(predicts):
+    elif any(o == "holds" for o in outcome):
         word = PARTLY
-    else:
+    elif all(o == "fails" for o in outcome):
         word = NOT_REPRODUCED
-    return Verdict(6, word, ev)
+    else:
+        return Verdict("6a", NOT_TESTABLE, ev, reason="the held-out intervals straddle the budget")
+    return Verdict("6a", word, ev)
+
+
+def claim6b(predictors: pd.DataFrame | None) -> Verdict:
+    """R²_lin flags the safe blocks: per model, ρ(R²_lin, held-out ΔPPL) and the partial ρ with depth taken out
+    (`swap_predictors`) both have 95 % intervals below 0."""
+    if predictors is None:
+        return Verdict("6b", NOT_TESTABLE, reason="notebook 06 not run")
+    ev, ok = [], []
+    for model, p in predictors.groupby("model", sort=False):
+        rows = p[p["column"] == "r2_lin"]
+        if rows.empty:
+            continue
+        r = rows.iloc[0]
+        passes = bool(r["rho_hi"] < 0 and r["partial_hi"] < 0)
+        ok.append(passes)
+        depth = p[p["column"] == "depth_from_end"]
+        ev.append(
+            {
+                "model": model,
+                "spearman_rho": float(r["spearman_rho"]),
+                "rho_lo": float(r["rho_lo"]),
+                "rho_hi": float(r["rho_hi"]),
+                "partial_rho_depth": float(r["partial_rho_depth"]),
+                "partial_lo": float(r["partial_lo"]),
+                "partial_hi": float(r["partial_hi"]),
+                "middle_rho": float(r["middle_rho"]),
+                "depth_rho": float(depth["spearman_rho"].iloc[0]) if len(depth) else np.nan,
+                "passes": passes,
+            }
+        )
+    if not ev:
+        return Verdict("6b", NOT_TESTABLE, reason="no R²_lin predictor row")
+    return Verdict("6b", tally(ok), ev)
 
 
 # ---- notebook 07: controls -------------------------------------------------------------------------------
@@ -443,4 +583,4 @@ def claim2(summary: pd.DataFrame | None) -> Verdict:
     return Verdict(2, tally(ok), ev)
 
 
-CLAIMS = (claim1, claim2, claim3, claim4, claim5, claim6, claim7)
+CLAIMS = (claim1, claim2, claim3, claim4, claim5, claim6a, claim6b, claim7)
