@@ -113,7 +113,10 @@ fig = fig2_r2_lin(table, root / figures_dir / "fig2_r2_lin")
 # The paper's first claim: per-block R²_lin is heterogeneous and non-monotone with depth, spanning
 # > 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m). The summary below is
 # computed from the table above by `linrec.verdicts.profile_summary` (the rule that judges claim 1
-# is `linrec.verdicts.claim1`, stated below the table).
+# is `linrec.verdicts.claim1`, stated below the table). A wiggle smaller than the bootstrap
+# intervals is not a change of direction: the rule counts jumps and turns only between blocks
+# whose 95 % intervals are disjoint (`max_jump_disjoint`, `direction_changes_disjoint`), and the
+# table shows the raw counts beside them.
 
 # %%
 summary = profile_summary(table)

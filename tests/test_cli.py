@@ -177,6 +177,8 @@ def test_report_rebuilds_from_a_profile(tmp_path):
         "r2_max": 0.75,
         "max_adjacent_jump": 0.5,
         "direction_changes": 4,
+        "max_jump_disjoint": 0.5,
+        "direction_changes_disjoint": 4,
         "cond_gram_median": 1e5,
         "r2_ex_first_max": 0.5,
         "first_token_blocks": "",

@@ -15,8 +15,9 @@ def _results(tmp_path: Path, max_r2: float = 0.99, jump: float = 0.7, gain: floa
     """A results directory with the tables of claims 1 and 3, written through the registry."""
     d = tmp_path / "results"
     summary = {
-        "model": "m", "n_blocks": 12, "r2_min": 0.2, "r2_max": max_r2, "max_adjacent_jump": jump,
-        "direction_changes": 5, "cond_gram_median": 1e6, "r2_ex_first_max": 0.5, "first_token_blocks": "",
+        "model": "m", "n_blocks": 12, "r2_min": 0.2, "r2_max": max_r2, "max_adjacent_jump": 0.9,
+        "direction_changes": 7, "max_jump_disjoint": jump, "direction_changes_disjoint": 5,
+        "cond_gram_median": 1e6, "r2_ex_first_max": 0.5, "first_token_blocks": "",
     }  # fmt: skip
     save_table(pd.DataFrame([summary]), "r2_lin_summary", d)
     probe = {

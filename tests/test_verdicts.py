@@ -48,7 +48,11 @@ def test_profile_summary_against_hand_computed_numbers():
             "first_var_share": [0.5, 0.49, 0.0, 0.9, 0.0, 0.0, 0.0],
         }
     )
+    r2["r2_lo"], r2["r2_hi"] = r2["r2_lin"] - 0.05, r2["r2_lin"] + 0.05
     s = V.profile_summary(r2).set_index("model")
+    # every interval has width 0.1; a: 0.4 (block 3) and 0.3 (block 2) overlap, so the 0.1 step is not resolved
+    assert s.loc["a", "max_jump_disjoint"] == pytest.approx(0.7) and s.loc["a", "direction_changes_disjoint"] == 2
+    assert s.loc["b", "max_jump_disjoint"] == 0.0 and s.loc["b", "direction_changes_disjoint"] == 0
     # block order a: 0.2, 0.9, 0.3, 0.4 → jumps 0.7, 0.6, 0.1; turns at 0.9 and 0.3
     assert s.loc["a", "r2_min"] == 0.2 and s.loc["a", "r2_max"] == 0.9
     assert s.loc["a", "max_adjacent_jump"] == pytest.approx(0.7) and s.loc["a", "direction_changes"] == 2
@@ -59,10 +63,25 @@ def test_profile_summary_against_hand_computed_numbers():
         V.profile_summary(r2.drop(columns=["cond_gram"]))
 
 
+def test_disjoint_moves_ignore_what_the_intervals_do_not_resolve():
+    r = [0.50, 0.55, 0.45, 0.80, 0.30]
+    lo = [v - 0.06 for v in r]
+    hi = [v + 0.06 for v in r]
+    assert V.direction_changes(r) == 3  # as seen: up, down, up, down
+    assert V.disjoint_moves(r, lo, hi) == pytest.approx([0.30, -0.50])  # 0.50 → 0.80 → 0.30; the wiggle is noise
+    assert V.disjoint_direction_changes(r, lo, hi) == 1
+    assert V.max_disjoint_jump(r, lo, hi) == pytest.approx(0.50)
+    # at the boundary: intervals that touch are not disjoint, a hair apart they are
+    assert V.disjoint_moves([0.0, 1.0], [0.0, 0.5], [0.5, 1.0]) == []
+    assert V.disjoint_moves([0.0, 1.0], [0.0, 0.5 + EPS], [0.5, 1.0]) == pytest.approx([1.0])
+    assert V.max_disjoint_jump([0.0, 1.0], [0.0, 0.5], [0.5, 1.0]) == 0.0
+    assert V.disjoint_moves([0.0, 1.0], [np.nan, 0.9], [np.nan, 1.1]) == []  # a missing interval resolves nothing
+
+
 def _claim1_row(span=0.6, jump=0.4, turns=3, model="m"):
-    return {"model": model, "n_blocks": 10, "r2_min": 0.3, "r2_max": 0.3 + span, "max_adjacent_jump": jump,
-            "direction_changes": turns, "cond_gram_median": 1.0, "r2_ex_first_max": 0.5,
-            "first_token_blocks": ""}  # fmt: skip
+    return {"model": model, "n_blocks": 10, "r2_min": 0.3, "r2_max": 0.3 + span, "max_adjacent_jump": 0.9,
+            "direction_changes": 9, "max_jump_disjoint": jump, "direction_changes_disjoint": turns,
+            "cond_gram_median": 1.0, "r2_ex_first_max": 0.5, "first_token_blocks": ""}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -151,9 +151,10 @@ def claim1(r: Results) -> Claim:
     parts = []
     for e in v.evidence:
         text = (
-            f"{e['model']}: {_f(e['r2_min'])} to {_f(e['r2_max'])}, largest adjacent jump "
-            f"{_f(e['max_adjacent_jump'])}, "
-            f"{int(e['direction_changes'])} direction changes over {int(e['n_blocks'])} blocks"
+            f"{e['model']}: {_f(e['r2_min'])} to {_f(e['r2_max'])}; between adjacent blocks with disjoint intervals "
+            f"the largest jump is {_f(e['max_jump_disjoint'])} and the profile turns "
+            f"{int(e['direction_changes_disjoint'])} times over {int(e['n_blocks'])} blocks (as seen, without the "
+            f"intervals: {_f(e['max_adjacent_jump'])}, {int(e['direction_changes'])} turns)"
         )
         if e["first_token_blocks"]:
             text += (

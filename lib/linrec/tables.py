@@ -44,7 +44,8 @@ TABLES: dict[str, TableSpec] = {
     "r2_lin": _spec("02", _R2_BLOCK, "per block: the closed-form ceiling (linrec.recoverability.ceiling_table)"),
     "r2_lin_summary": _spec(
         "02",
-        "model n_blocks r2_min r2_max max_adjacent_jump direction_changes cond_gram_median r2_ex_first_max "
+        "model n_blocks r2_min r2_max max_adjacent_jump direction_changes max_jump_disjoint direction_changes_disjoint "
+        "cond_gram_median r2_ex_first_max "
         "first_token_blocks",
         "per model: the profile's shape (linrec.verdicts.profile_summary)",
     ),
@@ -186,6 +187,8 @@ LABELS = {  # display labels, applied by `labelled` where a table is shown
     "r2_max": "max R²_lin",
     "max_adjacent_jump": "largest jump between adjacent blocks",
     "direction_changes": "direction changes with depth",
+    "max_jump_disjoint": "largest jump, disjoint intervals",
+    "direction_changes_disjoint": "direction changes, disjoint intervals",
     "cond_gram_median": "median κ(Gram)",
     "r2_ex_first_max": "max R²_lin without first tokens",
     "first_token_blocks": "first-token blocks",
