@@ -335,29 +335,6 @@ def _run_capture(
 
 
 @torch.no_grad()
-def block_moments(
-    model: torch.nn.Module, ids: torch.Tensor, batch_size: int = 8, product: str = "float64"
-) -> list[Moments]:
-    """Statistics of every FFN block over the windows `ids` [n, T], in one hooked pass (no split, no cache).
-
-    For a subset of a capture's windows, e.g. the swap study's screening windows, whose
-    statistics `linrec.moments.remove_rows` then takes out of the train split's.
-    """
-    sites = find_ffn_sites(model)
-    stats: dict[int, Moments] = {}
-
-    def add(block: int, x: torch.Tensor, y: torch.Tensor) -> None:
-        if block not in stats:
-            stats[block] = Moments(x.shape[-1], y.shape[-1])
-        stats[block].update(x, y, product)
-
-    device = next(model.parameters()).device
-    with ffn_hooks(sites, add, stop_after_last=True):
-        for start in range(0, len(ids), batch_size):
-            run_until_stop(model, input_ids=ids[start : start + batch_size].to(device), use_cache=False)
-    return [stats[s.index] for s in sites]
-
-
 def _site_dims(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[int, int]]:
     """(d_in, d_out) of every FFN, read off one short forward pass."""
     dims: dict[int, tuple[int, int]] = {}

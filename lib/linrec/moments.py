@@ -180,7 +180,7 @@ class Moments:
 def remove_rows(total: Moments, part: Moments) -> Moments:
     """Statistics of the rows of `total` that are not in `part` (Chan's merge run backwards; `part` ⊂ `total`).
 
-    Used to leave the probe windows out of a fit (`linrec.swap`) and the windows' first positions
+    Used to leave the screening windows out of a fit (`linrec.swap`) and the windows' first positions
     out of a fit and its score (`linrec.ceiling.first_position`)."""
     if (part.d_in, part.d_out) != (total.d_in, total.d_out) or part.n >= total.n:
         raise LinrecError(
