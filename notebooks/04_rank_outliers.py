@@ -54,7 +54,17 @@
 # * **outlier-concentrated**: R²_lin ≥ 0.6, median per-feature R² at least 0.2 below R²_lin, and the
 #   top-1 output feature holds ≥ 50 % of the variance *or* the output effective rank is below 5 % of
 #   the width;
-# * **broadly linear**: every other block with R²_lin ≥ 0.6.
+# * **broadly linear**: every other block with R²_lin ≥ 0.6 whose *explained part* is spread out: the
+#   effective rank of WᵀC_xxW (the covariance of the map's predictions) is at least 5 % of the output
+#   width;
+# * **unclassified**: R²_lin ≥ 0.6 and none of the above.
+#
+# Why the rank condition: the paper calls the diagonal blocks "broadly linear (high rank)". A block
+# whose per-feature R² keeps up with the global one can still be explained through a handful of
+# directions — every output feature a copy of the same few — and that is neither broad nor an
+# outlier. The 5 % is the fraction the rule already uses to call the *output* concentrated, so
+# "broadly" means "not concentrated" in the same measure; no new free threshold. Such blocks are
+# reported as unclassified instead of falling through to "broadly linear".
 #
 # A block needs *both* a gap between the two R² and a concentrated output to count as
 # outlier-concentrated: concentration alone is harmless when the small features are fitted well too.
@@ -166,6 +176,11 @@ print("verdict:", claim4(summary).verdict)
 labelled(summary).T
 
 # %% [markdown]
+# Regimes can overlap: an outlier-concentrated block may also hold much of its variance on the
+# first position without crossing the first-token rule (r2_ex_first stays within 0.2 of R²_lin).
+# The row "outlier-concentrated with first position ≥ 20 %" lists those blocks; the table below
+# shows their first-token share beside the feature measures.
+#
 # A block can hold most of its output variance in one feature and still be broadly linear: the
 # row "top-1 share ≥ 0.5 yet broadly linear" lists such blocks. There the small features are
 # fitted nearly as well as the big one (median per-feature R² close to R²_lin, ex-top-k R² close
@@ -173,7 +188,10 @@ labelled(summary).T
 
 # %%
 mixed = table[
-    (table["top1_var_share"] >= 0.5) | (table["first_var_share"] >= 0.2) | table["regime"].str.endswith("concentrated")
+    (table["top1_var_share"] >= 0.5)
+    | (table["first_var_share"] >= 0.2)
+    | table["regime"].str.endswith("concentrated")
+    | (table["regime"] == "unclassified")
 ]
 mixed[
     [
@@ -189,6 +207,7 @@ mixed[
         "first_var_share",
         "r2_ex_first",
         "eff_rank_out",
+        "eff_rank_explained",
     ]
 ].round(3)
 

@@ -130,3 +130,52 @@ def test_cross_feed_between_trained_and_random_init(tiny_setup):
     t = cross_feed(trained, init, load_model(init_spec), progress=False)
     assert len(t) == trained.n_blocks and t[["r2_raw", "r2_recoloured"]].notna().all().all()
     assert (t["inputs_from"] == trained.model_label).all() and (t["ffn_of"] == init_spec).all()
+
+
+# ---- claim 2, decomposed ------------------------------------------------------------------------------------
+def test_shuffled_weights_keep_each_matrix_multiset():
+    from linrec.controls import shuffled_weights
+
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(6, 10), torch.nn.GELU(), torch.nn.Linear(10, 4))
+    out = shuffled_weights(mlp, seed=3)
+    for (name, a), b in zip(mlp.named_parameters(), out.parameters()):
+        assert torch.equal(torch.sort(a.flatten()).values, torch.sort(b.flatten()).values), name  # same multiset
+        if a.ndim >= 2:
+            assert not torch.equal(a, b), name  # but permuted
+        else:
+            assert torch.equal(a, b), name  # vectors kept
+    assert torch.equal(next(shuffled_weights(mlp, seed=3).parameters()), next(out.parameters()))  # seeded
+    assert not torch.equal(next(shuffled_weights(mlp, seed=4).parameters()), next(out.parameters()))
+
+
+def test_cross_matrix_diagonal_is_the_ceiling_and_off_diagonal_is_lstsq(tiny_setup):
+    """The diagonal equals the capture's R²_lin; an off-diagonal entry equals numpy lstsq of FFN_i(x_j) on x_j."""
+    from linrec.ceiling import r2_rows
+    from linrec.controls import cross_matrix, ffn_outputs, weight_nulls
+    from linrec.recoverability import ceiling_table
+
+    model_dir, kw = tiny_setup
+    c = get_capture(model_dir, **kw)
+    loaded = load_model(model_dir)
+    m = cross_matrix(c, loaded, progress=False)
+    assert len(m) == c.n_blocks**2
+    ceiling = ceiling_table(c).set_index("block")["r2_lin"]
+    diag = m[m["ffn_block"] == m["input_block"]].set_index("ffn_block")["r2"]
+    assert np.allclose(diag.sort_index(), ceiling.sort_index(), atol=1e-12)
+    # FFN 0 on block 1's inputs, by hand
+    xtr, xte = _split_rows(c, 1, None, 0)
+    ffn = find_ffn_sites(loaded.model)[0].module
+    ytr, yte = (
+        ffn_outputs(ffn, torch.from_numpy(xtr)).double().numpy(),
+        ffn_outputs(ffn, torch.from_numpy(xte)).double().numpy(),
+    )
+    A = np.c_[np.asarray(xtr, np.float64), np.ones(len(xtr))]
+    coef = np.linalg.lstsq(A, ytr, rcond=None)[0]
+    ref = r2_rows(yte, np.c_[np.asarray(xte, np.float64), np.ones(len(xte))] @ coef)
+    got = m[(m["ffn_block"] == 0) & (m["input_block"] == 1)]["r2"].iloc[0]
+    assert abs(got - ref) < 1e-6
+    init = load_model(random_init_spec(model_dir, 0))
+    nulls = weight_nulls(c, loaded, init, progress=False)
+    assert np.allclose(nulls["r2_trained"], ceiling.sort_index(), atol=1e-12)
+    assert nulls[["r2_init_ffn", "r2_shuffled"]].notna().all().all()

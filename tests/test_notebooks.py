@@ -9,6 +9,7 @@ wrote. A notebook whose predecessor failed is reported as failing because of it.
 
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -91,6 +92,11 @@ def test_03_bilinear_probe(runner):
     assert ((probe["r2_lin"] - r2["r2_lin"]).abs() < 1e-12).all()  # notebook 03 starts from notebook 02's ceiling
     s = runner.table("probe_summary").iloc[0]
     assert s["ci_lo"] <= s["pearson_r"] <= s["ci_hi"] and s["gain_median"] == probe["gain"].median()
+    ranks = runner.table("probe_ranks")
+    assert sorted(set(ranks["rank"])) == [4, 16] and len(ranks) == 2 * 3  # smoke: two ranks on three blocks
+    mech = runner.table("pitfall_mechanism")
+    assert len(mech) == 2 * 6 and mech["r2_test"].notna().all()  # smoke: 1 best + 1 worst block, six fits
+    assert len(runner.table("pitfall_summary")) == 1
 
 
 def test_04_rank_outliers(runner):
@@ -100,7 +106,14 @@ def test_04_rank_outliers(runner):
     assert len(spectrum) == 30 and set(spectrum["regime"]) <= set(REGIMES)
     assert ((spectrum["r2_lin"] - runner.table("r2_lin")["r2_lin"]).abs() < 1e-12).all()  # the same maps
     s = runner.table("spectrum_summary").iloc[0]
-    assert s[["n_broadly_linear", "n_first_token_concentrated", "n_outlier_concentrated", "n_nonlinear"]].sum() == 30
+    counts = [
+        "n_broadly_linear",
+        "n_first_token_concentrated",
+        "n_outlier_concentrated",
+        "n_nonlinear",
+        "n_unclassified",
+    ]
+    assert s[counts].sum() == 30  # every block in exactly one regime
 
 
 def test_05_corpora(runner):
@@ -142,8 +155,15 @@ def test_06_swap(runner):
 def test_07_controls(runner):
     runner.upto("07_controls")
     _figure(runner, "fig7_controls")
+    _figure(runner, "fig7b_inputs_or_weights")
     assert len(runner.table("controls_inputs")) == 30
     assert len(runner.table("controls_random_init_summary")) == 1
+    nulls, matrix = runner.table("controls_weight_nulls"), runner.table("controls_cross_matrix")
+    assert len(nulls) == 30 and nulls[["r2_trained", "r2_init_ffn", "r2_shuffled"]].notna().all().all()
+    assert ((matrix["ffn_block"] - matrix["input_block"]).abs() <= 1).all() and len(matrix) == 30 + 2 * 29
+    diag = matrix[matrix["ffn_block"] == matrix["input_block"]].set_index("ffn_block")["r2"].sort_index()
+    assert np.allclose(diag.to_numpy(), nulls.set_index("block")["r2_trained"].sort_index().to_numpy(), atol=1e-12)
+    assert len(runner.table("controls_decomposition")) == 1
 
 
 def test_08_report(runner):

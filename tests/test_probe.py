@@ -76,3 +76,110 @@ def test_results_are_bit_identical_for_a_fixed_seed():
     s1, s2 = train_affine(rows, "sgd", seed=3), train_affine(rows, "sgd", seed=3)
     assert s1.r2_test == s2.r2_test and s1.losses == s2.losses
     assert train_affine(rows, "sgd", seed=4).losses != s1.losses
+
+
+# ---- the convergence check: closed-form quadratic on the top input components ------------------------------
+def test_quadratic_closed_form_matches_lstsq_on_its_features():
+    """Independent reference: numpy lstsq of y on [1, x, z_i z_j] with z the top-k PCs of the standardised train x."""
+    import numpy as np
+
+    from linrec.ceiling import r2_rows
+    from linrec.probe import quadratic_closed_form
+
+    n, d, do, k = 4000, 12, 5, 4
+    x, _, g = _inputs(n, d, 7, spread=0.5)
+    x = x.double()
+    y = torch.tanh(x @ torch.randn(d, do, generator=g, dtype=torch.float64)) + 0.05 * torch.randn(
+        n, do, generator=g, dtype=torch.float64
+    )
+    rows = _split(x.float(), y.float(), 3200)
+    xtr, xte = rows.xtr.double().numpy(), rows.xte.double().numpy()
+    mu, sd = xtr.mean(0), xtr.std(0, ddof=1)
+    lam, vec = np.linalg.eigh(((xtr - mu) / sd).T @ ((xtr - mu) / sd))
+    P = vec[:, -k:]
+    iu = np.triu_indices(k)
+
+    def feats(a):
+        z = ((a - mu) / sd) @ P
+        return np.c_[np.ones(len(a)), a, (z[:, :, None] * z[:, None, :])[:, iu[0], iu[1]]]
+
+    coef = np.linalg.lstsq(feats(xtr), rows.ytr.double().numpy(), rcond=None)[0]
+    ref = r2_rows(rows.yte, feats(xte) @ coef)
+    assert abs(quadratic_closed_form(rows, k=k) - ref) < 1e-9
+
+
+def test_quadratic_closed_form_recovers_a_planted_quadratic():
+    from linrec.probe import quadratic_closed_form
+
+    n, d, do = 6000, 16, 8
+    g = torch.Generator().manual_seed(8)
+    s = torch.randn(n, 2, generator=g)  # two latent factors, each copied into half the features: the top 2 PCs
+    x = s.repeat_interleave(d // 2, dim=1) + 0.05 * torch.randn(n, d, generator=g)
+    product = x[:, : d // 2].mean(1, keepdim=True) * x[:, d // 2 :].mean(1, keepdim=True)
+    y = 0.2 * x @ torch.randn(d, do, generator=g) + 3 * product @ torch.randn(1, do, generator=g)
+    rows = _split(x, y, 4800)
+    _, r2_lin = closed_form_on_rows(rows)
+    assert r2_lin < 0.9 and quadratic_closed_form(rows, k=2) > 0.995
+
+
+# ---- the pitfall's mechanism ------------------------------------------------------------------------------------
+def test_scaled_targets_are_scored_on_the_raw_targets():
+    """Large, offset targets on well-conditioned inputs: Adam's bounded steps cannot reach the map; standardising the
+    targets can, and its R² is the raw one (checked against the ceiling on the same rows)."""
+    n, d, do = 30_000, 16, 4  # 24k train rows: 470 Adam steps of ≤ 1e-3 each, enough for the standardised map only
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(n, d, generator=g)
+    y = 300 * (x @ torch.randn(d, do, generator=g)) + 1000 + torch.randn(n, do, generator=g)
+    rows = _split(x, y, 24_000)
+    _, ceiling = closed_form_on_rows(rows)
+    plain = train_affine(rows, "adam").r2_test
+    scaled = train_affine(rows, "adam", scale_targets=True).r2_test
+    assert ceiling > 0.999 and plain < 0 and scaled > 0.85
+
+
+def test_adam_reach_counts_parameters_in_units_of_the_budget():
+    import numpy as np
+
+    from linrec.ceiling import AffineFit
+    from linrec.probe import TRAIN_DEFAULTS, adam_reach
+
+    W = np.zeros((100, 1))
+    W[:, 0] = np.arange(100.0)  # |θ| = 0 … 99, plus b = 0
+    fit = AffineFit(W=W, b=np.zeros(1), cond_gram=1.0, cond_scaled=1.0, rank=100, n_train=1000, dead_inputs=0)
+    cfg = TRAIN_DEFAULTS["adam"]
+    steps = cfg["epochs"] * -(-1000 // cfg["batch_size"])
+    theta = np.r_[np.arange(100.0), 0.0]
+    assert adam_reach(fit, 1000) == np.quantile(theta, 0.99) / (cfg["lr"] * steps)
+
+
+def test_mechanism_and_sweep_blocks_use_no_held_out_data():
+    import pandas as pd
+
+    from linrec.probe import mechanism_blocks, sweep_blocks
+
+    cond = pd.Series([5.0, 1.0, 9.0, 3.0, 7.0, 2.0], index=[0, 1, 2, 3, 4, 5])
+    assert mechanism_blocks(cond, 2) == [1, 5, 4, 2]  # best two first, then the two worst
+    assert mechanism_blocks(cond, 3) == [1, 5, 3, 0, 4, 2]
+    assert sweep_blocks(30) == [5, 15, 24] and sweep_blocks(18) == [3, 9, 14] and sweep_blocks(1) == [0]
+
+
+def test_standardised_inputs_fix_scales_but_not_correlations():
+    """Independent features on scales 1 … 1000: per-feature standardisation is all SGD needs. Two nearly collinear
+    features: standardising leaves the correlation (κ of the scaled Gram ≈ 2/(1 − ρ)), whitening removes it."""
+    n, d = 20_000, 8
+    g = torch.Generator().manual_seed(10)
+    x = torch.randn(n, d, generator=g) * torch.logspace(0, 3, d)
+    y = (x / torch.logspace(0, 3, d)) @ torch.randn(d, 3, generator=g) + 0.1 * torch.randn(n, 3, generator=g)
+    rows = _split(x, y, 16_000)
+    _, ceiling = closed_form_on_rows(rows)
+    raw = train_affine(rows, "sgd", lr=1e-8, decay=True).r2_test  # a step small enough not to diverge on 1e3 scales
+    std = train_affine(rows, "sgd", standardise=True, decay=True).r2_test
+    assert raw < ceiling - 0.3 and abs(std - ceiling) < 0.01
+    z = torch.randn(n, 1, generator=g)
+    xc = torch.cat([z + 1e-3 * torch.randn(n, 1, generator=g), z - 1e-3 * torch.randn(n, 1, generator=g)], dim=1)
+    yc = (xc[:, :1] - xc[:, 1:]) * 300 + 0.01 * torch.randn(n, 1, generator=g)  # lives in the tiny direction
+    rows = _split(xc, yc, 16_000)
+    _, ceiling = closed_form_on_rows(rows)
+    std = train_affine(rows, "sgd", standardise=True, decay=True).r2_test
+    white = train_affine(rows, "sgd", whiten=True, decay=True).r2_test
+    assert ceiling > 0.9 and std < ceiling - 0.3 and abs(white - ceiling) < 0.01

@@ -21,9 +21,11 @@ def _results(tmp_path: Path, max_r2: float = 0.99, jump: float = 0.7, gain: floa
     }  # fmt: skip
     save_table(pd.DataFrame([summary]), "r2_lin_summary", d)
     probe = {
-        "n_blocks": 12, "gain_median": gain, "gain_max": 0.05, "gain_min": 0.0, "pearson_r": 0.02, "p": 0.9,
-        "ci_lo": ci[0], "ci_hi": ci[1], "n_stop_validation": 12, "n_stop_flattened": 0, "n_stop_max_epochs": 0,
-        "seconds_probe_total": 1.0,
+        "model": "m", "n_blocks": 12, "gain_median": gain, "gain_max": 0.05, "gain_min": 0.0, "gain_quad_median": gain,
+        "quad_excess_median": 0.0, "pearson_r": 0.02, "p": 0.9, "ci_lo": ci[0], "ci_hi": ci[1], "detectable_r": 0.7,
+        "n_stop_validation": 12, "n_stop_flattened": 0, "n_stop_max_epochs": 0, "seconds_probe_total": 1.0,
+        "sweep_rank_min": 16, "sweep_gain_median_rank_min": gain, "sweep_rank_max": 256,
+        "sweep_gain_median_rank_max": 0.04,
     }  # fmt: skip
     save_table(pd.DataFrame([probe]), "probe_summary", d)
     blocks = pd.DataFrame({c: [0.5, 0.6] for c in TABLES["r2_lin"].columns}).assign(model="m", block=[0, 1])

@@ -92,3 +92,27 @@ def test_first_token_concentrated_block():
     # without first-position statistics the rule cannot see it, and the columns say so
     plain = block_spectrum(stats["train"], stats["test"])
     assert np.isnan(plain["r2_ex_first"]) and plain["regime"] != "first-token-concentrated"
+
+
+def test_low_rank_linear_block_is_unclassified_not_broadly_linear():
+    """Every output feature is the same direction of x, fitted well: per-feature R² keeps up with the global one and
+    no feature dominates, but the explained part has effective rank ≈ 1 — not "broadly" linear (issue 18)."""
+    rng = np.random.default_rng(5)
+    n, d_in, d_out = 6000, 16, 64
+    x = rng.standard_normal((n, d_in))
+    y = np.outer(x @ rng.standard_normal(d_in), rng.uniform(0.5, 1.5, d_out)) + 0.3 * rng.standard_normal((n, d_out))
+    row = block_spectrum(moments_of(x[:4800], y[:4800]), moments_of(x[4800:], y[4800:]))
+    assert row["r2_lin"] > 0.9 and row["r2_lin"] - row["r2_feature_median"] < 0.2 and row["top1_var_share"] < 0.5
+    assert row["eff_rank_explained"] < 1.5
+    assert row["regime"] == "unclassified"
+
+
+def test_regime_rank_threshold_for_broadly_linear():
+    from linrec.spectrum import REGIME_RANK, regime
+
+    d_out = 200
+    at = REGIME_RANK * d_out  # 10: at the threshold the explained part counts as spread out
+    assert regime(0.9, 0.85, 0.1, 100.0, d_out, 0.9, at) == "broadly linear"
+    assert regime(0.9, 0.85, 0.1, 100.0, d_out, 0.9, at - 1e-9) == "unclassified"
+    assert regime(0.9, 0.85, 0.1, 100.0, d_out, 0.9) == "broadly linear"  # rank not given: not checked
+    assert regime(0.5, 0.45, 0.1, 100.0, d_out, 0.5, 1.0) == "nonlinear"  # R²_lin < 0.6 comes first

@@ -108,19 +108,38 @@ def test_claim1_partly_when_one_model_fails():
 
 
 # ---- claim 3 and 7: the probe and the trained baselines ----------------------------------------------------
-def test_probe_summary_counts_and_numbers():
-    probe = pd.DataFrame({"gain": [0.01, 0.03, -0.01], "probe_stop": ["validation", "flattened", "validation"],
-                          "seconds_probe": [1.0, 2.0, 3.0]})  # fmt: skip
-    corr = {"r": 0.1, "p": 0.5, "ci_lo": -0.2, "ci_hi": 0.4}
-    s = V.probe_summary(probe, corr).iloc[0]
-    assert s["gain_median"] == 0.01 and s["gain_max"] == 0.03 and s["gain_min"] == -0.01
-    assert (s["n_stop_validation"], s["n_stop_flattened"], s["n_stop_max_epochs"]) == (2, 1, 0)
-    assert s["seconds_probe_total"] == 6.0 and s["ci_lo"] == -0.2 and s["ci_hi"] == 0.4
+def _probe_blocks(model="m", n=6, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "model": model, "block": range(n), "gain": rng.uniform(0, 0.03, n), "gain_quad": rng.uniform(0, 0.04, n),
+        "r2_lin_rows": rng.uniform(0.3, 0.9, n), "probe_stop": ["validation"] * (n - 1) + ["max_epochs"],
+        "seconds_probe": np.ones(n),
+    })  # fmt: skip
 
 
-def _claim3(gain=0.01, lo=-0.1, hi=0.2):
-    return V.claim3(pd.DataFrame([{"n_blocks": 10, "gain_median": gain, "gain_max": 0.1, "pearson_r": 0.0, "p": 0.9,
-                                   "ci_lo": lo, "ci_hi": hi}]))  # fmt: skip
+def test_probe_summary_per_model_and_pooled():
+    from linrec.uncertainty import detectable_correlation, pearson_with_ci
+
+    probe = pd.concat([_probe_blocks("a", 6, 0), _probe_blocks("b", 8, 1)], ignore_index=True)
+    sweep = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "block": [1, 1, 4, 4, 2, 2], "rank": [16, 64] * 3,
+                          "gain": [0.01, 0.02, 0.03, 0.05, 0.0, 0.1]})  # fmt: skip
+    s = V.probe_summary(probe, sweep, n_boot=300, seed=3).set_index("model")
+    assert list(s.index) == ["a", "b", V.POOLED]
+    a = probe[probe["model"] == "a"]
+    ref = pearson_with_ci(1 - a["r2_lin_rows"], a["gain"], n_boot=300, seed=3)
+    assert s.loc["a", "pearson_r"] == pytest.approx(ref["r"]) and s.loc["a", "ci_lo"] == pytest.approx(ref["ci_lo"])
+    assert s.loc["a", "gain_median"] == a["gain"].median() and s.loc[V.POOLED, "n_blocks"] == 14
+    assert s.loc["a", "quad_excess_median"] == pytest.approx((a["gain_quad"] - a["gain"]).median())
+    assert s.loc["a", "detectable_r"] == pytest.approx(detectable_correlation(6))
+    assert (s.loc["a", "sweep_rank_min"], s.loc["a", "sweep_rank_max"]) == (16, 64)
+    assert s.loc["a", "sweep_gain_median_rank_max"] == pytest.approx(0.035)
+    assert s.loc[V.POOLED, "sweep_gain_median_rank_max"] == pytest.approx(0.05)
+    assert (s.loc["a", "n_stop_validation"], s.loc["a", "n_stop_max_epochs"]) == (5, 1)
+
+
+def _claim3(gain=0.01, lo=-0.1, hi=0.2, excess=0.0, model="m"):
+    return {"model": model, "n_blocks": 10, "gain_median": gain, "gain_max": 0.1, "pearson_r": 0.0, "p": 0.9,
+            "ci_lo": lo, "ci_hi": hi, "quad_excess_median": excess, "detectable_r": 0.5}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -133,22 +152,35 @@ def _claim3(gain=0.01, lo=-0.1, hi=0.2):
         ({"lo": EPS}, V.NOT_REPRODUCED),
         ({"hi": -EPS}, V.NOT_REPRODUCED),
         ({"lo": np.nan}, V.NOT_TESTABLE),
+        ({"excess": V.CLAIM3_MAX_GAIN - EPS}, V.REPRODUCED),
+        ({"excess": V.CLAIM3_MAX_GAIN}, V.NOT_TESTABLE),  # the probe stays far below the quadratic: not converged
     ],
 )
 def test_claim3_thresholds(kw, word):
-    assert _claim3(**kw).verdict == word
+    assert V.claim3(pd.DataFrame([_claim3(**kw)])).verdict == word
 
 
-def _probe(shortfalls, adam_better=True):
+def test_claim3_is_per_model_and_ignores_the_pooled_row():
+    rows = [_claim3(model="a"), _claim3(lo=0.2, model="b"), _claim3(lo=0.3, model=V.POOLED)]
+    v = V.claim3(pd.DataFrame(rows))
+    assert v.verdict == V.PARTLY and [e["passes"] for e in v.evidence] == [True, False]
+    v = V.claim3(pd.DataFrame([_claim3(model="a"), _claim3(excess=1.0, model="b")]))
+    assert v.verdict == V.REPRODUCED and v.evidence[1]["passes"] is None  # the untested model does not count
+
+
+def _probe(shortfalls, adam_better=True, model="m", cond=None):
     n = len(shortfalls)
     ceiling = np.asarray(shortfalls, dtype=float)  # best baseline at 0: the shortfall is exact, no rounding
     best = np.zeros(n)
     worse = best - 0.2
     return pd.DataFrame({
+        "model": model,
+        "block": range(n),
         "r2_ceiling_rows": ceiling,
         "r2_trained_adam": best if adam_better else worse,
         "r2_trained_sgd": worse if adam_better else best,
-        "cond_gram": np.arange(1.0, n + 1),
+        "cond_gram": np.arange(1.0, n + 1) if cond is None else cond,
+        "adam_reach": np.arange(n, 0, -1.0),
     })  # fmt: skip
 
 
@@ -157,24 +189,75 @@ def test_trained_shortfall_takes_the_better_baseline():
     assert np.allclose(V.trained_shortfall(_probe([0.1, 0.0], adam_better=False)), [0.1, 0.0])
 
 
+@pytest.mark.parametrize("shortfalls", [[0.0, 0.0, 0.0, 0.02], [0.0, 0.0, 0.02, 0.0, 0.03]])
+def test_pitfall_summary_counts_and_correlations(shortfalls):
+    s = V.pitfall_summary(_probe(shortfalls), n_boot=200).iloc[0]
+    assert s["n_short"] == sum(x > V.CLAIM7_SHORTFALL for x in shortfalls) and s["n_blocks"] == len(shortfalls)
+    assert s["shortfall_max"] == pytest.approx(max(shortfalls))
+    rho = stats.spearmanr(np.arange(len(shortfalls)), shortfalls)[0]
+    assert s["spearman_cond_shortfall"] == pytest.approx(rho)
+    reach_rho = stats.spearmanr(np.arange(len(shortfalls), 0, -1.0), shortfalls)[0]  # Adam is the better baseline
+    assert s["spearman_reach_adam"] == pytest.approx(reach_rho)
+
+
+def _pitfall_row(n_short=1, n_blocks=4, white=(0.8, 0.8), decay=(0.1, 0.1), model="m"):
+    return {"model": model, "n_blocks": n_blocks, "n_short": n_short, "share_short": n_short / n_blocks,
+            "cond_lo": -0.2, "cond_hi": 0.3, "closed_sgd_whitened_well": white[0], "closed_sgd_whitened_ill": white[1],
+            "closed_sgd_decay_well": decay[0], "closed_sgd_decay_ill": decay[1]}  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    "shortfalls, word",
+    "kw, word",
     [
-        ([0.02, 0.0, 0.0, 0.0], V.REPRODUCED),  # 1 of 4 = 25 %: at the threshold
-        ([0.02, 0.0, 0.0, 0.0, 0.0], V.NOT_REPRODUCED),  # 20 %
-        ([V.CLAIM7_SHORTFALL, 0.0, 0.0, 0.0], V.NOT_REPRODUCED),  # not *more* than the shortfall threshold
+        ({}, V.REPRODUCED),  # 1 of 4 = 25 %: at the share threshold
+        ({"n_blocks": 5}, V.NOT_REPRODUCED),  # 20 %
+        ({"white": (V.CLAIM7_CLOSED, V.CLAIM7_CLOSED)}, V.REPRODUCED),
+        ({"white": (V.CLAIM7_CLOSED - EPS, 0.9)}, V.PARTLY),  # whitening does not close it on the well half
+        ({"white": (0.9, np.nan)}, V.PARTLY),
+        ({"decay": (V.CLAIM7_CLOSED - EPS, 0.0)}, V.REPRODUCED),
+        ({"decay": (0.0, V.CLAIM7_CLOSED)}, V.PARTLY),  # the decaying step alone closes it: not the conditioning
     ],
 )
-def test_claim7_thresholds(shortfalls, word):
-    v = V.claim7(_probe(shortfalls))
-    assert v.verdict == word
-    assert v.evidence[0]["shortfall_max"] == pytest.approx(max(shortfalls))
-    rho = stats.spearmanr(np.arange(len(shortfalls)), shortfalls)[0]
-    assert v.evidence[0]["spearman_cond_shortfall"] == pytest.approx(rho, nan_ok=True)
+def test_claim7_thresholds(kw, word):
+    assert V.claim7(pd.DataFrame([_pitfall_row(**kw)])).verdict == word
+
+
+def test_claim7_per_model_mechanism_and_pooled_share():
+    rows = [_pitfall_row(model="a", n_short=1, n_blocks=10), _pitfall_row(model="b", n_short=4, n_blocks=10,
+                                                                          white=(0.2, 0.9))]  # fmt: skip
+    v = V.claim7(pd.DataFrame(rows))
+    assert v.verdict == V.PARTLY and [e["conditioning_explains"] for e in v.evidence] == [True, False]
+    assert v.evidence[0]["share_short_all"] == pytest.approx(0.25) and v.evidence[0]["kappa_trend"] is False
+
+
+def test_gap_closed_and_the_fits_that_close_it():
+    got = V.gap_closed([0.0, 0.05, 0.1, 0.3, 0.0], [0.1, 0.1, 0.1, np.inf, V.CLAIM7_SHORTFALL])
+    assert np.allclose(got[:4], [1.0, 0.5, 0.0, 1.0]) and np.isnan(got[4])  # no gap to close at the threshold
+    row = {"closed_adam_scaled_targets_well": V.CLAIM7_CLOSED, "closed_adam_step_x10_well": V.CLAIM7_CLOSED - EPS,
+           "closed_sgd_whitened_well": np.nan}  # fmt: skip
+    assert V.closing_fits(row, "well") == ["adam_scaled_targets"] and V.closing_fits(row, "ill") == []
+
+
+def test_pitfall_summary_reads_the_mechanism_table_by_conditioning_half():
+    probe = _probe([0.2, 0.2, 0.2, 0.2]).assign(r2_ceiling_rows=0.9, r2_trained_adam=0.7, r2_trained_sgd=0.5)
+    rows = []
+    for b in range(4):
+        well = b < 2
+        rows += [
+            {"model": "m", "block": b, "fit": "adam_scaled_targets", "r2_test": 0.9 if well else 0.7},
+            {"model": "m", "block": b, "fit": "adam_step_x10", "r2_test": 0.8},
+            {"model": "m", "block": b, "fit": "sgd_whitened", "r2_test": 0.5 if well else 0.9},
+        ]
+    mech = pd.DataFrame(rows).assign(r2_ceiling_rows=0.9, cond_gram=lambda t: t["block"] + 1.0)
+    r = V.pitfall_summary(probe, mech, n_boot=100).iloc[0]
+    assert r["closed_adam_scaled_targets_well"] == pytest.approx(1.0)
+    assert r["closed_adam_scaled_targets_ill"] == pytest.approx(0.0)
+    assert r["closed_adam_step_x10_well"] == pytest.approx(0.5) and r["closed_sgd_whitened_ill"] == pytest.approx(1.0)
+    assert r["closed_sgd_whitened_well"] == pytest.approx(0.0)
 
 
 # ---- claim 4: regimes ------------------------------------------------------------------------------------
-REGIMES = ("broadly linear", "first-token-concentrated", "outlier-concentrated", "nonlinear")
+REGIMES = ("broadly linear", "first-token-concentrated", "outlier-concentrated", "nonlinear", "unclassified")
 
 
 def _spectrum(regimes, model="m"):
@@ -189,16 +272,22 @@ def _spectrum(regimes, model="m"):
 
 
 def test_regime_summary_counts_and_lists():
-    t = _spectrum(["broadly linear", "outlier-concentrated", "nonlinear", "broadly linear"])
+    t = _spectrum(["broadly linear", "outlier-concentrated", "nonlinear", "broadly linear", "unclassified"])
+    t["first_var_share"] = [0.0, 0.2, 0.3, 0.6, 0.9]  # block 1 sits exactly at the overlap threshold
     s = V.regime_summary(t, REGIMES).iloc[0]
-    assert (s["n_broadly_linear"], s["n_outlier_concentrated"], s["n_nonlinear"], s["n_first_token_concentrated"]) == (
-        2,
-        1,
-        1,
-        0,
+    counts = (
+        "n_broadly_linear",
+        "n_outlier_concentrated",
+        "n_nonlinear",
+        "n_first_token_concentrated",
+        "n_unclassified",
     )
+    assert tuple(s[c] for c in counts) == (2, 1, 1, 0, 1)
     assert s["outlier_blocks"] == "1" and s["first_token_blocks"] == "" and s["massive_blocks"] == "0"
-    assert s["first_share_blocks"] == "2 3" and s["top1_broadly_linear_blocks"] == "0 3"
+    assert s["unclassified_blocks"] == "4" and s["outlier_first_blocks"] == "1"
+    assert s["first_share_blocks"] == "3 4" and s["top1_broadly_linear_blocks"] == "0 3"
+    t.loc[1, "first_var_share"] = 0.19  # just below the overlap threshold
+    assert V.regime_summary(t, REGIMES).iloc[0]["outlier_first_blocks"] == ""
     assert s["max_drop_ex_top8"] == pytest.approx(0.4) and s["eff_rank_out_frac_median"] == pytest.approx(0.1)
 
 
@@ -395,14 +484,17 @@ def test_random_init_summary_hand_computed():
     assert s["mean_abs_trained_init"] == pytest.approx((np.mean([0.8, 0.3, 0.4]) + np.mean([0.7, 0.3, 0.5])) / 2)
     assert s["mean_abs_init_seeds"] == pytest.approx(np.mean([0.1, 0.0, 0.1]))
     assert s["init_r2_train_median"] == 0.9 and s["init_r2_test_median"] == 0.2
+    assert s["init_r2_spread"] == pytest.approx(np.std([0.1, 0.2, 0.3]))
     one = V.random_init_summary(_profiles([0.9, 0.5, 0.7], [[0.1, 0.2, 0.3]]), [0]).iloc[0]
     assert np.isnan(one["mean_abs_init_seeds"]) and np.isnan(one["spearman_init_seeds"])
 
 
-def _claim2_row(diff=0.5, noise=0.1, rho=0.0, model="m"):
+def _claim2_row(diff=0.5, noise=0.1, rho=0.0, spread=0.3, share_lo=0.1, share_hi=0.3, model="m"):
     return {"model": model, "trained_r2_min": 0.1, "trained_r2_max": 0.9, "init_r2_min": 0.0, "init_r2_max": 0.2,
-            "mean_abs_trained_init": diff, "spearman_trained_init": rho, "init_r2_train_median": 0.8,
-            "init_r2_test_median": 0.1, "mean_abs_init_seeds": noise, "spearman_init_seeds": 0.1}  # fmt: skip
+            "init_r2_spread": spread, "mean_abs_trained_init": diff, "spearman_trained_init": rho,
+            "init_r2_train_median": 0.8, "init_r2_test_median": 0.1, "mean_abs_init_seeds": noise,
+            "spearman_init_seeds": 0.1, "share_init_ffn_lo": share_lo, "share_init_ffn_hi": share_hi,
+            "share_shuffled_lo": 0.0, "share_shuffled_hi": 0.2}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -413,11 +505,47 @@ def _claim2_row(diff=0.5, noise=0.1, rho=0.0, model="m"):
         ({"diff": V.CLAIM2_NOISE_FACTOR * 0.1}, V.NOT_REPRODUCED),
         ({"rho": V.CLAIM2_MAX_RHO - EPS}, V.REPRODUCED),
         ({"rho": V.CLAIM2_MAX_RHO}, V.NOT_REPRODUCED),
+        # a flat init profile (spread ≤ 2 × seed noise): ρ(trained, init) is not used
+        ({"rho": 0.9, "spread": V.CLAIM2_NOISE_FACTOR * 0.1}, V.REPRODUCED),
+        ({"rho": 0.9, "spread": V.CLAIM2_NOISE_FACTOR * 0.1 + EPS}, V.NOT_REPRODUCED),
         ({"noise": np.nan}, V.NOT_TESTABLE),
+        # the weight null explains the trained profile: learned, but through the inputs
+        ({"share_lo": V.CLAIM2_INPUT_SHARE, "share_hi": 0.9}, V.PARTLY),
+        ({"share_lo": V.CLAIM2_INPUT_SHARE - EPS, "share_hi": 0.9}, V.PARTLY),  # undecided: CI straddles
+        ({"share_lo": 0.1, "share_hi": V.CLAIM2_INPUT_SHARE - EPS}, V.REPRODUCED),
+        ({"share_lo": 0.1, "share_hi": V.CLAIM2_INPUT_SHARE}, V.PARTLY),
+        ({"share_lo": np.nan, "share_hi": np.nan}, V.PARTLY),  # no nulls: undecided
     ],
 )
 def test_claim2_thresholds(kw, word):
     assert V.claim2(pd.DataFrame([_claim2_row(**kw)])).verdict == word
+
+
+def test_claim2_outcomes_and_decomposition_join():
+    row = _claim2_row(share_lo=0.6, share_hi=0.9)
+    assert V.claim2_outcome(row) == "inputs"
+    summary = pd.DataFrame([_claim2_row()]).drop(columns=[c for c in row if c.startswith("share_")])
+    dec = pd.DataFrame([{"model": "m", "share_init_ffn_lo": 0.7, "share_init_ffn_hi": 0.9, "share_shuffled_lo": 0.1,
+                         "share_shuffled_hi": 0.4}])  # fmt: skip
+    v = V.claim2(summary, dec)
+    assert v.verdict == V.PARTLY and v.evidence[0]["outcome"] == "inputs"
+
+
+def test_decomposition_summary_against_hand_computation():
+    rng = np.random.default_rng(0)
+    n = 8
+    own = rng.uniform(0.2, 0.9, n)
+    nulls = pd.DataFrame({"model": "m", "block": range(n), "r2_trained": own, "r2_init_ffn": own * 0.5 + 0.1,
+                          "r2_shuffled": rng.uniform(0, 1, n)})  # fmt: skip
+    cross = pd.DataFrame([{"model": "m", "ffn_block": i, "input_block": j, "r2": own[j] - 0.01 * abs(i - j)}
+                          for i in range(n) for j in range(n)])  # fmt: skip
+    d = V.decomposition_summary(cross, nulls, n_boot=300).iloc[0]
+    assert d["share_init_ffn"] == pytest.approx(1.0)  # a line in the null explains the trained profile exactly
+    assert d["share_shuffled"] == pytest.approx(stats.pearsonr(nulls["r2_shuffled"], own)[0] ** 2)
+    assert d["gap_init_ffn_median"] == pytest.approx(np.median(own * 0.5 - 0.1))
+    assert d["n_pairs"] == 2 * (n - 1) and d["rho_inputs"] == pytest.approx(1.0)  # the entries follow the inputs
+    band = cross[(cross["ffn_block"] - cross["input_block"]).abs() == 1]
+    assert d["rho_weights"] == pytest.approx(stats.spearmanr(band["r2"], own[band["ffn_block"]])[0])
 
 
 def test_input_control_summary():

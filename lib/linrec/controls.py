@@ -205,3 +205,82 @@ def cross_feed(
             }
         )
     return pd.DataFrame(out)
+
+
+# ---- claim 2, decomposed: inputs against weights ----------------------------------------------------------
+def shuffled_weights(module: torch.nn.Module, seed: int | list[int] = 0) -> torch.nn.Module:
+    """A copy of `module` whose every weight matrix (parameters with ≥ 2 dimensions) has its entries permuted at
+    random (seeded): each matrix keeps its multiset of values, so its scale and entry distribution, and loses
+    whatever structure training put in it. Vectors (biases, norm weights) are kept."""
+    import copy
+
+    out = copy.deepcopy(module)
+    gen = torch.Generator().manual_seed(int(np.random.default_rng(seed).integers(2**62)))
+    with torch.no_grad():
+        for p in out.parameters():
+            if p.ndim >= 2:
+                flat = p.detach().reshape(-1).cpu()
+                p.copy_(flat[torch.randperm(flat.numel(), generator=gen)].reshape(p.shape).to(p.device))
+    return out
+
+
+def cross_matrix(
+    capture, loaded, n_rows: int | None = None, seed: int = 0, band: int | None = None, progress: bool = True
+) -> pd.DataFrame:
+    """R² of FFN_i as a map on the inputs captured at block j, for every pair with |i − j| ≤ `band` (None: all pairs).
+
+    Long form: one row per (ffn_block, input_block). The inputs are the stored rows of block j (the capture's window
+    split, at most `n_rows`); with every row stored and `n_rows` None the diagonal is the capture's R²_lin itself.
+    Widths must match across blocks (they do within one model). Cost: one FFN pass and one closed-form fit per
+    pair, so a band keeps it linear in the depth."""
+    sites = find_ffn_sites(loaded.model)
+    if len(sites) != capture.n_blocks:
+        raise LinrecError(
+            f"the capture has {capture.n_blocks} blocks but the model has {len(sites)}; pass the capture of this model"
+        )
+    n = capture.n_blocks
+    band = n if band is None else int(band)
+    pairs = [(i, j) for j in range(n) for i in range(n) if abs(i - j) <= band]
+    complete = _complete(capture, n_rows)
+    out = []
+    bar = tqdm(total=len(pairs), desc=f"cross matrix {capture.model_label}", unit="pair", disable=not progress)
+    for j in range(n):
+        xtr, xte = _split_rows(capture, j, n_rows, seed)
+        for i in [i for i, jj in pairs if jj == j]:
+            if i == j and complete:
+                r2 = capture.score(i).r2
+            else:
+                r2 = r2_of_map(sites[i].module, xtr, xte, block=f"{i} on {j}")["r2"]
+            out.append({"model": capture.model_label, "ffn_block": i, "input_block": j, "r2": r2})
+            bar.update()
+    bar.close()
+    return pd.DataFrame(out)
+
+
+def weight_nulls(
+    capture, loaded, init_loaded, n_rows: int | None = None, seed: int = 0, progress: bool = True
+) -> pd.DataFrame:
+    """Per block: R² on the block's own trained inputs of (a) its trained FFN (`r2_trained`), (b) the random-init
+    twin's FFN at that block (`r2_init_ffn`), (c) its trained FFN with each weight matrix's entries shuffled
+    (`r2_shuffled`, `shuffled_weights`). Same rows for all three: what the inputs alone give, without learned
+    weights."""
+    sites, init_sites = find_ffn_sites(loaded.model), find_ffn_sites(init_loaded.model)
+    if not (len(sites) == len(init_sites) == capture.n_blocks):
+        raise LinrecError("the capture, the trained model and its random-init twin must have the same number of blocks")
+    complete = _complete(capture, n_rows)
+    out = []
+    for i in tqdm(range(capture.n_blocks), desc=f"weight nulls {capture.model_label}", disable=not progress):
+        xtr, xte = _split_rows(capture, i, n_rows, seed)
+        trained = capture.score(i).r2 if complete else r2_of_map(sites[i].module, xtr, xte, block=i)["r2"]
+        out.append(
+            {
+                "model": capture.model_label,
+                "block": i,
+                "n_train": len(xtr),
+                "n_test": len(xte),
+                "r2_trained": trained,
+                "r2_init_ffn": r2_of_map(init_sites[i].module, xtr, xte, block=i)["r2"],
+                "r2_shuffled": r2_of_map(shuffled_weights(sites[i].module, [seed, i]), xtr, xte, block=i)["r2"],
+            }
+        )
+    return pd.DataFrame(out)

@@ -156,20 +156,21 @@ def fig5_corpora(table, stem: str | Path | None = None):
     return fig
 
 
-def fig3_bilinear_gain(table, stats: dict, stem: str | Path | None = None):
-    """Figure 3: residual nonlinearity (1 − R²_lin) vs the rank-k bilinear probe's gain, per block."""
+def fig3_bilinear_gain(table, summary, stem: str | Path | None = None):
+    """Figure 3: residual nonlinearity (1 − R²_lin) vs the rank-k bilinear probe's gain, per block; the title gives
+    each model's Pearson r with its 95 % CI (`summary`: `linrec.verdicts.probe_summary`)."""
     sns.set_theme(style="whitegrid", context="paper")
     t = table.assign(nonlinearity=1 - table["r2_lin_rows"])
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    fig, ax = plt.subplots(figsize=(5.6, 3.9))
     sns.scatterplot(data=t, x="nonlinearity", y="gain", hue="model", style="model", palette="colorblind", s=40, ax=ax)
     ax.axhline(0, color="0.5", lw=0.8)
     ax.set_xlabel("residual nonlinearity 1 − R²_lin (held-out rows)")
     ax.set_ylabel("bilinear gain R²_poly − R²_lin")
-    ax.set_title(
-        f"Pearson r = {stats['r']:.2f} (95% CI {stats['ci_lo']:.2f} to {stats['ci_hi']:.2f}; p = {stats['p']:.2g}; "
-        f"n = {stats['n']})",
-        fontsize=9,
-    )
+    lines = [
+        f"{r['model']}: r = {r['pearson_r']:.2f} [{r['ci_lo']:.2f}, {r['ci_hi']:.2f}], n = {int(r['n_blocks'])}"
+        for r in summary.to_dict("records")
+    ]
+    ax.set_title("\n".join(lines), fontsize=8)
     if stem is not None:
         save(fig, stem)
     return fig
@@ -200,7 +201,13 @@ def fig3b_trained_pitfall(table, stem: str | Path | None = None):
     return fig
 
 
-REGIME_MARKERS = {"broadly linear": "o", "first-token-concentrated": "^", "outlier-concentrated": "D", "nonlinear": "X"}
+REGIME_MARKERS = {
+    "broadly linear": "o",
+    "first-token-concentrated": "^",
+    "outlier-concentrated": "D",
+    "nonlinear": "X",
+    "unclassified": "s",
+}
 
 
 def fig4_rank_outliers(table, stem: str | Path | None = None):
@@ -227,7 +234,9 @@ def fig4_rank_outliers(table, stem: str | Path | None = None):
                     edgecolors="k",
                     linewidths=0.4,
                 )
-    for _, r in table[table["regime"].isin(["outlier-concentrated", "first-token-concentrated"])].iterrows():
+    for _, r in table[
+        table["regime"].isin(["outlier-concentrated", "first-token-concentrated", "unclassified"])
+    ].iterrows():
         ax.annotate(
             str(r["block"]),
             (r["r2_lin"], r["r2_feature_median"]),
@@ -411,6 +420,40 @@ def fig7_controls(profiles, inputs, stem: str | Path | None = None):
     axes[0][0].set_ylabel("held-out R²_lin")
     axes[1][0].set_ylabel("R² of the trained FFN's best affine map")
     fig.suptitle("Is linear recoverability learned? Random-init twins (top) and input controls (bottom)", y=1.0)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig7b_inputs_or_weights(nulls, cross=None, stem: str | Path | None = None):
+    """Inputs or weights? (top) per block, on the block's own trained inputs: the trained FFN, the random-init
+    FFN and the trained FFN with shuffled entries; (bottom, with `cross`) R² of FFN i (rows) on the inputs
+    of block j (columns), colour clipped to [−1, 1]. One column per model."""
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(nulls["model"]))
+    n_rows = 2 if cross is not None and not cross.empty else 1
+    fig, axes = plt.subplots(n_rows, len(models), figsize=(4.6 * len(models), 3.4 * n_rows + 0.4), squeeze=False)
+    colours = sns.color_palette("colorblind", 4)
+    labels = {"r2_trained": "trained FFN", "r2_init_ffn": "random-init FFN", "r2_shuffled": "trained FFN, shuffled"}
+    for k, model in enumerate(models):
+        ax = axes[0][k]
+        t = nulls[nulls["model"] == model].sort_values("block")
+        for c, (col, label) in zip(colours, labels.items()):
+            ax.plot(t["block"], t[col], "-o", color=c, ms=3, lw=1.2, label=label)
+        ax.set_title(f"{model}: FFNs on the trained inputs", fontsize=9)
+        ax.set_xlabel("block")
+        ax.set_ylabel("held-out R² of the best affine map")
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+        ax.legend(fontsize=7, loc="lower left")
+        if n_rows == 2:
+            bx = axes[1][k]
+            m = cross[cross["model"] == model].pivot(index="ffn_block", columns="input_block", values="r2")
+            sns.heatmap(m.clip(-1, 1), vmin=-1, vmax=1, cmap="vlag_r", ax=bx, cbar_kws={"label": "R²"},
+                        xticklabels=5, yticklabels=5)  # fmt: skip
+            bx.set_xlabel("inputs of block j")
+            bx.set_ylabel("FFN of block i")
+            bx.set_title("R²(FFN i on inputs of block j)", fontsize=9)
     fig.tight_layout()
     if stem is not None:
         save(fig, stem)

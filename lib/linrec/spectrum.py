@@ -30,7 +30,14 @@ Regimes (the rule, stated once, used by the table and the notebook; checked in t
 - "outlier-concentrated":   R²_lin ≥ 0.6 and the per-feature median R² is at least 0.2 below
                             R²_lin and either the top-1 feature holds ≥ 50 % of the output
                             variance or the output effective rank is < 5 % of its width;
-- "broadly linear":         every other block with R²_lin ≥ 0.6.
+- "broadly linear":         every other block with R²_lin ≥ 0.6 whose explained part is spread
+                            out: the effective rank of WᵀCxxW is at least 5 % of the output
+                            width (the same fraction below which the output counts as
+                            concentrated, so "broadly" means "not concentrated" in one measure);
+- "unclassified":           R²_lin ≥ 0.6 and none of the above: e.g. a high R²_lin carried by
+                            a handful of output directions while the per-feature median keeps
+                            up (SmolLM2 block 29: effective rank 6.9 of 576). Reported as such
+                            rather than forced into a regime (issue 18).
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ if TYPE_CHECKING:
 REGIME_R2 = 0.6  # below: nonlinear
 REGIME_GAP = 0.2  # global minus per-feature median R² that marks concentration
 REGIME_TOP1 = 0.5  # top-1 output variance share
-REGIME_RANK = 0.05  # output effective rank as a fraction of the width
+REGIME_RANK = 0.05  # effective rank as a fraction of the width: below it, output (or explained part) is concentrated
 MASSIVE_RATIO = 100.0  # a feature with ≥ 100× the median feature's variance is "massive"
 
 
@@ -74,7 +81,7 @@ def ex_top_k_r2(sse: np.ndarray, sst: np.ndarray, k: int) -> float:
     return float(1 - sse[keep].sum() / sst[keep].sum())
 
 
-REGIMES = ("broadly linear", "first-token-concentrated", "outlier-concentrated", "nonlinear")
+REGIMES = ("broadly linear", "first-token-concentrated", "outlier-concentrated", "nonlinear", "unclassified")
 
 
 def regime(
@@ -84,8 +91,10 @@ def regime(
     eff_rank_out: float,
     d_out: int,
     r2_ex_first: float = float("nan"),
+    eff_rank_explained: float = float("inf"),
 ) -> str:
-    """The block's regime under the rule in the module docstring (`r2_ex_first` NaN: that rule is skipped)."""
+    """The block's regime under the rule in the module docstring (`r2_ex_first` NaN: that rule is skipped;
+    `eff_rank_explained`: effective rank of the map's explained part WᵀCxxW, not given: not checked)."""
     if r2_lin < REGIME_R2:
         return "nonlinear"
     if r2_lin - r2_ex_first >= REGIME_GAP:
@@ -93,6 +102,8 @@ def regime(
     concentrated = top1_share >= REGIME_TOP1 or eff_rank_out < REGIME_RANK * d_out
     if r2_lin - r2_median >= REGIME_GAP and concentrated:
         return "outlier-concentrated"
+    if eff_rank_explained < REGIME_RANK * d_out:
+        return "unclassified"
     return "broadly linear"
 
 
@@ -137,7 +148,13 @@ def block_spectrum(
         "d_out": train.d_out,
     }
     row["regime"] = regime(
-        row["r2_lin"], row["r2_feature_median"], row["top1_var_share"], eff_out, train.d_out, row["r2_ex_first"]
+        row["r2_lin"],
+        row["r2_feature_median"],
+        row["top1_var_share"],
+        eff_out,
+        train.d_out,
+        row["r2_ex_first"],
+        row["eff_rank_explained"],
     )
     return row
 

@@ -52,14 +52,38 @@ TABLES: dict[str, TableSpec] = {
     "probe": _spec(
         "03",
         "model block r2_lin r2_lin_rows r2_poly gain probe_epochs probe_stop probe_converged seconds_probe cond_gram "
-        "n_train_rows n_test_rows r2_ceiling_rows r2_trained_adam r2_trained_sgd seconds_trained",
-        "per block: the rank-k bilinear probe and the trained baselines (linrec.probe.probe_table)",
+        "n_train_rows n_test_rows r2_quad gain_quad seconds_quad r2_ceiling_rows adam_reach r2_trained_adam "
+        "r2_trained_sgd seconds_trained",
+        "per block: the rank-k bilinear probe, the closed-form quadratic on the top-k input components and the "
+        "trained baselines (linrec.probe.probe_table)",
+    ),
+    "probe_ranks": _spec(
+        "03",
+        "model block rank r2_lin_rows r2_poly gain probe_stop probe_epochs seconds",
+        "per block and rank: the probe's gain at ranks 16, 64, 256 on three blocks (linrec.probe.rank_sweep)",
     ),
     "probe_summary": _spec(
         "03",
-        "n_blocks gain_median gain_max gain_min pearson_r p ci_lo ci_hi n_stop_validation n_stop_flattened "
-        "n_stop_max_epochs seconds_probe_total",
-        "all blocks: the probe's gain and its correlation with 1 − R²_lin (linrec.verdicts.probe_summary)",
+        "model n_blocks gain_median gain_max gain_min gain_quad_median quad_excess_median pearson_r p ci_lo ci_hi "
+        "detectable_r n_stop_validation n_stop_flattened n_stop_max_epochs seconds_probe_total sweep_rank_min "
+        "sweep_gain_median_rank_min sweep_rank_max sweep_gain_median_rank_max",
+        "per model and pooled: the probe's gain, its correlation with 1 − R²_lin and the power of that test "
+        "(linrec.verdicts.probe_summary)",
+    ),
+    "pitfall_mechanism": _spec(
+        "03",
+        "model block fit r2_test r2_ceiling_rows cond_gram",
+        "per block and changed fit: the trained baselines with one thing changed (linrec.probe.mechanism_table)",
+    ),
+    "pitfall_summary": _spec(
+        "03",
+        "model n_blocks n_short share_short shortfall_median shortfall_max adam_shortfall_median sgd_shortfall_median "
+        "spearman_cond_shortfall cond_lo cond_hi spearman_reach_adam reach_lo reach_hi adam_reach_median "
+        "closed_adam_scaled_targets_well closed_adam_scaled_targets_ill closed_adam_step_x10_well "
+        "closed_adam_step_x10_ill closed_adam_decay_well closed_adam_decay_ill closed_sgd_decay_well "
+        "closed_sgd_decay_ill closed_sgd_standardised_well closed_sgd_standardised_ill closed_sgd_whitened_well "
+        "closed_sgd_whitened_ill",
+        "per model: the trained baselines' shortfall and what closes it (linrec.verdicts.pitfall_summary)",
     ),
     "pitfall_demo": _spec("03", "fit r2_test model block cond_gram", "one block: trained fits against the ceiling"),
     "spectrum": _spec(
@@ -71,9 +95,9 @@ TABLES: dict[str, TableSpec] = {
     ),
     "spectrum_summary": _spec(
         "04",
-        "model n_blocks n_broadly_linear n_first_token_concentrated n_outlier_concentrated n_nonlinear outlier_blocks "
-        "first_token_blocks first_share_blocks massive_blocks top1_broadly_linear_blocks max_drop_ex_top8 "
-        "eff_rank_out_frac_median",
+        "model n_blocks n_broadly_linear n_first_token_concentrated n_outlier_concentrated n_nonlinear n_unclassified "
+        "outlier_blocks first_token_blocks unclassified_blocks outlier_first_blocks first_share_blocks massive_blocks "
+        "top1_broadly_linear_blocks max_drop_ex_top8 eff_rank_out_frac_median",
         "per model: regimes (linrec.verdicts.regime_summary)",
     ),
     "spectrum_inputs": _spec(
@@ -152,9 +176,28 @@ TABLES: dict[str, TableSpec] = {
     "controls_random_init": _spec("07", _R2_BLOCK + " weights", "per block: trained and random-init profiles"),
     "controls_random_init_summary": _spec(
         "07",
-        "model trained_r2_min trained_r2_max init_r2_min init_r2_max mean_abs_trained_init spearman_trained_init "
-        "init_r2_train_median init_r2_test_median mean_abs_init_seeds spearman_init_seeds",
+        "model trained_r2_min trained_r2_max init_r2_min init_r2_max init_r2_spread mean_abs_trained_init "
+        "spearman_trained_init init_r2_train_median init_r2_test_median mean_abs_init_seeds spearman_init_seeds",
         "per model (linrec.verdicts.random_init_summary)",
+    ),
+    "controls_weight_nulls": _spec(
+        "07",
+        "model block n_train n_test r2_trained r2_init_ffn r2_shuffled",
+        "per block: the trained FFN, the random-init FFN and the shuffled trained FFN on the block's trained inputs "
+        "(linrec.controls.weight_nulls)",
+    ),
+    "controls_cross_matrix": _spec(
+        "07",
+        "model ffn_block input_block r2",
+        "per pair: FFN i on the inputs captured at block j (linrec.controls.cross_matrix)",
+    ),
+    "controls_decomposition": _spec(
+        "07",
+        "model n_blocks r2_init_ffn_median gap_init_ffn_median share_init_ffn share_init_ffn_lo share_init_ffn_hi "
+        "r2_shuffled_median gap_shuffled_median share_shuffled share_shuffled_lo share_shuffled_hi n_pairs rho_inputs "
+        "rho_inputs_lo rho_inputs_hi rho_weights rho_weights_lo rho_weights_hi",
+        "per model: how much of the trained profile the inputs and the weights explain "
+        "(linrec.verdicts.decomposition_summary)",
     ),
     "controls_inputs": _spec(
         "07",
@@ -193,6 +236,30 @@ LABELS = {  # display labels, applied by `labelled` where a table is shown
     "r2_ex_first_max": "max R²_lin without first tokens",
     "first_token_blocks": "first-token blocks",
     "gain_median": "median gain",
+    "gain_quad_median": "median gain, closed-form quadratic (top-k components)",
+    "quad_excess_median": "median quadratic gain − probe gain",
+    "detectable_r": "|r| detectable (80 % power)",
+    "sweep_gain_median_rank_min": "median gain, sweep's lowest rank",
+    "sweep_gain_median_rank_max": "median gain, sweep's highest rank",
+    "share_short": "share of blocks > 0.01 short",
+    "shortfall_median": "median shortfall (best baseline)",
+    "adam_shortfall_median": "median shortfall, Adam",
+    "sgd_shortfall_median": "median shortfall, SGD",
+    "spearman_cond_shortfall": "Spearman ρ(κ, shortfall)",
+    "spearman_reach_adam": "Spearman ρ(Adam reach, Adam shortfall)",
+    "adam_reach_median": "median Adam reach",
+    "closed_adam_scaled_targets_well": "gap closed: scaled targets, well-conditioned",
+    "closed_adam_scaled_targets_ill": "gap closed: scaled targets, ill-conditioned",
+    "closed_adam_step_x10_well": "gap closed: Adam step ×10, well-conditioned",
+    "closed_adam_step_x10_ill": "gap closed: Adam step ×10, ill-conditioned",
+    "closed_adam_decay_well": "gap closed: Adam decaying step, well-conditioned",
+    "closed_adam_decay_ill": "gap closed: Adam decaying step, ill-conditioned",
+    "closed_sgd_decay_well": "gap closed: SGD decaying step, well-conditioned",
+    "closed_sgd_decay_ill": "gap closed: SGD decaying step, ill-conditioned",
+    "closed_sgd_standardised_well": "gap closed: SGD standardised, well-conditioned",
+    "closed_sgd_standardised_ill": "gap closed: SGD standardised, ill-conditioned",
+    "closed_sgd_whitened_well": "gap closed: SGD whitened, well-conditioned",
+    "closed_sgd_whitened_ill": "gap closed: SGD whitened, ill-conditioned",
     "gain_max": "max gain",
     "gain_min": "min gain",
     "pearson_r": "Pearson r",
@@ -202,6 +269,9 @@ LABELS = {  # display labels, applied by `labelled` where a table is shown
     "n_first_token_concentrated": "first-token-concentrated",
     "n_outlier_concentrated": "outlier-concentrated",
     "n_nonlinear": "nonlinear",
+    "n_unclassified": "unclassified (high R²_lin, low-rank explained part)",
+    "unclassified_blocks": "unclassified blocks",
+    "outlier_first_blocks": "outlier-concentrated with first position ≥ 20 %",
     "outlier_blocks": "outlier-concentrated blocks",
     "first_share_blocks": "first position ≥ 50 % of output variance",
     "massive_blocks": "blocks with massive output features",
@@ -228,6 +298,11 @@ LABELS = {  # display labels, applied by `labelled` where a table is shown
     "init_r2_test_median": "init seed 0: median held-out R²",
     "mean_abs_init_seeds": "mean |init seed 0 − seed 1|",
     "spearman_init_seeds": "Spearman ρ(init seed 0, seed 1)",
+    "init_r2_spread": "init seed 0: spread across blocks (sd)",
+    "share_init_ffn": "profile variance explained by random-init FFN on trained inputs",
+    "share_shuffled": "profile variance explained by shuffled FFN on trained inputs",
+    "rho_inputs": "ρ(FFN_i on inputs_j, R²_lin of j), |i − j| = 1",
+    "rho_weights": "ρ(FFN_i on inputs_j, R²_lin of i), |i − j| = 1",
     "r2_own_median": "median R²_lin (own inputs)",
     "r2_gaussian_median": "median R² on Gaussian inputs",
     "n_gaussian_drop": "blocks where Gaussian R² < own − 0.1",

@@ -1,7 +1,8 @@
 """Uncertainty of comparisons: correlations with bootstrap intervals, and agreement of per-block profiles.
 
 `correlations(a, b)` gives Pearson and Spearman with p-values; `pearson_with_ci` adds a
-percentile bootstrap interval over points; `profile_agreement` compares the per-block R²_lin
+percentile bootstrap interval over points; `detectable_correlation` is the power side (how large a
+correlation n points would have detected); `profile_agreement` compares the per-block R²_lin
 profiles of one model across corpora (correlations, largest difference, disjoint intervals).
 The bootstrap of one R²_lin over held-out windows is `linrec.heldout.bootstrap_r2`.
 
@@ -121,6 +122,17 @@ def pearson_with_ci(x, y, n_boot: int = 2000, seed: int = 0) -> dict:
     return {"r": float(r), "p": float(p), "ci_lo": float(lo), "ci_hi": float(hi), "n": len(x)}
 
 
+def detectable_correlation(n: int, level: float = 0.95, power: float = 0.8) -> float:
+    """The smallest |r| a two-sided test at `level` detects with probability `power` over `n` points
+    (Fisher z: r = tanh((z_{1−α/2} + z_power) / √(n − 3))); NaN below 4 points. A confidence interval
+    over n points that includes 0 rules out correlations of about this size, not smaller ones."""
+    from scipy.stats import norm
+
+    if n < 4:
+        return float("nan")
+    return float(np.tanh((norm.ppf(1 - (1 - level) / 2) + norm.ppf(power)) / np.sqrt(n - 3)))
+
+
 # ---- a change in perplexity ---------------------------------------------------------------
 def delta_ppl_interval(
     base: np.ndarray,
@@ -202,6 +214,21 @@ def _boot_ci(stat, arrays: list[np.ndarray], n_boot: int, seed: int, level: floa
     alpha = (1.0 - level) / 2
     lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])
     return point, float(lo), float(hi)
+
+
+def _pearson_sq_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Squared Pearson r of each row pair of a, b [k, n]: the share of b's variance a line in a explains."""
+    a = a - a.mean(-1, keepdims=True)
+    b = b - b.mean(-1, keepdims=True)
+    den = (a * a).sum(-1) * (b * b).sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (a * b).sum(-1) ** 2 / np.where(den > 0, den, 1), np.nan)
+
+
+def explained_share_with_ci(a, b, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+    """Pearson r²(a, b) — the share of b's variance across points that a line in a explains — and its percentile
+    bootstrap interval over points."""
+    return _boot_ci(_pearson_sq_rows, [a, b], n_boot, seed, level)
 
 
 def spearman_with_ci(a, b, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
