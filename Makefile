@@ -39,5 +39,6 @@ smoke: $(STAMP)
 	$(BIN)/linrec figures --params params/smoke.yaml
 
 bench: fetch
-	$(BIN)/python benchmarks/capture.py
+	$(BIN)/python benchmarks/capture.py --csv results/bench/capture.csv
 	$(BIN)/python benchmarks/swap.py --out results/bench/swap.csv
+	$(BIN)/linrec report --bench results/bench

@@ -91,3 +91,33 @@ def test_readme_block_is_replaced_between_markers_only(tmp_path):
     plain = tmp_path / "plain.md"
     plain.write_text("no markers")
     assert not update_readme(plain, d) and plain.read_text() == "no markers"
+
+
+def test_readme_performance_block_is_generated_from_the_committed_bench_csvs():
+    """Every number of the README's performance block comes from results/bench/*.csv: re-rendering the committed
+    files reproduces the block exactly."""
+    from linrec.figures import project_root
+    from linrec.report import PERF_END, PERF_START, performance_section
+
+    root = project_root()
+    text = (root / "README.md").read_text()
+    block = PERF_START + text.split(PERF_START, 1)[1].split(PERF_END, 1)[0] + PERF_END
+    assert block == performance_section(root / "results" / "bench")
+    assert "capture.csv` is missing" not in block and "swap.csv` is missing" not in block
+
+
+def test_performance_section_follows_the_csv_and_names_a_missing_file(tmp_path):
+    from linrec.report import performance_section
+
+    machine = {"machine": "cpu", "cpus": 2, "torch": "2.13.0", "threads": 2, "date": "2026-11-23"}
+    values = {"capture_f64_over_plain": 1.5, "capture_f64_over_plain_median_batch": 1.4, "capture_f64_over_body": 1.9,
+              "capture_f32_over_plain": 1.2, "fast_mode_max_abs_dr2": 1e-7, "capture_f64_rows_over_plain": 1.6,
+              "ours_s": 40.0, "paper_s": 70.0, "ours_peak_mib": 2000, "paper_peak_mib": 4000,
+              "agreement_max_abs_dr2": 6e-15, "plain_runs_spread": 0.02, "other_cpu_share_max": 0.05}  # fmt: skip
+    rows = [{"benchmark": "capture", "model": "m", "tokens": 20480, "measure": k, "value": v,
+             "target": "<= 1.1" if k == "capture_f64_over_plain" else "", "status": "", **machine}
+            for k, v in values.items()]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "capture.csv", index=False)
+    out = performance_section(tmp_path)
+    assert "1.50 (median per batch 1.40" in out and "<= 1.1" in out and "40.0 s vs 70.0 s" in out
+    assert "swap.csv` is missing" in out and "not measured in this run" in out

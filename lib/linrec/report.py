@@ -498,11 +498,96 @@ def readme_section(results_dir: str | Path, report: str | Path = "paper/report.m
 
 def update_readme(readme: str | Path, results_dir: str | Path, report: str | Path = "paper/report.md") -> bool:
     """Replace the block between the results markers of `readme`; False (and no change) if it has none."""
-    readme = Path(readme)
+    return _replace_block(Path(readme), README_START, README_END, lambda: readme_section(results_dir, report))
+
+
+def _replace_block(readme: Path, start: str, end: str, make) -> bool:
+    """Replace `readme`'s text from marker `start` to marker `end` (both kept) with `make()`; False if a marker is
+    missing (then nothing is written)."""
     text = readme.read_text()
-    if README_START not in text or README_END not in text:
+    if start not in text or end not in text:
         return False
-    head, rest = text.split(README_START, 1)
-    tail = rest.split(README_END, 1)[1]
-    readme.write_text(head + readme_section(results_dir, report) + tail)
+    head, rest = text.split(start, 1)
+    readme.write_text(head + make() + rest.split(end, 1)[1])
     return True
+
+
+# ---- the README's performance block, from the benchmark CSVs (`make bench`) ---------------------------------
+PERF_START, PERF_END = "<!-- performance:start -->", "<!-- performance:end -->"
+
+
+def performance_section(bench_dir: str | Path) -> str:
+    """The README's performance block, every number read from `bench_dir`/capture.csv (benchmarks/capture.py --csv)
+    and `bench_dir`/swap.csv (benchmarks/swap.py); a missing file is named in the block, not invented."""
+    bench_dir = Path(bench_dir)
+    lines = [PERF_START]
+    cap_path, swap_path = bench_dir / "capture.csv", bench_dir / "swap.csv"
+    shown = lambda path: "/".join(path.parts[-3:])  # noqa: E731  (results/bench/x.csv, wherever the clone lives)
+    if cap_path.exists():
+        cap = pd.read_csv(cap_path, keep_default_na=False)
+        v = dict(zip(cap["measure"], cap["value"].astype(float)))
+        status = dict(zip(cap["measure"], cap["status"]))
+        target = dict(zip(cap["measure"], cap["target"]))
+        m = cap.iloc[0]
+        lines += [
+            f"Capture (`benchmarks/capture.py`, `{shown(cap_path)}`, one run on {m['date']}): {m['model']}, "
+            f"{int(m['tokens']):,} tokens; {m['machine']}, {int(m['cpus'])} CPUs, torch {m['torch']} with "
+            f"{int(m['threads'])} threads.",
+            "",
+            "| measurement | value | target |",
+            "|---|---|---|",
+            f"| capture, exact float64 statistics, all blocks ÷ plain forward (with LM head) | "
+            f"{v['capture_f64_over_plain']:.2f} (median per batch {v['capture_f64_over_plain_median_batch']:.2f}; "
+            f"÷ body-only forward {v['capture_f64_over_body']:.2f}) | {target['capture_f64_over_plain']} "
+            f"{status['capture_f64_over_plain']} |",
+            f"| fast mode (float32 products merged in float64) ÷ plain forward; its error | "
+            f"{v['capture_f32_over_plain']:.2f}; max \\|ΔR²_lin\\| = {v['fast_mode_max_abs_dr2']:.1e} | |",
+            f"| capture with the 30,000-row sample ÷ plain forward | {v['capture_f64_rows_over_plain']:.2f} | |",
+            f"| ours (capture + closed form) vs the paper's way (store rows, `lstsq` per block) | "
+            f"{v['ours_s']:.1f} s vs {v['paper_s']:.1f} s; peak RSS {v['ours_peak_mib']:,.0f} vs "
+            f"{v['paper_peak_mib']:,.0f} MiB | {target['ours_s']} {status['ours_s']} |",
+            f"| agreement of the two | max \\|ΔR²_lin\\| = {v['agreement_max_abs_dr2']:.0e} | "
+            f"{target['agreement_max_abs_dr2']} {status['agreement_max_abs_dr2']} |",
+        ]
+        if "peak_rss_big_over_small" in v:
+            lines.append(
+                f"| peak RSS, {int(m['tokens']):,} → {int(v['big_tokens']):,} tokens (no row sample) | "
+                f"{v['peak_rss_big_over_small']:.3f}× | {target['peak_rss_big_over_small']} "
+                f"{status['peak_rss_big_over_small']} |"
+            )
+        else:
+            lines.append("| peak RSS at 10× the tokens | not measured in this run (`--skip-big`) | |")
+        lines += [
+            f"| noise gauges: the two plain-forward runs differ by; most CPU used by other processes | "
+            f"{v['plain_runs_spread']:.0%}; {v['other_cpu_share_max']:.0%} | |",
+        ]
+    else:
+        lines.append(f"No capture benchmark results: `{shown(cap_path)}` is missing (run `make bench`).")
+    lines.append("")
+    if swap_path.exists():
+        sw = pd.read_csv(swap_path)
+        parts = []
+        for model, t in sw.groupby("model", sort=False):
+            row = t.set_index("measure")
+            sweep, floor, plain = (
+                row.loc["linrec swap, every block"],
+                row.loc["floor of the sweep (prefix reuse)"],
+                row.loc["plain forward"],
+            )
+            parts.append(
+                f"{model}: **{sweep['forwards']:.1f} plain forwards** ({sweep['seconds']:.1f} s; a plain forward "
+                f"{plain['seconds']:.2f} s; the floor of exact re-evaluation {floor['forwards']:.1f})"
+            )
+        lines.append(
+            f"Swap sweep (`benchmarks/swap.py`, `{shown(swap_path)}`): ΔPPL of every block swapped alone, with its "
+            "interval, over the held-out windows — " + "; ".join(parts) + "."
+        )
+    else:
+        lines.append(f"No swap benchmark results: `{shown(swap_path)}` is missing (run `make bench`).")
+    lines.append(PERF_END)
+    return "\n".join(lines)
+
+
+def update_readme_performance(readme: str | Path, bench_dir: str | Path) -> bool:
+    """Replace the block between the performance markers of `readme`; False (and no change) if it has none."""
+    return _replace_block(Path(readme), PERF_START, PERF_END, lambda: performance_section(bench_dir))
