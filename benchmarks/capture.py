@@ -609,6 +609,10 @@ def summarize(raw: dict, args, out: Path | None) -> None:
         if flat is not None:
             measures.append(("peak_rss_big_over_small", flat, f"<= {TARGET_FLAT}", ok(flat <= TARGET_FLAT)))
             measures.append(("big_tokens", res["big"]["tokens"], "", ""))
+            # issue 18: a 10x-token capture in at most 10x the time (the statistics cost the same per row)
+            scale = res["big"]["tokens"] / c64["tokens"]
+            slow = res["big"]["seconds"] / c64["seconds"]
+            measures.append(("big_time_over_small", slow, f"<= {scale:.1f}", ok(slow <= scale)))
         write_csv(args.csv, "capture", args.model, p1["tokens"], measures)
         print(f"measures written to {args.csv}")
 
@@ -616,25 +620,11 @@ def summarize(raw: dict, args, out: Path | None) -> None:
 def write_csv(path: Path, benchmark: str, model: str, tokens: int, measures) -> None:
     """One row per measure, with the machine, the torch version and its threads (what the README table cites)."""
     import csv
-    import datetime
-    import platform
 
-    import torch
+    from machine import machine_info
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    cpu = platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    machine = {
-        "machine": cpu,
-        "cpus": os.cpu_count() or 1,
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "date": datetime.date.today().isoformat(),
-    }
+    machine = machine_info()
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["benchmark", "model", "tokens", "measure", "value", "target", "status", *machine])

@@ -105,6 +105,9 @@ def main() -> None:
             },  # fmt: skip
         ]
         del study, loaded, plain
+    from machine import machine_info
+
+    rows = [{**r, **machine_info()} for r in rows]  # where it ran, on every row (as capture.csv)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as f:

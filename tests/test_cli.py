@@ -90,6 +90,26 @@ def test_measure_writes_the_table(tmp_path, tiny_model_dir):
     assert "r2_lin" in proc.stdout
 
 
+def test_curve_writes_the_table_and_names_the_fix_for_a_short_corpus(tmp_path, tiny_model_dir):
+    import pandas as pd
+
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(6000))
+    out = tmp_path / "curve.csv"
+    args = ["curve", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "16", "--test-tokens", "512"]
+    proc = _run(*args, "--train-tokens", "512,1024,2048", "--seeds", "2", "--out", str(out), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    t = pd.read_csv(out)
+    assert len(t) == 2 * 4  # 2 blocks × (3 sizes + the large-n estimate)
+    assert sorted(set(t["train_tokens"])) == [512, 1024, 2048, float("inf")]
+    measured = t[t["train_tokens"] < float("inf")]
+    assert ((measured["r2_lo"] <= measured["r2"]) & (measured["r2"] <= measured["r2_hi"])).all()
+    proc = _run(*args, "--train-tokens", "512,1024,204800", tmp_path=tmp_path)
+    _one_line_error(proc, "too small for this curve", "lower the largest train size")
+    proc = _run(*args, "--train-tokens", "512,lots", tmp_path=tmp_path)
+    _one_line_error(proc, "--train-tokens")
+
+
 def test_probe_writes_the_table(tmp_path, tiny_model_dir):
     _, t = _table("probe", tmp_path, tiny_model_dir, "--rank", "4")
     for col in ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"]:
@@ -182,6 +202,7 @@ def test_report_rebuilds_from_a_profile(tmp_path):
         "cond_gram_median": 1e5,
         "r2_ex_first_max": 0.5,
         "first_token_blocks": "",
+        "profile_tokens": 16384.0,
     }
     save_table(pd.DataFrame([summary]), "r2_lin_summary", results)
     profile = tmp_path / "p.yaml"

@@ -14,10 +14,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "linrec"
 
 LAYERS = [
     ("util", {"errors", "files", "threads"}),
-    ("moments", {"moments"}),
+    ("moments", {"moments", "distributed"}),
     ("fits", {"ceiling", "heldout"}),
     ("models and data", {"sites", "corpora", "fetching", "hf", "surgery", "models"}),
-    ("capture", {"capture"}),
+    ("capture", {"capture", "curves"}),
     ("analyses", {"recoverability", "probe", "spectrum", "uncertainty", "perplexity", "swap", "controls"}),
     ("verdicts", {"verdicts", "tables"}),
     ("outputs", {"report", "plots"}),

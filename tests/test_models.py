@@ -284,6 +284,7 @@ def test_check_device_names_what_is_available():
     from linrec.hf import check_device
 
     assert check_device("cpu") == "cpu"
+    assert check_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
     for bad in ("cuda", "mps", "tpu", "nonsense", ""):
         with pytest.raises(LinrecError, match="available: cpu") as err:
             check_device(bad)

@@ -80,6 +80,22 @@ def test_02_linear_ceiling(runner):
     assert len(table) == 30 and table["r2_lin"].between(-1, 1).all()
     summary = runner.table("r2_lin_summary")
     assert summary.loc[0, "r2_max"] == table["r2_lin"].max() and summary.loc[0, "n_blocks"] == 30
+    assert summary.loc[0, "profile_tokens"] == table["n_train"].iloc[0]  # the default profile: the capture's
+    # the learning curve: every block at each train size and the large-n estimate; the other profile judged too
+    _figure(runner, "fig2c_learning_curves")
+    curve = runner.table("r2_curve")
+    sizes = runner.params["curve_train_tokens"]
+    assert len(curve) == 30 * (len(sizes) + 1) and sorted(set(curve["train_tokens"])) == [*sizes, np.inf]
+    measured = curve[np.isfinite(curve["train_tokens"])]
+    assert ((measured["r2_lo"] <= measured["r2"]) & (measured["r2"] <= measured["r2_hi"])).all()
+    runs = runner.table("r2_curve_runs")
+    assert len(runs) == 30 * len(sizes) * runner.params["curve_seeds"]
+    mean = runs.groupby(["block", "train_tokens"])["r2"].mean()
+    np.testing.assert_allclose(measured.set_index(["block", "train_tokens"])["r2"].loc[mean.index], mean, atol=1e-12)
+    other = runner.table("r2_lin_summary_other")
+    assert other.loc[0, "profile_tokens"] == max(sizes)
+    top = measured[measured["train_tokens"] == max(sizes)]
+    assert abs(other.loc[0, "r2_max"] - top["r2"].max()) < 1e-12
 
 
 def test_03_bilinear_probe(runner):

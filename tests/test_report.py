@@ -17,7 +17,7 @@ def _results(tmp_path: Path, max_r2: float = 0.99, jump: float = 0.7, gain: floa
     summary = {
         "model": "m", "n_blocks": 12, "r2_min": 0.2, "r2_max": max_r2, "max_adjacent_jump": 0.9,
         "direction_changes": 7, "max_jump_disjoint": jump, "direction_changes_disjoint": 5,
-        "cond_gram_median": 1e6, "r2_ex_first_max": 0.5, "first_token_blocks": "",
+        "cond_gram_median": 1e6, "r2_ex_first_max": 0.5, "first_token_blocks": "", "profile_tokens": 16384.0,
     }  # fmt: skip
     save_table(pd.DataFrame([summary]), "r2_lin_summary", d)
     probe = {
@@ -43,6 +43,26 @@ def test_claims_follow_their_rules(tmp_path):
     assert c[1].verdict == "not reproduced" and c[3].verdict == "not reproduced"
     c = {x.number: x for x in claims(_results(tmp_path, ci=(0.10, 0.60)))}
     assert c[3].verdict == "not reproduced"  # a CI that excludes 0: the gain does track nonlinearity
+
+
+def test_claim1_states_the_other_profile_and_the_learning_curve(tmp_path):
+    from linrec.tables import load_table
+
+    d = _results(tmp_path)
+    other = load_table("r2_lin_summary", d).assign(max_jump_disjoint=0.05, profile_tokens=204800.0)
+    save_table(other, "r2_lin_summary_other", d)
+    overview = {c: 0.0 for c in TABLES["r2_curve_overview"].columns}
+    overview.update(model="m", n_blocks=12, ref_tokens=16384.0, largest_tokens=204800.0, gain_largest_median=0.041,
+                    gain_largest_min=0.002, gain_largest_max=0.12, gain_inf_median=0.052, gain_inf_max=0.2,
+                    ci_width_inf_median=0.03, rank_spearman_ref_inf=0.97)  # fmt: skip
+    save_table(pd.DataFrame([overview]), "r2_curve_overview", d)
+    c1 = {x.number: x for x in claims(d)}[1]
+    assert c1.verdict == "reproduced"  # judged on the profile r2_lin_summary holds …
+    assert "on the profile at 16384 train tokens" in c1.ours
+    assert "at 204800 train tokens: not reproduced" in c1.ours  # … and the other profile's verdict is stated
+    assert "rises by 0.041" in c1.ours and "0.002 to 0.120" in c1.ours and "0.052 above" in c1.ours
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "sits below the large-n estimate by m 0.052 (median over blocks, up to 0.200)" in text
 
 
 def test_a_table_with_old_columns_is_an_error_naming_its_notebook(tmp_path):

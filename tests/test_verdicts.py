@@ -81,7 +81,8 @@ def test_disjoint_moves_ignore_what_the_intervals_do_not_resolve():
 def _claim1_row(span=0.6, jump=0.4, turns=3, model="m"):
     return {"model": model, "n_blocks": 10, "r2_min": 0.3, "r2_max": 0.3 + span, "max_adjacent_jump": 0.9,
             "direction_changes": 9, "max_jump_disjoint": jump, "direction_changes_disjoint": turns,
-            "cond_gram_median": 1.0, "r2_ex_first_max": 0.5, "first_token_blocks": ""}  # fmt: skip
+            "cond_gram_median": 1.0, "r2_ex_first_max": 0.5, "first_token_blocks": "",
+            "profile_tokens": 16384.0}  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -37,11 +37,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 import time
 import zipfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -49,6 +51,7 @@ from tqdm import tqdm  # text bars: they survive papermill and render in execute
 
 from linrec.ceiling import AffineFit, Score, fit_affine, score
 from linrec.corpora import Windows, corpus_identity, load_windows
+from linrec.distributed import barrier, broadcast_path, merge_moments, world
 from linrec.errors import LinrecError
 from linrec.files import (
     atomic_dir,
@@ -61,10 +64,13 @@ from linrec.files import (
     verify_manifest,
 )
 from linrec.heldout import HeldOut, HeldOutSums
-from linrec.hf import LoadedModel, check_context, check_device
+from linrec.hf import LoadedModel, check_context, check_device, model_dtype
 from linrec.models import load_model, model_identity
 from linrec.moments import PRODUCTS, Moments, remove_rows
 from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
+
+if TYPE_CHECKING:
+    import pandas
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +92,7 @@ class CaptureConfig:
     test_frac: float = 0.2
     sample_rows: int = 30_000  # raw (x, y) rows kept per block for probes
     product: str = "float64"  # "float64" exact, "float32" fast (see linrec.moments)
+    dtype: str = "float32"  # the model's dtype (float32, bfloat16, float16); statistics are float64 whatever it is
 
     def validate(self) -> None:
         if self.tokens <= 0:
@@ -103,10 +110,14 @@ class CaptureConfig:
             raise LinrecError(f"product must be one of {', '.join(PRODUCTS)}, got '{self.product}'")
         if self.sample_rows < 0:
             raise LinrecError(f"sample_rows must be ≥ 0, got {self.sample_rows}")
+        model_dtype(self.dtype)
 
     def key(self) -> str:
+        fields = asdict(self)
+        if fields["dtype"] == "float32":  # the default leaves the key as it was before dtype existed
+            del fields["dtype"]
         ident = {
-            **asdict(self),
+            **fields,
             "model": model_identity(self.model),
             "corpus": corpus_identity(self.corpus),
             "version": CAPTURE_VERSION,
@@ -195,18 +206,25 @@ class _RowSampler:
     ):
         rng = np.random.default_rng([seed, 1])
         self.selected = np.sort(rng.choice(n_rows, size=min(k, n_rows), replace=False))
-        directory.mkdir(parents=True, exist_ok=True)
-        win = order[self.selected // seq_len]
-        index = np.stack([win, self.selected % seq_len, split_of[win]], axis=1).astype(np.int64)
-        np.save(directory / "index.npy", index)
+        rank, _ = world()
+        if rank == 0:  # rank 0 creates the files; under torchrun the other ranks write their rows into them
+            directory.mkdir(parents=True, exist_ok=True)
+            win = order[self.selected // seq_len]
+            index = np.stack([win, self.selected % seq_len, split_of[win]], axis=1).astype(np.int64)
+            np.save(directory / "index.npy", index)
+        n, mode = len(self.selected), "w+" if rank == 0 else "r+"
+        if rank > 0:
+            barrier()
         self.x = [
-            np.lib.format.open_memmap(directory / f"x_{i:03d}.npy", "w+", np.float32, (len(self.selected), dx))
+            np.lib.format.open_memmap(directory / f"x_{i:03d}.npy", mode, np.float32, (n, dx))
             for i, (dx, _) in enumerate(dims)
         ]
         self.y = [
-            np.lib.format.open_memmap(directory / f"y_{i:03d}.npy", "w+", np.float32, (len(self.selected), dy))
+            np.lib.format.open_memmap(directory / f"y_{i:03d}.npy", mode, np.float32, (n, dy))
             for i, (_, dy) in enumerate(dims)
         ]
+        if rank == 0:
+            barrier()
         self.start = 0  # global row index of the current batch's first row
         self.lo = self.hi = 0  # slice of `selected` falling in the current batch
 
@@ -236,23 +254,60 @@ def run_capture(
     out_dir: Path | None = None,
     batch_size: int = 8,
     progress: bool = True,
+    blocks_per_pass: int | None = None,
 ) -> Capture:
-    """Capture statistics (and, with `out_dir`, the row sample) of every FFN block in one pass."""
+    """Capture statistics (and, with `out_dir`, the row sample) of every FFN block in one pass, or with
+    `blocks_per_pass` in block groups: one pass over the corpus per group of that many consecutive blocks, each
+    pass stopping the forward after its group's last block. The numbers are the same bit for bit (each block sees
+    the same batches in the same order); on a GPU only one group's statistics are on the device at a time (a
+    finished group's move to host memory), which is what lets a large model's statistics fit."""
     tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # never TF32 here …
     try:
-        return _run_capture(loaded, windows, config, out_dir, batch_size, progress)
+        return _run_capture(loaded, windows, config, out_dir, batch_size, progress, blocks_per_pass)
     finally:  # … and the caller's setting back afterwards
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
 
 
+def _groups(n_sites: int, blocks_per_pass: int | None) -> list[range]:
+    k = n_sites if blocks_per_pass is None else blocks_per_pass
+    if k < 1:
+        raise LinrecError(f"blocks_per_pass must be at least 1, got {k}")
+    return [range(i, min(i + k, n_sites)) for i in range(0, n_sites, k)]
+
+
+def _check_fits(plan: pandas.DataFrame, groups: list[range], device: torch.device) -> None:
+    """One line naming the fix when the statistics cannot fit where they will live (checked before any pass)."""
+    per_pass = max(int(plan["device_total"].iloc[list(g)].sum()) for g in groups)
+    need = per_pass if device.type == "cuda" else int(plan["device_total"].sum())  # on CPU every group stays in RAM
+    free = _free_bytes(device)
+    if free is not None and need > free:
+        fix = (
+            "pass --blocks-per-pass with fewer blocks (finished groups move to host memory)"
+            if device.type == "cuda"
+            else "run on a machine with more memory, or on a GPU with --blocks-per-pass"
+        )
+        raise LinrecError(f"{plan_text(plan, device)}: {need / 2**30:.1f} GiB needed at once does not fit; {fix}")
+
+
 def _run_capture(
-    loaded: LoadedModel, windows: Windows, config: CaptureConfig, out_dir: Path | None, batch_size: int, progress: bool
+    loaded: LoadedModel,
+    windows: Windows,
+    config: CaptureConfig,
+    out_dir: Path | None,
+    batch_size: int,
+    progress: bool,
+    blocks_per_pass: int | None = None,
 ) -> Capture:
     model = loaded.model
     sites = find_ffn_sites(model)
     device = next(model.parameters()).device
     dims = _site_dims(loaded, sites, windows)
+    groups = _groups(len(sites), blocks_per_pass)
+    plan = memory_plan(dims, len(windows.test), config.sample_rows if out_dir is not None else 0)
+    if progress:
+        tqdm.write(plan_text(plan, device), file=sys.stderr)
+    _check_fits(plan, groups, device)
     stats = {s: [Moments(dx, dy) for dx, dy in dims] for s in SPLITS}
     first = {s: [Moments(dx, dy) for dx, dy in dims] for s in SPLITS}
     order = np.concatenate([windows.train, windows.test])  # train windows first, then test
@@ -279,25 +334,52 @@ def _run_capture(
 
     kwargs = {"use_cache": False} if loaded.is_causal else {}
     t0 = time.perf_counter()
-    batches = [
-        (split, idx[i : i + batch_size])
-        for split, idx in (("train", windows.train), ("test", windows.test))
-        for i in range(0, len(idx), batch_size)
-    ]
-    with ffn_hooks(sites, on_ffn, stop_after_last=True):
-        for split, idx in tqdm(batches, desc=f"capture {loaded.name}", unit="batch", disable=not progress):
-            current["split"] = split
-            if split == "test":
-                if heldout.fits is None:  # the train split is complete: fit every block once
-                    heldout.fit(stats["train"])
-                heldout.begin(len(idx))
-            ids = windows.ids[idx].to(device)
-            if sampler is not None:
-                sampler.begin(ids.numel())
-            run_until_stop(model, input_ids=ids, **kwargs)
+    rank, size = world()
+    batches = []  # (split, windows, first row of the batch in train-then-test order, first test position)
+    for split, idx, offset in (("train", windows.train, 0), ("test", windows.test, len(windows.train))):
+        batches += [(split, idx[i : i + batch_size], (offset + i) * T, i) for i in range(0, len(idx), batch_size)]
+    mine = batches[rank::size]  # under torchrun: batch i on rank i mod N (linrec.distributed)
+
+    def run(batch) -> None:
+        split, idx, row0, test_pos = batch
+        current["split"] = split
+        if split == "test":
+            heldout.seek(test_pos, len(idx))
+        ids = windows.ids[idx].to(device)
+        if sampler is not None:
+            sampler.start = row0
+            sampler.begin(ids.numel())
+        run_until_stop(model, input_ids=ids, **kwargs)
+
+    for group in groups:
+        name = loaded.name if len(groups) == 1 else f"{loaded.name} blocks {group.start}-{group.stop - 1}"
+        if size > 1:
+            name += f" (rank {rank} of {size})"
+        with (
+            ffn_hooks([sites[i] for i in group], on_ffn, stop_after_last=True),
+            tqdm(total=len(mine), desc=f"capture {name}", unit="batch", disable=not progress) as bar,
+        ):
+            for batch in (b for b in mine if b[0] == "train"):
+                run(batch)
+                bar.update()
+            merge_moments([stats["train"][i] for i in group])  # every rank: the whole train split, merged exactly
+            if len(windows.test):  # this group's train split is complete: fit its blocks once
+                heldout.fit(stats["train"], group)
+            for batch in (b for b in mine if b[0] == "test"):
+                run(batch)
+                bar.update()
+        if len(groups) > 1 and device.type != "cpu":  # a finished group leaves the device
+            for i in group:
+                for m in (*(stats[s][i] for s in SPLITS), *(first[s][i] for s in SPLITS)):
+                    m.mean, m._M = m.mean.cpu(), m._M.cpu()
+            heldout.to("cpu", group)
+    if size > 1:
+        merge_moments([*stats["test"], *first["train"], *first["test"]])
+        heldout.all_reduce()
     seconds = time.perf_counter() - t0
     if sampler is not None:
         sampler.close()
+        barrier()  # every rank's rows are on disk before rank 0 hashes the files
     for s in SPLITS:
         for i, m in enumerate(stats[s]):
             if first[s][i].n * T != m.n:
@@ -328,10 +410,77 @@ def _run_capture(
         "fit_seconds": heldout.fit_seconds,
         "heldout_errors": {str(i): msg for i, msg in heldout.errors.items()},
         "device": str(device),
+        "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
         "notes": loaded.notes,
         "version": CAPTURE_VERSION,
     }
     return Capture(config=config, meta=meta, stats=stats, path=out_dir, heldout=heldout.result(), first=first)
+
+
+# ---- memory plan -----------------------------------------------------------------------------------------------
+F64 = 8  # bytes
+
+
+def memory_plan(dims: list[tuple[int, int]], n_test_windows: int, sample_rows: int = 0) -> pandas.DataFrame:
+    """Bytes one capture holds per block, before it starts (the test `test_memory_plan_is_what_a_capture_holds`
+    checks each column against the tensors and arrays a finished capture holds):
+
+    - `stats`: train and test `Moments`, each a float64 [d, d] accumulator and [d] mean, d = d_in + d_out;
+    - `first`: the same again for the windows' first positions;
+    - `heldout`: per held-out window n (int64) and Σe², Σ(y − c), Σ(y − c)² ([d_out] float64 each), plus the
+      fitted map (W [d_in, d_out], b and c [d_out], float64) while the test split runs;
+    - `rows_disk`: the row sample on disk, float32 x and y (`sample_rows` rows; 0 without one).
+
+    On a GPU `stats`, `first` and `heldout` live on the device; `rows_disk` is written to the cache directory.
+    """
+    import pandas as pd
+
+    rows = []
+    for b, (d_in, d_out) in enumerate(dims):
+        d = d_in + d_out
+        moments = (d * d + d) * F64
+        rows.append(
+            {
+                "block": b,
+                "d_in": d_in,
+                "d_out": d_out,
+                "stats": 2 * moments,
+                "first": 2 * moments,
+                "heldout": n_test_windows * (8 + 3 * d_out * F64) + (d_in * d_out + 2 * d_out) * F64,
+                "rows_disk": sample_rows * d * 4,
+            }
+        )
+    t = pd.DataFrame(rows)
+    t["device_total"] = t["stats"] + t["first"] + t["heldout"]
+    return t
+
+
+def _free_bytes(device: torch.device) -> int | None:
+    """Free memory where the statistics will live: the CUDA device's, else the host's available memory."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def plan_text(plan: pandas.DataFrame, device: torch.device) -> str:
+    """One paragraph: what the capture will hold, against the free memory where it lives."""
+    gib = 2**30
+    free = _free_bytes(device)
+    per_block = plan["device_total"].max()
+    text = (
+        f"memory plan: {len(plan)} blocks × up to {per_block / gib:.2f} GiB = {plan['device_total'].sum() / gib:.2f} "
+        f"GiB of float64 statistics on {device} (moments {plan['stats'].sum() / gib:.2f}, first positions "
+        f"{plan['first'].sum() / gib:.2f}, held-out sums {plan['heldout'].sum() / gib:.2f}); row sample "
+        f"{plan['rows_disk'].sum() / gib:.2f} GiB on disk"
+    )
+    if free is not None:
+        text += f"; {free / gib:.1f} GiB free there"
+    return text
 
 
 @torch.no_grad()
@@ -434,6 +583,8 @@ def get_capture(
     loaded: LoadedModel | None = None,
     cache: bool = True,
     progress: bool = True,
+    dtype: str = "float32",
+    blocks_per_pass: int | None = None,
 ) -> Capture:
     """The capture of `model` on `corpus`: from the cache if present and intact, else computed and cached.
 
@@ -441,6 +592,7 @@ def get_capture(
     `get_captures` (which this calls with one corpus).
     """
     kw = dict(seq_len=seq_len, tokens=tokens, seed=seed, test_frac=test_frac, sample_rows=sample_rows, product=product)
+    kw.update(dtype=dtype, blocks_per_pass=blocks_per_pass)
     kw.update(batch_size=batch_size, device=device, loaded=loaded, cache=cache, progress=progress)
     return get_captures(model, [corpus], **kw)[corpus]
 
@@ -457,8 +609,8 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
     corpora = list(dict.fromkeys(corpora))  # each corpus once, in the order given
     if not corpora:
         raise LinrecError("no corpora given; name at least one, e.g. wiki")
-    names = ("seq_len", "tokens", "seed", "test_frac", "sample_rows", "product")
-    unknown = set(kwargs) - {*names, "batch_size", "device", "loaded", "cache", "progress"}
+    names = ("seq_len", "tokens", "seed", "test_frac", "sample_rows", "product", "dtype")
+    unknown = set(kwargs) - {*names, "batch_size", "device", "loaded", "cache", "progress", "blocks_per_pass"}
     if unknown:
         raise TypeError(f"get_captures() got unexpected keyword arguments {sorted(unknown)}")
     cfg = {k: kwargs[k] for k in names if k in kwargs}
@@ -472,7 +624,7 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
                 f"sample_rows gives no row count for corpora {missing}; add them (0 keeps statistics only)"
             )
     per_corpus = {c: rows[c] if isinstance(rows, Mapping) else rows for c in corpora}
-    check_device(kwargs.get("device", "cpu"))
+    device = check_device(kwargs.get("device", "cpu"))  # "auto" resolved here
     plan = {
         c: _config_entry(model, c, sample_rows=per_corpus[c], **cfg) for c in corpora
     }  # validates every config before any work
@@ -485,11 +637,21 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
         if cache:
             check_cache_writable("captures")
         if loaded is None:
-            loaded = load_model(model, device=kwargs.get("device", "cpu"))
-        out[corpus] = _notice_short(
-            _compute(loaded, config, entry, kwargs.get("batch_size", 8), cache, kwargs.get("progress", True))
-        )
+            loaded = load_model(model, device=device, dtype=model_dtype(config.dtype))
+        _check_dtype(loaded, config)
+        run = dict(progress=kwargs.get("progress", True), blocks_per_pass=kwargs.get("blocks_per_pass"))
+        out[corpus] = _notice_short(_compute(loaded, config, entry, kwargs.get("batch_size", 8), cache, **run))
     return out
+
+
+def _check_dtype(loaded: LoadedModel, config: CaptureConfig) -> None:
+    """A model passed in must run in the dtype the capture's key records."""
+    have = next(loaded.model.parameters()).dtype
+    if have != model_dtype(config.dtype):
+        raise LinrecError(
+            f"the loaded model runs in {str(have).removeprefix('torch.')} but the capture asks for {config.dtype}; "
+            f"pass dtype='{str(have).removeprefix('torch.')}' or load the model with that dtype"
+        )
 
 
 def _config_entry(
@@ -501,25 +663,37 @@ def _config_entry(
     test_frac: float = 0.2,
     sample_rows: int = 30_000,
     product: str = "float64",
+    dtype: str = "float32",
 ) -> tuple[CaptureConfig, Path]:
-    config = CaptureConfig(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product)
+    config = CaptureConfig(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product, dtype)
     config.validate()
     return config, _captures_dir() / f"{_slug(model)}-{config.key()}"
 
 
 def _compute(
-    loaded: LoadedModel, config: CaptureConfig, entry: Path, batch_size: int, cache: bool, progress: bool
+    loaded: LoadedModel,
+    config: CaptureConfig,
+    entry: Path,
+    batch_size: int,
+    cache: bool,
+    progress: bool,
+    blocks_per_pass: int | None = None,
 ) -> Capture:
     """Run the capture of `config` with `loaded`; with `cache`, write it atomically to `entry`."""
     c = config
     check_context(loaded, c.seq_len)
     windows = load_windows(c.corpus, loaded.tokenizer, c.seq_len, c.tokens, c.seed, c.test_frac)
     if not cache:
-        return run_capture(loaded, windows, config, None, batch_size, progress)
-    clean_stale_tmp(entry.parent)
-    with atomic_dir(entry, replace=True) as tmp:  # inside the cache: an old or damaged entry of this key is replaced
-        capture = run_capture(loaded, windows, config, tmp, batch_size, progress)
-        _write(capture, tmp)
+        return run_capture(loaded, windows, config, None, batch_size, progress, blocks_per_pass)
+    if world()[0] > 0:  # under torchrun: rank 0 owns the entry; the others write their rows into its files
+        capture = run_capture(loaded, windows, config, broadcast_path(None), batch_size, progress, blocks_per_pass)
+    else:
+        clean_stale_tmp(entry.parent)
+        with atomic_dir(entry, replace=True) as tmp:  # inside the cache: an old or damaged entry is replaced
+            broadcast_path(tmp)
+            capture = run_capture(loaded, windows, config, tmp, batch_size, progress, blocks_per_pass)
+            _write(capture, tmp)
+    barrier()  # the entry is complete and in place before any rank reads it
     capture.path, capture.meta = entry, unseal(entry / "meta.json")
     return capture
 

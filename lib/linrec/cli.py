@@ -1,4 +1,4 @@
-"""Command line: `linrec measure | probe | spectrum | swap | fetch | cache | figures | report`.
+"""Command line: `linrec measure | curve | probe | spectrum | swap | fetch | cache | figures | report`.
 
 One error boundary: everything a user can get wrong (arguments, device, output paths, the
 cache's writability, the parameter file) is checked before the expensive work, and any
@@ -25,6 +25,7 @@ class _Parser(argparse.ArgumentParser):
 
 SHOWN = {  # the columns each subcommand prints (its --out CSV holds every column of the table)
     "measure": "model block r2_lin r2_lo r2_hi r2_feature_median r2_ex_first cond_gram n_train n_test".split(),
+    "curve": "model block train_tokens n_train r2 r2_lo r2_hi seed_sd r2_train slope fit_rmse".split(),
     "probe": "model block r2_lin r2_poly gain r2_trained_adam r2_trained_sgd cond_gram".split(),
     "spectrum": (
         "model block r2_lin r2_feature_median top1_var_share r2_ex_top1 r2_ex_top8 eff_rank_out eff_rank_in "
@@ -54,7 +55,8 @@ def _positive(text: str) -> int:
     return value
 
 
-def _add_capture_args(p: argparse.ArgumentParser) -> None:
+def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
+    """The capture's arguments; `curve` leaves out those a learning curve sets otherwise (its sizes and seeds)."""
     p.add_argument(
         "--model",
         required=True,
@@ -66,10 +68,11 @@ def _add_capture_args(p: argparse.ArgumentParser) -> None:
         help="wiki | web | code | wikitext-2 | path to a text file or directory (default: wiki)",
     )
     p.add_argument("--seq-len", type=_positive, default=128, help="window length in tokens (default: 128)")
-    p.add_argument("--tokens", type=_positive, default=20_480, help="token budget (default: 20480)")
-    p.add_argument(
-        "--seed", type=_non_negative, default=0, help="seed of the train/test split and row sample (default: 0)"
-    )
+    if not curve:
+        p.add_argument("--tokens", type=_positive, default=20_480, help="token budget (default: 20480)")
+        p.add_argument(
+            "--seed", type=_non_negative, default=0, help="seed of the train/test split and row sample (default: 0)"
+        )
     p.add_argument(
         "--batch-size",
         type=_positive,
@@ -79,13 +82,36 @@ def _add_capture_args(p: argparse.ArgumentParser) -> None:
             "it changes R²_lin by rounding only (≤ 1e-12)"
         ),
     )
-    p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:N, mps (default: cpu)")
     p.add_argument(
-        "--fast",
-        action="store_true",
-        help="float32 products merged in float64 (error printed by benchmarks/capture.py)",
+        "--device", default="cpu", help="torch device: cpu, cuda, cuda:N, mps, auto (cuda if present; default: cpu)"
     )
+    if not curve:
+        p.add_argument(
+            "--dtype",
+            default="float32",
+            choices=["float32", "bfloat16", "float16"],
+            help="the model's dtype; statistics stay float64 (default: float32)",
+        )
+        p.add_argument(
+            "--fast",
+            action="store_true",
+            help="float32 products merged in float64 (error printed by benchmarks/capture.py)",
+        )
     p.add_argument("--no-cache", action="store_true", help="recompute even if a cached capture exists")
+    if not curve:
+        p.add_argument(
+            "--sample-rows",
+            type=_non_negative,
+            default=30_000,
+            help="raw (x, y) rows kept per block on disk for the probes (default: 30000; 0: statistics only)",
+        )
+        p.add_argument(
+            "--blocks-per-pass",
+            type=_positive,
+            default=None,
+            help="capture in groups of this many blocks, one pass each (same numbers; on a GPU only one group's "
+            "statistics on the device at a time; default: all blocks in one pass)",
+        )
 
 
 def _capture(args, loaded=None):
@@ -98,9 +124,12 @@ def _capture(args, loaded=None):
         args.seq_len,
         args.tokens,
         args.seed,
+        sample_rows=args.sample_rows,
         batch_size=args.batch_size,
         device=args.device,
         product="float32" if args.fast else "float64",
+        dtype=args.dtype,
+        blocks_per_pass=args.blocks_per_pass,
         cache=not args.no_cache,
         loaded=loaded,
     )
@@ -120,9 +149,10 @@ def _check_out(out: str | None) -> None:
 
 def _preflight(args) -> None:
     """What the capturing subcommands check before loading a model or reading the cache."""
+    from linrec.distributed import init_from_env
     from linrec.hf import check_device
 
-    check_device(args.device)
+    args.device = check_device(init_from_env(args.device))  # under torchrun: this rank's device
     _check_out(getattr(args, "out", None))
     if getattr(args, "save", None):
         from linrec.surgery import check_save_target
@@ -131,9 +161,13 @@ def _preflight(args) -> None:
 
 
 def _emit(table, cols: list[str], out: str | None) -> None:
-    """Print `cols` of the per-block table; write all of it as CSV to `out`."""
+    """Print `cols` of the per-block table; write all of it as CSV to `out` (under torchrun: rank 0 alone)."""
     import pandas as pd
 
+    from linrec.distributed import world
+
+    if world()[0] > 0:
+        return
     with pd.option_context("display.width", 160, "display.max_rows", 500):
         print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     if out:
@@ -150,6 +184,33 @@ def cmd_measure(args) -> None:
     _preflight(args)
     table = ceiling_table(_capture(args))
     _emit(table, SHOWN["measure"], args.out)
+
+
+def _token_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(_positive(t) for t in text.split(","))
+    except argparse.ArgumentTypeError as err:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated token counts, e.g. 5120,20480,204800 ({err})"
+        ) from None
+
+
+def cmd_curve(args) -> None:
+    from linrec.curves import CURVE_TOKENS, curve_summary, get_curve
+
+    _preflight(args)
+    curve = get_curve(
+        args.model,
+        args.corpus,
+        args.seq_len,
+        args.train_tokens or CURVE_TOKENS,
+        args.test_tokens,
+        tuple(range(args.seeds)),
+        batch_size=args.batch_size,
+        device=args.device,
+        cache=not args.no_cache,
+    )
+    _emit(curve_summary(curve), SHOWN["curve"], args.out)
 
 
 def cmd_probe(args) -> None:
@@ -195,7 +256,9 @@ def cmd_swap(args) -> None:
             "position 0 apart); save with --first map"
         )
     _preflight(args)
-    loaded = load_model(args.model, device=args.device)
+    from linrec.hf import model_dtype
+
+    loaded = load_model(args.model, device=args.device, dtype=model_dtype(args.dtype))
     capture = _capture(args, loaded)
     blocks = _block_list(args.blocks, capture.n_blocks)
     study = SwapStudy(capture, loaded, batch_size=args.batch_size, screening_windows=args.screening_windows)
@@ -315,6 +378,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_capture_args(p)
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_measure)
+
+    p = sub.add_parser(
+        "curve", help="R²_lin against train tokens × split seeds, with a large-n estimate per block (linrec.curves)"
+    )
+    _add_capture_args(p, curve=True)
+    p.add_argument(
+        "--train-tokens",
+        type=_token_list,
+        default=None,
+        help="comma-separated train sizes in tokens (default: linrec.curves.CURVE_TOKENS, 5120 … 204800)",
+    )
+    p.add_argument("--test-tokens", type=_positive, default=20_480, help="held-out tokens per seed (default: 20480)")
+    p.add_argument("--seeds", type=_positive, default=3, help="split seeds 0 … N−1 (default: 3)")
+    p.add_argument("--out", help="write the table as CSV here")
+    p.set_defaults(func=cmd_curve)
 
     p = sub.add_parser("probe", help="rank-k bilinear probe of each block's residual, and trained linear baselines")
     _add_capture_args(p)

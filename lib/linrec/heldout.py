@@ -118,45 +118,72 @@ def bootstrap_r2(heldout_block: HeldOut, n_boot: int = 1000, level: float = 0.95
 
 
 class HeldOutSums:
-    """Per test window and block: n, Σe², Σ(y − c), Σ(y − c)², against maps fitted from the train split."""
+    """Per test window and block: n, Σe², Σ(y − c), Σ(y − c)², against maps fitted from the train split.
+
+    `fit(train, blocks)` fits the listed blocks (all by default) once their train statistics are final: a
+    capture in one pass fits every block before its first test batch, one in block groups fits each group
+    before that group's test batches. `begin` walks the test windows batch by batch, and `restart` goes back
+    to the first test window for the next group's pass."""
 
     def __init__(self, dims: list[tuple[int, int]], test_windows: np.ndarray):
         self.dims = dims
         self.windows = np.asarray(test_windows, dtype=np.int64)
-        self.fits: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] | None = None
+        self.fits: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] = {}
         self.errors: dict[int, str] = {}
-        self.sums: list[dict[str, torch.Tensor]] = []
+        self.sums: dict[int, dict[str, torch.Tensor]] = {}
         self.start = self.stop = 0  # rows of the held-out arrays in the current batch
         self.seconds = self.fit_seconds = 0.0
 
-    def fit(self, train: list[Moments]) -> None:
-        """Fit every block's affine map from the finished train statistics (once, before the first test batch)."""
+    def fit(self, train: list[Moments], blocks=None) -> None:
+        """Fit the affine maps of `blocks` (default: all) from their finished train statistics, once each."""
         t0 = time.perf_counter()
         W = len(self.windows)
-        self.fits = []
-        for i, m in enumerate(train):
+        for i in range(len(train)) if blocks is None else blocks:
+            if i in self.fits:
+                continue
+            m = train[i]
             try:
                 fit = fit_affine(m, block=i, condition=False)
             except LinrecError as err:  # surfaced by the ceiling on this block; the capture goes on
                 self.errors[i] = str(err)
-                self.fits.append(None)
-                self.sums.append({})
+                self.fits[i] = None
                 continue
             dev = m.mean.device
             shift = torch.from_numpy(m.mean_y.copy()).to(dev)
-            self.fits.append((torch.from_numpy(fit.W).to(dev), torch.from_numpy(fit.b).to(dev), shift))
+            self.fits[i] = (torch.from_numpy(fit.W).to(dev), torch.from_numpy(fit.b).to(dev), shift)
             d_out = self.dims[i][1]
-            self.sums.append(
-                {
-                    "n": torch.zeros(W, dtype=torch.int64),
-                    **{k: torch.zeros(W, d_out, dtype=torch.float64, device=dev) for k in ("sse", "sy", "syy")},
-                }
-            )
-        self.fit_seconds = time.perf_counter() - t0
-        self.seconds += self.fit_seconds
+            self.sums[i] = {
+                "n": torch.zeros(W, dtype=torch.int64),
+                **{k: torch.zeros(W, d_out, dtype=torch.float64, device=dev) for k in ("sse", "sy", "syy")},
+            }
+        dt = time.perf_counter() - t0
+        self.fit_seconds += dt
+        self.seconds += dt
+
+    def restart(self) -> None:
+        """Back to the first test window (the next block group's pass)."""
+        self.start = self.stop = 0
+
+    def to(self, device, blocks) -> None:
+        """Move the sums and maps of `blocks` to `device` (a finished group's, off the GPU)."""
+        for b in blocks:
+            if self.fits.get(b) is not None:
+                self.fits[b] = tuple(t.to(device) for t in self.fits[b])
+                self.sums[b] = {k: v.to(device) for k, v in self.sums[b].items()}
 
     def begin(self, n_windows_batch: int) -> None:
         self.start, self.stop = self.stop, self.stop + n_windows_batch
+
+    def seek(self, position: int, n_windows_batch: int) -> None:
+        """The next batch holds test windows `position` … `position + n_windows_batch − 1` (in test order)."""
+        self.start, self.stop = position, position + n_windows_batch
+
+    def all_reduce(self) -> None:
+        """Under torch.distributed: sum every rank's sums (each held-out window's are non-zero on one rank only)."""
+        from linrec.distributed import sum_
+
+        for b in sorted(self.sums):
+            sum_([self.sums[b][k] for k in ("n", "sse", "sy", "syy")])
 
     def update(self, block: int, x: torch.Tensor, y: torch.Tensor) -> None:
         fit = self.fits[block]
@@ -187,13 +214,14 @@ class HeldOutSums:
         s["sse"][w] += e.square_().view(nw, -1, d_out).sum(1)
 
     def result(self) -> list[HeldOut | None]:
-        if self.fits is None:  # no test window: nothing was fitted, nothing held out
+        if not self.fits:  # no test window: nothing was fitted, nothing held out
             return [HeldOut.empty(dy) for _, dy in self.dims]
         out: list[HeldOut | None] = []
-        for fit, s in zip(self.fits, self.sums):
+        for b in range(len(self.dims)):
+            fit = self.fits[b]
             if fit is None:
                 out.append(None)
                 continue
-            arr = {k: v.cpu().numpy() for k, v in s.items()}
+            arr = {k: v.cpu().numpy() for k, v in self.sums[b].items()}
             out.append(HeldOut(windows=self.windows.copy(), shift=fit[2].cpu().numpy(), **arr))
         return out

@@ -72,6 +72,23 @@ def quiet_transformers():
         hf_logging.enable_progress_bar()
 
 
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def model_dtype(name: str) -> torch.dtype:
+    """The torch dtype the model runs in (its statistics stay float64 whatever it is); one line if unknown."""
+    if name not in DTYPES:
+        raise LinrecError(f"--dtype must be one of {', '.join(DTYPES)}, got '{name}'")
+    return DTYPES[name]
+
+
+def resolve_device(device: str) -> str:
+    """`auto` → the first CUDA device if this torch build sees one, else cpu; any other name is checked as given."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return check_device(device)
+
+
 def check_device(device: str) -> str:
     """`device` if this torch build can run on it; else one line naming the devices it has."""
     available = ["cpu"]
@@ -80,6 +97,8 @@ def check_device(device: str) -> str:
     mps = getattr(torch.backends, "mps", None)
     if mps is not None and mps.is_available():
         available.append("mps")
+    if device == "auto":
+        return resolve_device(device)
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
@@ -92,7 +111,7 @@ def check_device(device: str) -> str:
     if not ok:
         raise LinrecError(
             f"device '{device}' is not available in this torch build ({torch.__version__}); "
-            f"available: {', '.join(available)}"
+            f"available: {', '.join(available)} (or auto)"
         )
     return device
 

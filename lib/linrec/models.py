@@ -295,7 +295,7 @@ def load_model(spec: str, device: str = "cpu", dtype: torch.dtype = torch.float3
     """Load `spec` (offline name, local dir, .gguf file or hub id) frozen, in eval mode, on `device`."""
     if not isinstance(spec, str) or not spec.strip():
         raise LinrecError(f"model must be a non-empty string; offline models: {_offline_list()}")
-    check_device(device)
+    device = check_device(device)  # "auto" resolved here
     if spec.startswith(INIT_PREFIX):
         return _load_random_init(spec, device, dtype)
     path = Path(spec).expanduser()

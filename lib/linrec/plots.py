@@ -112,6 +112,57 @@ def fig2_r2_lin(table, stem: str | Path | None = None, swap=None):
     return fig
 
 
+def fig2c_learning_curves(summary, stem: str | Path | None = None, ref_tokens: float = 16_384):
+    """Figure 2c: held-out R²_lin against train tokens (`linrec.curves.curve_summary`), one line per block coloured
+    by depth, the large-n estimate R²∞ at the right; and per block, R²_lin at `ref_tokens` (the default capture's
+    size), at the largest size and R²∞, with their hierarchical-bootstrap intervals. One row per model."""
+    import numpy as np
+
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(summary["model"]))
+    fig, axes = plt.subplots(len(models), 2, figsize=(11, 3.3 * len(models)), squeeze=False)
+    for r, model in enumerate(models):
+        t = summary[summary["model"] == model]
+        finite = t[np.isfinite(t["train_tokens"])]
+        top = finite["train_tokens"].max()
+        blocks = sorted(set(t["block"]))
+        cmap = plt.get_cmap("viridis")
+        ax = axes[r][0]
+        x_inf = top * 2.5  # where the large-n estimate is drawn
+        for b in blocks:
+            c = cmap(b / max(1, len(blocks) - 1))
+            tb = finite[finite["block"] == b].sort_values("train_tokens")
+            ax.plot(tb["train_tokens"], tb["r2"], "-", color=c, lw=0.9, alpha=0.85)
+            inf = t[(t["block"] == b) & ~np.isfinite(t["train_tokens"])]
+            if len(inf) and np.isfinite(inf["r2"].iloc[0]):
+                ax.plot([x_inf], inf["r2"], "o", color=c, ms=3)
+        ax.set_xscale("log")
+        ax.set_xlabel("train tokens (log); dots at the right: large-n estimate R²∞")
+        ax.set_ylabel("held-out R²_lin (mean of seeds)")
+        ax.set_title(f"{model}: one line per block (dark: early, light: late)", fontsize=9)
+        bx = axes[r][1]
+        for n, label, style, color in (
+            (ref_tokens, f"{ref_tokens:.0f} tokens", "o", "0.55"),
+            (top, f"{top:.0f} tokens", "s", "C0"),
+            (np.inf, "large-n estimate R²∞", "D", "C3"),
+        ):
+            tn = t[t["train_tokens"] == n].sort_values("block")
+            if tn.empty:
+                continue
+            err = [tn["r2"] - tn["r2_lo"], tn["r2_hi"] - tn["r2"]]
+            bx.errorbar(tn["block"], tn["r2"], yerr=err, fmt=style, ms=3, color=color, capsize=1.5, elinewidth=0.8,
+                        label=label)  # fmt: skip
+        bx.set_xlabel("block")
+        bx.set_ylabel("held-out R²_lin (95 % CI: seeds × windows)")
+        bx.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+        bx.legend(fontsize=7, loc="best")
+    fig.suptitle("R²_lin against the number of train tokens (learning curves, 3 split seeds)", y=1.0)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
 CORPUS_STYLES = ["-", "--", ":", "-."]
 
 

@@ -46,8 +46,35 @@ TABLES: dict[str, TableSpec] = {
         "02",
         "model n_blocks r2_min r2_max max_adjacent_jump direction_changes max_jump_disjoint direction_changes_disjoint "
         "cond_gram_median r2_ex_first_max "
-        "first_token_blocks",
-        "per model: the profile's shape (linrec.verdicts.profile_summary)",
+        "first_token_blocks profile_tokens",
+        "per model: the profile's shape (linrec.verdicts.profile_summary), on the profile that judges claim 1 "
+        "(notebook 02's `profile`)",
+    ),
+    "r2_lin_summary_other": _spec(
+        "02",
+        "model n_blocks r2_min r2_max max_adjacent_jump direction_changes max_jump_disjoint direction_changes_disjoint "
+        "cond_gram_median r2_ex_first_max first_token_blocks profile_tokens",
+        "per model: the same shape on the other profile (the learning curve's largest size, or the capture's)",
+    ),
+    "r2_curve": _spec(
+        "02",
+        "model block train_tokens n_train rows_per_param r2 r2_lo r2_hi seed_sd r2_train slope fit_rmse",
+        "per block and train size: held-out R²_lin, mean of split seeds, hierarchical-bootstrap CI; train_tokens = "
+        "inf is the large-n estimate (linrec.curves.curve_summary)",
+    ),
+    "r2_curve_runs": _spec(
+        "02",
+        "model block seed train_tokens n_train r2 r2_train cond_scaled",
+        "per block, split seed and train size: held-out and in-sample R² (linrec.curves.curve_table)",
+    ),
+    "r2_curve_overview": _spec(
+        "02",
+        "model n_blocks ref_tokens largest_tokens r2_ref_median r2_largest_median r2_inf_median gain_largest_median "
+        "gain_largest_min gain_largest_max gain_inf_median gain_inf_max train_gap_ref_median "
+        "train_gap_largest_median seed_sd_ref_median ci_width_ref_median ci_width_largest_median "
+        "ci_width_inf_median fit_rmse_median rank_spearman_ref_inf",
+        "per model: R²_lin from the default train size to 10× and to the large-n estimate (linrec.curves."
+        "curve_overview)",
     ),
     "probe": _spec(
         "03",

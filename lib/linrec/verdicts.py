@@ -163,7 +163,8 @@ def max_disjoint_jump(values, lo, hi) -> float:
 
 def profile_summary(r2: pd.DataFrame) -> pd.DataFrame:
     """Per model, the shape of its R²_lin profile over blocks (claim 1's numbers); jumps and turns both as seen and
-    counted only where the blocks' bootstrap intervals are disjoint (`disjoint_moves`)."""
+    counted only where the blocks' bootstrap intervals are disjoint (`disjoint_moves`). `profile_tokens`: the train
+    tokens behind the profile (the table's `profile_tokens`, see `linrec.curves.with_profile`, else its `n_train`)."""
     _require(
         r2, ["model", "block", "r2_lin", "r2_lo", "r2_hi", "cond_gram", "r2_ex_first", "first_var_share"],
         "profile_summary",
@@ -185,6 +186,7 @@ def profile_summary(r2: pd.DataFrame) -> pd.DataFrame:
                 "cond_gram_median": float(t["cond_gram"].median()),
                 "r2_ex_first_max": float(t["r2_ex_first"].max()),
                 "first_token_blocks": _blocks(t, t["first_var_share"] >= FIRST_TOKEN_SHARE),
+                "profile_tokens": next((float(t[c].iloc[0]) for c in ("profile_tokens", "n_train") if c in t), np.nan),
             }
         )
     return pd.DataFrame(rows)
