@@ -27,7 +27,9 @@
 # **Zero-shot swap.** Block i's FFN is replaced by y = Wᵀx + b with the closed-form (W, b) of
 # notebook 02, fitted on the train windows in float64 and run in the model's dtype; no training.
 # **Perplexity** is exp of the mean next-token negative log-likelihood over every predicted token
-# of the *held-out* windows (never used for a fit or a choice). ΔPPL = PPL(swapped) − PPL(base),
+# of the *held-out* windows (never used for a fit or a choice): all 32 of them in params/full.yaml, 12 drawn by
+# seed alone in the lesson default (`test_windows`; each swap costs one pass over them, so this is where the
+# notebook's time goes, and fewer windows give wider intervals). ΔPPL = PPL(swapped) − PPL(base),
 # with a 95 % **paired bootstrap interval**: windows are resampled with replacement, the same
 # windows for the base and the swapped model (`linrec.uncertainty.delta_ppl_interval`). The base
 # model runs once; a swap at block i re-runs only blocks i… and the head from the cached residual
@@ -62,6 +64,7 @@ sample_rows = 30_000  # part of the capture's cache key; not used here
 batch_size = 8
 device = "cpu"
 screening_windows = 8  # train windows for every choice: predictors, greedy order and acceptance, curve block
+test_windows = None  # held-out windows every ΔPPL is reported on (None: all; fewer: faster, wider intervals)
 ranks = [8, 32, 128, 256]  # reduced ranks for the ΔPPL-vs-parameters curve
 budget_ppl = 1.0  # greedy multi-block swap: keep blocks while ΔPPL on the screening windows stays within this
 first_variants = ["ffn", "mean"]  # position-aware variants, beside the plain map ([] to skip)
@@ -124,7 +127,7 @@ for m in models:
     capture = get_capture(m, **kw)
     loaded = load_model(m, device=device)
     study = SwapStudy(capture, loaded, batch_size=batch_size, screening_windows=screening_windows, seed=seed,
-                      n_boot=n_boot)  # fmt: skip
+                      n_boot=n_boot, test_windows=test_windows)  # fmt: skip
     pred_values = study.predictors()
     values.append(pred_values)
     sink = [i for i in range(study.n_blocks) if study.first_share(i) >= variant_min_first_share]

@@ -29,6 +29,10 @@ seq_len = 128
 tokens = 20_480
 seed = 0
 sample_rows = 30_000
+probe_rows = None  # the analysis budget of notebooks 03, 06 and 07, stated in the report's setup
+test_windows = None
+screening_windows = 8
+control_rows = None
 results_dir = "results/default"
 figures_dir = "figures"
 report_path = "paper/report.md"
@@ -43,8 +47,9 @@ from linrec.report import build_report, claims, update_readme
 
 root = project_root()
 params = dict(
-    models=models, corpus=corpus, corpora=corpora, seq_len=seq_len, tokens=tokens, seed=seed, sample_rows=sample_rows
-)
+    models=models, corpus=corpus, corpora=corpora, seq_len=seq_len, tokens=tokens, seed=seed, sample_rows=sample_rows,
+    probe_rows=probe_rows, test_windows=test_windows, screening_windows=screening_windows, control_rows=control_rows,
+)  # fmt: skip
 out = build_report(root / results_dir, root / figures_dir, root / report_path, params)
 print(f"wrote {out} and {out.with_suffix('.html')}")
 if readme and update_readme(root / readme, root / results_dir, report_path):

@@ -503,3 +503,22 @@ def test_statistics_that_cannot_fit_are_refused_before_any_pass(tiny_model, monk
     with pytest.raises(LinrecError, match="does not fit; run on a machine with more memory") as err:
         run_capture(_loaded(model, tok), w, CaptureConfig("t", sample_rows=0), None, progress=False)
     assert "\n" not in str(err.value)
+
+
+def test_moment_matrices_are_stored_as_upper_triangles_and_read_back_exactly(tiny_model, tmp_path):
+    """The cache keeps each symmetric moment matrix as its upper triangle (half the bytes); reading rebuilds it
+    bit for bit, first-position moments included."""
+    tok = tiny_tokenizer()
+    loaded = LoadedModel(model=tiny_model("llama"), tokenizer=tok, name="tiny", identity="tiny", source="test")
+    cfg = CaptureConfig("tiny", tokens=1024, seq_len=32, sample_rows=0)
+    (tmp_path / "entry").mkdir()
+    cap = run_capture(loaded, tiny_windows(tok, 1024, 32), cfg, tmp_path / "entry", progress=False)
+    cap_mod._write(cap, tmp_path / "entry")
+    with np.load(tmp_path / "entry" / "stats.npz") as z:
+        d = cap.stats["train"][0].d_in + cap.stats["train"][0].d_out
+        assert "train/0/M" not in z.files and z["train/0/Mu"].shape == (d * (d + 1) // 2,)
+    back = cap_mod._read(tmp_path / "entry", cfg)
+    for s in ("train", "test"):
+        for got, want in ((back.stats[s], cap.stats[s]), (back.first[s], cap.first[s])):
+            for g, w in zip(got, want):
+                assert g.n == w.n and np.array_equal(g.M, w.M) and np.array_equal(g.mean.numpy(), w.mean.numpy())

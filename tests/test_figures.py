@@ -79,3 +79,72 @@ def test_timings_are_recorded_per_cell_and_notebook(tmp_path):
         ("01_a", 0, 3.0, "x0 = 0"),
         ("02_b", 0, 1.0, "x0 = 0"),
     ]
+
+
+def test_stages_run_01_alone_then_the_rest_longest_first_then_08():
+    from pathlib import Path
+
+    from linrec.figures import stages
+
+    nbs = [Path(f"notebooks/{n}.py") for n in ("01_capture", "02_a", "03_b", "04_c", "08_report")]
+    got = stages(nbs, {"02_a": 5.0, "03_b": 50.0, "04_c": 20.0})
+    assert [[p.stem for p in s] for s in got] == [["01_capture"], ["03_b", "04_c", "02_a"], ["08_report"]]
+    assert [[p.stem for p in s] for s in stages(nbs[1:3])] == [["02_a", "03_b"]]  # no timings: numbered order
+
+
+HEADER = (
+    "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n"
+    "#     name: python3\n# ---\n\n"
+)
+
+
+def _project(root, names):
+    """A tiny project: each notebook records its parameter, torch's thread count and its start/end times."""
+    (root / "pyproject.toml").write_text("")
+    (root / "notebooks").mkdir()
+    for n in names:
+        (root / "notebooks" / f"{n}.py").write_text(
+            HEADER + '# %% tags=["parameters"]\nvalue = 0\nresults_dir = "out"\n\n# %%\nimport json, os, time\n'
+            "import torch\nt0 = time.time()\ntime.sleep(1.5)\n"
+            f'json.dump({{"value": value, "threads": torch.get_num_threads(), "start": t0, "end": time.time()}}, '
+            f'open(os.path.join(results_dir, "{n}.json"), "w"))\n'
+        )
+    (root / "p.yaml").write_text("value: 7\nresults_dir: out\n")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_notebooks_run_in_stages_with_the_cpus_split(tmp_path, jobs):
+    import json
+    import os
+
+    import pandas as pd
+
+    from linrec.figures import run_notebooks
+
+    names = ["01_first", "02_a", "03_b", "08_last"]
+    _project(tmp_path, names)
+    (tmp_path / "out").mkdir()
+    done = run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=jobs)
+    assert sorted(p.stem for p in done) == names
+    rec = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in names}
+    assert all(r["value"] == 7 for r in rec.values())
+    # 01 ends before anything else starts; 08 starts after everything else ended
+    assert all(rec["01_first"]["end"] <= rec[n]["start"] for n in names[1:])
+    assert all(rec[n]["end"] <= rec["08_last"]["start"] for n in names[:-1])
+    both = max(rec["02_a"]["start"], rec["03_b"]["start"]) < min(rec["02_a"]["end"], rec["03_b"]["end"])
+    assert both == (jobs == 2)  # 02 and 03 overlap only when two run at once
+    if jobs == 2 and (os.cpu_count() or 1) >= 2:
+        assert rec["02_a"]["threads"] == rec["03_b"]["threads"] == (os.cpu_count() or 1) // 2
+    timings = pd.read_csv(tmp_path / "out" / "notebooks" / "timings.csv")
+    assert sorted(timings["notebook"].unique()) == names
+
+
+def test_a_failing_notebook_is_one_line_naming_it(tmp_path):
+    from linrec.figures import run_notebooks
+
+    _project(tmp_path, ["01_first", "02_a", "03_b"])
+    (tmp_path / "out").mkdir()
+    (tmp_path / "notebooks" / "03_b.py").write_text(HEADER + '# %% tags=["parameters"]\nvalue = 0\n\n# %%\n1 / 0\n')
+    with pytest.raises(LinrecError, match=r"03_b\.py failed in cell .*ZeroDivisionError") as err:
+        run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
+    assert "\n" not in str(err.value)

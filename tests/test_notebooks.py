@@ -2,9 +2,10 @@
 
 A failure names its notebook.
 
-The notebooks run once per test session, in order (later ones read the captures and results of
-earlier ones), into a temporary results directory; each test then checks what its notebook
-wrote. A notebook whose predecessor failed is reported as failing because of it.
+The first test that needs a notebook runs them all once per test session, the way `linrec figures`
+does (01, then 02–07 side by side, then 08), into a temporary results directory; each test then
+checks what its notebook wrote. A notebook that did not complete because another one failed is
+reported as failing because of it.
 """
 
 import re
@@ -14,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from linrec.figures import notebooks, project_root, run_notebooks
+from linrec.figures import TIMINGS, notebooks, project_root, run_notebooks
 from linrec.report import FIGURES, build_report
 from linrec.spectrum import REGIMES
 from linrec.tables import TABLES, load_table, save_table
@@ -24,7 +25,7 @@ STEMS = [nb.stem for nb in notebooks(ROOT)]
 
 
 class _Runner:
-    """Runs the notebooks in order, each at most once, remembering the first failure."""
+    """Runs every notebook once (on first use), remembering the failure and which notebooks completed."""
 
     def __init__(self, tmp):
         self.params = yaml.safe_load((ROOT / "params" / "smoke.yaml").read_text())
@@ -32,22 +33,25 @@ class _Runner:
         self.params.update(results_dir=str(self.results), figures_dir=str(self.figures), report_path=str(self.report))
         self.pfile = tmp / "smoke.yaml"
         self.pfile.write_text(yaml.safe_dump(self.params))
-        self.done: list[str] = []
-        self.failed: tuple[str, Exception] | None = None
+        self.ran = False
+        self.failed: Exception | None = None
+
+    def completed(self) -> set[str]:
+        """Notebooks whose run finished: the runner records a notebook's cell timings only then."""
+        path = self.results / "notebooks" / TIMINGS
+        return set(pd.read_csv(path)["notebook"]) if path.exists() else set()
 
     def upto(self, stem: str) -> None:
-        for s in STEMS[: STEMS.index(stem) + 1]:
-            if self.failed is not None:
-                pytest.fail(f"{stem} not run: {self.failed[0]} failed first ({self.failed[1]})")
-            if s in self.done:
-                continue
+        if not self.ran:
+            self.ran = True
             try:
-                (out,) = run_notebooks(self.pfile, only=[s], root=ROOT)
-            except Exception as err:  # noqa: BLE001 — recorded and reported by every later notebook's test
-                self.failed = (s, err)
-                raise
-            assert out.exists() and out.stat().st_size > 0
-            self.done.append(s)
+                run_notebooks(self.pfile, root=ROOT)
+            except Exception as err:  # noqa: BLE001 — reported by the test of every notebook that did not complete
+                self.failed = err
+        if stem not in self.completed():
+            pytest.fail(f"{stem} did not complete: {self.failed}")
+        out = self.results / "notebooks" / f"{stem}.ipynb"
+        assert out.exists() and out.stat().st_size > 0
 
     def table(self, name: str) -> pd.DataFrame:
         t = load_table(name, self.results)

@@ -183,3 +183,29 @@ def test_standardised_inputs_fix_scales_but_not_correlations():
     std = train_affine(rows, "sgd", standardise=True, decay=True).r2_test
     white = train_affine(rows, "sgd", whiten=True, decay=True).r2_test
     assert ceiling > 0.9 and std < ceiling - 0.3 and abs(white - ceiling) < 0.01
+
+
+def test_max_train_draws_seeded_rows_from_the_whole_train_split():
+    """`Rows.from_capture(max_train=k)`: k distinct train rows drawn by the capture's seed (not the first k, which
+    would be the corpus's first windows), the same for every block; every test row; too few rows is one line."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pytest
+
+    from linrec.errors import LinrecError
+
+    n, d = 400, 3
+    x = np.arange(n * d, dtype=np.float32).reshape(n, d)  # row i holds 3i, 3i+1, 3i+2
+    stored = {"train": (x[:300], x[:300] * 2), "test": (x[300:], x[300:] * 2)}
+    cap = SimpleNamespace(rows=lambda block, split: stored[split], config=SimpleNamespace(seed=0))
+    rows = Rows.from_capture(cap, 0, max_train=50)
+    idx = (rows.xtr[:, 0] / 3).long()
+    assert len(idx) == 50 == len(set(idx.tolist())) and idx.max() < 300
+    assert idx.tolist() == sorted(idx.tolist()) and idx.tolist() != list(range(50)) and idx.max() > 150
+    assert torch.equal(rows.ytr, rows.xtr * 2)  # x and y rows stay paired
+    assert torch.equal(Rows.from_capture(cap, 5, max_train=50).xtr, rows.xtr)  # same rows for every block
+    assert len(rows.xte) == 100 and len(Rows.from_capture(cap, 0).xtr) == 300
+    assert len(Rows.from_capture(cap, 0, max_train=1000).xtr) == 300
+    with pytest.raises(LinrecError, match="max_train=4"):
+        Rows.from_capture(cap, 0, max_train=4)

@@ -122,8 +122,9 @@ def test_readme_performance_block_is_generated_from_the_committed_bench_csvs():
     root = project_root()
     text = (root / "README.md").read_text()
     block = PERF_START + text.split(PERF_START, 1)[1].split(PERF_END, 1)[0] + PERF_END
-    assert block == performance_section(root / "results" / "bench")
+    assert block == performance_section(root / "results" / "bench", root / "results/default/notebooks/run.csv")
     assert "capture.csv` is missing" not in block and "swap.csv` is missing" not in block
+    assert "run.csv` is missing" not in block
 
 
 def test_performance_section_follows_the_csv_and_names_a_missing_file(tmp_path):
@@ -141,3 +142,30 @@ def test_performance_section_follows_the_csv_and_names_a_missing_file(tmp_path):
     out = performance_section(tmp_path)
     assert "1.50 (median per batch 1.40" in out and "<= 1.1" in out and "40.0 s vs 70.0 s" in out
     assert "swap.csv` is missing" in out and "not measured in this run" in out
+
+
+def test_setup_states_the_profiles_analysis_budget(tmp_path):
+    d = _results(tmp_path)
+    lesson = {"probe_rows": 8192, "test_windows": 12, "screening_windows": 4, "control_rows": 4096}
+    text = render(d, tmp_path / "figures", tmp_path / "report.md", {"tokens": 20480, **lesson})
+    line = next(ln for ln in text.splitlines() if ln.startswith("- Analysis budget"))
+    for needle in ("8,192 seeded train rows", "12 seeded held-out windows", "4 screening", "4,096 seeded stored rows"):
+        assert needle in line, line
+    full = {k: None for k in lesson} | {"screening_windows": 8}
+    line = next(ln for ln in render(d, tmp_path, tmp_path / "r.md", full).splitlines() if "Analysis budget" in ln)
+    assert "every train row per block" in line and "every held-out window;" in line and "8 screening" in line
+    assert "Analysis budget" not in render(d, tmp_path, tmp_path / "r.md", {"tokens": 20480})
+
+
+def test_figures_run_line_reads_run_csv(tmp_path):
+    from linrec.figures import record_run
+    from linrec.report import figures_run_line
+
+    assert "is missing" in figures_run_line(tmp_path / "results" / "x" / "notebooks" / "run.csv")
+    path = record_run(tmp_path, {"01_capture": 130.2, "06_swap": 510.0, "02_x": 22.0}, 1260.0, 2, 10)
+    line = figures_run_line(path)
+    assert "3 notebooks in **21.0 min**" in line and "2 at a time" in line
+    assert "10 captures computed during the run" in line
+    assert "01 130 s, 02 22 s, 06 510 s" in line
+    record_run(tmp_path, {"02_x": 20.0}, 20.0, 1, 0)
+    assert "every capture read from the cache" in figures_run_line(path) and "in **0.3 min**" in figures_run_line(path)

@@ -443,3 +443,32 @@ def test_load_swapped_refuses_a_plain_directory(tmp_path, tiny_model):
     tiny_model("llama").save_pretrained(tmp_path / "m")
     with pytest.raises(LinrecError, match="linrec swap --save"):
         load_swapped(tmp_path / "m")
+
+
+def test_report_windows_are_a_seeded_subset_of_the_test_windows(tiny_model):
+    """`test_windows=n` reports on n held-out windows drawn by seed alone: the same indices whatever the windows
+    hold, never a train window, and every reported number equals a plain evaluation on exactly those windows."""
+    from linrec.swap import report_ids
+
+    tok = tiny_tokenizer()
+    w = tiny_windows(tok, 2048, 32)
+    assert torch.equal(report_ids(w, None), w.split("test")) and torch.equal(report_ids(w, 10**6), w.split("test"))
+    ids = report_ids(w, 5, seed=0)
+    rows = [int(np.flatnonzero((w.ids == r).all(1))[0]) for r in ids]
+    assert len(ids) == 5 and set(rows) <= set(w.test.tolist()) and rows == sorted(rows)
+    assert torch.equal(report_ids(_perturbed(w), 5, seed=0), _perturbed(w).ids[rows])  # content never matters
+    assert not torch.equal(report_ids(w, 5, seed=1), ids)  # the seed does
+    with pytest.raises(LinrecError, match="at least 2 held-out windows"):
+        report_ids(w, 1)
+
+    model = tiny_model("llama", seed=3)
+    loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
+    cap = run_capture(loaded, w, CaptureConfig("tiny", tokens=2048, seq_len=32, sample_rows=0), progress=False)
+    st = SwapStudy(cap, loaded, windows=w, batch_size=8, progress=False, screening_windows=4, test_windows=5)
+    t = st.table(blocks=[0])
+    assert int(t["n_test_tokens"].iloc[0]) == 5 * 31
+    base = perplexity(model, ids)
+    with swapped(model, {0: st.module(0)}):
+        swapped_ppl = perplexity(model, ids)
+    assert t["ppl_base"].iloc[0] == pytest.approx(base, rel=1e-6)
+    assert t["ppl_swapped"].iloc[0] == pytest.approx(swapped_ppl, rel=1e-6)

@@ -56,15 +56,15 @@ from linrec.errors import LinrecError
 from linrec.files import (
     atomic_dir,
     cache_root,
+    cache_slug,
     check_cache_writable,
     clean_stale_tmp,
-    manifest,
-    seal,
+    read_entry,
     unseal,
-    verify_manifest,
+    write_entry,
 )
 from linrec.heldout import HeldOut, HeldOutSums
-from linrec.hf import LoadedModel, check_context, check_device, model_dtype
+from linrec.hf import LoadedModel, check_context, check_device, model_dtype, no_tf32
 from linrec.models import load_model, model_identity
 from linrec.moments import PRODUCTS, Moments, remove_rows
 from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
@@ -75,8 +75,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # bump when what a capture contains or means changes
-# (2: held-out per-window sums; 3: first-position moments; 4: sha256 of every file)
-CAPTURE_VERSION = "4"
+# (2: held-out per-window sums; 3: first-position moments; 4: sha256 of every file; 5: moment matrices stored as
+# their upper triangles)
+CAPTURE_VERSION = "5"
 SPLITS = ("train", "test")
 
 
@@ -261,12 +262,8 @@ def run_capture(
     pass stopping the forward after its group's last block. The numbers are the same bit for bit (each block sees
     the same batches in the same order); on a GPU only one group's statistics are on the device at a time (a
     finished group's move to host memory), which is what lets a large model's statistics fit."""
-    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False  # never TF32 here …
-    try:
+    with no_tf32():
         return _run_capture(loaded, windows, config, out_dir, batch_size, progress, blocks_per_pass)
-    finally:  # … and the caller's setting back afterwards
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
 
 
 def _groups(n_sites: int, blocks_per_pass: int | None) -> list[range]:
@@ -302,7 +299,7 @@ def _run_capture(
     model = loaded.model
     sites = find_ffn_sites(model)
     device = next(model.parameters()).device
-    dims = _site_dims(loaded, sites, windows)
+    dims = site_dims(loaded, sites, windows)
     groups = _groups(len(sites), blocks_per_pass)
     plan = memory_plan(dims, len(windows.test), config.sample_rows if out_dir is not None else 0)
     if progress:
@@ -484,8 +481,8 @@ def plan_text(plan: pandas.DataFrame, device: torch.device) -> str:
 
 
 @torch.no_grad()
-def _site_dims(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[int, int]]:
-    """(d_in, d_out) of every FFN, read off one short forward pass."""
+def site_dims(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[int, int]]:
+    """(d_in, d_out) of every FFN in `sites`, read off one two-token forward pass of the first window."""
     dims: dict[int, tuple[int, int]] = {}
 
     def grab(block, x, y):
@@ -504,10 +501,28 @@ def _captures_dir() -> Path:
     return cache_root() / "captures"
 
 
+def _packed(m: Moments) -> dict[str, np.ndarray]:
+    """`m.state()` with the symmetric M stored as its upper triangle, row by row ("Mu"): half the bytes on disk."""
+    state = m.state()
+    M = state.pop("M")
+    state["Mu"] = M[np.triu_indices(len(M))]
+    return state
+
+
+def _unpacked(z, prefix: str) -> Moments:
+    """The Moments stored under `prefix` by `_packed` (M rebuilt exactly from its upper triangle)."""
+    dims = z[prefix + "dims"]
+    d = int(dims.sum())
+    M = np.zeros((d, d))
+    M[np.triu_indices(d)] = z[prefix + "Mu"]
+    M = M + np.triu(M, 1).T
+    return Moments.from_state({"n": z[prefix + "n"], "mean": z[prefix + "mean"], "M": M, "dims": dims})
+
+
 def _write(capture: Capture, directory: Path) -> None:
-    arrays = {f"{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.stats[s]) for k, v in m.state().items()}
+    arrays = {f"{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.stats[s]) for k, v in _packed(m).items()}
     arrays.update(
-        {f"first/{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.first[s]) for k, v in m.state().items()}
+        {f"first/{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.first[s]) for k, v in _packed(m).items()}
     )
     arrays.update(
         {
@@ -518,12 +533,7 @@ def _write(capture: Capture, directory: Path) -> None:
         }
     )
     np.savez(directory / "stats.npz", **arrays)
-    meta = {**capture.meta, "manifest": manifest(directory, skip=("meta.json",)), "complete": True}
-    (directory / "meta.json").write_text(seal(meta))
-
-
-class _Damaged(Exception):
-    """A cache entry that must not be used (the message says why)."""
+    write_entry(directory, capture.meta)
 
 
 def _read(directory: Path, config: CaptureConfig) -> Capture | None:
@@ -532,30 +542,14 @@ def _read(directory: Path, config: CaptureConfig) -> Capture | None:
     Every file is checked against the manifest's size and sha256 before anything is loaded
     (row samples included: a flipped byte in a row file would otherwise reach the probes).
     """
-    meta_file = directory / "meta.json"
-    if not meta_file.exists():
-        return None
     try:
-        try:
-            meta = unseal(meta_file)
-        except (OSError, ValueError) as err:
-            raise _Damaged(str(err)) from None
-        if meta.get("version") != CAPTURE_VERSION or not meta.get("complete"):
-            raise _Damaged("incomplete or made by another linrec version")
-        problem = verify_manifest(directory, meta.get("manifest"))
-        if problem:
-            raise _Damaged(problem)
+        meta = read_entry(directory, CAPTURE_VERSION)
+        if meta is None:
+            return None
         n_blocks = int(meta["n_blocks"])
         with np.load(directory / "stats.npz") as z:
             stats, first = (
-                {
-                    s: [
-                        Moments.from_state({k: z[f"{pre}{s}/{i}/{k}"] for k in ("n", "mean", "M", "dims")})
-                        for i in range(n_blocks)
-                    ]
-                    for s in SPLITS
-                }
-                for pre in ("", "first/")
+                {s: [_unpacked(z, f"{pre}{s}/{i}/") for i in range(n_blocks)] for s in SPLITS} for pre in ("", "first/")
             )
             heldout = [
                 None
@@ -563,7 +557,7 @@ def _read(directory: Path, config: CaptureConfig) -> Capture | None:
                 else HeldOut.from_state({k: z[f"heldout/{i}/{k}"] for k in HeldOut.KEYS})
                 for i in range(n_blocks)
             ]
-    except (_Damaged, ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as err:
+    except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as err:
         log.warning("capture cache %s is damaged (%s); recomputing it", directory.name, err)
         return None
     return Capture(config=config, meta=meta, stats=stats, path=directory, cached=True, heldout=heldout, first=first)
@@ -667,7 +661,7 @@ def _config_entry(
 ) -> tuple[CaptureConfig, Path]:
     config = CaptureConfig(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product, dtype)
     config.validate()
-    return config, _captures_dir() / f"{_slug(model)}-{config.key()}"
+    return config, _captures_dir() / f"{cache_slug(model)}-{config.key()}"
 
 
 def _compute(
@@ -716,10 +710,6 @@ def _notice_short(capture: Capture) -> Capture:
             capture.meta["n_rows"]["test"],
         )
     return capture
-
-
-def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name or name)[:40]
 
 
 # ---- what the cache holds, and pruning it ------------------------------------------------------------------

@@ -261,7 +261,13 @@ def cmd_swap(args) -> None:
     loaded = load_model(args.model, device=args.device, dtype=model_dtype(args.dtype))
     capture = _capture(args, loaded)
     blocks = _block_list(args.blocks, capture.n_blocks)
-    study = SwapStudy(capture, loaded, batch_size=args.batch_size, screening_windows=args.screening_windows)
+    study = SwapStudy(
+        capture,
+        loaded,
+        batch_size=args.batch_size,
+        screening_windows=args.screening_windows,
+        test_windows=args.test_windows,
+    )
     table = study.table(blocks, first=args.first)
     _emit(table, SHOWN["swap"], args.out)
     chosen = None
@@ -344,7 +350,7 @@ def cmd_cache(args) -> None:
 def cmd_figures(args) -> None:
     from linrec.figures import run_notebooks
 
-    run_notebooks(args.params, only=args.only)
+    run_notebooks(args.params, only=args.only, jobs=args.jobs)
 
 
 def cmd_report(args) -> None:
@@ -353,7 +359,8 @@ def cmd_report(args) -> None:
 
     root = project_root()
     if args.bench:
-        if not update_readme_performance(root / "README.md", root / args.bench):
+        run = root / "results" / "default" / "notebooks" / "run.csv"  # the default profile's last figures run
+        if not update_readme_performance(root / "README.md", root / args.bench, run):
             raise LinrecError("README.md has no <!-- performance:start/end --> markers; restore them from git")
         print(f"wrote the performance block of {root / 'README.md'} from {args.bench}")
         return
@@ -436,6 +443,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=8,
         help="seeded train windows on which the greedy swap orders and accepts blocks (default: 8)",
     )
+    p.add_argument(
+        "--test-windows",
+        type=_positive,
+        help="report ΔPPL on this many held-out windows drawn by seed (default: all; fewer is faster, wider intervals)",
+    )
     p.add_argument("--save", help="write the compressed model (--budget-ppl's choice, else --blocks) to this directory")
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_swap)
@@ -454,6 +466,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("figures", help="execute the numbered notebooks with papermill")
     p.add_argument("--params", default="params/default.yaml", help="parameter profile (default: params/default.yaml)")
     p.add_argument("--only", nargs="+", metavar="PREFIX", help="notebook name prefixes to run, e.g. 01 02")
+    p.add_argument(
+        "--jobs",
+        type=_positive,
+        help="notebooks run at once after 01 (default: 2 on ≥ 2 CPUs, splitting the threads between them)",
+    )
     p.set_defaults(func=cmd_figures)
 
     p = sub.add_parser("report", help="rebuild the reproduction report from the results files of a parameter profile")

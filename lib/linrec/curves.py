@@ -53,20 +53,20 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from linrec.capture import site_dims
 from linrec.ceiling import fit_affine, score
 from linrec.corpora import corpus_identity, load_windows
 from linrec.errors import LinrecError
 from linrec.files import (
     atomic_dir,
     cache_root,
+    cache_slug,
     check_cache_writable,
     clean_stale_tmp,
-    manifest,
-    seal,
-    unseal,
-    verify_manifest,
+    read_entry,
+    write_entry,
 )
-from linrec.hf import LoadedModel, check_context
+from linrec.hf import LoadedModel, check_context, no_tf32
 from linrec.models import load_model, model_identity
 from linrec.moments import PRODUCTS, Moments
 from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
@@ -379,12 +379,7 @@ def run_curve(loaded: LoadedModel, config: CurveConfig, batch_size: int = 8, pro
     sites = find_ffn_sites(model)
     device = next(model.parameters()).device
     kwargs = {"use_cache": False} if loaded.is_causal else {}
-    dims: dict[int, tuple[int, int]] = {}
-    with ffn_hooks(sites, lambda b, x, y: dims.setdefault(b, (x.shape[-1], y.shape[-1])), stop_after_last=True):
-        run_until_stop(model, input_ids=windows.ids[:1, :2].to(device), **kwargs)
-    acc = CurveAccumulator([dims[s.index] for s in sites], config, n_windows)
-    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    acc = CurveAccumulator(site_dims(loaded, sites, windows), config, n_windows)
     current: dict = {}
 
     def train_hook(b, x, y):
@@ -394,7 +389,7 @@ def run_curve(loaded: LoadedModel, config: CurveConfig, batch_size: int = 8, pro
         acc.add_test(b, current["w"], x, y)
 
     t0 = time.perf_counter()
-    try:
+    with no_tf32():
         for name, hook, use in (
             ("train", train_hook, np.flatnonzero((acc.chunk >= 0).any(axis=0))),
             ("held-out", test_hook, np.unique(np.concatenate(acc.tests))),
@@ -406,8 +401,6 @@ def run_curve(loaded: LoadedModel, config: CurveConfig, batch_size: int = 8, pro
                 for w in tqdm(batches, desc=f"curve {loaded.name} ({name})", unit="batch", disable=not progress):
                     current["w"] = w
                     run_until_stop(model, input_ids=windows.ids[w].to(device), **kwargs)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
     meta = {
         "config": {**asdict(config), "train_tokens": list(config.train_tokens), "seeds": list(config.seeds)},
         "model_label": loaded.name,
@@ -428,16 +421,10 @@ def _curves_dir() -> Path:
 
 
 def _read(directory: Path, config: CurveConfig) -> Curve | None:
-    meta_file = directory / "meta.json"
-    if not meta_file.exists():
-        return None
     try:
-        meta = unseal(meta_file)
-        if meta.get("version") != CURVE_VERSION or not meta.get("complete"):
-            raise ValueError("incomplete or made by another linrec version")
-        problem = verify_manifest(directory, meta.get("manifest"))
-        if problem:
-            raise ValueError(problem)
+        meta = read_entry(directory, CURVE_VERSION)
+        if meta is None:
+            return None
         with np.load(directory / "curve.npz") as z:
             curve = Curve.from_state({k: z[k] for k in z.files}, config, meta)
     except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as err:
@@ -463,7 +450,7 @@ def get_curve(
     """The learning curve of `model` on `corpus`: from the cache if intact, else computed (and cached atomically)."""
     config = CurveConfig(model, corpus, seq_len, tuple(train_tokens), test_tokens, tuple(seeds))
     config.validate()
-    entry = _curves_dir() / f"{''.join(c if c.isalnum() or c in '-_.' else '_' for c in model)[:40]}-{config.key()}"
+    entry = _curves_dir() / f"{cache_slug(model)}-{config.key()}"
     if cache:
         found = _read(entry, config)
         if found is not None:
@@ -477,8 +464,7 @@ def get_curve(
     clean_stale_tmp(entry.parent)
     with atomic_dir(entry, replace=True) as tmp:
         np.savez(tmp / "curve.npz", **curve.state())
-        meta = {**curve.meta, "manifest": manifest(tmp, skip=("meta.json",)), "complete": True}
-        (tmp / "meta.json").write_text(seal(meta))
+        write_entry(tmp, curve.meta)
     curve.path = entry
     return curve
 

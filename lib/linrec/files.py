@@ -125,6 +125,35 @@ def unseal(path: str | Path) -> dict:
     return body
 
 
+def cache_slug(name: str) -> str:
+    """A model or corpus name as the start of a cache directory name: its last path part, [A-Za-z0-9-_.] kept."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name or name)[:40]
+
+
+def write_entry(directory: str | Path, meta: dict) -> None:
+    """Finish a cache entry whose files are written: `meta.json` = `meta` + the manifest of every other file
+    (size, sha256) + "complete", sealed with its own checksum. Call it last, inside `atomic_dir`."""
+    directory = Path(directory)
+    body = {**meta, "manifest": manifest(directory, skip=("meta.json",)), "complete": True}
+    (directory / "meta.json").write_text(seal(body))
+
+
+def read_entry(directory: str | Path, version: int | str) -> dict | None:
+    """The sealed `meta.json` of a cache entry written by `write_entry`, after checking that it is intact, complete,
+    of `version`, and that every file has its recorded size and sha256; None if there is no entry. ValueError
+    (saying what is wrong) for an entry that must not be read: the caller warns and recomputes."""
+    directory = Path(directory)
+    if not (directory / "meta.json").exists():
+        return None
+    meta = unseal(directory / "meta.json")
+    if meta.get("version") != version or not meta.get("complete"):
+        raise ValueError("incomplete or made by another linrec version")
+    problem = verify_manifest(directory, meta.get("manifest"))
+    if problem:
+        raise ValueError(problem)
+    return meta
+
+
 def _tmp_sibling(target: Path) -> Path:
     return target.with_name(f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 

@@ -35,6 +35,19 @@ class LoadedModel:
         return self.model_type not in ENCODER_TYPES
 
 
+@contextlib.contextmanager
+def no_tf32():
+    """Within the block, CUDA matmuls and convolutions run in true float32 (TF32 off); the caller's setting is put
+    back afterwards. Every capture runs inside it: TF32 keeps 10 mantissa bits, too few for statistics that are
+    accumulated in float64 precisely so that no digits are lost."""
+    flags = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
+
+
 def load_tokenizer(path: str | Path, **kw):
     """The tokenizer of a local directory or hub id (a generic tokenizer.json is loaded as such)."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast

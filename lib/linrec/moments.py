@@ -110,10 +110,11 @@ class Moments:
     # ---- views, all float64 numpy --------------------------------------------------------
     @property
     def M(self) -> np.ndarray:
-        """Σ (z − μ)(z − μ)ᵀ, symmetric  [d, d] float64 numpy."""
-        M = self._M.cpu().numpy().copy()
-        d = self.d_in
-        M[d:, :d] = M[:d, d:].T
+        """Σ (z − μ)(z − μ)ᵀ, symmetric  [d, d] float64 numpy: the accumulated upper triangle and its mirror (a
+        product's two triangles can differ in the last bit; this way the matrix is exactly symmetric, and equals
+        the one the cache rebuilds from the upper triangle it stores)."""
+        M = np.triu(self._M.cpu().numpy())
+        M += np.triu(M, 1).T
         return M
 
     @property

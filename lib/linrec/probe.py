@@ -53,15 +53,22 @@ class Rows:
 
     @classmethod
     def from_capture(cls, capture, block: int, max_train: int | None = None) -> Rows:
+        """The block's stored rows; with `max_train`, that many train rows drawn by seed (the same for every block
+        and every caller: rows of windows spread over the corpus, not its first windows). Test rows: all."""
         xtr, ytr = capture.rows(block, "train")
+        if max_train is not None and max_train < len(xtr):
+            if max_train <= xtr.shape[1] + 1:
+                raise LinrecError(
+                    f"max_train={max_train} train rows cannot fit a {xtr.shape[1]}-wide affine map; give more rows"
+                )
+            pick = np.sort(np.random.default_rng([capture.config.seed, 4]).choice(len(xtr), max_train, replace=False))
+            xtr, ytr = xtr[pick], ytr[pick]
         xte, yte = capture.rows(block, "test")
         if len(xte) == 0 or len(xtr) <= xtr.shape[1] + 1:
             raise LinrecError(
                 f"block {block}: the row sample holds {len(xtr)} train / {len(xte)} test rows; "
                 "capture with a larger sample_rows"
             )
-        if max_train is not None:
-            xtr, ytr = xtr[:max_train], ytr[:max_train]
         t = lambda a: torch.from_numpy(np.array(a, dtype=np.float32))  # noqa: E731
         return cls(t(xtr), t(ytr), t(xte), t(yte))
 
@@ -212,15 +219,17 @@ def mechanism_blocks(cond: pandas.Series, k: int = 3) -> list[int]:
     return sorted(set(order[:k]) | set(order[-k:]), key=order.index)
 
 
-def mechanism_table(capture, blocks, seed: int = 0, progress: bool = True) -> pandas.DataFrame:
-    """One row per (block, fit in `MECHANISM_FITS`): held-out R² on the block's stored rows beside the
-    closed-form ceiling on the same rows."""
+def mechanism_table(
+    capture, blocks, seed: int = 0, progress: bool = True, max_train: int | None = None
+) -> pandas.DataFrame:
+    """One row per (block, fit in `MECHANISM_FITS`): held-out R² on the block's stored rows (the first `max_train`
+    train rows with it) beside the closed-form ceiling on the same rows."""
     import pandas as pd
     from tqdm import tqdm
 
     out = []
     for b in tqdm(blocks, desc=f"pitfall mechanism {capture.model_label}", unit="block", disable=not progress):
-        rows = Rows.from_capture(capture, b)
+        rows = Rows.from_capture(capture, b, max_train)
         fit, ceiling = closed_form_on_rows(rows)
         for name, kw in MECHANISM_FITS.items():
             out.append(
@@ -456,8 +465,11 @@ def sweep_blocks(n_blocks: int, fractions=(1 / 6, 1 / 2, 5 / 6)) -> list[int]:
     return sorted({int(np.floor(f * (n_blocks - 1) + 0.5)) for f in fractions})
 
 
-def rank_sweep(capture, blocks, ranks=(16, 64, 256), seed: int = 0, progress: bool = True) -> pandas.DataFrame:
-    """One row per (block, rank): the bilinear probe's held-out gain at each rank, same rows and seed."""
+def rank_sweep(
+    capture, blocks, ranks=(16, 64, 256), seed: int = 0, progress: bool = True, max_train: int | None = None
+) -> pandas.DataFrame:
+    """One row per (block, rank): the bilinear probe's held-out gain at each rank, same rows (the first
+    `max_train` train rows with it) and seed."""
     import time
 
     import pandas as pd
@@ -466,7 +478,7 @@ def rank_sweep(capture, blocks, ranks=(16, 64, 256), seed: int = 0, progress: bo
     out = []
     pairs = [(b, k) for b in blocks for k in ranks]
     for b, k in tqdm(pairs, desc=f"probe ranks {capture.model_label}", unit="fit", disable=not progress):
-        rows = Rows.from_capture(capture, b)
+        rows = Rows.from_capture(capture, b, max_train)
         t0 = time.perf_counter()
         pr = fit_probe(rows, capture.fit(b), rank=k, seed=seed)
         out.append(

@@ -359,6 +359,26 @@ def _table(df: pd.DataFrame, floatfmt: str = "{:.3f}") -> str:
     return "\n".join(lines)
 
 
+BUDGET_KEYS = ("probe_rows", "test_windows", "screening_windows", "control_rows")  # the profile's analysis budget
+
+
+def _budget(params: dict) -> str | None:
+    """The setup line saying on how much data the per-block analyses ran (None when the profile sets none of it)."""
+    if not any(k in params for k in BUDGET_KEYS):
+        return None
+    every = lambda v, what: f"every {what}" if v is None else f"{v:,} seeded {what}s"  # noqa: E731
+    parts = []
+    if "probe_rows" in params:
+        parts.append(f"probes and trained baselines on {every(params['probe_rows'], 'train row')} per block")
+    if "test_windows" in params:
+        parts.append(f"each ΔPPL on {every(params['test_windows'], 'held-out window')}")
+    if "screening_windows" in params:
+        parts.append(f"swap choices on {params['screening_windows']} screening (train) windows")
+    if "control_rows" in params:
+        parts.append(f"input controls and cross feeding on {every(params['control_rows'], 'stored row')} per block")
+    return "- Analysis budget of this profile: " + "; ".join(parts) + "."
+
+
 def _setup(r: Results, params: dict) -> list[str]:
     from linrec.models import OFFLINE_MODELS
 
@@ -381,6 +401,9 @@ def _setup(r: Results, params: dict) -> list[str]:
         + ", ".join(f"{k} = {params[k]}" for k in keys if k in params)
         + " (80/20 train/held-out split of windows, seeded)."
     )
+    budget = _budget(params)
+    if budget:
+        lines.append(budget)
     lines.append(
         "- Numerics: float64 statistics; Jacobi-scaled eigendecomposition solve; "
         "bootstrap over held-out windows (1000 resamples)."
@@ -554,11 +577,31 @@ def _replace_block(readme: Path, start: str, end: str, make) -> bool:
 PERF_START, PERF_END = "<!-- performance:start -->", "<!-- performance:end -->"
 
 
-def performance_section(bench_dir: str | Path) -> str:
+def figures_run_line(run_csv: str | Path) -> str:
+    """One sentence on the last `linrec figures` run of a profile, from its `run.csv` (`linrec.figures.record_run`)."""
+    run_csv = Path(run_csv)
+    shown = "/".join(run_csv.parts[-4:])
+    if not run_csv.exists():
+        return f"No figures run recorded: `{shown}` is missing (run `make figures`)."
+    r = pd.read_csv(run_csv).iloc[-1]
+    per = ", ".join(f"{n[:2]} {s} s" for n, s in zip(str(r["notebooks"]).split(), str(r["notebook_seconds"]).split()))
+    made = int(r["captures_made"])
+    return (
+        f"Figures (`linrec figures`, `{shown}`, one run on {r['date']}): {len(str(r['notebooks']).split())} notebooks "
+        f"in **{r['wall_seconds'] / 60:.1f} min** on {int(r['cpus'])} CPUs, {int(r['jobs'])} at a time after 01; "
+        + (f"{made} captures computed during the run" if made else "every capture read from the cache")
+        + f". Per notebook (seconds in its own kernel, one thread each when two run at once): {per}."
+    )
+
+
+def performance_section(bench_dir: str | Path, figures_run: str | Path | None = None) -> str:
     """The README's performance block, every number read from `bench_dir`/capture.csv (benchmarks/capture.py --csv)
-    and `bench_dir`/swap.csv (benchmarks/swap.py); a missing file is named in the block, not invented."""
+    and `bench_dir`/swap.csv (benchmarks/swap.py), and with `figures_run` the last figures run (`run.csv`); a
+    missing file is named in the block, not invented."""
     bench_dir = Path(bench_dir)
     lines = [PERF_START]
+    if figures_run is not None:
+        lines += [figures_run_line(figures_run), ""]
     cap_path, swap_path = bench_dir / "capture.csv", bench_dir / "swap.csv"
     shown = lambda path: "/".join(path.parts[-3:])  # noqa: E731  (results/bench/x.csv, wherever the clone lives)
     if cap_path.exists():
@@ -633,6 +676,6 @@ def performance_section(bench_dir: str | Path) -> str:
     return "\n".join(lines)
 
 
-def update_readme_performance(readme: str | Path, bench_dir: str | Path) -> bool:
+def update_readme_performance(readme: str | Path, bench_dir: str | Path, figures_run: str | Path | None = None) -> bool:
     """Replace the block between the performance markers of `readme`; False (and no change) if it has none."""
-    return _replace_block(Path(readme), PERF_START, PERF_END, lambda: performance_section(bench_dir))
+    return _replace_block(Path(readme), PERF_START, PERF_END, lambda: performance_section(bench_dir, figures_run))

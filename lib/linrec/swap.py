@@ -19,7 +19,8 @@ Screening windows (`screening_ids`): a few seeded *train* windows. Every choice 
 is made on them and on the train statistics, never on the test windows: the maps used there are
 refitted without them (`screening_fit`), the predictors of ΔPPL are computed on their rows
 (`predictors`), and the greedy multi-block swap (`greedy`) orders and accepts blocks by them.
-The test windows only report.
+The test windows only report: all of them, or `test_windows` of them drawn by seed alone
+(`report_ids`; the lesson profile's cheaper setting, with wider intervals).
 """
 
 from __future__ import annotations
@@ -80,6 +81,18 @@ def screening_ids(windows: Windows, n: int, seed: int = 0) -> torch.Tensor:
     pick = np.sort(
         np.random.default_rng([seed, 2]).choice(windows.train, size=min(n, len(windows.train)), replace=False)
     )
+    return windows.ids[pick]
+
+
+def report_ids(windows: Windows, n: int | None = None, seed: int = 0) -> torch.Tensor:
+    """The held-out windows every reported perplexity is measured on: all of them (`n` None), or `n` of them drawn
+    by seed alone (sorted), never by anything measured on them. A smaller `n` makes the study cheaper (each swap
+    costs one pass over these windows) and its intervals wider; the profile says which."""
+    if n is None or n >= len(windows.test):
+        return windows.split("test")
+    if n < 2:
+        raise LinrecError(f"ΔPPL intervals need at least 2 held-out windows, got test_windows={n}")
+    pick = np.sort(np.random.default_rng([seed, 3]).choice(windows.test, size=n, replace=False))
     return windows.ids[pick]
 
 
@@ -260,7 +273,8 @@ class SwapStudy:
     greedy swap, save.
 
     Fits come from the capture's train statistics (cached per block); perplexities are on the
-    capture's test windows (one `PerplexityEvaluator`, built on first use). Choices use the
+    capture's test windows (all, or `test_windows` of them: `report_ids`; one `PerplexityEvaluator`, built on
+    first use). Choices use the
     `screening_windows` seeded train windows only.
     """
 
@@ -274,6 +288,7 @@ class SwapStudy:
         screening_windows: int = 8,
         seed: int = 0,
         n_boot: int = 2000,
+        test_windows: int | None = None,
     ):
         if capture.meta.get("identity") not in (None, loaded.identity):
             raise LinrecError(
@@ -293,6 +308,7 @@ class SwapStudy:
             raise LinrecError(f"the swap study needs at least one screening window, got {screening_windows}")
         self.batch_size, self.progress, self.n_boot = batch_size, progress, n_boot
         self.screening_windows, self.seed = screening_windows, seed
+        self.report_ids = report_ids(self.windows, test_windows, seed)
         self.clock = _Clock()
         self._dirs: dict[int, tuple] = {}
         self._fits: dict[tuple[int, str], AffineFit] = {}
@@ -381,7 +397,7 @@ class SwapStudy:
         if self._evaluator is None:
             t0 = time.perf_counter()
             self._evaluator = PerplexityEvaluator(
-                self.model, self.windows.split("test"), self.batch_size, progress=self.progress, desc="base ppl (test)"
+                self.model, self.report_ids, self.batch_size, progress=self.progress, desc="base ppl (test)"
             )
             self.clock.add("test: base run", time.perf_counter() - t0, 1)
         return self._evaluator
