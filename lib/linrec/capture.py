@@ -302,7 +302,7 @@ def _run_capture(
     dims = site_dims(loaded, sites, windows)
     groups = _groups(len(sites), blocks_per_pass)
     plan = memory_plan(dims, len(windows.test), config.sample_rows if out_dir is not None else 0)
-    if progress:
+    if progress and world()[0] == 0:  # under torchrun every rank checks the plan; rank 0 alone prints it
         tqdm.write(plan_text(plan, device), file=sys.stderr)
     _check_fits(plan, groups, device)
     stats = {s: [Moments(dx, dy) for dx, dy in dims] for s in SPLITS}
