@@ -77,3 +77,13 @@ def test_state_round_trip_and_nan_detection():
     assert m.is_finite()
     y[3, 1] = np.nan
     assert not Moments.of(torch.from_numpy(x), torch.from_numpy(y)).is_finite()
+
+
+def test_packed_state_stores_the_upper_triangle_and_rebuilds_M_exactly():
+    g = torch.Generator().manual_seed(0)
+    m = Moments.of(torch.randn(50, 3, generator=g, dtype=torch.float64) + 4, torch.randn(50, 2, generator=g).double())
+    s = m.state(packed=True)
+    assert "M" not in s and s["Mu"].shape == (15,)
+    back = Moments.from_state(s)
+    assert back.n == m.n and np.array_equal(back.M, m.M) and np.array_equal(back.M, back.M.T)
+    assert np.array_equal(Moments.from_state(m.state()).M, m.M)

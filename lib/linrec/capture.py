@@ -501,28 +501,17 @@ def _captures_dir() -> Path:
     return cache_root() / "captures"
 
 
-def _packed(m: Moments) -> dict[str, np.ndarray]:
-    """`m.state()` with the symmetric M stored as its upper triangle, row by row ("Mu"): half the bytes on disk."""
-    state = m.state()
-    M = state.pop("M")
-    state["Mu"] = M[np.triu_indices(len(M))]
-    return state
-
-
-def _unpacked(z, prefix: str) -> Moments:
-    """The Moments stored under `prefix` by `_packed` (M rebuilt exactly from its upper triangle)."""
-    dims = z[prefix + "dims"]
-    d = int(dims.sum())
-    M = np.zeros((d, d))
-    M[np.triu_indices(d)] = z[prefix + "Mu"]
-    M = M + np.triu(M, 1).T
-    return Moments.from_state({"n": z[prefix + "n"], "mean": z[prefix + "mean"], "M": M, "dims": dims})
-
-
 def _write(capture: Capture, directory: Path) -> None:
-    arrays = {f"{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.stats[s]) for k, v in _packed(m).items()}
+    arrays = {
+        f"{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.stats[s]) for k, v in m.state(True).items()
+    }
     arrays.update(
-        {f"first/{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.first[s]) for k, v in _packed(m).items()}
+        {
+            f"first/{s}/{i}/{k}": v
+            for s in SPLITS
+            for i, m in enumerate(capture.first[s])
+            for k, v in m.state(True).items()
+        }
     )
     arrays.update(
         {
@@ -549,7 +538,14 @@ def _read(directory: Path, config: CaptureConfig) -> Capture | None:
         n_blocks = int(meta["n_blocks"])
         with np.load(directory / "stats.npz") as z:
             stats, first = (
-                {s: [_unpacked(z, f"{pre}{s}/{i}/") for i in range(n_blocks)] for s in SPLITS} for pre in ("", "first/")
+                {
+                    s: [
+                        Moments.from_state({k: z[f"{pre}{s}/{i}/{k}"] for k in ("n", "mean", "Mu", "dims")})
+                        for i in range(n_blocks)
+                    ]
+                    for s in SPLITS
+                }
+                for pre in ("", "first/")
             )
             heldout = [
                 None

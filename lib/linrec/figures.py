@@ -182,15 +182,19 @@ def run_notebooks(
     done, seconds = [], {}
     captures_before = _capture_entries()
     t_all = time.perf_counter()
+
+    def complete(nb: Path, out: Path, secs: float) -> None:
+        seconds[nb.stem] = secs
+        print(f"[linrec] {nb.name} done in {secs:.0f} s → {out}", flush=True)
+        record_timings(out)
+        done.append(out)
+
     for stage in stages(selected, _last_timings(results, root)):
         outs = {nb: results / "notebooks" / f"{nb.stem}.ipynb" for nb in stage}
         if jobs == 1 or len(stage) == 1:
             for nb in stage:
                 print(f"[linrec] {nb.name} → {outs[nb]}", flush=True)
-                seconds[nb.stem] = _execute(nb, params, outs[nb], root, progress=True)
-                print(f"[linrec] {nb.name} done in {seconds[nb.stem]:.0f} s", flush=True)
-                record_timings(outs[nb])
-                done.append(outs[nb])
+                complete(nb, outs[nb], _execute(nb, params, outs[nb], root, progress=True))
             continue
         n = min(jobs, len(stage))
         threads = max(1, (os.cpu_count() or 1) // n)
@@ -206,10 +210,7 @@ def run_notebooks(
                         for p in pending:
                             p.cancel()
                         raise f.exception()
-                    seconds[nb.stem] = f.result()
-                    print(f"[linrec] {nb.name} done in {seconds[nb.stem]:.0f} s → {outs[nb]}", flush=True)
-                    record_timings(outs[nb])
-                    done.append(outs[nb])
+                    complete(nb, outs[nb], f.result())
     wall = time.perf_counter() - t_all
     made = len(_capture_entries() - captures_before)
     record_run(results / "notebooks", seconds, wall, jobs, made)

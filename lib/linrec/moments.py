@@ -162,18 +162,24 @@ class Moments:
     def is_finite(self) -> bool:
         return bool(torch.isfinite(self.mean).all() and torch.isfinite(self._M).all())
 
-    def state(self) -> dict[str, np.ndarray]:
-        """Arrays to store (float64)."""
+    def state(self, packed: bool = False) -> dict[str, np.ndarray]:
+        """Arrays to store (float64); with `packed`, M as its upper triangle row by row ("Mu": half the bytes),
+        which `from_state` rebuilds exactly (M is the mirror of its upper triangle by definition, see `M`)."""
+        M = self.M
         return {
             "n": np.array(self.n, dtype=np.int64),
             "mean": self.mean.cpu().numpy(),
-            "M": self.M,
+            **({"Mu": M[np.triu_indices(len(M))]} if packed else {"M": M}),
             "dims": np.array([self.d_in, self.d_out]),
         }
 
     @classmethod
     def from_state(cls, s: dict) -> Moments:
         d_in, d_out = (int(v) for v in s["dims"])
+        if "Mu" in s:
+            M = np.zeros((d_in + d_out,) * 2)
+            M[np.triu_indices(len(M))] = s["Mu"]
+            s = {**s, "M": M + np.triu(M, 1).T}
         M = torch.tensor(np.asarray(s["M"]), dtype=torch.float64)
         return cls(d_in, d_out, int(s["n"]), torch.tensor(np.asarray(s["mean"]), dtype=torch.float64), M)
 

@@ -222,8 +222,8 @@ def mechanism_blocks(cond: pandas.Series, k: int = 3) -> list[int]:
 def mechanism_table(
     capture, blocks, seed: int = 0, progress: bool = True, max_train: int | None = None
 ) -> pandas.DataFrame:
-    """One row per (block, fit in `MECHANISM_FITS`): held-out R² on the block's stored rows (the first `max_train`
-    train rows with it) beside the closed-form ceiling on the same rows."""
+    """One row per (block, fit in `MECHANISM_FITS`): held-out R² on the block's stored rows (`max_train` seeded
+    train rows with it, `Rows.from_capture`) beside the closed-form ceiling on the same rows."""
     import pandas as pd
     from tqdm import tqdm
 
@@ -468,8 +468,8 @@ def sweep_blocks(n_blocks: int, fractions=(1 / 6, 1 / 2, 5 / 6)) -> list[int]:
 def rank_sweep(
     capture, blocks, ranks=(16, 64, 256), seed: int = 0, progress: bool = True, max_train: int | None = None
 ) -> pandas.DataFrame:
-    """One row per (block, rank): the bilinear probe's held-out gain at each rank, same rows (the first
-    `max_train` train rows with it) and seed."""
+    """One row per (block, rank): the bilinear probe's held-out gain at each rank, same rows (`max_train`
+    seeded train rows with it, `Rows.from_capture`) and seed."""
     import time
 
     import pandas as pd

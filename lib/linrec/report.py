@@ -584,10 +584,11 @@ def figures_run_line(run_csv: str | Path) -> str:
     if not run_csv.exists():
         return f"No figures run recorded: `{shown}` is missing (run `make figures`)."
     r = pd.read_csv(run_csv).iloc[-1]
-    per = ", ".join(f"{n[:2]} {s} s" for n, s in zip(str(r["notebooks"]).split(), str(r["notebook_seconds"]).split()))
+    names = str(r["notebooks"]).split()
+    per = ", ".join(f"{n[:2]} {s} s" for n, s in zip(names, str(r["notebook_seconds"]).split()))
     made = int(r["captures_made"])
     return (
-        f"Figures (`linrec figures`, `{shown}`, one run on {r['date']}): {len(str(r['notebooks']).split())} notebooks "
+        f"Figures (`linrec figures`, `{shown}`, one run on {r['date']}): {len(names)} notebooks "
         f"in **{r['wall_seconds'] / 60:.1f} min** on {int(r['cpus'])} CPUs, {int(r['jobs'])} at a time after 01; "
         + (f"{made} captures computed during the run" if made else "every capture read from the cache")
         + f". Per notebook (seconds in its own kernel, one thread each when two run at once): {per}."

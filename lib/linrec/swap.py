@@ -78,10 +78,7 @@ def screening_ids(windows: Windows, n: int, seed: int = 0) -> torch.Tensor:
     """`n` seeded *train* windows (sorted): the screening set, a cheap "is this block safe to swap?" check."""
     if n < 1:
         raise LinrecError(f"screening needs at least one window, got {n}")
-    pick = np.sort(
-        np.random.default_rng([seed, 2]).choice(windows.train, size=min(n, len(windows.train)), replace=False)
-    )
-    return windows.ids[pick]
+    return _draw(windows, windows.train, n, [seed, 2])
 
 
 def report_ids(windows: Windows, n: int | None = None, seed: int = 0) -> torch.Tensor:
@@ -92,7 +89,12 @@ def report_ids(windows: Windows, n: int | None = None, seed: int = 0) -> torch.T
         return windows.split("test")
     if n < 2:
         raise LinrecError(f"ΔPPL intervals need at least 2 held-out windows, got test_windows={n}")
-    pick = np.sort(np.random.default_rng([seed, 3]).choice(windows.test, size=n, replace=False))
+    return _draw(windows, windows.test, n, [seed, 3])
+
+
+def _draw(windows: Windows, pool: np.ndarray, n: int, seed: list[int]) -> torch.Tensor:
+    """The ids of min(n, len(pool)) windows of `pool` drawn without replacement by `seed` alone, sorted."""
+    pick = np.sort(np.random.default_rng(seed).choice(pool, size=min(n, len(pool)), replace=False))
     return windows.ids[pick]
 
 
