@@ -466,3 +466,17 @@ def test_params_file_errors_are_one_line(cli, tmp_path):
     typo.write_text("models: [smollm2-135m]\ntokenz: 2560\n")
     code, _, err = cli("figures", "--params", typo)
     _single_line(code, err, "tokenz", "known:", "tokens")
+
+
+def test_device_map_measures_the_same_table_and_is_refused_where_it_does_not_apply(cli, tiny_args, tmp_path):
+    assert cli("measure", *tiny_args, "--out", tmp_path / "one.csv")[0] == 0
+    code, _, err = cli("measure", *tiny_args, "--device-map", "auto", "--no-cache", "--out", tmp_path / "map.csv")
+    assert code == 0, err
+    import pandas as pd
+
+    one, mapped = pd.read_csv(tmp_path / "one.csv"), pd.read_csv(tmp_path / "map.csv")
+    assert (one["r2_lin"] - mapped["r2_lin"]).abs().max() < 1e-12
+    code, _, err = cli("swap", *tiny_args, "--device-map", "auto")
+    _single_line(code, err, "--device-map is for the capturing commands")
+    code, _, err = cli("measure", *tiny_args, "--device-map", "everywhere")
+    _single_line(code, err, "--device-map", "--help")

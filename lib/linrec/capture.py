@@ -64,7 +64,7 @@ from linrec.files import (
     write_entry,
 )
 from linrec.heldout import HeldOut, HeldOutSums
-from linrec.hf import LoadedModel, check_context, check_device, model_dtype, no_tf32
+from linrec.hf import LoadedModel, check_context, check_device, input_device, model_dtype, no_tf32
 from linrec.models import load_model, model_identity
 from linrec.moments import PRODUCTS, Moments, remove_rows
 from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
@@ -273,18 +273,23 @@ def _groups(n_sites: int, blocks_per_pass: int | None) -> list[range]:
     return [range(i, min(i + k, n_sites)) for i in range(0, n_sites, k)]
 
 
-def _check_fits(plan: pandas.DataFrame, groups: list[range], device: torch.device) -> None:
-    """One line naming the fix when the statistics cannot fit where they will live (checked before any pass)."""
-    per_pass = max(int(plan["device_total"].iloc[list(g)].sum()) for g in groups)
-    need = per_pass if device.type == "cuda" else int(plan["device_total"].sum())  # on CPU every group stays in RAM
-    free = _free_bytes(device)
-    if free is not None and need > free:
-        fix = (
-            "pass --blocks-per-pass with fewer blocks (finished groups move to host memory)"
-            if device.type == "cuda"
-            else "run on a machine with more memory, or on a GPU with --blocks-per-pass"
-        )
-        raise LinrecError(f"{plan_text(plan, device)}: {need / 2**30:.1f} GiB needed at once does not fit; {fix}")
+def _check_fits(plan: pandas.DataFrame, groups: list[range]) -> None:
+    """One line naming the fix when the statistics cannot fit where they will live (checked before any pass), device
+    by device: on a GPU, the most that one block group puts there; in host memory, every block kept there."""
+    for name, part in plan.groupby("device", sort=False):
+        device = torch.device(name)
+        if device.type == "cuda":
+            need = max(int(part["device_total"].loc[[b for b in g if b in part.index]].sum()) for g in groups)
+        else:  # on the CPU every group stays in RAM
+            need = int(part["device_total"].sum())
+        free = _free_bytes(device)
+        if free is not None and need > free:
+            fix = (
+                "pass --blocks-per-pass with fewer blocks (finished groups move to host memory)"
+                if device.type == "cuda"
+                else "run on a machine with more memory, or on a GPU with --blocks-per-pass"
+            )
+            raise LinrecError(f"{plan_text(plan)}: {need / 2**30:.1f} GiB needed at once on {name} does not fit; {fix}")
 
 
 def _run_capture(
@@ -298,15 +303,17 @@ def _run_capture(
 ) -> Capture:
     model = loaded.model
     sites = find_ffn_sites(model)
-    device = next(model.parameters()).device
-    dims = site_dims(loaded, sites, windows)
+    device = input_device(model)
+    probed = _probe_sites(loaded, sites, windows)
+    dims = [d for d, _ in probed]
+    devices = [dev for _, dev in probed]  # each block's statistics live where its activations appear
     groups = _groups(len(sites), blocks_per_pass)
-    plan = memory_plan(dims, len(windows.test), config.sample_rows if out_dir is not None else 0)
+    plan = memory_plan(dims, len(windows.test), config.sample_rows if out_dir is not None else 0, devices)
     if progress and world()[0] == 0:  # under torchrun every rank checks the plan; rank 0 alone prints it
-        tqdm.write(plan_text(plan, device), file=sys.stderr)
-    _check_fits(plan, groups, device)
-    stats = {s: [Moments(dx, dy) for dx, dy in dims] for s in SPLITS}
-    first = {s: [Moments(dx, dy) for dx, dy in dims] for s in SPLITS}
+        tqdm.write(plan_text(plan), file=sys.stderr)
+    _check_fits(plan, groups)
+    stats = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
+    first = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
     order = np.concatenate([windows.train, windows.test])  # train windows first, then test
     split_of = np.zeros(len(windows.ids), dtype=np.int64)
     split_of[windows.test] = 1
@@ -365,11 +372,12 @@ def _run_capture(
             for batch in (b for b in mine if b[0] == "test"):
                 run(batch)
                 bar.update()
-        if len(groups) > 1 and device.type != "cpu":  # a finished group leaves the device
-            for i in group:
+        if len(groups) > 1:  # a finished group leaves its device
+            moved = [i for i in group if devices[i].type != "cpu"]
+            for i in moved:
                 for m in (*(stats[s][i] for s in SPLITS), *(first[s][i] for s in SPLITS)):
                     m.mean, m._M = m.mean.cpu(), m._M.cpu()
-            heldout.to("cpu", group)
+            heldout.to("cpu", moved)
     if size > 1:
         merge_moments([*stats["test"], *first["train"], *first["test"]])
         heldout.all_reduce()
@@ -406,7 +414,7 @@ def _run_capture(
         "heldout_seconds": heldout.seconds,  # of `seconds`: fits + held-out sums (host time; asynchronous on a GPU)
         "fit_seconds": heldout.fit_seconds,
         "heldout_errors": {str(i): msg for i, msg in heldout.errors.items()},
-        "device": str(device),
+        "device": str(device) if len(set(devices)) == 1 else ", ".join(sorted({str(d) for d in devices})),
         "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
         "notes": loaded.notes,
         "version": CAPTURE_VERSION,
@@ -418,7 +426,9 @@ def _run_capture(
 F64 = 8  # bytes
 
 
-def memory_plan(dims: list[tuple[int, int]], n_test_windows: int, sample_rows: int = 0) -> pandas.DataFrame:
+def memory_plan(
+    dims: list[tuple[int, int]], n_test_windows: int, sample_rows: int = 0, devices: list | None = None
+) -> pandas.DataFrame:
     """Bytes one capture holds per block, before it starts (the test `test_memory_plan_is_what_a_capture_holds`
     checks each column against the tensors and arrays a finished capture holds):
 
@@ -428,7 +438,8 @@ def memory_plan(dims: list[tuple[int, int]], n_test_windows: int, sample_rows: i
       fitted map (W [d_in, d_out], b and c [d_out], float64) while the test split runs;
     - `rows_disk`: the row sample on disk, float32 x and y (`sample_rows` rows; 0 without one).
 
-    On a GPU `stats`, `first` and `heldout` live on the device; `rows_disk` is written to the cache directory.
+    `stats`, `first` and `heldout` live on the block's device (`devices`, default all "cpu"; with a device map,
+    each block's own); `rows_disk` is written to the cache directory.
     """
     import pandas as pd
 
@@ -439,6 +450,7 @@ def memory_plan(dims: list[tuple[int, int]], n_test_windows: int, sample_rows: i
         rows.append(
             {
                 "block": b,
+                "device": str(devices[b]) if devices is not None else "cpu",
                 "d_in": d_in,
                 "d_out": d_out,
                 "stats": 2 * moments,
@@ -464,36 +476,50 @@ def _free_bytes(device: torch.device) -> int | None:
         return None
 
 
-def plan_text(plan: pandas.DataFrame, device: torch.device) -> str:
-    """One paragraph: what the capture will hold, against the free memory where it lives."""
+def plan_text(plan: pandas.DataFrame) -> str:
+    """One paragraph: what the capture will hold, against the free memory where it lives (per device)."""
     gib = 2**30
-    free = _free_bytes(device)
     per_block = plan["device_total"].max()
     text = (
         f"memory plan: {len(plan)} blocks × up to {per_block / gib:.2f} GiB = {plan['device_total'].sum() / gib:.2f} "
-        f"GiB of float64 statistics on {device} (moments {plan['stats'].sum() / gib:.2f}, first positions "
+        f"GiB of float64 statistics (moments {plan['stats'].sum() / gib:.2f}, first positions "
         f"{plan['first'].sum() / gib:.2f}, held-out sums {plan['heldout'].sum() / gib:.2f}); row sample "
         f"{plan['rows_disk'].sum() / gib:.2f} GiB on disk"
     )
-    if free is not None:
-        text += f"; {free / gib:.1f} GiB free there"
-    return text
+    places = []
+    for name, part in plan.groupby("device", sort=False):
+        free = _free_bytes(torch.device(name))
+        where = f"{part['device_total'].sum() / gib:.2f} GiB on {name}"
+        if len(part) < len(plan):
+            where += f" (blocks {part['block'].min()}–{part['block'].max()})"
+        places.append(where + (f", {free / gib:.1f} GiB free there" if free is not None else ""))
+    return text + "; " + "; ".join(places)
 
 
 @torch.no_grad()
 def site_dims(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[int, int]]:
     """(d_in, d_out) of every FFN in `sites`, read off one two-token forward pass of the first window."""
-    dims: dict[int, tuple[int, int]] = {}
+    return [dims for dims, _ in _probe_sites(loaded, sites, windows)]
+
+
+def site_devices(loaded: LoadedModel, sites, windows: Windows) -> list[torch.device]:
+    """The device each FFN's activations appear on (one device for a plain model; with a `device_map`, each block's
+    own): where a capture keeps that block's statistics."""
+    return [dev for _, dev in _probe_sites(loaded, sites, windows)]
+
+
+@torch.no_grad()
+def _probe_sites(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[tuple[int, int], torch.device]]:
+    found: dict[int, tuple[tuple[int, int], torch.device]] = {}
 
     def grab(block, x, y):
-        dims[block] = (x.shape[-1], y.shape[-1])
+        found[block] = ((x.shape[-1], y.shape[-1]), x.device)
 
-    device = next(loaded.model.parameters()).device
     kwargs = {"use_cache": False} if loaded.is_causal else {}
     with ffn_hooks(sites, grab, stop_after_last=True), torch.no_grad():
-        ids = windows.ids[:1, :2].to(device)
+        ids = windows.ids[:1, :2].to(input_device(loaded.model))
         run_until_stop(loaded.model, input_ids=ids, **kwargs)
-    return [dims[s.index] for s in sites]
+    return [found[s.index] for s in sites]
 
 
 # ---- cache -------------------------------------------------------------------------------
@@ -575,6 +601,7 @@ def get_capture(
     progress: bool = True,
     dtype: str = "float32",
     blocks_per_pass: int | None = None,
+    device_map: str | dict | None = None,
 ) -> Capture:
     """The capture of `model` on `corpus`: from the cache if present and intact, else computed and cached.
 
@@ -582,7 +609,7 @@ def get_capture(
     `get_captures` (which this calls with one corpus).
     """
     kw = dict(seq_len=seq_len, tokens=tokens, seed=seed, test_frac=test_frac, sample_rows=sample_rows, product=product)
-    kw.update(dtype=dtype, blocks_per_pass=blocks_per_pass)
+    kw.update(dtype=dtype, blocks_per_pass=blocks_per_pass, device_map=device_map)
     kw.update(batch_size=batch_size, device=device, loaded=loaded, cache=cache, progress=progress)
     return get_captures(model, [corpus], **kw)[corpus]
 
@@ -600,7 +627,16 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
     if not corpora:
         raise LinrecError("no corpora given; name at least one, e.g. wiki")
     names = ("seq_len", "tokens", "seed", "test_frac", "sample_rows", "product", "dtype")
-    unknown = set(kwargs) - {*names, "batch_size", "device", "loaded", "cache", "progress", "blocks_per_pass"}
+    unknown = set(kwargs) - {
+        *names,
+        "batch_size",
+        "device",
+        "device_map",
+        "loaded",
+        "cache",
+        "progress",
+        "blocks_per_pass",
+    }
     if unknown:
         raise TypeError(f"get_captures() got unexpected keyword arguments {sorted(unknown)}")
     cfg = {k: kwargs[k] for k in names if k in kwargs}
@@ -627,7 +663,8 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
         if cache:
             check_cache_writable("captures")
         if loaded is None:
-            loaded = load_model(model, device=device, dtype=model_dtype(config.dtype))
+            dtype = model_dtype(config.dtype)
+            loaded = load_model(model, device=device, dtype=dtype, device_map=kwargs.get("device_map"))
         _check_dtype(loaded, config)
         run = dict(progress=kwargs.get("progress", True), blocks_per_pass=kwargs.get("blocks_per_pass"))
         out[corpus] = _notice_short(_compute(loaded, config, entry, kwargs.get("batch_size", 8), cache, **run))

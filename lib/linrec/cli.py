@@ -87,6 +87,13 @@ def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
     )
     if not curve:
         p.add_argument(
+            "--device-map",
+            default=None,
+            choices=["auto", "balanced", "balanced_low_0", "sequential"],
+            help="spread a model larger than one device over all visible devices (accelerate); each block's "
+            "statistics stay on its block's device (default: the whole model on --device)",
+        )
+        p.add_argument(
             "--dtype",
             default="float32",
             choices=["float32", "bfloat16", "float16"],
@@ -130,6 +137,7 @@ def _capture(args, loaded=None):
         product="float32" if args.fast else "float64",
         dtype=args.dtype,
         blocks_per_pass=args.blocks_per_pass,
+        device_map=args.device_map,
         cache=not args.no_cache,
         loaded=loaded,
     )
@@ -153,6 +161,13 @@ def _preflight(args) -> None:
     from linrec.hf import check_device
 
     args.device = check_device(init_from_env(args.device))  # under torchrun: this rank's device
+    if getattr(args, "device_map", None):
+        from linrec.distributed import world
+
+        if world()[1] > 1:
+            raise LinrecError("--device-map places one model over all devices; under torchrun use --device instead")
+        if args.device != "cpu":
+            raise LinrecError(f"--device {args.device} and --device-map both place the model; give one of them")
     _check_out(getattr(args, "out", None))
     if getattr(args, "save", None):
         from linrec.surgery import check_save_target
@@ -248,6 +263,10 @@ def cmd_swap(args) -> None:
     from linrec.models import load_model
     from linrec.swap import SwapStudy
 
+    if args.device_map:
+        raise LinrecError(
+            "--device-map is for the capturing commands (measure, probe, spectrum); swap runs on --device"
+        )
     if args.save and args.blocks is None and args.budget_ppl is None:
         raise LinrecError("--save needs the blocks to swap: give --blocks 0,3 or --budget-ppl 1.0")
     if args.save and args.first != "map":

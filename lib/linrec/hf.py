@@ -35,6 +35,13 @@ class LoadedModel:
         return self.model_type not in ENCODER_TYPES
 
 
+def input_device(model: torch.nn.Module) -> torch.device:
+    """Where token ids go in: the input embedding's device. An embedding offloaded by accelerate (weights on
+    "meta" between calls) takes them on the CPU, and its hook moves them to where it runs."""
+    dev = model.get_input_embeddings().weight.device
+    return torch.device("cpu") if dev.type == "meta" else dev
+
+
 @contextlib.contextmanager
 def no_tf32():
     """Within the block, CUDA matmuls and convolutions run in true float32 (TF32 off); the caller's setting is put

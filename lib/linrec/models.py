@@ -14,9 +14,11 @@ the norm layers' defaults), drawn under `torch.manual_seed(SEED)`; SPEC's tokeni
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -291,11 +293,19 @@ def model_identity(spec: str) -> str:
     return f"hub:{spec}"
 
 
-def load_model(spec: str, device: str = "cpu", dtype: torch.dtype = torch.float32) -> LoadedModel:
-    """Load `spec` (offline name, local dir, .gguf file or hub id) frozen, in eval mode, on `device`."""
+def load_model(
+    spec: str, device: str = "cpu", dtype: torch.dtype = torch.float32, device_map: str | dict | None = None
+) -> LoadedModel:
+    """Load `spec` (offline name, local dir, .gguf file or hub id) frozen, in eval mode, on `device`.
+
+    `device_map` ("auto", "balanced", "balanced_low_0", "sequential", or a {module: device} dict, as in
+    transformers) spreads the blocks over every visible device with accelerate instead, for a model larger than one
+    device; "disk" entries are offloaded to a private temporary folder. `device` is then unused."""
     if not isinstance(spec, str) or not spec.strip():
         raise LinrecError(f"model must be a non-empty string; offline models: {_offline_list()}")
     device = check_device(device)  # "auto" resolved here
+    if device_map is not None:
+        return _dispatched(load_model(spec, "cpu", dtype), device_map, dtype)
     if spec.startswith(INIT_PREFIX):
         return _load_random_init(spec, device, dtype)
     path = Path(spec).expanduser()
@@ -334,6 +344,46 @@ def load_model(spec: str, device: str = "cpu", dtype: torch.dtype = torch.float3
     if getattr(tok, "pad_token", None) is None and getattr(tok, "eos_token", None) is not None:
         tok.pad_token = tok.eos_token
     return LoadedModel(model=model, tokenizer=tok, name=spec, identity=model_identity(spec), source=source, notes=notes)
+
+
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def _dispatched(loaded: LoadedModel, device_map: str | dict, dtype: torch.dtype) -> LoadedModel:
+    """`loaded` (on the CPU) spread over the devices with accelerate: a named strategy is resolved to a
+    {module: device} map with `infer_auto_device_map` (blocks never split), then `dispatch_model` places each module
+    and hooks its inputs onto its device. Every FFN's activations, and so its statistics, live on its block's device
+    (`linrec.capture.site_devices`)."""
+    import tempfile
+
+    from accelerate import dispatch_model, infer_auto_device_map
+    from accelerate.utils import get_balanced_memory
+
+    model = loaded.model
+    no_split = list(getattr(model, "_no_split_modules", None) or [])
+    if isinstance(device_map, str):
+        if device_map not in DEVICE_MAPS:
+            raise LinrecError(f"--device-map must be one of {', '.join(DEVICE_MAPS)} or a mapping, got '{device_map}'")
+        max_memory = None
+        if device_map != "sequential":
+            max_memory = get_balanced_memory(
+                model, dtype=dtype, no_split_module_classes=no_split, low_zero=device_map == "balanced_low_0"
+            )
+        device_map = infer_auto_device_map(model, max_memory=max_memory, no_split_module_classes=no_split, dtype=dtype)
+    device_map = dict(device_map)
+    offload = None
+    if "disk" in device_map.values():
+        offload = tempfile.mkdtemp(prefix="linrec-offload-")  # fresh: accelerate would reuse an old folder's weights
+        atexit.register(shutil.rmtree, offload, ignore_errors=True)
+    try:
+        model = dispatch_model(model, device_map=device_map, offload_dir=offload)
+    except (ValueError, RuntimeError) as err:
+        raise LinrecError(f"could not place the model with device_map ({str(err).splitlines()[0][:160]})") from None
+    model.hf_device_map = device_map
+    places = sorted({str(v) for v in device_map.values()})
+    loaded.notes.append(f"device_map over {', '.join(places)} ({len(device_map)} modules, accelerate)")
+    loaded.model = model
+    return loaded
 
 
 def _load_random_init(spec: str, device: str, dtype: torch.dtype) -> LoadedModel:

@@ -99,6 +99,11 @@ class Moments:
         return self
 
     @classmethod
+    def zeros(cls, d_in: int, d_out: int, device: torch.device | str = "cpu") -> Moments:
+        """Empty statistics allocated on `device` (a capture puts each block's where its activations appear)."""
+        return cls(d_in, d_out, mean=torch.zeros(d_in + d_out, dtype=torch.float64, device=device))
+
+    @classmethod
     def of(cls, x, y) -> Moments:
         """One-shot statistics of all rows at once (float64 throughout)."""
         x = torch.as_tensor(np.asarray(x)) if not isinstance(x, torch.Tensor) else x
