@@ -69,7 +69,7 @@ figures_dir = "figures"
 import pandas as pd
 
 from linrec.capture import get_capture
-from linrec.controls import cross_feed, cross_matrix, input_controls, weight_nulls
+from linrec.controls import MapScores, cross_feed, cross_matrix, input_controls, weight_nulls
 from linrec.figures import project_root
 from linrec.models import load_model, random_init_spec
 from linrec.plots import fig7_controls, fig7b_inputs_or_weights
@@ -132,8 +132,10 @@ labelled(init_summary).round(3)
 
 # %%
 loaded = {m: load_model(m, device=device) for m in models}
+scores = MapScores()  # each (FFN, rows) pair is scored once, whichever control asks for it first
 inputs = pd.concat(
-    [input_controls(trained[m], loaded[m], n_rows=control_rows, seed=seed) for m in models], ignore_index=True
+    [input_controls(trained[m], loaded[m], n_rows=control_rows, seed=seed, scores=scores) for m in models],
+    ignore_index=True,
 )
 save_table(inputs, "controls_inputs", root / results_dir)
 inputs.round(3)
@@ -175,7 +177,10 @@ def model_of(name: str):
 
 
 cross = pd.concat(
-    [cross_feed(capture_of(a), capture_of(b), model_of(b), n_rows=control_rows, seed=seed) for a, b in pairs],
+    [
+        cross_feed(capture_of(a), capture_of(b), model_of(b), n_rows=control_rows, seed=seed, scores=scores)
+        for a, b in pairs
+    ],
     ignore_index=True,
 )
 save_table(cross, "controls_cross_feed", root / results_dir)
@@ -200,7 +205,12 @@ cross_summary.round(3)
 nulls = pd.concat(
     [
         weight_nulls(
-            trained[m], loaded[m], model_of(random_init_spec(m, init_seeds[0])), n_rows=decomposition_rows, seed=seed
+            trained[m],
+            loaded[m],
+            model_of(random_init_spec(m, init_seeds[0])),
+            n_rows=decomposition_rows,
+            seed=seed,
+            scores=scores,
         )
         for m in models
     ],
@@ -208,10 +218,14 @@ nulls = pd.concat(
 )
 save_table(nulls, "controls_weight_nulls", root / results_dir)
 matrix = pd.concat(
-    [cross_matrix(trained[m], loaded[m], n_rows=decomposition_rows, seed=seed, band=cross_band) for m in models],
+    [
+        cross_matrix(trained[m], loaded[m], n_rows=decomposition_rows, seed=seed, band=cross_band, scores=scores)
+        for m in models
+    ],
     ignore_index=True,
 )
 save_table(matrix, "controls_cross_matrix", root / results_dir)
+print(f"FFN-on-rows scores: {scores.computed} computed, {scores.reused} reused from an earlier control")
 decomposition = decomposition_summary(matrix, nulls, n_boot=n_boot, seed=seed)
 save_table(decomposition, "controls_decomposition", root / results_dir)
 fig_b = fig7b_inputs_or_weights(nulls, matrix, root / figures_dir / "fig7b_inputs_or_weights")

@@ -482,17 +482,19 @@ def test_memory_plan_is_what_a_capture_holds(tiny_model, tmp_path):
     model, tok = tiny_model("gemma3_text"), tiny_tokenizer()
     w = tiny_windows(tok, tokens=2048)
     c = run_capture(_loaded(model, tok), w, CaptureConfig("t", sample_rows=300), tmp_path / "c", progress=False)
-    plan = memory_plan(c.meta["dims"], len(w.test), 300)
+    plan = memory_plan(c.meta["dims"], len(w.test), 300, n_windows=len(w.ids))
     nbytes = lambda m: m.mean.element_size() * m.mean.numel() + m._M.element_size() * m._M.numel()  # noqa: E731
     for b in range(c.n_blocks):
         row = plan.iloc[b]
         assert row["stats"] == sum(nbytes(c.stats[s][b]) for s in ("train", "test"))
-        assert row["first"] == sum(nbytes(c.first[s][b]) for s in ("train", "test"))
+        assert row["first_host"] == sum(
+            c.first_rows[f"first/{s}/{b}/{a}"].nbytes for s in ("train", "test") for a in "xy"
+        )
         h, fit = c.heldout[b], c.fit(b)
         sums = sum(getattr(h, k).nbytes for k in h.KEYS if k != "windows")  # n, Σe², Σ(y − c), Σ(y − c)², c
         assert row["heldout"] == sums + fit.W.nbytes + fit.b.nbytes
         assert row["rows_disk"] == sum(a.nbytes for a in c.rows(b))
-        assert row["device_total"] == row["stats"] + row["first"] + row["heldout"]
+        assert row["device_total"] == row["stats"] + row["heldout"]
 
 
 def test_statistics_that_cannot_fit_are_refused_before_any_pass(tiny_model, monkeypatch):

@@ -179,3 +179,36 @@ def test_cross_matrix_diagonal_is_the_ceiling_and_off_diagonal_is_lstsq(tiny_set
     nulls = weight_nulls(c, loaded, init, progress=False)
     assert np.allclose(nulls["r2_trained"], ceiling.sort_index(), atol=1e-12)
     assert nulls[["r2_init_ffn", "r2_shuffled"]].notna().all().all()
+
+
+def test_shared_scores_give_the_same_tables_and_score_each_pair_once(tiny_setup):
+    """One `MapScores` across the four controls (as notebook 07 runs them, on a row budget) changes no number and
+    runs each (FFN, rows) pair once: the trained FFN on its own rows, on the next block's rows, and the init FFN on
+    the trained rows are each asked for by two or more controls."""
+    from linrec.controls import MapScores, cross_matrix, weight_nulls
+
+    model_dir, kw = tiny_setup
+    trained, init_spec = get_capture(model_dir, **kw), random_init_spec(model_dir, 0)
+    init = get_capture(init_spec, **kw)
+    loaded, init_loaded = load_model(model_dir), load_model(init_spec)
+    n, rows = trained.n_blocks, 200  # a row budget: every score is computed, none read off the capture
+
+    def run(scores):
+        kw = dict(n_rows=rows, seed=0, progress=False)
+        return [
+            input_controls(trained, loaded, scores=scores() if scores else None, **kw),
+            cross_feed(trained, init, init_loaded, scores=scores() if scores else None, **kw),
+            cross_feed(init, trained, loaded, scores=scores() if scores else None, **kw),
+            weight_nulls(trained, loaded, init_loaded, scores=scores() if scores else None, **kw),
+            cross_matrix(trained, loaded, band=1, scores=scores() if scores else None, **kw),
+        ]
+
+    shared = MapScores()
+    for alone, together in zip(run(None), run(lambda: shared), strict=True):
+        assert alone.equals(together)  # bit for bit
+    # distinct pairs: trained FFN i on rows j for |i − j| ≤ 1, init FFN i on its own rows and on the trained rows,
+    # trained FFN i on the init rows
+    matrix_pairs = sum(1 for i in range(n) for j in range(n) if abs(i - j) <= 1)
+    assert shared.computed == matrix_pairs + 3 * n
+    asked = 2 * n + 2 * n + 2 * n + 2 * n + matrix_pairs  # own + other per control, as called above
+    assert shared.reused == asked - shared.computed > 0

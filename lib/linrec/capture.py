@@ -2,10 +2,11 @@
 
 `get_capture(model, corpus, …)` returns a `Capture`: for each split ("train", "test") and each
 block, a `Moments` of the rows (x, y) = (FFN input, FFN output), one row per token position;
-a second `Moments` of the rows at each window's *first* position alone (`Capture.first`; a
-subset of the rows above, so `Capture.without_first` gives the statistics of every other position
-exactly). Without a BOS token the first position is where a model parks its attention sink, and
-a few blocks put almost all their output variance on that one token (notebook 04);
+a second `Moments` of the rows at each window's *first* position alone (`Capture.first`, built
+from those rows, which are kept: one per window, float32, `Capture.first_rows`; a subset of the
+rows above, so `Capture.without_first` gives the statistics of every other position exactly).
+Without a BOS token the first position is where a model parks its attention sink, and a few
+blocks put almost all their output variance on that one token (notebook 04);
 and a bounded, seeded sample of raw rows per block on disk (float32, memory-mapped) for the
 later probes. The forward pass stops after the last hooked block (no final norm, no LM head).
 
@@ -76,8 +77,8 @@ log = logging.getLogger(__name__)
 
 # bump when what a capture contains or means changes
 # (2: held-out per-window sums; 3: first-position moments; 4: sha256 of every file; 5: moment matrices stored as
-# their upper triangles)
-CAPTURE_VERSION = "5"
+# their upper triangles; 6: first positions kept as rows, not moments)
+CAPTURE_VERSION = "6"
 SPLITS = ("train", "test")
 
 
@@ -137,6 +138,7 @@ class Capture:
     cached: bool = False  # True when read from the cache
     heldout: list[HeldOut | None] | None = None  # [block] → per-test-window sums (None: that block's fit failed)
     first: dict[str, list[Moments]] | None = None  # split → [block] → Moments of the windows' first positions
+    first_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # what `first` is built from
     _index: np.ndarray | None = field(default=None, repr=False)
     _fits: dict = field(default_factory=dict, repr=False)
     _scores: dict = field(default_factory=dict, repr=False)
@@ -247,6 +249,47 @@ class _RowSampler:
         self.x = self.y = []
 
 
+class _FirstRows:
+    """Each window's first-position rows (x, y) per split and block, float32 on the host, in the split's window order.
+
+    A few hundred rows per block where a `Moments` would hold a [d, d] float64 matrix (for an 8B model, as much
+    device memory as the main statistics); the activations are float32 or narrower, so float32 keeps them exactly.
+    `moments()` turns them into float64 `Moments` in one pass, the same way for a fresh capture and a cached one.
+    Under torchrun each window's row is written by one rank, zeros elsewhere, so a sum merges them exactly."""
+
+    def __init__(self, dims: list[tuple[int, int]], n_windows: dict[str, int]):
+        self.x = {s: [np.zeros((n_windows[s], dx), np.float32) for dx, _ in dims] for s in SPLITS}
+        self.y = {s: [np.zeros((n_windows[s], dy), np.float32) for _, dy in dims] for s in SPLITS}
+
+    def write(self, split: str, block: int, position: int, x0: torch.Tensor, y0: torch.Tensor) -> None:
+        """Rows of windows `position` … (in the split's order) of `block`: x0 [windows, d_in], y0 [windows, d_out]."""
+        k = x0.shape[0]
+        self.x[split][block][position : position + k] = x0.detach().float().cpu().numpy()
+        self.y[split][block][position : position + k] = y0.detach().float().cpu().numpy()
+
+    def all_reduce(self) -> None:
+        from linrec.distributed import sum_
+
+        sum_([torch.from_numpy(a) for s in SPLITS for a in (*self.x[s], *self.y[s])])  # in place: shared memory
+
+    def moments(self) -> dict[str, list[Moments]]:
+        return {s: [first_moments(x, y) for x, y in zip(self.x[s], self.y[s])] for s in SPLITS}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {}
+        for s in SPLITS:
+            for i, (x, y) in enumerate(zip(self.x[s], self.y[s])):
+                out[f"first/{s}/{i}/x"], out[f"first/{s}/{i}/y"] = x, y
+        return out
+
+
+def first_moments(x: np.ndarray, y: np.ndarray) -> Moments:
+    """float64 `Moments` of first-position rows (all at once: one batch, so the result depends on the rows alone)."""
+    m = Moments(x.shape[1], y.shape[1])
+    m.update(torch.from_numpy(np.asarray(x, np.float64)), torch.from_numpy(np.asarray(y, np.float64)))
+    return m
+
+
 @torch.no_grad()
 def run_capture(
     loaded: LoadedModel,
@@ -308,12 +351,14 @@ def _run_capture(
     dims = [d for d, _ in probed]
     devices = [dev for _, dev in probed]  # each block's statistics live where its activations appear
     groups = _groups(len(sites), blocks_per_pass)
-    plan = memory_plan(dims, len(windows.test), config.sample_rows if out_dir is not None else 0, devices)
+    plan = memory_plan(
+        dims, len(windows.test), config.sample_rows if out_dir is not None else 0, devices, len(windows.ids)
+    )
     if progress and world()[0] == 0:  # under torchrun every rank checks the plan; rank 0 alone prints it
         tqdm.write(plan_text(plan), file=sys.stderr)
     _check_fits(plan, groups)
     stats = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
-    first = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
+    first = _FirstRows(dims, {s: len(getattr(windows, s)) for s in SPLITS})
     order = np.concatenate([windows.train, windows.test])  # train windows first, then test
     split_of = np.zeros(len(windows.ids), dtype=np.int64)
     split_of[windows.test] = 1
@@ -324,13 +369,11 @@ def _run_capture(
             out_dir / "rows", len(order) * T, config.sample_rows, config.seed, dims, T, order, split_of
         )
     heldout = HeldOutSums(dims, windows.test)
-    current = {"split": "train"}
+    current = {"split": "train", "position": 0}
 
     def on_ffn(block: int, x: torch.Tensor, y: torch.Tensor) -> None:
         stats[current["split"]][block].update(x, y, config.product)
-        first[current["split"]][block].update(
-            x[:, 0], y[:, 0], config.product
-        )  # [batch, seq, d] → each window's first row
+        first.write(current["split"], block, current["position"], x[:, 0], y[:, 0])  # [batch, seq, d] → first rows
         if current["split"] == "test":
             heldout.update(block, x, y)
         if sampler is not None:
@@ -339,16 +382,16 @@ def _run_capture(
     kwargs = {"use_cache": False} if loaded.is_causal else {}
     t0 = time.perf_counter()
     rank, size = world()
-    batches = []  # (split, windows, first row of the batch in train-then-test order, first test position)
+    batches = []  # (split, windows, first row of the batch in train-then-test order, position in the split)
     for split, idx, offset in (("train", windows.train, 0), ("test", windows.test, len(windows.train))):
         batches += [(split, idx[i : i + batch_size], (offset + i) * T, i) for i in range(0, len(idx), batch_size)]
     mine = batches[rank::size]  # under torchrun: batch i on rank i mod N (linrec.distributed)
 
     def run(batch) -> None:
-        split, idx, row0, test_pos = batch
-        current["split"] = split
+        split, idx, row0, position = batch
+        current["split"], current["position"] = split, position
         if split == "test":
-            heldout.seek(test_pos, len(idx))
+            heldout.seek(position, len(idx))
         ids = windows.ids[idx].to(device)
         if sampler is not None:
             sampler.start = row0
@@ -375,12 +418,14 @@ def _run_capture(
         if len(groups) > 1:  # a finished group leaves its device
             moved = [i for i in group if devices[i].type != "cpu"]
             for i in moved:
-                for m in (*(stats[s][i] for s in SPLITS), *(first[s][i] for s in SPLITS)):
+                for m in (stats[s][i] for s in SPLITS):
                     m.mean, m._M = m.mean.cpu(), m._M.cpu()
             heldout.to("cpu", moved)
     if size > 1:
-        merge_moments([*stats["test"], *first["train"], *first["test"]])
+        merge_moments(stats["test"])
+        first.all_reduce()
         heldout.all_reduce()
+    first_rows, first = first.arrays(), first.moments()
     seconds = time.perf_counter() - t0
     if sampler is not None:
         sampler.close()
@@ -419,7 +464,8 @@ def _run_capture(
         "notes": loaded.notes,
         "version": CAPTURE_VERSION,
     }
-    return Capture(config=config, meta=meta, stats=stats, path=out_dir, heldout=heldout.result(), first=first)
+    heldout = heldout.result()
+    return Capture(config, meta, stats, out_dir, heldout=heldout, first=first, first_rows=first_rows)
 
 
 # ---- memory plan -----------------------------------------------------------------------------------------------
@@ -427,40 +473,45 @@ F64 = 8  # bytes
 
 
 def memory_plan(
-    dims: list[tuple[int, int]], n_test_windows: int, sample_rows: int = 0, devices: list | None = None
+    dims: list[tuple[int, int]],
+    n_test_windows: int,
+    sample_rows: int = 0,
+    devices: list | None = None,
+    n_windows: int | None = None,
 ) -> pandas.DataFrame:
     """Bytes one capture holds per block, before it starts (the test `test_memory_plan_is_what_a_capture_holds`
     checks each column against the tensors and arrays a finished capture holds):
 
     - `stats`: train and test `Moments`, each a float64 [d, d] accumulator and [d] mean, d = d_in + d_out;
-    - `first`: the same again for the windows' first positions;
     - `heldout`: per held-out window n (int64) and Σe², Σ(y − c), Σ(y − c)² ([d_out] float64 each), plus the
       fitted map (W [d_in, d_out], b and c [d_out], float64) while the test split runs;
+    - `first_host`: each window's first-position row, float32 x and y, in host memory (`n_windows` in all, train
+      and test; default 5 × the held-out windows, the default 80/20 split);
     - `rows_disk`: the row sample on disk, float32 x and y (`sample_rows` rows; 0 without one).
 
-    `stats`, `first` and `heldout` live on the block's device (`devices`, default all "cpu"; with a device map,
-    each block's own); `rows_disk` is written to the cache directory.
+    `stats` and `heldout` live on the block's device (`devices`, default all "cpu"; with a device map, each
+    block's own); `device_total` is their sum.
     """
     import pandas as pd
 
+    n_windows = 5 * n_test_windows if n_windows is None else n_windows
     rows = []
     for b, (d_in, d_out) in enumerate(dims):
         d = d_in + d_out
-        moments = (d * d + d) * F64
         rows.append(
             {
                 "block": b,
                 "device": str(devices[b]) if devices is not None else "cpu",
                 "d_in": d_in,
                 "d_out": d_out,
-                "stats": 2 * moments,
-                "first": 2 * moments,
+                "stats": 2 * (d * d + d) * F64,
                 "heldout": n_test_windows * (8 + 3 * d_out * F64) + (d_in * d_out + 2 * d_out) * F64,
+                "first_host": n_windows * d * 4,
                 "rows_disk": sample_rows * d * 4,
             }
         )
     t = pd.DataFrame(rows)
-    t["device_total"] = t["stats"] + t["first"] + t["heldout"]
+    t["device_total"] = t["stats"] + t["heldout"]
     return t
 
 
@@ -482,9 +533,9 @@ def plan_text(plan: pandas.DataFrame) -> str:
     per_block = plan["device_total"].max()
     text = (
         f"memory plan: {len(plan)} blocks × up to {per_block / gib:.2f} GiB = {plan['device_total'].sum() / gib:.2f} "
-        f"GiB of float64 statistics (moments {plan['stats'].sum() / gib:.2f}, first positions "
-        f"{plan['first'].sum() / gib:.2f}, held-out sums {plan['heldout'].sum() / gib:.2f}); row sample "
-        f"{plan['rows_disk'].sum() / gib:.2f} GiB on disk"
+        f"GiB of float64 statistics (moments {plan['stats'].sum() / gib:.2f}, held-out sums "
+        f"{plan['heldout'].sum() / gib:.2f}); first-position rows {plan['first_host'].sum() / gib:.2f} GiB in host "
+        f"memory; row sample {plan['rows_disk'].sum() / gib:.2f} GiB on disk"
     )
     places = []
     for name, part in plan.groupby("device", sort=False):
@@ -531,14 +582,7 @@ def _write(capture: Capture, directory: Path) -> None:
     arrays = {
         f"{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.stats[s]) for k, v in m.state(True).items()
     }
-    arrays.update(
-        {
-            f"first/{s}/{i}/{k}": v
-            for s in SPLITS
-            for i, m in enumerate(capture.first[s])
-            for k, v in m.state(True).items()
-        }
-    )
+    arrays.update(capture.first_rows)
     arrays.update(
         {
             f"heldout/{i}/{k}": v
@@ -563,16 +607,23 @@ def _read(directory: Path, config: CaptureConfig) -> Capture | None:
             return None
         n_blocks = int(meta["n_blocks"])
         with np.load(directory / "stats.npz") as z:
-            stats, first = (
-                {
-                    s: [
-                        Moments.from_state({k: z[f"{pre}{s}/{i}/{k}"] for k in ("n", "mean", "Mu", "dims")})
-                        for i in range(n_blocks)
-                    ]
-                    for s in SPLITS
-                }
-                for pre in ("", "first/")
-            )
+            stats = {
+                s: [
+                    Moments.from_state({k: z[f"{s}/{i}/{k}"] for k in ("n", "mean", "Mu", "dims")})
+                    for i in range(n_blocks)
+                ]
+                for s in SPLITS
+            }
+            first_rows = {
+                f"first/{s}/{i}/{a}": z[f"first/{s}/{i}/{a}"] for s in SPLITS for i in range(n_blocks) for a in "xy"
+            }
+            first = {
+                s: [
+                    first_moments(first_rows[f"first/{s}/{i}/x"], first_rows[f"first/{s}/{i}/y"])
+                    for i in range(n_blocks)
+                ]
+                for s in SPLITS
+            }
             heldout = [
                 None
                 if str(i) in meta["heldout_errors"]
@@ -582,7 +633,7 @@ def _read(directory: Path, config: CaptureConfig) -> Capture | None:
     except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as err:
         log.warning("capture cache %s is damaged (%s); recomputing it", directory.name, err)
         return None
-    return Capture(config=config, meta=meta, stats=stats, path=directory, cached=True, heldout=heldout, first=first)
+    return Capture(config, meta, stats, directory, True, heldout, first, first_rows)
 
 
 def get_capture(

@@ -116,15 +116,46 @@ def _complete(capture, n_rows: int | None) -> bool:
     return len(capture.row_index()) == total and (n_rows is None or n_rows >= total)
 
 
-def input_controls(capture, loaded, n_rows: int | None = None, seed: int = 0, progress: bool = True) -> pd.DataFrame:
+class MapScores:
+    """Held-out R² of an FFN as a map on a capture's stored rows, computed once per (FFN, rows) and reused.
+
+    The controls score the same pairs more than once: FFN i on its own rows is `input_controls`' reference, the
+    cross matrix's diagonal, `weight_nulls`' trained row and one side of the cross feed; FFN i on block i + 1's rows is
+    both `r2_other_block` and a cross-matrix entry; the random-init FFN on the trained rows is both a cross-feed and
+    a weight-null entry. Pass one `MapScores` to each of them (notebook 07 does) and each pair runs once: the same
+    numbers, since a pair's rows are drawn by (block, n_rows, seed) alone. Entries are keyed by the objects
+    themselves (the module, the capture), which the memo keeps alive so that a key never outlives its object."""
+
+    def __init__(self):
+        self._memo: dict[tuple, float] = {}
+        self._alive: list = []  # the modules and captures the keys refer to
+        self.computed = self.reused = 0
+
+    def r2(self, module: torch.nn.Module, capture, block: int, n_rows: int | None, seed: int, label="?") -> float:
+        """R² of `module` on the stored rows of `capture`'s block `block` (`_split_rows`)."""
+        key = (id(module), id(capture), int(block), n_rows, seed)
+        if key in self._memo:
+            self.reused += 1
+            return self._memo[key]
+        self._memo[key] = r2_of_map(module, *_split_rows(capture, block, n_rows, seed), block=label)["r2"]
+        self._alive.append((module, capture))
+        self.computed += 1
+        return self._memo[key]
+
+
+def input_controls(
+    capture, loaded, n_rows: int | None = None, seed: int = 0, progress: bool = True, scores: MapScores | None = None
+) -> pd.DataFrame:
     """Per block: R² of the trained FFN on its own stored rows (`r2_own`), on Gaussian inputs with the
     captured mean/covariance (`r2_gaussian`), and on the inputs captured at the next block
     (`r2_other_block`; the previous one for the last block; NaN where widths differ).
 
     All conditions use the same numbers of train and held-out rows. When the capture stored every
     row and `n_rows` is None, `r2_own` is the capture's R²_lin itself (re-running the FFN on its
-    own inputs gives the same statistics; the tests check it).
+    own inputs gives the same statistics; the tests check it). `scores` shares FFN-on-rows results with the
+    other controls (`MapScores`).
     """
+    scores = MapScores() if scores is None else scores
     sites = find_ffn_sites(loaded.model)
     if len(sites) != capture.n_blocks:
         raise LinrecError(
@@ -135,17 +166,12 @@ def input_controls(capture, loaded, n_rows: int | None = None, seed: int = 0, pr
     for i in tqdm(range(capture.n_blocks), desc=f"input controls {capture.model_label}", disable=not progress):
         xtr, xte = _split_rows(capture, i, n_rows, seed)
         module = sites[i].module
-        if complete:
-            own = capture.score(i).r2
-        else:
-            own = r2_of_map(module, xtr, xte, block=i)["r2"]
+        own = capture.score(i).r2 if complete else scores.r2(module, capture, i, n_rows, seed, i)
         m = capture.stats["train"][i]
         j = i + 1 if i + 1 < capture.n_blocks else i - 1
         other = float("nan")
-        if j >= 0:
-            otr, ote = _split_rows(capture, j, n_rows, seed)
-            if otr.shape[1] == xtr.shape[1]:
-                other = r2_of_map(module, otr, ote, block=i)["r2"]
+        if j >= 0 and capture.stats["train"][j].d_in == m.d_in:
+            other = scores.r2(module, capture, j, n_rows, seed, f"{i} on {j}")
         out.append(
             {
                 "model": capture.model_label,
@@ -167,10 +193,18 @@ def input_controls(capture, loaded, n_rows: int | None = None, seed: int = 0, pr
 
 
 def cross_feed(
-    capture_a, capture_b, loaded_b, n_rows: int | None = None, seed: int = 0, progress: bool = True
+    capture_a,
+    capture_b,
+    loaded_b,
+    n_rows: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    scores: MapScores | None = None,
 ) -> pd.DataFrame:
     """Model A's stored FFN inputs through model B's FFN at the same block, raw and re-coloured to
-    B's input statistics (`recolour`), beside B's FFN on B's own inputs. Any two models of equal width."""
+    B's input statistics (`recolour`), beside B's FFN on B's own inputs. Any two models of equal width.
+    `scores` shares FFN-on-rows results with the other controls (`MapScores`)."""
+    scores = MapScores() if scores is None else scores
     sites = find_ffn_sites(loaded_b.model)
     if len(sites) != capture_b.n_blocks:
         raise LinrecError(
@@ -193,14 +227,14 @@ def cross_feed(
         if complete_b:
             own = score(fit_affine(sb, block=i), capture_b.stats["test"][i], block=i).r2
         else:
-            own = r2_of_map(module, *_split_rows(capture_b, i, n_rows, seed), block=i)["r2"]
+            own = scores.r2(module, capture_b, i, n_rows, seed, i)
         out.append(
             {
                 "inputs_from": capture_a.model_label,
                 "ffn_of": capture_b.model_label,
                 "block": i,
                 "r2_ffn_own_inputs": own,
-                "r2_raw": r2_of_map(module, a_tr, a_te, block=i)["r2"],
+                "r2_raw": scores.r2(module, capture_a, i, n_rows, seed, i),
                 "r2_recoloured": r2_of_map(module, recolour(a_tr, sa, sb), recolour(a_te, sa, sb), block=i)["r2"],
             }
         )
@@ -225,14 +259,21 @@ def shuffled_weights(module: torch.nn.Module, seed: int | list[int] = 0) -> torc
 
 
 def cross_matrix(
-    capture, loaded, n_rows: int | None = None, seed: int = 0, band: int | None = None, progress: bool = True
+    capture,
+    loaded,
+    n_rows: int | None = None,
+    seed: int = 0,
+    band: int | None = None,
+    progress: bool = True,
+    scores: MapScores | None = None,
 ) -> pd.DataFrame:
     """R² of FFN_i as a map on the inputs captured at block j, for every pair with |i − j| ≤ `band` (None: all pairs).
 
     Long form: one row per (ffn_block, input_block). The inputs are the stored rows of block j (the capture's window
     split, at most `n_rows`); with every row stored and `n_rows` None the diagonal is the capture's R²_lin itself.
     Widths must match across blocks (they do within one model). Cost: one FFN pass and one closed-form fit per
-    pair, so a band keeps it linear in the depth."""
+    pair, so a band keeps it linear in the depth. `scores` shares FFN-on-rows results with the other controls."""
+    scores = MapScores() if scores is None else scores
     sites = find_ffn_sites(loaded.model)
     if len(sites) != capture.n_blocks:
         raise LinrecError(
@@ -245,12 +286,11 @@ def cross_matrix(
     out = []
     bar = tqdm(total=len(pairs), desc=f"cross matrix {capture.model_label}", unit="pair", disable=not progress)
     for j in range(n):
-        xtr, xte = _split_rows(capture, j, n_rows, seed)
         for i in [i for i, jj in pairs if jj == j]:
             if i == j and complete:
                 r2 = capture.score(i).r2
             else:
-                r2 = r2_of_map(sites[i].module, xtr, xte, block=f"{i} on {j}")["r2"]
+                r2 = scores.r2(sites[i].module, capture, j, n_rows, seed, f"{i} on {j}")
             out.append({"model": capture.model_label, "ffn_block": i, "input_block": j, "r2": r2})
             bar.update()
     bar.close()
@@ -258,12 +298,19 @@ def cross_matrix(
 
 
 def weight_nulls(
-    capture, loaded, init_loaded, n_rows: int | None = None, seed: int = 0, progress: bool = True
+    capture,
+    loaded,
+    init_loaded,
+    n_rows: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    scores: MapScores | None = None,
 ) -> pd.DataFrame:
     """Per block: R² on the block's own trained inputs of (a) its trained FFN (`r2_trained`), (b) the random-init
     twin's FFN at that block (`r2_init_ffn`), (c) its trained FFN with each weight matrix's entries shuffled
     (`r2_shuffled`, `shuffled_weights`). Same rows for all three: what the inputs alone give, without learned
-    weights."""
+    weights. `scores` shares FFN-on-rows results with the other controls (`MapScores`)."""
+    scores = MapScores() if scores is None else scores
     sites, init_sites = find_ffn_sites(loaded.model), find_ffn_sites(init_loaded.model)
     if not (len(sites) == len(init_sites) == capture.n_blocks):
         raise LinrecError("the capture, the trained model and its random-init twin must have the same number of blocks")
@@ -271,7 +318,7 @@ def weight_nulls(
     out = []
     for i in tqdm(range(capture.n_blocks), desc=f"weight nulls {capture.model_label}", disable=not progress):
         xtr, xte = _split_rows(capture, i, n_rows, seed)
-        trained = capture.score(i).r2 if complete else r2_of_map(sites[i].module, xtr, xte, block=i)["r2"]
+        trained = capture.score(i).r2 if complete else scores.r2(sites[i].module, capture, i, n_rows, seed, i)
         out.append(
             {
                 "model": capture.model_label,
@@ -279,7 +326,7 @@ def weight_nulls(
                 "n_train": len(xtr),
                 "n_test": len(xte),
                 "r2_trained": trained,
-                "r2_init_ffn": r2_of_map(init_sites[i].module, xtr, xte, block=i)["r2"],
+                "r2_init_ffn": scores.r2(init_sites[i].module, capture, i, n_rows, seed, i),
                 "r2_shuffled": r2_of_map(shuffled_weights(sites[i].module, [seed, i]), xtr, xte, block=i)["r2"],
             }
         )
