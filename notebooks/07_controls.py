@@ -41,6 +41,13 @@
 #    R²(FFN i on the inputs of block j) asks the same question from every pair: does FFN i's R² on
 #    block j's inputs follow block j's R²_lin (inputs) or block i's (weights)?
 #
+# Both offline defaults have gated (GLU) MLPs; the paper's GPT-2 and Pythia have plain GELU ones. A third
+# offline model with a plain GELU MLP joins every control here: **all-MiniLM-L6-v2** (`minilm-l6`, a
+# 6-block BERT encoder, d = 384, float32 as released; `encoder_models`). It is an encoder, with no LM
+# head, so it has no perplexity and no place in notebooks 03–06; its R²_lin profile with intervals,
+# its random-init twins and its weight nulls are in the tables and figures below, and its claim-2
+# outcome is one more row of the verdict's evidence.
+#
 # Every R² below is computed by the same code path as R²_lin (float64 statistics, closed form,
 # held-out split of windows); `linrec/controls.py` documents each control.
 
@@ -62,6 +69,7 @@ cross_pairs = None  # [[A, B], …] equal-width pairs (inputs of A → FFN of B)
 decomposition_rows = 4096  # rows per FFN in section 4 (None: every stored row; the trained FFN's is then R²_lin)
 cross_band = 3  # the cross matrix pairs FFN i with the inputs of blocks i − 3 … i + 3 (None: every pair)
 n_boot = 2000  # bootstrap resamples for the decomposition's intervals
+encoder_models = []  # plain-GELU encoders (minilm-l6) measured here beside `models`: no LM head, so not in 03–06
 results_dir = "results/default"
 figures_dir = "figures"
 
@@ -86,6 +94,7 @@ from linrec.verdicts import (
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
+models = [*models, *(m for m in encoder_models if m not in models)]  # every control below runs on each of them
 kw = dict(corpus=corpus, seq_len=seq_len, tokens=tokens, seed=seed, batch_size=batch_size, device=device)
 trained = {m: get_capture(m, sample_rows=sample_rows, **kw) for m in models}
 

@@ -23,6 +23,7 @@
 
 # %% tags=["parameters"]
 models = ["smollm2-135m", "gemma3-270m"]
+encoder_models = []  # notebook 07's encoders (minilm-l6), named in the setup
 corpus = "wiki"
 corpora = ["wiki", "web", "code"]
 seq_len = 128
@@ -47,7 +48,8 @@ from linrec.report import build_report, claims, update_readme
 
 root = project_root()
 params = dict(
-    models=models, corpus=corpus, corpora=corpora, seq_len=seq_len, tokens=tokens, seed=seed, sample_rows=sample_rows,
+    models=models, encoder_models=encoder_models, corpus=corpus, corpora=corpora, seq_len=seq_len, tokens=tokens,
+    seed=seed, sample_rows=sample_rows,
     probe_rows=probe_rows, test_windows=test_windows, screening_windows=screening_windows, control_rows=control_rows,
 )  # fmt: skip
 out = build_report(root / results_dir, root / figures_dir, root / report_path, params)

@@ -1,5 +1,8 @@
 """The notebook runner's parameter profiles: one-line errors for malformed files and unknown keys."""
 
+import os
+import time
+
 import pytest
 
 from linrec.errors import LinrecError
@@ -137,6 +140,12 @@ def test_notebooks_run_in_stages_with_the_cpus_split(tmp_path, jobs):
         assert rec["02_a"]["threads"] == rec["03_b"]["threads"] == (os.cpu_count() or 1) // 2
     timings = pd.read_csv(tmp_path / "out" / "notebooks" / "timings.csv")
     assert sorted(timings["notebook"].unique()) == names
+    run = pd.read_csv(tmp_path / "out" / "notebooks" / "run.csv")
+    assert run["notebooks"].iloc[0] == " ".join(names) and run["jobs"].iloc[0] == jobs
+    if jobs == 1:  # a partial run (--only) leaves the record of the full run alone
+        before = (tmp_path / "out" / "notebooks" / "run.csv").read_bytes()
+        run_notebooks(tmp_path / "p.yaml", only=["02"], root=tmp_path, jobs=jobs)
+        assert (tmp_path / "out" / "notebooks" / "run.csv").read_bytes() == before
 
 
 def test_a_failing_notebook_is_one_line_naming_it(tmp_path):
@@ -148,3 +157,36 @@ def test_a_failing_notebook_is_one_line_naming_it(tmp_path):
     with pytest.raises(LinrecError, match=r"03_b\.py failed in cell .*ZeroDivisionError") as err:
         run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
     assert "\n" not in str(err.value)
+
+
+def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeypatch):
+    """With one CPU left free by other work, the middle stage runs one notebook at a time on one thread."""
+    import json
+
+    import linrec.threads
+    from linrec.figures import run_notebooks
+
+    monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: 1)
+    names = ["01_first", "02_a", "03_b"]
+    _project(tmp_path, names)
+    (tmp_path / "out").mkdir()
+    run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
+    rec = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in names}
+    assert all(r["threads"] == 1 for r in rec.values())
+    a, b = rec["02_a"], rec["03_b"]
+    assert a["end"] <= b["start"] or b["end"] <= a["start"]  # not side by side
+
+
+def test_busy_cpus_sees_a_spinning_process():
+    import subprocess
+    import sys
+
+    from linrec.threads import busy_cpus, free_cpus
+
+    spin = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 4: pass"])
+    try:
+        time.sleep(0.5)
+        assert busy_cpus(1.5) >= 0.7  # one process spinning on one CPU (more if the machine has other work)
+        assert 1 <= free_cpus(0.5) <= max(1, (os.cpu_count() or 1) - 1)
+    finally:
+        spin.kill()

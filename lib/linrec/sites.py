@@ -57,6 +57,19 @@ class FfnSite:
     post_norm: torch.nn.Module | None = None  # what the block applies to y before adding it (Gemma-3), else None
 
     @property
+    def ffn(self) -> torch.nn.Module:
+        """The FFN as a module mapping x to y, for evaluating it on other inputs (the controls): `module` where x and y
+        belong to one module; for an encoder whose FFN spans two (BERT: `intermediate`, then `output.dense`), the two
+        in sequence, which is what the block computes between the hooked input and output."""
+        if self.ffn_in is self.ffn_out:
+            return self.ffn_in
+        pair = self.ffn_in.__dict__.get("_linrec_pair")
+        if pair is None or pair.second is not self.ffn_out:
+            pair = _Sequential(self.ffn_in, self.ffn_out)
+            object.__setattr__(self.ffn_in, "_linrec_pair", pair)  # a plain attribute, not a registered submodule
+        return pair  # the same object each time, so callers may key on it
+
+    @property
     def module(self) -> torch.nn.Module:
         """The FFN as one module, where x and y belong to the same module (every causal LM here)."""
         if self.ffn_in is not self.ffn_out:
@@ -64,6 +77,17 @@ class FfnSite:
                 f"block {self.index}: the FFN spans two modules here; swap it with linrec.sites helpers for encoders"
             )
         return self.ffn_in
+
+
+class _Sequential(torch.nn.Module):
+    """ffn_out(ffn_in(x)): an FFN that spans two modules, as one (its parameters are theirs, not copies)."""
+
+    def __init__(self, first: torch.nn.Module, second: torch.nn.Module):
+        super().__init__()
+        self.first, self.second = first, second
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.second(self.first(x))
 
 
 def supported() -> str:
