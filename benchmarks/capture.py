@@ -42,6 +42,7 @@ METHODS = {
         "hooks store all (x,y) float32 rows; per block np.linalg.lstsq on [x,1], float64",
     ),
     "big": ("capture f64 (stats) @big", "run_capture sample_rows=0 at --big-tokens"),
+    "plainbig": ("plain forward @big", "the plain forward at --big-tokens: how the machine itself scales"),
 }
 
 
@@ -123,7 +124,7 @@ def worker(args) -> dict:
     from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
 
     method = args.worker
-    tokens = args.big_tokens if method == "big" else args.tokens
+    tokens = args.big_tokens if method in ("big", "plainbig") else args.tokens
     t0 = time.perf_counter()
     loaded = load_model(args.model)
     windows = load_windows(args.corpus, loaded.tokenizer, args.seq_len, tokens, args.seed, 0.2)
@@ -157,7 +158,7 @@ def worker(args) -> dict:
         return end - t
 
     with torch.no_grad():
-        if method in ("plain", "plain2"):
+        if method in ("plain", "plain2", "plainbig"):
             rec["seconds"] = timed_forward(lambda ids: model(input_ids=ids, **kwargs))
 
         elif method == "body":
@@ -417,7 +418,7 @@ def main(argv=None) -> int:
         flush=True,
     )
     order = ["plain", "body", "capture64", "capture32", "capture64_rows", "paper", "plain2"] + (
-        [] if args.skip_big else ["big"]
+        [] if args.skip_big else ["big", "plainbig"]
     )
     raw = {m: run_worker(m, args) for m in order}
     summarize(raw, args, args.out)
@@ -541,6 +542,11 @@ def summarize(raw: dict, args, out: Path | None) -> None:
             f"capture peak RSS vs tokens       : {c64['tokens']} -> {res['big']['tokens']} tokens: "
             f"{c64['peak_rss_mib']:.0f} -> {res['big']['peak_rss_mib']:.0f} MiB ({flat:.3f}x)"
         )
+        lines.append(
+            f"time vs tokens (x{res['big']['tokens'] / c64['tokens']:.0f} tokens) : capture "
+            f"{res['big']['seconds'] / c64['seconds']:.2f}x"
+            + (f", plain forward {res['plainbig']['seconds'] / plain:.2f}x" if "plainbig" in res else "")
+        )
     busy = [
         f"{METHODS[m][0]} ({res[m]['other_cpu_share']:.0%})"
         for m in table
@@ -613,6 +619,8 @@ def summarize(raw: dict, args, out: Path | None) -> None:
             scale = res["big"]["tokens"] / c64["tokens"]
             slow = res["big"]["seconds"] / c64["seconds"]
             measures.append(("big_time_over_small", slow, f"<= {scale:.1f}", ok(slow <= scale)))
+            if "plainbig" in res:  # the same ratio for the plain forward: what the machine does over a long run
+                measures.append(("big_plain_over_small_plain", res["plainbig"]["seconds"] / plain, "", ""))
         write_csv(args.csv, "capture", args.model, p1["tokens"], measures)
         print(f"measures written to {args.csv}")
 

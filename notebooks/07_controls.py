@@ -261,7 +261,9 @@ for r in init_summary.to_dict("records"):
         f"{r['init_r2_min']:.3f}–{r['init_r2_max']:.3f}; mean |trained − init| = "
         f"{r['mean_abs_trained_init']:.3f}{seeds}; "
         f"Spearman ρ(trained, init) = {r['spearman_trained_init']:.2f}; the init twin's median block fits its train "
-        f"split to R² {r['init_r2_train_median']:.2f} but held-out windows to {r['init_r2_test_median']:.2f}."
+        f"split to R² {r['init_r2_train_median']:.2f} "
+        f"{'but' if r['init_r2_train_median'] - r['init_r2_test_median'] > 0.05 else 'and'} held-out windows to "
+        f"{r['init_r2_test_median']:.2f}."
     )
 for r in input_table.to_dict("records"):
     lines.append(

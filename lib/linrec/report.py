@@ -648,9 +648,13 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
         else:
             lines.append("| peak RSS at 10× the tokens | not measured in this run (`--skip-big`) | |")
         if "big_time_over_small" in v:
+            plain_scaling = ""
+            if "big_plain_over_small_plain" in v:
+                plain_scaling = f" (the plain forward: {v['big_plain_over_small_plain']:.2f}×)"
             lines.append(
                 f"| capture time, {int(m['tokens']):,} → {int(v['big_tokens']):,} tokens | "
-                f"{v['big_time_over_small']:.2f}× | {target['big_time_over_small']} {status['big_time_over_small']} |"
+                f"{v['big_time_over_small']:.2f}×{plain_scaling} | {target['big_time_over_small']} "
+                f"{status['big_time_over_small']} |"
             )
         elif "peak_rss_big_over_small" in v:
             lines.append("| capture time at 10× the tokens | not in this CSV (written by benchmarks before it) | |")
