@@ -176,14 +176,20 @@ def test_07_controls(runner):
     runner.upto("07_controls")
     _figure(runner, "fig7_controls")
     _figure(runner, "fig7b_inputs_or_weights")
-    assert len(runner.table("controls_inputs")) == 30
-    assert len(runner.table("controls_random_init_summary")) == 1
+    blocks = {"smollm2-135m": 30, "minilm-l6": 6}  # the smoke profile's model and its encoder (encoder_models)
+    inputs = runner.table("controls_inputs")
+    assert inputs.groupby("model").size().to_dict() == blocks
+    assert len(runner.table("controls_random_init_summary")) == len(blocks)
     nulls, matrix = runner.table("controls_weight_nulls"), runner.table("controls_cross_matrix")
-    assert len(nulls) == 30 and nulls[["r2_trained", "r2_init_ffn", "r2_shuffled"]].notna().all().all()
-    assert ((matrix["ffn_block"] - matrix["input_block"]).abs() <= 1).all() and len(matrix) == 30 + 2 * 29
-    diag = matrix[matrix["ffn_block"] == matrix["input_block"]].set_index("ffn_block")["r2"].sort_index()
-    assert np.allclose(diag.to_numpy(), nulls.set_index("block")["r2_trained"].sort_index().to_numpy(), atol=1e-12)
-    assert len(runner.table("controls_decomposition")) == 1
+    assert nulls.groupby("model").size().to_dict() == blocks
+    assert nulls[["r2_trained", "r2_init_ffn", "r2_shuffled"]].notna().all().all()
+    assert ((matrix["ffn_block"] - matrix["input_block"]).abs() <= 1).all()
+    assert matrix.groupby("model").size().to_dict() == {m: n + 2 * (n - 1) for m, n in blocks.items()}
+    for m in blocks:
+        mm, nn = matrix[matrix["model"] == m], nulls[nulls["model"] == m]
+        diag = mm[mm["ffn_block"] == mm["input_block"]].set_index("ffn_block")["r2"].sort_index()
+        assert np.allclose(diag.to_numpy(), nn.set_index("block")["r2_trained"].sort_index().to_numpy(), atol=1e-12)
+    assert len(runner.table("controls_decomposition")) == len(blocks)
 
 
 def test_08_report(runner):
