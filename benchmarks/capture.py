@@ -270,11 +270,10 @@ def worker(args) -> dict:
 
 # ---- orchestrator ---------------------------------------------------------------------------------------------
 def _busy_cpu_s() -> float:
-    """CPU-seconds all processes have spent busy since boot (/proc/stat), summed over CPUs."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
-    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    """CPU-seconds all processes have spent busy since boot, summed over CPUs (`linrec.threads.busy_cpu_seconds`)."""
+    from linrec.threads import busy_cpu_seconds
+
+    return busy_cpu_seconds()
 
 
 def _children_cpu_s() -> float:

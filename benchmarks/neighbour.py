@@ -45,7 +45,6 @@ def run_once(params: Path, only: str) -> float:
 
 def warm_page_cache() -> None:
     """Read every cached capture file once, so that neither timed run pays for the first read from disk."""
-    sys.path.insert(0, str(ROOT / "lib"))
     from linrec.files import cache_root
 
     for f in (cache_root() / "captures").rglob("*"):

@@ -25,7 +25,7 @@ def one_thread():
         torch.set_num_threads(n)
 
 
-def _busy_seconds() -> float | None:
+def busy_cpu_seconds() -> float | None:
     """CPU-seconds every process has spent busy since boot, summed over CPUs (/proc/stat); None where unreadable."""
     try:
         with open("/proc/stat") as f:
@@ -39,11 +39,11 @@ def _busy_seconds() -> float | None:
 def busy_cpus(seconds: float = 1.0) -> float:
     """How many CPUs other processes keep busy, measured over `seconds` while this one sleeps (0.0 where /proc/stat
     cannot be read)."""
-    b0, t0 = _busy_seconds(), time.perf_counter()
+    b0, t0 = busy_cpu_seconds(), time.perf_counter()
     if b0 is None:
         return 0.0
     time.sleep(seconds)
-    b1 = _busy_seconds()
+    b1 = busy_cpu_seconds()
     return max(0.0, (b1 - b0) / (time.perf_counter() - t0)) if b1 is not None else 0.0
 
 
