@@ -116,13 +116,18 @@ def _project(root, names):
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_notebooks_run_in_stages_with_the_cpus_split(tmp_path, jobs):
+def test_notebooks_run_in_stages_with_the_cpus_split(tmp_path, jobs, monkeypatch):
     import json
     import os
 
     import pandas as pd
 
+    import linrec.threads
     from linrec.figures import run_notebooks
+
+    # the staging itself, on a machine whose CPUs are all free (a busy CI host would otherwise run one at a time:
+    # that case has its own test below)
+    monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: os.cpu_count() or 1)
 
     names = ["01_first", "02_a", "03_b", "08_last"]
     _project(tmp_path, names)
@@ -190,3 +195,23 @@ def test_busy_cpus_sees_a_spinning_process():
         assert 1 <= free_cpus(0.5) <= max(1, (os.cpu_count() or 1) - 1)
     finally:
         spin.kill()
+
+
+def test_a_full_run_rewrites_the_readme_performance_block_from_its_run_csv(tmp_path):
+    """The README's performance block cites run.csv, so the run that writes run.csv rewrites the block too (else
+    `make figures` would leave the README out of step with the file it cites)."""
+    import pandas as pd
+
+    from linrec.figures import run_notebooks
+    from linrec.report import PERF_END, PERF_START
+
+    _project(tmp_path, ["01_first", "02_a"])
+    nb = tmp_path / "notebooks" / "02_a.py"
+    nb.write_text(nb.read_text().replace('results_dir = "out"\n', 'results_dir = "out"\nreadme = None\n', 1))
+    (tmp_path / "p.yaml").write_text("value: 7\nresults_dir: out\nreadme: README.md\n")
+    (tmp_path / "README.md").write_text(f"# x\n\n{PERF_START}\nold\n{PERF_END}\n")
+    (tmp_path / "out").mkdir()
+    run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=1)
+    text = (tmp_path / "README.md").read_text()
+    wall = pd.read_csv(tmp_path / "out" / "notebooks" / "run.csv")["wall_seconds"].iloc[0]
+    assert "old" not in text and "Figures (`linrec figures`" in text and f"{wall / 60:.1f} min" in text

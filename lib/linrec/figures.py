@@ -222,6 +222,12 @@ def run_notebooks(
     made = len(_capture_entries() - captures_before)
     if len(selected) == len(notebooks(root)):  # the figures run the README reports: every notebook
         record_run(results / "notebooks", seconds, wall, jobs, made)
+        if params.get("readme"):  # its performance block cites this run: rewrite it, as 08 rewrites the results
+            from linrec.report import update_readme_performance
+
+            bench = root / "results" / "bench"
+            if update_readme_performance(root / params["readme"], bench, results / "notebooks" / RUN):
+                print(f"[linrec] updated the performance block of {params['readme']}", flush=True)
     else:
         print(f"[linrec] a partial run (--only): {RUN} keeps the last run of every notebook", flush=True)
     print(f"[linrec] {len(done)} notebook(s) in {wall:.0f} s ({made} capture(s) made, the rest read from the cache)")
