@@ -10,6 +10,26 @@ import pytest
 
 from helpers import make_tiny_model, tiny_text, tiny_tokenizer
 
+
+def pytest_configure(config):
+    """Under pytest-xdist (pyproject's addopts: `-n auto --dist loadfile`, one worker per CPU), each worker and what
+    it starts (CLI subprocesses, torchrun ranks) runs torch and BLAS on one thread: workers side by side with pools
+    sized to every CPU would stall each other (see `linrec.threads.free_cpus`). A notebook run inside a worker sizes
+    its kernels to the CPUs the other workers leave free, as `linrec figures` always does."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[var] = "1"
+        import torch
+
+        torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The notebook run first: it is the longest file, so with one file per worker (`--dist loadfile`) starting it
+    first lets the other workers finish everything else beside it."""
+    items.sort(key=lambda item: item.path.name != "test_notebooks.py")
+
+
 SHARED = ("wheels", "models", "corpora")  # fetched downloads, shared read-only with the user's cache
 
 

@@ -347,3 +347,46 @@ def test_a_damaged_minilm_file_is_extracted_again(tmp_path, monkeypatch, caplog)
     assert fetch_safetensors_dir("minilm-l6") == d
     assert "wrong sha256" in caplog.text
     assert sha256_file(vocab) == dict(spec.files)["vocab.txt"]
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("kind", ["gpt2", "llama", "gemma3_text", "bert"])
+def test_first_blocks_are_the_models_own_blocks_then_its_own_head(kind, tiny_model):
+    """`keep_first_blocks(model, 1)`: block 0 sees what it saw in the whole model, and what follows it is the model's
+    own final norm and head (a causal LM's logits are head(norm(block 0's output)) of the whole model)."""
+    from linrec.sites import keep_first_blocks
+
+    full, cut = tiny_model(kind), tiny_model(kind)
+    total = len(find_ffn_sites(full))
+    assert total >= 2 and keep_first_blocks(cut, 1) == total and len(find_ffn_sites(cut)) == 1
+    ids = _ids()
+    hf = full(input_ids=ids, output_hidden_states=True).hidden_states
+    out = cut(input_ids=ids, output_hidden_states=True)
+    assert len(out.hidden_states) == 2 and torch.equal(out.hidden_states[0], hf[0])
+    if kind == "bert":  # no final norm or head: the encoder's output is block 0's
+        assert torch.allclose(out.last_hidden_state, hf[1], atol=1e-6, rtol=0)
+        return
+    base = full.base_model
+    norm = getattr(base, "norm", None) or base.ln_f
+    want = full.get_output_embeddings()(norm(hf[1]))
+    cap = getattr(full.config, "final_logit_softcapping", None)
+    if cap:
+        want = torch.tanh(want / cap) * cap
+    assert torch.allclose(out.logits, want, atol=1e-5, rtol=0)
+
+
+def test_first_blocks_spec_loads_names_and_refuses(offline_hub, tmp_path, tiny_model):
+    tiny_model("llama").save_pretrained(tmp_path)
+    _tokenizer().save_pretrained(tmp_path)
+    spec = f"first:1:{tmp_path}"
+    cut = load_model(spec)
+    assert cut.name == spec and len(find_ffn_sites(cut.model)) == 1 and cut.model.config.num_hidden_layers == 1
+    assert cut.identity == f"first:1:{model_identity(str(tmp_path))}" != model_identity(f"first:2:{tmp_path}")
+    assert "the first 1 of 2 blocks" in cut.notes[-1]
+    init = load_model(f"init:0:{spec}")  # composes with random init: the cut config, fresh weights
+    assert len(find_ffn_sites(init.model)) == 1 and init.source == "random-init"
+    for bad, needle in [(f"first:0:{tmp_path}", "N ≥ 1"), (f"first:x:{tmp_path}", "first:N:MODEL"),
+                        (f"first:3:{tmp_path}", "has 2 blocks; ask for 1 … 2")]:  # fmt: skip
+        with pytest.raises(LinrecError, match=needle) as err:
+            load_model(bad)
+        assert "\n" not in str(err.value)

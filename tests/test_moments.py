@@ -87,3 +87,28 @@ def test_packed_state_stores_the_upper_triangle_and_rebuilds_M_exactly():
     back = Moments.from_state(s)
     assert back.n == m.n and np.array_equal(back.M, m.M) and np.array_equal(back.M, back.M.T)
     assert np.array_equal(Moments.from_state(m.state()).M, m.M)
+
+
+@pytest.mark.parametrize("dx,dy", [(70, 50), (200, 77)])
+def test_panelled_upper_product_equals_one_shot_on_wide_rows(dx, dy):
+    """Widths past one panel (`panel_width`: 64 columns for these, 80 for 277), with a last panel that is cut
+    short: the accumulated upper triangle, mirrored, is zᵀz of the centred rows, float32 products included."""
+    from linrec.moments import panel_width, upper_product
+
+    x, y = _rows(n=700, dx=dx, dy=dy, seed=3)
+    w = panel_width(dx + dy)
+    assert -(-(dx + dy) // w) >= 2 and (dx + dy) % w  # two panels or more, the last one short
+    m = Moments(dx, dy)
+    for i in range(0, len(x), 128):
+        m.update(torch.from_numpy(x[i : i + 128]), torch.from_numpy(y[i : i + 128]))
+    mu, M = _reference(x, y)
+    assert _rel(m.M, M) < 1e-12
+    z = torch.randn(33, dx + dy, dtype=torch.float64)
+    acc = torch.zeros(dx + dy, dx + dy, dtype=torch.float64)
+    upper_product(acc, z)
+    ref = (z.T @ z).numpy()
+    assert np.allclose(np.triu(acc.numpy()), np.triu(ref), rtol=0, atol=1e-12)
+    acc32 = torch.zeros_like(acc)
+    upper_product(acc32, z.float())
+    assert acc32.dtype == torch.float64
+    assert np.allclose(np.triu(acc32.numpy()), np.triu(ref), rtol=0, atol=1e-4)

@@ -467,6 +467,22 @@ def test_first_position_effect():
     assert f.loc[0, "delta_ppl_mean"] == 1.5
 
 
+def test_first_position_effect_keeps_its_columns_when_a_variant_ran_nowhere(tmp_path):
+    """No block on the first token (so only the plain map ran), or one variant not asked for: the table still has
+    every registered column (NaN where a variant did not run) and saves."""
+    from linrec.tables import save_table
+
+    t = _swap([4.0, 2.0], [0.9, 0.5])
+    none = V.first_position_effect(t, pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [0.2, 0.1]}))
+    assert none.empty
+    save_table(none, "swap_first", tmp_path)
+    prof = pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [0.9, 0.1]})
+    ffn_only = V.first_position_effect(pd.concat([t, t.assign(first="ffn", delta_ppl=[1.0, 2.0])]), prof)
+    assert ffn_only.loc[0, "share_of_cost_at_first"] == pytest.approx(0.75)
+    assert np.isnan(ffn_only.loc[0, "delta_ppl_mean"]) and np.isnan(ffn_only.loc[0, "delta_hi_mean"])
+    save_table(ffn_only, "swap_first", tmp_path)
+
+
 # ---- claim 2: controls ---------------------------------------------------------------------------------------
 def _profiles(trained, inits):
     rows = [

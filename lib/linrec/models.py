@@ -6,6 +6,11 @@ transformers' GGUF support (dequantised to float32), and cached as safetensors s
 next load takes about a second. These are quantised releases: an R²_lin measured on them is
 the R²_lin of the model as shipped, not of the original float checkpoint.
 
+The first blocks of a model: `first:N:SPEC` (e.g. `first:6:smollm2-135m`) is SPEC cut to its first N blocks, then
+its own final norm and LM head (`linrec.sites.keep_first_blocks`): the same trained weights, a fraction of the cost.
+The notebooks' smoke profile (params/smoke.yaml) runs on one, so the tests execute every notebook in about a minute.
+It composes with random init (`init:0:first:6:smollm2-135m`).
+
 Random-init controls: `init:SEED:SPEC` (e.g. `init:0:smollm2-135m`) is the architecture and
 config of SPEC with freshly initialised weights — transformers' own initialisation for that
 architecture (`_init_weights`: normal(0, initializer_range) for linear and embedding weights,
@@ -39,6 +44,7 @@ from linrec.files import (
     verify_manifest,
 )
 from linrec.hf import LoadedModel, auto_class, check_device, load_tokenizer, quiet_transformers
+from linrec.sites import keep_first_blocks
 from linrec.surgery import SWAPS_FILE, load_swapped
 
 log = logging.getLogger(__name__)
@@ -315,6 +321,7 @@ def _load_hub(spec: str, dtype: torch.dtype):
 
 
 INIT_PREFIX = "init:"
+FIRST_PREFIX = "first:"
 
 
 def random_init_spec(spec: str, seed: int) -> str:
@@ -329,8 +336,23 @@ def _parse_init(spec: str) -> tuple[int, str]:
     return int(seed), base
 
 
+def first_blocks_spec(spec: str, n: int) -> str:
+    """The model spec of `spec` cut to its first `n` blocks (see module docstring)."""
+    return f"{FIRST_PREFIX}{int(n)}:{spec}"
+
+
+def parse_first_spec(spec: str) -> tuple[int, str]:
+    n, _, base = spec[len(FIRST_PREFIX) :].partition(":")
+    if not n.isdigit() or int(n) < 1 or not base:
+        raise LinrecError(f"a first-blocks spec is first:N:MODEL, N ≥ 1 (e.g. first:6:smollm2-135m), got '{spec}'")
+    return int(n), base
+
+
 def model_identity(spec: str) -> str:
     """A string that changes whenever the weights `spec` resolves to may change (for cache keys)."""
+    if spec.startswith(FIRST_PREFIX):
+        n, base = parse_first_spec(spec)
+        return f"first:{n}:{model_identity(base)}"
     if spec.startswith(INIT_PREFIX):
         import transformers
 
@@ -359,6 +381,8 @@ def load_model(
         return _dispatched(load_model(spec, "cpu", dtype), device_map, dtype)
     if spec.startswith(INIT_PREFIX):
         return _load_random_init(spec, device, dtype)
+    if spec.startswith(FIRST_PREFIX):
+        return _load_first_blocks(spec, device, dtype)
     path = Path(spec).expanduser()
     notes: list[str] = []
     if spec in OFFLINE_MODELS:
@@ -437,6 +461,25 @@ def _dispatched(loaded: LoadedModel, device_map: str | dict, dtype: torch.dtype)
     loaded.notes.append(f"device_map over {', '.join(places)} ({len(device_map)} modules, accelerate)")
     loaded.model = model
     return loaded
+
+
+def _load_first_blocks(spec: str, device: str, dtype: torch.dtype) -> LoadedModel:
+    n, base_spec = parse_first_spec(spec)
+    base = load_model(base_spec, device="cpu", dtype=dtype)
+    total = keep_first_blocks(base.model, n)
+    base.model.to(device)
+    notes = [
+        *base.notes,
+        f"the first {n} of {total} blocks of {base_spec}, then its final norm and LM head (where it has them)",
+    ]
+    return LoadedModel(
+        model=base.model,
+        tokenizer=base.tokenizer,
+        name=spec,
+        identity=model_identity(spec),
+        source=base.source,
+        notes=notes,
+    )
 
 
 def _load_random_init(spec: str, device: str, dtype: torch.dtype) -> LoadedModel:

