@@ -112,3 +112,21 @@ def test_panelled_upper_product_equals_one_shot_on_wide_rows(dx, dy):
     upper_product(acc32, z.float())
     assert acc32.dtype == torch.float64
     assert np.allclose(np.triu(acc32.numpy()), np.triu(ref), rtol=0, atol=1e-4)
+
+
+def test_symmetric_M_is_built_once_per_state_and_read_only():
+    """`M` is cached until the statistics change (update or merge), and handed out read-only, so no reader can
+    change what the next one sees."""
+    x, y = _rows(n=400)
+    m = Moments(x.shape[1], y.shape[1])
+    m.update(torch.from_numpy(x[:200]), torch.from_numpy(y[:200]))
+    first = m.M
+    assert m.M is first and m.Cxx.base is first and not first.flags.writeable
+    with pytest.raises(ValueError):
+        m.Cxx[0, 0] += 1.0
+    m.update(torch.from_numpy(x[200:]), torch.from_numpy(y[200:]))
+    assert m.M is not first and _rel(m.M, _reference(x, y)[1]) < 1e-12
+    other = Moments.of(torch.from_numpy(x[:10]), torch.from_numpy(y[:10]))
+    before = m.M
+    m.merge(other)
+    assert m.M is not before and m.n == 410

@@ -17,7 +17,7 @@ float64; its error against float64 is measured and printed by `benchmarks/captur
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -65,6 +65,7 @@ class Moments:
     n: int = 0
     mean: torch.Tensor | None = None  # [d_in + d_out] float64
     _M: torch.Tensor | None = None  # [d, d] float64; its upper triangle is the valid part
+    _sym: tuple | None = field(default=None, init=False, repr=False, compare=False)  # (key, read-only M), see `M`
 
     def __post_init__(self):
         d = self.d_in + self.d_out
@@ -91,11 +92,12 @@ class Moments:
         buf[:, d:].copy_(y)
         mb = buf.mean(dim=0)
         buf.sub_(mb)  # centred on the batch mean, in float64
-        self._chan(nb, mb)
+        self._chan(nb, mb)  # (clears the cached symmetric M)
         upper_product(self._M, buf if product == "float64" else buf.to(PRODUCTS[product]))
 
     def _chan(self, nb: int, mb: torch.Tensor) -> None:
         """Move the mean to the merged one and add the between-batch term (nₐ·n_b/n)·δδᵀ."""
+        self._sym = None
         na = self.n
         n = na + nb
         delta = mb - self.mean
@@ -132,10 +134,16 @@ class Moments:
     def M(self) -> np.ndarray:
         """Σ (z − μ)(z − μ)ᵀ, symmetric  [d, d] float64 numpy: the accumulated upper triangle and its mirror (a
         product's two triangles can differ in the last bit; this way the matrix is exactly symmetric, and equals
-        the one the cache rebuilds from the upper triangle it stores)."""
-        M = np.triu(self._M.cpu().numpy())
-        M += np.triu(M, 1).T
-        return M
+        the one the cache rebuilds from the upper triangle it stores). Built once per state of the statistics and
+        returned read-only (a fit reads it several times: symmetrising 1,153² floats each time took a third of
+        `ceiling_table`)."""
+        key = (id(self._M), self.n)  # every in-place change goes through `_chan`, which clears the cache
+        if self._sym is None or self._sym[0] != key:
+            M = np.triu(self._M.cpu().numpy())
+            M += np.triu(M, 1).T
+            M.flags.writeable = False  # shared by every reader (Cxx, Cxy, Cyy, blocks): a copy to change it
+            self._sym = (key, M)
+        return self._sym[1]
 
     @property
     def mean_x(self) -> np.ndarray:
@@ -200,8 +208,13 @@ class Moments:
             M = np.zeros((d_in + d_out,) * 2)
             M[np.triu_indices(len(M))] = s["Mu"]
             s = {**s, "M": M + np.triu(M, 1).T}
-        M = torch.tensor(np.asarray(s["M"]), dtype=torch.float64)
-        return cls(d_in, d_out, int(s["n"]), torch.tensor(np.asarray(s["mean"]), dtype=torch.float64), M)
+        sym = np.array(s["M"], dtype=np.float64)  # a copy: the caller keeps its array
+        M = torch.from_numpy(sym.copy())
+        out = cls(d_in, d_out, int(s["n"]), torch.tensor(np.asarray(s["mean"]), dtype=torch.float64), M)
+        if np.array_equal(sym, sym.T):  # already the mirror of its upper triangle: it is `M` as is
+            sym.flags.writeable = False
+            out._sym = ((id(out._M), out.n), sym)
+        return out
 
 
 def remove_rows(total: Moments, part: Moments) -> Moments:

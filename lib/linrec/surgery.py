@@ -308,10 +308,14 @@ def load_swapped(directory: str | Path, device: str = "cpu") -> LoadedModel:
             f"the saved model in {directory} is damaged ({problem}); save it again with linrec swap --save"
         )
     dtype = getattr(torch, meta["dtype"])
+    from transformers.initialization import no_init_weights
+
     with quiet_transformers():
         config = AutoConfig.from_pretrained(str(directory))
         kw = {"attn_implementation": meta["attn_implementation"]} if meta.get("attn_implementation") else {}
-        model = AutoModelForCausalLM.from_config(config, **kw).to(dtype)
+        with no_init_weights():  # every weight is loaded strictly below: drawing random ones first only costs time
+            model = AutoModelForCausalLM.from_config(config, **kw).to(dtype)
+        model.tie_weights()  # what the skipped init would also have done (a tied head shares the embedding)
     sites = find_ffn_sites(model)
     for s in meta["swaps"]:
         i = s["block"]
