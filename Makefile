@@ -42,4 +42,5 @@ bench: fetch
 	$(BIN)/python benchmarks/capture.py --csv results/bench/capture.csv
 	$(BIN)/python benchmarks/swap.py --out results/bench/swap.csv
 	$(BIN)/python benchmarks/neighbour.py --csv results/bench/neighbour.csv
+	$(BIN)/python benchmarks/tests.py --csv results/bench/tests.csv
 	$(BIN)/linrec report --bench results/bench

@@ -115,8 +115,10 @@ def test_panelled_upper_product_equals_one_shot_on_wide_rows(dx, dy):
 
 
 def test_symmetric_M_is_built_once_per_state_and_read_only():
-    """`M` is cached until the statistics change (update or merge), and handed out read-only, so no reader can
-    change what the next one sees."""
+    """`M` is kept until the statistics change (update or merge), for the few statistics read last (bounded memory),
+    and handed out read-only, so no reader can change what the next one sees."""
+    from linrec.moments import _SYMMETRIC, _SYMMETRIC_KEEP
+
     x, y = _rows(n=400)
     m = Moments(x.shape[1], y.shape[1])
     m.update(torch.from_numpy(x[:200]), torch.from_numpy(y[:200]))
@@ -130,3 +132,7 @@ def test_symmetric_M_is_built_once_per_state_and_read_only():
     before = m.M
     m.merge(other)
     assert m.M is not before and m.n == 410
+    many = [Moments.of(torch.from_numpy(x[i : i + 20]), torch.from_numpy(y[i : i + 20])) for i in range(0, 200, 20)]
+    built = [s.M for s in many]
+    assert len(_SYMMETRIC) <= _SYMMETRIC_KEEP and many[-1].M is built[-1] and many[0].M is not built[0]
+    assert np.array_equal(many[0].M, built[0])

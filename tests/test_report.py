@@ -150,6 +150,14 @@ def test_performance_section_follows_the_csv_and_names_a_missing_file(tmp_path):
     pd.DataFrame(rows).to_csv(tmp_path / "neighbour.csv", index=False)
     line = performance_section(tmp_path).split("Beside a busy process", 1)[1]
     assert "03 took 150 s on a quiet machine and 290 s" in line and "**1.93×** (<= 2.5 PASS)" in line
+    assert "Tests (" not in line  # optional too
+    tests = {"make_test_s": 252.7, "pytest_s": 168.1, "passed": 413, "other_cpu_share_before": 0.0}
+    rows = [{"benchmark": "make test at abc1234", "model": "", "tokens": 0, "measure": k, "value": v,
+             "target": "<= 300" if k == "make_test_s" else "", "status": "PASS" if k == "make_test_s" else "",
+             **machine} for k, v in tests.items()]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "tests.csv", index=False)
+    line = performance_section(tmp_path).split("Tests (", 1)[1]
+    assert "fresh clone (abc1234)" in line and "**4.2 min** (253 s; <= 300 s PASS)" in line and "413 tests" in line
 
 
 def test_setup_states_the_profiles_analysis_budget(tmp_path):

@@ -83,7 +83,8 @@ def merge_moments(moments: list[Moments]) -> None:
         for r in range(size):
             part = Moments(m.d_in, m.d_out, int(ns[r].item()), means[r].to(home), Ms[r].to(home))
             total.merge(part)
-        m.n, m.mean, m._M, m._sym = total.n, total.mean, total._M, None
+        m.n, m.mean, m._M = total.n, total.mean, total._M
+        m._version += 1
 
 
 def sum_(tensors: list[torch.Tensor]) -> None:

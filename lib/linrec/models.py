@@ -336,11 +336,6 @@ def _parse_init(spec: str) -> tuple[int, str]:
     return int(seed), base
 
 
-def first_blocks_spec(spec: str, n: int) -> str:
-    """The model spec of `spec` cut to its first `n` blocks (see module docstring)."""
-    return f"{FIRST_PREFIX}{int(n)}:{spec}"
-
-
 def parse_first_spec(spec: str) -> tuple[int, str]:
     n, _, base = spec[len(FIRST_PREFIX) :].partition(":")
     if not n.isdigit() or int(n) < 1 or not base:

@@ -17,6 +17,8 @@ float64; its error against float64 is measured and printed by `benchmarks/captur
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +51,31 @@ def upper_product(M: torch.Tensor, z: torch.Tensor) -> None:
             M[s : s + w, s:] += z[:, s : s + w].T @ z[:, s:]
 
 
+_SYMMETRIC: OrderedDict[int, tuple] = OrderedDict()  # id(Moments) → (weakref, state key, read-only symmetric M)
+_SYMMETRIC_KEEP = 4  # at most this many matrices kept (a fit holds train, test and two for a leave-out): bounded memory
+
+
+def _state_key(m: Moments) -> tuple:
+    return (id(m._M), m.n, m._version)
+
+
+def _recent_symmetric(m: Moments) -> np.ndarray | None:
+    """The symmetric M of `m` if it was built for `m`'s present state and is among the last few built."""
+    hit = _SYMMETRIC.get(id(m))
+    if hit is None or hit[0]() is not m or hit[1] != _state_key(m):
+        return None
+    _SYMMETRIC.move_to_end(id(m))
+    return hit[2]
+
+
+def _remember_symmetric(m: Moments, M: np.ndarray) -> None:
+    M.flags.writeable = False  # shared by every reader (Cxx, Cxy, Cyy, blocks): a copy to change it
+    _SYMMETRIC[id(m)] = (weakref.ref(m), _state_key(m), M)
+    _SYMMETRIC.move_to_end(id(m))
+    while len(_SYMMETRIC) > _SYMMETRIC_KEEP:
+        _SYMMETRIC.popitem(last=False)
+
+
 @dataclass
 class Moments:
     """n, mean and centred cross-products of rows z = [x, y] (x: `d_in` features, y: `d_out`).
@@ -65,7 +92,7 @@ class Moments:
     n: int = 0
     mean: torch.Tensor | None = None  # [d_in + d_out] float64
     _M: torch.Tensor | None = None  # [d, d] float64; its upper triangle is the valid part
-    _sym: tuple | None = field(default=None, init=False, repr=False, compare=False)  # (key, read-only M), see `M`
+    _version: int = field(default=0, init=False, repr=False, compare=False)  # bumped by every in-place change
 
     def __post_init__(self):
         d = self.d_in + self.d_out
@@ -97,7 +124,7 @@ class Moments:
 
     def _chan(self, nb: int, mb: torch.Tensor) -> None:
         """Move the mean to the merged one and add the between-batch term (nₐ·n_b/n)·δδᵀ."""
-        self._sym = None
+        self._version += 1  # the symmetric M of `M` is stale from here
         na = self.n
         n = na + nb
         delta = mb - self.mean
@@ -134,16 +161,15 @@ class Moments:
     def M(self) -> np.ndarray:
         """Σ (z − μ)(z − μ)ᵀ, symmetric  [d, d] float64 numpy: the accumulated upper triangle and its mirror (a
         product's two triangles can differ in the last bit; this way the matrix is exactly symmetric, and equals
-        the one the cache rebuilds from the upper triangle it stores). Built once per state of the statistics and
-        returned read-only (a fit reads it several times: symmetrising 1,153² floats each time took a third of
-        `ceiling_table`)."""
-        key = (id(self._M), self.n)  # every in-place change goes through `_chan`, which clears the cache
-        if self._sym is None or self._sym[0] != key:
+        the one the cache rebuilds from the upper triangle it stores). Returned read-only, and kept for the few
+        statistics read most recently (`_recent_symmetric`): a fit reads it several times, and symmetrising
+        1,153² floats each time took a third of `ceiling_table`."""
+        M = _recent_symmetric(self)
+        if M is None:
             M = np.triu(self._M.cpu().numpy())
             M += np.triu(M, 1).T
-            M.flags.writeable = False  # shared by every reader (Cxx, Cxy, Cyy, blocks): a copy to change it
-            self._sym = (key, M)
-        return self._sym[1]
+            _remember_symmetric(self, M)
+        return M
 
     @property
     def mean_x(self) -> np.ndarray:
@@ -212,8 +238,7 @@ class Moments:
         M = torch.from_numpy(sym.copy())
         out = cls(d_in, d_out, int(s["n"]), torch.tensor(np.asarray(s["mean"]), dtype=torch.float64), M)
         if np.array_equal(sym, sym.T):  # already the mirror of its upper triangle: it is `M` as is
-            sym.flags.writeable = False
-            out._sym = ((id(out._M), out.n), sym)
+            _remember_symmetric(out, sym)
         return out
 
 

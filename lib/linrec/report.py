@@ -608,9 +608,9 @@ def figures_run_line(run_csv: str | Path) -> str:
 
 def performance_section(bench_dir: str | Path, figures_run: str | Path | None = None) -> str:
     """The README's performance block, every number read from `bench_dir`/capture.csv (benchmarks/capture.py --csv)
-    and `bench_dir`/swap.csv (benchmarks/swap.py), `bench_dir`/neighbour.csv where there is one
-    (benchmarks/neighbour.py), and with `figures_run` the last figures run (`run.csv`); a missing capture or swap
-    file is named in the block, not invented."""
+    and `bench_dir`/swap.csv (benchmarks/swap.py), `bench_dir`/neighbour.csv and tests.csv where there are ones
+    (benchmarks/neighbour.py, benchmarks/tests.py), and with `figures_run` the last figures run (`run.csv`); a
+    missing capture or swap file is named in the block, not invented."""
     bench_dir = Path(bench_dir)
     lines = [PERF_START]
     if figures_run is not None:
@@ -700,6 +700,18 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
             f"{r['benchmark'].removeprefix('neighbour ')} took {v['quiet_s']:.0f} s on a quiet machine and "
             f"{v['beside_busy_s']:.0f} s beside one process spinning on a CPU: **{v['slowdown']:.2f}×** "
             f"({r['target']} {r['status']}).",
+        ]
+    tests_path = bench_dir / "tests.csv"
+    if tests_path.exists():
+        tb = pd.read_csv(tests_path, keep_default_na=False)
+        v = dict(zip(tb["measure"], tb["value"].astype(float)))
+        r = tb.set_index("measure").loc["make_test_s"]
+        lines += [
+            "",
+            f"Tests (`benchmarks/tests.py`, `{shown(tests_path)}`, {r['date']}): `make test` from a fresh clone "
+            f"({r['benchmark'].removeprefix('make test at ')}) with an empty cache, venv and fetch included, "
+            f"**{v['make_test_s'] / 60:.1f} min** ({v['make_test_s']:.0f} s; {r['target']} s {r['status']}); pytest "
+            f"{v['pytest_s']:.0f} s of it, {v['passed']:.0f} tests on {r['cpus']} CPUs.",
         ]
     lines.append(PERF_END)
     return "\n".join(lines)
