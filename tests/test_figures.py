@@ -95,6 +95,24 @@ def test_stages_run_01_alone_then_the_rest_longest_first_then_08():
     assert [[p.stem for p in s] for s in stages(nbs[1:3])] == [["02_a", "03_b"]]  # no timings: numbered order
 
 
+def test_the_order_comes_from_the_last_full_run_not_from_a_later_partial_one(tmp_path):
+    """A rerun of one notebook from cached captures rewrites its cell timings with a shorter time; the last run of
+    every notebook (run.csv) still says it is the slowest, and it is what orders the next full run."""
+    import pandas as pd
+
+    from linrec.figures import RUN, TIMINGS, _last_timings
+
+    nb = tmp_path / "results" / "notebooks"
+    nb.mkdir(parents=True)
+    pd.DataFrame({"notebook": ["06_swap", "07_controls", "07_controls"], "cell": [0, 0, 1], "seconds": [440, 200, 98],
+                  "code": ""}).to_csv(nb / TIMINGS, index=False)  # fmt: skip
+    assert _last_timings(tmp_path / "results", tmp_path) == {"06_swap": 440, "07_controls": 298}
+    pd.DataFrame([{"date": "2026-11-24", "cpus": 2, "torch": "x", "jobs": 2, "notebooks": "06_swap 07_controls",
+                   "notebook_seconds": "440 693", "wall_seconds": 1069.1, "captures_made": 13}]).to_csv(
+        nb / RUN, index=False)  # fmt: skip
+    assert _last_timings(tmp_path / "results", tmp_path) == {"06_swap": 440.0, "07_controls": 693.0}
+
+
 HEADER = (
     "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n"
     "#     name: python3\n# ---\n\n"

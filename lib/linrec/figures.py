@@ -113,13 +113,24 @@ def stages(selected: list[Path], timings: dict[str, float] | None = None) -> lis
 
 
 def _last_timings(results: Path, root: Path) -> dict[str, float]:
-    """Seconds per notebook in the last run of this profile or, for a profile never run here, of the default one
-    (a guide to which notebook is slowest, nothing more); {} without either."""
+    """Seconds per notebook in the last full run of this profile (`run.csv`) or, without one, in its last per-cell
+    timings, or in the default profile's (a guide to which notebook is slowest, nothing more); {} without any.
+
+    `run.csv` comes first because only a run of every notebook writes it: a later `--only` run, or a rerun of one
+    notebook from cached captures, rewrites that notebook's cell timings with a time that leaves out its captures
+    (notebook 07: 298 s instead of 693 s), and started it third instead of first."""
     import pandas as pd
 
-    for path in (results / "notebooks" / TIMINGS, root / "results" / "default" / "notebooks" / TIMINGS):
+    for d in (results / "notebooks", root / "results" / "default" / "notebooks"):
         try:
-            return pd.read_csv(path).groupby("notebook")["seconds"].sum().to_dict()
+            run = pd.read_csv(d / RUN).iloc[-1]
+            names, secs = str(run["notebooks"]).split(), str(run["notebook_seconds"]).split()
+            if len(names) == len(secs) and names:
+                return {n: float(x) for n, x in zip(names, secs)}
+        except (OSError, ValueError, KeyError, IndexError):
+            pass
+        try:
+            return pd.read_csv(d / TIMINGS).groupby("notebook")["seconds"].sum().to_dict()
         except (OSError, ValueError, KeyError):
             continue
     return {}
