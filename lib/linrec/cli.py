@@ -60,7 +60,8 @@ def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
     p.add_argument(
         "--model",
         required=True,
-        help="offline name (smollm2-135m, gemma3-270m), hub id (gpt2), local dir or .gguf file",
+        help="offline name (smollm2-135m, gemma3-270m, minilm-l6), hub id (gpt2), local dir or .gguf file; "
+        "init:SEED:MODEL (random-init twin), first:N:MODEL (its first N blocks)",
     )
     p.add_argument(
         "--corpus",
