@@ -119,7 +119,7 @@ class Moments:
         buf[:, d:].copy_(y)
         mb = buf.mean(dim=0)
         buf.sub_(mb)  # centred on the batch mean, in float64
-        self._chan(nb, mb)  # (clears the cached symmetric M)
+        self._chan(nb, mb)  # (bumps the version: a symmetric M built before is stale)
         upper_product(self._M, buf if product == "float64" else buf.to(PRODUCTS[product]))
 
     def _chan(self, nb: int, mb: torch.Tensor) -> None:

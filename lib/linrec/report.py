@@ -606,6 +606,12 @@ def figures_run_line(run_csv: str | Path) -> str:
     )
 
 
+def _bench_csv(path: Path) -> tuple[pd.DataFrame, dict[str, float]]:
+    """A benchmark CSV (one row per measure, benchmarks/*.py) and its {measure: value}."""
+    table = pd.read_csv(path, keep_default_na=False)
+    return table, dict(zip(table["measure"], table["value"].astype(float)))
+
+
 def performance_section(bench_dir: str | Path, figures_run: str | Path | None = None) -> str:
     """The README's performance block, every number read from `bench_dir`/capture.csv (benchmarks/capture.py --csv)
     and `bench_dir`/swap.csv (benchmarks/swap.py), `bench_dir`/neighbour.csv and tests.csv where there are ones
@@ -618,8 +624,7 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
     cap_path, swap_path = bench_dir / "capture.csv", bench_dir / "swap.csv"
     shown = lambda path: "/".join(path.parts[-3:])  # noqa: E731  (results/bench/x.csv, wherever the clone lives)
     if cap_path.exists():
-        cap = pd.read_csv(cap_path, keep_default_na=False)
-        v = dict(zip(cap["measure"], cap["value"].astype(float)))
+        cap, v = _bench_csv(cap_path)
         status = dict(zip(cap["measure"], cap["status"]))
         target = dict(zip(cap["measure"], cap["target"]))
         m = cap.iloc[0]
@@ -691,8 +696,7 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
         lines.append(f"No swap benchmark results: `{shown(swap_path)}` is missing (run `make bench`).")
     near_path = bench_dir / "neighbour.csv"
     if near_path.exists():
-        nb = pd.read_csv(near_path, keep_default_na=False)
-        v = dict(zip(nb["measure"], nb["value"].astype(float)))
+        nb, v = _bench_csv(near_path)
         r = nb.set_index("measure").loc["slowdown"]
         lines += [
             "",
@@ -703,8 +707,7 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
         ]
     tests_path = bench_dir / "tests.csv"
     if tests_path.exists():
-        tb = pd.read_csv(tests_path, keep_default_na=False)
-        v = dict(zip(tb["measure"], tb["value"].astype(float)))
+        tb, v = _bench_csv(tests_path)
         r = tb.set_index("measure").loc["make_test_s"]
         lines += [
             "",
