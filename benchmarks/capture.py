@@ -123,7 +123,7 @@ def worker(args) -> dict:
     from linrec.models import load_model
     from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
 
-    method = args.worker
+    method = args.worker.split("@")[0]  # "capture64@2": round 2 of the repeated methods
     tokens = args.big_tokens if method in ("big", "plainbig") else args.tokens
     t0 = time.perf_counter()
     loaded = load_model(args.model)
@@ -158,7 +158,7 @@ def worker(args) -> dict:
         return end - t
 
     with torch.no_grad():
-        if method in ("plain", "plain2", "plainbig"):
+        if method in ("plain", "plainbig"):
             rec["seconds"] = timed_forward(lambda ids: model(input_ids=ids, **kwargs))
 
         elif method == "body":
@@ -377,6 +377,13 @@ def main(argv=None) -> int:
         metavar="S",
         help="before each method, wait up to S seconds for other processes to use < 25%% of the CPUs (0: don't wait)",
     )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        metavar="K",
+        help="rounds of (plain forward, capture f64, capture f32); the ratios are medians over rounds (default 3)",
+    )
     p.add_argument("--out", type=Path, help="write all results to this JSON file")
     p.add_argument(
         "--csv",
@@ -416,12 +423,35 @@ def main(argv=None) -> int:
         f"{ncpu} CPUs, load {os.getloadavg()[0]:.1f}, cache {cache_root()}",
         flush=True,
     )
-    order = ["plain", "body", "capture64", "capture32", "capture64_rows", "paper", "plain2"] + (
-        [] if args.skip_big else ["big", "plainbig"]
-    )
+    # The headline ratios come from --repeats rounds of (plain, capture f64, capture f32), closed by one more plain
+    # forward: each capture is divided by the mean of the plain forwards just before and just after it, and the
+    # median over rounds is reported. Drift of the machine's speed over the run (the plain forward alone moved by
+    # up to 10 % between the start and the end of one run) then cancels instead of landing in the ratio.
+    order = [f"{m}@{k}" for k in range(args.repeats) for m in ("plain", "capture64", "capture32")]
+    order += [f"plain@{args.repeats}", "body", "capture64_rows", "paper"]
+    order += [] if args.skip_big else ["big", "plainbig"]
     raw = {m: run_worker(m, args) for m in order}
     summarize(raw, args, args.out)
     return 0
+
+
+def rounds(raw: dict) -> tuple[list[dict], list[dict], list[dict]]:
+    """The plain forwards (one more than the rounds) and the f64 and f32 captures of every round, in run order.
+
+    Files written before --repeats hold one round: plain, capture64, capture32 and a closing plain2."""
+    if "plain2" in raw:
+        return [raw["plain"], raw["plain2"]], [raw["capture64"]], [raw["capture32"]]
+    k = sum(1 for m in raw if m.startswith("capture64@"))
+    return (
+        [raw[f"plain@{i}"] for i in range(k + 1)],
+        [raw[f"capture64@{i}"] for i in range(k)],
+        [raw[f"capture32@{i}"] for i in range(k)],
+    )
+
+
+def paired_ratios(plains: list[dict], runs: list[dict]) -> list[float]:
+    """Each run's seconds over the mean of the plain forwards timed just before and just after it."""
+    return [r["seconds"] / ((plains[i]["seconds"] + plains[i + 1]["seconds"]) / 2) for i, r in enumerate(runs)]
 
 
 def summarize(raw: dict, args, out: Path | None) -> None:
@@ -429,21 +459,35 @@ def summarize(raw: dict, args, out: Path | None) -> None:
     import numpy as np
 
     ncpu = os.cpu_count() or 1
-    res = {m: dict(r) for m, r in raw.items()}
-    # plain forward runs first and again after the 20k methods: its mean is the reference, its spread a noise gauge
-    p1, p2 = res["plain"], res.pop("plain2")
-    plain = (p1["seconds"] + p2["seconds"]) / 2
-    plain_med = _median(p1["batch_s"] + p2["batch_s"])
-    spread = abs(p1["seconds"] - p2["seconds"]) / plain
+    plains, runs64, runs32 = rounds(raw)
+    res = {m: dict(r) for m, r in raw.items() if "@" not in m and m not in ("plain2",)}
+    # the plain forward's mean over every round is the reference of the single-run methods; its spread a noise gauge
+    plain_runs = [r["seconds"] for r in plains]
+    plain = float(np.mean(plain_runs))
+    plain_med = _median([b for r in plains for b in r["batch_s"]])
+    spread = (max(plain_runs) - min(plain_runs)) / plain
     res["plain"] = {
-        **p1,
+        **plains[0],
         "seconds": plain,
-        "runs_s": [p1["seconds"], p2["seconds"]],
-        "peak_rss_mib": max(p1["peak_rss_mib"], p2["peak_rss_mib"]),
-        "batch_s": p1["batch_s"] + p2["batch_s"],
-        "loadavg_end": p2["loadavg_end"],
-        "other_cpu_share": (p1["other_cpu_share"] + p2["other_cpu_share"]) / 2,
+        "runs_s": plain_runs,
+        "peak_rss_mib": max(r["peak_rss_mib"] for r in plains),
+        "batch_s": [b for r in plains for b in r["batch_s"]],
+        "loadavg_end": plains[-1]["loadavg_end"],
+        "other_cpu_share": float(np.mean([r["other_cpu_share"] for r in plains])),
     }
+    paired = {}
+    for name, runs in (("capture64", runs64), ("capture32", runs32)):
+        ratios = paired_ratios(plains, runs)
+        mid = int(np.argsort(ratios)[(len(ratios) - 1) // 2])  # the median round (the lower one of an even count)
+        paired[name] = ratios
+        res[name] = {
+            **runs[mid],
+            "ratio": _median(ratios),
+            "runs_s": [r["seconds"] for r in runs],
+            "ratios": ratios,
+            "batch_s": [b for r in runs for b in r["batch_s"]],
+            "other_cpu_share": max(r["other_cpu_share"] for r in runs),
+        }
     c64, c32, rows64, pp, body = res["capture64"], res["capture32"], res["capture64_rows"], res["paper"], res["body"]
     ours_s = c64["seconds"] + c64["ceiling_s"]
     res["ours"] = {
@@ -461,14 +505,15 @@ def summarize(raw: dict, args, out: Path | None) -> None:
     dpaper = float(np.max(np.abs(np.array(pp["ceiling"]["r2_lin"]) - r64)))
     dpaper_med = float(np.max(np.abs(np.array(pp["ceiling"]["r2_feature_median"]) - m64)))
     mib_per_token = pp["rows_in_memory_mib"] / pp["tokens"]
+    ratio64, ratio32 = res["capture64"]["ratio"], res["capture32"]["ratio"]
 
     def med_ratio(m):  # contention-robust: median seconds per batch over the plain forward's
         return _median(res[m]["batch_s"]) / plain_med if "batch_s" in res[m] else float("nan")
 
     notes = {
         "plain": (
-            f"{p1['tokens']} tokens, {p1['n_batches']} batches; "
-            f"mean of 2 runs ({p1['seconds']:.1f}, {p2['seconds']:.1f} s)"
+            f"{plains[0]['tokens']} tokens, {plains[0]['n_batches']} batches; "
+            f"mean of {len(plains)} runs ({', '.join(f'{x:.1f}' for x in plain_runs)} s)"
         ),
         "body": "no-op hooks, stop after last block (no LM head)",
         "capture64": f"stats only, exact float64 product; {c64['seconds'] / body['seconds']:.2f}x body",
@@ -483,7 +528,7 @@ def summarize(raw: dict, args, out: Path | None) -> None:
     table = ["plain", "body", "capture64", "capture32", "capture64_rows", "ours", "paper"]
     if "big" in res:
         big = res["big"]
-        scale = big["tokens"] / p1["tokens"]
+        scale = big["tokens"] / plains[0]["tokens"]
         big["plain_est_s"] = plain * scale
         notes["big"] = (
             f"{big['tokens']} tokens; x plain vs plain x{scale:.0f} (est.); "
@@ -497,7 +542,7 @@ def summarize(raw: dict, args, out: Path | None) -> None:
     )  # noqa: E731
     lines = [
         "",
-        f"==== capture benchmark: {args.model} on {args.corpus}, {p1['tokens']} tokens, "
+        f"==== capture benchmark: {args.model} on {args.corpus}, {plains[0]['tokens']} tokens, "
         f"batch {args.batch_size}x{args.seq_len} ====",
         fmt(["method", "seconds", "x plain", "x pl (med)", "peak MiB", "other", "note"]),
         fmt(["-" * 26, "-" * 8, "-" * 8, "-" * 10, "-" * 9, "-" * 6, "-" * 4]),
@@ -509,7 +554,7 @@ def summarize(raw: dict, args, out: Path | None) -> None:
                 [
                     METHODS[m][0],
                     f"{r['seconds']:.1f}",
-                    f"{r['seconds'] / r.get('plain_est_s', plain):.2f}",
+                    f"{r.get('ratio', r['seconds'] / r.get('plain_est_s', plain)):.2f}",
                     f"{med_ratio(m):.2f}" if m not in ("ours", "paper") else "",
                     f"{r['peak_rss_mib']:.0f}",
                     f"{r['other_cpu_share']:.0%}" if "other_cpu_share" in r else "",
@@ -523,8 +568,10 @@ def summarize(raw: dict, args, out: Path | None) -> None:
         "",
         f"body-only / plain forward        : {body['seconds'] / plain:.3f}  "
         f"(LM head and final norm: {1 - body['seconds'] / plain:.0%} of a plain forward)",
-        f"capture f64 / plain, / body-only : {c64['seconds'] / plain:.3f}, {c64['seconds'] / body['seconds']:.3f}",
-        f"capture f32 / plain, / body-only : {c32['seconds'] / plain:.3f}, {c32['seconds'] / body['seconds']:.3f}",
+        f"capture f64 / plain, / body-only : {ratio64:.3f}, {c64['seconds'] / body['seconds']:.3f}  "
+        f"(rounds: {', '.join(f'{x:.3f}' for x in paired['capture64'])})",
+        f"capture f32 / plain, / body-only : {ratio32:.3f}, {c32['seconds'] / body['seconds']:.3f}  "
+        f"(rounds: {', '.join(f'{x:.3f}' for x in paired['capture32'])})",
         f"capture f64+rows / plain         : {rows64['seconds'] / plain:.3f}",
         f"fast (f32) error vs exact (f64)  : max_b |dR2_lin| = {err32:.2e}, "
         f"max_b |d r2_feature_median| = {err32_med:.2e}",
@@ -559,15 +606,15 @@ def summarize(raw: dict, args, out: Path | None) -> None:
         )
     if spread > 0.1:
         lines.append(
-            f"WARNING: the two plain forward runs differ by {spread:.0%}: the machine's speed varied; "
+            f"WARNING: the plain forward runs differ by up to {spread:.0%}: the machine's speed varied; "
             "timings are unreliable"
         )
     ok = lambda c: "PASS" if c else "MISS"  # noqa: E731
     lines += [
         "",
-        f"{ok(c64['seconds'] / plain <= TARGET_CAPTURE)}  capture (f64, stats only) <= {TARGET_CAPTURE}x "
-        f"plain forward: {c64['seconds'] / plain:.2f}x "
-        f"(median per batch {med_ratio('capture64'):.2f}x; f32 fast mode {c32['seconds'] / plain:.2f}x)",
+        f"{ok(ratio64 <= TARGET_CAPTURE)}  capture (f64, stats only) <= {TARGET_CAPTURE}x "
+        f"plain forward: {ratio64:.2f}x, median of {len(runs64)} rounds "
+        f"(median per batch {med_ratio('capture64'):.2f}x; f32 fast mode {ratio32:.2f}x)",
         f"{ok(ours_s < pp['seconds'])}  ours (capture + ceiling) faster than store + lstsq: "
         f"{ours_s:.1f} s vs {pp['seconds']:.1f} s",
         (
@@ -596,11 +643,13 @@ def summarize(raw: dict, args, out: Path | None) -> None:
         measures = [
             ("plain_forward_s", plain, "", ""),
             ("body_over_plain", body["seconds"] / plain, "", ""),
-            ("capture_f64_over_plain", c64["seconds"] / plain, f"<= {TARGET_CAPTURE}",
-             ok(c64["seconds"] / plain <= TARGET_CAPTURE)),
+            ("capture_f64_over_plain", ratio64, f"<= {TARGET_CAPTURE}", ok(ratio64 <= TARGET_CAPTURE)),
+            ("capture_f64_over_plain_rounds", len(runs64), "", ""),
+            ("capture_f64_over_plain_min", min(paired["capture64"]), "", ""),
+            ("capture_f64_over_plain_max", max(paired["capture64"]), "", ""),
             ("capture_f64_over_plain_median_batch", med_ratio("capture64"), "", ""),
             ("capture_f64_over_body", c64["seconds"] / body["seconds"], "", ""),
-            ("capture_f32_over_plain", c32["seconds"] / plain, "", ""),
+            ("capture_f32_over_plain", ratio32, "", ""),
             ("fast_mode_max_abs_dr2", err32, "", ""),
             ("capture_f64_rows_over_plain", rows64["seconds"] / plain, "", ""),
             ("ours_s", ours_s, "< paper_s", ok(ours_s < pp["seconds"])),
@@ -620,7 +669,7 @@ def summarize(raw: dict, args, out: Path | None) -> None:
             measures.append(("big_time_over_small", slow, f"<= {scale:.1f}", ok(slow <= scale)))
             if "plainbig" in res:  # the same ratio for the plain forward: what the machine does over a long run
                 measures.append(("big_plain_over_small_plain", res["plainbig"]["seconds"] / plain, "", ""))
-        write_csv(args.csv, "capture", args.model, p1["tokens"], measures)
+        write_csv(args.csv, "capture", args.model, plains[0]["tokens"], measures)
         print(f"measures written to {args.csv}")
 
 

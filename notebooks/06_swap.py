@@ -150,7 +150,7 @@ for m in models:
     in_memory = study.screening.ppl({i: study.module(i) for i in chosen})
     scratch = None if save_dir else tempfile.mkdtemp(prefix="linrec-swapped-")  # 0.5–1 GB that nothing reads later
     out = study.save(f"{save_dir or scratch}/{m.replace('/', '--')}", chosen)
-    reloaded = load_swapped(out, device=device)
+    reloaded = load_swapped(out, device=device, tokenizer=False)  # the check feeds token ids: no tokenizer needed
     ppl_reloaded = PerplexityEvaluator(reloaded.model, study.screening_ids, batch_size, reuse_prefix=False)
     reloads.append(
         {

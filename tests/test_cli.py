@@ -492,3 +492,14 @@ def test_swap_of_an_encoder_is_one_line(cli, tmp_path, tiny_model):
     corpus.write_text(tiny_text(6000))
     code, _, err = cli("swap", "--model", d, "--corpus", corpus, "--seq-len", "32", "--tokens", "2048")
     _single_line(code, err, "is an encoder (bert): no LM head", "linrec measure")
+
+
+def test_output_into_a_reader_that_stops_early_ends_quietly(tmp_path):
+    """`linrec cache list | head -0`: the reader is gone before the first line is written; no error, exit 0."""
+    env = {**os.environ, "LINREC_CACHE": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "linrec", "cache", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    proc.stdout.close()  # our end of the pipe closes before the child has written anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and err == "", err

@@ -142,6 +142,11 @@ def test_performance_section_follows_the_csv_and_names_a_missing_file(tmp_path):
     out = performance_section(tmp_path)
     assert "1.50 (median per batch 1.40" in out and "<= 1.1" in out and "40.0 s vs 70.0 s" in out
     assert "swap.csv` is missing" in out and "not measured in this run" in out
+    rows += [{**rows[0], "measure": k, "value": v} for k, v in
+             {"capture_f64_over_plain_rounds": 3, "capture_f64_over_plain_min": 1.45,
+              "capture_f64_over_plain_max": 1.62}.items()]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "capture.csv", index=False)
+    assert "1.50 (median of 3 rounds, 1.45–1.62; median per batch 1.40" in performance_section(tmp_path)
     assert "neighbour" not in out  # optional: no file, no line
     near = {"quiet_s": 150.0, "beside_busy_s": 290.0, "slowdown": 290 / 150, "other_cpu_share_before": 0.01}
     rows = [{"benchmark": "neighbour 03", "model": "m", "tokens": 20480, "measure": k, "value": v,

@@ -14,7 +14,7 @@ from linrec.corpora import Windows
 from linrec.errors import LinrecError
 from linrec.hf import LoadedModel
 from linrec.models import load_model
-from linrec.moments import Moments, remove_rows
+from linrec.moments import Moments, output_sum_squares, remove_rows
 from linrec.perplexity import PerplexityEvaluator, perplexity
 from linrec.sites import find_ffn_sites
 from linrec.surgery import AffineFFN, load_swapped, params_linear, save_swapped, swapped
@@ -158,6 +158,13 @@ def test_rank_curve_and_parameter_counts(tiny_model):
     assert t.loc[0, "params_ffn"] == 3 * 32 * 64  # SwiGLU: gate, up, down without biases
     assert t.loc[0, "params_linear"] == 32 * 32 + 32
     assert abs(t.loc[0, "delta_ppl"] - curve["delta_ppl"][3]) < 1e-12
+    # the table's block-0 row is the curve's dense map on the same windows: read back, not run again
+    assert st.evaluator.n_evaluations == 4
+    assert st.timings.set_index("step").loc["test: rank curve", "evaluations"] == 4
+    fresh = st.evaluator.window_nll({0: st.module(0)})  # the same swapped model, run now
+    assert st.evaluator.n_evaluations == 5
+    assert np.array_equal(fresh, st._test_nll([(0, None, "map")], "unused"))
+    assert st.joint([0])["delta_ppl"] == t.loc[0, "delta_ppl"] and st.evaluator.n_evaluations == 5
 
 
 def test_table_and_screening(planted):
@@ -202,6 +209,10 @@ def test_remove_rows_is_exact():
     assert np.abs(rest.M - ref.M).max() <= 1e-9 * np.abs(ref.M).max()
     with pytest.raises(LinrecError, match="fewer screening windows"):
         remove_rows(ref, Moments.of(x, y))
+    # the outputs' sum of squares, with and without the removed rows, against numpy on the rows themselves
+    ss = lambda v: float(((v - v.mean(0)) ** 2).sum())  # noqa: E731
+    assert abs(output_sum_squares(Moments.of(x, y)) - ss(y)) <= 1e-12 * ss(y)
+    assert abs(output_sum_squares(Moments.of(x, y), Moments.of(x[200:], y[200:])) - ss(y[:200])) <= 1e-10 * ss(y)
 
 
 def test_greedy_respects_the_budget(planted):
@@ -428,6 +439,10 @@ def test_save_and_reload_give_identical_logits(tiny_model, tmp_path, kind):
     with torch.no_grad():
         got = back.model(input_ids=ids).logits
     assert (got - want).abs().max() <= 1e-6
+    lean = load_swapped(out, tokenizer=False)  # the same model, its saved tokenizer left unread
+    assert lean.tokenizer is None and (back.tokenizer is not None) == (out / "tokenizer_config.json").exists()
+    with torch.no_grad():
+        assert torch.equal(lean.model(input_ids=ids).logits, got)
     reloaded = PerplexityEvaluator(back.model, ids).base_ppl
     in_memory = st.joint([0, 1], ranks={0: 5})["ppl"]
     assert abs(reloaded - in_memory) <= 1e-9 * in_memory

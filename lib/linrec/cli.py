@@ -3,13 +3,15 @@
 One error boundary: everything a user can get wrong (arguments, device, output paths, the
 cache's writability, the parameter file) is checked before the expensive work, and any
 failure ends with one line on stderr, `linrec: error: …`, and a non-zero exit (2 for bad
-input, 1 for anything unexpected, 130 for Ctrl-C). `--debug` shows the traceback instead.
+input, 1 for anything unexpected, 130 for Ctrl-C). `--debug` shows the traceback instead. Output
+piped into a reader that stops early (`linrec cache list | head`) ends quietly with 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -535,6 +537,10 @@ def main(argv: list[str] | None = None) -> int:
     _log_to_stderr(logging.INFO if args.verbose else logging.WARNING)
     try:
         args.func(args)
+        sys.stdout.flush()  # inside the boundary: a closed pipe surfaces here, not at interpreter exit
+    except BrokenPipeError:
+        _drop_stdout()
+        return 0
     except KeyboardInterrupt:
         print("linrec: interrupted", file=sys.stderr)
         return 130
@@ -544,6 +550,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"linrec: error: {_one_line(err)}", file=sys.stderr)
         return 2 if isinstance(err, LinrecError) else 1
     return 0
+
+
+def _drop_stdout() -> None:
+    """The reader of our stdout went away: point stdout at /dev/null so the interpreter's final flush has nowhere to
+    fail (Python's documented recipe for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor behind stdout (a test's stand-in)
+        pass
 
 
 def _one_line(err: Exception) -> str:

@@ -242,11 +242,9 @@ class Moments:
         return out
 
 
-def remove_rows(total: Moments, part: Moments) -> Moments:
-    """Statistics of the rows of `total` that are not in `part` (Chan's merge run backwards; `part` ⊂ `total`).
-
-    Used to leave the screening windows out of a fit (`linrec.swap`) and the windows' first positions
-    out of a fit and its score (`linrec.ceiling.first_position`)."""
+def _backwards(total: Moments, part: Moments) -> tuple[int, np.ndarray, np.ndarray, float]:
+    """Chan's merge run backwards: (n, mean) of the rows of `total` not in `part`, the difference δ of the two parts'
+    means and the weight of δδᵀ in M (`remove_rows`)."""
     if (part.d_in, part.d_out) != (total.d_in, total.d_out) or part.n >= total.n:
         raise LinrecError(
             f"cannot remove {part.n} rows from {total.n}: the rows removed must be a strict subset of the statistics; "
@@ -256,6 +254,25 @@ def remove_rows(total: Moments, part: Moments) -> Moments:
     na = n - nb
     mu, mub = total.mean.cpu().numpy(), part.mean.cpu().numpy()
     mua = (n * mu - nb * mub) / na
-    delta = mub - mua
-    M = total.M - part.M - (na * nb / n) * np.outer(delta, delta)
+    return na, mua, mub - mua, na * nb / n
+
+
+def remove_rows(total: Moments, part: Moments) -> Moments:
+    """Statistics of the rows of `total` that are not in `part` (Chan's merge run backwards; `part` ⊂ `total`).
+
+    Used to leave the screening windows out of a fit (`linrec.swap`) and the windows' first positions
+    out of a fit and its score (`linrec.ceiling.first_position`)."""
+    na, mua, delta, w = _backwards(total, part)
+    M = total.M - part.M - w * np.outer(delta, delta)
     return Moments.from_state({"n": na, "mean": mua, "M": M, "dims": np.array([total.d_in, total.d_out])})
+
+
+def output_sum_squares(m: Moments, without: Moments | None = None) -> float:
+    """Σ_j Cyy_jj, the outputs' total centred sum of squares, of `m` (or of `remove_rows(m, without)`) from the
+    accumulator's diagonal alone: no symmetrised [d, d] copy, so a share of the output variance per block is cheap."""
+    d = m.d_in
+    diag = torch.diagonal(m._M).cpu().numpy()[d:]
+    if without is None:
+        return float(diag.sum())
+    _, _, delta, w = _backwards(m, without)
+    return float((diag - torch.diagonal(without._M).cpu().numpy()[d:] - w * delta[d:] ** 2).sum())

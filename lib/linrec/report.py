@@ -628,6 +628,12 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
         status = dict(zip(cap["measure"], cap["status"]))
         target = dict(zip(cap["measure"], cap["target"]))
         m = cap.iloc[0]
+        rounds = (
+            f"median of {int(v['capture_f64_over_plain_rounds'])} rounds, "
+            f"{v['capture_f64_over_plain_min']:.2f}–{v['capture_f64_over_plain_max']:.2f}; "
+            if "capture_f64_over_plain_rounds" in v
+            else ""
+        )
         lines += [
             f"Capture (`benchmarks/capture.py`, `{shown(cap_path)}`, one run on {m['date']}): {m['model']}, "
             f"{int(m['tokens']):,} tokens; {m['machine']}, {int(m['cpus'])} CPUs, torch {m['torch']} with "
@@ -636,7 +642,8 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
             "| measurement | value | target |",
             "|---|---|---|",
             f"| capture, exact float64 statistics, all blocks ÷ plain forward (with LM head) | "
-            f"{v['capture_f64_over_plain']:.2f} (median per batch {v['capture_f64_over_plain_median_batch']:.2f}; "
+            f"{v['capture_f64_over_plain']:.2f} ({rounds}"
+            f"median per batch {v['capture_f64_over_plain_median_batch']:.2f}; "
             f"÷ body-only forward {v['capture_f64_over_body']:.2f}) | {target['capture_f64_over_plain']} "
             f"{status['capture_f64_over_plain']} |",
             f"| fast mode (float32 products merged in float64) ÷ plain forward; its error | "
@@ -668,7 +675,7 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
         elif "peak_rss_big_over_small" in v:
             lines.append("| capture time at 10× the tokens | not in this CSV (written by benchmarks before it) | |")
         lines += [
-            f"| noise gauges: the two plain-forward runs differ by; most CPU used by other processes | "
+            f"| noise gauges: the plain-forward runs differ by up to; most CPU used by other processes | "
             f"{v['plain_runs_spread']:.0%}; {v['other_cpu_share_max']:.0%} | |",
         ]
     else:

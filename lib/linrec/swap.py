@@ -40,7 +40,7 @@ from linrec.ceiling import AffineFit, LowRankFit, Score, fit_affine, output_dire
 from linrec.corpora import Windows, load_windows
 from linrec.errors import LinrecError
 from linrec.hf import LoadedModel
-from linrec.moments import Moments, remove_rows
+from linrec.moments import Moments, output_sum_squares, remove_rows
 from linrec.perplexity import DeltaPPL, PerplexityEvaluator
 from linrec.sites import StopForward, ffn_hooks, find_ffn_sites, run_until_stop
 from linrec.surgery import FIRST_MODES, AffineFFN, FirstPositionSwap, count_params, save_swapped
@@ -320,6 +320,7 @@ class SwapStudy:
         self._screening_fits: dict[int, AffineFit] = {}
         self._alone: dict[int, float] = {}
         self._predictors: dict[tuple[int, ...], pandas.DataFrame] = {}
+        self._test_nlls: dict[tuple, np.ndarray] = {}  # (block, rank, first) specs → per-window NLL on the test windows
 
     @property
     def n_blocks(self) -> int:
@@ -359,8 +360,10 @@ class SwapStudy:
     def first_share(self, block: int) -> float:
         """Share of the block's *train* output variance at each window's first position: 1 − SST(positions ≥ 1) /
         SST(all), from train statistics (so a choice made on it does not touch the test windows)."""
-        rest = self._without_first(block)[0]
-        return float(1.0 - np.trace(rest.Cyy) / np.trace(self.capture.stats["train"][block].Cyy))
+        if self.capture.first is None:
+            self._without_first(block)  # the one-line error
+        total = self.capture.stats["train"][block]
+        return 1.0 - output_sum_squares(total, self.capture.first["train"][block]) / output_sum_squares(total)
 
     def score(self, block: int, rank: int | None = None, first: str = "map") -> Score:
         """Held-out fit quality of the block's map (full, or at `rank`) on the positions it is applied to."""
@@ -424,6 +427,21 @@ class SwapStudy:
         d = ev.delta(swaps, n_boot=self.n_boot, seed=self.seed)
         self.clock.add(step, time.perf_counter() - t0, 1)
         return d
+
+    def _test_nll(self, spec: Sequence[tuple[int, int | None, str]], step: str) -> np.ndarray:
+        """Per-window NLL on the test windows with the swaps of `spec` ((block, rank, first) each, as `module` takes
+        them), run once per spec: the per-block table, the rank curve's dense map and a chosen set of one block
+        are the same swapped model on the same windows, so the second ask reads the first one's numbers."""
+        key = tuple(sorted((int(b), int(r or 0), f) for b, r, f in spec))
+        if key not in self._test_nlls:
+            t0 = time.perf_counter()
+            self._test_nlls[key] = self.evaluator.window_nll({b: self.module(b, r or None, f) for b, r, f in key})
+            self.clock.add(step, time.perf_counter() - t0, 1)
+        return self._test_nlls[key]
+
+    def _test_delta(self, spec: Sequence[tuple[int, int | None, str]], step: str) -> DeltaPPL:
+        """`_test_nll` as a ΔPPL with its paired bootstrap interval."""
+        return self.evaluator.delta_of(self._test_nll(spec, step), self.n_boot, self.seed)
 
     # the screening windows: leave-out fits, predictors, ΔPPL alone
     @property
@@ -544,9 +562,8 @@ class SwapStudy:
             t0 = time.perf_counter()
             s = self.score(i, first=f)
             m = self.module(i, first=f)
-            nll = ev.window_nll({i: m})
+            nll = self._test_nll([(i, None, f)], f"test: blocks alone ({f})")
             d = ev.delta_of(nll, self.n_boot, self.seed)
-            self.clock.add(f"test: blocks alone ({f})", time.perf_counter() - t0, 1)
             affine = m.affine if isinstance(m, FirstPositionSwap) else m
             row = {
                 "model": self.capture.model_label,
@@ -589,12 +606,11 @@ class SwapStudy:
         the dense map."""
         import pandas as pd
 
-        ev = self.evaluator
         d_out = self.fit(block).W.shape[1]
         rows = []
         for r in tqdm([*ranks, None], desc=f"rank curve block {block}", unit="rank", disable=not self.progress):
             m = self.module(block, r)
-            d = self._delta(ev, {block: m}, "test: rank curve")
+            d = self._test_delta([(block, r, "map")], "test: rank curve")
             rows.append(
                 {
                     "model": self.capture.model_label,
@@ -618,7 +634,7 @@ class SwapStudy:
         """Perplexity on the test windows with all `blocks` swapped at once (with its interval), and the
         parameters removed and added."""
         mods = {i: self.module(i, (ranks or {}).get(i)) for i in self._blocks(blocks)}
-        d = self._delta(self.evaluator, mods, "test: sets")
+        d = self._test_delta([(i, (ranks or {}).get(i), "map") for i in mods], "test: sets")
         return {
             "blocks": sorted(mods),
             "ppl_base": d.ppl_base,
@@ -661,7 +677,7 @@ class SwapStudy:
         )
         self.clock.add("screening: greedy", time.perf_counter() - t0, self.screening.n_evaluations - n0)
         if result.swapped:
-            result.test = self._delta(self.evaluator, {i: self.module(i) for i in result.swapped}, "test: sets")
+            result.test = self._test_delta([(i, None, "map") for i in result.swapped], "test: sets")
         return result
 
     @property
