@@ -17,6 +17,7 @@ float64; its error against float64 is measured and printed by `benchmarks/captur
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -49,6 +50,12 @@ def upper_product(M: torch.Tensor, z: torch.Tensor) -> None:
             M[s : s + w, s:].addmm_(z[:, s : s + w].T, z[:, s:])
         else:
             M[s : s + w, s:] += z[:, s : s + w].T @ z[:, s:]
+
+
+@functools.lru_cache(maxsize=4)
+def _upper_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """`np.triu_indices(d)`, built once per width (a cached capture unpacks dozens of matrices of one width)."""
+    return np.triu_indices(d)
 
 
 _SYMMETRIC: OrderedDict[int, tuple] = OrderedDict()  # id(Moments) → (weakref, state key, read-only symmetric M)
@@ -223,21 +230,25 @@ class Moments:
         return {
             "n": np.array(self.n, dtype=np.int64),
             "mean": self.mean.cpu().numpy(),
-            **({"Mu": M[np.triu_indices(len(M))]} if packed else {"M": M}),
+            **({"Mu": M[_upper_indices(len(M))]} if packed else {"M": M}),
             "dims": np.array([self.d_in, self.d_out]),
         }
 
     @classmethod
     def from_state(cls, s: dict) -> Moments:
         d_in, d_out = (int(v) for v in s["dims"])
-        if "Mu" in s:
-            M = np.zeros((d_in + d_out,) * 2)
-            M[np.triu_indices(len(M))] = s["Mu"]
-            s = {**s, "M": M + np.triu(M, 1).T}
-        sym = np.array(s["M"], dtype=np.float64)  # a copy: the caller keeps its array
-        M = torch.from_numpy(sym.copy())
+        if "Mu" in s:  # the packed upper triangle, mirrored here: symmetric by construction
+            d = d_in + d_out
+            sym = np.zeros((d, d))
+            sym[_upper_indices(d)] = s["Mu"]
+            sym += np.triu(sym, 1).T
+            symmetric = True
+        else:
+            sym = np.array(s["M"], dtype=np.float64)  # a copy: the caller keeps its array
+            symmetric = np.array_equal(sym, sym.T)  # already the mirror of its upper triangle: it is `M` as is
+        M = torch.from_numpy(sym.copy())  # the accumulator; `sym` becomes the read-only symmetric view's array
         out = cls(d_in, d_out, int(s["n"]), torch.tensor(np.asarray(s["mean"]), dtype=torch.float64), M)
-        if np.array_equal(sym, sym.T):  # already the mirror of its upper triangle: it is `M` as is
+        if symmetric:
             _remember_symmetric(out, sym)
         return out
 
