@@ -460,7 +460,7 @@ def summarize(raw: dict, args, out: Path | None) -> None:
 
     ncpu = os.cpu_count() or 1
     plains, runs64, runs32 = rounds(raw)
-    res = {m: dict(r) for m, r in raw.items() if "@" not in m and m not in ("plain2",)}
+    res = {m: dict(r) for m, r in raw.items() if "@" not in m and m != "plain2"}
     # the plain forward's mean over every round is the reference of the single-run methods; its spread a noise gauge
     plain_runs = [r["seconds"] for r in plains]
     plain = float(np.mean(plain_runs))
@@ -475,11 +475,9 @@ def summarize(raw: dict, args, out: Path | None) -> None:
         "loadavg_end": plains[-1]["loadavg_end"],
         "other_cpu_share": float(np.mean([r["other_cpu_share"] for r in plains])),
     }
-    paired = {}
     for name, runs in (("capture64", runs64), ("capture32", runs32)):
         ratios = paired_ratios(plains, runs)
         mid = int(np.argsort(ratios)[(len(ratios) - 1) // 2])  # the median round (the lower one of an even count)
-        paired[name] = ratios
         res[name] = {
             **runs[mid],
             "ratio": _median(ratios),
@@ -505,7 +503,7 @@ def summarize(raw: dict, args, out: Path | None) -> None:
     dpaper = float(np.max(np.abs(np.array(pp["ceiling"]["r2_lin"]) - r64)))
     dpaper_med = float(np.max(np.abs(np.array(pp["ceiling"]["r2_feature_median"]) - m64)))
     mib_per_token = pp["rows_in_memory_mib"] / pp["tokens"]
-    ratio64, ratio32 = res["capture64"]["ratio"], res["capture32"]["ratio"]
+    ratio64, ratio32 = c64["ratio"], c32["ratio"]
 
     def med_ratio(m):  # contention-robust: median seconds per batch over the plain forward's
         return _median(res[m]["batch_s"]) / plain_med if "batch_s" in res[m] else float("nan")
@@ -569,9 +567,9 @@ def summarize(raw: dict, args, out: Path | None) -> None:
         f"body-only / plain forward        : {body['seconds'] / plain:.3f}  "
         f"(LM head and final norm: {1 - body['seconds'] / plain:.0%} of a plain forward)",
         f"capture f64 / plain, / body-only : {ratio64:.3f}, {c64['seconds'] / body['seconds']:.3f}  "
-        f"(rounds: {', '.join(f'{x:.3f}' for x in paired['capture64'])})",
+        f"(rounds: {', '.join(f'{x:.3f}' for x in c64['ratios'])})",
         f"capture f32 / plain, / body-only : {ratio32:.3f}, {c32['seconds'] / body['seconds']:.3f}  "
-        f"(rounds: {', '.join(f'{x:.3f}' for x in paired['capture32'])})",
+        f"(rounds: {', '.join(f'{x:.3f}' for x in c32['ratios'])})",
         f"capture f64+rows / plain         : {rows64['seconds'] / plain:.3f}",
         f"fast (f32) error vs exact (f64)  : max_b |dR2_lin| = {err32:.2e}, "
         f"max_b |d r2_feature_median| = {err32_med:.2e}",
@@ -645,8 +643,8 @@ def summarize(raw: dict, args, out: Path | None) -> None:
             ("body_over_plain", body["seconds"] / plain, "", ""),
             ("capture_f64_over_plain", ratio64, f"<= {TARGET_CAPTURE}", ok(ratio64 <= TARGET_CAPTURE)),
             ("capture_f64_over_plain_rounds", len(runs64), "", ""),
-            ("capture_f64_over_plain_min", min(paired["capture64"]), "", ""),
-            ("capture_f64_over_plain_max", max(paired["capture64"]), "", ""),
+            ("capture_f64_over_plain_min", min(c64["ratios"]), "", ""),
+            ("capture_f64_over_plain_max", max(c64["ratios"]), "", ""),
             ("capture_f64_over_plain_median_batch", med_ratio("capture64"), "", ""),
             ("capture_f64_over_body", c64["seconds"] / body["seconds"], "", ""),
             ("capture_f32_over_plain", ratio32, "", ""),

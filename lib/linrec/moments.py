@@ -246,7 +246,7 @@ class Moments:
         else:
             sym = np.array(s["M"], dtype=np.float64)  # a copy: the caller keeps its array
             symmetric = np.array_equal(sym, sym.T)  # already the mirror of its upper triangle: it is `M` as is
-        M = torch.from_numpy(sym.copy())  # the accumulator; `sym` becomes the read-only symmetric view's array
+        M = torch.from_numpy(sym.copy())  # the accumulator; `sym` itself is kept as the read-only symmetric M below
         out = cls(d_in, d_out, int(s["n"]), torch.tensor(np.asarray(s["mean"]), dtype=torch.float64), M)
         if symmetric:
             _remember_symmetric(out, sym)

@@ -349,21 +349,23 @@ class SwapStudy:
             self._fits[(block, "ex_first")] = fit_affine(train, block=block)
         return self._fits[(block, "ex_first")]
 
-    def _without_first(self, block: int) -> tuple[Moments, Moments]:
-        split = self.capture.without_first(block)
-        if split is None:
+    def _first(self) -> dict[str, list[Moments]]:
+        """The capture's first-position statistics per split, or the one-line error of a capture without them."""
+        if self.capture.first is None:
             raise LinrecError(
                 "this capture has no first-position statistics; recompute it with this linrec (it is cached by version)"
             )
-        return split
+        return self.capture.first
+
+    def _without_first(self, block: int) -> tuple[Moments, Moments]:
+        self._first()
+        return self.capture.without_first(block)
 
     def first_share(self, block: int) -> float:
         """Share of the block's *train* output variance at each window's first position: 1 − SST(positions ≥ 1) /
         SST(all), from train statistics (so a choice made on it does not touch the test windows)."""
-        if self.capture.first is None:
-            self._without_first(block)  # the one-line error
         total = self.capture.stats["train"][block]
-        return 1.0 - output_sum_squares(total, self.capture.first["train"][block]) / output_sum_squares(total)
+        return 1.0 - output_sum_squares(total, self._first()["train"][block]) / output_sum_squares(total)
 
     def score(self, block: int, rank: int | None = None, first: str = "map") -> Score:
         """Held-out fit quality of the block's map (full, or at `rank`) on the positions it is applied to."""
