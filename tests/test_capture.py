@@ -524,3 +524,91 @@ def test_moment_matrices_are_stored_as_upper_triangles_and_read_back_exactly(tin
         for got, want in ((back.stats[s], cap.stats[s]), (back.first[s], cap.first[s])):
             for g, w in zip(got, want):
                 assert g.n == w.n and np.array_equal(g.M, w.M) and np.array_equal(g.mean.numpy(), w.mean.numpy())
+
+
+# ---- issue 30: a changed local model is a new capture; every damaged file warns; every entry is listed ----------
+def test_new_weights_under_the_same_name_size_and_mtime_are_a_new_capture(saved_tiny, tiny_model, tmp_path):
+    """Rewrite model.safetensors with other weights of the same size and restore its mtime (cp -p, rsync -a): the
+    capture must be the new weights', equal to a --no-cache run, not the cached one of the old weights."""
+    import os
+    import shutil
+
+    from linrec.files import cache_root
+
+    old = ceiling_table(get_capture(**saved_tiny))
+    weights = os.path.join(saved_tiny["model"], "model.safetensors")
+    st = os.stat(weights)
+    other = tmp_path / "other"
+    tiny_model("llama", seed=7).save_pretrained(other)
+    assert os.path.getsize(other / "model.safetensors") == st.st_size
+    shutil.copyfile(other / "model.safetensors", weights)
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(weights).st_mtime_ns == st.st_mtime_ns and os.stat(weights).st_size == st.st_size
+    again = get_capture(**saved_tiny)
+    assert not again.cached
+    fresh = ceiling_table(get_capture(**saved_tiny, cache=False))
+    assert np.abs(ceiling_table(again)["r2_lin"] - fresh["r2_lin"]).max() <= 1e-12
+    assert np.abs(fresh["r2_lin"] - old["r2_lin"]).max() > 1e-3  # the weights did change the answer
+    # the digest is remembered: a rerun reads one small record per file instead of hashing it again
+    records = list((cache_root() / "digests").glob("*.json"))
+    assert any(json.loads(r.read_text())["path"] == os.path.realpath(weights) for r in records)
+    assert get_capture(**saved_tiny).cached
+
+
+def test_file_digest_is_remembered_and_never_trusted_after_a_change(tmp_path, monkeypatch):
+    import os
+
+    import linrec.files as files
+
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"a" * 4096)
+    calls = []
+    real = files.sha256_file
+    monkeypatch.setattr(files, "sha256_file", lambda p, *a: calls.append(p) or real(p, *a))
+    first = files.file_digest(f)
+    assert files.file_digest(f) == first and len(calls) == 1  # remembered
+    st = f.stat()
+    with open(f, "r+b") as fh:  # rewritten in place: same inode, same size, mtime put back
+        fh.write(b"b")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert files.file_digest(f) == real(f) != first and len(calls) == 2
+    assert files.stale_digests() == []
+    f.unlink()
+    assert len(files.stale_digests()) == 1  # what prune removes
+
+
+def test_a_deleted_meta_json_warns_like_any_damaged_file(saved_tiny, caplog):
+    first = get_capture(**saved_tiny)
+    (first.path / "meta.json").unlink()
+    caplog.clear()
+    again = get_capture(**saved_tiny)
+    assert not again.cached and "meta.json is missing" in caplog.text and "damaged" in caplog.text
+    assert np.array_equal(again.stats["train"][1].M, first.stats["train"][1].M)
+
+
+def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog):
+    import os
+    import time as _time
+
+    from linrec.capture import cache_entries, prune_cache
+    from linrec.cli import main
+    from linrec.curves import get_curve
+
+    cap = get_capture(**saved_tiny)
+    curve = get_curve(saved_tiny["model"], saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
+                      test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
+    entries = {e.kind: e for e in cache_entries()}
+    assert entries["curve"].path == curve.path and entries["capture"].path == cap.path
+    assert "learning curve of" in entries["curve"].made_by and "× 1 seeds" in entries["curve"].made_by
+    assert main(["cache"]) == 0 and "2 entries" in capsys.readouterr().out
+    old = _time.time() - 30 * 86400
+    os.utime(curve.path, (old, old))
+    assert [e.path for e in prune_cache(older_than_days=7)] == [curve.path] and not curve.path.exists()
+    assert cap.path.exists()
+    (curve.path).mkdir()  # a curve entry without its meta.json: warned and recomputed
+    (curve.path / "curve.npz").write_bytes(b"x")
+    caplog.clear()
+    again = get_curve(saved_tiny["model"], saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
+                      test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
+    assert not again.cached and "meta.json is missing" in caplog.text

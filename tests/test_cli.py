@@ -503,3 +503,214 @@ def test_output_into_a_reader_that_stops_early_ends_quietly(tmp_path):
     proc.stdout.close()  # our end of the pipe closes before the child has written anything
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0 and err == "", err
+
+
+# ---- issue 30: nothing lost, nothing stale, nothing slow to refuse ---------------------------------------------
+@pytest.fixture
+def saved(cli, tiny_args, tmp_path):
+    """An earlier linrec save of block 0 (its directory) and the bytes it holds."""
+    d = tmp_path / "save"
+    assert cli("swap", *tiny_args, "--blocks", "0", "--save", d)[0] == 0
+    return d
+
+
+def _edit(path, offset=-1):
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("edited", ["config.json", "model.safetensors", "linrec_swaps.json"])
+def test_an_edited_earlier_save_is_refused_and_kept_byte_for_byte(cli, tiny_args, saved, edited):
+    st = (saved / edited).stat()
+    if edited == "config.json":
+        (saved / edited).write_text((saved / edited).read_text().replace("}", ', "note": "mine"}', 1))
+    elif edited == "linrec_swaps.json":
+        meta = json.loads((saved / edited).read_text())
+        meta["info"]["note"] = "mine"
+        (saved / edited).write_text(json.dumps(meta))
+    else:
+        _edit(saved / edited)  # a weight changed, same size
+        os.utime(saved / edited, ns=(st.st_atime_ns, st.st_mtime_ns))  # and its mtime restored, as cp -p does
+    before = _tree(saved)
+    code, _, err = cli("swap", *tiny_args, "--blocks", "1", "--save", saved)
+    _single_line(code, err, "never deletes or overwrites" if edited != "linrec_swaps.json" else "never deletes")
+    if edited != "linrec_swaps.json":
+        assert f"{edited} changed since linrec wrote it" in err
+    assert _tree(saved) == before  # the user's bytes, untouched
+
+
+@pytest.mark.parametrize("content", ["empty-folder", "folder-symlink", "file-symlink", "hidden-file"])
+def test_a_save_directory_holding_anything_unlisted_is_refused(cli, tiny_args, tmp_path, saved, content):
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    for d in (saved, tmp_path / "fresh"):  # inside an earlier save, and alone in an otherwise empty directory
+        d.mkdir(exist_ok=True)
+        if content == "empty-folder":
+            (d / "sub").mkdir()
+        elif content == "folder-symlink":
+            (d / "link").symlink_to(target, target_is_directory=True)
+        elif content == "file-symlink":
+            (d / "link.txt").symlink_to(target / "keep.txt")
+        else:
+            (d / ".notes").write_text("mine")
+        names = sorted(p.name for p in d.iterdir())
+        code, _, err = cli("swap", *tiny_args, "--blocks", "1", "--save", d)
+        _single_line(code, err, "--save")
+        assert sorted(p.name for p in d.iterdir()) == names  # nothing removed
+    assert (target / "keep.txt").read_text() == "mine"
+
+
+def test_a_symlinked_save_target_is_refused(cli, tiny_args, tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    code, _, err = cli("swap", *tiny_args, "--blocks", "0", "--save", tmp_path / "link")
+    _single_line(code, err, "symbolic link")
+    assert (tmp_path / "link").is_symlink() and list(real.iterdir()) == []
+
+
+_SLOW_SAVE = """
+import sys, time
+from pathlib import Path
+import safetensors.torch as st
+real = st.save_model
+def slow(*a, **k):
+    real(*a, **k)
+    Path(sys.argv[1]).write_text("writing")  # the staging folder is on disk now
+    time.sleep(120)
+st.save_model = slow
+from linrec.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
+def test_a_killed_save_leaves_nothing_in_the_users_directory(cli, tmp_path, tiny_args, signal_name):
+    import signal
+    import time
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "thesis.tex").write_text("three years")
+    flag = tmp_path / "flag"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    args = ["swap", *tiny_args, "--blocks", "0", "--save", str(home / "swapped")]
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_SAVE, str(flag), *args], env=env, stderr=subprocess.PIPE)
+    t0 = time.time()
+    while not flag.exists() and proc.poll() is None and time.time() - t0 < 240:
+        time.sleep(0.1)
+    assert flag.exists(), proc.stderr.read() if proc.poll() is not None else "timed out"
+    staging = [p.name for p in home.iterdir() if p.name.startswith(".swapped.tmp-")]
+    assert len(staging) == 1  # the save was being staged beside its target
+    proc.send_signal(getattr(signal, signal_name))
+    proc.wait(timeout=60)
+    left = sorted(p.name for p in home.iterdir())
+    if signal_name == "SIGTERM":  # caught: the staging folder is removed on the way out
+        assert proc.returncode == 128 + signal.SIGTERM and left == ["thesis.tex"]
+    else:  # uncatchable: the leftover stays until the next save to that target removes it
+        assert left == sorted(["thesis.tex", *staging])
+        code, _, err = cli(*args)  # the next save to that target
+        assert code == 0, err
+        assert sorted(p.name for p in home.iterdir()) == ["swapped", "thesis.tex"]
+    assert (home / "thesis.tex").read_text() == "three years"
+
+
+def _no_model_load(monkeypatch):
+    """Loading a model fails the test: what is checked here must be checked before any weights are read."""
+    import linrec.capture
+    import linrec.models
+
+    def load(*a, **k):
+        raise AssertionError("a model was loaded before the arguments were checked")
+
+    monkeypatch.setattr(linrec.models, "load_model", load)
+    monkeypatch.setattr(linrec.capture, "load_model", load)
+
+
+@pytest.mark.parametrize("blocks", ["a,b", "-1", ",", "0,,1", "1.5", "2", "0,7"])
+def test_block_lists_are_checked_before_the_model_is_loaded(cli, tiny_args, monkeypatch, blocks):
+    _no_model_load(monkeypatch)
+    code, _, err = cli("swap", *tiny_args, f"--blocks={blocks}")
+    _single_line(code, err, "--blocks")
+    if blocks in ("2", "0,7"):  # well formed, out of range: the config (2 blocks) is read, not the weights
+        assert "blocks 0..1" in err
+
+
+def test_window_longer_than_the_context_is_refused_before_loading_with_the_real_limit(cli, tmp_path, tiny_model):
+    import transformers
+
+    d = tmp_path / "ctx"
+    tiny_model("llama").save_pretrained(d)
+    cfg = transformers.AutoConfig.from_pretrained(d)
+    assert cfg.max_position_embeddings >= 64
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(6000))
+    limit = cfg.max_position_embeddings
+    for cmd in ("measure", "swap", "probe"):
+        code, _, err = cli(cmd, "--model", d, "--corpus", corpus, "--seq-len", limit + 1, "--tokens", 100_000)
+        _single_line(code, err, f"context of {limit} tokens", f"--seq-len {limit} or less")
+
+
+@pytest.mark.parametrize("rank", ["33", "40", "0"])
+def test_probe_ranks_beyond_the_width_are_refused_before_loading(cli, tiny_args, monkeypatch, rank):
+    _no_model_load(monkeypatch)
+    code, _, err = cli("probe", *tiny_args, "--rank", rank)
+    if rank == "0":
+        _single_line(code, err, "--rank", "positive")
+    else:
+        _single_line(code, err, f"--rank {rank} is outside 1 … 32", "--rank 16")
+
+
+def test_a_probe_rank_that_would_not_fit_in_memory_names_the_largest_that_does():
+    from linrec.errors import LinrecError
+    from linrec.probe import check_rank, quadratic_bytes
+
+    gib = 2**30
+    check_rank(16, 576, 576, 24_000, available=4 * gib)  # the paper's rank on SmolLM2: 0.2 GiB
+    with pytest.raises(LinrecError) as err:
+        check_rank(576, 576, 576, 24_000, available=24 * gib)  # the 224 GB case of the issue
+    msg = str(err.value)
+    fits = int(msg.split("use --rank ")[1].split()[0])
+    assert quadratic_bytes(576, fits, 24_000) <= 12 * gib < quadratic_bytes(576, fits + 1, 24_000)
+    with pytest.raises(LinrecError, match="outside 1 … 64"):
+        check_rank(65, 64, 128, 100, available=24 * gib)
+
+
+@pytest.mark.parametrize("arg", [["--older-than", "-1"], ["--max-size", "-5"], ["--older-than", "nan"],
+                                 ["--max-size", "inf"], ["--older-than", "-0.5"], ["--max-size", "1e400"]])  # fmt: skip
+def test_prune_numbers_must_be_finite_and_not_negative(cli, tmp_path, monkeypatch, arg):
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "c"))
+    (tmp_path / "c" / "captures" / "m-0").mkdir(parents=True)
+    code, _, err = cli("cache", "prune", *arg, "--dry-run")
+    _single_line(code, err, arg[0], "finite number ≥ 0")
+    assert (tmp_path / "c" / "captures" / "m-0").is_dir()
+
+
+def test_report_bench_with_a_wrong_folder_leaves_the_readme_as_it_was(cli, tmp_path, monkeypatch):
+    from linrec.figures import project_root
+
+    readme = project_root() / "README.md"
+    before = readme.read_bytes()
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "capture.csv").write_text("benchmark,measure,value\n")
+    for bench in (tmp_path / "NO_SUCH_DIR", tmp_path / "half", tmp_path):
+        code, _, err = cli("report", "--bench", bench)
+        _single_line(code, err, str(bench), "make bench")
+        assert readme.read_bytes() == before
+
+
+def test_report_from_a_missing_results_folder_leaves_the_report_as_it_was(cli, tmp_path):
+    import yaml
+
+    out = tmp_path / "r.md"
+    out.write_text("the last report")
+    for results in (tmp_path / "typo", tmp_path / "empty"):
+        if results.name == "empty":
+            results.mkdir()
+        profile = tmp_path / "p.yaml"
+        profile.write_text(yaml.safe_dump({"results_dir": str(results), "report_path": str(out)}))
+        code, _, err = cli("report", "--params", profile)
+        _single_line(code, err, str(results))
+        assert out.read_text() == "the last report"

@@ -177,3 +177,25 @@ def test_build_from_wheels_refetches_a_damaged_wheel_once(tmp_path, monkeypatch)
     with pytest.raises(LinrecError, match="toy built from toy-pkg==1.0 is wrong"):
         fetching.build_from_wheels([package], target, want, write, "toy")
     assert not target.exists() and not any(p.name.startswith(".") for p in target.parent.iterdir())
+
+
+def test_a_hub_corpus_without_the_hub_is_one_fast_line_before_any_model_loads(tmp_path):
+    """No hub and no local datasets copy: one line within 5 s, no retry warnings (it took 30.5 s and 22 lines)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}  # linrec must find out by itself
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_ENDPOINT="https://hub.invalid")  # no copy, no route
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "linrec", "measure", "--model", "smollm2-135m", "--corpus", "wikitext-2"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    elapsed = time.perf_counter() - t0
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("linrec: error: could not load wikitext-2") and "out of reach" in lines[0]
+    assert "wiki, web, code" in lines[0]  # the offline corpora to use instead
+    assert elapsed < 5 + 3, elapsed  # the imports of a fresh interpreter, then no waiting

@@ -229,7 +229,50 @@ def test_a_full_run_rewrites_the_readme_performance_block_from_its_run_csv(tmp_p
     (tmp_path / "p.yaml").write_text("value: 7\nresults_dir: out\nreadme: README.md\n")
     (tmp_path / "README.md").write_text(f"# x\n\n{PERF_START}\nold\n{PERF_END}\n")
     (tmp_path / "out").mkdir()
+    (tmp_path / "results" / "bench").mkdir(parents=True)
+    for f in ("capture.csv", "swap.csv"):
+        (tmp_path / "results" / "bench" / f).write_bytes((ROOT / "results" / "bench" / f).read_bytes())
     run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=1)
     text = (tmp_path / "README.md").read_text()
     wall = pd.read_csv(tmp_path / "out" / "notebooks" / "run.csv")["wall_seconds"].iloc[0]
     assert "old" not in text and "Figures (`linrec figures`" in text and f"{wall / 60:.1f} min" in text
+
+
+@pytest.mark.parametrize(
+    "text, needles",
+    [
+        ("tokens: lots\n", ["tokens must be a whole number", "'lots'"]),
+        ("tokens: 20480.5\n", ["tokens must be a whole number"]),
+        ("models: smollm2-135m\n", ["models must be a list of strings"]),
+        ("models: [1, 2]\n", ["models must be a list of strings"]),
+        ("probe_rows: many\n", ["probe_rows must be a whole number or null"]),
+        ("readme: true\n", ["readme must be a string or null"]),
+        ("seed: true\n", ["seed must be a whole number"]),  # a bool is not a number here
+        ("budget_ppl: [1]\n", ["budget_ppl must be a number"]),
+        ("results_dir: 3\n", ["results_dir must be a string"]),
+    ],
+)
+def test_profile_values_of_the_wrong_type_are_one_line_errors(tmp_path, text, needles):
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    with pytest.raises(LinrecError) as err:
+        load_params(f, ROOT)
+    msg = str(err.value)
+    assert "\n" not in msg and str(f) in msg and "fix that line" in msg
+    for n in needles:
+        assert n in msg, msg
+
+
+def test_profile_values_of_the_declared_types_pass(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("tokens: 4096\nbudget_ppl: 2\nprobe_rows: null\ntest_windows: 3\nreadme: README.md\nmodels: [a]\n")
+    assert load_params(f, ROOT)["budget_ppl"] == 2  # a whole number where a float is declared is fine
+
+
+def test_every_parameter_that_defaults_to_none_has_a_declared_type():
+    from linrec.figures import OPTIONAL_TYPES, declared_defaults
+
+    declared = {n: v for nb in notebooks(ROOT) for n, (v, _) in declared_defaults(nb).items()}
+    assert {n for n, v in declared.items() if v is None} <= set(OPTIONAL_TYPES) <= set(declared)
+    f = ROOT / "params" / "smoke.yaml"  # a None where the default is a number (cross_band: every pair) is allowed
+    assert load_params(f, ROOT) and "cross_band" in OPTIONAL_TYPES and declared["cross_band"] == 3

@@ -201,3 +201,16 @@ def test_setup_names_the_encoder_of_the_controls(tmp_path):
     line = next(ln for ln in text.splitlines() if ln.startswith("- **minilm-l6**"))
     assert "all-MiniLM-L6-v2, float32" in line and "float32 as released" in line and "no LM head" in line
     assert "dequantised" not in line
+
+
+def test_performance_block_is_not_rewritten_from_a_missing_or_partial_bench_folder(tmp_path):
+    from linrec.report import PERF_END, PERF_START, update_readme_performance
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n{PERF_START}\nold\n{PERF_END}\n")
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "swap.csv").write_text("benchmark,measure,value\n")
+    for bench, needle in ((tmp_path / "nope", "does not exist"), (tmp_path / "half", "has no capture.csv")):
+        with pytest.raises(LinrecError, match=needle):
+            update_readme_performance(readme, bench)
+        assert readme.read_text() == f"# x\n{PERF_START}\nold\n{PERF_END}\n"

@@ -61,6 +61,7 @@ from linrec.files import (
     check_cache_writable,
     clean_stale_tmp,
     read_entry,
+    stale_digests,
     unseal,
     write_entry,
 )
@@ -816,44 +817,57 @@ def _dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def _made_by(entry: Path) -> str:
+def _made_by(entry: Path, kind: str) -> str:
+    if kind == "swapped":
+        return f"swapped model of {entry.name}"
     try:
         meta = unseal(entry / "meta.json")
         c = meta["config"]
-        return (
-            f"{meta.get('model_label', c['model'])} on {c['corpus']}, {c['tokens']} tokens × seq {c['seq_len']}, "
-            f"{c['sample_rows']} sampled rows"
-        )
+        label = meta.get("model_label", c["model"])
+        if kind == "curve":
+            sizes = ", ".join(f"{t // 1000}k" for t in c["train_tokens"])
+            return (
+                f"learning curve of {label} on {c['corpus']}: train {sizes} tokens × {len(c['seeds'])} seeds, "
+                f"seq {c['seq_len']}"
+            )
+        return f"{label} on {c['corpus']}, {c['tokens']} tokens × seq {c['seq_len']}, {c['sample_rows']} sampled rows"
     except (OSError, ValueError, KeyError, TypeError):
         return "incomplete or damaged (recomputed on next use)"
 
 
+CACHE_KINDS = (("capture", "captures"), ("curve", "curves"), ("swapped", "swapped"))  # (kind, folder in the cache)
+
+
 def cache_entries() -> list[CacheEntry]:
-    """Every capture entry and saved swapped model in the cache, oldest first (temporary leftovers are not listed)."""
+    """Every capture entry, learning curve (`linrec.curves`) and saved swapped model in the cache, oldest first
+    (temporary leftovers are not listed; fetched models, wheels and corpora are summed by `linrec cache`)."""
     root = cache_root()
     out = []
-    for kind, sub in (("capture", "captures"), ("swapped", "swapped")):
+    for kind, sub in CACHE_KINDS:
         d = root / sub
         if not d.is_dir():
             continue
         for p in sorted(d.iterdir()):
             if p.name.startswith(".") or not p.is_dir():
                 continue
-            made = _made_by(p) if kind == "capture" else f"swapped model of {p.name}"
-            out.append(CacheEntry(p, kind, _dir_size(p), p.stat().st_mtime, made))
+            out.append(CacheEntry(p, kind, _dir_size(p), p.stat().st_mtime, _made_by(p, kind)))
     return sorted(out, key=lambda e: e.mtime)
 
 
 def prune_cache(
     older_than_days: float | None = None, max_bytes: int | None = None, dry_run: bool = False
 ) -> list[CacheEntry]:
-    """Remove capture entries and saved swapped models: those older than `older_than_days`, then the oldest until
-    the rest take at most `max_bytes`. Models, wheels and corpora are never touched (`linrec fetch` made them and
-    every run needs them). Leftovers of killed runs go too. Returns what was (or, with `dry_run`, would be) removed."""
+    """Remove capture entries, learning curves and saved swapped models: those older than `older_than_days`, then
+    the oldest until the rest take at most `max_bytes`. Models, wheels and corpora are never touched (`linrec fetch`
+    made them and every run needs them). Leftovers of killed runs go too, and remembered file digests whose file is
+    gone or changed (`linrec.files.stale_digests`). Returns what was (or, with `dry_run`, would be) removed."""
     import shutil
 
     if older_than_days is None and max_bytes is None:
         raise LinrecError("say what to prune: --older-than DAYS and/or --max-size GB")
+    for what, value in (("--older-than", older_than_days), ("--max-size", max_bytes)):
+        if value is not None and not (np.isfinite(value) and value >= 0):
+            raise LinrecError(f"{what} must be a finite number ≥ 0, got {value}")
     entries = cache_entries()
     doomed = [e for e in entries if older_than_days is not None and e.age_days > older_than_days]
     if max_bytes is not None:
@@ -867,6 +881,8 @@ def prune_cache(
     if not dry_run:
         for e in doomed:
             shutil.rmtree(e.path, ignore_errors=True)
-        for sub in ("captures", "swapped"):
+        for _, sub in CACHE_KINDS:
             clean_stale_tmp(cache_root() / sub)
+        for p in stale_digests():
+            p.unlink(missing_ok=True)
     return doomed

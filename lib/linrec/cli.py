@@ -3,7 +3,8 @@
 One error boundary: everything a user can get wrong (arguments, device, output paths, the
 cache's writability, the parameter file) is checked before the expensive work, and any
 failure ends with one line on stderr, `linrec: error: …`, and a non-zero exit (2 for bad
-input, 1 for anything unexpected, 130 for Ctrl-C). `--debug` shows the traceback instead. Output
+input, 1 for anything unexpected, 130 for Ctrl-C, 128 + N for signal N such as SIGTERM, after the temporary copies
+of what was being written are removed). `--debug` shows the traceback instead. Output
 piped into a reader that stops early (`linrec cache list | head`) ends quietly with 0.
 """
 
@@ -159,9 +160,14 @@ def _check_out(out: str | None) -> None:
 
 
 def _preflight(args) -> None:
-    """What the capturing subcommands check before loading a model or reading the cache."""
+    """What the capturing subcommands check before loading a model or reading the cache: the device, the output
+    paths, the capture's settings, the corpus, and — from the model's config alone, where it can be read without
+    the weights (`linrec.models.model_shape`) — the window length against its context, `--blocks` against its block
+    count and `--rank` against its width."""
+    from linrec.corpora import check_corpus
     from linrec.distributed import init_from_env
-    from linrec.hf import check_device
+    from linrec.hf import check_device, context_error
+    from linrec.models import model_shape
 
     args.device = check_device(init_from_env(args.device))  # under torchrun: this rank's device
     if getattr(args, "device_map", None):
@@ -176,6 +182,23 @@ def _preflight(args) -> None:
         from linrec.surgery import check_save_target
 
         check_save_target(args.save)
+    if hasattr(args, "tokens"):
+        from linrec.capture import CaptureConfig
+
+        CaptureConfig(args.model, args.corpus, args.seq_len, args.tokens, args.seed).validate()
+    check_corpus(args.corpus)
+    shape = model_shape(args.model)
+    if shape is None:
+        return  # checked after the load, by the same rules
+    err = context_error(args.model, args.seq_len, shape.context)
+    if err is not None:
+        raise err
+    if getattr(args, "blocks", None) is not None:
+        args.blocks = _block_list(args.blocks, shape.n_blocks)
+    if hasattr(args, "rank"):
+        from linrec.probe import check_rank
+
+        check_rank(args.rank, shape.d_model, shape.d_model, int(args.sample_rows * 0.8))
 
 
 def _emit(table, cols: list[str], out: str | None) -> None:
@@ -247,19 +270,28 @@ def cmd_spectrum(args) -> None:
     _emit(table, SHOWN["spectrum"], args.out)
 
 
-def _block_list(text: str | None, n_blocks: int) -> list[int] | None:
-    if text is None:
+def _block_syntax(text: str) -> list[int]:
+    """`--blocks` as written: block numbers ≥ 0 separated by commas (argparse type: checked before anything runs)."""
+    parts = text.replace(" ", "").split(",")
+    if not text.strip() or any(not p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected block numbers (0, 1, …) separated by commas, e.g. --blocks 0,3; got '{text}'"
+        )
+    return sorted({int(p) for p in parts})
+
+
+def _block_list(blocks: list[int] | None, n_blocks: int) -> list[int] | None:
+    """`blocks` (from `_block_syntax`) checked against a model's `n_blocks`."""
+    if blocks is None:
         return None
-    try:
-        blocks = [int(b) for b in text.replace(" ", "").split(",") if b]
-    except ValueError:
+    bad = [b for b in blocks if b >= n_blocks]
+    if bad:
+        shown = ",".join(map(str, blocks))
         raise LinrecError(
-            f"--blocks takes block numbers separated by commas, e.g. --blocks 0,3; got '{text}'"
-        ) from None
-    bad = [b for b in blocks if not 0 <= b < n_blocks]
-    if not blocks or bad:
-        raise LinrecError(f"--blocks {text}: this model has blocks 0..{n_blocks - 1}; e.g. --blocks 0,{n_blocks - 1}")
-    return sorted(set(blocks))
+            f"--blocks {shown}: this model has blocks 0..{n_blocks - 1} (no {', '.join(map(str, bad))}); "
+            f"e.g. --blocks 0,{n_blocks - 1}"
+        )
+    return blocks
 
 
 def cmd_swap(args) -> None:
@@ -286,8 +318,10 @@ def cmd_swap(args) -> None:
             f"{args.model} is an encoder ({loaded.model_type}): no LM head, so no perplexity for a swap to change; "
             "measure it with linrec measure, probe or spectrum"
         )
+    from linrec.sites import find_ffn_sites
+
+    blocks = _block_list(args.blocks, len(find_ffn_sites(loaded.model)))  # before the capture: a config unread above
     capture = _capture(args, loaded)
-    blocks = _block_list(args.blocks, capture.n_blocks)
     study = SwapStudy(
         capture,
         loaded,
@@ -330,6 +364,19 @@ def _budget(text: str) -> float:
     return value
 
 
+def _amount(text: str) -> float:
+    """A finite number ≥ 0 (days, gigabytes): nan, inf and negatives would each prune everything or nothing."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number ≥ 0, got '{text}'") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number ≥ 0, got '{text}'")
+    return value
+
+
 def cmd_fetch(args) -> None:
     from linrec.corpora import OFFLINE_CORPORA, fetch_offline_corpus
     from linrec.models import OFFLINE_MODELS, load_model
@@ -349,7 +396,7 @@ def cmd_fetch(args) -> None:
 
 def cmd_cache(args) -> None:
     from linrec.capture import cache_entries, prune_cache
-    from linrec.files import cache_root
+    from linrec.files import DIGESTS, cache_root
 
     root = cache_root()
     if args.action == "prune":
@@ -365,7 +412,7 @@ def cmd_cache(args) -> None:
         print(f"{e.kind:8} {e.size / 2**20:9,.0f} MiB {e.age_days:6.1f} d  {e.path.name}  {e.made_by}")
     other = {
         sub: sum(p.stat().st_size for p in (root / sub).rglob("*") if p.is_file())
-        for sub in ("models", "wheels", "corpora")
+        for sub in ("models", "wheels", "corpora", DIGESTS)
         if (root / sub).is_dir()
     }
     total = sum(e.size for e in entries) + sum(other.values())
@@ -445,7 +492,11 @@ def build_parser() -> argparse.ArgumentParser:
         "swap", help="replace FFN blocks by their closed-form affine maps (no training) → held-out ΔPPL per block"
     )
     _add_capture_args(p)
-    p.add_argument("--blocks", help="blocks to evaluate, swap together and save, e.g. 0,3 (default: every block)")
+    p.add_argument(
+        "--blocks",
+        type=_block_syntax,
+        help="blocks to evaluate, swap together and save, e.g. 0,3 (default: every block)",
+    )
     p.add_argument(
         "--first",
         choices=["map", "ffn", "mean"],
@@ -483,10 +534,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="+", help="e.g. smollm2-135m gemma3-270m wiki web code")
     p.set_defaults(func=cmd_fetch)
 
-    p = sub.add_parser("cache", help="list what $LINREC_CACHE holds, or prune capture entries by age or size")
+    p = sub.add_parser(
+        "cache", help="list what $LINREC_CACHE holds, or prune captures, learning curves and saves by age or size"
+    )
     p.add_argument("action", nargs="?", choices=["list", "prune"], default="list")
-    p.add_argument("--older-than", type=float, metavar="DAYS", help="prune: entries written more than DAYS ago")
-    p.add_argument("--max-size", type=float, metavar="GB", help="prune: oldest entries until the rest fit in GB")
+    p.add_argument(
+        "--older-than", type=_amount, metavar="DAYS", help="prune: entries written more than DAYS ago (a number ≥ 0)"
+    )
+    p.add_argument(
+        "--max-size", type=_amount, metavar="GB", help="prune: oldest entries until the rest fit in GB (a number ≥ 0)"
+    )
     p.add_argument("--dry-run", action="store_true", help="prune: say what would go, remove nothing")
     p.set_defaults(func=cmd_cache)
 
@@ -535,8 +592,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _log_to_stderr(logging.INFO if args.verbose else logging.WARNING)
+    from linrec.files import terminate_as_exit
+
     try:
-        args.func(args)
+        with terminate_as_exit():  # SIGTERM/SIGHUP unwind like an exception: no staging folder is left behind
+            args.func(args)
         sys.stdout.flush()  # inside the boundary: a closed pipe surfaces here, not at interpreter exit
     except BrokenPipeError:
         _drop_stdout()

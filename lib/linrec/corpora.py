@@ -24,6 +24,7 @@ data. A seeded random 20 % of the windows is held out, so both splits span the w
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
@@ -35,6 +36,7 @@ import torch
 
 from linrec.errors import LinrecError
 from linrec.files import cache_root, check_cache_writable, sha256_file
+from linrec.hf import hub_offline, hub_reachable
 
 log = logging.getLogger(__name__)
 
@@ -95,11 +97,7 @@ def _split_offline(name: str, text: str) -> list[str]:
 
 def load_documents(spec: str) -> tuple[list[str], str]:
     """(documents, identity) for an offline name, `wikitext-2[:split]`, or a local file/directory."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise LinrecError(
-            "corpus must be a name or a path, got an empty string; "
-            f"use one of {_names()}, or a path to a text file or directory"
-        )
+    _check_nonempty(spec)
     if spec in OFFLINE_CORPORA:
         text = fetch_offline_corpus(spec).read_text(encoding="utf-8")
         return _split_offline(spec, text), f"{EXLLAMA}:{OFFLINE_CORPORA[spec]}"
@@ -153,19 +151,50 @@ def _read_text_dir(root: Path) -> list[str]:
     return texts
 
 
+def _check_nonempty(spec: str) -> None:
+    if not isinstance(spec, str) or not spec.strip():
+        raise LinrecError(
+            "corpus must be a name or a path, got an empty string; "
+            f"use one of {_names()}, or a path to a text file or directory"
+        )
+
+
+def check_corpus(spec: str) -> None:
+    """Before a model is loaded: a hub corpus that the hub cannot serve now (unreachable, and not in the local
+    datasets cache) is its one-line error in a couple of seconds; an empty or unknown name is one line too. Other
+    corpora are read where they are used."""
+    _check_nonempty(spec)
+    hub, _, split = spec.partition(":")
+    if hub in HUB_CORPORA:
+        if not hub_reachable():
+            _load_wikitext(hub, split or "test")  # remembered: the capture reuses it
+    elif spec not in OFFLINE_CORPORA and not Path(spec).expanduser().exists():
+        raise LinrecError(f"unknown corpus '{spec}'; use one of {_names()}, or a path to a text file or directory")
+
+
+_HUB_TEXT: dict[tuple[str, str], tuple[str, str]] = {}  # (name, split) → (text, identity), once per process
+
+
 def _load_wikitext(name: str, split: str) -> tuple[list[str], str]:
+    if (name, split) in _HUB_TEXT:
+        text, identity = _HUB_TEXT[name, split]
+        return [text], identity
     repo, config = HUB_CORPORA[name]
+    online = hub_reachable()  # one connect, remembered: an unreachable hub costs no retries (datasets makes five)
     try:
         import datasets
 
-        ds = datasets.load_dataset(repo, config, split=split)
+        with contextlib.nullcontext() if online else hub_offline():  # offline: the local datasets cache only
+            ds = datasets.load_dataset(repo, config, split=split)
     except Exception as err:  # ConnectionError, DatasetNotFoundError, …: the hub is out of reach
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:120]
+        where = "the Hugging Face hub" if online else "the local datasets cache (the Hugging Face hub is out of reach)"
         raise LinrecError(
-            f"could not load {name} from the Hugging Face hub ({reason}); "
+            f"could not load {name} from {where} ({reason}); "
             f"offline corpora: {', '.join(OFFLINE_CORPORA)}, or a local text file"
         ) from None
     text = "".join(ds["text"])  # WikiText lines keep their own newlines
+    _HUB_TEXT[name, split] = text, f"hub:{repo}/{config}/{split}"
     return [text], f"hub:{repo}/{config}/{split}"
 
 

@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -140,10 +141,13 @@ def write_entry(directory: str | Path, meta: dict) -> None:
 
 def read_entry(directory: str | Path, version: int | str) -> dict | None:
     """The sealed `meta.json` of a cache entry written by `write_entry`, after checking that it is intact, complete,
-    of `version`, and that every file has its recorded size and sha256; None if there is no entry. ValueError
+    of `version`, and that every file has its recorded size and sha256; None if there is no entry (or an empty
+    folder). ValueError
     (saying what is wrong) for an entry that must not be read: the caller warns and recomputes."""
     directory = Path(directory)
     if not (directory / "meta.json").exists():
+        if directory.is_dir() and any(directory.iterdir()):
+            raise ValueError("meta.json is missing")  # files without their record: damaged, not absent
         return None
     meta = unseal(directory / "meta.json")
     if meta.get("version") != version or not meta.get("complete"):
@@ -204,33 +208,122 @@ def atomic_file(target: str | Path):
         raise
 
 
-def clean_stale_tmp(directory: str | Path) -> None:
-    """Remove `.NAME.tmp-PID-*` leftovers of killed runs whose process is gone."""
+def clean_stale_tmp(directory: str | Path, name: str | None = None) -> None:
+    """Remove `.NAME.tmp-PID-*` leftovers of killed runs whose process is gone.
+
+    With `name`, only the leftovers of that one target (`.name.tmp-PID-xxxxxxxx`, exactly as `atomic_dir` names
+    them): what a `--save` into a user's directory runs, so nothing else of the user's can match."""
     directory = Path(directory)
     if not directory.is_dir():
         return
-    for p in directory.glob(".*.tmp-*"):
+    pattern = re.compile(rf"^\.{re.escape(name)}\.tmp-(\d+)-[0-9a-f]{{8}}$") if name is not None else None
+    for p in directory.glob(f".{glob_escape(name)}.tmp-*" if name is not None else ".*.tmp-*"):
+        if pattern is not None and not pattern.match(p.name):
+            continue
         try:
             pid = int(p.name.rsplit(".tmp-", 1)[1].split("-")[0])
             os.kill(pid, 0)  # still running: leave it alone
         except (ValueError, IndexError):
             continue
         except ProcessLookupError:
-            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
         except PermissionError:
             continue
 
 
+def glob_escape(text: str) -> str:
+    """`text` with glob's special characters bracketed, for `Path.glob`."""
+    return re.sub(r"([*?[])", r"[\1]", text)
+
+
+@contextlib.contextmanager
+def terminate_as_exit():
+    """Inside the block, SIGTERM and SIGHUP end the process through Python's exit path (SystemExit 128 + signal)
+    instead of killing it outright, so every `atomic_dir` / `atomic_file` in progress removes its temporary copy.
+    SIGKILL cannot be caught: its leftovers are removed by the next run (`clean_stale_tmp`). Main thread only."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    wanted = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+    old = {s: signal.signal(s, stop) for s in wanted}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+# ---- what a file holds, remembered: content digests for cache keys --------------------------------------------
+DIGESTS = "digests"  # $LINREC_CACHE/digests/<sha256 of the resolved path>.json: one small record per hashed file
+
+
+def _stat_key(st: os.stat_result) -> list[int]:
+    # ctime is set by the kernel on every write or metadata change and cannot be set back by cp -p, rsync -a or
+    # touch -d, so a rewrite that restores size and mtime still changes the key; inode and device catch a new file
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def file_digest(path: str | Path) -> str:
+    """sha256 of a file's content, hashed once and remembered in the cache keyed by (resolved path, size, mtime,
+    ctime, inode, device): a rerun on the same file costs one stat. Without a writable cache it is hashed each call."""
+    path = Path(path).resolve()
+    st = path.stat()
+    record_path = None
+    try:
+        record_path = cache_root() / DIGESTS / f"{hashlib.sha256(str(path).encode()).hexdigest()[:32]}.json"
+        record = json.loads(record_path.read_text())
+        if record.get("path") == str(path) and record.get("stat") == _stat_key(st):
+            return str(record["sha256"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, LinrecError):
+        pass
+    digest = sha256_file(path)
+    if record_path is not None and _stat_key(path.stat()) == _stat_key(st):  # unchanged while it was read
+        try:
+            record_path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_file(record_path) as tmp:
+                tmp.write_text(json.dumps({"path": str(path), "stat": _stat_key(st), "sha256": digest}))
+        except OSError:
+            pass  # a read-only cache: the digest is still right, only not remembered
+    return digest
+
+
+def stale_digests() -> list[Path]:
+    """The remembered digests whose file is gone or has changed since (what `linrec cache prune` removes)."""
+    out = []
+    d = cache_root() / DIGESTS
+    for p in sorted(d.glob("*.json")) if d.is_dir() else []:
+        try:
+            record = json.loads(p.read_text())
+            if _stat_key(Path(record["path"]).stat()) == record["stat"]:
+                continue
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        out.append(p)
+    return out
+
+
 def path_identity(path: str | Path) -> str:
-    """ "path:<resolved path>:<digest>" of a file or directory: changes when any file's name, size or mtime does
-    (for cache keys)."""
+    """ "path:<resolved path>:<digest>" of a file or directory, for cache keys: the digest covers every file's
+    name and sha256 (`file_digest`), so new content under the same name, size and mtime is a new identity. Hidden
+    paths (.git, whose objects can hold a second copy of the weights) and linrec's own cache are left out."""
     path = Path(path).expanduser()
-    files = sorted(path.rglob("*")) if path.is_dir() else [path]
-    stamp = json.dumps(
-        [
-            (str(f.relative_to(path)) if path.is_dir() else f.name, f.stat().st_size, f.stat().st_mtime_ns)
-            for f in files
+    if path.is_dir():
+        cache = cache_root().resolve()
+        files = [
+            f
+            for f in sorted(path.rglob("*"))
             if f.is_file()
+            and not any(part.startswith(".") for part in f.relative_to(path).parts)  # .git, .cache: not the model
+            and cache not in f.resolve().parents  # linrec's own cache, should it live inside the folder
         ]
-    )
+    else:
+        files = [path]
+    stamp = json.dumps([(str(f.relative_to(path)) if path.is_dir() else f.name, file_digest(f)) for f in files])
     return f"path:{path.resolve()}:{hashlib.sha256(stamp.encode()).hexdigest()[:16]}"

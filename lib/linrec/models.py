@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -43,9 +42,9 @@ from linrec.files import (
     unseal,
     verify_manifest,
 )
-from linrec.hf import LoadedModel, auto_class, check_device, load_tokenizer, quiet_transformers
+from linrec.hf import LoadedModel, auto_class, check_device, hub_reachable, load_tokenizer, quiet_transformers
 from linrec.sites import keep_first_blocks
-from linrec.surgery import SWAPS_FILE, load_swapped
+from linrec.surgery import SWAPS_FILE, load_swapped, swapped_identity
 
 log = logging.getLogger(__name__)
 
@@ -269,28 +268,6 @@ def _hub_error(spec: str, err: Exception) -> LinrecError:
 
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-_HUB_STATE: dict[str, bool] = {}
-
-
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the Hugging Face hub can be reached: False under HF_HUB_OFFLINE,
-    else one TCP connect, remembered per process.
-
-    Asked once, so that an unreachable hub costs one failed connect (a DNS failure is ~0.1 s)
-    instead of transformers' retries with their warnings (26 s and 22 lines for one name).
-    """
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        return False
-    if "reachable" not in _HUB_STATE:
-        import socket
-
-        host = os.environ.get("HF_ENDPOINT", "https://huggingface.co").split("://")[-1].split("/")[0]
-        try:
-            socket.create_connection((host, 443), timeout=timeout).close()
-            _HUB_STATE["reachable"] = True
-        except OSError:
-            _HUB_STATE["reachable"] = False
-    return _HUB_STATE["reachable"]
 
 
 def _load_hub(spec: str, dtype: torch.dtype):
@@ -356,9 +333,63 @@ def model_identity(spec: str) -> str:
     if spec in OFFLINE_MODELS:
         return f"offline:{spec}:{OFFLINE_MODELS[spec].sha256}"
     path = Path(spec).expanduser()
+    if path.is_dir() and (path / SWAPS_FILE).is_file():
+        return swapped_identity(path)
     if path.exists():
-        return path_identity(path)
+        return path_identity(path)  # every file's content, hashed once (linrec.files.file_digest)
     return f"hub:{spec}"
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What a model spec's config says, read without its weights: for checking arguments before a load."""
+
+    n_blocks: int
+    d_model: int  # the width of every FFN block's input x and output y (the residual stream)
+    context: int | None  # the longest window its positions accept (None: the config states none)
+
+
+def _shape_of_config(config) -> ModelShape | None:
+    from linrec.hf import context_length
+
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    n = next((getattr(text, a) for a in ("num_hidden_layers", "n_layer") if isinstance(getattr(text, a, None), int)), 0)
+    d = next((getattr(text, a) for a in ("hidden_size", "n_embd") if isinstance(getattr(text, a, None), int)), 0)
+    return ModelShape(n, d, context_length(config)) if n > 0 and d > 0 else None
+
+
+def model_shape(spec: str) -> ModelShape | None:
+    """Blocks, width and context of `spec` from its config alone (no weights are read), or None where that needs the
+    model itself (a bare .gguf file, an offline model not yet fetched, a hub id out of reach): its arguments are then
+    checked after the load, as before. Cheap: a JSON file, or one config request to a reachable hub."""
+    from transformers import AutoConfig
+
+    if not isinstance(spec, str) or not spec.strip():
+        return None
+    if spec.startswith(FIRST_PREFIX):
+        n, base = parse_first_spec(spec)
+        shape = model_shape(base)
+        if shape is not None and n > shape.n_blocks:
+            raise LinrecError(f"first:{n}: the model has {shape.n_blocks} blocks; ask for 1 … {shape.n_blocks}")
+        return None if shape is None else ModelShape(n, shape.d_model, shape.context)
+    if spec.startswith(INIT_PREFIX):
+        return model_shape(_parse_init(spec)[1])
+    where, kw = None, {}
+    if spec in OFFLINE_MODELS:
+        off = OFFLINE_MODELS[spec]
+        built = cache_root() / "models" / spec / f"{'st' if off.kind == 'safetensors' else 'hf'}-{off.sha256[:12]}"
+        where = str(built) if (built / "config.json").is_file() else None
+    elif (path := Path(spec).expanduser()).exists():
+        where = str(path) if path.is_dir() and (path / "config.json").is_file() else None
+    elif _HUB_ID.match(spec):
+        where, kw = spec, ({} if hub_reachable() else {"local_files_only": True})
+    if where is None:
+        return None
+    try:
+        with quiet_transformers():
+            return _shape_of_config(AutoConfig.from_pretrained(where, **kw))
+    except Exception:  # noqa: BLE001 - an unreadable config is the loader's to report, with its own message
+        return None
 
 
 def load_model(

@@ -270,6 +270,37 @@ def quadratic_closed_form(rows: Rows, k: int = 16) -> float:
     return r2_rows(rows.yte, pred)
 
 
+def quadratic_bytes(d_in: int, rank: int, n_rows: int) -> int:
+    """Peak bytes of `quadratic_closed_form` at `rank` (float64): the moment matrix of p = d_in + k(k+1)/2
+    features and its eigendecomposition (about 3 p²), and the feature rows of both splits (n_rows · p)."""
+    p = d_in + rank * (rank + 1) // 2
+    return 8 * (3 * p * p + n_rows * p)
+
+
+def check_rank(rank: int, d_in: int, d_out: int, n_rows: int, available: int | None = None) -> None:
+    """One line, before any work, for a probe rank this block cannot take: above the width (a rank-k probe needs k
+    input directions and k residual directions), or one whose closed-form quadratic check would need more than
+    half the memory available (`linrec.threads.available_memory`); the message names the largest rank that fits."""
+    width = min(d_in, d_out)
+    if not 1 <= rank <= width:
+        raise LinrecError(
+            f"--rank {rank} is outside 1 … {width}: a rank-k probe uses k directions of the {d_in}-wide input and "
+            f"of the {d_out}-wide output; use --rank {min(16, width)} (the paper's) or at most {width}"
+        )
+    from linrec.threads import available_memory
+
+    available = available_memory() if available is None else available
+    if available is None or quadratic_bytes(d_in, rank, n_rows) <= available // 2:
+        return
+    fits = max((k for k in range(1, rank) if quadratic_bytes(d_in, k, n_rows) <= available // 2), default=0)
+    p = d_in + rank * (rank + 1) // 2
+    raise LinrecError(
+        f"--rank {rank} needs about {quadratic_bytes(d_in, rank, n_rows) / 2**30:,.1f} GiB for the closed-form "
+        f"quadratic check ({p:,} features), more than half of the {available / 2**30:.1f} GiB available; "
+        + (f"use --rank {fits} or less" if fits else "free memory or use a smaller --sample-rows")
+    )
+
+
 # ---- 2. rank-k bilinear probe ------------------------------------------------------------------
 class BilinearProbe(torch.nn.Module):
     """r̂(x) = C · (g ⊙ (U x̃) ⊙ (V x̃)) + e on standardised inputs x̃ (see module docstring)."""
@@ -423,6 +454,9 @@ def probe_table(
     from tqdm import tqdm
 
     rows_out = []
+    for i in range(capture.n_blocks):  # every block's rank checked before the first block's work
+        x, y = capture.rows(i)
+        check_rank(rank, x.shape[1], y.shape[1], len(x) if max_train is None else min(len(x), max_train))
     for i in tqdm(range(capture.n_blocks), desc=f"probe {capture.model_label}", unit="block", disable=not progress):
         fit, official = capture.fit(i), capture.score(i)
         rows = Rows.from_capture(capture, i, max_train)

@@ -533,7 +533,9 @@ def _rel(path: str | Path, start: str | Path) -> str:
 def build_report(
     results_dir: str | Path, figures_dir: str | Path, out: str | Path, params: dict | None = None, html: bool = True
 ) -> Path:
-    """Write the report to `out` (Markdown) and, with `html`, `out` with .html beside it; returns `out`."""
+    """Write the report to `out` (Markdown) and, with `html`, `out` with .html beside it; returns `out`.
+    A results folder that is missing or holds no results table is one line, and `out` is left as it was."""
+    check_results_dir(results_dir)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     text = render(results_dir, figures_dir, out, params)
@@ -557,6 +559,21 @@ def build_report(
 README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
 
 
+def check_results_dir(results_dir: str | Path) -> None:
+    """One line if `results_dir` is missing or holds no results table: a report or README block rebuilt from it would
+    replace every number with "missing" (a typo in a path must not rewrite a tracked file)."""
+    from linrec.tables import TABLES
+
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise LinrecError(f"results folder {results_dir} does not exist; give the results_dir of a profile that ran")
+    if not any((results_dir / f"{name}.csv").is_file() for name in TABLES):
+        raise LinrecError(
+            f"results folder {results_dir} holds no results table; run the notebooks first (make figures), "
+            "or give the folder they wrote"
+        )
+
+
 def readme_section(results_dir: str | Path, report: str | Path = "paper/report.md") -> str:
     """The README's results block: one row per claim with our number and verdict (from `claims`)."""
     rows = ["| # | the paper's claim | ours (last default run) | verdict |", "|---|---|---|---|"]
@@ -570,6 +587,7 @@ def readme_section(results_dir: str | Path, report: str | Path = "paper/report.m
 
 def update_readme(readme: str | Path, results_dir: str | Path, report: str | Path = "paper/report.md") -> bool:
     """Replace the block between the results markers of `readme`; False (and no change) if it has none."""
+    check_results_dir(results_dir)
     return _replace_block(Path(readme), README_START, README_END, lambda: readme_section(results_dir, report))
 
 
@@ -580,7 +598,11 @@ def _replace_block(readme: Path, start: str, end: str, make) -> bool:
     if start not in text or end not in text:
         return False
     head, rest = text.split(start, 1)
-    readme.write_text(head + make() + rest.split(end, 1)[1])
+    block = make()  # before anything is written: an error here leaves the file as it was
+    from linrec.files import atomic_file
+
+    with atomic_file(readme) as tmp:
+        tmp.write_text(head + block + rest.split(end, 1)[1])
     return True
 
 
@@ -728,5 +750,17 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
 
 
 def update_readme_performance(readme: str | Path, bench_dir: str | Path, figures_run: str | Path | None = None) -> bool:
-    """Replace the block between the performance markers of `readme`; False (and no change) if it has none."""
+    """Replace the block between the performance markers of `readme`; False (and no change) if it has none. A
+    `bench_dir` that is missing, or lacks the capture and swap benchmark CSVs, is one line and no change."""
+    bench_dir = Path(bench_dir)
+    if not bench_dir.is_dir():
+        raise LinrecError(
+            f"benchmark folder {bench_dir} does not exist; give the one make bench writes (results/bench)"
+        )
+    missing = [f for f in ("capture.csv", "swap.csv") if not (bench_dir / f).is_file()]
+    if missing:
+        raise LinrecError(
+            f"benchmark folder {bench_dir} has no {' or '.join(missing)}; run make bench, or give the folder it wrote "
+            "(results/bench)"
+        )
     return _replace_block(Path(readme), PERF_START, PERF_END, lambda: performance_section(bench_dir, figures_run))

@@ -21,11 +21,14 @@ Saved format (`save_swapped` / `load_swapped`), one directory:
     linrec_swaps.json      {"format": "linrec-swaps", "version": 1, "model_type", "dtype",
                            "attn_implementation", "swaps": [{"block", "path", "d_in", "d_out",
                            "rank" (null = full), "params_ffn", "params_linear"}, …], "info": {…},
-                           "files": {name: {"size", "sha256"}} of every other file}
+                           "files": {name: {"size", "sha256"}} of every other file,
+                           "meta_sha256": sha256 of the rest of this record (`linrec.files.seal`)}
 
 The target directory must be new, empty, or an earlier linrec save holding only the files its
-`linrec_swaps.json` lists (`check_save_target`, run before any work): linrec never deletes a
-file it did not write. An earlier save is replaced in one rename once the new one is complete.
+`linrec_swaps.json` lists, unchanged since (`check_save_target`, run before any work): linrec never deletes or
+overwrites a file it did not write. An earlier save is replaced in one rename once the new one is complete; the new
+one is staged beside the target as `.NAME.tmp-PID-*`, removed on any exit Python sees (SIGTERM included, under
+`linrec.files.terminate_as_exit`) and, after a SIGKILL, by the next save to that target.
 
 `load_swapped(dir)` checks every file against its recorded sha256, builds the model from
 config.json, installs an `AffineFFN` of the recorded shape at each listed path and loads
@@ -47,7 +50,16 @@ import torch
 
 from linrec.ceiling import LowRankFit
 from linrec.errors import LinrecError
-from linrec.files import atomic_dir, check_writable_dir, manifest, path_identity, verify_manifest
+from linrec.files import (
+    atomic_dir,
+    check_writable_dir,
+    clean_stale_tmp,
+    manifest,
+    seal,
+    sha256_file,
+    unseal,
+    verify_manifest,
+)
 from linrec.hf import LoadedModel, load_tokenizer, quiet_transformers
 from linrec.sites import find_ffn_sites
 
@@ -240,46 +252,86 @@ def save_swapped(
             tokenizer.save_pretrained(tmp)
         save_model(model, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
         meta["files"] = manifest(tmp)
-        (tmp / SWAPS_FILE).write_text(json.dumps(meta, indent=1))
+        (tmp / SWAPS_FILE).write_text(seal(meta))  # with its own checksum: an edited record is not trusted
     return directory
 
 
 def check_save_target(directory: str | Path) -> bool:
     """Refuse (one line) a save target linrec must not write; True if it is an earlier linrec save to replace.
 
-    Allowed: a new path in a writable directory, an empty directory, or an earlier save whose
-    files are exactly those its `linrec_swaps.json` lists. Anything else (a file, a directory
-    holding other files, `.`) is refused before any work, and nothing is deleted.
+    Allowed: a new path in a writable directory, an empty directory, or an earlier save holding nothing but the
+    files its `linrec_swaps.json` lists, each with the sha256 recorded there (and the record's own checksum intact).
+    Anything else (a file, a symbolic link, a folder, a hidden file, a listed file edited since, `.`) is refused
+    before any work, and nothing is deleted. Leftover staging folders of this target from a killed save
+    (`.NAME.tmp-PID-*` beside it, their process gone) are removed.
     """
     directory = Path(directory)
     fix = "choose a new or empty directory for --save"
+    if directory.is_symlink():
+        raise LinrecError(f"--save {directory} is a symbolic link; give the directory itself, or {fix}")
     if directory.exists() and not directory.is_dir():
         raise LinrecError(f"--save {directory} is a file, not a directory; {fix}")
-    check_writable_dir(directory.resolve().parent, "the directory above --save", fix)
+    parent = directory.resolve().parent
+    check_writable_dir(parent, "the directory above --save", fix)
+    clean_stale_tmp(parent, directory.resolve().name)
     if not directory.exists():
         return False
-    files = (p for p in directory.rglob("*") if not p.is_dir())
-    first = next(files, None)
-    if first is None:
+    entries = sorted(directory.iterdir())
+    if not entries:
         return True  # empty: nothing of the user's is lost
     marker = directory / SWAPS_FILE
-    try:
-        listed = json.loads(marker.read_text()).get("files") if marker.is_file() else None
-    except (OSError, ValueError, AttributeError):
-        listed = None
-    if not isinstance(listed, dict):
+    listed = _save_record(marker)
+    if listed is None:
         raise LinrecError(
-            f"--save {directory} holds files linrec did not write (e.g. {first.relative_to(directory)}); "
+            f"--save {directory} holds files linrec did not write (e.g. {entries[0].name}); "
             f"linrec never deletes them: {fix}"
         )
-    allowed = {*listed, SWAPS_FILE}
-    for p in (first, *files):
-        if p.relative_to(directory).as_posix() not in allowed:
+    for p in entries:
+        what = None
+        if p.is_symlink():
+            what = f"a symbolic link, {p.name}"
+        elif p.is_dir():
+            what = f"a folder, {p.name}"
+        elif p.name == SWAPS_FILE:
+            continue
+        elif p.name not in listed:
+            what = f"other files added (e.g. {p.name})"
+        else:
+            want = listed[p.name]
+            if (
+                not isinstance(want, dict)
+                or p.stat().st_size != want.get("size")
+                or sha256_file(p) != want.get("sha256")
+            ):
+                what = f"{p.name} changed since linrec wrote it"
+        if what is not None:
             raise LinrecError(
-                f"--save {directory} is an earlier linrec save with other files added "
-                f"(e.g. {p.relative_to(directory)}); linrec never deletes them: {fix}"
+                f"--save {directory} is an earlier linrec save with {what}; linrec never deletes or overwrites "
+                f"what it did not write: {fix}"
             )
     return True
+
+
+def _save_record(marker: Path) -> dict | None:
+    """The {file: {"size", "sha256"}} record of an earlier save, or None if there is none or it was changed
+    (a save written since this check existed carries its own checksum, `linrec.files.seal`)."""
+    if marker.is_symlink() or not marker.is_file():
+        return None
+    try:
+        meta = json.loads(marker.read_text())
+        if isinstance(meta, dict) and "meta_sha256" in meta:
+            meta = unseal(marker)
+    except (OSError, ValueError):
+        return None
+    files = meta.get("files") if isinstance(meta, dict) else None
+    return files if isinstance(files, dict) else None
+
+
+def swapped_identity(directory: str | Path) -> str:
+    """Cache identity of a saved swapped model: its path and the sha256 of its `linrec_swaps.json`, which records
+    every other file's sha256 (`load_swapped` checks them all, so changed weights cannot pass as this identity)."""
+    directory = Path(directory).expanduser()
+    return f"path:{directory.resolve()}:{sha256_file(directory / SWAPS_FILE)[:16]}"
 
 
 def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = True) -> LoadedModel:
@@ -299,11 +351,14 @@ def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = T
         )
     try:
         meta = json.loads(meta_file.read_text())
+        if isinstance(meta, dict) and "meta_sha256" in meta:
+            meta = unseal(meta_file)  # a record edited by hand no longer vouches for the files
     except (OSError, ValueError):
         meta = None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != FORMAT_VERSION:
         raise LinrecError(
-            f"{meta_file} is not {FORMAT} version {FORMAT_VERSION}; save the model again with this linrec"
+            f"{meta_file} is not an intact {FORMAT} version {FORMAT_VERSION} record (unreadable, another version, or "
+            "edited by hand); save the model again with this linrec"
         )
     problem = verify_manifest(directory, meta.get("files"))
     if problem:
@@ -344,7 +399,7 @@ def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = T
         model=model,
         tokenizer=tok,
         name=str(directory),
-        identity=path_identity(directory),
+        identity=swapped_identity(directory),
         source="swapped",
         notes=[f"FFN blocks {blocks} replaced by affine maps"],
     )

@@ -55,3 +55,19 @@ def free_cpus(seconds: float = 1.0) -> int:
     pools to the free CPUs is what `linrec figures` does before each stage."""
     n = os.cpu_count() or 1
     return max(1, n - int(busy_cpus(seconds) + 0.5))
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the system could give a new allocation now (Linux MemAvailable), else the physical total;
+    None where neither is readable."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
