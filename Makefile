@@ -4,12 +4,16 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.linrec-installed
 
-.PHONY: figures test fetch smoke bench env lint
+.PHONY: figures test fetch smoke bench env lint lab
 
-# The environment: a venv with this package and its pinned dependencies (torch 2.13.0, CPU).
-$(STAMP): pyproject.toml
+# The environment: a venv with this package and its pinned dependencies (torch 2.13.0, CPU), and Jupyter Lab set to
+# open the jupytext .py notebooks as notebooks (jupyter/overrides.json: the venv's Lab settings, not your home's).
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+$(STAMP): pyproject.toml jupyter/overrides.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	mkdir -p $(dir $(LAB_SETTINGS))
+	cp jupyter/overrides.json $(LAB_SETTINGS)
 	touch $(STAMP)
 
 env: $(STAMP)
@@ -33,6 +37,11 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+# Jupyter Lab on the notebooks: double-click notebooks/05_corpora.py and it opens as a notebook; Run All reads the
+# captures make figures cached. LAB_ARGS passes options through, e.g. LAB_ARGS="--no-browser --port 8899".
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/ $(LAB_ARGS)
 
 # The notebooks on the tiny parameter set (what the notebook test runs).
 smoke: $(STAMP)

@@ -26,17 +26,20 @@
 # Σ(x−μ)(x−μ)ᵀ, Σ(x−μ)(y−μ)ᵀ, Σ(y−μ)(y−μ)ᵀ — kept in float64 per block and per split, merged
 # batch by batch (Chan's update). Memory is O(d²) per block whatever the token count. A bounded,
 # seeded sample of raw rows is kept on disk for the probes of later notebooks.
+#
+# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
+# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
+# reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
+# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
 
 # %% tags=["parameters"]
-models = [
-    "smollm2-135m",
-    "gemma3-270m",
-]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
 seq_len = 128  # the paper's window
 tokens = 20_480  # per model; windows split 80/20 train/test at random
 seed = 0  # split and row-sample seed
-sample_rows = 30_000  # raw (x, y) rows kept per block for the probes
+sample_rows = 10_240  # raw (x, y) rows kept per block for the probes
 batch_size = 8  # windows per forward pass
 device = "cpu"  # or "cuda"
 results_dir = "results/default"  # capture.csv, relative to the project root

@@ -32,17 +32,20 @@
 # (`linrec.ceiling.fit_affine`) first rescales every input feature to unit variance (Jacobi), then
 # inverts by eigendecomposition in float64, dropping only directions below d·ε·λ_max. We report
 # κ of the raw Gram matrix and of the rescaled one the solver actually sees.
+#
+# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
+# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
+# reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
+# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
 
 # %% tags=["parameters"]
-models = [
-    "smollm2-135m",
-    "gemma3-270m",
-]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
 seq_len = 128  # the paper's window
 tokens = 20_480  # per model; windows split 80/20 train/test at random
 seed = 0  # split and row-sample seed
-sample_rows = 30_000  # must match notebook 01 to reuse its cached capture
+sample_rows = 10_240  # must match notebook 01 to reuse its cached capture
 batch_size = 8
 device = "cpu"
 curve_train_tokens = []  # learning curve's train sizes ([]: skip it); params/curve.yaml: 5_120 … 204_800

@@ -62,23 +62,26 @@
 # it were Adam's **bounded travel**, `adam_reach` would predict it and scaled targets or a larger
 # step would close it. If it were the **noise floor** of a constant step, a decaying step would
 # close it and a larger one would widen it.
+#
+# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
+# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
+# reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
+# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
 
 # %% tags=["parameters"]
-models = [
-    "smollm2-135m",
-    "gemma3-270m",
-]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
 seq_len = 128  # the paper's window
 tokens = 20_480  # per model; must match notebook 01 to reuse its capture
 seed = 0  # split, row sample, probe and baseline seeds
-sample_rows = 30_000  # rows the probes train and test on
-probe_rows = None  # train rows per block for the probes and trained baselines (None: every stored train row)
+sample_rows = 10_240  # rows the probes train and test on
+probe_rows = 8192  # train rows per block for the probes and trained baselines (None: every stored train row)
 batch_size = 8
 device = "cpu"
 rank = 16  # the paper's probe rank
 probe_ranks = [16, 64, 256]  # the rank sweep, on three blocks per model
-mechanism_k = 3  # the pitfall's mechanism: this many best- and worst-conditioned blocks per model
+mechanism_k = 2  # the pitfall's mechanism: this many best- and worst-conditioned blocks per model
 n_boot = 2000  # bootstrap resamples for the correlation intervals
 results_dir = "results/default"
 figures_dir = "figures"

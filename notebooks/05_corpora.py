@@ -37,18 +37,21 @@
 #
 # The model is loaded once for all corpora (`linrec.capture.get_captures`) and every capture is
 # cached; only the notebook-01 corpus keeps raw rows, the others keep statistics only.
+#
+# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
+# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
+# reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
+# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
 
 # %% tags=["parameters"]
-models = [
-    "smollm2-135m",
-    "gemma3-270m",
-]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"  # notebook 01's corpus: its cached capture (with rows) is reused
 corpora = ["wiki", "web", "code"]  # with the hub: ["wikitext-2", "web", "code"]
 seq_len = 128
 tokens = 20_480  # per model and corpus
 seed = 0
-sample_rows = 30_000  # raw rows kept for `corpus` only (its cache key); 0 for the others
+sample_rows = 10_240  # raw rows kept for `corpus` only (its cache key); 0 for the others
 batch_size = 8
 device = "cpu"
 n_boot = 1000  # bootstrap resamples of held-out windows

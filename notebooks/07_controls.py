@@ -50,26 +50,29 @@
 #
 # Every R² below is computed by the same code path as R²_lin (float64 statistics, closed form,
 # held-out split of windows); `linrec/controls.py` documents each control.
+#
+# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
+# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
+# reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
+# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
 
 # %% tags=["parameters"]
-models = [
-    "smollm2-135m",
-    "gemma3-270m",
-]  # offline defaults; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"
 seq_len = 128
 tokens = 20_480
 seed = 0
-sample_rows = 30_000  # the trained captures of notebook 01 (their stored rows feed the controls)
+sample_rows = 10_240  # the trained captures of notebook 01 (their stored rows feed the controls)
 batch_size = 8
 device = "cpu"
 init_seeds = [0, 1]  # random-init twins per model
-control_rows = None  # rows per control (None: every stored row, so "own inputs" is exactly R²_lin)
+control_rows = 4096  # rows per control (None: every stored row, so "own inputs" is exactly R²_lin)
 cross_pairs = None  # [[A, B], …] equal-width pairs (inputs of A → FFN of B); None: each model with its init twin
 decomposition_rows = 4096  # rows per FFN in section 4 (None: every stored row; the trained FFN's is then R²_lin)
-cross_band = 3  # the cross matrix pairs FFN i with the inputs of blocks i − 3 … i + 3 (None: every pair)
+cross_band = 2  # the cross matrix pairs FFN i with the inputs of blocks i − 2 … i + 2 (None: every pair)
 n_boot = 2000  # bootstrap resamples for the decomposition's intervals
-encoder_models = []  # plain-GELU encoders (minilm-l6) measured here beside `models`: no LM head, so not in 03–06
+encoder_models = ["minilm-l6"]  # plain-GELU encoders measured beside `models`: no LM head, so not in 03–06
 results_dir = "results/default"
 figures_dir = "figures"
 

@@ -20,24 +20,30 @@
 # rule, the notebooks' own conclusions, every figure, the per-block table and the limitations.
 # Nothing in it is typed by hand; change a result and the report changes with it
 # (`tests/test_report.py` checks exactly that).
+#
+# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
+# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
+# reads the tables the other notebooks wrote to `results/default/` and rewrites
+# `paper/report.md` and the README's results block, as `make figures` does. To experiment
+# without touching those, set `report_path` to a scratch file and `readme` to None.
 
 # %% tags=["parameters"]
 models = ["smollm2-135m", "gemma3-270m"]
-encoder_models = []  # notebook 07's encoders (minilm-l6), named in the setup
+encoder_models = ["minilm-l6"]  # notebook 07's encoders (minilm-l6), named in the setup
 corpus = "wiki"
 corpora = ["wiki", "web", "code"]
 seq_len = 128
 tokens = 20_480
 seed = 0
-sample_rows = 30_000
-probe_rows = None  # the analysis budget of notebooks 03, 06 and 07, stated in the report's setup
-test_windows = None
-screening_windows = 8
-control_rows = None
+sample_rows = 10_240
+probe_rows = 8192  # the analysis budget of notebooks 03, 06 and 07, stated in the report's setup
+test_windows = 12
+screening_windows = 4
+control_rows = 4096
 results_dir = "results/default"
 figures_dir = "figures"
 report_path = "paper/report.md"
-readme = None  # the default profile sets README.md: its results block is rewritten from the same claims
+readme = "README.md"  # the default profile sets README.md: its results block is rewritten from the same claims
 
 # %%
 import pandas as pd

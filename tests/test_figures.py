@@ -1,6 +1,7 @@
 """The notebook runner's parameter profiles: one-line errors for malformed files and unknown keys."""
 
 import os
+import re
 import time
 
 import pytest
@@ -171,15 +172,45 @@ def test_notebooks_run_in_stages_with_the_cpus_split(tmp_path, jobs, monkeypatch
         assert (tmp_path / "out" / "notebooks" / "run.csv").read_bytes() == before
 
 
-def test_a_failing_notebook_is_one_line_naming_it(tmp_path):
-    from linrec.figures import run_notebooks
+def test_a_failing_notebook_is_one_line_naming_it_and_what_never_ran(tmp_path, monkeypatch):
+    import linrec.threads
+    from linrec.figures import TIMINGS, run_notebooks
 
-    _project(tmp_path, ["01_first", "02_a", "03_b"])
+    monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: max(2, os.cpu_count() or 1))
+    _project(tmp_path, ["01_first", "02_a", "03_b", "08_last"])
     (tmp_path / "out").mkdir()
     (tmp_path / "notebooks" / "03_b.py").write_text(HEADER + '# %% tags=["parameters"]\nvalue = 0\n\n# %%\n1 / 0\n')
     with pytest.raises(LinrecError, match=r"03_b\.py failed in cell .*ZeroDivisionError") as err:
         run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
-    assert "\n" not in str(err.value)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.endswith("; not run: 08_last") and "02_a" not in msg  # 02_a ran beside it
+    import pandas as pd
+
+    assert set(pd.read_csv(tmp_path / "out" / "notebooks" / TIMINGS)["notebook"]) == {"01_first", "02_a"}
+
+
+def test_the_console_says_when_each_notebook_starts_ends_and_where_it_is(tmp_path, monkeypatch, capfd):
+    """A line per start and end (with the last full run's time and what is left), the stage of a running notebook
+    at least every STAGE_EVERY seconds, and not the kernels' TCP warning (they run over Unix sockets)."""
+    import linrec.figures
+    import linrec.threads
+    from linrec.figures import run_notebooks
+
+    monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: max(2, os.cpu_count() or 1))
+    monkeypatch.setattr(linrec.figures, "STAGE_EVERY", 0.5)
+    names = ["01_first", "02_a", "03_b"]
+    _project(tmp_path, names)
+    (tmp_path / "out").mkdir()
+    run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)  # the first run: no times to go by
+    first = capfd.readouterr()
+    run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)  # the second: the first run's run.csv
+    out, err = capfd.readouterr()
+    for n in names:
+        assert f"[linrec] {n} started → " in out and f"[linrec] {n} done in " in out
+        assert f"[linrec] {n} started → " in first.out and "(the last full run" not in first.out
+    assert "(the last full run: 0." in out and "min left" in out
+    assert re.search(r"\[linrec\] 0[123]_\w+: 0\.\d min in, cell \d of \d", out), out
+    assert "without encryption" not in first.err + err + first.out + out
 
 
 def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeypatch):
@@ -274,5 +305,10 @@ def test_every_parameter_that_defaults_to_none_has_a_declared_type():
 
     declared = {n: v for nb in notebooks(ROOT) for n, (v, _) in declared_defaults(nb).items()}
     assert {n for n, v in declared.items() if v is None} <= set(OPTIONAL_TYPES) <= set(declared)
-    f = ROOT / "params" / "smoke.yaml"  # a None where the default is a number (cross_band: every pair) is allowed
-    assert load_params(f, ROOT) and "cross_band" in OPTIONAL_TYPES and declared["cross_band"] == 3
+    assert isinstance(declared["cross_band"], int)  # a number by default; None (every pair) is allowed too
+    f = ROOT / "params" / "p.yaml"
+    try:
+        f.write_text("cross_band: null\ndecomposition_rows: null\n")
+        assert load_params(f, ROOT)["cross_band"] is None
+    finally:
+        f.unlink()

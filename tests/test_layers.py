@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "linrec"
 
 LAYERS = [
-    ("util", {"errors", "files", "threads"}),
+    ("util", {"errors", "files", "threads", "progress"}),
     ("moments", {"moments", "distributed"}),
     ("fits", {"ceiling", "heldout"}),
     ("models and data", {"sites", "corpora", "fetching", "hf", "surgery", "models"}),

@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from tqdm import tqdm  # text bars: they survive papermill and render in executed notebooks
 
 from linrec.ceiling import AffineFit, Score, fit_affine, score
 from linrec.corpora import Windows, corpus_identity, load_windows
@@ -69,6 +68,8 @@ from linrec.heldout import HeldOut, HeldOutSums
 from linrec.hf import LoadedModel, check_context, check_device, input_device, model_dtype, no_tf32
 from linrec.models import load_model, model_identity
 from linrec.moments import PRODUCTS, Moments, remove_rows
+from linrec.progress import bar as progress_bar
+from linrec.progress import write as progress_write
 from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
 
 if TYPE_CHECKING:
@@ -356,7 +357,7 @@ def _run_capture(
         dims, len(windows.test), config.sample_rows if out_dir is not None else 0, devices, len(windows.ids)
     )
     if progress and world()[0] == 0:  # under torchrun every rank checks the plan; rank 0 alone prints it
-        tqdm.write(plan_text(plan), file=sys.stderr)
+        progress_write(plan_text(plan), file=sys.stderr)
     _check_fits(plan, groups)
     stats = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
     first = _FirstRows(dims, {s: len(getattr(windows, s)) for s in SPLITS})
@@ -405,7 +406,7 @@ def _run_capture(
             name += f" (rank {rank} of {size})"
         with (
             ffn_hooks([sites[i] for i in group], on_ffn, stop_after_last=True),
-            tqdm(total=len(mine), desc=f"capture {name}", unit="batch", disable=not progress) as bar,
+            progress_bar(total=len(mine), desc=f"capture {name}", unit="batch", disable=not progress) as bar,
         ):
             for batch in (b for b in mine if b[0] == "train"):
                 run(batch)

@@ -113,8 +113,9 @@ def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
         p.add_argument(
             "--sample-rows",
             type=_non_negative,
-            default=30_000,
-            help="raw (x, y) rows kept per block on disk for the probes (default: 30000; 0: statistics only)",
+            default=10_240,
+            help="raw (x, y) rows kept per block on disk for the probes (default: 10240, as params/default.yaml, "
+            "so a capture made by make figures is reused; 0: statistics only)",
         )
         p.add_argument(
             "--blocks-per-pass",

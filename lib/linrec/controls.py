@@ -28,11 +28,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
 from linrec.ceiling import fit_affine, score
 from linrec.errors import LinrecError
 from linrec.moments import Moments
+from linrec.progress import bar as progress_bar
 from linrec.sites import find_ffn_sites
 from linrec.threads import one_thread
 
@@ -163,7 +163,7 @@ def input_controls(
         )
     complete = _complete(capture, n_rows)
     out = []
-    for i in tqdm(range(capture.n_blocks), desc=f"input controls {capture.model_label}", disable=not progress):
+    for i in progress_bar(range(capture.n_blocks), desc=f"input controls {capture.model_label}", disable=not progress):
         xtr, xte = _split_rows(capture, i, n_rows, seed)
         module = sites[i].ffn
         own = capture.score(i).r2 if complete else scores.r2(module, capture, i, n_rows, seed, i)
@@ -212,7 +212,7 @@ def cross_feed(
         )
     complete_b = _complete(capture_b, n_rows)
     out = []
-    for i in tqdm(
+    for i in progress_bar(
         range(min(capture_a.n_blocks, capture_b.n_blocks)),
         desc=f"{capture_a.model_label} → {capture_b.model_label}",
         disable=not progress,
@@ -284,7 +284,7 @@ def cross_matrix(
     pairs = [(i, j) for j in range(n) for i in range(n) if abs(i - j) <= band]
     complete = _complete(capture, n_rows)
     out = []
-    bar = tqdm(total=len(pairs), desc=f"cross matrix {capture.model_label}", unit="pair", disable=not progress)
+    bar = progress_bar(total=len(pairs), desc=f"cross matrix {capture.model_label}", unit="pair", disable=not progress)
     for j in range(n):
         for i in [i for i, jj in pairs if jj == j]:
             if i == j and complete:
@@ -316,7 +316,7 @@ def weight_nulls(
         raise LinrecError("the capture, the trained model and its random-init twin must have the same number of blocks")
     complete = _complete(capture, n_rows)
     out = []
-    for i in tqdm(range(capture.n_blocks), desc=f"weight nulls {capture.model_label}", disable=not progress):
+    for i in progress_bar(range(capture.n_blocks), desc=f"weight nulls {capture.model_label}", disable=not progress):
         xtr, xte = _split_rows(capture, i, n_rows, seed)
         trained = capture.score(i).r2 if complete else scores.r2(sites[i].ffn, capture, i, n_rows, seed, i)
         out.append(

@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from linrec.capture import site_dims
 from linrec.ceiling import fit_affine, score
@@ -69,6 +68,7 @@ from linrec.files import (
 from linrec.hf import LoadedModel, check_context, no_tf32
 from linrec.models import load_model, model_identity
 from linrec.moments import PRODUCTS, Moments
+from linrec.progress import bar as progress_bar
 from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
 
 if TYPE_CHECKING:
@@ -398,7 +398,9 @@ def run_curve(loaded: LoadedModel, config: CurveConfig, batch_size: int = 8, pro
                 acc.finish_train()
             batches = [use[i : i + batch_size] for i in range(0, len(use), batch_size)]
             with ffn_hooks(sites, hook, stop_after_last=True):
-                for w in tqdm(batches, desc=f"curve {loaded.name} ({name})", unit="batch", disable=not progress):
+                for w in progress_bar(
+                    batches, desc=f"curve {loaded.name} ({name})", unit="batch", disable=not progress
+                ):
                     current["w"] = w
                     run_until_stop(model, input_ids=windows.ids[w].to(device), **kwargs)
     meta = {

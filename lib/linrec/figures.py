@@ -192,6 +192,19 @@ def load_params(path: str | Path, root: Path | None = None) -> dict:
     return params
 
 
+def with_output_defaults(params: dict, stem: str) -> dict:
+    """`params` with every output path the notebooks write to made explicit: a profile that names none of them
+    writes under results/<its name>/ and leaves the README alone. The notebooks' own defaults are the default
+    profile's (the repository's results/default, figures/, paper/report.md and README.md, for Run All in Jupyter);
+    only a profile that names those paths writes there."""
+    out = dict(params)
+    out.setdefault("results_dir", f"results/{stem}")
+    out.setdefault("figures_dir", f"{out['results_dir']}/figures")
+    out.setdefault("report_path", f"{out['results_dir']}/report.md")
+    out.setdefault("readme", None)
+    return out
+
+
 def notebooks(root: Path) -> list[Path]:
     return sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))
 
@@ -218,16 +231,18 @@ def stages(selected: list[Path], timings: dict[str, float] | None = None) -> lis
     return [s for s in (first, middle, last) if s]
 
 
-def _last_timings(results: Path, root: Path) -> dict[str, float]:
+def _last_timings(results: Path, root: Path, own: bool = False) -> dict[str, float]:
     """Seconds per notebook in the last full run of this profile (`run.csv`) or, without one, in its last per-cell
-    timings, or in the default profile's (a guide to which notebook is slowest, nothing more); {} without any.
+    timings, or (unless `own`: the console's time estimates are this profile's or none) in the default profile's
+    (a guide to which notebook is slowest, nothing more); {} without any.
 
     `run.csv` comes first because only a run of every notebook writes it: a later `--only` run, or a rerun of one
     notebook from cached captures, rewrites that notebook's cell timings with a time that leaves out its captures
     (notebook 07: 298 s instead of 693 s), and started it third instead of first."""
     import pandas as pd
 
-    for d in (results / "notebooks", root / "results" / "default" / "notebooks"):
+    places = [results / "notebooks"] if own else [results / "notebooks", root / "results" / "default" / "notebooks"]
+    for d in places:
         try:
             run = pd.read_csv(d / RUN).iloc[-1]
             names, secs = str(run["notebooks"]).split(), str(run["notebook_seconds"]).split()
@@ -242,6 +257,31 @@ def _last_timings(results: Path, root: Path) -> dict[str, float]:
     return {}
 
 
+def _ipc_kernel_manager():
+    """A kernel manager whose kernel talks over Unix sockets in a private temporary folder instead of TCP on
+    localhost: nothing else on the machine can connect to it, and the kernel has no reason to print its
+    "running over TCP without encryption" warning on every notebook's console."""
+    import atexit
+    import shutil
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IpcKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            folder = tempfile.mkdtemp(prefix="linrec-kernel-")
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            self.transport, self.ip = "ipc", str(Path(folder) / "k")
+
+    return IpcKernelManager
+
+
+KERNEL_ENV = {
+    "MPLBACKEND": "module://matplotlib_inline.backend_inline",  # every figure a cell draws becomes its image output
+    "LINREC_PROGRESS": "0",  # no redrawn bars saved into the notebook: one line per loop (linrec.progress)
+}
+
+
 def _execute(nb: Path, params: dict, out: Path, root: Path, progress: bool, threads: int | None = None) -> float:
     """Run one notebook under papermill (in a fresh kernel); its seconds. With `threads`, the kernel's torch and
     BLAS pools get that many threads (set in this process's environment, which the kernel inherits)."""
@@ -254,6 +294,7 @@ def _execute(nb: Path, params: dict, out: Path, root: Path, progress: bool, thre
     if threads is not None:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ[var] = str(threads)
+    os.environ.update(KERNEL_ENV)  # the kernel inherits this process's environment
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / f"{nb.stem}.ipynb"
         nbformat.write(jupytext.read(nb), source)
@@ -262,7 +303,13 @@ def _execute(nb: Path, params: dict, out: Path, root: Path, progress: bool, thre
         t0 = time.perf_counter()
         try:
             pm.execute_notebook(
-                str(source), str(out), parameters=chosen, kernel_name="python3", cwd=str(root), progress_bar=progress
+                str(source),
+                str(out),
+                parameters=chosen,
+                kernel_name="python3",
+                cwd=str(root),
+                progress_bar=progress,
+                kernel_manager_class=_ipc_kernel_manager(),
             )
         except pm.PapermillExecutionError as err:
             raise LinrecError(
@@ -291,8 +338,8 @@ def run_notebooks(
 
     root = root or project_root()
     params_path = Path(params_file) if Path(params_file).is_absolute() else root / params_file
-    params = load_params(params_path, root)
-    results = root / params.get("results_dir", f"results/{params_path.stem}")
+    params = with_output_defaults(load_params(params_path, root), params_path.stem)
+    results = root / params["results_dir"]
     (results / "notebooks").mkdir(parents=True, exist_ok=True)
     selected = [nb for nb in notebooks(root) if not only or any(nb.name.startswith(o) for o in only)]
     if not selected:
@@ -303,38 +350,66 @@ def run_notebooks(
     done, seconds = [], {}
     captures_before = _capture_entries()
     t_all = time.perf_counter()
+    expected = _last_timings(results, root)
+    console = _Console(_last_timings(results, root, own=True), [nb.stem for nb in selected])
 
     def complete(nb: Path, out: Path, secs: float) -> None:
         seconds[nb.stem] = secs
-        print(f"[linrec] {nb.name} done in {secs:.0f} s → {out}", flush=True)
         record_timings(out)
         done.append(out)
+        console.done(nb.stem, secs, out)
 
-    for stage in stages(selected, _last_timings(results, root)):
-        outs = {nb: results / "notebooks" / f"{nb.stem}.ipynb" for nb in stage}
-        free = free_cpus()  # before each stage: CPUs that other processes leave free
-        if free < (os.cpu_count() or 1):
-            print(f"[linrec] {(os.cpu_count() or 1) - free} CPU(s) busy with other work: using {free}", flush=True)
-        if jobs == 1 or len(stage) == 1 or free == 1:
-            for nb in stage:
-                print(f"[linrec] {nb.name} → {outs[nb]}", flush=True)
-                complete(nb, outs[nb], _execute(nb, params, outs[nb], root, progress=True, threads=free))
-            continue
-        n = min(jobs, len(stage), free)
-        threads = max(1, free // n)
-        print(f"[linrec] {', '.join(nb.stem for nb in stage)}: {n} at a time, {threads} thread(s) each", flush=True)
-        with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
-            futures = {pool.submit(_execute, nb, params, outs[nb], root, False, threads): nb for nb in stage}
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in finished:
-                    nb = futures[f]
-                    if f.exception() is not None:
-                        for p in pending:
-                            p.cancel()
-                        raise f.exception()
-                    complete(nb, outs[nb], f.result())
+    failure: str | None = None
+    never: list[str] = []
+    with console:
+        for stage in stages(selected, expected):
+            if failure is not None:
+                never += [nb.stem for nb in stage]
+                continue
+            outs = {nb: results / "notebooks" / f"{nb.stem}.ipynb" for nb in stage}
+            free = free_cpus()  # before each stage: CPUs that other processes leave free
+            if free < (os.cpu_count() or 1):
+                print(f"[linrec] {(os.cpu_count() or 1) - free} CPU(s) busy with other work: using {free}", flush=True)
+            if jobs == 1 or len(stage) == 1 or free == 1:
+                for nb in stage:
+                    if failure is not None:
+                        never.append(nb.stem)
+                        continue
+                    console.start(nb.stem, outs[nb], parallel=1)
+                    try:
+                        complete(nb, outs[nb], _execute(nb, params, outs[nb], root, progress=False, threads=free))
+                    except LinrecError as err:
+                        failure = str(err)
+                continue
+            n = min(jobs, len(stage), free)
+            threads = max(1, free // n)
+            print(f"[linrec] {', '.join(nb.stem for nb in stage)}: {n} at a time, {threads} thread(s) each", flush=True)
+            t_stage = time.time()
+            with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
+                futures = {pool.submit(_execute, nb, params, outs[nb], root, False, threads): nb for nb in stage}
+                pending = set(futures)
+                while pending:
+                    finished, pending = wait(pending, timeout=2.0, return_when=FIRST_COMPLETED)
+                    for f in pending:  # started: papermill writes the output notebook as its first step
+                        out = outs[futures[f]]
+                        if out.exists() and out.stat().st_mtime >= t_stage:
+                            console.start(futures[f].stem, out, parallel=n)
+                    for f in finished:
+                        nb = futures[f]
+                        if f.cancelled():
+                            never.append(nb.stem)
+                        elif f.exception() is not None:
+                            if failure is None:
+                                failure = str(f.exception())
+                                for p in pending:  # those not started yet: never run; the running ones finish
+                                    p.cancel()
+                            else:  # a second failure beside the first
+                                failure += f"; also {f.exception()}"
+                        else:
+                            complete(nb, outs[nb], f.result())
+    if failure is not None:
+        later = f"; not run: {', '.join(never)}" if never else ""
+        raise LinrecError(f"{failure}{later}")
     wall = time.perf_counter() - t_all
     made = len(_capture_entries() - captures_before)
     if len(selected) == len(notebooks(root)):  # the figures run the README reports: every notebook
@@ -352,6 +427,102 @@ def run_notebooks(
         print(f"[linrec] a partial run (--only): {RUN} keeps the last run of every notebook", flush=True)
     print(f"[linrec] {len(done)} notebook(s) in {wall:.0f} s ({made} capture(s) made, the rest read from the cache)")
     return done
+
+
+STAGE_EVERY = 60.0  # seconds between the console's lines on where each running notebook is
+
+
+class _Console:
+    """What `linrec figures` prints while it runs: a line when each notebook starts and ends (with the time the last
+    full run took, and about how long the rest will take), and once a minute the stage each running notebook is at
+    (its current cell and the heading above it, read from the output notebook papermill saves at every cell)."""
+
+    def __init__(self, expected: dict[str, float], stems: list[str], interval: float | None = None):
+        import threading
+
+        self.expected, self.todo = expected, list(stems)
+        self.interval = STAGE_EVERY if interval is None else interval
+        self.running: dict[str, tuple[float, Path, int]] = {}
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _say(self, text: str) -> None:
+        print(f"[linrec] {text}", flush=True)
+
+    def _took(self, stem: str) -> str:
+        secs = self.expected.get(stem)
+        return f" (the last full run: {secs / 60:.1f} min)" if secs else ""
+
+    def left(self) -> str:
+        """About how long the notebooks not yet finished will take, from the last full run's times."""
+        now = time.perf_counter()
+        work, parallel = 0.0, 1
+        for stem in self.todo:
+            secs = self.expected.get(stem)
+            if secs is None:
+                return ""
+            if stem in self.running:
+                t0, _, parallel = self.running[stem]
+                secs = max(secs - (now - t0), 0.0)
+            work += secs
+        return f"; about {work / max(parallel, 1) / 60:.0f} min left" if self.todo else ""
+
+    def start(self, stem: str, out: Path, parallel: int) -> None:
+        with self._lock:
+            if stem in self.running:
+                return
+            self.running[stem] = (time.perf_counter(), out, parallel)
+        self._say(f"{stem} started → {out}{self._took(stem)}")
+
+    def done(self, stem: str, secs: float, out: Path) -> None:
+        with self._lock:
+            self.running.pop(stem, None)
+            if stem in self.todo:
+                self.todo.remove(stem)
+        self._say(f"{stem} done in {secs:.0f} s{self.left()}")
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                running = dict(self.running)
+            for stem, (t0, out, _) in running.items():
+                where = notebook_stage(out)
+                self._say(f"{stem}: {(time.perf_counter() - t0) / 60:.1f} min in{', ' + where if where else ''}")
+
+
+def notebook_stage(executed: str | Path) -> str | None:
+    """Where a notebook under papermill is: "cell K of N · <the heading above it>", from the output notebook papermill
+    saves as each cell starts; None before it is written."""
+    import json
+
+    try:
+        nb = json.loads(Path(executed).read_text())
+    except (OSError, ValueError):
+        return None
+    heading, code, at = None, 0, None
+    cells = nb.get("cells", [])
+    total = sum(c.get("cell_type") == "code" for c in cells)
+    for c in cells:
+        source = "".join(c.get("source", ""))
+        if c.get("cell_type") == "markdown":
+            heading = next((ln.lstrip("# ").strip() for ln in source.splitlines() if ln.startswith("#")), heading)
+        elif c.get("cell_type") == "code":
+            code += 1
+            if c.get("metadata", {}).get("papermill", {}).get("status") == "running":
+                at = code
+                break
+    if at is None:
+        return None
+    return f"cell {at} of {total}" + (f" · {heading}" if heading else "")
 
 
 RUN = "run.csv"  # beside the executed notebooks: the last run's wall time, how it ran, what it had to capture

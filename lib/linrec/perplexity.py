@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from linrec.errors import LinrecError
+from linrec.progress import bar as progress_bar
 from linrec.sites import find_ffn_sites
 from linrec.surgery import swapped
 from linrec.uncertainty import delta_ppl_interval
@@ -233,7 +233,9 @@ class PerplexityEvaluator:
         try:
             with swapped(self.model, swaps), reused_logits(self.model, rows):
                 start = self._start(swaps)
-                for b, ids in enumerate(tqdm(self.batches, desc=desc, unit="batch", disable=not progress, leave=False)):
+                for b, ids in enumerate(
+                    progress_bar(self.batches, desc=desc, unit="batch", disable=not progress, leave=False)
+                ):
                     if record:
                         current["b"] = b
                     parts.append(window_nll(self._forward(b, start), ids.to(self.device)).cpu())

@@ -1,24 +1,30 @@
-"""Figures, named after the paper's numbering; each saved as PNG and PDF."""
+"""Figures, named after the paper's numbering; each saved as PNG and PDF, and shown where it is drawn.
+
+No backend is chosen here: in a notebook kernel matplotlib's inline backend shows every figure a
+cell draws as that cell's image output (the runner, `linrec.figures`, starts its kernels with it);
+a script or test without a display gets matplotlib's own headless default.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import seaborn as sns
+from matplotlib.ticker import MaxNLocator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+# Written into the files instead of what changes from run to run: a PDF's CreationDate (left out) and the
+# software line, so a rerun that draws the same figure writes the same bytes.
+_METADATA = {".pdf": {"CreationDate": None}, ".png": {}}
 
 
 def save(fig, stem: str | Path) -> list[Path]:
-    """Write `fig` to `stem`.png (150 dpi) and `stem`.pdf; returns the paths."""
+    """Write `fig` to `stem`.png (150 dpi) and `stem`.pdf, without a creation date; returns the paths."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
     for p in paths:
-        fig.savefig(p, dpi=150, bbox_inches="tight")
+        fig.savefig(p, dpi=150, bbox_inches="tight", metadata=_METADATA[p.suffix])
     return paths
 
 

@@ -225,10 +225,11 @@ def mechanism_table(
     """One row per (block, fit in `MECHANISM_FITS`): held-out R² on the block's stored rows (`max_train` seeded
     train rows with it, `Rows.from_capture`) beside the closed-form ceiling on the same rows."""
     import pandas as pd
-    from tqdm import tqdm
+
+    from linrec.progress import bar as progress_bar
 
     out = []
-    for b in tqdm(blocks, desc=f"pitfall mechanism {capture.model_label}", unit="block", disable=not progress):
+    for b in progress_bar(blocks, desc=f"pitfall mechanism {capture.model_label}", unit="block", disable=not progress):
         rows = Rows.from_capture(capture, b, max_train)
         fit, ceiling = closed_form_on_rows(rows)
         for name, kw in MECHANISM_FITS.items():
@@ -451,13 +452,16 @@ def probe_table(
     import time
 
     import pandas as pd
-    from tqdm import tqdm
+
+    from linrec.progress import bar as progress_bar
 
     rows_out = []
     for i in range(capture.n_blocks):  # every block's rank checked before the first block's work
         x, y = capture.rows(i)
         check_rank(rank, x.shape[1], y.shape[1], len(x) if max_train is None else min(len(x), max_train))
-    for i in tqdm(range(capture.n_blocks), desc=f"probe {capture.model_label}", unit="block", disable=not progress):
+    for i in progress_bar(
+        range(capture.n_blocks), desc=f"probe {capture.model_label}", unit="block", disable=not progress
+    ):
         fit, official = capture.fit(i), capture.score(i)
         rows = Rows.from_capture(capture, i, max_train)
         t0 = time.perf_counter()
@@ -507,11 +511,12 @@ def rank_sweep(
     import time
 
     import pandas as pd
-    from tqdm import tqdm
+
+    from linrec.progress import bar as progress_bar
 
     out = []
     pairs = [(b, k) for b in blocks for k in ranks]
-    for b, k in tqdm(pairs, desc=f"probe ranks {capture.model_label}", unit="fit", disable=not progress):
+    for b, k in progress_bar(pairs, desc=f"probe ranks {capture.model_label}", unit="fit", disable=not progress):
         rows = Rows.from_capture(capture, b, max_train)
         t0 = time.perf_counter()
         pr = fit_probe(rows, capture.fit(b), rank=k, seed=seed)

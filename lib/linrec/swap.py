@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from linrec.ceiling import AffineFit, LowRankFit, Score, fit_affine, output_directions, reduce_rank, score
 from linrec.corpora import Windows, load_windows
@@ -42,6 +41,7 @@ from linrec.errors import LinrecError
 from linrec.hf import LoadedModel
 from linrec.moments import Moments, output_sum_squares, remove_rows
 from linrec.perplexity import DeltaPPL, PerplexityEvaluator
+from linrec.progress import bar as progress_bar
 from linrec.sites import StopForward, ffn_hooks, find_ffn_sites, run_until_stop
 from linrec.surgery import FIRST_MODES, AffineFFN, FirstPositionSwap, count_params, save_swapped
 from linrec.uncertainty import delta_ppl_interval
@@ -234,7 +234,7 @@ def greedy_swap(
     kept: dict[int, torch.nn.Module] = {}
     rows = []
     ppl_final = evaluator.base_ppl
-    for pos, i in enumerate(tqdm(order, desc=f"greedy swap ({name})", unit="block", disable=not progress)):
+    for pos, i in enumerate(progress_bar(order, desc=f"greedy swap ({name})", unit="block", disable=not progress)):
         own = None if alone is None else float(alone[i])
         row = {"block": i, "position": pos, "alone": own, "tried": False, "ppl": np.nan, "delta_ppl": np.nan}
         if own is None or own <= budget_ppl:
@@ -498,7 +498,9 @@ class SwapStudy:
             self._predictors[tuple(blocks)] = table.copy()
         if alone:
             blocks_ = table["block"].tolist()
-            it = tqdm(blocks_, desc=f"screening ΔPPL {self.loaded.name}", unit="block", disable=not self.progress)
+            it = progress_bar(
+                blocks_, desc=f"screening ΔPPL {self.loaded.name}", unit="block", disable=not self.progress
+            )
             table["screening_delta_ppl"] = [self.alone(i) for i in it]
         return table
 
@@ -560,7 +562,7 @@ class SwapStudy:
         extra = set(blocks if variant_blocks is None else self._blocks(variant_blocks))
         jobs = [(i, f) for i in blocks for f in firsts if f == "map" or i in extra]
         rows, map_nll = [], {}
-        for i, f in tqdm(jobs, desc=f"swap ΔPPL {self.loaded.name}", unit="swap", disable=not self.progress):
+        for i, f in progress_bar(jobs, desc=f"swap ΔPPL {self.loaded.name}", unit="swap", disable=not self.progress):
             t0 = time.perf_counter()
             s = self.score(i, first=f)
             m = self.module(i, first=f)
@@ -610,7 +612,7 @@ class SwapStudy:
 
         d_out = self.fit(block).W.shape[1]
         rows = []
-        for r in tqdm([*ranks, None], desc=f"rank curve block {block}", unit="rank", disable=not self.progress):
+        for r in progress_bar([*ranks, None], desc=f"rank curve block {block}", unit="rank", disable=not self.progress):
             m = self.module(block, r)
             d = self._test_delta([(block, r, "map")], "test: rank curve")
             rows.append(
