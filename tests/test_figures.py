@@ -3,7 +3,9 @@
 import os
 import re
 import time
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from linrec.errors import LinrecError
@@ -200,17 +202,38 @@ def test_the_console_says_when_each_notebook_starts_ends_and_where_it_is(tmp_pat
     monkeypatch.setattr(linrec.figures, "STAGE_EVERY", 0.5)
     names = ["01_first", "02_a", "03_b"]
     _project(tmp_path, names)
-    (tmp_path / "out").mkdir()
-    run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)  # the first run: no times to go by
-    first = capfd.readouterr()
-    run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)  # the second: the first run's run.csv
+    (tmp_path / "out" / "notebooks").mkdir(parents=True)
+    pd.DataFrame(
+        [
+            {
+                "date": "2026-11-24",
+                "cpus": 2,
+                "torch": "x",
+                "jobs": 2,
+                "notebooks": " ".join(names),
+                "notebook_seconds": "6 30 12",
+                "wall_seconds": 40.0,
+                "captures_made": 0,
+            }
+        ]
+    ).to_csv(tmp_path / "out" / "notebooks" / "run.csv", index=False)  # fmt: skip  (a last full run to go by)
+    run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
     out, err = capfd.readouterr()
     for n in names:
         assert f"[linrec] {n} started → " in out and f"[linrec] {n} done in " in out
-        assert f"[linrec] {n} started → " in first.out and "(the last full run" not in first.out
-    assert "(the last full run: 0." in out and "min left" in out
+    assert "02_a started → " in out and "(the last full run: 0.5 min)" in out and "min left" in out
     assert re.search(r"\[linrec\] 0[123]_\w+: 0\.\d min in, cell \d of \d", out), out
-    assert "without encryption" not in first.err + err + first.out + out
+    assert "without encryption" not in err + out
+
+
+def test_the_console_estimates_only_from_this_profiles_own_last_run():
+    from linrec.figures import _Console
+
+    assert _Console({}, ["01_a", "02_b"]).left() == ""  # nothing to go by: no estimate rather than another's
+    c = _Console({"01_a": 60.0, "02_b": 120.0, "03_c": 240.0, "08_z": 60.0}, ["01_a", "02_b", "03_c", "08_z"], jobs=2)
+    assert c.left() == "; about 5 min left"  # 01 and 08 alone (2 min), 02 and 03 side by side (3 min)
+    c.done("01_a", 50.0, Path("x"))
+    assert c.left() == "; about 4 min left"
 
 
 def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeypatch):

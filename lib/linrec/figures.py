@@ -351,7 +351,7 @@ def run_notebooks(
     captures_before = _capture_entries()
     t_all = time.perf_counter()
     expected = _last_timings(results, root)
-    console = _Console(_last_timings(results, root, own=True), [nb.stem for nb in selected])
+    console = _Console(_last_timings(results, root, own=True), [nb.stem for nb in selected], jobs)
 
     def complete(nb: Path, out: Path, secs: float) -> None:
         seconds[nb.stem] = secs
@@ -437,10 +437,10 @@ class _Console:
     full run took, and about how long the rest will take), and once a minute the stage each running notebook is at
     (its current cell and the heading above it, read from the output notebook papermill saves at every cell)."""
 
-    def __init__(self, expected: dict[str, float], stems: list[str], interval: float | None = None):
+    def __init__(self, expected: dict[str, float], stems: list[str], jobs: int = 1, interval: float | None = None):
         import threading
 
-        self.expected, self.todo = expected, list(stems)
+        self.expected, self.todo, self.jobs = expected, list(stems), max(jobs, 1)
         self.interval = STAGE_EVERY if interval is None else interval
         self.running: dict[str, tuple[float, Path, int]] = {}
         self._stop = threading.Event()
@@ -463,18 +463,21 @@ class _Console:
         return f" (the last full run: {secs / 60:.1f} min)" if secs else ""
 
     def left(self) -> str:
-        """About how long the notebooks not yet finished will take, from the last full run's times."""
+        """About how long the notebooks not yet finished will take, from the last full run's times: 01 and 08 run
+        alone, the ones between `jobs` at a time."""
         now = time.perf_counter()
-        work, parallel = 0.0, 1
+        alone, side_by_side = 0.0, 0.0
         for stem in self.todo:
             secs = self.expected.get(stem)
             if secs is None:
                 return ""
             if stem in self.running:
-                t0, _, parallel = self.running[stem]
-                secs = max(secs - (now - t0), 0.0)
-            work += secs
-        return f"; about {work / max(parallel, 1) / 60:.0f} min left" if self.todo else ""
+                secs = max(secs - (now - self.running[stem][0]), 0.0)
+            if stem.startswith((FIRST, LAST)):
+                alone += secs
+            else:
+                side_by_side += secs
+        return f"; about {(alone + side_by_side / self.jobs) / 60:.0f} min left" if self.todo else ""
 
     def start(self, stem: str, out: Path, parallel: int) -> None:
         with self._lock:
