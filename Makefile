@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.linrec-installed
 
-.PHONY: figures test fetch smoke bench env lint lab
+.PHONY: figures test fetch smoke references bench env lint lab
 
 # The environment: a venv with this package and its pinned dependencies (torch 2.13.0, CPU), and Jupyter Lab set to
 # open the jupytext .py notebooks as notebooks (jupyter/overrides.json: the venv's Lab settings, not your home's).
@@ -46,6 +46,11 @@ lab: $(STAMP)
 # The notebooks on the tiny parameter set (what the notebook test runs).
 smoke: $(STAMP)
 	$(BIN)/linrec figures --params params/smoke.yaml
+
+# Refresh the reference outputs the notebook test compares with (tests/notebooks/, cells marked NBVAL_CHECK_OUTPUT):
+# after a change that moves a smoke-profile number on purpose.
+references: smoke
+	$(BIN)/python tests/references.py results/smoke/notebooks
 
 bench: fetch
 	$(BIN)/python benchmarks/capture.py --csv results/bench/capture.csv

@@ -184,6 +184,7 @@ fig = fig2_r2_lin(shown, root / figures_dir / "fig2_r2_lin")
 # table shows the raw counts beside them.
 
 # %%
+# NBVAL_CHECK_OUTPUT
 summary = profile_summary(shown)
 save_table(summary, "r2_lin_summary", root / results_dir)
 print("claim 1 rule:", RULES[1])
@@ -201,6 +202,7 @@ labelled(summary).round(3)
 # rests mostly on that token, and what is left without it:
 
 # %%
+# NBVAL_CHECK_OUTPUT
 for m, t in table.groupby("model", sort=False):
     sink = t[t["first_var_share"] >= FIRST_TOKEN_SHARE]
     if sink.empty:

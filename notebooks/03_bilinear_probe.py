@@ -156,6 +156,7 @@ sweep.pivot_table(index=["model", "block"], columns="rank", values="gain", sort=
 # Each model is tested on its own blocks; the pooled row is shown, not used by the rule.
 
 # %%
+# NBVAL_CHECK_OUTPUT
 summary = probe_summary(table, sweep, n_boot=n_boot, seed=seed)
 save_table(summary, "probe_summary", root / results_dir)
 fig = fig3_bilinear_gain(table, summary[summary["model"] != POOLED], root / figures_dir / "fig3_bilinear_gain")

@@ -172,6 +172,7 @@ fig = fig4_rank_outliers(table, root / figures_dir / "fig4_rank_outliers")
 
 
 # %%
+# NBVAL_CHECK_OUTPUT
 summary = regime_summary(table, REGIMES)
 save_table(summary, "spectrum_summary", root / results_dir)
 print("claim 4 rule:", RULES[4])

@@ -119,11 +119,13 @@ agreement.round(3)
 
 
 # %%
+# NBVAL_CHECK_OUTPUT
 verdicts = corpus_verdicts(table, agreement, corpora)
 save_table(verdicts, "corpora_verdict", root / results_dir)
 labelled(verdicts).round(3)
 
 # %%
+# NBVAL_CHECK_OUTPUT
 for r in verdicts.to_dict("records"):
     print(
         f"{r['model']}: across {', '.join(corpora)} the per-block profile is {r['verdict']} "

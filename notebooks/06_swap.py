@@ -290,6 +290,7 @@ timing.round(1)
 # ## What the numbers say
 
 # %%
+# NBVAL_CHECK_OUTPUT
 lines = []
 for e in v6a.evidence:
     lines.append(

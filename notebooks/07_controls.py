@@ -253,6 +253,7 @@ print("verdict:", v2.verdict, {e["model"]: e["outcome"] for e in v2.evidence})
 # The cell below states each comparison; the reproduction report quotes it.
 
 # %%
+# NBVAL_CHECK_OUTPUT
 lines = []
 for r in init_summary.to_dict("records"):
     seeds = (

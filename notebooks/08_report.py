@@ -67,6 +67,7 @@ if readme and update_readme(root / readme, root / results_dir, report_path):
 # ## The verdicts at a glance
 
 # %%
+# NBVAL_CHECK_OUTPUT
 pd.DataFrame([{"claim": c.number, "what": c.title, "verdict": c.verdict} for c in claims(root / results_dir)])
 
 # %% [markdown]

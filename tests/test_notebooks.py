@@ -275,3 +275,28 @@ def test_parameters_cells_hold_the_default_profile():
         for name, (value, _) in declared_defaults(nb).items():
             if name in profile:
                 assert value == profile[name], f"{nb.name}: {name} = {value!r}, params/default.yaml: {profile[name]!r}"
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_checked_outputs_match_the_reference_notebooks(runner, stem):
+    """The printed output of every `# NBVAL_CHECK_OUTPUT` cell equals tests/notebooks/<stem>.ipynb's (numbers to
+    1e-6 or one unit in the last printed digit); a changed number fails with the cell's diff (tests/references.py;
+    refresh with `make references`)."""
+    from references import HERE, differences
+
+    runner.upto(stem)
+    reference = HERE / f"{stem}.ipynb"
+    assert reference.exists(), f"no reference for {stem}: run make references"
+    paths = {str(runner.results): "<results>", str(ROOT): "<root>"}
+    problems = differences(runner.results / "notebooks" / f"{stem}.ipynb", reference, paths)
+    assert not problems, "\n\n".join(problems)
+
+
+def test_the_reference_comparison_catches_a_changed_number_and_forgives_rounding():
+    from references import same
+
+    assert same("claim 3: gain 0.0123 (r = -0.41 [-0.9, 0.5])\n", "claim 3: gain 0.0123 (r = -0.41 [-0.9, 0.5])\n")
+    assert same("R²_lin 0.438\n", "R²_lin 0.437\n")  # one unit in the last printed digit: float rounding
+    assert not same("R²_lin 0.440\n", "R²_lin 0.437\n")  # a changed number
+    assert not same("holds\n", "not reproduced\n") and not same("3 of 6 blocks", "4 of 6 blocks")  # counts: exact
+    assert same("seconds_probe_total   3.0493\nr2 0.5\n", "seconds_probe_total   3.8681\nr2 0.5\n")  # timings: not
