@@ -11,6 +11,7 @@ piped into a reader that stops early (`linrec cache list | head`) ends quietly w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -596,7 +597,9 @@ def main(argv: list[str] | None = None) -> int:
     from linrec.files import terminate_as_exit
 
     try:
-        with terminate_as_exit():  # SIGTERM/SIGHUP unwind like an exception: no staging folder is left behind
+        # SIGTERM/SIGHUP unwind like an exception, so no staging folder is left behind; not for `figures`, whose
+        # process pool would wait for the running notebooks before exiting (there the default stop is the right one)
+        with terminate_as_exit() if args.command != "figures" else contextlib.nullcontext():
             args.func(args)
         sys.stdout.flush()  # inside the boundary: a closed pipe surfaces here, not at interpreter exit
     except BrokenPipeError:

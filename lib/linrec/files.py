@@ -315,13 +315,16 @@ def path_identity(path: str | Path) -> str:
     paths (.git, whose objects can hold a second copy of the weights) and linrec's own cache are left out."""
     path = Path(path).expanduser()
     if path.is_dir():
-        cache = cache_root().resolve()
+        try:
+            cache = cache_root().resolve()
+        except LinrecError:  # no usable cache (a --no-cache run): nothing of it can be inside the folder
+            cache = None
         files = [
             f
             for f in sorted(path.rglob("*"))
             if f.is_file()
             and not any(part.startswith(".") for part in f.relative_to(path).parts)  # .git, .cache: not the model
-            and cache not in f.resolve().parents  # linrec's own cache, should it live inside the folder
+            and (cache is None or cache not in f.resolve().parents)  # linrec's own cache, should it live inside
         ]
     else:
         files = [path]
