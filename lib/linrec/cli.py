@@ -200,7 +200,7 @@ def _preflight(args) -> None:
     if hasattr(args, "rank"):
         from linrec.probe import check_rank
 
-        check_rank(args.rank, shape.d_model, shape.d_model, int(args.sample_rows * 0.8))
+        check_rank(args.rank, shape.d_model, shape.d_model, args.sample_rows)  # as probe_table: rows of both splits
 
 
 def _emit(table, cols: list[str], out: str | None) -> None:

@@ -142,8 +142,7 @@ def write_entry(directory: str | Path, meta: dict) -> None:
 def read_entry(directory: str | Path, version: int | str) -> dict | None:
     """The sealed `meta.json` of a cache entry written by `write_entry`, after checking that it is intact, complete,
     of `version`, and that every file has its recorded size and sha256; None if there is no entry (or an empty
-    folder). ValueError
-    (saying what is wrong) for an entry that must not be read: the caller warns and recomputes."""
+    folder). ValueError (saying what is wrong) for an entry that must not be read: the caller warns and recomputes."""
     directory = Path(directory)
     if not (directory / "meta.json").exists():
         if directory.is_dir() and any(directory.iterdir()):
@@ -217,7 +216,7 @@ def clean_stale_tmp(directory: str | Path, name: str | None = None) -> None:
     if not directory.is_dir():
         return
     pattern = re.compile(rf"^\.{re.escape(name)}\.tmp-(\d+)-[0-9a-f]{{8}}$") if name is not None else None
-    for p in directory.glob(f".{glob_escape(name)}.tmp-*" if name is not None else ".*.tmp-*"):
+    for p in directory.glob(".*.tmp-*"):
         if pattern is not None and not pattern.match(p.name):
             continue
         try:
@@ -229,11 +228,6 @@ def clean_stale_tmp(directory: str | Path, name: str | None = None) -> None:
             shutil.rmtree(p, ignore_errors=True) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
         except PermissionError:
             continue
-
-
-def glob_escape(text: str) -> str:
-    """`text` with glob's special characters bracketed, for `Path.glob`."""
-    return re.sub(r"([*?[])", r"[\1]", text)
 
 
 @contextlib.contextmanager

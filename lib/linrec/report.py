@@ -21,7 +21,7 @@ import pandas as pd
 from linrec import verdicts
 from linrec.curves import curve_sentence
 from linrec.errors import LinrecError
-from linrec.tables import labelled, load_table
+from linrec.tables import TABLES, labelled, load_table
 from linrec.verdicts import RULES, Verdict
 
 # (stem, notebook, caption): every figure the report shows, in order
@@ -140,6 +140,11 @@ class Results:
         self.dir = Path(directory)
         if not self.dir.is_dir():
             raise LinrecError(f"results directory {self.dir} not found; run `linrec figures` (or `make figures`) first")
+        if not any((self.dir / f"{name}.csv").is_file() for name in TABLES):  # a report of "missing" everywhere
+            raise LinrecError(
+                f"results directory {self.dir} holds no results table; run `linrec figures` (or `make figures`) "
+                "first, or give the folder it wrote"
+            )
 
     def get(self, name: str) -> pd.DataFrame | None:
         return load_table(name, self.dir)
@@ -534,8 +539,8 @@ def build_report(
     results_dir: str | Path, figures_dir: str | Path, out: str | Path, params: dict | None = None, html: bool = True
 ) -> Path:
     """Write the report to `out` (Markdown) and, with `html`, `out` with .html beside it; returns `out`.
-    A results folder that is missing or holds no results table is one line, and `out` is left as it was."""
-    check_results_dir(results_dir)
+    A results folder that is missing or holds no results table is one line (`Results`), and `out` is left as it
+    was: the text is rendered before anything is written."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     text = render(results_dir, figures_dir, out, params)
@@ -559,21 +564,6 @@ def build_report(
 README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
 
 
-def check_results_dir(results_dir: str | Path) -> None:
-    """One line if `results_dir` is missing or holds no results table: a report or README block rebuilt from it would
-    replace every number with "missing" (a typo in a path must not rewrite a tracked file)."""
-    from linrec.tables import TABLES
-
-    results_dir = Path(results_dir)
-    if not results_dir.is_dir():
-        raise LinrecError(f"results folder {results_dir} does not exist; give the results_dir of a profile that ran")
-    if not any((results_dir / f"{name}.csv").is_file() for name in TABLES):
-        raise LinrecError(
-            f"results folder {results_dir} holds no results table; run the notebooks first (make figures), "
-            "or give the folder they wrote"
-        )
-
-
 def readme_section(results_dir: str | Path, report: str | Path = "paper/report.md") -> str:
     """The README's results block: one row per claim with our number and verdict (from `claims`)."""
     rows = ["| # | the paper's claim | ours (last default run) | verdict |", "|---|---|---|---|"]
@@ -587,7 +577,6 @@ def readme_section(results_dir: str | Path, report: str | Path = "paper/report.m
 
 def update_readme(readme: str | Path, results_dir: str | Path, report: str | Path = "paper/report.md") -> bool:
     """Replace the block between the results markers of `readme`; False (and no change) if it has none."""
-    check_results_dir(results_dir)
     return _replace_block(Path(readme), README_START, README_END, lambda: readme_section(results_dir, report))
 
 

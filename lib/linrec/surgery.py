@@ -296,14 +296,8 @@ def check_save_target(directory: str | Path) -> bool:
             continue
         elif p.name not in listed:
             what = f"other files added (e.g. {p.name})"
-        else:
-            want = listed[p.name]
-            if (
-                not isinstance(want, dict)
-                or p.stat().st_size != want.get("size")
-                or sha256_file(p) != want.get("sha256")
-            ):
-                what = f"{p.name} changed since linrec wrote it"
+        elif problem := verify_manifest(directory, {p.name: listed[p.name]}):
+            what = f"{p.name} changed since linrec wrote it ({problem})"
         if what is not None:
             raise LinrecError(
                 f"--save {directory} is an earlier linrec save with {what}; linrec never deletes or overwrites "
@@ -312,9 +306,9 @@ def check_save_target(directory: str | Path) -> bool:
     return True
 
 
-def _save_record(marker: Path) -> dict | None:
-    """The {file: {"size", "sha256"}} record of an earlier save, or None if there is none or it was changed
-    (a save written since this check existed carries its own checksum, `linrec.files.seal`)."""
+def _swaps_record(marker: Path) -> dict | None:
+    """The `linrec_swaps.json` record of a save, or None if there is none, it does not parse, or it was changed
+    since linrec wrote it (a save written since records carry their own checksum, `linrec.files.seal`, is checked)."""
     if marker.is_symlink() or not marker.is_file():
         return None
     try:
@@ -323,7 +317,12 @@ def _save_record(marker: Path) -> dict | None:
             meta = unseal(marker)
     except (OSError, ValueError):
         return None
-    files = meta.get("files") if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) else None
+
+
+def _save_record(marker: Path) -> dict | None:
+    """The {file: {"size", "sha256"}} record of an earlier save (`_swaps_record`'s "files"), or None."""
+    files = (_swaps_record(marker) or {}).get("files")
     return files if isinstance(files, dict) else None
 
 
@@ -349,13 +348,8 @@ def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = T
             f"{directory} is not a swapped model (needs {SWAPS_FILE} and {WEIGHTS_FILE}); "
             "write one with linrec swap --save"
         )
-    try:
-        meta = json.loads(meta_file.read_text())
-        if isinstance(meta, dict) and "meta_sha256" in meta:
-            meta = unseal(meta_file)  # a record edited by hand no longer vouches for the files
-    except (OSError, ValueError):
-        meta = None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != FORMAT_VERSION:
+    meta = _swaps_record(meta_file)  # a record edited by hand no longer vouches for the files
+    if meta is None or meta.get("format") != FORMAT or meta.get("version") != FORMAT_VERSION:
         raise LinrecError(
             f"{meta_file} is not an intact {FORMAT} version {FORMAT_VERSION} record (unreadable, another version, or "
             "edited by hand); save the model again with this linrec"
