@@ -120,7 +120,7 @@ for name in models:
         }
     )
 summary = pd.DataFrame(summary)
-save_table(summary, "capture", root / results_dir)
+save_table(summary, "capture", root / results_dir)  # its seconds and cache flag: timings/capture.csv
 labelled(summary)
 
 # %% [markdown]

@@ -104,7 +104,7 @@ cols = [
     "n_test",
 ]
 fmt = {c: "{:.3f}" for c in ["r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "first_var_share", "r2_ex_first"]}
-table[cols].style.format(fmt | {"cond_gram": "{:.1e}", "cond_scaled": "{:.1e}"}).hide(axis="index")
+table[cols].style.format(fmt | {"cond_gram": "{:.1e}", "cond_scaled": "{:.1e}"}).hide(axis="index").set_uuid("r2_lin")
 
 # %% [markdown]
 # ## R²_lin against the number of train tokens

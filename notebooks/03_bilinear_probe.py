@@ -136,7 +136,7 @@ cols = [
 ]
 fmt = {c: "{:.3f}" for c in ["r2_lin", "r2_poly", "gain", "gain_quad", "r2_ceiling_rows", "r2_trained_adam",
                              "r2_trained_sgd"]}  # fmt: skip
-table[cols].style.format(fmt | {"adam_reach": "{:.1f}", "cond_gram": "{:.1e}"}).hide(axis="index")
+table[cols].style.format(fmt | {"adam_reach": "{:.1f}", "cond_gram": "{:.1e}"}).hide(axis="index").set_uuid("probe")
 
 # %% [markdown]
 # ## Does the gain depend on the rank?

@@ -154,7 +154,7 @@ fmt |= {
     "cond_gram_test": "{:.1e}",
     "dynamic_range_in": "{:.1f}",
 }
-table[cols].style.format(fmt).hide(axis="index")
+table[cols].style.format(fmt).hide(axis="index").set_uuid("spectrum")
 
 # %% [markdown]
 # ## Figure 4

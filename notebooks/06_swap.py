@@ -92,7 +92,7 @@ from linrec.plots import fig2_r2_lin, fig6_swap
 from linrec.recoverability import ceiling_table
 from linrec.surgery import count_params, load_swapped
 from linrec.swap import GREEDY_ORDERS, SwapStudy
-from linrec.tables import save_table
+from linrec.tables import labelled, save_table
 from linrec.verdicts import (
     CLAIM6_BUDGET,
     PREDICTOR_SIGNS,
@@ -178,7 +178,7 @@ cols = ["model", "block", "first", "r2_lin", "ppl_swapped", "delta_ppl", "delta_
 table[cols].style.format(
     {c: "{:+.3f}" for c in ("delta_ppl", "delta_lo", "delta_hi")} | {"r2_lin": "{:.3f}", "ppl_swapped": "{:.2f}",
                                                                      "param_ratio": "{:.3f}"}
-).hide(axis="index")  # fmt: skip
+).hide(axis="index").set_uuid("swap")  # fmt: skip
 
 # %% [markdown]
 # ## Figure 2, complete: R²_lin (with bootstrap intervals) above, held-out ΔPPL of each swap below
@@ -278,13 +278,15 @@ reload
 
 # %% [markdown]
 # ## Where the time went
-# Seconds and evaluations per step (an evaluation is one pass over that step's windows; a
-# swap re-runs only the blocks from the swapped one on, and the head).
+# Evaluations per step (an evaluation is one pass over that step's windows; a swap re-runs only
+# the blocks from the swapped one on, and the head). Their seconds are in
+# `<results_dir>/timings/swap_timings.csv`, with every other timing of the run, so that this
+# saved notebook is the same on every run that finds the same numbers.
 
 # %%
 timing = pd.concat(timings, ignore_index=True)
 save_table(timing, "swap_timings", root / results_dir)
-timing.round(1)
+labelled(timing)
 
 # %% [markdown]
 # ## What the numbers say

@@ -11,9 +11,37 @@ from helpers import tiny_text
 from linrec.spectrum import REGIMES
 
 
-def _run(*args, tmp_path):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LINREC_CACHE": str(tmp_path / "cache")}
-    return subprocess.run([sys.executable, "-m", "linrec", *args], capture_output=True, text=True, env=env, timeout=300)
+def _run(*args, tmp_path, subprocess_=False):
+    """`linrec ARGS` with its own cache under `tmp_path`: (returncode, stdout, stderr) as a process would give them.
+
+    In this process by default (`linrec.cli.main`, output captured), which is what the CLI runs after its imports;
+    `subprocess_=True` starts `python -m linrec` itself, for what only a real process shows (the entry point)."""
+    import contextlib
+    import io
+    from types import SimpleNamespace
+
+    env = {"HF_HUB_OFFLINE": "1", "LINREC_CACHE": str(tmp_path / "cache")}
+    if subprocess_:
+        cmd = [sys.executable, "-m", "linrec", *map(str, args)]
+        return subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+    from linrec.cli import main
+
+    old = {k: os.environ.get(k) for k in env}
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.update(env)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as exc:  # argparse's own exit
+                code = exc.code
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 @pytest.fixture
@@ -34,8 +62,8 @@ def _one_line_error(proc, *needles):
 
 
 def test_unknown_model(tmp_path):
-    proc = _run("measure", "--model", "no-such/model-xyz", "--tokens", "256", tmp_path=tmp_path)
-    _one_line_error(proc, "smollm2-135m")
+    proc = _run("measure", "--model", "no-such/model-xyz", "--tokens", "256", tmp_path=tmp_path, subprocess_=True)
+    _one_line_error(proc, "smollm2-135m")  # the real entry point, `python -m linrec`, once
 
 
 def test_unknown_corpus(tmp_path, tiny_model_dir):

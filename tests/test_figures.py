@@ -132,56 +132,99 @@ HEADER = (
 )
 
 
-def _project(root, names):
-    """A tiny project: each notebook records its parameter, torch's thread count and its start/end times."""
+def _project(root, names, sleep=1.5):
+    """A tiny project: each notebook records its parameter, torch's thread count and its start/end times, and shows
+    an object with a rich display (its plain-text fallback a repr with a memory address)."""
     (root / "pyproject.toml").write_text("")
     (root / "notebooks").mkdir()
     for n in names:
         (root / "notebooks" / f"{n}.py").write_text(
             HEADER + '# %% tags=["parameters"]\nvalue = 0\nresults_dir = "out"\n\n# %%\nimport json, os, time\n'
-            "import torch\nt0 = time.time()\ntime.sleep(1.5)\n"
+            f"import torch\nt0 = time.time()\ntime.sleep({sleep})\n"
             f'json.dump({{"value": value, "threads": torch.get_num_threads(), "start": t0, "end": time.time()}}, '
-            f'open(os.path.join(results_dir, "{n}.json"), "w"))\n'
+            f'open(os.path.join(results_dir, "{n}.json"), "w"))\n\n'
+            "# %%\nclass Shown:\n    def _repr_html_(self):\n        return '<b>shown</b>'\n\n\nShown()\n"
         )
     (root / "p.yaml").write_text("value: 7\nresults_dir: out\n")
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_notebooks_run_in_stages_with_the_cpus_split(tmp_path, jobs, monkeypatch):
+def _last_run(directory, names, seconds):
+    pd.DataFrame([{"date": "2026-11-24", "cpus": 2, "torch": "x", "jobs": 2, "notebooks": " ".join(names),
+                   "notebook_seconds": seconds, "wall_seconds": 40.0, "captures_made": 0}]).to_csv(
+        directory / "run.csv", index=False)  # fmt: skip
+
+
+def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(tmp_path, monkeypatch, capfd):
+    """One run of four notebooks, two at a time, on a machine whose CPUs are all free (a busy host has its own test):
+    - 01 ends before anything else starts, 02 and 03 run side by side on half the CPUs each, 08 starts last;
+    - the console: a line per start and end (with the last full run's time and what is left), the stage of a running
+      notebook at least every STAGE_EVERY seconds, no TCP warning (the kernels use Unix sockets) and no
+      KeyboardInterrupt from a kernel's shutdown;
+    - run.csv and timings.csv record it, and the README's performance block is rewritten from that run.csv;
+    - the executed notebooks keep no clock readings, random ids, temporary paths or memory addresses, so a partial
+      rerun (--only 02) rewrites 02's notebook byte for byte, and leaves run.csv, the full run's record, alone."""
     import json
-    import os
 
-    import pandas as pd
+    import nbformat
 
+    import linrec.figures
     import linrec.threads
     from linrec.figures import run_notebooks
+    from linrec.report import PERF_END, PERF_START
 
-    # the staging itself, on a machine whose CPUs are all free (a busy CI host would otherwise run one at a time:
-    # that case has its own test below)
     monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: os.cpu_count() or 1)
-
+    monkeypatch.setattr(linrec.figures, "STAGE_EVERY", 0.5)
     names = ["01_first", "02_a", "03_b", "08_last"]
     _project(tmp_path, names)
-    (tmp_path / "out").mkdir()
-    done = run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=jobs)
+    nb = tmp_path / "notebooks" / "02_a.py"
+    nb.write_text(nb.read_text().replace('results_dir = "out"\n', 'results_dir = "out"\nreadme = None\n', 1))
+    (tmp_path / "p.yaml").write_text("value: 7\nresults_dir: out\nreadme: README.md\n")
+    (tmp_path / "README.md").write_text(f"# x\n\n{PERF_START}\nold\n{PERF_END}\n")
+    (tmp_path / "results" / "bench").mkdir(parents=True)
+    for f in ("capture.csv", "swap.csv"):
+        (tmp_path / "results" / "bench" / f).write_bytes((ROOT / "results" / "bench" / f).read_bytes())
+    executed = tmp_path / "out" / "notebooks"
+    executed.mkdir(parents=True)
+    _last_run(executed, names, "6 30 12 3")  # a last full run to go by
+
+    done = run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
     assert sorted(p.stem for p in done) == names
     rec = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in names}
     assert all(r["value"] == 7 for r in rec.values())
-    # 01 ends before anything else starts; 08 starts after everything else ended
     assert all(rec["01_first"]["end"] <= rec[n]["start"] for n in names[1:])
     assert all(rec[n]["end"] <= rec["08_last"]["start"] for n in names[:-1])
-    both = max(rec["02_a"]["start"], rec["03_b"]["start"]) < min(rec["02_a"]["end"], rec["03_b"]["end"])
-    assert both == (jobs == 2)  # 02 and 03 overlap only when two run at once
-    if jobs == 2 and (os.cpu_count() or 1) >= 2:
+    assert max(rec["02_a"]["start"], rec["03_b"]["start"]) < min(rec["02_a"]["end"], rec["03_b"]["end"])
+    if (os.cpu_count() or 1) >= 2:
         assert rec["02_a"]["threads"] == rec["03_b"]["threads"] == (os.cpu_count() or 1) // 2
-    timings = pd.read_csv(tmp_path / "out" / "notebooks" / "timings.csv")
+
+    out, err = capfd.readouterr()
+    for n in names:
+        assert f"[linrec] {n} started → " in out and f"[linrec] {n} done in " in out
+    assert "02_a started → " in out and "(the last full run: 0.5 min)" in out and "min left" in out
+    assert re.search(r"\[linrec\] 0[23]_\w+: 0\.\d min in, cell \d of \d", out), out
+    assert "without encryption" not in err + out and "KeyboardInterrupt" not in err + out
+
+    timings = pd.read_csv(executed / "timings.csv")
     assert sorted(timings["notebook"].unique()) == names
-    run = pd.read_csv(tmp_path / "out" / "notebooks" / "run.csv")
-    assert run["notebooks"].iloc[0] == " ".join(names) and run["jobs"].iloc[0] == jobs
-    if jobs == 1:  # a partial run (--only) leaves the record of the full run alone
-        before = (tmp_path / "out" / "notebooks" / "run.csv").read_bytes()
-        run_notebooks(tmp_path / "p.yaml", only=["02"], root=tmp_path, jobs=jobs)
-        assert (tmp_path / "out" / "notebooks" / "run.csv").read_bytes() == before
+    run = pd.read_csv(executed / "run.csv")
+    assert run["notebooks"].iloc[0] == " ".join(names) and run["jobs"].iloc[0] == 2
+    text = (tmp_path / "README.md").read_text()
+    assert "old" not in text and "Figures (`linrec figures`" in text
+    assert f"{run['wall_seconds'].iloc[0] / 60:.1f} min" in text
+
+    saved = nbformat.read(str(executed / "02_a.ipynb"), as_version=4)
+    assert saved.metadata.papermill["input_path"] == "notebooks/02_a.py"
+    assert saved.metadata.papermill["output_path"] == "out/notebooks/02_a.ipynb"
+    assert not {"start_time", "end_time", "duration"} & set(saved.metadata.papermill)
+    assert [c.id for c in saved.cells] == [f"cell-{i}" for i in range(len(saved.cells))]
+    shown = saved.cells[-1].outputs[0]["data"]
+    assert shown["text/html"] == "<b>shown</b>" and shown["text/plain"] == "<__main__.Shown>"
+    for cell in saved.cells:
+        assert "execution" not in cell.metadata and "start_time" not in cell.metadata.get("papermill", {})
+    before = {p.name: p.read_bytes() for p in executed.iterdir()}
+    run_notebooks(tmp_path / "p.yaml", only=["02"], root=tmp_path, jobs=2)
+    after = {p.name: p.read_bytes() for p in executed.iterdir()}
+    assert after["02_a.ipynb"] == before["02_a.ipynb"] and after["run.csv"] == before["run.csv"]
 
 
 def test_a_failing_notebook_is_one_line_naming_it_and_what_never_ran(tmp_path, monkeypatch):
@@ -189,7 +232,7 @@ def test_a_failing_notebook_is_one_line_naming_it_and_what_never_ran(tmp_path, m
     from linrec.figures import TIMINGS, run_notebooks
 
     monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: max(2, os.cpu_count() or 1))
-    _project(tmp_path, ["01_first", "02_a", "03_b", "08_last"])
+    _project(tmp_path, ["01_first", "02_a", "03_b", "08_last"], sleep=0)
     (tmp_path / "out").mkdir()
     (tmp_path / "notebooks" / "03_b.py").write_text(HEADER + '# %% tags=["parameters"]\nvalue = 0\n\n# %%\n1 / 0\n')
     with pytest.raises(LinrecError, match=r"03_b\.py failed in cell .*ZeroDivisionError") as err:
@@ -199,41 +242,6 @@ def test_a_failing_notebook_is_one_line_naming_it_and_what_never_ran(tmp_path, m
     import pandas as pd
 
     assert set(pd.read_csv(tmp_path / "out" / "notebooks" / TIMINGS)["notebook"]) == {"01_first", "02_a"}
-
-
-def test_the_console_says_when_each_notebook_starts_ends_and_where_it_is(tmp_path, monkeypatch, capfd):
-    """A line per start and end (with the last full run's time and what is left), the stage of a running notebook
-    at least every STAGE_EVERY seconds, and not the kernels' TCP warning (they run over Unix sockets)."""
-    import linrec.figures
-    import linrec.threads
-    from linrec.figures import run_notebooks
-
-    monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: max(2, os.cpu_count() or 1))
-    monkeypatch.setattr(linrec.figures, "STAGE_EVERY", 0.5)
-    names = ["01_first", "02_a", "03_b"]
-    _project(tmp_path, names)
-    (tmp_path / "out" / "notebooks").mkdir(parents=True)
-    pd.DataFrame(
-        [
-            {
-                "date": "2026-11-24",
-                "cpus": 2,
-                "torch": "x",
-                "jobs": 2,
-                "notebooks": " ".join(names),
-                "notebook_seconds": "6 30 12",
-                "wall_seconds": 40.0,
-                "captures_made": 0,
-            }
-        ]
-    ).to_csv(tmp_path / "out" / "notebooks" / "run.csv", index=False)  # fmt: skip  (a last full run to go by)
-    run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
-    out, err = capfd.readouterr()
-    for n in names:
-        assert f"[linrec] {n} started → " in out and f"[linrec] {n} done in " in out
-    assert "02_a started → " in out and "(the last full run: 0.5 min)" in out and "min left" in out
-    assert re.search(r"\[linrec\] 0[123]_\w+: 0\.\d min in, cell \d of \d", out), out
-    assert "without encryption" not in err + out
 
 
 def test_the_console_estimates_only_from_this_profiles_own_last_run():
@@ -247,7 +255,8 @@ def test_the_console_estimates_only_from_this_profiles_own_last_run():
 
 
 def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeypatch):
-    """With one CPU left free by other work, the middle stage runs one notebook at a time on one thread."""
+    """With one CPU left free by other work, the middle stage runs one notebook at a time on one thread (what
+    --jobs 1 runs too: the same branch of run_notebooks)."""
     import json
 
     import linrec.threads
@@ -255,7 +264,7 @@ def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeyp
 
     monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: 1)
     names = ["01_first", "02_a", "03_b"]
-    _project(tmp_path, names)
+    _project(tmp_path, names, sleep=0.5)
     (tmp_path / "out").mkdir()
     run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
     rec = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in names}
@@ -279,29 +288,6 @@ def test_busy_cpus_sees_a_spinning_process():
         spin.kill()
 
 
-def test_a_full_run_rewrites_the_readme_performance_block_from_its_run_csv(tmp_path):
-    """The README's performance block cites run.csv, so the run that writes run.csv rewrites the block too (else
-    `make figures` would leave the README out of step with the file it cites)."""
-    import pandas as pd
-
-    from linrec.figures import run_notebooks
-    from linrec.report import PERF_END, PERF_START
-
-    _project(tmp_path, ["01_first", "02_a"])
-    nb = tmp_path / "notebooks" / "02_a.py"
-    nb.write_text(nb.read_text().replace('results_dir = "out"\n', 'results_dir = "out"\nreadme = None\n', 1))
-    (tmp_path / "p.yaml").write_text("value: 7\nresults_dir: out\nreadme: README.md\n")
-    (tmp_path / "README.md").write_text(f"# x\n\n{PERF_START}\nold\n{PERF_END}\n")
-    (tmp_path / "out").mkdir()
-    (tmp_path / "results" / "bench").mkdir(parents=True)
-    for f in ("capture.csv", "swap.csv"):
-        (tmp_path / "results" / "bench" / f).write_bytes((ROOT / "results" / "bench" / f).read_bytes())
-    run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=1)
-    text = (tmp_path / "README.md").read_text()
-    wall = pd.read_csv(tmp_path / "out" / "notebooks" / "run.csv")["wall_seconds"].iloc[0]
-    assert "old" not in text and "Figures (`linrec figures`" in text and f"{wall / 60:.1f} min" in text
-
-
 def test_profile_values_of_the_declared_types_pass(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("tokens: 4096\nbudget_ppl: 2\nprobe_rows: null\ntest_windows: 3\nreadme: README.md\nmodels: [a]\n")
@@ -320,3 +306,24 @@ def test_every_parameter_that_defaults_to_none_has_a_declared_type():
         assert load_params(f, ROOT)["cross_band"] is None
     finally:
         f.unlink()
+
+
+def test_under_the_runner_a_loop_prints_one_line_on_the_console_not_into_the_notebook(monkeypatch, capfd):
+    """A kernel's sys.stdout/sys.stderr are the notebook's outputs; its own stderr (fd 2) is the runner's console.
+    A loop that runs only on a cache miss must not write into the saved notebook, or a rerun would differ."""
+    import io
+    import sys
+
+    from linrec.progress import bar, write
+
+    monkeypatch.setenv("LINREC_PROGRESS", "0")
+    monkeypatch.setenv("LINREC_NOTEBOOK", "02_x")
+    cell_out, cell_err = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stdout", cell_out)
+    monkeypatch.setattr(sys, "stderr", cell_err)
+    assert list(bar(range(3), desc="capture m", unit="batch")) == [0, 1, 2]
+    write("memory plan: 1 block")
+    monkeypatch.undo()
+    console = capfd.readouterr().err
+    assert cell_out.getvalue() == cell_err.getvalue() == ""
+    assert console.splitlines() == ["[linrec] 02_x: capture m: 3 batches", "[linrec] 02_x: memory plan: 1 block"]

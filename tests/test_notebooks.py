@@ -198,20 +198,23 @@ def test_07_controls(runner):
     assert len(runner.table("controls_decomposition")) == len(blocks)
 
 
-def test_08_report(runner):
+def test_08_report(runner, tmp_path):
+    import shutil
+
     runner.upto("08_report")
     text = runner.report.read_text()
     linked = re.findall(r"!\[(\w+)\]\(([^)]+)\)", text)
     assert [stem for stem, _ in linked] == [stem for stem, _, _ in FIGURES] and "missing" not in text
     for _, rel in linked:
         assert (runner.report.parent / rel).stat().st_size > 10_000
-    # every number comes from the results files: change one, rebuild, and the report follows
+    # every number comes from the results files: change one (in a copy), rebuild, and the report follows
+    results = shutil.copytree(runner.results, tmp_path / "results")
     summary = runner.table("r2_lin_summary")
     old = f"{summary.loc[0, 'r2_max']:.3f}"
     assert old in text
     summary.loc[0, "r2_max"] = 0.123456
-    save_table(summary, "r2_lin_summary", runner.results)
-    rebuilt = build_report(runner.results, runner.figures, runner.report, runner.params).read_text()
+    save_table(summary, "r2_lin_summary", results)
+    rebuilt = build_report(results, runner.figures, tmp_path / "paper" / "report.md", runner.params).read_text()
     assert "to 0.123" in rebuilt and f"to {old}" not in rebuilt
 
 
@@ -300,3 +303,37 @@ def test_the_reference_comparison_catches_a_changed_number_and_forgives_rounding
     assert not same("R²_lin 0.440\n", "R²_lin 0.437\n")  # a changed number
     assert not same("holds\n", "not reproduced\n") and not same("3 of 6 blocks", "4 of 6 blocks")  # counts: exact
     assert same("seconds_probe_total   3.0493\nr2 0.5\n", "seconds_probe_total   3.8681\nr2 0.5\n")  # timings: not
+
+
+def test_a_rerun_that_finds_the_same_numbers_leaves_every_file_but_the_timings_as_it_was(runner):
+    """Notebook 02 runs a second time, now on cached captures and a cached learning curve (the first run computed
+    them): its tables, figures (PNG and PDF) and executed notebook come out byte for byte the same (no clock
+    readings, random ids, temporary paths, memory addresses, creation dates, float noise or lines from loops that
+    ran only on a cache miss); only timings/, timings.csv and run.csv may change. (The last in this file: it
+    rewrites the run's outputs.)"""
+    runner.upto(STEMS[-1])
+
+    def files():
+        timing = {"timings.csv", "run.csv"}
+        return {
+            p: p.read_bytes()
+            for d in (runner.results, runner.figures)
+            for p in sorted(d.rglob("*"))
+            if p.is_file() and p.name not in timing and "timings" not in p.relative_to(d).parts
+        }
+
+    before = files()
+    run_notebooks(runner.pfile, only=["02"], root=ROOT)
+    after = files()
+    assert after.keys() == before.keys()
+    changed = [p for p in before if after[p] != before[p]]
+    shown = []
+    for p in changed:
+        shown.append(str(p.relative_to(runner.results.parent)))
+        if p.suffix == ".csv":  # what changed in a table
+            import difflib
+
+            a, b = before[p].decode().splitlines(), after[p].decode().splitlines()
+            shown += list(difflib.unified_diff(a, b, "first run", "rerun", n=0, lineterm=""))[:12]
+    assert not changed, "a rerun with the same numbers changed:\n" + "\n".join(shown)
+    assert any(p.suffix == ".pdf" for p in before) and any(p.suffix == ".ipynb" for p in before)

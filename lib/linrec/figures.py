@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -260,7 +261,13 @@ def _last_timings(results: Path, root: Path, own: bool = False) -> dict[str, flo
 def _ipc_kernel_manager():
     """A kernel manager whose kernel talks over Unix sockets in a private temporary folder instead of TCP on
     localhost: nothing else on the machine can connect to it, and the kernel has no reason to print its
-    "running over TCP without encryption" warning on every notebook's console."""
+    "running over TCP without encryption" warning on every notebook's console.
+
+    It also shuts a finished kernel down without jupyter_client's opening SIGINT: that interrupt lands in whatever
+    the idle kernel is doing and, now and then, prints "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel"
+    on the console of a run that went well. The shutdown request, then SIGTERM and SIGKILL after
+    `shutdown_wait_time`, still follow (a kernel busy in a cell at shutdown is ended by them, not by SIGINT).
+    nbclient's own interrupt, on a cell that times out, is sent before the shutdown and still goes through."""
     import atexit
     import shutil
 
@@ -272,6 +279,10 @@ def _ipc_kernel_manager():
             folder = tempfile.mkdtemp(prefix="linrec-kernel-")
             atexit.register(shutil.rmtree, folder, ignore_errors=True)
             self.transport, self.ip = "ipc", str(Path(folder) / "k")
+
+        async def _async_interrupt_kernel(self) -> None:
+            if not self.shutting_down:  # an interrupt asked for (nbclient's, on a cell timeout) still goes through
+                await super()._async_interrupt_kernel()
 
     return IpcKernelManager
 
@@ -291,10 +302,13 @@ def _execute(nb: Path, params: dict, out: Path, root: Path, progress: bool, thre
     import nbformat
     import papermill as pm
 
+    from linrec.progress import NOTEBOOK_ENV
+
     if threads is not None:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ[var] = str(threads)
     os.environ.update(KERNEL_ENV)  # the kernel inherits this process's environment
+    os.environ[NOTEBOOK_ENV] = nb.stem  # its console lines name it (linrec.progress)
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / f"{nb.stem}.ipynb"
         nbformat.write(jupytext.read(nb), source)
@@ -310,6 +324,9 @@ def _execute(nb: Path, params: dict, out: Path, root: Path, progress: bool, thre
                 cwd=str(root),
                 progress_bar=progress,
                 kernel_manager_class=_ipc_kernel_manager(),
+                # the kernel's own stdout/stderr stay the runner's console (where linrec.progress writes under the
+                # runner) instead of being forwarded into the notebook's outputs
+                extra_arguments=["--IPKernelApp.capture_fd_output=False"],
             )
         except pm.PapermillExecutionError as err:
             raise LinrecError(
@@ -356,6 +373,7 @@ def run_notebooks(
     def complete(nb: Path, out: Path, secs: float) -> None:
         seconds[nb.stem] = secs
         record_timings(out)
+        tidy_executed(out, nb, root)
         done.append(out)
         console.done(nb.stem, secs, out)
 
@@ -594,3 +612,41 @@ def record_timings(executed: Path) -> Path:
     with atomic_file(path) as tmp:
         table.to_csv(tmp, index=False)
     return path
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+>")  # "<pandas.io.formats.style.Styler at 0x7f…>": where it lay in memory
+_CLOCK_KEYS = ("start_time", "end_time", "duration")  # papermill's clock readings, in the notebook's and each cell's
+
+
+def tidy_executed(executed: Path, source: Path, root: Path) -> Path:
+    """Drop what records when and where a run happened from an executed notebook, once `record_timings` has read it:
+    papermill's start/end times and durations, Jupyter's per-cell `execution` timestamps, and the temporary and
+    absolute paths papermill notes (they become the repository-relative source and output). So a rerun that
+    reproduces every number rewrites the notebook byte for byte; the seconds stay in `timings.csv` and `run.csv`."""
+    import nbformat
+
+    from linrec.files import atomic_file
+
+    nb = nbformat.read(str(executed), as_version=4)
+    meta = nb.metadata.get("papermill", {})
+    for k in _CLOCK_KEYS:
+        meta.pop(k, None)
+
+    def rel(p: Path) -> str:
+        p = Path(p).resolve()
+        return str(p.relative_to(root.resolve())) if p.is_relative_to(root.resolve()) else p.name
+
+    if meta:
+        meta["input_path"], meta["output_path"] = rel(source), rel(executed)
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"cell-{i}"  # by position: papermill gives the parameters cell it injects a random one
+        cell.metadata.pop("execution", None)
+        for k in _CLOCK_KEYS:
+            cell.metadata.get("papermill", {}).pop(k, None)
+        for out in cell.get("outputs", []):  # a rich output's plain-text fallback may be a repr with an address
+            plain = out.get("data", {}).get("text/plain")
+            if isinstance(plain, str) and len(out["data"]) > 1:
+                out["data"]["text/plain"] = _ADDRESS.sub(">", plain)
+    with atomic_file(executed) as tmp:
+        nbformat.write(nb, str(tmp))
+    return executed

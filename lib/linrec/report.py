@@ -390,7 +390,7 @@ def _setup(r: Results, params: dict) -> list[str]:
     out = ["## Setup", ""]
     cap = r.get("capture")
     if cap is not None:
-        out += [_table(labelled(cap.drop(columns=["from_cache", "seconds"])), "{:.0f}"), ""]
+        out += [_table(labelled(cap), "{:.0f}"), ""]
     lines = []
     models = params.get("models", []) or (list(dict.fromkeys(cap["model"])) if cap is not None else [])
     encoders = [m for m in params.get("encoder_models", []) or [] if m not in models]

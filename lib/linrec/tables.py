@@ -344,8 +344,9 @@ def is_block_list(column: str) -> bool:
 
 
 def labelled(df: pd.DataFrame) -> pd.DataFrame:
-    """`df` with display labels for the columns that have one (for showing a table, never for saving it)."""
-    return df.rename(columns=LABELS)
+    """`df` for showing (never for saving): display labels for the columns that have one, and without the timing
+    columns (`is_timing`), so a notebook's saved output is the same on every run that finds the same numbers."""
+    return df.drop(columns=[c for c in df.columns if is_timing(c)]).rename(columns=LABELS)
 
 
 def _spec_of(name: str) -> TableSpec:
@@ -360,8 +361,34 @@ def _spec_of(name: str) -> TableSpec:
 FLOAT_FORMAT = "%.12g"
 
 
+# What records how a run went rather than what it found: seconds, and whether a capture came from the cache. These
+# columns are written apart, to `<results_dir>/timings/<name>.csv` with the columns that name each row, so a rerun
+# that reproduces every number leaves the results tables byte for byte as they were and only timings/ changes. A
+# table made of nothing else (`TIMING_TABLES`) goes there whole.
+TIMINGS_DIR = "timings"
+TIMING_TABLES = ("swap_timings",)
+ROW_KEYS = ("model", "corpus", "block", "rank", "first", "step")  # the columns that name a row, where a table has them
+
+
+def is_timing(column: str) -> bool:
+    """Whether `column` records the run rather than a result: `seconds`, `seconds_*`, `from_cache`."""
+    return column in ("seconds", "from_cache") or column.startswith("seconds_")
+
+
+def result_columns(name: str) -> tuple[str, ...]:
+    """The columns of table `name` that its `<name>.csv` holds: the registered ones, timings left out (a table made
+    of timings keeps them all, in timings/)."""
+    spec = _spec_of(name)
+    return spec.columns if name in TIMING_TABLES else tuple(c for c in spec.columns if not is_timing(c))
+
+
+def table_path(name: str, results_dir: str | Path) -> Path:
+    return Path(results_dir) / (TIMINGS_DIR if name in TIMING_TABLES else "") / f"{name}.csv"
+
+
 def save_table(df: pd.DataFrame, name: str, results_dir: str | Path) -> Path:
-    """Write `df` as results table `name` (CSV, columns in registry order, floats to 12 significant digits).
+    """Write `df` as results table `name` (CSV, columns in registry order, floats to 12 significant digits); its
+    timing columns go to `timings/<name>.csv` beside the row-naming columns (`ROW_KEYS`).
 
     Its columns must be exactly the registered ones: a renamed or extra column fails here."""
     spec = _spec_of(name)
@@ -372,19 +399,25 @@ def save_table(df: pd.DataFrame, name: str, results_dir: str | Path) -> Path:
             f"table '{name}' (notebook {spec.notebook}): unexpected columns {extra}, missing {missing}; update "
             "linrec.tables.TABLES"
         )
-    path = Path(results_dir) / f"{name}.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = table_path(name, results_dir)
+    kept = list(result_columns(name))
     with atomic_file(path) as tmp:
-        df[list(spec.columns)].to_csv(tmp, index=False, float_format=FLOAT_FORMAT)
+        df[kept].to_csv(tmp, index=False, float_format=FLOAT_FORMAT)
+    timing = [c for c in spec.columns if c not in kept]
+    if timing:
+        keys = [c for c in kept if c in ROW_KEYS]
+        with atomic_file(Path(results_dir) / TIMINGS_DIR / f"{name}.csv") as tmp:
+            df[keys + timing].to_csv(tmp, index=False, float_format=FLOAT_FORMAT)
     return path
 
 
 def load_table(name: str, results_dir: str | Path) -> pd.DataFrame | None:
-    """Results table `name` from `results_dir`, or None if its notebook has not written it.
+    """Results table `name` from `results_dir` (its result columns; `load_timings` has the rest), or None if its
+    notebook has not written it.
 
     A table without its registered columns (written by an older linrec) is an error naming its notebook."""
     spec = _spec_of(name)
-    path = Path(results_dir) / f"{name}.csv"
+    path = table_path(name, results_dir)
     if not path.exists():
         return None
     df = pd.read_csv(
@@ -392,12 +425,19 @@ def load_table(name: str, results_dir: str | Path) -> pd.DataFrame | None:
         keep_default_na=True,
         dtype={c: str for c in spec.columns if is_block_list(c)},
     )
-    missing = sorted(set(spec.columns) - set(df.columns))
+    missing = sorted(set(result_columns(name)) - set(df.columns))
     if missing:
         raise LinrecError(
             f"{path} lacks columns {missing}: it was written by an older linrec; rerun notebook {spec.notebook}"
         )
+    df = df[list(result_columns(name))].copy()  # a file from before the timings moved out still has them: left out here
     for c in df.columns:
         if is_block_list(c):
             df[c] = df[c].fillna("")
     return df
+
+
+def load_timings(name: str, results_dir: str | Path) -> pd.DataFrame | None:
+    """The timing columns of table `name` with the columns that name its rows (`timings/<name>.csv`), or None."""
+    path = Path(results_dir) / TIMINGS_DIR / f"{name}.csv"
+    return pd.read_csv(path) if path.exists() else None
