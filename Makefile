@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.linrec-installed
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 $(STAMP): pyproject.toml jupyter/overrides.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	mkdir -p $(dir $(LAB_SETTINGS))
 	cp jupyter/overrides.json $(LAB_SETTINGS)
 	touch $(STAMP)
