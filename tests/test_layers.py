@@ -18,7 +18,7 @@ LAYERS = [
     ("fits", {"ceiling", "heldout"}),
     ("models and data", {"sites", "corpora", "fetching", "hf", "surgery", "models"}),
     ("capture", {"capture", "curves"}),
-    ("analyses", {"recoverability", "probe", "spectrum", "uncertainty", "perplexity", "swap", "controls"}),
+    ("analyses", {"recoverability", "probe", "pitfall", "spectrum", "uncertainty", "perplexity", "swap", "controls"}),
     ("verdicts", {"verdicts", "tables"}),
     ("outputs", {"report", "plots"}),
     ("entry points", {"cli", "figures", "__main__", "__init__"}),

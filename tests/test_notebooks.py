@@ -114,7 +114,7 @@ def test_02_linear_ceiling(runner):
 
 def test_03_bilinear_probe(runner):
     runner.upto("03_bilinear_probe")
-    for fig in ("fig3_bilinear_gain", "fig3b_trained_pitfall"):
+    for fig in ("fig3_bilinear_gain", "fig3b_trained_pitfall", "fig3c_pitfall_mechanism"):
         _figure(runner, fig)
     probe = runner.table("probe")
     assert len(probe) == N
@@ -124,9 +124,15 @@ def test_03_bilinear_probe(runner):
     assert s["ci_lo"] <= s["pearson_r"] <= s["ci_hi"] and abs(s["gain_median"] - probe["gain"].median()) < 1e-11
     ranks = runner.table("probe_ranks")
     assert sorted(set(ranks["rank"])) == [4, 16] and len(ranks) == 2 * 3  # smoke: two ranks on three blocks
-    mech = runner.table("pitfall_mechanism")
-    assert len(mech) == 2 * 6 and mech["r2_test"].notna().all()  # smoke: 1 best + 1 worst block, six fits
-    assert len(runner.table("pitfall_summary")) == 1
+    budget = runner.table("pitfall_budget")  # smoke: 1 best + 1 worst block; budgets of 100 and 300 steps
+    assert budget["block"].nunique() == 2
+    assert set(budget["optimizer"]) == {"adam", "sgd", "gd"} and sorted(set(budget["step"])) == [100, 300]
+    assert (budget.groupby(["block", "optimizer", "step"])["chosen"].sum() == 1).all()  # one tuned lr per budget
+    dose = runner.table("pitfall_dose")
+    assert len(dose) == 2 * 2 and ((dose["ceiling"] - dose["ceiling_original"]).abs() < 1e-3).all()
+    s = runner.table("pitfall_summary").iloc[0]
+    assert s["n_mechanism"] == 2 and s["dose_kappa_max"] == 1e6
+    assert s["budget_steps"] == 5 * -(-int(probe["n_train_rows"].median()) // 256)
 
 
 def test_04_rank_outliers(runner):

@@ -181,7 +181,9 @@ def _probe(shortfalls, adam_better=True, model="m", cond=None):
         "r2_trained_adam": best if adam_better else worse,
         "r2_trained_sgd": worse if adam_better else best,
         "cond_gram": np.arange(1.0, n + 1) if cond is None else cond,
+        "cond_scaled": np.arange(n, 0, -1.0),
         "adam_reach": np.arange(n, 0, -1.0),
+        "n_train_rows": 8192,
     })  # fmt: skip
 
 
@@ -199,12 +201,14 @@ def test_pitfall_summary_counts_and_correlations(shortfalls):
     assert s["spearman_cond_shortfall"] == pytest.approx(rho)
     reach_rho = stats.spearmanr(np.arange(len(shortfalls), 0, -1.0), shortfalls)[0]  # Adam is the better baseline
     assert s["spearman_reach_adam"] == pytest.approx(reach_rho)
+    assert s["spearman_scaled_shortfall"] == pytest.approx(reach_rho)  # the scaled κ falls with the block here
+    assert s["budget_steps"] == 5 * 32 and np.isnan(s["dose_rises"]) and np.isnan(s["n_mechanism"])
 
 
-def _pitfall_row(n_short=1, n_blocks=4, white=(0.8, 0.8), decay=(0.1, 0.1), model="m"):
+def _pitfall_row(n_short=1, n_blocks=4, model="m", rises=1.0, cond_lo=0.1, reached=2, mechanism=2):
     return {"model": model, "n_blocks": n_blocks, "n_short": n_short, "share_short": n_short / n_blocks,
-            "cond_lo": -0.2, "cond_hi": 0.3, "closed_sgd_whitened_well": white[0], "closed_sgd_whitened_ill": white[1],
-            "closed_sgd_decay_well": decay[0], "closed_sgd_decay_ill": decay[1]}  # fmt: skip
+            "cond_lo": cond_lo, "cond_hi": 0.9, "dose_rises": rises, "n_reached": reached,
+            "n_mechanism": mechanism}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -212,49 +216,78 @@ def _pitfall_row(n_short=1, n_blocks=4, white=(0.8, 0.8), decay=(0.1, 0.1), mode
     [
         ({}, V.REPRODUCED),  # 1 of 4 = 25 %: at the share threshold
         ({"n_blocks": 5}, V.NOT_REPRODUCED),  # 20 %
-        ({"white": (V.CLAIM7_CLOSED, V.CLAIM7_CLOSED)}, V.REPRODUCED),
-        ({"white": (V.CLAIM7_CLOSED - EPS, 0.9)}, V.PARTLY),  # whitening does not close it on the well half
-        ({"white": (0.9, np.nan)}, V.PARTLY),
-        ({"decay": (V.CLAIM7_CLOSED - EPS, 0.0)}, V.REPRODUCED),
-        ({"decay": (0.0, V.CLAIM7_CLOSED)}, V.PARTLY),  # the decaying step alone closes it: not the conditioning
+        ({"n_short": 2, "n_blocks": 8}, V.REPRODUCED),
     ],
 )
-def test_claim7_thresholds(kw, word):
-    assert V.claim7(pd.DataFrame([_pitfall_row(**kw)])).verdict == word
+def test_claim7a_share_threshold(kw, word):
+    assert V.claim7a(pd.DataFrame([_pitfall_row(**kw)])).verdict == word
 
 
-def test_claim7_per_model_mechanism_and_pooled_share():
-    rows = [_pitfall_row(model="a", n_short=1, n_blocks=10), _pitfall_row(model="b", n_short=4, n_blocks=10,
-                                                                          white=(0.2, 0.9))]  # fmt: skip
-    v = V.claim7(pd.DataFrame(rows))
-    assert v.verdict == V.PARTLY and [e["conditioning_explains"] for e in v.evidence] == [True, False]
-    assert v.evidence[0]["share_short_all"] == pytest.approx(0.25) and v.evidence[0]["kappa_trend"] is False
+@pytest.mark.parametrize(
+    "kw, mechanism",
+    [
+        ({}, "conditioning"),  # the constructed dose rises and ρ's interval lies above 0
+        ({"cond_lo": 0.0}, "budget"),  # at the threshold: an interval touching 0 is not above it; every block reached
+        ({"cond_lo": EPS}, "conditioning"),
+        ({"rises": 0.0}, "budget"),
+        ({"rises": 0.0, "reached": 1}, "other"),  # one mechanism block never reached the ceiling
+        ({"cond_lo": -0.3, "reached": 0}, "other"),
+        ({"cond_lo": np.nan}, "budget"),
+        ({"rises": np.nan}, None),  # not measured
+    ],
+)
+def test_claim7b_mechanism_at_its_thresholds(kw, mechanism):
+    assert V.mechanism_word(_pitfall_row(**kw)) == mechanism
 
 
-def test_gap_closed_and_the_fits_that_close_it():
-    got = V.gap_closed([0.0, 0.05, 0.1, 0.3, 0.0], [0.1, 0.1, 0.1, np.inf, V.CLAIM7_SHORTFALL])
-    assert np.allclose(got[:4], [1.0, 0.5, 0.0, 1.0]) and np.isnan(got[4])  # no gap to close at the threshold
-    row = {"closed_adam_scaled_targets_well": V.CLAIM7_CLOSED, "closed_adam_step_x10_well": V.CLAIM7_CLOSED - EPS,
-           "closed_sgd_whitened_well": np.nan}  # fmt: skip
-    assert V.closing_fits(row, "well") == ["adam_scaled_targets"] and V.closing_fits(row, "ill") == []
+def test_claim7b_is_reproduced_only_where_every_model_is_conditioning():
+    both = [_pitfall_row(model="a"), _pitfall_row(model="b")]
+    assert V.claim7b(pd.DataFrame(both)).verdict == V.REPRODUCED
+    one = [_pitfall_row(model="a"), _pitfall_row(model="b", rises=0.0)]
+    v = V.claim7b(pd.DataFrame(one))
+    assert v.verdict == V.PARTLY and [e["mechanism"] for e in v.evidence] == ["conditioning", "budget"]
+    assert V.claim7b(pd.DataFrame([_pitfall_row(rises=0.0)])).verdict == V.NOT_REPRODUCED
+    assert V.claim7b(pd.DataFrame([_pitfall_row(rises=np.nan)])).verdict == V.NOT_TESTABLE
+    assert V.claim7a(None).verdict == V.claim7b(None).verdict == V.NOT_TESTABLE
 
 
-def test_pitfall_summary_reads_the_mechanism_table_by_conditioning_half():
-    probe = _probe([0.2, 0.2, 0.2, 0.2]).assign(r2_ceiling_rows=0.9, r2_trained_adam=0.7, r2_trained_sgd=0.5)
+@pytest.mark.parametrize(
+    "shortfalls, rises",
+    [
+        ([0.0, 0.005, 0.02, 0.3], True),
+        ([0.0, V.CLAIM7_SHORTFALL], False),  # a rise of exactly the threshold is not more than it
+        ([0.0, V.CLAIM7_SHORTFALL + EPS], True),
+        ([0.0, 0.2, 0.2 - V.CLAIM7_SHORTFALL / 2, 0.3], True),  # a dip within noise
+        ([0.0, 0.2, 0.2 - V.CLAIM7_SHORTFALL / 2 - EPS, 0.3], False),
+        ([0.3, 0.2, 0.1, 0.0], False),
+        ([0.0, 0.1, np.inf], True),  # diverged at the largest κ
+        ([0.0, np.nan], False),
+    ],
+)
+def test_dose_rises_at_its_thresholds(shortfalls, rises):
+    assert V.dose_rises(shortfalls) is rises
+
+
+def test_pitfall_summary_reads_the_budget_curve_and_the_dose():
+    """Steps to the ceiling per mechanism block from the tuned learning rate's curve (the better optimiser), median
+    over the better- and the worse-conditioned half; the dose's shortfall at its smallest and largest κ."""
+    probe = _probe([0.2, 0.2, 0.2, 0.2])
     rows = []
-    for b in range(4):
-        well = b < 2
-        rows += [
-            {"model": "m", "block": b, "fit": "adam_scaled_targets", "r2_test": 0.9 if well else 0.7},
-            {"model": "m", "block": b, "fit": "adam_step_x10", "r2_test": 0.8},
-            {"model": "m", "block": b, "fit": "sgd_whitened", "r2_test": 0.5 if well else 0.9},
-        ]
-    mech = pd.DataFrame(rows).assign(r2_ceiling_rows=0.9, cond_gram=lambda t: t["block"] + 1.0)
-    r = V.pitfall_summary(probe, mech, n_boot=100).iloc[0]
-    assert r["closed_adam_scaled_targets_well"] == pytest.approx(1.0)
-    assert r["closed_adam_scaled_targets_ill"] == pytest.approx(0.0)
-    assert r["closed_adam_step_x10_well"] == pytest.approx(0.5) and r["closed_sgd_whitened_ill"] == pytest.approx(1.0)
-    assert r["closed_sgd_whitened_well"] == pytest.approx(0.0)
+    for block, cond, reach in ((0, 10.0, 100), (1, 1e8, None)):
+        for opt in ("adam", "sgd", "gd"):
+            for step in (100, 1000, 10000):
+                at = reach is not None and step >= reach and opt == "sgd"
+                rows.append({"model": "m", "block": block, "optimizer": opt, "lr": 0.1, "step": step,
+                             "r2_test": 0.9 if at else 0.5, "chosen": True, "ceiling": 0.905,
+                             "cond_gram": cond})  # fmt: skip
+    budget = pd.DataFrame(rows)
+    dose = pd.DataFrame({"model": "m", "block": 3, "kappa": [1e2, 1e2, 1e8, 1e8], "optimizer": ["adam", "sgd"] * 2,
+                         "step": 1000, "r2_test": [0.7, 0.9, 0.5, 0.6], "ceiling": 0.95})  # fmt: skip
+    r = V.pitfall_summary(probe, budget, dose, n_boot=100).iloc[0]
+    assert r["n_mechanism"] == 2 and r["n_reached"] == 1 and r["max_steps"] == 10000
+    assert r["steps_reach_well"] == 100 and np.isinf(r["steps_reach_ill"]) and np.isinf(r["gd_steps_well"])
+    assert r["dose_short_min"] == pytest.approx(0.05) and r["dose_short_max"] == pytest.approx(0.35)
+    assert r["dose_rises"] == 1.0 and r["dose_block"] == 3 and r["dose_steps"] == 1000
 
 
 # ---- claim 4: regimes ------------------------------------------------------------------------------------

@@ -2,10 +2,8 @@
 
 1. **The pitfall** (paper, claim 7): an affine map x → y *trained* by gradient descent (Adam or
    SGD, with the defaults a practitioner would pick) on the same train rows, scored on the same
-   held-out rows as the closed-form ceiling. The paper blames ill-conditioned activations; the
-   mechanism test (`MECHANISM_FITS`, `mechanism_table`, `adam_reach`) changes one thing at a
-   time — target scale, step size, a decaying step, whitened inputs — so the numbers, not this
-   docstring, say which closes the gap (notebook 03, `linrec.verdicts.claim7`).
+   held-out rows as the closed-form ceiling (claim 7a). The paper blames ill-conditioned
+   activations; `linrec.pitfall` measures whether that or the step budget is the cause (claim 7b).
 2. **Rank-k bilinear probe of the residual** r = y − (Wᵀx + b) (paper, claim 3):
 
        r̂(x) = C · (g ⊙ (U x̃) ⊙ (V x̃)) + e,   x̃ = (x − μ)/σ (train statistics)
@@ -202,48 +200,10 @@ def adam_reach(
     return float(np.quantile(theta, 0.99) / (lr * steps))
 
 
-# The pitfall's mechanism (claim 7): the same budget (5 epochs, batch 256) with one thing changed.
-MECHANISM_FITS = {
-    "adam_scaled_targets": {"optimizer": "adam", "scale_targets": True},  # Adam, targets standardised per feature
-    "adam_step_x10": {"optimizer": "adam", "lr": 1e-2},  # Adam with ten times the step
-    "adam_decay": {"optimizer": "adam", "decay": True},  # Adam whose step decays to 0: no noise floor at the end
-    "sgd_decay": {"optimizer": "sgd", "decay": True},  # SGD, decaying step, raw inputs: the control of the next two
-    "sgd_standardised": {"optimizer": "sgd", "standardise": True, "decay": True},  # input scales removed
-    "sgd_whitened": {"optimizer": "sgd", "whiten": True, "decay": True},  # scales and correlations removed
-}
-
-
 def mechanism_blocks(cond: pandas.Series, k: int = 3) -> list[int]:
     """The `k` best- and `k` worst-conditioned blocks by train κ(Gram) (`cond`: indexed by block), best first."""
     order = cond.sort_values(kind="stable").index.tolist()
     return sorted(set(order[:k]) | set(order[-k:]), key=order.index)
-
-
-def mechanism_table(
-    capture, blocks, seed: int = 0, progress: bool = True, max_train: int | None = None
-) -> pandas.DataFrame:
-    """One row per (block, fit in `MECHANISM_FITS`): held-out R² on the block's stored rows (`max_train` seeded
-    train rows with it, `Rows.from_capture`) beside the closed-form ceiling on the same rows."""
-    import pandas as pd
-
-    from linrec.progress import bar as progress_bar
-
-    out = []
-    for b in progress_bar(blocks, desc=f"pitfall mechanism {capture.model_label}", unit="block", disable=not progress):
-        rows = Rows.from_capture(capture, b, max_train)
-        fit, ceiling = closed_form_on_rows(rows)
-        for name, kw in MECHANISM_FITS.items():
-            out.append(
-                {
-                    "model": capture.model_label,
-                    "block": b,
-                    "fit": name,
-                    "r2_test": train_affine(rows, seed=seed, **kw).r2_test,
-                    "r2_ceiling_rows": ceiling,
-                    "cond_gram": fit.cond_gram,
-                }
-            )
-    return pd.DataFrame(out)
 
 
 def quadratic_features(x: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
@@ -479,6 +439,7 @@ def probe_table(
             "probe_converged": pr.converged,
             "seconds_probe": t_probe,
             "cond_gram": fit.cond_gram,
+            "cond_scaled": fit.cond_scaled,
             "n_train_rows": len(rows.xtr),
             "n_test_rows": len(rows.xte),
         }

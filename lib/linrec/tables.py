@@ -79,6 +79,7 @@ TABLES: dict[str, TableSpec] = {
     "probe": _spec(
         "03",
         "model block r2_lin r2_lin_rows r2_poly gain probe_epochs probe_stop probe_converged seconds_probe cond_gram "
+        "cond_scaled "
         "n_train_rows n_test_rows r2_quad gain_quad seconds_quad r2_ceiling_rows adam_reach r2_trained_adam "
         "r2_trained_sgd seconds_trained",
         "per block: the rank-k bilinear probe, the closed-form quadratic on the top-k input components and the "
@@ -97,22 +98,29 @@ TABLES: dict[str, TableSpec] = {
         "per model and pooled: the probe's gain, its correlation with 1 − R²_lin and the power of that test "
         "(linrec.verdicts.probe_summary)",
     ),
-    "pitfall_mechanism": _spec(
-        "03",
-        "model block fit r2_test r2_ceiling_rows cond_gram",
-        "per block and changed fit: the trained baselines with one thing changed (linrec.probe.mechanism_table)",
-    ),
     "pitfall_summary": _spec(
         "03",
-        "model n_blocks n_short share_short shortfall_median shortfall_max adam_shortfall_median sgd_shortfall_median "
-        "spearman_cond_shortfall cond_lo cond_hi spearman_reach_adam reach_lo reach_hi adam_reach_median "
-        "closed_adam_scaled_targets_well closed_adam_scaled_targets_ill closed_adam_step_x10_well "
-        "closed_adam_step_x10_ill closed_adam_decay_well closed_adam_decay_ill closed_sgd_decay_well "
-        "closed_sgd_decay_ill closed_sgd_standardised_well closed_sgd_standardised_ill closed_sgd_whitened_well "
-        "closed_sgd_whitened_ill",
-        "per model: the trained baselines' shortfall and what closes it (linrec.verdicts.pitfall_summary)",
+        "model n_blocks budget_steps n_short share_short shortfall_median shortfall_max adam_shortfall_median "
+        "sgd_shortfall_median spearman_cond_shortfall cond_lo cond_hi spearman_scaled_shortfall scaled_lo scaled_hi "
+        "spearman_reach_adam reach_lo reach_hi adam_reach_median max_steps n_mechanism n_reached steps_reach_well "
+        "steps_reach_ill gd_steps_well gd_steps_ill dose_block dose_steps dose_kappa_min dose_kappa_max "
+        "dose_short_min dose_short_max dose_rises",
+        "per model: claim 7a's shortfall at the practitioner's budget and claim 7b's three measurements of its "
+        "mechanism (linrec.verdicts.pitfall_summary)",
     ),
-    "pitfall_demo": _spec("03", "fit r2_test model block cond_gram", "one block: trained fits against the ceiling"),
+    "pitfall_budget": _spec(
+        "03",
+        "model block optimizer lr step r2_val r2_test chosen ceiling cond_gram cond_scaled kappa_steps n_outputs "
+        "n_train",
+        "per mechanism block, optimizer (adam, sgd; gd from the Gram spectrum), learning rate and step: R² on a "
+        "seeded set of output features (linrec.pitfall.budget_table)",
+    ),
+    "pitfall_dose": _spec(
+        "03",
+        "model block kappa kappa_measured optimizer lr step r2_val r2_test ceiling ceiling_original",
+        "per constructed κ and optimizer: the tuned baseline on one block's re-expressed inputs (linrec.pitfall."
+        "dose_table)",
+    ),
     "spectrum": _spec(
         "04",
         "model block r2_lin r2_feature_median r2_feature_q25 r2_feature_q75 top1_var_share top8_var_share "
@@ -272,21 +280,18 @@ LABELS = {  # display labels, applied by `labelled` where a table is shown
     "shortfall_median": "median shortfall (best baseline)",
     "adam_shortfall_median": "median shortfall, Adam",
     "sgd_shortfall_median": "median shortfall, SGD",
-    "spearman_cond_shortfall": "Spearman ρ(κ, shortfall)",
+    "spearman_cond_shortfall": "Spearman ρ(log κ, shortfall)",
     "spearman_reach_adam": "Spearman ρ(Adam reach, Adam shortfall)",
     "adam_reach_median": "median Adam reach",
-    "closed_adam_scaled_targets_well": "gap closed: scaled targets, well-conditioned",
-    "closed_adam_scaled_targets_ill": "gap closed: scaled targets, ill-conditioned",
-    "closed_adam_step_x10_well": "gap closed: Adam step ×10, well-conditioned",
-    "closed_adam_step_x10_ill": "gap closed: Adam step ×10, ill-conditioned",
-    "closed_adam_decay_well": "gap closed: Adam decaying step, well-conditioned",
-    "closed_adam_decay_ill": "gap closed: Adam decaying step, ill-conditioned",
-    "closed_sgd_decay_well": "gap closed: SGD decaying step, well-conditioned",
-    "closed_sgd_decay_ill": "gap closed: SGD decaying step, ill-conditioned",
-    "closed_sgd_standardised_well": "gap closed: SGD standardised, well-conditioned",
-    "closed_sgd_standardised_ill": "gap closed: SGD standardised, ill-conditioned",
-    "closed_sgd_whitened_well": "gap closed: SGD whitened, well-conditioned",
-    "closed_sgd_whitened_ill": "gap closed: SGD whitened, ill-conditioned",
+    "spearman_scaled_shortfall": "Spearman ρ(Jacobi-scaled κ, shortfall)",
+    "budget_steps": "budget (steps)",
+    "n_reached": "mechanism blocks reached",
+    "steps_reach_well": "steps to the ceiling, best-conditioned",
+    "steps_reach_ill": "steps to the ceiling, worst-conditioned",
+    "gd_steps_well": "GD steps (spectrum), best-conditioned",
+    "gd_steps_ill": "GD steps (spectrum), worst-conditioned",
+    "dose_short_min": "shortfall at the smallest constructed κ",
+    "dose_short_max": "shortfall at the largest constructed κ",
     "gain_max": "max gain",
     "gain_min": "min gain",
     "pearson_r": "Pearson r",
