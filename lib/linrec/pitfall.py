@@ -263,6 +263,14 @@ def _curves(split: Split, checkpoints, seed: int, batch_size: int) -> pandas.Dat
     )
 
 
+def _block_split(capture, block: int, n_outputs: int | None, seed: int, max_train: int | None) -> Split:
+    """A block's stored rows (`max_train` seeded train rows) as a Split on `n_outputs` seeded output features."""
+    from linrec.probe import Rows
+
+    rows = Rows.from_capture(capture, block, max_train)
+    return Split.of(rows, output_subset(rows.ytr.shape[1], n_outputs, seed), seed)
+
+
 def budget_table(
     capture,
     blocks,
@@ -279,13 +287,11 @@ def budget_table(
     the learning rate the validation slice picks at each step (`tuned`)."""
     import pandas as pd
 
-    from linrec.probe import Rows
     from linrec.progress import bar as progress_bar
 
     out = []
     for b in progress_bar(blocks, desc=f"budget curve {capture.model_label}", unit="block", disable=not progress):
-        rows = Rows.from_capture(capture, b, max_train)
-        split = Split.of(rows, output_subset(rows.ytr.shape[1], n_outputs, seed), seed)
+        split = _block_split(capture, b, n_outputs, seed, max_train)
         fit = fit_affine(Moments.of(split.xtr, split.ytr))
         curves = _curves(split, checkpoints, seed, batch_size)
         best = tuned(curves)[["optimizer", "step", "lr"]].assign(chosen=True)
@@ -325,11 +331,9 @@ def dose_table(
     trained; `ceiling_original`: on the original inputs, which the re-expression leaves unchanged up to float32)."""
     import pandas as pd
 
-    from linrec.probe import Rows
     from linrec.progress import bar as progress_bar
 
-    rows = Rows.from_capture(capture, block, max_train)
-    split = Split.of(rows, output_subset(rows.ytr.shape[1], n_outputs, seed), seed)
+    split = _block_split(capture, block, n_outputs, seed, max_train)
     original = split.ceiling()
     out = []
     label = f"dose-response {capture.model_label} block {block}"
