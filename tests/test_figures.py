@@ -256,21 +256,24 @@ def test_the_console_estimates_only_from_this_profiles_own_last_run():
 
 def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeypatch):
     """With one CPU left free by other work, the middle stage runs one notebook at a time on one thread (what
-    --jobs 1 runs too: the same branch of run_notebooks)."""
+    --jobs 1 runs too); it looks again after each notebook, and once the other work has ended the rest of the stage
+    runs side by side."""
     import json
 
     import linrec.threads
     from linrec.figures import run_notebooks
 
-    monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: 1)
-    names = ["01_first", "02_a", "03_b"]
-    _project(tmp_path, names, sleep=0.5)
+    free = iter([1, 1, 2, 2, 2])  # stage 01; stage 02-04 (busy); after 02 (the other work has ended); …
+    monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: next(free))
+    names = ["01_first", "02_a", "03_b", "04_c"]
+    _project(tmp_path, names, sleep=1.0)
     (tmp_path / "out").mkdir()
     run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
     rec = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in names}
-    assert all(r["threads"] == 1 for r in rec.values())
-    a, b = rec["02_a"], rec["03_b"]
-    assert a["end"] <= b["start"] or b["end"] <= a["start"]  # not side by side
+    assert rec["02_a"]["threads"] == 1
+    a, b, c = rec["02_a"], rec["03_b"], rec["04_c"]
+    assert a["end"] <= min(b["start"], c["start"])  # 02 alone, while the CPU was busy
+    assert max(b["start"], c["start"]) < min(b["end"], c["end"])  # then 03 and 04 side by side
 
 
 def test_busy_cpus_sees_a_spinning_process():

@@ -346,7 +346,8 @@ def run_notebooks(
     cpu_count // jobs threads), so no two pools fight over a core; on 2 cores, two one-thread kernels got 15 %
     more forward-pass throughput than one two-thread kernel, and more on the probes' small products. Before each
     stage the CPUs that other processes keep busy are left out (`linrec.threads.free_cpus`): beside another job,
-    fewer kernels and threads run instead of stalling each other."""
+    fewer kernels and threads run instead of stalling each other, and a stage that started one at a time looks again
+    after each notebook, so the rest of it runs side by side once that work has ended."""
     import os
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from multiprocessing import get_context
@@ -388,17 +389,23 @@ def run_notebooks(
             free = free_cpus()  # before each stage: CPUs that other processes leave free
             if free < (os.cpu_count() or 1):
                 print(f"[linrec] {(os.cpu_count() or 1) - free} CPU(s) busy with other work: using {free}", flush=True)
-            if jobs == 1 or len(stage) == 1 or free == 1:
-                for nb in stage:
-                    if failure is not None:
-                        never.append(nb.stem)
-                        continue
-                    console.start(nb.stem, outs[nb], parallel=1)
-                    try:
-                        complete(nb, outs[nb], _execute(nb, params, outs[nb], root, progress=False, threads=free))
-                    except LinrecError as err:
-                        failure = str(err)
+            queue = list(stage)
+            while queue and (jobs == 1 or len(queue) == 1 or free == 1):  # one at a time, on every free CPU
+                nb = queue.pop(0)
+                if failure is not None:
+                    never.append(nb.stem)
+                    continue
+                console.start(nb.stem, outs[nb], parallel=1)
+                try:
+                    complete(nb, outs[nb], _execute(nb, params, outs[nb], root, progress=False, threads=free))
+                except LinrecError as err:
+                    failure = str(err)
+                if queue and failure is None and jobs > 1:  # the other work may have ended: look again
+                    free = free_cpus(0.3)  # a short look: this runs between notebooks
+            if not queue or failure is not None:
+                never += [nb.stem for nb in queue]
                 continue
+            stage = queue  # the rest of the stage, side by side now that CPUs are free
             n = min(jobs, len(stage), free)
             threads = max(1, free // n)
             print(f"[linrec] {', '.join(nb.stem for nb in stage)}: {n} at a time, {threads} thread(s) each", flush=True)
