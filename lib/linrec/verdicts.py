@@ -7,8 +7,9 @@ columns, as `linrec.tables` registers them):
   `profile_summary` (notebook 02), `probe_summary` and `pitfall_summary` (03), `regime_summary` (04),
   `corpus_verdicts` (05), `swap_safety`, `swap_predictors` and `first_position_effect` (06),
   `random_init_summary` and `input_control_summary` (07);
-- **claim verdicts** `claim1` … `claim7`, claim 6 as `claim6a` (a cheap swap exists) and
-  `claim6b` (R²_lin flags it): the paper's claims (arXiv 2606.19379; the claims and
+- **claim verdicts** `claim1` … `claim7b`, claim 6 as `claim6a` (a cheap swap exists) and
+  `claim6b` (R²_lin flags it), claim 7 as `claim7a` (trained baselines fall short) and `claim7b` (because of
+  the conditioning, not the budget): the paper's claims (arXiv 2606.19379; the claims and
   the paper's numbers are quoted in `paper/claims.md`), each a stated rule applied to the
   summaries. A verdict is one of `VERDICTS`; "not testable" when the evidence is missing or
   cannot decide (a notebook not run, a control with too few seeds).
