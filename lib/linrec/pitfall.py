@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from linrec.ceiling import fit_affine, r2_rows
+from linrec.ceiling import r2_rows
 from linrec.errors import LinrecError
-from linrec.moments import Moments
+from linrec.probe import closed_form_on_rows
 
 if TYPE_CHECKING:
     import pandas
@@ -94,8 +94,16 @@ class Split:
 
     def ceiling(self) -> float:
         """The closed-form held-out R² fitted on the rows the optimiser sees (not the validation slice)."""
-        fit = fit_affine(Moments.of(self.xtr, self.ytr))
-        return r2_rows(self.yte, torch.from_numpy(fit.predict(self.xte.double().numpy())))
+        return closed_form_on_rows(self)[1]
+
+
+def _linear_init(d: int, m: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch.nn.Linear's default initialisation of a d → m map, drawn from `gen` in its order (weight, then bias), as
+    `linrec.probe.train_affine` draws it: W [d, m] and b [m], float32."""
+    bound = 1 / np.sqrt(d)
+    w = torch.empty(m, d).uniform_(-bound, bound, generator=gen)
+    b = torch.empty(m).uniform_(-bound, bound, generator=gen)
+    return w.T, b
 
 
 def _r2_batched(y: torch.Tensor, pred: torch.Tensor) -> np.ndarray:
@@ -135,11 +143,9 @@ def train_curves(
     L = len(lrs)
     lr = torch.tensor([float(v) for v in lrs], dtype=x.dtype).view(L, 1, 1)
     gen = torch.Generator().manual_seed(seed)
-    bound = 1 / np.sqrt(d)  # torch.nn.Linear's default initialisation, drawn in its order: weight, then bias
-    w0 = torch.empty(m, d).uniform_(-bound, bound, generator=gen).to(x.dtype)
-    b0 = torch.empty(m).uniform_(-bound, bound, generator=gen).to(x.dtype)
-    W = w0.T.contiguous().expand(L, d, m).clone()
-    b = b0.expand(L, 1, m).clone()
+    w0, b0 = _linear_init(d, m, gen)  # then the same generator draws the mini-batches
+    W = w0.to(x.dtype).contiguous().expand(L, d, m).clone()
+    b = b0.to(x.dtype).expand(L, 1, m).clone()
     state = [torch.zeros_like(W), torch.zeros_like(b), torch.zeros_like(W), torch.zeros_like(b)]
     rows, step, perm, pos = [], 0, None, n
     beta1, beta2 = BETAS
@@ -183,10 +189,11 @@ def tuned(curves: pandas.DataFrame) -> pandas.DataFrame:
     return best.groupby(["optimizer", "step"], sort=False).head(1).reset_index(drop=True)
 
 
-def gd_curve(split: Split, checkpoints) -> pandas.DataFrame:
+def gd_curve(split: Split, checkpoints, seed: int = 0) -> pandas.DataFrame:
     """Full-batch gradient descent on the same loss, step 1/λ_max of its Hessian, from the same initialisation as
-    `train_curves`: held-out R² after each checkpoint's number of steps, exactly, from the eigendecomposition of
-    the Hessian 2·E[x̃x̃ᵀ] (x̃ = [x, 1], uncentred, as the steps see it). Its λ_max/λ_min is `kappa_steps`."""
+    `train_curves` with the same `seed`: held-out R² after each checkpoint's number of steps, exactly, from the
+    eigendecomposition of the Hessian 2·E[x̃x̃ᵀ] (x̃ = [x, 1], uncentred, as the steps see it). Its λ_max/λ_min is
+    `kappa_steps`."""
     import pandas as pd
 
     x = torch.cat([split.xtr.double(), torch.ones(len(split.xtr), 1, dtype=torch.float64)], 1)
@@ -198,11 +205,8 @@ def gd_curve(split: Split, checkpoints) -> pandas.DataFrame:
     eta = 1 / lam[-1]
     theta_star = torch.linalg.lstsq(x, y, driver="gelsd").solution  # the minimiser GD converges to on these rows
     d, m = split.xtr.shape[1], y.shape[1]
-    gen = torch.Generator().manual_seed(0)
-    bound = 1 / np.sqrt(d)
-    w0 = torch.empty(m, d).uniform_(-bound, bound, generator=gen)
-    b0 = torch.empty(m).uniform_(-bound, bound, generator=gen)
-    theta0 = torch.cat([w0.T, b0[None]], 0).double()
+    w0, b0 = _linear_init(d, m, torch.Generator().manual_seed(seed))
+    theta0 = torch.cat([w0, b0[None]], 0).double()
     coords = V.T @ (theta0 - theta_star)  # error along each eigenvector (directions with λ = 0 never move)
     xte = torch.cat([split.xte.double(), torch.ones(len(split.xte), 1, dtype=torch.float64)], 1)
     rows = []
@@ -292,18 +296,18 @@ def budget_table(
     out = []
     for b in progress_bar(blocks, desc=f"budget curve {capture.model_label}", unit="block", disable=not progress):
         split = _block_split(capture, b, n_outputs, seed, max_train)
-        fit = fit_affine(Moments.of(split.xtr, split.ytr))
+        fit, ceiling = closed_form_on_rows(split)  # Split has the fields of linrec.probe.Rows it reads
         curves = _curves(split, checkpoints, seed, batch_size)
         best = tuned(curves)[["optimizer", "step", "lr"]].assign(chosen=True)
         curves = curves.merge(best, on=["optimizer", "step", "lr"], how="left")
         curves["chosen"] = curves["chosen"].astype("boolean").fillna(False).astype(bool)
-        gd = gd_curve(split, checkpoints).assign(r2_val=np.nan, chosen=True)
+        gd = gd_curve(split, checkpoints, seed).assign(r2_val=np.nan, chosen=True)
         t = pd.concat([curves, gd.drop(columns="kappa_steps")], ignore_index=True)
         out.append(
             t.assign(
                 model=capture.model_label,
                 block=b,
-                ceiling=split.ceiling(),
+                ceiling=ceiling,
                 cond_gram=fit.cond_gram,
                 cond_scaled=fit.cond_scaled,
                 kappa_steps=float(gd["kappa_steps"].iloc[0]),

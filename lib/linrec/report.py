@@ -21,7 +21,7 @@ import pandas as pd
 from linrec import verdicts
 from linrec.curves import curve_sentence
 from linrec.errors import LinrecError
-from linrec.tables import TABLES, labelled, load_table
+from linrec.tables import TABLES, labelled, load_table, table_path
 from linrec.verdicts import RULES, Verdict
 
 # (stem, notebook, caption): every figure the report shows, in order
@@ -151,7 +151,7 @@ class Results:
         self.dir = Path(directory)
         if not self.dir.is_dir():
             raise LinrecError(f"results directory {self.dir} not found; run `linrec figures` (or `make figures`) first")
-        if not any((self.dir / f"{name}.csv").is_file() for name in TABLES):  # a report of "missing" everywhere
+        if not any(table_path(name, self.dir).is_file() for name in TABLES):  # a report of "missing" everywhere
             raise LinrecError(
                 f"results directory {self.dir} holds no results table; run `linrec figures` (or `make figures`) "
                 "first, or give the folder it wrote"

@@ -388,7 +388,13 @@ def result_columns(name: str) -> tuple[str, ...]:
 
 
 def table_path(name: str, results_dir: str | Path) -> Path:
-    return Path(results_dir) / (TIMINGS_DIR if name in TIMING_TABLES else "") / f"{name}.csv"
+    """Where table `name`'s results live: `<results_dir>/<name>.csv` (`timings/<name>.csv` for a timing table)."""
+    return timings_path(name, results_dir) if name in TIMING_TABLES else Path(results_dir) / f"{name}.csv"
+
+
+def timings_path(name: str, results_dir: str | Path) -> Path:
+    """Where table `name`'s timing columns live: `<results_dir>/timings/<name>.csv`."""
+    return Path(results_dir) / TIMINGS_DIR / f"{name}.csv"
 
 
 def save_table(df: pd.DataFrame, name: str, results_dir: str | Path) -> Path:
@@ -411,7 +417,7 @@ def save_table(df: pd.DataFrame, name: str, results_dir: str | Path) -> Path:
     timing = [c for c in spec.columns if c not in kept]
     if timing:
         keys = [c for c in kept if c in ROW_KEYS]
-        with atomic_file(Path(results_dir) / TIMINGS_DIR / f"{name}.csv") as tmp:
+        with atomic_file(timings_path(name, results_dir)) as tmp:
             df[keys + timing].to_csv(tmp, index=False, float_format=FLOAT_FORMAT)
     return path
 
@@ -444,5 +450,5 @@ def load_table(name: str, results_dir: str | Path) -> pd.DataFrame | None:
 
 def load_timings(name: str, results_dir: str | Path) -> pd.DataFrame | None:
     """The timing columns of table `name` with the columns that name its rows (`timings/<name>.csv`), or None."""
-    path = Path(results_dir) / TIMINGS_DIR / f"{name}.csv"
+    path = timings_path(name, results_dir)
     return pd.read_csv(path) if path.exists() else None
