@@ -304,11 +304,9 @@ def pitfall_summary(
     dose: pd.DataFrame | None = None,
     n_boot: int = 2000,
     seed: int = 0,
-    batch_size: int = 256,
-    epochs: int = 5,
 ) -> pd.DataFrame:
-    """Per model: claim 7a's shortfall at the practitioner's budget (`epochs` of `batch_size`) and claim 7b's three
-    measurements of its mechanism.
+    """Per model: claim 7a's shortfall at the practitioner's budget (`linrec.probe.TRAIN_DEFAULTS`: the epochs and
+    batch both baselines trained with, as steps) and claim 7b's three measurements of its mechanism.
 
     7a: how often and how far the better of Adam and SGD falls short (`trained_shortfall`), at `budget_steps`.
     7b, across blocks: Spearman ρ of that shortfall with log κ(Gram), raw and Jacobi-scaled, and of Adam's with its
@@ -319,7 +317,10 @@ def pitfall_summary(
     7b, by construction (`dose`, linrec.pitfall.dose_table): the better tuned optimiser's shortfall at the smallest
     and the largest constructed κ, and whether it rises with κ (`dose_rises`)."""
     from linrec.pitfall import REACHED, steps_to_reach
+    from linrec.probe import TRAIN_DEFAULTS
     from linrec.uncertainty import spearman_with_ci
+
+    ((epochs, batch_size),) = {(c["epochs"], c["batch_size"]) for c in TRAIN_DEFAULTS.values()}  # Adam's is SGD's
 
     _require(probe, ["model", "r2_ceiling_rows", "r2_trained_adam", "r2_trained_sgd", "cond_gram", "cond_scaled",
                      "adam_reach", "n_train_rows"], "pitfall_summary")  # fmt: skip
