@@ -11,6 +11,16 @@ from helpers import tiny_text
 from linrec.spectrum import REGIMES
 
 
+def _main(args) -> int:
+    """`linrec ARGS` in this process: its exit code (argparse's own exit included)."""
+    from linrec.cli import main
+
+    try:
+        return main([str(a) for a in args])
+    except SystemExit as exc:
+        return exc.code
+
+
 def _run(*args, tmp_path, subprocess_=False):
     """`linrec ARGS` with its own cache under `tmp_path`: (returncode, stdout, stderr) as a process would give them.
 
@@ -24,17 +34,12 @@ def _run(*args, tmp_path, subprocess_=False):
     if subprocess_:
         cmd = [sys.executable, "-m", "linrec", *map(str, args)]
         return subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
-    from linrec.cli import main
-
     old = {k: os.environ.get(k) for k in env}
     out, err = io.StringIO(), io.StringIO()
     os.environ.update(env)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main([str(a) for a in args])
-            except SystemExit as exc:  # argparse's own exit
-                code = exc.code
+            code = _main(args)
     finally:
         for k, v in old.items():
             if v is None:
@@ -255,14 +260,10 @@ def test_report_rebuilds_from_a_profile(tmp_path):
 @pytest.fixture
 def cli(capsys):
     """`cli(*args)` runs `linrec ARGS` in this process: (exit code, stdout, stderr)."""
-    from linrec.cli import main
 
     def run(*args):
         capsys.readouterr()  # drop what fixtures printed (e.g. save_pretrained's progress bar)
-        try:
-            code = main([str(a) for a in args])
-        except SystemExit as exc:  # argparse's own exit
-            code = exc.code
+        code = _main(args)
         out, err = capsys.readouterr()
         return code, out, err
 
