@@ -335,4 +335,4 @@ for r in greedy.to_dict("records"):
         f"({(r['params_removed'] - r['params_added']) / r['params_model']:.1%} of the model)."
     )
 print("\n".join(lines))
-save_table(pd.DataFrame({"finding": lines}), "swap_verdict", root / results_dir)
+_ = save_table(pd.DataFrame({"finding": lines}), "swap_verdict", root / results_dir)  # its path is machine-specific

@@ -59,7 +59,9 @@ params = dict(
     probe_rows=probe_rows, test_windows=test_windows, screening_windows=screening_windows, control_rows=control_rows,
 )  # fmt: skip
 out = build_report(root / results_dir, root / figures_dir, root / report_path, params)
-print(f"wrote {out} and {out.with_suffix('.html')}")
+# a path that reads the same on every machine: relative to the checkout, or the file's name where it lies elsewhere
+shown = out.relative_to(root) if out.is_relative_to(root) else out.name
+print(f"wrote {shown} and its .html beside it")
 if readme and update_readme(root / readme, root / results_dir, report_path):
     print(f"updated the results block of {readme}")
 

@@ -268,7 +268,7 @@ def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeyp
     free = iter([1, 1, 2, 2, 2])  # stage 01; stage 02-04 (busy); after 02 (the other work has ended); …
     monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: next(free))
     names = ["01_first", "02_a", "03_b", "04_c"]
-    _project(tmp_path, names, sleep=1.0)
+    _project(tmp_path, names, sleep=0.5)
     (tmp_path / "out").mkdir()
     run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
     rec = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in names}

@@ -256,7 +256,8 @@ def test_truncated_real_gguf_is_one_line(offline_hub, tmp_path, isolated_cache):
 
 @pytest.mark.slow
 def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatch, caplog):
-    """A truncated cached model.safetensors is found by its sha256 and rebuilt from the GGUF, not trusted."""
+    """A truncated cached model.safetensors is found by its sha256 and rebuilt from the GGUF, not trusted: the GGUF
+    is read again, the rebuilt directory passes its manifest, and it loads the same logits."""
     import shutil
 
     from linrec.files import cache_root
@@ -275,8 +276,21 @@ def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatc
     with open(weights, "r+b") as f:
         f.truncate(weights.stat().st_size // 2)
     assert "wrong size" in _offline_dir_problem(hf_dir, spec)
+    import linrec.models
+
+    read = []
+
+    def dequantised(path, dtype):  # the GGUF is read, as a rebuild must; its 25 s dequantisation is what `linrec
+        read.append(path)  # fetch` does before the tests (and test_integration checks the weights' perplexity)
+        with open(path, "rb") as f:
+            assert f.read(4) == linrec.models.GGUF_MAGIC
+        return reference.model, reference.tokenizer
+
+    monkeypatch.setattr(linrec.models, "_load_gguf", dequantised)
     rebuilt = load_model("smollm2-135m")
+    assert read == [own / "models" / spec.name / spec.gguf_name]
     assert "damaged" in caplog.text and _offline_dir_problem(hf_dir, spec) is None
+    rebuilt = load_model("smollm2-135m")  # and the rebuilt directory is what loads next time
     ids = _ids(1, 16) + 100
     with torch.no_grad():
         assert torch.equal(rebuilt.model(input_ids=ids).logits, reference.model(input_ids=ids).logits)

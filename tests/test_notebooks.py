@@ -193,15 +193,18 @@ def test_07_controls(runner):
     assert inputs.groupby("model").size().to_dict() == blocks
     assert len(runner.table("controls_random_init_summary")) == len(blocks)
     nulls, matrix = runner.table("controls_weight_nulls"), runner.table("controls_cross_matrix")
-    assert nulls.groupby("model").size().to_dict() == blocks
-    assert nulls[["r2_trained", "r2_init_ffn", "r2_shuffled"]].notna().all().all()
+    draws = runner.params["null_draws"]
+    assert nulls.groupby("model").size().to_dict() == {m: n * (1 + 2 * draws) for m, n in blocks.items()}
+    assert nulls["r2"].notna().all()
     assert ((matrix["ffn_block"] - matrix["input_block"]).abs() <= 1).all()
     assert matrix.groupby("model").size().to_dict() == {m: n + 2 * (n - 1) for m, n in blocks.items()}
     for m in blocks:
-        mm, nn = matrix[matrix["model"] == m], nulls[nulls["model"] == m]
+        mm, nn = matrix[matrix["model"] == m], nulls[(nulls["model"] == m) & (nulls["ffn"] == "trained")]
         diag = mm[mm["ffn_block"] == mm["input_block"]].set_index("ffn_block")["r2"].sort_index()
-        assert np.allclose(diag.to_numpy(), nn.set_index("block")["r2_trained"].sort_index().to_numpy(), atol=1e-12)
-    assert len(runner.table("controls_decomposition")) == len(blocks)
+        assert np.allclose(diag.to_numpy(), nn.set_index("block")["r2"].sort_index().to_numpy(), atol=1e-12)
+    assert runner.table("controls_null_blocks").groupby("model").size().to_dict() == blocks
+    assert len(runner.table("controls_decomposition")) == len(runner.table("controls_learned")) == len(blocks)
+    assert len(runner.table("controls_cross_feed_summary")) == 1  # the smoke run's one cross_pairs pair
 
 
 def test_08_report(runner, tmp_path):
@@ -265,13 +268,20 @@ def test_every_figure_is_shown_inside_its_executed_notebook(runner, stem):
 
 
 @pytest.mark.parametrize("stem", STEMS)
-def test_saved_outputs_hold_no_progress_bars(runner, stem):
-    """Under the runner a loop prints one line, not a redrawn bar: no carriage returns, and no kilobytes of text."""
+def test_saved_outputs_hold_no_progress_bars_and_no_paths_of_this_machine(runner, stem):
+    """Under the runner a loop prints one line, not a redrawn bar: no carriage returns, and no kilobytes of text. And
+    no output names a folder of the machine that ran it (the checkout, the results folder): a saved notebook reads
+    the same wherever it was executed."""
     runner.upto(stem)
+    machine = (str(ROOT), str(runner.results.parent))
     for cell in _code_cells(runner.results / "notebooks" / f"{stem}.ipynb"):
         for o in cell.get("outputs", []):
             text = o.get("text", "")
             assert "\r" not in text and "it/s]" not in text and len(text) < 4000, (stem, text[:200])
+            shown = "".join(text) + "".join(
+                "".join(v) for v in o.get("data", {}).values() if isinstance(v, (str, list))
+            )
+            assert not any(m in shown for m in machine), (stem, shown[:300])
 
 
 def test_parameters_cells_hold_the_default_profile():

@@ -37,9 +37,9 @@ def test_claims_follow_their_rules(tmp_path):
     c = {x.number: x for x in claims(_results(tmp_path))}
     assert c[1].verdict == "reproduced" and "0.200 to 0.990" in c[1].ours
     assert c[3].verdict == "reproduced"
-    untested = (2, 4, 5, "6a", "6b", "7a", "7b")
+    untested = ("2a", "2b", 4, 5, "6a", "6b", "7a", "7b")
     assert all(c[n].verdict == "not testable" for n in untested)  # their tables were never written
-    assert "notebook 07 not run" in c[2].ours
+    assert "notebook 07 not run" in c["2a"].ours and "notebook 07 not run" in c["2b"].ours
     c = {x.number: x for x in claims(_results(tmp_path, jump=0.1, gain=0.2))}
     assert c[1].verdict == "not reproduced" and c[3].verdict == "not reproduced"
     c = {x.number: x for x in claims(_results(tmp_path, ci=(0.10, 0.60)))}
@@ -91,7 +91,8 @@ def test_figures_are_linked_relative_to_the_report_or_named_missing(tmp_path):
     assert "](../figs/fig1_method.png)" in text
     for _stem, nb, _ in FIGURES[1:]:
         assert f"missing: run notebook {nb}" in text
-    assert len(re.findall(r"^\| (?:[1-5]|6a|6b|7a|7b) \|", text, flags=re.M)) == 9  # a row per claim (6, 7 in two)
+    rows = re.findall(r"^\| (?:1|2a|2b|[3-5]|6a|6b|7a|7b) \|", text, flags=re.M)
+    assert len(rows) == 10  # a row per claim (2, 6 and 7 in two)
 
 
 def test_missing_results_directory_names_the_fix(tmp_path):

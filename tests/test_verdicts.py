@@ -535,67 +535,118 @@ def test_random_init_summary_hand_computed():
     assert s["mean_abs_init_seeds"] == pytest.approx(np.mean([0.1, 0.0, 0.1]))
     assert s["init_r2_train_median"] == 0.9 and s["init_r2_test_median"] == 0.2
     assert s["init_r2_spread"] == pytest.approx(np.std([0.1, 0.2, 0.3]))
+    assert s["trained_gap_median"] == pytest.approx(0.1)
     one = V.random_init_summary(_profiles([0.9, 0.5, 0.7], [[0.1, 0.2, 0.3]]), [0]).iloc[0]
     assert np.isnan(one["mean_abs_init_seeds"]) and np.isnan(one["spearman_init_seeds"])
 
 
-def _claim2_row(diff=0.5, noise=0.1, rho=0.0, spread=0.3, share_lo=0.1, share_hi=0.3, model="m"):
-    return {"model": model, "trained_r2_min": 0.1, "trained_r2_max": 0.9, "init_r2_min": 0.0, "init_r2_max": 0.2,
-            "init_r2_spread": spread, "mean_abs_trained_init": diff, "spearman_trained_init": rho,
-            "init_r2_train_median": 0.8, "init_r2_test_median": 0.1, "mean_abs_init_seeds": noise,
-            "spearman_init_seeds": 0.1, "share_init_ffn_lo": share_lo, "share_init_ffn_hi": share_hi,
-            "share_shuffled_lo": 0.0, "share_shuffled_hi": 0.2}  # fmt: skip
+def _init_row(twin_gap=0.5, trained_gap=0.5, diff=0.5, noise=0.1, model="m"):
+    return {"model": model, "init_r2_train_median": twin_gap, "init_r2_test_median": 0.0,
+            "trained_gap_median": trained_gap, "mean_abs_trained_init": diff, "mean_abs_init_seeds": noise}  # fmt: skip
+
+
+def _null_rows(trained, init, shuffled=None, model="m"):
+    """A `nulls` table: per block the trained R² and the null draws given."""
+    rows = []
+    for b, t in enumerate(trained):
+        rows.append({"model": model, "block": b, "ffn": "trained", "draw": 0, "r2": t})
+        for kind, draws in (("random init", init[b]), ("shuffled", (shuffled or init)[b])):
+            rows += [{"model": model, "block": b, "ffn": kind, "draw": k, "r2": v} for k, v in enumerate(draws)]
+    return pd.DataFrame(rows)
+
+
+def test_null_blocks_z_p_and_benjamini_hochberg_by_hand():
+    init = [[0.1, 0.2, 0.3], [0.4, 0.4, 0.7], [0.0, 0.1, 0.2]]
+    b = V.null_blocks(_null_rows([0.9, 0.5, 0.1], init)).set_index("block")
+    m, sd = np.mean(init[0]), np.std(init[0], ddof=1)
+    assert b.loc[0, "z_init"] == pytest.approx((0.9 - m) / sd)
+    p0 = 2 * stats.t.sf((0.9 - m) / (sd * np.sqrt(1 + 1 / 3)), 2)
+    assert b.loc[0, "p_init"] == pytest.approx(p0)
+    assert b.loc[0, "init_pair_gap"] == pytest.approx(np.mean([0.1, 0.2, 0.1]))
+    p = b["p_init"].to_numpy()
+    order = np.argsort(p)  # Benjamini–Hochberg by hand: q_(k) = min_{j ≥ k} p_(j) · m / j
+    ranked = p[order] * 3 / np.arange(1, 4)
+    q = np.minimum.accumulate(ranked[::-1])[::-1]
+    assert np.allclose(b["q_init"].to_numpy()[order], np.minimum(q, 1))
+    assert b.loc[2, "z_init"] == pytest.approx(0.0) and b.loc[2, "q_init"] == pytest.approx(1.0)
+    strict = V.null_blocks(_null_rows([0.9, 0.31], [[0.1, 0.101, 0.102, 0.099]] * 2)).set_index("block")
+    assert strict["stands_out"].all()  # far outside a tight null, on both nulls
+    assert not V.null_blocks(_null_rows([0.2], [[0.1, 0.2, 0.3]]))["stands_out"].iloc[0]
+
+
+def _learned(twin_gap=0.5, trained_gap=0.5, diff=0.5, noise=0.1, null_effect=None, null_noise=0.01):
+    """`learned_summary` of one model, with a null ensemble whose mean sits `null_effect` below the trained R²."""
+    blocks = None
+    if null_effect is not None:
+        d = null_noise * 3 / 4  # three draws m − d, m, m + d: mean pairwise |gap| = 4d/3
+        trained = [0.8, 0.7]
+        blocks = V.null_blocks(_null_rows(trained, [[t - null_effect - d, t - null_effect, t - null_effect + d]
+                                                    for t in trained]))  # fmt: skip
+    return V.learned_summary(pd.DataFrame([_init_row(twin_gap, trained_gap, diff, noise)]), blocks)
 
 
 @pytest.mark.parametrize(
     "kw, word",
     [
         ({}, V.REPRODUCED),
+        # the twin as reference: beyond noise and the minimum effect
         ({"diff": V.CLAIM2_NOISE_FACTOR * 0.1 + EPS}, V.REPRODUCED),
         ({"diff": V.CLAIM2_NOISE_FACTOR * 0.1}, V.NOT_REPRODUCED),
-        ({"rho": V.CLAIM2_MAX_RHO - EPS}, V.REPRODUCED),
-        ({"rho": V.CLAIM2_MAX_RHO}, V.NOT_REPRODUCED),
-        # a flat init profile (spread ≤ 2 × seed noise): ρ(trained, init) is not used
-        ({"rho": 0.9, "spread": V.CLAIM2_NOISE_FACTOR * 0.1}, V.REPRODUCED),
-        ({"rho": 0.9, "spread": V.CLAIM2_NOISE_FACTOR * 0.1 + EPS}, V.NOT_REPRODUCED),
+        ({"diff": V.CLAIM2_MIN_EFFECT, "noise": 0.001}, V.REPRODUCED),
+        ({"diff": V.CLAIM2_MIN_EFFECT - EPS, "noise": 0.001}, V.NOT_REPRODUCED),
         ({"noise": np.nan}, V.NOT_TESTABLE),
-        # the weight null explains the trained profile: learned, but through the inputs
-        ({"share_lo": V.CLAIM2_INPUT_SHARE, "share_hi": 0.9}, V.PARTLY),
-        ({"share_lo": V.CLAIM2_INPUT_SHARE - EPS, "share_hi": 0.9}, V.PARTLY),  # undecided: CI straddles
-        ({"share_lo": 0.1, "share_hi": V.CLAIM2_INPUT_SHARE - EPS}, V.REPRODUCED),
-        ({"share_lo": 0.1, "share_hi": V.CLAIM2_INPUT_SHARE}, V.PARTLY),
-        ({"share_lo": np.nan, "share_hi": np.nan}, V.PARTLY),  # no nulls: undecided
+        # a degenerate twin (gap beyond the trained model's by > 0.1): the null ensemble is the reference
+        ({"twin_gap": 0.5 + V.CLAIM2_DEGENERATE_GAP, "null_effect": 0.0}, V.REPRODUCED),  # exactly 0.1: not degenerate
+        ({"twin_gap": 0.5 + V.CLAIM2_DEGENERATE_GAP + 1e-6, "null_effect": 0.0}, V.NOT_REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": V.CLAIM2_MIN_EFFECT + 1e-6}, V.REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": V.CLAIM2_MIN_EFFECT - 1e-6}, V.NOT_REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": 0.3, "null_noise": 0.3 / V.CLAIM2_NOISE_FACTOR + 1e-6}, V.NOT_REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": 0.3, "null_noise": 0.3 / V.CLAIM2_NOISE_FACTOR - 1e-6}, V.REPRODUCED),
+        ({"twin_gap": 1.0}, V.NOT_TESTABLE),  # degenerate twin and no null ensemble
     ],
 )
-def test_claim2_thresholds(kw, word):
-    assert V.claim2(pd.DataFrame([_claim2_row(**kw)])).verdict == word
+def test_claim2a_thresholds(kw, word):
+    v = V.claim2a(_learned(**kw))
+    assert v.verdict == word, v.evidence
 
 
-def test_claim2_outcomes_and_decomposition_join():
-    row = _claim2_row(share_lo=0.6, share_hi=0.9)
-    assert V.claim2_outcome(row) == "inputs"
-    summary = pd.DataFrame([_claim2_row()]).drop(columns=[c for c in row if c.startswith("share_")])
-    dec = pd.DataFrame([{"model": "m", "share_init_ffn_lo": 0.7, "share_init_ffn_hi": 0.9, "share_shuffled_lo": 0.1,
-                         "share_shuffled_hi": 0.4}])  # fmt: skip
-    v = V.claim2(summary, dec)
-    assert v.verdict == V.PARTLY and v.evidence[0]["outcome"] == "inputs"
+def test_claim2a_noise_of_the_null_ensemble_is_its_mean_pairwise_gap():
+    row = _learned(twin_gap=1.0, null_effect=0.2, null_noise=0.04).iloc[0]
+    assert row["twin_degenerate"] and row["reference"].startswith("random-init FFNs")
+    assert row["effect"] == pytest.approx(0.2) and row["noise"] == pytest.approx(0.04)
+    two = pd.DataFrame([_init_row(model="a"), _init_row(diff=0.01, model="b")])
+    assert V.claim2a(V.learned_summary(two)).verdict == V.PARTLY
 
 
-def test_decomposition_summary_against_hand_computation():
-    rng = np.random.default_rng(0)
-    n = 8
-    own = rng.uniform(0.2, 0.9, n)
-    nulls = pd.DataFrame({"model": "m", "block": range(n), "r2_trained": own, "r2_init_ffn": own * 0.5 + 0.1,
-                          "r2_shuffled": rng.uniform(0, 1, n)})  # fmt: skip
-    cross = pd.DataFrame([{"model": "m", "ffn_block": i, "input_block": j, "r2": own[j] - 0.01 * abs(i - j)}
-                          for i in range(n) for j in range(n)])  # fmt: skip
-    d = V.decomposition_summary(cross, nulls, n_boot=300).iloc[0]
-    assert d["share_init_ffn"] == pytest.approx(1.0)  # a line in the null explains the trained profile exactly
-    assert d["share_shuffled"] == pytest.approx(stats.pearsonr(nulls["r2_shuffled"], own)[0] ** 2)
-    assert d["gap_init_ffn_median"] == pytest.approx(np.median(own * 0.5 - 0.1))
-    assert d["n_pairs"] == 2 * (n - 1) and d["rho_inputs"] == pytest.approx(1.0)  # the entries follow the inputs
-    band = cross[(cross["ffn_block"] - cross["input_block"]).abs() == 1]
-    assert d["rho_weights"] == pytest.approx(stats.spearmanr(band["r2"], own[band["ffn_block"]])[0])
+def _dec_row(lo=0.1, hi=0.3, n_standout=4, n_blocks=8, model="m"):
+    return {"model": model, "n_blocks": n_blocks, "n_standout": n_standout, "share_weights": 0.5,
+            "share_inputs": 0.3, "share_weights_minus_inputs_lo": lo, "share_weights_minus_inputs_hi": hi}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "kw, outcome",
+    [
+        ({}, "weights"),
+        ({"lo": 0.0}, "undecided"),  # the interval must lie above 0
+        ({"lo": EPS}, "weights"),
+        ({"n_standout": 3}, "undecided"),  # 4 of 8 is exactly half: enough; 3 is not
+        ({"lo": -0.3, "hi": -EPS, "n_standout": 3}, "inputs"),
+        ({"lo": -0.3, "hi": 0.0, "n_standout": 3}, "undecided"),
+        ({"lo": -0.3, "hi": -0.1, "n_standout": 4}, "undecided"),  # the blocks say weights, the shares inputs
+        ({"lo": np.nan}, None),
+    ],
+)
+def test_claim2b_outcome_thresholds(kw, outcome):
+    assert V.weights_word(_dec_row(**kw)) == outcome
+
+
+def test_claim2b_verdict_over_models():
+    one = lambda **kw: V.claim2b(pd.DataFrame([_dec_row(model=str(i), **k) for i, k in enumerate(kw["rows"])]))  # noqa: E731
+    assert one(rows=[{}, {}]).verdict == V.REPRODUCED
+    assert one(rows=[{}, {"lo": -0.2, "hi": -0.1, "n_standout": 0}]).verdict == V.PARTLY
+    assert one(rows=[{"lo": -0.2, "hi": 0.1}]).verdict == V.NOT_REPRODUCED
+    assert one(rows=[{"lo": np.nan}]).verdict == V.NOT_TESTABLE
+    assert V.claim2b(None).verdict == V.NOT_TESTABLE
 
 
 def test_input_control_summary():

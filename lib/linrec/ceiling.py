@@ -77,6 +77,62 @@ class AffineFit:
         return x @ self.W + self.b
 
 
+@dataclass
+class GramFactor:
+    """The solver's factorisation of one centred train Gram matrix Cxx (see the module docstring): the Jacobi scale,
+    the eigenvectors of the scaled Gram and the pseudo-inverse of its eigenvalues. Any number of right-hand sides
+    Cxy can be solved against it (`solve`), so scoring many maps on the same inputs factors their Gram once."""
+
+    scale: np.ndarray  # [d] 1/√Cxx_ii on live features, 0 on dead ones
+    V: torch.Tensor  # [d, d] float64 eigenvectors of the scaled Gram
+    inv: np.ndarray  # [d] 1/λ on kept directions, 0 elsewhere
+    lam: np.ndarray  # [d] eigenvalues of the scaled Gram, ascending
+    cutoff: float
+    live: np.ndarray  # [d] bool: features with non-zero train variance
+
+    def solve(self, Cxy: np.ndarray) -> np.ndarray:
+        """W = D V Λ⁺ Vᵀ D Cxy: the minimum-norm least-squares solution of Cxx W = Cxy."""
+        V, scale = self.V, self.scale
+        t = lambda a: torch.from_numpy(np.ascontiguousarray(a))  # noqa: E731
+        with one_thread():
+            return scale[:, None] * (V @ (t(self.inv)[:, None] * (V.T @ t(scale[:, None] * Cxy)))).numpy()
+
+    @property
+    def rank(self) -> int:
+        return int((self.inv > 0).sum())
+
+    @property
+    def cond_scaled(self) -> float:
+        live_lam = self.lam[-int(self.live.sum()) :]
+        return float(live_lam[-1] / live_lam[0]) if live_lam[0] > self.cutoff else float("inf")
+
+
+def factor_gram(Cxx: np.ndarray, rcond: float | None = None, ridge: float = 0.0, block: int | str = "?") -> GramFactor:
+    """Jacobi-scale and eigendecompose a centred train Gram matrix (float64), the first half of `fit_affine`."""
+    d = len(Cxx)
+    if not np.isfinite(Cxx).all():
+        raise LinrecError(f"block {block}: NaN or inf activations; run the model in float32 and check its weights")
+    diag = np.diag(Cxx).copy()
+    live = diag > 0
+    if not live.any():
+        raise LinrecError(f"block {block}: singular statistics: every FFN input feature is constant on the train split")
+    scale = np.zeros(d)
+    scale[live] = 1.0 / np.sqrt(diag[live])
+    # Dense linear algebra runs in torch (float64, CPU): numpy's OpenBLAS LAPACK next to torch's
+    # OpenMP pool slowed eigh down 50-fold on a busy 2-core machine; torch's own LAPACK does not.
+    A = Cxx * np.outer(scale, scale)  # unit diagonal on live features, zero rows/cols on dead ones
+    if ridge:
+        A[np.diag_indices(d)] += ridge * live
+    with one_thread():
+        lam_t, V = torch.linalg.eigh(torch.from_numpy(np.ascontiguousarray(A)))
+    lam = lam_t.numpy()
+    cutoff = (d * EPS if rcond is None else rcond) * lam[-1]
+    keep = lam > cutoff
+    inv = np.zeros_like(lam)
+    inv[keep] = 1.0 / lam[keep]
+    return GramFactor(scale=scale, V=V, inv=inv, lam=lam, cutoff=float(cutoff), live=live)
+
+
 def fit_affine(
     train: Moments, rcond: float | None = None, ridge: float = 0.0, block: int | str = "?", condition: bool = True
 ) -> AffineFit:
@@ -91,40 +147,19 @@ def fit_affine(
             f"raise --tokens to at least {2 * (d + 2)} (more rows than the FFN width)"
         )
     Cxx, Cxy, _ = train.blocks()
-    if not (np.isfinite(Cxx).all() and np.isfinite(Cxy).all()):
+    if not np.isfinite(Cxy).all():
         raise LinrecError(f"block {block}: NaN or inf activations; run the model in float32 and check its weights")
-    diag = np.diag(Cxx).copy()
-    live = diag > 0
-    if not live.any():
-        raise LinrecError(f"block {block}: singular statistics: every FFN input feature is constant on the train split")
-    scale = np.zeros(d)
-    scale[live] = 1.0 / np.sqrt(diag[live])
-    # Dense linear algebra runs in torch (float64, CPU): numpy's OpenBLAS LAPACK next to torch's
-    # OpenMP pool slowed eigh down 50-fold on a busy 2-core machine; torch's own LAPACK does not.
-    t = lambda a: torch.from_numpy(np.ascontiguousarray(a))  # noqa: E731
-    A = Cxx * np.outer(scale, scale)  # unit diagonal on live features, zero rows/cols on dead ones
-    if ridge:
-        A[np.diag_indices(d)] += ridge * live
-    with one_thread():
-        lam_t, V = torch.linalg.eigh(t(A))
-    lam = lam_t.numpy()
-    lam_max = lam[-1]
-    cutoff = (d * EPS if rcond is None else rcond) * lam_max
-    keep = lam > cutoff
-    inv = np.zeros_like(lam)
-    inv[keep] = 1.0 / lam[keep]
-    W = scale[:, None] * (V @ (t(inv)[:, None] * (V.T @ t(scale[:, None] * Cxy)))).numpy()
+    f = factor_gram(Cxx, rcond=rcond, ridge=ridge, block=block)
+    W = f.solve(Cxy)
     b = train.mean_y - train.mean_x @ W
-    live_lam = lam[-int(live.sum()) :]
-    cond_scaled = float(live_lam[-1] / live_lam[0]) if live_lam[0] > cutoff else float("inf")
     return AffineFit(
         W=W,
         b=b,
         cond_gram=gram_condition(Cxx) if condition else float("nan"),
-        cond_scaled=cond_scaled,
-        rank=int(keep.sum()),
+        cond_scaled=f.cond_scaled,
+        rank=f.rank,
         n_train=train.n,
-        dead_inputs=int((~live).sum()),
+        dead_inputs=int((~f.live).sum()),
         ridge=ridge,
     )
 

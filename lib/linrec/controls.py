@@ -25,12 +25,15 @@ train/held-out parts of the stored rows follow the capture's own window split.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import torch
 
-from linrec.ceiling import fit_affine, score
+from linrec.ceiling import factor_gram, fit_affine, score
 from linrec.errors import LinrecError
+from linrec.heldout import HeldOut, r2_of_counts
 from linrec.moments import Moments
 from linrec.progress import bar as progress_bar
 from linrec.sites import find_ffn_sites
@@ -258,22 +261,217 @@ def shuffled_weights(module: torch.nn.Module, seed: int | list[int] = 0) -> torc
     return out
 
 
-def cross_matrix(
+# ---- claim 2b: the weights against the inputs, with each block's norm gain counted as its weights ------------
+def norm_affine(norm: torch.nn.Module) -> tuple[np.ndarray, np.ndarray]:
+    """(g, b), float64, with norm(h) = g ⊙ n(h) + b, where n is the norm's own unit normalisation (LayerNorm: centre
+    and scale to unit variance; RMSNorm: scale to unit RMS). g is read from the module's `weight` (Gemma-3's
+    RMSNorm multiplies by 1 + weight; which of the two applies is decided by evaluating the module), b from its
+    `bias` (0 without one). Checked by evaluation on h = c·s, s = (1, −1, 1, …) (mean 0, RMS 1) and a large c,
+    where n(±h) = ±s: a norm of another form gets a one-line error."""
+    w = getattr(norm, "weight", None)
+    if not isinstance(w, torch.Tensor) or w.ndim != 1:
+        raise LinrecError(f"the pre-MLP norm {type(norm).__name__} has no gain vector `weight`; add its form to "
+                          "linrec.controls.norm_affine")  # fmt: skip
+    d = w.numel()
+    if d % 2:
+        raise LinrecError(
+            f"cannot read the gain of a norm of odd width {d}; add its form to linrec.controls.norm_affine"
+        )
+    s = torch.ones(d, dtype=torch.float64)
+    s[1::2] = -1.0
+    with torch.no_grad():
+        plus, minus = (norm((sign * 1e4 * s)[None].to(w.dtype)).double()[0] for sign in (1.0, -1.0))
+    g_seen, b_seen = (plus - minus) / 2 * s, (plus + minus) / 2
+    wd = w.detach().double().cpu()
+    g = min((wd, 1.0 + wd), key=lambda c: float((c - g_seen).abs().max()))
+    bias = getattr(norm, "bias", None)
+    b = bias.detach().double().cpu() if isinstance(bias, torch.Tensor) else torch.zeros(d, dtype=torch.float64)
+    r = torch.randn(d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    r = (r - r.mean()) / r.pow(2).mean().sqrt()  # mean 0, RMS 1 after centring: n(c·r) = r for either norm
+    r = r / (r - r.mean()).pow(2).mean().sqrt()
+    with torch.no_grad():
+        seen = norm((3.0 * r)[None].to(w.dtype)).double()[0]
+    tol = 1e-4 * float(g.abs().max()) + 1e-6
+    if (float((g - g_seen).abs().max()) > tol or float((b - b_seen).abs().max()) > tol
+            or float((g * r + b - seen).abs().max()) > 1e-3 * float(g.abs().max()) + 1e-5):  # fmt: skip
+        raise LinrecError(f"the pre-MLP norm {type(norm).__name__} is not g ⊙ n(h) + b with g from its weight; add its "
+                          "form to linrec.controls.norm_affine")  # fmt: skip
+    return g.numpy(), b.numpy()
+
+
+def _input_layers(ffn: torch.nn.Module, d_in: int) -> list[torch.nn.Module]:
+    """The FFN's layers that read its input x itself (Linear or GPT-2's Conv1D): found by running the FFN once and
+    recording which weighted submodules receive the very tensor that was passed in."""
+    p = next(ffn.parameters())
+    probe = torch.zeros(1, 1, d_in, dtype=p.dtype, device=p.device)
+    found, hooks = [], []
+    for m in ffn.modules():
+        w = getattr(m, "weight", None)
+        if isinstance(w, torch.Tensor) and w.ndim == 2:
+            hooks.append(m.register_forward_pre_hook(lambda mod, args: found.append(mod) if args and args[0] is probe
+                                                     else None))  # fmt: skip
+    try:
+        with torch.no_grad():
+            ffn(probe)
+    finally:
+        for h in hooks:
+            h.remove()
+    if not found:
+        raise LinrecError(
+            "no layer of this FFN reads its input directly; add its form to linrec.controls._input_layers"
+        )
+    return list(dict.fromkeys(found))
+
+
+def folded_ffn(site) -> tuple[torch.nn.Module, np.ndarray, np.ndarray]:
+    """(ffn', g, b): a copy of the site's FFN with its pre-MLP norm's gain g and bias b folded into the layers that
+    read x, so that ffn'(u) = ffn(g ⊙ u + b) for the norm's unit output u = (x − b) / g (`unscale`). The block's
+    learned scale then belongs to its weights, and "inputs" means the normalised hidden state before it."""
+    import copy
+
+    if site.pre_norm is None:
+        raise LinrecError(f"block {site.index}: no pre-MLP norm is known for this architecture; set pre_norm in its "
+                          "linrec.sites.FFN_SITES row")  # fmt: skip
+    g, b = norm_affine(site.pre_norm)
+    ffn = copy.deepcopy(site.ffn)
+    for layer in _input_layers(ffn, len(g)):
+        W = layer.weight
+        gt, bt = (torch.from_numpy(a).to(W.dtype) for a in (g, b))
+        conv = W.shape[0] == len(g) and type(layer).__name__ == "Conv1D"  # GPT-2: weight [in, out], y = x W + bias
+        with torch.no_grad():
+            shift = bt @ W if conv else W @ bt  # the bias b, carried through the layer
+            if layer.bias is None:
+                if bool((bt != 0).any()):
+                    layer.bias = torch.nn.Parameter(shift.clone(), requires_grad=False)
+            else:
+                layer.bias += shift
+            W.mul_(gt[:, None] if conv else gt[None, :])
+    return ffn, g, b
+
+
+def unscale(x, g: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The norm's unit output u = (x − b) / g, float32, from captured inputs x (features with g = 0 carry nothing:
+    0)."""
+    x = np.asarray(x, np.float64)
+    live = g != 0
+    u = np.zeros_like(x)
+    u[:, live] = (x[:, live] - b[live]) / g[live]
+    return u.astype(np.float32)
+
+
+def random_init_ffn(model: torch.nn.Module, ffn: torch.nn.Module, seed: int | list[int]) -> torch.nn.Module:
+    """A copy of `ffn` re-drawn with the architecture's own initialisation (transformers' `_init_weights` of `model`,
+    the initialisation of the random-init twin, `linrec.models.random_init_spec`), seeded."""
+    import copy
+
+    init = getattr(model, "_init_weights", None)
+    if init is None:
+        raise LinrecError(f"{type(model).__name__} has no _init_weights; random-init FFNs need a transformers model")
+    out = copy.deepcopy(ffn)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(int(np.random.default_rng(seed).integers(2**62)))
+        for m in out.modules():
+            init(m)
+    return out
+
+
+class SharedRows:
+    """One block's rows (train part, held-out part with its windows) for scoring many FFNs as maps on them.
+
+    The centred train Gram matrix is built in float64 and factored once (`linrec.ceiling.factor_gram`, the ceiling's
+    own solver); each FFN then costs its forward pass, Xᵀy and one solve. `heldout` returns the held-out per-window
+    sums (`linrec.heldout.HeldOut`), so R² is `.r2()` (the same number as `ceiling.score` from moments; the tests
+    check it) and its window bootstrap is `linrec.heldout.r2_of_counts`."""
+
+    def __init__(self, x_train, x_test, test_windows, block: int | str = "?"):
+        self.x_train, self.x_test = np.asarray(x_train, np.float32), np.asarray(x_test, np.float32)
+        X = torch.from_numpy(self.x_train).double()
+        n, d = X.shape
+        if n <= d + 1:
+            raise LinrecError(f"block {block}: singular statistics: {n} train rows for {d + 1} parameters per output; "
+                              "use more rows (control_rows) or a capture with more tokens")  # fmt: skip
+        self.mean_x = X.mean(0)
+        self.Xc = X - self.mean_x
+        self.factor = factor_gram((self.Xc.T @ self.Xc).numpy(), block=block)
+        self.X_test = torch.from_numpy(self.x_test).double()
+        self.windows, self.window_of = np.unique(np.asarray(test_windows), return_inverse=True)
+        self.block = block
+
+    def heldout(self, y_train, y_test) -> HeldOut:
+        """Fit y_train on the train rows (closed form) and return the held-out per-window sums on y_test."""
+        Y, Yt = torch.as_tensor(y_train).double(), torch.as_tensor(y_test).double()
+        if not (torch.isfinite(Y).all() and torch.isfinite(Yt).all()):
+            raise LinrecError(f"block {self.block}: the FFN returned NaN/inf on these inputs; check the inputs' scale")
+        mean_y = Y.mean(0)
+        W = torch.from_numpy(self.factor.solve((self.Xc.T @ (Y - mean_y)).numpy()))
+        b = mean_y - self.mean_x @ W
+        e2 = ((Yt - self.X_test @ W - b) ** 2).sum(1)
+        c = Yt - mean_y
+        k = len(self.windows)
+        idx = torch.from_numpy(self.window_of)
+
+        def per_window(v):
+            return torch.zeros((k, *v.shape[1:]), dtype=torch.float64).index_add_(0, idx, v).numpy()
+
+        return HeldOut(
+            windows=self.windows.astype(np.int64),
+            n=np.bincount(self.window_of, minlength=k).astype(np.int64),
+            sse=per_window(e2)[:, None],
+            sy=per_window(c),
+            syy=per_window((c * c).sum(1))[:, None],
+            shift=mean_y.numpy(),
+        )
+
+    def score(self, module: torch.nn.Module) -> HeldOut:
+        """`module` as a map on these rows: held-out per-window sums of its best affine map."""
+        return self.heldout(ffn_outputs(module, self.x_train), ffn_outputs(module, self.x_test))
+
+
+def _split_windows(capture, n_rows: int | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row positions (into the stored rows) of the train and held-out parts, as `_split_rows` draws them."""
+    idx = capture.row_index()
+    rng = np.random.default_rng([seed, 7])
+    parts = []
+    for split in (0, 1):
+        sel = np.flatnonzero(idx[:, 2] == split)
+        if n_rows is not None and len(idx) > n_rows:
+            k = int(round(n_rows * len(sel) / len(idx)))
+            sel = np.sort(rng.choice(sel, size=k, replace=False))
+        parts.append(sel)
+    return parts[0], parts[1]
+
+
+@dataclass
+class InputsOrWeights:
+    """What `inputs_or_weights` measured for one model (see there)."""
+
+    nulls: pd.DataFrame  # model block ffn draw r2: the trained FFN and its null ensembles on the block's inputs
+    matrix: pd.DataFrame  # model ffn_block input_block r2: FFN i (folded) on the inputs u of block j
+    heldout: dict[tuple[int, int], HeldOut]  # (ffn_block, input_block) → held-out per-window sums of that entry
+
+
+def inputs_or_weights(
     capture,
     loaded,
+    n_init: int = 10,
+    n_shuffled: int = 10,
+    band: int | None = 2,
     n_rows: int | None = None,
     seed: int = 0,
-    band: int | None = None,
     progress: bool = True,
-    scores: MapScores | None = None,
-) -> pd.DataFrame:
-    """R² of FFN_i as a map on the inputs captured at block j, for every pair with |i − j| ≤ `band` (None: all pairs).
+) -> InputsOrWeights:
+    """Claim 2b's measurements on one model, all on the same stored rows (at most `n_rows`, the capture's window
+    split) and with every block's pre-MLP norm gain folded into its FFN (`folded_ffn`), so that the inputs are the
+    normalised hidden states u before any learned scale:
 
-    Long form: one row per (ffn_block, input_block). The inputs are the stored rows of block j (the capture's window
-    split, at most `n_rows`); with every row stored and `n_rows` None the diagonal is the capture's R²_lin itself.
-    Widths must match across blocks (they do within one model). Cost: one FFN pass and one closed-form fit per
-    pair, so a band keeps it linear in the depth. `scores` shares FFN-on-rows results with the other controls."""
-    scores = MapScores() if scores is None else scores
+    - per block i, on u_i: the trained FFN (R² equal to the block's R²_lin on these rows, since an invertible
+      rescaling of the inputs leaves the closed form's fit unchanged), `n_init` random-init FFNs
+      (`random_init_ffn`, seeds [seed, i, k]) and `n_shuffled` copies of the folded trained FFN with each weight
+      matrix's entries permuted (`shuffled_weights`, seeds [seed, i, k]);
+    - the cross matrix: the folded FFN i on u_j for every |i − j| ≤ `band` (None: every pair), with each entry's
+      held-out per-window sums for the window bootstrap of the decomposition (`two_factor_shares`, `decomposition`).
+
+    Cost: one FFN pass and one solve per entry, the Gram of each block's rows factored once (`SharedRows`)."""
     sites = find_ffn_sites(loaded.model)
     if len(sites) != capture.n_blocks:
         raise LinrecError(
@@ -281,53 +479,87 @@ def cross_matrix(
         )
     n = capture.n_blocks
     band = n if band is None else int(band)
-    pairs = [(i, j) for j in range(n) for i in range(n) if abs(i - j) <= band]
-    complete = _complete(capture, n_rows)
-    out = []
-    bar = progress_bar(total=len(pairs), desc=f"cross matrix {capture.model_label}", unit="pair", disable=not progress)
+    tr, te = _split_windows(capture, n_rows, seed)
+    if min(len(tr), len(te)) < 2:
+        raise LinrecError("too few stored rows for a control; capture with sample_rows ≥ a few thousand")
+    windows = capture.row_index()[te, 0]
+    folded = [folded_ffn(s) for s in sites]
+    label = capture.model_label
+    nulls, matrix, heldout = [], [], {}
+    total = n * (1 + n_init + n_shuffled) + sum(1 for i in range(n) for j in range(n) if 0 < abs(i - j) <= band)
+    bar = progress_bar(total=total, desc=f"inputs or weights {label}", unit="FFN", disable=not progress)
     for j in range(n):
-        for i in [i for i, jj in pairs if jj == j]:
-            if i == j and complete:
-                r2 = capture.score(i).r2
-            else:
-                r2 = scores.r2(sites[i].ffn, capture, j, n_rows, seed, f"{i} on {j}")
-            out.append({"model": capture.model_label, "ffn_block": i, "input_block": j, "r2": r2})
+        x, _ = capture.rows(j)
+        g, b = folded[j][1], folded[j][2]
+        rows = SharedRows(unscale(x[tr], g, b), unscale(x[te], g, b), windows, block=j)
+        draws = [("trained", 0, folded[j][0])]
+        draws += [("random init", k, random_init_ffn(loaded.model, sites[j].ffn, [seed, j, k])) for k in range(n_init)]
+        draws += [("shuffled", k, shuffled_weights(folded[j][0], [seed, j, k])) for k in range(n_shuffled)]
+        for kind, k, module in draws:
+            h = rows.score(module)
+            if kind == "trained":
+                heldout[(j, j)] = h
+            nulls.append({"model": label, "block": j, "ffn": kind, "draw": k, "r2": h.r2()})
             bar.update()
+        for i in range(max(0, j - band), min(n, j + band + 1)):
+            if i != j:
+                heldout[(i, j)] = rows.score(folded[i][0])
+                bar.update()
+            matrix.append({"model": label, "ffn_block": i, "input_block": j, "r2": heldout[(i, j)].r2()})
     bar.close()
-    return pd.DataFrame(out)
+    return InputsOrWeights(pd.DataFrame(nulls), pd.DataFrame(matrix), heldout)
 
 
-def weight_nulls(
-    capture,
-    loaded,
-    init_loaded,
-    n_rows: int | None = None,
-    seed: int = 0,
-    progress: bool = True,
-    scores: MapScores | None = None,
-) -> pd.DataFrame:
-    """Per block: R² on the block's own trained inputs of (a) its trained FFN (`r2_trained`), (b) the random-init
-    twin's FFN at that block (`r2_init_ffn`), (c) its trained FFN with each weight matrix's entries shuffled
-    (`r2_shuffled`, `shuffled_weights`). Same rows for all three: what the inputs alone give, without learned
-    weights. `scores` shares FFN-on-rows results with the other controls (`MapScores`)."""
-    scores = MapScores() if scores is None else scores
-    sites, init_sites = find_ffn_sites(loaded.model), find_ffn_sites(init_loaded.model)
-    if not (len(sites) == len(init_sites) == capture.n_blocks):
-        raise LinrecError("the capture, the trained model and its random-init twin must have the same number of blocks")
-    complete = _complete(capture, n_rows)
-    out = []
-    for i in progress_bar(range(capture.n_blocks), desc=f"weight nulls {capture.model_label}", disable=not progress):
-        xtr, xte = _split_rows(capture, i, n_rows, seed)
-        trained = capture.score(i).r2 if complete else scores.r2(sites[i].ffn, capture, i, n_rows, seed, i)
-        out.append(
-            {
-                "model": capture.model_label,
-                "block": i,
-                "n_train": len(xtr),
-                "n_test": len(xte),
-                "r2_trained": trained,
-                "r2_init_ffn": scores.r2(init_sites[i].ffn, capture, i, n_rows, seed, i),
-                "r2_shuffled": r2_of_map(shuffled_weights(sites[i].ffn, [seed, i]), xtr, xte, block=i)["r2"],
-            }
-        )
-    return pd.DataFrame(out)
+def _projector(*designs: np.ndarray) -> np.ndarray:
+    """The least-squares hat matrix of the columns given (an intercept included)."""
+    D = np.column_stack([*designs, np.ones(len(designs[0]))])
+    return D @ np.linalg.pinv(D)
+
+
+def two_factor_shares(ffn_block, input_block, r2) -> dict[str, np.ndarray]:
+    """The additive two-factor decomposition R²(FFN i, inputs j) ≈ μ + a_i + b_j, fitted by least squares over the
+    given entries; `r2` is [n_entries] or [B, n_entries] (B resampled matrices at once).
+
+    Returns, per matrix, shares of the entries' variance that sum to 1: `weights`, what a_i explains that no function
+    of j can (R² of the additive fit minus R² of b alone); `inputs`, likewise for b_j; `shared`, what either factor
+    explains (the additive fit's R² less both unique parts); `residual`, what the additive fit leaves (interactions).
+    On a full matrix (every i with every j) the factors are orthogonal, `shared` is 0 and the two unique shares are
+    var(a)/var and var(b)/var. Within a band |i − j| ≤ k a smooth trend over depth can be written as either factor,
+    so `shared` holds it and the unique shares are lower bounds: the variance only one factor can carry."""
+    fi, fj = (np.unique(np.asarray(v), return_inverse=True)[1] for v in (ffn_block, input_block))
+    A, B = np.eye(fi.max() + 1)[fi], np.eye(fj.max() + 1)[fj]
+    R = np.atleast_2d(np.asarray(r2, np.float64))
+    Rc = R - R.mean(1, keepdims=True)
+    total = (Rc**2).sum(1)
+
+    def explained(P):
+        return 1.0 - ((R - R @ P.T) ** 2).sum(1) / total
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        both, a_only, b_only = (explained(_projector(*d)) for d in ((A, B), (A,), (B,)))
+        out = {"weights": both - b_only, "inputs": both - a_only, "residual": 1.0 - both}
+    out["shared"] = both - out["weights"] - out["inputs"]
+    return {k: v if np.ndim(r2) > 1 else v[0] for k, v in out.items()}
+
+
+def decomposition(result: InputsOrWeights, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+    """`two_factor_shares` of one model's cross matrix, with percentile intervals from resampling the held-out
+    windows (the same draw for every entry: they share their rows' windows), the fits held fixed."""
+    m = result.matrix
+    keys = list(zip(m["ffn_block"], m["input_block"], strict=True))
+    hs = [result.heldout[k] for k in keys]
+    if any(not np.array_equal(h.windows, hs[0].windows) for h in hs):
+        raise LinrecError("the cross matrix's entries were scored on different windows; score them on the same rows")
+    W = hs[0].n_windows
+    counts = np.random.default_rng(seed).multinomial(W, np.full(W, 1.0 / W), size=n_boot)
+    draws = np.stack([r2_of_counts(h, counts) for h in hs], axis=1)  # [B, entries]
+    point = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
+    boot = two_factor_shares(m["ffn_block"], m["input_block"], draws)
+    alpha = (1 - level) / 2
+    out = {"n_entries": len(m), "n_windows": W}
+    boot["weights_minus_inputs"] = boot["weights"] - boot["inputs"]
+    point["weights_minus_inputs"] = point["weights"] - point["inputs"]
+    for k, v in point.items():
+        lo, hi = np.nanquantile(boot[k], [alpha, 1 - alpha])
+        out.update({f"share_{k}": float(v), f"share_{k}_lo": float(lo), f"share_{k}_hi": float(hi)})
+    return out

@@ -532,35 +532,73 @@ def fig7_controls(profiles, inputs, stem: str | Path | None = None):
     return fig
 
 
-def fig7b_inputs_or_weights(nulls, cross=None, stem: str | Path | None = None):
-    """Inputs or weights? (top) per block, on the block's own trained inputs: the trained FFN, the random-init
-    FFN and the trained FFN with shuffled entries; (bottom, with `cross`) R² of FFN i (rows) on the inputs
-    of block j (columns), colour clipped to [−1, 1]. One column per model."""
+def fig7b_inputs_or_weights(nulls, cross=None, blocks=None, decomposed=None, stem: str | Path | None = None):
+    """Claim 2b, one column per model, every FFN with its block's norm gain folded in. (top) Per block, on the block's
+    own normalised inputs: the trained FFN, and the spread (min–max) of the random-init and shuffled null ensembles;
+    filled markers: blocks standing out from both nulls (`blocks`, Benjamini–Hochberg). (middle, with `blocks`) the
+    trained FFN's z-score against each ensemble, symlog axis. (bottom, with `cross`) R² of FFN i (rows) on the inputs
+    of block j (columns) within the band, on a sequential scale; the title gives the decomposition's shares
+    (`decomposed`)."""
     sns.set_theme(style="whitegrid", context="paper")
     models = list(dict.fromkeys(nulls["model"]))
-    n_rows = 2 if cross is not None and not cross.empty else 1
-    fig, axes = plt.subplots(n_rows, len(models), figsize=(4.6 * len(models), 3.4 * n_rows + 0.4), squeeze=False)
+    panels = ["nulls"] + (["z"] if blocks is not None else []) + (["cross"] if cross is not None else [])
+    fig, axes = plt.subplots(
+        len(panels), len(models), figsize=(4.8 * len(models), 3.2 * len(panels) + 0.5), squeeze=False
+    )
     colours = sns.color_palette("colorblind", 4)
-    labels = {"r2_trained": "trained FFN", "r2_init_ffn": "random-init FFN", "r2_shuffled": "trained FFN, shuffled"}
+    kinds = {"random init": ("random-init FFNs", colours[1]), "shuffled": ("trained FFN, entries shuffled", colours[2])}
+    dec = None if decomposed is None else decomposed.set_index("model")
     for k, model in enumerate(models):
-        ax = axes[0][k]
-        t = nulls[nulls["model"] == model].sort_values("block")
-        for c, (col, label) in zip(colours, labels.items()):
-            ax.plot(t["block"], t[col], "-o", color=c, ms=3, lw=1.2, label=label)
-        ax.set_title(f"{model}: FFNs on the trained inputs", fontsize=9)
+        t = nulls[nulls["model"] == model]
+        b = None if blocks is None else blocks[blocks["model"] == model].set_index("block").sort_index()
+        ax = axes[panels.index("nulls")][k]
+        for kind, (label, c) in kinds.items():
+            g = t[t["ffn"] == kind].groupby("block")["r2"]
+            if len(g):
+                lo, hi = g.min(), g.max()
+                ax.fill_between(lo.index, lo, hi, color=c, alpha=0.35, lw=0, label=f"{label} (min–max)")
+                ax.plot(g.mean().index, g.mean(), "--", color=c, lw=1.0)
+        tr = t[t["ffn"] == "trained"].sort_values("block")
+        ax.plot(tr["block"], tr["r2"], "-", color=colours[0], lw=1.4, label="trained FFN")
+        if b is not None:
+            out = b["stands_out"].reindex(tr["block"]).fillna(False).to_numpy(bool)
+            ax.plot(tr["block"][out], tr["r2"][out], "o", color=colours[0], ms=4, label="stands out from both")
+            ax.plot(tr["block"][~out], tr["r2"][~out], "o", mfc="white", color=colours[0], ms=4)
+        ax.set_title(f"{model}: FFNs on the block's inputs", fontsize=9)
         ax.set_xlabel("block")
         ax.set_ylabel("held-out R² of the best affine map")
         ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-        ax.legend(fontsize=7, loc="lower left")
-        if n_rows == 2:
-            bx = axes[1][k]
+        if "z" in panels and b is not None:
+            zx = axes[panels.index("z")][k]
+            for name, (label, c) in zip(("init", "shuffled"), kinds.values(), strict=True):
+                zx.plot(b.index, b[f"z_{name}"], "-o", color=c, ms=3, lw=1.0, label=f"vs {label}")
+            zx.axhline(0, color="0.3", lw=0.8)
+            zx.set_yscale("symlog", linthresh=2)
+            zx.set_xlabel("block")
+            zx.set_ylabel("z of the trained FFN")
+            zx.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+        if "cross" in panels:
+            cx = axes[panels.index("cross")][k]
             m = cross[cross["model"] == model].pivot(index="ffn_block", columns="input_block", values="r2")
-            sns.heatmap(m.clip(-1, 1), vmin=-1, vmax=1, cmap="vlag_r", ax=bx, cbar_kws={"label": "R²"},
-                        xticklabels=5, yticklabels=5)  # fmt: skip
-            bx.set_xlabel("inputs of block j")
-            bx.set_ylabel("FFN of block i")
-            bx.set_title("R²(FFN i on inputs of block j)", fontsize=9)
-    fig.tight_layout()
+            sns.heatmap(m, cmap="viridis", ax=cx, cbar_kws={"label": "R²"}, xticklabels=5, yticklabels=5)
+            cx.grid(False)
+            cx.set_xlabel("inputs of block j")
+            cx.set_ylabel("FFN of block i")
+            title = "R²(FFN i on inputs of block j)"
+            if dec is not None and model in dec.index:
+                d = dec.loc[model]
+                title += (f"\nshares: weights {d['share_weights']:.2f} [{d['share_weights_lo']:.2f}, "
+                          f"{d['share_weights_hi']:.2f}], inputs {d['share_inputs']:.2f} [{d['share_inputs_lo']:.2f}, "
+                          f"{d['share_inputs_hi']:.2f}]")  # fmt: skip
+            cx.set_title(title, fontsize=8)
+    handles = {}
+    for row in axes:
+        for a in row:
+            for h, lab in zip(*a.get_legend_handles_labels(), strict=True):
+                handles.setdefault(lab, h)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(4, len(handles)), fontsize=7,
+               frameon=False)  # fmt: skip
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     if stem is not None:
         save(fig, stem)
     return fig

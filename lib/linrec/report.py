@@ -84,8 +84,9 @@ FIGURES = [
     (
         "fig7b_inputs_or_weights",
         "07",
-        "Inputs or weights? Trained, random-init and shuffled FFNs on the same trained inputs, and every FFN on "
-        "every block's inputs.",
+        "Claim 2b, every FFN with its block's norm gain folded in. Per block, the trained FFN against random-init and "
+        "shuffled null ensembles on the block's own inputs, with z-scores; the cross matrix FFN i × inputs of block "
+        "j and its decomposition into the weights' and the inputs' shares.",
     ),
 ]
 
@@ -95,9 +96,13 @@ CLAIMS = {
         "R²_lin is heterogeneous and non-monotone with depth",
         "> 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m)",
     ),
-    2: (
+    "2a": (
         "It is learned, not architectural",
         "GPT-2 and Pythia-160m (same width, both GELU) have sharply different profiles",
+    ),
+    "2b": (
+        "… a property of each block's own weights",
+        "recoverability is a learned property of individual trained blocks",
     ),
     3: (
         "A rank-16 bilinear probe adds little, uncorrelated with nonlinearity",
@@ -205,45 +210,36 @@ def claim1(r: Results) -> Claim:
     return Claim(1, text, v.verdict)
 
 
-def claim2(r: Results) -> Claim:
-    v = verdicts.claim2(r.get("controls_random_init_summary"), r.get("controls_decomposition"))
+def claim2a(r: Results) -> Claim:
+    v = verdicts.claim2a(r.get("controls_learned"))
     if not v.evidence:
-        return _untestable(2, v)
-    words = {"weights": "the profile follows the block's own weights", "inputs": "the profile follows the inputs "
-             "(a weight null on the trained inputs explains it)", "undecided": "inputs vs weights undecided",
-             "fails": "not distinct from the random-init twin", None: "no second init seed"}  # fmt: skip
+        return _untestable("2a", v)
     parts = []
     for e in v.evidence:
-        text = (
-            f"{e['model']} ({words[e['outcome']]}): trained R²_lin "
-            f"{e['trained_r2_min']:.3f}–{e['trained_r2_max']:.3f}, "
-            f"random-init twins {e['init_r2_min']:.3f}–{e['init_r2_max']:.3f}; mean /trained − init/ "
-            f"{_f(e['mean_abs_trained_init'])} vs {_f(e['mean_abs_init_seeds'])} between init seeds; ρ(trained, init) "
-            f"{_f(e['spearman_trained_init'], 2)}" + (" (init profile flat: ρ not used)" if e["init_flat"] else "")
-        )
-        if np.isfinite(e.get("share_init_ffn", np.nan)):
-            text += (
-                f"; share of the trained profile explained by the random-init FFN on the trained inputs "
-                f"{_f(e['share_init_ffn'], 2)} {_ci(e['share_init_ffn_lo'], e['share_init_ffn_hi'])}, by the shuffled "
-                f"FFN {_f(e['share_shuffled'], 2)} {_ci(e['share_shuffled_lo'], e['share_shuffled_hi'])}"
-            )
-        if np.isfinite(e.get("rho_inputs", np.nan)):
-            text += (
-                f"; FFN i on block i ± 1's inputs follows the inputs' R²_lin (ρ {_f(e['rho_inputs'], 2)} "
-                f"{_ci(e['rho_inputs_lo'], e['rho_inputs_hi'])}) vs the weights' (ρ {_f(e['rho_weights'], 2)} "
-                f"{_ci(e['rho_weights_lo'], e['rho_weights_hi'])})"
-            )
-        parts.append(text)
-    inputs = r.get("controls_inputs_summary")
-    for row in [] if inputs is None else inputs.to_dict("records"):
+        twin = "degenerate" if e["twin_degenerate"] else "a valid reference"
         parts.append(
-            f"{row['model']}: on Gaussian inputs with the same mean and covariance the median block's R² is "
-            f"{_f(row['r2_gaussian_median'])} (own inputs {_f(row['r2_own_median'])})"
+            f"{e['model']}: {e['outcome'] or 'not measured'}; the random-init twin is {twin} (train − held-out gap "
+            f"{_f(e['twin_gap'], 2)} vs {_f(e['trained_gap'], 2)} trained), so the reference is the "
+            f"{e['reference']}: mean |trained − untrained| {_f(e['effect'])} per block vs {_f(e['noise'])} between "
+            f"untrained draws (needs > {verdicts.CLAIM2_NOISE_FACTOR:g}× that and ≥ {verdicts.CLAIM2_MIN_EFFECT})"
         )
     note = ". The paper's own comparison (GPT-2 vs Pythia-160m) needs the hub: `params/paper.yaml`"
-    if v.verdict == verdicts.NOT_TESTABLE:
-        note += f". Not testable here: {v.reason}"
-    return Claim(2, "; ".join(parts) + note, v.verdict)
+    return Claim("2a", "; ".join(parts) + note, v.verdict)
+
+
+def claim2b(r: Results) -> Claim:
+    v = verdicts.claim2b(r.get("controls_decomposition"))
+    if not v.evidence:
+        return _untestable("2b", v)
+    parts = [
+        f"{e['model']}: {e['outcome'] or 'not measured'}; share of the cross matrix's variance carried by the weights "
+        f"{_f(e['share_weights'], 2)} {_ci(e['share_weights_lo'], e['share_weights_hi'])}, by the inputs "
+        f"{_f(e['share_inputs'], 2)} {_ci(e['share_inputs_lo'], e['share_inputs_hi'])} (difference "
+        f"{_ci(e['share_weights_minus_inputs_lo'], e['share_weights_minus_inputs_hi'])}); {int(e['n_standout'])} of "
+        f"{int(e['n_blocks'])} blocks stand out from both null ensembles"
+        for e in v.evidence
+    ]
+    return Claim("2b", "; ".join(parts), v.verdict)
 
 
 def _ci(lo, hi, nd: int = 2) -> str:
@@ -367,7 +363,7 @@ def claim7b(r: Results) -> Claim:
     return Claim("7b", "; ".join(parts), v.verdict)
 
 
-CLAIM_BUILDERS = [claim1, claim2, claim3, claim4, claim5, claim6a, claim6b, claim7a, claim7b]
+CLAIM_BUILDERS = [claim1, claim2a, claim2b, claim3, claim4, claim5, claim6a, claim6b, claim7a, claim7b]
 
 
 def claims(results_dir: str | Path) -> list[Claim]:

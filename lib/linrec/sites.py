@@ -23,24 +23,42 @@ class SiteSpec:
     ffn_out: str  # module (inside a block) whose *output* is y
     note: str = ""
     post_norm: str = ""  # module (inside a block) that normalises y before the residual add, if any (Gemma-3)
+    pre_norm: str = ""  # the norm whose output is x, with its learned gain (and bias): what the controls fold away
 
 
 FFN_SITES: dict[str, SiteSpec] = {  # model_type → site                          x, y: [batch, pos, d_model]
-    "gpt2": SiteSpec("h", "mlp", "mlp"),  # transformer.h.{i}.mlp (c_fc → GELU → c_proj)
-    "gpt_neox": SiteSpec("layers", "mlp", "mlp", "Pythia: parallel residual, x = post_attention_layernorm(h)"),
-    "llama": SiteSpec("layers", "mlp", "mlp"),  # model.layers.{i}.mlp (SwiGLU)
-    "qwen2": SiteSpec("layers", "mlp", "mlp"),  # model.layers.{i}.mlp (SwiGLU)
+    "gpt2": SiteSpec("h", "mlp", "mlp", pre_norm="ln_2"),  # transformer.h.{i}.mlp (c_fc → GELU → c_proj)
+    "gpt_neox": SiteSpec(
+        "layers",
+        "mlp",
+        "mlp",
+        "Pythia: parallel residual, x = post_attention_layernorm(h)",
+        pre_norm="post_attention_layernorm",
+    ),
+    "llama": SiteSpec("layers", "mlp", "mlp", pre_norm="post_attention_layernorm"),  # model.layers.{i}.mlp (SwiGLU)
+    "qwen2": SiteSpec("layers", "mlp", "mlp", pre_norm="post_attention_layernorm"),  # model.layers.{i}.mlp (SwiGLU)
     "gemma3_text": SiteSpec(
-        "layers", "mlp", "mlp", "y is taken before Gemma-3's post_feedforward_layernorm", "post_feedforward_layernorm"
+        "layers",
+        "mlp",
+        "mlp",
+        "y is taken before Gemma-3's post_feedforward_layernorm",
+        "post_feedforward_layernorm",
+        "pre_feedforward_layernorm",
     ),
     "gemma3": SiteSpec(
-        "language_model.layers", "mlp", "mlp", "multimodal wrapper; text tower only", "post_feedforward_layernorm"
+        "language_model.layers",
+        "mlp",
+        "mlp",
+        "multimodal wrapper; text tower only",
+        "post_feedforward_layernorm",
+        "pre_feedforward_layernorm",
     ),
     "bert": SiteSpec(
         "encoder.layer",
         "intermediate",
         "output.dense",
         "y = output.dense(...), before dropout, residual add and LayerNorm",
+        pre_norm="attention.output.LayerNorm",  # post-LN: x is the attention sublayer's closing LayerNorm
     ),
 }
 
@@ -55,6 +73,7 @@ class FfnSite:
     ffn_in: torch.nn.Module
     ffn_out: torch.nn.Module
     post_norm: torch.nn.Module | None = None  # what the block applies to y before adding it (Gemma-3), else None
+    pre_norm: torch.nn.Module | None = None  # the norm that produces x (its learned gain is folded by the controls)
 
     @property
     def ffn(self) -> torch.nn.Module:
@@ -117,6 +136,7 @@ def find_ffn_sites(model: torch.nn.Module) -> list[FfnSite]:
                     ffn_in=block.get_submodule(spec.ffn_in),
                     ffn_out=block.get_submodule(spec.ffn_out),
                     post_norm=block.get_submodule(spec.post_norm) if spec.post_norm else None,
+                    pre_norm=block.get_submodule(spec.pre_norm) if spec.pre_norm else None,
                 )
             )
     except AttributeError as err:

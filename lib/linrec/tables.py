@@ -212,27 +212,41 @@ TABLES: dict[str, TableSpec] = {
     "controls_random_init_summary": _spec(
         "07",
         "model trained_r2_min trained_r2_max init_r2_min init_r2_max init_r2_spread mean_abs_trained_init "
-        "spearman_trained_init init_r2_train_median init_r2_test_median mean_abs_init_seeds spearman_init_seeds",
+        "spearman_trained_init init_r2_train_median trained_gap_median init_r2_test_median mean_abs_init_seeds "
+        "spearman_init_seeds",
         "per model (linrec.verdicts.random_init_summary)",
     ),
     "controls_weight_nulls": _spec(
         "07",
-        "model block n_train n_test r2_trained r2_init_ffn r2_shuffled",
-        "per block: the trained FFN, the random-init FFN and the shuffled trained FFN on the block's trained inputs "
-        "(linrec.controls.weight_nulls)",
+        "model block ffn draw r2",
+        "per block and FFN (trained, random init, shuffled; draw = seed index), on the block's own inputs with its "
+        "norm gain folded into the FFN (linrec.controls.inputs_or_weights)",
+    ),
+    "controls_null_blocks": _spec(
+        "07",
+        "model block r2_trained n_init init_mean init_sd init_pair_gap z_init p_init n_shuffled shuffled_mean "
+        "shuffled_sd shuffled_pair_gap z_shuffled p_shuffled q_init q_shuffled stands_out",
+        "per block: the trained FFN against each null ensemble, z-scores, Benjamini–Hochberg q "
+        "(linrec.verdicts.null_blocks)",
     ),
     "controls_cross_matrix": _spec(
         "07",
         "model ffn_block input_block r2",
-        "per pair: FFN i on the inputs captured at block j (linrec.controls.cross_matrix)",
+        "per pair: FFN i (norm gain folded in) on the normalised inputs of block j (linrec.controls.inputs_or_weights)",
     ),
     "controls_decomposition": _spec(
         "07",
-        "model n_blocks r2_init_ffn_median gap_init_ffn_median share_init_ffn share_init_ffn_lo share_init_ffn_hi "
-        "r2_shuffled_median gap_shuffled_median share_shuffled share_shuffled_lo share_shuffled_hi n_pairs rho_inputs "
-        "rho_inputs_lo rho_inputs_hi rho_weights rho_weights_lo rho_weights_hi",
-        "per model: how much of the trained profile the inputs and the weights explain "
-        "(linrec.verdicts.decomposition_summary)",
+        "model n_blocks n_standout n_entries n_windows share_weights share_weights_lo share_weights_hi share_inputs "
+        "share_inputs_lo share_inputs_hi share_shared share_shared_lo share_shared_hi share_residual share_residual_lo "
+        "share_residual_hi share_weights_minus_inputs share_weights_minus_inputs_lo share_weights_minus_inputs_hi",
+        "per model: claim 2b's decomposition of the cross matrix with window-bootstrap intervals, and the blocks "
+        "that stand out from both nulls (linrec.controls.decomposition)",
+    ),
+    "controls_learned": _spec(
+        "07",
+        "model twin_gap trained_gap twin_degenerate effect_twin noise_twin effect_null noise_null reference effect "
+        "noise",
+        "per model: claim 2a, the trained profile against the untrained architecture (linrec.verdicts.learned_summary)",
     ),
     "controls_inputs": _spec(
         "07",
