@@ -152,9 +152,9 @@ def test_shuffled_weights_keep_each_matrix_multiset():
 
 
 def test_shared_scores_give_the_same_tables_and_score_each_pair_once(tiny_setup):
-    """One `MapScores` across the input controls and both cross feeds (as notebook 07 runs them, on a row budget)
-    changes no number and runs each (FFN, rows) pair once: the trained FFN on its own rows is asked for by two."""
-    from linrec.controls import MapScores
+    """One `MapScores` across the null ensembles, the input controls and both cross feeds (as notebook 07 runs them,
+    on a row budget) changes no number and runs each (FFN, rows) pair once."""
+    from linrec.controls import MapScores, inputs_or_weights
 
     model_dir, kw = tiny_setup
     trained, init_spec = get_capture(model_dir, **kw), random_init_spec(model_dir, 0)
@@ -164,19 +164,24 @@ def test_shared_scores_give_the_same_tables_and_score_each_pair_once(tiny_setup)
 
     def run(scores):
         kw = dict(n_rows=rows, seed=0, progress=False)
+        iow = inputs_or_weights(trained, loaded, n_init=1, n_shuffled=1, band=1, scores=scores() if scores else None,
+                                **kw)  # fmt: skip
         return [
             input_controls(trained, loaded, scores=scores() if scores else None, **kw),
             cross_feed(trained, init, init_loaded, scores=scores() if scores else None, **kw),
             cross_feed(init, trained, loaded, scores=scores() if scores else None, **kw),
+            iow.nulls,
+            iow.matrix,
         ]
 
     shared = MapScores()
     for alone, together in zip(run(None), run(lambda: shared), strict=True):
         assert alone.equals(together)  # bit for bit
     # distinct pairs: trained FFN i on its own rows and on the next block's, init FFN i on its own rows and on the
-    # trained rows, trained FFN i on the init rows; the trained FFN on its own rows is asked for twice
+    # trained rows, trained FFN i on the init rows; the trained FFN on its own rows is asked for three times (the
+    # trained entry of inputs_or_weights, input_controls' reference, the second cross feed's own inputs)
     assert shared.computed == 5 * n
-    assert shared.reused == 2 * n + 2 * n + 2 * n - shared.computed == n
+    assert shared.reused == n + 2 * n + 2 * n + 2 * n - shared.computed == 2 * n
 
 
 # ---- claim 2b: the norm gain folded into the FFN, null ensembles, the cross matrix and its decomposition -------

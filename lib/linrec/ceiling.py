@@ -94,8 +94,7 @@ class GramFactor:
         """W = D V Λ⁺ Vᵀ D Cxy: the minimum-norm least-squares solution of Cxx W = Cxy."""
         V, scale = self.V, self.scale
         t = lambda a: torch.from_numpy(np.ascontiguousarray(a))  # noqa: E731
-        with one_thread():
-            return scale[:, None] * (V @ (t(self.inv)[:, None] * (V.T @ t(scale[:, None] * Cxy)))).numpy()
+        return scale[:, None] * (V @ (t(self.inv)[:, None] * (V.T @ t(scale[:, None] * Cxy)))).numpy()
 
     @property
     def rank(self) -> int:

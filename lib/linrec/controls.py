@@ -96,21 +96,13 @@ def recolour(x: np.ndarray, source: Moments, target: Moments) -> np.ndarray:
 
 def _split_rows(capture, block: int, n_rows: int | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Stored input rows of `block`, train and held-out (the capture's window split), at most `n_rows` in all."""
-    idx = capture.row_index()
-    x, _ = capture.rows(block)
-    parts = []
-    rng = np.random.default_rng([seed, 7])
-    for split in (0, 1):
-        sel = np.flatnonzero(idx[:, 2] == split)
-        if n_rows is not None and len(idx) > n_rows:
-            k = int(round(n_rows * len(sel) / len(idx)))
-            sel = np.sort(rng.choice(sel, size=k, replace=False))
-        parts.append(np.asarray(x[sel]))
-    if min(len(p) for p in parts) < 2:
+    tr, te = _split_windows(capture, n_rows, seed)
+    if min(len(tr), len(te)) < 2:
         raise LinrecError(
             f"block {block}: too few stored rows for a control; capture with sample_rows ≥ a few thousand"
         )
-    return parts[0], parts[1]
+    x, _ = capture.rows(block)
+    return np.asarray(x[tr]), np.asarray(x[te])
 
 
 def _complete(capture, n_rows: int | None) -> bool:
@@ -120,30 +112,39 @@ def _complete(capture, n_rows: int | None) -> bool:
 
 
 class MapScores:
-    """Held-out R² of an FFN as a map on a capture's stored rows, computed once per (FFN, rows) and reused.
+    """Held-out fit of an FFN as a map on a capture's stored rows, computed once per (FFN, rows) and reused.
 
-    The controls score the same pairs more than once: FFN i on its own rows is `input_controls`' reference, the
-    cross matrix's diagonal, `weight_nulls`' trained row and one side of the cross feed; FFN i on block i + 1's rows is
-    both `r2_other_block` and a cross-matrix entry; the random-init FFN on the trained rows is both a cross-feed and
-    a weight-null entry. Pass one `MapScores` to each of them (notebook 07 does) and each pair runs once: the same
-    numbers, since a pair's rows are drawn by (block, n_rows, seed) alone. Entries are keyed by the objects
-    themselves (the module, the capture), which the memo keeps alive so that a key never outlives its object."""
+    The controls score the same pairs more than once: FFN i on its own rows is `input_controls`' reference, one side
+    of the cross feed, and (the norm gain folded or not: the same fit, since an invertible rescaling of the inputs
+    leaves the closed form's fitted values unchanged) `inputs_or_weights`' trained entry; the random-init twin's FFN on
+    the trained rows is asked for by both cross feeds. Pass one `MapScores` to each of them (notebook 07 does) and
+    each pair runs once: the same numbers, since a pair's rows are drawn by (block, n_rows, seed) alone. Each entry is
+    the held-out per-window sums (`SharedRows.score`), so its R² and its window bootstrap come from one pass. Entries
+    are keyed by the objects themselves (the module, the capture), which the memo keeps alive so that a key never
+    outlives its object."""
 
     def __init__(self):
-        self._memo: dict[tuple, float] = {}
+        self._memo: dict[tuple, HeldOut] = {}
         self._alive: list = []  # the modules and captures the keys refer to
         self.computed = self.reused = 0
 
-    def r2(self, module: torch.nn.Module, capture, block: int, n_rows: int | None, seed: int, label="?") -> float:
-        """R² of `module` on the stored rows of `capture`'s block `block` (`_split_rows`)."""
+    def heldout(self, module: torch.nn.Module, capture, block: int, n_rows: int | None, seed: int, label="?"):
+        """Held-out per-window sums of `module`'s best affine map on the stored rows of `capture`'s block `block`."""
         key = (id(module), id(capture), int(block), n_rows, seed)
         if key in self._memo:
             self.reused += 1
             return self._memo[key]
-        self._memo[key] = r2_of_map(module, *_split_rows(capture, block, n_rows, seed), block=label)["r2"]
+        xtr, xte = _split_rows(capture, block, n_rows, seed)
+        _, te = _split_windows(capture, n_rows, seed)
+        rows = SharedRows(xtr, xte, capture.row_index()[te, 0], block=label)
+        self._memo[key] = rows.score(module)
         self._alive.append((module, capture))
         self.computed += 1
         return self._memo[key]
+
+    def r2(self, module: torch.nn.Module, capture, block: int, n_rows: int | None, seed: int, label="?") -> float:
+        """R² of `module` on the stored rows of `capture`'s block `block` (`_split_rows`)."""
+        return self.heldout(module, capture, block, n_rows, seed, label).r2()
 
 
 def input_controls(
@@ -266,8 +267,9 @@ def norm_affine(norm: torch.nn.Module) -> tuple[np.ndarray, np.ndarray]:
     """(g, b), float64, with norm(h) = g ⊙ n(h) + b, where n is the norm's own unit normalisation (LayerNorm: centre
     and scale to unit variance; RMSNorm: scale to unit RMS). g is read from the module's `weight` (Gemma-3's
     RMSNorm multiplies by 1 + weight; which of the two applies is decided by evaluating the module), b from its
-    `bias` (0 without one). Checked by evaluation on h = c·s, s = (1, −1, 1, …) (mean 0, RMS 1) and a large c,
-    where n(±h) = ±s: a norm of another form gets a one-line error."""
+    `bias` (0 without one). Checked by evaluation on h = ±c·s, s = (1, −1, 1, …) (mean 0, RMS 1) and a large c,
+    where n(±h) = ±s, and on a seeded random h with mean 0 and RMS 1: a norm of another form (anything whose output
+    is not g ⊙ n(h) + b) gets a one-line error."""
     w = getattr(norm, "weight", None)
     if not isinstance(w, torch.Tensor) or w.ndim != 1:
         raise LinrecError(f"the pre-MLP norm {type(norm).__name__} has no gain vector `weight`; add its form to "
@@ -280,17 +282,17 @@ def norm_affine(norm: torch.nn.Module) -> tuple[np.ndarray, np.ndarray]:
     s = torch.ones(d, dtype=torch.float64)
     s[1::2] = -1.0
     with torch.no_grad():
-        plus, minus = (norm((sign * 1e4 * s)[None].to(w.dtype)).double()[0] for sign in (1.0, -1.0))
+        plus, minus = (norm((sign * 1e4 * s)[None].to(w.device, w.dtype)).double()[0].cpu() for sign in (1.0, -1.0))
     g_seen, b_seen = (plus - minus) / 2 * s, (plus + minus) / 2
     wd = w.detach().double().cpu()
     g = min((wd, 1.0 + wd), key=lambda c: float((c - g_seen).abs().max()))
     bias = getattr(norm, "bias", None)
     b = bias.detach().double().cpu() if isinstance(bias, torch.Tensor) else torch.zeros(d, dtype=torch.float64)
     r = torch.randn(d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    r = (r - r.mean()) / r.pow(2).mean().sqrt()  # mean 0, RMS 1 after centring: n(c·r) = r for either norm
-    r = r / (r - r.mean()).pow(2).mean().sqrt()
+    r = r - r.mean()
+    r = r / r.pow(2).mean().sqrt()  # mean 0, RMS 1: n(c·r) = r for either norm, and for no other map of this form
     with torch.no_grad():
-        seen = norm((3.0 * r)[None].to(w.dtype)).double()[0]
+        seen = norm((3.0 * r)[None].to(w.device, w.dtype)).double()[0].cpu()
     tol = 1e-4 * float(g.abs().max()) + 1e-6
     if (float((g - g_seen).abs().max()) > tol or float((b - b_seen).abs().max()) > tol
             or float((g * r + b - seen).abs().max()) > 1e-3 * float(g.abs().max()) + 1e-5):  # fmt: skip
@@ -459,6 +461,7 @@ def inputs_or_weights(
     n_rows: int | None = None,
     seed: int = 0,
     progress: bool = True,
+    scores: MapScores | None = None,
 ) -> InputsOrWeights:
     """Claim 2b's measurements on one model, all on the same stored rows (at most `n_rows`, the capture's window
     split) and with every block's pre-MLP norm gain folded into its FFN (`folded_ffn`), so that the inputs are the
@@ -471,7 +474,10 @@ def inputs_or_weights(
     - the cross matrix: the folded FFN i on u_j for every |i − j| ≤ `band` (None: every pair), with each entry's
       held-out per-window sums for the window bootstrap of the decomposition (`two_factor_shares`, `decomposition`).
 
-    Cost: one FFN pass and one solve per entry, the Gram of each block's rows factored once (`SharedRows`)."""
+    Cost: one FFN pass and one solve per entry, the Gram of each block's rows factored once (`SharedRows`). The
+    trained entry is the trained FFN on its own rows, which `input_controls` also scores: pass the same `scores`
+    (`MapScores`) and it runs once."""
+    scores = MapScores() if scores is None else scores
     sites = find_ffn_sites(loaded.model)
     if len(sites) != capture.n_blocks:
         raise LinrecError(
@@ -492,13 +498,12 @@ def inputs_or_weights(
         x, _ = capture.rows(j)
         g, b = folded[j][1], folded[j][2]
         rows = SharedRows(unscale(x[tr], g, b), unscale(x[te], g, b), windows, block=j)
-        draws = [("trained", 0, folded[j][0])]
+        heldout[(j, j)] = scores.heldout(sites[j].ffn, capture, j, n_rows, seed, j)  # folded or not: the same fit
+        draws = [("trained", 0, None)]
         draws += [("random init", k, random_init_ffn(loaded.model, sites[j].ffn, [seed, j, k])) for k in range(n_init)]
         draws += [("shuffled", k, shuffled_weights(folded[j][0], [seed, j, k])) for k in range(n_shuffled)]
         for kind, k, module in draws:
-            h = rows.score(module)
-            if kind == "trained":
-                heldout[(j, j)] = h
+            h = heldout[(j, j)] if module is None else rows.score(module)
             nulls.append({"model": label, "block": j, "ffn": kind, "draw": k, "r2": h.r2()})
             bar.update()
         for i in range(max(0, j - band), min(n, j + band + 1)):

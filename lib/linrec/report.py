@@ -232,8 +232,8 @@ def claim2b(r: Results) -> Claim:
     if not v.evidence:
         return _untestable("2b", v)
     parts = [
-        f"{e['model']}: {e['outcome'] or 'not measured'}; share of the cross matrix's variance carried by the weights "
-        f"{_f(e['share_weights'], 2)} {_ci(e['share_weights_lo'], e['share_weights_hi'])}, by the inputs "
+        f"{e['model']}: {e['outcome'] or 'not measured'}; unique share of the cross matrix's variance of the weights "
+        f"{_f(e['share_weights'], 2)} {_ci(e['share_weights_lo'], e['share_weights_hi'])}, of the inputs "
         f"{_f(e['share_inputs'], 2)} {_ci(e['share_inputs_lo'], e['share_inputs_hi'])} (difference "
         f"{_ci(e['share_weights_minus_inputs_lo'], e['share_weights_minus_inputs_hi'])}); {int(e['n_standout'])} of "
         f"{int(e['n_blocks'])} blocks stand out from both null ensembles"
