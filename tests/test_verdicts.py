@@ -572,6 +572,8 @@ def test_null_blocks_z_p_and_benjamini_hochberg_by_hand():
     strict = V.null_blocks(_null_rows([0.9, 0.31], [[0.1, 0.101, 0.102, 0.099]] * 2)).set_index("block")
     assert strict["stands_out"].all()  # far outside a tight null, on both nulls
     assert not V.null_blocks(_null_rows([0.2], [[0.1, 0.2, 0.3]]))["stands_out"].iloc[0]
+    same = V.null_blocks(_null_rows([0.5, 0.6], [[0.5, 0.5], [0.5, 0.5]])).set_index("block")  # identical draws
+    assert same.loc[0, "p_init"] == 1.0 and same.loc[1, "p_init"] == 0.0 and same.loc[1, "z_init"] == np.inf
 
 
 def _learned(twin_gap=0.5, trained_gap=0.5, diff=0.5, noise=0.1, null_effect=None, null_noise=0.01):

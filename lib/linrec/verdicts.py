@@ -839,8 +839,6 @@ def null_blocks(nulls: pd.DataFrame) -> pd.DataFrame:
     the same rows. z = (trained − mean) / sd; p from the prediction interval of a new draw (t with k − 1 degrees of
     freedom, (trained − mean) / (sd √(1 + 1/k)), two-sided, assuming the null draws are normal); q: Benjamini–Hochberg
     over the model's blocks, per null. A block `stands_out` when q < CLAIM2_FDR for both nulls."""
-    from scipy import stats
-
     _require(nulls, ["model", "block", "ffn", "draw", "r2"], "null_blocks")
     rows = []
     for (model, block), t in nulls.groupby(["model", "block"], sort=False):
@@ -850,11 +848,12 @@ def null_blocks(nulls: pd.DataFrame) -> pd.DataFrame:
             k, m = len(v), float(np.mean(v)) if len(v) else np.nan
             sd = float(np.std(v, ddof=1)) if k > 1 else np.nan
             diff = row["r2_trained"] - m
-            with np.errstate(divide="ignore", invalid="ignore"):
-                z = diff / sd if k > 1 else np.nan
-                tstat = diff / (sd * np.sqrt(1 + 1 / k)) if k > 1 else np.nan
-            p = float(2 * stats.t.sf(abs(tstat), k - 1)) if k > 1 and np.isfinite(tstat) else (
-                0.0 if k > 1 and diff != 0 else np.nan)  # fmt: skip
+            z = p = np.nan
+            if k > 1 and sd > 0:
+                z = diff / sd
+                p = float(2 * stats.t.sf(abs(diff) / (sd * np.sqrt(1 + 1 / k)), k - 1))
+            elif k > 1:  # identical draws: the trained FFN is either one of them or outside all of them
+                z, p = (0.0, 1.0) if diff == 0 else (np.copysign(np.inf, diff), 0.0)
             row.update({f"n_{name}": k, f"{name}_mean": m, f"{name}_sd": sd, f"{name}_pair_gap": _mean_pair_gap(v),
                         f"z_{name}": z, f"p_{name}": p})  # fmt: skip
         rows.append(row)
@@ -887,7 +886,6 @@ def learned_summary(init_summary: pd.DataFrame, blocks: pd.DataFrame | None = No
             effect_null = float((b["r2_trained"] - b["init_mean"]).abs().mean())
             noise_null = float(b["init_pair_gap"].mean())
         degenerate = bool(np.isfinite(trained_gap) and twin_gap - trained_gap > CLAIM2_DEGENERATE_GAP)
-        use_null = degenerate
         rows.append(
             {
                 "model": r["model"],
@@ -898,9 +896,9 @@ def learned_summary(init_summary: pd.DataFrame, blocks: pd.DataFrame | None = No
                 "noise_twin": float(r["mean_abs_init_seeds"]),
                 "effect_null": effect_null,
                 "noise_null": noise_null,
-                "reference": "random-init FFNs on the trained inputs" if use_null else "random-init twin",
-                "effect": effect_null if use_null else float(r["mean_abs_trained_init"]),
-                "noise": noise_null if use_null else float(r["mean_abs_init_seeds"]),
+                "reference": "random-init FFNs on the trained inputs" if degenerate else "random-init twin",
+                "effect": effect_null if degenerate else float(r["mean_abs_trained_init"]),
+                "noise": noise_null if degenerate else float(r["mean_abs_init_seeds"]),
             }
         )
     return pd.DataFrame(rows)
