@@ -192,14 +192,16 @@ def test_row_sample_is_bounded_seeded_and_exact(tiny_model, tmp_path):
 
 
 # ---- held-out per-window sums (bootstrap input) ------------------------------------------
-def _sums_from_rows(c, block):
-    """Reference: per test window n, Σe², Σ(y − shift), Σ(y − shift)² from the stored rows (all rows kept)."""
+def _sums_from_rows(c, block, rest=False):
+    """Reference: per test window n, Σe², Σ(y − shift), Σ(y − shift)² from the stored rows (all rows kept); with
+    `rest`, over positions 1 … only, against the map fitted on the train rows at those positions."""
     idx = c.row_index()
-    test = idx[:, 2] == 1
+    test = (idx[:, 2] == 1) & ((idx[:, 1] > 0) if rest else True)
     x, y = (a[test].astype(np.float64) for a in c.rows(block))
     win = idx[test, 0]
-    fit = fit_affine(c.stats["train"][block])
-    shift = c.stats["train"][block].mean_y
+    train = c.without_first(block)[0] if rest else c.stats["train"][block]
+    fit = fit_affine(train)
+    shift = train.mean_y
     e2, yc = (y - fit.predict(x)) ** 2, y - shift
     windows = np.unique(win)
     per = lambda a: np.stack([a[win == w].sum(0) for w in windows])  # noqa: E731
@@ -239,9 +241,17 @@ def test_heldout_sums_equal_sums_from_stored_rows(tiny_model, cache, tmp_path):
         row = table.loc[i]
         assert row.n_test_windows == len(windows) == c.meta["n_windows"]["test"]
         assert row.r2_lo < row.r2_lin < row.r2_hi
+        # positions 1 …, against the map fitted without the first position: its R² is r2_ex_first, its interval
+        # comes from these sums
+        r = c.heldout_rest[i]
+        windows, n, sse, sy, syy = _sums_from_rows(c, i, rest=True)
+        assert np.array_equal(r.n, n) and n.sum() == c.stats["test"][i].n - c.meta["n_windows"]["test"]
+        for got, ref in ((r.sse, sse), (r.sy, sy), (r.syy, syy)):
+            assert np.abs(got - ref).max() <= 1e-10 * np.abs(ref).max()
+        assert abs(r.r2() - row.r2_ex_first) < 1e-9 and row.r2_ex_first_lo < row.r2_ex_first < row.r2_ex_first_hi
     again = get_capture(**args)  # the sums survive the cache
     assert again.cached
-    for h, g in zip(c.heldout, again.heldout):
+    for h, g in zip(c.heldout + c.heldout_rest, again.heldout + again.heldout_rest):
         assert all(np.array_equal(getattr(h, k), getattr(g, k)) for k in h.KEYS)
     assert ceiling_table(again).equals(table)
     loose = get_capture(**args, cache=False)  # and are the same without it
@@ -490,9 +500,10 @@ def test_memory_plan_is_what_a_capture_holds(tiny_model, tmp_path):
         assert row["first_host"] == sum(
             c.first_rows[f"first/{s}/{b}/{a}"].nbytes for s in ("train", "test") for a in "xy"
         )
-        h, fit = c.heldout[b], c.fit(b)
-        sums = sum(getattr(h, k).nbytes for k in h.KEYS if k != "windows")  # n, Σe², Σ(y − c), Σ(y − c)², c
-        assert row["heldout"] == sums + fit.W.nbytes + fit.b.nbytes
+        fit = c.fit(b)
+        for h in (c.heldout[b], c.heldout_rest[b]):  # all positions, and every position but the first
+            sums = sum(getattr(h, k).nbytes for k in h.KEYS if k != "windows")  # n, Σe², Σ(y − c), Σ(y − c)², c
+            assert row["heldout"] == 2 * (sums + fit.W.nbytes + fit.b.nbytes)
         assert row["rows_disk"] == sum(a.nbytes for a in c.rows(b))
         assert row["device_total"] == row["stats"] + row["heldout"]
 

@@ -34,6 +34,32 @@ def test_bos_is_prepended_when_the_tokenizer_does_so():
     assert (w.ids[:, 0] == tok.bos_token_id).all() and (w.ids[:, 1:] != tok.bos_token_id).all()
 
 
+def test_samples_are_disjoint_stretches_of_the_same_stream():
+    tok = tiny_tokenizer()
+    docs = [tiny_text(3000, seed=0)]
+    stream = torch.tensor(tok(docs[0], add_special_tokens=False).input_ids)
+    for k in (0, 1, 2):
+        w = make_windows(docs, tok, seq_len=50, tokens=500, sample=k)
+        assert torch.equal(w.ids.reshape(-1), stream[k * 500 : (k + 1) * 500])  # fresh text, not a new split
+    with pytest.raises(LinrecError, match="too small for sample 9"):
+        make_windows(docs, tok, seq_len=50, tokens=500, sample=9)
+
+
+def test_bos_can_be_forced_on_or_off():
+    plain, with_bos = tiny_tokenizer(), tiny_tokenizer(bos=True)
+    docs = [tiny_text(500)]
+    on = make_windows(docs, plain, seq_len=32, tokens=320, bos="yes")  # a model that runs without one gets it
+    assert on.bos and (on.ids[:, 0] == plain.bos_token_id).all() and (on.ids[:, 1:] != plain.bos_token_id).all()
+    off = make_windows(docs, with_bos, seq_len=32, tokens=320, bos="no")
+    assert not off.bos and (off.ids != with_bos.bos_token_id).all()
+    assert torch.equal(on.ids[:, 1:].reshape(-1), make_windows(docs, plain, 32, 320).ids.reshape(-1)[: 10 * 31])
+    with pytest.raises(LinrecError, match="bos must be one of"):
+        make_windows(docs, plain, seq_len=32, tokens=320, bos="maybe")
+    plain.bos_token = None
+    with pytest.raises(LinrecError, match="has none"):
+        make_windows(docs, plain, seq_len=32, tokens=320, bos="yes")
+
+
 def test_file_and_directory_corpora(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "a.txt").write_text(tiny_text(400, 0))

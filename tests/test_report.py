@@ -11,18 +11,25 @@ from linrec.report import FIGURES, build_report, claims, render
 from linrec.tables import TABLES, save_table
 
 
-def _results(tmp_path: Path, max_r2: float = 0.99, jump: float = 0.7, gain: float = 0.01, ci=(-0.30, 0.25)) -> Path:
+def _results(
+    tmp_path: Path, max_r2: float = 0.99, jump: float = 0.7, gain: float = 0.01, ci=(-0.30, 0.25), ci90=(-0.2, 0.2)
+) -> Path:
     """A results directory with the tables of claims 1 and 3, written through the registry."""
     d = tmp_path / "results"
     summary = {
         "model": "m", "n_blocks": 12, "r2_min": 0.2, "r2_max": max_r2, "max_adjacent_jump": 0.9,
         "direction_changes": 7, "max_jump_disjoint": jump, "direction_changes_disjoint": 5,
-        "cond_gram_median": 1e6, "r2_ex_first_max": 0.5, "first_token_blocks": "", "profile_tokens": 16384.0,
+        "as_extreme_as_paper": False, "r2_ex_first_min": 0.2, "max_jump_disjoint_ex_first": jump,
+        "direction_changes_disjoint_ex_first": 1, "cond_gram_median": 1e6, "r2_ex_first_max": 0.5,
+        "first_token_blocks": "",
+        "profile_tokens": 16384.0,
     }  # fmt: skip
     save_table(pd.DataFrame([summary]), "r2_lin_summary", d)
     probe = {
         "model": "m", "n_blocks": 12, "gain_median": gain, "gain_max": 0.05, "gain_min": 0.0, "gain_quad_median": gain,
-        "quad_excess_median": 0.0, "pearson_r": 0.02, "p": 0.9, "ci_lo": ci[0], "ci_hi": ci[1], "detectable_r": 0.7,
+        "quad_excess_median": 0.0, "pearson_r": 0.02, "p": 0.9, "ci_lo": ci[0], "ci_hi": ci[1], "ci_lo90": ci90[0],
+        "ci_hi90": ci90[1], "ci_lo_iid": ci[0], "ci_hi_iid": ci[1], "block_length": 2, "correlation": "",
+        "detectable_r": 0.7,
         "n_stop_validation": 12, "n_stop_flattened": 0, "n_stop_max_epochs": 0, "seconds_probe_total": 1.0,
         "sweep_rank_min": 16, "sweep_gain_median_rank_min": gain, "sweep_rank_max": 256,
         "sweep_gain_median_rank_max": 0.04,
@@ -42,8 +49,10 @@ def test_claims_follow_their_rules(tmp_path):
     assert "notebook 07 not run" in c["2a"].ours and "notebook 07 not run" in c["2b"].ours
     c = {x.number: x for x in claims(_results(tmp_path, jump=0.1, gain=0.2))}
     assert c[1].verdict == "not reproduced" and c[3].verdict == "not reproduced"
-    c = {x.number: x for x in claims(_results(tmp_path, ci=(0.10, 0.60)))}
+    c = {x.number: x for x in claims(_results(tmp_path, ci=(0.10, 0.60), ci90=(0.15, 0.55)))}
     assert c[3].verdict == "not reproduced"  # a CI that excludes 0: the gain does track nonlinearity
+    c = {x.number: x for x in claims(_results(tmp_path, ci90=(-0.2, 0.35)))}
+    assert c[3].verdict == "not testable" and "inconclusive (not testable at this power)" in c[3].ours
 
 
 def test_claim1_states_the_other_profile_and_the_learning_curve(tmp_path):

@@ -1,6 +1,7 @@
 """Effective rank, ex-top-k R² and the regime rule against planted structure and stored rows."""
 
 import numpy as np
+import pytest
 
 from helpers import moments_of
 from linrec.ceiling import r2_rows
@@ -105,6 +106,19 @@ def test_low_rank_linear_block_is_unclassified_not_broadly_linear():
     assert row["r2_lin"] > 0.9 and row["r2_lin"] - row["r2_feature_median"] < 0.2 and row["top1_var_share"] < 0.5
     assert row["eff_rank_explained"] < 1.5
     assert row["regime"] == "unclassified"
+
+
+def test_outlier_concentrated_needs_rank_about_one():
+    """The paper's "rank ≈ 1": a concentrated block is outlier-concentrated only while the effective rank of its
+    explained part is below OUTLIER_RANK (2: two equal directions); at 2 it is concentrated but unclassified."""
+    from linrec.spectrum import OUTLIER_RANK, effective_rank, regime
+
+    assert effective_rank(np.diag([1.0, 1.0])) == pytest.approx(OUTLIER_RANK)  # the threshold is two equal directions
+    assert 1.6 < effective_rank(np.diag([1.0, 0.25])) < 1.7  # one direction dominating: below it
+    args = (0.9, 0.4, 0.9, 1.5, 576, 0.9)  # concentrated: median 0.5 below R²_lin, top-1 share 0.9
+    assert regime(*args, OUTLIER_RANK - 1e-9) == "outlier-concentrated"
+    assert regime(*args, OUTLIER_RANK) == "unclassified"
+    assert regime(*args) == "outlier-concentrated"  # rank not given: not checked
 
 
 def test_regime_rank_threshold_for_broadly_linear():

@@ -78,11 +78,34 @@ def test_disjoint_moves_ignore_what_the_intervals_do_not_resolve():
     assert V.disjoint_moves([0.0, 1.0], [np.nan, 0.9], [np.nan, 1.1]) == []  # a missing interval resolves nothing
 
 
-def _claim1_row(span=0.6, jump=0.4, turns=3, model="m"):
-    return {"model": model, "n_blocks": 10, "r2_min": 0.3, "r2_max": 0.3 + span, "max_adjacent_jump": 0.9,
+def _claim1_row(span=0.6, jump=0.4, turns=3, model="m", r2_min=0.3):
+    return {"model": model, "n_blocks": 10, "r2_min": r2_min, "r2_max": r2_min + span, "max_adjacent_jump": 0.9,
             "direction_changes": 9, "max_jump_disjoint": jump, "direction_changes_disjoint": turns,
-            "cond_gram_median": 1.0, "r2_ex_first_max": 0.5, "first_token_blocks": "",
+            "as_extreme_as_paper": False, "r2_ex_first_min": np.nan, "max_jump_disjoint_ex_first": np.nan,
+            "direction_changes_disjoint_ex_first": np.nan, "cond_gram_median": 1.0, "r2_ex_first_max": 0.5,
+            "first_token_blocks": "",
             "profile_tokens": 16384.0}  # fmt: skip
+
+
+def test_claim1_span_at_its_threshold():
+    assert 0.75 - 0.25 == V.CLAIM1_SPAN  # exact in binary: the rule meets the threshold itself
+    assert V.claim1(pd.DataFrame([_claim1_row(span=V.CLAIM1_SPAN, r2_min=0.25)])).verdict == V.REPRODUCED
+    assert V.claim1(pd.DataFrame([_claim1_row(span=V.CLAIM1_SPAN - EPS, r2_min=0.25)])).verdict == V.NOT_REPRODUCED
+
+
+@pytest.mark.parametrize(
+    "profile, extreme",
+    [
+        ([0.5, 0.991, 0.29, 0.6], True),
+        ([0.5, 0.99, 0.29, 0.6], False),  # > 0.99 is strict
+        ([0.5, 0.995, 0.3, 0.6], False),  # < 0.3 is strict
+        ([0.995, 0.5, 0.2], False),  # both extremes, but not in adjacent blocks
+        ([0.2, 0.6, 0.999], False),
+        ([0.1, 0.999], True),  # either order
+    ],
+)
+def test_as_extreme_as_the_paper(profile, extreme):
+    assert V.as_extreme_as_paper(profile) is extreme
 
 
 @pytest.mark.parametrize(
@@ -119,7 +142,7 @@ def _probe_blocks(model="m", n=6, seed=0):
 
 
 def test_probe_summary_per_model_and_pooled():
-    from linrec.uncertainty import detectable_correlation, pearson_with_ci
+    from linrec.uncertainty import correlation_test, detectable_correlation
 
     probe = pd.concat([_probe_blocks("a", 6, 0), _probe_blocks("b", 8, 1)], ignore_index=True)
     sweep = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "block": [1, 1, 4, 4, 2, 2], "rank": [16, 64] * 3,
@@ -127,8 +150,10 @@ def test_probe_summary_per_model_and_pooled():
     s = V.probe_summary(probe, sweep, n_boot=300, seed=3).set_index("model")
     assert list(s.index) == ["a", "b", V.POOLED]
     a = probe[probe["model"] == "a"]
-    ref = pearson_with_ci(1 - a["r2_lin_rows"], a["gain"], n_boot=300, seed=3)
-    assert s.loc["a", "pearson_r"] == pytest.approx(ref["r"]) and s.loc["a", "ci_lo"] == pytest.approx(ref["ci_lo"])
+    ref = correlation_test(1 - a["r2_lin_rows"], a["gain"], kind="pearson", n_boot=300, seed=3)
+    assert s.loc["a", "pearson_r"] == pytest.approx(stats.pearsonr(1 - a["r2_lin_rows"], a["gain"])[0])
+    assert s.loc["a", "ci_lo"] == pytest.approx(ref["lo"]) and s.loc["a", "ci_hi90"] == pytest.approx(ref["hi90"])
+    assert s.loc["a", "block_length"] == 2 and s.loc["a", "correlation"] == ref["outcome"]  # 6 blocks: runs of 2
     assert s.loc["a", "gain_median"] == a["gain"].median() and s.loc[V.POOLED, "n_blocks"] == 14
     assert s.loc["a", "quad_excess_median"] == pytest.approx((a["gain_quad"] - a["gain"]).median())
     assert s.loc["a", "detectable_r"] == pytest.approx(detectable_correlation(6))
@@ -138,20 +163,28 @@ def test_probe_summary_per_model_and_pooled():
     assert (s.loc["a", "n_stop_validation"], s.loc["a", "n_stop_max_epochs"]) == (5, 1)
 
 
-def _claim3(gain=0.01, lo=-0.1, hi=0.2, excess=0.0, model="m"):
+def _claim3(gain=0.01, lo=-0.4, hi=0.4, lo90=-0.25, hi90=0.25, excess=0.0, model="m"):
     return {"model": model, "n_blocks": 10, "gain_median": gain, "gain_max": 0.1, "pearson_r": 0.0, "p": 0.9,
-            "ci_lo": lo, "ci_hi": hi, "quad_excess_median": excess, "detectable_r": 0.5}  # fmt: skip
+            "ci_lo": lo, "ci_hi": hi, "ci_lo90": lo90, "ci_hi90": hi90, "quad_excess_median": excess,
+            "detectable_r": 0.5}  # fmt: skip
+
+
+M = V.EQUIVALENCE_MARGIN
 
 
 @pytest.mark.parametrize(
     "kw, word",
     [
-        ({}, V.REPRODUCED),
+        ({}, V.REPRODUCED),  # the 90 % interval inside ±0.3: "uncorrelated" shown
         ({"gain": V.CLAIM3_MAX_GAIN - EPS}, V.REPRODUCED),
         ({"gain": V.CLAIM3_MAX_GAIN}, V.NOT_REPRODUCED),
-        ({"lo": 0.0}, V.REPRODUCED),  # the interval touches 0: includes it
-        ({"lo": EPS}, V.NOT_REPRODUCED),
-        ({"hi": -EPS}, V.NOT_REPRODUCED),
+        ({"hi90": M - EPS, "lo90": -M + EPS}, V.REPRODUCED),
+        ({"hi90": M}, V.NOT_TESTABLE),  # touches the margin: not shown, and 0 inside the 95 % interval: inconclusive
+        ({"lo90": -M}, V.NOT_TESTABLE),
+        ({"lo": 0.0, "lo90": 0.1, "hi90": 0.5}, V.NOT_TESTABLE),  # touches 0: includes it, inconclusive
+        ({"lo": EPS, "hi": 0.7, "lo90": 0.1, "hi90": 0.6}, V.NOT_REPRODUCED),  # a correlation shown
+        ({"lo": -0.7, "hi": -EPS, "lo90": -0.6, "hi90": -0.1}, V.NOT_REPRODUCED),
+        ({"lo": EPS, "hi": 0.2, "lo90": 0.02, "hi90": 0.18}, V.REPRODUCED),  # shown nonzero but within the margin
         ({"lo": np.nan}, V.NOT_TESTABLE),
         ({"excess": V.CLAIM3_MAX_GAIN - EPS}, V.REPRODUCED),
         ({"excess": V.CLAIM3_MAX_GAIN}, V.NOT_TESTABLE),  # the probe stays far below the quadratic: not converged
@@ -162,11 +195,14 @@ def test_claim3_thresholds(kw, word):
 
 
 def test_claim3_is_per_model_and_ignores_the_pooled_row():
-    rows = [_claim3(model="a"), _claim3(lo=0.2, model="b"), _claim3(lo=0.3, model=V.POOLED)]
+    effect = {"lo": 0.2, "hi": 0.8, "lo90": 0.3, "hi90": 0.7}
+    rows = [_claim3(model="a"), _claim3(model="b", **effect), _claim3(model=V.POOLED, **effect)]
     v = V.claim3(pd.DataFrame(rows))
     assert v.verdict == V.PARTLY and [e["passes"] for e in v.evidence] == [True, False]
     v = V.claim3(pd.DataFrame([_claim3(model="a"), _claim3(excess=1.0, model="b")]))
     assert v.verdict == V.REPRODUCED and v.evidence[1]["passes"] is None  # the untested model does not count
+    v = V.claim3(pd.DataFrame([_claim3(hi90=0.5, model="a"), _claim3(hi90=0.5, model="b")]))
+    assert v.verdict == V.NOT_TESTABLE and "at this power" in v.reason  # inconclusive is not "reproduced"
 
 
 def _probe(shortfalls, adam_better=True, model="m", cond=None):
@@ -300,6 +336,7 @@ def _spectrum(regimes, model="m"):
         "model": model, "block": range(n), "regime": regimes, "first_var_share": np.linspace(0, 0.9, n),
         "n_massive": [1] + [0] * (n - 1), "top1_var_share": [0.6] * n, "r2_lin": [0.9] * n,
         "r2_ex_top8": np.linspace(0.9, 0.5, n), "eff_rank_out": [10.0] * n, "d_out": [100] * n,
+        "r2_feature_median": [0.5] * n, "eff_rank_explained": [1.5] * n,
         "cond_gram": np.arange(n) + 1.0, "cond_gram_test": np.arange(n) + 2.0, "eff_rank_in": np.arange(n)[::-1] + 1.0,
         "dynamic_range_in": np.arange(n) * 2.0,
     })  # fmt: skip
@@ -323,6 +360,18 @@ def test_regime_summary_counts_and_lists():
     t.loc[1, "first_var_share"] = 0.19  # just below the overlap threshold
     assert V.regime_summary(t, REGIMES).iloc[0]["outlier_first_blocks"] == ""
     assert s["max_drop_ex_top8"] == pytest.approx(0.4) and s["eff_rank_out_frac_median"] == pytest.approx(0.1)
+    # block 4 is concentrated (median 0.4 below R²_lin, top-1 share 0.6) but its explained part is not rank ≈ 1
+    assert s["concentrated_not_rank1_blocks"] == "4"
+
+
+def test_regime_summary_counts_blocks_at_high_r2_too():
+    from linrec.spectrum import REGIME_HIGH_R2
+
+    t = _spectrum(["broadly linear", "outlier-concentrated", "broadly linear", "nonlinear"])
+    t["r2_lin"] = [REGIME_HIGH_R2, REGIME_HIGH_R2 - EPS, 0.95, 0.3]
+    s = V.regime_summary(t, REGIMES).iloc[0]
+    assert s["n_high_r2"] == 2 and s["n_broadly_linear_high_r2"] == 2 and s["n_outlier_concentrated_high_r2"] == 0
+    assert s["n_outlier_concentrated"] == 1
 
 
 def test_input_side_is_spearman_per_descriptor():
@@ -389,6 +438,37 @@ def test_corpus_verdicts_and_claim5():
     two = pd.DataFrame([v.to_dict(), {**v.to_dict(), "model": "n", "verdict": "mixed"}])
     assert V.claim5(two).verdict == V.PARTLY
     assert V.claim5(two.assign(verdict="shaped by the corpus")).verdict == V.NOT_REPRODUCED
+
+
+@pytest.mark.parametrize(
+    "lo, hi, word",
+    [
+        (0.01, V.CLAIM5_SHAPE - EPS, "a property of the model"),
+        (0.01, V.CLAIM5_SHAPE, "undecided"),  # the interval reaches the threshold
+        (V.CLAIM5_SHAPE, 0.3, "shaped by the corpus"),
+        (V.CLAIM5_SHAPE - EPS, 0.3, "undecided"),
+        (np.nan, 0.05, "undecided"),
+    ],
+)
+def test_claim5_is_judged_on_shape(lo, hi, word):
+    assert V.shape_word(lo, hi) == word
+    row = {"model": "m", "verdict": "mixed", "shape_lo": lo, "shape_hi": hi}  # the older ratio rule said "mixed"
+    expected = {"a property of the model": V.REPRODUCED, "shaped by the corpus": V.NOT_REPRODUCED}
+    assert V.claim5(pd.DataFrame([row])).verdict == expected.get(word, V.NOT_TESTABLE)
+
+
+def test_claim5_counts_decided_models_and_merges_the_decomposition():
+    rows = [{"model": "a", "verdict": "mixed", "shape_lo": 0.01, "shape_hi": 0.05},
+            {"model": "b", "verdict": "mixed", "shape_lo": 0.2, "shape_hi": 0.3},
+            {"model": "c", "verdict": "mixed", "shape_lo": 0.05, "shape_hi": 0.2}]  # fmt: skip
+    v = V.claim5(pd.DataFrame(rows))
+    assert v.verdict == V.PARTLY and [e["shape_verdict"] for e in v.evidence][2] == "undecided"
+    from linrec.uncertainty import profile_agreement
+
+    t = pd.DataFrame([{"model": "a", "corpus": c, "block": b, "r2_lin": 0.1 * b + k * 0.05, "r2_lo": 0.0, "r2_hi": 1.0}
+                      for k, c in enumerate(("wiki", "code")) for b in range(4)])  # fmt: skip
+    out = V.corpus_verdicts(t, profile_agreement(t), shapes=pd.DataFrame(rows[:1]))
+    assert out.loc[0, "shape_verdict"] == "a property of the model" and out.loc[0, "shape_hi"] == 0.05
 
 
 # ---- claim 6: the swap ---------------------------------------------------------------------------------------
@@ -474,20 +554,54 @@ def test_claim6a_branches_at_the_budget():
     assert e["n_within_budget"] == 1 and e["ffn_over_linear"] == 10.0
 
 
-def test_claim6b_needs_both_intervals_below_zero():
-    def pred(rho_hi, partial_hi, model="m"):
-        return pd.DataFrame([
-            {"model": model, "column": "r2_lin", "spearman_rho": rho_hi - 0.2, "rho_lo": rho_hi - 0.4,
-             "rho_hi": rho_hi, "partial_rho_depth": partial_hi - 0.2, "partial_lo": partial_hi - 0.4,
-             "partial_hi": partial_hi, "middle_rho": 0.0},
-            {"model": model, "column": "depth_from_end", "spearman_rho": -0.7},
-        ])  # fmt: skip
+def _flag_row(rho=(-0.5, -0.8, -0.2, -0.75, -0.25), partial=(-0.5, -0.8, -0.2, -0.75, -0.25), model="m"):
+    """An R²_lin row of swap_predictors: (point, 95 % lo, hi, 90 % lo, hi) for ρ and for the partial ρ."""
+    return {"model": model, "column": "r2_lin", "middle_rho": 0.0, "block_length": 3,
+            **dict(zip(("spearman_rho", "rho_lo", "rho_hi", "rho_lo90", "rho_hi90"), rho)),
+            **dict(zip(("partial_rho_depth", "partial_lo", "partial_hi", "partial_lo90", "partial_hi90"),
+                       partial))}  # fmt: skip
 
-    assert V.claim6b(pred(-EPS, -EPS)).verdict == V.REPRODUCED
-    assert V.claim6b(pred(0.0, -0.5)).verdict == V.NOT_REPRODUCED  # ρ's interval touches 0
-    assert V.claim6b(pred(-0.5, 0.0)).verdict == V.NOT_REPRODUCED  # does not beat depth
-    assert V.claim6b(pd.concat([pred(-0.5, -0.5, "a"), pred(0.3, 0.3, "b")])).verdict == V.PARTLY
-    assert V.claim6b(pred(-0.5, -0.5)).evidence[0]["depth_rho"] == -0.7
+
+def _pred(model="m", **kw):
+    return pd.DataFrame([_flag_row(model=model, **kw), {"model": model, "column": "depth_from_end",
+                                                        "spearman_rho": -0.7}])  # fmt: skip
+
+
+def test_claim6b_needs_both_correlations_shown_below_zero():
+    assert V.claim6b(_pred()).verdict == V.REPRODUCED
+    assert V.claim6b(_pred(rho=(-0.5, -0.8, -EPS, -0.75, -0.25))).verdict == V.REPRODUCED
+    inconclusive = V.claim6b(_pred(rho=(-0.4, -0.8, 0.0, -0.75, -0.05)))  # ρ's 95 % interval touches 0
+    assert inconclusive.verdict == V.NOT_TESTABLE and inconclusive.evidence[0]["outcome"] == V.INCONCLUSIVE
+    assert V.claim6b(_pred(partial=(-0.3, -0.7, 0.1, -0.6, 0.05))).verdict == V.NOT_TESTABLE  # depth may explain it
+    no_flag = V.claim6b(_pred(rho=(0.0, -0.25, 0.25, -M + EPS, M - EPS)))  # |ρ| < 0.3 shown: a decided failure
+    assert no_flag.verdict == V.NOT_REPRODUCED and no_flag.evidence[0]["outcome"] == "no flag"
+    assert V.claim6b(_pred(rho=(0.0, -0.25, 0.25, -M, M - EPS))).verdict == V.NOT_TESTABLE  # at the margin: not shown
+    assert V.claim6b(_pred(partial=(0.5, 0.2, 0.8, 0.25, 0.75))).verdict == V.NOT_REPRODUCED  # the wrong way
+    two = pd.concat([_pred("a"), _pred("b", rho=(0.5, 0.2, 0.8, 0.25, 0.75)), _pred("c", rho=(0.0, -0.9, 0.9,
+                                                                                             -0.8, 0.8))])  # fmt: skip
+    v = V.claim6b(two)
+    assert v.verdict == V.PARTLY and [e["passes"] for e in v.evidence] == [True, False, None]
+    assert V.claim6b(_pred()).evidence[0]["depth_rho"] == -0.7
+
+
+def test_best_predictor_is_named_only_after_holm():
+    def screen(ps, rhos):
+        cols = ["r2_lin", "mse_out", "err_rel_resid", "r2_ex_first"]
+        t = pd.DataFrame({"model": "m", "column": cols + ["screening_delta_ppl"], "spearman_rho": rhos + [0.9],
+                          "p": ps + [1e-6], "runs_swapped_model": [False] * 4 + [True],
+                          "partial_rho_depth": np.nan, "partial_p": np.nan})  # fmt: skip
+        t["p_holm"] = t["partial_p_holm"] = np.nan
+        real = ~t["runs_swapped_model"]
+        t.loc[real, "p_holm"] = V.holm(t.loc[real, "p"].to_numpy())
+        return V.best_predictors(t).iloc[0]
+
+    # raw p 0.013 is the best-pointing predictor, but Holm over 4 gives 0.052: not named; 0.012 → 0.048 is
+    b = screen([0.5, 0.9, 0.9, 0.013], [-0.2, 0.1, 0.1, -0.6])
+    assert b["best"] == "" and b["n_screened"] == 4
+    b = screen([0.5, 0.9, 0.9, 0.012], [-0.2, 0.1, 0.1, -0.6])
+    assert b["best"] == "r2_ex_first" and b["best_p_holm"] == pytest.approx(0.048)
+    b = screen([0.001, 0.9, 0.9, 0.001], [0.7, 0.1, 0.1, -0.6])  # r2_lin survives but points the wrong way
+    assert b["best"] == "r2_ex_first"
 
 
 def test_first_position_effect():
@@ -693,4 +807,47 @@ def test_every_registered_column_is_snake_case_and_labels_only_rename():
             assert re.fullmatch(r"[a-z][a-z0-9_]*", c), (name, c)
     df = pd.DataFrame([_claim1_row()])
     shown = labelled(df)
-    assert "max R²_lin" in shown.columns and shown.shape == df.shape and (shown.to_numpy() == df.to_numpy()).all()
+    assert "max R²_lin" in shown.columns and shown.shape == df.shape
+    pd.testing.assert_frame_equal(shown.set_axis(df.columns, axis=1), df)  # values untouched (NaN included)
+
+
+# ---- every position but the first: the same rules, stated beside each verdict ------------------------------------
+def test_claim1_without_the_first_position():
+    row = _claim1_row() | {"r2_ex_first_min": 0.3, "r2_ex_first_max": 0.3 + V.CLAIM1_SPAN,
+                           "max_jump_disjoint_ex_first": V.CLAIM1_JUMP,
+                           "direction_changes_disjoint_ex_first": 2}  # fmt: skip
+    v = V.claim1(pd.DataFrame([row]))
+    assert v.verdict == V.REPRODUCED and v.without_first == V.REPRODUCED and v.evidence[0]["passes_ex_first"]
+    v = V.claim1(pd.DataFrame([row | {"max_jump_disjoint_ex_first": V.CLAIM1_JUMP - EPS}]))
+    assert v.verdict == V.REPRODUCED and v.without_first == V.NOT_REPRODUCED  # the verdict needs position 0
+    assert V.claim1(pd.DataFrame([_claim1_row()])).without_first == ""  # not measured: no word
+
+
+def test_profile_summary_judges_the_profile_without_the_first_position_on_its_own_intervals():
+    t = pd.DataFrame({"model": "m", "block": range(4), "r2_lin": [0.9, 0.2, 0.9, 0.2],
+                      "r2_lo": [0.85, 0.15, 0.85, 0.15], "r2_hi": [0.95, 0.25, 0.95, 0.25],
+                      "cond_gram": 1.0, "first_var_share": 0.0,
+                      "r2_ex_first": [0.5, 0.45, 0.5, 0.45], "r2_ex_first_lo": [0.4, 0.35, 0.4, 0.35],
+                      "r2_ex_first_hi": [0.6, 0.55, 0.6, 0.55]})  # fmt: skip
+    s = V.profile_summary(t).iloc[0]
+    assert s["max_jump_disjoint"] == pytest.approx(0.7) and s["direction_changes_disjoint"] == 2
+    assert s["max_jump_disjoint_ex_first"] == 0.0 and s["direction_changes_disjoint_ex_first"] == 0  # overlapping
+    assert s["r2_ex_first_min"] == 0.45
+
+
+def test_claim4_5_and_6b_without_the_first_position():
+    s4 = V.regime_summary(_spectrum(["broadly linear", "outlier-concentrated"]).assign(
+        regime_ex_first=["broadly linear", "unclassified"]), REGIMES)  # fmt: skip
+    v4 = V.claim4(s4)
+    assert v4.verdict == V.REPRODUCED and v4.without_first == V.NOT_REPRODUCED
+    assert s4.iloc[0]["n_outlier_concentrated_ex_first"] == 0
+    assert V.claim4(V.regime_summary(_spectrum(["broadly linear"]), REGIMES)).without_first == ""  # not measured
+    rows = [{"model": "a", "verdict": "mixed", "shape_lo": 0.01, "shape_hi": 0.05, "shape_lo_ex_first": 0.2,
+             "shape_hi_ex_first": 0.3}]  # fmt: skip
+    v5 = V.claim5(pd.DataFrame(rows))
+    assert v5.verdict == V.REPRODUCED and v5.without_first == V.NOT_REPRODUCED
+    pred = pd.concat([_pred(), pd.DataFrame([_flag_row() | {"column": "r2_ex_first", "rho_lo90": -0.25,
+                                                              "rho_hi90": 0.25}])])  # fmt: skip
+    v6 = V.claim6b(pred)
+    assert v6.verdict == V.REPRODUCED and v6.without_first == V.NOT_REPRODUCED
+    assert v6.evidence[0]["outcome_ex_first"] == "no flag"

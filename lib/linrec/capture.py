@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 from linrec.ceiling import AffineFit, Score, fit_affine, score
-from linrec.corpora import Windows, corpus_identity, load_windows
+from linrec.corpora import BOS_MODES, Windows, corpus_identity, load_windows
 from linrec.distributed import barrier, broadcast_path, merge_moments, world
 from linrec.errors import LinrecError
 from linrec.files import (
@@ -79,8 +79,9 @@ log = logging.getLogger(__name__)
 
 # bump when what a capture contains or means changes
 # (2: held-out per-window sums; 3: first-position moments; 4: sha256 of every file; 5: moment matrices stored as
-# their upper triangles; 6: first positions kept as rows, not moments)
-CAPTURE_VERSION = "6"
+# their upper triangles; 6: first positions kept as rows, not moments; 7: held-out sums without the first position, for
+# the map fitted without it)
+CAPTURE_VERSION = "7"
 SPLITS = ("train", "test")
 
 
@@ -97,6 +98,8 @@ class CaptureConfig:
     sample_rows: int = 30_000  # raw (x, y) rows kept per block for probes
     product: str = "float64"  # "float64" exact, "float32" fast (see linrec.moments)
     dtype: str = "float32"  # the model's dtype (float32, bfloat16, float16); statistics are float64 whatever it is
+    sample: int = 0  # which disjoint stretch of `tokens` tokens of the corpus (linrec.corpora.make_windows)
+    bos: str = "auto"  # BOS token per window: the tokenizer's habit, "yes" always, "no" never
 
     def validate(self) -> None:
         if self.tokens <= 0:
@@ -114,12 +117,19 @@ class CaptureConfig:
             raise LinrecError(f"product must be one of {', '.join(PRODUCTS)}, got '{self.product}'")
         if self.sample_rows < 0:
             raise LinrecError(f"sample_rows must be ≥ 0, got {self.sample_rows}")
+        if self.sample < 0:
+            raise LinrecError(f"sample must be ≥ 0, got {self.sample}")
+        if self.bos not in BOS_MODES:
+            raise LinrecError(f"bos must be one of {', '.join(BOS_MODES)}, got '{self.bos}'")
         model_dtype(self.dtype)
 
     def key(self) -> str:
         fields = asdict(self)
         if fields["dtype"] == "float32":  # the default leaves the key as it was before dtype existed
             del fields["dtype"]
+        for name, default in (("sample", 0), ("bos", "auto")):  # likewise
+            if fields[name] == default:
+                del fields[name]
         ident = {
             **fields,
             "model": model_identity(self.model),
@@ -141,6 +151,7 @@ class Capture:
     heldout: list[HeldOut | None] | None = None  # [block] → per-test-window sums (None: that block's fit failed)
     first: dict[str, list[Moments]] | None = None  # split → [block] → Moments of the windows' first positions
     first_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # what `first` is built from
+    heldout_rest: list[HeldOut | None] | None = None  # [block] → the same sums over positions 1 …, map fitted on them
     _index: np.ndarray | None = field(default=None, repr=False)
     _fits: dict = field(default_factory=dict, repr=False)
     _scores: dict = field(default_factory=dict, repr=False)
@@ -269,10 +280,15 @@ class _FirstRows:
         self.x[split][block][position : position + k] = x0.detach().float().cpu().numpy()
         self.y[split][block][position : position + k] = y0.detach().float().cpu().numpy()
 
-    def all_reduce(self) -> None:
+    def all_reduce(self, split: str, blocks=None) -> None:
+        """Sum `split`'s rows of `blocks` (default all) over ranks, in place (shared memory)."""
         from linrec.distributed import sum_
 
-        sum_([torch.from_numpy(a) for s in SPLITS for a in (*self.x[s], *self.y[s])])  # in place: shared memory
+        blocks = range(len(self.x[split])) if blocks is None else blocks
+        sum_([torch.from_numpy(a) for i in blocks for a in (self.x[split][i], self.y[split][i])])
+
+    def moments_of(self, split: str, block: int) -> Moments:
+        return first_moments(self.x[split][block], self.y[split][block])
 
     def moments(self) -> dict[str, list[Moments]]:
         return {s: [first_moments(x, y) for x, y in zip(self.x[s], self.y[s])] for s in SPLITS}
@@ -371,6 +387,7 @@ def _run_capture(
             out_dir / "rows", len(order) * T, config.sample_rows, config.seed, dims, T, order, split_of
         )
     heldout = HeldOutSums(dims, windows.test)
+    reduced: set[int] = set()  # blocks whose train first rows were summed over ranks before their fit
     current = {"split": "train", "position": 0}
 
     def on_ffn(block: int, x: torch.Tensor, y: torch.Tensor) -> None:
@@ -413,7 +430,10 @@ def _run_capture(
                 bar.update()
             merge_moments([stats["train"][i] for i in group])  # every rank: the whole train split, merged exactly
             if len(windows.test):  # this group's train split is complete: fit its blocks once
-                heldout.fit(stats["train"], group)
+                if size > 1:  # each rank holds its own train windows' first rows: every rank needs all of them
+                    first.all_reduce("train", group)
+                    reduced.update(group)
+                heldout.fit(stats["train"], group, {i: first.moments_of("train", i) for i in group})
             for batch in (b for b in mine if b[0] == "test"):
                 run(batch)
                 bar.update()
@@ -425,7 +445,8 @@ def _run_capture(
             heldout.to("cpu", moved)
     if size > 1:
         merge_moments(stats["test"])
-        first.all_reduce()
+        first.all_reduce("test")
+        first.all_reduce("train", [i for i in range(len(sites)) if i not in reduced])
         heldout.all_reduce()
     first_rows, first = first.arrays(), first.moments()
     seconds = time.perf_counter() - t0
@@ -466,8 +487,9 @@ def _run_capture(
         "notes": loaded.notes,
         "version": CAPTURE_VERSION,
     }
+    rest = heldout.result(rest=True)
     heldout = heldout.result()
-    return Capture(config, meta, stats, out_dir, heldout=heldout, first=first, first_rows=first_rows)
+    return Capture(config, meta, stats, out_dir, heldout=heldout, first=first, first_rows=first_rows, heldout_rest=rest)
 
 
 # ---- memory plan -----------------------------------------------------------------------------------------------
@@ -486,7 +508,8 @@ def memory_plan(
 
     - `stats`: train and test `Moments`, each a float64 [d, d] accumulator and [d] mean, d = d_in + d_out;
     - `heldout`: per held-out window n (int64) and Σe², Σ(y − c), Σ(y − c)² ([d_out] float64 each), plus the
-      fitted map (W [d_in, d_out], b and c [d_out], float64) while the test split runs;
+      fitted map (W [d_in, d_out], b and c [d_out], float64) while the test split runs; twice, for all positions and
+      for every position but the first (`HeldOutSums`' `rest`);
     - `first_host`: each window's first-position row, float32 x and y, in host memory (`n_windows` in all, train
       and test; default 5 × the held-out windows, the default 80/20 split);
     - `rows_disk`: the row sample on disk, float32 x and y (`sample_rows` rows; 0 without one).
@@ -507,7 +530,7 @@ def memory_plan(
                 "d_in": d_in,
                 "d_out": d_out,
                 "stats": 2 * (d * d + d) * F64,
-                "heldout": n_test_windows * (8 + 3 * d_out * F64) + (d_in * d_out + 2 * d_out) * F64,
+                "heldout": 2 * (n_test_windows * (8 + 3 * d_out * F64) + (d_in * d_out + 2 * d_out) * F64),
                 "first_host": n_windows * d * 4,
                 "rows_disk": sample_rows * d * 4,
             }
@@ -593,6 +616,14 @@ def _write(capture: Capture, directory: Path) -> None:
             for k, v in h.state().items()
         }
     )
+    arrays.update(
+        {
+            f"heldout_rest/{i}/{k}": v
+            for i, h in enumerate(capture.heldout_rest or [])
+            if h is not None
+            for k, v in h.state().items()
+        }
+    )
     np.savez(directory / "stats.npz", **arrays)
     write_entry(directory, capture.meta)
 
@@ -632,10 +663,16 @@ def _read(directory: Path, config: CaptureConfig) -> Capture | None:
                 else HeldOut.from_state({k: z[f"heldout/{i}/{k}"] for k in HeldOut.KEYS})
                 for i in range(n_blocks)
             ]
+            rest = [
+                HeldOut.from_state({k: z[f"heldout_rest/{i}/{k}"] for k in HeldOut.KEYS})
+                if f"heldout_rest/{i}/n" in z.files
+                else None
+                for i in range(n_blocks)
+            ]
     except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as err:
         log.warning("capture cache %s is damaged (%s); recomputing it", directory.name, err)
         return None
-    return Capture(config, meta, stats, directory, True, heldout, first, first_rows)
+    return Capture(config, meta, stats, directory, True, heldout, first, first_rows, rest)
 
 
 def get_capture(
@@ -655,14 +692,18 @@ def get_capture(
     dtype: str = "float32",
     blocks_per_pass: int | None = None,
     device_map: str | dict | None = None,
+    sample: int = 0,
+    bos: str = "auto",
 ) -> Capture:
     """The capture of `model` on `corpus`: from the cache if present and intact, else computed and cached.
+    `sample` and `bos`: which stretch of the corpus, and whether windows start with a BOS token
+    (`linrec.corpora.make_windows`).
 
     Pass `loaded` (from `linrec.models.load_model`) to reuse a model across corpora, or use
     `get_captures` (which this calls with one corpus).
     """
     kw = dict(seq_len=seq_len, tokens=tokens, seed=seed, test_frac=test_frac, sample_rows=sample_rows, product=product)
-    kw.update(dtype=dtype, blocks_per_pass=blocks_per_pass, device_map=device_map)
+    kw.update(dtype=dtype, blocks_per_pass=blocks_per_pass, device_map=device_map, sample=sample, bos=bos)
     kw.update(batch_size=batch_size, device=device, loaded=loaded, cache=cache, progress=progress)
     return get_captures(model, [corpus], **kw)[corpus]
 
@@ -679,7 +720,7 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
     corpora = list(dict.fromkeys(corpora))  # each corpus once, in the order given
     if not corpora:
         raise LinrecError("no corpora given; name at least one, e.g. wiki")
-    names = ("seq_len", "tokens", "seed", "test_frac", "sample_rows", "product", "dtype")
+    names = ("seq_len", "tokens", "seed", "test_frac", "sample_rows", "product", "dtype", "sample", "bos")
     unknown = set(kwargs) - {
         *names,
         "batch_size",
@@ -744,8 +785,10 @@ def _config_entry(
     sample_rows: int = 30_000,
     product: str = "float64",
     dtype: str = "float32",
+    sample: int = 0,
+    bos: str = "auto",
 ) -> tuple[CaptureConfig, Path]:
-    config = CaptureConfig(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product, dtype)
+    config = CaptureConfig(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product, dtype, sample, bos)
     config.validate()
     return config, _captures_dir() / f"{cache_slug(model)}-{config.key()}"
 
@@ -762,7 +805,7 @@ def _compute(
     """Run the capture of `config` with `loaded`; with `cache`, write it atomically to `entry`."""
     c = config
     check_context(loaded, c.seq_len)
-    windows = load_windows(c.corpus, loaded.tokenizer, c.seq_len, c.tokens, c.seed, c.test_frac)
+    windows = load_windows(c.corpus, loaded.tokenizer, c.seq_len, c.tokens, c.seed, c.test_frac, c.sample, c.bos)
     if not cache:
         return run_capture(loaded, windows, config, None, batch_size, progress, blocks_per_pass)
     if world()[0] > 0:  # under torchrun: rank 0 owns the entry; the others write their rows into its files

@@ -78,6 +78,20 @@ def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
         p.add_argument(
             "--seed", type=_non_negative, default=0, help="seed of the train/test split and row sample (default: 0)"
         )
+        p.add_argument(
+            "--sample",
+            type=_non_negative,
+            default=0,
+            help="which disjoint stretch of --tokens tokens of the corpus to read: 0 the first, 1 the next, … "
+            "(fresh text for a replication; default: 0)",
+        )
+        p.add_argument(
+            "--bos",
+            default="auto",
+            choices=["auto", "yes", "no"],
+            help="start every window with the BOS token: as the tokenizer does (auto), always (yes) or never (no); "
+            "moves the attention sink of a model that runs without one (default: auto)",
+        )
     p.add_argument(
         "--batch-size",
         type=_positive,
@@ -146,6 +160,8 @@ def _capture(args, loaded=None):
         device_map=args.device_map,
         cache=not args.no_cache,
         loaded=loaded,
+        sample=args.sample,
+        bos=args.bos,
     )
 
 

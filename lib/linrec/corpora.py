@@ -237,6 +237,9 @@ def _pieces(text: str, size: int = 65536):
         start = end
 
 
+BOS_MODES = ("auto", "yes", "no")  # make_windows: the tokenizer's habit, always, never
+
+
 def token_stream(docs: list[str], tokenizer, limit: int) -> list[int]:
     """Documents tokenised without special tokens, joined by EOS, up to `limit` tokens."""
     eos = getattr(tokenizer, "eos_token_id", None)
@@ -260,18 +263,35 @@ def make_windows(
     test_frac: float = 0.2,
     corpus: str = "",
     identity: str = "",
+    sample: int = 0,
+    bos: str = "auto",
 ) -> Windows:
-    """Cut the first `tokens` tokens into windows of `seq_len`; hold out a seeded `test_frac` of them."""
+    """Cut `tokens` tokens into windows of `seq_len`; hold out a seeded `test_frac` of them.
+
+    `sample` k takes the k-th disjoint stretch of the stream (k = 0: the first `tokens` tokens), so samples are
+    different text, not only a different split. `bos`: "auto" prepends the tokenizer's BOS token where its
+    tokenizer does, "yes" prepends it to every window of a model that runs without one, "no" never prepends it."""
+    if sample < 0:
+        raise LinrecError(f"sample must be ≥ 0, got {sample}")
+    if bos not in BOS_MODES:
+        raise LinrecError(f"bos must be one of {', '.join(BOS_MODES)}, got '{bos}'")
     if seq_len < 2:
         raise LinrecError(f"seq_len must be at least 2, got {seq_len}")
     if tokens <= 0:
         raise LinrecError(f"token budget must be positive, got {tokens}; try --tokens 20480")
     if not 0 < test_frac < 1:
         raise LinrecError(f"test fraction must be in (0, 1), got {test_frac}")
-    bos = _prepends_bos(tokenizer)
+    bos = _prepends_bos(tokenizer) if bos == "auto" else bos == "yes"
+    if bos and getattr(tokenizer, "bos_token_id", None) is None:
+        raise LinrecError("bos='yes' needs a tokenizer with a BOS token, and this one has none; use bos='auto' or 'no'")
     body = seq_len - 1 if bos else seq_len
     n_windows = tokens // seq_len
-    stream = token_stream(docs, tokenizer, n_windows * body)
+    stream = token_stream(docs, tokenizer, (sample + 1) * n_windows * body)[sample * n_windows * body :]
+    if sample and len(stream) < n_windows * body:
+        raise LinrecError(
+            f"corpus '{corpus}' is too small for sample {sample}: it has {len(stream)} tokens past the first {sample} "
+            f"samples of {n_windows * body}; use a smaller sample number or a smaller --tokens"
+        )
     n_windows = min(n_windows, len(stream) // body)
     if n_windows < 2:
         raise LinrecError(
@@ -294,11 +314,20 @@ def make_windows(
 
 
 def load_windows(
-    spec: str, tokenizer, seq_len: int = 128, tokens: int = 20_480, seed: int = 0, test_frac: float = 0.2
+    spec: str,
+    tokenizer,
+    seq_len: int = 128,
+    tokens: int = 20_480,
+    seed: int = 0,
+    test_frac: float = 0.2,
+    sample: int = 0,
+    bos: str = "auto",
 ) -> Windows:
     """`load_documents` then `make_windows`."""
     docs, identity = load_documents(spec)
-    return make_windows(docs, tokenizer, seq_len, tokens, seed, test_frac, corpus=spec, identity=identity)
+    return make_windows(
+        docs, tokenizer, seq_len, tokens, seed, test_frac, corpus=spec, identity=identity, sample=sample, bos=bos
+    )
 
 
 def corpus_identity(spec: str) -> str:

@@ -21,7 +21,10 @@ at once and returns the percentile interval. It resamples whole windows, so corr
 between the positions of one window is kept; the fitted map is held fixed (this is the
 uncertainty of the held-out score of *this* map, not of re-fitting on another train split).
 
-`HeldOutSums` is the accumulator the capture feeds, one test batch at a time.
+`HeldOutSums` is the accumulator the capture feeds, one test batch at a time. Given the train split's
+first-position statistics it also keeps the same sums for every position but the windows' first, against the map
+fitted without them (`rest`): the held-out R² without position 0 (`linrec.ceiling.first_position`'s `r2_ex_first`)
+then gets its own window bootstrap.
 """
 
 from __future__ import annotations
@@ -131,34 +134,49 @@ class HeldOutSums:
         self.fits: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] = {}
         self.errors: dict[int, str] = {}
         self.sums: dict[int, dict[str, torch.Tensor]] = {}
+        self.rest_fits: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] = {}  # without position 0
+        self.rest_sums: dict[int, dict[str, torch.Tensor]] = {}
         self.start = self.stop = 0  # rows of the held-out arrays in the current batch
         self.seconds = self.fit_seconds = 0.0
 
-    def fit(self, train: list[Moments], blocks=None) -> None:
-        """Fit the affine maps of `blocks` (default: all) from their finished train statistics, once each."""
+    def fit(self, train: list[Moments], blocks=None, train_first: dict[int, Moments] | None = None) -> None:
+        """Fit the affine maps of `blocks` (default: all) from their finished train statistics, once each; with
+        `train_first` (block → `Moments` of the train windows' first positions) also each block's map without
+        them, whose sums cover every held-out position but the first."""
+        from linrec.moments import remove_rows
+
         t0 = time.perf_counter()
-        W = len(self.windows)
         for i in range(len(train)) if blocks is None else blocks:
             if i in self.fits:
                 continue
-            m = train[i]
-            try:
-                fit = fit_affine(m, block=i, condition=False)
-            except LinrecError as err:  # surfaced by the ceiling on this block; the capture goes on
-                self.errors[i] = str(err)
-                self.fits[i] = None
-                continue
-            dev = m.mean.device
-            shift = torch.from_numpy(m.mean_y.copy()).to(dev)
-            self.fits[i] = (torch.from_numpy(fit.W).to(dev), torch.from_numpy(fit.b).to(dev), shift)
-            d_out = self.dims[i][1]
-            self.sums[i] = {
-                "n": torch.zeros(W, dtype=torch.int64),
-                **{k: torch.zeros(W, d_out, dtype=torch.float64, device=dev) for k in ("sse", "sy", "syy")},
-            }
+            self.fits[i], self.sums[i] = self._fit(i, train[i], record=True)
+            if train_first is not None and i in train_first:
+                try:
+                    rest = remove_rows(train[i], train_first[i])
+                except LinrecError:
+                    rest = None
+                self.rest_fits[i], self.rest_sums[i] = self._fit(i, rest) if rest is not None else (None, {})
         dt = time.perf_counter() - t0
         self.fit_seconds += dt
         self.seconds += dt
+
+    def _fit(self, i: int, m: Moments, record: bool = False):
+        """(W, b, shift) of block `i`'s map fitted on `m` and zeroed sums for it; (None, {}) if the fit fails (the
+        error kept for the main map, `record`)."""
+        try:
+            fit = fit_affine(m, block=i, condition=False)
+        except LinrecError as err:  # surfaced by the ceiling on this block; the capture goes on
+            if record:
+                self.errors[i] = str(err)
+            return None, {}
+        dev = m.mean.device
+        shift = torch.from_numpy(m.mean_y.copy()).to(dev)
+        d_out, W = self.dims[i][1], len(self.windows)
+        sums = {
+            "n": torch.zeros(W, dtype=torch.int64),
+            **{k: torch.zeros(W, d_out, dtype=torch.float64, device=dev) for k in ("sse", "sy", "syy")},
+        }
+        return (torch.from_numpy(fit.W).to(dev), torch.from_numpy(fit.b).to(dev), shift), sums
 
     def restart(self) -> None:
         """Back to the first test window (the next block group's pass)."""
@@ -167,9 +185,10 @@ class HeldOutSums:
     def to(self, device, blocks) -> None:
         """Move the sums and maps of `blocks` to `device` (a finished group's, off the GPU)."""
         for b in blocks:
-            if self.fits.get(b) is not None:
-                self.fits[b] = tuple(t.to(device) for t in self.fits[b])
-                self.sums[b] = {k: v.to(device) for k, v in self.sums[b].items()}
+            for fits, sums in ((self.fits, self.sums), (self.rest_fits, self.rest_sums)):
+                if fits.get(b) is not None:
+                    fits[b] = tuple(t.to(device) for t in fits[b])
+                    sums[b] = {k: v.to(device) for k, v in sums[b].items()}
 
     def begin(self, n_windows_batch: int) -> None:
         self.start, self.stop = self.stop, self.stop + n_windows_batch
@@ -182,46 +201,52 @@ class HeldOutSums:
         """Under torch.distributed: sum every rank's sums (each held-out window's are non-zero on one rank only)."""
         from linrec.distributed import sum_
 
-        for b in sorted(self.sums):
-            sum_([self.sums[b][k] for k in ("n", "sse", "sy", "syy")])
+        for sums in (self.sums, self.rest_sums):
+            for b in sorted(sums):
+                if sums[b]:
+                    sum_([sums[b][k] for k in ("n", "sse", "sy", "syy")])
 
     def update(self, block: int, x: torch.Tensor, y: torch.Tensor) -> None:
-        fit = self.fits[block]
-        if fit is None:
-            return
+        """Add a test batch ([windows, seq, d]) to block `block`'s sums: all positions against the map, and, where
+        the map without position 0 was fitted, positions 1 … against that one."""
         t0 = time.perf_counter()
-        W, b, shift = fit
-        # On CPU one thread: these are small float64 ops between forward-pass layers, and on a
-        # busy 2-core machine two synchronising threads made them ~7× slower (120 updates at
-        # d = 576, the test split of a default capture: 1.6 s on one thread, 11 s on two).
-        with one_thread() if W.device.type == "cpu" else contextlib.nullcontext():
-            self._add(block, x, y, W, b, shift)
+        for fit, sums, first in ((self.fits[block], self.sums, 0), (self.rest_fits.get(block), self.rest_sums, 1)):
+            if fit is None:
+                continue
+            # On CPU one thread: these are small float64 ops between forward-pass layers, and on a
+            # busy 2-core machine two synchronising threads made them ~7× slower (120 updates at
+            # d = 576, the test split of a default capture: 1.6 s on one thread, 11 s on two).
+            with one_thread() if fit[0].device.type == "cpu" else contextlib.nullcontext():
+                self._add(sums[block], x[:, first:], y[:, first:], *fit, self.dims[block])
         self.seconds += time.perf_counter() - t0
 
     def _add(
-        self, block: int, x: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.Tensor, shift: torch.Tensor
+        self, s: dict, x: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.Tensor, shift: torch.Tensor, dims
     ) -> None:
         nw = self.stop - self.start
-        d_in, d_out = self.dims[block]
+        d_in, d_out = dims
         x64 = x.detach().reshape(-1, d_in).to(W.device, torch.float64)
         yc = y.detach().reshape(-1, d_out).to(W.device, torch.float64, copy=True)  # never the hooked tensor itself
         yc.sub_(shift)
-        s, w = self.sums[block], slice(self.start, self.stop)
+        w = slice(self.start, self.stop)
         s["n"][w] += yc.shape[0] // nw
         s["sy"][w] += yc.view(nw, -1, d_out).sum(1)
         s["syy"][w] += yc.square().view(nw, -1, d_out).sum(1)
         e = yc.sub_(b - shift).addmm_(x64, W, alpha=-1)  # (y − c) − (b − c) − Wᵀx = y − Wᵀx − b, test rows only
         s["sse"][w] += e.square_().view(nw, -1, d_out).sum(1)
 
-    def result(self) -> list[HeldOut | None]:
+    def result(self, rest: bool = False) -> list[HeldOut | None]:
+        """Per block, its `HeldOut` (None where the fit failed); with `rest`, those of the maps without position 0
+        (None where they were not fitted)."""
+        fits, sums = (self.rest_fits, self.rest_sums) if rest else (self.fits, self.sums)
         if not self.fits:  # no test window: nothing was fitted, nothing held out
             return [HeldOut.empty(dy) for _, dy in self.dims]
         out: list[HeldOut | None] = []
         for b in range(len(self.dims)):
-            fit = self.fits[b]
+            fit = fits.get(b)
             if fit is None:
                 out.append(None)
                 continue
-            arr = {k: v.cpu().numpy() for k, v in self.sums[b].items()}
+            arr = {k: v.cpu().numpy() for k, v in sums[b].items()}
             out.append(HeldOut(windows=self.windows.copy(), shift=fit[2].cpu().numpy(), **arr))
         return out

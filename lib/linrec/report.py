@@ -21,7 +21,9 @@ import pandas as pd
 from linrec import verdicts
 from linrec.curves import curve_sentence
 from linrec.errors import LinrecError
+from linrec.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.tables import TABLES, labelled, load_table, table_path
+from linrec.uncertainty import correlation_outcome
 from linrec.verdicts import RULES, Verdict
 
 # (stem, notebook, caption): every figure the report shows, in order
@@ -137,6 +139,7 @@ class Claim:
     number: int | str  # 1 … 7, claim 6 as "6a" and "6b"
     ours: str
     verdict: str  # one of linrec.verdicts.VERDICTS
+    without_first: str = ""  # the verdict on every position but the windows' first ("" where the rule has none)
 
     @property
     def title(self) -> str:
@@ -174,6 +177,45 @@ def _listed(blocks: str) -> str:
     return ", ".join(str(blocks).split()) or "none"
 
 
+def _robustness(r: Results) -> list[str]:
+    """What the claim table's robustness column means, where replication on fresh text stands, and the statistics
+    behind "no effect" and the counts of per-block tests."""
+    lines = [
+        "**Robustness.** *Without position 0*: the same rule on every position but each window's first (the attention "
+        'sink of a model that runs without a BOS token), with its own window-bootstrap intervals; "same" where the '
+        'verdict does not change, "—" where the check does not apply, "not measured" for the probe (trained on '
+        f"rows). *No effect* (claims 3 and 6b) needs an equivalence test: a 90 % interval inside "
+        f"±{verdicts.EQUIVALENCE_MARGIN}; an interval that neither excludes 0 nor fits inside the margin is "
+        "inconclusive, which counts as not testable at this power. Correlations across blocks resample runs of "
+        "adjacent blocks (moving-block bootstrap); the screened predictors of 6b are Holm-corrected, and the counted "
+        "block–corpus differences of claim 5 are held to a 5 % false-discovery rate.",
+    ]
+    rep = r.get("r2_replicates_summary")
+    if rep is None or rep.empty:
+        lines += [
+            "",
+            "**Fresh text.** Not run in this profile: `params/full.yaml` captures both models on two more disjoint "
+            "stretches of the corpus and judges claim 1 on each (notebook 02, `r2_replicates_summary`).",
+        ]
+    else:
+        parts = [
+            f"{e['model']}: over samples {e['samples']}, between-sample SD per block median {_f(e['sd_median'])} "
+            f"(max {_f(e['sd_max'])}, block {int(e['sd_max_block'])}) against a bootstrap half-width of "
+            f"{_f(e['ci_half_width_median'])}; claim 1 {e['replication']}"
+            for e in rep.to_dict("records")
+        ]
+        lines += ["", "**Fresh text.** " + "; ".join(parts) + "."]
+    return lines
+
+
+def _without_first(c: Claim) -> str:
+    """The claim table's robustness column: "holds" where the verdict is the same without position 0, else that
+    verdict; "—" for a claim the check does not apply to."""
+    if not c.without_first:
+        return "—"
+    return "same" if c.without_first == c.verdict else c.without_first
+
+
 def _untestable(n: int | str, v: Verdict) -> Claim:
     return Claim(n, v.reason, v.verdict)
 
@@ -189,8 +231,16 @@ def claim1(r: Results) -> Claim:
             f"{e['model']}: {_f(e['r2_min'])} to {_f(e['r2_max'])}; between adjacent blocks with disjoint intervals "
             f"the largest jump is {_f(e['max_jump_disjoint'])} and the profile turns "
             f"{int(e['direction_changes_disjoint'])} times over {int(e['n_blocks'])} blocks (as seen, without the "
-            f"intervals: {_f(e['max_adjacent_jump'])}, {int(e['direction_changes'])} turns)"
+            f"intervals: {_f(e['max_adjacent_jump'])}, {int(e['direction_changes'])} turns); as extreme as the "
+            f"paper (> {verdicts.PAPER_HIGH} next to < {verdicts.PAPER_LOW}): "
+            f"{'yes' if e.get('as_extreme_as_paper') else 'no'}"
         )
+        if e.get("passes_ex_first") is not None:
+            text += (
+                f"; without position 0: {_f(e['r2_ex_first_min'])} to {_f(e['r2_ex_first_max'])}, largest jump "
+                f"{_f(e['max_jump_disjoint_ex_first'])}, {int(e['direction_changes_disjoint_ex_first'])} turns "
+                f"({'passes' if e['passes_ex_first'] else 'fails'})"
+            )
         if e["first_token_blocks"]:
             text += (
                 f" (blocks {_listed(e['first_token_blocks'])}: ≥ {verdicts.FIRST_TOKEN_SHARE * 100:.0f} % of the "
@@ -207,7 +257,7 @@ def claim1(r: Results) -> Claim:
     ov = r.get("r2_curve_overview")
     if ov is not None:
         text += ". " + "; ".join(curve_sentence(row) for row in ov.to_dict("records"))
-    return Claim(1, text, v.verdict)
+    return Claim(1, text, v.verdict, v.without_first)
 
 
 def claim2a(r: Results) -> Claim:
@@ -246,6 +296,17 @@ def _ci(lo, hi, nd: int = 2) -> str:
     return f"[{_f(lo, nd)}, {_f(hi, nd)}]"
 
 
+def _n(x) -> str:
+    return "n/a" if x is None or not np.isfinite(float(x)) else f"{int(x)}"
+
+
+def _outcome(e: dict) -> str:
+    """A claim 3 correlation's equivalence outcome, in words."""
+    word = correlation_outcome(e["ci_lo"], e["ci_hi"], e.get("ci_lo90", np.nan), e.get("ci_hi90", np.nan))
+    return {"no effect": "uncorrelated shown", "effect": "a correlation shown",
+            "inconclusive": "inconclusive (not testable at this power)"}[word]  # fmt: skip
+
+
 def claim3(r: Results) -> Claim:
     v = verdicts.claim3(r.get("probe_summary"))
     if not v.evidence:
@@ -256,7 +317,10 @@ def claim3(r: Results) -> Claim:
         text = (
             f"{e['model']} ({word}): median gain {_f(e['gain_median'], 3)} (max {_f(e['gain_max'], 3)}) over "
             f"{int(e['n_blocks'])} blocks, closed-form quadratic {_f(e['gain_quad_median'], 3)}; Pearson r = "
-            f"{_f(e['pearson_r'], 2)}, 95 % CI {_ci(e['ci_lo'], e['ci_hi'])} (|r| ≥ {_f(e['detectable_r'], 2)} "
+            f"{_f(e['pearson_r'], 2)}, 95 % CI {_ci(e['ci_lo'], e['ci_hi'])} over runs of "
+            f"{_n(e.get('block_length'))} adjacent blocks (as if blocks were independent "
+            f"{_ci(e.get('ci_lo_iid'), e.get('ci_hi_iid'))}); 90 % CI {_ci(e.get('ci_lo90'), e.get('ci_hi90'))} "
+            f"against the ±{verdicts.EQUIVALENCE_MARGIN} margin: {_outcome(e)} (|r| ≥ {_f(e['detectable_r'], 2)} "
             "detectable with 80 % power)"
         )
         if np.isfinite(e.get("sweep_rank_max", np.nan)):
@@ -265,7 +329,7 @@ def claim3(r: Results) -> Claim:
                 f"{_f(e['sweep_gain_median_rank_min'], 3)} → {_f(e['sweep_gain_median_rank_max'], 3)}"
             )
         parts.append(text)
-    return Claim(3, "; ".join(parts), v.verdict)
+    return Claim(3, "; ".join(parts), v.verdict, "not measured")
 
 
 def claim4(r: Results) -> Claim:
@@ -278,24 +342,52 @@ def claim4(r: Results) -> Claim:
         f"first-token-concentrated (blocks {_listed(e['first_token_blocks'])}), {int(e['n_nonlinear'])} nonlinear, "
         f"{int(e.get('n_unclassified', 0))} unclassified (blocks {_listed(e.get('unclassified_blocks', ''))}); "
         f"outlier-concentrated blocks with ≥ 20 % of their variance on the first token: "
-        f"{_listed(e.get('outlier_first_blocks', ''))}"
+        f"{_listed(e.get('outlier_first_blocks', ''))}; concentrated in a few features but not rank ≈ 1 (explained "
+        f"part's effective rank ≥ {OUTLIER_RANK:g}): {_listed(e.get('concentrated_not_rank1_blocks', ''))}; among "
+        f"the {int(e.get('n_high_r2', 0))} blocks with R²_lin ≥ {REGIME_HIGH_R2}: "
+        f"{int(e.get('n_broadly_linear_high_r2', 0))} broadly linear, "
+        f"{int(e.get('n_outlier_concentrated_high_r2', 0))} outlier-concentrated, "
+        f"{int(e.get('n_first_token_concentrated_high_r2', 0))} first-token-concentrated, "
+        f"{int(e.get('n_unclassified_high_r2', 0))} unclassified"
+        + (
+            f"; without position 0: {int(e['n_broadly_linear_ex_first'])} broadly linear, "
+            f"{int(e['n_outlier_concentrated_ex_first'])} outlier-concentrated (blocks "
+            f"{_listed(e.get('outlier_blocks_ex_first', ''))})"
+            if e.get("n_broadly_linear_ex_first", -1) >= 0
+            else ""
+        )
         for e in v.evidence
     ]
-    return Claim(4, "; ".join(parts), v.verdict)
+    return Claim(4, "; ".join(parts), v.verdict, v.without_first)
 
 
 def claim5(r: Results) -> Claim:
     v = verdicts.claim5(r.get("corpora_verdict"))
     if not v.evidence:
         return _untestable(5, v)
-    parts = [
-        f"{e['model']}: {e['verdict']} (min Spearman ρ {_f(e['spearman_min'], 2)}, corpus/depth "
-        f"{_f(e['corpus_depth_ratio'], 2)}, "
-        f"largest difference {_f(e['max_abs_diff'])} at block {int(e['max_diff_block'])}, "
-        f"{e['max_diff_corpus_a']} vs {e['max_diff_corpus_b']})"
-        for e in v.evidence
-    ]
-    return Claim(5, "; ".join(parts), v.verdict)
+    parts = []
+    for e in v.evidence:
+        text = (
+            f"{e['model']}: {e.get('shape_verdict', e['verdict'])} (min Spearman ρ {_f(e['spearman_min'], 2)}, "
+            f"corpus/depth {_f(e['corpus_depth_ratio'], 2)}, largest difference {_f(e['max_abs_diff'])} at block "
+            f"{int(e['max_diff_block'])}, {e['max_diff_corpus_a']} vs {e['max_diff_corpus_b']})"
+        )
+        if "shape_share" in e:
+            text += (
+                f"; shape (block × corpus) holds {_f(e['shape_share'])} {_ci(e['shape_lo'], e['shape_hi'], 3)} of the "
+                f"variance, level (a corpus shifting every block) {_f(e['level_share'])} "
+                f"{_ci(e['level_lo'], e['level_hi'], 3)}: {e['corpus_highest']} is the most linear corpus, up to "
+                f"{_f(e['level_range'])} {_ci(e['level_range_lo'], e['level_range_hi'], 3)} above "
+                f"{e['corpus_lowest']}; {int(e['n_pairs_fdr'])} of {int(e['n_pairs'])} block–corpus pairs differ at "
+                "a 5 % false-discovery rate"
+            )
+        if "shape_verdict_ex_first" in e:
+            text += (
+                f"; without position 0 the shape holds {_f(e['shape_share_ex_first'])} "
+                f"{_ci(e['shape_lo_ex_first'], e['shape_hi_ex_first'], 3)}: {e['shape_verdict_ex_first']}"
+            )
+        parts.append(text)
+    return Claim(5, "; ".join(parts), v.verdict, v.without_first)
 
 
 def claim6a(r: Results) -> Claim:
@@ -317,13 +409,23 @@ def claim6b(r: Results) -> Claim:
     v = verdicts.claim6b(r.get("swap_predictors"))
     if not v.evidence:
         return _untestable("6b", v)
-    parts = [
-        f"{e['model']}: ρ(R²_lin, ΔPPL) = {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}], "
-        f"with depth taken out {e['partial_rho_depth']:+.2f} [{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}] "
-        f"(depth alone: ρ = {e['depth_rho']:+.2f})"
-        for e in v.evidence
-    ]
-    return Claim("6b", "; ".join(parts), v.verdict)
+    parts = []
+    for e in v.evidence:
+        best = (
+            f"{e['best']} (ρ = {e['best_rho']:+.2f})" if e.get("best") else "none survives Holm's correction"
+        )  # fmt: skip
+        parts.append(
+            f"{e['model']} ({e['outcome']}): ρ(R²_lin, ΔPPL) = {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, "
+            f"{e['rho_hi']:+.2f}] over runs of {_n(e.get('block_length'))} adjacent blocks (as if independent "
+            f"[{e['rho_lo_iid']:+.2f}, {e['rho_hi_iid']:+.2f}]), with depth taken out {e['partial_rho_depth']:+.2f} "
+            f"[{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}] (depth alone: ρ = {e['depth_rho']:+.2f}); the best "
+            f"screened predictor: {best}"
+            + (f"; with R²_lin without position 0: {e['outcome_ex_first']}" if "outcome_ex_first" in e else "")
+        )
+    text = "; ".join(parts)
+    if v.verdict == verdicts.NOT_TESTABLE:
+        text += f". {v.reason}"
+    return Claim("6b", text, v.verdict, v.without_first)
 
 
 def claim7a(r: Results) -> Claim:
@@ -460,10 +562,18 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "",
     ]
     text += _setup(r, params)
-    text += ["## Claim by claim", "", "| # | claim | the paper | ours | verdict |", "|---|---|---|---|---|"]
+    text += [
+        "## Claim by claim",
+        "",
+        "| # | claim | the paper | ours | verdict | without position 0 |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in cl:
-        text.append(f"| {c.number} | {c.title} | {c.paper} | {c.ours.replace('|', '/')} | **{c.verdict}** |")
-    text += ["", "Verdict rules (computed, not judged):", ""]
+        text.append(
+            f"| {c.number} | {c.title} | {c.paper} | {c.ours.replace('|', '/')} | **{c.verdict}** | "
+            f"{_without_first(c)} |"
+        )
+    text += ["", *_robustness(r), "", "Verdict rules (computed, not judged):", ""]
     text += [f"{n}. {rule}." for n, rule in RULES.items()]
     text += [""]
     findings = [r.get(name) for name in ("corpora_verdict", "swap_verdict", "controls_verdict")]
@@ -583,8 +693,14 @@ README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
 
 def readme_section(results_dir: str | Path, report: str | Path = "paper/report.md") -> str:
     """The README's results block: one row per claim with our number and verdict (from `claims`)."""
-    rows = ["| # | the paper's claim | ours (last default run) | verdict |", "|---|---|---|---|"]
-    rows += [f"| {c.number} | {c.title} | {c.ours.replace('|', '/')} | **{c.verdict}** |" for c in claims(results_dir)]
+    rows = [
+        "| # | the paper's claim | ours (last default run) | verdict | without position 0 |",
+        "|---|---|---|---|---|",
+    ]
+    rows += [
+        f"| {c.number} | {c.title} | {c.ours.replace('|', '/')} | **{c.verdict}** | {_without_first(c)} |"
+        for c in claims(results_dir)
+    ]
     note = (
         f"Written by notebook 08 from `{Path(results_dir).name}/`; "
         f"the full report with figures is [`{report}`]({report})."

@@ -29,7 +29,14 @@ Regimes (the rule, stated once, used by the table and the notebook; checked in t
                             position rather than in a feature);
 - "outlier-concentrated":   R²_lin ≥ 0.6 and the per-feature median R² is at least 0.2 below
                             R²_lin and either the top-1 feature holds ≥ 50 % of the output
-                            variance or the output effective rank is < 5 % of its width;
+                            variance or the output effective rank is < 5 % of its width, and
+                            the map's explained part WᵀCxxW has effective rank < 2: the
+                            paper's "rank ≈ 1" (arXiv 2606.19379, Fig. 4 caption, quoted in
+                            paper/claims.md). An effective rank of 2 is two equal directions, so
+                            below 2 one direction dominates: (1, 0.25) gives 1.65, (1, 0.5) 1.89.
+                            A block concentrated in a few features whose explained part has
+                            rank ≥ 2 is not the paper's regime; it is "unclassified", and the
+                            regime summary lists it as concentrated but not rank ≈ 1;
 - "broadly linear":         every other block with R²_lin ≥ 0.6 whose explained part is spread
                             out: the effective rank of WᵀCxxW is at least 5 % of the output
                             width (the same fraction below which the output counts as
@@ -58,6 +65,8 @@ REGIME_R2 = 0.6  # below: nonlinear
 REGIME_GAP = 0.2  # global minus per-feature median R² that marks concentration
 REGIME_TOP1 = 0.5  # top-1 output variance share
 REGIME_RANK = 0.05  # effective rank as a fraction of the width: below it, output (or explained part) is concentrated
+OUTLIER_RANK = 2.0  # "rank ≈ 1": an outlier-concentrated block's explained part has effective rank below this
+REGIME_HIGH_R2 = 0.8  # regimes are also counted among blocks with R²_lin ≥ this: "high" read strictly (0.6 is loose)
 MASSIVE_RATIO = 100.0  # a feature with ≥ 100× the median feature's variance is "massive"
 
 
@@ -84,6 +93,13 @@ def ex_top_k_r2(sse: np.ndarray, sst: np.ndarray, k: int) -> float:
 REGIMES = ("broadly linear", "first-token-concentrated", "outlier-concentrated", "nonlinear", "unclassified")
 
 
+def concentrated(r2_lin: float, r2_median: float, top1_share: float, eff_rank_out: float, d_out: int) -> bool:
+    """High R²_lin carried by a few output features: R²_lin ≥ 0.6, the per-feature median at least REGIME_GAP below
+    it, and the top-1 feature holding ≥ REGIME_TOP1 of the variance or the output effective rank < REGIME_RANK·d."""
+    few = top1_share >= REGIME_TOP1 or eff_rank_out < REGIME_RANK * d_out
+    return bool(r2_lin >= REGIME_R2 and r2_lin - r2_median >= REGIME_GAP and few)
+
+
 def regime(
     r2_lin: float,
     r2_median: float,
@@ -91,18 +107,20 @@ def regime(
     eff_rank_out: float,
     d_out: int,
     r2_ex_first: float = float("nan"),
-    eff_rank_explained: float = float("inf"),
+    eff_rank_explained: float | None = None,
 ) -> str:
     """The block's regime under the rule in the module docstring (`r2_ex_first` NaN: that rule is skipped;
-    `eff_rank_explained`: effective rank of the map's explained part WᵀCxxW, not given: not checked)."""
+    `eff_rank_explained`: effective rank of the map's explained part WᵀCxxW; None: the two checks on it, rank ≈ 1
+    for outlier-concentrated and spread for broadly linear, are skipped)."""
     if r2_lin < REGIME_R2:
         return "nonlinear"
     if r2_lin - r2_ex_first >= REGIME_GAP:
         return "first-token-concentrated"
-    concentrated = top1_share >= REGIME_TOP1 or eff_rank_out < REGIME_RANK * d_out
-    if r2_lin - r2_median >= REGIME_GAP and concentrated:
-        return "outlier-concentrated"
-    if eff_rank_explained < REGIME_RANK * d_out:
+    if concentrated(r2_lin, r2_median, top1_share, eff_rank_out, d_out):
+        if eff_rank_explained is None or eff_rank_explained < OUTLIER_RANK:
+            return "outlier-concentrated"
+        return "unclassified"
+    if eff_rank_explained is not None and eff_rank_explained < REGIME_RANK * d_out:
         return "unclassified"
     return "broadly linear"
 
@@ -160,20 +178,16 @@ def block_spectrum(
 
 
 def spectrum_table(capture) -> pandas.DataFrame:
-    """One row per block of `capture`: `block_spectrum` plus the model name."""
+    """One row per block of `capture`: `block_spectrum` plus the model name, and `regime_ex_first`: the regime of
+    the same block with the windows' first positions left out of fit and score (the whole spectrum recomputed on
+    `Capture.without_first`; "" for a capture without first-position statistics)."""
     import pandas as pd
 
-    rows = [
-        {
-            "model": capture.model_label,
-            **block_spectrum(
-                capture.stats["train"][i],
-                capture.stats["test"][i],
-                block=i,
-                rest=capture.without_first(i),
-                fit=capture.fit(i),
-            ),
-        }
-        for i in range(capture.n_blocks)
-    ]
+    rows = []
+    for i in range(capture.n_blocks):
+        rest = capture.without_first(i)
+        row = block_spectrum(capture.stats["train"][i], capture.stats["test"][i], block=i, rest=rest,
+                             fit=capture.fit(i))  # fmt: skip
+        row["regime_ex_first"] = block_spectrum(*rest, block=i)["regime"] if rest is not None else ""
+        rows.append({"model": capture.model_label, **row})
     return pd.DataFrame(rows)

@@ -19,7 +19,8 @@ from linrec.errors import LinrecError
 from linrec.files import atomic_file
 
 _R2_BLOCK = (
-    "model corpus block r2_lin r2_lo r2_hi r2_train r2_feature_median first_var_share r2_ex_first r2_feature_q25 "
+    "model corpus block r2_lin r2_lo r2_hi r2_train r2_feature_median first_var_share r2_ex_first r2_ex_first_lo "
+    "r2_ex_first_hi r2_feature_q25 "
     "r2_feature_q75 cond_gram cond_scaled rank dead_inputs d_in d_out n_train n_test n_test_windows"
 )
 
@@ -45,16 +46,29 @@ TABLES: dict[str, TableSpec] = {
     "r2_lin_summary": _spec(
         "02",
         "model n_blocks r2_min r2_max max_adjacent_jump direction_changes max_jump_disjoint direction_changes_disjoint "
-        "cond_gram_median r2_ex_first_max "
-        "first_token_blocks profile_tokens",
+        "as_extreme_as_paper r2_ex_first_min max_jump_disjoint_ex_first direction_changes_disjoint_ex_first "
+        "cond_gram_median r2_ex_first_max first_token_blocks profile_tokens",
         "per model: the profile's shape (linrec.verdicts.profile_summary), on the profile that judges claim 1 "
         "(notebook 02's `profile`)",
     ),
     "r2_lin_summary_other": _spec(
         "02",
         "model n_blocks r2_min r2_max max_adjacent_jump direction_changes max_jump_disjoint direction_changes_disjoint "
+        "as_extreme_as_paper r2_ex_first_min max_jump_disjoint_ex_first direction_changes_disjoint_ex_first "
         "cond_gram_median r2_ex_first_max first_token_blocks profile_tokens",
         "per model: the same shape on the other profile (the learning curve's largest size, or the capture's)",
+    ),
+    "r2_replicates": _spec(
+        "02",
+        "sample " + _R2_BLOCK,
+        "per block and disjoint sample of text: the ceiling (linrec.recoverability.ceiling_table; sample 0 is the "
+        "main capture)",
+    ),
+    "r2_replicates_summary": _spec(
+        "02",
+        "model n_samples samples sd_median sd_max sd_max_block ci_half_width_median n_claim1_passes replication",
+        "per model: R²_lin's between-sample SD per block and claim 1 on each sample (linrec.verdicts."
+        "replication_summary)",
     ),
     "r2_curve": _spec(
         "02",
@@ -93,6 +107,7 @@ TABLES: dict[str, TableSpec] = {
     "probe_summary": _spec(
         "03",
         "model n_blocks gain_median gain_max gain_min gain_quad_median quad_excess_median pearson_r p ci_lo ci_hi "
+        "ci_lo90 ci_hi90 ci_lo_iid ci_hi_iid block_length correlation "
         "detectable_r n_stop_validation n_stop_flattened n_stop_max_epochs seconds_probe_total sweep_rank_min "
         "sweep_gain_median_rank_min sweep_rank_max sweep_gain_median_rank_max",
         "per model and pooled: the probe's gain, its correlation with 1 − R²_lin and the power of that test "
@@ -125,12 +140,15 @@ TABLES: dict[str, TableSpec] = {
         "04",
         "model block r2_lin r2_feature_median r2_feature_q25 r2_feature_q75 top1_var_share top8_var_share "
         "top1_var_ratio n_massive r2_ex_top1 r2_ex_top8 first_var_share r2_ex_first eff_rank_out eff_rank_explained "
-        "eff_rank_in cond_gram cond_gram_test dynamic_range_in d_out regime",
+        "eff_rank_in cond_gram cond_gram_test dynamic_range_in d_out regime regime_ex_first",
         "per block: ranks, outliers, first position, regime (linrec.spectrum.spectrum_table)",
     ),
     "spectrum_summary": _spec(
         "04",
-        "model n_blocks n_broadly_linear n_first_token_concentrated n_outlier_concentrated n_nonlinear n_unclassified "
+        "model n_blocks n_high_r2 n_broadly_linear n_broadly_linear_high_r2 n_first_token_concentrated "
+        "n_first_token_concentrated_high_r2 n_outlier_concentrated n_outlier_concentrated_high_r2 n_nonlinear "
+        "n_nonlinear_high_r2 n_unclassified n_unclassified_high_r2 concentrated_not_rank1_blocks "
+        "n_broadly_linear_ex_first n_outlier_concentrated_ex_first outlier_blocks_ex_first "
         "outlier_blocks first_token_blocks unclassified_blocks outlier_first_blocks first_share_blocks massive_blocks "
         "top1_broadly_linear_blocks max_drop_ex_top8 eff_rank_out_frac_median",
         "per model: regimes (linrec.verdicts.regime_summary)",
@@ -150,8 +168,12 @@ TABLES: dict[str, TableSpec] = {
     "corpora_verdict": _spec(
         "05",
         "model n_blocks spearman_min pearson_min corpus_depth_ratio max_abs_diff max_diff_block max_diff_corpus_a "
-        "max_diff_corpus_b n_ci_disjoint n_ci_compared ci_width_median verdict",
-        "per model (linrec.verdicts.corpus_verdicts)",
+        "max_diff_corpus_b n_ci_disjoint n_ci_compared ci_width_median verdict n_corpora n_boot depth_share depth_lo "
+        "depth_hi level_share level_lo level_hi shape_share shape_lo shape_hi level_range level_range_lo "
+        "level_range_hi corpus_highest corpus_lowest n_pairs_fdr n_pairs shape_share_ex_first shape_lo_ex_first "
+        "shape_hi_ex_first shape_verdict",
+        "per model: agreement, and R²_lin's variance split into depth, level and shape with window-bootstrap "
+        "intervals (linrec.verdicts.corpus_verdicts, linrec.recoverability.corpus_shape_level)",
     ),
     "swap": _spec(
         "06",
@@ -171,10 +193,11 @@ TABLES: dict[str, TableSpec] = {
     ),
     "swap_predictors": _spec(
         "06",
-        "model column runs_swapped_model n_blocks spearman_rho rho_lo rho_hi partial_rho_depth partial_lo "
-        "partial_hi n_middle middle_rho middle_lo middle_hi useful",
-        "per model and predictor: ρ with held-out ΔPPL, partial ρ given depth, ρ in the middle blocks "
-        "(linrec.verdicts.swap_predictors)",
+        "model column runs_swapped_model n_blocks block_length spearman_rho rho_lo rho_hi rho_lo90 rho_hi90 "
+        "rho_lo_iid rho_hi_iid p outcome partial_rho_depth partial_lo partial_hi partial_lo90 partial_hi90 partial_p "
+        "partial_outcome n_middle middle_rho middle_lo middle_hi useful p_holm partial_p_holm",
+        "per model and predictor: ρ with held-out ΔPPL, partial ρ given depth, ρ in the middle blocks, with "
+        "moving-block intervals, equivalence outcomes and Holm-adjusted p (linrec.verdicts.swap_predictors)",
     ),
     "swap_first": _spec(
         "06",

@@ -29,6 +29,16 @@ import pandas as pd
 from scipy import stats
 
 from linrec.errors import LinrecError
+from linrec.uncertainty import (
+    EFFECT,
+    EQUIVALENCE_MARGIN,
+    INCONCLUSIVE,
+    NO_EFFECT,
+    benjamini_hochberg,
+    correlation_outcome,
+    correlation_test,
+    holm,
+)
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "partly reproduced", "not reproduced", "not testable"
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE)
@@ -39,6 +49,9 @@ FIRST_TOKEN_OVERLAP = (
     0.2  # notebook 04: an outlier-concentrated block "overlaps" the first-token regime above this share
 )
 CLAIM1_SPAN, CLAIM1_JUMP, CLAIM1_TURNS = 0.5, 0.3, 2
+# the paper's own extremes, "ranging from near-linear (>0.99) to strongly nonlinear (<0.3) between adjacent blocks"
+# (arXiv 2606.19379, abstract; paper/claims.md): a second, stated result beside claim 1's rule
+PAPER_HIGH, PAPER_LOW = 0.99, 0.3
 CLAIM2_NOISE_FACTOR = 2.0  # "beyond seed noise": more than this multiple of the mean |difference| between two draws
 # 2a's minimum effect: a mean |trained − untrained| of 0.1 per block (10 points of explained variance). Three times the
 # largest shift of a block's held-out R² between two window splits measured on Gemma-3 (0.033, issue 33), so no
@@ -51,10 +64,16 @@ CLAIM2_DEGENERATE_GAP = 0.1
 CLAIM2_FDR = 0.05  # 2b: a block stands out from a null ensemble at Benjamini–Hochberg q below this, over the blocks
 CLAIM2_STANDOUT_SHARE = 0.5  # 2b: "weights" needs at least this share of blocks standing out from both nulls
 CLAIM3_MAX_GAIN = 0.05
+PREDICTOR_FWER = 0.05  # 6b: a screened predictor is named only if its Holm-adjusted p over the screen is below this
 CLAIM6_BUDGET = 1.0  # perplexity points: claim 6a's budget, and notebook 06's "within budget"
 CLAIM7_SHORTFALL, CLAIM7_SHARE = 0.01, 0.25
 CORPUS_MODEL_RHO, CORPUS_MODEL_RATIO = 0.7, 0.5  # "a property of the model": every pair ρ ≥ 0.7 and corpus/depth < 0.5
 CORPUS_SHAPED_RHO, CORPUS_SHAPED_RATIO = 0.4, 1.0  # "shaped by the corpus": some pair ρ < 0.4, or corpus/depth ≥ 1
+# Claim 5 on shape: the profiles "overlay closely" when the block × corpus interaction (what the corpus changes in the
+# profile's form, beyond shifting it up or down) holds less than a tenth of the variance of R²_lin over blocks and
+# corpora, with the 95 % window-bootstrap interval entirely below that; a shift of the whole profile (the corpus main
+# effect) is reported beside it as the level, and does not decide the claim.
+CLAIM5_SHAPE = 0.1
 SWAP_HIGH_R2 = 0.9  # notebook 06: "high R²_lin" blocks, checked against the +1 budget
 MIDDLE_SHARE = 0.5  # notebook 06: ρ "within the middle blocks" uses the middle half of the stack
 FIRST_VARIANTS = ("map", "ffn", "mean")  # notebook 06's position variants (linrec.surgery.FIRST_MODES)
@@ -77,22 +96,31 @@ RULES = {
     f"on the block's inputs, Benjamini–Hochberg q < {CLAIM2_FDR}); 'inputs' if that interval lies below 0 and fewer "
     "blocks stand out; 'undecided' otherwise; reproduced if every model is 'weights', partly if some are, not "
     "reproduced if none is",
-    3: f"holds for a model if the median gain of the rank-16 probe is < {CLAIM3_MAX_GAIN} and the 95 % CI of "
-    "Pearson r(1 − R²_lin, gain) over its blocks includes 0; not testable for a model whose probe stays "
+    3: f"holds for a model if the median gain of the rank-16 probe is < {CLAIM3_MAX_GAIN} and 'uncorrelated' is shown: "
+    "the 90 % moving-block bootstrap interval of Pearson r(1 − R²_lin, gain) over its blocks lies inside "
+    f"±{EQUIVALENCE_MARGIN} (two one-sided tests at 5 %); fails if the gain is larger or r's 95 % interval excludes 0 "
+    f"without that; not testable for a model whose r is inconclusive (not testable at this power) or whose probe stays "
     f"≥ {CLAIM3_MAX_GAIN} below the closed-form quadratic on the top-16 input components at the median (not "
     "converged); reproduced if it holds for every tested model, partly if for some",
     4: "reproduced if, over all models, blocks of both the broadly linear and the outlier-concentrated regime exist "
     "(broadly linear: R²_lin ≥ 0.6, not concentrated in a feature or the first token, and the effective rank of the "
-    "map's explained part ≥ 5 % of the output width; linrec.spectrum.regime)",
-    5: 'reproduced for a model if notebook 05\'s verdict is "a property of the model" '
-    f"(every corpus pair ρ ≥ {CORPUS_MODEL_RHO}, corpus/depth < {CORPUS_MODEL_RATIO}); reproduced if every model "
-    "passes",
+    "map's explained part ≥ 5 % of the output width; outlier-concentrated: R²_lin ≥ 0.6, per-feature median ≥ 0.2 "
+    "below it, the output concentrated in a few features, and the explained part's effective rank < 2, the paper's "
+    "'rank ≈ 1'; linrec.spectrum.regime)",
+    5: "per model, R²_lin over blocks × corpora split into depth, level (a corpus shifts the whole profile) and "
+    "shape (the block × corpus interaction); 'a property of the model' if the 95 % window-bootstrap interval of the "
+    f"shape share lies below {CLAIM5_SHAPE}, 'shaped by the corpus' if it lies at or above it, else undecided (not "
+    "counted); the level is stated beside it and does not decide; reproduced if every decided model is 'a property "
+    "of the model', partly if some are",
     "6a": f"holds for a model if the block with the lowest screening ΔPPL (train windows) has a held-out 95 % interval "
     f"of ΔPPL ≤ +{CLAIM6_BUDGET:g}, fails if the interval is above it; reproduced if it holds for every model, partly "
     "if for some, not reproduced if it fails for every model, not testable if an interval straddles the budget",
-    "6b": "holds for a model if the 95 % intervals of Spearman ρ(R²_lin, held-out ΔPPL) and of the partial ρ with "
-    "depth (distance to the nearest end) taken out both lie below 0; reproduced if every model passes, partly if some "
-    "do",
+    "6b": "holds for a model if the 95 % moving-block bootstrap intervals (runs of adjacent blocks) of Spearman "
+    "ρ(R²_lin, held-out ΔPPL) and of the partial ρ with depth (distance to the nearest end) taken out both lie below "
+    f"0 and neither 90 % interval lies inside ±{EQUIVALENCE_MARGIN}; fails if either is shown inside ±"
+    f"{EQUIVALENCE_MARGIN} or shown above 0; otherwise inconclusive (not testable at this power, left out of the "
+    "tally); reproduced if every decided model passes, partly if some do. A screened predictor is named best only "
+    f"if it survives Holm's correction over the screen (adjusted p < {PREDICTOR_FWER})",
     "7a": f"reproduced if the better trained baseline (Adam or SGD with a practitioner's defaults, 5 epochs of batch "
     f"256: the budget the verdict names in steps) falls > {CLAIM7_SHORTFALL} below the closed-form ceiling on at "
     f"least {CLAIM7_SHARE:.0%} of all blocks, else not reproduced",
@@ -113,6 +141,7 @@ class Verdict:
     verdict: str
     evidence: list[dict] = field(default_factory=list)
     reason: str = ""  # why "not testable"
+    without_first: str = ""  # the same rule on every position but the windows' first ("" where not measured)
 
     @property
     def rule(self) -> str:
@@ -179,6 +208,28 @@ def max_disjoint_jump(values, lo, hi) -> float:
     return float(np.abs(np.diff(r))[sep].max()) if sep.any() else 0.0
 
 
+def as_extreme_as_paper(values) -> bool:
+    """The paper's own extremes: some adjacent pair of blocks with one above PAPER_HIGH (0.99) and the other below
+    PAPER_LOW (0.3)."""
+    r = np.asarray(values, dtype=float)
+    hi, lo = np.maximum(r[1:], r[:-1]), np.minimum(r[1:], r[:-1])
+    return bool(((hi > PAPER_HIGH) & (lo < PAPER_LOW)).any())
+
+
+def _ex_first_shape(t: pd.DataFrame) -> dict:
+    """Claim 1's numbers on R²_lin without the windows' first position (`r2_ex_first` and its interval)."""
+    r = t["r2_ex_first"].to_numpy(float)
+    if "r2_ex_first_lo" not in t or not np.isfinite(r).all():
+        return {"r2_ex_first_min": np.nan, "max_jump_disjoint_ex_first": np.nan,
+                "direction_changes_disjoint_ex_first": np.nan}  # fmt: skip
+    lo, hi = t["r2_ex_first_lo"], t["r2_ex_first_hi"]
+    return {
+        "r2_ex_first_min": float(r.min()),
+        "max_jump_disjoint_ex_first": max_disjoint_jump(r, lo, hi),
+        "direction_changes_disjoint_ex_first": disjoint_direction_changes(r, lo, hi),
+    }
+
+
 def profile_summary(r2: pd.DataFrame) -> pd.DataFrame:
     """Per model, the shape of its R²_lin profile over blocks (claim 1's numbers); jumps and turns both as seen and
     counted only where the blocks' bootstrap intervals are disjoint (`disjoint_moves`). `profile_tokens`: the train
@@ -201,6 +252,8 @@ def profile_summary(r2: pd.DataFrame) -> pd.DataFrame:
                 "direction_changes": direction_changes(r),
                 "max_jump_disjoint": max_disjoint_jump(r, t["r2_lo"], t["r2_hi"]),
                 "direction_changes_disjoint": disjoint_direction_changes(r, t["r2_lo"], t["r2_hi"]),
+                "as_extreme_as_paper": as_extreme_as_paper(r),
+                **_ex_first_shape(t),
                 "cond_gram_median": float(t["cond_gram"].median()),
                 "r2_ex_first_max": float(t["r2_ex_first"].max()),
                 "first_token_blocks": _blocks(t, t["first_var_share"] >= FIRST_TOKEN_SHARE),
@@ -210,19 +263,57 @@ def profile_summary(r2: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _claim1_passes(span: float, jump: float, turns: float) -> bool:
+    return bool(span >= CLAIM1_SPAN and jump >= CLAIM1_JUMP and turns >= CLAIM1_TURNS)
+
+
 def claim1(summary: pd.DataFrame | None) -> Verdict:
+    """Claim 1's rule per model, on all positions and, where the summary has them, on every position but the
+    windows' first (`without_first`)."""
     if summary is None or summary.empty:
         return Verdict(1, NOT_TESTABLE, reason="notebook 02 not run")
-    ev, ok = [], []
+    ev, ok, ok1 = [], [], []
     for row in summary.to_dict("records"):
         span = row["r2_max"] - row["r2_min"]
-        ok.append(
-            span >= CLAIM1_SPAN
-            and row["max_jump_disjoint"] >= CLAIM1_JUMP
-            and row["direction_changes_disjoint"] >= CLAIM1_TURNS
-        )
-        ev.append({**row, "span": span, "passes": ok[-1]})
-    return Verdict(1, tally(ok), ev)
+        ok.append(_claim1_passes(span, row["max_jump_disjoint"], row["direction_changes_disjoint"]))
+        e = {**row, "span": span, "passes": ok[-1], "passes_ex_first": None}
+        if np.isfinite(row.get("max_jump_disjoint_ex_first", np.nan)):
+            span1 = row["r2_ex_first_max"] - row["r2_ex_first_min"]
+            e["span_ex_first"] = span1
+            e["passes_ex_first"] = _claim1_passes(
+                span1, row["max_jump_disjoint_ex_first"], row["direction_changes_disjoint_ex_first"]
+            )
+            ok1.append(e["passes_ex_first"])
+        ev.append(e)
+    return Verdict(1, tally(ok), ev, without_first=tally(ok1) if len(ok1) == len(ok) else "")
+
+
+def replication_summary(reps: pd.DataFrame) -> pd.DataFrame:
+    """Per model, over disjoint samples of text (`reps`: ceiling tables with a `sample` column, one per sample): each
+    block's between-sample SD of R²_lin (median and largest, and where), beside the median half-width of one
+    sample's bootstrap interval; and claim 1's rule on each sample's profile, with `replication`: "holds on every
+    sample", "fails on every sample" or "sample-dependent"."""
+    _require(reps, ["model", "sample", "block", "r2_lin", "r2_lo", "r2_hi"], "replication_summary")
+    rows = []
+    for model, t in reps.groupby("model", sort=False):
+        wide = t.pivot_table(index="block", columns="sample", values="r2_lin")
+        sd = wide.std(axis=1, ddof=1)
+        passes = [bool(claim1(profile_summary(g)).evidence[0]["passes"]) for _, g in t.groupby("sample", sort=True)]
+        rows.append(
+            {
+                "model": model,
+                "n_samples": wide.shape[1],
+                "samples": " ".join(str(int(c)) for c in wide.columns),
+                "sd_median": float(sd.median()),
+                "sd_max": float(sd.max()),
+                "sd_max_block": int(sd.idxmax()),
+                "ci_half_width_median": float(((t["r2_hi"] - t["r2_lo"]) / 2).median()),
+                "n_claim1_passes": int(sum(passes)),
+                "replication": "holds on every sample" if all(passes) else "fails on every sample"
+                if not any(passes) else "sample-dependent",
+            }
+        )  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 # ---- notebook 03: the bilinear probe and the trained baselines --------------------------------------------
@@ -230,15 +321,18 @@ POOLED = "all"  # the model label of a summary row over every model's blocks tog
 
 
 def _probe_row(t: pd.DataFrame, sweep: pd.DataFrame | None, n_boot: int, seed: int) -> dict:
-    from linrec.uncertainty import detectable_correlation, pearson_with_ci
+    from linrec.uncertainty import detectable_correlation
 
+    t = t.sort_values(["model", "block"]) if "block" in t else t  # adjacent blocks adjacent: the moving-block bootstrap
     stops = t["probe_stop"].value_counts()
     nonlin = 1 - t["r2_lin_rows"].to_numpy(float)
     gain = t["gain"].to_numpy(float)
+    corr = {"rho": np.nan, "lo": np.nan, "hi": np.nan, "lo90": np.nan, "hi90": np.nan, "lo_iid": np.nan,
+            "hi_iid": np.nan, "block_length": np.nan, "outcome": INCONCLUSIVE}  # fmt: skip
+    p = np.nan
     if len(t) >= 3 and np.ptp(nonlin) > 0 and np.ptp(gain) > 0:
-        corr = pearson_with_ci(nonlin, gain, n_boot=n_boot, seed=seed)
-    else:
-        corr = {"r": np.nan, "p": np.nan, "ci_lo": np.nan, "ci_hi": np.nan}
+        corr = correlation_test(nonlin, gain, kind="pearson", n_boot=n_boot, seed=seed)
+        p = float(stats.pearsonr(nonlin, gain)[1])
     row = {
         "n_blocks": len(t),
         "gain_median": float(t["gain"].median()),
@@ -246,10 +340,16 @@ def _probe_row(t: pd.DataFrame, sweep: pd.DataFrame | None, n_boot: int, seed: i
         "gain_min": float(t["gain"].min()),
         "gain_quad_median": float(t["gain_quad"].median()),
         "quad_excess_median": float((t["gain_quad"] - t["gain"]).median()),
-        "pearson_r": corr["r"],
-        "p": corr["p"],
-        "ci_lo": corr["ci_lo"],
-        "ci_hi": corr["ci_hi"],
+        "pearson_r": corr["rho"],
+        "p": p,
+        "ci_lo": corr["lo"],
+        "ci_hi": corr["hi"],
+        "ci_lo90": corr["lo90"],
+        "ci_hi90": corr["hi90"],
+        "ci_lo_iid": corr["lo_iid"],
+        "ci_hi_iid": corr["hi_iid"],
+        "block_length": corr["block_length"],
+        "correlation": corr["outcome"],
         "detectable_r": detectable_correlation(len(t)),
         **{f"n_stop_{k}": int(stops.get(k, 0)) for k in ("validation", "flattened", "max_epochs")},
         "seconds_probe_total": float(t["seconds_probe"].sum()),
@@ -273,9 +373,12 @@ def probe_summary(
     probe: pd.DataFrame, sweep: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0
 ) -> pd.DataFrame:
     """Per model, then one `POOLED` row: the probe's gain, the closed-form quadratic's gain on the top input
-    components (`quad_excess_median`: how far the probe stays below it), Pearson r(1 − R²_lin, gain) with a
-    bootstrap 95 % CI over blocks, `detectable_r` (the |r| that many blocks detect with 80 % power at the
-    5 % level), and from `sweep` (`linrec.probe.rank_sweep`) the median gain at its smallest and largest rank."""
+    components (`quad_excess_median`: how far the probe stays below it), Pearson r(1 − R²_lin, gain) with its 95 %
+    and 90 % moving-block bootstrap intervals over adjacent blocks (`ci_lo`/`ci_hi`, `ci_lo90`/`ci_hi90`; the
+    independent-blocks interval beside them as `ci_lo_iid`/`ci_hi_iid`) and `correlation`, the equivalence outcome
+    (`linrec.uncertainty.correlation_outcome`: "no effect" = |r| < 0.3 shown), `detectable_r` (the |r| that many
+    blocks detect with 80 % power at the 5 % level), and from `sweep` (`linrec.probe.rank_sweep`) the median gain at
+    its smallest and largest rank."""
     _require(probe, ["model", "gain", "gain_quad", "r2_lin_rows", "probe_stop", "seconds_probe"], "probe_summary")
     rows = []
     groups = [(m, t) for m, t in probe.groupby("model", sort=False)] + [(POOLED, probe)]
@@ -286,14 +389,19 @@ def probe_summary(
 
 
 def claim3_passes(row: Mapping) -> bool | None:
-    """One model's claim 3 test: None (not testable) without a finite interval, or when the closed-form quadratic
-    beats the probe by ≥ CLAIM3_MAX_GAIN at the median (the probe did not converge); else median gain below
-    CLAIM3_MAX_GAIN and the correlation's 95 % CI including 0."""
+    """One model's claim 3 test: None (not testable) without a finite interval, when the closed-form quadratic
+    beats the probe by ≥ CLAIM3_MAX_GAIN at the median (the probe did not converge), or when the correlation is
+    inconclusive (neither shown nonzero nor shown smaller than the equivalence margin: not testable at this power);
+    else True if the median gain is below CLAIM3_MAX_GAIN and "uncorrelated" is shown (the 90 % interval of r lies
+    inside ±EQUIVALENCE_MARGIN), False otherwise."""
     if not (np.isfinite(row["ci_lo"]) and np.isfinite(row["ci_hi"])):
         return None
     if row["quad_excess_median"] >= CLAIM3_MAX_GAIN:
         return None
-    return bool(row["gain_median"] < CLAIM3_MAX_GAIN and row["ci_lo"] <= 0 <= row["ci_hi"])
+    if row["gain_median"] >= CLAIM3_MAX_GAIN:
+        return False
+    outcome = correlation_outcome(row["ci_lo"], row["ci_hi"], row["ci_lo90"], row["ci_hi90"])
+    return None if outcome == INCONCLUSIVE else outcome == NO_EFFECT
 
 
 def claim3(summary: pd.DataFrame | None) -> Verdict:
@@ -303,7 +411,10 @@ def claim3(summary: pd.DataFrame | None) -> Verdict:
     ev = [{**r, "passes": claim3_passes(r)} for r in per_model.to_dict("records")]
     tested = [e["passes"] for e in ev if e["passes"] is not None]
     if not tested:
-        return Verdict(3, NOT_TESTABLE, ev, reason="no model's probe could be tested (no interval, or not converged)")
+        return Verdict(
+            3, NOT_TESTABLE, ev, reason=f"not testable at this power: no model's correlation is shown within "
+            f"±{EQUIVALENCE_MARGIN} or shown nonzero (or its probe did not converge)"
+        )  # fmt: skip
     return Verdict(3, tally(tested), ev)
 
 
@@ -333,7 +444,7 @@ def pitfall_summary(
     and the largest constructed κ, and whether it rises with κ (`dose_rises`)."""
     from linrec.pitfall import REACHED, steps_to_reach
     from linrec.probe import TRAIN_DEFAULTS
-    from linrec.uncertainty import spearman_with_ci
+    from linrec.uncertainty import across_block_length, spearman_with_ci
 
     ((epochs, batch_size),) = {(c["epochs"], c["batch_size"]) for c in TRAIN_DEFAULTS.values()}  # Adam's is SGD's
 
@@ -341,11 +452,13 @@ def pitfall_summary(
                      "adam_reach", "n_train_rows"], "pitfall_summary")  # fmt: skip
     rows = []
     for model, t in probe.groupby("model", sort=False):
+        t = t.sort_values("block") if "block" in t else t
         short = trained_shortfall(t)
         adam_short = t["r2_ceiling_rows"] - t["r2_trained_adam"]
-        rho_c = spearman_with_ci(np.log10(t["cond_gram"]), short, n_boot=n_boot, seed=seed)
-        rho_s = spearman_with_ci(np.log10(t["cond_scaled"]), short, n_boot=n_boot, seed=seed)
-        rho_r = spearman_with_ci(t["adam_reach"], adam_short, n_boot=n_boot, seed=seed)
+        kw = {"n_boot": n_boot, "seed": seed, "block_length": across_block_length(len(t))}  # adjacent blocks: runs
+        rho_c = spearman_with_ci(np.log10(t["cond_gram"]), short, **kw)
+        rho_s = spearman_with_ci(np.log10(t["cond_scaled"]), short, **kw)
+        rho_r = spearman_with_ci(t["adam_reach"], adam_short, **kw)
         row = {
             "model": model,
             "n_blocks": len(t),
@@ -447,13 +560,25 @@ def claim7b(summary: pd.DataFrame | None) -> Verdict:
 # ---- notebook 04: regimes ------------------------------------------------------------------------------
 def regime_summary(spectrum: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFrame:
     """Per model: how many blocks fall in each regime (`linrec.spectrum.regime`), which, and the outlier numbers."""
+    from linrec.spectrum import REGIME_HIGH_R2, concentrated
+
     _require(spectrum, ["model", "block", "regime", "first_var_share", "n_massive", "top1_var_share", "r2_lin",
-                        "r2_ex_top8", "eff_rank_out", "d_out"], "regime_summary")  # fmt: skip
+                        "r2_ex_top8", "eff_rank_out", "d_out", "r2_feature_median", "eff_rank_explained"],
+             "regime_summary")  # fmt: skip
     rows = []
     for model, t in spectrum.groupby("model", sort=False):
-        row = {"model": model, "n_blocks": len(t)}
+        row = {"model": model, "n_blocks": len(t), "n_high_r2": int((t["r2_lin"] >= REGIME_HIGH_R2).sum())}
         for reg in regimes:
-            row[f"n_{reg.replace(' ', '_').replace('-', '_')}"] = int((t["regime"] == reg).sum())
+            key = reg.replace(" ", "_").replace("-", "_")
+            row[f"n_{key}"] = int((t["regime"] == reg).sum())
+            row[f"n_{key}_high_r2"] = int(((t["regime"] == reg) & (t["r2_lin"] >= REGIME_HIGH_R2)).sum())
+        conc = np.array([concentrated(r.r2_lin, r.r2_feature_median, r.top1_var_share, r.eff_rank_out, r.d_out)
+                         for r in t.itertuples()], dtype=bool)  # fmt: skip
+        row["concentrated_not_rank1_blocks"] = _blocks(t, conc & (t["regime"] == "unclassified").to_numpy())
+        ex = t["regime_ex_first"] if "regime_ex_first" in t else pd.Series("", index=t.index)
+        row["n_broadly_linear_ex_first"] = int((ex == "broadly linear").sum()) if (ex != "").all() else -1
+        row["n_outlier_concentrated_ex_first"] = int((ex == "outlier-concentrated").sum()) if (ex != "").all() else -1
+        row["outlier_blocks_ex_first"] = _blocks(t, ex == "outlier-concentrated")
         row.update(
             {
                 "outlier_blocks": _blocks(t, t["regime"] == "outlier-concentrated"),
@@ -488,10 +613,16 @@ def input_side(
 
 
 def claim4(summary: pd.DataFrame | None) -> Verdict:
+    """Both regimes exist over all models; `without_first` the same on the regimes without position 0 (`-1`
+    counts: not measured)."""
     if summary is None or summary.empty:
         return Verdict(4, NOT_TESTABLE, reason="notebook 04 not run")
     ok = summary["n_broadly_linear"].sum() > 0 and summary["n_outlier_concentrated"].sum() > 0
-    return Verdict(4, REPRODUCED if ok else NOT_REPRODUCED, summary.to_dict("records"))
+    word1 = ""
+    if "n_broadly_linear_ex_first" in summary and (summary["n_broadly_linear_ex_first"] >= 0).all():
+        ok1 = summary["n_broadly_linear_ex_first"].sum() > 0 and summary["n_outlier_concentrated_ex_first"].sum() > 0
+        word1 = REPRODUCED if ok1 else NOT_REPRODUCED
+    return Verdict(4, REPRODUCED if ok else NOT_REPRODUCED, summary.to_dict("records"), without_first=word1)
 
 
 # ---- notebook 05: corpora ------------------------------------------------------------------------------
@@ -510,8 +641,15 @@ def corpus_depth_ratio(wide: pd.DataFrame) -> float:
     return float(wide.std(axis=1, ddof=0).mean() / wide.mean(axis=1).std(ddof=0))
 
 
-def corpus_verdicts(corpora: pd.DataFrame, agreement: pd.DataFrame, order: Iterable[str] | None = None) -> pd.DataFrame:
-    """Per model: how alike its profiles over corpora are, and `corpus_word` of it."""
+def corpus_verdicts(
+    corpora: pd.DataFrame,
+    agreement: pd.DataFrame,
+    order: Iterable[str] | None = None,
+    shapes: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Per model: how alike its profiles over corpora are, and `corpus_word` of it; with `shapes` (one row per
+    model of `linrec.recoverability.corpus_shape_level`) also the depth / level / shape split with its intervals and
+    `shape_verdict`, the word claim 5 is judged by (`shape_word`)."""
     _require(corpora, ["model", "corpus", "block", "r2_lin", "r2_lo", "r2_hi"], "corpus_verdicts")
     order = list(order) if order is not None else list(dict.fromkeys(corpora["corpus"]))
     wide = corpora.pivot_table(index=["model", "block"], columns="corpus", values="r2_lin", sort=False)[order]
@@ -539,13 +677,50 @@ def corpus_verdicts(corpora: pd.DataFrame, agreement: pd.DataFrame, order: Itera
                 "verdict": corpus_word(rho, ratio),
             }
         )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if shapes is not None:
+        out = out.merge(shapes.drop(columns=["n_blocks"], errors="ignore"), on="model", how="left")
+        out["shape_verdict"] = [shape_word(lo, hi) for lo, hi in zip(out["shape_lo"], out["shape_hi"])]
+    return out
+
+
+def shape_word(shape_lo: float, shape_hi: float) -> str:
+    """Claim 5 on shape: "a property of the model" if the interaction share's interval lies below CLAIM5_SHAPE,
+    "shaped by the corpus" if it lies at or above it, "undecided" otherwise (or without an interval)."""
+    if not (np.isfinite(shape_lo) and np.isfinite(shape_hi)):
+        return "undecided"
+    if shape_hi < CLAIM5_SHAPE:
+        return "a property of the model"
+    if shape_lo >= CLAIM5_SHAPE:
+        return "shaped by the corpus"
+    return "undecided"
 
 
 def claim5(verdicts: pd.DataFrame | None) -> Verdict:
+    """Per model, `shape_word` of the interaction share (notebook 05's `corpora_verdict`, columns shape_lo/hi);
+    models left undecided are not counted; a table without the decomposition is judged by the older correlation
+    rule (`corpus_word`)."""
     if verdicts is None or verdicts.empty:
         return Verdict(5, NOT_TESTABLE, reason="notebook 05 not run")
-    return Verdict(5, tally(verdicts["verdict"] == "a property of the model"), verdicts.to_dict("records"))
+    if "shape_hi" not in verdicts:
+        return Verdict(5, tally(verdicts["verdict"] == "a property of the model"), verdicts.to_dict("records"))
+    ev = [{**r, "shape_verdict": shape_word(r["shape_lo"], r["shape_hi"])} for r in verdicts.to_dict("records")]
+    word1 = ""
+    if "shape_hi_ex_first" in verdicts and np.isfinite(verdicts["shape_hi_ex_first"]).all():
+        for e in ev:
+            e["shape_verdict_ex_first"] = shape_word(e["shape_lo_ex_first"], e["shape_hi_ex_first"])
+        word1 = _tally_decided([e["shape_verdict_ex_first"] for e in ev], "a property of the model", "undecided")
+    decided = [e["shape_verdict"] == "a property of the model" for e in ev if e["shape_verdict"] != "undecided"]
+    if not decided:
+        return Verdict(5, NOT_TESTABLE, ev, reason="every model's shape share straddles the threshold",
+                       without_first=word1)  # fmt: skip
+    return Verdict(5, tally(decided), ev, without_first=word1)
+
+
+def _tally_decided(words: list[str], yes: str, undecided: str) -> str:
+    """`tally` over the models whose word is not `undecided`; not testable when none is decided."""
+    decided = [w == yes for w in words if w != undecided]
+    return tally(decided) if decided else NOT_TESTABLE
 
 
 # ---- notebook 06: the swap -------------------------------------------------------------------------------
@@ -615,46 +790,91 @@ def swap_predictors(
 ) -> pd.DataFrame:
     """Per model and candidate predictor (`values`: `SwapStudy.predictors`' columns, see `PREDICTOR_SIGNS`): Spearman
     ρ with the held-out ΔPPL of the map swap across blocks, the partial ρ with depth (distance to the nearest end)
-    taken out, and ρ within the middle blocks (`middle_blocks`), each with a percentile bootstrap interval over
-    blocks. `useful` = sign · ρ (> 0: the predictor points the right way)."""
-    from linrec.uncertainty import partial_spearman, spearman_with_ci
-
+    taken out, and ρ within the middle blocks (`middle_blocks`). Blocks are not independent (neighbours share the
+    residual stream), so each interval is a moving-block bootstrap over adjacent blocks (`block_length`,
+    `linrec.uncertainty.across_block_length`); the independent-blocks 95 % interval is kept beside it
+    (`rho_lo_iid`, `rho_hi_iid`). `p`, `partial_p`: bootstrap p-values; `p_holm`, `partial_p_holm`: Holm-adjusted over
+    the model's screened predictors (every column but those that run the swapped model), one family for ρ and one
+    for the partial ρ; `outcome`, `partial_outcome`: effect / no effect (|ρ| < EQUIVALENCE_MARGIN shown) /
+    inconclusive. `useful` = sign · ρ (> 0: the predictor points the right way)."""
+    if level != 0.95:
+        raise LinrecError(f"swap_predictors reports 95 % and 90 % intervals; got level={level}")
     target = _map_rows(swap)[["model", "block", "delta_ppl"]]
     joined = values.merge(target, on=["model", "block"], how="inner")
     rows = []
     for model, t in joined.groupby("model", sort=False):
         t = t.sort_values("block")
-        mid = t["block"].isin(middle_blocks(int(t["block"].max()) + 1))
+        mid = t["block"].isin(middle_blocks(int(t["block"].max()) + 1)).to_numpy()
         depth = t["depth_from_end"].to_numpy(float)
         for col, sign in PREDICTOR_SIGNS.items():
             if col not in t.columns or not np.isfinite(t[col].to_numpy(float)).all():
                 continue
             a, y = t[col].to_numpy(float), t["delta_ppl"].to_numpy(float)
-            rho, lo, hi = spearman_with_ci(a, y, n_boot, seed, level)
-            if col == "depth_from_end":
-                prho = plo = phi = np.nan
-            else:
-                prho, plo, phi = partial_spearman(a, y, depth, n_boot, seed, level)
-            mrho, mlo, mhi = spearman_with_ci(a[mid], y[mid], n_boot, seed, level)
+            c = correlation_test(a, y, n_boot=n_boot, seed=seed)
+            nan = {k: np.nan for k in ("rho", "lo", "hi", "lo90", "hi90", "p")}
+            pc = nan | {"outcome": ""} if col == "depth_from_end" else correlation_test(
+                a, y, depth, kind="partial", n_boot=n_boot, seed=seed
+            )  # fmt: skip
+            mc = correlation_test(a[mid], y[mid], n_boot=n_boot, seed=seed)
             rows.append(
                 {
                     "model": model,
                     "column": col,
                     "runs_swapped_model": col in RUNS_SWAPPED_MODEL,
                     "n_blocks": len(t),
-                    "spearman_rho": rho,
-                    "rho_lo": lo,
-                    "rho_hi": hi,
-                    "partial_rho_depth": prho,
-                    "partial_lo": plo,
-                    "partial_hi": phi,
+                    "block_length": c["block_length"],
+                    "spearman_rho": c["rho"],
+                    "rho_lo": c["lo"],
+                    "rho_hi": c["hi"],
+                    "rho_lo90": c["lo90"],
+                    "rho_hi90": c["hi90"],
+                    "rho_lo_iid": c["lo_iid"],
+                    "rho_hi_iid": c["hi_iid"],
+                    "p": c["p"],
+                    "outcome": c["outcome"],
+                    "partial_rho_depth": pc["rho"],
+                    "partial_lo": pc["lo"],
+                    "partial_hi": pc["hi"],
+                    "partial_lo90": pc["lo90"],
+                    "partial_hi90": pc["hi90"],
+                    "partial_p": pc["p"],
+                    "partial_outcome": pc["outcome"],
                     "n_middle": int(mid.sum()),
-                    "middle_rho": mrho,
-                    "middle_lo": mlo,
-                    "middle_hi": mhi,
-                    "useful": sign * rho,
+                    "middle_rho": mc["rho"],
+                    "middle_lo": mc["lo"],
+                    "middle_hi": mc["hi"],
+                    "useful": sign * c["rho"],
                 }
             )
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    out["p_holm"] = out["partial_p_holm"] = np.nan
+    for _, idx in out[~out["runs_swapped_model"]].groupby("model", sort=False).groups.items():
+        out.loc[idx, "p_holm"] = holm(out.loc[idx, "p"].to_numpy(float))
+        out.loc[idx, "partial_p_holm"] = holm(out.loc[idx, "partial_p"].to_numpy(float))
+    return out
+
+
+def best_predictors(predictors: pd.DataFrame) -> pd.DataFrame:
+    """Per model, the screened predictor that points the right way most strongly among those that survive Holm's
+    correction (`p_holm` < PREDICTOR_FWER, sign · ρ > 0), and the same for the partial ρ given depth; "" where none
+    survives, so no predictor is named after the fact from an uncorrected screen."""
+    rows = []
+    for model, p in predictors.groupby("model", sort=False):
+        real = p[~p["runs_swapped_model"]]
+        signs = real["column"].map(PREDICTOR_SIGNS).to_numpy(float)
+        row = {"model": model, "n_screened": len(real)}
+        for key, rho, padj in (("best", "spearman_rho", "p_holm"), ("best_partial", "partial_rho_depth",
+                                                                   "partial_p_holm")):  # fmt: skip
+            useful = signs * real[rho].to_numpy(float)
+            ok = (useful > 0) & (real[padj].to_numpy(float) < PREDICTOR_FWER)
+            if ok.any():
+                r = real.iloc[int(np.flatnonzero(ok)[np.argmax(useful[ok])])]
+                row.update({key: r["column"], f"{key}_rho": float(r[rho]), f"{key}_p_holm": float(r[padj])})
+            else:
+                row.update({key: "", f"{key}_rho": np.nan, f"{key}_p_holm": np.nan})
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -728,37 +948,86 @@ def claim6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdict:
     return Verdict("6a", word, ev)
 
 
+def flag_outcome(row: Mapping) -> str:
+    """Claim 6b for one model from its R²_lin row of `swap_predictors`: "flags" if ρ(R²_lin, ΔPPL) and the partial ρ
+    with depth taken out both show an effect below 0 (95 % moving-block intervals below 0, and neither within the
+    equivalence margin); "no flag" if either is shown smaller than the margin, or shown on the wrong side of 0 (a
+    decided failure); "inconclusive" otherwise."""
+    outcomes = (
+        correlation_outcome(row["rho_lo"], row["rho_hi"], row["rho_lo90"], row["rho_hi90"]),
+        correlation_outcome(row["partial_lo"], row["partial_hi"], row["partial_lo90"], row["partial_hi90"]),
+    )
+    sides = (row["spearman_rho"], row["partial_rho_depth"])
+    if all(o == EFFECT for o in outcomes) and all(v < 0 for v in sides):
+        return "flags"
+    if any(o == NO_EFFECT or (o == EFFECT and v > 0) for o, v in zip(outcomes, sides)):
+        return "no flag"
+    return INCONCLUSIVE
+
+
 def claim6b(predictors: pd.DataFrame | None) -> Verdict:
-    """R²_lin flags the safe blocks: per model, ρ(R²_lin, held-out ΔPPL) and the partial ρ with depth taken out
-    (`swap_predictors`) both have 95 % intervals below 0."""
+    """R²_lin flags the safe blocks: per model, `flag_outcome` of its R²_lin row; inconclusive models are left out
+    of the tally (not testable at this power), and a verdict needs at least one decided model."""
     if predictors is None:
         return Verdict("6b", NOT_TESTABLE, reason="notebook 06 not run")
+    screened = {"runs_swapped_model", "p_holm", "partial_p_holm"} <= set(predictors.columns)
+    best = best_predictors(predictors).set_index("model") if screened and len(predictors) else pd.DataFrame()
     ev, ok = [], []
     for model, p in predictors.groupby("model", sort=False):
         rows = p[p["column"] == "r2_lin"]
         if rows.empty:
             continue
         r = rows.iloc[0]
-        passes = bool(r["rho_hi"] < 0 and r["partial_hi"] < 0)
-        ok.append(passes)
+        outcome = flag_outcome(r)
+        if outcome != INCONCLUSIVE:
+            ok.append(outcome == "flags")
         depth = p[p["column"] == "depth_from_end"]
+        b = best.loc[model] if model in best.index else {}
         ev.append(
             {
                 "model": model,
-                "spearman_rho": float(r["spearman_rho"]),
-                "rho_lo": float(r["rho_lo"]),
-                "rho_hi": float(r["rho_hi"]),
-                "partial_rho_depth": float(r["partial_rho_depth"]),
-                "partial_lo": float(r["partial_lo"]),
-                "partial_hi": float(r["partial_hi"]),
-                "middle_rho": float(r["middle_rho"]),
+                **{
+                    k: float(r.get(k, np.nan))
+                    for k in (
+                        "spearman_rho",
+                        "rho_lo",
+                        "rho_hi",
+                        "rho_lo90",
+                        "rho_hi90",
+                        "rho_lo_iid",
+                        "rho_hi_iid",
+                        "partial_rho_depth",
+                        "partial_lo",
+                        "partial_hi",
+                        "partial_lo90",
+                        "partial_hi90",
+                        "middle_rho",
+                        "p_holm",
+                    )
+                },  # fmt: skip
+                "block_length": int(r["block_length"]),
                 "depth_rho": float(depth["spearman_rho"].iloc[0]) if len(depth) else np.nan,
-                "passes": passes,
+                "outcome": outcome,
+                "passes": None if outcome == INCONCLUSIVE else outcome == "flags",
+                "best": b.get("best", ""),
+                "best_rho": b.get("best_rho", np.nan),
+                "best_partial": b.get("best_partial", ""),
+                "best_partial_rho": b.get("best_partial_rho", np.nan),
             }
         )
     if not ev:
         return Verdict("6b", NOT_TESTABLE, reason="no R²_lin predictor row")
-    return Verdict("6b", tally(ok), ev)
+    ex = predictors[predictors["column"] == "r2_ex_first"]
+    word1 = ""
+    if ex["model"].nunique() == len(ev):  # the same rule on R²_lin without the first position
+        outcomes = {r["model"]: flag_outcome(r) for r in ex.to_dict("records")}
+        for e in ev:
+            e["outcome_ex_first"] = outcomes[e["model"]]
+        word1 = _tally_decided(list(outcomes.values()), "flags", INCONCLUSIVE)
+    if not ok:
+        return Verdict("6b", NOT_TESTABLE, ev, reason="not testable at this power: every model is inconclusive",
+                       without_first=word1)  # fmt: skip
+    return Verdict("6b", tally(ok), ev, without_first=word1)
 
 
 # ---- notebook 07: controls -------------------------------------------------------------------------------
@@ -810,22 +1079,6 @@ def input_control_summary(inputs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _bh(p: np.ndarray) -> np.ndarray:
-    """Benjamini–Hochberg adjusted p-values (q), NaN kept."""
-    p = np.asarray(p, float)
-    q = np.full_like(p, np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        v = p[ok]
-        order = np.argsort(v)
-        ranked = v[order] * len(v) / np.arange(1, len(v) + 1)
-        adj = np.minimum.accumulate(ranked[::-1])[::-1]
-        out = np.empty_like(v)
-        out[order] = np.minimum(adj, 1.0)
-        q[ok] = out
-    return q
-
-
 def _mean_pair_gap(v: np.ndarray) -> float:
     """Mean |v_s − v_t| over pairs of draws s ≠ t (NaN with fewer than two)."""
     v = np.asarray(v, float)
@@ -861,7 +1114,7 @@ def null_blocks(nulls: pd.DataFrame) -> pd.DataFrame:
     for name in ("init", "shuffled"):
         out[f"q_{name}"] = np.nan
         for _, idx in out.groupby("model", sort=False).groups.items():
-            out.loc[idx, f"q_{name}"] = _bh(out.loc[idx, f"p_{name}"].to_numpy(float))
+            out.loc[idx, f"q_{name}"] = benjamini_hochberg(out.loc[idx, f"p_{name}"].to_numpy(float))
     out["stands_out"] = (out["q_init"] < CLAIM2_FDR) & (out["q_shuffled"] < CLAIM2_FDR)
     return out
 
