@@ -248,3 +248,15 @@ def test_timings_are_written_apart_so_a_rerun_with_the_same_numbers_rewrites_the
     save_table(steps, "swap_timings", tmp_path)  # a table of timings goes to timings/ whole
     assert (tmp_path / "timings" / "swap_timings.csv").exists() and not (tmp_path / "swap_timings.csv").exists()
     assert load_table("swap_timings", tmp_path).equals(steps)
+
+
+def test_the_report_states_robustness_and_where_fresh_text_lives(tmp_path):
+    d = _results(tmp_path)
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "| verdict | without position 0 |" in text and "**Fresh text.** Not run in this profile" in text
+    rep = {"model": "m", "n_samples": 3, "samples": "0 1 2", "sd_median": 0.012, "sd_max": 0.034, "sd_max_block": 25,
+           "ci_half_width_median": 0.021, "n_claim1_passes": 3, "replication": "holds on every sample"}  # fmt: skip
+    save_table(pd.DataFrame([rep]), "r2_replicates_summary", d)
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "over samples 0 1 2, between-sample SD per block median 0.012" in text
+    assert "claim 1 holds on every sample" in text

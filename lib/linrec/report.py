@@ -190,7 +190,10 @@ def _robustness(r: Results) -> list[str]:
         "adjacent blocks (moving-block bootstrap); the screened predictors of 6b are Holm-corrected, and the counted "
         "block–corpus differences of claim 5 are held to a 5 % false-discovery rate.",
     ]
-    rep = r.get("r2_replicates_summary")
+    rep, where = r.get("r2_replicates_summary"), ""
+    full = r.dir.parent / "full"
+    if (rep is None or rep.empty) and full.is_dir() and full.resolve() != r.dir.resolve():
+        rep, where = load_table("r2_replicates_summary", full), " (from `results/full/`, `params/full.yaml`'s samples)"
     if rep is None or rep.empty:
         lines += [
             "",
@@ -204,7 +207,7 @@ def _robustness(r: Results) -> list[str]:
             f"{_f(e['ci_half_width_median'])}; claim 1 {e['replication']}"
             for e in rep.to_dict("records")
         ]
-        lines += ["", "**Fresh text.** " + "; ".join(parts) + "."]
+        lines += ["", f"**Fresh text{where}.** " + "; ".join(parts) + "."]
     return lines
 
 
@@ -352,7 +355,7 @@ def claim4(r: Results) -> Claim:
         + (
             f"; without position 0: {int(e['n_broadly_linear_ex_first'])} broadly linear, "
             f"{int(e['n_outlier_concentrated_ex_first'])} outlier-concentrated (blocks "
-            f"{_listed(e.get('outlier_blocks_ex_first', ''))})"
+            f"{_listed(e.get('outlier_ex_first_blocks', ''))})"
             if e.get("n_broadly_linear_ex_first", -1) >= 0
             else ""
         )

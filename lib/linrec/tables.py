@@ -148,7 +148,7 @@ TABLES: dict[str, TableSpec] = {
         "model n_blocks n_high_r2 n_broadly_linear n_broadly_linear_high_r2 n_first_token_concentrated "
         "n_first_token_concentrated_high_r2 n_outlier_concentrated n_outlier_concentrated_high_r2 n_nonlinear "
         "n_nonlinear_high_r2 n_unclassified n_unclassified_high_r2 concentrated_not_rank1_blocks "
-        "n_broadly_linear_ex_first n_outlier_concentrated_ex_first outlier_blocks_ex_first "
+        "n_broadly_linear_ex_first n_outlier_concentrated_ex_first outlier_ex_first_blocks "
         "outlier_blocks first_token_blocks unclassified_blocks outlier_first_blocks first_share_blocks massive_blocks "
         "top1_broadly_linear_blocks max_drop_ex_top8 eff_rank_out_frac_median",
         "per model: regimes (linrec.verdicts.regime_summary)",
@@ -342,6 +342,8 @@ LABELS = {  # display labels, applied by `labelled` where a table is shown
     "unclassified_blocks": "unclassified blocks",
     "outlier_first_blocks": "outlier-concentrated with first position ≥ 20 %",
     "outlier_blocks": "outlier-concentrated blocks",
+    "outlier_ex_first_blocks": "outlier-concentrated without position 0",
+    "concentrated_not_rank1_blocks": "concentrated, not rank ≈ 1",
     "first_share_blocks": "first position ≥ 50 % of output variance",
     "massive_blocks": "blocks with massive output features",
     "top1_broadly_linear_blocks": "top-1 share ≥ 0.5 yet broadly linear",

@@ -350,30 +350,24 @@ def correlation_test(
     }  # fmt: skip
 
 
-def holm(p) -> np.ndarray:
-    """Holm's step-down adjusted p-values (family-wise error over the tests given; NaN entries left out and kept
-    NaN): the k-th smallest p times (m − k + 1), made monotone, capped at 1."""
+def _adjusted(p, adjust) -> np.ndarray:
+    """`adjust(sorted finite p-values)` put back in place, capped at 1; NaN entries left out and kept NaN."""
     p = np.asarray(p, dtype=np.float64)
     out = np.full_like(p, np.nan)
     ok = np.flatnonzero(np.isfinite(p))
-    m = len(ok)
-    if m == 0:
-        return out
-    order = ok[np.argsort(p[ok], kind="stable")]
-    adj = np.maximum.accumulate(p[order] * (m - np.arange(m)))
-    out[order] = np.minimum(adj, 1.0)
+    if len(ok):
+        order = ok[np.argsort(p[ok], kind="stable")]
+        out[order] = np.minimum(adjust(p[order]), 1.0)
     return out
+
+
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error over the tests given): the k-th smallest p times
+    (m − k + 1), made non-decreasing."""
+    return _adjusted(p, lambda v: np.maximum.accumulate(v * (len(v) - np.arange(len(v)))))
 
 
 def benjamini_hochberg(p) -> np.ndarray:
-    """Benjamini–Hochberg q-values (false-discovery rate over the tests given; NaN entries left out and kept NaN)."""
-    p = np.asarray(p, dtype=np.float64)
-    out = np.full_like(p, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    m = len(ok)
-    if m == 0:
-        return out
-    order = ok[np.argsort(p[ok], kind="stable")]
-    q = p[order] * m / np.arange(1, m + 1)
-    out[order] = np.minimum(np.minimum.accumulate(q[::-1])[::-1], 1.0)
-    return out
+    """Benjamini–Hochberg q-values (false-discovery rate over the tests given): the k-th smallest p times m / k,
+    made non-decreasing from the largest down."""
+    return _adjusted(p, lambda v: np.minimum.accumulate((v * len(v) / np.arange(1, len(v) + 1))[::-1])[::-1])

@@ -578,7 +578,7 @@ def regime_summary(spectrum: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFra
         ex = t["regime_ex_first"] if "regime_ex_first" in t else pd.Series("", index=t.index)
         row["n_broadly_linear_ex_first"] = int((ex == "broadly linear").sum()) if (ex != "").all() else -1
         row["n_outlier_concentrated_ex_first"] = int((ex == "outlier-concentrated").sum()) if (ex != "").all() else -1
-        row["outlier_blocks_ex_first"] = _blocks(t, ex == "outlier-concentrated")
+        row["outlier_ex_first_blocks"] = _blocks(t, ex == "outlier-concentrated")
         row.update(
             {
                 "outlier_blocks": _blocks(t, t["regime"] == "outlier-concentrated"),
