@@ -256,7 +256,7 @@ def test_the_console_estimates_only_from_this_profiles_own_last_run():
     assert c.left() == "; about 4 min left"
 
 
-def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeypatch):
+def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeypatch, capsys):
     """With one CPU left free by other work, the middle stage runs one notebook at a time on one thread (what
     --jobs 1 runs too); it looks again after each notebook, and once the other work has ended the rest of the stage
     runs side by side."""
@@ -275,7 +275,11 @@ def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeyp
     assert rec["02_a"]["threads"] == 1
     a, b, c = rec["02_a"], rec["03_b"], rec["04_c"]
     assert a["end"] <= min(b["start"], c["start"])  # 02 alone, while the CPU was busy
-    assert max(b["start"], c["start"]) < min(b["end"], c["end"])  # then 03 and 04 side by side
+    # then 03 and 04 side by side: handed to the pool together, one thread each. Checked on that decision, not on
+    # clock overlap: a kernel that starts slowly on a loaded machine can begin after its neighbour's half-second
+    # notebook has ended (seen in a fresh clone's make test: 0.58 s late).
+    assert "03_b, 04_c: 2 at a time, 1 thread(s) each" in capsys.readouterr().out
+    assert b["threads"] == c["threads"] == 1
 
 
 def test_busy_cpus_sees_a_spinning_process():
