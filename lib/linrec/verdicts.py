@@ -576,8 +576,9 @@ def regime_summary(spectrum: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFra
                          for r in t.itertuples()], dtype=bool)  # fmt: skip
         row["concentrated_not_rank1_blocks"] = _blocks(t, conc & (t["regime"] == "unclassified").to_numpy())
         ex = t["regime_ex_first"] if "regime_ex_first" in t else pd.Series("", index=t.index)
-        row["n_broadly_linear_ex_first"] = int((ex == "broadly linear").sum()) if (ex != "").all() else -1
-        row["n_outlier_concentrated_ex_first"] = int((ex == "outlier-concentrated").sum()) if (ex != "").all() else -1
+        measured = bool((ex != "").all())  # else -1: not measured
+        row["n_broadly_linear_ex_first"] = int((ex == "broadly linear").sum()) if measured else -1
+        row["n_outlier_concentrated_ex_first"] = int((ex == "outlier-concentrated").sum()) if measured else -1
         row["outlier_ex_first_blocks"] = _blocks(t, ex == "outlier-concentrated")
         row.update(
             {
@@ -797,6 +798,8 @@ def swap_predictors(
     the model's screened predictors (every column but those that run the swapped model), one family for ρ and one
     for the partial ρ; `outcome`, `partial_outcome`: effect / no effect (|ρ| < EQUIVALENCE_MARGIN shown) /
     inconclusive. `useful` = sign · ρ (> 0: the predictor points the right way)."""
+    from linrec.uncertainty import across_block_length, spearman_with_ci
+
     if level != 0.95:
         raise LinrecError(f"swap_predictors reports 95 % and 90 % intervals; got level={level}")
     target = _map_rows(swap)[["model", "block", "delta_ppl"]]
@@ -806,16 +809,18 @@ def swap_predictors(
         t = t.sort_values("block")
         mid = t["block"].isin(middle_blocks(int(t["block"].max()) + 1)).to_numpy()
         depth = t["depth_from_end"].to_numpy(float)
+        no_partial = {k: np.nan for k in ("rho", "lo", "hi", "lo90", "hi90", "p")} | {"outcome": ""}
+        mid_length = across_block_length(int(mid.sum()))
         for col, sign in PREDICTOR_SIGNS.items():
             if col not in t.columns or not np.isfinite(t[col].to_numpy(float)).all():
                 continue
             a, y = t[col].to_numpy(float), t["delta_ppl"].to_numpy(float)
             c = correlation_test(a, y, n_boot=n_boot, seed=seed)
-            nan = {k: np.nan for k in ("rho", "lo", "hi", "lo90", "hi90", "p")}
-            pc = nan | {"outcome": ""} if col == "depth_from_end" else correlation_test(
+            pc = no_partial if col == "depth_from_end" else correlation_test(
                 a, y, depth, kind="partial", n_boot=n_boot, seed=seed
             )  # fmt: skip
-            mc = correlation_test(a[mid], y[mid], n_boot=n_boot, seed=seed)
+            # the middle blocks' ρ is shown with its 95 % interval only: no 90 % or independent-blocks bootstrap
+            mc = dict(zip(("rho", "lo", "hi"), spearman_with_ci(a[mid], y[mid], n_boot, seed, 0.95, mid_length)))
             rows.append(
                 {
                     "model": model,
