@@ -608,22 +608,10 @@ def _write(capture: Capture, directory: Path) -> None:
         f"{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.stats[s]) for k, v in m.state(True).items()
     }
     arrays.update(capture.first_rows)
-    arrays.update(
-        {
-            f"heldout/{i}/{k}": v
-            for i, h in enumerate(capture.heldout or [])
-            if h is not None
-            for k, v in h.state().items()
-        }
-    )
-    arrays.update(
-        {
-            f"heldout_rest/{i}/{k}": v
-            for i, h in enumerate(capture.heldout_rest or [])
-            if h is not None
-            for k, v in h.state().items()
-        }
-    )
+    for prefix, held in (("heldout", capture.heldout), ("heldout_rest", capture.heldout_rest)):
+        arrays.update(
+            {f"{prefix}/{i}/{k}": v for i, h in enumerate(held or []) if h is not None for k, v in h.state().items()}
+        )
     np.savez(directory / "stats.npz", **arrays)
     write_entry(directory, capture.meta)
 
