@@ -188,7 +188,9 @@ def _load_gguf(path: Path, dtype: torch.dtype):
     try:
         with quiet_transformers():
             config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
-            model = auto_class(config.model_type).from_pretrained(str(path.parent), gguf_file=path.name, dtype=dtype)
+            model = auto_class(config.model_type).from_pretrained(  # with `config`: one GGUF parse fewer (~7 s)
+                str(path.parent), gguf_file=path.name, config=config, dtype=dtype
+            )
             tok = load_tokenizer(path.parent, gguf_file=path.name)
     except LinrecError:
         raise
