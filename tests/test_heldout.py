@@ -146,6 +146,25 @@ def test_corpus_shape_level_separates_a_shift_from_a_change_of_form():
     assert changed["n_pairs"] == 18
 
 
+def test_profile_draws_resample_the_same_windows_for_every_block():
+    """Claim 1's paired test rests on this: two blocks with the same held-out sums differ by exactly 0 on every
+    resample (resampled independently they would not), and a block's draws spread like its window bootstrap."""
+    from types import SimpleNamespace
+
+    from linrec.heldout import bootstrap_r2
+    from linrec.recoverability import profile_draws
+
+    rng = np.random.default_rng(1)
+    a, b = _heldout_for(0.6, rng), _heldout_for(0.3, rng)
+    cap = SimpleNamespace(n_blocks=3, heldout=[a, a, b], config=SimpleNamespace(corpus="wiki"))
+    draws = profile_draws(cap, n_boot=2000)
+    assert draws.shape == (2000, 3)
+    assert (draws[:, 1] == draws[:, 0]).all() and np.ptp(draws[:, 0]) > 0.01
+    lo, hi = bootstrap_r2(a, 2000)
+    assert np.quantile(draws[:, 0], [0.025, 0.975]) == pytest.approx([lo, hi], abs=0.01)
+    assert (draws[:, 2] < draws[:, 0]).all()  # 0.3 against 0.6 on 40 windows: never crossed
+
+
 def test_window_bootstrap_covers_where_a_row_bootstrap_does_not():
     """Rows of one window share an error term (as positions of one text window share its topic): y = s + u_w + ε,
     the map predicts s, so the population R² is 1 / (1 + 0.8 + 0.2) = 0.5. Resampling windows covers it at about its

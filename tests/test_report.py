@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -21,7 +22,9 @@ def _results(
         "direction_changes": 7, "max_jump_disjoint": jump, "direction_changes_disjoint": 5,
         "as_extreme_as_paper": False, "r2_ex_first_min": 0.2, "max_jump_disjoint_ex_first": jump,
         "direction_changes_disjoint_ex_first": 1, "cond_gram_median": 1e6, "r2_ex_first_max": 0.5,
-        "first_token_blocks": "",
+        "moves_tested": 10, "moves_fdr": 9, "max_jump_fdr": jump, "direction_changes_fdr": 5,
+        "moves_tested_ex_first": np.nan, "moves_fdr_ex_first": np.nan, "max_jump_fdr_ex_first": np.nan,
+        "direction_changes_fdr_ex_first": np.nan, "first_token_blocks": "",
         "profile_tokens": 16384.0,
     }  # fmt: skip
     save_table(pd.DataFrame([summary]), "r2_lin_summary", d)
@@ -42,7 +45,7 @@ def _results(
 
 def test_claims_follow_their_rules(tmp_path):
     c = {x.number: x for x in claims(_results(tmp_path))}
-    assert c[1].verdict == "reproduced" and "0.200 to 0.990" in c[1].ours
+    assert c[1].verdict == "reproduced" and "0.200 to 0.990" in c[1].ours and "(9 of 10 moves)" in c[1].ours
     assert c[3].verdict == "reproduced"
     untested = ("2a", "2b", 4, 5, "6a", "6b", "7a", "7b")
     assert all(c[n].verdict == "not testable" for n in untested)  # their tables were never written
@@ -59,7 +62,7 @@ def test_claim1_states_the_other_profile_and_the_learning_curve(tmp_path):
     from linrec.tables import load_table
 
     d = _results(tmp_path)
-    other = load_table("r2_lin_summary", d).assign(max_jump_disjoint=0.05, profile_tokens=204800.0)
+    other = load_table("r2_lin_summary", d).assign(max_jump_disjoint=0.05, max_jump_fdr=np.nan, profile_tokens=204800.0)
     save_table(other, "r2_lin_summary_other", d)
     overview = {c: 0.0 for c in TABLES["r2_curve_overview"].columns}
     overview.update(model="m", n_blocks=12, ref_tokens=16384.0, largest_tokens=204800.0, gain_largest_median=0.041,

@@ -78,11 +78,64 @@ def test_disjoint_moves_ignore_what_the_intervals_do_not_resolve():
     assert V.disjoint_moves([0.0, 1.0], [np.nan, 0.9], [np.nan, 1.1]) == []  # a missing interval resolves nothing
 
 
+def _moves_profile(noise: float, n_boot: int = 2000, seed: int = 0):
+    """A zig-zag profile 0.2, 0.8, 0.2, 0.8, 0.3 with narrow stated intervals (every step disjoint), and paired draws
+    whose spread around each block's value is `noise` (independent between blocks)."""
+    r = np.array([0.2, 0.8, 0.2, 0.8, 0.3])
+    t = pd.DataFrame({"model": "m", "block": range(5), "r2_lin": r, "r2_lo": r - 0.01, "r2_hi": r + 0.01,
+                      "r2_ex_first": r, "r2_ex_first_lo": r - 0.01, "r2_ex_first_hi": r + 0.01})  # fmt: skip
+    draws = r + noise * np.random.default_rng(seed).standard_normal((n_boot, len(r)))
+    return t, draws
+
+
+def test_move_tests_p_and_q_against_scipy():
+    t, draws = _moves_profile(noise=0.4)
+    m = V.move_tests(t, draws)
+    # the family: the 4 adjacent disjoint steps and the 4 anchor moves (the same pairs here)
+    assert list(m["kind"]) == ["adjacent"] * 4 + ["move"] * 4
+    assert list(zip(m["from_block"], m["to_block"])) == [(0, 1), (1, 2), (2, 3), (3, 4)] * 2
+    np.testing.assert_allclose(m["change"], [0.6, -0.6, 0.6, -0.5] * 2)
+    for row in m.itertuples():  # the two-sided bootstrap p of the paired difference, computed by hand
+        d = draws[:, row.to_block] - draws[:, row.from_block]
+        assert row.p == min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean()))
+    np.testing.assert_allclose(m["q"], stats.false_discovery_control(m["p"], method="bh"), rtol=1e-12)
+    assert (m["counts"] == (m["q"] <= V.MOVES_FDR)).all()
+    with pytest.raises(LinrecError, match="blocks of draws"):
+        V.move_tests(t, draws[:, :4])
+
+
+def test_claim1_counts_only_the_moves_that_survive_the_false_discovery_rate():
+    for noise, passes in ((0.01, True), (0.4, False)):  # the same disjoint intervals; only the paired draws differ
+        t, draws = _moves_profile(noise)
+        moves = pd.concat([V.move_tests(t, draws), V.move_tests(t, draws, "ex_first")], ignore_index=True)
+        t = t.assign(cond_gram=1.0, first_var_share=0.0)
+        s = V.profile_summary(t, moves)
+        assert s.loc[0, "max_jump_disjoint"] == pytest.approx(0.6) and s.loc[0, "direction_changes_disjoint"] == 3
+        assert V.claim1(V.profile_summary(t)).verdict == V.REPRODUCED  # untested moves: the disjoint counts
+        v = V.claim1(s)
+        assert v.verdict == (V.REPRODUCED if passes else V.NOT_REPRODUCED), noise
+        assert v.evidence[0]["passes_ex_first"] is passes
+        assert s.loc[0, "moves_tested"] == 8 and bool(s.loc[0, "moves_fdr"] == 8) is passes
+
+
+def test_a_move_counts_at_q_equal_to_the_rate_and_not_above():
+    base = {"model": "m", "positions": "all", "from_block": 0, "to_block": 1, "change": 0.5, "p": 0.01}
+    for q, counted in ((V.MOVES_FDR, 1), (V.MOVES_FDR + EPS, 0)):
+        moves = pd.DataFrame([{**base, "kind": "adjacent", "q": q}, {**base, "kind": "move", "q": q}])
+        moves["counts"] = moves["q"] <= V.MOVES_FDR
+        shape = V._fdr_shape(moves, "m", "all")
+        assert shape["moves_fdr"] == 2 * counted and shape["max_jump_fdr"] == 0.5 * counted
+        assert np.isnan(V._fdr_shape(moves, "m", "ex_first")["moves_fdr_ex_first"])  # not tested: NaN, not 0
+
+
 def _claim1_row(span=0.6, jump=0.4, turns=3, model="m", r2_min=0.3):
     return {"model": model, "n_blocks": 10, "r2_min": r2_min, "r2_max": r2_min + span, "max_adjacent_jump": 0.9,
             "direction_changes": 9, "max_jump_disjoint": jump, "direction_changes_disjoint": turns,
             "as_extreme_as_paper": False, "r2_ex_first_min": np.nan, "max_jump_disjoint_ex_first": np.nan,
             "direction_changes_disjoint_ex_first": np.nan, "cond_gram_median": 1.0, "r2_ex_first_max": 0.5,
+            "moves_tested": np.nan, "moves_fdr": np.nan, "max_jump_fdr": np.nan, "direction_changes_fdr": np.nan,
+            "moves_tested_ex_first": np.nan, "moves_fdr_ex_first": np.nan, "max_jump_fdr_ex_first": np.nan,
+            "direction_changes_fdr_ex_first": np.nan,
             "first_token_blocks": "",
             "profile_tokens": 16384.0}  # fmt: skip
 

@@ -101,6 +101,13 @@ def corpus_draws(
     return point, draws
 
 
+def profile_draws(capture, n_boot: int = 1000, seed: int = 0, rest: bool = False) -> np.ndarray:
+    """R²_lin of every block of one capture over `n_boot` resamples of its held-out windows that every block shares
+    ([n_boot, n_blocks], `corpus_draws` on one corpus): a difference between two blocks' draws is a paired bootstrap
+    of their difference. With `rest`, without each window's first position."""
+    return corpus_draws({capture.config.corpus: capture}, n_boot, seed, rest)[1][:, :, 0]
+
+
 def two_way_shares(r2: np.ndarray) -> dict[str, np.ndarray]:
     """The block × corpus split of R²_lin's variance, on the last two axes of `r2` [..., L, C]: the shares of the
     total sum of squares (around the grand mean) held by the blocks' main effect (`depth`), the corpora's main effect

@@ -230,18 +230,26 @@ def claim1(r: Results) -> Claim:
         return _untestable(1, v)
     parts = []
     for e in v.evidence:
+        jump, turns = verdicts.claim1_counts(e, "")
+        fdr = (
+            f" that survive a false-discovery rate of {verdicts.MOVES_FDR:g} ({int(e['moves_fdr'])} of "
+            f"{int(e['moves_tested'])} moves)"
+            if np.isfinite(e.get("moves_fdr", np.nan))
+            else ""
+        )
         text = (
-            f"{e['model']}: {_f(e['r2_min'])} to {_f(e['r2_max'])}; between adjacent blocks with disjoint intervals "
-            f"the largest jump is {_f(e['max_jump_disjoint'])} and the profile turns "
-            f"{int(e['direction_changes_disjoint'])} times over {int(e['n_blocks'])} blocks (as seen, without the "
-            f"intervals: {_f(e['max_adjacent_jump'])}, {int(e['direction_changes'])} turns); as extreme as the "
+            f"{e['model']}: {_f(e['r2_min'])} to {_f(e['r2_max'])}; between blocks with disjoint intervals{fdr} "
+            f"the largest adjacent jump is {_f(jump)} and the profile turns {int(turns)} times over "
+            f"{int(e['n_blocks'])} blocks (as seen, without the intervals: {_f(e['max_adjacent_jump'])}, "
+            f"{int(e['direction_changes'])} turns); as extreme as the "
             f"paper (> {verdicts.PAPER_HIGH} next to < {verdicts.PAPER_LOW}): "
             f"{'yes' if e.get('as_extreme_as_paper') else 'no'}"
         )
         if e.get("passes_ex_first") is not None:
+            jump1, turns1 = verdicts.claim1_counts(e, "_ex_first")
             text += (
                 f"; without position 0: {_f(e['r2_ex_first_min'])} to {_f(e['r2_ex_first_max'])}, largest jump "
-                f"{_f(e['max_jump_disjoint_ex_first'])}, {int(e['direction_changes_disjoint_ex_first'])} turns "
+                f"{_f(jump1)}, {int(turns1)} turns "
                 f"({'passes' if e['passes_ex_first'] else 'fails'})"
             )
         if e["first_token_blocks"]:

@@ -47,7 +47,9 @@ TABLES: dict[str, TableSpec] = {
         "02",
         "model n_blocks r2_min r2_max max_adjacent_jump direction_changes max_jump_disjoint direction_changes_disjoint "
         "as_extreme_as_paper r2_ex_first_min max_jump_disjoint_ex_first direction_changes_disjoint_ex_first "
-        "cond_gram_median r2_ex_first_max first_token_blocks profile_tokens",
+        "moves_tested moves_fdr max_jump_fdr direction_changes_fdr moves_tested_ex_first moves_fdr_ex_first "
+        "max_jump_fdr_ex_first direction_changes_fdr_ex_first cond_gram_median r2_ex_first_max first_token_blocks "
+        "profile_tokens",
         "per model: the profile's shape (linrec.verdicts.profile_summary), on the profile that judges claim 1 "
         "(notebook 02's `profile`)",
     ),
@@ -55,8 +57,16 @@ TABLES: dict[str, TableSpec] = {
         "02",
         "model n_blocks r2_min r2_max max_adjacent_jump direction_changes max_jump_disjoint direction_changes_disjoint "
         "as_extreme_as_paper r2_ex_first_min max_jump_disjoint_ex_first direction_changes_disjoint_ex_first "
-        "cond_gram_median r2_ex_first_max first_token_blocks profile_tokens",
+        "moves_tested moves_fdr max_jump_fdr direction_changes_fdr moves_tested_ex_first moves_fdr_ex_first "
+        "max_jump_fdr_ex_first direction_changes_fdr_ex_first cond_gram_median r2_ex_first_max first_token_blocks "
+        "profile_tokens",
         "per model: the same shape on the other profile (the learning curve's largest size, or the capture's)",
+    ),
+    "r2_moves": _spec(
+        "02",
+        "model positions kind from_block to_block change p q counts",
+        "per model: the moves claim 1 counts on the capture's profile, each with a paired window-bootstrap p and its "
+        "Benjamini–Hochberg q (linrec.verdicts.move_tests)",
     ),
     "r2_replicates": _spec(
         "02",

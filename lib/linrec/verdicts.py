@@ -35,6 +35,7 @@ from linrec.uncertainty import (
     INCONCLUSIVE,
     NO_EFFECT,
     benjamini_hochberg,
+    boot_p,
     correlation_outcome,
     correlation_test,
     holm,
@@ -52,6 +53,10 @@ CLAIM1_SPAN, CLAIM1_JUMP, CLAIM1_TURNS = 0.5, 0.3, 2
 # the paper's own extremes, "ranging from near-linear (>0.99) to strongly nonlinear (<0.3) between adjacent blocks"
 # (arXiv 2606.19379, abstract; paper/claims.md): a second, stated result beside claim 1's rule
 PAPER_HIGH, PAPER_LOW = 0.99, 0.3
+# claim 1: the moves the rule counts (adjacent blocks with disjoint intervals, and the anchor-to-anchor moves of
+# `disjoint_moves`) are each tested by a paired window bootstrap; only those with a Benjamini–Hochberg q ≤ MOVES_FDR
+# over that family count (many blocks give many chances for two intervals to miss each other by luck)
+MOVES_FDR = 0.05
 CLAIM2_NOISE_FACTOR = 2.0  # "beyond seed noise": more than this multiple of the mean |difference| between two draws
 # 2a's minimum effect: a mean |trained − untrained| of 0.1 per block (10 points of explained variance). Three times the
 # largest shift of a block's held-out R² between two window splits measured on Gemma-3 (0.033, issue 33), so no
@@ -82,7 +87,9 @@ GAUSSIAN_DROP = 0.1  # notebook 07: a block "loses" on Gaussian inputs when its 
 RULES = {
     1: f"reproduced for a model if its profile spans ≥ {CLAIM1_SPAN}, some adjacent blocks with disjoint 95 % "
     f"intervals differ by ≥ {CLAIM1_JUMP}, and the profile changes direction ≥ {CLAIM1_TURNS} times counting only "
-    "moves between blocks with disjoint intervals; reproduced if every model passes, partly if some do",
+    "moves between blocks with disjoint intervals; where the moves were tested (paired window bootstrap), only "
+    f"those with a Benjamini–Hochberg q ≤ {MOVES_FDR:g} over the moves counted count; reproduced if every model "
+    "passes, partly if some do",
     "2a": "per model: 'learned' if the trained profile differs from the untrained architecture by a mean |trained − "
     f"untrained| per block > {CLAIM2_NOISE_FACTOR:g}× the mean difference between two untrained draws and ≥ "
     f"{CLAIM2_MIN_EFFECT}; the untrained reference is the random-init twin (its own inputs), or, where the twin is "
@@ -182,17 +189,23 @@ def direction_changes(values) -> int:
     return int(((r[2:] - r[1:-1]) * (r[1:-1] - r[:-2]) < 0).sum())
 
 
-def disjoint_moves(values, lo, hi) -> list[float]:
-    """The profile's moves that its intervals resolve: from an anchor block (the first) to the next block whose
-    interval [lo, hi] is disjoint from the anchor's, which becomes the next anchor; each move's change in value.
-    Blocks with a missing interval never form a move."""
-    r, lo, hi = (np.asarray(v, dtype=float) for v in (values, lo, hi))
-    moves, a = [], 0
-    for j in range(1, len(r)):
+def disjoint_move_pairs(lo, hi) -> list[tuple[int, int]]:
+    """The (anchor, block) pairs of `disjoint_moves`: from an anchor block (the first) to the next block whose
+    interval [lo, hi] is disjoint from the anchor's, which becomes the next anchor. Blocks with a missing interval
+    never form a move."""
+    lo, hi = (np.asarray(v, dtype=float) for v in (lo, hi))
+    pairs, a = [], 0
+    for j in range(1, len(lo)):
         if lo[j] > hi[a] or lo[a] > hi[j]:  # NaN compares False: not disjoint
-            moves.append(float(r[j] - r[a]))
+            pairs.append((a, j))
             a = j
-    return moves
+    return pairs
+
+
+def disjoint_moves(values, lo, hi) -> list[float]:
+    """The profile's moves that its intervals resolve (`disjoint_move_pairs`): each move's change in value."""
+    r = np.asarray(values, dtype=float)
+    return [float(r[j] - r[a]) for a, j in disjoint_move_pairs(lo, hi)]
 
 
 def disjoint_direction_changes(values, lo, hi) -> int:
@@ -203,9 +216,54 @@ def disjoint_direction_changes(values, lo, hi) -> int:
 
 def max_disjoint_jump(values, lo, hi) -> float:
     """The largest |difference| between adjacent blocks whose intervals are disjoint (0 if no pair is)."""
-    r, lo, hi = (np.asarray(v, dtype=float) for v in (values, lo, hi))
-    sep = (lo[1:] > hi[:-1]) | (lo[:-1] > hi[1:])
+    r = np.asarray(values, dtype=float)
+    sep = _adjacent_disjoint(lo, hi)
     return float(np.abs(np.diff(r))[sep].max()) if sep.any() else 0.0
+
+
+def _adjacent_disjoint(lo, hi) -> np.ndarray:
+    lo, hi = (np.asarray(v, dtype=float) for v in (lo, hi))
+    return (lo[1:] > hi[:-1]) | (lo[:-1] > hi[1:])
+
+
+def move_tests(t: pd.DataFrame, draws: np.ndarray, positions: str = "all") -> pd.DataFrame:
+    """Claim 1's moves of one model's profile, each with a paired test. `t`: its ceiling table (one row per block,
+    in block order; with `positions="ex_first"` the `r2_ex_first` columns are used); `draws` [n_boot, n_blocks]:
+    R²_lin over window resamples that every block shares (`linrec.recoverability.profile_draws`), so a difference's
+    resamples keep what two blocks' errors share. The family: every adjacent pair with disjoint intervals (`kind`
+    "adjacent", the jump) and every move of `disjoint_move_pairs` (`kind` "move", the turns). `p`: `boot_p` of the
+    difference's resamples; `q`: Benjamini–Hochberg over the family; `counts`: q ≤ MOVES_FDR."""
+    t = t.sort_values("block")
+    col, lo_c, hi_c = ("r2_ex_first", "r2_ex_first_lo", "r2_ex_first_hi") if positions == "ex_first" else (
+        "r2_lin", "r2_lo", "r2_hi")  # fmt: skip
+    r, lo, hi = (t[c].to_numpy(float) for c in (col, lo_c, hi_c))
+    if draws.shape[1] != len(r):
+        raise LinrecError(f"move_tests: {draws.shape[1]} blocks of draws for a profile of {len(r)} blocks")
+    pairs = [("adjacent", i, i + 1) for i in np.flatnonzero(_adjacent_disjoint(lo, hi))]
+    pairs += [("move", a, j) for a, j in disjoint_move_pairs(lo, hi)]
+    rows = [
+        {"model": t["model"].iloc[0], "positions": positions, "kind": kind, "from_block": int(t["block"].iloc[a]),
+         "to_block": int(t["block"].iloc[j]), "change": float(r[j] - r[a]), "p": boot_p(draws[:, j] - draws[:, a])}
+        for kind, a, j in pairs
+    ]  # fmt: skip
+    out = pd.DataFrame(rows, columns=["model", "positions", "kind", "from_block", "to_block", "change", "p"])
+    out["q"] = benjamini_hochberg(out["p"].to_numpy(float)) if len(out) else []
+    out["counts"] = out["q"] <= MOVES_FDR
+    return out
+
+
+def _fdr_shape(moves: pd.DataFrame | None, model: str, positions: str) -> dict:
+    """Jump and turns counted on the moves that survive the false-discovery rate (`move_tests`)."""
+    sfx = "" if positions == "all" else "_ex_first"
+    keys = [f"moves_tested{sfx}", f"moves_fdr{sfx}", f"max_jump_fdr{sfx}", f"direction_changes_fdr{sfx}"]
+    m = None if moves is None else moves[(moves["model"] == model) & (moves["positions"] == positions)]
+    if m is None or m.empty:  # not tested (or no move to test: the disjoint counts are 0 as well)
+        return dict.fromkeys(keys, np.nan)
+    kept = m[m["counts"].astype(bool)]
+    adj, mv = kept[kept["kind"] == "adjacent"], kept[kept["kind"] == "move"]
+    signs = np.sign(mv.sort_values("to_block")["change"].to_numpy(float))
+    return dict(zip(keys, [len(m), len(kept), float(adj["change"].abs().max()) if len(adj) else 0.0,
+                           int((signs[1:] * signs[:-1] < 0).sum())]))  # fmt: skip
 
 
 def as_extreme_as_paper(values) -> bool:
@@ -230,10 +288,12 @@ def _ex_first_shape(t: pd.DataFrame) -> dict:
     }
 
 
-def profile_summary(r2: pd.DataFrame) -> pd.DataFrame:
+def profile_summary(r2: pd.DataFrame, moves: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per model, the shape of its R²_lin profile over blocks (claim 1's numbers); jumps and turns both as seen and
-    counted only where the blocks' bootstrap intervals are disjoint (`disjoint_moves`). `profile_tokens`: the train
-    tokens behind the profile (the table's `profile_tokens`, see `linrec.curves.with_profile`, else its `n_train`)."""
+    counted only where the blocks' bootstrap intervals are disjoint (`disjoint_moves`), and, with `moves`
+    (`move_tests` of this profile), only on the moves that survive the false-discovery rate (`max_jump_fdr`,
+    `direction_changes_fdr`, out of `moves_tested`; NaN without). `profile_tokens`: the train tokens behind the
+    profile (the table's `profile_tokens`, see `linrec.curves.with_profile`, else its `n_train`)."""
     _require(
         r2, ["model", "block", "r2_lin", "r2_lo", "r2_hi", "cond_gram", "r2_ex_first", "first_var_share"],
         "profile_summary",
@@ -254,6 +314,8 @@ def profile_summary(r2: pd.DataFrame) -> pd.DataFrame:
                 "direction_changes_disjoint": disjoint_direction_changes(r, t["r2_lo"], t["r2_hi"]),
                 "as_extreme_as_paper": as_extreme_as_paper(r),
                 **_ex_first_shape(t),
+                **_fdr_shape(moves, model, "all"),
+                **_fdr_shape(moves, model, "ex_first"),
                 "cond_gram_median": float(t["cond_gram"].median()),
                 "r2_ex_first_max": float(t["r2_ex_first"].max()),
                 "first_token_blocks": _blocks(t, t["first_var_share"] >= FIRST_TOKEN_SHARE),
@@ -267,6 +329,14 @@ def _claim1_passes(span: float, jump: float, turns: float) -> bool:
     return bool(span >= CLAIM1_SPAN and jump >= CLAIM1_JUMP and turns >= CLAIM1_TURNS)
 
 
+def claim1_counts(row: Mapping, sfx: str) -> tuple[float, float]:
+    """The jump and turns claim 1 counts: those that survive the false-discovery rate where the moves were tested
+    (`profile_summary` with `moves`), else those between disjoint intervals."""
+    if np.isfinite(row.get(f"max_jump_fdr{sfx}", np.nan)):
+        return row[f"max_jump_fdr{sfx}"], row[f"direction_changes_fdr{sfx}"]
+    return row[f"max_jump_disjoint{sfx}"], row[f"direction_changes_disjoint{sfx}"]
+
+
 def claim1(summary: pd.DataFrame | None) -> Verdict:
     """Claim 1's rule per model, on all positions and, where the summary has them, on every position but the
     windows' first (`without_first`)."""
@@ -275,14 +345,12 @@ def claim1(summary: pd.DataFrame | None) -> Verdict:
     ev, ok, ok1 = [], [], []
     for row in summary.to_dict("records"):
         span = row["r2_max"] - row["r2_min"]
-        ok.append(_claim1_passes(span, row["max_jump_disjoint"], row["direction_changes_disjoint"]))
+        ok.append(_claim1_passes(span, *claim1_counts(row, "")))
         e = {**row, "span": span, "passes": ok[-1], "passes_ex_first": None}
         if np.isfinite(row.get("max_jump_disjoint_ex_first", np.nan)):
             span1 = row["r2_ex_first_max"] - row["r2_ex_first_min"]
             e["span_ex_first"] = span1
-            e["passes_ex_first"] = _claim1_passes(
-                span1, row["max_jump_disjoint_ex_first"], row["direction_changes_disjoint_ex_first"]
-            )
+            e["passes_ex_first"] = _claim1_passes(span1, *claim1_counts(row, "_ex_first"))
             ok1.append(e["passes_ex_first"])
         ev.append(e)
     return Verdict(1, tally(ok), ev, without_first=tally(ok1) if len(ok1) == len(ok) else "")
