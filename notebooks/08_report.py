@@ -73,7 +73,9 @@ if readme and update_readme(root / readme, root / results_dir, report_path):
 pd.DataFrame([{"claim": c.number, "what": c.title, "verdict": c.verdict} for c in claims(root / results_dir)])
 
 # %% [markdown]
-# ## The report as written
+# ## The report's first screen
+# The tally and the claim table, as `paper/report.md` opens (its sections, with each claim's rule, evidence
+# and figure, follow in the file itself).
 
 # %%
-Markdown(out.read_text().split("## Figures")[0])
+Markdown(out.read_text().split("## Setup")[0])

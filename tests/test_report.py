@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from linrec.errors import LinrecError
-from linrec.report import FIGURES, build_report, claims, render
+from linrec.report import CELL_LIMIT, FIGURES, OTHER_PROFILE, build_report, claims, per_block_table, render
 from linrec.tables import TABLES, save_table
 
 
@@ -101,9 +101,13 @@ def test_figures_are_linked_relative_to_the_report_or_named_missing(tmp_path):
     (figs / "fig1_method.png").write_bytes(b"png")
     text = render(d, figs, tmp_path / "paper" / "report.md")
     assert "](../figs/fig1_method.png)" in text
-    for _stem, nb, _ in FIGURES[1:]:
-        assert f"missing: run notebook {nb}" in text
-    rows = re.findall(r"^\| (?:1|2a|2b|[3-5]|6a|6b|7a|7b) \|", text, flags=re.M)
+    for stem, nb, _ in FIGURES[1:]:
+        if stem in OTHER_PROFILE:  # drawn by another profile: named, with where to find it
+            assert f"Drawn by `{OTHER_PROFILE[stem][0]}`, not by this profile" in text
+        else:
+            assert f"not drawn: notebook {nb} has not run in this profile" in text
+    assert "missing" not in text
+    rows = re.findall(r"^\| \[(?:1|2a|2b|[3-5]|6a|6b|7a|7b)\]\(#claim-", text, flags=re.M)
     assert len(rows) == 10  # a row per claim (2, 6 and 7 in two)
 
 
@@ -121,7 +125,8 @@ def test_readme_block_is_replaced_between_markers_only(tmp_path):
     assert update_readme(readme, d)
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("\noutro\n") and "old numbers" not in text
-    assert "0.200 to 0.990" in text and text.count(README_START) == 1
+    assert "m 0.20–0.99, 0.70, 5" in text and text.count(README_START) == 1
+    assert "| [1](paper/report.md#claim-1) |" in text  # each claim links to its section of the report
     plain = tmp_path / "plain.md"
     plain.write_text("no markers")
     assert not update_readme(plain, d) and plain.read_text() == "no markers"
@@ -256,10 +261,57 @@ def test_timings_are_written_apart_so_a_rerun_with_the_same_numbers_rewrites_the
 def test_the_report_states_robustness_and_where_fresh_text_lives(tmp_path):
     d = _results(tmp_path)
     text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
-    assert "| verdict | without position 0 |" in text and "**Fresh text.** Not run in this profile" in text
+    assert "| without position 0 | fresh text | verdict |" in text and "**Fresh text.** Not run in this profile" in text
+    assert re.search(r"^\| \[1\]\(#claim-1\) \|.*\| one sample \| \*\*reproduced\*\* \|$", text, flags=re.M)
     rep = {"model": "m", "n_samples": 3, "samples": "0 1 2", "sd_median": 0.012, "sd_max": 0.034, "sd_max_block": 25,
            "ci_half_width_median": 0.021, "n_claim1_passes": 3, "replication": "holds on every sample"}  # fmt: skip
     save_table(pd.DataFrame([rep]), "r2_replicates_summary", d)
     text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
     assert "over samples 0 1 2, between-sample SD per block median 0.012" in text
     assert "claim 1 holds on every sample" in text
+    assert re.search(r"^\| \[1\]\(#claim-1\) \|.*\| same on 3 samples \|", text, flags=re.M)
+    save_table(pd.DataFrame([{**rep, "replication": "sample-dependent"}]), "r2_replicates_summary", d)
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert re.search(r"^\| \[1\]\(#claim-1\) \|.*\| sample-dependent \|", text, flags=re.M)
+
+
+def _claim_rows(text: str) -> list[list[str]]:
+    rows = re.findall(r"^\| \[[0-9ab]+\]\(#claim-.*$", text, flags=re.M)
+    return [re.split(r"(?<!\\)\|", row)[1:-1] for row in rows]
+
+
+def test_the_default_report_answers_on_its_first_screen(tmp_path):
+    """The committed default run: the tally, then one row per claim whose cells fit, before anything else; each
+    rule as a paragraph (a Markdown list would renumber 6a/6b), every figure drawn or named with its profile."""
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "paper" / "report.md"
+    text = render(root / "results" / "default", root / "figures", out)
+    head = text[: text.index("## Setup")]
+    tally = re.search(r"\*\*Does the paper hold\?\*\* Of 10 checks: (.*)\.", head)
+    rows = _claim_rows(head)
+    assert tally and len(rows) == 10 and all(len(r) == 7 for r in rows)
+    counted = {w: int(k) for k, w in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", tally[1])}
+    verdict_cells = [r[-1].strip().strip("*") for r in rows]
+    assert counted == {w: verdict_cells.count(w) for w in set(verdict_cells)}
+    too_long = [(r[0], len(c.strip())) for r in rows for c in r if len(c.strip()) > CELL_LIMIT]
+    assert not too_long
+    assert "missing" not in text and "not drawn" not in text
+    assert not re.search(r"^\d+[ab]?\. ", text, flags=re.M)  # no rule written as a list item
+    assert text.count("**Rule.**") == 10
+    for rel in re.findall(r"!\[\w+\]\(([^)]+)\)", text):
+        assert (out.parent / rel).resolve().is_file(), rel
+
+
+def test_the_per_block_table_has_one_row_per_block_and_the_swap_variants_as_columns():
+    r2 = pd.DataFrame({"model": ["a", "a", "b"], "block": [0, 1, 0], "r2_lin": [0.5, 0.6, 0.7]})
+    swap = pd.DataFrame(
+        {"model": ["a", "a", "a", "a", "b"], "block": [0, 1, 1, 1, 0], "first": ["map", "map", "ffn", "mean", "map"],
+         "delta_ppl": [1.0, 244.0, 51.0, 51.1, 3.0]}
+    )  # fmt: skip
+    t = per_block_table(r2, swap)
+    assert len(t) == 3 and not t.duplicated(["model", "block"]).any()
+    row = t.set_index(["model", "block"]).loc[("a", 1)]
+    assert row["ΔPPL swap"] == 244.0 and row["ΔPPL swap, FFN at position 0"] == 51.0
+    assert row["ΔPPL swap, mean at position 0"] == 51.1
+    assert np.isnan(t.set_index(["model", "block"]).loc[("b", 0), "ΔPPL swap, FFN at position 0"])
+    assert per_block_table(r2, None).equals(r2)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,12 @@ FIGURES = [
         "01",
         "Figure 1. The measurement: one frozen pass, float64 statistics per FFN block, closed-form affine map, "
         "held-out R²_lin.",
+    ),
+    (
+        "fig2_r2_lin",
+        "02",
+        "Figure 2 (R²_lin panel). Per-block R²_lin with its 95 % bootstrap interval over held-out windows (solid), the "
+        "per-feature median R² (dotted) and R²_lin without each window's first position (dashed).",
     ),
     (
         "fig2_swap",
@@ -137,9 +143,15 @@ CLAIMS = {
 @dataclass
 class Claim:
     number: int | str  # 1 … 7, claim 6 as "6a" and "6b"
-    ours: str
+    ours: str  # every number the verdict was decided on, in words (the claim's section)
     verdict: str  # one of linrec.verdicts.VERDICTS
     without_first: str = ""  # the verdict on every position but the windows' first ("" where the rule has none)
+    headline: str = ""  # the claim table's cell: each model's headline number (≤ CELL_LIMIT characters)
+    details: list[str] = field(default_factory=list)  # `ours`, one entry per model (the section's bullets)
+
+    @property
+    def anchor(self) -> str:
+        return f"claim-{self.number}"
 
     @property
     def title(self) -> str:
@@ -211,6 +223,124 @@ def _robustness(r: Results) -> list[str]:
     return lines
 
 
+def _fresh_text(r: Results) -> dict:
+    """The claim table's fresh-text column per claim: claim 1 from the replication on disjoint samples of text (this
+    profile's, else `results/full/`'s), every other claim on the one sample it was measured on."""
+    rep, where = r.get("r2_replicates_summary"), ""
+    full = r.dir.parent / "full"
+    if (rep is None or rep.empty) and full.is_dir() and full.resolve() != r.dir.resolve():
+        rep, where = load_table("r2_replicates_summary", full), " (full profile)"
+    out = {c: "one sample" for c in CLAIMS}
+    if rep is not None and not rep.empty:
+        n = int(rep["n_samples"].min())
+        steady = rep["replication"].isin(["holds on every sample", "fails on every sample"]).all()
+        out[1] = (f"same on {n} samples" if steady else "sample-dependent") + where
+    return out
+
+
+def tally_line(cl: list[Claim]) -> str:
+    """One line counting the verdicts, in the order of `linrec.verdicts.VERDICTS`."""
+    counts = [(w, sum(c.verdict == w for c in cl)) for w in verdicts.VERDICTS]
+    return f"**Does the paper hold?** Of {len(cl)} checks: " + ", ".join(f"{k} {w}" for w, k in counts if k) + "."
+
+
+def _claim_table(cl: list[Claim], fresh: dict) -> list[str]:
+    rows = [
+        "## Claim by claim",
+        "",
+        tally_line(cl),
+        "",
+        "| # | claim | the paper | ours (95 % CI) | without position 0 | fresh text | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in cl:
+        cells = [f"[{c.number}](#{c.anchor})", c.title, c.paper, c.headline, _without_first(c), fresh[c.number],
+                 f"**{c.verdict}**"]  # fmt: skip
+        rows.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+    return rows
+
+
+# figures by claim (stems of FIGURES); a figure another profile draws is named with that profile, never "missing"
+CLAIM_FIGURES = {
+    1: ["fig2_r2_lin", "fig2c_learning_curves"],
+    "2a": ["fig7_controls"],
+    "2b": ["fig7b_inputs_or_weights"],
+    3: ["fig3_bilinear_gain"],
+    4: ["fig4_rank_outliers"],
+    5: ["fig5_corpora"],
+    "6a": ["fig2_swap", "fig6_swap"],
+    "6b": [],
+    "7a": ["fig3b_trained_pitfall"],
+    "7b": ["fig3c_pitfall_mechanism"],
+}
+OTHER_PROFILE = {"fig2c_learning_curves": ("params/curve.yaml", "results/curve/report.md")}
+
+# what result would change each verdict (the rule's nearest threshold, in words), and what to keep in mind
+CHANGE = {
+    1: "a model whose resolved jumps all stay below 0.3, or whose profile turns fewer than twice, fails; the paper's "
+    "own extremes (> 0.99 next to < 0.3) would need a block far more linear than any measured here",
+    "2a": "an untrained reference within 2× of the noise between untrained draws, or a trained-untrained difference "
+    "under 0.1, makes a model 'not learned'",
+    "2b": "an interval of the weights' minus the inputs' share that excludes 0 decides a model; one that includes 0 "
+    "leaves it undecided",
+    3: "a 90 % interval of r inside ±0.3 shows 'uncorrelated'; a 95 % interval excluding 0 shows a correlation; "
+    "more blocks (a bigger model or more models) are what narrows it",
+    4: "a broadly linear and an outlier-concentrated block (rank ≈ 1) both among the blocks with R²_lin ≥ 0.6 in "
+    "each model",
+    5: "a block × corpus share whose interval reaches 0.1 would make the profile corpus-dependent in shape",
+    "6a": "a screened block whose held-out interval stays within +1 perplexity holds; one above fails",
+    "6b": "an interval of ρ(R²_lin, ΔPPL) that excludes 0 with the right sign reproduces it; one inside ±0.3 shows "
+    "no signal",
+    "7a": "a trained baseline within 0.01 of the ceiling on most blocks at the same budget",
+    "7b": "a shortfall that rises with κ at a fixed budget, across blocks and on constructed κ, would make it "
+    "conditioning",
+}
+CAVEATS = {
+    1: "the models are quantised offline releases, not the paper's GPT-2 / Pythia-160m / llama-160m; R²_lin is "
+    "biased low at 16k train rows (notebook 02's learning curve)",
+    "2a": "the paper's comparison (GPT-2 vs Pythia-160m) needs the hub (`params/paper.yaml`); here the untrained "
+    "reference is each model's own random-init twin or FFNs",
+    "2b": "the cross matrix scores FFN i on block j's inputs with the block's norm gain folded in",
+    3: "30 and 18 blocks give low power: |r| below about 0.5 cannot be detected",
+    4: "SmolLM2 runs without a BOS token, so some of its high-R²_lin blocks sit on the first position",
+    5: "the three corpora are small offline samples (wiki, web, code)",
+    "6a": "ΔPPL on held-out windows of the same corpus, at the profile's window length",
+    "6b": "a correlation over 30 or 18 blocks, resampled in runs of adjacent blocks",
+    "7a": "the budget is 5 epochs of the probe rows; tuned optimisers reach the ceiling given more steps (7b)",
+    "7b": "the mechanism blocks are the best- and worst-conditioned, on the probe rows",
+}
+
+
+def _figure_lines(stem: str, figures_dir, out: Path) -> list[str]:
+    nb, caption = next((nb, cap) for s, nb, cap in FIGURES if s == stem)
+    png = Path(figures_dir) / f"{stem}.png"
+    if png.exists():
+        return [f"![{stem}]({_rel(png, out.parent)})", "", f"*{caption}* (notebook {nb})", ""]
+    if stem in OTHER_PROFILE:
+        params, report = OTHER_PROFILE[stem]
+        return [f"*{caption}* Drawn by `{params}`, not by this profile; see `{report}`.", ""]
+    return [f"*{caption}* — not drawn: notebook {nb} has not run in this profile.", ""]
+
+
+def _sentence(text: str) -> str:
+    """`text` as a sentence: first letter upper case (the rest as written), one full stop."""
+    return text[:1].upper() + text[1:].rstrip(".") + "."
+
+
+def _claim_sections(cl: list[Claim], figures_dir, out: Path) -> list[str]:
+    lines = []
+    for c in cl:
+        lines += [f'<a id="{c.anchor}"></a>', "", f"### Claim {c.number}: {c.title}", ""]
+        lines += [f"**Verdict: {c.verdict}.** The paper: {c.paper}.", ""]
+        lines += [f"**Rule.** {_sentence(RULES[c.number])}", ""]
+        lines += ["**Evidence.**", ""] + [f"- {d}" for d in c.details] + [""]
+        for stem in CLAIM_FIGURES[c.number]:
+            lines += _figure_lines(stem, figures_dir, out)
+        lines += [f"**What would change it.** {_sentence(CHANGE[c.number])}", ""]
+        lines += [f"**Caveats.** {_sentence(CAVEATS[c.number])}", ""]
+    return lines
+
+
 def _without_first(c: Claim) -> str:
     """The claim table's robustness column: "holds" where the verdict is the same without position 0, else that
     verdict; "—" for a claim the check does not apply to."""
@@ -220,10 +350,22 @@ def _without_first(c: Claim) -> str:
 
 
 def _untestable(n: int | str, v: Verdict) -> Claim:
-    return Claim(n, v.reason, v.verdict)
+    return Claim(n, v.reason, v.verdict, headline=v.reason, details=[v.reason])
 
 
 # ---- one sentence per claim: what the verdict was decided on (linrec.verdicts), in words ----------------------
+CELL_LIMIT = 200  # characters in a claim table cell
+
+
+def _head(what: str, per_model: list[str]) -> str:
+    """A claim table cell: what the numbers are, then each model's."""
+    return f"{what}: " + "; ".join(per_model)
+
+
+def claim1_jump(e: dict) -> float:
+    return verdicts.claim1_counts(e, "")[0]
+
+
 def claim1(r: Results) -> Claim:
     v = verdicts.claim1(r.get("r2_lin_summary"))
     if not v.evidence:
@@ -259,16 +401,30 @@ def claim1(r: Results) -> Claim:
             )
         parts.append(text)
     text = "; ".join(parts)
+    details = list(parts)
     if v.evidence and np.isfinite(v.evidence[0].get("profile_tokens", np.nan)):
         text = f"on the profile at {v.evidence[0]['profile_tokens']:.0f} train tokens, " + text
+        details.insert(0, f"Judged on the profile at {v.evidence[0]['profile_tokens']:.0f} train tokens.")
     other = r.get("r2_lin_summary_other")
     if other is not None and not other.empty:
         o = verdicts.claim1(other)
-        text += f". The same rule on the profile at {other['profile_tokens'].iloc[0]:.0f} train tokens: {o.verdict}"
+        extra = f"The same rule on the profile at {other['profile_tokens'].iloc[0]:.0f} train tokens: {o.verdict}"
+        text += ". " + extra
+        details.append(extra)
     ov = r.get("r2_curve_overview")
     if ov is not None:
-        text += ". " + "; ".join(curve_sentence(row) for row in ov.to_dict("records"))
-    return Claim(1, text, v.verdict, v.without_first)
+        extra = "; ".join(curve_sentence(row) for row in ov.to_dict("records"))
+        text += ". " + extra
+        details.append(extra)
+    head = _head(
+        "span, largest resolved jump, turns",
+        [
+            f"{e['model']} {_f(e['r2_min'], 2)}–{_f(e['r2_max'], 2)}, {_f(claim1_jump(e), 2)}, "
+            f"{int(verdicts.claim1_counts(e, '')[1])}"
+            for e in v.evidence
+        ],
+    )
+    return Claim(1, text, v.verdict, v.without_first, head, details)
 
 
 def claim2a(r: Results) -> Claim:
@@ -285,7 +441,11 @@ def claim2a(r: Results) -> Claim:
             f"untrained draws (needs > {verdicts.CLAIM2_NOISE_FACTOR:g}× that and ≥ {verdicts.CLAIM2_MIN_EFFECT})"
         )
     note = ". The paper's own comparison (GPT-2 vs Pythia-160m) needs the hub: `params/paper.yaml`"
-    return Claim("2a", "; ".join(parts) + note, v.verdict)
+    head = _head(
+        "mean |trained − untrained| vs between untrained draws",
+        [f"{e['model']} {_f(e['effect'], 2)} vs {_f(e['noise'], 3)}" for e in v.evidence],
+    )
+    return Claim("2a", "; ".join(parts) + note, v.verdict, "", head, [*parts, note.removeprefix(". ")])
 
 
 def claim2b(r: Results) -> Claim:
@@ -300,7 +460,14 @@ def claim2b(r: Results) -> Claim:
         f"{int(e['n_blocks'])} blocks stand out from both null ensembles"
         for e in v.evidence
     ]
-    return Claim("2b", "; ".join(parts), v.verdict)
+    head = _head(
+        "weights' minus inputs' share, 95 % CI",
+        [
+            f"{e['model']} {_ci(e['share_weights_minus_inputs_lo'], e['share_weights_minus_inputs_hi'])}"
+            for e in v.evidence
+        ],
+    )
+    return Claim("2b", "; ".join(parts), v.verdict, "", head, parts)
 
 
 def _ci(lo, hi, nd: int = 2) -> str:
@@ -340,7 +507,14 @@ def claim3(r: Results) -> Claim:
                 f"{_f(e['sweep_gain_median_rank_min'], 3)} → {_f(e['sweep_gain_median_rank_max'], 3)}"
             )
         parts.append(text)
-    return Claim(3, "; ".join(parts), v.verdict, "not measured")
+    head = _head(
+        "median gain, r with 1 − R²_lin",
+        [
+            f"{e['model']} {_f(e['gain_median'])}, {_f(e['pearson_r'], 2)} {_ci(e['ci_lo'], e['ci_hi'])}"
+            for e in v.evidence
+        ],
+    )
+    return Claim(3, "; ".join(parts), v.verdict, "not measured", head, parts)
 
 
 def claim4(r: Results) -> Claim:
@@ -369,7 +543,11 @@ def claim4(r: Results) -> Claim:
         )
         for e in v.evidence
     ]
-    return Claim(4, "; ".join(parts), v.verdict, v.without_first)
+    head = _head(
+        "blocks broadly linear / outlier-concentrated",
+        [f"{e['model']} {int(e['n_broadly_linear'])} / {int(e['n_outlier_concentrated'])}" for e in v.evidence],
+    )
+    return Claim(4, "; ".join(parts), v.verdict, v.without_first, head, parts)
 
 
 def claim5(r: Results) -> Claim:
@@ -398,7 +576,14 @@ def claim5(r: Results) -> Claim:
                 f"{_ci(e['shape_lo_ex_first'], e['shape_hi_ex_first'], 3)}: {e['shape_verdict_ex_first']}"
             )
         parts.append(text)
-    return Claim(5, "; ".join(parts), v.verdict, v.without_first)
+    head = _head(
+        "block × corpus share of the variance",
+        [
+            f"{e['model']} {_f(e.get('shape_share'), 3)} {_ci(e.get('shape_lo'), e.get('shape_hi'), 3)}"
+            for e in v.evidence
+        ],
+    )
+    return Claim(5, "; ".join(parts), v.verdict, v.without_first, head, parts)
 
 
 def claim6a(r: Results) -> Claim:
@@ -413,7 +598,15 @@ def claim6a(r: Results) -> Claim:
         f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{verdicts.CLAIM6_BUDGET:g}"
         for e in v.evidence
     ]
-    return Claim("6a", "; ".join(parts), v.verdict)
+    head = _head(
+        "held-out ΔPPL of the screened block",
+        [
+            f"{e['model']} block {e['chosen_block']}: {e['delta_ppl']:+.2f} "
+            f"[{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}]"
+            for e in v.evidence
+        ],
+    )
+    return Claim("6a", "; ".join(parts), v.verdict, "", head, parts)
 
 
 def claim6b(r: Results) -> Claim:
@@ -436,7 +629,12 @@ def claim6b(r: Results) -> Claim:
     text = "; ".join(parts)
     if v.verdict == verdicts.NOT_TESTABLE:
         text += f". {v.reason}"
-    return Claim("6b", text, v.verdict, v.without_first)
+    head = _head(
+        "ρ(R²_lin, ΔPPL)",
+        [f"{e['model']} {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}]" for e in v.evidence],
+    )
+    details = parts + ([v.reason] if v.verdict == verdicts.NOT_TESTABLE else [])
+    return Claim("6b", text, v.verdict, v.without_first, head, details)
 
 
 def claim7a(r: Results) -> Claim:
@@ -449,7 +647,11 @@ def claim7a(r: Results) -> Claim:
         f"{_f(e['shortfall_median'])}, up to {_f(e['shortfall_max'])}; Adam alone {_f(e['adam_shortfall_median'])})"
         for e in v.evidence
     ]
-    return Claim("7a", "; ".join(parts), v.verdict)
+    head = _head(
+        f"blocks > {verdicts.CLAIM7_SHORTFALL} short, median shortfall",
+        [f"{e['model']} {int(e['n_short'])} of {int(e['n_blocks'])}, {_f(e['shortfall_median'])}" for e in v.evidence],
+    )
+    return Claim("7a", "; ".join(parts), v.verdict, "", head, parts)
 
 
 def claim7b(r: Results) -> Claim:
@@ -473,7 +675,15 @@ def claim7b(r: Results) -> Claim:
         for e in v.evidence
         if e.get("mechanism") is not None
     ]
-    return Claim("7b", "; ".join(parts), v.verdict)
+    head = _head(
+        "cause, ρ(log κ, shortfall)",
+        [
+            f"{e['model']} {e['mechanism']}, {_f(e['spearman_cond_shortfall'], 2)} {_ci(e['cond_lo'], e['cond_hi'])}"
+            for e in v.evidence
+            if e.get("mechanism") is not None
+        ],
+    )
+    return Claim("7b", "; ".join(parts), v.verdict, "", head, parts)
 
 
 CLAIM_BUILDERS = [claim1, claim2a, claim2b, claim3, claim4, claim5, claim6a, claim6b, claim7a, claim7b]
@@ -490,7 +700,7 @@ def _table(df: pd.DataFrame, floatfmt: str = "{:.3f}") -> str:
     lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
     for row in df.itertuples(index=False):
         cells = [floatfmt.format(v) if isinstance(v, float) else str(v) for v in row]
-        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -572,21 +782,11 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "`make figures` (or `linrec report`).",
         "",
     ]
-    text += _setup(r, params)
-    text += [
-        "## Claim by claim",
-        "",
-        "| # | claim | the paper | ours | verdict | without position 0 |",
-        "|---|---|---|---|---|---|",
-    ]
-    for c in cl:
-        text.append(
-            f"| {c.number} | {c.title} | {c.paper} | {c.ours.replace('|', '/')} | **{c.verdict}** | "
-            f"{_without_first(c)} |"
-        )
-    text += ["", *_robustness(r), "", "Verdict rules (computed, not judged):", ""]
-    text += [f"{n}. {rule}." for n, rule in RULES.items()]
-    text += [""]
+    text += _claim_table(cl, _fresh_text(r))
+    text += ["", *_robustness(r), ""]
+    text += _setup(r, params) + _figure_lines("fig1_method", figures_dir, out)
+    text += ["## The claims one by one", ""]
+    text += _claim_sections(cl, figures_dir, out)
     findings = [r.get(name) for name in ("corpora_verdict", "swap_verdict", "controls_verdict")]
     text += ["## What the notebooks concluded", ""]
     for f in findings:
@@ -599,13 +799,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
                 f"- {row['model']}: the per-block profile across corpora is **{row['verdict']}**."
                 for row in f.to_dict("records")
             ]
-    text += ["", "## Figures", ""]
-    for stem, nb, caption in FIGURES:
-        png = Path(figures_dir) / f"{stem}.png"
-        if png.exists():
-            text += [f"![{stem}]({_rel(png, out.parent)})", "", f"*{caption}* (notebook {nb})", ""]
-        else:
-            text += [f"*{caption}* — missing: run notebook {nb}.", ""]
+    text += [""]
     r2 = r.get("r2_lin")
     if r2 is not None:
         cols = [
@@ -623,11 +817,17 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
             ]
             if c in r2.columns
         ]
-        sw = r.get("swap")
-        t = r2[cols]
-        if sw is not None:
-            t = t.merge(sw[["model", "block", "delta_ppl"]], on=["model", "block"], how="left")
-        text += ["## Per-block results", "", _table(t.assign(cond_gram=t["cond_gram"].map("{:.1e}".format))), ""]
+        t = per_block_table(r2[cols], r.get("swap"))
+        text += [
+            "## Per-block results",
+            "",
+            "One row per block. ΔPPL: held-out perplexity change when the block's FFN is replaced by its affine map "
+            "(`swap`); where notebook 06 also ran the first-position variants, `swap, FFN at position 0` keeps the "
+            "FFN on each window's first token and `swap, mean at position 0` puts the FFN's mean output there.",
+            "",
+            _table(t.assign(cond_gram=t["cond_gram"].map("{:.1e}".format))),
+            "",
+        ]
     text += [
         "## Limitations",
         "",
@@ -645,6 +845,21 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "",
     ]
     return "\n".join(text)
+
+
+SWAP_VARIANTS = {"map": "ΔPPL swap", "ffn": "ΔPPL swap, FFN at position 0", "mean": "ΔPPL swap, mean at position 0"}
+
+
+def per_block_table(r2: pd.DataFrame, swap: pd.DataFrame | None) -> pd.DataFrame:
+    """The report's per-block table: one row per (model, block) of `r2`, with each swap variant's ΔPPL (notebook 06's
+    `first`: map, ffn, mean) as its own named column."""
+    t = r2.copy()
+    if swap is None or swap.empty:
+        return t
+    wide = swap.pivot_table(index=["model", "block"], columns="first", values="delta_ppl", aggfunc="first")
+    wide = wide[[c for c in SWAP_VARIANTS if c in wide.columns]].rename(columns=SWAP_VARIANTS).reset_index()
+    wide.columns.name = None
+    return t.merge(wide, on=["model", "block"], how="left")
 
 
 def _bias_limitation(overview) -> str:
@@ -704,17 +919,12 @@ README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
 
 def readme_section(results_dir: str | Path, report: str | Path = "paper/report.md") -> str:
     """The README's results block: one row per claim with our number and verdict (from `claims`)."""
-    rows = [
-        "| # | the paper's claim | ours (last default run) | verdict | without position 0 |",
-        "|---|---|---|---|---|",
-    ]
-    rows += [
-        f"| {c.number} | {c.title} | {c.ours.replace('|', '/')} | **{c.verdict}** | {_without_first(c)} |"
-        for c in claims(results_dir)
-    ]
+    r = Results(results_dir)
+    cl = [f(r) for f in CLAIM_BUILDERS]
+    rows = [row.replace("](#", f"]({report}#") for row in _claim_table(cl, _fresh_text(r))[2:]]
     note = (
-        f"Written by notebook 08 from `{Path(results_dir).name}/`; "
-        f"the full report with figures is [`{report}`]({report})."
+        f"Written by notebook 08 from `{Path(results_dir).name}/`; each claim's number links to its section of "
+        f"[`{report}`]({report}) (rule, evidence, figure, what would change the verdict)."
     )
     return "\n".join([README_START, note, "", *rows, README_END])
 
