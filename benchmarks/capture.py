@@ -388,7 +388,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--csv",
         type=Path,
-        help="write one row per measure (with machine, torch version and threads) to this CSV: the README's "
+        help="write one row per measure (with machine, torch version and threads) to this CSV: docs/performance.md's "
         "performance table is generated from it (linrec.report.update_readme_performance)",
     )
     p.add_argument("--report", type=Path, metavar="FILE", help="only re-print the tables of a file written by --out")

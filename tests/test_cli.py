@@ -727,7 +727,7 @@ def test_prune_numbers_must_be_finite_and_not_negative(cli, tmp_path, monkeypatc
 def test_report_bench_with_a_wrong_folder_leaves_the_readme_as_it_was(cli, tmp_path, monkeypatch):
     from linrec.figures import project_root
 
-    readme = project_root() / "README.md"
+    readme = project_root() / "docs" / "performance.md"
     before = readme.read_bytes()
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "capture.csv").write_text("benchmark,measure,value\n")

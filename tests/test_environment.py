@@ -38,3 +38,22 @@ def test_ci_runs_the_readme_test_command():
     assert len(commands) == 2, commands  # figures; tests
     test_cmd = commands[1]
     assert test_cmd in [line.strip() for line in ci.splitlines()]
+
+
+def test_the_readme_is_short_links_only_pages_that_exist_and_types_no_measured_number():
+    """The README is the front page (what this is, two commands, the verdicts, the notebooks, your own model);
+    reference material lives in docs/. Numbers in its prose would go stale: measured ones come only from the
+    generated results block, the rest of the measurements from docs/performance.md's generated block."""
+    from linrec.report import README_END, README_START
+
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 170
+    pages = sorted(ROOT.glob("docs/*.md"))
+    assert pages
+    for md in [ROOT / "README.md", *pages]:
+        for link in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", md.read_text()):
+            assert (md.parent / link).exists(), (md.name, link)
+    prose = text.split(README_START)[0] + text.split(README_END)[1]
+    prose = re.sub(r"```.*?```|9[05] %", "", prose, flags=re.S)  # code, and interval levels (not measurements)
+    measured = re.findall(r"\d[\d.,]*\s*(?:min\b|minutes|seconds|s\b|GB|GiB|MB|%|×)", prose)
+    assert not measured, measured

@@ -162,7 +162,7 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
     - the console: a line per start and end (with the last full run's time and what is left), the stage of a running
       notebook at least every STAGE_EVERY seconds, no TCP warning (the kernels use Unix sockets) and no
       KeyboardInterrupt from a kernel's shutdown;
-    - run.csv and timings.csv record it, and the README's performance block is rewritten from that run.csv;
+    - run.csv and timings.csv record it, and docs/performance.md's block is rewritten from that run.csv;
     - the executed notebooks keep no clock readings, random ids, temporary paths or memory addresses, so a partial
       rerun (--only 02) rewrites 02's notebook byte for byte, and leaves run.csv, the full run's record, alone."""
     import json
@@ -181,7 +181,8 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
     nb = tmp_path / "notebooks" / "02_a.py"
     nb.write_text(nb.read_text().replace('results_dir = "out"\n', 'results_dir = "out"\nreadme = None\n', 1))
     (tmp_path / "p.yaml").write_text("value: 7\nresults_dir: out\nreadme: README.md\n")
-    (tmp_path / "README.md").write_text(f"# x\n\n{PERF_START}\nold\n{PERF_END}\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "performance.md").write_text(f"# x\n\n{PERF_START}\nold\n{PERF_END}\n")
     (tmp_path / "results" / "bench").mkdir(parents=True)
     for f in ("capture.csv", "swap.csv"):
         (tmp_path / "results" / "bench" / f).write_bytes((ROOT / "results" / "bench" / f).read_bytes())
@@ -210,7 +211,7 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
     assert sorted(timings["notebook"].unique()) == names
     run = pd.read_csv(executed / "run.csv")
     assert run["notebooks"].iloc[0] == " ".join(names) and run["jobs"].iloc[0] == 2
-    text = (tmp_path / "README.md").read_text()
+    text = (tmp_path / "docs" / "performance.md").read_text()
     assert "old" not in text and "Figures (`linrec figures`" in text
     assert f"{run['wall_seconds'].iloc[0] / 60:.1f} min" in text
 

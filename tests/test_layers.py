@@ -2,7 +2,7 @@
 no reaching into another module's private names.
 
 `LAYERS` lists the layers lowest first; a module may import from its own layer or any layer
-below. The README's "Layout" section shows the same tree with one line per module.
+below. docs/layout.md shows the same tree with one line per module.
 """
 
 import ast

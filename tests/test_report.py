@@ -133,13 +133,13 @@ def test_readme_block_is_replaced_between_markers_only(tmp_path):
 
 
 def test_readme_performance_block_is_generated_from_the_committed_bench_csvs():
-    """Every number of the README's performance block comes from results/bench/*.csv: re-rendering the committed
+    """Every number of docs/performance.md's block comes from results/bench/*.csv: re-rendering the committed
     files reproduces the block exactly."""
     from linrec.figures import project_root
     from linrec.report import PERF_END, PERF_START, performance_section
 
     root = project_root()
-    text = (root / "README.md").read_text()
+    text = (root / "docs" / "performance.md").read_text()
     block = PERF_START + text.split(PERF_START, 1)[1].split(PERF_END, 1)[0] + PERF_END
     assert block == performance_section(root / "results" / "bench", root / "results/default/notebooks/run.csv")
     assert "capture.csv` is missing" not in block and "swap.csv` is missing" not in block

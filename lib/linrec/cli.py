@@ -447,14 +447,16 @@ def cmd_figures(args) -> None:
 
 def cmd_report(args) -> None:
     from linrec.figures import load_params, project_root
-    from linrec.report import build_report, update_readme_performance
+    from linrec.report import PERFORMANCE_PAGE, build_report, update_readme_performance
 
     root = project_root()
     if args.bench:
         run = root / "results" / "default" / "notebooks" / "run.csv"  # the default profile's last figures run
-        if not update_readme_performance(root / "README.md", root / args.bench, run):
-            raise LinrecError("README.md has no <!-- performance:start/end --> markers; restore them from git")
-        print(f"wrote the performance block of {root / 'README.md'} from {args.bench}")
+        if not update_readme_performance(root / PERFORMANCE_PAGE, root / args.bench, run):
+            raise LinrecError(
+                f"{PERFORMANCE_PAGE} has no <!-- performance:start/end --> markers; restore them from git"
+            )
+        print(f"wrote the performance block of {root / PERFORMANCE_PAGE} from {args.bench}")
         return
     params = load_params(root / args.params if not Path(args.params).is_absolute() else args.params, root)
     results = root / params.get("results_dir", "results/default")
@@ -578,7 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="rebuild the reproduction report from the results files of a parameter profile")
     p.add_argument("--params", default="params/default.yaml", help="parameter profile (default: params/default.yaml)")
     p.add_argument(
-        "--bench", metavar="DIR", help="only rewrite README.md's performance block from the benchmark CSVs in DIR"
+        "--bench", metavar="DIR", help="only rewrite docs/performance.md's block from the benchmark CSVs in DIR"
     )
     p.set_defaults(func=cmd_report)
     return parser

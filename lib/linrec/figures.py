@@ -439,15 +439,15 @@ def run_notebooks(
     made = len(_capture_entries() - captures_before)
     if len(selected) == len(notebooks(root)):  # the figures run the README reports: every notebook
         record_run(results / "notebooks", seconds, wall, jobs, made)
-        if params.get("readme"):  # its performance block cites this run: rewrite it, as 08 rewrites the results
-            from linrec.report import update_readme_performance
+        if params.get("readme"):  # the profile that owns the repository's pages: its performance page cites this run
+            from linrec.report import PERFORMANCE_PAGE, update_readme_performance
 
             bench = root / "results" / "bench"
             try:
-                if update_readme_performance(root / params["readme"], bench, results / "notebooks" / RUN):
-                    print(f"[linrec] updated the performance block of {params['readme']}", flush=True)
+                if update_readme_performance(root / PERFORMANCE_PAGE, bench, results / "notebooks" / RUN):
+                    print(f"[linrec] updated the performance block of {PERFORMANCE_PAGE}", flush=True)
             except LinrecError as err:  # the figures are made: a missing benchmark leaves the block as it was
-                print(f"[linrec] performance block of {params['readme']} left as it was: {err}", flush=True)
+                print(f"[linrec] performance block of {PERFORMANCE_PAGE} left as it was: {err}", flush=True)
     else:
         print(f"[linrec] a partial run (--only): {RUN} keeps the last run of every notebook", flush=True)
     print(f"[linrec] {len(done)} notebook(s) in {wall:.0f} s ({made} capture(s) made, the rest read from the cache)")

@@ -915,6 +915,7 @@ def build_report(
 
 
 README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
+PERFORMANCE_PAGE = "docs/performance.md"  # where the performance block lives (written by `make bench` and figures)
 
 
 def readme_section(results_dir: str | Path, report: str | Path = "paper/report.md") -> str:
@@ -949,7 +950,7 @@ def _replace_block(readme: Path, start: str, end: str, make) -> bool:
     return True
 
 
-# ---- the README's performance block, from the benchmark CSVs (`make bench`) ---------------------------------
+# ---- docs/performance.md's block, from the benchmark CSVs (`make bench`) ---------------------------------
 PERF_START, PERF_END = "<!-- performance:start -->", "<!-- performance:end -->"
 
 
@@ -978,7 +979,7 @@ def _bench_csv(path: Path) -> tuple[pd.DataFrame, dict[str, float]]:
 
 
 def performance_section(bench_dir: str | Path, figures_run: str | Path | None = None) -> str:
-    """The README's performance block, every number read from `bench_dir`/capture.csv (benchmarks/capture.py --csv)
+    """docs/performance.md's block, every number read from `bench_dir`/capture.csv (benchmarks/capture.py --csv)
     and `bench_dir`/swap.csv (benchmarks/swap.py), `bench_dir`/neighbour.csv and tests.csv where there are ones
     (benchmarks/neighbour.py, benchmarks/tests.py), and with `figures_run` the last figures run (`run.csv`); a
     missing capture or swap file is named in the block, not invented."""
