@@ -66,7 +66,7 @@ from linrec.errors import LinrecError
 from linrec.figures import project_root
 from linrec.plots import fig2_r2_lin, fig2c_learning_curves
 from linrec.recoverability import ceiling_table, profile_draws
-from linrec.tables import labelled, save_table
+from linrec.tables import labelled, load_table, save_table
 from linrec.verdicts import FIRST_TOKEN_SHARE, RULES, claim1, move_tests, profile_summary, replication_summary
 
 root = project_root()
@@ -134,24 +134,20 @@ if curve_train_tokens:
     for row in overview.to_dict("records"):
         print(curve_sentence(row))
     display(labelled(overview.set_index("model").T).round(4))
+elif (last := load_table("r2_curve_overview", root / "results" / "curve")) is not None:
+    print("Not run in this profile. The last run of params/curve.yaml (results/curve/r2_curve_overview.csv) found:")
+    for row in last.to_dict("records"):
+        print(curve_sentence(row))
 
 # %% [markdown]
 # Reading the table: `gain_largest_*` is R²_lin at the largest train size minus R²_lin at the
 # default train size (16k tokens), per block; `gain_inf_*` the same for the large-n estimate;
 # `train_gap_*` the in-sample minus held-out R² at each size (how much the map memorises);
 # `rank_spearman_ref_inf` whether the blocks keep their order from 16k tokens to the large-n
-# estimate. The per-block numbers are in `r2_curve.csv`.
-#
-# What the last run of `params/curve.yaml` showed (`results/curve/`): on both models every block's
-# R²_lin rises with the train set and flattens by 100k tokens; the default 16k train tokens sit
-# 0.028 (SmolLM2) and 0.031 (Gemma-3) below the large-n estimate (median over blocks; at most
-# 0.056 and 0.053), the train/held-out gap falls from 0.057 and 0.061 to 0.002 and 0.003, and the
-# blocks keep their order (Spearman 1.00 and 0.99), so the profile's shape, which claim 1 is about,
-# does not depend on the train size. The lowest blocks gain most: their slope in p/n is larger than
-# the 1 − R²∞ a purely linear relation would give (SmolLM2 block 3: 1.46 against 0.69), the mark
-# of a nonlinear target on a finite sample. The line in p/(n − p − 1) fits the measured points to
-# a median 0.0005, and the 200k point already lies within 0.002 of the large-n estimate (median),
-# so the extrapolation is short.
+# estimate. The per-block numbers are in `r2_curve.csv`. Where this profile does not run the curve,
+# the cell above prints what the last run of `params/curve.yaml` found, from its results file. If the
+# blocks keep their order (a rank correlation near 1), the profile's shape, which claim 1 is about,
+# does not depend on the train size, even though every block's level rises with it.
 
 # %% [markdown]
 # ## Figure 2 (R²_lin panel)
@@ -229,16 +225,21 @@ labelled(summary).round(3)
 # stay within its time budget), each model is captured again on disjoint stretches of the same
 # corpus (`linrec.corpora.make_windows`' `sample`: different text, not only a different split), and
 # each block's between-sample SD is set beside its bootstrap interval; claim 1's rule runs on every
-# sample's profile (`linrec.verdicts.replication_summary`).
-#
-# What those samples show (`results/full/r2_replicates_summary.csv`, samples 0, 1, 2): a block's
-# R²_lin moves between samples by a median SD of 0.012 (SmolLM2) and 0.010 (Gemma-3), about half of
-# one sample's bootstrap half-width (0.021 and 0.019); the largest SDs are 0.034 (SmolLM2 block 25)
-# and 0.055 (Gemma-3 block 0). Claim 1's rule gives the same answer on every sample: it holds for
-# SmolLM2 on all three and fails for Gemma-3 on all three.
+# sample's profile (`linrec.verdicts.replication_summary`). Where this profile has no samples, the
+# cell below prints what the last run of `params/full.yaml` found, from its results file.
+
 
 # %%
 # NBVAL_CHECK_OUTPUT
+def say(replication):
+    for r in replication.to_dict("records"):
+        print(
+            f"{r['model']}: over samples {r['samples']}, a block's R²_lin moves by a median SD of {r['sd_median']:.3f} "
+            f"(at most {r['sd_max']:.3f}, block {r['sd_max_block']}) against a bootstrap half-width of "
+            f"{r['ci_half_width_median']:.3f}; claim 1 {r['replication']} ({r['n_claim1_passes']} of {r['n_samples']})."
+        )
+
+
 if replicate_samples:
     reps = [table.assign(sample=0)]
     for m in models:
@@ -250,12 +251,10 @@ if replicate_samples:
     save_table(reps, "r2_replicates", root / results_dir)
     replication = replication_summary(reps)
     save_table(replication, "r2_replicates_summary", root / results_dir)
-    for r in replication.to_dict("records"):
-        print(
-            f"{r['model']}: over samples {r['samples']}, a block's R²_lin moves by a median SD of {r['sd_median']:.3f} "
-            f"(at most {r['sd_max']:.3f}, block {r['sd_max_block']}) against a bootstrap half-width of "
-            f"{r['ci_half_width_median']:.3f}; claim 1 {r['replication']} ({r['n_claim1_passes']} of {r['n_samples']})."
-        )
+    say(replication)
+elif (last := load_table("r2_replicates_summary", root / "results" / "full")) is not None:
+    print("Not run in this profile. The last run of params/full.yaml (results/full/r2_replicates_summary.csv) found:")
+    say(last)
 else:
     print("replication on fresh text: not run in this profile (params/full.yaml runs samples 1 and 2)")
 

@@ -89,9 +89,9 @@ from linrec.figures import project_root
 from linrec.models import load_model, random_init_spec
 from linrec.plots import fig7_controls, fig7b_inputs_or_weights
 from linrec.recoverability import ceiling_table
+from linrec.report import controls_findings
 from linrec.tables import labelled, save_table
 from linrec.verdicts import (
-    GAUSSIAN_DROP,
     RULES,
     claim2a,
     claim2b,
@@ -293,45 +293,7 @@ for v in (v2a, v2b):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-lines = []
-for r in init_summary.to_dict("records"):
-    seeds = (
-        f" against {r['mean_abs_init_seeds']:.3f} between two init seeds" if pd.notna(r["mean_abs_init_seeds"]) else ""
-    )
-    lines.append(
-        f"{r['model']}: trained R²_lin spans {r['trained_r2_min']:.3f}–{r['trained_r2_max']:.3f}, its random-init "
-        f"twins {r['init_r2_min']:.3f}–{r['init_r2_max']:.3f}; mean |trained − init| = "
-        f"{r['mean_abs_trained_init']:.3f}{seeds}; the init twin's median block fits its train split to R² "
-        f"{r['init_r2_train_median']:.2f} and held-out windows to {r['init_r2_test_median']:.2f} (trained model's gap "
-        f"{r['trained_gap_median']:.2f})."
-    )
-for r in input_table.to_dict("records"):
-    lines.append(
-        f"{r['model']}: on Gaussian inputs with the captured mean and covariance, the median block's R² is "
-        f"{r['r2_gaussian_median']:.3f} (own inputs {r['r2_own_median']:.3f}); {int(r['n_gaussian_drop'])} blocks lose "
-        f"more than {GAUSSIAN_DROP}."
-    )
-for r in [] if cross_summary is None else cross_summary.to_dict("records"):
-    lines.append(
-        f"inputs of {r['inputs_from']} → FFN of {r['ffn_of']}: median R² {r['r2_raw']:.3f} raw, "
-        f"{r['r2_recoloured']:.3f} re-coloured, {r['r2_ffn_own_inputs']:.3f} on its own inputs."
-    )
-for e in v2a.evidence:
-    lines.append(
-        f"{e['model']} (2a: {e['outcome'] or 'not testable'}): the twin is "
-        f"{'degenerate' if e['twin_degenerate'] else 'a valid reference'} (train − held-out gap {e['twin_gap']:.2f} "
-        f"vs {e['trained_gap']:.2f} trained); against the {e['reference']}, "
-        f"mean |trained − untrained| per block = {e['effect']:.3f}, {e['noise']:.3f} between untrained draws."
-    )
-for e in v2b.evidence:
-    lines.append(
-        f"{e['model']} (2b: {e['outcome'] or 'not testable'}): shares of the cross matrix's variance: weights "
-        f"{e['share_weights']:.2f} [{e['share_weights_lo']:.2f}, {e['share_weights_hi']:.2f}], inputs "
-        f"{e['share_inputs']:.2f} [{e['share_inputs_lo']:.2f}, {e['share_inputs_hi']:.2f}] (each what only it can "
-        f"carry), either {e['share_shared']:.2f}, interaction {e['share_residual']:.2f}; {int(e['n_standout'])} of "
-        f"{int(e['n_blocks'])} "
-        "blocks stand out from both null ensembles."
-    )
+lines = controls_findings(init_summary, input_table, cross_summary, v2a, v2b)  # wording: linrec.report
 verdict = pd.DataFrame({"finding": lines})
 save_table(verdict, "controls_verdict", root / results_dir)
 print("\n".join(lines))

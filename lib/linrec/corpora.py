@@ -248,7 +248,8 @@ def token_stream(docs: list[str], tokenizer, limit: int) -> list[int]:
         if stream and eos is not None:
             stream.append(eos)
         for piece in _pieces(doc):  # ~64 kB at a time, so a huge single-document corpus stays cheap
-            stream.extend(tokenizer(piece, add_special_tokens=False).input_ids)
+            # verbose=False: the stream is cut into windows later, so a piece longer than the model's context is fine
+            stream.extend(tokenizer(piece, add_special_tokens=False, verbose=False).input_ids)
             if len(stream) >= limit:
                 return stream[:limit]
     return stream
