@@ -324,21 +324,23 @@ def fig4_rank_outliers(table, stem: str | Path | None = None):
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.5, 4.3))
     rank = table["eff_rank_out"].to_numpy(float)
-    sizes = 12 + 180 * rank / max(rank.max(), 1.0)
+    sizes = 10 + 90 * rank / max(rank.max(), 1.0)  # big enough to rank by eye, small enough not to merge
     lo = min(0.0, float(table[["r2_lin", "r2_feature_median", "r2_ex_top1", "r2_ex_top8"]].min().min()) - 0.03)
     for m in models:
         for reg, marker in REGIME_MARKERS.items():
             sel = ((table["model"] == m) & (table["regime"] == reg)).to_numpy()
             if sel.any():
+                hollow = reg == "nonlinear"  # the many nonlinear blocks drawn as outlines, so neighbours stay apart
                 ax.scatter(
                     table["r2_lin"][sel],
                     table["r2_feature_median"][sel],
                     s=sizes[sel],
-                    c=[palette[m]],
+                    c="none" if hollow else [palette[m]],
                     marker=marker,
-                    alpha=0.75,
-                    edgecolors="k",
-                    linewidths=0.4,
+                    alpha=0.8,
+                    edgecolors=[palette[m]] if hollow else "k",
+                    linewidths=0.9 if hollow else 0.4,
+                    zorder=1 if hollow else 2,
                 )
     for _, r in table[
         table["regime"].isin(["outlier-concentrated", "first-token-concentrated", "unclassified"])
