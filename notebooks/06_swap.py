@@ -78,21 +78,12 @@ results_dir = "results/default"
 figures_dir = "figures"
 
 # %%
-import gc
-import shutil
-import tempfile
-
 import pandas as pd
 
-from linrec.capture import get_capture
 from linrec.figures import project_root
-from linrec.models import load_model
-from linrec.perplexity import PerplexityEvaluator
-from linrec.plots import fig2_r2_lin, fig6_swap
-from linrec.recoverability import ceiling_table
+from linrec.plots import fig2_swap, fig6_swap
 from linrec.report import swap_findings
-from linrec.surgery import count_params, load_swapped
-from linrec.swap import GREEDY_ORDERS, SwapStudy
+from linrec.swap import run_model
 from linrec.tables import labelled, save_table
 from linrec.verdicts import (
     RULES,
@@ -118,58 +109,27 @@ kw = dict(
 
 # %% [markdown]
 # ## Every block, swapped alone; the choices, on screening windows
-# One model at a time. Per model: the predictors and each block's ΔPPL alone on the screening
-# windows; the held-out ΔPPL of every block (plain map) and of the position variants on the
-# blocks whose *train* first-position share is at least `variant_min_first_share`; the
-# ΔPPL-vs-parameters curve of one block (chosen on the screening windows); the greedy swap in
-# two orders; and the saved model, reloaded.
+# One model at a time (`linrec.swap.run_model`, which holds one model in memory at a time). Per model:
+# the predictors and each block's ΔPPL alone on the screening windows; the held-out ΔPPL of every
+# block (plain map) and of the position variants on the blocks whose *train* first-position share
+# is at least `variant_min_first_share`; the ΔPPL-vs-parameters curve of one block (chosen on the
+# screening windows); the greedy swap in two orders; and the saved model, reloaded.
 
 # %%
-swap_tables, values, curves, greedy_rows, steps, reloads, ceilings, timings = [], [], [], [], [], [], [], []
-for m in models:
-    capture = get_capture(m, **kw)
-    loaded = load_model(m, device=device)
-    study = SwapStudy(capture, loaded, batch_size=batch_size, screening_windows=screening_windows, seed=seed,
-                      n_boot=n_boot, test_windows=test_windows)  # fmt: skip
-    pred_values = study.predictors()
-    values.append(pred_values)
-    sink = [i for i in range(study.n_blocks) if study.first_share(i) >= variant_min_first_share]
-    swap_tables.append(study.table(first=["map", *first_variants], variant_blocks=sink))
-    ceilings.append(ceiling_table(capture, seed=seed))
-
-    block = study.curve_block(pred_values)
-    curves.append(study.rank_curve(block, [r for r in ranks if r < capture.stats["train"][block].d_out]))
-
-    results = {order: study.greedy(budget_ppl, order=order) for order in GREEDY_ORDERS}
-    for order, g in results.items():
-        steps.append(g.steps.assign(model=m, order=order))
-        greedy_rows.append({"model": m, **g.row(), "params_model": count_params(loaded.model)})
-
-    # save the larger greedy set (if both kept nothing, the block with the lowest screening ΔPPL), reload it, and
-    # compare on the screening windows (a quarter of the cost of the held-out ones; any set of windows will do)
-    g = max(results.values(), key=lambda r: len(r.swapped))
-    chosen = sorted(g.swapped) or [int(pred_values.sort_values("screening_delta_ppl").iloc[0]["block"])]
-    in_memory = study.screening.ppl({i: study.module(i) for i in chosen})
-    scratch = None if save_dir else tempfile.mkdtemp(prefix="linrec-swapped-")  # 0.5–1 GB that nothing reads later
-    out = study.save(f"{save_dir or scratch}/{m.replace('/', '--')}", chosen)
-    reloaded = load_swapped(out, device=device, tokenizer=False)  # the check feeds token ids: no tokenizer needed
-    ppl_reloaded = PerplexityEvaluator(reloaded.model, study.screening_ids, batch_size, reuse_prefix=False)
-    reloads.append(
-        {
-            "model": m,
-            "blocks": " ".join(map(str, chosen)),
-            "ppl_in_memory": in_memory,
-            "ppl_reloaded": ppl_reloaded.base_ppl,
-            "abs_diff": abs(ppl_reloaded.base_ppl - in_memory),
-            "directory": str(out) if save_dir else "(temporary, deleted; set save_dir to keep it)",
-        }
-    )
-    if scratch:
-        shutil.rmtree(scratch, ignore_errors=True)
-    study.clock.add("screening: reload check", ppl_reloaded.seconds_base, 1)
-    timings.append(study.timings)
-    del study, loaded, reloaded, ppl_reloaded
-    gc.collect()
+runs = [
+    run_model(m, kw, batch_size=batch_size, device=device, screening_windows=screening_windows,
+              test_windows=test_windows, ranks=ranks, budget_ppl=budget_ppl, first_variants=first_variants,
+              variant_min_first_share=variant_min_first_share, n_boot=n_boot, seed=seed, save_dir=save_dir)
+    for m in models
+]  # fmt: skip
+swap_tables = [r.table for r in runs]
+values = [r.values for r in runs]
+ceilings = [r.ceiling for r in runs]
+curves = [r.curve for r in runs]
+greedy_rows = [row for r in runs for row in r.greedy]
+steps = [r.steps for r in runs]
+reloads = [r.reload for r in runs]
+timings = [r.timings for r in runs]
 
 table = pd.concat(swap_tables, ignore_index=True)
 save_table(table, "swap", root / results_dir)
@@ -178,13 +138,6 @@ table[cols].style.format(
     {c: "{:+.3f}" for c in ("delta_ppl", "delta_lo", "delta_hi")} | {"r2_lin": "{:.3f}", "ppl_swapped": "{:.2f}",
                                                                      "param_ratio": "{:.3f}"}
 ).hide(axis="index").set_uuid("swap")  # fmt: skip
-
-# %% [markdown]
-# ## Figure 2, complete: R²_lin (with bootstrap intervals) above, held-out ΔPPL of each swap below
-
-# %%
-r2 = pd.concat(ceilings, ignore_index=True)
-fig = fig2_r2_lin(r2, root / figures_dir / "fig2_swap", swap=table)
 
 # %% [markdown]
 # ## Claim 6a: can some block be swapped for ≤ +1 perplexity?
@@ -203,6 +156,15 @@ v6a = claim6a(table, value_table)
 print("claim 6a rule:", RULES["6a"])
 print("verdict:", v6a.verdict, v6a.reason)
 pd.DataFrame(v6a.evidence).round(3).T
+
+# %% [markdown]
+# ## Figure 2, second row: held-out ΔPPL of each block swapped alone
+# The R²_lin of the same blocks is notebook 02's figure. The outlined bar is the block claim 6a picked on the
+# screening windows; the dashed line is the +1 perplexity budget.
+
+# %%
+r2 = pd.concat(ceilings, ignore_index=True)
+fig = fig2_swap(table, root / figures_dir / "fig2_swap", chosen={e["model"]: e["chosen_block"] for e in v6a.evidence})
 
 # %% [markdown]
 # ## Claim 6b: does R²_lin flag the safe blocks?
@@ -249,6 +211,10 @@ first.round(3)
 
 # %% [markdown]
 # ## Figure 6: ΔPPL against R²_lin, against parameters for reduced-rank maps, and at position 0
+# (a) every block, ΔPPL against its R²_lin: claim 6b's question as a picture. (b) The reduced-rank curve of one block
+# per model, chosen on the screening windows: among the blocks whose screening R²_lin is at least the median, the one
+# with the lowest screening ΔPPL (`SwapStudy.curve_block`). It need not be claim 6a's block, which is chosen by
+# screening ΔPPL alone. (c) The first-token blocks of the table above, with the three swaps side by side.
 
 # %%
 curve = pd.concat(curves, ignore_index=True)

@@ -84,7 +84,14 @@ figures_dir = "figures"
 import pandas as pd
 
 from linrec.capture import get_capture
-from linrec.controls import MapScores, cross_feed, decomposition, input_controls, inputs_or_weights
+from linrec.controls import (
+    MapScores,
+    cross_feed_pairs,
+    decomposition,
+    input_controls,
+    inputs_or_weights,
+    twin_pairs,
+)
 from linrec.figures import project_root
 from linrec.models import load_model, random_init_spec
 from linrec.plots import fig7_controls, fig7b_inputs_or_weights
@@ -176,41 +183,13 @@ labelled(input_table).round(3)
 # `params/full.yaml` runs it.
 
 # %%
-captures = {**trained, **{random_init_spec(m, s): c for (m, s), c in inits.items()}}
-
-
-def capture_of(name: str):
-    if name not in captures:
-        captures[name] = get_capture(name, sample_rows=sample_rows, **kw)
-    return captures[name]
-
-
-def model_of(name: str):
-    if name not in loaded:
-        loaded[name] = load_model(name, device=device)
-    return loaded[name]
-
-
 cross_summary = None
 if cross_feeding:
-    if cross_pairs is None:
-        pairs = [(m, random_init_spec(m, init_seeds[0])) for m in models]
-        pairs += [(b, a) for a, b in pairs]
-    else:
-        pairs = [tuple(p) for p in cross_pairs]
-    cross = pd.concat(
-        [
-            cross_feed(capture_of(a), capture_of(b), model_of(b), n_rows=control_rows, seed=seed, scores=scores)
-            for a, b in pairs
-        ],
-        ignore_index=True,
-    )
+    captures = {**trained, **{random_init_spec(m, s): c for (m, s), c in inits.items()}}
+    pairs = twin_pairs(models, init_seeds[0]) if cross_pairs is None else [tuple(p) for p in cross_pairs]
+    cross, cross_summary = cross_feed_pairs(pairs, captures, loaded, dict(sample_rows=sample_rows, **kw),
+                                         n_rows=control_rows, seed=seed, scores=scores, device=device)  # fmt: skip
     save_table(cross, "controls_cross_feed", root / results_dir)
-    cross_summary = (
-        cross.groupby(["inputs_from", "ffn_of"], sort=False)[["r2_ffn_own_inputs", "r2_raw", "r2_recoloured"]]
-        .median()
-        .reset_index()
-    )
     save_table(cross_summary, "controls_cross_feed_summary", root / results_dir)
 cross_summary.round(3) if cross_summary is not None else "cross feeding not run (cross_feeding = False)"
 

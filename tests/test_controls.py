@@ -342,3 +342,25 @@ def test_two_factor_decomposition_recovers_planted_shares_with_intervals_that_co
     assert shares["weights"] <= planted["weights"] and shares["inputs"] <= planted["inputs"]
     assert shares["weights"] > shares["inputs"] > 0 and shares["shared"] >= 0
     assert sum(shares.values()) == pytest.approx(1)
+
+
+def test_cross_feed_pairs_runs_each_pair_and_captures_what_is_missing(tiny_setup):
+    """Notebook 07's section 3: each model with its random-init twin both ways; the twin's capture and model are made
+    on demand and kept, and the summary is each pair's median over blocks of its own `cross_feed` table."""
+    from linrec.controls import cross_feed_pairs, twin_pairs
+
+    model_dir, kw = tiny_setup
+    init_spec = random_init_spec(model_dir, 0)
+    pairs = twin_pairs([model_dir], 0)
+    assert pairs == [(model_dir, init_spec), (init_spec, model_dir)]
+    trained = get_capture(model_dir, **kw)
+    captures, loaded = {model_dir: trained}, {}
+    capture_kw = {k: v for k, v in kw.items() if k != "progress"}
+    cross, summary = cross_feed_pairs(pairs, captures, loaded, capture_kw)
+    assert set(captures) == {model_dir, init_spec} and set(loaded) == {model_dir, init_spec}
+    assert len(cross) == 2 * trained.n_blocks and len(summary) == 2
+    direct = cross_feed(captures[init_spec], trained, loaded[model_dir], progress=False)
+    row = summary[summary["ffn_of"] == trained.model_label].iloc[0]
+    assert np.isclose(row["r2_raw"], direct["r2_raw"].median()) and np.isclose(
+        row["r2_recoloured"], direct["r2_recoloured"].median()
+    )

@@ -1,5 +1,5 @@
-"""The swap figures draw from the tables notebook 06 writes, including a model whose blocks got no position
-variants and ΔPPL below 0."""
+"""The figures draw from the tables the notebooks write (the swap figures including a model whose blocks got no
+position variants and ΔPPL below 0), with legends that name what is drawn and hide no panel's data."""
 
 import matplotlib
 
@@ -8,7 +8,15 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from linrec.plots import fig2_r2_lin, fig6_swap  # noqa: E402
+from linrec.plots import (  # noqa: E402
+    fig2_r2_lin,
+    fig2_swap,
+    fig3b_trained_pitfall,
+    fig5_corpora,
+    fig6_swap,
+    fig7_controls,
+    fig7b_inputs_or_weights,
+)
 
 
 def _swap(model, n, variants=()):
@@ -28,11 +36,50 @@ def test_swap_figures_with_and_without_variants(tmp_path):
                           "delta_hi": [2.5, 0.9]})  # fmt: skip
     fig = fig6_swap(table, curve, tmp_path / "fig6")
     assert len(fig.axes) == 3 and (tmp_path / "fig6.png").stat().st_size > 0
-    (c,) = [a for a in fig.axes if "first position" in a.get_title()]
-    assert len(c.collections) == 1  # one scatter: model b has no variants and is left out of panel (c)
+    (c,) = [a for a in fig.axes if "first position" in a.get_title() or "position 0" in a.get_title()]
+    assert len(c.patches) == 3  # one group (model a, block 1) of three bars: map, FFN at 0, mean at 0
+    assert [t.get_text() for t in c.get_xticklabels()] == ["a\nblock 1"]  # model b has no variants: left out of (c)
+    assert fig.legends and not fig.axes[0].get_legend()  # the model legend sits below the panels, not on (a)
     r2 = pd.DataFrame({"model": np.repeat(["a", "b"], [4, 3]), "block": [0, 1, 2, 3, 0, 1, 2],
                        "r2_lin": 0.7, "r2_lo": 0.6, "r2_hi": 0.8, "r2_feature_median": 0.5})  # fmt: skip
-    fig = fig2_r2_lin(r2, tmp_path / "fig2", swap=table)
-    bottom = fig.axes[2:]
-    assert [len(ax.patches) for ax in bottom] == [4, 3]  # one bar per block, map rows only
+    fig = fig2_r2_lin(r2, tmp_path / "fig2")
+    assert all(ax.get_legend() is not None for ax in fig.axes)  # every model's panel explains its lines
+    fig = fig2_swap(table, tmp_path / "fig2_swap", chosen={"a": 2})
+    assert [len(ax.patches) for ax in fig.axes] == [4 + 1, 3]  # one bar per block (map rows only); a's pick outlined
+    assert "block 2" in fig.axes[0].get_legend().get_texts()[0].get_text()
     fig6_swap(table[table["model"] == "b"], curve.iloc[:0], tmp_path / "fig6b")  # no variants anywhere: 2 panels
+
+
+def test_pitfall_figure_marks_shortfalls_outside_its_axis(tmp_path):
+    """A diverged baseline (shortfall far above 10) is drawn at the edge as an open triangle and counted."""
+    t = pd.DataFrame({"model": ["a"] * 4, "block": range(4), "cond_gram": [1e3, 1e5, 1e7, 1e9],
+                      "r2_ceiling_rows": 0.9, "r2_trained_adam": [0.5, 0.6, 0.7, 0.8],
+                      "r2_trained_sgd": [0.4, -1e30, -50.0, 0.85]})  # fmt: skip
+    fig = fig3b_trained_pitfall(t, tmp_path / "fig3b")
+    (ax,) = fig.axes
+    texts = [x.get_text() for x in ax.get_legend().get_texts()]
+    assert any("shortfall > 10" in x and "(2)" in x for x in texts)
+    edge = [c for c in ax.collections if len(c.get_offsets()) and np.allclose(c.get_offsets()[:, 1], 10.0)]
+    assert sum(len(c.get_offsets()) for c in edge) == 2
+    assert ax.get_ylim()[1] > 10.0  # the edge is inside the axes
+
+
+def test_corpora_controls_and_nulls_figures_label_what_they_draw(tmp_path):
+    blocks = pd.DataFrame({"model": "a", "block": range(6)})
+    corpora = pd.concat([blocks.assign(corpus=c, r2_lin=0.5 + 0.1 * k, r2_lo=0.45 + 0.1 * k, r2_hi=0.55 + 0.1 * k)
+                         for k, c in enumerate(["wiki", "web", "code"])])  # fmt: skip
+    fig = fig5_corpora(corpora, tmp_path / "fig5")
+    colours = {tuple(line.get_color()) for line in fig.axes[0].get_lines()}
+    assert len(colours) == 3  # corpora told apart by colour, not by line style alone
+    profiles = pd.concat([blocks.assign(weights=w, r2_lin=0.5) for w in ("trained", "random init, seed 0")])
+    inputs = blocks.assign(n_train=3284, n_test=812, r2_own=0.5, r2_gaussian=0.3, other_block=1, r2_other_block=0.4)
+    fig = fig7_controls(profiles, inputs, tmp_path / "fig7")
+    labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert "own inputs, refit on 4,096 sampled rows" in labels and not any("= R²_lin" in x for x in labels)
+    nulls = pd.concat([blocks.assign(ffn=f, r2=r) for f, r in (("trained", 0.8), ("random init", 0.5),
+                                                               ("shuffled", 0.4))])  # fmt: skip
+    cross = pd.DataFrame([{"model": "a", "ffn_block": i, "input_block": j, "r2": 0.5} for i in range(6)
+                          for j in range(6)])  # fmt: skip
+    fig = fig7b_inputs_or_weights(nulls, cross, stem=tmp_path / "fig7b")
+    heat = [ax for ax in fig.axes if ax.get_xlabel() == "inputs of block j"][0]
+    assert [t.get_text() for t in heat.get_xticklabels()] == [str(j) for j in range(6)]  # every block of a small model

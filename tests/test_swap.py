@@ -487,3 +487,25 @@ def test_report_windows_are_a_seeded_subset_of_the_test_windows(tiny_model):
         swapped_ppl = perplexity(model, ids)
     assert t["ppl_base"].iloc[0] == pytest.approx(base, rel=1e-6)
     assert t["ppl_swapped"].iloc[0] == pytest.approx(swapped_ppl, rel=1e-6)
+
+
+def test_run_model_is_notebook_06_for_one_model(tiny_model_dir, tiny_corpus, tmp_path, monkeypatch):
+    """`run_model` (notebook 06's per-model step): a table row per block and variant, the rank curve on the block
+    `curve_block` picks, one greedy row per order, a reload that reproduces the in-memory perplexity, and the
+    temporary save directory gone afterwards."""
+    import tempfile
+
+    from linrec.swap import run_model
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    kw = dict(corpus=tiny_corpus(), seq_len=32, tokens=2048, sample_rows=0, progress=False)
+    run = run_model(tiny_model_dir, kw, screening_windows=4, ranks=[4], n_boot=200, variant_min_first_share=0.0)
+    n = run.ceiling.shape[0]
+    assert (run.table["first"] == "map").sum() == n and {"ffn", "mean"} <= set(run.table["first"])
+    assert run.curve["block"].nunique() == 1 and list(run.curve["rank"].iloc[:1]) == [4]
+    assert [g["order"] for g in run.greedy] == list(GREEDY_ORDERS)
+    assert run.reload["abs_diff"] <= 1e-6 * run.reload["ppl_in_memory"]
+    assert list((tmp_path / "tmp").iterdir()) == []  # the 0.5–1 GB scratch copy is deleted
+    kept = run_model(tiny_model_dir, kw, screening_windows=4, ranks=[], n_boot=200, save_dir=tmp_path / "keep")
+    assert (tmp_path / "keep").is_dir() and str(tmp_path / "keep") in kept.reload["directory"]

@@ -246,6 +246,56 @@ def cross_feed(
 
 
 # ---- claim 2, decomposed: inputs against weights ----------------------------------------------------------
+def twin_pairs(models, init_seed: int) -> list[tuple[str, str]]:
+    """The default cross-feeding pairs: each model with its random-init twin (`linrec.models.random_init_spec`), in
+    both directions (inputs of A through the FFN of B)."""
+    from linrec.models import random_init_spec
+
+    pairs = [(m, random_init_spec(m, init_seed)) for m in models]
+    return pairs + [(b, a) for a, b in pairs]
+
+
+def cross_feed_pairs(
+    pairs,
+    captures: dict,
+    loaded: dict,
+    capture_kw: dict,
+    n_rows: int | None = None,
+    seed: int = 0,
+    scores: MapScores | None = None,
+    device: str = "cpu",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`cross_feed` over `pairs` [(A, B), …], and its summary: per (inputs_from, ffn_of) the median over blocks of B's
+    FFN on its own inputs, on A's raw inputs and on A's inputs re-coloured to B's statistics.
+
+    `captures` and `loaded` ({spec: Capture}, {spec: LoadedModel}) hold what is already at hand; a spec missing from
+    them is captured (`get_capture` with `capture_kw`, from the cache when it is there) or loaded once, and added, so
+    a model that several pairs share is loaded once."""
+    from linrec.capture import get_capture
+    from linrec.models import load_model
+
+    def capture_of(name: str):
+        if name not in captures:
+            captures[name] = get_capture(name, **capture_kw)
+        return captures[name]
+
+    def model_of(name: str):
+        if name not in loaded:
+            loaded[name] = load_model(name, device=device)
+        return loaded[name]
+
+    cross = pd.concat(
+        [
+            cross_feed(capture_of(a), capture_of(b), model_of(b), n_rows=n_rows, seed=seed, scores=scores)
+            for a, b in pairs
+        ],
+        ignore_index=True,
+    )
+    cols = ["r2_ffn_own_inputs", "r2_raw", "r2_recoloured"]
+    summary = cross.groupby(["inputs_from", "ffn_of"], sort=False)[cols].median().reset_index()
+    return cross, summary
+
+
 def shuffled_weights(module: torch.nn.Module, seed: int | list[int] = 0) -> torch.nn.Module:
     """A copy of `module` whose every weight matrix (parameters with ≥ 2 dimensions) has its entries permuted at
     random (seeded): each matrix keeps its multiset of values, so its scale and entry distribution, and loses

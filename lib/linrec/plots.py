@@ -32,42 +32,41 @@ def _has_band(t, lo: str = "r2_lo", hi: str = "r2_hi") -> bool:
     return {lo, hi} <= set(t.columns) and bool(t[lo].notna().all() and t[hi].notna().all())
 
 
-def fig2_r2_lin(table, stem: str | Path | None = None, swap=None):
-    """Figure 2: held-out R²_lin per block (bootstrap interval as error bars where the table has
-    `r2_lo`/`r2_hi`), per-feature median beside it, and R²_lin without the windows' first positions
-    where the table has `r2_ex_first`; one column per model; with `swap` (the table of
-    `linrec.swap.SwapStudy.table`), a second row with ΔPPL of swapping each block alone."""
-    sns.set_theme(style="whitegrid", context="paper")
+def _per_model_axes(table, nrows: int = 1, height: float = 3.2, col: str = "block", **kw):
+    """One column per model, each as wide as its model has blocks; returns (fig, axes, models, palette)."""
     models = list(dict.fromkeys(table["model"]))
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
-    widths = [max(3.0, 0.16 * (table["model"] == m).sum()) for m in models]
-    nrows = 1 if swap is None else 2
+    widths = [max(3.0, 0.16 * table[table["model"] == m][col].nunique()) for m in models]
     fig, axes = plt.subplots(
         nrows,
         len(models),
-        figsize=(sum(widths) + 0.5, 3.2 * nrows),
-        sharey="row",
-        sharex="col",
+        figsize=(sum(widths) + 0.5, height * nrows),
         gridspec_kw={"width_ratios": widths},
         squeeze=False,
+        **kw,
     )
+    return fig, axes, models, palette
+
+
+def _legend_below(ax, ncol: int = 1, **kw):
+    """The axes' legend under its x label, where it hides no data."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=7, ncol=ncol, frameon=False, **kw)
+
+
+def fig2_r2_lin(table, stem: str | Path | None = None):
+    """Figure 2, claim 1's figure: held-out R²_lin per block (bootstrap interval as error bars where the table has
+    `r2_lo`/`r2_hi`), per-feature median beside it, and R²_lin without the windows' first positions where the
+    table has `r2_ex_first`; one column per model, each with its legend below it."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes, models, palette = _per_model_axes(table, sharey="row")
     for k, model in enumerate(models):
         ax = axes[0][k]
         t = table[table["model"] == model].sort_values("block")
         c = palette[model]
         if _has_band(t):
             err = [t["r2_lin"] - t["r2_lo"], t["r2_hi"] - t["r2_lin"]]
-            ax.errorbar(
-                t["block"],
-                t["r2_lin"],
-                yerr=err,
-                fmt="-o",
-                color=c,
-                ms=4,
-                capsize=2,
-                elinewidth=0.9,
-                label="global R²_lin (95 % bootstrap CI)",
-            )
+            ax.errorbar(t["block"], t["r2_lin"], yerr=err, fmt="-o", color=c, ms=4, capsize=2, elinewidth=0.9,
+                        label="global R²_lin (95 % bootstrap CI)")  # fmt: skip
         else:
             ax.plot(t["block"], t["r2_lin"], "-o", color=c, ms=4, label="global R²_lin")
         ax.plot(
@@ -75,43 +74,51 @@ def fig2_r2_lin(table, stem: str | Path | None = None, swap=None):
         )
         shown = ["r2_lin", "r2_feature_median"]
         if "r2_ex_first" in t and t["r2_ex_first"].notna().all():
-            ax.plot(
-                t["block"],
-                t["r2_ex_first"],
-                "--",
-                marker="v",
-                color="0.35",
-                ms=3,
-                lw=0.9,
-                label="R²_lin without each window's first token",
-            )
+            ax.plot(t["block"], t["r2_ex_first"], "--", marker="v", color="0.35", ms=3, lw=0.9,
+                    label="R²_lin without each window's first token")  # fmt: skip
             shown.append("r2_ex_first")
         ax.set_title(model)
-        ax.set_ylim(min(0.0, float(t[shown].min().min()) - 0.05), 1.02)
+        ax.set_ylim(min(0.0, float(table[shown].min().min()) - 0.05), 1.02)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-        if swap is not None:
-            bx = axes[1][k]
-            s = _map_swaps(swap)
-            s = s[s["model"] == model].sort_values("block")
-            bx.bar(s["block"], s["delta_ppl"], color=c, alpha=0.8, width=0.7)
-            if "delta_lo" in s:
-                err = [s["delta_ppl"] - s["delta_lo"], s["delta_hi"] - s["delta_ppl"]]
-                bx.errorbar(s["block"], s["delta_ppl"], yerr=err, fmt="none", ecolor="k", elinewidth=0.7, capsize=1.5)
-            bx.set_yscale("symlog", linthresh=0.1)
-            base = s["ppl_base"].iloc[0] if len(s) else float("nan")
-            bx.set_title(f"base perplexity {base:.2f}", fontsize=8)
-            bx.axhline(1.0, color="0.4", lw=0.8, ls="--")
-            bx.axhline(0.0, color="0.2", lw=0.6)
-        axes[-1][k].set_xlabel("block")
+        ax.set_xlabel("block")
+        _legend_below(ax)
     axes[0][0].set_ylabel("held-out R²_lin")
-    axes[0][0].legend(loc="lower left", fontsize=7, frameon=True)
-    if swap is not None:
-        axes[1][0].set_ylabel("held-out ΔPPL, block swapped alone\n(95 % CI; symlog scale; dashed: +1)")
-    fig.suptitle(
-        "Per-block linear recoverability (exact closed-form ceiling)"
-        + ("" if swap is None else " and the cost of swapping"),
-        y=1.0,
-    )
+    fig.suptitle("Per-block linear recoverability (exact closed-form ceiling)", y=1.0)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig2_swap(swap, stem: str | Path | None = None, chosen: dict | None = None):
+    """Figure 2's second row, claim 6a's figure: held-out ΔPPL of swapping each block alone for its affine map, with
+    its 95 % paired-bootstrap interval over held-out windows; one column per model, symlog y (ΔPPL can be below 0),
+    +1 perplexity dashed. `chosen` ({model: block}): the block claim 6a picked on the screening windows, outlined."""
+    sns.set_theme(style="whitegrid", context="paper")
+    s = _map_swaps(swap)
+    fig, axes, models, palette = _per_model_axes(s, height=3.4, sharey="row")
+    for k, model in enumerate(models):
+        bx = axes[0][k]
+        t = s[s["model"] == model].sort_values("block")
+        bx.bar(t["block"], t["delta_ppl"], color=palette[model], alpha=0.8, width=0.7)
+        if "delta_lo" in t:
+            err = [t["delta_ppl"] - t["delta_lo"], t["delta_hi"] - t["delta_ppl"]]
+            bx.errorbar(t["block"], t["delta_ppl"], yerr=err, fmt="none", ecolor="k", elinewidth=0.7, capsize=1.5)
+        pick = (chosen or {}).get(model)
+        if pick is not None and (t["block"] == pick).any():
+            r = t[t["block"] == pick].iloc[0]
+            bx.bar([pick], [r["delta_ppl"]], width=0.7, fill=False, edgecolor="k", lw=1.4,
+                   label=f"block {pick}: lowest ΔPPL on the screening windows")  # fmt: skip
+            _legend_below(bx)
+        bx.set_yscale("symlog", linthresh=0.1)
+        base = t["ppl_base"].iloc[0] if len(t) else float("nan")
+        bx.set_title(f"{model} (base perplexity {base:.2f})")
+        bx.axhline(1.0, color="0.4", lw=0.8, ls="--")
+        bx.axhline(0.0, color="0.2", lw=0.6)
+        bx.set_xlabel("block")
+        bx.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    axes[0][0].set_ylabel("held-out ΔPPL, block swapped alone\n(95 % CI; symlog scale; dashed: +1)")
+    fig.suptitle("The cost of swapping one block for its closed-form affine map", y=1.0)
     fig.tight_layout()
     if stem is not None:
         save(fig, stem)
@@ -169,45 +176,38 @@ def fig2c_learning_curves(summary, stem: str | Path | None = None, ref_tokens: f
     return fig
 
 
-CORPUS_STYLES = ["-", "--", ":", "-."]
+CORPUS_STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
 
 
 def fig5_corpora(table, stem: str | Path | None = None):
-    """Figure 5: R²_lin per block on each corpus, one panel per model; colour = model, line style =
-    corpus, shaded band = the 95 % bootstrap interval over held-out windows (`r2_lo`, `r2_hi`)."""
+    """Figure 5: R²_lin per block on each corpus, one panel per model; each corpus has its own colour, line style and
+    marker (the same in every panel), shaded band = the 95 % bootstrap interval over held-out windows (`r2_lo`,
+    `r2_hi`). One legend, below the panels."""
     sns.set_theme(style="whitegrid", context="paper")
-    models = list(dict.fromkeys(table["model"]))
     corpora = list(dict.fromkeys(table["corpus"]))
-    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    colours = dict(zip(corpora, sns.color_palette("Dark2", len(corpora))))
     styles = {c: CORPUS_STYLES[i % len(CORPUS_STYLES)] for i, c in enumerate(corpora)}
-    widths = [max(3.0, 0.16 * table[table["model"] == m]["block"].nunique()) for m in models]
-    fig, axes = plt.subplots(
-        1,
-        len(models),
-        figsize=(sum(widths) + 0.5, 3.4),
-        sharey=True,
-        gridspec_kw={"width_ratios": widths},
-        squeeze=False,
-    )
+    fig, axes, models, _ = _per_model_axes(table, height=3.4, sharey=True)
     lo = min(0.0, float(table["r2_lin"].min()) - 0.05)
     for ax, model in zip(axes[0], models):
         for corpus in corpora:
             t = table[(table["model"] == model) & (table["corpus"] == corpus)].sort_values("block")
             if t.empty:
                 continue
-            ax.plot(
-                t["block"], t["r2_lin"], styles[corpus], marker="o", ms=2.5, color=palette[model], lw=1.3, label=corpus
-            )
+            line, marker = styles[corpus]
+            ax.plot(t["block"], t["r2_lin"], line, marker=marker, ms=2.8, color=colours[corpus], lw=1.3, label=corpus)
             if _has_band(t):
-                ax.fill_between(t["block"], t["r2_lo"], t["r2_hi"], color=palette[model], alpha=0.15, lw=0)
+                ax.fill_between(t["block"], t["r2_lo"], t["r2_hi"], color=colours[corpus], alpha=0.18, lw=0)
         ax.set_title(model)
         ax.set_xlabel("block")
         ax.set_ylim(lo, 1.02)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-        ax.legend(title="corpus", fontsize=7, title_fontsize=7, loc="lower left")
     axes[0][0].set_ylabel("held-out R²_lin (band: 95 % bootstrap CI)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, title="corpus", loc="lower center", ncol=len(labels), fontsize=8, title_fontsize=8,
+               frameon=False)  # fmt: skip
     fig.suptitle("Is the profile a property of the model or of the corpus?", y=1.0)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     if stem is not None:
         save(fig, stem)
     return fig
@@ -233,26 +233,49 @@ def fig3_bilinear_gain(table, summary, stem: str | Path | None = None):
     return fig
 
 
+SHORTFALL_CLIP = (1e-6, 10.0)  # fig3b's y range: a shortfall outside it is drawn at the edge, as an open triangle
+
+
 def fig3b_trained_pitfall(table, stem: str | Path | None = None):
-    """Trained affine baselines (Adam, SGD) against the closed-form ceiling on the same rows, vs κ(Gram)."""
+    """Trained affine baselines (Adam, SGD) against the closed-form ceiling on the same rows, vs κ(Gram): the shortfall
+    ceiling − trained R² per block, colour = model, marker = optimizer. Shortfalls outside `SHORTFALL_CLIP` (a
+    baseline that diverged far below R² = 0, or one level with the ceiling) are drawn at the edge as open triangles
+    and counted in the legend. Legend outside the axes, right."""
+    import numpy as np
+
     sns.set_theme(style="whitegrid", context="paper")
-    long = table.melt(
-        id_vars=["model", "block", "cond_gram", "r2_ceiling_rows"],
-        value_vars=["r2_trained_adam", "r2_trained_sgd"],
-        var_name="optimizer",
-        value_name="r2",
-    )
-    long["optimizer"] = long["optimizer"].str.replace("r2_trained_", "", regex=False)
-    long["shortfall"] = (long["r2_ceiling_rows"] - long["r2"]).clip(lower=1e-6, upper=10)
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    sns.scatterplot(
-        data=long, x="cond_gram", y="shortfall", hue="model", style="optimizer", palette="colorblind", s=36, ax=ax
-    )
+    models = list(dict.fromkeys(table["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    low, high = SHORTFALL_CLIP
+    fig, ax = plt.subplots(figsize=(6.6, 3.6))
+    n_clipped = {"upper": 0, "lower": 0}
+    for opt, marker in (("adam", "o"), ("sgd", "X")):
+        for m in models:
+            t = table[table["model"] == m]
+            short = (t["r2_ceiling_rows"] - t[f"r2_trained_{opt}"]).to_numpy(float)
+            inside = (short >= low) & (short <= high)
+            ax.scatter(t["cond_gram"][inside], short[inside], s=30, marker=marker, color=palette[m], lw=0.3,
+                       edgecolors="w")  # fmt: skip
+            for side, y, mk, mask in (("upper", high, "^", short > high), ("lower", low, "v", short < low)):
+                if mask.any():
+                    ax.scatter(t["cond_gram"][mask], np.full(mask.sum(), y), s=34, marker=mk, facecolors="none",
+                               edgecolors=palette[m], lw=1.0)  # fmt: skip
+                    n_clipped[side] += int(mask.sum())
+    handles = [plt.Line2D([], [], marker="s", ls="", color=palette[m], label=m) for m in models]
+    handles += [plt.Line2D([], [], marker=mk, ls="", color="0.3", label=o) for o, mk in (("Adam", "o"), ("SGD", "X"))]
+    for side, mk, text in (("upper", "^", f"shortfall > {high:g}"), ("lower", "v", f"shortfall < {low:g}")):
+        if n_clipped[side]:
+            handles.append(plt.Line2D([], [], marker=mk, ls="", mfc="none", color="0.3",
+                                      label=f"{text}, drawn at the edge ({n_clipped[side]})"))  # fmt: skip
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    drawn = [v for c in ax.collections for v in c.get_offsets()[:, 1]]
+    ax.set_ylim(max(low, min(drawn, default=low)) / 2, high * 2)
     ax.set_xlabel("κ of the input Gram matrix (train)")
-    ax.set_ylabel("ceiling − trained R² (held-out; clipped to [1e-6, 10])")
+    ax.set_ylabel("ceiling − trained R² (held-out)")
     ax.set_title("Trained linear baselines fall short of the closed-form ceiling", fontsize=9)
+    fig.tight_layout()
     if stem is not None:
         save(fig, stem)
     return fig
@@ -392,86 +415,107 @@ def _ci_bars(ax, x, t, color, lo="delta_lo", hi="delta_hi", y="delta_ppl"):
         ax.errorbar(x, t[y], yerr=[t[y] - t[lo], t[hi] - t[y]], fmt="none", ecolor=color, elinewidth=0.7, alpha=0.7)
 
 
+def _stacked_labels(ax, points, colour, right_edge: float, dy: float = 9.0):
+    """Block labels beside `points` ([(x, y, text)]) that do not print over each other: points within 4 % of the
+    axis's x range and a factor of 3 in y get labels stacked upwards. Near the right edge labels go to the left."""
+    import numpy as np
+
+    lo, hi = ax.get_xlim()
+    span = hi - lo
+    placed: list[tuple[float, float]] = []
+    for x, y, text in sorted(points, key=lambda p: -p[1]):
+        near = sum(abs(x - px) < 0.08 * max(span, 1e-9) and abs(np.log10(max(abs(y), 1e-3) / max(abs(py), 1e-3))) < 0.5
+                   for px, py in placed)  # fmt: skip
+        placed.append((x, y))
+        right = x > right_edge
+        ax.annotate(text, (x, y), xytext=(-4 if right else 4, 2 - dy * near), textcoords="offset points",
+                    fontsize=7, color=colour, ha="right" if right else "left")  # fmt: skip
+
+
 def fig6_swap(table, curves, stem: str | Path | None = None):
-    """Swap study: (a) held-out ΔPPL of swapping each block alone against its R²_lin, colour = model;
-    (b) ΔPPL against parameters of the replacement for reduced-rank maps of one block per model, the
-    FFN's own parameter count dashed; (c) with position variants in `table`, ΔPPL of the map against
-    ΔPPL when each window's first position keeps the FFN's own output. Intervals: 95 % paired
-    bootstrap over held-out windows. Symlog y (ΔPPL can be below 0)."""
+    """Swap study: (a) held-out ΔPPL of swapping each block alone against its R²_lin, colour = model, the three
+    costliest blocks of each model labelled; (b) ΔPPL against parameters of the replacement for reduced-rank maps of
+    one block per model (`curves`; the block is chosen on the screening windows), the FFN's own parameter count
+    dashed; (c) with position variants in `table`, for each block that has them: ΔPPL of the map on every position,
+    of the map on positions ≥ 1 with the FFN's own output at position 0, and with its train mean there. Intervals:
+    95 % paired bootstrap over held-out windows. Symlog y (ΔPPL can be below 0). One legend, below the panels."""
+    import numpy as np
+
     sns.set_theme(style="whitegrid", context="paper")
     maps = _map_swaps(table)
     models = list(dict.fromkeys(maps["model"]))
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
     variants = "first" in table.columns and (table["first"] == "ffn").any()
-    fig, axes = plt.subplots(1, 3 if variants else 2, figsize=(15.0 if variants else 10.5, 4.0))
+    fig, axes = plt.subplots(1, 3 if variants else 2, figsize=(15.0 if variants else 10.5, 4.2))
     ax, bx = axes[0], axes[1]
     for m in models:
         t = maps[maps["model"] == m]
         _ci_bars(ax, t["r2_lin"], t, palette[m])
         ax.scatter(t["r2_lin"], t["delta_ppl"], s=26, color=palette[m], edgecolors="k", linewidths=0.3, label=m)
-        for _, r in t.nlargest(3, "delta_ppl").iterrows():
-            right = r["r2_lin"] > 0.9  # label on the left near the right edge, so it stays inside
-            ax.annotate(
-                str(int(r["block"])),
-                (r["r2_lin"], r["delta_ppl"]),
-                xytext=(-4 if right else 4, 2),
-                textcoords="offset points",
-                fontsize=7,
-                color=palette[m],
-                ha="right" if right else "left",
-            )
+        top = t.nlargest(3, "delta_ppl")
+        _stacked_labels(ax, list(zip(top["r2_lin"], top["delta_ppl"], top["block"].astype(int).astype(str))),
+                        palette[m], right_edge=0.9)  # fmt: skip
     ax.set_yscale("symlog", linthresh=0.1)
     ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
     ax.set_xlabel("R²_lin of the block (held-out)")
     ax.set_ylabel("held-out ΔPPL, block swapped alone (symlog)")
     ax.set_title("(a) does a high R²_lin make a block safe to swap?", fontsize=9)
     ax.margins(x=0.06, y=0.12)
-    ax.legend(fontsize=7, loc="upper left")
+    shown = []
+    level = {m: curves[curves["model"] == m]["delta_ppl"].median() for m in models}
     for m in models:
         c = curves[curves["model"] == m].sort_values("params")
         if c.empty:
             continue
-        block = int(c["block"].iloc[0])
+        shown.append(f"{m} block {int(c['block'].iloc[0])}")
         _ci_bars(bx, c["params"], c, palette[m])
-        bx.plot(c["params"], c["delta_ppl"], "-o", color=palette[m], ms=4, label=f"{m}, block {block}")
-        for _, r in c.iterrows():
-            bx.annotate(
-                "dense" if not r["factored"] else f"r={int(r['rank'])}",
-                (r["params"], r["delta_ppl"]),
-                xytext=(3, 3),
-                textcoords="offset points",
-                fontsize=6.5,
-                color=palette[m],
-            )
+        bx.plot(c["params"], c["delta_ppl"], "-o", color=palette[m], ms=4)
+        # labels above the higher model's curve and below the others'; of two points within a factor 2 in
+        # parameters, the first is labelled to its left, the second to its right, so they do not print over each other
+        above = level[m] >= max(level.values())
+        p = c["params"].to_numpy()
+        for i, (_, r) in enumerate(c.iterrows()):
+            left = i + 1 < len(p) and p[i + 1] / p[i] < 2
+            bx.annotate("dense" if not r["factored"] else f"r={int(r['rank'])}", (r["params"], r["delta_ppl"]),
+                        xytext=(-4 if left else 4, 5 if above else -10), textcoords="offset points", fontsize=6.5,
+                        color=palette[m], ha="right" if left else "left")  # fmt: skip
         bx.axvline(c["params_ffn"].iloc[0], color=palette[m], lw=0.9, ls="--")
     bx.set_xscale("log")
     bx.set_yscale("symlog", linthresh=0.1)
-    bx.set_xlabel("parameters of the replacement (dashed: the FFN's)")
+    bx.axhline(1.0, color="0.4", lw=0.8, ls="--")
+    bx.set_xlabel("parameters of the replacement (vertical dashed: the FFN's)")
     bx.set_ylabel("held-out ΔPPL")
-    bx.set_title("(b) reduced-rank affine maps: ΔPPL against parameters", fontsize=9)
-    if bx.get_legend_handles_labels()[0]:
-        bx.legend(fontsize=7, loc="upper right")
+    bx.set_title("(b) reduced-rank maps: " + ("; ".join(shown) or "none run"), fontsize=9)
+    bx.margins(y=0.15)
     if variants:
         cx = axes[2]
-        for m in models:
-            w = table[table["model"] == m].pivot_table(index="block", columns="first", values="delta_ppl")
-            if "ffn" not in w.columns:  # no block of this model was given the position variants
-                continue
-            w = w.dropna(subset=["map", "ffn"])
-            cx.scatter(w["map"], w["ffn"], s=24, color=palette[m], edgecolors="k", linewidths=0.3, label=m)
-            gain = (w["map"] - w["ffn"]).nlargest(3)
-            for b in gain.index:
-                cx.annotate(str(int(b)), (w.loc[b, "map"], w.loc[b, "ffn"]), xytext=(3, -8),
-                            textcoords="offset points", fontsize=7, color=palette[m])  # fmt: skip
-        lim = [min(cx.get_xlim()[0], cx.get_ylim()[0]), max(cx.get_xlim()[1], cx.get_ylim()[1])]
-        cx.plot(lim, lim, color="0.4", lw=0.8, ls=":")
-        cx.set_xscale("symlog", linthresh=0.1)
-        cx.set_yscale("symlog", linthresh=0.1)
-        cx.set_xlabel("ΔPPL, map on every position")
-        cx.set_ylabel("ΔPPL, map on positions ≥ 1, FFN at position 0")
-        cx.set_title("(c) how much of the cost sits on each window's first position", fontsize=9)
-        cx.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
+        kinds = [("map", "map on every position", 1.0), ("ffn", "FFN's output at position 0", 0.6),
+                 ("mean", "train mean at position 0", 0.3)]  # fmt: skip
+        has_ffn = table["first"] == "ffn"
+        groups = [(m, b) for m in models for b in sorted(table[has_ffn & (table["model"] == m)]["block"])]
+        width = 0.8 / len(kinds)
+        for j, (first, label, alpha) in enumerate(kinds):
+            rows = [table[(table["model"] == m) & (table["block"] == b) & (table["first"] == first)] for m, b in groups]
+            x = np.arange(len(groups)) + (j - 1) * width
+            y = np.array([r["delta_ppl"].iloc[0] if len(r) else np.nan for r in rows])
+            cols = [palette[m] for m, _ in groups]
+            cx.bar(x, y, width=width * 0.95, color=cols, alpha=alpha, edgecolor="k", lw=0.4,
+                   hatch=["", "//", ".."][j], label=label)  # fmt: skip
+            lo = np.array([r["delta_lo"].iloc[0] if len(r) else np.nan for r in rows])
+            hi = np.array([r["delta_hi"].iloc[0] if len(r) else np.nan for r in rows])
+            cx.errorbar(x, y, yerr=[y - lo, hi - y], fmt="none", ecolor="k", elinewidth=0.7, capsize=1.5)
+        cx.set_xticks(np.arange(len(groups)), [f"{m}\nblock {b}" for m, b in groups], fontsize=7)
+        cx.set_yscale("symlog", linthresh=1.0)
+        cx.axhline(1.0, color="0.4", lw=0.8, ls="--")
+        cx.set_ylabel("held-out ΔPPL (symlog)")
+        cx.set_title("(c) first-token blocks: how much of the cost sits at position 0", fontsize=9)
+        cx.legend(fontsize=7, loc="upper right", title="swap", title_fontsize=7)
+        cx.set_ylim(top=cx.get_ylim()[1] * 8)  # room for the legend above the bars
+    handles = [plt.Line2D([], [], marker="o", ls="", color=palette[m], markeredgecolor="k", markeredgewidth=0.3,
+                          label=m) for m in models]  # fmt: skip
+    handles.append(plt.Line2D([], [], color="0.4", lw=0.8, ls="--", label="+1 perplexity"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     if stem is not None:
         save(fig, stem)
     return fig
@@ -479,8 +523,9 @@ def fig6_swap(table, curves, stem: str | Path | None = None):
 
 def fig7_controls(profiles, inputs, stem: str | Path | None = None):
     """Controls: (top) R²_lin per block of each trained model beside its random-init twins;
-    (bottom) each trained FFN re-scored on its own inputs, on Gaussian inputs with the same first
-    two moments, and on another block's inputs. One column per model."""
+    (bottom) each trained FFN re-scored on its own inputs (refit on the controls' row sample, so it need not equal
+    the top row's R²_lin from every row), on Gaussian inputs with the same first two moments, and on the next
+    block's inputs. One column per model; each row's legend at its right, outside the axes."""
     sns.set_theme(style="whitegrid", context="paper")
     models = list(dict.fromkeys(profiles["model"]))
     widths = [
@@ -516,15 +561,25 @@ def fig7_controls(profiles, inputs, stem: str | Path | None = None):
                     t["block"], t["r2_lo"], t["r2_hi"], color=colours[0] if trained else "0.55", alpha=0.2, lw=0
                 )
         ax.set_title(model)
-        ax.legend(fontsize=7, loc="lower left")
         c = inputs[inputs["model"] == model].sort_values("block")
-        bx.plot(c["block"], c["r2_own"], "-o", color=colours[0], ms=3.5, label="own inputs (= R²_lin)")
+        rows = (
+            f"{int(c['n_train'].iloc[0] + c['n_test'].iloc[0]):,} sampled rows"
+            if {"n_train", "n_test"} <= set(c.columns) and len(c)
+            else "sampled rows"
+        )
+        bx.plot(c["block"], c["r2_own"], "-o", color=colours[0], ms=3.5, label=f"own inputs, refit on {rows}")
         bx.plot(c["block"], c["r2_gaussian"], "-s", color=colours[1], ms=3, label="Gaussian, same mean & covariance")
         bx.plot(c["block"], c["r2_other_block"], "-^", color=colours[2], ms=3, label="inputs of the next block")
         bx.set_xlabel("block")
-        bx.legend(fontsize=7, loc="lower left")
         for a in (ax, bx):
             a.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    for row, title in ((axes[0], "FFN weights"), (axes[1], "inputs the trained FFN is scored on")):
+        seen = {}
+        for a in row:
+            for h, lab in zip(*a.get_legend_handles_labels(), strict=True):
+                seen.setdefault(lab, h)
+        row[-1].legend(seen.values(), seen.keys(), title=title, loc="upper left", bbox_to_anchor=(1.03, 1.0),
+                       fontsize=7, title_fontsize=7, frameon=False)  # fmt: skip
     axes[0][0].set_ylabel("held-out R²_lin")
     axes[1][0].set_ylabel("R² of the trained FFN's best affine map")
     fig.suptitle("Is linear recoverability learned? Random-init twins (top) and input controls (bottom)", y=1.0)
@@ -582,7 +637,8 @@ def fig7b_inputs_or_weights(nulls, cross=None, blocks=None, decomposed=None, ste
         if "cross" in panels:
             cx = axes[panels.index("cross")][k]
             m = cross[cross["model"] == model].pivot(index="ffn_block", columns="input_block", values="r2")
-            sns.heatmap(m, cmap="viridis", ax=cx, cbar_kws={"label": "R²"}, xticklabels=5, yticklabels=5)
+            step = 1 if len(m) <= 10 else 5  # every block labelled on a small model
+            sns.heatmap(m, cmap="viridis", ax=cx, cbar_kws={"label": "R²"}, xticklabels=step, yticklabels=step)
             cx.grid(False)
             cx.set_xlabel("inputs of block j")
             cx.set_ylabel("FFN of block i")

@@ -709,3 +709,95 @@ class SwapStudy:
 def _check_first(first: str) -> None:
     if first not in FIRST_MODES:
         raise LinrecError(f"first must be one of {', '.join(FIRST_MODES)}, got {first!r}; e.g. --first map")
+
+
+@dataclass
+class ModelSwapRun:
+    """Everything notebook 06 reports for one model (`run_model`): the swap table, the screening predictors, the
+    R²_lin table of the capture, the rank curve, the greedy sets and their steps, the reload check and the clock."""
+
+    model: str
+    table: pandas.DataFrame
+    values: pandas.DataFrame
+    ceiling: pandas.DataFrame
+    curve: pandas.DataFrame
+    greedy: list[dict]
+    steps: pandas.DataFrame
+    reload: dict
+    timings: pandas.DataFrame
+
+
+def run_model(
+    model: str,
+    capture_kw: Mapping,
+    *,
+    batch_size: int = 8,
+    device: str = "cpu",
+    screening_windows: int = 4,
+    test_windows: int | None = None,
+    ranks: Sequence[int] = (16, 64, 256),
+    budget_ppl: float = 1.0,
+    first_variants: Sequence[str] = ("ffn", "mean"),
+    variant_min_first_share: float = 0.5,
+    n_boot: int = 2000,
+    seed: int = 0,
+    save_dir: str | Path | None = None,
+) -> ModelSwapRun:
+    """The whole swap study of one model, as notebook 06 runs it: every block swapped alone (held out, with the
+    position variants on the blocks whose *train* first-position share is ≥ `variant_min_first_share`), the
+    predictors and every choice on the screening windows, the reduced-rank curve of `SwapStudy.curve_block`, the
+    greedy swap in each of `GREEDY_ORDERS`, and the larger greedy set (if both kept nothing, the block with the
+    lowest screening ΔPPL) saved, reloaded and compared on the screening windows.
+
+    The saved model (0.5–1 GB) goes to `save_dir`/<model>, or to a temporary directory deleted after the check. The
+    model and the study are released before returning, so a loop over models holds one model at a time."""
+    import gc
+    import shutil
+    import tempfile
+
+    import pandas as pd
+
+    from linrec.capture import get_capture
+    from linrec.models import load_model
+    from linrec.recoverability import ceiling_table
+    from linrec.surgery import load_swapped
+
+    capture = get_capture(model, **capture_kw)
+    loaded = load_model(model, device=device)
+    study = SwapStudy(capture, loaded, batch_size=batch_size, screening_windows=screening_windows, seed=seed,
+                      n_boot=n_boot, test_windows=test_windows)  # fmt: skip
+    values = study.predictors()
+    sink = [i for i in range(study.n_blocks) if study.first_share(i) >= variant_min_first_share]
+    table = study.table(first=["map", *first_variants], variant_blocks=sink)
+    block = study.curve_block(values)
+    curve = study.rank_curve(block, [r for r in ranks if r < capture.stats["train"][block].d_out])
+    results = {order: study.greedy(budget_ppl, order=order) for order in GREEDY_ORDERS}
+    n_params = count_params(loaded.model)
+    greedy = [{"model": model, **g.row(), "params_model": n_params} for g in results.values()]
+    steps = pd.concat([g.steps.assign(model=model, order=o) for o, g in results.items()], ignore_index=True)
+
+    g = max(results.values(), key=lambda r: len(r.swapped))
+    chosen = sorted(g.swapped) or [int(values.sort_values("screening_delta_ppl").iloc[0]["block"])]
+    in_memory = study.screening.ppl({i: study.module(i) for i in chosen})
+    scratch = None if save_dir else tempfile.mkdtemp(prefix="linrec-swapped-")
+    try:
+        out = study.save(Path(save_dir or scratch) / model.replace("/", "--"), chosen)
+        reloaded = load_swapped(out, device=device, tokenizer=False)  # the check feeds token ids: no tokenizer
+        ppl_reloaded = PerplexityEvaluator(reloaded.model, study.screening_ids, batch_size, reuse_prefix=False)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    reload = {
+        "model": model,
+        "blocks": " ".join(map(str, chosen)),
+        "ppl_in_memory": in_memory,
+        "ppl_reloaded": ppl_reloaded.base_ppl,
+        "abs_diff": abs(ppl_reloaded.base_ppl - in_memory),
+        "directory": str(out) if save_dir else "(temporary, deleted; set save_dir to keep it)",
+    }
+    study.clock.add("screening: reload check", ppl_reloaded.seconds_base, 1)
+    run = ModelSwapRun(model, table, values, ceiling_table(capture, seed=seed), curve, greedy, steps, reload,
+                       study.timings)  # fmt: skip
+    del study, loaded, reloaded, ppl_reloaded
+    gc.collect()
+    return run
