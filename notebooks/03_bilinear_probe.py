@@ -94,6 +94,7 @@ pitfall_outputs = 32  # output features the budget curve and the dose–response
 dose_kappas = [1e2, 1e4, 1e6, 1e8]  # the constructed condition numbers
 dose_steps = 1000  # the budget every constructed κ trains for
 n_boot = 2000  # bootstrap resamples for the correlation intervals
+probe_without_first = True  # claim 3 again on the rows at positions ≥ 1 (the probe and the map refitted there)
 results_dir = "results/default"
 figures_dir = "figures"
 
@@ -176,6 +177,32 @@ v3 = claim3(summary)
 print("claim 3 rule:", RULES[3])
 print("verdict:", v3.verdict, {e["model"]: e["passes"] for e in v3.evidence}, v3.reason)
 labelled(summary).set_index("model").T
+
+# %% [markdown]
+# ## Claim 3 without the first position
+# SmolLM2 runs without a BOS token, and its attention sink puts most of some blocks' output variance on each window's
+# first position (notebook 04). Is the probe's verdict about that one position? The same probe and closed-form
+# quadratic, on the stored rows at positions ≥ 1 only, around the affine map fitted on those train rows
+# (`linrec.probe.probe_table(without_first=True)`; no trained baselines), and the same rule.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+if probe_without_first:
+    table_ex = pd.concat(
+        [probe_table(c, rank=rank, seed=seed, trained=False, max_train=probe_rows, without_first=True)
+         for c in captures.values()],
+        ignore_index=True,
+    )  # fmt: skip
+    save_table(table_ex, "probe_ex_first", root / results_dir)
+    summary_ex = probe_summary(table_ex, None, n_boot=n_boot, seed=seed)
+    save_table(summary_ex, "probe_summary_ex_first", root / results_dir)
+    v3_ex = claim3(summary_ex)
+    print("verdict without position 0:", v3_ex.verdict, {e["model"]: e["passes"] for e in v3_ex.evidence})
+    show = summary_ex.set_index("model")[["gain_median", "pearson_r", "ci_lo", "ci_hi", "ci_lo90", "ci_hi90",
+                                          "correlation"]]  # fmt: skip
+else:
+    show = "not run (probe_without_first = False)"
+show
 
 # %% [markdown]
 # ## Claim 7a: trained baselines against the ceiling

@@ -104,6 +104,7 @@ seq_len = 128
 tokens = 20_480  # must match notebook 01 to reuse its capture
 seed = 0
 sample_rows = 10_240  # part of the capture's cache key; not used here
+replicate_samples = []  # notebook 02's disjoint stretches of text: claim 4 on each ([]: skip); params/full.yaml: [1, 2]
 batch_size = 8
 device = "cpu"
 results_dir = "results/default"
@@ -116,8 +117,8 @@ from linrec.capture import get_capture
 from linrec.figures import project_root
 from linrec.plots import fig4_rank_outliers
 from linrec.spectrum import REGIMES, spectrum_table
-from linrec.tables import labelled, save_table
-from linrec.verdicts import RULES, claim4, input_side, regime_summary
+from linrec.tables import labelled, load_table, save_table
+from linrec.verdicts import RULES, claim4, input_side, regime_replication, regime_summary
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -198,6 +199,45 @@ print("claim 4 rule:", RULES[4])
 v4 = claim4(summary)
 print("verdict:", v4.verdict, "· the same rule without the windows' first position:", v4.without_first)
 labelled(summary).T
+
+# %% [markdown]
+# ## The regimes on fresh text
+# With `replicate_samples` set (`params/full.yaml`: samples 1 and 2, the captures notebook 02 makes of disjoint
+# stretches of the corpus; moments only, which is all the regimes need), every block's regime is found again on each
+# sample and claim 4's rule runs on each (`linrec.verdicts.regime_replication`). Where this profile has no samples,
+# the cell prints what the last run of `params/full.yaml` found, from its results file.
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def say(rep):
+    for r in rep.to_dict("records"):
+        print(
+            f"{r['model']}: over samples {r['samples']}, broadly linear {r['n_broadly_linear']}, outlier-concentrated "
+            f"{r['n_outlier_concentrated']} (blocks {r['outlier_blocks']}; on every sample: "
+            f"{r['outlier_blocks_every_sample'] or 'none'}); claim 4 {r['replication']}."
+        )
+
+
+if replicate_samples:
+    keep = ["model", "block", "regime", "r2_lin", "r2_feature_median", "top1_var_share", "eff_rank_out",
+            "eff_rank_explained", "first_var_share"]  # fmt: skip
+    reps = [table.assign(sample=0)]
+    for m in models:
+        for k in replicate_samples:
+            cap = get_capture(m, corpus, seq_len, tokens, seed, sample_rows=0, batch_size=batch_size, device=device,
+                              sample=k)  # fmt: skip
+            reps.append(spectrum_table(cap).assign(sample=k))
+    reps = pd.concat(reps, ignore_index=True)
+    save_table(reps[["sample", *keep]], "spectrum_replicates", root / results_dir)
+    replication = regime_replication(reps, REGIMES)
+    save_table(replication, "spectrum_replicates_summary", root / results_dir)
+    say(replication)
+elif (last := load_table("spectrum_replicates_summary", root / "results" / "full")) is not None:
+    print("Not run in this profile. The last run of params/full.yaml (results/full/spectrum_replicates_summary.csv):")
+    say(last)
+else:
+    print("claim 4 on fresh text: not run in this profile (params/full.yaml runs samples 1 and 2)")
 
 # %% [markdown]
 # Regimes can overlap: an outlier-concentrated block may also hold much of its variance on the

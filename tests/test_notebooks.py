@@ -321,6 +321,10 @@ def test_the_reference_comparison_catches_a_changed_number_and_forgives_rounding
     # float32 noise measured between two machines (notebooks 03 and 06 of the smoke profile) passes; 10x more does not
     assert same("Pearson r -0.561136\n", "Pearson r -0.561139\n") and same("CI high 0.429670", "CI high 0.429677")
     assert same("costs -31609352.15 held out", "costs -31609282.92 held out")
+    assert same("r   -0.56114\np    0.2466\n", "r  -0.561136\np   0.2466\n")  # a table padded to its widest number
+    assert same("0.005664 -0.711994", "0.005661 -0.711993") and not same(
+        "0.005664", "0.005624"
+    )  # near 0: 1e-5 absolute
     assert not same("Pearson r -0.561036\n", "Pearson r -0.561139\n") and not same("r 0.4299", "r 0.4296")
     assert not same("holds\n", "not reproduced\n") and not same("3 of 6 blocks", "4 of 6 blocks")  # counts: exact
     assert same("seconds_probe_total   3.0493\nr2 0.5\n", "seconds_probe_total   3.8681\nr2 0.5\n")  # timings: not

@@ -50,6 +50,17 @@ def test_swap_figures_with_and_without_variants(tmp_path):
     fig6_swap(table[table["model"] == "b"], curve.iloc[:0], tmp_path / "fig6b")  # no variants anywhere: 2 panels
 
 
+def test_an_interval_that_misses_its_estimate_still_draws(tmp_path):
+    """A percentile bootstrap interval can lie wholly on one side of its point estimate (the smoke profile's swap did):
+    the bar then runs from the estimate to the far end, never a negative length (matplotlib raises on those)."""
+    from linrec.plots import _yerr
+
+    t = _swap("a", 3).assign(delta_lo=lambda d: d["delta_ppl"] + 0.1, delta_hi=lambda d: d["delta_ppl"] + 0.3)
+    fig = fig2_swap(t, tmp_path / "fig2_swap")
+    assert (tmp_path / "fig2_swap.png").stat().st_size > 0 and len(fig.axes[0].patches) == 3
+    assert np.allclose(_yerr([1.0, 2.0], [1.1, 1.5], [1.3, 2.5]), [[0.0, 0.5], [0.3, 0.5]])
+
+
 def test_pitfall_figure_marks_shortfalls_outside_its_axis(tmp_path):
     """A diverged baseline (shortfall far above 10) is drawn at the edge as an open triangle and counted."""
     t = pd.DataFrame({"model": ["a"] * 4, "block": range(4), "cond_gram": [1e3, 1e5, 1e7, 1e9],

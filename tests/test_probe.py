@@ -209,3 +209,31 @@ def test_max_train_draws_seeded_rows_from_the_whole_train_split():
     assert len(Rows.from_capture(cap, 0, max_train=1000).xtr) == 300
     with pytest.raises(LinrecError, match="max_train=4"):
         Rows.from_capture(cap, 0, max_train=4)
+
+
+def test_without_first_drops_every_first_position_row_and_fits_on_the_rest(tiny_model_dir, tiny_corpus):
+    """Claim 3's robustness check: `Rows.from_capture(without_first=True)` keeps exactly the stored rows at positions
+    ≥ 1 of each split (against the capture's row index), and `probe_table(without_first=True)` scores the
+    closed-form map fitted on those train rows: its R²_lin equals numpy's lstsq on the same rows."""
+    import numpy as np
+
+    from linrec.capture import get_capture
+    from linrec.probe import probe_table
+
+    cap = get_capture(tiny_model_dir, tiny_corpus(8000), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
+    index = cap.row_index()
+    for k in (0, 1):  # train, test
+        assert (index[index[:, 2] == k, 1] == 0).sum() > 0  # the capture has first-position rows to drop
+    rows = Rows.from_capture(cap, 1, without_first=True)
+    xtr, ytr = cap.rows(1, "train")
+    xte, yte = cap.rows(1, "test")
+    keep_tr, keep_te = index[index[:, 2] == 0, 1] > 0, index[index[:, 2] == 1, 1] > 0
+    assert np.array_equal(rows.xtr.numpy(), xtr[keep_tr]) and np.array_equal(rows.yte.numpy(), yte[keep_te])
+    table = probe_table(cap, rank=2, trained=False, progress=False, without_first=True)
+    A = np.c_[xtr[keep_tr], np.ones(keep_tr.sum())].astype(np.float64)
+    coef = np.linalg.lstsq(A, ytr[keep_tr].astype(np.float64), rcond=None)[0]
+    pred = np.c_[xte[keep_te], np.ones(keep_te.sum())] @ coef
+    y = yte[keep_te].astype(np.float64)
+    ref = 1 - ((y - pred) ** 2).sum() / ((y - y.mean(0)) ** 2).sum()
+    assert abs(table.loc[1, "r2_lin_rows"] - ref) < 1e-5 and table.loc[1, "r2_lin"] == table.loc[1, "r2_lin_rows"]
+    assert table.loc[1, "n_test_rows"] == keep_te.sum()

@@ -9,7 +9,7 @@ import pytest
 
 from linrec.errors import LinrecError
 from linrec.report import CELL_LIMIT, FIGURES, OTHER_PROFILE, build_report, claims, per_block_table, render
-from linrec.tables import TABLES, save_table
+from linrec.tables import TABLES, load_table, save_table
 
 
 def _results(
@@ -273,6 +273,33 @@ def test_the_report_states_robustness_and_where_fresh_text_lives(tmp_path):
     save_table(pd.DataFrame([{**rep, "replication": "sample-dependent"}]), "r2_replicates_summary", d)
     text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
     assert re.search(r"^\| \[1\]\(#claim-1\) \|.*\| sample-dependent \|", text, flags=re.M)
+
+
+def test_claim3_without_position_0_and_claim4_on_fresh_text_from_the_full_profile(tmp_path):
+    """Claim 3's robustness cell is claim 3's rule on `probe_summary_ex_first` (not a fixed "not measured"), and
+    claim 4's fresh-text cell reads `spectrum_replicates_summary` from results/full when this profile has none."""
+    from linrec.verdicts import claim3
+
+    d = _results(tmp_path)
+    row = lambda text, n: [r for r in _claim_rows(text) if r[0].startswith(f" [{n}]")][0]  # noqa: E731
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert row(text, 3)[4].strip() == "not measured" and row(text, 4)[5].strip() == "one sample"
+    probe = load_table("probe_summary", d).assign(seconds_probe_total=1.0)  # timings are kept apart
+    wide = probe.assign(ci_lo=-0.6, ci_hi=0.5, ci_lo90=-0.5, ci_hi90=0.4)  # too wide to decide: not testable
+    save_table(wide, "probe_summary_ex_first", d)
+    assert claim3(probe).verdict != claim3(wide).verdict
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert row(text, 3)[4].strip() == claim3(wide).verdict and "without position 0 (probe and map refitted" in text
+    save_table(probe, "probe_summary_ex_first", d)
+    assert row(render(d, tmp_path / "figs", tmp_path / "paper" / "report.md"), 3)[4].strip() == "same"
+    rep = {"model": "m", "samples": "0 1 2", "n_samples": 3, "n_broadly_linear": "3 2 3", "n_outlier_concentrated":
+           "1 1 1", "outlier_blocks": "2 | 2 | 2", "outlier_blocks_every_sample": "2", "n_claim4_passes": 3,
+           "replication": "holds on every sample"}  # fmt: skip
+    save_table(pd.DataFrame([rep]), "spectrum_replicates_summary", tmp_path / "full")
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert row(text, 4)[5].strip() == "same on 3 samples (full profile)"
+    save_table(pd.DataFrame([{**rep, "replication": "sample-dependent"}]), "spectrum_replicates_summary", d)
+    assert row(render(d, tmp_path / "figs", tmp_path / "paper" / "report.md"), 4)[5].strip() == "sample-dependent"
 
 
 def _claim_rows(text: str) -> list[list[str]]:

@@ -451,6 +451,26 @@ def test_claim4_pools_models():
     assert V.claim4(V.regime_summary(t, REGIMES)).verdict == V.REPRODUCED
 
 
+def test_regime_replication_applies_claim4_on_every_sample():
+    """Claim 4 on disjoint samples: the rule runs per sample over all models (the regimes of model a and b pool, as
+    on the main sample); one sample without an outlier-concentrated block makes it sample-dependent."""
+    two = lambda k, a, b: pd.concat([_spectrum(a, "a"), _spectrum(b, "b")]).assign(sample=k)  # noqa: E731
+    same = pd.concat([two(k, ["broadly linear", "outlier-concentrated"], ["broadly linear"]) for k in (0, 1, 2)])
+    got = V.regime_replication(same, REGIMES).set_index("model")
+    assert (got["replication"] == "holds on every sample").all() and (got["n_claim4_passes"] == 3).all()
+    assert got.loc["a", "n_broadly_linear"] == "1 1 1" and got.loc["a", "outlier_blocks_every_sample"] == "1"
+    assert got.loc["b", "n_outlier_concentrated"] == "0 0 0" and got.loc["a", "samples"] == "0 1 2"
+    moved = pd.concat([same[same["sample"] < 2], two(2, ["broadly linear", "nonlinear"], ["outlier-concentrated"])])
+    got = V.regime_replication(moved, REGIMES).set_index("model")
+    assert (got["replication"] == "holds on every sample").all()  # b carries the outlier regime on sample 2
+    assert got.loc["a", "outlier_blocks_every_sample"] == "" and got.loc["a", "outlier_blocks"] == "1 | 1 | none"
+    gone = pd.concat([same[same["sample"] < 2], two(2, ["broadly linear", "nonlinear"], ["nonlinear"])])
+    got = V.regime_replication(gone, REGIMES)
+    assert (got["replication"] == "sample-dependent").all() and (got["n_claim4_passes"] == 2).all()
+    none = pd.concat([two(k, ["broadly linear"], ["nonlinear"]) for k in (0, 1)])
+    assert (V.regime_replication(none, REGIMES)["replication"] == "fails on every sample").all()
+
+
 # ---- claim 5: corpora ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "rho, ratio, word",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
@@ -48,6 +49,14 @@ def _per_model_axes(table, nrows: int = 1, height: float = 3.2, col: str = "bloc
     return fig, axes, models, palette
 
 
+def _yerr(y, lo, hi) -> np.ndarray:
+    """Error-bar lengths below and above `y` for the interval [lo, hi], clipped at 0: a percentile bootstrap interval
+    need not contain its point estimate (a skewed statistic on few windows), and matplotlib refuses negative lengths.
+    The interval is drawn from the estimate to whichever end lies beyond it."""
+    y, lo, hi = (np.asarray(v, dtype=float) for v in (y, lo, hi))
+    return np.clip(np.vstack([y - lo, hi - y]), 0.0, None)
+
+
 def _legend_below(ax, ncol: int = 1, **kw):
     """The axes' legend under its x label, where it hides no data."""
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=7, ncol=ncol, frameon=False, **kw)
@@ -64,7 +73,7 @@ def fig2_r2_lin(table, stem: str | Path | None = None):
         t = table[table["model"] == model].sort_values("block")
         c = palette[model]
         if _has_band(t):
-            err = [t["r2_lin"] - t["r2_lo"], t["r2_hi"] - t["r2_lin"]]
+            err = _yerr(t["r2_lin"], t["r2_lo"], t["r2_hi"])
             ax.errorbar(t["block"], t["r2_lin"], yerr=err, fmt="-o", color=c, ms=4, capsize=2, elinewidth=0.9,
                         label="global R²_lin (95 % bootstrap CI)")  # fmt: skip
         else:
@@ -102,7 +111,7 @@ def fig2_swap(swap, stem: str | Path | None = None, chosen: dict | None = None):
         t = s[s["model"] == model].sort_values("block")
         bx.bar(t["block"], t["delta_ppl"], color=palette[model], alpha=0.8, width=0.7)
         if "delta_lo" in t:
-            err = [t["delta_ppl"] - t["delta_lo"], t["delta_hi"] - t["delta_ppl"]]
+            err = _yerr(t["delta_ppl"], t["delta_lo"], t["delta_hi"])
             bx.errorbar(t["block"], t["delta_ppl"], yerr=err, fmt="none", ecolor="k", elinewidth=0.7, capsize=1.5)
         pick = (chosen or {}).get(model)
         if pick is not None and (t["block"] == pick).any():
@@ -162,7 +171,7 @@ def fig2c_learning_curves(summary, stem: str | Path | None = None, ref_tokens: f
             tn = t[t["train_tokens"] == n].sort_values("block")
             if tn.empty:
                 continue
-            err = [tn["r2"] - tn["r2_lo"], tn["r2_hi"] - tn["r2"]]
+            err = _yerr(tn["r2"], tn["r2_lo"], tn["r2_hi"])
             bx.errorbar(tn["block"], tn["r2"], yerr=err, fmt=style, ms=3, color=color, capsize=1.5, elinewidth=0.8,
                         label=label)  # fmt: skip
         bx.set_xlabel("block")
@@ -412,7 +421,7 @@ def _map_swaps(swap):
 
 def _ci_bars(ax, x, t, color, lo="delta_lo", hi="delta_hi", y="delta_ppl"):
     if lo in t and hi in t:
-        ax.errorbar(x, t[y], yerr=[t[y] - t[lo], t[hi] - t[y]], fmt="none", ecolor=color, elinewidth=0.7, alpha=0.7)
+        ax.errorbar(x, t[y], yerr=_yerr(t[y], t[lo], t[hi]), fmt="none", ecolor=color, elinewidth=0.7, alpha=0.7)
 
 
 def _stacked_labels(ax, points, colour, right_edge: float, dy: float = 9.0):
@@ -503,7 +512,7 @@ def fig6_swap(table, curves, stem: str | Path | None = None):
                    hatch=["", "//", ".."][j], label=label)  # fmt: skip
             lo = np.array([r["delta_lo"].iloc[0] if len(r) else np.nan for r in rows])
             hi = np.array([r["delta_hi"].iloc[0] if len(r) else np.nan for r in rows])
-            cx.errorbar(x, y, yerr=[y - lo, hi - y], fmt="none", ecolor="k", elinewidth=0.7, capsize=1.5)
+            cx.errorbar(x, y, yerr=_yerr(y, lo, hi), fmt="none", ecolor="k", elinewidth=0.7, capsize=1.5)
         cx.set_xticks(np.arange(len(groups)), [f"{m}\nblock {b}" for m, b in groups], fontsize=7)
         cx.set_yscale("symlog", linthresh=1.0)
         cx.axhline(1.0, color="0.4", lw=0.8, ls="--")

@@ -208,46 +208,71 @@ def _robustness(r: Results) -> list[str]:
     lines = [
         "**Robustness.** *Without position 0*: the same rule on every position but each window's first (the attention "
         'sink of a model that runs without a BOS token), with its own window-bootstrap intervals; "same" where the '
-        'verdict does not change, "—" where the check does not apply, "not measured" for the probe (trained on '
-        f"rows). *No effect* (claims 3 and 6b) needs an equivalence test: a 90 % interval inside "
-        f"±{verdicts.EQUIVALENCE_MARGIN}; an interval that neither excludes 0 nor fits inside the margin is "
-        "inconclusive, which counts as not testable at this power. Correlations across blocks resample runs of "
-        "adjacent blocks (moving-block bootstrap); the screened predictors of 6b are Holm-corrected, and the counted "
-        "block–corpus differences of claim 5 are held to a 5 % false-discovery rate.",
+        'verdict does not change, "—" where the check does not apply (for claim 3 the probe and the map are '
+        "refitted on the stored rows at positions ≥ 1). *No effect* (claims 3 and 6b) needs an equivalence test: a "
+        f"90 % interval inside ±{verdicts.EQUIVALENCE_MARGIN}; an interval that neither excludes 0 nor fits inside "
+        "the margin is inconclusive, which counts as not testable at this power. Correlations across blocks resample "
+        "runs of adjacent blocks (moving-block bootstrap); the screened predictors of 6b are Holm-corrected, and the "
+        "counted block–corpus differences of claim 5 are held to a 5 % false-discovery rate.",
     ]
-    rep, where = r.get("r2_replicates_summary"), ""
-    full = r.dir.parent / "full"
-    if (rep is None or rep.empty) and full.is_dir() and full.resolve() != r.dir.resolve():
-        rep, where = load_table("r2_replicates_summary", full), " (from `results/full/`, `params/full.yaml`'s samples)"
-    if rep is None or rep.empty:
+    rep, where = _replicated(r, "r2_replicates_summary")
+    where = " (from `results/full/`, `params/full.yaml`'s samples)" if where else ""
+    if rep is None:
         lines += [
             "",
             "**Fresh text.** Not run in this profile: `params/full.yaml` captures both models on two more disjoint "
-            "stretches of the corpus and judges claim 1 on each (notebook 02, `r2_replicates_summary`).",
+            "stretches of the corpus and judges claims 1 and 4 on each (notebooks 02 and 04, `r2_replicates_summary`, "
+            "`spectrum_replicates_summary`).",
         ]
+        return lines
+    parts = [
+        f"{e['model']}: over samples {e['samples']}, between-sample SD per block median {_f(e['sd_median'])} "
+        f"(max {_f(e['sd_max'])}, block {int(e['sd_max_block'])}) against a bootstrap half-width of "
+        f"{_f(e['ci_half_width_median'])}; claim 1 {e['replication']}"
+        for e in rep.to_dict("records")
+    ]
+    regimes, _ = _replicated(r, "spectrum_replicates_summary")
+    if regimes is not None:
+        parts += [
+            f"{e['model']}: broadly linear / outlier-concentrated blocks per sample {e['n_broadly_linear']} / "
+            f"{e['n_outlier_concentrated']}, outlier-concentrated on every sample: "
+            f"{_listed(e['outlier_blocks_every_sample'])}"
+            for e in regimes.to_dict("records")
+        ]
+        parts.append(f"claim 4 {regimes['replication'].iloc[0]}")
     else:
-        parts = [
-            f"{e['model']}: over samples {e['samples']}, between-sample SD per block median {_f(e['sd_median'])} "
-            f"(max {_f(e['sd_max'])}, block {int(e['sd_max_block'])}) against a bootstrap half-width of "
-            f"{_f(e['ci_half_width_median'])}; claim 1 {e['replication']}"
-            for e in rep.to_dict("records")
-        ]
-        lines += ["", f"**Fresh text{where}.** " + "; ".join(parts) + "."]
+        parts.append("claim 4 not yet run on the samples (notebook 04 with `replicate_samples`)")
+    lines += ["", f"**Fresh text{where}.** " + "; ".join(parts) + ". " + ONE_SAMPLE]
     return lines
 
 
-def _fresh_text(r: Results) -> dict:
-    """The claim table's fresh-text column per claim: claim 1 from the replication on disjoint samples of text (this
-    profile's, else `results/full/`'s), every other claim on the one sample it was measured on."""
-    rep, where = r.get("r2_replicates_summary"), ""
+# why the claim table's other fresh-text cells read "one sample"
+ONE_SAMPLE = (
+    "Claims 2, 3, 5, 6 and 7 rest on sample 0 alone: the samples keep the float64 statistics only, which is all "
+    "claims 1 and 4 need, while the others need stored rows (probes, baselines, controls), random-init captures, the "
+    "other corpora or the swapped model run again, each several minutes per sample and model."
+)
+
+
+def _replicated(r: Results, name: str) -> tuple[pd.DataFrame | None, str]:
+    """Replication table `name` of this profile, else of `results/full/` (with where it came from)."""
+    rep, where = r.get(name), ""
     full = r.dir.parent / "full"
     if (rep is None or rep.empty) and full.is_dir() and full.resolve() != r.dir.resolve():
-        rep, where = load_table("r2_replicates_summary", full), " (full profile)"
+        rep, where = load_table(name, full), " (full profile)"
+    return (rep, where) if rep is not None and not rep.empty else (None, "")
+
+
+def _fresh_text(r: Results) -> dict:
+    """The claim table's fresh-text column per claim: claims 1 and 4 from the replication on disjoint samples of text
+    (this profile's, else `results/full/`'s), every other claim on the one sample it was measured on."""
     out = {c: "one sample" for c in CLAIMS}
-    if rep is not None and not rep.empty:
-        n = int(rep["n_samples"].min())
-        steady = rep["replication"].isin(["holds on every sample", "fails on every sample"]).all()
-        out[1] = (f"same on {n} samples" if steady else "sample-dependent") + where
+    for claim, name in ((1, "r2_replicates_summary"), (4, "spectrum_replicates_summary")):
+        rep, where = _replicated(r, name)
+        if rep is not None:
+            n = int(rep["n_samples"].min())
+            steady = rep["replication"].isin(["holds on every sample", "fails on every sample"]).all()
+            out[claim] = (f"same on {n} samples" if steady else "sample-dependent") + where
     return out
 
 
@@ -527,7 +552,18 @@ def claim3(r: Results) -> Claim:
             for e in v.evidence
         ],
     )
-    return Claim(3, "; ".join(parts), v.verdict, "not measured", head, parts)
+    ex = r.get("probe_summary_ex_first")
+    v1 = verdicts.claim3(ex) if ex is not None and not ex.empty else None
+    if v1 is not None:
+        parts.append(
+            "without position 0 (probe and map refitted on the rows at positions ≥ 1): "
+            + "; ".join(
+                f"{e['model']} r = {_f(e['pearson_r'], 2)} {_ci(e['ci_lo'], e['ci_hi'])}, {_outcome(e)}, "
+                f"median gain {_f(e['gain_median'], 3)}"
+                for e in v1.evidence
+            )  # fmt: skip
+        )
+    return Claim(3, "; ".join(parts), v.verdict, v1.verdict if v1 else "not measured", head, parts)
 
 
 def claim4(r: Results) -> Claim:
@@ -919,8 +955,8 @@ def build_report(
         body = mistune.html(text)
         page = (
             '<!doctype html><meta charset="utf-8"><title>linrec reproduction report</title><style>'
-            "body{max-width:60em;margin:auto;font-family:sans-serif}"
-            "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}"
+            "body{max-width:74em;margin:auto;font-family:sans-serif}h1{font-size:1.6em}"
+            "table{border-collapse:collapse;font-size:85%}td,th{border:1px solid #ccc;padding:2px 6px}"
             f"img{{max-width:100%}}</style>\n{body}"
         )
         out.with_suffix(".html").write_text(page)

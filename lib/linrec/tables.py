@@ -109,6 +109,21 @@ TABLES: dict[str, TableSpec] = {
         "per block: the rank-k bilinear probe, the closed-form quadratic on the top-k input components and the "
         "trained baselines (linrec.probe.probe_table)",
     ),
+    "probe_ex_first": _spec(
+        "03",
+        "model block r2_lin r2_lin_rows r2_poly gain probe_epochs probe_stop probe_converged seconds_probe cond_gram "
+        "cond_scaled n_train_rows n_test_rows r2_quad gain_quad seconds_quad",
+        "per block: the probe and the closed-form quadratic on the stored rows at positions ≥ 1 only, around the map "
+        "fitted on those rows (linrec.probe.probe_table, without_first=True; no trained baselines)",
+    ),
+    "probe_summary_ex_first": _spec(
+        "03",
+        "model n_blocks gain_median gain_max gain_min gain_quad_median quad_excess_median pearson_r p ci_lo ci_hi "
+        "ci_lo90 ci_hi90 ci_lo_iid ci_hi_iid block_length correlation "
+        "detectable_r n_stop_validation n_stop_flattened n_stop_max_epochs seconds_probe_total sweep_rank_min "
+        "sweep_gain_median_rank_min sweep_rank_max sweep_gain_median_rank_max",
+        "per model and pooled: probe_summary of probe_ex_first, claim 3 without position 0",
+    ),
     "probe_ranks": _spec(
         "03",
         "model block rank r2_lin_rows r2_poly gain probe_stop probe_epochs seconds",
@@ -162,6 +177,19 @@ TABLES: dict[str, TableSpec] = {
         "outlier_blocks first_token_blocks unclassified_blocks outlier_first_blocks first_share_blocks massive_blocks "
         "top1_broadly_linear_blocks max_drop_ex_top8 eff_rank_out_frac_median",
         "per model: regimes (linrec.verdicts.regime_summary)",
+    ),
+    "spectrum_replicates": _spec(
+        "04",
+        "sample model block regime r2_lin r2_feature_median top1_var_share eff_rank_out eff_rank_explained "
+        "first_var_share",
+        "per block and disjoint sample of text: the regime and what decides it (linrec.spectrum.spectrum_table on "
+        "notebook 02's replicate captures; sample 0 is the main capture)",
+    ),
+    "spectrum_replicates_summary": _spec(
+        "04",
+        "model samples n_samples n_broadly_linear n_outlier_concentrated outlier_blocks outlier_blocks_every_sample "
+        "n_claim4_passes replication",
+        "per model: the regimes on each sample of text and claim 4 on each (linrec.verdicts.regime_replication)",
     ),
     "spectrum_inputs": _spec(
         "04",

@@ -694,6 +694,45 @@ def claim4(summary: pd.DataFrame | None) -> Verdict:
     return Verdict(4, REPRODUCED if ok else NOT_REPRODUCED, summary.to_dict("records"), without_first=word1)
 
 
+def regime_replication(reps: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFrame:
+    """Claim 4 on disjoint samples of text (`reps`: `linrec.spectrum.spectrum_table` rows of every model with a
+    `sample` column). Per sample, the regimes are counted (`regime_summary`) and claim 4's rule is applied over all
+    models, as on the profile's own sample. One row per model: per sample (in `samples` order) its broadly linear and
+    outlier-concentrated counts and outlier blocks, `n_samples`, `n_claim4_passes` (samples on which claim 4 holds,
+    the same number in every row) and `replication`: "holds on every sample", "fails on every sample" or
+    "sample-dependent"; `outlier_blocks_every_sample`: the blocks outlier-concentrated on every sample."""
+    _require(reps, ["model", "sample", "block", "regime"], "regime_replication")
+    regimes = list(regimes)
+    samples = sorted(int(k) for k in reps["sample"].unique())
+    per_sample = {k: regime_summary(reps[reps["sample"] == k], regimes) for k in samples}
+    passes = [claim4(per_sample[k]).verdict == REPRODUCED for k in samples]
+    word = (
+        "sample-dependent"
+        if any(passes) != all(passes)
+        else "holds on every sample"
+        if all(passes)
+        else ("fails on every sample")
+    )
+    rows = []
+    for model in dict.fromkeys(reps["model"]):
+        got = [per_sample[k].set_index("model").loc[model] for k in samples]
+        sets = [set(str(g["outlier_blocks"]).split()) for g in got]
+        rows.append(
+            {
+                "model": model,
+                "samples": " ".join(map(str, samples)),
+                "n_samples": len(samples),
+                "n_broadly_linear": " ".join(str(int(g["n_broadly_linear"])) for g in got),
+                "n_outlier_concentrated": " ".join(str(int(g["n_outlier_concentrated"])) for g in got),
+                "outlier_blocks": " | ".join(str(g["outlier_blocks"]) or "none" for g in got),
+                "outlier_blocks_every_sample": " ".join(sorted(set.intersection(*sets), key=int)),
+                "n_claim4_passes": int(sum(passes)),
+                "replication": word,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 # ---- notebook 05: corpora ------------------------------------------------------------------------------
 def corpus_word(spearman_min: float, corpus_depth_ratio: float) -> str:
     """Notebook 05's rule: "a property of the model", "shaped by the corpus" or "mixed" (thresholds above)."""
