@@ -29,7 +29,7 @@ def test_known_keys_are_what_the_notebooks_declare(tmp_path):
     assert declared_parameters(nb) == {"alpha", "beta"}  # tuple targets are not papermill parameters
     assert known_parameters(tmp_path) == {"alpha", "beta", "results_dir"}
     assert {"models", "tokens", "seq_len", "figures_dir", "report_path"} <= known_parameters(ROOT)
-    assert len(notebooks(ROOT)) == 8
+    assert len(notebooks(ROOT)) == 9
 
 
 @pytest.mark.parametrize(
@@ -102,9 +102,9 @@ def test_stages_run_01_alone_then_the_rest_longest_first_then_08():
 
     from linrec.figures import stages
 
-    nbs = [Path(f"notebooks/{n}.py") for n in ("01_capture", "02_a", "03_b", "04_c", "08_report")]
+    nbs = [Path(f"notebooks/{n}.py") for n in ("01_capture", "02_a", "03_b", "04_c", "09_report")]
     got = stages(nbs, {"02_a": 5.0, "03_b": 50.0, "04_c": 20.0})
-    assert [[p.stem for p in s] for s in got] == [["01_capture"], ["03_b", "04_c", "02_a"], ["08_report"]]
+    assert [[p.stem for p in s] for s in got] == [["01_capture"], ["03_b", "04_c", "02_a"], ["09_report"]]
     assert [[p.stem for p in s] for s in stages(nbs[1:3])] == [["02_a", "03_b"]]  # no timings: numbered order
 
 
@@ -176,7 +176,7 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
 
     monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: os.cpu_count() or 1)
     monkeypatch.setattr(linrec.figures, "STAGE_EVERY", 0.5)
-    names = ["01_first", "02_a", "03_b", "08_last"]
+    names = ["01_first", "02_a", "03_b", "09_last"]
     _project(tmp_path, names)
     nb = tmp_path / "notebooks" / "02_a.py"
     nb.write_text(nb.read_text().replace('results_dir = "out"\n', 'results_dir = "out"\nreadme = None\n', 1))
@@ -195,7 +195,7 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
     rec = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in names}
     assert all(r["value"] == 7 for r in rec.values())
     assert all(rec["01_first"]["end"] <= rec[n]["start"] for n in names[1:])
-    assert all(rec[n]["end"] <= rec["08_last"]["start"] for n in names[:-1])
+    assert all(rec[n]["end"] <= rec["09_last"]["start"] for n in names[:-1])
     assert max(rec["02_a"]["start"], rec["03_b"]["start"]) < min(rec["02_a"]["end"], rec["03_b"]["end"])
     if (os.cpu_count() or 1) >= 2:
         assert rec["02_a"]["threads"] == rec["03_b"]["threads"] == (os.cpu_count() or 1) // 2
@@ -235,13 +235,13 @@ def test_a_failing_notebook_is_one_line_naming_it_and_what_never_ran(tmp_path, m
     from linrec.figures import TIMINGS, run_notebooks
 
     monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: max(2, os.cpu_count() or 1))
-    _project(tmp_path, ["01_first", "02_a", "03_b", "08_last"], sleep=0)
+    _project(tmp_path, ["01_first", "02_a", "03_b", "09_last"], sleep=0)
     (tmp_path / "out").mkdir()
     (tmp_path / "notebooks" / "03_b.py").write_text(HEADER + '# %% tags=["parameters"]\nvalue = 0\n\n# %%\n1 / 0\n')
     with pytest.raises(LinrecError, match=r"03_b\.py failed in cell .*ZeroDivisionError") as err:
         run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
     msg = str(err.value)
-    assert "\n" not in msg and msg.endswith("; not run: 08_last") and "02_a" not in msg  # 02_a ran beside it
+    assert "\n" not in msg and msg.endswith("; not run: 09_last") and "02_a" not in msg  # 02_a ran beside it
     import pandas as pd
 
     assert set(pd.read_csv(tmp_path / "out" / "notebooks" / TIMINGS)["notebook"]) == {"01_first", "02_a"}
@@ -251,8 +251,8 @@ def test_the_console_estimates_only_from_this_profiles_own_last_run():
     from linrec.figures import _Console
 
     assert _Console({}, ["01_a", "02_b"]).left() == ""  # nothing to go by: no estimate rather than another's
-    c = _Console({"01_a": 60.0, "02_b": 120.0, "03_c": 240.0, "08_z": 60.0}, ["01_a", "02_b", "03_c", "08_z"], jobs=2)
-    assert c.left() == "; about 5 min left"  # 01 and 08 alone (2 min), 02 and 03 side by side (3 min)
+    c = _Console({"01_a": 60.0, "02_b": 120.0, "03_c": 240.0, "09_z": 60.0}, ["01_a", "02_b", "03_c", "09_z"], jobs=2)
+    assert c.left() == "; about 5 min left"  # 01 and 09 alone (2 min), 02 and 03 side by side (3 min)
     c.done("01_a", 50.0, Path("x"))
     assert c.left() == "; about 4 min left"
 

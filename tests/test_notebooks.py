@@ -3,7 +3,7 @@
 A failure names its notebook.
 
 The first test that needs a notebook runs them all once per test session, the way `linrec figures`
-does (01, then 02–07 side by side, then 08), into a temporary results directory; each test then
+does (01, then 02–08 side by side, then 09), into a temporary results directory; each test then
 checks what its notebook wrote. A notebook that did not complete because another one failed is
 reported as failing because of it.
 """
@@ -207,10 +207,36 @@ def test_07_controls(runner):
     assert len(runner.table("controls_cross_feed_summary")) == 1  # the smoke run's one cross_pairs pair
 
 
-def test_08_report(runner, tmp_path):
+def test_08_training(runner):
+    """The seeds experiment on the smoke profile's tiny runs: every run measured at its checkpoints; each
+    trained-vs-init distance is the mean |ΔR²_lin| of the profiles table's last and first checkpoints (recomputed
+    here from that table); the verdict row is the rule applied to the comparisons; every block of every last
+    checkpoint swapped."""
+    from linrec.training import TrainConfig
+    from linrec.verdicts import seeds_verdict
+
+    runner.upto("08_training")
+    _figure(runner, "fig8_training")
+    p = runner.params
+    steps = TrainConfig(**p["training"]).checkpoint_steps()
+    runs = runner.table("training_runs")
+    assert len(runs) == 5  # the notebook's defaults: GELU and SwiGLU × init seeds 0, 1, and GELU on data order 1
+    prof = runner.table("training_profiles")
+    for run, t in prof.groupby("run"):
+        assert sorted(t["step"].unique()) == steps and sorted(t["block"].unique()) == list(range(2)), run
+    comp = runner.table("training_comparisons")
+    for r in comp[comp["kind"] == "trained vs init"].to_dict("records"):
+        t = prof[prof["run"] == r["a"]].set_index(["step", "block"])["r2_lin"]
+        assert abs((t.loc[steps[-1]] - t.loc[0]).abs().mean() - r["distance"]) < 1e-9
+    verdict = runner.table("training_verdict").iloc[0]
+    assert verdict["word"] == seeds_verdict(comp)["word"]
+    assert len(runner.table("training_swap")) == 2 * len(runs)
+
+
+def test_09_report(runner, tmp_path):
     import shutil
 
-    runner.upto("08_report")
+    runner.upto("09_report")
     text = runner.report.read_text()
     linked = re.findall(r"!\[(\w+)\]\(([^)]+)\)", text)
     assert sorted(stem for stem, _ in linked) == sorted(stem for stem, _, _ in FIGURES)  # each figure once

@@ -924,3 +924,59 @@ def test_claim4_5_and_6b_without_the_first_position():
     v6 = V.claim6b(pred)
     assert v6.verdict == V.REPRODUCED and v6.without_first == V.NOT_REPRODUCED
     assert v6.evidence[0]["outcome_ex_first"] == "no flag"
+
+
+# ---- the seeds experiment (notebook 08) ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "d, lo, hi, floor, word",
+    [
+        (0.30, 0.25, 0.35, 0.02, "differ"),
+        (0.30, 0.019, 0.35, 0.02, "inconclusive"),  # lower bound under the floor
+        (0.0999, 0.09, 0.11, 0.02, "inconclusive"),  # beyond noise but under the minimum effect, and not inside it
+        (0.10, 0.09, 0.11, 0.02, "differ"),  # at the minimum effect
+        (0.05, 0.04, 0.0999, 0.02, "agree"),  # beyond noise yet inside the margin: agree at 0.1
+        (0.05, 0.04, 0.10, 0.02, "inconclusive"),  # upper bound at the margin: not inside
+        (0.05, 0.0, 0.08, 0.09, "agree"),
+        (np.nan, 0.0, 0.08, 0.09, "inconclusive"),
+    ],
+)
+def test_distance_word_at_its_thresholds(d, lo, hi, floor, word):
+    assert V.CLAIM2_MIN_EFFECT == 0.1
+    assert V.distance_word({"distance": d, "distance_lo": lo, "distance_hi": hi, "floor": floor}) == word
+
+
+def _cmp(kind, word):
+    vals = {"differ": (0.3, 0.25, 0.35), "agree": (0.03, 0.02, 0.05), "inconclusive": (0.1, 0.0, 0.2)}[word]
+    return {"kind": kind, "distance": vals[0], "distance_lo": vals[1], "distance_hi": vals[2], "floor": 0.01}
+
+
+@pytest.mark.parametrize(
+    "trained, seeds, variants, word, c2",
+    [
+        ("differ", "differ", "differ", "learned, individual to each run", V.REPRODUCED),
+        ("differ", "agree", "differ", "learned, set by architecture and data", V.PARTLY),
+        ("differ", "agree", "agree", "learned, the same for both variants", V.REPRODUCED),
+        ("differ", "inconclusive", "differ", "learned; seed to seed inconclusive", V.NOT_TESTABLE),
+        ("agree", "differ", "differ", "not learned", V.NOT_REPRODUCED),
+        ("inconclusive", "differ", "differ", "inconclusive", V.NOT_TESTABLE),
+    ],
+)
+def test_seeds_verdict_reads_every_comparison(trained, seeds, variants, word, c2):
+    rows = [_cmp("trained vs init", trained), _cmp("trained vs init", trained), _cmp("seed", seeds),
+            _cmp("seed", seeds), _cmp("variant", variants), _cmp("data order", "inconclusive")]  # fmt: skip
+    got = V.seeds_verdict(pd.DataFrame(rows))
+    assert got["word"] == word and got["claim2a"] == c2
+    mixed = pd.DataFrame([*rows[:2], _cmp("seed", "differ"), _cmp("seed", "agree"), rows[4]])
+    if trained == "differ":  # one seed pair each way: neither individual nor set
+        assert V.seeds_verdict(mixed)["word"] == "learned; seed to seed inconclusive"
+    assert V.seeds_verdict(None)["claim2a"] == V.NOT_TESTABLE
+
+
+def test_claim2a_takes_the_weaker_of_the_offline_and_the_seeds_verdicts():
+    assert V.combine_2a(V.REPRODUCED, V.PARTLY) == V.PARTLY
+    assert V.combine_2a(V.PARTLY, V.NOT_REPRODUCED) == V.NOT_REPRODUCED
+    assert (
+        V.combine_2a(V.PARTLY, V.NOT_TESTABLE) == V.PARTLY
+        and V.combine_2a(V.NOT_TESTABLE, V.REPRODUCED) == V.REPRODUCED
+    )
+    assert V.combine_2a(V.NOT_TESTABLE, V.NOT_TESTABLE) == V.NOT_TESTABLE

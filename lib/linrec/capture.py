@@ -855,6 +855,12 @@ def _made_by(entry: Path, kind: str) -> str:
     try:
         meta = unseal(entry / "meta.json")
         c = meta["config"]
+        if kind == "training":
+            return (
+                f"trained run {c['mlp']}-i{c['init_seed']}-d{c['data_seed']} on {c['text']}: d={c['d_model']}, "
+                f"{c['n_layers']} blocks, {c['steps']} steps, {len(meta['checkpoints'])} checkpoints "
+                f"({meta['made_on']})"
+            )
         label = meta.get("model_label", c["model"])
         if kind == "curve":
             sizes = ", ".join(f"{t // 1000}k" for t in c["train_tokens"])
@@ -867,11 +873,13 @@ def _made_by(entry: Path, kind: str) -> str:
         return "incomplete or damaged (recomputed on next use)"
 
 
-CACHE_KINDS = (("capture", "captures"), ("curve", "curves"), ("swapped", "swapped"))  # (kind, folder in the cache)
+# (kind, folder in the cache)
+CACHE_KINDS = (("capture", "captures"), ("curve", "curves"), ("swapped", "swapped"), ("training", "training"))
 
 
 def cache_entries() -> list[CacheEntry]:
-    """Every capture entry, learning curve (`linrec.curves`) and saved swapped model in the cache, oldest first
+    """Every capture entry, learning curve (`linrec.curves`), trained run (`linrec.training`) and saved swapped model
+    in the cache, oldest first
     (temporary leftovers are not listed; fetched models, wheels and corpora are summed by `linrec cache`)."""
     root = cache_root()
     out = []

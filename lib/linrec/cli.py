@@ -439,6 +439,26 @@ def cmd_cache(args) -> None:
     print(f"{root}: {len(entries)} entries {used:.2f} GiB; {extra}; total {total / 2**30:.2f} GiB")
 
 
+def cmd_train(args) -> None:
+    from linrec.training import TrainConfig, get_run
+
+    cfg = TrainConfig(
+        mlp=args.mlp, d_model=args.d_model, n_layers=args.layers, n_heads=args.heads, vocab=args.vocab,
+        seq_len=args.seq_len, batch_size=args.batch_size, steps=args.steps, lr=args.lr, init_seed=args.init_seed,
+        data_seed=args.data_seed, text=args.text, device=args.device,
+    )  # fmt: skip
+    run = get_run(cfg, cache=not args.no_cache)
+    m = run.meta
+    print(
+        f"{cfg.name}: {m['n_params']:,} parameters ({m['n_params_blocks']:,} in the blocks), {m['tokens_seen']:,} "
+        f"tokens seen ({m['tokens_seen'] / m['n_params']:.1f} per parameter), final training loss "
+        f"{m['final_train_loss']:.3f}, trained on {m['made_on']}{' (from the cache)' if run.cached else ''}"
+    )
+    for step in run.steps:
+        print(f"step {step:>6}: {run.checkpoint(step)}")
+    print(f"measure on: {run.measure_corpus}  (documents never trained on)")
+
+
 def cmd_figures(args) -> None:
     from linrec.figures import run_notebooks
 
@@ -549,6 +569,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save", help="write the compressed model (--budget-ppl's choice, else --blocks) to this directory")
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_swap)
+
+    p = sub.add_parser(
+        "train", help="train a small decoder from scratch with checkpoints (linrec.training; notebook 08), cached"
+    )
+    p.add_argument("--mlp", choices=["gelu", "swiglu"], default="gelu", help="MLP variant (default: gelu)")
+    p.add_argument("--d-model", type=_positive, default=128, help="width (default: 128)")
+    p.add_argument("--layers", type=_positive, default=4, help="blocks (default: 4)")
+    p.add_argument("--heads", type=_positive, default=4, help="attention heads (default: 4)")
+    p.add_argument("--vocab", type=_positive, default=4096, help="BPE vocabulary trained on the text (default: 4096)")
+    p.add_argument("--seq-len", type=_positive, default=128, help="window (default: 128)")
+    p.add_argument("--batch-size", type=_positive, default=32, help="windows per step (default: 32)")
+    p.add_argument("--steps", type=_positive, default=600, help="optimizer steps (default: 600)")
+    p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default: 3e-3)")
+    p.add_argument("--init-seed", type=int, default=0, help="seed of the initial weights (default: 0)")
+    p.add_argument("--data-seed", type=int, default=0, help="seed of the data order (default: 0)")
+    p.add_argument("--text", default="wiki", help="training text: an offline corpus or a path (default: wiki)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default: cpu); the cache key says which")
+    p.add_argument("--no-cache", action="store_true", help="train into a temporary folder, read nothing cached")
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("fetch", help="download offline models/corpora into $LINREC_CACHE")
     p.add_argument("names", nargs="+", help="e.g. smollm2-135m gemma3-270m wiki web code")

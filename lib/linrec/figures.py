@@ -210,7 +210,7 @@ def notebooks(root: Path) -> list[Path]:
     return sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))
 
 
-FIRST, LAST = "01", "08"  # the capture notebook every other one reads; the report, which reads them all
+FIRST, LAST = "01", "09"  # the capture notebook every other one reads; the report, which reads them all
 
 
 def default_jobs() -> int:
@@ -223,7 +223,7 @@ def default_jobs() -> int:
 def stages(selected: list[Path], timings: dict[str, float] | None = None) -> list[list[Path]]:
     """The order `run_notebooks` runs `selected` in: notebook 01 alone (it makes the captures the others read),
     then every notebook between (they read only the cache, never each other's tables; longest first by
-    `timings` {stem: seconds}, the last run's, so the slowest one starts first), then 08 (it reads their tables)."""
+    `timings` {stem: seconds}, the last run's, so the slowest one starts first), then 09 (it reads their tables)."""
     timings = timings or {}
     first = [nb for nb in selected if nb.name.startswith(FIRST)]
     last = [nb for nb in selected if nb.name.startswith(LAST)]
@@ -341,8 +341,8 @@ def run_notebooks(
 ) -> list[Path]:
     """Execute every numbered notebook (or those whose names start with one of `only`) under `params_file`.
 
-    `jobs` notebooks run at once (default `default_jobs()`), in the `stages` order: 01, then 02–07 side by side,
-    then 08. With several jobs the CPUs are split between them (each kernel's thread pools get
+    `jobs` notebooks run at once (default `default_jobs()`), in the `stages` order: 01, then 02–08 side by side,
+    then 09. With several jobs the CPUs are split between them (each kernel's thread pools get
     cpu_count // jobs threads), so no two pools fight over a core; on 2 cores, two one-thread kernels got 15 %
     more forward-pass throughput than one two-thread kernel, and more on the probes' small products. Before each
     stage the CPUs that other processes keep busy are left out (`linrec.threads.free_cpus`): beside another job,

@@ -671,6 +671,71 @@ def fig7b_inputs_or_weights(nulls, cross=None, blocks=None, decomposed=None, ste
     return fig
 
 
+def fig8_training(profiles, distances=None, stem: str | Path | None = None):
+    """The seeds experiment (notebook 08). Top row: one panel per trained run, R²_lin of every block (colour: depth)
+    against the training step (symlog x: step 0, the random initialisation, at the left edge). Bottom left: every
+    run's profile at its last checkpoint (95 % window-bootstrap bars) over its step-0 profile (dotted). Bottom right:
+    the distance between the profiles of two init seeds (mean |ΔR²_lin| per block) at each step, with its 95 %
+    interval, against the noise floor (the same checkpoint on two halves of its held-out windows). `profiles`:
+    `linrec.seeds.checkpoint_table` rows; `distances`: `linrec.seeds.distance_over_training` rows (or None)."""
+    sns.set_theme(style="whitegrid", context="paper")
+    runs = list(dict.fromkeys(profiles["run"]))
+    n = max(len(runs), 2)
+    fig = plt.figure(figsize=(2.6 * n, 6.6))
+    grid = fig.add_gridspec(2, n, height_ratios=[1, 1.1], hspace=0.55, wspace=0.45)
+    n_blocks = int(profiles["block"].max()) + 1
+    colours = sns.color_palette("viridis", n_blocks)
+    for k, run in enumerate(runs):
+        ax = fig.add_subplot(grid[0, k], sharey=fig.axes[0] if k else None)
+        t = profiles[profiles["run"] == run]
+        for b in range(n_blocks):
+            tb = t[t["block"] == b].sort_values("step")
+            ax.plot(tb["step"], tb["r2_lin"], "-o", ms=2.5, lw=1.1, color=colours[b], label=f"block {b}")
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_title(run, fontsize=8)
+        ax.set_xlabel("training step")
+        if k == 0:
+            ax.set_ylabel("held-out R²_lin")
+        else:
+            ax.tick_params(labelleft=False)
+    fig.axes[0].legend(fontsize=6, loc="lower left", ncol=1, frameon=True)
+    half = (n + 1) // 2
+    px = fig.add_subplot(grid[1, :half])
+    styles = {"gelu": "-", "swiglu": "--"}
+    palette = dict(zip(runs, sns.color_palette("tab10", len(runs))))
+    for run in runs:
+        t = profiles[profiles["run"] == run]
+        last, first = t[t["step"] == t["step"].max()], t[t["step"] == 0]
+        mlp = str(t["mlp"].iloc[0])
+        err = _yerr(last["r2_lin"], last["r2_lo"], last["r2_hi"]) if _has_band(last) else None
+        px.errorbar(last["block"], last["r2_lin"], yerr=err, fmt="o", ls=styles.get(mlp, "-"), ms=3.5, capsize=2,
+                    color=palette[run], label=f"{run} (step {int(last['step'].iloc[0])})")  # fmt: skip
+        px.plot(first["block"], first["r2_lin"], ":", color=palette[run], lw=1, alpha=0.8)
+    px.plot([], [], ":", color="0.4", label="the same runs at step 0")
+    px.set_xlabel("block")
+    px.set_ylabel("held-out R²_lin (95 % CI)")
+    px.set_title("End-of-training profiles over their random initialisation", fontsize=9)
+    px.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _legend_below(px, ncol=2)
+    dx = fig.add_subplot(grid[1, half:])
+    if distances is not None and len(distances):
+        for (a, b), t in distances.groupby(["a", "b"], sort=False):
+            t = t.sort_values("step")
+            line = dx.plot(t["step"], t["distance"], "-o", ms=3, label=f"{a} vs {b}")[0]
+            dx.fill_between(t["step"], t["distance_lo"], t["distance_hi"], color=line.get_color(), alpha=0.2)
+            dx.plot(t["step"], t["floor"], ":", color=line.get_color(), lw=1)
+        dx.plot([], [], ":", color="0.4", label="noise floor (two halves of the held-out windows)")
+        dx.set_xscale("symlog", linthresh=1)
+        _legend_below(dx)
+    dx.set_xlabel("training step")
+    dx.set_ylabel("mean |ΔR²_lin| per block (95 % CI)")
+    dx.set_title("Seed against seed while training", fontsize=9)
+    fig.suptitle("The same architecture trained from scratch: R²_lin per block as it is learned", y=0.99)
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
 def fig1_method(stem: str | Path | None = None):
     """Figure 1, the method as a diagram: one frozen pass → (x, y) per FFN block → float64
     statistics → closed-form affine map + residual → held-out R²_lin (and what builds on it)."""

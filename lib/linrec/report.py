@@ -55,6 +55,14 @@ FIGURES = [
         "(`params/curve.yaml` runs it).",
     ),
     (
+        "fig8_training",
+        "08",
+        "Figure 8. The same architecture trained from scratch (`params/training.yaml`): top, R²_lin of every block "
+        "against the training step for each run (step 0 is the random initialisation); bottom left, every run's "
+        "profile at its last checkpoint (95 % bootstrap bars) over its step-0 profile (dotted); bottom right, the "
+        "distance between two init seeds' profiles while training, with its 95 % interval, against the noise floor.",
+    ),
+    (
         "fig3_bilinear_gain",
         "03",
         "Figure 3. Residual nonlinearity 1 − R²_lin against the gain of a rank-16 bilinear probe fitted to the "
@@ -198,7 +206,13 @@ def _f(x, nd: int = 3) -> str:
     return "n/a" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{nd}f}"
 
 
-def _listed(blocks: str) -> str:
+def _listed(blocks) -> str:
+    """Block numbers as a list: "1, 2"; "none" for none. A CSV column of block lists reads back as a float where it
+    holds one block (2.0) and NaN where it holds none."""
+    if blocks is None or (isinstance(blocks, float) and not np.isfinite(blocks)):
+        return "none"
+    if isinstance(blocks, (int, float, np.integer, np.floating)):
+        return str(int(blocks))
     return ", ".join(str(blocks).split()) or "none"
 
 
@@ -216,8 +230,9 @@ def _robustness(r: Results) -> list[str]:
         "counted block–corpus differences of claim 5 are held to a 5 % false-discovery rate.",
     ]
     rep, where = _replicated(r, "r2_replicates_summary")
-    where = " (from `results/full/`, `params/full.yaml`'s samples)" if where else ""
-    if rep is None:
+    regimes, where4 = _replicated(r, "spectrum_replicates_summary")
+    where = " (from `results/full/`, `params/full.yaml`'s samples)" if (where or where4) else ""
+    if rep is None and regimes is None:
         lines += [
             "",
             "**Fresh text.** Not run in this profile: `params/full.yaml` captures both models on two more disjoint "
@@ -229,9 +244,8 @@ def _robustness(r: Results) -> list[str]:
         f"{e['model']}: over samples {e['samples']}, between-sample SD per block median {_f(e['sd_median'])} "
         f"(max {_f(e['sd_max'])}, block {int(e['sd_max_block'])}) against a bootstrap half-width of "
         f"{_f(e['ci_half_width_median'])}; claim 1 {e['replication']}"
-        for e in rep.to_dict("records")
-    ]
-    regimes, _ = _replicated(r, "spectrum_replicates_summary")
+        for e in ([] if rep is None else rep.to_dict("records"))
+    ] or ["claim 1 not yet run on the samples (notebook 02 with `replicate_samples`)"]
     if regimes is not None:
         parts += [
             f"{e['model']}: broadly linear / outlier-concentrated blocks per sample {e['n_broadly_linear']} / "
@@ -254,12 +268,12 @@ ONE_SAMPLE = (
 )
 
 
-def _replicated(r: Results, name: str) -> tuple[pd.DataFrame | None, str]:
-    """Replication table `name` of this profile, else of `results/full/` (with where it came from)."""
+def _replicated(r: Results, name: str, profile: str = "full") -> tuple[pd.DataFrame | None, str]:
+    """Table `name` of this profile, else of `results/<profile>/` (with where it came from: " (<profile> profile)")."""
     rep, where = r.get(name), ""
-    full = r.dir.parent / "full"
-    if (rep is None or rep.empty) and full.is_dir() and full.resolve() != r.dir.resolve():
-        rep, where = load_table(name, full), " (full profile)"
+    other = r.dir.parent / profile
+    if (rep is None or rep.empty) and other.is_dir() and other.resolve() != r.dir.resolve():
+        rep, where = load_table(name, other), f" ({profile} profile)"
     return (rep, where) if rep is not None and not rep.empty else (None, "")
 
 
@@ -301,7 +315,7 @@ def _claim_table(cl: list[Claim], fresh: dict) -> list[str]:
 # figures by claim (stems of FIGURES); a figure another profile draws is named with that profile, never "missing"
 CLAIM_FIGURES = {
     1: ["fig2_r2_lin", "fig2c_learning_curves"],
-    "2a": ["fig7_controls"],
+    "2a": ["fig7_controls", "fig8_training"],
     "2b": ["fig7b_inputs_or_weights"],
     3: ["fig3_bilinear_gain"],
     4: ["fig4_rank_outliers"],
@@ -311,14 +325,20 @@ CLAIM_FIGURES = {
     "7a": ["fig3b_trained_pitfall"],
     "7b": ["fig3c_pitfall_mechanism"],
 }
-OTHER_PROFILE = {"fig2c_learning_curves": ("params/curve.yaml", "results/curve/report.md")}
+# a figure another profile draws: (its profile, its results folder); shown from there, the profile named
+OTHER_PROFILE = {
+    "fig2c_learning_curves": ("params/curve.yaml", "results/curve"),
+    "fig8_training": ("params/training.yaml", "results/training"),
+}
 
 # what result would change each verdict (the rule's nearest threshold, in words), and what to keep in mind
 CHANGE = {
     1: "a model whose resolved jumps all stay below 0.3, or whose profile turns fewer than twice, fails; the paper's "
     "own extremes (> 0.99 next to < 0.3) would need a block far more linear than any measured here",
     "2a": "an untrained reference within 2× of the noise between untrained draws, or a trained-untrained difference "
-    "under 0.1, makes a model 'not learned'",
+    "under 0.1, makes a model 'not learned'; in the seeds experiment, two init seeds whose distance clears both the "
+    "noise floor and 0.1 make the profile individual to a run (reproduced), seeds within 0.1 of each other while "
+    "GELU and SwiGLU differ make it architectural (partly)",
     "2b": "an interval of the weights' minus the inputs' share that excludes 0 decides a model; one that includes 0 "
     "leaves it undecided",
     3: "a 90 % interval of r inside ±0.3 shows 'uncorrelated'; a 95 % interval excluding 0 shows a correlation; "
@@ -337,7 +357,9 @@ CAVEATS = {
     1: "the models are quantised offline releases, not the paper's GPT-2 / Pythia-160m / llama-160m; R²_lin is "
     "biased low at 16k train rows (notebook 02's learning curve)",
     "2a": "the paper's comparison (GPT-2 vs Pythia-160m) needs the hub (`params/paper.yaml`); here the untrained "
-    "reference is each model's own random-init twin or FFNs",
+    "reference is each model's own random-init twin or FFNs. The seeds experiment's decoders (`params/training.yaml`: "
+    "4 blocks, d = 128, a few tokens per parameter on the offline wiki text) are far smaller and shorter-trained than "
+    "the paper's models: what it shows is how a profile forms at that scale",
     "2b": "the cross matrix scores FFN i on block j's inputs with the block's norm gain folded in",
     3: "30 and 18 blocks give low power: |r| below about 0.5 cannot be detected",
     4: "SmolLM2 runs without a BOS token, so some of its high-R²_lin blocks sit on the first position",
@@ -355,9 +377,21 @@ def _figure_lines(stem: str, figures_dir, out: Path) -> list[str]:
     if png.exists():
         return [f"![{stem}]({_rel(png, out.parent)})", "", f"*{caption}* (notebook {nb})", ""]
     if stem in OTHER_PROFILE:
-        params, report = OTHER_PROFILE[stem]
-        return [f"*{caption}* Drawn by `{params}`, not by this profile; see `{report}`.", ""]
+        params, folder = OTHER_PROFILE[stem]
+        root = _project_dir(out.parent)
+        there = root / folder / "figures" / f"{stem}.png" if root is not None else None
+        if there is not None and there.exists():
+            return [f"![{stem}]({_rel(there, out.parent)})", "",
+                    f"*{caption}* (notebook {nb}, from the last run of `{params}`: `{folder}/`)", ""]  # fmt: skip
+        return [f"*{caption}* Drawn by `{params}`, not by this profile; see `{folder}/`.", ""]
     return [f"*{caption}* — not drawn: notebook {nb} has not run in this profile.", ""]
+
+
+def _project_dir(start: Path) -> Path | None:
+    """The linrec project folder above `start` (pyproject.toml beside notebooks/), or None outside one."""
+    here = Path(start).resolve()
+    return next((d for d in (here, *here.parents) if (d / "pyproject.toml").exists() and (d / "notebooks").is_dir()),
+                None)  # fmt: skip
 
 
 def _sentence(text: str) -> str:
@@ -465,10 +499,81 @@ def claim1(r: Results) -> Claim:
     return Claim(1, text, v.verdict, v.without_first, head, details)
 
 
+def _seeds_part(r: Results) -> tuple[str, str, str] | None:
+    """(section sentence, claim-table words, claim 2a's verdict from it) of the seeds experiment (notebook 08), from
+    this profile's results or `results/training/`; None where it has not run."""
+    comp, where = _replicated(r, "training_comparisons", "training")
+    if comp is None:
+        return None
+    v = verdicts.seeds_verdict(comp)
+    runs_table = r.get("training_runs")
+    if runs_table is None:
+        runs_table, _ = _replicated(r, "training_runs", "training")
+
+    def kind(k: str) -> str:
+        t = comp[comp["kind"] == k]
+        return "; ".join(
+            f"{a} vs {b} {_f(d)} {_ci(lo, hi, 3)} (floor {_f(fl)}, {verdicts.distance_word(e)})"
+            for a, b, d, lo, hi, fl, e in zip(t["a"], t["b"], t["distance"], t["distance_lo"], t["distance_hi"],
+                                              t["floor"], t.to_dict("records"))
+        ) or "not run"  # fmt: skip
+
+    ppl = "" if runs_table is None else (
+        f"; final held-out perplexity {_f(runs_table['ppl_test_final'].min(), 1)}–"
+        f"{_f(runs_table['ppl_test_final'].max(), 1)} after {_f(runs_table['tokens_per_param'].iloc[0], 1)} tokens per "
+        "parameter"
+    )  # fmt: skip
+    prof = r.get("training_profiles")
+    if prof is None:
+        prof, _ = _replicated(r, "training_profiles", "training")
+    onset = ""
+    if prof is not None:
+        from linrec.seeds import ONSET_DISTANCE, approach_to_final
+
+        steps = approach_to_final(prof).groupby("run", sort=False)["onset"].first()
+        last = prof.groupby("run", sort=False)["step"].max()
+        settled = {run: s for run, s in steps.items() if s < last[run]}
+        onset = f"; the profile's shape settles (every later checkpoint within {ONSET_DISTANCE} of the last) " + (
+            "at step " + ", ".join(f"{s} ({run})" for run, s in settled.items()) if settled else ""
+        )
+        if len(settled) < len(steps):
+            unsettled = [run for run in steps.index if run not in settled]
+            onset += ("; " if settled else "") + (
+                f"not before the last checkpoint in {', '.join(unsettled)} (still moving at the end of training)"
+            )
+    longer = ""
+    other = r.dir.parent / "training_long"
+    comp_long = load_table("training_comparisons", other) if other.is_dir() else None
+    if comp_long is not None and not comp_long.empty and other.resolve() != r.dir.resolve():
+        seeds_long = comp_long[comp_long["kind"] == "seed"]
+        runs_long = load_table("training_runs", other)
+        factor = ""
+        if runs_long is not None and runs_table is not None:
+            factor = f" {_f(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
+        longer = (
+            f". Trained{factor} longer (`params/training_long.yaml`): {verdicts.seeds_verdict(comp_long)['word']}, "
+            "seed against seed " + ", ".join(f"{_f(d, 3)} {_ci(lo, hi)}" for d, lo, hi in
+                                             zip(seeds_long["distance"], seeds_long["distance_lo"],
+                                                 seeds_long["distance_hi"]))
+        )  # fmt: skip
+    where = where.strip(" ()") or "this profile"
+    text = (
+        f"seeds experiment (notebook 08, {where}; same architecture and text trained from scratch): {v['word']}, so "
+        f"claim 2a from it is {v['claim2a']}. Mean |ΔR²_lin| per block, each last checkpoint against its step 0: "
+        f"{kind('trained vs init')}; init seed against init seed: {kind('seed')}; data order: {kind('data order')}; "
+        f"GELU against SwiGLU: {kind('variant')}{ppl}{onset}{longer}"
+    )
+    return text, f"seeds ({where}): {v['word']}", v["claim2a"]
+
+
 def claim2a(r: Results) -> Claim:
     v = verdicts.claim2a(r.get("controls_learned"))
-    if not v.evidence:
+    seeds = _seeds_part(r)
+    if not v.evidence and seeds is None:
         return _untestable("2a", v)
+    if not v.evidence:
+        text, words, verdict = seeds
+        return Claim("2a", text, verdicts.combine_2a(v.verdict, verdict), "", words, [text])
     parts = []
     for e in v.evidence:
         twin = "degenerate" if e["twin_degenerate"] else "a valid reference"
@@ -483,7 +588,12 @@ def claim2a(r: Results) -> Claim:
         "mean |trained − untrained| vs between untrained draws",
         [f"{e['model']} {_f(e['effect'], 2)} vs {_f(e['noise'], 3)}" for e in v.evidence],
     )
-    return Claim("2a", "; ".join(parts) + note, v.verdict, "", head, [*parts, note.removeprefix(". ")])
+    verdict = v.verdict
+    if seeds is not None:
+        parts.append(seeds[0])
+        head += f"; {seeds[1]}"
+        verdict = verdicts.combine_2a(v.verdict, seeds[2])
+    return Claim("2a", "; ".join(parts) + note, verdict, "", head, [*parts, note.removeprefix(". ")])
 
 
 def claim2b(r: Results) -> Claim:
@@ -1085,7 +1195,7 @@ def readme_section(results_dir: str | Path, report: str | Path = "paper/report.m
     cl = [f(r) for f in CLAIM_BUILDERS]
     rows = [row.replace("](#", f"]({report}#") for row in _claim_table(cl, _fresh_text(r))[2:]]
     note = (
-        f"Written by notebook 08 from `{Path(results_dir).name}/`; each claim's number links to its section of "
+        f"Written by notebook 09 from `{Path(results_dir).name}/`; each claim's number links to its section of "
         f"[`{report}`]({report}) (rule, evidence, figure, what would change the verdict)."
     )
     return "\n".join([README_START, note, "", *rows, README_END])

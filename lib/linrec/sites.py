@@ -37,6 +37,8 @@ FFN_SITES: dict[str, SiteSpec] = {  # model_type → site                       
     ),
     "llama": SiteSpec("layers", "mlp", "mlp", pre_norm="post_attention_layernorm"),  # model.layers.{i}.mlp (SwiGLU)
     "qwen2": SiteSpec("layers", "mlp", "mlp", pre_norm="post_attention_layernorm"),  # model.layers.{i}.mlp (SwiGLU)
+    # llama with a plain MLP, down(act(up(x))): linrec.training's GELU variant
+    "arcee": SiteSpec("layers", "mlp", "mlp", pre_norm="post_attention_layernorm"),
     "gemma3_text": SiteSpec(
         "layers",
         "mlp",

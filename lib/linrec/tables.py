@@ -191,6 +191,38 @@ TABLES: dict[str, TableSpec] = {
         "n_claim4_passes replication",
         "per model: the regimes on each sample of text and claim 4 on each (linrec.verdicts.regime_replication)",
     ),
+    "training_runs": _spec(
+        "08",
+        "run mlp init_seed data_seed d_model n_layers d_ff n_params n_params_blocks tokens_seen tokens_per_param "
+        "train_tokens_available epochs final_train_loss ppl_test_final made_on seconds from_cache",
+        "per trained run (linrec.training): its size, what it saw and how far it got",
+    ),
+    "training_profiles": _spec(
+        "08",
+        "run mlp init_seed data_seed step tokens_seen block r2_lin r2_lo r2_hi ppl_test train_loss n_test_windows",
+        "per run, checkpoint and block: held-out R²_lin on the measuring text (linrec.seeds.checkpoint_table)",
+    ),
+    "training_comparisons": _spec(
+        "08",
+        "kind a b step distance distance_lo distance_hi corr corr_lo corr_hi floor beyond_noise within_noise outcome",
+        "per comparison of two profiles: distance with its paired interval against the noise floor "
+        "(linrec.seeds.comparisons, linrec.verdicts.distance_word)",
+    ),
+    "training_distance_curve": _spec(
+        "08",
+        "kind a b step distance distance_lo distance_hi corr corr_lo corr_hi floor beyond_noise within_noise",
+        "per pair of init seeds and checkpoint step: the distance while training (linrec.seeds.distance_over_training)",
+    ),
+    "training_swap": _spec(
+        "08",
+        "run block r2_lin ppl_base ppl_swapped delta_ppl delta_lo delta_hi params_ffn params_linear seconds",
+        "per run's last checkpoint and block: held-out ΔPPL of swapping the block alone for its map (linrec.swap)",
+    ),
+    "training_verdict": _spec(
+        "08",
+        "word claim2a margin trained_words seed_words data_order_words variant_words",
+        "the seeds experiment's rule (linrec.verdicts.seeds_verdict)",
+    ),
     "spectrum_inputs": _spec(
         "04",
         "model descriptor spearman_rho p",
@@ -449,7 +481,15 @@ FLOAT_FORMAT = "%.12g"
 # table made of nothing else (`TIMING_TABLES`) goes there whole.
 TIMINGS_DIR = "timings"
 TIMING_TABLES = ("swap_timings",)
-ROW_KEYS = ("model", "corpus", "block", "rank", "first", "step")  # the columns that name a row, where a table has them
+ROW_KEYS = (
+    "model",
+    "run",
+    "corpus",
+    "block",
+    "rank",
+    "first",
+    "step",
+)  # the columns that name a row, where a table has them
 
 
 def is_timing(column: str) -> bool:

@@ -84,6 +84,14 @@ MIDDLE_SHARE = 0.5  # notebook 06: ρ "within the middle blocks" uses the middle
 FIRST_VARIANTS = ("map", "ffn", "mean")  # notebook 06's position variants (linrec.surgery.FIRST_MODES)
 GAUSSIAN_DROP = 0.1  # notebook 07: a block "loses" on Gaussian inputs when its R² falls by more than this
 
+SEEDS_RULE = (
+    "each comparison of two profiles (mean |ΔR²_lin| per block, paired window bootstrap): 'differ' if its 95 % "
+    f"lower bound exceeds the noise floor (the same checkpoint on two halves of the held-out windows) and it is ≥ "
+    f"{CLAIM2_MIN_EFFECT}; 'agree' if its upper bound is < {CLAIM2_MIN_EFFECT}; else inconclusive. Learned if every "
+    "run differs from its own step 0; then individual if every pair of init seeds differs, set by architecture and "
+    "data if the seeds agree and GELU differs from SwiGLU, the same for both variants if all agree; claim 2a "
+    "reproduced for individual or the same for both, partly for set by architecture, not reproduced if not learned"
+)
 RULES = {
     1: f"reproduced for a model if its profile spans ≥ {CLAIM1_SPAN}, some adjacent blocks with disjoint 95 % "
     f"intervals differ by ≥ {CLAIM1_JUMP}, and the profile changes direction ≥ {CLAIM1_TURNS} times counting only "
@@ -95,7 +103,8 @@ RULES = {
     f"{CLAIM2_MIN_EFFECT}; the untrained reference is the random-init twin (its own inputs), or, where the twin is "
     f"degenerate (its median train − held-out gap exceeds the trained model's by > {CLAIM2_DEGENERATE_GAP}), the "
     "random-init FFN ensemble on the trained inputs; reproduced if every model is 'learned', partly if some are, not "
-    "reproduced if none is",
+    "reproduced if none is. Where the seeds experiment ran (notebook 08), the verdict is the weaker of this and the "
+    "seeds rule's (SEEDS_RULE)",
     "2b": "per model, with each block's pre-MLP norm gain folded into its FFN: 'weights' if the 95 % interval of "
     "(weights' unique share − inputs' unique share) of the additive decomposition R²(FFN i, inputs j) ≈ μ + a_i + b_j "
     "(what only a, or only b, explains; window bootstrap) lies above 0 "
@@ -1298,6 +1307,70 @@ def _by_share(claim: str, ev: list[dict], key: str, yes: str, reason: str) -> Ve
         return Verdict(claim, NOT_TESTABLE, ev, reason=reason)
     n = sum(w == yes for w in words)
     return Verdict(claim, REPRODUCED if n == len(words) else PARTLY if n else NOT_REPRODUCED, ev)
+
+
+# ---- notebook 08: the seeds experiment ----------------------------------------------------------------------------
+def distance_word(row: Mapping, margin: float = CLAIM2_MIN_EFFECT) -> str:
+    """One comparison of the seeds experiment (`linrec.seeds.compare`): "differ" if its 95 % lower bound exceeds the
+    noise floor and the distance is at least `margin` (2a's minimum effect); "agree" if its upper bound is below
+    `margin` (an equivalence test with that margin, whatever the floor); otherwise "inconclusive"."""
+    d, lo, hi, floor = (float(row.get(k, np.nan)) for k in ("distance", "distance_lo", "distance_hi", "floor"))
+    if not all(np.isfinite(v) for v in (d, lo, hi, floor)):
+        return "inconclusive"
+    if lo > floor and d >= margin:
+        return "differ"
+    if hi < margin:
+        return "agree"
+    return "inconclusive"
+
+
+def _all(words: list[str], word: str) -> bool:
+    return bool(words) and all(w == word for w in words)
+
+
+def seeds_verdict(comparisons: pd.DataFrame | None) -> dict:
+    """The seeds experiment's rule (RULES["seeds"]) on `linrec.seeds.comparisons`: each comparison's word
+    (`distance_word`), then "learned" (every trained run differs from its own step 0), "not learned" (every one
+    agrees with it) or "inconclusive"; after "learned", by the seed pairs and the GELU–SwiGLU pairs: "learned,
+    individual to each run" (every seed pair differs), "learned, set by architecture and data" (every seed pair
+    agrees, every variant pair differs), "learned, the same for both variants" (seed and variant pairs all agree) or
+    "learned; seed to seed inconclusive" (SEEDS_RULE). `claim2a`: what that says of the paper's claim 2a ("learned, not
+    architectural"): reproduced for individual or for the same across variants, partly for set by architecture,
+    not reproduced for not learned, not testable otherwise. With each kind's words (`trained_words`, `seed_words`,
+    `data_order_words`, `variant_words`: one per comparison, in order)."""
+    if comparisons is None or comparisons.empty:
+        return {"word": "not run", "claim2a": NOT_TESTABLE}
+    t = comparisons.assign(outcome=[distance_word(r) for r in comparisons.to_dict("records")])
+    words = {k: list(g["outcome"]) for k, g in t.groupby("kind", sort=False)}
+    trained, seeds, variants = (words.get(k, []) for k in ("trained vs init", "seed", "variant"))
+    if _all(trained, "differ"):
+        if _all(seeds, "differ"):
+            word, c2 = "learned, individual to each run", REPRODUCED
+        elif _all(seeds, "agree") and _all(variants, "differ"):
+            word, c2 = "learned, set by architecture and data", PARTLY
+        elif _all(seeds, "agree") and _all(variants, "agree"):
+            word, c2 = "learned, the same for both variants", REPRODUCED
+        else:
+            word, c2 = "learned; seed to seed inconclusive", NOT_TESTABLE
+    elif _all(trained, "agree"):
+        word, c2 = "not learned", NOT_REPRODUCED
+    else:
+        word, c2 = "inconclusive", NOT_TESTABLE
+    out = {"word": word, "claim2a": c2, "margin": CLAIM2_MIN_EFFECT}
+    for k, name in SEEDS_KINDS.items():
+        out[f"{name}_words"] = ", ".join(words.get(k, []))
+    return out
+
+
+SEEDS_KINDS = {"trained vs init": "trained", "seed": "seed", "data order": "data_order", "variant": "variant"}
+
+
+def combine_2a(offline: str, seeds: str) -> str:
+    """Claim 2a's verdict from the offline models' rule and the seeds experiment's: the weaker of the two tested
+    verdicts (reproduced > partly > not reproduced); one alone where the other is not testable."""
+    order = [REPRODUCED, PARTLY, NOT_REPRODUCED]
+    tested = [v for v in (offline, seeds) if v in order]
+    return max(tested, key=order.index) if tested else NOT_TESTABLE
 
 
 def claim2a(learned: pd.DataFrame | None) -> Verdict:

@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # 08 · The reproduction report
+# # 09 · The reproduction report
 #
 # Every notebook before this one wrote its tables to `results_dir`. This one reads them back —
 # only them — and writes the report (`paper/report.md` and `.html` on the default run): the

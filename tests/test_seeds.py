@@ -1,0 +1,78 @@
+"""linrec.seeds: profile distances with paired window-bootstrap intervals, and the noise floor they are judged by."""
+
+import numpy as np
+import pytest
+
+from helpers import make_tiny_model, tiny_tokenizer
+from linrec.capture import get_capture
+from linrec.errors import LinrecError
+from linrec.hf import LoadedModel
+from linrec.recoverability import ceiling_table
+from linrec.seeds import compare, noise_floor, pairs, profile
+from linrec.training import TrainConfig
+
+
+def _capture(seed, corpus, tokens=4096):
+    loaded = LoadedModel(make_tiny_model("llama", seed), tiny_tokenizer(), f"m{seed}", f"tiny-{seed}", "memory")
+    return get_capture(f"m{seed}", corpus, seq_len=32, tokens=tokens, sample_rows=0, loaded=loaded, cache=False,
+                       progress=False)  # fmt: skip
+
+
+@pytest.fixture
+def caps(tiny_corpus):
+    corpus = tiny_corpus(20000)
+    return _capture(0, corpus), _capture(1, corpus), _capture(0, corpus, tokens=16384)
+
+
+def test_a_profile_against_itself_and_against_another(caps):
+    """profile() is the ceiling table's R²_lin; a profile against itself is at distance 0 on every resample
+    (correlation 1, within any floor); between two models the distance is the mean |ΔR²_lin| of their ceiling tables,
+    symmetric, with an interval around it, and the larger of the two floors."""
+    a, b, _ = caps
+    assert np.allclose(profile(a), ceiling_table(a)["r2_lin"], atol=1e-12)
+    same = compare(a, a, n_boot=200)
+    assert same["distance"] == same["distance_lo"] == same["distance_hi"] == 0.0
+    assert same["corr"] == pytest.approx(1.0) and same["within_noise"] and not same["beyond_noise"]
+    ab, ba = compare(a, b, n_boot=200), compare(b, a, n_boot=200)
+    want = np.abs(ceiling_table(a)["r2_lin"] - ceiling_table(b)["r2_lin"]).mean()
+    assert ab["distance"] == pytest.approx(want, abs=1e-12) and ab == ba
+    assert ab["distance_lo"] <= ab["distance"] + 0.02 and ab["distance_hi"] >= ab["distance"] - 0.02
+    assert ab["floor"] == pytest.approx(max(noise_floor(a), noise_floor(b)))
+
+
+def test_the_noise_floor_shrinks_with_more_held_out_windows(caps):
+    """The floor is what measurement alone produces: positive, and smaller (about half) with four times the windows."""
+    a, _, big = caps
+    small, large = noise_floor(a), noise_floor(big)
+    assert small > 0 and large < 0.75 * small
+    assert noise_floor(a, seed=1) == pytest.approx(small, rel=0.3)  # another set of halvings: about the same
+
+
+def test_pairs_and_a_distance_on_different_windows_is_refused(caps):
+    a, _, big = caps
+    with pytest.raises(LinrecError, match="same windows"):
+        compare(a, big)
+    runs = [TrainConfig(mlp=m, init_seed=i, data_seed=d) for m, i, d in
+            (("gelu", 0, 0), ("gelu", 1, 0), ("swiglu", 0, 0), ("swiglu", 1, 0), ("gelu", 0, 1))]  # fmt: skip
+    got = pairs(runs)
+    assert ("seed", "gelu-i0-d0", "gelu-i1-d0") in got and ("seed", "swiglu-i0-d0", "swiglu-i1-d0") in got
+    assert ("data order", "gelu-i0-d0", "gelu-i0-d1") in got
+    assert ("variant", "gelu-i0-d0", "swiglu-i0-d0") in got and ("variant", "gelu-i1-d0", "swiglu-i1-d0") in got
+    assert len(got) == 5  # nothing that differs in two things at once
+
+
+def test_the_onset_is_the_first_step_that_stays_near_the_last_profile():
+    """A run whose profile reaches its final shape at step 10, leaves it at 30 and returns at 100: the onset is 100,
+    not 10 (every later checkpoint must stay within 0.05)."""
+    import pandas as pd
+
+    from linrec.seeds import approach_to_final
+
+    final = np.array([0.9, 0.5, 0.7])
+    steps = {0: final - 0.3, 10: final + 0.01, 30: final - 0.2, 100: final + 0.02, 300: final}
+    t = pd.DataFrame([{"run": "r", "step": s, "block": b, "r2_lin": v[b]} for s, v in steps.items() for b in range(3)])
+    got = approach_to_final(t).set_index("step")
+    assert (got["onset"] == 100).all() and got.loc[300, "distance_to_final"] == 0.0
+    assert got.loc[0, "distance_to_final"] == pytest.approx(0.3) and got.loc[10, "distance_to_final"] == pytest.approx(
+        0.01
+    )

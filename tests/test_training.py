@@ -1,0 +1,183 @@
+"""linrec.training: small decoders trained from scratch, reproducible, cached, and measured like any other model."""
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from linrec.errors import LinrecError
+from linrec.training import (
+    EOS,
+    TrainConfig,
+    build_model,
+    get_run,
+    lr_at,
+    profile_configs,
+    split_documents,
+    train_model,
+)
+
+WORDS = "red green blue cyan magenta yellow black white".split()
+TINY = dict(d_model=16, n_layers=2, n_heads=2, vocab=300, seq_len=16, batch_size=8, steps=60, lr=3e-2, warmup=3,
+            n_checkpoints=4)  # fmt: skip
+
+
+def planted_text(n_docs: int = 40, words: int = 120) -> str:
+    """A learnable sequence task: each document walks the colour cycle from its own starting point, so the next word
+    is always determined by the one before."""
+    docs = [" ".join(WORDS[(k + i) % len(WORDS)] for i in range(words + k)) for k in range(n_docs)]  # all distinct
+    return f"\n{EOS}\n".join(docs)
+
+
+@pytest.fixture
+def planted(tmp_path):
+    p = tmp_path / "planted.txt"
+    p.write_text(planted_text())
+    return str(p)
+
+
+def _windows(cfg, text):
+    from linrec.corpora import load_documents
+    from linrec.training import train_tokenizer, train_windows
+
+    docs, _ = load_documents(text)
+    train, _ = split_documents(docs, cfg.measure_frac, cfg.split_seed)
+    tok = train_tokenizer(train, cfg.vocab)
+    return tok, train_windows(train, tok, cfg.seq_len)
+
+
+def test_the_loss_falls_on_a_planted_task_and_a_rerun_is_bit_identical(planted):
+    """Sixty steps on the colour cycle cut the loss to under a tenth of its start (the task is learnable, the loop
+    learns it); the same configuration trained twice gives the same losses and the same weights bit for bit, and
+    another init seed does not."""
+    cfg = TrainConfig(text=planted, **TINY)
+    tok, windows = _windows(cfg, planted)
+    a, log_a = train_model(cfg, len(tok), windows, progress=False)
+    b, log_b = train_model(cfg, len(tok), windows, progress=False)
+    first, last = log_a[0]["loss"], np.mean([r["loss"] for r in log_a[-5:]])
+    assert last < 0.1 * first, (first, last)
+    assert [r["loss"] for r in log_a] == [r["loss"] for r in log_b]
+    sa, sb = a.state_dict(), b.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    c, _ = train_model(TrainConfig(text=planted, **{**TINY, "init_seed": 1}), len(tok), windows, progress=False)
+    assert not torch.equal(sa["model.embed_tokens.weight"], c.state_dict()["model.embed_tokens.weight"])
+
+
+def test_variants_differ_in_their_mlp_alone_with_the_same_parameter_count():
+    """GELU is llama with a plain MLP (Arcee); SwiGLU is llama. Same width, same MLP parameters (4d·2 = 8d², and
+    3·d·8d/3 rounded), every other module of the same shape; the FFN site registry finds both."""
+    from linrec.sites import find_ffn_sites
+
+    g, s = (
+        build_model(TrainConfig(mlp="gelu", d_model=48), 300),
+        build_model(TrainConfig(mlp="swiglu", d_model=48), 300),
+    )
+    assert type(g).__name__ == "ArceeForCausalLM" and type(s).__name__ == "LlamaForCausalLM"
+    mlp = lambda m: sum(p.numel() for n, p in m.named_parameters() if ".mlp." in n)  # noqa: E731
+    assert mlp(g) == 8 * 48 * 48 * 4 and mlp(s) == 4 * 3 * 48 * 128  # 4 blocks; 8·48/3 = 128
+    rest = lambda m: {n: p.shape for n, p in m.named_parameters() if ".mlp." not in n}  # noqa: E731
+    assert rest(g) == rest(s)
+    assert [x.path for x in find_ffn_sites(g)] == [f"model.layers.{i}.mlp" for i in range(4)]
+    assert len(find_ffn_sites(s)) == 4
+
+
+def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_is_retrained(planted, caplog):
+    """get_run trains once and reads the entry after; the final checkpoint, loaded by its path like any model,
+    gives the logits of the same model trained again in memory (1e-6) and the same R²_lin (1e-9); the measuring
+    documents are none of the training documents; a changed file is found by the manifest and the run retrained."""
+    from linrec.capture import get_capture
+    from linrec.corpora import load_documents
+    from linrec.hf import LoadedModel
+    from linrec.models import load_model
+
+    cfg = TrainConfig(text=planted, **TINY)
+    run = get_run(cfg, progress=False)
+    assert not run.cached and run.steps == cfg.checkpoint_steps() == [0, 1, 8, 60]
+    again = get_run(cfg, progress=False)
+    assert again.cached and again.path == run.path and again.meta["tokens_seen"] == 60 * 8 * 16
+    measure, _ = load_documents(run.measure_corpus)
+    train, held = split_documents(load_documents(planted)[0], cfg.measure_frac, cfg.split_seed)
+    assert measure == held and not set(measure) & set(train)
+
+    tok, windows = _windows(cfg, planted)
+    mem, _ = train_model(cfg, len(tok), windows, progress=False)
+    disk = load_model(str(run.final))
+    ids = windows[:4]
+    with torch.no_grad():
+        assert torch.allclose(disk.model(ids).logits, mem(ids).logits, atol=1e-6, rtol=0)
+    kw = dict(seq_len=16, tokens=800, sample_rows=0, progress=False, cache=False)
+    a = get_capture(str(run.final), run.measure_corpus, **kw)
+    b = get_capture(
+        str(run.final), run.measure_corpus, loaded=LoadedModel(mem, tok, "mem", disk.identity, "memory"), **kw
+    )
+    assert max(abs(a.score(i).r2 - b.score(i).r2) for i in range(2)) < 1e-9
+
+    weights = run.final / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)
+    with caplog.at_level(logging.WARNING, logger="linrec.training"):
+        redone = get_run(cfg, progress=False)
+    assert not redone.cached and "damaged" in caplog.text
+
+
+def test_an_affine_block_swaps_for_free():
+    """A GELU block whose activation is the identity is affine by construction: its R²_lin is 1 and swapping it for
+    its closed-form map leaves the held-out perplexity unchanged (ΔPPL within float32 noise of 0)."""
+    from helpers import tiny_text
+    from linrec.capture import get_capture
+    from linrec.hf import LoadedModel
+    from linrec.swap import SwapStudy
+    from linrec.training import train_tokenizer
+
+    text = tiny_text(4000)
+    tok = train_tokenizer([text[: len(text) // 2], text[len(text) // 2 :]], 300)
+    model = build_model(TrainConfig(d_model=32, n_layers=2, n_heads=2, seq_len=32), len(tok)).eval()
+    model.model.layers[1].mlp.act_fn = torch.nn.Identity()
+    loaded = LoadedModel(model, tok, "affine-block", "affine-block", "memory")
+    import tempfile
+    from pathlib import Path
+
+    corpus = Path(tempfile.mkdtemp()) / "text.txt"
+    corpus.write_text(text)
+    cap = get_capture("affine-block", str(corpus), seq_len=32, tokens=2048, sample_rows=0, loaded=loaded,
+                      cache=False, progress=False)  # fmt: skip
+    assert cap.score(1).r2 > 1 - 1e-9 and cap.score(0).r2 < 0.999
+    table = SwapStudy(cap, loaded, progress=False, screening_windows=2).table(blocks=[0, 1])
+    d = table.set_index("block")["delta_ppl"]
+    base = table["ppl_base"].iloc[0]
+    assert abs(d[1]) < 1e-4 * base and abs(d[0]) > 100 * abs(d[1])
+
+
+def test_schedule_checkpoints_configs_and_bad_input():
+    cfg = TrainConfig(steps=800, warmup=40, lr=1e-3, n_checkpoints=8)
+    steps = cfg.checkpoint_steps()
+    assert steps[0] == 0 and steps[-1] == 800 and len(steps) == 8 and steps == sorted(set(steps))
+    assert np.allclose(np.diff(np.log(steps[1:])), np.log(800) / 6, rtol=0.3)  # log-spaced
+    assert lr_at(0, cfg) == pytest.approx(1e-3 / 40) and lr_at(39, cfg) == pytest.approx(1e-3)
+    assert lr_at(799, cfg) == pytest.approx(1e-4, rel=1e-3)
+    assert TrainConfig(mlp="swiglu", d_model=128).ffn_width == 344 and TrainConfig(d_model=128).ffn_width == 512
+    runs = profile_configs({"steps": 10}, ["gelu", "swiglu"], [0, 1], [0, 1])
+    assert [c.name for c in runs] == ["gelu-i0-d0", "gelu-i1-d0", "swiglu-i0-d0", "swiglu-i1-d0", "gelu-i0-d1"]
+    assert TrainConfig().key("cpu") != TrainConfig().key("cuda:NVIDIA H100")  # the key says what trained it
+    for bad, match in ((dict(mlp="relu"), "mlp must be"), (dict(d_model=30, n_heads=4), "heads"),
+                       (dict(measure_frac=1.0), "measure_frac")):  # fmt: skip
+        with pytest.raises(LinrecError, match=match):
+            TrainConfig(**bad).validate()
+    with pytest.raises(LinrecError, match="at least 2"):
+        split_documents(["one"], 0.1)
+
+
+def test_the_train_command_reports_the_run_and_refuses_a_missing_gpu(planted, capsys):
+    """`linrec train` trains (or reads) one run and prints its size, tokens per parameter and checkpoints; asking for
+    a GPU where there is none is one line naming the fix, before any work."""
+    from linrec.cli import main
+
+    args = ["train", "--text", planted, "--d-model", "16", "--layers", "2", "--heads", "2", "--vocab", "300",
+            "--seq-len", "16", "--batch-size", "8", "--steps", "6"]  # fmt: skip
+    assert main(args) in (0, None)
+    out = capsys.readouterr().out
+    assert "gelu-i0-d0:" in out and "tokens seen" in out and out.count("step ") >= 4 and "measure.txt" in out
+    if not torch.cuda.is_available():
+        code = main([*args, "--device", "cuda"])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err and "cuda" in err.lower()
