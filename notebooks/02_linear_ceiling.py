@@ -60,7 +60,7 @@ figures_dir = "figures"  # fig2_r2_lin.png / .pdf, fig2c_learning_curves.png / .
 import pandas as pd
 from IPython.display import display
 
-from linrec.capture import get_capture
+from linrec.capture import get_capture, replicate_captures
 from linrec.curves import curve_overview, curve_sentence, curve_summary, curve_table, get_curve, with_profile
 from linrec.errors import LinrecError
 from linrec.figures import project_root
@@ -241,12 +241,9 @@ def say(replication):
 
 
 if replicate_samples:
-    reps = [table.assign(sample=0)]
-    for m in models:
-        for k in replicate_samples:
-            cap = get_capture(m, corpus, seq_len, tokens, seed, sample_rows=0, batch_size=batch_size, device=device,
-                              sample=k)  # fmt: skip
-            reps.append(ceiling_table(cap).assign(sample=k))
+    samples = replicate_captures(models, replicate_samples, corpus, seq_len=seq_len, tokens=tokens, seed=seed,
+                                 batch_size=batch_size, device=device)  # fmt: skip
+    reps = [table.assign(sample=0), *(ceiling_table(c).assign(sample=k) for (_, k), c in samples.items())]
     reps = pd.concat(reps, ignore_index=True)
     save_table(reps, "r2_replicates", root / results_dir)
     replication = replication_summary(reps)

@@ -113,7 +113,7 @@ figures_dir = "figures"
 # %%
 import pandas as pd
 
-from linrec.capture import get_capture
+from linrec.capture import get_capture, replicate_captures
 from linrec.figures import project_root
 from linrec.plots import fig4_rank_outliers
 from linrec.spectrum import REGIMES, spectrum_table
@@ -222,12 +222,9 @@ def say(rep):
 if replicate_samples:
     keep = ["model", "block", "regime", "r2_lin", "r2_feature_median", "top1_var_share", "eff_rank_out",
             "eff_rank_explained", "first_var_share"]  # fmt: skip
-    reps = [table.assign(sample=0)]
-    for m in models:
-        for k in replicate_samples:
-            cap = get_capture(m, corpus, seq_len, tokens, seed, sample_rows=0, batch_size=batch_size, device=device,
-                              sample=k)  # fmt: skip
-            reps.append(spectrum_table(cap).assign(sample=k))
+    samples = replicate_captures(models, replicate_samples, corpus, seq_len=seq_len, tokens=tokens, seed=seed,
+                                 batch_size=batch_size, device=device)  # fmt: skip
+    reps = [table.assign(sample=0), *(spectrum_table(c).assign(sample=k) for (_, k), c in samples.items())]
     reps = pd.concat(reps, ignore_index=True)
     save_table(reps[["sample", *keep]], "spectrum_replicates", root / results_dir)
     replication = regime_replication(reps, REGIMES)

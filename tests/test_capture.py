@@ -623,3 +623,19 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
     again = get_curve(saved_tiny["model"], saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
                       test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
     assert not again.cached and "meta.json is missing" in caplog.text
+
+
+def test_replicate_captures_are_each_models_disjoint_samples(tiny_model_dir, tiny_corpus):
+    """One capture per (model, sample), in that order, each on its own stretch of the corpus (its windows are not
+    sample 0's), moments only."""
+    from linrec.capture import get_capture, replicate_captures
+
+    corpus = tiny_corpus(20000)
+    kw = dict(seq_len=32, tokens=1024, progress=False)
+    reps = replicate_captures([tiny_model_dir], [2, 1], corpus, **kw)
+    assert list(reps) == [(tiny_model_dir, 2), (tiny_model_dir, 1)]
+    base = get_capture(tiny_model_dir, corpus, sample_rows=0, **kw)
+    for (_, k), cap in reps.items():
+        assert cap.config.sample == k and cap.config.sample_rows == 0
+        assert cap.stats["train"][0].n == base.stats["train"][0].n
+        assert not np.allclose(cap.fit(0).W, base.fit(0).W)  # other text, another map

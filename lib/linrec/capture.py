@@ -753,6 +753,15 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
     return out
 
 
+def replicate_captures(models: list[str], samples: list[int], corpus: str = "wiki", **kwargs) -> dict:
+    """{(model, sample): capture} of every model on each disjoint stretch `samples` of `corpus` (`get_capture` with
+    `sample=k` and `sample_rows=0`: moments only, which is all a replication of the profile or the regimes needs),
+    models in the order given, then samples. `kwargs`: the other `get_capture` arguments (seq_len, tokens, seed,
+    batch_size, device, …)."""
+    kwargs = {**kwargs, "sample_rows": 0}
+    return {(m, int(k)): get_capture(m, corpus, sample=int(k), **kwargs) for m in models for k in samples}
+
+
 def _check_dtype(loaded: LoadedModel, config: CaptureConfig) -> None:
     """A model passed in must run in the dtype the capture's key records."""
     have = next(loaded.model.parameters()).dtype
