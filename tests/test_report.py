@@ -470,7 +470,11 @@ def test_claim2a_states_the_seeds_experiment_and_takes_the_weaker_verdict(tmp_pa
     save_table(prof, "training_profiles", tmp_path / "training")
     ours = {x.number: x for x in claims(d)}["2a"].ours
     assert "settles (every later checkpoint within 0.05 of the last) at step 10 (settles)" in ours
-    assert "not before the last checkpoint in moves (still moving" in ours
+    assert "not before the last checkpoint in moves (still moving" in ours and "longer" not in ours
+    save_table(_comparisons(0.3), "training_comparisons", tmp_path / "training_long")  # a longer run, seeds apart
+    ours = {x.number: x for x in claims(d)}["2a"].ours
+    assert "longer (`params/training_long.yaml`): learned, individual to each run" in ours
+    assert "gelu-i0-d0 vs gelu-i1-d0 0.300 [0.280, 0.320]" in ours
     learned = pd.DataFrame([{"model": "m", "twin_gap": 0.0, "trained_gap": 0.0, "twin_degenerate": False,
                              "effect_twin": 0.3, "noise_twin": 0.01, "effect_null": 0.3, "noise_null": 0.01,
                              "reference": "random-init twin", "effect": 0.3, "noise": 0.01}])  # fmt: skip

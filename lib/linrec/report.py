@@ -541,12 +541,33 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
             onset += ("; " if settled else "") + (
                 f"not before the last checkpoint in {', '.join(unsettled)} (still moving at the end of training)"
             )
+    longer = ""
+    other = r.dir.parent / "training_long"
+    comp_long = load_table("training_comparisons", other) if other.is_dir() else None
+    if comp_long is not None and not comp_long.empty and other.resolve() != r.dir.resolve():
+        runs_long = load_table("training_runs", other)
+        factor = ""
+        if runs_long is not None and runs_table is not None:
+            factor = f" {_f(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
+        seed_pairs = comp_long[comp_long["kind"] == "seed"]
+        longer = (
+            f". Trained{factor} longer (`params/training_long.yaml`): {verdicts.seeds_verdict(comp_long)['word']}; "
+            "init seed against init seed "
+            + "; ".join(f"{a} vs {b} {_f(d)} {_ci(lo, hi, 3)}" for a, b, d, lo, hi in
+                        zip(seed_pairs["a"], seed_pairs["b"], seed_pairs["distance"], seed_pairs["distance_lo"],
+                            seed_pairs["distance_hi"]))
+        )  # fmt: skip
+        if runs_long is not None:
+            longer += (
+                f"; final held-out perplexity {_f(runs_long['ppl_test_final'].min(), 1)}–"
+                f"{_f(runs_long['ppl_test_final'].max(), 1)}"
+            )
     where = where.strip(" ()") or "this profile"
     text = (
         f"seeds experiment (notebook 08, {where}; same architecture and text trained from scratch): {v['word']}, so "
         f"claim 2a from it is {v['claim2a']}. Mean |ΔR²_lin| per block, each last checkpoint against its step 0: "
         f"{kind('trained vs init')}; init seed against init seed: {kind('seed')}; data order: {kind('data order')}; "
-        f"GELU against SwiGLU: {kind('variant')}{ppl}{onset}"
+        f"GELU against SwiGLU: {kind('variant')}{ppl}{onset}{longer}"
     )
     return text, f"seeds ({where}): {v['word']}", v["claim2a"]
 
