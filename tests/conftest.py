@@ -39,14 +39,17 @@ def isolated_cache(tmp_path_factory):
     so no test passes on an earlier run's entries.
 
     The fetched wheels, models and corpora (`make test` fetches them first) are shared from
-    the user's cache by symlink: tests read them and never change them (a test that damages a
-    model works on its own copy). Subprocesses and notebook kernels inherit the variable.
+    the user's cache by symlink where they exist there: tests read them and never change them (a test that damages a
+    model works on its own copy); where they do not, the session gets empty folders of its own, and nothing is created
+    in the user's cache. Subprocesses and notebook kernels inherit the variable.
     """
     user = Path(os.environ.get("LINREC_CACHE") or Path.home() / ".cache" / "linrec").expanduser()
     root = tmp_path_factory.mktemp("linrec-cache")
     for name in SHARED:
-        (user / name).mkdir(parents=True, exist_ok=True)
-        (root / name).symlink_to(user / name, target_is_directory=True)
+        if (user / name).is_dir():
+            (root / name).symlink_to(user / name, target_is_directory=True)
+        else:  # nothing fetched there: the session's own folder, so no test creates anything in the user's cache
+            (root / name).mkdir()
     old = os.environ.get("LINREC_CACHE")
     os.environ["LINREC_CACHE"] = str(root)
     yield root

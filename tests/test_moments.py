@@ -47,18 +47,6 @@ def test_shards_merge_exactly():
     assert _rel(merged.M, M) < 1e-12 and _rel(merged.mean.numpy(), mu) < 1e-12
 
 
-def test_raw_sums_match_definitions():
-    x, y = _rows(n=500)
-    m = Moments.of(torch.from_numpy(x), torch.from_numpy(y))
-    s = m.raw_sums()
-    x64, y64 = x.astype(np.float64), y.astype(np.float64)
-    assert s["n"] == 500
-    assert _rel(s["sx"], x64.sum(0)) < 1e-12
-    assert _rel(s["sxx"], x64.T @ x64) < 1e-12
-    assert _rel(s["sxy"], x64.T @ y64) < 1e-12
-    assert _rel(s["syy"], y64.T @ y64) < 1e-12
-
-
 def test_float32_products_are_close_but_not_exact():
     x, y = _rows()
     exact, fast = Moments(12, 5), Moments(12, 5)

@@ -116,8 +116,6 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
     ),
 }
 
-HUB_MODELS = ("gpt2", "EleutherAI/pythia-160m", "JackFram/llama-160m")  # the paper's three
-
 
 def _offline_list() -> str:
     return ", ".join(OFFLINE_MODELS)

@@ -206,20 +206,6 @@ class Moments:
         M, d = self.M, self.d_in
         return M[:d, :d], M[:d, d:], M[d:, d:]
 
-    def raw_sums(self) -> dict[str, np.ndarray]:
-        """The uncentred sums of the definitions: Σx, Σy, Σxxᵀ, Σxyᵀ, Σyyᵀ, n."""
-        mu = self.mean.cpu().numpy()
-        S = self.M + self.n * np.outer(mu, mu)
-        d = self.d_in
-        return {
-            "n": self.n,
-            "sx": self.n * mu[:d],
-            "sy": self.n * mu[d:],
-            "sxx": S[:d, :d],
-            "sxy": S[:d, d:],
-            "syy": S[d:, d:],
-        }
-
     def is_finite(self) -> bool:
         return bool(torch.isfinite(self.mean).all() and torch.isfinite(self._M).all())
 
