@@ -24,11 +24,14 @@ log = logging.getLogger(__name__)
 
 def project_root(start: str | Path | None = None) -> Path:
     """The directory holding `pyproject.toml`, searching upward from `start` (default: cwd)."""
-    here = Path(start or Path.cwd()).resolve()
-    for d in (here, *here.parents):
-        if (d / "pyproject.toml").exists() and (d / "notebooks").is_dir():
-            return d
-    raise LinrecError(f"no linrec project above {here}; run from a clone of the repository")
+    from linrec.files import find_project_root
+
+    root = find_project_root(start)
+    if root is None:
+        raise LinrecError(
+            f"no linrec project above {Path(start or Path.cwd()).resolve()}; run from a clone of the repository"
+        )
+    return root
 
 
 def declared_parameters(notebook: Path) -> set[str]:

@@ -40,6 +40,14 @@ def cache_root() -> Path:
     return root
 
 
+def find_project_root(start: str | Path | None = None) -> Path | None:
+    """The linrec project folder at or above `start` (default: cwd): pyproject.toml beside notebooks/; None outside
+    one."""
+    here = Path(start or Path.cwd()).resolve()
+    return next((d for d in (here, *here.parents) if (d / "pyproject.toml").exists() and (d / "notebooks").is_dir()),
+                None)  # fmt: skip
+
+
 def check_writable_dir(directory: str | Path, what: str, fix: str) -> Path:
     """Create `directory` if needed and prove it writable by creating and removing a file; else one line naming `fix`.
 

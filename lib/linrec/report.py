@@ -21,6 +21,7 @@ import pandas as pd
 from linrec import verdicts
 from linrec.curves import curve_sentence
 from linrec.errors import LinrecError
+from linrec.files import find_project_root
 from linrec.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.tables import TABLES, labelled, load_table, table_path
 from linrec.uncertainty import correlation_outcome
@@ -268,13 +269,22 @@ ONE_SAMPLE = (
 )
 
 
+def _other_profile(r: Results, name: str, profile: str) -> pd.DataFrame | None:
+    """Table `name` of `results/<profile>/` when that is another profile's folder than this one's; None without it."""
+    other = r.dir.parent / profile
+    if not other.is_dir() or other.resolve() == r.dir.resolve():
+        return None
+    table = load_table(name, other)
+    return table if table is not None and not table.empty else None
+
+
 def _replicated(r: Results, name: str, profile: str = "full") -> tuple[pd.DataFrame | None, str]:
     """Table `name` of this profile, else of `results/<profile>/` (with where it came from: " (<profile> profile)")."""
-    rep, where = r.get(name), ""
-    other = r.dir.parent / profile
-    if (rep is None or rep.empty) and other.is_dir() and other.resolve() != r.dir.resolve():
-        rep, where = load_table(name, other), f" ({profile} profile)"
-    return (rep, where) if rep is not None and not rep.empty else (None, "")
+    rep = r.get(name)
+    if rep is not None and not rep.empty:
+        return rep, ""
+    rep = _other_profile(r, name, profile)
+    return (rep, f" ({profile} profile)") if rep is not None else (None, "")
 
 
 def _fresh_text(r: Results) -> dict:
@@ -378,20 +388,13 @@ def _figure_lines(stem: str, figures_dir, out: Path) -> list[str]:
         return [f"![{stem}]({_rel(png, out.parent)})", "", f"*{caption}* (notebook {nb})", ""]
     if stem in OTHER_PROFILE:
         params, folder = OTHER_PROFILE[stem]
-        root = _project_dir(out.parent)
+        root = find_project_root(out.parent)
         there = root / folder / "figures" / f"{stem}.png" if root is not None else None
         if there is not None and there.exists():
             return [f"![{stem}]({_rel(there, out.parent)})", "",
                     f"*{caption}* (notebook {nb}, from the last run of `{params}`: `{folder}/`)", ""]  # fmt: skip
         return [f"*{caption}* Drawn by `{params}`, not by this profile; see `{folder}/`.", ""]
     return [f"*{caption}* — not drawn: notebook {nb} has not run in this profile.", ""]
-
-
-def _project_dir(start: Path) -> Path | None:
-    """The linrec project folder above `start` (pyproject.toml beside notebooks/), or None outside one."""
-    here = Path(start).resolve()
-    return next((d for d in (here, *here.parents) if (d / "pyproject.toml").exists() and (d / "notebooks").is_dir()),
-                None)  # fmt: skip
 
 
 def _sentence(text: str) -> str:
@@ -506,9 +509,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     if comp is None:
         return None
     v = verdicts.seeds_verdict(comp)
-    runs_table = r.get("training_runs")
-    if runs_table is None:
-        runs_table, _ = _replicated(r, "training_runs", "training")
+    runs_table, _ = _replicated(r, "training_runs", "training")
 
     def kind(k: str) -> str:
         t = comp[comp["kind"] == k]
@@ -523,9 +524,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
         f"{_f(runs_table['ppl_test_final'].max(), 1)} after {_f(runs_table['tokens_per_param'].iloc[0], 1)} tokens per "
         "parameter"
     )  # fmt: skip
-    prof = r.get("training_profiles")
-    if prof is None:
-        prof, _ = _replicated(r, "training_profiles", "training")
+    prof, _ = _replicated(r, "training_profiles", "training")
     onset = ""
     if prof is not None:
         from linrec.seeds import ONSET_DISTANCE, approach_to_final
@@ -542,10 +541,9 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
                 f"not before the last checkpoint in {', '.join(unsettled)} (still moving at the end of training)"
             )
     longer = ""
-    other = r.dir.parent / "training_long"
-    comp_long = load_table("training_comparisons", other) if other.is_dir() else None
-    if comp_long is not None and not comp_long.empty and other.resolve() != r.dir.resolve():
-        runs_long = load_table("training_runs", other)
+    comp_long = _other_profile(r, "training_comparisons", "training_long")
+    if comp_long is not None:
+        runs_long = _other_profile(r, "training_runs", "training_long")
         factor = ""
         if runs_long is not None and runs_table is not None:
             factor = f" {_f(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"

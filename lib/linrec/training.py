@@ -352,13 +352,12 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
 
         t0 = time.perf_counter()
         with no_tf32():  # float32 matmuls on a GPU too, as everywhere in linrec
-            _, rows = train_model(cfg, len(tokenizer), windows, on_checkpoint=save, progress=progress)
+            model, rows = train_model(cfg, len(tokenizer), windows, on_checkpoint=save, progress=progress)
         (tmp / "measure.txt").write_text(f"\n{DOC_SEPARATOR}\n".join(measure_docs))
         table = pd.DataFrame(rows)
         table.to_csv(tmp / "log.csv", index=False)
-        fresh = build_model(cfg, len(tokenizer))
-        n_params = sum(p.numel() for p in fresh.parameters())
-        n_embedding = fresh.get_input_embeddings().weight.numel()  # tied with the LM head: counted once
+        n_params = sum(p.numel() for p in model.parameters())
+        n_embedding = model.get_input_embeddings().weight.numel()  # tied with the LM head: counted once
         meta = {
             "version": TRAINING_VERSION,
             "config": asdict(cfg),
