@@ -101,7 +101,7 @@ def _one_batch(windows, batch_size: int):
 
 
 def _ceiling_summary(capture) -> tuple[float, dict]:
-    from linrec.recoverability import ceiling_table
+    from linrec.analyses.recoverability import ceiling_table
 
     t0 = time.perf_counter()
     table = ceiling_table(capture)
@@ -118,10 +118,10 @@ def worker(args) -> dict:
     import numpy as np
     import torch
 
-    from linrec.capture import CaptureConfig, run_capture
-    from linrec.corpora import load_windows
-    from linrec.models import load_model
-    from linrec.sites import ffn_hooks, find_ffn_sites, run_until_stop
+    from linrec.inputs.corpora import load_windows
+    from linrec.inputs.models import load_model
+    from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
+    from linrec.measure.capture import CaptureConfig, run_capture
 
     method = args.worker.split("@")[0]  # "capture64@2": round 2 of the repeated methods
     tokens = args.big_tokens if method in ("big", "plainbig") else args.tokens
@@ -270,8 +270,9 @@ def worker(args) -> dict:
 
 # ---- orchestrator ---------------------------------------------------------------------------------------------
 def _busy_cpu_s() -> float:
-    """CPU-seconds all processes have spent busy since boot, summed over CPUs (`linrec.threads.busy_cpu_seconds`)."""
-    from linrec.threads import busy_cpu_seconds
+    """CPU-seconds all processes have spent busy since boot, summed over CPUs
+    (`linrec.base.threads.busy_cpu_seconds`)."""
+    from linrec.base.threads import busy_cpu_seconds
 
     return busy_cpu_seconds()
 
@@ -389,7 +390,7 @@ def main(argv=None) -> int:
         "--csv",
         type=Path,
         help="write one row per measure (with machine, torch version and threads) to this CSV: docs/performance.md's "
-        "performance table is generated from it (linrec.report.update_readme_performance)",
+        "performance table is generated from it (linrec.outputs.report.update_readme_performance)",
     )
     p.add_argument("--report", type=Path, metavar="FILE", help="only re-print the tables of a file written by --out")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no tqdm bars in the workers")
@@ -412,7 +413,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from linrec.files import cache_root
+    from linrec.base.files import cache_root
 
     ncpu = os.cpu_count() or 1
     print(

@@ -8,7 +8,7 @@ directory (the repository's results are not touched): once on a quiet machine, o
 CPU busy (a pure-Python spin loop, like any other single-threaded job). The ratio of the two wall times is the
 slowdown. Losing one of two cores explains about 2×; thread pools that stall each other (OpenMP waiting on a
 descheduled thread) are what made it 2.4–6.7× before the runner sized its pools to the free CPUs
-(`linrec.threads.free_cpus`). The profile's captures must be in the cache (`make figures` leaves them there); they
+(`linrec.base.threads.free_cpus`). The profile's captures must be in the cache (`make figures` leaves them there); they
 are read once before the timed runs. Run it on an otherwise quiet machine: it waits up to a minute for one.
 """
 
@@ -45,7 +45,7 @@ def run_once(params: Path, only: str) -> float:
 
 def warm_page_cache() -> None:
     """Read every cached capture file once, so that neither timed run pays for the first read from disk."""
-    from linrec.files import cache_root
+    from linrec.base.files import cache_root
 
     for f in (cache_root() / "captures").rglob("*"):
         if f.is_file():

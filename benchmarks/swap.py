@@ -23,11 +23,11 @@ from pathlib import Path
 
 import torch
 
-from linrec.capture import get_capture
-from linrec.models import load_model
-from linrec.perplexity import PerplexityEvaluator
-from linrec.sites import find_ffn_sites
-from linrec.swap import SwapStudy
+from linrec.analyses.perplexity import PerplexityEvaluator
+from linrec.analyses.swap import SwapStudy
+from linrec.inputs.models import load_model
+from linrec.inputs.sites import find_ffn_sites
+from linrec.measure.capture import get_capture
 
 
 @torch.no_grad()

@@ -32,7 +32,7 @@ TARGET_S = 300.0
 TARGET_UNITS = 97.0  # TARGET_S over the reference workload's time on the day the target was set (see above)
 REFERENCE = """
 import time, torch
-from linrec.models import load_model
+from linrec.inputs.models import load_model
 model = load_model("smollm2-135m").model
 ids = torch.randint(0, model.config.vocab_size, (16, 128), generator=torch.Generator().manual_seed(0))
 times = []

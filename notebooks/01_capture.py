@@ -47,14 +47,14 @@ figures_dir = "figures"  # fig1_method.png / .pdf
 
 # %% [markdown]
 # ## Figure 1: the measurement
-# Drawn in code (`linrec.plots.fig1_method`), so it regenerates with the rest.
+# Drawn in code (`linrec.outputs.plots.fig1_method`), so it regenerates with the rest.
 
 # %%
 import pandas as pd
 
-from linrec.figures import project_root
-from linrec.plots import fig1_method
-from linrec.tables import labelled, save_table
+from linrec.base.files import project_root
+from linrec.claims.tables import labelled, save_table
+from linrec.outputs.plots import fig1_method
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -62,13 +62,13 @@ fig = fig1_method(root / figures_dir / "fig1_method")
 
 # %%
 
-from linrec.capture import get_capture
-from linrec.models import load_model
-from linrec.sites import find_ffn_sites
+from linrec.inputs.models import load_model
+from linrec.inputs.sites import find_ffn_sites
+from linrec.measure.capture import get_capture
 
 # %% [markdown]
 # ## Where is the FFN?
-# One row of `linrec.sites.FFN_SITES` per architecture says where a block's MLP lives. Here are
+# One row of `linrec.inputs.sites.FFN_SITES` per architecture says where a block's MLP lives. Here are
 # the sites of the first model; the hooks read the MLP module's input and output.
 
 # %%

@@ -29,7 +29,7 @@
 #
 # **Conditioning.** LLM activations are badly scaled (a few features are orders of magnitude
 # larger than the rest), so the Gram matrix C_xx has a huge condition number κ. The solver
-# (`linrec.ceiling.fit_affine`) first rescales every input feature to unit variance (Jacobi), then
+# (`linrec.stats.ceiling.fit_affine`) first rescales every input feature to unit variance (Jacobi), then
 # inverts by eigendecomposition in float64, dropping only directions below d·ε·λ_max. We report
 # κ of the raw Gram matrix and of the rescaled one the solver actually sees.
 #
@@ -60,14 +60,14 @@ figures_dir = "figures"  # fig2_r2_lin.png / .pdf, fig2c_learning_curves.png / .
 import pandas as pd
 from IPython.display import display
 
-from linrec.capture import get_capture, replicate_captures
-from linrec.curves import curve_overview, curve_sentence, curve_summary, curve_table, get_curve, with_profile
-from linrec.errors import LinrecError
-from linrec.figures import project_root
-from linrec.plots import fig2_r2_lin, fig2c_learning_curves
-from linrec.recoverability import ceiling_table, profile_draws
-from linrec.tables import labelled, load_table, save_table
-from linrec.verdicts import FIRST_TOKEN_SHARE, RULES, claim1, move_tests, profile_summary, replication_summary
+from linrec.analyses.recoverability import ceiling_table, profile_draws
+from linrec.base.errors import LinrecError
+from linrec.base.files import project_root
+from linrec.claims.tables import labelled, load_table, save_table
+from linrec.claims.verdicts import FIRST_TOKEN_SHARE, RULES, claim1, move_tests, profile_summary, replication_summary
+from linrec.measure.capture import get_capture, replicate_captures
+from linrec.measure.curves import curve_overview, curve_sentence, curve_summary, curve_table, get_curve, with_profile
+from linrec.outputs.plots import fig2_r2_lin, fig2c_learning_curves
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -109,7 +109,7 @@ table[cols].style.format(fmt | {"cond_gram": "{:.1e}", "cond_scaled": "{:.1e}"})
 # (Gemma-3) parameters per output, so its held-out R²_lin is biased low: a least-squares map also
 # fits its train rows' noise, which for a linear model costs about (1 − R²)·p/(n − p − 1) held out.
 # The bootstrap interval above holds the map fixed, so it does not show this. The learning curve
-# measures it (`linrec.curves`; ≈ 25 min per model on 2 CPU cores, so the default profile skips it and
+# measures it (`linrec.measure.curves`; ≈ 25 min per model on 2 CPU cores, so the default profile skips it and
 # `params/curve.yaml` runs it: `linrec figures --params params/curve.yaml --only 02`, results in
 # `results/curve/`): the same model and corpus at six train sizes from 5k to 200k tokens,
 # for three split seeds (each seed draws its own 20k held-out tokens and its own nested train sets),
@@ -152,7 +152,7 @@ elif (last := load_table("r2_curve_overview", root / "results" / "curve")) is no
 # %% [markdown]
 # ## Figure 2 (R²_lin panel)
 # Solid: the global, variance-weighted R²_lin, with its 95 % bootstrap interval (`r2_lo`, `r2_hi`:
-# held-out windows resampled 1000 times, the fitted map held fixed; `linrec.heldout`). Dotted: the
+# held-out windows resampled 1000 times, the fitted map held fixed; `linrec.stats.heldout`). Dotted: the
 # median over output features of the per-feature R² — when the two part ways, a few
 # high-variance features carry the global number (notebook 04 takes this apart). Grey dashed:
 # R²_lin with each window's first token left out of
@@ -170,8 +170,8 @@ fig = fig2_r2_lin(shown, root / figures_dir / "fig2_r2_lin")
 # ## What the numbers say
 # The paper's first claim: per-block R²_lin is heterogeneous and non-monotone with depth, spanning
 # > 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m). The summary below is
-# computed from the table above by `linrec.verdicts.profile_summary` (the rule that judges claim 1
-# is `linrec.verdicts.claim1`, stated below the table). A wiggle smaller than the bootstrap
+# computed from the table above by `linrec.claims.verdicts.profile_summary` (the rule that judges claim 1
+# is `linrec.claims.verdicts.claim1`, stated below the table). A wiggle smaller than the bootstrap
 # intervals is not a change of direction: the rule counts jumps and turns only between blocks
 # whose 95 % intervals are disjoint (`max_jump_disjoint`, `direction_changes_disjoint`), and the
 # table shows the raw counts beside them. The same rule runs on R²_lin without each window's first
@@ -182,7 +182,7 @@ fig = fig2_r2_lin(shown, root / figures_dir / "fig2_r2_lin")
 #
 # Thirty blocks give many chances for two intervals to miss each other by luck, so each move the
 # rule counts is also tested: the difference between the two blocks, bootstrapped over the same
-# resampled windows for both (`linrec.verdicts.move_tests`, `r2_moves`), with a Benjamini–Hochberg
+# resampled windows for both (`linrec.claims.verdicts.move_tests`, `r2_moves`), with a Benjamini–Hochberg
 # false-discovery rate of 5 % over the moves of one profile. Only the moves that survive count
 # (`max_jump_fdr`, `direction_changes_fdr`). The test needs the capture's held-out sums, so it runs
 # on the capture's profile, not on the learning curve's. On the default run every counted move
@@ -223,9 +223,9 @@ labelled(summary).round(3)
 # interval covers the windows of that sample, not another stretch of text. With
 # `replicate_samples` set (`params/full.yaml`: samples 1 and 2; the default profile skips them to
 # stay within its time budget), each model is captured again on disjoint stretches of the same
-# corpus (`linrec.corpora.make_windows`' `sample`: different text, not only a different split), and
+# corpus (`linrec.inputs.corpora.make_windows`' `sample`: different text, not only a different split), and
 # each block's between-sample SD is set beside its bootstrap interval; claim 1's rule runs on every
-# sample's profile (`linrec.verdicts.replication_summary`). Where this profile has no samples, the
+# sample's profile (`linrec.claims.verdicts.replication_summary`). Where this profile has no samples, the
 # cell below prints what the last run of `params/full.yaml` found, from its results file.
 
 

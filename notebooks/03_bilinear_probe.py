@@ -27,7 +27,7 @@
 # Three checks keep a small gain honest:
 #
 # * **convergence**: the exact least-squares fit of y on x plus every product z_i z_j of the top-16
-#   principal components of the standardised inputs (`linrec.probe.quadratic_closed_form`). A probe
+#   principal components of the standardised inputs (`linrec.analyses.probe.quadratic_closed_form`). A probe
 #   whose directions lie in that subspace is a special case of this fit, so a probe far below it
 #   has not converged;
 # * **rank**: the same probe at ranks 16, 64 and 256 on three blocks at fixed depths (1/6, 1/2, 5/6);
@@ -44,12 +44,12 @@
 # > activations, so we report the exact closed-form least-squares ceiling throughout" (claim 7).
 #
 # We train the same affine map by Adam and by SGD with the defaults a practitioner would pick
-# (`linrec.probe.TRAIN_DEFAULTS`: 5 epochs, batch 256, lr 1e-3 / 1e-2 with momentum 0.9; the loss is
+# (`linrec.analyses.probe.TRAIN_DEFAULTS`: 5 epochs, batch 256, lr 1e-3 / 1e-2 with momentum 0.9; the loss is
 # the per-row squared error the closed form minimises) on the same train rows, and compare with
 # the closed-form ceiling on those rows. That the better of the two falls short on many blocks is
 # **claim 7a**; the verdict names the budget in steps. *Why* it falls short is **claim 7b**, and the
 # paper's answer, ill-conditioned activations, is one of two that fit the same shortfall: the
-# other is that 5 epochs are simply too few steps. Three measurements (`linrec.pitfall`) can tell
+# other is that 5 epochs are simply too few steps. Three measurements (`linrec.analyses.pitfall`) can tell
 # them apart, and each could come out either way:
 #
 # * **the budget curve**: Adam and SGD from 10² to 10⁴ steps on each model's best- and
@@ -101,13 +101,13 @@ figures_dir = "figures"
 # %%
 import pandas as pd
 
-from linrec.capture import get_capture
-from linrec.figures import project_root
-from linrec.pitfall import budget_table, dose_table, log_steps
-from linrec.plots import fig3_bilinear_gain, fig3b_trained_pitfall, fig3c_pitfall_mechanism
-from linrec.probe import mechanism_blocks, probe_table, rank_sweep, sweep_blocks
-from linrec.tables import labelled, save_table
-from linrec.verdicts import POOLED, RULES, claim3, claim7a, claim7b, pitfall_summary, probe_summary
+from linrec.analyses.pitfall import budget_table, dose_table, log_steps
+from linrec.analyses.probe import mechanism_blocks, probe_table, rank_sweep, sweep_blocks
+from linrec.base.files import project_root
+from linrec.claims.tables import labelled, save_table
+from linrec.claims.verdicts import POOLED, RULES, claim3, claim7a, claim7b, pitfall_summary, probe_summary
+from linrec.measure.capture import get_capture
+from linrec.outputs.plots import fig3_bilinear_gain, fig3b_trained_pitfall, fig3c_pitfall_mechanism
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -165,7 +165,7 @@ sweep.pivot_table(index=["model", "block"], columns="rank", values="gain", sort=
 # correlation of 0.3 explains 9 % of the variance across blocks, Cohen's boundary between small and
 # medium). An interval that neither excludes 0 nor fits inside the margin is *inconclusive*: not
 # testable at this power, not "reproduced". Neighbouring blocks share the residual stream, so the
-# intervals resample runs of 3 adjacent blocks (a moving-block bootstrap, `linrec.uncertainty`); the
+# intervals resample runs of 3 adjacent blocks (a moving-block bootstrap, `linrec.analyses.uncertainty`); the
 # interval that treats blocks as independent is shown beside it.
 
 # %%
@@ -183,7 +183,7 @@ labelled(summary).set_index("model").T
 # SmolLM2 runs without a BOS token, and its attention sink puts most of some blocks' output variance on each window's
 # first position (notebook 04). Is the probe's verdict about that one position? The same probe and closed-form
 # quadratic, on the stored rows at positions ≥ 1 only, around the affine map fitted on those train rows
-# (`linrec.probe.probe_table(without_first=True)`; no trained baselines), and the same rule.
+# (`linrec.analyses.probe.probe_table(without_first=True)`; no trained baselines), and the same rule.
 
 # %%
 # NBVAL_CHECK_OUTPUT

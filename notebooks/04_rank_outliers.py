@@ -60,7 +60,7 @@
 # of the input Gram matrix on both splits, the effective rank of the inputs, and their dynamic
 # range (largest over median feature standard deviation).
 #
-# **The rule** (`linrec.spectrum.regime`, applied to every block):
+# **The rule** (`linrec.analyses.spectrum.regime`, applied to every block):
 #
 # * **nonlinear**: R²_lin < 0.6;
 # * **first-token-concentrated**: R²_lin ≥ 0.6 and r2_ex_first at least 0.2 below it (our addition:
@@ -113,12 +113,12 @@ figures_dir = "figures"
 # %%
 import pandas as pd
 
-from linrec.capture import get_capture, replicate_captures
-from linrec.figures import project_root
-from linrec.plots import fig4_rank_outliers
-from linrec.spectrum import REGIMES, spectrum_table
-from linrec.tables import labelled, load_table, save_table
-from linrec.verdicts import RULES, claim4, input_side, regime_replication, regime_summary
+from linrec.analyses.spectrum import REGIMES, spectrum_table
+from linrec.base.files import project_root
+from linrec.claims.tables import labelled, load_table, save_table
+from linrec.claims.verdicts import RULES, claim4, input_side, regime_replication, regime_summary
+from linrec.measure.capture import get_capture, replicate_captures
+from linrec.outputs.plots import fig4_rank_outliers
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -204,7 +204,8 @@ labelled(summary).T
 # ## The regimes on fresh text
 # With `replicate_samples` set (`params/full.yaml`: samples 1 and 2, the captures notebook 02 makes of disjoint
 # stretches of the corpus; moments only, which is all the regimes need), every block's regime is found again on each
-# sample and claim 4's rule runs on each (`linrec.verdicts.regime_replication`). Where this profile has no samples,
+# sample and claim 4's rule runs on each (`linrec.claims.verdicts.regime_replication`). Where this profile has no
+# samples,
 # the cell prints what the last run of `params/full.yaml` found, from its results file.
 
 

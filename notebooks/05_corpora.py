@@ -26,16 +26,16 @@
 # **How sure is each number?** An R²_lin is a ratio of sums over held-out positions. Positions in
 # one window are correlated, so the honest resampling unit is the window: the capture keeps, for
 # every held-out window, that window's error and variance sums per output feature
-# (`linrec.heldout`), and a bootstrap draws windows with replacement (1000 resamples) to give a
+# (`linrec.stats.heldout`), and a bootstrap draws windows with replacement (1000 resamples) to give a
 # 95 % percentile interval for every block. The fitted map is held fixed: the interval is the
 # uncertainty of *this* map's held-out score, not of refitting.
 #
-# **Comparing profiles** (`linrec.uncertainty.profile_agreement`): for each model and each pair of
+# **Comparing profiles** (`linrec.analyses.uncertainty.profile_agreement`): for each model and each pair of
 # corpora, the Pearson and Spearman correlation of the per-block profiles, the largest per-block
 # difference, and how many blocks have disjoint bootstrap intervals (a difference larger than
 # the noise).
 #
-# The model is loaded once for all corpora (`linrec.capture.get_captures`) and every capture is
+# The model is loaded once for all corpora (`linrec.measure.capture.get_captures`) and every capture is
 # cached; only the notebook-01 corpus keeps raw rows, the others keep statistics only.
 #
 # **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
@@ -61,13 +61,13 @@ figures_dir = "figures"
 # %%
 import pandas as pd
 
-from linrec.capture import get_captures
-from linrec.figures import project_root
-from linrec.plots import fig5_corpora
-from linrec.recoverability import ceiling_table, corpus_shape_level
-from linrec.tables import labelled, save_table
-from linrec.uncertainty import profile_agreement
-from linrec.verdicts import corpus_verdicts
+from linrec.analyses.recoverability import ceiling_table, corpus_shape_level
+from linrec.analyses.uncertainty import profile_agreement
+from linrec.base.files import project_root
+from linrec.claims.tables import labelled, save_table
+from linrec.claims.verdicts import corpus_verdicts
+from linrec.measure.capture import get_captures
+from linrec.outputs.plots import fig5_corpora
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -112,7 +112,7 @@ agreement.round(3)
 # the depth effect: **corpus/depth** = the mean over blocks of the standard deviation across
 # corpora, divided by the standard deviation across blocks of the corpus-averaged profile.
 #
-# | verdict | rule (per model; `linrec.verdicts.corpus_word`, tested at each threshold) |
+# | verdict | rule (per model; `linrec.claims.verdicts.corpus_word`, tested at each threshold) |
 # |---|---|
 # | a property of the model | every pair has Spearman ρ ≥ 0.7 and corpus/depth < 0.5 |
 # | shaped by the corpus | some pair has Spearman ρ < 0.4, or corpus/depth ≥ 1 |
@@ -123,8 +123,8 @@ agreement.round(3)
 # ratio on a pure shift. So claim 5 is judged on shape alone. The R²_lin table of blocks × corpora
 # is split like a two-way analysis of variance into *depth* (the blocks' main effect), *level* (the
 # corpora's main effect) and *shape* (their interaction); each share of the total sum of squares gets
-# a 95 % interval from resampling each corpus's held-out windows (`linrec.recoverability.
-# corpus_shape_level`). Claim 5's rule (`linrec.verdicts.shape_word`): "a property of the model" if
+# a 95 % interval from resampling each corpus's held-out windows (`linrec.analyses.recoverability.
+# corpus_shape_level`). Claim 5's rule (`linrec.claims.verdicts.shape_word`): "a property of the model" if
 # the shape share's interval lies below 0.1, "shaped by the corpus" if it lies at or above 0.1,
 # undecided otherwise. The level is stated beside it: the paper's "overlay" is about the form.
 # The count of block–corpus pairs that differ is Benjamini–Hochberg corrected (5 % false-discovery

@@ -31,21 +31,21 @@
 # seed alone in the lesson default (`test_windows`; each swap costs one pass over them, so this is where the
 # notebook's time goes, and fewer windows give wider intervals). ΔPPL = PPL(swapped) − PPL(base),
 # with a 95 % **paired bootstrap interval**: windows are resampled with replacement, the same
-# windows for the base and the swapped model (`linrec.uncertainty.delta_ppl_interval`). The base
+# windows for the base and the swapped model (`linrec.analyses.uncertainty.delta_ppl_interval`). The base
 # model runs once; a swap at block i re-runs only blocks i… and the head from the cached residual
-# stream (`linrec.perplexity.PerplexityEvaluator`; exact, tested against plain forwards).
+# stream (`linrec.analyses.perplexity.PerplexityEvaluator`; exact, tested against plain forwards).
 #
 # **Choices never see the held-out windows.** Which block gets a reduced-rank curve, the order in
 # which the greedy multi-block swap tries blocks, and whether it keeps one are decided on
 # *screening windows*: a few seeded train windows, with every map refitted without them
-# (`linrec.swap.SwapStudy`). The held-out windows only report. tests/test_swap.py perturbs them
+# (`linrec.analyses.swap.SwapStudy`). The held-out windows only report. tests/test_swap.py perturbs them
 # and checks that every choice stays the same.
 #
 # **The first position.** These models run without a BOS token, so each window's first
 # position is where attention parks (the "attention sink"), and notebook 04 found some blocks
 # holding most of their output variance there. Two position-aware variants separate that cost:
 # the map fitted and applied on positions ≥ 1, with position 0 kept as the FFN's own output
-# (`ffn`) or set to its train mean (`mean`) (`linrec.surgery.FirstPositionSwap`).
+# (`ffn`) or set to its train mean (`mean`) (`linrec.inputs.surgery.FirstPositionSwap`).
 #
 # **Parameters.** The affine map has d² + d parameters; a gated FFN (SwiGLU/GeGLU, both offline
 # models) 3·d·d_ff, a GPT-2 FFN 2·d·d_ff + d_ff + d. A rank-r map from reduced-rank regression
@@ -80,12 +80,10 @@ figures_dir = "figures"
 # %%
 import pandas as pd
 
-from linrec.figures import project_root
-from linrec.plots import fig2_swap, fig6_swap
-from linrec.report import swap_findings
-from linrec.swap import run_model
-from linrec.tables import labelled, save_table
-from linrec.verdicts import (
+from linrec.analyses.swap import run_model
+from linrec.base.files import project_root
+from linrec.claims.tables import labelled, save_table
+from linrec.claims.verdicts import (
     RULES,
     claim6a,
     claim6b,
@@ -94,6 +92,8 @@ from linrec.verdicts import (
     swap_predictors,
     swap_safety,
 )
+from linrec.outputs.plots import fig2_swap, fig6_swap
+from linrec.outputs.report import swap_findings
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -109,7 +109,7 @@ kw = dict(
 
 # %% [markdown]
 # ## Every block, swapped alone; the choices, on screening windows
-# One model at a time (`linrec.swap.run_model`, which holds one model in memory at a time). Per model:
+# One model at a time (`linrec.analyses.swap.run_model`, which holds one model in memory at a time). Per model:
 # the predictors and each block's ΔPPL alone on the screening windows; the held-out ΔPPL of every
 # block (plain map) and of the position variants on the blocks whose *train* first-position share
 # is at least `variant_min_first_share`; the ΔPPL-vs-parameters curve of one block (chosen on the
@@ -185,7 +185,7 @@ fig = fig2_swap(table, root / figures_dir / "fig2_swap", chosen={e["model"]: e["
 # two one-sided tests) or shown on the wrong side; otherwise the data are *inconclusive*, which is
 # "not testable at this power", never a pass. Screening six predictors and naming the best one
 # afterwards is a multiple comparison: a predictor is named only if its bootstrap p-value survives
-# Holm's correction over the screen (`linrec.verdicts.best_predictors`).
+# Holm's correction over the screen (`linrec.claims.verdicts.best_predictors`).
 
 # %%
 pred = swap_predictors(value_table, table, n_boot=n_boot, seed=seed)
@@ -240,7 +240,7 @@ greedy.T
 # %% [markdown]
 # ## Save and reload
 # The compressed model is written as a Hugging Face directory (config, tokenizer, safetensors)
-# plus `linrec_swaps.json`, which `linrec.surgery.load_swapped` reads to install the affine
+# plus `linrec_swaps.json`, which `linrec.inputs.surgery.load_swapped` reads to install the affine
 # modules before loading the weights strictly. Its perplexity on the screening windows must
 # equal the in-memory one.
 
@@ -267,6 +267,8 @@ labelled(timing)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-lines = swap_findings(v6a, v6b, first, greedy)  # the wording lives in linrec.report, every rule in linrec.verdicts
+lines = swap_findings(
+    v6a, v6b, first, greedy
+)  # the wording lives in linrec.outputs.report, every rule in linrec.claims.verdicts
 print("\n".join(lines))
 _ = save_table(pd.DataFrame({"finding": lines}), "swap_verdict", root / results_dir)  # its path is machine-specific

@@ -83,8 +83,7 @@ figures_dir = "figures"
 # %%
 import pandas as pd
 
-from linrec.capture import get_capture
-from linrec.controls import (
+from linrec.analyses.controls import (
     MapScores,
     cross_feed_pairs,
     decomposition,
@@ -92,13 +91,10 @@ from linrec.controls import (
     inputs_or_weights,
     twin_pairs,
 )
-from linrec.figures import project_root
-from linrec.models import load_model, random_init_spec
-from linrec.plots import fig7_controls, fig7b_inputs_or_weights
-from linrec.recoverability import ceiling_table
-from linrec.report import controls_findings
-from linrec.tables import labelled, save_table
-from linrec.verdicts import (
+from linrec.analyses.recoverability import ceiling_table
+from linrec.base.files import project_root
+from linrec.claims.tables import labelled, save_table
+from linrec.claims.verdicts import (
     RULES,
     claim2a,
     claim2b,
@@ -107,6 +103,10 @@ from linrec.verdicts import (
     null_blocks,
     random_init_summary,
 )
+from linrec.inputs.models import load_model, random_init_spec
+from linrec.measure.capture import get_capture
+from linrec.outputs.plots import fig7_controls, fig7b_inputs_or_weights
+from linrec.outputs.report import controls_findings
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -198,7 +198,7 @@ cross_summary.round(3) if cross_summary is not None else "cross feeding not run 
 # The random-init twins of section 1 are the untrained architecture on *its own* inputs. The
 # "reading a negative R²" note above says why that can be no reference: a twin whose blocks fit their
 # train split far better than held-out windows is memorising a few distinct inputs. The rule
-# (`RULES["2a"]`, `linrec.verdicts`) calls a twin **degenerate** when its median train − held-out gap
+# (`RULES["2a"]`, `linrec.claims.verdicts`) calls a twin **degenerate** when its median train − held-out gap
 # exceeds the trained model's by more than 0.1, and then compares the trained FFN with
 # `null_draws` random-init FFNs fed the block's *trained* inputs instead. Either way the
 # difference must exceed twice the spread between untrained draws *and* a minimum effect of 0.1
@@ -207,7 +207,7 @@ cross_summary.round(3) if cross_summary is not None else "cross feeding not run 
 #
 # ## 4b · Claim 2b: the block's own weights, or the inputs it sees?
 # Every FFN below has its block's pre-MLP norm gain (and bias) **folded into its weights**
-# (`linrec.controls.folded_ffn`): the learned per-feature scale belongs to block i, so the inputs are
+# (`linrec.analyses.controls.folded_ffn`): the learned per-feature scale belongs to block i, so the inputs are
 # the normalised hidden states *before* it. The same `decomposition_rows` rows serve every FFN:
 #
 # - **Null ensembles.** Per block, the trained FFN against `null_draws` random-init FFNs and
@@ -215,7 +215,7 @@ cross_summary.round(3) if cross_summary is not None else "cross feeding not run 
 #   own inputs: a z-score against each, with a Benjamini–Hochberg correction over blocks.
 # - **The cross matrix** R²(FFN i, inputs of block j) for |i − j| ≤ `cross_band`, decomposed as
 #   μ + a_i (the weights) + b_j (the inputs) by least squares: the share of its variance each factor
-#   carries, with 95 % intervals from resampling the held-out windows (`linrec.controls.decomposition`).
+#   carries, with 95 % intervals from resampling the held-out windows (`linrec.analyses.controls.decomposition`).
 
 # %%
 measured = {
@@ -272,7 +272,7 @@ for v in (v2a, v2b):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-lines = controls_findings(init_summary, input_table, cross_summary, v2a, v2b)  # wording: linrec.report
+lines = controls_findings(init_summary, input_table, cross_summary, v2a, v2b)  # wording: linrec.outputs.report
 verdict = pd.DataFrame({"finding": lines})
 save_table(verdict, "controls_verdict", root / results_dir)
 print("\n".join(lines))

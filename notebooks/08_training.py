@@ -20,7 +20,7 @@
 # Those two models also differ in training data, recipe, tokenizer and residual layout, and here neither can be
 # loaded (the hub is unreachable). This notebook runs the controlled version, which no published model gives:
 #
-# - **the same architecture on the same text**, trained from scratch here (`linrec.training`): a llama-layout
+# - **the same architecture on the same text**, trained from scratch here (`linrec.inputs.training`): a llama-layout
 #   decoder of 4 blocks, d = 128, in two MLP variants of equal parameter count, a GPT-2-style plain GELU MLP (Arcee,
 #   llama with only the MLP changed) and llama's SwiGLU;
 # - **only the seed differs**: two init seeds per variant on the same data order, and one run with the data order
@@ -29,10 +29,12 @@
 #   architecture's own baseline on the same inputs) included, is measured exactly as notebooks 01–02 measure any
 #   model, on documents held out from training.
 #
-# **How two profiles are compared** (`linrec.seeds`): the distance is the mean |ΔR²_lin| per block, with the profile
+# **How two profiles are compared** (`linrec.analyses.seeds`): the distance is the mean |ΔR²_lin| per block, with the
+# profile
 # correlation beside it, both with a paired interval that resamples the held-out windows. Measurement alone puts
 # some distance between two profiles, so each distance is judged against a **noise floor**: the distance between
-# one checkpoint's profile on two disjoint halves of its held-out windows. The rule (`linrec.verdicts.SEEDS_RULE`,
+# one checkpoint's profile on two disjoint halves of its held-out windows. The rule
+# (`linrec.claims.verdicts.SEEDS_RULE`,
 # tested at its thresholds) calls a pair "differ" when the distance's lower bound clears the floor and the distance
 # is at least 0.1 (claim 2a's minimum effect), "agree" when its upper bound is under 0.1, and otherwise inconclusive.
 #
@@ -41,7 +43,7 @@
 # writes `results/training/`. Under any other profile this notebook shows that run's results and names it.
 
 # %% tags=["parameters"]
-training = {}  # linrec.training.TrainConfig fields ({}: not run here; params/training.yaml runs it)
+training = {}  # linrec.inputs.training.TrainConfig fields ({}: not run here; params/training.yaml runs it)
 train_variants = ["gelu", "swiglu"]
 train_init_seeds = [0, 1]  # every variant × init seed, on the first data order
 train_data_seeds = [0, 1]  # the other data orders: one run each, first variant and init seed
@@ -57,14 +59,20 @@ figures_dir = "figures"
 # %%
 import pandas as pd
 
-from linrec.figures import project_root
-from linrec.models import load_model
-from linrec.plots import fig8_training
-from linrec.seeds import approach_to_final, capture_checkpoints, checkpoint_table, comparisons, distance_over_training
-from linrec.swap import SwapStudy
-from linrec.tables import labelled, load_table, save_table
-from linrec.training import profile_configs, runs
-from linrec.verdicts import SEEDS_RULE, distance_word, seeds_verdict
+from linrec.analyses.seeds import (
+    approach_to_final,
+    capture_checkpoints,
+    checkpoint_table,
+    comparisons,
+    distance_over_training,
+)
+from linrec.analyses.swap import SwapStudy
+from linrec.base.files import project_root
+from linrec.claims.tables import labelled, load_table, save_table
+from linrec.claims.verdicts import SEEDS_RULE, distance_word, seeds_verdict
+from linrec.inputs.models import load_model
+from linrec.inputs.training import profile_configs, runs
+from linrec.outputs.plots import fig8_training
 
 root = project_root()
 ran = bool(training)
@@ -150,7 +158,8 @@ show
 # ## When does the profile's shape appear?
 # Two views. The distance between the two init seeds of each variant at every checkpoint, against the floor: where
 # the curve sits after training tells whether the seeds end alike; where it rises or falls tells when the runs part
-# or meet. And each run's distance to its own last profile (`linrec.seeds.approach_to_final`): the **onset** is the
+# or meet. And each run's distance to its own last profile (`linrec.analyses.seeds.approach_to_final`): the **onset**
+# is the
 # first checkpoint from which every later one stays within 0.05 of the last profile (`ONSET_DISTANCE`); an onset at
 # the last step means the profile was still moving when training stopped.
 

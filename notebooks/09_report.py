@@ -49,8 +49,8 @@ readme = "README.md"  # the default profile sets README.md: its results block is
 import pandas as pd
 from IPython.display import Markdown
 
-from linrec.figures import project_root
-from linrec.report import build_report, claims, update_readme
+from linrec.base.files import project_root
+from linrec.outputs.report import build_report, claims, update_readme
 
 root = project_root()
 params = dict(

@@ -14,7 +14,8 @@ from helpers import make_tiny_model, tiny_text, tiny_tokenizer
 def pytest_configure(config):
     """Under pytest-xdist (pyproject's addopts: `-n auto --dist loadfile`, one worker per CPU), each worker and what
     it starts (CLI subprocesses, torchrun ranks) runs torch and BLAS on one thread: workers side by side with pools
-    sized to every CPU would stall each other (see `linrec.threads.free_cpus`). A notebook run inside a worker sizes
+    sized to every CPU would stall each other (see `linrec.base.threads.free_cpus`). A notebook run inside a worker
+    sizes
     its kernels to the CPUs the other workers leave free, as `linrec figures` always does."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):

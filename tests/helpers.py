@@ -36,8 +36,8 @@ def tiny_text(n_words: int, seed: int = 0) -> str:
 
 
 def tiny_windows(tok, tokens: int = 4096, seq_len: int = 32):
-    """Windows of two seeded tiny documents (linrec.corpora.make_windows), split 80/20."""
-    from linrec.corpora import make_windows
+    """Windows of two seeded tiny documents (linrec.inputs.corpora.make_windows), split 80/20."""
+    from linrec.inputs.corpora import make_windows
 
     return make_windows(
         [tiny_text(6000, 0), tiny_text(6000, 1)], tok, seq_len=seq_len, tokens=tokens, seed=0, corpus="t", identity="t"
@@ -45,8 +45,8 @@ def tiny_windows(tok, tokens: int = 4096, seq_len: int = 32):
 
 
 def moments_of(x, y):
-    """`linrec.moments.Moments` of numpy rows x [n, d_in], y [n, d_out]."""
-    from linrec.moments import Moments
+    """`linrec.stats.moments.Moments` of numpy rows x [n, d_in], y [n, d_out]."""
+    from linrec.stats.moments import Moments
 
     return Moments.of(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y)))
 

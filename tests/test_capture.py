@@ -8,14 +8,14 @@ import pytest
 import torch
 
 from helpers import tiny_text, tiny_tokenizer, tiny_windows
-from linrec import capture as cap_mod
-from linrec.capture import CaptureConfig, get_capture, get_captures, run_capture
-from linrec.ceiling import fit_affine, r2_rows, score
-from linrec.errors import LinrecError
-from linrec.heldout import bootstrap_r2
-from linrec.hf import LoadedModel
-from linrec.recoverability import ceiling_table
-from linrec.sites import ffn_hooks, find_ffn_sites
+from linrec.analyses.recoverability import ceiling_table
+from linrec.base.errors import LinrecError
+from linrec.inputs.hf import LoadedModel
+from linrec.inputs.sites import ffn_hooks, find_ffn_sites
+from linrec.measure import capture as cap_mod
+from linrec.measure.capture import CAPTURE_VERSION, CaptureConfig, get_capture, get_captures, run_capture
+from linrec.stats.ceiling import fit_affine, r2_rows, score
+from linrec.stats.heldout import bootstrap_r2
 
 
 @pytest.fixture
@@ -349,7 +349,7 @@ def test_every_file_flipped_in_turn_is_found_by_every_subcommand(
     """Property: one random byte flipped in any file of an entry → each subcommand recomputes, with the same table."""
     import pandas as pd
 
-    from linrec.cli import main
+    from linrec.app.cli import main
 
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
     args = ["--model", tiny_model_dir, "--corpus", tiny_corpus(4000), "--seq-len", "32", "--tokens", "1024"]
@@ -393,8 +393,9 @@ def test_cache_is_listed_and_pruned_oldest_first(saved_tiny, cache, capsys):
     import os
     import time as _time
 
-    from linrec.capture import cache_entries, prune_cache
-    from linrec.cli import main
+    from linrec.app.cli import main
+    from linrec.base.cache import entries as cache_entries
+    from linrec.base.cache import prune as prune_cache
 
     a = get_capture(**saved_tiny)
     b = get_capture(**{**saved_tiny, "seed": 1})
@@ -407,11 +408,12 @@ def test_cache_is_listed_and_pruned_oldest_first(saved_tiny, cache, capsys):
     keep.write_bytes(b"x" * 1000)
     stale = cache / "captures" / ".m-dead.tmp-999999999-abcdef01"  # a killed run's leftover (no such pid)
     stale.mkdir()
-    entries = cache_entries()
+    entries = cache_entries(("capture",))
     assert [e.path for e in entries] == [a.path, b.path, c.path]  # oldest first; the leftover is not an entry
+    assert [(e.kind, e.path) for e in cache_entries() if e.kind == "model"] == [("model", keep)]  # listed too
     assert "2048 tokens × seq 32, 500 sampled rows" in entries[0].made_by
     assert entries[0].size == sum(p.stat().st_size for p in a.path.rglob("*") if p.is_file())
-    assert main(["cache"]) == 0 and "3 entries" in capsys.readouterr().out
+    assert main(["cache"]) == 0 and "4 entries (capture" in capsys.readouterr().out
     assert [e.path for e in prune_cache(older_than_days=7, dry_run=True)] == [a.path] and a.path.exists()
     gone = prune_cache(max_bytes=entries[2].size + 1)  # room for the newest only
     assert [e.path for e in gone] == [a.path, b.path]
@@ -449,7 +451,7 @@ def test_dtype_is_in_the_key_only_when_not_the_default():
 
 
 def test_a_loaded_model_in_another_dtype_is_one_line(tiny_model_dir, tiny_corpus, cache):
-    from linrec.models import load_model
+    from linrec.inputs.models import load_model
 
     loaded = load_model(tiny_model_dir, dtype=torch.bfloat16)
     with pytest.raises(LinrecError, match="runs in bfloat16 but the capture asks for float32"):
@@ -487,7 +489,7 @@ def test_block_groups_equal_one_pass_bit_for_bit(tiny_model, tmp_path, kind, per
 
 def test_memory_plan_is_what_a_capture_holds(tiny_model, tmp_path):
     """Each column of `memory_plan` equals the bytes of the tensors and files a finished capture holds."""
-    from linrec.capture import memory_plan
+    from linrec.measure.capture import memory_plan
 
     model, tok = tiny_model("gemma3_text"), tiny_tokenizer()
     w = tiny_windows(tok, tokens=2048)
@@ -530,7 +532,9 @@ def test_moment_matrices_are_stored_as_upper_triangles_and_read_back_exactly(tin
     with np.load(tmp_path / "entry" / "stats.npz") as z:
         d = cap.stats["train"][0].d_in + cap.stats["train"][0].d_out
         assert "train/0/M" not in z.files and z["train/0/Mu"].shape == (d * (d + 1) // 2,)
-    back = cap_mod._read(tmp_path / "entry", cfg)
+    from linrec.base.cache import read
+
+    back = read(tmp_path / "entry", CAPTURE_VERSION, lambda d, meta: cap_mod._load(d, meta, cfg))
     for s in ("train", "test"):
         for got, want in ((back.stats[s], cap.stats[s]), (back.first[s], cap.first[s])):
             for g, w in zip(got, want):
@@ -544,7 +548,7 @@ def test_new_weights_under_the_same_name_size_and_mtime_are_a_new_capture(saved_
     import os
     import shutil
 
-    from linrec.files import cache_root
+    from linrec.base.files import cache_root
 
     old = ceiling_table(get_capture(**saved_tiny))
     weights = os.path.join(saved_tiny["model"], "model.safetensors")
@@ -569,7 +573,7 @@ def test_new_weights_under_the_same_name_size_and_mtime_are_a_new_capture(saved_
 def test_file_digest_is_remembered_and_never_trusted_after_a_change(tmp_path, monkeypatch):
     import os
 
-    import linrec.files as files
+    import linrec.base.files as files
 
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
     f = tmp_path / "w.bin"
@@ -602,9 +606,10 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
     import os
     import time as _time
 
-    from linrec.capture import cache_entries, prune_cache
-    from linrec.cli import main
-    from linrec.curves import get_curve
+    from linrec.app.cli import main
+    from linrec.base.cache import entries as cache_entries
+    from linrec.base.cache import prune as prune_cache
+    from linrec.measure.curves import get_curve
 
     cap = get_capture(**saved_tiny)
     curve = get_curve(saved_tiny["model"], saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
@@ -628,7 +633,7 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
 def test_replicate_captures_are_each_models_disjoint_samples(tiny_model_dir, tiny_corpus):
     """One capture per (model, sample), in that order, each on its own stretch of the corpus (its windows are not
     sample 0's), moments only."""
-    from linrec.capture import get_capture, replicate_captures
+    from linrec.measure.capture import get_capture, replicate_captures
 
     corpus = tiny_corpus(20000)
     kw = dict(seq_len=32, tokens=1024, progress=False)

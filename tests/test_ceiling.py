@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from helpers import moments_of
-from linrec.ceiling import fit_affine, r2_rows, score
-from linrec.errors import LinrecError
+from linrec.base.errors import LinrecError
+from linrec.stats.ceiling import fit_affine, r2_rows, score
 
 
 def _lstsq_r2(xtr, ytr, xte, yte):

@@ -8,12 +8,12 @@ import sys
 import pytest
 
 from helpers import tiny_text
-from linrec.spectrum import REGIMES
+from linrec.analyses.spectrum import REGIMES
 
 
 def _main(args) -> int:
     """`linrec ARGS` in this process: its exit code (argparse's own exit included)."""
-    from linrec.cli import main
+    from linrec.app.cli import main
 
     try:
         return main([str(a) for a in args])
@@ -24,7 +24,7 @@ def _main(args) -> int:
 def _run(*args, tmp_path, subprocess_=False):
     """`linrec ARGS` with its own cache under `tmp_path`: (returncode, stdout, stderr) as a process would give them.
 
-    In this process by default (`linrec.cli.main`, output captured), which is what the CLI runs after its imports;
+    In this process by default (`linrec.app.cli.main`, output captured), which is what the CLI runs after its imports;
     `subprocess_=True` starts `python -m linrec` itself, for what only a real process shows (the entry point)."""
     import contextlib
     import io
@@ -175,8 +175,8 @@ def test_spectrum_writes_the_table(tmp_path, tiny_model_dir):
 
 
 def test_swap_writes_the_table_and_saves_the_greedy_model(tmp_path, tiny_model_dir):
-    from linrec.perplexity import perplexity
-    from linrec.surgery import load_swapped
+    from linrec.analyses.perplexity import perplexity
+    from linrec.inputs.surgery import load_swapped
 
     save = tmp_path / "compressed"
     proc, t = _table(
@@ -192,7 +192,7 @@ def test_swap_writes_the_table_and_saves_the_greedy_model(tmp_path, tiny_model_d
     assert "greedy swap" in proc.stdout and "blocks [0, 1] kept" in proc.stdout  # a huge budget keeps every block
     back = load_swapped(save)
     final = float(proc.stdout.split("held out ")[1].split("→ ")[1].split()[0])
-    from linrec.corpora import load_windows
+    from linrec.inputs.corpora import load_windows
 
     w = load_windows(str(tmp_path / "text.txt"), back.tokenizer, seq_len=32, tokens=2048)
     assert abs(perplexity(back.model, w.split("test")) - final) <= 1e-4 * final  # the printed ppl is the saved model's
@@ -220,7 +220,7 @@ def test_report_rebuilds_from_a_profile(tmp_path):
     import pandas as pd
     import yaml
 
-    from linrec.tables import save_table
+    from linrec.claims.tables import save_table
 
     results = tmp_path / "results"
     summary = {
@@ -327,7 +327,7 @@ def test_save_into_a_directory_with_other_files_is_refused_and_nothing_is_delete
 
 
 def test_save_over_an_earlier_save_or_into_an_empty_directory_works(cli, tiny_args, tmp_path):
-    from linrec.surgery import load_swapped
+    from linrec.inputs.surgery import load_swapped
 
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -342,8 +342,8 @@ def test_save_over_an_earlier_save_or_into_an_empty_directory_works(cli, tiny_ar
 
 
 def test_a_damaged_save_is_a_one_line_error_on_load(cli, tiny_args, tmp_path):
-    from linrec.errors import LinrecError
-    from linrec.surgery import load_swapped
+    from linrec.base.errors import LinrecError
+    from linrec.inputs.surgery import load_swapped
 
     d = tmp_path / "s"
     assert cli("swap", *tiny_args, "--blocks", "0", "--save", d)[0] == 0
@@ -473,7 +473,7 @@ def test_window_and_corpus_specs_give_the_real_reason(cli, tiny_model_dir, args,
 
 
 def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(cli, monkeypatch):
-    import linrec.cli as cli_mod
+    import linrec.app.cli as cli_mod
 
     def boom(args):
         raise ZeroDivisionError("planted")
@@ -617,7 +617,7 @@ def slow(*a, **k):
     Path(sys.argv[1]).write_text("writing")  # the staging folder is on disk now
     time.sleep(120)
 st.save_model = slow
-from linrec.cli import main
+from linrec.app.cli import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -655,14 +655,14 @@ def test_a_killed_save_leaves_nothing_in_the_users_directory(cli, tmp_path, tiny
 
 def _no_model_load(monkeypatch):
     """Loading a model fails the test: what is checked here must be checked before any weights are read."""
-    import linrec.capture
-    import linrec.models
+    import linrec.inputs.models
+    import linrec.measure.capture
 
     def load(*a, **k):
         raise AssertionError("a model was loaded before the arguments were checked")
 
-    monkeypatch.setattr(linrec.models, "load_model", load)
-    monkeypatch.setattr(linrec.capture, "load_model", load)
+    monkeypatch.setattr(linrec.inputs.models, "load_model", load)
+    monkeypatch.setattr(linrec.measure.capture, "load_model", load)
 
 
 @pytest.mark.parametrize("blocks", ["a,b", "-1", ",", "0,,1", "1.5", "2", "0,7"])
@@ -700,8 +700,8 @@ def test_probe_ranks_beyond_the_width_are_refused_before_loading(cli, tiny_args,
 
 
 def test_a_probe_rank_that_would_not_fit_in_memory_names_the_largest_that_does():
-    from linrec.errors import LinrecError
-    from linrec.probe import check_rank, quadratic_bytes
+    from linrec.analyses.probe import check_rank, quadratic_bytes
+    from linrec.base.errors import LinrecError
 
     gib = 2**30
     check_rank(16, 576, 576, 24_000, available=4 * gib)  # the paper's rank on SmolLM2: 0.2 GiB
@@ -725,7 +725,7 @@ def test_prune_numbers_must_be_finite_and_not_negative(cli, tmp_path, monkeypatc
 
 
 def test_report_bench_with_a_wrong_folder_leaves_the_readme_as_it_was(cli, tmp_path, monkeypatch):
-    from linrec.figures import project_root
+    from linrec.base.files import project_root
 
     readme = project_root() / "docs" / "performance.md"
     before = readme.read_bytes()

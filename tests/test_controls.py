@@ -5,13 +5,13 @@ import pandas as pd
 import pytest
 import torch
 
-from linrec.capture import get_capture
-from linrec.ceiling import fit_affine, score
-from linrec.controls import _split_rows, cross_feed, gaussian_like, input_controls, r2_of_map, recolour
-from linrec.errors import LinrecError
-from linrec.models import load_model, model_identity, random_init_spec
-from linrec.moments import Moments
-from linrec.sites import find_ffn_sites
+from linrec.analyses.controls import _split_rows, cross_feed, gaussian_like, input_controls, r2_of_map, recolour
+from linrec.base.errors import LinrecError
+from linrec.inputs.models import load_model, model_identity, random_init_spec
+from linrec.inputs.sites import find_ffn_sites
+from linrec.measure.capture import get_capture
+from linrec.stats.ceiling import fit_affine, score
+from linrec.stats.moments import Moments
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_random_init_is_the_architectures_own_init_and_reproducible(tiny_setup):
 
 
 def test_random_init_spec_errors_name_the_fix():
-    from linrec.errors import LinrecError
+    from linrec.base.errors import LinrecError
 
     with pytest.raises(LinrecError, match="init:SEED:MODEL"):
         load_model("init:x:smollm2-135m")
@@ -136,7 +136,7 @@ def test_cross_feed_between_trained_and_random_init(tiny_setup):
 
 # ---- claim 2, decomposed ------------------------------------------------------------------------------------
 def test_shuffled_weights_keep_each_matrix_multiset():
-    from linrec.controls import shuffled_weights
+    from linrec.analyses.controls import shuffled_weights
 
     torch.manual_seed(0)
     mlp = torch.nn.Sequential(torch.nn.Linear(6, 10), torch.nn.GELU(), torch.nn.Linear(10, 4))
@@ -154,7 +154,7 @@ def test_shuffled_weights_keep_each_matrix_multiset():
 def test_shared_scores_give_the_same_tables_and_score_each_pair_once(tiny_setup):
     """One `MapScores` across the null ensembles, the input controls and both cross feeds (as notebook 07 runs them,
     on a row budget) changes no number and runs each (FFN, rows) pair once."""
-    from linrec.controls import MapScores, inputs_or_weights
+    from linrec.analyses.controls import MapScores, inputs_or_weights
 
     model_dir, kw = tiny_setup
     trained, init_spec = get_capture(model_dir, **kw), random_init_spec(model_dir, 0)
@@ -189,7 +189,7 @@ def test_shared_scores_give_the_same_tables_and_score_each_pair_once(tiny_setup)
 def test_folding_the_norm_gain_leaves_the_ffn_output_unchanged(tiny_model, kind):
     """ffn'((x − b) / g) = ffn(x) to 1e-6 on every block, for x = the pre-MLP norm's output on random hidden states;
     (x − b) / g is the norm's unit output (unit RMS, and zero mean for LayerNorm); the gains are not all 1."""
-    from linrec.controls import folded_ffn, unscale
+    from linrec.analyses.controls import folded_ffn, unscale
 
     model = tiny_model(kind)
     for site in find_ffn_sites(model):
@@ -210,7 +210,7 @@ def test_folding_the_norm_gain_leaves_the_ffn_output_unchanged(tiny_model, kind)
 
 
 def test_a_norm_of_another_form_is_refused():
-    from linrec.controls import norm_affine
+    from linrec.analyses.controls import norm_affine
 
     class Squash(torch.nn.Module):
         def __init__(self):
@@ -227,9 +227,9 @@ def test_a_norm_of_another_form_is_refused():
 def test_shared_rows_score_equals_the_moments_path_and_lstsq():
     """`SharedRows` (one Gram factorisation, many targets) gives the R² of `ceiling.score(fit_affine(…))` and of
     numpy lstsq, and its per-window sums give the same R² under the window bootstrap's all-ones counts."""
-    from linrec.ceiling import r2_rows
-    from linrec.controls import SharedRows
-    from linrec.heldout import r2_of_counts
+    from linrec.analyses.controls import SharedRows
+    from linrec.stats.ceiling import r2_rows
+    from linrec.stats.heldout import r2_of_counts
 
     rng = np.random.default_rng(0)
     d, n, nt = 12, 400, 150
@@ -249,7 +249,7 @@ def test_shared_rows_score_equals_the_moments_path_and_lstsq():
 
 
 def test_random_init_ffns_are_the_twins_initialisation_and_seeded(tiny_model_dir):
-    from linrec.controls import random_init_ffn
+    from linrec.analyses.controls import random_init_ffn
 
     loaded, twin = load_model(tiny_model_dir), load_model(random_init_spec(tiny_model_dir, 0))
     ffn, twin_ffn = find_ffn_sites(loaded.model)[0].ffn, find_ffn_sites(twin.model)[0].ffn
@@ -264,9 +264,9 @@ def test_inputs_or_weights_on_a_capture_against_lstsq(tiny_setup):
     """With every stored row, the trained (folded) FFN's R² is the capture's R²_lin (folding is an invertible change
     of the inputs); an off-diagonal entry is numpy lstsq of the folded FFN i on block j's normalised inputs; each
     block has its null draws, and the draws differ."""
-    from linrec.ceiling import r2_rows
-    from linrec.controls import ffn_outputs, folded_ffn, inputs_or_weights, unscale
-    from linrec.recoverability import ceiling_table
+    from linrec.analyses.controls import ffn_outputs, folded_ffn, inputs_or_weights, unscale
+    from linrec.analyses.recoverability import ceiling_table
+    from linrec.stats.ceiling import r2_rows
 
     model_dir, kw = tiny_setup
     c, loaded = get_capture(model_dir, **kw), load_model(model_dir)
@@ -292,8 +292,8 @@ def _planted(n=16, band=2, windows=60, noise=0.05, seed=0):
     """A synthetic cross matrix R²(i, j) = 0.5 + a_i + b_j with var(a) : var(b) = 0.7 : 0.3 over the blocks, as
     held-out per-window sums with per-window measurement noise, on the pairs |i − j| ≤ band (None: all); returns the
     InputsOrWeights and the planted shares (the factors' variances at the entries over their sum's)."""
-    from linrec.controls import InputsOrWeights
-    from linrec.heldout import HeldOut
+    from linrec.analyses.controls import InputsOrWeights
+    from linrec.stats.heldout import HeldOut
 
     rng = np.random.default_rng(seed)
     a, b = (rng.standard_normal(n) for _ in range(2))
@@ -317,7 +317,7 @@ def test_two_factor_decomposition_recovers_planted_shares_with_intervals_that_co
     """On a full matrix the decomposition returns the planted 0.7 / 0.3 exactly; with measurement noise its window
     bootstrap intervals cover them about as often as 95 % intervals should; within a band the unique shares are lower
     bounds of the planted ones, the rest is `shared`, and the order of the two is kept."""
-    from linrec.controls import decomposition, two_factor_shares
+    from linrec.analyses.controls import decomposition, two_factor_shares
 
     exact, planted = _planted(noise=0.0, band=None)
     m = exact.matrix
@@ -347,7 +347,7 @@ def test_two_factor_decomposition_recovers_planted_shares_with_intervals_that_co
 def test_cross_feed_pairs_runs_each_pair_and_captures_what_is_missing(tiny_setup):
     """Notebook 07's section 3: each model with its random-init twin both ways; the twin's capture and model are made
     on demand and kept, and the summary is each pair's median over blocks of its own `cross_feed` table."""
-    from linrec.controls import cross_feed_pairs, twin_pairs
+    from linrec.analyses.controls import cross_feed_pairs, twin_pairs
 
     model_dir, kw = tiny_setup
     init_spec = random_init_spec(model_dir, 0)

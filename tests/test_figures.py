@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from linrec.errors import LinrecError
-from linrec.figures import declared_parameters, known_parameters, load_params, notebooks, project_root
+from linrec.app.params import declared_parameters, known_parameters, load_params, notebooks
+from linrec.base.errors import LinrecError
+from linrec.base.files import project_root
 
 ROOT = project_root(__file__)
 
@@ -74,7 +75,7 @@ def test_timings_are_recorded_per_cell_and_notebook(tmp_path):
     import nbformat
     import pandas as pd
 
-    from linrec.figures import TIMINGS, record_timings
+    from linrec.app.notebooks import TIMINGS, record_timings
 
     def executed(stem, durations):
         nb = nbformat.v4.new_notebook()
@@ -100,7 +101,7 @@ def test_timings_are_recorded_per_cell_and_notebook(tmp_path):
 def test_stages_run_01_alone_then_the_rest_longest_first_then_08():
     from pathlib import Path
 
-    from linrec.figures import stages
+    from linrec.app.notebooks import stages
 
     nbs = [Path(f"notebooks/{n}.py") for n in ("01_capture", "02_a", "03_b", "04_c", "09_report")]
     got = stages(nbs, {"02_a": 5.0, "03_b": 50.0, "04_c": 20.0})
@@ -113,7 +114,7 @@ def test_the_order_comes_from_the_last_full_run_not_from_a_later_partial_one(tmp
     every notebook (run.csv) still says it is the slowest, and it is what orders the next full run."""
     import pandas as pd
 
-    from linrec.figures import RUN, TIMINGS, _last_timings
+    from linrec.app.notebooks import RUN, TIMINGS, _last_timings
 
     nb = tmp_path / "results" / "notebooks"
     nb.mkdir(parents=True)
@@ -169,13 +170,13 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
 
     import nbformat
 
-    import linrec.figures
-    import linrec.threads
-    from linrec.figures import run_notebooks
-    from linrec.report import PERF_END, PERF_START
+    import linrec.app.notebooks
+    import linrec.base.threads
+    from linrec.app.notebooks import run_notebooks
+    from linrec.outputs.report import PERF_END, PERF_START
 
-    monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: os.cpu_count() or 1)
-    monkeypatch.setattr(linrec.figures, "STAGE_EVERY", 0.5)
+    monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: os.cpu_count() or 1)
+    monkeypatch.setattr(linrec.app.notebooks, "STAGE_EVERY", 0.5)
     names = ["01_first", "02_a", "03_b", "09_last"]
     _project(tmp_path, names)
     nb = tmp_path / "notebooks" / "02_a.py"
@@ -231,10 +232,10 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
 
 
 def test_a_failing_notebook_is_one_line_naming_it_and_what_never_ran(tmp_path, monkeypatch):
-    import linrec.threads
-    from linrec.figures import TIMINGS, run_notebooks
+    import linrec.base.threads
+    from linrec.app.notebooks import TIMINGS, run_notebooks
 
-    monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: max(2, os.cpu_count() or 1))
+    monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: max(2, os.cpu_count() or 1))
     _project(tmp_path, ["01_first", "02_a", "03_b", "09_last"], sleep=0)
     (tmp_path / "out").mkdir()
     (tmp_path / "notebooks" / "03_b.py").write_text(HEADER + '# %% tags=["parameters"]\nvalue = 0\n\n# %%\n1 / 0\n')
@@ -248,7 +249,7 @@ def test_a_failing_notebook_is_one_line_naming_it_and_what_never_ran(tmp_path, m
 
 
 def test_the_console_estimates_only_from_this_profiles_own_last_run():
-    from linrec.figures import _Console
+    from linrec.app.notebooks import _Console
 
     assert _Console({}, ["01_a", "02_b"]).left() == ""  # nothing to go by: no estimate rather than another's
     c = _Console({"01_a": 60.0, "02_b": 120.0, "03_c": 240.0, "09_z": 60.0}, ["01_a", "02_b", "03_c", "09_z"], jobs=2)
@@ -263,11 +264,11 @@ def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeyp
     runs side by side."""
     import json
 
-    import linrec.threads
-    from linrec.figures import run_notebooks
+    import linrec.base.threads
+    from linrec.app.notebooks import run_notebooks
 
     free = iter([1, 1, 2, 2, 2])  # stage 01; stage 02-04 (busy); after 02 (the other work has ended); …
-    monkeypatch.setattr(linrec.threads, "free_cpus", lambda seconds=1.0: next(free))
+    monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: next(free))
     names = ["01_first", "02_a", "03_b", "04_c"]
     _project(tmp_path, names, sleep=0.5)
     (tmp_path / "out").mkdir()
@@ -287,7 +288,7 @@ def test_busy_cpus_sees_a_spinning_process():
     import subprocess
     import sys
 
-    from linrec.threads import busy_cpus, free_cpus
+    from linrec.base.threads import busy_cpus, free_cpus
 
     spin = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 4: pass"])
     try:
@@ -305,7 +306,7 @@ def test_profile_values_of_the_declared_types_pass(tmp_path):
 
 
 def test_every_parameter_that_defaults_to_none_has_a_declared_type():
-    from linrec.figures import OPTIONAL_TYPES, declared_defaults
+    from linrec.app.params import OPTIONAL_TYPES, declared_defaults
 
     declared = {n: v for nb in notebooks(ROOT) for n, (v, _) in declared_defaults(nb).items()}
     assert {n for n, v in declared.items() if v is None} <= set(OPTIONAL_TYPES) <= set(declared)
@@ -324,7 +325,7 @@ def test_under_the_runner_a_loop_prints_one_line_on_the_console_not_into_the_not
     import io
     import sys
 
-    from linrec.progress import bar, write
+    from linrec.base.progress import bar, write
 
     monkeypatch.setenv("LINREC_PROGRESS", "0")
     monkeypatch.setenv("LINREC_NOTEBOOK", "02_x")

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from linrec.ceiling import fit_affine, r2_rows, score
-from linrec.errors import LinrecError
-from linrec.heldout import HeldOut, bootstrap_r2, r2_of_counts
-from linrec.moments import Moments
+from linrec.base.errors import LinrecError
+from linrec.stats.ceiling import fit_affine, r2_rows, score
+from linrec.stats.heldout import HeldOut, bootstrap_r2, r2_of_counts
+from linrec.stats.moments import Moments
 
 
 def _heldout(x, y, W, b, n_windows, shift=None):
@@ -93,7 +93,7 @@ def test_bootstrap_is_seeded_and_handles_edges():
 
 # ---- claim 5: a profile over corpora split into depth, level and shape ------------------------------------------
 def test_two_way_shares_recover_a_planted_split():
-    from linrec.recoverability import two_way_shares
+    from linrec.analyses.recoverability import two_way_shares
 
     depth = np.array([-0.3, 0.1, 0.2, -0.1, 0.1])  # block effects (sum 0)
     level = np.array([-0.05, 0.0, 0.05])  # corpus effects (sum 0)
@@ -125,7 +125,7 @@ def test_corpus_shape_level_separates_a_shift_from_a_change_of_form():
     values on one corpus is shape. Intervals come from the windows and cover the planted split."""
     from types import SimpleNamespace
 
-    from linrec.recoverability import corpus_shape_level
+    from linrec.analyses.recoverability import corpus_shape_level
 
     base = np.array([0.3, 0.7, 0.5, 0.8, 0.4, 0.6])
     rng = np.random.default_rng(0)
@@ -151,8 +151,8 @@ def test_profile_draws_resample_the_same_windows_for_every_block():
     resample (resampled independently they would not), and a block's draws spread like its window bootstrap."""
     from types import SimpleNamespace
 
-    from linrec.heldout import bootstrap_r2
-    from linrec.recoverability import profile_draws
+    from linrec.analyses.recoverability import profile_draws
+    from linrec.stats.heldout import bootstrap_r2
 
     rng = np.random.default_rng(1)
     a, b = _heldout_for(0.6, rng), _heldout_for(0.3, rng)

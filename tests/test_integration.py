@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from linrec.capture import get_capture
-from linrec.ceiling import r2_rows
-from linrec.corpora import fetch_offline_corpus
-from linrec.models import load_model
-from linrec.perplexity import perplexity
-from linrec.recoverability import ceiling_table
+from linrec.analyses.perplexity import perplexity
+from linrec.analyses.recoverability import ceiling_table
+from linrec.inputs.corpora import fetch_offline_corpus
+from linrec.inputs.models import load_model
+from linrec.measure.capture import get_capture
+from linrec.stats.ceiling import r2_rows
 
 PARAGRAPH = (
     "The city lies on the north bank of the river, about twenty miles from the coast. It grew up "

@@ -1,48 +1,61 @@
-"""The package's import structure: layers that import only downward, no cycles,
-no reaching into another module's private names.
+"""The package's import structure: layers that import only downward, no cycles, no reaching into another module's
+private names.
 
-`LAYERS` lists the layers lowest first; a module may import from its own layer or any layer
-below. docs/layout.md shows the same tree with one line per module.
+The layers are the package's folders (`lib/linrec/<layer>/`); their order, lowest first, is the picture in the
+package docstring (`lib/linrec/__init__.py`), which the README repeats. A module may import from its own folder or a
+lower one; the top-level `__init__` and `__main__` sit above every folder.
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "linrec"
+README = Path(__file__).resolve().parents[1] / "README.md"
+PICTURE = re.compile(r"^ {0,4}([a-z]+)/ {2,}(.+)$", re.M)  # "stats/     moments · distributed · …" inside the picture
 
-LAYERS = [
-    ("util", {"errors", "files", "threads", "progress"}),
-    ("moments", {"moments", "distributed"}),
-    ("fits", {"ceiling", "heldout"}),
-    ("models and data", {"sites", "corpora", "fetching", "hf", "surgery", "models", "training"}),
-    ("capture", {"capture", "curves"}),
-    (
-        "analyses",
-        {"recoverability", "probe", "pitfall", "spectrum", "uncertainty", "perplexity", "swap", "controls", "seeds"},
-    ),
-    ("verdicts", {"verdicts", "tables"}),
-    ("outputs", {"report", "plots"}),
-    ("entry points", {"cli", "figures", "__main__", "__init__"}),
-]
-LAYER = {m: i for i, (_, mods) in enumerate(LAYERS) for m in mods}
+
+def picture(text: str) -> list[tuple[str, list[str]]]:
+    """[(folder, [module, …])] of a layer picture, in the order drawn (lowest first); a module is its first word
+    between the dots, so a picture may say a few words on each."""
+    return [(folder, [m.split()[0] for m in rest.split("·")]) for folder, rest in PICTURE.findall(text)]
+
+
+def _layers() -> list[str]:
+    return [folder for folder, _ in picture(ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text())))]
 
 
 def _modules() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(PACKAGE.glob("*.py"))}
+    """{"folder.module": path} of every module, plus the top-level "__init__" and "__main__"."""
+    out = {p.stem: p for p in sorted(PACKAGE.glob("*.py"))}
+    for p in sorted(PACKAGE.glob("*/*.py")):
+        out[f"{p.parent.name}.{p.stem}"] = p
+    return out
+
+
+def _layer_of(module: str) -> int:
+    layers = _layers()
+    folder = module.split(".")[0]
+    return len(layers) if folder in ("__init__", "__main__") else layers.index(folder)
 
 
 def _imports(path: Path) -> list[tuple[str, list[str], int]]:
-    """(linrec module, names imported from it, line) for every import of the package in `path`, lazy ones included."""
+    """(linrec module, names imported from it, line) for every import of the package in `path`, lazy ones included;
+    a package's `__init__` is "folder.__init__"."""
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module == "linrec":  # `from linrec import verdicts`: a module
-            for a in node.names:
-                is_module = (PACKAGE / f"{a.name}.py").exists()
-                out.append((a.name, [], node.lineno) if is_module else ("__init__", [a.name], node.lineno))
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("linrec."):
-            out.append((node.module.removeprefix("linrec."), [a.name for a in node.names], node.lineno))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "linrec":
+            parts = node.module.split(".")[1:]
+            if len(parts) == 2:
+                out.append((".".join(parts), [a.name for a in node.names], node.lineno))
+            for a in node.names if len(parts) < 2 else ():
+                base = PACKAGE.joinpath(*parts)
+                if (base / f"{a.name}.py").exists() or (base / a.name).is_dir():
+                    out.append((".".join([*parts, a.name]), [], node.lineno))
+                else:
+                    out.append((".".join([*parts, "__init__"]) if parts else "__init__", [a.name], node.lineno))
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.startswith("linrec."):
@@ -50,21 +63,29 @@ def _imports(path: Path) -> list[tuple[str, list[str], int]]:
     return out
 
 
-def test_every_module_has_a_layer():
-    assert set(_modules()) == set(LAYER), (
-        f"unplaced: {set(_modules()) - set(LAYER)}; gone: {set(LAYER) - set(_modules())}"
-    )
+def test_the_picture_shows_every_folder_and_module():
+    """The docstring's picture names every folder and, in each, every module; the README draws the same picture."""
+    doc = ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text()))
+    drawn = picture(doc)
+    folders = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert sorted(f for f, _ in drawn) == folders, f"folders {folders}, drawn {[f for f, _ in drawn]}"
+    for folder, mods in drawn:
+        have = sorted(p.stem for p in (PACKAGE / folder).glob("*.py") if p.stem != "__init__")
+        assert sorted(mods) == have, f"{folder}/ holds {have}; the picture says {sorted(mods)}"
+    assert picture(README.read_text()) == drawn, "README.md's layer picture differs from lib/linrec/__init__.py's"
 
 
 @pytest.mark.parametrize("name", sorted(_modules()))
 def test_imports_go_down_and_use_public_names(name):
     for mod, names, line in _imports(_modules()[name]):
-        if name == "__init__" and mod == "errors":
+        if name == "__init__" and mod == "base.errors":
             continue
-        assert mod in LAYER, f"{name}.py:{line} imports unknown module linrec.{mod}"
-        assert LAYER[mod] <= LAYER[name], (
-            f"{name}.py:{line} imports linrec.{mod}, a higher layer ({LAYERS[LAYER[mod]][0]} above "
-            f"{LAYERS[LAYER[name]][0]})"
+        folder = mod.split(".")[0]
+        assert mod in _modules() or (mod.endswith(".__init__") and (PACKAGE / folder).is_dir()), (
+            f"{name}.py:{line} imports unknown module linrec.{mod}"
+        )
+        assert _layer_of(mod) <= _layer_of(name), (
+            f"{name}.py:{line} imports linrec.{mod}, a higher layer ({folder}/ above {name.split('.')[0]}/)"
         )
         private = [n for n in names if n.startswith("_")]
         assert not private, f"{name}.py:{line} imports private names {private} from linrec.{mod}"
@@ -88,18 +109,27 @@ def test_no_import_cycles():
             visit(node, [])
 
 
-def test_the_checker_finds_a_planted_cycle_and_a_climb(tmp_path, monkeypatch):
-    """The rules above can fail: a module importing upward and a cycle are both caught."""
+def test_the_checker_finds_a_planted_cycle_a_climb_and_an_undrawn_module(tmp_path, monkeypatch):
+    """The rules above can fail: an upward import, a private name, a cycle and a module the picture misses are all
+    caught."""
     import sys
 
     fake = tmp_path / "linrec"
-    fake.mkdir()
-    (fake / "ceiling.py").write_text("from linrec.capture import get_capture\n")
-    (fake / "capture.py").write_text("from linrec.ceiling import fit_affine\nfrom linrec.moments import _scratch\n")
+    for folder in ("stats", "measure"):
+        (fake / folder).mkdir(parents=True)
+        (fake / folder / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text('"""Layers:\n\nstats/    ceiling\nmeasure/  capture\n"""\n')
+    (fake / "stats" / "ceiling.py").write_text("from linrec.measure.capture import get_capture\n")
+    (fake / "measure" / "capture.py").write_text(
+        "from linrec.stats.ceiling import fit_affine\nfrom linrec.stats.ceiling import _scratch\n"
+    )
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
     with pytest.raises(AssertionError, match="higher layer"):
-        test_imports_go_down_and_use_public_names("ceiling")
+        test_imports_go_down_and_use_public_names("stats.ceiling")
     with pytest.raises(AssertionError, match="private names"):
-        test_imports_go_down_and_use_public_names("capture")
+        test_imports_go_down_and_use_public_names("measure.capture")
     with pytest.raises(AssertionError, match="cycle"):
         test_no_import_cycles()
+    (fake / "stats" / "moments.py").write_text("")
+    with pytest.raises(AssertionError, match="picture says"):
+        test_the_picture_shows_every_folder_and_module()

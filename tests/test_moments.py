@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from linrec.moments import Moments
+from linrec.stats.moments import Moments
 
 
 def _rows(n=3000, dx=12, dy=5, seed=0):
@@ -81,7 +81,7 @@ def test_packed_state_stores_the_upper_triangle_and_rebuilds_M_exactly():
 def test_panelled_upper_product_equals_one_shot_on_wide_rows(dx, dy):
     """Widths past one panel (`panel_width`: 64 columns for these, 80 for 277), with a last panel that is cut
     short: the accumulated upper triangle, mirrored, is zᵀz of the centred rows, float32 products included."""
-    from linrec.moments import panel_width, upper_product
+    from linrec.stats.moments import panel_width, upper_product
 
     x, y = _rows(n=700, dx=dx, dy=dy, seed=3)
     w = panel_width(dx + dy)
@@ -105,7 +105,7 @@ def test_panelled_upper_product_equals_one_shot_on_wide_rows(dx, dy):
 def test_symmetric_M_is_built_once_per_state_and_read_only():
     """`M` is kept until the statistics change (update or merge), for the few statistics read last (bounded memory),
     and handed out read-only, so no reader can change what the next one sees."""
-    from linrec.moments import _SYMMETRIC, _SYMMETRIC_KEEP
+    from linrec.stats.moments import _SYMMETRIC, _SYMMETRIC_KEEP
 
     x, y = _rows(n=400)
     m = Moments(x.shape[1], y.shape[1])

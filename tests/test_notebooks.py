@@ -15,11 +15,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from linrec.figures import TIMINGS, notebooks, project_root, run_notebooks
-from linrec.report import FIGURES, build_report
-from linrec.spectrum import REGIMES
-from linrec.tables import TABLES, load_table, save_table
-from linrec.verdicts import corpus_word
+from linrec.analyses.spectrum import REGIMES
+from linrec.app.notebooks import TIMINGS, run_notebooks
+from linrec.app.params import notebooks
+from linrec.base.files import project_root
+from linrec.claims.tables import TABLES, load_table, save_table
+from linrec.claims.verdicts import corpus_word
+from linrec.outputs.report import FIGURES, build_report
 
 ROOT = project_root(__file__)
 STEMS = [nb.stem for nb in notebooks(ROOT)]
@@ -85,8 +87,8 @@ def test_02_linear_ceiling(runner):
     assert set(table["model"]) == set(runner.params["models"])
     assert len(table) == N
     # the notebook's numbers are those of the tested code path: the same capture (from the session's cache) and table
-    from linrec.capture import get_capture
-    from linrec.recoverability import ceiling_table
+    from linrec.analyses.recoverability import ceiling_table
+    from linrec.measure.capture import get_capture
 
     p = runner.params
     cap = get_capture(p["models"][0], p["corpus"], p["seq_len"], p["tokens"], p["seed"], sample_rows=p["sample_rows"])
@@ -212,8 +214,8 @@ def test_08_training(runner):
     trained-vs-init distance is the mean |ΔR²_lin| of the profiles table's last and first checkpoints (recomputed
     here from that table); the verdict row is the rule applied to the comparisons; every block of every last
     checkpoint swapped."""
-    from linrec.training import TrainConfig
-    from linrec.verdicts import seeds_verdict
+    from linrec.claims.verdicts import seeds_verdict
+    from linrec.inputs.training import TrainConfig
 
     runner.upto("08_training")
     _figure(runner, "fig8_training")
@@ -265,7 +267,7 @@ def test_every_registered_table_is_written_by_its_notebook(runner):
 
 
 # ---- reading and rerunning in Jupyter (issue 31) ---------------------------------------------------------------
-PLOT_CALL = re.compile(r"^[^#]*\b(fig\d\w*)\(", re.M)  # a call of a linrec.plots figure function
+PLOT_CALL = re.compile(r"^[^#]*\b(fig\d\w*)\(", re.M)  # a call of a linrec.outputs.plots figure function
 
 
 def _without_imports(source: str) -> str:
@@ -314,7 +316,7 @@ def test_saved_outputs_hold_no_progress_bars_and_no_paths_of_this_machine(runner
 def test_parameters_cells_hold_the_default_profile():
     """Run All in Jupyter is the default run: every parameter a notebook declares and params/default.yaml sets has
     the profile's value in the notebook's parameters cell (so it reads the captures make figures cached)."""
-    from linrec.figures import declared_defaults
+    from linrec.app.params import declared_defaults
 
     profile = yaml.safe_load((ROOT / "params" / "default.yaml").read_text())
     for nb in notebooks(ROOT):

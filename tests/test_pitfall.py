@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from linrec.pitfall import (
+from linrec.analyses.pitfall import (
     Split,
     covariance_kappa,
     gd_curve,
@@ -16,7 +16,7 @@ from linrec.pitfall import (
     train_curves,
     tuned,
 )
-from linrec.probe import Rows, train_affine
+from linrec.analyses.probe import Rows, train_affine
 
 
 def _problem(n=3000, d=12, m=6, kappa=1.0, noise=0.05, seed=0, mean=0.0, equal_share=False):
@@ -40,7 +40,7 @@ def _split(x, y, n_fit, n_val):
 
 @pytest.mark.parametrize("optimizer,lr", [("adam", 1e-2), ("sgd", 1e-3)])
 def test_batched_trainer_takes_torch_optims_steps(optimizer, lr):
-    """Same initialisation, same mini-batches, same updates as linrec.probe.train_affine (torch.optim): the
+    """Same initialisation, same mini-batches, same updates as linrec.analyses.probe.train_affine (torch.optim): the
     held-out R² after its 3 epochs agrees, and a learning rate trains the same beside others as alone."""
     x, y = _problem(n=2600, kappa=30.0, mean=0.5)
     rows = Rows(x[:2000], y[:2000], x[2000:], y[2000:])
@@ -74,7 +74,7 @@ def test_gradient_descent_from_the_spectrum_equals_running_it():
     b0 = torch.empty(3).uniform_(-(6**-0.5), 6**-0.5, generator=gen)
     theta = torch.cat([w0.T, b0[None]], 0).double()
     xte = torch.cat([split.xte, torch.ones(len(split.xte), 1, dtype=torch.float64)], 1)
-    from linrec.ceiling import r2_rows
+    from linrec.stats.ceiling import r2_rows
 
     got = {}
     for k in range(1, 41):

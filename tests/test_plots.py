@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from linrec.plots import (  # noqa: E402
+from linrec.outputs.plots import (  # noqa: E402
     fig2_r2_lin,
     fig2_swap,
     fig3b_trained_pitfall,
@@ -53,7 +53,7 @@ def test_swap_figures_with_and_without_variants(tmp_path):
 def test_an_interval_that_misses_its_estimate_still_draws(tmp_path):
     """A percentile bootstrap interval can lie wholly on one side of its point estimate (the smoke profile's swap did):
     the bar then runs from the estimate to the far end, never a negative length (matplotlib raises on those)."""
-    from linrec.plots import _yerr
+    from linrec.outputs.plots import _yerr
 
     t = _swap("a", 3).assign(delta_lo=lambda d: d["delta_ppl"] + 0.1, delta_hi=lambda d: d["delta_ppl"] + 0.3)
     fig = fig2_swap(t, tmp_path / "fig2_swap")

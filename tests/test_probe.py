@@ -2,7 +2,7 @@
 
 import torch
 
-from linrec.probe import Rows, closed_form_on_rows, fit_probe, train_affine
+from linrec.analyses.probe import Rows, closed_form_on_rows, fit_probe, train_affine
 
 
 def _inputs(n, d, seed, spread=1.0):
@@ -83,8 +83,8 @@ def test_quadratic_closed_form_matches_lstsq_on_its_features():
     """Independent reference: numpy lstsq of y on [1, x, z_i z_j] with z the top-k PCs of the standardised train x."""
     import numpy as np
 
-    from linrec.ceiling import r2_rows
-    from linrec.probe import quadratic_closed_form
+    from linrec.analyses.probe import quadratic_closed_form
+    from linrec.stats.ceiling import r2_rows
 
     n, d, do, k = 4000, 12, 5, 4
     x, _, g = _inputs(n, d, 7, spread=0.5)
@@ -109,7 +109,7 @@ def test_quadratic_closed_form_matches_lstsq_on_its_features():
 
 
 def test_quadratic_closed_form_recovers_a_planted_quadratic():
-    from linrec.probe import quadratic_closed_form
+    from linrec.analyses.probe import quadratic_closed_form
 
     n, d, do = 6000, 16, 8
     g = torch.Generator().manual_seed(8)
@@ -140,8 +140,8 @@ def test_scaled_targets_are_scored_on_the_raw_targets():
 def test_adam_reach_counts_parameters_in_units_of_the_budget():
     import numpy as np
 
-    from linrec.ceiling import AffineFit
-    from linrec.probe import TRAIN_DEFAULTS, adam_reach
+    from linrec.analyses.probe import TRAIN_DEFAULTS, adam_reach
+    from linrec.stats.ceiling import AffineFit
 
     W = np.zeros((100, 1))
     W[:, 0] = np.arange(100.0)  # |θ| = 0 … 99, plus b = 0
@@ -155,7 +155,7 @@ def test_adam_reach_counts_parameters_in_units_of_the_budget():
 def test_mechanism_and_sweep_blocks_use_no_held_out_data():
     import pandas as pd
 
-    from linrec.probe import mechanism_blocks, sweep_blocks
+    from linrec.analyses.probe import mechanism_blocks, sweep_blocks
 
     cond = pd.Series([5.0, 1.0, 9.0, 3.0, 7.0, 2.0], index=[0, 1, 2, 3, 4, 5])
     assert mechanism_blocks(cond, 2) == [1, 5, 4, 2]  # best two first, then the two worst
@@ -193,7 +193,7 @@ def test_max_train_draws_seeded_rows_from_the_whole_train_split():
     import numpy as np
     import pytest
 
-    from linrec.errors import LinrecError
+    from linrec.base.errors import LinrecError
 
     n, d = 400, 3
     x = np.arange(n * d, dtype=np.float32).reshape(n, d)  # row i holds 3i, 3i+1, 3i+2
@@ -217,8 +217,8 @@ def test_without_first_drops_every_first_position_row_and_fits_on_the_rest(tiny_
     closed-form map fitted on those train rows: its R²_lin equals numpy's lstsq on the same rows."""
     import numpy as np
 
-    from linrec.capture import get_capture
-    from linrec.probe import probe_table
+    from linrec.analyses.probe import probe_table
+    from linrec.measure.capture import get_capture
 
     cap = get_capture(tiny_model_dir, tiny_corpus(8000), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
     index = cap.row_index()

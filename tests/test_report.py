@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from linrec.errors import LinrecError
-from linrec.report import CELL_LIMIT, FIGURES, OTHER_PROFILE, build_report, claims, per_block_table, render
-from linrec.tables import TABLES, load_table, save_table
+from linrec.base.errors import LinrecError
+from linrec.claims.tables import TABLES, load_table, save_table
+from linrec.outputs.report import CELL_LIMIT, FIGURES, OTHER_PROFILE, build_report, claims, per_block_table, render
 
 
 def _results(
@@ -59,7 +59,7 @@ def test_claims_follow_their_rules(tmp_path):
 
 
 def test_claim1_states_the_other_profile_and_the_learning_curve(tmp_path):
-    from linrec.tables import load_table
+    from linrec.claims.tables import load_table
 
     d = _results(tmp_path)
     other = load_table("r2_lin_summary", d).assign(max_jump_disjoint=0.05, max_jump_fdr=np.nan, profile_tokens=204800.0)
@@ -117,7 +117,7 @@ def test_missing_results_directory_names_the_fix(tmp_path):
 
 
 def test_readme_block_is_replaced_between_markers_only(tmp_path):
-    from linrec.report import README_END, README_START, update_readme
+    from linrec.outputs.report import README_END, README_START, update_readme
 
     d = _results(tmp_path)
     readme = tmp_path / "README.md"
@@ -135,8 +135,8 @@ def test_readme_block_is_replaced_between_markers_only(tmp_path):
 def test_readme_performance_block_is_generated_from_the_committed_bench_csvs():
     """Every number of docs/performance.md's block comes from results/bench/*.csv: re-rendering the committed
     files reproduces the block exactly."""
-    from linrec.figures import project_root
-    from linrec.report import PERF_END, PERF_START, performance_section
+    from linrec.base.files import project_root
+    from linrec.outputs.report import PERF_END, PERF_START, performance_section
 
     root = project_root()
     text = (root / "docs" / "performance.md").read_text()
@@ -147,7 +147,7 @@ def test_readme_performance_block_is_generated_from_the_committed_bench_csvs():
 
 
 def test_performance_section_follows_the_csv_and_names_a_missing_file(tmp_path):
-    from linrec.report import performance_section
+    from linrec.outputs.report import performance_section
 
     machine = {"machine": "cpu", "cpus": 2, "torch": "2.13.0", "threads": 2, "date": "2026-11-23"}
     values = {"capture_f64_over_plain": 1.5, "capture_f64_over_plain_median_batch": 1.4, "capture_f64_over_body": 1.9,
@@ -198,8 +198,8 @@ def test_setup_states_the_profiles_analysis_budget(tmp_path):
 
 
 def test_figures_run_line_reads_run_csv(tmp_path):
-    from linrec.figures import record_run
-    from linrec.report import figures_run_line
+    from linrec.app.notebooks import record_run
+    from linrec.outputs.report import figures_run_line
 
     assert "is missing" in figures_run_line(tmp_path / "results" / "x" / "notebooks" / "run.csv")
     path = record_run(tmp_path, {"01_capture": 130.2, "06_swap": 510.0, "02_x": 22.0}, 1260.0, 2, 10)
@@ -223,7 +223,7 @@ def test_setup_names_the_encoder_of_the_controls(tmp_path):
 
 
 def test_performance_block_is_not_rewritten_from_a_missing_or_partial_bench_folder(tmp_path):
-    from linrec.report import PERF_END, PERF_START, update_readme_performance
+    from linrec.outputs.report import PERF_END, PERF_START, update_readme_performance
 
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{PERF_START}\nold\n{PERF_END}\n")
@@ -238,7 +238,7 @@ def test_performance_block_is_not_rewritten_from_a_missing_or_partial_bench_fold
 def test_timings_are_written_apart_so_a_rerun_with_the_same_numbers_rewrites_the_same_table(tmp_path):
     """Seconds and the cache flag go to timings/<name>.csv with the row-naming columns; the results table keeps the
     numbers only, so a rerun that is slower or faster leaves it byte for byte as it was."""
-    from linrec.tables import labelled, load_table, load_timings
+    from linrec.claims.tables import labelled, load_table, load_timings
 
     cols = TABLES["probe_ranks"].columns
     rows = pd.DataFrame([{c: 0.25 for c in cols} | {"model": "m", "block": b, "rank": r, "probe_stop": "validation"}
@@ -278,7 +278,7 @@ def test_the_report_states_robustness_and_where_fresh_text_lives(tmp_path):
 def test_claim3_without_position_0_and_claim4_on_fresh_text_from_the_full_profile(tmp_path):
     """Claim 3's robustness cell is claim 3's rule on `probe_summary_ex_first` (not a fixed "not measured"), and
     claim 4's fresh-text cell reads `spectrum_replicates_summary` from results/full when this profile has none."""
-    from linrec.verdicts import claim3
+    from linrec.claims.verdicts import claim3
 
     d = _results(tmp_path)
     row = lambda text, n: [r for r in _claim_rows(text) if r[0].startswith(f" [{n}]")][0]  # noqa: E731
@@ -350,13 +350,13 @@ def test_the_per_block_table_has_one_row_per_block_and_the_swap_variants_as_colu
 
 
 def _v(claim, evidence):
-    from linrec.verdicts import Verdict
+    from linrec.claims.verdicts import Verdict
 
     return Verdict(claim, "reproduced", evidence)
 
 
 def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
-    from linrec.report import swap_findings
+    from linrec.outputs.report import swap_findings
 
     e6a = {
         "model": "m",
@@ -397,8 +397,8 @@ def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
 
 
 def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
-    from linrec.report import controls_findings
-    from linrec.verdicts import GAUSSIAN_DROP
+    from linrec.claims.verdicts import GAUSSIAN_DROP
+    from linrec.outputs.report import controls_findings
 
     init = pd.DataFrame(
         [

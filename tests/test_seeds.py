@@ -1,15 +1,16 @@
-"""linrec.seeds: profile distances with paired window-bootstrap intervals, and the noise floor they are judged by."""
+"""linrec.analyses.seeds: profile distances with paired window-bootstrap intervals, and the noise floor they are
+judged by."""
 
 import numpy as np
 import pytest
 
 from helpers import make_tiny_model, tiny_tokenizer
-from linrec.capture import get_capture
-from linrec.errors import LinrecError
-from linrec.hf import LoadedModel
-from linrec.recoverability import ceiling_table
-from linrec.seeds import compare, noise_floor, pairs, profile
-from linrec.training import TrainConfig
+from linrec.analyses.recoverability import ceiling_table
+from linrec.analyses.seeds import compare, noise_floor, pairs, profile
+from linrec.base.errors import LinrecError
+from linrec.inputs.hf import LoadedModel
+from linrec.inputs.training import TrainConfig
+from linrec.measure.capture import get_capture
 
 
 def _capture(seed, corpus, tokens=4096):
@@ -66,7 +67,7 @@ def test_the_onset_is_the_first_step_that_stays_near_the_last_profile():
     not 10 (every later checkpoint must stay within 0.05)."""
     import pandas as pd
 
-    from linrec.seeds import approach_to_final
+    from linrec.analyses.seeds import approach_to_final
 
     final = np.array([0.9, 0.5, 0.7])
     steps = {0: final - 0.3, 10: final + 0.01, 30: final - 0.2, 100: final + 0.02, 300: final}

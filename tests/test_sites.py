@@ -1,4 +1,4 @@
-"""linrec.sites on tiny random models of every supported architecture (no download).
+"""linrec.inputs.sites on tiny random models of every supported architecture (no download).
 
 Checks that each site is the module the spec names, that the hooks hand over the FFN's real
 input x and output y (re-running the FFN on x gives y; the block's residual identity holds
@@ -14,8 +14,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from linrec.errors import LinrecError
-from linrec.sites import FFN_SITES, StopForward, ffn_hooks, find_ffn_sites, run_until_stop
+from linrec.base.errors import LinrecError
+from linrec.inputs.sites import FFN_SITES, StopForward, ffn_hooks, find_ffn_sites, run_until_stop
 
 KINDS = ["gpt2", "gpt_neox", "gpt_neox_seq", "llama", "qwen2", "gemma3_text", "bert"]
 

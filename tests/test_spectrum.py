@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from helpers import moments_of
-from linrec.ceiling import r2_rows
-from linrec.moments import remove_rows
-from linrec.spectrum import block_spectrum, effective_rank
+from linrec.analyses.spectrum import block_spectrum, effective_rank
+from linrec.stats.ceiling import r2_rows
+from linrec.stats.moments import remove_rows
 
 
 def test_effective_rank_of_identity_and_rank_one():
@@ -111,7 +111,7 @@ def test_low_rank_linear_block_is_unclassified_not_broadly_linear():
 def test_outlier_concentrated_needs_rank_about_one():
     """The paper's "rank ≈ 1": a concentrated block is outlier-concentrated only while the effective rank of its
     explained part is below OUTLIER_RANK (2: two equal directions); at 2 it is concentrated but unclassified."""
-    from linrec.spectrum import OUTLIER_RANK, effective_rank, regime
+    from linrec.analyses.spectrum import OUTLIER_RANK, effective_rank, regime
 
     assert effective_rank(np.diag([1.0, 1.0])) == pytest.approx(OUTLIER_RANK)  # the threshold is two equal directions
     assert 1.6 < effective_rank(np.diag([1.0, 0.25])) < 1.7  # one direction dominating: below it
@@ -122,7 +122,7 @@ def test_outlier_concentrated_needs_rank_about_one():
 
 
 def test_regime_rank_threshold_for_broadly_linear():
-    from linrec.spectrum import REGIME_RANK, regime
+    from linrec.analyses.spectrum import REGIME_RANK, regime
 
     d_out = 200
     at = REGIME_RANK * d_out  # 10: at the threshold the explained part counts as spread out

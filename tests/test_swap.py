@@ -8,18 +8,18 @@ import pytest
 import torch
 
 from helpers import tiny_tokenizer, tiny_windows
-from linrec.capture import CaptureConfig, run_capture
-from linrec.ceiling import fit_affine, output_directions, reduce_rank, score
-from linrec.corpora import Windows
-from linrec.errors import LinrecError
-from linrec.hf import LoadedModel
-from linrec.models import load_model
-from linrec.moments import Moments, output_sum_squares, remove_rows
-from linrec.perplexity import PerplexityEvaluator, perplexity
-from linrec.sites import find_ffn_sites
-from linrec.surgery import AffineFFN, load_swapped, params_linear, save_swapped, swapped
-from linrec.swap import GREEDY_ORDERS, SwapStudy, greedy_swap, screening_ids
-from linrec.uncertainty import delta_ppl_interval
+from linrec.analyses.perplexity import PerplexityEvaluator, perplexity
+from linrec.analyses.swap import GREEDY_ORDERS, SwapStudy, greedy_swap, screening_ids
+from linrec.analyses.uncertainty import delta_ppl_interval
+from linrec.base.errors import LinrecError
+from linrec.inputs.corpora import Windows
+from linrec.inputs.hf import LoadedModel
+from linrec.inputs.models import load_model
+from linrec.inputs.sites import find_ffn_sites
+from linrec.inputs.surgery import AffineFFN, load_swapped, params_linear, save_swapped, swapped
+from linrec.measure.capture import CaptureConfig, run_capture
+from linrec.stats.ceiling import fit_affine, output_directions, reduce_rank, score
+from linrec.stats.moments import Moments, output_sum_squares, remove_rows
 
 KINDS = ["gpt2", "gpt_neox", "gpt_neox_seq", "llama", "qwen2", "gemma3_text"]  # every causal LM with an FFN site
 
@@ -463,7 +463,7 @@ def test_load_swapped_refuses_a_plain_directory(tmp_path, tiny_model):
 def test_report_windows_are_a_seeded_subset_of_the_test_windows(tiny_model):
     """`test_windows=n` reports on n held-out windows drawn by seed alone: the same indices whatever the windows
     hold, never a train window, and every reported number equals a plain evaluation on exactly those windows."""
-    from linrec.swap import report_ids
+    from linrec.analyses.swap import report_ids
 
     tok = tiny_tokenizer()
     w = tiny_windows(tok, 2048, 32)
@@ -495,7 +495,7 @@ def test_run_model_is_notebook_06_for_one_model(tiny_model_dir, tiny_corpus, tmp
     temporary save directory gone afterwards."""
     import tempfile
 
-    from linrec.swap import run_model
+    from linrec.analyses.swap import run_model
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()

@@ -1,4 +1,5 @@
-"""linrec.training: small decoders trained from scratch, reproducible, cached, and measured like any other model."""
+"""linrec.inputs.training: small decoders trained from scratch, reproducible, cached, and measured like any other
+model."""
 
 import logging
 
@@ -6,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from linrec.errors import LinrecError
-from linrec.training import (
+from linrec.base.errors import LinrecError
+from linrec.inputs.training import (
     EOS,
     TrainConfig,
     build_model,
@@ -38,8 +39,8 @@ def planted(tmp_path):
 
 
 def _windows(cfg, text):
-    from linrec.corpora import load_documents
-    from linrec.training import train_tokenizer, train_windows
+    from linrec.inputs.corpora import load_documents
+    from linrec.inputs.training import train_tokenizer, train_windows
 
     docs, _ = load_documents(text)
     train, _ = split_documents(docs, cfg.measure_frac, cfg.split_seed)
@@ -67,7 +68,7 @@ def test_the_loss_falls_on_a_planted_task_and_a_rerun_is_bit_identical(planted):
 def test_variants_differ_in_their_mlp_alone_with_the_same_parameter_count():
     """GELU is llama with a plain MLP (Arcee); SwiGLU is llama. Same width, same MLP parameters (4d·2 = 8d², and
     3·d·8d/3 rounded), every other module of the same shape; the FFN site registry finds both."""
-    from linrec.sites import find_ffn_sites
+    from linrec.inputs.sites import find_ffn_sites
 
     g, s = (
         build_model(TrainConfig(mlp="gelu", d_model=48), 300),
@@ -86,10 +87,10 @@ def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_i
     """get_run trains once and reads the entry after; the final checkpoint, loaded by its path like any model,
     gives the logits of the same model trained again in memory (1e-6) and the same R²_lin (1e-9); the measuring
     documents are none of the training documents; a changed file is found by the manifest and the run retrained."""
-    from linrec.capture import get_capture
-    from linrec.corpora import load_documents
-    from linrec.hf import LoadedModel
-    from linrec.models import load_model
+    from linrec.inputs.corpora import load_documents
+    from linrec.inputs.hf import LoadedModel
+    from linrec.inputs.models import load_model
+    from linrec.measure.capture import get_capture
 
     cfg = TrainConfig(text=planted, **TINY)
     run = get_run(cfg, progress=False)
@@ -115,7 +116,7 @@ def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_i
 
     weights = run.final / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)
-    with caplog.at_level(logging.WARNING, logger="linrec.training"):
+    with caplog.at_level(logging.WARNING, logger="linrec.inputs.training"):
         redone = get_run(cfg, progress=False)
     assert not redone.cached and "damaged" in caplog.text
 
@@ -124,10 +125,10 @@ def test_an_affine_block_swaps_for_free():
     """A GELU block whose activation is the identity is affine by construction: its R²_lin is 1 and swapping it for
     its closed-form map leaves the held-out perplexity unchanged (ΔPPL within float32 noise of 0)."""
     from helpers import tiny_text
-    from linrec.capture import get_capture
-    from linrec.hf import LoadedModel
-    from linrec.swap import SwapStudy
-    from linrec.training import train_tokenizer
+    from linrec.analyses.swap import SwapStudy
+    from linrec.inputs.hf import LoadedModel
+    from linrec.inputs.training import train_tokenizer
+    from linrec.measure.capture import get_capture
 
     text = tiny_text(4000)
     tok = train_tokenizer([text[: len(text) // 2], text[len(text) // 2 :]], 300)
@@ -170,7 +171,7 @@ def test_schedule_checkpoints_configs_and_bad_input():
 def test_the_train_command_reports_the_run_and_refuses_a_missing_gpu(planted, capsys):
     """`linrec train` trains (or reads) one run and prints its size, tokens per parameter and checkpoints; asking for
     a GPU where there is none is one line naming the fix, before any work."""
-    from linrec.cli import main
+    from linrec.app.cli import main
 
     args = ["train", "--text", planted, "--d-model", "16", "--layers", "2", "--heads", "2", "--vocab", "300",
             "--seq-len", "16", "--batch-size", "8", "--steps", "6"]  # fmt: skip

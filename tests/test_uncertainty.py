@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from linrec.errors import LinrecError
-from linrec.uncertainty import profile_agreement
+from linrec.analyses.uncertainty import profile_agreement
+from linrec.base.errors import LinrecError
 
 
 def _profiles():
@@ -95,7 +95,7 @@ def test_profile_agreement_hand_computed_case():
 # ---- across-block statistics: power, intervals, equivalence, multiplicity --------------------------------------
 def test_detectable_correlation_matches_the_power_table():
     """n = 30 at α = 0.05 two-sided and 80 % power: |r| ≈ 0.49 (Fisher z with √(n − 3); √n would give 0.47)."""
-    from linrec.uncertainty import detectable_correlation
+    from linrec.analyses.uncertainty import detectable_correlation
 
     assert detectable_correlation(30) == pytest.approx(0.49, abs=0.003)
     assert detectable_correlation(18) == pytest.approx(0.62, abs=0.005)
@@ -116,7 +116,7 @@ def _normal_pair(rng, n=40, rho=0.5):
 
 
 def _pearson(x, y, n_boot, seed, level):
-    from linrec.uncertainty import _boot_ci, _pearson_rows
+    from linrec.analyses.uncertainty import _boot_ci, _pearson_rows
 
     return _boot_ci(_pearson_rows, [x, y], n_boot, seed, level)
 
@@ -131,7 +131,7 @@ def _pearson(x, y, n_boot, seed, level):
     ],
 )
 def test_interval_helpers_cover_at_their_nominal_level(name, truth, low):
-    from linrec import uncertainty as U
+    from linrec.analyses import uncertainty as U
 
     def conditional(rng, n=40):
         z = rng.standard_normal(n)
@@ -159,7 +159,7 @@ def test_moving_block_bootstrap_keeps_what_neighbouring_blocks_share():
     """Two independent AR(1) profiles over 30 blocks (neighbours correlated, φ = 0.8): an interval that treats
     blocks as independent covers ρ = 0 far below 95 % (simulated 0.73); runs of adjacent blocks recover much of it
     (0.84 at the stated length 3)."""
-    from linrec.uncertainty import across_block_length, bootstrap_indices, spearman_with_ci
+    from linrec.analyses.uncertainty import across_block_length, bootstrap_indices, spearman_with_ci
 
     assert across_block_length(30) == 3 and across_block_length(18) == 3 and across_block_length(6) == 2
     idx = bootstrap_indices(10, 50, np.random.default_rng(0), 3)
@@ -170,7 +170,7 @@ def test_moving_block_bootstrap_keeps_what_neighbouring_blocks_share():
 
 
 def test_correlation_outcome_at_its_margins():
-    from linrec.uncertainty import EFFECT, EQUIVALENCE_MARGIN, INCONCLUSIVE, NO_EFFECT, correlation_outcome
+    from linrec.analyses.uncertainty import EFFECT, EQUIVALENCE_MARGIN, INCONCLUSIVE, NO_EFFECT, correlation_outcome
 
     m, eps = EQUIVALENCE_MARGIN, 1e-9
     assert correlation_outcome(-0.4, 0.4, -m + eps, m - eps) == NO_EFFECT
@@ -183,7 +183,7 @@ def test_correlation_outcome_at_its_margins():
 
 
 def test_correlation_test_against_scipy_and_its_own_intervals():
-    from linrec.uncertainty import correlation_test
+    from linrec.analyses.uncertainty import correlation_test
 
     x, y = _normal_pair(np.random.default_rng(3), n=30, rho=0.6)
     c = correlation_test(x, y, n_boot=800, seed=1)
@@ -194,7 +194,7 @@ def test_correlation_test_against_scipy_and_its_own_intervals():
 
 
 def test_holm_and_benjamini_hochberg_against_hand_and_scipy():
-    from linrec.uncertainty import benjamini_hochberg, holm
+    from linrec.analyses.uncertainty import benjamini_hochberg, holm
 
     p = np.array([0.01, 0.04, 0.03, 0.005, np.nan])
     # Holm by hand: sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04 → monotone 0.06, 0.06

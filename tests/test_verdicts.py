@@ -1,13 +1,14 @@
-"""Every summary and claim rule of linrec.verdicts, on both sides of each threshold, and the results-table registry."""
+"""Every summary and claim rule of linrec.claims.verdicts, on both sides of each threshold, and the results-table
+registry."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from linrec import verdicts as V
-from linrec.errors import LinrecError
-from linrec.tables import TABLES, labelled, load_table, save_table
+from linrec.base.errors import LinrecError
+from linrec.claims import verdicts as V
+from linrec.claims.tables import TABLES, labelled, load_table, save_table
 
 EPS = 1e-9
 
@@ -195,7 +196,7 @@ def _probe_blocks(model="m", n=6, seed=0):
 
 
 def test_probe_summary_per_model_and_pooled():
-    from linrec.uncertainty import correlation_test, detectable_correlation
+    from linrec.analyses.uncertainty import correlation_test, detectable_correlation
 
     probe = pd.concat([_probe_blocks("a", 6, 0), _probe_blocks("b", 8, 1)], ignore_index=True)
     sweep = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "block": [1, 1, 4, 4, 2, 2], "rank": [16, 64] * 3,
@@ -418,7 +419,7 @@ def test_regime_summary_counts_and_lists():
 
 
 def test_regime_summary_counts_blocks_at_high_r2_too():
-    from linrec.spectrum import REGIME_HIGH_R2
+    from linrec.analyses.spectrum import REGIME_HIGH_R2
 
     t = _spectrum(["broadly linear", "outlier-concentrated", "broadly linear", "nonlinear"])
     t["r2_lin"] = [REGIME_HIGH_R2, REGIME_HIGH_R2 - EPS, 0.95, 0.3]
@@ -496,7 +497,7 @@ def test_corpus_depth_ratio_hand_computed():
 
 
 def test_corpus_verdicts_and_claim5():
-    from linrec.uncertainty import profile_agreement
+    from linrec.analyses.uncertainty import profile_agreement
 
     rows = []
     for corpus, shift in (("wiki", 0.0), ("web", 0.01), ("code", -0.01)):
@@ -536,7 +537,7 @@ def test_claim5_counts_decided_models_and_merges_the_decomposition():
             {"model": "c", "verdict": "mixed", "shape_lo": 0.05, "shape_hi": 0.2}]  # fmt: skip
     v = V.claim5(pd.DataFrame(rows))
     assert v.verdict == V.PARTLY and [e["shape_verdict"] for e in v.evidence][2] == "undecided"
-    from linrec.uncertainty import profile_agreement
+    from linrec.analyses.uncertainty import profile_agreement
 
     t = pd.DataFrame([{"model": "a", "corpus": c, "block": b, "r2_lin": 0.1 * b + k * 0.05, "r2_lo": 0.0, "r2_hi": 1.0}
                       for k, c in enumerate(("wiki", "code")) for b in range(4)])  # fmt: skip
@@ -690,7 +691,7 @@ def test_first_position_effect():
 def test_first_position_effect_keeps_its_columns_when_a_variant_ran_nowhere(tmp_path):
     """No block on the first token (so only the plain map ran), or one variant not asked for: the table still has
     every registered column (NaN where a variant did not run) and saves."""
-    from linrec.tables import save_table
+    from linrec.claims.tables import save_table
 
     t = _swap([4.0, 2.0], [0.9, 0.5])
     none = V.first_position_effect(t, pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [0.2, 0.1]}))

@@ -2,6 +2,6 @@
 
 import sys
 
-from linrec.cli import main
+from linrec.app.cli import main
 
 sys.exit(main())

@@ -1,0 +1,622 @@
+"""Is R²_lin a property of the learned map or of the inputs it sees? Controls for notebook 07.
+
+The paper compares profiles of different trained models; each FFN is scored on its own model's
+activations, so a difference between models could come from the inputs rather than the maps
+(the referee's first major comment). Three controls, each a table per block:
+
+- **random init** — the same architecture and config with transformers' own initialisation
+  (`linrec.inputs.models.random_init_spec`, several seeds), captured on the same corpus: its R²_lin
+  profile beside the trained one (`linrec.measure.capture.get_capture` on `init:SEED:MODEL`).
+- **input distribution** (`input_controls`) — each trained FFN re-scored on (a) its own captured
+  input rows (the reference: identical to the capture's R²_lin when every row is stored),
+  (b) Gaussian inputs with the same mean and covariance as its captured inputs, (c) the inputs
+  captured at the next block of the same model (the previous one for the last block). A block whose R²_lin holds up
+  on Gaussian inputs is linear as a map over that region of input space; one whose R²_lin moves
+  with the inputs is "linear on what it is fed".
+- **cross feeding** (`cross_feed`) — the inputs captured in model A, raw and re-coloured to
+  model B's input mean and covariance (whiten with A's statistics, colour with B's), through
+  model B's FFN at the same block index. Any two models of equal width: offline, a trained
+  model against its random-init twin; with the hub, GPT-2 against Pythia-160m (both 768).
+
+Every R² here comes from the same code path as the capture's: float64 `Moments` of
+(x, FFN(x)) on a train part, `ceiling.fit_affine`, `ceiling.score` on a held-out part. The
+train/held-out parts of the stored rows follow the capture's own window split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from linrec.base.errors import LinrecError
+from linrec.base.progress import bar as progress_bar
+from linrec.base.threads import one_thread
+from linrec.inputs.sites import find_ffn_sites
+from linrec.stats.ceiling import factor_gram, fit_affine, score
+from linrec.stats.heldout import HeldOut, r2_of_counts
+from linrec.stats.moments import Moments
+
+
+@torch.no_grad()
+def ffn_outputs(module: torch.nn.Module, x: np.ndarray | torch.Tensor, batch: int = 4096) -> torch.Tensor:
+    """FFN(x) row by row, in the module's dtype; x [n, d_in] → [n, d_out] on the CPU."""
+    p = next(module.parameters())
+    x = torch.as_tensor(np.asarray(x)) if not isinstance(x, torch.Tensor) else x
+    out = [module(x[i : i + batch].to(device=p.device, dtype=p.dtype)[None])[0].cpu() for i in range(0, len(x), batch)]
+    return torch.cat(out) if out else torch.empty(0, 0)
+
+
+def r2_of_map(module: torch.nn.Module, x_train, x_test, block: int | str = "?") -> dict:
+    """Held-out R²_lin of `module` as a map on the given inputs: moments of (x, module(x)), closed form, score."""
+    stats = []
+    for x in (x_train, x_test):
+        x = torch.as_tensor(np.asarray(x))
+        y = ffn_outputs(module, x)
+        if not torch.isfinite(y).all():
+            raise LinrecError(f"block {block}: the FFN returned NaN/inf on these inputs; check the inputs' scale")
+        stats.append(Moments.of(x.double(), y.double()))
+    fit = fit_affine(stats[0], block=block)
+    s = score(fit, stats[1], block=block)
+    return {"r2": s.r2, "r2_feature_median": s.r2_feature_median, "n_train": int(stats[0].n), "n_test": int(stats[1].n)}
+
+
+def _sqrt_and_isqrt(C: np.ndarray, rcond: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric square root and pseudo-inverse square root of a covariance (float64, eigh)."""
+    with one_thread():
+        lam, V = torch.linalg.eigh(torch.from_numpy(np.ascontiguousarray(C, dtype=np.float64)))
+    lam, V = lam.numpy(), V.numpy()
+    keep = lam > rcond * max(lam.max(), 0.0)
+    root = np.sqrt(np.where(keep, lam, 0.0))
+    inv = np.where(keep, 1 / np.where(keep, root, 1.0), 0.0)
+    return (V * root) @ V.T, (V * inv) @ V.T
+
+
+def gaussian_like(m: Moments, n: int, seed: int | list[int] = 0) -> np.ndarray:
+    """n float32 rows from N(μ_x, Σ_x) with the input mean and (unbiased) covariance of `m`."""
+    root, _ = _sqrt_and_isqrt(m.Cxx / max(m.n - 1, 1))
+    z = np.random.default_rng(seed).standard_normal((n, m.d_in))
+    return (m.mean_x + z @ root).astype(np.float32)
+
+
+def recolour(x: np.ndarray, source: Moments, target: Moments) -> np.ndarray:
+    """Rows `x` (distributed like `source`'s inputs) mapped to `target`'s input mean and covariance:
+    x' = μ_t + Σ_t^½ Σ_s^-½ (x − μ_s) (symmetric roots; directions without variance are dropped)."""
+    if source.d_in != target.d_in:
+        raise LinrecError(
+            f"cannot re-colour width {source.d_in} inputs to width {target.d_in}; cross feeding needs equal widths"
+        )
+    mu_s, mu_t = source.mean_x, target.mean_x
+    _, isq = _sqrt_and_isqrt(source.Cxx / max(source.n - 1, 1))
+    sq, _ = _sqrt_and_isqrt(target.Cxx / max(target.n - 1, 1))
+    return (mu_t + (np.asarray(x, np.float64) - mu_s) @ (isq @ sq)).astype(np.float32)
+
+
+def _split_rows(capture, block: int, n_rows: int | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stored input rows of `block`, train and held-out (the capture's window split), at most `n_rows` in all."""
+    tr, te = _split_windows(capture, n_rows, seed)
+    if min(len(tr), len(te)) < 2:
+        raise LinrecError(
+            f"block {block}: too few stored rows for a control; capture with sample_rows ≥ a few thousand"
+        )
+    x, _ = capture.rows(block)
+    return np.asarray(x[tr]), np.asarray(x[te])
+
+
+def _complete(capture, n_rows: int | None) -> bool:
+    """True when the stored rows are every captured row and all of them are used."""
+    total = capture.stats["train"][0].n + capture.stats["test"][0].n
+    return len(capture.row_index()) == total and (n_rows is None or n_rows >= total)
+
+
+class MapScores:
+    """Held-out fit of an FFN as a map on a capture's stored rows, computed once per (FFN, rows) and reused.
+
+    The controls score the same pairs more than once: FFN i on its own rows is `input_controls`' reference, one side
+    of the cross feed, and (the norm gain folded or not: the same fit, since an invertible rescaling of the inputs
+    leaves the closed form's fitted values unchanged) `inputs_or_weights`' trained entry; the random-init twin's FFN on
+    the trained rows is asked for by both cross feeds. Pass one `MapScores` to each of them (notebook 07 does) and
+    each pair runs once: the same numbers, since a pair's rows are drawn by (block, n_rows, seed) alone. Each entry is
+    the held-out per-window sums (`SharedRows.score`), so its R² and its window bootstrap come from one pass. Entries
+    are keyed by the objects themselves (the module, the capture), which the memo keeps alive so that a key never
+    outlives its object."""
+
+    def __init__(self):
+        self._memo: dict[tuple, HeldOut] = {}
+        self._alive: list = []  # the modules and captures the keys refer to
+        self.computed = self.reused = 0
+
+    def heldout(self, module: torch.nn.Module, capture, block: int, n_rows: int | None, seed: int, label="?"):
+        """Held-out per-window sums of `module`'s best affine map on the stored rows of `capture`'s block `block`."""
+        key = (id(module), id(capture), int(block), n_rows, seed)
+        if key in self._memo:
+            self.reused += 1
+            return self._memo[key]
+        xtr, xte = _split_rows(capture, block, n_rows, seed)
+        _, te = _split_windows(capture, n_rows, seed)
+        rows = SharedRows(xtr, xte, capture.row_index()[te, 0], block=label)
+        self._memo[key] = rows.score(module)
+        self._alive.append((module, capture))
+        self.computed += 1
+        return self._memo[key]
+
+    def r2(self, module: torch.nn.Module, capture, block: int, n_rows: int | None, seed: int, label="?") -> float:
+        """R² of `module` on the stored rows of `capture`'s block `block` (`_split_rows`)."""
+        return self.heldout(module, capture, block, n_rows, seed, label).r2()
+
+
+def input_controls(
+    capture, loaded, n_rows: int | None = None, seed: int = 0, progress: bool = True, scores: MapScores | None = None
+) -> pd.DataFrame:
+    """Per block: R² of the trained FFN on its own stored rows (`r2_own`), on Gaussian inputs with the
+    captured mean/covariance (`r2_gaussian`), and on the inputs captured at the next block
+    (`r2_other_block`; the previous one for the last block; NaN where widths differ).
+
+    All conditions use the same numbers of train and held-out rows. When the capture stored every
+    row and `n_rows` is None, `r2_own` is the capture's R²_lin itself (re-running the FFN on its
+    own inputs gives the same statistics; the tests check it). `scores` shares FFN-on-rows results with the
+    other controls (`MapScores`).
+    """
+    scores = MapScores() if scores is None else scores
+    sites = find_ffn_sites(loaded.model)
+    if len(sites) != capture.n_blocks:
+        raise LinrecError(
+            f"the capture has {capture.n_blocks} blocks but the model has {len(sites)}; pass the capture of this model"
+        )
+    complete = _complete(capture, n_rows)
+    out = []
+    for i in progress_bar(range(capture.n_blocks), desc=f"input controls {capture.model_label}", disable=not progress):
+        xtr, xte = _split_rows(capture, i, n_rows, seed)
+        module = sites[i].ffn
+        own = capture.score(i).r2 if complete else scores.r2(module, capture, i, n_rows, seed, i)
+        m = capture.stats["train"][i]
+        j = i + 1 if i + 1 < capture.n_blocks else i - 1
+        other = float("nan")
+        if j >= 0 and capture.stats["train"][j].d_in == m.d_in:
+            other = scores.r2(module, capture, j, n_rows, seed, f"{i} on {j}")
+        out.append(
+            {
+                "model": capture.model_label,
+                "block": i,
+                "n_train": len(xtr),
+                "n_test": len(xte),
+                "r2_own": own,
+                "r2_gaussian": r2_of_map(
+                    module,
+                    gaussian_like(m, len(xtr), seed=[seed, i, 0]),
+                    gaussian_like(m, len(xte), seed=[seed, i, 1]),
+                    block=i,
+                )["r2"],
+                "other_block": j,
+                "r2_other_block": other,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def cross_feed(
+    capture_a,
+    capture_b,
+    loaded_b,
+    n_rows: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    scores: MapScores | None = None,
+) -> pd.DataFrame:
+    """Model A's stored FFN inputs through model B's FFN at the same block, raw and re-coloured to
+    B's input statistics (`recolour`), beside B's FFN on B's own inputs. Any two models of equal width.
+    `scores` shares FFN-on-rows results with the other controls (`MapScores`)."""
+    scores = MapScores() if scores is None else scores
+    sites = find_ffn_sites(loaded_b.model)
+    if len(sites) != capture_b.n_blocks:
+        raise LinrecError(
+            f"capture B has {capture_b.n_blocks} blocks but model B has {len(sites)}; pass model B's own capture"
+        )
+    complete_b = _complete(capture_b, n_rows)
+    out = []
+    for i in progress_bar(
+        range(min(capture_a.n_blocks, capture_b.n_blocks)),
+        desc=f"{capture_a.model_label} → {capture_b.model_label}",
+        disable=not progress,
+    ):
+        sa, sb = capture_a.stats["train"][i], capture_b.stats["train"][i]
+        if sa.d_in != sb.d_in:
+            raise LinrecError(
+                f"block {i}: widths differ ({sa.d_in} vs {sb.d_in}); cross feeding needs two models of equal width"
+            )
+        a_tr, a_te = _split_rows(capture_a, i, n_rows, seed)
+        module = sites[i].ffn
+        if complete_b:
+            own = score(fit_affine(sb, block=i), capture_b.stats["test"][i], block=i).r2
+        else:
+            own = scores.r2(module, capture_b, i, n_rows, seed, i)
+        out.append(
+            {
+                "inputs_from": capture_a.model_label,
+                "ffn_of": capture_b.model_label,
+                "block": i,
+                "r2_ffn_own_inputs": own,
+                "r2_raw": scores.r2(module, capture_a, i, n_rows, seed, i),
+                "r2_recoloured": r2_of_map(module, recolour(a_tr, sa, sb), recolour(a_te, sa, sb), block=i)["r2"],
+            }
+        )
+    return pd.DataFrame(out)
+
+
+# ---- claim 2, decomposed: inputs against weights ----------------------------------------------------------
+def twin_pairs(models, init_seed: int) -> list[tuple[str, str]]:
+    """The default cross-feeding pairs: each model with its random-init twin
+    (`linrec.inputs.models.random_init_spec`), in
+    both directions (inputs of A through the FFN of B)."""
+    from linrec.inputs.models import random_init_spec
+
+    pairs = [(m, random_init_spec(m, init_seed)) for m in models]
+    return pairs + [(b, a) for a, b in pairs]
+
+
+def cross_feed_pairs(
+    pairs,
+    captures: dict,
+    loaded: dict,
+    capture_kw: dict,
+    n_rows: int | None = None,
+    seed: int = 0,
+    scores: MapScores | None = None,
+    device: str = "cpu",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`cross_feed` over `pairs` [(A, B), …], and its summary: per (inputs_from, ffn_of) the median over blocks of B's
+    FFN on its own inputs, on A's raw inputs and on A's inputs re-coloured to B's statistics.
+
+    `captures` and `loaded` ({spec: Capture}, {spec: LoadedModel}) hold what is already at hand; a spec missing from
+    them is captured (`get_capture` with `capture_kw`, from the cache when it is there) or loaded once, and added, so
+    a model that several pairs share is loaded once."""
+    from linrec.inputs.models import load_model
+    from linrec.measure.capture import get_capture
+
+    def capture_of(name: str):
+        if name not in captures:
+            captures[name] = get_capture(name, **capture_kw)
+        return captures[name]
+
+    def model_of(name: str):
+        if name not in loaded:
+            loaded[name] = load_model(name, device=device)
+        return loaded[name]
+
+    cross = pd.concat(
+        [
+            cross_feed(capture_of(a), capture_of(b), model_of(b), n_rows=n_rows, seed=seed, scores=scores)
+            for a, b in pairs
+        ],
+        ignore_index=True,
+    )
+    cols = ["r2_ffn_own_inputs", "r2_raw", "r2_recoloured"]
+    summary = cross.groupby(["inputs_from", "ffn_of"], sort=False)[cols].median().reset_index()
+    return cross, summary
+
+
+def shuffled_weights(module: torch.nn.Module, seed: int | list[int] = 0) -> torch.nn.Module:
+    """A copy of `module` whose every weight matrix (parameters with ≥ 2 dimensions) has its entries permuted at
+    random (seeded): each matrix keeps its multiset of values, so its scale and entry distribution, and loses
+    whatever structure training put in it. Vectors (biases, norm weights) are kept."""
+    import copy
+
+    out = copy.deepcopy(module)
+    gen = torch.Generator().manual_seed(int(np.random.default_rng(seed).integers(2**62)))
+    with torch.no_grad():
+        for p in out.parameters():
+            if p.ndim >= 2:
+                flat = p.detach().reshape(-1).cpu()
+                p.copy_(flat[torch.randperm(flat.numel(), generator=gen)].reshape(p.shape).to(p.device))
+    return out
+
+
+# ---- claim 2b: the weights against the inputs, with each block's norm gain counted as its weights ------------
+def norm_affine(norm: torch.nn.Module) -> tuple[np.ndarray, np.ndarray]:
+    """(g, b), float64, with norm(h) = g ⊙ n(h) + b, where n is the norm's own unit normalisation (LayerNorm: centre
+    and scale to unit variance; RMSNorm: scale to unit RMS). g is read from the module's `weight` (Gemma-3's
+    RMSNorm multiplies by 1 + weight; which of the two applies is decided by evaluating the module), b from its
+    `bias` (0 without one). Checked by evaluation on h = ±c·s, s = (1, −1, 1, …) (mean 0, RMS 1) and a large c,
+    where n(±h) = ±s, and on a seeded random h with mean 0 and RMS 1: a norm of another form (anything whose output
+    is not g ⊙ n(h) + b) gets a one-line error."""
+    w = getattr(norm, "weight", None)
+    if not isinstance(w, torch.Tensor) or w.ndim != 1:
+        raise LinrecError(f"the pre-MLP norm {type(norm).__name__} has no gain vector `weight`; add its form to "
+                          "linrec.analyses.controls.norm_affine")  # fmt: skip
+    d = w.numel()
+    if d % 2:
+        raise LinrecError(
+            f"cannot read the gain of a norm of odd width {d}; add its form to linrec.analyses.controls.norm_affine"
+        )
+    s = torch.ones(d, dtype=torch.float64)
+    s[1::2] = -1.0
+    with torch.no_grad():
+        plus, minus = (norm((sign * 1e4 * s)[None].to(w.device, w.dtype)).double()[0].cpu() for sign in (1.0, -1.0))
+    g_seen, b_seen = (plus - minus) / 2 * s, (plus + minus) / 2
+    wd = w.detach().double().cpu()
+    g = min((wd, 1.0 + wd), key=lambda c: float((c - g_seen).abs().max()))
+    bias = getattr(norm, "bias", None)
+    b = bias.detach().double().cpu() if isinstance(bias, torch.Tensor) else torch.zeros(d, dtype=torch.float64)
+    r = torch.randn(d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    r = r - r.mean()
+    r = r / r.pow(2).mean().sqrt()  # mean 0, RMS 1: n(c·r) = r for either norm, and for no other map of this form
+    with torch.no_grad():
+        seen = norm((3.0 * r)[None].to(w.device, w.dtype)).double()[0].cpu()
+    tol = 1e-4 * float(g.abs().max()) + 1e-6
+    if (float((g - g_seen).abs().max()) > tol or float((b - b_seen).abs().max()) > tol
+            or float((g * r + b - seen).abs().max()) > 1e-3 * float(g.abs().max()) + 1e-5):  # fmt: skip
+        raise LinrecError(f"the pre-MLP norm {type(norm).__name__} is not g ⊙ n(h) + b with g from its weight; add its "
+                          "form to linrec.analyses.controls.norm_affine")  # fmt: skip
+    return g.numpy(), b.numpy()
+
+
+def _input_layers(ffn: torch.nn.Module, d_in: int) -> list[torch.nn.Module]:
+    """The FFN's layers that read its input x itself (Linear or GPT-2's Conv1D): found by running the FFN once and
+    recording which weighted submodules receive the very tensor that was passed in."""
+    p = next(ffn.parameters())
+    probe = torch.zeros(1, 1, d_in, dtype=p.dtype, device=p.device)
+    found, hooks = [], []
+    for m in ffn.modules():
+        w = getattr(m, "weight", None)
+        if isinstance(w, torch.Tensor) and w.ndim == 2:
+            hooks.append(m.register_forward_pre_hook(lambda mod, args: found.append(mod) if args and args[0] is probe
+                                                     else None))  # fmt: skip
+    try:
+        with torch.no_grad():
+            ffn(probe)
+    finally:
+        for h in hooks:
+            h.remove()
+    if not found:
+        raise LinrecError(
+            "no layer of this FFN reads its input directly; add its form to linrec.analyses.controls._input_layers"
+        )
+    return list(dict.fromkeys(found))
+
+
+def folded_ffn(site) -> tuple[torch.nn.Module, np.ndarray, np.ndarray]:
+    """(ffn', g, b): a copy of the site's FFN with its pre-MLP norm's gain g and bias b folded into the layers that
+    read x, so that ffn'(u) = ffn(g ⊙ u + b) for the norm's unit output u = (x − b) / g (`unscale`). The block's
+    learned scale then belongs to its weights, and "inputs" means the normalised hidden state before it."""
+    import copy
+
+    if site.pre_norm is None:
+        raise LinrecError(f"block {site.index}: no pre-MLP norm is known for this architecture; set pre_norm in its "
+                          "linrec.inputs.sites.FFN_SITES row")  # fmt: skip
+    g, b = norm_affine(site.pre_norm)
+    ffn = copy.deepcopy(site.ffn)
+    for layer in _input_layers(ffn, len(g)):
+        W = layer.weight
+        gt, bt = (torch.from_numpy(a).to(W.dtype) for a in (g, b))
+        conv = W.shape[0] == len(g) and type(layer).__name__ == "Conv1D"  # GPT-2: weight [in, out], y = x W + bias
+        with torch.no_grad():
+            shift = bt @ W if conv else W @ bt  # the bias b, carried through the layer
+            if layer.bias is None:
+                if bool((bt != 0).any()):
+                    layer.bias = torch.nn.Parameter(shift.clone(), requires_grad=False)
+            else:
+                layer.bias += shift
+            W.mul_(gt[:, None] if conv else gt[None, :])
+    return ffn, g, b
+
+
+def unscale(x, g: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The norm's unit output u = (x − b) / g, float32, from captured inputs x (features with g = 0 carry nothing:
+    0)."""
+    x = np.asarray(x, np.float64)
+    live = g != 0
+    u = np.zeros_like(x)
+    u[:, live] = (x[:, live] - b[live]) / g[live]
+    return u.astype(np.float32)
+
+
+def random_init_ffn(model: torch.nn.Module, ffn: torch.nn.Module, seed: int | list[int]) -> torch.nn.Module:
+    """A copy of `ffn` re-drawn with the architecture's own initialisation (transformers' `_init_weights` of `model`,
+    the initialisation of the random-init twin, `linrec.inputs.models.random_init_spec`), seeded."""
+    import copy
+
+    init = getattr(model, "_init_weights", None)
+    if init is None:
+        raise LinrecError(f"{type(model).__name__} has no _init_weights; random-init FFNs need a transformers model")
+    out = copy.deepcopy(ffn)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(int(np.random.default_rng(seed).integers(2**62)))
+        for m in out.modules():
+            init(m)
+    return out
+
+
+class SharedRows:
+    """One block's rows (train part, held-out part with its windows) for scoring many FFNs as maps on them.
+
+    The centred train Gram matrix is built in float64 and factored once (`linrec.stats.ceiling.factor_gram`, the
+    ceiling's
+    own solver); each FFN then costs its forward pass, Xᵀy and one solve. `heldout` returns the held-out per-window
+    sums (`linrec.stats.heldout.HeldOut`), so R² is `.r2()` (the same number as `ceiling.score` from moments; the tests
+    check it) and its window bootstrap is `linrec.stats.heldout.r2_of_counts`."""
+
+    def __init__(self, x_train, x_test, test_windows, block: int | str = "?"):
+        self.x_train, self.x_test = np.asarray(x_train, np.float32), np.asarray(x_test, np.float32)
+        X = torch.from_numpy(self.x_train).double()
+        n, d = X.shape
+        if n <= d + 1:
+            raise LinrecError(f"block {block}: singular statistics: {n} train rows for {d + 1} parameters per output; "
+                              "use more rows (control_rows) or a capture with more tokens")  # fmt: skip
+        self.mean_x = X.mean(0)
+        self.Xc = X - self.mean_x
+        self.factor = factor_gram((self.Xc.T @ self.Xc).numpy(), block=block)
+        self.X_test = torch.from_numpy(self.x_test).double()
+        self.windows, self.window_of = np.unique(np.asarray(test_windows), return_inverse=True)
+        self.block = block
+
+    def heldout(self, y_train, y_test) -> HeldOut:
+        """Fit y_train on the train rows (closed form) and return the held-out per-window sums on y_test."""
+        Y, Yt = torch.as_tensor(y_train).double(), torch.as_tensor(y_test).double()
+        if not (torch.isfinite(Y).all() and torch.isfinite(Yt).all()):
+            raise LinrecError(f"block {self.block}: the FFN returned NaN/inf on these inputs; check the inputs' scale")
+        mean_y = Y.mean(0)
+        W = torch.from_numpy(self.factor.solve((self.Xc.T @ (Y - mean_y)).numpy()))
+        b = mean_y - self.mean_x @ W
+        e2 = ((Yt - self.X_test @ W - b) ** 2).sum(1)
+        c = Yt - mean_y
+        k = len(self.windows)
+        idx = torch.from_numpy(self.window_of)
+
+        def per_window(v):
+            return torch.zeros((k, *v.shape[1:]), dtype=torch.float64).index_add_(0, idx, v).numpy()
+
+        return HeldOut(
+            windows=self.windows.astype(np.int64),
+            n=np.bincount(self.window_of, minlength=k).astype(np.int64),
+            sse=per_window(e2)[:, None],
+            sy=per_window(c),
+            syy=per_window((c * c).sum(1))[:, None],
+            shift=mean_y.numpy(),
+        )
+
+    def score(self, module: torch.nn.Module) -> HeldOut:
+        """`module` as a map on these rows: held-out per-window sums of its best affine map."""
+        return self.heldout(ffn_outputs(module, self.x_train), ffn_outputs(module, self.x_test))
+
+
+def _split_windows(capture, n_rows: int | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row positions (into the stored rows) of the train and held-out parts, as `_split_rows` draws them."""
+    idx = capture.row_index()
+    rng = np.random.default_rng([seed, 7])
+    parts = []
+    for split in (0, 1):
+        sel = np.flatnonzero(idx[:, 2] == split)
+        if n_rows is not None and len(idx) > n_rows:
+            k = int(round(n_rows * len(sel) / len(idx)))
+            sel = np.sort(rng.choice(sel, size=k, replace=False))
+        parts.append(sel)
+    return parts[0], parts[1]
+
+
+@dataclass
+class InputsOrWeights:
+    """What `inputs_or_weights` measured for one model (see there)."""
+
+    nulls: pd.DataFrame  # model block ffn draw r2: the trained FFN and its null ensembles on the block's inputs
+    matrix: pd.DataFrame  # model ffn_block input_block r2: FFN i (folded) on the inputs u of block j
+    heldout: dict[tuple[int, int], HeldOut]  # (ffn_block, input_block) → held-out per-window sums of that entry
+
+
+def inputs_or_weights(
+    capture,
+    loaded,
+    n_init: int = 10,
+    n_shuffled: int = 10,
+    band: int | None = 2,
+    n_rows: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    scores: MapScores | None = None,
+) -> InputsOrWeights:
+    """Claim 2b's measurements on one model, all on the same stored rows (at most `n_rows`, the capture's window
+    split) and with every block's pre-MLP norm gain folded into its FFN (`folded_ffn`), so that the inputs are the
+    normalised hidden states u before any learned scale:
+
+    - per block i, on u_i: the trained FFN (R² equal to the block's R²_lin on these rows, since an invertible
+      rescaling of the inputs leaves the closed form's fit unchanged), `n_init` random-init FFNs
+      (`random_init_ffn`, seeds [seed, i, k]) and `n_shuffled` copies of the folded trained FFN with each weight
+      matrix's entries permuted (`shuffled_weights`, seeds [seed, i, k]);
+    - the cross matrix: the folded FFN i on u_j for every |i − j| ≤ `band` (None: every pair), with each entry's
+      held-out per-window sums for the window bootstrap of the decomposition (`two_factor_shares`, `decomposition`).
+
+    Cost: one FFN pass and one solve per entry, the Gram of each block's rows factored once (`SharedRows`). The
+    trained entry is the trained FFN on its own rows, which `input_controls` also scores: pass the same `scores`
+    (`MapScores`) and it runs once."""
+    scores = MapScores() if scores is None else scores
+    sites = find_ffn_sites(loaded.model)
+    if len(sites) != capture.n_blocks:
+        raise LinrecError(
+            f"the capture has {capture.n_blocks} blocks but the model has {len(sites)}; pass the capture of this model"
+        )
+    n = capture.n_blocks
+    band = n if band is None else int(band)
+    tr, te = _split_windows(capture, n_rows, seed)
+    if min(len(tr), len(te)) < 2:
+        raise LinrecError("too few stored rows for a control; capture with sample_rows ≥ a few thousand")
+    windows = capture.row_index()[te, 0]
+    folded = [folded_ffn(s) for s in sites]
+    label = capture.model_label
+    nulls, matrix, heldout = [], [], {}
+    total = n * (1 + n_init + n_shuffled) + sum(1 for i in range(n) for j in range(n) if 0 < abs(i - j) <= band)
+    bar = progress_bar(total=total, desc=f"inputs or weights {label}", unit="FFN", disable=not progress)
+    for j in range(n):
+        x, _ = capture.rows(j)
+        g, b = folded[j][1], folded[j][2]
+        rows = SharedRows(unscale(x[tr], g, b), unscale(x[te], g, b), windows, block=j)
+        heldout[(j, j)] = scores.heldout(sites[j].ffn, capture, j, n_rows, seed, j)  # folded or not: the same fit
+        draws = [("trained", 0, None)]
+        draws += [("random init", k, random_init_ffn(loaded.model, sites[j].ffn, [seed, j, k])) for k in range(n_init)]
+        draws += [("shuffled", k, shuffled_weights(folded[j][0], [seed, j, k])) for k in range(n_shuffled)]
+        for kind, k, module in draws:
+            h = heldout[(j, j)] if module is None else rows.score(module)
+            nulls.append({"model": label, "block": j, "ffn": kind, "draw": k, "r2": h.r2()})
+            bar.update()
+        for i in range(max(0, j - band), min(n, j + band + 1)):
+            if i != j:
+                heldout[(i, j)] = rows.score(folded[i][0])
+                bar.update()
+            matrix.append({"model": label, "ffn_block": i, "input_block": j, "r2": heldout[(i, j)].r2()})
+    bar.close()
+    return InputsOrWeights(pd.DataFrame(nulls), pd.DataFrame(matrix), heldout)
+
+
+def _projector(*designs: np.ndarray) -> np.ndarray:
+    """The least-squares hat matrix of the columns given (an intercept included)."""
+    D = np.column_stack([*designs, np.ones(len(designs[0]))])
+    return D @ np.linalg.pinv(D)
+
+
+def two_factor_shares(ffn_block, input_block, r2) -> dict[str, np.ndarray]:
+    """The additive two-factor decomposition R²(FFN i, inputs j) ≈ μ + a_i + b_j, fitted by least squares over the
+    given entries; `r2` is [n_entries] or [B, n_entries] (B resampled matrices at once).
+
+    Returns, per matrix, shares of the entries' variance that sum to 1: `weights`, what a_i explains that no function
+    of j can (R² of the additive fit minus R² of b alone); `inputs`, likewise for b_j; `shared`, what either factor
+    explains (the additive fit's R² less both unique parts); `residual`, what the additive fit leaves (interactions).
+    On a full matrix (every i with every j) the factors are orthogonal, `shared` is 0 and the two unique shares are
+    var(a)/var and var(b)/var. Within a band |i − j| ≤ k a smooth trend over depth can be written as either factor,
+    so `shared` holds it and the unique shares are lower bounds: the variance only one factor can carry."""
+    fi, fj = (np.unique(np.asarray(v), return_inverse=True)[1] for v in (ffn_block, input_block))
+    A, B = np.eye(fi.max() + 1)[fi], np.eye(fj.max() + 1)[fj]
+    R = np.atleast_2d(np.asarray(r2, np.float64))
+    Rc = R - R.mean(1, keepdims=True)
+    total = (Rc**2).sum(1)
+
+    def explained(P):
+        return 1.0 - ((R - R @ P.T) ** 2).sum(1) / total
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        both, a_only, b_only = (explained(_projector(*d)) for d in ((A, B), (A,), (B,)))
+        out = {"weights": both - b_only, "inputs": both - a_only, "residual": 1.0 - both}
+    out["shared"] = both - out["weights"] - out["inputs"]
+    return {k: v if np.ndim(r2) > 1 else v[0] for k, v in out.items()}
+
+
+def decomposition(result: InputsOrWeights, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+    """`two_factor_shares` of one model's cross matrix, with percentile intervals from resampling the held-out
+    windows (the same draw for every entry: they share their rows' windows), the fits held fixed."""
+    m = result.matrix
+    keys = list(zip(m["ffn_block"], m["input_block"], strict=True))
+    hs = [result.heldout[k] for k in keys]
+    if any(not np.array_equal(h.windows, hs[0].windows) for h in hs):
+        raise LinrecError("the cross matrix's entries were scored on different windows; score them on the same rows")
+    W = hs[0].n_windows
+    counts = np.random.default_rng(seed).multinomial(W, np.full(W, 1.0 / W), size=n_boot)
+    draws = np.stack([r2_of_counts(h, counts) for h in hs], axis=1)  # [B, entries]
+    point = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
+    boot = two_factor_shares(m["ffn_block"], m["input_block"], draws)
+    alpha = (1 - level) / 2
+    out = {"n_entries": len(m), "n_windows": W}
+    boot["weights_minus_inputs"] = boot["weights"] - boot["inputs"]
+    point["weights_minus_inputs"] = point["weights"] - point["inputs"]
+    for k, v in point.items():
+        lo, hi = np.nanquantile(boot[k], [alpha, 1 - alpha])
+        out.update({f"share_{k}": float(v), f"share_{k}_lo": float(lo), f"share_{k}_hi": float(hi)})
+    return out

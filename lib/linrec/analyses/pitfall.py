@@ -1,0 +1,359 @@
+"""The trained-baseline pitfall (claim 7b): is it the conditioning of the inputs, or only the step budget?
+
+Claim 7a (arXiv 2606.19379, abstract) is the observation: Adam and SGD, trained the way a practitioner would
+(`linrec.analyses.probe.TRAIN_DEFAULTS`, 5 epochs), fall short of the closed-form ceiling. Claim 7b is the
+mechanism the paper names: ill-conditioned activations. Three measurements here can decide it either way.
+
+- **Budget curve** (`budget_curve`): the held-out R² of Adam and SGD after 10², …, 10⁴ steps (and
+  further in `params/full.yaml`), each with its learning rate chosen from a small grid on a validation
+  slice of the *train* rows, per block and per budget. If the shortfall closes once the budget grows,
+  whatever the block's κ, the pitfall is the budget.
+- **Gradient descent from the spectrum** (`gd_curve`): full-batch gradient descent on least squares is
+  solved exactly in the eigenbasis of the Gram matrix its steps see (the uncentred second moments of
+  [x, 1]): after k steps of size η the error along an eigenvector of eigenvalue λ is (1 − ηλ)ᵏ of what
+  it was. Its curve is the rate the spectrum predicts, with no sampling noise and no tuning.
+- **Dose–response by construction** (`reexpress`): the closed-form R² does not change under an invertible
+  affine change of the inputs, and gradient descent does. One real block's inputs are re-expressed
+  with κ(Gram) = 10², 10⁴, 10⁶, 10⁸ (whitened, rescaled along log-spaced axes, rotated at random so
+  Adam's per-coordinate steps gain nothing) and the same tuned baselines are trained on each at the same
+  budget. If conditioning drives the shortfall, it grows with κ here, with everything else held fixed.
+
+Cost. The loss Σ_j (y_j − ŷ_j)² separates over output features, and both SGD (with momentum) and Adam
+update each parameter from its own gradient, so each output feature's weights follow exactly the
+trajectory they would follow in a fit of all outputs. The curves therefore train `n_outputs` output
+features drawn by seed (the same for every block) and score them against the closed-form ceiling on
+the same features: the same quantity, at a fraction of the cost. Every learning rate of the grid
+trains at once, as one batched tensor, on the same mini-batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from linrec.analyses.probe import closed_form_on_rows
+from linrec.base.errors import LinrecError
+from linrec.stats.ceiling import r2_rows
+
+if TYPE_CHECKING:
+    import pandas
+
+# The learning-rate grids the budget curve chooses from on the validation slice: the practitioner's default
+# (linrec.analyses.probe.TRAIN_DEFAULTS) and a decade on either side.
+LR_GRID = {"adam": (1e-4, 1e-3, 1e-2), "sgd": (1e-3, 1e-2, 1e-1)}
+MOMENTUM = 0.9  # SGD's, as in linrec.analyses.probe.TRAIN_DEFAULTS
+BETAS, EPS = (0.9, 0.999), 1e-8  # Adam's (PyTorch's defaults)
+REACHED = 0.01  # a fit "reaches the ceiling" once it is within this much held-out R² of it
+VAL_SHARE = 0.2  # the share of the train rows held back to choose the learning rate
+
+
+def log_steps(first: int, last: int, per_decade: int = 2) -> list[int]:
+    """Step budgets from `first` to `last`, `per_decade` per factor of ten (rounded), both ends included."""
+    if not 1 <= first <= last:
+        raise LinrecError(f"step budgets must satisfy 1 ≤ first ≤ last, got {first} and {last}")
+    n = max(2, int(round(np.log10(last / first) * per_decade)) + 1) if last > first else 1
+    return sorted({int(round(v)) for v in np.geomspace(first, last, n)})
+
+
+def output_subset(d_out: int, n_outputs: int | None, seed: int = 0) -> np.ndarray:
+    """`n_outputs` output features drawn by seed alone (all of them when None or ≥ d_out), sorted."""
+    if n_outputs is None or n_outputs >= d_out:
+        return np.arange(d_out)
+    return np.sort(np.random.default_rng([seed, 7]).choice(d_out, n_outputs, replace=False))
+
+
+@dataclass
+class Split:
+    """Train rows the optimiser sees, the validation slice that chooses its step, and the held-out rows (float32)."""
+
+    xtr: torch.Tensor
+    ytr: torch.Tensor
+    xval: torch.Tensor
+    yval: torch.Tensor
+    xte: torch.Tensor
+    yte: torch.Tensor
+
+    @classmethod
+    def of(cls, rows, outputs: np.ndarray | None = None, seed: int = 0) -> Split:
+        """From `linrec.analyses.probe.Rows`: the last VAL_SHARE of the train rows (in a seeded order) become the
+        validation
+        slice; the held-out rows stay the held-out rows. `outputs`: the output features kept."""
+        cols = slice(None) if outputs is None else torch.as_tensor(outputs)
+        n = len(rows.xtr)
+        order = torch.from_numpy(np.random.default_rng([seed, 8]).permutation(n))
+        n_val = int(round(VAL_SHARE * n))
+        fit_idx, val_idx = order[: n - n_val].sort().values, order[n - n_val :].sort().values
+        y = rows.ytr[:, cols]
+        return cls(rows.xtr[fit_idx], y[fit_idx], rows.xtr[val_idx], y[val_idx], rows.xte, rows.yte[:, cols])
+
+    def reexpressed(self, transform) -> Split:
+        """The same rows with every input mapped through `transform` (targets unchanged)."""
+        return Split(transform(self.xtr), self.ytr, transform(self.xval), self.yval, transform(self.xte), self.yte)
+
+    def ceiling(self) -> float:
+        """The closed-form held-out R² fitted on the rows the optimiser sees (not the validation slice)."""
+        return closed_form_on_rows(self)[1]
+
+
+def _linear_init(d: int, m: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch.nn.Linear's default initialisation of a d → m map, drawn from `gen` in its order (weight, then bias), as
+    `linrec.analyses.probe.train_affine` draws it: W [d, m] and b [m], float32."""
+    bound = 1 / np.sqrt(d)
+    w = torch.empty(m, d).uniform_(-bound, bound, generator=gen)
+    b = torch.empty(m).uniform_(-bound, bound, generator=gen)
+    return w.T, b
+
+
+def _r2_batched(y: torch.Tensor, pred: torch.Tensor) -> np.ndarray:
+    """Variance-weighted R² (as `linrec.stats.ceiling.r2_rows`) for each of a batch of predictions [L, n, m], float64;
+    −inf where a prediction is not finite (that learning rate diverged)."""
+    y = y.double()
+    sst = (y - y.mean(0)).square().sum()
+    sse = (pred.double() - y).square().sum(dim=(1, 2))
+    r2 = (1 - sse / sst).numpy()
+    return np.where(torch.isfinite(pred).all(dim=(1, 2)).numpy(), r2, -np.inf)
+
+
+def train_curves(
+    split: Split,
+    optimizer: str,
+    lrs,
+    checkpoints,
+    batch_size: int = 256,
+    seed: int = 0,
+) -> pandas.DataFrame:
+    """Mini-batch Adam or SGD (momentum 0.9) on y ≈ Wᵀx + b for every learning rate in `lrs` at once; one row per
+    (learning rate, checkpoint step): validation and held-out R².
+
+    The same updates as `torch.optim.Adam` / `torch.optim.SGD` on `linrec.analyses.probe.train_affine`'s loss (Σ_j
+    squared
+    error per row, averaged over the batch), from the same initialisation and the same mini-batches (a fresh
+    seeded permutation each epoch), written out by hand so that the learning rates train as one batched tensor."""
+    import pandas as pd
+
+    if optimizer not in LR_GRID:
+        raise LinrecError(f"optimizer must be one of {', '.join(LR_GRID)}, got '{optimizer}'")
+    checkpoints = sorted({int(c) for c in checkpoints})
+    if not checkpoints or checkpoints[0] < 1:
+        raise LinrecError(f"checkpoints must be positive step counts, got {checkpoints}")
+    x, y = split.xtr, split.ytr
+    n, d = x.shape
+    m = y.shape[1]
+    L = len(lrs)
+    lr = torch.tensor([float(v) for v in lrs], dtype=x.dtype).view(L, 1, 1)
+    gen = torch.Generator().manual_seed(seed)
+    w0, b0 = _linear_init(d, m, gen)  # then the same generator draws the mini-batches
+    W = w0.to(x.dtype).contiguous().expand(L, d, m).clone()
+    b = b0.to(x.dtype).expand(L, 1, m).clone()
+    state = [torch.zeros_like(W), torch.zeros_like(b), torch.zeros_like(W), torch.zeros_like(b)]
+    rows, step, perm, pos = [], 0, None, n
+    beta1, beta2 = BETAS
+    with torch.no_grad():
+        for target in checkpoints:
+            while step < target:
+                if pos >= n:
+                    perm, pos = torch.randperm(n, generator=gen), 0
+                idx = perm[pos : pos + batch_size]
+                pos += batch_size
+                xb, yb = x[idx], y[idx]
+                resid = torch.matmul(xb, W) + b - yb  # [L, B, m]
+                gW = torch.matmul(xb.T, resid) * (2.0 / len(idx))
+                gb = resid.sum(1, keepdim=True) * (2.0 / len(idx))
+                step += 1
+                if optimizer == "sgd":
+                    bufW, bufb = state[0], state[1]
+                    if step == 1:
+                        bufW.copy_(gW), bufb.copy_(gb)
+                    else:
+                        bufW.mul_(MOMENTUM).add_(gW), bufb.mul_(MOMENTUM).add_(gb)
+                    W.sub_(lr * bufW), b.sub_(lr * bufb)
+                else:
+                    for p, g, m1, m2 in ((W, gW, state[0], state[2]), (b, gb, state[1], state[3])):
+                        m1.mul_(beta1).add_(g, alpha=1 - beta1)
+                        m2.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                        denom = (m2 / (1 - beta2**step)).sqrt_().add_(EPS)
+                        p.sub_(lr / (1 - beta1**step) * m1 / denom)
+            r2_val = _r2_batched(split.yval, torch.matmul(split.xval, W) + b)
+            r2_test = _r2_batched(split.yte, torch.matmul(split.xte, W) + b)
+            for i, v in enumerate(lrs):
+                rows.append({"optimizer": optimizer, "lr": float(v), "step": target, "r2_val": r2_val[i],
+                             "r2_test": r2_test[i]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def tuned(curves: pandas.DataFrame) -> pandas.DataFrame:
+    """Per optimizer and step budget: the learning rate with the best validation R² there, and its held-out R²
+    (the step a practitioner who tunes on train rows would pick for that budget)."""
+    best = curves.sort_values(["optimizer", "step", "r2_val", "lr"], ascending=[True, True, False, True])
+    return best.groupby(["optimizer", "step"], sort=False).head(1).reset_index(drop=True)
+
+
+def gd_curve(split: Split, checkpoints, seed: int = 0) -> pandas.DataFrame:
+    """Full-batch gradient descent on the same loss, step 1/λ_max of its Hessian, from the same initialisation as
+    `train_curves` with the same `seed`: held-out R² after each checkpoint's number of steps, exactly, from the
+    eigendecomposition of the Hessian 2·E[x̃x̃ᵀ] (x̃ = [x, 1], uncentred, as the steps see it). Its λ_max/λ_min is
+    `kappa_steps`."""
+    import pandas as pd
+
+    x = torch.cat([split.xtr.double(), torch.ones(len(split.xtr), 1, dtype=torch.float64)], 1)
+    y = split.ytr.double()
+    H = 2 * x.T @ x / len(x)
+    lam, V = torch.linalg.eigh(H)
+    lam = lam.clamp_min(0)
+    keep = lam > lam[-1] * 1e-14
+    eta = 1 / lam[-1]
+    theta_star = torch.linalg.lstsq(x, y, driver="gelsd").solution  # the minimiser GD converges to on these rows
+    d, m = split.xtr.shape[1], y.shape[1]
+    w0, b0 = _linear_init(d, m, torch.Generator().manual_seed(seed))
+    theta0 = torch.cat([w0, b0[None]], 0).double()
+    coords = V.T @ (theta0 - theta_star)  # error along each eigenvector (directions with λ = 0 never move)
+    xte = torch.cat([split.xte.double(), torch.ones(len(split.xte), 1, dtype=torch.float64)], 1)
+    rows = []
+    for k in sorted({int(c) for c in checkpoints}):
+        decay = torch.where(keep, (1 - eta * lam) ** k, torch.ones_like(lam))
+        theta = theta_star + V @ (decay[:, None] * coords)
+        rows.append({"optimizer": "gd", "lr": float(eta), "step": k, "r2_test": r2_rows(split.yte, xte @ theta)})
+    out = pd.DataFrame(rows)
+    out["kappa_steps"] = float(lam[-1] / lam[keep][0])
+    return out
+
+
+def steps_to_reach(curve: pandas.DataFrame, ceiling: float, within: float = REACHED) -> float:
+    """The first checkpoint step at which `curve`'s held-out R² is within `within` of `ceiling` (inf if none)."""
+    hit = curve.loc[curve["r2_test"] >= ceiling - within, "step"]
+    return float(hit.min()) if len(hit) else float("inf")
+
+
+def reexpress(x: torch.Tensor, kappa: float, seed: int = 0, dtype: torch.dtype = torch.float64):
+    """An invertible affine map of the inputs under which their train covariance has condition number `kappa`.
+
+    x ↦ ((x − μ) V Λ^{-1/2}) S Q: whiten along the covariance's eigenvectors (those above 1e-12 of the largest;
+    the others carry no train variance and no closed-form weight), stretch the whitened axes by S, log-spaced from
+    √(λ_max/kappa) to √λ_max, and rotate by a random orthogonal Q (seeded), so no input axis lines up with a
+    stretched one. The largest variance stays the original inputs' λ_max, so the step sizes that are stable on
+    them stay stable: a larger κ only shrinks the smallest directions, which is what conditioning means.
+    Returned: the map (computed in float64, returned as `dtype`: float64 by default, since float32 storage of
+    inputs stretched by 10⁴ would itself lose the small directions' digits, a second effect beside conditioning)."""
+    if not kappa >= 1:
+        raise LinrecError(f"a condition number is at least 1, got {kappa}")
+    xd = x.double()
+    mu = xd.mean(0)
+    lam, V = torch.linalg.eigh(torch.cov(xd.T))
+    keep = lam > lam[-1] * 1e-12
+    r = int(keep.sum())
+    white = V[:, keep] / lam[keep].sqrt()
+    stretch = torch.from_numpy(np.geomspace(np.sqrt(lam[-1].item() / kappa), np.sqrt(lam[-1].item()), r))
+    g = np.random.default_rng([seed, 9]).standard_normal((r, r))
+    q, upper = np.linalg.qr(g)
+    q = q * np.sign(np.diag(upper))  # a uniformly drawn rotation
+    T = white * stretch @ torch.from_numpy(q)
+    return lambda a: ((a.double() - mu) @ T).to(dtype)
+
+
+def covariance_kappa(x: torch.Tensor) -> float:
+    """λ_max/λ_min of the train covariance of `x` over its directions above 1e-12 of the largest (float64)."""
+    lam = torch.linalg.eigvalsh(torch.cov(x.double().T))
+    lam = lam[lam > lam[-1] * 1e-12]
+    return float(lam[-1] / lam[0])
+
+
+def _curves(split: Split, checkpoints, seed: int, batch_size: int) -> pandas.DataFrame:
+    import pandas as pd
+
+    return pd.concat(
+        [train_curves(split, opt, LR_GRID[opt], checkpoints, batch_size=batch_size, seed=seed) for opt in LR_GRID],
+        ignore_index=True,
+    )
+
+
+def _block_split(capture, block: int, n_outputs: int | None, seed: int, max_train: int | None) -> Split:
+    """A block's stored rows (`max_train` seeded train rows) as a Split on `n_outputs` seeded output features."""
+    from linrec.analyses.probe import Rows
+
+    rows = Rows.from_capture(capture, block, max_train)
+    return Split.of(rows, output_subset(rows.ytr.shape[1], n_outputs, seed), seed)
+
+
+def budget_table(
+    capture,
+    blocks,
+    checkpoints,
+    n_outputs: int | None = 32,
+    seed: int = 0,
+    max_train: int | None = None,
+    batch_size: int = 256,
+    progress: bool = True,
+) -> pandas.DataFrame:
+    """The budget curve: per block, optimizer (Adam, SGD, and `gd` from the spectrum), learning rate and checkpoint
+    step, the validation and held-out R² on `n_outputs` seeded output features, beside the closed-form ceiling on
+    the same rows and features (`ceiling`) and κ of the train Gram (`cond_gram`, `cond_scaled`). `chosen` marks
+    the learning rate the validation slice picks at each step (`tuned`)."""
+    import pandas as pd
+
+    from linrec.base.progress import bar as progress_bar
+
+    out = []
+    for b in progress_bar(blocks, desc=f"budget curve {capture.model_label}", unit="block", disable=not progress):
+        split = _block_split(capture, b, n_outputs, seed, max_train)
+        fit, ceiling = closed_form_on_rows(split)  # Split has the fields of linrec.analyses.probe.Rows it reads
+        curves = _curves(split, checkpoints, seed, batch_size)
+        best = tuned(curves)[["optimizer", "step", "lr"]].assign(chosen=True)
+        curves = curves.merge(best, on=["optimizer", "step", "lr"], how="left")
+        curves["chosen"] = curves["chosen"].astype("boolean").fillna(False).astype(bool)
+        gd = gd_curve(split, checkpoints, seed).assign(r2_val=np.nan, chosen=True)
+        t = pd.concat([curves, gd.drop(columns="kappa_steps")], ignore_index=True)
+        out.append(
+            t.assign(
+                model=capture.model_label,
+                block=b,
+                ceiling=ceiling,
+                cond_gram=fit.cond_gram,
+                cond_scaled=fit.cond_scaled,
+                kappa_steps=float(gd["kappa_steps"].iloc[0]),
+                n_outputs=split.ytr.shape[1],
+                n_train=len(split.xtr),
+            )
+        )
+    return pd.concat(out, ignore_index=True)
+
+
+def dose_table(
+    capture,
+    block: int,
+    kappas,
+    steps: int,
+    n_outputs: int | None = 32,
+    seed: int = 0,
+    max_train: int | None = None,
+    batch_size: int = 256,
+    progress: bool = True,
+) -> pandas.DataFrame:
+    """The dose–response by construction: block `block`'s inputs re-expressed (`reexpress`) with κ(covariance) =
+    each of `kappas`, Adam and SGD trained `steps` steps on each (learning rate chosen on the validation slice);
+    per κ and optimizer, the held-out R² beside the closed-form ceiling on the very rows it trained on (float32, as
+    trained; `ceiling_original`: on the original inputs, which the re-expression leaves unchanged up to float32)."""
+    import pandas as pd
+
+    from linrec.base.progress import bar as progress_bar
+
+    split = _block_split(capture, block, n_outputs, seed, max_train)
+    original = split.ceiling()
+    out = []
+    label = f"dose-response {capture.model_label} block {block}"
+    for kappa in progress_bar(list(kappas), desc=label, unit="κ", disable=not progress):
+        changed = split.reexpressed(reexpress(split.xtr, float(kappa), seed=seed, dtype=torch.float32))
+        best = tuned(_curves(changed, [steps], seed, batch_size))
+        out.append(
+            best.assign(
+                model=capture.model_label,
+                block=block,
+                kappa=float(kappa),
+                kappa_measured=covariance_kappa(changed.xtr),
+                ceiling=changed.ceiling(),
+                ceiling_original=original,
+            )
+        )
+    return pd.concat(out, ignore_index=True)

@@ -1,0 +1,245 @@
+"""The seeds experiment, measured: R²_lin per block at every checkpoint of every trained run, and the distances
+between profiles that decide whether the profile is learned, individual to a run, or set by architecture and data.
+
+Every checkpoint is captured on its run's measuring documents (`linrec.inputs.training`: never trained on; the same
+text and
+tokenizer for every run, so the same windows), moments only. A profile is the vector of held-out R²_lin over blocks.
+
+**Distance** between two profiles a, b of the same blocks: the mean absolute difference per block,
+D = mean_i |R²_a,i − R²_b,i|, and beside it the profile correlation (Pearson r over blocks). Its interval resamples
+the held-out windows, the same resample for both profiles (both are measured on the same windows), so it is paired.
+
+**Noise floor.** D is never 0 between two measurements, even of the same weights: each R²_lin carries the sampling
+noise of its held-out windows. The floor of a checkpoint is the distance between its profile measured on two disjoint
+halves of its held-out windows (random halvings, averaged): the distance that measurement alone produces. Two
+profiles measured on all windows carry less noise than two half-window measurements, so the floor is on the generous
+side for "differs beyond noise" and on the strict side for "agrees within noise". A comparison's floor is the larger
+of its two checkpoints' floors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas
+
+from linrec.base.errors import LinrecError
+from linrec.base.progress import bar as progress_bar
+from linrec.stats.heldout import r2_of_counts
+
+
+def _held(capture) -> list:
+    held = getattr(capture, "heldout", None)
+    if held is None or any(h is None for h in held):
+        raise LinrecError("profile distances need a capture with held-out sums on every block; capture it again")
+    return held
+
+
+def profile(capture, counts: np.ndarray | None = None) -> np.ndarray:
+    """R²_lin per block ([L]), or per block for each row of window multiplicities `counts` [B, W] ([B, L])."""
+    held = _held(capture)
+    if counts is None:
+        return np.array([h.r2() for h in held])
+    return np.stack([r2_of_counts(h, counts) for h in held], axis=1)
+
+
+def window_counts(n_windows: int, n_boot: int, seed: int) -> np.ndarray:
+    """`n_boot` bootstrap resamples of `n_windows` held-out windows as multiplicities [n_boot, n_windows]; the same
+    `seed` gives the same resamples, so profiles measured on the same windows are resampled together (paired)."""
+    rng = np.random.default_rng([seed, 37])
+    return rng.multinomial(n_windows, np.full(n_windows, 1.0 / n_windows), size=n_boot)
+
+
+def _distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.nanmean(np.abs(a - b), axis=-1)
+
+
+def _corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a - a.mean(axis=-1, keepdims=True)
+    b = b - b.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (a * b).sum(axis=-1) / np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+
+
+def _n_windows(*captures) -> int:
+    ns = {_held(c)[0].n_windows for c in captures}
+    if len(ns) != 1:
+        raise LinrecError(
+            f"the profiles were measured on different numbers of held-out windows ({sorted(ns)}); a paired distance "
+            "needs the same windows: capture every checkpoint on its run's measuring text with the same settings"
+        )
+    return ns.pop()
+
+
+def noise_floor(capture, n_splits: int = 200, seed: int = 0) -> float:
+    """The distance between one checkpoint's profile on two disjoint random halves of its held-out windows, averaged
+    over `n_splits` halvings (module docstring)."""
+    w = _n_windows(capture)
+    if w < 4:
+        raise LinrecError(f"a noise floor needs at least 4 held-out windows, the capture has {w}; use more tokens")
+    rng = np.random.default_rng([seed, 38])
+    half = np.zeros((n_splits, w))
+    for k in range(n_splits):
+        half[k, rng.permutation(w)[: w // 2]] = 1.0
+    a, b = profile(capture, half), profile(capture, 1.0 - half)
+    return float(np.nanmean(_distance(a, b)))
+
+
+def compare(a, b, n_boot: int = 1000, seed: int = 0, level: float = 0.95, floor: float | None = None) -> dict:
+    """Distance and profile correlation between captures `a` and `b` (same blocks, same held-out windows), each with
+    its paired window-bootstrap interval, and the noise floor (the larger of the two checkpoints' floors, unless
+    given): `distance`, `distance_lo`, `distance_hi`, `corr`, `corr_lo`, `corr_hi`, `floor`, `beyond_noise` (the
+    distance's lower bound above the floor) and `within_noise` (its upper bound at or below it)."""
+    if a.n_blocks != b.n_blocks:
+        raise LinrecError(f"the profiles have {a.n_blocks} and {b.n_blocks} blocks; compare runs of one architecture")
+    counts = window_counts(_n_windows(a, b), n_boot, seed)
+    pa, pb = profile(a), profile(b)
+    da, db = profile(a, counts), profile(b, counts)
+    alpha = (1 - level) / 2
+    dist, corr = _distance(da, db), _corr(da, db)
+    floor = max(noise_floor(a, seed=seed), noise_floor(b, seed=seed)) if floor is None else float(floor)
+    lo, hi = np.nanquantile(dist, [alpha, 1 - alpha])
+    clo, chi = np.nanquantile(corr, [alpha, 1 - alpha])
+    return {
+        "distance": float(_distance(pa, pb)),
+        "distance_lo": float(lo),
+        "distance_hi": float(hi),
+        "corr": float(_corr(pa, pb)),
+        "corr_lo": float(clo),
+        "corr_hi": float(chi),
+        "floor": floor,
+        "beyond_noise": bool(lo > floor),
+        "within_noise": bool(hi <= floor),
+    }
+
+
+# ---- the experiment ------------------------------------------------------------------------------------------------
+def capture_checkpoints(run, capture_kw: Mapping, progress: bool = True) -> dict[int, object]:
+    """{step: capture} of every checkpoint of `run` (`linrec.inputs.training.TrainedRun`) on its measuring text, moments
+    only (cached like every capture)."""
+    from linrec.measure.capture import get_capture
+
+    kw = {"sample_rows": 0, **dict(capture_kw), "progress": False}
+    return {
+        step: get_capture(str(run.checkpoint(step)), run.measure_corpus, **kw)
+        for step in progress_bar(run.steps, desc=f"measure {run.config.name}", unit="checkpoint", disable=not progress)
+    }
+
+
+def checkpoint_table(run, captures: Mapping[int, object], n_boot: int = 1000, seed: int = 0) -> pandas.DataFrame:
+    """One row per checkpoint and block: the run's settings, the step, the tokens seen by then, R²_lin with its
+    window-bootstrap interval (`linrec.analyses.recoverability.ceiling_table`) and the checkpoint's held-out
+    perplexity on the
+    measuring windows' held-out split (`ppl_test`), and the training loss around that step (`train_loss`, mean of
+    the 20 steps before it; NaN at step 0)."""
+    import pandas as pd
+
+    from linrec.analyses.perplexity import perplexity
+    from linrec.analyses.recoverability import ceiling_table
+    from linrec.analyses.swap import capture_windows
+    from linrec.inputs.models import load_model
+
+    c = run.config
+    log = run.log
+    rows = []
+    for step, cap in captures.items():
+        loaded = load_model(str(run.checkpoint(step)))
+        ppl = perplexity(loaded.model, capture_windows(cap, loaded.tokenizer).split("test"))
+        before = log[(log["step"] <= step) & (log["step"] > step - 20)]["loss"] if step else []
+        t = ceiling_table(cap, n_boot=n_boot, seed=seed)[["block", "r2_lin", "r2_lo", "r2_hi", "n_test_windows"]]
+        rows.append(
+            t.assign(
+                run=c.name,
+                mlp=c.mlp,
+                init_seed=c.init_seed,
+                data_seed=c.data_seed,
+                step=step,
+                tokens_seen=step * c.batch_size * c.seq_len,
+                ppl_test=ppl,
+                train_loss=float(np.mean(before)) if len(before) else np.nan,
+            )
+        )
+    cols = ["run", "mlp", "init_seed", "data_seed", "step", "tokens_seen", "block", "r2_lin", "r2_lo", "r2_hi",
+            "ppl_test", "train_loss", "n_test_windows"]  # fmt: skip
+    return pd.concat(rows, ignore_index=True)[cols]
+
+
+def pairs(configs: Sequence) -> list[tuple[str, str, str]]:
+    """The comparisons of the experiment as (kind, run a, run b) over `linrec.inputs.training.TrainConfig`s: "seed"
+    (same
+    variant and data order, different init seeds), "data order" (same variant and init seed, different data orders)
+    and "variant" (GELU against SwiGLU, same init seed and data order)."""
+    out = []
+    for i, a in enumerate(configs):
+        for b in configs[i + 1 :]:
+            same_mlp, same_init, same_data = a.mlp == b.mlp, a.init_seed == b.init_seed, a.data_seed == b.data_seed
+            if same_mlp and same_data and not same_init:
+                out.append(("seed", a.name, b.name))
+            elif same_mlp and same_init and not same_data:
+                out.append(("data order", a.name, b.name))
+            elif not same_mlp and same_init and same_data:
+                out.append(("variant", a.name, b.name))
+    return out
+
+
+def comparisons(
+    configs: Sequence, captures: Mapping[str, Mapping[int, object]], n_boot: int = 1000, seed: int = 0
+) -> pandas.DataFrame:
+    """Every comparison of the experiment (`compare`), one row each: "trained vs init" (each run's last checkpoint
+    against its own step 0), then the `pairs` at the last checkpoint. `captures`: {run name: {step: capture}}."""
+    import pandas as pd
+
+    rows = []
+    for c in configs:
+        caps = captures[c.name]
+        last = max(caps)
+        rows.append({"kind": "trained vs init", "a": c.name, "b": f"{c.name} step 0", "step": last,
+                     **compare(caps[last], caps[0], n_boot, seed)})  # fmt: skip
+    for kind, a, b in pairs(configs):
+        last = max(captures[a])
+        if last != max(captures[b]):
+            raise LinrecError(f"runs {a} and {b} end at different steps; compare runs of the same length")
+        rows.append({"kind": kind, "a": a, "b": b, "step": last, **compare(captures[a][last], captures[b][last],
+                                                                           n_boot, seed)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def distance_over_training(
+    configs: Sequence, captures: Mapping[str, Mapping[int, object]], kind: str = "seed", n_boot: int = 1000,
+    seed: int = 0,
+) -> pandas.DataFrame:  # fmt: skip
+    """The distance of each `kind` pair (`pairs`) at every checkpoint step they share, with its interval and floor:
+    when in training the runs' profiles part (or meet)."""
+    import pandas as pd
+
+    rows = []
+    for k, a, b in pairs(configs):
+        if k != kind:
+            continue
+        for step in sorted(set(captures[a]) & set(captures[b])):
+            rows.append({"kind": k, "a": a, "b": b, "step": step,
+                         **compare(captures[a][step], captures[b][step], n_boot, seed)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+ONSET_DISTANCE = 0.05  # "the shape has appeared": every later checkpoint within this mean |ΔR²_lin| of the last one
+
+
+def approach_to_final(profiles: pandas.DataFrame, within: float = ONSET_DISTANCE) -> pandas.DataFrame:
+    """Per run and checkpoint (`checkpoint_table` rows): the mean |R²_lin(step) − R²_lin(last step)| per block and
+    the correlation over blocks with the last profile; `onset`: the first step from which this and every later
+    checkpoint stay within `within` of the last profile (the same for every row of a run)."""
+    import pandas as pd
+
+    rows = []
+    for run, t in profiles.groupby("run", sort=False):
+        wide = t.pivot(index="step", columns="block", values="r2_lin").sort_index()
+        last = wide.iloc[-1].to_numpy()
+        dist = np.abs(wide.to_numpy() - last).mean(axis=1)
+        corr = _corr(wide.to_numpy(), last[None, :])
+        late = np.minimum.accumulate((dist <= within)[::-1])[::-1]  # this and every later step within
+        onset = int(wide.index[int(np.argmax(late))])
+        rows += [{"run": run, "step": int(s), "distance_to_final": float(d), "corr_with_final": float(c),
+                  "onset": onset} for s, d, c in zip(wide.index, dist, corr)]  # fmt: skip
+    return pd.DataFrame(rows)

@@ -1,0 +1,470 @@
+"""Run the numbered notebooks in order with papermill: one parameter profile in, executed notebooks and figures out.
+
+The jupytext percent-format `notebooks/NN_name.py` files are the source; each is converted to
+`.ipynb` in memory and executed with the profile's parameters (only those the notebook's
+`parameters` cell declares). Executed notebooks go to `<results_dir>/notebooks/`, figures to
+`<figures_dir>/`, both relative to the project root.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tempfile
+import time
+from pathlib import Path
+
+from linrec.app.params import load_params, notebooks, with_output_defaults
+from linrec.base.errors import LinrecError
+from linrec.base.files import project_root
+
+log = logging.getLogger(__name__)
+
+
+FIRST, LAST = "01", "09"  # the capture notebook every other one reads; the report, which reads them all
+
+
+def default_jobs() -> int:
+    """Notebooks run at once by `linrec figures`: 2 where there are at least 2 CPUs (see `run_notebooks`)."""
+    import os
+
+    return 2 if (os.cpu_count() or 1) >= 2 else 1
+
+
+def stages(selected: list[Path], timings: dict[str, float] | None = None) -> list[list[Path]]:
+    """The order `run_notebooks` runs `selected` in: notebook 01 alone (it makes the captures the others read),
+    then every notebook between (they read only the cache, never each other's tables; longest first by
+    `timings` {stem: seconds}, the last run's, so the slowest one starts first), then 09 (it reads their tables)."""
+    timings = timings or {}
+    first = [nb for nb in selected if nb.name.startswith(FIRST)]
+    last = [nb for nb in selected if nb.name.startswith(LAST)]
+    middle = [nb for nb in selected if nb not in first and nb not in last]
+    middle.sort(key=lambda nb: -timings.get(nb.stem, 0.0))
+    return [s for s in (first, middle, last) if s]
+
+
+def _last_timings(results: Path, root: Path, own: bool = False) -> dict[str, float]:
+    """Seconds per notebook in the last full run of this profile (`run.csv`) or, without one, in its last per-cell
+    timings, or (unless `own`: the console's time estimates are this profile's or none) in the default profile's
+    (a guide to which notebook is slowest, nothing more); {} without any.
+
+    `run.csv` comes first because only a run of every notebook writes it: a later `--only` run, or a rerun of one
+    notebook from cached captures, rewrites that notebook's cell timings with a time that leaves out its captures
+    (notebook 07: 298 s instead of 693 s), and started it third instead of first."""
+    import pandas as pd
+
+    places = [results / "notebooks"] if own else [results / "notebooks", root / "results" / "default" / "notebooks"]
+    for d in places:
+        try:
+            run = pd.read_csv(d / RUN).iloc[-1]
+            names, secs = str(run["notebooks"]).split(), str(run["notebook_seconds"]).split()
+            if len(names) == len(secs) and names:
+                return {n: float(x) for n, x in zip(names, secs)}
+        except (OSError, ValueError, KeyError, IndexError):
+            pass
+        try:
+            return pd.read_csv(d / TIMINGS).groupby("notebook")["seconds"].sum().to_dict()
+        except (OSError, ValueError, KeyError):
+            continue
+    return {}
+
+
+def _ipc_kernel_manager():
+    """A kernel manager whose kernel talks over Unix sockets in a private temporary folder instead of TCP on
+    localhost: nothing else on the machine can connect to it, and the kernel has no reason to print its
+    "running over TCP without encryption" warning on every notebook's console.
+
+    It also shuts a finished kernel down without jupyter_client's opening SIGINT: that interrupt lands in whatever
+    the idle kernel is doing and, now and then, prints "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel"
+    on the console of a run that went well. The shutdown request, then SIGTERM and SIGKILL after
+    `shutdown_wait_time`, still follow (a kernel busy in a cell at shutdown is ended by them, not by SIGINT).
+    nbclient's own interrupt, on a cell that times out, is sent before the shutdown and still goes through."""
+    import atexit
+    import shutil
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IpcKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            folder = tempfile.mkdtemp(prefix="linrec-kernel-")
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            self.transport, self.ip = "ipc", str(Path(folder) / "k")
+
+        async def _async_interrupt_kernel(self) -> None:
+            if not self.shutting_down:  # an interrupt asked for (nbclient's, on a cell timeout) still goes through
+                await super()._async_interrupt_kernel()
+
+    return IpcKernelManager
+
+
+KERNEL_ENV = {
+    "MPLBACKEND": "module://matplotlib_inline.backend_inline",  # every figure a cell draws becomes its image output
+    "LINREC_PROGRESS": "0",  # no redrawn bars saved into the notebook: one line per loop (linrec.base.progress)
+}
+
+
+def _execute(nb: Path, params: dict, out: Path, root: Path, progress: bool, threads: int | None = None) -> float:
+    """Run one notebook under papermill (in a fresh kernel); its seconds. With `threads`, the kernel's torch and
+    BLAS pools get that many threads (set in this process's environment, which the kernel inherits)."""
+    import os
+
+    import jupytext
+    import nbformat
+    import papermill as pm
+
+    from linrec.base.progress import NOTEBOOK_ENV
+
+    if threads is not None:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[var] = str(threads)
+    os.environ.update(KERNEL_ENV)  # the kernel inherits this process's environment
+    os.environ[NOTEBOOK_ENV] = nb.stem  # its console lines name it (linrec.base.progress)
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / f"{nb.stem}.ipynb"
+        nbformat.write(jupytext.read(nb), source)
+        declared = pm.inspect_notebook(str(source))
+        chosen = {k: v for k, v in params.items() if k in declared}
+        t0 = time.perf_counter()
+        try:
+            pm.execute_notebook(
+                str(source),
+                str(out),
+                parameters=chosen,
+                kernel_name="python3",
+                cwd=str(root),
+                progress_bar=progress,
+                kernel_manager_class=_ipc_kernel_manager(),
+                # the kernel's own stdout/stderr stay the runner's console (where linrec.base.progress writes under the
+                # runner) instead of being forwarded into the notebook's outputs
+                extra_arguments=["--IPKernelApp.capture_fd_output=False"],
+            )
+        except pm.PapermillExecutionError as err:
+            raise LinrecError(
+                f"{nb.name} failed in cell {err.exec_count}: {err.ename}: "
+                f"{str(err.evalue).splitlines()[0] if err.evalue else ''} (see {out})"
+            ) from None
+        return time.perf_counter() - t0
+
+
+def run_notebooks(
+    params_file: str | Path, only: list[str] | None = None, root: Path | None = None, jobs: int | None = None
+) -> list[Path]:
+    """Execute every numbered notebook (or those whose names start with one of `only`) under `params_file`.
+
+    `jobs` notebooks run at once (default `default_jobs()`), in the `stages` order: 01, then 02–08 side by side,
+    then 09. With several jobs the CPUs are split between them (each kernel's thread pools get
+    cpu_count // jobs threads), so no two pools fight over a core; on 2 cores, two one-thread kernels got 15 %
+    more forward-pass throughput than one two-thread kernel, and more on the probes' small products. Before each
+    stage the CPUs that other processes keep busy are left out (`linrec.base.threads.free_cpus`): beside another job,
+    fewer kernels and threads run instead of stalling each other, and a stage that started one at a time looks again
+    after each notebook, so the rest of it runs side by side once that work has ended."""
+    import os
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from multiprocessing import get_context
+
+    from linrec.base.threads import free_cpus
+
+    root = root or project_root()
+    params_path = Path(params_file) if Path(params_file).is_absolute() else root / params_file
+    params = with_output_defaults(load_params(params_path, root), params_path.stem)
+    results = root / params["results_dir"]
+    (results / "notebooks").mkdir(parents=True, exist_ok=True)
+    selected = [nb for nb in notebooks(root) if not only or any(nb.name.startswith(o) for o in only)]
+    if not selected:
+        raise LinrecError(f"no notebooks match {only}; available: {', '.join(nb.stem for nb in notebooks(root))}")
+    jobs = default_jobs() if jobs is None else jobs
+    if jobs < 1:
+        raise LinrecError(f"--jobs must be at least 1, got {jobs}")
+    done, seconds = [], {}
+    captures_before = _capture_entries()
+    t_all = time.perf_counter()
+    expected = _last_timings(results, root)
+    console = _Console(_last_timings(results, root, own=True), [nb.stem for nb in selected], jobs)
+
+    def complete(nb: Path, out: Path, secs: float) -> None:
+        seconds[nb.stem] = secs
+        record_timings(out)
+        tidy_executed(out, nb, root)
+        done.append(out)
+        console.done(nb.stem, secs, out)
+
+    failure: str | None = None
+    never: list[str] = []
+    with console:
+        for stage in stages(selected, expected):
+            if failure is not None:
+                never += [nb.stem for nb in stage]
+                continue
+            outs = {nb: results / "notebooks" / f"{nb.stem}.ipynb" for nb in stage}
+            free = free_cpus()  # before each stage: CPUs that other processes leave free
+            if free < (os.cpu_count() or 1):
+                print(f"[linrec] {(os.cpu_count() or 1) - free} CPU(s) busy with other work: using {free}", flush=True)
+            queue = list(stage)
+            while queue and (jobs == 1 or len(queue) == 1 or free == 1):  # one at a time, on every free CPU
+                nb = queue.pop(0)
+                if failure is not None:
+                    never.append(nb.stem)
+                    continue
+                console.start(nb.stem, outs[nb], parallel=1)
+                try:
+                    complete(nb, outs[nb], _execute(nb, params, outs[nb], root, progress=False, threads=free))
+                except LinrecError as err:
+                    failure = str(err)
+                if queue and failure is None and jobs > 1:  # the other work may have ended: look again
+                    free = free_cpus(0.3)  # a short look: this runs between notebooks
+            if not queue or failure is not None:
+                never += [nb.stem for nb in queue]
+                continue
+            stage = queue  # the rest of the stage, side by side now that CPUs are free
+            n = min(jobs, len(stage), free)
+            threads = max(1, free // n)
+            print(f"[linrec] {', '.join(nb.stem for nb in stage)}: {n} at a time, {threads} thread(s) each", flush=True)
+            t_stage = time.time()
+            with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
+                futures = {pool.submit(_execute, nb, params, outs[nb], root, False, threads): nb for nb in stage}
+                pending = set(futures)
+                while pending:
+                    finished, pending = wait(pending, timeout=2.0, return_when=FIRST_COMPLETED)
+                    for f in pending:  # started: papermill writes the output notebook as its first step
+                        out = outs[futures[f]]
+                        if out.exists() and out.stat().st_mtime >= t_stage:
+                            console.start(futures[f].stem, out, parallel=n)
+                    for f in finished:
+                        nb = futures[f]
+                        if f.cancelled():
+                            never.append(nb.stem)
+                        elif f.exception() is not None:
+                            if failure is None:
+                                failure = str(f.exception())
+                                for p in pending:  # those not started yet: never run; the running ones finish
+                                    p.cancel()
+                            else:  # a second failure beside the first
+                                failure += f"; also {f.exception()}"
+                        else:
+                            complete(nb, outs[nb], f.result())
+    if failure is not None:
+        later = f"; not run: {', '.join(never)}" if never else ""
+        raise LinrecError(f"{failure}{later}")
+    wall = time.perf_counter() - t_all
+    made = len(_capture_entries() - captures_before)
+    if len(selected) == len(notebooks(root)):  # the figures run the README reports: every notebook
+        record_run(results / "notebooks", seconds, wall, jobs, made)
+        if params.get("readme"):  # the profile that owns the repository's pages: its performance page cites this run
+            from linrec.outputs.report import PERFORMANCE_PAGE, update_readme_performance
+
+            bench = root / "results" / "bench"
+            try:
+                if update_readme_performance(root / PERFORMANCE_PAGE, bench, results / "notebooks" / RUN):
+                    print(f"[linrec] updated the performance block of {PERFORMANCE_PAGE}", flush=True)
+            except LinrecError as err:  # the figures are made: a missing benchmark leaves the block as it was
+                print(f"[linrec] performance block of {PERFORMANCE_PAGE} left as it was: {err}", flush=True)
+    else:
+        print(f"[linrec] a partial run (--only): {RUN} keeps the last run of every notebook", flush=True)
+    print(f"[linrec] {len(done)} notebook(s) in {wall:.0f} s ({made} capture(s) made, the rest read from the cache)")
+    return done
+
+
+STAGE_EVERY = 60.0  # seconds between the console's lines on where each running notebook is
+
+
+class _Console:
+    """What `linrec figures` prints while it runs: a line when each notebook starts and ends (with the time the last
+    full run took, and about how long the rest will take), and once a minute the stage each running notebook is at
+    (its current cell and the heading above it, read from the output notebook papermill saves at every cell)."""
+
+    def __init__(self, expected: dict[str, float], stems: list[str], jobs: int = 1, interval: float | None = None):
+        import threading
+
+        self.expected, self.todo, self.jobs = expected, list(stems), max(jobs, 1)
+        self.interval = STAGE_EVERY if interval is None else interval
+        self.running: dict[str, tuple[float, Path, int]] = {}
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _say(self, text: str) -> None:
+        print(f"[linrec] {text}", flush=True)
+
+    def _took(self, stem: str) -> str:
+        secs = self.expected.get(stem)
+        return f" (the last full run: {secs / 60:.1f} min)" if secs else ""
+
+    def left(self) -> str:
+        """About how long the notebooks not yet finished will take, from the last full run's times: 01 and 08 run
+        alone, the ones between `jobs` at a time."""
+        now = time.perf_counter()
+        alone, side_by_side = 0.0, 0.0
+        for stem in self.todo:
+            secs = self.expected.get(stem)
+            if secs is None:
+                return ""
+            if stem in self.running:
+                secs = max(secs - (now - self.running[stem][0]), 0.0)
+            if stem.startswith((FIRST, LAST)):
+                alone += secs
+            else:
+                side_by_side += secs
+        return f"; about {(alone + side_by_side / self.jobs) / 60:.0f} min left" if self.todo else ""
+
+    def start(self, stem: str, out: Path, parallel: int) -> None:
+        with self._lock:
+            if stem in self.running:
+                return
+            self.running[stem] = (time.perf_counter(), out, parallel)
+        self._say(f"{stem} started → {out}{self._took(stem)}")
+
+    def done(self, stem: str, secs: float, out: Path) -> None:
+        with self._lock:
+            self.running.pop(stem, None)
+            if stem in self.todo:
+                self.todo.remove(stem)
+        self._say(f"{stem} done in {secs:.0f} s{self.left()}")
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                running = dict(self.running)
+            for stem, (t0, out, _) in running.items():
+                where = notebook_stage(out)
+                self._say(f"{stem}: {(time.perf_counter() - t0) / 60:.1f} min in{', ' + where if where else ''}")
+
+
+def notebook_stage(executed: str | Path) -> str | None:
+    """Where a notebook under papermill is: "cell K of N · <the heading above it>", from the output notebook papermill
+    saves as each cell starts; None before it is written."""
+    import json
+
+    try:
+        nb = json.loads(Path(executed).read_text())
+    except (OSError, ValueError):
+        return None
+    heading, code, at = None, 0, None
+    cells = nb.get("cells", [])
+    total = sum(c.get("cell_type") == "code" for c in cells)
+    for c in cells:
+        source = "".join(c.get("source", ""))
+        if c.get("cell_type") == "markdown":
+            heading = next((ln.lstrip("# ").strip() for ln in source.splitlines() if ln.startswith("#")), heading)
+        elif c.get("cell_type") == "code":
+            code += 1
+            if c.get("metadata", {}).get("papermill", {}).get("status") == "running":
+                at = code
+                break
+    if at is None:
+        return None
+    return f"cell {at} of {total}" + (f" · {heading}" if heading else "")
+
+
+RUN = "run.csv"  # beside the executed notebooks: the last run's wall time, how it ran, what it had to capture
+
+
+def _capture_entries() -> set[str]:
+    from linrec.base.cache import folder
+
+    d = folder("capture")
+    return {p.name for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")} if d.is_dir() else set()
+
+
+def record_run(directory: Path, seconds: dict[str, float], wall: float, jobs: int, captures_made: int) -> Path:
+    """Write `run.csv` in `directory`: one row for the run that just finished (date, CPUs, torch, jobs, the
+    notebooks with their seconds, wall seconds, and how many captures it computed rather than read)."""
+    import datetime
+    import os
+
+    import pandas as pd
+    import torch
+
+    from linrec.base.files import atomic_file
+
+    row = {
+        "date": datetime.date.today().isoformat(),
+        "cpus": os.cpu_count(),
+        "torch": torch.__version__,
+        "jobs": jobs,
+        "notebooks": " ".join(sorted(seconds)),
+        "notebook_seconds": " ".join(f"{seconds[k]:.0f}" for k in sorted(seconds)),
+        "wall_seconds": round(wall, 1),
+        "captures_made": captures_made,
+    }
+    path = Path(directory) / RUN
+    with atomic_file(path) as tmp:
+        pd.DataFrame([row]).to_csv(tmp, index=False)
+    return path
+
+
+TIMINGS = "timings.csv"  # beside the executed notebooks: where each notebook's time went
+
+
+def cell_timings(executed: str | Path) -> list[dict]:
+    """Per code cell of an executed notebook: its number, papermill's recorded duration and its first source line."""
+    import nbformat
+
+    nb = nbformat.read(str(executed), as_version=4)
+    rows = []
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        meta = cell.get("metadata", {}).get("papermill", {})
+        first = next((ln.strip() for ln in cell.source.splitlines() if ln.strip() and not ln.startswith("#")), "")
+        rows.append({"notebook": Path(executed).stem, "cell": i, "seconds": meta.get("duration"), "code": first[:80]})
+    return rows
+
+
+def record_timings(executed: Path) -> Path:
+    """Replace this notebook's rows in `timings.csv` beside it (one row per code cell), keeping the other notebooks'."""
+    import pandas as pd
+
+    from linrec.base.files import atomic_file
+
+    path = executed.parent / TIMINGS
+    old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["notebook", "cell", "seconds", "code"])
+    new = pd.DataFrame(cell_timings(executed))
+    table = pd.concat([old[old["notebook"] != executed.stem], new], ignore_index=True).sort_values(["notebook", "cell"])
+    with atomic_file(path) as tmp:
+        table.to_csv(tmp, index=False)
+    return path
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+>")  # "<pandas.io.formats.style.Styler at 0x7f…>": where it lay in memory
+_CLOCK_KEYS = ("start_time", "end_time", "duration")  # papermill's clock readings, in the notebook's and each cell's
+
+
+def tidy_executed(executed: Path, source: Path, root: Path) -> Path:
+    """Drop what records when and where a run happened from an executed notebook, once `record_timings` has read it:
+    papermill's start/end times and durations, Jupyter's per-cell `execution` timestamps, and the temporary and
+    absolute paths papermill notes (they become the repository-relative source and output). So a rerun that
+    reproduces every number rewrites the notebook byte for byte; the seconds stay in `timings.csv` and `run.csv`."""
+    import nbformat
+
+    from linrec.base.files import atomic_file
+
+    nb = nbformat.read(str(executed), as_version=4)
+    meta = nb.metadata.get("papermill", {})
+    for k in _CLOCK_KEYS:
+        meta.pop(k, None)
+
+    def rel(p: Path) -> str:
+        p = Path(p).resolve()
+        return str(p.relative_to(root.resolve())) if p.is_relative_to(root.resolve()) else p.name
+
+    if meta:
+        meta["input_path"], meta["output_path"] = rel(source), rel(executed)
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"cell-{i}"  # by position: papermill gives the parameters cell it injects a random one
+        cell.metadata.pop("execution", None)
+        for k in _CLOCK_KEYS:
+            cell.metadata.get("papermill", {}).pop(k, None)
+        for out in cell.get("outputs", []):  # a rich output's plain-text fallback may be a repr with an address
+            plain = out.get("data", {}).get("text/plain")
+            if isinstance(plain, str) and len(out["data"]) > 1:
+                out["data"]["text/plain"] = _ADDRESS.sub(">", plain)
+    with atomic_file(executed) as tmp:
+        nbformat.write(nb, str(tmp))
+    return executed

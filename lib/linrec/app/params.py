@@ -1,0 +1,190 @@
+"""Parameter profiles (params/*.yaml): what each notebook's `parameters` cell declares, and a profile read and checked
+against those declarations (unknown keys and wrong types are one line naming the fix)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import yaml
+
+from linrec.base.errors import LinrecError
+
+
+def declared_parameters(notebook: Path) -> set[str]:
+    """Names assigned in a jupytext notebook's `parameters` cell (what papermill may set)."""
+    return set(declared_defaults(notebook))
+
+
+_NOT_LITERAL = object()
+
+
+def declared_defaults(notebook: Path) -> dict[str, tuple[object, str | None]]:
+    """{name: (default value, annotation source or None)} of a jupytext notebook's `parameters` cell; a default that
+    is not a literal is `_NOT_LITERAL` (its type is then not checked)."""
+    out = {}
+    for node in _parameters_cell(notebook):
+        if isinstance(node, ast.Assign):
+            targets, value, ann = node.targets, node.value, None
+        elif isinstance(node, ast.AnnAssign):
+            targets, value, ann = [node.target], node.value, ast.unparse(node.annotation)
+        else:
+            continue
+        try:
+            default = ast.literal_eval(value) if value is not None else None
+        except ValueError:
+            default = _NOT_LITERAL
+        out.update({t.id: (default, ann) for t in targets if isinstance(t, ast.Name)})
+    return out
+
+
+_ANNOTATION_TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "None": None}
+
+
+# The parameters whose notebook default is None, and the type they take otherwise (papermill's parameter parser
+# does not read `int | None` annotations, so the types live here; a test checks every None default is listed).
+OPTIONAL_TYPES = {
+    "probe_rows": "int | None",
+    "test_windows": "int | None",
+    "control_rows": "int | None",
+    "decomposition_rows": "int | None",
+    "cross_band": "int | None",
+    "cross_pairs": "list | None",
+    "save_dir": "str | None",
+    "readme": "str | None",
+}
+
+
+def _allowed(default: object, ann: str | None) -> list | None:
+    """The types a profile value may take for a parameter (None: unchecked): its annotation's (`int | None`), else
+    its default's. A float parameter takes a whole number too; a bool is never an int."""
+    if ann is not None:
+        names = [a.strip() for a in ann.split("|")]
+        if all(n in _ANNOTATION_TYPES for n in names):
+            return [_ANNOTATION_TYPES[n] for n in names]
+        return None
+    if default is None or default is _NOT_LITERAL:
+        return None
+    return [type(default) if not isinstance(default, tuple) else list]
+
+
+def _fits(value: object, allowed: list, default: object) -> bool:
+    for t in allowed:
+        if t is None and value is None:
+            return True
+        if t is bool and isinstance(value, bool):
+            return True
+        if t is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if t is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return True
+        if t is str and isinstance(value, str):
+            return True
+        if t is dict and isinstance(value, dict):
+            return True
+        if t is list and isinstance(value, list):
+            like = default[0] if isinstance(default, list | tuple) and default else None
+            return like is None or all(_fits(v, _allowed(like, None), like) for v in value)
+    return False
+
+
+def _type_words(allowed: list, default: object) -> str:
+    words = {None: "null", int: "a whole number", float: "a number", str: "a string", bool: "true or false",
+             dict: "a mapping"}  # fmt: skip
+    out = []
+    for t in allowed:
+        if t is list:
+            like = default[0] if isinstance(default, list | tuple) and default else None
+            plural = {str: "strings", int: "whole numbers", float: "numbers", bool: "booleans", list: "lists"}
+            out.append(f"a list of {plural.get(type(like), 'values')}" if like is not None else "a list")
+        else:
+            out.append(words[t])
+    return " or ".join(out)
+
+
+def check_types(params: dict, root: Path, path: Path) -> None:
+    """One line for the first profile value whose type no notebook declaring it accepts (e.g. `tokens: lots`)."""
+    for nb in notebooks(root):
+        for name, (default, ann) in declared_defaults(nb).items():
+            if name not in params:
+                continue
+            ann = ann or OPTIONAL_TYPES.get(name)
+            allowed = _allowed(default, ann)
+            if allowed is not None and not _fits(params[name], allowed, default):
+                raise LinrecError(
+                    f"{path}: {name} must be {_type_words(allowed, default)} (notebooks/{nb.name} declares "
+                    f"{name} = {default!r}), got {params[name]!r}; fix that line"
+                )
+
+
+def _parameters_cell(notebook: Path) -> list[ast.stmt]:
+    """The statements of a jupytext notebook's `parameters` cell."""
+    lines, inside = [], False
+    for line in notebook.read_text().splitlines():
+        if line.startswith("# %%"):
+            if inside:
+                break
+            inside = 'tags=["parameters"]' in line
+            continue
+        if inside:
+            lines.append(line)
+    return ast.parse("\n".join(lines)).body
+
+
+def known_parameters(root: Path) -> set[str]:
+    """Every key a profile may hold: the notebooks' parameters, plus `results_dir` (used by the runner itself)."""
+    return {"results_dir"}.union(*(declared_parameters(nb) for nb in notebooks(root)))
+
+
+def load_params(path: str | Path, root: Path | None = None) -> dict:
+    """A parameter profile (flat YAML mapping); a malformed file, an unknown key or a value of the wrong type is one
+    line naming the fix.
+
+    With `root` (the project), every key must be a parameter some notebook declares: a typo
+    such as `tokenz` would otherwise be ignored and the notebooks would run their defaults. Each value must have the
+    type the notebooks declare (`check_types`: the type of its default in the parameters cell, or for a None default
+    its entry in `OPTIONAL_TYPES`), so `tokens: lots` stops here, not in a notebook's sixth cell.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise LinrecError(
+            f"parameter file {path} not found; profiles live in params/ (default.yaml, smoke.yaml, paper.yaml)"
+        )
+    try:
+        params = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise LinrecError(f"{path}{where}: not valid YAML ({problem}); fix that line") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise LinrecError(f"cannot read parameter file {path} ({err}); give a readable YAML file") from None
+    params = {} if params is None else params
+    if not isinstance(params, dict):
+        raise LinrecError(f"{path} must be a YAML mapping of parameter names to values")
+    if root is not None:
+        known = known_parameters(root)
+        unknown = sorted(str(k) for k in params if k not in known)
+        if unknown:
+            raise LinrecError(f"{path}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        if "results_dir" in params and not isinstance(params["results_dir"], str):
+            raise LinrecError(f"{path}: results_dir must be a string (a folder under the project), fix that line")
+        check_types(params, root, path)
+    return params
+
+
+def with_output_defaults(params: dict, stem: str) -> dict:
+    """`params` with every output path the notebooks write to made explicit: a profile that names none of them
+    writes under results/<its name>/ and leaves the README alone. The notebooks' own defaults are the default
+    profile's (the repository's results/default, figures/, paper/report.md and README.md, for Run All in Jupyter);
+    only a profile that names those paths writes there."""
+    out = dict(params)
+    out.setdefault("results_dir", f"results/{stem}")
+    out.setdefault("figures_dir", f"{out['results_dir']}/figures")
+    out.setdefault("report_path", f"{out['results_dir']}/report.md")
+    out.setdefault("readme", None)
+    return out
+
+
+def notebooks(root: Path) -> list[Path]:
+    return sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))

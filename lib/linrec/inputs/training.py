@@ -1,0 +1,394 @@
+"""Small decoder-only language models trained from scratch, with checkpoints: the seeds experiment of notebook 08.
+
+The paper's title claim (arXiv 2606.19379: per-block linear recoverability is "learned, not architectural") rests on
+two published models that differ in much more than their weights. This module trains the controlled version here:
+the same architecture on the same text, only the seed (or the data order) changed, and the MLP variant as the one
+architectural difference.
+
+**Architecture.** A llama-layout decoder (pre-norm RMSNorm, rotary positions, no biases, tied embeddings), built
+from transformers' own classes so every other stage loads, captures and swaps it like any model:
+- `mlp="swiglu"`: `LlamaForCausalLM`, the llama MLP `down(silu(gate(x)) · up(x))`;
+- `mlp="gelu"`: `ArceeForCausalLM`, the same decoder with the GPT-2-style plain MLP `down(gelu(up(x)))`.
+  Arcee is llama with only the MLP changed (transformers' `modeling_arcee` is generated from llama's), so the two
+  variants differ in their MLP alone. By default both MLPs hold the same parameters: d_ff = 4·d for GELU and the
+  multiple of 8 nearest 8·d/3 for SwiGLU (three matrices instead of two).
+
+**Text and tokenizer.** One corpus (`text`, default the offline `wiki`: Wikipedia articles, 2.1 MB) is split once,
+by document and with a fixed seed, into the training documents and the measuring documents (`measure_frac`). The
+measuring documents are never trained on: they are written to `measure.txt` in the run's cache entry and every
+measurement (`linrec.analyses.seeds`) captures on that file, so both the map's train split and its held-out split
+are text
+the model never saw. A byte-level BPE tokenizer of `vocab` tokens is trained on the training documents alone
+(`tokenizers`, deterministic), with `<|endoftext|>` as the document separator (EOS) and no BOS token.
+
+**Training.** Plain torch: the training documents tokenised and joined by EOS, cut into windows of `seq_len`; each
+epoch visits them in an order drawn from `data_seed`; weights are drawn under `init_seed` (transformers' own
+initialisation); AdamW with linear warm-up and cosine decay to a tenth, gradient clipping at 1, float32. On the CPU a
+rerun with the same configuration is bit-identical (the tests check it). Checkpoints at log-spaced steps, step 0 (the
+random initialisation) included, each a complete model directory (`config.json`, `model.safetensors`, tokenizer)
+that `linrec.inputs.models.load_model` loads by its path.
+
+**Cache.** One entry per configuration under `$LINREC_CACHE/training/`, keyed by every field of `TrainConfig`, the
+text's identity, the torch and transformers versions and the device that trained it (the CPU, or the GPU's name):
+written in a temporary folder and renamed when complete, with a sealed `meta.json` holding the sha256 of every file
+(`linrec.base.files.write_entry`), so a killed run leaves nothing that is later read as valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from linrec.base.cache import entry_path, get_or_compute
+from linrec.base.errors import LinrecError
+from linrec.base.files import write_entry
+from linrec.base.progress import bar as progress_bar
+from linrec.inputs.corpora import DOC_SEPARATOR, corpus_identity, load_documents, token_stream
+from linrec.inputs.hf import check_device, no_tf32, quiet_transformers
+
+log = logging.getLogger(__name__)
+
+TRAINING_VERSION = "1"  # bump when what a run's entry holds or means changes
+MLPS = ("gelu", "swiglu")
+EOS = "<|endoftext|>"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that decides a trained run's weights (and so its cache key)."""
+
+    mlp: str = "gelu"  # "gelu": plain MLP (Arcee layout) · "swiglu": llama's gated MLP
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    d_ff: int = 0  # 0: the same MLP parameter count for both variants (4·d for gelu, ≈ 8·d/3 for swiglu)
+    vocab: int = 4096  # byte-level BPE trained on the training documents
+    seq_len: int = 128
+    batch_size: int = 32  # windows per step
+    steps: int = 600
+    lr: float = 3e-3
+    warmup: int = 40
+    weight_decay: float = 0.1
+    init_seed: int = 0  # the weights' initial draw
+    data_seed: int = 0  # the order the training windows are visited in
+    text: str = "wiki"  # a corpus spec (linrec.inputs.corpora): offline name or path
+    measure_frac: float = 0.15  # share of the documents held out for measuring, never trained on
+    split_seed: int = 0  # which documents are held out (the same for every run that is compared)
+    n_checkpoints: int = 8  # step 0 and log-spaced steps up to `steps`
+    device: str = "cpu"
+
+    def validate(self) -> None:
+        if self.mlp not in MLPS:
+            raise LinrecError(f"mlp must be one of {', '.join(MLPS)}, got '{self.mlp}'")
+        for name in ("d_model", "n_layers", "n_heads", "seq_len", "batch_size", "steps", "vocab"):
+            if int(getattr(self, name)) < 1:
+                raise LinrecError(f"{name} must be ≥ 1, got {getattr(self, name)}")
+        if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
+            raise LinrecError(
+                f"d_model {self.d_model} must split into {self.n_heads} heads of an even width (rotary positions)"
+            )
+        if self.vocab < 260:
+            raise LinrecError(f"vocab must be ≥ 260 (the 256 bytes and the separator), got {self.vocab}")
+        if not 0 < self.measure_frac < 1:
+            raise LinrecError(f"measure_frac must be in (0, 1), got {self.measure_frac}")
+        if self.n_checkpoints < 2:
+            raise LinrecError(f"n_checkpoints must be ≥ 2 (step 0 and the last step), got {self.n_checkpoints}")
+        if self.d_ff < 0 or self.warmup < 0 or self.lr <= 0:
+            raise LinrecError("d_ff and warmup must be ≥ 0 and lr > 0")
+
+    @property
+    def ffn_width(self) -> int:
+        """The MLP's hidden width: `d_ff`, or the width that gives both variants 8·d² MLP parameters."""
+        if self.d_ff:
+            return self.d_ff
+        return 4 * self.d_model if self.mlp == "gelu" else 8 * round(8 * self.d_model / 3 / 8)
+
+    @property
+    def name(self) -> str:
+        """A short label: variant, init seed, data seed (e.g. gelu-i0-d1)."""
+        return f"{self.mlp}-i{self.init_seed}-d{self.data_seed}"
+
+    def checkpoint_steps(self) -> list[int]:
+        """Step 0, then `n_checkpoints − 1` steps spaced evenly in log(step) up to `steps` (distinct, rounded)."""
+        if self.steps < 1:
+            return [0]
+        grid = np.geomspace(1, self.steps, self.n_checkpoints - 1)
+        return sorted({0, *(int(round(s)) for s in grid), self.steps})
+
+    def key(self, made_on: str) -> str:
+        import transformers
+
+        ident = {
+            **asdict(self),
+            "device": made_on,
+            "text": corpus_identity(self.text),
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "version": TRAINING_VERSION,
+        }
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def made_on(device: str) -> str:
+    """What trains on `device`, for the cache key: "cpu", or "cuda:<GPU name>" (a GPU run is a different run)."""
+    device = check_device(device)
+    if device.startswith("cuda"):
+        return f"cuda:{torch.cuda.get_device_name(torch.device(device))}"
+    return device
+
+
+@dataclass
+class TrainedRun:
+    """A finished training run read from its cache entry."""
+
+    config: TrainConfig
+    path: Path
+    meta: dict
+    cached: bool = False
+    log: object = field(default=None, repr=False)  # pandas.DataFrame: step, loss, lr, seconds
+
+    @property
+    def steps(self) -> list[int]:
+        return [int(s) for s in self.meta["checkpoints"]]
+
+    def checkpoint(self, step: int) -> Path:
+        """The model directory of checkpoint `step` (a spec for `linrec.inputs.models.load_model`)."""
+        if step not in self.steps:
+            raise LinrecError(f"run {self.config.name} has checkpoints at steps {self.steps}, not {step}")
+        return self.path / f"step_{step:06d}"
+
+    @property
+    def final(self) -> Path:
+        return self.checkpoint(self.steps[-1])
+
+    @property
+    def measure_corpus(self) -> str:
+        """The measuring documents as a corpus spec (a file of documents joined by the separator)."""
+        return str(self.path / "measure.txt")
+
+
+# ---- text and tokenizer ------------------------------------------------------------------------------------------
+def split_documents(docs: list[str], measure_frac: float, seed: int = 0) -> tuple[list[str], list[str]]:
+    """(training documents, measuring documents): a seeded `measure_frac` of the documents (at least one, never all)
+    held out for measuring, each list in corpus order."""
+    if len(docs) < 2:
+        raise LinrecError(
+            f"the training text holds {len(docs)} document(s); it needs at least 2 to keep one for measuring only"
+        )
+    n = min(len(docs) - 1, max(1, round(measure_frac * len(docs))))
+    held = set(np.random.default_rng([seed, 35]).permutation(len(docs))[:n].tolist())
+    return [d for i, d in enumerate(docs) if i not in held], [d for i, d in enumerate(docs) if i in held]
+
+
+def train_tokenizer(docs: list[str], vocab: int):
+    """A byte-level BPE of `vocab` tokens trained on `docs`, as a transformers fast tokenizer with EOS and no BOS."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab,
+        special_tokens=[EOS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(docs, trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=EOS, model_max_length=1 << 20)
+
+
+# ---- the model ---------------------------------------------------------------------------------------------------
+def model_config(cfg: TrainConfig, vocab_size: int):
+    """The transformers config of `cfg`: `ArceeConfig` (plain GELU MLP) or `LlamaConfig` (SwiGLU), otherwise equal."""
+    from transformers import ArceeConfig, LlamaConfig
+
+    kw = dict(
+        vocab_size=vocab_size,
+        hidden_size=cfg.d_model,
+        intermediate_size=cfg.ffn_width,
+        num_hidden_layers=cfg.n_layers,
+        num_attention_heads=cfg.n_heads,
+        num_key_value_heads=cfg.n_heads,
+        max_position_embeddings=cfg.seq_len,
+        tie_word_embeddings=True,
+        rms_norm_eps=1e-5,
+        initializer_range=0.02,
+        attention_bias=False,
+        mlp_bias=False,
+        bos_token_id=None,
+        eos_token_id=0,
+        pad_token_id=0,
+    )
+    if cfg.mlp == "gelu":
+        return ArceeConfig(hidden_act="gelu", **kw)
+    return LlamaConfig(hidden_act="silu", **kw)
+
+
+def build_model(cfg: TrainConfig, vocab_size: int) -> torch.nn.Module:
+    """A fresh model of `cfg`, its weights drawn under `cfg.init_seed` (the global RNG is left as it was)."""
+    from transformers import AutoModelForCausalLM
+
+    with torch.random.fork_rng(devices=[]), quiet_transformers():
+        torch.manual_seed(cfg.init_seed)
+        model = AutoModelForCausalLM.from_config(model_config(cfg, vocab_size), attn_implementation="sdpa")
+    return model.float()
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Learning rate of optimizer step `step` (0-based): linear warm-up, then cosine decay to lr/10 at `steps`."""
+    if cfg.warmup and step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
+
+
+def batches(n_windows: int, cfg: TrainConfig):
+    """Window indices of each step: epochs of a permutation drawn from (`data_seed`, epoch), `batch_size` a step."""
+    if n_windows < cfg.batch_size:
+        raise LinrecError(
+            f"the training text makes {n_windows} windows of {cfg.seq_len} tokens, fewer than one batch of "
+            f"{cfg.batch_size}; use a larger text, a smaller batch_size or a smaller seq_len"
+        )
+    per_epoch = n_windows // cfg.batch_size
+    for step in range(cfg.steps):
+        epoch, k = divmod(step, per_epoch)
+        order = np.random.default_rng([cfg.data_seed, 36, epoch]).permutation(n_windows)
+        yield order[k * cfg.batch_size : (k + 1) * cfg.batch_size]
+
+
+def train_windows(docs: list[str], tokenizer, seq_len: int) -> torch.Tensor:
+    """The training documents tokenised, joined by EOS and cut into windows of `seq_len` ([n, seq_len] int64)."""
+    stream = token_stream(docs, tokenizer, 1 << 62)
+    n = len(stream) // seq_len
+    return torch.tensor(stream[: n * seq_len], dtype=torch.long).view(n, seq_len)
+
+
+def train_model(
+    cfg: TrainConfig, vocab_size: int, windows: torch.Tensor, on_checkpoint=None, progress: bool = True
+) -> tuple[torch.nn.Module, list[dict]]:
+    """Train a fresh model of `cfg` (a vocabulary of `vocab_size`) on `windows` [n, seq_len]; `on_checkpoint(step,
+    model)` at every checkpoint step (step 0 before the first update). Returns the trained model and the log (one
+    dict per step: step, loss, lr, seconds)."""
+    device = check_device(cfg.device)
+    model = build_model(cfg, vocab_size).to(device)
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    rest = [p for n, p in model.named_parameters() if p.ndim < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+        lr=cfg.lr,
+        betas=(0.9, 0.95),
+        eps=1e-8,
+    )
+    keep = set(cfg.checkpoint_steps())
+    if on_checkpoint is not None and 0 in keep:
+        on_checkpoint(0, model)
+    rows, t0 = [], time.perf_counter()
+    bar = progress_bar(total=cfg.steps, desc=f"train {cfg.name}", unit="step", disable=not progress)
+    model.train()
+    for step, pick in enumerate(batches(len(windows), cfg)):
+        ids = windows[torch.as_tensor(pick)].to(device)
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        loss = model(input_ids=ids, labels=ids).loss
+        value = loss.detach().item()
+        if not math.isfinite(value):
+            raise LinrecError(f"training {cfg.name} diverged at step {step} (loss {value}); lower lr")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        rows.append({"step": step + 1, "loss": value, "lr": lr_at(step, cfg), "seconds": time.perf_counter() - t0})
+        bar.update(1)
+        bar.set_postfix(loss=f"{value:.3f}", refresh=False)
+        if on_checkpoint is not None and step + 1 in keep:
+            model.eval()
+            on_checkpoint(step + 1, model)
+            model.train()
+    bar.close()
+    model.eval()
+    return model, rows
+
+
+# ---- the cache ---------------------------------------------------------------------------------------------------
+def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> TrainedRun:
+    """The run of `cfg`: read from the cache if its entry is intact, else trained (minutes) and cached."""
+    import pandas as pd
+
+    cfg.validate()
+    on = made_on(cfg.device)
+    entry = entry_path("training", cfg.name, cfg.key(on))
+
+    def load(directory: Path, meta: dict) -> TrainedRun:
+        return TrainedRun(cfg, directory, meta, True, pd.read_csv(directory / "log.csv"))
+
+    def compute(tmp: Path | None) -> TrainedRun:
+        if tmp is None:  # not cached: the checkpoints still need a folder, a fresh temporary one
+            import tempfile
+
+            run = compute(Path(tempfile.mkdtemp(prefix="linrec-train-")))
+            return run
+        docs, identity = load_documents(cfg.text)
+        train_docs, measure_docs = split_documents(docs, cfg.measure_frac, cfg.split_seed)
+        tokenizer = train_tokenizer(train_docs, cfg.vocab)
+        windows = train_windows(train_docs, tokenizer, cfg.seq_len)
+
+        def save(step: int, model) -> None:
+            out = tmp / f"step_{step:06d}"
+            with quiet_transformers():
+                model.save_pretrained(out, safe_serialization=True)
+                tokenizer.save_pretrained(out)
+
+        t0 = time.perf_counter()
+        with no_tf32():  # float32 matmuls on a GPU too, as everywhere in linrec
+            model, rows = train_model(cfg, len(tokenizer), windows, on_checkpoint=save, progress=progress)
+        (tmp / "measure.txt").write_text(f"\n{DOC_SEPARATOR}\n".join(measure_docs))
+        table = pd.DataFrame(rows)
+        table.to_csv(tmp / "log.csv", index=False)
+        n_params = sum(p.numel() for p in model.parameters())
+        n_embedding = model.get_input_embeddings().weight.numel()  # tied with the LM head: counted once
+        meta = {
+            "version": TRAINING_VERSION,
+            "config": asdict(cfg),
+            "made_on": on,
+            "text_identity": identity,
+            "checkpoints": cfg.checkpoint_steps(),
+            "n_params": n_params,
+            "n_params_blocks": n_params - n_embedding,
+            "vocab_size": len(tokenizer),
+            "n_train_docs": len(train_docs),
+            "n_measure_docs": len(measure_docs),
+            "n_train_windows": len(windows),
+            "train_tokens_available": int(windows.numel()),
+            "tokens_seen": cfg.steps * cfg.batch_size * cfg.seq_len,
+            "final_train_loss": float(table["loss"].tail(20).mean()),
+            "seconds": time.perf_counter() - t0,
+        }
+        write_entry(tmp, meta)
+        return TrainedRun(cfg, entry if cache else tmp, meta, False, table)
+
+    return get_or_compute(entry, TRAINING_VERSION, load, compute, cache)
+
+
+def runs(configs: list[TrainConfig], progress: bool = True) -> dict[str, TrainedRun]:
+    """{name: run} of every configuration, each from the cache or trained."""
+    return {c.name: get_run(c, progress=progress) for c in configs}
+
+
+def profile_configs(base: dict, variants: list[str], init_seeds: list[int], data_seeds: list[int]) -> list[TrainConfig]:
+    """The runs of the seeds experiment: every variant × init seed on data order `data_seeds[0]`, plus, for the first
+    variant and first init seed, every other data order. `base`: the other `TrainConfig` fields."""
+    cfg = TrainConfig(**base)
+    out = [replace(cfg, mlp=v, init_seed=s, data_seed=data_seeds[0]) for v in variants for s in init_seeds]
+    out += [replace(cfg, mlp=variants[0], init_seed=init_seeds[0], data_seed=d) for d in data_seeds[1:]]
+    for c in out:
+        c.validate()
+    return out

@@ -1,0 +1,818 @@
+"""One forward pass over a corpus; every FFN block's additive float64 statistics, per split.
+
+`get_capture(model, corpus, …)` returns a `Capture`: for each split ("train", "test") and each
+block, a `Moments` of the rows (x, y) = (FFN input, FFN output), one row per token position;
+a second `Moments` of the rows at each window's *first* position alone (`Capture.first`, built
+from those rows, which are kept: one per window, float32, `Capture.first_rows`; a subset of the
+rows above, so `Capture.without_first` gives the statistics of every other position exactly).
+Without a BOS token the first position is where a model parks its attention sink, and a few
+blocks put almost all their output variance on that one token (notebook 04);
+and a bounded, seeded sample of raw rows per block on disk (float32, memory-mapped) for the
+later probes. The forward pass stops after the last hooked block (no final norm, no LM head).
+
+Held-out sums for the bootstrap (`linrec.stats.heldout`): train windows run first, then test windows.
+Before the first test batch every block's affine map is fitted from the finished train
+statistics with `linrec.stats.ceiling.fit_affine` (the ceiling's own solver), and each test batch
+then adds, per held-out window and block, n, Σe², Σ(y − c) and Σ(y − c)² (float64, c the
+train mean of y) into `Capture.heldout[block]` (a `linrec.stats.heldout.HeldOut`). The cost is one
+float64 [rows, d_in] × [d_in, d_out] product per block on test rows only, plus one fit per block.
+A block whose fit raises (too few train rows, NaN) gets `heldout[block] = None` and its error in
+`meta["heldout_errors"]`; the capture itself still succeeds, and the ceiling raises that same
+error when asked for the block.
+
+Results are cached under `$LINREC_CACHE/captures/` keyed by everything that determines them
+(model weights identity, corpus identity, seq_len, token budget, seed, test fraction, sample
+size, product precision, `CAPTURE_VERSION`). The batch size is not in the key: it changes
+only the order of float64 additions, so R²_lin differs between batch sizes by rounding alone
+(≤ 1e-12, checked by `tests/test_capture.py`). An entry is written to a temporary directory
+and renamed into place only when complete; its manifest (`meta.json`, itself checksummed)
+records every file's size and sha256, statistics and row samples alike, and every file is
+verified before the entry is used, so a truncated, half-written or bit-flipped entry is
+detected and rebuilt, never read.
+
+`get_captures(model, [corpora…])` returns one capture per corpus, loading the model at most once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from linrec.base.cache import entry_path, get_or_compute
+from linrec.base.cache import read as read_entry_or_none
+from linrec.base.errors import LinrecError
+from linrec.base.files import (
+    unseal,
+    write_entry,
+)
+from linrec.base.progress import bar as progress_bar
+from linrec.base.progress import write as progress_write
+from linrec.inputs.corpora import BOS_MODES, Windows, corpus_identity, load_windows
+from linrec.inputs.hf import LoadedModel, check_context, check_device, input_device, model_dtype, no_tf32
+from linrec.inputs.models import load_model, model_identity
+from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
+from linrec.stats.ceiling import AffineFit, Score, fit_affine, score
+from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
+from linrec.stats.heldout import HeldOut, HeldOutSums
+from linrec.stats.moments import PRODUCTS, Moments, remove_rows
+
+if TYPE_CHECKING:
+    import pandas
+
+log = logging.getLogger(__name__)
+
+# bump when what a capture contains or means changes
+# (2: held-out per-window sums; 3: first-position moments; 4: sha256 of every file; 5: moment matrices stored as
+# their upper triangles; 6: first positions kept as rows, not moments; 7: held-out sums without the first position, for
+# the map fitted without it)
+CAPTURE_VERSION = "7"
+SPLITS = ("train", "test")
+
+
+@dataclass(frozen=True)
+class CaptureConfig:
+    """Everything that determines a capture's numbers (and so its cache key)."""
+
+    model: str
+    corpus: str = "wiki"
+    seq_len: int = 128  # the paper's window
+    tokens: int = 20_480  # token budget per model (80/20 train/test by window)
+    seed: int = 0  # train/test split and row sample
+    test_frac: float = 0.2
+    sample_rows: int = 30_000  # raw (x, y) rows kept per block for probes
+    product: str = "float64"  # "float64" exact, "float32" fast (see linrec.stats.moments)
+    dtype: str = "float32"  # the model's dtype (float32, bfloat16, float16); statistics are float64 whatever it is
+    sample: int = 0  # which disjoint stretch of `tokens` tokens of the corpus (linrec.inputs.corpora.make_windows)
+    bos: str = "auto"  # BOS token per window: the tokenizer's habit, "yes" always, "no" never
+
+    def validate(self) -> None:
+        if self.tokens <= 0:
+            raise LinrecError(f"token budget must be positive, got {self.tokens}; try --tokens 20480")
+        if self.seq_len < 2:
+            raise LinrecError(f"seq_len must be at least 2, got {self.seq_len}")
+        if self.seq_len > self.tokens:
+            raise LinrecError(
+                f"--seq-len {self.seq_len} is longer than the token budget --tokens {self.tokens}, so no window fits; "
+                "raise --tokens or lower --seq-len"
+            )
+        if self.seed < 0:
+            raise LinrecError(f"seed must be ≥ 0, got {self.seed}")
+        if self.product not in PRODUCTS:
+            raise LinrecError(f"product must be one of {', '.join(PRODUCTS)}, got '{self.product}'")
+        if self.sample_rows < 0:
+            raise LinrecError(f"sample_rows must be ≥ 0, got {self.sample_rows}")
+        if self.sample < 0:
+            raise LinrecError(f"sample must be ≥ 0, got {self.sample}")
+        if self.bos not in BOS_MODES:
+            raise LinrecError(f"bos must be one of {', '.join(BOS_MODES)}, got '{self.bos}'")
+        model_dtype(self.dtype)
+
+    def key(self) -> str:
+        fields = asdict(self)
+        if fields["dtype"] == "float32":  # the default leaves the key as it was before dtype existed
+            del fields["dtype"]
+        for name, default in (("sample", 0), ("bos", "auto")):  # likewise
+            if fields[name] == default:
+                del fields[name]
+        ident = {
+            **fields,
+            "model": model_identity(self.model),
+            "corpus": corpus_identity(self.corpus),
+            "version": CAPTURE_VERSION,
+        }
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
+
+
+@dataclass
+class Capture:
+    """Per-block statistics of one model on one corpus (see module docstring)."""
+
+    config: CaptureConfig
+    meta: dict
+    stats: dict[str, list[Moments]]  # split → [block] → Moments
+    path: Path | None = None  # cache entry, holding rows/ when sample_rows > 0
+    cached: bool = False  # True when read from the cache
+    heldout: list[HeldOut | None] | None = None  # [block] → per-test-window sums (None: that block's fit failed)
+    first: dict[str, list[Moments]] | None = None  # split → [block] → Moments of the windows' first positions
+    first_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # what `first` is built from
+    heldout_rest: list[HeldOut | None] | None = None  # [block] → the same sums over positions 1 …, map fitted on them
+    _index: np.ndarray | None = field(default=None, repr=False)
+    _fits: dict = field(default_factory=dict, repr=False)
+    _scores: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.stats["train"])
+
+    @property
+    def model_label(self) -> str:
+        return self.meta.get("model_label", self.config.model)
+
+    def fit(self, block: int) -> AffineFit:
+        """The closed-form affine map of `block` from its train statistics (`linrec.stats.ceiling.fit_affine`), fitted
+        once.
+
+        Every analysis takes its map from here, so one block has one map everywhere: the
+        ceiling table, the spectrum, the probes, the swap and the controls.
+        """
+        if block not in self._fits:
+            self._fits[block] = fit_affine(self.stats["train"][block], block=block)
+        return self._fits[block]
+
+    def score(self, block: int, split: str = "test") -> Score:
+        """`fit(block)` scored on `split`'s statistics (`linrec.stats.ceiling.score`): held-out by default,
+        in-sample with "train"."""
+        key = (block, split)
+        if key not in self._scores:
+            self._scores[key] = score(self.fit(block), self.stats[split][block], block=block)
+        return self._scores[key]
+
+    def without_first(self, block: int) -> tuple[Moments, Moments] | None:
+        """(train, test) statistics of `block` over every position but the windows' first; None if not captured."""
+        if self.first is None:
+            return None
+        return tuple(remove_rows(self.stats[s][block], self.first[s][block]) for s in SPLITS)
+
+    def rows(self, block: int, split: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Stored sample rows (x [k, d_in], y [k, d_out]) of `block`, memory-mapped float32; one split or both."""
+        if self.path is None or not (self.path / "rows").exists():
+            raise LinrecError("this capture kept no raw rows; capture again with sample_rows > 0")
+        x = np.load(self.path / "rows" / f"x_{block:03d}.npy", mmap_mode="r")
+        y = np.load(self.path / "rows" / f"y_{block:03d}.npy", mmap_mode="r")
+        if split is None:
+            return x, y
+        sel = self.row_index()[:, 2] == SPLITS.index(split)
+        return x[sel], y[sel]
+
+    def row_index(self) -> np.ndarray:
+        """[k, 3] int64: window, position and split (0 train, 1 test) of each stored row."""
+        if self._index is None:
+            self._index = np.load(self.path / "rows" / "index.npy")
+        return self._index
+
+
+class _RowSampler:
+    """Writes a fixed, seeded subset of rows straight into per-block .npy memmaps (memory stays flat)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        n_rows: int,
+        k: int,
+        seed: int,
+        dims: list[tuple[int, int]],
+        seq_len: int,
+        order: np.ndarray,
+        split_of: np.ndarray,
+    ):
+        rng = np.random.default_rng([seed, 1])
+        self.selected = np.sort(rng.choice(n_rows, size=min(k, n_rows), replace=False))
+        rank, _ = world()
+        if rank == 0:  # rank 0 creates the files; under torchrun the other ranks write their rows into them
+            directory.mkdir(parents=True, exist_ok=True)
+            win = order[self.selected // seq_len]
+            index = np.stack([win, self.selected % seq_len, split_of[win]], axis=1).astype(np.int64)
+            np.save(directory / "index.npy", index)
+        n, mode = len(self.selected), "w+" if rank == 0 else "r+"
+        if rank > 0:
+            barrier()
+        self.x = [
+            np.lib.format.open_memmap(directory / f"x_{i:03d}.npy", mode, np.float32, (n, dx))
+            for i, (dx, _) in enumerate(dims)
+        ]
+        self.y = [
+            np.lib.format.open_memmap(directory / f"y_{i:03d}.npy", mode, np.float32, (n, dy))
+            for i, (_, dy) in enumerate(dims)
+        ]
+        if rank == 0:
+            barrier()
+        self.start = 0  # global row index of the current batch's first row
+        self.lo = self.hi = 0  # slice of `selected` falling in the current batch
+
+    def begin(self, n_rows_batch: int) -> None:
+        self.lo = int(np.searchsorted(self.selected, self.start))
+        self.hi = int(np.searchsorted(self.selected, self.start + n_rows_batch))
+        self.local = torch.from_numpy(self.selected[self.lo : self.hi] - self.start)
+        self.start += n_rows_batch
+
+    def write(self, block: int, x: torch.Tensor, y: torch.Tensor) -> None:
+        if self.hi > self.lo:
+            local = self.local.to(x.device)
+            self.x[block][self.lo : self.hi] = x.reshape(-1, x.shape[-1])[local].float().cpu().numpy()
+            self.y[block][self.lo : self.hi] = y.reshape(-1, y.shape[-1])[local].float().cpu().numpy()
+
+    def close(self) -> None:
+        for m in [*self.x, *self.y]:
+            m.flush()
+        self.x = self.y = []
+
+
+class _FirstRows:
+    """Each window's first-position rows (x, y) per split and block, float32 on the host, in the split's window order.
+
+    A few hundred rows per block where a `Moments` would hold a [d, d] float64 matrix (for an 8B model, as much
+    device memory as the main statistics); the activations are float32 or narrower, so float32 keeps them exactly.
+    `moments()` turns them into float64 `Moments` in one pass, the same way for a fresh capture and a cached one.
+    Under torchrun each window's row is written by one rank, zeros elsewhere, so a sum merges them exactly."""
+
+    def __init__(self, dims: list[tuple[int, int]], n_windows: dict[str, int]):
+        self.x = {s: [np.zeros((n_windows[s], dx), np.float32) for dx, _ in dims] for s in SPLITS}
+        self.y = {s: [np.zeros((n_windows[s], dy), np.float32) for _, dy in dims] for s in SPLITS}
+
+    def write(self, split: str, block: int, position: int, x0: torch.Tensor, y0: torch.Tensor) -> None:
+        """Rows of windows `position` … (in the split's order) of `block`: x0 [windows, d_in], y0 [windows, d_out]."""
+        k = x0.shape[0]
+        self.x[split][block][position : position + k] = x0.detach().float().cpu().numpy()
+        self.y[split][block][position : position + k] = y0.detach().float().cpu().numpy()
+
+    def all_reduce(self, split: str, blocks=None) -> None:
+        """Sum `split`'s rows of `blocks` (default all) over ranks, in place (shared memory)."""
+        from linrec.stats.distributed import sum_
+
+        blocks = range(len(self.x[split])) if blocks is None else blocks
+        sum_([torch.from_numpy(a) for i in blocks for a in (self.x[split][i], self.y[split][i])])
+
+    def moments_of(self, split: str, block: int) -> Moments:
+        return first_moments(self.x[split][block], self.y[split][block])
+
+    def moments(self) -> dict[str, list[Moments]]:
+        return {s: [first_moments(x, y) for x, y in zip(self.x[s], self.y[s])] for s in SPLITS}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {}
+        for s in SPLITS:
+            for i, (x, y) in enumerate(zip(self.x[s], self.y[s])):
+                out[f"first/{s}/{i}/x"], out[f"first/{s}/{i}/y"] = x, y
+        return out
+
+
+def first_moments(x: np.ndarray, y: np.ndarray) -> Moments:
+    """float64 `Moments` of first-position rows (all at once: one batch, so the result depends on the rows alone)."""
+    m = Moments(x.shape[1], y.shape[1])
+    m.update(torch.from_numpy(np.asarray(x, np.float64)), torch.from_numpy(np.asarray(y, np.float64)))
+    return m
+
+
+@torch.no_grad()
+def run_capture(
+    loaded: LoadedModel,
+    windows: Windows,
+    config: CaptureConfig,
+    out_dir: Path | None = None,
+    batch_size: int = 8,
+    progress: bool = True,
+    blocks_per_pass: int | None = None,
+) -> Capture:
+    """Capture statistics (and, with `out_dir`, the row sample) of every FFN block in one pass, or with
+    `blocks_per_pass` in block groups: one pass over the corpus per group of that many consecutive blocks, each
+    pass stopping the forward after its group's last block. The numbers are the same bit for bit (each block sees
+    the same batches in the same order); on a GPU only one group's statistics are on the device at a time (a
+    finished group's move to host memory), which is what lets a large model's statistics fit."""
+    with no_tf32():
+        return _run_capture(loaded, windows, config, out_dir, batch_size, progress, blocks_per_pass)
+
+
+def _groups(n_sites: int, blocks_per_pass: int | None) -> list[range]:
+    k = n_sites if blocks_per_pass is None else blocks_per_pass
+    if k < 1:
+        raise LinrecError(f"blocks_per_pass must be at least 1, got {k}")
+    return [range(i, min(i + k, n_sites)) for i in range(0, n_sites, k)]
+
+
+def _check_fits(plan: pandas.DataFrame, groups: list[range]) -> None:
+    """One line naming the fix when the statistics cannot fit where they will live (checked before any pass), device
+    by device: on a GPU, the most that one block group puts there; in host memory, every block kept there."""
+    for name, part in plan.groupby("device", sort=False):
+        device = torch.device(name)
+        if device.type == "cuda":
+            need = max(int(part["device_total"].loc[[b for b in g if b in part.index]].sum()) for g in groups)
+        else:  # on the CPU every group stays in RAM
+            need = int(part["device_total"].sum())
+        free = _free_bytes(device)
+        if free is not None and need > free:
+            fix = (
+                "pass --blocks-per-pass with fewer blocks (finished groups move to host memory)"
+                if device.type == "cuda"
+                else "run on a machine with more memory, or on a GPU with --blocks-per-pass"
+            )
+            raise LinrecError(f"{plan_text(plan)}: {need / 2**30:.1f} GiB needed at once on {name} does not fit; {fix}")
+
+
+def _run_capture(
+    loaded: LoadedModel,
+    windows: Windows,
+    config: CaptureConfig,
+    out_dir: Path | None,
+    batch_size: int,
+    progress: bool,
+    blocks_per_pass: int | None = None,
+) -> Capture:
+    model = loaded.model
+    sites = find_ffn_sites(model)
+    device = input_device(model)
+    probed = _probe_sites(loaded, sites, windows)
+    dims = [d for d, _ in probed]
+    devices = [dev for _, dev in probed]  # each block's statistics live where its activations appear
+    groups = _groups(len(sites), blocks_per_pass)
+    plan = memory_plan(
+        dims, len(windows.test), config.sample_rows if out_dir is not None else 0, devices, len(windows.ids)
+    )
+    if progress and world()[0] == 0:  # under torchrun every rank checks the plan; rank 0 alone prints it
+        progress_write(plan_text(plan), file=sys.stderr)
+    _check_fits(plan, groups)
+    stats = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
+    first = _FirstRows(dims, {s: len(getattr(windows, s)) for s in SPLITS})
+    order = np.concatenate([windows.train, windows.test])  # train windows first, then test
+    split_of = np.zeros(len(windows.ids), dtype=np.int64)
+    split_of[windows.test] = 1
+    T = windows.seq_len
+    sampler = None
+    if out_dir is not None and config.sample_rows > 0:
+        sampler = _RowSampler(
+            out_dir / "rows", len(order) * T, config.sample_rows, config.seed, dims, T, order, split_of
+        )
+    heldout = HeldOutSums(dims, windows.test)
+    reduced: set[int] = set()  # blocks whose train first rows were summed over ranks before their fit
+    current = {"split": "train", "position": 0}
+
+    def on_ffn(block: int, x: torch.Tensor, y: torch.Tensor) -> None:
+        stats[current["split"]][block].update(x, y, config.product)
+        first.write(current["split"], block, current["position"], x[:, 0], y[:, 0])  # [batch, seq, d] → first rows
+        if current["split"] == "test":
+            heldout.update(block, x, y)
+        if sampler is not None:
+            sampler.write(block, x, y)
+
+    kwargs = {"use_cache": False} if loaded.is_causal else {}
+    t0 = time.perf_counter()
+    rank, size = world()
+    batches = []  # (split, windows, first row of the batch in train-then-test order, position in the split)
+    for split, idx, offset in (("train", windows.train, 0), ("test", windows.test, len(windows.train))):
+        batches += [(split, idx[i : i + batch_size], (offset + i) * T, i) for i in range(0, len(idx), batch_size)]
+    mine = batches[rank::size]  # under torchrun: batch i on rank i mod N (linrec.stats.distributed)
+
+    def run(batch) -> None:
+        split, idx, row0, position = batch
+        current["split"], current["position"] = split, position
+        if split == "test":
+            heldout.seek(position, len(idx))
+        ids = windows.ids[idx].to(device)
+        if sampler is not None:
+            sampler.start = row0
+            sampler.begin(ids.numel())
+        run_until_stop(model, input_ids=ids, **kwargs)
+
+    for group in groups:
+        name = loaded.name if len(groups) == 1 else f"{loaded.name} blocks {group.start}-{group.stop - 1}"
+        if size > 1:
+            name += f" (rank {rank} of {size})"
+        with (
+            ffn_hooks([sites[i] for i in group], on_ffn, stop_after_last=True),
+            progress_bar(total=len(mine), desc=f"capture {name}", unit="batch", disable=not progress) as bar,
+        ):
+            for batch in (b for b in mine if b[0] == "train"):
+                run(batch)
+                bar.update()
+            merge_moments([stats["train"][i] for i in group])  # every rank: the whole train split, merged exactly
+            if len(windows.test):  # this group's train split is complete: fit its blocks once
+                if size > 1:  # each rank holds its own train windows' first rows: every rank needs all of them
+                    first.all_reduce("train", group)
+                    reduced.update(group)
+                heldout.fit(stats["train"], group, {i: first.moments_of("train", i) for i in group})
+            for batch in (b for b in mine if b[0] == "test"):
+                run(batch)
+                bar.update()
+        if len(groups) > 1:  # a finished group leaves its device
+            moved = [i for i in group if devices[i].type != "cpu"]
+            for i in moved:
+                for m in (stats[s][i] for s in SPLITS):
+                    m.mean, m._M = m.mean.cpu(), m._M.cpu()
+            heldout.to("cpu", moved)
+    if size > 1:
+        merge_moments(stats["test"])
+        first.all_reduce("test")
+        first.all_reduce("train", [i for i in range(len(sites)) if i not in reduced])
+        heldout.all_reduce()
+    first_rows, first = first.arrays(), first.moments()
+    seconds = time.perf_counter() - t0
+    if sampler is not None:
+        sampler.close()
+        barrier()  # every rank's rows are on disk before rank 0 hashes the files
+    for s in SPLITS:
+        for i, m in enumerate(stats[s]):
+            if first[s][i].n * T != m.n:
+                raise LinrecError(
+                    f"block {i}: the FFN saw {m.n} rows but {first[s][i].n} windows of {T}; "
+                    "its input is not [batch, seq, d], which linrec.inputs.sites must hook"
+                )
+            if not m.is_finite():
+                raise LinrecError(
+                    f"block {i}: NaN or inf in the captured activations ({s} split); "
+                    "load the model in float32 and check its weights"
+                )
+    meta = {
+        "config": asdict(config),
+        "model_label": loaded.name,
+        "model_type": loaded.model_type,
+        "identity": loaded.identity,
+        "corpus_identity": windows.identity,
+        "n_blocks": len(sites),
+        "sites": [s.path for s in sites],
+        "dims": dims,
+        "n_windows": {s: int(len(getattr(windows, s))) for s in SPLITS},
+        "n_rows": {s: int(stats[s][0].n) for s in SPLITS},
+        "tokens_used": int(windows.ids.numel()),
+        "bos": windows.bos,
+        "seconds": seconds,
+        "heldout_seconds": heldout.seconds,  # of `seconds`: fits + held-out sums (host time; asynchronous on a GPU)
+        "fit_seconds": heldout.fit_seconds,
+        "heldout_errors": {str(i): msg for i, msg in heldout.errors.items()},
+        "device": str(device) if len(set(devices)) == 1 else ", ".join(sorted({str(d) for d in devices})),
+        "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
+        "notes": loaded.notes,
+        "version": CAPTURE_VERSION,
+    }
+    rest = heldout.result(rest=True)
+    heldout = heldout.result()
+    return Capture(config, meta, stats, out_dir, heldout=heldout, first=first, first_rows=first_rows, heldout_rest=rest)
+
+
+# ---- memory plan -----------------------------------------------------------------------------------------------
+F64 = 8  # bytes
+
+
+def memory_plan(
+    dims: list[tuple[int, int]],
+    n_test_windows: int,
+    sample_rows: int = 0,
+    devices: list | None = None,
+    n_windows: int | None = None,
+) -> pandas.DataFrame:
+    """Bytes one capture holds per block, before it starts (the test `test_memory_plan_is_what_a_capture_holds`
+    checks each column against the tensors and arrays a finished capture holds):
+
+    - `stats`: train and test `Moments`, each a float64 [d, d] accumulator and [d] mean, d = d_in + d_out;
+    - `heldout`: per held-out window n (int64) and Σe², Σ(y − c), Σ(y − c)² ([d_out] float64 each), plus the
+      fitted map (W [d_in, d_out], b and c [d_out], float64) while the test split runs; twice, for all positions and
+      for every position but the first (`HeldOutSums`' `rest`);
+    - `first_host`: each window's first-position row, float32 x and y, in host memory (`n_windows` in all, train
+      and test; default 5 × the held-out windows, the default 80/20 split);
+    - `rows_disk`: the row sample on disk, float32 x and y (`sample_rows` rows; 0 without one).
+
+    `stats` and `heldout` live on the block's device (`devices`, default all "cpu"; with a device map, each
+    block's own); `device_total` is their sum.
+    """
+    import pandas as pd
+
+    n_windows = 5 * n_test_windows if n_windows is None else n_windows
+    rows = []
+    for b, (d_in, d_out) in enumerate(dims):
+        d = d_in + d_out
+        rows.append(
+            {
+                "block": b,
+                "device": str(devices[b]) if devices is not None else "cpu",
+                "d_in": d_in,
+                "d_out": d_out,
+                "stats": 2 * (d * d + d) * F64,
+                "heldout": 2 * (n_test_windows * (8 + 3 * d_out * F64) + (d_in * d_out + 2 * d_out) * F64),
+                "first_host": n_windows * d * 4,
+                "rows_disk": sample_rows * d * 4,
+            }
+        )
+    t = pd.DataFrame(rows)
+    t["device_total"] = t["stats"] + t["heldout"]
+    return t
+
+
+def _free_bytes(device: torch.device) -> int | None:
+    """Free memory where the statistics will live: the CUDA device's, else the host's available memory."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def plan_text(plan: pandas.DataFrame) -> str:
+    """One paragraph: what the capture will hold, against the free memory where it lives (per device)."""
+    gib = 2**30
+    per_block = plan["device_total"].max()
+    text = (
+        f"memory plan: {len(plan)} blocks × up to {per_block / gib:.2f} GiB = {plan['device_total'].sum() / gib:.2f} "
+        f"GiB of float64 statistics (moments {plan['stats'].sum() / gib:.2f}, held-out sums "
+        f"{plan['heldout'].sum() / gib:.2f}); first-position rows {plan['first_host'].sum() / gib:.2f} GiB in host "
+        f"memory; row sample {plan['rows_disk'].sum() / gib:.2f} GiB on disk"
+    )
+    places = []
+    for name, part in plan.groupby("device", sort=False):
+        free = _free_bytes(torch.device(name))
+        where = f"{part['device_total'].sum() / gib:.2f} GiB on {name}"
+        if len(part) < len(plan):
+            where += f" (blocks {part['block'].min()}–{part['block'].max()})"
+        places.append(where + (f", {free / gib:.1f} GiB free there" if free is not None else ""))
+    return text + "; " + "; ".join(places)
+
+
+@torch.no_grad()
+def site_dims(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[int, int]]:
+    """(d_in, d_out) of every FFN in `sites`, read off one two-token forward pass of the first window."""
+    return [dims for dims, _ in _probe_sites(loaded, sites, windows)]
+
+
+def site_devices(loaded: LoadedModel, sites, windows: Windows) -> list[torch.device]:
+    """The device each FFN's activations appear on (one device for a plain model; with a `device_map`, each block's
+    own): where a capture keeps that block's statistics."""
+    return [dev for _, dev in _probe_sites(loaded, sites, windows)]
+
+
+@torch.no_grad()
+def _probe_sites(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[tuple[int, int], torch.device]]:
+    found: dict[int, tuple[tuple[int, int], torch.device]] = {}
+
+    def grab(block, x, y):
+        found[block] = ((x.shape[-1], y.shape[-1]), x.device)
+
+    kwargs = {"use_cache": False} if loaded.is_causal else {}
+    with ffn_hooks(sites, grab, stop_after_last=True), torch.no_grad():
+        ids = windows.ids[:1, :2].to(input_device(loaded.model))
+        run_until_stop(loaded.model, input_ids=ids, **kwargs)
+    return [found[s.index] for s in sites]
+
+
+# ---- the cache entry ---------------------------------------------------------------------------
+def _write(capture: Capture, directory: Path) -> None:
+    arrays = {
+        f"{s}/{i}/{k}": v for s in SPLITS for i, m in enumerate(capture.stats[s]) for k, v in m.state(True).items()
+    }
+    arrays.update(capture.first_rows)
+    for prefix, held in (("heldout", capture.heldout), ("heldout_rest", capture.heldout_rest)):
+        arrays.update(
+            {f"{prefix}/{i}/{k}": v for i, h in enumerate(held or []) if h is not None for k, v in h.state().items()}
+        )
+    np.savez(directory / "stats.npz", **arrays)
+    write_entry(directory, capture.meta)
+
+
+def _load(directory: Path, meta: dict, config: CaptureConfig) -> Capture:
+    """The capture in an entry whose files `linrec.base.cache.read` has checked against its manifest (row samples
+    included: a flipped byte in a row file would otherwise reach the probes)."""
+    n_blocks = int(meta["n_blocks"])
+    with np.load(directory / "stats.npz") as z:
+        stats = {
+            s: [
+                Moments.from_state({k: z[f"{s}/{i}/{k}"] for k in ("n", "mean", "Mu", "dims")}) for i in range(n_blocks)
+            ]
+            for s in SPLITS
+        }
+        first_rows = {
+            f"first/{s}/{i}/{a}": z[f"first/{s}/{i}/{a}"] for s in SPLITS for i in range(n_blocks) for a in "xy"
+        }
+        first = {
+            s: [first_moments(first_rows[f"first/{s}/{i}/x"], first_rows[f"first/{s}/{i}/y"]) for i in range(n_blocks)]
+            for s in SPLITS
+        }
+        heldout = [
+            None
+            if str(i) in meta["heldout_errors"]
+            else HeldOut.from_state({k: z[f"heldout/{i}/{k}"] for k in HeldOut.KEYS})
+            for i in range(n_blocks)
+        ]
+        rest = [
+            HeldOut.from_state({k: z[f"heldout_rest/{i}/{k}"] for k in HeldOut.KEYS})
+            if f"heldout_rest/{i}/n" in z.files
+            else None
+            for i in range(n_blocks)
+        ]
+    return Capture(config, meta, stats, directory, True, heldout, first, first_rows, rest)
+
+
+def get_capture(
+    model: str,
+    corpus: str = "wiki",
+    seq_len: int = 128,
+    tokens: int = 20_480,
+    seed: int = 0,
+    test_frac: float = 0.2,
+    sample_rows: int = 30_000,
+    product: str = "float64",
+    batch_size: int = 8,
+    device: str = "cpu",
+    loaded: LoadedModel | None = None,
+    cache: bool = True,
+    progress: bool = True,
+    dtype: str = "float32",
+    blocks_per_pass: int | None = None,
+    device_map: str | dict | None = None,
+    sample: int = 0,
+    bos: str = "auto",
+) -> Capture:
+    """The capture of `model` on `corpus`: from the cache if present and intact, else computed and cached.
+    `sample` and `bos`: which stretch of the corpus, and whether windows start with a BOS token
+    (`linrec.inputs.corpora.make_windows`).
+
+    Pass `loaded` (from `linrec.inputs.models.load_model`) to reuse a model across corpora, or use
+    `get_captures` (which this calls with one corpus).
+    """
+    kw = dict(seq_len=seq_len, tokens=tokens, seed=seed, test_frac=test_frac, sample_rows=sample_rows, product=product)
+    kw.update(dtype=dtype, blocks_per_pass=blocks_per_pass, device_map=device_map, sample=sample, bos=bos)
+    kw.update(batch_size=batch_size, device=device, loaded=loaded, cache=cache, progress=progress)
+    return get_captures(model, [corpus], **kw)[corpus]
+
+
+def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]:
+    """{corpus: capture} of `model` on each of `corpora` (same keyword arguments as `get_capture`).
+
+    Captures found intact in the cache are read, never recomputed; the model is loaded at most
+    once, and only if some corpus needs computing (not at all when `loaded` is given).
+    `sample_rows` may be a mapping {corpus: rows} to keep raw rows for some corpora only.
+    """
+    if isinstance(corpora, str):
+        corpora = [corpora]
+    corpora = list(dict.fromkeys(corpora))  # each corpus once, in the order given
+    if not corpora:
+        raise LinrecError("no corpora given; name at least one, e.g. wiki")
+    names = ("seq_len", "tokens", "seed", "test_frac", "sample_rows", "product", "dtype", "sample", "bos")
+    unknown = set(kwargs) - {
+        *names,
+        "batch_size",
+        "device",
+        "device_map",
+        "loaded",
+        "cache",
+        "progress",
+        "blocks_per_pass",
+    }
+    if unknown:
+        raise TypeError(f"get_captures() got unexpected keyword arguments {sorted(unknown)}")
+    cfg = {k: kwargs[k] for k in names if k in kwargs}
+    loaded = kwargs.get("loaded")
+    use_cache = kwargs.get("cache", True)
+    rows = cfg.pop("sample_rows", 30_000)
+    if isinstance(rows, Mapping):
+        missing = [c for c in corpora if c not in rows]
+        if missing:
+            raise LinrecError(
+                f"sample_rows gives no row count for corpora {missing}; add them (0 keeps statistics only)"
+            )
+    per_corpus = {c: rows[c] if isinstance(rows, Mapping) else rows for c in corpora}
+    device = check_device(kwargs.get("device", "cpu"))  # "auto" resolved here
+    plan = {
+        c: _config_entry(model, c, sample_rows=per_corpus[c], **cfg) for c in corpora
+    }  # validates every config before any work
+    out: dict[str, Capture] = {}
+    for corpus, (config, entry) in plan.items():
+        load = partial(_load, config=config)
+
+        def compute(tmp: Path | None, config=config) -> Capture:
+            nonlocal loaded
+            if loaded is None:
+                dtype = model_dtype(config.dtype)
+                loaded = load_model(model, device=device, dtype=dtype, device_map=kwargs.get("device_map"))
+            _check_dtype(loaded, config)
+            run = dict(progress=kwargs.get("progress", True), blocks_per_pass=kwargs.get("blocks_per_pass"))
+            return _compute(loaded, config, tmp, use_cache, kwargs.get("batch_size", 8), **run)
+
+        if use_cache and world()[0] > 0:  # under torchrun: rank 0 writes the entry, the others their rows into it
+            capture = read_entry_or_none(entry, CAPTURE_VERSION, load) or compute(None)
+        else:
+            capture = get_or_compute(entry, CAPTURE_VERSION, load, compute, use_cache)
+        if use_cache and not capture.cached:
+            barrier()  # the entry is complete and in place before any rank reads it
+            capture.path, capture.meta = entry, unseal(entry / "meta.json")
+        out[corpus] = _notice_short(capture)
+    return out
+
+
+def replicate_captures(models: list[str], samples: list[int], corpus: str = "wiki", **kwargs) -> dict:
+    """{(model, sample): capture} of every model on each disjoint stretch `samples` of `corpus` (`get_capture` with
+    `sample=k` and `sample_rows=0`: moments only, which is all a replication of the profile or the regimes needs),
+    models in the order given, then samples. `kwargs`: the other `get_capture` arguments (seq_len, tokens, seed,
+    batch_size, device, …)."""
+    kwargs = {**kwargs, "sample_rows": 0}
+    return {(m, int(k)): get_capture(m, corpus, sample=int(k), **kwargs) for m in models for k in samples}
+
+
+def _check_dtype(loaded: LoadedModel, config: CaptureConfig) -> None:
+    """A model passed in must run in the dtype the capture's key records."""
+    have = next(loaded.model.parameters()).dtype
+    if have != model_dtype(config.dtype):
+        raise LinrecError(
+            f"the loaded model runs in {str(have).removeprefix('torch.')} but the capture asks for {config.dtype}; "
+            f"pass dtype='{str(have).removeprefix('torch.')}' or load the model with that dtype"
+        )
+
+
+def _config_entry(
+    model: str,
+    corpus: str,
+    seq_len: int = 128,
+    tokens: int = 20_480,
+    seed: int = 0,
+    test_frac: float = 0.2,
+    sample_rows: int = 30_000,
+    product: str = "float64",
+    dtype: str = "float32",
+    sample: int = 0,
+    bos: str = "auto",
+) -> tuple[CaptureConfig, Path]:
+    config = CaptureConfig(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product, dtype, sample, bos)
+    config.validate()
+    return config, entry_path("capture", model, config.key())
+
+
+def _compute(
+    loaded: LoadedModel,
+    config: CaptureConfig,
+    tmp: Path | None,
+    cached: bool,
+    batch_size: int,
+    progress: bool,
+    blocks_per_pass: int | None = None,
+) -> Capture:
+    """Run the capture of `config` with `loaded`. Cached: rank 0 writes it into `tmp` (what becomes the entry), and
+    under torchrun the other ranks write their row samples into rank 0's `tmp`."""
+    c = config
+    check_context(loaded, c.seq_len)
+    windows = load_windows(c.corpus, loaded.tokenizer, c.seq_len, c.tokens, c.seed, c.test_frac, c.sample, c.bos)
+    if not cached:
+        return run_capture(loaded, windows, config, None, batch_size, progress, blocks_per_pass)
+    directory = broadcast_path(tmp)  # rank 0's tmp on every rank
+    capture = run_capture(loaded, windows, config, directory, batch_size, progress, blocks_per_pass)
+    if tmp is not None:
+        _write(capture, tmp)
+    return capture
+
+
+def _notice_short(capture: Capture) -> Capture:
+    """Say so, in one line, when the corpus held fewer windows than the token budget asked for."""
+    c = capture.config
+    asked = c.tokens // c.seq_len
+    got = sum(capture.meta["n_windows"].values())
+    if got < asked:
+        log.warning(
+            "corpus '%s' holds only %d windows of %d tokens: using %d tokens of the %d asked for "
+            "(n_train %d, n_test %d rows per block)",
+            c.corpus,
+            got,
+            c.seq_len,
+            got * c.seq_len,
+            c.tokens,
+            capture.meta["n_rows"]["train"],
+            capture.meta["n_rows"]["test"],
+        )
+    return capture

@@ -1,0 +1,847 @@
+"""Figures, named after the paper's numbering; each saved as PNG and PDF, and shown where it is drawn.
+
+No backend is chosen here: in a notebook kernel matplotlib's inline backend shows every figure a
+cell draws as that cell's image output (the runner, `linrec.app.notebooks`, starts its kernels with it);
+a script or test without a display gets matplotlib's own headless default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+from matplotlib.ticker import MaxNLocator
+
+# Written into the files instead of what changes from run to run: a PDF's CreationDate (left out) and the
+# software line, so a rerun that draws the same figure writes the same bytes.
+_METADATA = {".pdf": {"CreationDate": None}, ".png": {}}
+
+
+def save(fig, stem: str | Path) -> list[Path]:
+    """Write `fig` to `stem`.png (150 dpi) and `stem`.pdf, without a creation date; returns the paths."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    for p in paths:
+        fig.savefig(p, dpi=150, bbox_inches="tight", metadata=_METADATA[p.suffix])
+    return paths
+
+
+def _has_band(t, lo: str = "r2_lo", hi: str = "r2_hi") -> bool:
+    return {lo, hi} <= set(t.columns) and bool(t[lo].notna().all() and t[hi].notna().all())
+
+
+def _per_model_axes(table, nrows: int = 1, height: float = 3.2, col: str = "block", **kw):
+    """One column per model, each as wide as its model has blocks; returns (fig, axes, models, palette)."""
+    models = list(dict.fromkeys(table["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    widths = [max(3.0, 0.16 * table[table["model"] == m][col].nunique()) for m in models]
+    fig, axes = plt.subplots(
+        nrows,
+        len(models),
+        figsize=(sum(widths) + 0.5, height * nrows),
+        gridspec_kw={"width_ratios": widths},
+        squeeze=False,
+        **kw,
+    )
+    return fig, axes, models, palette
+
+
+def _yerr(y, lo, hi) -> np.ndarray:
+    """Error-bar lengths below and above `y` for the interval [lo, hi], clipped at 0: a percentile bootstrap interval
+    need not contain its point estimate (a skewed statistic on few windows), and matplotlib refuses negative lengths.
+    The interval is drawn from the estimate to whichever end lies beyond it."""
+    y, lo, hi = (np.asarray(v, dtype=float) for v in (y, lo, hi))
+    return np.clip(np.vstack([y - lo, hi - y]), 0.0, None)
+
+
+def _legend_below(ax, ncol: int = 1, **kw):
+    """The axes' legend under its x label, where it hides no data."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=7, ncol=ncol, frameon=False, **kw)
+
+
+def fig2_r2_lin(table, stem: str | Path | None = None):
+    """Figure 2, claim 1's figure: held-out R²_lin per block (bootstrap interval as error bars where the table has
+    `r2_lo`/`r2_hi`), per-feature median beside it, and R²_lin without the windows' first positions where the
+    table has `r2_ex_first`; one column per model, each with its legend below it."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes, models, palette = _per_model_axes(table, sharey="row")
+    for k, model in enumerate(models):
+        ax = axes[0][k]
+        t = table[table["model"] == model].sort_values("block")
+        c = palette[model]
+        if _has_band(t):
+            err = _yerr(t["r2_lin"], t["r2_lo"], t["r2_hi"])
+            ax.errorbar(t["block"], t["r2_lin"], yerr=err, fmt="-o", color=c, ms=4, capsize=2, elinewidth=0.9,
+                        label="global R²_lin (95 % bootstrap CI)")  # fmt: skip
+        else:
+            ax.plot(t["block"], t["r2_lin"], "-o", color=c, ms=4, label="global R²_lin")
+        ax.plot(
+            t["block"], t["r2_feature_median"], ":", marker="s", color=c, ms=3, alpha=0.6, label="per-feature median R²"
+        )
+        shown = ["r2_lin", "r2_feature_median"]
+        if "r2_ex_first" in t and t["r2_ex_first"].notna().all():
+            ax.plot(t["block"], t["r2_ex_first"], "--", marker="v", color="0.35", ms=3, lw=0.9,
+                    label="R²_lin without each window's first token")  # fmt: skip
+            shown.append("r2_ex_first")
+        ax.set_title(model)
+        ax.set_ylim(min(0.0, float(table[shown].min().min()) - 0.05), 1.02)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+        ax.set_xlabel("block")
+        _legend_below(ax)
+    axes[0][0].set_ylabel("held-out R²_lin")
+    fig.suptitle("Per-block linear recoverability (exact closed-form ceiling)", y=1.0)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig2_swap(swap, stem: str | Path | None = None, chosen: dict | None = None):
+    """Figure 2's second row, claim 6a's figure: held-out ΔPPL of swapping each block alone for its affine map, with
+    its 95 % paired-bootstrap interval over held-out windows; one column per model, symlog y (ΔPPL can be below 0),
+    +1 perplexity dashed. `chosen` ({model: block}): the block claim 6a picked on the screening windows, outlined."""
+    sns.set_theme(style="whitegrid", context="paper")
+    s = _map_swaps(swap)
+    fig, axes, models, palette = _per_model_axes(s, height=3.4, sharey="row")
+    for k, model in enumerate(models):
+        bx = axes[0][k]
+        t = s[s["model"] == model].sort_values("block")
+        bx.bar(t["block"], t["delta_ppl"], color=palette[model], alpha=0.8, width=0.7)
+        if "delta_lo" in t:
+            err = _yerr(t["delta_ppl"], t["delta_lo"], t["delta_hi"])
+            bx.errorbar(t["block"], t["delta_ppl"], yerr=err, fmt="none", ecolor="k", elinewidth=0.7, capsize=1.5)
+        pick = (chosen or {}).get(model)
+        if pick is not None and (t["block"] == pick).any():
+            r = t[t["block"] == pick].iloc[0]
+            bx.bar([pick], [r["delta_ppl"]], width=0.7, fill=False, edgecolor="k", lw=1.4,
+                   label=f"block {pick}: lowest ΔPPL on the screening windows")  # fmt: skip
+            _legend_below(bx)
+        bx.set_yscale("symlog", linthresh=0.1)
+        base = t["ppl_base"].iloc[0] if len(t) else float("nan")
+        bx.set_title(f"{model} (base perplexity {base:.2f})")
+        bx.axhline(1.0, color="0.4", lw=0.8, ls="--")
+        bx.axhline(0.0, color="0.2", lw=0.6)
+        bx.set_xlabel("block")
+        bx.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    axes[0][0].set_ylabel("held-out ΔPPL, block swapped alone\n(95 % CI; symlog scale; dashed: +1)")
+    fig.suptitle("The cost of swapping one block for its closed-form affine map", y=1.0)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig2c_learning_curves(summary, stem: str | Path | None = None, ref_tokens: float = 16_384):
+    """Figure 2c: held-out R²_lin against train tokens (`linrec.measure.curves.curve_summary`), one line per block
+    coloured
+    by depth, the large-n estimate R²∞ at the right; and per block, R²_lin at `ref_tokens` (the default capture's
+    size), at the largest size and R²∞, with their hierarchical-bootstrap intervals. One row per model."""
+    import numpy as np
+
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(summary["model"]))
+    fig, axes = plt.subplots(len(models), 2, figsize=(11, 3.3 * len(models)), squeeze=False)
+    for r, model in enumerate(models):
+        t = summary[summary["model"] == model]
+        finite = t[np.isfinite(t["train_tokens"])]
+        top = finite["train_tokens"].max()
+        blocks = sorted(set(t["block"]))
+        cmap = plt.get_cmap("viridis")
+        ax = axes[r][0]
+        x_inf = top * 2.5  # where the large-n estimate is drawn
+        for b in blocks:
+            c = cmap(b / max(1, len(blocks) - 1))
+            tb = finite[finite["block"] == b].sort_values("train_tokens")
+            ax.plot(tb["train_tokens"], tb["r2"], "-", color=c, lw=0.9, alpha=0.85)
+            inf = t[(t["block"] == b) & ~np.isfinite(t["train_tokens"])]
+            if len(inf) and np.isfinite(inf["r2"].iloc[0]):
+                ax.plot([x_inf], inf["r2"], "o", color=c, ms=3)
+        ax.set_xscale("log")
+        ax.set_xlabel("train tokens (log); dots at the right: large-n estimate R²∞")
+        ax.set_ylabel("held-out R²_lin (mean of seeds)")
+        ax.set_title(f"{model}: one line per block (dark: early, light: late)", fontsize=9)
+        bx = axes[r][1]
+        for n, label, style, color in (
+            (ref_tokens, f"{ref_tokens:.0f} tokens", "o", "0.55"),
+            (top, f"{top:.0f} tokens", "s", "C0"),
+            (np.inf, "large-n estimate R²∞", "D", "C3"),
+        ):
+            tn = t[t["train_tokens"] == n].sort_values("block")
+            if tn.empty:
+                continue
+            err = _yerr(tn["r2"], tn["r2_lo"], tn["r2_hi"])
+            bx.errorbar(tn["block"], tn["r2"], yerr=err, fmt=style, ms=3, color=color, capsize=1.5, elinewidth=0.8,
+                        label=label)  # fmt: skip
+        bx.set_xlabel("block")
+        bx.set_ylabel("held-out R²_lin (95 % CI: seeds × windows)")
+        bx.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+        bx.legend(fontsize=7, loc="best")
+    fig.suptitle("R²_lin against the number of train tokens (learning curves, 3 split seeds)", y=1.0)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+CORPUS_STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
+
+
+def fig5_corpora(table, stem: str | Path | None = None):
+    """Figure 5: R²_lin per block on each corpus, one panel per model; each corpus has its own colour, line style and
+    marker (the same in every panel), shaded band = the 95 % bootstrap interval over held-out windows (`r2_lo`,
+    `r2_hi`). One legend, below the panels."""
+    sns.set_theme(style="whitegrid", context="paper")
+    corpora = list(dict.fromkeys(table["corpus"]))
+    colours = dict(zip(corpora, sns.color_palette("Dark2", len(corpora))))
+    styles = {c: CORPUS_STYLES[i % len(CORPUS_STYLES)] for i, c in enumerate(corpora)}
+    fig, axes, models, _ = _per_model_axes(table, height=3.4, sharey=True)
+    lo = min(0.0, float(table["r2_lin"].min()) - 0.05)
+    for ax, model in zip(axes[0], models):
+        for corpus in corpora:
+            t = table[(table["model"] == model) & (table["corpus"] == corpus)].sort_values("block")
+            if t.empty:
+                continue
+            line, marker = styles[corpus]
+            ax.plot(t["block"], t["r2_lin"], line, marker=marker, ms=2.8, color=colours[corpus], lw=1.3, label=corpus)
+            if _has_band(t):
+                ax.fill_between(t["block"], t["r2_lo"], t["r2_hi"], color=colours[corpus], alpha=0.18, lw=0)
+        ax.set_title(model)
+        ax.set_xlabel("block")
+        ax.set_ylim(lo, 1.02)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    axes[0][0].set_ylabel("held-out R²_lin (band: 95 % bootstrap CI)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, title="corpus", loc="lower center", ncol=len(labels), fontsize=8, title_fontsize=8,
+               frameon=False)  # fmt: skip
+    fig.suptitle("Is the profile a property of the model or of the corpus?", y=1.0)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig3_bilinear_gain(table, summary, stem: str | Path | None = None):
+    """Figure 3: residual nonlinearity (1 − R²_lin) vs the rank-k bilinear probe's gain, per block; the title gives
+    each model's Pearson r with its 95 % CI (`summary`: `linrec.claims.verdicts.probe_summary`)."""
+    sns.set_theme(style="whitegrid", context="paper")
+    t = table.assign(nonlinearity=1 - table["r2_lin_rows"])
+    fig, ax = plt.subplots(figsize=(5.6, 3.9))
+    sns.scatterplot(data=t, x="nonlinearity", y="gain", hue="model", style="model", palette="colorblind", s=40, ax=ax)
+    ax.axhline(0, color="0.5", lw=0.8)
+    ax.set_xlabel("residual nonlinearity 1 − R²_lin (held-out rows)")
+    ax.set_ylabel("bilinear gain R²_poly − R²_lin")
+    lines = [
+        f"{r['model']}: r = {r['pearson_r']:.2f} [{r['ci_lo']:.2f}, {r['ci_hi']:.2f}], n = {int(r['n_blocks'])}"
+        for r in summary.to_dict("records")
+    ]
+    ax.set_title("\n".join(lines), fontsize=8)
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+SHORTFALL_CLIP = (1e-6, 10.0)  # fig3b's y range: a shortfall outside it is drawn at the edge, as an open triangle
+
+
+def fig3b_trained_pitfall(table, stem: str | Path | None = None):
+    """Trained affine baselines (Adam, SGD) against the closed-form ceiling on the same rows, vs κ(Gram): the shortfall
+    ceiling − trained R² per block, colour = model, marker = optimizer. Shortfalls outside `SHORTFALL_CLIP` (a
+    baseline that diverged far below R² = 0, or one level with the ceiling) are drawn at the edge as open triangles
+    and counted in the legend. Legend outside the axes, right."""
+    import numpy as np
+
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(table["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    low, high = SHORTFALL_CLIP
+    fig, ax = plt.subplots(figsize=(6.6, 3.6))
+    n_clipped = {"upper": 0, "lower": 0}
+    for opt, marker in (("adam", "o"), ("sgd", "X")):
+        for m in models:
+            t = table[table["model"] == m]
+            short = (t["r2_ceiling_rows"] - t[f"r2_trained_{opt}"]).to_numpy(float)
+            inside = (short >= low) & (short <= high)
+            ax.scatter(t["cond_gram"][inside], short[inside], s=30, marker=marker, color=palette[m], lw=0.3,
+                       edgecolors="w")  # fmt: skip
+            for side, y, mk, mask in (("upper", high, "^", short > high), ("lower", low, "v", short < low)):
+                if mask.any():
+                    ax.scatter(t["cond_gram"][mask], np.full(mask.sum(), y), s=34, marker=mk, facecolors="none",
+                               edgecolors=palette[m], lw=1.0)  # fmt: skip
+                    n_clipped[side] += int(mask.sum())
+    handles = [plt.Line2D([], [], marker="s", ls="", color=palette[m], label=m) for m in models]
+    handles += [plt.Line2D([], [], marker=mk, ls="", color="0.3", label=o) for o, mk in (("Adam", "o"), ("SGD", "X"))]
+    for side, mk, text in (("upper", "^", f"shortfall > {high:g}"), ("lower", "v", f"shortfall < {low:g}")):
+        if n_clipped[side]:
+            handles.append(plt.Line2D([], [], marker=mk, ls="", mfc="none", color="0.3",
+                                      label=f"{text}, drawn at the edge ({n_clipped[side]})"))  # fmt: skip
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    drawn = [v for c in ax.collections for v in c.get_offsets()[:, 1]]
+    ax.set_ylim(max(low, min(drawn, default=low)) / 2, high * 2)
+    ax.set_xlabel("κ of the input Gram matrix (train)")
+    ax.set_ylabel("ceiling − trained R² (held-out)")
+    ax.set_title("Trained linear baselines fall short of the closed-form ceiling", fontsize=9)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig3c_pitfall_mechanism(budget, dose, stem: str | Path | None = None):
+    """Claim 7b. (a) Held-out shortfall (ceiling − R², on the budget curve's output features) of tuned Adam, tuned
+    SGD and gradient descent from the Gram spectrum against the number of steps, on each model's best- and
+    worst-conditioned mechanism blocks; (b) the tuned baselines' shortfall after a fixed number of steps on one
+    block's inputs re-expressed to each κ (the ceiling unchanged)."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.5, 4.0))
+    models = list(dict.fromkeys(budget["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    dashes = {"adam": "-", "sgd": "--", "gd": ":"}
+    lin = 0.01  # symlog: linear within ±0.01, so a fit that beats the ceiling held out (negative shortfall) shows
+    for (m, b), g in budget[budget["chosen"]].groupby(["model", "block"], sort=False):
+        kappa = g["cond_gram"].iloc[0]
+        for opt, c in g.groupby("optimizer", sort=False):
+            c = c.sort_values("step")
+            short = (c["ceiling"] - c["r2_test"]).clip(upper=10)
+            ax.plot(c["step"], short, dashes[opt], color=palette[m], lw=1.2, alpha=0.85)
+        last = g[g["optimizer"] == "adam"].sort_values("step").iloc[-1]
+        ax.annotate(f"{b} (κ {kappa:.0e})", (last["step"], min(last["ceiling"] - last["r2_test"], 10)),
+                    xytext=(3, 0), textcoords="offset points", fontsize=6, color=palette[m])  # fmt: skip
+    ax.axhline(0.01, color="0.4", lw=0.8)
+    ax.axhline(0.0, color="0.2", lw=0.6, ls="-.")
+    ax.set_xscale("log")
+    ax.set_yscale("symlog", linthresh=lin)
+    ax.set_xlabel("steps (batch 256)")
+    ax.set_ylabel(f"ceiling − held-out R² (symlog, linear in ±{lin:g})")
+    ax.set_title("(a) the budget curve: — tuned Adam, -- tuned SGD, ··· GD from the spectrum", fontsize=8)
+    handles = [plt.Line2D([], [], color=palette[m], lw=2) for m in models]
+    ax.legend(handles, models, fontsize=7, loc="lower left", frameon=True)
+    for (m, b), g in dose.groupby(["model", "block"], sort=False):
+        for opt, c in g.groupby("optimizer", sort=False):
+            c = c.sort_values("kappa")
+            short = (c["ceiling"] - c["r2_test"]).clip(upper=10)
+            bx.plot(c["kappa"], short, dashes[opt], marker="o", ms=3, color=palette.get(m, "k"),
+                    label=f"{m} block {b}, {opt}")  # fmt: skip
+    bx.axhline(0.01, color="0.4", lw=0.8)
+    bx.axhline(0.0, color="0.2", lw=0.6, ls="-.")
+    bx.set_xscale("log")
+    bx.set_yscale("symlog", linthresh=lin)
+    bx.set_xlabel("κ of the re-expressed inputs' covariance (the ceiling unchanged)")
+    steps = int(dose["step"].iloc[0]) if len(dose) else 0
+    bx.set_title(f"(b) dose–response by construction, {steps} steps, tuned learning rate", fontsize=8)
+    bx.legend(fontsize=6, loc="upper left", frameon=True)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+REGIME_MARKERS = {
+    "broadly linear": "o",
+    "first-token-concentrated": "^",
+    "outlier-concentrated": "D",
+    "nonlinear": "X",
+    "unclassified": "s",
+}
+
+
+def fig4_rank_outliers(table, stem: str | Path | None = None):
+    """Figure 4. (a) global R²_lin vs per-feature median R², size ∝ output effective rank, colour =
+    model, marker = regime, the diagonal drawn; (b) R²_lin without the top-1 / top-8 output features."""
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(table["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.5, 4.3))
+    rank = table["eff_rank_out"].to_numpy(float)
+    sizes = 10 + 90 * rank / max(rank.max(), 1.0)  # big enough to rank by eye, small enough not to merge
+    lo = min(0.0, float(table[["r2_lin", "r2_feature_median", "r2_ex_top1", "r2_ex_top8"]].min().min()) - 0.03)
+    for m in models:
+        for reg, marker in REGIME_MARKERS.items():
+            sel = ((table["model"] == m) & (table["regime"] == reg)).to_numpy()
+            if sel.any():
+                hollow = reg == "nonlinear"  # the many nonlinear blocks drawn as outlines, so neighbours stay apart
+                ax.scatter(
+                    table["r2_lin"][sel],
+                    table["r2_feature_median"][sel],
+                    s=sizes[sel],
+                    c="none" if hollow else [palette[m]],
+                    marker=marker,
+                    alpha=0.8,
+                    edgecolors=[palette[m]] if hollow else "k",
+                    linewidths=0.9 if hollow else 0.4,
+                    zorder=1 if hollow else 2,
+                )
+    for _, r in table[
+        table["regime"].isin(["outlier-concentrated", "first-token-concentrated", "unclassified"])
+    ].iterrows():
+        ax.annotate(
+            str(r["block"]),
+            (r["r2_lin"], r["r2_feature_median"]),
+            xytext=(4, -9),
+            textcoords="offset points",
+            fontsize=7,
+            color=palette[r["model"]],
+        )
+    for a in (ax, bx):
+        a.plot([lo, 1], [lo, 1], color="0.4", lw=0.8, ls="--")
+        a.set_xlim(lo, 1.01)
+        a.set_ylim(lo, 1.01)
+        a.set_xlabel("global R²_lin (variance-weighted, held-out)")
+    ax.set_ylabel("median per-feature R²")
+    ax.set_title("(a) below the diagonal: a few features carry R²_lin", fontsize=9)
+    handles = [plt.Line2D([], [], ls="", marker="o", color=palette[m], label=m) for m in models]
+    handles += [
+        plt.Line2D([], [], ls="", marker=mk, color="0.3", mfc="none", label=reg) for reg, mk in REGIME_MARKERS.items()
+    ]
+    ax.legend(handles=handles, fontsize=7, loc="upper left", title="size ∝ effective rank of Cyy", title_fontsize=7)
+    for m in models:
+        t = table[table["model"] == m]
+        bx.scatter(
+            t["r2_lin"], t["r2_ex_top1"], s=22, facecolors="none", edgecolors=[palette[m]], label=f"{m}: without top-1"
+        )
+        bx.scatter(t["r2_lin"], t["r2_ex_top8"], s=22, c=[palette[m]], marker="s", label=f"{m}: without top-8")
+        for _, r in t.iterrows():
+            bx.plot([r["r2_lin"]] * 2, [r["r2_ex_top1"], r["r2_ex_top8"]], color=palette[m], lw=0.5, alpha=0.6)
+    bx.set_ylabel("R²_lin over the remaining output features")
+    bx.set_title("(b) R²_lin without the highest-variance output features", fontsize=9)
+    bx.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def _map_swaps(swap):
+    """The plain affine swaps of a swap table (its `first` == "map" rows, or all rows of a table without variants)."""
+    return swap[swap["first"] == "map"] if "first" in swap.columns else swap
+
+
+def _ci_bars(ax, x, t, color, lo="delta_lo", hi="delta_hi", y="delta_ppl"):
+    if lo in t and hi in t:
+        ax.errorbar(x, t[y], yerr=_yerr(t[y], t[lo], t[hi]), fmt="none", ecolor=color, elinewidth=0.7, alpha=0.7)
+
+
+def _stacked_labels(ax, points, colour, right_edge: float, dy: float = 9.0):
+    """Block labels beside `points` ([(x, y, text)]) that do not print over each other: points within 4 % of the
+    axis's x range and a factor of 3 in y get labels stacked upwards. Near the right edge labels go to the left."""
+    import numpy as np
+
+    lo, hi = ax.get_xlim()
+    span = hi - lo
+    placed: list[tuple[float, float]] = []
+    for x, y, text in sorted(points, key=lambda p: -p[1]):
+        near = sum(abs(x - px) < 0.08 * max(span, 1e-9) and abs(np.log10(max(abs(y), 1e-3) / max(abs(py), 1e-3))) < 0.5
+                   for px, py in placed)  # fmt: skip
+        placed.append((x, y))
+        right = x > right_edge
+        ax.annotate(text, (x, y), xytext=(-4 if right else 4, 2 - dy * near), textcoords="offset points",
+                    fontsize=7, color=colour, ha="right" if right else "left")  # fmt: skip
+
+
+def fig6_swap(table, curves, stem: str | Path | None = None):
+    """Swap study: (a) held-out ΔPPL of swapping each block alone against its R²_lin, colour = model, the three
+    costliest blocks of each model labelled; (b) ΔPPL against parameters of the replacement for reduced-rank maps of
+    one block per model (`curves`; the block is chosen on the screening windows), the FFN's own parameter count
+    dashed; (c) with position variants in `table`, for each block that has them: ΔPPL of the map on every position,
+    of the map on positions ≥ 1 with the FFN's own output at position 0, and with its train mean there. Intervals:
+    95 % paired bootstrap over held-out windows. Symlog y (ΔPPL can be below 0). One legend, below the panels."""
+    import numpy as np
+
+    sns.set_theme(style="whitegrid", context="paper")
+    maps = _map_swaps(table)
+    models = list(dict.fromkeys(maps["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    variants = "first" in table.columns and (table["first"] == "ffn").any()
+    fig, axes = plt.subplots(1, 3 if variants else 2, figsize=(15.0 if variants else 10.5, 4.2))
+    ax, bx = axes[0], axes[1]
+    for m in models:
+        t = maps[maps["model"] == m]
+        _ci_bars(ax, t["r2_lin"], t, palette[m])
+        ax.scatter(t["r2_lin"], t["delta_ppl"], s=26, color=palette[m], edgecolors="k", linewidths=0.3, label=m)
+        top = t.nlargest(3, "delta_ppl")
+        _stacked_labels(ax, list(zip(top["r2_lin"], top["delta_ppl"], top["block"].astype(int).astype(str))),
+                        palette[m], right_edge=0.9)  # fmt: skip
+    ax.set_yscale("symlog", linthresh=0.1)
+    ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
+    ax.set_xlabel("R²_lin of the block (held-out)")
+    ax.set_ylabel("held-out ΔPPL, block swapped alone (symlog)")
+    ax.set_title("(a) does a high R²_lin make a block safe to swap?", fontsize=9)
+    ax.margins(x=0.06, y=0.12)
+    shown = []
+    level = {m: curves[curves["model"] == m]["delta_ppl"].median() for m in models}
+    for m in models:
+        c = curves[curves["model"] == m].sort_values("params")
+        if c.empty:
+            continue
+        shown.append(f"{m} block {int(c['block'].iloc[0])}")
+        _ci_bars(bx, c["params"], c, palette[m])
+        bx.plot(c["params"], c["delta_ppl"], "-o", color=palette[m], ms=4)
+        # labels above the higher model's curve and below the others'; of two points within a factor 2 in
+        # parameters, the first is labelled to its left, the second to its right, so they do not print over each other
+        above = level[m] >= max(level.values())
+        p = c["params"].to_numpy()
+        for i, (_, r) in enumerate(c.iterrows()):
+            left = i + 1 < len(p) and p[i + 1] / p[i] < 2
+            bx.annotate("dense" if not r["factored"] else f"r={int(r['rank'])}", (r["params"], r["delta_ppl"]),
+                        xytext=(-4 if left else 4, 5 if above else -10), textcoords="offset points", fontsize=6.5,
+                        color=palette[m], ha="right" if left else "left")  # fmt: skip
+        bx.axvline(c["params_ffn"].iloc[0], color=palette[m], lw=0.9, ls="--")
+    bx.set_xscale("log")
+    bx.set_yscale("symlog", linthresh=0.1)
+    bx.axhline(1.0, color="0.4", lw=0.8, ls="--")
+    bx.set_xlabel("parameters of the replacement (vertical dashed: the FFN's)")
+    bx.set_ylabel("held-out ΔPPL")
+    bx.set_title("(b) reduced-rank maps: " + ("; ".join(shown) or "none run"), fontsize=9)
+    bx.margins(y=0.15)
+    if variants:
+        cx = axes[2]
+        kinds = [("map", "map on every position", 1.0), ("ffn", "FFN's output at position 0", 0.6),
+                 ("mean", "train mean at position 0", 0.3)]  # fmt: skip
+        has_ffn = table["first"] == "ffn"
+        groups = [(m, b) for m in models for b in sorted(table[has_ffn & (table["model"] == m)]["block"])]
+        width = 0.8 / len(kinds)
+        for j, (first, label, alpha) in enumerate(kinds):
+            rows = [table[(table["model"] == m) & (table["block"] == b) & (table["first"] == first)] for m, b in groups]
+            x = np.arange(len(groups)) + (j - 1) * width
+            y = np.array([r["delta_ppl"].iloc[0] if len(r) else np.nan for r in rows])
+            cols = [palette[m] for m, _ in groups]
+            cx.bar(x, y, width=width * 0.95, color=cols, alpha=alpha, edgecolor="k", lw=0.4,
+                   hatch=["", "//", ".."][j], label=label)  # fmt: skip
+            lo = np.array([r["delta_lo"].iloc[0] if len(r) else np.nan for r in rows])
+            hi = np.array([r["delta_hi"].iloc[0] if len(r) else np.nan for r in rows])
+            cx.errorbar(x, y, yerr=_yerr(y, lo, hi), fmt="none", ecolor="k", elinewidth=0.7, capsize=1.5)
+        cx.set_xticks(np.arange(len(groups)), [f"{m}\nblock {b}" for m, b in groups], fontsize=7)
+        cx.set_yscale("symlog", linthresh=1.0)
+        cx.axhline(1.0, color="0.4", lw=0.8, ls="--")
+        cx.set_ylabel("held-out ΔPPL (symlog)")
+        cx.set_title("(c) first-token blocks: how much of the cost sits at position 0", fontsize=9)
+        cx.legend(fontsize=7, loc="upper right", title="swap", title_fontsize=7)
+        cx.set_ylim(top=cx.get_ylim()[1] * 8)  # room for the legend above the bars
+    handles = [plt.Line2D([], [], marker="o", ls="", color=palette[m], markeredgecolor="k", markeredgewidth=0.3,
+                          label=m) for m in models]  # fmt: skip
+    handles.append(plt.Line2D([], [], color="0.4", lw=0.8, ls="--", label="+1 perplexity"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig7_controls(profiles, inputs, stem: str | Path | None = None):
+    """Controls: (top) R²_lin per block of each trained model beside its random-init twins;
+    (bottom) each trained FFN re-scored on its own inputs (refit on the controls' row sample, so it need not equal
+    the top row's R²_lin from every row), on Gaussian inputs with the same first two moments, and on the next
+    block's inputs. One column per model; each row's legend at its right, outside the axes."""
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(profiles["model"]))
+    widths = [
+        max(3.0, 0.16 * profiles[(profiles["model"] == m) & (profiles["weights"] == "trained")].shape[0])
+        for m in models
+    ]
+    fig, axes = plt.subplots(
+        2,
+        len(models),
+        figsize=(sum(widths) + 0.6, 6.0),
+        sharey="row",
+        squeeze=False,
+        gridspec_kw={"width_ratios": widths},
+    )
+    colours = sns.color_palette("colorblind", 4)
+    for k, model in enumerate(models):
+        ax, bx = axes[0][k], axes[1][k]
+        p = profiles[profiles["model"] == model]
+        for w, t in p.groupby("weights", sort=False):
+            trained = w == "trained"
+            t = t.sort_values("block")
+            ax.plot(
+                t["block"],
+                t["r2_lin"],
+                "-o" if trained else "--",
+                color=colours[0] if trained else "0.55",
+                ms=3.5,
+                lw=1.6 if trained else 1.0,
+                label=w,
+            )
+            if {"r2_lo", "r2_hi"} <= set(t.columns) and t["r2_lo"].notna().all():
+                ax.fill_between(
+                    t["block"], t["r2_lo"], t["r2_hi"], color=colours[0] if trained else "0.55", alpha=0.2, lw=0
+                )
+        ax.set_title(model)
+        c = inputs[inputs["model"] == model].sort_values("block")
+        rows = (
+            f"{int(c['n_train'].iloc[0] + c['n_test'].iloc[0]):,} sampled rows"
+            if {"n_train", "n_test"} <= set(c.columns) and len(c)
+            else "sampled rows"
+        )
+        bx.plot(c["block"], c["r2_own"], "-o", color=colours[0], ms=3.5, label=f"own inputs, refit on {rows}")
+        bx.plot(c["block"], c["r2_gaussian"], "-s", color=colours[1], ms=3, label="Gaussian, same mean & covariance")
+        bx.plot(c["block"], c["r2_other_block"], "-^", color=colours[2], ms=3, label="inputs of the next block")
+        bx.set_xlabel("block")
+        for a in (ax, bx):
+            a.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+    for row, title in ((axes[0], "FFN weights"), (axes[1], "inputs the trained FFN is scored on")):
+        seen = {}
+        for a in row:
+            for h, lab in zip(*a.get_legend_handles_labels(), strict=True):
+                seen.setdefault(lab, h)
+        row[-1].legend(seen.values(), seen.keys(), title=title, loc="upper left", bbox_to_anchor=(1.03, 1.0),
+                       fontsize=7, title_fontsize=7, frameon=False)  # fmt: skip
+    axes[0][0].set_ylabel("held-out R²_lin")
+    axes[1][0].set_ylabel("R² of the trained FFN's best affine map")
+    fig.suptitle("Is linear recoverability learned? Random-init twins (top) and input controls (bottom)", y=1.0)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig7b_inputs_or_weights(nulls, cross=None, blocks=None, decomposed=None, stem: str | Path | None = None):
+    """Claim 2b, one column per model, every FFN with its block's norm gain folded in. (top) Per block, on the block's
+    own normalised inputs: the trained FFN, and the spread (min–max) of the random-init and shuffled null ensembles;
+    filled markers: blocks standing out from both nulls (`blocks`, Benjamini–Hochberg). (middle, with `blocks`) the
+    trained FFN's z-score against each ensemble, symlog axis. (bottom, with `cross`) R² of FFN i (rows) on the inputs
+    of block j (columns) within the band, on a sequential scale; the title gives the decomposition's shares
+    (`decomposed`)."""
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(nulls["model"]))
+    panels = ["nulls"] + (["z"] if blocks is not None else []) + (["cross"] if cross is not None else [])
+    fig, axes = plt.subplots(
+        len(panels), len(models), figsize=(4.8 * len(models), 3.2 * len(panels) + 0.5), squeeze=False
+    )
+    colours = sns.color_palette("colorblind", 4)
+    kinds = {"random init": ("random-init FFNs", colours[1]), "shuffled": ("trained FFN, entries shuffled", colours[2])}
+    dec = None if decomposed is None else decomposed.set_index("model")
+    for k, model in enumerate(models):
+        t = nulls[nulls["model"] == model]
+        b = None if blocks is None else blocks[blocks["model"] == model].set_index("block").sort_index()
+        ax = axes[panels.index("nulls")][k]
+        for kind, (label, c) in kinds.items():
+            g = t[t["ffn"] == kind].groupby("block")["r2"]
+            if len(g):
+                lo, hi = g.min(), g.max()
+                ax.fill_between(lo.index, lo, hi, color=c, alpha=0.35, lw=0, label=f"{label} (min–max)")
+                ax.plot(g.mean().index, g.mean(), "--", color=c, lw=1.0)
+        tr = t[t["ffn"] == "trained"].sort_values("block")
+        ax.plot(tr["block"], tr["r2"], "-", color=colours[0], lw=1.4, label="trained FFN")
+        if b is not None:
+            out = b["stands_out"].reindex(tr["block"]).fillna(False).to_numpy(bool)
+            ax.plot(tr["block"][out], tr["r2"][out], "o", color=colours[0], ms=4, label="stands out from both")
+            ax.plot(tr["block"][~out], tr["r2"][~out], "o", mfc="white", color=colours[0], ms=4)
+        ax.set_title(f"{model}: FFNs on the block's inputs", fontsize=9)
+        ax.set_xlabel("block")
+        ax.set_ylabel("held-out R² of the best affine map")
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+        if "z" in panels and b is not None:
+            zx = axes[panels.index("z")][k]
+            for name, (label, c) in zip(("init", "shuffled"), kinds.values(), strict=True):
+                zx.plot(b.index, b[f"z_{name}"], "-o", color=c, ms=3, lw=1.0, label=f"vs {label}")
+            zx.axhline(0, color="0.3", lw=0.8)
+            zx.set_yscale("symlog", linthresh=2)
+            zx.set_xlabel("block")
+            zx.set_ylabel("z of the trained FFN")
+            zx.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+        if "cross" in panels:
+            cx = axes[panels.index("cross")][k]
+            m = cross[cross["model"] == model].pivot(index="ffn_block", columns="input_block", values="r2")
+            step = 1 if len(m) <= 10 else 5  # every block labelled on a small model
+            sns.heatmap(m, cmap="viridis", ax=cx, cbar_kws={"label": "R²"}, xticklabels=step, yticklabels=step)
+            cx.grid(False)
+            cx.set_xlabel("inputs of block j")
+            cx.set_ylabel("FFN of block i")
+            title = "R²(FFN i on inputs of block j)"
+            if dec is not None and model in dec.index:
+                d = dec.loc[model]
+                title += (f"\nshares: weights {d['share_weights']:.2f} [{d['share_weights_lo']:.2f}, "
+                          f"{d['share_weights_hi']:.2f}], inputs {d['share_inputs']:.2f} [{d['share_inputs_lo']:.2f}, "
+                          f"{d['share_inputs_hi']:.2f}]")  # fmt: skip
+            cx.set_title(title, fontsize=8)
+    handles = {}
+    for row in axes:
+        for a in row:
+            for h, lab in zip(*a.get_legend_handles_labels(), strict=True):
+                handles.setdefault(lab, h)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(4, len(handles)), fontsize=7,
+               frameon=False)  # fmt: skip
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig8_training(profiles, distances=None, stem: str | Path | None = None):
+    """The seeds experiment (notebook 08). Top row: one panel per trained run, R²_lin of every block (colour: depth)
+    against the training step (symlog x: step 0, the random initialisation, at the left edge). Bottom left: every
+    run's profile at its last checkpoint (95 % window-bootstrap bars) over its step-0 profile (dotted). Bottom right:
+    the distance between the profiles of two init seeds (mean |ΔR²_lin| per block) at each step, with its 95 %
+    interval, against the noise floor (the same checkpoint on two halves of its held-out windows). `profiles`:
+    `linrec.analyses.seeds.checkpoint_table` rows; `distances`: `linrec.analyses.seeds.distance_over_training` rows
+    (or None)."""
+    sns.set_theme(style="whitegrid", context="paper")
+    runs = list(dict.fromkeys(profiles["run"]))
+    n = max(len(runs), 2)
+    fig = plt.figure(figsize=(2.6 * n, 6.6))
+    grid = fig.add_gridspec(2, n, height_ratios=[1, 1.1], hspace=0.55, wspace=0.45)
+    n_blocks = int(profiles["block"].max()) + 1
+    colours = sns.color_palette("viridis", n_blocks)
+    for k, run in enumerate(runs):
+        ax = fig.add_subplot(grid[0, k], sharey=fig.axes[0] if k else None)
+        t = profiles[profiles["run"] == run]
+        for b in range(n_blocks):
+            tb = t[t["block"] == b].sort_values("step")
+            ax.plot(tb["step"], tb["r2_lin"], "-o", ms=2.5, lw=1.1, color=colours[b], label=f"block {b}")
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_title(run, fontsize=8)
+        ax.set_xlabel("training step")
+        if k == 0:
+            ax.set_ylabel("held-out R²_lin")
+        else:
+            ax.tick_params(labelleft=False)
+    fig.axes[0].legend(fontsize=6, loc="lower left", ncol=1, frameon=True)
+    half = (n + 1) // 2
+    px = fig.add_subplot(grid[1, :half])
+    styles = {"gelu": "-", "swiglu": "--"}
+    palette = dict(zip(runs, sns.color_palette("tab10", len(runs))))
+    for run in runs:
+        t = profiles[profiles["run"] == run]
+        last, first = t[t["step"] == t["step"].max()], t[t["step"] == 0]
+        mlp = str(t["mlp"].iloc[0])
+        err = _yerr(last["r2_lin"], last["r2_lo"], last["r2_hi"]) if _has_band(last) else None
+        px.errorbar(last["block"], last["r2_lin"], yerr=err, fmt="o", ls=styles.get(mlp, "-"), ms=3.5, capsize=2,
+                    color=palette[run], label=f"{run} (step {int(last['step'].iloc[0])})")  # fmt: skip
+        px.plot(first["block"], first["r2_lin"], ":", color=palette[run], lw=1, alpha=0.8)
+    px.plot([], [], ":", color="0.4", label="the same runs at step 0")
+    px.set_xlabel("block")
+    px.set_ylabel("held-out R²_lin (95 % CI)")
+    px.set_title("End-of-training profiles over their random initialisation", fontsize=9)
+    px.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _legend_below(px, ncol=2)
+    dx = fig.add_subplot(grid[1, half:])
+    if distances is not None and len(distances):
+        for (a, b), t in distances.groupby(["a", "b"], sort=False):
+            t = t.sort_values("step")
+            line = dx.plot(t["step"], t["distance"], "-o", ms=3, label=f"{a} vs {b}")[0]
+            dx.fill_between(t["step"], t["distance_lo"], t["distance_hi"], color=line.get_color(), alpha=0.2)
+            dx.plot(t["step"], t["floor"], ":", color=line.get_color(), lw=1)
+        dx.plot([], [], ":", color="0.4", label="noise floor (two halves of the held-out windows)")
+        dx.set_xscale("symlog", linthresh=1)
+        _legend_below(dx)
+    dx.set_xlabel("training step")
+    dx.set_ylabel("mean |ΔR²_lin| per block (95 % CI)")
+    dx.set_title("Seed against seed while training", fontsize=9)
+    fig.suptitle("The same architecture trained from scratch: R²_lin per block as it is learned", y=0.99)
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def fig1_method(stem: str | Path | None = None):
+    """Figure 1, the method as a diagram: one frozen pass → (x, y) per FFN block → float64
+    statistics → closed-form affine map + residual → held-out R²_lin (and what builds on it)."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    sns.set_theme(style="white", context="paper")
+    fig, ax = plt.subplots(figsize=(11, 3.9))
+    ax.set_xlim(0, 11)
+    ax.set_ylim(0, 3.9)
+    ax.axis("off")
+    pal = sns.color_palette("colorblind", 6)
+
+    def box(x, y, w, h, title, body, colour):
+        ax.add_patch(
+            FancyBboxPatch(
+                (x, y), w, h, boxstyle="round,pad=0.04,rounding_size=0.12", fc=(*colour, 0.13), ec=colour, lw=1.4
+            )
+        )
+        ax.text(x + w / 2, y + h - 0.2, title, ha="center", va="top", fontsize=9.5, weight="bold")
+        ax.text(x + w / 2, y + h - 0.55, body, ha="center", va="top", fontsize=7.8, linespacing=1.45)
+
+    def arrow(x0, y0, x1, y1, label=""):
+        ax.add_patch(FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=12, lw=1.2, color="0.25"))
+        if label:
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, label, ha="center", va="bottom", fontsize=7, color="0.25")
+
+    # the block: the residual stream, each sublayer reading from it and adding its output back (⊕)
+    ax.add_patch(
+        FancyBboxPatch((0.2, 0.45), 2.3, 3.0, boxstyle="round,pad=0.04,rounding_size=0.12", fc="0.97", ec="0.5", lw=1.0)
+    )
+    ax.text(1.35, 3.3, "frozen LM, one pass\nover the corpus", ha="center", va="top", fontsize=9, weight="bold")
+    ax.annotate("", xy=(0.55, 2.8), xytext=(0.55, 0.55), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=2))
+    ax.text(0.4, 0.6, "residual stream h", ha="right", va="bottom", fontsize=7, rotation=90)
+    for y0, name, c in ((1.75, "attention", pal[0]), (0.75, "norm → FFN", pal[1])):
+        ax.add_patch(FancyBboxPatch((1.0, y0), 1.25, 0.5, boxstyle="round,pad=0.02", fc=(*c, 0.25), ec=c))
+        ax.text(1.625, y0 + 0.25, name, ha="center", va="center", fontsize=8)
+        ax.annotate(
+            "", xy=(1.0, y0 + 0.25), xytext=(0.55, y0 + 0.25), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=0.8)
+        )
+        ax.plot([1.625, 1.625, 0.62], [y0 + 0.52, y0 + 0.75, y0 + 0.75], color="0.3", lw=0.8)  # output back …
+        ax.annotate(
+            "", xy=(0.62, y0 + 0.75), xytext=(0.9, y0 + 0.75), arrowprops=dict(arrowstyle="-|>", color="0.3", lw=0.8)
+        )
+        ax.text(
+            0.55,
+            y0 + 0.75,
+            "⊕",
+            ha="center",
+            va="center",
+            fontsize=11,
+            color="0.2",
+            bbox=dict(boxstyle="circle,pad=0.0", fc="0.97", ec="none"),
+        )  # … added to h
+    ax.text(0.78, 1.03, "x", ha="center", va="bottom", fontsize=10, style="italic", color=pal[1], weight="bold")
+    ax.text(1.7, 1.27, "y", ha="left", va="bottom", fontsize=10, style="italic", color=pal[1], weight="bold")
+
+    box(
+        3.0,
+        1.55,
+        2.2,
+        1.9,
+        "capture",
+        "every position is a row (x, y)\nfloat64 n, μ, Σxxᵀ, Σxyᵀ, Σyyᵀ\nper block, per split\n"
+        "(80 % / 20 % of windows)\nO(d²) memory, any token count",
+        pal[1],
+    )
+    box(
+        5.7,
+        1.55,
+        2.4,
+        1.9,
+        "closed-form affine map",
+        "Cxx W = Cxy,  b = μy − Wᵀμx\nJacobi-scaled float64 eigh\ny = Wᵀx + b + r\nno optimiser: the exact ceiling\n"
+        "κ(Cxx) reported",
+        pal[2],
+    )
+    box(
+        8.6,
+        1.55,
+        2.2,
+        1.9,
+        "held-out R²_lin",
+        "1 − Σⱼ SSEⱼ / Σⱼ SSTⱼ\nfrom the test split's\nstatistics alone\n+ bootstrap over windows",
+        pal[3],
+    )
+    arrow(2.5, 2.5, 3.0, 2.5, "hooks")
+    arrow(5.2, 2.5, 5.7, 2.5)
+    arrow(8.1, 2.5, 8.6, 2.5)
+    uses = [
+        (3.0, "residual r: rank-16\nbilinear probe (Fig 3)", pal[4]),
+        (5.05, "per-feature R², effective\nrank, ex-top-k (Fig 4)", pal[4]),
+        (7.1, "3 corpus domains,\nbootstrap bands (Fig 5)", pal[4]),
+        (9.15, "swap FFN → map:\nΔ perplexity (Fig 2)", pal[5]),
+    ]
+    for x, text, c in uses:
+        ax.add_patch(
+            FancyBboxPatch(
+                (x, 0.35), 1.75, 0.8, boxstyle="round,pad=0.03,rounding_size=0.1", fc=(*c, 0.12), ec=c, lw=1.0
+            )
+        )
+        ax.text(x + 0.875, 0.75, text, ha="center", va="center", fontsize=7.5)
+    for x0, x1 in ((6.9, 3.9), (6.9, 5.9), (9.7, 7.9), (9.7, 10.0)):
+        ax.annotate("", xy=(x1, 1.15), xytext=(x0, 1.55), arrowprops=dict(arrowstyle="-|>", color="0.5", lw=0.8))
+    fig.suptitle("How linear is a transformer FFN block? The measurement", y=0.98, fontsize=11)
+    if stem is not None:
+        save(fig, stem)
+    return fig

@@ -1,0 +1,274 @@
+"""The exact closed-form linear ceiling: affine least squares from float64 statistics, held-out R²_lin.
+
+    (W, b) = argmin Σ_train ‖y − Wᵀx − b‖²        W: [d_in, d_out], b: [d_out]
+
+With an intercept, the problem is centred least squares: Cxx W = Cxy, b = μy − Wᵀμx, where
+Cxx, Cxy are the train split's centred cross-products (`linrec.stats.moments.Moments`).
+
+Solver ("eigh", the only one): Jacobi-scale the Gram matrix, A = D Cxx D with
+D = diag(Cxx)^(-1/2), so every input feature has unit variance (LLM activations span ~5e4 in
+scale, which alone would make κ(Cxx) huge), then take the eigendecomposition A = V Λ Vᵀ and
+apply the pseudo-inverse with eigenvalues below `rcond`·λ_max treated as zero. In float64
+the eigenvalues of A carry an absolute error of about ε·λ_max, so the default rcond = d·ε
+drops only directions that rounding cannot resolve; for a full-rank problem this is the
+exact least-squares solution, for a rank-deficient one it is the minimum-norm solution
+(what `lstsq` returns). Cost O(d³) per block: ~0.1 s at d = 640. (For the normal equations
+κ(Cxx) = κ(X)²; the scaling and the float64 eigensolver keep the 1e-9 agreement with `lstsq`
+on stored rows up to κ(Cxx) ≈ 1e11 in the tests; beyond, see the reported `rank`.) An optional `ridge` adds
+ridge·diag(Cxx) (i.e. `ridge` on the scaled diagonal); it is 0 unless asked for, and the
+result records it. Input features with zero variance (Gemma-3 has one: its pre-FFN norm gain
+is 0 there) get zero weights, are counted (`dead_inputs`) and are left out of κ.
+
+Held-out errors come from the test split's statistics alone. With e = y − Wᵀx − b and the
+test split's (n, μ, C):  Σe_j² = Cyy_jj − 2(WᵀCxy)_jj + (WᵀCxxW)_jj + n(μy − Wᵀμx − b)_j²,
+SST_j = Cyy_jj (around the test mean, as `sklearn.metrics.r2_score`). R²_lin = 1 − ΣSSE/ΣSST
+(variance-weighted over output features); R²_j = 1 − SSE_j/SST_j per feature.
+
+The first position (`first_position`): R²_lin weights every row by its share of the output
+variance, so one token per window whose output is orders of magnitude larger than the rest (the
+attention sink of a model run without a BOS token) can carry R²_lin on its own. From the
+capture's first-position statistics, `first_var_share` = 1 − SST(other positions)/SST(all) on
+the test split, and `r2_ex_first` is R²_lin of the map fitted on the train split's other
+positions and scored on the test split's other positions: the same measurement with the
+first token of every window left out of both. The other positions' statistics are the total's
+minus the first positions' (`linrec.stats.moments.remove_rows`); that subtraction rounds at about
+ε·SST(first)/SST(other) relative: about 32ε ≈ 7e-15 for a block with share 0.97, the most
+sink-dominated SmolLM2 block (an estimate from the bound, not a measurement).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from linrec.base.errors import LinrecError
+from linrec.base.threads import one_thread
+from linrec.stats.moments import Moments
+
+EPS = np.finfo(np.float64).eps
+
+
+def gram_condition(C: np.ndarray) -> float:
+    """κ = λmax/λmin of a centred Gram matrix over its non-constant features (constant ones carry
+    nothing); inf when λmin is below d·ε·λmax, i.e. singular to float64."""
+    live = np.diag(C) > 0
+    with one_thread():
+        lam = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(C[np.ix_(live, live)]))).numpy()
+    return float(lam[-1] / lam[0]) if lam[0] > len(C) * EPS * lam[-1] else float("inf")
+
+
+@dataclass
+class AffineFit:
+    """A fitted affine map y ≈ Wᵀx + b and how well-posed its solve was."""
+
+    W: np.ndarray  # [d_in, d_out] float64
+    b: np.ndarray  # [d_out] float64
+    cond_gram: float  # κ of the train centred Gram Cxx over non-constant features (λmax/λmin; inf if singular)
+    cond_scaled: float  # κ of the Jacobi-scaled Gram, what the solver sees
+    rank: int  # directions kept by the solver
+    n_train: int
+    dead_inputs: int  # input features with zero train variance
+    solver: str = "eigh"
+    ridge: float = 0.0
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return x @ self.W + self.b
+
+
+@dataclass
+class GramFactor:
+    """The solver's factorisation of one centred train Gram matrix Cxx (see the module docstring): the Jacobi scale,
+    the eigenvectors of the scaled Gram and the pseudo-inverse of its eigenvalues. Any number of right-hand sides
+    Cxy can be solved against it (`solve`), so scoring many maps on the same inputs factors their Gram once."""
+
+    scale: np.ndarray  # [d] 1/√Cxx_ii on live features, 0 on dead ones
+    V: torch.Tensor  # [d, d] float64 eigenvectors of the scaled Gram
+    inv: np.ndarray  # [d] 1/λ on kept directions, 0 elsewhere
+    lam: np.ndarray  # [d] eigenvalues of the scaled Gram, ascending
+    cutoff: float
+    live: np.ndarray  # [d] bool: features with non-zero train variance
+
+    def solve(self, Cxy: np.ndarray) -> np.ndarray:
+        """W = D V Λ⁺ Vᵀ D Cxy: the minimum-norm least-squares solution of Cxx W = Cxy."""
+        V, scale = self.V, self.scale
+        t = lambda a: torch.from_numpy(np.ascontiguousarray(a))  # noqa: E731
+        return scale[:, None] * (V @ (t(self.inv)[:, None] * (V.T @ t(scale[:, None] * Cxy)))).numpy()
+
+    @property
+    def rank(self) -> int:
+        return int((self.inv > 0).sum())
+
+    @property
+    def cond_scaled(self) -> float:
+        live_lam = self.lam[-int(self.live.sum()) :]
+        return float(live_lam[-1] / live_lam[0]) if live_lam[0] > self.cutoff else float("inf")
+
+
+def factor_gram(Cxx: np.ndarray, rcond: float | None = None, ridge: float = 0.0, block: int | str = "?") -> GramFactor:
+    """Jacobi-scale and eigendecompose a centred train Gram matrix (float64), the first half of `fit_affine`."""
+    d = len(Cxx)
+    if not np.isfinite(Cxx).all():
+        raise LinrecError(f"block {block}: NaN or inf activations; run the model in float32 and check its weights")
+    diag = np.diag(Cxx).copy()
+    live = diag > 0
+    if not live.any():
+        raise LinrecError(f"block {block}: singular statistics: every FFN input feature is constant on the train split")
+    scale = np.zeros(d)
+    scale[live] = 1.0 / np.sqrt(diag[live])
+    # Dense linear algebra runs in torch (float64, CPU): numpy's OpenBLAS LAPACK next to torch's
+    # OpenMP pool slowed eigh down 50-fold on a busy 2-core machine; torch's own LAPACK does not.
+    A = Cxx * np.outer(scale, scale)  # unit diagonal on live features, zero rows/cols on dead ones
+    if ridge:
+        A[np.diag_indices(d)] += ridge * live
+    with one_thread():
+        lam_t, V = torch.linalg.eigh(torch.from_numpy(np.ascontiguousarray(A)))
+    lam = lam_t.numpy()
+    cutoff = (d * EPS if rcond is None else rcond) * lam[-1]
+    keep = lam > cutoff
+    inv = np.zeros_like(lam)
+    inv[keep] = 1.0 / lam[keep]
+    return GramFactor(scale=scale, V=V, inv=inv, lam=lam, cutoff=float(cutoff), live=live)
+
+
+def fit_affine(
+    train: Moments, rcond: float | None = None, ridge: float = 0.0, block: int | str = "?", condition: bool = True
+) -> AffineFit:
+    """Closed-form affine least squares from train statistics (see module docstring).
+
+    `condition=False` skips the separate eigensolve for `cond_gram` (left NaN; half the cost);
+    W, b, rank and `cond_scaled` are the same either way."""
+    d = train.d_in
+    if train.n <= d + 1:
+        raise LinrecError(
+            f"block {block}: singular statistics: {train.n} train rows for {d + 1} parameters per output; "
+            f"raise --tokens to at least {2 * (d + 2)} (more rows than the FFN width)"
+        )
+    Cxx, Cxy, _ = train.blocks()
+    if not np.isfinite(Cxy).all():
+        raise LinrecError(f"block {block}: NaN or inf activations; run the model in float32 and check its weights")
+    f = factor_gram(Cxx, rcond=rcond, ridge=ridge, block=block)
+    W = f.solve(Cxy)
+    b = train.mean_y - train.mean_x @ W
+    return AffineFit(
+        W=W,
+        b=b,
+        cond_gram=gram_condition(Cxx) if condition else float("nan"),
+        cond_scaled=f.cond_scaled,
+        rank=f.rank,
+        n_train=train.n,
+        dead_inputs=int((~f.live).sum()),
+        ridge=ridge,
+    )
+
+
+@dataclass
+class Score:
+    """Held-out fit quality of an affine map."""
+
+    r2: float  # variance-weighted R² over all output features
+    r2_feature: np.ndarray  # [d_out] per-feature R² (NaN where the feature is constant)
+    sse: np.ndarray  # [d_out]
+    sst: np.ndarray  # [d_out]
+    n: int
+
+    @property
+    def r2_feature_median(self) -> float:
+        return float(np.nanmedian(self.r2_feature))
+
+    @property
+    def r2_feature_quartiles(self) -> tuple[float, float]:
+        """25th and 75th percentiles of the per-feature R² (constant features left out)."""
+        q25, q75 = np.nanpercentile(self.r2_feature, [25, 75])
+        return float(q25), float(q75)
+
+
+def score(fit: AffineFit, test: Moments, block: int | str = "?") -> Score:
+    """Held-out SSE, SST and R² of `fit` from the test split's statistics alone."""
+    if test.n < 1:
+        raise LinrecError(f"block {block}: the test split is empty; use more tokens or a larger test fraction")
+    Cxx, Cxy, Cyy = test.blocks()
+    W = fit.W
+    offset = test.mean_y - test.mean_x @ W - fit.b
+    sst = np.diag(Cyy).copy()
+    CW = (torch.from_numpy(np.ascontiguousarray(Cxx)) @ torch.from_numpy(np.ascontiguousarray(W))).numpy()
+    sse = sst - 2 * np.einsum("ij,ij->j", W, Cxy) + np.einsum("ij,ij->j", CW, W) + test.n * offset**2
+    sse = np.maximum(sse, 0.0)  # rounding can push an exact fit a hair below zero
+    total = sst.sum()
+    if not total > 0:
+        raise LinrecError(f"block {block}: the FFN output is constant on the test split; R² is undefined")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2_feature = np.where(sst > 0, 1.0 - sse / np.where(sst > 0, sst, 1.0), np.nan)
+    return Score(r2=float(1.0 - sse.sum() / total), r2_feature=r2_feature, sse=sse, sst=sst, n=test.n)
+
+
+def first_position(test: Moments, rest: tuple[Moments, Moments] | None, block: int | str = "?") -> dict[str, float]:
+    """`first_var_share` and `r2_ex_first` of the module docstring; `rest` = (train, test) without the
+    windows' first positions (`Capture.without_first`), NaN for both when it is None."""
+    if rest is None:
+        return {"first_var_share": float("nan"), "r2_ex_first": float("nan")}
+    train_rest, test_rest = rest
+    share = 1.0 - np.trace(test_rest.Cyy) / np.trace(test.Cyy)
+    return {
+        "first_var_share": float(share),
+        "r2_ex_first": score(fit_affine(train_rest, block=block, condition=False), test_rest, block=block).r2,
+    }
+
+
+def r2_rows(y, y_hat) -> float:
+    """Variance-weighted R² of predictions on stored rows (numpy arrays or CPU tensors), in float64."""
+    y = np.asarray(y, dtype=np.float64)
+    y_hat = np.asarray(y_hat, dtype=np.float64)
+    return float(1.0 - ((y - y_hat) ** 2).sum() / ((y - y.mean(0)) ** 2).sum())
+
+
+# ---- reduced-rank maps -------------------------------------------------------------------------
+@dataclass
+class LowRankFit:
+    """A rank-r affine map y ≈ (A B)ᵀx + b, the train-SSE-optimal one of its rank (see module docstring)."""
+
+    A: np.ndarray  # [d_in, r] = W V_r
+    B: np.ndarray  # [r, d_out] = V_rᵀ
+    b: np.ndarray  # [d_out] = μy − W_rᵀμx
+    rank: int
+    var_kept: float  # share of the fitted outputs' train variance in the kept directions
+    n_train: int
+
+    @property
+    def W(self) -> np.ndarray:
+        """The dense [d_in, d_out] map (so `linrec.stats.ceiling.score` takes a LowRankFit too)."""
+        return self.A @ self.B
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return (x @ self.A) @ self.B + self.b
+
+
+def output_directions(fit: AffineFit, train: Moments) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (descending) and eigenvectors [d_out, d_out] (columns) of the fitted outputs' covariance WᵀCxxW."""
+    W = torch.from_numpy(np.ascontiguousarray(fit.W))
+    G = W.T @ (torch.from_numpy(np.ascontiguousarray(train.Cxx)) @ W)
+    G = 0.5 * (G + G.T)
+    with one_thread():
+        lam, V = torch.linalg.eigh(G)
+    return lam.numpy()[::-1].copy(), V.numpy()[:, ::-1].copy()
+
+
+def reduce_rank(
+    fit: AffineFit, train: Moments, rank: int, directions: tuple[np.ndarray, np.ndarray] | None = None
+) -> LowRankFit:
+    """The rank-`rank` reduced-rank regression map from the OLS `fit` and its train statistics.
+
+    Pass `directions` (from `output_directions`) to reuse one eigendecomposition across ranks.
+    """
+    d_out = fit.W.shape[1]
+    if not 1 <= rank <= d_out:
+        raise LinrecError(f"rank must be between 1 and the FFN output width {d_out}, got {rank}")
+    lam, V = directions if directions is not None else output_directions(fit, train)
+    Vr = V[:, :rank]
+    A = fit.W @ Vr
+    B = Vr.T.copy()
+    b = train.mean_y - (train.mean_x @ A) @ B
+    total = float(np.clip(lam, 0, None).sum())
+    kept = float(np.clip(lam[:rank], 0, None).sum() / total) if total > 0 else 1.0
+    return LowRankFit(A=A, B=B, b=b, rank=rank, var_kept=kept, n_train=train.n)
