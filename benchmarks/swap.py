@@ -6,7 +6,7 @@
 Per model, in one process and one thread setting:
 - `forward`: one plain `model(input_ids)` pass over the capture's held-out windows (no loss);
 - `perplexity`: one plain perplexity evaluation (forward + per-token NLL);
-- `linrec swap`: what the command does for every block (`SwapStudy.table`: base run with
+- `linrec swap`: what the command does for every block (`HeldOutSwaps.table`: base run with
   prefix cache, then each block swapped alone, ΔPPL with its bootstrap interval);
 - the floor of that sweep if nothing were wasted: Σ_i (cost of blocks i… + head) / cost of a
   forward, estimated from the per-block and head times measured here.
@@ -76,12 +76,12 @@ def main() -> None:
         plain = PerplexityEvaluator(loaded.model, ids, args.batch_size, reuse_prefix=False)
         ppl_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        table = study.table()
+        table = study.heldout.table()
         sweep = time.perf_counter() - t0
         # a swap at block i runs blocks i… and the head: Σ_i [(L − i)/L · (1 − head) + head] forwards at the least
         floor = sum((n_blocks - i) / n_blocks * (1 - head_share) + head_share for i in range(n_blocks))
         for b in (0, n_blocks - 1):
-            m = study.module(b)
+            m = study.heldout.module(b)
             q = plain.ppl({b: m})
             assert abs(q - float(table.loc[table["block"] == b, "ppl_swapped"].iloc[0])) <= 1e-6 * q
         print(f"{name}: {len(ids)} held-out windows × {ids.shape[1]} tokens, {n_blocks} blocks")

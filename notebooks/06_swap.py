@@ -213,7 +213,7 @@ first.round(3)
 # ## Figure 6: ΔPPL against R²_lin, against parameters for reduced-rank maps, and at position 0
 # (a) every block, ΔPPL against its R²_lin: claim 6b's question as a picture. (b) The reduced-rank curve of one block
 # per model, chosen on the screening windows: among the blocks whose screening R²_lin is at least the median, the one
-# with the lowest screening ΔPPL (`SwapStudy.curve_block`). It need not be claim 6a's block, which is chosen by
+# with the lowest screening ΔPPL (`Screening.curve_block`). It need not be claim 6a's block, which is chosen by
 # screening ΔPPL alone. (c) The first-token blocks of the table above, with the three swaps side by side.
 
 # %%

@@ -186,7 +186,7 @@ if ran and train_swap:
         loaded.name = f"{c.name} step {last}"  # what the progress line calls it
         study = SwapStudy(captures[c.name][last], loaded, batch_size=batch_size, screening_windows=2, seed=seed,
                           n_boot=n_boot)  # fmt: skip
-        t = study.table().assign(run=c.name)
+        t = study.heldout.table().assign(run=c.name)
         parts.append(t[["run", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "delta_lo", "delta_hi",
                         "params_ffn", "params_linear", "seconds"]])  # fmt: skip
     save_table(pd.concat(parts, ignore_index=True), "training_swap", where)

@@ -14,13 +14,20 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "linrec"
 README = Path(__file__).resolve().parents[1] / "README.md"
-PICTURE = re.compile(r"^ {0,4}([a-z]+)/ {2,}(.+)$", re.M)  # "stats/     moments · distributed · …" inside the picture
+PICTURE = re.compile(r"^ {0,4}([a-z]+)/ {2,}(.+)$")  # "stats/     moments · distributed · …" inside the picture
+MORE = re.compile(r"^ {6,}· (.+)$")  # a folder's line continued: "           · controls · seeds"
 
 
 def picture(text: str) -> list[tuple[str, list[str]]]:
     """[(folder, [module, …])] of a layer picture, in the order drawn (lowest first); a module is its first word
-    between the dots, so a picture may say a few words on each."""
-    return [(folder, [m.split()[0] for m in rest.split("·")]) for folder, rest in PICTURE.findall(text)]
+    between the dots, so a picture may say a few words on each, and a folder's line may continue on the next."""
+    drawn: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        if m := PICTURE.match(line):
+            drawn.append((m[1], m[2]))
+        elif drawn and (m := MORE.match(line)):
+            drawn[-1] = (drawn[-1][0], f"{drawn[-1][1]} · {m[1]}")
+    return [(folder, [m.split()[0] for m in rest.split("·")]) for folder, rest in drawn]
 
 
 def _layers() -> list[str]:

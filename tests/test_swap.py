@@ -9,7 +9,8 @@ import torch
 
 from helpers import tiny_tokenizer, tiny_windows
 from linrec.analyses.perplexity import PerplexityEvaluator, perplexity
-from linrec.analyses.swap import GREEDY_ORDERS, SwapStudy, greedy_swap, screening_ids
+from linrec.analyses.screening import GREEDY_ORDERS, greedy_swap, screening_ids
+from linrec.analyses.swap import SwapStudy
 from linrec.analyses.uncertainty import delta_ppl_interval
 from linrec.base.errors import LinrecError
 from linrec.inputs.corpora import Windows
@@ -47,16 +48,16 @@ def planted(tiny_model):
 def test_swapping_an_affine_ffn_changes_nothing(planted):
     st = _study(planted)
     original = planted.model.layers[1].mlp
-    m = st.module(1)
+    m = st.heldout.module(1)
     assert isinstance(m, AffineFFN) and m.weight.dtype == torch.float32
-    assert abs(st.score(1).r2 - 1) < 1e-9
-    ev = st.evaluator
+    assert abs(st.heldout.score(1).r2 - 1) < 1e-9
+    ev = st.heldout.evaluator
     for b in range(len(ev.batches)):
         base = ev.logits({}, batch=b)
         assert (ev.logits({1: m}, batch=b) - base).abs().max() < 1e-5
     assert abs(ev.delta_ppl({1: m})) < 1e-6 * ev.base_ppl
     assert planted.model.layers[1].mlp is original  # restored
-    assert ev.delta_ppl({0: st.module(0)}) > 0.1  # the SwiGLU block is not affine: the swap costs perplexity
+    assert ev.delta_ppl({0: st.heldout.module(0)}) > 0.1  # the SwiGLU block is not affine: the swap costs perplexity
 
 
 def test_swap_restores_the_original_on_exceptions(tiny_model):
@@ -90,14 +91,14 @@ def test_cached_prefix_equals_full_forward(tiny_model, kind):
     """Blocks before the first swap answer from the base run: same logits and ppl as a plain forward."""
     model = tiny_model(kind)
     st = _study(model, tokens=640, seq_len=16, batch_size=3)  # seq_len 16 > Gemma's sliding window 4
-    ev = st.evaluator
+    ev = st.heldout.evaluator
     assert ev._cache is not None  # the cached path is in use
     plain = PerplexityEvaluator(model, st.windows.split("test"), batch_size=3, reuse_prefix=False)
     assert plain.base_ppl == ev.base_ppl
     n = len(ev.sites)
-    sets = [{i: st.module(i)} for i in range(n)] + [
-        {0: st.module(0), n - 1: st.module(n - 1)},
-        {n - 1: st.module(n - 1, rank=3)},
+    sets = [{i: st.heldout.module(i)} for i in range(n)] + [
+        {0: st.heldout.module(0), n - 1: st.heldout.module(n - 1)},
+        {n - 1: st.heldout.module(n - 1, rank=3)},
     ]
     calls = []
     handle = ev.sites[0].module.register_forward_hook(lambda *a: calls.append(1))
@@ -148,41 +149,42 @@ def test_reduced_rank_regression_is_optimal():
 
 def test_rank_curve_and_parameter_counts(tiny_model):
     st = _study(tiny_model("llama"))
-    curve = st.rank_curve(0, [1, 4, 32])
+    curve = st.heldout.rank_curve(0, [1, 4, 32])
     assert list(curve["rank"]) == [1, 4, 32, 32] and list(curve["factored"]) == [True, True, True, False]
     assert list(curve["params"]) == [1 * 64 + 32, 4 * 64 + 32, 32 * 64 + 32, 32 * 32 + 32]
     # rank d_out factored is the dense map: same perplexity, to float32 rounding
     assert abs(curve["ppl"][2] - curve["ppl"][3]) <= 1e-5 * curve["ppl"][3]
     assert curve["var_kept"].is_monotonic_increasing
-    t = st.table([0])
+    t = st.heldout.table([0])
     assert t.loc[0, "params_ffn"] == 3 * 32 * 64  # SwiGLU: gate, up, down without biases
     assert t.loc[0, "params_linear"] == 32 * 32 + 32
     assert abs(t.loc[0, "delta_ppl"] - curve["delta_ppl"][3]) < 1e-12
     # the table's block-0 row is the curve's dense map on the same windows: read back, not run again
-    assert st.evaluator.n_evaluations == 4
+    assert st.heldout.evaluator.n_evaluations == 4
     assert st.timings.set_index("step").loc["test: rank curve", "evaluations"] == 4
-    fresh = st.evaluator.window_nll({0: st.module(0)})  # the same swapped model, run now
-    assert st.evaluator.n_evaluations == 5
-    assert np.array_equal(fresh, st._test_nll([(0, None, "map")], "unused"))
-    assert st.joint([0])["delta_ppl"] == t.loc[0, "delta_ppl"] and st.evaluator.n_evaluations == 5
+    fresh = st.heldout.evaluator.window_nll({0: st.heldout.module(0)})  # the same swapped model, run now
+    assert st.heldout.evaluator.n_evaluations == 5
+    assert np.array_equal(fresh, st.heldout._test_nll([(0, None, "map")], "unused"))
+    assert st.heldout.joint([0])["delta_ppl"] == t.loc[0, "delta_ppl"] and st.heldout.evaluator.n_evaluations == 5
 
 
 def test_table_and_screening(planted):
     st = _study(planted, screening_windows=3)
-    t = st.table()
+    t = st.heldout.table()
     assert list(t["block"]) == [0, 1] and set(t["first"]) == {"map"}
     assert np.allclose(t["delta_ppl"], t["ppl_swapped"] - t["ppl_base"])
     assert (t["delta_lo"] <= t["delta_ppl"]).all() and (t["delta_ppl"] <= t["delta_hi"]).all()
     assert t.loc[1, "params_ffn"] == 32 * 32 + 32  # the planted Linear
-    p = st.predictors()
-    assert abs(p.loc[1, "screening_delta_ppl"]) < 1e-6 * st.screening.base_ppl and p.loc[0, "screening_delta_ppl"] > 0
+    p = st.screening.predictors()
+    assert abs(p.loc[1, "screening_delta_ppl"]) < 1e-6 * st.screening.evaluator.base_ppl
+    assert p.loc[0, "screening_delta_ppl"] > 0
     assert abs(p.loc[1, "r2_lin"] - 1) < 1e-9 and p.loc[0, "r2_lin"] < 0.99
     ids = screening_ids(st.windows, 3)
     train = st.windows.split("train")
     assert len(ids) == 3 and all(any(torch.equal(r, s) for s in train) for r in ids)  # train windows only
     assert torch.equal(ids, screening_ids(st.windows, 3))  # seeded
     with pytest.raises(LinrecError, match="first must be one of"):
-        st.table(first="sink")
+        st.heldout.table(first="sink")
 
 
 def test_screening_fit_leaves_the_screening_windows_out(tiny_model):
@@ -195,7 +197,7 @@ def test_screening_fit_leaves_the_screening_windows_out(tiny_model):
     rest = Windows(w.ids, keep, w.test, w.corpus, w.identity, w.bos)
     ref = run_capture(st.loaded, rest, CaptureConfig("tiny", tokens=2048, seq_len=32, sample_rows=0), progress=False)
     for i in range(2):
-        a, b = st.screening_fit(i).W, fit_affine(ref.stats["train"][i]).W
+        a, b = st.screening.screening_fit(i).W, fit_affine(ref.stats["train"][i]).W
         assert np.abs(a - b).max() <= 1e-6 * np.abs(b).max()
 
 
@@ -217,8 +219,8 @@ def test_remove_rows_is_exact():
 
 def test_greedy_respects_the_budget(planted):
     st = _study(planted)
-    ev = st.screening
-    d0 = st.alone(0)
+    ev = st.screening.evaluator
+    d0 = st.screening.alone(0)
     r = st.greedy(budget_ppl=d0 / 10)  # block 1 (R² = 1) first, costs ~0; block 0 exceeds the budget alone
     assert r.swapped == [1] and r.order == "r2_lin"
     assert list(r.steps["block"]) == [1, 0] and list(r.steps["kept"]) == [True, False]
@@ -228,9 +230,9 @@ def test_greedy_respects_the_budget(planted):
     assert r.test is not None and abs(r.test.delta) < 1e-6 * r.test.ppl_base  # the affine block costs nothing
     everything = st.greedy(budget_ppl=1e12, order="screening")
     assert sorted(everything.swapped) == [0, 1] and list(everything.steps["block"]) == [1, 0]
-    mods = {i: st.screening_module(i) for i in (0, 1)}  # selection used the leave-screening-out maps …
+    mods = {i: st.screening.screening_module(i) for i in (0, 1)}  # selection used the leave-screening-out maps …
     assert abs(everything.ppl_final - ev.ppl(mods)) <= 1e-12 * everything.ppl_final
-    joint = st.joint([0, 1])  # … and the held-out report the capture's maps
+    joint = st.heldout.joint([0, 1])  # … and the held-out report the capture's maps
     assert abs(everything.test.ppl - joint["ppl"]) <= 1e-12 * joint["ppl"]
     assert (everything.test.lo, everything.test.hi) == (joint["delta_lo"], joint["delta_hi"])
     row = everything.row()
@@ -239,7 +241,7 @@ def test_greedy_respects_the_budget(planted):
     )
     assert everything.params_removed == 3 * 32 * 64 + 32 * 32 + 32
     assert "blocks [0, 1] kept" in everything.summary()
-    nothing = greedy_swap(ev, {0: st.module(0)}, [0], budget_ppl=0.0, progress=False)
+    nothing = greedy_swap(ev, {0: st.heldout.module(0)}, [0], budget_ppl=0.0, progress=False)
     assert nothing.swapped == [] and nothing.ppl_final == ev.base_ppl and nothing.row()["test_delta_ppl"] == 0
     with pytest.raises(LinrecError, match="budget"):
         st.greedy(budget_ppl=-1)
@@ -267,17 +269,21 @@ def test_no_choice_reads_the_test_windows(tiny_model):
     def choices(windows):
         cap = run_capture(loaded, windows, cfg, progress=False)
         st = SwapStudy(cap, loaded, windows=windows, batch_size=8, progress=False, screening_windows=4)
-        p = st.predictors()
+        p = st.screening.predictors()
         greedy = {o: st.greedy(budget_ppl=1e12 if o == "r2_lin" else 0.0,
                                order=o) for o in GREEDY_ORDERS}  # fmt: skip
         out = {
             "predictors": p.drop(columns=["model"]).to_numpy(),
-            "orders": [st.order(o) for o in GREEDY_ORDERS],
-            "curve_block": st.curve_block(p),
+            "orders": [st.screening.order(o) for o in GREEDY_ORDERS],
+            "curve_block": st.screening.curve_block(p),
             "greedy": [(g.swapped, g.steps["tried"].tolist(), g.ppl_final) for g in greedy.values()],
-            "first_share": [st.first_share(i) for i in range(st.n_blocks)],
+            "first_share": [st.screening.first_share(i) for i in range(st.n_blocks)],
         }
-        return out, st.table()["delta_ppl"].to_numpy()
+        # the screening part is built from train statistics and train windows only: it holds nothing held out
+        held = {id(cap), id(windows), id(cap.stats["test"]), id(cap.heldout), id(st.heldout.report_ids)}
+        assert not [k for k, v in vars(st.screening).items() if id(v) in held or isinstance(v, Windows)]
+        assert {tuple(r) for r in st.screening.ids.tolist()} <= {tuple(r) for r in windows.split("train").tolist()}
+        return out, st.heldout.table()["delta_ppl"].to_numpy()
 
     a, test_a = choices(w)
     b, test_b = choices(_perturbed(w))
@@ -290,8 +296,8 @@ def test_delta_ppl_interval_is_paired_and_covers_a_planted_delta(planted):
     """An affine block swaps for ΔPPL 0 with a degenerate interval at 0; for the SwiGLU block, intervals from
     disjoint subsets of windows cover the ΔPPL of the whole pool about 95 % of the time."""
     st = _study(planted, tokens=2048)
-    ev = st.evaluator
-    zero = ev.delta({1: st.module(1)})
+    ev = st.heldout.evaluator
+    zero = ev.delta({1: st.heldout.module(1)})
     assert abs(zero.delta) < 1e-6 * zero.ppl_base and zero.lo <= 0 <= zero.hi + 1e-9
     assert zero.hi - zero.lo < 1e-5 * zero.ppl_base
     # per-window NLLs are HF's per-window loss × predicted tokens
@@ -303,7 +309,7 @@ def test_delta_ppl_interval_is_paired_and_covers_a_planted_delta(planted):
     tok = tiny_tokenizer()
     pool = tiny_windows(tok, 480 * 16, 16).ids
     full = PerplexityEvaluator(planted, pool, batch_size=60)
-    m = st.module(0)
+    m = st.heldout.module(0)
     nll = full.window_nll({0: m})
     truth = float(np.exp(nll.sum() / full.n_tokens) - full.base_ppl)
     covered, widths = 0, []
@@ -331,13 +337,13 @@ def test_position_aware_swap_is_the_ffn_at_position_0_and_the_map_elsewhere(tiny
     block = 1
     ids = st.windows.split("test")
     seen = {}
-    site = st.sites[block]
+    site = st.heldout.sites[block]
     h = site.module.register_forward_hook(lambda mod, args, out: seen.update(x=args[0].clone(), y=out.clone()))
     with torch.no_grad():
         model(input_ids=ids)
     h.remove()
     for first in ("ffn", "mean"):
-        m = st.module(block, first=first)
+        m = st.heldout.module(block, first=first)
         got: dict = {}
         hook = m.register_forward_hook(lambda mod, args, out, got=got: got.update(x=args[0].clone(), y=out.clone()))
         with swapped(model, {block: m}), torch.no_grad():
@@ -348,20 +354,20 @@ def test_position_aware_swap_is_the_ffn_at_position_0_and_the_map_elsewhere(tiny
         assert torch.equal(got["y"][:, 1:], want_rest[:, 1:])  # the positions-≥-1 map elsewhere …
         if first == "ffn":  # … and the FFN's own output at position 0
             assert torch.allclose(got["y"][:, 0], seen["y"][:, 0], rtol=1e-6, atol=1e-6)
-            assert m.n_params == st.params_ffn(block) + m.affine.n_params
+            assert m.n_params == st.heldout.params_ffn(block) + m.affine.n_params
         else:
             mean = torch.from_numpy(st.capture.first["train"][block].mean_y).float()
             assert torch.equal(got["y"][:, 0], mean.expand_as(got["y"][:, 0]))
             assert m.n_params == m.affine.n_params + m.affine.d_out
     ref = fit_affine(st.capture.without_first(block)[0])  # the map is the one fitted on positions ≥ 1
-    assert np.abs(st.fit(block, "ffn").W - ref.W).max() <= 1e-12 * np.abs(ref.W).max()
-    t = st.table([block], first=["map", "ffn", "mean"])
+    assert np.abs(st.heldout.fit(block, "ffn").W - ref.W).max() <= 1e-12 * np.abs(ref.W).max()
+    t = st.heldout.table([block], first=["map", "ffn", "mean"])
     assert list(t["first"]) == ["map", "ffn", "mean"]
     assert np.isnan(t.loc[0, "vs_map"]) and np.allclose(
         t.loc[1:, "vs_map"], t.loc[1:, "ppl_swapped"] - t.loc[0, "ppl_swapped"]
     )
     with pytest.raises(LinrecError, match="evaluation only"):
-        save_swapped(model, None, {block: st.module(block, first="mean")}, tmp_path / "x")
+        save_swapped(model, None, {block: st.heldout.module(block, first="mean")}, tmp_path / "x")
 
 
 def test_predictors_against_stored_rows(tiny_model, tmp_path):
@@ -373,8 +379,8 @@ def test_predictors_against_stored_rows(tiny_model, tmp_path):
     cap = run_capture(loaded, w, CaptureConfig("tiny", tokens=2048, seq_len=32, sample_rows=4096),
                       out_dir=tmp_path / "cap", progress=False)  # fmt: skip
     st = SwapStudy(cap, loaded, windows=w, progress=False, screening_windows=5)
-    p = st.predictors(alone=False).set_index("block")
-    ids = st.screening_ids
+    p = st.screening.predictors(alone=False).set_index("block")
+    ids = st.screening.ids
     screen = [i for i in w.train if any(torch.equal(w.ids[i], r) for r in ids)]
     index = cap.row_index()
     with torch.no_grad():
@@ -394,7 +400,7 @@ def test_predictors_against_stored_rows(tiny_model, tmp_path):
         rest = pos > 0
         r2_ex = 1 - (e[rest] ** 2).sum() / ((ys[rest] - ys[rest].mean(0)) ** 2).sum()
         h = hidden[block + 1].reshape(-1, hidden[block + 1].shape[-1]).double().numpy()
-        post = st.sites[block].post_norm
+        post = st.heldout.sites[block].post_norm
         with torch.no_grad():
             ny = post(torch.from_numpy(ys).float()).double().numpy()
             nh = post(torch.from_numpy(ys - e).float()).double().numpy()
@@ -405,7 +411,7 @@ def test_predictors_against_stored_rows(tiny_model, tmp_path):
         assert row["err_rel_resid"] == pytest.approx((e**2).sum() / (h**2).sum(), rel=1e-4)
         assert row["err_post_norm_rel_resid"] == pytest.approx(((nh - ny) ** 2).sum() / (h**2).sum(), rel=1e-3)
         assert row["depth_from_end"] == min(block, st.n_blocks - 1 - block)
-    llama = _study(tiny_model("llama"), screening_windows=4).predictors(alone=False)
+    llama = _study(tiny_model("llama"), screening_windows=4).screening.predictors(alone=False)
     assert llama["err_post_norm_rel_resid"].isna().all()  # llama adds y as it is: no post-FFN norm
 
 
@@ -413,26 +419,26 @@ def test_predictors_against_stored_rows(tiny_model, tmp_path):
 def test_save_and_reload_give_identical_logits(tiny_model, tmp_path, kind):
     model = tiny_model(kind)
     st = _study(model)
-    out = st.save(tmp_path / "swapped", [0, 1], ranks={0: 5})
+    out = st.heldout.save(tmp_path / "swapped", [0, 1], ranks={0: 5})
     meta = json.loads((out / "linrec_swaps.json").read_text())
     assert [(s["block"], s["rank"]) for s in meta["swaps"]] == [(0, 5), (1, None)]
     from safetensors import safe_open
 
     with safe_open(str(out / "model.safetensors"), "pt") as f:
         keys = set(f.keys())
-    ffn = {s.path for s in st.sites}
+    ffn = {s.path for s in st.heldout.sites}
     stale = [
         k
         for k in keys
         if any(k.startswith(p + ".") for p in ffn) and k.rsplit(".", 1)[1] not in ("weight", "bias", "down", "up")
     ]
     assert not stale
-    assert f"{st.sites[0].path}.down" in keys and f"{st.sites[1].path}.weight" in keys
+    assert f"{st.heldout.sites[0].path}.down" in keys and f"{st.heldout.sites[1].path}.weight" in keys
     base_dir = tmp_path / "base"
     model.save_pretrained(base_dir)
     assert (out / "model.safetensors").stat().st_size < (base_dir / "model.safetensors").stat().st_size
     back = load_swapped(out)
-    mods = {0: st.module(0, 5), 1: st.module(1)}
+    mods = {0: st.heldout.module(0, 5), 1: st.heldout.module(1)}
     ids = st.windows.split("test")
     with swapped(model, mods), torch.no_grad():
         want = model(input_ids=ids).logits
@@ -444,10 +450,10 @@ def test_save_and_reload_give_identical_logits(tiny_model, tmp_path, kind):
     with torch.no_grad():
         assert torch.equal(lean.model(input_ids=ids).logits, got)
     reloaded = PerplexityEvaluator(back.model, ids).base_ppl
-    in_memory = st.joint([0, 1], ranks={0: 5})["ppl"]
+    in_memory = st.heldout.joint([0, 1], ranks={0: 5})["ppl"]
     assert abs(reloaded - in_memory) <= 1e-9 * in_memory
     assert back.tokenizer is not None and back.tokenizer("w1 w2").input_ids == st.loaded.tokenizer("w1 w2").input_ids
-    assert find_ffn_sites(model)[0].module is st.sites[0].module  # saving left the in-memory model as it was
+    assert find_ffn_sites(model)[0].module is st.heldout.sites[0].module  # saving left the in-memory model as it was
     via_load_model = load_model(str(out))  # what `linrec measure --model DIR` does: hands off to load_swapped
     assert via_load_model.source == "swapped"
     with torch.no_grad():
@@ -480,10 +486,10 @@ def test_report_windows_are_a_seeded_subset_of_the_test_windows(tiny_model):
     loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
     cap = run_capture(loaded, w, CaptureConfig("tiny", tokens=2048, seq_len=32, sample_rows=0), progress=False)
     st = SwapStudy(cap, loaded, windows=w, batch_size=8, progress=False, screening_windows=4, test_windows=5)
-    t = st.table(blocks=[0])
+    t = st.heldout.table(blocks=[0])
     assert int(t["n_test_tokens"].iloc[0]) == 5 * 31
     base = perplexity(model, ids)
-    with swapped(model, {0: st.module(0)}):
+    with swapped(model, {0: st.heldout.module(0)}):
         swapped_ppl = perplexity(model, ids)
     assert t["ppl_base"].iloc[0] == pytest.approx(base, rel=1e-6)
     assert t["ppl_swapped"].iloc[0] == pytest.approx(swapped_ppl, rel=1e-6)

@@ -143,7 +143,7 @@ def test_an_affine_block_swaps_for_free():
     cap = get_capture("affine-block", str(corpus), seq_len=32, tokens=2048, sample_rows=0, loaded=loaded,
                       cache=False, progress=False)  # fmt: skip
     assert cap.score(1).r2 > 1 - 1e-9 and cap.score(0).r2 < 0.999
-    table = SwapStudy(cap, loaded, progress=False, screening_windows=2).table(blocks=[0, 1])
+    table = SwapStudy(cap, loaded, progress=False, screening_windows=2).heldout.table(blocks=[0, 1])
     d = table.set_index("block")["delta_ppl"]
     base = table["ppl_base"].iloc[0]
     assert abs(d[1]) < 1e-4 * base and abs(d[0]) > 100 * abs(d[1])

@@ -7,7 +7,8 @@ The package's folders are its layers, lowest first; a module imports only from i
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
     inputs/    sites (where each FFN is) · corpora · fetching · hf · models (load any model) · surgery · training
     measure/   capture (one pass → statistics per block) · curves (R²_lin against train tokens)
-    analyses/  recoverability · probe · pitfall · spectrum · uncertainty · perplexity · swap · controls · seeds
+    analyses/  recoverability · probe · pitfall · spectrum · uncertainty · perplexity · controls · seeds
+               · screening (the swap study's choices, on train windows only) · swap (its held-out ΔPPL)
     claims/    verdicts (every summary and claim rule) · tables (the results registry)
     outputs/   report · plots
     app/       cli (the `linrec` command) · params (profiles) · notebooks (runs the numbered notebooks)

@@ -348,7 +348,7 @@ def cmd_swap(args) -> None:
         screening_windows=args.screening_windows,
         test_windows=args.test_windows,
     )
-    table = study.table(blocks, first=args.first)
+    table = study.heldout.table(blocks, first=args.first)
     _emit(table, SHOWN["swap"], args.out)
     chosen = None
     if args.budget_ppl is not None:
@@ -356,7 +356,7 @@ def cmd_swap(args) -> None:
         print(result.summary())
         chosen = result.swapped
     elif blocks is not None:
-        j = study.joint(blocks) if args.first == "map" else None
+        j = study.heldout.joint(blocks) if args.first == "map" else None
         if j is not None:
             print(
                 f"blocks {j['blocks']} swapped together: ppl {j['ppl_base']:.4f} → {j['ppl']:.4f} "
@@ -370,7 +370,7 @@ def cmd_swap(args) -> None:
                 f"no block fits within --budget-ppl {args.budget_ppl:g}, so there is nothing to save; "
                 "raise --budget-ppl"
             )
-        print(f"wrote {study.save(args.save, chosen)} (blocks {sorted(chosen)} swapped)", file=sys.stderr)
+        print(f"wrote {study.heldout.save(args.save, chosen)} (blocks {sorted(chosen)} swapped)", file=sys.stderr)
 
 
 def _budget(text: str) -> float:

@@ -257,7 +257,7 @@ TABLES: dict[str, TableSpec] = {
         "model corpus block first r2_lin mse_out ppl_base ppl_swapped delta_ppl delta_lo delta_hi params_ffn "
         "params_linear params_swap param_ratio vs_map vs_map_lo vs_map_hi n_test_tokens seconds",
         "per block and position variant: held-out ΔPPL of the swap with its paired 95 % interval "
-        "(linrec.analyses.swap.SwapStudy.table)",
+        "(linrec.analyses.swap.HeldOutSwaps.table)",
     ),
     "swap_params": _spec(
         "06", "model params_ffn params_linear ffn_over_linear", "per model (linrec.claims.verdicts.swap_params)"
@@ -266,7 +266,8 @@ TABLES: dict[str, TableSpec] = {
         "06",
         "model block depth_from_end r2_lin r2_ex_first mse_out err_rel_resid err_post_norm_rel_resid "
         "n_screening_rows screening_delta_ppl",
-        "per block: candidate predictors of ΔPPL on the screening windows (linrec.analyses.swap.SwapStudy.predictors)",
+        "per block: candidate predictors of ΔPPL on the screening windows "
+        "(linrec.analyses.screening.Screening.predictors)",
     ),
     "swap_predictors": _spec(
         "06",
