@@ -8,7 +8,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     inputs/    sites (where each FFN is) · corpora · fetching · hf · models (load any model) · surgery · training
     measure/   capture (one pass → statistics per block) · curves (R²_lin against train tokens)
     analyses/  recoverability · probe · pitfall · spectrum · uncertainty · perplexity · swap · controls · seeds
-    claims/    verdicts (every summary and claim rule) · tables (the results registry)
+    claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2) · tables
     outputs/   report · plots
     app/       cli (the `linrec` command) · params (profiles) · notebooks (runs the numbered notebooks)
 """
