@@ -63,8 +63,9 @@ from IPython.display import display
 from linrec.analyses.recoverability import ceiling_table, profile_draws
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
+from linrec.claims.profile import claim1, move_tests, profile_summary, replication_summary
+from linrec.claims.rules import FIRST_TOKEN_SHARE, RULES
 from linrec.claims.tables import labelled, load_table, save_table
-from linrec.claims.verdicts import FIRST_TOKEN_SHARE, RULES, claim1, move_tests, profile_summary, replication_summary
 from linrec.measure.capture import get_capture, replicate_captures
 from linrec.measure.curves import curve_overview, curve_sentence, curve_summary, curve_table, get_curve, with_profile
 from linrec.outputs.plots import fig2_r2_lin, fig2c_learning_curves
@@ -170,8 +171,8 @@ fig = fig2_r2_lin(shown, root / figures_dir / "fig2_r2_lin")
 # ## What the numbers say
 # The paper's first claim: per-block R²_lin is heterogeneous and non-monotone with depth, spanning
 # > 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m). The summary below is
-# computed from the table above by `linrec.claims.verdicts.profile_summary` (the rule that judges claim 1
-# is `linrec.claims.verdicts.claim1`, stated below the table). A wiggle smaller than the bootstrap
+# computed from the table above by `linrec.claims.profile.profile_summary` (the rule that judges claim 1
+# is `linrec.claims.profile.claim1`, stated below the table). A wiggle smaller than the bootstrap
 # intervals is not a change of direction: the rule counts jumps and turns only between blocks
 # whose 95 % intervals are disjoint (`max_jump_disjoint`, `direction_changes_disjoint`), and the
 # table shows the raw counts beside them. The same rule runs on R²_lin without each window's first
@@ -182,7 +183,7 @@ fig = fig2_r2_lin(shown, root / figures_dir / "fig2_r2_lin")
 #
 # Thirty blocks give many chances for two intervals to miss each other by luck, so each move the
 # rule counts is also tested: the difference between the two blocks, bootstrapped over the same
-# resampled windows for both (`linrec.claims.verdicts.move_tests`, `r2_moves`), with a Benjamini–Hochberg
+# resampled windows for both (`linrec.claims.profile.move_tests`, `r2_moves`), with a Benjamini–Hochberg
 # false-discovery rate of 5 % over the moves of one profile. Only the moves that survive count
 # (`max_jump_fdr`, `direction_changes_fdr`). The test needs the capture's held-out sums, so it runs
 # on the capture's profile, not on the learning curve's. On the default run every counted move
@@ -225,7 +226,7 @@ labelled(summary).round(3)
 # stay within its time budget), each model is captured again on disjoint stretches of the same
 # corpus (`linrec.inputs.corpora.make_windows`' `sample`: different text, not only a different split), and
 # each block's between-sample SD is set beside its bootstrap interval; claim 1's rule runs on every
-# sample's profile (`linrec.claims.verdicts.replication_summary`). Where this profile has no samples, the
+# sample's profile (`linrec.claims.profile.replication_summary`). Where this profile has no samples, the
 # cell below prints what the last run of `params/full.yaml` found, from its results file.
 
 

@@ -104,8 +104,9 @@ import pandas as pd
 from linrec.analyses.pitfall import budget_table, dose_table, log_steps
 from linrec.analyses.probe import mechanism_blocks, probe_table, rank_sweep, sweep_blocks
 from linrec.base.files import project_root
+from linrec.claims.probe import POOLED, claim3, claim7a, claim7b, pitfall_summary, probe_summary
+from linrec.claims.rules import RULES
 from linrec.claims.tables import labelled, save_table
-from linrec.claims.verdicts import POOLED, RULES, claim3, claim7a, claim7b, pitfall_summary, probe_summary
 from linrec.measure.capture import get_capture
 from linrec.outputs.plots import fig3_bilinear_gain, fig3b_trained_pitfall, fig3c_pitfall_mechanism
 

@@ -115,8 +115,9 @@ import pandas as pd
 
 from linrec.analyses.spectrum import REGIMES, spectrum_table
 from linrec.base.files import project_root
+from linrec.claims.regimes import claim4, input_side, regime_replication, regime_summary
+from linrec.claims.rules import RULES
 from linrec.claims.tables import labelled, load_table, save_table
-from linrec.claims.verdicts import RULES, claim4, input_side, regime_replication, regime_summary
 from linrec.measure.capture import get_capture, replicate_captures
 from linrec.outputs.plots import fig4_rank_outliers
 
@@ -204,7 +205,7 @@ labelled(summary).T
 # ## The regimes on fresh text
 # With `replicate_samples` set (`params/full.yaml`: samples 1 and 2, the captures notebook 02 makes of disjoint
 # stretches of the corpus; moments only, which is all the regimes need), every block's regime is found again on each
-# sample and claim 4's rule runs on each (`linrec.claims.verdicts.regime_replication`). Where this profile has no
+# sample and claim 4's rule runs on each (`linrec.claims.regimes.regime_replication`). Where this profile has no
 # samples,
 # the cell prints what the last run of `params/full.yaml` found, from its results file.
 

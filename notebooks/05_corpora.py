@@ -64,8 +64,8 @@ import pandas as pd
 from linrec.analyses.recoverability import ceiling_table, corpus_shape_level
 from linrec.analyses.uncertainty import profile_agreement
 from linrec.base.files import project_root
+from linrec.claims.corpora import corpus_verdicts
 from linrec.claims.tables import labelled, save_table
-from linrec.claims.verdicts import corpus_verdicts
 from linrec.measure.capture import get_captures
 from linrec.outputs.plots import fig5_corpora
 
@@ -112,7 +112,7 @@ agreement.round(3)
 # the depth effect: **corpus/depth** = the mean over blocks of the standard deviation across
 # corpora, divided by the standard deviation across blocks of the corpus-averaged profile.
 #
-# | verdict | rule (per model; `linrec.claims.verdicts.corpus_word`, tested at each threshold) |
+# | verdict | rule (per model; `linrec.claims.corpora.corpus_word`, tested at each threshold) |
 # |---|---|
 # | a property of the model | every pair has Spearman ρ ≥ 0.7 and corpus/depth < 0.5 |
 # | shaped by the corpus | some pair has Spearman ρ < 0.4, or corpus/depth ≥ 1 |
@@ -124,7 +124,7 @@ agreement.round(3)
 # is split like a two-way analysis of variance into *depth* (the blocks' main effect), *level* (the
 # corpora's main effect) and *shape* (their interaction); each share of the total sum of squares gets
 # a 95 % interval from resampling each corpus's held-out windows (`linrec.analyses.recoverability.
-# corpus_shape_level`). Claim 5's rule (`linrec.claims.verdicts.shape_word`): "a property of the model" if
+# corpus_shape_level`). Claim 5's rule (`linrec.claims.corpora.shape_word`): "a property of the model" if
 # the shape share's interval lies below 0.1, "shaped by the corpus" if it lies at or above 0.1,
 # undecided otherwise. The level is stated beside it: the paper's "overlay" is about the form.
 # The count of block–corpus pairs that differ is Benjamini–Hochberg corrected (5 % false-discovery

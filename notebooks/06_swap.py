@@ -82,16 +82,9 @@ import pandas as pd
 
 from linrec.analyses.swap import run_model
 from linrec.base.files import project_root
+from linrec.claims.rules import RULES
+from linrec.claims.swap import claim6a, claim6b, first_position_effect, swap_params, swap_predictors, swap_safety
 from linrec.claims.tables import labelled, save_table
-from linrec.claims.verdicts import (
-    RULES,
-    claim6a,
-    claim6b,
-    first_position_effect,
-    swap_params,
-    swap_predictors,
-    swap_safety,
-)
 from linrec.outputs.plots import fig2_swap, fig6_swap
 from linrec.outputs.report import swap_findings
 
@@ -185,7 +178,7 @@ fig = fig2_swap(table, root / figures_dir / "fig2_swap", chosen={e["model"]: e["
 # two one-sided tests) or shown on the wrong side; otherwise the data are *inconclusive*, which is
 # "not testable at this power", never a pass. Screening six predictors and naming the best one
 # afterwards is a multiple comparison: a predictor is named only if its bootstrap p-value survives
-# Holm's correction over the screen (`linrec.claims.verdicts.best_predictors`).
+# Holm's correction over the screen (`linrec.claims.swap.best_predictors`).
 
 # %%
 pred = swap_predictors(value_table, table, n_boot=n_boot, seed=seed)
@@ -269,6 +262,6 @@ labelled(timing)
 # NBVAL_CHECK_OUTPUT
 lines = swap_findings(
     v6a, v6b, first, greedy
-)  # the wording lives in linrec.outputs.report, every rule in linrec.claims.verdicts
+)  # the wording lives in linrec.outputs.report, every rule in linrec.claims.swap
 print("\n".join(lines))
 _ = save_table(pd.DataFrame({"finding": lines}), "swap_verdict", root / results_dir)  # its path is machine-specific

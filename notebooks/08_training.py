@@ -34,7 +34,7 @@
 # correlation beside it, both with a paired interval that resamples the held-out windows. Measurement alone puts
 # some distance between two profiles, so each distance is judged against a **noise floor**: the distance between
 # one checkpoint's profile on two disjoint halves of its held-out windows. The rule
-# (`linrec.claims.verdicts.SEEDS_RULE`,
+# (`linrec.claims.rules.SEEDS_RULE`,
 # tested at its thresholds) calls a pair "differ" when the distance's lower bound clears the floor and the distance
 # is at least 0.1 (claim 2a's minimum effect), "agree" when its upper bound is under 0.1, and otherwise inconclusive.
 #
@@ -68,8 +68,9 @@ from linrec.analyses.seeds import (
 )
 from linrec.analyses.swap import SwapStudy
 from linrec.base.files import project_root
+from linrec.claims.learned import distance_word, seeds_verdict
+from linrec.claims.rules import SEEDS_RULE
 from linrec.claims.tables import labelled, load_table, save_table
-from linrec.claims.verdicts import SEEDS_RULE, distance_word, seeds_verdict
 from linrec.inputs.models import load_model
 from linrec.inputs.training import profile_configs, runs
 from linrec.outputs.plots import fig8_training

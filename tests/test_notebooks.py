@@ -19,8 +19,8 @@ from linrec.analyses.spectrum import REGIMES
 from linrec.app.notebooks import TIMINGS, run_notebooks
 from linrec.app.params import notebooks
 from linrec.base.files import project_root
+from linrec.claims.corpora import corpus_word
 from linrec.claims.tables import TABLES, load_table, save_table
-from linrec.claims.verdicts import corpus_word
 from linrec.outputs.report import FIGURES, build_report
 
 ROOT = project_root(__file__)
@@ -214,7 +214,7 @@ def test_08_training(runner):
     trained-vs-init distance is the mean |ΔR²_lin| of the profiles table's last and first checkpoints (recomputed
     here from that table); the verdict row is the rule applied to the comparisons; every block of every last
     checkpoint swapped."""
-    from linrec.claims.verdicts import seeds_verdict
+    from linrec.claims.learned import seeds_verdict
     from linrec.inputs.training import TrainConfig
 
     runner.upto("08_training")

@@ -278,7 +278,7 @@ def test_the_report_states_robustness_and_where_fresh_text_lives(tmp_path):
 def test_claim3_without_position_0_and_claim4_on_fresh_text_from_the_full_profile(tmp_path):
     """Claim 3's robustness cell is claim 3's rule on `probe_summary_ex_first` (not a fixed "not measured"), and
     claim 4's fresh-text cell reads `spectrum_replicates_summary` from results/full when this profile has none."""
-    from linrec.claims.verdicts import claim3
+    from linrec.claims.probe import claim3
 
     d = _results(tmp_path)
     row = lambda text, n: [r for r in _claim_rows(text) if r[0].startswith(f" [{n}]")][0]  # noqa: E731
@@ -350,7 +350,7 @@ def test_the_per_block_table_has_one_row_per_block_and_the_swap_variants_as_colu
 
 
 def _v(claim, evidence):
-    from linrec.claims.verdicts import Verdict
+    from linrec.claims.rules import Verdict
 
     return Verdict(claim, "reproduced", evidence)
 
@@ -397,7 +397,7 @@ def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
 
 
 def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
-    from linrec.claims.verdicts import GAUSSIAN_DROP
+    from linrec.claims.rules import GAUSSIAN_DROP
     from linrec.outputs.report import controls_findings
 
     init = pd.DataFrame(

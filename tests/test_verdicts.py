@@ -1,4 +1,4 @@
-"""Every summary and claim rule of linrec.claims.verdicts, on both sides of each threshold, and the results-table
+"""Every summary and claim rule of linrec.claims, on both sides of each threshold, and the results-table
 registry."""
 
 import numpy as np
@@ -6,8 +6,79 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, INCONCLUSIVE, holm
 from linrec.base.errors import LinrecError
-from linrec.claims import verdicts as V
+from linrec.claims.corpora import claim5, corpus_depth_ratio, corpus_verdicts, corpus_word, shape_word
+from linrec.claims.learned import (
+    CLAIMS,
+    claim2a,
+    claim2b,
+    combine_2a,
+    distance_word,
+    input_control_summary,
+    learned_summary,
+    null_blocks,
+    random_init_summary,
+    seeds_verdict,
+    weights_word,
+)
+from linrec.claims.probe import (
+    POOLED,
+    claim3,
+    claim7a,
+    claim7b,
+    dose_rises,
+    mechanism_word,
+    pitfall_summary,
+    probe_summary,
+    trained_shortfall,
+)
+from linrec.claims.profile import (
+    _fdr_shape,
+    as_extreme_as_paper,
+    claim1,
+    direction_changes,
+    disjoint_direction_changes,
+    disjoint_moves,
+    max_disjoint_jump,
+    move_tests,
+    profile_summary,
+)
+from linrec.claims.regimes import claim4, input_side, regime_replication, regime_summary
+from linrec.claims.rules import (
+    CLAIM1_JUMP,
+    CLAIM1_SPAN,
+    CLAIM1_TURNS,
+    CLAIM2_DEGENERATE_GAP,
+    CLAIM2_MIN_EFFECT,
+    CLAIM2_NOISE_FACTOR,
+    CLAIM3_MAX_GAIN,
+    CLAIM5_SHAPE,
+    CLAIM6_BUDGET,
+    CLAIM7_SHORTFALL,
+    CORPUS_MODEL_RATIO,
+    CORPUS_MODEL_RHO,
+    CORPUS_SHAPED_RATIO,
+    CORPUS_SHAPED_RHO,
+    FIRST_TOKEN_SHARE,
+    MOVES_FDR,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    PARTLY,
+    REPRODUCED,
+    RULES,
+    tally,
+)
+from linrec.claims.swap import (
+    best_predictors,
+    claim6a,
+    claim6b,
+    first_position_effect,
+    middle_blocks,
+    swap_params,
+    swap_predictors,
+    swap_safety,
+)
 from linrec.claims.tables import TABLES, labelled, load_table, save_table
 
 EPS = 1e-9
@@ -16,26 +87,26 @@ EPS = 1e-9
 # ---- the tally and the verdict words ------------------------------------------------------------------
 @pytest.mark.parametrize(
     "passes, word",
-    [([True, True], V.REPRODUCED), ([True, False], V.PARTLY), ([False, False], V.NOT_REPRODUCED), ([], V.NOT_TESTABLE)],
+    [([True, True], REPRODUCED), ([True, False], PARTLY), ([False, False], NOT_REPRODUCED), ([], NOT_TESTABLE)],
 )
 def test_tally_covers_every_branch(passes, word):
-    assert V.tally(passes) == word
+    assert tally(passes) == word
 
 
 def test_every_claim_is_not_testable_without_its_tables():
-    assert [rule.__name__.removeprefix("claim") for rule in V.CLAIMS] == [str(k) for k in V.RULES]
-    for n, rule in zip(V.RULES, V.CLAIMS):
+    assert [rule.__name__.removeprefix("claim") for rule in CLAIMS] == [str(k) for k in RULES]
+    for n, rule in zip(RULES, CLAIMS):
         args = [None] * rule.__code__.co_argcount
         v = rule(*args)
-        assert v.claim == n and v.verdict == V.NOT_TESTABLE and "not run" in v.reason and v.rule == V.RULES[n]
+        assert v.claim == n and v.verdict == NOT_TESTABLE and "not run" in v.reason and v.rule == RULES[n]
 
 
 # ---- claim 1: the profile --------------------------------------------------------------------------------
 def test_direction_changes_counts_strict_turns():
-    assert V.direction_changes([0, 1, 0, 1]) == 2
-    assert V.direction_changes([0, 1, 2, 3]) == 0
-    assert V.direction_changes([0, 1, 1, 0]) == 0  # a flat step is not a turn
-    assert V.direction_changes([0.5]) == 0
+    assert direction_changes([0, 1, 0, 1]) == 2
+    assert direction_changes([0, 1, 2, 3]) == 0
+    assert direction_changes([0, 1, 1, 0]) == 0  # a flat step is not a turn
+    assert direction_changes([0.5]) == 0
 
 
 def test_profile_summary_against_hand_computed_numbers():
@@ -50,7 +121,7 @@ def test_profile_summary_against_hand_computed_numbers():
         }
     )
     r2["r2_lo"], r2["r2_hi"] = r2["r2_lin"] - 0.05, r2["r2_lin"] + 0.05
-    s = V.profile_summary(r2).set_index("model")
+    s = profile_summary(r2).set_index("model")
     # every interval has width 0.1; a: 0.4 (block 3) and 0.3 (block 2) overlap, so the 0.1 step is not resolved
     assert s.loc["a", "max_jump_disjoint"] == pytest.approx(0.7) and s.loc["a", "direction_changes_disjoint"] == 2
     assert s.loc["b", "max_jump_disjoint"] == 0.0 and s.loc["b", "direction_changes_disjoint"] == 0
@@ -61,22 +132,22 @@ def test_profile_summary_against_hand_computed_numbers():
     assert s.loc["a", "first_token_blocks"] == "2 3"  # share ≥ 0.5 (0.49 is not), in block order
     assert s.loc["b", "direction_changes"] == 0 and s.loc["b", "first_token_blocks"] == ""
     with pytest.raises(LinrecError, match="columns"):
-        V.profile_summary(r2.drop(columns=["cond_gram"]))
+        profile_summary(r2.drop(columns=["cond_gram"]))
 
 
 def test_disjoint_moves_ignore_what_the_intervals_do_not_resolve():
     r = [0.50, 0.55, 0.45, 0.80, 0.30]
     lo = [v - 0.06 for v in r]
     hi = [v + 0.06 for v in r]
-    assert V.direction_changes(r) == 3  # as seen: up, down, up, down
-    assert V.disjoint_moves(r, lo, hi) == pytest.approx([0.30, -0.50])  # 0.50 → 0.80 → 0.30; the wiggle is noise
-    assert V.disjoint_direction_changes(r, lo, hi) == 1
-    assert V.max_disjoint_jump(r, lo, hi) == pytest.approx(0.50)
+    assert direction_changes(r) == 3  # as seen: up, down, up, down
+    assert disjoint_moves(r, lo, hi) == pytest.approx([0.30, -0.50])  # 0.50 → 0.80 → 0.30; the wiggle is noise
+    assert disjoint_direction_changes(r, lo, hi) == 1
+    assert max_disjoint_jump(r, lo, hi) == pytest.approx(0.50)
     # at the boundary: intervals that touch are not disjoint, a hair apart they are
-    assert V.disjoint_moves([0.0, 1.0], [0.0, 0.5], [0.5, 1.0]) == []
-    assert V.disjoint_moves([0.0, 1.0], [0.0, 0.5 + EPS], [0.5, 1.0]) == pytest.approx([1.0])
-    assert V.max_disjoint_jump([0.0, 1.0], [0.0, 0.5], [0.5, 1.0]) == 0.0
-    assert V.disjoint_moves([0.0, 1.0], [np.nan, 0.9], [np.nan, 1.1]) == []  # a missing interval resolves nothing
+    assert disjoint_moves([0.0, 1.0], [0.0, 0.5], [0.5, 1.0]) == []
+    assert disjoint_moves([0.0, 1.0], [0.0, 0.5 + EPS], [0.5, 1.0]) == pytest.approx([1.0])
+    assert max_disjoint_jump([0.0, 1.0], [0.0, 0.5], [0.5, 1.0]) == 0.0
+    assert disjoint_moves([0.0, 1.0], [np.nan, 0.9], [np.nan, 1.1]) == []  # a missing interval resolves nothing
 
 
 def _moves_profile(noise: float, n_boot: int = 2000, seed: int = 0):
@@ -91,7 +162,7 @@ def _moves_profile(noise: float, n_boot: int = 2000, seed: int = 0):
 
 def test_move_tests_p_and_q_against_scipy():
     t, draws = _moves_profile(noise=0.4)
-    m = V.move_tests(t, draws)
+    m = move_tests(t, draws)
     # the family: the 4 adjacent disjoint steps and the 4 anchor moves (the same pairs here)
     assert list(m["kind"]) == ["adjacent"] * 4 + ["move"] * 4
     assert list(zip(m["from_block"], m["to_block"])) == [(0, 1), (1, 2), (2, 3), (3, 4)] * 2
@@ -100,33 +171,33 @@ def test_move_tests_p_and_q_against_scipy():
         d = draws[:, row.to_block] - draws[:, row.from_block]
         assert row.p == min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean()))
     np.testing.assert_allclose(m["q"], stats.false_discovery_control(m["p"], method="bh"), rtol=1e-12)
-    assert (m["counts"] == (m["q"] <= V.MOVES_FDR)).all()
+    assert (m["counts"] == (m["q"] <= MOVES_FDR)).all()
     with pytest.raises(LinrecError, match="blocks of draws"):
-        V.move_tests(t, draws[:, :4])
+        move_tests(t, draws[:, :4])
 
 
 def test_claim1_counts_only_the_moves_that_survive_the_false_discovery_rate():
     for noise, passes in ((0.01, True), (0.4, False)):  # the same disjoint intervals; only the paired draws differ
         t, draws = _moves_profile(noise)
-        moves = pd.concat([V.move_tests(t, draws), V.move_tests(t, draws, "ex_first")], ignore_index=True)
+        moves = pd.concat([move_tests(t, draws), move_tests(t, draws, "ex_first")], ignore_index=True)
         t = t.assign(cond_gram=1.0, first_var_share=0.0)
-        s = V.profile_summary(t, moves)
+        s = profile_summary(t, moves)
         assert s.loc[0, "max_jump_disjoint"] == pytest.approx(0.6) and s.loc[0, "direction_changes_disjoint"] == 3
-        assert V.claim1(V.profile_summary(t)).verdict == V.REPRODUCED  # untested moves: the disjoint counts
-        v = V.claim1(s)
-        assert v.verdict == (V.REPRODUCED if passes else V.NOT_REPRODUCED), noise
+        assert claim1(profile_summary(t)).verdict == REPRODUCED  # untested moves: the disjoint counts
+        v = claim1(s)
+        assert v.verdict == (REPRODUCED if passes else NOT_REPRODUCED), noise
         assert v.evidence[0]["passes_ex_first"] is passes
         assert s.loc[0, "moves_tested"] == 8 and bool(s.loc[0, "moves_fdr"] == 8) is passes
 
 
 def test_a_move_counts_at_q_equal_to_the_rate_and_not_above():
     base = {"model": "m", "positions": "all", "from_block": 0, "to_block": 1, "change": 0.5, "p": 0.01}
-    for q, counted in ((V.MOVES_FDR, 1), (V.MOVES_FDR + EPS, 0)):
+    for q, counted in ((MOVES_FDR, 1), (MOVES_FDR + EPS, 0)):
         moves = pd.DataFrame([{**base, "kind": "adjacent", "q": q}, {**base, "kind": "move", "q": q}])
-        moves["counts"] = moves["q"] <= V.MOVES_FDR
-        shape = V._fdr_shape(moves, "m", "all")
+        moves["counts"] = moves["q"] <= MOVES_FDR
+        shape = _fdr_shape(moves, "m", "all")
         assert shape["moves_fdr"] == 2 * counted and shape["max_jump_fdr"] == 0.5 * counted
-        assert np.isnan(V._fdr_shape(moves, "m", "ex_first")["moves_fdr_ex_first"])  # not tested: NaN, not 0
+        assert np.isnan(_fdr_shape(moves, "m", "ex_first")["moves_fdr_ex_first"])  # not tested: NaN, not 0
 
 
 def _claim1_row(span=0.6, jump=0.4, turns=3, model="m", r2_min=0.3):
@@ -142,9 +213,9 @@ def _claim1_row(span=0.6, jump=0.4, turns=3, model="m", r2_min=0.3):
 
 
 def test_claim1_span_at_its_threshold():
-    assert 0.75 - 0.25 == V.CLAIM1_SPAN  # exact in binary: the rule meets the threshold itself
-    assert V.claim1(pd.DataFrame([_claim1_row(span=V.CLAIM1_SPAN, r2_min=0.25)])).verdict == V.REPRODUCED
-    assert V.claim1(pd.DataFrame([_claim1_row(span=V.CLAIM1_SPAN - EPS, r2_min=0.25)])).verdict == V.NOT_REPRODUCED
+    assert 0.75 - 0.25 == CLAIM1_SPAN  # exact in binary: the rule meets the threshold itself
+    assert claim1(pd.DataFrame([_claim1_row(span=CLAIM1_SPAN, r2_min=0.25)])).verdict == REPRODUCED
+    assert claim1(pd.DataFrame([_claim1_row(span=CLAIM1_SPAN - EPS, r2_min=0.25)])).verdict == NOT_REPRODUCED
 
 
 @pytest.mark.parametrize(
@@ -159,30 +230,30 @@ def test_claim1_span_at_its_threshold():
     ],
 )
 def test_as_extreme_as_the_paper(profile, extreme):
-    assert V.as_extreme_as_paper(profile) is extreme
+    assert as_extreme_as_paper(profile) is extreme
 
 
 @pytest.mark.parametrize(
     "kw, passes",
     [
         ({}, True),
-        ({"span": V.CLAIM1_SPAN + EPS}, True),
-        ({"span": V.CLAIM1_SPAN - EPS}, False),
-        ({"jump": V.CLAIM1_JUMP}, True),
-        ({"jump": V.CLAIM1_JUMP - EPS}, False),
-        ({"turns": V.CLAIM1_TURNS}, True),
-        ({"turns": V.CLAIM1_TURNS - 1}, False),
+        ({"span": CLAIM1_SPAN + EPS}, True),
+        ({"span": CLAIM1_SPAN - EPS}, False),
+        ({"jump": CLAIM1_JUMP}, True),
+        ({"jump": CLAIM1_JUMP - EPS}, False),
+        ({"turns": CLAIM1_TURNS}, True),
+        ({"turns": CLAIM1_TURNS - 1}, False),
     ],
 )
 def test_claim1_thresholds(kw, passes):
-    v = V.claim1(pd.DataFrame([_claim1_row(**kw)]))
-    assert v.verdict == (V.REPRODUCED if passes else V.NOT_REPRODUCED)
+    v = claim1(pd.DataFrame([_claim1_row(**kw)]))
+    assert v.verdict == (REPRODUCED if passes else NOT_REPRODUCED)
     assert v.evidence[0]["passes"] is passes
 
 
 def test_claim1_partly_when_one_model_fails():
-    v = V.claim1(pd.DataFrame([_claim1_row(model="a"), _claim1_row(jump=0.1, model="b")]))
-    assert v.verdict == V.PARTLY and [e["passes"] for e in v.evidence] == [True, False]
+    v = claim1(pd.DataFrame([_claim1_row(model="a"), _claim1_row(jump=0.1, model="b")]))
+    assert v.verdict == PARTLY and [e["passes"] for e in v.evidence] == [True, False]
 
 
 # ---- claim 3 and 7: the probe and the trained baselines ----------------------------------------------------
@@ -201,19 +272,19 @@ def test_probe_summary_per_model_and_pooled():
     probe = pd.concat([_probe_blocks("a", 6, 0), _probe_blocks("b", 8, 1)], ignore_index=True)
     sweep = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "block": [1, 1, 4, 4, 2, 2], "rank": [16, 64] * 3,
                           "gain": [0.01, 0.02, 0.03, 0.05, 0.0, 0.1]})  # fmt: skip
-    s = V.probe_summary(probe, sweep, n_boot=300, seed=3).set_index("model")
-    assert list(s.index) == ["a", "b", V.POOLED]
+    s = probe_summary(probe, sweep, n_boot=300, seed=3).set_index("model")
+    assert list(s.index) == ["a", "b", POOLED]
     a = probe[probe["model"] == "a"]
     ref = correlation_test(1 - a["r2_lin_rows"], a["gain"], kind="pearson", n_boot=300, seed=3)
     assert s.loc["a", "pearson_r"] == pytest.approx(stats.pearsonr(1 - a["r2_lin_rows"], a["gain"])[0])
     assert s.loc["a", "ci_lo"] == pytest.approx(ref["lo"]) and s.loc["a", "ci_hi90"] == pytest.approx(ref["hi90"])
     assert s.loc["a", "block_length"] == 2 and s.loc["a", "correlation"] == ref["outcome"]  # 6 blocks: runs of 2
-    assert s.loc["a", "gain_median"] == a["gain"].median() and s.loc[V.POOLED, "n_blocks"] == 14
+    assert s.loc["a", "gain_median"] == a["gain"].median() and s.loc[POOLED, "n_blocks"] == 14
     assert s.loc["a", "quad_excess_median"] == pytest.approx((a["gain_quad"] - a["gain"]).median())
     assert s.loc["a", "detectable_r"] == pytest.approx(detectable_correlation(6))
     assert (s.loc["a", "sweep_rank_min"], s.loc["a", "sweep_rank_max"]) == (16, 64)
     assert s.loc["a", "sweep_gain_median_rank_max"] == pytest.approx(0.035)
-    assert s.loc[V.POOLED, "sweep_gain_median_rank_max"] == pytest.approx(0.05)
+    assert s.loc[POOLED, "sweep_gain_median_rank_max"] == pytest.approx(0.05)
     assert (s.loc["a", "n_stop_validation"], s.loc["a", "n_stop_max_epochs"]) == (5, 1)
 
 
@@ -223,40 +294,40 @@ def _claim3(gain=0.01, lo=-0.4, hi=0.4, lo90=-0.25, hi90=0.25, excess=0.0, model
             "detectable_r": 0.5}  # fmt: skip
 
 
-M = V.EQUIVALENCE_MARGIN
+M = EQUIVALENCE_MARGIN
 
 
 @pytest.mark.parametrize(
     "kw, word",
     [
-        ({}, V.REPRODUCED),  # the 90 % interval inside ±0.3: "uncorrelated" shown
-        ({"gain": V.CLAIM3_MAX_GAIN - EPS}, V.REPRODUCED),
-        ({"gain": V.CLAIM3_MAX_GAIN}, V.NOT_REPRODUCED),
-        ({"hi90": M - EPS, "lo90": -M + EPS}, V.REPRODUCED),
-        ({"hi90": M}, V.NOT_TESTABLE),  # touches the margin: not shown, and 0 inside the 95 % interval: inconclusive
-        ({"lo90": -M}, V.NOT_TESTABLE),
-        ({"lo": 0.0, "lo90": 0.1, "hi90": 0.5}, V.NOT_TESTABLE),  # touches 0: includes it, inconclusive
-        ({"lo": EPS, "hi": 0.7, "lo90": 0.1, "hi90": 0.6}, V.NOT_REPRODUCED),  # a correlation shown
-        ({"lo": -0.7, "hi": -EPS, "lo90": -0.6, "hi90": -0.1}, V.NOT_REPRODUCED),
-        ({"lo": EPS, "hi": 0.2, "lo90": 0.02, "hi90": 0.18}, V.REPRODUCED),  # shown nonzero but within the margin
-        ({"lo": np.nan}, V.NOT_TESTABLE),
-        ({"excess": V.CLAIM3_MAX_GAIN - EPS}, V.REPRODUCED),
-        ({"excess": V.CLAIM3_MAX_GAIN}, V.NOT_TESTABLE),  # the probe stays far below the quadratic: not converged
+        ({}, REPRODUCED),  # the 90 % interval inside ±0.3: "uncorrelated" shown
+        ({"gain": CLAIM3_MAX_GAIN - EPS}, REPRODUCED),
+        ({"gain": CLAIM3_MAX_GAIN}, NOT_REPRODUCED),
+        ({"hi90": M - EPS, "lo90": -M + EPS}, REPRODUCED),
+        ({"hi90": M}, NOT_TESTABLE),  # touches the margin: not shown, and 0 inside the 95 % interval: inconclusive
+        ({"lo90": -M}, NOT_TESTABLE),
+        ({"lo": 0.0, "lo90": 0.1, "hi90": 0.5}, NOT_TESTABLE),  # touches 0: includes it, inconclusive
+        ({"lo": EPS, "hi": 0.7, "lo90": 0.1, "hi90": 0.6}, NOT_REPRODUCED),  # a correlation shown
+        ({"lo": -0.7, "hi": -EPS, "lo90": -0.6, "hi90": -0.1}, NOT_REPRODUCED),
+        ({"lo": EPS, "hi": 0.2, "lo90": 0.02, "hi90": 0.18}, REPRODUCED),  # shown nonzero but within the margin
+        ({"lo": np.nan}, NOT_TESTABLE),
+        ({"excess": CLAIM3_MAX_GAIN - EPS}, REPRODUCED),
+        ({"excess": CLAIM3_MAX_GAIN}, NOT_TESTABLE),  # the probe stays far below the quadratic: not converged
     ],
 )
 def test_claim3_thresholds(kw, word):
-    assert V.claim3(pd.DataFrame([_claim3(**kw)])).verdict == word
+    assert claim3(pd.DataFrame([_claim3(**kw)])).verdict == word
 
 
 def test_claim3_is_per_model_and_ignores_the_pooled_row():
     effect = {"lo": 0.2, "hi": 0.8, "lo90": 0.3, "hi90": 0.7}
-    rows = [_claim3(model="a"), _claim3(model="b", **effect), _claim3(model=V.POOLED, **effect)]
-    v = V.claim3(pd.DataFrame(rows))
-    assert v.verdict == V.PARTLY and [e["passes"] for e in v.evidence] == [True, False]
-    v = V.claim3(pd.DataFrame([_claim3(model="a"), _claim3(excess=1.0, model="b")]))
-    assert v.verdict == V.REPRODUCED and v.evidence[1]["passes"] is None  # the untested model does not count
-    v = V.claim3(pd.DataFrame([_claim3(hi90=0.5, model="a"), _claim3(hi90=0.5, model="b")]))
-    assert v.verdict == V.NOT_TESTABLE and "at this power" in v.reason  # inconclusive is not "reproduced"
+    rows = [_claim3(model="a"), _claim3(model="b", **effect), _claim3(model=POOLED, **effect)]
+    v = claim3(pd.DataFrame(rows))
+    assert v.verdict == PARTLY and [e["passes"] for e in v.evidence] == [True, False]
+    v = claim3(pd.DataFrame([_claim3(model="a"), _claim3(excess=1.0, model="b")]))
+    assert v.verdict == REPRODUCED and v.evidence[1]["passes"] is None  # the untested model does not count
+    v = claim3(pd.DataFrame([_claim3(hi90=0.5, model="a"), _claim3(hi90=0.5, model="b")]))
+    assert v.verdict == NOT_TESTABLE and "at this power" in v.reason  # inconclusive is not "reproduced"
 
 
 def _probe(shortfalls, adam_better=True, model="m", cond=None):
@@ -278,14 +349,14 @@ def _probe(shortfalls, adam_better=True, model="m", cond=None):
 
 
 def test_trained_shortfall_takes_the_better_baseline():
-    assert np.allclose(V.trained_shortfall(_probe([0.1, 0.0])), [0.1, 0.0])
-    assert np.allclose(V.trained_shortfall(_probe([0.1, 0.0], adam_better=False)), [0.1, 0.0])
+    assert np.allclose(trained_shortfall(_probe([0.1, 0.0])), [0.1, 0.0])
+    assert np.allclose(trained_shortfall(_probe([0.1, 0.0], adam_better=False)), [0.1, 0.0])
 
 
 @pytest.mark.parametrize("shortfalls", [[0.0, 0.0, 0.0, 0.02], [0.0, 0.0, 0.02, 0.0, 0.03]])
 def test_pitfall_summary_counts_and_correlations(shortfalls):
-    s = V.pitfall_summary(_probe(shortfalls), n_boot=200).iloc[0]
-    assert s["n_short"] == sum(x > V.CLAIM7_SHORTFALL for x in shortfalls) and s["n_blocks"] == len(shortfalls)
+    s = pitfall_summary(_probe(shortfalls), n_boot=200).iloc[0]
+    assert s["n_short"] == sum(x > CLAIM7_SHORTFALL for x in shortfalls) and s["n_blocks"] == len(shortfalls)
     assert s["shortfall_max"] == pytest.approx(max(shortfalls))
     rho = stats.spearmanr(np.arange(len(shortfalls)), shortfalls)[0]
     assert s["spearman_cond_shortfall"] == pytest.approx(rho)
@@ -304,13 +375,13 @@ def _pitfall_row(n_short=1, n_blocks=4, model="m", rises=1.0, cond_lo=0.1, reach
 @pytest.mark.parametrize(
     "kw, word",
     [
-        ({}, V.REPRODUCED),  # 1 of 4 = 25 %: at the share threshold
-        ({"n_blocks": 5}, V.NOT_REPRODUCED),  # 20 %
-        ({"n_short": 2, "n_blocks": 8}, V.REPRODUCED),
+        ({}, REPRODUCED),  # 1 of 4 = 25 %: at the share threshold
+        ({"n_blocks": 5}, NOT_REPRODUCED),  # 20 %
+        ({"n_short": 2, "n_blocks": 8}, REPRODUCED),
     ],
 )
 def test_claim7a_share_threshold(kw, word):
-    assert V.claim7a(pd.DataFrame([_pitfall_row(**kw)])).verdict == word
+    assert claim7a(pd.DataFrame([_pitfall_row(**kw)])).verdict == word
 
 
 @pytest.mark.parametrize(
@@ -327,35 +398,35 @@ def test_claim7a_share_threshold(kw, word):
     ],
 )
 def test_claim7b_mechanism_at_its_thresholds(kw, mechanism):
-    assert V.mechanism_word(_pitfall_row(**kw)) == mechanism
+    assert mechanism_word(_pitfall_row(**kw)) == mechanism
 
 
 def test_claim7b_is_reproduced_only_where_every_model_is_conditioning():
     both = [_pitfall_row(model="a"), _pitfall_row(model="b")]
-    assert V.claim7b(pd.DataFrame(both)).verdict == V.REPRODUCED
+    assert claim7b(pd.DataFrame(both)).verdict == REPRODUCED
     one = [_pitfall_row(model="a"), _pitfall_row(model="b", rises=0.0)]
-    v = V.claim7b(pd.DataFrame(one))
-    assert v.verdict == V.PARTLY and [e["mechanism"] for e in v.evidence] == ["conditioning", "budget"]
-    assert V.claim7b(pd.DataFrame([_pitfall_row(rises=0.0)])).verdict == V.NOT_REPRODUCED
-    assert V.claim7b(pd.DataFrame([_pitfall_row(rises=np.nan)])).verdict == V.NOT_TESTABLE
-    assert V.claim7a(None).verdict == V.claim7b(None).verdict == V.NOT_TESTABLE
+    v = claim7b(pd.DataFrame(one))
+    assert v.verdict == PARTLY and [e["mechanism"] for e in v.evidence] == ["conditioning", "budget"]
+    assert claim7b(pd.DataFrame([_pitfall_row(rises=0.0)])).verdict == NOT_REPRODUCED
+    assert claim7b(pd.DataFrame([_pitfall_row(rises=np.nan)])).verdict == NOT_TESTABLE
+    assert claim7a(None).verdict == claim7b(None).verdict == NOT_TESTABLE
 
 
 @pytest.mark.parametrize(
     "shortfalls, rises",
     [
         ([0.0, 0.005, 0.02, 0.3], True),
-        ([0.0, V.CLAIM7_SHORTFALL], False),  # a rise of exactly the threshold is not more than it
-        ([0.0, V.CLAIM7_SHORTFALL + EPS], True),
-        ([0.0, 0.2, 0.2 - V.CLAIM7_SHORTFALL / 2, 0.3], True),  # a dip within noise
-        ([0.0, 0.2, 0.2 - V.CLAIM7_SHORTFALL / 2 - EPS, 0.3], False),
+        ([0.0, CLAIM7_SHORTFALL], False),  # a rise of exactly the threshold is not more than it
+        ([0.0, CLAIM7_SHORTFALL + EPS], True),
+        ([0.0, 0.2, 0.2 - CLAIM7_SHORTFALL / 2, 0.3], True),  # a dip within noise
+        ([0.0, 0.2, 0.2 - CLAIM7_SHORTFALL / 2 - EPS, 0.3], False),
         ([0.3, 0.2, 0.1, 0.0], False),
         ([0.0, 0.1, np.inf], True),  # diverged at the largest κ
         ([0.0, np.nan], False),
     ],
 )
 def test_dose_rises_at_its_thresholds(shortfalls, rises):
-    assert V.dose_rises(shortfalls) is rises
+    assert dose_rises(shortfalls) is rises
 
 
 def test_pitfall_summary_reads_the_budget_curve_and_the_dose():
@@ -373,7 +444,7 @@ def test_pitfall_summary_reads_the_budget_curve_and_the_dose():
     budget = pd.DataFrame(rows)
     dose = pd.DataFrame({"model": "m", "block": 3, "kappa": [1e2, 1e2, 1e8, 1e8], "optimizer": ["adam", "sgd"] * 2,
                          "step": 1000, "r2_test": [0.7, 0.9, 0.5, 0.6], "ceiling": 0.95})  # fmt: skip
-    r = V.pitfall_summary(probe, budget, dose, n_boot=100).iloc[0]
+    r = pitfall_summary(probe, budget, dose, n_boot=100).iloc[0]
     assert r["n_mechanism"] == 2 and r["n_reached"] == 1 and r["max_steps"] == 10000
     assert r["steps_reach_well"] == 100 and np.isinf(r["steps_reach_ill"]) and np.isinf(r["gd_steps_well"])
     assert r["dose_short_min"] == pytest.approx(0.05) and r["dose_short_max"] == pytest.approx(0.35)
@@ -399,7 +470,7 @@ def _spectrum(regimes, model="m"):
 def test_regime_summary_counts_and_lists():
     t = _spectrum(["broadly linear", "outlier-concentrated", "nonlinear", "broadly linear", "unclassified"])
     t["first_var_share"] = [0.0, 0.2, 0.3, 0.6, 0.9]  # block 1 sits exactly at the overlap threshold
-    s = V.regime_summary(t, REGIMES).iloc[0]
+    s = regime_summary(t, REGIMES).iloc[0]
     counts = (
         "n_broadly_linear",
         "n_outlier_concentrated",
@@ -412,7 +483,7 @@ def test_regime_summary_counts_and_lists():
     assert s["unclassified_blocks"] == "4" and s["outlier_first_blocks"] == "1"
     assert s["first_share_blocks"] == "3 4" and s["top1_broadly_linear_blocks"] == "0 3"
     t.loc[1, "first_var_share"] = 0.19  # just below the overlap threshold
-    assert V.regime_summary(t, REGIMES).iloc[0]["outlier_first_blocks"] == ""
+    assert regime_summary(t, REGIMES).iloc[0]["outlier_first_blocks"] == ""
     assert s["max_drop_ex_top8"] == pytest.approx(0.4) and s["eff_rank_out_frac_median"] == pytest.approx(0.1)
     # block 4 is concentrated (median 0.4 below R²_lin, top-1 share 0.6) but its explained part is not rank ≈ 1
     assert s["concentrated_not_rank1_blocks"] == "4"
@@ -423,14 +494,14 @@ def test_regime_summary_counts_blocks_at_high_r2_too():
 
     t = _spectrum(["broadly linear", "outlier-concentrated", "broadly linear", "nonlinear"])
     t["r2_lin"] = [REGIME_HIGH_R2, REGIME_HIGH_R2 - EPS, 0.95, 0.3]
-    s = V.regime_summary(t, REGIMES).iloc[0]
+    s = regime_summary(t, REGIMES).iloc[0]
     assert s["n_high_r2"] == 2 and s["n_broadly_linear_high_r2"] == 2 and s["n_outlier_concentrated_high_r2"] == 0
     assert s["n_outlier_concentrated"] == 1
 
 
 def test_input_side_is_spearman_per_descriptor():
     t = _spectrum(["nonlinear"] * 5).assign(r2_lin=[0.1, 0.5, 0.2, 0.9, 0.4])
-    got = V.input_side(t).set_index("descriptor")
+    got = input_side(t).set_index("descriptor")
     for col in ("cond_gram", "eff_rank_in", "dynamic_range_in"):
         assert got.loc[col, "spearman_rho"] == pytest.approx(stats.spearmanr(t["r2_lin"], t[col])[0])
 
@@ -438,18 +509,18 @@ def test_input_side_is_spearman_per_descriptor():
 @pytest.mark.parametrize(
     "regimes, word",
     [
-        (["broadly linear", "outlier-concentrated"], V.REPRODUCED),
-        (["broadly linear", "nonlinear"], V.NOT_REPRODUCED),
-        (["outlier-concentrated", "first-token-concentrated"], V.NOT_REPRODUCED),
+        (["broadly linear", "outlier-concentrated"], REPRODUCED),
+        (["broadly linear", "nonlinear"], NOT_REPRODUCED),
+        (["outlier-concentrated", "first-token-concentrated"], NOT_REPRODUCED),
     ],
 )
 def test_claim4_needs_both_regimes(regimes, word):
-    assert V.claim4(V.regime_summary(_spectrum(regimes), REGIMES)).verdict == word
+    assert claim4(regime_summary(_spectrum(regimes), REGIMES)).verdict == word
 
 
 def test_claim4_pools_models():
     t = pd.concat([_spectrum(["broadly linear"], "a"), _spectrum(["outlier-concentrated"], "b")])
-    assert V.claim4(V.regime_summary(t, REGIMES)).verdict == V.REPRODUCED
+    assert claim4(regime_summary(t, REGIMES)).verdict == REPRODUCED
 
 
 def test_regime_replication_applies_claim4_on_every_sample():
@@ -457,43 +528,43 @@ def test_regime_replication_applies_claim4_on_every_sample():
     on the main sample); one sample without an outlier-concentrated block makes it sample-dependent."""
     two = lambda k, a, b: pd.concat([_spectrum(a, "a"), _spectrum(b, "b")]).assign(sample=k)  # noqa: E731
     same = pd.concat([two(k, ["broadly linear", "outlier-concentrated"], ["broadly linear"]) for k in (0, 1, 2)])
-    got = V.regime_replication(same, REGIMES).set_index("model")
+    got = regime_replication(same, REGIMES).set_index("model")
     assert (got["replication"] == "holds on every sample").all() and (got["n_claim4_passes"] == 3).all()
     assert got.loc["a", "n_broadly_linear"] == "1 1 1" and got.loc["a", "outlier_blocks_every_sample"] == "1"
     assert got.loc["b", "n_outlier_concentrated"] == "0 0 0" and got.loc["a", "samples"] == "0 1 2"
     moved = pd.concat([same[same["sample"] < 2], two(2, ["broadly linear", "nonlinear"], ["outlier-concentrated"])])
-    got = V.regime_replication(moved, REGIMES).set_index("model")
+    got = regime_replication(moved, REGIMES).set_index("model")
     assert (got["replication"] == "holds on every sample").all()  # b carries the outlier regime on sample 2
     assert got.loc["a", "outlier_blocks_every_sample"] == "" and got.loc["a", "outlier_blocks"] == "1 | 1 | none"
     gone = pd.concat([same[same["sample"] < 2], two(2, ["broadly linear", "nonlinear"], ["nonlinear"])])
-    got = V.regime_replication(gone, REGIMES)
+    got = regime_replication(gone, REGIMES)
     assert (got["replication"] == "sample-dependent").all() and (got["n_claim4_passes"] == 2).all()
     none = pd.concat([two(k, ["broadly linear"], ["nonlinear"]) for k in (0, 1)])
-    assert (V.regime_replication(none, REGIMES)["replication"] == "fails on every sample").all()
+    assert (regime_replication(none, REGIMES)["replication"] == "fails on every sample").all()
 
 
 # ---- claim 5: corpora ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "rho, ratio, word",
     [
-        (V.CORPUS_MODEL_RHO, V.CORPUS_MODEL_RATIO - EPS, "a property of the model"),
-        (V.CORPUS_MODEL_RHO - EPS, 0.1, "mixed"),
-        (0.9, V.CORPUS_MODEL_RATIO, "mixed"),
-        (V.CORPUS_SHAPED_RHO, 0.9, "mixed"),
-        (V.CORPUS_SHAPED_RHO - EPS, 0.1, "shaped by the corpus"),
-        (0.9, V.CORPUS_SHAPED_RATIO, "shaped by the corpus"),
-        (0.9, V.CORPUS_SHAPED_RATIO - EPS, "mixed"),
+        (CORPUS_MODEL_RHO, CORPUS_MODEL_RATIO - EPS, "a property of the model"),
+        (CORPUS_MODEL_RHO - EPS, 0.1, "mixed"),
+        (0.9, CORPUS_MODEL_RATIO, "mixed"),
+        (CORPUS_SHAPED_RHO, 0.9, "mixed"),
+        (CORPUS_SHAPED_RHO - EPS, 0.1, "shaped by the corpus"),
+        (0.9, CORPUS_SHAPED_RATIO, "shaped by the corpus"),
+        (0.9, CORPUS_SHAPED_RATIO - EPS, "mixed"),
     ],
 )
 def test_corpus_word_thresholds(rho, ratio, word):
-    assert V.corpus_word(rho, ratio) == word
+    assert corpus_word(rho, ratio) == word
 
 
 def test_corpus_depth_ratio_hand_computed():
     wide = pd.DataFrame({"wiki": [0.1, 0.5, 0.9], "code": [0.3, 0.5, 0.7]})
     corpus_sd = np.mean([0.1, 0.0, 0.1])  # population std of each row's two values
     depth_sd = np.std([0.2, 0.5, 0.8])
-    assert V.corpus_depth_ratio(wide) == pytest.approx(corpus_sd / depth_sd)
+    assert corpus_depth_ratio(wide) == pytest.approx(corpus_sd / depth_sd)
 
 
 def test_corpus_verdicts_and_claim5():
@@ -505,43 +576,43 @@ def test_corpus_verdicts_and_claim5():
             rows.append({"model": "m", "corpus": corpus, "block": b, "r2_lin": r + shift * (b % 2), "r2_lo": r - 0.05,
                          "r2_hi": r + 0.05})  # fmt: skip
     t = pd.DataFrame(rows)
-    v = V.corpus_verdicts(t, profile_agreement(t), ["wiki", "web", "code"]).iloc[0]
+    v = corpus_verdicts(t, profile_agreement(t), ["wiki", "web", "code"]).iloc[0]
     assert v["verdict"] == "a property of the model" and v["spearman_min"] == pytest.approx(1.0)
     assert v["n_ci_compared"] == 15 and v["n_ci_disjoint"] == 0 and v["ci_width_median"] == pytest.approx(0.1)
-    assert V.claim5(pd.DataFrame([v])).verdict == V.REPRODUCED
+    assert claim5(pd.DataFrame([v])).verdict == REPRODUCED
     two = pd.DataFrame([v.to_dict(), {**v.to_dict(), "model": "n", "verdict": "mixed"}])
-    assert V.claim5(two).verdict == V.PARTLY
-    assert V.claim5(two.assign(verdict="shaped by the corpus")).verdict == V.NOT_REPRODUCED
+    assert claim5(two).verdict == PARTLY
+    assert claim5(two.assign(verdict="shaped by the corpus")).verdict == NOT_REPRODUCED
 
 
 @pytest.mark.parametrize(
     "lo, hi, word",
     [
-        (0.01, V.CLAIM5_SHAPE - EPS, "a property of the model"),
-        (0.01, V.CLAIM5_SHAPE, "undecided"),  # the interval reaches the threshold
-        (V.CLAIM5_SHAPE, 0.3, "shaped by the corpus"),
-        (V.CLAIM5_SHAPE - EPS, 0.3, "undecided"),
+        (0.01, CLAIM5_SHAPE - EPS, "a property of the model"),
+        (0.01, CLAIM5_SHAPE, "undecided"),  # the interval reaches the threshold
+        (CLAIM5_SHAPE, 0.3, "shaped by the corpus"),
+        (CLAIM5_SHAPE - EPS, 0.3, "undecided"),
         (np.nan, 0.05, "undecided"),
     ],
 )
 def test_claim5_is_judged_on_shape(lo, hi, word):
-    assert V.shape_word(lo, hi) == word
+    assert shape_word(lo, hi) == word
     row = {"model": "m", "verdict": "mixed", "shape_lo": lo, "shape_hi": hi}  # the older ratio rule said "mixed"
-    expected = {"a property of the model": V.REPRODUCED, "shaped by the corpus": V.NOT_REPRODUCED}
-    assert V.claim5(pd.DataFrame([row])).verdict == expected.get(word, V.NOT_TESTABLE)
+    expected = {"a property of the model": REPRODUCED, "shaped by the corpus": NOT_REPRODUCED}
+    assert claim5(pd.DataFrame([row])).verdict == expected.get(word, NOT_TESTABLE)
 
 
 def test_claim5_counts_decided_models_and_merges_the_decomposition():
     rows = [{"model": "a", "verdict": "mixed", "shape_lo": 0.01, "shape_hi": 0.05},
             {"model": "b", "verdict": "mixed", "shape_lo": 0.2, "shape_hi": 0.3},
             {"model": "c", "verdict": "mixed", "shape_lo": 0.05, "shape_hi": 0.2}]  # fmt: skip
-    v = V.claim5(pd.DataFrame(rows))
-    assert v.verdict == V.PARTLY and [e["shape_verdict"] for e in v.evidence][2] == "undecided"
+    v = claim5(pd.DataFrame(rows))
+    assert v.verdict == PARTLY and [e["shape_verdict"] for e in v.evidence][2] == "undecided"
     from linrec.analyses.uncertainty import profile_agreement
 
     t = pd.DataFrame([{"model": "a", "corpus": c, "block": b, "r2_lin": 0.1 * b + k * 0.05, "r2_lo": 0.0, "r2_hi": 1.0}
                       for k, c in enumerate(("wiki", "code")) for b in range(4)])  # fmt: skip
-    out = V.corpus_verdicts(t, profile_agreement(t), shapes=pd.DataFrame(rows[:1]))
+    out = corpus_verdicts(t, profile_agreement(t), shapes=pd.DataFrame(rows[:1]))
     assert out.loc[0, "shape_verdict"] == "a property of the model" and out.loc[0, "shape_hi"] == 0.05
 
 
@@ -563,16 +634,16 @@ def _values(screening, model="m", **cols):
 def test_swap_safety_and_params():
     t = _swap([0.5, 2.0, 0.9, 5.0], [0.95, 0.9, 0.2, 0.89])
     t = pd.concat([t, t.assign(first="ffn", delta_ppl=0.0, delta_lo=0.0, delta_hi=0.0)])  # variants are not counted
-    s = V.swap_safety(t).iloc[0]
+    s = swap_safety(t).iloc[0]
     assert s["n_high_r2"] == 2 and s["n_high_r2_costly"] == 1 and s["high_r2_costly_blocks"] == "1"
     assert s["n_within_budget"] == 2 and s["within_budget_blocks"] == "0 2"  # the interval's top: 0.6 and 1.0
     assert s["delta_ppl_median"] == pytest.approx(1.45) and s["ppl_base"] == 20.0 and s["n_blocks"] == 4
-    assert V.swap_params(t).iloc[0]["ffn_over_linear"] == 10.0
+    assert swap_params(t).iloc[0]["ffn_over_linear"] == 10.0
 
 
 def test_middle_blocks():
-    assert list(V.middle_blocks(30)) == list(range(7, 23)) and list(V.middle_blocks(18)) == list(range(4, 14))
-    assert list(V.middle_blocks(4)) == [1, 2]
+    assert list(middle_blocks(30)) == list(range(7, 23)) and list(middle_blocks(18)) == list(range(4, 14))
+    assert list(middle_blocks(4)) == [1, 2]
 
 
 def test_swap_predictors_against_scipy_and_by_hand():
@@ -584,13 +655,13 @@ def test_swap_predictors_against_scipy_and_by_hand():
     err = depth * 0 + rng.uniform(size=n)
     swap = _swap(delta, r2)
     values = _values(delta + 1, r2_lin=r2, err_rel_resid=err, err_post_norm_rel_resid=np.nan)
-    p = V.swap_predictors(values, swap, n_boot=500).set_index("column")
+    p = swap_predictors(values, swap, n_boot=500).set_index("column")
     assert "err_post_norm_rel_resid" not in p.index  # all-NaN (a model without a post-FFN norm): skipped
     assert p.loc["screening_delta_ppl", "runs_swapped_model"] and not p.loc["r2_lin", "runs_swapped_model"]
     for col, x in [("r2_lin", r2), ("err_rel_resid", err), ("depth_from_end", depth)]:
         assert p.loc[col, "spearman_rho"] == pytest.approx(stats.spearmanr(x, delta)[0], abs=1e-12)
         assert p.loc[col, "rho_lo"] <= p.loc[col, "spearman_rho"] <= p.loc[col, "rho_hi"]
-        mid = V.middle_blocks(n)
+        mid = middle_blocks(n)
         assert p.loc[col, "middle_rho"] == pytest.approx(stats.spearmanr(x[mid], delta[mid])[0], abs=1e-12)
     assert p.loc["depth_from_end", "useful"] > 0.8  # depth is the baseline that predicts here
     assert np.isnan(p.loc["depth_from_end", "partial_rho_depth"])
@@ -601,29 +672,29 @@ def test_swap_predictors_against_scipy_and_by_hand():
     # a predictor that is depth in disguise has ρ like depth's and nothing left once depth is out … and one that
     # adds to depth keeps a clearly negative partial ρ
     values2 = _values(delta, r2_lin=-(depth**2))
-    p2 = V.swap_predictors(values2, swap, n_boot=500).set_index("column")
+    p2 = swap_predictors(values2, swap, n_boot=500).set_index("column")
     assert np.isnan(p2.loc["r2_lin", "partial_rho_depth"]) and p2.loc["r2_lin", "spearman_rho"] > 0.8
     values3 = _values(delta, r2_lin=-(delta - (5 - depth)))
-    p3 = V.swap_predictors(values3, swap, n_boot=500).set_index("column")
+    p3 = swap_predictors(values3, swap, n_boot=500).set_index("column")
     assert p3.loc["r2_lin", "partial_hi"] < 0
 
 
 def test_claim6a_branches_at_the_budget():
-    b = V.CLAIM6_BUDGET
+    b = CLAIM6_BUDGET
     at = lambda hi, lo, model="m": _swap([(hi + lo) / 2, 9.0], [0.5, 0.5], model).assign(  # noqa: E731
         delta_lo=[lo, 8.9], delta_hi=[hi, 9.1]
     )
     vals = lambda model="m": _values([0.1, 5.0], model)  # noqa: E731  the screening windows pick block 0
-    assert V.claim6a(at(b, 0.0), vals()).verdict == V.REPRODUCED  # interval's top exactly at the budget: holds
-    v = V.claim6a(at(b + EPS, 0.0), vals())
-    assert v.verdict == V.NOT_TESTABLE and v.evidence[0]["outcome"] == "undecided"
-    assert V.claim6a(at(3.0, b + EPS), vals()).verdict == V.NOT_REPRODUCED  # interval above the budget
-    assert V.claim6a(at(3.0, b), vals()).evidence[0]["outcome"] == "undecided"  # lower end at the budget
+    assert claim6a(at(b, 0.0), vals()).verdict == REPRODUCED  # interval's top exactly at the budget: holds
+    v = claim6a(at(b + EPS, 0.0), vals())
+    assert v.verdict == NOT_TESTABLE and v.evidence[0]["outcome"] == "undecided"
+    assert claim6a(at(3.0, b + EPS), vals()).verdict == NOT_REPRODUCED  # interval above the budget
+    assert claim6a(at(3.0, b), vals()).evidence[0]["outcome"] == "undecided"  # lower end at the budget
     two = pd.concat([at(0.5, 0.1, "a"), at(3.0, 2.0, "b")])
-    assert V.claim6a(two, pd.concat([vals("a"), vals("b")])).verdict == V.PARTLY
+    assert claim6a(two, pd.concat([vals("a"), vals("b")])).verdict == PARTLY
     # the block is the screening choice, not the held-out best: block 1 is cheap held out but not chosen
     swap = _swap([5.0, 0.2], [0.5, 0.5])
-    e = V.claim6a(swap, _values([0.1, 3.0])).evidence[0]
+    e = claim6a(swap, _values([0.1, 3.0])).evidence[0]
     assert e["chosen_block"] == 0 and e["outcome"] == "fails" and e["best_heldout_block"] == 1
     assert e["n_within_budget"] == 1 and e["ffn_over_linear"] == 10.0
 
@@ -642,20 +713,20 @@ def _pred(model="m", **kw):
 
 
 def test_claim6b_needs_both_correlations_shown_below_zero():
-    assert V.claim6b(_pred()).verdict == V.REPRODUCED
-    assert V.claim6b(_pred(rho=(-0.5, -0.8, -EPS, -0.75, -0.25))).verdict == V.REPRODUCED
-    inconclusive = V.claim6b(_pred(rho=(-0.4, -0.8, 0.0, -0.75, -0.05)))  # ρ's 95 % interval touches 0
-    assert inconclusive.verdict == V.NOT_TESTABLE and inconclusive.evidence[0]["outcome"] == V.INCONCLUSIVE
-    assert V.claim6b(_pred(partial=(-0.3, -0.7, 0.1, -0.6, 0.05))).verdict == V.NOT_TESTABLE  # depth may explain it
-    no_flag = V.claim6b(_pred(rho=(0.0, -0.25, 0.25, -M + EPS, M - EPS)))  # |ρ| < 0.3 shown: a decided failure
-    assert no_flag.verdict == V.NOT_REPRODUCED and no_flag.evidence[0]["outcome"] == "no flag"
-    assert V.claim6b(_pred(rho=(0.0, -0.25, 0.25, -M, M - EPS))).verdict == V.NOT_TESTABLE  # at the margin: not shown
-    assert V.claim6b(_pred(partial=(0.5, 0.2, 0.8, 0.25, 0.75))).verdict == V.NOT_REPRODUCED  # the wrong way
+    assert claim6b(_pred()).verdict == REPRODUCED
+    assert claim6b(_pred(rho=(-0.5, -0.8, -EPS, -0.75, -0.25))).verdict == REPRODUCED
+    inconclusive = claim6b(_pred(rho=(-0.4, -0.8, 0.0, -0.75, -0.05)))  # ρ's 95 % interval touches 0
+    assert inconclusive.verdict == NOT_TESTABLE and inconclusive.evidence[0]["outcome"] == INCONCLUSIVE
+    assert claim6b(_pred(partial=(-0.3, -0.7, 0.1, -0.6, 0.05))).verdict == NOT_TESTABLE  # depth may explain it
+    no_flag = claim6b(_pred(rho=(0.0, -0.25, 0.25, -M + EPS, M - EPS)))  # |ρ| < 0.3 shown: a decided failure
+    assert no_flag.verdict == NOT_REPRODUCED and no_flag.evidence[0]["outcome"] == "no flag"
+    assert claim6b(_pred(rho=(0.0, -0.25, 0.25, -M, M - EPS))).verdict == NOT_TESTABLE  # at the margin: not shown
+    assert claim6b(_pred(partial=(0.5, 0.2, 0.8, 0.25, 0.75))).verdict == NOT_REPRODUCED  # the wrong way
     two = pd.concat([_pred("a"), _pred("b", rho=(0.5, 0.2, 0.8, 0.25, 0.75)), _pred("c", rho=(0.0, -0.9, 0.9,
                                                                                              -0.8, 0.8))])  # fmt: skip
-    v = V.claim6b(two)
-    assert v.verdict == V.PARTLY and [e["passes"] for e in v.evidence] == [True, False, None]
-    assert V.claim6b(_pred()).evidence[0]["depth_rho"] == -0.7
+    v = claim6b(two)
+    assert v.verdict == PARTLY and [e["passes"] for e in v.evidence] == [True, False, None]
+    assert claim6b(_pred()).evidence[0]["depth_rho"] == -0.7
 
 
 def test_best_predictor_is_named_only_after_holm():
@@ -666,8 +737,8 @@ def test_best_predictor_is_named_only_after_holm():
                           "partial_rho_depth": np.nan, "partial_p": np.nan})  # fmt: skip
         t["p_holm"] = t["partial_p_holm"] = np.nan
         real = ~t["runs_swapped_model"]
-        t.loc[real, "p_holm"] = V.holm(t.loc[real, "p"].to_numpy())
-        return V.best_predictors(t).iloc[0]
+        t.loc[real, "p_holm"] = holm(t.loc[real, "p"].to_numpy())
+        return best_predictors(t).iloc[0]
 
     # raw p 0.013 is the best-pointing predictor, but Holm over 4 gives 0.052: not named; 0.012 → 0.048 is
     b = screen([0.5, 0.9, 0.9, 0.013], [-0.2, 0.1, 0.1, -0.6])
@@ -681,8 +752,8 @@ def test_best_predictor_is_named_only_after_holm():
 def test_first_position_effect():
     t = _swap([4.0, 2.0], [0.9, 0.5])
     t = pd.concat([t, t.assign(first="ffn", delta_ppl=[1.0, 2.0]), t.assign(first="mean", delta_ppl=[1.5, 2.5])])
-    prof = pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [V.FIRST_TOKEN_SHARE, 0.1]})
-    f = V.first_position_effect(t, prof)
+    prof = pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [FIRST_TOKEN_SHARE, 0.1]})
+    f = first_position_effect(t, prof)
     assert list(f["block"]) == [0]  # only the block at the first-token threshold
     assert f.loc[0, "share_of_cost_at_first"] == pytest.approx(0.75)
     assert f.loc[0, "delta_ppl_mean"] == 1.5
@@ -694,11 +765,11 @@ def test_first_position_effect_keeps_its_columns_when_a_variant_ran_nowhere(tmp_
     from linrec.claims.tables import save_table
 
     t = _swap([4.0, 2.0], [0.9, 0.5])
-    none = V.first_position_effect(t, pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [0.2, 0.1]}))
+    none = first_position_effect(t, pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [0.2, 0.1]}))
     assert none.empty
     save_table(none, "swap_first", tmp_path)
     prof = pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [0.9, 0.1]})
-    ffn_only = V.first_position_effect(pd.concat([t, t.assign(first="ffn", delta_ppl=[1.0, 2.0])]), prof)
+    ffn_only = first_position_effect(pd.concat([t, t.assign(first="ffn", delta_ppl=[1.0, 2.0])]), prof)
     assert ffn_only.loc[0, "share_of_cost_at_first"] == pytest.approx(0.75)
     assert np.isnan(ffn_only.loc[0, "delta_ppl_mean"]) and np.isnan(ffn_only.loc[0, "delta_hi_mean"])
     save_table(ffn_only, "swap_first", tmp_path)
@@ -717,14 +788,14 @@ def _profiles(trained, inits):
 
 
 def test_random_init_summary_hand_computed():
-    s = V.random_init_summary(_profiles([0.9, 0.5, 0.7], [[0.1, 0.2, 0.3], [0.2, 0.2, 0.2]]), [0, 1]).iloc[0]
+    s = random_init_summary(_profiles([0.9, 0.5, 0.7], [[0.1, 0.2, 0.3], [0.2, 0.2, 0.2]]), [0, 1]).iloc[0]
     assert s["trained_r2_min"] == 0.5 and s["init_r2_max"] == 0.3
     assert s["mean_abs_trained_init"] == pytest.approx((np.mean([0.8, 0.3, 0.4]) + np.mean([0.7, 0.3, 0.5])) / 2)
     assert s["mean_abs_init_seeds"] == pytest.approx(np.mean([0.1, 0.0, 0.1]))
     assert s["init_r2_train_median"] == 0.9 and s["init_r2_test_median"] == 0.2
     assert s["init_r2_spread"] == pytest.approx(np.std([0.1, 0.2, 0.3]))
     assert s["trained_gap_median"] == pytest.approx(0.1)
-    one = V.random_init_summary(_profiles([0.9, 0.5, 0.7], [[0.1, 0.2, 0.3]]), [0]).iloc[0]
+    one = random_init_summary(_profiles([0.9, 0.5, 0.7], [[0.1, 0.2, 0.3]]), [0]).iloc[0]
     assert np.isnan(one["mean_abs_init_seeds"]) and np.isnan(one["spearman_init_seeds"])
 
 
@@ -745,7 +816,7 @@ def _null_rows(trained, init, shuffled=None, model="m"):
 
 def test_null_blocks_z_p_and_benjamini_hochberg_by_hand():
     init = [[0.1, 0.2, 0.3], [0.4, 0.4, 0.7], [0.0, 0.1, 0.2]]
-    b = V.null_blocks(_null_rows([0.9, 0.5, 0.1], init)).set_index("block")
+    b = null_blocks(_null_rows([0.9, 0.5, 0.1], init)).set_index("block")
     m, sd = np.mean(init[0]), np.std(init[0], ddof=1)
     assert b.loc[0, "z_init"] == pytest.approx((0.9 - m) / sd)
     p0 = 2 * stats.t.sf((0.9 - m) / (sd * np.sqrt(1 + 1 / 3)), 2)
@@ -757,10 +828,10 @@ def test_null_blocks_z_p_and_benjamini_hochberg_by_hand():
     q = np.minimum.accumulate(ranked[::-1])[::-1]
     assert np.allclose(b["q_init"].to_numpy()[order], np.minimum(q, 1))
     assert b.loc[2, "z_init"] == pytest.approx(0.0) and b.loc[2, "q_init"] == pytest.approx(1.0)
-    strict = V.null_blocks(_null_rows([0.9, 0.31], [[0.1, 0.101, 0.102, 0.099]] * 2)).set_index("block")
+    strict = null_blocks(_null_rows([0.9, 0.31], [[0.1, 0.101, 0.102, 0.099]] * 2)).set_index("block")
     assert strict["stands_out"].all()  # far outside a tight null, on both nulls
-    assert not V.null_blocks(_null_rows([0.2], [[0.1, 0.2, 0.3]]))["stands_out"].iloc[0]
-    same = V.null_blocks(_null_rows([0.5, 0.6], [[0.5, 0.5], [0.5, 0.5]])).set_index("block")  # identical draws
+    assert not null_blocks(_null_rows([0.2], [[0.1, 0.2, 0.3]]))["stands_out"].iloc[0]
+    same = null_blocks(_null_rows([0.5, 0.6], [[0.5, 0.5], [0.5, 0.5]])).set_index("block")  # identical draws
     assert same.loc[0, "p_init"] == 1.0 and same.loc[1, "p_init"] == 0.0 and same.loc[1, "z_init"] == np.inf
 
 
@@ -770,33 +841,33 @@ def _learned(twin_gap=0.5, trained_gap=0.5, diff=0.5, noise=0.1, null_effect=Non
     if null_effect is not None:
         d = null_noise * 3 / 4  # three draws m − d, m, m + d: mean pairwise |gap| = 4d/3
         trained = [0.8, 0.7]
-        blocks = V.null_blocks(_null_rows(trained, [[t - null_effect - d, t - null_effect, t - null_effect + d]
+        blocks = null_blocks(_null_rows(trained, [[t - null_effect - d, t - null_effect, t - null_effect + d]
                                                     for t in trained]))  # fmt: skip
-    return V.learned_summary(pd.DataFrame([_init_row(twin_gap, trained_gap, diff, noise)]), blocks)
+    return learned_summary(pd.DataFrame([_init_row(twin_gap, trained_gap, diff, noise)]), blocks)
 
 
 @pytest.mark.parametrize(
     "kw, word",
     [
-        ({}, V.REPRODUCED),
+        ({}, REPRODUCED),
         # the twin as reference: beyond noise and the minimum effect
-        ({"diff": V.CLAIM2_NOISE_FACTOR * 0.1 + EPS}, V.REPRODUCED),
-        ({"diff": V.CLAIM2_NOISE_FACTOR * 0.1}, V.NOT_REPRODUCED),
-        ({"diff": V.CLAIM2_MIN_EFFECT, "noise": 0.001}, V.REPRODUCED),
-        ({"diff": V.CLAIM2_MIN_EFFECT - EPS, "noise": 0.001}, V.NOT_REPRODUCED),
-        ({"noise": np.nan}, V.NOT_TESTABLE),
+        ({"diff": CLAIM2_NOISE_FACTOR * 0.1 + EPS}, REPRODUCED),
+        ({"diff": CLAIM2_NOISE_FACTOR * 0.1}, NOT_REPRODUCED),
+        ({"diff": CLAIM2_MIN_EFFECT, "noise": 0.001}, REPRODUCED),
+        ({"diff": CLAIM2_MIN_EFFECT - EPS, "noise": 0.001}, NOT_REPRODUCED),
+        ({"noise": np.nan}, NOT_TESTABLE),
         # a degenerate twin (gap beyond the trained model's by > 0.1): the null ensemble is the reference
-        ({"twin_gap": 0.5 + V.CLAIM2_DEGENERATE_GAP, "null_effect": 0.0}, V.REPRODUCED),  # exactly 0.1: not degenerate
-        ({"twin_gap": 0.5 + V.CLAIM2_DEGENERATE_GAP + 1e-6, "null_effect": 0.0}, V.NOT_REPRODUCED),
-        ({"twin_gap": 1.0, "null_effect": V.CLAIM2_MIN_EFFECT + 1e-6}, V.REPRODUCED),
-        ({"twin_gap": 1.0, "null_effect": V.CLAIM2_MIN_EFFECT - 1e-6}, V.NOT_REPRODUCED),
-        ({"twin_gap": 1.0, "null_effect": 0.3, "null_noise": 0.3 / V.CLAIM2_NOISE_FACTOR + 1e-6}, V.NOT_REPRODUCED),
-        ({"twin_gap": 1.0, "null_effect": 0.3, "null_noise": 0.3 / V.CLAIM2_NOISE_FACTOR - 1e-6}, V.REPRODUCED),
-        ({"twin_gap": 1.0}, V.NOT_TESTABLE),  # degenerate twin and no null ensemble
+        ({"twin_gap": 0.5 + CLAIM2_DEGENERATE_GAP, "null_effect": 0.0}, REPRODUCED),  # exactly 0.1: not degenerate
+        ({"twin_gap": 0.5 + CLAIM2_DEGENERATE_GAP + 1e-6, "null_effect": 0.0}, NOT_REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": CLAIM2_MIN_EFFECT + 1e-6}, REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": CLAIM2_MIN_EFFECT - 1e-6}, NOT_REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": 0.3, "null_noise": 0.3 / CLAIM2_NOISE_FACTOR + 1e-6}, NOT_REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": 0.3, "null_noise": 0.3 / CLAIM2_NOISE_FACTOR - 1e-6}, REPRODUCED),
+        ({"twin_gap": 1.0}, NOT_TESTABLE),  # degenerate twin and no null ensemble
     ],
 )
 def test_claim2a_thresholds(kw, word):
-    v = V.claim2a(_learned(**kw))
+    v = claim2a(_learned(**kw))
     assert v.verdict == word, v.evidence
 
 
@@ -805,7 +876,7 @@ def test_claim2a_noise_of_the_null_ensemble_is_its_mean_pairwise_gap():
     assert row["twin_degenerate"] and row["reference"].startswith("random-init FFNs")
     assert row["effect"] == pytest.approx(0.2) and row["noise"] == pytest.approx(0.04)
     two = pd.DataFrame([_init_row(model="a"), _init_row(diff=0.01, model="b")])
-    assert V.claim2a(V.learned_summary(two)).verdict == V.PARTLY
+    assert claim2a(learned_summary(two)).verdict == PARTLY
 
 
 def _dec_row(lo=0.1, hi=0.3, n_standout=4, n_blocks=8, model="m"):
@@ -827,22 +898,22 @@ def _dec_row(lo=0.1, hi=0.3, n_standout=4, n_blocks=8, model="m"):
     ],
 )
 def test_claim2b_outcome_thresholds(kw, outcome):
-    assert V.weights_word(_dec_row(**kw)) == outcome
+    assert weights_word(_dec_row(**kw)) == outcome
 
 
 def test_claim2b_verdict_over_models():
-    one = lambda **kw: V.claim2b(pd.DataFrame([_dec_row(model=str(i), **k) for i, k in enumerate(kw["rows"])]))  # noqa: E731
-    assert one(rows=[{}, {}]).verdict == V.REPRODUCED
-    assert one(rows=[{}, {"lo": -0.2, "hi": -0.1, "n_standout": 0}]).verdict == V.PARTLY
-    assert one(rows=[{"lo": -0.2, "hi": 0.1}]).verdict == V.NOT_REPRODUCED
-    assert one(rows=[{"lo": np.nan}]).verdict == V.NOT_TESTABLE
-    assert V.claim2b(None).verdict == V.NOT_TESTABLE
+    one = lambda **kw: claim2b(pd.DataFrame([_dec_row(model=str(i), **k) for i, k in enumerate(kw["rows"])]))  # noqa: E731
+    assert one(rows=[{}, {}]).verdict == REPRODUCED
+    assert one(rows=[{}, {"lo": -0.2, "hi": -0.1, "n_standout": 0}]).verdict == PARTLY
+    assert one(rows=[{"lo": -0.2, "hi": 0.1}]).verdict == NOT_REPRODUCED
+    assert one(rows=[{"lo": np.nan}]).verdict == NOT_TESTABLE
+    assert claim2b(None).verdict == NOT_TESTABLE
 
 
 def test_input_control_summary():
     t = pd.DataFrame({"model": "m", "r2_own": [0.5, 0.6, 0.7], "r2_gaussian": [0.45, 0.4, 0.7],
                       "r2_other_block": [0.1, 0.2, 0.3]})  # fmt: skip
-    s = V.input_control_summary(t).iloc[0]
+    s = input_control_summary(t).iloc[0]
     assert s["r2_own_median"] == 0.6 and s["r2_gaussian_median"] == 0.45 and s["n_gaussian_drop"] == 1
     assert s["r2_next_block_median"] == 0.2
 
@@ -887,14 +958,14 @@ def test_every_registered_column_is_snake_case_and_labels_only_rename():
 
 # ---- every position but the first: the same rules, stated beside each verdict ------------------------------------
 def test_claim1_without_the_first_position():
-    row = _claim1_row() | {"r2_ex_first_min": 0.3, "r2_ex_first_max": 0.3 + V.CLAIM1_SPAN,
-                           "max_jump_disjoint_ex_first": V.CLAIM1_JUMP,
+    row = _claim1_row() | {"r2_ex_first_min": 0.3, "r2_ex_first_max": 0.3 + CLAIM1_SPAN,
+                           "max_jump_disjoint_ex_first": CLAIM1_JUMP,
                            "direction_changes_disjoint_ex_first": 2}  # fmt: skip
-    v = V.claim1(pd.DataFrame([row]))
-    assert v.verdict == V.REPRODUCED and v.without_first == V.REPRODUCED and v.evidence[0]["passes_ex_first"]
-    v = V.claim1(pd.DataFrame([row | {"max_jump_disjoint_ex_first": V.CLAIM1_JUMP - EPS}]))
-    assert v.verdict == V.REPRODUCED and v.without_first == V.NOT_REPRODUCED  # the verdict needs position 0
-    assert V.claim1(pd.DataFrame([_claim1_row()])).without_first == ""  # not measured: no word
+    v = claim1(pd.DataFrame([row]))
+    assert v.verdict == REPRODUCED and v.without_first == REPRODUCED and v.evidence[0]["passes_ex_first"]
+    v = claim1(pd.DataFrame([row | {"max_jump_disjoint_ex_first": CLAIM1_JUMP - EPS}]))
+    assert v.verdict == REPRODUCED and v.without_first == NOT_REPRODUCED  # the verdict needs position 0
+    assert claim1(pd.DataFrame([_claim1_row()])).without_first == ""  # not measured: no word
 
 
 def test_profile_summary_judges_the_profile_without_the_first_position_on_its_own_intervals():
@@ -903,27 +974,27 @@ def test_profile_summary_judges_the_profile_without_the_first_position_on_its_ow
                       "cond_gram": 1.0, "first_var_share": 0.0,
                       "r2_ex_first": [0.5, 0.45, 0.5, 0.45], "r2_ex_first_lo": [0.4, 0.35, 0.4, 0.35],
                       "r2_ex_first_hi": [0.6, 0.55, 0.6, 0.55]})  # fmt: skip
-    s = V.profile_summary(t).iloc[0]
+    s = profile_summary(t).iloc[0]
     assert s["max_jump_disjoint"] == pytest.approx(0.7) and s["direction_changes_disjoint"] == 2
     assert s["max_jump_disjoint_ex_first"] == 0.0 and s["direction_changes_disjoint_ex_first"] == 0  # overlapping
     assert s["r2_ex_first_min"] == 0.45
 
 
 def test_claim4_5_and_6b_without_the_first_position():
-    s4 = V.regime_summary(_spectrum(["broadly linear", "outlier-concentrated"]).assign(
+    s4 = regime_summary(_spectrum(["broadly linear", "outlier-concentrated"]).assign(
         regime_ex_first=["broadly linear", "unclassified"]), REGIMES)  # fmt: skip
-    v4 = V.claim4(s4)
-    assert v4.verdict == V.REPRODUCED and v4.without_first == V.NOT_REPRODUCED
+    v4 = claim4(s4)
+    assert v4.verdict == REPRODUCED and v4.without_first == NOT_REPRODUCED
     assert s4.iloc[0]["n_outlier_concentrated_ex_first"] == 0
-    assert V.claim4(V.regime_summary(_spectrum(["broadly linear"]), REGIMES)).without_first == ""  # not measured
+    assert claim4(regime_summary(_spectrum(["broadly linear"]), REGIMES)).without_first == ""  # not measured
     rows = [{"model": "a", "verdict": "mixed", "shape_lo": 0.01, "shape_hi": 0.05, "shape_lo_ex_first": 0.2,
              "shape_hi_ex_first": 0.3}]  # fmt: skip
-    v5 = V.claim5(pd.DataFrame(rows))
-    assert v5.verdict == V.REPRODUCED and v5.without_first == V.NOT_REPRODUCED
+    v5 = claim5(pd.DataFrame(rows))
+    assert v5.verdict == REPRODUCED and v5.without_first == NOT_REPRODUCED
     pred = pd.concat([_pred(), pd.DataFrame([_flag_row() | {"column": "r2_ex_first", "rho_lo90": -0.25,
                                                               "rho_hi90": 0.25}])])  # fmt: skip
-    v6 = V.claim6b(pred)
-    assert v6.verdict == V.REPRODUCED and v6.without_first == V.NOT_REPRODUCED
+    v6 = claim6b(pred)
+    assert v6.verdict == REPRODUCED and v6.without_first == NOT_REPRODUCED
     assert v6.evidence[0]["outcome_ex_first"] == "no flag"
 
 
@@ -942,8 +1013,8 @@ def test_claim4_5_and_6b_without_the_first_position():
     ],
 )
 def test_distance_word_at_its_thresholds(d, lo, hi, floor, word):
-    assert V.CLAIM2_MIN_EFFECT == 0.1
-    assert V.distance_word({"distance": d, "distance_lo": lo, "distance_hi": hi, "floor": floor}) == word
+    assert CLAIM2_MIN_EFFECT == 0.1
+    assert distance_word({"distance": d, "distance_lo": lo, "distance_hi": hi, "floor": floor}) == word
 
 
 def _cmp(kind, word):
@@ -954,30 +1025,27 @@ def _cmp(kind, word):
 @pytest.mark.parametrize(
     "trained, seeds, variants, word, c2",
     [
-        ("differ", "differ", "differ", "learned, individual to each run", V.REPRODUCED),
-        ("differ", "agree", "differ", "learned, set by architecture and data", V.PARTLY),
-        ("differ", "agree", "agree", "learned, the same for both variants", V.REPRODUCED),
-        ("differ", "inconclusive", "differ", "learned; seed to seed inconclusive", V.NOT_TESTABLE),
-        ("agree", "differ", "differ", "not learned", V.NOT_REPRODUCED),
-        ("inconclusive", "differ", "differ", "inconclusive", V.NOT_TESTABLE),
+        ("differ", "differ", "differ", "learned, individual to each run", REPRODUCED),
+        ("differ", "agree", "differ", "learned, set by architecture and data", PARTLY),
+        ("differ", "agree", "agree", "learned, the same for both variants", REPRODUCED),
+        ("differ", "inconclusive", "differ", "learned; seed to seed inconclusive", NOT_TESTABLE),
+        ("agree", "differ", "differ", "not learned", NOT_REPRODUCED),
+        ("inconclusive", "differ", "differ", "inconclusive", NOT_TESTABLE),
     ],
 )
 def test_seeds_verdict_reads_every_comparison(trained, seeds, variants, word, c2):
     rows = [_cmp("trained vs init", trained), _cmp("trained vs init", trained), _cmp("seed", seeds),
             _cmp("seed", seeds), _cmp("variant", variants), _cmp("data order", "inconclusive")]  # fmt: skip
-    got = V.seeds_verdict(pd.DataFrame(rows))
+    got = seeds_verdict(pd.DataFrame(rows))
     assert got["word"] == word and got["claim2a"] == c2
     mixed = pd.DataFrame([*rows[:2], _cmp("seed", "differ"), _cmp("seed", "agree"), rows[4]])
     if trained == "differ":  # one seed pair each way: neither individual nor set
-        assert V.seeds_verdict(mixed)["word"] == "learned; seed to seed inconclusive"
-    assert V.seeds_verdict(None)["claim2a"] == V.NOT_TESTABLE
+        assert seeds_verdict(mixed)["word"] == "learned; seed to seed inconclusive"
+    assert seeds_verdict(None)["claim2a"] == NOT_TESTABLE
 
 
 def test_claim2a_takes_the_weaker_of_the_offline_and_the_seeds_verdicts():
-    assert V.combine_2a(V.REPRODUCED, V.PARTLY) == V.PARTLY
-    assert V.combine_2a(V.PARTLY, V.NOT_REPRODUCED) == V.NOT_REPRODUCED
-    assert (
-        V.combine_2a(V.PARTLY, V.NOT_TESTABLE) == V.PARTLY
-        and V.combine_2a(V.NOT_TESTABLE, V.REPRODUCED) == V.REPRODUCED
-    )
-    assert V.combine_2a(V.NOT_TESTABLE, V.NOT_TESTABLE) == V.NOT_TESTABLE
+    assert combine_2a(REPRODUCED, PARTLY) == PARTLY
+    assert combine_2a(PARTLY, NOT_REPRODUCED) == NOT_REPRODUCED
+    assert combine_2a(PARTLY, NOT_TESTABLE) == PARTLY and combine_2a(NOT_TESTABLE, REPRODUCED) == REPRODUCED
+    assert combine_2a(NOT_TESTABLE, NOT_TESTABLE) == NOT_TESTABLE

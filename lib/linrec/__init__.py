@@ -9,7 +9,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     measure/   capture (one pass → statistics per block) · curves (R²_lin against train tokens)
     analyses/  recoverability · probe · pitfall · spectrum · uncertainty · perplexity · controls · seeds
                · screening (the swap study's choices, on train windows only) · swap (its held-out ΔPPL)
-    claims/    verdicts (every summary and claim rule) · tables (the results registry)
+    claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2) · tables
     outputs/   report · plots
     app/       cli (the `linrec` command) · params (profiles) · notebooks (runs the numbered notebooks)
 """

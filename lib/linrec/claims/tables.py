@@ -52,7 +52,7 @@ TABLES: dict[str, TableSpec] = {
         "moves_tested moves_fdr max_jump_fdr direction_changes_fdr moves_tested_ex_first moves_fdr_ex_first "
         "max_jump_fdr_ex_first direction_changes_fdr_ex_first cond_gram_median r2_ex_first_max first_token_blocks "
         "profile_tokens",
-        "per model: the profile's shape (linrec.claims.verdicts.profile_summary), on the profile that judges claim 1 "
+        "per model: the profile's shape (linrec.claims.profile.profile_summary), on the profile that judges claim 1 "
         "(notebook 02's `profile`)",
     ),
     "r2_lin_summary_other": _spec(
@@ -68,7 +68,7 @@ TABLES: dict[str, TableSpec] = {
         "02",
         "model positions kind from_block to_block change p q counts",
         "per model: the moves claim 1 counts on the capture's profile, each with a paired window-bootstrap p and its "
-        "Benjamini–Hochberg q (linrec.claims.verdicts.move_tests)",
+        "Benjamini–Hochberg q (linrec.claims.profile.move_tests)",
     ),
     "r2_replicates": _spec(
         "02",
@@ -80,7 +80,7 @@ TABLES: dict[str, TableSpec] = {
     "r2_replicates_summary": _spec(
         "02",
         "model n_samples samples sd_median sd_max sd_max_block ci_half_width_median n_claim1_passes replication",
-        "per model: R²_lin's between-sample SD per block and claim 1 on each sample (linrec.claims.verdicts."
+        "per model: R²_lin's between-sample SD per block and claim 1 on each sample (linrec.claims.profile."
         "replication_summary)",
     ),
     "r2_curve": _spec(
@@ -139,7 +139,7 @@ TABLES: dict[str, TableSpec] = {
         "detectable_r n_stop_validation n_stop_flattened n_stop_max_epochs seconds_probe_total sweep_rank_min "
         "sweep_gain_median_rank_min sweep_rank_max sweep_gain_median_rank_max",
         "per model and pooled: the probe's gain, its correlation with 1 − R²_lin and the power of that test "
-        "(linrec.claims.verdicts.probe_summary)",
+        "(linrec.claims.probe.probe_summary)",
     ),
     "pitfall_summary": _spec(
         "03",
@@ -149,7 +149,7 @@ TABLES: dict[str, TableSpec] = {
         "steps_reach_ill gd_steps_well gd_steps_ill dose_block dose_steps dose_kappa_min dose_kappa_max "
         "dose_short_min dose_short_max dose_rises",
         "per model: claim 7a's shortfall at the practitioner's budget and claim 7b's three measurements of its "
-        "mechanism (linrec.claims.verdicts.pitfall_summary)",
+        "mechanism (linrec.claims.probe.pitfall_summary)",
     ),
     "pitfall_budget": _spec(
         "03",
@@ -180,7 +180,7 @@ TABLES: dict[str, TableSpec] = {
         "n_broadly_linear_ex_first n_outlier_concentrated_ex_first outlier_ex_first_blocks "
         "outlier_blocks first_token_blocks unclassified_blocks outlier_first_blocks first_share_blocks massive_blocks "
         "top1_broadly_linear_blocks max_drop_ex_top8 eff_rank_out_frac_median",
-        "per model: regimes (linrec.claims.verdicts.regime_summary)",
+        "per model: regimes (linrec.claims.regimes.regime_summary)",
     ),
     "spectrum_replicates": _spec(
         "04",
@@ -194,7 +194,7 @@ TABLES: dict[str, TableSpec] = {
         "04",
         "model samples n_samples n_broadly_linear n_outlier_concentrated outlier_blocks outlier_blocks_every_sample "
         "n_claim4_passes replication",
-        "per model: the regimes on each sample of text and claim 4 on each (linrec.claims.verdicts.regime_replication)",
+        "per model: the regimes on each sample of text and claim 4 on each (linrec.claims.regimes.regime_replication)",
     ),
     "training_runs": _spec(
         "08",
@@ -211,7 +211,7 @@ TABLES: dict[str, TableSpec] = {
         "08",
         "kind a b step distance distance_lo distance_hi corr corr_lo corr_hi floor beyond_noise within_noise outcome",
         "per comparison of two profiles: distance with its paired interval against the noise floor "
-        "(linrec.analyses.seeds.comparisons, linrec.claims.verdicts.distance_word)",
+        "(linrec.analyses.seeds.comparisons, linrec.claims.learned.distance_word)",
     ),
     "training_distance_curve": _spec(
         "08",
@@ -228,12 +228,12 @@ TABLES: dict[str, TableSpec] = {
     "training_verdict": _spec(
         "08",
         "word claim2a margin trained_words seed_words data_order_words variant_words",
-        "the seeds experiment's rule (linrec.claims.verdicts.seeds_verdict)",
+        "the seeds experiment's rule (linrec.claims.learned.seeds_verdict)",
     ),
     "spectrum_inputs": _spec(
         "04",
         "model descriptor spearman_rho p",
-        "per model and input descriptor: ρ with R²_lin (linrec.claims.verdicts.input_side)",
+        "per model and input descriptor: ρ with R²_lin (linrec.claims.regimes.input_side)",
     ),
     "corpora": _spec("05", _R2_BLOCK, "per block and corpus: the ceiling"),
     "corpora_agreement": _spec(
@@ -250,7 +250,7 @@ TABLES: dict[str, TableSpec] = {
         "level_range_hi corpus_highest corpus_lowest n_pairs_fdr n_pairs shape_share_ex_first shape_lo_ex_first "
         "shape_hi_ex_first shape_verdict",
         "per model: agreement, and R²_lin's variance split into depth, level and shape with window-bootstrap "
-        "intervals (linrec.claims.verdicts.corpus_verdicts, linrec.analyses.recoverability.corpus_shape_level)",
+        "intervals (linrec.claims.corpora.corpus_verdicts, linrec.analyses.recoverability.corpus_shape_level)",
     ),
     "swap": _spec(
         "06",
@@ -260,7 +260,7 @@ TABLES: dict[str, TableSpec] = {
         "(linrec.analyses.swap.HeldOutSwaps.table)",
     ),
     "swap_params": _spec(
-        "06", "model params_ffn params_linear ffn_over_linear", "per model (linrec.claims.verdicts.swap_params)"
+        "06", "model params_ffn params_linear ffn_over_linear", "per model (linrec.claims.swap.swap_params)"
     ),
     "swap_predictor_values": _spec(
         "06",
@@ -275,19 +275,19 @@ TABLES: dict[str, TableSpec] = {
         "rho_lo_iid rho_hi_iid p outcome partial_rho_depth partial_lo partial_hi partial_lo90 partial_hi90 partial_p "
         "partial_outcome n_middle middle_rho middle_lo middle_hi useful p_holm partial_p_holm",
         "per model and predictor: ρ with held-out ΔPPL, partial ρ given depth, ρ in the middle blocks, with "
-        "moving-block intervals, equivalence outcomes and Holm-adjusted p (linrec.claims.verdicts.swap_predictors)",
+        "moving-block intervals, equivalence outcomes and Holm-adjusted p (linrec.claims.swap.swap_predictors)",
     ),
     "swap_first": _spec(
         "06",
         "model block first_var_share delta_ppl_map delta_lo_map delta_hi_map delta_ppl_ffn delta_lo_ffn "
         "delta_hi_ffn delta_ppl_mean delta_lo_mean delta_hi_mean share_of_cost_at_first",
-        "per first-token block: ΔPPL of each position variant (linrec.claims.verdicts.first_position_effect)",
+        "per first-token block: ΔPPL of each position variant (linrec.claims.swap.first_position_effect)",
     ),
     "swap_safety": _spec(
         "06",
         "model n_blocks n_high_r2 n_high_r2_costly high_r2_costly_blocks n_within_budget within_budget_blocks "
         "delta_ppl_median ppl_base",
-        "per model (linrec.claims.verdicts.swap_safety)",
+        "per model (linrec.claims.swap.swap_safety)",
     ),
     "swap_rank_curve": _spec(
         "06",
@@ -315,7 +315,7 @@ TABLES: dict[str, TableSpec] = {
         "model trained_r2_min trained_r2_max init_r2_min init_r2_max init_r2_spread mean_abs_trained_init "
         "spearman_trained_init init_r2_train_median trained_gap_median init_r2_test_median mean_abs_init_seeds "
         "spearman_init_seeds",
-        "per model (linrec.claims.verdicts.random_init_summary)",
+        "per model (linrec.claims.learned.random_init_summary)",
     ),
     "controls_weight_nulls": _spec(
         "07",
@@ -328,7 +328,7 @@ TABLES: dict[str, TableSpec] = {
         "model block r2_trained n_init init_mean init_sd init_pair_gap z_init p_init n_shuffled shuffled_mean "
         "shuffled_sd shuffled_pair_gap z_shuffled p_shuffled q_init q_shuffled stands_out",
         "per block: the trained FFN against each null ensemble, z-scores, Benjamini–Hochberg q "
-        "(linrec.claims.verdicts.null_blocks)",
+        "(linrec.claims.learned.null_blocks)",
     ),
     "controls_cross_matrix": _spec(
         "07",
@@ -349,7 +349,7 @@ TABLES: dict[str, TableSpec] = {
         "model twin_gap trained_gap twin_degenerate effect_twin noise_twin effect_null noise_null reference effect "
         "noise",
         "per model: claim 2a, the trained profile against the untrained architecture "
-        "(linrec.claims.verdicts.learned_summary)",
+        "(linrec.claims.learned.learned_summary)",
     ),
     "controls_inputs": _spec(
         "07",
@@ -359,7 +359,7 @@ TABLES: dict[str, TableSpec] = {
     "controls_inputs_summary": _spec(
         "07",
         "model r2_own_median r2_gaussian_median n_gaussian_drop r2_next_block_median spearman_own_gaussian",
-        "per model (linrec.claims.verdicts.input_control_summary)",
+        "per model (linrec.claims.learned.input_control_summary)",
     ),
     "controls_cross_feed": _spec(
         "07",

@@ -2,9 +2,9 @@
 
 `build_report(results_dir, figures_dir, out)` reads the results tables the numbered notebooks
 write, through the registry (`linrec.claims.tables`; never the notebooks themselves), so every number
-in the text traces to a results file. Each claim's verdict is decided by its rule in
-`linrec.claims.verdicts` (stated in the report beside it); this module only puts the verdict and the
-numbers it was decided on into words. A table that is missing makes its claim "not testable".
+in the text traces to a results file. Each claim's verdict is decided by its rule in its module of
+`linrec.claims` (`linrec.claims.rules.RULES`, stated in the report beside it); this module only puts the verdict
+and the numbers it was decided on into words. A table that is missing makes its claim "not testable".
 Notebook 08 and `linrec report` call it.
 """
 
@@ -19,12 +19,37 @@ import numpy as np
 import pandas as pd
 
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
-from linrec.analyses.uncertainty import correlation_outcome
+from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, correlation_outcome
 from linrec.base.errors import LinrecError
 from linrec.base.files import find_project_root
-from linrec.claims import verdicts
+from linrec.claims.corpora import claim5 as verdict5
+from linrec.claims.learned import claim2a as verdict2a
+from linrec.claims.learned import claim2b as verdict2b
+from linrec.claims.learned import combine_2a, distance_word, seeds_verdict
+from linrec.claims.probe import claim3 as verdict3
+from linrec.claims.probe import claim7a as verdict7a
+from linrec.claims.probe import claim7b as verdict7b
+from linrec.claims.profile import claim1 as verdict1
+from linrec.claims.profile import claim1_counts
+from linrec.claims.regimes import claim4 as verdict4
+from linrec.claims.rules import (
+    CLAIM2_MIN_EFFECT,
+    CLAIM2_NOISE_FACTOR,
+    CLAIM6_BUDGET,
+    CLAIM7_SHORTFALL,
+    FIRST_TOKEN_SHARE,
+    GAUSSIAN_DROP,
+    MOVES_FDR,
+    NOT_TESTABLE,
+    PAPER_HIGH,
+    PAPER_LOW,
+    RULES,
+    VERDICTS,
+    Verdict,
+)
+from linrec.claims.swap import claim6a as verdict6a
+from linrec.claims.swap import claim6b as verdict6b
 from linrec.claims.tables import TABLES, labelled, load_table, table_path
-from linrec.claims.verdicts import RULES, Verdict
 from linrec.measure.curves import curve_sentence
 
 # (stem, notebook, caption): every figure the report shows, in order
@@ -166,7 +191,7 @@ CLAIMS = {
 class Claim:
     number: int | str  # 1 … 7, claim 6 as "6a" and "6b"
     ours: str  # every number the verdict was decided on, in words (the claim's section)
-    verdict: str  # one of linrec.claims.verdicts.VERDICTS
+    verdict: str  # one of linrec.claims.rules.VERDICTS
     without_first: str = ""  # the verdict on every position but the windows' first ("" where the rule has none)
     headline: str = ""  # the claim table's cell: each model's headline number (≤ CELL_LIMIT characters)
     details: list[str] = field(default_factory=list)  # `ours`, one entry per model (the section's bullets)
@@ -225,7 +250,7 @@ def _robustness(r: Results) -> list[str]:
         'sink of a model that runs without a BOS token), with its own window-bootstrap intervals; "same" where the '
         'verdict does not change, "—" where the check does not apply (for claim 3 the probe and the map are '
         "refitted on the stored rows at positions ≥ 1). *No effect* (claims 3 and 6b) needs an equivalence test: a "
-        f"90 % interval inside ±{verdicts.EQUIVALENCE_MARGIN}; an interval that neither excludes 0 nor fits inside "
+        f"90 % interval inside ±{EQUIVALENCE_MARGIN}; an interval that neither excludes 0 nor fits inside "
         "the margin is inconclusive, which counts as not testable at this power. Correlations across blocks resample "
         "runs of adjacent blocks (moving-block bootstrap); the screened predictors of 6b are Holm-corrected, and the "
         "counted block–corpus differences of claim 5 are held to a 5 % false-discovery rate.",
@@ -301,8 +326,8 @@ def _fresh_text(r: Results) -> dict:
 
 
 def tally_line(cl: list[Claim]) -> str:
-    """One line counting the verdicts, in the order of `linrec.claims.verdicts.VERDICTS`."""
-    counts = [(w, sum(c.verdict == w for c in cl)) for w in verdicts.VERDICTS]
+    """One line counting the verdicts, in the order of `linrec.claims.rules.VERDICTS`."""
+    counts = [(w, sum(c.verdict == w for c in cl)) for w in VERDICTS]
     return f"**Does the paper hold?** Of {len(cl)} checks: " + ", ".join(f"{k} {w}" for w, k in counts if k) + "."
 
 
@@ -428,7 +453,7 @@ def _untestable(n: int | str, v: Verdict) -> Claim:
     return Claim(n, v.reason, v.verdict, headline=v.reason, details=[v.reason])
 
 
-# ---- one sentence per claim: what the verdict was decided on (linrec.claims.verdicts), in words ----------------------
+# ---- one sentence per claim: what the verdict was decided on (linrec.claims), in words -----------------------------
 CELL_LIMIT = 200  # characters in a claim table cell
 
 
@@ -438,18 +463,18 @@ def _head(what: str, per_model: list[str]) -> str:
 
 
 def claim1_jump(e: dict) -> float:
-    return verdicts.claim1_counts(e, "")[0]
+    return claim1_counts(e, "")[0]
 
 
 def claim1(r: Results) -> Claim:
-    v = verdicts.claim1(r.get("r2_lin_summary"))
+    v = verdict1(r.get("r2_lin_summary"))
     if not v.evidence:
         return _untestable(1, v)
     parts = []
     for e in v.evidence:
-        jump, turns = verdicts.claim1_counts(e, "")
+        jump, turns = claim1_counts(e, "")
         fdr = (
-            f" that survive a false-discovery rate of {verdicts.MOVES_FDR:g} ({int(e['moves_fdr'])} of "
+            f" that survive a false-discovery rate of {MOVES_FDR:g} ({int(e['moves_fdr'])} of "
             f"{int(e['moves_tested'])} moves)"
             if np.isfinite(e.get("moves_fdr", np.nan))
             else ""
@@ -459,11 +484,11 @@ def claim1(r: Results) -> Claim:
             f"the largest adjacent jump is {_f(jump)} and the profile turns {int(turns)} times over "
             f"{int(e['n_blocks'])} blocks (as seen, without the intervals: {_f(e['max_adjacent_jump'])}, "
             f"{int(e['direction_changes'])} turns); as extreme as the "
-            f"paper (> {verdicts.PAPER_HIGH} next to < {verdicts.PAPER_LOW}): "
+            f"paper (> {PAPER_HIGH} next to < {PAPER_LOW}): "
             f"{'yes' if e.get('as_extreme_as_paper') else 'no'}"
         )
         if e.get("passes_ex_first") is not None:
-            jump1, turns1 = verdicts.claim1_counts(e, "_ex_first")
+            jump1, turns1 = claim1_counts(e, "_ex_first")
             text += (
                 f"; without position 0: {_f(e['r2_ex_first_min'])} to {_f(e['r2_ex_first_max'])}, largest jump "
                 f"{_f(jump1)}, {int(turns1)} turns "
@@ -471,7 +496,7 @@ def claim1(r: Results) -> Claim:
             )
         if e["first_token_blocks"]:
             text += (
-                f" (blocks {_listed(e['first_token_blocks'])}: ≥ {verdicts.FIRST_TOKEN_SHARE * 100:.0f} % of the "
+                f" (blocks {_listed(e['first_token_blocks'])}: ≥ {FIRST_TOKEN_SHARE * 100:.0f} % of the "
                 f"output variance on the first token; without it, max R²_lin {_f(e['r2_ex_first_max'])})"
             )
         parts.append(text)
@@ -482,7 +507,7 @@ def claim1(r: Results) -> Claim:
         details.insert(0, f"Judged on the profile at {v.evidence[0]['profile_tokens']:.0f} train tokens.")
     other = r.get("r2_lin_summary_other")
     if other is not None and not other.empty:
-        o = verdicts.claim1(other)
+        o = verdict1(other)
         extra = f"The same rule on the profile at {other['profile_tokens'].iloc[0]:.0f} train tokens: {o.verdict}"
         text += ". " + extra
         details.append(extra)
@@ -495,7 +520,7 @@ def claim1(r: Results) -> Claim:
         "span, largest resolved jump, turns",
         [
             f"{e['model']} {_f(e['r2_min'], 2)}–{_f(e['r2_max'], 2)}, {_f(claim1_jump(e), 2)}, "
-            f"{int(verdicts.claim1_counts(e, '')[1])}"
+            f"{int(claim1_counts(e, '')[1])}"
             for e in v.evidence
         ],
     )
@@ -508,13 +533,13 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     comp, where = _replicated(r, "training_comparisons", "training")
     if comp is None:
         return None
-    v = verdicts.seeds_verdict(comp)
+    v = seeds_verdict(comp)
     runs_table, _ = _replicated(r, "training_runs", "training")
 
     def kind(k: str) -> str:
         t = comp[comp["kind"] == k]
         return "; ".join(
-            f"{a} vs {b} {_f(d)} {_ci(lo, hi, 3)} (floor {_f(fl)}, {verdicts.distance_word(e)})"
+            f"{a} vs {b} {_f(d)} {_ci(lo, hi, 3)} (floor {_f(fl)}, {distance_word(e)})"
             for a, b, d, lo, hi, fl, e in zip(t["a"], t["b"], t["distance"], t["distance_lo"], t["distance_hi"],
                                               t["floor"], t.to_dict("records"))
         ) or "not run"  # fmt: skip
@@ -549,7 +574,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
             factor = f" {_f(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
         seed_pairs = comp_long[comp_long["kind"] == "seed"]
         longer = (
-            f". Trained{factor} longer (`params/training_long.yaml`): {verdicts.seeds_verdict(comp_long)['word']}; "
+            f". Trained{factor} longer (`params/training_long.yaml`): {seeds_verdict(comp_long)['word']}; "
             "init seed against init seed "
             + "; ".join(f"{a} vs {b} {_f(d)} {_ci(lo, hi, 3)}" for a, b, d, lo, hi in
                         zip(seed_pairs["a"], seed_pairs["b"], seed_pairs["distance"], seed_pairs["distance_lo"],
@@ -571,13 +596,13 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
 
 
 def claim2a(r: Results) -> Claim:
-    v = verdicts.claim2a(r.get("controls_learned"))
+    v = verdict2a(r.get("controls_learned"))
     seeds = _seeds_part(r)
     if not v.evidence and seeds is None:
         return _untestable("2a", v)
     if not v.evidence:
         text, words, verdict = seeds
-        return Claim("2a", text, verdicts.combine_2a(v.verdict, verdict), "", words, [text])
+        return Claim("2a", text, combine_2a(v.verdict, verdict), "", words, [text])
     parts = []
     for e in v.evidence:
         twin = "degenerate" if e["twin_degenerate"] else "a valid reference"
@@ -585,7 +610,7 @@ def claim2a(r: Results) -> Claim:
             f"{e['model']}: {e['outcome'] or 'not measured'}; the random-init twin is {twin} (train − held-out gap "
             f"{_f(e['twin_gap'], 2)} vs {_f(e['trained_gap'], 2)} trained), so the reference is the "
             f"{e['reference']}: mean |trained − untrained| {_f(e['effect'])} per block vs {_f(e['noise'])} between "
-            f"untrained draws (needs > {verdicts.CLAIM2_NOISE_FACTOR:g}× that and ≥ {verdicts.CLAIM2_MIN_EFFECT})"
+            f"untrained draws (needs > {CLAIM2_NOISE_FACTOR:g}× that and ≥ {CLAIM2_MIN_EFFECT})"
         )
     note = ". The paper's own comparison (GPT-2 vs Pythia-160m) needs the hub: `params/paper.yaml`"
     head = _head(
@@ -596,12 +621,12 @@ def claim2a(r: Results) -> Claim:
     if seeds is not None:
         parts.append(seeds[0])
         head += f"; {seeds[1]}"
-        verdict = verdicts.combine_2a(v.verdict, seeds[2])
+        verdict = combine_2a(v.verdict, seeds[2])
     return Claim("2a", "; ".join(parts) + note, verdict, "", head, [*parts, note.removeprefix(". ")])
 
 
 def claim2b(r: Results) -> Claim:
-    v = verdicts.claim2b(r.get("controls_decomposition"))
+    v = verdict2b(r.get("controls_decomposition"))
     if not v.evidence:
         return _untestable("2b", v)
     parts = [
@@ -638,7 +663,7 @@ def _outcome(e: dict) -> str:
 
 
 def claim3(r: Results) -> Claim:
-    v = verdicts.claim3(r.get("probe_summary"))
+    v = verdict3(r.get("probe_summary"))
     if not v.evidence:
         return _untestable(3, v)
     parts = []
@@ -650,7 +675,7 @@ def claim3(r: Results) -> Claim:
             f"{_f(e['pearson_r'], 2)}, 95 % CI {_ci(e['ci_lo'], e['ci_hi'])} over runs of "
             f"{_n(e.get('block_length'))} adjacent blocks (as if blocks were independent "
             f"{_ci(e.get('ci_lo_iid'), e.get('ci_hi_iid'))}); 90 % CI {_ci(e.get('ci_lo90'), e.get('ci_hi90'))} "
-            f"against the ±{verdicts.EQUIVALENCE_MARGIN} margin: {_outcome(e)} (|r| ≥ {_f(e['detectable_r'], 2)} "
+            f"against the ±{EQUIVALENCE_MARGIN} margin: {_outcome(e)} (|r| ≥ {_f(e['detectable_r'], 2)} "
             "detectable with 80 % power)"
         )
         if np.isfinite(e.get("sweep_rank_max", np.nan)):
@@ -667,7 +692,7 @@ def claim3(r: Results) -> Claim:
         ],
     )
     ex = r.get("probe_summary_ex_first")
-    v1 = verdicts.claim3(ex) if ex is not None and not ex.empty else None
+    v1 = verdict3(ex) if ex is not None and not ex.empty else None
     if v1 is not None:
         parts.append(
             "without position 0 (probe and map refitted on the rows at positions ≥ 1): "
@@ -681,7 +706,7 @@ def claim3(r: Results) -> Claim:
 
 
 def claim4(r: Results) -> Claim:
-    v = verdicts.claim4(r.get("spectrum_summary"))
+    v = verdict4(r.get("spectrum_summary"))
     if not v.evidence:
         return _untestable(4, v)
     parts = [
@@ -714,7 +739,7 @@ def claim4(r: Results) -> Claim:
 
 
 def claim5(r: Results) -> Claim:
-    v = verdicts.claim5(r.get("corpora_verdict"))
+    v = verdict5(r.get("corpora_verdict"))
     if not v.evidence:
         return _untestable(5, v)
     parts = []
@@ -750,7 +775,7 @@ def claim5(r: Results) -> Claim:
 
 
 def claim6a(r: Results) -> Claim:
-    v = verdicts.claim6a(r.get("swap"), r.get("swap_predictor_values"))
+    v = verdict6a(r.get("swap"), r.get("swap_predictor_values"))
     if not v.evidence:
         return _untestable("6a", v)
     parts = [
@@ -758,7 +783,7 @@ def claim6a(r: Results) -> Claim:
         f"block {e['chosen_block']} (lowest screening ΔPPL, {e['chosen_screening_delta_ppl']:+.2f}) "
         f"costs {e['delta_ppl']:+.2f} held out "
         f"[{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] (base {e['ppl_base']:.2f}): {e['outcome']}; "
-        f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{verdicts.CLAIM6_BUDGET:g}"
+        f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{CLAIM6_BUDGET:g}"
         for e in v.evidence
     ]
     head = _head(
@@ -773,7 +798,7 @@ def claim6a(r: Results) -> Claim:
 
 
 def claim6b(r: Results) -> Claim:
-    v = verdicts.claim6b(r.get("swap_predictors"))
+    v = verdict6b(r.get("swap_predictors"))
     if not v.evidence:
         return _untestable("6b", v)
     parts = []
@@ -790,35 +815,35 @@ def claim6b(r: Results) -> Claim:
             + (f"; with R²_lin without position 0: {e['outcome_ex_first']}" if "outcome_ex_first" in e else "")
         )
     text = "; ".join(parts)
-    if v.verdict == verdicts.NOT_TESTABLE:
+    if v.verdict == NOT_TESTABLE:
         text += f". {v.reason}"
     head = _head(
         "ρ(R²_lin, ΔPPL)",
         [f"{e['model']} {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}]" for e in v.evidence],
     )
-    details = parts + ([v.reason] if v.verdict == verdicts.NOT_TESTABLE else [])
+    details = parts + ([v.reason] if v.verdict == NOT_TESTABLE else [])
     return Claim("6b", text, v.verdict, v.without_first, head, details)
 
 
 def claim7a(r: Results) -> Claim:
-    v = verdicts.claim7a(r.get("pitfall_summary"))
+    v = verdict7a(r.get("pitfall_summary"))
     if not v.evidence:
         return _untestable("7a", v)
     parts = [
         f"{e['model']}: at {int(e['budget_steps'])} steps (5 epochs), the better of Adam and SGD is "
-        f"> {verdicts.CLAIM7_SHORTFALL} short on {int(e['n_short'])} of {int(e['n_blocks'])} blocks (median "
+        f"> {CLAIM7_SHORTFALL} short on {int(e['n_short'])} of {int(e['n_blocks'])} blocks (median "
         f"{_f(e['shortfall_median'])}, up to {_f(e['shortfall_max'])}; Adam alone {_f(e['adam_shortfall_median'])})"
         for e in v.evidence
     ]
     head = _head(
-        f"blocks > {verdicts.CLAIM7_SHORTFALL} short, median shortfall",
+        f"blocks > {CLAIM7_SHORTFALL} short, median shortfall",
         [f"{e['model']} {int(e['n_short'])} of {int(e['n_blocks'])}, {_f(e['shortfall_median'])}" for e in v.evidence],
     )
     return Claim("7a", "; ".join(parts), v.verdict, "", head, parts)
 
 
 def claim7b(r: Results) -> Claim:
-    v = verdicts.claim7b(r.get("pitfall_summary"))
+    v = verdict7b(r.get("pitfall_summary"))
     if not v.evidence or all(e.get("mechanism") is None for e in v.evidence):
         return _untestable("7b", v)
 
@@ -1080,8 +1105,8 @@ def build_report(
 # ---- the findings notebooks 06 and 07 print and the report quotes (`swap_verdict`, `controls_verdict`) ------------
 def swap_findings(v6a: Verdict, v6b: Verdict, first: pd.DataFrame | None, greedy: pd.DataFrame | None) -> list[str]:
     """Notebook 06's findings, one sentence each: claim 6a's chosen block and the blocks within budget, claim 6b's
-    correlations and the screened predictor that survives Holm's correction (`verdicts.best_predictors`), the
-    first-position variants (`verdicts.first_position_effect`) and the greedy multi-block swaps."""
+    correlations and the screened predictor that survives Holm's correction (`linrec.claims.swap.best_predictors`), the
+    first-position variants (`linrec.claims.swap.first_position_effect`) and the greedy multi-block swaps."""
     lines = []
     for e in v6a.evidence:
         lines.append(
@@ -1091,7 +1116,7 @@ def swap_findings(v6a: Verdict, v6b: Verdict, first: pd.DataFrame | None, greedy
             f"(95 % CI [{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}], "
             f"base {e['ppl_base']:.2f}): claim 6a {e['outcome']}. "
             f"{e['n_within_budget']} of {e['n_blocks']} blocks have held-out "
-            f"intervals within +{verdicts.CLAIM6_BUDGET:g}."
+            f"intervals within +{CLAIM6_BUDGET:g}."
         )
     for e in v6b.evidence:
         best = (
@@ -1141,7 +1166,7 @@ def controls_findings(
     v2b: Verdict,
 ) -> list[str]:
     """Notebook 07's findings, one sentence each: trained profiles against their random-init twins, the Gaussian-input
-    control (a block "loses" by more than `verdicts.GAUSSIAN_DROP`), cross feeding, and claims 2a and 2b."""
+    control (a block "loses" by more than `linrec.claims.rules.GAUSSIAN_DROP`), cross feeding, and claims 2a and 2b."""
     lines = []
     for r in [] if init_summary is None else init_summary.to_dict("records"):
         seeds = (
@@ -1162,7 +1187,7 @@ def controls_findings(
             f"{r['model']}: on Gaussian inputs with the captured mean and covariance, the median block's R² is "
             f"{r['r2_gaussian_median']:.3f} (own inputs {r['r2_own_median']:.3f}); "
             f"{int(r['n_gaussian_drop'])} blocks lose "
-            f"more than {verdicts.GAUSSIAN_DROP}."
+            f"more than {GAUSSIAN_DROP}."
         )
     for r in [] if cross_summary is None else cross_summary.to_dict("records"):
         lines.append(

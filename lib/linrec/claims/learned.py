@@ -1,0 +1,269 @@
+"""Claims 2a and 2b (notebooks 07 and 08): the controls (random-init twins, Gaussian inputs, null ensembles) and
+the seeds experiment; whether the profile is learned (`claim2a`, `seeds_verdict`, `combine_2a`) and set by the
+weights rather than the inputs (`claim2b`). `CLAIMS`: every claim's verdict function, in the order of `RULES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from linrec.analyses.uncertainty import benjamini_hochberg
+from linrec.claims.corpora import claim5
+from linrec.claims.probe import claim3, claim7a, claim7b
+from linrec.claims.profile import claim1
+from linrec.claims.regimes import claim4
+from linrec.claims.rules import (
+    CLAIM2_DEGENERATE_GAP,
+    CLAIM2_FDR,
+    CLAIM2_MIN_EFFECT,
+    CLAIM2_NOISE_FACTOR,
+    CLAIM2_STANDOUT_SHARE,
+    GAUSSIAN_DROP,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    PARTLY,
+    REPRODUCED,
+    Verdict,
+    by_share,
+    require,
+    spearman,
+)
+from linrec.claims.swap import claim6a, claim6b
+
+
+# ---- notebook 07: controls -------------------------------------------------------------------------------
+def random_init_summary(profiles: pd.DataFrame, init_seeds: Iterable[int]) -> pd.DataFrame:
+    """Per model: its trained R²_lin profile against its random-init twins (`weights` = "trained" or
+    "random init, seed S"), and the twins against each other."""
+    seeds = list(init_seeds)
+    rows = []
+    for model, p in profiles.groupby("model", sort=False):
+        tr = p[p["weights"] == "trained"].sort_values("block")["r2_lin"].to_numpy()
+        ini = [p[p["weights"] == f"random init, seed {s}"].sort_values("block")["r2_lin"].to_numpy() for s in seeds]
+        init0 = p[p["weights"] == f"random init, seed {seeds[0]}"]
+        row = {
+            "model": model,
+            "trained_r2_min": float(tr.min()),
+            "trained_r2_max": float(tr.max()),
+            "init_r2_min": float(min(i.min() for i in ini)),
+            "init_r2_max": float(max(i.max() for i in ini)),
+            "init_r2_spread": float(np.std(ini[0])),  # across blocks, seed 0: against the seed-to-seed difference
+            "mean_abs_trained_init": float(sum(abs(tr - i).mean() for i in ini) / len(ini)),
+            "spearman_trained_init": spearman(tr, ini[0])[0],
+            "init_r2_train_median": float(init0["r2_train"].median()),
+            "trained_gap_median": float(
+                (p.loc[p["weights"] == "trained", "r2_train"] - p.loc[p["weights"] == "trained", "r2_lin"]).median()
+            ),  # fmt: skip
+            "init_r2_test_median": float(init0["r2_lin"].median()),
+            "mean_abs_init_seeds": float(abs(ini[0] - ini[1]).mean()) if len(ini) > 1 else np.nan,
+            "spearman_init_seeds": spearman(ini[0], ini[1])[0] if len(ini) > 1 else np.nan,
+        }
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def input_control_summary(inputs: pd.DataFrame) -> pd.DataFrame:
+    """Per model: the trained FFNs scored on their own inputs, on Gaussian inputs with the same moments, and on the
+    next block's inputs."""
+    rows = []
+    for model, t in inputs.groupby("model", sort=False):
+        rows.append(
+            {
+                "model": model,
+                "r2_own_median": float(t["r2_own"].median()),
+                "r2_gaussian_median": float(t["r2_gaussian"].median()),
+                "n_gaussian_drop": int((t["r2_gaussian"] < t["r2_own"] - GAUSSIAN_DROP).sum()),
+                "r2_next_block_median": float(t["r2_other_block"].median()),
+                "spearman_own_gaussian": spearman(t["r2_own"], t["r2_gaussian"])[0],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _mean_pair_gap(v: np.ndarray) -> float:
+    """Mean |v_s − v_t| over pairs of draws s ≠ t (NaN with fewer than two)."""
+    v = np.asarray(v, float)
+    if len(v) < 2:
+        return np.nan
+    return float(np.abs(v[:, None] - v[None, :]).sum() / (len(v) * (len(v) - 1)))
+
+
+def null_blocks(nulls: pd.DataFrame) -> pd.DataFrame:
+    """Per block (`linrec.analyses.controls.inputs_or_weights`' `nulls`): the trained FFN's R² against each null
+    ensemble on
+    the same rows. z = (trained − mean) / sd; p from the prediction interval of a new draw (t with k − 1 degrees of
+    freedom, (trained − mean) / (sd √(1 + 1/k)), two-sided, assuming the null draws are normal); q: Benjamini–Hochberg
+    over the model's blocks, per null. A block `stands_out` when q < CLAIM2_FDR for both nulls."""
+    require(nulls, ["model", "block", "ffn", "draw", "r2"], "null_blocks")
+    rows = []
+    for (model, block), t in nulls.groupby(["model", "block"], sort=False):
+        row = {"model": model, "block": int(block), "r2_trained": float(t.loc[t["ffn"] == "trained", "r2"].iloc[0])}
+        for kind, name in (("random init", "init"), ("shuffled", "shuffled")):
+            v = t.loc[t["ffn"] == kind, "r2"].to_numpy(float)
+            k, m = len(v), float(np.mean(v)) if len(v) else np.nan
+            sd = float(np.std(v, ddof=1)) if k > 1 else np.nan
+            diff = row["r2_trained"] - m
+            z = p = np.nan
+            if k > 1 and sd > 0:
+                z = diff / sd
+                p = float(2 * stats.t.sf(abs(diff) / (sd * np.sqrt(1 + 1 / k)), k - 1))
+            elif k > 1:  # identical draws: the trained FFN is either one of them or outside all of them
+                z, p = (0.0, 1.0) if diff == 0 else (np.copysign(np.inf, diff), 0.0)
+            row.update({f"n_{name}": k, f"{name}_mean": m, f"{name}_sd": sd, f"{name}_pair_gap": _mean_pair_gap(v),
+                        f"z_{name}": z, f"p_{name}": p})  # fmt: skip
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    for name in ("init", "shuffled"):
+        out[f"q_{name}"] = np.nan
+        for _, idx in out.groupby("model", sort=False).groups.items():
+            out.loc[idx, f"q_{name}"] = benjamini_hochberg(out.loc[idx, f"p_{name}"].to_numpy(float))
+    out["stands_out"] = (out["q_init"] < CLAIM2_FDR) & (out["q_shuffled"] < CLAIM2_FDR)
+    return out
+
+
+def learned_summary(init_summary: pd.DataFrame, blocks: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Claim 2a per model: the trained profile against the untrained architecture.
+
+    Two references, each with its own noise: the random-init twin on its own inputs (`effect_twin` = mean |trained −
+    init| over blocks and seeds, `noise_twin` = mean |seed − seed|, from `random_init_summary`), and the random-init
+    FFN ensemble on the trained inputs (`effect_null` = mean over blocks of |trained − the ensemble's mean|,
+    `noise_null` = mean over blocks of the mean |draw − draw|, from `null_blocks`). The twin is `twin_degenerate`
+    when its median train − held-out gap exceeds the trained model's by more than CLAIM2_DEGENERATE_GAP; the
+    verdict's reference is then the null ensemble."""
+    rows = []
+    by_model = {} if blocks is None else {m: t for m, t in blocks.groupby("model", sort=False)}
+    for r in init_summary.to_dict("records"):
+        twin_gap = r["init_r2_train_median"] - r["init_r2_test_median"]
+        trained_gap = r.get("trained_gap_median", np.nan)
+        b = by_model.get(r["model"])
+        effect_null = noise_null = np.nan
+        if b is not None and (b["n_init"] > 1).all():
+            effect_null = float((b["r2_trained"] - b["init_mean"]).abs().mean())
+            noise_null = float(b["init_pair_gap"].mean())
+        degenerate = bool(np.isfinite(trained_gap) and twin_gap - trained_gap > CLAIM2_DEGENERATE_GAP)
+        rows.append(
+            {
+                "model": r["model"],
+                "twin_gap": float(twin_gap),
+                "trained_gap": float(trained_gap),
+                "twin_degenerate": degenerate,
+                "effect_twin": float(r["mean_abs_trained_init"]),
+                "noise_twin": float(r["mean_abs_init_seeds"]),
+                "effect_null": effect_null,
+                "noise_null": noise_null,
+                "reference": "random-init FFNs on the trained inputs" if degenerate else "random-init twin",
+                "effect": effect_null if degenerate else float(r["mean_abs_trained_init"]),
+                "noise": noise_null if degenerate else float(r["mean_abs_init_seeds"]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def learned_word(row: Mapping) -> str | None:
+    """Claim 2a for one model (RULES["2a"]): "learned" if the effect exceeds CLAIM2_NOISE_FACTOR × the noise and
+    CLAIM2_MIN_EFFECT, "not learned" otherwise; None where the reference was not measured."""
+    effect, noise = row.get("effect", np.nan), row.get("noise", np.nan)
+    if not (np.isfinite(effect) and np.isfinite(noise)):
+        return None
+    return "learned" if effect > CLAIM2_NOISE_FACTOR * noise and effect >= CLAIM2_MIN_EFFECT else "not learned"
+
+
+def weights_word(row: Mapping) -> str | None:
+    """Claim 2b for one model (RULES["2b"]) from its decomposition and its count of blocks standing out."""
+    lo, hi = row.get("share_weights_minus_inputs_lo", np.nan), row.get("share_weights_minus_inputs_hi", np.nan)
+    n, k = row.get("n_blocks", np.nan), row.get("n_standout", np.nan)
+    if not all(np.isfinite(v) for v in (lo, hi, n, k)):
+        return None
+    many = k >= CLAIM2_STANDOUT_SHARE * n
+    if lo > 0 and many:
+        return "weights"
+    if hi < 0 and not many:
+        return "inputs"
+    return "undecided"
+
+
+# ---- notebook 08: the seeds experiment ----------------------------------------------------------------------------
+def distance_word(row: Mapping, margin: float = CLAIM2_MIN_EFFECT) -> str:
+    """One comparison of the seeds experiment (`linrec.analyses.seeds.compare`): "differ" if its 95 % lower bound
+    exceeds the
+    noise floor and the distance is at least `margin` (2a's minimum effect); "agree" if its upper bound is below
+    `margin` (an equivalence test with that margin, whatever the floor); otherwise "inconclusive"."""
+    d, lo, hi, floor = (float(row.get(k, np.nan)) for k in ("distance", "distance_lo", "distance_hi", "floor"))
+    if not all(np.isfinite(v) for v in (d, lo, hi, floor)):
+        return "inconclusive"
+    if lo > floor and d >= margin:
+        return "differ"
+    if hi < margin:
+        return "agree"
+    return "inconclusive"
+
+
+def _all(words: list[str], word: str) -> bool:
+    return bool(words) and all(w == word for w in words)
+
+
+def seeds_verdict(comparisons: pd.DataFrame | None) -> dict:
+    """The seeds experiment's rule (RULES["seeds"]) on `linrec.analyses.seeds.comparisons`: each comparison's word
+    (`distance_word`), then "learned" (every trained run differs from its own step 0), "not learned" (every one
+    agrees with it) or "inconclusive"; after "learned", by the seed pairs and the GELU–SwiGLU pairs: "learned,
+    individual to each run" (every seed pair differs), "learned, set by architecture and data" (every seed pair
+    agrees, every variant pair differs), "learned, the same for both variants" (seed and variant pairs all agree) or
+    "learned; seed to seed inconclusive" (SEEDS_RULE). `claim2a`: what that says of the paper's claim 2a ("learned, not
+    architectural"): reproduced for individual or for the same across variants, partly for set by architecture,
+    not reproduced for not learned, not testable otherwise. With each kind's words (`trained_words`, `seed_words`,
+    `data_order_words`, `variant_words`: one per comparison, in order)."""
+    if comparisons is None or comparisons.empty:
+        return {"word": "not run", "claim2a": NOT_TESTABLE}
+    t = comparisons.assign(outcome=[distance_word(r) for r in comparisons.to_dict("records")])
+    words = {k: list(g["outcome"]) for k, g in t.groupby("kind", sort=False)}
+    trained, seeds, variants = (words.get(k, []) for k in ("trained vs init", "seed", "variant"))
+    if _all(trained, "differ"):
+        if _all(seeds, "differ"):
+            word, c2 = "learned, individual to each run", REPRODUCED
+        elif _all(seeds, "agree") and _all(variants, "differ"):
+            word, c2 = "learned, set by architecture and data", PARTLY
+        elif _all(seeds, "agree") and _all(variants, "agree"):
+            word, c2 = "learned, the same for both variants", REPRODUCED
+        else:
+            word, c2 = "learned; seed to seed inconclusive", NOT_TESTABLE
+    elif _all(trained, "agree"):
+        word, c2 = "not learned", NOT_REPRODUCED
+    else:
+        word, c2 = "inconclusive", NOT_TESTABLE
+    out = {"word": word, "claim2a": c2, "margin": CLAIM2_MIN_EFFECT}
+    for k, name in SEEDS_KINDS.items():
+        out[f"{name}_words"] = ", ".join(words.get(k, []))
+    return out
+
+
+SEEDS_KINDS = {"trained vs init": "trained", "seed": "seed", "data order": "data_order", "variant": "variant"}
+
+
+def combine_2a(offline: str, seeds: str) -> str:
+    """Claim 2a's verdict from the offline models' rule and the seeds experiment's: the weaker of the two tested
+    verdicts (reproduced > partly > not reproduced); one alone where the other is not testable."""
+    order = [REPRODUCED, PARTLY, NOT_REPRODUCED]
+    tested = [v for v in (offline, seeds) if v in order]
+    return max(tested, key=order.index) if tested else NOT_TESTABLE
+
+
+def claim2a(learned: pd.DataFrame | None) -> Verdict:
+    if learned is None or learned.empty or "effect" not in learned:
+        return Verdict("2a", NOT_TESTABLE, reason="notebook 07 not run")
+    ev = [{**r, "outcome": learned_word(r)} for r in learned.to_dict("records")]
+    return by_share("2a", ev, "outcome", "learned", "no untrained reference with two or more draws was measured")
+
+
+def claim2b(decomposition: pd.DataFrame | None) -> Verdict:
+    if decomposition is None or decomposition.empty or "share_weights" not in decomposition:
+        return Verdict("2b", NOT_TESTABLE, reason="notebook 07 not run")
+    ev = [{**r, "outcome": weights_word(r)} for r in decomposition.to_dict("records")]
+    return by_share("2b", ev, "outcome", "weights", "no decomposition or null ensemble was measured")
+
+
+# every claim's verdict function, in the order of RULES
+CLAIMS = (claim1, claim2a, claim2b, claim3, claim4, claim5, claim6a, claim6b, claim7a, claim7b)

@@ -1,0 +1,183 @@
+"""The rules every claim is judged by: the verdict words (`VERDICTS`), every threshold as a named constant, `RULES`
+(each claim's rule in words, printed beside its verdict), `Verdict`, `tally` and the helpers the claim modules share.
+
+The claims are the paper's (arXiv 2606.19379; quoted with the paper's numbers in `paper/claims.md`); each is judged
+in the module of its notebook: `profile` (claim 1), `probe` (3, 7a, 7b), `regimes` (4), `corpora` (5), `swap` (6a,
+6b), `learned` (2a, 2b and the seeds experiment). A verdict is "not testable" when the evidence is missing or cannot
+decide. `tests/test_verdicts.py` checks each rule on both sides of each threshold; nothing here formats a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
+from linrec.base.errors import LinrecError
+
+REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "partly reproduced", "not reproduced", "not testable"
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE)
+
+# ---- thresholds (each used by one rule below, and named in RULES) ---------------------------------
+FIRST_TOKEN_SHARE = 0.5  # a block "sits on the first token" when that token holds ≥ this share of its output variance
+FIRST_TOKEN_OVERLAP = (
+    0.2  # notebook 04: an outlier-concentrated block "overlaps" the first-token regime above this share
+)
+CLAIM1_SPAN, CLAIM1_JUMP, CLAIM1_TURNS = 0.5, 0.3, 2
+# the paper's own extremes, "ranging from near-linear (>0.99) to strongly nonlinear (<0.3) between adjacent blocks"
+# (arXiv 2606.19379, abstract; paper/claims.md): a second, stated result beside claim 1's rule
+PAPER_HIGH, PAPER_LOW = 0.99, 0.3
+# claim 1: the moves the rule counts (adjacent blocks with disjoint intervals, and the anchor-to-anchor moves of
+# `disjoint_moves`) are each tested by a paired window bootstrap; only those with a Benjamini–Hochberg q ≤ MOVES_FDR
+# over that family count (many blocks give many chances for two intervals to miss each other by luck)
+MOVES_FDR = 0.05
+CLAIM2_NOISE_FACTOR = 2.0  # "beyond seed noise": more than this multiple of the mean |difference| between two draws
+# 2a's minimum effect: a mean |trained − untrained| of 0.1 per block (10 points of explained variance). Three times the
+# largest shift of a block's held-out R² between two window splits measured on Gemma-3 (0.033, issue 33), so no
+# split artefact reaches it, and a tenth of the scale on which the paper calls profiles "sharply different" (R²_lin
+# from > 0.99 to < 0.3 between neighbouring blocks, claim 1).
+CLAIM2_MIN_EFFECT = 0.1
+# A random-init twin is "degenerate" when its median train − held-out gap exceeds the trained model's by more than
+# this: it memorises its train split (few effectively distinct inputs), so its held-out profile is no reference.
+CLAIM2_DEGENERATE_GAP = 0.1
+CLAIM2_FDR = 0.05  # 2b: a block stands out from a null ensemble at Benjamini–Hochberg q below this, over the blocks
+CLAIM2_STANDOUT_SHARE = 0.5  # 2b: "weights" needs at least this share of blocks standing out from both nulls
+CLAIM3_MAX_GAIN = 0.05
+PREDICTOR_FWER = 0.05  # 6b: a screened predictor is named only if its Holm-adjusted p over the screen is below this
+CLAIM6_BUDGET = 1.0  # perplexity points: claim 6a's budget, and notebook 06's "within budget"
+CLAIM7_SHORTFALL, CLAIM7_SHARE = 0.01, 0.25
+CORPUS_MODEL_RHO, CORPUS_MODEL_RATIO = 0.7, 0.5  # "a property of the model": every pair ρ ≥ 0.7 and corpus/depth < 0.5
+CORPUS_SHAPED_RHO, CORPUS_SHAPED_RATIO = 0.4, 1.0  # "shaped by the corpus": some pair ρ < 0.4, or corpus/depth ≥ 1
+# Claim 5 on shape: the profiles "overlay closely" when the block × corpus interaction (what the corpus changes in the
+# profile's form, beyond shifting it up or down) holds less than a tenth of the variance of R²_lin over blocks and
+# corpora, with the 95 % window-bootstrap interval entirely below that; a shift of the whole profile (the corpus main
+# effect) is reported beside it as the level, and does not decide the claim.
+CLAIM5_SHAPE = 0.1
+SWAP_HIGH_R2 = 0.9  # notebook 06: "high R²_lin" blocks, checked against the +1 budget
+MIDDLE_SHARE = 0.5  # notebook 06: ρ "within the middle blocks" uses the middle half of the stack
+FIRST_VARIANTS = ("map", "ffn", "mean")  # notebook 06's position variants (linrec.inputs.surgery.FIRST_MODES)
+GAUSSIAN_DROP = 0.1  # notebook 07: a block "loses" on Gaussian inputs when its R² falls by more than this
+
+SEEDS_RULE = (
+    "each comparison of two profiles (mean |ΔR²_lin| per block, paired window bootstrap): 'differ' if its 95 % "
+    f"lower bound exceeds the noise floor (the same checkpoint on two halves of the held-out windows) and it is ≥ "
+    f"{CLAIM2_MIN_EFFECT}; 'agree' if its upper bound is < {CLAIM2_MIN_EFFECT}; else inconclusive. Learned if every "
+    "run differs from its own step 0; then individual if every pair of init seeds differs, set by architecture and "
+    "data if the seeds agree and GELU differs from SwiGLU, the same for both variants if all agree; claim 2a "
+    "reproduced for individual or the same for both, partly for set by architecture, not reproduced if not learned"
+)
+RULES = {
+    1: f"reproduced for a model if its profile spans ≥ {CLAIM1_SPAN}, some adjacent blocks with disjoint 95 % "
+    f"intervals differ by ≥ {CLAIM1_JUMP}, and the profile changes direction ≥ {CLAIM1_TURNS} times counting only "
+    "moves between blocks with disjoint intervals; where the moves were tested (paired window bootstrap), only "
+    f"those with a Benjamini–Hochberg q ≤ {MOVES_FDR:g} over the moves counted count; reproduced if every model "
+    "passes, partly if some do",
+    "2a": "per model: 'learned' if the trained profile differs from the untrained architecture by a mean |trained − "
+    f"untrained| per block > {CLAIM2_NOISE_FACTOR:g}× the mean difference between two untrained draws and ≥ "
+    f"{CLAIM2_MIN_EFFECT}; the untrained reference is the random-init twin (its own inputs), or, where the twin is "
+    f"degenerate (its median train − held-out gap exceeds the trained model's by > {CLAIM2_DEGENERATE_GAP}), the "
+    "random-init FFN ensemble on the trained inputs; reproduced if every model is 'learned', partly if some are, not "
+    "reproduced if none is. Where the seeds experiment ran (notebook 08), the verdict is the weaker of this and the "
+    "seeds rule's (SEEDS_RULE)",
+    "2b": "per model, with each block's pre-MLP norm gain folded into its FFN: 'weights' if the 95 % interval of "
+    "(weights' unique share − inputs' unique share) of the additive decomposition R²(FFN i, inputs j) ≈ μ + a_i + b_j "
+    "(what only a, or only b, explains; window bootstrap) lies above 0 "
+    f"and ≥ {CLAIM2_STANDOUT_SHARE:.0%} of blocks stand out from both null ensembles (random-init and shuffled FFNs "
+    f"on the block's inputs, Benjamini–Hochberg q < {CLAIM2_FDR}); 'inputs' if that interval lies below 0 and fewer "
+    "blocks stand out; 'undecided' otherwise; reproduced if every model is 'weights', partly if some are, not "
+    "reproduced if none is",
+    3: f"holds for a model if the median gain of the rank-16 probe is < {CLAIM3_MAX_GAIN} and 'uncorrelated' is shown: "
+    "the 90 % moving-block bootstrap interval of Pearson r(1 − R²_lin, gain) over its blocks lies inside "
+    f"±{EQUIVALENCE_MARGIN} (two one-sided tests at 5 %); fails if the gain is larger or r's 95 % interval excludes 0 "
+    f"without that; not testable for a model whose r is inconclusive (not testable at this power) or whose probe stays "
+    f"≥ {CLAIM3_MAX_GAIN} below the closed-form quadratic on the top-16 input components at the median (not "
+    "converged); reproduced if it holds for every tested model, partly if for some",
+    4: "reproduced if, over all models, blocks of both the broadly linear and the outlier-concentrated regime exist "
+    "(broadly linear: R²_lin ≥ 0.6, not concentrated in a feature or the first token, and the effective rank of the "
+    "map's explained part ≥ 5 % of the output width; outlier-concentrated: R²_lin ≥ 0.6, per-feature median ≥ 0.2 "
+    "below it, the output concentrated in a few features, and the explained part's effective rank < 2, the paper's "
+    "'rank ≈ 1'; linrec.analyses.spectrum.regime)",
+    5: "per model, R²_lin over blocks × corpora split into depth, level (a corpus shifts the whole profile) and "
+    "shape (the block × corpus interaction); 'a property of the model' if the 95 % window-bootstrap interval of the "
+    f"shape share lies below {CLAIM5_SHAPE}, 'shaped by the corpus' if it lies at or above it, else undecided (not "
+    "counted); the level is stated beside it and does not decide; reproduced if every decided model is 'a property "
+    "of the model', partly if some are",
+    "6a": f"holds for a model if the block with the lowest screening ΔPPL (train windows) has a held-out 95 % interval "
+    f"of ΔPPL ≤ +{CLAIM6_BUDGET:g}, fails if the interval is above it; reproduced if it holds for every model, partly "
+    "if for some, not reproduced if it fails for every model, not testable if an interval straddles the budget",
+    "6b": "holds for a model if the 95 % moving-block bootstrap intervals (runs of adjacent blocks) of Spearman "
+    "ρ(R²_lin, held-out ΔPPL) and of the partial ρ with depth (distance to the nearest end) taken out both lie below "
+    f"0 and neither 90 % interval lies inside ±{EQUIVALENCE_MARGIN}; fails if either is shown inside ±"
+    f"{EQUIVALENCE_MARGIN} or shown above 0; otherwise inconclusive (not testable at this power, left out of the "
+    "tally); reproduced if every decided model passes, partly if some do. A screened predictor is named best only "
+    f"if it survives Holm's correction over the screen (adjusted p < {PREDICTOR_FWER})",
+    "7a": f"reproduced if the better trained baseline (Adam or SGD with a practitioner's defaults, 5 epochs of batch "
+    f"256: the budget the verdict names in steps) falls > {CLAIM7_SHORTFALL} below the closed-form ceiling on at "
+    f"least {CLAIM7_SHARE:.0%} of all blocks, else not reproduced",
+    "7b": "per model: 'conditioning' if, on one block re-expressed to κ = 10², 10⁴, 10⁶, 10⁸ (same ceiling), the "
+    f"tuned baselines' shortfall at a fixed budget rises with κ (by > {CLAIM7_SHORTFALL}, never falling by more than "
+    f"{CLAIM7_SHORTFALL / 2:g}) and the 95 % CI of ρ(log κ, shortfall) across blocks lies above 0; else 'budget' if "
+    "the tuned baselines (learning rate chosen on a validation slice of the train rows) come within "
+    "0.01 of the ceiling on every mechanism block within the budget curve's steps; else 'other'; reproduced if "
+    "every model is 'conditioning', partly if some are, not reproduced if none is",
+}
+
+
+@dataclass
+class Verdict:
+    """A claim's verdict and the numbers it was decided on (one dict per model, or one for all)."""
+
+    claim: int | str  # 1 … 7, with claim 6 split into "6a" and "6b"
+    verdict: str
+    evidence: list[dict] = field(default_factory=list)
+    reason: str = ""  # why "not testable"
+    without_first: str = ""  # the same rule on every position but the windows' first ("" where not measured)
+
+    @property
+    def rule(self) -> str:
+        return RULES[self.claim]
+
+
+def tally(passes: Iterable[bool]) -> str:
+    """A claim checked per model: reproduced if every model passes, partly if some do, not reproduced if none."""
+    passes = [bool(p) for p in passes]
+    if not passes:
+        return NOT_TESTABLE
+    return REPRODUCED if all(passes) else PARTLY if any(passes) else NOT_REPRODUCED
+
+
+def blocks(t: pd.DataFrame, mask) -> str:
+    """Block numbers where `mask` holds, space-separated ("" for none): identifiers, not a formatted number."""
+    return " ".join(str(int(b)) for b in t.loc[mask, "block"])
+
+
+def require(t: pd.DataFrame, cols: Iterable[str], what: str) -> None:
+    missing = sorted(set(cols) - set(t.columns))
+    if missing:
+        raise LinrecError(f"{what} needs columns {missing}; give the table the notebook writes")
+
+
+def spearman(a, b) -> tuple[float, float]:
+    """Spearman ρ and its p-value (scipy); NaN for a constant input (an all-inf κ included), without a warning."""
+    if len(np.unique(np.asarray(a, dtype=float))) < 2 or len(np.unique(np.asarray(b, dtype=float))) < 2:
+        return np.nan, np.nan
+    r = stats.spearmanr(a, b)
+    return float(r[0]), float(r[1])
+
+
+def tally_decided(words: list[str], yes: str, undecided: str) -> str:
+    """`tally` over the models whose word is not `undecided`; not testable when none is decided."""
+    decided = [w == yes for w in words if w != undecided]
+    return tally(decided) if decided else NOT_TESTABLE
+
+
+def by_share(claim: str, ev: list[dict], key: str, yes: str, reason: str) -> Verdict:
+    words = [e[key] for e in ev if e[key] is not None]
+    if not words:
+        return Verdict(claim, NOT_TESTABLE, ev, reason=reason)
+    n = sum(w == yes for w in words)
+    return Verdict(claim, REPRODUCED if n == len(words) else PARTLY if n else NOT_REPRODUCED, ev)

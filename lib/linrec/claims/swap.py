@@ -1,0 +1,349 @@
+"""Claims 6a and 6b (notebook 06): a block's FFN swapped for its affine map; whether a cheap swap exists (`claim6a`)
+and whether R²_lin flags it (`swap_predictors`, `flag_outcome`, `claim6b`), with the swap's summaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from linrec.analyses.uncertainty import (
+    EFFECT,
+    INCONCLUSIVE,
+    NO_EFFECT,
+    correlation_outcome,
+    correlation_test,
+    holm,
+)
+from linrec.base.errors import LinrecError
+from linrec.claims.rules import (
+    CLAIM6_BUDGET,
+    FIRST_TOKEN_SHARE,
+    FIRST_VARIANTS,
+    MIDDLE_SHARE,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    PARTLY,
+    PREDICTOR_FWER,
+    REPRODUCED,
+    SWAP_HIGH_R2,
+    Verdict,
+    blocks,
+    require,
+    tally,
+    tally_decided,
+)
+
+
+# ---- notebook 06: the swap -------------------------------------------------------------------------------
+def _map_rows(swap: pd.DataFrame) -> pd.DataFrame:
+    """The swap table's rows of the plain affine swap (`first` = "map", or a table without variants)."""
+    return swap[swap["first"] == "map"] if "first" in swap.columns else swap
+
+
+def swap_params(swap: pd.DataFrame) -> pd.DataFrame:
+    """Per model: parameters of one FFN and of its affine map, and their ratio."""
+    t = (
+        _map_rows(swap)
+        .groupby("model", sort=False)
+        .agg(params_ffn=("params_ffn", "first"), params_linear=("params_linear", "first"))
+    )
+    t["ffn_over_linear"] = t["params_ffn"] / t["params_linear"]
+    return t.reset_index()
+
+
+def swap_safety(swap: pd.DataFrame) -> pd.DataFrame:
+    """Per model: do the high-R²_lin blocks swap within the budget, and how many blocks do at all (held-out ΔPPL
+    whose 95 % interval lies within the budget)."""
+    swap = _map_rows(swap)
+    require(swap, ["model", "block", "r2_lin", "delta_ppl", "delta_hi", "ppl_base"], "swap_safety")
+    rows = []
+    for model, t in swap.groupby("model", sort=False):
+        hi = t["r2_lin"] >= SWAP_HIGH_R2
+        costly = hi & (t["delta_ppl"] > CLAIM6_BUDGET)
+        rows.append(
+            {
+                "model": model,
+                "n_blocks": len(t),
+                "n_high_r2": int(hi.sum()),
+                "n_high_r2_costly": int(costly.sum()),
+                "high_r2_costly_blocks": blocks(t, costly),
+                "n_within_budget": int((t["delta_hi"] <= CLAIM6_BUDGET).sum()),
+                "within_budget_blocks": blocks(t, t["delta_hi"] <= CLAIM6_BUDGET),
+                "delta_ppl_median": float(t["delta_ppl"].median()),
+                "ppl_base": float(t["ppl_base"].iloc[0]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# the candidate predictors of ΔPPL (columns of linrec.analyses.screening.Screening.predictors) and the sign of
+# ρ(predictor, ΔPPL) that means "predicts safe to swap": higher R² and a block further from the ends should go with
+# a smaller ΔPPL
+PREDICTOR_SIGNS = {
+    "depth_from_end": -1,
+    "r2_lin": -1,
+    "r2_ex_first": -1,
+    "mse_out": +1,
+    "err_rel_resid": +1,
+    "err_post_norm_rel_resid": +1,
+    "screening_delta_ppl": +1,
+}
+RUNS_SWAPPED_MODEL = {"screening_delta_ppl"}  # the target itself on other windows: shown, never called a predictor
+
+
+def middle_blocks(n_blocks: int) -> np.ndarray:
+    """The middle half of a stack: blocks at least ⌊L·MIDDLE_SHARE / 2⌋ from either end."""
+    gap = int(n_blocks * (1 - MIDDLE_SHARE) / 2)
+    return np.arange(gap, n_blocks - gap)
+
+
+def swap_predictors(
+    values: pd.DataFrame, swap: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> pd.DataFrame:
+    """Per model and candidate predictor (`values`: `Screening.predictors`' columns, see `PREDICTOR_SIGNS`): Spearman
+    ρ with the held-out ΔPPL of the map swap across blocks, the partial ρ with depth (distance to the nearest end)
+    taken out, and ρ within the middle blocks (`middle_blocks`). Blocks are not independent (neighbours share the
+    residual stream), so each interval is a moving-block bootstrap over adjacent blocks (`block_length`,
+    `linrec.analyses.uncertainty.across_block_length`); the independent-blocks 95 % interval is kept beside it
+    (`rho_lo_iid`, `rho_hi_iid`). `p`, `partial_p`: bootstrap p-values; `p_holm`, `partial_p_holm`: Holm-adjusted over
+    the model's screened predictors (every column but those that run the swapped model), one family for ρ and one
+    for the partial ρ; `outcome`, `partial_outcome`: effect / no effect (|ρ| < EQUIVALENCE_MARGIN shown) /
+    inconclusive. `useful` = sign · ρ (> 0: the predictor points the right way)."""
+    from linrec.analyses.uncertainty import across_block_length, spearman_with_ci
+
+    if level != 0.95:
+        raise LinrecError(f"swap_predictors reports 95 % and 90 % intervals; got level={level}")
+    target = _map_rows(swap)[["model", "block", "delta_ppl"]]
+    joined = values.merge(target, on=["model", "block"], how="inner")
+    rows = []
+    for model, t in joined.groupby("model", sort=False):
+        t = t.sort_values("block")
+        mid = t["block"].isin(middle_blocks(int(t["block"].max()) + 1)).to_numpy()
+        depth = t["depth_from_end"].to_numpy(float)
+        no_partial = {k: np.nan for k in ("rho", "lo", "hi", "lo90", "hi90", "p")} | {"outcome": ""}
+        mid_length = across_block_length(int(mid.sum()))
+        for col, sign in PREDICTOR_SIGNS.items():
+            if col not in t.columns or not np.isfinite(t[col].to_numpy(float)).all():
+                continue
+            a, y = t[col].to_numpy(float), t["delta_ppl"].to_numpy(float)
+            c = correlation_test(a, y, n_boot=n_boot, seed=seed)
+            pc = no_partial if col == "depth_from_end" else correlation_test(
+                a, y, depth, kind="partial", n_boot=n_boot, seed=seed
+            )  # fmt: skip
+            # the middle blocks' ρ is shown with its 95 % interval only: no 90 % or independent-blocks bootstrap
+            mc = dict(zip(("rho", "lo", "hi"), spearman_with_ci(a[mid], y[mid], n_boot, seed, 0.95, mid_length)))
+            rows.append(
+                {
+                    "model": model,
+                    "column": col,
+                    "runs_swapped_model": col in RUNS_SWAPPED_MODEL,
+                    "n_blocks": len(t),
+                    "block_length": c["block_length"],
+                    "spearman_rho": c["rho"],
+                    "rho_lo": c["lo"],
+                    "rho_hi": c["hi"],
+                    "rho_lo90": c["lo90"],
+                    "rho_hi90": c["hi90"],
+                    "rho_lo_iid": c["lo_iid"],
+                    "rho_hi_iid": c["hi_iid"],
+                    "p": c["p"],
+                    "outcome": c["outcome"],
+                    "partial_rho_depth": pc["rho"],
+                    "partial_lo": pc["lo"],
+                    "partial_hi": pc["hi"],
+                    "partial_lo90": pc["lo90"],
+                    "partial_hi90": pc["hi90"],
+                    "partial_p": pc["p"],
+                    "partial_outcome": pc["outcome"],
+                    "n_middle": int(mid.sum()),
+                    "middle_rho": mc["rho"],
+                    "middle_lo": mc["lo"],
+                    "middle_hi": mc["hi"],
+                    "useful": sign * c["rho"],
+                }
+            )
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    out["p_holm"] = out["partial_p_holm"] = np.nan
+    for _, idx in out[~out["runs_swapped_model"]].groupby("model", sort=False).groups.items():
+        out.loc[idx, "p_holm"] = holm(out.loc[idx, "p"].to_numpy(float))
+        out.loc[idx, "partial_p_holm"] = holm(out.loc[idx, "partial_p"].to_numpy(float))
+    return out
+
+
+def best_predictors(predictors: pd.DataFrame) -> pd.DataFrame:
+    """Per model, the screened predictor that points the right way most strongly among those that survive Holm's
+    correction (`p_holm` < PREDICTOR_FWER, sign · ρ > 0), and the same for the partial ρ given depth; "" where none
+    survives, so no predictor is named after the fact from an uncorrected screen."""
+    rows = []
+    for model, p in predictors.groupby("model", sort=False):
+        real = p[~p["runs_swapped_model"]]
+        signs = real["column"].map(PREDICTOR_SIGNS).to_numpy(float)
+        row = {"model": model, "n_screened": len(real)}
+        for key, rho, padj in (("best", "spearman_rho", "p_holm"), ("best_partial", "partial_rho_depth",
+                                                                   "partial_p_holm")):  # fmt: skip
+            useful = signs * real[rho].to_numpy(float)
+            ok = (useful > 0) & (real[padj].to_numpy(float) < PREDICTOR_FWER)
+            if ok.any():
+                r = real.iloc[int(np.flatnonzero(ok)[np.argmax(useful[ok])])]
+                row.update({key: r["column"], f"{key}_rho": float(r[rho]), f"{key}_p_holm": float(r[padj])})
+            else:
+                row.update({key: "", f"{key}_rho": np.nan, f"{key}_p_holm": np.nan})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def first_position_effect(swap: pd.DataFrame, profile: pd.DataFrame) -> pd.DataFrame:
+    """Per model and block that sits on the first token (its `first_var_share` ≥ FIRST_TOKEN_SHARE in the ceiling
+    table `profile`): the held-out ΔPPL of each position variant and the share of the map's cost that keeping the
+    FFN at position 0 removes, (ΔPPL_map − ΔPPL_ffn) / ΔPPL_map."""
+    require(swap, ["model", "block", "first", "delta_ppl", "delta_lo", "delta_hi"], "first_position_effect")
+    wide = swap.pivot_table(
+        index=["model", "block"], columns="first", values=["delta_ppl", "delta_lo", "delta_hi"], sort=False
+    )
+    wide.columns = [f"{v}_{f}" for v, f in wide.columns]
+    wide = wide.reset_index().merge(profile[["model", "block", "first_var_share"]], on=["model", "block"])
+    keep = ["model", "block", "first_var_share"] + [
+        f"{v}_{f}" for f in FIRST_VARIANTS for v in ("delta_ppl", "delta_lo", "delta_hi")
+    ]
+    for col in keep:  # a variant run on no block (none sits on the first token, or it was not asked for): NaN
+        if col not in wide:
+            wide[col] = np.nan
+    out = wide[keep][wide["first_var_share"] >= FIRST_TOKEN_SHARE].copy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["share_of_cost_at_first"] = (out["delta_ppl_map"] - out["delta_ppl_ffn"]) / out["delta_ppl_map"]
+    return out.reset_index(drop=True)
+
+
+def _block_row(t: pd.DataFrame, block: int) -> pd.Series:
+    return t.loc[t["block"] == block].iloc[0]
+
+
+def claim6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdict:
+    """Some block swaps for its affine map within the budget: per model, the block with the lowest screening ΔPPL
+    alone (`values`: `Screening.predictors`) is chosen without the held-out windows, and its held-out 95 % interval
+    decides: within the budget (holds), above it (fails), or across it (undecided)."""
+    if swap is None or values is None:
+        return Verdict("6a", NOT_TESTABLE, reason="notebook 06 not run")
+    swap = _map_rows(swap)
+    require(swap, ["model", "block", "delta_ppl", "delta_lo", "delta_hi", "params_ffn", "params_linear"], "claim 6a")
+    ev, outcome = [], []
+    for model, t in swap.groupby("model", sort=False):
+        v = values[values["model"] == model]
+        chosen = int(v.sort_values(["screening_delta_ppl", "block"]).iloc[0]["block"])
+        r = _block_row(t, chosen)
+        word = "holds" if r["delta_hi"] <= CLAIM6_BUDGET else "fails" if r["delta_lo"] > CLAIM6_BUDGET else "undecided"
+        outcome.append(word)
+        best = t.loc[t["delta_ppl"].idxmin()]
+        ev.append(
+            {
+                "model": model,
+                "ffn_over_linear": float(r["params_ffn"] / r["params_linear"]),
+                "chosen_block": chosen,
+                "chosen_screening_delta_ppl": float(_block_row(v, chosen)["screening_delta_ppl"]),
+                "delta_ppl": float(r["delta_ppl"]),
+                "delta_lo": float(r["delta_lo"]),
+                "delta_hi": float(r["delta_hi"]),
+                "outcome": word,
+                "n_within_budget": int((t["delta_hi"] <= CLAIM6_BUDGET).sum()),
+                "n_blocks": len(t),
+                "best_heldout_block": int(best["block"]),
+                "best_heldout_delta_ppl": float(best["delta_ppl"]),
+                "ppl_base": float(r["ppl_base"]) if "ppl_base" in r else np.nan,
+            }
+        )
+    if all(o == "holds" for o in outcome):
+        word = REPRODUCED
+    elif any(o == "holds" for o in outcome):
+        word = PARTLY
+    elif all(o == "fails" for o in outcome):
+        word = NOT_REPRODUCED
+    else:
+        return Verdict("6a", NOT_TESTABLE, ev, reason="the held-out intervals straddle the budget")
+    return Verdict("6a", word, ev)
+
+
+def flag_outcome(row: Mapping) -> str:
+    """Claim 6b for one model from its R²_lin row of `swap_predictors`: "flags" if ρ(R²_lin, ΔPPL) and the partial ρ
+    with depth taken out both show an effect below 0 (95 % moving-block intervals below 0, and neither within the
+    equivalence margin); "no flag" if either is shown smaller than the margin, or shown on the wrong side of 0 (a
+    decided failure); "inconclusive" otherwise."""
+    outcomes = (
+        correlation_outcome(row["rho_lo"], row["rho_hi"], row["rho_lo90"], row["rho_hi90"]),
+        correlation_outcome(row["partial_lo"], row["partial_hi"], row["partial_lo90"], row["partial_hi90"]),
+    )
+    sides = (row["spearman_rho"], row["partial_rho_depth"])
+    if all(o == EFFECT for o in outcomes) and all(v < 0 for v in sides):
+        return "flags"
+    if any(o == NO_EFFECT or (o == EFFECT and v > 0) for o, v in zip(outcomes, sides)):
+        return "no flag"
+    return INCONCLUSIVE
+
+
+def claim6b(predictors: pd.DataFrame | None) -> Verdict:
+    """R²_lin flags the safe blocks: per model, `flag_outcome` of its R²_lin row; inconclusive models are left out
+    of the tally (not testable at this power), and a verdict needs at least one decided model."""
+    if predictors is None:
+        return Verdict("6b", NOT_TESTABLE, reason="notebook 06 not run")
+    screened = {"runs_swapped_model", "p_holm", "partial_p_holm"} <= set(predictors.columns)
+    best = best_predictors(predictors).set_index("model") if screened and len(predictors) else pd.DataFrame()
+    ev, ok = [], []
+    for model, p in predictors.groupby("model", sort=False):
+        rows = p[p["column"] == "r2_lin"]
+        if rows.empty:
+            continue
+        r = rows.iloc[0]
+        outcome = flag_outcome(r)
+        if outcome != INCONCLUSIVE:
+            ok.append(outcome == "flags")
+        depth = p[p["column"] == "depth_from_end"]
+        b = best.loc[model] if model in best.index else {}
+        ev.append(
+            {
+                "model": model,
+                **{
+                    k: float(r.get(k, np.nan))
+                    for k in (
+                        "spearman_rho",
+                        "rho_lo",
+                        "rho_hi",
+                        "rho_lo90",
+                        "rho_hi90",
+                        "rho_lo_iid",
+                        "rho_hi_iid",
+                        "partial_rho_depth",
+                        "partial_lo",
+                        "partial_hi",
+                        "partial_lo90",
+                        "partial_hi90",
+                        "middle_rho",
+                        "p_holm",
+                    )
+                },  # fmt: skip
+                "block_length": int(r["block_length"]),
+                "depth_rho": float(depth["spearman_rho"].iloc[0]) if len(depth) else np.nan,
+                "outcome": outcome,
+                "passes": None if outcome == INCONCLUSIVE else outcome == "flags",
+                "best": b.get("best", ""),
+                "best_rho": b.get("best_rho", np.nan),
+                "best_partial": b.get("best_partial", ""),
+                "best_partial_rho": b.get("best_partial_rho", np.nan),
+            }
+        )
+    if not ev:
+        return Verdict("6b", NOT_TESTABLE, reason="no R²_lin predictor row")
+    ex = predictors[predictors["column"] == "r2_ex_first"]
+    word1 = ""
+    if ex["model"].nunique() == len(ev):  # the same rule on R²_lin without the first position
+        outcomes = {r["model"]: flag_outcome(r) for r in ex.to_dict("records")}
+        for e in ev:
+            e["outcome_ex_first"] = outcomes[e["model"]]
+        word1 = tally_decided(list(outcomes.values()), "flags", INCONCLUSIVE)
+    if not ok:
+        return Verdict("6b", NOT_TESTABLE, ev, reason="not testable at this power: every model is inconclusive",
+                       without_first=word1)  # fmt: skip
+    return Verdict("6b", tally(ok), ev, without_first=word1)
