@@ -60,6 +60,7 @@ figures_dir = "figures"  # fig2_r2_lin.png / .pdf, fig2c_learning_curves.png / .
 import pandas as pd
 from IPython.display import display
 
+from linrec.analyses.large_n import curve_overview, curve_sentence, curve_summary, curve_table, with_profile
 from linrec.analyses.recoverability import ceiling_table, profile_draws
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
@@ -67,7 +68,7 @@ from linrec.claims.profile import claim1, move_tests, profile_summary, replicati
 from linrec.claims.rules import FIRST_TOKEN_SHARE, RULES
 from linrec.claims.tables import labelled, load_table, save_table
 from linrec.measure.capture import get_capture, replicate_captures
-from linrec.measure.curves import curve_overview, curve_sentence, curve_summary, curve_table, get_curve, with_profile
+from linrec.measure.curves import get_curve
 from linrec.outputs.plots import fig2_r2_lin, fig2c_learning_curves
 
 root = project_root()
@@ -122,7 +123,16 @@ table[cols].style.format(fmt | {"cond_gram": "{:.1e}", "cond_scaled": "{:.1e}"})
 # %%
 if curve_train_tokens:
     curves = [
-        get_curve(m, corpus, seq_len, curve_train_tokens, curve_test_tokens, range(curve_seeds), batch_size, device)
+        get_curve(
+            m,
+            corpus=corpus,
+            seq_len=seq_len,
+            train_tokens=curve_train_tokens,
+            test_tokens=curve_test_tokens,
+            seeds=range(curve_seeds),
+            batch_size=batch_size,
+            device=device,
+        )
         for m in models
     ]
     curve = pd.concat([curve_summary(c, seed=seed) for c in curves], ignore_index=True)

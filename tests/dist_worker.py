@@ -12,7 +12,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from helpers import make_tiny_model, tiny_tokenizer, tiny_windows  # noqa: E402
 from linrec.inputs.hf import LoadedModel  # noqa: E402
-from linrec.measure.capture import CaptureConfig, run_capture  # noqa: E402
+from linrec.measure.capture import run_capture
+from linrec.measure.config import CaptureConfig  # noqa: E402
 from linrec.stats.distributed import init_from_env, world  # noqa: E402
 
 out_dir = Path(sys.argv[1])

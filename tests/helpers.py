@@ -40,7 +40,14 @@ def tiny_windows(tok, tokens: int = 4096, seq_len: int = 32):
     from linrec.inputs.corpora import make_windows
 
     return make_windows(
-        [tiny_text(6000, 0), tiny_text(6000, 1)], tok, seq_len=seq_len, tokens=tokens, seed=0, corpus="t", identity="t"
+        [tiny_text(6000, 0), tiny_text(6000, 1)],
+        tok,
+        seq_len=seq_len,
+        tokens=tokens,
+        seed=0,
+        test_frac=0.2,
+        corpus="t",
+        identity="t",
     )
 
 

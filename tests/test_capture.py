@@ -13,7 +13,9 @@ from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites
 from linrec.measure import capture as cap_mod
-from linrec.measure.capture import CAPTURE_VERSION, CaptureConfig, get_capture, get_captures, run_capture
+from linrec.measure import plan as plan_mod
+from linrec.measure.capture import get_capture, get_captures, run_capture
+from linrec.measure.config import CAPTURE_VERSION, CaptureConfig
 from linrec.stats.ceiling import fit_affine, r2_rows, score
 from linrec.stats.heldout import bootstrap_r2
 
@@ -489,7 +491,7 @@ def test_block_groups_equal_one_pass_bit_for_bit(tiny_model, tmp_path, kind, per
 
 def test_memory_plan_is_what_a_capture_holds(tiny_model, tmp_path):
     """Each column of `memory_plan` equals the bytes of the tensors and files a finished capture holds."""
-    from linrec.measure.capture import memory_plan
+    from linrec.measure.plan import memory_plan
 
     model, tok = tiny_model("gemma3_text"), tiny_tokenizer()
     w = tiny_windows(tok, tokens=2048)
@@ -513,7 +515,7 @@ def test_memory_plan_is_what_a_capture_holds(tiny_model, tmp_path):
 def test_statistics_that_cannot_fit_are_refused_before_any_pass(tiny_model, monkeypatch):
     model, tok = tiny_model("llama"), tiny_tokenizer()
     w = tiny_windows(tok, tokens=1024)
-    monkeypatch.setattr(cap_mod, "_free_bytes", lambda device: 1000)
+    monkeypatch.setattr(plan_mod, "free_bytes", lambda device: 1000)
     monkeypatch.setattr(cap_mod, "HeldOutSums", None)  # built after the check: reaching it would be a TypeError
     with pytest.raises(LinrecError, match="does not fit; run on a machine with more memory") as err:
         run_capture(_loaded(model, tok), w, CaptureConfig("t", sample_rows=0), None, progress=False)
@@ -612,7 +614,7 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
     from linrec.measure.curves import get_curve
 
     cap = get_capture(**saved_tiny)
-    curve = get_curve(saved_tiny["model"], saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
+    curve = get_curve(saved_tiny["model"], corpus=saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
                       test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
     entries = {e.kind: e for e in cache_entries()}
     assert entries["curve"].path == curve.path and entries["capture"].path == cap.path
@@ -625,7 +627,7 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
     (curve.path).mkdir()  # a curve entry without its meta.json: warned and recomputed
     (curve.path / "curve.npz").write_bytes(b"x")
     caplog.clear()
-    again = get_curve(saved_tiny["model"], saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
+    again = get_curve(saved_tiny["model"], corpus=saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
                       test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
     assert not again.cached and "meta.json is missing" in caplog.text
 

@@ -8,20 +8,11 @@ import pytest
 import torch
 
 from helpers import tiny_tokenizer
+from linrec.analyses.large_n import curve_summary, curve_table, large_n_fit, large_n_profile
 from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites
-from linrec.measure.curves import (
-    CurveAccumulator,
-    CurveConfig,
-    curve_summary,
-    curve_table,
-    get_curve,
-    large_n_fit,
-    large_n_profile,
-    run_curve,
-    split_plan,
-)
+from linrec.measure.curves import CurveAccumulator, CurveConfig, get_curve, run_curve, split_plan
 
 
 def _feed(acc: CurveAccumulator, X: np.ndarray, Y: np.ndarray, batch: int = 5, seed: int = 0) -> None:
@@ -162,9 +153,9 @@ def test_tiny_llama_curve_equals_lstsq_on_hooked_rows_and_is_cached(tiny_model, 
                 assert abs(r2[s, k, b] - ref) < 1e-8
     # through the cache: computed once, then read back with the same numbers; a damaged entry is recomputed
     monkeypatch.setattr("linrec.measure.curves.load_model", lambda *a, **k: loaded)
-    kw = dict(corpus=corpus, seq_len=16, train_tokens=(1024, 2048, 4096), test_tokens=1024, progress=False)
-    first = get_curve(corpus, **kw)
-    again = get_curve(corpus, **kw)
+    kw = dict(seq_len=16, train_tokens=(1024, 2048, 4096), test_tokens=1024, progress=False)
+    first = get_curve(corpus, corpus=corpus, **kw)
+    again = get_curve(corpus, corpus=corpus, **kw)
     assert not first.cached and again.cached
     np.testing.assert_array_equal(first.r2(), again.r2())
     np.testing.assert_allclose(again.r2(), r2, atol=1e-12)
@@ -172,7 +163,7 @@ def test_tiny_llama_curve_equals_lstsq_on_hooked_rows_and_is_cached(tiny_model, 
     data = bytearray(blob.read_bytes())
     data[len(data) // 2] ^= 0xFF
     blob.write_bytes(bytes(data))
-    assert not get_curve(corpus, **kw).cached
+    assert not get_curve(corpus, corpus=corpus, **kw).cached
 
 
 def test_bad_curve_configs_name_the_fix():

@@ -12,8 +12,10 @@ from helpers import tiny_windows
 from linrec.base.errors import LinrecError
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import find_ffn_sites
-from linrec.measure import capture as cap_mod
-from linrec.measure.capture import CaptureConfig, memory_plan, plan_text, run_capture, site_devices
+from linrec.measure import plan as plan_mod
+from linrec.measure.capture import run_capture
+from linrec.measure.config import CaptureConfig
+from linrec.measure.plan import block_groups, check_fits, memory_plan, plan_text, site_devices
 
 SPLITS = ("train", "test")
 
@@ -81,10 +83,10 @@ def test_the_memory_check_is_per_device(monkeypatch):
     per_block = int(plan["device_total"].iloc[0])
     assert plan["device"].tolist() == ["cuda:0", "cuda:0", "cuda:1", "cuda:1"]
     free = {"cuda:0": 10 * per_block, "cuda:1": int(1.5 * per_block)}
-    monkeypatch.setattr(cap_mod, "_free_bytes", lambda device: free[str(device)])
+    monkeypatch.setattr(plan_mod, "free_bytes", lambda device: free[str(device)])
     text = plan_text(plan)
     assert "on cuda:0 (blocks 0–1)" in text and "on cuda:1 (blocks 2–3)" in text
     with pytest.raises(LinrecError, match="needed at once on cuda:1 does not fit; pass --blocks-per-pass") as err:
-        cap_mod._check_fits(plan, cap_mod._groups(4, None))  # cuda:1 would hold blocks 2 and 3 at once
+        check_fits(plan, block_groups(4, None))  # cuda:1 would hold blocks 2 and 3 at once
     assert "\n" not in str(err.value)
-    cap_mod._check_fits(plan, cap_mod._groups(4, 1))  # one block per pass: cuda:1 holds one block's at a time
+    check_fits(plan, block_groups(4, 1))  # one block per pass: cuda:1 holds one block's at a time

@@ -15,7 +15,8 @@ import pytest
 
 from helpers import make_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
 from linrec.inputs.hf import LoadedModel
-from linrec.measure.capture import CaptureConfig, run_capture
+from linrec.measure.capture import run_capture
+from linrec.measure.config import CaptureConfig
 from linrec.stats.ceiling import fit_affine, score
 from linrec.stats.moments import Moments
 

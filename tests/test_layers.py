@@ -140,3 +140,38 @@ def test_the_checker_finds_a_planted_cycle_a_climb_and_an_undrawn_module(tmp_pat
     (fake / "stats" / "moments.py").write_text("")
     with pytest.raises(AssertionError, match="picture says"):
         test_the_picture_shows_every_folder_and_module()
+
+
+def private_writes(source: str) -> list[tuple[int, str]]:
+    """(line, target) of every assignment to another object's private attribute (`x._name = …`, `x._name += …`,
+    a tuple target holding one, or `setattr(x, "_name", …)`); `self._name` and `cls._name` are an object's own."""
+    out = []
+
+    def targets(node):
+        for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            yield from t.elts if isinstance(t, ast.Tuple) else [t]
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for t in targets(node):
+                if (isinstance(t, ast.Attribute) and t.attr.startswith("_") and not t.attr.startswith("__")
+                        and not (isinstance(t.value, ast.Name) and t.value.id in ("self", "cls"))):  # fmt: skip
+                    out.append((node.lineno, ast.unparse(t)))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            name = node.args[1] if len(node.args) > 1 else None
+            if isinstance(name, ast.Constant) and str(name.value).startswith("_"):
+                out.append((node.lineno, f"setattr(…, {name.value!r})"))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(_modules()))
+def test_no_module_writes_another_objects_private_fields(name):
+    """A module changes another object's state through that object's methods (e.g. `Moments.to`, `Moments.assign`),
+    never by writing its private fields."""
+    found = private_writes(_modules()[name].read_text())
+    assert not found, f"{name}.py writes private fields of other objects: {found}"
+
+
+def test_the_private_write_check_finds_planted_writes():
+    planted = "m.mean, m._M = a, b\ntotal._version += 1\nsetattr(m, '_M', x)\nself._ok = 1\nm.public = 2\n"
+    assert [line for line, _ in private_writes(planted)] == [1, 2, 3]

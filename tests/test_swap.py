@@ -18,7 +18,8 @@ from linrec.inputs.hf import LoadedModel
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import find_ffn_sites
 from linrec.inputs.surgery import AffineFFN, load_swapped, params_linear, save_swapped, swapped
-from linrec.measure.capture import CaptureConfig, run_capture
+from linrec.measure.capture import run_capture
+from linrec.measure.config import CaptureConfig
 from linrec.stats.ceiling import fit_affine, output_directions, reduce_rank, score
 from linrec.stats.moments import Moments, output_sum_squares, remove_rows
 

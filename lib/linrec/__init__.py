@@ -6,9 +6,11 @@ The package's folders are its layers, lowest first; a module imports only from i
     base/      errors · files (manifests, atomic writes) · cache (get-or-compute, list, prune) · threads · progress
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
     inputs/    sites (where each FFN is) · corpora · fetching · hf · models (load any model) · surgery · training
-    measure/   capture (one pass → statistics per block) · curves (R²_lin against train tokens)
+    measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
+               · curves (R²_lin against train tokens)
     analyses/  recoverability · probe · pitfall · spectrum · uncertainty · perplexity · controls · seeds
-               · screening (the swap study's choices, on train windows only) · swap (its held-out ΔPPL)
+               · large_n (learning-curve tables) · screening (the swap study's choices, on train windows only)
+               · swap (its held-out ΔPPL)
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2) · tables
     outputs/   report · plots
     app/       cli (the `linrec` command) · params (profiles) · notebooks (runs the numbered notebooks)

@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 def capture_windows(capture, tokenizer) -> Windows:
     """The windows (and train/test split) `capture` was made from, rebuilt and checked against its record."""
     cfg = capture.config
-    w = load_windows(cfg.corpus, tokenizer, cfg.seq_len, cfg.tokens, cfg.seed, cfg.test_frac)
+    w = load_windows(cfg.corpus, tokenizer, cfg.seq_len, cfg.tokens, cfg.seed, cfg.test_frac, cfg.sample, cfg.bos)
     _check_windows(capture, w)
     return w
 

@@ -60,7 +60,10 @@ def _positive(text: str) -> int:
 
 
 def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
-    """The capture's arguments; `curve` leaves out those a learning curve sets otherwise (its sizes and seeds)."""
+    """The capture's arguments, their defaults `CaptureConfig`'s; `curve` leaves out those a learning curve sets
+    otherwise (its sizes and seeds)."""
+    from linrec.measure.config import CaptureConfig as C
+
     p.add_argument(
         "--model",
         required=True,
@@ -69,28 +72,33 @@ def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
     )
     p.add_argument(
         "--corpus",
-        default="wiki",
-        help="wiki | web | code | wikitext-2 | path to a text file or directory (default: wiki)",
+        default=C.corpus,
+        help=f"wiki | web | code | wikitext-2 | path to a text file or directory (default: {C.corpus})",
     )
-    p.add_argument("--seq-len", type=_positive, default=128, help="window length in tokens (default: 128)")
+    p.add_argument(
+        "--seq-len", type=_positive, default=C.seq_len, help=f"window length in tokens (default: {C.seq_len})"
+    )
     if not curve:
-        p.add_argument("--tokens", type=_positive, default=20_480, help="token budget (default: 20480)")
+        p.add_argument("--tokens", type=_positive, default=C.tokens, help=f"token budget (default: {C.tokens})")
         p.add_argument(
-            "--seed", type=_non_negative, default=0, help="seed of the train/test split and row sample (default: 0)"
+            "--seed",
+            type=_non_negative,
+            default=C.seed,
+            help=f"seed of the train/test split and row sample (default: {C.seed})",
         )
         p.add_argument(
             "--sample",
             type=_non_negative,
-            default=0,
+            default=C.sample,
             help="which disjoint stretch of --tokens tokens of the corpus to read: 0 the first, 1 the next, … "
-            "(fresh text for a replication; default: 0)",
+            f"(fresh text for a replication; default: {C.sample})",
         )
         p.add_argument(
             "--bos",
-            default="auto",
+            default=C.bos,
             choices=["auto", "yes", "no"],
             help="start every window with the BOS token: as the tokenizer does (auto), always (yes) or never (no); "
-            "moves the attention sink of a model that runs without one (default: auto)",
+            f"moves the attention sink of a model that runs without one (default: {C.bos})",
         )
     p.add_argument(
         "--batch-size",
@@ -114,9 +122,9 @@ def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
         )
         p.add_argument(
             "--dtype",
-            default="float32",
+            default=C.dtype,
             choices=["float32", "bfloat16", "float16"],
-            help="the model's dtype; statistics stay float64 (default: float32)",
+            help=f"the model's dtype; statistics stay float64 (default: {C.dtype})",
         )
         p.add_argument(
             "--fast",
@@ -128,9 +136,9 @@ def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
         p.add_argument(
             "--sample-rows",
             type=_non_negative,
-            default=10_240,
-            help="raw (x, y) rows kept per block on disk for the probes (default: 10240, as params/default.yaml, "
-            "so a capture made by make figures is reused; 0: statistics only)",
+            default=C.sample_rows,
+            help=f"raw (x, y) rows kept per block on disk for the probes (default: {C.sample_rows}, as "
+            "make figures keeps, so its captures are reused; 0: statistics only)",
         )
         p.add_argument(
             "--blocks-per-pass",
@@ -148,9 +156,9 @@ def _capture(args, loaded=None):
     return get_capture(
         args.model,
         args.corpus,
-        args.seq_len,
-        args.tokens,
-        args.seed,
+        seq_len=args.seq_len,
+        tokens=args.tokens,
+        seed=args.seed,
         sample_rows=args.sample_rows,
         batch_size=args.batch_size,
         device=args.device,
@@ -202,7 +210,7 @@ def _preflight(args) -> None:
 
         check_save_target(args.save)
     if hasattr(args, "tokens"):
-        from linrec.measure.capture import CaptureConfig
+        from linrec.measure.config import CaptureConfig
 
         CaptureConfig(args.model, args.corpus, args.seq_len, args.tokens, args.seed).validate()
     check_corpus(args.corpus)
@@ -256,16 +264,17 @@ def _token_list(text: str) -> tuple[int, ...]:
 
 
 def cmd_curve(args) -> None:
-    from linrec.measure.curves import CURVE_TOKENS, curve_summary, get_curve
+    from linrec.analyses.large_n import curve_summary
+    from linrec.measure.curves import CURVE_TOKENS, CurveConfig, get_curve
 
     _preflight(args)
     curve = get_curve(
         args.model,
-        args.corpus,
-        args.seq_len,
-        args.train_tokens or CURVE_TOKENS,
-        args.test_tokens,
-        tuple(range(args.seeds)),
+        corpus=args.corpus,
+        seq_len=args.seq_len,
+        train_tokens=args.train_tokens or CURVE_TOKENS,
+        test_tokens=args.test_tokens or CurveConfig.test_tokens,
+        seeds=tuple(range(args.seeds)),
         batch_size=args.batch_size,
         device=args.device,
         cache=not args.no_cache,
@@ -509,7 +518,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated train sizes in tokens (default: linrec.measure.curves.CURVE_TOKENS, 5120 … 204800)",
     )
-    p.add_argument("--test-tokens", type=_positive, default=20_480, help="held-out tokens per seed (default: 20480)")
+    p.add_argument(
+        "--test-tokens", type=_positive, default=None, help="held-out tokens per seed (default: a capture's --tokens)"
+    )
     p.add_argument("--seeds", type=_positive, default=3, help="split seeds 0 … N−1 (default: 3)")
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_curve)

@@ -259,10 +259,10 @@ def token_stream(docs: list[str], tokenizer, limit: int) -> list[int]:
 def make_windows(
     docs: list[str],
     tokenizer,
-    seq_len: int = 128,
-    tokens: int = 20_480,
-    seed: int = 0,
-    test_frac: float = 0.2,
+    seq_len: int,
+    tokens: int,
+    seed: int,
+    test_frac: float,
     corpus: str = "",
     identity: str = "",
     sample: int = 0,
@@ -280,7 +280,7 @@ def make_windows(
     if seq_len < 2:
         raise LinrecError(f"seq_len must be at least 2, got {seq_len}")
     if tokens <= 0:
-        raise LinrecError(f"token budget must be positive, got {tokens}; try --tokens 20480")
+        raise LinrecError(f"token budget must be positive, got {tokens}; raise --tokens")
     if not 0 < test_frac < 1:
         raise LinrecError(f"test fraction must be in (0, 1), got {test_frac}")
     bos = _prepends_bos(tokenizer) if bos == "auto" else bos == "yes"
@@ -318,14 +318,15 @@ def make_windows(
 def load_windows(
     spec: str,
     tokenizer,
-    seq_len: int = 128,
-    tokens: int = 20_480,
-    seed: int = 0,
-    test_frac: float = 0.2,
+    seq_len: int,
+    tokens: int,
+    seed: int,
+    test_frac: float,
     sample: int = 0,
     bos: str = "auto",
 ) -> Windows:
-    """`load_documents` then `make_windows`."""
+    """`load_documents` then `make_windows` (a capture's windows: `linrec.measure.config.CaptureConfig` holds the
+    defaults of these settings)."""
     docs, identity = load_documents(spec)
     return make_windows(
         docs, tokenizer, seq_len, tokens, seed, test_frac, corpus=spec, identity=identity, sample=sample, bos=bos

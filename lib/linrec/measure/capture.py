@@ -35,8 +35,6 @@ detected and rebuilt, never read.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import sys
 import time
@@ -58,80 +56,21 @@ from linrec.base.files import (
 )
 from linrec.base.progress import bar as progress_bar
 from linrec.base.progress import write as progress_write
-from linrec.inputs.corpora import BOS_MODES, Windows, corpus_identity, load_windows
+from linrec.inputs.corpora import Windows, load_windows
 from linrec.inputs.hf import LoadedModel, check_context, check_device, input_device, model_dtype, no_tf32
-from linrec.inputs.models import load_model, model_identity
+from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
+from linrec.measure.config import CAPTURE_VERSION, SETTINGS, SPLITS, CaptureConfig
+from linrec.measure.plan import block_groups, check_fits, memory_plan, plan_text, probe_sites
 from linrec.stats.ceiling import AffineFit, Score, fit_affine, score
 from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
 from linrec.stats.heldout import HeldOut, HeldOutSums
-from linrec.stats.moments import PRODUCTS, Moments, remove_rows
+from linrec.stats.moments import Moments, remove_rows
 
 if TYPE_CHECKING:
-    import pandas
+    pass
 
 log = logging.getLogger(__name__)
-
-# bump when what a capture contains or means changes
-# (2: held-out per-window sums; 3: first-position moments; 4: sha256 of every file; 5: moment matrices stored as
-# their upper triangles; 6: first positions kept as rows, not moments; 7: held-out sums without the first position, for
-# the map fitted without it)
-CAPTURE_VERSION = "7"
-SPLITS = ("train", "test")
-
-
-@dataclass(frozen=True)
-class CaptureConfig:
-    """Everything that determines a capture's numbers (and so its cache key)."""
-
-    model: str
-    corpus: str = "wiki"
-    seq_len: int = 128  # the paper's window
-    tokens: int = 20_480  # token budget per model (80/20 train/test by window)
-    seed: int = 0  # train/test split and row sample
-    test_frac: float = 0.2
-    sample_rows: int = 30_000  # raw (x, y) rows kept per block for probes
-    product: str = "float64"  # "float64" exact, "float32" fast (see linrec.stats.moments)
-    dtype: str = "float32"  # the model's dtype (float32, bfloat16, float16); statistics are float64 whatever it is
-    sample: int = 0  # which disjoint stretch of `tokens` tokens of the corpus (linrec.inputs.corpora.make_windows)
-    bos: str = "auto"  # BOS token per window: the tokenizer's habit, "yes" always, "no" never
-
-    def validate(self) -> None:
-        if self.tokens <= 0:
-            raise LinrecError(f"token budget must be positive, got {self.tokens}; try --tokens 20480")
-        if self.seq_len < 2:
-            raise LinrecError(f"seq_len must be at least 2, got {self.seq_len}")
-        if self.seq_len > self.tokens:
-            raise LinrecError(
-                f"--seq-len {self.seq_len} is longer than the token budget --tokens {self.tokens}, so no window fits; "
-                "raise --tokens or lower --seq-len"
-            )
-        if self.seed < 0:
-            raise LinrecError(f"seed must be ≥ 0, got {self.seed}")
-        if self.product not in PRODUCTS:
-            raise LinrecError(f"product must be one of {', '.join(PRODUCTS)}, got '{self.product}'")
-        if self.sample_rows < 0:
-            raise LinrecError(f"sample_rows must be ≥ 0, got {self.sample_rows}")
-        if self.sample < 0:
-            raise LinrecError(f"sample must be ≥ 0, got {self.sample}")
-        if self.bos not in BOS_MODES:
-            raise LinrecError(f"bos must be one of {', '.join(BOS_MODES)}, got '{self.bos}'")
-        model_dtype(self.dtype)
-
-    def key(self) -> str:
-        fields = asdict(self)
-        if fields["dtype"] == "float32":  # the default leaves the key as it was before dtype existed
-            del fields["dtype"]
-        for name, default in (("sample", 0), ("bos", "auto")):  # likewise
-            if fields[name] == default:
-                del fields[name]
-        ident = {
-            **fields,
-            "model": model_identity(self.model),
-            "corpus": corpus_identity(self.corpus),
-            "version": CAPTURE_VERSION,
-        }
-        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
 
 
 @dataclass
@@ -323,32 +262,6 @@ def run_capture(
         return _run_capture(loaded, windows, config, out_dir, batch_size, progress, blocks_per_pass)
 
 
-def _groups(n_sites: int, blocks_per_pass: int | None) -> list[range]:
-    k = n_sites if blocks_per_pass is None else blocks_per_pass
-    if k < 1:
-        raise LinrecError(f"blocks_per_pass must be at least 1, got {k}")
-    return [range(i, min(i + k, n_sites)) for i in range(0, n_sites, k)]
-
-
-def _check_fits(plan: pandas.DataFrame, groups: list[range]) -> None:
-    """One line naming the fix when the statistics cannot fit where they will live (checked before any pass), device
-    by device: on a GPU, the most that one block group puts there; in host memory, every block kept there."""
-    for name, part in plan.groupby("device", sort=False):
-        device = torch.device(name)
-        if device.type == "cuda":
-            need = max(int(part["device_total"].loc[[b for b in g if b in part.index]].sum()) for g in groups)
-        else:  # on the CPU every group stays in RAM
-            need = int(part["device_total"].sum())
-        free = _free_bytes(device)
-        if free is not None and need > free:
-            fix = (
-                "pass --blocks-per-pass with fewer blocks (finished groups move to host memory)"
-                if device.type == "cuda"
-                else "run on a machine with more memory, or on a GPU with --blocks-per-pass"
-            )
-            raise LinrecError(f"{plan_text(plan)}: {need / 2**30:.1f} GiB needed at once on {name} does not fit; {fix}")
-
-
 def _run_capture(
     loaded: LoadedModel,
     windows: Windows,
@@ -361,16 +274,16 @@ def _run_capture(
     model = loaded.model
     sites = find_ffn_sites(model)
     device = input_device(model)
-    probed = _probe_sites(loaded, sites, windows)
+    probed = probe_sites(loaded, sites, windows)
     dims = [d for d, _ in probed]
     devices = [dev for _, dev in probed]  # each block's statistics live where its activations appear
-    groups = _groups(len(sites), blocks_per_pass)
+    groups = block_groups(len(sites), blocks_per_pass)
     plan = memory_plan(
         dims, len(windows.test), config.sample_rows if out_dir is not None else 0, devices, len(windows.ids)
     )
     if progress and world()[0] == 0:  # under torchrun every rank checks the plan; rank 0 alone prints it
         progress_write(plan_text(plan), file=sys.stderr)
-    _check_fits(plan, groups)
+    check_fits(plan, groups)
     stats = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
     first = _FirstRows(dims, {s: len(getattr(windows, s)) for s in SPLITS})
     order = np.concatenate([windows.train, windows.test])  # train windows first, then test
@@ -437,7 +350,7 @@ def _run_capture(
             moved = [i for i in group if devices[i].type != "cpu"]
             for i in moved:
                 for m in (stats[s][i] for s in SPLITS):
-                    m.mean, m._M = m.mean.cpu(), m._M.cpu()
+                    m.to("cpu")
             heldout.to("cpu", moved)
     if size > 1:
         merge_moments(stats["test"])
@@ -488,112 +401,6 @@ def _run_capture(
     return Capture(config, meta, stats, out_dir, heldout=heldout, first=first, first_rows=first_rows, heldout_rest=rest)
 
 
-# ---- memory plan -----------------------------------------------------------------------------------------------
-F64 = 8  # bytes
-
-
-def memory_plan(
-    dims: list[tuple[int, int]],
-    n_test_windows: int,
-    sample_rows: int = 0,
-    devices: list | None = None,
-    n_windows: int | None = None,
-) -> pandas.DataFrame:
-    """Bytes one capture holds per block, before it starts (the test `test_memory_plan_is_what_a_capture_holds`
-    checks each column against the tensors and arrays a finished capture holds):
-
-    - `stats`: train and test `Moments`, each a float64 [d, d] accumulator and [d] mean, d = d_in + d_out;
-    - `heldout`: per held-out window n (int64) and Σe², Σ(y − c), Σ(y − c)² ([d_out] float64 each), plus the
-      fitted map (W [d_in, d_out], b and c [d_out], float64) while the test split runs; twice, for all positions and
-      for every position but the first (`HeldOutSums`' `rest`);
-    - `first_host`: each window's first-position row, float32 x and y, in host memory (`n_windows` in all, train
-      and test; default 5 × the held-out windows, the default 80/20 split);
-    - `rows_disk`: the row sample on disk, float32 x and y (`sample_rows` rows; 0 without one).
-
-    `stats` and `heldout` live on the block's device (`devices`, default all "cpu"; with a device map, each
-    block's own); `device_total` is their sum.
-    """
-    import pandas as pd
-
-    n_windows = 5 * n_test_windows if n_windows is None else n_windows
-    rows = []
-    for b, (d_in, d_out) in enumerate(dims):
-        d = d_in + d_out
-        rows.append(
-            {
-                "block": b,
-                "device": str(devices[b]) if devices is not None else "cpu",
-                "d_in": d_in,
-                "d_out": d_out,
-                "stats": 2 * (d * d + d) * F64,
-                "heldout": 2 * (n_test_windows * (8 + 3 * d_out * F64) + (d_in * d_out + 2 * d_out) * F64),
-                "first_host": n_windows * d * 4,
-                "rows_disk": sample_rows * d * 4,
-            }
-        )
-    t = pd.DataFrame(rows)
-    t["device_total"] = t["stats"] + t["heldout"]
-    return t
-
-
-def _free_bytes(device: torch.device) -> int | None:
-    """Free memory where the statistics will live: the CUDA device's, else the host's available memory."""
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        with open("/proc/meminfo") as f:
-            info = dict(line.split(":", 1) for line in f)
-        return int(info["MemAvailable"].split()[0]) * 1024
-    except (OSError, KeyError, ValueError):
-        return None
-
-
-def plan_text(plan: pandas.DataFrame) -> str:
-    """One paragraph: what the capture will hold, against the free memory where it lives (per device)."""
-    gib = 2**30
-    per_block = plan["device_total"].max()
-    text = (
-        f"memory plan: {len(plan)} blocks × up to {per_block / gib:.2f} GiB = {plan['device_total'].sum() / gib:.2f} "
-        f"GiB of float64 statistics (moments {plan['stats'].sum() / gib:.2f}, held-out sums "
-        f"{plan['heldout'].sum() / gib:.2f}); first-position rows {plan['first_host'].sum() / gib:.2f} GiB in host "
-        f"memory; row sample {plan['rows_disk'].sum() / gib:.2f} GiB on disk"
-    )
-    places = []
-    for name, part in plan.groupby("device", sort=False):
-        free = _free_bytes(torch.device(name))
-        where = f"{part['device_total'].sum() / gib:.2f} GiB on {name}"
-        if len(part) < len(plan):
-            where += f" (blocks {part['block'].min()}–{part['block'].max()})"
-        places.append(where + (f", {free / gib:.1f} GiB free there" if free is not None else ""))
-    return text + "; " + "; ".join(places)
-
-
-@torch.no_grad()
-def site_dims(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[int, int]]:
-    """(d_in, d_out) of every FFN in `sites`, read off one two-token forward pass of the first window."""
-    return [dims for dims, _ in _probe_sites(loaded, sites, windows)]
-
-
-def site_devices(loaded: LoadedModel, sites, windows: Windows) -> list[torch.device]:
-    """The device each FFN's activations appear on (one device for a plain model; with a `device_map`, each block's
-    own): where a capture keeps that block's statistics."""
-    return [dev for _, dev in _probe_sites(loaded, sites, windows)]
-
-
-@torch.no_grad()
-def _probe_sites(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[tuple[int, int], torch.device]]:
-    found: dict[int, tuple[tuple[int, int], torch.device]] = {}
-
-    def grab(block, x, y):
-        found[block] = ((x.shape[-1], y.shape[-1]), x.device)
-
-    kwargs = {"use_cache": False} if loaded.is_causal else {}
-    with ffn_hooks(sites, grab, stop_after_last=True), torch.no_grad():
-        ids = windows.ids[:1, :2].to(input_device(loaded.model))
-        run_until_stop(loaded.model, input_ids=ids, **kwargs)
-    return [found[s.index] for s in sites]
-
-
 # ---- the cache entry ---------------------------------------------------------------------------
 def _write(capture: Capture, directory: Path) -> None:
     arrays = {
@@ -641,41 +448,31 @@ def _load(directory: Path, meta: dict, config: CaptureConfig) -> Capture:
     return Capture(config, meta, stats, directory, True, heldout, first, first_rows, rest)
 
 
-def get_capture(
+def get_capture(model: str, corpus: str = "wiki", **kwargs) -> Capture:
+    """The capture of `model` on `corpus`: from the cache if present and intact, else computed and cached.
+
+    `kwargs`: the capture's settings (`linrec.measure.config.CaptureConfig` fields: seq_len, tokens, seed, test_frac,
+    sample_rows, product, dtype, sample, bos; each defaults to CaptureConfig's) and how to run it (`get_captures`'
+    options: batch_size, device, device_map, loaded, cache, progress, blocks_per_pass). Pass `loaded` (from
+    `linrec.inputs.models.load_model`) to reuse a model across corpora, or use `get_captures`.
+    """
+    return get_captures(model, [corpus], **kwargs)[corpus]
+
+
+def get_captures(
     model: str,
-    corpus: str = "wiki",
-    seq_len: int = 128,
-    tokens: int = 20_480,
-    seed: int = 0,
-    test_frac: float = 0.2,
-    sample_rows: int = 30_000,
-    product: str = "float64",
+    corpora: list[str],
+    *,
     batch_size: int = 8,
     device: str = "cpu",
+    device_map: str | dict | None = None,
     loaded: LoadedModel | None = None,
     cache: bool = True,
     progress: bool = True,
-    dtype: str = "float32",
     blocks_per_pass: int | None = None,
-    device_map: str | dict | None = None,
-    sample: int = 0,
-    bos: str = "auto",
-) -> Capture:
-    """The capture of `model` on `corpus`: from the cache if present and intact, else computed and cached.
-    `sample` and `bos`: which stretch of the corpus, and whether windows start with a BOS token
-    (`linrec.inputs.corpora.make_windows`).
-
-    Pass `loaded` (from `linrec.inputs.models.load_model`) to reuse a model across corpora, or use
-    `get_captures` (which this calls with one corpus).
-    """
-    kw = dict(seq_len=seq_len, tokens=tokens, seed=seed, test_frac=test_frac, sample_rows=sample_rows, product=product)
-    kw.update(dtype=dtype, blocks_per_pass=blocks_per_pass, device_map=device_map, sample=sample, bos=bos)
-    kw.update(batch_size=batch_size, device=device, loaded=loaded, cache=cache, progress=progress)
-    return get_captures(model, [corpus], **kw)[corpus]
-
-
-def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]:
-    """{corpus: capture} of `model` on each of `corpora` (same keyword arguments as `get_capture`).
+    **settings,
+) -> dict[str, Capture]:
+    """{corpus: capture} of `model` on each of `corpora`, with `settings` (`CaptureConfig` fields; see `get_capture`).
 
     Captures found intact in the cache are read, never recomputed; the model is loaded at most
     once, and only if some corpus needs computing (not at all when `loaded` is given).
@@ -686,34 +483,23 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
     corpora = list(dict.fromkeys(corpora))  # each corpus once, in the order given
     if not corpora:
         raise LinrecError("no corpora given; name at least one, e.g. wiki")
-    names = ("seq_len", "tokens", "seed", "test_frac", "sample_rows", "product", "dtype", "sample", "bos")
-    unknown = set(kwargs) - {
-        *names,
-        "batch_size",
-        "device",
-        "device_map",
-        "loaded",
-        "cache",
-        "progress",
-        "blocks_per_pass",
-    }
+    unknown = set(settings) - set(SETTINGS)
     if unknown:
         raise TypeError(f"get_captures() got unexpected keyword arguments {sorted(unknown)}")
-    cfg = {k: kwargs[k] for k in names if k in kwargs}
-    loaded = kwargs.get("loaded")
-    use_cache = kwargs.get("cache", True)
-    rows = cfg.pop("sample_rows", 30_000)
+    rows = settings.pop("sample_rows", CaptureConfig.sample_rows)
     if isinstance(rows, Mapping):
         missing = [c for c in corpora if c not in rows]
         if missing:
             raise LinrecError(
                 f"sample_rows gives no row count for corpora {missing}; add them (0 keeps statistics only)"
             )
-    per_corpus = {c: rows[c] if isinstance(rows, Mapping) else rows for c in corpora}
-    device = check_device(kwargs.get("device", "cpu"))  # "auto" resolved here
-    plan = {
-        c: _config_entry(model, c, sample_rows=per_corpus[c], **cfg) for c in corpora
-    }  # validates every config before any work
+    use_cache = cache
+    device = check_device(device)  # "auto" resolved here
+    plan = {}  # every config validated before any work
+    for c in corpora:
+        config = CaptureConfig(model, c, sample_rows=rows[c] if isinstance(rows, Mapping) else rows, **settings)
+        config.validate()
+        plan[c] = config, entry_path("capture", model, config.key())
     out: dict[str, Capture] = {}
     for corpus, (config, entry) in plan.items():
         load = partial(_load, config=config)
@@ -722,10 +508,9 @@ def get_captures(model: str, corpora: list[str], **kwargs) -> dict[str, Capture]
             nonlocal loaded
             if loaded is None:
                 dtype = model_dtype(config.dtype)
-                loaded = load_model(model, device=device, dtype=dtype, device_map=kwargs.get("device_map"))
+                loaded = load_model(model, device=device, dtype=dtype, device_map=device_map)
             _check_dtype(loaded, config)
-            run = dict(progress=kwargs.get("progress", True), blocks_per_pass=kwargs.get("blocks_per_pass"))
-            return _compute(loaded, config, tmp, use_cache, kwargs.get("batch_size", 8), **run)
+            return _compute(loaded, config, tmp, use_cache, batch_size, progress, blocks_per_pass)
 
         if use_cache and world()[0] > 0:  # under torchrun: rank 0 writes the entry, the others their rows into it
             capture = read_entry_or_none(entry, CAPTURE_VERSION, load) or compute(None)
@@ -755,24 +540,6 @@ def _check_dtype(loaded: LoadedModel, config: CaptureConfig) -> None:
             f"the loaded model runs in {str(have).removeprefix('torch.')} but the capture asks for {config.dtype}; "
             f"pass dtype='{str(have).removeprefix('torch.')}' or load the model with that dtype"
         )
-
-
-def _config_entry(
-    model: str,
-    corpus: str,
-    seq_len: int = 128,
-    tokens: int = 20_480,
-    seed: int = 0,
-    test_frac: float = 0.2,
-    sample_rows: int = 30_000,
-    product: str = "float64",
-    dtype: str = "float32",
-    sample: int = 0,
-    bos: str = "auto",
-) -> tuple[CaptureConfig, Path]:
-    config = CaptureConfig(model, corpus, seq_len, tokens, seed, test_frac, sample_rows, product, dtype, sample, bos)
-    config.validate()
-    return config, entry_path("capture", model, config.key())
 
 
 def _compute(

@@ -62,12 +62,13 @@ from linrec.inputs.corpora import corpus_identity, load_windows
 from linrec.inputs.hf import LoadedModel, check_context, no_tf32
 from linrec.inputs.models import load_model, model_identity
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
-from linrec.measure.capture import site_dims
+from linrec.measure.config import CaptureConfig
+from linrec.measure.plan import site_dims
 from linrec.stats.ceiling import fit_affine, score
 from linrec.stats.moments import PRODUCTS, Moments
 
 if TYPE_CHECKING:
-    import pandas
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +84,10 @@ class CurveConfig:
     """Everything that determines a learning curve's numbers (and so its cache key)."""
 
     model: str
-    corpus: str = "wiki"
-    seq_len: int = 128
+    corpus: str = CaptureConfig.corpus
+    seq_len: int = CaptureConfig.seq_len
     train_tokens: tuple[int, ...] = CURVE_TOKENS
-    test_tokens: int = 20_480
+    test_tokens: int = CaptureConfig.tokens  # held-out tokens per split seed: a capture's whole budget
     seeds: tuple[int, ...] = CURVE_SEEDS
     product: str = "float64"
 
@@ -422,19 +423,17 @@ def _load(directory: Path, meta: dict, config: CurveConfig) -> Curve:
 
 def get_curve(
     model: str,
-    corpus: str = "wiki",
-    seq_len: int = 128,
-    train_tokens=CURVE_TOKENS,
-    test_tokens: int = 20_480,
-    seeds=CURVE_SEEDS,
+    *,
     batch_size: int = 8,
     device: str = "cpu",
     loaded: LoadedModel | None = None,
     cache: bool = True,
     progress: bool = True,
+    **settings,
 ) -> Curve:
-    """The learning curve of `model` on `corpus`: from the cache if intact, else computed (and cached atomically)."""
-    config = CurveConfig(model, corpus, seq_len, tuple(train_tokens), test_tokens, tuple(seeds))
+    """The learning curve of `model`: from the cache if intact, else computed (and cached atomically). `settings`:
+    `CurveConfig` fields (corpus, seq_len, train_tokens, test_tokens, seeds, product), each defaulting to its own."""
+    config = CurveConfig(model, **settings)
     config.validate()
     entry = entry_path("curve", model, config.key())
 
@@ -447,188 +446,3 @@ def get_curve(
         return curve
 
     return get_or_compute(entry, CURVE_VERSION, partial(_load, config=config), compute, cache)
-
-
-# ---- tables -------------------------------------------------------------------------------------------------
-def curve_table(curve: Curve) -> pandas.DataFrame:
-    """One row per (block, seed, train size): held-out and in-sample R², train rows, κ of the scaled Gram."""
-    import pandas as pd
-
-    r2 = curve.r2()
-    S, K, B = r2.shape
-    rows = [
-        {
-            "model": curve.model_label,
-            "block": b,
-            "seed": curve.config.seeds[s],
-            "train_tokens": curve.config.train_tokens[k],
-            "n_train": int(curve.n_train[s, k, b]),
-            "r2": r2[s, k, b],
-            "r2_train": curve.train_r2[s, k, b],
-            "cond_scaled": curve.cond_scaled[s, k, b],
-        }
-        for b in range(B)
-        for s in range(S)
-        for k in range(K)
-    ]
-    return pd.DataFrame(rows)
-
-
-def _design(curve: Curve, b: int) -> tuple[np.ndarray, np.ndarray]:
-    """x(n) = p/(n − p − 1) per train size, and which sizes enter the large-n fit."""
-    p = curve.dims[b][0] + 1 if curve.dims else None
-    n = curve.n_train[:, :, b].mean(axis=0)
-    x = p / (n - p - 1)
-    return x, n >= MIN_ROWS_PER_PARAM * p
-
-
-def curve_summary(curve: Curve, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> pandas.DataFrame:
-    """Per (block, train size): the seed-mean held-out R², its hierarchical-bootstrap interval, the spread between
-    seeds, and the in-sample R²; plus one row per block at train_tokens = inf: the large-n estimate R²∞."""
-    import pandas as pd
-
-    r2 = curve.r2()  # [S, K, B]
-    boot = curve.bootstrap(n_boot, seed)  # [n_boot, K, B]
-    a = (1 - level) / 2
-    S, K, B = r2.shape
-    rows = []
-    for b in range(B):
-        x, use = _design(curve, b)
-        for k in range(K):
-            lo, hi = np.nanquantile(boot[:, k, b], [a, 1 - a])
-            rows.append(
-                {
-                    "model": curve.model_label,
-                    "block": b,
-                    "train_tokens": float(curve.config.train_tokens[k]),
-                    "n_train": float(curve.n_train[:, k, b].mean()),
-                    "rows_per_param": float(curve.n_train[:, k, b].mean() / (curve.dims[b][0] + 1)),
-                    "r2": float(r2[:, k, b].mean()),
-                    "r2_lo": float(lo),
-                    "r2_hi": float(hi),
-                    "seed_sd": float(r2[:, k, b].std(ddof=1)) if S > 1 else np.nan,
-                    "r2_train": float(curve.train_r2[:, k, b].mean()),
-                    "slope": np.nan,
-                    "fit_rmse": np.nan,
-                }
-            )
-        est = large_n_fit(x[use], r2[:, use, b].mean(axis=0))
-        reps = large_n_fit(x[use], boot[:, use, b])
-        lo, hi = np.nanquantile(reps[0], [a, 1 - a]) if use.sum() >= 2 else (np.nan, np.nan)
-        rows.append(
-            {
-                "model": curve.model_label,
-                "block": b,
-                "train_tokens": np.inf,
-                "n_train": np.inf,
-                "rows_per_param": np.inf,
-                "r2": float(est[0]),
-                "r2_lo": float(lo),
-                "r2_hi": float(hi),
-                "seed_sd": np.nan,
-                "r2_train": np.nan,
-                "slope": float(est[1]),
-                "fit_rmse": float(est[2]),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def large_n_fit(x: np.ndarray, r2: np.ndarray) -> tuple:
-    """Least-squares line r2 = R∞ − a·x through the points (x_k, r2_k); r2 may be [K] or [R, K] (one line per row).
-    Returns (R∞, a, rmse of the points about the line), each a float or an [R] array; NaN with fewer than 2 points."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.atleast_2d(np.asarray(r2, dtype=np.float64))
-    if len(x) < 2:
-        nan = np.full(y.shape[0], np.nan)
-        out = (nan, nan, nan)
-    else:
-        A = np.c_[np.ones_like(x), -x]
-        coef, *_ = np.linalg.lstsq(A, y.T, rcond=None)  # [2, R]
-        resid = y - (A @ coef).T
-        out = (coef[0], coef[1], np.sqrt((resid**2).mean(axis=1)))
-    return tuple(float(v[0]) for v in out) if np.ndim(r2) == 1 else out
-
-
-def large_n_profile(summary: pandas.DataFrame, at: float | None = None) -> pandas.DataFrame:
-    """The per-block profile at one train size of `curve_summary` (the largest measured one by default; `np.inf`
-    for the large-n estimate), as columns `model, block, r2_lin, r2_lo, r2_hi, train_tokens`."""
-    finite = summary[np.isfinite(summary["train_tokens"])]
-    at = finite["train_tokens"].max() if at is None else at
-    t = summary[summary["train_tokens"] == at]
-    if t.empty:
-        raise LinrecError(f"no train size {at} in this curve; pick one of {sorted(set(summary['train_tokens']))}")
-    return t.rename(columns={"r2": "r2_lin"})[["model", "block", "train_tokens", "r2_lin", "r2_lo", "r2_hi"]]
-
-
-def with_profile(table: pandas.DataFrame, summary: pandas.DataFrame, at: float | None = None) -> pandas.DataFrame:
-    """A copy of the ceiling table (`linrec.analyses.recoverability.ceiling_table`) whose r2_lin, r2_lo and r2_hi are
-    the
-    curve's profile at train size `at` (`large_n_profile`); the other columns stay the capture's. `profile_tokens`
-    says which train size the R²_lin columns come from."""
-    prof = large_n_profile(summary, at)
-    out = table.drop(columns=["r2_lin", "r2_lo", "r2_hi"]).merge(
-        prof.rename(columns={"train_tokens": "profile_tokens"}), on=["model", "block"], how="left", validate="1:1"
-    )
-    missing = out["r2_lin"].isna()
-    if missing.any():
-        raise LinrecError(
-            f"the curve has no profile for {sorted(set(out.loc[missing, 'model']))}; compute its curve (linrec curve)"
-        )
-    return out[[*table.columns, "profile_tokens"]]
-
-
-def curve_overview(summary: pandas.DataFrame, ref_tokens: float = 16_384) -> pandas.DataFrame:
-    """Per model: how R²_lin moves from `ref_tokens` train tokens (the default capture's size) to the largest measured
-    size and to the large-n estimate (median and range over blocks), how wide the intervals are, and how well the line
-    in p/n fits."""
-    import pandas as pd
-
-    rows = []
-    for model, t in summary.groupby("model", sort=False):
-        finite = t[np.isfinite(t["train_tokens"])]
-        top = finite["train_tokens"].max()
-        if ref_tokens not in set(finite["train_tokens"]):
-            raise LinrecError(f"{model}: the curve has no train size {ref_tokens}; include it in train_tokens")
-        ref, big, inf = (t[t["train_tokens"] == n].set_index("block").sort_index() for n in (ref_tokens, top, np.inf))
-        gain, gain_inf = big["r2"] - ref["r2"], inf["r2"] - ref["r2"]
-        rows.append(
-            {
-                "model": model,
-                "n_blocks": len(ref),
-                "ref_tokens": ref_tokens,
-                "largest_tokens": top,
-                "r2_ref_median": float(ref["r2"].median()),
-                "r2_largest_median": float(big["r2"].median()),
-                "r2_inf_median": float(inf["r2"].median()),
-                "gain_largest_median": float(gain.median()),
-                "gain_largest_min": float(gain.min()),
-                "gain_largest_max": float(gain.max()),
-                "gain_inf_median": float(gain_inf.median()),
-                "gain_inf_max": float(gain_inf.max()),
-                "train_gap_ref_median": float((ref["r2_train"] - ref["r2"]).median()),
-                "train_gap_largest_median": float((big["r2_train"] - big["r2"]).median()),
-                "seed_sd_ref_median": float(ref["seed_sd"].median()),
-                "ci_width_ref_median": float((ref["r2_hi"] - ref["r2_lo"]).median()),
-                "ci_width_largest_median": float((big["r2_hi"] - big["r2_lo"]).median()),
-                "ci_width_inf_median": float((inf["r2_hi"] - inf["r2_lo"]).median()),
-                "fit_rmse_median": float(inf["fit_rmse"].median()),
-                "rank_spearman_ref_inf": float(ref["r2"].rank().corr(inf["r2"].rank())),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def curve_sentence(row: dict) -> str:
-    """What the learning curve says about one model (a row of `curve_overview`), in one sentence."""
-
-    def f(x: float, nd: int = 3) -> str:
-        return f"{x:.{nd}f}" if np.isfinite(x) else "n/a"
-
-    return (
-        f"{row['model']}: from {row['ref_tokens']:.0f} to {row['largest_tokens']:.0f} train tokens R²_lin rises by "
-        f"{f(row['gain_largest_median'])} (median over blocks; {f(row['gain_largest_min'])} to "
-        f"{f(row['gain_largest_max'])}), and the large-n estimate lies {f(row['gain_inf_median'])} above the "
-        f"{row['ref_tokens']:.0f}-token value (median; 95 % intervals over seeds and windows, median width "
-        f"{f(row['ci_width_inf_median'])}); block order kept: Spearman {f(row['rank_spearman_ref_inf'], 2)}"
-    )

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from linrec.analyses.large_n import curve_sentence
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, correlation_outcome
 from linrec.base.errors import LinrecError
@@ -50,7 +51,6 @@ from linrec.claims.rules import (
 from linrec.claims.swap import claim6a as verdict6a
 from linrec.claims.swap import claim6b as verdict6b
 from linrec.claims.tables import TABLES, labelled, load_table, table_path
-from linrec.measure.curves import curve_sentence
 
 # (stem, notebook, caption): every figure the report shows, in order
 FIGURES = [

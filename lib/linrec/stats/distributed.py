@@ -76,15 +76,13 @@ def merge_moments(moments: list[Moments]) -> None:
         dist.all_gather(ns, n)
         means = [torch.empty_like(m.mean, device=dev) for _ in range(size)]
         dist.all_gather(means, m.mean.to(dev))
-        Ms = [torch.empty_like(m._M, device=dev) for _ in range(size)]
-        dist.all_gather(Ms, m._M.to(dev))
-        total = Moments(m.d_in, m.d_out)
-        total.mean, total._M = total.mean.to(home), total._M.to(home)
+        Ms = [torch.empty_like(m.upper, device=dev) for _ in range(size)]
+        dist.all_gather(Ms, m.upper.to(dev))
+        total = Moments(m.d_in, m.d_out).to(home)
         for r in range(size):
             part = Moments(m.d_in, m.d_out, int(ns[r].item()), means[r].to(home), Ms[r].to(home))
             total.merge(part)
-        m.n, m.mean, m._M = total.n, total.mean, total._M
-        m._version += 1
+        m.assign(total)
 
 
 def sum_(tensors: list[torch.Tensor]) -> None:

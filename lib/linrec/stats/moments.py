@@ -116,7 +116,7 @@ class Moments:
         if nb == 0:
             return
         if self._M.device != x.device:
-            self.mean, self._M = self.mean.to(x.device), self._M.to(x.device)
+            self.to(x.device)
         key = (nb, d + self.d_out, str(x.device))
         buf = _SCRATCH.get(key)
         if buf is None:  # one scratch buffer per shape, shared by every block and split
@@ -147,6 +147,25 @@ class Moments:
         if other.n:
             self._chan(other.n, other.mean.to(self.mean.device))
             self._M += other._M.to(self._M.device)
+        return self
+
+    def to(self, device: torch.device | str) -> Moments:
+        """Move the statistics to `device` in place (the values do not change); returns self."""
+        self.mean, self._M = self.mean.to(device), self._M.to(device)
+        return self
+
+    @property
+    def upper(self) -> torch.Tensor:
+        """The accumulated Σ (z − μ)(z − μ)ᵀ as stored: a torch tensor whose upper triangle is the valid part (what
+        an all-reduce or a cache writer moves; `M` is the symmetric numpy view)."""
+        return self._M
+
+    def assign(self, other: Moments) -> Moments:
+        """Take `other`'s statistics in place (e.g. the merge of every rank's part); returns self."""
+        if (other.d_in, other.d_out) != (self.d_in, self.d_out):
+            raise ValueError("cannot assign moments of different widths")
+        self.n, self.mean, self._M = other.n, other.mean, other._M
+        self._version += 1
         return self
 
     @classmethod
