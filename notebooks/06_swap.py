@@ -92,8 +92,9 @@ from linrec.claims.verdicts import (
     swap_predictors,
     swap_safety,
 )
-from linrec.outputs.plots import fig2_swap, fig6_swap
-from linrec.outputs.report import swap_findings
+from linrec.outputs.findings import swap_findings
+from linrec.outputs.plots import fig2_swap
+from linrec.outputs.plots_interventions import fig6_swap
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -269,6 +270,6 @@ labelled(timing)
 # NBVAL_CHECK_OUTPUT
 lines = swap_findings(
     v6a, v6b, first, greedy
-)  # the wording lives in linrec.outputs.report, every rule in linrec.claims.verdicts
+)  # the wording lives in linrec.outputs.findings, every rule in linrec.claims.verdicts
 print("\n".join(lines))
 _ = save_table(pd.DataFrame({"finding": lines}), "swap_verdict", root / results_dir)  # its path is machine-specific

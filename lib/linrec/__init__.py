@@ -9,8 +9,8 @@ The package's folders are its layers, lowest first; a module imports only from i
     measure/   capture (one pass → statistics per block) · curves (R²_lin against train tokens)
     analyses/  recoverability · probe · pitfall · spectrum · uncertainty · perplexity · swap · controls · seeds
     claims/    verdicts (every summary and claim rule) · tables (the results registry)
-    outputs/   report · plots
-    app/       cli (the `linrec` command) · params (profiles) · notebooks (runs the numbered notebooks)
+    outputs/   claim_text (the claims in words) · report · findings (notebooks 06, 07) · plots · plots_interventions
+    app/       cli (the `linrec` command) · params (profiles) · notebooks (runs the numbered notebooks) · bench
 """
 
 from linrec.base.errors import LinrecError
