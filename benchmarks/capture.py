@@ -391,7 +391,7 @@ def main(argv=None) -> int:
         "--csv",
         type=Path,
         help="write one row per measure (with machine, torch version and threads) to this CSV: docs/performance.md's "
-        "performance table is generated from it (linrec.outputs.report.update_readme_performance)",
+        "performance table is generated from it (benchmarks/performance.py)",
     )
     p.add_argument("--report", type=Path, metavar="FILE", help="only re-print the tables of a file written by --out")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no tqdm bars in the workers")

@@ -85,8 +85,9 @@ from linrec.base.files import project_root
 from linrec.claims.rules import RULES
 from linrec.claims.swap import claim6a, claim6b, first_position_effect, swap_params, swap_predictors, swap_safety
 from linrec.claims.tables import labelled, save_table
-from linrec.outputs.plots import fig2_swap, fig6_swap
-from linrec.outputs.report import swap_findings
+from linrec.outputs.findings import swap_findings
+from linrec.outputs.plots import fig2_swap
+from linrec.outputs.plots_interventions import fig6_swap
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -260,8 +261,6 @@ labelled(timing)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-lines = swap_findings(
-    v6a, v6b, first, greedy
-)  # the wording lives in linrec.outputs.report, every rule in linrec.claims.swap
+lines = swap_findings(v6a, v6b, first, greedy)  # the wording: linrec.outputs.findings; every rule: linrec.claims.swap
 print("\n".join(lines))
 _ = save_table(pd.DataFrame({"finding": lines}), "swap_verdict", root / results_dir)  # its path is machine-specific

@@ -105,8 +105,8 @@ from linrec.claims.rules import RULES
 from linrec.claims.tables import labelled, save_table
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.measure.capture import get_capture
-from linrec.outputs.plots import fig7_controls, fig7b_inputs_or_weights
-from linrec.outputs.report import controls_findings
+from linrec.outputs.findings import controls_findings
+from linrec.outputs.plots_interventions import fig7_controls, fig7b_inputs_or_weights
 
 root = project_root()
 (root / results_dir).mkdir(parents=True, exist_ok=True)
@@ -272,7 +272,7 @@ for v in (v2a, v2b):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-lines = controls_findings(init_summary, input_table, cross_summary, v2a, v2b)  # wording: linrec.outputs.report
+lines = controls_findings(init_summary, input_table, cross_summary, v2a, v2b)  # wording: linrec.outputs.findings
 verdict = pd.DataFrame({"finding": lines})
 save_table(verdict, "controls_verdict", root / results_dir)
 print("\n".join(lines))

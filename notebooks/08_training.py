@@ -73,7 +73,7 @@ from linrec.claims.rules import SEEDS_RULE
 from linrec.claims.tables import labelled, load_table, save_table
 from linrec.inputs.models import load_model
 from linrec.inputs.training import profile_configs, runs
-from linrec.outputs.plots import fig8_training
+from linrec.outputs.plots_interventions import fig8_training
 
 root = project_root()
 ran = bool(training)

@@ -50,7 +50,8 @@ import pandas as pd
 from IPython.display import Markdown
 
 from linrec.base.files import project_root
-from linrec.outputs.report import build_report, claims, update_readme
+from linrec.outputs.claim_text import claims
+from linrec.outputs.report import build_report, update_readme
 
 root = project_root()
 params = dict(

@@ -172,8 +172,11 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
 
     import linrec.app.notebooks
     import linrec.base.threads
+    from linrec.app.bench import PERFORMANCE_SCRIPT, performance_script
     from linrec.app.notebooks import run_notebooks
-    from linrec.outputs.report import PERF_END, PERF_START
+
+    perf = performance_script(ROOT)  # the fake project carries a copy of it, as a clone does
+    PERF_END, PERF_START = perf.PERF_END, perf.PERF_START
 
     monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: os.cpu_count() or 1)
     monkeypatch.setattr(linrec.app.notebooks, "STAGE_EVERY", 0.5)
@@ -187,6 +190,8 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
     (tmp_path / "results" / "bench").mkdir(parents=True)
     for f in ("capture.csv", "swap.csv"):
         (tmp_path / "results" / "bench" / f).write_bytes((ROOT / "results" / "bench" / f).read_bytes())
+    (tmp_path / PERFORMANCE_SCRIPT).parent.mkdir()
+    (tmp_path / PERFORMANCE_SCRIPT).write_bytes((ROOT / PERFORMANCE_SCRIPT).read_bytes())
     executed = tmp_path / "out" / "notebooks"
     executed.mkdir(parents=True)
     _last_run(executed, names, "6 30 12 3")  # a last full run to go by

@@ -267,7 +267,7 @@ def test_every_registered_table_is_written_by_its_notebook(runner):
 
 
 # ---- reading and rerunning in Jupyter (issue 31) ---------------------------------------------------------------
-PLOT_CALL = re.compile(r"^[^#]*\b(fig\d\w*)\(", re.M)  # a call of a linrec.outputs.plots figure function
+PLOT_CALL = re.compile(r"^[^#]*\b(fig\d\w*)\(", re.M)  # a figure function call (linrec.outputs.plots*)
 
 
 def _without_imports(source: str) -> str:

@@ -8,15 +8,8 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from linrec.outputs.plots import (  # noqa: E402
-    fig2_r2_lin,
-    fig2_swap,
-    fig3b_trained_pitfall,
-    fig5_corpora,
-    fig6_swap,
-    fig7_controls,
-    fig7b_inputs_or_weights,
-)
+from linrec.outputs.plots import fig2_r2_lin, fig2_swap, fig3b_trained_pitfall, fig5_corpora  # noqa: E402
+from linrec.outputs.plots_interventions import fig6_swap, fig7_controls, fig7b_inputs_or_weights  # noqa: E402
 
 
 def _swap(model, n, variants=()):
@@ -53,12 +46,12 @@ def test_swap_figures_with_and_without_variants(tmp_path):
 def test_an_interval_that_misses_its_estimate_still_draws(tmp_path):
     """A percentile bootstrap interval can lie wholly on one side of its point estimate (the smoke profile's swap did):
     the bar then runs from the estimate to the far end, never a negative length (matplotlib raises on those)."""
-    from linrec.outputs.plots import _yerr
+    from linrec.outputs.plots import yerr
 
     t = _swap("a", 3).assign(delta_lo=lambda d: d["delta_ppl"] + 0.1, delta_hi=lambda d: d["delta_ppl"] + 0.3)
     fig = fig2_swap(t, tmp_path / "fig2_swap")
     assert (tmp_path / "fig2_swap.png").stat().st_size > 0 and len(fig.axes[0].patches) == 3
-    assert np.allclose(_yerr([1.0, 2.0], [1.1, 1.5], [1.3, 2.5]), [[0.0, 0.5], [0.3, 0.5]])
+    assert np.allclose(yerr([1.0, 2.0], [1.1, 1.5], [1.3, 2.5]), [[0.0, 0.5], [0.3, 0.5]])
 
 
 def test_pitfall_figure_marks_shortfalls_outside_its_axis(tmp_path):

@@ -9,7 +9,18 @@ import pytest
 
 from linrec.base.errors import LinrecError
 from linrec.claims.tables import TABLES, load_table, save_table
-from linrec.outputs.report import CELL_LIMIT, FIGURES, OTHER_PROFILE, build_report, claims, per_block_table, render
+from linrec.outputs.claim_text import CELL_LIMIT, claims
+from linrec.outputs.report import FIGURES, OTHER_PROFILE, build_report, per_block_table, render
+
+
+@pytest.fixture
+def perf():
+    """benchmarks/performance.py, the renderer of docs/performance.md's block, loaded by its path as the package
+    loads it (`linrec.app.bench`)."""
+    from linrec.app.bench import performance_script
+    from linrec.base.files import project_root
+
+    return performance_script(project_root())
 
 
 def _results(
@@ -132,11 +143,12 @@ def test_readme_block_is_replaced_between_markers_only(tmp_path):
     assert not update_readme(plain, d) and plain.read_text() == "no markers"
 
 
-def test_readme_performance_block_is_generated_from_the_committed_bench_csvs():
+def test_readme_performance_block_is_generated_from_the_committed_bench_csvs(perf):
     """Every number of docs/performance.md's block comes from results/bench/*.csv: re-rendering the committed
     files reproduces the block exactly."""
     from linrec.base.files import project_root
-    from linrec.outputs.report import PERF_END, PERF_START, performance_section
+
+    PERF_END, PERF_START, performance_section = perf.PERF_END, perf.PERF_START, perf.performance_section
 
     root = project_root()
     text = (root / "docs" / "performance.md").read_text()
@@ -146,8 +158,8 @@ def test_readme_performance_block_is_generated_from_the_committed_bench_csvs():
     assert "run.csv` is missing" not in block
 
 
-def test_performance_section_follows_the_csv_and_names_a_missing_file(tmp_path):
-    from linrec.outputs.report import performance_section
+def test_performance_section_follows_the_csv_and_names_a_missing_file(tmp_path, perf):
+    performance_section = perf.performance_section
 
     machine = {"machine": "cpu", "cpus": 2, "torch": "2.13.0", "threads": 2, "date": "2026-11-23"}
     values = {"capture_f64_over_plain": 1.5, "capture_f64_over_plain_median_batch": 1.4, "capture_f64_over_body": 1.9,
@@ -197,9 +209,10 @@ def test_setup_states_the_profiles_analysis_budget(tmp_path):
     assert "Analysis budget" not in render(d, tmp_path, tmp_path / "r.md", {"tokens": 20480})
 
 
-def test_figures_run_line_reads_run_csv(tmp_path):
+def test_figures_run_line_reads_run_csv(tmp_path, perf):
     from linrec.app.notebooks import record_run
-    from linrec.outputs.report import figures_run_line
+
+    figures_run_line = perf.figures_run_line
 
     assert "is missing" in figures_run_line(tmp_path / "results" / "x" / "notebooks" / "run.csv")
     path = record_run(tmp_path, {"01_capture": 130.2, "06_swap": 510.0, "02_x": 22.0}, 1260.0, 2, 10)
@@ -222,8 +235,8 @@ def test_setup_names_the_encoder_of_the_controls(tmp_path):
     assert "dequantised" not in line
 
 
-def test_performance_block_is_not_rewritten_from_a_missing_or_partial_bench_folder(tmp_path):
-    from linrec.outputs.report import PERF_END, PERF_START, update_readme_performance
+def test_performance_block_is_not_rewritten_from_a_missing_or_partial_bench_folder(tmp_path, perf):
+    PERF_END, PERF_START, update_readme_performance = perf.PERF_END, perf.PERF_START, perf.update_readme_performance
 
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{PERF_START}\nold\n{PERF_END}\n")
@@ -233,6 +246,21 @@ def test_performance_block_is_not_rewritten_from_a_missing_or_partial_bench_fold
         with pytest.raises(LinrecError, match=needle):
             update_readme_performance(readme, bench)
         assert readme.read_text() == f"# x\n{PERF_START}\nold\n{PERF_END}\n"
+
+
+def test_the_performance_script_is_loaded_by_its_path_and_a_missing_one_is_one_line(tmp_path, perf, capsys):
+    """The package finds benchmarks/performance.py in the project folder; without it, one line naming the fix. Run as
+    a script, a bench folder without the CSVs is one line on stderr and leaves docs/performance.md as it was."""
+    from linrec.app.bench import performance_script
+    from linrec.base.files import project_root
+
+    with pytest.raises(LinrecError, match=r"performance\.py not found; restore it from git") as err:
+        performance_script(tmp_path)
+    assert "\n" not in str(err.value)
+    page = project_root() / perf.PERFORMANCE_PAGE
+    before = page.read_bytes()
+    assert perf.main(["--bench", str(tmp_path / "nope")]) == 1
+    assert "does not exist" in capsys.readouterr().err and page.read_bytes() == before
 
 
 def test_timings_are_written_apart_so_a_rerun_with_the_same_numbers_rewrites_the_same_table(tmp_path):
@@ -356,7 +384,7 @@ def _v(claim, evidence):
 
 
 def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
-    from linrec.outputs.report import swap_findings
+    from linrec.outputs.findings import swap_findings
 
     e6a = {
         "model": "m",
@@ -398,7 +426,7 @@ def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
 
 def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
     from linrec.claims.rules import GAUSSIAN_DROP
-    from linrec.outputs.report import controls_findings
+    from linrec.outputs.findings import controls_findings
 
     init = pd.DataFrame(
         [

@@ -12,8 +12,8 @@ The package's folders are its layers, lowest first; a module imports only from i
                · large_n (learning-curve tables) · screening (the swap study's choices, on train windows only)
                · swap (its held-out ΔPPL)
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2) · tables
-    outputs/   report · plots
-    app/       cli (the `linrec` command) · params (profiles) · notebooks (runs the numbered notebooks)
+    outputs/   claim_text (the claims in words) · report · findings (notebooks 06, 07) · plots · plots_interventions
+    app/       cli (the `linrec` command) · params (profiles) · notebooks (runs the numbered notebooks) · bench
 """
 
 from linrec.base.errors import LinrecError

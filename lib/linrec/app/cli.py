@@ -472,18 +472,20 @@ def cmd_figures(args) -> None:
 
 
 def cmd_report(args) -> None:
+    from linrec.app.bench import performance_script
     from linrec.app.params import load_params
     from linrec.base.files import project_root
-    from linrec.outputs.report import PERFORMANCE_PAGE, build_report, update_readme_performance
+    from linrec.outputs.report import build_report
 
     root = project_root()
     if args.bench:
+        perf = performance_script(root)  # benchmarks/performance.py, which renders docs/performance.md's block
         run = root / "results" / "default" / "notebooks" / "run.csv"  # the default profile's last figures run
-        if not update_readme_performance(root / PERFORMANCE_PAGE, root / args.bench, run):
+        if not perf.update_readme_performance(root / perf.PERFORMANCE_PAGE, root / args.bench, run):
             raise LinrecError(
-                f"{PERFORMANCE_PAGE} has no <!-- performance:start/end --> markers; restore them from git"
+                f"{perf.PERFORMANCE_PAGE} has no <!-- performance:start/end --> markers; restore them from git"
             )
-        print(f"wrote the performance block of {root / PERFORMANCE_PAGE} from {args.bench}")
+        print(f"wrote the performance block of {root / perf.PERFORMANCE_PAGE} from {args.bench}")
         return
     params = load_params(root / args.params if not Path(args.params).is_absolute() else args.params, root)
     results = root / params.get("results_dir", "results/default")

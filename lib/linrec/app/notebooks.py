@@ -251,14 +251,15 @@ def run_notebooks(
     if len(selected) == len(notebooks(root)):  # the figures run the README reports: every notebook
         record_run(results / "notebooks", seconds, wall, jobs, made)
         if params.get("readme"):  # the profile that owns the repository's pages: its performance page cites this run
-            from linrec.outputs.report import PERFORMANCE_PAGE, update_readme_performance
+            from linrec.app.bench import performance_script
 
             bench = root / "results" / "bench"
             try:
-                if update_readme_performance(root / PERFORMANCE_PAGE, bench, results / "notebooks" / RUN):
-                    print(f"[linrec] updated the performance block of {PERFORMANCE_PAGE}", flush=True)
-            except LinrecError as err:  # the figures are made: a missing benchmark leaves the block as it was
-                print(f"[linrec] performance block of {PERFORMANCE_PAGE} left as it was: {err}", flush=True)
+                perf = performance_script(root)  # benchmarks/performance.py, which renders docs/performance.md's block
+                if perf.update_readme_performance(root / perf.PERFORMANCE_PAGE, bench, results / "notebooks" / RUN):
+                    print(f"[linrec] updated the performance block of {perf.PERFORMANCE_PAGE}", flush=True)
+            except LinrecError as err:  # the figures are made: a missing benchmark or script leaves the block
+                print(f"[linrec] performance block of docs/performance.md left as it was: {err}", flush=True)
     else:
         print(f"[linrec] a partial run (--only): {RUN} keeps the last run of every notebook", flush=True)
     print(f"[linrec] {len(done)} notebook(s) in {wall:.0f} s ({made} capture(s) made, the rest read from the cache)")

@@ -1,5 +1,9 @@
 """Figures, named after the paper's numbering; each saved as PNG and PDF, and shown where it is drawn.
 
+This module draws figures 1–5 (figure 2's swap row included) and holds the helpers every figure shares (`save`,
+the interval bars and legends); the swap study, the controls and training from scratch (figures 6–8) are in
+`linrec.outputs.plots_interventions`.
+
 No backend is chosen here: in a notebook kernel matplotlib's inline backend shows every figure a
 cell draws as that cell's image output (the runner, `linrec.app.notebooks`, starts its kernels with it);
 a script or test without a display gets matplotlib's own headless default.
@@ -29,7 +33,7 @@ def save(fig, stem: str | Path) -> list[Path]:
     return paths
 
 
-def _has_band(t, lo: str = "r2_lo", hi: str = "r2_hi") -> bool:
+def has_band(t, lo: str = "r2_lo", hi: str = "r2_hi") -> bool:
     return {lo, hi} <= set(t.columns) and bool(t[lo].notna().all() and t[hi].notna().all())
 
 
@@ -49,7 +53,7 @@ def _per_model_axes(table, nrows: int = 1, height: float = 3.2, col: str = "bloc
     return fig, axes, models, palette
 
 
-def _yerr(y, lo, hi) -> np.ndarray:
+def yerr(y, lo, hi) -> np.ndarray:
     """Error-bar lengths below and above `y` for the interval [lo, hi], clipped at 0: a percentile bootstrap interval
     need not contain its point estimate (a skewed statistic on few windows), and matplotlib refuses negative lengths.
     The interval is drawn from the estimate to whichever end lies beyond it."""
@@ -57,7 +61,7 @@ def _yerr(y, lo, hi) -> np.ndarray:
     return np.clip(np.vstack([y - lo, hi - y]), 0.0, None)
 
 
-def _legend_below(ax, ncol: int = 1, **kw):
+def legend_below(ax, ncol: int = 1, **kw):
     """The axes' legend under its x label, where it hides no data."""
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=7, ncol=ncol, frameon=False, **kw)
 
@@ -72,8 +76,8 @@ def fig2_r2_lin(table, stem: str | Path | None = None):
         ax = axes[0][k]
         t = table[table["model"] == model].sort_values("block")
         c = palette[model]
-        if _has_band(t):
-            err = _yerr(t["r2_lin"], t["r2_lo"], t["r2_hi"])
+        if has_band(t):
+            err = yerr(t["r2_lin"], t["r2_lo"], t["r2_hi"])
             ax.errorbar(t["block"], t["r2_lin"], yerr=err, fmt="-o", color=c, ms=4, capsize=2, elinewidth=0.9,
                         label="global R²_lin (95 % bootstrap CI)")  # fmt: skip
         else:
@@ -90,7 +94,7 @@ def fig2_r2_lin(table, stem: str | Path | None = None):
         ax.set_ylim(min(0.0, float(table[shown].min().min()) - 0.05), 1.02)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
         ax.set_xlabel("block")
-        _legend_below(ax)
+        legend_below(ax)
     axes[0][0].set_ylabel("held-out R²_lin")
     fig.suptitle("Per-block linear recoverability (exact closed-form ceiling)", y=1.0)
     fig.tight_layout()
@@ -104,21 +108,21 @@ def fig2_swap(swap, stem: str | Path | None = None, chosen: dict | None = None):
     its 95 % paired-bootstrap interval over held-out windows; one column per model, symlog y (ΔPPL can be below 0),
     +1 perplexity dashed. `chosen` ({model: block}): the block claim 6a picked on the screening windows, outlined."""
     sns.set_theme(style="whitegrid", context="paper")
-    s = _map_swaps(swap)
+    s = map_swaps(swap)
     fig, axes, models, palette = _per_model_axes(s, height=3.4, sharey="row")
     for k, model in enumerate(models):
         bx = axes[0][k]
         t = s[s["model"] == model].sort_values("block")
         bx.bar(t["block"], t["delta_ppl"], color=palette[model], alpha=0.8, width=0.7)
         if "delta_lo" in t:
-            err = _yerr(t["delta_ppl"], t["delta_lo"], t["delta_hi"])
+            err = yerr(t["delta_ppl"], t["delta_lo"], t["delta_hi"])
             bx.errorbar(t["block"], t["delta_ppl"], yerr=err, fmt="none", ecolor="k", elinewidth=0.7, capsize=1.5)
         pick = (chosen or {}).get(model)
         if pick is not None and (t["block"] == pick).any():
             r = t[t["block"] == pick].iloc[0]
             bx.bar([pick], [r["delta_ppl"]], width=0.7, fill=False, edgecolor="k", lw=1.4,
                    label=f"block {pick}: lowest ΔPPL on the screening windows")  # fmt: skip
-            _legend_below(bx)
+            legend_below(bx)
         bx.set_yscale("symlog", linthresh=0.1)
         base = t["ppl_base"].iloc[0] if len(t) else float("nan")
         bx.set_title(f"{model} (base perplexity {base:.2f})")
@@ -172,7 +176,7 @@ def fig2c_learning_curves(summary, stem: str | Path | None = None, ref_tokens: f
             tn = t[t["train_tokens"] == n].sort_values("block")
             if tn.empty:
                 continue
-            err = _yerr(tn["r2"], tn["r2_lo"], tn["r2_hi"])
+            err = yerr(tn["r2"], tn["r2_lo"], tn["r2_hi"])
             bx.errorbar(tn["block"], tn["r2"], yerr=err, fmt=style, ms=3, color=color, capsize=1.5, elinewidth=0.8,
                         label=label)  # fmt: skip
         bx.set_xlabel("block")
@@ -206,7 +210,7 @@ def fig5_corpora(table, stem: str | Path | None = None):
                 continue
             line, marker = styles[corpus]
             ax.plot(t["block"], t["r2_lin"], line, marker=marker, ms=2.8, color=colours[corpus], lw=1.3, label=corpus)
-            if _has_band(t):
+            if has_band(t):
                 ax.fill_between(t["block"], t["r2_lo"], t["r2_hi"], color=colours[corpus], alpha=0.18, lw=0)
         ax.set_title(model)
         ax.set_xlabel("block")
@@ -415,327 +419,9 @@ def fig4_rank_outliers(table, stem: str | Path | None = None):
     return fig
 
 
-def _map_swaps(swap):
+def map_swaps(swap):
     """The plain affine swaps of a swap table (its `first` == "map" rows, or all rows of a table without variants)."""
     return swap[swap["first"] == "map"] if "first" in swap.columns else swap
-
-
-def _ci_bars(ax, x, t, color, lo="delta_lo", hi="delta_hi", y="delta_ppl"):
-    if lo in t and hi in t:
-        ax.errorbar(x, t[y], yerr=_yerr(t[y], t[lo], t[hi]), fmt="none", ecolor=color, elinewidth=0.7, alpha=0.7)
-
-
-def _stacked_labels(ax, points, colour, right_edge: float, dy: float = 9.0):
-    """Block labels beside `points` ([(x, y, text)]) that do not print over each other: points within 4 % of the
-    axis's x range and a factor of 3 in y get labels stacked upwards. Near the right edge labels go to the left."""
-    import numpy as np
-
-    lo, hi = ax.get_xlim()
-    span = hi - lo
-    placed: list[tuple[float, float]] = []
-    for x, y, text in sorted(points, key=lambda p: -p[1]):
-        near = sum(abs(x - px) < 0.08 * max(span, 1e-9) and abs(np.log10(max(abs(y), 1e-3) / max(abs(py), 1e-3))) < 0.5
-                   for px, py in placed)  # fmt: skip
-        placed.append((x, y))
-        right = x > right_edge
-        ax.annotate(text, (x, y), xytext=(-4 if right else 4, 2 - dy * near), textcoords="offset points",
-                    fontsize=7, color=colour, ha="right" if right else "left")  # fmt: skip
-
-
-def fig6_swap(table, curves, stem: str | Path | None = None):
-    """Swap study: (a) held-out ΔPPL of swapping each block alone against its R²_lin, colour = model, the three
-    costliest blocks of each model labelled; (b) ΔPPL against parameters of the replacement for reduced-rank maps of
-    one block per model (`curves`; the block is chosen on the screening windows), the FFN's own parameter count
-    dashed; (c) with position variants in `table`, for each block that has them: ΔPPL of the map on every position,
-    of the map on positions ≥ 1 with the FFN's own output at position 0, and with its train mean there. Intervals:
-    95 % paired bootstrap over held-out windows. Symlog y (ΔPPL can be below 0). One legend, below the panels."""
-    import numpy as np
-
-    sns.set_theme(style="whitegrid", context="paper")
-    maps = _map_swaps(table)
-    models = list(dict.fromkeys(maps["model"]))
-    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
-    variants = "first" in table.columns and (table["first"] == "ffn").any()
-    fig, axes = plt.subplots(1, 3 if variants else 2, figsize=(15.0 if variants else 10.5, 4.2))
-    ax, bx = axes[0], axes[1]
-    for m in models:
-        t = maps[maps["model"] == m]
-        _ci_bars(ax, t["r2_lin"], t, palette[m])
-        ax.scatter(t["r2_lin"], t["delta_ppl"], s=26, color=palette[m], edgecolors="k", linewidths=0.3, label=m)
-        top = t.nlargest(3, "delta_ppl")
-        _stacked_labels(ax, list(zip(top["r2_lin"], top["delta_ppl"], top["block"].astype(int).astype(str))),
-                        palette[m], right_edge=0.9)  # fmt: skip
-    ax.set_yscale("symlog", linthresh=0.1)
-    ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
-    ax.set_xlabel("R²_lin of the block (held-out)")
-    ax.set_ylabel("held-out ΔPPL, block swapped alone (symlog)")
-    ax.set_title("(a) does a high R²_lin make a block safe to swap?", fontsize=9)
-    ax.margins(x=0.06, y=0.12)
-    shown = []
-    level = {m: curves[curves["model"] == m]["delta_ppl"].median() for m in models}
-    for m in models:
-        c = curves[curves["model"] == m].sort_values("params")
-        if c.empty:
-            continue
-        shown.append(f"{m} block {int(c['block'].iloc[0])}")
-        _ci_bars(bx, c["params"], c, palette[m])
-        bx.plot(c["params"], c["delta_ppl"], "-o", color=palette[m], ms=4)
-        # labels above the higher model's curve and below the others'; of two points within a factor 2 in
-        # parameters, the first is labelled to its left, the second to its right, so they do not print over each other
-        above = level[m] >= max(level.values())
-        p = c["params"].to_numpy()
-        for i, (_, r) in enumerate(c.iterrows()):
-            left = i + 1 < len(p) and p[i + 1] / p[i] < 2
-            bx.annotate("dense" if not r["factored"] else f"r={int(r['rank'])}", (r["params"], r["delta_ppl"]),
-                        xytext=(-4 if left else 4, 5 if above else -10), textcoords="offset points", fontsize=6.5,
-                        color=palette[m], ha="right" if left else "left")  # fmt: skip
-        bx.axvline(c["params_ffn"].iloc[0], color=palette[m], lw=0.9, ls="--")
-    bx.set_xscale("log")
-    bx.set_yscale("symlog", linthresh=0.1)
-    bx.axhline(1.0, color="0.4", lw=0.8, ls="--")
-    bx.set_xlabel("parameters of the replacement (vertical dashed: the FFN's)")
-    bx.set_ylabel("held-out ΔPPL")
-    bx.set_title("(b) reduced-rank maps: " + ("; ".join(shown) or "none run"), fontsize=9)
-    bx.margins(y=0.15)
-    if variants:
-        cx = axes[2]
-        kinds = [("map", "map on every position", 1.0), ("ffn", "FFN's output at position 0", 0.6),
-                 ("mean", "train mean at position 0", 0.3)]  # fmt: skip
-        has_ffn = table["first"] == "ffn"
-        groups = [(m, b) for m in models for b in sorted(table[has_ffn & (table["model"] == m)]["block"])]
-        width = 0.8 / len(kinds)
-        for j, (first, label, alpha) in enumerate(kinds):
-            rows = [table[(table["model"] == m) & (table["block"] == b) & (table["first"] == first)] for m, b in groups]
-            x = np.arange(len(groups)) + (j - 1) * width
-            y = np.array([r["delta_ppl"].iloc[0] if len(r) else np.nan for r in rows])
-            cols = [palette[m] for m, _ in groups]
-            cx.bar(x, y, width=width * 0.95, color=cols, alpha=alpha, edgecolor="k", lw=0.4,
-                   hatch=["", "//", ".."][j], label=label)  # fmt: skip
-            lo = np.array([r["delta_lo"].iloc[0] if len(r) else np.nan for r in rows])
-            hi = np.array([r["delta_hi"].iloc[0] if len(r) else np.nan for r in rows])
-            cx.errorbar(x, y, yerr=_yerr(y, lo, hi), fmt="none", ecolor="k", elinewidth=0.7, capsize=1.5)
-        cx.set_xticks(np.arange(len(groups)), [f"{m}\nblock {b}" for m, b in groups], fontsize=7)
-        cx.set_yscale("symlog", linthresh=1.0)
-        cx.axhline(1.0, color="0.4", lw=0.8, ls="--")
-        cx.set_ylabel("held-out ΔPPL (symlog)")
-        cx.set_title("(c) first-token blocks: how much of the cost sits at position 0", fontsize=9)
-        cx.legend(fontsize=7, loc="upper right", title="swap", title_fontsize=7)
-        cx.set_ylim(top=cx.get_ylim()[1] * 8)  # room for the legend above the bars
-    handles = [plt.Line2D([], [], marker="o", ls="", color=palette[m], markeredgecolor="k", markeredgewidth=0.3,
-                          label=m) for m in models]  # fmt: skip
-    handles.append(plt.Line2D([], [], color="0.4", lw=0.8, ls="--", label="+1 perplexity"))
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    if stem is not None:
-        save(fig, stem)
-    return fig
-
-
-def fig7_controls(profiles, inputs, stem: str | Path | None = None):
-    """Controls: (top) R²_lin per block of each trained model beside its random-init twins;
-    (bottom) each trained FFN re-scored on its own inputs (refit on the controls' row sample, so it need not equal
-    the top row's R²_lin from every row), on Gaussian inputs with the same first two moments, and on the next
-    block's inputs. One column per model; each row's legend at its right, outside the axes."""
-    sns.set_theme(style="whitegrid", context="paper")
-    models = list(dict.fromkeys(profiles["model"]))
-    widths = [
-        max(3.0, 0.16 * profiles[(profiles["model"] == m) & (profiles["weights"] == "trained")].shape[0])
-        for m in models
-    ]
-    fig, axes = plt.subplots(
-        2,
-        len(models),
-        figsize=(sum(widths) + 0.6, 6.0),
-        sharey="row",
-        squeeze=False,
-        gridspec_kw={"width_ratios": widths},
-    )
-    colours = sns.color_palette("colorblind", 4)
-    for k, model in enumerate(models):
-        ax, bx = axes[0][k], axes[1][k]
-        p = profiles[profiles["model"] == model]
-        for w, t in p.groupby("weights", sort=False):
-            trained = w == "trained"
-            t = t.sort_values("block")
-            ax.plot(
-                t["block"],
-                t["r2_lin"],
-                "-o" if trained else "--",
-                color=colours[0] if trained else "0.55",
-                ms=3.5,
-                lw=1.6 if trained else 1.0,
-                label=w,
-            )
-            if {"r2_lo", "r2_hi"} <= set(t.columns) and t["r2_lo"].notna().all():
-                ax.fill_between(
-                    t["block"], t["r2_lo"], t["r2_hi"], color=colours[0] if trained else "0.55", alpha=0.2, lw=0
-                )
-        ax.set_title(model)
-        c = inputs[inputs["model"] == model].sort_values("block")
-        rows = (
-            f"{int(c['n_train'].iloc[0] + c['n_test'].iloc[0]):,} sampled rows"
-            if {"n_train", "n_test"} <= set(c.columns) and len(c)
-            else "sampled rows"
-        )
-        bx.plot(c["block"], c["r2_own"], "-o", color=colours[0], ms=3.5, label=f"own inputs, refit on {rows}")
-        bx.plot(c["block"], c["r2_gaussian"], "-s", color=colours[1], ms=3, label="Gaussian, same mean & covariance")
-        bx.plot(c["block"], c["r2_other_block"], "-^", color=colours[2], ms=3, label="inputs of the next block")
-        bx.set_xlabel("block")
-        for a in (ax, bx):
-            a.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-    for row, title in ((axes[0], "FFN weights"), (axes[1], "inputs the trained FFN is scored on")):
-        seen = {}
-        for a in row:
-            for h, lab in zip(*a.get_legend_handles_labels(), strict=True):
-                seen.setdefault(lab, h)
-        row[-1].legend(seen.values(), seen.keys(), title=title, loc="upper left", bbox_to_anchor=(1.03, 1.0),
-                       fontsize=7, title_fontsize=7, frameon=False)  # fmt: skip
-    axes[0][0].set_ylabel("held-out R²_lin")
-    axes[1][0].set_ylabel("R² of the trained FFN's best affine map")
-    fig.suptitle("Is linear recoverability learned? Random-init twins (top) and input controls (bottom)", y=1.0)
-    fig.tight_layout()
-    if stem is not None:
-        save(fig, stem)
-    return fig
-
-
-def fig7b_inputs_or_weights(nulls, cross=None, blocks=None, decomposed=None, stem: str | Path | None = None):
-    """Claim 2b, one column per model, every FFN with its block's norm gain folded in. (top) Per block, on the block's
-    own normalised inputs: the trained FFN, and the spread (min–max) of the random-init and shuffled null ensembles;
-    filled markers: blocks standing out from both nulls (`blocks`, Benjamini–Hochberg). (middle, with `blocks`) the
-    trained FFN's z-score against each ensemble, symlog axis. (bottom, with `cross`) R² of FFN i (rows) on the inputs
-    of block j (columns) within the band, on a sequential scale; the title gives the decomposition's shares
-    (`decomposed`)."""
-    sns.set_theme(style="whitegrid", context="paper")
-    models = list(dict.fromkeys(nulls["model"]))
-    panels = ["nulls"] + (["z"] if blocks is not None else []) + (["cross"] if cross is not None else [])
-    fig, axes = plt.subplots(
-        len(panels), len(models), figsize=(4.8 * len(models), 3.2 * len(panels) + 0.5), squeeze=False
-    )
-    colours = sns.color_palette("colorblind", 4)
-    kinds = {"random init": ("random-init FFNs", colours[1]), "shuffled": ("trained FFN, entries shuffled", colours[2])}
-    dec = None if decomposed is None else decomposed.set_index("model")
-    for k, model in enumerate(models):
-        t = nulls[nulls["model"] == model]
-        b = None if blocks is None else blocks[blocks["model"] == model].set_index("block").sort_index()
-        ax = axes[panels.index("nulls")][k]
-        for kind, (label, c) in kinds.items():
-            g = t[t["ffn"] == kind].groupby("block")["r2"]
-            if len(g):
-                lo, hi = g.min(), g.max()
-                ax.fill_between(lo.index, lo, hi, color=c, alpha=0.35, lw=0, label=f"{label} (min–max)")
-                ax.plot(g.mean().index, g.mean(), "--", color=c, lw=1.0)
-        tr = t[t["ffn"] == "trained"].sort_values("block")
-        ax.plot(tr["block"], tr["r2"], "-", color=colours[0], lw=1.4, label="trained FFN")
-        if b is not None:
-            out = b["stands_out"].reindex(tr["block"]).fillna(False).to_numpy(bool)
-            ax.plot(tr["block"][out], tr["r2"][out], "o", color=colours[0], ms=4, label="stands out from both")
-            ax.plot(tr["block"][~out], tr["r2"][~out], "o", mfc="white", color=colours[0], ms=4)
-        ax.set_title(f"{model}: FFNs on the block's inputs", fontsize=9)
-        ax.set_xlabel("block")
-        ax.set_ylabel("held-out R² of the best affine map")
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-        if "z" in panels and b is not None:
-            zx = axes[panels.index("z")][k]
-            for name, (label, c) in zip(("init", "shuffled"), kinds.values(), strict=True):
-                zx.plot(b.index, b[f"z_{name}"], "-o", color=c, ms=3, lw=1.0, label=f"vs {label}")
-            zx.axhline(0, color="0.3", lw=0.8)
-            zx.set_yscale("symlog", linthresh=2)
-            zx.set_xlabel("block")
-            zx.set_ylabel("z of the trained FFN")
-            zx.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-        if "cross" in panels:
-            cx = axes[panels.index("cross")][k]
-            m = cross[cross["model"] == model].pivot(index="ffn_block", columns="input_block", values="r2")
-            step = 1 if len(m) <= 10 else 5  # every block labelled on a small model
-            sns.heatmap(m, cmap="viridis", ax=cx, cbar_kws={"label": "R²"}, xticklabels=step, yticklabels=step)
-            cx.grid(False)
-            cx.set_xlabel("inputs of block j")
-            cx.set_ylabel("FFN of block i")
-            title = "R²(FFN i on inputs of block j)"
-            if dec is not None and model in dec.index:
-                d = dec.loc[model]
-                title += (f"\nshares: weights {d['share_weights']:.2f} [{d['share_weights_lo']:.2f}, "
-                          f"{d['share_weights_hi']:.2f}], inputs {d['share_inputs']:.2f} [{d['share_inputs_lo']:.2f}, "
-                          f"{d['share_inputs_hi']:.2f}]")  # fmt: skip
-            cx.set_title(title, fontsize=8)
-    handles = {}
-    for row in axes:
-        for a in row:
-            for h, lab in zip(*a.get_legend_handles_labels(), strict=True):
-                handles.setdefault(lab, h)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(4, len(handles)), fontsize=7,
-               frameon=False)  # fmt: skip
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    if stem is not None:
-        save(fig, stem)
-    return fig
-
-
-def fig8_training(profiles, distances=None, stem: str | Path | None = None):
-    """The seeds experiment (notebook 08). Top row: one panel per trained run, R²_lin of every block (colour: depth)
-    against the training step (symlog x: step 0, the random initialisation, at the left edge). Bottom left: every
-    run's profile at its last checkpoint (95 % window-bootstrap bars) over its step-0 profile (dotted). Bottom right:
-    the distance between the profiles of two init seeds (mean |ΔR²_lin| per block) at each step, with its 95 %
-    interval, against the noise floor (the same checkpoint on two halves of its held-out windows). `profiles`:
-    `linrec.analyses.seeds.checkpoint_table` rows; `distances`: `linrec.analyses.seeds.distance_over_training` rows
-    (or None)."""
-    sns.set_theme(style="whitegrid", context="paper")
-    runs = list(dict.fromkeys(profiles["run"]))
-    n = max(len(runs), 2)
-    fig = plt.figure(figsize=(2.6 * n, 6.6))
-    grid = fig.add_gridspec(2, n, height_ratios=[1, 1.1], hspace=0.55, wspace=0.45)
-    n_blocks = int(profiles["block"].max()) + 1
-    colours = sns.color_palette("viridis", n_blocks)
-    for k, run in enumerate(runs):
-        ax = fig.add_subplot(grid[0, k], sharey=fig.axes[0] if k else None)
-        t = profiles[profiles["run"] == run]
-        for b in range(n_blocks):
-            tb = t[t["block"] == b].sort_values("step")
-            ax.plot(tb["step"], tb["r2_lin"], "-o", ms=2.5, lw=1.1, color=colours[b], label=f"block {b}")
-        ax.set_xscale("symlog", linthresh=1)
-        ax.set_title(run, fontsize=8)
-        ax.set_xlabel("training step")
-        if k == 0:
-            ax.set_ylabel("held-out R²_lin")
-        else:
-            ax.tick_params(labelleft=False)
-    fig.axes[0].legend(fontsize=6, loc="lower left", ncol=1, frameon=True)
-    half = (n + 1) // 2
-    px = fig.add_subplot(grid[1, :half])
-    styles = {"gelu": "-", "swiglu": "--"}
-    palette = dict(zip(runs, sns.color_palette("tab10", len(runs))))
-    for run in runs:
-        t = profiles[profiles["run"] == run]
-        last, first = t[t["step"] == t["step"].max()], t[t["step"] == 0]
-        mlp = str(t["mlp"].iloc[0])
-        err = _yerr(last["r2_lin"], last["r2_lo"], last["r2_hi"]) if _has_band(last) else None
-        px.errorbar(last["block"], last["r2_lin"], yerr=err, fmt="o", ls=styles.get(mlp, "-"), ms=3.5, capsize=2,
-                    color=palette[run], label=f"{run} (step {int(last['step'].iloc[0])})")  # fmt: skip
-        px.plot(first["block"], first["r2_lin"], ":", color=palette[run], lw=1, alpha=0.8)
-    px.plot([], [], ":", color="0.4", label="the same runs at step 0")
-    px.set_xlabel("block")
-    px.set_ylabel("held-out R²_lin (95 % CI)")
-    px.set_title("End-of-training profiles over their random initialisation", fontsize=9)
-    px.xaxis.set_major_locator(MaxNLocator(integer=True))
-    _legend_below(px, ncol=2)
-    dx = fig.add_subplot(grid[1, half:])
-    if distances is not None and len(distances):
-        for (a, b), t in distances.groupby(["a", "b"], sort=False):
-            t = t.sort_values("step")
-            line = dx.plot(t["step"], t["distance"], "-o", ms=3, label=f"{a} vs {b}")[0]
-            dx.fill_between(t["step"], t["distance_lo"], t["distance_hi"], color=line.get_color(), alpha=0.2)
-            dx.plot(t["step"], t["floor"], ":", color=line.get_color(), lw=1)
-        dx.plot([], [], ":", color="0.4", label="noise floor (two halves of the held-out windows)")
-        dx.set_xscale("symlog", linthresh=1)
-        _legend_below(dx)
-    dx.set_xlabel("training step")
-    dx.set_ylabel("mean |ΔR²_lin| per block (95 % CI)")
-    dx.set_title("Seed against seed while training", fontsize=9)
-    fig.suptitle("The same architecture trained from scratch: R²_lin per block as it is learned", y=0.99)
-    if stem is not None:
-        save(fig, stem)
-    return fig
 
 
 def fig1_method(stem: str | Path | None = None):

@@ -2,55 +2,24 @@
 
 `build_report(results_dir, figures_dir, out)` reads the results tables the numbered notebooks
 write, through the registry (`linrec.claims.tables`; never the notebooks themselves), so every number
-in the text traces to a results file. Each claim's verdict is decided by its rule in its module of
-`linrec.claims` (`linrec.claims.rules.RULES`, stated in the report beside it); this module only puts the verdict
-and the numbers it was decided on into words. A table that is missing makes its claim "not testable".
-Notebook 08 and `linrec report` call it.
+in the text traces to a results file. The claims in words come from `linrec.outputs.claim_text`; this module
+lays out the document around them (claim table, robustness, setup, figures, per-block table, limitations) and the
+README's results block. Notebook 09 and `linrec report` call it.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from linrec.analyses.large_n import curve_sentence
-from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
-from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, correlation_outcome
-from linrec.base.errors import LinrecError
+from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.files import find_project_root
-from linrec.claims.corpora import claim5 as verdict5
-from linrec.claims.learned import claim2a as verdict2a
-from linrec.claims.learned import claim2b as verdict2b
-from linrec.claims.learned import combine_2a, distance_word, seeds_verdict
-from linrec.claims.probe import claim3 as verdict3
-from linrec.claims.probe import claim7a as verdict7a
-from linrec.claims.probe import claim7b as verdict7b
-from linrec.claims.profile import claim1 as verdict1
-from linrec.claims.profile import claim1_counts
-from linrec.claims.regimes import claim4 as verdict4
-from linrec.claims.rules import (
-    CLAIM2_MIN_EFFECT,
-    CLAIM2_NOISE_FACTOR,
-    CLAIM6_BUDGET,
-    CLAIM7_SHORTFALL,
-    FIRST_TOKEN_SHARE,
-    GAUSSIAN_DROP,
-    MOVES_FDR,
-    NOT_TESTABLE,
-    PAPER_HIGH,
-    PAPER_LOW,
-    RULES,
-    VERDICTS,
-    Verdict,
-)
-from linrec.claims.swap import claim6a as verdict6a
-from linrec.claims.swap import claim6b as verdict6b
-from linrec.claims.tables import TABLES, labelled, load_table, table_path
+from linrec.claims.rules import RULES, VERDICTS
+from linrec.claims.tables import labelled
+from linrec.outputs.claim_text import CLAIM_BUILDERS, CLAIMS, Claim, Results, fmt, listed, replicated
 
 # (stem, notebook, caption): every figure the report shows, in order
 FIGURES = [
@@ -145,102 +114,6 @@ FIGURES = [
     ),
 ]
 
-# the paper's claims (arXiv 2606.19379; sources in paper/claims.md), with the paper's numbers as the paper states them
-CLAIMS = {
-    1: (
-        "R²_lin is heterogeneous and non-monotone with depth",
-        "> 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m)",
-    ),
-    "2a": (
-        "It is learned, not architectural",
-        "GPT-2 and Pythia-160m (same width, both GELU) have sharply different profiles",
-    ),
-    "2b": (
-        "… a property of each block's own weights",
-        "recoverability is a learned property of individual trained blocks",
-    ),
-    3: (
-        "A rank-16 bilinear probe adds little, uncorrelated with nonlinearity",
-        "a few points of R²; Pearson r ≈ 0 with 1 − R²_lin",
-    ),
-    4: (
-        "High R²_lin hides two regimes",
-        "broadly linear (median ≈ global, high rank) vs outlier-concentrated (median ≪ global, rank ≈ 1)",
-    ),
-    5: ("Profiles are a property of the model, not the corpus", "three corpus domains overlay"),
-    "6a": (
-        "Compression: some block swaps cheaply",
-        "GPT-2's early FFN replaced by its linear map at 8× fewer parameters for +0.77 perplexity",
-    ),
-    "6b": (
-        "Compression signal: R²_lin flags the safe blocks",
-        "high-recoverability blocks admit replacement, low-recoverability blocks flag where it is unsafe",
-    ),
-    "7a": (
-        "Trained linear baselines under-converge",
-        "SGD/Adam fall short of the closed-form ceiling",
-    ),
-    "7b": (
-        "… because the activations are ill-conditioned",
-        "the shortfall is put down to ill-conditioned transformer activations",
-    ),
-}
-
-
-@dataclass
-class Claim:
-    number: int | str  # 1 … 7, claim 6 as "6a" and "6b"
-    ours: str  # every number the verdict was decided on, in words (the claim's section)
-    verdict: str  # one of linrec.claims.rules.VERDICTS
-    without_first: str = ""  # the verdict on every position but the windows' first ("" where the rule has none)
-    headline: str = ""  # the claim table's cell: each model's headline number (≤ CELL_LIMIT characters)
-    details: list[str] = field(default_factory=list)  # `ours`, one entry per model (the section's bullets)
-
-    @property
-    def anchor(self) -> str:
-        return f"claim-{self.number}"
-
-    @property
-    def title(self) -> str:
-        return CLAIMS[self.number][0]
-
-    @property
-    def paper(self) -> str:
-        return CLAIMS[self.number][1]
-
-
-class Results:
-    """The results tables of one directory, read through the registry (`linrec.claims.tables`).
-
-    `get(name)` is None for a table its notebook has not written."""
-
-    def __init__(self, directory: str | Path):
-        self.dir = Path(directory)
-        if not self.dir.is_dir():
-            raise LinrecError(f"results directory {self.dir} not found; run `linrec figures` (or `make figures`) first")
-        if not any(table_path(name, self.dir).is_file() for name in TABLES):  # a report of "missing" everywhere
-            raise LinrecError(
-                f"results directory {self.dir} holds no results table; run `linrec figures` (or `make figures`) "
-                "first, or give the folder it wrote"
-            )
-
-    def get(self, name: str) -> pd.DataFrame | None:
-        return load_table(name, self.dir)
-
-
-def _f(x, nd: int = 3) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{nd}f}"
-
-
-def _listed(blocks) -> str:
-    """Block numbers as a list: "1, 2"; "none" for none. A CSV column of block lists reads back as a float where it
-    holds one block (2.0) and NaN where it holds none."""
-    if blocks is None or (isinstance(blocks, float) and not np.isfinite(blocks)):
-        return "none"
-    if isinstance(blocks, (int, float, np.integer, np.floating)):
-        return str(int(blocks))
-    return ", ".join(str(blocks).split()) or "none"
-
 
 def _robustness(r: Results) -> list[str]:
     """What the claim table's robustness column means, where replication on fresh text stands, and the statistics
@@ -255,8 +128,8 @@ def _robustness(r: Results) -> list[str]:
         "runs of adjacent blocks (moving-block bootstrap); the screened predictors of 6b are Holm-corrected, and the "
         "counted block–corpus differences of claim 5 are held to a 5 % false-discovery rate.",
     ]
-    rep, where = _replicated(r, "r2_replicates_summary")
-    regimes, where4 = _replicated(r, "spectrum_replicates_summary")
+    rep, where = replicated(r, "r2_replicates_summary")
+    regimes, where4 = replicated(r, "spectrum_replicates_summary")
     where = " (from `results/full/`, `params/full.yaml`'s samples)" if (where or where4) else ""
     if rep is None and regimes is None:
         lines += [
@@ -267,16 +140,16 @@ def _robustness(r: Results) -> list[str]:
         ]
         return lines
     parts = [
-        f"{e['model']}: over samples {e['samples']}, between-sample SD per block median {_f(e['sd_median'])} "
-        f"(max {_f(e['sd_max'])}, block {int(e['sd_max_block'])}) against a bootstrap half-width of "
-        f"{_f(e['ci_half_width_median'])}; claim 1 {e['replication']}"
+        f"{e['model']}: over samples {e['samples']}, between-sample SD per block median {fmt(e['sd_median'])} "
+        f"(max {fmt(e['sd_max'])}, block {int(e['sd_max_block'])}) against a bootstrap half-width of "
+        f"{fmt(e['ci_half_width_median'])}; claim 1 {e['replication']}"
         for e in ([] if rep is None else rep.to_dict("records"))
     ] or ["claim 1 not yet run on the samples (notebook 02 with `replicate_samples`)"]
     if regimes is not None:
         parts += [
             f"{e['model']}: broadly linear / outlier-concentrated blocks per sample {e['n_broadly_linear']} / "
             f"{e['n_outlier_concentrated']}, outlier-concentrated on every sample: "
-            f"{_listed(e['outlier_blocks_every_sample'])}"
+            f"{listed(e['outlier_blocks_every_sample'])}"
             for e in regimes.to_dict("records")
         ]
         parts.append(f"claim 4 {regimes['replication'].iloc[0]}")
@@ -294,30 +167,12 @@ ONE_SAMPLE = (
 )
 
 
-def _other_profile(r: Results, name: str, profile: str) -> pd.DataFrame | None:
-    """Table `name` of `results/<profile>/` when that is another profile's folder than this one's; None without it."""
-    other = r.dir.parent / profile
-    if not other.is_dir() or other.resolve() == r.dir.resolve():
-        return None
-    table = load_table(name, other)
-    return table if table is not None and not table.empty else None
-
-
-def _replicated(r: Results, name: str, profile: str = "full") -> tuple[pd.DataFrame | None, str]:
-    """Table `name` of this profile, else of `results/<profile>/` (with where it came from: " (<profile> profile)")."""
-    rep = r.get(name)
-    if rep is not None and not rep.empty:
-        return rep, ""
-    rep = _other_profile(r, name, profile)
-    return (rep, f" ({profile} profile)") if rep is not None else (None, "")
-
-
 def _fresh_text(r: Results) -> dict:
     """The claim table's fresh-text column per claim: claims 1 and 4 from the replication on disjoint samples of text
     (this profile's, else `results/full/`'s), every other claim on the one sample it was measured on."""
     out = {c: "one sample" for c in CLAIMS}
     for claim, name in ((1, "r2_replicates_summary"), (4, "spectrum_replicates_summary")):
-        rep, where = _replicated(r, name)
+        rep, where = replicated(r, name)
         if rep is not None:
             n = int(rep["n_samples"].min())
             steady = rep["replication"].isin(["holds on every sample", "fails on every sample"]).all()
@@ -326,7 +181,7 @@ def _fresh_text(r: Results) -> dict:
 
 
 def tally_line(cl: list[Claim]) -> str:
-    """One line counting the verdicts, in the order of `linrec.claims.rules.VERDICTS`."""
+    """One line counting the verdicts, in the order of `linrec.claims.VERDICTS`."""
     counts = [(w, sum(c.verdict == w for c in cl)) for w in VERDICTS]
     return f"**Does the paper hold?** Of {len(cl)} checks: " + ", ".join(f"{k} {w}" for w, k in counts if k) + "."
 
@@ -360,11 +215,14 @@ CLAIM_FIGURES = {
     "7a": ["fig3b_trained_pitfall"],
     "7b": ["fig3c_pitfall_mechanism"],
 }
+
+
 # a figure another profile draws: (its profile, its results folder); shown from there, the profile named
 OTHER_PROFILE = {
     "fig2c_learning_curves": ("params/curve.yaml", "results/curve"),
     "fig8_training": ("params/training.yaml", "results/training"),
 }
+
 
 # what result would change each verdict (the rule's nearest threshold, in words), and what to keep in mind
 CHANGE = {
@@ -388,6 +246,8 @@ CHANGE = {
     "7b": "a shortfall that rises with κ at a fixed budget, across blocks and on constructed κ, would make it "
     "conditioning",
 }
+
+
 CAVEATS = {
     1: "the models are quantised offline releases, not the paper's GPT-2 / Pythia-160m / llama-160m; R²_lin is "
     "biased low at 16k train rows (notebook 02's learning curve)",
@@ -447,439 +307,6 @@ def _without_first(c: Claim) -> str:
     if not c.without_first:
         return "—"
     return "same" if c.without_first == c.verdict else c.without_first
-
-
-def _untestable(n: int | str, v: Verdict) -> Claim:
-    return Claim(n, v.reason, v.verdict, headline=v.reason, details=[v.reason])
-
-
-# ---- one sentence per claim: what the verdict was decided on (linrec.claims), in words -----------------------------
-CELL_LIMIT = 200  # characters in a claim table cell
-
-
-def _head(what: str, per_model: list[str]) -> str:
-    """A claim table cell: what the numbers are, then each model's."""
-    return f"{what}: " + "; ".join(per_model)
-
-
-def claim1_jump(e: dict) -> float:
-    return claim1_counts(e, "")[0]
-
-
-def claim1(r: Results) -> Claim:
-    v = verdict1(r.get("r2_lin_summary"))
-    if not v.evidence:
-        return _untestable(1, v)
-    parts = []
-    for e in v.evidence:
-        jump, turns = claim1_counts(e, "")
-        fdr = (
-            f" that survive a false-discovery rate of {MOVES_FDR:g} ({int(e['moves_fdr'])} of "
-            f"{int(e['moves_tested'])} moves)"
-            if np.isfinite(e.get("moves_fdr", np.nan))
-            else ""
-        )
-        text = (
-            f"{e['model']}: {_f(e['r2_min'])} to {_f(e['r2_max'])}; between blocks with disjoint intervals{fdr} "
-            f"the largest adjacent jump is {_f(jump)} and the profile turns {int(turns)} times over "
-            f"{int(e['n_blocks'])} blocks (as seen, without the intervals: {_f(e['max_adjacent_jump'])}, "
-            f"{int(e['direction_changes'])} turns); as extreme as the "
-            f"paper (> {PAPER_HIGH} next to < {PAPER_LOW}): "
-            f"{'yes' if e.get('as_extreme_as_paper') else 'no'}"
-        )
-        if e.get("passes_ex_first") is not None:
-            jump1, turns1 = claim1_counts(e, "_ex_first")
-            text += (
-                f"; without position 0: {_f(e['r2_ex_first_min'])} to {_f(e['r2_ex_first_max'])}, largest jump "
-                f"{_f(jump1)}, {int(turns1)} turns "
-                f"({'passes' if e['passes_ex_first'] else 'fails'})"
-            )
-        if e["first_token_blocks"]:
-            text += (
-                f" (blocks {_listed(e['first_token_blocks'])}: ≥ {FIRST_TOKEN_SHARE * 100:.0f} % of the "
-                f"output variance on the first token; without it, max R²_lin {_f(e['r2_ex_first_max'])})"
-            )
-        parts.append(text)
-    text = "; ".join(parts)
-    details = list(parts)
-    if v.evidence and np.isfinite(v.evidence[0].get("profile_tokens", np.nan)):
-        text = f"on the profile at {v.evidence[0]['profile_tokens']:.0f} train tokens, " + text
-        details.insert(0, f"Judged on the profile at {v.evidence[0]['profile_tokens']:.0f} train tokens.")
-    other = r.get("r2_lin_summary_other")
-    if other is not None and not other.empty:
-        o = verdict1(other)
-        extra = f"The same rule on the profile at {other['profile_tokens'].iloc[0]:.0f} train tokens: {o.verdict}"
-        text += ". " + extra
-        details.append(extra)
-    ov = r.get("r2_curve_overview")
-    if ov is not None:
-        extra = "; ".join(curve_sentence(row) for row in ov.to_dict("records"))
-        text += ". " + extra
-        details.append(extra)
-    head = _head(
-        "span, largest resolved jump, turns",
-        [
-            f"{e['model']} {_f(e['r2_min'], 2)}–{_f(e['r2_max'], 2)}, {_f(claim1_jump(e), 2)}, "
-            f"{int(claim1_counts(e, '')[1])}"
-            for e in v.evidence
-        ],
-    )
-    return Claim(1, text, v.verdict, v.without_first, head, details)
-
-
-def _seeds_part(r: Results) -> tuple[str, str, str] | None:
-    """(section sentence, claim-table words, claim 2a's verdict from it) of the seeds experiment (notebook 08), from
-    this profile's results or `results/training/`; None where it has not run."""
-    comp, where = _replicated(r, "training_comparisons", "training")
-    if comp is None:
-        return None
-    v = seeds_verdict(comp)
-    runs_table, _ = _replicated(r, "training_runs", "training")
-
-    def kind(k: str) -> str:
-        t = comp[comp["kind"] == k]
-        return "; ".join(
-            f"{a} vs {b} {_f(d)} {_ci(lo, hi, 3)} (floor {_f(fl)}, {distance_word(e)})"
-            for a, b, d, lo, hi, fl, e in zip(t["a"], t["b"], t["distance"], t["distance_lo"], t["distance_hi"],
-                                              t["floor"], t.to_dict("records"))
-        ) or "not run"  # fmt: skip
-
-    ppl = "" if runs_table is None else (
-        f"; final held-out perplexity {_f(runs_table['ppl_test_final'].min(), 1)}–"
-        f"{_f(runs_table['ppl_test_final'].max(), 1)} after {_f(runs_table['tokens_per_param'].iloc[0], 1)} tokens per "
-        "parameter"
-    )  # fmt: skip
-    prof, _ = _replicated(r, "training_profiles", "training")
-    onset = ""
-    if prof is not None:
-        from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
-
-        steps = approach_to_final(prof).groupby("run", sort=False)["onset"].first()
-        last = prof.groupby("run", sort=False)["step"].max()
-        settled = {run: s for run, s in steps.items() if s < last[run]}
-        onset = f"; the profile's shape settles (every later checkpoint within {ONSET_DISTANCE} of the last) " + (
-            "at step " + ", ".join(f"{s} ({run})" for run, s in settled.items()) if settled else ""
-        )
-        if len(settled) < len(steps):
-            unsettled = [run for run in steps.index if run not in settled]
-            onset += ("; " if settled else "") + (
-                f"not before the last checkpoint in {', '.join(unsettled)} (still moving at the end of training)"
-            )
-    longer = ""
-    comp_long = _other_profile(r, "training_comparisons", "training_long")
-    if comp_long is not None:
-        runs_long = _other_profile(r, "training_runs", "training_long")
-        factor = ""
-        if runs_long is not None and runs_table is not None:
-            factor = f" {_f(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
-        seed_pairs = comp_long[comp_long["kind"] == "seed"]
-        longer = (
-            f". Trained{factor} longer (`params/training_long.yaml`): {seeds_verdict(comp_long)['word']}; "
-            "init seed against init seed "
-            + "; ".join(f"{a} vs {b} {_f(d)} {_ci(lo, hi, 3)}" for a, b, d, lo, hi in
-                        zip(seed_pairs["a"], seed_pairs["b"], seed_pairs["distance"], seed_pairs["distance_lo"],
-                            seed_pairs["distance_hi"]))
-        )  # fmt: skip
-        if runs_long is not None:
-            longer += (
-                f"; final held-out perplexity {_f(runs_long['ppl_test_final'].min(), 1)}–"
-                f"{_f(runs_long['ppl_test_final'].max(), 1)}"
-            )
-    where = where.strip(" ()") or "this profile"
-    text = (
-        f"seeds experiment (notebook 08, {where}; same architecture and text trained from scratch): {v['word']}, so "
-        f"claim 2a from it is {v['claim2a']}. Mean |ΔR²_lin| per block, each last checkpoint against its step 0: "
-        f"{kind('trained vs init')}; init seed against init seed: {kind('seed')}; data order: {kind('data order')}; "
-        f"GELU against SwiGLU: {kind('variant')}{ppl}{onset}{longer}"
-    )
-    return text, f"seeds ({where}): {v['word']}", v["claim2a"]
-
-
-def claim2a(r: Results) -> Claim:
-    v = verdict2a(r.get("controls_learned"))
-    seeds = _seeds_part(r)
-    if not v.evidence and seeds is None:
-        return _untestable("2a", v)
-    if not v.evidence:
-        text, words, verdict = seeds
-        return Claim("2a", text, combine_2a(v.verdict, verdict), "", words, [text])
-    parts = []
-    for e in v.evidence:
-        twin = "degenerate" if e["twin_degenerate"] else "a valid reference"
-        parts.append(
-            f"{e['model']}: {e['outcome'] or 'not measured'}; the random-init twin is {twin} (train − held-out gap "
-            f"{_f(e['twin_gap'], 2)} vs {_f(e['trained_gap'], 2)} trained), so the reference is the "
-            f"{e['reference']}: mean |trained − untrained| {_f(e['effect'])} per block vs {_f(e['noise'])} between "
-            f"untrained draws (needs > {CLAIM2_NOISE_FACTOR:g}× that and ≥ {CLAIM2_MIN_EFFECT})"
-        )
-    note = ". The paper's own comparison (GPT-2 vs Pythia-160m) needs the hub: `params/paper.yaml`"
-    head = _head(
-        "mean |trained − untrained| vs between untrained draws",
-        [f"{e['model']} {_f(e['effect'], 2)} vs {_f(e['noise'], 3)}" for e in v.evidence],
-    )
-    verdict = v.verdict
-    if seeds is not None:
-        parts.append(seeds[0])
-        head += f"; {seeds[1]}"
-        verdict = combine_2a(v.verdict, seeds[2])
-    return Claim("2a", "; ".join(parts) + note, verdict, "", head, [*parts, note.removeprefix(". ")])
-
-
-def claim2b(r: Results) -> Claim:
-    v = verdict2b(r.get("controls_decomposition"))
-    if not v.evidence:
-        return _untestable("2b", v)
-    parts = [
-        f"{e['model']}: {e['outcome'] or 'not measured'}; unique share of the cross matrix's variance of the weights "
-        f"{_f(e['share_weights'], 2)} {_ci(e['share_weights_lo'], e['share_weights_hi'])}, of the inputs "
-        f"{_f(e['share_inputs'], 2)} {_ci(e['share_inputs_lo'], e['share_inputs_hi'])} (difference "
-        f"{_ci(e['share_weights_minus_inputs_lo'], e['share_weights_minus_inputs_hi'])}); {int(e['n_standout'])} of "
-        f"{int(e['n_blocks'])} blocks stand out from both null ensembles"
-        for e in v.evidence
-    ]
-    head = _head(
-        "weights' minus inputs' share, 95 % CI",
-        [
-            f"{e['model']} {_ci(e['share_weights_minus_inputs_lo'], e['share_weights_minus_inputs_hi'])}"
-            for e in v.evidence
-        ],
-    )
-    return Claim("2b", "; ".join(parts), v.verdict, "", head, parts)
-
-
-def _ci(lo, hi, nd: int = 2) -> str:
-    return f"[{_f(lo, nd)}, {_f(hi, nd)}]"
-
-
-def _n(x) -> str:
-    return "n/a" if x is None or not np.isfinite(float(x)) else f"{int(x)}"
-
-
-def _outcome(e: dict) -> str:
-    """A claim 3 correlation's equivalence outcome, in words."""
-    word = correlation_outcome(e["ci_lo"], e["ci_hi"], e.get("ci_lo90", np.nan), e.get("ci_hi90", np.nan))
-    return {"no effect": "uncorrelated shown", "effect": "a correlation shown",
-            "inconclusive": "inconclusive (not testable at this power)"}[word]  # fmt: skip
-
-
-def claim3(r: Results) -> Claim:
-    v = verdict3(r.get("probe_summary"))
-    if not v.evidence:
-        return _untestable(3, v)
-    parts = []
-    for e in v.evidence:
-        word = {True: "holds", False: "fails", None: "not testable"}[e["passes"]]
-        text = (
-            f"{e['model']} ({word}): median gain {_f(e['gain_median'], 3)} (max {_f(e['gain_max'], 3)}) over "
-            f"{int(e['n_blocks'])} blocks, closed-form quadratic {_f(e['gain_quad_median'], 3)}; Pearson r = "
-            f"{_f(e['pearson_r'], 2)}, 95 % CI {_ci(e['ci_lo'], e['ci_hi'])} over runs of "
-            f"{_n(e.get('block_length'))} adjacent blocks (as if blocks were independent "
-            f"{_ci(e.get('ci_lo_iid'), e.get('ci_hi_iid'))}); 90 % CI {_ci(e.get('ci_lo90'), e.get('ci_hi90'))} "
-            f"against the ±{EQUIVALENCE_MARGIN} margin: {_outcome(e)} (|r| ≥ {_f(e['detectable_r'], 2)} "
-            "detectable with 80 % power)"
-        )
-        if np.isfinite(e.get("sweep_rank_max", np.nan)):
-            text += (
-                f"; rank {int(e['sweep_rank_min'])} → {int(e['sweep_rank_max'])}: median gain "
-                f"{_f(e['sweep_gain_median_rank_min'], 3)} → {_f(e['sweep_gain_median_rank_max'], 3)}"
-            )
-        parts.append(text)
-    head = _head(
-        "median gain, r with 1 − R²_lin",
-        [
-            f"{e['model']} {_f(e['gain_median'])}, {_f(e['pearson_r'], 2)} {_ci(e['ci_lo'], e['ci_hi'])}"
-            for e in v.evidence
-        ],
-    )
-    ex = r.get("probe_summary_ex_first")
-    v1 = verdict3(ex) if ex is not None and not ex.empty else None
-    if v1 is not None:
-        parts.append(
-            "without position 0 (probe and map refitted on the rows at positions ≥ 1): "
-            + "; ".join(
-                f"{e['model']} r = {_f(e['pearson_r'], 2)} {_ci(e['ci_lo'], e['ci_hi'])}, {_outcome(e)}, "
-                f"median gain {_f(e['gain_median'], 3)}"
-                for e in v1.evidence
-            )  # fmt: skip
-        )
-    return Claim(3, "; ".join(parts), v.verdict, v1.verdict if v1 else "not measured", head, parts)
-
-
-def claim4(r: Results) -> Claim:
-    v = verdict4(r.get("spectrum_summary"))
-    if not v.evidence:
-        return _untestable(4, v)
-    parts = [
-        f"{e['model']}: {int(e['n_broadly_linear'])} broadly linear, {int(e['n_outlier_concentrated'])} "
-        f"outlier-concentrated (blocks {_listed(e['outlier_blocks'])}), {int(e['n_first_token_concentrated'])} "
-        f"first-token-concentrated (blocks {_listed(e['first_token_blocks'])}), {int(e['n_nonlinear'])} nonlinear, "
-        f"{int(e.get('n_unclassified', 0))} unclassified (blocks {_listed(e.get('unclassified_blocks', ''))}); "
-        f"outlier-concentrated blocks with ≥ 20 % of their variance on the first token: "
-        f"{_listed(e.get('outlier_first_blocks', ''))}; concentrated in a few features but not rank ≈ 1 (explained "
-        f"part's effective rank ≥ {OUTLIER_RANK:g}): {_listed(e.get('concentrated_not_rank1_blocks', ''))}; among "
-        f"the {int(e.get('n_high_r2', 0))} blocks with R²_lin ≥ {REGIME_HIGH_R2}: "
-        f"{int(e.get('n_broadly_linear_high_r2', 0))} broadly linear, "
-        f"{int(e.get('n_outlier_concentrated_high_r2', 0))} outlier-concentrated, "
-        f"{int(e.get('n_first_token_concentrated_high_r2', 0))} first-token-concentrated, "
-        f"{int(e.get('n_unclassified_high_r2', 0))} unclassified"
-        + (
-            f"; without position 0: {int(e['n_broadly_linear_ex_first'])} broadly linear, "
-            f"{int(e['n_outlier_concentrated_ex_first'])} outlier-concentrated (blocks "
-            f"{_listed(e.get('outlier_ex_first_blocks', ''))})"
-            if e.get("n_broadly_linear_ex_first", -1) >= 0
-            else ""
-        )
-        for e in v.evidence
-    ]
-    head = _head(
-        "blocks broadly linear / outlier-concentrated",
-        [f"{e['model']} {int(e['n_broadly_linear'])} / {int(e['n_outlier_concentrated'])}" for e in v.evidence],
-    )
-    return Claim(4, "; ".join(parts), v.verdict, v.without_first, head, parts)
-
-
-def claim5(r: Results) -> Claim:
-    v = verdict5(r.get("corpora_verdict"))
-    if not v.evidence:
-        return _untestable(5, v)
-    parts = []
-    for e in v.evidence:
-        text = (
-            f"{e['model']}: {e.get('shape_verdict', e['verdict'])} (min Spearman ρ {_f(e['spearman_min'], 2)}, "
-            f"corpus/depth {_f(e['corpus_depth_ratio'], 2)}, largest difference {_f(e['max_abs_diff'])} at block "
-            f"{int(e['max_diff_block'])}, {e['max_diff_corpus_a']} vs {e['max_diff_corpus_b']})"
-        )
-        if "shape_share" in e:
-            text += (
-                f"; shape (block × corpus) holds {_f(e['shape_share'])} {_ci(e['shape_lo'], e['shape_hi'], 3)} of the "
-                f"variance, level (a corpus shifting every block) {_f(e['level_share'])} "
-                f"{_ci(e['level_lo'], e['level_hi'], 3)}: {e['corpus_highest']} is the most linear corpus, up to "
-                f"{_f(e['level_range'])} {_ci(e['level_range_lo'], e['level_range_hi'], 3)} above "
-                f"{e['corpus_lowest']}; {int(e['n_pairs_fdr'])} of {int(e['n_pairs'])} block–corpus pairs differ at "
-                "a 5 % false-discovery rate"
-            )
-        if "shape_verdict_ex_first" in e:
-            text += (
-                f"; without position 0 the shape holds {_f(e['shape_share_ex_first'])} "
-                f"{_ci(e['shape_lo_ex_first'], e['shape_hi_ex_first'], 3)}: {e['shape_verdict_ex_first']}"
-            )
-        parts.append(text)
-    head = _head(
-        "block × corpus share of the variance",
-        [
-            f"{e['model']} {_f(e.get('shape_share'), 3)} {_ci(e.get('shape_lo'), e.get('shape_hi'), 3)}"
-            for e in v.evidence
-        ],
-    )
-    return Claim(5, "; ".join(parts), v.verdict, v.without_first, head, parts)
-
-
-def claim6a(r: Results) -> Claim:
-    v = verdict6a(r.get("swap"), r.get("swap_predictor_values"))
-    if not v.evidence:
-        return _untestable("6a", v)
-    parts = [
-        f"{e['model']}: affine map {e['ffn_over_linear']:.1f}× fewer parameters than the FFN; "
-        f"block {e['chosen_block']} (lowest screening ΔPPL, {e['chosen_screening_delta_ppl']:+.2f}) "
-        f"costs {e['delta_ppl']:+.2f} held out "
-        f"[{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] (base {e['ppl_base']:.2f}): {e['outcome']}; "
-        f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{CLAIM6_BUDGET:g}"
-        for e in v.evidence
-    ]
-    head = _head(
-        "held-out ΔPPL of the screened block",
-        [
-            f"{e['model']} block {e['chosen_block']}: {e['delta_ppl']:+.2f} "
-            f"[{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}]"
-            for e in v.evidence
-        ],
-    )
-    return Claim("6a", "; ".join(parts), v.verdict, "", head, parts)
-
-
-def claim6b(r: Results) -> Claim:
-    v = verdict6b(r.get("swap_predictors"))
-    if not v.evidence:
-        return _untestable("6b", v)
-    parts = []
-    for e in v.evidence:
-        best = (
-            f"{e['best']} (ρ = {e['best_rho']:+.2f})" if e.get("best") else "none survives Holm's correction"
-        )  # fmt: skip
-        parts.append(
-            f"{e['model']} ({e['outcome']}): ρ(R²_lin, ΔPPL) = {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, "
-            f"{e['rho_hi']:+.2f}] over runs of {_n(e.get('block_length'))} adjacent blocks (as if independent "
-            f"[{e['rho_lo_iid']:+.2f}, {e['rho_hi_iid']:+.2f}]), with depth taken out {e['partial_rho_depth']:+.2f} "
-            f"[{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}] (depth alone: ρ = {e['depth_rho']:+.2f}); the best "
-            f"screened predictor: {best}"
-            + (f"; with R²_lin without position 0: {e['outcome_ex_first']}" if "outcome_ex_first" in e else "")
-        )
-    text = "; ".join(parts)
-    if v.verdict == NOT_TESTABLE:
-        text += f". {v.reason}"
-    head = _head(
-        "ρ(R²_lin, ΔPPL)",
-        [f"{e['model']} {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}]" for e in v.evidence],
-    )
-    details = parts + ([v.reason] if v.verdict == NOT_TESTABLE else [])
-    return Claim("6b", text, v.verdict, v.without_first, head, details)
-
-
-def claim7a(r: Results) -> Claim:
-    v = verdict7a(r.get("pitfall_summary"))
-    if not v.evidence:
-        return _untestable("7a", v)
-    parts = [
-        f"{e['model']}: at {int(e['budget_steps'])} steps (5 epochs), the better of Adam and SGD is "
-        f"> {CLAIM7_SHORTFALL} short on {int(e['n_short'])} of {int(e['n_blocks'])} blocks (median "
-        f"{_f(e['shortfall_median'])}, up to {_f(e['shortfall_max'])}; Adam alone {_f(e['adam_shortfall_median'])})"
-        for e in v.evidence
-    ]
-    head = _head(
-        f"blocks > {CLAIM7_SHORTFALL} short, median shortfall",
-        [f"{e['model']} {int(e['n_short'])} of {int(e['n_blocks'])}, {_f(e['shortfall_median'])}" for e in v.evidence],
-    )
-    return Claim("7a", "; ".join(parts), v.verdict, "", head, parts)
-
-
-def claim7b(r: Results) -> Claim:
-    v = verdict7b(r.get("pitfall_summary"))
-    if not v.evidence or all(e.get("mechanism") is None for e in v.evidence):
-        return _untestable("7b", v)
-
-    def steps(v: float, cap: float) -> str:
-        return f"not within {cap:.0f}" if not np.isfinite(v) else f"{v:.0f}"
-
-    parts = [
-        f"{e['model']}: {e['mechanism']} (constructed κ {e['dose_kappa_min']:.0e} → {e['dose_kappa_max']:.0e} on "
-        f"block {int(e['dose_block'])}, {int(e['dose_steps'])} steps: shortfall {_f(e['dose_short_min'])} → "
-        f"{_f(e['dose_short_max'])}, {'rising' if e['dose_rises'] else 'not rising'} by the rule; "
-        f"across blocks ρ(log κ, shortfall) = {_f(e['spearman_cond_shortfall'], 2)} "
-        f"{_ci(e['cond_lo'], e['cond_hi'])}, Jacobi-scaled {_f(e['spearman_scaled_shortfall'], 2)} "
-        f"{_ci(e['scaled_lo'], e['scaled_hi'])}; tuned Adam/SGD reach the ceiling on {int(e['n_reached'])} of "
-        f"{int(e['n_mechanism'])} mechanism blocks, in {steps(e['steps_reach_well'], e['max_steps'])} steps "
-        f"(best-conditioned) and {steps(e['steps_reach_ill'], e['max_steps'])} (worst), gradient descent from the "
-        f"spectrum in {steps(e['gd_steps_well'], e['max_steps'])} and {steps(e['gd_steps_ill'], e['max_steps'])})"
-        for e in v.evidence
-        if e.get("mechanism") is not None
-    ]
-    head = _head(
-        "cause, ρ(log κ, shortfall)",
-        [
-            f"{e['model']} {e['mechanism']}, {_f(e['spearman_cond_shortfall'], 2)} {_ci(e['cond_lo'], e['cond_hi'])}"
-            for e in v.evidence
-            if e.get("mechanism") is not None
-        ],
-    )
-    return Claim("7b", "; ".join(parts), v.verdict, "", head, parts)
-
-
-CLAIM_BUILDERS = [claim1, claim2a, claim2b, claim3, claim4, claim5, claim6a, claim6b, claim7a, claim7b]
-
-
-def claims(results_dir: str | Path) -> list[Claim]:
-    r = Results(results_dir)
-    return [f(r) for f in CLAIM_BUILDERS]
 
 
 # ---- the document -------------------------------------------------------------------------------
@@ -1063,7 +490,7 @@ def _bias_limitation(overview) -> str:
             "and its last run's report is `results/curve/report.md`)."
         )
     measured = "; ".join(
-        f"{row['model']} {_f(row['gain_inf_median'])} (median over blocks, up to {_f(row['gain_inf_max'])})"
+        f"{row['model']} {fmt(row['gain_inf_median'])} (median over blocks, up to {fmt(row['gain_inf_max'])})"
         for row in overview.to_dict("records")
     )
     return (
@@ -1102,120 +529,7 @@ def build_report(
     return out
 
 
-# ---- the findings notebooks 06 and 07 print and the report quotes (`swap_verdict`, `controls_verdict`) ------------
-def swap_findings(v6a: Verdict, v6b: Verdict, first: pd.DataFrame | None, greedy: pd.DataFrame | None) -> list[str]:
-    """Notebook 06's findings, one sentence each: claim 6a's chosen block and the blocks within budget, claim 6b's
-    correlations and the screened predictor that survives Holm's correction (`linrec.claims.swap.best_predictors`), the
-    first-position variants (`linrec.claims.swap.first_position_effect`) and the greedy multi-block swaps."""
-    lines = []
-    for e in v6a.evidence:
-        lines.append(
-            f"{e['model']}: an FFN has {e['ffn_over_linear']:.1f}× the "
-            "parameters of its affine map. The block with the "
-            f"lowest screening ΔPPL, {e['chosen_block']}, costs {e['delta_ppl']:+.2f} held out "
-            f"(95 % CI [{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}], "
-            f"base {e['ppl_base']:.2f}): claim 6a {e['outcome']}. "
-            f"{e['n_within_budget']} of {e['n_blocks']} blocks have held-out "
-            f"intervals within +{CLAIM6_BUDGET:g}."
-        )
-    for e in v6b.evidence:
-        best = (
-            f"{e['best']} (ρ = {e['best_rho']:+.2f})" if e["best"] else "none (no predictor survives Holm's correction)"
-        )
-        best_partial = "none survives Holm's correction"
-        if e["best_partial"]:
-            best_partial = f"{e['best_partial']} ({e['best_partial_rho']:+.2f})"
-        lines.append(
-            f"{e['model']}: ρ(R²_lin, ΔPPL) = {e['spearman_rho']:+.2f} "
-            f"[{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}] over runs "
-            f"of {e['block_length']:.0f} adjacent blocks (as if blocks were independent [{e['rho_lo_iid']:+.2f}, "
-            f"{e['rho_hi_iid']:+.2f}])"
-            + (" (higher R²_lin goes with a *larger* cost)" if e["spearman_rho"] > 0 else "")
-            + f"; with depth taken out {e['partial_rho_depth']:+.2f} [{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}]; "
-            f"depth alone ρ = {e['depth_rho']:+.2f}. Claim 6b: {e['outcome']}. "
-            "The screened predictor pointing most the "
-            f"right way after Holm's correction: {best}; the best partial ρ given depth: {best_partial}."
-            + (f" With R²_lin without position 0: {e['outcome_ex_first']}." if "outcome_ex_first" in e else "")
-        )
-    for r in [] if first is None or not len(first) else first.to_dict("records"):
-        if "delta_ppl_ffn" in r:
-            lines.append(
-                f"{r['model']} block {r['block']} ({r['first_var_share']:.0%} "
-                "of its held-out output variance at position "
-                f"0): ΔPPL {r['delta_ppl_map']:+.2f} with the map everywhere, {r['delta_ppl_ffn']:+.2f} "
-                f"[{r['delta_lo_ffn']:+.2f}, {r['delta_hi_ffn']:+.2f}] with the FFN kept at position 0, "
-                f"{r['delta_ppl_mean']:+.2f} with the train mean there: position 0 carries "
-                f"{r['share_of_cost_at_first']:.0%} of the cost."
-            )
-    for r in [] if greedy is None else greedy.to_dict("records"):
-        lines.append(
-            f"{r['model']}: the greedy swap in order of {r['order']}, within +{r['budget_ppl']:g} on the screening "
-            f"windows, kept blocks [{r['blocks_swapped']}] (screening ΔPPL {r['screening_delta_ppl']:+.2f}; held out "
-            f"{r['test_delta_ppl']:+.2f} [{r['test_delta_lo']:+.2f}, {r['test_delta_hi']:+.2f}]), removing "
-            f"{r['params_removed']:,} FFN parameters for {r['params_added']:,} affine ones "
-            f"({(r['params_removed'] - r['params_added']) / r['params_model']:.1%} of the model)."
-        )
-    return lines
-
-
-def controls_findings(
-    init_summary: pd.DataFrame | None,
-    input_table: pd.DataFrame | None,
-    cross_summary: pd.DataFrame | None,
-    v2a: Verdict,
-    v2b: Verdict,
-) -> list[str]:
-    """Notebook 07's findings, one sentence each: trained profiles against their random-init twins, the Gaussian-input
-    control (a block "loses" by more than `linrec.claims.rules.GAUSSIAN_DROP`), cross feeding, and claims 2a and 2b."""
-    lines = []
-    for r in [] if init_summary is None else init_summary.to_dict("records"):
-        seeds = (
-            f" against {r['mean_abs_init_seeds']:.3f} between two init seeds"
-            if pd.notna(r["mean_abs_init_seeds"])
-            else ""
-        )
-        lines.append(
-            f"{r['model']}: trained R²_lin spans {r['trained_r2_min']:.3f}–{r['trained_r2_max']:.3f}, its random-init "
-            f"twins {r['init_r2_min']:.3f}–{r['init_r2_max']:.3f}; mean |trained − init| = "
-            f"{r['mean_abs_trained_init']:.3f}{seeds}; the init twin's median block fits its train split to R² "
-            f"{r['init_r2_train_median']:.2f} and held-out windows to "
-            f"{r['init_r2_test_median']:.2f} (trained model's gap "
-            f"{r['trained_gap_median']:.2f})."
-        )
-    for r in [] if input_table is None else input_table.to_dict("records"):
-        lines.append(
-            f"{r['model']}: on Gaussian inputs with the captured mean and covariance, the median block's R² is "
-            f"{r['r2_gaussian_median']:.3f} (own inputs {r['r2_own_median']:.3f}); "
-            f"{int(r['n_gaussian_drop'])} blocks lose "
-            f"more than {GAUSSIAN_DROP}."
-        )
-    for r in [] if cross_summary is None else cross_summary.to_dict("records"):
-        lines.append(
-            f"inputs of {r['inputs_from']} → FFN of {r['ffn_of']}: median R² {r['r2_raw']:.3f} raw, "
-            f"{r['r2_recoloured']:.3f} re-coloured, {r['r2_ffn_own_inputs']:.3f} on its own inputs."
-        )
-    for e in v2a.evidence:
-        lines.append(
-            f"{e['model']} (2a: {e['outcome'] or 'not testable'}): the twin is "
-            f"{'degenerate' if e['twin_degenerate'] else 'a valid reference'} "
-            f"(train − held-out gap {e['twin_gap']:.2f} "
-            f"vs {e['trained_gap']:.2f} trained); against the {e['reference']}, "
-            f"mean |trained − untrained| per block = {e['effect']:.3f}, {e['noise']:.3f} between untrained draws."
-        )
-    for e in v2b.evidence:
-        lines.append(
-            f"{e['model']} (2b: {e['outcome'] or 'not testable'}): shares of the cross matrix's variance: weights "
-            f"{e['share_weights']:.2f} [{e['share_weights_lo']:.2f}, {e['share_weights_hi']:.2f}], inputs "
-            f"{e['share_inputs']:.2f} [{e['share_inputs_lo']:.2f}, {e['share_inputs_hi']:.2f}] (each what only it can "
-            f"carry), either {e['share_shared']:.2f}, interaction {e['share_residual']:.2f}; {int(e['n_standout'])} of "
-            f"{int(e['n_blocks'])} "
-            "blocks stand out from both null ensembles."
-        )
-    return lines
-
-
 README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
-PERFORMANCE_PAGE = "docs/performance.md"  # where the performance block lives (written by `make bench` and figures)
 
 
 def readme_section(results_dir: str | Path, report: str | Path = "paper/report.md") -> str:
@@ -1232,10 +546,10 @@ def readme_section(results_dir: str | Path, report: str | Path = "paper/report.m
 
 def update_readme(readme: str | Path, results_dir: str | Path, report: str | Path = "paper/report.md") -> bool:
     """Replace the block between the results markers of `readme`; False (and no change) if it has none."""
-    return _replace_block(Path(readme), README_START, README_END, lambda: readme_section(results_dir, report))
+    return replace_block(Path(readme), README_START, README_END, lambda: readme_section(results_dir, report))
 
 
-def _replace_block(readme: Path, start: str, end: str, make) -> bool:
+def replace_block(readme: Path, start: str, end: str, make) -> bool:
     """Replace `readme`'s text from marker `start` to marker `end` (both kept) with `make()`; False if a marker is
     missing (then nothing is written)."""
     text = readme.read_text()
@@ -1248,174 +562,3 @@ def _replace_block(readme: Path, start: str, end: str, make) -> bool:
     with atomic_file(readme) as tmp:
         tmp.write_text(head + block + rest.split(end, 1)[1])
     return True
-
-
-# ---- docs/performance.md's block, from the benchmark CSVs (`make bench`) ---------------------------------
-PERF_START, PERF_END = "<!-- performance:start -->", "<!-- performance:end -->"
-
-
-def figures_run_line(run_csv: str | Path) -> str:
-    """One sentence on the last `linrec figures` run of a profile, from its `run.csv`
-    (`linrec.app.notebooks.record_run`)."""
-    run_csv = Path(run_csv)
-    shown = "/".join(run_csv.parts[-4:])
-    if not run_csv.exists():
-        return f"No figures run recorded: `{shown}` is missing (run `make figures`)."
-    r = pd.read_csv(run_csv).iloc[-1]
-    names = str(r["notebooks"]).split()
-    per = ", ".join(f"{n[:2]} {s} s" for n, s in zip(names, str(r["notebook_seconds"]).split()))
-    made = int(r["captures_made"])
-    return (
-        f"Figures (`linrec figures`, `{shown}`, one run on {r['date']}): {len(names)} notebooks "
-        f"in **{r['wall_seconds'] / 60:.1f} min** on {int(r['cpus'])} CPUs, {int(r['jobs'])} at a time after 01; "
-        + (f"{made} captures computed during the run" if made else "every capture read from the cache")
-        + f". Per notebook (seconds in its own kernel, one thread each when two run at once): {per}."
-    )
-
-
-def _bench_csv(path: Path) -> tuple[pd.DataFrame, dict[str, float]]:
-    """A benchmark CSV (one row per measure, benchmarks/*.py) and its {measure: value}."""
-    table = pd.read_csv(path, keep_default_na=False)
-    return table, dict(zip(table["measure"], table["value"].astype(float)))
-
-
-def performance_section(bench_dir: str | Path, figures_run: str | Path | None = None) -> str:
-    """docs/performance.md's block, every number read from `bench_dir`/capture.csv (benchmarks/capture.py --csv)
-    and `bench_dir`/swap.csv (benchmarks/swap.py), `bench_dir`/neighbour.csv and tests.csv where there are ones
-    (benchmarks/neighbour.py, benchmarks/tests.py), and with `figures_run` the last figures run (`run.csv`); a
-    missing capture or swap file is named in the block, not invented."""
-    bench_dir = Path(bench_dir)
-    lines = [PERF_START]
-    if figures_run is not None:
-        lines += [figures_run_line(figures_run), ""]
-    cap_path, swap_path = bench_dir / "capture.csv", bench_dir / "swap.csv"
-    shown = lambda path: "/".join(path.parts[-3:])  # noqa: E731  (results/bench/x.csv, wherever the clone lives)
-    if cap_path.exists():
-        cap, v = _bench_csv(cap_path)
-        status = dict(zip(cap["measure"], cap["status"]))
-        target = dict(zip(cap["measure"], cap["target"]))
-        m = cap.iloc[0]
-        rounds = (
-            f"median of {int(v['capture_f64_over_plain_rounds'])} rounds, "
-            f"{v['capture_f64_over_plain_min']:.2f}–{v['capture_f64_over_plain_max']:.2f}; "
-            if "capture_f64_over_plain_rounds" in v
-            else ""
-        )
-        lines += [
-            f"Capture (`benchmarks/capture.py`, `{shown(cap_path)}`, one run on {m['date']}): {m['model']}, "
-            f"{int(m['tokens']):,} tokens; {m['machine']}, {int(m['cpus'])} CPUs, torch {m['torch']} with "
-            f"{int(m['threads'])} threads.",
-            "",
-            "| measurement | value | target |",
-            "|---|---|---|",
-            f"| capture, exact float64 statistics, all blocks ÷ plain forward (with LM head) | "
-            f"{v['capture_f64_over_plain']:.2f} ({rounds}"
-            f"median per batch {v['capture_f64_over_plain_median_batch']:.2f}; "
-            f"÷ body-only forward {v['capture_f64_over_body']:.2f}) | {target['capture_f64_over_plain']} "
-            f"{status['capture_f64_over_plain']} |",
-            f"| fast mode (float32 products merged in float64) ÷ plain forward; its error | "
-            f"{v['capture_f32_over_plain']:.2f}; max \\|ΔR²_lin\\| = {v['fast_mode_max_abs_dr2']:.1e} | |",
-            f"| capture with the 30,000-row sample ÷ plain forward | {v['capture_f64_rows_over_plain']:.2f} | |",
-            f"| ours (capture + closed form) vs the paper's way (store rows, `lstsq` per block) | "
-            f"{v['ours_s']:.1f} s vs {v['paper_s']:.1f} s; peak RSS {v['ours_peak_mib']:,.0f} vs "
-            f"{v['paper_peak_mib']:,.0f} MiB | {target['ours_s']} {status['ours_s']} |",
-            f"| agreement of the two | max \\|ΔR²_lin\\| = {v['agreement_max_abs_dr2']:.0e} | "
-            f"{target['agreement_max_abs_dr2']} {status['agreement_max_abs_dr2']} |",
-        ]
-        if "peak_rss_big_over_small" in v:
-            lines.append(
-                f"| peak RSS, {int(m['tokens']):,} → {int(v['big_tokens']):,} tokens (no row sample) | "
-                f"{v['peak_rss_big_over_small']:.3f}× | {target['peak_rss_big_over_small']} "
-                f"{status['peak_rss_big_over_small']} |"
-            )
-        else:
-            lines.append("| peak RSS at 10× the tokens | not measured in this run (`--skip-big`) | |")
-        if "big_time_over_small" in v:
-            plain_scaling = ""
-            if "big_plain_over_small_plain" in v:
-                plain_scaling = f" (the plain forward: {v['big_plain_over_small_plain']:.2f}×)"
-            lines.append(
-                f"| capture time, {int(m['tokens']):,} → {int(v['big_tokens']):,} tokens | "
-                f"{v['big_time_over_small']:.2f}×{plain_scaling} | {target['big_time_over_small']} "
-                f"{status['big_time_over_small']} |"
-            )
-        elif "peak_rss_big_over_small" in v:
-            lines.append("| capture time at 10× the tokens | not in this CSV (written by benchmarks before it) | |")
-        lines += [
-            f"| noise gauges: the plain-forward runs differ by up to; most CPU used by other processes | "
-            f"{v['plain_runs_spread']:.0%}; {v['other_cpu_share_max']:.0%} | |",
-        ]
-    else:
-        lines.append(f"No capture benchmark results: `{shown(cap_path)}` is missing (run `make bench`).")
-    lines.append("")
-    if swap_path.exists():
-        sw = pd.read_csv(swap_path)
-        parts = []
-        for model, t in sw.groupby("model", sort=False):
-            row = t.set_index("measure")
-            sweep, floor, plain = (
-                row.loc["linrec swap, every block"],
-                row.loc["floor of the sweep (prefix reuse)"],
-                row.loc["plain forward"],
-            )
-            parts.append(
-                f"{model}: **{sweep['forwards']:.1f} plain forwards** ({sweep['seconds']:.1f} s; a plain forward "
-                f"{plain['seconds']:.2f} s; the floor of exact re-evaluation {floor['forwards']:.1f})"
-            )
-        lines.append(
-            f"Swap sweep (`benchmarks/swap.py`, `{shown(swap_path)}`): ΔPPL of every block swapped alone, with its "
-            "interval, over the held-out windows — " + "; ".join(parts) + "."
-        )
-    else:
-        lines.append(f"No swap benchmark results: `{shown(swap_path)}` is missing (run `make bench`).")
-    near_path = bench_dir / "neighbour.csv"
-    if near_path.exists():
-        nb, v = _bench_csv(near_path)
-        r = nb.set_index("measure").loc["slowdown"]
-        lines += [
-            "",
-            f"Beside a busy process (`benchmarks/neighbour.py`, `{shown(near_path)}`, {r['date']}): "
-            f"{r['benchmark'].removeprefix('neighbour ')} took {v['quiet_s']:.0f} s on a quiet machine and "
-            f"{v['beside_busy_s']:.0f} s beside one process spinning on a CPU: **{v['slowdown']:.2f}×** "
-            f"({r['target']} {r['status']}).",
-        ]
-    tests_path = bench_dir / "tests.csv"
-    if tests_path.exists():
-        tb, v = _bench_csv(tests_path)
-        r = tb.set_index("measure").loc["make_test_s"]
-        ru = tb.set_index("measure").loc["make_test_units"] if "make_test_units" in v else None
-        lines += [
-            "",
-            f"Tests (`benchmarks/tests.py`, `{shown(tests_path)}`, {r['date']}): `make test` from a fresh clone "
-            f"({r['benchmark'].removeprefix('make test at ')}) with an empty cache, venv and fetch included, "
-            f"**{v['make_test_s'] / 60:.1f} min** ({v['make_test_s']:.0f} s; {r['target']} s {r['status']}); pytest "
-            f"{v['pytest_s']:.0f} s of it, {v['passed']:.0f} tests on {r['cpus']} CPUs."
-            + (
-                f" In the same run a reference workload (SmolLM2's plain forward on 2,048 tokens) took "
-                f"{v['reference_forward_s']:.2f} s, so `make test` took **{v['make_test_units']:.0f} of those units** "
-                f"({ru['target'] if ru is not None else ''} {ru['status'] if ru is not None else ''}: "
-                "the 300 s target on the machine where it was set, whose plain forward ran about 3.1 s per 2,048 "
-                "tokens)."
-                if "make_test_units" in v
-                else ""
-            ),
-        ]
-    lines.append(PERF_END)
-    return "\n".join(lines)
-
-
-def update_readme_performance(readme: str | Path, bench_dir: str | Path, figures_run: str | Path | None = None) -> bool:
-    """Replace the block between the performance markers of `readme`; False (and no change) if it has none. A
-    `bench_dir` that is missing, or lacks the capture and swap benchmark CSVs, is one line and no change."""
-    bench_dir = Path(bench_dir)
-    if not bench_dir.is_dir():
-        raise LinrecError(
-            f"benchmark folder {bench_dir} does not exist; give the one make bench writes (results/bench)"
-        )
-    missing = [f for f in ("capture.csv", "swap.csv") if not (bench_dir / f).is_file()]
-    if missing:
-        raise LinrecError(
-            f"benchmark folder {bench_dir} has no {' or '.join(missing)}; run make bench, or give the folder it wrote "
-            "(results/bench)"
-        )
-    return _replace_block(Path(readme), PERF_START, PERF_END, lambda: performance_section(bench_dir, figures_run))
