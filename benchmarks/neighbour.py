@@ -91,8 +91,12 @@ def main(argv=None) -> int:
             ("slowdown", ratio, f"<= {TARGET}", status),
             ("other_cpu_share_before", share, "", ""),
         ]
+        from linrec.measure.config import capture_settings
+
         models = ",".join(profile.get("models", []))
-        write_csv(args.csv, f"neighbour {args.only}", models, profile.get("tokens", 0), measures)
+        write_csv(
+            args.csv, f"neighbour {args.only}", models, capture_settings(profile.get("capture"))["tokens"], measures
+        )
         print(f"measures written to {args.csv}")
     return 0
 

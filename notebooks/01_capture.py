@@ -36,10 +36,8 @@
 # %% tags=["parameters"]
 models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
-seq_len = 128  # the paper's window
-tokens = 20_480  # per model; windows split 80/20 train/test at random
+capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
 seed = 0  # split and row-sample seed
-sample_rows = 10_240  # raw (x, y) rows kept per block for the probes
 batch_size = 8  # windows per forward pass
 device = "cpu"  # or "cuda"
 results_dir = "results/default"  # capture.csv, relative to the project root
@@ -54,9 +52,11 @@ import pandas as pd
 
 from linrec.base.files import project_root
 from linrec.claims.tables import labelled, save_table
+from linrec.measure.config import capture_settings
 from linrec.outputs.plots import fig1_method
 
 root = project_root()
+settings = capture_settings(capture)  # the capture's settings, the same in every notebook
 (root / results_dir).mkdir(parents=True, exist_ok=True)
 fig = fig1_method(root / figures_dir / "fig1_method")
 
@@ -96,10 +96,8 @@ for name in models:
     cap = get_capture(
         name,
         corpus,
-        seq_len,
-        tokens,
-        seed,
-        sample_rows=sample_rows,
+        seed=seed,
+        **settings,
         batch_size=batch_size,
         device=device,
         loaded=loaded,

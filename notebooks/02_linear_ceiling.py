@@ -42,10 +42,8 @@
 # %% tags=["parameters"]
 models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
-seq_len = 128  # the paper's window
-tokens = 20_480  # per model; windows split 80/20 train/test at random
+capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
 seed = 0  # split and row-sample seed
-sample_rows = 10_240  # must match notebook 01 to reuse its cached capture
 batch_size = 8
 device = "cpu"
 curve_train_tokens = []  # learning curve's train sizes ([]: skip it); params/curve.yaml: 5_120 … 204_800
@@ -68,10 +66,12 @@ from linrec.claims.profile import claim1, move_tests, profile_summary, replicati
 from linrec.claims.rules import FIRST_TOKEN_SHARE, RULES
 from linrec.claims.tables import labelled, load_table, save_table
 from linrec.measure.capture import get_capture, replicate_captures
+from linrec.measure.config import capture_settings
 from linrec.measure.curves import get_curve
 from linrec.outputs.plots import fig2_r2_lin, fig2c_learning_curves
 
 root = project_root()
+settings = capture_settings(capture)  # the capture's settings, the same in every notebook
 (root / results_dir).mkdir(parents=True, exist_ok=True)
 if profile not in ("capture", "curve") or (profile == "curve" and not curve_train_tokens):
     raise LinrecError(f"profile must be 'capture' or 'curve' (with curve_train_tokens), got '{profile}'")
@@ -82,10 +82,7 @@ if profile not in ("capture", "curve") or (profile == "curve" and not curve_trai
 # computed here.
 
 # %%
-captures = [
-    get_capture(m, corpus, seq_len, tokens, seed, sample_rows=sample_rows, batch_size=batch_size, device=device)
-    for m in models
-]
+captures = [get_capture(m, corpus, seed=seed, **settings, batch_size=batch_size, device=device) for m in models]
 table = pd.concat([ceiling_table(c) for c in captures], ignore_index=True)
 save_table(table, "r2_lin", root / results_dir)
 cols = [
@@ -126,7 +123,7 @@ if curve_train_tokens:
         get_curve(
             m,
             corpus=corpus,
-            seq_len=seq_len,
+            seq_len=settings["seq_len"],
             train_tokens=curve_train_tokens,
             test_tokens=curve_test_tokens,
             seeds=range(curve_seeds),
@@ -252,7 +249,7 @@ def say(replication):
 
 
 if replicate_samples:
-    samples = replicate_captures(models, replicate_samples, corpus, seq_len=seq_len, tokens=tokens, seed=seed,
+    samples = replicate_captures(models, replicate_samples, corpus, seed=seed, **settings,
                                  batch_size=batch_size, device=device)  # fmt: skip
     reps = [table.assign(sample=0), *(ceiling_table(c).assign(sample=k) for (_, k), c in samples.items())]
     reps = pd.concat(reps, ignore_index=True)

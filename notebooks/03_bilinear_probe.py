@@ -79,10 +79,8 @@
 # %% tags=["parameters"]
 models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
-seq_len = 128  # the paper's window
-tokens = 20_480  # per model; must match notebook 01 to reuse its capture
+capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
 seed = 0  # split, row sample, probe and baseline seeds
-sample_rows = 10_240  # rows the probes train and test on
 probe_rows = 8192  # train rows per block for the probes and trained baselines (None: every stored train row)
 batch_size = 8
 device = "cpu"
@@ -108,14 +106,13 @@ from linrec.claims.probe import POOLED, claim3, claim7a, claim7b, pitfall_summar
 from linrec.claims.rules import RULES
 from linrec.claims.tables import labelled, save_table
 from linrec.measure.capture import get_capture
+from linrec.measure.config import capture_settings
 from linrec.outputs.plots import fig3_bilinear_gain, fig3b_trained_pitfall, fig3c_pitfall_mechanism
 
 root = project_root()
+settings = capture_settings(capture)  # the capture's settings, the same in every notebook
 (root / results_dir).mkdir(parents=True, exist_ok=True)
-captures = {
-    m: get_capture(m, corpus, seq_len, tokens, seed, sample_rows=sample_rows, batch_size=batch_size, device=device)
-    for m in models
-}
+captures = {m: get_capture(m, corpus, seed=seed, **settings, batch_size=batch_size, device=device) for m in models}
 
 # %% [markdown]
 # ## Probe, quadratic check and baselines, every block of every model

@@ -100,10 +100,8 @@
 # %% tags=["parameters"]
 models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
-seq_len = 128
-tokens = 20_480  # must match notebook 01 to reuse its capture
+capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
 seed = 0
-sample_rows = 10_240  # part of the capture's cache key; not used here
 replicate_samples = []  # notebook 02's disjoint stretches of text: claim 4 on each ([]: skip); params/full.yaml: [1, 2]
 batch_size = 8
 device = "cpu"
@@ -119,9 +117,11 @@ from linrec.claims.regimes import claim4, input_side, regime_replication, regime
 from linrec.claims.rules import RULES
 from linrec.claims.tables import labelled, load_table, save_table
 from linrec.measure.capture import get_capture, replicate_captures
+from linrec.measure.config import capture_settings
 from linrec.outputs.plots import fig4_rank_outliers
 
 root = project_root()
+settings = capture_settings(capture)  # the capture's settings, the same in every notebook
 (root / results_dir).mkdir(parents=True, exist_ok=True)
 
 # %% [markdown]
@@ -130,9 +130,7 @@ root = project_root()
 # %%
 table = pd.concat(
     [
-        spectrum_table(
-            get_capture(m, corpus, seq_len, tokens, seed, sample_rows=sample_rows, batch_size=batch_size, device=device)
-        )
+        spectrum_table(get_capture(m, corpus, seed=seed, **settings, batch_size=batch_size, device=device))
         for m in models
     ],
     ignore_index=True,
@@ -224,7 +222,7 @@ def say(rep):
 if replicate_samples:
     keep = ["model", "block", "regime", "r2_lin", "r2_feature_median", "top1_var_share", "eff_rank_out",
             "eff_rank_explained", "first_var_share"]  # fmt: skip
-    samples = replicate_captures(models, replicate_samples, corpus, seq_len=seq_len, tokens=tokens, seed=seed,
+    samples = replicate_captures(models, replicate_samples, corpus, seed=seed, **settings,
                                  batch_size=batch_size, device=device)  # fmt: skip
     reps = [table.assign(sample=0), *(spectrum_table(c).assign(sample=k) for (_, k), c in samples.items())]
     reps = pd.concat(reps, ignore_index=True)

@@ -48,10 +48,8 @@
 models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"  # notebook 01's corpus: its cached capture (with rows) is reused
 corpora = ["wiki", "web", "code"]  # with the hub: ["wikitext-2", "web", "code"]
-seq_len = 128
-tokens = 20_480  # per model and corpus
+capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
 seed = 0
-sample_rows = 10_240  # raw rows kept for `corpus` only (its cache key); 0 for the others
 batch_size = 8
 device = "cpu"
 n_boot = 1000  # bootstrap resamples of held-out windows
@@ -67,11 +65,13 @@ from linrec.base.files import project_root
 from linrec.claims.corpora import corpus_verdicts
 from linrec.claims.tables import labelled, save_table
 from linrec.measure.capture import get_captures
+from linrec.measure.config import capture_settings
 from linrec.outputs.plots import fig5_corpora
 
 root = project_root()
+settings = capture_settings(capture)  # the capture's settings, the same in every notebook
 (root / results_dir).mkdir(parents=True, exist_ok=True)
-rows = {c: (sample_rows if c == corpus else 0) for c in corpora}
+rows = {c: (settings["sample_rows"] if c == corpus else 0) for c in corpora}
 
 # %% [markdown]
 # ## The sweep: every block, every model, every corpus
@@ -80,7 +80,7 @@ rows = {c: (sample_rows if c == corpus else 0) for c in corpora}
 tables, shapes = [], []
 for m in models:
     caps = get_captures(
-        m, corpora, seq_len=seq_len, tokens=tokens, seed=seed, sample_rows=rows, batch_size=batch_size, device=device
+        m, corpora, seed=seed, **{**settings, "sample_rows": rows}, batch_size=batch_size, device=device
     )
     tables += [ceiling_table(c, n_boot=n_boot, seed=seed) for c in caps.values()]
     shapes.append({"model": next(iter(caps.values())).model_label, **corpus_shape_level(caps, n_boot, seed)})

@@ -60,10 +60,8 @@
 # %% tags=["parameters"]
 models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"
-seq_len = 128
-tokens = 20_480  # must match notebook 01 to reuse its capture
+capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
 seed = 0
-sample_rows = 10_240  # part of the capture's cache key; not used here
 batch_size = 8
 device = "cpu"
 screening_windows = 4  # train windows for every choice: predictors, greedy order and acceptance, curve block
@@ -85,18 +83,18 @@ from linrec.base.files import project_root
 from linrec.claims.rules import RULES
 from linrec.claims.swap import claim6a, claim6b, first_position_effect, swap_params, swap_predictors, swap_safety
 from linrec.claims.tables import labelled, save_table
+from linrec.measure.config import capture_settings
 from linrec.outputs.findings import swap_findings
 from linrec.outputs.plots import fig2_swap
 from linrec.outputs.plots_interventions import fig6_swap
 
 root = project_root()
+settings = capture_settings(capture)  # the capture's settings, the same in every notebook
 (root / results_dir).mkdir(parents=True, exist_ok=True)
 kw = dict(
     corpus=corpus,
-    seq_len=seq_len,
-    tokens=tokens,
     seed=seed,
-    sample_rows=sample_rows,
+    **settings,
     batch_size=batch_size,
     device=device,
 )

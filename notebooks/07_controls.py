@@ -62,10 +62,8 @@
 # %% tags=["parameters"]
 models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 corpus = "wiki"
-seq_len = 128
-tokens = 20_480
+capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
 seed = 0
-sample_rows = 10_240  # the trained captures of notebook 01 (their stored rows feed the controls)
 batch_size = 8
 device = "cpu"
 init_seeds = [0, 1]  # random-init twins per model
@@ -83,14 +81,8 @@ figures_dir = "figures"
 # %%
 import pandas as pd
 
-from linrec.analyses.controls import (
-    MapScores,
-    cross_feed_pairs,
-    decomposition,
-    input_controls,
-    inputs_or_weights,
-    twin_pairs,
-)
+from linrec.analyses.controls import MapScores, cross_feed_pairs, input_controls, twin_pairs
+from linrec.analyses.decomposition import decomposition, inputs_or_weights
 from linrec.analyses.recoverability import ceiling_table
 from linrec.base.files import project_root
 from linrec.claims.learned import (
@@ -105,13 +97,16 @@ from linrec.claims.rules import RULES
 from linrec.claims.tables import labelled, save_table
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.measure.capture import get_capture
+from linrec.measure.config import capture_settings
 from linrec.outputs.findings import controls_findings
 from linrec.outputs.plots_interventions import fig7_controls, fig7b_inputs_or_weights
 
 root = project_root()
+settings = capture_settings(capture)  # the capture's settings, the same in every notebook
 (root / results_dir).mkdir(parents=True, exist_ok=True)
 models = [*models, *(m for m in encoder_models if m not in models)]  # every control below runs on each of them
-kw = dict(corpus=corpus, seq_len=seq_len, tokens=tokens, seed=seed, batch_size=batch_size, device=device)
+sample_rows = settings.pop("sample_rows")  # the trained captures keep rows; each control below says how many
+kw = dict(corpus=corpus, seed=seed, **settings, batch_size=batch_size, device=device)
 trained = {m: get_capture(m, sample_rows=sample_rows, **kw) for m in models}
 
 # %% [markdown]
@@ -207,7 +202,7 @@ cross_summary.round(3) if cross_summary is not None else "cross feeding not run 
 #
 # ## 4b · Claim 2b: the block's own weights, or the inputs it sees?
 # Every FFN below has its block's pre-MLP norm gain (and bias) **folded into its weights**
-# (`linrec.analyses.controls.folded_ffn`): the learned per-feature scale belongs to block i, so the inputs are
+# (`linrec.analyses.decomposition.folded_ffn`): the learned per-feature scale belongs to block i, so the inputs are
 # the normalised hidden states *before* it. The same `decomposition_rows` rows serve every FFN:
 #
 # - **Null ensembles.** Per block, the trained FFN against `null_draws` random-init FFNs and
@@ -215,7 +210,7 @@ cross_summary.round(3) if cross_summary is not None else "cross feeding not run 
 #   own inputs: a z-score against each, with a Benjamini–Hochberg correction over blocks.
 # - **The cross matrix** R²(FFN i, inputs of block j) for |i − j| ≤ `cross_band`, decomposed as
 #   μ + a_i (the weights) + b_j (the inputs) by least squares: the share of its variance each factor
-#   carries, with 95 % intervals from resampling the held-out windows (`linrec.analyses.controls.decomposition`).
+#   carries, with 95 % intervals from resampling the held-out windows (`linrec.analyses.decomposition.decomposition`).
 
 # %%
 measured = {

@@ -32,10 +32,8 @@ models = ["smollm2-135m", "gemma3-270m"]
 encoder_models = ["minilm-l6"]  # notebook 07's encoders (minilm-l6), named in the setup
 corpus = "wiki"
 corpora = ["wiki", "web", "code"]
-seq_len = 128
-tokens = 20_480
+capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
 seed = 0
-sample_rows = 10_240
 probe_rows = 8192  # the analysis budget of notebooks 03, 06 and 07, stated in the report's setup
 test_windows = 12
 screening_windows = 4
@@ -50,13 +48,15 @@ import pandas as pd
 from IPython.display import Markdown
 
 from linrec.base.files import project_root
+from linrec.measure.config import capture_settings
 from linrec.outputs.claim_text import claims
 from linrec.outputs.report import build_report, update_readme
 
 root = project_root()
+settings = capture_settings(capture)  # the capture's settings, the same in every notebook
 params = dict(
-    models=models, encoder_models=encoder_models, corpus=corpus, corpora=corpora, seq_len=seq_len, tokens=tokens,
-    seed=seed, sample_rows=sample_rows,
+    models=models, encoder_models=encoder_models, corpus=corpus, corpora=corpora,
+    seq_len=settings["seq_len"], tokens=settings["tokens"], seed=seed, sample_rows=settings["sample_rows"],
     probe_rows=probe_rows, test_windows=test_windows, screening_windows=screening_windows, control_rows=control_rows,
 )  # fmt: skip
 out = build_report(root / results_dir, root / figures_dir, root / report_path, params)

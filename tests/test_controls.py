@@ -154,7 +154,8 @@ def test_shuffled_weights_keep_each_matrix_multiset():
 def test_shared_scores_give_the_same_tables_and_score_each_pair_once(tiny_setup):
     """One `MapScores` across the null ensembles, the input controls and both cross feeds (as notebook 07 runs them,
     on a row budget) changes no number and runs each (FFN, rows) pair once."""
-    from linrec.analyses.controls import MapScores, inputs_or_weights
+    from linrec.analyses.controls import MapScores
+    from linrec.analyses.decomposition import inputs_or_weights
 
     model_dir, kw = tiny_setup
     trained, init_spec = get_capture(model_dir, **kw), random_init_spec(model_dir, 0)
@@ -189,7 +190,7 @@ def test_shared_scores_give_the_same_tables_and_score_each_pair_once(tiny_setup)
 def test_folding_the_norm_gain_leaves_the_ffn_output_unchanged(tiny_model, kind):
     """ffn'((x − b) / g) = ffn(x) to 1e-6 on every block, for x = the pre-MLP norm's output on random hidden states;
     (x − b) / g is the norm's unit output (unit RMS, and zero mean for LayerNorm); the gains are not all 1."""
-    from linrec.analyses.controls import folded_ffn, unscale
+    from linrec.analyses.decomposition import folded_ffn, unscale
 
     model = tiny_model(kind)
     for site in find_ffn_sites(model):
@@ -210,7 +211,7 @@ def test_folding_the_norm_gain_leaves_the_ffn_output_unchanged(tiny_model, kind)
 
 
 def test_a_norm_of_another_form_is_refused():
-    from linrec.analyses.controls import norm_affine
+    from linrec.analyses.decomposition import norm_affine
 
     class Squash(torch.nn.Module):
         def __init__(self):
@@ -249,7 +250,7 @@ def test_shared_rows_score_equals_the_moments_path_and_lstsq():
 
 
 def test_random_init_ffns_are_the_twins_initialisation_and_seeded(tiny_model_dir):
-    from linrec.analyses.controls import random_init_ffn
+    from linrec.analyses.decomposition import random_init_ffn
 
     loaded, twin = load_model(tiny_model_dir), load_model(random_init_spec(tiny_model_dir, 0))
     ffn, twin_ffn = find_ffn_sites(loaded.model)[0].ffn, find_ffn_sites(twin.model)[0].ffn
@@ -264,7 +265,8 @@ def test_inputs_or_weights_on_a_capture_against_lstsq(tiny_setup):
     """With every stored row, the trained (folded) FFN's R² is the capture's R²_lin (folding is an invertible change
     of the inputs); an off-diagonal entry is numpy lstsq of the folded FFN i on block j's normalised inputs; each
     block has its null draws, and the draws differ."""
-    from linrec.analyses.controls import ffn_outputs, folded_ffn, inputs_or_weights, unscale
+    from linrec.analyses.controls import ffn_outputs
+    from linrec.analyses.decomposition import folded_ffn, inputs_or_weights, unscale
     from linrec.analyses.recoverability import ceiling_table
     from linrec.stats.ceiling import r2_rows
 
@@ -292,7 +294,7 @@ def _planted(n=16, band=2, windows=60, noise=0.05, seed=0):
     """A synthetic cross matrix R²(i, j) = 0.5 + a_i + b_j with var(a) : var(b) = 0.7 : 0.3 over the blocks, as
     held-out per-window sums with per-window measurement noise, on the pairs |i − j| ≤ band (None: all); returns the
     InputsOrWeights and the planted shares (the factors' variances at the entries over their sum's)."""
-    from linrec.analyses.controls import InputsOrWeights
+    from linrec.analyses.decomposition import InputsOrWeights
     from linrec.stats.heldout import HeldOut
 
     rng = np.random.default_rng(seed)
@@ -317,7 +319,7 @@ def test_two_factor_decomposition_recovers_planted_shares_with_intervals_that_co
     """On a full matrix the decomposition returns the planted 0.7 / 0.3 exactly; with measurement noise its window
     bootstrap intervals cover them about as often as 95 % intervals should; within a band the unique shares are lower
     bounds of the planted ones, the rest is `shared`, and the order of the two is kept."""
-    from linrec.analyses.controls import decomposition, two_factor_shares
+    from linrec.analyses.decomposition import decomposition, two_factor_shares
 
     exact, planted = _planted(noise=0.0, band=None)
     m = exact.matrix

@@ -29,8 +29,26 @@ def test_known_keys_are_what_the_notebooks_declare(tmp_path):
     )
     assert declared_parameters(nb) == {"alpha", "beta"}  # tuple targets are not papermill parameters
     assert known_parameters(tmp_path) == {"alpha", "beta", "results_dir"}
-    assert {"models", "tokens", "seq_len", "figures_dir", "report_path"} <= known_parameters(ROOT)
+    assert {"models", "capture", "figures_dir", "report_path"} <= known_parameters(ROOT)
     assert len(notebooks(ROOT)) == 9
+
+
+def test_the_capture_settings_are_one_section_that_every_capturing_notebook_takes_whole():
+    """No notebook declares a capture setting of its own (they would have to be kept equal by hand): each one that
+    captures declares `capture` (a mapping, {} = CaptureConfig's defaults) and passes it on; the profiles set it
+    once."""
+    from linrec.app.params import declared_defaults
+    from linrec.measure.config import SETTINGS
+
+    for nb in notebooks(ROOT):
+        declared = declared_defaults(nb)
+        own = sorted(set(declared) & (set(SETTINGS) - {"seed"}))
+        assert not own, f"{nb.name} declares capture settings {own}; read them from its `capture` section"
+        if "get_capture" in nb.read_text() or "replicate_captures" in nb.read_text():
+            assert declared.get("capture", (None,))[0] == {}, f"{nb.name} captures without a `capture` section"
+            assert "capture_settings(capture)" in nb.read_text()
+    for profile in sorted((ROOT / "params").glob("*.yaml")):
+        load_params(profile, ROOT)  # every profile's capture section is known and well typed
 
 
 @pytest.mark.parametrize(
@@ -41,8 +59,10 @@ def test_known_keys_are_what_the_notebooks_declare(tmp_path):
         ("- a\n- b\n", ["mapping"]),
         ("tokenz: 2560\n", ["tokenz", "known:", "tokens"]),
         # values of the wrong type (issue 30): the type each notebook's parameters cell declares
-        ("tokens: lots\n", ["tokens must be a whole number", "'lots'", "fix that line"]),
-        ("tokens: 20480.5\n", ["tokens must be a whole number"]),
+        ("capture: {tokens: lots}\n", ["capture: tokens must be a whole number", "'lots'", "fix that line"]),
+        ("capture: {tokens: 20480.5}\n", ["tokens must be a whole number"]),
+        ("capture: {tokenz: 2560}\n", ["capture: unknown capture setting(s) tokenz", "known: seq_len, tokens"]),
+        ("capture: [1, 2]\n", ["capture must be a mapping"]),
         ("models: smollm2-135m\n", ["models must be a list of strings"]),
         ("models: [1, 2]\n", ["models must be a list of strings"]),
         ("probe_rows: many\n", ["probe_rows must be a whole number or null"]),
@@ -306,7 +326,8 @@ def test_busy_cpus_sees_a_spinning_process():
 
 def test_profile_values_of_the_declared_types_pass(tmp_path):
     f = tmp_path / "p.yaml"
-    f.write_text("tokens: 4096\nbudget_ppl: 2\nprobe_rows: null\ntest_windows: 3\nreadme: README.md\nmodels: [a]\n")
+    f.write_text("capture: {tokens: 4096, test_frac: 0.25}\nbudget_ppl: 2\nprobe_rows: null\ntest_windows: 3\n"
+                 "readme: README.md\nmodels: [a]\n")  # fmt: skip
     assert load_params(f, ROOT)["budget_ppl"] == 2  # a whole number where a float is declared is fine
 
 

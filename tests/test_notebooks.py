@@ -91,7 +91,9 @@ def test_02_linear_ceiling(runner):
     from linrec.measure.capture import get_capture
 
     p = runner.params
-    cap = get_capture(p["models"][0], p["corpus"], p["seq_len"], p["tokens"], p["seed"], sample_rows=p["sample_rows"])
+    from linrec.measure.config import capture_settings
+
+    cap = get_capture(p["models"][0], p["corpus"], seed=p["seed"], **capture_settings(p["capture"]))
     assert cap.cached  # notebook 01 made it; nothing is recomputed here
     np.testing.assert_allclose(table["r2_lin"], ceiling_table(cap)["r2_lin"], rtol=0, atol=1e-11)
     summary = runner.table("r2_lin_summary")

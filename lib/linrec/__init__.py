@@ -8,12 +8,13 @@ The package's folders are its layers, lowest first; a module imports only from i
     inputs/    sites (where each FFN is) · corpora · fetching · hf · models (load any model) · surgery · training
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · curves (R²_lin against train tokens)
-    analyses/  recoverability · probe · pitfall · spectrum · uncertainty · perplexity · controls · seeds
-               · large_n (learning-curve tables) · screening (the swap study's choices, on train windows only)
-               · swap (its held-out ΔPPL)
+    analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
+               · screening (the swap study's choices, train windows only) · swap (its held-out ΔPPL) · controls (2a)
+               · decomposition (2b: weights or inputs) · seeds
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2) · tables
     outputs/   claim_text (the claims in words) · report · findings (notebooks 06, 07) · plots · plots_interventions
-    app/       cli (the `linrec` command) · params (profiles) · notebooks (runs the numbered notebooks) · bench
+    app/       cli (the `linrec` command) · commands (its subcommands) · params (profiles) · bench
+               · notebooks (runs the numbered notebooks)
 """
 
 from linrec.base.errors import LinrecError

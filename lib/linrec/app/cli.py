@@ -15,8 +15,19 @@ import contextlib
 import logging
 import os
 import sys
-from pathlib import Path
 
+from linrec.app.commands import (
+    cmd_cache,
+    cmd_curve,
+    cmd_fetch,
+    cmd_figures,
+    cmd_measure,
+    cmd_probe,
+    cmd_report,
+    cmd_spectrum,
+    cmd_swap,
+    cmd_train,
+)
 from linrec.base.errors import LinrecError
 
 
@@ -25,18 +36,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"linrec: error: {message} (see '{self.prog} --help')\n")
-
-
-SHOWN = {  # the columns each subcommand prints (its --out CSV holds every column of the table)
-    "measure": "model block r2_lin r2_lo r2_hi r2_feature_median r2_ex_first cond_gram n_train n_test".split(),
-    "curve": "model block train_tokens n_train r2 r2_lo r2_hi seed_sd r2_train slope fit_rmse".split(),
-    "probe": "model block r2_lin r2_poly gain r2_trained_adam r2_trained_sgd cond_gram".split(),
-    "spectrum": (
-        "model block r2_lin r2_feature_median top1_var_share r2_ex_top1 r2_ex_top8 eff_rank_out eff_rank_in "
-        "cond_gram r2_ex_first regime"
-    ).split(),
-    "swap": "model block first r2_lin ppl_base ppl_swapped delta_ppl delta_lo delta_hi params_swap param_ratio".split(),
-}
 
 
 def _non_negative(text: str) -> int:
@@ -149,111 +148,6 @@ def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
         )
 
 
-def _capture(args, loaded=None):
-    """The capture the measuring subcommands share (from the cache when it is there); `loaded` reuses a loaded model."""
-    from linrec.measure.capture import get_capture
-
-    return get_capture(
-        args.model,
-        args.corpus,
-        seq_len=args.seq_len,
-        tokens=args.tokens,
-        seed=args.seed,
-        sample_rows=args.sample_rows,
-        batch_size=args.batch_size,
-        device=args.device,
-        product="float32" if args.fast else "float64",
-        dtype=args.dtype,
-        blocks_per_pass=args.blocks_per_pass,
-        device_map=args.device_map,
-        cache=not args.no_cache,
-        loaded=loaded,
-        sample=args.sample,
-        bos=args.bos,
-    )
-
-
-def _check_out(out: str | None) -> None:
-    """Before any work: `--out` must name a file whose directory is writable."""
-    if not out:
-        return
-    from linrec.base.files import check_writable_dir
-
-    path = Path(out)
-    if path.is_dir() or out.endswith(("/", "\\")):
-        raise LinrecError(f"--out {out} is a directory; give a file name, e.g. --out {path / 'table.csv'}")
-    check_writable_dir(path.resolve().parent, "the directory of --out", "choose another --out")
-
-
-def _preflight(args) -> None:
-    """What the capturing subcommands check before loading a model or reading the cache: the device, the output
-    paths, the capture's settings, the corpus, and — from the model's config alone, where it can be read without
-    the weights (`linrec.inputs.models.model_shape`) — the window length against its context, `--blocks` against its
-    block
-    count and `--rank` against its width."""
-    from linrec.inputs.corpora import check_corpus
-    from linrec.inputs.hf import check_device, context_error
-    from linrec.inputs.models import model_shape
-    from linrec.stats.distributed import init_from_env
-
-    args.device = check_device(init_from_env(args.device))  # under torchrun: this rank's device
-    if getattr(args, "device_map", None):
-        from linrec.stats.distributed import world
-
-        if world()[1] > 1:
-            raise LinrecError("--device-map places one model over all devices; under torchrun use --device instead")
-        if args.device != "cpu":
-            raise LinrecError(f"--device {args.device} and --device-map both place the model; give one of them")
-    _check_out(getattr(args, "out", None))
-    if getattr(args, "save", None):
-        from linrec.inputs.surgery import check_save_target
-
-        check_save_target(args.save)
-    if hasattr(args, "tokens"):
-        from linrec.measure.config import CaptureConfig
-
-        CaptureConfig(args.model, args.corpus, args.seq_len, args.tokens, args.seed).validate()
-    check_corpus(args.corpus)
-    shape = model_shape(args.model)
-    if shape is None:
-        return  # checked after the load, by the same rules
-    err = context_error(args.model, args.seq_len, shape.context)
-    if err is not None:
-        raise err
-    if getattr(args, "blocks", None) is not None:
-        args.blocks = _block_list(args.blocks, shape.n_blocks)
-    if hasattr(args, "rank"):
-        from linrec.analyses.probe import check_rank
-
-        check_rank(args.rank, shape.d_model, shape.d_model, args.sample_rows)  # as probe_table: rows of both splits
-
-
-def _emit(table, cols: list[str], out: str | None) -> None:
-    """Print `cols` of the per-block table; write all of it as CSV to `out` (under torchrun: rank 0 alone)."""
-    import pandas as pd
-
-    from linrec.stats.distributed import world
-
-    if world()[0] > 0:
-        return
-    with pd.option_context("display.width", 160, "display.max_rows", 500):
-        print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    if out:
-        from linrec.base.files import atomic_file
-
-        with atomic_file(out) as tmp:
-            table.to_csv(tmp, index=False)
-        print(f"wrote {out}", file=sys.stderr)
-
-
-def cmd_measure(args) -> None:
-    from linrec.analyses.recoverability import ceiling_table
-
-    _preflight(args)
-    table = ceiling_table(_capture(args))
-    _emit(table, SHOWN["measure"], args.out)
-
-
 def _token_list(text: str) -> tuple[int, ...]:
     try:
         return tuple(_positive(t) for t in text.split(","))
@@ -261,41 +155,6 @@ def _token_list(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated token counts, e.g. 5120,20480,204800 ({err})"
         ) from None
-
-
-def cmd_curve(args) -> None:
-    from linrec.analyses.large_n import curve_summary
-    from linrec.measure.curves import CURVE_TOKENS, CurveConfig, get_curve
-
-    _preflight(args)
-    curve = get_curve(
-        args.model,
-        corpus=args.corpus,
-        seq_len=args.seq_len,
-        train_tokens=args.train_tokens or CURVE_TOKENS,
-        test_tokens=args.test_tokens or CurveConfig.test_tokens,
-        seeds=tuple(range(args.seeds)),
-        batch_size=args.batch_size,
-        device=args.device,
-        cache=not args.no_cache,
-    )
-    _emit(curve_summary(curve), SHOWN["curve"], args.out)
-
-
-def cmd_probe(args) -> None:
-    from linrec.analyses.probe import probe_table
-
-    _preflight(args)
-    table = probe_table(_capture(args), rank=args.rank, seed=args.seed)
-    _emit(table, SHOWN["probe"], args.out)
-
-
-def cmd_spectrum(args) -> None:
-    from linrec.analyses.spectrum import spectrum_table
-
-    _preflight(args)
-    table = spectrum_table(_capture(args))
-    _emit(table, SHOWN["spectrum"], args.out)
 
 
 def _block_syntax(text: str) -> list[int]:
@@ -306,80 +165,6 @@ def _block_syntax(text: str) -> list[int]:
             f"expected block numbers (0, 1, …) separated by commas, e.g. --blocks 0,3; got '{text}'"
         )
     return sorted({int(p) for p in parts})
-
-
-def _block_list(blocks: list[int] | None, n_blocks: int) -> list[int] | None:
-    """`blocks` (from `_block_syntax`) checked against a model's `n_blocks`."""
-    if blocks is None:
-        return None
-    bad = [b for b in blocks if b >= n_blocks]
-    if bad:
-        shown = ",".join(map(str, blocks))
-        raise LinrecError(
-            f"--blocks {shown}: this model has blocks 0..{n_blocks - 1} (no {', '.join(map(str, bad))}); "
-            f"e.g. --blocks 0,{n_blocks - 1}"
-        )
-    return blocks
-
-
-def cmd_swap(args) -> None:
-    from linrec.analyses.swap import SwapStudy
-    from linrec.inputs.models import load_model
-
-    if args.device_map:
-        raise LinrecError(
-            "--device-map is for the capturing commands (measure, probe, spectrum); swap runs on --device"
-        )
-    if args.save and args.blocks is None and args.budget_ppl is None:
-        raise LinrecError("--save needs the blocks to swap: give --blocks 0,3 or --budget-ppl 1.0")
-    if args.save and args.first != "map":
-        raise LinrecError(
-            f"--first {args.first} swaps are for evaluation only (under KV-cached generation a module cannot tell "
-            "position 0 apart); save with --first map"
-        )
-    _preflight(args)
-    from linrec.inputs.hf import model_dtype
-
-    loaded = load_model(args.model, device=args.device, dtype=model_dtype(args.dtype))
-    if not loaded.is_causal:
-        raise LinrecError(
-            f"{args.model} is an encoder ({loaded.model_type}): no LM head, so no perplexity for a swap to change; "
-            "measure it with linrec measure, probe or spectrum"
-        )
-    from linrec.inputs.sites import find_ffn_sites
-
-    blocks = _block_list(args.blocks, len(find_ffn_sites(loaded.model)))  # before the capture: a config unread above
-    capture = _capture(args, loaded)
-    study = SwapStudy(
-        capture,
-        loaded,
-        batch_size=args.batch_size,
-        screening_windows=args.screening_windows,
-        test_windows=args.test_windows,
-    )
-    table = study.heldout.table(blocks, first=args.first)
-    _emit(table, SHOWN["swap"], args.out)
-    chosen = None
-    if args.budget_ppl is not None:
-        result = study.greedy(args.budget_ppl, order=args.order, blocks=blocks)
-        print(result.summary())
-        chosen = result.swapped
-    elif blocks is not None:
-        j = study.heldout.joint(blocks) if args.first == "map" else None
-        if j is not None:
-            print(
-                f"blocks {j['blocks']} swapped together: ppl {j['ppl_base']:.4f} → {j['ppl']:.4f} "
-                f"(Δ {j['delta_ppl']:+.4f}, 95% CI [{j['delta_lo']:+.4f}, {j['delta_hi']:+.4f}]); "
-                f"FFN parameters removed {j['params_removed']:,}, affine parameters added {j['params_added']:,}"
-            )
-        chosen = blocks
-    if args.save:
-        if not chosen:
-            raise LinrecError(
-                f"no block fits within --budget-ppl {args.budget_ppl:g}, so there is nothing to save; "
-                "raise --budget-ppl"
-            )
-        print(f"wrote {study.heldout.save(args.save, chosen)} (blocks {sorted(chosen)} swapped)", file=sys.stderr)
 
 
 def _budget(text: str) -> float:
@@ -403,99 +188,6 @@ def _amount(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"expected a finite number ≥ 0, got '{text}'")
     return value
-
-
-def cmd_fetch(args) -> None:
-    from linrec.inputs.corpora import OFFLINE_CORPORA, fetch_offline_corpus
-    from linrec.inputs.models import OFFLINE_MODELS, load_model
-
-    for name in args.names:
-        if name in OFFLINE_MODELS:
-            load_model(name)  # fetches, verifies, dequantises and caches as safetensors
-        elif name in OFFLINE_CORPORA:
-            fetch_offline_corpus(name)
-        else:
-            raise LinrecError(
-                f"nothing offline is called '{name}'; models: {', '.join(OFFLINE_MODELS)}; "
-                f"corpora: {', '.join(OFFLINE_CORPORA)}"
-            )
-        print(f"ready: {name}", file=sys.stderr)
-
-
-def cmd_cache(args) -> None:
-    from linrec.base import cache
-
-    if args.action == "prune":
-        max_bytes = None if args.max_size is None else int(args.max_size * 2**30)
-        gone = cache.prune(args.older_than, max_bytes, dry_run=args.dry_run)
-        verb = "would remove" if args.dry_run else "removed"
-        for e in gone:
-            print(f"{verb} {e.path.name} ({e.size / 2**20:,.0f} MiB, {e.age_days:.1f} days): {e.made_by}")
-        print(f"{verb} {len(gone)} entries, {sum(e.size for e in gone) / 2**30:.2f} GiB", file=sys.stderr)
-        return
-    entries = cache.entries()
-    for e in entries:
-        print(f"{e.kind:8} {e.size / 2**20:9,.0f} MiB {e.age_days:6.1f} d  {e.path.name}  {e.made_by}")
-    total = sum(e.size for e in entries) + cache.digests_size()
-    by_kind = ", ".join(
-        f"{kind} {sum(e.size for e in entries if e.kind == kind) / 2**30:.2f} GiB"
-        for kind in cache.KINDS
-        if any(e.kind == kind for e in entries)
-    )
-    print(f"{cache.folder('capture').parent}: {len(entries)} entries ({by_kind}); total {total / 2**30:.2f} GiB")
-
-
-def cmd_train(args) -> None:
-    from linrec.inputs.training import TrainConfig, get_run
-
-    cfg = TrainConfig(
-        mlp=args.mlp, d_model=args.d_model, n_layers=args.layers, n_heads=args.heads, vocab=args.vocab,
-        seq_len=args.seq_len, batch_size=args.batch_size, steps=args.steps, lr=args.lr, init_seed=args.init_seed,
-        data_seed=args.data_seed, text=args.text, device=args.device,
-    )  # fmt: skip
-    run = get_run(cfg, cache=not args.no_cache)
-    m = run.meta
-    print(
-        f"{cfg.name}: {m['n_params']:,} parameters ({m['n_params_blocks']:,} in the blocks), {m['tokens_seen']:,} "
-        f"tokens seen ({m['tokens_seen'] / m['n_params']:.1f} per parameter), final training loss "
-        f"{m['final_train_loss']:.3f}, trained on {m['made_on']}{' (from the cache)' if run.cached else ''}"
-    )
-    for step in run.steps:
-        print(f"step {step:>6}: {run.checkpoint(step)}")
-    print(f"measure on: {run.measure_corpus}  (documents never trained on)")
-
-
-def cmd_figures(args) -> None:
-    from linrec.app.notebooks import run_notebooks
-
-    run_notebooks(args.params, only=args.only, jobs=args.jobs)
-
-
-def cmd_report(args) -> None:
-    from linrec.app.bench import performance_script
-    from linrec.app.params import load_params
-    from linrec.base.files import project_root
-    from linrec.outputs.report import build_report
-
-    root = project_root()
-    if args.bench:
-        perf = performance_script(root)  # benchmarks/performance.py, which renders docs/performance.md's block
-        run = root / "results" / "default" / "notebooks" / "run.csv"  # the default profile's last figures run
-        if not perf.update_readme_performance(root / perf.PERFORMANCE_PAGE, root / args.bench, run):
-            raise LinrecError(
-                f"{perf.PERFORMANCE_PAGE} has no <!-- performance:start/end --> markers; restore them from git"
-            )
-        print(f"wrote the performance block of {root / perf.PERFORMANCE_PAGE} from {args.bench}")
-        return
-    params = load_params(root / args.params if not Path(args.params).is_absolute() else args.params, root)
-    results = root / params.get("results_dir", "results/default")
-    out = build_report(
-        results,
-        root / params.get("figures_dir", "figures"),
-        root / params.get("report_path", results / "report.md"),
-        params,
-    )
-    print(f"wrote {out}")
 
 
 def build_parser() -> argparse.ArgumentParser:

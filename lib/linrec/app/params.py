@@ -170,6 +170,10 @@ def load_params(path: str | Path, root: Path | None = None) -> dict:
         if "results_dir" in params and not isinstance(params["results_dir"], str):
             raise LinrecError(f"{path}: results_dir must be a string (a folder under the project), fix that line")
         check_types(params, root, path)
+        if "capture" in params:  # its keys and the type of each value, as CaptureConfig declares them
+            from linrec.measure.config import capture_settings
+
+            capture_settings(params["capture"], where=f"{path}: capture")
     return params
 
 

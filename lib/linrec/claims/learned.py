@@ -93,7 +93,7 @@ def _mean_pair_gap(v: np.ndarray) -> float:
 
 
 def null_blocks(nulls: pd.DataFrame) -> pd.DataFrame:
-    """Per block (`linrec.analyses.controls.inputs_or_weights`' `nulls`): the trained FFN's R² against each null
+    """Per block (`linrec.analyses.decomposition.inputs_or_weights`' `nulls`): the trained FFN's R² against each null
     ensemble on
     the same rows. z = (trained − mean) / sd; p from the prediction interval of a new draw (t with k − 1 degrees of
     freedom, (trained − mean) / (sd √(1 + 1/k)), two-sided, assuming the null draws are normal); q: Benjamini–Hochberg

@@ -321,7 +321,7 @@ TABLES: dict[str, TableSpec] = {
         "07",
         "model block ffn draw r2",
         "per block and FFN (trained, random init, shuffled; draw = seed index), on the block's own inputs with its "
-        "norm gain folded into the FFN (linrec.analyses.controls.inputs_or_weights)",
+        "norm gain folded into the FFN (linrec.analyses.decomposition.inputs_or_weights)",
     ),
     "controls_null_blocks": _spec(
         "07",
@@ -334,7 +334,7 @@ TABLES: dict[str, TableSpec] = {
         "07",
         "model ffn_block input_block r2",
         "per pair: FFN i (norm gain folded in) on the normalised inputs of block j "
-        "(linrec.analyses.controls.inputs_or_weights)",
+        "(linrec.analyses.decomposition.inputs_or_weights)",
     ),
     "controls_decomposition": _spec(
         "07",
@@ -342,7 +342,7 @@ TABLES: dict[str, TableSpec] = {
         "share_inputs_lo share_inputs_hi share_shared share_shared_lo share_shared_hi share_residual share_residual_lo "
         "share_residual_hi share_weights_minus_inputs share_weights_minus_inputs_lo share_weights_minus_inputs_hi",
         "per model: claim 2b's decomposition of the cross matrix with window-bootstrap intervals, and the blocks "
-        "that stand out from both nulls (linrec.analyses.controls.decomposition)",
+        "that stand out from both nulls (linrec.analyses.decomposition.decomposition)",
     ),
     "controls_learned": _spec(
         "07",

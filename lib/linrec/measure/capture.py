@@ -529,7 +529,7 @@ def replicate_captures(models: list[str], samples: list[int], corpus: str = "wik
     models in the order given, then samples. `kwargs`: the other `get_capture` arguments (seq_len, tokens, seed,
     batch_size, device, …)."""
     kwargs = {**kwargs, "sample_rows": 0}
-    return {(m, int(k)): get_capture(m, corpus, sample=int(k), **kwargs) for m in models for k in samples}
+    return {(m, int(k)): get_capture(m, corpus, **{**kwargs, "sample": int(k)}) for m in models for k in samples}
 
 
 def _check_dtype(loaded: LoadedModel, config: CaptureConfig) -> None:

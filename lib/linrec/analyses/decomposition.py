@@ -1,0 +1,263 @@
+"""Claim 2b (notebook 07, section 4): is a block's R²_lin a property of its own weights or of the inputs it is fed?
+Each block's norm gain is folded into its FFN (`folded_ffn`), so "the weights" are everything between the residual
+stream and the FFN's output; null ensembles (random-init FFNs, `random_init_ffn`, and weight-shuffled FFNs,
+`linrec.analyses.controls.shuffled_weights`) and the cross matrix "FFN i on the inputs of block j" are scored as maps
+on the same stored rows (`SharedRows`, `inputs_or_weights`), and the R² matrix is decomposed into the weights' and
+the inputs' shares with a bootstrap interval (`two_factor_shares`, `decomposition`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from linrec.analyses.controls import MapScores, SharedRows, shuffled_weights, split_windows
+from linrec.base.errors import LinrecError
+from linrec.base.progress import bar as progress_bar
+from linrec.inputs.sites import find_ffn_sites
+from linrec.stats.heldout import HeldOut, r2_of_counts
+
+
+def norm_affine(norm: torch.nn.Module) -> tuple[np.ndarray, np.ndarray]:
+    """(g, b), float64, with norm(h) = g ⊙ n(h) + b, where n is the norm's own unit normalisation (LayerNorm: centre
+    and scale to unit variance; RMSNorm: scale to unit RMS). g is read from the module's `weight` (Gemma-3's
+    RMSNorm multiplies by 1 + weight; which of the two applies is decided by evaluating the module), b from its
+    `bias` (0 without one). Checked by evaluation on h = ±c·s, s = (1, −1, 1, …) (mean 0, RMS 1) and a large c,
+    where n(±h) = ±s, and on a seeded random h with mean 0 and RMS 1: a norm of another form (anything whose output
+    is not g ⊙ n(h) + b) gets a one-line error."""
+    w = getattr(norm, "weight", None)
+    if not isinstance(w, torch.Tensor) or w.ndim != 1:
+        raise LinrecError(f"the pre-MLP norm {type(norm).__name__} has no gain vector `weight`; add its form to "
+                          "linrec.analyses.decomposition.norm_affine")  # fmt: skip
+    d = w.numel()
+    if d % 2:
+        raise LinrecError(
+            f"cannot read the gain of a norm of odd width {d}; add its form to "
+            f"linrec.analyses.decomposition.norm_affine"
+        )
+    s = torch.ones(d, dtype=torch.float64)
+    s[1::2] = -1.0
+    with torch.no_grad():
+        plus, minus = (norm((sign * 1e4 * s)[None].to(w.device, w.dtype)).double()[0].cpu() for sign in (1.0, -1.0))
+    g_seen, b_seen = (plus - minus) / 2 * s, (plus + minus) / 2
+    wd = w.detach().double().cpu()
+    g = min((wd, 1.0 + wd), key=lambda c: float((c - g_seen).abs().max()))
+    bias = getattr(norm, "bias", None)
+    b = bias.detach().double().cpu() if isinstance(bias, torch.Tensor) else torch.zeros(d, dtype=torch.float64)
+    r = torch.randn(d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    r = r - r.mean()
+    r = r / r.pow(2).mean().sqrt()  # mean 0, RMS 1: n(c·r) = r for either norm, and for no other map of this form
+    with torch.no_grad():
+        seen = norm((3.0 * r)[None].to(w.device, w.dtype)).double()[0].cpu()
+    tol = 1e-4 * float(g.abs().max()) + 1e-6
+    if (float((g - g_seen).abs().max()) > tol or float((b - b_seen).abs().max()) > tol
+            or float((g * r + b - seen).abs().max()) > 1e-3 * float(g.abs().max()) + 1e-5):  # fmt: skip
+        raise LinrecError(f"the pre-MLP norm {type(norm).__name__} is not g ⊙ n(h) + b with g from its weight; add its "
+                          "form to linrec.analyses.decomposition.norm_affine")  # fmt: skip
+    return g.numpy(), b.numpy()
+
+
+def _input_layers(ffn: torch.nn.Module, d_in: int) -> list[torch.nn.Module]:
+    """The FFN's layers that read its input x itself (Linear or GPT-2's Conv1D): found by running the FFN once and
+    recording which weighted submodules receive the very tensor that was passed in."""
+    p = next(ffn.parameters())
+    probe = torch.zeros(1, 1, d_in, dtype=p.dtype, device=p.device)
+    found, hooks = [], []
+    for m in ffn.modules():
+        w = getattr(m, "weight", None)
+        if isinstance(w, torch.Tensor) and w.ndim == 2:
+            hooks.append(m.register_forward_pre_hook(lambda mod, args: found.append(mod) if args and args[0] is probe
+                                                     else None))  # fmt: skip
+    try:
+        with torch.no_grad():
+            ffn(probe)
+    finally:
+        for h in hooks:
+            h.remove()
+    if not found:
+        raise LinrecError(
+            "no layer of this FFN reads its input directly; add its form to linrec.analyses.controls._input_layers"
+        )
+    return list(dict.fromkeys(found))
+
+
+def folded_ffn(site) -> tuple[torch.nn.Module, np.ndarray, np.ndarray]:
+    """(ffn', g, b): a copy of the site's FFN with its pre-MLP norm's gain g and bias b folded into the layers that
+    read x, so that ffn'(u) = ffn(g ⊙ u + b) for the norm's unit output u = (x − b) / g (`unscale`). The block's
+    learned scale then belongs to its weights, and "inputs" means the normalised hidden state before it."""
+    import copy
+
+    if site.pre_norm is None:
+        raise LinrecError(f"block {site.index}: no pre-MLP norm is known for this architecture; set pre_norm in its "
+                          "linrec.inputs.sites.FFN_SITES row")  # fmt: skip
+    g, b = norm_affine(site.pre_norm)
+    ffn = copy.deepcopy(site.ffn)
+    for layer in _input_layers(ffn, len(g)):
+        W = layer.weight
+        gt, bt = (torch.from_numpy(a).to(W.dtype) for a in (g, b))
+        conv = W.shape[0] == len(g) and type(layer).__name__ == "Conv1D"  # GPT-2: weight [in, out], y = x W + bias
+        with torch.no_grad():
+            shift = bt @ W if conv else W @ bt  # the bias b, carried through the layer
+            if layer.bias is None:
+                if bool((bt != 0).any()):
+                    layer.bias = torch.nn.Parameter(shift.clone(), requires_grad=False)
+            else:
+                layer.bias += shift
+            W.mul_(gt[:, None] if conv else gt[None, :])
+    return ffn, g, b
+
+
+def unscale(x, g: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The norm's unit output u = (x − b) / g, float32, from captured inputs x (features with g = 0 carry nothing:
+    0)."""
+    x = np.asarray(x, np.float64)
+    live = g != 0
+    u = np.zeros_like(x)
+    u[:, live] = (x[:, live] - b[live]) / g[live]
+    return u.astype(np.float32)
+
+
+def random_init_ffn(model: torch.nn.Module, ffn: torch.nn.Module, seed: int | list[int]) -> torch.nn.Module:
+    """A copy of `ffn` re-drawn with the architecture's own initialisation (transformers' `_init_weights` of `model`,
+    the initialisation of the random-init twin, `linrec.inputs.models.random_init_spec`), seeded."""
+    import copy
+
+    init = getattr(model, "_init_weights", None)
+    if init is None:
+        raise LinrecError(f"{type(model).__name__} has no _init_weights; random-init FFNs need a transformers model")
+    out = copy.deepcopy(ffn)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(int(np.random.default_rng(seed).integers(2**62)))
+        for m in out.modules():
+            init(m)
+    return out
+
+
+@dataclass
+class InputsOrWeights:
+    """What `inputs_or_weights` measured for one model (see there)."""
+
+    nulls: pd.DataFrame  # model block ffn draw r2: the trained FFN and its null ensembles on the block's inputs
+    matrix: pd.DataFrame  # model ffn_block input_block r2: FFN i (folded) on the inputs u of block j
+    heldout: dict[tuple[int, int], HeldOut]  # (ffn_block, input_block) → held-out per-window sums of that entry
+
+
+def inputs_or_weights(
+    capture,
+    loaded,
+    n_init: int = 10,
+    n_shuffled: int = 10,
+    band: int | None = 2,
+    n_rows: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    scores: MapScores | None = None,
+) -> InputsOrWeights:
+    """Claim 2b's measurements on one model, all on the same stored rows (at most `n_rows`, the capture's window
+    split) and with every block's pre-MLP norm gain folded into its FFN (`folded_ffn`), so that the inputs are the
+    normalised hidden states u before any learned scale:
+
+    - per block i, on u_i: the trained FFN (R² equal to the block's R²_lin on these rows, since an invertible
+      rescaling of the inputs leaves the closed form's fit unchanged), `n_init` random-init FFNs
+      (`random_init_ffn`, seeds [seed, i, k]) and `n_shuffled` copies of the folded trained FFN with each weight
+      matrix's entries permuted (`shuffled_weights`, seeds [seed, i, k]);
+    - the cross matrix: the folded FFN i on u_j for every |i − j| ≤ `band` (None: every pair), with each entry's
+      held-out per-window sums for the window bootstrap of the decomposition (`two_factor_shares`, `decomposition`).
+
+    Cost: one FFN pass and one solve per entry, the Gram of each block's rows factored once (`SharedRows`). The
+    trained entry is the trained FFN on its own rows, which `input_controls` also scores: pass the same `scores`
+    (`MapScores`) and it runs once."""
+    scores = MapScores() if scores is None else scores
+    sites = find_ffn_sites(loaded.model)
+    if len(sites) != capture.n_blocks:
+        raise LinrecError(
+            f"the capture has {capture.n_blocks} blocks but the model has {len(sites)}; pass the capture of this model"
+        )
+    n = capture.n_blocks
+    band = n if band is None else int(band)
+    tr, te = split_windows(capture, n_rows, seed)
+    if min(len(tr), len(te)) < 2:
+        raise LinrecError("too few stored rows for a control; capture with sample_rows ≥ a few thousand")
+    windows = capture.row_index()[te, 0]
+    folded = [folded_ffn(s) for s in sites]
+    label = capture.model_label
+    nulls, matrix, heldout = [], [], {}
+    total = n * (1 + n_init + n_shuffled) + sum(1 for i in range(n) for j in range(n) if 0 < abs(i - j) <= band)
+    bar = progress_bar(total=total, desc=f"inputs or weights {label}", unit="FFN", disable=not progress)
+    for j in range(n):
+        x, _ = capture.rows(j)
+        g, b = folded[j][1], folded[j][2]
+        rows = SharedRows(unscale(x[tr], g, b), unscale(x[te], g, b), windows, block=j)
+        heldout[(j, j)] = scores.heldout(sites[j].ffn, capture, j, n_rows, seed, j)  # folded or not: the same fit
+        draws = [("trained", 0, None)]
+        draws += [("random init", k, random_init_ffn(loaded.model, sites[j].ffn, [seed, j, k])) for k in range(n_init)]
+        draws += [("shuffled", k, shuffled_weights(folded[j][0], [seed, j, k])) for k in range(n_shuffled)]
+        for kind, k, module in draws:
+            h = heldout[(j, j)] if module is None else rows.score(module)
+            nulls.append({"model": label, "block": j, "ffn": kind, "draw": k, "r2": h.r2()})
+            bar.update()
+        for i in range(max(0, j - band), min(n, j + band + 1)):
+            if i != j:
+                heldout[(i, j)] = rows.score(folded[i][0])
+                bar.update()
+            matrix.append({"model": label, "ffn_block": i, "input_block": j, "r2": heldout[(i, j)].r2()})
+    bar.close()
+    return InputsOrWeights(pd.DataFrame(nulls), pd.DataFrame(matrix), heldout)
+
+
+def _projector(*designs: np.ndarray) -> np.ndarray:
+    """The least-squares hat matrix of the columns given (an intercept included)."""
+    D = np.column_stack([*designs, np.ones(len(designs[0]))])
+    return D @ np.linalg.pinv(D)
+
+
+def two_factor_shares(ffn_block, input_block, r2) -> dict[str, np.ndarray]:
+    """The additive two-factor decomposition R²(FFN i, inputs j) ≈ μ + a_i + b_j, fitted by least squares over the
+    given entries; `r2` is [n_entries] or [B, n_entries] (B resampled matrices at once).
+
+    Returns, per matrix, shares of the entries' variance that sum to 1: `weights`, what a_i explains that no function
+    of j can (R² of the additive fit minus R² of b alone); `inputs`, likewise for b_j; `shared`, what either factor
+    explains (the additive fit's R² less both unique parts); `residual`, what the additive fit leaves (interactions).
+    On a full matrix (every i with every j) the factors are orthogonal, `shared` is 0 and the two unique shares are
+    var(a)/var and var(b)/var. Within a band |i − j| ≤ k a smooth trend over depth can be written as either factor,
+    so `shared` holds it and the unique shares are lower bounds: the variance only one factor can carry."""
+    fi, fj = (np.unique(np.asarray(v), return_inverse=True)[1] for v in (ffn_block, input_block))
+    A, B = np.eye(fi.max() + 1)[fi], np.eye(fj.max() + 1)[fj]
+    R = np.atleast_2d(np.asarray(r2, np.float64))
+    Rc = R - R.mean(1, keepdims=True)
+    total = (Rc**2).sum(1)
+
+    def explained(P):
+        return 1.0 - ((R - R @ P.T) ** 2).sum(1) / total
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        both, a_only, b_only = (explained(_projector(*d)) for d in ((A, B), (A,), (B,)))
+        out = {"weights": both - b_only, "inputs": both - a_only, "residual": 1.0 - both}
+    out["shared"] = both - out["weights"] - out["inputs"]
+    return {k: v if np.ndim(r2) > 1 else v[0] for k, v in out.items()}
+
+
+def decomposition(result: InputsOrWeights, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+    """`two_factor_shares` of one model's cross matrix, with percentile intervals from resampling the held-out
+    windows (the same draw for every entry: they share their rows' windows), the fits held fixed."""
+    m = result.matrix
+    keys = list(zip(m["ffn_block"], m["input_block"], strict=True))
+    hs = [result.heldout[k] for k in keys]
+    if any(not np.array_equal(h.windows, hs[0].windows) for h in hs):
+        raise LinrecError("the cross matrix's entries were scored on different windows; score them on the same rows")
+    W = hs[0].n_windows
+    counts = np.random.default_rng(seed).multinomial(W, np.full(W, 1.0 / W), size=n_boot)
+    draws = np.stack([r2_of_counts(h, counts) for h in hs], axis=1)  # [B, entries]
+    point = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
+    boot = two_factor_shares(m["ffn_block"], m["input_block"], draws)
+    alpha = (1 - level) / 2
+    out = {"n_entries": len(m), "n_windows": W}
+    boot["weights_minus_inputs"] = boot["weights"] - boot["inputs"]
+    point["weights_minus_inputs"] = point["weights"] - point["inputs"]
+    for k, v in point.items():
+        lo, hi = np.nanquantile(boot[k], [alpha, 1 - alpha])
+        out.update({f"share_{k}": float(v), f"share_{k}_lo": float(lo), f"share_{k}_hi": float(hi)})
+    return out
