@@ -71,22 +71,34 @@ budget_ppl = 1.0  # greedy multi-block swap: keep blocks while ΔPPL on the scre
 first_variants = ["ffn", "mean"]  # position-aware variants, beside the plain map ([] to skip)
 variant_min_first_share = 0.5  # ...on blocks whose train first-position share of output variance is ≥ this
 n_boot = 2000  # bootstrap resamples for every interval
+route_blocks = 6  # per-token routing: blocks per model, picked on the screening windows (None: every block; 0: skip)
+route_shares = [0.0, 0.25, 0.5, 0.75, 1.0]  # shares of a block's tokens routed to its map (0: the base, 1: the swap)
+route_corpora = ["web", "code"]  # corpora a token's route is compared on, against the capture's corpus
 save_dir = None  # where the compressed model is kept (None: a temporary directory, deleted after the reload check)
 results_dir = "results/default"
 figures_dir = "figures"
 
 # %%
 import pandas as pd
+from IPython.display import display
 
 from linrec.analyses.swap import run_model
 from linrec.base.files import project_root
 from linrec.claims.rules import RULES
-from linrec.claims.swap import claim6a, claim6b, first_position_effect, swap_params, swap_predictors, swap_safety
+from linrec.claims.swap import (
+    claim6a,
+    claim6b,
+    first_position_effect,
+    routing_summary,
+    swap_params,
+    swap_predictors,
+    swap_safety,
+)
 from linrec.claims.tables import labelled, save_table
 from linrec.measure.config import capture_settings
 from linrec.outputs.findings import swap_findings
 from linrec.outputs.plots import fig2_swap
-from linrec.outputs.plots_interventions import fig6_swap
+from linrec.outputs.plots_interventions import fig6_swap, fig9_routing
 
 root = project_root()
 settings = capture_settings(capture)  # the capture's settings, the same in every notebook
@@ -111,7 +123,8 @@ kw = dict(
 runs = [
     run_model(m, kw, batch_size=batch_size, device=device, screening_windows=screening_windows,
               test_windows=test_windows, ranks=ranks, budget_ppl=budget_ppl, first_variants=first_variants,
-              variant_min_first_share=variant_min_first_share, n_boot=n_boot, seed=seed, save_dir=save_dir)
+              variant_min_first_share=variant_min_first_share, n_boot=n_boot, seed=seed, save_dir=save_dir,
+              route_blocks=route_blocks, route_shares=route_shares, route_corpora=route_corpora)
     for m in models
 ]  # fmt: skip
 swap_tables = [r.table for r in runs]
@@ -228,6 +241,49 @@ greedy = pd.DataFrame(greedy_rows)
 save_table(greedy, "swap_greedy", root / results_dir)
 save_table(pd.concat(steps, ignore_index=True), "swap_greedy_steps", root / results_dir)
 greedy.T
+
+# %% [markdown]
+# ## Beyond whole-block swaps: each token to the FFN or to its map
+# A whole-block swap puts every token through the map. A more recent paper (arXiv 2603.03459, "Half the Nonlinearity
+# Is Wasted", Balogh 2026) routes token by token instead: a gate with d + 1 parameters, a logistic classifier on the
+# MLP's input, sends a token to a precomputed linear map or to the full MLP. It reports 25–56 % of GPT-2's tokens
+# routed linear for under 1 % perplexity, and that a token's identity does not decide its route (routing lists built
+# on one corpus correlate at r < 0.05 with another's). We measure the same thing with the exact closed-form map
+# (`linrec.analyses.routing`):
+#
+# - **The map** is the block's closed-form affine fit, the one the table above swaps in. **The gate** is trained on
+#   the capture's stored *train* rows to predict "the map's error on this token is small", with two targets compared
+#   there: the token's squared error at most the train median ("quantile"), or at most 10 % of its ‖y‖² ("relative").
+#   The target whose gates route the lower train error is used (`routing_gates`). **The threshold** for a share p is
+#   the (1 − p) quantile of the gate's train scores; share 0 is the base model and share 1 the whole-block swap, bit
+#   for bit (tests/test_routing.py).
+# - `route_blocks` blocks per model, spread over the screening R²_lin (lowest and highest included), are routed;
+#   `params/full.yaml` routes every block. Each share's held-out ΔPPL has its paired bootstrap interval, and each
+#   block's **routable share** (the largest share within +1 % of base perplexity, and within +1 perplexity) an
+#   interval from the same window resamples.
+# - **Compute saved** per token, as a share of the FFN's multiply-adds: a routed token skips the FFN and pays the map
+#   (d_in·d_out); every token pays the gate (d_in).
+#
+# Does R²_lin tell how much of a block can go linear? ρ(R²_lin, routable share) across the routed blocks, with a
+# moving-block interval, beside claim 6b's ρ(R²_lin, whole-block ΔPPL). And is the route decided by the token? The
+# share of each token type's occurrences routed linear on held-out wiki text against the same on web and code text.
+
+# %%
+routes = [r.routing for r in runs if r.routing is not None]
+if routes:
+    gates = pd.concat([r.comparison for r in routes], ignore_index=True)
+    save_table(gates, "routing_gates", root / results_dir)
+    route_curve = pd.concat([r.curve for r in routes], ignore_index=True)
+    save_table(route_curve, "routing_curve", root / results_dir)
+    routable = pd.concat([r.routable for r in routes], ignore_index=True)
+    save_table(routable, "routing_routable", root / results_dir)
+    identity = pd.concat([r.identity for r in runs if r.identity is not None], ignore_index=True)
+    save_table(identity, "routing_identity", root / results_dir)
+    routing = routing_summary(routable, r2, pred, identity, n_boot=n_boot, seed=seed)
+    save_table(routing, "routing_summary", root / results_dir)
+    fig = fig9_routing(route_curve, routable, r2, root / figures_dir / "fig9_routing")
+    display(route_curve.pivot_table(index=["model", "block"], columns="share", values="delta_ppl").round(3))
+    display(routing.round(3).T)
 
 # %% [markdown]
 # ## Save and reload

@@ -204,6 +204,19 @@ def test_swap_position_variants(tmp_path, tiny_model_dir):
     assert t.loc[0, "params_swap"] == t.loc[0, "params_linear"] + 32  # the map plus the mean vector
 
 
+def test_swap_route_prints_the_routed_table_and_refuses_to_save(tmp_path, tiny_model_dir):
+    """`linrec swap --route 0.5`: one row per block at the share asked for, its held-out share near it; a routed
+    model is not saved (one line says why), and a share outside [0, 1] is refused by the parser."""
+    _, t = _table("swap", tmp_path, tiny_model_dir, "--route", "0.5", "--blocks", "0,1")
+    assert list(t["block"]) == [0, 1] and (t["share"] == 0.5).all()
+    assert ((t["share_heldout"] > 0.2) & (t["share_heldout"] < 0.8)).all()
+    assert set(t["target"]) <= {"quantile", "relative"} and (t["delta_lo"] <= t["delta_hi"]).all()
+    corpus = tmp_path / "text.txt"
+    common = ("swap", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048")
+    _one_line_error(_run(*common, "--route", "0.5", "--save", str(tmp_path / "x"), tmp_path=tmp_path), "saves no")
+    _one_line_error(_run(*common, "--route", "1.5", tmp_path=tmp_path), "between 0 and 1")
+
+
 def test_swap_bad_blocks_and_save_without_blocks(tmp_path, tiny_model_dir):
     corpus = tmp_path / "text.txt"
     corpus.write_text(tiny_text(6000))

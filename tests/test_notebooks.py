@@ -20,7 +20,8 @@ from linrec.app.notebooks import TIMINGS, run_notebooks
 from linrec.app.params import notebooks
 from linrec.base.files import project_root
 from linrec.claims.corpora import corpus_word
-from linrec.claims.tables import TABLES, load_table, save_table
+from linrec.claims.registry import TABLES
+from linrec.claims.tables import load_table, save_table
 from linrec.outputs.report import FIGURES, build_report
 
 ROOT = project_root(__file__)

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from linrec.base.errors import LinrecError
-from linrec.claims.tables import TABLES, load_table, save_table
+from linrec.claims.registry import TABLES
+from linrec.claims.tables import load_table, save_table
 from linrec.outputs.claim_text import CELL_LIMIT, claims
 from linrec.outputs.report import FIGURES, OTHER_PROFILE, build_report, per_block_table, render
 

@@ -165,7 +165,7 @@ def test_rank_curve_and_parameter_counts(tiny_model):
     assert st.timings.set_index("step").loc["test: rank curve", "evaluations"] == 4
     fresh = st.heldout.evaluator.window_nll({0: st.heldout.module(0)})  # the same swapped model, run now
     assert st.heldout.evaluator.n_evaluations == 5
-    assert np.array_equal(fresh, st.heldout._test_nll([(0, None, "map")], "unused"))
+    assert np.array_equal(fresh, st.heldout.test_nll([(0, None, "map")], "unused"))
     assert st.heldout.joint([0])["delta_ppl"] == t.loc[0, "delta_ppl"] and st.heldout.evaluator.n_evaluations == 5
 
 

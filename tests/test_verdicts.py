@@ -45,6 +45,7 @@ from linrec.claims.profile import (
     profile_summary,
 )
 from linrec.claims.regimes import claim4, input_side, regime_replication, regime_summary
+from linrec.claims.registry import TABLES
 from linrec.claims.rules import (
     CLAIM1_JUMP,
     CLAIM1_SPAN,
@@ -79,7 +80,7 @@ from linrec.claims.swap import (
     swap_predictors,
     swap_safety,
 )
-from linrec.claims.tables import TABLES, labelled, load_table, save_table
+from linrec.claims.tables import labelled, load_table, save_table
 
 EPS = 1e-9
 

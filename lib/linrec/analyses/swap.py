@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from linrec.analyses.perplexity import DeltaPPL, PerplexityEvaluator
+from linrec.analyses.routing import SHARES, RouteResult, identity_study, route_study
 from linrec.analyses.screening import (
     GREEDY_ORDERS,
     Clock,
@@ -178,7 +179,7 @@ class HeldOutSwaps:
             self.clock.add("test: base run", time.perf_counter() - t0, 1)
         return self._evaluator
 
-    def _test_nll(self, spec: Sequence[tuple[int, int | None, str]], step: str) -> np.ndarray:
+    def test_nll(self, spec: Sequence[tuple[int, int | None, str]], step: str) -> np.ndarray:
         """Per-window NLL on the test windows with the swaps of `spec` ((block, rank, first) each, as `module` takes
         them), run once per spec: the per-block table, the rank curve's dense map and a chosen set of one block
         are the same swapped model on the same windows, so the second ask reads the first one's numbers."""
@@ -189,9 +190,16 @@ class HeldOutSwaps:
             self.clock.add(step, time.perf_counter() - t0, 1)
         return self._test_nlls[key]
 
+    def timed(self, run, step: str):
+        """`run()` (one pass over the held-out windows), its seconds and one evaluation booked to `step`."""
+        t0 = time.perf_counter()
+        out = run()
+        self.clock.add(step, time.perf_counter() - t0, 1)
+        return out
+
     def test_delta(self, spec: Sequence[tuple[int, int | None, str]], step: str) -> DeltaPPL:
-        """`_test_nll` as a ΔPPL with its paired bootstrap interval."""
-        return self.evaluator.delta_of(self._test_nll(spec, step), self.n_boot, self.seed)
+        """`test_nll` as a ΔPPL with its paired bootstrap interval."""
+        return self.evaluator.delta_of(self.test_nll(spec, step), self.n_boot, self.seed)
 
     def table(
         self,
@@ -222,7 +230,7 @@ class HeldOutSwaps:
             t0 = time.perf_counter()
             s = self.score(i, first=f)
             m = self.module(i, first=f)
-            nll = self._test_nll([(i, None, f)], f"test: blocks alone ({f})")
+            nll = self.test_nll([(i, None, f)], f"test: blocks alone ({f})")
             d = ev.delta_of(nll, self.n_boot, self.seed)
             affine = m.affine if isinstance(m, FirstPositionSwap) else m
             row = {
@@ -399,6 +407,8 @@ class ModelSwapRun:
     steps: pandas.DataFrame
     reload: dict
     timings: pandas.DataFrame
+    routing: RouteResult | None = None  # per-token routing of some blocks (`linrec.analyses.routing.route_study`)
+    identity: pandas.DataFrame | None = None  # does a token's identity decide its route? (`identity_study`)
 
 
 def run_model(
@@ -416,12 +426,17 @@ def run_model(
     n_boot: int = 2000,
     seed: int = 0,
     save_dir: str | Path | None = None,
+    route_blocks: int | None = 0,
+    route_shares: Sequence[float] = SHARES,
+    route_corpora: Sequence[str] = (),
 ) -> ModelSwapRun:
     """The whole swap study of one model, as notebook 06 runs it: every block swapped alone (held out, with the
     position variants on the blocks whose *train* first-position share is ≥ `variant_min_first_share`), the
     predictors and every choice on the screening windows, the reduced-rank curve of `Screening.curve_block`, the
     greedy swap in each of `GREEDY_ORDERS`, and the larger greedy set (if both kept nothing, the block with the
-    lowest screening ΔPPL) saved, reloaded and compared on the screening windows.
+    lowest screening ΔPPL) saved, reloaded and compared on the screening windows. With `route_blocks` (a count, or
+    None for every block; 0 skips it), per-token routing of that many blocks picked on the screening windows
+    (`linrec.analyses.routing.route_study`), and on `route_corpora` whether a token's identity decides its route.
 
     The saved model (0.5–1 GB) goes to `save_dir`/<model>, or to a temporary directory deleted after the check. The
     model and the study are released before returning, so a loop over models holds one model at a time."""
@@ -450,6 +465,11 @@ def run_model(
     greedy = [{"model": model, **g.row(), "params_model": n_params} for g in results.values()]
     steps = pd.concat([g.steps.assign(model=model, order=o) for o, g in results.items()], ignore_index=True)
 
+    routing = identity = None
+    if route_blocks != 0:
+        routing = route_study(study, route_blocks, route_shares, n_boot, seed, predictors=values)
+        identity = identity_study(study, routing, route_corpora, n_boot=n_boot, seed=seed)
+
     g = max(results.values(), key=lambda r: len(r.swapped))
     chosen = sorted(g.swapped) or [int(values.sort_values("screening_delta_ppl").iloc[0]["block"])]
     in_memory = study.screening.evaluator.ppl({i: study.heldout.module(i) for i in chosen})
@@ -471,7 +491,7 @@ def run_model(
     }
     study.clock.add("screening: reload check", ppl_reloaded.seconds_base, 1)
     run = ModelSwapRun(model, table, values, ceiling_table(capture, seed=seed), curve, greedy, steps, reload,
-                       study.timings)  # fmt: skip
+                       study.timings, routing, identity)  # fmt: skip
     del study, loaded, reloaded, ppl_reloaded
     gc.collect()
     return run

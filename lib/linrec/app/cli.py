@@ -177,6 +177,16 @@ def _budget(text: str) -> float:
     return value
 
 
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text}")
+    return value
+
+
 def _amount(text: str) -> float:
     """A finite number ≥ 0 (days, gigabytes): nan, inf and negatives would each prune everything or nothing."""
     import math
@@ -269,6 +279,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--test-windows",
         type=_positive,
         help="report ΔPPL on this many held-out windows drawn by seed (default: all; fewer is faster, wider intervals)",
+    )
+    p.add_argument(
+        "--route",
+        type=_share,
+        help="instead of swapping whole blocks, route this share of each block's tokens (0–1) to its map by a logistic "
+        "gate trained on the capture's train rows, and report held-out ΔPPL per block (linrec.analyses.routing)",
     )
     p.add_argument("--save", help="write the compressed model (--budget-ppl's choice, else --blocks) to this directory")
     p.add_argument("--out", help="write the table as CSV here")

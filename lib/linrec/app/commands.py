@@ -18,6 +18,7 @@ SHOWN = {  # the columns each subcommand prints (its --out CSV holds every colum
         "cond_gram r2_ex_first regime"
     ).split(),
     "swap": "model block first r2_lin ppl_base ppl_swapped delta_ppl delta_lo delta_hi params_swap param_ratio".split(),
+    "route": "model block target share share_heldout ppl_base ppl delta_ppl delta_lo delta_hi compute_saved".split(),
 }
 
 
@@ -183,8 +184,15 @@ def cmd_swap(args) -> None:
         raise LinrecError(
             "--device-map is for the capturing commands (measure, probe, spectrum); swap runs on --device"
         )
+    if args.save and args.route is not None:
+        raise LinrecError(
+            "--save with --route: a routed block keeps its whole FFN and adds a gate, so it saves no parameters, and "
+            "transformers could not load it without linrec; save a whole-block swap instead (drop --route)"
+        )
     if args.save and args.blocks is None and args.budget_ppl is None:
         raise LinrecError("--save needs the blocks to swap: give --blocks 0,3 or --budget-ppl 1.0")
+    if args.route is not None and (args.budget_ppl is not None or args.first != "map"):
+        raise LinrecError("--route routes tokens of each block on its own; drop --budget-ppl and --first")
     if args.save and args.first != "map":
         raise LinrecError(
             f"--first {args.first} swaps are for evaluation only (under KV-cached generation a module cannot tell "
@@ -210,6 +218,14 @@ def cmd_swap(args) -> None:
         screening_windows=args.screening_windows,
         test_windows=args.test_windows,
     )
+    if args.route is not None:
+        from linrec.analyses.routing import route_study
+
+        routed = route_study(study, chosen=blocks or list(range(study.n_blocks)), shares=sorted({0.0, args.route}))
+        table = routed.curve[routed.curve["share"] == args.route]
+        _emit(table, SHOWN["route"], args.out)
+        print(f"gate target chosen on the capture's train rows: {routed.target}", file=sys.stderr)
+        return
     table = study.heldout.table(blocks, first=args.first)
     _emit(table, SHOWN["swap"], args.out)
     chosen = None

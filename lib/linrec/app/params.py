@@ -49,6 +49,7 @@ OPTIONAL_TYPES = {
     "control_rows": "int | None",
     "decomposition_rows": "int | None",
     "cross_band": "int | None",
+    "route_blocks": "int | None",
     "cross_pairs": "list | None",
     "save_dir": "str | None",
     "readme": "str | None",

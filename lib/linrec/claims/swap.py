@@ -347,3 +347,48 @@ def claim6b(predictors: pd.DataFrame | None) -> Verdict:
         return Verdict("6b", NOT_TESTABLE, ev, reason="not testable at this power: every model is inconclusive",
                        without_first=word1)  # fmt: skip
     return Verdict("6b", tally(ok), ev, without_first=word1)
+
+
+# ---- beyond the paper: per-token routing (linrec.analyses.routing) ----------------------------------------------
+def routing_summary(
+    routable: pd.DataFrame,
+    r2: pd.DataFrame,
+    predictors: pd.DataFrame | None = None,
+    identity: pd.DataFrame | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per model, what per-token routing shows (notebook 06): the routed block with the largest share within +1 %
+    of base perplexity (its share and bootstrap interval; ties: the lower block), Spearman ρ(R²_lin, routable share
+    within +1 %) over the routed blocks with a moving-block interval and the equivalence outcome
+    (`linrec.analyses.uncertainty.correlation_outcome`), beside 6b's ρ(R²_lin, whole-block ΔPPL) from `predictors`
+    (`swap_predictors`' r2_lin row, whose sign is the other way: a high R²_lin should mean a small ΔPPL but a large
+    routable share), and the median token-identity r across corpora and blocks (`identity`)."""
+    from linrec.analyses.uncertainty import across_block_length, correlation_outcome, spearman_with_ci
+
+    require(routable, ["model", "block", "routable_pct1", "routable_pct1_lo", "routable_pct1_hi"], "routing_summary")
+    rows = []
+    for model, t in routable.groupby("model", sort=False):
+        t = t.merge(r2[["model", "block", "r2_lin"]], on=["model", "block"]).sort_values("block")
+        best = t.sort_values(["routable_pct1", "block"], ascending=[False, True]).iloc[0]
+        n, length = len(t), across_block_length(len(t))
+        if n >= 3 and t["routable_pct1"].nunique() > 1:
+            rho, lo, hi = spearman_with_ci(t["r2_lin"], t["routable_pct1"], n_boot, seed, 0.95, length)
+            _, lo90, hi90 = spearman_with_ci(t["r2_lin"], t["routable_pct1"], n_boot, seed, 0.90, length)
+        else:  # too few blocks, or every block routes the same share: no correlation to speak of
+            rho = lo = hi = lo90 = hi90 = np.nan
+        row = {"model": model, "n_blocks_routed": n, "best_block": int(best["block"]),
+               "best_routable_pct1": best["routable_pct1"], "best_lo": best["routable_pct1_lo"],
+               "best_hi": best["routable_pct1_hi"], "best_routable_ppl1": best.get("routable_ppl1", np.nan),
+               "rho_r2_routable": rho, "rho_lo": lo, "rho_hi": hi, "rho_lo90": lo90, "rho_hi90": hi90,
+               "outcome": correlation_outcome(lo, hi, lo90, hi90), "block_length": length}  # fmt: skip
+        row |= {"rho_r2_swap": np.nan, "rho_r2_swap_lo": np.nan, "rho_r2_swap_hi": np.nan, "identity_r_median": np.nan}
+        if predictors is not None:
+            p = predictors[(predictors["model"] == model) & (predictors["column"] == "r2_lin")]
+            if len(p):
+                row |= {"rho_r2_swap": p["spearman_rho"].iloc[0], "rho_r2_swap_lo": p["rho_lo"].iloc[0],
+                        "rho_r2_swap_hi": p["rho_hi"].iloc[0]}  # fmt: skip
+        if identity is not None and len(identity[identity["model"] == model]):
+            row["identity_r_median"] = float(identity[identity["model"] == model]["r"].median())
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -29,6 +29,7 @@ from linrec.claims.probe import claim7b as claim7b_rule
 from linrec.claims.profile import claim1 as claim1_rule
 from linrec.claims.profile import claim1_counts
 from linrec.claims.regimes import claim4 as claim4_rule
+from linrec.claims.registry import TABLES
 from linrec.claims.rules import (
     CLAIM2_MIN_EFFECT,
     CLAIM2_NOISE_FACTOR,
@@ -43,7 +44,7 @@ from linrec.claims.rules import (
 )
 from linrec.claims.swap import claim6a as claim6a_rule
 from linrec.claims.swap import claim6b as claim6b_rule
-from linrec.claims.tables import TABLES, load_table, table_path
+from linrec.claims.tables import load_table, table_path
 
 # the paper's claims (arXiv 2606.19379; sources in paper/claims.md), with the paper's numbers as the paper states them
 CLAIMS = {

@@ -1,5 +1,6 @@
-"""Figures 6–8, the studies that change the model or its inputs: the swap study (a block replaced by its affine
-map), the controls (random-init twins, Gaussian inputs, cross feeding) and the same architecture trained from scratch.
+"""Figures 6–9, the studies that change the model or its inputs: the swap study (a block replaced by its affine
+map, Figure 6; a share of its tokens routed to the map, Figure 9), the controls (random-init twins, Gaussian
+inputs, cross feeding) and the same architecture trained from scratch.
 Each is saved as PNG and PDF (`linrec.outputs.plots.save`, which also holds the helpers they share with figures 1–5).
 """
 
@@ -330,3 +331,48 @@ def fig8_training(profiles, distances=None, stem: str | Path | None = None):
     if stem is not None:
         save(fig, stem)
     return fig
+
+
+def fig9_routing(curve, routable, r2, stem: str | Path | None = None):
+    """Per-token routing (`linrec.analyses.routing`): per model, held-out ΔPPL against the share of the block's tokens
+    routed to its closed-form map (realised on the held-out windows), one line per routed block coloured by its
+    R²_lin, with 95 % paired-bootstrap intervals and the +1 % line of base perplexity; last panel, each block's largest
+    share within +1 % against its R²_lin, with its bootstrap interval. `r2`: the ceiling table (model, block, r2_lin).
+    Symlog y (ΔPPL can be below 0)."""
+    import numpy as np
+
+    sns.set_theme(style="whitegrid", context="paper")
+    models = list(dict.fromkeys(curve["model"]))
+    r2_of = {(m, int(b)): v for m, b, v in zip(r2["model"], r2["block"], r2["r2_lin"])}
+    cmap, norm = plt.get_cmap("viridis"), plt.Normalize(0.0, 1.0)
+    fig, axes = plt.subplots(1, len(models) + 1, figsize=(5.2 * (len(models) + 1), 4.2), squeeze=False)
+    for i, (ax, m) in enumerate(zip(axes[0], models)):
+        t = curve[curve["model"] == m]
+        for b, c in t.groupby("block"):
+            c = c.sort_values("share")
+            colour = cmap(norm(r2_of.get((m, int(b)), np.nan)))
+            _ci_bars(ax, c["share_heldout"], c, colour)
+            ax.plot(c["share_heldout"], c["delta_ppl"], "-o", color=colour, ms=3.5, lw=1.2)
+            last = c.iloc[-1]
+            ax.annotate(str(int(b)), (last["share_heldout"], last["delta_ppl"]), xytext=(3, 0),
+                        textcoords="offset points", fontsize=6.5, color=colour, va="center")  # fmt: skip
+        ax.axhline(0.01 * t["ppl_base"].iloc[0], color="0.3", lw=0.9, ls="--", label="+1 % of base perplexity")
+        ax.set_yscale("symlog", linthresh=0.1)
+        ax.set_xlabel("share of tokens routed to the map (held-out)")
+        ax.set_ylabel("held-out ΔPPL (symlog)" if i == 0 else "")
+        ax.set_title(f"{m}: gate target '{t['target'].iloc[0]}'", fontsize=9)
+    sx = axes[0][-1]
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    for m in models:
+        t = routable[routable["model"] == m]
+        x = [r2_of.get((m, int(b)), np.nan) for b in t["block"]]
+        sx.errorbar(x, t["routable_pct1"], yerr=yerr(t["routable_pct1"], t["routable_pct1_lo"], t["routable_pct1_hi"]),
+                    fmt="o", color=palette[m], ms=4, elinewidth=0.7, label=m)  # fmt: skip
+    sx.set_xlabel("R²_lin of the block (held-out)")
+    sx.set_ylabel("largest share routed within +1 % perplexity")
+    sx.set_ylim(-0.05, 1.05)
+    sx.set_title("does R²_lin tell how much of a block can go linear?", fontsize=9)
+    sx.legend(fontsize=7, loc="best")
+    fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes[0][: len(models)].tolist(), shrink=0.8,
+                 label="R²_lin of the block")  # fmt: skip
+    return save(fig, stem)

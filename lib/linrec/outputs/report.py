@@ -20,6 +20,7 @@ from linrec.base.files import find_project_root
 from linrec.claims.rules import RULES, VERDICTS
 from linrec.claims.tables import labelled
 from linrec.outputs.claim_text import CLAIM_BUILDERS, CLAIMS, Claim, Results, fmt, listed, replicated
+from linrec.outputs.findings import routing_findings
 
 # (stem, notebook, caption): every figure the report shows, in order
 FIGURES = [
@@ -56,6 +57,13 @@ FIGURES = [
         "against the training step for each run (step 0 is the random initialisation); bottom left, every run's "
         "profile at its last checkpoint (95 % bootstrap bars) over its step-0 profile (dotted); bottom right, the "
         "distance between two init seeds' profiles while training, with its 95 % interval, against the noise floor.",
+    ),
+    (
+        "fig9_routing",
+        "06",
+        "Figure 9. Per-token routing (beyond the paper): per model, held-out ΔPPL against the share of a block's "
+        "tokens routed to its closed-form map by a logistic gate (one line per routed block, coloured by R²_lin; the "
+        "dashed line is +1 % of base perplexity); right, each block's largest share within +1 % against its R²_lin.",
     ),
     (
         "fig3_bilinear_gain",
@@ -415,6 +423,15 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
                 for row in f.to_dict("records")
             ]
     text += [""]
+    routing = routing_findings(r.get("routing_summary"))
+    if routing:
+        text += ["## Beyond the paper: each token to the FFN or to its map", "",
+                 "Notebook 06 routes a share of each block's tokens to its closed-form map by a logistic gate on the "
+                 "block's input (d + 1 parameters, trained on train rows), the per-token version of the swap from "
+                 "arXiv 2603.03459; held-out ΔPPL against the share routed, with paired bootstrap intervals "
+                 "(tables `routing_curve`, `routing_routable`, `routing_summary`, `routing_identity`).", "",
+                 *[f"- {line}" for line in routing], ""]  # fmt: skip
+        text += _figure_lines("fig9_routing", figures_dir, out)
     r2 = r.get("r2_lin")
     if r2 is not None:
         cols = [

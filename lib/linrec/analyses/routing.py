@@ -1,0 +1,409 @@
+"""Per-token routing: each token of a block goes either to the FFN or to the block's closed-form affine map.
+
+A whole-block swap (`linrec.analyses.swap`) replaces the FFN on every token. Routing replaces it only on the tokens
+where the map is likely to be good enough (the per-token idea of arXiv 2603.03459, "Half the Nonlinearity Is
+Wasted"), and asks how much of a block's traffic can go linear before perplexity moves.
+
+- **The map** is the capture's own (`Capture.fit`: the closed-form affine fit on the train split), the same map a
+  whole-block swap uses.
+- **The gate** is a logistic classifier on the FFN's input x, d_in + 1 parameters (`fit_gate`), trained on the
+  capture's stored *train* rows to predict a 0/1 target: "the map's error on this token is small". Two targets
+  (`TARGETS`): "quantile", the token's squared error ‖ŷ − y‖² is at most the median over the train rows (a balanced
+  target whatever the block's scale), and "relative", that error is at most `RELATIVE_TOLERANCE` of the token's
+  ‖y‖² (a target in the output's own units, so a block where the map is good everywhere has mostly positives).
+- **The threshold** for a share p routed linear is the (1 − p) quantile of the gate's scores on the train rows
+  (`Gate.threshold`); share 0 routes nothing (the model is the base model bit for bit) and share 1 routes every
+  token (the whole-block swap bit for bit). On held-out windows the realised share differs a little from p; the
+  module counts it (`RoutedFFN.share`).
+- **Compute** (`compute_saved`): every token routed linear skips the FFN (its multiply-adds) but pays the map's
+  d_in·d_out and the gate's d_in; a token kept on the FFN also pays the gate. The simulation here runs the FFN on
+  every token and selects; the accounting is what a routed kernel would save.
+
+Every choice (the target, the threshold) reads train rows only; the held-out windows report (`route_curve`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from linrec.base.errors import LinrecError
+from linrec.inputs.surgery import AffineFFN, count_params
+
+TARGETS = ("quantile", "relative")
+RELATIVE_TOLERANCE = 0.1  # "relative": the map's squared error is at most 10 % of the token's ‖y‖²
+GATE_L2 = 1e-3  # ridge on the standardised gate weights (mean logistic loss + GATE_L2/2 ‖w‖²)
+
+
+# ---- the target and the gate ------------------------------------------------------------------------------------
+def map_errors(fit, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the map's squared error ‖ŷ − y‖² and ‖y‖² (float64), ŷ = b + x W of `fit` (an `AffineFit`)."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    err = ((fit.b + x @ fit.W - y) ** 2).sum(axis=1)
+    return err, (y**2).sum(axis=1)
+
+
+def gate_target(err: np.ndarray, norm: np.ndarray, target: str) -> np.ndarray:
+    """The 0/1 label a gate learns (see the module docstring): 1 where the map is good enough on that token."""
+    if target == "quantile":
+        return (err <= np.median(err)).astype(np.float64)
+    if target == "relative":
+        return (err <= RELATIVE_TOLERANCE * np.maximum(norm, np.finfo(float).tiny)).astype(np.float64)
+    raise LinrecError(f"the gate's target must be one of {', '.join(TARGETS)}, got {target!r}")
+
+
+@dataclass
+class Gate:
+    """A logistic gate on the FFN input: score(x) = w·x + b (a log-odds that the map is good enough), with the train
+    rows' scores kept to set thresholds by share."""
+
+    w: np.ndarray  # [d_in] float64
+    b: float
+    target: str
+    train_scores: np.ndarray  # [n_train] float64, sorted
+
+    @property
+    def n_params(self) -> int:
+        return len(self.w) + 1
+
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(x, np.float64) @ self.w + self.b
+
+    def threshold(self, share: float) -> float:
+        """The score at or above which a token routes linear so that `share` of the train rows do: −inf at 1 (every
+        token), +inf at 0 (none)."""
+        if not 0.0 <= share <= 1.0:
+            raise LinrecError(f"a routed share must be in [0, 1], got {share}")
+        if share == 0.0:
+            return math.inf
+        if share == 1.0:
+            return -math.inf
+        s = self.train_scores
+        k = len(s) - int(round(share * len(s)))  # the k lowest scores stay on the FFN
+        return float(s[min(k, len(s) - 1)])
+
+
+def fit_gate(x: np.ndarray, target: np.ndarray, name: str = "quantile", l2: float = GATE_L2) -> Gate:
+    """The logistic gate of `target` (0/1 per row) on rows `x` [n, d_in]: mean log-loss plus `l2`/2 ‖w‖² on
+    standardised inputs, minimised by L-BFGS in float64 (convex, so the optimum does not depend on the start); the
+    weights are then mapped back to raw inputs. A target with one class only gets a constant gate (w = 0)."""
+    x = torch.as_tensor(np.asarray(x, np.float64))
+    t = torch.as_tensor(np.asarray(target, np.float64))
+    if x.ndim != 2 or len(x) != len(t) or len(x) < 2:
+        raise LinrecError(f"the gate needs rows [n ≥ 2, d] and one label per row, got {tuple(x.shape)}, {len(t)}")
+    mu, sd = x.mean(0), x.std(0).clamp_min(1e-12)
+    z = (x - mu) / sd
+    p = float(t.mean())
+    if p in (0.0, 1.0):  # one class: every token scores alike
+        w, b = np.zeros(x.shape[1]), (30.0 if p == 1.0 else -30.0)
+    else:
+        wz = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
+        bz = torch.tensor(math.log(p / (1 - p)), dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.LBFGS([wz, bz], lr=1.0, max_iter=200, tolerance_grad=1e-9, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(z @ wz + bz, t) + 0.5 * l2 * (wz @ wz)
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        wz, bz = wz.detach(), bz.detach()
+        w = (wz / sd).numpy()
+        b = float(bz - (wz * mu / sd).sum())
+    gate = Gate(np.asarray(w, np.float64), float(b), name, np.empty(0))
+    gate.train_scores = np.sort(gate.scores(x.numpy()))
+    return gate
+
+
+def auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Area under the ROC curve (the Mann–Whitney statistic, ties counted half): how well `scores` rank the
+    positives of `labels` above the negatives; NaN with one class only."""
+    from scipy.stats import rankdata
+
+    labels = np.asarray(labels, bool)
+    n1, n0 = int(labels.sum()), int((~labels).sum())
+    if n1 == 0 or n0 == 0:
+        return float("nan")
+    ranks = rankdata(scores)
+    return float((ranks[labels].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+# ---- the routed block -------------------------------------------------------------------------------------------
+class RoutedFFN(torch.nn.Module):
+    """An FFN whose tokens go to `affine` where the gate's score is at or above `threshold`, else to the FFN.
+
+    The FFN runs on every token and the output is selected per token, so at threshold +inf (share 0) the output is
+    the FFN's own, bit for bit, and at −inf (share 1) the map's. `routed` and `seen` count tokens, so `share` is the
+    share routed linear on what the module has run on. Evaluation only: `linrec.inputs.surgery.save_swapped` refuses
+    it (a saved model would need linrec's module to load, and would still hold the whole FFN)."""
+
+    def __init__(self, ffn: torch.nn.Module, affine: AffineFFN, gate: Gate, threshold: float):
+        super().__init__()
+        self.ffn, self.affine, self.threshold = ffn, affine, float(threshold)
+        p = affine.bias
+        self.gate_w = torch.nn.Parameter(torch.as_tensor(gate.w).to(p.dtype).to(p.device), requires_grad=False)
+        self.gate_b = float(gate.b)
+        self.routed, self.seen = 0, 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.ffn(x)
+        self.seen += x[..., 0].numel()
+        if self.threshold == math.inf:
+            return y
+        linear = (x @ self.gate_w + self.gate_b) >= self.threshold
+        self.routed += int(linear.sum())
+        return torch.where(linear.unsqueeze(-1), self.affine(x), y)
+
+    @property
+    def share(self) -> float:
+        return self.routed / self.seen if self.seen else float("nan")
+
+
+def compute_saved(share: float, ffn_macs: int, d_in: int, d_out: int) -> float:
+    """Multiply-adds saved per token, as a fraction of the FFN's: a routed token skips the FFN and pays the map
+    (d_in·d_out), every token pays the gate (d_in). Negative where routing costs more than it saves."""
+    return (share * (ffn_macs - d_in * d_out) - d_in) / ffn_macs
+
+
+def ffn_macs(ffn: torch.nn.Module) -> int:
+    """Multiply-adds of one token through `ffn`: one per weight of its matrices (a gated MLP's three, GELU's two)."""
+    return sum(p.numel() for p in ffn.parameters() if p.ndim >= 2) or count_params(ffn)
+
+
+# ---- the measurement: held-out ΔPPL against the share routed linear -----------------------------------------------
+SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
+BUDGETS = {"pct1": ("relative", 0.01), "ppl1": ("absolute", 1.0)}  # +1 % of base perplexity, +1 perplexity
+
+
+def largest_within(shares: np.ndarray, ppl_base: np.ndarray, ppl: np.ndarray, kind: str, budget: float) -> np.ndarray:
+    """The largest share of a run from share 0 whose every point stays within the budget (ΔPPL ≤ `budget`, or ≤
+    `budget` × base perplexity for "relative"); `ppl_base` [...], `ppl` [..., n_shares] (share order ascending)."""
+    limit = budget * ppl_base if kind == "relative" else np.full_like(ppl_base, budget)
+    ok = (ppl - ppl_base[..., None]) <= limit[..., None]
+    run = np.cumprod(ok, axis=-1).astype(bool)  # within budget at this share and at every smaller one
+    picked = np.where(run, np.asarray(shares, float), 0.0)
+    return picked.max(axis=-1)
+
+
+def routable_share(shares, base_nll: np.ndarray, nlls: np.ndarray, tokens_per_window: int, n_boot: int = 2000,
+                   seed: int = 0, level: float = 0.95) -> dict:  # fmt: skip
+    """Per budget of `BUDGETS`: the largest share routed linear within it (`largest_within` on the held-out
+    perplexities), with a percentile interval from a paired bootstrap over windows (every share and the base drawn
+    on the same windows, as `linrec.analyses.uncertainty.delta_ppl_interval` draws them). `nlls` [n_shares, n]:
+    per-window NLL at each share."""
+    base_nll, nlls = np.asarray(base_nll, float), np.asarray(nlls, float)
+    n = len(base_nll)
+    scale = 1.0 / (n * tokens_per_window)
+    counts = np.random.default_rng([seed, 17]).multinomial(n, np.full(n, 1.0 / n), size=n_boot)
+    base_b, ppl_b = np.exp(counts @ base_nll * scale), np.exp(counts @ nlls.T * scale)
+    base, ppl = np.exp(base_nll.sum() * scale), np.exp(nlls.sum(axis=1) * scale)
+    out, alpha = {}, (1 - level) / 2
+    for name, (kind, budget) in BUDGETS.items():
+        draws = largest_within(shares, base_b, ppl_b, kind, budget)
+        out[f"routable_{name}"] = float(largest_within(shares, np.array(base), ppl[None, :], kind, budget)[0])
+        out[f"routable_{name}_lo"], out[f"routable_{name}_hi"] = (
+            float(v) for v in np.quantile(draws, [alpha, 1 - alpha])
+        )
+    return out
+
+
+def train_gates(heldout, block: int, targets=TARGETS, share: float = 0.5) -> tuple[dict, list[dict]]:
+    """A gate per target for `block`, from the capture's stored train rows alone, and one row per target comparing
+    them there: the gate's AUC on its own labels, the share of positives, and the map's mean squared error on the
+    train tokens the gate would route at `share`, relative to the tokens' mean ‖y‖² (`err_routed_train`: lower is
+    a better router)."""
+    capture = heldout.capture
+    x, y = capture.rows(block, "train")
+    if len(x) < 2:
+        raise LinrecError(f"block {block}: routing needs the capture's stored train rows; capture with sample_rows > 0")
+    err, norm = map_errors(heldout.fit(block), x, y)
+    gates, rows = {}, []
+    for target in targets:
+        labels = gate_target(err, norm, target)
+        gate = gates[target] = fit_gate(x, labels, target)
+        scores = gate.scores(x)
+        picked = scores >= gate.threshold(share)
+        rows.append({
+            "model": capture.model_label, "block": block, "target": target, "gate_auc_train": auc(scores, labels),
+            "positives_train": float(labels.mean()), "share": share,
+            "err_routed_train": float(err[picked].mean() / norm.mean()) if picked.any() else 0.0,
+            "err_all_train": float(err.mean() / norm.mean()),
+        })  # fmt: skip
+    return gates, rows
+
+
+def choose_target(comparison) -> str:
+    """The target whose gates route the lower error on the train rows (`train_gates`' `err_routed_train`, mean over
+    the blocks compared): a choice made on train rows only."""
+    means = comparison.groupby("target")["err_routed_train"].mean()
+    return str(means.idxmin())
+
+
+def route_block(heldout, block: int, gate: Gate, shares=SHARES, n_boot: int = 2000, seed: int = 0) -> tuple:
+    """`block` routed by `gate` at each of `shares` on the held-out windows of a swap study
+    (`linrec.analyses.swap.HeldOutSwaps`: its map and evaluator). Returns (rows, routable): one row per share (the
+    share asked for and the held-out share realised, held-out PPL and ΔPPL with its paired interval, compute
+    saved) and the routable shares of `routable_share`. Share 0 is the base run and share 1 the whole-block swap's
+    own evaluation (`HeldOutSwaps.test_nll`), so both equal what the swap table reports."""
+    shares = sorted(float(s) for s in shares)
+    capture, ev = heldout.capture, heldout.evaluator
+    site = heldout.sites[block]
+    macs, (d_in, d_out) = ffn_macs(site.module), heldout.fit(block).W.shape
+    rows, nlls = [], []
+    for share in shares:
+        t = gate.threshold(share)
+        if share == 0.0:
+            nll, realised = ev.base_window_nll, 0.0
+        elif share == 1.0:
+            nll, realised = heldout.test_nll([(block, None, "map")], "test: blocks alone (map)"), 1.0
+        else:
+            module = RoutedFFN(site.module, heldout.module(block), gate, t)
+            nll = heldout.timed(lambda m=module: ev.window_nll({block: m}), "test: routed")
+            realised = module.share
+        d = ev.delta_of(nll, n_boot, seed)
+        nlls.append(nll)
+        rows.append({
+            "model": capture.model_label, "block": block, "target": gate.target, "share": share,
+            "share_heldout": realised, "ppl_base": d.ppl_base, "ppl": d.ppl, "delta_ppl": d.delta, "delta_lo": d.lo,
+            "delta_hi": d.hi, "compute_saved": compute_saved(realised, macs, d_in, d_out), "gate_params": gate.n_params,
+        })  # fmt: skip
+    routable = routable_share(shares, ev.base_window_nll, np.stack(nlls), ev.tokens_per_window, n_boot, seed)
+    return rows, {"model": capture.model_label, "block": block, "target": gate.target, **routable}
+
+
+def pick_blocks(predictors, k: int | None) -> list[int]:
+    """`k` blocks spread over the range of the screening R²_lin (`Screening.predictors`' `r2_lin`: the blocks at k
+    evenly spaced ranks of it, lowest and highest included), or every block for None: chosen on screening windows,
+    so the held-out curves measure blocks that no held-out number picked."""
+    order = predictors.sort_values(["r2_lin", "block"])["block"].astype(int).tolist()
+    if k is None or k >= len(order):
+        return sorted(order)
+    if k < 1:
+        raise LinrecError(f"route at least one block, got route_blocks={k}")
+    at = np.unique(np.round(np.linspace(0, len(order) - 1, k)).astype(int))
+    return sorted(order[i] for i in at)
+
+
+@dataclass
+class RouteResult:
+    """One model's routing study (`route_study`)."""
+
+    target: str  # the gate target chosen on train rows
+    gates: dict  # {block: Gate} of that target
+    comparison: object  # pandas.DataFrame: per block and target, the gates compared on train rows
+    curve: object  # pandas.DataFrame: per block and share, held-out ΔPPL with its interval
+    routable: object  # pandas.DataFrame: per block, the largest share within +1 % and within +1 PPL, with intervals
+
+
+def route_study(study, blocks: int | None = None, shares=SHARES, n_boot: int = 2000, seed: int = 0,
+                predictors=None, progress: bool = True, chosen: list[int] | None = None) -> RouteResult:  # fmt: skip
+    """Per-token routing on a swap study (`linrec.analyses.swap.SwapStudy`): `blocks` blocks picked on the screening
+    windows (`pick_blocks`; None: every block), both gate targets trained and compared on train rows, the better
+    one (`choose_target`) measured on the held-out windows at each of `shares` (`route_block`). `chosen`: these
+    blocks instead of a pick."""
+    import pandas as pd
+
+    from linrec.base.progress import bar as progress_bar
+
+    if chosen is None:
+        p = study.screening.predictors(alone=False) if predictors is None else predictors
+        chosen = pick_blocks(p, blocks)
+    gates, comparison = {}, []
+    for b in chosen:
+        gates[b], rows = train_gates(study.heldout, b)
+        comparison += rows
+    comparison = pd.DataFrame(comparison)
+    target = choose_target(comparison)
+    curve, routable = [], []
+    for b in progress_bar(chosen, desc=f"routing {study.loaded.name}", unit="block", disable=not progress):
+        rows, r = route_block(study.heldout, b, gates[b][target], shares, n_boot, seed)
+        curve += rows
+        routable.append(r)
+    chosen_gates = {b: gates[b][target] for b in chosen}
+    return RouteResult(target, chosen_gates, comparison, pd.DataFrame(curve), pd.DataFrame(routable))
+
+
+# ---- does a token's identity decide its route? --------------------------------------------------------------------
+@torch.no_grad()
+def token_routes(model: torch.nn.Module, ids: torch.Tensor, gates: dict, batch_size: int = 8):
+    """Per routed block and token type, how many of the type's occurrences in windows `ids` [n, T] there were and how
+    many the gate routes linear. `gates`: {block: (Gate, threshold)}. One hooked pass that stops after the deepest
+    of those blocks."""
+    import pandas as pd
+
+    from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
+
+    sites = [s for s in find_ffn_sites(model) if s.index in gates]
+    device = next(model.parameters()).device
+    w = {b: torch.as_tensor(g.w) for b, (g, _) in gates.items()}
+    vocab = int(ids.max()) + 1
+    seen = {b: np.zeros(vocab, np.int64) for b in gates}
+    routed = {b: np.zeros(vocab, np.int64) for b in gates}
+    batch = {}
+
+    def grab(block, x, y):
+        score = x.detach().reshape(-1, x.shape[-1]).double().cpu() @ w[block] + gates[block][0].b
+        tok = batch["ids"].reshape(-1).numpy()
+        seen[block] += np.bincount(tok, minlength=vocab)
+        routed[block] += np.bincount(tok[(score >= gates[block][1]).numpy()], minlength=vocab)
+
+    with ffn_hooks(sites, grab, stop_after_last=True):
+        for start in range(0, len(ids), batch_size):
+            batch["ids"] = ids[start : start + batch_size]
+            run_until_stop(model, input_ids=batch["ids"].to(device), use_cache=False)
+    rows = [
+        pd.DataFrame(
+            {"block": b, "token": np.flatnonzero(seen[b]), "n": seen[b][seen[b] > 0], "routed": routed[b][seen[b] > 0]}
+        )  # fmt: skip
+        for b in gates
+    ]
+    return pd.concat(rows, ignore_index=True)
+
+
+def identity_agreement(a, b, min_count: int = 5, n_boot: int = 2000, seed: int = 0):
+    """Per block: across the token types that occur at least `min_count` times in both `token_routes` tables `a` and
+    `b` (two corpora), Pearson r between the share of each type's occurrences routed linear in one and in the other,
+    with a percentile bootstrap 95 % interval over types (`linrec.analyses.uncertainty.pearson_with_ci`). r near 1:
+    a token's identity decides its route; near 0: the context does."""
+    import pandas as pd
+
+    from linrec.analyses.uncertainty import pearson_with_ci
+
+    out = []
+    m = a.merge(b, on=["block", "token"], suffixes=("_a", "_b"))
+    for block, t in m.groupby("block"):
+        t = t[(t["n_a"] >= min_count) & (t["n_b"] >= min_count)]
+        sa, sb = t["routed_a"] / t["n_a"], t["routed_b"] / t["n_b"]
+        ok = len(t) >= 3 and sa.std() > 0 and sb.std() > 0
+        r = pearson_with_ci(sa, sb, n_boot, seed) if ok else {}
+        out.append({"block": int(block), "n_types": len(t), "r": r.get("r", np.nan), "r_lo": r.get("ci_lo", np.nan),
+                    "r_hi": r.get("ci_hi", np.nan)})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def identity_study(study, result: RouteResult, corpora, share: float = 0.5, min_count: int = 5, n_boot: int = 2000,
+                   seed: int = 0):  # fmt: skip
+    """Is a token's route decided by the token? Each routed block's gate at `share` (its train threshold) on the
+    held-out windows of the study's corpus and on as many windows of each of `corpora` (their own held-out split,
+    the capture's settings): per block and corpus pair, `identity_agreement` over the token types both have at least
+    `min_count` times."""
+    import pandas as pd
+
+    from linrec.inputs.corpora import load_windows
+
+    cfg = study.capture.config
+    gates = {b: (g, g.threshold(share)) for b, g in result.gates.items()}
+    model, tok = study.loaded.model, study.loaded.tokenizer
+    main = token_routes(model, study.windows.split("test"), gates, study.heldout.batch_size)
+    out = []
+    for corpus in corpora:
+        w = load_windows(corpus, tok, cfg.seq_len, cfg.tokens, cfg.seed, cfg.test_frac, cfg.sample, cfg.bos)
+        other = token_routes(model, w.split("test"), gates, study.heldout.batch_size)
+        agree = identity_agreement(main, other, min_count, n_boot, seed)
+        out.append(agree.assign(model=study.capture.model_label, corpus_a=cfg.corpus, corpus_b=corpus, share=share))
+    cols = ["model", "block", "corpus_a", "corpus_b", "share", "n_types", "r", "r_lo", "r_hi"]
+    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
