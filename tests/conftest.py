@@ -1,9 +1,15 @@
 """Shared fixtures: an isolated cache for the whole session,
-tiny random-weight models built from configs (no download)."""
+tiny random-weight models built from configs (no download).
+
+Tests marked `models` read the offline models and corpora `make test` fetches (FETCHED); when the selected tests
+include one and they are not in the cache, the session stops at collection with one line saying how to fetch them
+and how to run the rest (`pytest -m "not models"`)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +29,13 @@ def pytest_configure(config):
         import torch
 
         torch.set_num_threads(1)
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist): where workers leave a stop line
+        config.stash[_STOP] = Path(tempfile.mkdtemp(prefix="linrec-stop-")) / "line"
+
+
+def pytest_unconfigure(config):
+    if _STOP in config.stash:
+        shutil.rmtree(config.stash[_STOP].parent, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -32,6 +45,75 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 SHARED = ("wheels", "models", "corpora")  # fetched downloads, shared read-only with the user's cache
+FETCHED = ("smollm2-135m", "minilm-l6", "wiki", "web", "code")  # what `make test` fetches; `models` tests read them
+_STOP = pytest.StashKey[Path]()
+
+
+def _user_cache() -> Path:
+    return Path(os.environ.get("LINREC_CACHE") or Path.home() / ".cache" / "linrec").expanduser()
+
+
+def not_fetched(cache: Path) -> list[str]:
+    """Which of FETCHED are not in `cache`: by the files `linrec fetch` leaves there (whether they exist; the tests
+    that read them check their sha256)."""
+    from linrec.inputs.corpora import EXLLAMA, OFFLINE_CORPORA
+    from linrec.inputs.fetching import wheel_name
+    from linrec.inputs.models import COMPLETE_FILE, OFFLINE_MODELS
+
+    missing = []
+    for name in FETCHED:
+        if name in OFFLINE_MODELS:
+            spec = OFFLINE_MODELS[name]
+            built = [spec.gguf_name, f"hf-{spec.sha256[:12]}/{COMPLETE_FILE}"] if spec.kind == "gguf" else []
+            built += [f"st-{spec.sha256[:12]}/{file}" for file, _ in spec.files]
+            files = [cache / "models" / name / f for f in built]
+            files += [cache / "wheels" / wheel_name(package) for package in spec.packages]
+        else:
+            extracted = cache / "corpora" / EXLLAMA.replace("==", "-") / OFFLINE_CORPORA[name]
+            files = [extracted, cache / "wheels" / wheel_name(EXLLAMA)]
+        if not all(f.is_file() for f in files):
+            missing.append(name)
+    return missing
+
+
+def stop_line(cache: Path, missing: list[str]) -> str:
+    return (
+        f"the tests marked `models` read the offline models and corpora, and {', '.join(missing)} "
+        f"{'is' if len(missing) == 1 else 'are'} not fetched into {cache}: fetch them with `make fetch` (or "
+        f"`.venv/bin/linrec fetch {' '.join(FETCHED)}`), or run the other tests with "
+        '`.venv/bin/python -m pytest -m "not models"`'
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reports its collection to the controller
+def pytest_collection_finish(session):
+    """Selected `models` tests without the fetched models: the session stops here, with one line. Under pytest-xdist
+    a worker cannot stop the session itself (pytest.exit in a worker is an INTERNALERROR): it writes the line where
+    the controller looks when the worker's collection arrives (`pytest_xdist_node_collection_finished`)."""
+    if not any(item.get_closest_marker("models") for item in session.items):
+        return
+    missing = not_fetched(_user_cache())
+    if not missing:
+        return
+    line = stop_line(_user_cache(), missing)
+    worker = getattr(session.config, "workerinput", None)
+    if worker is None:
+        pytest.exit(line, returncode=pytest.ExitCode.INTERRUPTED)
+    Path(worker["linrec_stop"]).write_text(line)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist, in the controller: each worker is told where to leave the stop line."""
+    node.workerinput["linrec_stop"] = str(node.config.stash[_STOP])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """pytest-xdist, in the controller: a worker that left a stop line stops the session with it."""
+    stop = node.config.stash[_STOP]
+    if stop.is_file():
+        pytest.exit(stop.read_text(), returncode=pytest.ExitCode.INTERRUPTED)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -44,7 +126,7 @@ def isolated_cache(tmp_path_factory):
     model works on its own copy); where they do not, the session gets empty folders of its own, and nothing is created
     in the user's cache. Subprocesses and notebook kernels inherit the variable.
     """
-    user = Path(os.environ.get("LINREC_CACHE") or Path.home() / ".cache" / "linrec").expanduser()
+    user = _user_cache()
     root = tmp_path_factory.mktemp("linrec-cache")
     for name in SHARED:
         if (user / name).is_dir():

@@ -175,3 +175,37 @@ def make_tiny_model(kind: str, seed: int = 0) -> torch.nn.Module:
     model = getattr(transformers, model_cls)(config)
     _randomise(model)
     return model.float().eval()
+
+
+_COUNT_LOOKUPS = """
+import atexit, socket, sys
+hosts = []
+lookup = socket.getaddrinfo
+def counted(host, *args, **kwargs):  # every connection (linrec's own, the hub clients', a retry's) looks its host up
+    hosts.append(str(host))
+    return lookup(host, *args, **kwargs)
+socket.getaddrinfo = counted
+atexit.register(lambda: open(sys.argv[1], "w").write("\\n".join(hosts)))
+from linrec.app.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def linrec_without_the_hub(tmp_path, *args: str):
+    """`linrec ARGS` in a fresh interpreter with no Hugging Face hub to reach (a hub address that does not resolve,
+    an empty HF_HOME, HF_HUB_OFFLINE unset: linrec must find out by itself) and nothing fetched (an empty
+    $LINREC_CACHE, no package index: a model loaded before the error fails on its own): (the process, the host names
+    it looked up, one per connection it tried). A retry is one more lookup; how long such a run takes is measured by
+    benchmarks/clocks.py, not by the tests."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_ENDPOINT="https://hub.invalid")
+    env.update(LINREC_CACHE=str(tmp_path / "linrec-cache"), PIP_NO_INDEX="1")
+    hosts = tmp_path / "lookups.txt"
+    proc = subprocess.run(
+        [sys.executable, "-c", _COUNT_LOOKUPS, str(hosts), *args], capture_output=True, text=True, env=env, timeout=300
+    )
+    return proc, hosts.read_text().split() if hosts.exists() else []

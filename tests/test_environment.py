@@ -57,3 +57,33 @@ def test_the_readme_is_short_links_only_pages_that_exist_and_types_no_measured_n
     prose = re.sub(r"```.*?```|9[05] %", "", prose, flags=re.S)  # code, and interval levels (not measurements)
     measured = re.findall(r"\d[\d.,]*\s*(?:min\b|minutes|seconds|s\b|GB|GiB|MB|%|×)", prose)
     assert not measured, measured
+
+
+def test_without_the_fetched_models_the_session_stops_at_collection_with_one_line(tmp_path):
+    """tests/conftest.py: when the selected tests include `models` ones and nothing is fetched, pytest stops before
+    running any, with one line saying how to fetch the models and how to run the rest; under pytest-xdist too (there a
+    worker cannot stop the session: pytest.exit in a worker is an INTERNALERROR). `-m "not models"` runs the rest."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # a session of its own, not a worker's
+    env["LINREC_CACHE"] = str(tmp_path / "empty")
+
+    def pytest_on_integration(*args):
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "t"), *args]
+        return subprocess.run([*cmd, "tests/test_integration.py"], cwd=ROOT, env=env, capture_output=True, text=True)
+
+    stopped = pytest_on_integration("-n", "1")
+    said = stopped.stdout + stopped.stderr
+    lines = [ln for ln in said.splitlines() if "make fetch" in ln]
+    assert stopped.returncode == pytest.ExitCode.INTERRUPTED and len(lines) == 1, said
+    assert "smollm2-135m" in lines[0] and "linrec fetch smollm2-135m minilm-l6 wiki web code" in lines[0]
+    assert '-m "not models"' in lines[0] and "INTERNALERROR" not in said and " passed" not in said
+    rest = pytest_on_integration("-n", "0", "-m", "not models")  # every test there is a `models` one
+    assert rest.returncode == pytest.ExitCode.NO_TESTS_COLLECTED and "make fetch" not in rest.stdout, rest.stdout
+    from conftest import FETCHED  # what the session looks for is what `make test` fetches before it runs pytest
+
+    assert f"$(BIN)/linrec fetch {' '.join(FETCHED)}\n\t$(BIN)/python -m pytest\n" in (ROOT / "Makefile").read_text()

