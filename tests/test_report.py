@@ -514,3 +514,19 @@ def test_claim2a_states_the_seeds_experiment_and_takes_the_weaker_verdict(tmp_pa
     assert c["2a"].verdict == "reproduced" and "learned, individual to each run" in c["2a"].ours
     text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
     assert "seeds (training profile): learned, individual to each run" in row(text)[3]
+
+
+def test_routing_findings_state_each_number_beside_the_anchor_and_say_the_pick_is_optimistic():
+    from linrec.outputs.findings import routing_findings
+
+    row = {"model": "m", "n_blocks_routed": 6, "best_block": 3, "best_routable_pct1": 0.75, "best_lo": 0.5,
+           "best_hi": 1.0, "rho_r2_routable": 0.2, "rho_lo": -0.5, "rho_hi": 0.8, "outcome": "inconclusive",
+           "rho_r2_swap": -0.1, "rho_r2_swap_lo": -0.6, "rho_r2_swap_hi": 0.4, "identity_r_median": 0.7}  # fmt: skip
+    (line,) = routing_findings(pd.DataFrame([row]))
+    needles = ("block 3, routes 75%", "[0.50, 1.00]", "25–56 % in GPT-2", "optimistic", "+0.20 [-0.50, 0.80]",
+               "inconclusive", "6b's ρ(R²_lin, whole-block ΔPPL) = -0.10", "median r = +0.70", "r < 0.05")  # fmt: skip
+    for needle in needles:
+        assert needle in line, needle
+    assert routing_findings(None) == [] and routing_findings(pd.DataFrame()) == []
+    no_identity = routing_findings(pd.DataFrame([{**row, "identity_r_median": float("nan")}]))[0]
+    assert "median r" not in no_identity

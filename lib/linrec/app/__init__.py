@@ -1,1 +1,1 @@
-"""app"""
+"""Entry points: the `linrec` command, parameter profiles and the notebook runner."""

@@ -1,1 +1,1 @@
-"""base"""
+"""The lowest layer: errors, files (sha256 manifests, atomic writes), the cache and its entries, threads, progress."""

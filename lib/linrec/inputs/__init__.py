@@ -1,1 +1,3 @@
-"""inputs"""
+"""What the measurement runs on: where each FFN is (sites), corpora, models (offline wheels, the hub, local files),
+model surgery, small models trained from scratch.
+"""

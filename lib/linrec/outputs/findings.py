@@ -134,8 +134,9 @@ def routing_findings(summary: pd.DataFrame | None, identity: pd.DataFrame | None
     lines = []
     for row in summary.to_dict("records"):
         text = (
-            f"{row['model']} (per-token routing, {int(row['n_blocks_routed'])} blocks): the best block, "
-            f"{int(row['best_block'])}, routes {row['best_routable_pct1']:.0%} of its tokens to its map within +1 % "
+            f"{row['model']} (per-token routing, {int(row['n_blocks_routed'])} blocks): the best of them, picked on "
+            f"these held-out numbers (so an optimistic pick), block {int(row['best_block'])}, routes "
+            f"{row['best_routable_pct1']:.0%} of its tokens to its map within +1 % "
             f"perplexity, 95 % CI {ci(row['best_lo'], row['best_hi'])} (the anchor paper: 25–56 % in GPT-2); "
             f"ρ(R²_lin, routable share) = {row['rho_r2_routable']:+.2f} {ci(row['rho_lo'], row['rho_hi'])}, "
             f"{row['outcome'] or 'not computed'}"
@@ -147,8 +148,9 @@ def routing_findings(summary: pd.DataFrame | None, identity: pd.DataFrame | None
             )
         if pd.notna(row.get("identity_r_median")):
             text += (
-                f"; a token's share routed linear on one corpus against another: median r = "
-                f"{row['identity_r_median']:+.2f} over blocks and corpus pairs (the anchor: r < 0.05)"
+                f"; a token type's share routed linear on one corpus against another: median r = "
+                f"{row['identity_r_median']:+.2f} over blocks and corpus pairs, over the types seen ≥ 5 times in both "
+                "(mostly frequent ones; the anchor: r < 0.05)"
             )
         lines.append(text + ".")
     return lines

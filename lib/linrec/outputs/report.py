@@ -431,6 +431,12 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
                  "arXiv 2603.03459; held-out ΔPPL against the share routed, with paired bootstrap intervals "
                  "(tables `routing_curve`, `routing_routable`, `routing_summary`, `routing_identity`).", "",
                  *[f"- {line}" for line in routing], ""]  # fmt: skip
+        s = r.get("routing_summary")
+        cols = {"model": "model", "best_block": "best block", "best_routable_pct1": "share within +1 %",
+                "best_lo": "lo", "best_hi": "hi", "rho_r2_routable": "ρ(R²_lin, share)", "rho_lo": "ρ lo",
+                "rho_hi": "ρ hi", "rho_r2_swap": "6b: ρ(R²_lin, ΔPPL)",
+                "identity_r_median": "token identity r"}  # fmt: skip
+        text += [_table(s[list(cols)].rename(columns=cols), "{:.2f}"), ""]
         text += _figure_lines("fig9_routing", figures_dir, out)
     r2 = r.get("r2_lin")
     if r2 is not None:

@@ -1,1 +1,3 @@
-"""stats"""
+"""The measurement's mathematics: streaming float64 moments, their exact merge across ranks, the closed-form affine fit
+and its held-out score, per-window sums for the bootstrap.
+"""
