@@ -143,7 +143,7 @@ def listed(blocks) -> str:
     return ", ".join(str(blocks).split()) or "none"
 
 
-def _other_profile(r: Results, name: str, profile: str) -> pd.DataFrame | None:
+def other_profile(r: Results, name: str, profile: str) -> pd.DataFrame | None:
     """Table `name` of `results/<profile>/` when that is another profile's folder than this one's; None without it."""
     other = r.dir.parent / profile
     if not other.is_dir() or other.resolve() == r.dir.resolve():
@@ -157,7 +157,7 @@ def replicated(r: Results, name: str, profile: str = "full") -> tuple[pd.DataFra
     rep = r.get(name)
     if rep is not None and not rep.empty:
         return rep, ""
-    rep = _other_profile(r, name, profile)
+    rep = other_profile(r, name, profile)
     return (rep, f" ({profile} profile)") if rep is not None else (None, "")
 
 
@@ -278,9 +278,9 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
                 f"not before the last checkpoint in {', '.join(unsettled)} (still moving at the end of training)"
             )
     longer = ""
-    comp_long = _other_profile(r, "training_comparisons", "training_long")
+    comp_long = other_profile(r, "training_comparisons", "training_long")
     if comp_long is not None:
-        runs_long = _other_profile(r, "training_runs", "training_long")
+        runs_long = other_profile(r, "training_runs", "training_long")
         factor = ""
         if runs_long is not None and runs_table is not None:
             factor = f" {fmt(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"

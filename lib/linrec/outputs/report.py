@@ -19,7 +19,7 @@ from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.files import find_project_root
 from linrec.claims.rules import RULES, VERDICTS
 from linrec.claims.tables import labelled
-from linrec.outputs.claim_text import CLAIM_BUILDERS, CLAIMS, Claim, Results, fmt, listed, replicated
+from linrec.outputs.claim_text import CLAIM_BUILDERS, CLAIMS, Claim, Results, fmt, listed, other_profile, replicated
 from linrec.outputs.findings import routing_findings
 
 # (stem, notebook, caption): every figure the report shows, in order
@@ -428,9 +428,15 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         text += ["## Beyond the paper: each token to the FFN or to its map", "",
                  "Notebook 06 routes a share of each block's tokens to its closed-form map by a logistic gate on the "
                  "block's input (d + 1 parameters, trained on train rows), the per-token version of the swap from "
-                 "arXiv 2603.03459; held-out ΔPPL against the share routed, with paired bootstrap intervals "
+                 "arXiv 2603.03459; held-out ΔPPL against the share routed (0, 25, 50, 75 and 100 %: a routable "
+                 "share is one of these), with paired bootstrap intervals "
                  "(tables `routing_curve`, `routing_routable`, `routing_summary`, `routing_identity`).", "",
-                 *[f"- {line}" for line in routing], ""]  # fmt: skip
+                 *[f"- {line}" for line in routing]]  # fmt: skip
+        full = other_profile(r, "routing_summary", "full")
+        if full is not None:
+            text += [f"- With `params/full.yaml` (every block routed, every held-out window): {line}"
+                     for line in routing_findings(full)]  # fmt: skip
+        text += [""]
         s = r.get("routing_summary")
         cols = {"model": "model", "best_block": "best block", "best_routable_pct1": "share within +1 %",
                 "best_lo": "lo", "best_hi": "hi", "rho_r2_routable": "ρ(R²_lin, share)", "rho_lo": "ρ lo",
