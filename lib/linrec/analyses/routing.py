@@ -387,22 +387,31 @@ def identity_agreement(a, b, min_count: int = 5, n_boot: int = 2000, seed: int =
 
 def identity_study(study, result: RouteResult, corpora, share: float = 0.5, min_count: int = 5, n_boot: int = 2000,
                    seed: int = 0):  # fmt: skip
-    """Is a token's route decided by the token? Each routed block's gate at `share` (its train threshold) on the
-    held-out windows of the study's corpus and on as many windows of each of `corpora` (their own held-out split,
-    the capture's settings): per block and corpus pair, `identity_agreement` over the token types both have at least
-    `min_count` times."""
+    """Is a token's route decided by the token? Each routed block's gate at `share` (its train threshold) on text it
+    never saw: every window of the next disjoint stretch of the study's corpus (`sample` + 1, the capture's other
+    settings; its held-out windows where the corpus has no next stretch) and every window of each of `corpora`. Per
+    block and corpus pair, `identity_agreement` over the token types both have at least `min_count` times."""
+    import logging
+
     import pandas as pd
 
     from linrec.inputs.corpora import load_windows
 
     cfg = study.capture.config
     gates = {b: (g, g.threshold(share)) for b, g in result.gates.items()}
-    model, tok = study.loaded.model, study.loaded.tokenizer
-    main = token_routes(model, study.windows.split("test"), gates, study.heldout.batch_size)
+    model, tok, batch = study.loaded.model, study.loaded.tokenizer, study.heldout.batch_size
+
+    def windows(corpus: str, sample: int) -> torch.Tensor:
+        return load_windows(corpus, tok, cfg.seq_len, cfg.tokens, cfg.seed, cfg.test_frac, sample, cfg.bos).ids
+
+    try:
+        main = token_routes(model, windows(cfg.corpus, cfg.sample + 1), gates, batch)
+    except LinrecError as err:  # a corpus too small for a second stretch: its held-out windows instead
+        logging.getLogger(__name__).warning("token identity on the held-out windows of %s (%s)", cfg.corpus, err)
+        main = token_routes(model, study.windows.split("test"), gates, batch)
     out = []
     for corpus in corpora:
-        w = load_windows(corpus, tok, cfg.seq_len, cfg.tokens, cfg.seed, cfg.test_frac, cfg.sample, cfg.bos)
-        other = token_routes(model, w.split("test"), gates, study.heldout.batch_size)
+        other = token_routes(model, windows(corpus, 0), gates, batch)
         agree = identity_agreement(main, other, min_count, n_boot, seed)
         out.append(agree.assign(model=study.capture.model_label, corpus_a=cfg.corpus, corpus_b=corpus, share=share))
     cols = ["model", "block", "corpus_a", "corpus_b", "share", "n_types", "r", "r_lo", "r_hi"]
