@@ -167,37 +167,26 @@ def _block_syntax(text: str) -> list[int]:
     return sorted({int(p) for p in parts})
 
 
-def _budget(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of perplexity points, got '{text}'") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be ≥ 0, got {text}")
-    return value
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text}")
-    return value
-
-
-def _amount(text: str) -> float:
-    """A finite number ≥ 0 (days, gigabytes): nan, inf and negatives would each prune everything or nothing."""
+def _number(expected: str, lo: float = 0.0, hi: float = float("inf"), finite: bool = False):
+    """An argparse type: a float in [lo, hi] (and finite, with `finite`), else one line saying what was expected."""
     import math
 
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number ≥ 0, got '{text}'") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number ≥ 0, got '{text}'")
-    return value
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'") from None
+        if not lo <= value <= hi or (finite and not math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'")
+        return value
+
+    return parse
+
+
+_budget = _number("a number of perplexity points ≥ 0")
+_share = _number("a share between 0 and 1", 0.0, 1.0)
+# a finite number ≥ 0 (days, gigabytes): nan, inf and negatives would each prune everything or nothing
+_amount = _number("a finite number ≥ 0", finite=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
