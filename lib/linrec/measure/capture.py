@@ -493,7 +493,6 @@ def get_captures(
             raise LinrecError(
                 f"sample_rows gives no row count for corpora {missing}; add them (0 keeps statistics only)"
             )
-    use_cache = cache
     device = check_device(device)  # "auto" resolved here
     plan = {}  # every config validated before any work
     for c in corpora:
@@ -510,13 +509,13 @@ def get_captures(
                 dtype = model_dtype(config.dtype)
                 loaded = load_model(model, device=device, dtype=dtype, device_map=device_map)
             _check_dtype(loaded, config)
-            return _compute(loaded, config, tmp, use_cache, batch_size, progress, blocks_per_pass)
+            return _compute(loaded, config, tmp, cache, batch_size, progress, blocks_per_pass)
 
-        if use_cache and world()[0] > 0:  # under torchrun: rank 0 writes the entry, the others their rows into it
+        if cache and world()[0] > 0:  # under torchrun: rank 0 writes the entry, the others their rows into it
             capture = read_entry_or_none(entry, CAPTURE_VERSION, load) or compute(None)
         else:
-            capture = get_or_compute(entry, CAPTURE_VERSION, load, compute, use_cache)
-        if use_cache and not capture.cached:
+            capture = get_or_compute(entry, CAPTURE_VERSION, load, compute, cache)
+        if cache and not capture.cached:
             barrier()  # the entry is complete and in place before any rank reads it
             capture.path, capture.meta = entry, unseal(entry / "meta.json")
         out[corpus] = _notice_short(capture)

@@ -423,7 +423,8 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
                 for row in f.to_dict("records")
             ]
     text += [""]
-    routing = routing_findings(r.get("routing_summary"))
+    summary = r.get("routing_summary")
+    routing = routing_findings(summary)
     if routing:
         text += ["## Beyond the paper: each token to the FFN or to its map", "",
                  "Notebook 06 routes a share of each block's tokens to its closed-form map by a logistic gate on the "
@@ -437,12 +438,11 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
             text += [f"- With `params/full.yaml` (every block routed, every held-out window): {line}"
                      for line in routing_findings(full)]  # fmt: skip
         text += [""]
-        s = r.get("routing_summary")
         cols = {"model": "model", "best_block": "best block", "best_routable_pct1": "share within +1 %",
                 "best_lo": "lo", "best_hi": "hi", "rho_r2_routable": "ρ(R²_lin, share)", "rho_lo": "ρ lo",
                 "rho_hi": "ρ hi", "rho_r2_swap": "6b: ρ(R²_lin, ΔPPL)",
                 "identity_r_median": "token identity r"}  # fmt: skip
-        text += [_table(s[list(cols)].rename(columns=cols), "{:.2f}"), ""]
+        text += [_table(summary[list(cols)].rename(columns=cols), "{:.2f}"), ""]
         text += _figure_lines("fig9_routing", figures_dir, out)
     r2 = r.get("r2_lin")
     if r2 is not None:
