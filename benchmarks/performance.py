@@ -171,6 +171,14 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
                 "tokens)."
                 if "make_test_units" in v
                 else ""
+            )
+            + (
+                f' The tests that need nothing fetched (`pytest -m "not models"`, {v["unfetched_passed"]:.0f} tests, '
+                f"an empty cache) took **{v['unfetched_pytest_s']:.0f} s** in the same clone "
+                f"({tb.set_index('measure').loc['unfetched_pytest_s', 'target']} s "
+                f"{tb.set_index('measure').loc['unfetched_pytest_s', 'status']})."
+                if "unfetched_pytest_s" in v
+                else ""
             ),
         ]
     lines.append(PERF_END)

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers import make_tiny_model, tiny_text, tiny_tokenizer
-
 
 def pytest_configure(config):
     """Under pytest-xdist (pyproject's addopts: `-n auto --dist loadfile`, one worker per CPU), each worker and what
@@ -38,10 +36,16 @@ def pytest_unconfigure(config):
         shutil.rmtree(config.stash[_STOP].parent, ignore_errors=True)
 
 
+# The files that take longest, longest first (pytest --durations=0, summed per file, 2 cores): with one file per
+# worker (`--dist loadfile`) the longest start first and the short ones fill in beside them. A file missing here only
+# runs later; the order changes no result.
+LONGEST_FIRST = ("test_notebooks.py", "test_figures.py", "test_cli.py", "test_capture.py", "test_distributed.py")
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """The notebook run first: it is the longest file, so with one file per worker (`--dist loadfile`) starting it
-    first lets the other workers finish everything else beside it."""
-    items.sort(key=lambda item: item.path.name != "test_notebooks.py")
+    """The longest files first (LONGEST_FIRST), every other file after them in its usual order."""
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 SHARED = ("wheels", "models", "corpora")  # fetched downloads, shared read-only with the user's cache
@@ -147,12 +151,16 @@ def isolated_cache(tmp_path_factory):
 def tiny_model():
     """Factory: `tiny_model(kind, seed=0)`
     (kinds: gpt2, gpt_neox, gpt_neox_seq, llama, qwen2, gemma3_text, bert, opt)."""
+    from helpers import make_tiny_model  # here, not at the top: pytest-xdist's controller never imports torch
+
     return make_tiny_model
 
 
 @pytest.fixture
 def tiny_model_dir(tmp_path, tiny_model):
     """A tiny random llama and the tiny tokenizer saved to a directory: a local model spec for linrec."""
+    from helpers import tiny_tokenizer
+
     d = tmp_path / "model"
     tiny_model("llama").save_pretrained(d)
     tiny_tokenizer().save_pretrained(d)
@@ -162,6 +170,8 @@ def tiny_model_dir(tmp_path, tiny_model):
 @pytest.fixture
 def tiny_corpus(tmp_path):
     """Factory: `tiny_corpus(n_words, seed=0)` writes a tiny text file and returns its path (a local corpus spec)."""
+
+    from helpers import tiny_text
 
     def make(n_words: int = 6000, seed: int = 0) -> str:
         p = tmp_path / f"text-{n_words}-{seed}.txt"

@@ -1,7 +1,10 @@
-"""One rank of the 2-rank gloo capture in tests/test_distributed.py (run under torchrun; not a test itself).
+"""One rank of the 2-rank gloo runs in tests/test_distributed.py (run under torchrun; not a test itself).
 
-argv: OUT_DIR KIND:BLOCKS_PER_PASS … — for each tiny model KIND every rank captures its share of the windows (its
-row sample into OUT_DIR/KIND/rows) and rank 0 saves the merged statistics and held-out sums to OUT_DIR/KIND.npz."""
+argv: OUT_DIR KIND:BLOCKS_PER_PASS … [-- LINREC ARGS …]. With `-- ARGS`, the rank first runs `linrec ARGS` (the
+command line's own `main`, which joins the process group as `torchrun -m linrec …` does; a non-zero exit ends the
+rank with it). Then, for each tiny model KIND, every rank captures its share of the windows (its row sample into
+OUT_DIR/KIND/rows) and rank 0 saves the merged statistics and held-out sums to OUT_DIR/KIND.npz. One launch does both,
+because each rank's start (torch and transformers imported) costs more than everything it runs here."""
 
 import sys
 from pathlib import Path
@@ -11,15 +14,22 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 
 from helpers import make_tiny_model, tiny_tokenizer, tiny_windows  # noqa: E402
+from linrec.app.cli import main  # noqa: E402
 from linrec.inputs.hf import LoadedModel  # noqa: E402
-from linrec.measure.capture import run_capture
+from linrec.measure.capture import run_capture  # noqa: E402
 from linrec.measure.config import CaptureConfig  # noqa: E402
 from linrec.stats.distributed import init_from_env, world  # noqa: E402
 
-out_dir = Path(sys.argv[1])
-init_from_env("cpu")
+argv = sys.argv[1:]
+specs, cli_args = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+out_dir = Path(specs.pop(0))
+if cli_args:
+    code = main(cli_args)
+    if code:
+        sys.exit(code)
+init_from_env("cpu")  # a no-op where the command line has joined the group already
 tok = tiny_tokenizer()
-for spec in sys.argv[2:]:
+for spec in specs:
     kind, per_pass = spec.split(":")
     loaded = LoadedModel(model=make_tiny_model(kind), tokenizer=tok, name="tiny", identity="tiny", source="test")
     c = run_capture(

@@ -185,9 +185,11 @@ def counted(host, *args, **kwargs):  # every connection (linrec's own, the hub c
     hosts.append(str(host))
     return lookup(host, *args, **kwargs)
 socket.getaddrinfo = counted
-atexit.register(lambda: open(sys.argv[1], "w").write("\\n".join(hosts)))
-from linrec.app.cli import main
-sys.exit(main(sys.argv[2:]))
+out = sys.argv[1]
+atexit.register(lambda: open(out, "w").write("\\n".join(hosts)))
+import runpy
+sys.argv = ["linrec", *sys.argv[2:]]
+runpy.run_module("linrec", run_name="__main__")  # the entry point `python -m linrec` runs, SystemExit included
 """
 
 
@@ -195,8 +197,9 @@ def linrec_without_the_hub(tmp_path, *args: str):
     """`linrec ARGS` in a fresh interpreter with no Hugging Face hub to reach (a hub address that does not resolve,
     an empty HF_HOME, HF_HUB_OFFLINE unset: linrec must find out by itself) and nothing fetched (an empty
     $LINREC_CACHE, no package index: a model loaded before the error fails on its own): (the process, the host names
-    it looked up, one per connection it tried). A retry is one more lookup; how long such a run takes is measured by
-    benchmarks/clocks.py, not by the tests."""
+    it looked up, one per connection it tried). It runs the module `python -m linrec` runs, so these tests also start
+    the real entry point. A retry is one more lookup; how long such a run takes is measured by benchmarks/clocks.py,
+    not by the tests."""
     import os
     import subprocess
     import sys

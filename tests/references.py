@@ -14,7 +14,7 @@ without position 0 moved from 0.005664 to 0.005661, 3e-6 but 5e-4 relative.
 
 A changed number fails with the cell's unified diff. The comparison reads the notebooks the notebook test has just
 executed: re-executing them under `pytest --nbval-lax` would double the smoke run's cost in `make test` (it works,
-slowly: `pytest --nbval-lax tests/notebooks/` after `make smoke`, with the smoke captures in the cache).
+slowly: `pytest -p nbval --nbval-lax tests/notebooks/` after `make smoke`, with the smoke captures in the cache).
 
 Refresh the references after a change that moves a number on purpose (and say why in the commit):
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -32,15 +33,33 @@ def _torchrun(*args, env=None, timeout=300):
 
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory):
-    """Both tiny models captured by 2 gloo ranks under torchrun (one launch): the gemma3 one in groups of 2 blocks."""
+    """One torchrun launch of 2 gloo ranks (tests/dist_worker.py): `linrec measure` on a tiny llama saved to disk,
+    with a cache of its own, then both tiny models captured directly (the gemma3 one in groups of 2 blocks)."""
     out = tmp_path_factory.mktemp("dist")
-    _torchrun(HERE / "dist_worker.py", out, "llama:0", "gemma3_text:2")
-    return out
+    model, corpus = out / "model", out / "text.txt"
+    make_tiny_model("llama").save_pretrained(model)
+    tiny_tokenizer().save_pretrained(model)
+    corpus.write_text(tiny_text(6000))
+    args = ["--model", model, "--corpus", corpus, "--seq-len", "32", "--tokens", "2048"]
+    env = {"LINREC_CACHE": str(out / "cache-2"), "HF_HUB_OFFLINE": "1"}
+    proc = _torchrun(
+        HERE / "dist_worker.py",
+        out,
+        "llama:0",
+        "gemma3_text:2",
+        "--",
+        "measure",
+        *args,
+        "--out",
+        out / "two.csv",
+        env=env,
+    )
+    return SimpleNamespace(out=out, proc=proc, args=[str(a) for a in args], cache=out / "cache-2")
 
 
 @pytest.mark.parametrize("kind", ["llama", "gemma3_text"])
 def test_two_gloo_ranks_equal_one_process(two_ranks, tmp_path, kind):
-    out, rows = two_ranks / f"{kind}.npz", two_ranks / kind
+    out, rows = two_ranks.out / f"{kind}.npz", two_ranks.out / kind
     tok = tiny_tokenizer()
     loaded = LoadedModel(model=make_tiny_model(kind), tokenizer=tok, name="tiny", identity="tiny", source="test")
     one = run_capture(
@@ -68,24 +87,24 @@ def test_two_gloo_ranks_equal_one_process(two_ranks, tmp_path, kind):
                 assert np.array_equal(a, ref)
 
 
-def test_linrec_measure_under_torchrun_writes_the_one_process_table(tmp_path, tiny_model_dir):
-    corpus = tmp_path / "text.txt"
-    corpus.write_text(tiny_text(6000))
-    args = ["--model", tiny_model_dir, "--corpus", corpus, "--seq-len", "32", "--tokens", "2048"]
-    env = {"LINREC_CACHE": str(tmp_path / "cache-2"), "HF_HUB_OFFLINE": "1"}
-    proc = _torchrun("-m", "linrec", "measure", *args, "--out", tmp_path / "two.csv", env=env)
+def test_linrec_measure_under_torchrun_writes_the_one_process_table(two_ranks, tmp_path, monkeypatch, capsys):
+    """Each rank runs the command line's `main` as `torchrun -m linrec measure` would (`python -m linrec` is that
+    `main`: tests/test_cli.py starts it once); the one-process runs to compare with run in this process."""
+    from linrec.app.cli import main
+
+    proc, args = two_ranks.proc, two_ranks.args
     assert proc.stdout.count("r2_lin") == 1  # rank 0 alone prints the table
-    env1 = {**os.environ, "LINREC_CACHE": str(tmp_path / "cache-1"), "HF_HUB_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "linrec", "measure", *map(str, args), "--out", str(tmp_path / "one.csv")]
-    subprocess.run(cmd, check=True, capture_output=True, env=env1, timeout=300)
-    two, one = pd.read_csv(tmp_path / "two.csv"), pd.read_csv(tmp_path / "one.csv")
+    assert proc.stderr.count("memory plan") == 1  # checked on every rank, printed by rank 0 alone
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache-1"))
+    assert main(["measure", *args, "--out", str(tmp_path / "one.csv")]) == 0
+    two, one = pd.read_csv(two_ranks.out / "two.csv"), pd.read_csv(tmp_path / "one.csv")
     assert (two["n_train"] == one["n_train"]).all()
     np.testing.assert_allclose(two["r2_lin"], one["r2_lin"], atol=1e-12)
     np.testing.assert_allclose(two["r2_lo"], one["r2_lo"], atol=1e-9)
     # the entry rank 0 wrote is a valid cache entry: a one-process run reads it
-    env1["LINREC_CACHE"] = env["LINREC_CACHE"]
-    cmd[-1] = str(tmp_path / "again.csv")
-    again = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env1, timeout=300)
-    assert proc.stderr.count("memory plan") == 1  # checked on every rank, printed by rank 0 alone
-    assert "memory plan" not in again.stderr  # read from the cache, not recomputed
+    monkeypatch.setenv("LINREC_CACHE", str(two_ranks.cache))
+    capsys.readouterr()
+    assert main(["measure", *args, "--out", str(tmp_path / "again.csv")]) == 0
+    assert "memory plan" not in capsys.readouterr().err  # read from the cache, not recomputed
     np.testing.assert_array_equal(pd.read_csv(tmp_path / "again.csv")["r2_lin"], two["r2_lin"])

@@ -180,7 +180,8 @@ def _project(root, names, waits=None):
             "        time.sleep(0.02)\n"
             "    seen.append((here / name).exists())\n"
             "threads = int(os.environ['OMP_NUM_THREADS'])\n"
-            'record = {"value": value, "threads": threads, "ended": ended, "seen": seen}\n'
+            'record = {"value": value, "threads": threads, "ended": ended, "seen": seen,'
+            ' "mark": os.environ.get("LINREC_TEST_MARK")}\n'
             f'(here / "{n}.json").write_text(json.dumps(record))\n(here / "{n}.done").touch()\n\n'
             "# %%\nclass Shown:\n    def _repr_html_(self):\n        return '<b>shown</b>'\n\n\nShown()\n"
         )
@@ -288,7 +289,7 @@ def test_a_failing_notebook_is_one_line_naming_it_and_what_never_ran(tmp_path, m
     from linrec.app.notebooks import TIMINGS, run_notebooks
 
     monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: max(2, os.cpu_count() or 1))
-    _project(tmp_path, ["01_first", "02_a", "03_b", "09_last"])
+    _project(tmp_path, ["02_a", "03_b", "09_last"])  # no 01: a first stage of its own would add a kernel, not a case
     (tmp_path / "out").mkdir()
     (tmp_path / "notebooks" / "03_b.py").write_text(HEADER + '# %% tags=["parameters"]\nvalue = 0\n\n# %%\n1 / 0\n')
     with pytest.raises(LinrecError, match=r"03_b\.py failed in cell .*ZeroDivisionError") as err:
@@ -297,7 +298,7 @@ def test_a_failing_notebook_is_one_line_naming_it_and_what_never_ran(tmp_path, m
     assert "\n" not in msg and msg.endswith("; not run: 09_last") and "02_a" not in msg  # 02_a ran beside it
     import pandas as pd
 
-    assert set(pd.read_csv(tmp_path / "out" / "notebooks" / TIMINGS)["notebook"]) == {"01_first", "02_a"}
+    assert set(pd.read_csv(tmp_path / "out" / "notebooks" / TIMINGS)["notebook"]) == {"02_a"}
 
 
 def test_the_console_estimates_only_from_this_profiles_own_last_run():
@@ -313,26 +314,32 @@ def test_the_console_estimates_only_from_this_profiles_own_last_run():
 def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeypatch, capsys):
     """With one CPU left free by other work, the middle stage runs one notebook at a time on one thread (what
     --jobs 1 runs too); it looks again after each notebook, and once the other work has ended the rest of the stage
-    runs side by side."""
+    runs side by side. The kernels see the runner's environment as it is when they run, also where their drivers
+    are forked from a server started before it changed."""
     import json
+    import multiprocessing.forkserver
 
     import linrec.base.threads
-    from linrec.app.notebooks import run_notebooks
+    from linrec.app.notebooks import _drivers, run_notebooks
 
-    free = iter([1, 1, 2, 2, 2])  # stage 01; stage 02-04 (busy); after 02 (the other work has ended); …
+    if _drivers().get_start_method() == "forkserver":
+        multiprocessing.forkserver.ensure_running()  # started now, before the variable below is set
+    monkeypatch.setenv("LINREC_TEST_MARK", "set after the server started")
+    free = iter([1, 2, 2, 2])  # stage 02-04 (busy); after 02 (the other work has ended); …
     monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: next(free))
-    names = ["01_first", "02_a", "03_b", "04_c"]
+    names = ["02_a", "03_b", "04_c"]  # no 01: its stage runs alone whatever the CPUs, so it adds a kernel, not a case
     _project(tmp_path, names, waits={"03_b": ["04_c.started"], "04_c": ["03_b.started"]})
     (tmp_path / "out").mkdir()
     run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
     rec = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in names}
-    assert rec["02_a"]["threads"] == 1 and rec["02_a"]["ended"] == ["01_first"]
+    assert rec["02_a"]["threads"] == 1 and rec["02_a"]["ended"] == []
     b, c = rec["03_b"], rec["04_c"]
-    assert b["ended"] == c["ended"] == ["01_first", "02_a"]  # 02 alone, while the CPU was busy
+    assert b["ended"] == c["ended"] == ["02_a"]  # 02 alone, while the CPU was busy
     # then 03 and 04 side by side (each saw the other start), handed to the pool together, one thread each
     assert b["seen"] == c["seen"] == [True]
     assert "03_b, 04_c: 2 at a time, 1 thread(s) each" in capsys.readouterr().out
     assert b["threads"] == c["threads"] == 1
+    assert {r["mark"] for r in rec.values()} == {"set after the server started"}
 
 
 def _fake_machine(monkeypatch, cpus: int, busy_rate: float | None):

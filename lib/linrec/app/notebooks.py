@@ -104,9 +104,19 @@ KERNEL_ENV = {
 }
 
 
-def _execute(nb: Path, params: dict, out: Path, root: Path, progress: bool, threads: int | None = None) -> float:
+def _execute(
+    nb: Path,
+    params: dict,
+    out: Path,
+    root: Path,
+    progress: bool,
+    threads: int | None = None,
+    env: dict[str, str] | None = None,
+) -> float:
     """Run one notebook under papermill (in a fresh kernel); its seconds. With `threads`, the kernel's torch and
-    BLAS pools get that many threads (set in this process's environment, which the kernel inherits)."""
+    BLAS pools get that many threads (set in this process's environment, which the kernel inherits). `env` replaces
+    this process's environment first: a driver forked from the pool's server has the server's, which may be older
+    than the runner's."""
     import os
 
     import jupytext
@@ -115,6 +125,9 @@ def _execute(nb: Path, params: dict, out: Path, root: Path, progress: bool, thre
 
     from linrec.base.progress import NOTEBOOK_ENV
 
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
     if threads is not None:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ[var] = str(threads)
@@ -147,6 +160,21 @@ def _execute(nb: Path, params: dict, out: Path, root: Path, progress: bool, thre
         return time.perf_counter() - t0
 
 
+def _drivers():
+    """Where the notebooks of a side-by-side stage are driven from (each driver starts its notebook's kernel and
+    feeds it cells): processes forked from a server that has imported papermill, jupytext and nbformat once, where
+    the platform has one (multiprocessing's forkserver), so a stage's drivers start at once instead of each importing
+    them again (2-3 s per stage on 2 cores); freshly spawned interpreters elsewhere. Never a fork of this process,
+    whose threads (the console's) and imported torch a fork would copy mid-state."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["papermill", "jupytext", "nbformat", __name__])
+    return ctx
+
+
 def run_notebooks(
     params_file: str | Path, only: list[str] | None = None, root: Path | None = None, jobs: int | None = None
 ) -> list[Path]:
@@ -161,7 +189,6 @@ def run_notebooks(
     after each notebook, so the rest of it runs side by side once that work has ended."""
     import os
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from multiprocessing import get_context
 
     from linrec.base.threads import free_cpus
 
@@ -221,11 +248,12 @@ def run_notebooks(
             threads = max(1, free // n)
             print(f"[linrec] {', '.join(nb.stem for nb in stage)}: {n} at a time, {threads} thread(s) each", flush=True)
             t_stage = time.time()
-            with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
-                futures = {pool.submit(_execute, nb, params, outs[nb], root, False, threads): nb for nb in stage}
+            with ProcessPoolExecutor(max_workers=n, mp_context=_drivers()) as pool:
+                env = dict(os.environ)
+                futures = {pool.submit(_execute, nb, params, outs[nb], root, False, threads, env): nb for nb in stage}
                 pending = set(futures)
                 while pending:
-                    finished, pending = wait(pending, timeout=2.0, return_when=FIRST_COMPLETED)
+                    finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
                     for f in pending:  # started: papermill writes the output notebook as its first step
                         out = outs[futures[f]]
                         if out.exists() and out.stat().st_mtime >= t_stage:
