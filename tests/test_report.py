@@ -195,6 +195,13 @@ def test_performance_section_follows_the_csv_and_names_a_missing_file(tmp_path, 
     pd.DataFrame(rows).to_csv(tmp_path / "tests.csv", index=False)
     line = performance_section(tmp_path).split("Tests (", 1)[1]
     assert "fresh clone (abc1234)" in line and "**4.2 min** (253 s; <= 300 s PASS)" in line and "413 tests" in line
+    assert "not models" not in line  # measured since issue 36; an older tests.csv has no such line
+    rows += [{**rows[0], "measure": k, "value": v, "target": t, "status": st} for k, v, t, st in
+             [("unfetched_pytest_s", 41.2, "<= 45", "PASS"), ("unfetched_passed", 687, "", "")]]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "tests.csv", index=False)
+    line = performance_section(tmp_path).split("Tests (", 1)[1]
+    shown = '(`pytest -m "not models"`, 687 tests, an empty cache) took **41 s** in the same clone (<= 45 s PASS)'
+    assert shown in line
 
 
 def test_setup_states_the_profiles_analysis_budget(tmp_path):
