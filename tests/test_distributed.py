@@ -41,7 +41,8 @@ def two_ranks(tmp_path_factory):
     tiny_tokenizer().save_pretrained(model)
     corpus.write_text(tiny_text(6000))
     args = ["--model", model, "--corpus", corpus, "--seq-len", "32", "--tokens", "2048"]
-    env = {"LINREC_CACHE": str(out / "cache-2"), "HF_HUB_OFFLINE": "1"}
+    # TMPDIR: torchrun's own log folder (torchelastic_*) goes there too, not into /tmp for good
+    env = {"LINREC_CACHE": str(out / "cache-2"), "HF_HUB_OFFLINE": "1", "TMPDIR": str(out)}
     proc = _torchrun(
         HERE / "dist_worker.py",
         out,

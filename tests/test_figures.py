@@ -445,3 +445,25 @@ def test_under_the_runner_a_loop_prints_one_line_on_the_console_not_into_the_not
     console = capfd.readouterr().err
     assert cell_out.getvalue() == cell_err.getvalue() == ""
     assert console.splitlines() == ["[linrec] 02_x: capture m: 3 batches", "[linrec] 02_x: memory plan: 1 block"]
+
+
+def test_a_kernels_socket_folder_goes_when_the_kernel_shuts_down():
+    """The runner's kernels talk over Unix sockets in a folder of their own; the folder goes with the kernel's other
+    resources at shutdown, not at the driver's exit (a driver forked from the runner's server runs no exit
+    handlers: before this, every notebook run left one behind). A restart keeps it."""
+    import asyncio
+
+    from linrec.app.notebooks import _ipc_kernel_manager
+
+    async def start_restart_stop():
+        manager = _ipc_kernel_manager()(kernel_name="python3")
+        folder = Path(manager.folder)
+        await manager.start_kernel()
+        assert manager.transport == "ipc" and folder.is_dir() and Path(manager.ip).parent == folder
+        await manager._async_cleanup_resources(restart=True)
+        kept = folder.is_dir()
+        await manager.shutdown_kernel(now=True)
+        return kept, folder.exists()
+
+    kept, left = asyncio.run(start_restart_stop())
+    assert kept and not left

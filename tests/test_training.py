@@ -121,7 +121,7 @@ def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_i
     assert not redone.cached and "damaged" in caplog.text
 
 
-def test_an_affine_block_swaps_for_free():
+def test_an_affine_block_swaps_for_free(tmp_path):
     """A GELU block whose activation is the identity is affine by construction: its R²_lin is 1 and swapping it for
     its closed-form map leaves the held-out perplexity unchanged (ΔPPL within float32 noise of 0)."""
     from helpers import tiny_text
@@ -135,10 +135,7 @@ def test_an_affine_block_swaps_for_free():
     model = build_model(TrainConfig(d_model=32, n_layers=2, n_heads=2, seq_len=32), len(tok)).eval()
     model.model.layers[1].mlp.act_fn = torch.nn.Identity()
     loaded = LoadedModel(model, tok, "affine-block", "affine-block", "memory")
-    import tempfile
-    from pathlib import Path
-
-    corpus = Path(tempfile.mkdtemp()) / "text.txt"
+    corpus = tmp_path / "text.txt"  # the test's own folder, which pytest removes
     corpus.write_text(text)
     cap = get_capture("affine-block", str(corpus), seq_len=32, tokens=2048, sample_rows=0, loaded=loaded,
                       cache=False, progress=False)  # fmt: skip

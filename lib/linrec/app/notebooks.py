@@ -78,7 +78,11 @@ def _ipc_kernel_manager():
     the idle kernel is doing and, now and then, prints "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel"
     on the console of a run that went well. The shutdown request, then SIGTERM and SIGKILL after
     `shutdown_wait_time`, still follow (a kernel busy in a cell at shutdown is ended by them, not by SIGINT).
-    nbclient's own interrupt, on a cell that times out, is sent before the shutdown and still goes through."""
+    nbclient's own interrupt, on a cell that times out, is sent before the shutdown and still goes through.
+
+    The folder goes with the kernel's other resources once it has shut down: a driver forked from the runner's
+    server (`_drivers`) ends without running exit handlers, so a folder left to one stayed behind (one per notebook
+    run). An exit handler still removes it where a kernel never got that far."""
     import atexit
     import shutil
 
@@ -87,9 +91,14 @@ def _ipc_kernel_manager():
     class IpcKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
-            folder = tempfile.mkdtemp(prefix="linrec-kernel-")
-            atexit.register(shutil.rmtree, folder, ignore_errors=True)
-            self.transport, self.ip = "ipc", str(Path(folder) / "k")
+            self.folder = tempfile.mkdtemp(prefix="linrec-kernel-")
+            atexit.register(shutil.rmtree, self.folder, ignore_errors=True)
+            self.transport, self.ip = "ipc", str(Path(self.folder) / "k")
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            if not restart:  # a restarted kernel binds its sockets in the same folder again
+                shutil.rmtree(self.folder, ignore_errors=True)
 
         async def _async_interrupt_kernel(self) -> None:
             if not self.shutting_down:  # an interrupt asked for (nbclient's, on a cell timeout) still goes through
