@@ -333,7 +333,10 @@ def cmd_report(args) -> None:
             )
         print(f"wrote the performance block of {root / perf.PERFORMANCE_PAGE} from {args.bench}")
         return
+    from linrec.measure.config import capture_settings
+
     params = load_params(root / args.params if not Path(args.params).is_absolute() else args.params, root)
+    params = {**params, **capture_settings(params.get("capture"))}  # flat, as notebook 09 passes them
     results = root / params.get("results_dir", "results/default")
     out = build_report(
         results,
