@@ -155,8 +155,10 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
     tests_path = bench_dir / "tests.csv"
     if tests_path.exists():
         tb, v = _bench_csv(tests_path)
-        r = tb.set_index("measure").loc["make_test_s"]
-        ru = tb.set_index("measure").loc["make_test_units"] if "make_test_units" in v else None
+        rows = tb.set_index("measure")
+        r = rows.loc["make_test_s"]
+        ru = rows.loc["make_test_units"] if "make_test_units" in v else None
+        rf = rows.loc["unfetched_pytest_s"] if "unfetched_pytest_s" in v else None
         lines += [
             "",
             f"Tests (`benchmarks/tests.py`, `{shown(tests_path)}`, {r['date']}): `make test` from a fresh clone "
@@ -175,9 +177,8 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
             + (
                 f' The tests that need nothing fetched (`pytest -m "not models"`, {v["unfetched_passed"]:.0f} tests, '
                 f"an empty cache) took **{v['unfetched_pytest_s']:.0f} s** in the same clone "
-                f"({tb.set_index('measure').loc['unfetched_pytest_s', 'target']} s "
-                f"{tb.set_index('measure').loc['unfetched_pytest_s', 'status']})."
-                if "unfetched_pytest_s" in v
+                f"({rf['target']} s {rf['status']})."
+                if rf is not None
                 else ""
             ),
         ]
