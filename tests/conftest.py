@@ -157,14 +157,11 @@ def tiny_model():
 
 
 @pytest.fixture
-def tiny_model_dir(tmp_path, tiny_model):
+def tiny_model_dir(tmp_path):
     """A tiny random llama and the tiny tokenizer saved to a directory: a local model spec for linrec."""
-    from helpers import tiny_tokenizer
+    from helpers import save_tiny_model
 
-    d = tmp_path / "model"
-    tiny_model("llama").save_pretrained(d)
-    tiny_tokenizer().save_pretrained(d)
-    return str(d)
+    return save_tiny_model(tmp_path / "model")
 
 
 @pytest.fixture

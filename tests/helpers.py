@@ -177,6 +177,13 @@ def make_tiny_model(kind: str, seed: int = 0) -> torch.nn.Module:
     return model.float().eval()
 
 
+def save_tiny_model(directory, kind: str = "llama") -> str:
+    """`make_tiny_model(kind)` and the tiny tokenizer saved to `directory`: a local model spec for linrec."""
+    make_tiny_model(kind).save_pretrained(directory)
+    tiny_tokenizer().save_pretrained(directory)
+    return str(directory)
+
+
 _COUNT_LOOKUPS = """
 import atexit, socket, sys
 hosts = []

@@ -524,12 +524,10 @@ def test_device_map_measures_the_same_table_and_is_refused_where_it_does_not_app
     _single_line(code, err, "--device-map", "--help")
 
 
-def test_swap_of_an_encoder_is_one_line(cli, tmp_path, tiny_model):
-    from helpers import tiny_tokenizer
+def test_swap_of_an_encoder_is_one_line(cli, tmp_path):
+    from helpers import save_tiny_model
 
-    d = tmp_path / "bert"
-    tiny_model("bert").save_pretrained(d)
-    tiny_tokenizer().save_pretrained(d)
+    d = save_tiny_model(tmp_path / "bert", "bert")
     corpus = tmp_path / "text.txt"
     corpus.write_text(tiny_text(6000))
     code, _, err = cli("swap", "--model", d, "--corpus", corpus, "--seq-len", "32", "--tokens", "2048")

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import make_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
+from helpers import make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
 from linrec.inputs.hf import LoadedModel
 from linrec.measure.capture import run_capture
 from linrec.measure.config import CaptureConfig
@@ -36,9 +36,7 @@ def two_ranks(tmp_path_factory):
     """One torchrun launch of 2 gloo ranks (tests/dist_worker.py): `linrec measure` on a tiny llama saved to disk,
     with a cache of its own, then both tiny models captured directly (the gemma3 one in groups of 2 blocks)."""
     out = tmp_path_factory.mktemp("dist")
-    model, corpus = out / "model", out / "text.txt"
-    make_tiny_model("llama").save_pretrained(model)
-    tiny_tokenizer().save_pretrained(model)
+    model, corpus = save_tiny_model(out / "model"), out / "text.txt"
     corpus.write_text(tiny_text(6000))
     args = ["--model", model, "--corpus", corpus, "--seq-len", "32", "--tokens", "2048"]
     # TMPDIR: torchrun's own log folder (torchelastic_*) goes there too, not into /tmp for good
