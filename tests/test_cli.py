@@ -2,9 +2,11 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from helpers import linrec_without_the_hub, tiny_text
@@ -352,6 +354,25 @@ def test_save_over_an_earlier_save_or_into_an_empty_directory_works(cli, tiny_ar
     code, _, err = cli("swap", *tiny_args, "--blocks", "0", "--save", empty)
     _single_line(code, err, "notes.txt")
     assert (empty / "notes.txt").read_text() == "mine"
+
+
+def test_a_saved_model_swapped_again_still_loads(cli, tiny_args, tmp_path):
+    """Issue 51's first case, as a user runs it: save block 1, copy the save, swap block 0 of the copy into itself;
+    the copy holds both maps, says so, and `linrec measure` reads it (it refused the weights before)."""
+    from linrec.inputs.surgery import load_swapped
+
+    first, copy = tmp_path / "first", tmp_path / "copy"
+    assert cli("swap", *tiny_args, "--blocks", "1", "--save", first)[0] == 0
+    shutil.copytree(first, copy)
+    model_at = tiny_args.index("--model") + 1
+    again = [*tiny_args[:model_at], str(copy), *tiny_args[model_at + 1 :]]
+    code, _, err = cli("swap", *again, "--blocks", "0", "--save", copy)
+    assert code == 0 and "blocks [0] swapped; with the maps it already held, blocks [0, 1] are affine" in err, err
+    assert load_swapped(copy).notes == ["FFN blocks [0, 1] replaced by affine maps"]
+    code, out, err = cli("measure", *again, "--out", tmp_path / "r2.csv")
+    assert code == 0, err
+    r2 = pd.read_csv(tmp_path / "r2.csv").set_index("block")["r2_lin"]
+    assert r2[0] > 1 - 1e-9 and r2[1] > 1 - 1e-9  # both blocks are affine maps now
 
 
 def test_a_damaged_save_is_a_one_line_error_on_load(cli, tiny_args, tmp_path):

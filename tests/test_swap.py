@@ -2,6 +2,7 @@
 reduced-rank regression, greedy budget, save → reload."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from linrec.inputs.corpora import Windows
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import find_ffn_sites
-from linrec.inputs.surgery import AffineFFN, load_swapped, params_linear, save_swapped, swapped
+from linrec.inputs.surgery import AffineFFN, count_params, load_swapped, params_linear, save_swapped, swapped
 from linrec.measure.capture import run_capture
 from linrec.measure.config import CaptureConfig
 from linrec.stats.ceiling import fit_affine, output_directions, reduce_rank, score
@@ -459,6 +460,32 @@ def test_save_and_reload_give_identical_logits(tiny_model, tmp_path, kind):
     assert via_load_model.source == "swapped"
     with torch.no_grad():
         assert (via_load_model.model(input_ids=ids).logits - want).abs().max() <= 1e-6
+
+
+def test_reswapping_a_saved_model_composes_the_swaps(tiny_model, tmp_path):
+    """A save read back, swapped again and saved (into a copy of itself, and into a new folder) records every map
+    it holds and reloads to the logits of the model it was written from (issue 51: the record listed only the new
+    block while the weights held both, and the save no longer loaded)."""
+    model = tiny_model("llama")
+    ffn_params = count_params(find_ffn_sites(model)[1].module)
+    first = _study(model).heldout.save(tmp_path / "first", [1])
+    again = tmp_path / "again"
+    shutil.copytree(first, again)
+    back = load_swapped(again)
+    st = _study(back.model)
+    ids = st.windows.split("test")
+    new0, new1 = st.heldout.module(0), st.heldout.module(1)
+    for blocks, swaps in (([0], {0: new0}), ([0, 1], {0: new0, 1: new1})):
+        for target in (again, tmp_path / f"new-{len(blocks)}"):
+            st.heldout.save(target, blocks)
+            meta = json.loads((target / "linrec_swaps.json").read_text())
+            assert [s["block"] for s in meta["swaps"]] == [0, 1]
+            assert meta["swaps"][1]["params_ffn"] == ffn_params  # the FFN block 1's map replaced, not the map
+            with swapped(back.model, swaps), torch.no_grad():
+                want = back.model(input_ids=ids).logits
+            with torch.no_grad():
+                got = load_swapped(target).model(input_ids=ids).logits
+            assert torch.equal(got, want)
 
 
 def test_load_swapped_refuses_a_plain_directory(tmp_path, tiny_model):

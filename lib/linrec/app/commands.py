@@ -248,7 +248,12 @@ def cmd_swap(args) -> None:
                 f"no block fits within --budget-ppl {args.budget_ppl:g}, so there is nothing to save; "
                 "raise --budget-ppl"
             )
-        print(f"wrote {study.heldout.save(args.save, chosen)} (blocks {sorted(chosen)} swapped)", file=sys.stderr)
+        from linrec.inputs.surgery import saved_blocks
+
+        out = study.heldout.save(args.save, chosen)
+        held = saved_blocks(out)
+        earlier = f"; with the maps it already held, blocks {held} are affine" if held != sorted(chosen) else ""
+        print(f"wrote {out} (blocks {sorted(chosen)} swapped{earlier})", file=sys.stderr)
 
 
 def cmd_fetch(args) -> None:

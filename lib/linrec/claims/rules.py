@@ -137,6 +137,14 @@ class Verdict:
     reason: str = ""  # why "not testable"
     without_first: str = ""  # the same rule on every position but the windows' first ("" where not measured)
 
+    def __post_init__(self):
+        # no evidence is never a verdict: a decided word needs at least one row it was decided on (issue 51)
+        if self.verdict not in VERDICTS:
+            raise LinrecError(f"claim {self.claim}: unknown verdict {self.verdict!r}; use one of {VERDICTS}")
+        if self.verdict != NOT_TESTABLE and not self.evidence:
+            self.verdict = NOT_TESTABLE
+            self.reason = self.reason or "no evidence: the tables this claim reads have no rows for it"
+
     @property
     def rule(self) -> str:
         return RULES[self.claim]

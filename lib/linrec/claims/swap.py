@@ -226,16 +226,28 @@ def _block_row(t: pd.DataFrame, block: int) -> pd.Series:
 def claim6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdict:
     """Some block swaps for its affine map within the budget: per model, the block with the lowest screening ΔPPL
     alone (`values`: `Screening.predictors`) is chosen without the held-out windows, and its held-out 95 % interval
-    decides: within the budget (holds), above it (fails), or across it (undecided)."""
+    decides: within the budget (holds), above it (fails), or across it (undecided). A model whose screening values
+    or whose chosen block's held-out row is missing is not judged; with no model judged the claim is not testable
+    (no evidence is never "reproduced")."""
     if swap is None or values is None:
         return Verdict("6a", NOT_TESTABLE, reason="notebook 06 not run")
     swap = _map_rows(swap)
     require(swap, ["model", "block", "delta_ppl", "delta_lo", "delta_hi", "params_ffn", "params_linear"], "claim 6a")
-    ev, outcome = [], []
+    require(values, ["model", "block", "screening_delta_ppl"], "claim 6a")
+    ev, outcome, unjudged = [], [], []
     for model, t in swap.groupby("model", sort=False):
-        v = values[values["model"] == model]
+        v = values[(values["model"] == model) & np.isfinite(values["screening_delta_ppl"].to_numpy(float))]
+        if v.empty:
+            unjudged.append(f"{model} has no screening values")
+            continue
         chosen = int(v.sort_values(["screening_delta_ppl", "block"]).iloc[0]["block"])
+        if not (t["block"] == chosen).any():
+            unjudged.append(f"{model}'s screened block {chosen} has no held-out swap row")
+            continue
         r = _block_row(t, chosen)
+        if not np.isfinite([r["delta_lo"], r["delta_hi"]]).all():
+            unjudged.append(f"{model}'s screened block {chosen} has no held-out interval")
+            continue
         word = "holds" if r["delta_hi"] <= CLAIM6_BUDGET else "fails" if r["delta_lo"] > CLAIM6_BUDGET else "undecided"
         outcome.append(word)
         best = t.loc[t["delta_ppl"].idxmin()]
@@ -256,6 +268,9 @@ def claim6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdict:
                 "ppl_base": float(r["ppl_base"]) if "ppl_base" in r else np.nan,
             }
         )
+    if not outcome:
+        why = "; ".join(unjudged) if unjudged else "the swap table has no rows"
+        return Verdict("6a", NOT_TESTABLE, ev, reason=f"no model could be judged ({why})")
     if all(o == "holds" for o in outcome):
         word = REPRODUCED
     elif any(o == "holds" for o in outcome):

@@ -20,7 +20,9 @@ Saved format (`save_swapped` / `load_swapped`), one directory:
                            <path>.down [r, d_in], <path>.up [d_out, r], <path>.bias (rank r)
     linrec_swaps.json      {"format": "linrec-swaps", "version": 1, "model_type", "dtype",
                            "attn_implementation", "swaps": [{"block", "path", "d_in", "d_out",
-                           "rank" (null = full), "params_ffn", "params_linear"}, …], "info": {…},
+                           "rank" (null = full), "params_ffn", "params_linear"}, …] (every map the saved
+                           model holds: a save of a model read back from a save keeps its maps, and
+                           "params_ffn" stays the count of the FFN each map replaced), "info": {…},
                            "files": {name: {"size", "sha256"}} of every other file,
                            "meta_sha256": sha256 of the rest of this record (`linrec.base.files.seal`)}
 
@@ -82,6 +84,9 @@ class AffineFFN(torch.nn.Module):
     def __init__(self, d_in: int, d_out: int, rank: int | None = None, dtype: torch.dtype = torch.float32, device=None):
         super().__init__()
         self.d_in, self.d_out, self.rank = d_in, d_out, rank
+        # parameters of the FFN this map replaced, where known (a map read back by `load_swapped` carries its
+        # record's; a re-save of that model records it again instead of counting the map itself)
+        self.params_replaced: int | None = None
         kw = dict(dtype=dtype, device=device)
         if rank is None:
             self.weight = torch.nn.Parameter(torch.zeros(d_out, d_in, **kw), requires_grad=False)
@@ -202,10 +207,21 @@ def swapped(model: torch.nn.Module, swaps: Mapping[int, torch.nn.Module]):
             set_submodule(model, path, original)
 
 
+def replaced_params(module: torch.nn.Module) -> int:
+    """Parameters of the original FFN at a site that holds `module`: its own count, or, for a map a save installed
+    (`AffineFFN.params_replaced`), the count of the FFN it replaced."""
+    recorded = getattr(module, "params_replaced", None) if isinstance(module, AffineFFN) else None
+    return int(recorded) if recorded is not None else count_params(module)
+
+
 def save_swapped(
     model: torch.nn.Module, tokenizer, swaps: Mapping[int, AffineFFN], directory: str | Path, info: dict | None = None
 ) -> Path:
-    """Write the model with `swaps` installed to `directory` (format: module docstring); returns the directory."""
+    """Write the model with `swaps` installed to `directory` (format: module docstring); returns the directory.
+
+    Swaps compose: a model that already holds affine maps (one `load_swapped` read back) is saved with those maps and
+    `swaps` on top, all of them in the record (a block in `swaps` that already holds a map gets the new one), so a
+    re-swapped save loads to the logits of the model it was written from."""
     from safetensors.torch import save_model
 
     if not swaps:
@@ -220,9 +236,13 @@ def save_swapped(
     if not_affine:
         raise LinrecError(f"blocks {not_affine}: only AffineFFN swaps can be saved; build them with AffineFFN.from_fit")
     sites = find_ffn_sites(model)
+    bad = [i for i in swaps if not 0 <= i < len(sites)]
+    if bad:
+        raise LinrecError(f"blocks {bad} do not exist; this model has blocks 0..{len(sites) - 1}")
+    earlier = {i: s.module for i, s in enumerate(sites) if isinstance(s.module, AffineFFN) and i not in swaps}
     entries = []
-    for i in sorted(swaps):
-        m = swaps[i]
+    for i in sorted({*swaps, *earlier}):
+        m = swaps.get(i, earlier.get(i))
         entries.append(
             {
                 "block": i,
@@ -230,7 +250,7 @@ def save_swapped(
                 "d_in": m.d_in,
                 "d_out": m.d_out,
                 "rank": m.rank,
-                "params_ffn": count_params(sites[i].module),
+                "params_ffn": replaced_params(sites[i].module),
                 "params_linear": m.n_params,
             }
         )
@@ -327,6 +347,11 @@ def _save_record(marker: Path) -> dict | None:
     return files if isinstance(files, dict) else None
 
 
+def saved_blocks(directory: str | Path) -> list[int]:
+    """The blocks a save holds affine maps at (its record's), sorted; [] for a folder without an intact record."""
+    return sorted(int(s["block"]) for s in (_swaps_record(Path(directory) / SWAPS_FILE) or {}).get("swaps", []))
+
+
 def swapped_identity(directory: str | Path) -> str:
     """Cache identity of a saved swapped model: its path and the sha256 of its `linrec_swaps.json`, which records
     every other file's sha256 (`load_swapped` checks them all, so changed weights cannot pass as this identity)."""
@@ -377,7 +402,9 @@ def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = T
                 f"{meta_file}: block {i} at {s['path']} does not match this config's model; "
                 "the directory is inconsistent, save it again"
             )
-        set_submodule(model, s["path"], AffineFFN(s["d_in"], s["d_out"], s["rank"], dtype))
+        affine = AffineFFN(s["d_in"], s["d_out"], s["rank"], dtype)
+        affine.params_replaced = s.get("params_ffn")
+        set_submodule(model, s["path"], affine)
     try:
         load_model(model, str(directory / WEIGHTS_FILE), strict=True)
     except RuntimeError as err:
