@@ -43,13 +43,13 @@ def _results(
     probe = {
         "model": "m", "n_blocks": 12, "gain_median": gain, "gain_max": 0.05, "gain_min": 0.0, "gain_quad_median": gain,
         "quad_excess_median": 0.0, "pearson_r": 0.02, "p": 0.9, "ci_lo": ci[0], "ci_hi": ci[1], "ci_lo90": ci90[0],
-        "ci_hi90": ci90[1], "ci_lo_iid": ci[0], "ci_hi_iid": ci[1], "block_length": 2, "correlation": "",
+        "ci_hi90": ci90[1], "ci_lo_iid": ci[0], "ci_hi_iid": ci[1], "n_eff": 10.0, "n_needed": 120, "correlation": "",
         "detectable_r": 0.7,
         "n_stop_validation": 12, "n_stop_flattened": 0, "n_stop_max_epochs": 0, "seconds_probe_total": 1.0,
         "sweep_rank_min": 16, "sweep_gain_median_rank_min": gain, "sweep_rank_max": 256,
         "sweep_gain_median_rank_max": 0.04,
     }  # fmt: skip
-    save_table(pd.DataFrame([probe]), "probe_summary", d)
+    save_table(pd.DataFrame([probe, {**probe, "model": "all"}]), "probe_summary", d)  # one model and its pool
     blocks = pd.DataFrame({c: [0.5, 0.6] for c in TABLES["r2_lin"].columns}).assign(model="m", block=[0, 1])
     save_table(blocks, "r2_lin", d)
     return d
@@ -406,8 +406,9 @@ def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
         "n_within_budget": 4,
         "n_blocks": 12,
     }
-    e6b = {"model": "m", "spearman_rho": 0.25, "rho_lo": -0.1, "rho_hi": 0.6, "block_length": 2, "rho_lo_iid": 0.0,
-           "rho_hi_iid": 0.5, "partial_rho_depth": 0.1, "partial_lo": -0.3, "partial_hi": 0.4, "depth_rho": -0.8,
+    e6b = {"model": "m", "spearman_rho": 0.25, "rho_lo": -0.1, "rho_hi": 0.6, "n_eff": 9.0, "n_blocks": 12,
+           "rho_lo_iid": 0.0, "rho_hi_iid": 0.5, "partial_rho_depth": 0.1, "partial_lo": -0.3, "partial_hi": 0.4,
+           "depth_rho": -0.8,
            "outcome": "inconclusive", "best": None, "best_rho": np.nan, "best_partial": "depth_frac",
            "best_partial_rho": 0.55}  # fmt: skip
     first = pd.DataFrame([{"model": "m", "block": 11, "first_var_share": 0.62, "delta_ppl_map": 244.0,

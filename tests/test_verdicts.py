@@ -279,7 +279,12 @@ def test_probe_summary_per_model_and_pooled():
     ref = correlation_test(1 - a["r2_lin_rows"], a["gain"], kind="pearson", n_boot=300, seed=3)
     assert s.loc["a", "pearson_r"] == pytest.approx(stats.pearsonr(1 - a["r2_lin_rows"], a["gain"])[0])
     assert s.loc["a", "ci_lo"] == pytest.approx(ref["lo"]) and s.loc["a", "ci_hi90"] == pytest.approx(ref["hi90"])
-    assert s.loc["a", "block_length"] == 2 and s.loc["a", "correlation"] == ref["outcome"]  # 6 blocks: runs of 2
+    assert s.loc["a", "n_eff"] == pytest.approx(ref["n_eff"]) and s.loc["a", "correlation"] == ref["outcome"]
+    # the pooled row: Pearson r of each model's values centred on their own (blocks within model), by hand
+    cx = (1 - probe["r2_lin_rows"]) - (1 - probe["r2_lin_rows"]).groupby(probe["model"]).transform("mean")
+    cy = probe["gain"] - probe.groupby("model")["gain"].transform("mean")
+    assert s.loc[POOLED, "pearson_r"] == pytest.approx(float((cx * cy).sum() / np.sqrt((cx**2).sum() * (cy**2).sum())))
+    assert s.loc[POOLED, "n_eff"] == pytest.approx(s.loc["a", "n_eff"] + s.loc["b", "n_eff"])
     assert s.loc["a", "gain_median"] == a["gain"].median() and s.loc[POOLED, "n_blocks"] == 14
     assert s.loc["a", "quad_excess_median"] == pytest.approx((a["gain_quad"] - a["gain"]).median())
     assert s.loc["a", "detectable_r"] == pytest.approx(detectable_correlation(6))
@@ -289,10 +294,14 @@ def test_probe_summary_per_model_and_pooled():
     assert (s.loc["a", "n_stop_validation"], s.loc["a", "n_stop_max_epochs"]) == (5, 1)
 
 
-def _claim3(gain=0.01, lo=-0.4, hi=0.4, lo90=-0.25, hi90=0.25, excess=0.0, model="m"):
-    return {"model": model, "n_blocks": 10, "gain_median": gain, "gain_max": 0.1, "pearson_r": 0.0, "p": 0.9,
-            "ci_lo": lo, "ci_hi": hi, "ci_lo90": lo90, "ci_hi90": hi90, "quad_excess_median": excess,
-            "detectable_r": 0.5}  # fmt: skip
+def _claim3(gain=0.01, lo=-0.4, hi=0.4, lo90=-0.25, hi90=0.25, excess=0.0, models=("m",)):
+    """A probe summary: one row per model (its gain) and the pooled row (the correlation over every model's blocks,
+    within model), which decides 'uncorrelated'."""
+    row = {"n_blocks": 10, "gain_median": gain, "gain_max": 0.1, "pearson_r": 0.0, "p": 0.9, "ci_lo": np.nan,
+           "ci_hi": np.nan, "ci_lo90": np.nan, "ci_hi90": np.nan, "quad_excess_median": excess, "detectable_r": 0.5,
+           "n_eff": 8.0, "n_needed": 120}  # fmt: skip
+    pooled = {**row, "model": POOLED, "ci_lo": lo, "ci_hi": hi, "ci_lo90": lo90, "ci_hi90": hi90}
+    return pd.DataFrame([{**row, "model": m} for m in models] + [pooled])
 
 
 M = EQUIVALENCE_MARGIN
@@ -317,18 +326,23 @@ M = EQUIVALENCE_MARGIN
     ],
 )
 def test_claim3_thresholds(kw, word):
-    assert claim3(pd.DataFrame([_claim3(**kw)])).verdict == word
+    assert claim3(_claim3(**kw)).verdict == word
 
 
-def test_claim3_is_per_model_and_ignores_the_pooled_row():
-    effect = {"lo": 0.2, "hi": 0.8, "lo90": 0.3, "hi90": 0.7}
-    rows = [_claim3(model="a"), _claim3(model="b", **effect), _claim3(model=POOLED, **effect)]
-    v = claim3(pd.DataFrame(rows))
-    assert v.verdict == PARTLY and [e["passes"] for e in v.evidence] == [True, False]
-    v = claim3(pd.DataFrame([_claim3(model="a"), _claim3(excess=1.0, model="b")]))
+def test_claim3_gain_per_model_correlation_pooled():
+    two = _claim3(models=("a", "b"))
+    two.loc[1, "gain_median"] = 0.2
+    v = claim3(two)
+    assert v.verdict == PARTLY and [e["passes"] for e in v.evidence[:2]] == [True, False]
+    assert v.evidence[-1]["model"] == POOLED and v.evidence[-1]["correlation"] == "no effect"
+    two = _claim3(models=("a", "b"))
+    two.loc[1, "quad_excess_median"] = 1.0
+    v = claim3(two)
     assert v.verdict == REPRODUCED and v.evidence[1]["passes"] is None  # the untested model does not count
-    v = claim3(pd.DataFrame([_claim3(hi90=0.5, model="a"), _claim3(hi90=0.5, model="b")]))
-    assert v.verdict == NOT_TESTABLE and "at this power" in v.reason  # inconclusive is not "reproduced"
+    v = claim3(_claim3(hi90=0.5, models=("a", "b")))
+    assert v.verdict == NOT_TESTABLE and "at this power" in v.reason and "120 blocks" in v.reason
+    v = claim3(_claim3(models=("a", "b")).iloc[:2])  # no pooled row (an older table): not testable, not a crash
+    assert v.verdict == NOT_TESTABLE and "pooled" in v.reason
 
 
 def _probe(shortfalls, adam_better=True, model="m", cond=None):
@@ -702,7 +716,7 @@ def test_claim6a_branches_at_the_budget():
 
 def _flag_row(rho=(-0.5, -0.8, -0.2, -0.75, -0.25), partial=(-0.5, -0.8, -0.2, -0.75, -0.25), model="m"):
     """An R²_lin row of swap_predictors: (point, 95 % lo, hi, 90 % lo, hi) for ρ and for the partial ρ."""
-    return {"model": model, "column": "r2_lin", "middle_rho": 0.0, "block_length": 3,
+    return {"model": model, "column": "r2_lin", "middle_rho": 0.0, "n_blocks": 12, "n_eff": 9.0, "n_needed": 150,
             **dict(zip(("spearman_rho", "rho_lo", "rho_hi", "rho_lo90", "rho_hi90"), rho)),
             **dict(zip(("partial_rho_depth", "partial_lo", "partial_hi", "partial_lo90", "partial_hi90"),
                        partial))}  # fmt: skip
@@ -728,6 +742,34 @@ def test_claim6b_needs_both_correlations_shown_below_zero():
     v = claim6b(two)
     assert v.verdict == PARTLY and [e["passes"] for e in v.evidence] == [True, False, None]
     assert claim6b(_pred()).evidence[0]["depth_rho"] == -0.7
+
+
+@pytest.mark.parametrize(
+    "pooled, per_model, word",
+    [
+        ("flags", ["flags", INCONCLUSIVE], REPRODUCED),
+        ("flags", ["no flag", "flags"], PARTLY),
+        ("no flag", [INCONCLUSIVE, "no flag"], NOT_REPRODUCED),
+        ("no flag", ["flags", INCONCLUSIVE], PARTLY),
+        (INCONCLUSIVE, ["flags", INCONCLUSIVE], REPRODUCED),  # the decided models are tallied
+        (INCONCLUSIVE, ["flags", "no flag"], PARTLY),
+        (INCONCLUSIVE, [INCONCLUSIVE, INCONCLUSIVE], NOT_TESTABLE),
+        (None, ["no flag"], NOT_REPRODUCED),  # one model: no pooled row
+    ],
+)
+def test_claim6b_pooled_outcome_decides_where_it_is_decided(pooled, per_model, word):
+    from linrec.claims.swap import flags_verdict
+
+    assert flags_verdict(pooled, per_model) == word
+    rows = {"flags": {}, "no flag": {"rho": (0.0, -0.25, 0.25, -M + EPS, M - EPS)},
+            INCONCLUSIVE: {"rho": (0.0, -0.9, 0.9, -0.8, 0.8)}}  # fmt: skip
+    tables = [_pred(f"m{k}", **rows[o]) for k, o in enumerate(per_model)]
+    if pooled is not None:
+        tables.append(_pred(POOLED, **rows[pooled]))
+    v = claim6b(pd.concat(tables, ignore_index=True))
+    assert v.verdict == word
+    if word == NOT_TESTABLE:
+        assert "150 blocks" in v.reason
 
 
 def test_best_predictor_is_named_only_after_holm():

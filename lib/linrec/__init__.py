@@ -9,11 +9,13 @@ The package's folders are its layers, lowest first; a module imports only from i
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · curves (R²_lin against train tokens)
     analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
+               · calibration (the intervals' coverage, simulated)
                · screening (the swap study's choices, train windows only) · swap (its held-out ΔPPL)
                · routing (per-token: FFN or map) · controls (2a)
                · decomposition (2b: weights or inputs) · seeds
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
-               · registry (every results table) · tables (written and read through it)
+               · registry (every results table) · tables (written and read through it) · refresh (summaries
+               rebuilt from per-block tables)
     outputs/   claim_text (the claims in words) · report · findings (notebooks 06, 07) · plots · plots_interventions
     app/       cli (the `linrec` command) · commands (its subcommands) · params (profiles) · bench
                · notebooks (runs the numbered notebooks)

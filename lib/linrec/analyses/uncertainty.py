@@ -326,28 +326,142 @@ def boot_p(boot: np.ndarray) -> float:
 
 _ROWS = {"pearson": _pearson_rows, "spearman": _spearman_rows, "partial": _partial_rows}
 
+# ---- a correlation across ordered blocks: Fisher z with an effective number of blocks ----------------------------
+# Neighbouring blocks share the residual stream, so a per-block series is autocorrelated through depth and n blocks
+# carry less information than n independent points. The interval is Fisher's z-interval with n replaced by Bartlett's
+# effective n (Bartlett 1935; Pyper & Peterman 1998, Can. J. Fish. Aquat. Sci. 55:2127): n_eff = n / (1 + 2 Σ_k
+# r_a(k) r_b(k)) over lags k ≤ n/5, the lag-1 autocorrelations corrected for their small-sample bias (Kendall 1954:
+# E r(1) ≈ ρ(1) − (1 + 3ρ(1))/n), n_eff kept within [5, n]. Spearman's ρ is the Pearson r of ranks with the z
+# variance inflated by 1.06 (Fieller, Hartley & Pearson 1957); the partial ρ loses one more degree of freedom per
+# covariate. Measured coverage (`linrec.analyses.calibration`, AR(1) blocks at φ 0 – 0.6, 18 and 30 blocks): 0.95 –
+# 0.97 for a nominal 0.95, where the moving-block percentile bootstrap the verdicts read before gave 0.81 – 0.93.
+FISHER_SPEARMAN = 1.06
+EQUIVALENCE_POWER = 0.8  # the power at which `blocks_needed` states how many blocks an equivalence decision takes
+
+
+def autocorrelations(x: np.ndarray, max_lag: int) -> np.ndarray:
+    """Sample autocorrelations r(1) … r(max_lag) of one series (its own mean and variance), r(1) bias-corrected."""
+    x = x - x.mean()
+    d = float((x * x).sum())
+    if d <= 0 or max_lag < 1:
+        return np.zeros(max(max_lag, 0))
+    r = np.array([(x[:-k] * x[k:]).sum() / d for k in range(1, max_lag + 1)])
+    r[0] += (1 + 3 * min(max(r[0], 0.0), 1.0)) / len(x)  # Kendall's bias of r(1), for a positively dependent series
+    return r
+
+
+def effective_n(a, b) -> float:
+    """Bartlett's effective number of independent pairs behind a correlation of two ordered series a, b (module
+    note above): n / (1 + 2 Σ_{k ≤ n/5} r_a(k) r_b(k)), within [min(5, n), n]."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    n = len(a)
+    lags = max(1, n // 5)
+    factor = 1 + 2 * float((autocorrelations(a, lags) * autocorrelations(b, lags)).sum())
+    return float(np.clip(n / max(factor, 1e-12), min(5, n), n))
+
+
+def _transformed(a: np.ndarray, b: np.ndarray, z: np.ndarray | None, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """The two series whose Pearson r is the statistic: a, b themselves (pearson), their ranks (spearman), or their
+    ranks with a line in z's ranks taken out (partial)."""
+    if kind == "pearson":
+        return a, b
+    ra, rb = _ranks(a).astype(np.float64), _ranks(b).astype(np.float64)
+    if kind == "spearman":
+        return ra, rb
+    rz = _ranks(z).astype(np.float64)
+    rz = rz - rz.mean()
+    zz = float((rz * rz).sum())
+    out = []
+    for r in (ra, rb):
+        r = r - r.mean()
+        out.append(r - (float((r * rz).sum()) / zz if zz > 0 else 0.0) * rz)
+    return out[0], out[1]
+
+
+def fisher_interval(r: float, dof: float, level: float, kind: str = "pearson") -> tuple[float, float]:
+    """Fisher's z-interval of a correlation r with `dof` = n_eff − 3 (less one per covariate or group mean)."""
+    from scipy.stats import norm
+
+    if not np.isfinite(r) or not np.isfinite(dof) or dof <= 0:
+        return np.nan, np.nan
+    c = 1.0 if kind == "pearson" else FISHER_SPEARMAN
+    z = np.arctanh(np.clip(r, -1 + 1e-12, 1 - 1e-12))
+    h = norm.ppf(1 - (1 - level) / 2) * np.sqrt(c / dof)
+    return float(np.tanh(z - h)), float(np.tanh(z + h))
+
+
+def blocks_needed(
+    kind: str = "spearman", margin: float = EQUIVALENCE_MARGIN, power: float = EQUIVALENCE_POWER,
+    dependence: float = 1.0, extra_dof: int = 0,
+) -> int:  # fmt: skip
+    """How many blocks an equivalence test at `margin` (two one-sided tests at 5 %, the 90 % Fisher interval inside
+    ±margin) needs to show "no effect" with probability `power` when the true correlation is 0: n_eff = c·((z_0.95 +
+    z_{(1+power)/2}) / atanh(margin))² + 3 + `extra_dof`, times `dependence` (n / n_eff of the data at hand: blocks
+    per independent pair)."""
+    from scipy.stats import norm
+
+    c = 1.0 if kind == "pearson" else FISHER_SPEARMAN
+    n_eff = c * ((norm.ppf(0.95) + norm.ppf((1 + power) / 2)) / np.arctanh(margin)) ** 2 + 3 + extra_dof
+    return int(np.ceil(n_eff * max(dependence, 1.0)))
+
 
 def correlation_test(
-    a, b, z=None, kind: str = "spearman", n_boot: int = 2000, seed: int = 0, block_length: int | None = None,
-    margin: float = EQUIVALENCE_MARGIN,
+    a, b, z=None, kind: str = "spearman", groups=None, margin: float = EQUIVALENCE_MARGIN, n_boot: int = 2000,
+    seed: int = 0,
 ) -> dict:  # fmt: skip
     """A correlation across ordered blocks with everything a verdict needs: `rho`; its 95 % (`lo`, `hi`) and 90 %
-    (`lo90`, `hi90`) moving-block bootstrap intervals (`block_length`, default `across_block_length(n)`); the
-    95 % interval as if blocks were independent (`lo_iid`, `hi_iid`); the bootstrap p-value (`p`, `boot_p`); and
-    the `outcome` of `correlation_outcome` at `margin`. `kind`: "pearson", "spearman", or "partial" (Spearman
-    ρ(a, b | z))."""
-    arrays = [a, b] + ([z] if kind == "partial" else [])
-    n = len(np.asarray(a))
-    ell = across_block_length(n) if block_length is None else int(block_length)
-    point, boot = _boot(_ROWS[kind], arrays, n_boot, seed, ell)
-    _, iid = _boot(_ROWS[kind], arrays, n_boot, seed, 1)
-    lo, hi = _interval(boot, 0.95)
-    lo90, hi90 = _interval(boot, 0.90)
-    lo_iid, hi_iid = _interval(iid, 0.95)
-    return {
-        "rho": point, "lo": lo, "hi": hi, "lo90": lo90, "hi90": hi90, "lo_iid": lo_iid, "hi_iid": hi_iid,
-        "p": boot_p(boot), "block_length": ell, "n": n, "outcome": correlation_outcome(lo, hi, lo90, hi90, margin),
-    }  # fmt: skip
+    (`lo90`, `hi90`) Fisher intervals at the effective number of blocks `n_eff` (module note above); the 95 % interval
+    as if blocks were independent (`lo_iid`, `hi_iid`); the two-sided p-value of ρ = 0 at n_eff (`p`); the `outcome`
+    of `correlation_outcome` at `margin`; and `n_needed`, the blocks (at this dependence) at which the equivalence
+    test would decide with 80 % power (`blocks_needed`). `kind`: "pearson", "spearman", or "partial" (Spearman
+    ρ(a, b | z)). `groups` (one label per block, e.g. the model): the blocks of several series pooled with a group
+    effect — each group transformed and centred on its own, n_eff summed over groups, one degree of freedom per
+    group spent on its mean. `n_boot`, `seed` are unused (kept for the callers' signatures)."""
+    from scipy.stats import norm
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    z = None if kind != "partial" else np.asarray(z, dtype=np.float64)
+    labels = np.zeros(len(a), dtype=int) if groups is None else pd_codes(groups)
+    xs, ys, n_eff, n_groups = [], [], 0.0, 0
+    for g in np.unique(labels):
+        m = labels == g
+        if m.sum() < 3:
+            continue
+        x, y = _transformed(a[m], b[m], None if z is None else z[m], kind)
+        xs.append(x - x.mean())
+        ys.append(y - y.mean())
+        n_eff += effective_n(x, y)
+        n_groups += 1
+    n = int(sum(len(x) for x in xs))
+    nan = dict.fromkeys(("rho", "lo", "hi", "lo90", "hi90", "lo_iid", "hi_iid", "p", "n_eff", "n_needed"), np.nan)
+    nan |= {"n": n, "outcome": INCONCLUSIVE}
+    if not xs:
+        return nan
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    den = np.sqrt((x * x).sum() * (y * y).sum())
+    if den <= 1e-12:
+        return nan
+    r = float((x * y).sum() / den)
+    extra = (1 if kind == "partial" else 0) + (n_groups - 1)
+    dof, dof_iid = n_eff - 3 - extra, n - 3 - extra
+    lo, hi = fisher_interval(r, dof, 0.95, kind)
+    lo90, hi90 = fisher_interval(r, dof, 0.90, kind)
+    lo_iid, hi_iid = fisher_interval(r, dof_iid, 0.95, kind)
+    c = 1.0 if kind == "pearson" else FISHER_SPEARMAN
+    p = float(2 * norm.sf(abs(np.arctanh(np.clip(r, -1 + 1e-12, 1 - 1e-12))) / np.sqrt(c / dof))) if dof > 0 else np.nan
+    needed = blocks_needed("pearson" if kind == "pearson" else "spearman", margin, dependence=n / n_eff,
+                           extra_dof=extra)  # fmt: skip
+    return {"rho": r, "lo": lo, "hi": hi, "lo90": lo90, "hi90": hi90, "lo_iid": lo_iid, "hi_iid": hi_iid, "p": p,
+            "n": n, "n_eff": n_eff, "n_needed": needed,
+            "outcome": correlation_outcome(lo, hi, lo90, hi90, margin)}  # fmt: skip
+
+
+def pd_codes(labels) -> np.ndarray:
+    """Integer codes of group labels, in order of first appearance."""
+    _, first, inverse = np.unique(np.asarray(labels, dtype=object).astype(str), return_index=True,
+                                  return_inverse=True)  # fmt: skip
+    order = np.argsort(np.argsort(first))
+    return order[inverse]
 
 
 def _adjusted(p, adjust) -> np.ndarray:

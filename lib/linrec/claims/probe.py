@@ -9,9 +9,9 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from linrec.analyses.uncertainty import (
+    EFFECT,
     EQUIVALENCE_MARGIN,
     INCONCLUSIVE,
     NO_EFFECT,
@@ -24,6 +24,7 @@ from linrec.claims.rules import (
     CLAIM7_SHORTFALL,
     NOT_REPRODUCED,
     NOT_TESTABLE,
+    POOLED,
     REPRODUCED,
     Verdict,
     by_share,
@@ -32,22 +33,21 @@ from linrec.claims.rules import (
 )
 
 # ---- notebook 03: the bilinear probe and the trained baselines --------------------------------------------
-POOLED = "all"  # the model label of a summary row over every model's blocks together
 
 
-def _probe_row(t: pd.DataFrame, sweep: pd.DataFrame | None, n_boot: int, seed: int) -> dict:
+def _probe_row(t: pd.DataFrame, sweep: pd.DataFrame | None, n_boot: int, seed: int, pooled: bool = False) -> dict:
     from linrec.analyses.uncertainty import detectable_correlation
 
-    t = t.sort_values(["model", "block"]) if "block" in t else t  # adjacent blocks adjacent: the moving-block bootstrap
+    t = t.sort_values(["model", "block"]) if "block" in t else t  # adjacent blocks adjacent: their dependence
     stops = t["probe_stop"].value_counts()
     nonlin = 1 - t["r2_lin_rows"].to_numpy(float)
     gain = t["gain"].to_numpy(float)
     corr = {"rho": np.nan, "lo": np.nan, "hi": np.nan, "lo90": np.nan, "hi90": np.nan, "lo_iid": np.nan,
-            "hi_iid": np.nan, "block_length": np.nan, "outcome": INCONCLUSIVE}  # fmt: skip
-    p = np.nan
+            "hi_iid": np.nan, "p": np.nan, "n_eff": np.nan, "n_needed": np.nan, "outcome": INCONCLUSIVE}  # fmt: skip
     if len(t) >= 3 and np.ptp(nonlin) > 0 and np.ptp(gain) > 0:
-        corr = correlation_test(nonlin, gain, kind="pearson", n_boot=n_boot, seed=seed)
-        p = float(stats.pearsonr(nonlin, gain)[1])
+        groups = t["model"].to_numpy() if pooled and "model" in t else None  # pooled: blocks within model
+        corr = correlation_test(nonlin, gain, kind="pearson", groups=groups)
+    p = corr["p"]
     row = {
         "n_blocks": len(t),
         "gain_median": float(t["gain"].median()),
@@ -63,7 +63,8 @@ def _probe_row(t: pd.DataFrame, sweep: pd.DataFrame | None, n_boot: int, seed: i
         "ci_hi90": corr["hi90"],
         "ci_lo_iid": corr["lo_iid"],
         "ci_hi_iid": corr["hi_iid"],
-        "block_length": corr["block_length"],
+        "n_eff": corr["n_eff"],
+        "n_needed": corr["n_needed"],
         "correlation": corr["outcome"],
         "detectable_r": detectable_correlation(len(t)),
         **{f"n_stop_{k}": int(stops.get(k, 0)) for k in ("validation", "flattened", "max_epochs")},
@@ -89,48 +90,57 @@ def probe_summary(
 ) -> pd.DataFrame:
     """Per model, then one `POOLED` row: the probe's gain, the closed-form quadratic's gain on the top input
     components (`quad_excess_median`: how far the probe stays below it), Pearson r(1 − R²_lin, gain) with its 95 %
-    and 90 % moving-block bootstrap intervals over adjacent blocks (`ci_lo`/`ci_hi`, `ci_lo90`/`ci_hi90`; the
-    independent-blocks interval beside them as `ci_lo_iid`/`ci_hi_iid`) and `correlation`, the equivalence outcome
-    (`linrec.analyses.uncertainty.correlation_outcome`: "no effect" = |r| < 0.3 shown), `detectable_r` (the |r| that
-    many
-    blocks detect with 80 % power at the 5 % level), and from `sweep` (`linrec.analyses.probe.rank_sweep`) the median
-    gain at
-    its smallest and largest rank."""
+    and 90 % Fisher intervals at the effective number of blocks (`n_eff`; `linrec.analyses.uncertainty.
+    correlation_test`: `ci_lo`/`ci_hi`, `ci_lo90`/`ci_hi90`; the independent-blocks interval beside them as
+    `ci_lo_iid`/`ci_hi_iid`; `p` at n_eff), `correlation`, the equivalence outcome ("no effect" = |r| < 0.3
+    shown), `n_needed` (the blocks at which that test would decide with 80 % power at this dependence),
+    `detectable_r` (the |r| that many blocks detect with 80 % power at the 5 % level), and from `sweep`
+    (`linrec.analyses.probe.rank_sweep`) the median gain at its smallest and largest rank. The `POOLED` row pools
+    the models' blocks with a model effect: each model's blocks centred on their own (the correlation within
+    models), the effective n summed over models."""
     require(probe, ["model", "gain", "gain_quad", "r2_lin_rows", "probe_stop", "seconds_probe"], "probe_summary")
     rows = []
     groups = [(m, t) for m, t in probe.groupby("model", sort=False)] + [(POOLED, probe)]
     for model, t in groups:
         sw = None if sweep is None else sweep if model == POOLED else sweep[sweep["model"] == model]
-        rows.append({"model": model, **_probe_row(t, sw, n_boot, seed)})
+        rows.append({"model": model, **_probe_row(t, sw, n_boot, seed, pooled=model == POOLED)})
     return pd.DataFrame(rows)
 
 
-def claim3_passes(row: Mapping) -> bool | None:
-    """One model's claim 3 test: None (not testable) without a finite interval, when the closed-form quadratic
-    beats the probe by ≥ CLAIM3_MAX_GAIN at the median (the probe did not converge), or when the correlation is
-    inconclusive (neither shown nonzero nor shown smaller than the equivalence margin: not testable at this power);
-    else True if the median gain is below CLAIM3_MAX_GAIN and "uncorrelated" is shown (the 90 % interval of r lies
-    inside ±EQUIVALENCE_MARGIN), False otherwise."""
-    if not (np.isfinite(row["ci_lo"]) and np.isfinite(row["ci_hi"])):
+def claim3_passes(row: Mapping, correlation: str) -> bool | None:
+    """One model's claim 3 test, given the correlation's outcome (`correlation_outcome` of the pooled row, blocks
+    within model): None (not testable) when the closed-form quadratic beats the probe by ≥ CLAIM3_MAX_GAIN at the
+    median (the probe did not converge) or the correlation is inconclusive (not testable at this power); else True
+    if the median gain is below CLAIM3_MAX_GAIN and "uncorrelated" is shown (no effect), False otherwise."""
+    if not np.isfinite(row["gain_median"]) or row["quad_excess_median"] >= CLAIM3_MAX_GAIN:
         return None
-    if row["quad_excess_median"] >= CLAIM3_MAX_GAIN:
-        return None
-    if row["gain_median"] >= CLAIM3_MAX_GAIN:
+    if row["gain_median"] >= CLAIM3_MAX_GAIN or correlation == EFFECT:
         return False
-    outcome = correlation_outcome(row["ci_lo"], row["ci_hi"], row["ci_lo90"], row["ci_hi90"])
-    return None if outcome == INCONCLUSIVE else outcome == NO_EFFECT
+    return None if correlation == INCONCLUSIVE else correlation == NO_EFFECT
 
 
 def claim3(summary: pd.DataFrame | None) -> Verdict:
+    """The rank-16 probe adds little, uncorrelated with nonlinearity: the gain per model, the correlation judged
+    once on every model's blocks pooled with a model effect (the `POOLED` row: each model's blocks centred on their
+    own, Fisher z at the summed effective n), which is where the equivalence test has the most power."""
     if summary is None or summary.empty:
         return Verdict(3, NOT_TESTABLE, reason="notebook 03 not run")
     per_model = summary[summary["model"] != POOLED]
-    ev = [{**r, "passes": claim3_passes(r)} for r in per_model.to_dict("records")]
-    tested = [e["passes"] for e in ev if e["passes"] is not None]
+    pooled = summary[summary["model"] == POOLED]
+    if pooled.empty or per_model.empty:
+        return Verdict(3, NOT_TESTABLE, reason="the probe summary has no pooled row; rerun notebook 03")
+    pool = pooled.iloc[0].to_dict()
+    corr = correlation_outcome(pool["ci_lo"], pool["ci_hi"], pool["ci_lo90"], pool["ci_hi90"])
+    ev = [{**r, "passes": claim3_passes(r, corr)} for r in per_model.to_dict("records")]
+    ev.append({**pool, "passes": None, "correlation": corr})
+    tested = [e["passes"] for e in ev[:-1] if e["passes"] is not None]
     if not tested:
+        need = pool.get("n_needed", np.nan)
+        need_text = f"; a decision needs about {need:.0f} blocks at this dependence" if np.isfinite(need) else ""
         return Verdict(
-            3, NOT_TESTABLE, ev, reason=f"not testable at this power: no model's correlation is shown within "
-            f"±{EQUIVALENCE_MARGIN} or shown nonzero (or its probe did not converge)"
+            3, NOT_TESTABLE, ev, reason=f"not testable at this power: the pooled correlation over "
+            f"{int(pool['n_blocks'])} blocks is neither shown within ±{EQUIVALENCE_MARGIN} nor shown nonzero "
+            f"(or no probe converged){need_text}"
         )  # fmt: skip
     return Verdict(3, tally(tested), ev)
 
@@ -154,7 +164,8 @@ def pitfall_summary(
 
     7a: how often and how far the better of Adam and SGD falls short (`trained_shortfall`), at `budget_steps`.
     7b, across blocks: Spearman ρ of that shortfall with log κ(Gram), raw and Jacobi-scaled, and of Adam's with its
-    travel (`adam_reach`), each with a bootstrap 95 % CI over blocks. 7b, budget curve (`budget`,
+    travel (`adam_reach`), each with a 95 % Fisher interval at the effective number of blocks (`correlation_test`).
+    7b, budget curve (`budget`,
     linrec.analyses.pitfall.
     budget_table): per mechanism block, the first checkpoint at which the better tuned optimiser comes within
     REACHED of the ceiling (`steps_reach_*`; inf if not by `max_steps`) and where gradient descent from the Gram
@@ -164,7 +175,6 @@ def pitfall_summary(
     and the largest constructed κ, and whether it rises with κ (`dose_rises`)."""
     from linrec.analyses.pitfall import REACHED, steps_to_reach
     from linrec.analyses.probe import TRAIN_DEFAULTS
-    from linrec.analyses.uncertainty import across_block_length, spearman_with_ci
 
     ((epochs, batch_size),) = {(c["epochs"], c["batch_size"]) for c in TRAIN_DEFAULTS.values()}  # Adam's is SGD's
 
@@ -175,10 +185,14 @@ def pitfall_summary(
         t = t.sort_values("block") if "block" in t else t
         short = trained_shortfall(t)
         adam_short = t["r2_ceiling_rows"] - t["r2_trained_adam"]
-        kw = {"n_boot": n_boot, "seed": seed, "block_length": across_block_length(len(t))}  # adjacent blocks: runs
-        rho_c = spearman_with_ci(np.log10(t["cond_gram"]), short, **kw)
-        rho_s = spearman_with_ci(np.log10(t["cond_scaled"]), short, **kw)
-        rho_r = spearman_with_ci(t["adam_reach"], adam_short, **kw)
+        rho_c, rho_s, rho_r = (
+            (c["rho"], c["lo"], c["hi"])
+            for c in (
+                correlation_test(np.log10(t["cond_gram"]), short),
+                correlation_test(np.log10(t["cond_scaled"]), short),
+                correlation_test(t["adam_reach"], adam_short),
+            )
+        )
         row = {
             "model": model,
             "n_blocks": len(t),

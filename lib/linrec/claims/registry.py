@@ -109,7 +109,7 @@ TABLES: dict[str, TableSpec] = {
     "probe_summary_ex_first": _spec(
         "03",
         "model n_blocks gain_median gain_max gain_min gain_quad_median quad_excess_median pearson_r p ci_lo ci_hi "
-        "ci_lo90 ci_hi90 ci_lo_iid ci_hi_iid block_length correlation "
+        "ci_lo90 ci_hi90 ci_lo_iid ci_hi_iid n_eff n_needed correlation "
         "detectable_r n_stop_validation n_stop_flattened n_stop_max_epochs seconds_probe_total sweep_rank_min "
         "sweep_gain_median_rank_min sweep_rank_max sweep_gain_median_rank_max",
         "per model and pooled: probe_summary of probe_ex_first, claim 3 without position 0",
@@ -122,7 +122,7 @@ TABLES: dict[str, TableSpec] = {
     "probe_summary": _spec(
         "03",
         "model n_blocks gain_median gain_max gain_min gain_quad_median quad_excess_median pearson_r p ci_lo ci_hi "
-        "ci_lo90 ci_hi90 ci_lo_iid ci_hi_iid block_length correlation "
+        "ci_lo90 ci_hi90 ci_lo_iid ci_hi_iid n_eff n_needed correlation "
         "detectable_r n_stop_validation n_stop_flattened n_stop_max_epochs seconds_probe_total sweep_rank_min "
         "sweep_gain_median_rank_min sweep_rank_max sweep_gain_median_rank_max",
         "per model and pooled: the probe's gain, its correlation with 1 − R²_lin and the power of that test "
@@ -258,11 +258,12 @@ TABLES: dict[str, TableSpec] = {
     ),
     "swap_predictors": _spec(
         "06",
-        "model column runs_swapped_model n_blocks block_length spearman_rho rho_lo rho_hi rho_lo90 rho_hi90 "
+        "model column runs_swapped_model n_blocks n_eff n_needed spearman_rho rho_lo rho_hi rho_lo90 rho_hi90 "
         "rho_lo_iid rho_hi_iid p outcome partial_rho_depth partial_lo partial_hi partial_lo90 partial_hi90 partial_p "
         "partial_outcome n_middle middle_rho middle_lo middle_hi useful p_holm partial_p_holm",
-        "per model and predictor: ρ with held-out ΔPPL, partial ρ given depth, ρ in the middle blocks, with "
-        "moving-block intervals, equivalence outcomes and Holm-adjusted p (linrec.claims.swap.swap_predictors)",
+        "per model and predictor, then every model's blocks pooled (model 'all'): ρ with held-out ΔPPL, partial ρ "
+        "given depth, ρ in the middle blocks, with Fisher intervals at the effective number of blocks, equivalence "
+        "outcomes, the blocks a decision needs and Holm-adjusted p (linrec.claims.swap.swap_predictors)",
     ),
     "swap_first": _spec(
         "06",
@@ -305,7 +306,7 @@ TABLES: dict[str, TableSpec] = {
     "routing_summary": _spec(
         "06",
         "model n_blocks_routed best_block best_routable_pct1 best_lo best_hi best_routable_ppl1 rho_r2_routable "
-        "rho_lo rho_hi rho_lo90 rho_hi90 outcome block_length rho_r2_swap rho_r2_swap_lo rho_r2_swap_hi "
+        "rho_lo rho_hi rho_lo90 rho_hi90 outcome n_eff n_needed rho_r2_swap rho_r2_swap_lo rho_r2_swap_hi "
         "identity_r_median",
         "per model: routing's best block, and whether R²_lin predicts the routable share (linrec.claims.swap)",
     ),

@@ -26,13 +26,13 @@ from linrec.claims.rules import (
     NOT_REPRODUCED,
     NOT_TESTABLE,
     PARTLY,
+    POOLED,
     PREDICTOR_FWER,
     REPRODUCED,
     SWAP_HIGH_R2,
     Verdict,
     blocks,
     require,
-    tally,
     tally_decided,
 )
 
@@ -103,45 +103,49 @@ def middle_blocks(n_blocks: int) -> np.ndarray:
 def swap_predictors(
     values: pd.DataFrame, swap: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: float = 0.95
 ) -> pd.DataFrame:
-    """Per model and candidate predictor (`values`: `Screening.predictors`' columns, see `PREDICTOR_SIGNS`): Spearman
-    ρ with the held-out ΔPPL of the map swap across blocks, the partial ρ with depth (distance to the nearest end)
-    taken out, and ρ within the middle blocks (`middle_blocks`). Blocks are not independent (neighbours share the
-    residual stream), so each interval is a moving-block bootstrap over adjacent blocks (`block_length`,
-    `linrec.analyses.uncertainty.across_block_length`); the independent-blocks 95 % interval is kept beside it
-    (`rho_lo_iid`, `rho_hi_iid`). `p`, `partial_p`: bootstrap p-values; `p_holm`, `partial_p_holm`: Holm-adjusted over
-    the model's screened predictors (every column but those that run the swapped model), one family for ρ and one
-    for the partial ρ; `outcome`, `partial_outcome`: effect / no effect (|ρ| < EQUIVALENCE_MARGIN shown) /
-    inconclusive. `useful` = sign · ρ (> 0: the predictor points the right way)."""
-    from linrec.analyses.uncertainty import across_block_length, spearman_with_ci
-
+    """Per model and candidate predictor (`values`: `Screening.predictors`' columns, see `PREDICTOR_SIGNS`), then the
+    same over every model's blocks pooled with a model effect (`model` = `POOLED`: each model's ranks centred on
+    their own): Spearman ρ with the held-out ΔPPL of the map swap across blocks, the partial ρ with depth (distance
+    to the nearest end) taken out, and ρ within the middle blocks (`middle_blocks`). Blocks are not independent
+    (neighbours share the residual stream), so each interval is Fisher's at the effective number of blocks (`n_eff`,
+    `linrec.analyses.uncertainty.correlation_test`); the independent-blocks 95 % interval is kept beside it
+    (`rho_lo_iid`, `rho_hi_iid`), and `n_needed` says how many blocks the equivalence test would need for 80 % power.
+    `p`, `partial_p`: p-values at n_eff; `p_holm`, `partial_p_holm`: Holm-adjusted over the model's screened
+    predictors (every column but those that run the swapped model), one family for ρ and one for the partial ρ;
+    `outcome`, `partial_outcome`: effect / no effect (|ρ| < EQUIVALENCE_MARGIN shown) / inconclusive. `useful` =
+    sign · ρ (> 0: the predictor points the right way)."""
     if level != 0.95:
         raise LinrecError(f"swap_predictors reports 95 % and 90 % intervals; got level={level}")
     target = _map_rows(swap)[["model", "block", "delta_ppl"]]
     joined = values.merge(target, on=["model", "block"], how="inner")
+    order = joined["model"].map({m: k for k, m in enumerate(values["model"].unique())})
+    joined = joined.assign(_order=order).sort_values(["_order", "block"], kind="stable").drop(columns="_order")
+    groups = [(m, t, None) for m, t in joined.groupby("model", sort=False)]
+    if joined["model"].nunique() > 1:
+        groups.append((POOLED, joined, joined["model"].to_numpy()))
     rows = []
-    for model, t in joined.groupby("model", sort=False):
-        t = t.sort_values("block")
-        mid = t["block"].isin(middle_blocks(int(t["block"].max()) + 1)).to_numpy()
+    for model, t, labels in groups:
+        n_of = t.groupby("model", sort=False)["block"].transform("max") + 1
+        mid = np.array([b in middle_blocks(int(n)) for b, n in zip(t["block"], n_of)])
         depth = t["depth_from_end"].to_numpy(float)
         no_partial = {k: np.nan for k in ("rho", "lo", "hi", "lo90", "hi90", "p")} | {"outcome": ""}
-        mid_length = across_block_length(int(mid.sum()))
         for col, sign in PREDICTOR_SIGNS.items():
             if col not in t.columns or not np.isfinite(t[col].to_numpy(float)).all():
                 continue
             a, y = t[col].to_numpy(float), t["delta_ppl"].to_numpy(float)
-            c = correlation_test(a, y, n_boot=n_boot, seed=seed)
-            pc = no_partial if col == "depth_from_end" else correlation_test(
-                a, y, depth, kind="partial", n_boot=n_boot, seed=seed
-            )  # fmt: skip
-            # the middle blocks' ρ is shown with its 95 % interval only: no 90 % or independent-blocks bootstrap
-            mc = dict(zip(("rho", "lo", "hi"), spearman_with_ci(a[mid], y[mid], n_boot, seed, 0.95, mid_length)))
+            c = correlation_test(a, y, groups=labels)
+            pc = no_partial if col == "depth_from_end" else correlation_test(a, y, depth, kind="partial",
+                                                                             groups=labels)  # fmt: skip
+            # the middle blocks' ρ is shown with its 95 % interval only
+            mc = correlation_test(a[mid], y[mid], groups=None if labels is None else labels[mid])
             rows.append(
                 {
                     "model": model,
                     "column": col,
                     "runs_swapped_model": col in RUNS_SWAPPED_MODEL,
                     "n_blocks": len(t),
-                    "block_length": c["block_length"],
+                    "n_eff": c["n_eff"],
+                    "n_needed": c["n_needed"],
                     "spearman_rho": c["rho"],
                     "rho_lo": c["lo"],
                     "rho_hi": c["hi"],
@@ -180,7 +184,7 @@ def best_predictors(predictors: pd.DataFrame) -> pd.DataFrame:
     correction (`p_holm` < PREDICTOR_FWER, sign · ρ > 0), and the same for the partial ρ given depth; "" where none
     survives, so no predictor is named after the fact from an uncorrected screen."""
     rows = []
-    for model, p in predictors.groupby("model", sort=False):
+    for model, p in predictors[predictors["model"] != POOLED].groupby("model", sort=False):
         real = p[~p["runs_swapped_model"]]
         signs = real["column"].map(PREDICTOR_SIGNS).to_numpy(float)
         row = {"model": model, "n_screened": len(real)}
@@ -306,14 +310,16 @@ def claim6b(predictors: pd.DataFrame | None) -> Verdict:
         return Verdict("6b", NOT_TESTABLE, reason="notebook 06 not run")
     screened = {"runs_swapped_model", "p_holm", "partial_p_holm"} <= set(predictors.columns)
     best = best_predictors(predictors).set_index("model") if screened and len(predictors) else pd.DataFrame()
-    ev, ok = [], []
+    ev, ok, pooled = [], [], None
     for model, p in predictors.groupby("model", sort=False):
         rows = p[p["column"] == "r2_lin"]
         if rows.empty:
             continue
         r = rows.iloc[0]
         outcome = flag_outcome(r)
-        if outcome != INCONCLUSIVE:
+        if model == POOLED:
+            pooled = outcome
+        elif outcome != INCONCLUSIVE:
             ok.append(outcome == "flags")
         depth = p[p["column"] == "depth_from_end"]
         b = best.loc[model] if model in best.index else {}
@@ -339,7 +345,9 @@ def claim6b(predictors: pd.DataFrame | None) -> Verdict:
                         "p_holm",
                     )
                 },  # fmt: skip
-                "block_length": int(r["block_length"]),
+                "n_blocks": int(r["n_blocks"]),
+                "n_eff": float(r.get("n_eff", np.nan)),
+                "n_needed": float(r.get("n_needed", np.nan)),
                 "depth_rho": float(depth["spearman_rho"].iloc[0]) if len(depth) else np.nan,
                 "outcome": outcome,
                 "passes": None if outcome == INCONCLUSIVE else outcome == "flags",
@@ -357,11 +365,26 @@ def claim6b(predictors: pd.DataFrame | None) -> Verdict:
         outcomes = {r["model"]: flag_outcome(r) for r in ex.to_dict("records")}
         for e in ev:
             e["outcome_ex_first"] = outcomes[e["model"]]
-        word1 = tally_decided(list(outcomes.values()), "flags", INCONCLUSIVE)
-    if not ok:
-        return Verdict("6b", NOT_TESTABLE, ev, reason="not testable at this power: every model is inconclusive",
-                       without_first=word1)  # fmt: skip
-    return Verdict("6b", tally(ok), ev, without_first=word1)
+        word1 = flags_verdict(outcomes.pop(POOLED, None), [o for o in outcomes.values()])
+    word = flags_verdict(pooled, [e["outcome"] for e in ev if e["model"] != POOLED])
+    if word == NOT_TESTABLE:
+        need = next((e["n_needed"] for e in ev if e["model"] == POOLED), max(e["n_needed"] for e in ev))
+        more = f"; a decision needs about {need:.0f} blocks at this dependence" if np.isfinite(need) else ""
+        return Verdict("6b", NOT_TESTABLE, ev, reason=f"not testable at this power: every model and the pooled blocks "
+                       f"are inconclusive{more}", without_first=word1)  # fmt: skip
+    return Verdict("6b", word, ev, without_first=word1)
+
+
+def flags_verdict(pooled: str | None, per_model: list[str]) -> str:
+    """Claim 6b's verdict from the pooled outcome (blocks within model; None with one model) and each model's:
+    the pooled test decides where it is decided — "flags" is reproduced, or partly where some model on its own shows
+    "no flag"; "no flag" is not reproduced, or partly where some model on its own flags — and where it is
+    inconclusive (or absent) the decided models are tallied; not testable when nothing is decided."""
+    if pooled == "flags":
+        return PARTLY if "no flag" in per_model else REPRODUCED
+    if pooled == "no flag":
+        return PARTLY if "flags" in per_model else NOT_REPRODUCED
+    return tally_decided(per_model, "flags", INCONCLUSIVE)
 
 
 # ---- beyond the paper: per-token routing (linrec.analyses.routing) ----------------------------------------------
@@ -375,28 +398,26 @@ def routing_summary(
 ) -> pd.DataFrame:
     """Per model, what per-token routing shows (notebook 06): the routed block with the largest share within +1 %
     of base perplexity (its share and bootstrap interval; ties: the lower block), Spearman ρ(R²_lin, routable share
-    within +1 %) over the routed blocks with a moving-block interval and the equivalence outcome
-    (`linrec.analyses.uncertainty.correlation_outcome`), beside 6b's ρ(R²_lin, whole-block ΔPPL) from `predictors`
+    within +1 %) over the routed blocks with its Fisher interval at the effective number of blocks and the
+    equivalence outcome (`linrec.analyses.uncertainty.correlation_test`; `n_needed`: blocks for a decision),
+    beside 6b's ρ(R²_lin, whole-block ΔPPL) from `predictors`
     (`swap_predictors`' r2_lin row, whose sign is the other way: a high R²_lin should mean a small ΔPPL but a large
     routable share), and the median token-identity r across corpora and blocks (`identity`)."""
-    from linrec.analyses.uncertainty import across_block_length, correlation_outcome, spearman_with_ci
-
     require(routable, ["model", "block", "routable_pct1", "routable_pct1_lo", "routable_pct1_hi"], "routing_summary")
     rows = []
     for model, t in routable.groupby("model", sort=False):
         t = t.merge(r2[["model", "block", "r2_lin"]], on=["model", "block"]).sort_values("block")
         best = t.sort_values(["routable_pct1", "block"], ascending=[False, True]).iloc[0]
-        n, length = len(t), across_block_length(len(t))
-        if n >= 3 and t["routable_pct1"].nunique() > 1:
-            rho, lo, hi = spearman_with_ci(t["r2_lin"], t["routable_pct1"], n_boot, seed, 0.95, length)
-            _, lo90, hi90 = spearman_with_ci(t["r2_lin"], t["routable_pct1"], n_boot, seed, 0.90, length)
-        else:  # too few blocks, or every block routes the same share: no correlation to speak of
-            rho = lo = hi = lo90 = hi90 = np.nan
+        n = len(t)
+        # too few blocks, or every block routes the same share: no correlation to speak of
+        c = correlation_test(t["r2_lin"], t["routable_pct1"]) if n >= 3 and t["routable_pct1"].nunique() > 1 else {}
+        corr = {f"rho_{k}" if k != "rho" else "rho_r2_routable": c.get(k, np.nan) for k in ("rho", "lo", "hi", "lo90",
+                                                                                         "hi90")}  # fmt: skip
         row = {"model": model, "n_blocks_routed": n, "best_block": int(best["block"]),
                "best_routable_pct1": best["routable_pct1"], "best_lo": best["routable_pct1_lo"],
-               "best_hi": best["routable_pct1_hi"], "best_routable_ppl1": best.get("routable_ppl1", np.nan),
-               "rho_r2_routable": rho, "rho_lo": lo, "rho_hi": hi, "rho_lo90": lo90, "rho_hi90": hi90,
-               "outcome": correlation_outcome(lo, hi, lo90, hi90), "block_length": length}  # fmt: skip
+               "best_hi": best["routable_pct1_hi"], "best_routable_ppl1": best.get("routable_ppl1", np.nan), **corr,
+               "outcome": c.get("outcome", INCONCLUSIVE), "n_eff": c.get("n_eff", np.nan),
+               "n_needed": c.get("n_needed", np.nan)}  # fmt: skip
         row |= {"rho_r2_swap": np.nan, "rho_r2_swap_lo": np.nan, "rho_r2_swap_hi": np.nan, "identity_r_median": np.nan}
         if predictors is not None:
             p = predictors[(predictors["model"] == model) & (predictors["column"] == "r2_lin")]

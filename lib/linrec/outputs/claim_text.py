@@ -40,6 +40,7 @@ from linrec.claims.rules import (
     NOT_TESTABLE,
     PAPER_HIGH,
     PAPER_LOW,
+    POOLED,
     Verdict,
 )
 from linrec.claims.swap import claim6a as claim6a_rule
@@ -381,14 +382,17 @@ def claim3(r: Results) -> Claim:
     parts = []
     for e in v.evidence:
         word = {True: "holds", False: "fails", None: "not testable"}[e["passes"]]
+        if e["model"] == POOLED:
+            word = "their blocks pooled within model, which decides 'uncorrelated'"
         text = (
             f"{e['model']} ({word}): median gain {fmt(e['gain_median'], 3)} (max {fmt(e['gain_max'], 3)}) over "
             f"{int(e['n_blocks'])} blocks, closed-form quadratic {fmt(e['gain_quad_median'], 3)}; Pearson r = "
-            f"{fmt(e['pearson_r'], 2)}, 95 % CI {_ci(e['ci_lo'], e['ci_hi'])} over runs of "
-            f"{_n(e.get('block_length'))} adjacent blocks (as if blocks were independent "
+            f"{fmt(e['pearson_r'], 2)}, 95 % CI {_ci(e['ci_lo'], e['ci_hi'])} at an effective "
+            f"{fmt(e.get('n_eff'), 1)} blocks (as if blocks were independent "
             f"{_ci(e.get('ci_lo_iid'), e.get('ci_hi_iid'))}); 90 % CI {_ci(e.get('ci_lo90'), e.get('ci_hi90'))} "
             f"against the ±{EQUIVALENCE_MARGIN} margin: {_outcome(e)} (|r| ≥ {fmt(e['detectable_r'], 2)} "
-            "detectable with 80 % power)"
+            f"detectable with 80 % power; showing |r| < {EQUIVALENCE_MARGIN} with 80 % power would take about "
+            f"{_n(e.get('n_needed'))} blocks at this dependence)"
         )
         if np.isfinite(e.get("sweep_rank_max", np.nan)):
             text += (
@@ -518,9 +522,19 @@ def claim6b(r: Results) -> Claim:
         best = (
             f"{e['best']} (ρ = {e['best_rho']:+.2f})" if e.get("best") else "none survives Holm's correction"
         )  # fmt: skip
+        if e["model"] == POOLED:
+            parts.append(
+                f"every model's blocks pooled within model ({e['outcome']}; this decides where it is decided): "
+                f"ρ(R²_lin, ΔPPL) = {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}] at an "
+                f"effective {fmt(e.get('n_eff'), 1)} of {e['n_blocks']} blocks, with depth taken out "
+                f"{e['partial_rho_depth']:+.2f} [{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}]; showing |ρ| < "
+                f"{EQUIVALENCE_MARGIN} with 80 % power would take about {_n(e.get('n_needed'))} blocks"
+            )
+            continue
         parts.append(
             f"{e['model']} ({e['outcome']}): ρ(R²_lin, ΔPPL) = {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, "
-            f"{e['rho_hi']:+.2f}] over runs of {_n(e.get('block_length'))} adjacent blocks (as if independent "
+            f"{e['rho_hi']:+.2f}] at an effective {fmt(e.get('n_eff'), 1)} of {e['n_blocks']} blocks "
+            "(as if independent "
             f"[{e['rho_lo_iid']:+.2f}, {e['rho_hi_iid']:+.2f}]), with depth taken out {e['partial_rho_depth']:+.2f} "
             f"[{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}] (depth alone: ρ = {e['depth_rho']:+.2f}); the best "
             f"screened predictor: {best}"

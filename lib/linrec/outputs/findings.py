@@ -34,9 +34,8 @@ def swap_findings(v6a: Verdict, v6b: Verdict, first: pd.DataFrame | None, greedy
             best_partial = f"{e['best_partial']} ({e['best_partial_rho']:+.2f})"
         lines.append(
             f"{e['model']}: ρ(R²_lin, ΔPPL) = {e['spearman_rho']:+.2f} "
-            f"[{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}] over runs "
-            f"of {e['block_length']:.0f} adjacent blocks (as if blocks were independent [{e['rho_lo_iid']:+.2f}, "
-            f"{e['rho_hi_iid']:+.2f}])"
+            f"[{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}] at an effective {e['n_eff']:.1f} of {e['n_blocks']} "
+            f"blocks (as if blocks were independent [{e['rho_lo_iid']:+.2f}, {e['rho_hi_iid']:+.2f}])"
             + (" (higher R²_lin goes with a *larger* cost)" if e["spearman_rho"] > 0 else "")
             + f"; with depth taken out {e['partial_rho_depth']:+.2f} [{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}]; "
             f"depth alone ρ = {e['depth_rho']:+.2f}. Claim 6b: {e['outcome']}. "
