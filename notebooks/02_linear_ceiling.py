@@ -69,6 +69,7 @@ from linrec.measure.capture import get_capture, replicate_captures
 from linrec.measure.config import capture_settings
 from linrec.measure.curves import get_curve
 from linrec.outputs.plots import fig2_r2_lin, fig2c_learning_curves
+from linrec.outputs.report import stale_tables
 
 root = project_root()
 settings = capture_settings(capture)  # the capture's settings, the same in every notebook
@@ -142,6 +143,12 @@ if curve_train_tokens:
     for row in overview.to_dict("records"):
         print(curve_sentence(row))
     display(labelled(overview.set_index("model").T).round(4))
+elif stale := stale_tables(root / "results" / "curve", "02"):  # an older linrec's run: no numbers from it
+    print(
+        "Not run in this profile. The last run of params/curve.yaml, in results/curve/, was written by an older linrec "
+        f"({', '.join(f'{t}.csv' for t in stale)} lack columns this linrec writes), so none of its numbers are shown; "
+        "`linrec figures --params params/curve.yaml --only 02` refreshes it."
+    )
 elif (last := load_table("r2_curve_overview", root / "results" / "curve")) is not None:
     print("Not run in this profile. The last run of params/curve.yaml (results/curve/r2_curve_overview.csv) found:")
     for row in last.to_dict("records"):
@@ -153,7 +160,8 @@ elif (last := load_table("r2_curve_overview", root / "results" / "curve")) is no
 # `train_gap_*` the in-sample minus held-out R² at each size (how much the map memorises);
 # `rank_spearman_ref_inf` whether the blocks keep their order from 16k tokens to the large-n
 # estimate. The per-block numbers are in `r2_curve.csv`. Where this profile does not run the curve,
-# the cell above prints what the last run of `params/curve.yaml` found, from its results file. If the
+# the cell above prints what the last run of `params/curve.yaml` found, from its results file (or, where an older
+# linrec wrote that run, says so and how to refresh it; the report then leaves it out too). If the
 # blocks keep their order (a rank correlation near 1), the profile's shape, which claim 1 is about,
 # does not depend on the train size, even though every block's level rises with it.
 

@@ -34,7 +34,7 @@
 # * **power**: each model's correlation with its 95 % CI, and the smallest |r| that many blocks detect
 #   with 80 % power: an interval that includes 0 rules out correlations that large, not smaller ones.
 # The probe is seeded from principal Hessian directions of the residual (see
-# `linrec/probe.py`), so a block without quadratic structure starts — and stays — near zero gain,
+# `lib/linrec/analyses/probe.py`), so a block without quadratic structure starts — and stays — near zero gain,
 # and it trains until its loss curve flattens, or its loss on a validation tenth of the train rows
 # stops improving (at most 20 epochs), rather than for a fixed number of steps; `probe_stop` says
 # which, and the probe scored is the one with the lowest validation loss.

@@ -36,7 +36,7 @@
 # 4. **Inputs or weights?** A trained profile can differ from its random-init twin because the FFN
 #    weights learned something, or because the *inputs* that the upstream layers learned to produce
 #    are different. Claim 2 is checked as two claims (`RULES["2a"]`, `RULES["2b"]` in
-#    `linrec/claims/rules.py`): **2a**, does the trained profile differ from the untrained architecture at
+#    `lib/linrec/claims/rules.py`): **2a**, does the trained profile differ from the untrained architecture at
 #    all, beyond the spread between untrained draws and by a stated minimum effect; **2b**, is the
 #    profile carried by each block's own weights or by the inputs it sees? For 2b every FFN has its
 #    block's pre-MLP norm gain folded into its weights, and is compared with null ensembles
@@ -51,7 +51,7 @@
 # outcome is one more row of the verdict's evidence.
 #
 # Every R² below is computed by the same code path as R²_lin (float64 statistics, closed form,
-# held-out split of windows); `linrec/controls.py` documents each control.
+# held-out split of windows); `lib/linrec/analyses/controls.py` documents each control.
 #
 # **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
 # (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it

@@ -11,7 +11,7 @@ from linrec.base.errors import LinrecError
 from linrec.claims.registry import TABLES
 from linrec.claims.tables import load_table, save_table
 from linrec.outputs.claim_text import CELL_LIMIT, claims
-from linrec.outputs.report import FIGURES, OTHER_PROFILE, build_report, per_block_table, render
+from linrec.outputs.report import FIGURES, OTHER_PROFILE, build_report, per_block_table, render, stale_tables
 
 
 @pytest.fixture
@@ -121,6 +121,46 @@ def test_figures_are_linked_relative_to_the_report_or_named_missing(tmp_path):
     assert "missing" not in text
     rows = re.findall(r"^\| \[(?:1|2a|2b|[3-5]|6a|6b|7a|7b)\]\(#claim-", text, flags=re.M)
     assert len(rows) == 10  # a row per claim (2, 6 and 7 in two)
+
+
+def _project_with_a_curve_run(tmp_path: Path, stale: bool) -> tuple[Path, str]:
+    """A project folder (pyproject.toml beside notebooks/) whose results/curve/ holds a last run of params/curve.yaml
+    (its Figure 2c and notebook 02's r2_lin table, with its registered columns or, `stale`, without two of them as
+    an older linrec wrote it), and the default profile's report rendered into paper/."""
+    root = tmp_path / "project"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    d = _results(root)
+    curve = root / "results" / "curve"
+    blocks = load_table("r2_lin", d)
+    if stale:
+        curve.mkdir(parents=True)
+        blocks.drop(columns=["r2_ex_first_lo", "r2_ex_first_hi"]).to_csv(curve / "r2_lin.csv", index=False)
+    else:
+        save_table(blocks, "r2_lin", curve)
+    (curve / "figures").mkdir()
+    (curve / "figures" / "fig2c_learning_curves.png").write_bytes(b"png")
+    return curve, render(d, root / "figures", root / "paper" / "report.md")
+
+
+def test_another_profiles_figure_is_shown_only_when_its_run_is_current(tmp_path):
+    """results/curve/ was written by an older linrec (its r2_lin.csv lacks r2_ex_first_lo/hi) and the default report
+    embedded its Figure 2c as if current (issue 45). Now: a current run's figure is shown, with where it came from;
+    an old one's is not, and the report says which tables are old and the command that refreshes them, beside the
+    figure's caption and in the limitation that points at the learning curve."""
+    refresh = "`linrec figures --params params/curve.yaml --only 02` refreshes it"
+    curve, text = _project_with_a_curve_run(tmp_path / "current", stale=False)
+    assert stale_tables(curve, "02") == []
+    assert "![fig2c_learning_curves](../results/curve/figures/fig2c_learning_curves.png)" in text
+    assert "from the last run of `params/curve.yaml`: `results/curve/`" in text
+    assert "its last run is in `results/curve/`" in text and "older linrec" not in text
+    curve, text = _project_with_a_curve_run(tmp_path / "stale", stale=True)
+    assert stale_tables(curve, "02") == ["r2_lin"]
+    assert "results/curve/figures" not in text  # neither embedded nor linked
+    assert text.count("was written by an older linrec") == 2 and text.count(refresh) == 2
+    assert "Drawn by `params/curve.yaml`, not by this profile: its last run, in `results/curve/`, was written" in text
+    assert "`r2_lin.csv` lack columns this linrec writes" in text
+    assert "learning curve measures both. This profile skips it and `params/curve.yaml` runs it; its last run" in text
 
 
 def test_missing_results_directory_names_the_fix(tmp_path):

@@ -139,7 +139,7 @@ def fig2_swap(swap, stem: str | Path | None = None, chosen: dict | None = None):
 
 
 def fig2c_learning_curves(summary, stem: str | Path | None = None, ref_tokens: float = 16_384):
-    """Figure 2c: held-out R²_lin against train tokens (`linrec.measure.curves.curve_summary`), one line per block
+    """Figure 2c: held-out R²_lin against train tokens (`linrec.analyses.large_n.curve_summary`), one line per block
     coloured
     by depth, the large-n estimate R²∞ at the right; and per block, R²_lin at `ref_tokens` (the default capture's
     size), at the largest size and R²∞, with their hierarchical-bootstrap intervals. One row per model."""

@@ -16,9 +16,11 @@ from pathlib import Path
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
+from linrec.base.errors import LinrecError
 from linrec.base.files import find_project_root
+from linrec.claims.registry import TABLES
 from linrec.claims.rules import RULES, VERDICTS
-from linrec.claims.tables import labelled
+from linrec.claims.tables import labelled, load_table
 from linrec.outputs.claim_text import CLAIM_BUILDERS, CLAIMS, Claim, Results, fmt, listed, other_profile, replicated
 from linrec.outputs.findings import routing_findings
 
@@ -274,6 +276,34 @@ CAVEATS = {
 }
 
 
+def stale_tables(folder: str | Path, notebook: str) -> list[str]:
+    """The results tables of `notebook` in `folder` that an older linrec wrote (`load_table` refuses them: a
+    registered column is missing), by name. Another profile's run is shown in a report only when this is empty."""
+    stale = []
+    for name, spec in TABLES.items():
+        if spec.notebook == notebook:
+            try:
+                load_table(name, folder)
+            except LinrecError:
+                stale.append(name)
+    return stale
+
+
+def _stale_run(params: str, folder: str, notebook: str, out: Path) -> str | None:
+    """Where the last run of another profile (`params`, results in `folder`) was written by an older linrec: a
+    sentence saying so, naming its old tables and the command that refreshes them; None where it is current (or
+    absent)."""
+    root = find_project_root(out.parent)
+    stale = stale_tables(root / folder, notebook) if root is not None else []
+    if not stale:
+        return None
+    return (
+        f"its last run, in `{folder}/`, was written by an older linrec and nothing of it is shown here: "
+        f"{', '.join(f'`{t}.csv`' for t in stale)} lack columns this linrec writes; `linrec figures --params {params} "
+        f"--only {notebook}` refreshes it"
+    )
+
+
 def _figure_lines(stem: str, figures_dir, out: Path) -> list[str]:
     nb, caption = next((nb, cap) for s, nb, cap in FIGURES if s == stem)
     png = Path(figures_dir) / f"{stem}.png"
@@ -281,6 +311,9 @@ def _figure_lines(stem: str, figures_dir, out: Path) -> list[str]:
         return [f"![{stem}]({_rel(png, out.parent)})", "", f"*{caption}* (notebook {nb})", ""]
     if stem in OTHER_PROFILE:
         params, folder = OTHER_PROFILE[stem]
+        stale = _stale_run(params, folder, nb, out)
+        if stale is not None:
+            return [f"*{caption}* Drawn by `{params}`, not by this profile: {stale}.", ""]
         root = find_project_root(out.parent)
         there = root / folder / "figures" / f"{stem}.png" if root is not None else None
         if there is not None and there.exists():
@@ -479,7 +512,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "paper's "
         "GPT-2 / Pythia-160m / llama-160m; the paper's exact comparison runs with `params/paper.yaml` where the hub "
         "is reachable.",
-        _bias_limitation(r.get("r2_curve_overview")),
+        _bias_limitation(r.get("r2_curve_overview"), out),
         "- ΔPPL is measured on the held-out windows of the same corpus, at seq_len tokens per window.",
         "- R²_lin weights rows by their output variance, so a model run without a BOS token can owe a block's R²_lin "
         "to the first "
@@ -506,17 +539,20 @@ def per_block_table(r2: pd.DataFrame, swap: pd.DataFrame | None) -> pd.DataFrame
     return t.merge(wide, on=["model", "block"], how="left")
 
 
-def _bias_limitation(overview) -> str:
-    """The finite-sample bias of held-out R²_lin: measured by notebook 02's learning curve where it ran."""
+def _bias_limitation(overview, out: Path) -> str:
+    """The finite-sample bias of held-out R²_lin: measured by notebook 02's learning curve where it ran; elsewhere
+    where the curve profile's last run is (`OTHER_PROFILE`), or that it is too old to use."""
     text = (
         "- Held-out R² from a finite train split is biased low by about (1 − R²)·p/(n − p − 1) for n train rows and "
         "p = d_in + 1 parameters per output; the per-block bootstrap intervals hold the fitted map fixed, so they do "
         "not include refitting uncertainty."
     )
     if overview is None:
-        return text + (
-            " Notebook 02's learning curve measures both; this profile skips it (`params/curve.yaml` runs it, "
-            "and its last run's report is `results/curve/report.md`)."
+        params, folder = OTHER_PROFILE["fig2c_learning_curves"]
+        stale = _stale_run(params, folder, "02", out)
+        where = stale if stale is not None else f"its last run is in `{folder}/`"
+        return (
+            f"{text} Notebook 02's learning curve measures both. This profile skips it and `{params}` runs it; {where}."
         )
     measured = "; ".join(
         f"{row['model']} {fmt(row['gain_inf_median'])} (median over blocks, up to {fmt(row['gain_inf_max'])})"
