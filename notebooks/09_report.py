@@ -19,7 +19,9 @@
 # setup, each of the paper's seven claims beside our number and a verdict computed by a stated
 # rule, the notebooks' own conclusions, every figure, the per-block table and the limitations.
 # Nothing in it is typed by hand; change a result and the report changes with it
-# (`tests/test_report.py` checks exactly that).
+# (`tests/test_report.py` checks exactly that). Before writing, it measures how often the intervals the verdicts
+# read cover the truth, by simulation at this run's own number of blocks and their dependence through depth
+# (`linrec.claims.refresh.coverage`, table `calibration`, about 10 s): the report's methods section.
 #
 # **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
 # (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
@@ -48,6 +50,8 @@ import pandas as pd
 from IPython.display import Markdown
 
 from linrec.base.files import project_root
+from linrec.claims.refresh import coverage
+from linrec.claims.tables import save_table
 from linrec.measure.config import capture_settings
 from linrec.outputs.claim_text import claims
 from linrec.outputs.report import build_report, update_readme
@@ -59,6 +63,8 @@ params = dict(
     seq_len=settings["seq_len"], tokens=settings["tokens"], seed=seed, sample_rows=settings["sample_rows"],
     probe_rows=probe_rows, test_windows=test_windows, screening_windows=screening_windows, control_rows=control_rows,
 )  # fmt: skip
+# how often the intervals the verdicts read cover the truth, simulated at this run's own blocks and dependence
+save_table(coverage(root / results_dir, seed=seed), "calibration", root / results_dir)
 out = build_report(root / results_dir, root / figures_dir, root / report_path, params)
 # a path that reads the same on every machine: relative to the checkout, or the file's name where it lies elsewhere
 shown = out.relative_to(root) if out.is_relative_to(root) else out.name

@@ -70,7 +70,78 @@ def refresh(results_dir: str | Path, n_boot: int = 2000, seed: int = 0) -> list[
         routing = routing_summary(routable, r2, pred, _read_all(d, "routing_identity"), n_boot=n_boot, seed=seed)
         save_table(routing, "routing_summary", d)
         done.append("routing_summary")
+    if coverage_settings(d):
+        save_table(coverage(d), "calibration", d)
+        done.append("calibration")
     return done
+
+
+# ---- the measured coverage of every interval procedure a verdict reads (issue 45) ---------------------------------
+def _series_settings(what: str, kind: str, t: pd.DataFrame, a: str, b, models: str = "model") -> list[dict]:
+    """Settings for `correlation_coverage` at each model's number of blocks and its own dependence (the mean AR(1)
+    coefficient of the two series through depth), and one for the models pooled."""
+    from linrec.analyses.calibration import dependence
+
+    out = []
+    for model, g in t.groupby(models, sort=False):
+        g = g.sort_values("block")
+        yb = g[b] if isinstance(b, str) else b(g)
+        phi = round((dependence(g[a]) + dependence(yb)) / 2, 2)
+        out.append({"what": f"{what}: {model}", "n": len(g), "phi": phi, "kind": kind})
+    if len(out) > 1:
+        n = int(round(sum(o["n"] for o in out) / len(out)))
+        phi = round(sum(o["phi"] for o in out) / len(out), 2)
+        out.append({"what": f"{what}: models pooled", "n": n, "phi": phi, "kind": kind, "models": len(out)})
+    return out
+
+
+def coverage_settings(results_dir: str | Path) -> list[dict]:
+    """One simulation setting per across-block correlation a verdict reads in `results_dir`, at the data's own
+    number of blocks and dependence: claim 3 (Pearson r(1 − R²_lin, gain)), 6b (Spearman ρ(R²_lin, ΔPPL) and the
+    partial ρ given depth), 7b (ρ(log κ, shortfall)), routing (ρ(R²_lin, routable share))."""
+    import numpy as np
+
+    d = Path(results_dir)
+    out = []
+    probe = _read_all(d, "probe")
+    if probe is not None and len(probe):
+        probe = probe.assign(nonlin=1 - probe["r2_lin_rows"])
+        out += _series_settings("claim 3, r(1 − R²_lin, gain)", "pearson", probe, "nonlin", "gain")
+        short = lambda g: g["r2_ceiling_rows"] - g[["r2_trained_adam", "r2_trained_sgd"]].max(axis=1)  # noqa: E731
+        out += [s for s in _series_settings("claim 7b, ρ(log κ, shortfall)", "spearman",
+                                            probe.assign(log_cond=np.log10(probe["cond_gram"])), "log_cond", short)
+                if "pooled" not in s["what"]]  # fmt: skip
+    values, swap = _read_all(d, "swap_predictor_values"), _read_all(d, "swap")
+    if values is not None and swap is not None and len(values):
+        rows = swap[swap["first"] == "map"] if "first" in swap.columns else swap
+        t = values.merge(rows[["model", "block", "delta_ppl"]], on=["model", "block"])
+        out += _series_settings("claim 6b, ρ(R²_lin, ΔPPL)", "spearman", t, "r2_lin", "delta_ppl")
+        out += _series_settings("claim 6b, partial ρ given depth", "partial", t, "r2_lin", "delta_ppl")
+    routable, r2 = _read_all(d, "routing_routable"), _read_all(d, "r2_lin")
+    if routable is not None and r2 is not None and len(routable):
+        corpus = _study_corpus(d, r2)
+        r2 = r2[r2["corpus"] == corpus] if corpus is not None else r2
+        t = routable.merge(r2[["model", "block", "r2_lin"]], on=["model", "block"])
+        out += [s for s in _series_settings("routing, ρ(R²_lin, routable share)", "spearman", t, "r2_lin",
+                                            "routable_pct1") if "pooled" not in s["what"]]  # fmt: skip
+    return out
+
+
+def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """The measured coverage of every across-block correlation interval a verdict in `results_dir` reads, each
+    simulated at its data's number of blocks and dependence (`coverage_settings`), at ρ = 0 (where "no effect" and a
+    false "effect" are also counted) — the report's methods table (results table `calibration`)."""
+    from linrec.analyses.calibration import coverage_table, window_coverage
+    from linrec.measure.config import CaptureConfig
+
+    table = coverage_table(coverage_settings(results_dir), reps=reps, seed=seed)
+    cap = load_table("capture", results_dir)
+    if cap is not None and len(cap):  # the held-out R² interval claims 1 and 5 read, at this run's test windows
+        n_windows = int(cap["n_test_rows"].min()) // CaptureConfig.__dataclass_fields__["seq_len"].default
+        w = window_coverage(n_windows=max(n_windows, 2), reps=max(reps // 2, 50), seed=seed)
+        table = pd.concat([table, pd.DataFrame([{"what": f"claims 1, 5: held-out R²_lin over {n_windows} windows",
+                                                 **w}])], ignore_index=True)  # fmt: skip
+    return table
 
 
 def _study_corpus(d: Path, r2: pd.DataFrame) -> str | None:

@@ -303,6 +303,13 @@ TABLES: dict[str, TableSpec] = {
         "model block corpus_a corpus_b share n_types r r_lo r_hi",
         "per routed block and corpus pair: does a token's identity decide its route? (linrec.analyses.routing)",
     ),
+    "calibration": _spec(
+        "09",
+        "what procedure n_blocks models phi rho reps coverage95 coverage90 p_effect p_no_effect p_inconclusive",
+        "per across-block correlation a verdict reads: the measured coverage of its 95 % and 90 % intervals and the "
+        "share of each equivalence outcome at ρ = 0, simulated at the data's own blocks and AR(1) dependence "
+        "(linrec.claims.refresh.coverage)",
+    ),
     "routing_summary": _spec(
         "06",
         "model n_blocks_routed best_block best_routable_pct1 best_lo best_hi best_routable_ppl1 rho_r2_routable "

@@ -23,6 +23,7 @@ from linrec.claims.rules import RULES, VERDICTS
 from linrec.claims.tables import labelled, load_table
 from linrec.outputs.claim_text import CLAIM_BUILDERS, CLAIMS, Claim, Results, fmt, listed, other_profile, replicated
 from linrec.outputs.findings import routing_findings
+from linrec.outputs.methods import methods_lines
 
 # (stem, notebook, caption): every figure the report shows, in order
 FIGURES = [
@@ -443,6 +444,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     text += _setup(r, params) + _figure_lines("fig1_method", figures_dir, out)
     text += ["## The claims one by one", ""]
     text += _claim_sections(cl, figures_dir, out)
+    text += methods_lines(r)
     findings = [r.get(name) for name in ("corpora_verdict", "swap_verdict", "controls_verdict")]
     text += ["## What the notebooks concluded", ""]
     for f in findings:

@@ -1,0 +1,74 @@
+"""The measured coverage of the intervals the verdicts read (issue 45): the settings come from the data, the report's
+methods section says what the numbers show, and a summary rebuilt from its per-block tables is the notebook's."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from linrec.analyses.calibration import COVERAGE_FLOOR, dependence
+from linrec.claims.refresh import coverage_settings, refresh
+from linrec.claims.tables import load_table, save_table
+from linrec.outputs.claim_text import Results
+from linrec.outputs.methods import methods_lines
+
+DEFAULT = Path(__file__).resolve().parents[1] / "results" / "default"
+
+
+def test_dependence_against_a_hand_computed_autocorrelation():
+    x = np.array([1.0, 2.0, 3.0, 2.5, 1.0, 0.5, 1.5, 3.0])
+    c = x - x.mean()
+    r1 = (c[:-1] * c[1:]).sum() / (c * c).sum()
+    assert dependence(x) == pytest.approx(np.clip(r1 + (1 + 3 * max(r1, 0)) / len(x), 0, 0.95))
+    assert dependence([1.0, 2.0, 3.0]) == 0.0  # too short to say
+
+
+def test_coverage_settings_use_each_models_blocks_and_dependence():
+    settings = {s["what"]: s for s in coverage_settings(DEFAULT)}
+    probe = load_table("probe", DEFAULT)
+    smol = probe[probe["model"] == "smollm2-135m"].sort_values("block")
+    s = settings["claim 3, r(1 − R²_lin, gain): smollm2-135m"]
+    assert s["n"] == len(smol) == 30 and s["kind"] == "pearson"
+    assert s["phi"] == pytest.approx(round((dependence(1 - smol["r2_lin_rows"]) + dependence(smol["gain"])) / 2, 2))
+    assert settings["claim 3, r(1 − R²_lin, gain): models pooled"]["models"] == 2
+    assert {"claim 6b, partial ρ given depth: gemma3-270m", "routing, ρ(R²_lin, routable share): gemma3-270m"} <= set(
+        settings
+    )
+
+
+def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_path):
+    table = load_table("calibration", DEFAULT)
+    assert table is not None and (table["coverage95"].iloc[:-1] >= COVERAGE_FLOOR).all()
+    d = tmp_path / "r"
+    save_table(table, "calibration", d)
+    text = "\n".join(methods_lines(Results(d)))
+    corr = table[np.isfinite(table["phi"])]
+    assert f"cover {corr['coverage95'].min():.3f}–{corr['coverage95'].max():.3f} at 95 %" in text
+    window = table[~np.isfinite(table["phi"])].iloc[0]
+    assert f"{window['coverage95']:.3f} at 95 %, below" in text  # 0.90 at 32 windows: said, not hidden
+    save_table(table.assign(coverage95=0.96), "calibration", d)
+    assert ", at or above" in "\n".join(methods_lines(Results(d)))
+
+
+def test_refresh_rebuilds_the_summaries_the_notebooks_wrote(tmp_path):
+    """`refresh` on the committed default run rebuilds its summaries number for number (it reproduced what notebooks
+    03 and 06 had written, to the 12th digit, when the procedures were last the same), and a changed per-block
+    number moves the summary that reads it."""
+    work = tmp_path / "default"
+    shutil.copytree(DEFAULT, work, ignore=shutil.ignore_patterns("notebooks", "calibration.csv"))
+    names = refresh(work)
+    assert {"probe_summary", "pitfall_summary", "swap_predictors", "routing_summary", "calibration"} <= set(names)
+    for name in ("probe_summary", "swap_predictors", "routing_summary", "pitfall_summary"):
+        pd.testing.assert_frame_equal(load_table(name, work), load_table(name, DEFAULT), rtol=1e-9, atol=1e-12)
+    path = work / "probe.csv"  # one per-block number changed in place (the timing columns stay in timings/)
+    probe = pd.read_csv(path)
+    probe.loc[probe["model"] == "gemma3-270m", "gain"] *= 3
+    probe.to_csv(path, index=False)
+    refresh(work)
+    assert load_table("probe_summary", work)["gain_median"].iloc[1] == pytest.approx(
+        3 * load_table("probe_summary", DEFAULT)["gain_median"].iloc[1]
+    )
