@@ -21,7 +21,7 @@
 # Nothing in it is typed by hand; change a result and the report changes with it
 # (`tests/test_report.py` checks exactly that). Before writing, it measures how often the intervals the verdicts
 # read cover the truth, by simulation at this run's own number of blocks and their dependence through depth
-# (`linrec.claims.refresh.coverage`, table `calibration`, about 10 s): the report's methods section.
+# (`linrec.outputs.refresh.coverage`, table `calibration`, about 10 s): the report's methods section.
 #
 # **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
 # (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
@@ -50,10 +50,10 @@ import pandas as pd
 from IPython.display import Markdown
 
 from linrec.base.files import project_root
-from linrec.claims.refresh import coverage
 from linrec.claims.tables import save_table
 from linrec.measure.config import capture_settings
 from linrec.outputs.claim_text import claims
+from linrec.outputs.refresh import coverage
 from linrec.outputs.report import build_report, update_readme
 
 root = project_root()

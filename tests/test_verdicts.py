@@ -862,7 +862,7 @@ def test_null_blocks_z_p_and_benjamini_hochberg_by_hand():
     b = null_blocks(_null_rows([0.9, 0.5, 0.1], init)).set_index("block")
     m, sd = np.mean(init[0]), np.std(init[0], ddof=1)
     assert b.loc[0, "z_init"] == pytest.approx((0.9 - m) / sd)
-    p0 = 2 * stats.t.sf((0.9 - m) / (sd * np.sqrt(1 + 1 / 3)), 2)
+    p0 = stats.t.sf((0.9 - m) / (sd * np.sqrt(1 + 1 / 3)), 2)  # one-sided: the trained FFN above the null
     assert b.loc[0, "p_init"] == pytest.approx(p0)
     assert b.loc[0, "init_pair_gap"] == pytest.approx(np.mean([0.1, 0.2, 0.1]))
     p = b["p_init"].to_numpy()
@@ -870,9 +870,11 @@ def test_null_blocks_z_p_and_benjamini_hochberg_by_hand():
     ranked = p[order] * 3 / np.arange(1, 4)
     q = np.minimum.accumulate(ranked[::-1])[::-1]
     assert np.allclose(b["q_init"].to_numpy()[order], np.minimum(q, 1))
-    assert b.loc[2, "z_init"] == pytest.approx(0.0) and b.loc[2, "q_init"] == pytest.approx(1.0)
+    assert b.loc[2, "z_init"] == pytest.approx(0.0) and b.loc[2, "p_init"] == pytest.approx(0.5)
     strict = null_blocks(_null_rows([0.9, 0.31], [[0.1, 0.101, 0.102, 0.099]] * 2)).set_index("block")
-    assert strict["stands_out"].all()  # far outside a tight null, on both nulls
+    assert strict["stands_out"].all() and not strict["below_init"].any()  # far above a tight null, on both nulls
+    below = null_blocks(_null_rows([0.01, 0.02], [[0.5, 0.501, 0.502, 0.499]] * 2)).set_index("block")
+    assert not below["stands_out"].any() and below["below_init"].all()  # far *below*: never "standing out"
     assert not null_blocks(_null_rows([0.2], [[0.1, 0.2, 0.3]]))["stands_out"].iloc[0]
     same = null_blocks(_null_rows([0.5, 0.6], [[0.5, 0.5], [0.5, 0.5]])).set_index("block")  # identical draws
     assert same.loc[0, "p_init"] == 1.0 and same.loc[1, "p_init"] == 0.0 and same.loc[1, "z_init"] == np.inf
@@ -924,7 +926,7 @@ def test_claim2a_noise_of_the_null_ensemble_is_its_mean_pairwise_gap():
 
 def _dec_row(lo=0.1, hi=0.3, n_standout=4, n_blocks=8, model="m"):
     return {"model": model, "n_blocks": n_blocks, "n_standout": n_standout, "share_weights": 0.5,
-            "share_inputs": 0.3, "share_weights_minus_inputs_lo": lo, "share_weights_minus_inputs_hi": hi}  # fmt: skip
+            "share_inputs": 0.3, "wmi_lo": lo, "wmi_hi": hi}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -933,10 +935,9 @@ def _dec_row(lo=0.1, hi=0.3, n_standout=4, n_blocks=8, model="m"):
         ({}, "weights"),
         ({"lo": 0.0}, "undecided"),  # the interval must lie above 0
         ({"lo": EPS}, "weights"),
-        ({"n_standout": 3}, "undecided"),  # 4 of 8 is exactly half: enough; 3 is not
-        ({"lo": -0.3, "hi": -EPS, "n_standout": 3}, "inputs"),
-        ({"lo": -0.3, "hi": 0.0, "n_standout": 3}, "undecided"),
-        ({"lo": -0.3, "hi": -0.1, "n_standout": 4}, "undecided"),  # the blocks say weights, the shares inputs
+        ({"n_standout": 0}, "weights"),  # the null ensembles are reported, they do not decide
+        ({"lo": -0.3, "hi": -EPS}, "inputs"),
+        ({"lo": -0.3, "hi": 0.0}, "undecided"),
         ({"lo": np.nan}, None),
     ],
 )
@@ -947,10 +948,65 @@ def test_claim2b_outcome_thresholds(kw, outcome):
 def test_claim2b_verdict_over_models():
     one = lambda **kw: claim2b(pd.DataFrame([_dec_row(model=str(i), **k) for i, k in enumerate(kw["rows"])]))  # noqa: E731
     assert one(rows=[{}, {}]).verdict == REPRODUCED
-    assert one(rows=[{}, {"lo": -0.2, "hi": -0.1, "n_standout": 0}]).verdict == PARTLY
-    assert one(rows=[{"lo": -0.2, "hi": 0.1}]).verdict == NOT_REPRODUCED
+    assert one(rows=[{}, {"lo": -0.2, "hi": -0.1}]).verdict == PARTLY
+    assert one(rows=[{"lo": -0.2, "hi": -0.1}]).verdict == NOT_REPRODUCED  # "inputs"
+    assert one(rows=[{}, {"lo": -0.2, "hi": 0.1}]).verdict == REPRODUCED  # the undecided model is not counted
+    v = one(rows=[{"lo": -0.2, "hi": 0.1}])
+    assert v.verdict == NOT_TESTABLE and "undecided" in v.reason  # undecided is not "not reproduced"
     assert one(rows=[{"lo": np.nan}]).verdict == NOT_TESTABLE
     assert claim2b(None).verdict == NOT_TESTABLE
+
+
+def _planted_matrix(a, b, noise=0.0, band=2, seed=0, model="m"):
+    """A cross matrix R(FFN i, inputs j) = 0.5 + a_i + b_j (+ noise) on |i − j| ≤ band."""
+    rng = np.random.default_rng(seed)
+    n = len(a)
+    rows = [{"model": model, "ffn_block": i, "input_block": j, "r2": 0.5 + a[i] + b[j] + noise * rng.standard_normal()}
+            for i in range(n) for j in range(n) if abs(i - j) <= band]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _decomposed(matrix, window_halfwidth=0.01):
+    from linrec.analyses.decomposition import two_factor_shares
+
+    m = matrix
+    s = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
+    wmi = float(s["weights"] - s["inputs"])
+    return pd.DataFrame([{"model": "m", "n_blocks": m["ffn_block"].nunique(), "n_standout": 0,
+                          "share_weights": s["weights"], "share_inputs": s["inputs"],
+                          "share_weights_minus_inputs": wmi, "share_weights_minus_inputs_lo": wmi - window_halfwidth,
+                          "share_weights_minus_inputs_hi": wmi + window_halfwidth}])  # fmt: skip
+
+
+def test_decomposition_interval_is_the_jackknife_over_blocks_by_hand():
+    """`decomposition_intervals` against a leave-one-block-out jackknife written out here, combined with the
+    windows' half-width, and the three outcomes reached by planted matrices: strong weights, strong inputs, and
+    neither (the same spread on both factors)."""
+    from linrec.analyses.decomposition import two_factor_shares
+    from linrec.claims.learned import decomposition_intervals
+
+    n = 14
+    rng = np.random.default_rng(0)
+    m = _planted_matrix(rng.normal(0, 0.2, n), rng.normal(0, 0.05, n), noise=0.02)
+    d = decomposition_intervals(_decomposed(m), m).iloc[0]
+
+    def wmi(t):
+        s = two_factor_shares(t["ffn_block"], t["input_block"], t["r2"].to_numpy(float))
+        return s["weights"] - s["inputs"]
+
+    jack = np.array([wmi(m[(m["ffn_block"] != b) & (m["input_block"] != b)]) for b in range(n)])
+    se = np.sqrt((n - 1) / n * ((jack - jack.mean()) ** 2).sum())
+    assert d["wmi_se_jack"] == pytest.approx(se) and d["wmi_se_windows"] == pytest.approx(0.01 / 1.959964)
+    half = stats.t.ppf(0.975, n - 1) * np.sqrt(se**2 + (0.01 / 1.959964) ** 2)
+    assert (d["wmi_lo"], d["wmi_hi"]) == pytest.approx((wmi(m) - half, wmi(m) + half))
+    assert d["wmi_band1"] == pytest.approx(wmi(m[(m["ffn_block"] - m["input_block"]).abs() <= 1]))
+    assert weights_word(d) == "weights"
+    rng = np.random.default_rng(0)
+    m = _planted_matrix(rng.normal(0, 0.05, n), rng.normal(0, 0.2, n), noise=0.02)
+    assert weights_word(decomposition_intervals(_decomposed(m), m).iloc[0]) == "inputs"
+    rng = np.random.default_rng(0)
+    m = _planted_matrix(rng.normal(0, 0.1, n), rng.normal(0, 0.1, n), noise=0.05)
+    assert weights_word(decomposition_intervals(_decomposed(m), m).iloc[0]) == "undecided"
 
 
 def test_input_control_summary():

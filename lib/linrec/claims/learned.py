@@ -21,7 +21,6 @@ from linrec.claims.rules import (
     CLAIM2_FDR,
     CLAIM2_MIN_EFFECT,
     CLAIM2_NOISE_FACTOR,
-    CLAIM2_STANDOUT_SHARE,
     GAUSSIAN_DROP,
     NOT_REPRODUCED,
     NOT_TESTABLE,
@@ -31,6 +30,7 @@ from linrec.claims.rules import (
     by_share,
     require,
     spearman,
+    tally_decided,
 )
 from linrec.claims.swap import claim6a, claim6b
 
@@ -96,8 +96,12 @@ def null_blocks(nulls: pd.DataFrame) -> pd.DataFrame:
     """Per block (`linrec.analyses.decomposition.inputs_or_weights`' `nulls`): the trained FFN's R² against each null
     ensemble on
     the same rows. z = (trained − mean) / sd; p from the prediction interval of a new draw (t with k − 1 degrees of
-    freedom, (trained − mean) / (sd √(1 + 1/k)), two-sided, assuming the null draws are normal); q: Benjamini–Hochberg
-    over the model's blocks, per null. A block `stands_out` when q < CLAIM2_FDR for both nulls."""
+    freedom, (trained − mean) / (sd √(1 + 1/k)), one-sided: the trained FFN *above* the null, assuming the null draws
+    are normal); q: Benjamini–Hochberg over the model's blocks, per null. A block `stands_out` when q < CLAIM2_FDR
+    for both nulls: its trained weights make its map more linear than weights of its shape drawn at random or
+    shuffled would on the same inputs. What the nulls can show is one-sided (a trained FFN far *below* its random-init
+    draws is common, and says only that training made the block less linear); `below_init` counts it apart, at the
+    same q."""
     require(nulls, ["model", "block", "ffn", "draw", "r2"], "null_blocks")
     rows = []
     for (model, block), t in nulls.groupby(["model", "block"], sort=False):
@@ -108,11 +112,16 @@ def null_blocks(nulls: pd.DataFrame) -> pd.DataFrame:
             sd = float(np.std(v, ddof=1)) if k > 1 else np.nan
             diff = row["r2_trained"] - m
             z = p = np.nan
+            p_below = np.nan
             if k > 1 and sd > 0:
                 z = diff / sd
-                p = float(2 * stats.t.sf(abs(diff) / (sd * np.sqrt(1 + 1 / k)), k - 1))
+                p = float(stats.t.sf(diff / (sd * np.sqrt(1 + 1 / k)), k - 1))
+                p_below = float(stats.t.cdf(diff / (sd * np.sqrt(1 + 1 / k)), k - 1))
             elif k > 1:  # identical draws: the trained FFN is either one of them or outside all of them
-                z, p = (0.0, 1.0) if diff == 0 else (np.copysign(np.inf, diff), 0.0)
+                z = 0.0 if diff == 0 else np.copysign(np.inf, diff)
+                p, p_below = (1.0, 1.0) if diff == 0 else (float(diff < 0), float(diff > 0))
+            if name == "init":
+                row["p_below_init"] = p_below
             row.update({f"n_{name}": k, f"{name}_mean": m, f"{name}_sd": sd, f"{name}_pair_gap": _mean_pair_gap(v),
                         f"z_{name}": z, f"p_{name}": p})  # fmt: skip
         rows.append(row)
@@ -122,6 +131,56 @@ def null_blocks(nulls: pd.DataFrame) -> pd.DataFrame:
         for _, idx in out.groupby("model", sort=False).groups.items():
             out.loc[idx, f"q_{name}"] = benjamini_hochberg(out.loc[idx, f"p_{name}"].to_numpy(float))
     out["stands_out"] = (out["q_init"] < CLAIM2_FDR) & (out["q_shuffled"] < CLAIM2_FDR)
+    out["below_init"] = False
+    for _, idx in out.groupby("model", sort=False).groups.items():
+        out.loc[idx, "below_init"] = benjamini_hochberg(out.loc[idx, "p_below_init"].to_numpy(float)) < CLAIM2_FDR
+    return out.drop(columns="p_below_init")
+
+
+def decomposition_intervals(decomposition: pd.DataFrame, matrix: pd.DataFrame, blocks: pd.DataFrame | None = None):
+    """Claim 2b's interval with every source of its variability (issue 45): per model, the weights' minus the
+    inputs' unique share of the cross matrix (`linrec.analyses.decomposition.two_factor_shares`) with
+
+    - `wmi_se_jack`: a leave-one-block-out jackknife over the blocks (dropping every entry of block b, as FFN or
+      as inputs): how much the number owes to which blocks were measured, and to the fits on their rows;
+    - `wmi_se_windows`: the held-out windows' part, read from the window-bootstrap interval (half-width / 1.96);
+    - `wmi_lo`, `wmi_hi`: the 95 % interval point ± t_{blocks − 1} · √(se_blocks² + se_windows²);
+    - `wmi_band1`: the same share difference on the entries with |i − j| ≤ 1 only (the cross band's sensitivity);
+    - `n_standout`, `n_below_init` from `blocks` (`null_blocks`): blocks whose trained FFN is above both null
+      ensembles, and below its random-init draws (one-sided, Benjamini–Hochberg q < CLAIM2_FDR).
+
+    Returns `decomposition` with these columns (replaced where present)."""
+    from scipy.stats import t as student
+
+    from linrec.analyses.decomposition import two_factor_shares
+
+    def wmi(m: pd.DataFrame) -> float:
+        s = two_factor_shares(m["ffn_block"].to_numpy(), m["input_block"].to_numpy(), m["r2"].to_numpy(float))
+        return float(s["weights"] - s["inputs"])
+
+    out = decomposition.copy()
+    for col in ("wmi_se_jack", "wmi_se_windows", "wmi_lo", "wmi_hi", "wmi_band1"):
+        out[col] = np.nan
+    for k, row in out.iterrows():
+        m = matrix[matrix["model"] == row["model"]]
+        ids = np.unique(np.concatenate([m["ffn_block"].to_numpy(), m["input_block"].to_numpy()]))
+        if len(ids) < 3:
+            continue
+        point = wmi(m)
+        jack = np.array([wmi(m[(m["ffn_block"] != b) & (m["input_block"] != b)]) for b in ids])
+        n = len(ids)
+        se_b = float(np.sqrt((n - 1) / n * ((jack - jack.mean()) ** 2).sum()))
+        se_w = float(row["share_weights_minus_inputs_hi"] - row["share_weights_minus_inputs_lo"]) / (2 * 1.959964)
+        half = float(student.ppf(0.975, n - 1)) * np.sqrt(se_b**2 + se_w**2)
+        band1 = m[(m["ffn_block"] - m["input_block"]).abs() <= 1]
+        out.loc[k, ["wmi_se_jack", "wmi_se_windows", "wmi_lo", "wmi_hi", "wmi_band1"]] = [
+            se_b, se_w, point - half, point + half, wmi(band1) if len(band1) > len(ids) else np.nan
+        ]  # fmt: skip
+    if blocks is not None:
+        counts = blocks.groupby("model", sort=False).agg(n_standout=("stands_out", "sum"),
+                                                         n_below_init=("below_init", "sum"))  # fmt: skip
+        out["n_standout"] = out["model"].map(counts["n_standout"]).astype(float)
+        out["n_below_init"] = out["model"].map(counts["n_below_init"]).astype(float)
     return out
 
 
@@ -173,17 +232,14 @@ def learned_word(row: Mapping) -> str | None:
 
 
 def weights_word(row: Mapping) -> str | None:
-    """Claim 2b for one model (RULES["2b"]) from its decomposition and its count of blocks standing out."""
-    lo, hi = row.get("share_weights_minus_inputs_lo", np.nan), row.get("share_weights_minus_inputs_hi", np.nan)
-    n, k = row.get("n_blocks", np.nan), row.get("n_standout", np.nan)
-    if not all(np.isfinite(v) for v in (lo, hi, n, k)):
+    """Claim 2b for one model (RULES["2b"]): "weights" if the 95 % interval of the weights' minus the inputs' unique
+    share, with the blocks' and the windows' variability (`decomposition_intervals`: `wmi_lo`, `wmi_hi`), lies above
+    0, "inputs" if it lies below 0, "undecided" otherwise; None where it was not measured. The null ensembles are
+    reported beside it (`n_standout`: blocks whose trained weights beat both) and do not decide."""
+    lo, hi = row.get("wmi_lo", np.nan), row.get("wmi_hi", np.nan)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
         return None
-    many = k >= CLAIM2_STANDOUT_SHARE * n
-    if lo > 0 and many:
-        return "weights"
-    if hi < 0 and not many:
-        return "inputs"
-    return "undecided"
+    return "weights" if lo > 0 else "inputs" if hi < 0 else "undecided"
 
 
 # ---- notebook 08: the seeds experiment ----------------------------------------------------------------------------
@@ -262,7 +318,14 @@ def claim2b(decomposition: pd.DataFrame | None) -> Verdict:
     if decomposition is None or decomposition.empty or "share_weights" not in decomposition:
         return Verdict("2b", NOT_TESTABLE, reason="notebook 07 not run")
     ev = [{**r, "outcome": weights_word(r)} for r in decomposition.to_dict("records")]
-    return by_share("2b", ev, "outcome", "weights", "no decomposition or null ensemble was measured")
+    words = [e["outcome"] for e in ev if e["outcome"] is not None]
+    if not words:
+        return Verdict("2b", NOT_TESTABLE, ev, reason="no decomposition interval was measured; rerun notebook 07")
+    word = tally_decided(words, "weights", "undecided")
+    if word == NOT_TESTABLE:
+        return Verdict("2b", NOT_TESTABLE, ev, reason="undecided for every model: the interval of weights − inputs, "
+                       "with the blocks' and the windows' variability, includes 0")  # fmt: skip
+    return Verdict("2b", word, ev)
 
 
 # every claim's verdict function, in the order of RULES

@@ -308,7 +308,7 @@ TABLES: dict[str, TableSpec] = {
         "what procedure n_blocks models phi rho reps coverage95 coverage90 p_effect p_no_effect p_inconclusive",
         "per across-block correlation a verdict reads: the measured coverage of its 95 % and 90 % intervals and the "
         "share of each equivalence outcome at ρ = 0, simulated at the data's own blocks and AR(1) dependence "
-        "(linrec.claims.refresh.coverage)",
+        "(linrec.outputs.refresh.coverage)",
     ),
     "routing_summary": _spec(
         "06",
@@ -349,7 +349,7 @@ TABLES: dict[str, TableSpec] = {
     "controls_null_blocks": _spec(
         "07",
         "model block r2_trained n_init init_mean init_sd init_pair_gap z_init p_init n_shuffled shuffled_mean "
-        "shuffled_sd shuffled_pair_gap z_shuffled p_shuffled q_init q_shuffled stands_out",
+        "shuffled_sd shuffled_pair_gap z_shuffled p_shuffled q_init q_shuffled stands_out below_init",
         "per block: the trained FFN against each null ensemble, z-scores, Benjamini–Hochberg q "
         "(linrec.claims.learned.null_blocks)",
     ),
@@ -363,7 +363,8 @@ TABLES: dict[str, TableSpec] = {
         "07",
         "model n_blocks n_standout n_entries n_windows share_weights share_weights_lo share_weights_hi share_inputs "
         "share_inputs_lo share_inputs_hi share_shared share_shared_lo share_shared_hi share_residual share_residual_lo "
-        "share_residual_hi share_weights_minus_inputs share_weights_minus_inputs_lo share_weights_minus_inputs_hi",
+        "share_residual_hi share_weights_minus_inputs share_weights_minus_inputs_lo share_weights_minus_inputs_hi "
+        "n_below_init wmi_se_jack wmi_se_windows wmi_lo wmi_hi wmi_band1",
         "per model: claim 2b's decomposition of the cross matrix with window-bootstrap intervals, and the blocks "
         "that stand out from both nulls (linrec.analyses.decomposition.decomposition)",
     ),

@@ -346,17 +346,21 @@ def claim2b(r: Results) -> Claim:
         f"{e['model']}: {e['outcome'] or 'not measured'}; unique share of the cross matrix's variance of the weights "
         f"{fmt(e['share_weights'], 2)} {_ci(e['share_weights_lo'], e['share_weights_hi'])}, of the inputs "
         f"{fmt(e['share_inputs'], 2)} {_ci(e['share_inputs_lo'], e['share_inputs_hi'])} (difference "
-        f"{_ci(e['share_weights_minus_inputs_lo'], e['share_weights_minus_inputs_hi'])}); {int(e['n_standout'])} of "
-        f"{int(e['n_blocks'])} blocks stand out from both null ensembles"
+        f"{fmt(e['share_weights_minus_inputs'], 2)}: held-out windows alone "
+        f"{_ci(e['share_weights_minus_inputs_lo'], e['share_weights_minus_inputs_hi'])}, with the blocks' "
+        f"variability (leave-one-block-out jackknife, se {fmt(e.get('wmi_se_jack'), 2)}) "
+        f"{_ci(e.get('wmi_lo'), e.get('wmi_hi'))}; on the |i − j| ≤ 1 entries only {fmt(e.get('wmi_band1'), 2)}); "
+        f"{int(e['n_standout'])} of {int(e['n_blocks'])} blocks are more linear than both null ensembles, "
+        f"{_n(e.get('n_below_init'))} less linear than their random-init draws"
         for e in v.evidence
     ]
     head = _head(
-        "weights' minus inputs' share, 95 % CI",
-        [
-            f"{e['model']} {_ci(e['share_weights_minus_inputs_lo'], e['share_weights_minus_inputs_hi'])}"
-            for e in v.evidence
-        ],
-    )
+        "weights' minus inputs' share, 95 % CI (blocks and windows)",
+        [f"{e['model']} {fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))}"
+         for e in v.evidence],
+    )  # fmt: skip
+    if v.verdict == NOT_TESTABLE:
+        parts.append(v.reason)
     return Claim("2b", "; ".join(parts), v.verdict, "", head, parts)
 
 

@@ -113,9 +113,10 @@ def controls_findings(
             f"{e['model']} (2b: {e['outcome'] or 'not testable'}): shares of the cross matrix's variance: weights "
             f"{e['share_weights']:.2f} [{e['share_weights_lo']:.2f}, {e['share_weights_hi']:.2f}], inputs "
             f"{e['share_inputs']:.2f} [{e['share_inputs_lo']:.2f}, {e['share_inputs_hi']:.2f}] (each what only it can "
-            f"carry), either {e['share_shared']:.2f}, interaction {e['share_residual']:.2f}; {int(e['n_standout'])} of "
-            f"{int(e['n_blocks'])} "
-            "blocks stand out from both null ensembles."
+            f"carry), either {e['share_shared']:.2f}, interaction {e['share_residual']:.2f}; weights − inputs "
+            f"{e['share_weights_minus_inputs']:.2f} [{e['wmi_lo']:.2f}, {e['wmi_hi']:.2f}] with the blocks' "
+            f"variability; {int(e['n_standout'])} of {int(e['n_blocks'])} blocks are more linear than both null "
+            f"ensembles, {int(e['n_below_init'])} less linear than their random-init draws."
         )
     return lines
 

@@ -1,5 +1,5 @@
 """The report's methods section: how often the intervals the verdicts read cover the truth (results table
-`calibration`, written by notebook 09 through `linrec.claims.refresh.coverage`; issue 45)."""
+`calibration`, written by notebook 09 through `linrec.outputs.refresh.coverage`; issue 45)."""
 
 from __future__ import annotations
 

@@ -243,10 +243,11 @@ CHANGE = {
     "under 0.1, makes a model 'not learned'; in the seeds experiment, two init seeds whose distance clears both the "
     "noise floor and 0.1 make the profile individual to a run (reproduced), seeds within 0.1 of each other while "
     "GELU and SwiGLU differ make it architectural (partly)",
-    "2b": "an interval of the weights' minus the inputs' share that excludes 0 decides a model; one that includes 0 "
-    "leaves it undecided",
-    3: "a 90 % interval of r inside ±0.3 shows 'uncorrelated'; a 95 % interval excluding 0 shows a correlation; "
-    "more blocks (a bigger model or more models) are what narrows it",
+    "2b": "an interval of the weights' minus the inputs' share, with the blocks' and the windows' variability, "
+    "that lies above 0 makes a model 'weights', below 0 'inputs'; one that includes 0 leaves it undecided (not "
+    "counted); more blocks, or a wider cross band, are what narrows it",
+    3: "a 90 % interval of the pooled r inside ±0.3 shows 'uncorrelated'; a 95 % interval excluding 0 shows a "
+    "correlation; more blocks (a bigger model or more models: the claim states how many) are what narrows it",
     4: "a broadly linear and an outlier-concentrated block (rank ≈ 1) both among the blocks with R²_lin ≥ 0.6 in "
     "each model",
     5: "a block × corpus share whose interval reaches 0.1 would make the profile corpus-dependent in shape",
@@ -271,7 +272,7 @@ CAVEATS = {
     4: "SmolLM2 runs without a BOS token, so some of its high-R²_lin blocks sit on the first position",
     5: "the three corpora are small offline samples (wiki, web, code)",
     "6a": "ΔPPL on held-out windows of the same corpus, at the profile's window length",
-    "6b": "a correlation over 30 or 18 blocks, resampled in runs of adjacent blocks",
+    "6b": "a correlation over 30 or 18 blocks, neighbours dependent: the interval uses their effective number",
     "7a": "the budget is 5 epochs of the probe rows; tuned optimisers reach the ceiling given more steps (7b)",
     "7b": "the mechanism blocks are the best- and worst-conditioned, on the probe rows",
 }

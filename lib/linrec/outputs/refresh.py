@@ -3,13 +3,15 @@
 The summaries a verdict reads (`probe_summary`, `probe_summary_ex_first`, `pitfall_summary`, `swap_predictors`,
 `routing_summary`) are functions of per-block tables the notebooks already wrote (`probe`, `probe_ranks`,
 `probe_ex_first`, `pitfall_budget`, `pitfall_dose`, `swap_predictor_values`, `swap`, `routing_routable`, `r2_lin`,
-`routing_identity`): no model, capture or perplexity is needed to redo them. When a procedure changes (issue 45
+`routing_identity`); claim 2b's `controls_null_blocks` and the intervals of `controls_decomposition` are
+functions of `controls_weight_nulls`, `controls_cross_matrix` and the decomposition's window-bootstrap interval. No
+model, capture or perplexity is needed to redo them. When a procedure changes (issue 45
 replaced the moving-block percentile bootstrap of the correlations across blocks, which under-covered, by Fisher's
 interval at an effective number of blocks), `refresh` brings a folder's summaries up to date in seconds, exactly
-as notebooks 03 and 06 would write them from the same per-block tables; the executed notebooks in that folder keep
+as notebooks 03, 06 and 07 would write them from the same per-block tables; the executed notebooks in that folder keep
 what they printed when they ran.
 
-    python -m linrec.claims.refresh results/full
+    python -m linrec.outputs.refresh results/full
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from pathlib import Path
 import pandas as pd
 
 from linrec.base.errors import LinrecError
+from linrec.claims.learned import claim2a, claim2b, decomposition_intervals, null_blocks
 from linrec.claims.probe import pitfall_summary, probe_summary
+from linrec.claims.registry import TABLES
 from linrec.claims.swap import routing_summary, swap_predictors
 from linrec.claims.tables import ROW_KEYS, load_table, load_timings, save_table, table_path
+from linrec.outputs.findings import controls_findings
 
 
 def _read_all(results_dir: Path, name: str) -> pd.DataFrame | None:
@@ -70,6 +75,24 @@ def refresh(results_dir: str | Path, n_boot: int = 2000, seed: int = 0) -> list[
         routing = routing_summary(routable, r2, pred, _read_all(d, "routing_identity"), n_boot=n_boot, seed=seed)
         save_table(routing, "routing_summary", d)
         done.append("routing_summary")
+    nulls, matrix = _read_all(d, "controls_weight_nulls"), _read_all(d, "controls_cross_matrix")
+    dec_path = table_path("controls_decomposition", d)  # read as written: the columns refresh adds may be missing
+    dec = pd.read_csv(dec_path) if dec_path.exists() else None
+    if dec is not None:  # the columns refresh writes are computed again; any a former linrec wrote are dropped
+        dec = dec[[c for c in dec.columns if c in TABLES["controls_decomposition"].columns]]
+    if nulls is not None and matrix is not None and dec is not None:
+        blocks = null_blocks(nulls)
+        save_table(blocks, "controls_null_blocks", d)
+        decomposed = decomposition_intervals(dec, matrix, blocks)
+        save_table(decomposed, "controls_decomposition", d)
+        done += ["controls_null_blocks", "controls_decomposition"]
+        init_summary, learned = _read_all(d, "controls_random_init_summary"), _read_all(d, "controls_learned")
+        if init_summary is not None and learned is not None and table_path("controls_verdict", d).exists():
+            lines = controls_findings(init_summary, _read_all(d, "controls_inputs_summary"),
+                                      _read_all(d, "controls_cross_feed_summary"), claim2a(learned),
+                                      claim2b(decomposed))  # fmt: skip
+            save_table(pd.DataFrame({"finding": lines}), "controls_verdict", d)
+            done.append("controls_verdict")
     if coverage_settings(d):
         save_table(coverage(d), "calibration", d)
         done.append("calibration")
@@ -155,7 +178,7 @@ def _study_corpus(d: Path, r2: pd.DataFrame) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
-        print("usage: python -m linrec.claims.refresh RESULTS_DIR [RESULTS_DIR ...]", file=sys.stderr)
+        print("usage: python -m linrec.outputs.refresh RESULTS_DIR [RESULTS_DIR ...]", file=sys.stderr)
         return 2
     for folder in args:
         print(f"{folder}: refreshed {', '.join(refresh(folder)) or 'nothing'}")
