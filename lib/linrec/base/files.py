@@ -104,8 +104,9 @@ def manifest(directory: str | Path, skip: tuple[str, ...] = ()) -> dict[str, dic
     return out
 
 
-def verify_manifest(directory: str | Path, files: object) -> str | None:
-    """None if every file of the manifest `files` is in `directory` with its size and sha256; else what is wrong."""
+def verify_manifest(directory: str | Path, files: object, digest=sha256_file) -> str | None:
+    """None if every file of the manifest `files` is in `directory` with its size and sha256; else what is wrong.
+    `digest`: how a file's sha256 is had (`file_digest` where a remembered one will do)."""
     directory = Path(directory)
     if not isinstance(files, dict) or not files:
         return "no file manifest"
@@ -115,7 +116,7 @@ def verify_manifest(directory: str | Path, files: object) -> str | None:
             return f"{rel} is missing"
         if p.stat().st_size != want.get("size"):
             return f"{rel} has the wrong size"
-        if sha256_file(p) != want.get("sha256"):
+        if digest(p) != want.get("sha256"):
             return f"{rel} checksum mismatch"
     return None
 
@@ -324,19 +325,23 @@ def stale_digests() -> list[Path]:
 def path_identity(path: str | Path) -> str:
     """ "path:<resolved path>:<digest>" of a file or directory, for cache keys: the digest covers every file's
     name and sha256 (`file_digest`), so new content under the same name, size and mtime is a new identity. Hidden
-    paths (.git, whose objects can hold a second copy of the weights) and linrec's own cache are left out."""
+    paths (.git, whose objects can hold a second copy of the weights) are left out, and so is linrec's own cache
+    should it live inside the folder; a folder inside the cache (a trained checkpoint under training/) is hashed
+    like any other."""
     path = Path(path).expanduser()
     if path.is_dir():
         try:
             cache = cache_root().resolve()
         except LinrecError:  # no usable cache (a --no-cache run): nothing of it can be inside the folder
             cache = None
+        if cache is not None and path.resolve() not in cache.parents:
+            cache = None  # the cache is not inside this folder: nothing of the folder is left out for it
         files = [
             f
             for f in sorted(path.rglob("*"))
             if f.is_file()
             and not any(part.startswith(".") for part in f.relative_to(path).parts)  # .git, .cache: not the model
-            and (cache is None or cache not in f.resolve().parents)  # linrec's own cache, should it live inside
+            and (cache is None or cache not in f.resolve().parents)  # linrec's own cache, living inside the folder
         ]
     else:
         files = [path]
