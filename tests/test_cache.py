@@ -1,4 +1,5 @@
-"""Issue 51: nothing stale is served. A save or a trained checkpoint is identified by every file's content."""
+"""Issue 51: nothing stale is served. A save or a trained checkpoint is identified by every file's content; an
+interrupted `linrec train --no-cache` leaves no temporary folder."""
 
 import json
 import os
@@ -131,6 +132,41 @@ def test_a_cache_inside_a_model_folder_is_still_not_part_of_the_model(tmp_path, 
     (tmp_path / "model" / "linrec-cache" / "captures").mkdir(parents=True)
     (tmp_path / "model" / "linrec-cache" / "captures" / "x.bin").write_bytes(b"x")
     assert model_identity(model) == first
+
+
+# ---- case 8: an interrupted `linrec train --no-cache` leaves no temporary folder ---------------------------------
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_an_interrupted_uncached_training_run_removes_its_folder(tmp_path, monkeypatch, stop):
+    import tempfile
+
+    from linrec.inputs import training
+
+    text = tmp_path / "text.txt"
+    text.write_text(f"\n{training.EOS}\n".join(tiny_text(400, seed=s) for s in range(12)))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    real = training.train_model
+
+    def interrupted(cfg, vocab, windows, on_checkpoint=None, progress=True):
+        def save_then_stop(step, model):
+            on_checkpoint(step, model)
+            if step > 0:  # a checkpoint is on disk: the folder is not empty when the signal comes
+                raise stop(128 + 15) if stop is SystemExit else stop()
+
+        return real(cfg, vocab, windows, on_checkpoint=save_then_stop, progress=False)
+
+    monkeypatch.setattr(training, "train_model", interrupted)
+    args = ["train", "--text", text, "--d-model", 16, "--layers", 1, "--heads", 2, "--vocab", 300, "--seq-len", 16,
+            "--batch-size", 4, "--steps", 3, "--no-cache"]  # fmt: skip
+    code, _, _ = _main(*args)
+    assert code == (130 if stop is KeyboardInterrupt else 143)
+    assert list(scratch.glob("linrec-train-*")) == []  # (torch may keep a folder of its own there)
+    monkeypatch.setattr(training, "train_model", real)
+    code, out, err = _main(*args)  # a run that finishes keeps its folder: its checkpoints are what it prints
+    assert code == 0, err
+    (kept,) = scratch.glob("linrec-train-*")
+    assert str(kept) in out and (kept / "step_000003" / "model.safetensors").is_file()
 
 
 # ---- case 10: the words name the real culprit ---------------------------------------------------------------------
