@@ -150,12 +150,20 @@ def cache_slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name or name)[:40]
 
 
+def staged_name(directory: str | Path) -> str:
+    """The name `directory` will have once `atomic_dir` renames it into place (its own name if it is not staged)."""
+    m = re.match(r"^\.(.+)\.tmp-\d+-[0-9a-f]{8}$", Path(directory).name)
+    return m[1] if m else Path(directory).name
+
+
 def write_entry(directory: str | Path, meta: dict) -> None:
     """Finish a cache entry whose files are written: `meta.json` = `meta` + the manifest of every other file
-    (size, sha256) + "complete", sealed with its own checksum. Call it last, inside `atomic_dir`."""
+    (size, sha256) + "complete" + the entry's own folder name ("entry": an entry copied or renamed to another
+    request's name is found, `linrec.base.cache.read`), sealed with its own checksum. Call it last, inside
+    `atomic_dir`."""
     directory = Path(directory)
     body = {**meta, "manifest": manifest(directory, skip=("meta.json",)), "complete": True}
-    (directory / "meta.json").write_text(seal(body))
+    (directory / "meta.json").write_text(seal({**body, "entry": staged_name(directory)}))
 
 
 def read_entry(directory: str | Path, version: int | str) -> dict | None:

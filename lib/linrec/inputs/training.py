@@ -380,7 +380,7 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
         write_entry(tmp, meta)
         return TrainedRun(cfg, entry if cache else tmp, meta, False, table)
 
-    return get_or_compute(entry, TRAINING_VERSION, load, compute, cache)
+    return get_or_compute(entry, TRAINING_VERSION, load, compute, cache, {"config": asdict(cfg)})
 
 
 def runs(configs: list[TrainConfig], progress: bool = True) -> dict[str, TrainedRun]:
