@@ -85,20 +85,20 @@ def entry_path(kind: str, name: str, key: str) -> Path:
 def other_request(entry: Path, meta: dict, expect: Mapping | None = None) -> str | None:
     """None if the entry's `meta` was made for this request: written as this folder (`meta["entry"]`, recorded by
     `write_entry`) and with each field of `expect` (e.g. {"config": …}) as asked; else what differs, in words. An
-    entry written before a field was recorded is checked on the others."""
+    entry written before a field (or a setting of its config) was recorded is checked on the others: its cache key
+    already says whether the request is the same."""
     if meta.get("entry", entry.name) != entry.name:
         return f"it was written as {meta['entry']} and copied or renamed since"
     for name, want in (expect or {}).items():
         if name not in meta:
             continue
         want, have = json.loads(json.dumps(want)), meta[name]  # as stored: tuples are lists
-        if have == want:
-            continue
         if isinstance(have, dict) and isinstance(want, dict):
-            diff = [f"{k} {have.get(k)!r} there, {want.get(k)!r} asked" for k in sorted({*have, *want})
-                    if have.get(k) != want.get(k)]  # fmt: skip
-            return f"its {name} differs: {'; '.join(diff[:3])}"
-        return f"its {name} differs"
+            diff = [f"{k} {have[k]!r} there, {want.get(k)!r} asked" for k in sorted(have) if have[k] != want.get(k)]
+            if diff:
+                return f"its {name} differs: {'; '.join(diff[:3])}"
+        elif have != want:
+            return f"its {name} differs"
     return None
 
 
