@@ -416,8 +416,8 @@ def test_cache_is_listed_and_pruned_oldest_first(saved_tiny, cache, capsys):
     assert "2048 tokens × seq 32, 500 sampled rows" in entries[0].made_by
     assert entries[0].size == sum(p.stat().st_size for p in a.path.rglob("*") if p.is_file())
     assert main(["cache"]) == 0 and "4 entries (capture" in capsys.readouterr().out
-    assert [e.path for e in prune_cache(older_than_days=7, dry_run=True)] == [a.path] and a.path.exists()
-    gone = prune_cache(max_bytes=entries[2].size + 1)  # room for the newest only
+    assert [e.path for e in prune_cache(older_than_days=7, dry_run=True).removed] == [a.path] and a.path.exists()
+    gone = prune_cache(max_bytes=entries[2].size + 1).removed  # room for the newest only
     assert [e.path for e in gone] == [a.path, b.path]
     assert not a.path.exists() and not b.path.exists() and c.path.exists() and keep.exists() and not stale.exists()
     assert main(["cache", "prune", "--older-than", "0"]) == 0 and not c.path.exists()
@@ -622,7 +622,7 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
     assert main(["cache"]) == 0 and "2 entries" in capsys.readouterr().out
     old = _time.time() - 30 * 86400
     os.utime(curve.path, (old, old))
-    assert [e.path for e in prune_cache(older_than_days=7)] == [curve.path] and not curve.path.exists()
+    assert [e.path for e in prune_cache(older_than_days=7).removed] == [curve.path] and not curve.path.exists()
     assert cap.path.exists()
     (curve.path).mkdir()  # a curve entry without its meta.json: warned and recomputed
     (curve.path / "curve.npz").write_bytes(b"x")

@@ -278,11 +278,25 @@ def cmd_cache(args) -> None:
 
     if args.action == "prune":
         max_bytes = None if args.max_size is None else int(args.max_size * 2**30)
-        gone = cache.prune(args.older_than, max_bytes, dry_run=args.dry_run)
+        done = cache.prune(args.older_than, max_bytes, dry_run=args.dry_run)
         verb = "would remove" if args.dry_run else "removed"
-        for e in gone:
+        for e in done.removed:
             print(f"{verb} {e.path.name} ({e.size / 2**20:,.0f} MiB, {e.age_days:.1f} days): {e.made_by}")
-        print(f"{verb} {len(gone)} entries, {sum(e.size for e in gone) / 2**30:.2f} GiB", file=sys.stderr)
+        for e in done.in_use:
+            print(f"kept {e.path.name}: in use by a running process (prune again once it has finished)")
+        for e in done.links:
+            print(f"kept {e.path.name}: a symbolic link, which linrec does not remove (delete the link yourself)")
+        kept = [f"{len(done.in_use)} in use by a running process"] if done.in_use else []
+        kept += [f"{len(done.links)} symbolic link(s)"] if done.links else []
+        summary = f"{verb} {len(done.removed)} entries, {sum(e.size for e in done.removed) / 2**30:.2f} GiB"
+        print(summary + (f"; kept {', '.join(kept)}" if kept else ""), file=sys.stderr)
+        if done.failed:
+            reasons = ", ".join(sorted({why for _, why in done.failed}))
+            raise LinrecError(
+                f"could not remove {len(done.failed)} entries, {sum(e.size for e, _ in done.failed) / 2**30:.2f} GiB "
+                f"({reasons}), and they are kept whole; make {cache.folder('capture').parent} writable, or prune "
+                "as a user who can write it"
+            )
         return
     entries = cache.entries()
     for e in entries:

@@ -104,8 +104,9 @@ def manifest(directory: str | Path, skip: tuple[str, ...] = ()) -> dict[str, dic
     return out
 
 
-def verify_manifest(directory: str | Path, files: object) -> str | None:
-    """None if every file of the manifest `files` is in `directory` with its size and sha256; else what is wrong."""
+def verify_manifest(directory: str | Path, files: object, digest=sha256_file) -> str | None:
+    """None if every file of the manifest `files` is in `directory` with its size and sha256; else what is wrong.
+    `digest`: how a file's sha256 is had (`file_digest` where a remembered one will do)."""
     directory = Path(directory)
     if not isinstance(files, dict) or not files:
         return "no file manifest"
@@ -115,7 +116,7 @@ def verify_manifest(directory: str | Path, files: object) -> str | None:
             return f"{rel} is missing"
         if p.stat().st_size != want.get("size"):
             return f"{rel} has the wrong size"
-        if sha256_file(p) != want.get("sha256"):
+        if digest(p) != want.get("sha256"):
             return f"{rel} checksum mismatch"
     return None
 
@@ -149,12 +150,20 @@ def cache_slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name or name)[:40]
 
 
+def staged_name(directory: str | Path) -> str:
+    """The name `directory` will have once `atomic_dir` renames it into place (its own name if it is not staged)."""
+    m = re.match(r"^\.(.+)\.tmp-\d+-[0-9a-f]{8}$", Path(directory).name)
+    return m[1] if m else Path(directory).name
+
+
 def write_entry(directory: str | Path, meta: dict) -> None:
     """Finish a cache entry whose files are written: `meta.json` = `meta` + the manifest of every other file
-    (size, sha256) + "complete", sealed with its own checksum. Call it last, inside `atomic_dir`."""
+    (size, sha256) + "complete" + the entry's own folder name ("entry": an entry copied or renamed to another
+    request's name is found, `linrec.base.cache.read`), sealed with its own checksum. Call it last, inside
+    `atomic_dir`."""
     directory = Path(directory)
     body = {**meta, "manifest": manifest(directory, skip=("meta.json",)), "complete": True}
-    (directory / "meta.json").write_text(seal(body))
+    (directory / "meta.json").write_text(seal({**body, "entry": staged_name(directory)}))
 
 
 def read_entry(directory: str | Path, version: int | str) -> dict | None:
@@ -324,19 +333,23 @@ def stale_digests() -> list[Path]:
 def path_identity(path: str | Path) -> str:
     """ "path:<resolved path>:<digest>" of a file or directory, for cache keys: the digest covers every file's
     name and sha256 (`file_digest`), so new content under the same name, size and mtime is a new identity. Hidden
-    paths (.git, whose objects can hold a second copy of the weights) and linrec's own cache are left out."""
+    paths (.git, whose objects can hold a second copy of the weights) are left out, and so is linrec's own cache
+    should it live inside the folder; a folder inside the cache (a trained checkpoint under training/) is hashed
+    like any other."""
     path = Path(path).expanduser()
     if path.is_dir():
         try:
             cache = cache_root().resolve()
         except LinrecError:  # no usable cache (a --no-cache run): nothing of it can be inside the folder
             cache = None
+        if cache is not None and path.resolve() not in cache.parents:
+            cache = None  # the cache is not inside this folder: nothing of the folder is left out for it
         files = [
             f
             for f in sorted(path.rglob("*"))
             if f.is_file()
             and not any(part.startswith(".") for part in f.relative_to(path).parts)  # .git, .cache: not the model
-            and (cache is None or cache not in f.resolve().parents)  # linrec's own cache, should it live inside
+            and (cache is None or cache not in f.resolve().parents)  # linrec's own cache, living inside the folder
         ]
     else:
         files = [path]

@@ -55,9 +55,10 @@ from linrec.base.files import (
     atomic_dir,
     check_writable_dir,
     clean_stale_tmp,
+    file_digest,
     manifest,
+    path_identity,
     seal,
-    sha256_file,
     unseal,
     verify_manifest,
 )
@@ -301,6 +302,11 @@ def check_save_target(directory: str | Path) -> bool:
         return True  # empty: nothing of the user's is lost
     marker = directory / SWAPS_FILE
     listed = _save_record(marker)
+    if listed is None and (marker.is_file() or marker.is_symlink()):  # the record itself is what cannot be trusted
+        raise LinrecError(
+            f"--save {directory} holds a {SWAPS_FILE} that was edited or damaged since linrec wrote it (or is a "
+            f"symbolic link), so linrec cannot tell which files are its own and never deletes them: {fix}"
+        )
     if listed is None:
         raise LinrecError(
             f"--save {directory} holds files linrec did not write (e.g. {entries[0].name}); "
@@ -353,10 +359,31 @@ def saved_blocks(directory: str | Path) -> list[int]:
 
 
 def swapped_identity(directory: str | Path) -> str:
-    """Cache identity of a saved swapped model: its path and the sha256 of its `linrec_swaps.json`, which records
-    every other file's sha256 (`load_swapped` checks them all, so changed weights cannot pass as this identity)."""
+    """Cache identity of a saved swapped model, checked on every lookup (a cache hit included): the save must be
+    intact, its record unedited and every file it lists with the sha256 recorded there (else the one line
+    `load_swapped` gives), and the identity is the sha256 of every file in the folder, as for any local model
+    (`linrec.base.files.path_identity`). Digests are remembered (`linrec.base.files.file_digest`): a rerun costs
+    one stat per file, and a file changed in place, its size and mtime put back, is hashed again."""
     directory = Path(directory).expanduser()
-    return f"path:{directory.resolve()}:{sha256_file(directory / SWAPS_FILE)[:16]}"
+    meta_file = directory / SWAPS_FILE
+    meta = _swaps_record(meta_file)
+    if meta is None or meta.get("format") != FORMAT or meta.get("version") != FORMAT_VERSION:
+        raise LinrecError(_not_intact(meta_file))
+    problem = verify_manifest(directory, meta.get("files"), digest=file_digest)
+    if problem:
+        raise LinrecError(_damaged(directory, problem))
+    return path_identity(directory)
+
+
+def _not_intact(meta_file: Path) -> str:
+    return (
+        f"{meta_file} is not an intact {FORMAT} version {FORMAT_VERSION} record (unreadable, another version, or "
+        "edited by hand); save the model again with this linrec"
+    )
+
+
+def _damaged(directory: Path, problem: str) -> str:
+    return f"the saved model in {directory} is damaged ({problem}); save it again with linrec swap --save"
 
 
 def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = True) -> LoadedModel:

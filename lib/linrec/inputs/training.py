@@ -332,10 +332,15 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
 
     def compute(tmp: Path | None) -> TrainedRun:
         if tmp is None:  # not cached: the checkpoints still need a folder, a fresh temporary one
+            import shutil
             import tempfile
 
-            run = compute(Path(tempfile.mkdtemp(prefix="linrec-train-")))
-            return run
+            scratch = Path(tempfile.mkdtemp(prefix="linrec-train-"))
+            try:
+                return compute(scratch)  # kept when the run finishes: its checkpoints are what the caller gets
+            except BaseException:  # Ctrl-C, SIGTERM (SystemExit under the command line), an error: nothing left
+                shutil.rmtree(scratch, ignore_errors=True)
+                raise
         docs, identity = load_documents(cfg.text)
         train_docs, measure_docs = split_documents(docs, cfg.measure_frac, cfg.split_seed)
         tokenizer = train_tokenizer(train_docs, cfg.vocab)
@@ -375,7 +380,7 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
         write_entry(tmp, meta)
         return TrainedRun(cfg, entry if cache else tmp, meta, False, table)
 
-    return get_or_compute(entry, TRAINING_VERSION, load, compute, cache)
+    return get_or_compute(entry, TRAINING_VERSION, load, compute, cache, {"config": asdict(cfg)})
 
 
 def runs(configs: list[TrainConfig], progress: bool = True) -> dict[str, TrainedRun]:

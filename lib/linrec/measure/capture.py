@@ -511,10 +511,11 @@ def get_captures(
             _check_dtype(loaded, config)
             return _compute(loaded, config, tmp, cache, batch_size, progress, blocks_per_pass)
 
+        asked = {"config": asdict(config)}  # an entry made for another request is computed again
         if cache and world()[0] > 0:  # under torchrun: rank 0 writes the entry, the others their rows into it
-            capture = read_entry_or_none(entry, CAPTURE_VERSION, load) or compute(None)
+            capture = read_entry_or_none(entry, CAPTURE_VERSION, load, asked) or compute(None)
         else:
-            capture = get_or_compute(entry, CAPTURE_VERSION, load, compute, cache)
+            capture = get_or_compute(entry, CAPTURE_VERSION, load, compute, cache, asked)
         if cache and not capture.cached:
             barrier()  # the entry is complete and in place before any rank reads it
             capture.path, capture.meta = entry, unseal(entry / "meta.json")

@@ -445,4 +445,5 @@ def get_curve(
             curve.path = entry
         return curve
 
-    return get_or_compute(entry, CURVE_VERSION, partial(_load, config=config), compute, cache)
+    asked = {"config": asdict(config)}  # an entry made for another request is computed again
+    return get_or_compute(entry, CURVE_VERSION, partial(_load, config=config), compute, cache, asked)

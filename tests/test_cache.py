@@ -1,0 +1,319 @@
+"""Issue 51: nothing stale is served and nothing in use is pruned. A save or a trained checkpoint is identified by
+every file's content; a cached entry is read only for the request it was made for; `linrec cache prune` never
+removes an entry a running process reads and says exactly what it removed, and why not the rest; an interrupted
+`linrec train --no-cache` leaves no temporary folder."""
+
+import errno
+import json
+import os
+import shutil
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer
+from linrec.analyses.recoverability import ceiling_table
+from linrec.base.errors import LinrecError
+from linrec.measure.capture import get_capture
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    p = tmp_path / "text.txt"
+    p.write_text(tiny_text(6000))
+    return str(p)
+
+
+KW = dict(seq_len=32, tokens=2048, sample_rows=64, progress=False)
+
+
+def _main(*args):
+    """`linrec ARGS` in this process: (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from linrec.app.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def _flip(path, offset=None):
+    """One byte of `path` changed in place, its size and mtime as they were (as `cp -p` would leave them)."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 if offset is None else offset] ^= 0x01
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _save(directory, seed=0):
+    """A tiny llama with block 0 swapped for a random affine map, saved by `save_swapped`."""
+    from linrec.inputs.surgery import AffineFFN, save_swapped
+
+    model = make_tiny_model("llama")
+    d = model.config.hidden_size
+    torch.manual_seed(seed)
+    m = AffineFFN(d, d)
+    m.weight.data.normal_(0, 0.2)
+    return save_swapped(model, tiny_tokenizer(), {0: m}, directory)
+
+
+# ---- case 3: a saved swapped model is identified by every file's content ----------------------------------------
+def test_a_flipped_byte_in_a_measured_save_is_refused_not_served_from_the_cache(cache, corpus, tmp_path):
+    save = _save(tmp_path / "save")
+    first = get_capture(str(save), corpus, **KW)
+    assert get_capture(str(save), corpus, **KW).cached
+    weights = save / "model.safetensors"
+    good = weights.read_bytes()
+    _flip(weights)
+    with pytest.raises(LinrecError, match="damaged") as err:
+        get_capture(str(save), corpus, **KW)
+    assert "model.safetensors" in str(err.value) and "save it again" in str(err.value)
+    code, out, err = _main("measure", "--model", save, "--corpus", corpus, "--seq-len", 32, "--tokens", 2048)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "damaged" in err, err  # as --no-cache says it
+    weights.write_bytes(good)  # put back: the same save, the same capture
+    again = get_capture(str(save), corpus, **KW)
+    assert again.cached and again.path == first.path
+
+
+def test_a_save_rewritten_with_other_weights_is_a_new_capture(cache, corpus, tmp_path):
+    save = _save(tmp_path / "save")
+    old = ceiling_table(get_capture(str(save), corpus, **KW))
+    _save(tmp_path / "other", seed=1)
+    for name in ("model.safetensors", "linrec_swaps.json"):  # a whole save copied over the first, mtimes kept
+        shutil.copy2(tmp_path / "other" / name, save / name)
+    again = get_capture(str(save), corpus, **KW)
+    fresh = ceiling_table(get_capture(str(save), corpus, **{**KW, "cache": False}))
+    assert not again.cached and np.abs(ceiling_table(again)["r2_lin"] - fresh["r2_lin"]).max() <= 1e-12
+    assert np.abs(fresh["r2_lin"] - old["r2_lin"]).max() > 1e-6
+
+
+# ---- case 4: a checkpoint inside the cache is identified by its content too ------------------------------------
+def test_a_changed_checkpoint_under_the_cache_is_a_new_capture(cache, corpus, tmp_path):
+    from linrec.base.files import cache_root
+    from linrec.inputs.models import model_identity
+
+    step = save_tiny_model(cache_root() / "training" / "gelu-i0-d0-0123" / "step_000060")
+    weights = cache_root() / "training" / "gelu-i0-d0-0123" / "step_000060" / "model.safetensors"
+    first = model_identity(step)
+    old = ceiling_table(get_capture(step, corpus, **KW))
+    assert get_capture(step, corpus, **KW).cached
+    good = weights.read_bytes()
+    _flip(weights)  # one byte
+    assert model_identity(step) != first
+    weights.write_bytes(good)
+    assert model_identity(step) == first
+    st = weights.stat()
+    make_tiny_model("llama", seed=5).save_pretrained(tmp_path / "other")  # other weights of the same size
+    shutil.copyfile(tmp_path / "other" / "model.safetensors", weights)
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = get_capture(step, corpus, **KW)
+    fresh = ceiling_table(get_capture(step, corpus, **{**KW, "cache": False}))
+    assert not again.cached and np.abs(ceiling_table(again)["r2_lin"] - fresh["r2_lin"]).max() <= 1e-12
+    assert np.abs(fresh["r2_lin"] - old["r2_lin"]).max() > 1e-6  # the weights did change the answer
+
+
+def test_a_cache_inside_a_model_folder_is_still_not_part_of_the_model(tmp_path, monkeypatch):
+    from linrec.inputs.models import model_identity
+
+    model = save_tiny_model(tmp_path / "model")
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "model" / "linrec-cache"))
+    first = model_identity(model)  # writes remembered digests into the cache inside the folder
+    (tmp_path / "model" / "linrec-cache" / "captures").mkdir(parents=True)
+    (tmp_path / "model" / "linrec-cache" / "captures" / "x.bin").write_bytes(b"x")
+    assert model_identity(model) == first
+
+
+# ---- case 8: a cached entry is read only for the request it was made for ---------------------------------------
+def _entry(model, corpus, **settings):
+    from linrec.base.cache import entry_path
+    from linrec.measure.config import CaptureConfig
+
+    return entry_path("capture", model, CaptureConfig(model, corpus, **settings).key())
+
+
+@pytest.mark.parametrize("changed", ["seed", "weights", "seed-older-entry"])
+def test_an_entry_copied_to_another_requests_name_is_not_served(cache, corpus, tmp_path, caplog, changed):
+    """A capture copied (or renamed) to the name of another request (another seed, or the same spec with other
+    weights) is computed again for that request, with a warning, never read as its answer; an entry written before
+    entries recorded their own name is checked by the configuration it stores."""
+    from linrec.base.files import seal, unseal
+
+    model = save_tiny_model(tmp_path / "model")
+    settings = {k: v for k, v in KW.items() if k != "progress"}
+    first = get_capture(model, corpus, **KW)
+    if changed == "seed-older-entry":
+        meta = unseal(first.path / "meta.json")
+        del meta["entry"]
+        (first.path / "meta.json").write_text(seal(meta))
+    if changed.startswith("seed"):
+        asked = {**KW, "seed": 1}
+    else:
+        make_tiny_model("llama", seed=3).save_pretrained(tmp_path / "model")
+        asked = KW
+    target = _entry(model, corpus, **{**settings, **{k: v for k, v in asked.items() if k != "progress"}})
+    assert target != first.path and not target.exists()
+    shutil.copytree(first.path, target)
+    got = get_capture(model, corpus, **asked)
+    want = ceiling_table(get_capture(model, corpus, **{**asked, "cache": False}))
+    assert not got.cached and "another request" in caplog.text
+    assert np.abs(ceiling_table(got)["r2_lin"] - want["r2_lin"]).max() <= 1e-12
+    assert get_capture(model, corpus, **asked).cached  # what replaced the copy is its own
+
+
+# ---- case 8: prune never removes an entry in use, and says what it did --------------------------------------------
+def _reader(entry_args, flag):
+    """A child forked from this process that reads the capture of `entry_args` from the cache (as `linrec probe`
+    does before its probes read the rows), writes `flag`, and waits to be killed. Returns its pid."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 70
+    try:
+        torch.set_num_threads(1)
+        capture = get_capture(**entry_args)
+        flag.write_text("cached" if capture.cached else "computed")
+        time.sleep(120)
+        capture.rows(0)
+    finally:
+        os._exit(code)
+
+
+def test_prune_leaves_an_entry_another_process_is_reading(cache, corpus, tmp_path):
+    import signal
+
+    from linrec.base.cache import prune
+
+    model = save_tiny_model(tmp_path / "model")
+    args = dict(model=model, corpus=corpus, **KW)
+    used = get_capture(**args)
+    idle = get_capture(**{**args, "seed": 1})
+    flag = tmp_path / "flag"
+    pid = _reader(args, flag)
+    try:
+        deadline = time.time() + 60
+        while not flag.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        assert flag.read_text() == "cached"
+        assert [e.path for e in prune(older_than_days=0, dry_run=True).removed] == [idle.path]
+        code, out, err = _main("cache", "prune", "--older-than", 0)
+        assert code == 0 and not idle.path.exists() and used.path.is_dir(), err
+        assert f"kept {used.path.name}: in use by a running process" in out
+        assert "removed 1 entries" in err and "kept 1 in use" in err
+        assert get_capture(**args).cached  # untouched: still intact
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    gone = prune(older_than_days=0)  # the reader has gone: nothing holds it now
+    assert [e.path for e in gone.removed] == [used.path] and not used.path.exists()
+
+
+def test_prune_in_the_reading_process_itself_removes_what_it_read(cache, corpus, tmp_path):
+    from linrec.base.cache import prune
+
+    capture = get_capture(save_tiny_model(tmp_path / "model"), corpus, **KW)
+    assert [e.path for e in prune(older_than_days=0).removed] == [capture.path] and not capture.path.exists()
+
+
+def test_prune_on_a_read_only_cache_removes_nothing_and_says_so(cache, corpus, tmp_path, monkeypatch):
+    """As root a folder cannot be made read-only, so the file system's answer is planted: every unlink, rmdir and
+    rename under the cache fails with EROFS, as on a read-only mount."""
+    model = save_tiny_model(tmp_path / "model")
+    entries = [get_capture(model, corpus, **{**KW, "seed": s}).path for s in (0, 1)]
+    before = sorted(str(p.relative_to(cache)) for p in cache.rglob("*"))
+
+    def read_only(real):
+        def refuse(*args, **kwargs):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(args[0]))
+
+        return refuse
+
+    for name in ("unlink", "rmdir", "rename", "replace", "remove"):
+        monkeypatch.setattr(os, name, read_only(getattr(os, name)))
+    code, out, err = _main("cache", "prune", "--older-than", 0)
+    monkeypatch.undo()
+    assert sorted(str(p.relative_to(cache)) for p in cache.rglob("*")) == before and all(p.is_dir() for p in entries)
+    assert code == 2 and "removed 2" not in err and "removed 0 entries" in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("linrec: error: could not remove 2 entries") and "Read-only file system" in last
+    assert "writable" in last and "Traceback" not in err
+
+
+def test_prune_does_not_claim_a_symbolic_link_it_leaves(cache, corpus, tmp_path):
+    from linrec.base.cache import prune
+
+    capture = get_capture(save_tiny_model(tmp_path / "model"), corpus, **KW)
+    shared = tmp_path / "shared-entry"
+    shutil.copytree(capture.path, shared)
+    link = capture.path.parent / "linked-0123"
+    link.symlink_to(shared, target_is_directory=True)
+    code, out, err = _main("cache", "prune", "--older-than", 0)
+    assert code == 0 and not capture.path.exists(), err
+    assert link.is_symlink() and (shared / "meta.json").is_file()  # neither the link nor what it points at
+    assert "removed 1 entries" in err and f"kept {link.name}: a symbolic link" in out
+    assert [e.path for e in prune(older_than_days=0).removed] == []
+
+
+# ---- case 8: an interrupted `linrec train --no-cache` leaves no temporary folder ---------------------------------
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_an_interrupted_uncached_training_run_removes_its_folder(tmp_path, monkeypatch, stop):
+    import tempfile
+
+    from linrec.inputs import training
+
+    text = tmp_path / "text.txt"
+    text.write_text(f"\n{training.EOS}\n".join(tiny_text(400, seed=s) for s in range(12)))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    real = training.train_model
+
+    def interrupted(cfg, vocab, windows, on_checkpoint=None, progress=True):
+        def save_then_stop(step, model):
+            on_checkpoint(step, model)
+            if step > 0:  # a checkpoint is on disk: the folder is not empty when the signal comes
+                raise stop(128 + 15) if stop is SystemExit else stop()
+
+        return real(cfg, vocab, windows, on_checkpoint=save_then_stop, progress=False)
+
+    monkeypatch.setattr(training, "train_model", interrupted)
+    args = ["train", "--text", text, "--d-model", 16, "--layers", 1, "--heads", 2, "--vocab", 300, "--seq-len", 16,
+            "--batch-size", 4, "--steps", 3, "--no-cache"]  # fmt: skip
+    code, _, _ = _main(*args)
+    assert code == (130 if stop is KeyboardInterrupt else 143)
+    assert list(scratch.glob("linrec-train-*")) == []  # (torch may keep a folder of its own there)
+    monkeypatch.setattr(training, "train_model", real)
+    code, out, err = _main(*args)  # a run that finishes keeps its folder: its checkpoints are what it prints
+    assert code == 0, err
+    (kept,) = scratch.glob("linrec-train-*")
+    assert str(kept) in out and (kept / "step_000003" / "model.safetensors").is_file()
+
+
+# ---- case 10: the words name the real culprit ---------------------------------------------------------------------
+def test_an_edited_record_is_named_as_the_reason_a_save_target_is_refused(tmp_path):
+    from linrec.inputs.surgery import SWAPS_FILE, check_save_target
+
+    save = _save(tmp_path / "save")
+    (save / "chat_template.jinja").write_text("{{ messages }}")  # a file a tokenizer can write, listed in the record
+    record = json.loads((save / SWAPS_FILE).read_text())
+    record["info"]["note"] = "mine"
+    (save / SWAPS_FILE).write_text(json.dumps(record))
+    with pytest.raises(LinrecError) as err:
+        check_save_target(save)
+    msg = str(err.value)
+    assert SWAPS_FILE in msg and "chat_template.jinja" not in msg and "edited" in msg
+    assert "choose a new or empty directory" in msg
