@@ -42,7 +42,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -66,9 +65,6 @@ from linrec.stats.ceiling import AffineFit, Score, fit_affine, score
 from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
 from linrec.stats.heldout import HeldOut, HeldOutSums
 from linrec.stats.moments import Moments, remove_rows
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -126,9 +122,7 @@ class Capture:
     def rows(self, block: int, split: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Stored sample rows (x [k, d_in], y [k, d_out]) of `block`, memory-mapped float32; one split or both."""
         if self.path is None or not (self.path / "rows").exists():
-            raise LinrecError(
-                "this capture kept no raw rows; capture with --sample-rows > 0 (a profile's capture sample_rows)"
-            )
+            raise LinrecError("this capture kept no raw rows; capture with --sample-rows > 0 (a profile's sample_rows)")
         x = np.load(self.path / "rows" / f"x_{block:03d}.npy", mmap_mode="r")
         y = np.load(self.path / "rows" / f"y_{block:03d}.npy", mmap_mode="r")
         if split is None:
@@ -567,26 +561,15 @@ def _compute(
     return capture
 
 
-def _scratch_capture(
-    loaded: LoadedModel,
-    windows,
-    config: CaptureConfig,
-    batch_size: int,
-    progress: bool,
-    blocks_per_pass: int | None,
-) -> Capture:
-    """An uncached capture: with `sample_rows`, its row sample goes to a temporary folder (under TMPDIR; rank 0's,
-    under torchrun) that is removed when the capture is garbage or the process exits, so `cache=False` keeps the
-    rows a probe or a gate reads."""
+def _scratch_capture(loaded: LoadedModel, windows, config: CaptureConfig, *run_args) -> Capture:
+    """Uncached: the row sample (a probe's, a gate's) in a TMPDIR folder, gone with the capture or the process."""
     import shutil
     import tempfile
     import weakref
 
-    scratch = None
-    if config.sample_rows > 0 and world()[0] == 0:
-        scratch = Path(tempfile.mkdtemp(prefix="linrec-rows-"))
+    scratch = Path(tempfile.mkdtemp(prefix="linrec-rows-")) if config.sample_rows > 0 and world()[0] == 0 else None
     try:
-        capture = run_capture(loaded, windows, config, broadcast_path(scratch), batch_size, progress, blocks_per_pass)
+        capture = run_capture(loaded, windows, config, broadcast_path(scratch), *run_args)
     except BaseException:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
