@@ -257,7 +257,10 @@ def test_heldout_sums_equal_sums_from_stored_rows(tiny_model, cache, tmp_path):
         assert all(np.array_equal(getattr(h, k), getattr(g, k)) for k in h.KEYS)
     assert ceiling_table(again).equals(table)
     loose = get_capture(**args, cache=False)  # and are the same without it
-    assert loose.path is None and all(np.array_equal(h.sse, g.sse) for h, g in zip(c.heldout, loose.heldout))
+    assert all(np.array_equal(h.sse, g.sse) for h, g in zip(c.heldout, loose.heldout))
+    # its row sample (what a probe reads) lives outside the cache while it does, the same rows
+    assert loose.path is not None and loose.path.parent != c.path.parent and not loose.cached
+    assert np.array_equal(loose.rows(0)[0], c.rows(0)[0]) and np.array_equal(loose.row_index(), c.row_index())
 
 
 def test_heldout_with_no_test_windows_and_with_singular_train_stats(tiny_model, saved_tiny):

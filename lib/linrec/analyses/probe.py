@@ -72,8 +72,9 @@ class Rows:
             xte, yte = xte[keep[1]], yte[keep[1]]
         if len(xte) == 0 or len(xtr) <= xtr.shape[1] + 1:
             raise LinrecError(
-                f"block {block}: the row sample holds {len(xtr)} train / {len(xte)} test rows; "
-                "capture with a larger sample_rows"
+                f"block {block}: the row sample holds {len(xtr)} train / {len(xte)} test rows, and the probe needs "
+                f"more than {xtr.shape[1] + 1} train rows and a test row; raise --sample-rows (a profile's capture "
+                "sample_rows)"
             )
         t = lambda a: torch.from_numpy(np.array(a, dtype=np.float32))  # noqa: E731
         return cls(t(xtr), t(ytr), t(xte), t(yte))

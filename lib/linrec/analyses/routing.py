@@ -219,7 +219,10 @@ def train_gates(heldout, block: int, targets=TARGETS, share: float = 0.5) -> tup
     capture = heldout.capture
     x, y = capture.rows(block, "train")
     if len(x) < 2:
-        raise LinrecError(f"block {block}: routing needs the capture's stored train rows; capture with sample_rows > 0")
+        raise LinrecError(
+            f"block {block}: the row sample holds {len(x)} train row(s), and a routing gate needs 2 at least; raise "
+            "--sample-rows (a profile's capture sample_rows)"
+        )
     err, norm = map_errors(heldout.fit(block), x, y)
     gates, rows = {}, []
     for target in targets:

@@ -5,13 +5,16 @@ cache's writability, the parameter file) is checked before the expensive work, a
 failure ends with one line on stderr, `linrec: error: …`, and a non-zero exit (2 for bad
 input, 1 for anything unexpected, 130 for Ctrl-C, 128 + N for signal N such as SIGTERM, after the temporary copies
 of what was being written are removed). `--debug` shows the traceback instead. Output
-piped into a reader that stops early (`linrec cache list | head`) ends quietly with 0.
+piped into a reader that stops early (`linrec cache list | head`) ends quietly with 0. What the machine refuses (a full
+disk, a read-only file system, a denied permission, a closed output) is one line naming the fix, exit 2, never "a bug"
+(`_os_line`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import sys
@@ -189,6 +192,22 @@ _share = _number("a share between 0 and 1", 0.0, 1.0)
 _amount = _number("a finite number ≥ 0", finite=True)
 
 
+def _lr(text: str) -> float:
+    """`train --lr`: a finite number > 0 (nan or inf would train a step of NaN weights before the loss showed it)."""
+    value = _number("a finite learning rate > 0, e.g. 3e-3", finite=True)(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite learning rate > 0, e.g. 3e-3, got '{text}'")
+    return value
+
+
+def _at_least_two(text: str) -> int:
+    """`--test-windows`: a ΔPPL interval needs two held-out windows at least."""
+    value = _positive(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"ΔPPL intervals need at least 2 held-out windows, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="linrec", description="Per-block linear recoverability of transformer FFN blocks.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what linrec does")
@@ -266,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--test-windows",
-        type=_positive,
+        type=_at_least_two,
         help="report ΔPPL on this many held-out windows drawn by seed (default: all; fewer is faster, wider intervals)",
     )
     p.add_argument(
@@ -291,9 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq-len", type=_positive, default=128, help="window (default: 128)")
     p.add_argument("--batch-size", type=_positive, default=32, help="windows per step (default: 32)")
     p.add_argument("--steps", type=_positive, default=600, help="optimizer steps (default: 600)")
-    p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default: 3e-3)")
-    p.add_argument("--init-seed", type=int, default=0, help="seed of the initial weights (default: 0)")
-    p.add_argument("--data-seed", type=int, default=0, help="seed of the data order (default: 0)")
+    p.add_argument("--lr", type=_lr, default=3e-3, help="peak learning rate, a finite number > 0 (default: 3e-3)")
+    p.add_argument("--init-seed", type=_non_negative, default=0, help="seed of the initial weights (default: 0)")
+    p.add_argument("--data-seed", type=_non_negative, default=0, help="seed of the data order (default: 0)")
     p.add_argument("--text", default="wiki", help="training text: an offline corpus or a path (default: wiki)")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default: cpu); the cache key says which")
     p.add_argument("--no-cache", action="store_true", help="train into a temporary folder, read nothing cached")
@@ -362,6 +381,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _log_to_stderr(logging.INFO if args.verbose else logging.WARNING)
+    if sys.stdout is None:  # started with stdout closed (`linrec cache list >&-`): the results would go nowhere
+        print(
+            "linrec: error: standard output is closed, so the results would be lost; send it somewhere "
+            "(> results.txt, or > /dev/null to discard it)",
+            file=sys.stderr,
+        )
+        return 2
     from linrec.base.files import terminate_as_exit
 
     try:
@@ -380,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"linrec: error: {_one_line(err)}", file=sys.stderr)
-        return 2 if isinstance(err, LinrecError) else 1
+        return 2 if isinstance(err, LinrecError) or _os_error(err) is not None else 1
     return 0
 
 
@@ -401,9 +427,43 @@ def _one_line(err: Exception) -> str:
     )
     if isinstance(err, LinrecError):
         return text
+    if (os_err := _os_error(err)) is not None:
+        return _os_line(os_err)
     if isinstance(err, PermissionError | FileNotFoundError | IsADirectoryError | NotADirectoryError) and err.filename:
         return f"{err.strerror}: {err.filename} (rerun with --debug for the traceback)"
     return f"unexpected {type(err).__name__}: {text} (a bug; rerun with --debug for the traceback)"
+
+
+# What the machine refuses, whatever linrec was doing: each errno and the fix it names.
+_OS_FIXES = {
+    errno.ENOSPC: "the disk is full: free space there, or write elsewhere ($LINREC_CACHE for the cache, TMPDIR for "
+    "--no-cache, --out, --save or the profile's paths for outputs), and rerun",
+    errno.EDQUOT: "the disk quota is used up: free space there, or write elsewhere ($LINREC_CACHE, TMPDIR, --out, "
+    "--save or the profile's paths), and rerun",
+    errno.EROFS: "that file system is read-only: write to a writable place instead ($LINREC_CACHE for the cache, "
+    "--out, --save or the profile's paths for outputs)",
+    errno.EACCES: "permission denied: make it writable (or readable) for this user, or use another path",
+    errno.EPERM: "operation not permitted: make it writable for this user, or use another path",
+    errno.EPIPE: "the reader of the output went away: rerun with the output sent to a file",
+    errno.EBADF: "the output is closed: rerun with the output sent somewhere (> results.txt, or > /dev/null)",
+}
+
+
+def _os_error(err: BaseException) -> OSError | None:
+    """The OSError of `_OS_FIXES` that `err` is or was raised from (a library may wrap it), else None."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and err.errno in _OS_FIXES:
+            return err
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def _os_line(err: OSError) -> str:
+    """One line for what the machine refused: what, where, and the fix."""
+    where = f" ({err.filename})" if err.filename else ""
+    return f"{err.strerror or os.strerror(err.errno)}{where}; {_OS_FIXES[err.errno]}"
 
 
 if __name__ == "__main__":

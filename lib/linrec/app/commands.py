@@ -4,6 +4,7 @@ a table is printed and written (`_emit`, `SHOWN`)."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -22,27 +23,25 @@ SHOWN = {  # the columns each subcommand prints (its --out CSV holds every colum
 }
 
 
-def _capture(args, loaded=None):
-    """The capture the measuring subcommands share (from the cache when it is there); `loaded` reuses a loaded model."""
+def _capture(args, loaded=None, rows: bool = False):
+    """The capture the measuring subcommands share (from the cache when it is there); `loaded` reuses a loaded model.
+    `rows`: the command reads the row sample (probe, swap --route); with --no-cache a command that does not is
+    captured without one (nothing outlives the command, so the rows would be written for nothing)."""
+    from dataclasses import asdict
+
     from linrec.measure.capture import get_capture
 
+    settings = asdict(_config(args, rows))
     return get_capture(
-        args.model,
-        args.corpus,
-        seq_len=args.seq_len,
-        tokens=args.tokens,
-        seed=args.seed,
-        sample_rows=args.sample_rows,
+        settings.pop("model"),
+        settings.pop("corpus"),
+        **settings,
         batch_size=args.batch_size,
         device=args.device,
-        product="float32" if args.fast else "float64",
-        dtype=args.dtype,
         blocks_per_pass=args.blocks_per_pass,
         device_map=args.device_map,
         cache=not args.no_cache,
         loaded=loaded,
-        sample=args.sample,
-        bos=args.bos,
     )
 
 
@@ -86,8 +85,12 @@ def _preflight(args) -> None:
         from linrec.measure.config import CaptureConfig
 
         CaptureConfig(args.model, args.corpus, args.seq_len, args.tokens, args.seed).validate()
+        _check_windows(args)
     check_corpus(args.corpus)
+    if hasattr(args, "tokens"):
+        _check_cache(args)
     shape = model_shape(args.model)
+    _check_rows(args, None if shape is None else shape.d_model)
     if shape is None:
         return  # checked after the load, by the same rules
     err = context_error(args.model, args.seq_len, shape.context)
@@ -99,6 +102,81 @@ def _preflight(args) -> None:
         from linrec.analyses.probe import check_rank
 
         check_rank(args.rank, shape.d_model, shape.d_model, args.sample_rows)  # as probe_table: rows of both splits
+
+
+def _needs_rows(args) -> str | None:
+    """What reads the capture's row sample in this command (probe; swap --route), else None."""
+    if args.command == "probe":
+        return "the probe"
+    if args.command == "swap" and getattr(args, "route", None) is not None:
+        return "--route's gate"
+    return None
+
+
+def _check_rows(args, d_model: int | None) -> None:
+    """Before the load: a command that reads the row sample (`_needs_rows`) asks for one that can hold enough train
+    rows (about 80 % of --sample-rows; the exact counts are checked again after the capture). The probe fits an
+    affine map on them, so it needs more train rows than the input is wide, plus one (the width read from the
+    model's config; before the load without one: 10 rows). A gate needs two train rows, one of each class:
+    10 rows hold them but for a chance of 4e-6 (3 rows: 1 in 10)."""
+    what = _needs_rows(args)
+    if what is None:
+        return
+    from linrec.measure.config import CaptureConfig
+
+    train_share = 1 - CaptureConfig.test_frac
+    probe = args.command == "probe" and d_model is not None
+    least = math.ceil((d_model + 2) / train_share) if probe else 10
+    if args.sample_rows < least:
+        why = f"more train rows (about {train_share:.0%} of them) than the {d_model}-wide input" if probe else "10 rows"
+        raise LinrecError(
+            f"{what} reads the capture's row sample and needs {why}, and --sample-rows {args.sample_rows} keeps "
+            f"fewer; use --sample-rows {max(least, CaptureConfig.sample_rows)} (the default) or at least {least}"
+        )
+
+
+def _check_windows(args) -> None:
+    """Before the load: `swap --screening-windows` must leave train windows outside the screening set (it is
+    removed from the train statistics), counted from --tokens and --seq-len as the capture splits them (a corpus
+    shorter than --tokens is checked again, after the capture, by the same rule)."""
+    if args.command != "swap":
+        return
+    from linrec.measure.config import CaptureConfig
+
+    n = args.tokens // args.seq_len
+    n_train = n - min(n - 1, max(1, round(CaptureConfig.test_frac * n)))
+    if args.screening_windows >= n_train:
+        fix = f"use --screening-windows {n_train - 1} or fewer, or raise" if n_train > 1 else "raise"
+        raise LinrecError(
+            f"--screening-windows {args.screening_windows}: --tokens {args.tokens} in windows of --seq-len "
+            f"{args.seq_len} make {n_train} train windows, and the screening windows must be fewer; {fix} --tokens"
+        )
+
+
+def _check_cache(args) -> None:
+    """Before the load: a cache that cannot take the capture's entry is refused, unless the entry is already there
+    (a read-only cache still serves what it holds) or --no-cache reads and writes nothing."""
+    if args.no_cache:
+        return
+    from linrec.base.cache import entry_path, writable
+
+    try:
+        writable("capture")
+    except LinrecError:
+        config = _config(args, rows=_needs_rows(args) is not None)
+        if not entry_path("capture", args.model, config.key()).is_dir():
+            raise
+
+
+def _config(args, rows: bool):
+    """The `CaptureConfig` that `_capture` asks for."""
+    from linrec.measure.config import CaptureConfig
+
+    return CaptureConfig(
+        args.model, args.corpus, args.seq_len, args.tokens, args.seed,
+        sample_rows=args.sample_rows if rows or not args.no_cache else 0,
+        product="float32" if args.fast else "float64", dtype=args.dtype, sample=args.sample, bos=args.bos,
+    )  # fmt: skip
 
 
 def _emit(table, cols: list[str], out: str | None) -> None:
@@ -150,7 +228,7 @@ def cmd_probe(args) -> None:
     from linrec.analyses.probe import probe_table
 
     _preflight(args)
-    table = probe_table(_capture(args), rank=args.rank, seed=args.seed)
+    table = probe_table(_capture(args, rows=True), rank=args.rank, seed=args.seed)
     _emit(table, SHOWN["probe"], args.out)
 
 
@@ -210,7 +288,7 @@ def cmd_swap(args) -> None:
     from linrec.inputs.sites import find_ffn_sites
 
     blocks = _block_list(args.blocks, len(find_ffn_sites(loaded.model)))  # before the capture: a config unread above
-    capture = _capture(args, loaded)
+    capture = _capture(args, loaded, rows=args.route is not None)
     study = SwapStudy(
         capture,
         loaded,
@@ -277,7 +355,8 @@ def cmd_cache(args) -> None:
     from linrec.base import cache
 
     if args.action == "prune":
-        max_bytes = None if args.max_size is None else int(args.max_size * 2**30)
+        # a size beyond any disk keeps everything (and 1e300 GB in bytes is no longer a finite float)
+        max_bytes = None if args.max_size is None else int(min(args.max_size * 2**30, 2**62))
         done = cache.prune(args.older_than, max_bytes, dry_run=args.dry_run)
         verb = "would remove" if args.dry_run else "removed"
         for e in done.removed:
@@ -357,10 +436,18 @@ def cmd_report(args) -> None:
     params = load_params(root / args.params if not Path(args.params).is_absolute() else args.params, root)
     params = {**params, **capture_settings(params.get("capture"))}  # flat, as notebook 09 passes them
     results = root / params.get("results_dir", "results/default")
+    report = Path(root / params.get("report_path", results / "report.md"))
+    if report.is_dir():
+        raise LinrecError(f"report_path {report} is a directory; give a file name, e.g. {report / 'report.md'}")
+    from linrec.base.files import check_writable_dir
+
+    check_writable_dir(
+        report.parent, "the folder of report_path", f"set report_path in {args.params} to a writable folder"
+    )
     out = build_report(
         results,
         root / params.get("figures_dir", "figures"),
-        root / params.get("report_path", results / "report.md"),
+        report,
         params,
     )
     print(f"wrote {out}")

@@ -171,11 +171,47 @@ def load_params(path: str | Path, root: Path | None = None) -> dict:
         if "results_dir" in params and not isinstance(params["results_dir"], str):
             raise LinrecError(f"{path}: results_dir must be a string (a folder under the project), fix that line")
         check_types(params, root, path)
-        if "capture" in params:  # its keys and the type of each value, as CaptureConfig declares them
-            from linrec.measure.config import capture_settings
-
-            capture_settings(params["capture"], where=f"{path}: capture")
+        check_nested(params, path)
     return params
+
+
+# The lists a notebook reads an element of, or runs nothing useful without: [] stops here, not in a notebook's cell
+# (`models: []` was an IndexError in notebook 01). The others take [] as "skip it" (replicate_samples,
+# curve_train_tokens, first_variants, route_corpora, encoder_models).
+NON_EMPTY = ("models", "corpora", "init_seeds", "train_variants", "train_init_seeds", "train_data_seeds")
+
+
+def check_nested(params: dict, path: Path) -> None:
+    """What `check_types` cannot see: the lists that must not be empty (`NON_EMPTY`), and the sections' own keys and
+    values: `capture:` (CaptureConfig's fields, each of its type, the whole a valid capture), `training:`
+    (TrainConfig's, likewise) and `cross_pairs:` (pairs of model names). One line naming the fix, at load."""
+    for name in NON_EMPTY:
+        if name in params and not params[name]:
+            raise LinrecError(f"{path}: {name} is empty; give at least one (e.g. {name}: {_example(name)})")
+    if "capture" in params:  # its keys and the type of each value, as CaptureConfig declares them
+        from linrec.measure.config import CaptureConfig, capture_settings
+
+        settings = capture_settings(params["capture"], where=f"{path}: capture")
+        try:
+            CaptureConfig("model", seed=params.get("seed", 0), **settings).validate()
+        except LinrecError as err:
+            raise LinrecError(f"{path}: capture: {err}") from None
+    if params.get("training"):
+        from linrec.inputs.training import training_settings
+
+        training_settings(params["training"], where=f"{path}: training")
+    pairs = params.get("cross_pairs")
+    if pairs is not None and not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(m, str) for m in p) for p in pairs
+    ):
+        raise LinrecError(
+            f"{path}: cross_pairs must be a list of [inputs model, FFN model] pairs, e.g. [[gpt2, init:0:gpt2]], or "
+            f"null; got {pairs!r}"
+        )
+
+
+def _example(name: str) -> str:
+    return {"models": "[smollm2-135m]", "corpora": "[wiki]", "train_variants": "[gelu, swiglu]"}.get(name, "[0]")
 
 
 def with_output_defaults(params: dict, stem: str) -> dict:

@@ -108,6 +108,37 @@ LABELS = {  # display labels, applied by `labelled` where a table is shown
 }
 
 
+# The columns that hold words, not numbers (identifiers, verdicts, descriptions); every other column of a results
+# table, but the block lists (`is_block_list`), holds numbers or true/false, and `load_table` refuses a file where it
+# does not. Two names are words in one table and numbers in the others (`TEXT_IN`).
+TEXT_COLUMNS = frozenset(
+    "a b claim2a column corpus corpus_a corpus_b corpus_highest corpus_lowest correlation data_order_words descriptor "
+    "directory ffn ffn_of finding first inputs_from kind made_on max_diff_corpus_a max_diff_corpus_b mlp model "
+    "model_type optimizer order outcome partial_outcome positions probe_stop reference regime regime_ex_first "
+    "replication run samples seed_words shape_verdict target trained_words variant_words verdict weights what word "
+    "procedure".split()
+)
+TEXT_IN = {"spectrum_replicates_summary": ("n_broadly_linear", "n_outlier_concentrated"), "swap_timings": ("step",)}
+
+
+def _not_a_number(name: str, df: pd.DataFrame) -> tuple[str, int, object] | None:
+    """(column, row, value) of the first value of a number column of table `name` that is no number, else None."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    for c in df.columns:
+        if is_block_list(c) or c in TEXT_COLUMNS or c in TEXT_IN.get(name, ()):
+            continue
+        col = df[c]
+        if is_numeric_dtype(col) or is_bool_dtype(col):
+            continue
+        as_number = pd.to_numeric(col.replace({"True": 1, "False": 0, True: 1, False: 0}), errors="coerce")
+        bad = col.notna() & as_number.isna()
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            return c, row, col.iloc[row]
+    return None
+
+
 def is_block_list(column: str) -> bool:
     """Whether `column` holds block numbers as text ("11 28"; "" for none), e.g. `first_token_blocks`, not a count."""
     return column in ("blocks", "blocks_swapped") or (column.endswith("_blocks") and not column.startswith("n_"))
@@ -199,26 +230,44 @@ def load_table(name: str, results_dir: str | Path) -> pd.DataFrame | None:
     """Results table `name` from `results_dir` (its result columns; `load_timings` has the rest), or None if its
     notebook has not written it.
 
-    A table without its registered columns (written by an older linrec) is an error naming its notebook."""
+    A table without its registered columns (written by an older linrec) is an error naming its notebook; so is a
+    file that is not a table linrec wrote (empty, not CSV, not text, not a regular file, unreadable)."""
     spec = _spec_of(name)
     path = table_path(name, results_dir)
     if not path.exists():
         return None
-    df = pd.read_csv(
-        path,
-        keep_default_na=True,
-        dtype={c: str for c in spec.columns if is_block_list(c)},
-    )
+    rerun = f"rerun notebook {spec.notebook} to write it again (or restore it from git)"
+    if not path.is_file():
+        raise LinrecError(f"{path} is not a regular file, so not a results table; remove it and {rerun}")
+    try:
+        df = pd.read_csv(
+            path,
+            keep_default_na=True,
+            dtype={c: str for c in spec.columns if is_block_list(c)},
+        )
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as err:
+        reason = "it is empty" if isinstance(err, pd.errors.EmptyDataError) else _first_line(err)
+        raise LinrecError(f"{path} is not a results table linrec wrote ({reason}); {rerun}") from None
     missing = sorted(set(result_columns(name)) - set(df.columns))
+    if missing and not set(result_columns(name)) & set(df.columns):
+        raise LinrecError(f"{path} holds none of the columns of table '{name}', so it is not a results table; {rerun}")
     if missing:
         raise LinrecError(
             f"{path} lacks columns {missing}: it was written by an older linrec; rerun notebook {spec.notebook}"
         )
     df = df[list(result_columns(name))].copy()  # a file from before the timings moved out still has them: left out here
+    if (bad := _not_a_number(name, df)) is not None:
+        column, row, value = bad
+        raise LinrecError(f"{path}: column {column} holds {value!r} (row {row + 1}), not a number; {rerun}")
     for c in df.columns:
         if is_block_list(c):
             df[c] = df[c].fillna("")
     return df
+
+
+def _first_line(err: Exception) -> str:
+    text = " ".join(str(err).split())
+    return (text[:120] + "…" if len(text) > 120 else text) or type(err).__name__
 
 
 def load_timings(name: str, results_dir: str | Path) -> pd.DataFrame | None:

@@ -111,6 +111,7 @@ def load_documents(spec: str) -> tuple[list[str], str]:
     elif path.is_dir():
         texts = _read_text_dir(path)
     else:
+        _check_path(spec)
         raise LinrecError(f"unknown corpus '{spec}'; use one of {_names()}, or a path to a text file or directory")
     docs = [d.strip() for t in texts for d in t.split(DOC_SEPARATOR)]
     docs = [d for d in docs if d]
@@ -169,8 +170,31 @@ def check_corpus(spec: str) -> None:
     if hub in HUB_CORPORA:
         if not hub_reachable():
             _load_wikitext(hub, split or "test")  # remembered: the capture reuses it
-    elif spec not in OFFLINE_CORPORA and not Path(spec).expanduser().exists():
-        raise LinrecError(f"unknown corpus '{spec}'; use one of {_names()}, or a path to a text file or directory")
+    elif spec not in OFFLINE_CORPORA:
+        _check_path(spec)
+
+
+def _check_path(spec: str) -> None:
+    """A corpus path must be a regular file or a directory: anything else (a FIFO, a socket, a device) is named for
+    what it is, and so is a path that does not exist."""
+    import stat
+
+    path = Path(spec).expanduser()
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise LinrecError(
+            f"unknown corpus '{spec}'; use one of {_names()}, or a path to a text file or directory"
+        ) from None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"))  # fmt: skip
+    kind = next((words for test, words in kinds if test(mode)), "not a regular file")
+    raise LinrecError(
+        f"corpus '{spec}' is {kind}, not a text file: linrec reads a corpus more than once (its identity, then its "
+        f"windows), so save the text to a file first (e.g. cat {spec} > corpus.txt) and give that file instead"
+    )
 
 
 _HUB_TEXT: dict[tuple[str, str], tuple[str, str]] = {}  # (name, split) → (text, identity), once per process

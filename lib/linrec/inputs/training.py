@@ -101,8 +101,49 @@ class TrainConfig:
             raise LinrecError(f"measure_frac must be in (0, 1), got {self.measure_frac}")
         if self.n_checkpoints < 2:
             raise LinrecError(f"n_checkpoints must be ≥ 2 (step 0 and the last step), got {self.n_checkpoints}")
-        if self.d_ff < 0 or self.warmup < 0 or self.lr <= 0:
-            raise LinrecError("d_ff and warmup must be ≥ 0 and lr > 0")
+        if self.d_ff < 0 or self.warmup < 0:
+            raise LinrecError(f"d_ff and warmup must be ≥ 0, got d_ff {self.d_ff} and warmup {self.warmup}")
+        if not (math.isfinite(self.lr) and self.lr > 0):  # nan or inf would train a step of NaN weights first
+            raise LinrecError(f"lr must be a finite number > 0, got {self.lr}; e.g. lr 3e-3")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise LinrecError(f"weight_decay must be a finite number ≥ 0, got {self.weight_decay}; e.g. 0.1")
+        for name in ("init_seed", "data_seed", "split_seed"):
+            if not 0 <= getattr(self, name) < 2**63:
+                raise LinrecError(f"{name} must be a whole number from 0 to 2**63 − 1, got {getattr(self, name)}")
+
+    def param_count(self, vocab_size: int | None = None) -> int:
+        """The model's parameters (the embedding tied with the LM head), from the configuration alone."""
+        d, ffn, v = self.d_model, self.ffn_width, vocab_size or self.vocab
+        mlp = (2 if self.mlp == "gelu" else 3) * d * ffn
+        return v * d + self.n_layers * (4 * d * d + mlp + 2 * d) + d
+
+    def train_bytes(self, vocab_size: int | None = None) -> int:
+        """About what a training step holds: float32 weights, gradients and AdamW's two moments (16 bytes a
+        parameter), and the activations kept for the backward pass (per token and block: the residual stream, the
+        attention's projections and its weights over the window, the MLP's hidden layer; per token: the logits)."""
+        d, v, t = self.d_model, vocab_size or self.vocab, self.batch_size * self.seq_len
+        per_token = self.n_layers * (12 * d + 3 * self.ffn_width + 2 * self.n_heads * self.seq_len) + 3 * v
+        return 16 * self.param_count(vocab_size) + 4 * t * per_token
+
+    def check_fits(self, available: int | None = None) -> None:
+        """One line naming the fix, before any text is read or weight allocated, when a training step would not fit
+        in the memory available (`linrec.base.threads.available_memory`; on a GPU, its free memory)."""
+        need = self.train_bytes()
+        if available is None:
+            device = check_device(self.device)
+            if device.startswith("cuda"):
+                available = int(torch.cuda.mem_get_info(torch.device(device))[0])
+            else:
+                from linrec.base.threads import available_memory
+
+                available = available_memory()
+        if available is not None and need > available:
+            gib = 2**30
+            raise LinrecError(
+                f"training {self.name} (d_model {self.d_model}, {self.n_layers} layers, vocab {self.vocab}, "
+                f"{self.param_count():,} parameters) needs about {need / gib:,.1f} GiB and {available / gib:,.1f} GiB "
+                "are available; lower d_model, layers, vocab, batch_size or seq_len"
+            )
 
     @property
     def ffn_width(self) -> int:
@@ -331,6 +372,7 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
         return TrainedRun(cfg, directory, meta, True, pd.read_csv(directory / "log.csv"))
 
     def compute(tmp: Path | None) -> TrainedRun:
+        cfg.check_fits()  # before any folder is made, any text read or any weight allocated
         if tmp is None:  # not cached: the checkpoints still need a folder, a fresh temporary one
             import shutil
             import tempfile
@@ -386,6 +428,39 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
 def runs(configs: list[TrainConfig], progress: bool = True) -> dict[str, TrainedRun]:
     """{name: run} of every configuration, each from the cache or trained."""
     return {c.name: get_run(c, progress=progress) for c in configs}
+
+
+def training_settings(section: dict, where: str = "the profile's training section") -> dict:
+    """A profile's `training:` mapping checked as a notebook would use it: every key a `TrainConfig` field (device
+    is the profile's own key), every value of its field's type, and the whole a valid configuration; one line naming
+    the fix otherwise. {} (not run in that profile) is returned as it is."""
+    from dataclasses import fields
+
+    types = {f.name: type(f.default) for f in fields(TrainConfig) if f.name != "device"}
+    if not isinstance(section, dict):
+        raise LinrecError(f"{where} must be a mapping of TrainConfig fields, got {section!r}; fix that line")
+    unknown = sorted(str(k) for k in section if k not in types)
+    if unknown:
+        raise LinrecError(
+            f"{where}: unknown training setting(s) {', '.join(unknown)}; known: {', '.join(types)} (device is the "
+            "profile's own key)"
+        )
+    for name, value in section.items():
+        want = types[name]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if want in (int, float):
+            ok = number and (want is float or float(value).is_integer())
+        else:
+            ok = isinstance(value, want)
+        if not ok:
+            words = {int: "a whole number", float: "a number", str: "a string"}[want]
+            raise LinrecError(f"{where}: {name} must be {words}, got {value!r}; fix that line")
+    if section:
+        try:
+            TrainConfig(**{k: types[k](v) for k, v in section.items()}).validate()
+        except LinrecError as err:
+            raise LinrecError(f"{where}: {err}") from None
+    return section
 
 
 def profile_configs(base: dict, variants: list[str], init_seeds: list[int], data_seeds: list[int]) -> list[TrainConfig]:

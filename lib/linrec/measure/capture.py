@@ -42,7 +42,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -61,14 +60,11 @@ from linrec.inputs.hf import LoadedModel, check_context, check_device, input_dev
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
 from linrec.measure.config import CAPTURE_VERSION, SETTINGS, SPLITS, CaptureConfig
-from linrec.measure.plan import block_groups, check_fits, memory_plan, plan_text, probe_sites
+from linrec.measure.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
 from linrec.stats.ceiling import AffineFit, Score, fit_affine, score
 from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
 from linrec.stats.heldout import HeldOut, HeldOutSums
 from linrec.stats.moments import Moments, remove_rows
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +122,7 @@ class Capture:
     def rows(self, block: int, split: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Stored sample rows (x [k, d_in], y [k, d_out]) of `block`, memory-mapped float32; one split or both."""
         if self.path is None or not (self.path / "rows").exists():
-            raise LinrecError("this capture kept no raw rows; capture again with sample_rows > 0")
+            raise LinrecError("this capture kept no raw rows; capture with --sample-rows > 0 (a profile's sample_rows)")
         x = np.load(self.path / "rows" / f"x_{block:03d}.npy", mmap_mode="r")
         y = np.load(self.path / "rows" / f"y_{block:03d}.npy", mmap_mode="r")
         if split is None:
@@ -281,6 +277,7 @@ def _run_capture(
     plan = memory_plan(
         dims, len(windows.test), config.sample_rows if out_dir is not None else 0, devices, len(windows.ids)
     )
+    check_disk(plan, out_dir)
     if progress and world()[0] == 0:  # under torchrun every rank checks the plan; rank 0 alone prints it
         progress_write(plan_text(plan), file=sys.stderr)
     check_fits(plan, groups)
@@ -557,11 +554,29 @@ def _compute(
     check_context(loaded, c.seq_len)
     windows = load_windows(c.corpus, loaded.tokenizer, c.seq_len, c.tokens, c.seed, c.test_frac, c.sample, c.bos)
     if not cached:
-        return run_capture(loaded, windows, config, None, batch_size, progress, blocks_per_pass)
+        return _scratch_capture(loaded, windows, config, batch_size, progress, blocks_per_pass)
     directory = broadcast_path(tmp)  # rank 0's tmp on every rank
     capture = run_capture(loaded, windows, config, directory, batch_size, progress, blocks_per_pass)
     if tmp is not None:
         _write(capture, tmp)
+    return capture
+
+
+def _scratch_capture(loaded: LoadedModel, windows, config: CaptureConfig, *run_args) -> Capture:
+    """Uncached: the row sample (a probe's, a gate's) in a TMPDIR folder, gone with the capture or the process."""
+    import shutil
+    import tempfile
+    import weakref
+
+    scratch = Path(tempfile.mkdtemp(prefix="linrec-rows-")) if config.sample_rows > 0 and world()[0] == 0 else None
+    try:
+        capture = run_capture(loaded, windows, config, broadcast_path(scratch), *run_args)
+    except BaseException:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    if scratch is not None:
+        weakref.finalize(capture, shutil.rmtree, scratch, True)
     return capture
 
 

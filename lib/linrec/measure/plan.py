@@ -130,6 +130,43 @@ def block_groups(n_sites: int, blocks_per_pass: int | None) -> list[range]:
     return [range(i, min(i + k, n_sites)) for i in range(0, n_sites, k)]
 
 
+def disk_bytes(plan: pandas.DataFrame) -> int:
+    """Bytes a capture writes to its folder, about: the row sample, and the entry's stats.npz (the moments as upper
+    triangles, a little over half of `stats`; the held-out sums; the first-position rows)."""
+    stats = plan["stats"].sum() // 2 + 2 * (plan["d_in"] + plan["d_out"]).sum() * F64
+    return int(plan["rows_disk"].sum() + stats + plan["heldout"].sum() + plan["first_host"].sum())
+
+
+def check_disk(plan: pandas.DataFrame, directory, free: int | None = None) -> None:
+    """One line naming the fix when the folder a capture writes to (`directory`; None writes nothing) has less free
+    space than `disk_bytes(plan)`: checked before any pass, since a row sample's memory-mapped file on a full disk
+    ends the process with SIGBUS and no message."""
+    import shutil
+
+    if directory is None:
+        return
+    need = disk_bytes(plan)
+    if free is None:
+        try:
+            free = shutil.disk_usage(_existing(directory)).free
+        except OSError:
+            return
+    if need > free:
+        gib, rows = 2**30, plan["rows_disk"].sum()
+        raise LinrecError(
+            f"the capture writes about {need / gib:.2f} GiB to {directory} (row sample {rows / gib:.2f} "
+            f"GiB), and only {free / gib:.2f} GiB are free there; free space, point $LINREC_CACHE (TMPDIR with "
+            "--no-cache) to a disk with room, or lower --sample-rows"
+        )
+
+
+def _existing(path):
+    from pathlib import Path
+
+    path = Path(path)
+    return next((p for p in (path, *path.parents) if p.exists()), path)
+
+
 def check_fits(plan: pandas.DataFrame, groups: list[range]) -> None:
     """One line naming the fix when the statistics cannot fit where they will live (checked before any pass), device
     by device: on a GPU, the most that one block group puts there; in host memory, every block kept there."""
