@@ -1148,3 +1148,48 @@ def test_claim2a_takes_the_weaker_of_the_offline_and_the_seeds_verdicts():
     assert combine_2a(PARTLY, NOT_REPRODUCED) == NOT_REPRODUCED
     assert combine_2a(PARTLY, NOT_TESTABLE) == PARTLY and combine_2a(NOT_TESTABLE, REPRODUCED) == REPRODUCED
     assert combine_2a(NOT_TESTABLE, NOT_TESTABLE) == NOT_TESTABLE
+
+
+# ---- the words come from the rule ----------------------------------------------------------------------------------
+def _rules_with(planted: dict[str, str]) -> dict:
+    """linrec.claims.rules executed afresh with some thresholds' lines replaced (no effect on the imported module)."""
+    import types
+
+    import linrec.claims.rules as rules
+
+    src = open(rules.__file__).read()
+    for name, value in planted.items():
+        lines = src.splitlines()
+        line = next((ln for ln in lines if " = " in ln and name in ln.split(" = ")[0].split(", ")), None)
+        if line is None:  # a threshold imported from a lower layer: planted right after the imports
+            last = [ln for ln in lines if ln.startswith(("from ", "import "))][-1]
+            src = src.replace(last, f"{last}\n{name} = {value}", 1)
+        else:  # `A, B = 1, 2` lines too: the assignment is followed by one that plants the value
+            src = src.replace(line, f"{line}\n{name} = {value}", 1)
+    import sys
+
+    mod = types.ModuleType("planted_rules")
+    sys.modules["planted_rules"] = mod  # dataclasses look their module up while the class is made
+    try:
+        exec(compile(src, "planted_rules", "exec"), mod.__dict__)  # noqa: S102 - the project's own source
+    finally:
+        del sys.modules["planted_rules"]
+    return mod.__dict__
+
+
+def test_what_would_change_a_verdict_follows_the_rules_thresholds():
+    """Issue 45: the report's 'what would change it' came from a separate list and could contradict the rule. Both
+    are now built from the same thresholds: planting another value changes the rule's words and the change's words
+    together (a hand-typed '+1 perplexity' or '±0.3' fails here)."""
+    from linrec.claims.rules import CHANGE
+
+    assert set(CHANGE) == set(RULES)
+    planted = _rules_with({"CLAIM6_BUDGET": "2.5", "EQUIVALENCE_MARGIN": "0.2", "CLAIM5_SHAPE": "0.15",
+                           "CLAIM1_JUMP": "0.35", "CLAIM2_MIN_EFFECT": "0.12"})  # fmt: skip
+    change, rules = planted["CHANGE"], planted["RULES"]
+    assert "+2.5" in change["6a"] and "+2.5" in rules["6a"] and "+1 " not in change["6a"]
+    for claim in (3, "6b"):
+        assert "±0.2" in change[claim] and "±0.2" in rules[claim] and "±0.3" not in change[claim]
+    assert "0.15" in change[5] and "0.15" in rules[5]
+    assert "0.35" in change[1] and "0.35" in rules[1]
+    assert "0.12" in change["2a"] and "0.12" in rules["2a"]

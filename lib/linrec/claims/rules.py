@@ -135,6 +135,39 @@ RULES = {
 }
 
 
+# What would change each verdict, in words built from the same thresholds as the rule above (never typed twice: a
+# threshold changed here changes the rule, the words and the decision together; tests/test_verdicts.py reloads this
+# module with a planted threshold and checks that the words follow).
+CHANGE = {
+    1: f"a model whose resolved jumps all stay below {CLAIM1_JUMP}, whose span is below {CLAIM1_SPAN}, or whose "
+    f"profile turns fewer than {CLAIM1_TURNS} times, fails; the paper's own extremes (> {PAPER_HIGH} next to < "
+    f"{PAPER_LOW}) would need a block far more linear than any measured here",
+    "2a": f"an untrained reference within {CLAIM2_NOISE_FACTOR:g}× of the noise between untrained draws, or a "
+    f"trained-untrained difference under {CLAIM2_MIN_EFFECT}, makes a model 'not learned'; in the seeds experiment, "
+    f"two init seeds whose distance clears both the noise floor and {CLAIM2_MIN_EFFECT} make the profile individual "
+    f"to a run (reproduced), seeds within {CLAIM2_MIN_EFFECT} of each other while GELU and SwiGLU differ make it "
+    "architectural (partly)",
+    "2b": "an interval of the weights' minus the inputs' share, with the blocks' and the windows' variability, that "
+    "lies above 0 makes a model 'weights', below 0 'inputs'; one that includes 0 leaves it undecided (not counted); "
+    "more blocks, or a wider cross band, are what narrows it",
+    3: f"a 90 % interval of the pooled r inside ±{EQUIVALENCE_MARGIN} shows 'uncorrelated'; a 95 % interval "
+    f"excluding 0 shows a correlation; a median gain of {CLAIM3_MAX_GAIN} or more fails a model; more blocks (a "
+    "bigger model or more models: the claim states how many) are what narrows the correlation",
+    4: "a broadly linear and an outlier-concentrated block (rank ≈ 1) both among the blocks with R²_lin ≥ 0.6, over "
+    "all models together (the rule pools the models; each model's own counts are stated beside it)",
+    5: f"a block × corpus share whose interval reaches {CLAIM5_SHAPE} would make the profile corpus-dependent in shape",
+    "6a": f"a screened block whose held-out interval stays within +{CLAIM6_BUDGET:g} perplexity holds; one above "
+    "fails; one across it leaves the model undecided",
+    "6b": f"intervals of ρ(R²_lin, ΔPPL) and of the partial ρ given depth below 0, and neither within ±"
+    f"{EQUIVALENCE_MARGIN}, reproduce it; one inside ±{EQUIVALENCE_MARGIN} or above 0 shows no signal; the pooled "
+    "blocks decide where they are decided",
+    "7a": f"a trained baseline within {CLAIM7_SHORTFALL} of the ceiling on more than {1 - CLAIM7_SHARE:.0%} of the "
+    "blocks at the same budget would make it not reproduced",
+    "7b": f"a shortfall that rises with κ at a fixed budget (by more than {CLAIM7_SHORTFALL}), across blocks and on "
+    "constructed κ, would make it conditioning",
+}
+
+
 @dataclass
 class Verdict:
     """A claim's verdict and the numbers it was decided on (one dict per model, or one for all)."""

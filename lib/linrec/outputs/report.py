@@ -19,7 +19,7 @@ from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.errors import LinrecError
 from linrec.base.files import find_project_root
 from linrec.claims.registry import TABLES
-from linrec.claims.rules import RULES, VERDICTS
+from linrec.claims.rules import CHANGE, RULES, VERDICTS
 from linrec.claims.tables import labelled, load_table
 from linrec.outputs.claim_text import CLAIM_BUILDERS, CLAIMS, Claim, Results, fmt, listed, other_profile, replicated
 from linrec.outputs.findings import routing_findings
@@ -236,28 +236,6 @@ OTHER_PROFILE = {
 
 
 # what result would change each verdict (the rule's nearest threshold, in words), and what to keep in mind
-CHANGE = {
-    1: "a model whose resolved jumps all stay below 0.3, or whose profile turns fewer than twice, fails; the paper's "
-    "own extremes (> 0.99 next to < 0.3) would need a block far more linear than any measured here",
-    "2a": "an untrained reference within 2× of the noise between untrained draws, or a trained-untrained difference "
-    "under 0.1, makes a model 'not learned'; in the seeds experiment, two init seeds whose distance clears both the "
-    "noise floor and 0.1 make the profile individual to a run (reproduced), seeds within 0.1 of each other while "
-    "GELU and SwiGLU differ make it architectural (partly)",
-    "2b": "an interval of the weights' minus the inputs' share, with the blocks' and the windows' variability, "
-    "that lies above 0 makes a model 'weights', below 0 'inputs'; one that includes 0 leaves it undecided (not "
-    "counted); more blocks, or a wider cross band, are what narrows it",
-    3: "a 90 % interval of the pooled r inside ±0.3 shows 'uncorrelated'; a 95 % interval excluding 0 shows a "
-    "correlation; more blocks (a bigger model or more models: the claim states how many) are what narrows it",
-    4: "a broadly linear and an outlier-concentrated block (rank ≈ 1) both among the blocks with R²_lin ≥ 0.6 in "
-    "each model",
-    5: "a block × corpus share whose interval reaches 0.1 would make the profile corpus-dependent in shape",
-    "6a": "a screened block whose held-out interval stays within +1 perplexity holds; one above fails",
-    "6b": "an interval of ρ(R²_lin, ΔPPL) that excludes 0 with the right sign reproduces it; one inside ±0.3 shows "
-    "no signal",
-    "7a": "a trained baseline within 0.01 of the ceiling on most blocks at the same budget",
-    "7b": "a shortfall that rises with κ at a fixed budget, across blocks and on constructed κ, would make it "
-    "conditioning",
-}
 
 
 CAVEATS = {
