@@ -53,6 +53,8 @@ def methods_lines(r: Results) -> list[str]:
             "pooled), which is why claims 3 and 6b state how many blocks a decision would take.",
             "",
         ]
+    candidates = window[window["what"].str.startswith("candidate")]
+    window = window[~window["what"].str.startswith("candidate")]
     for e in window.to_dict("records"):
         verdict = "at or above" if e["coverage95"] >= COVERAGE_FLOOR else "below"
         where = e["what"].split(" over ")[-1]
@@ -68,6 +70,13 @@ def methods_lines(r: Results) -> list[str]:
                 "(`capture: {tokens: …}` in the profile) gives more held-out windows. Replacing this interval is "
                 "open work."
             ),  # fmt: skip
+            "",
+        ]
+    for e in candidates.to_dict("records"):
+        lines += [
+            "A candidate to replace it, simulated the same way: the held-out R² ± t × its leave-one-window-out "
+            f"jackknife standard error covers {e['coverage95']:.3f} "
+            f"({'at or above' if e['coverage95'] >= COVERAGE_FLOOR else 'below'} {COVERAGE_FLOOR:.2f}).",
             "",
         ]
     return lines
