@@ -176,3 +176,17 @@ def tiny_corpus(tmp_path):
         return str(p)
 
     return make
+
+
+@pytest.fixture
+def cli(capsys):
+    """`cli(*args)` runs `linrec ARGS` in this process: (exit code, stdout, stderr)."""
+    from helpers import run_main
+
+    def run(*args):
+        capsys.readouterr()  # drop what fixtures printed (e.g. save_pretrained's progress bar)
+        code = run_main(args)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -219,3 +219,26 @@ def linrec_without_the_hub(tmp_path, *args: str):
         [sys.executable, "-c", _COUNT_LOOKUPS, str(hosts), *args], capture_output=True, text=True, env=env, timeout=300
     )
     return proc, hosts.read_text().split() if hosts.exists() else []
+
+
+def run_main(args) -> int:
+    """`linrec ARGS` in this process: its exit code (argparse's own exit included)."""
+    from linrec.app.cli import main
+
+    try:
+        return main([str(a) for a in args])
+    except SystemExit as exc:
+        return exc.code
+
+
+def single_line(code, err, *needles, expect=2, internal=False):
+    """The command ended with `expect` and one line of stderr: linrec's error naming every needle, never a
+    traceback, and never "unexpected" or "a bug" unless `internal` (a bug planted in linrec itself)."""
+    assert code == expect, err
+    assert "Traceback" not in err
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("linrec: error:"), lines[0]
+    assert internal or ("unexpected" not in lines[0] and "a bug" not in lines[0]), lines[0]
+    for n in needles:
+        assert n in lines[0], lines[0]

@@ -10,17 +10,9 @@ import pandas as pd
 import pytest
 
 from helpers import linrec_without_the_hub, tiny_text
+from helpers import run_main as _main
+from helpers import single_line as _single_line
 from linrec.analyses.spectrum import REGIMES
-
-
-def _main(args) -> int:
-    """`linrec ARGS` in this process: its exit code (argparse's own exit included)."""
-    from linrec.app.cli import main
-
-    try:
-        return main([str(a) for a in args])
-    except SystemExit as exc:
-        return exc.code
 
 
 def _run(*args, tmp_path):
@@ -279,27 +271,6 @@ def test_report_rebuilds_from_a_profile(tmp_path):
 
 
 # ---- the error boundary: one row of issue 15's table per test -------------------------------------------
-@pytest.fixture
-def cli(capsys):
-    """`cli(*args)` runs `linrec ARGS` in this process: (exit code, stdout, stderr)."""
-
-    def run(*args):
-        capsys.readouterr()  # drop what fixtures printed (e.g. save_pretrained's progress bar)
-        code = _main(args)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
-
-
-def _single_line(code, err, *needles, expect=2):
-    assert code == expect, err
-    assert "Traceback" not in err
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("linrec: error:"), lines[0]
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def _tree(path):
@@ -509,7 +480,7 @@ def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(cli, monke
     parser = cli_mod.build_parser
     monkeypatch.setattr(cli_mod, "build_parser", lambda: _with(parser(), "fetch", boom))
     code, _, err = cli("fetch", "wiki")
-    _single_line(code, err, "ZeroDivisionError", "--debug", expect=1)
+    _single_line(code, err, "ZeroDivisionError", "--debug", expect=1, internal=True)
     with pytest.raises(ZeroDivisionError):
         cli("--debug", "fetch", "wiki")
 

@@ -8,39 +8,8 @@ import tempfile
 
 import pytest
 
+from helpers import single_line as _single_line
 from helpers import tiny_text
-
-
-def _main(args) -> int:
-    from linrec.app.cli import main
-
-    try:
-        return main([str(a) for a in args])
-    except SystemExit as exc:
-        return exc.code
-
-
-@pytest.fixture
-def cli(capsys):
-    """`cli(*args)` runs `linrec ARGS` in this process: (exit code, stdout, stderr)."""
-
-    def run(*args):
-        capsys.readouterr()
-        code = _main(args)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
-
-
-def _single_line(code, err, *needles, expect=2):
-    assert code == expect, err
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("linrec: error:"), lines[0]
-    assert "unexpected" not in lines[0] and "a bug" not in lines[0], lines[0]
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 @pytest.fixture
