@@ -240,9 +240,10 @@ CHANGE = {
     1: "a model whose resolved jumps all stay below 0.3, or whose profile turns fewer than twice, fails; the paper's "
     "own extremes (> 0.99 next to < 0.3) would need a block far more linear than any measured here",
     "2a": "an untrained reference within 2× of the noise between untrained draws, or a trained-untrained difference "
-    "under 0.1, makes a model 'not learned'; in the seeds experiment, two init seeds whose distance clears both the "
-    "noise floor and 0.1 make the profile individual to a run (reproduced), seeds within 0.1 of each other while "
-    "GELU and SwiGLU differ make it architectural (partly)",
+    "under 0.1, makes a model 'not learned'; in the seeds experiment, two init seeds whose shape distance (profiles "
+    "centred) clears both its noise floor and 0.1 make the profile individual to a run (reproduced); seeds alike in "
+    "level and shape while GELU and SwiGLU differ in shape make it architectural (partly), while a GELU–SwiGLU "
+    "difference in level alone leaves the shape unarchitectural (reproduced, the level named)",
     "2b": "an interval of the weights' minus the inputs' share, with the blocks' and the windows' variability, "
     "that lies above 0 makes a model 'weights', below 0 'inputs'; one that includes 0 leaves it undecided (not "
     "counted); more blocks, or a wider cross band, are what narrows it",
@@ -250,7 +251,8 @@ CHANGE = {
     "correlation; more blocks (a bigger model or more models: the claim states how many) are what narrows it",
     4: "a broadly linear and an outlier-concentrated block (rank ≈ 1) both among the blocks with R²_lin ≥ 0.6 in "
     "each model",
-    5: "a block × corpus share whose interval reaches 0.1 would make the profile corpus-dependent in shape",
+    5: "a shape (block × corpus) or level (corpus) share whose interval lies at or above 0.1 makes the profile "
+    "shaped by the corpus; both intervals below 0.1 make it overlay (a property of the model)",
     "6a": "a screened block whose held-out interval stays within +1 perplexity holds; one above fails",
     "6b": "an interval of ρ(R²_lin, ΔPPL) that excludes 0 with the right sign reproduces it; one inside ±0.3 shows "
     "no signal",
