@@ -1,5 +1,6 @@
 """The seeds experiment, measured: R²_lin per block at every checkpoint of every trained run, and the distances
-between profiles that decide whether the profile is learned, individual to a run, or set by architecture and data.
+between profiles that decide whether the profile is learned, individual to a run, or set by the architecture (in
+level or in shape).
 
 Every checkpoint is captured on its run's measuring documents (`linrec.inputs.training`: never trained on; the same
 text and

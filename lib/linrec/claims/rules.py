@@ -4,7 +4,9 @@
 The claims are the paper's (arXiv 2606.19379; quoted with the paper's numbers in `paper/claims.md`); each is judged
 in the module of its notebook: `profile` (claim 1), `probe` (3, 7a, 7b), `regimes` (4), `corpora` (5), `swap` (6a,
 6b), `learned` (2a, 2b and the seeds experiment). A verdict is "not testable" when the evidence is missing or cannot
-decide. `tests/test_verdicts.py` checks each rule on both sides of each threshold; nothing here formats a number.
+decide. Every comparison of profiles follows one convention for shape and level, stated once below (the block
+"one convention for shape and level"). `tests/test_verdicts.py` and `tests/test_shape_level.py` check each rule on
+both sides of each threshold; nothing here formats a number.
 """
 
 from __future__ import annotations
