@@ -120,13 +120,15 @@ agreement.round(3)
 #
 # That ratio mixes two different things a corpus can do to a profile: shift all of it up or down
 # (its **level**), or change its form (its **shape**). A model whose depth profile is flat fails the
-# ratio on a pure shift. So claim 5 is judged on shape alone. The R²_lin table of blocks × corpora
+# ratio on a pure shift. So claim 5 follows the project's one convention for shape and level
+# (`linrec.claims.rules`): both are measured, each with its interval. The R²_lin table of blocks × corpora
 # is split like a two-way analysis of variance into *depth* (the blocks' main effect), *level* (the
 # corpora's main effect) and *shape* (their interaction); each share of the total sum of squares gets
 # a 95 % interval from resampling each corpus's held-out windows (`linrec.analyses.recoverability.
-# corpus_shape_level`). Claim 5's rule (`linrec.claims.corpora.shape_word`): "a property of the model" if
-# the shape share's interval lies below 0.1, "shaped by the corpus" if it lies at or above 0.1,
-# undecided otherwise. The level is stated beside it: the paper's "overlay" is about the form.
+# corpus_shape_level`). The paper's words are that the profiles "overlay closely": curves overlay only
+# if they have the same form *and* sit at the same height. Claim 5's rule (`linrec.claims.corpora.overlay_word`):
+# "a property of the model" if the intervals of the shape share and of the level share both lie below
+# 0.1, "shaped by the corpus" if either lies at or above 0.1, undecided otherwise.
 # The count of block–corpus pairs that differ is Benjamini–Hochberg corrected (5 % false-discovery
 # rate over every block and pair of corpora), not a count of disjoint intervals.
 
@@ -150,14 +152,16 @@ for r in verdicts.to_dict("records"):
     print(
         f"{r['model']}: of R²_lin's variance over blocks × corpora, depth holds {r['depth_share']:.3f} "
         f"[{r['depth_lo']:.3f}, {r['depth_hi']:.3f}], level {r['level_share']:.3f} [{r['level_lo']:.3f}, "
-        f"{r['level_hi']:.3f}] and shape {r['shape_share']:.3f} [{r['shape_lo']:.3f}, {r['shape_hi']:.3f}]: on shape, "
-        f"{r['shape_verdict']}. The level moves by up to {r['level_range']:.3f} [{r['level_range_lo']:.3f}, "
-        f"{r['level_range_hi']:.3f}] ({r['corpus_highest']} highest, {r['corpus_lowest']} lowest); "
+        f"{r['level_hi']:.3f}] and shape {r['shape_share']:.3f} [{r['shape_lo']:.3f}, {r['shape_hi']:.3f}]: on "
+        f"shape and level, {r['overlay_verdict']}. The level moves by up to {r['level_range']:.3f} "
+        f"[{r['level_range_lo']:.3f}, {r['level_range_hi']:.3f}] ({r['corpus_highest']} highest, "
+        f"{r['corpus_lowest']} lowest); "
         f"{r['n_pairs_fdr']} of {r['n_pairs']} block–corpus pairs differ at a 5 % false-discovery rate."
     )
 
 # %% [markdown]
 # Reading the verdict: a block–corpus pair that differs at the 5 % false-discovery rate is a real
-# difference between domains at this token budget, however small; the paper's claim is about the
-# *shape* of the profile across depth, which the interaction share measures. A corpus that lifts
-# every block by the same amount (its level) leaves the shape, and so the claim, intact.
+# difference between domains at this token budget, however small. The shape share says whether a
+# corpus changes the profile's form across depth; the level share whether it lifts or lowers every
+# block together. A corpus that keeps the form but lifts every block by 0.15 does not give profiles
+# that "overlay": it is shaped by the corpus in level, and the verdict says so.

@@ -63,8 +63,9 @@ def test_refresh_rebuilds_the_summaries_the_notebooks_wrote(tmp_path):
     work = tmp_path / "default"
     shutil.copytree(DEFAULT, work, ignore=shutil.ignore_patterns("notebooks", "calibration.csv"))
     names = refresh(work)
-    assert {"probe_summary", "pitfall_summary", "swap_predictors", "routing_summary", "calibration"} <= set(names)
-    for name in ("probe_summary", "swap_predictors", "routing_summary", "pitfall_summary"):
+    assert {"probe_summary", "pitfall_summary", "swap_predictors", "routing_summary", "calibration",
+            "corpora_verdict"} <= set(names)  # fmt: skip
+    for name in ("probe_summary", "swap_predictors", "routing_summary", "pitfall_summary", "corpora_verdict"):
         pd.testing.assert_frame_equal(load_table(name, work), load_table(name, DEFAULT), rtol=1e-9, atol=1e-12)
     path = work / "probe.csv"  # one per-block number changed in place (the timing columns stay in timings/)
     probe = pd.read_csv(path)

@@ -139,6 +139,13 @@ def test_corpus_shape_level_separates_a_shift_from_a_change_of_form():
     shift = corpus_shape_level(caps({"wiki": base, "web": base, "code": base + 0.1}), n_boot=300)
     assert shift["shape_hi"] < 0.05 and shift["level_lo"] > 0.05 and shift["corpus_highest"] == "code"
     assert shift["level_range"] == pytest.approx(0.1, abs=0.03) and shift["level_range_lo"] < shift["level_range_hi"]
+    assert np.isnan(shift["level_share_ex_first"])  # the captures keep no sums without position 0
+    both = caps({"wiki": base, "web": base, "code": base + 0.1})
+    for c in both.values():
+        c.heldout_rest = c.heldout  # without position 0: the same sums here, so the same split
+    rest = corpus_shape_level(both, n_boot=300)
+    for k in ("shape_share", "level_share", "shape_lo", "level_lo", "shape_hi", "level_hi"):
+        assert rest[f"{k}_ex_first"] == pytest.approx(rest[k]), k
     form = base.copy()
     form[[0, 3]] = form[[3, 0]]
     changed = corpus_shape_level(caps({"wiki": base, "web": base, "code": form}), n_boot=300)

@@ -519,28 +519,40 @@ def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
     assert seeds == [seeds[0]] and "against 0.010 between two init seeds" in seeds[0]
 
 
-def _comparisons(seed_distance: float) -> pd.DataFrame:
+def _comparisons(seed_distance: float, variant_shape: float = 0.02) -> pd.DataFrame:
+    """Planted comparisons: each run far from its step 0 in level; the seeds `seed_distance` apart in shape (level 0);
+    GELU 0.3 above SwiGLU in level and `variant_shape` apart in shape."""
     rows = []
-    for kind, a, b, d in (("trained vs init", "gelu-i0-d0", "gelu-i0-d0 step 0", 0.4),
-                          ("trained vs init", "gelu-i1-d0", "gelu-i1-d0 step 0", 0.4),
-                          ("seed", "gelu-i0-d0", "gelu-i1-d0", seed_distance),
-                          ("variant", "gelu-i0-d0", "swiglu-i0-d0", 0.3)):  # fmt: skip
+    for kind, a, b, d, lvl, shp in (("trained vs init", "gelu-i0-d0", "gelu-i0-d0 step 0", 0.4, 0.4, 0.02),
+                                    ("trained vs init", "gelu-i1-d0", "gelu-i1-d0 step 0", 0.4, 0.4, 0.02),
+                                    ("seed", "gelu-i0-d0", "gelu-i1-d0", seed_distance, 0.0, seed_distance),
+                                    ("variant", "gelu-i0-d0", "swiglu-i0-d0", 0.3, 0.3, variant_shape)):  # fmt: skip
         rows.append({"kind": kind, "a": a, "b": b, "step": 600, "distance": d, "distance_lo": d - 0.02,
-                     "distance_hi": d + 0.02, "corr": 0.9, "corr_lo": 0.8, "corr_hi": 0.95, "floor": 0.01,
-                     "beyond_noise": True, "within_noise": False, "outcome": ""})  # fmt: skip
+                     "distance_hi": d + 0.02, "level": lvl, "level_lo": lvl - 0.02, "level_hi": lvl + 0.02,
+                     "level_floor": 0.01, "shape": shp, "shape_lo": max(shp - 0.02, 0.0), "shape_hi": shp + 0.02,
+                     "shape_floor": 0.01, "corr": 0.9, "corr_lo": 0.8, "corr_hi": 0.95, "floor": 0.01,
+                     "beyond_noise": True, "within_noise": False, "outcome": "", "level_outcome": "",
+                     "shape_outcome": ""})  # fmt: skip
     return pd.DataFrame(rows)
 
 
 def test_claim2a_states_the_seeds_experiment_and_takes_the_weaker_verdict(tmp_path):
-    """Claim 2a reads the seeds experiment from this profile or results/training (named as such): seeds that agree
-    while the variants differ make it 'partly' (set by architecture) whatever the offline models say; seeds that
-    differ leave the offline models' verdict; the claim table's cell names it."""
+    """Claim 2a reads the seeds experiment from this profile or results/training (named as such), level and shape
+    apart: seeds alike while GELU and SwiGLU differ in shape make it 'partly' (architecture sets the shape) whatever
+    the offline models say; a GELU–SwiGLU difference in level alone, or seeds that differ in shape, leave the offline
+    models' verdict; the claim table's cell names it."""
     d = _results(tmp_path)
     row = lambda text: [r for r in _claim_rows(text) if r[0].startswith(" [2a]")][0]  # noqa: E731
+    save_table(_comparisons(0.04, variant_shape=0.3), "training_comparisons", tmp_path / "training")
+    c = {x.number: x for x in claims(d)}
+    assert c["2a"].verdict == "partly reproduced" and "architecture sets the level and the shape" in c["2a"].ours
+    assert "training profile" in c["2a"].ours
+    assert ("gelu-i0-d0 vs gelu-i1-d0 0.040 [0.020, 0.060] (floor 0.010, agree; level +0.000 [-0.020, 0.020] agree, "
+            "shape 0.040 [0.020, 0.060] agree)") in c["2a"].ours  # fmt: skip
     save_table(_comparisons(0.04), "training_comparisons", tmp_path / "training")
     c = {x.number: x for x in claims(d)}
-    assert c["2a"].verdict == "partly reproduced" and "learned, set by architecture and data" in c["2a"].ours
-    assert "training profile" in c["2a"].ours and "gelu-i0-d0 vs gelu-i1-d0 0.040 [0.020, 0.060]" in c["2a"].ours
+    assert c["2a"].verdict == "reproduced"
+    assert "learned; architecture sets the level, not the shape; init seed changes neither" in c["2a"].ours
     prof = pd.DataFrame([{"run": run, "mlp": "gelu", "init_seed": 0, "data_seed": 0, "step": step, "tokens_seen": step,
                           "block": b, "r2_lin": r2 + 0.1 * b, "r2_lo": 0.0, "r2_hi": 1.0, "ppl_test": 9.0,
                           "train_loss": 2.0, "n_test_windows": 8}
@@ -558,12 +570,13 @@ def test_claim2a_states_the_seeds_experiment_and_takes_the_weaker_verdict(tmp_pa
                              "effect_twin": 0.3, "noise_twin": 0.01, "effect_null": 0.3, "noise_null": 0.01,
                              "reference": "random-init twin", "effect": 0.3, "noise": 0.01}])  # fmt: skip
     save_table(learned, "controls_learned", d)
+    save_table(_comparisons(0.04, variant_shape=0.3), "training_comparisons", tmp_path / "training")
     assert {x.number: x for x in claims(d)}["2a"].verdict == "partly reproduced"  # offline reproduced, seeds partly
     save_table(_comparisons(0.3), "training_comparisons", tmp_path / "training")
     c = {x.number: x for x in claims(d)}
     assert c["2a"].verdict == "reproduced" and "learned, individual to each run" in c["2a"].ours
     text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
-    assert "seeds (training profile): learned, individual to each run" in row(text)[3]
+    assert "seeds: learned, individual to each run" in row(text)[3]
 
 
 def test_routing_findings_state_each_number_beside_the_anchor_and_say_the_pick_is_optimistic():

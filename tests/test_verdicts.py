@@ -8,18 +8,16 @@ from scipy import stats
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, INCONCLUSIVE, holm
 from linrec.base.errors import LinrecError
-from linrec.claims.corpora import claim5, corpus_depth_ratio, corpus_verdicts, corpus_word, shape_word
+from linrec.claims.corpora import claim5, corpus_depth_ratio, corpus_verdicts, corpus_word
 from linrec.claims.learned import (
     CLAIMS,
     claim2a,
     claim2b,
     combine_2a,
-    distance_word,
     input_control_summary,
     learned_summary,
     null_blocks,
     random_init_summary,
-    seeds_verdict,
     weights_word,
 )
 from linrec.claims.probe import (
@@ -54,7 +52,6 @@ from linrec.claims.rules import (
     CLAIM2_MIN_EFFECT,
     CLAIM2_NOISE_FACTOR,
     CLAIM3_MAX_GAIN,
-    CLAIM5_SHAPE,
     CLAIM6_BUDGET,
     CLAIM7_SHORTFALL,
     CORPUS_MODEL_RATIO,
@@ -600,37 +597,6 @@ def test_corpus_verdicts_and_claim5():
     assert claim5(two.assign(verdict="shaped by the corpus")).verdict == NOT_REPRODUCED
 
 
-@pytest.mark.parametrize(
-    "lo, hi, word",
-    [
-        (0.01, CLAIM5_SHAPE - EPS, "a property of the model"),
-        (0.01, CLAIM5_SHAPE, "undecided"),  # the interval reaches the threshold
-        (CLAIM5_SHAPE, 0.3, "shaped by the corpus"),
-        (CLAIM5_SHAPE - EPS, 0.3, "undecided"),
-        (np.nan, 0.05, "undecided"),
-    ],
-)
-def test_claim5_is_judged_on_shape(lo, hi, word):
-    assert shape_word(lo, hi) == word
-    row = {"model": "m", "verdict": "mixed", "shape_lo": lo, "shape_hi": hi}  # the older ratio rule said "mixed"
-    expected = {"a property of the model": REPRODUCED, "shaped by the corpus": NOT_REPRODUCED}
-    assert claim5(pd.DataFrame([row])).verdict == expected.get(word, NOT_TESTABLE)
-
-
-def test_claim5_counts_decided_models_and_merges_the_decomposition():
-    rows = [{"model": "a", "verdict": "mixed", "shape_lo": 0.01, "shape_hi": 0.05},
-            {"model": "b", "verdict": "mixed", "shape_lo": 0.2, "shape_hi": 0.3},
-            {"model": "c", "verdict": "mixed", "shape_lo": 0.05, "shape_hi": 0.2}]  # fmt: skip
-    v = claim5(pd.DataFrame(rows))
-    assert v.verdict == PARTLY and [e["shape_verdict"] for e in v.evidence][2] == "undecided"
-    from linrec.analyses.uncertainty import profile_agreement
-
-    t = pd.DataFrame([{"model": "a", "corpus": c, "block": b, "r2_lin": 0.1 * b + k * 0.05, "r2_lo": 0.0, "r2_hi": 1.0}
-                      for k, c in enumerate(("wiki", "code")) for b in range(4)])  # fmt: skip
-    out = corpus_verdicts(t, profile_agreement(t), shapes=pd.DataFrame(rows[:1]))
-    assert out.loc[0, "shape_verdict"] == "a property of the model" and out.loc[0, "shape_hi"] == 0.05
-
-
 # ---- claim 6: the swap ---------------------------------------------------------------------------------------
 def _swap(deltas, r2s, model="m", half_width=0.1):
     n = len(deltas)
@@ -1086,8 +1052,8 @@ def test_claim4_5_and_6b_without_the_first_position():
     assert v4.verdict == REPRODUCED and v4.without_first == NOT_REPRODUCED
     assert s4.iloc[0]["n_outlier_concentrated_ex_first"] == 0
     assert claim4(regime_summary(_spectrum(["broadly linear"]), REGIMES)).without_first == ""  # not measured
-    rows = [{"model": "a", "verdict": "mixed", "shape_lo": 0.01, "shape_hi": 0.05, "shape_lo_ex_first": 0.2,
-             "shape_hi_ex_first": 0.3}]  # fmt: skip
+    rows = [{"model": "a", "verdict": "mixed", "shape_lo": 0.01, "shape_hi": 0.05, "level_lo": 0.01, "level_hi": 0.05,
+             "shape_lo_ex_first": 0.2, "shape_hi_ex_first": 0.3}]  # fmt: skip
     v5 = claim5(pd.DataFrame(rows))
     assert v5.verdict == REPRODUCED and v5.without_first == NOT_REPRODUCED
     pred = pd.concat([_pred(), pd.DataFrame([_flag_row() | {"column": "r2_ex_first", "rho_lo90": -0.25,
@@ -1098,51 +1064,6 @@ def test_claim4_5_and_6b_without_the_first_position():
 
 
 # ---- the seeds experiment (notebook 08) ---------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "d, lo, hi, floor, word",
-    [
-        (0.30, 0.25, 0.35, 0.02, "differ"),
-        (0.30, 0.019, 0.35, 0.02, "inconclusive"),  # lower bound under the floor
-        (0.0999, 0.09, 0.11, 0.02, "inconclusive"),  # beyond noise but under the minimum effect, and not inside it
-        (0.10, 0.09, 0.11, 0.02, "differ"),  # at the minimum effect
-        (0.05, 0.04, 0.0999, 0.02, "agree"),  # beyond noise yet inside the margin: agree at 0.1
-        (0.05, 0.04, 0.10, 0.02, "inconclusive"),  # upper bound at the margin: not inside
-        (0.05, 0.0, 0.08, 0.09, "agree"),
-        (np.nan, 0.0, 0.08, 0.09, "inconclusive"),
-    ],
-)
-def test_distance_word_at_its_thresholds(d, lo, hi, floor, word):
-    assert CLAIM2_MIN_EFFECT == 0.1
-    assert distance_word({"distance": d, "distance_lo": lo, "distance_hi": hi, "floor": floor}) == word
-
-
-def _cmp(kind, word):
-    vals = {"differ": (0.3, 0.25, 0.35), "agree": (0.03, 0.02, 0.05), "inconclusive": (0.1, 0.0, 0.2)}[word]
-    return {"kind": kind, "distance": vals[0], "distance_lo": vals[1], "distance_hi": vals[2], "floor": 0.01}
-
-
-@pytest.mark.parametrize(
-    "trained, seeds, variants, word, c2",
-    [
-        ("differ", "differ", "differ", "learned, individual to each run", REPRODUCED),
-        ("differ", "agree", "differ", "learned, set by architecture and data", PARTLY),
-        ("differ", "agree", "agree", "learned, the same for both variants", REPRODUCED),
-        ("differ", "inconclusive", "differ", "learned; seed to seed inconclusive", NOT_TESTABLE),
-        ("agree", "differ", "differ", "not learned", NOT_REPRODUCED),
-        ("inconclusive", "differ", "differ", "inconclusive", NOT_TESTABLE),
-    ],
-)
-def test_seeds_verdict_reads_every_comparison(trained, seeds, variants, word, c2):
-    rows = [_cmp("trained vs init", trained), _cmp("trained vs init", trained), _cmp("seed", seeds),
-            _cmp("seed", seeds), _cmp("variant", variants), _cmp("data order", "inconclusive")]  # fmt: skip
-    got = seeds_verdict(pd.DataFrame(rows))
-    assert got["word"] == word and got["claim2a"] == c2
-    mixed = pd.DataFrame([*rows[:2], _cmp("seed", "differ"), _cmp("seed", "agree"), rows[4]])
-    if trained == "differ":  # one seed pair each way: neither individual nor set
-        assert seeds_verdict(mixed)["word"] == "learned; seed to seed inconclusive"
-    assert seeds_verdict(None)["claim2a"] == NOT_TESTABLE
-
-
 def test_claim2a_takes_the_weaker_of_the_offline_and_the_seeds_verdicts():
     assert combine_2a(REPRODUCED, PARTLY) == PARTLY
     assert combine_2a(PARTLY, NOT_REPRODUCED) == NOT_REPRODUCED

@@ -135,9 +135,9 @@ def corpus_shape_level(
     """One model's profile over corpora split into depth, level and shape (`two_way_shares`), each with its
     percentile interval over window resamples (`corpus_draws`); the corpus whose mean R²_lin is highest and lowest;
     and the block–corpus-pair differences that stand out at a false-discovery rate of 5 % (Benjamini–Hochberg over
-    every block and pair of corpora, bootstrap p-values). With `rest` (and captures that keep them) the shape share
-    without the windows' first position too (`shape_share_ex_first`, `shape_lo_ex_first`, `shape_hi_ex_first`;
-    NaN otherwise)."""
+    every block and pair of corpora, bootstrap p-values). With `rest` (and captures that keep them) the shape and
+    level shares without the windows' first position too (`shape_share_ex_first`, `shape_lo_ex_first`,
+    `shape_hi_ex_first`, and `level_…_ex_first`; NaN otherwise)."""
     from linrec.analyses.uncertainty import benjamini_hochberg, boot_p
 
     names = list(captures)
@@ -156,11 +156,14 @@ def corpus_shape_level(
     p = np.array([boot_p(draws[ok, i, a] - draws[ok, i, b]) for a, b in pairs for i in range(point.shape[0])])
     out["n_pairs_fdr"] = int((benjamini_hochberg(p) < 0.05).sum())
     out["n_pairs"] = len(p)
-    out.update({"shape_share_ex_first": np.nan, "shape_lo_ex_first": np.nan, "shape_hi_ex_first": np.nan})
+    for k in ("shape", "level"):
+        out.update({f"{k}_share_ex_first": np.nan, f"{k}_lo_ex_first": np.nan, f"{k}_hi_ex_first": np.nan})
     if rest and all(getattr(c, "heldout_rest", None) for c in captures.values()):
         point1, draws1 = corpus_draws(captures, n_boot, seed, rest=True)
         ok1 = np.isfinite(draws1).all(axis=(1, 2))
-        lo, hi = np.quantile(two_way_shares(draws1[ok1])["shape"], [alpha, 1 - alpha])
-        out.update({"shape_share_ex_first": float(two_way_shares(point1)["shape"]), "shape_lo_ex_first": float(lo),
-                    "shape_hi_ex_first": float(hi)})  # fmt: skip
+        est1, boot1 = two_way_shares(point1), two_way_shares(draws1[ok1])
+        for k in ("shape", "level"):
+            lo, hi = np.quantile(boot1[k], [alpha, 1 - alpha])
+            out.update({f"{k}_share_ex_first": float(est1[k]), f"{k}_lo_ex_first": float(lo),
+                        f"{k}_hi_ex_first": float(hi)})  # fmt: skip
     return out

@@ -1,5 +1,6 @@
 """The seeds experiment, measured: R²_lin per block at every checkpoint of every trained run, and the distances
-between profiles that decide whether the profile is learned, individual to a run, or set by architecture and data.
+between profiles that decide whether the profile is learned, individual to a run, or set by the architecture (in
+level or in shape).
 
 Every checkpoint is captured on its run's measuring documents (`linrec.inputs.training`: never trained on; the same
 text and
@@ -9,12 +10,18 @@ tokenizer for every run, so the same windows), moments only. A profile is the ve
 D = mean_i |R²_a,i − R²_b,i|, and beside it the profile correlation (Pearson r over blocks). Its interval resamples
 the held-out windows, the same resample for both profiles (both are measured on the same windows), so it is paired.
 
+**Level and shape** (the convention of `linrec.claims.rules`): D mixes a shift of the whole profile with a change of
+its form. Beside it, each with the same paired interval: the level L = mean_i (R²_a,i − R²_b,i) (signed: a above b is
+positive) and the shape S = mean_i |(R²_a,i − mean R²_a) − (R²_b,i − mean R²_b)|, the distance once each profile is
+centred on its own mean. |L| ≤ D ≤ |L| + S.
+
 **Noise floor.** D is never 0 between two measurements, even of the same weights: each R²_lin carries the sampling
 noise of its held-out windows. The floor of a checkpoint is the distance between its profile measured on two disjoint
 halves of its held-out windows (random halvings, averaged): the distance that measurement alone produces. Two
 profiles measured on all windows carry less noise than two half-window measurements, so the floor is on the generous
 side for "differs beyond noise" and on the strict side for "agrees within noise". A comparison's floor is the larger
-of its two checkpoints' floors.
+of its two checkpoints' floors. The level and the shape have floors of their own, measured the same way (|L| and S
+between the two halves).
 """
 
 from __future__ import annotations
@@ -55,6 +62,21 @@ def _distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.nanmean(np.abs(a - b), axis=-1)
 
 
+def _level(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The level of a comparison: the mean difference over blocks (a above b is positive)."""
+    return np.nanmean(a - b, axis=-1)
+
+
+def _shape(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The shape of a comparison: the mean |difference| over blocks once each profile is centred on its own mean."""
+    d = a - b
+    return np.nanmean(np.abs(d - np.nanmean(d, axis=-1, keepdims=True)), axis=-1)
+
+
+PARTS = {"distance": _distance, "level": _level, "shape": _shape}  # every comparison's three numbers
+FLOORS = {"distance": "floor", "level": "level_floor", "shape": "shape_floor"}  # and the column of each one's floor
+
+
 def _corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = a - a.mean(axis=-1, keepdims=True)
     b = b - b.mean(axis=-1, keepdims=True)
@@ -72,9 +94,10 @@ def _n_windows(*captures) -> int:
     return ns.pop()
 
 
-def noise_floor(capture, n_splits: int = 200, seed: int = 0) -> float:
-    """The distance between one checkpoint's profile on two disjoint random halves of its held-out windows, averaged
-    over `n_splits` halvings (module docstring)."""
+def noise_floors(capture, n_splits: int = 200, seed: int = 0) -> dict[str, float]:
+    """The floor of each part of a comparison (`FLOORS`): the raw distance, |level| and shape between one
+    checkpoint's profile on two disjoint random halves of its held-out windows, averaged over `n_splits` halvings
+    (module docstring)."""
     w = _n_windows(capture)
     if w < 4:
         raise LinrecError(f"a noise floor needs at least 4 held-out windows, the capture has {w}; use more tokens")
@@ -83,35 +106,62 @@ def noise_floor(capture, n_splits: int = 200, seed: int = 0) -> float:
     for k in range(n_splits):
         half[k, rng.permutation(w)[: w // 2]] = 1.0
     a, b = profile(capture, half), profile(capture, 1.0 - half)
-    return float(np.nanmean(_distance(a, b)))
+    return {FLOORS[k]: float(np.nanmean(np.abs(f(a, b)))) for k, f in PARTS.items()}
+
+
+def noise_floor(capture, n_splits: int = 200, seed: int = 0) -> float:
+    """The raw distance's floor (`noise_floors`)."""
+    return noise_floors(capture, n_splits, seed)["floor"]
 
 
 def compare(a, b, n_boot: int = 1000, seed: int = 0, level: float = 0.95, floor: float | None = None) -> dict:
-    """Distance and profile correlation between captures `a` and `b` (same blocks, same held-out windows), each with
-    its paired window-bootstrap interval, and the noise floor (the larger of the two checkpoints' floors, unless
-    given): `distance`, `distance_lo`, `distance_hi`, `corr`, `corr_lo`, `corr_hi`, `floor`, `beyond_noise` (the
-    distance's lower bound above the floor) and `within_noise` (its upper bound at or below it)."""
+    """Distance, level, shape and profile correlation between captures `a` and `b` (same blocks, same held-out
+    windows), each with its paired window-bootstrap interval, and the noise floors (each the larger of the two
+    checkpoints' floors; the raw one `floor` as given, if given): `distance`, `distance_lo`, `distance_hi`, `level`,
+    `level_lo`, `level_hi`, `level_floor`, `shape`, `shape_lo`, `shape_hi`, `shape_floor`, `corr`, `corr_lo`,
+    `corr_hi`, `floor`, `beyond_noise` (the distance's lower bound above the floor) and `within_noise` (its upper
+    bound at or below it)."""
     if a.n_blocks != b.n_blocks:
         raise LinrecError(f"the profiles have {a.n_blocks} and {b.n_blocks} blocks; compare runs of one architecture")
     counts = window_counts(_n_windows(a, b), n_boot, seed)
     pa, pb = profile(a), profile(b)
     da, db = profile(a, counts), profile(b, counts)
     alpha = (1 - level) / 2
-    dist, corr = _distance(da, db), _corr(da, db)
-    floor = max(noise_floor(a, seed=seed), noise_floor(b, seed=seed)) if floor is None else float(floor)
-    lo, hi = np.nanquantile(dist, [alpha, 1 - alpha])
-    clo, chi = np.nanquantile(corr, [alpha, 1 - alpha])
-    return {
-        "distance": float(_distance(pa, pb)),
-        "distance_lo": float(lo),
-        "distance_hi": float(hi),
-        "corr": float(_corr(pa, pb)),
-        "corr_lo": float(clo),
-        "corr_hi": float(chi),
-        "floor": floor,
-        "beyond_noise": bool(lo > floor),
-        "within_noise": bool(hi <= floor),
-    }
+    fa, fb = noise_floors(a, seed=seed), noise_floors(b, seed=seed)
+    floors = {k: max(fa[k], fb[k]) for k in fa}
+    if floor is not None:
+        floors["floor"] = float(floor)
+    out = {}
+    for k, f in PARTS.items():
+        lo, hi = np.nanquantile(f(da, db), [alpha, 1 - alpha])
+        out.update({k: float(f(pa, pb)), f"{k}_lo": float(lo), f"{k}_hi": float(hi)})
+    clo, chi = np.nanquantile(_corr(da, db), [alpha, 1 - alpha])
+    out.update({"corr": float(_corr(pa, pb)), "corr_lo": float(clo), "corr_hi": float(chi), **floors})
+    out.update({"beyond_noise": bool(out["distance_lo"] > floors["floor"]),
+                "within_noise": bool(out["distance_hi"] <= floors["floor"])})  # fmt: skip
+    return out
+
+
+def from_profiles(table: pandas.DataFrame, profiles: pandas.DataFrame) -> pandas.DataFrame:
+    """`table` (comparisons or the distance curve as stored) with the points of the level and the shape computed from
+    the stored profiles (`checkpoint_table` rows; run "x step 0" is run x at step 0) where it lacks them; an
+    interval or floor it lacks stays NaN: those need the held-out windows (a rerun of notebook 08 writes them)."""
+    out = table.copy()
+    for k in ("level", "shape"):
+        for c in (k, f"{k}_lo", f"{k}_hi", FLOORS[k]):
+            out[c] = out[c] if c in out else np.nan
+    wide = profiles.pivot_table(index=["run", "step"], columns="block", values="r2_lin")
+
+    def prof(name: str, step: int) -> np.ndarray:
+        run, _, at = str(name).partition(" step ")
+        return wide.loc[(run, int(at) if at else int(step))].to_numpy()
+
+    for i, r in out.iterrows():
+        a, b = prof(r["a"], r["step"]), prof(r["b"], r["step"])
+        for k in ("level", "shape"):
+            if not np.isfinite(r[k]):
+                out.loc[i, k] = float(PARTS[k](a, b))
+    return out
 
 
 # ---- the experiment ------------------------------------------------------------------------------------------------
@@ -166,20 +216,17 @@ def checkpoint_table(run, captures: Mapping[int, object], n_boot: int = 1000, se
 
 
 def pairs(configs: Sequence) -> list[tuple[str, str, str]]:
-    """The comparisons of the experiment as (kind, run a, run b) over `linrec.inputs.training.TrainConfig`s: "seed"
-    (same
-    variant and data order, different init seeds), "data order" (same variant and init seed, different data orders)
-    and "variant" (GELU against SwiGLU, same init seed and data order)."""
+    """The comparisons of the experiment as (kind, run a, run b) over `linrec.inputs.training.TrainConfig`s that
+    differ in one thing: "seed" (the init seed), "data order" (the order the training windows are visited in),
+    "text" (the training text itself) and "variant" (GELU against SwiGLU)."""
     out = []
     for i, a in enumerate(configs):
         for b in configs[i + 1 :]:
-            same_mlp, same_init, same_data = a.mlp == b.mlp, a.init_seed == b.init_seed, a.data_seed == b.data_seed
-            if same_mlp and same_data and not same_init:
-                out.append(("seed", a.name, b.name))
-            elif same_mlp and same_init and not same_data:
-                out.append(("data order", a.name, b.name))
-            elif not same_mlp and same_init and same_data:
-                out.append(("variant", a.name, b.name))
+            same = {"seed": a.init_seed == b.init_seed, "data order": a.data_seed == b.data_seed,
+                    "text": getattr(a, "text", "") == getattr(b, "text", ""), "variant": a.mlp == b.mlp}  # fmt: skip
+            differs = [k for k, v in same.items() if not v]
+            if len(differs) == 1:
+                out.append((differs[0], a.name, b.name))
     return out
 
 

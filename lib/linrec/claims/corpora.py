@@ -1,5 +1,5 @@
 """Claim 5 (notebook 05): how alike one model's profiles over corpora are (`corpus_verdicts`), and the rule on the
-profile's shape (`shape_word`, `claim5`).
+profile's shape and level (`overlay_word`, `claim5`; the convention in `linrec.claims.rules`).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from linrec.claims.rules import (
+    CLAIM5_LEVEL,
     CLAIM5_SHAPE,
     CORPUS_MODEL_RATIO,
     CORPUS_MODEL_RHO,
@@ -47,8 +48,7 @@ def corpus_verdicts(
 ) -> pd.DataFrame:
     """Per model: how alike its profiles over corpora are, and `corpus_word` of it; with `shapes` (one row per
     model of `linrec.analyses.recoverability.corpus_shape_level`) also the depth / level / shape split with its
-    intervals and
-    `shape_verdict`, the word claim 5 is judged by (`shape_word`)."""
+    intervals and `overlay_verdict`, the word claim 5 is judged by (`overlay_word`)."""
     require(corpora, ["model", "corpus", "block", "r2_lin", "r2_lo", "r2_hi"], "corpus_verdicts")
     order = list(order) if order is not None else list(dict.fromkeys(corpora["corpus"]))
     wide = corpora.pivot_table(index=["model", "block"], columns="corpus", values="r2_lin", sort=False)[order]
@@ -79,38 +79,45 @@ def corpus_verdicts(
     out = pd.DataFrame(rows)
     if shapes is not None:
         out = out.merge(shapes.drop(columns=["n_blocks"], errors="ignore"), on="model", how="left")
-        out["shape_verdict"] = [shape_word(lo, hi) for lo, hi in zip(out["shape_lo"], out["shape_hi"])]
+        for c in LEVEL_EX_FIRST:  # a decomposition written before the level was split without position 0
+            out[c] = out[c] if c in out else np.nan
+        out["overlay_verdict"] = [overlay_word(r) for r in out.to_dict("records")]
     return out
 
 
-def shape_word(shape_lo: float, shape_hi: float) -> str:
-    """Claim 5 on shape: "a property of the model" if the interaction share's interval lies below CLAIM5_SHAPE,
-    "shaped by the corpus" if it lies at or above it, "undecided" otherwise (or without an interval)."""
-    if not (np.isfinite(shape_lo) and np.isfinite(shape_hi)):
-        return "undecided"
-    if shape_hi < CLAIM5_SHAPE:
-        return "a property of the model"
-    if shape_lo >= CLAIM5_SHAPE:
+LEVEL_EX_FIRST = ("level_share_ex_first", "level_lo_ex_first", "level_hi_ex_first")
+
+
+def overlay_word(row, suffix: str = "") -> str:
+    """Claim 5 on the convention of `linrec.claims.rules` (shape and level): "a property of the model" if the
+    intervals of the shape share (`shape_lo`, `shape_hi` + `suffix`) and of the level share (`level_lo`, `level_hi`)
+    both lie below their thresholds (CLAIM5_SHAPE, CLAIM5_LEVEL); "shaped by the corpus" if either lies at or above
+    its threshold; "undecided" otherwise, and where an interval that could decide is missing (NaN)."""
+    s_lo, s_hi, l_lo, l_hi = (float(row.get(f"{k}{suffix}", np.nan)) for k in ("shape_lo", "shape_hi", "level_lo",
+                                                                                "level_hi"))  # fmt: skip
+    if (np.isfinite(s_lo) and s_lo >= CLAIM5_SHAPE) or (np.isfinite(l_lo) and l_lo >= CLAIM5_LEVEL):
         return "shaped by the corpus"
+    if all(np.isfinite(v) for v in (s_hi, l_hi)) and s_hi < CLAIM5_SHAPE and l_hi < CLAIM5_LEVEL:
+        return "a property of the model"
     return "undecided"
 
 
 def claim5(verdicts: pd.DataFrame | None) -> Verdict:
-    """Per model, `shape_word` of the interaction share (notebook 05's `corpora_verdict`, columns shape_lo/hi);
-    models left undecided are not counted; a table without the decomposition is judged by the older correlation
-    rule (`corpus_word`)."""
+    """Per model, `overlay_word` of the shape and level shares (notebook 05's `corpora_verdict`, columns shape_lo/hi
+    and level_lo/hi); models left undecided are not counted; a table without the decomposition is judged by the older
+    correlation rule (`corpus_word`). Without the windows' first position, the same on the `_ex_first` shares."""
     if verdicts is None or verdicts.empty:
         return Verdict(5, NOT_TESTABLE, reason="notebook 05 not run")
     if "shape_hi" not in verdicts:
         return Verdict(5, tally(verdicts["verdict"] == "a property of the model"), verdicts.to_dict("records"))
-    ev = [{**r, "shape_verdict": shape_word(r["shape_lo"], r["shape_hi"])} for r in verdicts.to_dict("records")]
+    ev = [{**r, "overlay_verdict": overlay_word(r)} for r in verdicts.to_dict("records")]
     word1 = ""
     if "shape_hi_ex_first" in verdicts and np.isfinite(verdicts["shape_hi_ex_first"]).all():
         for e in ev:
-            e["shape_verdict_ex_first"] = shape_word(e["shape_lo_ex_first"], e["shape_hi_ex_first"])
-        word1 = tally_decided([e["shape_verdict_ex_first"] for e in ev], "a property of the model", "undecided")
-    decided = [e["shape_verdict"] == "a property of the model" for e in ev if e["shape_verdict"] != "undecided"]
+            e["overlay_verdict_ex_first"] = overlay_word(e, "_ex_first")
+        word1 = tally_decided([e["overlay_verdict_ex_first"] for e in ev], "a property of the model", "undecided")
+    decided = [e["overlay_verdict"] == "a property of the model" for e in ev if e["overlay_verdict"] != "undecided"]
     if not decided:
-        return Verdict(5, NOT_TESTABLE, ev, reason="every model's shape share straddles the threshold",
+        return Verdict(5, NOT_TESTABLE, ev, reason="every model's shape or level share straddles its threshold",
                        without_first=word1)  # fmt: skip
     return Verdict(5, tally(decided), ev, without_first=word1)

@@ -26,6 +26,8 @@ from linrec.claims.rules import (
     NOT_TESTABLE,
     PARTLY,
     REPRODUCED,
+    SEEDS_LEVEL_MARGIN,
+    SEEDS_SHAPE_MARGIN,
     Verdict,
     by_share,
     require,
@@ -243,60 +245,130 @@ def weights_word(row: Mapping) -> str | None:
 
 
 # ---- notebook 08: the seeds experiment ----------------------------------------------------------------------------
-def distance_word(row: Mapping, margin: float = CLAIM2_MIN_EFFECT) -> str:
-    """One comparison of the seeds experiment (`linrec.analyses.seeds.compare`): "differ" if its 95 % lower bound
-    exceeds the
-    noise floor and the distance is at least `margin` (2a's minimum effect); "agree" if its upper bound is below
-    `margin` (an equivalence test with that margin, whatever the floor); otherwise "inconclusive"."""
-    d, lo, hi, floor = (float(row.get(k, np.nan)) for k in ("distance", "distance_lo", "distance_hi", "floor"))
+FLOOR_OF = {"distance": "floor", "level": "level_floor", "shape": "shape_floor"}  # linrec.analyses.seeds.FLOORS
+
+
+def distance_word(row: Mapping, margin: float = CLAIM2_MIN_EFFECT, part: str = "distance") -> str:
+    """One part of one comparison of the seeds experiment (`linrec.analyses.seeds.compare`; `part` = "distance", the
+    raw mean |ΔR²_lin|, "level" or "shape", the convention of `linrec.claims.rules`): "differ" if its 95 % interval
+    clears its noise floor (lies above it, or for the signed level below minus it) and its size is at least `margin`
+    (2a's minimum effect); "agree" if its interval lies inside ±`margin` (an equivalence test with that margin,
+    whatever the floor); otherwise, or where a number is missing, "inconclusive"."""
+    d, lo, hi, floor = (float(row.get(k, np.nan)) for k in (part, f"{part}_lo", f"{part}_hi", FLOOR_OF[part]))
     if not all(np.isfinite(v) for v in (d, lo, hi, floor)):
         return "inconclusive"
-    if lo > floor and d >= margin:
+    if (lo > floor or hi < -floor) and abs(d) >= margin:
         return "differ"
-    if hi < margin:
+    if -margin < lo and hi < margin:
         return "agree"
     return "inconclusive"
+
+
+def comparison_words(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` (`linrec.analyses.seeds.comparisons`) with each row's words: `outcome` (raw distance), `level_outcome`,
+    `shape_outcome` (`distance_word`, margins SEEDS_LEVEL_MARGIN and SEEDS_SHAPE_MARGIN; "not measured" where the
+    part has no interval, as in a table refreshed from the stored profiles)."""
+    rows = table.to_dict("records")
+
+    def word(r: Mapping, margin: float, part: str) -> str:
+        return distance_word(r, margin, part) if np.isfinite(r.get(f"{part}_lo", np.nan)) else "not measured"
+
+    return table.assign(
+        outcome=[distance_word(r) for r in rows],
+        level_outcome=[word(r, SEEDS_LEVEL_MARGIN, "level") for r in rows],
+        shape_outcome=[word(r, SEEDS_SHAPE_MARGIN, "shape") for r in rows],
+    )
 
 
 def _all(words: list[str], word: str) -> bool:
     return bool(words) and all(w == word for w in words)
 
 
+def _measured(t: pd.DataFrame) -> bool:
+    """Whether every comparison but trained vs init has its level and shape with intervals and floors."""
+    cols = ["level", "level_lo", "level_hi", "level_floor", "shape", "shape_lo", "shape_hi", "shape_floor"]
+    rest = t[t["kind"] != "trained vs init"]
+    return all(c in t for c in cols) and bool(np.isfinite(rest[cols].to_numpy(dtype=float)).all())
+
+
+FACTORS = {"seed": "init seed", "data order": "data order", "text": "training text"}  # what a run-to-run pair varies
+
+
+def _what_changes(level: list[str], shape: list[str]) -> str:
+    """What a kind of pair changes, from its level and shape words: "the shape", "the level and the shape", "the level,
+    not the shape", "neither", or "" (inconclusive)."""
+    if _all(shape, "differ"):
+        return "the level and the shape" if _all(level, "differ") else "the shape"
+    if _all(shape, "agree"):
+        return "the level, not the shape" if _all(level, "differ") else "neither" if _all(level, "agree") else ""
+    return ""
+
+
 def seeds_verdict(comparisons: pd.DataFrame | None) -> dict:
-    """The seeds experiment's rule (RULES["seeds"]) on `linrec.analyses.seeds.comparisons`: each comparison's word
-    (`distance_word`), then "learned" (every trained run differs from its own step 0), "not learned" (every one
-    agrees with it) or "inconclusive"; after "learned", by the seed pairs and the GELU–SwiGLU pairs: "learned,
-    individual to each run" (every seed pair differs), "learned, set by architecture and data" (every seed pair
-    agrees, every variant pair differs), "learned, the same for both variants" (seed and variant pairs all agree) or
-    "learned; seed to seed inconclusive" (SEEDS_RULE). `claim2a`: what that says of the paper's claim 2a ("learned, not
-    architectural"): reproduced for individual or for the same across variants, partly for set by architecture,
-    not reproduced for not learned, not testable otherwise. With each kind's words (`trained_words`, `seed_words`,
-    `data_order_words`, `variant_words`: one per comparison, in order)."""
+    """The seeds experiment's rule (SEEDS_RULE) on `linrec.analyses.seeds.comparisons`, on the convention of
+    `linrec.claims.rules`: each comparison's words (`comparison_words`); "learned" (every trained run's raw distance
+    to its own step 0 differs), "not learned" (every one agrees) or "inconclusive". After "learned", on shape: "learned,
+    individual to each run" (every init-seed pair differs in shape); where every init-seed pair agrees in level and
+    shape, what GELU against SwiGLU changes: "learned; architecture sets the shape" (or "the level and the shape"),
+    "learned; architecture sets the level, not the shape", "learned, the same for both variants"; each followed by what
+    the other pairs varied (data order, and the training text where it changed) change; "learned; seed to seed
+    inconclusive" or "learned; GELU against SwiGLU inconclusive" otherwise, and "learned; level and shape not measured
+    apart" on a table without their intervals (written before them). `claim2a`: what that says of the paper's claim
+    2a ("learned, not architectural", on shape): reproduced for individual, for the level alone or the same for both
+    variants, partly where architecture sets the shape, not reproduced for not learned, not testable otherwise. With
+    each kind's words (`trained_words`, `seed_words`, `data_order_words`, `text_words`, `variant_words`: one per
+    comparison, in order, "raw (level …, shape …)")."""
     if comparisons is None or comparisons.empty:
         return {"word": "not run", "claim2a": NOT_TESTABLE}
-    t = comparisons.assign(outcome=[distance_word(r) for r in comparisons.to_dict("records")])
-    words = {k: list(g["outcome"]) for k, g in t.groupby("kind", sort=False)}
-    trained, seeds, variants = (words.get(k, []) for k in ("trained vs init", "seed", "variant"))
-    if _all(trained, "differ"):
-        if _all(seeds, "differ"):
+    t = comparison_words(comparisons)
+    groups = {k: g for k, g in t.groupby("kind", sort=False)}
+
+    def of(kind: str, col: str) -> list[str]:
+        return list(groups[kind][col]) if kind in groups else []
+
+    if _all(of("trained vs init", "outcome"), "differ"):
+        seeds = _what_changes(of("seed", "level_outcome"), of("seed", "shape_outcome"))
+        variants = _what_changes(of("variant", "level_outcome"), of("variant", "shape_outcome"))
+        if not _measured(t):
+            word, c2 = "learned; level and shape not measured apart (rerun notebook 08)", NOT_TESTABLE
+        elif _all(of("seed", "shape_outcome"), "differ"):
             word, c2 = "learned, individual to each run", REPRODUCED
-        elif _all(seeds, "agree") and _all(variants, "differ"):
-            word, c2 = "learned, set by architecture and data", PARTLY
-        elif _all(seeds, "agree") and _all(variants, "agree"):
+        elif seeds != "neither":
+            word, c2 = (
+                (f"learned; init seed changes {seeds}" if seeds else "learned; seed to seed inconclusive"),
+                NOT_TESTABLE,
+            )
+        elif variants in ("the shape", "the level and the shape"):
+            word, c2 = f"learned; architecture sets {variants}", PARTLY
+        elif variants == "the level, not the shape":
+            word, c2 = f"learned; architecture sets {variants}", REPRODUCED
+        elif variants == "neither":
             word, c2 = "learned, the same for both variants", REPRODUCED
         else:
-            word, c2 = "learned; seed to seed inconclusive", NOT_TESTABLE
-    elif _all(trained, "agree"):
+            word, c2 = "learned; GELU against SwiGLU inconclusive", NOT_TESTABLE
+        if _measured(t) and seeds == "neither":
+            others = {k: _what_changes(of(k, "level_outcome"), of(k, "shape_outcome")) for k in ("data order", "text")
+                      if k in groups}  # fmt: skip
+            same = ["init seed"] + [FACTORS[k] for k, w in others.items() if w == "neither"]
+            word += f"; {' and '.join(same)} change{'s' if len(same) == 1 else ''} neither"
+            for k, w in others.items():
+                if w != "neither":
+                    word += f"; {FACTORS[k]} changes {w}" if w else f"; {FACTORS[k]} inconclusive"
+    elif _all(of("trained vs init", "outcome"), "agree"):
         word, c2 = "not learned", NOT_REPRODUCED
     else:
         word, c2 = "inconclusive", NOT_TESTABLE
     out = {"word": word, "claim2a": c2, "margin": CLAIM2_MIN_EFFECT}
     for k, name in SEEDS_KINDS.items():
-        out[f"{name}_words"] = ", ".join(words.get(k, []))
+        out[f"{name}_words"] = ", ".join(
+            f"{o} (level {lv}, shape {sh})"
+            for o, lv, sh in zip(of(k, "outcome"), of(k, "level_outcome"), of(k, "shape_outcome"))
+        )
     return out
 
 
-SEEDS_KINDS = {"trained vs init": "trained", "seed": "seed", "data order": "data_order", "variant": "variant"}
+SEEDS_KINDS = {"trained vs init": "trained", "seed": "seed", "data order": "data_order", "text": "text",
+               "variant": "variant"}  # fmt: skip
 
 
 def combine_2a(offline: str, seeds: str) -> str:

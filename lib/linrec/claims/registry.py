@@ -196,14 +196,17 @@ TABLES: dict[str, TableSpec] = {
     ),
     "training_comparisons": _spec(
         "08",
-        "kind a b step distance distance_lo distance_hi corr corr_lo corr_hi floor beyond_noise within_noise outcome",
-        "per comparison of two profiles: distance with its paired interval against the noise floor "
-        "(linrec.analyses.seeds.comparisons, linrec.claims.learned.distance_word)",
+        "kind a b step distance distance_lo distance_hi level level_lo level_hi level_floor shape shape_lo shape_hi "
+        "shape_floor corr corr_lo corr_hi floor beyond_noise within_noise outcome level_outcome shape_outcome",
+        "per comparison of two profiles: the raw distance, the level and the shape (linrec.claims.rules' convention), "
+        "each with its paired interval against its noise floor (linrec.analyses.seeds.comparisons, "
+        "linrec.claims.learned.comparison_words); level and shape intervals NaN where refreshed from the profiles",
     ),
     "training_distance_curve": _spec(
         "08",
-        "kind a b step distance distance_lo distance_hi corr corr_lo corr_hi floor beyond_noise within_noise",
-        "per pair of init seeds and checkpoint step: the distance while training "
+        "kind a b step distance distance_lo distance_hi level level_lo level_hi level_floor shape shape_lo shape_hi "
+        "shape_floor corr corr_lo corr_hi floor beyond_noise within_noise",
+        "per pair of init seeds and checkpoint step: the distance, level and shape while training "
         "(linrec.analyses.seeds.distance_over_training)",
     ),
     "training_swap": _spec(
@@ -214,7 +217,7 @@ TABLES: dict[str, TableSpec] = {
     ),
     "training_verdict": _spec(
         "08",
-        "word claim2a margin trained_words seed_words data_order_words variant_words",
+        "word claim2a margin trained_words seed_words data_order_words text_words variant_words",
         "the seeds experiment's rule (linrec.claims.learned.seeds_verdict)",
     ),
     "spectrum_inputs": _spec(
@@ -235,9 +238,10 @@ TABLES: dict[str, TableSpec] = {
         "max_diff_corpus_b n_ci_disjoint n_ci_compared ci_width_median verdict n_corpora n_boot depth_share depth_lo "
         "depth_hi level_share level_lo level_hi shape_share shape_lo shape_hi level_range level_range_lo "
         "level_range_hi corpus_highest corpus_lowest n_pairs_fdr n_pairs shape_share_ex_first shape_lo_ex_first "
-        "shape_hi_ex_first shape_verdict",
+        "shape_hi_ex_first level_share_ex_first level_lo_ex_first level_hi_ex_first overlay_verdict",
         "per model: agreement, and R²_lin's variance split into depth, level and shape with window-bootstrap "
-        "intervals (linrec.claims.corpora.corpus_verdicts, linrec.analyses.recoverability.corpus_shape_level)",
+        "intervals, and claim 5's word on shape and level (linrec.claims.corpora.corpus_verdicts, overlay_word; "
+        "linrec.analyses.recoverability.corpus_shape_level)",
     ),
     "swap": _spec(
         "06",

@@ -22,7 +22,7 @@ from linrec.base.errors import LinrecError
 from linrec.claims.corpora import claim5 as claim5_rule
 from linrec.claims.learned import claim2a as claim2a_rule
 from linrec.claims.learned import claim2b as claim2b_rule
-from linrec.claims.learned import combine_2a, distance_word, seeds_verdict
+from linrec.claims.learned import combine_2a, comparison_words, seeds_verdict
 from linrec.claims.probe import claim3 as claim3_rule
 from linrec.claims.probe import claim7a as claim7a_rule
 from linrec.claims.probe import claim7b as claim7b_rule
@@ -240,22 +240,26 @@ def claim1(r: Results) -> Claim:
     return Claim(1, text, v.verdict, v.without_first, head, details)
 
 
+def _parts(e: dict) -> str:
+    """A seeds comparison: raw distance, level and shape (`linrec.claims.rules`), with intervals where measured."""
+    text = f"{fmt(e['distance'])} {_ci(e['distance_lo'], e['distance_hi'], 3)} (floor {fmt(e['floor'])}, {e['outcome']}"
+    if not np.isfinite(e.get("level_lo", np.nan)):  # refreshed from the stored profiles: points only
+        return f"{text}; level {e.get('level', np.nan):+.3f}, shape {fmt(e.get('shape'))}, no intervals yet)"
+    return (f"{text}; level {e['level']:+.3f} {_ci(e['level_lo'], e['level_hi'], 3)} {e['level_outcome']}, shape "
+            f"{fmt(e['shape'])} {_ci(e['shape_lo'], e['shape_hi'], 3)} {e['shape_outcome']})")  # fmt: skip
+
+
 def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     """(section sentence, claim-table words, claim 2a's verdict from it) of the seeds experiment (notebook 08), from
     this profile's results or `results/training/`; None where it has not run."""
     comp, where = replicated(r, "training_comparisons", "training")
     if comp is None:
         return None
-    v = seeds_verdict(comp)
+    v, comp = seeds_verdict(comp), comparison_words(comp)
     runs_table, _ = replicated(r, "training_runs", "training")
 
-    def kind(k: str) -> str:
-        t = comp[comp["kind"] == k]
-        return "; ".join(
-            f"{a} vs {b} {fmt(d)} {_ci(lo, hi, 3)} (floor {fmt(fl)}, {distance_word(e)})"
-            for a, b, d, lo, hi, fl, e in zip(t["a"], t["b"], t["distance"], t["distance_lo"], t["distance_hi"],
-                                              t["floor"], t.to_dict("records"))
-        ) or "not run"  # fmt: skip
+    def kind(k: str, t: pd.DataFrame = comp) -> str:
+        return "; ".join(f"{e['a']} vs {e['b']} {_parts(e)}" for e in t[t["kind"] == k].to_dict("records")) or "not run"
 
     ppl = "" if runs_table is None else (
         f"; final held-out perplexity {fmt(runs_table['ppl_test_final'].min(), 1)}–"
@@ -270,14 +274,12 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
         steps = approach_to_final(prof).groupby("run", sort=False)["onset"].first()
         last = prof.groupby("run", sort=False)["step"].max()
         settled = {run: s for run, s in steps.items() if s < last[run]}
-        onset = f"; the profile's shape settles (every later checkpoint within {ONSET_DISTANCE} of the last) " + (
+        onset = f"; the profile settles (every later checkpoint within {ONSET_DISTANCE} of the last) " + (
             "at step " + ", ".join(f"{s} ({run})" for run, s in settled.items()) if settled else ""
         )
-        if len(settled) < len(steps):
-            unsettled = [run for run in steps.index if run not in settled]
-            onset += ("; " if settled else "") + (
-                f"not before the last checkpoint in {', '.join(unsettled)} (still moving at the end of training)"
-            )
+        if unsettled := [run for run in steps.index if run not in settled]:
+            onset += ("; " if settled else "") + f"not before the last checkpoint in {', '.join(unsettled)} (still " + (
+                "moving at the end of training)")  # fmt: skip
     longer = ""
     comp_long = other_profile(r, "training_comparisons", "training_long")
     if comp_long is not None:
@@ -285,14 +287,10 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
         factor = ""
         if runs_long is not None and runs_table is not None:
             factor = f" {fmt(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
-        seed_pairs = comp_long[comp_long["kind"] == "seed"]
-        longer = (
-            f". Trained{factor} longer (`params/training_long.yaml`): {seeds_verdict(comp_long)['word']}; "
-            "init seed against init seed "
-            + "; ".join(f"{a} vs {b} {fmt(d)} {_ci(lo, hi, 3)}" for a, b, d, lo, hi in
-                        zip(seed_pairs["a"], seed_pairs["b"], seed_pairs["distance"], seed_pairs["distance_lo"],
-                            seed_pairs["distance_hi"]))
-        )  # fmt: skip
+        cl = comparison_words(comp_long)
+        longer = f". Trained{factor} longer (`params/training_long.yaml`): {seeds_verdict(comp_long)['word']}; " + (
+            f"init seed against init seed: {kind('seed', cl)}; GELU against SwiGLU: {kind('variant', cl)}"
+        )
         if runs_long is not None:
             longer += (
                 f"; final held-out perplexity {fmt(runs_long['ppl_test_final'].min(), 1)}–"
@@ -301,11 +299,13 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     where = where.strip(" ()") or "this profile"
     text = (
         f"seeds experiment (notebook 08, {where}; same architecture and text trained from scratch): {v['word']}, so "
-        f"claim 2a from it is {v['claim2a']}. Mean |ΔR²_lin| per block, each last checkpoint against its step 0: "
+        f"claim 2a from it is {v['claim2a']}. Mean |ΔR²_lin| per block (level: mean ΔR²_lin; shape: mean |ΔR²_lin| "
+        "of the centred profiles), each last checkpoint against its step 0: "
         f"{kind('trained vs init')}; init seed against init seed: {kind('seed')}; data order: {kind('data order')}; "
         f"GELU against SwiGLU: {kind('variant')}{ppl}{onset}{longer}"
     )
-    return text, f"seeds ({where}): {v['word']}", v["claim2a"]
+    short = "; ".join(v["word"].split("; ")[:2]).split(" (")[0]  # the claim table's cell: what architecture sets
+    return text, f"seeds: {short}", v["claim2a"]
 
 
 def claim2a(r: Results) -> Claim:
@@ -465,7 +465,7 @@ def claim5(r: Results) -> Claim:
     parts = []
     for e in v.evidence:
         text = (
-            f"{e['model']}: {e.get('shape_verdict', e['verdict'])} (min Spearman ρ {fmt(e['spearman_min'], 2)}, "
+            f"{e['model']}: {e.get('overlay_verdict', e['verdict'])} (min Spearman ρ {fmt(e['spearman_min'], 2)}, "
             f"corpus/depth {fmt(e['corpus_depth_ratio'], 2)}, largest difference {fmt(e['max_abs_diff'])} at block "
             f"{int(e['max_diff_block'])}, {e['max_diff_corpus_a']} vs {e['max_diff_corpus_b']})"
         )
@@ -478,16 +478,20 @@ def claim5(r: Results) -> Claim:
                 f"{e['corpus_lowest']}; {int(e['n_pairs_fdr'])} of {int(e['n_pairs'])} block–corpus pairs differ at "
                 "a 5 % false-discovery rate"
             )
-        if "shape_verdict_ex_first" in e:
+        if "overlay_verdict_ex_first" in e:
+            lvl = _ci(e.get("level_lo_ex_first"), e.get("level_hi_ex_first"), 3)
+            lvl = "not measured (rerun notebook 05)" if "n/a" in lvl else f"{fmt(e['level_share_ex_first'])} {lvl}"
             text += (
                 f"; without position 0 the shape holds {fmt(e['shape_share_ex_first'])} "
-                f"{_ci(e['shape_lo_ex_first'], e['shape_hi_ex_first'], 3)}: {e['shape_verdict_ex_first']}"
+                f"{_ci(e['shape_lo_ex_first'], e['shape_hi_ex_first'], 3)}, the level {lvl}: "
+                f"{e['overlay_verdict_ex_first']}"
             )
         parts.append(text)
     head = _head(
-        "block × corpus share of the variance",
+        "shape / level share of the variance",
         [
-            f"{e['model']} {fmt(e.get('shape_share'), 3)} {_ci(e.get('shape_lo'), e.get('shape_hi'), 3)}"
+            f"{e['model']} {fmt(e.get('shape_share'), 2)} {_ci(e.get('shape_lo'), e.get('shape_hi'), 2)} / "
+            f"{fmt(e.get('level_share'), 2)} {_ci(e.get('level_lo'), e.get('level_hi'), 2)}"
             for e in v.evidence
         ],
     )

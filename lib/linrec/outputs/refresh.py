@@ -4,7 +4,11 @@ The summaries a verdict reads (`probe_summary`, `probe_summary_ex_first`, `pitfa
 `routing_summary`) are functions of per-block tables the notebooks already wrote (`probe`, `probe_ranks`,
 `probe_ex_first`, `pitfall_budget`, `pitfall_dose`, `swap_predictor_values`, `swap`, `routing_routable`, `r2_lin`,
 `routing_identity`); claim 2b's `controls_null_blocks` and the intervals of `controls_decomposition` are
-functions of `controls_weight_nulls`, `controls_cross_matrix` and the decomposition's window-bootstrap interval. No
+functions of `controls_weight_nulls`, `controls_cross_matrix` and the decomposition's window-bootstrap interval;
+claim 5's word in `corpora_verdict` is a function of its own shares and intervals; the seeds experiment's level and
+shape points (`training_comparisons`, `training_distance_curve`) are functions of `training_profiles` (their
+intervals and floors need the held-out windows: left as written, NaN where a former linrec did not write them), and
+`training_verdict` of the comparisons (issue 45's convention for shape and level, `linrec.claims.rules`). No
 model, capture or perplexity is needed to redo them. When a procedure changes (issue 45
 replaced the moving-block percentile bootstrap of the correlations across blocks, which under-covered, by Fisher's
 interval at an effective number of blocks), `refresh` brings a folder's summaries up to date in seconds, exactly
@@ -93,10 +97,52 @@ def refresh(results_dir: str | Path, n_boot: int = 2000, seed: int = 0) -> list[
                                       claim2b(decomposed))  # fmt: skip
             save_table(pd.DataFrame({"finding": lines}), "controls_verdict", d)
             done.append("controls_verdict")
+    done += refresh_corpora(d) + refresh_training(d)
     if coverage_settings(d):
         save_table(coverage(d), "calibration", d)
         done.append("calibration")
     return done
+
+
+def _read_raw(d: Path, name: str) -> pd.DataFrame | None:
+    """Table `name` as written, whatever linrec wrote it (the columns a newer registry adds may be missing)."""
+    path = table_path(name, d)
+    return pd.read_csv(path) if path.exists() else None
+
+
+def refresh_corpora(d: Path) -> list[str]:
+    """Claim 5's word (`overlay_verdict`, shape and level) on `corpora_verdict`'s own shares; the level without
+    position 0, where a former linrec did not measure it, NaN (notebook 05 measures it)."""
+    from linrec.claims.corpora import LEVEL_EX_FIRST, overlay_word
+
+    t = _read_raw(d, "corpora_verdict")
+    if t is None or "shape_hi" not in t:
+        return []
+    t = t.assign(**{c: t[c] if c in t else float("nan") for c in LEVEL_EX_FIRST})
+    t["overlay_verdict"] = [overlay_word(r) for r in t.to_dict("records")]
+    save_table(t[list(TABLES["corpora_verdict"].columns)], "corpora_verdict", d)
+    return ["corpora_verdict"]
+
+
+def refresh_training(d: Path) -> list[str]:
+    """The seeds experiment's comparisons with their level and shape (points from `training_profiles` where missing),
+    their words, and the verdict row, by today's rule."""
+    from linrec.analyses.seeds import from_profiles
+    from linrec.claims.learned import comparison_words, seeds_verdict
+
+    comp, prof = _read_raw(d, "training_comparisons"), load_table("training_profiles", d)
+    if comp is None or comp.empty or prof is None:
+        return []
+    comp = comparison_words(from_profiles(comp, prof))
+    save_table(comp[list(TABLES["training_comparisons"].columns)], "training_comparisons", d)
+    done = ["training_comparisons"]
+    curve = _read_raw(d, "training_distance_curve")
+    if curve is not None:
+        save_table(from_profiles(curve, prof)[list(TABLES["training_distance_curve"].columns)],
+                   "training_distance_curve", d)  # fmt: skip
+        done.append("training_distance_curve")
+    save_table(pd.DataFrame([seeds_verdict(comp)]), "training_verdict", d)
+    return [*done, "training_verdict"]
 
 
 # ---- the measured coverage of every interval procedure a verdict reads (issue 45) ---------------------------------
