@@ -50,6 +50,18 @@ CLAIM3_MAX_GAIN = 0.05
 PREDICTOR_FWER = 0.05  # 6b: a screened predictor is named only if its Holm-adjusted p over the screen is below this
 CLAIM6_BUDGET = 1.0  # perplexity points: claim 6a's budget, and notebook 06's "within budget"
 CLAIM7_SHORTFALL, CLAIM7_SHARE = 0.01, 0.25
+# Claim 7b, on steps to the ceiling (within linrec.analyses.pitfall.REACHED of it) at a smaller and a larger κ: they
+# "rise" when the larger κ takes at least CLAIM7B_SLOPE decades more steps per decade of κ (steps ∝ κ^0.25 at least:
+# a quarter of gradient descent's κ¹, half of the heavy ball's κ^½ on a quadratic) and more than CLAIM7B_EQUAL; they
+# are "equal" when the larger κ takes at most CLAIM7B_EQUAL times as many (half a decade: two steps of the checkpoint
+# grid, four per decade) while the rise conditioning predicts is larger than that. A step not reached within the
+# budget, or reached at its first checkpoint, counts only as the bound it is.
+CLAIM7B_SLOPE = 0.25
+CLAIM7B_EQUAL = 10**0.5
+# 7b's ceiling must be a held-out upper bound: a model on which some tuned trained fit beats it by more than this
+# (half the distance within which a fit "reaches" it) is inconclusive. Held-out R² differences of two fits on the
+# same rows have no interval here (the rows are not independent draws), so the slack is stated, not estimated.
+CEILING_SLACK = 0.005
 CORPUS_MODEL_RHO, CORPUS_MODEL_RATIO = 0.7, 0.5  # "a property of the model": every pair ρ ≥ 0.7 and corpus/depth < 0.5
 CORPUS_SHAPED_RHO, CORPUS_SHAPED_RATIO = 0.4, 1.0  # "shaped by the corpus": some pair ρ < 0.4, or corpus/depth ≥ 1
 # Claim 5 on shape: the profiles "overlay closely" when the block × corpus interaction (what the corpus changes in the
