@@ -20,7 +20,7 @@ mechanism the paper names: ill-conditioned activations. Three measurements here 
   budgets. If conditioning drives the shortfall, the steps to the ceiling grow with κ here, everything else fixed.
 
 The ceiling (`ridge_ceiling`). The exact least-squares fit of the rows the optimiser sees over-fits where rows per
-parameter are few (≈ 8 here), and an early-stopped trained map can beat it held out (SmolLM2 block 3 by 0.039 at
+parameter are few (≈ 10 here), and an early-stopped trained map can beat it held out (SmolLM2 block 3 by 0.039 at
 κ = 10²): no ceiling. So the fits are scored against a ridge-tuned closed form: the same Jacobi-scaled float64
 eigendecomposition as `linrec.stats.ceiling.fit_affine` (the scaled Gram has unit diagonal), each eigenvalue
 shifted by α (RIDGE_GRID, 0 included: the exact fit is one candidate), α chosen by R² on the validation slice, the

@@ -255,8 +255,8 @@ CHANGE = {
     "6b": "an interval of ρ(R²_lin, ΔPPL) that excludes 0 with the right sign reproduces it; one inside ±0.3 shows "
     "no signal",
     "7a": "a trained baseline within 0.01 of the ceiling on most blocks at the same budget",
-    "7b": "a shortfall that rises with κ at a fixed budget, across blocks and on constructed κ, would make it "
-    "conditioning",
+    "7b": "steps to the ceiling rising ≥ κ-ratio^0.25 on constructed κ and over blocks: 'conditioning'; equal (±√10×) "
+    "on either: 'not conditioning'; a longer budget decides a model left inconclusive by a step not reached",
 }
 
 
@@ -274,7 +274,8 @@ CAVEATS = {
     "6a": "ΔPPL on held-out windows of the same corpus, at the profile's window length",
     "6b": "a correlation over 30 or 18 blocks, neighbours dependent: the interval uses their effective number",
     "7a": "the budget is 5 epochs of the probe rows; tuned optimisers reach the ceiling given more steps (7b)",
-    "7b": "the mechanism blocks are the best- and worst-conditioned, on the probe rows",
+    "7b": "the mechanism blocks are the best- and worst-conditioned, on the probe rows; the ceiling, a ridge fit tuned "
+    "on the validation slice, may be beaten by a tuned fit by 0.005 (a stated slack, not an interval)",
 }
 
 
