@@ -148,21 +148,31 @@ def test_ridge_path_is_ridge_on_standardised_inputs_and_alpha_0_is_lstsq():
     W = np.linalg.solve(Z.T @ Z + len(X) * 0.3 * np.eye(8), Z.T @ (Y - Y.mean(0))) / sigma[:, None]
     np.testing.assert_allclose(W1, W, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(b1, Y.mean(0) - mu @ W, rtol=1e-9, atol=1e-12)
+    ((Wr, br),) = ridge_path(split, (0.3,), basis="raw")  # the inputs as they are: one penalty, mean variance × nα
+    Xc = X - mu
+    Wr_hand = np.linalg.solve(Xc.T @ Xc + 0.3 * np.trace(Xc.T @ Xc) / 8 * np.eye(8), Xc.T @ (Y - Y.mean(0)))
+    np.testing.assert_allclose(Wr, Wr_hand, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(br, Y.mean(0) - mu @ Wr_hand, rtol=1e-9, atol=1e-12)
 
 
 def test_ridge_ceiling_picks_alpha_on_the_validation_slice_alone():
+    """Over both bases and every α (the exact fit among them), the fit with the best validation R², whatever the
+    held-out rows say."""
     from linrec.analyses.pitfall import ridge_ceiling, ridge_path
     from linrec.stats.ceiling import r2_rows
 
     x, y = _problem(n=400, d=30, m=4, noise=1.0, seed=5)
+    x = x * torch.linspace(0.1, 10.0, 30)
     split = _split(x.double(), y.double(), 100, 100)
     alphas = (0.0, 1e-3, 1e-1, 1.0, 10.0)
-    fits = ridge_path(split, alphas)
-    val = [r2_rows(split.yval, split.xval.numpy() @ W + b) for W, b in fits]
+    fits = [(a, "scaled", wb) for a, wb in zip(alphas, ridge_path(split, alphas))]
+    fits += [(a, "raw", wb) for a, wb in zip(alphas[1:], ridge_path(split, alphas[1:], basis="raw"))]
+    val = [r2_rows(split.yval, split.xval.numpy() @ W + b) for _, _, (W, b) in fits]
+    test = [r2_rows(split.yte, split.xte.numpy() @ W + b) for _, _, (W, b) in fits]
+    i = int(np.argmax(val))
     c = ridge_ceiling(split, alphas)
-    assert c.alpha == alphas[int(np.argmax(val))] and c.alpha > 0 and c.r2_val == pytest.approx(max(val))
-    W, b = fits[int(np.argmax(val))]
-    assert c.r2_test == pytest.approx(r2_rows(split.yte, split.xte.numpy() @ W + b), abs=1e-12)
+    assert (c.alpha, c.basis) == fits[i][:2] and c.alpha > 0 and c.r2_val == pytest.approx(max(val))
+    assert c.r2_test == pytest.approx(test[i], abs=1e-12) and int(np.argmax(test)) != i  # held out would pick another
     assert c.r2_test_exact == pytest.approx(split.ceiling(), abs=1e-9)  # α = 0 is the exact fit
 
 

@@ -21,10 +21,11 @@ mechanism the paper names: ill-conditioned activations. Three measurements here 
 
 The ceiling (`ridge_ceiling`). The exact least-squares fit of the rows the optimiser sees over-fits where rows per
 parameter are few (≈ 10 here), and an early-stopped trained map can beat it held out (SmolLM2 block 3 by 0.039 at
-κ = 10²): no ceiling. So the fits are scored against a ridge-tuned closed form: the same Jacobi-scaled float64
-eigendecomposition as `linrec.stats.ceiling.fit_affine` (the scaled Gram has unit diagonal), each eigenvalue
-shifted by α (RIDGE_GRID, 0 included: the exact fit is one candidate), α chosen by R² on the validation slice, the
-fit made on the rows the optimiser sees and scored on the held-out rows. The trained fits are affine maps of the
+κ = 10²): no ceiling. So the fits are scored against a ridge-tuned closed form, in float64 from the eigenbasis of the
+centred Gram (`ridge_path`): ridge on the standardised inputs (the Jacobi-scaled eigendecomposition of
+`linrec.stats.ceiling.fit_affine`, whose α = 0 is the exact fit) and on the inputs as they are (whose large
+features early-stopped gradient descent fits first), α from RIDGE_GRID; the fit with the best R² on the validation
+slice, made on the rows the optimiser sees, scored on the held-out rows. The trained fits are affine maps of the
 same inputs and see the same rows and slice, so this is the held-out level they aim at; `ceiling_excess` in
 `linrec.claims.probe.pitfall_summary` checks that none beats it by more than CEILING_SLACK. The re-expression is an
 invertible affine map, so the dose keeps the original inputs' ridge ceiling at every κ (a ridge penalty, unlike the
@@ -58,8 +59,9 @@ if TYPE_CHECKING:
 # (linrec.analyses.probe.TRAIN_DEFAULTS) and a decade on either side; `tune` extends them past an end that is chosen.
 LR_GRID = {"adam": (1e-4, 1e-3, 1e-2), "sgd": (1e-3, 1e-2, 1e-1)}
 LR_EXTEND = 4  # at most this many rounds of extension, each a factor of 10 past every end a chosen rate sits on
-# ridge strengths α of the ceiling, on the Jacobi-scaled Gram (unit diagonal): 0 (the exact fit), then 1e-8 … 10
-RIDGE_GRID = (0.0, *np.logspace(-8, 1, 19))
+# ridge strengths α of the ceiling (`ridge_path`: on a Gram of mean diagonal 1): 0, the exact fit, then 1e-8 … 10, four
+# per decade
+RIDGE_GRID = (0.0, *np.logspace(-8, 1, 37))
 MOMENTUM = 0.9  # SGD's, as in linrec.analyses.probe.TRAIN_DEFAULTS
 BETAS, EPS = (0.9, 0.999), 1e-8  # Adam's (PyTorch's defaults)
 REACHED = 0.01  # a fit "reaches the ceiling" once it is within this much held-out R² of it
@@ -116,45 +118,63 @@ class Split:
 
 @dataclass
 class Ceiling:
-    """The ridge-tuned closed form (`ridge_ceiling`): its α, validation and held-out R², and the exact fit's."""
+    """The ridge-tuned closed form (`ridge_ceiling`): its α and basis, validation and held-out R², and the exact
+    fit's held-out R²."""
 
     alpha: float
+    basis: str  # "scaled" (each feature's variance 1) or "raw" (the inputs as the optimiser sees them)
     r2_val: float
     r2_test: float
     r2_test_exact: float  # α = 0: the exact least-squares fit of the same rows
 
 
-def ridge_path(split: Split, alphas=RIDGE_GRID) -> list[tuple[np.ndarray, np.ndarray]]:
-    """[(W, b)] of the ridge fits of the optimiser's rows, one per α: (Cxx + α·diag(Cxx)) W = Cxy on the centred
-    float64 cross-products, b = μy − Wᵀμx (the intercept not penalised). Solved as `linrec.stats.ceiling.fit_affine`
-    solves the exact fit, in the eigenbasis of the Jacobi-scaled Gram A = D Cxx D (unit diagonal): W = D V (Λ +
-    α)⁻¹ Vᵀ D Cxy, one factorisation for every α; α = 0 keeps that solver's pseudo-inverse (eigenvalues below
-    d·ε·λ_max dropped). Features with no train variance get zero weight."""
+def ridge_path(split: Split, alphas=RIDGE_GRID, basis: str = "scaled") -> list[tuple[np.ndarray, np.ndarray]]:
+    """[(W, b)] of the ridge fits of the optimiser's rows, one per α: (Cxx + α·P) W = Cxy on the centred float64
+    cross-products, b = μy − Wᵀμx (the intercept not penalised), with P = diag(Cxx) for `basis` "scaled" (ridge on
+    the standardised inputs) and P = mean(diag Cxx)·I for "raw" (ridge on the inputs as they are, whose large
+    features early-stopped gradient descent fits first). Solved in the eigenbasis of A = D Cxx D, D = P^(-1/2) (A
+    has mean diagonal 1, so α means the same in both bases): W = D V (Λ + α)⁻¹ Vᵀ D Cxy, one factorisation for every
+    α. "scaled" factors as `linrec.stats.ceiling.fit_affine` does, and its α = 0 keeps that solver's pseudo-inverse
+    (eigenvalues below d·ε·λ_max dropped): the exact fit. Features with no train variance get zero weight."""
+    from linrec.base.threads import one_thread
+
     m = Moments.of(split.xtr.double(), split.ytr.double())
     Cxx, Cxy, _ = m.blocks()
     f = factor_gram(Cxx)
-    D = torch.from_numpy(f.scale)
-    proj = f.V.T @ (D[:, None] * torch.from_numpy(np.ascontiguousarray(Cxy)))
-    lam = torch.from_numpy(f.lam).clamp_min(0)
+    if basis == "scaled":
+        D, V, lam, exact = torch.from_numpy(f.scale), f.V, torch.from_numpy(f.lam), torch.from_numpy(f.inv)
+    elif basis == "raw":
+        D = torch.from_numpy(f.live / np.sqrt(np.diag(Cxx)[f.live].mean()))
+        with one_thread():
+            lam, V = torch.linalg.eigh(D[:, None] * torch.from_numpy(np.ascontiguousarray(Cxx)) * D)
+        exact = None
+    else:
+        raise LinrecError(f"basis must be 'scaled' or 'raw', got '{basis}'")
+    proj = V.T @ (D[:, None] * torch.from_numpy(np.ascontiguousarray(Cxy)))
+    lam = lam.clamp_min(0)
     out = []
     for a in alphas:
-        inv = torch.from_numpy(f.inv) if a == 0 else 1 / (lam + float(a))
-        W = (D[:, None] * (f.V @ (inv[:, None] * proj))).numpy()
+        if a == 0 and exact is None:
+            raise LinrecError("α = 0 is the exact fit: ask for it in the scaled basis")
+        inv = exact if a == 0 else 1 / (lam + float(a))
+        W = (D[:, None] * (V @ (inv[:, None] * proj))).numpy()
         out.append((W, m.mean_y - m.mean_x @ W))
     return out
 
 
 def ridge_ceiling(split: Split, alphas=RIDGE_GRID) -> Ceiling:
-    """The ceiling a trained fit of `split` is scored against: the ridge fit (`ridge_path`) whose α has the best R²
-    on the validation slice (the smaller α on a tie), its held-out R², and the exact fit's beside it."""
+    """The ceiling a trained fit of `split` is scored against: of the ridge fits in both bases (`ridge_path`; α = 0,
+    the exact fit, among them), the one with the best R² on the validation slice (the first on a tie: scaled before
+    raw, smaller α first), its held-out R², and the exact fit's beside it."""
     if alphas[0] != 0:
         raise LinrecError("the ridge grid starts at 0, the exact fit, so the ceiling is never below it on validation")
-    fits = ridge_path(split, alphas)
+    fits = [(a, "scaled", *wb) for a, wb in zip(alphas, ridge_path(split, alphas, "scaled"))]
+    fits += [(a, "raw", *wb) for a, wb in zip(alphas[1:], ridge_path(split, alphas[1:], "raw"))]
     xval, xte = split.xval.double().numpy(), split.xte.double().numpy()
-    val = [r2_rows(split.yval, xval @ W + b) for W, b in fits]
+    val = [r2_rows(split.yval, xval @ W + b) for _, _, W, b in fits]
     i = int(np.argmax(val))
     test = lambda W, b: r2_rows(split.yte, xte @ W + b)  # noqa: E731
-    return Ceiling(float(alphas[i]), float(val[i]), test(*fits[i]), test(*fits[0]))
+    return Ceiling(float(fits[i][0]), fits[i][1], float(val[i]), test(*fits[i][2:]), test(*fits[0][2:]))
 
 
 def _linear_init(d: int, m: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -374,9 +394,9 @@ def budget_table(
 ) -> pandas.DataFrame:
     """The budget curve: per block, optimizer (Adam, SGD, and `gd` from the spectrum), learning rate and checkpoint
     step, the validation and held-out R² on `n_outputs` seeded output features, beside the ridge-tuned ceiling on
-    the same rows and features (`ceiling`, its `ridge_alpha`; the exact fit's `ceiling_exact`) and κ of the train
-    Gram (`cond_gram`, `cond_scaled`). `chosen` marks the learning rate the validation slice picks at each step, and
-    `lr_interior` whether that rate ended inside its extended grid (`tune`; NaN for `gd`, which has no grid)."""
+    the same rows and features (`ceiling`, its `ridge_alpha` and `ridge_basis`; the exact fit's `ceiling_exact`)
+    and κ of the train Gram (`cond_gram`, `cond_scaled`). `chosen` marks the learning rate the validation slice
+    picks at each step, `lr_interior` whether it ended inside its extended grid (`tune`; NaN for `gd`: no grid)."""
     import pandas as pd
 
     from linrec.base.progress import bar as progress_bar
@@ -396,6 +416,7 @@ def budget_table(
                 ceiling=ceiling.r2_test,
                 ceiling_exact=ceiling.r2_test_exact,
                 ridge_alpha=ceiling.alpha,
+                ridge_basis=ceiling.basis,
                 cond_gram=fit.cond_gram,
                 cond_scaled=fit.cond_scaled,
                 kappa_steps=float(gd["kappa_steps"].iloc[0]),
@@ -421,9 +442,9 @@ def dose_table(
     each of `kappas`, Adam and SGD trained to each of `checkpoints` on each (learning rate chosen per checkpoint on
     the validation slice, over a grid extended until interior: `tune`); per κ, optimizer and checkpoint, the tuned
     rate's validation and held-out R² and `lr_interior`, beside the ceiling: the original inputs' ridge-tuned
-    ceiling (`ceiling`, `ridge_alpha`; the same at every κ, since the re-expression is an invertible affine map of
-    the inputs), and the exact fit's on the re-expressed rows as trained (`ceiling_exact`, float32) and on the
-    original ones (`ceiling_exact_original`), which the re-expression leaves unchanged up to float32."""
+    ceiling (`ceiling`, `ridge_alpha`, `ridge_basis`; the same at every κ, since the re-expression is an invertible
+    affine map of the inputs), and the exact fit's on the re-expressed rows as trained (`ceiling_exact`, float32)
+    and on the original ones (`ceiling_exact_original`), which the re-expression leaves unchanged up to float32."""
     import pandas as pd
 
     from linrec.base.progress import bar as progress_bar
@@ -445,6 +466,7 @@ def dose_table(
                 kappa_measured=covariance_kappa(changed.xtr),
                 ceiling=ceiling.r2_test,
                 ridge_alpha=ceiling.alpha,
+                ridge_basis=ceiling.basis,
                 ceiling_exact=changed.ceiling(),
                 ceiling_exact_original=original,
             )

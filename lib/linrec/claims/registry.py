@@ -142,15 +142,15 @@ TABLES: dict[str, TableSpec] = {
     ),
     "pitfall_budget": _spec(
         "03",
-        "model block optimizer lr step r2_val r2_test chosen lr_interior ceiling ceiling_exact ridge_alpha cond_gram "
-        "cond_scaled kappa_steps n_outputs n_train",
+        "model block optimizer lr step r2_val r2_test chosen lr_interior ceiling ceiling_exact ridge_alpha ridge_basis "
+        "cond_gram cond_scaled kappa_steps n_outputs n_train",
         "per mechanism block, optimizer (adam, sgd; gd from the Gram spectrum), learning rate and step: R² on a "
         "seeded set of output features beside the ridge-tuned ceiling (linrec.analyses.pitfall.budget_table)",
     ),
     "pitfall_dose": _spec(
         "03",
         "model block kappa kappa_measured optimizer lr step r2_val r2_test lr_interior ceiling ridge_alpha "
-        "ceiling_exact ceiling_exact_original",
+        "ridge_basis ceiling_exact ceiling_exact_original",
         "per constructed κ, optimizer and step: the tuned baseline on one block's re-expressed inputs "
         "(linrec.analyses.pitfall.dose_table)",
     ),

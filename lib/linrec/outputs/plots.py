@@ -338,6 +338,8 @@ def fig3c_pitfall_mechanism(budget, dose, stem: str | Path | None = None):
             bx.plot(ks[out], shown[out], "o", mfc="none", ms=5, color=palette.get(m, "k"))
             bx.plot(ks[~out], shown[~out], "o", ms=3, color=palette.get(m, "k"))
     bx.axhline(cap, color="0.4", lw=0.8)
+    if len(dose):
+        bx.set_ylim(dose["step"].min() / 1.5, cap * 3.0)
     bx.set_xscale("log")
     bx.set_yscale("log")
     bx.set_xlabel("κ of the re-expressed inputs' covariance (the ceiling unchanged)")
