@@ -194,6 +194,26 @@ def test_early_stopping_beats_the_exact_fit_held_out_but_not_the_ridge_ceiling()
     assert best - c.r2_test <= CEILING_SLACK, (best, c)
 
 
+def test_where_the_signal_is_in_the_large_features_the_ceiling_is_ridge_on_the_raw_inputs():
+    """8 large features carry the target, 40 small ones only noise: early-stopped training fits the large ones first
+    and beats ridge on the standardised inputs (which treats every feature alike) by more than CEILING_SLACK held
+    out; ridge on the inputs as they are, which the ceiling chooses on the validation slice, is not beaten."""
+    from linrec.analyses.pitfall import RIDGE_GRID, ridge_ceiling, ridge_path, tune
+    from linrec.claims.rules import CEILING_SLACK
+    from linrec.stats.ceiling import r2_rows
+
+    g = np.random.default_rng(0)
+    x = np.c_[10 * g.standard_normal((3400, 8)), 0.1 * g.standard_normal((3400, 40))]
+    y = x[:, :8] @ g.standard_normal((8, 4)) / 10 + g.standard_normal((3400, 4))
+    split = _split(torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y.astype(np.float32)), 150, 250)
+    c = ridge_ceiling(split)
+    scaled = ridge_path(split, RIDGE_GRID)
+    W, b = scaled[int(np.argmax([r2_rows(split.yval, split.xval.numpy() @ W + b) for W, b in scaled]))]
+    scaled_only = r2_rows(split.yte, split.xte.numpy() @ W + b)
+    best = max(tune(split, o, log_steps(10, 300, 4)).query("chosen")["r2_test"].max() for o in ("adam", "sgd"))
+    assert c.basis == "raw" and best - scaled_only > CEILING_SLACK and best - c.r2_test <= CEILING_SLACK, (c, best)
+
+
 # ---- learning-rate grids that end interior ------------------------------------------------------------------------
 @pytest.mark.parametrize("scale, direction", [(0.03, "up"), (30.0, "down")])
 def test_the_grid_extends_past_the_end_its_chosen_rate_sits_on(scale, direction):
