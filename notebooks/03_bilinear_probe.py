@@ -264,9 +264,10 @@ labelled(pitfall).set_index("model").T
 # best- and worst-conditioned blocks, at κ `cond_well` → `cond_ill`; the verdict line names each model's outcome
 # and the rule above says how those four numbers decide it. `ceiling_excess` is the most any tuned fit (gradient
 # descent from the spectrum included) beats its ceiling held out: negative or within 0.005 means the ceiling is
-# an upper bound for every fit scored against it. In the figure, gradient descent from the spectrum (dotted) is
-# the slowest curve on the left, since momentum and a tuned step beat the plain 1/λ_max step; on the right, an
-# open marker is a κ at which no tuned optimiser reached the ceiling within the dose's longest budget.
+# an upper bound for every fit scored against it. In the figure, gradient descent from the spectrum (dotted) takes
+# the plain 1/λ_max step without momentum or tuning: the rate the spectrum alone predicts, beside the tuned curves
+# (`gd_steps_*` in the table); on the right, an open marker is a κ at which no tuned optimiser reached the ceiling
+# within the dose's longest budget.
 
 # %% [markdown]
 # The constructed dose–response at its longest budget, per κ and optimizer: the tuned learning rate (and whether
