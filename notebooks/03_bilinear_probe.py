@@ -49,20 +49,34 @@
 # the closed-form ceiling on those rows. That the better of the two falls short on many blocks is
 # **claim 7a**; the verdict names the budget in steps. *Why* it falls short is **claim 7b**, and the
 # paper's answer, ill-conditioned activations, is one of two that fit the same shortfall: the
-# other is that 5 epochs are simply too few steps. Three measurements (`linrec.analyses.pitfall`) can tell
-# them apart, and each could come out either way:
+# other is that 5 epochs are simply too few steps. Two measurements (`linrec.analyses.pitfall`) decide it,
+# both on the **steps** a tuned optimiser needs to come within 0.01 of the ceiling, and each could come out either
+# way:
 #
-# * **the budget curve**: Adam and SGD from 10² to 10⁴ steps on each model's best- and
-#   worst-conditioned blocks (by the train split's κ), the learning rate chosen per budget from a
-#   grid of three on a validation fifth of the *train* rows; beside them, gradient descent solved
-#   exactly from the Gram matrix's spectrum (the rate conditioning predicts, no noise, no tuning).
-#   If tuned optimisers reach the ceiling within the budget whatever κ, the pitfall is the budget;
-# * **across blocks**: Spearman ρ of the shortfall at 5 epochs with log κ, raw and Jacobi-scaled
-#   (the scales of the features divided out), with 95 % intervals;
 # * **by construction**: on one block per model (its median κ), the inputs re-expressed by an
-#   invertible affine map so that κ is 10², 10⁴, 10⁶ and 10⁸. The closed-form ceiling does not
-#   change (tested to 1e-9); gradient descent does. The tuned baselines train the same number of
-#   steps on each. If conditioning drives the shortfall, it rises with κ here, all else fixed.
+#   invertible affine map so that κ is 10², 10⁴, 10⁶ and 10⁸. The best affine map does not change
+#   (the exact fit's R² is tested to 1e-9); gradient descent does. The tuned baselines train to
+#   budgets from 10 steps to `dose_steps`, four per decade. If conditioning slows them, the steps to
+#   the ceiling grow with κ here, all else fixed;
+# * **the budget curve**: Adam and SGD from 10² to 10⁴ steps on each model's best- and
+#   worst-conditioned blocks (by the train split's κ); beside them, gradient descent solved
+#   exactly from the Gram matrix's spectrum (the rate conditioning predicts, no noise, no tuning).
+#   If the real blocks' κ is what sets the steps, the worst-conditioned block needs more.
+#
+# The rule (`RULES["7b"]`, printed below with its thresholds): the steps "rise" when the larger κ takes at least
+# κ-ratio^0.25 times as many (gradient descent's rate is κ¹, the heavy ball's κ^½) and more than √10 times; they
+# are "equal" within a factor √10 (two budgets of the grid). "Conditioning" needs both measurements to rise, "not
+# conditioning" follows from either being equal, and anything else (a budget not reached at either κ, a rise too
+# small to tell) is *inconclusive*: not testable, never "not reproduced". Across blocks, Spearman ρ of the 5-epoch
+# shortfall with log κ (raw and Jacobi-scaled) is shown beside it, with 95 % intervals; it does not decide.
+#
+# Two things make the steps honest. **The ceiling is a held-out upper bound**: the exact least-squares fit of
+# ≈ 6,500 rows over-fits (≈ 11 rows per parameter), and an early-stopped trained map beat it held out by 0.039 on
+# SmolLM2 block 3 in an earlier run. So the fits are scored against a ridge-tuned closed form (α chosen on the
+# validation slice, the exact fit one candidate; `ridge_ceiling`), and the summary's `ceiling_excess` checks that
+# no tuned fit beats it by more than 0.005 (a model where one does is inconclusive). **Every learning rate is
+# tuned to an interior choice**: the grid (three rates a decade apart) grows by factors of 10 past whichever end
+# the validation slice picks, up to four times; `lr_interior` records where it ended, `n_lr_edge` counts the rest.
 #
 # To keep this affordable, the curves train 32 output features drawn by seed and score them
 # against the ceiling on the same features: the loss separates over outputs and both optimisers
@@ -87,10 +101,10 @@ device = "cpu"
 rank = 16  # the paper's probe rank
 probe_ranks = [16, 64, 256]  # the rank sweep, on three blocks per model
 mechanism_k = 1  # claim 7b's budget curve: this many best- and worst-conditioned blocks per model (train κ)
-budget_max_steps = 10_000  # the budget curve's longest budget (from 100 steps, two budgets per decade)
+budget_max_steps = 10_000  # the budget curve's longest budget (from 100 steps, four budgets per decade)
 pitfall_outputs = 32  # output features the budget curve and the dose–response train (drawn by seed)
 dose_kappas = [1e2, 1e4, 1e6, 1e8]  # the constructed condition numbers
-dose_steps = 1000  # the budget every constructed κ trains for
+dose_steps = 10_000  # the dose's longest budget (from 10 steps, four budgets per decade)
 n_boot = 2000  # bootstrap resamples for the correlation intervals
 probe_without_first = True  # claim 3 again on the rows at positions ≥ 1 (the probe and the map refitted there)
 results_dir = "results/default"
@@ -213,17 +227,19 @@ fig_b = fig3b_trained_pitfall(table, root / figures_dir / "fig3b_trained_pitfall
 # %% [markdown]
 # ## Claim 7b: conditioning, or the budget?
 # The budget curve on each model's best- and worst-conditioned blocks, and the dose–response on its
-# median-κ block (both chosen by the train split's κ; the held-out rows only score).
+# median-κ block (both chosen by the train split's κ; the held-out rows only score), each scored against the
+# ridge-tuned ceiling of its rows.
 
 # %%
-checkpoints = log_steps(100, budget_max_steps, per_decade=2)
+checkpoints = log_steps(100, budget_max_steps, per_decade=4)
+dose_checkpoints = log_steps(10, dose_steps, per_decade=4)
 budget, dose = [], []
 for c, (_, t) in zip(captures.values(), table.groupby("model", sort=False)):
     cond = t.set_index("block")["cond_gram"]
     blocks = mechanism_blocks(cond, mechanism_k)
     budget.append(budget_table(c, blocks, checkpoints, n_outputs=pitfall_outputs, seed=seed, max_train=probe_rows))
     median_block = int(cond.sort_values(kind="stable").index[len(cond) // 2])
-    dose.append(dose_table(c, median_block, dose_kappas, dose_steps, n_outputs=pitfall_outputs, seed=seed,
+    dose.append(dose_table(c, median_block, dose_kappas, dose_checkpoints, n_outputs=pitfall_outputs, seed=seed,
                            max_train=probe_rows))  # fmt: skip
 budget, dose = pd.concat(budget, ignore_index=True), pd.concat(dose, ignore_index=True)
 save_table(budget, "pitfall_budget", root / results_dir)
@@ -238,24 +254,25 @@ v7a, v7b = claim7a(pitfall), claim7b(pitfall)
 print("claim 7a rule:", RULES["7a"])
 print("verdict:", v7a.verdict)
 print("claim 7b rule:", RULES["7b"])
-print("verdict:", v7b.verdict, {e["model"]: e["mechanism"] for e in v7b.evidence})
+print("verdict:", v7b.verdict, {e["model"]: (e["mechanism"], e["dose_outcome"], e["blocks_outcome"])
+                                 for e in v7b.evidence}, v7b.reason)  # fmt: skip
 labelled(pitfall).set_index("model").T
 
 # %% [markdown]
-# How to read it. A shortfall that closes within the budget curve on the best- *and* the
-# worst-conditioned blocks is the budget's, not the conditioning's; the dose–response shows what
-# conditioning alone does to the same block at a fixed budget; the across-block ρ asks whether the
-# real blocks' κ, as it comes, predicts the 5-epoch shortfall. The verdict above applies the rule to
-# the numbers in the table. Two things to look for in the figure: gradient descent from the spectrum
-# (dotted) is the slowest curve, since momentum and a tuned step beat the plain 1/λ_max step; and a
-# fit stopped early can score *above* the closed-form ceiling on held-out rows (a negative
-# shortfall), because with ≈ 11 rows per parameter the exact least-squares fit overfits a little
-# and early stopping acts as a ridge. The "ceiling" is the best affine fit of the train rows, not
-# the best held-out predictor.
+# How to read it. `dose_steps_min` → `dose_steps_max` are the steps to the ceiling at the smallest and the
+# largest constructed κ (inf: not within `dose_steps`), `steps_reach_well` → `steps_reach_ill` the same on the
+# best- and worst-conditioned blocks, at κ `cond_well` → `cond_ill`; the verdict line names each model's outcome
+# and the rule above says how those four numbers decide it. `ceiling_excess` is the most any tuned fit (gradient
+# descent from the spectrum included) beats its ceiling held out: negative or within 0.005 means the ceiling is
+# an upper bound for every fit scored against it. In the figure, gradient descent from the spectrum (dotted) takes
+# the plain 1/λ_max step without momentum or tuning: the rate the spectrum alone predicts, beside the tuned curves
+# (`gd_steps_*` in the table); on the right, an open marker is a κ at which no tuned optimiser reached the ceiling
+# within the dose's longest budget.
 
 # %% [markdown]
-# The constructed dose–response, per κ and optimizer: the tuned learning rate, the held-out R² and
-# the ceiling on the same re-expressed rows (the original inputs' ceiling beside it).
+# The constructed dose–response at its longest budget, per κ and optimizer: the tuned learning rate (and whether
+# it ended inside its grid), the held-out R², the ridge-tuned ceiling, and the exact fit on the re-expressed rows
+# and on the original ones (equal up to float32: the re-expression keeps the best affine map).
 
 # %%
-dose.round(4)
+dose[dose["step"] == dose["step"].max()].round(4)

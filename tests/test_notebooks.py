@@ -132,14 +132,15 @@ def test_03_bilinear_probe(runner):
     assert s["ci_lo"] <= s["pearson_r"] <= s["ci_hi"] and abs(s["gain_median"] - probe["gain"].median()) < 1e-11
     ranks = runner.table("probe_ranks")
     assert sorted(set(ranks["rank"])) == [4, 16] and len(ranks) == 2 * 3  # smoke: two ranks on three blocks
-    budget = runner.table("pitfall_budget")  # smoke: 1 best + 1 worst block; budgets of 100 and 300 steps
+    budget = runner.table("pitfall_budget")  # smoke: 1 best + 1 worst block; budgets of 100, 173 and 300 steps
     assert budget["block"].nunique() == 2
-    assert set(budget["optimizer"]) == {"adam", "sgd", "gd"} and sorted(set(budget["step"])) == [100, 300]
+    assert set(budget["optimizer"]) == {"adam", "sgd", "gd"} and sorted(set(budget["step"])) == [100, 173, 300]
     assert (budget.groupby(["block", "optimizer", "step"])["chosen"].sum() == 1).all()  # one tuned lr per budget
-    dose = runner.table("pitfall_dose")
-    assert len(dose) == 2 * 2 and ((dose["ceiling"] - dose["ceiling_original"]).abs() < 1e-3).all()
+    dose = runner.table("pitfall_dose")  # 2 κ × 2 optimizers × 7 budgets from 10 to 300 steps
+    assert len(dose) == 2 * 2 * 7 and ((dose["ceiling_exact"] - dose["ceiling_exact_original"]).abs() < 1e-3).all()
+    assert dose["ceiling"].nunique() == 1  # the original inputs' ridge ceiling at every κ
     s = runner.table("pitfall_summary").iloc[0]
-    assert s["n_mechanism"] == 2 and s["dose_kappa_max"] == 1e6
+    assert s["n_mechanism"] == 2 and s["dose_kappa_max"] == 1e6 and s["dose_steps"] == 300
     assert s["budget_steps"] == 5 * -(-int(probe["n_train_rows"].median()) // 256)
 
 

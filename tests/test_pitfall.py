@@ -127,3 +127,125 @@ def test_output_subset_and_budgets_are_drawn_by_seed_alone():
     assert np.array_equal(output_subset(10, None), np.arange(10))
     assert np.array_equal(output_subset(10, 99), np.arange(10))
     assert log_steps(100, 10000, per_decade=2) == [100, 316, 1000, 3162, 10000]
+
+
+# ---- the ceiling: ridge-tuned, a held-out upper bound -------------------------------------------------------------
+def test_ridge_path_is_ridge_on_standardised_inputs_and_alpha_0_is_lstsq():
+    """By hand in numpy: α = 0 is lstsq of y on [x, 1]; α > 0 is ridge on the inputs standardised by their train
+    scale √(Σ(x − μ)²/n), penalty n·α, intercept free: W = diag(1/σ)(ZᵀZ + nαI)⁻¹Zᵀ(y − ȳ)."""
+    from linrec.analyses.pitfall import ridge_path
+
+    x, y = _problem(n=700, d=8, m=3, kappa=1e3, mean=2.0, seed=4)
+    x = x * torch.tensor([1.0, 10.0, 0.1, 1.0, 3.0, 1.0, 100.0, 1.0])  # scales that differ, as activations' do
+    split = _split(x.double(), y.double(), 400, 100)
+    X, Y = split.xtr.numpy(), split.ytr.numpy()
+    (W0, b0), (W1, b1) = ridge_path(split, (0.0, 0.3))
+    sol = np.linalg.lstsq(np.c_[X, np.ones(len(X))], Y, rcond=None)[0]
+    np.testing.assert_allclose(W0, sol[:-1], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(b0, sol[-1], rtol=1e-8, atol=1e-10)
+    mu, sigma = X.mean(0), X.std(0)
+    Z = (X - mu) / sigma
+    W = np.linalg.solve(Z.T @ Z + len(X) * 0.3 * np.eye(8), Z.T @ (Y - Y.mean(0))) / sigma[:, None]
+    np.testing.assert_allclose(W1, W, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(b1, Y.mean(0) - mu @ W, rtol=1e-9, atol=1e-12)
+    ((Wr, br),) = ridge_path(split, (0.3,), basis="raw")  # the inputs as they are: one penalty, mean variance × nα
+    Xc = X - mu
+    Wr_hand = np.linalg.solve(Xc.T @ Xc + 0.3 * np.trace(Xc.T @ Xc) / 8 * np.eye(8), Xc.T @ (Y - Y.mean(0)))
+    np.testing.assert_allclose(Wr, Wr_hand, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(br, Y.mean(0) - mu @ Wr_hand, rtol=1e-9, atol=1e-12)
+
+
+def test_ridge_ceiling_picks_alpha_on_the_validation_slice_alone():
+    """Over both bases and every α (the exact fit among them), the fit with the best validation R², whatever the
+    held-out rows say."""
+    from linrec.analyses.pitfall import ridge_ceiling, ridge_path
+    from linrec.stats.ceiling import r2_rows
+
+    x, y = _problem(n=400, d=30, m=4, noise=1.0, seed=5)
+    x = x * torch.linspace(0.1, 10.0, 30)
+    split = _split(x.double(), y.double(), 100, 100)
+    alphas = (0.0, 1e-3, 1e-1, 1.0, 10.0)
+    fits = [(a, "scaled", wb) for a, wb in zip(alphas, ridge_path(split, alphas))]
+    fits += [(a, "raw", wb) for a, wb in zip(alphas[1:], ridge_path(split, alphas[1:], basis="raw"))]
+    val = [r2_rows(split.yval, split.xval.numpy() @ W + b) for _, _, (W, b) in fits]
+    test = [r2_rows(split.yte, split.xte.numpy() @ W + b) for _, _, (W, b) in fits]
+    i = int(np.argmax(val))
+    c = ridge_ceiling(split, alphas)
+    assert (c.alpha, c.basis) == fits[i][:2] and c.alpha > 0 and c.r2_val == pytest.approx(max(val))
+    assert c.r2_test == pytest.approx(test[i], abs=1e-12) and int(np.argmax(test)) != i  # held out would pick another
+    assert c.r2_test_exact == pytest.approx(split.ceiling(), abs=1e-9)  # α = 0 is the exact fit
+
+
+def test_early_stopping_beats_the_exact_fit_held_out_but_not_the_ridge_ceiling():
+    """Few rows per parameter (as the pitfall's ≈ 8): a tuned, early-stopped trained map beats the exact closed form
+    held out by more than CEILING_SLACK, so the exact fit is no ceiling; the ridge-tuned one is not beaten by more
+    than CEILING_SLACK by any tuned checkpoint."""
+    from linrec.analyses.pitfall import ridge_ceiling, tune
+    from linrec.claims.rules import CEILING_SLACK
+
+    x, y = _problem(n=3220, d=48, m=8, kappa=30.0, noise=1.5, seed=6)
+    split = _split(x, y, 120, 100)
+    c = ridge_ceiling(split)
+    best = 0.0
+    for opt in ("adam", "sgd"):
+        curves = tune(split, opt, log_steps(10, 300, per_decade=4), seed=0)
+        best = max(best, curves.loc[curves["chosen"], "r2_test"].max())
+    assert best - c.r2_test_exact > CEILING_SLACK, (best, c)
+    assert best - c.r2_test <= CEILING_SLACK, (best, c)
+
+
+def test_where_the_signal_is_in_the_large_features_the_ceiling_is_ridge_on_the_raw_inputs():
+    """8 large features carry the target, 40 small ones only noise: early-stopped training fits the large ones first
+    and beats ridge on the standardised inputs (which treats every feature alike) by more than CEILING_SLACK held
+    out; ridge on the inputs as they are, which the ceiling chooses on the validation slice, is not beaten."""
+    from linrec.analyses.pitfall import RIDGE_GRID, ridge_ceiling, ridge_path, tune
+    from linrec.claims.rules import CEILING_SLACK
+    from linrec.stats.ceiling import r2_rows
+
+    g = np.random.default_rng(0)
+    x = np.c_[10 * g.standard_normal((3400, 8)), 0.1 * g.standard_normal((3400, 40))]
+    y = x[:, :8] @ g.standard_normal((8, 4)) / 10 + g.standard_normal((3400, 4))
+    split = _split(torch.from_numpy(x.astype(np.float32)), torch.from_numpy(y.astype(np.float32)), 150, 250)
+    c = ridge_ceiling(split)
+    scaled = ridge_path(split, RIDGE_GRID)
+    W, b = scaled[int(np.argmax([r2_rows(split.yval, split.xval.numpy() @ W + b) for W, b in scaled]))]
+    scaled_only = r2_rows(split.yte, split.xte.numpy() @ W + b)
+    best = max(tune(split, o, log_steps(10, 300, 4)).query("chosen")["r2_test"].max() for o in ("adam", "sgd"))
+    assert c.basis == "raw" and best - scaled_only > CEILING_SLACK and best - c.r2_test <= CEILING_SLACK, (c, best)
+
+
+# ---- learning-rate grids that end interior ------------------------------------------------------------------------
+@pytest.mark.parametrize("scale, direction", [(0.03, "up"), (30.0, "down")])
+def test_the_grid_extends_past_the_end_its_chosen_rate_sits_on(scale, direction):
+    """Inputs scaled so that SGD's best rate lies two decades beyond the initial grid (small inputs: larger rates;
+    large inputs: smaller): the grid grows in that direction by factors of 10 until the chosen rate is interior at
+    every checkpoint, and that rate lies outside the initial grid; without extension it sits on the end, recorded."""
+    from linrec.analyses.pitfall import LR_GRID, tune
+
+    x, y = _problem(n=1500, d=6, m=3, kappa=10.0, noise=0.05, seed=7)
+    split = _split(x * scale, y, 1200, 150)
+    checkpoints = [30, 100]
+    grid = LR_GRID["sgd"]
+    curves = tune(split, "sgd", checkpoints, seed=0)
+    chosen = curves[curves["chosen"]]
+    assert len(chosen) == len(checkpoints) and chosen["lr_interior"].all()
+    tried = sorted(set(curves["lr"]))
+    beyond = (chosen["lr"] > max(grid)) if direction == "up" else (chosen["lr"] < min(grid))
+    assert beyond.all(), chosen
+    assert (tried[-1] > max(grid)) if direction == "up" else (tried[0] < min(grid))
+    assert np.allclose(np.diff(np.log10(tried)), 1.0)  # factors of 10
+    stuck = tune(split, "sgd", checkpoints, seed=0, extend=0)
+    assert set(stuck["lr"]) == set(grid) and not stuck.loc[stuck["chosen"], "lr_interior"].any()
+    once = tune(split, "sgd", checkpoints, seed=0, extend=1)  # bounded: one round adds one rate
+    assert len(set(once["lr"])) == len(grid) + 1
+
+
+def test_an_added_rate_trains_as_it_would_have_beside_the_others():
+    from linrec.analyses.pitfall import tune
+
+    x, y = _problem(n=1500, d=6, m=3, kappa=10.0, seed=7)
+    split = _split(x * 0.03, y, 1200, 150)
+    grown = tune(split, "sgd", [50], seed=0)
+    lrs = sorted(set(grown["lr"]))
+    at_once = train_curves(split, "sgd", lrs, [50], seed=0)
+    np.testing.assert_allclose(grown.sort_values("lr")["r2_test"], at_once.sort_values("lr")["r2_test"], atol=1e-6)

@@ -25,10 +25,11 @@ from linrec.claims.probe import (
     claim3,
     claim7a,
     claim7b,
-    dose_rises,
+    mechanism_parts,
     mechanism_word,
     pitfall_summary,
     probe_summary,
+    steps_outcome,
     trained_shortfall,
 )
 from linrec.claims.profile import (
@@ -45,6 +46,7 @@ from linrec.claims.profile import (
 from linrec.claims.regimes import claim4, input_side, regime_replication, regime_summary
 from linrec.claims.registry import TABLES
 from linrec.claims.rules import (
+    CEILING_SLACK,
     CLAIM1_JUMP,
     CLAIM1_SPAN,
     CLAIM1_TURNS,
@@ -54,6 +56,8 @@ from linrec.claims.rules import (
     CLAIM3_MAX_GAIN,
     CLAIM6_BUDGET,
     CLAIM7_SHORTFALL,
+    CLAIM7B_EQUAL,
+    CLAIM7B_SLOPE,
     CORPUS_MODEL_RATIO,
     CORPUS_MODEL_RHO,
     CORPUS_SHAPED_RATIO,
@@ -375,13 +379,19 @@ def test_pitfall_summary_counts_and_correlations(shortfalls):
     reach_rho = stats.spearmanr(np.arange(len(shortfalls), 0, -1.0), shortfalls)[0]  # Adam is the better baseline
     assert s["spearman_reach_adam"] == pytest.approx(reach_rho)
     assert s["spearman_scaled_shortfall"] == pytest.approx(reach_rho)  # the scaled κ falls with the block here
-    assert s["budget_steps"] == 5 * 32 and np.isnan(s["dose_rises"]) and np.isnan(s["n_mechanism"])
+    assert s["budget_steps"] == 5 * 32 and np.isnan(s["dose_steps_min"]) and np.isnan(s["n_mechanism"])
 
 
-def _pitfall_row(n_short=1, n_blocks=4, model="m", rises=1.0, cond_lo=0.1, reached=2, mechanism=2):
-    return {"model": model, "n_blocks": n_blocks, "n_short": n_short, "share_short": n_short / n_blocks,
-            "cond_lo": cond_lo, "cond_hi": 0.9, "dose_rises": rises, "n_reached": reached,
-            "n_mechanism": mechanism}  # fmt: skip
+def _pitfall_row(n_short=1, n_blocks=4, model="m", **kw):
+    """A pitfall summary row whose 7b is 'conditioning' as planted: the dose's steps 100 → 10,000 over 4 decades of
+    κ (100× ≥ 10^(0.25 × 4) = 10×), the mechanism blocks' 100 → 1,000 over 4 decades (10×), on checkpoints 10 …
+    10⁴, no fit above its ceiling."""
+    row = {"model": model, "n_blocks": n_blocks, "n_short": n_short, "share_short": n_short / n_blocks,
+           "cond_lo": -0.5, "cond_hi": 0.5, "dose_kappa_min": 1e2, "dose_kappa_max": 1e6, "dose_steps_min": 100.0,
+           "dose_steps_max": 10_000.0, "dose_first_step": 10, "dose_steps": 10_000, "cond_well": 1e3,
+           "cond_ill": 1e7, "steps_reach_well": 100.0, "steps_reach_ill": 1000.0, "first_step": 10,
+           "max_steps": 10_000, "ceiling_excess": 0.0}  # fmt: skip
+    return row | kw
 
 
 @pytest.mark.parametrize(
@@ -396,71 +406,128 @@ def test_claim7a_share_threshold(kw, word):
     assert claim7a(pd.DataFrame([_pitfall_row(**kw)])).verdict == word
 
 
+NEED = 10 ** (CLAIM7B_SLOPE * 4)  # the rise conditioning predicts over 4 decades: 10×
+
+
 @pytest.mark.parametrize(
-    "kw, mechanism",
+    "lo, hi, decades, outcome",
     [
-        ({}, "conditioning"),  # the constructed dose rises and ρ's interval lies above 0
-        ({"cond_lo": 0.0}, "budget"),  # at the threshold: an interval touching 0 is not above it; every block reached
-        ({"cond_lo": EPS}, "conditioning"),
-        ({"rises": 0.0}, "budget"),
-        ({"rises": 0.0, "reached": 1}, "other"),  # one mechanism block never reached the ceiling
-        ({"cond_lo": -0.3, "reached": 0}, "other"),
-        ({"cond_lo": np.nan}, "budget"),
-        ({"rises": np.nan}, None),  # not measured
+        (100, 100 * NEED, 4, "rises"),  # at the threshold: a rise of exactly κ-ratio^slope
+        (100, 100 * NEED * (1 - EPS), 4, "unclear"),
+        (100, 100 * NEED * (1 + EPS), 4, "rises"),
+        (100, 100 * CLAIM7B_EQUAL, 4, "equal"),  # at the tolerance
+        (100, 100 * CLAIM7B_EQUAL * (1 + EPS), 4, "unclear"),
+        (100, 100 * CLAIM7B_EQUAL * (1 - EPS), 4, "equal"),
+        (1000, 100, 4, "equal"),  # falling counts as not rising
+        (100, 100, 2, "unclear"),  # 2 decades predict 10^0.5 = the tolerance: equal steps cannot tell
+        (100, 100, 2 * (1 + EPS), "equal"),
+        (100, 200, 0, "unclear"),  # no κ difference
+        (200, np.inf, 4, "rises"),  # not reached by 10,000: at least 50×
+        (2000, np.inf, 4, "unclear"),  # at least 5×, which is less than the 10× predicted
+        (np.inf, 5000, 4, "equal"),  # reached at the larger κ only: the ratio is below 1
+        (np.inf, np.inf, 4, "unclear"),
+        (10, 10, 4, "unclear"),  # both at the first checkpoint: the ratio could be anything
+        (10, 5000, 4, "rises"),  # from the first checkpoint: at least 500×
+        (10, 20, 4, "unclear"),  # at least 2×, at most unbounded
+        (100, 10, 4, "equal"),  # the larger κ by the first checkpoint: at most 0.1×
+        (np.nan, 100, 4, "unclear"),
     ],
 )
-def test_claim7b_mechanism_at_its_thresholds(kw, mechanism):
-    assert mechanism_word(_pitfall_row(**kw)) == mechanism
+def test_steps_outcome_at_its_thresholds(lo, hi, decades, outcome):
+    assert steps_outcome(lo, hi, decades, first=10, last=10_000) == outcome
 
 
-def test_claim7b_is_reproduced_only_where_every_model_is_conditioning():
-    both = [_pitfall_row(model="a"), _pitfall_row(model="b")]
-    assert claim7b(pd.DataFrame(both)).verdict == REPRODUCED
-    one = [_pitfall_row(model="a"), _pitfall_row(model="b", rises=0.0)]
-    v = claim7b(pd.DataFrame(one))
-    assert v.verdict == PARTLY and [e["mechanism"] for e in v.evidence] == ["conditioning", "budget"]
-    assert claim7b(pd.DataFrame([_pitfall_row(rises=0.0)])).verdict == NOT_REPRODUCED
-    assert claim7b(pd.DataFrame([_pitfall_row(rises=np.nan)])).verdict == NOT_TESTABLE
+@pytest.mark.parametrize(
+    "kw, parts, mechanism",
+    [
+        ({}, ("rises", "rises"), "conditioning"),
+        ({"dose_steps_max": 300.0}, ("equal", "rises"), "not conditioning"),  # the construction: κ does not slow it
+        ({"steps_reach_ill": 100.0}, ("rises", "equal"), "not conditioning"),  # the real blocks: κ does not
+        ({"dose_steps_max": 300.0, "steps_reach_ill": 100.0}, ("equal", "equal"), "not conditioning"),
+        ({"dose_steps_max": 500.0}, ("unclear", "rises"), "inconclusive"),  # 5×: neither 10× nor ≤ √10×
+        ({"steps_reach_ill": np.inf, "steps_reach_well": 2000.0}, ("rises", "unclear"), "inconclusive"),
+        ({"dose_steps_min": np.inf, "dose_steps_max": np.inf}, ("unclear", "rises"), "inconclusive"),  # never reached
+        ({"dose_steps_min": np.inf}, ("equal", "rises"), "not conditioning"),  # reached at the larger κ only
+        ({"ceiling_excess": CEILING_SLACK}, ("rises", "rises"), "conditioning"),  # at the slack: still a ceiling
+        ({"ceiling_excess": CEILING_SLACK + EPS}, ("rises", "rises"), "inconclusive"),  # beaten: no upper bound
+        ({"ceiling_excess": CEILING_SLACK + EPS, "dose_steps_max": 300.0}, ("equal", "rises"), "inconclusive"),
+        ({"dose_steps_min": np.nan}, None, None),  # not measured
+        ({"ceiling_excess": np.nan}, None, None),
+    ],
+)
+def test_claim7b_outcomes_on_planted_rows(kw, parts, mechanism):
+    row = _pitfall_row(**kw)
+    assert mechanism_word(row) == mechanism
+    if parts is not None:
+        assert mechanism_parts(row) == parts
+
+
+def test_claim7b_verdict_counts_decided_models_only():
+    cond, notc = _pitfall_row(model="a"), _pitfall_row(model="b", dose_steps_max=300.0)
+    undecided = _pitfall_row(model="c", dose_steps_max=500.0)
+    verdict = lambda *rows: claim7b(pd.DataFrame(list(rows))).verdict  # noqa: E731
+    assert verdict(cond, _pitfall_row(model="b")) == REPRODUCED
+    assert verdict(cond, undecided) == REPRODUCED  # the inconclusive model is not counted
+    assert verdict(cond, notc) == PARTLY
+    assert verdict(notc, undecided) == NOT_REPRODUCED
+    v = claim7b(pd.DataFrame([undecided, _pitfall_row(model="d", ceiling_excess=0.02)]))
+    assert v.verdict == NOT_TESTABLE and "inconclusive" in v.reason  # inconclusive is never "not reproduced"
+    assert [e["mechanism"] for e in v.evidence] == ["inconclusive", "inconclusive"]
+    v = claim7b(pd.DataFrame([_pitfall_row(dose_steps_min=np.nan)]))
+    assert v.verdict == NOT_TESTABLE and "measured" in v.reason
     assert claim7a(None).verdict == claim7b(None).verdict == NOT_TESTABLE
+    assert claim7b(pd.DataFrame([{"model": "m", "n_blocks": 4, "dose_rises": 1.0}])).verdict == NOT_TESTABLE  # old
 
 
-@pytest.mark.parametrize(
-    "shortfalls, rises",
-    [
-        ([0.0, 0.005, 0.02, 0.3], True),
-        ([0.0, CLAIM7_SHORTFALL], False),  # a rise of exactly the threshold is not more than it
-        ([0.0, CLAIM7_SHORTFALL + EPS], True),
-        ([0.0, 0.2, 0.2 - CLAIM7_SHORTFALL / 2, 0.3], True),  # a dip within noise
-        ([0.0, 0.2, 0.2 - CLAIM7_SHORTFALL / 2 - EPS, 0.3], False),
-        ([0.3, 0.2, 0.1, 0.0], False),
-        ([0.0, 0.1, np.inf], True),  # diverged at the largest κ
-        ([0.0, np.nan], False),
-    ],
-)
-def test_dose_rises_at_its_thresholds(shortfalls, rises):
-    assert dose_rises(shortfalls) is rises
+def _budget_rows(block, cond, reach, ceiling=0.905, lr_interior=True):
+    """A budget curve block on checkpoints 100, 1000, 10000 whose tuned SGD reaches `ceiling` − 0.005 from step
+    `reach` on (never: None), Adam and gradient descent never."""
+    rows = []
+    for opt in ("adam", "sgd", "gd"):
+        for step in (100, 1000, 10000):
+            at = reach is not None and step >= reach and opt == "sgd"
+            rows.append({"model": "m", "block": block, "optimizer": opt, "lr": 0.1, "step": step,
+                         "r2_test": ceiling - 0.005 if at else 0.5, "chosen": True, "ceiling": ceiling,
+                         "cond_gram": cond, "lr_interior": np.nan if opt == "gd" else lr_interior})  # fmt: skip
+    return rows
 
 
 def test_pitfall_summary_reads_the_budget_curve_and_the_dose():
     """Steps to the ceiling per mechanism block from the tuned learning rate's curve (the better optimiser), median
-    over the better- and the worse-conditioned half; the dose's shortfall at its smallest and largest κ."""
+    over the better- and the worse-conditioned half, with their κ; the dose's steps and shortfall at its smallest
+    and largest κ; the ceiling check and the rates left at a grid end."""
     probe = _probe([0.2, 0.2, 0.2, 0.2])
-    rows = []
-    for block, cond, reach in ((0, 10.0, 100), (1, 1e8, None)):
-        for opt in ("adam", "sgd", "gd"):
-            for step in (100, 1000, 10000):
-                at = reach is not None and step >= reach and opt == "sgd"
-                rows.append({"model": "m", "block": block, "optimizer": opt, "lr": 0.1, "step": step,
-                             "r2_test": 0.9 if at else 0.5, "chosen": True, "ceiling": 0.905,
-                             "cond_gram": cond})  # fmt: skip
-    budget = pd.DataFrame(rows)
-    dose = pd.DataFrame({"model": "m", "block": 3, "kappa": [1e2, 1e2, 1e8, 1e8], "optimizer": ["adam", "sgd"] * 2,
-                         "step": 1000, "r2_test": [0.7, 0.9, 0.5, 0.6], "ceiling": 0.95})  # fmt: skip
+    budget = pd.DataFrame(_budget_rows(0, 10.0, 100) + _budget_rows(1, 1e8, None, lr_interior=False))
+    dose = pd.DataFrame({"model": "m", "block": 3, "kappa": np.repeat([1e2, 1e4, 1e8], 4),
+                         "optimizer": ["adam", "adam", "sgd", "sgd"] * 3, "step": [10, 1000] * 6,
+                         "r2_test": [0.7, 0.945, 0.5, 0.91, 0.5, 0.5, 0.5, 0.5, 0.65, 0.6, 0.5, 0.5], "ceiling": 0.95,
+                         "lr_interior": True})  # fmt: skip
     r = pitfall_summary(probe, budget, dose, n_boot=100).iloc[0]
-    assert r["n_mechanism"] == 2 and r["n_reached"] == 1 and r["max_steps"] == 10000
+    assert r["n_mechanism"] == 2 and r["n_reached"] == 1 and r["max_steps"] == 10000 and r["first_step"] == 100
     assert r["steps_reach_well"] == 100 and np.isinf(r["steps_reach_ill"]) and np.isinf(r["gd_steps_well"])
-    assert r["dose_short_min"] == pytest.approx(0.05) and r["dose_short_max"] == pytest.approx(0.35)
-    assert r["dose_rises"] == 1.0 and r["dose_block"] == 3 and r["dose_steps"] == 1000
+    assert r["cond_well"] == 10.0 and r["cond_ill"] == 1e8
+    assert r["dose_steps_min"] == 1000 and np.isinf(r["dose_steps_max"])  # Adam's 0.945 is within 0.01 of 0.95
+    assert r["dose_short_min"] == pytest.approx(0.005) and r["dose_short_max"] == pytest.approx(0.35)  # at 1000
+    assert r["dose_block"] == 3 and r["dose_steps"] == 1000 and r["dose_first_step"] == 10
+    assert r["dose_kappa_min"] == 1e2 and r["dose_kappa_max"] == 1e8
+    assert r["ceiling_excess"] == pytest.approx(-0.005) and r["n_lr_edge"] == 6  # block 1: Adam and SGD at 3 steps
+
+
+def test_ceiling_excess_sees_a_fit_above_its_ceiling_in_either_table():
+    """Guards the check that the ceiling is an upper bound: a tuned fit above it, in the budget curve (gradient
+    descent too) or in the dose, shows in `ceiling_excess`, and 7b is then inconclusive."""
+    probe = _probe([0.2, 0.2, 0.2, 0.2])
+    budget = pd.DataFrame(_budget_rows(0, 10.0, 100) + _budget_rows(1, 1e8, 100))
+    dose = pd.DataFrame({"model": "m", "block": 3, "kappa": [1e2, 1e6], "optimizer": "sgd", "step": 100,
+                         "r2_test": [0.9, 0.9], "ceiling": 0.95, "lr_interior": True})  # fmt: skip
+    assert pitfall_summary(probe, budget, dose).iloc[0]["ceiling_excess"] == pytest.approx(-0.005)
+    above = dose.assign(r2_test=[0.9, 0.97])
+    assert pitfall_summary(probe, budget, above).iloc[0]["ceiling_excess"] == pytest.approx(0.02)
+    gd_above = budget.copy()
+    gd_above.loc[(gd_above["optimizer"] == "gd") & (gd_above["step"] == 10000), "r2_test"] = 0.93
+    s = pitfall_summary(probe, gd_above, dose)
+    assert s.iloc[0]["ceiling_excess"] == pytest.approx(0.025)
+    assert claim7b(s).evidence[0]["mechanism"] == "inconclusive"
 
 
 # ---- claim 4: regimes ------------------------------------------------------------------------------------

@@ -4,10 +4,11 @@ Claim 7a (arXiv 2606.19379, abstract) is the observation: Adam and SGD, trained 
 (`linrec.analyses.probe.TRAIN_DEFAULTS`, 5 epochs), fall short of the closed-form ceiling. Claim 7b is the
 mechanism the paper names: ill-conditioned activations. Three measurements here can decide it either way.
 
-- **Budget curve** (`budget_curve`): the held-out R² of Adam and SGD after 10², …, 10⁴ steps (and
-  further in `params/full.yaml`), each with its learning rate chosen from a small grid on a validation
-  slice of the *train* rows, per block and per budget. If the shortfall closes once the budget grows,
-  whatever the block's κ, the pitfall is the budget.
+- **Budget curve** (`budget_table`): the held-out R² of Adam and SGD after 10², …, 10⁴ steps (and
+  further in `params/full.yaml`), each with its learning rate chosen on a validation slice of the *train*
+  rows, per block and per budget, from a grid that grows by factors of 10 past whichever end the chosen
+  rate sits on (`tune`, at most LR_EXTEND times; `lr_interior` records whether it ended inside). If the
+  steps to the ceiling are the same on the best- and the worst-conditioned blocks, κ is not what sets them.
 - **Gradient descent from the spectrum** (`gd_curve`): full-batch gradient descent on least squares is
   solved exactly in the eigenbasis of the Gram matrix its steps see (the uncentred second moments of
   [x, 1]): after k steps of size η the error along an eigenvector of eigenvalue λ is (1 − ηλ)ᵏ of what
@@ -16,7 +17,19 @@ mechanism the paper names: ill-conditioned activations. Three measurements here 
   affine change of the inputs, and gradient descent does. One real block's inputs are re-expressed
   with κ(Gram) = 10², 10⁴, 10⁶, 10⁸ (whitened, rescaled along log-spaced axes, rotated at random so
   Adam's per-coordinate steps gain nothing) and the same tuned baselines are trained on each at the same
-  budget. If conditioning drives the shortfall, it grows with κ here, with everything else held fixed.
+  budgets. If conditioning drives the shortfall, the steps to the ceiling grow with κ here, everything else fixed.
+
+The ceiling (`ridge_ceiling`). The exact least-squares fit of the rows the optimiser sees over-fits where rows per
+parameter are few (≈ 10 here), and an early-stopped trained map can beat it held out (SmolLM2 block 3 by 0.039 at
+κ = 10²): no ceiling. So the fits are scored against a ridge-tuned closed form, in float64 from the eigenbasis of the
+centred Gram (`ridge_path`): ridge on the standardised inputs (the Jacobi-scaled eigendecomposition of
+`linrec.stats.ceiling.fit_affine`, whose α = 0 is the exact fit) and on the inputs as they are (whose large
+features early-stopped gradient descent fits first), α from RIDGE_GRID; the fit with the best R² on the validation
+slice, made on the rows the optimiser sees, scored on the held-out rows. The trained fits are affine maps of the
+same inputs and see the same rows and slice, so this is the held-out level they aim at; `ceiling_excess` in
+`linrec.claims.probe.pitfall_summary` checks that none beats it by more than CEILING_SLACK. The re-expression is an
+invertible affine map, so the dose keeps the original inputs' ridge ceiling at every κ (a ridge penalty, unlike the
+exact fit, is not invariant under it: refitting it per κ would change the ceiling the construction holds fixed).
 
 Cost. The loss Σ_j (y_j − ŷ_j)² separates over output features, and both SGD (with momentum) and Adam
 update each parameter from its own gradient, so each output feature's weights follow exactly the
@@ -36,14 +49,19 @@ import torch
 
 from linrec.analyses.probe import closed_form_on_rows
 from linrec.base.errors import LinrecError
-from linrec.stats.ceiling import r2_rows
+from linrec.stats.ceiling import factor_gram, r2_rows
+from linrec.stats.moments import Moments
 
 if TYPE_CHECKING:
     import pandas
 
-# The learning-rate grids the budget curve chooses from on the validation slice: the practitioner's default
-# (linrec.analyses.probe.TRAIN_DEFAULTS) and a decade on either side.
+# The learning-rate grids the budget curve starts from on the validation slice: the practitioner's default
+# (linrec.analyses.probe.TRAIN_DEFAULTS) and a decade on either side; `tune` extends them past an end that is chosen.
 LR_GRID = {"adam": (1e-4, 1e-3, 1e-2), "sgd": (1e-3, 1e-2, 1e-1)}
+LR_EXTEND = 4  # at most this many rounds of extension, each a factor of 10 past every end a chosen rate sits on
+# ridge strengths α of the ceiling (`ridge_path`: on a Gram of mean diagonal 1): 0, the exact fit, then 1e-8 … 10, four
+# per decade
+RIDGE_GRID = (0.0, *np.logspace(-8, 1, 37))
 MOMENTUM = 0.9  # SGD's, as in linrec.analyses.probe.TRAIN_DEFAULTS
 BETAS, EPS = (0.9, 0.999), 1e-8  # Adam's (PyTorch's defaults)
 REACHED = 0.01  # a fit "reaches the ceiling" once it is within this much held-out R² of it
@@ -96,6 +114,67 @@ class Split:
     def ceiling(self) -> float:
         """The closed-form held-out R² fitted on the rows the optimiser sees (not the validation slice)."""
         return closed_form_on_rows(self)[1]
+
+
+@dataclass
+class Ceiling:
+    """The ridge-tuned closed form (`ridge_ceiling`): its α and basis, validation and held-out R², and the exact
+    fit's held-out R²."""
+
+    alpha: float
+    basis: str  # "scaled" (each feature's variance 1) or "raw" (the inputs as the optimiser sees them)
+    r2_val: float
+    r2_test: float
+    r2_test_exact: float  # α = 0: the exact least-squares fit of the same rows
+
+
+def ridge_path(split: Split, alphas=RIDGE_GRID, basis: str = "scaled") -> list[tuple[np.ndarray, np.ndarray]]:
+    """[(W, b)] of the ridge fits of the optimiser's rows, one per α: (Cxx + α·P) W = Cxy on the centred float64
+    cross-products, b = μy − Wᵀμx (the intercept not penalised), with P = diag(Cxx) for `basis` "scaled" (ridge on
+    the standardised inputs) and P = mean(diag Cxx)·I for "raw" (ridge on the inputs as they are, whose large
+    features early-stopped gradient descent fits first). Solved in the eigenbasis of A = D Cxx D, D = P^(-1/2) (A
+    has mean diagonal 1, so α means the same in both bases): W = D V (Λ + α)⁻¹ Vᵀ D Cxy, one factorisation for every
+    α. "scaled" factors as `linrec.stats.ceiling.fit_affine` does, and its α = 0 keeps that solver's pseudo-inverse
+    (eigenvalues below d·ε·λ_max dropped): the exact fit. Features with no train variance get zero weight."""
+    from linrec.base.threads import one_thread
+
+    m = Moments.of(split.xtr.double(), split.ytr.double())
+    Cxx, Cxy, _ = m.blocks()
+    f = factor_gram(Cxx)
+    if basis == "scaled":
+        D, V, lam, exact = torch.from_numpy(f.scale), f.V, torch.from_numpy(f.lam), torch.from_numpy(f.inv)
+    elif basis == "raw":
+        D = torch.from_numpy(f.live / np.sqrt(np.diag(Cxx)[f.live].mean()))
+        with one_thread():
+            lam, V = torch.linalg.eigh(D[:, None] * torch.from_numpy(np.ascontiguousarray(Cxx)) * D)
+        exact = None
+    else:
+        raise LinrecError(f"basis must be 'scaled' or 'raw', got '{basis}'")
+    proj = V.T @ (D[:, None] * torch.from_numpy(np.ascontiguousarray(Cxy)))
+    lam = lam.clamp_min(0)
+    out = []
+    for a in alphas:
+        if a == 0 and exact is None:
+            raise LinrecError("α = 0 is the exact fit: ask for it in the scaled basis")
+        inv = exact if a == 0 else 1 / (lam + float(a))
+        W = (D[:, None] * (V @ (inv[:, None] * proj))).numpy()
+        out.append((W, m.mean_y - m.mean_x @ W))
+    return out
+
+
+def ridge_ceiling(split: Split, alphas=RIDGE_GRID) -> Ceiling:
+    """The ceiling a trained fit of `split` is scored against: of the ridge fits in both bases (`ridge_path`; α = 0,
+    the exact fit, among them), the one with the best R² on the validation slice (the first on a tie: scaled before
+    raw, smaller α first), its held-out R², and the exact fit's beside it."""
+    if alphas[0] != 0:
+        raise LinrecError("the ridge grid starts at 0, the exact fit, so the ceiling is never below it on validation")
+    fits = [(a, "scaled", *wb) for a, wb in zip(alphas, ridge_path(split, alphas, "scaled"))]
+    fits += [(a, "raw", *wb) for a, wb in zip(alphas[1:], ridge_path(split, alphas[1:], "raw"))]
+    xval, xte = split.xval.double().numpy(), split.xte.double().numpy()
+    val = [r2_rows(split.yval, xval @ W + b) for _, _, W, b in fits]
+    i = int(np.argmax(val))
+    test = lambda W, b: r2_rows(split.yte, xte @ W + b)  # noqa: E731
+    return Ceiling(float(fits[i][0]), fits[i][1], float(val[i]), test(*fits[i][2:]), test(*fits[0][2:]))
 
 
 def _linear_init(d: int, m: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -191,6 +270,34 @@ def tuned(curves: pandas.DataFrame) -> pandas.DataFrame:
     return best.groupby(["optimizer", "step"], sort=False).head(1).reset_index(drop=True)
 
 
+def tune(split: Split, optimizer: str, checkpoints, batch_size: int = 256, seed: int = 0, lrs=None,
+         extend: int = LR_EXTEND) -> pandas.DataFrame:  # fmt: skip
+    """`train_curves` over a learning-rate grid (`lrs`, default LR_GRID[optimizer]) that grows until the rate the
+    validation slice picks at every checkpoint (`tuned`) is interior: while some checkpoint's chosen rate is the
+    smallest (largest) tried, a rate 10× smaller (larger) is trained too, at most `extend` rounds. Every rate trains
+    from the same initialisation on the same mini-batches, so one added later trains as it would have beside the
+    others. Returned: every curve, with `chosen` (the rate picked at that step) and `lr_interior` (whether that
+    step's chosen rate has a tried rate on either side; False where it still sits on an end)."""
+    import pandas as pd
+
+    lrs = sorted(float(v) for v in (LR_GRID[optimizer] if lrs is None else lrs))
+    curves = train_curves(split, optimizer, lrs, checkpoints, batch_size=batch_size, seed=seed)
+    for _ in range(extend):
+        best = tuned(curves)["lr"]
+        new = [float(f"{v:.6g}") for v, end in ((lrs[0] / 10, lrs[0]), (lrs[-1] * 10, lrs[-1])) if (best == end).any()]
+        if not new:
+            break
+        more = train_curves(split, optimizer, new, checkpoints, batch_size=batch_size, seed=seed)
+        curves, lrs = pd.concat([curves, more], ignore_index=True), sorted(lrs + new)
+    best = tuned(curves)[["optimizer", "step", "lr"]].assign(chosen=True)
+    best["lr_interior"] = (best["lr"] > lrs[0]) & (best["lr"] < lrs[-1])
+    out = curves.merge(best, on=["optimizer", "step", "lr"], how="left")
+    out["chosen"] = out["chosen"].astype("boolean").fillna(False).astype(bool)
+    interior = best.set_index("step")["lr_interior"]
+    out["lr_interior"] = out["step"].map(interior).astype(bool)
+    return out
+
+
 def gd_curve(split: Split, checkpoints, seed: int = 0) -> pandas.DataFrame:
     """Full-batch gradient descent on the same loss, step 1/λ_max of its Hessian, from the same initialisation as
     `train_curves` with the same `seed`: held-out R² after each checkpoint's number of steps, exactly, from the
@@ -261,12 +368,10 @@ def covariance_kappa(x: torch.Tensor) -> float:
 
 
 def _curves(split: Split, checkpoints, seed: int, batch_size: int) -> pandas.DataFrame:
+    """Both optimizers' curves over their tuned, extended grids (`tune`)."""
     import pandas as pd
 
-    return pd.concat(
-        [train_curves(split, opt, LR_GRID[opt], checkpoints, batch_size=batch_size, seed=seed) for opt in LR_GRID],
-        ignore_index=True,
-    )
+    return pd.concat([tune(split, opt, checkpoints, batch_size, seed) for opt in LR_GRID], ignore_index=True)
 
 
 def _block_split(capture, block: int, n_outputs: int | None, seed: int, max_train: int | None) -> Split:
@@ -288,9 +393,10 @@ def budget_table(
     progress: bool = True,
 ) -> pandas.DataFrame:
     """The budget curve: per block, optimizer (Adam, SGD, and `gd` from the spectrum), learning rate and checkpoint
-    step, the validation and held-out R² on `n_outputs` seeded output features, beside the closed-form ceiling on
-    the same rows and features (`ceiling`) and κ of the train Gram (`cond_gram`, `cond_scaled`). `chosen` marks
-    the learning rate the validation slice picks at each step (`tuned`)."""
+    step, the validation and held-out R² on `n_outputs` seeded output features, beside the ridge-tuned ceiling on
+    the same rows and features (`ceiling`, its `ridge_alpha` and `ridge_basis`; the exact fit's `ceiling_exact`)
+    and κ of the train Gram (`cond_gram`, `cond_scaled`). `chosen` marks the learning rate the validation slice
+    picks at each step, `lr_interior` whether it ended inside its extended grid (`tune`; NaN for `gd`: no grid)."""
     import pandas as pd
 
     from linrec.base.progress import bar as progress_bar
@@ -298,18 +404,19 @@ def budget_table(
     out = []
     for b in progress_bar(blocks, desc=f"budget curve {capture.model_label}", unit="block", disable=not progress):
         split = _block_split(capture, b, n_outputs, seed, max_train)
-        fit, ceiling = closed_form_on_rows(split)  # Split has the fields of linrec.analyses.probe.Rows it reads
+        fit, _ = closed_form_on_rows(split)  # Split has the fields of linrec.analyses.probe.Rows it reads
+        ceiling = ridge_ceiling(split)
         curves = _curves(split, checkpoints, seed, batch_size)
-        best = tuned(curves)[["optimizer", "step", "lr"]].assign(chosen=True)
-        curves = curves.merge(best, on=["optimizer", "step", "lr"], how="left")
-        curves["chosen"] = curves["chosen"].astype("boolean").fillna(False).astype(bool)
-        gd = gd_curve(split, checkpoints, seed).assign(r2_val=np.nan, chosen=True)
+        gd = gd_curve(split, checkpoints, seed).assign(r2_val=np.nan, chosen=True, lr_interior=np.nan)
         t = pd.concat([curves, gd.drop(columns="kappa_steps")], ignore_index=True)
         out.append(
             t.assign(
                 model=capture.model_label,
                 block=b,
-                ceiling=ceiling,
+                ceiling=ceiling.r2_test,
+                ceiling_exact=ceiling.r2_test_exact,
+                ridge_alpha=ceiling.alpha,
+                ridge_basis=ceiling.basis,
                 cond_gram=fit.cond_gram,
                 cond_scaled=fit.cond_scaled,
                 kappa_steps=float(gd["kappa_steps"].iloc[0]),
@@ -324,7 +431,7 @@ def dose_table(
     capture,
     block: int,
     kappas,
-    steps: int,
+    checkpoints,
     n_outputs: int | None = 32,
     seed: int = 0,
     max_train: int | None = None,
@@ -332,28 +439,36 @@ def dose_table(
     progress: bool = True,
 ) -> pandas.DataFrame:
     """The dose–response by construction: block `block`'s inputs re-expressed (`reexpress`) with κ(covariance) =
-    each of `kappas`, Adam and SGD trained `steps` steps on each (learning rate chosen on the validation slice);
-    per κ and optimizer, the held-out R² beside the closed-form ceiling on the very rows it trained on (float32, as
-    trained; `ceiling_original`: on the original inputs, which the re-expression leaves unchanged up to float32)."""
+    each of `kappas`, Adam and SGD trained to each of `checkpoints` on each (learning rate chosen per checkpoint on
+    the validation slice, over a grid extended until interior: `tune`); per κ, optimizer and checkpoint, the tuned
+    rate's validation and held-out R² and `lr_interior`, beside the ceiling: the original inputs' ridge-tuned
+    ceiling (`ceiling`, `ridge_alpha`, `ridge_basis`; the same at every κ, since the re-expression is an invertible
+    affine map of the inputs), and the exact fit's on the re-expressed rows as trained (`ceiling_exact`, float32)
+    and on the original ones (`ceiling_exact_original`), which the re-expression leaves unchanged up to float32."""
     import pandas as pd
 
     from linrec.base.progress import bar as progress_bar
 
     split = _block_split(capture, block, n_outputs, seed, max_train)
-    original = split.ceiling()
+    original, ceiling = split.ceiling(), ridge_ceiling(split)
     out = []
     label = f"dose-response {capture.model_label} block {block}"
     for kappa in progress_bar(list(kappas), desc=label, unit="κ", disable=not progress):
         changed = split.reexpressed(reexpress(split.xtr, float(kappa), seed=seed, dtype=torch.float32))
-        best = tuned(_curves(changed, [steps], seed, batch_size))
+        curves = _curves(changed, checkpoints, seed, batch_size)
         out.append(
-            best.assign(
+            curves[curves["chosen"]]
+            .drop(columns="chosen")
+            .assign(
                 model=capture.model_label,
                 block=block,
                 kappa=float(kappa),
                 kappa_measured=covariance_kappa(changed.xtr),
-                ceiling=changed.ceiling(),
-                ceiling_original=original,
+                ceiling=ceiling.r2_test,
+                ridge_alpha=ceiling.alpha,
+                ridge_basis=ceiling.basis,
+                ceiling_exact=changed.ceiling(),
+                ceiling_exact_original=original,
             )
         )
     return pd.concat(out, ignore_index=True)

@@ -19,17 +19,20 @@ from linrec.analyses.uncertainty import (
     correlation_test,
 )
 from linrec.claims.rules import (
+    CEILING_SLACK,
     CLAIM3_MAX_GAIN,
     CLAIM7_SHARE,
     CLAIM7_SHORTFALL,
+    CLAIM7B_EQUAL,
+    CLAIM7B_SLOPE,
     NOT_REPRODUCED,
     NOT_TESTABLE,
     POOLED,
     REPRODUCED,
     Verdict,
-    by_share,
     require,
     tally,
+    tally_decided,
 )
 
 # ---- notebook 03: the bilinear probe and the trained baselines --------------------------------------------
@@ -159,21 +162,22 @@ def pitfall_summary(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Per model: claim 7a's shortfall at the practitioner's budget (`linrec.analyses.probe.TRAIN_DEFAULTS`: the
-    epochs and
-    batch both baselines trained with, as steps) and claim 7b's three measurements of its mechanism.
+    epochs and batch both baselines trained with, as steps) and claim 7b's measurements of its mechanism.
 
     7a: how often and how far the better of Adam and SGD falls short (`trained_shortfall`), at `budget_steps`.
-    7b, across blocks: Spearman ρ of that shortfall with log κ(Gram), raw and Jacobi-scaled, and of Adam's with its
-    travel (`adam_reach`), each with a 95 % Fisher interval at the effective number of blocks (`correlation_test`).
-    7b, budget curve (`budget`,
-    linrec.analyses.pitfall.
-    budget_table): per mechanism block, the first checkpoint at which the better tuned optimiser comes within
-    REACHED of the ceiling (`steps_reach_*`; inf if not by `max_steps`) and where gradient descent from the Gram
-    spectrum does (`gd_steps_*`), on the better- and the worse-conditioned half of those blocks (median).
-    7b, by construction (`dose`, linrec.analyses.pitfall.dose_table): the better tuned optimiser's shortfall at the
-    smallest
-    and the largest constructed κ, and whether it rises with κ (`dose_rises`)."""
-    from linrec.analyses.pitfall import REACHED, steps_to_reach
+    7b, budget curve (`budget`, linrec.analyses.pitfall.budget_table): per mechanism block, the first checkpoint at
+    which the better tuned optimiser comes within REACHED of the ridge-tuned ceiling (inf if not by `max_steps`; the
+    first checkpoint is `first_step`) and where gradient descent from the Gram spectrum does, each the median over
+    the better- and the worse-conditioned half of those blocks (`steps_reach_well` / `_ill`, `gd_steps_*`), with
+    the halves' median κ(Gram) (`cond_well`, `cond_ill`).
+    7b, by construction (`dose`, linrec.analyses.pitfall.dose_table): the better tuned optimiser's steps to the
+    ceiling at the smallest and the largest constructed κ (`dose_steps_min`, `dose_steps_max`; inf if not by
+    `dose_steps`, its longest budget; `dose_first_step` its first) and its shortfall there at `dose_steps`.
+    Checks: `ceiling_excess`, the most any tuned trained fit of either table (gradient descent included) beats its
+    ceiling held out, and `n_lr_edge`, the tuned rates still at an end of their extended grid.
+    7b, across blocks (reported, not deciding): Spearman ρ of the 5-epoch shortfall with log κ(Gram), raw and
+    Jacobi-scaled, and of Adam's with its travel (`adam_reach`), each with a 95 % Fisher interval at the effective
+    number of blocks (`correlation_test`)."""
     from linrec.analyses.probe import TRAIN_DEFAULTS
 
     ((epochs, batch_size),) = {(c["epochs"], c["batch_size"]) for c in TRAIN_DEFAULTS.values()}  # Adam's is SGD's
@@ -214,66 +218,134 @@ def pitfall_summary(
             "reach_hi": rho_r[2],
             "adam_reach_median": float(t["adam_reach"].median()),
         }
-        row |= {k: np.nan for k in ("max_steps", "n_mechanism", "n_reached", "steps_reach_well", "steps_reach_ill",
-                                    "gd_steps_well", "gd_steps_ill", "dose_block", "dose_steps", "dose_kappa_min",
-                                    "dose_kappa_max", "dose_short_min", "dose_short_max", "dose_rises")}  # fmt: skip
         b = None if budget is None else budget[budget["model"] == model]
-        if b is not None and not b.empty:
-            per = []
-            for _, g in b.groupby("block", sort=False):
-                ceiling = float(g["ceiling"].iloc[0])
-                chosen = g[g["chosen"] & (g["optimizer"] != "gd")]
-                trained = min(steps_to_reach(c, ceiling, REACHED) for _, c in chosen.groupby("optimizer"))
-                gd = steps_to_reach(g[g["optimizer"] == "gd"], ceiling, REACHED)
-                per.append({"cond": float(g["cond_gram"].iloc[0]), "steps": trained, "gd": gd})
-            per = pd.DataFrame(per)
-            well = (per["cond"].rank(method="first") <= len(per) / 2).to_numpy()
-            row |= {
-                "max_steps": int(b["step"].max()),
-                "n_mechanism": len(per),
-                "n_reached": int(np.isfinite(per["steps"]).sum()),
-                "steps_reach_well": float(per.loc[well, "steps"].median()),
-                "steps_reach_ill": float(per.loc[~well, "steps"].median()),
-                "gd_steps_well": float(per.loc[well, "gd"].median()),
-                "gd_steps_ill": float(per.loc[~well, "gd"].median()),
-            }
         d = None if dose is None else dose[dose["model"] == model]
-        if d is not None and not d.empty:
-            best = d.assign(shortfall=d["ceiling"] - d["r2_test"]).groupby("kappa")["shortfall"].min().sort_index()
-            row |= {
-                "dose_block": int(d["block"].iloc[0]),
-                "dose_steps": int(d["step"].iloc[0]),
-                "dose_kappa_min": float(best.index[0]),
-                "dose_kappa_max": float(best.index[-1]),
-                "dose_short_min": float(best.iloc[0]),
-                "dose_short_max": float(best.iloc[-1]),
-                "dose_rises": float(dose_rises(best.to_numpy())),
-            }
+        row |= _budget_steps(b) | _dose_steps(d) | _checks(b, d)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def dose_rises(shortfalls) -> bool:
-    """Whether a shortfall measured at increasing κ rises with it: the largest κ's exceeds the smallest's by more
-    than CLAIM7_SHORTFALL, and no step down between neighbouring κ exceeds CLAIM7_SHORTFALL / 2 (noise). A fit that
-    diverged (shortfall inf) counts as falling as far short as can be."""
-    s = np.nan_to_num(np.asarray(shortfalls, float), nan=np.nan, posinf=1e6)
-    if len(s) < 2 or np.isnan(s).any():
-        return False
-    return bool(s[-1] - s[0] > CLAIM7_SHORTFALL and (np.diff(s) >= -CLAIM7_SHORTFALL / 2 - 1e-12).all())
+BUDGET_KEYS = ("max_steps", "first_step", "n_mechanism", "n_reached", "steps_reach_well", "steps_reach_ill",
+               "cond_well", "cond_ill", "gd_steps_well", "gd_steps_ill")  # fmt: skip
+DOSE_KEYS = ("dose_block", "dose_steps", "dose_first_step", "dose_kappa_min", "dose_kappa_max", "dose_steps_min",
+             "dose_steps_max", "dose_short_min", "dose_short_max")  # fmt: skip
+
+
+def _reach(curves: pd.DataFrame, ceiling: float) -> float:
+    """Steps the better of the tuned optimisers in `curves` (one row per optimizer and step) needs to the ceiling."""
+    from linrec.analyses.pitfall import REACHED, steps_to_reach
+
+    return min(steps_to_reach(c, ceiling, REACHED) for _, c in curves.groupby("optimizer"))
+
+
+def _budget_steps(b: pd.DataFrame | None) -> dict:
+    if b is None or b.empty:
+        return dict.fromkeys(BUDGET_KEYS, np.nan)
+    per = []
+    for _, g in b.groupby("block", sort=False):
+        ceiling = float(g["ceiling"].iloc[0])
+        per.append({"cond": float(g["cond_gram"].iloc[0]), "steps": _reach(g[g["chosen"] & (g["optimizer"] != "gd")],
+                    ceiling), "gd": _reach(g[g["optimizer"] == "gd"], ceiling)})  # fmt: skip
+    per = pd.DataFrame(per)
+    well = (per["cond"].rank(method="first") <= len(per) / 2).to_numpy()
+    half = lambda col, m: float(per.loc[m, col].median())  # noqa: E731
+    return {
+        "max_steps": int(b["step"].max()),
+        "first_step": int(b["step"].min()),
+        "n_mechanism": len(per),
+        "n_reached": int(np.isfinite(per["steps"]).sum()),
+        "steps_reach_well": half("steps", well),
+        "steps_reach_ill": half("steps", ~well),
+        "cond_well": half("cond", well),
+        "cond_ill": half("cond", ~well),
+        "gd_steps_well": half("gd", well),
+        "gd_steps_ill": half("gd", ~well),
+    }
+
+
+def _dose_steps(d: pd.DataFrame | None) -> dict:
+    if d is None or d.empty:
+        return dict.fromkeys(DOSE_KEYS, np.nan)
+    kappas = sorted(d["kappa"].unique())
+    last = d[d["step"] == d["step"].max()]
+    short = (last["ceiling"] - last["r2_test"]).groupby(last["kappa"]).min()
+    at = {k: _reach(d[d["kappa"] == k], float(d.loc[d["kappa"] == k, "ceiling"].iloc[0])) for k in kappas}
+    return {
+        "dose_block": int(d["block"].iloc[0]),
+        "dose_steps": int(d["step"].max()),
+        "dose_first_step": int(d["step"].min()),
+        "dose_kappa_min": float(kappas[0]),
+        "dose_kappa_max": float(kappas[-1]),
+        "dose_steps_min": at[kappas[0]],
+        "dose_steps_max": at[kappas[-1]],
+        "dose_short_min": float(short.loc[kappas[0]]),
+        "dose_short_max": float(short.loc[kappas[-1]]),
+    }
+
+
+def _checks(b: pd.DataFrame | None, d: pd.DataFrame | None) -> dict:
+    """`ceiling_excess`: the most a tuned fit (budget curve, gradient descent included, and dose) beats its ceiling
+    held out; `n_lr_edge`: tuned rates still at an end of their grid after extension (`tune`)."""
+    fits = [t for t in (None if b is None else b[b["chosen"]], d) if t is not None and not t.empty]
+    if not fits:
+        return {"ceiling_excess": np.nan, "n_lr_edge": np.nan}
+    both = pd.concat([t[["optimizer", "r2_test", "ceiling", "lr_interior"]] for t in fits], ignore_index=True)
+    tuned = both[both["optimizer"] != "gd"]
+    return {"ceiling_excess": float((both["r2_test"] - both["ceiling"]).max()),
+            "n_lr_edge": int((~tuned["lr_interior"].astype(bool)).sum())}  # fmt: skip
+
+
+RISES, EQUAL, UNCLEAR = "rises", "equal", "unclear"
+CONDITIONING, NOT_CONDITIONING, UNDECIDED_7B = "conditioning", "not conditioning", "inconclusive"
+
+
+def steps_outcome(lo: float, hi: float, decades: float, first: float, last: float) -> str:
+    """Steps to the ceiling at a smaller κ (`lo`) and at one `decades` decades larger (`hi`), on checkpoints from
+    `first` to `last` (inf: not reached by `last`, so somewhere above it; `first`: reached by the first, so
+    somewhere in (0, first]): RISES if hi/lo is at least the rise conditioning predicts, 10^(CLAIM7B_SLOPE ×
+    decades), and more than CLAIM7B_EQUAL; EQUAL if hi/lo is at most CLAIM7B_EQUAL while that predicted rise is
+    larger than CLAIM7B_EQUAL; else UNCLEAR. A censored step counts as the bound it is: the ratio must clear the
+    threshold at its least favourable end."""
+    if any(np.isnan(v) for v in (lo, hi, decades)) or not decades > 0:
+        return UNCLEAR
+    span = lambda s: (last, np.inf) if np.isinf(s) else (0.0, s) if s <= first else (s, s)  # noqa: E731
+    (lo_min, lo_max), (hi_min, hi_max) = (np.float64(v) for v in span(lo)), (np.float64(v) for v in span(hi))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        least, most = hi_min / lo_max, hi_max / lo_min  # inf / inf never occurs: lo_min is finite
+    need = 10 ** (CLAIM7B_SLOPE * decades)
+    if least >= need and least > CLAIM7B_EQUAL:
+        return RISES
+    if most <= CLAIM7B_EQUAL < need:
+        return EQUAL
+    return UNCLEAR
+
+
+def mechanism_parts(row: Mapping) -> tuple[str, str]:
+    """(dose, blocks): `steps_outcome` of the constructed dose–response (smallest vs largest κ) and of the budget
+    curve's best- vs worst-conditioned mechanism blocks (their median κ(Gram))."""
+    dose = steps_outcome(row["dose_steps_min"], row["dose_steps_max"],
+                         np.log10(row["dose_kappa_max"] / row["dose_kappa_min"]), row["dose_first_step"],
+                         row["dose_steps"])  # fmt: skip
+    blocks = steps_outcome(row["steps_reach_well"], row["steps_reach_ill"],
+                           np.log10(row["cond_ill"] / row["cond_well"]), row["first_step"],
+                           row["max_steps"])  # fmt: skip
+    return dose, blocks
 
 
 def mechanism_word(row: Mapping) -> str | None:
-    """Claim 7b for one model: "conditioning" if the constructed dose–response rises (`dose_rises`) and the 95 % CI
-    of ρ(log κ, shortfall) across blocks lies above 0; else "budget" if the tuned optimisers reach the ceiling on
-    every mechanism block within the budget curve's steps, whatever its κ; else "other". None: not measured."""
-    if not np.isfinite(row.get("dose_rises", np.nan)) or not np.isfinite(row.get("n_mechanism", np.nan)):
+    """Claim 7b for one model, from the steps to the ceiling (`mechanism_parts`): "inconclusive" if some tuned fit
+    beats its ceiling by more than CEILING_SLACK (no upper bound to reach); else "conditioning" if both the
+    constructed dose and the mechanism blocks rise; "not conditioning" if either is equal; else "inconclusive".
+    None: not measured. The across-block ρ is reported beside it and does not decide."""
+    keys = ("dose_steps_min", "dose_steps_max", "steps_reach_well", "steps_reach_ill", "ceiling_excess")
+    if any(pd.isna(row.get(k, np.nan)) for k in keys):
         return None
-    if row["dose_rises"] and np.isfinite(row["cond_lo"]) and row["cond_lo"] > 0:
-        return "conditioning"
-    if row["n_reached"] == row["n_mechanism"]:
-        return "budget"
-    return "other"
+    if row["ceiling_excess"] > CEILING_SLACK:
+        return UNDECIDED_7B
+    parts = mechanism_parts(row)
+    if parts == (RISES, RISES):
+        return CONDITIONING
+    return NOT_CONDITIONING if EQUAL in parts else UNDECIDED_7B
 
 
 def claim7a(summary: pd.DataFrame | None) -> Verdict:
@@ -285,7 +357,19 @@ def claim7a(summary: pd.DataFrame | None) -> Verdict:
 
 
 def claim7b(summary: pd.DataFrame | None) -> Verdict:
-    if summary is None or summary.empty or "dose_rises" not in summary:
+    if summary is None or summary.empty or "dose_steps_min" not in summary:
         return Verdict("7b", NOT_TESTABLE, reason="notebook 03 not run")
-    ev = [{**r, "mechanism": mechanism_word(r)} for r in summary.to_dict("records")]
-    return by_share("7b", ev, "mechanism", "conditioning", "no budget curve or dose–response was measured")
+    ev = []
+    for r in summary.to_dict("records"):
+        word = mechanism_word(r)
+        dose, blocks = mechanism_parts(r) if word is not None else (None, None)
+        ev.append({**r, "mechanism": word, "dose_outcome": dose, "blocks_outcome": blocks})
+    words = [e["mechanism"] for e in ev if e["mechanism"] is not None]
+    if not words:
+        return Verdict("7b", NOT_TESTABLE, ev, reason="no budget curve or dose–response was measured")
+    verdict = tally_decided(words, CONDITIONING, UNDECIDED_7B)
+    reason = "" if verdict != NOT_TESTABLE else (
+        "every model inconclusive: the steps to the ceiling neither rise with κ as conditioning predicts nor stay "
+        "equal, a step not reached within the budget leaves the ratio open, or a trained fit beats the ceiling"
+    )  # fmt: skip
+    return Verdict("7b", verdict, ev, reason=reason)

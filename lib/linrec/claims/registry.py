@@ -132,25 +132,27 @@ TABLES: dict[str, TableSpec] = {
         "03",
         "model n_blocks budget_steps n_short share_short shortfall_median shortfall_max adam_shortfall_median "
         "sgd_shortfall_median spearman_cond_shortfall cond_lo cond_hi spearman_scaled_shortfall scaled_lo scaled_hi "
-        "spearman_reach_adam reach_lo reach_hi adam_reach_median max_steps n_mechanism n_reached steps_reach_well "
-        "steps_reach_ill gd_steps_well gd_steps_ill dose_block dose_steps dose_kappa_min dose_kappa_max "
-        "dose_short_min dose_short_max dose_rises",
-        "per model: claim 7a's shortfall at the practitioner's budget and claim 7b's three measurements of its "
-        "mechanism (linrec.claims.probe.pitfall_summary)",
+        "spearman_reach_adam reach_lo reach_hi adam_reach_median max_steps first_step n_mechanism n_reached "
+        "steps_reach_well steps_reach_ill cond_well cond_ill gd_steps_well gd_steps_ill dose_block dose_steps "
+        "dose_first_step dose_kappa_min dose_kappa_max dose_steps_min dose_steps_max dose_short_min dose_short_max "
+        "ceiling_excess n_lr_edge",
+        "per model: claim 7a's shortfall at the practitioner's budget and claim 7b's steps to the ceiling on the "
+        "mechanism blocks and the constructed dose, its checks, and the across-block ρ "
+        "(linrec.claims.probe.pitfall_summary)",
     ),
     "pitfall_budget": _spec(
         "03",
-        "model block optimizer lr step r2_val r2_test chosen ceiling cond_gram cond_scaled kappa_steps n_outputs "
-        "n_train",
+        "model block optimizer lr step r2_val r2_test chosen lr_interior ceiling ceiling_exact ridge_alpha ridge_basis "
+        "cond_gram cond_scaled kappa_steps n_outputs n_train",
         "per mechanism block, optimizer (adam, sgd; gd from the Gram spectrum), learning rate and step: R² on a "
-        "seeded set of output features (linrec.analyses.pitfall.budget_table)",
+        "seeded set of output features beside the ridge-tuned ceiling (linrec.analyses.pitfall.budget_table)",
     ),
     "pitfall_dose": _spec(
         "03",
-        "model block kappa kappa_measured optimizer lr step r2_val r2_test ceiling ceiling_original",
-        "per constructed κ and optimizer: the tuned baseline on one block's re-expressed inputs "
-        "(linrec.analyses.pitfall."
-        "dose_table)",
+        "model block kappa kappa_measured optimizer lr step r2_val r2_test lr_interior ceiling ridge_alpha "
+        "ridge_basis ceiling_exact ceiling_exact_original",
+        "per constructed κ, optimizer and step: the tuned baseline on one block's re-expressed inputs "
+        "(linrec.analyses.pitfall.dose_table)",
     ),
     "spectrum": _spec(
         "04",
