@@ -180,10 +180,11 @@ fig = fig2_swap(table, root / figures_dir / "fig2_swap", chosen={e["model"]: e["
 # (distance to the nearest end of the stack) is the baseline to beat: swapping a block near
 # either end is costlier. Per predictor: Spearman ρ with held-out ΔPPL across blocks, the partial
 # ρ with depth taken out, and ρ within the middle half of the blocks. Neighbouring blocks share the
-# residual stream, so the intervals resample runs of adjacent blocks (a moving-block bootstrap of
-# length round(n^⅓): 3 for 18 or 30 blocks); the interval as if blocks were independent is kept
-# beside it (`rho_lo_iid`, `rho_hi_iid`). `useful` = ρ signed so that > 0 points the right way. The
-# screening ΔPPL runs the swapped model (the target on other windows) and is shown for comparison only.
+# residual stream, so the intervals are Fisher's at the effective number of blocks (`n_eff`,
+# `linrec.analyses.uncertainty.correlation_test`); the interval as if blocks were independent is kept
+# beside it (`rho_lo_iid`, `rho_hi_iid`), and the row `all` pools the models' blocks with a model effect. `useful` = ρ
+# signed so that > 0 points the right way. The screening ΔPPL runs the swapped model (the target on other windows) and
+# is shown for comparison only.
 #
 # Three outcomes, not two: R²_lin *flags* the safe blocks when ρ and the partial ρ are both shown
 # below 0; it *does not* when either is shown smaller than ±0.3 (a 90 % interval inside the margin:
@@ -264,10 +265,11 @@ greedy.T
 # - **Compute saved** per token, as a share of the FFN's multiply-adds: a routed token skips the FFN and pays the map
 #   (d_in·d_out); every token pays the gate (d_in).
 #
-# Does R²_lin tell how much of a block can go linear? ρ(R²_lin, routable share) across the routed blocks, with a
-# moving-block interval, beside claim 6b's ρ(R²_lin, whole-block ΔPPL). And is the route decided by the token? The
-# share of each token type's occurrences routed linear on a fresh stretch of wiki text (the next 20k tokens, which no
-# fit and no gate has seen) against the same on web and code text, over the types seen at least 5 times in both.
+# Does R²_lin tell how much of a block can go linear? ρ(R²_lin, routable share) across the routed blocks, with its
+# interval at the effective number of blocks, beside claim 6b's ρ(R²_lin, whole-block ΔPPL). And is the route decided
+# by the token? The share of each token type's occurrences routed linear on a fresh stretch of wiki text (the next 20k
+# tokens, which no fit and no gate has seen) against the same on web and code text, over the types seen at least 5
+# times in both.
 
 # %%
 routes = [r.routing for r in runs if r.routing is not None]

@@ -90,10 +90,20 @@ def test_claim1_states_the_other_profile_and_the_learning_curve(tmp_path):
     assert "sits below the large-n estimate by m 0.052 (median over blocks, up to 0.200)" in text
 
 
-def test_a_table_with_old_columns_is_an_error_naming_its_notebook(tmp_path):
+def test_a_table_with_old_columns_names_its_notebook_and_decides_nothing(tmp_path):
+    """A table an older linrec wrote is left out: its claim is not testable and says which notebook to rerun, the
+    report lists it, and the other claims are judged as before (it stopped the whole report before)."""
     d = _results(tmp_path)
     pd.DataFrame([{"model": "m", "min R²_lin": 0.2}]).to_csv(d / "r2_lin_summary.csv", index=False)
-    with pytest.raises(LinrecError, match="rerun notebook 02"):
+    c = {x.number: x for x in claims(d)}
+    assert c[1].verdict == "not testable" and "older linrec (r2_lin_summary); rerun notebook 02" in c[1].ours
+    assert c[3].verdict == "reproduced"
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "Left out, because an older linrec wrote them (their claims say so): notebook 02's r2_lin_summary" in text
+    t = pd.read_csv(d / "probe_summary.csv").astype({"gain_median": object})
+    t.loc[0, "gain_median"] = "lots"  # a damaged table (not an old one) still stops the report, naming its notebook
+    t.to_csv(d / "probe_summary.csv", index=False)
+    with pytest.raises(LinrecError, match="rerun notebook 03"):
         claims(d)
 
 

@@ -288,9 +288,9 @@ def claim6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdict:
 
 def flag_outcome(row: Mapping) -> str:
     """Claim 6b for one model from its R²_lin row of `swap_predictors`: "flags" if ρ(R²_lin, ΔPPL) and the partial ρ
-    with depth taken out both show an effect below 0 (95 % moving-block intervals below 0, and neither within the
-    equivalence margin); "no flag" if either is shown smaller than the margin, or shown on the wrong side of 0 (a
-    decided failure); "inconclusive" otherwise."""
+    with depth taken out both show an effect below 0 (95 % intervals at the effective number of blocks below 0, and
+    neither within the equivalence margin); "no flag" if either is shown smaller than the margin, or shown on the
+    wrong side of 0 (a decided failure); "inconclusive" otherwise."""
     outcomes = (
         correlation_outcome(row["rho_lo"], row["rho_hi"], row["rho_lo90"], row["rho_hi90"]),
         correlation_outcome(row["partial_lo"], row["partial_hi"], row["partial_lo90"], row["partial_hi90"]),

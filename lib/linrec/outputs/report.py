@@ -135,8 +135,9 @@ def _robustness(r: Results) -> list[str]:
         'verdict does not change, "—" where the check does not apply (for claim 3 the probe and the map are '
         "refitted on the stored rows at positions ≥ 1). *No effect* (claims 3 and 6b) needs an equivalence test: a "
         f"90 % interval inside ±{EQUIVALENCE_MARGIN}; an interval that neither excludes 0 nor fits inside "
-        "the margin is inconclusive, which counts as not testable at this power. Correlations across blocks resample "
-        "runs of adjacent blocks (moving-block bootstrap); the screened predictors of 6b are Holm-corrected, and the "
+        "the margin is inconclusive, which counts as not testable at this power. Correlations across blocks get "
+        "Fisher's interval at the effective number of blocks (coverage in the methods section); the screened "
+        "predictors of 6b are Holm-corrected, and the "
         "counted block–corpus differences of claim 5 are held to a 5 % false-discovery rate.",
     ]
     rep, where = replicated(r, "r2_replicates_summary")
