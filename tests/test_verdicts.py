@@ -1181,3 +1181,32 @@ def test_what_would_change_a_verdict_follows_the_rules_thresholds():
     assert "0.15" in change[5] and "0.15" in rules[5]
     assert "0.35" in change[1] and "0.35" in rules[1]
     assert "0.12" in change["2a"] and "0.12" in rules["2a"]
+
+
+def test_the_2b_interval_covers_the_share_difference_of_planted_block_effects():
+    """Claim 2b's interval (jackknife over blocks with the windows' part) measured as issue 45 asks: planted cross
+    matrices R = 0.5 + a_i + b_j + noise on |i − j| ≤ 2 with block effects drawn afresh each time, the truth being the
+    mean share difference over many draws. Measured beside this test at 300 data sets: 0.93–0.97 at 18 blocks and
+    0.97–0.98 at 30, for weights-heavy, balanced and inputs-heavy matrices; here a small seeded version."""
+    from linrec.analyses.decomposition import two_factor_shares
+    from linrec.claims.learned import decomposition_intervals
+
+    rng = np.random.default_rng(11)
+
+    def wmi(m):
+        s = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
+        return float(s["weights"] - s["inputs"])
+
+    draw = lambda: _planted_matrix(
+        rng.normal(0, 0.1, 18), rng.normal(0, 0.1, 18), noise=0.05, seed=int(rng.integers(1 << 30))
+    )  # noqa: E731
+    truth = np.mean([wmi(draw()) for _ in range(400)])
+    hits = []
+    for _ in range(120):
+        m = draw()
+        w = wmi(m)
+        dec = pd.DataFrame([{"model": "m", "share_weights_minus_inputs": w, "share_weights_minus_inputs_lo": w,
+                             "share_weights_minus_inputs_hi": w}])  # fmt: skip
+        d = decomposition_intervals(dec, m).iloc[0]
+        hits.append(d["wmi_lo"] <= truth <= d["wmi_hi"])
+    assert np.mean(hits) >= 0.9  # 120 data sets: a 0.95 interval lands below 0.9 with probability < 1 %
