@@ -110,9 +110,11 @@ def window_coverage(
     w = rng.standard_normal((d, 1))
     signal = float((w**2).sum())
     noise = signal * (1 - r2) / r2
+    offset = 0.5  # windows differ: their rows share an offset of this standard deviation per feature
+    truth = 1 - noise / (signal * (1 + offset**2) + noise)  # the variance of y about its mean includes the offsets
     cover = cover_jack = 0
     for _ in range(reps):
-        shift = rng.standard_normal((n_windows, 1, d)) * 0.5  # windows differ: their rows share an offset
+        shift = rng.standard_normal((n_windows, 1, d)) * offset
         x = rng.standard_normal((n_windows, tokens, d)) + shift
         y = x @ w + rng.standard_normal((n_windows, tokens, 1)) * np.sqrt(noise)
         e = y - x @ w  # the population map: the fit on a large train split, up to its own small error
@@ -120,10 +122,8 @@ def window_coverage(
                     np.zeros(1))  # fmt: skip
         lo, hi = bootstrap_r2(h, n_boot=n_boot, seed=int(rng.integers(1 << 30)))
         jlo, jhi = jackknife_r2(h)
-        # population R² of these windows: the variance of y about its mean includes the window offsets
-        var_y = signal * (1 + 0.25) + noise
-        cover += lo <= 1 - noise / var_y <= hi
-        cover_jack += jlo <= 1 - noise / var_y <= jhi
+        cover += lo <= truth <= hi
+        cover_jack += jlo <= truth <= jhi
     return {
         "procedure": "held-out R² (window bootstrap)",
         "n_blocks": np.nan,

@@ -406,8 +406,7 @@ def blocks_needed(
 
 
 def correlation_test(
-    a, b, z=None, kind: str = "spearman", groups=None, margin: float = EQUIVALENCE_MARGIN, n_boot: int = 2000,
-    seed: int = 0,
+    a, b, z=None, kind: str = "spearman", groups=None, margin: float = EQUIVALENCE_MARGIN
 ) -> dict:  # fmt: skip
     """A correlation across ordered blocks with everything a verdict needs: `rho`; its 95 % (`lo`, `hi`) and 90 %
     (`lo90`, `hi90`) Fisher intervals at the effective number of blocks `n_eff` (module note above); the 95 % interval
@@ -416,12 +415,14 @@ def correlation_test(
     test would decide with 80 % power (`blocks_needed`). `kind`: "pearson", "spearman", or "partial" (Spearman
     ρ(a, b | z)). `groups` (one label per block, e.g. the model): the blocks of several series pooled with a group
     effect — each group transformed and centred on its own, n_eff summed over groups, one degree of freedom per
-    group spent on its mean. `n_boot`, `seed` are unused (kept for the callers' signatures)."""
+    group spent on its mean."""
     from scipy.stats import norm
 
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     z = None if kind != "partial" else np.asarray(z, dtype=np.float64)
-    labels = np.zeros(len(a), dtype=int) if groups is None else pd_codes(groups)
+    import pandas as pd
+
+    labels = np.zeros(len(a), dtype=int) if groups is None else pd.factorize(np.asarray(groups))[0]
     xs, ys, n_eff, n_groups = [], [], 0.0, 0
     for g in np.unique(labels):
         m = labels == g
@@ -454,14 +455,6 @@ def correlation_test(
     return {"rho": r, "lo": lo, "hi": hi, "lo90": lo90, "hi90": hi90, "lo_iid": lo_iid, "hi_iid": hi_iid, "p": p,
             "n": n, "n_eff": n_eff, "n_needed": needed,
             "outcome": correlation_outcome(lo, hi, lo90, hi90, margin)}  # fmt: skip
-
-
-def pd_codes(labels) -> np.ndarray:
-    """Integer codes of group labels, in order of first appearance."""
-    _, first, inverse = np.unique(np.asarray(labels, dtype=object).astype(str), return_index=True,
-                                  return_inverse=True)  # fmt: skip
-    order = np.argsort(np.argsort(first))
-    return order[inverse]
 
 
 def _adjusted(p, adjust) -> np.ndarray:

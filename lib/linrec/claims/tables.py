@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from linrec.base.errors import LinrecError
+from linrec.base.errors import LinrecError, StaleTableError
 from linrec.base.files import atomic_file
 from linrec.claims.registry import TABLES, TableSpec
 
@@ -258,7 +258,7 @@ def load_table(name: str, results_dir: str | Path) -> pd.DataFrame | None:
     if missing and not set(result_columns(name)) & set(df.columns):
         raise LinrecError(f"{path} holds none of the columns of table '{name}', so it is not a results table; {rerun}")
     if missing:
-        raise LinrecError(
+        raise StaleTableError(
             f"{path} lacks columns {missing}: it was written by an older linrec; rerun notebook {spec.notebook}"
         )
     df = df[list(result_columns(name))].copy()  # a file from before the timings moved out still has them: left out here

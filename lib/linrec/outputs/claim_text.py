@@ -18,7 +18,7 @@ import pandas as pd
 from linrec.analyses.large_n import curve_sentence
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, correlation_outcome
-from linrec.base.errors import LinrecError
+from linrec.base.errors import LinrecError, StaleTableError
 from linrec.claims.corpora import claim5 as claim5_rule
 from linrec.claims.learned import claim2a as claim2a_rule
 from linrec.claims.learned import claim2b as claim2b_rule
@@ -133,9 +133,7 @@ class Results:
         `stale`, and the claims that read it say which notebook to rerun instead of "not run")."""
         try:
             return load_table(name, self.dir)
-        except LinrecError as err:
-            if "written by an older linrec" not in str(err):
-                raise
+        except StaleTableError:
             self.stale[name] = TABLES[name].notebook
             return None
 
@@ -161,9 +159,7 @@ def other_profile(r: Results, name: str, profile: str) -> pd.DataFrame | None:
         return None
     try:
         table = load_table(name, other)
-    except LinrecError as err:  # the other profile's run predates this table's columns: not quoted
-        if "written by an older linrec" not in str(err):
-            raise
+    except StaleTableError:  # the other profile's run predates this table's columns: not quoted
         return None
     return table if table is not None and not table.empty else None
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from linrec.base.errors import LinrecError
+from linrec.base.errors import LinrecError, StaleTableError
 from linrec.claims.learned import claim2a, claim2b, decomposition_intervals, null_blocks
 from linrec.claims.probe import pitfall_summary, probe_summary
 from linrec.claims.registry import TABLES
@@ -61,9 +61,7 @@ def refresh(results_dir: str | Path, n_boot: int = 2000, seed: int = 0) -> list[
         done.append("probe_summary")
         try:
             budget, dose = _read_all(d, "pitfall_budget"), _read_all(d, "pitfall_dose")
-        except LinrecError as err:  # claim 7's runs predate today's columns: only a rerun of notebook 03 redoes them
-            if "written by an older linrec" not in str(err):
-                raise
+        except StaleTableError as err:  # claim 7's runs predate today's columns: only notebook 03 redoes them
             print(f"{d}: pitfall_summary left as it is ({err})", file=sys.stderr)
         else:
             save_table(pitfall_summary(probe, budget, dose, n_boot, seed), "pitfall_summary", d)
@@ -78,16 +76,13 @@ def refresh(results_dir: str | Path, n_boot: int = 2000, seed: int = 0) -> list[
         pred = swap_predictors(values, swap, n_boot=n_boot, seed=seed)
         save_table(pred, "swap_predictors", d)
         done.append("swap_predictors")
-    routable, r2 = _read_all(d, "routing_routable"), _read_all(d, "r2_lin")
+    routable, r2 = _read_all(d, "routing_routable"), _study_r2(d)
     if routable is not None and r2 is not None and table_path("routing_summary", d).exists():
-        corpus = _study_corpus(d, r2)
-        r2 = r2[r2["corpus"] == corpus] if corpus is not None else r2
         routing = routing_summary(routable, r2, pred, _read_all(d, "routing_identity"), n_boot=n_boot, seed=seed)
         save_table(routing, "routing_summary", d)
         done.append("routing_summary")
     nulls, matrix = _read_all(d, "controls_weight_nulls"), _read_all(d, "controls_cross_matrix")
-    dec_path = table_path("controls_decomposition", d)  # read as written: the columns refresh adds may be missing
-    dec = pd.read_csv(dec_path) if dec_path.exists() else None
+    dec = _read_raw(d, "controls_decomposition")  # read as written: the columns refresh adds may be missing
     if dec is not None:  # the columns refresh writes are computed again; any a former linrec wrote are dropped
         dec = dec[[c for c in dec.columns if c in TABLES["controls_decomposition"].columns]]
     if nulls is not None and matrix is not None and dec is not None:
@@ -192,10 +187,8 @@ def coverage_settings(results_dir: str | Path) -> list[dict]:
         t = values.merge(rows[["model", "block", "delta_ppl"]], on=["model", "block"])
         out += _series_settings("claim 6b, ρ(R²_lin, ΔPPL)", "spearman", t, "r2_lin", "delta_ppl")
         out += _series_settings("claim 6b, partial ρ given depth", "partial", t, "r2_lin", "delta_ppl")
-    routable, r2 = _read_all(d, "routing_routable"), _read_all(d, "r2_lin")
+    routable, r2 = _read_all(d, "routing_routable"), _study_r2(d)
     if routable is not None and r2 is not None and len(routable):
-        corpus = _study_corpus(d, r2)
-        r2 = r2[r2["corpus"] == corpus] if corpus is not None else r2
         t = routable.merge(r2[["model", "block", "r2_lin"]], on=["model", "block"])
         out += [s for s in _series_settings("routing, ρ(R²_lin, routable share)", "spearman", t, "r2_lin",
                                             "routable_pct1") if "pooled" not in s["what"]]  # fmt: skip
@@ -212,7 +205,7 @@ def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.Dat
     table = coverage_table(coverage_settings(results_dir), reps=reps, seed=seed)
     cap = load_table("capture", results_dir)
     if cap is not None and len(cap):  # the held-out R² interval claims 1 and 5 read, at this run's test windows
-        n_windows = int(cap["n_test_rows"].min()) // CaptureConfig.__dataclass_fields__["seq_len"].default
+        n_windows = int(cap["n_test_rows"].min()) // CaptureConfig.seq_len
         w = window_coverage(n_windows=max(n_windows, 2), reps=max(reps // 2, 50), seed=seed)
         jack = w.pop("coverage95_jackknife")
         rows = [{"what": f"claims 1, 5: held-out R²_lin over {n_windows} windows", **w},
@@ -222,12 +215,15 @@ def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.Dat
     return table
 
 
-def _study_corpus(d: Path, r2: pd.DataFrame) -> str | None:
-    """The corpus the swap study ran on (notebook 06's ceilings): the swap table's, else the first in r2_lin."""
+def _study_r2(d: Path) -> pd.DataFrame | None:
+    """`r2_lin`'s rows of the corpus the swap study ran on (notebook 06's ceilings): the swap table's corpus, else the
+    first in r2_lin; None without r2_lin."""
+    r2 = _read_all(d, "r2_lin")
+    if r2 is None or "corpus" not in r2.columns or not len(r2):
+        return r2
     swap = load_table("swap", d)
-    if swap is not None and "corpus" in swap.columns and len(swap):
-        return str(swap["corpus"].iloc[0])
-    return str(r2["corpus"].iloc[0]) if "corpus" in r2.columns and len(r2) else None
+    corpus = swap["corpus"].iloc[0] if swap is not None and "corpus" in swap.columns and len(swap) else None
+    return r2[r2["corpus"] == (corpus if corpus is not None else r2["corpus"].iloc[0])]
 
 
 def main(argv: list[str] | None = None) -> int:
