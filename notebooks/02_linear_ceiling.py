@@ -59,7 +59,7 @@ import pandas as pd
 from IPython.display import display
 
 from linrec.analyses.large_n import curve_overview, curve_sentence, curve_summary, curve_table, with_profile
-from linrec.analyses.recoverability import ceiling_table, profile_draws
+from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.claims.profile import claim1, move_tests, profile_summary, replication_summary
@@ -108,7 +108,7 @@ table[cols].style.format(fmt | {"cond_gram": "{:.1e}", "cond_scaled": "{:.1e}"})
 # The table above fits each map on 16k train rows (80 % of 20k tokens) for 577 (SmolLM2) or 641
 # (Gemma-3) parameters per output, so its held-out R²_lin is biased low: a least-squares map also
 # fits its train rows' noise, which for a linear model costs about (1 − R²)·p/(n − p − 1) held out.
-# The bootstrap interval above holds the map fixed, so it does not show this. The learning curve
+# The window interval above holds the map fixed, so it does not show this. The learning curve
 # measures it (`linrec.measure.curves`; ≈ 25 min per model on 2 CPU cores, so the default profile skips it and
 # `params/curve.yaml` runs it: `linrec figures --params params/curve.yaml --only 02`, results in
 # `results/curve/`): the same model and corpus at six train sizes from 5k to 200k tokens,
@@ -167,8 +167,9 @@ elif (last := load_table("r2_curve_overview", root / "results" / "curve")) is no
 
 # %% [markdown]
 # ## Figure 2 (R²_lin panel)
-# Solid: the global, variance-weighted R²_lin, with its 95 % bootstrap interval (`r2_lo`, `r2_hi`:
-# held-out windows resampled 1000 times, the fitted map held fixed; `linrec.stats.heldout`). Dotted: the
+# Solid: the global, variance-weighted R²_lin, with its 95 % interval (`r2_lo`, `r2_hi`: each held-out
+# window left out in turn, a jackknife with a t quantile, the fitted map held fixed; `linrec.stats.heldout`,
+# coverage 0.94-0.96 measured in notebook 09's methods table, where a percentile bootstrap gave 0.90-0.92). Dotted: the
 # median over output features of the per-feature R² — when the two part ways, a few
 # high-variance features carry the global number (notebook 04 takes this apart). Grey dashed:
 # R²_lin with each window's first token left out of
@@ -187,30 +188,28 @@ fig = fig2_r2_lin(shown, root / figures_dir / "fig2_r2_lin")
 # The paper's first claim: per-block R²_lin is heterogeneous and non-monotone with depth, spanning
 # > 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m). The summary below is
 # computed from the table above by `linrec.claims.profile.profile_summary` (the rule that judges claim 1
-# is `linrec.claims.profile.claim1`, stated below the table). A wiggle smaller than the bootstrap
+# is `linrec.claims.profile.claim1`, stated below the table). A wiggle smaller than the window
 # intervals is not a change of direction: the rule counts jumps and turns only between blocks
 # whose 95 % intervals are disjoint (`max_jump_disjoint`, `direction_changes_disjoint`), and the
 # table shows the raw counts beside them. The same rule runs on R²_lin without each window's first
-# position (`r2_ex_first`), with its own window-bootstrap intervals (the capture keeps the held-out
+# position (`r2_ex_first`), with its own window intervals (the capture keeps the held-out
 # sums of the map fitted without that position), so the verdict says whether it needs position 0.
 # Beside the rule, the paper's own extremes are checked as a yes/no: some block above 0.99 next to
 # one below 0.3.
 #
 # Thirty blocks give many chances for two intervals to miss each other by luck, so each move the
-# rule counts is also tested: the difference between the two blocks, bootstrapped over the same
-# resampled windows for both (`linrec.claims.profile.move_tests`, `r2_moves`), with a Benjamini–Hochberg
-# false-discovery rate of 5 % over the moves of one profile. Only the moves that survive count
-# (`max_jump_fdr`, `direction_changes_fdr`). The test needs the capture's held-out sums, so it runs
-# on the capture's profile, not on the learning curve's. On the default run every counted move
-# survives, with and without position 0 (`r2_moves.csv`: not one of the 1,000 paired resamples of
-# any move crosses zero), so the counts equal those of the disjoint intervals: two 95 % intervals
-# that miss each other already mark a difference far beyond what 30 comparisons could produce by luck.
+# rule counts is also tested: the difference between the two blocks, with each held-out window left
+# out in turn for both (a paired jackknife t test, `linrec.claims.profile.move_tests`, `r2_moves`), with
+# a Benjamini–Hochberg false-discovery rate of 5 % over the moves of one profile. Only the moves that
+# survive count (`max_jump_fdr`, `direction_changes_fdr`). The test needs the capture's held-out sums,
+# so it runs on the capture's profile, not on the learning curve's. The table below counts, per model,
+# the moves tested and those that survive.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 moves = pd.concat(
     [
-        move_tests(table[table["model"] == c.model_label], profile_draws(c, rest=rest), positions)
+        move_tests(table[table["model"] == c.model_label], profile_replicates(c, rest=rest)[1], positions)
         for c in captures
         for positions, rest in (("all", False), ("ex_first", True))
         if not rest or c.heldout_rest is not None
@@ -240,7 +239,7 @@ labelled(summary).round(3)
 # `replicate_samples` set (`params/full.yaml`: samples 1 and 2; the default profile skips them to
 # stay within its time budget), each model is captured again on disjoint stretches of the same
 # corpus (`linrec.inputs.corpora.make_windows`' `sample`: different text, not only a different split), and
-# each block's between-sample SD is set beside its bootstrap interval; claim 1's rule runs on every
+# each block's between-sample SD is set beside its window interval; claim 1's rule runs on every
 # sample's profile (`linrec.claims.profile.replication_summary`). Where this profile has no samples, the
 # cell below prints what the last run of `params/full.yaml` found, from its results file.
 
@@ -251,7 +250,7 @@ def say(replication):
     for r in replication.to_dict("records"):
         print(
             f"{r['model']}: over samples {r['samples']}, a block's R²_lin moves by a median SD of {r['sd_median']:.3f} "
-            f"(at most {r['sd_max']:.3f}, block {r['sd_max_block']}) against a bootstrap half-width of "
+            f"(at most {r['sd_max']:.3f}, block {r['sd_max_block']}) against a window-interval half-width of "
             f"{r['ci_half_width_median']:.3f}; claim 1 {r['replication']} ({r['n_claim1_passes']} of {r['n_samples']})."
         )
 

@@ -26,13 +26,14 @@
 # **How sure is each number?** An R²_lin is a ratio of sums over held-out positions. Positions in
 # one window are correlated, so the honest resampling unit is the window: the capture keeps, for
 # every held-out window, that window's error and variance sums per output feature
-# (`linrec.stats.heldout`), and a bootstrap draws windows with replacement (1000 resamples) to give a
-# 95 % percentile interval for every block. The fitted map is held fixed: the interval is the
-# uncertainty of *this* map's held-out score, not of refitting.
+# (`linrec.stats.heldout`), and each window is left out in turn (a jackknife) to give every block a
+# 95 % interval, R²_lin ∓ t × its jackknife standard error. The fitted map is held fixed: the interval
+# is the uncertainty of *this* map's held-out score, not of refitting. Its coverage is measured by
+# simulation (notebook 09's methods table, `linrec.analyses.calibration`).
 #
 # **Comparing profiles** (`linrec.analyses.uncertainty.profile_agreement`): for each model and each pair of
 # corpora, the Pearson and Spearman correlation of the per-block profiles, the largest per-block
-# difference, and how many blocks have disjoint bootstrap intervals (a difference larger than
+# difference, and how many blocks have disjoint intervals (a difference larger than
 # the noise).
 #
 # The model is loaded once for all corpora (`linrec.measure.capture.get_captures`) and every capture is
@@ -52,7 +53,6 @@ capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}
 seed = 0
 batch_size = 8
 device = "cpu"
-n_boot = 1000  # bootstrap resamples of held-out windows
 results_dir = "results/default"
 figures_dir = "figures"
 
@@ -82,8 +82,8 @@ for m in models:
     caps = get_captures(
         m, corpora, seed=seed, **{**settings, "sample_rows": rows}, batch_size=batch_size, device=device
     )
-    tables += [ceiling_table(c, n_boot=n_boot, seed=seed) for c in caps.values()]
-    shapes.append({"model": next(iter(caps.values())).model_label, **corpus_shape_level(caps, n_boot, seed)})
+    tables += [ceiling_table(c) for c in caps.values()]
+    shapes.append({"model": next(iter(caps.values())).model_label, **corpus_shape_level(caps)})
 table = pd.concat(tables, ignore_index=True)
 save_table(table, "corpora", root / results_dir)
 wide = table.pivot_table(index=["model", "block"], columns="corpus", values="r2_lin", sort=False)[corpora]
@@ -91,7 +91,7 @@ wide.round(3)
 
 # %% [markdown]
 # ## Figure 5
-# One panel per model; line style = corpus; the shaded band is each block's 95 % bootstrap
+# One panel per model; line style = corpus; the shaded band is each block's 95 % window
 # interval. Where bands overlap, the corpora cannot be told apart at this token budget.
 
 # %%
@@ -147,7 +147,7 @@ for r in verdicts.to_dict("records"):
         f"(min Spearman ρ {r['spearman_min']:.2f}, corpus/depth {r['corpus_depth_ratio']:.2f}; "
         f"largest difference {r['max_abs_diff']:.3f} at block {r['max_diff_block']}, "
         f"{r['max_diff_corpus_a']} vs {r['max_diff_corpus_b']}; "
-        f"{r['n_ci_disjoint']} of {r['n_ci_compared']} block comparisons differ beyond the bootstrap intervals)."
+        f"{r['n_ci_disjoint']} of {r['n_ci_compared']} block comparisons differ beyond the window intervals)."
     )
     print(
         f"{r['model']}: of R²_lin's variance over blocks × corpora, depth holds {r['depth_share']:.3f} "

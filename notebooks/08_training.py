@@ -49,7 +49,7 @@ train_init_seeds = [0, 1]  # every variant × init seed, on the first data order
 train_data_seeds = [0, 1]  # the other data orders: one run each, first variant and init seed
 train_measure_tokens = 65_536  # tokens of the measuring text per checkpoint (windows split 80/20: map fit / held out)
 train_swap = True  # held-out ΔPPL of swapping each block of each run's last checkpoint for its map
-seed = 0  # the measuring windows' split and the bootstrap
+seed = 0  # the measuring windows' split, the noise floors' halvings and the swap's ΔPPL bootstrap
 batch_size = 8
 device = "cpu"
 n_boot = 1000
@@ -97,7 +97,7 @@ if ran:
     kw = dict(seq_len=configs[0].seq_len, tokens=train_measure_tokens, seed=seed, batch_size=batch_size, device=device)
     captures = {c.name: capture_checkpoints(trained[c.name], kw) for c in configs}
     profiles = pd.concat(
-        [checkpoint_table(trained[c.name], captures[c.name], n_boot=n_boot, seed=seed) for c in configs],
+        [checkpoint_table(trained[c.name], captures[c.name]) for c in configs],
         ignore_index=True,
     )
     save_table(profiles, "training_profiles", where)
@@ -141,9 +141,9 @@ runs_table.set_index("run")[["final_train_loss", "ppl_test_final"]] if runs_tabl
 
 # %%
 if ran:
-    table = comparison_words(comparisons(configs, captures, n_boot=n_boot, seed=seed))
+    table = comparison_words(comparisons(configs, captures, seed=seed))
     save_table(table, "training_comparisons", where)
-    curve = distance_over_training(configs, captures, "seed", n_boot=n_boot, seed=seed)
+    curve = distance_over_training(configs, captures, "seed", seed=seed)
     save_table(curve, "training_distance_curve", where)
     verdict = pd.DataFrame([seeds_verdict(table)])
     save_table(verdict, "training_verdict", where)

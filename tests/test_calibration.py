@@ -44,16 +44,42 @@ def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_
     table = load_table("calibration", DEFAULT)
     corr_rows = np.isfinite(table["phi"].to_numpy(float))
     assert table is not None and (table.loc[corr_rows, "coverage95"] >= COVERAGE_FLOOR).all()
+    window = table[~corr_rows]
+    assert len(window) >= 10 and (window["coverage95"] >= COVERAGE_FLOOR).all()  # every window interval, measured
     d = tmp_path / "r"
     save_table(table, "calibration", d)
     text = "\n".join(methods_lines(Results(d)))
-    corr = table[np.isfinite(table["phi"])]
+    corr = table[corr_rows]
     assert f"cover {corr['coverage95'].min():.3f}–{corr['coverage95'].max():.3f} at 95 %" in text
-    window, candidate = table[~np.isfinite(table["phi"])].iloc[0], table[~np.isfinite(table["phi"])].iloc[1]
-    assert f"{window['coverage95']:.3f} at 95 %, below" in text  # 0.90 at 32 windows: said, not hidden
-    assert f"jackknife standard error covers {candidate['coverage95']:.3f}" in text
-    save_table(table.assign(coverage95=0.96), "calibration", d)
-    assert ", at or above" in "\n".join(methods_lines(Results(d)))
+    assert f"Every window interval covers {window['coverage95'].min():.3f}–{window['coverage95'].max():.3f}" in text
+    assert all(f"| {e['setting']} | {int(e['n_windows'])} | {e['coverage95']:.3f} |" in text for e in
+               window.to_dict("records"))  # fmt: skip
+    short = table.copy()
+    short.loc[~corr_rows, "coverage95"] = 0.9
+    save_table(short, "calibration", d)
+    text = "\n".join(methods_lines(Results(d)))
+    assert f"{len(window)} window interval(s) cover less than {COVERAGE_FLOOR:.2f}" in text
+
+
+@pytest.mark.parametrize("name", ["r2", "move", "seeds", "shares", "delta_ppl"])
+def test_every_window_interval_covers_at_least_93_percent(name):
+    """A small version of each window simulation of the methods table (`linrec.analyses.calibration`), through the
+    project's own procedures: a nominal 95 % interval that covers less than 93 % fails. Planted: the percentile
+    bootstrap (`bootstrap_r2`, the tables' interval before) covers 0.90 on the R² 0.9 block; dropping the jackknife's
+    (W − 1) factor covers under 0.3."""
+    from linrec.analyses import calibration as cal
+
+    rows = {
+        "r2": lambda: [cal.r2_coverage(32, 0.9, reps=300), cal.r2_coverage(32, 0.6, reps=300)],
+        "move": lambda: [cal.move_coverage(32, reps=300)],
+        "seeds": lambda: cal.seeds_coverage(102, reps=200),
+        "shares": lambda: cal.shares_coverage(32, reps=200, seed=1),
+        "delta_ppl": lambda: [cal.delta_ppl_coverage(32, reps=300, n_boot=500)],
+    }[name]()
+    for r in rows:
+        assert r["coverage95"] >= COVERAGE_FLOOR, r
+    if name == "r2":
+        assert rows[0]["coverage95_before"] < COVERAGE_FLOOR  # the bootstrap it replaced: why it was replaced
 
 
 def test_refresh_rebuilds_the_summaries_the_notebooks_wrote(tmp_path):

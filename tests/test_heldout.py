@@ -136,40 +136,45 @@ def test_corpus_shape_level_separates_a_shift_from_a_change_of_form():
             for c, p in profiles.items()
         }
 
-    shift = corpus_shape_level(caps({"wiki": base, "web": base, "code": base + 0.1}), n_boot=300)
+    shift = corpus_shape_level(caps({"wiki": base, "web": base, "code": base + 0.1}), level=0.95)
     assert shift["shape_hi"] < 0.05 and shift["level_lo"] > 0.05 and shift["corpus_highest"] == "code"
     assert shift["level_range"] == pytest.approx(0.1, abs=0.03) and shift["level_range_lo"] < shift["level_range_hi"]
     assert np.isnan(shift["level_share_ex_first"])  # the captures keep no sums without position 0
     both = caps({"wiki": base, "web": base, "code": base + 0.1})
     for c in both.values():
         c.heldout_rest = c.heldout  # without position 0: the same sums here, so the same split
-    rest = corpus_shape_level(both, n_boot=300)
+    rest = corpus_shape_level(both, level=0.95)
     for k in ("shape_share", "level_share", "shape_lo", "level_lo", "shape_hi", "level_hi"):
         assert rest[f"{k}_ex_first"] == pytest.approx(rest[k]), k
     form = base.copy()
     form[[0, 3]] = form[[3, 0]]
-    changed = corpus_shape_level(caps({"wiki": base, "web": base, "code": form}), n_boot=300)
+    changed = corpus_shape_level(caps({"wiki": base, "web": base, "code": form}), level=0.95)
     assert changed["shape_lo"] > 0.2 and changed["n_pairs_fdr"] >= 4  # blocks 0 and 3 against both other corpora
     assert changed["n_pairs"] == 18
 
 
-def test_profile_draws_resample_the_same_windows_for_every_block():
-    """Claim 1's paired test rests on this: two blocks with the same held-out sums differ by exactly 0 on every
-    resample (resampled independently they would not), and a block's draws spread like its window bootstrap."""
+def test_profile_replicates_leave_the_same_window_out_of_every_block():
+    """Claim 1's paired test rests on this: two blocks with the same held-out sums differ by exactly 0 in every
+    replicate (left out independently they would not), a block's replicates give its own `r2_interval`, and a block
+    at 0.3 against one at 0.6 on 40 windows differs beyond doubt."""
     from types import SimpleNamespace
 
-    from linrec.analyses.recoverability import profile_draws
-    from linrec.stats.heldout import bootstrap_r2
+    from linrec.analyses.recoverability import profile_replicates
+    from linrec.stats.heldout import r2_interval
+    from linrec.stats.jackknife import from_replicates
 
     rng = np.random.default_rng(1)
     a, b = _heldout_for(0.6, rng), _heldout_for(0.3, rng)
     cap = SimpleNamespace(n_blocks=3, heldout=[a, a, b], config=SimpleNamespace(corpus="wiki"))
-    draws = profile_draws(cap, n_boot=2000)
-    assert draws.shape == (2000, 3)
-    assert (draws[:, 1] == draws[:, 0]).all() and np.ptp(draws[:, 0]) > 0.01
-    lo, hi = bootstrap_r2(a, 2000)
-    assert np.quantile(draws[:, 0], [0.025, 0.975]) == pytest.approx([lo, hi], abs=0.01)
-    assert (draws[:, 2] < draws[:, 0]).all()  # 0.3 against 0.6 on 40 windows: never crossed
+    point, loo = profile_replicates(cap)
+    assert loo.shape == (a.n_windows, 3) and point == pytest.approx([a.r2(), a.r2(), b.r2()], abs=1e-12)
+    assert (loo[:, 1] == loo[:, 0]).all() and np.ptp(loo[:, 0]) > 0
+    for k in range(a.n_windows):  # row k: every window but k, by hand
+        keep = np.arange(a.n_windows) != k
+        sub = HeldOut(a.windows[keep], a.n[keep], a.sse[keep], a.sy[keep], a.syy[keep], a.shift)
+        assert loo[k, 0] == pytest.approx(sub.r2(), abs=1e-12)
+    assert from_replicates(point[0], loo[:, 0]).interval() == pytest.approx(r2_interval(a), abs=1e-12)
+    assert from_replicates(point[2] - point[0], loo[:, 2] - loo[:, 0]).p() < 1e-6
 
 
 def test_window_bootstrap_covers_where_a_row_bootstrap_does_not():

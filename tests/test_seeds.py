@@ -26,15 +26,15 @@ def caps(tiny_corpus):
 
 
 def test_a_profile_against_itself_and_against_another(caps):
-    """profile() is the ceiling table's R²_lin; a profile against itself is at distance 0 on every resample
+    """profile() is the ceiling table's R²_lin; a profile against itself is at distance 0 in every jackknife replicate
     (correlation 1, within any floor); between two models the distance is the mean |ΔR²_lin| of their ceiling tables,
     symmetric (the signed level mirrored), with an interval around it, and the larger of the two floors."""
     a, b, _ = caps
     assert np.allclose(profile(a), ceiling_table(a)["r2_lin"], atol=1e-12)
-    same = compare(a, a, n_boot=200)
+    same = compare(a, a)
     assert same["distance"] == same["distance_lo"] == same["distance_hi"] == 0.0
     assert same["corr"] == pytest.approx(1.0) and same["within_noise"] and not same["beyond_noise"]
-    ab, ba = compare(a, b, n_boot=200), compare(b, a, n_boot=200)
+    ab, ba = compare(a, b), compare(b, a)
     want = np.abs(ceiling_table(a)["r2_lin"] - ceiling_table(b)["r2_lin"]).mean()
     assert ab["distance"] == pytest.approx(want, abs=1e-12)
     signed = {"level": -ab["level"], "level_lo": -ab["level_hi"], "level_hi": -ab["level_lo"]}  # b − a: mirrored

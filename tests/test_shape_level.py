@@ -252,7 +252,7 @@ def test_from_profiles_fills_the_points_and_keeps_what_was_measured():
 
 def test_compare_splits_level_and_shape_on_the_same_resamples(tiny_corpus):
     """On two tiny captures: the level and the shape are those of the two ceiling profiles by hand, their intervals
-    come from the same paired resamples as the raw distance, and a profile against itself is 0 with 0 floors' width."""
+    come from the same paired jackknife as the raw distance, and a profile against itself is 0 with 0 floors' width."""
     from helpers import make_tiny_model, tiny_tokenizer
     from linrec.analyses.recoverability import ceiling_table
     from linrec.analyses.seeds import compare, noise_floors
@@ -268,7 +268,7 @@ def test_compare_splits_level_and_shape_on_the_same_resamples(tiny_corpus):
 
     a, b = cap(0), cap(1)
     pa, pb = ceiling_table(a)["r2_lin"].to_numpy(), ceiling_table(b)["r2_lin"].to_numpy()
-    got = compare(a, b, n_boot=200)
+    got = compare(a, b)
     d = pa - pb
     assert got["level"] == pytest.approx(d.mean(), abs=1e-12)
     assert got["shape"] == pytest.approx(np.abs(d - d.mean()).mean(), abs=1e-12)
@@ -277,7 +277,7 @@ def test_compare_splits_level_and_shape_on_the_same_resamples(tiny_corpus):
     fa, fb = noise_floors(a), noise_floors(b)
     assert got["shape_floor"] == pytest.approx(max(fa["shape_floor"], fb["shape_floor"]))
     assert got["level_floor"] == pytest.approx(max(fa["level_floor"], fb["level_floor"])) and got["level_floor"] > 0
-    same = compare(a, a, n_boot=50)
+    same = compare(a, a)
     assert same["level"] == same["level_lo"] == same["shape_hi"] == 0.0
 
 

@@ -152,36 +152,40 @@ def test_disjoint_moves_ignore_what_the_intervals_do_not_resolve():
     assert disjoint_moves([0.0, 1.0], [np.nan, 0.9], [np.nan, 1.1]) == []  # a missing interval resolves nothing
 
 
-def _moves_profile(noise: float, n_boot: int = 2000, seed: int = 0):
-    """A zig-zag profile 0.2, 0.8, 0.2, 0.8, 0.3 with narrow stated intervals (every step disjoint), and paired draws
-    whose spread around each block's value is `noise` (independent between blocks)."""
+def _moves_profile(noise: float, n_windows: int = 32, seed: int = 0):
+    """A zig-zag profile 0.2, 0.8, 0.2, 0.8, 0.3 with narrow stated intervals (every step disjoint), and
+    leave-one-window-out replicates whose spread makes each block's jackknife standard error about `noise`
+    (independent between blocks)."""
     r = np.array([0.2, 0.8, 0.2, 0.8, 0.3])
     t = pd.DataFrame({"model": "m", "block": range(5), "r2_lin": r, "r2_lo": r - 0.01, "r2_hi": r + 0.01,
                       "r2_ex_first": r, "r2_ex_first_lo": r - 0.01, "r2_ex_first_hi": r + 0.01})  # fmt: skip
-    draws = r + noise * np.random.default_rng(seed).standard_normal((n_boot, len(r)))
-    return t, draws
+    loo = r + noise / np.sqrt(n_windows - 1) * np.random.default_rng(seed).standard_normal((n_windows, len(r)))
+    return t, loo
 
 
 def test_move_tests_p_and_q_against_scipy():
-    t, draws = _moves_profile(noise=0.4)
-    m = move_tests(t, draws)
+    t, loo = _moves_profile(noise=0.3)
+    m = move_tests(t, loo)
     # the family: the 4 adjacent disjoint steps and the 4 anchor moves (the same pairs here)
     assert list(m["kind"]) == ["adjacent"] * 4 + ["move"] * 4
     assert list(zip(m["from_block"], m["to_block"])) == [(0, 1), (1, 2), (2, 3), (3, 4)] * 2
     np.testing.assert_allclose(m["change"], [0.6, -0.6, 0.6, -0.5] * 2)
-    for row in m.itertuples():  # the two-sided bootstrap p of the paired difference, computed by hand
-        d = draws[:, row.to_block] - draws[:, row.from_block]
-        assert row.p == min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean()))
+    w = len(loo)
+    for row in m.itertuples():  # the jackknife t test of the paired difference, computed by hand
+        d = loo[:, row.to_block] - loo[:, row.from_block]
+        se = np.sqrt((w - 1) / w * ((d - d.mean()) ** 2).sum())
+        assert row.p == pytest.approx(2 * stats.t.sf(abs(row.change) / se, w - 1), rel=1e-12)
+    assert 0.01 < m["p"].max() < 0.5  # the noise is large enough for the test to matter
     np.testing.assert_allclose(m["q"], stats.false_discovery_control(m["p"], method="bh"), rtol=1e-12)
     assert (m["counts"] == (m["q"] <= MOVES_FDR)).all()
-    with pytest.raises(LinrecError, match="blocks of draws"):
-        move_tests(t, draws[:, :4])
+    with pytest.raises(LinrecError, match="replicates of shape"):
+        move_tests(t, loo[:, :4])
 
 
 def test_claim1_counts_only_the_moves_that_survive_the_false_discovery_rate():
-    for noise, passes in ((0.01, True), (0.4, False)):  # the same disjoint intervals; only the paired draws differ
-        t, draws = _moves_profile(noise)
-        moves = pd.concat([move_tests(t, draws), move_tests(t, draws, "ex_first")], ignore_index=True)
+    for noise, passes in ((0.01, True), (0.4, False)):  # the same disjoint intervals; only the replicates differ
+        t, loo = _moves_profile(noise)
+        moves = pd.concat([move_tests(t, loo), move_tests(t, loo, "ex_first")], ignore_index=True)
         t = t.assign(cond_gram=1.0, first_var_share=0.0)
         s = profile_summary(t, moves)
         assert s.loc[0, "max_jump_disjoint"] == pytest.approx(0.6) and s.loc[0, "direction_changes_disjoint"] == 3

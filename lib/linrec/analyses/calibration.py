@@ -9,9 +9,10 @@ dependence the real data show, applies the same procedure the verdicts use, and 
   share the residual stream), the pair correlated at ρ at equal depth; optionally several models pooled with a model
   effect. It returns the coverage of the 95 % and 90 % intervals and how often each outcome of the equivalence
   test comes out (at ρ = 0: "effect" is a false positive, "no effect" the power the report states).
-- `window_coverage`: a statistic over held-out windows with the window bootstrap the project uses
-  (`linrec.stats.heldout.bootstrap_r2`'s resampling, here for R²_lin of a planted linear map with known population
-  R²).
+- the window intervals (`r2_coverage`, `move_coverage`, `seeds_coverage`, `shares_coverage`, `delta_ppl_coverage`;
+  `window_table` runs them all): statistics of held-out windows — R²_lin of a block, a move between two blocks, the
+  seeds experiment's level / shape / distance, claim 5's shares, ΔPPL — on planted blocks with known population R²
+  (`planted_heldout`: windows whose positions are correlated), through the project's own procedures.
 - `dependence`: the AR(1) coefficient a real per-block series shows (the lag-1 autocorrelation, bias-corrected), so
   that the simulation runs at the data's own dependence.
 
@@ -97,62 +98,164 @@ def correlation_coverage(
     }
 
 
-def window_coverage(
-    n_windows: int = 40, tokens: int = 128, d: int = 8, r2: float = 0.6, reps: int = 300, n_boot: int = 500, seed=0
-) -> dict:
-    """Coverage of the held-out R² interval from the window bootstrap (`linrec.stats.heldout.bootstrap_r2`'s
-    resampling of per-window sums) for a planted linear map y = xW + e with population R² `r2`, fitted exactly on a
-    large train split: `n_windows` held-out windows of `tokens` rows each, the windows' rows correlated within a
-    window (a shared window offset), so the bootstrap over windows is what respects the dependence."""
-    from linrec.stats.heldout import HeldOut, bootstrap_r2
+class _Planted:
+    """A stand-in for a capture (`linrec.measure.capture.Capture`) with planted held-out sums: what the interval
+    code reads (`heldout`, `heldout_rest`, `n_blocks`, `config.corpus`), so the simulations run the project's own
+    procedures, not copies of them."""
 
-    rng = np.random.default_rng([seed, n_windows, tokens, d])
-    w = rng.standard_normal((d, 1))
-    signal = float((w**2).sum())
-    noise = signal * (1 - r2) / r2
-    offset = 0.5  # windows differ: their rows share an offset of this standard deviation per feature
-    truth = 1 - noise / (signal * (1 + offset**2) + noise)  # the variance of y about its mean includes the offsets
-    cover = cover_jack = 0
+    def __init__(self, held: list, corpus: str = "planted"):
+        from types import SimpleNamespace
+
+        self.heldout, self.heldout_rest, self.n_blocks = held, None, len(held)
+        self.config = SimpleNamespace(corpus=corpus)
+
+
+def planted_heldout(r2, n_windows: int, rng: np.random.Generator, tokens: int = 64, d: int = 6, offset: float = 0.5):
+    """Held-out sums of planted blocks with known population R²_lin: `r2` [..., L] → the same nesting of lists of
+    `HeldOut`. Every block (and every profile of the leading axes) sees the same windows: inputs x [W, tokens, d]
+    whose rows share a window offset of standard deviation `offset` per feature (the positions of one window are
+    correlated, so the window is the unit that must be resampled), y = x·w + noise with the noise chosen so that the
+    population R² about the held-out mean is the planted value. The map is the population map (a fit on a large
+    train split, up to its own small error)."""
+    from linrec.stats.heldout import HeldOut
+
+    r2 = np.asarray(r2, dtype=float)
+    shift = rng.standard_normal((n_windows, 1, d)) * offset
+    x = rng.standard_normal((n_windows, tokens, d)) + shift
+    flat = r2.reshape(-1)
+    held = []
+    for r in flat:
+        w = rng.standard_normal((d, 1))
+        signal = float((w**2).sum()) * (1 + offset**2)
+        e = rng.standard_normal((n_windows, tokens, 1)) * np.sqrt(signal * (1 - r) / r)
+        y = x @ w + e
+        held.append(HeldOut(np.arange(n_windows), np.full(n_windows, tokens), (e**2).sum(1), y.sum(1),
+                            (y**2).sum(1), np.zeros(1)))  # fmt: skip
+    return np.array(held, dtype=object).reshape(r2.shape).tolist()
+
+
+def _row(procedure: str, setting: str, reps: int, n_windows: int, cover: float, **extra) -> dict:
+    return {"procedure": procedure, "setting": setting, "n_windows": n_windows, "reps": reps, "coverage95": cover,
+            **extra}  # fmt: skip
+
+
+def r2_coverage(n_windows: int = 32, r2: float = 0.6, reps: int = 300, n_boot: int = 500, seed: int = 0) -> dict:
+    """Coverage of one block's held-out R²_lin interval (`linrec.stats.heldout.r2_interval`, the jackknife the tables
+    carry) beside the percentile window bootstrap it replaced (`bootstrap_r2`), on `planted_heldout` blocks."""
+    from linrec.stats.heldout import bootstrap_r2, r2_interval
+
+    rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), 1])
+    jack = boot = 0
     for _ in range(reps):
-        shift = rng.standard_normal((n_windows, 1, d)) * offset
-        x = rng.standard_normal((n_windows, tokens, d)) + shift
-        y = x @ w + rng.standard_normal((n_windows, tokens, 1)) * np.sqrt(noise)
-        e = y - x @ w  # the population map: the fit on a large train split, up to its own small error
-        h = HeldOut(np.arange(n_windows), np.full(n_windows, tokens), (e**2).sum(1), y.sum(1), (y**2).sum(1),
-                    np.zeros(1))  # fmt: skip
+        (h,) = planted_heldout([r2], n_windows, rng)
+        lo, hi = r2_interval(h)
+        jack += lo <= r2 <= hi
         lo, hi = bootstrap_r2(h, n_boot=n_boot, seed=int(rng.integers(1 << 30)))
-        jlo, jhi = jackknife_r2(h)
+        boot += lo <= r2 <= hi
+    return _row("R²_lin of a block (jackknife over windows)", f"R² {r2}", reps, n_windows, jack / reps,
+                coverage95_before=boot / reps, before="percentile window bootstrap")  # fmt: skip
+
+
+def move_coverage(n_windows: int = 32, r2: tuple = (0.75, 0.75), reps: int = 300, seed: int = 0) -> dict:
+    """Coverage of the paired interval of a move between two blocks sharing windows (claim 1's moves,
+    `linrec.claims.profile.move_tests`' jackknife on `linrec.analyses.recoverability.profile_replicates`). At the
+    default, no move (two blocks of equal R²_lin, different maps): what claim 1's test reads, its coverage of 0 is
+    one minus its rate of false moves."""
+    from linrec.analyses.recoverability import profile_replicates
+    from linrec.stats.jackknife import from_replicates
+
+    rng = np.random.default_rng([seed, n_windows, 2])
+    truth = r2[1] - r2[0]
+    cover = 0
+    for _ in range(reps):
+        point, loo = profile_replicates(_Planted(planted_heldout(list(r2), n_windows, rng)))
+        lo, hi = from_replicates(point[1] - point[0], loo[:, 1] - loo[:, 0]).interval()
         cover += lo <= truth <= hi
-        cover_jack += jlo <= truth <= jhi
-    return {
-        "procedure": "held-out R² (window bootstrap)",
-        "n_blocks": np.nan,
-        "models": 1,
-        "phi": np.nan,
-        "rho": r2,
-        "reps": reps,
-        "coverage95": cover / reps,
-        "coverage90": np.nan,
-        "p_effect": np.nan,
-        "p_no_effect": np.nan,
-        "p_inconclusive": np.nan,
-        "coverage95_jackknife": cover_jack / reps,
-    }
+    return _row("difference of two blocks' R²_lin (paired jackknife)", f"R² {r2[0]} → {r2[1]}", reps, n_windows,
+                cover / reps)  # fmt: skip
 
 
-def jackknife_r2(h, level: float = 0.95) -> tuple[float, float]:
-    """A candidate replacement for the window bootstrap, measured beside it: the held-out R² ± t_{W−1} × its
-    leave-one-window-out jackknife standard error."""
-    from scipy.stats import t
+def _profiles(n_blocks: int, rng: np.random.Generator, spread: float = 0.25, centre: float = 0.6) -> np.ndarray:
+    return np.clip(centre + spread * (rng.random(n_blocks) - 0.5) * 2, 0.05, 0.97)
 
-    from linrec.stats.heldout import r2_of_counts
 
-    w = h.n_windows
-    jack = r2_of_counts(h, np.ones((w, w)) - np.eye(w))
-    se = float(np.sqrt((w - 1) / w * ((jack - jack.mean()) ** 2).sum()))
-    half = float(t.ppf(1 - (1 - level) / 2, w - 1)) * se
-    r2 = h.r2()
-    return r2 - half, r2 + half
+def seeds_coverage(n_windows: int = 32, n_blocks: int = 8, level_gap: float = 0.03, shape_sd: float = 0.04,
+                   reps: int = 200, seed: int = 0) -> list[dict]:  # fmt: skip
+    """Coverage of the seeds experiment's paired intervals (`linrec.analyses.seeds.compare`: level, shape, distance,
+    each a jackknife over the shared windows) for two planted profiles of `n_blocks` blocks: b = a − `level_gap` plus
+    a block-wise change of SD `shape_sd` (fixed across data sets, so the truth is fixed)."""
+    from linrec.analyses.seeds import PARTS, compare
+
+    rng = np.random.default_rng([seed, n_windows, n_blocks, 3])
+    a = _profiles(n_blocks, rng)
+    b = np.clip(a - level_gap + shape_sd * rng.standard_normal(n_blocks), 0.05, 0.97)
+    truth = {k: float(f(a, b)) for k, f in PARTS.items()}
+    cover = dict.fromkeys(truth, 0)
+    for _ in range(reps):
+        ha, hb = planted_heldout(np.stack([a, b]), n_windows, rng)
+        c = compare(_Planted(ha), _Planted(hb))
+        for k in truth:
+            cover[k] += c[f"{k}_lo"] <= truth[k] <= c[f"{k}_hi"]
+    return [_row(f"seeds: {k} between two profiles (paired jackknife)", f"{n_blocks} blocks, true {k} "
+                 f"{truth[k]:.3f}", reps, n_windows, cover[k] / reps) for k in truth]  # fmt: skip
+
+
+def shares_coverage(n_windows: int = 32, n_blocks: int = 12, level_gap: float = 0.08, shape_sd: float = 0.05,
+                    reps: int = 200, seed: int = 0) -> list[dict]:  # fmt: skip
+    """Coverage of claim 5's shares (`linrec.analyses.recoverability.corpus_shape_level`: depth, level and shape of a
+    profile over three corpora, a jackknife over each corpus's own windows) on a planted block × corpus table: corpus
+    c shifted by c × `level_gap`, a block-wise interaction of SD `shape_sd`."""
+    from linrec.analyses.recoverability import corpus_shape_level, two_way_shares
+
+    rng = np.random.default_rng([seed, n_windows, n_blocks, 4])
+    base = _profiles(n_blocks, rng, spread=0.3)
+    table = np.clip(base[:, None] - level_gap * np.arange(3) + shape_sd * rng.standard_normal((n_blocks, 3)), 0.05,
+                    0.97)  # fmt: skip
+    truth = {k: float(v) for k, v in two_way_shares(table).items() if k != "level_range"}
+    cover = dict.fromkeys(truth, 0)
+    for _ in range(reps):
+        caps = {f"c{c}": _Planted(planted_heldout(table[:, c], n_windows, rng)) for c in range(3)}
+        out = corpus_shape_level(caps, rest=False)
+        for k in truth:
+            cover[k] += out[f"{k}_lo"] <= truth[k] <= out[f"{k}_hi"]
+    return [_row(f"claim 5: {k} share over corpora (jackknife per corpus)", f"{n_blocks} blocks × 3 corpora, true "
+                 f"{truth[k]:.3f}", reps, n_windows, cover[k] / reps) for k in truth]  # fmt: skip
+
+
+def delta_ppl_coverage(n_windows: int = 32, tokens: int = 128, delta: float = 0.05, reps: int = 300,
+                       n_boot: int = 1000, seed: int = 0) -> dict:  # fmt: skip
+    """Coverage of the paired interval of a change in perplexity (`linrec.analyses.uncertainty.delta_ppl_interval`)
+    on planted per-window NLL sums: windows differ in difficulty (SD 0.3 nats per token) and in how much the swap
+    costs them (SD 0.05), token noise 2 nats; true mean NLL 3.0 and 3.0 + `delta` per token."""
+    from linrec.analyses.uncertainty import delta_ppl_interval
+
+    rng = np.random.default_rng([seed, n_windows, 5])
+    mu = 3.0
+    truth = np.exp(mu + delta) - np.exp(mu)
+    cover = 0
+    for _ in range(reps):
+        hard = rng.standard_normal(n_windows) * 0.3
+        cost = delta + rng.standard_normal(n_windows) * 0.05
+        base = tokens * (mu + hard) + rng.standard_normal(n_windows) * 2 * np.sqrt(tokens)
+        other = base + tokens * cost + rng.standard_normal(n_windows) * 0.5 * np.sqrt(tokens)
+        lo, hi = delta_ppl_interval(base, other, tokens, n_boot=n_boot, seed=int(rng.integers(1 << 30)))
+        cover += lo <= truth <= hi
+    return _row("ΔPPL of a swap (paired window interval)", f"ΔNLL {delta}/token", reps, n_windows, cover / reps)
+
+
+def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300, seed: int = 0) -> pd.DataFrame:
+    """Every window-interval procedure a verdict reads, at `n_windows` held-out windows (the run's capture; the seeds
+    experiment's at `seeds_windows`, its runs' measuring windows), `reps` simulated data sets each: the methods
+    table's window rows, each with `what` (the claims that read it)."""
+    w = max(int(n_windows), 4)
+    rows = [("claims 1, 5: R²_lin of a block", r2_coverage(w, 0.6, reps, seed=seed)),
+            ("claims 1, 5: R²_lin of a block", r2_coverage(w, 0.9, reps, seed=seed)),
+            ("claim 1: a move between two blocks", move_coverage(w, reps=reps, seed=seed)),
+            *(("claim 2a: seeds experiment", r) for r in seeds_coverage(max(int(seeds_windows), 4), reps=reps,
+                                                                         seed=seed)),
+            *(("claim 5: corpora", r) for r in shares_coverage(w, reps=reps, seed=seed)),
+            ("claims 6a, 6b, routing: ΔPPL of a swap", delta_ppl_coverage(w, reps=reps, seed=seed))]  # fmt: skip
+    return pd.DataFrame([{"what": what, **r} for what, r in rows])
 
 
 def coverage_table(settings: list[dict], reps: int = 1000, seed: int = 0) -> pd.DataFrame:

@@ -13,19 +13,20 @@ import numpy as np
 
 from linrec.base.errors import LinrecError
 from linrec.stats.ceiling import first_position
-from linrec.stats.heldout import bootstrap_r2, r2_of_counts
+from linrec.stats.heldout import r2_interval, r2_of_counts
+from linrec.stats.jackknife import jackknife, leave_one_out
 
 if TYPE_CHECKING:
     import pandas
 
 
-def ceiling_table(capture, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> pandas.DataFrame:
+def ceiling_table(capture, level: float = 0.95) -> pandas.DataFrame:
     """One row per block of `capture` (a `linrec.measure.capture.Capture`): the closed-form ceiling and its
     conditioning.
 
-    `r2_lo`, `r2_hi`: the `level` percentile bootstrap interval of `r2_lin` over the
-    `n_test_windows` held-out windows (`linrec.stats.heldout.bootstrap_r2`, `n_boot` resamples, seeded);
-    NaN for a capture without held-out sums.
+    `r2_lo`, `r2_hi`: the `level` interval of `r2_lin` over the `n_test_windows` held-out windows (the
+    leave-one-window-out jackknife with a t quantile, `linrec.stats.heldout.r2_interval`; its coverage is measured in
+    `linrec.analyses.calibration`); NaN for a capture without held-out sums.
     `first_var_share`, `r2_ex_first`: `first_position` (NaN for a capture without first-position
     statistics); `r2_ex_first_lo`, `r2_ex_first_hi`: its interval over the same held-out windows, from the sums
     the capture keeps for every position but the first (`Capture.heldout_rest`; NaN without them).
@@ -43,10 +44,10 @@ def ceiling_table(capture, n_boot: int = 1000, level: float = 0.95, seed: int = 
         fit, s = capture.fit(i), capture.score(i)
         q25, q75 = s.r2_feature_quartiles
         h = heldout[i] if heldout is not None else None
-        lo, hi = bootstrap_r2(h, n_boot, level, seed) if h is not None else (np.nan, np.nan)
+        lo, hi = r2_interval(h, level) if h is not None else (np.nan, np.nan)
         n_windows = h.n_windows if h is not None else capture.meta.get("n_windows", {}).get("test", np.nan)
         hr = rest[i] if rest is not None else None
-        lo1, hi1 = bootstrap_r2(hr, n_boot, level, seed) if hr is not None and hr.n_windows else (np.nan, np.nan)
+        lo1, hi1 = r2_interval(hr, level) if hr is not None and hr.n_windows else (np.nan, np.nan)
         rows.append(
             {
                 "model": capture.model_label,
@@ -76,37 +77,41 @@ def ceiling_table(capture, n_boot: int = 1000, level: float = 0.95, seed: int = 
     return pd.DataFrame(rows)
 
 
-def corpus_draws(
-    captures: dict, n_boot: int = 1000, seed: int = 0, rest: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """R²_lin of every block on every corpus, as measured and over `n_boot` window resamples: (point [L, C],
-    draws [n_boot, L, C]). `captures`: corpus → `linrec.measure.capture.Capture` of one model. Each corpus's held-out
-    windows are resampled on their own (the corpora are independent samples of text); within a corpus every block
-    sees the same resample, so the draws keep the correlation between blocks that share windows. With `rest`, R²_lin
-    without the windows' first position (`Capture.heldout_rest`)."""
+def _held_sets(captures: dict, rest: bool = False) -> list[list]:
+    """Per corpus, its capture's held-out sums per block (`Capture.heldout`, or `heldout_rest` with `rest`)."""
     caps = list(captures.values())
-    n_blocks = caps[0].n_blocks
-    point = np.full((n_blocks, len(caps)), np.nan)
-    draws = np.full((n_boot, n_blocks, len(caps)), np.nan)
-    for c, cap in enumerate(caps):
-        held = getattr(cap, "heldout_rest" if rest else "heldout", None)
-        if held is None or cap.n_blocks != n_blocks:
-            raise LinrecError("corpus_draws needs captures of one model with held-out sums on every corpus")
-        w = next(h.n_windows for h in held if h is not None)
-        rng = np.random.default_rng([seed, 41, c])
-        counts = rng.multinomial(w, np.full(w, 1.0 / w), size=n_boot)
-        for i, h in enumerate(held):
-            if h is not None:
-                point[i, c] = h.r2()
-                draws[:, i, c] = r2_of_counts(h, counts)
-    return point, draws
+    held = [getattr(c, "heldout_rest" if rest else "heldout", None) for c in caps]
+    if any(h is None or c.n_blocks != caps[0].n_blocks for h, c in zip(held, caps)):
+        raise LinrecError("these intervals need captures of one model with held-out sums on every corpus")
+    return held
 
 
-def profile_draws(capture, n_boot: int = 1000, seed: int = 0, rest: bool = False) -> np.ndarray:
-    """R²_lin of every block of one capture over `n_boot` resamples of its held-out windows that every block shares
-    ([n_boot, n_blocks], `corpus_draws` on one corpus): a difference between two blocks' draws is a paired bootstrap
-    of their difference. With `rest`, without each window's first position."""
-    return corpus_draws({capture.config.corpus: capture}, n_boot, seed, rest)[1][:, :, 0]
+def corpus_r2(captures: dict, rest: bool = False):
+    """(stat, sizes) for `linrec.stats.jackknife.jackknife`: `stat(*counts)` (one multiplicity array [B, W_c] per
+    corpus) gives R²_lin of every block on every corpus [B, L, C]; `sizes` the corpora's numbers of held-out windows.
+    `captures`: corpus → `linrec.measure.capture.Capture` of one model; each corpus's windows are its own (the corpora
+    are independent samples of text), and within a corpus every block sees the same windows, so a statistic of
+    several blocks keeps what they share. With `rest`, R²_lin without the windows' first position."""
+    held = _held_sets(captures, rest)
+    sizes = [next(h.n_windows for h in hs if h is not None) for hs in held]
+
+    def stat(*counts: np.ndarray) -> np.ndarray:
+        out = np.full((len(counts[0]), len(held[0]), len(held)), np.nan)
+        for c, (hs, k) in enumerate(zip(held, counts)):
+            for i, h in enumerate(hs):
+                if h is not None:
+                    out[:, i, c] = r2_of_counts(h, k)
+        return out
+
+    return stat, sizes
+
+
+def profile_replicates(capture, rest: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """One capture's profile and its leave-one-window-out replicates: (R²_lin [L], [W, L] with row i every held-out
+    window but i, the same for every block), so a difference of two blocks' columns is a paired jackknife of that
+    difference (`linrec.stats.jackknife.from_replicates`). With `rest`, without each window's first position."""
+    stat, (w,) = corpus_r2({capture.config.corpus: capture}, rest)
+    return stat(np.ones((1, w)))[0, :, 0], stat(leave_one_out(w))[:, :, 0]
 
 
 def two_way_shares(r2: np.ndarray) -> dict[str, np.ndarray]:
@@ -129,41 +134,46 @@ def two_way_shares(r2: np.ndarray) -> dict[str, np.ndarray]:
         }
 
 
-def corpus_shape_level(
-    captures: dict, n_boot: int = 1000, seed: int = 0, level: float = 0.95, rest: bool = True
-) -> dict:
+def corpus_shape_level(captures: dict, level: float = 0.95, rest: bool = True) -> dict:
     """One model's profile over corpora split into depth, level and shape (`two_way_shares`), each with its
-    percentile interval over window resamples (`corpus_draws`); the corpus whose mean R²_lin is highest and lowest;
-    and the block–corpus-pair differences that stand out at a false-discovery rate of 5 % (Benjamini–Hochberg over
-    every block and pair of corpora, bootstrap p-values). With `rest` (and captures that keep them) the shape and
-    level shares without the windows' first position too (`shape_share_ex_first`, `shape_lo_ex_first`,
-    `shape_hi_ex_first`, and `level_…_ex_first`; NaN otherwise)."""
-    from linrec.analyses.uncertainty import benjamini_hochberg, boot_p
+    jackknife interval over held-out windows (`corpus_r2`: one window of one corpus left out at a time, the corpora's
+    variances added, Welch–Satterthwaite degrees of freedom; coverage measured in `linrec.analyses.calibration`); the
+    corpus whose mean R²_lin is highest and lowest; and the block–corpus-pair differences that stand out at a
+    false-discovery rate of 5 % (Benjamini–Hochberg over every block and pair of corpora, jackknife t p-values). With
+    `rest` (and captures that keep them) the shape and level shares without the windows' first position too
+    (`shape_share_ex_first`, `shape_lo_ex_first`, `shape_hi_ex_first`, and `level_…_ex_first`; NaN otherwise)."""
+    from linrec.analyses.uncertainty import benjamini_hochberg
 
     names = list(captures)
-    point, draws = corpus_draws(captures, n_boot, seed)
-    ok = np.isfinite(draws).all(axis=(1, 2))
-    est, boot = two_way_shares(point), two_way_shares(draws[ok])
-    alpha = (1 - level) / 2
-    out = {"n_blocks": point.shape[0], "n_corpora": len(names), "n_boot": int(ok.sum())}
-    for k in ("depth", "level", "shape", "level_range"):
-        lo, hi = np.quantile(boot[k], [alpha, 1 - alpha])
-        name = k if k == "level_range" else f"{k}_share"
-        out.update({name: float(est[k]), f"{k}_lo": float(lo), f"{k}_hi": float(hi)})
-    means = point.mean(axis=0)
-    out["corpus_highest"], out["corpus_lowest"] = names[int(np.argmax(means))], names[int(np.argmin(means))]
+    keys = ("depth", "level", "shape", "level_range")
+    stat, sizes = corpus_r2(captures)
+    n_blocks = len(_held_sets(captures)[0])
     pairs = [(a, b) for a in range(len(names)) for b in range(a + 1, len(names))]
-    p = np.array([boot_p(draws[ok, i, a] - draws[ok, i, b]) for a, b in pairs for i in range(point.shape[0])])
+
+    def parts(*counts: np.ndarray) -> np.ndarray:
+        r2 = stat(*counts)
+        shares = two_way_shares(r2)
+        diffs = [r2[:, i, a] - r2[:, i, b] for a, b in pairs for i in range(n_blocks)]
+        return np.stack([shares[k] for k in keys] + diffs, axis=1)
+
+    j = jackknife(parts, sizes)
+    lo, hi = j.interval(level)
+    out = {"n_blocks": n_blocks, "n_corpora": len(names), "n_windows": int(min(sizes))}
+    for n, k in enumerate(keys):
+        name = k if k == "level_range" else f"{k}_share"
+        out.update({name: float(j.point[n]), f"{k}_lo": float(lo[n]), f"{k}_hi": float(hi[n])})
+    means = stat(*(np.ones((1, w)) for w in sizes))[0].mean(axis=0)
+    out["corpus_highest"], out["corpus_lowest"] = names[int(np.argmax(means))], names[int(np.argmin(means))]
+    p = j.p()[len(keys) :]
     out["n_pairs_fdr"] = int((benjamini_hochberg(p) < 0.05).sum())
     out["n_pairs"] = len(p)
     for k in ("shape", "level"):
         out.update({f"{k}_share_ex_first": np.nan, f"{k}_lo_ex_first": np.nan, f"{k}_hi_ex_first": np.nan})
     if rest and all(getattr(c, "heldout_rest", None) for c in captures.values()):
-        point1, draws1 = corpus_draws(captures, n_boot, seed, rest=True)
-        ok1 = np.isfinite(draws1).all(axis=(1, 2))
-        est1, boot1 = two_way_shares(point1), two_way_shares(draws1[ok1])
-        for k in ("shape", "level"):
-            lo, hi = np.quantile(boot1[k], [alpha, 1 - alpha])
-            out.update({f"{k}_share_ex_first": float(est1[k]), f"{k}_lo_ex_first": float(lo),
-                        f"{k}_hi_ex_first": float(hi)})  # fmt: skip
+        stat1, sizes1 = corpus_r2(captures, rest=True)
+        j1 = jackknife(lambda *c: np.stack([two_way_shares(stat1(*c))[k] for k in ("shape", "level")], axis=1), sizes1)
+        lo1, hi1 = j1.interval(level)
+        for n, k in enumerate(("shape", "level")):
+            out.update({f"{k}_share_ex_first": float(j1.point[n]), f"{k}_lo_ex_first": float(lo1[n]),
+                        f"{k}_hi_ex_first": float(hi1[n])})  # fmt: skip
     return out

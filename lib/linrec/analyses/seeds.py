@@ -7,8 +7,9 @@ text and
 tokenizer for every run, so the same windows), moments only. A profile is the vector of held-out R²_lin over blocks.
 
 **Distance** between two profiles a, b of the same blocks: the mean absolute difference per block,
-D = mean_i |R²_a,i − R²_b,i|, and beside it the profile correlation (Pearson r over blocks). Its interval resamples
-the held-out windows, the same resample for both profiles (both are measured on the same windows), so it is paired.
+D = mean_i |R²_a,i − R²_b,i|, and beside it the profile correlation (Pearson r over blocks). Its interval leaves
+each held-out window out of both profiles in turn (both are measured on the same windows), so it is paired: a jackknife
+with a t quantile (`linrec.stats.jackknife`), whose coverage is measured in `linrec.analyses.calibration`.
 
 **Level and shape** (the convention of `linrec.claims.rules`): D mixes a shift of the whole profile with a change of
 its form. Beside it, each with the same paired interval: the level L = mean_i (R²_a,i − R²_b,i) (signed: a above b is
@@ -49,13 +50,6 @@ def profile(capture, counts: np.ndarray | None = None) -> np.ndarray:
     if counts is None:
         return np.array([h.r2() for h in held])
     return np.stack([r2_of_counts(h, counts) for h in held], axis=1)
-
-
-def window_counts(n_windows: int, n_boot: int, seed: int) -> np.ndarray:
-    """`n_boot` bootstrap resamples of `n_windows` held-out windows as multiplicities [n_boot, n_windows]; the same
-    `seed` gives the same resamples, so profiles measured on the same windows are resampled together (paired)."""
-    rng = np.random.default_rng([seed, 37])
-    return rng.multinomial(n_windows, np.full(n_windows, 1.0 / n_windows), size=n_boot)
 
 
 def _distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -114,29 +108,33 @@ def noise_floor(capture, n_splits: int = 200, seed: int = 0) -> float:
     return noise_floors(capture, n_splits, seed)["floor"]
 
 
-def compare(a, b, n_boot: int = 1000, seed: int = 0, level: float = 0.95, floor: float | None = None) -> dict:
+def compare(a, b, level: float = 0.95, floor: float | None = None, seed: int = 0) -> dict:
     """Distance, level, shape and profile correlation between captures `a` and `b` (same blocks, same held-out
-    windows), each with its paired window-bootstrap interval, and the noise floors (each the larger of the two
-    checkpoints' floors; the raw one `floor` as given, if given): `distance`, `distance_lo`, `distance_hi`, `level`,
-    `level_lo`, `level_hi`, `level_floor`, `shape`, `shape_lo`, `shape_hi`, `shape_floor`, `corr`, `corr_lo`,
-    `corr_hi`, `floor`, `beyond_noise` (the distance's lower bound above the floor) and `within_noise` (its upper
-    bound at or below it)."""
+    windows), each with its paired interval — each held-out window left out of both profiles in turn, a jackknife
+    with a t quantile (`linrec.stats.jackknife`; coverage measured in `linrec.analyses.calibration`) — and the noise
+    floors (each the larger of the two checkpoints' floors, `seed` drawing their halvings; the raw one `floor` as
+    given, if given): `distance`, `distance_lo`, `distance_hi`, `level`, `level_lo`, `level_hi`, `level_floor`,
+    `shape`, `shape_lo`, `shape_hi`, `shape_floor`, `corr`, `corr_lo`, `corr_hi`, `floor`, `beyond_noise` (the
+    distance's lower bound above the floor) and `within_noise` (its upper bound at or below it)."""
+    from linrec.stats.jackknife import jackknife
+
     if a.n_blocks != b.n_blocks:
         raise LinrecError(f"the profiles have {a.n_blocks} and {b.n_blocks} blocks; compare runs of one architecture")
-    counts = window_counts(_n_windows(a, b), n_boot, seed)
-    pa, pb = profile(a), profile(b)
-    da, db = profile(a, counts), profile(b, counts)
-    alpha = (1 - level) / 2
+
+    def parts(counts: np.ndarray) -> np.ndarray:
+        pa, pb = profile(a, counts), profile(b, counts)
+        return np.stack([f(pa, pb) for f in PARTS.values()] + [_corr(pa, pb)], axis=1)
+
+    j = jackknife(parts, _n_windows(a, b))
+    lo, hi = j.interval(level)
     fa, fb = noise_floors(a, seed=seed), noise_floors(b, seed=seed)
     floors = {k: max(fa[k], fb[k]) for k in fa}
     if floor is not None:
         floors["floor"] = float(floor)
     out = {}
-    for k, f in PARTS.items():
-        lo, hi = np.nanquantile(f(da, db), [alpha, 1 - alpha])
-        out.update({k: float(f(pa, pb)), f"{k}_lo": float(lo), f"{k}_hi": float(hi)})
-    clo, chi = np.nanquantile(_corr(da, db), [alpha, 1 - alpha])
-    out.update({"corr": float(_corr(pa, pb)), "corr_lo": float(clo), "corr_hi": float(chi), **floors})
+    for n, k in enumerate([*PARTS, "corr"]):
+        out.update({k: float(j.point[n]), f"{k}_lo": float(lo[n]), f"{k}_hi": float(hi[n])})
+    out.update(floors)
     out.update({"beyond_noise": bool(out["distance_lo"] > floors["floor"]),
                 "within_noise": bool(out["distance_hi"] <= floors["floor"])})  # fmt: skip
     return out
@@ -177,9 +175,9 @@ def capture_checkpoints(run, capture_kw: Mapping, progress: bool = True) -> dict
     }
 
 
-def checkpoint_table(run, captures: Mapping[int, object], n_boot: int = 1000, seed: int = 0) -> pandas.DataFrame:
+def checkpoint_table(run, captures: Mapping[int, object]) -> pandas.DataFrame:
     """One row per checkpoint and block: the run's settings, the step, the tokens seen by then, R²_lin with its
-    window-bootstrap interval (`linrec.analyses.recoverability.ceiling_table`) and the checkpoint's held-out
+    window interval (`linrec.analyses.recoverability.ceiling_table`) and the checkpoint's held-out
     perplexity on the
     measuring windows' held-out split (`ppl_test`), and the training loss around that step (`train_loss`, mean of
     the 20 steps before it; NaN at step 0)."""
@@ -197,7 +195,7 @@ def checkpoint_table(run, captures: Mapping[int, object], n_boot: int = 1000, se
         loaded = load_model(str(run.checkpoint(step)))
         ppl = perplexity(loaded.model, capture_windows(cap, loaded.tokenizer).split("test"))
         before = log[(log["step"] <= step) & (log["step"] > step - 20)]["loss"] if step else []
-        t = ceiling_table(cap, n_boot=n_boot, seed=seed)[["block", "r2_lin", "r2_lo", "r2_hi", "n_test_windows"]]
+        t = ceiling_table(cap)[["block", "r2_lin", "r2_lo", "r2_hi", "n_test_windows"]]
         rows.append(
             t.assign(
                 run=c.name,
@@ -230,9 +228,7 @@ def pairs(configs: Sequence) -> list[tuple[str, str, str]]:
     return out
 
 
-def comparisons(
-    configs: Sequence, captures: Mapping[str, Mapping[int, object]], n_boot: int = 1000, seed: int = 0
-) -> pandas.DataFrame:
+def comparisons(configs: Sequence, captures: Mapping[str, Mapping[int, object]], seed: int = 0) -> pandas.DataFrame:
     """Every comparison of the experiment (`compare`), one row each: "trained vs init" (each run's last checkpoint
     against its own step 0), then the `pairs` at the last checkpoint. `captures`: {run name: {step: capture}}."""
     import pandas as pd
@@ -242,20 +238,19 @@ def comparisons(
         caps = captures[c.name]
         last = max(caps)
         rows.append({"kind": "trained vs init", "a": c.name, "b": f"{c.name} step 0", "step": last,
-                     **compare(caps[last], caps[0], n_boot, seed)})  # fmt: skip
+                     **compare(caps[last], caps[0], seed=seed)})  # fmt: skip
     for kind, a, b in pairs(configs):
         last = max(captures[a])
         if last != max(captures[b]):
             raise LinrecError(f"runs {a} and {b} end at different steps; compare runs of the same length")
-        rows.append({"kind": kind, "a": a, "b": b, "step": last, **compare(captures[a][last], captures[b][last],
-                                                                           n_boot, seed)})  # fmt: skip
+        c = compare(captures[a][last], captures[b][last], seed=seed)
+        rows.append({"kind": kind, "a": a, "b": b, "step": last, **c})
     return pd.DataFrame(rows)
 
 
 def distance_over_training(
-    configs: Sequence, captures: Mapping[str, Mapping[int, object]], kind: str = "seed", n_boot: int = 1000,
-    seed: int = 0,
-) -> pandas.DataFrame:  # fmt: skip
+    configs: Sequence, captures: Mapping[str, Mapping[int, object]], kind: str = "seed", seed: int = 0
+) -> pandas.DataFrame:
     """The distance of each `kind` pair (`pairs`) at every checkpoint step they share, with its interval and floor:
     when in training the runs' profiles part (or meet)."""
     import pandas as pd
@@ -266,7 +261,7 @@ def distance_over_training(
             continue
         for step in sorted(set(captures[a]) & set(captures[b])):
             rows.append({"kind": k, "a": a, "b": b, "step": step,
-                         **compare(captures[a][step], captures[b][step], n_boot, seed)})  # fmt: skip
+                         **compare(captures[a][step], captures[b][step], seed=seed)})  # fmt: skip
     return pd.DataFrame(rows)
 
 

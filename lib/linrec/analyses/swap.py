@@ -490,7 +490,7 @@ def run_model(
         "directory": str(out) if save_dir else "(temporary, deleted; set save_dir to keep it)",
     }
     study.clock.add("screening: reload check", ppl_reloaded.seconds_base, 1)
-    run = ModelSwapRun(model, table, values, ceiling_table(capture, seed=seed), curve, greedy, steps, reload,
+    run = ModelSwapRun(model, table, values, ceiling_table(capture), curve, greedy, steps, reload,
                        study.timings, routing, identity)  # fmt: skip
     del study, loaded, reloaded, ppl_reloaded
     gc.collect()

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from linrec.analyses.uncertainty import benjamini_hochberg, boot_p
+from linrec.analyses.uncertainty import benjamini_hochberg
 from linrec.base.errors import LinrecError
 from linrec.claims.rules import (
     CLAIM1_JUMP,
@@ -26,6 +26,7 @@ from linrec.claims.rules import (
     require,
     tally,
 )
+from linrec.stats.jackknife import from_replicates
 
 
 # ---- notebook 02: the R²_lin profile ---------------------------------------------------------------------
@@ -72,25 +73,28 @@ def _adjacent_disjoint(lo, hi) -> np.ndarray:
     return (lo[1:] > hi[:-1]) | (lo[:-1] > hi[1:])
 
 
-def move_tests(t: pd.DataFrame, draws: np.ndarray, positions: str = "all") -> pd.DataFrame:
+def move_tests(t: pd.DataFrame, loo: np.ndarray, positions: str = "all") -> pd.DataFrame:
     """Claim 1's moves of one model's profile, each with a paired test. `t`: its ceiling table (one row per block,
-    in block order; with `positions="ex_first"` the `r2_ex_first` columns are used); `draws` [n_boot, n_blocks]:
-    R²_lin over window resamples that every block shares (`linrec.analyses.recoverability.profile_draws`), so a
-    difference's
-    resamples keep what two blocks' errors share. The family: every adjacent pair with disjoint intervals (`kind`
-    "adjacent", the jump) and every move of `disjoint_move_pairs` (`kind` "move", the turns). `p`: `boot_p` of the
-    difference's resamples; `q`: Benjamini–Hochberg over the family; `counts`: q ≤ MOVES_FDR."""
+    in block order; with `positions="ex_first"` the `r2_ex_first` columns are used); `loo` [W, n_blocks]: R²_lin with
+    each held-out window left out in turn, the same window for every block
+    (`linrec.analyses.recoverability.profile_replicates`), so a difference's replicates keep what two blocks' errors
+    share. The family: every adjacent pair with disjoint intervals (`kind` "adjacent", the jump) and every move of
+    `disjoint_move_pairs` (`kind` "move", the turns). `p`: the jackknife t test of the difference
+    (`linrec.stats.jackknife.from_replicates`, W − 1 degrees of freedom); `q`: Benjamini–Hochberg over the family;
+    `counts`: q ≤ MOVES_FDR."""
     t = t.sort_values("block")
     col, lo_c, hi_c = ("r2_ex_first", "r2_ex_first_lo", "r2_ex_first_hi") if positions == "ex_first" else (
         "r2_lin", "r2_lo", "r2_hi")  # fmt: skip
     r, lo, hi = (t[c].to_numpy(float) for c in (col, lo_c, hi_c))
-    if draws.shape[1] != len(r):
-        raise LinrecError(f"move_tests: {draws.shape[1]} blocks of draws for a profile of {len(r)} blocks")
+    loo = np.asarray(loo, dtype=float)
+    if loo.ndim != 2 or loo.shape[1] != len(r):
+        raise LinrecError(f"move_tests: replicates of shape {loo.shape} for a profile of {len(r)} blocks")
     pairs = [("adjacent", i, i + 1) for i in np.flatnonzero(_adjacent_disjoint(lo, hi))]
     pairs += [("move", a, j) for a, j in disjoint_move_pairs(lo, hi)]
     rows = [
         {"model": t["model"].iloc[0], "positions": positions, "kind": kind, "from_block": int(t["block"].iloc[a]),
-         "to_block": int(t["block"].iloc[j]), "change": float(r[j] - r[a]), "p": boot_p(draws[:, j] - draws[:, a])}
+         "to_block": int(t["block"].iloc[j]), "change": float(r[j] - r[a]),
+         "p": float(from_replicates(r[j] - r[a], loo[:, j] - loo[:, a]).p())}
         for kind, a, j in pairs
     ]  # fmt: skip
     out = pd.DataFrame(rows, columns=["model", "positions", "kind", "from_block", "to_block", "change", "p"])

@@ -54,7 +54,7 @@ TABLES: dict[str, TableSpec] = {
     "r2_moves": _spec(
         "02",
         "model positions kind from_block to_block change p q counts",
-        "per model: the moves claim 1 counts on the capture's profile, each with a paired window-bootstrap p and its "
+        "per model: the moves claim 1 counts on the capture's profile, each with a paired window-jackknife p and its "
         "Benjamini–Hochberg q (linrec.claims.profile.move_tests)",
     ),
     "r2_replicates": _spec(
@@ -237,11 +237,11 @@ TABLES: dict[str, TableSpec] = {
     "corpora_verdict": _spec(
         "05",
         "model n_blocks spearman_min pearson_min corpus_depth_ratio max_abs_diff max_diff_block max_diff_corpus_a "
-        "max_diff_corpus_b n_ci_disjoint n_ci_compared ci_width_median verdict n_corpora n_boot depth_share depth_lo "
-        "depth_hi level_share level_lo level_hi shape_share shape_lo shape_hi level_range level_range_lo "
+        "max_diff_corpus_b n_ci_disjoint n_ci_compared ci_width_median verdict n_corpora n_windows depth_share "
+        "depth_lo depth_hi level_share level_lo level_hi shape_share shape_lo shape_hi level_range level_range_lo "
         "level_range_hi corpus_highest corpus_lowest n_pairs_fdr n_pairs shape_share_ex_first shape_lo_ex_first "
         "shape_hi_ex_first level_share_ex_first level_lo_ex_first level_hi_ex_first overlay_verdict",
-        "per model: agreement, and R²_lin's variance split into depth, level and shape with window-bootstrap "
+        "per model: agreement, and R²_lin's variance split into depth, level and shape with window (jackknife) "
         "intervals, and claim 5's word on shape and level (linrec.claims.corpora.corpus_verdicts, overlay_word; "
         "linrec.analyses.recoverability.corpus_shape_level)",
     ),
@@ -311,9 +311,12 @@ TABLES: dict[str, TableSpec] = {
     ),
     "calibration": _spec(
         "09",
-        "what procedure n_blocks models phi rho reps coverage95 coverage90 p_effect p_no_effect p_inconclusive",
-        "per across-block correlation a verdict reads: the measured coverage of its 95 % and 90 % intervals and the "
-        "share of each equivalence outcome at ρ = 0, simulated at the data's own blocks and AR(1) dependence "
+        "what procedure n_blocks models phi rho reps coverage95 coverage90 p_effect p_no_effect p_inconclusive "
+        "setting n_windows coverage95_before before",
+        "per interval a verdict reads: for each across-block correlation the measured coverage of its 95 % and 90 % "
+        "intervals and the share of each equivalence outcome at ρ = 0, simulated at the data's own blocks and AR(1) "
+        "dependence; for each window interval (R²_lin, a move, the seeds' parts, claim 5's shares, ΔPPL) its 95 % "
+        "coverage on planted blocks at the run's held-out windows, beside the percentile bootstrap it replaced "
         "(linrec.outputs.refresh.coverage)",
     ),
     "routing_summary": _spec(

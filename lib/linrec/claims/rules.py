@@ -35,8 +35,8 @@ CLAIM1_SPAN, CLAIM1_JUMP, CLAIM1_TURNS = 0.5, 0.3, 2
 # (arXiv 2606.19379, abstract; paper/claims.md): a second, stated result beside claim 1's rule
 PAPER_HIGH, PAPER_LOW = 0.99, 0.3
 # claim 1: the moves the rule counts (adjacent blocks with disjoint intervals, and the anchor-to-anchor moves of
-# `disjoint_moves`) are each tested by a paired window bootstrap; only those with a Benjamini–Hochberg q ≤ MOVES_FDR
-# over that family count (many blocks give many chances for two intervals to miss each other by luck)
+# `disjoint_moves`) are each tested by a paired window jackknife (t test); only those with a Benjamini–Hochberg
+# q ≤ MOVES_FDR over that family count (many blocks give many chances for two intervals to miss each other by luck)
 MOVES_FDR = 0.05
 CLAIM2_NOISE_FACTOR = 2.0  # "beyond seed noise": more than this multiple of the mean |difference| between two draws
 # 2a's minimum effect: a mean |trained − untrained| of 0.1 per block (10 points of explained variance). Three times the
@@ -67,7 +67,7 @@ CEILING_SLACK = 0.005
 CORPUS_MODEL_RHO, CORPUS_MODEL_RATIO = 0.7, 0.5  # "a property of the model": every pair ρ ≥ 0.7 and corpus/depth < 0.5
 CORPUS_SHAPED_RHO, CORPUS_SHAPED_RATIO = 0.4, 1.0  # "shaped by the corpus": some pair ρ < 0.4, or corpus/depth ≥ 1
 # ---- one convention for shape and level (issue 45): every comparison of R²_lin profiles over blocks --------------
-# A comparison is split in two, each reported with its 95 % interval (window bootstrap):
+# A comparison is split in two, each reported with its 95 % interval (window jackknife):
 #   level: a shift of the whole profile. Two profiles a, b: the mean difference over blocks, mean_i (a_i − b_i).
 #          Several (claim 5's corpora): the corpora's main effect's share of the variance over blocks × corpora.
 #   shape: what is left once each profile is centred on its own mean. Two profiles: mean_i |(a_i − ā) − (b_i − b̄)|.
@@ -99,7 +99,7 @@ FIRST_VARIANTS = ("map", "ffn", "mean")  # notebook 06's position variants (linr
 GAUSSIAN_DROP = 0.1  # notebook 07: a block "loses" on Gaussian inputs when its R² falls by more than this
 
 SEEDS_RULE = (
-    "each comparison of two profiles (paired window bootstrap) is split by the shape-and-level convention: the raw "
+    "each comparison of two profiles (paired window jackknife) is split by the shape-and-level convention: the raw "
     "mean |ΔR²_lin| per block, the level (mean ΔR²_lin) and the shape (mean |ΔR²_lin| of the profiles centred on "
     "their own means); each is 'differ' if its 95 % interval clears its noise floor (the same checkpoint on two halves "
     f"of the held-out windows) and its size is ≥ {CLAIM2_MIN_EFFECT}, 'agree' if its interval lies inside "
@@ -116,7 +116,7 @@ SEEDS_RULE = (
 RULES = {
     1: f"reproduced for a model if its profile spans ≥ {CLAIM1_SPAN}, some adjacent blocks with disjoint 95 % "
     f"intervals differ by ≥ {CLAIM1_JUMP}, and the profile changes direction ≥ {CLAIM1_TURNS} times counting only "
-    "moves between blocks with disjoint intervals; where the moves were tested (paired window bootstrap), only "
+    "moves between blocks with disjoint intervals; where the moves were tested (paired window jackknife), only "
     f"those with a Benjamini–Hochberg q ≤ {MOVES_FDR:g} over the moves counted count; reproduced if every model "
     "passes, partly if some do",
     "2a": "per model: 'learned' if the trained profile differs from the untrained architecture by a mean |trained − "
@@ -151,7 +151,7 @@ RULES = {
     "'rank ≈ 1'; linrec.analyses.spectrum.regime)",
     5: "per model, R²_lin over blocks × corpora split into depth, level (a corpus shifts the whole profile) and "
     "shape (the block × corpus interaction); the profiles overlay only if both are small: 'a property of the model' "
-    f"if the 95 % window-bootstrap intervals of the shape share and of the level share lie below {CLAIM5_SHAPE} and "
+    f"if the 95 % window-jackknife intervals of the shape share and of the level share lie below {CLAIM5_SHAPE} and "
     f"{CLAIM5_LEVEL}, 'shaped by the corpus' if either lies at or above its threshold, else undecided (not counted); "
     "reproduced if every decided model is 'a property of the model', partly if some are",
     "6a": f"holds for a model if the block with the lowest screening ΔPPL (train windows) has a held-out 95 % interval "

@@ -67,7 +67,7 @@ def legend_below(ax, ncol: int = 1, **kw):
 
 
 def fig2_r2_lin(table, stem: str | Path | None = None):
-    """Figure 2, claim 1's figure: held-out R²_lin per block (bootstrap interval as error bars where the table has
+    """Figure 2, claim 1's figure: held-out R²_lin per block (window interval as error bars where the table has
     `r2_lo`/`r2_hi`), per-feature median beside it, and R²_lin without the windows' first positions where the
     table has `r2_ex_first`; one column per model, each with its legend below it."""
     sns.set_theme(style="whitegrid", context="paper")
@@ -79,7 +79,7 @@ def fig2_r2_lin(table, stem: str | Path | None = None):
         if has_band(t):
             err = yerr(t["r2_lin"], t["r2_lo"], t["r2_hi"])
             ax.errorbar(t["block"], t["r2_lin"], yerr=err, fmt="-o", color=c, ms=4, capsize=2, elinewidth=0.9,
-                        label="global R²_lin (95 % bootstrap CI)")  # fmt: skip
+                        label="global R²_lin (95 % window CI)")  # fmt: skip
         else:
             ax.plot(t["block"], t["r2_lin"], "-o", color=c, ms=4, label="global R²_lin")
         ax.plot(
@@ -195,7 +195,7 @@ CORPUS_STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
 
 def fig5_corpora(table, stem: str | Path | None = None):
     """Figure 5: R²_lin per block on each corpus, one panel per model; each corpus has its own colour, line style and
-    marker (the same in every panel), shaded band = the 95 % bootstrap interval over held-out windows (`r2_lo`,
+    marker (the same in every panel), shaded band = the 95 % jackknife interval over held-out windows (`r2_lo`,
     `r2_hi`). One legend, below the panels."""
     sns.set_theme(style="whitegrid", context="paper")
     corpora = list(dict.fromkeys(table["corpus"]))
@@ -216,7 +216,7 @@ def fig5_corpora(table, stem: str | Path | None = None):
         ax.set_xlabel("block")
         ax.set_ylim(lo, 1.02)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-    axes[0][0].set_ylabel("held-out R²_lin (band: 95 % bootstrap CI)")
+    axes[0][0].set_ylabel("held-out R²_lin (band: 95 % window CI)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, title="corpus", loc="lower center", ncol=len(labels), fontsize=8, title_fontsize=8,
                frameon=False)  # fmt: skip
@@ -514,7 +514,7 @@ def fig1_method(stem: str | Path | None = None):
         2.2,
         1.9,
         "held-out R²_lin",
-        "1 − Σⱼ SSEⱼ / Σⱼ SSTⱼ\nfrom the test split's\nstatistics alone\n+ bootstrap over windows",
+        "1 − Σⱼ SSEⱼ / Σⱼ SSTⱼ\nfrom the test split's\nstatistics alone\n+ jackknife over windows",
         pal[3],
     )
     arrow(2.5, 2.5, 3.0, 2.5, "hooks")
@@ -523,7 +523,7 @@ def fig1_method(stem: str | Path | None = None):
     uses = [
         (3.0, "residual r: rank-16\nbilinear probe (Fig 3)", pal[4]),
         (5.05, "per-feature R², effective\nrank, ex-top-k (Fig 4)", pal[4]),
-        (7.1, "3 corpus domains,\nbootstrap bands (Fig 5)", pal[4]),
+        (7.1, "3 corpus domains,\nwindow bands (Fig 5)", pal[4]),
         (9.15, "swap FFN → map:\nΔ perplexity (Fig 2)", pal[5]),
     ]
     for x, text, c in uses:

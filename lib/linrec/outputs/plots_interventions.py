@@ -270,7 +270,7 @@ def fig7b_inputs_or_weights(nulls, cross=None, blocks=None, decomposed=None, ste
 def fig8_training(profiles, distances=None, stem: str | Path | None = None):
     """The seeds experiment (notebook 08). Top row: one panel per trained run, R²_lin of every block (colour: depth)
     against the training step (symlog x: step 0, the random initialisation, at the left edge). Bottom left: every
-    run's profile at its last checkpoint (95 % window-bootstrap bars) over its step-0 profile (dotted). Bottom right:
+    run's profile at its last checkpoint (95 % window-jackknife bars) over its step-0 profile (dotted). Bottom right:
     the distance between the profiles of two init seeds (mean |ΔR²_lin| per block) at each step, with its 95 %
     interval, against the noise floor (the same checkpoint on two halves of its held-out windows). `profiles`:
     `linrec.analyses.seeds.checkpoint_table` rows; `distances`: `linrec.analyses.seeds.distance_over_training` rows

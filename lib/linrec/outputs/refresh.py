@@ -113,11 +113,13 @@ def _read_raw(d: Path, name: str) -> pd.DataFrame | None:
 
 def refresh_corpora(d: Path) -> list[str]:
     """Claim 5's word (`overlay_verdict`, shape and level) on `corpora_verdict`'s own shares; the level without
-    position 0, where a former linrec did not measure it, NaN (notebook 05 measures it)."""
+    position 0, where a former linrec did not measure it, NaN (notebook 05 measures it). A table whose intervals are
+    the percentile bootstrap's (it counts `n_boot`, not `n_windows`) is left as it is: its claim stays "rerun
+    notebook 05"."""
     from linrec.claims.corpora import LEVEL_EX_FIRST, overlay_word
 
     t = _read_raw(d, "corpora_verdict")
-    if t is None or "shape_hi" not in t:
+    if t is None or "shape_hi" not in t or "n_windows" not in t:
         return []
     t = t.assign(**{c: t[c] if c in t else float("nan") for c in LEVEL_EX_FIRST})
     t["overlay_verdict"] = [overlay_word(r) for r in t.to_dict("records")]
@@ -196,22 +198,18 @@ def coverage_settings(results_dir: str | Path) -> list[dict]:
 
 
 def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """The measured coverage of every across-block correlation interval a verdict in `results_dir` reads, each
+    """The measured coverage of every interval a verdict in `results_dir` reads: each across-block correlation
     simulated at its data's number of blocks and dependence (`coverage_settings`), at ρ = 0 (where "no effect" and a
-    false "effect" are also counted) — the report's methods table (results table `calibration`)."""
-    from linrec.analyses.calibration import coverage_table, window_coverage
+    false "effect" are also counted), and each window interval at the run's number of held-out windows
+    (`linrec.analyses.calibration.window_table`) — the report's methods table (results table `calibration`)."""
+    from linrec.analyses.calibration import coverage_table, window_table
     from linrec.measure.config import CaptureConfig
 
     table = coverage_table(coverage_settings(results_dir), reps=reps, seed=seed)
     cap = load_table("capture", results_dir)
-    if cap is not None and len(cap):  # the held-out R² interval claims 1 and 5 read, at this run's test windows
+    if cap is not None and len(cap):  # the window intervals, at this run's number of held-out windows
         n_windows = int(cap["n_test_rows"].min()) // CaptureConfig.seq_len
-        w = window_coverage(n_windows=max(n_windows, 2), reps=max(reps // 2, 50), seed=seed)
-        jack = w.pop("coverage95_jackknife")
-        rows = [{"what": f"claims 1, 5: held-out R²_lin over {n_windows} windows", **w},
-                {"what": f"candidate: jackknife-t over the same {n_windows} windows", **w,
-                 "procedure": "held-out R² (jackknife over windows, t interval)", "coverage95": jack}]  # fmt: skip
-        table = pd.concat([table, pd.DataFrame(rows)], ignore_index=True)
+        table = pd.concat([table, window_table(n_windows, reps=max(reps // 2, 50), seed=seed)], ignore_index=True)
     return table
 
 

@@ -36,8 +36,9 @@ FIGURES = [
     (
         "fig2_r2_lin",
         "02",
-        "Figure 2 (R²_lin panel). Per-block R²_lin with its 95 % bootstrap interval over held-out windows (solid), the "
-        "per-feature median R² (dotted) and R²_lin without each window's first position (dashed).",
+        "Figure 2 (R²_lin panel). Per-block R²_lin with its 95 % interval over held-out windows (leave-one-window-out "
+        "jackknife; solid), the per-feature median R² (dotted) and R²_lin without each window's first position "
+        "(dashed).",
     ),
     (
         "fig2_swap",
@@ -58,8 +59,9 @@ FIGURES = [
         "08",
         "Figure 8. The same architecture trained from scratch (`params/training.yaml`): top, R²_lin of every block "
         "against the training step for each run (step 0 is the random initialisation); bottom left, every run's "
-        "profile at its last checkpoint (95 % bootstrap bars) over its step-0 profile (dotted); bottom right, the "
-        "distance between two init seeds' profiles while training, with its 95 % interval, against the noise floor.",
+        "profile at its last checkpoint (95 % window-interval bars) over its step-0 profile (dotted); bottom right, "
+        "the distance between two init seeds' profiles while training, with its 95 % interval, against the noise "
+        "floor.",
     ),
     (
         "fig9_routing",
@@ -98,7 +100,7 @@ FIGURES = [
         "fig5_corpora",
         "05",
         "Figure 5. R²_lin per block on three corpus domains (colour, line style and marker per corpus), with 95 % "
-        "bootstrap bands over held-out windows.",
+        "jackknife bands over held-out windows.",
     ),
     (
         "fig6_swap",
@@ -131,7 +133,7 @@ def _robustness(r: Results) -> list[str]:
     behind "no effect" and the counts of per-block tests."""
     lines = [
         "**Robustness.** *Without position 0*: the same rule on every position but each window's first (the attention "
-        'sink of a model that runs without a BOS token), with its own window-bootstrap intervals; "same" where the '
+        'sink of a model that runs without a BOS token), with its own window intervals; "same" where the '
         'verdict does not change, "—" where the check does not apply (for claim 3 the probe and the map are '
         "refitted on the stored rows at positions ≥ 1). *No effect* (claims 3 and 6b) needs an equivalence test: a "
         f"90 % interval inside ±{EQUIVALENCE_MARGIN}; an interval that neither excludes 0 nor fits inside "
@@ -153,7 +155,7 @@ def _robustness(r: Results) -> list[str]:
         return lines
     parts = [
         f"{e['model']}: over samples {e['samples']}, between-sample SD per block median {fmt(e['sd_median'])} "
-        f"(max {fmt(e['sd_max'])}, block {int(e['sd_max_block'])}) against a bootstrap half-width of "
+        f"(max {fmt(e['sd_max'])}, block {int(e['sd_max_block'])}) against a window-interval half-width of "
         f"{fmt(e['ci_half_width_median'])}; claim 1 {e['replication']}"
         for e in ([] if rep is None else rep.to_dict("records"))
     ] or ["claim 1 not yet run on the samples (notebook 02 with `replicate_samples`)"]
@@ -400,7 +402,8 @@ def _setup(r: Results, params: dict) -> list[str]:
         lines.append(budget)
     lines.append(
         "- Numerics: float64 statistics; Jacobi-scaled eigendecomposition solve; "
-        "bootstrap over held-out windows (1000 resamples)."
+        "intervals over held-out windows by the leave-one-window-out jackknife (R²_lin and what is built from it) "
+        "and the paired bootstrap (ΔPPL), their coverage measured in the methods section."
     )
     return out + lines + [""]
 
@@ -532,7 +535,7 @@ def _bias_limitation(overview, out: Path) -> str:
     where the curve profile's last run is (`OTHER_PROFILE`), or that it is too old to use."""
     text = (
         "- Held-out R² from a finite train split is biased low by about (1 − R²)·p/(n − p − 1) for n train rows and "
-        "p = d_in + 1 parameters per output; the per-block bootstrap intervals hold the fitted map fixed, so they do "
+        "p = d_in + 1 parameters per output; the per-block window intervals hold the fitted map fixed, so they do "
         "not include refitting uncertainty."
     )
     if overview is None:

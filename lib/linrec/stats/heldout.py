@@ -1,4 +1,4 @@
-"""Held-out per-window sums and the bootstrap of R²_lin over held-out windows.
+"""Held-out per-window sums and the interval of R²_lin over held-out windows.
 
 The capture (`linrec.measure.capture`) fits every block's affine map
 from the finished train statistics before its first test batch (with `linrec.stats.ceiling.fit_affine`,
@@ -16,15 +16,18 @@ features are like that); SST is shift-invariant. For a multiset of windows with 
     R² = 1 − Σ_w k_w Σ_j sse_wj / Σ_j (Σ_w k_w syy_wj − (Σ_w k_w sy_wj)² / Σ_w k_w n_w),
 
 which on all windows (k ≡ 1) is exactly `ceiling.score(fit, test_moments).r2` (SST around the
-test mean). `bootstrap_r2` draws n_boot count vectors k ~ Multinomial(n_windows, 1/n_windows)
-at once and returns the percentile interval. It resamples whole windows, so correlation
-between the positions of one window is kept; the fitted map is held fixed (this is the
-uncertainty of the held-out score of *this* map, not of re-fitting on another train split).
+test mean). Leaving out (or resampling) whole windows keeps the correlation between the positions
+of one window; the fitted map is held fixed (this is the uncertainty of the held-out score of
+*this* map, not of re-fitting on another train split).
 
 `HeldOutSums` is the accumulator the capture feeds, one test batch at a time. Given the train split's
 first-position statistics it also keeps the same sums for every position but the windows' first, against the map
 fitted without them (`rest`): the held-out R² without position 0 (`linrec.stats.ceiling.first_position`'s `r2_ex_first`)
-then gets its own window bootstrap.
+then gets its own interval.
+
+The interval the tables carry is `r2_interval`: the leave-one-window-out jackknife with a t quantile
+(`linrec.stats.jackknife`), whose coverage is measured (`linrec.analyses.calibration`); `bootstrap_r2` is the
+percentile bootstrap it replaced, kept to be measured beside it.
 """
 
 from __future__ import annotations
@@ -96,20 +99,40 @@ def r2_of_counts(h: HeldOut, counts: np.ndarray) -> np.ndarray:
         return np.where(sst > 0, 1.0 - sse / np.where(sst > 0, sst, 1.0), np.nan)
 
 
-def bootstrap_r2(heldout_block: HeldOut, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
-    """(lo, hi): percentile bootstrap interval of the held-out R² of one block, resampling windows."""
-    h = heldout_block
+def _check(h: HeldOut | None, level: float) -> None:
     if h is None:
         raise LinrecError(
             "this block has no held-out sums (its affine fit failed at capture time); see ceiling_table for the reason"
         )
     if not 0 < level < 1:
         raise LinrecError(f"level must be in (0, 1), got {level}")
+    if h.n_windows == 0 or h.n.sum() == 0:
+        raise LinrecError("the test split is empty; use more tokens or a larger test fraction")
+
+
+def r2_interval(heldout_block: HeldOut, level: float = 0.95) -> tuple[float, float]:
+    """(lo, hi): the held-out R² of one block ∓ t_{W−1} × its leave-one-window-out jackknife standard error
+    (`linrec.stats.jackknife`; measured coverage in `linrec.analyses.calibration`). One window gives (R², R²)."""
+    from linrec.stats.jackknife import jackknife
+
+    h = heldout_block
+    _check(h, level)
+    if h.n_windows == 1:
+        return h.r2(), h.r2()
+    lo, hi = jackknife(lambda c: r2_of_counts(h, c), h.n_windows).interval(level)
+    if not np.isfinite(lo):
+        raise LinrecError("the FFN output is constant on the test split without one of its windows; R² is undefined")
+    return float(lo), float(hi)
+
+
+def bootstrap_r2(heldout_block: HeldOut, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """(lo, hi): percentile bootstrap interval of the held-out R² of one block, resampling windows. The interval the
+    tables carried before issue 45; kept to measure beside `r2_interval` (it under-covers on 32 windows)."""
+    h = heldout_block
+    _check(h, level)
     if n_boot < 1:
         raise LinrecError(f"n_boot must be at least 1, got {n_boot}")
     W = h.n_windows
-    if W == 0 or h.n.sum() == 0:
-        raise LinrecError("the test split is empty; use more tokens or a larger test fraction")
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(W, np.full(W, 1.0 / W), size=n_boot)  # [n_boot, W]
     r2 = r2_of_counts(h, counts)
