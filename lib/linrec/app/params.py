@@ -164,15 +164,49 @@ def load_params(path: str | Path, root: Path | None = None) -> dict:
     if not isinstance(params, dict):
         raise LinrecError(f"{path} must be a YAML mapping of parameter names to values")
     if root is not None:
-        known = known_parameters(root)
-        unknown = sorted(str(k) for k in params if k not in known)
-        if unknown:
-            raise LinrecError(f"{path}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        if "results_dir" in params and not isinstance(params["results_dir"], str):
-            raise LinrecError(f"{path}: results_dir must be a string (a folder under the project), fix that line")
-        check_types(params, root, path)
-        check_nested(params, path)
+        check_params(params, root, path)
     return params
+
+
+def check_params(params: dict, root: Path, path: Path | str) -> None:
+    """Every key a parameter some notebook declares, each value of its declared type, the sections well formed
+    (`check_types`, `check_nested`); `path` names where the values came from in the one-line error."""
+    known = known_parameters(root)
+    unknown = sorted(str(k) for k in params if k not in known)
+    if unknown:
+        raise LinrecError(f"{path}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    if "results_dir" in params and not isinstance(params["results_dir"], str):
+        raise LinrecError(f"{path}: results_dir must be a string (a folder under the project), fix that line")
+    check_types(params, root, path)
+    check_nested(params, path)
+
+
+def parse_overrides(pairs: list[list[str]] | None) -> dict:
+    """`-p NAME VALUE` pairs (`linrec figures`) as {name: value}, each VALUE read as papermill reads `-p`: a whole
+    number, a number, True/False, None, else the string as given; and, beyond papermill, a YAML list or mapping
+    (`-p models "[smollm2-135m]"`, `-p capture "{tokens: 2560}"`)."""
+    out = {}
+    for name, text in pairs or []:
+        out[name] = _override_value(name, text)
+    return out
+
+
+def _override_value(name: str, text: str) -> object:
+    words = {"true": True, "false": False, "none": None, "null": None}
+    if text.lower() in words:
+        return words[text.lower()]
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
+    if text.strip()[:1] in ("[", "{"):
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise LinrecError(f"-p {name} {text}: not a valid YAML list or mapping ({problem}); quote it") from None
+    return text
 
 
 # The lists a notebook reads an element of, or runs nothing useful without: [] stops here, not in a notebook's cell
