@@ -109,6 +109,7 @@ figures_dir = "figures"
 import pandas as pd
 
 from linrec.analyses.spectrum import REGIMES, spectrum_table
+from linrec.app.params import measured_elsewhere
 from linrec.base.files import project_root
 from linrec.claims.regimes import claim4, input_side, regime_replication, regime_summary
 from linrec.claims.rules import RULES
@@ -125,13 +126,11 @@ settings = capture_settings(capture)  # the capture's settings, the same in ever
 # ## The per-block table
 
 # %%
-table = pd.concat(
-    [
-        spectrum_table(get_capture(m, corpus, seed=seed, **settings, batch_size=batch_size, device=device))
-        for m in models
-    ],
-    ignore_index=True,
-)
+# statistics only (sample_rows 0): this notebook reads no raw rows, so any cached capture of this text serves it,
+# notebook 01's or, for another corpus, notebook 05's (linrec.measure.reuse)
+stats_only = {**settings, "sample_rows": 0}
+captures = [get_capture(m, corpus, seed=seed, **stats_only, batch_size=batch_size, device=device) for m in models]
+table = pd.concat([spectrum_table(c) for c in captures], ignore_index=True)
 save_table(table, "spectrum", root / results_dir)
 cols = [
     "model",
@@ -227,6 +226,8 @@ if replicate_samples:
     replication = regime_replication(reps, REGIMES)
     save_table(replication, "spectrum_replicates_summary", root / results_dir)
     say(replication)
+elif other := measured_elsewhere(root, "full", corpus=corpus, models=models, seed=seed, capture=capture):
+    print(f"claim 4 on fresh text: not run in this profile; params/full.yaml, which runs it, measured {other}")
 elif (last := load_table("spectrum_replicates_summary", root / "results" / "full")) is not None:
     print("Not run in this profile. The last run of params/full.yaml (results/full/spectrum_replicates_summary.csv):")
     say(last)

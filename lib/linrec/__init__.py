@@ -7,7 +7,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
     inputs/    sites (where each FFN is) · corpora · fetching · hf · models (load any model) · surgery · training
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
-               · curves (R²_lin against train tokens)
+               · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
     analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
                · calibration (the intervals' coverage, simulated)
                · screening (the swap study's choices, train windows only) · swap (its held-out ΔPPL)

@@ -263,3 +263,25 @@ def with_output_defaults(params: dict, stem: str) -> dict:
 
 def notebooks(root: Path) -> list[Path]:
     return sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))
+
+
+def measured_elsewhere(root: Path, profile: str, **here) -> str | None:
+    """Why the results of another profile (`params/<profile>.yaml`), which a notebook quotes where this run does not
+    compute them, do not apply to this run: the first of `here` (this run's corpus, models, seed, capture settings…)
+    that the other profile sets otherwise, in words ("corpus 'wiki', not 'code'"); None when it measured the same.
+    A key the other profile leaves out has the notebooks' default, which is the default profile's value. Capture
+    settings are compared without `sample_rows` (rows kept change no number the quoted tables hold)."""
+    from linrec.measure.config import capture_settings
+
+    default = load_params(root / "params" / "default.yaml")
+    other = {**default, **load_params(root / "params" / f"{profile}.yaml")}
+    for name, mine in here.items():
+        theirs = other.get(name)
+        if name == "capture":
+            theirs, mine = capture_settings(theirs), capture_settings(mine)
+            for key in (k for k in mine if k != "sample_rows" and mine[k] != theirs[k]):
+                return f"capture {key} {theirs[key]!r}, not this run's {mine[key]!r}"
+            continue
+        if theirs != mine:
+            return f"{name} {theirs!r}, not this run's {mine!r}"
+    return None

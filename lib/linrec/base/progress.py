@@ -60,6 +60,16 @@ def write(text: str, file=None) -> None:
         _console(text)
 
 
+def notice(text: str) -> None:
+    """A line said before a long step starts (a capture that is not cached): on the console, as `write`, and in a
+    notebook run outside the runner (Jupyter Lab, nbconvert, papermill) also in the cell's output, where its reader
+    looks. Under the runner it stays on the console: a line printed only on a cache miss would make the executed
+    notebook of a run that computed differ from a rerun that read the cache (Lab saves no outputs into the .py)."""
+    write(text, file=sys.stderr)  # on a terminal, beside a command's table on stdout, not in it
+    if in_kernel() and not os.environ.get(NOTEBOOK_ENV, "").strip() and os.environ.get(ENV, "").strip() != "0":
+        print(text, file=sys.stderr, flush=True)
+
+
 def _name() -> str:
     name = os.environ.get(NOTEBOOK_ENV, "").strip()
     session = os.environ.get(SESSION_ENV, "").strip()

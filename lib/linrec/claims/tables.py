@@ -146,8 +146,10 @@ def _not_a_number(name: str, df: pd.DataFrame) -> tuple[str, int, object] | None
 
 
 def is_block_list(column: str) -> bool:
-    """Whether `column` holds block numbers as text ("11 28"; "" for none), e.g. `first_token_blocks`, not a count."""
-    return column in ("blocks", "blocks_swapped") or (column.endswith("_blocks") and not column.startswith("n_"))
+    """Whether `column` holds block numbers as text ("11 28"; "" for none), e.g. `first_token_blocks` or
+    `outlier_blocks_every_sample`, not a count (`n_blocks`, `n_params_blocks`). Read back as text: a column holding
+    one block would otherwise come back as 2.0, and one holding none as NaN."""
+    return column in ("blocks", "blocks_swapped") or ("_blocks" in column and not column.startswith("n_"))
 
 
 def labelled(df: pd.DataFrame) -> pd.DataFrame:
