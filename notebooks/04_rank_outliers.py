@@ -193,7 +193,7 @@ save_table(summary, "spectrum_summary", root / results_dir)
 print("claim 4 rule:", RULES[4])
 v4 = claim4(summary)
 print("verdict:", v4.verdict, "· the same rule without the windows' first position:", v4.without_first)
-labelled(summary).T
+labelled(summary, "spectrum_summary").T
 
 # %% [markdown]
 # ## The regimes on fresh text

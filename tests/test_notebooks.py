@@ -316,7 +316,7 @@ def test_every_figure_is_shown_inside_its_executed_notebook(runner, stem):
 def test_saved_outputs_hold_no_progress_bars_and_no_paths_of_this_machine(runner, stem):
     """Under the runner a loop prints one line, not a redrawn bar: no carriage returns, and no kilobytes of text. And
     no output names a folder of the machine that ran it (the checkout, the results folder): a saved notebook reads
-    the same wherever it was executed."""
+    the same wherever it was executed. Printed text holds no Python dict repr and no bare "nan"."""
     runner.upto(stem)
     machine = (str(ROOT), str(runner.results.parent))
     for cell in _code_cells(runner.results / "notebooks" / f"{stem}.ipynb"):
@@ -327,6 +327,11 @@ def test_saved_outputs_hold_no_progress_bars_and_no_paths_of_this_machine(runner
                 "".join(v) for v in o.get("data", {}).values() if isinstance(v, (str, list))
             )
             assert not any(m in shown for m in machine), (stem, shown[:300])
+            # what a reader reads: no Python repr of a dict or tuple in printed text ("{'smollm2-135m': None}"), no
+            # "nan" where a number or a word belongs (issue 50: 03 printed dicts, 04 "on every sample: nan")
+            printed = "".join(text) if o.get("output_type") == "stream" else ""
+            assert not re.search(r"\{'[^']*': |\(\s*'[^']*',\s*'", printed), (stem, printed[:300])
+            assert not re.search(r"(?<![\w.])nan(?![\w])", printed), (stem, printed[:300])
 
 
 def test_parameters_cells_hold_the_default_profile():

@@ -50,3 +50,64 @@ def test_block_lists_read_back_as_blocks_one_block_and_none_included(tmp_path):
     back = load_table("spectrum_replicates_summary", tmp_path)
     assert list(back["outlier_blocks_every_sample"]) == ["2", ""]
     assert pd.api.types.is_integer_dtype(back["n_samples"])
+
+
+def test_a_label_names_the_threshold_its_table_counts_with():
+    """`n_high_r2` counts R²_lin ≥ 0.8 in spectrum_summary and ≥ 0.9 in swap_safety: one label named 0.9 for both.
+    Every label with a threshold takes it from the rule's constant."""
+    from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1
+    from linrec.claims.rules import CLAIM6_BUDGET, FIRST_TOKEN_OVERLAP, FIRST_TOKEN_SHARE, SWAP_HIGH_R2
+    from linrec.claims.tables import labelled
+
+    df = pd.DataFrame([{"n_high_r2": 3, "outlier_first_blocks": "", "first_share_blocks": "", "n_within_budget": 1,
+                        "top1_broadly_linear_blocks": "", "n_high_r2_costly": 0}])  # fmt: skip
+    spectrum, swap = labelled(df, "spectrum_summary").columns, labelled(df, "swap_safety").columns
+    assert (
+        spectrum[0] == f"blocks with R²_lin ≥ {REGIME_HIGH_R2:g}"
+        and swap[0] == f"blocks with R²_lin ≥ {SWAP_HIGH_R2:g}"
+    )
+    assert spectrum[0] != swap[0]
+    assert labelled(df).columns[0] == "n_high_r2"  # no table: no label that could name the wrong threshold
+    shown = " | ".join(spectrum)
+    for words in (f"≥ {FIRST_TOKEN_OVERLAP * 100:g} %", f"≥ {FIRST_TOKEN_SHARE * 100:g} %", f"≥ {REGIME_TOP1:g} yet",
+                  f"ΔPPL ≤ +{CLAIM6_BUDGET:g}", f"ΔPPL > +{CLAIM6_BUDGET:g}"):  # fmt: skip
+        assert words in shown, (words, shown)
+
+
+def test_the_top1_row_counts_with_the_regimes_own_share(monkeypatch):
+    """regime_summary's "top-1 share ≥ … yet broadly linear" used a literal 0.5 beside REGIME_TOP1: moved to 0.4,
+    the row follows it."""
+    import linrec.analyses.spectrum as spectrum
+    from linrec.claims.regimes import regime_summary
+
+    row = {"model": "m", "regime": "broadly linear", "first_var_share": 0.0, "n_massive": 0, "r2_lin": 0.9,
+           "r2_ex_top8": 0.9, "eff_rank_out": 100.0, "d_out": 100, "r2_feature_median": 0.9,
+           "eff_rank_explained": 50.0}  # fmt: skip
+    table = pd.DataFrame([{**row, "block": 0, "top1_var_share": 0.45}, {**row, "block": 1, "top1_var_share": 0.55}])
+    assert regime_summary(table, spectrum.REGIMES).loc[0, "top1_broadly_linear_blocks"] == "1"
+    monkeypatch.setattr(spectrum, "REGIME_TOP1", 0.4)
+    assert regime_summary(table, spectrum.REGIMES).loc[0, "top1_broadly_linear_blocks"] == "0 1"
+
+
+def test_a_verdict_line_names_each_models_outcome_in_words():
+    from linrec.claims.rules import NOT_TESTABLE, Verdict
+
+    v = Verdict(3, NOT_TESTABLE, [{"model": "a", "passes": True}, {"model": "b", "passes": None},
+                                  {"model": "c", "passes": False}, {"model": "all", "passes": None}])  # fmt: skip
+    assert v.by_model(exclude="all") == "a: holds · b: not testable · c: fails"
+    v7 = Verdict("7b", NOT_TESTABLE, [{"model": "a", "mechanism": "conditioning", "dose_outcome": "rise"}])
+    assert v7.by_model("mechanism", "dose_outcome") == "a: conditioning, rise"
+
+
+def test_the_readmes_hero_caption_promises_only_what_its_figure_draws():
+    """fig2_swap.png draws the swap's ΔPPL alone (R²_lin per block is fig2_r2_lin.png): its caption said both."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    alt = re.search(r"!\[([^\]]*)\]\(figures/fig2_swap\.png\)", readme)[1]
+    assert "ΔPPL" in alt and "R²_lin" not in alt
+
+
+def test_notebook_06_does_not_say_every_model_runs_without_a_bos_token():
+    text = (ROOT / "notebooks" / "06_swap.py").read_text()
+    assert "These models run without a BOS token" not in text and "Gemma-3's tokenizer prepends" in text

@@ -27,7 +27,7 @@ from linrec.claims.rules import (
 def regime_summary(spectrum: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFrame:
     """Per model: how many blocks fall in each regime (`linrec.analyses.spectrum.regime`), which, and the outlier
     numbers."""
-    from linrec.analyses.spectrum import REGIME_HIGH_R2, concentrated
+    from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1, concentrated
 
     require(spectrum, ["model", "block", "regime", "first_var_share", "n_massive", "top1_var_share", "r2_lin",
                         "r2_ex_top8", "eff_rank_out", "d_out", "r2_feature_median", "eff_rank_explained"],
@@ -58,7 +58,7 @@ def regime_summary(spectrum: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFra
                 "first_share_blocks": blocks(t, t["first_var_share"] >= FIRST_TOKEN_SHARE),
                 "massive_blocks": blocks(t, t["n_massive"] > 0),
                 "top1_broadly_linear_blocks": blocks(
-                    t, (t["top1_var_share"] >= 0.5) & (t["regime"] == "broadly linear")
+                    t, (t["top1_var_share"] >= REGIME_TOP1) & (t["regime"] == "broadly linear")
                 ),
                 "max_drop_ex_top8": float((t["r2_lin"] - t["r2_ex_top8"]).max()),
                 "eff_rank_out_frac_median": float((t["eff_rank_out"] / t["d_out"]).median()),

@@ -334,10 +334,11 @@ def _without_first(c: Claim) -> str:
 
 # ---- the document -------------------------------------------------------------------------------
 def _table(df: pd.DataFrame, floatfmt: str = "{:.3f}") -> str:
+    """A Markdown table; a missing number (NaN: not measured for that row) is shown as "–", never as "nan"."""
     cols = list(df.columns)
     lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
     for row in df.itertuples(index=False):
-        cells = [floatfmt.format(v) if isinstance(v, float) else str(v) for v in row]
+        cells = [("–" if v != v else floatfmt.format(v)) if isinstance(v, float) else str(v) for v in row]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
 
@@ -488,7 +489,8 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
             "",
             "One row per block. ΔPPL: held-out perplexity change when the block's FFN is replaced by its affine map "
             "(`swap`); where notebook 06 also ran the first-position variants, `swap, FFN at position 0` keeps the "
-            "FFN on each window's first token and `swap, mean at position 0` puts the FFN's mean output there.",
+            "FFN on each window's first token and `swap, mean at position 0` puts the FFN's mean output there (–: "
+            "not run for that block; notebook 06 runs them where the first position holds enough of the variance).",
             "",
             _table(t.assign(cond_gram=t["cond_gram"].map("{:.1e}".format))),
             "",
@@ -522,7 +524,8 @@ def per_block_table(r2: pd.DataFrame, swap: pd.DataFrame | None) -> pd.DataFrame
     if swap is None or swap.empty:
         return t
     wide = swap.pivot_table(index=["model", "block"], columns="first", values="delta_ppl", aggfunc="first")
-    wide = wide[[c for c in SWAP_VARIANTS if c in wide.columns]].rename(columns=SWAP_VARIANTS).reset_index()
+    kept = [c for c in SWAP_VARIANTS if c in wide.columns and wide[c].notna().any()]  # a variant run somewhere
+    wide = wide[kept].rename(columns=SWAP_VARIANTS).reset_index()
     wide.columns.name = None
     return t.merge(wide, on=["model", "block"], how="left")
 
