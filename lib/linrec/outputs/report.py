@@ -24,6 +24,7 @@ from linrec.claims.tables import labelled, load_table
 from linrec.outputs.claim_text import CLAIMS, Claim, Results, build, fmt, listed, other_profile, replicated
 from linrec.outputs.findings import routing_findings
 from linrec.outputs.methods import methods_lines
+from linrec.outputs.plots import figures_at_drawn_size
 
 # (stem, notebook, caption): every figure the report shows, in order
 FIGURES = [
@@ -574,12 +575,12 @@ def build_report(
     if html:
         import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 
-        body = mistune.html(text)
+        body = figures_at_drawn_size(mistune.html(text), out.parent)
         page = (
             '<!doctype html><meta charset="utf-8"><title>linrec reproduction report</title><style>'
             "body{max-width:74em;margin:auto;font-family:sans-serif}h1{font-size:1.6em}"
             "table{border-collapse:collapse;font-size:85%}td,th{border:1px solid #ccc;padding:2px 6px}"
-            f"img{{max-width:100%}}</style>\n{body}"
+            f".figure{{overflow-x:auto}}</style>\n{body}"
         )
         out.with_suffix(".html").write_text(page)
     return out
