@@ -16,7 +16,8 @@ The package's folders are its layers, lowest first; a module imports only from i
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
                · registry (every results table) · tables (written and read through it)
     outputs/   claim_text (the claims in words) · report · methods (the coverage table) · findings (notebooks 06, 07)
-               · refresh (summaries rebuilt from per-block tables) · labels · plots · plots_interventions
+               · refresh (summaries rebuilt from per-block tables) · labels · plots · plots_regimes
+               · plots_interventions
     app/       cli (the `linrec` command) · commands (its subcommands) · params (profiles) · bench
                · notebooks (runs the numbered notebooks)
 """

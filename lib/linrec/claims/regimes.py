@@ -130,3 +130,39 @@ def regime_replication(reps: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFra
             }
         )
     return pd.DataFrame(rows)
+
+
+def regime_story(spectrum: pd.DataFrame) -> list[str]:
+    """What a teacher says about claim 4 from the per-block table, one line per model, every number computed: how
+    many blocks are in each of the paper's two regimes and how many in neither (and why), the outlier-concentrated
+    blocks the verdict rests on with their explained part's effective rank, and the blocks concentrated in a few
+    features whose explained part is not rank ≈ 1 (with that rank's range)."""
+    from linrec.analyses.spectrum import concentrated
+
+    require(spectrum, ["model", "block", "regime", "r2_lin", "r2_feature_median", "top1_var_share", "eff_rank_out",
+                       "d_out", "eff_rank_explained"], "regime_story")  # fmt: skip
+    lines = []
+    for model, t in spectrum.groupby("model", sort=False):
+        n = len(t)
+        count = t["regime"].value_counts()
+        linear, outlier = int(count.get("broadly linear", 0)), int(count.get("outlier-concentrated", 0))
+        others = [
+            f"{int(count[r])} {r}" for r in ("nonlinear", "first-token-concentrated", "unclassified") if r in count
+        ]
+        neither = n - linear - outlier
+        line = (f"{model}: of {n} blocks, {linear} broadly linear and {outlier} outlier-concentrated (the paper's two "
+                f"regimes); {neither} ({neither / n:.0%}) in neither: {', '.join(others) or 'none'}.")  # fmt: skip
+        rests = t[t["regime"] == "outlier-concentrated"]
+        if len(rests):
+            named = ", ".join(f"block {r.block} (explained part's effective rank {r.eff_rank_explained:.1f})"
+                              for r in rests.itertuples())  # fmt: skip
+            line += f" Its outlier-concentrated side rests on {named}."
+        conc = np.array([concentrated(r.r2_lin, r.r2_feature_median, r.top1_var_share, r.eff_rank_out, r.d_out)
+                         for r in t.itertuples()], dtype=bool) & (t["regime"] == "unclassified").to_numpy()  # fmt: skip
+        if conc.any():
+            ranks = t.loc[conc, "eff_rank_explained"]
+            listed = ", ".join(blocks(t, conc).split())
+            line += (f" Concentrated in a few features but not rank ≈ 1: blocks {listed} (explained part's "
+                     f"effective rank {ranks.min():.1f}–{ranks.max():.1f}).")  # fmt: skip
+        lines.append(line)
+    return lines

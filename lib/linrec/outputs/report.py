@@ -92,8 +92,16 @@ FIGURES = [
     (
         "fig4_rank_outliers",
         "04",
-        "Figure 4. Global R²_lin against per-feature median R² (size ∝ effective rank), and R²_lin without the "
-        "top-1/top-8 output features.",
+        "Figure 4. Global R²_lin against per-feature median R² (size ∝ the explained part's effective rank, the "
+        "rule's 'rank ≈ 1'; ringed: the outlier-concentrated blocks), and R²_lin without the top-1/top-8 output "
+        "features.",
+    ),
+    (
+        "fig4b_block_anatomy",
+        "04",
+        "Figure 4b. The blocks claim 4 rests on beside two toy blocks built to be the two regimes and each model's "
+        "most linear broadly linear block: each output feature's held-out R² against its share of the variance "
+        "(top), the eigenvalue shares of C_yy and of the explained part WᵀC_xxW (bottom).",
     ),
     (
         "fig5_corpora",
@@ -221,7 +229,7 @@ CLAIM_FIGURES = {
     "2a": ["fig7_controls", "fig8_training"],
     "2b": ["fig7b_inputs_or_weights"],
     3: ["fig3_bilinear_gain"],
-    4: ["fig4_rank_outliers"],
+    4: ["fig4_rank_outliers", "fig4b_block_anatomy"],
     5: ["fig5_corpora"],
     "6a": ["fig2_swap", "fig6_swap"],
     "6b": [],
