@@ -162,7 +162,9 @@ def regime_story(spectrum: pd.DataFrame) -> list[str]:
         if conc.any():
             ranks = t.loc[conc, "eff_rank_explained"]
             listed = ", ".join(blocks(t, conc).split())
-            line += (f" Concentrated in a few features but not rank ≈ 1: blocks {listed} (explained part's "
-                     f"effective rank {ranks.min():.1f}–{ranks.max():.1f}).")  # fmt: skip
+            span = f"{ranks.min():.1f}" if len(ranks) == 1 else f"{ranks.min():.1f}–{ranks.max():.1f}"
+            which = "block" if len(ranks) == 1 else "blocks"
+            line += f" Concentrated in a few features but not rank ≈ 1: {which} {listed} (explained part's "
+            line += f"effective rank {span})."
         lines.append(line)
     return lines
