@@ -527,6 +527,8 @@ def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
     assert "6 of 30 blocks are more linear than both null ensembles, 23 less linear" in lines[3]
     seeds = controls_findings(init.assign(mean_abs_init_seeds=0.01), None, None, _v("2a", []), _v("2b", []))
     assert seeds == [seeds[0]] and "against 0.010 between two init seeds" in seeds[0]
+    one_draw = controls_findings(init, None, None, _v("2a", [{**e2a, "noise": np.nan}]), _v("2b", []))
+    assert "no noise between untrained draws measured (one draw)" in one_draw[1] and "nan" not in one_draw[1]
 
 
 def _comparisons(seed_distance: float, variant_shape: float = 0.02) -> pd.DataFrame:
