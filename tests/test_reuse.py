@@ -68,12 +68,15 @@ def test_a_request_whose_rows_the_larger_capture_lacks_is_computed(args, monkeyp
     assert computed == [1] and len(c.row_index()) == OUTSIDE
 
 
-def test_a_capture_that_is_not_cached_says_so_with_an_estimate_before_it_runs(args, monkeypatch, capsys):
+def test_a_capture_that_is_not_cached_says_so_with_an_estimate_before_it_runs(args, monkeypatch, capfd):
+    """(capfd: under a runner's settings, LINREC_PROGRESS=0, the line goes to the process's own stderr.)"""
+    monkeypatch.delenv("LINREC_PROGRESS", raising=False)
+    monkeypatch.delenv("LINREC_NOTEBOOK", raising=False)
     said_before = []
     real = cap_mod.run_until_stop
 
     def forward(*a, **k):  # the pass's first batch: what was said before it
-        said_before.append(capsys.readouterr().err)
+        said_before.append(capfd.readouterr().err)
         return real(*a, **k)
 
     monkeypatch.setattr(cap_mod, "run_until_stop", forward)
@@ -83,9 +86,9 @@ def test_a_capture_that_is_not_cached_says_so_with_an_estimate_before_it_runs(ar
     assert len(line) == 1 and "2,048 tokens, 100 rows kept" in line[0], said_before
     assert "about " in line[0] and "M parameters" in line[0]
     assert c.meta["params"] > 0  # recorded for the next estimate
-    capsys.readouterr()
+    capfd.readouterr()
     assert get_capture(**args, sample_rows=100).cached
-    assert "capturing" not in capsys.readouterr().err  # a cached capture costs nothing and says nothing
+    assert "capturing" not in capfd.readouterr().err  # a cached capture costs nothing and says nothing
 
 
 def _planted(cache, name, **meta):
