@@ -10,12 +10,12 @@ STAMP  := $(VENV)/.linrec-installed
 # open the jupytext .py notebooks as notebooks (jupyter/overrides.json: the venv's Lab settings, not your home's).
 # pip installs without bytecode and compileall writes it on every CPU (pip compiles on one; on 2 cores the install
 # took 146 s with pip's compile and 119 s this way). A file that does not compile only goes without its bytecode, as
-# under pip, so compileall's exit status is ignored (the leading '-').
+# under pip, so compileall's exit status is ignored ('|| true': make's '-' would print "Error 1 (ignored)").
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 $(STAMP): pyproject.toml jupyter/overrides.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -e '.[dev]'
-	-$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1
+	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1 || true
 	mkdir -p $(dir $(LAB_SETTINGS))
 	cp jupyter/overrides.json $(LAB_SETTINGS)
 	touch $(STAMP)
@@ -43,9 +43,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format .
 
 # Jupyter Lab on the notebooks: double-click notebooks/05_corpora.py and it opens as a notebook; Run All reads the
-# captures make figures cached. LAB_ARGS passes options through, e.g. LAB_ARGS="--no-browser --port 8899".
+# captures make figures cached. LAB_ARGS passes options through, e.g. LAB_ARGS="--no-browser --port 8899". As root
+# (a container's usual user) Jupyter refuses to start without --allow-root, which is then passed.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/ $(LAB_ARGS)
+	$(BIN)/jupyter lab notebooks/ $(ROOT_FLAG) $(LAB_ARGS)
 
 # The notebooks on the tiny parameter set (what the notebook test runs).
 smoke: $(STAMP)

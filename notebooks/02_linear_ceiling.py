@@ -1,10 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent,ipynb
-#     text_representation:
-#       extension: .py
-#       format_name: percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -60,6 +57,7 @@ from IPython.display import display
 
 from linrec.analyses.large_n import curve_overview, curve_sentence, curve_summary, curve_table, with_profile
 from linrec.analyses.recoverability import ceiling_table, profile_replicates
+from linrec.app.params import measured_elsewhere
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.claims.profile import claim1, move_tests, profile_summary, replication_summary
@@ -83,7 +81,10 @@ if profile not in ("capture", "curve") or (profile == "curve" and not curve_trai
 # computed here.
 
 # %%
-captures = [get_capture(m, corpus, seed=seed, **settings, batch_size=batch_size, device=device) for m in models]
+# statistics only (sample_rows 0): this notebook reads no raw rows, so any cached capture of this text serves it,
+# notebook 01's or, for another corpus, notebook 05's (linrec.measure.reuse)
+stats_only = {**settings, "sample_rows": 0}
+captures = [get_capture(m, corpus, seed=seed, **stats_only, batch_size=batch_size, device=device) for m in models]
 table = pd.concat([ceiling_table(c) for c in captures], ignore_index=True)
 save_table(table, "r2_lin", root / results_dir)
 cols = [
@@ -143,6 +144,8 @@ if curve_train_tokens:
     for row in overview.to_dict("records"):
         print(curve_sentence(row))
     display(labelled(overview.set_index("model").T).round(4))
+elif other := measured_elsewhere(root, "curve", corpus=corpus, models=models, seed=seed, capture=capture):
+    print(f"Not run in this profile; params/curve.yaml, which runs it, measured {other}")
 elif stale := stale_tables(root / "results" / "curve", "02"):  # an older linrec's run: no numbers from it
     print(
         "Not run in this profile. The last run of params/curve.yaml, in results/curve/, was written by an older linrec "
@@ -264,6 +267,8 @@ if replicate_samples:
     replication = replication_summary(reps)
     save_table(replication, "r2_replicates_summary", root / results_dir)
     say(replication)
+elif other := measured_elsewhere(root, "full", corpus=corpus, models=models, seed=seed, capture=capture):
+    print(f"replication on fresh text: not run in this profile; params/full.yaml, which runs it, measured {other}")
 elif (last := load_table("r2_replicates_summary", root / "results" / "full")) is not None:
     print("Not run in this profile. The last run of params/full.yaml (results/full/r2_replicates_summary.csv) found:")
     say(last)

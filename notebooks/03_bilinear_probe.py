@@ -1,10 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent,ipynb
-#     text_representation:
-#       extension: .py
-#       format_name: percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -189,7 +186,7 @@ save_table(summary, "probe_summary", root / results_dir)
 fig = fig3_bilinear_gain(table, summary[summary["model"] != POOLED], root / figures_dir / "fig3_bilinear_gain")
 v3 = claim3(summary)
 print("claim 3 rule:", RULES[3])
-print("verdict:", v3.verdict, {e["model"]: e["passes"] for e in v3.evidence}, v3.reason)
+print("verdict:", v3.verdict, f"({v3.by_model(exclude=POOLED)})", v3.reason)
 labelled(summary).set_index("model").T
 
 # %% [markdown]
@@ -211,7 +208,7 @@ if probe_without_first:
     summary_ex = probe_summary(table_ex, None, n_boot=n_boot, seed=seed)
     save_table(summary_ex, "probe_summary_ex_first", root / results_dir)
     v3_ex = claim3(summary_ex)
-    print("verdict without position 0:", v3_ex.verdict, {e["model"]: e["passes"] for e in v3_ex.evidence})
+    print("verdict without position 0:", v3_ex.verdict, f"({v3_ex.by_model(exclude=POOLED)})")
     show = summary_ex.set_index("model")[["gain_median", "pearson_r", "ci_lo", "ci_hi", "ci_lo90", "ci_hi90",
                                           "correlation"]]  # fmt: skip
 else:
@@ -256,8 +253,7 @@ v7a, v7b = claim7a(pitfall), claim7b(pitfall)
 print("claim 7a rule:", RULES["7a"])
 print("verdict:", v7a.verdict)
 print("claim 7b rule:", RULES["7b"])
-print("verdict:", v7b.verdict, {e["model"]: (e["mechanism"], e["dose_outcome"], e["blocks_outcome"])
-                                 for e in v7b.evidence}, v7b.reason)  # fmt: skip
+print("verdict:", v7b.verdict, f"({v7b.by_model('mechanism', 'dose_outcome', 'blocks_outcome')})", v7b.reason)
 labelled(pitfall).set_index("model").T
 
 # %% [markdown]

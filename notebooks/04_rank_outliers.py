@@ -1,10 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent,ipynb
-#     text_representation:
-#       extension: .py
-#       format_name: percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -19,48 +16,39 @@
 # > (rank ≈ 1)" — the paper, arXiv 2606.19379, Fig. 4 caption (claim 4, ../paper/claims.md).
 #
 # R²_lin = 1 − Σ_j SSE_j / Σ_j SST_j weights every output feature by its variance. If one feature
-# holds 95 % of the variance and the map gets that one right, R²_lin ≥ 0.95 whatever happens to the
-# other 575. Three numbers tell the two regimes apart, all computed from the statistics the
-# capture already holds (no second pass over the model):
+# holds 95 % of the variance and the map gets that one right, R²_lin ≥ 0.95 whatever happens to all
+# the others. The claim is that real blocks come in both kinds: some are linear everywhere, some
+# owe their R²_lin to one loud direction. This notebook builds both kinds by hand first, then finds
+# them (or not) among the blocks of the models.
+
+# %% [markdown]
+# ## What tells the two regimes apart
+# Every number comes from the statistics the capture already holds (no second pass over the model):
 #
 # * **per-feature R²**, R²_j = 1 − SSE_j / SST_j, summarised by its median over features: every
 #   feature counts once, however small;
-# * **effective rank** (Roy & Vetterli, 2007) of the output covariance C_yy: exp of the entropy of
-#   its normalised eigenvalues — d for an isotropic covariance of width d, 1 when a single
-#   direction holds everything;
+# * **effective rank** (Roy & Vetterli, 2007): exp of the entropy of a covariance's normalised
+#   eigenvalues — d for an isotropic covariance of width d, 1 when a single direction holds
+#   everything. Of the output covariance C_yy (`eff_rank_out`), and of the map's *explained part*
+#   WᵀC_xxW, the covariance of its predictions (`eff_rank_explained`): the paper's "rank ≈ 1" is the
+#   second, since it is the map that must be low-rank, not the output;
 # * **ex-top-k R²**: R²_lin recomputed without the k highest-variance output features (k = 1, 8).
 #   Least squares is separate per output, so dropping outputs leaves the rest of W unchanged.
 #
-# Variance can also concentrate in a *position* rather than a feature. Without a BOS token, the
-# first token of every window becomes the model's attention sink, and in some blocks its FFN
-# output is orders of magnitude larger than any other token's. R²_lin then measures how well one
-# token in `seq_len` is fitted. Two more numbers, from the first-position statistics the capture
-# keeps beside the totals:
+# Variance can also concentrate in a *position* rather than a feature: the first token of every
+# window is where attention parks (the attention sink), and in some blocks its FFN output is orders
+# of magnitude larger than any other token's. R²_lin then measures how well one token in `seq_len`
+# is fitted. Two more numbers, from the first-position statistics the capture keeps beside the totals:
+# **first_var_share**, the share of held-out output variance that goes away when each window's first
+# position is dropped, and **r2_ex_first**, R²_lin with the first positions left out of fit and score.
 #
-# * **first_var_share**: the share of held-out output variance that goes away when each window's
-#   first position is dropped;
-# * **r2_ex_first**: R²_lin with the first positions left out of both the fit and the score.
-#
-# Does the sink belong to the *first position* or to the *missing BOS token*? `linrec measure
-# --bos yes` prepends the tokenizer's BOS token to every window of a model that runs without one
-# (`--bos no` strips it from one that has it). We ran SmolLM2 both ways once, on the same 20k
-# tokens of Wikipedia (the default capture has no BOS): the sink moves with the window's start, not
-# away from it. The same three blocks hold at least half their output variance on position 0, now
-# the BOS token, and hold more of it: block 11 0.97 → 1.00, block 28 0.96 → 0.99, block 29
-# 0.56 → 0.57; no other block crosses 0.5, and every block's R²_lin stays within 0.13 (block 1
-# 0.61 → 0.74, the largest move; the highest, block 11, 0.977 → 0.974). Without position 0 the
-# BOS run's blocks 11 and 28 fit *worse* than a constant on held-out text (R² −9.7 and −0.32),
-# because with the sink on a fixed token their remaining output variance is tiny and a few held-out
-# positions dominate it. So the first-token regime below is a property of position 0 whichever
-# token sits there, and the robustness column of the report (every claim judged without position
-# 0) is the check that matters, not the choice of a BOS token.
-#
-# The referee also asked for the *input* side (second major comment of the paper's public
-# referee report, on §3 of arXiv 2606.19379; see ../paper/claims.md, M2): the condition number
-# of the input Gram matrix on both splits, the effective rank of the inputs, and their dynamic
-# range (largest over median feature standard deviation).
-#
-# **The rule** (`linrec.analyses.spectrum.regime`, applied to every block):
+# **Massive activations** (Sun et al., 2024): output features whose variance is ≥ 100× the median
+# feature's; `n_massive` counts them per block.
+
+# %% [markdown]
+# ## The rule
+# (`linrec.analyses.spectrum.regime`, applied to every block; the cell that prints the verdict
+# prints the rule from `linrec.claims.rules.RULES` too)
 #
 # * **nonlinear**: R²_lin < 0.6;
 # * **first-token-concentrated**: R²_lin ≥ 0.6 and r2_ex_first at least 0.2 below it (our addition:
@@ -69,27 +57,18 @@
 #   top-1 output feature holds ≥ 50 % of the variance *or* the output effective rank is below 5 % of
 #   the width, and the effective rank of the map's explained part is below 2 — the paper's "rank ≈ 1".
 #   An effective rank of 2 is two equal directions, so below 2 one direction dominates (eigenvalues
-#   1 and 0.25 give 1.65). A block concentrated in a few features whose explained part has rank ≥ 2
-#   is counted as unclassified, and the summary lists it as "concentrated, not rank ≈ 1";
-# * **broadly linear**: every other block with R²_lin ≥ 0.6 whose *explained part* is spread out: the
-#   effective rank of WᵀC_xxW (the covariance of the map's predictions) is at least 5 % of the output
-#   width;
-# * **unclassified**: R²_lin ≥ 0.6 and none of the above.
-#
-# Why the rank condition: the paper calls the diagonal blocks "broadly linear (high rank)". A block
-# whose per-feature R² keeps up with the global one can still be explained through a handful of
-# directions — every output feature a copy of the same few — and that is neither broad nor an
-# outlier. The 5 % is the fraction the rule already uses to call the *output* concentrated, so
-# "broadly" means "not concentrated" in the same measure; no new free threshold. Such blocks are
-# reported as unclassified instead of falling through to "broadly linear".
+#   1 and 0.25 give 1.65);
+# * **broadly linear**: every other block with R²_lin ≥ 0.6 whose explained part is spread out: its
+#   effective rank is at least 5 % of the output width (the fraction the rule already uses to call the
+#   *output* concentrated, so "broadly" means "not concentrated" in the same measure; no new threshold);
+# * **unclassified**: R²_lin ≥ 0.6 and none of the above — a block concentrated in a few features
+#   whose explained part has rank ≥ 2, or one whose features keep up but whose map works through a
+#   handful of directions. Neither is the paper's regime, so neither is forced into one.
 #
 # A block needs *both* a gap between the two R² and a concentrated output to count as
 # outlier-concentrated: concentration alone is harmless when the small features are fitted well too.
 # The summary also counts each regime among the blocks with R²_lin ≥ 0.8, a stricter reading of the
 # paper's "high R²_lin" than the rule's 0.6.
-#
-# **Massive activations** (Sun et al., 2024): output features whose variance is ≥ 100× the median
-# feature's; `n_massive` counts them per block.
 #
 # **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
 # (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
@@ -111,30 +90,48 @@ figures_dir = "figures"
 # %%
 import pandas as pd
 
-from linrec.analyses.spectrum import REGIMES, spectrum_table
+from linrec.analyses.spectrum import REGIMES, block_anatomy, block_spectrum, spectrum_table, toy_blocks
+from linrec.app.params import measured_elsewhere
 from linrec.base.files import project_root
-from linrec.claims.regimes import claim4, input_side, regime_replication, regime_summary
+from linrec.claims.regimes import claim4, input_side, regime_replication, regime_story, regime_summary
 from linrec.claims.rules import RULES
 from linrec.claims.tables import labelled, load_table, save_table
 from linrec.measure.capture import get_capture, replicate_captures
 from linrec.measure.config import capture_settings
 from linrec.outputs.plots import fig4_rank_outliers
+from linrec.outputs.plots_regimes import fig4b_block_anatomy
 
 root = project_root()
 settings = capture_settings(capture)  # the capture's settings, the same in every notebook
 (root / results_dir).mkdir(parents=True, exist_ok=True)
 
 # %% [markdown]
+# ## Two blocks built to be the two regimes
+# Before any model: 4,000 rows of 64 standard-normal inputs and two hand-made "blocks"
+# (`linrec.analyses.spectrum.toy_blocks`). In the first, every output is a random linear mix of the
+# inputs plus a little noise: each feature is fitted about as well as the total, and the explained
+# part spreads over many directions. In the second, one loud output (variance 400) is exactly linear
+# in the inputs and the 63 quiet ones are x_j² − 1, which no linear map can fit: R²_lin is the loud
+# feature's share of the variance, the median feature is not fitted at all, and the explained part
+# has rank 1. The same numbers and the same rule as for the real blocks below (the first-position
+# rule does not apply: toy rows have no windows).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+toys = toy_blocks(seed=seed)
+toy = pd.DataFrame([block_spectrum(train, test, block=f"toy: {name}") for name, (train, test) in toys.items()])
+toy[["block", "r2_lin", "r2_feature_median", "r2_ex_top1", "top1_var_share", "eff_rank_out", "eff_rank_explained",
+     "regime"]].round(3)  # fmt: skip
+
+# %% [markdown]
 # ## The per-block table
 
 # %%
-table = pd.concat(
-    [
-        spectrum_table(get_capture(m, corpus, seed=seed, **settings, batch_size=batch_size, device=device))
-        for m in models
-    ],
-    ignore_index=True,
-)
+# statistics only (sample_rows 0): this notebook reads no raw rows, so any cached capture of this text serves it,
+# notebook 01's or, for another corpus, notebook 05's (linrec.measure.reuse)
+stats_only = {**settings, "sample_rows": 0}
+captures = [get_capture(m, corpus, seed=seed, **stats_only, batch_size=batch_size, device=device) for m in models]
+table = pd.concat([spectrum_table(c) for c in captures], ignore_index=True)
 save_table(table, "spectrum", root / results_dir)
 cols = [
     "model",
@@ -179,9 +176,11 @@ table[cols].style.format(fmt).hide(axis="index").set_uuid("spectrum")
 # ## Figure 4
 # (a) Each point is a block. On the diagonal, the median feature is fitted as well as the
 # variance-weighted total: the linearity is spread over the output. Far below it, a few
-# high-variance features carry R²_lin; those blocks also have a small effective rank (small
-# points). (b) The same blocks scored without their top-1 (circles) and top-8 (squares) output
-# features: a broadly linear block barely moves, an outlier-concentrated one drops.
+# high-variance features carry R²_lin. The marker's size is the explained part's effective rank,
+# the number the rule's "rank ≈ 1" reads, so claim 4's outlier-concentrated blocks are the smallest
+# markers: each is ringed and named. (b) The same blocks scored without their top-1 (circles) and
+# top-8 (squares) output features: a broadly linear block barely moves, an outlier-concentrated one
+# drops.
 
 # %%
 fig = fig4_rank_outliers(table, root / figures_dir / "fig4_rank_outliers")
@@ -197,7 +196,7 @@ save_table(summary, "spectrum_summary", root / results_dir)
 print("claim 4 rule:", RULES[4])
 v4 = claim4(summary)
 print("verdict:", v4.verdict, "· the same rule without the windows' first position:", v4.without_first)
-labelled(summary).T
+labelled(summary, "spectrum_summary").T
 
 # %% [markdown]
 # ## The regimes on fresh text
@@ -230,6 +229,8 @@ if replicate_samples:
     replication = regime_replication(reps, REGIMES)
     save_table(replication, "spectrum_replicates_summary", root / results_dir)
     say(replication)
+elif other := measured_elsewhere(root, "full", corpus=corpus, models=models, seed=seed, capture=capture):
+    print(f"claim 4 on fresh text: not run in this profile; params/full.yaml, which runs it, measured {other}")
 elif (last := load_table("spectrum_replicates_summary", root / "results" / "full")) is not None:
     print("Not run in this profile. The last run of params/full.yaml (results/full/spectrum_replicates_summary.csv):")
     say(last)
@@ -237,22 +238,45 @@ else:
     print("claim 4 on fresh text: not run in this profile (params/full.yaml runs samples 1 and 2)")
 
 # %% [markdown]
+# ## What claim 4 rests on
+# The verdict needs one block of each regime over all models; here is how many there are, which
+# blocks the outlier-concentrated side rests on, and how many blocks are in neither regime (most of
+# them, in both models: the paper's dichotomy describes the high-R²_lin blocks, and many blocks are
+# below 0.6 or concentrated without being rank ≈ 1).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for line in regime_story(table):
+    print(line)
+
+# %% [markdown]
+# The blocks the outlier-concentrated side rests on, beside the two toy blocks and the most linear
+# broadly linear block of each model: each output feature's held-out R² against its share of the
+# variance (top), and the spectra of C_yy and of the explained part (bottom). A real outlier-
+# concentrated block looks like the second toy block: one feature far right, fitted; the rest at the
+# left, fitted poorly; one bar in the explained part's spectrum.
+
+# %%
+anatomies = {f"toy: {name}": block_anatomy(*pair) for name, pair in toys.items()}
+rests = table[table["regime"] == "outlier-concentrated"]
+linear = table[table["regime"] == "broadly linear"].sort_values("r2_lin").groupby("model", sort=False).tail(1)
+by_label = {c.model_label: c for c in captures}
+for r in pd.concat([rests, linear]).itertuples():
+    c = by_label[r.model]
+    anatomies[f"{r.model} block {r.block}: {r.regime}"] = block_anatomy(
+        c.stats["train"][r.block], c.stats["test"][r.block], c.fit(r.block)
+    )
+fig = fig4b_block_anatomy(anatomies, root / figures_dir / "fig4b_block_anatomy")
+
+# %% [markdown]
 # Regimes can overlap: an outlier-concentrated block may also hold much of its variance on the
 # first position without crossing the first-token rule (r2_ex_first stays within 0.2 of R²_lin).
-# The row "outlier-concentrated with first position ≥ 20 %" lists those blocks; the table below
-# shows their first-token share beside the feature measures.
-#
-# What the default run shows with the "rank ≈ 1" condition: only SmolLM2 block 2 is the paper's
-# outlier-concentrated regime (the explained part's effective rank 1.2). SmolLM2 blocks 1, 9 and 10
-# and Gemma-3 blocks 1 and 2 are concentrated in a few output features too, but their explained
-# part has an effective rank of 3–10, so they are counted as unclassified, not as the paper's
-# rank-1 outliers. Claim 4 still holds over both models, on one block. Without the first position
-# it holds as well: block 2 stays outlier-concentrated.
-#
-# A block can hold most of its output variance in one feature and still be broadly linear: the
-# row "top-1 share ≥ 0.5 yet broadly linear" lists such blocks. There the small features are
-# fitted nearly as well as the big one (median per-feature R² close to R²_lin, ex-top-k R² close
-# to R²_lin), so the global number is not an artefact of the outlier. The block-by-block view:
+# The row "outlier-concentrated with first position ≥ 20 %" of the summary lists those blocks; the
+# table below shows their first-token share beside the feature measures. A block can also hold most
+# of its output variance in one feature and still be broadly linear: the row "top-1 share ≥ 0.5 yet
+# broadly linear" lists such blocks. There the small features are fitted nearly as well as the big
+# one (median per-feature R² close to R²_lin, ex-top-k R² close to R²_lin), so the global number is
+# not an artefact of the outlier. The block-by-block view:
 
 # %%
 mixed = table[
@@ -284,12 +308,25 @@ mixed[
 # sink token's output is large in *every* feature, each feature's variance is mostly that token's,
 # and the per-feature median rises with the global R². Only dropping the position shows it.
 # Notebook 06 asks which of these numbers predicts what swapping the block costs.
+#
+# **The sink and the BOS token.** Does the sink belong to the first *position* or to a missing BOS
+# token? SmolLM2 runs without one, Gemma-3's tokenizer prepends one (`capture.csv`'s `bos` column).
+# `linrec spectrum --model smollm2-135m --bos yes` prepends the tokenizer's BOS token to every window
+# (`--bos no` strips it from a model that has one) and prints this table again: compare its
+# `first_var_share` and `regime` columns with the ones above. When we ran it, the blocks that hold
+# most of their variance on position 0 held it there with the BOS token too: the first-token regime
+# is a property of position 0 whichever token sits there, which is why the robustness column of the
+# report (every claim judged without position 0) is the check that matters.
 
 # %% [markdown]
 # ## Does the input side explain R²_lin?
 # If R²_lin were set by how the inputs are distributed rather than by the map, it would track
-# the input statistics. Spearman's ρ across the blocks of each model between R²_lin and each input
-# descriptor (with its p-value); notebook 07 tests the question directly with controls.
+# the input statistics: the condition number of the input Gram matrix on both splits, the
+# effective rank of the inputs and their dynamic range (largest over median feature standard
+# deviation) — the input side the paper's public referee report asked for (its second major
+# comment, on §3; ../paper/claims.md, M2). Spearman's ρ across the blocks of each model between
+# R²_lin and each input descriptor (with its p-value); notebook 07 tests the question directly with
+# controls.
 
 
 # %%

@@ -1,10 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent,ipynb
-#     text_representation:
-#       extension: .py
-#       format_name: percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -41,9 +38,10 @@
 # (`linrec.analyses.swap.SwapStudy`). The held-out windows only report. tests/test_swap.py perturbs them
 # and checks that every choice stays the same.
 #
-# **The first position.** These models run without a BOS token, so each window's first
-# position is where attention parks (the "attention sink"), and notebook 04 found some blocks
-# holding most of their output variance there. Two position-aware variants separate that cost:
+# **The first position.** Each window's first position is where attention parks (the "attention
+# sink"), with a BOS token there or not: SmolLM2 runs without one and Gemma-3's tokenizer prepends
+# one (`capture.csv`'s `bos` column, notebook 01); notebook 04 lists the blocks that hold most of
+# their output variance on position 0 (`first_share_blocks`). Two position-aware variants separate that cost:
 # the map fitted and applied on positions ≥ 1, with position 0 kept as the FFN's own output
 # (`ffn`) or set to its train mean (`mean`) (`linrec.inputs.surgery.FirstPositionSwap`).
 #

@@ -1,10 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent,ipynb
-#     text_representation:
-#       extension: .py
-#       format_name: percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -240,7 +237,7 @@ labelled(decomposed).set_index("model").T.round(3)
 v2a, v2b = claim2a(learned), claim2b(decomposed)
 for v in (v2a, v2b):
     print(f"claim {v.claim} rule:", RULES[v.claim])
-    print("verdict:", v.verdict, {e["model"]: e["outcome"] for e in v.evidence})
+    print("verdict:", v.verdict, f"({v.by_model('outcome')})")
 
 # %% [markdown]
 # **What the default run shows** (`params/default.yaml`; the cell above prints the numbers). Folding the

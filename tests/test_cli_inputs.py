@@ -6,6 +6,7 @@ import os
 import sys
 import tempfile
 
+import pandas as pd
 import pytest
 
 from helpers import single_line as _single_line
@@ -430,3 +431,15 @@ def test_the_repositorys_profiles_load(tmp_path):
     root = project_root()
     for profile in sorted((root / "params").glob("*.yaml")):
         load_params(profile, root)
+
+
+def test_probe_with_no_cache_keeps_exactly_the_rows_it_was_asked_for(cli, own_cache, tiny_args, tmp_path):
+    """Issue 50: `linrec probe … --sample-rows 512 --no-cache` stopped with "this capture kept no raw rows" although
+    rows were asked for. With --no-cache the row sample lives in TMPDIR while the command runs: the probe fits on the
+    rows asked for (train and test together), and nothing stays behind in the cache or TMPDIR."""
+    out = tmp_path / "probe.csv"
+    code, _, err = cli("probe", *tiny_args, "--rank", "4", "--sample-rows", "300", "--no-cache", "--out", out)
+    assert code == 0, err
+    table = pd.read_csv(out)
+    assert ((table["n_train_rows"] + table["n_test_rows"]) == 300).all()
+    assert _cached(own_cache[0]) == []

@@ -467,3 +467,62 @@ def test_a_kernels_socket_folder_goes_when_the_kernel_shuts_down():
 
     kept, left = asyncio.run(start_restart_stop())
     assert kept and not left
+
+
+def test_a_parameter_override_reaches_the_notebooks_and_out_moves_every_output(tmp_path, monkeypatch, capsys):
+    """`linrec figures -p value 9 --out scratch`: the notebook runs with 9 instead of the profile's 7, writes under
+    scratch/ (executed notebook included) and nothing under the profile's folder; the run.csv of the profile's own
+    last run is not rewritten by a run with overrides."""
+    import json
+
+    import linrec.base.threads
+    from linrec.app.cli import main
+
+    monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: 1)
+    _project(tmp_path, ["01_first"])
+    monkeypatch.chdir(tmp_path)
+    assert main(["figures", "--params", "p.yaml", "-p", "value", "9", "--out", "scratch"]) == 0
+    record = json.loads((tmp_path / "scratch" / "01_first.json").read_text())
+    assert record["value"] == 9
+    assert (tmp_path / "scratch" / "notebooks" / "01_first.ipynb").exists()
+    assert not (tmp_path / "out").exists() and not (tmp_path / "scratch" / "notebooks" / "run.csv").exists()
+    assert "p.yaml with value=9" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "pairs, want",
+    [
+        ([["corpus", "code"]], {"corpus": "code"}),
+        (
+            [["seed", "3"], ["budget_ppl", "0.5"], ["cross_feeding", "False"], ["probe_rows", "None"]],
+            {"seed": 3, "budget_ppl": 0.5, "cross_feeding": False, "probe_rows": None},
+        ),  # fmt: skip
+        ([["models", "[smollm2-135m, gemma3-270m]"]], {"models": ["smollm2-135m", "gemma3-270m"]}),
+        ([["capture", "{tokens: 2560, seq_len: 64}"]], {"capture": {"tokens": 2560, "seq_len": 64}}),
+        ([["learning_rate", "1e-3"]], {"learning_rate": 1e-3}),  # a number as papermill reads it (YAML: a string)
+    ],
+)
+def test_overrides_are_read_as_papermill_reads_p(pairs, want):
+    from linrec.app.params import parse_overrides
+
+    assert parse_overrides(pairs) == want
+
+
+@pytest.mark.parametrize(
+    "pairs, needles",
+    [
+        ([["corpuz", "code"]], ["-p: unknown parameter(s) corpuz", "known:"]),
+        ([["seed", "many"]], ["-p: seed must be a whole number"]),
+        ([["capture", "{tokenz: 5}"]], ["unknown capture setting(s) tokenz"]),
+        ([["models", "[a, b"]], ["-p models [a, b: not a valid YAML list or mapping"]),
+    ],
+)
+def test_a_bad_override_is_one_line_before_any_notebook_runs(pairs, needles):
+    from linrec.app.notebooks import _with_overrides
+    from linrec.app.params import parse_overrides
+
+    with pytest.raises(LinrecError) as err:
+        _with_overrides({}, parse_overrides(pairs), None, ROOT)
+    assert "\n" not in str(err.value)
+    for n in needles:
+        assert n in str(err.value), str(err.value)

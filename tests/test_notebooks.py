@@ -311,12 +311,17 @@ def test_every_figure_is_shown_inside_its_executed_notebook(runner, stem):
     )  # the smoke profile draws every figure its notebook can draw
 
 
+# notebook 08 still prints its onset steps as a dict: left to the change that is adding trained GPT-2/Pythia/llama
+# layouts to it (issue 50 left that notebook's cells alone)
+DICT_PRINT_LEFT = {"08_training"}
+
+
 @pytest.mark.models
 @pytest.mark.parametrize("stem", STEMS)
 def test_saved_outputs_hold_no_progress_bars_and_no_paths_of_this_machine(runner, stem):
     """Under the runner a loop prints one line, not a redrawn bar: no carriage returns, and no kilobytes of text. And
     no output names a folder of the machine that ran it (the checkout, the results folder): a saved notebook reads
-    the same wherever it was executed."""
+    the same wherever it was executed. Printed text holds no Python dict repr and no bare "nan"."""
     runner.upto(stem)
     machine = (str(ROOT), str(runner.results.parent))
     for cell in _code_cells(runner.results / "notebooks" / f"{stem}.ipynb"):
@@ -327,6 +332,12 @@ def test_saved_outputs_hold_no_progress_bars_and_no_paths_of_this_machine(runner
                 "".join(v) for v in o.get("data", {}).values() if isinstance(v, (str, list))
             )
             assert not any(m in shown for m in machine), (stem, shown[:300])
+            # what a reader reads: no Python repr of a dict or tuple in printed text ("{'smollm2-135m': None}"), no
+            # "nan" where a number or a word belongs (issue 50: 03 printed dicts, 04 "on every sample: nan")
+            printed = "".join(text) if o.get("output_type") == "stream" else ""
+            if stem not in DICT_PRINT_LEFT:
+                assert not re.search(r"\{'[^']*': |\(\s*'[^']*',\s*'", printed), (stem, printed[:300])
+            assert not re.search(r"(?<![\w.])nan(?![\w])", printed), (stem, printed[:300])
 
 
 def test_parameters_cells_hold_the_default_profile():
@@ -376,12 +387,18 @@ def test_the_reference_comparison_catches_a_changed_number_and_forgives_rounding
 
 
 @pytest.mark.models
-def test_a_rerun_that_finds_the_same_numbers_leaves_every_file_but_the_timings_as_it_was(runner):
-    """Notebook 02 runs a second time, now on cached captures and a cached learning curve (the first run computed
-    them): its tables, figures (PNG and PDF) and executed notebook come out byte for byte the same (no clock
-    readings, random ids, temporary paths, memory addresses, creation dates, float noise or lines from loops that
-    ran only on a cache miss); only timings/, timings.csv and run.csv may change. (The last in this file: it
-    rewrites the run's outputs.)"""
+def test_a_rerun_that_finds_the_same_numbers_leaves_every_file_but_the_timings_as_it_was(runner, monkeypatch):
+    """Notebooks 02 and 03 run a second time, now on cached captures and a cached learning curve (the first run
+    computed them), one at a time on more threads than the first run gave any kernel (as a rerun in Jupyter does, on
+    every core): their tables, figures (PNG and PDF) and executed notebooks come out byte for byte the same (no clock
+    readings, random ids, temporary paths, memory addresses, creation dates, float noise from the thread count, or
+    lines from loops that ran only on a cache miss); only timings/, timings.csv and run.csv may change. 03 holds the
+    trained fits, whose sums depended on the thread count (linrec.base.threads.one_thread). (The last in this file:
+    it rewrites the run's outputs.)"""
+    import os
+
+    import linrec.base.threads
+
     runner.upto(STEMS[-1])
 
     def files():
@@ -394,7 +411,9 @@ def test_a_rerun_that_finds_the_same_numbers_leaves_every_file_but_the_timings_a
         }
 
     before = files()
-    run_notebooks(runner.pfile, only=["02"], root=ROOT)
+    more = (os.cpu_count() or 1) + 1  # the first run gave each kernel at most every CPU
+    monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda *a, **k: more)
+    run_notebooks(runner.pfile, only=["02", "03"], root=ROOT, jobs=1)
     after = files()
     assert after.keys() == before.keys()
     changed = [p for p in before if after[p] != before[p]]

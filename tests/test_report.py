@@ -527,6 +527,8 @@ def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
     assert "6 of 30 blocks are more linear than both null ensembles, 23 less linear" in lines[3]
     seeds = controls_findings(init.assign(mean_abs_init_seeds=0.01), None, None, _v("2a", []), _v("2b", []))
     assert seeds == [seeds[0]] and "against 0.010 between two init seeds" in seeds[0]
+    one_draw = controls_findings(init, None, None, _v("2a", [{**e2a, "noise": np.nan}]), _v("2b", []))
+    assert "no noise between untrained draws measured (one draw)" in one_draw[1] and "nan" not in one_draw[1]
 
 
 def _comparisons(seed_distance: float, variant_shape: float = 0.02) -> pd.DataFrame:
@@ -603,3 +605,22 @@ def test_routing_findings_state_each_number_beside_the_anchor_and_say_the_pick_i
     assert routing_findings(None) == [] and routing_findings(pd.DataFrame()) == []
     no_identity = routing_findings(pd.DataFrame([{**row, "identity_r_median": float("nan")}]))[0]
     assert "median r" not in no_identity
+
+
+def test_the_report_shows_no_nan_cell_and_drops_a_variant_never_run(tmp_path):
+    """The per-block table showed "nan" in both position-0 variant columns on every block the variants did not run
+    on (issue 50): a number not measured is "–", and a variant run on no block has no column."""
+    d = _results(tmp_path)
+    swap = pd.DataFrame(
+        {"model": "m", "block": [0, 1, 1], "first": ["map", "map", "ffn"], "delta_ppl": [1.5, 2.0, 0.5]}
+    )
+    t = per_block_table(load_table("r2_lin", d), swap)
+    assert "ΔPPL swap, mean at position 0" not in t.columns and "ΔPPL swap, FFN at position 0" in t.columns
+    blocks = load_table("r2_lin", d)
+    blocks.loc[1, "r2_ex_first"] = np.nan  # not measured for that block
+    save_table(blocks, "r2_lin", d)
+    report = tmp_path / "report.md"
+    build_report(d, tmp_path / "figures", report, html=False)
+    text = report.read_text()
+    rows = [ln for ln in text.splitlines() if ln.startswith("| m | 1 |")]
+    assert len(rows) == 1 and "| – |" in rows[0] and not re.search(r"\|\s*nan\s*\|", text)

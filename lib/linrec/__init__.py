@@ -8,7 +8,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · jackknife (intervals over held-out windows)
     inputs/    sites (where each FFN is) · corpora · fetching · hf · models (load any model) · surgery · training
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
-               · curves (R²_lin against train tokens)
+               · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
     analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
                · calibration (the intervals' coverage, simulated)
                · screening (the swap study's choices, train windows only) · swap (its held-out ΔPPL)
@@ -17,7 +17,8 @@ The package's folders are its layers, lowest first; a module imports only from i
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
                · registry (every results table) · tables (written and read through it)
     outputs/   claim_text (the claims in words) · report · methods (the coverage table) · findings (notebooks 06, 07)
-               · refresh (summaries rebuilt from per-block tables) · plots · plots_interventions
+               · refresh (summaries rebuilt from per-block tables) · labels · plots · plots_regimes
+               · plots_interventions
     app/       cli (the `linrec` command) · commands (its subcommands) · params (profiles) · bench
                · notebooks (runs the numbered notebooks)
 """

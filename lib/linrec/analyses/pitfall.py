@@ -49,6 +49,7 @@ import torch
 
 from linrec.analyses.probe import closed_form_on_rows
 from linrec.base.errors import LinrecError
+from linrec.base.threads import one_thread
 from linrec.stats.ceiling import factor_gram, r2_rows
 from linrec.stats.moments import Moments
 
@@ -128,6 +129,7 @@ class Ceiling:
     r2_test_exact: float  # α = 0: the exact least-squares fit of the same rows
 
 
+@one_thread()
 def ridge_path(split: Split, alphas=RIDGE_GRID, basis: str = "scaled") -> list[tuple[np.ndarray, np.ndarray]]:
     """[(W, b)] of the ridge fits of the optimiser's rows, one per α: (Cxx + α·P) W = Cxy on the centred float64
     cross-products, b = μy − Wᵀμx (the intercept not penalised), with P = diag(Cxx) for `basis` "scaled" (ridge on
@@ -136,8 +138,6 @@ def ridge_path(split: Split, alphas=RIDGE_GRID, basis: str = "scaled") -> list[t
     has mean diagonal 1, so α means the same in both bases): W = D V (Λ + α)⁻¹ Vᵀ D Cxy, one factorisation for every
     α. "scaled" factors as `linrec.stats.ceiling.fit_affine` does, and its α = 0 keeps that solver's pseudo-inverse
     (eigenvalues below d·ε·λ_max dropped): the exact fit. Features with no train variance get zero weight."""
-    from linrec.base.threads import one_thread
-
     m = Moments.of(split.xtr.double(), split.ytr.double())
     Cxx, Cxy, _ = m.blocks()
     f = factor_gram(Cxx)
@@ -196,6 +196,7 @@ def _r2_batched(y: torch.Tensor, pred: torch.Tensor) -> np.ndarray:
     return np.where(torch.isfinite(pred).all(dim=(1, 2)).numpy(), r2, -np.inf)
 
 
+@one_thread()
 def train_curves(
     split: Split,
     optimizer: str,
@@ -298,6 +299,7 @@ def tune(split: Split, optimizer: str, checkpoints, batch_size: int = 256, seed:
     return out
 
 
+@one_thread()
 def gd_curve(split: Split, checkpoints, seed: int = 0) -> pandas.DataFrame:
     """Full-batch gradient descent on the same loss, step 1/λ_max of its Hessian, from the same initialisation as
     `train_curves` with the same `seed`: held-out R² after each checkpoint's number of steps, exactly, from the
@@ -334,6 +336,7 @@ def steps_to_reach(curve: pandas.DataFrame, ceiling: float, within: float = REAC
     return float(hit.min()) if len(hit) else float("inf")
 
 
+@one_thread()
 def reexpress(x: torch.Tensor, kappa: float, seed: int = 0, dtype: torch.dtype = torch.float64):
     """An invertible affine map of the inputs under which their train covariance has condition number `kappa`.
 
@@ -360,6 +363,7 @@ def reexpress(x: torch.Tensor, kappa: float, seed: int = 0, dtype: torch.dtype =
     return lambda a: ((a.double() - mu) @ T).to(dtype)
 
 
+@one_thread()
 def covariance_kappa(x: torch.Tensor) -> float:
     """λ_max/λ_min of the train covariance of `x` over its directions above 1e-12 of the largest (float64)."""
     lam = torch.linalg.eigvalsh(torch.cov(x.double().T))

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from linrec.base.errors import LinrecError
+from linrec.base.threads import one_thread
 from linrec.stats.ceiling import AffineFit, fit_affine, r2_rows
 from linrec.stats.moments import Moments
 
@@ -93,6 +94,7 @@ class Trained:
     losses: list[float] = field(default_factory=list)  # train loss (Σ_j squared error per row) after each epoch
 
 
+@one_thread()
 def _whitener(x: torch.Tensor):
     """A map x ↦ (x − μ)T with identity covariance on `x` (PCA whitening).
 
@@ -107,6 +109,7 @@ def _whitener(x: torch.Tensor):
     return lambda a: ((a.double() - mu) @ T).float()
 
 
+@one_thread()
 def train_affine(
     rows: Rows,
     optimizer: str = "adam",
@@ -184,6 +187,7 @@ def train_affine(
     return Trained(r2_test=r2_rows(rows.yte, pred) if torch.isfinite(pred).all() else float("-inf"), losses=losses)
 
 
+@one_thread()
 def closed_form_on_rows(rows: Rows) -> tuple[AffineFit, float]:
     """The exact ceiling fitted on these very rows (same train rows as the trained baselines) and its held-out R²."""
     fit = fit_affine(Moments.of(rows.xtr, rows.ytr))
@@ -222,6 +226,7 @@ def quadratic_features(x: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor, P
     return torch.cat([x.double(), z[:, i] * z[:, j]], dim=1)
 
 
+@one_thread()
 def quadratic_closed_form(rows: Rows, k: int = 16) -> float:
     """Held-out R² of the exact least-squares fit of y on x plus every quadratic monomial of the top-`k`
     principal components of the standardised inputs (train statistics; solved like the ceiling).
@@ -290,6 +295,7 @@ class BilinearProbe(torch.nn.Module):
         return (self.g * (xt @ self.U.T) * (xt @ self.V.T)) @ self.C.T + self.e
 
 
+@one_thread()
 def seed_probe(
     x: torch.Tensor, r: torch.Tensor, rank: int = 16, n_seed: int = 4096, iters: int = 40, seed: int = 0
 ) -> BilinearProbe:
@@ -338,6 +344,7 @@ class ProbeResult:
         return self.r2_poly - self.r2_lin
 
 
+@one_thread()
 def fit_probe(
     rows: Rows,
     fit: AffineFit,

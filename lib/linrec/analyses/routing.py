@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from linrec.base.errors import LinrecError
+from linrec.base.threads import one_thread
 from linrec.inputs.surgery import AffineFFN, count_params
 
 TARGETS = ("quantile", "relative")
@@ -86,6 +87,7 @@ class Gate:
         return float(s[min(k, len(s) - 1)])
 
 
+@one_thread()
 def fit_gate(x: np.ndarray, target: np.ndarray, name: str = "quantile", l2: float = GATE_L2) -> Gate:
     """The logistic gate of `target` (0/1 per row) on rows `x` [n, d_in]: mean log-loss plus `l2`/2 ‖w‖² on
     standardised inputs, minimised by L-BFGS in float64 (convex, so the optimum does not depend on the start); the

@@ -191,3 +191,49 @@ def spectrum_table(capture) -> pandas.DataFrame:
         row["regime_ex_first"] = block_spectrum(*rest, block=i)["regime"] if rest is not None else ""
         rows.append({"model": capture.model_label, **row})
     return pd.DataFrame(rows)
+
+
+def block_anatomy(train: Moments, test: Moments, fit: AffineFit | None = None) -> dict[str, np.ndarray]:
+    """What a block's regime is read from, feature by feature (notebook 04's look at the block claim 4 rests on):
+    `var_share` and `r2_feature`, each output feature's share of the held-out output variance and its held-out R²,
+    largest share first; `eig_out` and `eig_explained`, the eigenvalues of the output covariance Cyy and of the map's
+    explained part WᵀCxxW, each as a share of its sum, largest first (their effective ranks are `block_spectrum`'s
+    `eff_rank_out` and `eff_rank_explained`)."""
+    fit = fit if fit is not None else fit_affine(train)
+    s = score(fit, test)
+    Cxx, _, Cyy = train.blocks()
+    order = np.argsort(s.sst)[::-1]
+
+    def shares(cov):
+        with one_thread():
+            lam = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(cov, dtype=np.float64))).numpy()
+        lam = np.clip(lam, 0, None)[::-1]
+        return lam / lam.sum() if lam.sum() > 0 else lam
+
+    return {
+        "var_share": s.sst[order] / s.sst.sum(),
+        "r2_feature": s.r2_feature[order],
+        "eig_out": shares(Cyy),
+        "eig_explained": shares(fit.W.T @ Cxx @ fit.W),
+    }
+
+
+def toy_blocks(n: int = 4000, d: int = 64, seed: int = 0) -> dict[str, tuple[Moments, Moments]]:
+    """Two blocks built to be the two regimes, as (train, test) statistics of n rows of d standard-normal inputs
+    (the last fifth held out): "broadly linear", every output a random linear mix of the inputs plus a little noise
+    (each feature fitted alike, the explained part spread over many directions); "outlier-concentrated", one loud
+    output feature exactly linear in the inputs (variance 400) and d − 1 quiet ones that are x_j² − 1, which no
+    linear map can fit (each uncorrelated with every input): R²_lin is the loud feature's share of the variance, the
+    per-feature median R² is about 0, and the explained part has rank 1."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    built = {
+        "broadly linear": x @ rng.standard_normal((d, d)) / np.sqrt(d) + 0.3 * rng.standard_normal((n, d)),
+        "outlier-concentrated": np.c_[20.0 * x[:, :1], x[:, 1:] ** 2 - 1.0],
+    }
+    cut = n - n // 5
+
+    def stats(y, rows):
+        return Moments.of(torch.from_numpy(x[rows]), torch.from_numpy(np.ascontiguousarray(y[rows])))
+
+    return {name: (stats(y, slice(0, cut)), stats(y, slice(cut, None))) for name, y in built.items()}

@@ -344,6 +344,20 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive,
         help="notebooks run at once after 01 (default: 2 on ≥ 2 CPUs, splitting the threads between them)",
     )
+    p.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "VALUE"),
+        help="override one parameter of the profile, as papermill's -p (e.g. -p corpus code; a list: "
+        "-p models '[smollm2-135m]'); repeat for more",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write tables, executed notebooks, figures and the report under DIR instead of the profile's folders",
+    )
     p.set_defaults(func=cmd_figures)
 
     p = sub.add_parser("report", help="rebuild the reproduction report from the results files of a parameter profile")

@@ -411,8 +411,10 @@ def cmd_train(args) -> None:
 
 def cmd_figures(args) -> None:
     from linrec.app.notebooks import run_notebooks
+    from linrec.app.params import parse_overrides
 
-    run_notebooks(args.params, only=args.only, jobs=args.jobs)
+    overrides = parse_overrides(args.parameter)
+    run_notebooks(args.params, only=args.only, jobs=args.jobs, overrides=overrides, out=args.out)
 
 
 def cmd_report(args) -> None:

@@ -185,9 +185,16 @@ def _drivers():
 
 
 def run_notebooks(
-    params_file: str | Path, only: list[str] | None = None, root: Path | None = None, jobs: int | None = None
+    params_file: str | Path,
+    only: list[str] | None = None,
+    root: Path | None = None,
+    jobs: int | None = None,
+    overrides: dict | None = None,
+    out: str | Path | None = None,
 ) -> list[Path]:
-    """Execute every numbered notebook (or those whose names start with one of `only`) under `params_file`.
+    """Execute every numbered notebook (or those whose names start with one of `only`) under `params_file`, with
+    `overrides` {name: value} replacing the profile's values (`linrec figures -p NAME VALUE`, checked as a profile's
+    are) and, with `out`, every table, executed notebook, figure and the report written under that folder.
 
     `jobs` notebooks run at once (default `default_jobs()`), in the `stages` order: 01, then 02–08 side by side,
     then 09. With several jobs the CPUs are split between them (each kernel's thread pools get
@@ -203,8 +210,12 @@ def run_notebooks(
 
     root = root or project_root()
     params_path = Path(params_file) if Path(params_file).is_absolute() else root / params_file
-    params = with_output_defaults(load_params(params_path, root), params_path.stem)
+    params = _with_overrides(load_params(params_path, root), overrides or {}, out, root)
+    params = with_output_defaults(params, params_path.stem)
     results = root / params["results_dir"]
+    if overrides:
+        shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
+        print(f"[linrec] {params_path.name} with {shown}: writing under {params['results_dir']}", flush=True)
     (results / "notebooks").mkdir(parents=True, exist_ok=True)
     selected = [nb for nb in notebooks(root) if not only or any(nb.name.startswith(o) for o in only)]
     if not selected:
@@ -285,7 +296,9 @@ def run_notebooks(
         raise LinrecError(f"{failure}{later}")
     wall = time.perf_counter() - t_all
     made = len(_capture_entries() - captures_before)
-    if len(selected) == len(notebooks(root)):  # the figures run the README reports: every notebook
+    if overrides:  # not the profile's own run: its run.csv (the console's estimates, the performance page) stays
+        print(f"[linrec] a run with parameters overridden: {RUN} keeps the profile's last run", flush=True)
+    elif len(selected) == len(notebooks(root)):  # the figures run the README reports: every notebook
         record_run(results / "notebooks", seconds, wall, jobs, made)
         if params.get("readme"):  # the profile that owns the repository's pages: its performance page cites this run
             from linrec.app.bench import performance_script
@@ -301,6 +314,21 @@ def run_notebooks(
         print(f"[linrec] a partial run (--only): {RUN} keeps the last run of every notebook", flush=True)
     print(f"[linrec] {len(done)} notebook(s) in {wall:.0f} s ({made} capture(s) made, the rest read from the cache)")
     return done
+
+
+def _with_overrides(params: dict, overrides: dict, out: str | Path | None, root: Path) -> dict:
+    """The profile's `params` with `overrides` in place of its values (each checked as a profile's value is) and,
+    with `out`, every output path under that folder (relative to the current directory) and the README left alone."""
+    from linrec.app.params import check_params
+
+    if overrides:
+        check_params(overrides, root, "-p")
+    params = {**params, **overrides}
+    if out is not None:
+        where = Path(out).resolve()
+        params.update(results_dir=str(where), figures_dir=str(where / "figures"), report_path=str(where / "report.md"))
+        params["readme"] = None
+    return params
 
 
 STAGE_EVERY = 60.0  # seconds between the console's lines on where each running notebook is

@@ -164,15 +164,49 @@ def load_params(path: str | Path, root: Path | None = None) -> dict:
     if not isinstance(params, dict):
         raise LinrecError(f"{path} must be a YAML mapping of parameter names to values")
     if root is not None:
-        known = known_parameters(root)
-        unknown = sorted(str(k) for k in params if k not in known)
-        if unknown:
-            raise LinrecError(f"{path}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        if "results_dir" in params and not isinstance(params["results_dir"], str):
-            raise LinrecError(f"{path}: results_dir must be a string (a folder under the project), fix that line")
-        check_types(params, root, path)
-        check_nested(params, path)
+        check_params(params, root, path)
     return params
+
+
+def check_params(params: dict, root: Path, path: Path | str) -> None:
+    """Every key a parameter some notebook declares, each value of its declared type, the sections well formed
+    (`check_types`, `check_nested`); `path` names where the values came from in the one-line error."""
+    known = known_parameters(root)
+    unknown = sorted(str(k) for k in params if k not in known)
+    if unknown:
+        raise LinrecError(f"{path}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    if "results_dir" in params and not isinstance(params["results_dir"], str):
+        raise LinrecError(f"{path}: results_dir must be a string (a folder under the project), fix that line")
+    check_types(params, root, path)
+    check_nested(params, path)
+
+
+def parse_overrides(pairs: list[list[str]] | None) -> dict:
+    """`-p NAME VALUE` pairs (`linrec figures`) as {name: value}, each VALUE read as papermill reads `-p`: a whole
+    number, a number, True/False, None, else the string as given; and, beyond papermill, a YAML list or mapping
+    (`-p models "[smollm2-135m]"`, `-p capture "{tokens: 2560}"`)."""
+    out = {}
+    for name, text in pairs or []:
+        out[name] = _override_value(name, text)
+    return out
+
+
+def _override_value(name: str, text: str) -> object:
+    words = {"true": True, "false": False, "none": None, "null": None}
+    if text.lower() in words:
+        return words[text.lower()]
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
+    if text.strip()[:1] in ("[", "{"):
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise LinrecError(f"-p {name} {text}: not a valid YAML list or mapping ({problem}); quote it") from None
+    return text
 
 
 # The lists a notebook reads an element of, or runs nothing useful without: [] stops here, not in a notebook's cell
@@ -229,3 +263,25 @@ def with_output_defaults(params: dict, stem: str) -> dict:
 
 def notebooks(root: Path) -> list[Path]:
     return sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))
+
+
+def measured_elsewhere(root: Path, profile: str, **here) -> str | None:
+    """Why the results of another profile (`params/<profile>.yaml`), which a notebook quotes where this run does not
+    compute them, do not apply to this run: the first of `here` (this run's corpus, models, seed, capture settings…)
+    that the other profile sets otherwise, in words ("corpus 'wiki', not 'code'"); None when it measured the same.
+    A key the other profile leaves out has the notebooks' default, which is the default profile's value. Capture
+    settings are compared without `sample_rows` (rows kept change no number the quoted tables hold)."""
+    from linrec.measure.config import capture_settings
+
+    default = load_params(root / "params" / "default.yaml")
+    other = {**default, **load_params(root / "params" / f"{profile}.yaml")}
+    for name, mine in here.items():
+        theirs = other.get(name)
+        if name == "capture":
+            theirs, mine = capture_settings(theirs), capture_settings(mine)
+            for key in (k for k in mine if k != "sample_rows" and mine[k] != theirs[k]):
+                return f"capture {key} {theirs[key]!r}, not this run's {mine[key]!r}"
+            continue
+        if theirs != mine:
+            return f"{name} {theirs!r}, not this run's {mine!r}"
+    return None

@@ -11,11 +11,22 @@ import torch
 
 @contextlib.contextmanager
 def one_thread():
-    """Run the enclosed torch ops on one thread, restoring the caller's thread count afterwards.
+    """Run the enclosed torch ops on one thread, restoring the caller's thread count afterwards (also a decorator:
+    `@one_thread()`).
 
     For d×d eigensolvers at d ≈ 600 and the small float64 products of the capture, a second
     thread gains little, and on a busy 2-core machine two synchronising threads made an
     eigensolve take 0.05–8 s per block instead of a steady 0.04 s.
+
+    It is also what makes a result independent of how many threads the process has: LAPACK's eigensolvers and
+    least squares, and torch's reductions of a whole tensor to one number (`x.sum()`), split their work by thread
+    and add the parts in another order on another thread count (an eigenvalue moved by 7e-15 between 1 and 2
+    threads). A trained fit amplifies that: the probes and trained baselines of notebook 03 moved by 1e-7 (smoke
+    profile) to 1e-3 (the default's gain) between `linrec figures` (one thread per notebook on 2 cores) and a rerun
+    in Jupyter (every core). Every trained fit and every eigensolver or least-squares solve whose result is written
+    runs under it, so a notebook writes the same bytes whichever way and wherever it runs. The capture's batched
+    products and a forward pass need nothing: matrix products split their output, not their sums, and came out
+    bit for bit the same on 1 and 2 threads (`tests/test_figures.py` checks the trained fits).
     """
     n = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -27,7 +27,7 @@ from linrec.claims.rules import (
 def regime_summary(spectrum: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFrame:
     """Per model: how many blocks fall in each regime (`linrec.analyses.spectrum.regime`), which, and the outlier
     numbers."""
-    from linrec.analyses.spectrum import REGIME_HIGH_R2, concentrated
+    from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1, concentrated
 
     require(spectrum, ["model", "block", "regime", "first_var_share", "n_massive", "top1_var_share", "r2_lin",
                         "r2_ex_top8", "eff_rank_out", "d_out", "r2_feature_median", "eff_rank_explained"],
@@ -58,7 +58,7 @@ def regime_summary(spectrum: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFra
                 "first_share_blocks": blocks(t, t["first_var_share"] >= FIRST_TOKEN_SHARE),
                 "massive_blocks": blocks(t, t["n_massive"] > 0),
                 "top1_broadly_linear_blocks": blocks(
-                    t, (t["top1_var_share"] >= 0.5) & (t["regime"] == "broadly linear")
+                    t, (t["top1_var_share"] >= REGIME_TOP1) & (t["regime"] == "broadly linear")
                 ),
                 "max_drop_ex_top8": float((t["r2_lin"] - t["r2_ex_top8"]).max()),
                 "eff_rank_out_frac_median": float((t["eff_rank_out"] / t["d_out"]).median()),
@@ -130,3 +130,41 @@ def regime_replication(reps: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFra
             }
         )
     return pd.DataFrame(rows)
+
+
+def regime_story(spectrum: pd.DataFrame) -> list[str]:
+    """What a teacher says about claim 4 from the per-block table, one line per model, every number computed: how
+    many blocks are in each of the paper's two regimes and how many in neither (and why), the outlier-concentrated
+    blocks the verdict rests on with their explained part's effective rank, and the blocks concentrated in a few
+    features whose explained part is not rank ≈ 1 (with that rank's range)."""
+    from linrec.analyses.spectrum import concentrated
+
+    require(spectrum, ["model", "block", "regime", "r2_lin", "r2_feature_median", "top1_var_share", "eff_rank_out",
+                       "d_out", "eff_rank_explained"], "regime_story")  # fmt: skip
+    lines = []
+    for model, t in spectrum.groupby("model", sort=False):
+        n = len(t)
+        count = t["regime"].value_counts()
+        linear, outlier = int(count.get("broadly linear", 0)), int(count.get("outlier-concentrated", 0))
+        others = [
+            f"{int(count[r])} {r}" for r in ("nonlinear", "first-token-concentrated", "unclassified") if r in count
+        ]
+        neither = n - linear - outlier
+        line = (f"{model}: of {n} blocks, {linear} broadly linear and {outlier} outlier-concentrated (the paper's two "
+                f"regimes); {neither} ({neither / n:.0%}) in neither: {', '.join(others) or 'none'}.")  # fmt: skip
+        rests = t[t["regime"] == "outlier-concentrated"]
+        if len(rests):
+            named = ", ".join(f"block {r.block} (explained part's effective rank {r.eff_rank_explained:.1f})"
+                              for r in rests.itertuples())  # fmt: skip
+            line += f" Its outlier-concentrated side rests on {named}."
+        conc = np.array([concentrated(r.r2_lin, r.r2_feature_median, r.top1_var_share, r.eff_rank_out, r.d_out)
+                         for r in t.itertuples()], dtype=bool) & (t["regime"] == "unclassified").to_numpy()  # fmt: skip
+        if conc.any():
+            ranks = t.loc[conc, "eff_rank_explained"]
+            listed = ", ".join(blocks(t, conc).split())
+            span = f"{ranks.min():.1f}" if len(ranks) == 1 else f"{ranks.min():.1f}–{ranks.max():.1f}"
+            which = "block" if len(ranks) == 1 else "blocks"
+            line += f" Concentrated in a few features but not rank ≈ 1: {which} {listed} (explained part's "
+            line += f"effective rank {span})."
+        lines.append(line)
+    return lines

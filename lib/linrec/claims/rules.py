@@ -244,6 +244,21 @@ class Verdict:
     def rule(self) -> str:
         return RULES[self.claim]
 
+    def by_model(self, *fields: str, exclude: str | None = None) -> str:
+        """The evidence in words, one model after another, for a notebook's verdict line: "smollm2-135m: holds ·
+        gemma3-270m: not testable" (default field `passes`: True holds, False fails, None not testable), or the
+        `fields` named, joined by ", "; without the row of model `exclude` (a pooled row)."""
+        words = {True: "holds", False: "fails", None: "not testable"}
+
+        def said(value) -> str:
+            if isinstance(value, (bool, type(None))) or (isinstance(value, np.bool_)):
+                return words[None if value is None else bool(value)]
+            return str(value)
+
+        fields = fields or ("passes",)
+        rows = [e for e in self.evidence if "model" in e and e["model"] != exclude]
+        return " · ".join(f"{e['model']}: {', '.join(said(e.get(f)) for f in fields)}" for e in rows)
+
 
 def tally(passes: Iterable[bool]) -> str:
     """A claim checked per model: reproduced if every model passes, partly if some do, not reproduced if none."""

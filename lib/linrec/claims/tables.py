@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1
 from linrec.base.errors import LinrecError, StaleTableError
 from linrec.base.files import atomic_file
 from linrec.claims.registry import TABLES, TableSpec
+from linrec.claims.rules import CLAIM6_BUDGET, FIRST_TOKEN_OVERLAP, FIRST_TOKEN_SHARE, SWAP_HIGH_R2
 
 LABELS = {  # display labels, applied by `labelled` where a table is shown
     "model_type": "type",
@@ -72,13 +74,13 @@ LABELS = {  # display labels, applied by `labelled` where a table is shown
     "n_nonlinear": "nonlinear",
     "n_unclassified": "unclassified (high R²_lin, low-rank explained part)",
     "unclassified_blocks": "unclassified blocks",
-    "outlier_first_blocks": "outlier-concentrated with first position ≥ 20 %",
+    "outlier_first_blocks": f"outlier-concentrated with first position ≥ {FIRST_TOKEN_OVERLAP * 100:g} %",
     "outlier_blocks": "outlier-concentrated blocks",
     "outlier_ex_first_blocks": "outlier-concentrated without position 0",
     "concentrated_not_rank1_blocks": "concentrated, not rank ≈ 1",
-    "first_share_blocks": "first position ≥ 50 % of output variance",
+    "first_share_blocks": f"first position ≥ {FIRST_TOKEN_SHARE * 100:g} % of output variance",
     "massive_blocks": "blocks with massive output features",
-    "top1_broadly_linear_blocks": "top-1 share ≥ 0.5 yet broadly linear",
+    "top1_broadly_linear_blocks": f"top-1 share ≥ {REGIME_TOP1:g} yet broadly linear",
     "max_drop_ex_top8": "largest drop R²_lin → ex-top-8",
     "eff_rank_out_frac_median": "median eff. rank out / width",
     "spearman_rho": "Spearman ρ",
@@ -88,10 +90,9 @@ LABELS = {  # display labels, applied by `labelled` where a table is shown
     "max_abs_diff": "largest per-block difference",
     "ci_width_median": "median CI width",
     "ffn_over_linear": "FFN / linear parameters",
-    "n_high_r2": "blocks with R²_lin ≥ 0.9",
-    "n_high_r2_costly": "of those, ΔPPL > +1",
+    "n_high_r2_costly": f"of those, ΔPPL > +{CLAIM6_BUDGET:g}",
     "high_r2_costly_blocks": "those blocks",
-    "n_within_budget": "blocks with ΔPPL ≤ +1 (95 % CI)",
+    "n_within_budget": f"blocks with ΔPPL ≤ +{CLAIM6_BUDGET:g} (95 % CI)",
     "within_budget_blocks": "those blocks",
     "delta_ppl_median": "median ΔPPL",
     "ppl_base": "base perplexity",
@@ -146,14 +147,29 @@ def _not_a_number(name: str, df: pd.DataFrame) -> tuple[str, int, object] | None
 
 
 def is_block_list(column: str) -> bool:
-    """Whether `column` holds block numbers as text ("11 28"; "" for none), e.g. `first_token_blocks`, not a count."""
-    return column in ("blocks", "blocks_swapped") or (column.endswith("_blocks") and not column.startswith("n_"))
+    """Whether `column` holds block numbers as text ("11 28"; "" for none), e.g. `first_token_blocks` or
+    `outlier_blocks_every_sample`, not a count (`n_blocks`, `n_params_blocks`). Read back as text: a column holding
+    one block would otherwise come back as 2.0, and one holding none as NaN."""
+    return column in ("blocks", "blocks_swapped") or ("_blocks" in column and not column.startswith("n_"))
 
 
-def labelled(df: pd.DataFrame) -> pd.DataFrame:
-    """`df` for showing (never for saving): display labels for the columns that have one, and without the timing
-    columns (`is_timing`), so a notebook's saved output is the same on every run that finds the same numbers."""
-    return df.drop(columns=[c for c in df.columns if is_timing(c)]).rename(columns=LABELS)
+# Labels of a column whose meaning depends on its table: `n_high_r2` counts blocks above the regimes' "high" in
+# spectrum_summary and above the swap study's in swap_safety (one label for both named the wrong threshold).
+TABLE_LABELS = {
+    "spectrum_summary": {"n_high_r2": f"blocks with R²_lin ≥ {REGIME_HIGH_R2:g}"},
+    "swap_safety": {"n_high_r2": f"blocks with R²_lin ≥ {SWAP_HIGH_R2:g}"},
+}
+
+
+def labelled(df: pd.DataFrame, table: str | None = None) -> pd.DataFrame:
+    """`df` for showing (never for saving): display labels for the columns that have one (those of results table
+    `table` where a column's meaning depends on it, `TABLE_LABELS`), and without the timing columns (`is_timing`),
+    so a notebook's saved output is the same on every run that finds the same numbers. Every threshold a label
+    names is the constant the table's rule uses."""
+    if table is not None:
+        _spec_of(table)
+    labels = {**LABELS, **TABLE_LABELS.get(table, {})}
+    return df.drop(columns=[c for c in df.columns if is_timing(c)]).rename(columns=labels)
 
 
 def _spec_of(name: str) -> TableSpec:

@@ -24,7 +24,8 @@ Results are cached under `$LINREC_CACHE/captures/` keyed by everything that dete
 (model weights identity, corpus identity, seq_len, token budget, seed, test fraction, sample
 size, product precision, `CAPTURE_VERSION`). The batch size is not in the key: it changes
 only the order of float64 additions, so R²_lin differs between batch sizes by rounding alone
-(≤ 1e-12, checked by `tests/test_capture.py`). An entry is written to a temporary directory
+(≤ 1e-12, checked by `tests/test_capture.py`). A cached capture keeping more rows serves a request for fewer
+(`linrec.measure.reuse`, which also says what one not cached will cost). An entry is written to a temporary directory
 and renamed into place only when complete; its manifest (`meta.json`, itself checksummed)
 records every file's size and sha256, statistics and row samples alike, and every file is
 verified before the entry is used, so a truncated, half-written or bit-flipped entry is
@@ -61,6 +62,7 @@ from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
 from linrec.measure.config import CAPTURE_VERSION, SETTINGS, SPLITS, CaptureConfig
 from linrec.measure.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
+from linrec.measure.reuse import larger_capture, notice_short, row_selection, say_cost, served
 from linrec.stats.ceiling import AffineFit, Score, fit_affine, score
 from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
 from linrec.stats.heldout import HeldOut, HeldOutSums
@@ -82,6 +84,7 @@ class Capture:
     first: dict[str, list[Moments]] | None = None  # split → [block] → Moments of the windows' first positions
     first_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # what `first` is built from
     heldout_rest: list[HeldOut | None] | None = None  # [block] → the same sums over positions 1 …, map fitted on them
+    row_subset: np.ndarray | None = field(default=None, repr=False)  # served by a larger entry: its rows kept here
     _index: np.ndarray | None = field(default=None, repr=False)
     _fits: dict = field(default_factory=dict, repr=False)
     _scores: dict = field(default_factory=dict, repr=False)
@@ -121,10 +124,11 @@ class Capture:
 
     def rows(self, block: int, split: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Stored sample rows (x [k, d_in], y [k, d_out]) of `block`, memory-mapped float32; one split or both."""
-        if self.path is None or not (self.path / "rows").exists():
+        if self.path is None or not self.config.sample_rows or not (self.path / "rows").exists():
             raise LinrecError("this capture kept no raw rows; capture with --sample-rows > 0 (a profile's sample_rows)")
-        x = np.load(self.path / "rows" / f"x_{block:03d}.npy", mmap_mode="r")
-        y = np.load(self.path / "rows" / f"y_{block:03d}.npy", mmap_mode="r")
+        x, y = (np.load(self.path / "rows" / f"{a}_{block:03d}.npy", mmap_mode="r") for a in "xy")
+        if self.row_subset is not None:  # a larger entry's rows: those a capture of this config keeps
+            x, y = x[self.row_subset], y[self.row_subset]
         if split is None:
             return x, y
         sel = self.row_index()[:, 2] == SPLITS.index(split)
@@ -133,7 +137,8 @@ class Capture:
     def row_index(self) -> np.ndarray:
         """[k, 3] int64: window, position and split (0 train, 1 test) of each stored row."""
         if self._index is None:
-            self._index = np.load(self.path / "rows" / "index.npy")
+            index = np.load(self.path / "rows" / "index.npy")
+            self._index = index if self.row_subset is None else index[self.row_subset]
         return self._index
 
 
@@ -151,8 +156,7 @@ class _RowSampler:
         order: np.ndarray,
         split_of: np.ndarray,
     ):
-        rng = np.random.default_rng([seed, 1])
-        self.selected = np.sort(rng.choice(n_rows, size=min(k, n_rows), replace=False))
+        self.selected = row_selection(n_rows, k, seed)
         rank, _ = world()
         if rank == 0:  # rank 0 creates the files; under torchrun the other ranks write their rows into them
             directory.mkdir(parents=True, exist_ok=True)
@@ -172,8 +176,7 @@ class _RowSampler:
         ]
         if rank == 0:
             barrier()
-        self.start = 0  # global row index of the current batch's first row
-        self.lo = self.hi = 0  # slice of `selected` falling in the current batch
+        self.start, self.lo, self.hi = 0, 0, 0  # the batch's first global row; the slice of `selected` in the batch
 
     def begin(self, n_rows_batch: int) -> None:
         self.lo = int(np.searchsorted(self.selected, self.start))
@@ -281,6 +284,8 @@ def _run_capture(
     if progress and world()[0] == 0:  # under torchrun every rank checks the plan; rank 0 alone prints it
         progress_write(plan_text(plan), file=sys.stderr)
     check_fits(plan, groups)
+    n_params = int(sum(p.numel() for p in model.parameters()))
+    say_cost(loaded.name, config, n_params)  # the checks passed: what this pass will cost, before it starts
     stats = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
     first = _FirstRows(dims, {s: len(getattr(windows, s)) for s in SPLITS})
     order = np.concatenate([windows.train, windows.test])  # train windows first, then test
@@ -391,6 +396,7 @@ def _run_capture(
         "device": str(device) if len(set(devices)) == 1 else ", ".join(sorted({str(d) for d in devices})),
         "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
         "notes": loaded.notes,
+        "params": n_params,  # what the next capture's cost is estimated from
         "version": CAPTURE_VERSION,
     }
     rest = heldout.result(rest=True)
@@ -503,21 +509,34 @@ def get_captures(
         def compute(tmp: Path | None, config=config) -> Capture:
             nonlocal loaded
             if loaded is None:
-                dtype = model_dtype(config.dtype)
-                loaded = load_model(model, device=device, dtype=dtype, device_map=device_map)
+                loaded = load_model(model, device=device, dtype=model_dtype(config.dtype), device_map=device_map)
             _check_dtype(loaded, config)
             return _compute(loaded, config, tmp, cache, batch_size, progress, blocks_per_pass)
 
         asked = {"config": asdict(config)}  # an entry made for another request is computed again
-        if cache and world()[0] > 0:  # under torchrun: rank 0 writes the entry, the others their rows into it
+        capture = _from_larger(model, config, entry) if cache and world()[1] == 1 else None
+        if capture is None and cache and world()[0] > 0:  # under torchrun: rank 0 writes the entry, the others rows
             capture = read_entry_or_none(entry, CAPTURE_VERSION, load, asked) or compute(None)
-        else:
+        elif capture is None:
             capture = get_or_compute(entry, CAPTURE_VERSION, load, compute, cache, asked)
         if cache and not capture.cached:
             barrier()  # the entry is complete and in place before any rank reads it
             capture.path, capture.meta = entry, unseal(entry / "meta.json")
-        out[corpus] = _notice_short(capture)
+        notice_short(capture)
+        out[corpus] = capture
     return out
+
+
+def _from_larger(model: str, config: CaptureConfig, entry: Path) -> Capture | None:
+    """The capture of `config` read from a cached one of the same settings that keeps more rows
+    (`linrec.measure.reuse`); None where there is none (or `config`'s own entry is there)."""
+    larger = None if entry.exists() else larger_capture(model, config)
+    if larger is None:
+        return None
+    big = read_entry_or_none(
+        larger[0], CAPTURE_VERSION, partial(_load, config=larger[1]), {"config": asdict(larger[1])}
+    )
+    return None if big is None else served(big, config, larger[2])
 
 
 def replicate_captures(models: list[str], samples: list[int], corpus: str = "wiki", **kwargs) -> dict:
@@ -577,24 +596,4 @@ def _scratch_capture(loaded: LoadedModel, windows, config: CaptureConfig, *run_a
         raise
     if scratch is not None:
         weakref.finalize(capture, shutil.rmtree, scratch, True)
-    return capture
-
-
-def _notice_short(capture: Capture) -> Capture:
-    """Say so, in one line, when the corpus held fewer windows than the token budget asked for."""
-    c = capture.config
-    asked = c.tokens // c.seq_len
-    got = sum(capture.meta["n_windows"].values())
-    if got < asked:
-        log.warning(
-            "corpus '%s' holds only %d windows of %d tokens: using %d tokens of the %d asked for "
-            "(n_train %d, n_test %d rows per block)",
-            c.corpus,
-            got,
-            c.seq_len,
-            got * c.seq_len,
-            c.tokens,
-            capture.meta["n_rows"]["train"],
-            capture.meta["n_rows"]["test"],
-        )
     return capture

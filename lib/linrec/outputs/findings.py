@@ -101,12 +101,18 @@ def controls_findings(
             f"{r['r2_recoloured']:.3f} re-coloured, {r['r2_ffn_own_inputs']:.3f} on its own inputs."
         )
     for e in v2a.evidence:
+        noise = e["noise"]
+        between = (
+            f"{noise:.3f} between untrained draws"
+            if noise == noise
+            else "no noise between untrained draws measured (one draw)"
+        )
         lines.append(
             f"{e['model']} (2a: {e['outcome'] or 'not testable'}): the twin is "
             f"{'degenerate' if e['twin_degenerate'] else 'a valid reference'} "
             f"(train − held-out gap {e['twin_gap']:.2f} "
             f"vs {e['trained_gap']:.2f} trained); against the {e['reference']}, "
-            f"mean |trained − untrained| per block = {e['effect']:.3f}, {e['noise']:.3f} between untrained draws."
+            f"mean |trained − untrained| per block = {e['effect']:.3f}, {between}."
         )
     for e in v2b.evidence:
         lines.append(

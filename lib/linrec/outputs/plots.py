@@ -18,18 +18,25 @@ import numpy as np
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
+from linrec.outputs.labels import declutter
+
 # Written into the files instead of what changes from run to run: a PDF's CreationDate (left out) and the
 # software line, so a rerun that draws the same figure writes the same bytes.
 _METADATA = {".pdf": {"CreationDate": None}, ".png": {}}
 
 
+DPI = 150  # the PNGs' resolution: the HTML report shows each at its drawn size, DPI pixels to the inch
+
+
 def save(fig, stem: str | Path) -> list[Path]:
-    """Write `fig` to `stem`.png (150 dpi) and `stem`.pdf, without a creation date; returns the paths."""
+    """Write `fig` to `stem`.png (DPI) and `stem`.pdf, without a creation date, once its point labels are placed
+    clear of the data and of each other (`declutter`); returns the paths."""
+    declutter(fig)
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
     for p in paths:
-        fig.savefig(p, dpi=150, bbox_inches="tight", metadata=_METADATA[p.suffix])
+        fig.savefig(p, dpi=DPI, bbox_inches="tight", metadata=_METADATA[p.suffix])
     return paths
 
 
@@ -61,9 +68,36 @@ def yerr(y, lo, hi) -> np.ndarray:
     return np.clip(np.vstack([y - lo, hi - y]), 0.0, None)
 
 
+def figures_at_drawn_size(body: str, folder: Path) -> str:
+    """Each figure of the HTML report at the size it was drawn (its PNG's pixels at `linrec.outputs.plots.DPI` to
+    the inch, 96 CSS pixels), a wide one scrolled sideways rather than shrunk to the text's width (its labels became
+    unreadable at 1,184 px), and linked to the full-resolution file."""
+    import re
+
+    def sized(m: re.Match) -> str:
+        src, alt = m[1], m[2]
+        try:
+            head = (folder / src).read_bytes()[:24]
+            width = int.from_bytes(head[16:20], "big") if head[:8] == b"\x89PNG\r\n\x1a\n" else 0
+        except OSError:
+            width = 0
+        size = f' width="{round(width * 96 / DPI)}"' if width else ""
+        return f'<div class="figure"><a href="{src}"><img src="{src}" alt="{alt}"{size} /></a></div>'
+
+    return re.sub(r'<p><img src="([^"]+)" alt="([^"]*)" /></p>', sized, body)
+
+
+LEGEND_DROP = 34  # points from an axes' bottom edge to the top of a legend below it: tick labels and x label clear
+
+
 def legend_below(ax, ncol: int = 1, **kw):
-    """The axes' legend under its x label, where it hides no data."""
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=7, ncol=ncol, frameon=False, **kw)
+    """The axes' legend under its x label, where it hides no data. Placed a fixed number of points below the axes
+    (LEGEND_DROP), not a fraction of their height: on a short panel a fraction put it over the x label."""
+    from matplotlib.transforms import offset_copy
+
+    below = offset_copy(ax.transAxes, fig=ax.figure, y=-LEGEND_DROP, units="points")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below, fontsize=7, ncol=ncol,
+              frameon=False, **kw)  # fmt: skip
 
 
 def fig2_r2_lin(table, stem: str | Path | None = None):
@@ -322,9 +356,11 @@ def fig3c_pitfall_mechanism(budget, dose, stem: str | Path | None = None):
     ax.set_yscale("symlog", linthresh=lin)
     ax.set_xlabel("steps (batch 256)")
     ax.set_ylabel(f"ceiling − held-out R² (symlog, linear in ±{lin:g})")
-    ax.set_title("(a) the budget curve: — tuned Adam, -- tuned SGD, ··· GD from the spectrum", fontsize=8)
+    ax.set_title("(a) the budget curve on the best- and worst-conditioned blocks", fontsize=8)
     handles = [plt.Line2D([], [], color=palette[m], lw=2) for m in models]
-    ax.legend(handles, models, fontsize=7, loc="lower left", frameon=True)
+    handles += [plt.Line2D([], [], color="0.3", ls=ls, lw=1.2) for ls in dashes.values()]
+    names = [*models, "tuned Adam", "tuned SGD", "GD from the spectrum"]
+    legend_below(ax, ncol=2, handles=handles, labels=names, handlelength=3.5)
     from linrec.analyses.pitfall import REACHED, steps_to_reach
 
     cap = int(dose["step"].max()) if len(dose) else 0
@@ -345,7 +381,7 @@ def fig3c_pitfall_mechanism(budget, dose, stem: str | Path | None = None):
     bx.set_xlabel("κ of the re-expressed inputs' covariance (the ceiling unchanged)")
     bx.set_ylabel(f"steps to within {REACHED:g} of the ceiling (open: not by {cap})")
     bx.set_title("(b) dose–response by construction: tuned learning rate per budget", fontsize=8)
-    bx.legend(fontsize=6, loc="upper left", frameon=True)
+    legend_below(bx, ncol=2, handlelength=3.5)  # below: over the axes it hid Gemma's curves; long handles: -- vs —
     fig.tight_layout()
     if stem is not None:
         save(fig, stem)
@@ -362,14 +398,18 @@ REGIME_MARKERS = {
 
 
 def fig4_rank_outliers(table, stem: str | Path | None = None):
-    """Figure 4. (a) global R²_lin vs per-feature median R², size ∝ output effective rank, colour =
-    model, marker = regime, the diagonal drawn; (b) R²_lin without the top-1 / top-8 output features."""
+    """Figure 4. (a) global R²_lin vs per-feature median R², size ∝ the effective rank of the map's explained part
+    (`eff_rank_explained`, what the rule's "rank ≈ 1" reads; the output's own, `eff_rank_out`, in a table without
+    it), colour = model, marker = regime, the diagonal drawn, each outlier-concentrated block ringed and named (the
+    blocks claim 4 rests on: the smallest markers, by that rank); (b) R²_lin without the top-1 / top-8 output
+    features."""
     sns.set_theme(style="whitegrid", context="paper")
     models = list(dict.fromkeys(table["model"]))
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10.5, 4.3))
-    rank = table["eff_rank_out"].to_numpy(float)
-    sizes = 10 + 90 * rank / max(rank.max(), 1.0)  # big enough to rank by eye, small enough not to merge
+    sized_by = "eff_rank_explained" if "eff_rank_explained" in table.columns else "eff_rank_out"
+    rank = table[sized_by].to_numpy(float)
+    sizes = 14 + 90 * rank / max(np.nanmax(rank), 1.0)  # big enough to rank by eye, small enough not to merge
     lo = min(0.0, float(table[["r2_lin", "r2_feature_median", "r2_ex_top1", "r2_ex_top8"]].min().min()) - 0.03)
     for m in models:
         for reg, marker in REGIME_MARKERS.items():
@@ -387,11 +427,15 @@ def fig4_rank_outliers(table, stem: str | Path | None = None):
                     linewidths=0.9 if hollow else 0.4,
                     zorder=1 if hollow else 2,
                 )
+    for _, r in table[table["regime"] == "outlier-concentrated"].iterrows():  # what claim 4 rests on, on top
+        ax.scatter([r["r2_lin"]], [r["r2_feature_median"]], s=170, facecolors="none", edgecolors="#c0392b", lw=1.4,
+                   zorder=4)  # fmt: skip
     for _, r in table[
         table["regime"].isin(["outlier-concentrated", "first-token-concentrated", "unclassified"])
     ].iterrows():
+        outlier = r["regime"] == "outlier-concentrated"
         ax.annotate(
-            str(r["block"]),
+            f"block {r['block']}: rank {r[sized_by]:.1f}" if outlier else str(r["block"]),
             (r["r2_lin"], r["r2_feature_median"]),
             xytext=(4, -9),
             textcoords="offset points",
@@ -409,7 +453,10 @@ def fig4_rank_outliers(table, stem: str | Path | None = None):
     handles += [
         plt.Line2D([], [], ls="", marker=mk, color="0.3", mfc="none", label=reg) for reg, mk in REGIME_MARKERS.items()
     ]
-    ax.legend(handles=handles, fontsize=7, loc="upper left", title="size ∝ effective rank of Cyy", title_fontsize=7)
+    what = "the explained part (WᵀCxxW)" if sized_by == "eff_rank_explained" else "the output (Cyy)"
+    handles.append(plt.Line2D([], [], ls="", marker="o", mfc="none", mec="#c0392b", mew=1.4, ms=9,
+                              label="outlier-concentrated: claim 4's blocks"))  # fmt: skip
+    ax.legend(handles=handles, fontsize=7, loc="upper left", title=f"size ∝ effective rank of {what}", title_fontsize=7)
     for m in models:
         t = table[table["model"] == m]
         bx.scatter(

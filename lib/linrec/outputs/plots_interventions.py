@@ -146,25 +146,21 @@ def fig7_controls(profiles, inputs, stem: str | Path | None = None):
         gridspec_kw={"width_ratios": widths},
     )
     colours = sns.color_palette("colorblind", 4)
+    # each random-init twin its own line: seeds drawn alike could not be told apart (issue 50)
+    twins = [w for w in dict.fromkeys(profiles["weights"]) if w != "trained"]
+    styles = {w: (("--", "s", "0.45"), (":", "^", "0.6"), ("-.", "v", "0.3"), ((0, (5, 1, 1, 1)), "d", "0.7"))[i % 4]
+              for i, w in enumerate(twins)}  # fmt: skip
     for k, model in enumerate(models):
         ax, bx = axes[0][k], axes[1][k]
         p = profiles[profiles["model"] == model]
         for w, t in p.groupby("weights", sort=False):
             trained = w == "trained"
             t = t.sort_values("block")
-            ax.plot(
-                t["block"],
-                t["r2_lin"],
-                "-o" if trained else "--",
-                color=colours[0] if trained else "0.55",
-                ms=3.5,
-                lw=1.6 if trained else 1.0,
-                label=w,
-            )
+            ls, marker, grey = ("-", "o", colours[0]) if trained else styles[w]
+            ax.plot(t["block"], t["r2_lin"], linestyle=ls, marker=marker, color=grey, ms=3.5 if trained else 2.5,
+                    lw=1.6 if trained else 1.0, label=w)  # fmt: skip
             if {"r2_lo", "r2_hi"} <= set(t.columns) and t["r2_lo"].notna().all():
-                ax.fill_between(
-                    t["block"], t["r2_lo"], t["r2_hi"], color=colours[0] if trained else "0.55", alpha=0.2, lw=0
-                )
+                ax.fill_between(t["block"], t["r2_lo"], t["r2_hi"], color=grey, alpha=0.2, lw=0)
         ax.set_title(model)
         c = inputs[inputs["model"] == model].sort_values("block")
         rows = (

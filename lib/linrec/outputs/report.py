@@ -24,6 +24,7 @@ from linrec.claims.tables import labelled, load_table
 from linrec.outputs.claim_text import CLAIMS, Claim, Results, build, fmt, listed, other_profile, replicated
 from linrec.outputs.findings import routing_findings
 from linrec.outputs.methods import methods_lines
+from linrec.outputs.plots import figures_at_drawn_size
 
 # (stem, notebook, caption): every figure the report shows, in order
 FIGURES = [
@@ -93,8 +94,16 @@ FIGURES = [
     (
         "fig4_rank_outliers",
         "04",
-        "Figure 4. Global R²_lin against per-feature median R² (size ∝ effective rank), and R²_lin without the "
-        "top-1/top-8 output features.",
+        "Figure 4. Global R²_lin against per-feature median R² (size ∝ the explained part's effective rank, the "
+        "rule's 'rank ≈ 1'; ringed: the outlier-concentrated blocks), and R²_lin without the top-1/top-8 output "
+        "features.",
+    ),
+    (
+        "fig4b_block_anatomy",
+        "04",
+        "Figure 4b. The blocks claim 4 rests on beside two toy blocks built to be the two regimes and each model's "
+        "most linear broadly linear block: each output feature's held-out R² against its share of the variance "
+        "(top), the eigenvalue shares of C_yy and of the explained part WᵀC_xxW (bottom).",
     ),
     (
         "fig5_corpora",
@@ -222,7 +231,7 @@ CLAIM_FIGURES = {
     "2a": ["fig7_controls", "fig8_training"],
     "2b": ["fig7b_inputs_or_weights"],
     3: ["fig3_bilinear_gain"],
-    4: ["fig4_rank_outliers"],
+    4: ["fig4_rank_outliers", "fig4b_block_anatomy"],
     5: ["fig5_corpora"],
     "6a": ["fig2_swap", "fig6_swap"],
     "6b": [],
@@ -336,10 +345,11 @@ def _without_first(c: Claim) -> str:
 
 # ---- the document -------------------------------------------------------------------------------
 def _table(df: pd.DataFrame, floatfmt: str = "{:.3f}") -> str:
+    """A Markdown table; a missing number (NaN: not measured for that row) is shown as "–", never as "nan"."""
     cols = list(df.columns)
     lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
     for row in df.itertuples(index=False):
-        cells = [floatfmt.format(v) if isinstance(v, float) else str(v) for v in row]
+        cells = [("–" if v != v else floatfmt.format(v)) if isinstance(v, float) else str(v) for v in row]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
 
@@ -491,7 +501,8 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
             "",
             "One row per block. ΔPPL: held-out perplexity change when the block's FFN is replaced by its affine map "
             "(`swap`); where notebook 06 also ran the first-position variants, `swap, FFN at position 0` keeps the "
-            "FFN on each window's first token and `swap, mean at position 0` puts the FFN's mean output there.",
+            "FFN on each window's first token and `swap, mean at position 0` puts the FFN's mean output there (–: "
+            "not run for that block; notebook 06 runs them where the first position holds enough of the variance).",
             "",
             _table(t.assign(cond_gram=t["cond_gram"].map("{:.1e}".format))),
             "",
@@ -525,7 +536,8 @@ def per_block_table(r2: pd.DataFrame, swap: pd.DataFrame | None) -> pd.DataFrame
     if swap is None or swap.empty:
         return t
     wide = swap.pivot_table(index=["model", "block"], columns="first", values="delta_ppl", aggfunc="first")
-    wide = wide[[c for c in SWAP_VARIANTS if c in wide.columns]].rename(columns=SWAP_VARIANTS).reset_index()
+    kept = [c for c in SWAP_VARIANTS if c in wide.columns and wide[c].notna().any()]  # a variant run somewhere
+    wide = wide[kept].rename(columns=SWAP_VARIANTS).reset_index()
     wide.columns.name = None
     return t.merge(wide, on=["model", "block"], how="left")
 
@@ -574,12 +586,12 @@ def build_report(
     if html:
         import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 
-        body = mistune.html(text)
+        body = figures_at_drawn_size(mistune.html(text), out.parent)
         page = (
             '<!doctype html><meta charset="utf-8"><title>linrec reproduction report</title><style>'
             "body{max-width:74em;margin:auto;font-family:sans-serif}h1{font-size:1.6em}"
             "table{border-collapse:collapse;font-size:85%}td,th{border:1px solid #ccc;padding:2px 6px}"
-            f"img{{max-width:100%}}</style>\n{body}"
+            f".figure{{overflow-x:auto}}</style>\n{body}"
         )
         out.with_suffix(".html").write_text(page)
     return out
