@@ -185,7 +185,11 @@ def _drivers():
 
 
 def run_notebooks(
-    params_file: str | Path, only: list[str] | None = None, root: Path | None = None, jobs: int | None = None
+    params_file: str | Path,
+    only: list[str] | None = None,
+    root: Path | None = None,
+    jobs: int | None = None,
+    overrides: dict | None = None,
 ) -> list[Path]:
     """Execute every numbered notebook (or those whose names start with one of `only`) under `params_file`.
 
@@ -195,7 +199,8 @@ def run_notebooks(
     more forward-pass throughput than one two-thread kernel, and more on the probes' small products. Before each
     stage the CPUs that other processes keep busy are left out (`linrec.base.threads.free_cpus`): beside another job,
     fewer kernels and threads run instead of stalling each other, and a stage that started one at a time looks again
-    after each notebook, so the rest of it runs side by side once that work has ended."""
+    after each notebook, so the rest of it runs side by side once that work has ended. `overrides`: parameters
+    that replace the profile's (`linrec figures --device`)."""
     import os
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -203,7 +208,7 @@ def run_notebooks(
 
     root = root or project_root()
     params_path = Path(params_file) if Path(params_file).is_absolute() else root / params_file
-    params = with_output_defaults(load_params(params_path, root), params_path.stem)
+    params = {**with_output_defaults(load_params(params_path, root), params_path.stem), **(overrides or {})}
     results = root / params["results_dir"]
     (results / "notebooks").mkdir(parents=True, exist_ok=True)
     selected = [nb for nb in notebooks(root) if not only or any(nb.name.startswith(o) for o in only)]
