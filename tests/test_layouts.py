@@ -34,9 +34,10 @@ def _windows(cfg):
 
 @pytest.mark.parametrize("layout", ZOO)
 def test_each_layout_learns_a_planted_task_reloads_to_the_same_logits_and_reruns_bit_identically(planted, layout):
-    """Sixty steps on the colour cycle cut the loss to under a quarter of its start (uniform over the vocabulary); the cached run's last checkpoint,
-    loaded by its path like any model, gives the logits of the same run trained again in memory, and that rerun is
-    bit-identical (same losses, same weights)."""
+    """Sixty steps on the colour cycle cut the loss to under a quarter of its start (uniform over the vocabulary);
+    the cached run's last checkpoint, loaded by its path like any model, gives the logits of the same run trained
+    again in memory, and that rerun is bit-identical (same losses, same weights); another init seed draws other
+    weights."""
     from linrec.inputs.models import load_model
 
     cfg = TrainConfig(layout=layout, text=planted, **TINY)
@@ -53,6 +54,9 @@ def test_each_layout_learns_a_planted_task_reloads_to_the_same_logits_and_reruns
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
     with torch.no_grad():
         assert torch.equal(disk.model(windows[:4]).logits, mem(windows[:4]).logits)
+    other = build_model(TrainConfig(layout=layout, text=planted, **{**TINY, "init_seed": 1}), len(tok)).state_dict()
+    first = build_model(cfg, len(tok)).state_dict()
+    assert not all(torch.equal(first[k], other[k]) for k in first)  # the init seed draws the weights
 
 
 def test_the_layouts_are_the_papers():
@@ -157,3 +161,56 @@ def test_each_layouts_ffn_site_is_captured_and_an_affine_mlp_swaps_for_free(tmp_
     d = table.set_index("block")["delta_ppl"]
     base = table["ppl_base"].iloc[0]
     assert abs(d[1]) < 1e-4 * base and abs(d[0]) > 100 * abs(d[1])
+
+
+def test_runs_on_two_texts_share_one_tokenizer_and_one_measuring_text(planted, tmp_path):
+    """With shared_texts, a run on either text trains the same tokenizer (on both texts' training documents) and
+    writes the same measuring text: every held-out document of both texts, shuffled together so that the first
+    documents hold both, none of them a training document of either text; each run trains on its own text only."""
+    from linrec.inputs.corpora import load_documents
+    from linrec.inputs.training import split_documents, split_texts
+
+    other = tmp_path / "other.txt"
+    other.write_text(open(planted).read().replace("red", "orange"))
+    shared = f"{planted},{other}"
+    a = TrainConfig(layout="llama", text=planted, shared_texts=shared, **{**TINY, "steps": 2})
+    b = TrainConfig(layout="gpt2", text=str(other), shared_texts=shared, **{**TINY, "steps": 2})
+    ra, rb = get_run(a, progress=False), get_run(b, progress=False)
+    assert (ra.final / "tokenizer.json").read_text() == (rb.final / "tokenizer.json").read_text()
+    assert (ra.path / "measure.txt").read_text() == (rb.path / "measure.txt").read_text()
+    measure = load_documents(ra.measure_corpus)[0]
+    train_a, held_a = split_documents(load_documents(planted)[0], a.measure_frac)
+    train_b, held_b = split_documents(load_documents(str(other))[0], a.measure_frac)
+    assert sorted(measure) == sorted(held_a + held_b) and not set(measure) & set(train_a + train_b)
+    first = measure[: len(measure) // 2]
+    assert any("orange" in d for d in first) and any("red" in d for d in first)
+    assert split_texts(a)[0] == train_a and split_texts(b)[0] == train_b
+
+
+def test_a_text_held_as_one_document_is_cut_into_documents():
+    """A one-document text is cut at the separator and at blank lines into documents of at least MIN_DOC_CHARS
+    characters (a short tail joins the last), losing no paragraph and keeping their order."""
+    from linrec.inputs.training import MIN_DOC_CHARS, cut_document
+
+    paras = [f"paragraph {k} " + "x" * (150 + 37 * k % 300) for k in range(40)]
+    doc = "\n\n".join(paras[:20]) + "\n<|endoftext|>\n" + "\n\n  \n".join(paras[20:])
+    docs = cut_document(doc)
+    assert len(docs) > 2 and all(len(d) >= MIN_DOC_CHARS for d in docs)
+    assert [p for d in docs for p in d.split("\n\n")] == paras
+    assert cut_document("short") == ["short"]
+
+
+def test_figures_on_a_missing_gpu_is_refused_in_one_line_before_any_notebook(monkeypatch, capsys):
+    """`linrec figures --params params/zoo.yaml --device cuda` where torch has no GPU: exit 2, one line naming the
+    devices there are, and no notebook started; a device that exists is passed to every notebook as `device`."""
+    import linrec.app.notebooks as nb
+    from linrec.app.cli import main
+
+    called = []
+    monkeypatch.setattr(nb, "run_notebooks", lambda *a, **kw: called.append(kw))
+    if not torch.cuda.is_available():
+        code = main(["figures", "--params", "params/zoo.yaml", "--only", "08", "--device", "cuda"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and not called and len(err.splitlines()) == 1 and "cuda" in err and "available: cpu" in err
+    assert main(["figures", "--params", "params/zoo.yaml", "--only", "08", "--device", "cpu"]) in (0, None)
+    assert called[-1]["overrides"] == {"device": "cpu"}

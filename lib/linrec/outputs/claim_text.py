@@ -377,6 +377,14 @@ def claim2b(r: Results) -> Claim:
     return Claim("2b", "; ".join(parts), v.verdict, "", head, parts)
 
 
+def _with_zoo(c: Claim, r: Results) -> Claim:
+    """An across-block claim the offline models did not decide, with the zoo's pooled row beside it where it ran."""
+    if zoo := zoo_pooled(r, str(c.number)):
+        c.ours += f". {zoo}"
+        c.details.append(zoo)
+    return c
+
+
 def _ci(lo, hi, nd: int = 2) -> str:
     return f"[{fmt(lo, nd)}, {fmt(hi, nd)}]"
 
@@ -395,7 +403,7 @@ def _outcome(e: dict) -> str:
 def claim3(r: Results) -> Claim:
     v = claim3_rule(r.get("probe_summary"))
     if not v.evidence:
-        return _untestable(3, v)
+        return _with_zoo(_untestable(3, v), r)
     parts = []
     for e in v.evidence:
         word = {True: "holds", False: "fails", None: "not testable"}[e["passes"]]
@@ -539,7 +547,7 @@ def claim6a(r: Results) -> Claim:
 def claim6b(r: Results) -> Claim:
     v = claim6b_rule(r.get("swap_predictors"))
     if not v.evidence:
-        return _untestable("6b", v)
+        return _with_zoo(_untestable("6b", v), r)
     parts = []
     for e in v.evidence:
         best = (
