@@ -76,7 +76,7 @@ import time
 
 import pandas as pd
 
-from linrec.analyses.factors import components, distance_table, final_profiles, run_factors
+from linrec.analyses.factors import block_parameters, components, distance_table, final_profiles, run_factors
 from linrec.analyses.seeds import (
     approach_to_final,
     capture_checkpoints,
@@ -228,13 +228,16 @@ if ran and train_pipeline:
         from_cache=[trained[c.name].cached for c in configs],
         seconds_capture=[capture_seconds[c.name] for c in configs],
     )
-    save_table(run_factors(configs).merge(timing, on="run"), "zoo_runs", where)
+    zoo_runs = run_factors(configs).assign(block_params=block_parameters(configs).values()).merge(timing, on="run")
+    save_table(zoo_runs, "zoo_runs", where)
     swap_all = stacked(measured, "swap").rename(columns={"model": "run"})
     save_table(swap_all[["run", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "delta_lo", "delta_hi",
                          "params_ffn", "params_linear", "seconds"]], "training_swap", where)  # fmt: skip
 zoo_blocks, zoo_time = load_table("zoo_blocks", zoo_where), load_timings("zoo_runs", zoo_where)
 if zoo_blocks is not None:
-    print(f"{zoo_blocks['model'].nunique()} models, {len(zoo_blocks)} blocks")
+    params = load_table("zoo_runs", zoo_where).groupby("layout", sort=False)["block_params"].first()
+    print(f"{zoo_blocks['model'].nunique()} models, {len(zoo_blocks)} blocks; parameters in the blocks:",
+          ", ".join(f"{k} {v:,}" for k, v in params.items()))  # fmt: skip
 if zoo_time is not None:  # timings/: how long this machine took, not a result
     print(f"seconds training / measuring (all runs): {zoo_time['seconds_train'].sum():.0f} / "
           f"{zoo_time.filter(like='seconds_').drop(columns='seconds_train').sum().sum():.0f}")  # fmt: skip

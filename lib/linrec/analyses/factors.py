@@ -58,6 +58,14 @@ def run_factors(configs: Sequence) -> pd.DataFrame:
                           "data_seed": c.data_seed} for c in configs])  # fmt: skip
 
 
+def block_parameters(configs: Sequence) -> dict[str, int]:
+    """{run: parameters in its blocks} (`linrec.inputs.layouts.block_params`, counted on the built model)."""
+    from linrec.inputs.layouts import block_params
+
+    by_layout: dict = {}
+    return {c.name: by_layout.setdefault((c.layout, c.d_model, c.n_layers, c.d_ff), block_params(c)) for c in configs}
+
+
 def final_profiles(profiles: pd.DataFrame) -> pd.DataFrame:
     """[run × block] R²_lin at each run's last checkpoint (`linrec.analyses.seeds.checkpoint_table` rows), runs in
     order of first appearance."""

@@ -224,9 +224,9 @@ TABLES: dict[str, TableSpec] = {
     ),
     "zoo_runs": _spec(
         "08",
-        "run layout text init_seed data_seed noise_level noise_shape seconds_ceiling seconds_probe seconds_spectrum "
-        "seconds_swap seconds_train from_cache seconds_capture",
-        "per run of the zoo: its factors, the measurement noise of its level and shape "
+        "run layout text init_seed data_seed block_params noise_level noise_shape seconds_ceiling seconds_probe "
+        "seconds_spectrum seconds_swap seconds_train from_cache seconds_capture",
+        "per run of the zoo: its factors, the parameters in its blocks, the measurement noise of its level and shape "
         "(linrec.analyses.factors.measurement_noise) and the seconds of training and of each measuring stage",
     ),
     "zoo_blocks": _spec(

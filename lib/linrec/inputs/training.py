@@ -465,9 +465,8 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
         (tmp / "measure.txt").write_text(f"\n{DOC_SEPARATOR}\n".join(measure_docs))
         table = pd.DataFrame(rows)
         table.to_csv(tmp / "log.csv", index=False)
-        from linrec.inputs.layouts import count_params
-
-        n_params, n_blocks = count_params(model)
+        n_params = sum(p.numel() for p in model.parameters())
+        n_embedding = model.get_input_embeddings().weight.numel()  # tied with the LM head: counted once
         meta = {
             "version": TRAINING_VERSION,
             "config": asdict(cfg),
@@ -475,7 +474,8 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
             "text_identity": identity,
             "checkpoints": cfg.checkpoint_steps(),
             "n_params": n_params,
-            "n_params_blocks": n_blocks,
+            "n_params_blocks": n_params - n_embedding,  # all but the token embedding, as runs cached before say;
+            # the blocks alone: linrec.inputs.layouts.block_params
             "vocab_size": len(tokenizer),
             "n_train_docs": len(train_docs),
             "n_measure_docs": len(measure_docs),
