@@ -163,16 +163,19 @@ def from_profiles(table: pandas.DataFrame, profiles: pandas.DataFrame) -> pandas
 
 
 # ---- the experiment ------------------------------------------------------------------------------------------------
-def capture_checkpoints(run, capture_kw: Mapping, progress: bool = True) -> dict[int, object]:
+def capture_checkpoints(run, capture_kw: Mapping, progress: bool = True, final_rows: int = 0) -> dict[int, object]:
     """{step: capture} of every checkpoint of `run` (`linrec.inputs.training.TrainedRun`) on its measuring text, moments
-    only (cached like every capture)."""
+    only, but for the last checkpoint with `final_rows` sampled rows per block where that is > 0 (the probes need
+    them; the moments, and so R²_lin, are the same either way). Cached like every capture."""
     from linrec.measure.capture import get_capture
 
     kw = {"sample_rows": 0, **dict(capture_kw), "progress": False}
+    last = run.steps[-1]
     return {
-        step: get_capture(str(run.checkpoint(step)), run.measure_corpus, **kw)
+        step: get_capture(str(run.checkpoint(step)), run.measure_corpus,
+                          **({**kw, "sample_rows": final_rows} if step == last and final_rows else kw))
         for step in progress_bar(run.steps, desc=f"measure {run.config.name}", unit="checkpoint", disable=not progress)
-    }
+    }  # fmt: skip
 
 
 def checkpoint_table(run, captures: Mapping[int, object]) -> pandas.DataFrame:
@@ -199,7 +202,7 @@ def checkpoint_table(run, captures: Mapping[int, object]) -> pandas.DataFrame:
         rows.append(
             t.assign(
                 run=c.name,
-                mlp=c.mlp,
+                mlp=c.layout,  # the column's name from before layouts: the run's layout
                 init_seed=c.init_seed,
                 data_seed=c.data_seed,
                 step=step,
@@ -216,12 +219,14 @@ def checkpoint_table(run, captures: Mapping[int, object]) -> pandas.DataFrame:
 def pairs(configs: Sequence) -> list[tuple[str, str, str]]:
     """The comparisons of the experiment as (kind, run a, run b) over `linrec.inputs.training.TrainConfig`s that
     differ in one thing: "seed" (the init seed), "data order" (the order the training windows are visited in),
-    "text" (the training text itself) and "variant" (GELU against SwiGLU)."""
+    "text" (the training text itself) and "variant" (the layout: GELU against SwiGLU, or GPT-2, Pythia and llama
+    against each other)."""
     out = []
     for i, a in enumerate(configs):
         for b in configs[i + 1 :]:
             same = {"seed": a.init_seed == b.init_seed, "data order": a.data_seed == b.data_seed,
-                    "text": getattr(a, "text", "") == getattr(b, "text", ""), "variant": a.mlp == b.mlp}  # fmt: skip
+                    "text": getattr(a, "text", "") == getattr(b, "text", ""),
+                    "variant": a.layout == b.layout}  # fmt: skip
             differs = [k for k, v in same.items() if not v]
             if len(differs) == 1:
                 out.append((differs[0], a.name, b.name))
