@@ -96,7 +96,7 @@ def distance(a: np.ndarray, b: np.ndarray, part: str) -> np.ndarray:
 def measurement_noise(capture, n_splits: int = 200, seed: int = 0) -> dict[str, float]:
     """σ²_noise of one run's level and shape (module docstring): a quarter of the mean squared distance between its
     profiles on two disjoint random halves of its held-out windows, over `n_splits` halvings."""
-    from linrec.analyses.seeds import profile
+    from linrec.analyses.seeds import halves
 
     held = getattr(capture, "heldout", None)
     if held is None or any(h is None for h in held):
@@ -104,11 +104,7 @@ def measurement_noise(capture, n_splits: int = 200, seed: int = 0) -> dict[str, 
     w = held[0].n_windows
     if w < 4:
         raise LinrecError(f"measurement noise needs at least 4 held-out windows, the capture has {w}; use more tokens")
-    rng = np.random.default_rng([seed, 47])
-    half = np.zeros((n_splits, w))
-    for k in range(n_splits):
-        half[k, rng.permutation(w)[: w // 2]] = 1.0
-    a, b = profile(capture, half), profile(capture, 1.0 - half)
+    a, b = halves(capture, n_splits, np.random.default_rng([seed, 47]))
     return {part: float(np.nanmean(squared_distance(a, b, part)) / 4) for part in PARTS}
 
 

@@ -95,12 +95,18 @@ def noise_floors(capture, n_splits: int = 200, seed: int = 0) -> dict[str, float
     w = _n_windows(capture)
     if w < 4:
         raise LinrecError(f"a noise floor needs at least 4 held-out windows, the capture has {w}; use more tokens")
-    rng = np.random.default_rng([seed, 38])
+    a, b = halves(capture, n_splits, np.random.default_rng([seed, 38]))
+    return {FLOORS[k]: float(np.nanmean(np.abs(f(a, b)))) for k, f in PARTS.items()}
+
+
+def halves(capture, n_splits: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One capture's profile on two disjoint random halves of its held-out windows, `n_splits` times: ([n_splits, L],
+    [n_splits, L]), what measurement alone makes two profiles of the same weights differ by."""
+    w = _n_windows(capture)
     half = np.zeros((n_splits, w))
     for k in range(n_splits):
         half[k, rng.permutation(w)[: w // 2]] = 1.0
-    a, b = profile(capture, half), profile(capture, 1.0 - half)
-    return {FLOORS[k]: float(np.nanmean(np.abs(f(a, b)))) for k, f in PARTS.items()}
+    return profile(capture, half), profile(capture, 1.0 - half)
 
 
 def noise_floor(capture, n_splits: int = 200, seed: int = 0) -> float:

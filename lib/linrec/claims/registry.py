@@ -23,6 +23,15 @@ def _spec(notebook: str, columns: str, about: str) -> TableSpec:
     return TableSpec(notebook, tuple(columns.split()), about)
 
 
+REGIME_COLUMNS = (  # regime_summary's columns: notebook 04's spectrum_summary and the zoo's zoo_regimes
+    "model n_blocks n_high_r2 n_broadly_linear n_broadly_linear_high_r2 n_first_token_concentrated "
+    "n_first_token_concentrated_high_r2 n_outlier_concentrated n_outlier_concentrated_high_r2 n_nonlinear "
+    "n_nonlinear_high_r2 n_unclassified n_unclassified_high_r2 concentrated_not_rank1_blocks "
+    "n_broadly_linear_ex_first n_outlier_concentrated_ex_first outlier_ex_first_blocks "
+    "outlier_blocks first_token_blocks unclassified_blocks outlier_first_blocks first_share_blocks massive_blocks "
+    "top1_broadly_linear_blocks max_drop_ex_top8 eff_rank_out_frac_median"
+)
+
 TABLES: dict[str, TableSpec] = {
     "capture": _spec(
         "01",
@@ -163,12 +172,7 @@ TABLES: dict[str, TableSpec] = {
     ),
     "spectrum_summary": _spec(
         "04",
-        "model n_blocks n_high_r2 n_broadly_linear n_broadly_linear_high_r2 n_first_token_concentrated "
-        "n_first_token_concentrated_high_r2 n_outlier_concentrated n_outlier_concentrated_high_r2 n_nonlinear "
-        "n_nonlinear_high_r2 n_unclassified n_unclassified_high_r2 concentrated_not_rank1_blocks "
-        "n_broadly_linear_ex_first n_outlier_concentrated_ex_first outlier_ex_first_blocks "
-        "outlier_blocks first_token_blocks unclassified_blocks outlier_first_blocks first_share_blocks massive_blocks "
-        "top1_broadly_linear_blocks max_drop_ex_top8 eff_rank_out_frac_median",
+        REGIME_COLUMNS,
         "per model: regimes (linrec.claims.regimes.regime_summary)",
     ),
     "spectrum_replicates": _spec(
@@ -272,12 +276,7 @@ TABLES: dict[str, TableSpec] = {
     ),
     "zoo_regimes": _spec(
         "08",
-        "model n_blocks n_high_r2 n_broadly_linear n_broadly_linear_high_r2 n_first_token_concentrated "
-        "n_first_token_concentrated_high_r2 n_outlier_concentrated n_outlier_concentrated_high_r2 n_nonlinear "
-        "n_nonlinear_high_r2 n_unclassified n_unclassified_high_r2 concentrated_not_rank1_blocks "
-        "n_broadly_linear_ex_first n_outlier_concentrated_ex_first outlier_ex_first_blocks "
-        "outlier_blocks first_token_blocks unclassified_blocks outlier_first_blocks first_share_blocks massive_blocks "
-        "top1_broadly_linear_blocks max_drop_ex_top8 eff_rank_out_frac_median",
+        REGIME_COLUMNS,
         "per trained model of the zoo: regimes (linrec.claims.regimes.regime_summary)",
     ),
     "zoo_claims": _spec(
