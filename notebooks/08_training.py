@@ -35,17 +35,32 @@
 # tested at its thresholds) calls a pair "differ" when the distance's lower bound clears the floor and the distance
 # is at least 0.1 (claim 2a's minimum effect), "agree" when its upper bound is under 0.1, and otherwise inconclusive.
 #
+# **The zoo** (`params/zoo.yaml`): the same experiment on the paper's own contrast. The paper's models are GPT-2,
+# Pythia-160m and llama-160m; here their three layouts are trained from scratch in miniature, from transformers' own
+# classes (`linrec.inputs.layouts`): GPT-2 (learned positions, LayerNorm, attention then a GELU MLP), Pythia
+# (partial rotary, attention and GELU MLP in parallel) and llama (RMSNorm, rotary, SwiGLU), at the same width, depth,
+# heads, block parameters, tokenizer, text and steps; three init seeds each, a second data order, and a second
+# training text (web, technical, stories and code together) for one layout. Every run's last checkpoint then goes
+# through the whole pipeline (R²_lin with intervals, the rank-16 probe, the regimes, the swap), and the profiles'
+# level and shape are split into what the layout, the text and the seed each set.
+#
 # **Budget.** Training takes most of the time (≈ 3 min per run on 2 CPU cores), so the default profile does not run
-# it: `params/training.yaml` does (`linrec figures --params params/training.yaml --only 08`), caches every run, and
-# writes `results/training/`. Under any other profile this notebook shows that run's results and names it.
+# it: `params/training.yaml` and `params/zoo.yaml` do (`linrec figures --params params/zoo.yaml --only 08`), cache
+# every run, and write `results/training/` and `results/zoo/`. Under any other profile this notebook shows those runs'
+# results and names them.
 
 # %% tags=["parameters"]
 training = {}  # linrec.inputs.training.TrainConfig fields ({}: not run here; params/training.yaml runs it)
-train_variants = ["gelu", "swiglu"]
+train_variants = ["gelu", "swiglu"]  # layouts (linrec.inputs.layouts.LAYOUTS); the zoo: gpt2, pythia, llama
 train_init_seeds = [0, 1]  # every variant × init seed, on the first data order
 train_data_seeds = [0, 1]  # the other data orders: one run each, first variant and init seed
+train_texts = []  # other training texts: the first variant on each, at every seed of train_text_seeds ([]: none)
+train_text_seeds = []  # the init seeds of the runs on the other texts ([]: every init seed)
+train_block_tolerance: float | None = None  # refuse layouts whose blocks differ in parameters by more (zoo: 0.02)
 train_measure_tokens = 65_536  # tokens of the measuring text per checkpoint (windows split 80/20: map fit / held out)
 train_swap = True  # held-out ΔPPL of swapping each block of each run's last checkpoint for its map
+train_pipeline = False  # the whole pipeline on every last checkpoint, the factors and the pooled claims (the zoo)
+train_probe_rows = 4096  # rows per block the last checkpoint's capture keeps for the probe (train_pipeline)
 seed = 0  # the measuring windows' split, the noise floors' halvings and the swap's ΔPPL bootstrap
 batch_size = 8
 device = "cpu"
@@ -54,8 +69,11 @@ results_dir = "results/default"
 figures_dir = "figures"
 
 # %%
+import time
+
 import pandas as pd
 
+from linrec.analyses.factors import block_parameters, components, distance_table, final_profiles, run_factors
 from linrec.analyses.seeds import (
     approach_to_final,
     capture_checkpoints,
@@ -63,18 +81,25 @@ from linrec.analyses.seeds import (
     comparisons,
     distance_over_training,
 )
+from linrec.analyses.spectrum import REGIMES
 from linrec.analyses.swap import SwapStudy
+from linrec.analyses.zoo import block_table, measure_finals, noise_table, stacked
 from linrec.base.files import project_root
 from linrec.claims.learned import comparison_words, seeds_verdict
-from linrec.claims.rules import SEEDS_RULE
-from linrec.claims.tables import labelled, load_table, save_table
+from linrec.claims.probe import probe_summary
+from linrec.claims.regimes import regime_summary
+from linrec.claims.rules import SEEDS_RULE, ZOO_RULE
+from linrec.claims.swap import swap_predictors
+from linrec.claims.tables import labelled, load_table, load_timings, save_table
+from linrec.claims.zoo import pooled_claims, zoo_verdict
 from linrec.inputs.models import load_model
 from linrec.inputs.training import profile_configs, runs
-from linrec.outputs.plots_interventions import fig8_training
+from linrec.outputs.plots_interventions import fig8_training, fig8b_zoo
 
 root = project_root()
 ran = bool(training)
 where = root / results_dir if ran else root / "results" / "training"
+zoo_where = root / results_dir if ran else root / "results" / "zoo"
 (root / results_dir).mkdir(parents=True, exist_ok=True)
 print(
     "trained and measured here" if ran else f"not run in this profile: the last run of params/training.yaml ({where})"
@@ -89,10 +114,17 @@ print(
 # %%
 # NBVAL_CHECK_OUTPUT
 if ran:
-    configs = profile_configs({**training, "device": device}, train_variants, train_init_seeds, train_data_seeds)
+    configs = profile_configs({**training, "device": device}, train_variants, train_init_seeds, train_data_seeds,
+                              train_texts, train_text_seeds or None, train_block_tolerance)  # fmt: skip
     trained = runs(configs)
     kw = dict(seq_len=configs[0].seq_len, tokens=train_measure_tokens, seed=seed, batch_size=batch_size, device=device)
-    captures = {c.name: capture_checkpoints(trained[c.name], kw) for c in configs}
+    captures, capture_seconds = {}, {}
+    for c in configs:
+        t0 = time.perf_counter()
+        captures[c.name] = capture_checkpoints(
+            trained[c.name], kw, final_rows=train_probe_rows if train_pipeline else 0
+        )
+        capture_seconds[c.name] = time.perf_counter() - t0
     profiles = pd.concat(
         [checkpoint_table(trained[c.name], captures[c.name]) for c in configs],
         ignore_index=True,
@@ -101,7 +133,7 @@ if ran:
     rows = []
     for c in configs:
         r, final = trained[c.name], profiles[(profiles["run"] == c.name)]
-        rows.append({"run": c.name, "mlp": c.mlp, "init_seed": c.init_seed, "data_seed": c.data_seed,
+        rows.append({"run": c.name, "mlp": c.layout, "init_seed": c.init_seed, "data_seed": c.data_seed,
                      "d_model": c.d_model, "n_layers": c.n_layers, "d_ff": c.ffn_width, "n_params": r.meta["n_params"],
                      "n_params_blocks": r.meta["n_params_blocks"], "tokens_seen": r.meta["tokens_seen"],
                      "tokens_per_param": r.meta["tokens_seen"] / r.meta["n_params"],
@@ -175,12 +207,94 @@ if profiles is not None:
     print("onset (step):", approach.groupby("run", sort=False)["onset"].first().to_dict())
 
 # %% [markdown]
+# ## The whole pipeline on every trained model (the zoo)
+# Under `params/zoo.yaml`, each run's last checkpoint is measured as notebooks 02–06 measure the offline models
+# (`linrec.analyses.zoo`): R²_lin per block with its interval over held-out windows, the rank-16 bilinear probe's gain,
+# the regime of each block, and the held-out ΔPPL of swapping each block alone for its map, with the screening
+# predictors of that ΔPPL computed on train windows. One row per model and block; the time each stage took is kept
+# per run beside its training time.
+
+# %%
+if ran and train_pipeline:
+    measured = measure_finals(trained, {c.name: captures[c.name][max(captures[c.name])] for c in configs},
+                              probe_rows=train_probe_rows, batch_size=batch_size, n_boot=n_boot, seed=seed,
+                              device=device)  # fmt: skip
+    save_table(block_table(measured, configs), "zoo_blocks", where)
+    timing = noise_table(measured).assign(
+        seconds_train=[trained[c.name].meta["seconds"] for c in configs],
+        from_cache=[trained[c.name].cached for c in configs],
+        seconds_capture=[capture_seconds[c.name] for c in configs],
+    )
+    zoo_runs = run_factors(configs).assign(block_params=block_parameters(configs).values()).merge(timing, on="run")
+    save_table(zoo_runs, "zoo_runs", where)
+    swap_all = stacked(measured, "swap").rename(columns={"model": "run"})
+    save_table(swap_all[["run", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "delta_lo", "delta_hi",
+                         "params_ffn", "params_linear", "seconds"]], "training_swap", where)  # fmt: skip
+zoo_blocks, zoo_time = load_table("zoo_blocks", zoo_where), load_timings("zoo_runs", zoo_where)
+if zoo_blocks is not None:
+    params = load_table("zoo_runs", zoo_where).groupby("layout", sort=False)["block_params"].first()
+    print(f"{zoo_blocks['model'].nunique()} models, {len(zoo_blocks)} blocks; parameters in the blocks:",
+          ", ".join(f"{k} {v:,}" for k, v in params.items()))  # fmt: skip
+if zoo_time is not None:  # timings/: how long this machine took, not a result
+    print(f"seconds training / measuring (all runs): {zoo_time['seconds_train'].sum():.0f} / "
+          f"{zoo_time.filter(like='seconds_').drop(columns='seconds_train').sum().sum():.0f}")  # fmt: skip
+zoo_blocks.pivot_table(index="block", columns="model", values="r2_lin", sort=False).round(3) if zoo_blocks is not None \
+    else None  # fmt: skip
+
+# %% [markdown]
+# ## Claim 2a as the paper states it: layout against seed against text
+# "Same-width GELU models GPT-2 and Pythia-160m have sharply different profiles, so recoverability is learned, not
+# architectural." Here the layouts differ and nothing else does, so the question can be asked directly: is the
+# distance between two layouts' profiles larger than between two seeds of one layout, or two texts? First each kind of
+# pair's mean distance, shape (mean |ΔR²_lin| of the centred profiles) and level (|Δ mean R²_lin|) apart, with 95 %
+# intervals (delete-one-run jackknife; a kind with one pair carries its window interval). Then the variance
+# decomposition (`linrec.analyses.factors.components`): the share of the squared distance between two runs that the
+# layout, the text, the run's own draws (seed) and the measurement (residual) each hold, for the level and the shape;
+# the rule (`linrec.claims.rules.ZOO_RULE`) names the factor that sets each.
+
+# %%
+if ran and train_pipeline:
+    wide, factors = final_profiles(profiles), run_factors(configs)
+    save_table(distance_table(wide, factors, comparisons=table), "zoo_distances", where)
+    comp = components(wide, factors, load_table("zoo_runs", where))
+    save_table(comp, "zoo_components", where)
+    save_table(pd.DataFrame([zoo_verdict(comp)]), "zoo_verdict", where)
+zoo_dist, zoo_comp = load_table("zoo_distances", zoo_where), load_table("zoo_components", zoo_where)
+zoo_v = load_table("zoo_verdict", zoo_where)
+if zoo_v is not None:
+    print("rule:", ZOO_RULE)
+    print("verdict:", zoo_v["word"].iloc[0], "· claim 2a from the zoo:", zoo_v["claim2a"].iloc[0])
+    print(zoo_dist.set_index("kind").drop(columns="group").round(4).to_string())
+zoo_comp.set_index(["part", "factor"]).round(4) if zoo_comp is not None else None
+
+# %% [markdown]
+# ## The across-block claims, pooled over every trained model
+# Claims 3 (the probe's gain is uncorrelated with nonlinearity) and 6b (R²_lin flags the blocks that are safe to
+# swap) are correlations across blocks; two offline models give too few blocks to decide them. Here every block of
+# every trained model is pooled with a model effect (each model's blocks centred on their own,
+# `linrec.analyses.uncertainty.correlation_test(..., groups=model)`), each claim judged by its own rule; `n_needed` is
+# the number of blocks the equivalence test would need for 80 % power at this dependence. Claim 4 counts the regimes
+# over all models.
+
+# %%
+if ran and train_pipeline:
+    probe_sum = probe_summary(stacked(measured, "probe"), None, n_boot=n_boot, seed=seed)
+    save_table(probe_sum, "zoo_probe_summary", where)
+    pred = swap_predictors(stacked(measured, "values"), stacked(measured, "swap"), n_boot=n_boot, seed=seed)
+    save_table(pred, "zoo_swap_predictors", where)
+    regimes = regime_summary(stacked(measured, "spectrum"), REGIMES)
+    save_table(regimes, "zoo_regimes", where)
+    save_table(pooled_claims(probe_sum, pred, regimes), "zoo_claims", where)
+zoo_claims = load_table("zoo_claims", zoo_where)
+zoo_claims.set_index("claim").round(3) if zoo_claims is not None else None
+
+# %% [markdown]
 # ## Swapping a block of a trained run for its map
 # The zero-shot swap of notebook 06 on each run's last checkpoint: every block alone, held-out ΔPPL with its paired
 # bootstrap interval over the measuring windows' held-out split.
 
 # %%
-if ran and train_swap:
+if ran and train_swap and not train_pipeline:  # with the pipeline, the swap is its part (below)
     parts = []
     for c in configs:
         last = max(captures[c.name])
@@ -208,6 +322,18 @@ if profiles is not None:
     fig
 else:
     print("Figure 8 needs the seeds experiment: linrec figures --params params/training.yaml --only 08")
+
+# %% [markdown]
+# ## Figure 8b: the zoo
+# Left: every trained run's final profile, coloured by layout. Middle: each kind of pair's mean shape and level
+# distance. Right: the share of the level and of the shape that each factor holds.
+
+# %%
+if zoo_blocks is not None and zoo_dist is not None and zoo_comp is not None:
+    fig_b = fig8b_zoo(zoo_blocks, zoo_dist, zoo_comp, root / figures_dir / "fig8b_zoo")
+    fig_b
+else:
+    print("Figure 8b needs the zoo: linrec figures --params params/zoo.yaml --only 08")
 
 # %% [markdown]
 # ## What the numbers show

@@ -395,7 +395,7 @@ def test_a_fifo_corpus_is_named_for_what_it_is(cli, own_cache, tiny_model_dir, t
     "profile, needles",
     [
         ({"training": {"d_model": "lots"}}, ["training: d_model must be a whole number", "'lots'"]),
-        ({"training": {"d_modle": 16}}, ["unknown training setting(s) d_modle", "known: mlp, d_model"]),
+        ({"training": {"d_modle": 16}}, ["unknown training setting(s) d_modle", "known: layout, d_model"]),
         ({"training": {"steps": 1.5}}, ["training: steps must be a whole number"]),
         ({"training": {"lr": float("nan")}}, ["training: lr must be a finite number > 0"]),
         ({"training": {"d_model": 30, "n_heads": 4}}, ["training: d_model 30 must split into 4 heads"]),

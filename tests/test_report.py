@@ -624,3 +624,40 @@ def test_the_report_shows_no_nan_cell_and_drops_a_variant_never_run(tmp_path):
     text = report.read_text()
     rows = [ln for ln in text.splitlines() if ln.startswith("| m | 1 |")]
     assert len(rows) == 1 and "| – |" in rows[0] and not re.search(r"\|\s*nan\s*\|", text)
+
+
+def test_the_zoo_is_read_from_results_zoo_into_claims_2a_3_and_6b(tmp_path):
+    """A profile without the zoo's tables reads them from results/zoo (named as the zoo profile): claim 2a states
+    what sets the shape and the level with every kind's distance and every share with its interval, and takes the
+    zoo's verdict into the weakest of the tested ones; claims 3 and 6b state the pooled row with its block count and
+    whether it reaches the blocks the equivalence test needs, and keep the offline models' verdict."""
+    from linrec.analyses.factors import FACTOR_NAMES
+    from linrec.claims.zoo import CLAIM_COLUMNS
+
+    d = _results(tmp_path)
+    zoo = tmp_path / "zoo"
+    comp = pd.DataFrame([{"part": p, "factor": f, "n_runs": 12, "n_pairs": 9, "component": 0.01, "component_lo": 0.005,
+                          "component_hi": 0.02, "share": {"layout": 0.7}.get(f, 0.1), "share_lo": 0.5,
+                          "share_hi": 0.9} for p in ("level", "shape") for f in FACTOR_NAMES])  # fmt: skip
+    save_table(comp, "zoo_components", zoo)
+    dist = pd.DataFrame([{"kind": "gpt2 vs pythia", "group": "layout", "n_pairs": 9, "interval": "runs",
+                          "level": 0.05, "level_lo": 0.03, "level_hi": 0.07, "shape": 0.12, "shape_lo": 0.1,
+                          "shape_hi": 0.14}])  # fmt: skip
+    save_table(dist, "zoo_distances", zoo)
+    save_table(pd.DataFrame([{"word": "layout sets the shape; layout sets the level", "claim2a": "not reproduced",
+                              "shape_factor": "layout", "level_factor": "layout"}]), "zoo_verdict", zoo)  # fmt: skip
+    claims_row = dict.fromkeys(CLAIM_COLUMNS, np.nan) | {"claim": "3", "verdict": "not testable", "reason": "",
+                 "n_models": 12, "n_blocks": 96, "n_eff": 60.0, "n_needed": 120.0, "powered": False, "rho": 0.05,
+                 "lo": -0.2, "hi": 0.3, "lo90": -0.16, "hi90": 0.26, "outcome": "inconclusive"}  # fmt: skip
+    save_table(pd.DataFrame([claims_row, {**claims_row, "claim": "6b", "n_needed": 90.0, "powered": True}]),
+               "zoo_claims", zoo)  # fmt: skip
+    c = {x.number: x for x in claims(d)}
+    assert "the zoo (notebook 08, zoo profile" in c["2a"].ours and "layout sets the shape" in c["2a"].ours
+    assert "gpt2 vs pythia (9 pairs) shape 0.120 [0.100, 0.140], level 0.050 [0.030, 0.070]" in c["2a"].ours
+    assert "shape: layout 0.70 [0.50, 0.90]" in c["2a"].ours
+    assert c["2a"].verdict == "not reproduced" and "zoo: layout sets the shape" in c["2a"].headline
+    assert c[3].verdict == "reproduced"  # the offline models' verdict stands
+    assert "every block of 12 trained models pooled with a model effect" in c[3].ours
+    assert "of 96 blocks: inconclusive; the block count falls short of the 120" in c[3].ours
+    assert "reaches the 90" not in c[3].ours and "the block count reaches the 90" in c["6b"].ours
+    assert c["6b"].verdict == "not testable"  # no offline swap study here: the zoo does not decide it

@@ -55,7 +55,7 @@ def test_pairs_and_a_distance_on_different_windows_is_refused(caps):
     a, _, big = caps
     with pytest.raises(LinrecError, match="same windows"):
         compare(a, big)
-    runs = [TrainConfig(mlp=m, init_seed=i, data_seed=d) for m, i, d in
+    runs = [TrainConfig(layout=m, init_seed=i, data_seed=d) for m, i, d in
             (("gelu", 0, 0), ("gelu", 1, 0), ("swiglu", 0, 0), ("swiglu", 1, 0), ("gelu", 0, 1))]  # fmt: skip
     got = pairs(runs)
     assert ("seed", "gelu-i0-d0", "gelu-i1-d0") in got and ("seed", "swiglu-i0-d0", "swiglu-i1-d0") in got

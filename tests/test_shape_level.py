@@ -208,9 +208,10 @@ def test_a_table_without_level_and_shape_intervals_is_not_decided_on_them():
 def test_pairs_name_the_one_thing_two_runs_differ_in():
     from linrec.inputs.training import TrainConfig
 
-    runs = [TrainConfig(mlp="gelu"), TrainConfig(mlp="gelu", text="other.txt"), TrainConfig(mlp="gelu", init_seed=1,
-            text="other.txt")]  # fmt: skip
-    assert pairs(runs) == [("text", "gelu-i0-d0", "gelu-i0-d0"), ("seed", "gelu-i0-d0", "gelu-i1-d0")]
+    """A run on another text is named by it, so a text pair names two runs (it named one run twice before)."""
+    runs = [TrainConfig(layout="gelu"), TrainConfig(layout="gelu", text="other.txt"),
+            TrainConfig(layout="gelu", init_seed=1, text="other.txt")]  # fmt: skip
+    assert pairs(runs) == [("text", "gelu-i0-d0", "gelu-i0-d0-other"), ("seed", "gelu-i0-d0-other", "gelu-i1-d0-other")]
 
 
 # ---- the centred distance, by hand ---------------------------------------------------------------------------------

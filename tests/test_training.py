@@ -71,8 +71,8 @@ def test_variants_differ_in_their_mlp_alone_with_the_same_parameter_count():
     from linrec.inputs.sites import find_ffn_sites
 
     g, s = (
-        build_model(TrainConfig(mlp="gelu", d_model=48), 300),
-        build_model(TrainConfig(mlp="swiglu", d_model=48), 300),
+        build_model(TrainConfig(layout="gelu", d_model=48), 300),
+        build_model(TrainConfig(layout="swiglu", d_model=48), 300),
     )
     assert type(g).__name__ == "ArceeForCausalLM" and type(s).__name__ == "LlamaForCausalLM"
     mlp = lambda m: sum(p.numel() for n, p in m.named_parameters() if ".mlp." in n)  # noqa: E731
@@ -153,11 +153,11 @@ def test_schedule_checkpoints_configs_and_bad_input():
     assert np.allclose(np.diff(np.log(steps[1:])), np.log(800) / 6, rtol=0.3)  # log-spaced
     assert lr_at(0, cfg) == pytest.approx(1e-3 / 40) and lr_at(39, cfg) == pytest.approx(1e-3)
     assert lr_at(799, cfg) == pytest.approx(1e-4, rel=1e-3)
-    assert TrainConfig(mlp="swiglu", d_model=128).ffn_width == 344 and TrainConfig(d_model=128).ffn_width == 512
+    assert TrainConfig(layout="swiglu", d_model=128).ffn_width == 344 and TrainConfig(d_model=128).ffn_width == 512
     runs = profile_configs({"steps": 10}, ["gelu", "swiglu"], [0, 1], [0, 1])
     assert [c.name for c in runs] == ["gelu-i0-d0", "gelu-i1-d0", "swiglu-i0-d0", "swiglu-i1-d0", "gelu-i0-d1"]
     assert TrainConfig().key("cpu") != TrainConfig().key("cuda:NVIDIA H100")  # the key says what trained it
-    for bad, match in ((dict(mlp="relu"), "mlp must be"), (dict(d_model=30, n_heads=4), "heads"),
+    for bad, match in ((dict(layout="relu"), "layout must be"), (dict(d_model=30, n_heads=4), "heads"),
                        (dict(measure_frac=1.0), "measure_frac")):  # fmt: skip
         with pytest.raises(LinrecError, match=match):
             TrainConfig(**bad).validate()
@@ -174,7 +174,7 @@ def test_the_train_command_reports_the_run_and_refuses_a_missing_gpu(planted, ca
             "--seq-len", "16", "--batch-size", "8", "--steps", "6"]  # fmt: skip
     assert main(args) in (0, None)
     out = capsys.readouterr().out
-    assert "gelu-i0-d0:" in out and "tokens seen" in out and out.count("step ") >= 4 and "measure.txt" in out
+    assert "gelu-i0-d0-planted:" in out and "tokens seen" in out and out.count("step ") >= 4 and "measure.txt" in out
     if not torch.cuda.is_available():
         code = main([*args, "--device", "cuda"])
         err = capsys.readouterr().err

@@ -7,18 +7,20 @@ The package's folders are its layers, lowest first; a module imports only from i
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
                · jackknife (intervals over held-out windows)
     inputs/    sites (where each FFN is) · corpora · fetching · hf · models (load any model) · surgery · training
+               · layouts (the decoders trained here: GPT-2, Pythia, llama rows)
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
     analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
                · calibration (the intervals' coverage, simulated)
                · screening (the swap study's choices, train windows only) · swap (its held-out ΔPPL)
                · routing (per-token: FFN or map) · controls (2a)
-               · decomposition (2b: weights or inputs) · seeds
+               · decomposition (2b: weights or inputs) · seeds · factors (what sets a profile: layout, text, seed)
+               · zoo (the pipeline on every trained model)
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
-               · registry (every results table) · tables (written and read through it)
+               · registry (every results table) · tables (written and read through it) · zoo (the zoo's rule)
     outputs/   claim_text (the claims in words) · report · methods (the coverage table) · findings (notebooks 06, 07)
                · refresh (summaries rebuilt from per-block tables) · labels · plots · plots_regimes
-               · plots_interventions
+               · plots_interventions · zoo_text (the zoo in words)
     app/       cli (the `linrec` command) · commands (its subcommands) · params (profiles) · bench
                · notebooks (runs the numbered notebooks)
 """

@@ -95,12 +95,18 @@ def noise_floors(capture, n_splits: int = 200, seed: int = 0) -> dict[str, float
     w = _n_windows(capture)
     if w < 4:
         raise LinrecError(f"a noise floor needs at least 4 held-out windows, the capture has {w}; use more tokens")
-    rng = np.random.default_rng([seed, 38])
+    a, b = halves(capture, n_splits, np.random.default_rng([seed, 38]))
+    return {FLOORS[k]: float(np.nanmean(np.abs(f(a, b)))) for k, f in PARTS.items()}
+
+
+def halves(capture, n_splits: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One capture's profile on two disjoint random halves of its held-out windows, `n_splits` times: ([n_splits, L],
+    [n_splits, L]), what measurement alone makes two profiles of the same weights differ by."""
+    w = _n_windows(capture)
     half = np.zeros((n_splits, w))
     for k in range(n_splits):
         half[k, rng.permutation(w)[: w // 2]] = 1.0
-    a, b = profile(capture, half), profile(capture, 1.0 - half)
-    return {FLOORS[k]: float(np.nanmean(np.abs(f(a, b)))) for k, f in PARTS.items()}
+    return profile(capture, half), profile(capture, 1.0 - half)
 
 
 def noise_floor(capture, n_splits: int = 200, seed: int = 0) -> float:
@@ -163,16 +169,19 @@ def from_profiles(table: pandas.DataFrame, profiles: pandas.DataFrame) -> pandas
 
 
 # ---- the experiment ------------------------------------------------------------------------------------------------
-def capture_checkpoints(run, capture_kw: Mapping, progress: bool = True) -> dict[int, object]:
+def capture_checkpoints(run, capture_kw: Mapping, progress: bool = True, final_rows: int = 0) -> dict[int, object]:
     """{step: capture} of every checkpoint of `run` (`linrec.inputs.training.TrainedRun`) on its measuring text, moments
-    only (cached like every capture)."""
+    only, but for the last checkpoint with `final_rows` sampled rows per block where that is > 0 (the probes need
+    them; the moments, and so R²_lin, are the same either way). Cached like every capture."""
     from linrec.measure.capture import get_capture
 
     kw = {"sample_rows": 0, **dict(capture_kw), "progress": False}
+    last = run.steps[-1]
     return {
-        step: get_capture(str(run.checkpoint(step)), run.measure_corpus, **kw)
+        step: get_capture(str(run.checkpoint(step)), run.measure_corpus,
+                          **({**kw, "sample_rows": final_rows} if step == last and final_rows else kw))
         for step in progress_bar(run.steps, desc=f"measure {run.config.name}", unit="checkpoint", disable=not progress)
-    }
+    }  # fmt: skip
 
 
 def checkpoint_table(run, captures: Mapping[int, object]) -> pandas.DataFrame:
@@ -199,7 +208,7 @@ def checkpoint_table(run, captures: Mapping[int, object]) -> pandas.DataFrame:
         rows.append(
             t.assign(
                 run=c.name,
-                mlp=c.mlp,
+                mlp=c.layout,  # the column's name from before layouts: the run's layout
                 init_seed=c.init_seed,
                 data_seed=c.data_seed,
                 step=step,
@@ -216,12 +225,14 @@ def checkpoint_table(run, captures: Mapping[int, object]) -> pandas.DataFrame:
 def pairs(configs: Sequence) -> list[tuple[str, str, str]]:
     """The comparisons of the experiment as (kind, run a, run b) over `linrec.inputs.training.TrainConfig`s that
     differ in one thing: "seed" (the init seed), "data order" (the order the training windows are visited in),
-    "text" (the training text itself) and "variant" (GELU against SwiGLU)."""
+    "text" (the training text itself) and "variant" (the layout: GELU against SwiGLU, or GPT-2, Pythia and llama
+    against each other)."""
     out = []
     for i, a in enumerate(configs):
         for b in configs[i + 1 :]:
             same = {"seed": a.init_seed == b.init_seed, "data order": a.data_seed == b.data_seed,
-                    "text": getattr(a, "text", "") == getattr(b, "text", ""), "variant": a.mlp == b.mlp}  # fmt: skip
+                    "text": getattr(a, "text", "") == getattr(b, "text", ""),
+                    "variant": a.layout == b.layout}  # fmt: skip
             differs = [k for k, v in same.items() if not v]
             if len(differs) == 1:
                 out.append((differs[0], a.name, b.name))

@@ -32,6 +32,7 @@ from linrec.app.commands import (
     cmd_train,
 )
 from linrec.base.errors import LinrecError
+from linrec.inputs.layouts import LAYOUTS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -302,7 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
         "train",
         help="train a small decoder from scratch with checkpoints (linrec.inputs.training; notebook 08), cached",
     )
-    p.add_argument("--mlp", choices=["gelu", "swiglu"], default="gelu", help="MLP variant (default: gelu)")
+    p.add_argument(
+        "--layout", "--mlp", choices=list(LAYOUTS), default="gelu",
+        help="decoder layout (linrec.inputs.layouts): gelu, swiglu (llama), gpt2, pythia, llama (default: gelu)",
+    )  # fmt: skip
     p.add_argument("--d-model", type=_positive, default=128, help="width (default: 128)")
     p.add_argument("--layers", type=_positive, default=4, help="blocks (default: 4)")
     p.add_argument("--heads", type=_positive, default=4, help="attention heads (default: 4)")
@@ -357,6 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         metavar="DIR",
         help="write tables, executed notebooks, figures and the report under DIR instead of the profile's folders",
+    )
+    p.add_argument(
+        "--device",
+        help="run the profile on this device instead of its own `device:` (cpu, cuda, cuda:N or auto; e.g. "
+        "params/zoo.yaml trains and measures on a GPU with --device cuda); refused before any notebook where absent",
     )
     p.set_defaults(func=cmd_figures)
 

@@ -393,7 +393,7 @@ def cmd_train(args) -> None:
     from linrec.inputs.training import TrainConfig, get_run
 
     cfg = TrainConfig(
-        mlp=args.mlp, d_model=args.d_model, n_layers=args.layers, n_heads=args.heads, vocab=args.vocab,
+        layout=args.layout, d_model=args.d_model, n_layers=args.layers, n_heads=args.heads, vocab=args.vocab,
         seq_len=args.seq_len, batch_size=args.batch_size, steps=args.steps, lr=args.lr, init_seed=args.init_seed,
         data_seed=args.data_seed, text=args.text, device=args.device,
     )  # fmt: skip
@@ -414,6 +414,10 @@ def cmd_figures(args) -> None:
     from linrec.app.params import parse_overrides
 
     overrides = parse_overrides(args.parameter)
+    if getattr(args, "device", None):
+        from linrec.inputs.hf import check_device
+
+        overrides["device"] = check_device(args.device)  # one line before any notebook starts, where it is absent
     run_notebooks(args.params, only=args.only, jobs=args.jobs, overrides=overrides, out=args.out)
 
 

@@ -202,7 +202,8 @@ def run_notebooks(
     more forward-pass throughput than one two-thread kernel, and more on the probes' small products. Before each
     stage the CPUs that other processes keep busy are left out (`linrec.base.threads.free_cpus`): beside another job,
     fewer kernels and threads run instead of stalling each other, and a stage that started one at a time looks again
-    after each notebook, so the rest of it runs side by side once that work has ended."""
+    after each notebook, so the rest of it runs side by side once that work has ended. `overrides`: parameters
+    that replace the profile's (`linrec figures --device`)."""
     import os
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 

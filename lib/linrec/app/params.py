@@ -53,6 +53,7 @@ OPTIONAL_TYPES = {
     "cross_pairs": "list | None",
     "save_dir": "str | None",
     "readme": "str | None",
+    "train_block_tolerance": "float | None",
 }
 
 

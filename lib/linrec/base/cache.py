@@ -269,8 +269,8 @@ def describe(entry: Path, kind: str) -> str:
         c = meta["config"]
         if kind == "training":
             return (
-                f"trained run {c['mlp']}-i{c['init_seed']}-d{c['data_seed']} on {c['text']}: d={c['d_model']}, "
-                f"{c['n_layers']} blocks, {c['steps']} steps, {len(meta['checkpoints'])} checkpoints "
+                f"trained run {c.get('layout', c.get('mlp'))}-i{c['init_seed']}-d{c['data_seed']} on {c['text']}: "
+                f"d={c['d_model']}, {c['n_layers']} blocks, {c['steps']} steps, {len(meta['checkpoints'])} checkpoints "
                 f"({meta['made_on']})"
             )
         label = meta.get("model_label", c["model"])

@@ -371,11 +371,11 @@ SEEDS_KINDS = {"trained vs init": "trained", "seed": "seed", "data order": "data
                "variant": "variant"}  # fmt: skip
 
 
-def combine_2a(offline: str, seeds: str) -> str:
-    """Claim 2a's verdict from the offline models' rule and the seeds experiment's: the weaker of the two tested
-    verdicts (reproduced > partly > not reproduced); one alone where the other is not testable."""
+def combine_2a(*verdicts: str) -> str:
+    """Claim 2a's verdict from the offline models' rule, the seeds experiment's and the zoo's: the weakest of the
+    tested verdicts (reproduced > partly > not reproduced); those not testable are left out."""
     order = [REPRODUCED, PARTLY, NOT_REPRODUCED]
-    tested = [v for v in (offline, seeds) if v in order]
+    tested = [v for v in verdicts if v in order]
     return max(tested, key=order.index) if tested else NOT_TESTABLE
 
 

@@ -23,6 +23,15 @@ def _spec(notebook: str, columns: str, about: str) -> TableSpec:
     return TableSpec(notebook, tuple(columns.split()), about)
 
 
+REGIME_COLUMNS = (  # regime_summary's columns: notebook 04's spectrum_summary and the zoo's zoo_regimes
+    "model n_blocks n_high_r2 n_broadly_linear n_broadly_linear_high_r2 n_first_token_concentrated "
+    "n_first_token_concentrated_high_r2 n_outlier_concentrated n_outlier_concentrated_high_r2 n_nonlinear "
+    "n_nonlinear_high_r2 n_unclassified n_unclassified_high_r2 concentrated_not_rank1_blocks "
+    "n_broadly_linear_ex_first n_outlier_concentrated_ex_first outlier_ex_first_blocks "
+    "outlier_blocks first_token_blocks unclassified_blocks outlier_first_blocks first_share_blocks massive_blocks "
+    "top1_broadly_linear_blocks max_drop_ex_top8 eff_rank_out_frac_median"
+)
+
 TABLES: dict[str, TableSpec] = {
     "capture": _spec(
         "01",
@@ -163,12 +172,7 @@ TABLES: dict[str, TableSpec] = {
     ),
     "spectrum_summary": _spec(
         "04",
-        "model n_blocks n_high_r2 n_broadly_linear n_broadly_linear_high_r2 n_first_token_concentrated "
-        "n_first_token_concentrated_high_r2 n_outlier_concentrated n_outlier_concentrated_high_r2 n_nonlinear "
-        "n_nonlinear_high_r2 n_unclassified n_unclassified_high_r2 concentrated_not_rank1_blocks "
-        "n_broadly_linear_ex_first n_outlier_concentrated_ex_first outlier_ex_first_blocks "
-        "outlier_blocks first_token_blocks unclassified_blocks outlier_first_blocks first_share_blocks massive_blocks "
-        "top1_broadly_linear_blocks max_drop_ex_top8 eff_rank_out_frac_median",
+        REGIME_COLUMNS,
         "per model: regimes (linrec.claims.regimes.regime_summary)",
     ),
     "spectrum_replicates": _spec(
@@ -221,6 +225,65 @@ TABLES: dict[str, TableSpec] = {
         "08",
         "word claim2a margin trained_words seed_words data_order_words text_words variant_words",
         "the seeds experiment's rule (linrec.claims.learned.seeds_verdict)",
+    ),
+    "zoo_runs": _spec(
+        "08",
+        "run layout text init_seed data_seed block_params noise_level noise_shape seconds_ceiling seconds_probe "
+        "seconds_spectrum seconds_swap seconds_train from_cache seconds_capture",
+        "per run of the zoo: its factors, the parameters in its blocks, the measurement noise of its level and shape "
+        "(linrec.analyses.factors.measurement_noise) and the seconds of training and of each measuring stage",
+    ),
+    "zoo_blocks": _spec(
+        "08",
+        "model layout text init_seed data_seed block r2_lin r2_lo r2_hi gain gain_quad probe_stop regime delta_ppl "
+        "delta_lo delta_hi ppl_base",
+        "per trained model of the zoo and block, at its last checkpoint: R²_lin with its interval, the probe's gain, "
+        "the regime, the held-out ΔPPL of swapping the block alone (linrec.analyses.zoo.block_table)",
+    ),
+    "zoo_distances": _spec(
+        "08",
+        "kind group n_pairs interval level level_lo level_hi shape shape_lo shape_hi",
+        "per kind of pair of the zoo's runs (layout pairs, seed, data order, text): the mean level and shape distance "
+        "with its 95 % interval (linrec.analyses.factors.distance_table)",
+    ),
+    "zoo_components": _spec(
+        "08",
+        "part factor n_runs n_pairs component component_lo component_hi share share_lo share_hi",
+        "the zoo's profiles' level and shape split into layout, text, seed and residual, with delete-one-run "
+        "jackknife intervals (linrec.analyses.factors.components)",
+    ),
+    "zoo_verdict": _spec(
+        "08",
+        "word claim2a shape_factor level_factor",
+        "which factor sets the shape and which the level, and claim 2a from the zoo (linrec.claims.zoo.zoo_verdict)",
+    ),
+    "zoo_probe_summary": _spec(
+        "08",
+        "model n_blocks gain_median gain_max gain_min gain_quad_median quad_excess_median pearson_r p ci_lo ci_hi "
+        "ci_lo90 ci_hi90 ci_lo_iid ci_hi_iid n_eff n_needed correlation "
+        "detectable_r n_stop_validation n_stop_flattened n_stop_max_epochs seconds_probe_total sweep_rank_min "
+        "sweep_gain_median_rank_min sweep_rank_max sweep_gain_median_rank_max",
+        "per trained model of the zoo and pooled over all of them (model 'all'): claim 3's probe summary "
+        "(linrec.claims.probe.probe_summary)",
+    ),
+    "zoo_swap_predictors": _spec(
+        "08",
+        "model column runs_swapped_model n_blocks n_eff n_needed spearman_rho rho_lo rho_hi rho_lo90 rho_hi90 "
+        "rho_lo_iid rho_hi_iid p outcome partial_rho_depth partial_lo partial_hi partial_lo90 partial_hi90 partial_p "
+        "partial_outcome n_middle middle_rho middle_lo middle_hi useful p_holm partial_p_holm",
+        "per trained model of the zoo and predictor, then pooled (model 'all'): claim 6b's predictors of held-out "
+        "ΔPPL (linrec.claims.swap.swap_predictors)",
+    ),
+    "zoo_regimes": _spec(
+        "08",
+        REGIME_COLUMNS,
+        "per trained model of the zoo: regimes (linrec.claims.regimes.regime_summary)",
+    ),
+    "zoo_claims": _spec(
+        "08",
+        "claim verdict reason n_models n_blocks n_eff n_needed powered rho lo hi lo90 hi90 outcome",
+        "claims 3, 4 and 6b by their own rules on every trained model's blocks pooled with a model effect "
+        "(linrec.claims.zoo.pooled_claims)",
     ),
     "spectrum_inputs": _spec(
         "04",

@@ -93,6 +93,22 @@ CLAIM5_LEVEL = 0.1
 # The seeds experiment's margins, in R²_lin per block: 2a's minimum effect for the level (|mean difference|) and for
 # the shape (mean |centred difference|) alike, as for the raw distance.
 SEEDS_LEVEL_MARGIN = SEEDS_SHAPE_MARGIN = CLAIM2_MIN_EFFECT
+# The zoo (notebook 08 under params/zoo.yaml): the profile's level and shape split into layout, text, seed and residual
+# (linrec.analyses.factors.components). A factor is "shown" when its component's 95 % jackknife interval lies above 0,
+# and holds a minor part when its share's interval lies below ZOO_MINOR_SHARE: a quarter of the expected squared
+# distance between two runs, so it moves a profile by at most √(1/3) ≈ 0.58 of what the other factors do (in RMS).
+ZOO_MINOR_SHARE = 0.25
+ZOO_FACTORS = ("layout", "text", "seed")  # the factors that can set a part (the residual is measurement noise)
+ZOO_RULE = (
+    "the zoo's runs (GPT-2, Pythia and llama layouts at equal width and block parameters, init seeds, a data order "
+    "and a second training text) split the variance of the final profile's level (mean R²_lin) and shape (the "
+    "profile centred) into layout, text, seed and residual (measurement noise), each component with a delete-one-run "
+    "jackknife 95 % interval; a factor is shown when its interval lies above 0, and the factor that sets a part is "
+    "the shown one with the largest share (none where none is shown). Claim 2a ('learned, not architectural', on "
+    "shape): reproduced if the text or the seed sets the shape and the layout's share of it lies below "
+    f"{ZOO_MINOR_SHARE} (its interval); partly if the layout is shown but another factor sets the shape; not "
+    "reproduced if the layout sets the shape; not testable otherwise"
+)
 SWAP_HIGH_R2 = 0.9  # notebook 06: "high R²_lin" blocks, checked against the +1 budget
 MIDDLE_SHARE = 0.5  # notebook 06: ρ "within the middle blocks" uses the middle half of the stack
 FIRST_VARIANTS = ("map", "ffn", "mean")  # notebook 06's position variants (linrec.inputs.surgery.FIRST_MODES)
@@ -124,8 +140,8 @@ RULES = {
     f"{CLAIM2_MIN_EFFECT}; the untrained reference is the random-init twin (its own inputs), or, where the twin is "
     f"degenerate (its median train − held-out gap exceeds the trained model's by > {CLAIM2_DEGENERATE_GAP}), the "
     "random-init FFN ensemble on the trained inputs; reproduced if every model is 'learned', partly if some are, not "
-    "reproduced if none is. Where the seeds experiment ran (notebook 08), the verdict is the weaker of this and the "
-    "seeds rule's (SEEDS_RULE)",
+    "reproduced if none is. Where the seeds experiment or the zoo ran (notebook 08), the verdict is the weakest of "
+    "this and their rules' (SEEDS_RULE, ZOO_RULE)",
     "2b": "per model, with each block's pre-MLP norm gain folded into its FFN: the additive decomposition "
     "R²(FFN i, inputs j) ≈ μ + a_i + b_j of the cross matrix, and the weights' unique share minus the inputs' (what "
     "only a, or only b, explains); its 95 % interval is the point ± t (blocks − 1) × √(se² of a leave-one-block-out "
@@ -196,7 +212,9 @@ CHANGE = {
     f"two init seeds whose shape distance (profiles centred) clears both its noise floor and {SEEDS_SHAPE_MARGIN} "
     "make the profile individual to a run (reproduced); seeds alike in level and shape while GELU and SwiGLU differ "
     "in shape make it architectural (partly), while a GELU–SwiGLU difference in level alone leaves the shape "
-    "unarchitectural (reproduced, the level named)",
+    "unarchitectural (reproduced, the level named); in the zoo, a layout whose share of the shape is shown above 0 "
+    f"and largest makes it architectural (not reproduced), shown but not largest partly, and bounded below "
+    f"{ZOO_MINOR_SHARE} while the text or the seed sets the shape reproduced",
     "2b": "an interval of the weights' minus the inputs' share, with the blocks' and the windows' variability, that "
     "lies above 0 makes a model 'weights', below 0 'inputs'; one that includes 0 leaves it undecided (not counted); "
     "more blocks, or a wider cross band, are what narrows it",

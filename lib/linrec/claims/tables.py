@@ -123,7 +123,8 @@ TEXT_COLUMNS = frozenset(
     "directory ffn ffn_of finding first inputs_from kind made_on max_diff_corpus_a max_diff_corpus_b mlp model "
     "model_type optimizer order outcome partial_outcome positions probe_stop reference regime regime_ex_first "
     "replication run samples seed_words shape_verdict target trained_words variant_words verdict weights what word "
-    "procedure overlay_verdict level_outcome shape_outcome text_words ridge_basis setting before".split()
+    "procedure overlay_verdict level_outcome shape_outcome text_words ridge_basis setting before claim reason layout "
+    "text part factor group interval shape_factor level_factor".split()
 )
 TEXT_IN = {"spectrum_replicates_summary": ("n_broadly_linear", "n_outlier_concentrated"), "swap_timings": ("step",)}
 

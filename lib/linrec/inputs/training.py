@@ -1,25 +1,32 @@
-"""Small decoder-only language models trained from scratch, with checkpoints: the seeds experiment of notebook 08.
+"""Small decoder-only language models trained from scratch, with checkpoints: notebook 08's seeds experiment and zoo.
 
 The paper's title claim (arXiv 2606.19379: per-block linear recoverability is "learned, not architectural") rests on
-two published models that differ in much more than their weights. This module trains the controlled version here:
-the same architecture on the same text, only the seed (or the data order) changed, and the MLP variant as the one
-architectural difference.
+published models that differ in much more than their weights. This module trains the controlled versions here: the
+same width, depth, heads, tokenizer, text, steps and schedule, only one thing changed at a time: the init seed, the
+data order, the training text, or the layout.
 
-**Architecture.** A llama-layout decoder (pre-norm RMSNorm, rotary positions, no biases, tied embeddings), built
-from transformers' own classes so every other stage loads, captures and swaps it like any model:
-- `mlp="swiglu"`: `LlamaForCausalLM`, the llama MLP `down(silu(gate(x)) · up(x))`;
-- `mlp="gelu"`: `ArceeForCausalLM`, the same decoder with the GPT-2-style plain MLP `down(gelu(up(x)))`.
-  Arcee is llama with only the MLP changed (transformers' `modeling_arcee` is generated from llama's), so the two
-  variants differ in their MLP alone. By default both MLPs hold the same parameters: d_ff = 4·d for GELU and the
-  multiple of 8 nearest 8·d/3 for SwiGLU (three matrices instead of two).
+**Layouts.** `layout` is a row of `linrec.inputs.layouts.LAYOUTS`, each built from transformers' own classes so every
+other stage loads, captures and swaps it like any model: `gelu` and `swiglu` (the llama decoder with a plain GELU MLP,
+`ArceeForCausalLM`, or its own SwiGLU MLP, `LlamaForCausalLM`; the seeds experiment's two variants), and the paper's
+three layouts in miniature, `gpt2` (`GPT2LMHeadModel`), `pythia` (`GPTNeoXForCausalLM`: partial rotary, parallel
+residual) and `llama` (`LlamaForCausalLM`). By default every layout's blocks hold the same parameters (within 0.2 % at
+d = 128; `linrec.inputs.layouts.check_block_params` refuses a set more than 2 % apart).
 
-**Text and tokenizer.** One corpus (`text`, default the offline `wiki`: Wikipedia articles, 2.1 MB) is split once,
-by document and with a fixed seed, into the training documents and the measuring documents (`measure_frac`). The
+**Text and tokenizer.** A text (`text`, default the offline `wiki`: Wikipedia articles, 2.1 MB; several texts joined
+by "+" are one text) is split once, by document and with a fixed seed, into the training documents and the measuring
+documents (`measure_frac`); a text held as one document (the offline code, technical and stories texts) is first cut
+at its separators and blank lines into documents of at least `MIN_DOC_CHARS` characters (`text_documents`). The
 measuring documents are never trained on: they are written to `measure.txt` in the run's cache entry and every
-measurement (`linrec.analyses.seeds`) captures on that file, so both the map's train split and its held-out split
-are text
-the model never saw. A byte-level BPE tokenizer of `vocab` tokens is trained on the training documents alone
+measurement (`linrec.analyses.seeds`) captures on that file, so both the map's train split and its held-out split are
+text the model never saw. A byte-level BPE tokenizer of `vocab` tokens is trained on the training documents alone
 (`tokenizers`, deterministic), with `<|endoftext|>` as the document separator (EOS) and no BOS token.
+
+**Shared texts.** Runs trained on different texts would otherwise differ in tokenizer and measuring windows too, so
+their profiles could not be compared on the same windows. With `shared_texts` (texts joined by ","; `text` one of
+them) the tokenizer is trained on the training documents of every shared text, and the measuring documents are the
+held-out documents of every shared text, shuffled together with a fixed seed (so any prefix of the measuring stream
+holds both): every run naming the same `shared_texts` has the same tokenizer and the same measuring windows, whichever
+of the texts it trained on.
 
 **Training.** Plain torch: the training documents tokenised and joined by EOS, cut into windows of `seq_len`; each
 epoch visits them in an order drawn from `data_seed`; weights are drawn under `init_seed` (transformers' own
@@ -53,23 +60,26 @@ from linrec.base.files import write_entry
 from linrec.base.progress import bar as progress_bar
 from linrec.inputs.corpora import DOC_SEPARATOR, corpus_identity, load_documents, token_stream
 from linrec.inputs.hf import check_device, no_tf32, quiet_transformers
+from linrec.inputs.layouts import ffn_width as layout_ffn_width
+from linrec.inputs.layouts import layout as layout_row
+from linrec.inputs.layouts import param_counts
 
 log = logging.getLogger(__name__)
 
 TRAINING_VERSION = "1"  # bump when what a run's entry holds or means changes
-MLPS = ("gelu", "swiglu")
 EOS = "<|endoftext|>"
+MIN_DOC_CHARS = 1000  # a one-document text is cut into documents of at least this many characters
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that decides a trained run's weights (and so its cache key)."""
 
-    mlp: str = "gelu"  # "gelu": plain MLP (Arcee layout) · "swiglu": llama's gated MLP
+    layout: str = "gelu"  # a row of linrec.inputs.layouts.LAYOUTS: gelu, swiglu (= llama), gpt2, pythia
     d_model: int = 128
     n_layers: int = 4
     n_heads: int = 4
-    d_ff: int = 0  # 0: the same MLP parameter count for both variants (4·d for gelu, ≈ 8·d/3 for swiglu)
+    d_ff: int = 0  # 0: the same MLP parameter count for every layout (4·d, or ≈ 8·d/3 for the gated ones)
     vocab: int = 4096  # byte-level BPE trained on the training documents
     seq_len: int = 128
     batch_size: int = 32  # windows per step
@@ -79,15 +89,22 @@ class TrainConfig:
     weight_decay: float = 0.1
     init_seed: int = 0  # the weights' initial draw
     data_seed: int = 0  # the order the training windows are visited in
-    text: str = "wiki"  # a corpus spec (linrec.inputs.corpora): offline name or path
+    text: str = "wiki"  # a corpus spec (linrec.inputs.corpora): offline name or path; several joined by "+"
     measure_frac: float = 0.15  # share of the documents held out for measuring, never trained on
     split_seed: int = 0  # which documents are held out (the same for every run that is compared)
     n_checkpoints: int = 8  # step 0 and log-spaced steps up to `steps`
+    shared_texts: str = ""  # texts joined by ",": one tokenizer and one measuring text for all of them ("": `text`)
     device: str = "cpu"
 
     def validate(self) -> None:
-        if self.mlp not in MLPS:
-            raise LinrecError(f"mlp must be one of {', '.join(MLPS)}, got '{self.mlp}'")
+        layout_row(self.layout)
+        if self.shared_texts and self.text not in self.texts:
+            raise LinrecError(
+                f"text '{self.text}' is not one of shared_texts ({self.shared_texts}); add it there or train on one of "
+                "them"
+            )
+        if len(set(self.texts)) != len(self.texts):
+            raise LinrecError(f"shared_texts names a text twice ({self.shared_texts}); name each once")
         for name in ("d_model", "n_layers", "n_heads", "seq_len", "batch_size", "steps", "vocab"):
             if int(getattr(self, name)) < 1:
                 raise LinrecError(f"{name} must be ≥ 1, got {getattr(self, name)}")
@@ -112,10 +129,14 @@ class TrainConfig:
                 raise LinrecError(f"{name} must be a whole number from 0 to 2**63 − 1, got {getattr(self, name)}")
 
     def param_count(self, vocab_size: int | None = None) -> int:
-        """The model's parameters (the embedding tied with the LM head), from the configuration alone."""
-        d, ffn, v = self.d_model, self.ffn_width, vocab_size or self.vocab
-        mlp = (2 if self.mlp == "gelu" else 3) * d * ffn
-        return v * d + self.n_layers * (4 * d * d + mlp + 2 * d) + d
+        """The model's parameters (the embedding tied with the LM head counted once), from the configuration alone
+        (the model built on the meta device: shapes, no weights)."""
+        return param_counts(self, vocab_size)[0]
+
+    @property
+    def texts(self) -> list[str]:
+        """The texts that share this run's tokenizer and measuring text: `shared_texts`, or the training text."""
+        return [t.strip() for t in self.shared_texts.split(",")] if self.shared_texts else [self.text]
 
     def train_bytes(self, vocab_size: int | None = None) -> int:
         """About what a training step holds: float32 weights, gradients and AdamW's two moments (16 bytes a
@@ -147,15 +168,15 @@ class TrainConfig:
 
     @property
     def ffn_width(self) -> int:
-        """The MLP's hidden width: `d_ff`, or the width that gives both variants 8·d² MLP parameters."""
-        if self.d_ff:
-            return self.d_ff
-        return 4 * self.d_model if self.mlp == "gelu" else 8 * round(8 * self.d_model / 3 / 8)
+        """The MLP's hidden width: `d_ff`, or the width that gives every layout 8·d² MLP weights."""
+        return layout_ffn_width(self.layout, self.d_model, self.d_ff)
 
     @property
     def name(self) -> str:
-        """A short label: variant, init seed, data seed (e.g. gelu-i0-d1)."""
-        return f"{self.mlp}-i{self.init_seed}-d{self.data_seed}"
+        """A short label: layout, init seed, data seed, and the text where it is not the default wiki (e.g.
+        gelu-i0-d1, gpt2-i1-d0-web+stories)."""
+        tag = "" if self.text == "wiki" else "-" + "+".join(text_tag(t) for t in self.text.split("+"))
+        return f"{self.layout}-i{self.init_seed}-d{self.data_seed}{tag}"
 
     def checkpoint_steps(self) -> list[int]:
         """Step 0, then `n_checkpoints − 1` steps spaced evenly in log(step) up to `steps` (distinct, rounded)."""
@@ -170,11 +191,16 @@ class TrainConfig:
         ident = {
             **asdict(self),
             "device": made_on,
-            "text": corpus_identity(self.text),
+            "text": text_identity(self.text),
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "version": TRAINING_VERSION,
         }
+        ident["mlp"] = ident.pop("layout")  # the key's name from before layouts: runs cached then stay valid
+        if self.shared_texts:  # only when set, for the same reason
+            ident["shared_texts"] = [text_identity(t) for t in self.texts]
+        else:
+            del ident["shared_texts"]
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -217,6 +243,65 @@ class TrainedRun:
 
 
 # ---- text and tokenizer ------------------------------------------------------------------------------------------
+def text_tag(spec: str) -> str:
+    """A text's short name in a run's name: an offline corpus's name, a path's stem."""
+    from linrec.inputs.corpora import HUB_CORPORA, OFFLINE_CORPORA
+
+    return spec if spec in OFFLINE_CORPORA or spec.partition(":")[0] in HUB_CORPORA else Path(spec).stem or spec
+
+
+def text_identity(spec: str) -> str:
+    """The identity of a text (`linrec.inputs.corpora.corpus_identity`), of each part of a "+"-joined one."""
+    return "+".join(corpus_identity(p) for p in spec.split("+"))
+
+
+def cut_document(doc: str, min_chars: int = MIN_DOC_CHARS) -> list[str]:
+    """A text held as one document cut into documents: at the separator, then at blank lines, consecutive pieces
+    joined until each holds at least `min_chars` characters (a short tail joins the last one)."""
+    import re
+
+    pieces = [p.strip() for part in doc.split(DOC_SEPARATOR) for p in re.split(r"\n\s*\n", part) if p.strip()]
+    out, cur = [], ""
+    for p in pieces:
+        cur = f"{cur}\n\n{p}" if cur else p
+        if len(cur) >= min_chars:
+            out.append(cur)
+            cur = ""
+    if cur:
+        out[-1:] = [f"{out[-1]}\n\n{cur}"] if out else [cur]
+    return out
+
+
+def text_documents(spec: str) -> tuple[list[str], str]:
+    """(documents, identity) of a training text: `linrec.inputs.corpora.load_documents` of each "+"-joined part, in
+    order; a part held as one document is cut into several (`cut_document`), so a share can be held out."""
+    docs, idents = [], []
+    for part in spec.split("+"):
+        d, ident = load_documents(part)
+        docs += cut_document(d[0]) if len(d) == 1 else d
+        idents.append(ident)
+    return docs, "+".join(idents)
+
+
+def split_texts(cfg: TrainConfig) -> tuple[list[str], list[str], list[str], str]:
+    """(the training documents of `cfg.text`, the tokenizer's documents, the measuring documents, the text's
+    identity): each of `cfg.texts` split by `split_documents`; the tokenizer trained on every shared text's training
+    documents; the measuring documents every shared text's held-out ones, shuffled together under `split_seed` where
+    there are several texts (so a prefix of the measuring stream holds each), in corpus order for one."""
+    train, vocab, measure, identity = [], [], [], ""
+    for t in cfg.texts:
+        docs, ident = text_documents(t)
+        tr, me = split_documents(docs, cfg.measure_frac, cfg.split_seed)
+        vocab += tr
+        measure += me
+        if t == cfg.text:
+            train, identity = tr, ident
+    if len(cfg.texts) > 1:
+        order = np.random.default_rng([cfg.split_seed, 39]).permutation(len(measure))
+        measure = [measure[i] for i in order]
+    return train, vocab, measure, identity
+
+
 def split_documents(docs: list[str], measure_frac: float, seed: int = 0) -> tuple[list[str], list[str]]:
     """(training documents, measuring documents): a seeded `measure_frac` of the documents (at least one, never all)
     held out for measuring, each list in corpus order."""
@@ -249,38 +334,19 @@ def train_tokenizer(docs: list[str], vocab: int):
 
 # ---- the model ---------------------------------------------------------------------------------------------------
 def model_config(cfg: TrainConfig, vocab_size: int):
-    """The transformers config of `cfg`: `ArceeConfig` (plain GELU MLP) or `LlamaConfig` (SwiGLU), otherwise equal."""
-    from transformers import ArceeConfig, LlamaConfig
+    """The transformers config of `cfg`: its layout's row (`linrec.inputs.layouts.LAYOUTS`) filled in."""
+    from linrec.inputs.layouts import model_config as layout_config
 
-    kw = dict(
-        vocab_size=vocab_size,
-        hidden_size=cfg.d_model,
-        intermediate_size=cfg.ffn_width,
-        num_hidden_layers=cfg.n_layers,
-        num_attention_heads=cfg.n_heads,
-        num_key_value_heads=cfg.n_heads,
-        max_position_embeddings=cfg.seq_len,
-        tie_word_embeddings=True,
-        rms_norm_eps=1e-5,
-        initializer_range=0.02,
-        attention_bias=False,
-        mlp_bias=False,
-        bos_token_id=None,
-        eos_token_id=0,
-        pad_token_id=0,
-    )
-    if cfg.mlp == "gelu":
-        return ArceeConfig(hidden_act="gelu", **kw)
-    return LlamaConfig(hidden_act="silu", **kw)
+    return layout_config(cfg, vocab_size)
 
 
 def build_model(cfg: TrainConfig, vocab_size: int) -> torch.nn.Module:
     """A fresh model of `cfg`, its weights drawn under `cfg.init_seed` (the global RNG is left as it was)."""
-    from transformers import AutoModelForCausalLM
+    from linrec.inputs.layouts import build
 
-    with torch.random.fork_rng(devices=[]), quiet_transformers():
+    with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.init_seed)
-        model = AutoModelForCausalLM.from_config(model_config(cfg, vocab_size), attn_implementation="sdpa")
+        model = build(cfg, vocab_size)
     return model.float()
 
 
@@ -383,9 +449,8 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
             except BaseException:  # Ctrl-C, SIGTERM (SystemExit under the command line), an error: nothing left
                 shutil.rmtree(scratch, ignore_errors=True)
                 raise
-        docs, identity = load_documents(cfg.text)
-        train_docs, measure_docs = split_documents(docs, cfg.measure_frac, cfg.split_seed)
-        tokenizer = train_tokenizer(train_docs, cfg.vocab)
+        train_docs, vocab_docs, measure_docs, identity = split_texts(cfg)
+        tokenizer = train_tokenizer(vocab_docs, cfg.vocab)
         windows = train_windows(train_docs, tokenizer, cfg.seq_len)
 
         def save(step: int, model) -> None:
@@ -409,10 +474,12 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
             "text_identity": identity,
             "checkpoints": cfg.checkpoint_steps(),
             "n_params": n_params,
-            "n_params_blocks": n_params - n_embedding,
+            "n_params_blocks": n_params - n_embedding,  # all but the token embedding, as runs cached before say;
+            # the blocks alone: linrec.inputs.layouts.block_params
             "vocab_size": len(tokenizer),
             "n_train_docs": len(train_docs),
             "n_measure_docs": len(measure_docs),
+            "n_tokenizer_docs": len(vocab_docs),
             "n_train_windows": len(windows),
             "train_tokens_available": int(windows.numel()),
             "tokens_seen": cfg.steps * cfg.batch_size * cfg.seq_len,
@@ -463,12 +530,31 @@ def training_settings(section: dict, where: str = "the profile's training sectio
     return section
 
 
-def profile_configs(base: dict, variants: list[str], init_seeds: list[int], data_seeds: list[int]) -> list[TrainConfig]:
-    """The runs of the seeds experiment: every variant × init seed on data order `data_seeds[0]`, plus, for the first
-    variant and first init seed, every other data order. `base`: the other `TrainConfig` fields."""
+def profile_configs(
+    base: dict, variants: list[str], init_seeds: list[int], data_seeds: list[int], texts: list[str] = (),
+    text_seeds: list[int] | None = None, block_tolerance: float | None = None,
+) -> list[TrainConfig]:  # fmt: skip
+    """The runs of notebook 08: every variant (layout) × init seed on data order `data_seeds[0]`; for the first
+    variant and first init seed, every other data order; and for the first variant, each other training text in
+    `texts` at every init seed of `text_seeds` (default `init_seeds`), on the first data order. With `texts`, every
+    run shares the tokenizer and the measuring text of its own text and the others (`shared_texts`), so all are
+    measured on the same windows. `base`: the other `TrainConfig` fields. With `block_tolerance` (e.g. 0.02), layouts
+    whose blocks differ in parameters by more than that share are refused (`linrec.inputs.layouts.
+    check_block_params`; at a tiny width the gated MLP's rounded width alone can be 4 % off)."""
+    from linrec.inputs.layouts import check_block_params
+
     cfg = TrainConfig(**base)
-    out = [replace(cfg, mlp=v, init_seed=s, data_seed=data_seeds[0]) for v in variants for s in init_seeds]
-    out += [replace(cfg, mlp=variants[0], init_seed=init_seeds[0], data_seed=d) for d in data_seeds[1:]]
+    if texts:
+        cfg = replace(cfg, shared_texts=",".join([cfg.text, *texts]))
+    out = [replace(cfg, layout=v, init_seed=s, data_seed=data_seeds[0]) for v in variants for s in init_seeds]
+    out += [replace(cfg, layout=variants[0], init_seed=init_seeds[0], data_seed=d) for d in data_seeds[1:]]
+    out += [replace(cfg, layout=variants[0], init_seed=s, data_seed=data_seeds[0], text=t) for t in texts
+            for s in (init_seeds if text_seeds is None else text_seeds)]  # fmt: skip
     for c in out:
         c.validate()
+    names = [c.name for c in out]
+    if len(set(names)) != len(names):
+        raise LinrecError(f"two runs of the profile share a name ({', '.join(names)}); list each seed and text once")
+    if block_tolerance is not None:
+        check_block_params(out, block_tolerance)
     return out

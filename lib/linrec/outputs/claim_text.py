@@ -46,6 +46,7 @@ from linrec.claims.rules import (
 from linrec.claims.swap import claim6a as claim6a_rule
 from linrec.claims.swap import claim6b as claim6b_rule
 from linrec.claims.tables import load_table, table_path
+from linrec.outputs.zoo_text import zoo_2a, zoo_pooled
 
 # the paper's claims (arXiv 2606.19379; sources in paper/claims.md), with the paper's numbers as the paper states them
 CLAIMS = {
@@ -321,12 +322,13 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
 
 def claim2a(r: Results) -> Claim:
     v = claim2a_rule(r.get("controls_learned"))
-    seeds = _seeds_part(r)
-    if not v.evidence and seeds is None:
+    trained = [p for p in (_seeds_part(r), zoo_2a(r)) if p is not None]  # the seeds experiment, the zoo
+    if not v.evidence and not trained:
         return _untestable("2a", v)
     if not v.evidence:
-        text, words, verdict = seeds
-        return Claim("2a", text, combine_2a(v.verdict, verdict), "", words, [text])
+        texts = [t[0] for t in trained]
+        verdict = combine_2a(v.verdict, *[t[2] for t in trained])
+        return Claim("2a", "; ".join(texts), verdict, "", "; ".join(t[1] for t in trained), texts)
     parts = []
     for e in v.evidence:
         twin = "degenerate" if e["twin_degenerate"] else "a valid reference"
@@ -342,10 +344,10 @@ def claim2a(r: Results) -> Claim:
         [f"{e['model']} {fmt(e['effect'], 2)} vs {fmt(e['noise'], 3)}" for e in v.evidence],
     )
     verdict = v.verdict
-    if seeds is not None:
-        parts.append(seeds[0])
-        head += f"; {seeds[1]}"
-        verdict = combine_2a(v.verdict, seeds[2])
+    for text, words, word in trained:
+        parts.append(text)
+        head += f"; {words}"
+        verdict = combine_2a(verdict, word)
     return Claim("2a", "; ".join(parts) + note, verdict, "", head, [*parts, note.removeprefix(". ")])
 
 
@@ -375,6 +377,14 @@ def claim2b(r: Results) -> Claim:
     return Claim("2b", "; ".join(parts), v.verdict, "", head, parts)
 
 
+def _with_zoo(c: Claim, r: Results) -> Claim:
+    """An across-block claim the offline models did not decide, with the zoo's pooled row beside it where it ran."""
+    if zoo := zoo_pooled(r, str(c.number)):
+        c.ours += f". {zoo}"
+        c.details.append(zoo)
+    return c
+
+
 def _ci(lo, hi, nd: int = 2) -> str:
     return f"[{fmt(lo, nd)}, {fmt(hi, nd)}]"
 
@@ -393,7 +403,7 @@ def _outcome(e: dict) -> str:
 def claim3(r: Results) -> Claim:
     v = claim3_rule(r.get("probe_summary"))
     if not v.evidence:
-        return _untestable(3, v)
+        return _with_zoo(_untestable(3, v), r)
     parts = []
     for e in v.evidence:
         word = {True: "holds", False: "fails", None: "not testable"}[e["passes"]]
@@ -433,6 +443,8 @@ def claim3(r: Results) -> Claim:
                 for e in v1.evidence
             )  # fmt: skip
         )
+    if zoo := zoo_pooled(r, "3"):
+        parts.append(zoo)
     return Claim(3, "; ".join(parts), v.verdict, v1.verdict if v1 else "not measured", head, parts)
 
 
@@ -535,7 +547,7 @@ def claim6a(r: Results) -> Claim:
 def claim6b(r: Results) -> Claim:
     v = claim6b_rule(r.get("swap_predictors"))
     if not v.evidence:
-        return _untestable("6b", v)
+        return _with_zoo(_untestable("6b", v), r)
     parts = []
     for e in v.evidence:
         best = (
@@ -559,6 +571,8 @@ def claim6b(r: Results) -> Claim:
             f"screened predictor: {best}"
             + (f"; with R²_lin without position 0: {e['outcome_ex_first']}" if "outcome_ex_first" in e else "")
         )
+    if zoo := zoo_pooled(r, "6b"):
+        parts.append(zoo)
     text = "; ".join(parts)
     if v.verdict == NOT_TESTABLE:
         text += f". {v.reason}"

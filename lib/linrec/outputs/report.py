@@ -65,6 +65,13 @@ FIGURES = [
         "floor.",
     ),
     (
+        "fig8b_zoo",
+        "08",
+        "Figure 8b. The paper's three layouts in miniature (`params/zoo.yaml`): every trained run's final profile "
+        "(colour: layout; dashed: the second text), the mean shape and level distance of each kind of pair, and the "
+        "share of the profile's level and shape that the layout, the text, the seed and the measurement hold.",
+    ),
+    (
         "fig9_routing",
         "06",
         "Figure 9. Per-token routing (beyond the paper): per model, held-out ΔPPL against the share of a block's "
@@ -228,7 +235,7 @@ def _claim_table(cl: list[Claim], fresh: dict) -> list[str]:
 # figures by claim (stems of FIGURES); a figure another profile draws is named with that profile, never "missing"
 CLAIM_FIGURES = {
     1: ["fig2_r2_lin", "fig2c_learning_curves"],
-    "2a": ["fig7_controls", "fig8_training"],
+    "2a": ["fig7_controls", "fig8_training", "fig8b_zoo"],
     "2b": ["fig7b_inputs_or_weights"],
     3: ["fig3_bilinear_gain"],
     4: ["fig4_rank_outliers", "fig4b_block_anatomy"],
@@ -244,6 +251,7 @@ CLAIM_FIGURES = {
 OTHER_PROFILE = {
     "fig2c_learning_curves": ("params/curve.yaml", "results/curve"),
     "fig8_training": ("params/training.yaml", "results/training"),
+    "fig8b_zoo": ("params/zoo.yaml", "results/zoo"),
 }
 
 
@@ -256,7 +264,8 @@ CAVEATS = {
     "2a": "the paper's comparison (GPT-2 vs Pythia-160m) needs the hub (`params/paper.yaml`); here the untrained "
     "reference is each model's own random-init twin or FFNs. The seeds experiment's decoders (`params/training.yaml`: "
     "4 blocks, d = 128, a few tokens per parameter on the offline wiki text) are far smaller and shorter-trained than "
-    "the paper's models: what it shows is how a profile forms at that scale",
+    "the paper's models: what it shows is how a profile forms at that scale; the zoo's (`params/zoo.yaml`: the "
+    "paper's three layouts at 8 blocks, d = 128, under one token per parameter) likewise",
     "2b": "the cross matrix scores FFN i on block j's inputs with the block's norm gain folded in",
     3: "30 and 18 blocks give low power: |r| below about 0.5 cannot be detected",
     4: "SmolLM2 runs without a BOS token, so some of its high-R²_lin blocks sit on the first position",

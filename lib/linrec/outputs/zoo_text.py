@@ -1,0 +1,102 @@
+"""The zoo in words (notebook 08 under `params/zoo.yaml`): claim 2a as the paper states it (what sets the profile's
+shape and level: layout, text or seed) and the pooled rows of claims 3 and 6b, for the claims of
+`linrec.outputs.claim_text`.
+
+Every profile's report reads the zoo's tables from its own results, or else from `results/zoo/` (like
+`results/training/` for the seeds experiment), naming where they came from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from linrec.base.errors import StaleTableError
+from linrec.claims.rules import ZOO_MINOR_SHARE
+from linrec.claims.tables import load_table
+
+ZOO_PROFILE = "zoo"  # results/zoo/, written by params/zoo.yaml
+
+
+def zoo_table(r, name: str) -> tuple[pd.DataFrame | None, str]:
+    """(table `name` of this profile's results, else of `results/zoo/`; where it came from: "" or "zoo profile")."""
+    own = r.get(name)
+    if own is not None and not own.empty:
+        return own, ""
+    other = Path(r.dir).parent / ZOO_PROFILE
+    if not other.is_dir() or other.resolve() == Path(r.dir).resolve():
+        return None, ""
+    try:
+        t = load_table(name, other)
+    except StaleTableError:
+        return None, ""
+    return (t, f"{ZOO_PROFILE} profile") if t is not None and not t.empty else (None, "")
+
+
+def _f(x, nd: int = 3) -> str:
+    return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{nd}f}"
+
+
+def _ci(lo, hi, nd: int = 3) -> str:
+    return f"[{_f(lo, nd)}, {_f(hi, nd)}]"
+
+
+def zoo_2a(r) -> tuple[str, str, str] | None:
+    """(section sentence, claim-table words, claim 2a's verdict from the zoo) or None where the zoo has not run."""
+    verdict, where = zoo_table(r, "zoo_verdict")
+    comp, _ = zoo_table(r, "zoo_components")
+    dist, _ = zoo_table(r, "zoo_distances")
+    if verdict is None or comp is None or dist is None:
+        return None
+    v = verdict.iloc[0]
+    runs, _ = zoo_table(r, "zoo_runs")
+    size = f"{len(runs)} runs" if runs is not None else "its runs"
+    kinds = "; ".join(
+        f"{d['kind']} ({int(d['n_pairs'])} pair{'s' if d['n_pairs'] != 1 else ''}) shape {_f(d['shape'])} "
+        f"{_ci(d['shape_lo'], d['shape_hi'])}, level {_f(d['level'])} {_ci(d['level_lo'], d['level_hi'])}"
+        for d in dist.to_dict("records")
+    )
+    shares = "; ".join(
+        f"{part}: " + ", ".join(
+            f"{c['factor']} {_f(c['share'], 2)} {_ci(c['share_lo'], c['share_hi'], 2)}"
+            for c in comp[comp["part"] == part].to_dict("records")
+        )
+        for part in ("shape", "level")
+    )  # fmt: skip
+    text = (
+        f"the zoo (notebook 08, {where or 'this profile'}; GPT-2, Pythia and llama layouts trained from scratch at "
+        f"equal width and block parameters, {size}): {v['word']}, so claim 2a from it is {v['claim2a']}. Mean "
+        f"distance per pair of final profiles (shape: mean |Δ centred R²_lin|; level: |Δ mean R²_lin|; 95 % "
+        f"intervals, delete-one-run jackknife): {kinds}. Share of the squared distance between two runs held by "
+        f"each factor (95 % jackknife intervals; the layout holds a minor part of the shape below "
+        f"{ZOO_MINOR_SHARE}): {shares}"
+    )
+    return text, f"zoo: {v['word']}", str(v["claim2a"])
+
+
+def zoo_pooled(r, claim: str) -> str:
+    """The zoo's pooled row for claim `claim` ("3" or "6b"): its verdict by the claim's own rule, the pooled
+    correlation with its intervals, the block count and whether it reaches the blocks the equivalence test needs;
+    "" where the zoo has not run."""
+    claims, where = zoo_table(r, "zoo_claims")
+    if claims is None:
+        return ""
+    rows = claims[claims["claim"].astype(str) == claim]
+    if rows.empty:
+        return ""
+    e = rows.iloc[0]
+    stat = "r(1 − R²_lin, gain)" if claim == "3" else "ρ(R²_lin, ΔPPL)"
+    n, need = e["n_blocks"], e["n_needed"]
+    power = (
+        "reaches" if bool(e["powered"]) else "falls short of"
+        if np.isfinite(float(need)) else "has no estimate of"
+    )  # fmt: skip
+    return (
+        f"Trained zoo (notebook 08, {where or 'this profile'}): every block of {int(e['n_models'])} trained models "
+        f"pooled with a model effect, {stat} = {_f(e['rho'], 2)}, 95 % CI {_ci(e['lo'], e['hi'], 2)}, 90 % CI "
+        f"{_ci(e['lo90'], e['hi90'], 2)} at an effective {_f(e['n_eff'], 1)} of {int(n)} blocks: {e['outcome']}; "
+        f"the block count {power} the {_f(need, 0)} the equivalence test needs for 80 % power; by the claim's own "
+        f"rule the zoo alone is {e['verdict']} (beside the offline models' verdict, which this does not change)"
+    )
