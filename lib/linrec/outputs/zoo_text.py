@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from linrec.base.errors import StaleTableError
-from linrec.claims.rules import ZOO_MINOR_SHARE
+from linrec.claims.rules import CLAIM2_MIN_EFFECT
 from linrec.claims.tables import load_table
 
 ZOO_PROFILE = "zoo"  # results/zoo/, written by params/zoo.yaml
@@ -70,8 +70,8 @@ def zoo_2a(r) -> tuple[str, str, str] | None:
         f"equal width and block parameters, {size}): {v['word']}, so claim 2a from it is {v['claim2a']}. Mean "
         f"distance per pair of final profiles (shape: mean |Δ centred R²_lin|; level: |Δ mean R²_lin|; 95 % "
         f"intervals, delete-one-run jackknife): {kinds}. Share of the squared distance between two runs held by "
-        f"each factor (95 % jackknife intervals; the layout holds a minor part of the shape below "
-        f"{ZOO_MINOR_SHARE}): {shares}"
+        f"each factor (95 % jackknife intervals; a factor sets a part only where the distance it adds is ≥ "
+        f"{CLAIM2_MIN_EFFECT}): {shares}"
     )
     return text, f"zoo: {v['word']}", str(v["claim2a"])
 
