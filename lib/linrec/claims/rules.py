@@ -94,20 +94,23 @@ CLAIM5_LEVEL = 0.1
 # the shape (mean |centred difference|) alike, as for the raw distance.
 SEEDS_LEVEL_MARGIN = SEEDS_SHAPE_MARGIN = CLAIM2_MIN_EFFECT
 # The zoo (notebook 08 under params/zoo.yaml): the profile's level and shape split into layout, text, seed and residual
-# (linrec.analyses.factors.components). A factor is "shown" when its component's 95 % jackknife interval lies above 0,
-# and holds a minor part when its share's interval lies below ZOO_MINOR_SHARE: a quarter of the expected squared
-# distance between two runs, so it moves a profile by at most √(1/3) ≈ 0.58 of what the other factors do (in RMS).
-ZOO_MINOR_SHARE = 0.25
+# (linrec.analyses.factors.components). A factor's effect is the distance it adds between two runs, √(2 · component)
+# (a component is half the squared distance it adds), on the scale of the seeds experiment's distances; it is judged
+# with the seeds experiment's margins (SEEDS_LEVEL_MARGIN, SEEDS_SHAPE_MARGIN: 2a's minimum effect).
 ZOO_FACTORS = ("layout", "text", "seed")  # the factors that can set a part (the residual is measurement noise)
 ZOO_RULE = (
     "the zoo's runs (GPT-2, Pythia and llama layouts at equal width and block parameters, init seeds, a data order "
     "and a second training text) split the variance of the final profile's level (mean R²_lin) and shape (the "
     "profile centred) into layout, text, seed and residual (measurement noise), each component with a delete-one-run "
-    "jackknife 95 % interval; a factor is shown when its interval lies above 0, and the factor that sets a part is "
-    "the shown one with the largest share (none where none is shown). Claim 2a ('learned, not architectural', on "
-    "shape): reproduced if the text or the seed sets the shape and the layout's share of it lies below "
-    f"{ZOO_MINOR_SHARE} (its interval); partly if the layout is shown but another factor sets the shape; not "
-    "reproduced if the layout sets the shape; not testable otherwise"
+    "jackknife 95 % interval; a factor's effect is the distance it adds between two runs, √(2 × component). For each "
+    "part: a factor sets it if its component's interval lies above 0, its share is the largest of those, and its "
+    f"effect is ≥ {CLAIM2_MIN_EFFECT} (2a's minimum effect); it is the same for every layout, text and seed if every "
+    f"factor's effect is bounded below {CLAIM2_MIN_EFFECT} (the upper end of its interval); otherwise inconclusive. "
+    "Claim 2a ('learned, not architectural', on shape): not reproduced if the layout sets the shape; where the text "
+    f"or the seed sets it, reproduced if the layout's effect is bounded below {CLAIM2_MIN_EFFECT}, partly if the "
+    "layout is shown to move it by that much too; where the shape is the same for every factor, as the seeds "
+    "experiment reads 'the same for both variants': reproduced if every run's profile differs from its own step 0 "
+    "(learned), not reproduced if every one agrees with it (not learned); not testable otherwise"
 )
 SWAP_HIGH_R2 = 0.9  # notebook 06: "high R²_lin" blocks, checked against the +1 budget
 MIDDLE_SHARE = 0.5  # notebook 06: ρ "within the middle blocks" uses the middle half of the stack
@@ -212,9 +215,9 @@ CHANGE = {
     f"two init seeds whose shape distance (profiles centred) clears both its noise floor and {SEEDS_SHAPE_MARGIN} "
     "make the profile individual to a run (reproduced); seeds alike in level and shape while GELU and SwiGLU differ "
     "in shape make it architectural (partly), while a GELU–SwiGLU difference in level alone leaves the shape "
-    "unarchitectural (reproduced, the level named); in the zoo, a layout whose share of the shape is shown above 0 "
-    f"and largest makes it architectural (not reproduced), shown but not largest partly, and bounded below "
-    f"{ZOO_MINOR_SHARE} while the text or the seed sets the shape reproduced",
+    "unarchitectural (reproduced, the level named); in the zoo, a layout whose component of the shape is shown, "
+    f"largest and moves it by ≥ {CLAIM2_MIN_EFFECT} makes it architectural (not reproduced); one shape for every "
+    "layout, text and seed is reproduced only where every run's profile moved from its initialisation",
     "2b": "an interval of the weights' minus the inputs' share, with the blocks' and the windows' variability, that "
     "lies above 0 makes a model 'weights', below 0 'inputs'; one that includes 0 leaves it undecided (not counted); "
     "more blocks, or a wider cross band, are what narrows it",

@@ -1,78 +1,137 @@
-"""The zoo's verdicts (notebook 08 under `params/zoo.yaml`): which factor sets the profile's shape and which its level
-(`setter`, `zoo_2a`, ZOO_RULE), and the across-block claims on every trained model's blocks pooled with a model effect
-(`pooled_claims`: claims 3, 4 and 6b by their own rules on the zoo's tables).
+"""The zoo's verdicts (notebook 08 under `params/zoo.yaml`): what sets the profile's shape and its level (`part_word`,
+ZOO_RULE), claim 2a from it (`zoo_2a`), and the across-block claims on every trained model's blocks pooled with a
+model effect (`pooled_claims`: claims 3, 4 and 6b by their own rules on the zoo's tables).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
+from linrec.base.errors import LinrecError
 from linrec.claims.rules import (
+    CLAIM2_MIN_EFFECT,
     NOT_REPRODUCED,
     NOT_TESTABLE,
     PARTLY,
     POOLED,
     REPRODUCED,
     ZOO_FACTORS,
-    ZOO_MINOR_SHARE,
     require,
 )
 
-NONE_SHOWN = "none shown"  # no factor's component clears 0: measurement noise, or too few runs to tell
+SAME, INCONCLUSIVE = "the same for every factor", "inconclusive"  # a part's word when no factor sets it
 
 
 def _part(components: pd.DataFrame, part: str) -> pd.DataFrame:
-    require(components, ["part", "factor", "share", "share_lo", "share_hi", "component_lo"], "the zoo's rule")
+    require(components, ["part", "factor", "share", "component", "component_lo", "component_hi"], "the zoo's rule")
     t = components[components["part"] == part].set_index("factor")
     missing = [f for f in ZOO_FACTORS if f not in t.index]
     if missing:
-        from linrec.base.errors import LinrecError
-
         raise LinrecError(f"the decomposition has no {', '.join(missing)} row for the {part}; rerun notebook 08")
     return t
 
 
-def shown(components: pd.DataFrame, part: str) -> list[str]:
-    """The factors whose component's 95 % interval lies above 0 for `part` ("level" or "shape")."""
+def effect(component: float) -> float:
+    """The distance a factor adds between two runs, √(2 · component) (0 for a component ≤ 0; NaN stays NaN)."""
+    return float(np.sqrt(2 * max(component, 0.0))) if np.isfinite(component) else np.nan
+
+
+@dataclass(frozen=True)
+class PartWord:
+    """What sets one part (ZOO_RULE): `word` is a factor, SAME or INCONCLUSIVE; `largest` the shown factor with the
+    largest share ("" for none) and its effect with the effects of its interval's ends."""
+
+    word: str
+    largest: str
+    effect: float
+    effect_lo: float
+    effect_hi: float
+
+
+def part_word(components: pd.DataFrame, part: str, margin: float = CLAIM2_MIN_EFFECT) -> PartWord:
+    """ZOO_RULE for `part` ("level" or "shape"): the factor that sets it, SAME where every factor's effect is bounded
+    below `margin`, INCONCLUSIVE otherwise."""
     t = _part(components, part)
-    return [f for f in ZOO_FACTORS if np.isfinite(t.loc[f, "component_lo"]) and t.loc[f, "component_lo"] > 0]
+    shown = [f for f in ZOO_FACTORS if np.isfinite(t.loc[f, "component_lo"]) and t.loc[f, "component_lo"] > 0]
+    top = max(shown, key=lambda f: t.loc[f, "share"]) if shown else ""
+    e = [effect(t.loc[top, c]) if top else np.nan for c in ("component", "component_lo", "component_hi")]
+    bounded = all(np.isfinite(t.loc[f, "component_hi"]) and effect(t.loc[f, "component_hi"]) < margin
+                  for f in ZOO_FACTORS)  # fmt: skip
+    if bounded:
+        word = SAME
+    elif top and e[0] >= margin:
+        word = top
+    else:
+        word = INCONCLUSIVE
+    return PartWord(word, top, *e)
 
 
-def setter(components: pd.DataFrame, part: str) -> str:
-    """The factor that sets `part` (ZOO_RULE): the shown factor with the largest share, or NONE_SHOWN."""
-    t = _part(components, part)
-    candidates = shown(components, part)
-    return max(candidates, key=lambda f: t.loc[f, "share"]) if candidates else NONE_SHOWN
+def learned(comparisons: pd.DataFrame | None) -> bool | None:
+    """Whether every run's profile moved from its own step 0 (True: every 'trained vs init' comparison differs in its
+    raw distance, `linrec.claims.learned.comparison_words`), none did (False), or neither / not measured (None)."""
+    if comparisons is None or comparisons.empty:
+        return None
+    from linrec.claims.learned import comparison_words
+
+    words = list(comparison_words(comparisons[comparisons["kind"] == "trained vs init"])["outcome"])
+    if words and all(w == "differ" for w in words):
+        return True
+    if words and all(w == "agree" for w in words):
+        return False
+    return None
 
 
-def zoo_2a(components: pd.DataFrame | None) -> str:
+def zoo_2a(components: pd.DataFrame | None, comparisons: pd.DataFrame | None = None,
+           margin: float = CLAIM2_MIN_EFFECT) -> str:  # fmt: skip
     """Claim 2a from the zoo (ZOO_RULE), on shape: reproduced, partly, not reproduced or not testable."""
     if components is None or components.empty:
         return NOT_TESTABLE
-    t = _part(components, "shape")
-    who = setter(components, "shape")
-    if who == "layout":
+    w = part_word(components, "shape", margin)
+    if w.word == "layout":
         return NOT_REPRODUCED
-    if who == NONE_SHOWN:
-        return NOT_TESTABLE
-    if "layout" in shown(components, "shape"):
-        return PARTLY
-    return REPRODUCED if t.loc["layout", "share_hi"] < ZOO_MINOR_SHARE else NOT_TESTABLE
+    if w.word in ("text", "seed"):
+        t = _part(components, "shape")
+        if effect(t.loc["layout", "component_hi"]) < margin:
+            return REPRODUCED
+        return PARTLY if t.loc["layout", "component_lo"] > 0 and effect(t.loc["layout", "component"]) >= margin \
+            else NOT_TESTABLE  # fmt: skip
+    if w.word == SAME:
+        return {True: REPRODUCED, False: NOT_REPRODUCED, None: NOT_TESTABLE}[learned(comparisons)]
+    return NOT_TESTABLE
 
 
-def zoo_verdict(components: pd.DataFrame | None) -> dict:
-    """The zoo's row: `shape_factor`, `level_factor` (`setter`), `word` ("<factor> sets the shape; <factor> sets the
-    level") and `claim2a` (`zoo_2a`)."""
+def _says(w: PartWord, part: str) -> str:
+    most = (f" (the {w.largest} moves it most, by {w.effect:.3f} [{w.effect_lo:.3f}, {w.effect_hi:.3f}])"
+            if w.largest else "")  # fmt: skip
+    if w.word == SAME:
+        return f"the {part} is the same for every layout, text and seed within {CLAIM2_MIN_EFFECT}{most}"
+    if w.word == INCONCLUSIVE:
+        return f"what sets the {part} is inconclusive{most}"
+    return f"{w.word} sets the {part} ({w.effect:.3f} [{w.effect_lo:.3f}, {w.effect_hi:.3f}])"
+
+
+def zoo_verdict(components: pd.DataFrame | None, comparisons: pd.DataFrame | None = None) -> dict:
+    """The zoo's row: `shape_factor`, `level_factor` (`part_word`: a factor, SAME or INCONCLUSIVE), `word` (what sets
+    each, with the effect of the factor that moves it most, and whether the profiles were learned where that
+    decides) and `claim2a` (`zoo_2a`)."""
     if components is None or components.empty:
         return {"word": "not run", "claim2a": NOT_TESTABLE, "shape_factor": "", "level_factor": ""}
-    shape, level = setter(components, "shape"), setter(components, "level")
+    shape, level = part_word(components, "shape"), part_word(components, "level")
+    word = f"{_says(shape, 'shape')}; {_says(level, 'level')}"
+    if shape.word == SAME:
+        moved = learned(comparisons)
+        word += {True: "; every profile learned (moved from its initialisation)",
+                 False: "; no profile learned (each within the margin of its initialisation)",
+                 None: "; learned in some runs only, or not measured"}[moved]  # fmt: skip
+    return {"word": word, "claim2a": zoo_2a(components, comparisons), "shape_factor": shape.word,
+            "level_factor": level.word}  # fmt: skip
 
-    def says(who: str, part: str) -> str:
-        return f"no factor shown to set the {part}" if who == NONE_SHOWN else f"{who} sets the {part}"
 
-    return {"word": f"{says(shape, 'shape')}; {says(level, 'level')}", "claim2a": zoo_2a(components),
-            "shape_factor": shape, "level_factor": level}  # fmt: skip
+CLAIM_COLUMNS = ["claim", "verdict", "reason", "n_models", "n_blocks", "n_eff", "n_needed", "powered", "rho", "lo",
+                 "hi", "lo90", "hi90", "outcome"]  # fmt: skip
 
 
 def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame | None,
@@ -105,7 +164,3 @@ def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame |
             row.update({"n_models": len(regimes), "n_blocks": int(regimes["n_blocks"].sum())})
         rows.append(row)
     return pd.DataFrame(rows).reindex(columns=CLAIM_COLUMNS)
-
-
-CLAIM_COLUMNS = ["claim", "verdict", "reason", "n_models", "n_blocks", "n_eff", "n_needed", "powered", "rho", "lo",
-                 "hi", "lo90", "hi90", "outcome"]  # fmt: skip

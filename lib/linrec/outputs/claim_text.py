@@ -346,7 +346,8 @@ def claim2a(r: Results) -> Claim:
     verdict = v.verdict
     for text, words, word in trained:
         parts.append(text)
-        head += f"; {words}"
+        if len(head) + len(words) + 2 <= CELL_LIMIT:  # the section states it whole; the cell where it fits
+            head += f"; {words}"
         verdict = combine_2a(verdict, word)
     return Claim("2a", "; ".join(parts) + note, verdict, "", head, [*parts, note.removeprefix(". ")])
 

@@ -14,10 +14,12 @@ import numpy as np
 import pandas as pd
 
 from linrec.base.errors import StaleTableError
-from linrec.claims.rules import ZOO_MINOR_SHARE
+from linrec.claims.rules import CLAIM2_MIN_EFFECT
 from linrec.claims.tables import load_table
 
 ZOO_PROFILE = "zoo"  # results/zoo/, written by params/zoo.yaml
+OUTCOME_WORDS = {"effect": "a correlation shown", "no effect": "shown within the equivalence margin",
+                 "inconclusive": "inconclusive"}  # fmt: skip
 
 
 def zoo_table(r, name: str) -> tuple[pd.DataFrame | None, str]:
@@ -70,10 +72,17 @@ def zoo_2a(r) -> tuple[str, str, str] | None:
         f"equal width and block parameters, {size}): {v['word']}, so claim 2a from it is {v['claim2a']}. Mean "
         f"distance per pair of final profiles (shape: mean |Δ centred R²_lin|; level: |Δ mean R²_lin|; 95 % "
         f"intervals, delete-one-run jackknife): {kinds}. Share of the squared distance between two runs held by "
-        f"each factor (95 % jackknife intervals; the layout holds a minor part of the shape below "
-        f"{ZOO_MINOR_SHARE}): {shares}"
+        f"each factor (95 % jackknife intervals; a factor sets a part only where the distance it adds is ≥ "
+        f"{CLAIM2_MIN_EFFECT}): {shares}"
     )
-    return text, f"zoo: {v['word']}", str(v["claim2a"])
+    return text, f"zoo: shape {_short(v['shape_factor'])}, level {_short(v['level_factor'])}", str(v["claim2a"])
+
+
+def _short(word: str) -> str:
+    """A part's word for the claim table's cell: "alike", "undecided" or "by <factor>"."""
+    from linrec.claims.zoo import INCONCLUSIVE, SAME
+
+    return {SAME: "alike", INCONCLUSIVE: "undecided"}.get(word, f"by {word}")
 
 
 def zoo_pooled(r, claim: str) -> str:
@@ -96,7 +105,8 @@ def zoo_pooled(r, claim: str) -> str:
     return (
         f"Trained zoo (notebook 08, {where or 'this profile'}): every block of {int(e['n_models'])} trained models "
         f"pooled with a model effect, {stat} = {_f(e['rho'], 2)}, 95 % CI {_ci(e['lo'], e['hi'], 2)}, 90 % CI "
-        f"{_ci(e['lo90'], e['hi90'], 2)} at an effective {_f(e['n_eff'], 1)} of {int(n)} blocks: {e['outcome']}; "
+        f"{_ci(e['lo90'], e['hi90'], 2)} at an effective {_f(e['n_eff'], 1)} of {int(n)} blocks: "
+        f"{OUTCOME_WORDS.get(e['outcome'], e['outcome'])}; "
         f"the block count {power} the {_f(need, 0)} the equivalence test needs for 80 % power; by the claim's own "
         f"rule the zoo alone is {e['verdict']} (beside the offline models' verdict, which this does not change)"
     )
