@@ -76,7 +76,7 @@ route_step = 0.05  # the share grid: 0, 0.05, …, 1 of a block's tokens routed 
 route_corpora = ["web", "code"]  # corpora a token type's need is compared on, against the capture's corpus
 route_split_shares = [0.5]  # shares at which the gates on the token part and the context part route
 heal = {}  # k blocks swapped, then fine-tuned, on `models` (heal_study arguments; {}: skip; params/healing.yaml)
-heal_trained = {"ks": [1, 2, 4], "steps": 100, "lr": 0.0003, "lr_maps": 0.001, "runs": ["gelu-i0-d0", "swiglu-i0-d0"]}
+heal_trained = {}  # the same on notebook 08's small models ({}: skip; params/healing.yaml heals its cached runs)
 save_dir = None  # where the compressed model is kept (None: a temporary directory, deleted after the reload check)
 results_dir = "results/default"
 figures_dir = "figures"
@@ -281,9 +281,10 @@ greedy.T
 # 3. **Whole MLPs replaced by linear maps cost nothing after a short fine-tune.** The k blocks with the lowest
 #    screening ΔPPL are swapped (k = 1, 2, 4), then the model is fine-tuned on train windows (every weight, or the
 #    maps alone) and compared on the held-out windows with the same fine-tune of the unswapped model (the anchor's
-#    control). A fine-tune of a 100M-parameter model is minutes per configuration on a CPU, so here it runs on the
-#    small models notebook 08 trains (`heal_trained`, read from params/training.yaml's cached runs), and on SmolLM2 in
-#    params/healing.yaml (`heal`), whose tables the report quotes beside these.
+#    control). Seven fine-tunes per model do not fit this notebook's time in the default profile (a step of SmolLM2
+#    on 4 windows took 23 s on 2 busy cores, one of notebook 08's small models 0.2 s): params/healing.yaml runs them,
+#    on SmolLM2 (`heal`) and on the small models notebook 08 trains (`heal_trained`, params/training.yaml's cached
+#    runs), and the report quotes its table. With both left `{}` the section below is skipped.
 
 # %%
 routes = [r.routing for r in runs if r.routing is not None]

@@ -626,3 +626,41 @@ def test_the_anchor_findings_name_which_r_is_the_anchors_and_quote_both_verdicts
                    "k = 1 (blocks 3): +1.50 before, +0.10 [-0.05, 0.15] after, healed",
                    "k = 2 (blocks 3 5): +4.00 before, +0.90 [0.50, 1.30] after, costs"):  # fmt: skip
         assert needle in line, needle
+
+
+def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tmp_path):
+    """The report's routing section on planted tables: the summary, the anchor's verdicts, the need and gate tables
+    with their intervals, this profile's healing and params/healing.yaml's (results/healing/) beside it."""
+    from linrec.claims.registry import TABLES
+    from linrec.claims.routing import anchor_table, heal_table
+    from linrec.outputs.claim_text import Results
+    from linrec.outputs.report import _table
+    from linrec.outputs.routing_text import routing_section
+
+    d, other = tmp_path / "default", tmp_path / "healing"
+
+    def planted(name, **values):
+        return pd.DataFrame([{c: values.get(c, 0.5) for c in TABLES[name].columns}])
+
+    save_table(planted("routing_summary", model="m", n_blocks_routed=4, best_block=2, outcome="inconclusive"),
+               "routing_summary", d)  # fmt: skip
+    identity = planted("routing_identity", model="m", block=2, corpus_a="wiki", corpus_b="web", r_need=0.41,
+                       r_need_lo=0.3, r_need_hi=0.52, r_need_lo90=0.32, r_need_hi90=0.5, r=0.8, r_lo=0.7, r_hi=0.9)
+    split = pd.concat([planted("routing_split_auc", model="m", block=2, target="quantile", part=p, auc=a)
+                       for p, a in (("full", 0.71), ("token", 0.55), ("context", 0.7))])  # fmt: skip
+    save_table(identity, "routing_identity", d)
+    save_table(split, "routing_split_auc", d)
+    save_table(anchor_table(identity, split), "routing_anchor", d)
+    heal = planted("routing_heal", model="tiny", mode="all", k=1, blocks="3", steps=10, batch_size=4,
+                   delta_after=0.02, delta_after_lo=-0.01, delta_after_hi=0.05, ppl_control=20.0).drop(
+        columns=["outcome", "healed_share"])  # fmt: skip
+    save_table(heal_table(heal), "routing_heal", d)
+    save_table(heal_table(heal.assign(model="smollm2-135m", delta_after_lo=0.3, delta_after_hi=0.9)), "routing_heal",
+               other)  # fmt: skip
+    text = "\n".join(routing_section(Results(d), _table))
+    for needle in ("## Beyond the paper", "block 2, routes 50%", "median r = +0.41", "**not reproduced**",
+                   "not the anchor's quantity", "+0.41 [0.30, 0.52]", "+0.80 [0.70, 0.90]", "0.55 [0.50, 0.50]",
+                   "tiny, healing (every weight", "healed", "smollm2-135m (params/healing.yaml)", "costs",
+                   "The rule: per model, mode and k"):  # fmt: skip
+        assert needle in text, needle
+    assert routing_section(Results(other), _table) == []  # no routing summary: no section

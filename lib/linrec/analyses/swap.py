@@ -519,7 +519,7 @@ def heal_run(run, capture_kw: dict, screening_windows: int = 2, test_windows: in
     """`linrec.analyses.healing.heal_study` on the last checkpoint of a training run
     (`linrec.inputs.training.TrainedRun`), measured on its measuring documents as notebook 08 measures it
     (`capture_kw`: its capture settings, e.g. seq_len and tokens; moments only, so notebook 08's capture is read from
-    the cache). The table's `model` is the run's name."""
+    the cache). The table's `model` is the run's name. One torch thread (`linrec.base.threads.one_thread`)."""
     from linrec.analyses.healing import heal_study
     from linrec.inputs.models import load_model
     from linrec.measure.capture import get_capture
@@ -529,5 +529,10 @@ def heal_run(run, capture_kw: dict, screening_windows: int = 2, test_windows: in
     loaded = load_model(str(run.final), device=device)
     study = SwapStudy(capture, loaded, batch_size=batch_size, progress=False, screening_windows=screening_windows,
                       seed=seed, n_boot=n_boot, test_windows=test_windows)  # fmt: skip
-    out = heal_study(study, seed=seed, n_boot=n_boot, progress=False, **heal_kw)
+    from linrec.base.threads import one_thread
+
+    with (
+        one_thread()
+    ):  # at d = 128 a second thread gains little: on 2 busy cores a step took 0.8–1.1 s with 2, 0.2 with 1
+        out = heal_study(study, seed=seed, n_boot=n_boot, progress=False, **heal_kw)
     return out.assign(model=run.config.name)

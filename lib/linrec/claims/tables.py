@@ -124,7 +124,9 @@ TEXT_COLUMNS = frozenset(
     "replication run samples seed_words shape_verdict target trained_words variant_words verdict weights what word "
     "procedure overlay_verdict level_outcome shape_outcome text_words ridge_basis setting before".split()
 )
-TEXT_IN = {"spectrum_replicates_summary": ("n_broadly_linear", "n_outlier_concentrated"), "swap_timings": ("step",)}
+TEXT_IN = {"spectrum_replicates_summary": ("n_broadly_linear", "n_outlier_concentrated"), "swap_timings": ("step",),
+           "routing_anchor": ("need_verdict", "split_verdict"), "routing_split_auc": ("part",),
+           "routing_split_ppl": ("part",), "routing_heal": ("mode",)}  # fmt: skip
 
 
 def _not_a_number(name: str, df: pd.DataFrame) -> tuple[str, int, object] | None:

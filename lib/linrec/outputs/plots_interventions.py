@@ -351,7 +351,8 @@ def fig9_routing(curve, routable, r2, stem: str | Path | None = None, identity=N
     cmap, norm = plt.get_cmap("viridis"), plt.Normalize(0.0, 1.0)
     lower = [t for t in (identity, split_auc, heal) if t is not None and len(t)]
     n_cols = len(models) + 1
-    fig, axes = plt.subplots(1 + bool(lower), n_cols, figsize=(5.2 * n_cols, 4.2 * (1 + bool(lower))), squeeze=False)
+    fig, axes = plt.subplots(1 + bool(lower), n_cols, figsize=(5.2 * n_cols, 4.2 * (1 + bool(lower))), squeeze=False,
+                             gridspec_kw={"hspace": 0.5} if lower else None)  # fmt: skip
     for i, (ax, m) in enumerate(zip(axes[0], models)):
         t = curve[curve["model"] == m]
         for b, c in t.groupby("block"):
@@ -383,7 +384,9 @@ def fig9_routing(curve, routable, r2, stem: str | Path | None = None, identity=N
                  label="R²_lin of the block")  # fmt: skip
     if lower:
         _fig9_lower(axes[1], identity, split_auc, heal, palette)
-    return save(fig, stem)
+    if stem is not None:
+        save(fig, stem)
+    return fig
 
 
 def _fig9_lower(axes, identity, split_auc, heal, palette):
@@ -458,7 +461,7 @@ def _fig9_lower(axes, identity, split_auc, heal, palette):
         ax.axhline(1.0, color="0.3", lw=0.9, ls="--")
         ax.axhline(0.0, color="0.6", lw=0.7)
         ax.set_xlabel("blocks swapped (k, chosen on screening windows)")
-        ax.set_ylabel("ΔPPL after the fine-tune, % of the fine-tuned control")
+        ax.set_ylabel("ΔPPL, % of the control's perplexity (symlog)")
         ax.set_yscale("symlog", linthresh=1.0)
-        ax.set_title("healing: swapped + fine-tuned against the same fine-tune (dotted: before)", fontsize=9)
+        ax.set_title("healing: against the same fine-tune unswapped (dotted: before it)", fontsize=9)
         ax.legend(fontsize=6, loc="best")

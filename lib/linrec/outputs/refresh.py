@@ -3,8 +3,9 @@
 The summaries a verdict reads (`probe_summary`, `probe_summary_ex_first`, `pitfall_summary`, `swap_predictors`,
 `routing_summary`, `routing_anchor`) are functions of per-block tables the notebooks already wrote (`probe`,
 `probe_ranks`, `probe_ex_first`, `pitfall_budget`, `pitfall_dose`, `swap_predictor_values`, `swap`,
-`routing_routable`, `r2_lin`, `routing_identity`, `routing_split_auc`); claim 2b's `controls_null_blocks` and the intervals of `controls_decomposition` are
-functions of `controls_weight_nulls`, `controls_cross_matrix` and the decomposition's window-bootstrap interval;
+`routing_routable`, `r2_lin`, `routing_identity`, `routing_split_auc`); claim 2b's `controls_null_blocks` and the
+intervals of `controls_decomposition` are functions of `controls_weight_nulls`, `controls_cross_matrix` and the
+decomposition's window-bootstrap interval;
 claim 5's word in `corpora_verdict` is a function of its own shares and intervals; the seeds experiment's level and
 shape points (`training_comparisons`, `training_distance_curve`) are functions of `training_profiles` (their
 intervals and floors need the held-out windows: left as written, NaN where a former linrec did not write them), and
