@@ -644,8 +644,21 @@ def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tm
 
     save_table(planted("routing_summary", model="m", n_blocks_routed=4, best_block=2, outcome="inconclusive"),
                "routing_summary", d)  # fmt: skip
-    identity = planted("routing_identity", model="m", block=2, corpus_a="wiki", corpus_b="web", r_need=0.41,
-                       r_need_lo=0.3, r_need_hi=0.52, r_need_lo90=0.32, r_need_hi90=0.5, r=0.8, r_lo=0.7, r_hi=0.9)
+    identity = planted(
+        "routing_identity",
+        model="m",
+        block=2,
+        corpus_a="wiki",
+        corpus_b="web",
+        r_need=0.41,
+        r_need_lo=0.3,
+        r_need_hi=0.52,
+        r_need_lo90=0.32,
+        r_need_hi90=0.5,
+        r=0.8,
+        r_lo=0.7,
+        r_hi=0.9,
+    )
     split = pd.concat([planted("routing_split_auc", model="m", block=2, target="quantile", part=p, auc=a)
                        for p, a in (("full", 0.71), ("token", 0.55), ("context", 0.7))])  # fmt: skip
     save_table(identity, "routing_identity", d)
