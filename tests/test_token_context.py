@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from helpers import tiny_tokenizer, tiny_windows
-from linrec.analyses.routing import Gate, RoutedFFN, fit_gate, gate_target, map_errors
+from linrec.analyses.routing import Gate, RoutedFFN, gate_target, map_errors
 from linrec.analyses.token_context import (
     PartRoutedFFN,
     TokenMeans,
@@ -210,4 +210,5 @@ def test_the_split_study_reuses_the_routing_curve_for_the_full_gate(study):
     assert np.allclose(full, curve.loc[full.index], rtol=0, atol=0)
     other = ppl[ppl["part"] != "full"]
     assert ((other["vs_full_lo"] <= other["vs_full"]) & (other["vs_full"] <= other["vs_full_hi"])).all()
-    assert fit_gate is not None  # imported for the reader: the three gates are fit_gate's
+    auc_only, none = split_study(study, result, shares=(), n_boot=50)
+    assert none.empty and list(none.columns) == list(ppl.columns) and len(auc_only) == 6

@@ -327,11 +327,15 @@ def block_rows(study, block: int, split: str) -> tuple[np.ndarray, np.ndarray, n
     return np.asarray(x), np.asarray(y), ids[index[:, 0], index[:, 1]], index[:, 0]
 
 
+SPLIT_PPL_COLUMNS = ["model", "block", "part", "share", "share_heldout", "ppl", "delta_ppl", "delta_lo", "delta_hi",
+                     "vs_full", "vs_full_lo", "vs_full_hi"]  # fmt: skip
+
+
 def split_study(study, result, shares=(0.5,), n_boot: int = 2000, seed: int = 0):
     """Token against context for each routed block of `result` (`linrec.analyses.routing.RouteResult`, whose chosen
     target labels the rows): (auc, ppl) tables. `auc`: per block and part, `split_gates`' rows. `ppl`: per block,
     part and share of `shares`, held-out ΔPPL with its paired interval, the share realised, and `vs_full` =
-    PPL(part) − PPL(full gate) with its paired interval."""
+    PPL(part) − PPL(full gate) with its paired interval (no rows for `shares` empty: the AUCs alone)."""
     import pandas as pd
 
     from linrec.analyses.uncertainty import delta_ppl_interval
@@ -369,4 +373,4 @@ def split_study(study, result, shares=(0.5,), n_boot: int = 2000, seed: int = 0)
                                      "share_heldout": realised[part], "ppl": d.ppl, "delta_ppl": d.delta,
                                      "delta_lo": d.lo, "delta_hi": d.hi, "vs_full": d.ppl - ppl_full,
                                      "vs_full_lo": lo, "vs_full_hi": hi})  # fmt: skip
-    return pd.DataFrame(auc_rows), pd.DataFrame(ppl_rows)
+    return pd.DataFrame(auc_rows), pd.DataFrame(ppl_rows, columns=SPLIT_PPL_COLUMNS)
