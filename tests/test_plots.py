@@ -121,3 +121,6 @@ def test_the_routing_figure_draws_the_anchor_row_only_where_its_tables_are_given
     assert sum(len(c.get_offsets()) for c in need.collections if hasattr(c, "get_offsets")) >= 3
     assert [t.get_text() for t in gates.get_xticklabels()] == ["a 1", "a 2"]
     assert len([ln for ln in healing.get_lines() if ln.get_linestyle() == ":"]) == 2  # "before", per mode
+    one = fig9_routing(curve[curve["model"] == "a"], routable[routable["model"] == "a"], r2, None, identity=identity,
+                       split_auc=split, heal=heal)  # fmt: skip
+    assert len([a for a in one.axes if a.get_visible() and a.get_title()]) == 5  # one model: 2 on top, 3 below

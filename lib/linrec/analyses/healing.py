@@ -121,7 +121,10 @@ def heal_study(study, ks: Sequence[int] = KS, steps: int = 50, lr: float = 1e-4,
     def nll(model: torch.nn.Module) -> np.ndarray:
         return PerplexityEvaluator(model, h.report_ids, h.batch_size, reuse_prefix=False).base_window_nll
 
-    base_nll = nll(swapped_copy(base, {}))  # in float32, the dtype every fine-tuned copy runs in
+    # a float32 model's unswapped and zero-shot NLLs are the swap study's own (cached; prefix reuse is exact);
+    # any other dtype is evaluated in float32, the dtype every fine-tuned copy runs in
+    exact = all(p.dtype == torch.float32 for p in base.parameters())
+    base_nll = h.evaluator.base_window_nll if exact else nll(swapped_copy(base, {}))
     tpw = h.evaluator.tokens_per_window
     n_tokens = len(base_nll) * tpw
 
@@ -139,7 +142,10 @@ def heal_study(study, ks: Sequence[int] = KS, steps: int = 50, lr: float = 1e-4,
             t0 = time.perf_counter()
             blocks = order[:k]
             model = swapped_copy(base, {b: h.module(b) for b in blocks})
-            before = nll(model) if k else base_nll
+            if not k:
+                before = base_nll
+            else:
+                before = h.test_nll([(b, None, "map") for b in blocks], "test: sets") if exact else nll(model)
             if mode == "all":
                 params = list(model.parameters())
             else:

@@ -350,7 +350,7 @@ def fig9_routing(curve, routable, r2, stem: str | Path | None = None, identity=N
     r2_of = {(m, int(b)): v for m, b, v in zip(r2["model"], r2["block"], r2["r2_lin"])}
     cmap, norm = plt.get_cmap("viridis"), plt.Normalize(0.0, 1.0)
     lower = [t for t in (identity, split_auc, heal) if t is not None and len(t)]
-    n_cols = len(models) + 1
+    n_cols = max(len(models) + 1, len(lower))
     fig, axes = plt.subplots(1 + bool(lower), n_cols, figsize=(5.2 * n_cols, 4.2 * (1 + bool(lower))), squeeze=False,
                              gridspec_kw={"hspace": 0.5} if lower else None)  # fmt: skip
     for i, (ax, m) in enumerate(zip(axes[0], models)):
@@ -369,6 +369,8 @@ def fig9_routing(curve, routable, r2, stem: str | Path | None = None, identity=N
         ax.set_ylabel("held-out ΔPPL (symlog)" if i == 0 else "")
         ax.set_title(f"{m}: gate target '{t['target'].iloc[0]}'", fontsize=9)
     sx = axes[0][len(models)]
+    for ax in axes[0][len(models) + 1 :]:  # one model and three bottom panels: the top row has one to spare
+        ax.set_visible(False)
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
     for m in models:
         t = routable[routable["model"] == m]
