@@ -62,9 +62,9 @@ def test_the_identity_agreement_keeps_only_types_seen_often_enough_in_both_corpo
     corpora but are rare in one of them (their shares there are noise and run against the others); only types 3–6
     count, and r is numpy's Pearson r over those four."""
     a = pd.DataFrame({"block": 0, "token": [1, 2, 3, 4, 5, 6], "n": [50, 4, 10, 10, 10, 10],
-                      "routed": [50, 0, 1, 3, 6, 9], "need": 1.0, "need_sq": 1.0})  # fmt: skip
+                      "routed": [50, 0, 1, 3, 6, 9], "need": 1.0, "need_sq": 1.0, "need_rel": 1.0})  # fmt: skip
     b = pd.DataFrame({"block": 0, "token": [1, 2, 3, 4, 5, 6], "n": [4, 50, 20, 20, 20, 20],
-                      "routed": [0, 50, 3, 5, 13, 18], "need": 1.0, "need_sq": 1.0})  # fmt: skip
+                      "routed": [0, 50, 3, 5, 13, 18], "need": 1.0, "need_sq": 1.0, "need_rel": 1.0})  # fmt: skip
     got = type_agreement(a, b, min_count=5, n_boot=200).iloc[0]
     sa, sb = np.array([0.1, 0.3, 0.6, 0.9]), np.array([0.15, 0.25, 0.65, 0.9])
     assert got["n_types"] == 4

@@ -43,12 +43,14 @@ def test_the_token_table_counts_occurrences_routes_and_the_maps_error_by_hand(ti
         by_type = np.bincount(ids.reshape(-1).numpy(), weights=y2)
         assert np.allclose(part["need"], by_type[want > 0], rtol=1e-6)
         assert np.allclose(part["need_sq"], np.bincount(ids.reshape(-1).numpy(), weights=y2**2)[want > 0], rtol=1e-6)
+        assert np.allclose(part["need_rel"], part["n"], rtol=1e-9)  # ŷ = 0: each token's error is its ‖y‖²
 
 
-def _table(tokens, n, need, need_sq=None, routed=None):
+def _table(tokens, n, need, need_sq=None, routed=None, need_rel=None):
     need = np.asarray(need, float)
     return pd.DataFrame({"block": 0, "token": tokens, "n": n, "routed": routed if routed is not None else 0,
-                         "need": need, "need_sq": need_sq if need_sq is not None else need**2})  # fmt: skip
+                         "need": need, "need_sq": need_sq if need_sq is not None else need**2,
+                         "need_rel": need_rel if need_rel is not None else need})  # fmt: skip
 
 
 def test_the_type_agreement_is_pearson_and_spearman_of_mean_need_over_types_frequent_in_both():
@@ -63,14 +65,16 @@ def test_the_type_agreement_is_pearson_and_spearman_of_mean_need_over_types_freq
     ma = np.array([1.0, 2.0, 3.0, 4.0, 6.0, 9.0, 100.0, 0.0])  # mean need per type
     mb = np.array([1.5, 1.8, 3.5, 3.9, 7.0, 8.0, 0.0, 100.0])
     ra, rb = np.array([1, 3, 4, 6, 8, 9, 0, 2]), np.array([3, 5, 9, 12, 15, 18, 2, 0])
-    a = _table(ta, na, ma * na, routed=ra)
-    b = _table(ta, nb, mb * nb, routed=rb)
+    rel_a, rel_b = np.array([5, 1, 4, 2, 3, 6, 0, 9.0]), np.array([1, 2, 3, 4, 5, 6, 9, 0.0])  # mean need / ‖y‖²
+    a = _table(ta, na, ma * na, routed=ra, need_rel=rel_a * na)
+    b = _table(ta, nb, mb * nb, routed=rb, need_rel=rel_b * nb)
     got = type_agreement(a, b, min_count=5, n_boot=300).iloc[0]
     keep = slice(0, 6)
     assert got["n_types"] == 6 and got["n_tokens_b"] == 120
     assert got["r_need"] == pytest.approx(np.corrcoef(ma[keep], mb[keep])[0, 1], abs=1e-12)
     assert got["rho_need"] == pytest.approx(spearmanr(ma[keep], mb[keep])[0], abs=1e-12)
     assert got["r"] == pytest.approx(np.corrcoef(ra[keep] / na[keep], rb[keep] / nb[keep])[0, 1], abs=1e-12)
+    assert got["r_need_rel"] == pytest.approx(np.corrcoef(rel_a[keep], rel_b[keep])[0, 1], abs=1e-12)
     assert got["r_need_lo"] <= got["r_need_lo90"] <= got["r_need"] <= got["r_need_hi90"] <= got["r_need_hi"]
     assert type_agreement(a, b, min_count=51, n_boot=50).iloc[0]["n_types"] == 0
 

@@ -16,6 +16,8 @@ error ‖ŷ − y‖² on each occurrence (the quantity the gate's target is cut
   lookup of the first corpus's type means explains (1 − SS_res/SS_tot; below 0: worse than the other corpus's mean),
   beside `type_share`, the most any type lookup could explain there (the between-type share of that corpus's
   variance, η²).
+- `r_need_rel`: the same r with each token's need divided by its ‖y‖² first: a type whose outputs are large has a
+  large error on every corpus, so `r_need` can carry the output's scale; this r has it divided out.
 - `r`: Pearson r of the share of each type's occurrences *the gate* routes linear (what linrec reported before). The
   gate is a linear function of the input, which carries the token's identity, so this r can be high while the need
   itself follows the context: it is not the anchor's quantity, and is kept beside it to show the difference.
@@ -54,7 +56,8 @@ PARTS = ("full", "token", "context")
 @torch.no_grad()
 def token_table(model: torch.nn.Module, ids: torch.Tensor, blocks: dict, batch_size: int = 8):
     """Per block and token type of windows `ids` [n, T]: occurrences `n`, how many the gate routes linear
-    (`routed`), and the map's squared error summed over them (`need`) and its square summed (`need_sq`, float64).
+    (`routed`), and the map's squared error summed over them (`need`), its square summed (`need_sq`) and its ratio to
+    the token's ‖y‖² summed (`need_rel`; float64)
     `blocks`: {block: (fit, Gate, threshold)} (an `AffineFit`). One hooked pass that stops after the deepest block."""
     import pandas as pd
 
@@ -63,20 +66,21 @@ def token_table(model: torch.nn.Module, ids: torch.Tensor, blocks: dict, batch_s
     sites = [s for s in find_ffn_sites(model) if s.index in blocks]
     device = next(model.parameters()).device
     vocab = int(ids.max()) + 1
-    sums = {b: np.zeros((4, vocab)) for b in blocks}  # n, routed, need, need_sq
+    sums = {b: np.zeros((5, vocab)) for b in blocks}  # n, routed, need, need_sq, need_rel
     batch = {}
 
     def grab(block, x, y):
         fit, gate, threshold = blocks[block]
         x = x.detach().reshape(-1, x.shape[-1]).double().cpu().numpy()
         y = y.detach().reshape(-1, y.shape[-1]).double().cpu().numpy()
-        err, _ = map_errors(fit, x, y)
+        err, norm = map_errors(fit, x, y)
         tok = batch["ids"].reshape(-1).numpy()
         s = sums[block]
         s[0] += np.bincount(tok, minlength=vocab)
         s[1] += np.bincount(tok, weights=(gate.scores(x) >= threshold).astype(float), minlength=vocab)
         s[2] += np.bincount(tok, weights=err, minlength=vocab)
         s[3] += np.bincount(tok, weights=err**2, minlength=vocab)
+        s[4] += np.bincount(tok, weights=err / np.maximum(norm, np.finfo(float).tiny), minlength=vocab)
 
     with ffn_hooks(sites, grab, stop_after_last=True):
         for start in range(0, len(ids), batch_size):
@@ -87,7 +91,7 @@ def token_table(model: torch.nn.Module, ids: torch.Tensor, blocks: dict, batch_s
         seen = np.flatnonzero(s[0])
         parts.append(pd.DataFrame({"block": b, "token": seen, "n": s[0, seen].astype(np.int64),
                                    "routed": s[1, seen].astype(np.int64), "need": s[2, seen],
-                                   "need_sq": s[3, seen]}))  # fmt: skip
+                                   "need_sq": s[3, seen], "need_rel": s[4, seen]}))  # fmt: skip
     return pd.concat(parts, ignore_index=True)
 
 
@@ -115,8 +119,10 @@ def _boot_corr(a: np.ndarray, b: np.ndarray, idx: np.ndarray, rank: bool) -> dic
 
 def type_agreement(a, b, min_count: int = 5, n_boot: int = 2000, seed: int = 0):
     """Per block, across the token types seen at least `min_count` times in both `token_table`s `a` and `b` (two
-    corpora): `r` (the gate-routed share, Pearson), `r_need` (mean need, Pearson) and `rho_need` (Spearman), each with
-    95 % (`_lo`, `_hi`) and 90 % (`_lo90`, `_hi90`) percentile intervals from one bootstrap over types; `lookup_r2`,
+    corpora): `r` (the gate-routed share, Pearson), `r_need` (mean need, Pearson), `rho_need` (Spearman) and
+    `r_need_rel` (Pearson of the mean need relative to each token's ‖y‖²: what is left once a type's output scale is
+    divided out), each with 95 % (`_lo`, `_hi`) and 90 % (`_lo90`, `_hi90`) percentile intervals from one bootstrap
+    over types (the tables keep the 90 % ones of `r_need` only); `lookup_r2`,
     the share of the need's variance over b's tokens of those types that a's type means explain, and `type_share`,
     the share b's own type means explain (see the module docstring)."""
     import pandas as pd
@@ -132,15 +138,17 @@ def type_agreement(a, b, min_count: int = 5, n_boot: int = 2000, seed: int = 0):
         if len(t) >= 3:
             share_a, share_b = (t["routed_a"] / t["n_a"]).to_numpy(), (t["routed_b"] / t["n_b"]).to_numpy()
             need_a, need_b = (t["need_a"] / t["n_a"]).to_numpy(), (t["need_b"] / t["n_b"]).to_numpy()
+            rel_a, rel_b = (t["need_rel_a"] / t["n_a"]).to_numpy(), (t["need_rel_b"] / t["n_b"]).to_numpy()
             stats = {"r": _boot_corr(share_a, share_b, idx, False), "r_need": _boot_corr(need_a, need_b, idx, False),
-                     "rho_need": _boot_corr(need_a, need_b, idx, True)}  # fmt: skip
+                     "rho_need": _boot_corr(need_a, need_b, idx, True),
+                     "r_need_rel": _boot_corr(rel_a, rel_b, idx, False)}  # fmt: skip
             n_b, s_b, q_b = t["n_b"].to_numpy(float), t["need_b"].to_numpy(), t["need_sq_b"].to_numpy()
             total = q_b.sum() - s_b.sum() ** 2 / n_b.sum()
             res_lookup = (q_b - 2 * need_a * s_b + n_b * need_a**2).sum()
             res_own = (q_b - s_b**2 / n_b).sum()
             row |= {"lookup_r2": 1 - res_lookup / total if total > 0 else np.nan,
                     "type_share": 1 - res_own / total if total > 0 else np.nan}  # fmt: skip
-        for name in ("r", "r_need", "rho_need"):
+        for name in ("r", "r_need", "rho_need", "r_need_rel"):
             got = stats.get(name, {})
             for k in ("", "_lo", "_hi", "_lo90", "_hi90"):
                 row[f"{name}{k}"] = float(got.get(k.lstrip("_"), np.nan))
@@ -152,7 +160,7 @@ def type_agreement(a, b, min_count: int = 5, n_boot: int = 2000, seed: int = 0):
 
 TYPE_COLUMNS = ["model", "block", "corpus_a", "corpus_b", "share", "n_types", "n_tokens_b", "r", "r_lo", "r_hi",
                 "r_need", "r_need_lo", "r_need_hi", "r_need_lo90", "r_need_hi90", "rho_need", "rho_need_lo",
-                "rho_need_hi", "lookup_r2", "type_share"]  # fmt: skip
+                "rho_need_hi", "r_need_rel", "r_need_rel_lo", "r_need_rel_hi", "lookup_r2", "type_share"]  # fmt: skip
 
 
 def type_study(study, result, corpora, share: float = 0.5, min_count: int = 5, n_boot: int = 2000, seed: int = 0):

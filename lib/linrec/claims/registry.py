@@ -310,7 +310,7 @@ TABLES: dict[str, TableSpec] = {
     "routing_identity": _spec(
         "06",
         "model block corpus_a corpus_b share n_types n_tokens_b r r_lo r_hi r_need r_need_lo r_need_hi r_need_lo90 "
-        "r_need_hi90 rho_need rho_need_lo rho_need_hi lookup_r2 type_share",
+        "r_need_hi90 rho_need rho_need_lo rho_need_hi r_need_rel r_need_rel_lo r_need_rel_hi lookup_r2 type_share",
         "per routed block and corpus pair, over token types: the mean need's r (the anchor's quantity) and the gate "
         "share's r (linrec.analyses.token_context.type_agreement)",
     ),
@@ -330,8 +330,8 @@ TABLES: dict[str, TableSpec] = {
     "routing_anchor": _spec(
         "06",
         "model need_pairs need_context need_token need_r_median need_r_min need_r_max lookup_r2_median "
-        "gate_r_median need_verdict split_blocks split_context split_token auc_full_median auc_token_median "
-        "auc_context_median split_verdict",
+        "need_rel_r_median gate_r_median need_verdict split_blocks split_context split_token auc_full_median "
+        "auc_token_median auc_context_median split_verdict",
         "per model: the anchor's 'need cannot be predicted from token identity', judged on the per-type need and on "
         "the token/context gates (linrec.claims.routing.anchor_table)",
     ),

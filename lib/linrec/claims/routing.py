@@ -145,6 +145,7 @@ def anchor_table(identity: pd.DataFrame | None, split_auc: pd.DataFrame | None) 
                 "need_r_min": float(t["r_need"].min()) if len(t) else np.nan,
                 "need_r_max": float(t["r_need"].max()) if len(t) else np.nan,
                 "lookup_r2_median": float(t["lookup_r2"].median()) if len(t) else np.nan,
+                "need_rel_r_median": float(t["r_need_rel"].median()) if len(t) and "r_need_rel" in t else np.nan,
                 "gate_r_median": float(t["r"].median()) if len(t) else np.nan,
                 "need_verdict": tally_decided(words, CONTEXT, UNDECIDED) if words else NOT_TESTABLE}  # fmt: skip
         s = split_auc[split_auc["model"] == model] if split_auc is not None else pd.DataFrame()

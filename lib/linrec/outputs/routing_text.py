@@ -61,9 +61,14 @@ def anchor_findings(anchor: pd.DataFrame | None) -> list[str]:
                 f" — the anchor's quantity, each token type's mean need (the map's error) on one corpus against "
                 f"another: median r = {row['need_r_median']:+.2f} (from {row['need_r_min']:+.2f} to "
                 f"{row['need_r_max']:+.2f}) over {int(row['need_pairs'])} block × corpus pairs, "
-                f"{int(row['need_context'])} shown near 0, {int(row['need_token'])} shown above it; a lookup of one "
-                f"corpus's type means explains a median {row['lookup_r2_median']:.2f} of the other's per-token need "
-                f"(the anchor: r < 0.05): **{row['need_verdict']}**. The share of a type's tokens the gate routes "
+                f"{int(row['need_context'])} shown near 0, {int(row['need_token'])} shown away from it; a lookup of "
+                f"one corpus's type means explains a median {row['lookup_r2_median']:.2f} of the other's per-token "
+                f"need (the anchor: r < 0.05): **{row['need_verdict']}**"
+            )
+            if pd.notna(row.get("need_rel_r_median")):
+                text += f"; with each token's need divided by its ‖y‖², median r = {row['need_rel_r_median']:+.2f}"
+            text += (
+                f". The share of a type's tokens the gate routes "
                 f"correlates at a median r = {row['gate_r_median']:+.2f} across corpora, but that is not the "
                 "anchor's quantity: the gate reads the input, which carries the token's identity"
             )
@@ -109,7 +114,9 @@ def _need_table(identity: pd.DataFrame) -> pd.DataFrame:
         gate_r=[f"{r:+.2f} {_ci(lo, hi)}" for r, lo, hi in identity[["r", "r_lo", "r_hi"]].to_numpy()],
     )
     cols = {"model": "model", "block": "block", "pair": "corpora", "n_types": "types", "need_r": "need r (anchor's)",
-            "rho_need": "need ρ", "lookup_r2": "lookup R²", "gate_r": "gate-share r"}  # fmt: skip
+            "rho_need": "need ρ", "r_need_rel": "need / ‖y‖² r", "lookup_r2": "lookup R²",
+            "gate_r": "gate-share r"}  # fmt: skip
+    cols = {k: v for k, v in cols.items() if k in t}
     return t[list(cols)].rename(columns=cols)
 
 
