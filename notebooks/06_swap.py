@@ -282,7 +282,7 @@ greedy.T
 #    screening ΔPPL are swapped (k = 1, 2, 4), then the model is fine-tuned on train windows (every weight, or the
 #    maps alone) and compared on the held-out windows with the same fine-tune of the unswapped model (the anchor's
 #    control). Seven fine-tunes per model do not fit this notebook's time in the default profile (a step of SmolLM2
-#    on 4 windows took 23 s on 2 busy cores, one of notebook 08's small models 0.2 s): params/healing.yaml runs them,
+#    on 4 windows took 23–45 s on 2 busy cores, one of notebook 08's small models 0.2 s): params/healing.yaml runs them,
 #    on SmolLM2 (`heal`) and on the small models notebook 08 trains (`heal_trained`, params/training.yaml's cached
 #    runs), and the report quotes its table. With both left `{}` the section below is skipped.
 
