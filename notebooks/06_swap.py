@@ -69,9 +69,12 @@ budget_ppl = 1.0  # greedy multi-block swap: keep blocks while ΔPPL on the scre
 first_variants = ["ffn", "mean"]  # position-aware variants, beside the plain map ([] to skip)
 variant_min_first_share = 0.5  # ...on blocks whose train first-position share of output variance is ≥ this
 n_boot = 2000  # bootstrap resamples for every interval
-route_blocks = 6  # per-token routing: blocks per model, picked on the screening windows (None: every block; 0: skip)
-route_shares = [0.0, 0.25, 0.5, 0.75, 1.0]  # shares of a block's tokens routed to its map (0: the base, 1: the swap)
-route_corpora = ["web", "code"]  # corpora a token's route is compared on, against the capture's corpus
+route_blocks = 3  # per-token routing: blocks per model, picked on the screening windows (None: every block; 0: skip)
+route_step = 0.05  # the share grid: 0, 0.05, …, 1 of a block's tokens routed to its map (0: the base, 1: the swap)
+route_corpora = ["web", "code"]  # corpora a token type's need is compared on, against the capture's corpus
+route_split_shares = []  # shares at which the token/context/full gates route for ΔPPL ([]: held-out AUC only)
+heal = {}  # k blocks swapped, then fine-tuned, on `models` (heal_study arguments; {}: skip; params/healing.yaml)
+heal_trained = {}  # the same on notebook 08's small models ({}: skip; params/healing.yaml heals its cached runs)
 save_dir = None  # where the compressed model is kept (None: a temporary directory, deleted after the reload check)
 results_dir = "results/default"
 figures_dir = "figures"
@@ -80,14 +83,15 @@ figures_dir = "figures"
 import pandas as pd
 from IPython.display import display
 
+from linrec.analyses.routing import share_grid
 from linrec.analyses.swap import run_model
 from linrec.base.files import project_root
+from linrec.claims.routing import ANCHOR_RULES, anchor_table, heal_table, routing_summary
 from linrec.claims.rules import RULES
 from linrec.claims.swap import (
     claim6a,
     claim6b,
     first_position_effect,
-    routing_summary,
     swap_params,
     swap_predictors,
     swap_safety,
@@ -122,7 +126,8 @@ runs = [
     run_model(m, kw, batch_size=batch_size, device=device, screening_windows=screening_windows,
               test_windows=test_windows, ranks=ranks, budget_ppl=budget_ppl, first_variants=first_variants,
               variant_min_first_share=variant_min_first_share, n_boot=n_boot, seed=seed, save_dir=save_dir,
-              route_blocks=route_blocks, route_shares=route_shares, route_corpora=route_corpora)
+              route_blocks=route_blocks, route_shares=share_grid(route_step), route_corpora=route_corpora,
+              route_split_shares=route_split_shares, heal=heal)
     for m in models
 ]  # fmt: skip
 swap_tables = [r.table for r in runs]
@@ -244,30 +249,40 @@ greedy.T
 # %% [markdown]
 # ## Beyond whole-block swaps: each token to the FFN or to its map
 # A whole-block swap puts every token through the map. A more recent paper (arXiv 2603.03459, "Half the Nonlinearity
-# Is Wasted", Balogh 2026) routes token by token instead: a gate with d + 1 parameters, a logistic classifier on the
-# MLP's input, sends a token to a precomputed linear map or to the full MLP. It reports 25–56 % of GPT-2's tokens
-# routed linear for under 1 % perplexity, and that a token's identity does not decide its route (routing lists built
-# on one corpus correlate at r < 0.05 with another's). We measure the same thing with the exact closed-form map
-# (`linrec.analyses.routing`):
+# Is Wasted", Balogh 2026; the *anchor* below) routes token by token instead: a gate with d + 1 parameters, a logistic
+# classifier on the MLP's input, sends a token to a precomputed linear map or to the full MLP. It reports three
+# things, and we measure each with the exact closed-form map (`linrec.analyses.routing`, `token_context`, `healing`):
 #
-# - **The map** is the block's closed-form affine fit, the one the table above swaps in. **The gate** is trained on
-#   the capture's stored *train* rows to predict "the map's error on this token is small", with two targets compared
-#   there: the token's squared error at most the train median ("quantile"), or at most 10 % of its ‖y‖² ("relative").
-#   The target whose gates route the lower train error is used (`routing_gates`). **The threshold** for a share p is
-#   the (1 − p) quantile of the gate's train scores; share 0 is the base model and share 1 the whole-block swap, bit
-#   for bit (tests/test_routing.py).
-# - `route_blocks` blocks per model, spread over the screening R²_lin (lowest and highest included), are routed;
-#   `params/full.yaml` routes every block. Each share's held-out ΔPPL has its paired bootstrap interval, and each
-#   block's **routable share** (the largest share within +1 % of base perplexity, and within +1 perplexity) an
-#   interval from the same window resamples.
-# - **Compute saved** per token, as a share of the FFN's multiply-adds: a routed token skips the FFN and pays the map
-#   (d_in·d_out); every token pays the gate (d_in).
-#
-# Does R²_lin tell how much of a block can go linear? ρ(R²_lin, routable share) across the routed blocks, with its
-# interval at the effective number of blocks, beside claim 6b's ρ(R²_lin, whole-block ΔPPL). And is the route decided
-# by the token? The share of each token type's occurrences routed linear on a fresh stretch of wiki text (the next 20k
-# tokens, which no fit and no gate has seen) against the same on web and code text, over the types seen at least 5
-# times in both.
+# 1. **25–56 % of GPT-2's tokens routed linear for under 1 % perplexity.** The gate is trained on the capture's
+#    stored *train* rows to predict "the map's error on this token is small" (two targets compared there: the
+#    token's squared error at most the train median, "quantile", or at most 10 % of its ‖y‖², "relative"; the one
+#    whose gates route the lower train error is used, `routing_gates`). The threshold for a share p is the score
+#    above which a share p of the train rows lie, so a larger share routes every token a smaller one does, and more
+#    (tests/test_routing.py). Shares on a grid of `route_step` (0.05): held-out ΔPPL of each with its paired bootstrap
+#    interval, and each block's **routable share**, the largest share of a run from 0 within +1 % of base
+#    perplexity, with an interval from the same window resamples. The curve stops at the share where every resample
+#    has left the budget (no later share can change the routable share or its interval: exact, and it saves passes).
+#    Each curve's monotonicity is counted: falls of ΔPPL from one share to the next, and those beyond noise.
+#    `route_blocks` blocks per model, spread over the screening R²_lin, are routed; `params/full.yaml` routes every
+#    block. **Compute saved** per token: a routed token skips the FFN and pays the map (d_in·d_out); every token pays
+#    the gate (d_in).
+# 2. **"Nonlinearity need cannot be predicted from token identity."** The anchor's quantity is the *need* itself: per
+#    token type, the mean of the map's error over its occurrences on one corpus (a fresh stretch of wiki that no fit
+#    or gate saw) against the same on another (web, code), Pearson and Spearman r over the types seen ≥ 5 times in
+#    both, with a bootstrap over types (`r_need`), and how much of the other corpus's per-token need a lookup of the
+#    first corpus's type means explains (`lookup_r2`). Beside it, the share of each type's occurrences *the gate*
+#    routes (`r`, what this notebook reported before): the gate reads the input, which carries the token's identity,
+#    so that r can be high while the need itself follows the context; it is not the anchor's quantity. Then token
+#    against context: each input is split into the mean input of its token type (train rows, each row's own window
+#    left out) and the rest; gates on each part and on the whole, on the same train rows, are compared by held-out
+#    AUC (window jackknife intervals) and by held-out ΔPPL when each routes `route_split_shares` of the tokens.
+# 3. **Whole MLPs replaced by linear maps cost nothing after a short fine-tune.** The k blocks with the lowest
+#    screening ΔPPL are swapped (k = 1, 2, 4), then the model is fine-tuned on train windows (every weight, or the
+#    maps alone) and compared on the held-out windows with the same fine-tune of the unswapped model (the anchor's
+#    control). Seven fine-tunes per model do not fit this notebook's time in the default profile (a step of SmolLM2
+#    on 4 windows took 23–45 s on 2 busy cores, one of notebook 08's small models 0.2 s): params/healing.yaml runs them,
+#    on SmolLM2 (`heal`) and on the small models notebook 08 trains (`heal_trained`, params/training.yaml's cached
+#    runs), and the report quotes its table. With both left `{}` the section below is skipped.
 
 # %%
 routes = [r.routing for r in runs if r.routing is not None]
@@ -278,13 +293,72 @@ if routes:
     save_table(route_curve, "routing_curve", root / results_dir)
     routable = pd.concat([r.routable for r in routes], ignore_index=True)
     save_table(routable, "routing_routable", root / results_dir)
+    display(route_curve.pivot_table(index=["model", "block"], columns="share", values="delta_ppl").round(2))
+    display(routable.round(3))
+
+# %% [markdown]
+# ### Does the token decide, or the context?
+# The rules (`linrec.claims.routing.ANCHOR_RULES`) are printed with their verdicts. Table `routing_identity` has every
+# block and corpus pair, `routing_split_auc` and `routing_split_ppl` every gate.
+
+# %%
+if routes:
     identity = pd.concat([r.identity for r in runs if r.identity is not None], ignore_index=True)
     save_table(identity, "routing_identity", root / results_dir)
-    routing = routing_summary(routable, r2, pred, identity, n_boot=n_boot, seed=seed)
+    split_auc = pd.concat([r.split_auc for r in runs if r.split_auc is not None], ignore_index=True)
+    save_table(split_auc, "routing_split_auc", root / results_dir)
+    split_ppl = pd.concat([r.split_ppl for r in runs if r.split_ppl is not None], ignore_index=True)
+    save_table(split_ppl, "routing_split_ppl", root / results_dir)
+    routing = routing_summary(routable, r2, pred, identity)
     save_table(routing, "routing_summary", root / results_dir)
-    fig = fig9_routing(route_curve, routable, r2, root / figures_dir / "fig9_routing")
-    display(route_curve.pivot_table(index=["model", "block"], columns="share", values="delta_ppl").round(3))
+    anchor = anchor_table(identity, split_auc)
+    save_table(anchor, "routing_anchor", root / results_dir)
+    print("need rule:", ANCHOR_RULES["need"])
+    print("split rule:", ANCHOR_RULES["split"])
     display(routing.round(3).T)
+    display(anchor.round(3).T)
+    display(split_auc.pivot_table(index=["model", "block"], columns="part", values="auc").round(3))
+
+# %% [markdown]
+# ### Healing: k blocks swapped, then a short fine-tune
+# Per model, mode ("all": every weight trained; "maps": the maps alone) and k: held-out ΔPPL before the fine-tune
+# (against the base), after it (against the control, the same fine-tune of the unswapped model; k = 0 is the control
+# itself), and after it against the base, each with its paired interval (`linrec.analyses.healing`).
+
+# %%
+healed = [r.heal for r in runs if r.heal is not None]
+if heal_trained:
+    from linrec.analyses.healing import cached_runs
+    from linrec.analyses.swap import heal_run
+    from linrec.app.params import load_params
+    from linrec.inputs.training import profile_configs
+
+    tp = load_params(root / "params" / "training.yaml")
+    configs = profile_configs({**tp["training"], "device": device}, tp["train_variants"], tp["train_init_seeds"],
+                              tp["train_data_seeds"])  # fmt: skip
+    options, names = {k: v for k, v in heal_trained.items() if k != "runs"}, heal_trained.get("runs")
+    trained = [r for r in cached_runs(configs) if names is None or r.config.name in names]
+    healed += [heal_run(r, {"seq_len": r.config.seq_len, "tokens": tp["train_measure_tokens"]}, batch_size=batch_size,
+                        device=device, seed=seed, n_boot=n_boot, **options) for r in trained]  # fmt: skip
+    if not trained:
+        print("no cached run of params/training.yaml to heal: linrec figures --params params/training.yaml --only 08")
+heal_rows = heal_table(pd.concat(healed, ignore_index=True)) if healed else None
+if heal_rows is not None:
+    save_table(heal_rows, "routing_heal", root / results_dir)
+    print("heal rule:", ANCHOR_RULES["heal"])
+    display(heal_rows[["model", "mode", "k", "blocks", "delta_before", "delta_after", "delta_after_lo",
+                       "delta_after_hi", "delta_after_base", "outcome"]].round(3))  # fmt: skip
+
+# %% [markdown]
+# ## Figure 9: routing, token against context, healing
+# Top: each routed block's held-out ΔPPL against the share routed (0.05 grid; the dashed line is +1 % of base
+# perplexity) and its routable share against R²_lin. Bottom: the anchor's per-type need r against the gate-share r
+# reported before; the three gates' held-out AUC; healed ΔPPL against the fine-tuned control.
+
+# %%
+if routes:
+    fig = fig9_routing(route_curve, routable, r2, root / figures_dir / "fig9_routing", identity=identity,
+                       split_auc=split_auc, heal=heal_rows)  # fmt: skip
 
 # %% [markdown]
 # ## Save and reload

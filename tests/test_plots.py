@@ -87,3 +87,40 @@ def test_corpora_controls_and_nulls_figures_label_what_they_draw(tmp_path):
     fig = fig7b_inputs_or_weights(nulls, cross, stem=tmp_path / "fig7b")
     heat = [ax for ax in fig.axes if ax.get_xlabel() == "inputs of block j"][0]
     assert [t.get_text() for t in heat.get_xticklabels()] == [str(j) for j in range(6)]  # every block of a small model
+
+
+def test_the_routing_figure_draws_the_anchor_row_only_where_its_tables_are_given(tmp_path):
+    """Figure 9: the curves and the routable shares on top; with the per-type table, the gates and the healing table,
+    a bottom row whose three panels each draw their rows (one point per block × corpus pair, three gates per block,
+    one line per model and mode)."""
+    from linrec.outputs.plots_interventions import fig9_routing
+
+    shares = [0.0, 0.05, 0.1]
+    curve = pd.DataFrame([{"model": m, "block": b, "target": "quantile", "share": s, "share_heldout": s,
+                           "ppl_base": 20.0, "delta_ppl": s * b, "delta_lo": s * b - 0.1, "delta_hi": s * b + 0.1}
+                          for m in ("a", "b") for b in (1, 2) for s in shares])  # fmt: skip
+    routable = pd.DataFrame({"model": ["a", "a", "b", "b"], "block": [1, 2, 1, 2], "routable_pct1": 0.05,
+                             "routable_pct1_lo": 0.0, "routable_pct1_hi": 0.1})  # fmt: skip
+    r2 = pd.DataFrame({"model": ["a", "a", "b", "b"], "block": [1, 2, 1, 2], "r2_lin": [0.2, 0.9, 0.5, 0.6]})
+    fig = fig9_routing(curve, routable, r2, tmp_path / "fig9")
+    assert len([a for a in fig.axes if a.get_visible() and a.get_title()]) == 3  # two models and the routable panel
+    identity = pd.DataFrame({"model": ["a", "a", "b"], "block": [1, 2, 1], "r": 0.8, "r_lo": 0.7, "r_hi": 0.9,
+                             "r_need": [0.1, 0.3, -0.1], "r_need_lo": -0.2, "r_need_hi": 0.4})  # fmt: skip
+    split = pd.DataFrame([{"model": "a", "block": b, "part": p, "auc": 0.6, "auc_lo": 0.55, "auc_hi": 0.65}
+                          for b in (1, 2) for p in ("full", "token", "context")])  # fmt: skip
+    heal = pd.DataFrame({"model": "t", "mode": ["all", "all", "all", "maps", "maps"], "k": [0, 1, 2, 1, 2],
+                         "ppl_control": 20.0, "delta_before": [0, 1.0, 2.0, 1.0, 2.0],
+                         "delta_after": [0, 0.1, 0.3, 0.2, 0.5], "delta_after_lo": [0, 0.0, 0.2, 0.1, 0.4],
+                         "delta_after_hi": [0, 0.2, 0.4, 0.3, 0.6]})  # fmt: skip
+    fig = fig9_routing(curve, routable, r2, tmp_path / "fig9b", identity=identity, split_auc=split, heal=heal)
+    titled = {a.get_title(): a for a in fig.axes if a.get_visible() and a.get_title()}
+    assert len(titled) == 6 and (tmp_path / "fig9b.png").stat().st_size > 0
+    need = next(a for t, a in titled.items() if t.startswith("token identity"))
+    gates = next(a for t, a in titled.items() if t.startswith("token against context"))
+    healing = next(a for t, a in titled.items() if t.startswith("healing"))
+    assert sum(len(c.get_offsets()) for c in need.collections if hasattr(c, "get_offsets")) >= 3
+    assert [t.get_text() for t in gates.get_xticklabels()] == ["a 1", "a 2"]
+    assert len([ln for ln in healing.get_lines() if ln.get_linestyle() == ":"]) == 2  # "before", per mode
+    one = fig9_routing(curve[curve["model"] == "a"], routable[routable["model"] == "a"], r2, None, identity=identity,
+                       split_auc=split, heal=heal)  # fmt: skip
+    assert len([a for a in one.axes if a.get_visible() and a.get_title()]) == 5  # one model: 2 on top, 3 below

@@ -103,7 +103,7 @@ def test_an_affine_block_routes_everything_for_nothing(planted, tmp_path):
     for r in rows:
         assert abs(r["delta_ppl"]) < 1e-6 * r["ppl_base"]
     assert routable["routable_pct1"] == routable["routable_pct1_lo"] == routable["routable_pct1_hi"] == 1.0
-    assert routable["routable_ppl1"] == 1.0
+    assert routable["measured_to"] == 1.0 and routable["n_steps"] == len(rows) - 1
     one = [r for r in rows if r["share"] == 1.0][0]
     whole = st.heldout.table([1]).iloc[0]
     assert one["delta_ppl"] == whole["delta_ppl"] and (one["delta_lo"], one["delta_hi"]) == (
@@ -135,34 +135,6 @@ def test_compute_saved_counts_the_map_and_the_gate():
     assert compute_saved(0.5, 800, 10, 10) == pytest.approx((0.5 * 700 - 10) / 800)
 
 
-def test_token_routes_count_every_occurrence_and_the_agreement_is_pearson_over_types(tiny_model):
-    """`token_routes` against a hand count on a tiny corpus: with a gate that routes every token, each type's routed
-    count is its number of occurrences (np.bincount of the windows); with one that routes none, zero. The agreement
-    of two corpora is Pearson's r of the per-type shares, over the types seen often enough in both."""
-    import pandas as pd
-
-    from linrec.analyses.routing import Gate, identity_agreement, token_routes
-
-    model, tok = tiny_model("llama"), tiny_tokenizer()
-    ids = tiny_windows(tok, 1024, 32).ids
-    gate = Gate(np.zeros(32), 0.0, "quantile", np.zeros(1))
-    t = token_routes(model, ids, {0: (gate, -math.inf), 1: (gate, math.inf)}, batch_size=8)
-    want = np.bincount(ids.reshape(-1).numpy())
-    every, none = t[t["block"] == 0], t[t["block"] == 1]
-    assert every["n"].tolist() == want[want > 0].tolist() and every["token"].tolist() == np.flatnonzero(want).tolist()
-    assert (every["routed"] == every["n"]).all() and (none["routed"] == 0).all()
-
-    a = pd.DataFrame({"block": 3, "token": [1, 2, 3, 4, 5], "n": [10, 10, 10, 10, 2], "routed": [1, 5, 9, 2, 2]})
-    b = pd.DataFrame({"block": 3, "token": [1, 2, 3, 4, 6], "n": [20, 10, 10, 5, 9], "routed": [4, 4, 9, 1, 0]})
-    got = identity_agreement(a, b, min_count=5, n_boot=200).iloc[0]
-    sa, sb = (
-        np.array([0.1, 0.5, 0.9, 0.2]),
-        np.array([0.2, 0.4, 0.9, 0.2]),
-    )  # tokens 1–4 (5: too rare in a; 6: not in a)
-    assert got["n_types"] == 4 and got["r"] == pytest.approx(np.corrcoef(sa, sb)[0, 1], abs=1e-12)
-    assert got["r_lo"] <= got["r"] <= got["r_hi"]
-
-
 def test_no_routing_choice_reads_the_held_out_windows(tiny_model, tmp_path):
     """The blocks routed, the gates (weights, thresholds), the target chosen and the train comparison stay the same
     when every held-out window is replaced by random tokens (capture included); the held-out curve changes."""
@@ -188,27 +160,119 @@ def test_no_routing_choice_reads_the_held_out_windows(tiny_model, tmp_path):
 
     a, held_a = choices(w, tmp_path / "a")
     b, held_b = choices(_perturbed(w), tmp_path / "b")
-    pd.testing.assert_frame_equal(a[3], b[3])  # NaN where a target has one class (an AUC of nothing)
+    reported = ["gate_auc_heldout"]  # the gates' held-out AUC reports on the held-out rows: it must change, and does
+    pd.testing.assert_frame_equal(a[3].drop(columns=reported), b[3].drop(columns=reported))  # NaN: one class
     assert a[:3] == b[:3]
     assert not np.allclose(held_a, held_b)  # the perturbation reached what is reported
+    assert not np.allclose(a[3]["gate_auc_heldout"].fillna(0), b[3]["gate_auc_heldout"].fillna(0))
 
 
-def test_routing_summary_picks_the_best_block_and_correlates_over_the_routed_blocks():
-    from scipy.stats import spearmanr
+# ---- the share grid: nested thresholds, share p routes p, share 1 routes everything (issue 49) ---------------------
+def _gate_on_random_rows(n=2000, d=6, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    labels = (x[:, 0] + 0.5 * rng.standard_normal(n) > 0).astype(float)
+    return fit_gate(x, labels), x, rng
 
-    from linrec.claims.swap import routing_summary
 
-    blocks = list(range(8))
-    share = [0.0, 0.25, 0.5, 0.5, 0.75, 0.25, 1.0, 1.0]
-    routable = pd.DataFrame({"model": "m", "block": blocks, "routable_pct1": share,
-                             "routable_pct1_lo": [s - 0.25 for s in share], "routable_pct1_hi": share,
-                             "routable_ppl1": share})  # fmt: skip
-    r2 = pd.DataFrame({"model": "m", "block": blocks, "r2_lin": [0.1, 0.3, 0.2, 0.6, 0.5, 0.4, 0.9, 0.8]})
-    pred = pd.DataFrame([{"model": "m", "column": "r2_lin", "spearman_rho": -0.4, "rho_lo": -0.8, "rho_hi": 0.1}])
-    got = routing_summary(routable, r2, pred, n_boot=200).iloc[0]
-    assert got["best_block"] == 6 and got["best_routable_pct1"] == 1.0  # ties go to the lower block
-    assert got["rho_r2_routable"] == pytest.approx(spearmanr(r2["r2_lin"], share)[0], abs=1e-12)
-    assert got["rho_lo"] <= got["rho_r2_routable"] <= got["rho_hi"] and got["outcome"] in ("effect", "inconclusive")
-    assert got["rho_r2_swap"] == -0.4 and np.isnan(got["identity_r_median"])
-    flat = routing_summary(routable.assign(routable_pct1=0.5), r2, n_boot=50).iloc[0]
-    assert np.isnan(flat["rho_r2_routable"]) and flat["outcome"] == "inconclusive"  # every block alike: no ρ
+def test_share_p_routes_p_of_the_train_rows_and_the_routed_sets_are_nested():
+    """Guards the threshold at the p quantile of the train scores instead of the (1 − p) quantile (share p would route
+    1 − p: identical at 0.5, so the tests at 0.5 miss it) and thresholds read off unsorted train scores (routed sets
+    that are not nested): on the train rows share p routes round(p·n) rows exactly (continuous scores, no ties), on
+    fresh rows every share's routed set holds the previous share's, and the realised share is near p."""
+    from linrec.analyses.routing import SHARES
+
+    gate, x, rng = _gate_on_random_rows()
+    fresh = rng.standard_normal((4000, x.shape[1]))
+    assert len(SHARES) == 21 and SHARES[3] == 0.15 and SHARES[-1] == 1.0
+    previous = np.zeros(len(fresh), bool)
+    for p in SHARES:
+        assert gate.routes(x, p).sum() == round(p * len(x)), p
+        now = gate.routes(fresh, p)
+        assert not (previous & ~now).any(), f"share {p} drops a token a smaller share routes"
+        assert abs(now.mean() - p) < 0.04, (p, now.mean())
+        previous = now
+
+
+def test_share_one_routes_a_token_that_scores_below_every_train_row(planted, tmp_path):
+    """Guards share 1 taking the lowest train score as its threshold instead of −inf: a held-out token scoring below
+    every train row would stay on the FFN, so share 1 would not be the whole-block swap. Here the token's score is 10
+    below the lowest train score; in the model, the routed module at share 1 still sends every token to the map."""
+    from linrec.analyses.routing import share_grid
+
+    gate, x, _ = _gate_on_random_rows()
+    low = x[np.argmin(gate.scores(x))] - 10 * gate.w / (gate.w @ gate.w)  # score: 10 below the lowest
+    assert gate.scores(low[None])[0] < gate.train_scores[0] - 9
+    assert gate.routes(low[None], 1.0).all() and not gate.routes(low[None], 0.95).any()
+    ffn, affine = torch.nn.Linear(6, 6), torch.nn.Linear(6, 6)
+    routed = RoutedFFN(ffn, affine, gate, gate.threshold(1.0))
+    xs = torch.as_tensor(np.vstack([x[:5], low[None]]), dtype=torch.float32)
+    assert torch.equal(routed(xs), affine(xs)) and routed.share == 1.0
+    with pytest.raises(LinrecError, match="divide 1"):
+        share_grid(0.3)
+
+
+def _planted_curve(monkeypatch, n=30, tpw=20, seed=0):
+    """A held-out part whose per-window NLL at each share is planted (`routed_nll` replaced): perplexity flat to
+    share 0.3, then up by about 0.5 % of base per 0.05 with window noise, so the +1 % budget is left near 0.4 and
+    some resamples stay within it a step or two longer."""
+    from types import SimpleNamespace
+
+    from linrec.analyses import routing
+    from linrec.analyses.perplexity import PerplexityEvaluator
+
+    rng = np.random.default_rng(seed)
+    base = np.full(n, 3.0 * tpw) + rng.normal(0, 0.5, n)
+    noise = rng.normal(0, 1.0, (len(routing.SHARES), n))
+    planted = {s: base + tpw * np.log1p(0.1 * max(0.0, s - 0.3)) + 0.6 * noise[i] * (s > 0)
+               for i, s in enumerate(routing.SHARES)}  # fmt: skip
+    asked = []
+
+    def fake(heldout, block, gate, share):
+        asked.append(share)
+        return planted[share], share
+
+    monkeypatch.setattr(routing, "routed_nll", fake)
+    ev = type("Ev", (), {"delta_of": PerplexityEvaluator.delta_of, "base_ppl": PerplexityEvaluator.base_ppl,
+                         "base_nll": PerplexityEvaluator.base_nll})()  # fmt: skip
+    ev.base_window_nll, ev.tokens_per_window, ev.n_windows, ev.n_tokens = base, tpw, n, n * tpw
+    heldout = SimpleNamespace(capture=SimpleNamespace(model_label="m"), evaluator=ev,
+                              sites={0: SimpleNamespace(module=torch.nn.Linear(4, 16))},
+                              fit=lambda b: SimpleNamespace(W=np.zeros((4, 4))))  # fmt: skip
+    gate = SimpleNamespace(target="quantile", n_params=5)
+    return heldout, gate, asked
+
+
+def test_the_curve_stops_once_no_resample_can_still_be_within_budget_and_loses_nothing(monkeypatch):
+    """The curve measured with the stop is a prefix of the whole grid's, and its routable share and interval are the
+    whole grid's, exactly. Guards a stop at the estimate's first failure (planted: the interval's upper end would be
+    cut at the estimate, since here some resamples stay within budget a step longer) and a stop that never comes."""
+    heldout, gate, asked = _planted_curve(monkeypatch)
+    rows, routable = route_block(heldout, 0, gate, n_boot=500)
+    every, whole = route_block(heldout, 0, gate, n_boot=500, stop=False)
+    assert len(rows) < len(every) == 21 and routable["measured_to"] == rows[-1]["share"] < 0.7
+    assert asked[: len(rows)] == [r["share"] for r in rows] and asked[len(rows) :] == [r["share"] for r in every]
+    assert [r["delta_ppl"] for r in rows] == [r["delta_ppl"] for r in every[: len(rows)]]
+    for k in ("routable_pct1", "routable_pct1_lo", "routable_pct1_hi"):
+        assert routable[k] == whole[k], k
+    assert routable["routable_pct1_hi"] > routable["routable_pct1"]  # a resample outlives the estimate
+    over = [r for r in rows if r["delta_ppl"] > 0.01 * r["ppl_base"]]
+    assert over and over[0]["share"] < rows[-1]["share"]  # measured past the estimate's first failure
+
+
+def test_monotonicity_counts_falls_and_those_beyond_noise():
+    """A planted curve on 40 windows: perplexity rises, falls by 3 % on every window (beyond noise), rises, falls by
+    a hair with window noise around it (within noise), rises."""
+    from linrec.analyses.routing import monotonicity
+
+    n, tpw = 40, 10
+    rng = np.random.default_rng(0)
+    base = np.full(n, 2.0 * tpw)
+    levels = [0.0, 0.05, 0.02, 0.06, 0.0595, 0.08]  # mean NLL per token added at each share
+    nlls = np.stack([base + tpw * lv + (rng.normal(0, 0.05, n) if i == 4 else 0) for i, lv in enumerate(levels)])
+    got = monotonicity([0, 0.2, 0.4, 0.6, 0.8, 1.0], nlls, tpw, n_boot=500)
+    ppl = np.exp(nlls.sum(1) / (n * tpw))
+    assert got["n_steps"] == 5 and got["n_drops"] == int((np.diff(ppl) < 0).sum())
+    assert got["n_drops_beyond_noise"] == 1 and not got["monotone"]
+    assert got["max_drop"] == pytest.approx(-np.diff(ppl).min())
+    assert monotonicity([0, 0.5, 1], nlls[[0, 1, 3]], tpw, n_boot=100)["monotone"]

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from linrec.analyses.controls import gaussian_like
-from linrec.analyses.routing import identity_agreement
+from linrec.analyses.token_context import type_agreement
 from linrec.claims.learned import claim2a, learned_summary, random_init_summary
 from linrec.claims.probe import claim7a, pitfall_summary
+from linrec.claims.routing import routing_summary
 from linrec.claims.rules import CLAIM2_MIN_EFFECT, CLAIM7_SHORTFALL, NOT_REPRODUCED, REPRODUCED
-from linrec.claims.swap import routing_summary
 from linrec.stats.moments import Moments
 
 EPS = 1e-9
@@ -58,21 +58,21 @@ def test_the_null_ensemble_distance_is_a_mean_absolute_difference_when_the_profi
 
 # ---- routing: is a token's route decided by the token? ---------------------------------------------------------
 def test_the_identity_agreement_keeps_only_types_seen_often_enough_in_both_corpora():
-    """Guards `&` → `|` in `identity_agreement`'s "seen ≥ min_count times in both" filter: types 1 and 2 occur in both
+    """Guards `&` → `|` in `type_agreement`'s "seen ≥ min_count times in both" filter: types 1 and 2 occur in both
     corpora but are rare in one of them (their shares there are noise and run against the others); only types 3–6
     count, and r is numpy's Pearson r over those four."""
     a = pd.DataFrame({"block": 0, "token": [1, 2, 3, 4, 5, 6], "n": [50, 4, 10, 10, 10, 10],
-                      "routed": [50, 0, 1, 3, 6, 9]})  # fmt: skip
+                      "routed": [50, 0, 1, 3, 6, 9], "need": 1.0, "need_sq": 1.0, "need_rel": 1.0})  # fmt: skip
     b = pd.DataFrame({"block": 0, "token": [1, 2, 3, 4, 5, 6], "n": [4, 50, 20, 20, 20, 20],
-                      "routed": [0, 50, 3, 5, 13, 18]})  # fmt: skip
-    got = identity_agreement(a, b, min_count=5, n_boot=200).iloc[0]
+                      "routed": [0, 50, 3, 5, 13, 18], "need": 1.0, "need_sq": 1.0, "need_rel": 1.0})  # fmt: skip
+    got = type_agreement(a, b, min_count=5, n_boot=200).iloc[0]
     sa, sb = np.array([0.1, 0.3, 0.6, 0.9]), np.array([0.15, 0.25, 0.65, 0.9])
     assert got["n_types"] == 4
     assert got["r"] == pytest.approx(np.corrcoef(sa, sb)[0, 1], abs=1e-12)
-    at_five = identity_agreement(a.assign(n=a["n"].where(a["token"] != 2, 5)), b, min_count=5, n_boot=200)
+    at_five = type_agreement(a.assign(n=a["n"].where(a["token"] != 2, 5)), b, min_count=5, n_boot=200)
     assert at_five["n_types"].iloc[0] == 5  # seen exactly min_count times in a: kept
-    assert identity_agreement(a, b, min_count=10, n_boot=200)["n_types"].iloc[0] == 4  # types 3–6: 10 times in a
-    above = identity_agreement(a, b, min_count=11, n_boot=200).iloc[0]
+    assert type_agreement(a, b, min_count=10, n_boot=200)["n_types"].iloc[0] == 4  # types 3–6: 10 times in a
+    above = type_agreement(a, b, min_count=11, n_boot=200).iloc[0]
     assert above["n_types"] == 0 and np.isnan(above["r"])  # none is seen 11 times in both
 
 
@@ -87,7 +87,7 @@ def test_the_routing_summary_reports_the_median_identity_r():
     identity = pd.DataFrame({"model": ["m", "m", "m", "m", "other"], "block": [0, 1, 0, 1, 0],
                              "corpus_b": ["web", "web", "code", "code", "web"],
                              "r": [0.95, 0.1, 0.4, 0.3, -1.0]})  # fmt: skip
-    got = routing_summary(routable, r2, identity=identity, n_boot=50).iloc[0]
+    got = routing_summary(routable, r2, identity=identity).iloc[0]
     assert got["identity_r_median"] == pytest.approx((0.3 + 0.4) / 2)
 
 

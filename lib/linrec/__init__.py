@@ -13,14 +13,16 @@ The package's folders are its layers, lowest first; a module imports only from i
     analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
                · calibration (the intervals' coverage, simulated)
                · screening (the swap study's choices, train windows only) · swap (its held-out ΔPPL)
-               · routing (per-token: FFN or map) · controls (2a)
-               · decomposition (2b: weights or inputs) · seeds · factors (what sets a profile: layout, text, seed)
-               · zoo (the pipeline on every trained model)
+               · routing (per-token: FFN or map) · token_context (token or context?) · healing (swap, fine-tune)
+               · controls (2a) · decomposition (2b: weights or inputs) · seeds
+               · factors (what sets a profile: layout, text, seed) · zoo (the pipeline on every trained model)
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
-               · registry (every results table) · tables (written and read through it) · zoo (the zoo's rule)
+               · routing (the anchor paper's claims) · zoo (the zoo's rule)
+               · registry (every results table) · tables (written and read through it)
     outputs/   claim_text (the claims in words) · report · methods (the coverage table) · findings (notebooks 06, 07)
+               · routing_text (the report's routing section) · zoo_text (the zoo in words)
                · refresh (summaries rebuilt from per-block tables) · labels · plots · plots_regimes
-               · plots_interventions · zoo_text (the zoo in words)
+               · plots_interventions
     app/       cli (the `linrec` command) · commands (its subcommands) · params (profiles) · bench
                · notebooks (runs the numbered notebooks)
 """

@@ -11,21 +11,34 @@ Wasted"), and asks how much of a block's traffic can go linear before perplexity
   (`TARGETS`): "quantile", the token's squared error ‖ŷ − y‖² is at most the median over the train rows (a balanced
   target whatever the block's scale), and "relative", that error is at most `RELATIVE_TOLERANCE` of the token's
   ‖y‖² (a target in the output's own units, so a block where the map is good everywhere has mostly positives).
-- **The threshold** for a share p routed linear is the (1 − p) quantile of the gate's scores on the train rows
-  (`Gate.threshold`); share 0 routes nothing (the model is the base model bit for bit) and share 1 routes every
-  token (the whole-block swap bit for bit). On held-out windows the realised share differs a little from p; the
-  module counts it (`RoutedFFN.share`).
+- **The threshold** for a share p routed linear is the score above which a share p of the train rows lie: the
+  (1 − p) quantile of the gate's sorted train scores (`Gate.threshold`). It falls as p grows, so the thresholds are
+  *nested*: a larger share routes every token a smaller one routes, and more (`Gate.routes`). Share 0 routes
+  nothing (+inf: the model is the base model bit for bit) and share 1 routes every token (−inf, not the lowest train
+  score: a held-out token scoring below every train row still goes to the map, so share 1 is the whole-block swap
+  bit for bit). On held-out windows the realised share differs a little from p; the module counts it
+  (`RoutedFFN.share`).
+- **The curve** (`route_block`): held-out ΔPPL at each share of a grid, by default every 0.05 (`SHARES`, 21 points),
+  each with its paired bootstrap interval, and the **routable share**: the largest share of a run from 0 whose every
+  point stays within +1 % of base perplexity (`largest_within`), with a percentile interval from the same window
+  resamples (`routable_share`). The shares are measured in ascending order and the curve stops once every resample
+  (and the estimate) has left the budget: no later share can change the routable share or its interval, so the stop
+  is exact, not an approximation, and saves the passes a steep curve does not need. Its **monotonicity**
+  (`monotonicity`): how many steps of the measured grid lower ΔPPL, and how many do so beyond noise (the paired
+  interval of PPL(next share) − PPL(this share) below 0).
 - **Compute** (`compute_saved`): every token routed linear skips the FFN (its multiply-adds) but pays the map's
   d_in·d_out and the gate's d_in; a token kept on the FFN also pays the gate. The simulation here runs the FFN on
   every token and selects; the accounting is what a routed kernel would save.
 
-Every choice (the target, the threshold) reads train rows only; the held-out windows report (`route_curve`).
+Every choice (the target, the threshold) reads train rows only; the held-out windows report (`route_curve`). Does a
+token's identity decide its route, and does the context? `linrec.analyses.token_context`. Does a swapped model heal
+with a little training? `linrec.analyses.healing`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -47,10 +60,12 @@ def map_errors(fit, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return err, (y**2).sum(axis=1)
 
 
-def gate_target(err: np.ndarray, norm: np.ndarray, target: str) -> np.ndarray:
-    """The 0/1 label a gate learns (see the module docstring): 1 where the map is good enough on that token."""
+def gate_target(err: np.ndarray, norm: np.ndarray, target: str, reference: np.ndarray | None = None) -> np.ndarray:
+    """The 0/1 label a gate learns (see the module docstring): 1 where the map is good enough on that token. The
+    "quantile" cut is the median of `reference` (the train rows' errors; default `err` itself), so held-out rows are
+    labelled by the train rows' cut."""
     if target == "quantile":
-        return (err <= np.median(err)).astype(np.float64)
+        return (err <= np.median(err if reference is None else reference)).astype(np.float64)
     if target == "relative":
         return (err <= RELATIVE_TOLERANCE * np.maximum(norm, np.finfo(float).tiny)).astype(np.float64)
     raise LinrecError(f"the gate's target must be one of {', '.join(TARGETS)}, got {target!r}")
@@ -85,6 +100,10 @@ class Gate:
         s = self.train_scores
         k = len(s) - int(round(share * len(s)))  # the k lowest scores stay on the FFN
         return float(s[min(k, len(s) - 1)])
+
+    def routes(self, x: np.ndarray, share: float) -> np.ndarray:
+        """Which rows of `x` go to the map at `share` (score at or above `threshold(share)`): nested in `share`."""
+        return self.scores(x) >= self.threshold(share)
 
 
 @one_thread()
@@ -177,34 +196,55 @@ def ffn_macs(ffn: torch.nn.Module) -> int:
 
 
 # ---- the measurement: held-out ΔPPL against the share routed linear -----------------------------------------------
-SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
-BUDGETS = {"pct1": ("relative", 0.01), "ppl1": ("absolute", 1.0)}  # +1 % of base perplexity, +1 perplexity
+GRID_STEP = 0.05
+
+
+def share_grid(step: float = GRID_STEP) -> tuple[float, ...]:
+    """0, `step`, 2·`step`, …, 1 (1/`step` a whole number), rounded so that 0.15 is 0.15."""
+    n = round(1.0 / step) if step > 0 else 0
+    if n < 1 or abs(n * step - 1.0) > 1e-9:
+        raise LinrecError(f"a share grid's step must divide 1 (0.05, 0.1, 0.25, …), got {step}")
+    return tuple(round(i / n, 10) for i in range(n + 1))
+
+
+SHARES = share_grid()
+BUDGETS = {"pct1": ("relative", 0.01)}  # +1 % of base perplexity: the anchor's budget
 
 
 def largest_within(shares: np.ndarray, ppl_base: np.ndarray, ppl: np.ndarray, kind: str, budget: float) -> np.ndarray:
     """The largest share of a run from share 0 whose every point stays within the budget (ΔPPL ≤ `budget`, or ≤
     `budget` × base perplexity for "relative"); `ppl_base` [...], `ppl` [..., n_shares] (share order ascending)."""
+    return np.where(_alive(ppl_base, ppl, kind, budget), np.asarray(shares, float), 0.0).max(axis=-1)
+
+
+def _alive(ppl_base: np.ndarray, ppl: np.ndarray, kind: str, budget: float) -> np.ndarray:
+    """[..., n_shares]: within the budget at this share and at every smaller one (the run from share 0)."""
     limit = budget * ppl_base if kind == "relative" else np.full_like(ppl_base, budget)
     ok = (ppl - ppl_base[..., None]) <= limit[..., None]
-    run = np.cumprod(ok, axis=-1).astype(bool)  # within budget at this share and at every smaller one
-    picked = np.where(run, np.asarray(shares, float), 0.0)
-    return picked.max(axis=-1)
+    return np.cumprod(ok, axis=-1).astype(bool)
+
+
+def _boot_counts(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """[n_boot, n] window multiplicities of the paired bootstrap, the draws of
+    `linrec.analyses.uncertainty.delta_ppl_interval`."""
+    return np.random.default_rng([seed, 17]).multinomial(n, np.full(n, 1.0 / n), size=n_boot)
 
 
 def routable_share(shares, base_nll: np.ndarray, nlls: np.ndarray, tokens_per_window: int, n_boot: int = 2000,
-                   seed: int = 0, level: float = 0.95) -> dict:  # fmt: skip
-    """Per budget of `BUDGETS`: the largest share routed linear within it (`largest_within` on the held-out
-    perplexities), with a percentile interval from a paired bootstrap over windows (every share and the base drawn
-    on the same windows, as `linrec.analyses.uncertainty.delta_ppl_interval` draws them). `nlls` [n_shares, n]:
-    per-window NLL at each share."""
+                   seed: int = 0, level: float = 0.95, budgets=None) -> dict:  # fmt: skip
+    """Per budget of `budgets` (default `BUDGETS`): the largest share routed linear within it (`largest_within` on
+    the held-out perplexities), with a percentile interval from a paired bootstrap over windows (every share and the
+    base drawn on the same windows, as `linrec.analyses.uncertainty.delta_ppl_interval` draws them). `nlls`
+    [n_shares, n]: per-window NLL at each share, in ascending share order (a prefix of a grid is enough once every
+    resample has left the budget: `route_block`)."""
     base_nll, nlls = np.asarray(base_nll, float), np.asarray(nlls, float)
     n = len(base_nll)
     scale = 1.0 / (n * tokens_per_window)
-    counts = np.random.default_rng([seed, 17]).multinomial(n, np.full(n, 1.0 / n), size=n_boot)
+    counts = _boot_counts(n, n_boot, seed)
     base_b, ppl_b = np.exp(counts @ base_nll * scale), np.exp(counts @ nlls.T * scale)
     base, ppl = np.exp(base_nll.sum() * scale), np.exp(nlls.sum(axis=1) * scale)
     out, alpha = {}, (1 - level) / 2
-    for name, (kind, budget) in BUDGETS.items():
+    for name, (kind, budget) in (BUDGETS if budgets is None else budgets).items():
         draws = largest_within(shares, base_b, ppl_b, kind, budget)
         out[f"routable_{name}"] = float(largest_within(shares, np.array(base), ppl[None, :], kind, budget)[0])
         out[f"routable_{name}_lo"], out[f"routable_{name}_hi"] = (
@@ -213,11 +253,30 @@ def routable_share(shares, base_nll: np.ndarray, nlls: np.ndarray, tokens_per_wi
     return out
 
 
+def monotonicity(shares, nlls: np.ndarray, tokens_per_window: int, n_boot: int = 2000, seed: int = 0) -> dict:
+    """How far a measured curve (per-window NLLs `nlls` [n_shares, n] at ascending `shares`) is from rising with the
+    share: `n_steps` neighbouring pairs, `n_drops` of them where perplexity falls, `n_drops_beyond_noise` where it
+    falls with the paired 95 % interval of PPL(next) − PPL(this) wholly below 0, and the largest fall
+    (`max_drop`, perplexity points, ≥ 0). `monotone`: no fall beyond noise."""
+    from linrec.analyses.uncertainty import delta_ppl_interval
+
+    nlls = np.asarray(nlls, float)
+    n_tokens = nlls.shape[1] * tokens_per_window
+    ppl = np.exp(nlls.sum(axis=1) / n_tokens)
+    steps = np.diff(ppl)
+    beyond = sum(delta_ppl_interval(nlls[i], nlls[i + 1], tokens_per_window, n_boot, seed)[1] < 0
+                 for i in range(len(steps)) if steps[i] < 0)  # fmt: skip
+    return {"n_steps": len(steps), "n_drops": int((steps < 0).sum()), "n_drops_beyond_noise": int(beyond),
+            "max_drop": float(max(0.0, -steps.min())) if len(steps) else 0.0,
+            "monotone": bool(beyond == 0)}  # fmt: skip
+
+
 def train_gates(heldout, block: int, targets=TARGETS, share: float = 0.5) -> tuple[dict, list[dict]]:
     """A gate per target for `block`, from the capture's stored train rows alone, and one row per target comparing
     them there: the gate's AUC on its own labels, the share of positives, and the map's mean squared error on the
     train tokens the gate would route at `share`, relative to the tokens' mean ‖y‖² (`err_routed_train`: lower is
-    a better router)."""
+    a better router). `gate_auc_heldout` is the same AUC on the stored held-out rows (labelled by the train rows'
+    cut): reported beside it, read by no choice."""
     capture = heldout.capture
     x, y = capture.rows(block, "train")
     if len(x) < 2:
@@ -226,6 +285,8 @@ def train_gates(heldout, block: int, targets=TARGETS, share: float = 0.5) -> tup
             "--sample-rows (a profile's capture sample_rows)"
         )
     err, norm = map_errors(heldout.fit(block), x, y)
+    xt, yt = capture.rows(block, "test")
+    err_t, norm_t = map_errors(heldout.fit(block), xt, yt)
     gates, rows = {}, []
     for target in targets:
         labels = gate_target(err, norm, target)
@@ -234,6 +295,7 @@ def train_gates(heldout, block: int, targets=TARGETS, share: float = 0.5) -> tup
         picked = scores >= gate.threshold(share)
         rows.append({
             "model": capture.model_label, "block": block, "target": target, "gate_auc_train": auc(scores, labels),
+            "gate_auc_heldout": auc(gate.scores(xt), gate_target(err_t, norm_t, target, err)) if len(xt) else np.nan,
             "positives_train": float(labels.mean()), "share": share,
             "err_routed_train": float(err[picked].mean() / norm.mean()) if picked.any() else 0.0,
             "err_all_train": float(err.mean() / norm.mean()),
@@ -248,36 +310,61 @@ def choose_target(comparison) -> str:
     return str(means.idxmin())
 
 
-def route_block(heldout, block: int, gate: Gate, shares=SHARES, n_boot: int = 2000, seed: int = 0) -> tuple:
+def routed_nll(heldout, block: int, gate: Gate, share: float) -> tuple[np.ndarray, float]:
+    """Per-window held-out NLL with `block` routed by `gate` at `share`, and the share realised there. Share 0 is the
+    base run and share 1 the whole-block swap's own evaluation (`HeldOutSwaps.test_nll`), so both equal what the swap
+    table reports."""
+    ev = heldout.evaluator
+    if share == 0.0:
+        return ev.base_window_nll, 0.0
+    if share == 1.0:
+        return heldout.test_nll([(block, None, "map")], "test: blocks alone (map)"), 1.0
+    module = RoutedFFN(heldout.sites[block].module, heldout.module(block), gate, gate.threshold(share))
+    return heldout.timed(lambda: ev.window_nll({block: module}), "test: routed"), module.share
+
+
+def route_block(heldout, block: int, gate: Gate, shares=SHARES, n_boot: int = 2000, seed: int = 0,
+                stop: bool = True, keep: dict | None = None) -> tuple:  # fmt: skip
     """`block` routed by `gate` at each of `shares` on the held-out windows of a swap study
-    (`linrec.analyses.swap.HeldOutSwaps`: its map and evaluator). Returns (rows, routable): one row per share (the
-    share asked for and the held-out share realised, held-out PPL and ΔPPL with its paired interval, compute
-    saved) and the routable shares of `routable_share`. Share 0 is the base run and share 1 the whole-block swap's
-    own evaluation (`HeldOutSwaps.test_nll`), so both equal what the swap table reports."""
+    (`linrec.analyses.swap.HeldOutSwaps`: its map and evaluator), in ascending order. Returns (rows, routable): one
+    row per share measured (the share asked for and the held-out share realised, held-out PPL and ΔPPL with its
+    paired interval, compute saved), and the routable share of `routable_share` with the curve's `monotonicity`.
+    With `stop`, the curve ends at the first share where every bootstrap resample of `routable_share` (and the
+    estimate) has left every budget: the shares after it cannot change the routable share or its interval
+    (`measured_to`: the last share measured). `keep`: a dict that receives {share: per-window NLL}."""
     shares = sorted(float(s) for s in shares)
     capture, ev = heldout.capture, heldout.evaluator
-    site = heldout.sites[block]
-    macs, (d_in, d_out) = ffn_macs(site.module), heldout.fit(block).W.shape
+    macs, (d_in, d_out) = ffn_macs(heldout.sites[block].module), heldout.fit(block).W.shape
+    n, scale = ev.n_windows, 1.0 / ev.n_tokens
+    counts = _boot_counts(n, n_boot, seed)
+    base_b = np.exp(counts @ ev.base_window_nll * scale)
+    base = np.array([ev.base_ppl])
+    alive = {name: (np.ones(n_boot, bool), np.ones(1, bool)) for name in BUDGETS}
     rows, nlls = [], []
     for share in shares:
-        t = gate.threshold(share)
-        if share == 0.0:
-            nll, realised = ev.base_window_nll, 0.0
-        elif share == 1.0:
-            nll, realised = heldout.test_nll([(block, None, "map")], "test: blocks alone (map)"), 1.0
-        else:
-            module = RoutedFFN(site.module, heldout.module(block), gate, t)
-            nll = heldout.timed(lambda m=module: ev.window_nll({block: m}), "test: routed")
-            realised = module.share
+        nll, realised = routed_nll(heldout, block, gate, share)
         d = ev.delta_of(nll, n_boot, seed)
         nlls.append(nll)
+        if keep is not None:
+            keep[share] = nll
         rows.append({
             "model": capture.model_label, "block": block, "target": gate.target, "share": share,
             "share_heldout": realised, "ppl_base": d.ppl_base, "ppl": d.ppl, "delta_ppl": d.delta, "delta_lo": d.lo,
             "delta_hi": d.hi, "compute_saved": compute_saved(realised, macs, d_in, d_out), "gate_params": gate.n_params,
         })  # fmt: skip
-    routable = routable_share(shares, ev.base_window_nll, np.stack(nlls), ev.tokens_per_window, n_boot, seed)
-    return rows, {"model": capture.model_label, "block": block, "target": gate.target, **routable}
+        ppl_b = np.exp(counts @ nll * scale)[:, None]
+        for name, (kind, budget) in BUDGETS.items():
+            draws, point = alive[name]
+            alive[name] = (draws & _alive(base_b, ppl_b, kind, budget)[:, 0],
+                           point & _alive(base, np.array([[d.ppl]]), kind, budget)[:, 0])  # fmt: skip
+        if stop and not any(a.any() or p.any() for a, p in alive.values()):
+            break
+    measured = [r["share"] for r in rows]
+    nlls = np.stack(nlls)
+    routable = routable_share(measured, ev.base_window_nll, nlls, ev.tokens_per_window, n_boot, seed)
+    shape = monotonicity(measured, nlls, ev.tokens_per_window, n_boot, seed)
+    return rows, {"model": capture.model_label, "block": block, "target": gate.target, **routable,
+                  "measured_to": measured[-1], **shape}  # fmt: skip
 
 
 def pick_blocks(predictors, k: int | None) -> list[int]:
@@ -301,7 +388,8 @@ class RouteResult:
     gates: dict  # {block: Gate} of that target
     comparison: object  # pandas.DataFrame: per block and target, the gates compared on train rows
     curve: object  # pandas.DataFrame: per block and share, held-out ΔPPL with its interval
-    routable: object  # pandas.DataFrame: per block, the largest share within +1 % and within +1 PPL, with intervals
+    routable: object  # pandas.DataFrame: per block, the largest share within +1 %, with its interval; monotonicity
+    nlls: dict = field(default_factory=dict)  # {(block, share): per-window held-out NLL} of every share measured
 
 
 def route_study(study, blocks: int | None = None, shares=SHARES, n_boot: int = 2000, seed: int = 0,
@@ -323,101 +411,12 @@ def route_study(study, blocks: int | None = None, shares=SHARES, n_boot: int = 2
         comparison += rows
     comparison = pd.DataFrame(comparison)
     target = choose_target(comparison)
-    curve, routable = [], []
+    curve, routable, nlls = [], [], {}
     for b in progress_bar(chosen, desc=f"routing {study.loaded.name}", unit="block", disable=not progress):
-        rows, r = route_block(study.heldout, b, gates[b][target], shares, n_boot, seed)
+        keep = {}
+        rows, r = route_block(study.heldout, b, gates[b][target], shares, n_boot, seed, keep=keep)
         curve += rows
         routable.append(r)
+        nlls |= {(b, s): v for s, v in keep.items()}
     chosen_gates = {b: gates[b][target] for b in chosen}
-    return RouteResult(target, chosen_gates, comparison, pd.DataFrame(curve), pd.DataFrame(routable))
-
-
-# ---- does a token's identity decide its route? --------------------------------------------------------------------
-@torch.no_grad()
-def token_routes(model: torch.nn.Module, ids: torch.Tensor, gates: dict, batch_size: int = 8):
-    """Per routed block and token type, how many of the type's occurrences in windows `ids` [n, T] there were and how
-    many the gate routes linear. `gates`: {block: (Gate, threshold)}. One hooked pass that stops after the deepest
-    of those blocks."""
-    import pandas as pd
-
-    from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
-
-    sites = [s for s in find_ffn_sites(model) if s.index in gates]
-    device = next(model.parameters()).device
-    w = {b: torch.as_tensor(g.w) for b, (g, _) in gates.items()}
-    vocab = int(ids.max()) + 1
-    seen = {b: np.zeros(vocab, np.int64) for b in gates}
-    routed = {b: np.zeros(vocab, np.int64) for b in gates}
-    batch = {}
-
-    def grab(block, x, y):
-        score = x.detach().reshape(-1, x.shape[-1]).double().cpu() @ w[block] + gates[block][0].b
-        tok = batch["ids"].reshape(-1).numpy()
-        seen[block] += np.bincount(tok, minlength=vocab)
-        routed[block] += np.bincount(tok[(score >= gates[block][1]).numpy()], minlength=vocab)
-
-    with ffn_hooks(sites, grab, stop_after_last=True):
-        for start in range(0, len(ids), batch_size):
-            batch["ids"] = ids[start : start + batch_size]
-            run_until_stop(model, input_ids=batch["ids"].to(device), use_cache=False)
-    rows = [
-        pd.DataFrame(
-            {"block": b, "token": np.flatnonzero(seen[b]), "n": seen[b][seen[b] > 0], "routed": routed[b][seen[b] > 0]}
-        )  # fmt: skip
-        for b in gates
-    ]
-    return pd.concat(rows, ignore_index=True)
-
-
-def identity_agreement(a, b, min_count: int = 5, n_boot: int = 2000, seed: int = 0):
-    """Per block: across the token types that occur at least `min_count` times in both `token_routes` tables `a` and
-    `b` (two corpora), Pearson r between the share of each type's occurrences routed linear in one and in the other,
-    with a percentile bootstrap 95 % interval over types (`linrec.analyses.uncertainty.pearson_with_ci`). r near 1:
-    a token's identity decides its route; near 0: the context does."""
-    import pandas as pd
-
-    from linrec.analyses.uncertainty import pearson_with_ci
-
-    out = []
-    m = a.merge(b, on=["block", "token"], suffixes=("_a", "_b"))
-    for block, t in m.groupby("block"):
-        t = t[(t["n_a"] >= min_count) & (t["n_b"] >= min_count)]
-        sa, sb = t["routed_a"] / t["n_a"], t["routed_b"] / t["n_b"]
-        ok = len(t) >= 3 and sa.std() > 0 and sb.std() > 0
-        r = pearson_with_ci(sa, sb, n_boot, seed) if ok else {}
-        out.append({"block": int(block), "n_types": len(t), "r": r.get("r", np.nan), "r_lo": r.get("ci_lo", np.nan),
-                    "r_hi": r.get("ci_hi", np.nan)})  # fmt: skip
-    return pd.DataFrame(out)
-
-
-def identity_study(study, result: RouteResult, corpora, share: float = 0.5, min_count: int = 5, n_boot: int = 2000,
-                   seed: int = 0):  # fmt: skip
-    """Is a token's route decided by the token? Each routed block's gate at `share` (its train threshold) on text it
-    never saw: every window of the next disjoint stretch of the study's corpus (`sample` + 1, the capture's other
-    settings; its held-out windows where the corpus has no next stretch) and every window of each of `corpora`. Per
-    block and corpus pair, `identity_agreement` over the token types both have at least `min_count` times."""
-    import logging
-
-    import pandas as pd
-
-    from linrec.inputs.corpora import load_windows
-
-    cfg = study.capture.config
-    gates = {b: (g, g.threshold(share)) for b, g in result.gates.items()}
-    model, tok, batch = study.loaded.model, study.loaded.tokenizer, study.heldout.batch_size
-
-    def windows(corpus: str, sample: int) -> torch.Tensor:
-        return load_windows(corpus, tok, cfg.seq_len, cfg.tokens, cfg.seed, cfg.test_frac, sample, cfg.bos).ids
-
-    try:
-        main = token_routes(model, windows(cfg.corpus, cfg.sample + 1), gates, batch)
-    except LinrecError as err:  # a corpus too small for a second stretch: its held-out windows instead
-        logging.getLogger(__name__).warning("token identity on the held-out windows of %s (%s)", cfg.corpus, err)
-        main = token_routes(model, study.windows.split("test"), gates, batch)
-    out = []
-    for corpus in corpora:
-        other = token_routes(model, windows(corpus, 0), gates, batch)
-        agree = identity_agreement(main, other, min_count, n_boot, seed)
-        out.append(agree.assign(model=study.capture.model_label, corpus_a=cfg.corpus, corpus_b=corpus, share=share))
-    cols = ["model", "block", "corpus_a", "corpus_b", "share", "n_types", "r", "r_lo", "r_hi"]
-    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
+    return RouteResult(target, chosen_gates, comparison, pd.DataFrame(curve), pd.DataFrame(routable), nlls)

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from linrec.analyses.perplexity import DeltaPPL, PerplexityEvaluator
-from linrec.analyses.routing import SHARES, RouteResult, identity_study, route_study
+from linrec.analyses.routing import SHARES, RouteResult, route_study
 from linrec.analyses.screening import (
     GREEDY_ORDERS,
     Clock,
@@ -408,7 +408,10 @@ class ModelSwapRun:
     reload: dict
     timings: pandas.DataFrame
     routing: RouteResult | None = None  # per-token routing of some blocks (`linrec.analyses.routing.route_study`)
-    identity: pandas.DataFrame | None = None  # does a token's identity decide its route? (`identity_study`)
+    identity: pandas.DataFrame | None = None  # per token type on two corpora (`linrec.analyses.token_context`)
+    split_auc: pandas.DataFrame | None = None  # gates on the token part, the context part, the whole input
+    split_ppl: pandas.DataFrame | None = None  # ...their held-out ΔPPL at matched shares
+    heal: pandas.DataFrame | None = None  # k blocks swapped, then fine-tuned (`linrec.analyses.healing`)
 
 
 def run_model(
@@ -429,6 +432,8 @@ def run_model(
     route_blocks: int | None = 0,
     route_shares: Sequence[float] = SHARES,
     route_corpora: Sequence[str] = (),
+    route_split_shares: Sequence[float] = (0.5,),
+    heal: Mapping | None = None,
 ) -> ModelSwapRun:
     """The whole swap study of one model, as notebook 06 runs it: every block swapped alone (held out, with the
     position variants on the blocks whose *train* first-position share is ≥ `variant_min_first_share`), the
@@ -436,7 +441,11 @@ def run_model(
     greedy swap in each of `GREEDY_ORDERS`, and the larger greedy set (if both kept nothing, the block with the
     lowest screening ΔPPL) saved, reloaded and compared on the screening windows. With `route_blocks` (a count, or
     None for every block; 0 skips it), per-token routing of that many blocks picked on the screening windows
-    (`linrec.analyses.routing.route_study`), and on `route_corpora` whether a token's identity decides its route.
+    (`linrec.analyses.routing.route_study`), and whether a token's identity decides its route
+    (`linrec.analyses.token_context`): its need and its gate share per token type on `route_corpora` against the
+    capture's corpus, and gates on the token and the context part of the input at `route_split_shares`. With `heal`
+    (keyword arguments of `linrec.analyses.healing.heal_study`: ks, steps, lr, modes, …), k blocks swapped and
+    fine-tuned against the same fine-tune unswapped.
 
     The saved model (0.5–1 GB) goes to `save_dir`/<model>, or to a temporary directory deleted after the check. The
     model and the study are released before returning, so a loop over models holds one model at a time."""
@@ -465,10 +474,18 @@ def run_model(
     greedy = [{"model": model, **g.row(), "params_model": n_params} for g in results.values()]
     steps = pd.concat([g.steps.assign(model=model, order=o) for o, g in results.items()], ignore_index=True)
 
-    routing = identity = None
+    routing = identity = split_auc = split_ppl = None
     if route_blocks != 0:
+        from linrec.analyses.token_context import split_study, type_study
+
         routing = route_study(study, route_blocks, route_shares, n_boot, seed, predictors=values)
-        identity = identity_study(study, routing, route_corpora, n_boot=n_boot, seed=seed)
+        identity = type_study(study, routing, route_corpora, n_boot=n_boot, seed=seed)
+        split_auc, split_ppl = split_study(study, routing, route_split_shares, n_boot, seed)
+    healed = None
+    if heal:
+        from linrec.analyses.healing import heal_study
+
+        healed = heal_study(study, **{"seed": seed, "n_boot": n_boot, **heal})
 
     g = max(results.values(), key=lambda r: len(r.swapped))
     chosen = sorted(g.swapped) or [int(values.sort_values("screening_delta_ppl").iloc[0]["block"])]
@@ -491,7 +508,31 @@ def run_model(
     }
     study.clock.add("screening: reload check", ppl_reloaded.seconds_base, 1)
     run = ModelSwapRun(model, table, values, ceiling_table(capture), curve, greedy, steps, reload,
-                       study.timings, routing, identity)  # fmt: skip
+                       study.timings, routing, identity, split_auc, split_ppl, healed)  # fmt: skip
     del study, loaded, reloaded, ppl_reloaded
     gc.collect()
     return run
+
+
+def heal_run(run, capture_kw: dict, screening_windows: int = 2, test_windows: int | None = None, batch_size: int = 8,
+             device: str = "cpu", seed: int = 0, n_boot: int = 2000, **heal_kw):  # fmt: skip
+    """`linrec.analyses.healing.heal_study` on the last checkpoint of a training run
+    (`linrec.inputs.training.TrainedRun`), measured on its measuring documents as notebook 08 measures it
+    (`capture_kw`: its capture settings, e.g. seq_len and tokens; moments only, so notebook 08's capture is read from
+    the cache). The table's `model` is the run's name. One torch thread (`linrec.base.threads.one_thread`)."""
+    from linrec.analyses.healing import heal_study
+    from linrec.inputs.models import load_model
+    from linrec.measure.capture import get_capture
+
+    kw = {"sample_rows": 0, "seed": seed, "batch_size": batch_size, "device": device, **capture_kw, "progress": False}
+    capture = get_capture(str(run.final), run.measure_corpus, **kw)
+    loaded = load_model(str(run.final), device=device)
+    study = SwapStudy(capture, loaded, batch_size=batch_size, progress=False, screening_windows=screening_windows,
+                      seed=seed, n_boot=n_boot, test_windows=test_windows)  # fmt: skip
+    from linrec.base.threads import one_thread
+
+    with (
+        one_thread()
+    ):  # at d = 128 a second thread gains little: on 2 busy cores a step took 0.8–1.1 s with 2, 0.2 with 1
+        out = heal_study(study, seed=seed, n_boot=n_boot, progress=False, **heal_kw)
+    return out.assign(model=run.config.name)

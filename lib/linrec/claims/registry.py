@@ -353,24 +353,58 @@ TABLES: dict[str, TableSpec] = {
     ),
     "routing_gates": _spec(
         "06",
-        "model block target gate_auc_train positives_train share err_routed_train err_all_train",
-        "per routed block and gate target: the gates compared on train rows (linrec.analyses.routing.train_gates)",
+        "model block target gate_auc_train gate_auc_heldout positives_train share err_routed_train err_all_train",
+        "per routed block and gate target: the gates compared on train rows (linrec.analyses.routing.train_gates), "
+        "with the held-out AUC beside it",
     ),
     "routing_curve": _spec(
         "06",
         "model block target share share_heldout ppl_base ppl delta_ppl delta_lo delta_hi compute_saved gate_params",
-        "per routed block and share: held-out ΔPPL of routing that share of tokens to the map",
+        "per routed block and share of the 0.05 grid: held-out ΔPPL of routing that share of tokens to the map (the "
+        "curve stops once no resample can stay within +1 %)",
     ),
     "routing_routable": _spec(
         "06",
-        "model block target routable_pct1 routable_pct1_lo routable_pct1_hi routable_ppl1 routable_ppl1_lo "
-        "routable_ppl1_hi",
-        "per routed block: the largest share within +1 % and within +1 perplexity, with bootstrap intervals",
+        "model block target routable_pct1 routable_pct1_lo routable_pct1_hi measured_to n_steps n_drops "
+        "n_drops_beyond_noise max_drop monotone",
+        "per routed block: the largest share within +1 % at 0.05 resolution with its bootstrap interval, and the "
+        "curve's monotonicity (linrec.analyses.routing.route_block)",
     ),
     "routing_identity": _spec(
         "06",
-        "model block corpus_a corpus_b share n_types r r_lo r_hi",
-        "per routed block and corpus pair: does a token's identity decide its route? (linrec.analyses.routing)",
+        "model block corpus_a corpus_b share n_types n_tokens_b r r_lo r_hi r_need r_need_lo r_need_hi r_need_lo90 "
+        "r_need_hi90 rho_need rho_need_lo rho_need_hi r_need_rel r_need_rel_lo r_need_rel_hi lookup_r2 type_share",
+        "per routed block and corpus pair, over token types: the mean need's r (the anchor's quantity) and the gate "
+        "share's r (linrec.analyses.token_context.type_agreement)",
+    ),
+    "routing_split_auc": _spec(
+        "06",
+        "model block target part auc auc_lo auc_hi full_minus full_minus_lo full_minus_hi full_minus_lo90 "
+        "full_minus_hi90 auc_train",
+        "per routed block and part (full, token, context): the gate's held-out AUC with jackknife intervals "
+        "(linrec.analyses.token_context.split_gates)",
+    ),
+    "routing_split_ppl": _spec(
+        "06",
+        "model block part share share_heldout ppl delta_ppl delta_lo delta_hi vs_full vs_full_lo vs_full_hi",
+        "per routed block, part and share: held-out ΔPPL when that part's gate routes the share, against the full "
+        "gate's (linrec.analyses.token_context.split_study)",
+    ),
+    "routing_anchor": _spec(
+        "06",
+        "model need_pairs need_context need_token need_r_median need_r_min need_r_max lookup_r2_median "
+        "need_rel_r_median gate_r_median need_verdict split_blocks split_context split_token auc_full_median "
+        "auc_token_median auc_context_median split_verdict",
+        "per model: the anchor's 'need cannot be predicted from token identity', judged on the per-type need and on "
+        "the token/context gates (linrec.claims.routing.anchor_table)",
+    ),
+    "routing_heal": _spec(
+        "06",
+        "model mode k blocks steps lr batch_size ppl_base ppl_control ppl_before ppl_after delta_before "
+        "delta_before_lo delta_before_hi delta_after delta_after_lo delta_after_hi delta_after_base "
+        "delta_after_base_lo delta_after_base_hi loss_end seconds outcome healed_share",
+        "per model, fine-tune mode and k swapped blocks: held-out ΔPPL before and after a short fine-tune, against "
+        "the same fine-tune unswapped (linrec.analyses.healing, linrec.claims.routing.heal_table)",
     ),
     "calibration": _spec(
         "09",
@@ -384,10 +418,10 @@ TABLES: dict[str, TableSpec] = {
     ),
     "routing_summary": _spec(
         "06",
-        "model n_blocks_routed best_block best_routable_pct1 best_lo best_hi best_routable_ppl1 rho_r2_routable "
+        "model n_blocks_routed best_block best_routable_pct1 best_lo best_hi n_quarter n_monotone rho_r2_routable "
         "rho_lo rho_hi rho_lo90 rho_hi90 outcome n_eff n_needed rho_r2_swap rho_r2_swap_lo rho_r2_swap_hi "
-        "identity_r_median",
-        "per model: routing's best block, and whether R²_lin predicts the routable share (linrec.claims.swap)",
+        "identity_r_median need_r_median",
+        "per model: routing's best block, and whether R²_lin predicts the routable share (linrec.claims.routing)",
     ),
     "swap_greedy": _spec(
         "06",

@@ -126,7 +126,9 @@ TEXT_COLUMNS = frozenset(
     "procedure overlay_verdict level_outcome shape_outcome text_words ridge_basis setting before claim reason layout "
     "text part factor group interval shape_factor level_factor".split()
 )
-TEXT_IN = {"spectrum_replicates_summary": ("n_broadly_linear", "n_outlier_concentrated"), "swap_timings": ("step",)}
+TEXT_IN = {"spectrum_replicates_summary": ("n_broadly_linear", "n_outlier_concentrated"), "swap_timings": ("step",),
+           "routing_anchor": ("need_verdict", "split_verdict"), "routing_split_auc": ("part",),
+           "routing_split_ppl": ("part",), "routing_heal": ("mode",)}  # fmt: skip
 
 
 def _not_a_number(name: str, df: pd.DataFrame) -> tuple[str, int, object] | None:

@@ -125,38 +125,3 @@ def controls_findings(
             f"ensembles, {int(e['n_below_init'])} less linear than their random-init draws."
         )
     return lines
-
-
-def routing_findings(summary: pd.DataFrame | None, identity: pd.DataFrame | None = None) -> list[str]:
-    """What per-token routing shows (notebook 06's `routing_summary`), one sentence per model, beside the numbers of
-    arXiv 2603.03459 (GPT-2: 25–56 % of tokens routed linear for under 1 % perplexity; routing lists of two corpora
-    correlated at r < 0.05)."""
-    if summary is None or summary.empty:
-        return []
-
-    def ci(lo, hi, nd=2):
-        return f"[{lo:.{nd}f}, {hi:.{nd}f}]"
-
-    lines = []
-    for row in summary.to_dict("records"):
-        text = (
-            f"{row['model']} (per-token routing, {int(row['n_blocks_routed'])} blocks): the best of them, picked on "
-            f"these held-out numbers (so an optimistic pick), block {int(row['best_block'])}, routes "
-            f"{row['best_routable_pct1']:.0%} of its tokens to its map within +1 % "
-            f"perplexity, 95 % CI {ci(row['best_lo'], row['best_hi'])} (the anchor paper: 25–56 % in GPT-2); "
-            f"ρ(R²_lin, routable share) = {row['rho_r2_routable']:+.2f} {ci(row['rho_lo'], row['rho_hi'])}, "
-            f"{row['outcome'] or 'not computed'}"
-        )
-        if pd.notna(row.get("rho_r2_swap")):
-            text += (
-                f", beside 6b's ρ(R²_lin, whole-block ΔPPL) = {row['rho_r2_swap']:+.2f} "
-                f"{ci(row['rho_r2_swap_lo'], row['rho_r2_swap_hi'])}"
-            )
-        if pd.notna(row.get("identity_r_median")):
-            text += (
-                f"; a token type's share routed linear on one corpus against another: median r = "
-                f"{row['identity_r_median']:+.2f} over blocks and corpus pairs, over the types seen ≥ 5 times in both "
-                "(mostly frequent ones; the anchor: r < 0.05)"
-            )
-        lines.append(text + ".")
-    return lines

@@ -383,26 +383,33 @@ def fig8b_zoo(blocks, distances, components, stem: str | Path | None = None):
     return fig
 
 
-def fig9_routing(curve, routable, r2, stem: str | Path | None = None):
-    """Per-token routing (`linrec.analyses.routing`): per model, held-out ΔPPL against the share of the block's tokens
-    routed to its closed-form map (realised on the held-out windows), one line per routed block coloured by its
-    R²_lin, with 95 % paired-bootstrap intervals and the +1 % line of base perplexity; last panel, each block's largest
-    share within +1 % against its R²_lin, with its bootstrap interval. `r2`: the ceiling table (model, block, r2_lin).
-    Symlog y (ΔPPL can be below 0)."""
+def fig9_routing(curve, routable, r2, stem: str | Path | None = None, identity=None, split_auc=None, heal=None):
+    """Per-token routing (`linrec.analyses.routing`). Top row: per model, held-out ΔPPL against the share of the
+    block's tokens routed to its closed-form map (realised on the held-out windows, a 0.05 grid), one line per routed
+    block coloured by its R²_lin, with 95 % paired-bootstrap intervals and the +1 % line of base perplexity; last
+    panel, each block's largest share within +1 % against its R²_lin, with its bootstrap interval. `r2`: the ceiling
+    table (model, block, r2_lin). Symlog y (ΔPPL can be below 0). Bottom row, where the tables are given: the anchor's
+    quantity against the one linrec reported before (`identity`: per block and corpus pair, the per-type need r
+    against the per-type gate-share r, with their intervals), the gates on the token part, the context part and the
+    whole input (`split_auc`: held-out AUC with jackknife intervals), and healing (`heal`: ΔPPL after the fine-tune
+    against the fine-tuned control, per k and mode)."""
     import numpy as np
 
     sns.set_theme(style="whitegrid", context="paper")
     models = list(dict.fromkeys(curve["model"]))
     r2_of = {(m, int(b)): v for m, b, v in zip(r2["model"], r2["block"], r2["r2_lin"])}
     cmap, norm = plt.get_cmap("viridis"), plt.Normalize(0.0, 1.0)
-    fig, axes = plt.subplots(1, len(models) + 1, figsize=(5.2 * (len(models) + 1), 4.2), squeeze=False)
+    lower = [t for t in (identity, split_auc, heal) if t is not None and len(t)]
+    n_cols = max(len(models) + 1, len(lower))
+    fig, axes = plt.subplots(1 + bool(lower), n_cols, figsize=(5.2 * n_cols, 4.2 * (1 + bool(lower))), squeeze=False,
+                             gridspec_kw={"hspace": 0.5} if lower else None)  # fmt: skip
     for i, (ax, m) in enumerate(zip(axes[0], models)):
         t = curve[curve["model"] == m]
         for b, c in t.groupby("block"):
             c = c.sort_values("share")
             colour = cmap(norm(r2_of.get((m, int(b)), np.nan)))
             _ci_bars(ax, c["share_heldout"], c, colour)
-            ax.plot(c["share_heldout"], c["delta_ppl"], "-o", color=colour, ms=3.5, lw=1.2)
+            ax.plot(c["share_heldout"], c["delta_ppl"], "-o", color=colour, ms=2.5, lw=1.0)
             last = c.iloc[-1]
             ax.annotate(str(int(b)), (last["share_heldout"], last["delta_ppl"]), xytext=(3, 0),
                         textcoords="offset points", fontsize=6.5, color=colour, va="center")  # fmt: skip
@@ -411,7 +418,9 @@ def fig9_routing(curve, routable, r2, stem: str | Path | None = None):
         ax.set_xlabel("share of tokens routed to the map (held-out)")
         ax.set_ylabel("held-out ΔPPL (symlog)" if i == 0 else "")
         ax.set_title(f"{m}: gate target '{t['target'].iloc[0]}'", fontsize=9)
-    sx = axes[0][-1]
+    sx = axes[0][len(models)]
+    for ax in axes[0][len(models) + 1 :]:  # one model and three bottom panels: the top row has one to spare
+        ax.set_visible(False)
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
     for m in models:
         t = routable[routable["model"] == m]
@@ -425,4 +434,86 @@ def fig9_routing(curve, routable, r2, stem: str | Path | None = None):
     sx.legend(fontsize=7, loc="best")
     fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes[0][: len(models)].tolist(), shrink=0.8,
                  label="R²_lin of the block")  # fmt: skip
-    return save(fig, stem)
+    if lower:
+        _fig9_lower(axes[1], identity, split_auc, heal, palette)
+    if stem is not None:
+        save(fig, stem)
+    return fig
+
+
+def _fig9_lower(axes, identity, split_auc, heal, palette):
+    """Figure 9's bottom row: token identity (two quantities), token against context, healing."""
+    import numpy as np
+
+    for ax in axes:
+        ax.set_visible(False)
+    at = iter(axes)
+    if identity is not None and len(identity):
+        ax = next(at)
+        ax.set_visible(True)
+        for m, t in identity.groupby("model", sort=False):
+            colour = palette.get(m, "0.3")
+            ax.errorbar(t["r"], t["r_need"], xerr=yerr(t["r"], t["r_lo"], t["r_hi"]),
+                        yerr=yerr(t["r_need"], t["r_need_lo"], t["r_need_hi"]), fmt="o", ms=3.5, elinewidth=0.6,
+                        color=colour, label=m)  # fmt: skip
+        ax.plot([-1, 1], [-1, 1], color="0.6", lw=0.7, ls=":")
+        ax.axhspan(-0.05, 0.05, color="0.85", zorder=0, label="the anchor: r < 0.05")
+        ax.set_xlim(-0.2, 1.02)
+        ax.set_ylim(-0.4, 1.02)
+        ax.set_xlabel("per-type share the gate routes: r across corpora (reported before)")
+        ax.set_ylabel("per-type mean need: r across corpora (the anchor's)")
+        ax.set_title("token identity: which quantity? (a block × corpus pair each)", fontsize=9)
+        ax.legend(fontsize=7, loc="lower right")
+    if split_auc is not None and len(split_auc):
+        ax = next(at)
+        ax.set_visible(True)
+        parts = ["full", "context", "token"]
+        colours = dict(zip(parts, sns.color_palette("deep", 3)))
+        t = split_auc.assign(key=split_auc["model"].astype(str) + " " + split_auc["block"].astype(str))
+        keys = list(dict.fromkeys(t["key"]))
+        for j, p in enumerate(parts):
+            s = t[t["part"] == p].set_index("key").loc[keys]
+            x = np.arange(len(keys)) + (j - 1) * 0.22
+            ax.errorbar(
+                x,
+                s["auc"],
+                yerr=yerr(s["auc"], s["auc_lo"], s["auc_hi"]),
+                fmt="o",
+                ms=3.5,
+                elinewidth=0.7,
+                color=colours[p],
+                label=f"gate on the {p if p != 'full' else 'whole'} input",
+            )
+        ax.axhline(0.5, color="0.5", lw=0.8, ls="--")
+        ax.set_xticks(np.arange(len(keys)), keys, rotation=60, fontsize=6.5, ha="right")
+        ax.set_ylabel("held-out AUC for 'the map is good enough here'")
+        ax.set_title("token against context (per routed block)", fontsize=9)
+        ax.legend(fontsize=7, loc="lower right")
+    if heal is not None and len(heal):
+        ax = next(at)
+        ax.set_visible(True)
+        h = heal[heal["k"] > 0]
+        styles = {"all": "-o", "maps": "--s"}
+        extra = dict(zip(dict.fromkeys(h["model"]), sns.color_palette("tab10")))
+        for (m, mode), t in h.groupby(["model", "mode"], sort=False):
+            t = t.sort_values("k")
+            colour = palette.get(m) or extra[m]
+            rel = lambda v, c=t["ppl_control"]: 100 * v / c  # noqa: E731
+            ax.errorbar(
+                t["k"] + (0.06 if mode == "maps" else 0),
+                rel(t["delta_after"]),
+                yerr=yerr(rel(t["delta_after"]), rel(t["delta_after_lo"]), rel(t["delta_after_hi"])),
+                fmt=styles.get(mode, "-o"),
+                ms=3.5,
+                elinewidth=0.7,
+                color=colour,
+                label=f"{m} ({mode})",
+            )
+            ax.plot(t["k"], rel(t["delta_before"]), ":", color=colour, lw=0.8)
+        ax.axhline(1.0, color="0.3", lw=0.9, ls="--")
+        ax.axhline(0.0, color="0.6", lw=0.7)
+        ax.set_xlabel("blocks swapped (k, chosen on screening windows)")
+        ax.set_ylabel("ΔPPL, % of the control's perplexity (symlog)")
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_title("healing: against the same fine-tune unswapped (dotted: before it)", fontsize=9)
+        ax.legend(fontsize=6, loc="best")

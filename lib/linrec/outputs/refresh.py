@@ -1,10 +1,11 @@
 """Recompute a results folder's summary tables from its per-block tables, with today's procedures.
 
 The summaries a verdict reads (`probe_summary`, `probe_summary_ex_first`, `pitfall_summary`, `swap_predictors`,
-`routing_summary`) are functions of per-block tables the notebooks already wrote (`probe`, `probe_ranks`,
-`probe_ex_first`, `pitfall_budget`, `pitfall_dose`, `swap_predictor_values`, `swap`, `routing_routable`, `r2_lin`,
-`routing_identity`); claim 2b's `controls_null_blocks` and the intervals of `controls_decomposition` are
-functions of `controls_weight_nulls`, `controls_cross_matrix` and the decomposition's window-bootstrap interval;
+`routing_summary`, `routing_anchor`) are functions of per-block tables the notebooks already wrote (`probe`,
+`probe_ranks`, `probe_ex_first`, `pitfall_budget`, `pitfall_dose`, `swap_predictor_values`, `swap`,
+`routing_routable`, `r2_lin`, `routing_identity`, `routing_split_auc`); claim 2b's `controls_null_blocks` and the
+intervals of `controls_decomposition` are functions of `controls_weight_nulls`, `controls_cross_matrix` and the
+decomposition's window-bootstrap interval;
 claim 5's word in `corpora_verdict` is a function of its own shares and intervals; the seeds experiment's level and
 shape points (`training_comparisons`, `training_distance_curve`) are functions of `training_profiles` (their
 intervals and floors need the held-out windows: left as written, NaN where a former linrec did not write them), and
@@ -29,7 +30,8 @@ from linrec.base.errors import LinrecError, StaleTableError
 from linrec.claims.learned import claim2a, claim2b, decomposition_intervals, null_blocks
 from linrec.claims.probe import pitfall_summary, probe_summary
 from linrec.claims.registry import TABLES
-from linrec.claims.swap import routing_summary, swap_predictors
+from linrec.claims.routing import anchor_table, routing_summary
+from linrec.claims.swap import swap_predictors
 from linrec.claims.tables import ROW_KEYS, load_table, load_timings, save_table, table_path
 from linrec.outputs.findings import controls_findings
 
@@ -76,11 +78,18 @@ def refresh(results_dir: str | Path, n_boot: int = 2000, seed: int = 0) -> list[
         pred = swap_predictors(values, swap, n_boot=n_boot, seed=seed)
         save_table(pred, "swap_predictors", d)
         done.append("swap_predictors")
-    routable, r2 = _read_all(d, "routing_routable"), _study_r2(d)
-    if routable is not None and r2 is not None and table_path("routing_summary", d).exists():
-        routing = routing_summary(routable, r2, pred, _read_all(d, "routing_identity"), n_boot=n_boot, seed=seed)
-        save_table(routing, "routing_summary", d)
-        done.append("routing_summary")
+    try:
+        routable, r2, identity = _read_all(d, "routing_routable"), _study_r2(d), _read_all(d, "routing_identity")
+        split = _read_all(d, "routing_split_auc")
+    except StaleTableError as err:  # routing's tables predate today's columns: only notebook 06 redoes them
+        print(f"{d}: routing_summary and routing_anchor left as they are ({err})", file=sys.stderr)
+    else:
+        if routable is not None and r2 is not None and table_path("routing_summary", d).exists():
+            save_table(routing_summary(routable, r2, pred, identity), "routing_summary", d)
+            done.append("routing_summary")
+        if (identity is not None or split is not None) and table_path("routing_anchor", d).exists():
+            save_table(anchor_table(identity, split), "routing_anchor", d)
+            done.append("routing_anchor")
     nulls, matrix = _read_all(d, "controls_weight_nulls"), _read_all(d, "controls_cross_matrix")
     dec = _read_raw(d, "controls_decomposition")  # read as written: the columns refresh adds may be missing
     if dec is not None:  # the columns refresh writes are computed again; any a former linrec wrote are dropped
@@ -189,7 +198,10 @@ def coverage_settings(results_dir: str | Path) -> list[dict]:
         t = values.merge(rows[["model", "block", "delta_ppl"]], on=["model", "block"])
         out += _series_settings("claim 6b, ρ(R²_lin, ΔPPL)", "spearman", t, "r2_lin", "delta_ppl")
         out += _series_settings("claim 6b, partial ρ given depth", "partial", t, "r2_lin", "delta_ppl")
-    routable, r2 = _read_all(d, "routing_routable"), _study_r2(d)
+    try:
+        routable, r2 = _read_all(d, "routing_routable"), _study_r2(d)
+    except StaleTableError:  # notebook 06's routing predates today's columns: no setting until it is rerun
+        routable = r2 = None
     if routable is not None and r2 is not None and len(routable):
         t = routable.merge(r2[["model", "block", "r2_lin"]], on=["model", "block"])
         out += [s for s in _series_settings("routing, ρ(R²_lin, routable share)", "spearman", t, "r2_lin",

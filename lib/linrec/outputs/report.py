@@ -21,10 +21,10 @@ from linrec.base.files import find_project_root
 from linrec.claims.registry import TABLES
 from linrec.claims.rules import CHANGE, RULES, VERDICTS
 from linrec.claims.tables import labelled, load_table
-from linrec.outputs.claim_text import CLAIMS, Claim, Results, build, fmt, listed, other_profile, replicated
-from linrec.outputs.findings import routing_findings
+from linrec.outputs.claim_text import CLAIMS, Claim, Results, build, fmt, listed, replicated
 from linrec.outputs.methods import methods_lines
 from linrec.outputs.plots import figures_at_drawn_size
+from linrec.outputs.routing_text import routing_section
 
 # (stem, notebook, caption): every figure the report shows, in order
 FIGURES = [
@@ -74,9 +74,12 @@ FIGURES = [
     (
         "fig9_routing",
         "06",
-        "Figure 9. Per-token routing (beyond the paper): per model, held-out ΔPPL against the share of a block's "
-        "tokens routed to its closed-form map by a logistic gate (one line per routed block, coloured by R²_lin; the "
-        "dashed line is +1 % of base perplexity); right, each block's largest share within +1 % against its R²_lin.",
+        "Figure 9. Per-token routing (beyond the paper): top, per model, held-out ΔPPL against the share of a "
+        "block's tokens routed to its closed-form map by a logistic gate, every 0.05 (one line per routed block, "
+        "coloured by R²_lin; the dashed line is +1 % of base perplexity); right, each block's largest share within "
+        "+1 % against its R²_lin. Bottom: per block and corpus pair, the per-type need r (the anchor's quantity) "
+        "against the per-type gate-share r; the held-out AUC of gates on the whole input, its context part and its "
+        "token part; healed ΔPPL against the fine-tuned control for k swapped blocks (dotted: before the fine-tune).",
     ),
     (
         "fig3_bilinear_gain",
@@ -466,27 +469,9 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
                 for row in f.to_dict("records")
             ]
     text += [""]
-    summary = r.get("routing_summary")
-    routing = routing_findings(summary)
+    routing = routing_section(r, _table)  # beyond the paper: linrec.outputs.routing_text
     if routing:
-        text += ["## Beyond the paper: each token to the FFN or to its map", "",
-                 "Notebook 06 routes a share of each block's tokens to its closed-form map by a logistic gate on the "
-                 "block's input (d + 1 parameters, trained on train rows), the per-token version of the swap from "
-                 "arXiv 2603.03459; held-out ΔPPL against the share routed (0, 25, 50, 75 and 100 %: a routable "
-                 "share is one of these), with paired bootstrap intervals "
-                 "(tables `routing_curve`, `routing_routable`, `routing_summary`, `routing_identity`).", "",
-                 *[f"- {line}" for line in routing]]  # fmt: skip
-        full = other_profile(r, "routing_summary", "full")
-        if full is not None:
-            text += [f"- With `params/full.yaml` (every block routed, every held-out window): {line}"
-                     for line in routing_findings(full)]  # fmt: skip
-        text += [""]
-        cols = {"model": "model", "best_block": "best block", "best_routable_pct1": "share within +1 %",
-                "best_lo": "lo", "best_hi": "hi", "rho_r2_routable": "ρ(R²_lin, share)", "rho_lo": "ρ lo",
-                "rho_hi": "ρ hi", "rho_r2_swap": "6b: ρ(R²_lin, ΔPPL)",
-                "identity_r_median": "token identity r"}  # fmt: skip
-        text += [_table(summary[list(cols)].rename(columns=cols), "{:.2f}"), ""]
-        text += _figure_lines("fig9_routing", figures_dir, out)
+        text += routing + _figure_lines("fig9_routing", figures_dir, out)
     r2 = r.get("r2_lin")
     if r2 is not None:
         cols = [

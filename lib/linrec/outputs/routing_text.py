@@ -1,0 +1,181 @@
+"""The report's routing section in words (notebook 06's tables, beyond the paper): per-token routing set against the
+anchor paper's three results (arXiv 2603.03459, "Half the Nonlinearity Is Wasted"; `linrec.claims.routing`).
+
+`routing_findings` says, per model, the largest routable share at 0.05 resolution; `anchor_findings` the anchor's
+token-identity claim judged on its own quantity (the per-type need) and on the token/context/full gates, beside the
+gate-share r linrec reported before; `heal_findings` the healed ΔPPL for each k against the fine-tuned control;
+`routing_section` the whole section, with its tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from linrec.claims.routing import ANCHOR_RULES, HEAL_BUDGET
+
+
+def _ci(lo, hi, nd: int = 2) -> str:
+    return f"[{lo:.{nd}f}, {hi:.{nd}f}]"
+
+
+def routing_findings(summary: pd.DataFrame | None) -> list[str]:
+    """What per-token routing shows (notebook 06's `routing_summary`), one sentence per model, beside the anchor's
+    numbers (GPT-2: 25–56 % of tokens routed linear for under 1 % perplexity)."""
+    if summary is None or summary.empty:
+        return []
+    lines = []
+    for row in summary.to_dict("records"):
+        n = int(row["n_blocks_routed"])
+        text = (
+            f"{row['model']} (per-token routing, {n} blocks, shares every 0.05): the best of them, picked on "
+            f"these held-out numbers (so an optimistic pick), block {int(row['best_block'])}, routes "
+            f"{row['best_routable_pct1']:.0%} of its tokens to its map within +1 % "
+            f"perplexity, 95 % CI {_ci(row['best_lo'], row['best_hi'])} (the anchor paper: 25–56 % in GPT-2)"
+        )
+        if pd.notna(row.get("n_quarter")):
+            text += f"; {int(row['n_quarter'])} of {n} routed blocks route at least 25 %"
+        if pd.notna(row.get("n_monotone")):
+            text += f"; {int(row['n_monotone'])} of {n} curves rise with the share without a fall beyond noise"
+        text += (
+            f"; ρ(R²_lin, routable share) = {row['rho_r2_routable']:+.2f} {_ci(row['rho_lo'], row['rho_hi'])}, "
+            f"{row['outcome'] or 'not computed'}"
+        )
+        if pd.notna(row.get("rho_r2_swap")):
+            text += (
+                f", beside 6b's ρ(R²_lin, whole-block ΔPPL) = {row['rho_r2_swap']:+.2f} "
+                f"{_ci(row['rho_r2_swap_lo'], row['rho_r2_swap_hi'])}"
+            )
+        lines.append(text + ".")
+    return lines
+
+
+def anchor_findings(anchor: pd.DataFrame | None) -> list[str]:
+    """The anchor's "nonlinearity need cannot be predicted from token identity", per model (`routing_anchor`): on
+    its own quantity, then on the gates, with the gate-share r that is not its quantity named as such."""
+    if anchor is None or anchor.empty:
+        return []
+    lines = []
+    for row in anchor.to_dict("records"):
+        text = f"{row['model']}, token identity"
+        if int(row["need_pairs"]):
+            text += (
+                f" — the anchor's quantity, each token type's mean need (the map's error) on one corpus against "
+                f"another: median r = {row['need_r_median']:+.2f} (from {row['need_r_min']:+.2f} to "
+                f"{row['need_r_max']:+.2f}) over {int(row['need_pairs'])} block × corpus pairs, "
+                f"{int(row['need_context'])} shown near 0, {int(row['need_token'])} shown away from it; a lookup of "
+                f"one corpus's type means explains a median {row['lookup_r2_median']:.2f} of the other's per-token "
+                f"need (the anchor: r < 0.05): **{row['need_verdict']}**"
+            )
+            if pd.notna(row.get("need_rel_r_median")):
+                text += f"; with each token's need divided by its ‖y‖², median r = {row['need_rel_r_median']:+.2f}"
+            text += (
+                f". The share of a type's tokens the gate routes "
+                f"correlates at a median r = {row['gate_r_median']:+.2f} across corpora, but that is not the "
+                "anchor's quantity: the gate reads the input, which carries the token's identity"
+            )
+        if int(row["split_blocks"]):
+            text += (
+                f". Gates on the token part of the input, the context part and the whole (median held-out AUC "
+                f"{row['auc_token_median']:.2f}, {row['auc_context_median']:.2f}, {row['auc_full_median']:.2f}): "
+                f"the context gate matches the whole and the token gate falls short in {int(row['split_context'])} "
+                f"of {int(row['split_blocks'])} blocks, the other way in {int(row['split_token'])} (the anchor: the "
+                f"context gate matches the full gate, token identity adds nothing): **{row['split_verdict']}**"
+            )
+        lines.append(text + ".")
+    return lines
+
+
+def heal_findings(heal: pd.DataFrame | None, where: str = "") -> list[str]:
+    """Per model and mode, the healed ΔPPL for each k against the same fine-tune unswapped (`routing_heal`)."""
+    if heal is None or heal.empty:
+        return []
+    lines = []
+    for (model, mode), t in heal[heal["k"] > 0].groupby(["model", "mode"], sort=False):
+        first = t.iloc[0]
+        parts = [
+            f"k = {int(r['k'])} (blocks {r['blocks']}): {r['delta_before']:+.2f} before, {r['delta_after']:+.2f} "
+            f"{_ci(r['delta_after_lo'], r['delta_after_hi'])} after, {r['outcome']}"
+            for r in t.sort_values("k").to_dict("records")
+        ]
+        what = "every weight" if mode == "all" else "the maps alone"
+        lines.append(
+            f"{model}{where}, healing ({what} fine-tuned for {int(first['steps'])} steps of {int(first['batch_size'])} "
+            f"train windows, against the same fine-tune unswapped, control perplexity {first['ppl_control']:.2f}): "
+            + "; ".join(parts)
+            + f" (ΔPPL; 'healed' within +{HEAL_BUDGET:.0%} of the control; the anchor: 5 of 24 GPT-2 layers at no "
+            "cost)."
+        )
+    return lines
+
+
+def _need_table(identity: pd.DataFrame) -> pd.DataFrame:
+    t = identity.assign(
+        pair=identity["corpus_a"] + "–" + identity["corpus_b"],
+        need_r=[f"{r:+.2f} {_ci(lo, hi)}" for r, lo, hi in identity[["r_need", "r_need_lo", "r_need_hi"]].to_numpy()],
+        gate_r=[f"{r:+.2f} {_ci(lo, hi)}" for r, lo, hi in identity[["r", "r_lo", "r_hi"]].to_numpy()],
+    )
+    cols = {"model": "model", "block": "block", "pair": "corpora", "n_types": "types", "need_r": "need r (anchor's)",
+            "rho_need": "need ρ", "r_need_rel": "need / ‖y‖² r", "lookup_r2": "lookup R²",
+            "gate_r": "gate-share r"}  # fmt: skip
+    cols = {k: v for k, v in cols.items() if k in t}
+    return t[list(cols)].rename(columns=cols)
+
+
+def _split_table(split: pd.DataFrame) -> pd.DataFrame:
+    t = split.assign(cell=[f"{a:.2f} {_ci(lo, hi)}" for a, lo, hi in split[["auc", "auc_lo", "auc_hi"]].to_numpy()])
+    wide = t.pivot_table(index=["model", "block"], columns="part", values="cell", aggfunc="first").reset_index()
+    wide.columns.name = None
+    return wide.rename(columns={"full": "AUC whole", "token": "AUC token", "context": "AUC context"})[
+        ["model", "block", "AUC whole", "AUC context", "AUC token"]
+    ]
+
+
+def _heal_table(heal: pd.DataFrame) -> pd.DataFrame:
+    t = heal[heal["k"] > 0]
+    t = t.assign(after=[f"{d:+.2f} {_ci(lo, hi)}" for d, lo, hi in t[["delta_after", "delta_after_lo",
+                                                                       "delta_after_hi"]].to_numpy()])  # fmt: skip
+    cols = {"model": "model", "mode": "trained", "k": "k", "blocks": "blocks", "delta_before": "ΔPPL before",
+            "after": "ΔPPL after (vs control)", "delta_after_base": "after vs base", "outcome": "outcome"}  # fmt: skip
+    return t[list(cols)].rename(columns=cols)
+
+
+def routing_section(r, table) -> list[str]:
+    """The report's routing section from the results `r` (`linrec.outputs.claim_text.Results`): the routable share,
+    the anchor's token-identity claim on its own quantity and on the gates, and healing (this profile's
+    `routing_heal`, else params/healing.yaml's); `table(df, floatfmt)` renders a markdown table. [] without routing."""
+    from linrec.outputs.claim_text import other_profile
+
+    summary = r.get("routing_summary")
+    lines = routing_findings(summary)
+    if not lines:
+        return []
+    text = ["## Beyond the paper: each token to the FFN or to its map", "",
+            "Notebook 06 routes a share of each block's tokens to its closed-form map by a logistic gate on the "
+            "block's input (d + 1 parameters, trained on train rows), the per-token version of the swap from "
+            "arXiv 2603.03459 (the *anchor*); held-out ΔPPL against the share routed on a 0.05 grid, with paired "
+            "bootstrap intervals (tables `routing_curve`, `routing_routable`, `routing_summary`, `routing_identity`, "
+            "`routing_split_auc`, `routing_split_ppl`, `routing_anchor`, `routing_heal`).", "",
+            *[f"- {line}" for line in lines]]  # fmt: skip
+    full = other_profile(r, "routing_summary", "full")
+    if full is not None:
+        text += [f"- With `params/full.yaml` (every block routed, every held-out window): {line}"
+                 for line in routing_findings(full)]  # fmt: skip
+    text += [*[f"- {line}" for line in anchor_findings(r.get("routing_anchor"))], ""]
+    cols = {"model": "model", "best_block": "best block", "best_routable_pct1": "share within +1 %",
+            "best_lo": "lo", "best_hi": "hi", "n_quarter": "blocks ≥ 25 %", "n_monotone": "monotone",
+            "rho_r2_routable": "ρ(R²_lin, share)", "rho_lo": "ρ lo", "rho_hi": "ρ hi",
+            "rho_r2_swap": "6b: ρ(R²_lin, ΔPPL)", "need_r_median": "need r (anchor's)",
+            "identity_r_median": "gate-share r"}  # fmt: skip
+    text += [table(summary[[c for c in cols if c in summary]].rename(columns=cols), "{:.2f}"), ""]
+    identity, split = r.get("routing_identity"), r.get("routing_split_auc")
+    if identity is not None and "r_need" in identity and len(identity):
+        text += [f"The rule: {ANCHOR_RULES['need']}.", "", table(_need_table(identity), "{:.2f}"), ""]
+    if split is not None and len(split):
+        text += [f"The rule: {ANCHOR_RULES['split']}.", "", table(_split_table(split), "{:.2f}"), ""]
+    heals = [(r.get("routing_heal"), ""), (other_profile(r, "routing_heal", "healing"), " (params/healing.yaml)")]
+    heals = [(h, where) for h, where in heals if h is not None and "outcome" in h and len(h)]
+    for heal, where in heals:
+        text += [*[f"- {line}" for line in heal_findings(heal, where)], ""]
+    if heals:
+        both = pd.concat([h.assign(model=h["model"] + where) for h, where in heals], ignore_index=True)
+        text += [f"The rule: {ANCHOR_RULES['heal']}.", "", table(_heal_table(both), "{:.2f}"), ""]
+    return text
