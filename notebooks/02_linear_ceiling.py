@@ -106,9 +106,10 @@ table[cols].style.format(fmt | {"cond_gram": "{:.1e}", "cond_scaled": "{:.1e}"})
 
 # %% [markdown]
 # ## R²_lin against the number of train tokens
-# The table above fits each map on 16k train rows (80 % of 20k tokens) for 577 (SmolLM2) or 641
-# (Gemma-3) parameters per output, so its held-out R²_lin is biased low: a least-squares map also
-# fits its train rows' noise, which for a linear model costs about (1 − R²)·p/(n − p − 1) held out.
+# The table above fits each map on the train split (`n_train` rows: 80 % of the windows) for d + 1
+# parameters per output (577 for SmolLM2's d = 576, 641 for Gemma-3's 640), so its held-out R²_lin is
+# biased low: a least-squares map also fits its train rows' noise, which for a linear model costs about
+# (1 − R²)·p/(n − p − 1) held out.
 # The window interval above holds the map fixed, so it does not show this. The learning curve
 # measures it (`linrec.measure.curves`; ≈ 25 min per model on 2 CPU cores, so the default profile skips it and
 # `params/curve.yaml` runs it: `linrec figures --params params/curve.yaml --only 02`, results in

@@ -240,28 +240,19 @@ for v in (v2a, v2b):
     print("verdict:", v.verdict, f"({v.by_model('outcome')})")
 
 # %% [markdown]
-# **What the default run shows** (`params/default.yaml`; the cell above prints the numbers). Folding the
+# **How to read the numbers** (the findings cell below prints them for whichever profile ran). Folding the
 # norm gain changes the picture that the unfolded nulls gave (issue 32: a random-init FFN fed the *scaled*
 # trained inputs reached the trained median R²).
 #
-# - **SmolLM2.** On the normalised inputs its random-init FFNs give an almost flat profile, 0.66–0.74 in every
-#   block with under 0.01 between draws, and its shuffled FFNs sit beside them. The trained FFNs run from 0.09
-#   to 0.98: 6 of 30 blocks are more linear than both null ensembles (one-sided, q < 0.05) and 23 are *below*
-#   the random-init FFNs: what training put into these weights is mostly nonlinearity.
-# - **Gemma-3.** Its random-init FFNs already range from about 0.01 (blocks 14–17) to 0.97 (block 6) on the
-#   normalised inputs: the inputs alone make the late blocks nonlinear for any FFN of this shape. The trained
-#   FFNs (0.43–0.77) are above both nulls in 6 of 18 blocks (where the inputs make a random FFN nonlinear) and
-#   below the random-init FFNs in 12.
-# - **MiniLM.** Its trained profile is within 0.1 of its random-init twin, so by 2a's minimum effect it is not
-#   "learned".
-#
-# The decomposition leans the same way — the weights' unique share exceeds the inputs' by 0.26 for SmolLM2 and
-# 0.22 for MiniLM, the inputs' exceeds the weights' by 0.06 for Gemma-3 — but how much of that is which blocks
-# were measured? Leaving one block out at a time moves the difference by a standard error of 0.17, 0.14 and 0.59,
-# ten times the held-out windows' part, and with both in the interval every model's includes 0: 2b is
-# **undecided** for each of them, so not testable on this run. The cross band matters too: on the entries with
-# |i − j| ≤ 1 only, SmolLM2's difference drops from 0.26 to 0.13 (`wmi_band1`). The full profile's wider band
-# (|i − j| ≤ 3) decides SmolLM2 as "weights" (0.46, interval 0.08 to 0.85) and leaves the others undecided.
+# - **Against the null ensembles**: a model whose random-init FFNs give an almost flat profile with little spread
+#   between draws, and whose trained FFNs fall *below* them in most blocks, is one in which training put mostly
+#   nonlinearity into the weights. A model whose random-init FFNs already span a wide range on the normalised inputs
+#   shows that the inputs alone can make a block nonlinear for any FFN of that shape.
+# - **The decomposition**: weights − inputs is read with two sources of noise — the held-out windows and which
+#   blocks were measured (leave one block out at a time: `wmi_se_jack` against `wmi_se_windows`). The second is
+#   usually the larger by far, so a difference of a few tenths can still leave 2b **undecided**. The cross band
+#   matters too: `wmi_band1` repeats the difference on the entries with |i − j| ≤ 1 only; the full profile's band
+#   (|i − j| ≤ 3) is the wider reading.
 # %% [markdown]
 # ## The answer, from the numbers above
 # The cell below states each comparison; the reproduction report quotes it.

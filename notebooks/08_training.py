@@ -193,9 +193,8 @@ show
 # Two views. The distance between the two init seeds of each variant at every checkpoint, against the floor: where
 # the curve sits after training tells whether the seeds end alike; where it rises or falls tells when the runs part
 # or meet. And each run's distance to its own last profile (`linrec.analyses.seeds.approach_to_final`): the **onset**
-# is the
-# first checkpoint from which every later one stays within 0.05 of the last profile (`ONSET_DISTANCE`); an onset at
-# the last step means the profile was still moving when training stopped.
+# is the first checkpoint from which every later one stays within 0.05 of the last profile (`ONSET_DISTANCE`); an
+# onset at the last step means the profile was still moving when training stopped.
 
 # %%
 if curve is not None:
@@ -204,7 +203,9 @@ if curve is not None:
 if profiles is not None:
     approach = approach_to_final(profiles)
     print(approach.pivot(index="step", columns="run", values="distance_to_final").round(3).to_string())
-    print("onset (step):", approach.groupby("run", sort=False)["onset"].first().to_dict())
+    onset = approach.groupby("run", sort=False)["onset"].first()
+    last = approach.groupby("run", sort=False)["step"].max()
+    print(pd.DataFrame({"onset (step)": onset, "last step": last, "still moving": onset == last}).to_string())
 
 # %% [markdown]
 # ## The whole pipeline on every trained model (the zoo)

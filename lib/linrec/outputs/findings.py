@@ -121,7 +121,9 @@ def controls_findings(
             f"{e['share_inputs']:.2f} [{e['share_inputs_lo']:.2f}, {e['share_inputs_hi']:.2f}] (each what only it can "
             f"carry), either {e['share_shared']:.2f}, interaction {e['share_residual']:.2f}; weights − inputs "
             f"{e['share_weights_minus_inputs']:.2f} [{e['wmi_lo']:.2f}, {e['wmi_hi']:.2f}] with the blocks' "
-            f"variability; {int(e['n_standout'])} of {int(e['n_blocks'])} blocks are more linear than both null "
+            f"variability (standard error {e['wmi_se_jack']:.2f} leaving one block out, "
+            f"{e['wmi_se_windows']:.3f} over held-out windows; {e['wmi_band1']:.2f} on |i − j| ≤ 1 only); "
+            f"{int(e['n_standout'])} of {int(e['n_blocks'])} blocks are more linear than both null "
             f"ensembles, {int(e['n_below_init'])} less linear than their random-init draws."
         )
     return lines
