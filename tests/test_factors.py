@@ -88,6 +88,10 @@ def test_the_decomposition_is_the_hand_computation_and_finds_the_planted_layout(
     assert hand["shape"]["n"] == (27, 4, 10)
     assert got.loc[("shape", "layout"), "share"] > 0.9 and got.loc[("shape", "layout"), "component_lo"] > 0
     assert got.loc[("shape", "text"), "component_lo"] < 0 < got.loc[("shape", "text"), "component_hi"]
+    # a share's interval stays in [0, 1] around its point (the zoo's shape share of layout read [0.19, 1.14])
+    s = got["share"]
+    assert ((got["share_lo"] >= 0) & (got["share_lo"] <= s) & (s <= got["share_hi"]) & (got["share_hi"] <= 1)).all()
+    assert (got["share_lo"] == 0).any() or (got["share_hi"] == 1).any()  # the planted table reaches a bound
     reps = [_by_hand(wide.drop(index=r), f[f["run"] != r], noise)["shape"]["layout"] for r in f["run"]]
     n = len(reps)
     se = np.sqrt((n - 1) / n * ((np.array(reps) - np.mean(reps)) ** 2).sum())

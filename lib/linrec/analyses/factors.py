@@ -186,7 +186,9 @@ def components(wide: pd.DataFrame, factors: pd.DataFrame, noise: Mapping[str, Ma
                level: float = 0.95) -> pd.DataFrame:  # fmt: skip
     """The variance decomposition of the module docstring: one row per part (level, shape) and component (layout,
     text, seed, residual) with `component` (half a squared distance) and its `share`, each with its delete-one-run
-    jackknife interval (`_lo`, `_hi`), `n_runs` and `n_pairs` (the pairs behind it). `wide`: `final_profiles`;
+    jackknife interval (`_lo`, `_hi`; a share's clipped to [0, 1], where its point lies, which can only raise its
+    coverage; a component is an unbiased difference and can be below 0), `n_runs` and `n_pairs` (the pairs behind
+    it). `wide`: `final_profiles`;
     `factors`: `run_factors`; `noise`: {run: `measurement_noise`} or a table with columns run, noise_level,
     noise_shape."""
     from scipy.stats import t as student
@@ -209,7 +211,10 @@ def components(wide: pd.DataFrame, factors: pd.DataFrame, noise: Mapping[str, Ma
                    "n_pairs": int((pairs["group"] == count[name]).sum()) if name in count else n}  # fmt: skip
             for what in ("component", "share"):
                 v, s = point[(part, name, what)], se[(part, name, what)]
-                row.update({what: v, f"{what}_lo": v - q * s, f"{what}_hi": v + q * s})
+                lo, hi = v - q * s, v + q * s
+                if what == "share":  # a share lies in [0, 1], as its point estimate does
+                    lo, hi = max(lo, 0.0), min(hi, 1.0)
+                row.update({what: v, f"{what}_lo": lo, f"{what}_hi": hi})
             rows.append(row)
     return pd.DataFrame(rows)
 
