@@ -260,8 +260,10 @@ greedy.T
 #    above which a share p of the train rows lie, so a larger share routes every token a smaller one does, and more
 #    (tests/test_routing.py). Shares on a grid of `route_step` (0.05): held-out ΔPPL of each with its paired bootstrap
 #    interval, and each block's **routable share**, the largest share of a run from 0 within +1 % of base
-#    perplexity, with an interval from the same window resamples. The curve stops at the share where every resample
-#    has left the budget (no later share can change the routable share or its interval: exact, and it saves passes).
+#    perplexity, with an interval from one-sided t tests over windows, share by share: its lower end is the largest
+#    share whose run from 0 is *shown* within the budget, its upper end the largest not shown beyond it (coverage
+#    measured on planted curves in the report's methods table). The curve stops at the first share shown beyond
+#    the budget (no later share can change the routable share or its interval: exact, and it saves passes).
 #    Each curve's monotonicity is counted: falls of ΔPPL from one share to the next, and those beyond noise.
 #    `route_blocks` blocks per model, spread over the screening R²_lin, are routed; `params/full.yaml` routes every
 #    block. **Compute saved** per token: a routed token skips the FFN and pays the map (d_in·d_out); every token pays

@@ -61,12 +61,13 @@ def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_
     assert f"{len(window)} window interval(s) cover less than {COVERAGE_FLOOR:.2f}" in text
 
 
-@pytest.mark.parametrize("name", ["r2", "move", "seeds", "shares", "delta_ppl"])
+@pytest.mark.parametrize("name", ["r2", "move", "seeds", "shares", "delta_ppl", "routable"])
 def test_every_window_interval_covers_at_least_93_percent(name):
     """A small version of each window simulation of the methods table (`linrec.analyses.calibration`), through the
     project's own procedures: a nominal 95 % interval that covers less than 93 % fails. Planted: the percentile
     bootstrap (`bootstrap_r2`, the tables' interval before) covers 0.90 on the R² 0.9 block; dropping the jackknife's
-    (W − 1) factor covers under 0.3."""
+    (W − 1) factor covers under 0.3; the routable share's percentile window bootstrap (issue 49's first interval)
+    covered 0.87–0.93 and its one-sided tests at the two-sided quantile (95 % each side) cover 0.90."""
     from linrec.analyses import calibration as cal
 
     rows = {
@@ -75,6 +76,11 @@ def test_every_window_interval_covers_at_least_93_percent(name):
         "seeds": lambda: cal.seeds_coverage(102, reps=200),
         "shares": lambda: cal.shares_coverage(32, reps=200, seed=1),
         "delta_ppl": lambda: [cal.delta_ppl_coverage(32, reps=300, n_boot=500)],
+        # a convex curve and one whose next share lies just beyond the budget, at the default's 12 swap windows
+        "routable": lambda: [
+            cal.routable_coverage(12, scale=0.03, power=2.0, reps=300),
+            cal.routable_coverage(12, scale=0.0105, power=1.0, reps=300),
+        ],  # fmt: skip
     }[name]()
     for r in rows:
         assert r["coverage95"] >= COVERAGE_FLOOR, r

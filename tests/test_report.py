@@ -517,7 +517,8 @@ def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
     e2b = {"model": "m", "outcome": None, "share_weights": 0.4, "share_weights_lo": 0.39, "share_weights_hi": 0.42,
            "share_inputs": 0.14, "share_inputs_lo": 0.13, "share_inputs_hi": 0.15, "share_shared": 0.3,
            "share_residual": 0.16, "n_standout": 6, "n_below_init": 23, "n_blocks": 30,
-           "share_weights_minus_inputs": 0.26, "wmi_lo": -0.08, "wmi_hi": 0.6}  # fmt: skip
+           "share_weights_minus_inputs": 0.26, "wmi_lo": -0.08, "wmi_hi": 0.6, "wmi_se_jack": 0.165,
+           "wmi_se_windows": 0.0096, "wmi_band1": 0.13}  # fmt: skip
     lines = controls_findings(init, inputs, None, _v("2a", [e2a]), _v("2b", [e2b]))
     assert len(lines) == 4  # no cross feeding ran: no sentence for it
     assert "mean |trained − init| = 0.280;" in lines[0] and "between two init seeds" not in lines[0]
@@ -525,6 +526,7 @@ def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
     assert "(2a: learned): the twin is degenerate" in lines[2] and "= 0.279, 0.007 between" in lines[2]
     assert "(2b: not testable)" in lines[3] and "0.26 [-0.08, 0.60] with the blocks' variability" in lines[3]
     assert "6 of 30 blocks are more linear than both null ensembles, 23 less linear" in lines[3]
+    assert "(standard error 0.17 leaving one block out, 0.010 over held-out windows; 0.13 on |i − j| ≤ 1" in lines[3]
     seeds = controls_findings(init.assign(mean_abs_init_seeds=0.01), None, None, _v("2a", []), _v("2b", []))
     assert seeds == [seeds[0]] and "against 0.010 between two init seeds" in seeds[0]
     one_draw = controls_findings(init, None, None, _v("2a", [{**e2a, "noise": np.nan}]), _v("2b", []))

@@ -124,8 +124,32 @@ def test_the_routable_share_is_the_largest_run_within_budget():
     n, tpw = 40, 10
     base_nll = np.full(n, 2.0 * tpw) + np.random.default_rng(0).normal(0, 0.01, n)
     nlls = np.stack([base_nll, base_nll + tpw * math.log(1.005), base_nll + tpw * math.log(1.05)])
-    got = routable_share([0.0, 0.5, 1.0], base_nll, nlls, tpw, n_boot=500)
+    got = routable_share([0.0, 0.5, 1.0], base_nll, nlls, tpw)
     assert got["routable_pct1"] == 0.5 and got["routable_pct1_lo"] == got["routable_pct1_hi"] == 0.5
+
+
+def test_the_routable_interval_inverts_one_sided_t_tests_share_by_share():
+    """The interval's ends by hand: per share, the windows' mean ΔNLL per token with its 97.5 % one-sided t bounds
+    (scipy); the lower end is the largest share whose run from 0 has every upper bound within log 1.01, the upper end
+    the largest whose run has no lower bound beyond it. Planted: a noisy share 0.5 near the budget (its upper bound
+    beyond, its lower bound within) and a share 0.75 clearly beyond."""
+    from scipy.stats import t as student
+
+    rng = np.random.default_rng(3)
+    n, tpw = 12, 100
+    base_nll = tpw * (3.0 + 0.3 * rng.standard_normal(n))
+    cost = {0.0: 0.0, 0.25: 0.002, 0.5: math.log(1.01) - 0.0015, 0.75: 0.05}
+    nlls = np.stack([base_nll + tpw * (c + (0.004 * rng.standard_normal(n) if c else 0)) for c in cost.values()])
+    got = routable_share(list(cost), base_nll, nlls, tpw)
+    q = student.ppf(0.975, n - 1)
+    d = (nlls - base_nll) / tpw
+    m, half = d.mean(axis=1), q * d.std(axis=1, ddof=1) / math.sqrt(n)
+    c = math.log(1.01)
+    lo = max(s for i, s in enumerate(cost) if (m[: i + 1] + half[: i + 1] <= c).all())
+    hi = max(s for i, s in enumerate(cost) if (m[: i + 1] - half[: i + 1] <= c).all())
+    point = max(s for i, s in enumerate(cost) if (m[: i + 1] <= c).all())
+    assert (lo, point, hi) == (0.25, 0.5, 0.5)  # the planted case separates the three ends
+    assert (got["routable_pct1_lo"], got["routable_pct1"], got["routable_pct1_hi"]) == (lo, point, hi)
 
 
 def test_compute_saved_counts_the_map_and_the_gate():

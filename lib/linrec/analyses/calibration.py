@@ -9,9 +9,10 @@ dependence the real data show, applies the same procedure the verdicts use, and 
   share the residual stream), the pair correlated at ρ at equal depth; optionally several models pooled with a model
   effect. It returns the coverage of the 95 % and 90 % intervals and how often each outcome of the equivalence
   test comes out (at ρ = 0: "effect" is a false positive, "no effect" the power the report states).
-- the window intervals (`r2_coverage`, `move_coverage`, `seeds_coverage`, `shares_coverage`, `delta_ppl_coverage`;
-  `window_table` runs them all): statistics of held-out windows — R²_lin of a block, a move between two blocks, the
-  seeds experiment's level / shape / distance, claim 5's shares, ΔPPL — on planted blocks with known population R²
+- the window intervals (`r2_coverage`, `move_coverage`, `seeds_coverage`, `shares_coverage`, `delta_ppl_coverage`,
+  `routable_coverage`; `window_table` runs them all): statistics of held-out windows — R²_lin of a block, a move
+  between two blocks, the seeds experiment's level / shape / distance, claim 5's shares, ΔPPL, routing's routable
+  share — on planted blocks with known population R²
   (`planted_heldout`: windows whose positions are correlated), through the project's own procedures.
 - `dependence`: the AR(1) coefficient a real per-block series shows (the lag-1 autocorrelation, bias-corrected), so
   that the simulation runs at the data's own dependence.
@@ -243,18 +244,50 @@ def delta_ppl_coverage(n_windows: int = 32, tokens: int = 128, delta: float = 0.
     return _row("ΔPPL of a swap (paired window interval)", f"ΔNLL {delta}/token", reps, n_windows, cover / reps)
 
 
-def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300, seed: int = 0) -> pd.DataFrame:
+def routable_coverage(n_windows: int = 12, tokens: int = 256, scale: float = 0.03, power: float = 2.0,
+                      reps: int = 300, n_boot: int = 1000, seed: int = 0) -> dict:  # fmt: skip
+    """Coverage of the routable share's interval (`linrec.analyses.routing.routable_share`: the largest share of the
+    0.05 grid whose run from 0 stays within +1 % of base perplexity, a percentile paired bootstrap over windows) on
+    planted per-window NLL sums: windows differ in difficulty (SD 0.3 nats per token) and in how much routing costs
+    them (SD 30 % of the cost), and routing a larger share adds fresh token noise to a nested set (a random walk over
+    the grid). The cost per token at share s is `scale`·s^`power`; the true routable share is the largest grid share
+    whose mean cost stays within log 1.01 (the +1 % budget), every smaller one too (the cost rises with s)."""
+    from linrec.analyses.routing import SHARES, routable_share
+
+    rng = np.random.default_rng([seed, n_windows, int(scale * 1e4), 9])
+    shares = np.asarray(SHARES, float)
+    cost = scale * shares**power
+    truth = float(shares[cost <= np.log1p(0.01)].max())
+    mu, cover = 3.0, 0
+    for _ in range(reps):
+        base = tokens * (mu + rng.standard_normal(n_windows) * 0.3) + rng.standard_normal(n_windows) * np.sqrt(tokens)
+        own = 1 + 0.3 * rng.standard_normal(n_windows)
+        walk = np.cumsum(rng.standard_normal((n_windows, len(shares))) * np.sqrt(tokens * 0.05) * 0.5, axis=1)
+        walk[:, 0] = 0.0  # share 0 is the unswapped model itself
+        nlls = base[:, None] + tokens * cost[None, :] * own[:, None] + walk
+        r = routable_share(shares, base, nlls.T, tokens)
+        cover += r["routable_pct1_lo"] <= truth <= r["routable_pct1_hi"]
+    return _row("routable share within +1 % (one-sided tests over windows)",
+                f"cost {scale}·s^{power:g}, true share {truth:.2f}", reps, n_windows, cover / reps)  # fmt: skip
+
+
+def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300, seed: int = 0,
+                 swap_windows: int | None = None) -> pd.DataFrame:  # fmt: skip
     """Every window-interval procedure a verdict reads, at `n_windows` held-out windows (the run's capture; the seeds
-    experiment's at `seeds_windows`, its runs' measuring windows), `reps` simulated data sets each: the methods
-    table's window rows, each with `what` (the claims that read it)."""
+    experiment's at `seeds_windows`, its runs' measuring windows; ΔPPL and the routable share at `swap_windows`, the
+    swap study's held-out windows, `n_windows` when not given), `reps` simulated data sets each: the methods table's
+    window rows, each with `what` (the claims that read it)."""
     w = max(int(n_windows), 4)
+    sw = w if swap_windows is None else max(int(swap_windows), 4)
     rows = [("claims 1, 5: R²_lin of a block", r2_coverage(w, 0.6, reps, seed=seed)),
             ("claims 1, 5: R²_lin of a block", r2_coverage(w, 0.9, reps, seed=seed)),
             ("claim 1: a move between two blocks", move_coverage(w, reps=reps, seed=seed)),
             *(("claim 2a: seeds experiment", r) for r in seeds_coverage(max(int(seeds_windows), 4), reps=reps,
                                                                          seed=seed)),
             *(("claim 5: corpora", r) for r in shares_coverage(w, reps=reps, seed=seed)),
-            ("claims 6a, 6b, routing: ΔPPL of a swap", delta_ppl_coverage(w, reps=reps, seed=seed))]  # fmt: skip
+            ("claims 6a, 6b, routing: ΔPPL of a swap", delta_ppl_coverage(sw, reps=reps, seed=seed)),
+            *(("routing: the routable share", routable_coverage(sw, scale=c, power=p, reps=reps, seed=seed))
+              for c, p in ((0.03, 2.0), (0.0105, 1.0)))]  # fmt: skip
     return pd.DataFrame([{"what": what, **r} for what, r in rows])
 
 

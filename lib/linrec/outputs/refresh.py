@@ -221,7 +221,11 @@ def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.Dat
     cap = load_table("capture", results_dir)
     if cap is not None and len(cap):  # the window intervals, at this run's number of held-out windows
         n_windows = int(cap["n_test_rows"].min()) // CaptureConfig.seq_len
-        table = pd.concat([table, window_table(n_windows, reps=max(reps // 2, 50), seed=seed)], ignore_index=True)
+        swap = load_table("swap", results_dir)
+        swap_windows = (int(swap["n_test_tokens"].min()) // CaptureConfig.seq_len
+                        if swap is not None and len(swap) else None)  # fmt: skip
+        table = pd.concat([table, window_table(n_windows, reps=max(reps // 2, 50), seed=seed,
+                                               swap_windows=swap_windows)], ignore_index=True)  # fmt: skip
     return table
 
 
