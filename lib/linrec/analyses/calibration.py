@@ -239,7 +239,7 @@ def delta_ppl_coverage(n_windows: int = 32, tokens: int = 128, delta: float = 0.
         cost = delta + rng.standard_normal(n_windows) * 0.05
         base = tokens * (mu + hard) + rng.standard_normal(n_windows) * 2 * np.sqrt(tokens)
         other = base + tokens * cost + rng.standard_normal(n_windows) * 0.5 * np.sqrt(tokens)
-        lo, hi = delta_ppl_interval(base, other, tokens, n_boot=n_boot, seed=int(rng.integers(1 << 30)))
+        lo, hi = delta_ppl_interval(base, other, tokens)
         cover += lo <= truth <= hi
     return _row("ΔPPL of a swap (paired window interval)", f"ΔNLL {delta}/token", reps, n_windows, cover / reps)
 

@@ -132,7 +132,7 @@ def heal_study(study, ks: Sequence[int] = KS, steps: int = 50, lr: float = 1e-4,
         return float(np.exp(v.sum() / n_tokens))
 
     def diff(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
-        lo, hi = delta_ppl_interval(a, b, tpw, n_boot, seed)
+        lo, hi = delta_ppl_interval(a, b, tpw)
         return ppl(b) - ppl(a), lo, hi
 
     rows = []

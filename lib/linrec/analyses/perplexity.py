@@ -192,16 +192,15 @@ class PerplexityEvaluator:
         self.n_evaluations += 1
         return out
 
-    def delta(
-        self, swaps: Mapping[int, torch.nn.Module], n_boot: int = 2000, seed: int = 0, level: float = 0.95
-    ) -> DeltaPPL:
-        """PPL with `swaps` against the base, with a paired bootstrap interval of ΔPPL over windows
-        (`linrec.analyses.uncertainty.delta_ppl_interval`: base and swapped resampled on the same windows)."""
-        return self.delta_of(self.window_nll(swaps), n_boot, seed, level)
+    def delta(self, swaps: Mapping[int, torch.nn.Module], level: float = 0.95) -> DeltaPPL:
+        """PPL with `swaps` against the base, with a paired interval of ΔPPL over windows
+        (`linrec.analyses.uncertainty.delta_ppl_interval`: the same window left out of base and swapped)."""
+        return self.delta_of(self.window_nll(swaps), level)
 
-    def delta_of(self, window_nll: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> DeltaPPL:
+    def delta_of(self, window_nll: np.ndarray, level: float = 0.95) -> DeltaPPL:
         """`delta` for per-window NLLs already computed on these windows."""
-        lo, hi = delta_ppl_interval(self.base_window_nll, window_nll, self.tokens_per_window, n_boot, seed, level)
+        lo, hi = (delta_ppl_interval(self.base_window_nll, window_nll, self.tokens_per_window, level)
+                  if len(window_nll) > 1 else (math.nan, math.nan))  # fmt: skip  # one window: no interval
         return DeltaPPL(self.base_ppl, math.exp(float(window_nll.sum()) / self.n_tokens), lo, hi)
 
     @torch.no_grad()

@@ -280,7 +280,7 @@ def monotonicity(shares, nlls: np.ndarray, tokens_per_window: int, n_boot: int =
     n_tokens = nlls.shape[1] * tokens_per_window
     ppl = np.exp(nlls.sum(axis=1) / n_tokens)
     steps = np.diff(ppl)
-    beyond = sum(delta_ppl_interval(nlls[i], nlls[i + 1], tokens_per_window, n_boot, seed)[1] < 0
+    beyond = sum(delta_ppl_interval(nlls[i], nlls[i + 1], tokens_per_window)[1] < 0
                  for i in range(len(steps)) if steps[i] < 0)  # fmt: skip
     return {"n_steps": len(steps), "n_drops": int((steps < 0).sum()), "n_drops_beyond_noise": int(beyond),
             "max_drop": float(max(0.0, -steps.min())) if len(steps) else 0.0,
@@ -355,7 +355,7 @@ def route_block(heldout, block: int, gate: Gate, shares=SHARES, n_boot: int = 20
     rows, nlls = [], []
     for share in shares:
         nll, realised = routed_nll(heldout, block, gate, share)
-        d = ev.delta_of(nll, n_boot, seed)
+        d = ev.delta_of(nll)
         nlls.append(nll)
         if keep is not None:
             keep[share] = nll

@@ -291,9 +291,7 @@ class Screening:
         It runs the swapped model: the target measured on other windows, used to choose, never to report."""
         if block not in self._alone:
             t0 = time.perf_counter()
-            d: DeltaPPL = self.evaluator.delta(
-                {block: self.screening_module(block)}, n_boot=self.n_boot, seed=self.seed
-            )
+            d: DeltaPPL = self.evaluator.delta({block: self.screening_module(block)})
             self.clock.add("screening: blocks alone", time.perf_counter() - t0, 1)
             self._alone[block] = d.delta
         return self._alone[block]

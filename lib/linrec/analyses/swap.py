@@ -199,7 +199,7 @@ class HeldOutSwaps:
 
     def test_delta(self, spec: Sequence[tuple[int, int | None, str]], step: str) -> DeltaPPL:
         """`test_nll` as a ΔPPL with its paired bootstrap interval."""
-        return self.evaluator.delta_of(self.test_nll(spec, step), self.n_boot, self.seed)
+        return self.evaluator.delta_of(self.test_nll(spec, step))
 
     def table(
         self,
@@ -231,7 +231,7 @@ class HeldOutSwaps:
             s = self.score(i, first=f)
             m = self.module(i, first=f)
             nll = self.test_nll([(i, None, f)], f"test: blocks alone ({f})")
-            d = ev.delta_of(nll, self.n_boot, self.seed)
+            d = ev.delta_of(nll)
             affine = m.affine if isinstance(m, FirstPositionSwap) else m
             row = {
                 "model": self.capture.model_label,
@@ -254,7 +254,7 @@ class HeldOutSwaps:
             if f == "map":
                 map_nll[i] = nll
             elif i in map_nll:
-                lo, hi = delta_ppl_interval(map_nll[i], nll, ev.tokens_per_window, self.n_boot, self.seed)
+                lo, hi = delta_ppl_interval(map_nll[i], nll, ev.tokens_per_window)
                 ppl_map = float(np.exp(map_nll[i].sum() / ev.n_tokens))
                 row.update(vs_map=d.ppl - ppl_map, vs_map_lo=lo, vs_map_hi=hi)
             row["n_test_tokens"] = ev.n_tokens

@@ -374,8 +374,8 @@ def split_study(study, result, shares=(0.5,), n_boot: int = 2000, seed: int = 0)
                                           means, part, holder)  # fmt: skip
                         nll[part] = heldout.timed(lambda m=m, b=block: ev.window_nll({b: m}), "test: routed by part")
                         realised[part] = m.share
-                    d = ev.delta_of(nll[part], n_boot, seed)
-                    lo, hi = delta_ppl_interval(nll["full"], nll[part], ev.tokens_per_window, n_boot, seed)
+                    d = ev.delta_of(nll[part])
+                    lo, hi = delta_ppl_interval(nll["full"], nll[part], ev.tokens_per_window)
                     ppl_full = float(np.exp(nll["full"].sum() / ev.n_tokens))
                     ppl_rows.append({"model": label, "block": block, "part": part, "share": share,
                                      "share_heldout": realised[part], "ppl": d.ppl, "delta_ppl": d.delta,

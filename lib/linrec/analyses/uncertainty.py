@@ -6,7 +6,7 @@ correlation n points would have detected); `profile_agreement` compares the per-
 profiles of one model across corpora (correlations, largest difference, disjoint intervals).
 The bootstrap of one R²_lin over held-out windows is `linrec.stats.heldout.bootstrap_r2`.
 
-`delta_ppl_interval` is the paired bootstrap of a change in perplexity over windows;
+`delta_ppl_interval` is the paired jackknife interval of a change in perplexity over windows;
 `spearman_with_ci` and `partial_spearman` are the rank statistics of the swap study's
 predictors (ρ with ΔPPL across blocks, and ρ with depth partialled out), with percentile
 bootstrap intervals over blocks.
@@ -134,33 +134,34 @@ def detectable_correlation(n: int, level: float = 0.95, power: float = 0.8) -> f
 
 
 # ---- a change in perplexity ---------------------------------------------------------------
-def delta_ppl_interval(
-    base: np.ndarray,
-    other: np.ndarray,
-    tokens_per_window: int,
-    n_boot: int = 2000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> tuple[float, float]:
-    """Percentile interval of PPL(other) − PPL(base) from a paired bootstrap over windows.
+def delta_ppl_interval(base: np.ndarray, other: np.ndarray, tokens_per_window: int,
+                       level: float = 0.95) -> tuple[float, float]:  # fmt: skip
+    """Interval of PPL(other) − PPL(base) over windows, paired: the leave-one-window-out jackknife with a t quantile
+    (`linrec.stats.jackknife.interval`).
 
-    `base`, `other`: Σ next-token NLL of each window [n_windows] under the two models (every
-    window has `tokens_per_window` predicted tokens). Each resample draws n windows with
-    replacement, *the same ones for both models*, and recomputes both perplexities
-    exp(Σ NLL / tokens): the interval keeps the windows' shared difficulty out of the
-    difference, which is what makes a +0.3 change on 4k tokens resolvable at all.
+    `base`, `other`: Σ next-token NLL of each window [n_windows] under the two models (every window has
+    `tokens_per_window` predicted tokens). Each replicate leaves *the same window* out of both perplexities
+    exp(Σ NLL / tokens): the interval keeps the windows' shared difficulty out of the difference, which is what makes
+    a +0.3 change on 4k tokens resolvable at all. The percentile paired bootstrap used before covered a planted
+    change in 0.88–0.90 of data sets at 12 windows (the default swap study's), this in 0.94–0.95
+    (`linrec.analyses.calibration.delta_ppl_coverage`); at 32 windows both cover 0.94–0.96. Deterministic: a rerun
+    writes the same interval.
     """
+    from linrec.stats.jackknife import interval
+
     base, other = np.asarray(base, dtype=np.float64), np.asarray(other, dtype=np.float64)
     if base.shape != other.shape or base.ndim != 1 or len(base) == 0:
         raise LinrecError(f"need per-window NLLs of the same windows, got shapes {base.shape} and {other.shape}")
-    if not 0 < level < 1 or n_boot < 1:
-        raise LinrecError(f"need 0 < level < 1 and n_boot ≥ 1, got level={level}, n_boot={n_boot}")
-    n = len(base)
-    counts = np.random.default_rng([seed, 17]).multinomial(n, np.full(n, 1.0 / n), size=n_boot)  # [n_boot, n]
-    scale = 1.0 / (n * tokens_per_window)
-    delta = np.exp(counts @ other * scale) - np.exp(counts @ base * scale)
-    alpha = (1.0 - level) / 2
-    lo, hi = np.quantile(delta, [alpha, 1.0 - alpha])
+    if not 0 < level < 1:
+        raise LinrecError(f"need 0 < level < 1, got level={level}")
+    if len(base) < 2:
+        raise LinrecError("a change in perplexity needs at least 2 held-out windows for its interval; use more tokens")
+
+    def delta(counts: np.ndarray) -> np.ndarray:
+        n_tokens = counts.sum(axis=1) * tokens_per_window
+        return np.exp(counts @ other / n_tokens) - np.exp(counts @ base / n_tokens)
+
+    _, lo, hi = interval(delta, len(base), level)
     return float(lo), float(hi)
 
 
