@@ -6,7 +6,8 @@ The package's folders are its layers, lowest first; a module imports only from i
     base/      errors · files (manifests, atomic writes) · cache (get-or-compute, list, prune) · threads · progress
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
                · jackknife (intervals over held-out windows)
-    inputs/    sites (where each FFN is) · corpora · fetching · hf · models (load any model) · surgery · training
+    inputs/    sites (where each FFN is) · corpora · fetching · hf · source (how a model is given, parsed once)
+               · models (load any model) · surgery · training
                · layouts (the decoders trained here: GPT-2, Pythia, llama rows)
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)

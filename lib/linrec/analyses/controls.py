@@ -32,7 +32,6 @@ import torch
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import one_thread
-from linrec.inputs.sites import find_ffn_sites
 from linrec.stats.ceiling import factor_gram, fit_affine, score
 from linrec.stats.heldout import HeldOut
 from linrec.stats.moments import Moments
@@ -158,7 +157,7 @@ def input_controls(
     other controls (`MapScores`).
     """
     scores = MapScores() if scores is None else scores
-    sites = find_ffn_sites(loaded.model)
+    sites = loaded.sites
     if len(sites) != capture.n_blocks:
         raise LinrecError(
             f"the capture has {capture.n_blocks} blocks but the model has {len(sites)}; pass the capture of this model"
@@ -207,7 +206,7 @@ def cross_feed(
     B's input statistics (`recolour`), beside B's FFN on B's own inputs. Any two models of equal width.
     `scores` shares FFN-on-rows results with the other controls (`MapScores`)."""
     scores = MapScores() if scores is None else scores
-    sites = find_ffn_sites(loaded_b.model)
+    sites = loaded_b.sites
     if len(sites) != capture_b.n_blocks:
         raise LinrecError(
             f"capture B has {capture_b.n_blocks} blocks but model B has {len(sites)}; pass model B's own capture"

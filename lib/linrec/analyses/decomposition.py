@@ -17,7 +17,6 @@ import torch
 from linrec.analyses.controls import MapScores, SharedRows, shuffled_weights, split_windows
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
-from linrec.inputs.sites import find_ffn_sites
 from linrec.stats.heldout import HeldOut, r2_of_counts
 
 
@@ -171,7 +170,7 @@ def inputs_or_weights(
     trained entry is the trained FFN on its own rows, which `input_controls` also scores: pass the same `scores`
     (`MapScores`) and it runs once."""
     scores = MapScores() if scores is None else scores
-    sites = find_ffn_sites(loaded.model)
+    sites = loaded.sites
     if len(sites) != capture.n_blocks:
         raise LinrecError(
             f"the capture has {capture.n_blocks} blocks but the model has {len(sites)}; pass the capture of this model"

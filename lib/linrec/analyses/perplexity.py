@@ -36,7 +36,7 @@ import torch
 from linrec.analyses.uncertainty import delta_ppl_interval
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
-from linrec.inputs.sites import find_ffn_sites
+from linrec.inputs.sites import FfnSite, find_ffn_sites
 from linrec.inputs.surgery import swapped
 
 log = logging.getLogger(__name__)
@@ -132,13 +132,14 @@ class PerplexityEvaluator:
         max_cache_bytes: int = 4 << 30,
         progress: bool = False,
         desc: str = "base",
+        sites: list[FfnSite] | None = None,
     ):
         if ids.ndim != 2 or len(ids) == 0 or ids.shape[1] < 2:
             raise LinrecError(
                 f"perplexity needs at least one window of at least 2 tokens, got windows of shape {tuple(ids.shape)}"
             )
         self.model = model
-        self.sites = find_ffn_sites(model)
+        self.sites = find_ffn_sites(model) if sites is None else sites  # `LoadedModel.sites`, where the caller has them
         self.blocks = [s.block for s in self.sites]
         self.device = next(model.parameters()).device
         self.batches = [ids[i : i + batch_size] for i in range(0, len(ids), batch_size)]
@@ -207,7 +208,7 @@ class PerplexityEvaluator:
     def logits(self, swaps: Mapping[int, torch.nn.Module] | None = None, batch: int = 0) -> torch.Tensor:
         """Logits of batch `batch` with `swaps` in place, by the same path `ppl` takes."""
         rows = self.batches[batch].numel()
-        with swapped(self.model, swaps or {}), reused_logits(self.model, rows):
+        with swapped(self.model, swaps or {}, self.sites), reused_logits(self.model, rows):
             return self._forward(batch, self._start(swaps or {})).clone()
 
     def _start(self, swaps) -> int:
@@ -230,7 +231,7 @@ class PerplexityEvaluator:
             handles = [blk.register_forward_hook(keep(i)) for i, blk in enumerate(self.blocks)]
         rows = max(len(b) for b in self.batches) * self.batches[0].shape[1]
         try:
-            with swapped(self.model, swaps), reused_logits(self.model, rows):
+            with swapped(self.model, swaps, self.sites), reused_logits(self.model, rows):
                 start = self._start(swaps)
                 for b, ids in enumerate(
                     progress_bar(self.batches, desc=desc, unit="batch", disable=not progress, leave=False)

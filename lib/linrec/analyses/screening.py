@@ -22,7 +22,8 @@ from linrec.analyses.perplexity import DeltaPPL, PerplexityEvaluator
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
 from linrec.inputs.corpora import Windows
-from linrec.inputs.sites import StopForward, ffn_hooks, find_ffn_sites, run_until_stop
+from linrec.inputs.hf import LoadedModel
+from linrec.inputs.sites import FfnSite, StopForward, ffn_hooks, find_ffn_sites, run_until_stop
 from linrec.inputs.surgery import AffineFFN, count_params
 from linrec.stats.ceiling import AffineFit, fit_affine, score
 from linrec.stats.moments import Moments, output_sum_squares, remove_rows
@@ -88,10 +89,13 @@ class BlockRows:
 
 
 @torch.no_grad()
-def block_rows(model: torch.nn.Module, ids: torch.Tensor, batch_size: int = 8) -> list[BlockRows]:
+def block_rows(
+    model: torch.nn.Module, ids: torch.Tensor, batch_size: int = 8, sites: list[FfnSite] | None = None
+) -> list[BlockRows]:
     """Each FFN block's input, output and outgoing residual stream on the windows `ids` [n, T], in one hooked
-    pass that stops after the last block (no LM head). Meant for a few windows: every row is kept."""
-    sites = find_ffn_sites(model)
+    pass that stops after the last block (no LM head). Meant for a few windows: every row is kept. `sites`: the
+    model's FFN sites, where the caller has them (`LoadedModel.sites`)."""
+    sites = find_ffn_sites(model) if sites is None else sites
     parts: dict[str, list[list[torch.Tensor]]] = {k: [[] for _ in sites] for k in ("x", "y", "resid")}
     last = sites[-1].index
 
@@ -239,11 +243,11 @@ class Screening:
     ([block] → Moments; `train_first`: the same at each window's first position). Built without the held-out windows.
     """
 
-    def __init__(self, model: torch.nn.Module, train: Sequence[Moments], ids: torch.Tensor, *,
+    def __init__(self, loaded: LoadedModel, train: Sequence[Moments], ids: torch.Tensor, *,
                  train_first: Sequence[Moments] | None = None, label: str = "", name: str = "",
                  batch_size: int = 8, n_boot: int = 2000, seed: int = 0, progress: bool = True,
                  clock: Clock | None = None):  # fmt: skip
-        self.model, self.sites, self.train, self.train_first = model, find_ffn_sites(model), list(train), train_first
+        self.model, self.sites, self.train, self.train_first = loaded.model, loaded.sites, list(train), train_first
         self.ids, self.label, self.name = ids, label, name
         self.batch_size, self.n_boot, self.seed, self.progress = batch_size, n_boot, seed, progress
         self.clock = clock or Clock()
@@ -262,7 +266,9 @@ class Screening:
         """Perplexity on the screening windows (choices only)."""
         if self._evaluator is None:
             t0 = time.perf_counter()
-            self._evaluator = PerplexityEvaluator(self.model, self.ids, self.batch_size, desc="base ppl (screening)")
+            self._evaluator = PerplexityEvaluator(
+                self.model, self.ids, self.batch_size, desc="base ppl (screening)", sites=self.sites
+            )
             self.clock.add("screening: base run", time.perf_counter() - t0, 1)
         return self._evaluator
 
@@ -271,7 +277,7 @@ class Screening:
         """Every block's rows on the screening windows (one hooked pass, no LM head)."""
         if self._rows is None:
             t0 = time.perf_counter()
-            self._rows = block_rows(self.model, self.ids, self.batch_size)
+            self._rows = block_rows(self.model, self.ids, self.batch_size, self.sites)
             self.clock.add("screening: rows", time.perf_counter() - t0)
         return self._rows
 

@@ -52,7 +52,7 @@ from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
 from linrec.inputs.corpora import Windows, load_windows
 from linrec.inputs.hf import LoadedModel
-from linrec.inputs.sites import find_ffn_sites
+from linrec.inputs.source import ModelSource
 from linrec.inputs.surgery import FIRST_MODES, AffineFFN, FirstPositionSwap, count_params, save_swapped
 from linrec.stats.ceiling import AffineFit, LowRankFit, Score, fit_affine, output_directions, reduce_rank, score
 from linrec.stats.moments import Moments
@@ -103,7 +103,7 @@ class HeldOutSwaps:
     def __init__(self, capture, loaded: LoadedModel, report_ids: torch.Tensor, *, batch_size: int = 8,
                  n_boot: int = 2000, seed: int = 0, progress: bool = True, clock: Clock | None = None):  # fmt: skip
         self.capture, self.loaded, self.model = capture, loaded, loaded.model
-        self.sites, self.report_ids = find_ffn_sites(self.model), report_ids
+        self.sites, self.report_ids = loaded.sites, report_ids
         self.batch_size, self.n_boot, self.seed, self.progress = batch_size, n_boot, seed, progress
         self.clock = clock or Clock()
         self._dirs: dict[int, tuple] = {}
@@ -174,7 +174,12 @@ class HeldOutSwaps:
         if self._evaluator is None:
             t0 = time.perf_counter()
             self._evaluator = PerplexityEvaluator(
-                self.model, self.report_ids, self.batch_size, progress=self.progress, desc="base ppl (test)"
+                self.model,
+                self.report_ids,
+                self.batch_size,
+                progress=self.progress,
+                desc="base ppl (test)",
+                sites=self.sites,
             )
             self.clock.add("test: base run", time.perf_counter() - t0, 1)
         return self._evaluator
@@ -315,7 +320,7 @@ class HeldOutSwaps:
             "base_identity": self.loaded.identity,
             "capture": asdict(self.capture.config),
         }
-        return save_swapped(self.model, self.loaded.tokenizer, mods, directory, info)
+        return save_swapped(self.model, self.loaded.tokenizer, mods, directory, info, self.sites)
 
 
 # ---- one model, one capture: the study a notebook or the CLI runs ----------------------------------------
@@ -343,7 +348,7 @@ class SwapStudy:
                 "load the model the capture was made from"
             )
         self.capture, self.loaded = capture, loaded
-        n_sites = len(find_ffn_sites(loaded.model))
+        n_sites = len(loaded.sites)
         if n_sites != capture.n_blocks:
             raise LinrecError(
                 f"the capture has {capture.n_blocks} blocks, the model {n_sites}; "
@@ -356,7 +361,7 @@ class SwapStudy:
         self.clock = Clock()
         common = dict(batch_size=batch_size, n_boot=n_boot, seed=seed, progress=progress, clock=self.clock)
         first = capture.first["train"] if capture.first is not None else None
-        self.screening = Screening(loaded.model, capture.stats["train"], screening_ids(self.windows, screening_windows,
+        self.screening = Screening(loaded, capture.stats["train"], screening_ids(self.windows, screening_windows,
                                    seed), train_first=first, label=capture.model_label, name=loaded.name,
                                    **common)  # fmt: skip
         self.heldout = HeldOutSwaps(capture, loaded, report_ids(self.windows, test_windows, seed), **common)
@@ -460,8 +465,9 @@ def run_model(
     from linrec.inputs.surgery import load_swapped
     from linrec.measure.capture import get_capture
 
-    capture = get_capture(model, **capture_kw)
-    loaded = load_model(model, device=device)
+    source = ModelSource.parse(model)  # once: the capture's key and the load read it
+    capture = get_capture(source, **capture_kw)
+    loaded = load_model(source, device=device)
     study = SwapStudy(capture, loaded, batch_size=batch_size, screening_windows=screening_windows, seed=seed,
                       n_boot=n_boot, test_windows=test_windows)  # fmt: skip
     values = study.screening.predictors()
@@ -494,7 +500,9 @@ def run_model(
     try:
         out = study.heldout.save(Path(save_dir or scratch) / model.replace("/", "--"), chosen)
         reloaded = load_swapped(out, device=device, tokenizer=False)  # the check feeds token ids: no tokenizer
-        ppl_reloaded = PerplexityEvaluator(reloaded.model, study.screening.ids, batch_size, reuse_prefix=False)
+        ppl_reloaded = PerplexityEvaluator(
+            reloaded.model, study.screening.ids, batch_size, reuse_prefix=False, sites=reloaded.sites
+        )
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -525,8 +533,9 @@ def heal_run(run, capture_kw: dict, screening_windows: int = 2, test_windows: in
     from linrec.measure.capture import get_capture
 
     kw = {"sample_rows": 0, "seed": seed, "batch_size": batch_size, "device": device, **capture_kw, "progress": False}
-    capture = get_capture(str(run.final), run.measure_corpus, **kw)
-    loaded = load_model(str(run.final), device=device)
+    source = ModelSource.parse(str(run.final))
+    capture = get_capture(source, run.measure_corpus, **kw)
+    loaded = load_model(source, device=device)
     study = SwapStudy(capture, loaded, batch_size=batch_size, progress=False, screening_windows=screening_windows,
                       seed=seed, n_boot=n_boot, test_windows=test_windows)  # fmt: skip
     from linrec.base.threads import one_thread

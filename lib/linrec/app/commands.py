@@ -23,17 +23,19 @@ SHOWN = {  # the columns each subcommand prints (its --out CSV holds every colum
 }
 
 
-def _capture(args, loaded=None, rows: bool = False):
-    """The capture the measuring subcommands share (from the cache when it is there); `loaded` reuses a loaded model.
-    `rows`: the command reads the row sample (probe, swap --route); with --no-cache a command that does not is
-    captured without one (nothing outlives the command, so the rows would be written for nothing)."""
+def _capture(args, source, loaded=None, rows: bool = False):
+    """The capture the measuring subcommands share (from the cache when it is there) of `source` (`--model`, parsed
+    by `_preflight`); `loaded` reuses a loaded model. `rows`: the command reads the row sample (probe, swap --route);
+    with --no-cache a command that does not is captured without one (nothing outlives the command, so the rows would
+    be written for nothing)."""
     from dataclasses import asdict
 
     from linrec.measure.capture import get_capture
 
     settings = asdict(_config(args, rows))
+    settings.pop("model")
     return get_capture(
-        settings.pop("model"),
+        source,
         settings.pop("corpus"),
         **settings,
         batch_size=args.batch_size,
@@ -57,15 +59,15 @@ def _check_out(out: str | None) -> None:
     check_writable_dir(path.resolve().parent, "the directory of --out", "choose another --out")
 
 
-def _preflight(args) -> None:
+def _preflight(args):
     """What the capturing subcommands check before loading a model or reading the cache: the device, the output
-    paths, the capture's settings, the corpus, and — from the model's config alone, where it can be read without
-    the weights (`linrec.inputs.models.model_shape`) — the window length against its context, `--blocks` against its
-    block
-    count and `--rank` against its width."""
+    paths, the capture's settings, the corpus, `--model` (parsed here, once: the `linrec.inputs.source.ModelSource`
+    returned, which the command hands on) and — from the model's config alone, where it can be read without the
+    weights (`ModelSource.shape`) — the window length against its context, `--blocks` against its block count and
+    `--rank` against its width."""
     from linrec.inputs.corpora import check_corpus
     from linrec.inputs.hf import check_device, context_error
-    from linrec.inputs.models import model_shape
+    from linrec.inputs.source import ModelSource
     from linrec.stats.distributed import init_from_env
 
     args.device = check_device(init_from_env(args.device))  # under torchrun: this rank's device
@@ -87,12 +89,13 @@ def _preflight(args) -> None:
         CaptureConfig(args.model, args.corpus, args.seq_len, args.tokens, args.seed).validate()
         _check_windows(args)
     check_corpus(args.corpus)
+    source = ModelSource.parse(args.model)
     if hasattr(args, "tokens"):
-        _check_cache(args)
-    shape = model_shape(args.model)
+        _check_cache(args, source)
+    shape = source.shape()
     _check_rows(args, None if shape is None else shape.d_model)
     if shape is None:
-        return  # checked after the load, by the same rules
+        return source  # checked after the load, by the same rules
     err = context_error(args.model, args.seq_len, shape.context)
     if err is not None:
         raise err
@@ -102,6 +105,7 @@ def _preflight(args) -> None:
         from linrec.analyses.probe import check_rank
 
         check_rank(args.rank, shape.d_model, shape.d_model, args.sample_rows)  # as probe_table: rows of both splits
+    return source
 
 
 def _needs_rows(args) -> str | None:
@@ -153,9 +157,9 @@ def _check_windows(args) -> None:
         )
 
 
-def _check_cache(args) -> None:
+def _check_cache(args, source) -> None:
     """Before the load: a cache that cannot take the capture's entry is refused, unless the entry is already there
-    (a read-only cache still serves what it holds) or --no-cache reads and writes nothing."""
+    (a read-only cache still serves what it holds) or --no-cache reads and writes nothing. `source`: --model, parsed."""
     if args.no_cache:
         return
     from linrec.base.cache import entry_path, writable
@@ -164,7 +168,7 @@ def _check_cache(args) -> None:
         writable("capture")
     except LinrecError:
         config = _config(args, rows=_needs_rows(args) is not None)
-        if not entry_path("capture", args.model, config.key()).is_dir():
+        if not entry_path("capture", args.model, config.key(source)).is_dir():
             raise
 
 
@@ -200,8 +204,7 @@ def _emit(table, cols: list[str], out: str | None) -> None:
 def cmd_measure(args) -> None:
     from linrec.analyses.recoverability import ceiling_table
 
-    _preflight(args)
-    table = ceiling_table(_capture(args))
+    table = ceiling_table(_capture(args, _preflight(args)))
     _emit(table, SHOWN["measure"], args.out)
 
 
@@ -209,9 +212,8 @@ def cmd_curve(args) -> None:
     from linrec.analyses.large_n import curve_summary
     from linrec.measure.curves import CURVE_TOKENS, CurveConfig, get_curve
 
-    _preflight(args)
     curve = get_curve(
-        args.model,
+        _preflight(args),
         corpus=args.corpus,
         seq_len=args.seq_len,
         train_tokens=args.train_tokens or CURVE_TOKENS,
@@ -227,16 +229,14 @@ def cmd_curve(args) -> None:
 def cmd_probe(args) -> None:
     from linrec.analyses.probe import probe_table
 
-    _preflight(args)
-    table = probe_table(_capture(args, rows=True), rank=args.rank, seed=args.seed)
+    table = probe_table(_capture(args, _preflight(args), rows=True), rank=args.rank, seed=args.seed)
     _emit(table, SHOWN["probe"], args.out)
 
 
 def cmd_spectrum(args) -> None:
     from linrec.analyses.spectrum import spectrum_table
 
-    _preflight(args)
-    table = spectrum_table(_capture(args))
+    table = spectrum_table(_capture(args, _preflight(args)))
     _emit(table, SHOWN["spectrum"], args.out)
 
 
@@ -276,19 +276,17 @@ def cmd_swap(args) -> None:
             f"--first {args.first} swaps are for evaluation only (under KV-cached generation a module cannot tell "
             "position 0 apart); save with --first map"
         )
-    _preflight(args)
+    source = _preflight(args)  # --model parsed, once: the load and the capture's key read it
     from linrec.inputs.hf import model_dtype
 
-    loaded = load_model(args.model, device=args.device, dtype=model_dtype(args.dtype))
+    loaded = load_model(source, device=args.device, dtype=model_dtype(args.dtype))
     if not loaded.is_causal:
         raise LinrecError(
             f"{args.model} is an encoder ({loaded.model_type}): no LM head, so no perplexity for a swap to change; "
             "measure it with linrec measure, probe or spectrum"
         )
-    from linrec.inputs.sites import find_ffn_sites
-
-    blocks = _block_list(args.blocks, len(find_ffn_sites(loaded.model)))  # before the capture: a config unread above
-    capture = _capture(args, loaded, rows=args.route is not None)
+    blocks = _block_list(args.blocks, len(loaded.sites))  # before the capture: a config unread above
+    capture = _capture(args, source, loaded, rows=args.route is not None)
     study = SwapStudy(
         capture,
         loaded,

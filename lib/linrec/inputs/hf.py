@@ -1,5 +1,5 @@
-"""Hugging Face glue shared by every loader: the `LoadedModel` record, tokenizers, quiet loading,
-device and context checks."""
+"""Hugging Face glue shared by every loader: the `LoadedModel` record (with its FFN sites, found once), tokenizers,
+quiet loading, device and context checks."""
 
 from __future__ import annotations
 
@@ -12,20 +12,37 @@ from pathlib import Path
 import torch
 
 from linrec.base.errors import LinrecError
+from linrec.inputs.sites import FfnSite, find_ffn_sites
 
 ENCODER_TYPES = ("bert",)
 
 
 @dataclass
 class LoadedModel:
-    """A frozen model with what the rest of linrec needs to know about it."""
+    """A frozen model with what the rest of linrec needs to know about it, its FFN sites included (`sites`)."""
 
     model: torch.nn.Module
     tokenizer: object
     name: str  # what the user asked for
     identity: str  # what determines the weights (for cache keys)
-    source: str  # "offline", "gguf", "local" or "hub"
+    source: str  # how it was read: "offline", "gguf", "local", "hub", "swapped" or "random-init"
     notes: list[str] = field(default_factory=list)
+    _sites: tuple[torch.nn.Module, list[FfnSite]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def sites(self) -> list[FfnSite]:
+        """Every block's FFN site (`linrec.inputs.sites.find_ffn_sites`), found once, on first use, and handed to
+        every stage that hooks or swaps the model. They hold the model's own modules: a swap installed for a while
+        (`linrec.inputs.surgery.swapped`) leaves them as they are; a `model` replaced by another object is looked at
+        afresh."""
+        if self._sites is None or self._sites[0] is not self.model:
+            self._sites = (self.model, find_ffn_sites(self.model))
+        return self._sites[1]
+
+    @sites.setter
+    def sites(self, sites: list[FfnSite]) -> None:
+        """For a loader that already knows them (the first blocks of a model, a swapped save)."""
+        self._sites = (self.model, list(sites))
 
     @property
     def model_type(self) -> str:

@@ -152,12 +152,12 @@ def find_ffn_sites(model: torch.nn.Module) -> list[FfnSite]:
     return sites
 
 
-def keep_first_blocks(model: torch.nn.Module, n: int) -> int:
+def keep_first_blocks(model: torch.nn.Module, n: int, sites: list[FfnSite] | None = None) -> int:
     """Cut `model` to its first `n` blocks, in place: embeddings, blocks 0 … n − 1, then the model's own final norm
     and head, with the config's layer count (and per-layer types, Gemma-3) cut to match, so every forward, save and
-    reload sees an n-block model. Returns the original number of blocks."""
-    sites = find_ffn_sites(model)
-    total = len(sites)
+    reload sees an n-block model. Returns the original number of blocks. `sites`: the model's FFN sites, where the
+    caller has them (the cut model's are their first `n`)."""
+    total = len(find_ffn_sites(model) if sites is None else sites)
     if not 1 <= n <= total:
         raise LinrecError(f"first:{n}: the model has {total} blocks; ask for 1 … {total}")
     spec = FFN_SITES[model.config.model_type]

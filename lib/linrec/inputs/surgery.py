@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,7 +64,7 @@ from linrec.base.files import (
     verify_manifest,
 )
 from linrec.inputs.hf import LoadedModel, load_tokenizer, quiet_transformers
-from linrec.inputs.sites import find_ffn_sites
+from linrec.inputs.sites import FfnSite, find_ffn_sites
 from linrec.stats.ceiling import LowRankFit
 
 if TYPE_CHECKING:
@@ -188,18 +189,26 @@ def set_submodule(model: torch.nn.Module, path: str, module: torch.nn.Module) ->
     setattr(model.get_submodule(parent) if parent else model, name, module)
 
 
+def installed(model: torch.nn.Module, site: FfnSite) -> torch.nn.Module:
+    """The module at `site`'s FFN path in `model` now: its FFN, or what a swap put there since the site was found."""
+    if site.ffn_in is not site.ffn_out:
+        return site.module  # an FFN that spans two modules: its one-line error
+    return model.get_submodule(site.path)
+
+
 @contextlib.contextmanager
-def swapped(model: torch.nn.Module, swaps: Mapping[int, torch.nn.Module]):
+def swapped(model: torch.nn.Module, swaps: Mapping[int, torch.nn.Module], sites: list[FfnSite] | None = None):
     """Within the block, FFN block i of `model` is `swaps[i]`;
-    the originals are put back on exit, exceptions included."""
-    sites = find_ffn_sites(model)
+    the originals (what each path held on entry) are put back on exit, exceptions included. `sites`: the model's
+    FFN sites, where the caller has them (`LoadedModel.sites`)."""
+    sites = find_ffn_sites(model) if sites is None else sites
     bad = [i for i in swaps if not 0 <= i < len(sites)]
     if bad:
         raise LinrecError(f"blocks {bad} do not exist; this model has blocks 0..{len(sites) - 1}")
     originals: list[tuple[str, torch.nn.Module]] = []
     try:
         for i, module in swaps.items():
-            original = sites[i].module
+            original = installed(model, sites[i])
             originals.append((sites[i].path, original))
             set_submodule(model, sites[i].path, module)
         yield model
@@ -216,13 +225,19 @@ def replaced_params(module: torch.nn.Module) -> int:
 
 
 def save_swapped(
-    model: torch.nn.Module, tokenizer, swaps: Mapping[int, AffineFFN], directory: str | Path, info: dict | None = None
+    model: torch.nn.Module,
+    tokenizer,
+    swaps: Mapping[int, AffineFFN],
+    directory: str | Path,
+    info: dict | None = None,
+    sites: list[FfnSite] | None = None,
 ) -> Path:
     """Write the model with `swaps` installed to `directory` (format: module docstring); returns the directory.
 
     Swaps compose: a model that already holds affine maps (one `load_swapped` read back) is saved with those maps and
     `swaps` on top, all of them in the record (a block in `swaps` that already holds a map gets the new one), so a
-    re-swapped save loads to the logits of the model it was written from."""
+    re-swapped save loads to the logits of the model it was written from. `sites`: the model's FFN sites, where the
+    caller has them (`LoadedModel.sites`)."""
     from safetensors.torch import save_model
 
     if not swaps:
@@ -236,11 +251,12 @@ def save_swapped(
     not_affine = [i for i, m in swaps.items() if not isinstance(m, AffineFFN)]
     if not_affine:
         raise LinrecError(f"blocks {not_affine}: only AffineFFN swaps can be saved; build them with AffineFFN.from_fit")
-    sites = find_ffn_sites(model)
+    sites = find_ffn_sites(model) if sites is None else sites
     bad = [i for i in swaps if not 0 <= i < len(sites)]
     if bad:
         raise LinrecError(f"blocks {bad} do not exist; this model has blocks 0..{len(sites) - 1}")
-    earlier = {i: s.module for i, s in enumerate(sites) if isinstance(s.module, AffineFFN) and i not in swaps}
+    now = [installed(model, s) for s in sites]
+    earlier = {i: m for i, m in enumerate(now) if isinstance(m, AffineFFN) and i not in swaps}
     entries = []
     for i in sorted({*swaps, *earlier}):
         m = swaps.get(i, earlier.get(i))
@@ -251,7 +267,7 @@ def save_swapped(
                 "d_in": m.d_in,
                 "d_out": m.d_out,
                 "rank": m.rank,
-                "params_ffn": replaced_params(sites[i].module),
+                "params_ffn": replaced_params(now[i]),
                 "params_linear": m.n_params,
             }
         )
@@ -267,7 +283,7 @@ def save_swapped(
     }
     directory = Path(directory)
     replace = check_save_target(directory)
-    with atomic_dir(directory, replace=replace) as tmp, swapped(model, swaps):
+    with atomic_dir(directory, replace=replace) as tmp, swapped(model, swaps, sites):
         model.config.save_pretrained(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
@@ -432,6 +448,7 @@ def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = T
         affine = AffineFFN(s["d_in"], s["d_out"], s["rank"], dtype)
         affine.params_replaced = s.get("params_ffn")
         set_submodule(model, s["path"], affine)
+        sites[i] = replace(sites[i], ffn_in=affine, ffn_out=affine)  # as `find_ffn_sites` would find it now
     try:
         load_model(model, str(directory / WEIGHTS_FILE), strict=True)
     except RuntimeError as err:
@@ -444,7 +461,7 @@ def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = T
     if tok is not None and getattr(tok, "pad_token", None) is None and getattr(tok, "eos_token", None) is not None:
         tok.pad_token = tok.eos_token
     blocks = [s["block"] for s in meta["swaps"]]
-    return LoadedModel(
+    loaded = LoadedModel(
         model=model,
         tokenizer=tok,
         name=str(directory),
@@ -452,3 +469,5 @@ def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = T
         source="swapped",
         notes=[f"FFN blocks {blocks} replaced by affine maps"],
     )
+    loaded.sites = sites
+    return loaded

@@ -50,16 +50,14 @@ import torch
 from linrec.base.cache import entry_path, get_or_compute
 from linrec.base.cache import read as read_entry_or_none
 from linrec.base.errors import LinrecError
-from linrec.base.files import (
-    unseal,
-    write_entry,
-)
+from linrec.base.files import unseal, write_entry
 from linrec.base.progress import bar as progress_bar
 from linrec.base.progress import write as progress_write
 from linrec.inputs.corpora import Windows, load_windows
 from linrec.inputs.hf import LoadedModel, check_context, check_device, input_device, model_dtype, no_tf32
 from linrec.inputs.models import load_model
-from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
+from linrec.inputs.sites import ffn_hooks, run_until_stop
+from linrec.inputs.source import ModelSource, as_source
 from linrec.measure.config import CAPTURE_VERSION, SETTINGS, SPLITS, CaptureConfig
 from linrec.measure.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
 from linrec.measure.reuse import larger_capture, notice_short, row_selection, say_cost, served
@@ -271,7 +269,7 @@ def _run_capture(
     blocks_per_pass: int | None = None,
 ) -> Capture:
     model = loaded.model
-    sites = find_ffn_sites(model)
+    sites = loaded.sites
     device = input_device(model)
     probed = probe_sites(loaded, sites, windows)
     dims = [d for d, _ in probed]
@@ -451,8 +449,9 @@ def _load(directory: Path, meta: dict, config: CaptureConfig) -> Capture:
     return Capture(config, meta, stats, directory, True, heldout, first, first_rows, rest)
 
 
-def get_capture(model: str, corpus: str = "wiki", **kwargs) -> Capture:
-    """The capture of `model` on `corpus`: from the cache if present and intact, else computed and cached.
+def get_capture(model: str | ModelSource, corpus: str = "wiki", **kwargs) -> Capture:
+    """The capture of `model` (a spec or a parsed `ModelSource`) on `corpus`: read from the cache if intact, else
+    computed and cached.
 
     `kwargs`: the capture's settings (`linrec.measure.config.CaptureConfig` fields: seq_len, tokens, seed, test_frac,
     sample_rows, product, dtype, sample, bos; each defaults to CaptureConfig's) and how to run it (`get_captures`'
@@ -463,7 +462,7 @@ def get_capture(model: str, corpus: str = "wiki", **kwargs) -> Capture:
 
 
 def get_captures(
-    model: str,
+    model: str | ModelSource,
     corpora: list[str],
     *,
     batch_size: int = 8,
@@ -497,11 +496,12 @@ def get_captures(
                 f"sample_rows gives no row count for corpora {missing}; add them (0 keeps statistics only)"
             )
     device = check_device(device)  # "auto" resolved here
+    source = as_source(model)  # parsed once: the keys and the load read it
     plan = {}  # every config validated before any work
     for c in corpora:
-        config = CaptureConfig(model, c, sample_rows=rows[c] if isinstance(rows, Mapping) else rows, **settings)
+        config = CaptureConfig(source.spec, c, sample_rows=rows[c] if isinstance(rows, Mapping) else rows, **settings)
         config.validate()
-        plan[c] = config, entry_path("capture", model, config.key())
+        plan[c] = config, entry_path("capture", source.spec, config.key(source))
     out: dict[str, Capture] = {}
     for corpus, (config, entry) in plan.items():
         load = partial(_load, config=config)
@@ -509,12 +509,12 @@ def get_captures(
         def compute(tmp: Path | None, config=config) -> Capture:
             nonlocal loaded
             if loaded is None:
-                loaded = load_model(model, device=device, dtype=model_dtype(config.dtype), device_map=device_map)
+                loaded = load_model(source, device=device, dtype=model_dtype(config.dtype), device_map=device_map)
             _check_dtype(loaded, config)
             return _compute(loaded, config, tmp, cache, batch_size, progress, blocks_per_pass)
 
         asked = {"config": asdict(config)}  # an entry made for another request is computed again
-        capture = _from_larger(model, config, entry) if cache and world()[1] == 1 else None
+        capture = _from_larger(source, config, entry) if cache and world()[1] == 1 else None
         if capture is None and cache and world()[0] > 0:  # under torchrun: rank 0 writes the entry, the others rows
             capture = read_entry_or_none(entry, CAPTURE_VERSION, load, asked) or compute(None)
         elif capture is None:
@@ -527,10 +527,10 @@ def get_captures(
     return out
 
 
-def _from_larger(model: str, config: CaptureConfig, entry: Path) -> Capture | None:
+def _from_larger(source: ModelSource, config: CaptureConfig, entry: Path) -> Capture | None:
     """The capture of `config` read from a cached one of the same settings that keeps more rows
     (`linrec.measure.reuse`); None where there is none (or `config`'s own entry is there)."""
-    larger = None if entry.exists() else larger_capture(model, config)
+    larger = None if entry.exists() else larger_capture(source.spec, config, source)
     if larger is None:
         return None
     big = read_entry_or_none(

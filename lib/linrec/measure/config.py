@@ -12,8 +12,12 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
 
 from linrec.base.errors import LinrecError
+
+if TYPE_CHECKING:
+    from linrec.inputs.source import ModelSource
 
 # bump when what a capture contains or means changes
 # (2: held-out per-window sums; 3: first-position moments; 4: sha256 of every file; 5: moment matrices stored as
@@ -67,17 +71,23 @@ class CaptureConfig:
             raise LinrecError(f"bos must be one of {', '.join(BOS_MODES)}, got '{self.bos}'")
         model_dtype(self.dtype)
 
-    def key(self) -> str:
+    def key(self, source: ModelSource | None = None) -> str:
+        """The cache key. `source`: `model` parsed (`linrec.inputs.source.ModelSource`), where the caller has it;
+        else it is parsed here."""
         from linrec.inputs.corpora import corpus_identity
-        from linrec.inputs.models import model_identity
+        from linrec.inputs.source import ModelSource
 
+        if source is None:
+            source = ModelSource.parse(self.model)
+        elif source.spec != self.model:
+            raise ValueError(f"the source of {source.spec!r} is not that of this config's model {self.model!r}")
         values = asdict(self)
         for name, value in KEY_AS_BEFORE.items():  # a field added later leaves the key as it was at this value
             if values[name] == value:
                 del values[name]
         ident = {
             **values,
-            "model": model_identity(self.model),
+            "model": source.identity(),
             "corpus": corpus_identity(self.corpus),
             "version": CAPTURE_VERSION,
         }

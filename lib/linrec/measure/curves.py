@@ -60,8 +60,9 @@ from linrec.base.files import (
 from linrec.base.progress import bar as progress_bar
 from linrec.inputs.corpora import corpus_identity, load_windows
 from linrec.inputs.hf import LoadedModel, check_context, no_tf32
-from linrec.inputs.models import load_model, model_identity
-from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
+from linrec.inputs.models import load_model
+from linrec.inputs.sites import ffn_hooks, run_until_stop
+from linrec.inputs.source import ModelSource, as_source
 from linrec.measure.config import CaptureConfig
 from linrec.measure.plan import site_dims
 from linrec.stats.ceiling import fit_affine, score
@@ -121,10 +122,14 @@ class CurveConfig:
     def total_tokens(self) -> int:
         return (int(self.windows_per_size[-1]) + self.n_test_windows) * self.seq_len
 
-    def key(self) -> str:
+    def key(self, source: ModelSource | None = None) -> str:
+        """The cache key. `source`: `model` parsed, where the caller has it; else it is parsed here."""
+        source = ModelSource.parse(self.model) if source is None else source
+        if source.spec != self.model:
+            raise ValueError(f"the source of {source.spec!r} is not that of this config's model {self.model!r}")
         ident = {
             **asdict(self),
-            "model": model_identity(self.model),
+            "model": source.identity(),
             "corpus": corpus_identity(self.corpus),
             "version": CURVE_VERSION,
         }
@@ -372,7 +377,7 @@ def run_curve(loaded: LoadedModel, config: CurveConfig, batch_size: int = 8, pro
     windows = load_windows(config.corpus, loaded.tokenizer, config.seq_len, config.total_tokens, 0, 0.5)
     n_windows = windows.ids.shape[0]
     model = loaded.model
-    sites = find_ffn_sites(model)
+    sites = loaded.sites
     device = next(model.parameters()).device
     kwargs = {"use_cache": False} if loaded.is_causal else {}
     acc = CurveAccumulator(site_dims(loaded, sites, windows), config, n_windows)
@@ -422,7 +427,7 @@ def _load(directory: Path, meta: dict, config: CurveConfig) -> Curve:
 
 
 def get_curve(
-    model: str,
+    model: str | ModelSource,
     *,
     batch_size: int = 8,
     device: str = "cpu",
@@ -431,14 +436,16 @@ def get_curve(
     progress: bool = True,
     **settings,
 ) -> Curve:
-    """The learning curve of `model`: from the cache if intact, else computed (and cached atomically). `settings`:
-    `CurveConfig` fields (corpus, seq_len, train_tokens, test_tokens, seeds, product), each defaulting to its own."""
-    config = CurveConfig(model, **settings)
+    """The learning curve of `model` (a spec, or one parsed already: `linrec.inputs.source.ModelSource`): from the
+    cache if intact, else computed (and cached atomically). `settings`: `CurveConfig` fields (corpus, seq_len,
+    train_tokens, test_tokens, seeds, product), each defaulting to its own."""
+    source = as_source(model)
+    config = CurveConfig(source.spec, **settings)
     config.validate()
-    entry = entry_path("curve", model, config.key())
+    entry = entry_path("curve", source.spec, config.key(source))
 
     def compute(tmp: Path | None) -> Curve:
-        curve = run_curve(loaded or load_model(model, device=device), config, batch_size, progress)
+        curve = run_curve(loaded or load_model(source, device=device), config, batch_size, progress)
         if tmp is not None:
             np.savez(tmp / "curve.npz", **curve.state())
             write_entry(tmp, curve.meta)

@@ -28,6 +28,7 @@ import numpy as np
 from linrec.base.cache import entry_path, folder
 from linrec.base.files import unseal
 from linrec.base.progress import notice
+from linrec.inputs.source import ModelSource
 from linrec.measure.config import CaptureConfig
 from linrec.stats.distributed import world
 
@@ -46,10 +47,13 @@ def row_selection(n_rows: int, k: int, seed: int) -> np.ndarray:
     return np.sort(rng.choice(n_rows, size=min(k, n_rows), replace=False))
 
 
-def larger_capture(model: str, config: CaptureConfig) -> tuple[Path, CaptureConfig, np.ndarray | None] | None:
+def larger_capture(
+    model: str, config: CaptureConfig, source: ModelSource | None = None
+) -> tuple[Path, CaptureConfig, np.ndarray | None] | None:
     """A cached capture of `model` with `config`'s settings but more stored rows whose row sample holds every row a
     capture of `config` would keep: (its entry, its config, the positions of those rows among its stored rows; None
-    when `config` keeps none); the one storing fewest rows where several do. None if there is none."""
+    when `config` keeps none); the one storing fewest rows where several do. None if there is none. `source`: `model`
+    parsed, where the caller has it (`CaptureConfig.key`)."""
     here = folder("capture")
     if not here.is_dir():
         return None
@@ -67,7 +71,7 @@ def larger_capture(model: str, config: CaptureConfig) -> tuple[Path, CaptureConf
         if stored <= config.sample_rows:
             continue
         theirs = replace(config, sample_rows=stored)
-        if entry_path("capture", model, theirs.key()) != entry:
+        if entry_path("capture", model, theirs.key(source)) != entry:
             continue  # other settings, another model's weights or another corpus
         found.append((stored, entry, theirs, windows * config.seq_len))
     for stored, entry, theirs, n_rows in sorted(found, key=lambda f: f[0]):
