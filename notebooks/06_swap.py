@@ -341,7 +341,7 @@ if heal_trained:
     options, names = {k: v for k, v in heal_trained.items() if k != "runs"}, heal_trained.get("runs")
     trained = [r for r in cached_runs(configs) if names is None or r.config.name in names]
     healed += [heal_run(r, {"seq_len": r.config.seq_len, "tokens": tp["train_measure_tokens"]}, batch_size=batch_size,
-                        device=device, seed=seed, n_boot=n_boot, **options) for r in trained]  # fmt: skip
+                        device=device, seed=seed, **options) for r in trained]  # fmt: skip
     if not trained:
         print("no cached run of params/training.yaml to heal: linrec figures --params params/training.yaml --only 08")
 heal_rows = heal_table(pd.concat(healed, ignore_index=True)) if healed else None

@@ -218,7 +218,7 @@ if profiles is not None:
 # %%
 if ran and train_pipeline:
     measured = measure_finals(trained, {c.name: captures[c.name][max(captures[c.name])] for c in configs},
-                              probe_rows=train_probe_rows, batch_size=batch_size, n_boot=n_boot, seed=seed,
+                              probe_rows=train_probe_rows, batch_size=batch_size, seed=seed,
                               device=device)  # fmt: skip
     save_table(block_table(measured, configs), "zoo_blocks", where)
     timing = noise_table(measured).assign(
@@ -303,8 +303,7 @@ if ran and train_swap and not train_pipeline:  # with the pipeline, the swap is 
         last = max(captures[c.name])
         loaded = load_model(str(trained[c.name].final))
         loaded.name = f"{c.name} step {last}"  # what the progress line calls it
-        study = SwapStudy(captures[c.name][last], loaded, batch_size=batch_size, screening_windows=2, seed=seed,
-                          n_boot=n_boot)  # fmt: skip
+        study = SwapStudy(captures[c.name][last], loaded, batch_size=batch_size, screening_windows=2, seed=seed)
         t = study.heldout.table().assign(run=c.name)
         parts.append(t[["run", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "delta_lo", "delta_hi",
                         "params_ffn", "params_linear", "seconds"]])  # fmt: skip

@@ -35,9 +35,22 @@ def test_coverage_settings_use_each_models_blocks_and_dependence():
     assert s["n"] == len(smol) == 30 and s["kind"] == "pearson"
     assert s["phi"] == pytest.approx(round((dependence(1 - smol["r2_lin_rows"]) + dependence(smol["gain"])) / 2, 2))
     assert settings["claim 3, r(1 − R²_lin, gain): models pooled"]["models"] == 2
-    assert {"claim 6b, partial ρ given depth: gemma3-270m", "routing, ρ(R²_lin, routable share): gemma3-270m"} <= set(
-        settings
-    )
+    assert "claim 6b, partial ρ given depth: gemma3-270m" in settings
+    routed = load_table("routing_routable", DEFAULT).groupby("model").size()
+    assert ("routing, ρ(R²_lin, routable share): gemma3-270m" in settings) == (routed["gemma3-270m"] > 3)
+
+
+def test_a_correlation_over_three_blocks_has_no_interval_and_no_coverage_row():
+    """A series of 3 blocks (the default routes 3 per model) gets no Fisher interval, so the methods table must not
+    list it as an interval covering 0 % (it did); 4 blocks get a row."""
+    from linrec.analyses.uncertainty import correlation_test
+    from linrec.outputs.refresh import _series_settings
+
+    t = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 4, "block": [0, 1, 2, 0, 1, 2, 3],
+                      "x": [0.1, 0.5, 0.3, 0.2, 0.9, 0.4, 0.6], "y": [1.0, 3.0, 2.0, 1.0, 4.0, 2.0, 3.5]})  # fmt: skip
+    assert np.isnan(correlation_test(t["x"][:3], t["y"][:3], kind="spearman")["lo"])
+    got = [s["what"] for s in _series_settings("routing", "spearman", t, "x", "y")]
+    assert got == ["routing: b"]
 
 
 def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_path):
@@ -67,7 +80,7 @@ def test_every_window_interval_covers_at_least_93_percent(name):
     project's own procedures: a nominal 95 % interval that covers less than 93 % fails. Planted: the percentile
     bootstrap (`bootstrap_r2`, the tables' interval before) covers 0.90 on the R² 0.9 block; dropping the jackknife's
     (W − 1) factor covers under 0.3; the routable share's percentile window bootstrap (issue 49's first interval)
-    covered 0.87–0.93 and its one-sided tests at the two-sided quantile (95 % each side) cover 0.90."""
+    covered 0.87–0.93; the ΔPPL's percentile paired bootstrap covers 0.88–0.90 at 12 windows."""
     from linrec.analyses import calibration as cal
 
     rows = {
@@ -86,6 +99,9 @@ def test_every_window_interval_covers_at_least_93_percent(name):
         assert r["coverage95"] >= COVERAGE_FLOOR, r
     if name == "r2":
         assert rows[0]["coverage95_before"] < COVERAGE_FLOOR  # the bootstrap it replaced: why it was replaced
+    if name == "delta_ppl":  # at the default swap study's 12 windows the percentile bootstrap covered 0.88-0.90
+        small = cal.delta_ppl_coverage(12, reps=300, n_boot=500)
+        assert small["coverage95"] >= COVERAGE_FLOOR > small["coverage95_before"], small
 
 
 def test_refresh_rebuilds_the_summaries_the_notebooks_wrote(tmp_path):

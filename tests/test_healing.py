@@ -22,7 +22,7 @@ def test_a_fine_tune_of_an_affine_swapped_model_lowers_its_held_out_loss_and_the
     planted, "maps" then stays where it was, and a sign slip that climbs the loss: planted, both rise). The control
     row (k = 0) is the unswapped model given the same fine-tune ("all") or the base itself ("maps"), and the
     zero-shot cost equals the swap study's own ΔPPL of the same block."""
-    t = heal_study(study, ks=[1], steps=25, lr=3e-3, batch_size=8, n_boot=200, progress=False)
+    t = heal_study(study, ks=[1], steps=25, lr=3e-3, batch_size=8, progress=False)
     assert list(zip(t["mode"], t["k"], strict=True)) == [("all", 0), ("all", 1), ("maps", 0), ("maps", 1)]
     base = t["ppl_base"].iloc[0]
     for mode in ("all", "maps"):

@@ -99,7 +99,7 @@ def test_an_affine_block_routes_everything_for_nothing(planted, tmp_path):
     st = _study(planted, tmp_path)
     gates, compared = train_gates(st.heldout, 1)
     assert {r["target"] for r in compared} == set(TARGETS)
-    rows, routable = route_block(st.heldout, 1, gates["quantile"], n_boot=st.heldout.n_boot, seed=st.heldout.seed)
+    rows, routable = route_block(st.heldout, 1, gates["quantile"])
     for r in rows:
         assert abs(r["delta_ppl"]) < 1e-6 * r["ppl_base"]
     assert routable["routable_pct1"] == routable["routable_pct1_lo"] == routable["routable_pct1_hi"] == 1.0
@@ -110,7 +110,7 @@ def test_an_affine_block_routes_everything_for_nothing(planted, tmp_path):
         whole["delta_lo"], whole["delta_hi"])  # fmt: skip
     # block 0 (a random SwiGLU) is not routable for free: its whole-block swap costs perplexity
     gates0, _ = train_gates(st.heldout, 0, targets=("quantile",))
-    rows0, _ = route_block(st.heldout, 0, gates0["quantile"], n_boot=200)
+    rows0, _ = route_block(st.heldout, 0, gates0["quantile"])
     assert max(r["delta_ppl"] for r in rows0) > 0.1
 
 
@@ -179,7 +179,7 @@ def test_no_routing_choice_reads_the_held_out_windows(tiny_model, tmp_path):
         compared = pd.DataFrame([r for rows in compared for r in rows])
         target = choose_target(compared)
         made = [(b, t, g.w.tolist(), g.b, g.threshold(0.5)) for b, gs in enumerate(gates) for t, g in gs.items()]
-        rows, _ = route_block(st.heldout, blocks[0], gates[blocks[0]][target], n_boot=50)
+        rows, _ = route_block(st.heldout, blocks[0], gates[blocks[0]][target])
         return (blocks, target, made, compared), [r["delta_ppl"] for r in rows]
 
     a, held_a = choices(w, tmp_path / "a")
@@ -272,8 +272,8 @@ def test_the_curve_stops_once_no_resample_can_still_be_within_budget_and_loses_n
     whole grid's, exactly. Guards a stop at the estimate's first failure (planted: the interval's upper end would be
     cut at the estimate, since here some resamples stay within budget a step longer) and a stop that never comes."""
     heldout, gate, asked = _planted_curve(monkeypatch)
-    rows, routable = route_block(heldout, 0, gate, n_boot=500)
-    every, whole = route_block(heldout, 0, gate, n_boot=500, stop=False)
+    rows, routable = route_block(heldout, 0, gate)
+    every, whole = route_block(heldout, 0, gate, stop=False)
     assert len(rows) < len(every) == 21 and routable["measured_to"] == rows[-1]["share"] < 0.7
     assert asked[: len(rows)] == [r["share"] for r in rows] and asked[len(rows) :] == [r["share"] for r in every]
     assert [r["delta_ppl"] for r in rows] == [r["delta_ppl"] for r in every[: len(rows)]]
@@ -294,9 +294,9 @@ def test_monotonicity_counts_falls_and_those_beyond_noise():
     base = np.full(n, 2.0 * tpw)
     levels = [0.0, 0.05, 0.02, 0.06, 0.0595, 0.08]  # mean NLL per token added at each share
     nlls = np.stack([base + tpw * lv + (rng.normal(0, 0.05, n) if i == 4 else 0) for i, lv in enumerate(levels)])
-    got = monotonicity([0, 0.2, 0.4, 0.6, 0.8, 1.0], nlls, tpw, n_boot=500)
+    got = monotonicity([0, 0.2, 0.4, 0.6, 0.8, 1.0], nlls, tpw)
     ppl = np.exp(nlls.sum(1) / (n * tpw))
     assert got["n_steps"] == 5 and got["n_drops"] == int((np.diff(ppl) < 0).sum())
     assert got["n_drops_beyond_noise"] == 1 and not got["monotone"]
     assert got["max_drop"] == pytest.approx(-np.diff(ppl).min())
-    assert monotonicity([0, 0.5, 1], nlls[[0, 1, 3]], tpw, n_boot=100)["monotone"]
+    assert monotonicity([0, 0.5, 1], nlls[[0, 1, 3]], tpw)["monotone"]

@@ -317,7 +317,7 @@ def test_delta_ppl_interval_is_paired_and_covers_a_planted_delta(planted):
     covered, widths = 0, []
     for k in range(24):  # 24 disjoint subsets of 20 windows
         sl = slice(20 * k, 20 * (k + 1))
-        lo, hi = delta_ppl_interval(full.base_window_nll[sl], nll[sl], full.tokens_per_window, seed=k)
+        lo, hi = delta_ppl_interval(full.base_window_nll[sl], nll[sl], full.tokens_per_window)
         covered += lo <= truth <= hi
         widths.append(hi - lo)
     assert covered >= 20, (covered, truth)  # 95 % nominal: ≥ 20 of 24 (P ≈ 0.99 for a correct interval)

@@ -204,8 +204,8 @@ def test_the_split_study_reuses_the_routing_curve_for_the_full_gate(study):
     the full gate's ΔPPL at a share of the routing curve is the curve's own number."""
     from linrec.analyses.routing import route_study
 
-    result = route_study(study, chosen=[0, 1], shares=(0.0, 0.5, 1.0), n_boot=100, progress=False)
-    auc, ppl = split_study(study, result, shares=(0.5,), n_boot=100)
+    result = route_study(study, chosen=[0, 1], shares=(0.0, 0.5, 1.0), progress=False)
+    auc, ppl = split_study(study, result, shares=(0.5,))
     assert len(auc) == 6 and set(auc["part"]) == {"full", "token", "context"}
     assert ((auc["auc_lo"] <= auc["auc"]) & (auc["auc"] <= auc["auc_hi"])).all()
     assert len(ppl) == 6 and (ppl[ppl["part"] == "full"]["vs_full"] == 0).all()
@@ -214,5 +214,5 @@ def test_the_split_study_reuses_the_routing_curve_for_the_full_gate(study):
     assert np.allclose(full, curve.loc[full.index], rtol=0, atol=0)
     other = ppl[ppl["part"] != "full"]
     assert ((other["vs_full_lo"] <= other["vs_full"]) & (other["vs_full"] <= other["vs_full_hi"])).all()
-    auc_only, none = split_study(study, result, shares=(), n_boot=50)
+    auc_only, none = split_study(study, result, shares=())
     assert none.empty and list(none.columns) == list(ppl.columns) and len(auc_only) == 6

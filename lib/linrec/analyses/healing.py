@@ -97,7 +97,7 @@ def swapped_copy(model: torch.nn.Module, maps: dict[int, AffineFFN]) -> torch.nn
 
 
 def heal_study(study, ks: Sequence[int] = KS, steps: int = 50, lr: float = 1e-4, modes: Sequence[str] = MODES,
-               batch_size: int = 8, seed: int = 0, n_boot: int = 2000, progress: bool = True,
+               batch_size: int = 8, seed: int = 0, progress: bool = True,
                lr_maps: float | None = None):  # fmt: skip
     """The healing experiment (module docstring) on a swap study (`linrec.analyses.swap.SwapStudy`): one row per
     mode and k (k = 0: the control), with the blocks swapped, the three held-out differences and their paired

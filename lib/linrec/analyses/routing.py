@@ -269,7 +269,7 @@ def routable_share(shares, base_nll: np.ndarray, nlls: np.ndarray, tokens_per_wi
     return out
 
 
-def monotonicity(shares, nlls: np.ndarray, tokens_per_window: int, n_boot: int = 2000, seed: int = 0) -> dict:
+def monotonicity(shares, nlls: np.ndarray, tokens_per_window: int) -> dict:
     """How far a measured curve (per-window NLLs `nlls` [n_shares, n] at ascending `shares`) is from rising with the
     share: `n_steps` neighbouring pairs, `n_drops` of them where perplexity falls, `n_drops_beyond_noise` where it
     falls with the paired 95 % interval of PPL(next) − PPL(this) wholly below 0, and the largest fall
@@ -339,8 +339,8 @@ def routed_nll(heldout, block: int, gate: Gate, share: float) -> tuple[np.ndarra
     return heldout.timed(lambda: ev.window_nll({block: module}), "test: routed"), module.share
 
 
-def route_block(heldout, block: int, gate: Gate, shares=SHARES, n_boot: int = 2000, seed: int = 0,
-                stop: bool = True, keep: dict | None = None) -> tuple:  # fmt: skip
+def route_block(heldout, block: int, gate: Gate, shares=SHARES, stop: bool = True,
+                keep: dict | None = None) -> tuple:  # fmt: skip
     """`block` routed by `gate` at each of `shares` on the held-out windows of a swap study
     (`linrec.analyses.swap.HeldOutSwaps`: its map and evaluator), in ascending order. Returns (rows, routable): one
     row per share measured (the share asked for and the held-out share realised, held-out PPL and ΔPPL with its
@@ -370,7 +370,7 @@ def route_block(heldout, block: int, gate: Gate, shares=SHARES, n_boot: int = 20
     measured = [r["share"] for r in rows]
     nlls = np.stack(nlls)
     routable = routable_share(measured, ev.base_window_nll, nlls, ev.tokens_per_window)
-    shape = monotonicity(measured, nlls, ev.tokens_per_window, n_boot, seed)
+    shape = monotonicity(measured, nlls, ev.tokens_per_window)
     return rows, {"model": capture.model_label, "block": block, "target": gate.target, **routable,
                   "measured_to": measured[-1], **shape}  # fmt: skip
 
@@ -400,8 +400,8 @@ class RouteResult:
     nlls: dict = field(default_factory=dict)  # {(block, share): per-window held-out NLL} of every share measured
 
 
-def route_study(study, blocks: int | None = None, shares=SHARES, n_boot: int = 2000, seed: int = 0,
-                predictors=None, progress: bool = True, chosen: list[int] | None = None) -> RouteResult:  # fmt: skip
+def route_study(study, blocks: int | None = None, shares=SHARES, predictors=None, progress: bool = True,
+                chosen: list[int] | None = None) -> RouteResult:  # fmt: skip
     """Per-token routing on a swap study (`linrec.analyses.swap.SwapStudy`): `blocks` blocks picked on the screening
     windows (`pick_blocks`; None: every block), both gate targets trained and compared on train rows, the better
     one (`choose_target`) measured on the held-out windows at each of `shares` (`route_block`). `chosen`: these
@@ -422,7 +422,7 @@ def route_study(study, blocks: int | None = None, shares=SHARES, n_boot: int = 2
     curve, routable, nlls = [], [], {}
     for b in progress_bar(chosen, desc=f"routing {study.loaded.name}", unit="block", disable=not progress):
         keep = {}
-        rows, r = route_block(study.heldout, b, gates[b][target], shares, n_boot, seed, keep=keep)
+        rows, r = route_block(study.heldout, b, gates[b][target], shares, keep=keep)
         curve += rows
         routable.append(r)
         nlls |= {(b, s): v for s, v in keep.items()}

@@ -245,11 +245,11 @@ class Screening:
 
     def __init__(self, loaded: LoadedModel, train: Sequence[Moments], ids: torch.Tensor, *,
                  train_first: Sequence[Moments] | None = None, label: str = "", name: str = "",
-                 batch_size: int = 8, n_boot: int = 2000, seed: int = 0, progress: bool = True,
+                 batch_size: int = 8, progress: bool = True,
                  clock: Clock | None = None):  # fmt: skip
         self.model, self.sites, self.train, self.train_first = loaded.model, loaded.sites, list(train), train_first
         self.ids, self.label, self.name = ids, label, name
-        self.batch_size, self.n_boot, self.seed, self.progress = batch_size, n_boot, seed, progress
+        self.batch_size, self.progress = batch_size, progress
         self.clock = clock or Clock()
         self._evaluator: PerplexityEvaluator | None = None
         self._rows: list[BlockRows] | None = None

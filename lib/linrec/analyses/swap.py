@@ -101,10 +101,10 @@ class HeldOutSwaps:
     (`rank_curve`) and for sets of blocks (`joint`); `save` writes a swapped model."""
 
     def __init__(self, capture, loaded: LoadedModel, report_ids: torch.Tensor, *, batch_size: int = 8,
-                 n_boot: int = 2000, seed: int = 0, progress: bool = True, clock: Clock | None = None):  # fmt: skip
+                 progress: bool = True, clock: Clock | None = None):  # fmt: skip
         self.capture, self.loaded, self.model = capture, loaded, loaded.model
         self.sites, self.report_ids = loaded.sites, report_ids
-        self.batch_size, self.n_boot, self.seed, self.progress = batch_size, n_boot, seed, progress
+        self.batch_size, self.progress = batch_size, progress
         self.clock = clock or Clock()
         self._dirs: dict[int, tuple] = {}
         self._fits: dict[tuple[int, str], AffineFit] = {}
@@ -339,7 +339,6 @@ class SwapStudy:
         progress: bool = True,
         screening_windows: int = 8,
         seed: int = 0,
-        n_boot: int = 2000,
         test_windows: int | None = None,
     ):
         if capture.meta.get("identity") not in (None, loaded.identity):
@@ -359,7 +358,7 @@ class SwapStudy:
         if screening_windows < 1:
             raise LinrecError(f"the swap study needs at least one screening window, got {screening_windows}")
         self.clock = Clock()
-        common = dict(batch_size=batch_size, n_boot=n_boot, seed=seed, progress=progress, clock=self.clock)
+        common = dict(batch_size=batch_size, progress=progress, clock=self.clock)
         first = capture.first["train"] if capture.first is not None else None
         self.screening = Screening(loaded, capture.stats["train"], screening_ids(self.windows, screening_windows,
                                    seed), train_first=first, label=capture.model_label, name=loaded.name,
@@ -469,7 +468,7 @@ def run_model(
     capture = get_capture(source, **capture_kw)
     loaded = load_model(source, device=device)
     study = SwapStudy(capture, loaded, batch_size=batch_size, screening_windows=screening_windows, seed=seed,
-                      n_boot=n_boot, test_windows=test_windows)  # fmt: skip
+                      test_windows=test_windows)  # fmt: skip
     values = study.screening.predictors()
     sink = [i for i in range(study.n_blocks) if study.screening.first_share(i) >= variant_min_first_share]
     table = study.heldout.table(first=["map", *first_variants], variant_blocks=sink)
@@ -484,14 +483,14 @@ def run_model(
     if route_blocks != 0:
         from linrec.analyses.token_context import split_study, type_study
 
-        routing = route_study(study, route_blocks, route_shares, n_boot, seed, predictors=values)
+        routing = route_study(study, route_blocks, route_shares, predictors=values)
         identity = type_study(study, routing, route_corpora, n_boot=n_boot, seed=seed)
-        split_auc, split_ppl = split_study(study, routing, route_split_shares, n_boot, seed)
+        split_auc, split_ppl = split_study(study, routing, route_split_shares)
     healed = None
     if heal:
         from linrec.analyses.healing import heal_study
 
-        healed = heal_study(study, **{"seed": seed, "n_boot": n_boot, **heal})
+        healed = heal_study(study, **{"seed": seed, **heal})
 
     g = max(results.values(), key=lambda r: len(r.swapped))
     chosen = sorted(g.swapped) or [int(values.sort_values("screening_delta_ppl").iloc[0]["block"])]
@@ -523,7 +522,7 @@ def run_model(
 
 
 def heal_run(run, capture_kw: dict, screening_windows: int = 2, test_windows: int | None = None, batch_size: int = 8,
-             device: str = "cpu", seed: int = 0, n_boot: int = 2000, **heal_kw):  # fmt: skip
+             device: str = "cpu", seed: int = 0, **heal_kw):  # fmt: skip
     """`linrec.analyses.healing.heal_study` on the last checkpoint of a training run
     (`linrec.inputs.training.TrainedRun`), measured on its measuring documents as notebook 08 measures it
     (`capture_kw`: its capture settings, e.g. seq_len and tokens; moments only, so notebook 08's capture is read from
@@ -537,11 +536,11 @@ def heal_run(run, capture_kw: dict, screening_windows: int = 2, test_windows: in
     capture = get_capture(source, run.measure_corpus, **kw)
     loaded = load_model(source, device=device)
     study = SwapStudy(capture, loaded, batch_size=batch_size, progress=False, screening_windows=screening_windows,
-                      seed=seed, n_boot=n_boot, test_windows=test_windows)  # fmt: skip
+                      seed=seed, test_windows=test_windows)  # fmt: skip
     from linrec.base.threads import one_thread
 
     with (
         one_thread()
     ):  # at d = 128 a second thread gains little: on 2 busy cores a step took 0.8–1.1 s with 2, 0.2 with 1
-        out = heal_study(study, seed=seed, n_boot=n_boot, progress=False, **heal_kw)
+        out = heal_study(study, seed=seed, progress=False, **heal_kw)
     return out.assign(model=run.config.name)

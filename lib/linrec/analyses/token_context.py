@@ -339,7 +339,7 @@ SPLIT_PPL_COLUMNS = ["model", "block", "part", "share", "share_heldout", "ppl", 
                      "vs_full", "vs_full_lo", "vs_full_hi"]  # fmt: skip
 
 
-def split_study(study, result, shares=(0.5,), n_boot: int = 2000, seed: int = 0):
+def split_study(study, result, shares=(0.5,)):
     """Token against context for each routed block of `result` (`linrec.analyses.routing.RouteResult`, whose chosen
     target labels the rows): (auc, ppl) tables. `auc`: per block and part, `split_gates`' rows. `ppl`: per block,
     part and share of `shares`, held-out ΔPPL with its paired interval, the share realised, and `vs_full` =

@@ -29,7 +29,7 @@ from linrec.base.progress import bar as progress_bar
 
 
 def measure_final(run, capture, *, rank: int = 16, probe_rows: int | None = None, screening_windows: int = 4,
-                  test_windows: int | None = None, batch_size: int = 8, n_boot: int = 1000, seed: int = 0,
+                  test_windows: int | None = None, batch_size: int = 8, seed: int = 0,
                   device: str = "cpu", progress: bool = True) -> dict[str, pd.DataFrame | dict]:  # fmt: skip
     """The tables of the module docstring for one run's last checkpoint, and `seconds` per stage."""
     from linrec.analyses.factors import measurement_noise
@@ -55,7 +55,7 @@ def measure_final(run, capture, *, rank: int = 16, probe_rows: int | None = None
     loaded = load_model(str(run.final), device=device)
     loaded.name = label
     study = SwapStudy(capture, loaded, batch_size=batch_size, progress=progress, screening_windows=screening_windows,
-                      seed=seed, n_boot=n_boot, test_windows=test_windows)  # fmt: skip
+                      seed=seed, test_windows=test_windows)  # fmt: skip
     out["values"] = study.screening.predictors().assign(model=label)
     out["swap"] = study.heldout.table().assign(model=label)
     seconds["swap"] = time.perf_counter() - t0

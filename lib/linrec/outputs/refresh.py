@@ -160,11 +160,15 @@ def refresh_training(d: Path) -> list[str]:
 # ---- the measured coverage of every interval procedure a verdict reads (issue 45) ---------------------------------
 def _series_settings(what: str, kind: str, t: pd.DataFrame, a: str, b, models: str = "model") -> list[dict]:
     """Settings for `correlation_coverage` at each model's number of blocks and its own dependence (the mean AR(1)
-    coefficient of the two series through depth), and one for the models pooled."""
+    coefficient of the two series through depth), and one for the models pooled. A series of 3 blocks or fewer is
+    left out: its Fisher interval has no degrees of freedom, so the correlation carries no interval (its verdict
+    reads "inconclusive") and there is no coverage to measure."""
     from linrec.analyses.calibration import dependence
 
     out = []
     for model, g in t.groupby(models, sort=False):
+        if len(g) <= 3:
+            continue
         g = g.sort_values("block")
         yb = g[b] if isinstance(b, str) else b(g)
         phi = round((dependence(g[a]) + dependence(yb)) / 2, 2)
