@@ -386,15 +386,18 @@ def report_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
-def write_rows(path: Path, rows: list[dict], model: str) -> None:
+def write_rows(path: Path, rows: list[dict], args) -> None:
+    """One CSV row per (tokens, method), with the run's settings and the machine (benchmarks/machine.py)."""
     import csv
 
     sys.path.insert(0, str(HERE.parent))
     from machine import machine_info
 
-    cols = ["benchmark", "model", "tokens", "method", "label", "version", "rounds", "seconds", "collect_s", "fit_s",
-            "setup_s", "peak_mib", "seconds_over_linrec", "peak_over_linrec", "max_abs_dr2", "other_cpu_share",
-            "note", "error"]  # fmt: skip
+    cols = ["benchmark", "model", "corpus", "batch_size", "seq_len", "mem_cap_gib", "tokens", "method", "label",
+            "version", "rounds", "seconds", "collect_s", "fit_s", "setup_s", "peak_mib", "seconds_over_linrec",
+            "peak_over_linrec", "max_abs_dr2", "other_cpu_share", "note", "error"]  # fmt: skip
+    run = {"model": args.model, "corpus": args.corpus, "batch_size": args.batch_size, "seq_len": args.seq_len,
+           "mem_cap_gib": args.mem_cap_gib}  # fmt: skip
     machine = machine_info()
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
@@ -402,7 +405,7 @@ def write_rows(path: Path, rows: list[dict], model: str) -> None:
         w.writeheader()
         for r in rows:
             w.writerow({c: "" for c in cols} | {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()}
-                       | {"model": model, **machine})  # fmt: skip
+                       | run | machine)  # fmt: skip
 
 
 def versions() -> dict[str, str]:
@@ -477,7 +480,7 @@ def main(argv=None) -> int:
     for note in notes:
         print(f"note: {note}")
     if csv_path is not None:
-        write_rows(csv_path, rows, args.model)
+        write_rows(csv_path, rows, args)
         print(f"rows written to {csv_path}")
     return 0
 

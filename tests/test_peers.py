@@ -40,12 +40,19 @@ def captured(tmp_path_factory):
     return model_dir, windows, capture
 
 
-@pytest.mark.parametrize("library", ["nnsight", "transformer_lens"])
-def test_each_peer_collects_linrecs_rows_and_its_fits_give_linrecs_ceiling(captured, library):
+@pytest.fixture(scope="module", params=["nnsight", "transformer_lens"])
+def library(request):
+    """Each peer library, skipped with one line where the bench extra is not installed (before the capture is made)."""
+    pytest.importorskip(
+        request.param, reason=f"{request.param} is in the optional bench extra: pip install -e '.[bench]'"
+    )
+    return request.param
+
+
+def test_each_peer_collects_linrecs_rows_and_its_fits_give_linrecs_ceiling(library, captured):
     """Plant a peer that keeps the block's output after the residual add (nnsight: `layers[i].output[0]`), or rows
     shifted by one position, and the row comparison fails; plant SST around the train mean in `r2_lstsq` and the R²
     comparison fails."""
-    pytest.importorskip(library, reason=f"{library} is in the optional bench extra: pip install -e '.[bench]'")
     from linrec.inputs.models import load_model
     from linrec.stats.moments import Moments
 
@@ -173,6 +180,12 @@ def test_a_tiny_run_writes_the_csv_with_linrec_and_a_peer_or_its_missing_extra(t
     assert list(table.index) == ["linrec", "nnsight"] and set(table["tokens"]) == {1024}
     assert float(table.loc["linrec", "max_abs_dr2"]) == 0 and float(table.loc["linrec", "seconds_over_linrec"]) == 1
     assert float(table.loc["linrec", "peak_mib"]) > 100 and table.loc["linrec", "error"] == ""
+    assert table.loc["linrec", "corpus"] == args[3] and int(table.loc["linrec", "batch_size"]) == BATCH
+    from linrec.app.bench import performance_script  # docs/performance.md's renderer reads what the script wrote
+
+    shown = "\n".join(performance_script(ROOT).peers_lines(out, "peers.csv"))
+    assert f"{tiny_model_dir} on {args[3]}, batches of {BATCH} × {SEQ} tokens, the fastest of 1 rounds" in shown
+    assert "| linrec exact (f64 stats + ceiling table) | 1,024 |" in shown and "| 0.0e+00 |" in shown
     row = table.loc["nnsight"]
     if importlib.util.find_spec("nnsight") is None:
         assert row["error"].startswith("ImportError: nnsight is not installed") and "'.[bench]'" in row["error"]
