@@ -61,6 +61,13 @@ METHODS = {
     "tlens_lstsq": ("TransformerLens run_with_cache + lstsq", "transformer_lens", "lstsq"),
 }
 PACKAGES = {"nnsight": "nnsight", "transformer_lens": "transformer-lens"}
+NOTES = {  # printed under the table for each peer that ran
+    "nnsight": "nnsight: TransformersModel around the loaded model (LanguageModel is deprecated in 0.8), one trace per "
+    "batch, tracer.stop() once the last MLP's output is saved (no final norm, no LM head, as linrec)",
+    "transformer_lens": "TransformerLens: TransformerBridge.boot_transformers(hf_model=…), its only way since 4.0 "
+    "removed HookedTransformer; raw weights (no compatibility mode); the bridge switches the model to eager attention; "
+    "stop_at_layer=k stops before block k, so its forward runs the final norm and the LM head",
+}
 
 
 # ---- what the peer methods do (tests/test_peers.py checks their rows against linrec's) ------------------------
@@ -379,9 +386,9 @@ def report_lines(rows: list[dict]) -> list[str]:
             memory = _num(ref, "peak_mib") / _num(lean, "peak_mib")
             ok = lambda c: "PASS" if c else "MISS"  # noqa: E731
             lines.append(
-                f"- {t:,} tokens: linrec exact is {speed:.2f}× faster than the fastest peer ({fast['label']}; "
-                f">= {GOAL_SPEED:g} {ok(speed >= GOAL_SPEED)}) and needs {memory:.2f}× the peak memory of the "
-                f"leanest ({lean['label']}; <= {GOAL_MEMORY:g} {ok(memory <= GOAL_MEMORY)})."
+                f"- {t:,} tokens: the fastest peer ({fast['label']}) takes {speed:.2f}× linrec exact's time "
+                f"(>= {GOAL_SPEED:g} {ok(speed >= GOAL_SPEED)}); linrec exact needs {memory:.2f}× the peak memory "
+                f"of the leanest peer ({lean['label']}; <= {GOAL_MEMORY:g} {ok(memory <= GOAL_MEMORY)})."
             )
     return lines
 
@@ -476,9 +483,11 @@ def main(argv=None) -> int:
                     failed.add(m)
     rows = summarise(records, have)
     print("\n" + "\n".join(report_lines(rows)))
-    notes = dict.fromkeys(f"{r['label']}: {r['note']}" for r in rows if r.get("note"))
-    for note in notes:
-        print(f"note: {note}")
+    ran = {METHODS[r["method"]][1] for r in rows if not r.get("error")}
+    for library, note in NOTES.items():
+        if library in ran:
+            found = dict.fromkeys(r["note"] for r in rows if r.get("note") and METHODS[r["method"]][1] == library)
+            print(f"note: {note}" + "".join(f" ({f})" for f in found))
     if csv_path is not None:
         write_rows(csv_path, rows, args)
         print(f"rows written to {csv_path}")

@@ -137,8 +137,8 @@ def test_the_table_takes_the_fastest_round_compares_with_linrec_and_applies_the_
     assert "| nnsight trace + fit_affine | 204,800 | failed: MemoryError: Unable to allocate 264. MiB |" in text
     assert "nnsight trace + fit_affine failed" in text and "linrec exact (f64 stats + ceiling table) 1.11×" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("- 20,480 tokens"))
-    assert "1.58× faster than the fastest peer (nnsight" in line and ">= 2 MISS" in line
-    assert "0.63× the peak memory of the leanest (nnsight" in line and "<= 0.5 MISS" in line
+    assert "the fastest peer (nnsight trace + fit_affine) takes 1.58× linrec exact's time (>= 2 MISS)" in line
+    assert "linrec exact needs 0.63× the peak memory of the leanest peer (nnsight" in line and "<= 0.5 MISS" in line
     assert "- 204,800 tokens: no peer method finished" in text
     records[2] = _record("nnsight", 20480, 90.0, 6000, exact)  # now linrec is 2.4× faster and 0.42× the memory
     line = next(ln for ln in peers.report_lines(peers.summarise(records, {})) if ln.startswith("- 20,480"))
