@@ -270,10 +270,23 @@ def worker(args) -> dict:
 
 
 # ---- the orchestrator -----------------------------------------------------------------------------------------
+def _sibling(name: str):
+    """benchmarks/`name`.py as a module, loaded by its path (benchmarks/ is not put on sys.path: its tests.py would
+    shadow a `tests` package in the process that imports this script)."""
+    import importlib.util
+
+    key = f"linrec_benchmarks_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, HERE.with_name(f"{name}.py"))
+        sys.modules[key] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
 def run_worker(method: str, tokens: int, args) -> dict:
     """`method` at `tokens` in a fresh subprocess; its record, with the child's own peak RSS from wait4."""
-    sys.path.insert(0, str(HERE.parent))
-    from capture import _busy_cpu_s, wait_quiet
+    capture = _sibling("capture")  # its CPU-load gauges
+    _busy_cpu_s, wait_quiet = capture._busy_cpu_s, capture.wait_quiet
 
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = Path(f.name)
@@ -397,8 +410,7 @@ def write_rows(path: Path, rows: list[dict], args) -> None:
     """One CSV row per (tokens, method), with the run's settings and the machine (benchmarks/machine.py)."""
     import csv
 
-    sys.path.insert(0, str(HERE.parent))
-    from machine import machine_info
+    machine_info = _sibling("machine").machine_info
 
     cols = ["benchmark", "model", "corpus", "batch_size", "seq_len", "mem_cap_gib", "tokens", "method", "label",
             "version", "rounds", "seconds", "collect_s", "fit_s", "setup_s", "peak_mib", "seconds_over_linrec",
