@@ -26,11 +26,11 @@ before, untimed; one warm-up batch of the method itself before, untimed):
   last MLP: its forward runs the final norm and the LM head, which linrec and nnsight skip.
 
 Every method runs in its own subprocess (`--worker METHOD`) whose address space is capped (RLIMIT_AS, --mem-cap-gib):
-a method that would need more memory than that (the peers keep 2 × blocks × tokens × width float32 values: 28 GiB
+a method that would need more memory than that (the peers keep 2 × blocks × tokens × width float32 values: 26.4 GiB
 for SmolLM2 at 204,800 tokens) fails with a MemoryError, which becomes its row, instead of taking the machine down.
 Rounds are interleaved (round 1 of every method, then round 2, …); a row reports the fastest round's seconds, the
-highest peak RSS of its rounds (`ru_maxrss` of the child, from wait4), and the largest |ΔR²_lin| over blocks against
-linrec's exact numbers at the same tokens. See benchmarks/README.md.
+highest peak RSS of its rounds (the child's own VmHWM; wait4's ru_maxrss where it left no record), and the largest
+|ΔR²_lin| over blocks against linrec's exact numbers at the same tokens. See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -255,6 +255,14 @@ def measure(method: str, args) -> dict:
     return rec
 
 
+def peak_rss_mib() -> float:
+    """This process's own peak resident memory (VmHWM). Not `ru_maxrss`: that survives execve, so a child started by a
+    process holding 500 MiB reports at least 500 MiB (with vfork, its parent's high-water mark) even if it never
+    holds more than 10."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+
+
 def worker(args) -> dict:
     """One method at one token count under the memory cap; its error's first line is its result where it fails."""
     if args.mem_cap_gib > 0:
@@ -265,7 +273,7 @@ def worker(args) -> dict:
         rec.update(measure(args.worker, args))
     except Exception as err:  # noqa: BLE001 - a peer that cannot load the model or runs out of memory is a result
         rec["error"] = first_line(err)
-    rec["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rec["peak_rss_mib"] = peak_rss_mib()
     return rec
 
 
@@ -312,10 +320,13 @@ def run_worker(method: str, tokens: int, args) -> dict:
     except (OSError, ValueError):
         rec = {"method": method, "tokens": tokens, "error": f"worker exited {proc.returncode} without a result"}
     out.unlink(missing_ok=True)
-    rec["peak_rss_mib"] = usage.ru_maxrss / 1024  # the child's high-water mark, whether it finished or not
+    if "peak_rss_mib" not in rec:  # no record (killed): wait4's ru_maxrss, an upper bound (see peak_rss_mib)
+        rec["peak_rss_mib"] = usage.ru_maxrss / 1024
     own = usage.ru_utime + usage.ru_stime
     rec["other_cpu_share"] = max(0.0, _busy_cpu_s() - busy0 - own) / (wall * ncpu)
-    said = rec["error"] if "error" in rec else f"{rec['seconds']:8.2f} s timed"
+    said = (
+        rec.get("error") or f"{rec['seconds']:8.2f} s timed (collect {rec['collect_s']:.2f} + fit {rec['fit_s']:.2f})"
+    )
     print(f"{said}; peak {rec['peak_rss_mib']:,.0f} MiB; other load {rec['other_cpu_share']:.0%} ({wall:.0f} s)")
     return rec
 
