@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.linrec-installed
 
-.PHONY: figures test fetch smoke references bench env lint lab
+.PHONY: figures test fetch smoke references bench bench-peers env lint lab
 
 # The environment: a venv with this package and its pinned dependencies (torch 2.13.0, CPU), and Jupyter Lab set to
 # open the jupytext .py notebooks as notebooks (jupyter/overrides.json: the venv's Lab settings, not your home's).
@@ -63,4 +63,16 @@ bench: fetch
 	$(BIN)/python benchmarks/swap.py --out results/bench/swap.csv
 	$(BIN)/python benchmarks/neighbour.py --csv results/bench/neighbour.csv
 	$(BIN)/python benchmarks/tests.py --csv results/bench/tests.csv
+	@if $(BIN)/python -c "import nnsight, transformer_lens" 2>/dev/null; then \
+		$(BIN)/python benchmarks/peers.py --csv results/bench/peers.csv; \
+	else echo "benchmarks/peers.py skipped: the bench extra is not installed (make bench-peers installs and runs it)"; fi
+	$(BIN)/linrec report --bench results/bench
+
+# linrec beside nnsight and TransformerLens (benchmarks/peers.py): the optional bench extra installs them at the
+# versions pinned in pyproject.toml (torch and transformers stay at the project's pins), then the benchmark runs at
+# 20,480 and 204,800 tokens, best of 3 rounds, and the performance page's block is rewritten. Long: run it on an
+# otherwise idle machine (PEERS_ARGS passes options through, e.g. PEERS_ARGS="--tokens 20480 --rounds 1").
+bench-peers: fetch
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -e '.[dev,bench]'
+	$(BIN)/python benchmarks/peers.py --csv results/bench/peers.csv $(PEERS_ARGS)
 	$(BIN)/linrec report --bench results/bench

@@ -4,7 +4,7 @@ profile's last figures run.
     .venv/bin/python benchmarks/performance.py [--bench results/bench]
 
 rewrites the block between the performance markers of docs/performance.md from `results/bench/*.csv`
-(benchmarks/capture.py, swap.py, neighbour.py, tests.py) and `results/default/notebooks/run.csv`, as
+(benchmarks/capture.py, swap.py, neighbour.py, tests.py, peers.py) and `results/default/notebooks/run.csv`, as
 `linrec report --bench results/bench` does. The package loads this script by its path (`linrec.app.bench`): after a
 default `linrec figures` run and for `linrec report --bench`. A missing or partial benchmark folder is one line and
 leaves the page as it was.
@@ -182,8 +182,37 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
                 else ""
             ),
         ]
+    peers_path = bench_dir / "peers.csv"
+    if peers_path.exists():
+        lines += ["", *peers_lines(peers_path, shown(peers_path))]
     lines.append(PERF_END)
     return "\n".join(lines)
+
+
+def peers_lines(path: Path, shown: str) -> list[str]:
+    """The peers benchmark (benchmarks/peers.py --csv): a sentence on the run, then its table, memory growth and goal
+    lines as the script prints them (`report_lines`, loaded from the script beside this one)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("linrec_benchmarks_peers", Path(__file__).with_name("peers.py"))
+    peers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peers)
+    table = pd.read_csv(path, keep_default_na=False, dtype=str)
+    r = table.iloc[0]
+    version = lambda prefix: next(  # noqa: E731
+        (v for m, v in zip(table["method"], table["version"]) if m.startswith(prefix) and v), "not run"
+    )
+    rounds = max(int(v) for v in table["rounds"] if v)
+    return [
+        f"Against nnsight and TransformerLens (`benchmarks/peers.py`, `{shown}`, one run on {r['date']}): {r['model']} "
+        f"on {r['corpus']}, batches of {r['batch_size']} × {r['seq_len']} tokens, the fastest of {rounds} rounds, each "
+        f"method in its own process capped at {float(r['mem_cap_gib']):g} GiB of address space; {r['machine']}, "
+        f"{r['cpus']} CPUs, torch {r['torch']} with {r['threads']} threads; nnsight "
+        f"{version('nnsight')}, transformer-lens {version('tlens')}. Peak memory is "
+        "each process's peak RSS (model included); |ΔR²_lin| the largest over blocks against linrec exact.",
+        "",
+        *peers.report_lines(table.to_dict("records")),
+    ]
 
 
 def update_readme_performance(readme: str | Path, bench_dir: str | Path, figures_run: str | Path | None = None) -> bool:

@@ -254,6 +254,36 @@ def test_performance_section_follows_the_csv_and_names_a_missing_file(tmp_path, 
     assert shown in line
 
 
+def test_performance_section_shows_the_peers_table_when_there_is_a_peers_csv(tmp_path, perf):
+    """benchmarks/peers.py's CSV becomes a sentence on the run and its table, memory growth and goal lines; no file,
+    no peers lines (the benchmark needs the optional bench extra)."""
+    assert "nnsight" not in perf.performance_section(tmp_path)
+    run = {"benchmark": "peers", "model": "smollm2-135m", "corpus": "wiki", "batch_size": 8, "seq_len": 128,
+           "mem_cap_gib": 17.6, "machine": "cpu", "cpus": 2, "torch": "2.13.0", "threads": 2, "date": "2026-12-01",
+           "note": "", "error": "", "version": ""}  # fmt: skip
+    rows = [
+        {**run, "tokens": 20480, "method": "linrec", "label": "linrec exact", "version": "0.1.0", "rounds": 3,
+         "seconds": 40.0, "peak_mib": 2560, "seconds_over_linrec": 1, "peak_over_linrec": 1, "max_abs_dr2": 0},
+        {**run, "tokens": 20480, "method": "nnsight", "label": "nnsight + fit_affine", "version": "0.8.1",
+         "rounds": 3, "seconds": 100.0, "peak_mib": 6144, "seconds_over_linrec": 2.5, "peak_over_linrec": 2.4,
+         "max_abs_dr2": 2e-7},
+        {**run, "tokens": 204800, "method": "linrec", "label": "linrec exact", "version": "0.1.0", "rounds": 3,
+         "seconds": 400.0, "peak_mib": 2816, "seconds_over_linrec": 1, "peak_over_linrec": 1, "max_abs_dr2": 0},
+        {**run, "tokens": 204800, "method": "nnsight", "label": "nnsight + fit_affine", "version": "0.8.1",
+         "rounds": 0, "peak_mib": 900, "error": "MemoryError: Unable to allocate 270. MiB"},
+    ]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "peers.csv", index=False)
+    out = perf.performance_section(tmp_path).split("Against nnsight and TransformerLens", 1)[1]
+    assert "one run on 2026-12-01): smollm2-135m on wiki, batches of 8 × 128 tokens, the fastest of 3 rounds" in out
+    assert "capped at 17.6 GiB" in out and "nnsight 0.8.1, transformer-lens not run" in out
+    assert "| nnsight + fit_affine | 20,480 | 100.0 | 2.50 | 6.00 | 2.40 | 2.0e-07 |" in out
+    assert "| nnsight + fit_affine | 204,800 | failed: MemoryError: Unable to allocate 270. MiB | | 0.9 | | |" in out
+    assert "Peak memory from 20,480 to 204,800 tokens: linrec exact 1.10×; nnsight + fit_affine failed." in out
+    assert "- 20,480 tokens: the fastest peer (nnsight + fit_affine) takes 2.50× linrec exact's time (>= 2 PASS)" in out
+    assert "needs 0.42× the peak memory of the leanest peer (nnsight + fit_affine; <= 0.5 PASS)" in out
+    assert "- 204,800 tokens: no peer method finished" in out and out.rstrip().endswith(perf.PERF_END)
+
+
 def test_setup_states_the_profiles_analysis_budget(tmp_path):
     d = _results(tmp_path)
     lesson = {"probe_rows": 8192, "test_windows": 12, "screening_windows": 4, "control_rows": 4096}
