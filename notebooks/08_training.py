@@ -294,7 +294,7 @@ zoo_claims.set_index("claim").round(3) if zoo_claims is not None else None
 # %% [markdown]
 # ## Swapping a block of a trained run for its map
 # The zero-shot swap of notebook 06 on each run's last checkpoint: every block alone, held-out ΔPPL with its paired
-# bootstrap interval over the measuring windows' held-out split.
+# jackknife interval over the measuring windows' held-out split.
 
 # %%
 if ran and train_swap and not train_pipeline:  # with the pipeline, the swap is its part (below)

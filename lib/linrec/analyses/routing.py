@@ -19,7 +19,7 @@ Wasted"), and asks how much of a block's traffic can go linear before perplexity
   bit for bit). On held-out windows the realised share differs a little from p; the module counts it
   (`RoutedFFN.share`).
 - **The curve** (`route_block`): held-out ΔPPL at each share of a grid, by default every 0.05 (`SHARES`, 21 points),
-  each with its paired bootstrap interval, and the **routable share**: the largest share of a run from 0 whose every
+  each with its paired jackknife interval, and the **routable share**: the largest share of a run from 0 whose every
   point stays within +1 % of base perplexity (`largest_within`), with an interval from one-sided tests share by
   share over windows (`routable_share`: its coverage measured on planted curves). The shares are measured in
   ascending order and the curve stops at the first share shown beyond the budget: no later share can change the

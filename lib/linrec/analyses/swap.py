@@ -5,7 +5,7 @@ predicts the cost.
 Zero-shot: each block's map is the capture's (`Capture.fit`, the closed-form ceiling from the
 train statistics); no training. The cost is held-out token-level perplexity over the capture's
 *test* windows (the same seeded split the statistics came from; `linrec.analyses.perplexity`), and
-ΔPPL = PPL(block i swapped) − PPL(base), with a paired bootstrap interval over the test windows
+ΔPPL = PPL(block i swapped) − PPL(base), with a paired jackknife interval over the test windows
 (`PerplexityEvaluator.delta`). The model surgery (the affine module, the position-aware module,
 installing them, saving and loading) is `linrec.inputs.surgery`; reduced-rank maps are
 `linrec.stats.ceiling.reduce_rank`.
@@ -203,7 +203,7 @@ class HeldOutSwaps:
         return out
 
     def test_delta(self, spec: Sequence[tuple[int, int | None, str]], step: str) -> DeltaPPL:
-        """`test_nll` as a ΔPPL with its paired bootstrap interval."""
+        """`test_nll` as a ΔPPL with its paired jackknife interval."""
         return self.evaluator.delta_of(self.test_nll(spec, step))
 
     def table(
@@ -213,7 +213,7 @@ class HeldOutSwaps:
         variant_blocks: Sequence[int] | None = None,
     ) -> pandas.DataFrame:
         """One row per block and position variant (`first`, see the module docstring): held-out R²_lin of the map
-        on the positions it is applied to, output MSE, base and swapped perplexity, ΔPPL with its paired bootstrap
+        on the positions it is applied to, output MSE, base and swapped perplexity, ΔPPL with its paired jackknife
         interval (`delta_lo`, `delta_hi`), and parameters: of the FFN, of the affine map, of the whole swap module
         (the map plus the kept FFN for "ffn", plus d_out for "mean"). With "map" and another variant, that
         variant's rows also carry `vs_map` = PPL(variant) − PPL(map) with its paired interval (`vs_map_lo`,

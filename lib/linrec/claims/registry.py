@@ -367,8 +367,8 @@ TABLES: dict[str, TableSpec] = {
         "06",
         "model block target routable_pct1 routable_pct1_lo routable_pct1_hi measured_to n_steps n_drops "
         "n_drops_beyond_noise max_drop monotone",
-        "per routed block: the largest share within +1 % at 0.05 resolution with its bootstrap interval, and the "
-        "curve's monotonicity (linrec.analyses.routing.route_block)",
+        "per routed block: the largest share within +1 % at 0.05 resolution with its interval (one-sided tests over "
+        "windows), and the curve's monotonicity (linrec.analyses.routing.route_block)",
     ),
     "routing_identity": _spec(
         "06",

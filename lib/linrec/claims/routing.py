@@ -64,7 +64,7 @@ def routing_summary(
     identity: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per model, what per-token routing shows (notebook 06): the routed block with the largest share within +1 %
-    of base perplexity (its share and bootstrap interval; ties: the lower block), how many routed blocks reach 25 %,
+    of base perplexity (its share and interval; ties: the lower block), how many routed blocks reach 25 %,
     how many curves are monotone within noise, Spearman ρ(R²_lin, routable share) over the routed blocks with its
     Fisher interval at the effective number of blocks and the equivalence outcome
     (`linrec.analyses.uncertainty.correlation_test`; `n_needed`: blocks for a decision), beside 6b's ρ(R²_lin,

@@ -43,7 +43,7 @@ def fig6_swap(table, curves, stem: str | Path | None = None):
     one block per model (`curves`; the block is chosen on the screening windows), the FFN's own parameter count
     dashed; (c) with position variants in `table`, for each block that has them: ΔPPL of the map on every position,
     of the map on positions ≥ 1 with the FFN's own output at position 0, and with its train mean there. Intervals:
-    95 % paired bootstrap over held-out windows. Symlog y (ΔPPL can be below 0). One legend, below the panels."""
+    95 % paired jackknife over held-out windows. Symlog y (ΔPPL can be below 0). One legend, below the panels."""
     import numpy as np
 
     sns.set_theme(style="whitegrid", context="paper")
@@ -384,15 +384,15 @@ def fig8b_zoo(blocks, distances, components, stem: str | Path | None = None):
 
 
 def fig9_routing(curve, routable, r2, stem: str | Path | None = None, identity=None, split_auc=None, heal=None):
-    """Per-token routing (`linrec.analyses.routing`). Top row: per model, held-out ΔPPL against the share of the
-    block's tokens routed to its closed-form map (realised on the held-out windows, a 0.05 grid), one line per routed
-    block coloured by its R²_lin, with 95 % paired-bootstrap intervals and the +1 % line of base perplexity; last
-    panel, each block's largest share within +1 % against its R²_lin, with its bootstrap interval. `r2`: the ceiling
-    table (model, block, r2_lin). Symlog y (ΔPPL can be below 0). Bottom row, where the tables are given: the anchor's
-    quantity against the one linrec reported before (`identity`: per block and corpus pair, the per-type need r
-    against the per-type gate-share r, with their intervals), the gates on the token part, the context part and the
-    whole input (`split_auc`: held-out AUC with jackknife intervals), and healing (`heal`: ΔPPL after the fine-tune
-    against the fine-tuned control, per k and mode)."""
+    """Per-token routing (`linrec.analyses.routing`). Top row: per model, held-out ΔPPL against the share of the block's
+    tokens routed to its closed-form map (realised on the held-out windows, a 0.05 grid), one line per routed block
+    coloured by its R²_lin, with 95 % paired-jackknife intervals and the +1 % line of base perplexity; last panel,
+    each block's largest share within +1 % against its R²_lin, with its interval (one-sided tests over windows).
+    `r2`: the ceiling table (model, block, r2_lin). Symlog y (ΔPPL can be below 0). Bottom row, where the tables are
+    given: the anchor's quantity against the one linrec reported before (`identity`: per block and corpus pair, the
+    per-type need r against the per-type gate-share r, with their intervals), the gates on the token part, the
+    context part and the whole input (`split_auc`: held-out AUC with jackknife intervals), and healing (`heal`: ΔPPL
+    after the fine-tune against the fine-tuned control, per k and mode)."""
     import numpy as np
 
     sns.set_theme(style="whitegrid", context="paper")

@@ -45,7 +45,7 @@ FIGURES = [
         "fig2_swap",
         "06",
         "Figure 2, second row. Held-out ΔPPL when one block alone is swapped for its affine map, with its 95 % "
-        "paired-bootstrap interval over held-out windows; outlined: the block claim 6a picked on the screening "
+        "paired jackknife interval over held-out windows; outlined: the block claim 6a picked on the screening "
         "windows; dashed: +1 perplexity. The same blocks' R²_lin is the figure of claim 1.",
     ),
     (
@@ -424,8 +424,9 @@ def _setup(r: Results, params: dict) -> list[str]:
         lines.append(budget)
     lines.append(
         "- Numerics: float64 statistics; Jacobi-scaled eigendecomposition solve; "
-        "intervals over held-out windows by the leave-one-window-out jackknife (R²_lin and what is built from it) "
-        "and the paired bootstrap (ΔPPL), their coverage measured in the methods section."
+        "intervals over held-out windows by the leave-one-window-out jackknife (R²_lin and what is built from it, "
+        "ΔPPL paired), the routable share's by one-sided tests over windows, their coverage measured in the methods "
+        "section."
     )
     return out + lines + [""]
 

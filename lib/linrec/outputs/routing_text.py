@@ -152,7 +152,7 @@ def routing_section(r, table) -> list[str]:
             "Notebook 06 routes a share of each block's tokens to its closed-form map by a logistic gate on the "
             "block's input (d + 1 parameters, trained on train rows), the per-token version of the swap from "
             "arXiv 2603.03459 (the *anchor*); held-out ΔPPL against the share routed on a 0.05 grid, with paired "
-            "bootstrap intervals; the routable share's interval inverts one-sided t tests over windows "
+            "jackknife intervals; the routable share's interval inverts one-sided t tests over windows "
             "(tables `routing_curve`, `routing_routable`, `routing_summary`, `routing_identity`, "
             "`routing_split_auc`, `routing_split_ppl`, `routing_anchor`, `routing_heal`).", "",
             *[f"- {line}" for line in lines]]  # fmt: skip
