@@ -121,6 +121,29 @@ def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_i
     assert not redone.cached and "damaged" in caplog.text
 
 
+def test_a_run_cached_before_layouts_is_read_not_retrained(planted, caplog):
+    """Entries written before the `layout` field (their meta's config says "mlp", has no shared_texts) keep their
+    cache key and must be read: the request check compared "mlp" with an absent field and retrained every cached
+    run of params/training.yaml (45 min). Planted: the check against asdict(cfg) instead of cfg.request()."""
+    from linrec.base.files import seal, unseal
+
+    cfg = TrainConfig(text=planted, **TINY)
+    run = get_run(cfg, progress=False)
+    meta_path = run.path / "meta.json"
+    meta = unseal(meta_path)
+    config = meta["config"]
+    config["mlp"] = config.pop("layout")
+    config.pop("shared_texts")
+    meta_path.write_text(seal(meta))  # sealed as the old linrec sealed it
+    with caplog.at_level(logging.WARNING):
+        again = get_run(cfg, progress=False)
+    assert again.cached and "another request" not in caplog.text
+    meta["config"]["mlp"] = "swiglu"  # a run of another layout under this name is still refused
+    meta_path.write_text(seal(meta))
+    with caplog.at_level(logging.WARNING):
+        assert not get_run(cfg, progress=False).cached
+
+
 def test_an_affine_block_swaps_for_free(tmp_path):
     """A GELU block whose activation is the identity is affine by construction: its R²_lin is 1 and swapping it for
     its closed-form map leaves the held-out perplexity unchanged (ΔPPL within float32 noise of 0)."""

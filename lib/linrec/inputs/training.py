@@ -185,6 +185,12 @@ class TrainConfig:
         grid = np.geomspace(1, self.steps, self.n_checkpoints - 1)
         return sorted({0, *(int(round(s)) for s in grid), self.steps})
 
+    def request(self) -> dict:
+        """The configuration an entry is checked against (`linrec.base.cache.other_request`, which compares the
+        fields the entry recorded): every field, and the layout also under its old name `mlp`, as `key` keys it, so
+        that a run cached before layouts (its meta says "mlp") is read, not trained again."""
+        return {**asdict(self), "mlp": self.layout}
+
     def key(self, made_on: str) -> str:
         import transformers
 
@@ -489,7 +495,7 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
         write_entry(tmp, meta)
         return TrainedRun(cfg, entry if cache else tmp, meta, False, table)
 
-    return get_or_compute(entry, TRAINING_VERSION, load, compute, cache, {"config": asdict(cfg)})
+    return get_or_compute(entry, TRAINING_VERSION, load, compute, cache, {"config": cfg.request()})
 
 
 def runs(configs: list[TrainConfig], progress: bool = True) -> dict[str, TrainedRun]:
