@@ -226,7 +226,8 @@ def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.Dat
     if cap is not None and len(cap):  # the window intervals, at this run's number of held-out windows
         n_windows = int(cap["n_test_rows"].min()) // CaptureConfig.seq_len
         swap = load_table("swap", results_dir)
-        swap_windows = (int(swap["n_test_tokens"].min()) // CaptureConfig.seq_len
+        # the swap table counts predicted tokens: seq_len − 1 per window
+        swap_windows = (int(swap["n_test_tokens"].min()) // (CaptureConfig.seq_len - 1)
                         if swap is not None and len(swap) else None)  # fmt: skip
         table = pd.concat([table, window_table(n_windows, reps=max(reps // 2, 50), seed=seed,
                                                swap_windows=swap_windows)], ignore_index=True)  # fmt: skip
