@@ -258,12 +258,14 @@ def routable_share(shares, base_nll: np.ndarray, nlls: np.ndarray, tokens_per_wi
     (a prefix of a grid is enough once a share is shown beyond every budget: `route_block`)."""
     base_nll, nlls = np.asarray(base_nll, float), np.asarray(nlls, float)
     shares = np.asarray(shares, float)
-    ppl_base = float(np.exp(base_nll.sum() / (len(base_nll) * tokens_per_window)))
+    n_tokens = len(base_nll) * tokens_per_window
+    ppl_base, ppl = np.exp(base_nll.sum() / n_tokens), np.exp(nlls.sum(axis=-1) / n_tokens)
     bounds = np.array([share_bounds(base_nll, x, tokens_per_window, level) for x in nlls]).reshape(-1, 3)
     out = {}
     for name, (kind, budget) in (BUDGETS if budgets is None else budgets).items():
-        c = _budget_nll(kind, budget, ppl_base)
-        for key, col in (("", 0), ("_lo", 2), ("_hi", 1)):
+        c = _budget_nll(kind, budget, float(ppl_base))
+        out[f"routable_{name}"] = float(largest_within(shares, np.array([ppl_base]), ppl[None, :], kind, budget)[0])
+        for key, col in (("_lo", 2), ("_hi", 1)):  # every upper bound within: shown within; every lower: not beyond
             run = np.cumprod(bounds[:, col] <= c).astype(bool)
             out[f"routable_{name}{key}"] = float(np.where(run, shares, 0.0).max()) if len(shares) else 0.0
     return out
