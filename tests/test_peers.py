@@ -137,13 +137,19 @@ def test_the_table_takes_the_fastest_round_compares_with_linrec_and_applies_the_
     assert nn["max_abs_dr2"] == pytest.approx(3e-7) and nn["version"] == "0.8.1"
     assert by["nnsight", 204800]["error"].startswith("MemoryError") and "seconds" not in by["nnsight", 204800]
     text = "\n".join(peers.report_lines(rows))
-    assert "| nnsight trace + fit_affine | 20,480 | 60.0 | 1.58 | 3.91 | 1.59 | 3.0e-07 |" in text
-    assert "| nnsight trace + fit_affine | 204,800 | failed: MemoryError: Unable to allocate 264. MiB |" in text
+    assert "| nnsight trace + fit_affine | 20,480 | 60.0 | 54.0 + 6.0 | 1.58 | 3.91 | 1.59 | 3.0e-07 |" in text
     assert "nnsight trace + fit_affine failed" in text and "linrec exact (f64 stats + ceiling table) 1.11×" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("- 20,480 tokens"))
     assert "the fastest peer (nnsight trace + fit_affine) takes 1.58× linrec exact's time (>= 2 MISS)" in line
     assert "linrec exact needs 0.63× the peak memory of the leanest peer (nnsight" in line and "<= 0.5 MISS" in line
-    assert "- 204,800 tokens: no peer method finished" in text
+    assert "- 204,800 tokens: no peer method finished (see the failed rows); linrec did." in text  # an ImportError too
+    assert "| 204,800 | failed: MemoryError: Unable to allocate 264. MiB | | | 16.6 at failure | | |" in text
+    capped = [r | {"mem_cap_gib": 17.7} for r in rows if not r["method"].startswith("tlens")]
+    line = next(ln for ln in peers.report_lines(capped) if ln.startswith("- 204,800"))
+    assert "each ran out of its 17.7 GiB address space" in line and "peaked at 2.73 GiB, under 0.15× that" in line
+    assert "(<= 0.5 PASS); no time ratio" in line
+    capped = [r | {"mem_cap_gib": 4.0} for r in capped]  # a cap linrec's own peak is not far below
+    assert "under 0.68× that (<= 0.5 MISS)" in next(ln for ln in peers.report_lines(capped) if ln.startswith("- 204"))
     records[2] = _record("nnsight", 20480, 90.0, 6000, exact)  # now linrec is 2.4× faster and 0.42× the memory
     line = next(ln for ln in peers.report_lines(peers.summarise(records, {})) if ln.startswith("- 20,480"))
     assert ">= 2 PASS" in line and "<= 0.5 PASS" in line and "(nnsight trace + fit_affine;" in line
