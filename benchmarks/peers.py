@@ -394,7 +394,13 @@ def report_lines(rows: list[dict]) -> list[str]:
         for m in dict.fromkeys(r["method"] for r in rows):
             a, b = ([r for r in rows if r["method"] == m and int(r["tokens"]) == t] for t in (lo, hi))
             if a and b and not a[0].get("error"):
-                grown = "failed" if b[0].get("error") else f"{_num(b[0], 'peak_mib') / _num(a[0], 'peak_mib'):.2f}×"
+                cap = _num(b[0], "mem_cap_gib")
+                if not b[0].get("error"):
+                    grown = f"{_num(b[0], 'peak_mib') / _num(a[0], 'peak_mib'):.2f}×"
+                elif cap and b[0]["error"].startswith("MemoryError"):  # it needed more than the cap
+                    grown = f"more than {cap * 1024 / _num(a[0], 'peak_mib'):.1f}× (out of memory at the cap)"
+                else:
+                    grown = "failed"
                 growth.append(f"{a[0]['label']} {grown}")
         lines += ["", f"Peak memory from {lo:,} to {hi:,} tokens: " + "; ".join(growth) + "."]
     lines.append("")

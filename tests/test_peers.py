@@ -148,6 +148,8 @@ def test_the_table_takes_the_fastest_round_compares_with_linrec_and_applies_the_
     line = next(ln for ln in peers.report_lines(capped) if ln.startswith("- 204,800"))
     assert "each ran out of its 17.7 GiB address space" in line and "peaked at 2.73 GiB, under 0.15× that" in line
     assert "(<= 0.5 PASS); no time ratio" in line
+    growth = next(ln for ln in peers.report_lines(capped) if ln.startswith("Peak memory"))
+    assert "nnsight trace + fit_affine more than 4.5× (out of memory at the cap)" in growth  # 17.7 GiB / 4,000 MiB
     capped = [r | {"mem_cap_gib": 4.0} for r in capped]  # a cap linrec's own peak is not far below
     assert "under 0.68× that (<= 0.5 MISS)" in next(ln for ln in peers.report_lines(capped) if ln.startswith("- 204"))
     records[2] = _record("nnsight", 20480, 90.0, 6000, exact)  # now linrec is 2.4× faster and 0.42× the memory
