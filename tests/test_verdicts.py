@@ -788,10 +788,17 @@ def test_claim6b_needs_both_correlations_shown_below_zero():
         ("flags", ["no flag", "flags"], PARTLY),
         ("no flag", [INCONCLUSIVE, "no flag"], NOT_REPRODUCED),
         ("no flag", ["flags", INCONCLUSIVE], PARTLY),
-        (INCONCLUSIVE, ["flags", INCONCLUSIVE], REPRODUCED),  # the decided models are tallied
-        (INCONCLUSIVE, ["flags", "no flag"], PARTLY),
+        (INCONCLUSIVE, ["flags", "flags"], REPRODUCED),  # both models decide: more than chance
+        (INCONCLUSIVE, ["flags", INCONCLUSIVE], NOT_TESTABLE),  # 1 of 2 is what chance gives 10 % of the time
+        (INCONCLUSIVE, ["flags", "no flag"], NOT_TESTABLE),
         (INCONCLUSIVE, [INCONCLUSIVE, INCONCLUSIVE], NOT_TESTABLE),
+        (INCONCLUSIVE, ["flags"] + [INCONCLUSIVE] * 11, NOT_TESTABLE),  # the zoo's twelve: 1 flags
+        (INCONCLUSIVE, ["flags"] * 2 + [INCONCLUSIVE] * 10, NOT_TESTABLE),  # 2 of 12: still chance (p = 0.12)
+        (INCONCLUSIVE, ["flags"] * 3 + [INCONCLUSIVE] * 9, REPRODUCED),  # 3 of 12 (p = 0.02)
+        (INCONCLUSIVE, ["flags"] * 3 + ["no flag"] * 3 + [INCONCLUSIVE] * 6, PARTLY),
+        (INCONCLUSIVE, ["flags"] * 3 + ["no flag"] * 2 + [INCONCLUSIVE] * 7, REPRODUCED),  # the 2 "no flag": chance
         (None, ["no flag"], NOT_REPRODUCED),  # one model: no pooled row
+        (None, ["flags", INCONCLUSIVE], REPRODUCED),  # no pooled row: the decided models are tallied
     ],
 )
 def test_claim6b_pooled_outcome_decides_where_it_is_decided(pooled, per_model, word):
@@ -807,6 +814,21 @@ def test_claim6b_pooled_outcome_decides_where_it_is_decided(pooled, per_model, w
     assert v.verdict == word
     if word == NOT_TESTABLE:
         assert "150 blocks" in v.reason
+        if "flags" in per_model:
+            need = 2 if len(per_model) == 2 else 3
+            assert f"{per_model.count('flags')} of {len(per_model)} models flag" in v.reason
+            assert f"no more than chance at 5 % a model ({need} needed)" in v.reason
+
+
+@pytest.mark.parametrize("m, need", [(1, 1), (2, 2), (3, 2), (7, 2), (8, 3), (12, 3), (16, 3), (17, 4)])
+def test_beyond_chance_is_the_binomial_tail_at_five_percent(m, need):
+    from scipy.stats import binom
+
+    from linrec.claims.rules import beyond_chance
+
+    assert beyond_chance(m) == need
+    assert binom.sf(need - 1, m, 0.05) <= 0.05  # need models: rarer than 5 % by chance
+    assert need == 1 or binom.sf(need - 2, m, 0.05) > 0.05  # one fewer is not
 
 
 def test_best_predictor_is_named_only_after_holm():

@@ -308,6 +308,16 @@ def spearman(a, b) -> tuple[float, float]:
     return float(r[0]), float(r[1])
 
 
+CHANCE_RATE = 0.05  # how often one model's 95 % test decides an outcome that is not there
+
+
+def beyond_chance(m: int, rate: float = CHANCE_RATE, alpha: float = 0.05) -> int:
+    """The fewest of `m` models that must show an outcome before it counts as more than chance: the smallest k ≥ 1
+    with P(Binomial(m, rate) ≥ k) ≤ `alpha` (1 of 1, 2 of 2, 2 of 3–7, 3 of 8–16). A per-model tally read across
+    many models (the zoo's twelve) would otherwise take one model's chance decision for a finding."""
+    return next(k for k in range(1, m + 2) if k > m or stats.binom.sf(k - 1, m, rate) <= alpha)
+
+
 def tally_decided(words: list[str], yes: str, undecided: str) -> str:
     """`tally` over the models whose word is not `undecided`; not testable when none is decided."""
     decided = [w == yes for w in words if w != undecided]

@@ -31,6 +31,7 @@ from linrec.claims.rules import (
     REPRODUCED,
     SWAP_HIGH_R2,
     Verdict,
+    beyond_chance,
     blocks,
     require,
     tally_decided,
@@ -370,8 +371,18 @@ def claim6b(predictors: pd.DataFrame | None) -> Verdict:
     if word == NOT_TESTABLE:
         need = next((e["n_needed"] for e in ev if e["model"] == POOLED), max(e["n_needed"] for e in ev))
         more = f"; a decision needs about {need:.0f} blocks at this dependence" if np.isfinite(need) else ""
-        return Verdict("6b", NOT_TESTABLE, ev, reason=f"not testable at this power: every model and the pooled blocks "
-                       f"are inconclusive{more}", without_first=word1)  # fmt: skip
+        models = [e["outcome"] for e in ev if e["model"] != POOLED]
+        decided = {w: models.count(w) for w in ("flags", "no flag") if w in models}
+        what = "every model and the pooled blocks are inconclusive"
+        if decided:  # some models decided, but no more of them than chance would
+            shown = " and ".join(f"{k} of {len(models)} models {'flag' if w == 'flags' else 'show no flag'}"
+                                 for w, k in decided.items())  # fmt: skip
+            what = (
+                f"the pooled blocks are inconclusive and {shown}, no more than chance at 5 % a model "
+                f"({beyond_chance(len(models))} needed)"
+            )
+        return Verdict("6b", NOT_TESTABLE, ev, reason=f"not testable at this power: {what}{more}",
+                       without_first=word1)  # fmt: skip
     return Verdict("6b", word, ev, without_first=word1)
 
 
@@ -379,9 +390,14 @@ def flags_verdict(pooled: str | None, per_model: list[str]) -> str:
     """Claim 6b's verdict from the pooled outcome (blocks within model; None with one model) and each model's:
     the pooled test decides where it is decided — "flags" is reproduced, or partly where some model on its own shows
     "no flag"; "no flag" is not reproduced, or partly where some model on its own flags — and where it is
-    inconclusive (or absent) the decided models are tallied; not testable when nothing is decided."""
+    inconclusive the outcomes that more models show than chance would give at 5 % a model (`beyond_chance`: 2 of 2,
+    3 of 12) are tallied, and where it is absent (one model) that model decides; not testable when nothing is
+    decided."""
     if pooled == "flags":
         return PARTLY if "no flag" in per_model else REPRODUCED
     if pooled == "no flag":
         return PARTLY if "flags" in per_model else NOT_REPRODUCED
+    if pooled is not None:  # several models, the pooled test undecided: an outcome counts where more models show it
+        need = beyond_chance(len(per_model))  # than chance would (`rules.beyond_chance`)
+        per_model = [w for w in per_model if w != INCONCLUSIVE and per_model.count(w) >= need]
     return tally_decided(per_model, "flags", INCONCLUSIVE)
