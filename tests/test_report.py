@@ -723,8 +723,8 @@ def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tm
     with their intervals, this profile's healing and params/healing.yaml's (results/healing/) beside it."""
     from linrec.claims.registry import TABLES
     from linrec.claims.routing import anchor_table, heal_table
-    from linrec.outputs.claim_text import Results
     from linrec.outputs.report import _table
+    from linrec.outputs.results import Results
     from linrec.outputs.routing_text import routing_section
 
     d, other = tmp_path / "default", tmp_path / "healing"

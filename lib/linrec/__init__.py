@@ -20,8 +20,9 @@ The package's folders are its layers, lowest first; a module imports only from i
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
                · registry (every results table) · tables (written and read through it)
-    outputs/   claim_text (the claims in words) · report · methods (the coverage table) · findings (notebooks 06, 07)
-               · routing_text (the report's routing section) · zoo_text (the zoo in words)
+    outputs/   results (a results folder, read; number words) · paper_claims (the paper's words; `Claim`)
+               · claim_text (the claims in words) · report · methods (the coverage table)
+               · findings (notebooks 06, 07) · routing_text (the report's routing section) · zoo_text (the zoo in words)
                · refresh (summaries rebuilt from per-block tables) · labels · plots · plots_regimes
                · plots_interventions
     app/       cli (the `linrec` command) · commands (its subcommands) · params (profiles) · bench

@@ -21,9 +21,11 @@ from linrec.base.files import find_project_root
 from linrec.claims.registry import TABLES
 from linrec.claims.rules import CHANGE, RULES, VERDICTS
 from linrec.claims.tables import labelled, load_table
-from linrec.outputs.claim_text import CLAIMS, Claim, Results, build, fmt, listed, replicated
+from linrec.outputs.claim_text import build
 from linrec.outputs.methods import methods_lines
+from linrec.outputs.paper_claims import CLAIMS, Claim
 from linrec.outputs.plots import figures_at_drawn_size
+from linrec.outputs.results import Results, fmt, listed, replicated
 from linrec.outputs.routing_text import routing_section
 
 # (stem, notebook, caption): every figure the report shows, in order
