@@ -11,7 +11,8 @@ from linrec.base.errors import LinrecError
 from linrec.claims.registry import TABLES
 from linrec.claims.tables import load_table, save_table
 from linrec.outputs.claim_text import CELL_LIMIT, claims
-from linrec.outputs.report import FIGURES, OTHER_PROFILE, build_report, per_block_table, render, stale_tables
+from linrec.outputs.report import build_report, per_block_table, render
+from linrec.outputs.report_figures import FIGURES, OTHER_PROFILE, stale_tables
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ The package's folders are its layers, lowest first; a module imports only from i
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
                · registry (every results table) · tables (written and read through it)
     outputs/   results (a results folder, read; number words) · paper_claims (the paper's words; `Claim`)
-               · claim_text (the claims in words) · report · methods (the coverage table)
+               · claim_text (the claims in words) · report · report_figures (which figure where, its caption)
+               · methods (the coverage table)
                · findings (notebooks 06, 07) · routing_text (the report's routing section) · zoo_text (the zoo in words)
                · refresh (summaries rebuilt from per-block tables) · labels · plots · plots_regimes
                · plots_interventions
