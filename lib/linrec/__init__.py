@@ -10,6 +10,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · models (load any model) · surgery · training
                · layouts (the decoders trained here: GPT-2, Pythia, llama rows)
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
+               · rows (the row sample on disk, the first positions)
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
     analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
                · calibration (the intervals' coverage, simulated)
