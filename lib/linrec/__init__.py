@@ -7,7 +7,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
                · jackknife (intervals over held-out windows)
     inputs/    sites (where each FFN is) · corpora · fetching · hf · source (how a model is given, parsed once)
-               · models (load any model) · surgery · training
+               · models (load any model) · surgery · training · training_text (its texts, split; the tokenizer)
                · layouts (the decoders trained here: GPT-2, Pythia, llama rows)
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · rows (the row sample on disk, the first positions)
