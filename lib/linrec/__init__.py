@@ -23,10 +23,9 @@ The package's folders are its layers, lowest first; a module imports only from i
                · registry (every results table) · tables (written and read through it)
     outputs/   results (a results folder, read; number words) · paper_claims (the paper's words; `Claim`)
                · claim_text (the claims in words) · report · report_figures (which figure where, its caption)
-               · methods (the coverage table)
-               · findings (notebooks 06, 07) · routing_text (the report's routing section) · zoo_text (the zoo in words)
-               · refresh (summaries rebuilt from per-block tables) · labels · plots (figures 1–3, 5)
-               · plots_regimes (figure 4) · plots_interventions (figures 6–9)
+               · methods (the coverage table) · findings (notebooks 06, 07) · routing_text (the routing section)
+               · zoo_text (the zoo in words) · refresh (summaries rebuilt from per-block tables) · labels
+               · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)
     app/       cli (the `linrec` command) · commands (its subcommands) · params (profiles) · bench
                · notebooks (runs the numbered notebooks)
 """
