@@ -43,6 +43,7 @@ class Results:
 
 
 def fmt(x, nd: int = 3) -> str:
+    """`x` to `nd` decimals; "n/a" for None or a float that is not finite."""
     return "n/a" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{nd}f}"
 
 
