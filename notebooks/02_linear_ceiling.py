@@ -67,7 +67,7 @@ from linrec.measure.capture import get_capture, replicate_captures
 from linrec.measure.config import capture_settings
 from linrec.measure.curves import get_curve
 from linrec.outputs.plots import fig2_r2_lin, fig2c_learning_curves
-from linrec.outputs.report import stale_tables
+from linrec.outputs.report_figures import stale_tables
 
 root = project_root()
 settings = capture_settings(capture)  # the capture's settings, the same in every notebook

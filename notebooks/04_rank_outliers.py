@@ -98,8 +98,7 @@ from linrec.claims.rules import RULES
 from linrec.claims.tables import labelled, load_table, save_table
 from linrec.measure.capture import get_capture, replicate_captures
 from linrec.measure.config import capture_settings
-from linrec.outputs.plots import fig4_rank_outliers
-from linrec.outputs.plots_regimes import fig4b_block_anatomy
+from linrec.outputs.plots_regimes import fig4_rank_outliers, fig4b_block_anatomy
 
 root = project_root()
 settings = capture_settings(capture)  # the capture's settings, the same in every notebook

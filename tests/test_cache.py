@@ -273,10 +273,10 @@ def test_prune_does_not_claim_a_symbolic_link_it_leaves(cache, corpus, tmp_path)
 def test_an_interrupted_uncached_training_run_removes_its_folder(tmp_path, monkeypatch, stop):
     import tempfile
 
-    from linrec.inputs import training
+    from linrec.inputs import training, training_text
 
     text = tmp_path / "text.txt"
-    text.write_text(f"\n{training.EOS}\n".join(tiny_text(400, seed=s) for s in range(12)))
+    text.write_text(f"\n{training_text.EOS}\n".join(tiny_text(400, seed=s) for s in range(12)))
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))

@@ -12,9 +12,9 @@ import pytest
 
 from linrec.analyses.calibration import COVERAGE_FLOOR, dependence
 from linrec.claims.tables import load_table, save_table
-from linrec.outputs.claim_text import Results
 from linrec.outputs.methods import methods_lines
 from linrec.outputs.refresh import coverage_settings, refresh
+from linrec.outputs.results import Results
 
 DEFAULT = Path(__file__).resolve().parents[1] / "results" / "default"
 

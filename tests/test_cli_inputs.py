@@ -206,7 +206,7 @@ def test_train_configs_that_cannot_train_are_refused_before_any_step(tmp_path, o
     """A profile's TrainConfig takes the same rules; a model that cannot fit in memory is refused from its
     configuration, before any text is read or weight allocated (d_model 2,000,000 allocated 16 TB), and leaves
     no folder behind."""
-    import linrec.inputs.training as training
+    import linrec.inputs.training_text as texts
     from linrec.base.errors import LinrecError
     from linrec.inputs.training import TrainConfig
 
@@ -214,8 +214,8 @@ def test_train_configs_that_cannot_train_are_refused_before_any_step(tmp_path, o
                 {"weight_decay": float("nan")}):  # fmt: skip
         with pytest.raises(LinrecError, match=next(iter(bad))):
             TrainConfig(**bad).validate()
-    monkeypatch.setattr(training, "load_documents", lambda *a: pytest.fail("read the text of a model that cannot fit"))
-    monkeypatch.setattr(training, "corpus_identity", lambda spec: "planted")
+    monkeypatch.setattr(texts, "load_documents", lambda *a: pytest.fail("read the text of a model that cannot fit"))
+    monkeypatch.setattr(texts, "corpus_identity", lambda spec: "planted")
     code, _, err = cli("train", "--d-model", "2000000", "--no-cache")
     _single_line(code, err, "d_model 2000000", "GiB", "lower d_model")
     with pytest.raises(LinrecError, match="lower d_model"):

@@ -16,7 +16,7 @@ from matplotlib.text import Annotation  # noqa: E402
 
 from linrec.base.files import project_root  # noqa: E402
 from linrec.claims.tables import load_table  # noqa: E402
-from linrec.outputs import plots, plots_interventions  # noqa: E402
+from linrec.outputs import plots, plots_interventions, plots_regimes  # noqa: E402
 
 ROOT = project_root(__file__)
 RESULTS = ROOT / "results" / "default"
@@ -29,7 +29,7 @@ def _t(name):
 FIGURES = {
     "fig2_r2_lin": lambda: plots.fig2_r2_lin(_t("r2_lin"), STEM),
     "fig3c_pitfall_mechanism": lambda: plots.fig3c_pitfall_mechanism(_t("pitfall_budget"), _t("pitfall_dose"), STEM),
-    "fig4_rank_outliers": lambda: plots.fig4_rank_outliers(_t("spectrum"), STEM),
+    "fig4_rank_outliers": lambda: plots_regimes.fig4_rank_outliers(_t("spectrum"), STEM),
     "fig6_swap": lambda: plots_interventions.fig6_swap(_t("swap"), _t("swap_rank_curve"), STEM),
     "fig7_controls": lambda: plots_interventions.fig7_controls(_t("controls_random_init"), _t("controls_inputs"), STEM),
     "fig9_routing": lambda: plots_interventions.fig9_routing(

@@ -1,5 +1,5 @@
 """The package's import structure: layers that import only downward, no cycles, no reaching into another module's
-private names.
+private names; and its modules' size: none over `MAX_LINES` (550) lines.
 
 The layers are the package's folders (`lib/linrec/<layer>/`); their order, lowest first, is the picture in the
 package docstring (`lib/linrec/__init__.py`), which the README repeats. A module may import from its own folder or a
@@ -140,6 +140,38 @@ def test_the_checker_finds_a_planted_cycle_a_climb_and_an_undrawn_module(tmp_pat
     (fake / "stats" / "moments.py").write_text("")
     with pytest.raises(AssertionError, match="picture says"):
         test_the_picture_shows_every_folder_and_module()
+
+
+MAX_LINES = 550  # issue 47: a module that grows past it is split by topic (a new module in its folder), not cut to fit
+
+
+def long_modules() -> list[tuple[str, int]]:
+    """(path under lib/linrec, lines) of every module over `MAX_LINES`, longest first."""
+    counts = [(p.relative_to(PACKAGE).as_posix(), len(p.read_text().splitlines())) for p in _modules().values()]
+    return sorted(((m, n) for m, n in counts if n > MAX_LINES), key=lambda mn: -mn[1])
+
+
+def test_no_module_is_over_the_line_limit():
+    long = long_modules()
+    assert not long, f"modules over {MAX_LINES} lines, to split by topic: " + ", ".join(
+        f"{m} ({n} lines)" for m, n in long
+    )
+
+
+def test_the_line_limit_finds_a_planted_long_module(tmp_path, monkeypatch):
+    """A module one line over the limit is named with its count; one at the limit passes."""
+    import sys
+
+    fake = tmp_path / "linrec"
+    (fake / "stats").mkdir(parents=True)
+    (fake / "__init__.py").write_text('"""Layers:\n\nstats/    ceiling · moments\n"""\n')
+    (fake / "stats" / "__init__.py").write_text("")
+    (fake / "stats" / "ceiling.py").write_text("x = 1\n" * MAX_LINES)
+    (fake / "stats" / "moments.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    with pytest.raises(AssertionError, match=rf"stats/moments\.py \({MAX_LINES + 1} lines\)") as caught:
+        test_no_module_is_over_the_line_limit()
+    assert "ceiling" not in str(caught.value)
 
 
 def private_writes(source: str) -> list[tuple[int, str]]:

@@ -136,7 +136,7 @@ def test_each_layouts_ffn_site_is_captured_and_an_affine_mlp_swaps_for_free(tmp_
     from helpers import tiny_text
     from linrec.analyses.swap import SwapStudy
     from linrec.inputs.hf import LoadedModel
-    from linrec.inputs.training import train_tokenizer
+    from linrec.inputs.training_text import train_tokenizer
     from linrec.measure.capture import get_capture
 
     class Ones(torch.nn.Module):
@@ -168,7 +168,8 @@ def test_runs_on_two_texts_share_one_tokenizer_and_one_measuring_text(planted, t
     writes the same measuring text: every held-out document of both texts, shuffled together so that the first
     documents hold both, none of them a training document of either text; each run trains on its own text only."""
     from linrec.inputs.corpora import load_documents
-    from linrec.inputs.training import split_documents, split_texts
+    from linrec.inputs.training import split_texts
+    from linrec.inputs.training_text import split_documents
 
     other = tmp_path / "other.txt"
     other.write_text(open(planted).read().replace("red", "orange"))
@@ -190,7 +191,7 @@ def test_runs_on_two_texts_share_one_tokenizer_and_one_measuring_text(planted, t
 def test_a_text_held_as_one_document_is_cut_into_documents():
     """A one-document text is cut at the separator and at blank lines into documents of at least MIN_DOC_CHARS
     characters (a short tail joins the last), losing no paragraph and keeping their order."""
-    from linrec.inputs.training import MIN_DOC_CHARS, cut_document
+    from linrec.inputs.training_text import MIN_DOC_CHARS, cut_document
 
     paras = [f"paragraph {k} " + "x" * (150 + 37 * k % 300) for k in range(40)]
     doc = "\n\n".join(paras[:20]) + "\n<|endoftext|>\n" + "\n\n  \n".join(paras[20:])

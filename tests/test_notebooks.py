@@ -22,7 +22,8 @@ from linrec.base.files import project_root
 from linrec.claims.corpora import corpus_word
 from linrec.claims.registry import TABLES
 from linrec.claims.tables import load_table, save_table
-from linrec.outputs.report import FIGURES, build_report
+from linrec.outputs.report import build_report
+from linrec.outputs.report_figures import FIGURES
 
 ROOT = project_root(__file__)
 STEMS = [nb.stem for nb in notebooks(ROOT)]

@@ -11,7 +11,8 @@ from linrec.base.errors import LinrecError
 from linrec.claims.registry import TABLES
 from linrec.claims.tables import load_table, save_table
 from linrec.outputs.claim_text import CELL_LIMIT, claims
-from linrec.outputs.report import FIGURES, OTHER_PROFILE, build_report, per_block_table, render, stale_tables
+from linrec.outputs.report import build_report, per_block_table, render
+from linrec.outputs.report_figures import FIGURES, OTHER_PROFILE, stale_tables
 
 
 @pytest.fixture
@@ -723,8 +724,8 @@ def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tm
     with their intervals, this profile's healing and params/healing.yaml's (results/healing/) beside it."""
     from linrec.claims.registry import TABLES
     from linrec.claims.routing import anchor_table, heal_table
-    from linrec.outputs.claim_text import Results
     from linrec.outputs.report import _table
+    from linrec.outputs.results import Results
     from linrec.outputs.routing_text import routing_section
 
     d, other = tmp_path / "default", tmp_path / "healing"

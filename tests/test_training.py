@@ -9,15 +9,14 @@ import torch
 
 from linrec.base.errors import LinrecError
 from linrec.inputs.training import (
-    EOS,
     TrainConfig,
     build_model,
     get_run,
     lr_at,
     profile_configs,
-    split_documents,
     train_model,
 )
+from linrec.inputs.training_text import EOS, split_documents
 
 WORDS = "red green blue cyan magenta yellow black white".split()
 TINY = dict(d_model=16, n_layers=2, n_heads=2, vocab=300, seq_len=16, batch_size=8, steps=60, lr=3e-2, warmup=3,
@@ -40,7 +39,8 @@ def planted(tmp_path):
 
 def _windows(cfg, text):
     from linrec.inputs.corpora import load_documents
-    from linrec.inputs.training import train_tokenizer, train_windows
+    from linrec.inputs.training import train_windows
+    from linrec.inputs.training_text import train_tokenizer
 
     docs, _ = load_documents(text)
     train, _ = split_documents(docs, cfg.measure_frac, cfg.split_seed)
@@ -151,7 +151,7 @@ def test_an_affine_block_swaps_for_free(tmp_path):
     from helpers import tiny_text
     from linrec.analyses.swap import SwapStudy
     from linrec.inputs.hf import LoadedModel
-    from linrec.inputs.training import train_tokenizer
+    from linrec.inputs.training_text import train_tokenizer
     from linrec.measure.capture import get_capture
 
     text = tiny_text(4000)

@@ -7,9 +7,10 @@ The package's folders are its layers, lowest first; a module imports only from i
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
                · jackknife (intervals over held-out windows)
     inputs/    sites (where each FFN is) · corpora · fetching · hf · source (how a model is given, parsed once)
-               · models (load any model) · surgery · training
+               · models (load any model) · surgery · training · training_text (its texts, split; the tokenizer)
                · layouts (the decoders trained here: GPT-2, Pythia, llama rows)
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
+               · rows (the row sample on disk, the first positions)
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
     analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
                · calibration (the intervals' coverage, simulated)
@@ -20,10 +21,11 @@ The package's folders are its layers, lowest first; a module imports only from i
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
                · registry (every results table) · tables (written and read through it)
-    outputs/   claim_text (the claims in words) · report · methods (the coverage table) · findings (notebooks 06, 07)
-               · routing_text (the report's routing section) · zoo_text (the zoo in words)
-               · refresh (summaries rebuilt from per-block tables) · labels · plots · plots_regimes
-               · plots_interventions
+    outputs/   results (a results folder, read; number words) · paper_claims (the paper's words; `Claim`)
+               · claim_text (the claims in words) · report · report_figures (which figure where, its caption)
+               · methods (the coverage table) · findings (notebooks 06, 07) · routing_text (the routing section)
+               · zoo_text (the zoo in words) · refresh (summaries rebuilt from per-block tables) · labels
+               · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)
     app/       cli (the `linrec` command) · commands (its subcommands) · params (profiles) · bench
                · notebooks (runs the numbered notebooks)
 """

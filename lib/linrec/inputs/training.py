@@ -15,11 +15,12 @@ d = 128; `linrec.inputs.layouts.check_block_params` refuses a set more than 2 % 
 **Text and tokenizer.** A text (`text`, default the offline `wiki`: Wikipedia articles, 2.1 MB; several texts joined
 by "+" are one text) is split once, by document and with a fixed seed, into the training documents and the measuring
 documents (`measure_frac`); a text held as one document (the offline code, technical and stories texts) is first cut
-at its separators and blank lines into documents of at least `MIN_DOC_CHARS` characters (`text_documents`). The
-measuring documents are never trained on: they are written to `measure.txt` in the run's cache entry and every
-measurement (`linrec.analyses.seeds`) captures on that file, so both the map's train split and its held-out split are
-text the model never saw. A byte-level BPE tokenizer of `vocab` tokens is trained on the training documents alone
-(`tokenizers`, deterministic), with `<|endoftext|>` as the document separator (EOS) and no BOS token.
+at its separators and blank lines into documents of at least `MIN_DOC_CHARS` characters (the cut, the split and the
+tokenizer are `linrec.inputs.training_text`). The measuring documents are never trained on: they are written to
+`measure.txt` in the run's cache entry and every measurement (`linrec.analyses.seeds`) captures on that file, so both
+the map's train split and its held-out split are text the model never saw. A byte-level BPE tokenizer of `vocab`
+tokens is trained on the training documents alone (`tokenizers`, deterministic), with `<|endoftext|>` as the
+document separator (EOS) and no BOS token.
 
 **Shared texts.** Runs trained on different texts would otherwise differ in tokenizer and measuring windows too, so
 their profiles could not be compared on the same windows. With `shared_texts` (texts joined by ","; `text` one of
@@ -58,17 +59,22 @@ from linrec.base.cache import entry_path, get_or_compute
 from linrec.base.errors import LinrecError
 from linrec.base.files import write_entry
 from linrec.base.progress import bar as progress_bar
-from linrec.inputs.corpora import DOC_SEPARATOR, corpus_identity, load_documents, token_stream
+from linrec.inputs.corpora import DOC_SEPARATOR, token_stream
 from linrec.inputs.hf import check_device, no_tf32, quiet_transformers
 from linrec.inputs.layouts import ffn_width as layout_ffn_width
 from linrec.inputs.layouts import layout as layout_row
 from linrec.inputs.layouts import param_counts
+from linrec.inputs.training_text import (
+    split_documents,
+    text_documents,
+    text_identity,
+    text_tag,
+    train_tokenizer,
+)
 
 log = logging.getLogger(__name__)
 
 TRAINING_VERSION = "1"  # bump when what a run's entry holds or means changes
-EOS = "<|endoftext|>"
-MIN_DOC_CHARS = 1000  # a one-document text is cut into documents of at least this many characters
 
 
 @dataclass(frozen=True)
@@ -248,47 +254,7 @@ class TrainedRun:
         return str(self.path / "measure.txt")
 
 
-# ---- text and tokenizer ------------------------------------------------------------------------------------------
-def text_tag(spec: str) -> str:
-    """A text's short name in a run's name: an offline corpus's name, a path's stem."""
-    from linrec.inputs.corpora import HUB_CORPORA, OFFLINE_CORPORA
-
-    return spec if spec in OFFLINE_CORPORA or spec.partition(":")[0] in HUB_CORPORA else Path(spec).stem or spec
-
-
-def text_identity(spec: str) -> str:
-    """The identity of a text (`linrec.inputs.corpora.corpus_identity`), of each part of a "+"-joined one."""
-    return "+".join(corpus_identity(p) for p in spec.split("+"))
-
-
-def cut_document(doc: str, min_chars: int = MIN_DOC_CHARS) -> list[str]:
-    """A text held as one document cut into documents: at the separator, then at blank lines, consecutive pieces
-    joined until each holds at least `min_chars` characters (a short tail joins the last one)."""
-    import re
-
-    pieces = [p.strip() for part in doc.split(DOC_SEPARATOR) for p in re.split(r"\n\s*\n", part) if p.strip()]
-    out, cur = [], ""
-    for p in pieces:
-        cur = f"{cur}\n\n{p}" if cur else p
-        if len(cur) >= min_chars:
-            out.append(cur)
-            cur = ""
-    if cur:
-        out[-1:] = [f"{out[-1]}\n\n{cur}"] if out else [cur]
-    return out
-
-
-def text_documents(spec: str) -> tuple[list[str], str]:
-    """(documents, identity) of a training text: `linrec.inputs.corpora.load_documents` of each "+"-joined part, in
-    order; a part held as one document is cut into several (`cut_document`), so a share can be held out."""
-    docs, idents = [], []
-    for part in spec.split("+"):
-        d, ident = load_documents(part)
-        docs += cut_document(d[0]) if len(d) == 1 else d
-        idents.append(ident)
-    return docs, "+".join(idents)
-
-
+# ---- the run's texts (each text's documents and the tokenizer: linrec.inputs.training_text) ------------------
 def split_texts(cfg: TrainConfig) -> tuple[list[str], list[str], list[str], str]:
     """(the training documents of `cfg.text`, the tokenizer's documents, the measuring documents, the text's
     identity): each of `cfg.texts` split by `split_documents`; the tokenizer trained on every shared text's training
@@ -306,36 +272,6 @@ def split_texts(cfg: TrainConfig) -> tuple[list[str], list[str], list[str], str]
         order = np.random.default_rng([cfg.split_seed, 39]).permutation(len(measure))
         measure = [measure[i] for i in order]
     return train, vocab, measure, identity
-
-
-def split_documents(docs: list[str], measure_frac: float, seed: int = 0) -> tuple[list[str], list[str]]:
-    """(training documents, measuring documents): a seeded `measure_frac` of the documents (at least one, never all)
-    held out for measuring, each list in corpus order."""
-    if len(docs) < 2:
-        raise LinrecError(
-            f"the training text holds {len(docs)} document(s); it needs at least 2 to keep one for measuring only"
-        )
-    n = min(len(docs) - 1, max(1, round(measure_frac * len(docs))))
-    held = set(np.random.default_rng([seed, 35]).permutation(len(docs))[:n].tolist())
-    return [d for i, d in enumerate(docs) if i not in held], [d for i, d in enumerate(docs) if i in held]
-
-
-def train_tokenizer(docs: list[str], vocab: int):
-    """A byte-level BPE of `vocab` tokens trained on `docs`, as a transformers fast tokenizer with EOS and no BOS."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab,
-        special_tokens=[EOS],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(docs, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=EOS, model_max_length=1 << 20)
 
 
 # ---- the model ---------------------------------------------------------------------------------------------------

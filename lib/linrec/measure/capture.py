@@ -8,7 +8,8 @@ rows above, so `Capture.without_first` gives the statistics of every other posit
 Without a BOS token the first position is where a model parks its attention sink, and a few
 blocks put almost all their output variance on that one token (notebook 04);
 and a bounded, seeded sample of raw rows per block on disk (float32, memory-mapped) for the
-later probes. The forward pass stops after the last hooked block (no final norm, no LM head).
+later probes (both kinds of rows are kept by `linrec.measure.rows`). The forward pass stops after the last hooked
+block (no final norm, no LM head).
 
 Held-out sums for the bootstrap (`linrec.stats.heldout`): train windows run first, then test windows.
 Before the first test batch every block's affine map is fitted from the finished train
@@ -60,7 +61,8 @@ from linrec.inputs.sites import ffn_hooks, run_until_stop
 from linrec.inputs.source import ModelSource, as_source
 from linrec.measure.config import CAPTURE_VERSION, SETTINGS, SPLITS, CaptureConfig
 from linrec.measure.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
-from linrec.measure.reuse import larger_capture, notice_short, row_selection, say_cost, served
+from linrec.measure.reuse import larger_capture, notice_short, say_cost, served
+from linrec.measure.rows import FirstRows, RowSampler, first_moments
 from linrec.stats.ceiling import AffineFit, Score, fit_affine, score
 from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
 from linrec.stats.heldout import HeldOut, HeldOutSums
@@ -140,106 +142,6 @@ class Capture:
         return self._index
 
 
-class _RowSampler:
-    """Writes a fixed, seeded subset of rows straight into per-block .npy memmaps (memory stays flat)."""
-
-    def __init__(
-        self,
-        directory: Path,
-        n_rows: int,
-        k: int,
-        seed: int,
-        dims: list[tuple[int, int]],
-        seq_len: int,
-        order: np.ndarray,
-        split_of: np.ndarray,
-    ):
-        self.selected = row_selection(n_rows, k, seed)
-        rank, _ = world()
-        if rank == 0:  # rank 0 creates the files; under torchrun the other ranks write their rows into them
-            directory.mkdir(parents=True, exist_ok=True)
-            win = order[self.selected // seq_len]
-            index = np.stack([win, self.selected % seq_len, split_of[win]], axis=1).astype(np.int64)
-            np.save(directory / "index.npy", index)
-        n, mode = len(self.selected), "w+" if rank == 0 else "r+"
-        if rank > 0:
-            barrier()
-        self.x = [
-            np.lib.format.open_memmap(directory / f"x_{i:03d}.npy", mode, np.float32, (n, dx))
-            for i, (dx, _) in enumerate(dims)
-        ]
-        self.y = [
-            np.lib.format.open_memmap(directory / f"y_{i:03d}.npy", mode, np.float32, (n, dy))
-            for i, (_, dy) in enumerate(dims)
-        ]
-        if rank == 0:
-            barrier()
-        self.start, self.lo, self.hi = 0, 0, 0  # the batch's first global row; the slice of `selected` in the batch
-
-    def begin(self, n_rows_batch: int) -> None:
-        self.lo = int(np.searchsorted(self.selected, self.start))
-        self.hi = int(np.searchsorted(self.selected, self.start + n_rows_batch))
-        self.local = torch.from_numpy(self.selected[self.lo : self.hi] - self.start)
-        self.start += n_rows_batch
-
-    def write(self, block: int, x: torch.Tensor, y: torch.Tensor) -> None:
-        if self.hi > self.lo:
-            local = self.local.to(x.device)
-            self.x[block][self.lo : self.hi] = x.reshape(-1, x.shape[-1])[local].float().cpu().numpy()
-            self.y[block][self.lo : self.hi] = y.reshape(-1, y.shape[-1])[local].float().cpu().numpy()
-
-    def close(self) -> None:
-        for m in [*self.x, *self.y]:
-            m.flush()
-        self.x = self.y = []
-
-
-class _FirstRows:
-    """Each window's first-position rows (x, y) per split and block, float32 on the host, in the split's window order.
-
-    A few hundred rows per block where a `Moments` would hold a [d, d] float64 matrix (for an 8B model, as much
-    device memory as the main statistics); the activations are float32 or narrower, so float32 keeps them exactly.
-    `moments()` turns them into float64 `Moments` in one pass, the same way for a fresh capture and a cached one.
-    Under torchrun each window's row is written by one rank, zeros elsewhere, so a sum merges them exactly."""
-
-    def __init__(self, dims: list[tuple[int, int]], n_windows: dict[str, int]):
-        self.x = {s: [np.zeros((n_windows[s], dx), np.float32) for dx, _ in dims] for s in SPLITS}
-        self.y = {s: [np.zeros((n_windows[s], dy), np.float32) for _, dy in dims] for s in SPLITS}
-
-    def write(self, split: str, block: int, position: int, x0: torch.Tensor, y0: torch.Tensor) -> None:
-        """Rows of windows `position` … (in the split's order) of `block`: x0 [windows, d_in], y0 [windows, d_out]."""
-        k = x0.shape[0]
-        self.x[split][block][position : position + k] = x0.detach().float().cpu().numpy()
-        self.y[split][block][position : position + k] = y0.detach().float().cpu().numpy()
-
-    def all_reduce(self, split: str, blocks=None) -> None:
-        """Sum `split`'s rows of `blocks` (default all) over ranks, in place (shared memory)."""
-        from linrec.stats.distributed import sum_
-
-        blocks = range(len(self.x[split])) if blocks is None else blocks
-        sum_([torch.from_numpy(a) for i in blocks for a in (self.x[split][i], self.y[split][i])])
-
-    def moments_of(self, split: str, block: int) -> Moments:
-        return first_moments(self.x[split][block], self.y[split][block])
-
-    def moments(self) -> dict[str, list[Moments]]:
-        return {s: [first_moments(x, y) for x, y in zip(self.x[s], self.y[s])] for s in SPLITS}
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        out = {}
-        for s in SPLITS:
-            for i, (x, y) in enumerate(zip(self.x[s], self.y[s])):
-                out[f"first/{s}/{i}/x"], out[f"first/{s}/{i}/y"] = x, y
-        return out
-
-
-def first_moments(x: np.ndarray, y: np.ndarray) -> Moments:
-    """float64 `Moments` of first-position rows (all at once: one batch, so the result depends on the rows alone)."""
-    m = Moments(x.shape[1], y.shape[1])
-    m.update(torch.from_numpy(np.asarray(x, np.float64)), torch.from_numpy(np.asarray(y, np.float64)))
-    return m
-
-
 @torch.no_grad()
 def run_capture(
     loaded: LoadedModel,
@@ -285,14 +187,14 @@ def _run_capture(
     n_params = int(sum(p.numel() for p in model.parameters()))
     say_cost(loaded.name, config, n_params)  # the checks passed: what this pass will cost, before it starts
     stats = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
-    first = _FirstRows(dims, {s: len(getattr(windows, s)) for s in SPLITS})
+    first = FirstRows(dims, {s: len(getattr(windows, s)) for s in SPLITS})
     order = np.concatenate([windows.train, windows.test])  # train windows first, then test
     split_of = np.zeros(len(windows.ids), dtype=np.int64)
     split_of[windows.test] = 1
     T = windows.seq_len
     sampler = None
     if out_dir is not None and config.sample_rows > 0:
-        sampler = _RowSampler(
+        sampler = RowSampler(
             out_dir / "rows", len(order) * T, config.sample_rows, config.seed, dims, T, order, split_of
         )
     heldout = HeldOutSums(dims, windows.test)

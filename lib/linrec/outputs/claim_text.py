@@ -1,15 +1,15 @@
 """Each of the paper's claims in words: the verdict and the numbers it was decided on, per model.
 
 `claims(results_dir)` reads the results tables the numbered notebooks write, through the registry
-(`linrec.claims.tables`; never the notebooks themselves), and returns one `Claim` per check, built by
-`CLAIM_BUILDERS` (`claim1` … `claim7b`). Each verdict is decided by its rule in `linrec.claims`; this
-module only puts it and its numbers into words. A table that is missing makes its claim "not testable". The
-report (`linrec.outputs.report`) and the README's results block lay the claims out.
+(`linrec.outputs.results.Results`; never the notebooks themselves), and returns one `Claim`
+(`linrec.outputs.paper_claims`, beside the paper's own words) per check, built by `CLAIM_BUILDERS` (`claim1` …
+`claim7b`). Each verdict is decided by its rule in `linrec.claims`; this module only puts it and its numbers into
+words. A table that is missing makes its claim "not testable". The report (`linrec.outputs.report`) and the README's
+results block lay the claims out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +18,6 @@ import pandas as pd
 from linrec.analyses.large_n import curve_sentence
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, correlation_outcome
-from linrec.base.errors import LinrecError, StaleTableError
 from linrec.claims.corpora import claim5 as claim5_rule
 from linrec.claims.learned import claim2a as claim2a_rule
 from linrec.claims.learned import claim2b as claim2b_rule
@@ -29,7 +28,6 @@ from linrec.claims.probe import claim7b as claim7b_rule
 from linrec.claims.profile import claim1 as claim1_rule
 from linrec.claims.profile import claim1_counts
 from linrec.claims.regimes import claim4 as claim4_rule
-from linrec.claims.registry import TABLES
 from linrec.claims.rules import (
     CLAIM2_MIN_EFFECT,
     CLAIM2_NOISE_FACTOR,
@@ -45,133 +43,9 @@ from linrec.claims.rules import (
 )
 from linrec.claims.swap import claim6a as claim6a_rule
 from linrec.claims.swap import claim6b as claim6b_rule
-from linrec.claims.tables import load_table, table_path
+from linrec.outputs.paper_claims import Claim
+from linrec.outputs.results import Results, fmt, listed, other_profile, replicated
 from linrec.outputs.zoo_text import zoo_2a, zoo_pooled
-
-# the paper's claims (arXiv 2606.19379; sources in paper/claims.md), with the paper's numbers as the paper states them
-CLAIMS = {
-    1: (
-        "R²_lin is heterogeneous and non-monotone with depth",
-        "> 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m)",
-    ),
-    "2a": (
-        "It is learned, not architectural",
-        "GPT-2 and Pythia-160m (same width, both GELU) have sharply different profiles",
-    ),
-    "2b": (
-        "… a property of each block's own weights",
-        "recoverability is a learned property of individual trained blocks",
-    ),
-    3: (
-        "A rank-16 bilinear probe adds little, uncorrelated with nonlinearity",
-        "a few points of R²; Pearson r ≈ 0 with 1 − R²_lin",
-    ),
-    4: (
-        "High R²_lin hides two regimes",
-        "broadly linear (median ≈ global, high rank) vs outlier-concentrated (median ≪ global, rank ≈ 1)",
-    ),
-    5: ("Profiles are a property of the model, not the corpus", "three corpus domains overlay"),
-    "6a": (
-        "Compression: some block swaps cheaply",
-        "GPT-2's early FFN replaced by its linear map at 8× fewer parameters for +0.77 perplexity",
-    ),
-    "6b": (
-        "Compression signal: R²_lin flags the safe blocks",
-        "high-recoverability blocks admit replacement, low-recoverability blocks flag where it is unsafe",
-    ),
-    "7a": (
-        "Trained linear baselines under-converge",
-        "SGD/Adam fall short of the closed-form ceiling",
-    ),
-    "7b": (
-        "… because the activations are ill-conditioned",
-        "the shortfall is put down to ill-conditioned transformer activations",
-    ),
-}
-
-
-@dataclass
-class Claim:
-    number: int | str  # 1 … 7, claim 6 as "6a" and "6b"
-    ours: str  # every number the verdict was decided on, in words (the claim's section)
-    verdict: str  # one of linrec.claims.VERDICTS
-    without_first: str = ""  # the verdict on every position but the windows' first ("" where the rule has none)
-    headline: str = ""  # the claim table's cell: each model's headline number (≤ CELL_LIMIT characters)
-    details: list[str] = field(default_factory=list)  # `ours`, one entry per model (the section's bullets)
-
-    @property
-    def anchor(self) -> str:
-        return f"claim-{self.number}"
-
-    @property
-    def title(self) -> str:
-        return CLAIMS[self.number][0]
-
-    @property
-    def paper(self) -> str:
-        return CLAIMS[self.number][1]
-
-
-class Results:
-    """The results tables of one directory, read through the registry (`linrec.claims.tables`).
-
-    `get(name)` is None for a table its notebook has not written."""
-
-    def __init__(self, directory: str | Path):
-        self.dir = Path(directory)
-        if not self.dir.is_dir():
-            raise LinrecError(f"results directory {self.dir} not found; run `linrec figures` (or `make figures`) first")
-        if not any(table_path(name, self.dir).is_file() for name in TABLES):  # a report of "missing" everywhere
-            raise LinrecError(
-                f"results directory {self.dir} holds no results table; run `linrec figures` (or `make figures`) "
-                "first, or give the folder it wrote"
-            )
-
-        self.stale: dict[str, str] = {}  # table → its notebook, for tables an older linrec wrote (left out)
-
-    def get(self, name: str) -> pd.DataFrame | None:
-        """Table `name`, or None where its notebook has not written it or an older linrec did (then listed in
-        `stale`, and the claims that read it say which notebook to rerun instead of "not run")."""
-        try:
-            return load_table(name, self.dir)
-        except StaleTableError:
-            self.stale[name] = TABLES[name].notebook
-            return None
-
-
-def fmt(x, nd: int = 3) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{nd}f}"
-
-
-def listed(blocks) -> str:
-    """Block numbers as a list: "1, 2"; "none" for none. A CSV column of block lists reads back as a float where it
-    holds one block (2.0) and NaN where it holds none."""
-    if blocks is None or (isinstance(blocks, float) and not np.isfinite(blocks)):
-        return "none"
-    if isinstance(blocks, (int, float, np.integer, np.floating)):
-        return str(int(blocks))
-    return ", ".join(str(blocks).split()) or "none"
-
-
-def other_profile(r: Results, name: str, profile: str) -> pd.DataFrame | None:
-    """Table `name` of `results/<profile>/` when that is another profile's folder than this one's; None without it."""
-    other = r.dir.parent / profile
-    if not other.is_dir() or other.resolve() == r.dir.resolve():
-        return None
-    try:
-        table = load_table(name, other)
-    except StaleTableError:  # the other profile's run predates this table's columns: not quoted
-        return None
-    return table if table is not None and not table.empty else None
-
-
-def replicated(r: Results, name: str, profile: str = "full") -> tuple[pd.DataFrame | None, str]:
-    """Table `name` of this profile, else of `results/<profile>/` (with where it came from: " (<profile> profile)")."""
-    rep = r.get(name)
-    if rep is not None and not rep.empty:
-        return rep, ""
-    rep = other_profile(r, name, profile)
-    return (rep, f" ({profile} profile)") if rep is not None else (None, "")
 
 
 def _untestable(n: int | str, v: Verdict) -> Claim:

@@ -7,7 +7,7 @@ import numpy as np
 
 from linrec.analyses.calibration import COVERAGE_FLOOR, NOMINAL
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.outputs.claim_text import Results
+from linrec.outputs.results import Results
 
 
 def _pct(x) -> str:

@@ -4,147 +4,27 @@
 write, through the registry (`linrec.claims.tables`; never the notebooks themselves), so every number
 in the text traces to a results file. The claims in words come from `linrec.outputs.claim_text`; this module
 lays out the document around them (claim table, robustness, setup, figures, per-block table, limitations) and the
-README's results block. Notebook 09 and `linrec report` call it.
+README's results block; which figures it shows, and where each is found, is `linrec.outputs.report_figures`.
+Notebook 09 and `linrec report` call it.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import os
 from pathlib import Path
 
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.base.errors import LinrecError
-from linrec.base.files import find_project_root
-from linrec.claims.registry import TABLES
 from linrec.claims.rules import CHANGE, RULES, VERDICTS
-from linrec.claims.tables import labelled, load_table
-from linrec.outputs.claim_text import CLAIMS, Claim, Results, build, fmt, listed, replicated
+from linrec.claims.tables import labelled
+from linrec.outputs.claim_text import build
 from linrec.outputs.methods import methods_lines
+from linrec.outputs.paper_claims import CLAIMS, Claim
 from linrec.outputs.plots import figures_at_drawn_size
+from linrec.outputs.report_figures import CLAIM_FIGURES, OTHER_PROFILE, figure_lines, relative, stale_run
+from linrec.outputs.results import Results, fmt, listed, replicated
 from linrec.outputs.routing_text import routing_section
-
-# (stem, notebook, caption): every figure the report shows, in order
-FIGURES = [
-    (
-        "fig1_method",
-        "01",
-        "Figure 1. The measurement: one frozen pass, float64 statistics per FFN block, closed-form affine map, "
-        "held-out R²_lin.",
-    ),
-    (
-        "fig2_r2_lin",
-        "02",
-        "Figure 2 (R²_lin panel). Per-block R²_lin with its 95 % interval over held-out windows (leave-one-window-out "
-        "jackknife; solid), the per-feature median R² (dotted) and R²_lin without each window's first position "
-        "(dashed).",
-    ),
-    (
-        "fig2_swap",
-        "06",
-        "Figure 2, second row. Held-out ΔPPL when one block alone is swapped for its affine map, with its 95 % "
-        "paired jackknife interval over held-out windows; outlined: the block claim 6a picked on the screening "
-        "windows; dashed: +1 perplexity. The same blocks' R²_lin is the figure of claim 1.",
-    ),
-    (
-        "fig2c_learning_curves",
-        "02",
-        "Figure 2c. Held-out R²_lin against train tokens (5k–200k, mean of 3 split seeds) per block, and per block "
-        "R²_lin at the default train size, at 10× and the large-n estimate, with intervals over seeds and windows "
-        "(`params/curve.yaml` runs it).",
-    ),
-    (
-        "fig8_training",
-        "08",
-        "Figure 8. The same architecture trained from scratch (`params/training.yaml`): top, R²_lin of every block "
-        "against the training step for each run (step 0 is the random initialisation); bottom left, every run's "
-        "profile at its last checkpoint (95 % window-interval bars) over its step-0 profile (dotted); bottom right, "
-        "the distance between two init seeds' profiles while training, with its 95 % interval, against the noise "
-        "floor.",
-    ),
-    (
-        "fig8b_zoo",
-        "08",
-        "Figure 8b. The paper's three layouts in miniature (`params/zoo.yaml`): every trained run's final profile "
-        "(colour: layout; dashed: the second text), the mean shape and level distance of each kind of pair, and the "
-        "share of the profile's level and shape that the layout, the text, the seed and the measurement hold.",
-    ),
-    (
-        "fig9_routing",
-        "06",
-        "Figure 9. Per-token routing (beyond the paper): top, per model, held-out ΔPPL against the share of a "
-        "block's tokens routed to its closed-form map by a logistic gate, every 0.05 (one line per routed block, "
-        "coloured by R²_lin; the dashed line is +1 % of base perplexity); right, each block's largest share within "
-        "+1 % against its R²_lin. Bottom: per block and corpus pair, the per-type need r (the anchor's quantity) "
-        "against the per-type gate-share r; the held-out AUC of gates on the whole input, its context part and its "
-        "token part; healed ΔPPL against the fine-tuned control for k swapped blocks (dotted: before the fine-tune).",
-    ),
-    (
-        "fig3_bilinear_gain",
-        "03",
-        "Figure 3. Residual nonlinearity 1 − R²_lin against the gain of a rank-16 bilinear probe fitted to the "
-        "residual.",
-    ),
-    (
-        "fig3b_trained_pitfall",
-        "03",
-        "Pitfall. Shortfall of trained affine baselines (Adam, SGD) below the closed-form ceiling per block, by "
-        "condition number of the input Gram matrix; open triangles at the top edge: SGD runs that diverged "
-        "(shortfall > 10).",
-    ),
-    (
-        "fig3c_pitfall_mechanism",
-        "03",
-        "Pitfall, mechanism. (a) Shortfall of tuned Adam and SGD, and of gradient descent from the Gram spectrum, "
-        "against the step budget on the best- and worst-conditioned blocks; (b) the tuned baselines' shortfall on "
-        "one block re-expressed to a chosen κ, the ceiling unchanged.",
-    ),
-    (
-        "fig4_rank_outliers",
-        "04",
-        "Figure 4. Global R²_lin against per-feature median R² (size ∝ the explained part's effective rank, the "
-        "rule's 'rank ≈ 1'; ringed: the outlier-concentrated blocks), and R²_lin without the top-1/top-8 output "
-        "features.",
-    ),
-    (
-        "fig4b_block_anatomy",
-        "04",
-        "Figure 4b. The blocks claim 4 rests on beside two toy blocks built to be the two regimes and each model's "
-        "most linear broadly linear block: each output feature's held-out R² against its share of the variance "
-        "(top), the eigenvalue shares of C_yy and of the explained part WᵀC_xxW (bottom).",
-    ),
-    (
-        "fig5_corpora",
-        "05",
-        "Figure 5. R²_lin per block on three corpus domains (colour, line style and marker per corpus), with 95 % "
-        "jackknife bands over held-out windows.",
-    ),
-    (
-        "fig6_swap",
-        "06",
-        "Swap study. (a) Held-out ΔPPL against R²_lin for every block; (b) ΔPPL against parameters for "
-        "reduced-rank maps of one block per model, the block with the lowest screening ΔPPL among those whose "
-        "screening R²_lin is at least the median (so it need not be claim 6a's block, chosen by screening ΔPPL "
-        "alone); (c) for the blocks whose first position holds at least half the output variance, ΔPPL of the map "
-        "everywhere beside the map with the FFN's output, or its train mean, at position 0.",
-    ),
-    (
-        "fig7_controls",
-        "07",
-        "Controls. (top) Trained R²_lin profiles beside random-init twins; (bottom) each trained FFN scored on its "
-        "own inputs (refit on the controls' row sample, so not equal to the top row), on Gaussian inputs with the "
-        "same mean and covariance, and on the next block's inputs.",
-    ),
-    (
-        "fig7b_inputs_or_weights",
-        "07",
-        "Claim 2b, every FFN with its block's norm gain folded in. Per block, the trained FFN against random-init and "
-        "shuffled null ensembles on the block's own inputs, with z-scores; the cross matrix FFN i × inputs of block "
-        "j and its decomposition into the weights' and the inputs' shares.",
-    ),
-]
 
 
 def _robustness(r: Results) -> list[str]:
@@ -235,29 +115,6 @@ def _claim_table(cl: list[Claim], fresh: dict) -> list[str]:
     return rows
 
 
-# figures by claim (stems of FIGURES); a figure another profile draws is named with that profile, never "missing"
-CLAIM_FIGURES = {
-    1: ["fig2_r2_lin", "fig2c_learning_curves"],
-    "2a": ["fig7_controls", "fig8_training", "fig8b_zoo"],
-    "2b": ["fig7b_inputs_or_weights"],
-    3: ["fig3_bilinear_gain"],
-    4: ["fig4_rank_outliers", "fig4b_block_anatomy"],
-    5: ["fig5_corpora"],
-    "6a": ["fig2_swap", "fig6_swap"],
-    "6b": [],
-    "7a": ["fig3b_trained_pitfall"],
-    "7b": ["fig3c_pitfall_mechanism"],
-}
-
-
-# a figure another profile draws: (its profile, its results folder); shown from there, the profile named
-OTHER_PROFILE = {
-    "fig2c_learning_curves": ("params/curve.yaml", "results/curve"),
-    "fig8_training": ("params/training.yaml", "results/training"),
-    "fig8b_zoo": ("params/zoo.yaml", "results/zoo"),
-}
-
-
 # what result would change each verdict (the rule's nearest threshold, in words), and what to keep in mind
 
 
@@ -281,53 +138,6 @@ CAVEATS = {
 }
 
 
-def stale_tables(folder: str | Path, notebook: str) -> list[str]:
-    """The results tables of `notebook` in `folder` that an older linrec wrote (`load_table` refuses them: a
-    registered column is missing), by name. Another profile's run is shown in a report only when this is empty."""
-    stale = []
-    for name, spec in TABLES.items():
-        if spec.notebook == notebook:
-            try:
-                load_table(name, folder)
-            except LinrecError:
-                stale.append(name)
-    return stale
-
-
-def _stale_run(params: str, folder: str, notebook: str, out: Path) -> str | None:
-    """Where the last run of another profile (`params`, results in `folder`) was written by an older linrec: a
-    sentence saying so, naming its old tables and the command that refreshes them; None where it is current (or
-    absent)."""
-    root = find_project_root(out.parent)
-    stale = stale_tables(root / folder, notebook) if root is not None else []
-    if not stale:
-        return None
-    return (
-        f"its last run, in `{folder}/`, was written by an older linrec and nothing of it is shown here: "
-        f"{', '.join(f'`{t}.csv`' for t in stale)} lack columns this linrec writes; `linrec figures --params {params} "
-        f"--only {notebook}` refreshes it"
-    )
-
-
-def _figure_lines(stem: str, figures_dir, out: Path) -> list[str]:
-    nb, caption = next((nb, cap) for s, nb, cap in FIGURES if s == stem)
-    png = Path(figures_dir) / f"{stem}.png"
-    if png.exists():
-        return [f"![{stem}]({_rel(png, out.parent)})", "", f"*{caption}* (notebook {nb})", ""]
-    if stem in OTHER_PROFILE:
-        params, folder = OTHER_PROFILE[stem]
-        stale = _stale_run(params, folder, nb, out)
-        if stale is not None:
-            return [f"*{caption}* Drawn by `{params}`, not by this profile: {stale}.", ""]
-        root = find_project_root(out.parent)
-        there = root / folder / "figures" / f"{stem}.png" if root is not None else None
-        if there is not None and there.exists():
-            return [f"![{stem}]({_rel(there, out.parent)})", "",
-                    f"*{caption}* (notebook {nb}, from the last run of `{params}`: `{folder}/`)", ""]  # fmt: skip
-        return [f"*{caption}* Drawn by `{params}`, not by this profile; see `{folder}/`.", ""]
-    return [f"*{caption}* — not drawn: notebook {nb} has not run in this profile.", ""]
-
-
 def _sentence(text: str) -> str:
     """`text` as a sentence: first letter upper case (the rest as written), one full stop."""
     return text[:1].upper() + text[1:].rstrip(".") + "."
@@ -341,7 +151,7 @@ def _claim_sections(cl: list[Claim], figures_dir, out: Path) -> list[str]:
         lines += [f"**Rule.** {_sentence(RULES[c.number])}", ""]
         lines += ["**Evidence.**", ""] + [f"- {d}" for d in c.details] + [""]
         for stem in CLAIM_FIGURES[c.number]:
-            lines += _figure_lines(stem, figures_dir, out)
+            lines += figure_lines(stem, figures_dir, out)
         lines += [f"**What would change it.** {_sentence(CHANGE[c.number])}", ""]
         lines += [f"**Caveats.** {_sentence(CAVEATS[c.number])}", ""]
     return lines
@@ -442,8 +252,8 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "",
         "Reproduction of *How Linear Is a Transformer Feed-Forward Block? Per-Block Linear Recoverability Is "
         "Learned, Not Architectural* (arXiv 2606.19379) with `linrec`. Generated by `linrec.outputs.report` from the "
-        f"results in `{_rel(results_dir, out.parent)}` on {_dt.date.today().isoformat()}; do not edit by hand — rerun "
-        "`make figures` (or `linrec report`).",
+        f"results in `{relative(results_dir, out.parent)}` on {_dt.date.today().isoformat()}; do not edit by hand — "
+        "rerun `make figures` (or `linrec report`).",
         "",
     ]
     text += _claim_table(cl, _fresh_text(r))
@@ -453,7 +263,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
                  + "; ".join(f"notebook {nb}'s {', '.join(ts)}" for nb, ts in by_nb.items())
                  + ". Rerun those notebooks with this profile to bring them back."]  # fmt: skip
     text += ["", *_robustness(r), ""]
-    text += _setup(r, params) + _figure_lines("fig1_method", figures_dir, out)
+    text += _setup(r, params) + figure_lines("fig1_method", figures_dir, out)
     text += ["## The claims one by one", ""]
     text += _claim_sections(cl, figures_dir, out)
     text += methods_lines(r)
@@ -472,7 +282,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     text += [""]
     routing = routing_section(r, _table)  # beyond the paper: linrec.outputs.routing_text
     if routing:
-        text += routing + _figure_lines("fig9_routing", figures_dir, out)
+        text += routing + figure_lines("fig9_routing", figures_dir, out)
     r2 = r.get("r2_lin")
     if r2 is not None:
         cols = [
@@ -547,7 +357,7 @@ def _bias_limitation(overview, out: Path) -> str:
     )
     if overview is None:
         params, folder = OTHER_PROFILE["fig2c_learning_curves"]
-        stale = _stale_run(params, folder, "02", out)
+        stale = stale_run(params, folder, "02", out)
         where = stale if stale is not None else f"its last run is in `{folder}/`"
         return (
             f"{text} Notebook 02's learning curve measures both. This profile skips it and `{params}` runs it; {where}."
@@ -560,10 +370,6 @@ def _bias_limitation(overview, out: Path) -> str:
         text + f" Measured by notebook 02's learning curve, the default train size sits below the large-n estimate "
         f"by {measured}; the curve's intervals resample split seeds as well as windows."
     )
-
-
-def _rel(path: str | Path, start: str | Path) -> str:
-    return os.path.relpath(Path(path).resolve(), Path(start).resolve())
 
 
 def build_report(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from linrec.claims.routing import ANCHOR_RULES, HEAL_BUDGET
+from linrec.outputs.results import other_profile
 
 
 def _ci(lo, hi, nd: int = 2) -> str:
@@ -139,11 +140,9 @@ def _heal_table(heal: pd.DataFrame) -> pd.DataFrame:
 
 
 def routing_section(r, table) -> list[str]:
-    """The report's routing section from the results `r` (`linrec.outputs.claim_text.Results`): the routable share,
+    """The report's routing section from the results `r` (`linrec.outputs.results.Results`): the routable share,
     the anchor's token-identity claim on its own quantity and on the gates, and healing (this profile's
     `routing_heal`, else params/healing.yaml's); `table(df, floatfmt)` renders a markdown table. [] without routing."""
-    from linrec.outputs.claim_text import other_profile
-
     summary = r.get("routing_summary")
     lines = routing_findings(summary)
     if not lines:
