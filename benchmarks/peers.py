@@ -374,6 +374,8 @@ def report_lines(rows: list[dict]) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
     ]
     fmt = lambda v, f: "" if v is None else format(v, f)  # noqa: E731
+    parts = lambda r: (_num(r, "collect_s"), _num(r, "fit_s"))  # noqa: E731
+    split = lambda r: "" if None in parts(r) else "{:.1f} + {:.1f}".format(*parts(r))  # noqa: E731
     for r in rows:
         tokens = f"{int(r['tokens']):,}"
         if r.get("error"):
@@ -382,7 +384,7 @@ def report_lines(rows: list[dict]) -> list[str]:
             continue
         lines.append(
             f"| {r['label']} | {tokens} | {_num(r, 'seconds'):.1f} | "
-            f"{fmt(_num(r, 'collect_s'), '.1f')} + {fmt(_num(r, 'fit_s'), '.1f')} | "
+            f"{split(r)} | "
             f"{fmt(_num(r, 'seconds_over_linrec'), '.2f')} | "
             f"{_num(r, 'peak_mib') / 1024:.2f} | {fmt(_num(r, 'peak_over_linrec'), '.2f')} | "
             f"{fmt(_num(r, 'max_abs_dr2'), '.1e')} |"

@@ -267,7 +267,7 @@ def test_performance_section_shows_the_peers_table_when_there_is_a_peers_csv(tmp
          "seconds": 40.0, "peak_mib": 2560, "seconds_over_linrec": 1, "peak_over_linrec": 1, "max_abs_dr2": 0},
         {**run, "tokens": 20480, "method": "nnsight", "label": "nnsight + fit_affine", "version": "0.8.1",
          "rounds": 3, "seconds": 100.0, "peak_mib": 6144, "seconds_over_linrec": 2.5, "peak_over_linrec": 2.4,
-         "max_abs_dr2": 2e-7},
+         "max_abs_dr2": 2e-7, "collect_s": 85.0, "fit_s": 15.0},
         {**run, "tokens": 204800, "method": "linrec", "label": "linrec exact", "version": "0.1.0", "rounds": 3,
          "seconds": 400.0, "peak_mib": 2816, "seconds_over_linrec": 1, "peak_over_linrec": 1, "max_abs_dr2": 0},
         {**run, "tokens": 204800, "method": "nnsight", "label": "nnsight + fit_affine", "version": "0.8.1",
@@ -277,9 +277,11 @@ def test_performance_section_shows_the_peers_table_when_there_is_a_peers_csv(tmp
     out = perf.performance_section(tmp_path).split("Against nnsight and TransformerLens", 1)[1]
     assert "one run on 2026-12-01): smollm2-135m on wiki, batches of 8 × 128 tokens, the fastest of 3 rounds" in out
     assert "capped at 17.6 GiB" in out and "nnsight 0.8.1, transformer-lens not run" in out
-    assert "| nnsight + fit_affine | 20,480 | 100.0 | 2.50 | 6.00 | 2.40 | 2.0e-07 |" in out
-    assert "| nnsight + fit_affine | 204,800 | failed: MemoryError: Unable to allocate 270. MiB | | 0.9 | | |" in out
-    assert "Peak memory from 20,480 to 204,800 tokens: linrec exact 1.10×; nnsight + fit_affine failed." in out
+    assert "| nnsight + fit_affine | 20,480 | 100.0 | 85.0 + 15.0 | 2.50 | 6.00 | 2.40 | 2.0e-07 |" in out
+    assert "| linrec exact | 20,480 | 40.0 |  | 1.00 |" in out  # no collect/fit split in the row: an empty cell
+    assert "| 204,800 | failed: MemoryError: Unable to allocate 270. MiB | | | 0.9 at failure | | |" in out
+    growth = "Peak memory from 20,480 to 204,800 tokens: linrec exact 1.10×; nnsight + fit_affine more than 2.9× (out"
+    assert growth in out
     assert "- 20,480 tokens: the fastest peer (nnsight + fit_affine) takes 2.50× linrec exact's time (>= 2 PASS)" in out
     assert "needs 0.42× the peak memory of the leanest peer (nnsight + fit_affine; <= 0.5 PASS)" in out
     assert "- 204,800 tokens: no peer method finished" in out and out.rstrip().endswith(perf.PERF_END)
