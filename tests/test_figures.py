@@ -1,5 +1,6 @@
 """The notebook runner's parameter profiles: one-line errors for malformed files and unknown keys."""
 
+import json
 import os
 import re
 import time
@@ -28,7 +29,7 @@ def test_known_keys_are_what_the_notebooks_declare(tmp_path):
         "epsilon = 5\n"
     )
     assert declared_parameters(nb) == {"alpha", "beta"}  # tuple targets are not papermill parameters
-    assert known_parameters(tmp_path) == {"alpha", "beta", "results_dir"}
+    assert known_parameters(tmp_path) == {"alpha", "beta", "results_dir", "notebooks"}  # + the runner's own keys
     assert {"models", "capture", "figures_dir", "report_path"} <= known_parameters(ROOT)
     assert len(notebooks(ROOT)) == 9
 
@@ -299,6 +300,28 @@ def test_a_failing_notebook_is_one_line_naming_it_and_what_never_ran(tmp_path, m
     import pandas as pd
 
     assert set(pd.read_csv(tmp_path / "out" / "notebooks" / TIMINGS)["notebook"]) == {"02_a"}
+
+
+def test_a_profile_for_one_stage_runs_only_the_notebooks_it_names(tmp_path, monkeypatch, capsys):
+    """`notebooks: ["02"]` in a profile (the zoo, training and curve profiles) is what `linrec figures` runs without
+    --only: here the failing 03 never runs; --only still wins; a malformed value is one line naming the fix."""
+    import linrec.base.threads
+    from linrec.app.notebooks import run_notebooks
+
+    monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: 2)
+    _project(tmp_path, ["02_a", "03_b"])
+    (tmp_path / "out").mkdir()
+    (tmp_path / "notebooks" / "03_b.py").write_text(HEADER + '# %% tags=["parameters"]\nvalue = 0\n\n# %%\n1 / 0\n')
+    (tmp_path / "p.yaml").write_text('value: 7\nresults_dir: out\nnotebooks: ["02"]\n')
+    done = run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=1)
+    assert [p.stem for p in done] == ["02_a"] and not (tmp_path / "out" / "03_b.started").exists()
+    assert "p.yaml runs notebook(s) 02 (its `notebooks` key)" in capsys.readouterr().out
+    assert json.loads((tmp_path / "out" / "02_a.json").read_text())["value"] == 7  # the key is not injected
+    with pytest.raises(LinrecError, match=r"03_b\.py failed"):
+        run_notebooks(tmp_path / "p.yaml", only=["03"], root=tmp_path, jobs=1)
+    (tmp_path / "p.yaml").write_text("results_dir: out\nnotebooks: 2\n")
+    with pytest.raises(LinrecError, match=r"notebooks must be a list of notebook numbers as strings"):
+        run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=1)
 
 
 def test_the_console_estimates_only_from_this_profiles_own_last_run():

@@ -218,6 +218,9 @@ def run_notebooks(
         shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
         print(f"[linrec] {params_path.name} with {shown}: writing under {params['results_dir']}", flush=True)
     (results / "notebooks").mkdir(parents=True, exist_ok=True)
+    if not only and params.get("notebooks"):  # a profile for one stage (zoo, training, curve) names its notebooks
+        only = list(params["notebooks"])
+        print(f"[linrec] {params_path.name} runs notebook(s) {', '.join(only)} (its `notebooks` key)", flush=True)
     selected = [nb for nb in notebooks(root) if not only or any(nb.name.startswith(o) for o in only)]
     if not selected:
         raise LinrecError(f"no notebooks match {only}; available: {', '.join(nb.stem for nb in notebooks(root))}")

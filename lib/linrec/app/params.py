@@ -133,9 +133,13 @@ def _parameters_cell(notebook: Path) -> list[ast.stmt]:
     return ast.parse("\n".join(lines)).body
 
 
+RUNNER_KEYS = ("results_dir", "notebooks")  # read by the runner, never injected into a notebook
+
+
 def known_parameters(root: Path) -> set[str]:
-    """Every key a profile may hold: the notebooks' parameters, plus `results_dir` (used by the runner itself)."""
-    return {"results_dir"}.union(*(declared_parameters(nb) for nb in notebooks(root)))
+    """Every key a profile may hold: the notebooks' parameters, plus the runner's own: `results_dir`, and
+    `notebooks` (the numbers of the notebooks the profile runs when `linrec figures` is given no `--only`)."""
+    return set(RUNNER_KEYS).union(*(declared_parameters(nb) for nb in notebooks(root)))
 
 
 def load_params(path: str | Path, root: Path | None = None) -> dict:
@@ -178,6 +182,9 @@ def check_params(params: dict, root: Path, path: Path | str) -> None:
         raise LinrecError(f"{path}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     if "results_dir" in params and not isinstance(params["results_dir"], str):
         raise LinrecError(f"{path}: results_dir must be a string (a folder under the project), fix that line")
+    runs = params.get("notebooks")
+    if runs is not None and (not isinstance(runs, list) or not all(isinstance(n, str) and n for n in runs)):
+        raise LinrecError(f'{path}: notebooks must be a list of notebook numbers as strings, e.g. ["08"]')
     check_types(params, root, path)
     check_nested(params, path)
 
