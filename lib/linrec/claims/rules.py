@@ -182,8 +182,10 @@ RULES = {
     f"{EQUIVALENCE_MARGIN}; 'no flag' if either is shown inside ±{EQUIVALENCE_MARGIN} or shown above 0; otherwise "
     "inconclusive. The pooled outcome decides where it is decided: 'flags' is reproduced (partly if some model on "
     "its own shows 'no flag'), 'no flag' not reproduced (partly if some model on its own flags); where it is "
-    "inconclusive the decided models are tallied (reproduced if every one flags, partly if some do), and with none "
-    "decided the claim is not testable (the report states how many blocks a decision would take). A screened "
+    "inconclusive an outcome counts only where more models show it than chance would at 5 % a model (the smallest k "
+    "with P(Binomial(models, 0.05) ≥ k) ≤ 0.05: 2 of 2, 3 of 12), those are tallied (reproduced if every one flags, "
+    "partly if some do), and with none the claim is not testable (the report states how many blocks a decision "
+    "would take). A screened "
     f"predictor is named best only if it survives Holm's correction over the screen (adjusted p < {PREDICTOR_FWER})",
     "7a": f"reproduced if the better trained baseline (Adam or SGD with a practitioner's defaults, 5 epochs of batch "
     f"256: the budget the verdict names in steps) falls > {CLAIM7_SHORTFALL} below the closed-form ceiling on at "
