@@ -366,6 +366,11 @@ def _num(row, key):
     return None if v == "" or v != v else float(v)  # empty or NaN → None
 
 
+def _out_of_memory(row) -> bool:
+    """A failed row that ran out of its address-space cap (the cap known): it needed more than the cap."""
+    return bool(row.get("error")) and bool(_num(row, "mem_cap_gib")) and row["error"].startswith("MemoryError")
+
+
 def report_lines(rows: list[dict]) -> list[str]:
     """The table (markdown) with ratios to linrec exact, the peak-memory growth with the tokens, and the goal lines:
     printed by this script, and what benchmarks/performance.py writes into docs/performance.md from the CSV."""
@@ -396,10 +401,10 @@ def report_lines(rows: list[dict]) -> list[str]:
         for m in dict.fromkeys(r["method"] for r in rows):
             a, b = ([r for r in rows if r["method"] == m and int(r["tokens"]) == t] for t in (lo, hi))
             if a and b and not a[0].get("error"):
-                cap = _num(b[0], "mem_cap_gib")
                 if not b[0].get("error"):
                     grown = f"{_num(b[0], 'peak_mib') / _num(a[0], 'peak_mib'):.2f}×"
-                elif cap and b[0]["error"].startswith("MemoryError"):  # it needed more than the cap
+                elif _out_of_memory(b[0]):
+                    cap = _num(b[0], "mem_cap_gib")
                     grown = f"more than {cap * 1024 / _num(a[0], 'peak_mib'):.1f}× (out of memory at the cap)"
                 else:
                     grown = "failed"
@@ -414,8 +419,8 @@ def report_lines(rows: list[dict]) -> list[str]:
             lines.append(f"- {t:,} tokens: linrec exact did not finish, no ratio.")
         elif not peers:
             failed = [r for r in at if METHODS.get(r["method"], ("", ""))[1] and r.get("error")]
-            cap = _num(ref, "mem_cap_gib")
-            if failed and cap and all(r["error"].startswith("MemoryError") for r in failed):
+            if failed and all(_out_of_memory(r) for r in failed):
+                cap = _num(failed[0], "mem_cap_gib")
                 # each peer keeps every row of every block, so it needs more than the cap it ran out of
                 share = _num(ref, "peak_mib") / 1024 / cap
                 lines.append(

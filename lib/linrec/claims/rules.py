@@ -132,6 +132,16 @@ SEEDS_RULE = (
     "same for both variants; partly where architecture sets the shape; not reproduced if not learned; not testable "
     "otherwise, or where the level and shape were not measured with intervals"
 )
+CHANCE_RATE = 0.05  # how often one model's 95 % test decides an outcome that is not there
+
+
+def beyond_chance(m: int, rate: float = CHANCE_RATE, alpha: float = 0.05) -> int:
+    """The fewest of `m` models that must show an outcome before it counts as more than chance: the smallest k ≥ 1
+    with P(Binomial(m, rate) ≥ k) ≤ `alpha` (1 of 1, 2 of 2, 2 of 3–7, 3 of 8–16). A per-model tally read across
+    many models (the zoo's twelve) would otherwise take one model's chance decision for a finding."""
+    return next(k for k in range(1, m + 2) if k > m or stats.binom.sf(k - 1, m, rate) <= alpha)
+
+
 RULES = {
     1: f"reproduced for a model if its profile spans ≥ {CLAIM1_SPAN}, some adjacent blocks with disjoint 95 % "
     f"intervals differ by ≥ {CLAIM1_JUMP}, and the profile changes direction ≥ {CLAIM1_TURNS} times counting only "
@@ -182,8 +192,9 @@ RULES = {
     f"{EQUIVALENCE_MARGIN}; 'no flag' if either is shown inside ±{EQUIVALENCE_MARGIN} or shown above 0; otherwise "
     "inconclusive. The pooled outcome decides where it is decided: 'flags' is reproduced (partly if some model on "
     "its own shows 'no flag'), 'no flag' not reproduced (partly if some model on its own flags); where it is "
-    "inconclusive an outcome counts only where more models show it than chance would at 5 % a model (the smallest k "
-    "with P(Binomial(models, 0.05) ≥ k) ≤ 0.05: 2 of 2, 3 of 12), those are tallied (reproduced if every one flags, "
+    "inconclusive an outcome counts only where more models show it than chance would at "
+    f"{CHANCE_RATE * 100:g} % a model (the smallest k with P(Binomial(models, {CHANCE_RATE:g}) ≥ k) ≤ 0.05: "
+    f"{beyond_chance(2)} of 2, {beyond_chance(12)} of 12), those are tallied (reproduced if every one flags, "
     "partly if some do), and with none the claim is not testable (the report states how many blocks a decision "
     "would take). A screened "
     f"predictor is named best only if it survives Holm's correction over the screen (adjusted p < {PREDICTOR_FWER})",
@@ -308,16 +319,6 @@ def spearman(a, b) -> tuple[float, float]:
         return np.nan, np.nan
     r = stats.spearmanr(a, b)
     return float(r[0]), float(r[1])
-
-
-CHANCE_RATE = 0.05  # how often one model's 95 % test decides an outcome that is not there
-
-
-def beyond_chance(m: int, rate: float = CHANCE_RATE, alpha: float = 0.05) -> int:
-    """The fewest of `m` models that must show an outcome before it counts as more than chance: the smallest k ≥ 1
-    with P(Binomial(m, rate) ≥ k) ≤ `alpha` (1 of 1, 2 of 2, 2 of 3–7, 3 of 8–16). A per-model tally read across
-    many models (the zoo's twelve) would otherwise take one model's chance decision for a finding."""
-    return next(k for k in range(1, m + 2) if k > m or stats.binom.sf(k - 1, m, rate) <= alpha)
 
 
 def tally_decided(words: list[str], yes: str, undecided: str) -> str:

@@ -19,6 +19,7 @@ from linrec.analyses.uncertainty import (
 )
 from linrec.base.errors import LinrecError
 from linrec.claims.rules import (
+    CHANCE_RATE,
     CLAIM6_BUDGET,
     FIRST_TOKEN_SHARE,
     FIRST_VARIANTS,
@@ -378,8 +379,8 @@ def claim6b(predictors: pd.DataFrame | None) -> Verdict:
             shown = " and ".join(f"{k} of {len(models)} models {'flag' if w == 'flags' else 'show no flag'}"
                                  for w, k in decided.items())  # fmt: skip
             what = (
-                f"the pooled blocks are inconclusive and {shown}, no more than chance at 5 % a model "
-                f"({beyond_chance(len(models))} needed)"
+                f"the pooled blocks are inconclusive and {shown}, no more than chance at {CHANCE_RATE * 100:g} % "
+                f"a model ({beyond_chance(len(models))} needed)"
             )
         return Verdict("6b", NOT_TESTABLE, ev, reason=f"not testable at this power: {what}{more}",
                        without_first=word1)  # fmt: skip
