@@ -89,10 +89,7 @@ from linrec.analyses.routing import share_grid
 from linrec.analyses.swap import run_model
 from linrec.base.files import project_root
 from linrec.claims.routing import ANCHOR_RULES, anchor_table, heal_table, routing_summary
-from linrec.claims.rules import RULES
 from linrec.claims.swap import (
-    claim6a,
-    claim6b,
     first_position_effect,
     swap_params,
     swap_predictors,
@@ -100,6 +97,7 @@ from linrec.claims.swap import (
 )
 from linrec.claims.tables import labelled, save_table
 from linrec.measure.config import capture_settings
+from linrec.outputs.catalog import rule
 from linrec.outputs.findings import swap_findings
 from linrec.outputs.plots import fig2_swap
 from linrec.outputs.plots_interventions import fig6_swap, fig9_routing
@@ -162,8 +160,8 @@ safe = swap_safety(table)
 save_table(safe, "swap_safety", root / results_dir)
 value_table = pd.concat(values, ignore_index=True)
 save_table(value_table, "swap_predictor_values", root / results_dir)
-v6a = claim6a(table, value_table)
-print("claim 6a rule:", RULES["6a"])
+v6a = rule("6a")(table, value_table)
+print("claim 6a rule:", rule("6a").words)
 print("verdict:", v6a.verdict, v6a.reason)
 pd.DataFrame(v6a.evidence).round(3).T
 
@@ -201,8 +199,8 @@ fig = fig2_swap(table, root / figures_dir / "fig2_swap", chosen={e["model"]: e["
 # %%
 pred = swap_predictors(value_table, table, n_boot=n_boot, seed=seed)
 save_table(pred, "swap_predictors", root / results_dir)
-v6b = claim6b(pred)
-print("claim 6b rule:", RULES["6b"])
+v6b = rule("6b")(pred)
+print("claim 6b rule:", rule("6b").words)
 print("verdict:", v6b.verdict, v6b.reason)
 pred.drop(columns=["n_blocks", "n_middle"]).round(2)
 
