@@ -1,6 +1,7 @@
 """The catalog of the paper's claims (`linrec.outputs.catalog`): one row per claim, whose parts agree with each other,
 and rule words that follow the thresholds the verdict reads (issue 45, item 6; issue 47, item 1)."""
 
+import re
 import sys
 from pathlib import Path
 
@@ -67,6 +68,38 @@ def test_every_named_threshold_moves_the_rules_words(entry, monkeypatch):
             m.setattr(module, name, _planted(getattr(module, name)))
             assert (entry.rule.words, entry.rule.change) != before, f"claim {entry.id}: {name} is not in its words"
         assert (entry.rule.words, entry.rule.change) == before  # restored
+
+
+def _written(value) -> set[str]:
+    """The ways the rules write a threshold: as it is, with :g, two decimals, or as a percentage."""
+    out = {str(value), f"{value:g}"}
+    if isinstance(value, float):
+        out |= {f"{value:.2f}"} | ({f"{value:.0%}", f"{value * 100:g} %", f"{1 - value:.0%}"} if value < 1 else set())
+    return out
+
+
+# a number in a rule's words that equals a threshold's but is not it, by claim: claim 3's "two one-sided tests at
+# 5 %" is the level of its 90 % interval, not the 0.05 of CLAIM3_MAX_GAIN
+NOT_A_THRESHOLD = {"3": {"5 %"}}
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: f"claim {e.id}")
+def test_no_threshold_is_typed_beside_its_name(entry, monkeypatch):
+    """With every threshold a rule names planted at once, none of their former values may still stand in its words:
+    a threshold typed at one place and read at another (claim 4's R²_lin ≥ 0.6 typed in the rule, read in the
+    change) fails here, which the test above cannot see."""
+    module = sys.modules[entry.rule.verdict.__module__]
+    before = {name: getattr(module, name) for name in entry.rule.thresholds}
+    for i, name in enumerate(entry.rule.thresholds):
+        monkeypatch.setattr(module, name, before[name] + 5 if isinstance(before[name], int) else 0.4321 + i * 1e-4)
+    text = f"{entry.rule.words} || {entry.rule.change}"
+    typed = {
+        (name, s)
+        for name, value in before.items()
+        for s in _written(value) - NOT_A_THRESHOLD.get(str(entry.id), set())
+        if re.search(rf"(?<![\d.]){re.escape(s)}(?!\d)", text)
+    }
+    assert not typed, f"claim {entry.id}: {sorted(typed)} typed in its words"
 
 
 def test_a_planted_threshold_changes_the_decision_and_both_texts_together(monkeypatch):

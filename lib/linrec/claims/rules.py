@@ -135,9 +135,10 @@ SEEDS_RULE = (
     "otherwise, or where the level and shape were not measured with intervals"
 )
 CHANCE_RATE = 0.05  # how often one model's 95 % test decides an outcome that is not there
+CHANCE_ALPHA = 0.05  # an outcome seen in k models counts once P(k or more by chance) is at most this
 
 
-def beyond_chance(m: int, rate: float = CHANCE_RATE, alpha: float = 0.05) -> int:
+def beyond_chance(m: int, rate: float = CHANCE_RATE, alpha: float = CHANCE_ALPHA) -> int:
     """The fewest of `m` models that must show an outcome before it counts as more than chance: the smallest k ≥ 1
     with P(Binomial(m, rate) ≥ k) ≤ `alpha` (1 of 1, 2 of 2, 2 of 3–7, 3 of 8–16). A per-model tally read across
     many models (the zoo's twelve) would otherwise take one model's chance decision for a finding."""

@@ -20,6 +20,7 @@ from linrec.analyses.uncertainty import (
 )
 from linrec.base.errors import LinrecError
 from linrec.claims.rules import (
+    CHANCE_ALPHA,
     CHANCE_RATE,
     CLAIM6_BUDGET,
     FIRST_TOKEN_SHARE,
@@ -401,7 +402,7 @@ def verdict_6b(predictors: pd.DataFrame | None) -> Verdict:
                                  for w, k in decided.items())  # fmt: skip
             what = (
                 f"the pooled blocks are inconclusive and {shown}, no more than chance at {CHANCE_RATE * 100:g} % "
-                f"a model ({beyond_chance(len(models))} needed)"
+                f"a model ({beyond_chance(len(models), CHANCE_RATE, CHANCE_ALPHA)} needed)"
             )
         return Verdict("6b", NOT_TESTABLE, ev, reason=f"not testable at this power: {what}{more}",
                        without_first=word1)  # fmt: skip
@@ -414,6 +415,7 @@ RULE_6B = Rule(
     (
         "EQUIVALENCE_MARGIN",
         "CHANCE_RATE",
+        "CHANCE_ALPHA",
         "PREDICTOR_FWER",
     ),
     says=lambda t: (
@@ -424,11 +426,12 @@ RULE_6B = Rule(
         "otherwise inconclusive. The pooled outcome decides where it is decided: 'flags' is reproduced (partly if "
         "some model on its own shows 'no flag'), 'no flag' not reproduced (partly if some model on its own flags); "
         "where it is inconclusive an outcome counts only where more models show it than chance would at "
-        f"{t.CHANCE_RATE * 100:g} % a model (the smallest k with P(Binomial(models, {t.CHANCE_RATE:g}) ≥ k) ≤ 0.05: "
-        f"{beyond_chance(2, t.CHANCE_RATE)} of 2, {beyond_chance(12, t.CHANCE_RATE)} of 12), those are tallied "
-        "(reproduced if every one flags, partly if some do), and with none the claim is not testable (the report "
-        "states how many blocks a decision would take). A screened predictor is named best only if it survives Holm's "
-        f"correction over the screen (adjusted p < {t.PREDICTOR_FWER})"
+        f"{t.CHANCE_RATE * 100:g} % a model (the smallest k with P(Binomial(models, {t.CHANCE_RATE:g}) ≥ k) ≤ "
+        f"{t.CHANCE_ALPHA:g}: {beyond_chance(2, t.CHANCE_RATE, t.CHANCE_ALPHA)} of 2, "
+        f"{beyond_chance(12, t.CHANCE_RATE, t.CHANCE_ALPHA)} of 12), those are tallied (reproduced if every one flags, "
+        "partly if some do), and with none the claim is not testable (the report states how many blocks a decision "
+        "would take). A screened predictor is named best only if it survives Holm's correction over the screen "
+        f"(adjusted p < {t.PREDICTOR_FWER})"
     ),
     would_change=lambda t: (
         "intervals of ρ(R²_lin, ΔPPL) and of the partial ρ given depth below 0, and neither within "
@@ -450,6 +453,6 @@ def flags_verdict(pooled: str | None, per_model: list[str]) -> str:
     if pooled == "no flag":
         return PARTLY if "flags" in per_model else NOT_REPRODUCED
     if pooled is not None:  # several models, the pooled test undecided: an outcome counts where more models show it
-        need = beyond_chance(len(per_model))  # than chance would (`rules.beyond_chance`)
+        need = beyond_chance(len(per_model), CHANCE_RATE, CHANCE_ALPHA)  # than chance would (`rules.beyond_chance`)
         per_model = [w for w in per_model if w != INCONCLUSIVE and per_model.count(w) >= need]
     return tally_decided(per_model, "flags", INCONCLUSIVE)
