@@ -6,8 +6,9 @@ numbers (arXiv 2606.19379; sources in `paper/claims.md`), our sentence (`linrec.
 
 The report, the README's results block, `linrec.outputs.refresh`, the notebooks and the command line read the claims
 through this module only (`row`, `rule`, `claims`); nothing else lists them. Adding a claim touches three files: its
-`Rule` beside its verdict function in its topic module under `linrec/claims/`, its sentence in `claim_text`, and its
-row here. `tests/test_catalog.py` checks that the rows agree with each other.
+verdict function and `Rule` in its topic module under `linrec/claims/` (a new threshold may be defined there too:
+a `Rule` reads its thresholds from its verdict's module), its sentence in `claim_text`, and its row here.
+`tests/test_catalog.py` checks that each row's parts agree and that each rule's words follow its thresholds.
 """
 
 from __future__ import annotations
