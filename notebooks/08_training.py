@@ -64,7 +64,7 @@ train_probe_rows = 4096  # rows per block the last checkpoint's capture keeps fo
 seed = 0  # the measuring windows' split, the noise floors' halvings and the swap's ΔPPL bootstrap
 batch_size = 8
 device = "cpu"
-n_boot = 1000
+n_boot = 2000  # bootstrap resamples of the pooled intervals (the training and zoo profiles draw 1000)
 results_dir = "results/default"
 figures_dir = "figures"
 

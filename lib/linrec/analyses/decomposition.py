@@ -17,6 +17,7 @@ import torch
 from linrec.analyses.controls import MapScores, SharedRows, shuffled_weights, split_windows
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
+from linrec.stats import N_BOOT
 from linrec.stats.heldout import HeldOut, r2_of_counts
 
 
@@ -239,7 +240,7 @@ def two_factor_shares(ffn_block, input_block, r2) -> dict[str, np.ndarray]:
     return {k: v if np.ndim(r2) > 1 else v[0] for k, v in out.items()}
 
 
-def decomposition(result: InputsOrWeights, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+def decomposition(result: InputsOrWeights, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> dict:
     """`two_factor_shares` of one model's cross matrix, with percentile intervals from resampling the held-out
     windows (the same draw for every entry: they share their rows' windows), the fits held fixed."""
     m = result.matrix

@@ -54,6 +54,7 @@ from linrec.inputs.corpora import Windows, load_windows
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.source import ModelSource
 from linrec.inputs.surgery import FIRST_MODES, AffineFFN, FirstPositionSwap, count_params, save_swapped
+from linrec.stats import N_BOOT
 from linrec.stats.ceiling import AffineFit, LowRankFit, Score, fit_affine, output_directions, reduce_rank, score
 from linrec.stats.moments import Moments
 
@@ -430,7 +431,7 @@ def run_model(
     budget_ppl: float = 1.0,
     first_variants: Sequence[str] = ("ffn", "mean"),
     variant_min_first_share: float = 0.5,
-    n_boot: int = 2000,
+    n_boot: int = N_BOOT,
     seed: int = 0,
     save_dir: str | Path | None = None,
     route_blocks: int | None = 0,

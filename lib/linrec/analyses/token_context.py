@@ -47,6 +47,7 @@ import torch
 
 from linrec.analyses.routing import Gate, auc, fit_gate, gate_target, map_errors
 from linrec.base.errors import LinrecError
+from linrec.stats import N_BOOT
 from linrec.stats.jackknife import from_replicates
 
 PARTS = ("full", "token", "context")
@@ -117,7 +118,7 @@ def _boot_corr(a: np.ndarray, b: np.ndarray, idx: np.ndarray, rank: bool) -> dic
     return {"": point, "lo": q[0], "hi": q[1], "lo90": q[2], "hi90": q[3]}
 
 
-def type_agreement(a, b, min_count: int = 5, n_boot: int = 2000, seed: int = 0):
+def type_agreement(a, b, min_count: int = 5, n_boot: int = N_BOOT, seed: int = 0):
     """Per block, across the token types seen at least `min_count` times in both `token_table`s `a` and `b` (two
     corpora): `r` (the gate-routed share, Pearson), `r_need` (mean need, Pearson), `rho_need` (Spearman) and
     `r_need_rel` (Pearson of the mean need relative to each token's ‖y‖²: what is left once a type's output scale is
@@ -163,7 +164,7 @@ TYPE_COLUMNS = ["model", "block", "corpus_a", "corpus_b", "share", "n_types", "n
                 "rho_need_hi", "r_need_rel", "r_need_rel_lo", "r_need_rel_hi", "lookup_r2", "type_share"]  # fmt: skip
 
 
-def type_study(study, result, corpora, share: float = 0.5, min_count: int = 5, n_boot: int = 2000, seed: int = 0):
+def type_study(study, result, corpora, share: float = 0.5, min_count: int = 5, n_boot: int = N_BOOT, seed: int = 0):
     """Per-type need and gate share on text no fit or gate saw: every window of the next disjoint stretch of the
     study's corpus (`sample` + 1, the capture's other settings; its held-out windows where the corpus has no next
     stretch) against every window of each of `corpora`, for each routed block of `result`

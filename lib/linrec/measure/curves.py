@@ -325,7 +325,7 @@ class Curve:
                 out[s, :, b] = self.r2_counts(s, b, ones)[0]
         return out
 
-    def bootstrap(self, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+    def bootstrap(self, n_boot: int, seed: int = 0) -> np.ndarray:
         """[n_boot, K, B] hierarchical replicates: seeds drawn with replacement, then each drawn seed's held-out
         windows (one draw per seed and replicate, shared by every train size); a replicate is its seeds' mean."""
         S, K, B = self.n_train.shape
