@@ -382,8 +382,7 @@ class SwapStudy:
         common = dict(batch_size=batch_size, progress=progress, clock=self.clock)
         first = capture.first["train"] if capture.first is not None else None
         self.screening = Screening(loaded, capture.stats["train"], screening_ids(self.windows, screening_windows,
-                                   seed), train_first=first, label=capture.model_label, name=loaded.name,
-                                   **common)  # fmt: skip
+                                   seed), train_first=first, label=capture.model_label, **common)  # fmt: skip
         self.heldout = HeldOutSwaps(capture, loaded, report_ids(self.windows, test_windows, seed), **common)
 
     @property

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -243,11 +244,24 @@ def split_inputs(x: np.ndarray, token: np.ndarray) -> dict[str, np.ndarray]:
     return {"full": x, "token": token, "context": x - token}
 
 
-def split_gates(x_train, tok_train, win_train, labels_train, x_test, tok_test, win_test, labels_test,
+@dataclass(frozen=True)
+class GateRows:
+    """One split's rows for the token/context gates (`split_gates`): the inputs `x` [n, d], each row's token id `tok`
+    and window `win`, and its 0/1 target `labels`."""
+
+    x: np.ndarray
+    tok: np.ndarray
+    win: np.ndarray
+    labels: np.ndarray
+
+
+def split_gates(train_rows: GateRows, test_rows: GateRows,
                 target: str = "quantile") -> tuple[dict, TokenMeans, list[dict]]:  # fmt: skip
-    """The three gates of the module docstring, trained on the train rows (`labels_train`: the 0/1 target), and one
-    row per part: the gate's held-out AUC for `labels_test` with its leave-one-window-out jackknife 95 % interval
-    over `win_test`, and the difference AUC(full) − AUC(part) with its interval (0 for the full gate)."""
+    """The three gates of the module docstring, trained on `train_rows` (their `labels`: the 0/1 target), and one
+    row per part: the gate's held-out AUC for `test_rows.labels` with its leave-one-window-out jackknife 95 % interval
+    over their windows, and the difference AUC(full) − AUC(part) with its interval (0 for the full gate)."""
+    x_train, tok_train, win_train, labels_train = train_rows.x, train_rows.tok, train_rows.win, train_rows.labels
+    x_test, tok_test, win_test, labels_test = test_rows.x, test_rows.tok, test_rows.win, test_rows.labels
     means = TokenMeans(x_train, tok_train, win_train)
     train = split_inputs(x_train, means.train_token_part())
     test = split_inputs(x_test, means.token_part(tok_test))
@@ -360,7 +374,9 @@ def split_study(study, result, shares=(0.5,)):
         err_t, norm_t = map_errors(fit, xt, yt)
         labels = gate_target(err, norm, result.target)
         labels_t = gate_target(err_t, norm_t, result.target, err)
-        gates, means, rows = split_gates(x, tok, win, labels, xt, tokt, wint, labels_t, result.target)
+        gates, means, rows = split_gates(
+            GateRows(x, tok, win, labels), GateRows(xt, tokt, wint, labels_t), result.target
+        )
         auc_rows += [{"model": label, "block": block, "target": result.target, **r} for r in rows]
         with feeding_ids(study.loaded.model) as holder:
             for share in shares:
