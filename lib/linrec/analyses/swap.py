@@ -49,7 +49,7 @@ from linrec.analyses.screening import (
 from linrec.analyses.uncertainty import delta_ppl_interval
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
-from linrec.inputs.corpora import Windows, load_windows
+from linrec.inputs.corpora import WindowCut, Windows, load_windows
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.surgery import FIRST_MODES, AffineFFN, FirstPositionSwap, count_params, save_swapped
 from linrec.stats.ceiling import AffineFit, LowRankFit, Score, fit_affine, output_directions, reduce_rank, score
@@ -65,7 +65,7 @@ log = logging.getLogger(__name__)
 def capture_windows(capture, tokenizer) -> Windows:
     """The windows (and train/test split) `capture` was made from, rebuilt and checked against its record."""
     cfg = capture.config
-    w = load_windows(cfg.corpus, tokenizer, cfg.seq_len, cfg.tokens, cfg.seed, cfg.test_frac, cfg.sample, cfg.bos)
+    w = load_windows(cfg.corpus, tokenizer, WindowCut.of(cfg))
     _check_windows(capture, w)
     return w
 

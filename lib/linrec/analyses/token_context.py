@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -173,14 +173,14 @@ def type_study(study, result, corpora, share: float = 0.5, min_count: int = 5, n
     (`type_agreement`)."""
     import pandas as pd
 
-    from linrec.inputs.corpora import load_windows
+    from linrec.inputs.corpora import WindowCut, load_windows
 
     cfg = study.capture.config
     blocks = {b: (study.heldout.fit(b), g, g.threshold(share)) for b, g in result.gates.items()}
     model, tok, batch = study.loaded.model, study.loaded.tokenizer, study.heldout.batch_size
 
     def windows(corpus: str, sample: int) -> torch.Tensor:
-        return load_windows(corpus, tok, cfg.seq_len, cfg.tokens, cfg.seed, cfg.test_frac, sample, cfg.bos).ids
+        return load_windows(corpus, tok, replace(WindowCut.of(cfg), sample=sample)).ids
 
     try:
         main = token_table(model, windows(cfg.corpus, cfg.sample + 1), blocks, batch)
