@@ -118,7 +118,7 @@ kw = dict(
 
 # %% [markdown]
 # ## Every block, swapped alone; the choices, on screening windows
-# One model at a time (`linrec.analyses.swap.run_model`, which holds one model in memory at a time). Per model:
+# One model at a time (`linrec.analyses.swap_run.run_model`, which holds one model in memory at a time). Per model:
 # the predictors and each block's ΔPPL alone on the screening windows; the held-out ΔPPL of every
 # block (plain map) and of the position variants on the blocks whose *train* first-position share
 # is at least `variant_min_first_share`; the ΔPPL-vs-parameters curve of one block (chosen on the
