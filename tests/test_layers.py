@@ -228,6 +228,57 @@ def test_the_parameter_check_finds_a_planted_long_signature(tmp_path, monkeypatc
     assert "eight" not in str(got.value)
 
 
+ONE_DEFAULT = {"n_boot": "N_BOOT", "screening_windows": "SCREENING_WINDOWS"}  # issue 47: each default written once
+
+
+def literal_defaults(source: str) -> list[str]:
+    """ "line name=default" of every parameter or dataclass field named in `ONE_DEFAULT` whose default is not its
+    named constant (`linrec.stats.N_BOOT`, `linrec.analyses.SCREENING_WINDOWS`); a parameter without a default is
+    fine."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        pairs = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            positional = [*a.posonlyargs, *a.args]
+            pairs += zip(positional[len(positional) - len(a.defaults) :], a.defaults)
+            pairs += [(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            pairs = [(arg.arg, d) for arg, d in pairs]
+        elif isinstance(node, ast.ClassDef):
+            pairs += [(f.target.id, f.value) for f in node.body if isinstance(f, ast.AnnAssign) and f.value is not None
+                      and isinstance(f.target, ast.Name)]  # fmt: skip
+        for name, default in pairs:
+            want = ONE_DEFAULT.get(name)
+            if want and not (isinstance(default, ast.Name) and default.id == want):
+                out.append(f"{default.lineno} {name}={ast.unparse(default)}")
+    return out
+
+
+def test_n_boot_and_screening_windows_each_have_one_default():
+    """Every signature or options field that gives `n_boot` or `screening_windows` a default reads the named constant
+    (a caller that needs another value passes it, with its reason); the constant for the screening windows is the
+    default profile's."""
+    import yaml
+
+    from linrec.analyses import SCREENING_WINDOWS
+
+    found = {name: literal_defaults(path.read_text()) for name, path in _modules().items()}
+    found = {name: hits for name, hits in found.items() if hits}
+    assert not found, f"defaults written again instead of read from {sorted(ONE_DEFAULT.values())}: {found}"
+    profile = yaml.safe_load((README.parent / "params" / "default.yaml").read_text())
+    assert profile["screening_windows"] == SCREENING_WINDOWS
+
+
+def test_the_default_check_finds_planted_literal_defaults():
+    planted = (
+        "def a(x, n_boot: int = 1000, seed=0):\n    pass\n\n\n"
+        "def b(x, *, screening_windows=8, n_boot=N_BOOT):\n    pass\n\n\n"
+        "def c(x, n_boot):\n    pass\n\n\n"
+        "class S:\n    screening_windows: int = 2\n    n_boot: int = N_BOOT\n"
+    )
+    assert literal_defaults(planted) == ["1 n_boot=1000", "5 screening_windows=8", "14 screening_windows=2"]
+
+
 def private_writes(source: str) -> list[tuple[int, str]]:
     """(line, target) of every assignment to another object's private attribute (`x._name = …`, `x._name += …`,
     a tuple target holding one, or `setattr(x, "_name", …)`); `self._name` and `cls._name` are an object's own."""
