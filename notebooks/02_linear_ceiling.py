@@ -55,7 +55,14 @@ figures_dir = "figures"  # fig2_r2_lin.png / .pdf, fig2c_learning_curves.png / .
 import pandas as pd
 from IPython.display import display
 
-from linrec.analyses.large_n import curve_overview, curve_sentence, curve_summary, curve_table, with_profile
+from linrec.analyses.large_n import (
+    CURVE_N_BOOT,
+    curve_overview,
+    curve_sentence,
+    curve_summary,
+    curve_table,
+    with_profile,
+)
 from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.app.params import measured_elsewhere
 from linrec.base.errors import LinrecError
@@ -136,7 +143,7 @@ if curve_train_tokens:
         )
         for m in models
     ]
-    curve = pd.concat([curve_summary(c, seed=seed) for c in curves], ignore_index=True)
+    curve = pd.concat([curve_summary(c, n_boot=CURVE_N_BOOT, seed=seed) for c in curves], ignore_index=True)
     save_table(curve, "r2_curve", root / results_dir)
     save_table(pd.concat([curve_table(c) for c in curves], ignore_index=True), "r2_curve_runs", root / results_dir)
     ref = 16_384 if 16_384 in curve_train_tokens else curve_train_tokens[len(curve_train_tokens) // 2]

@@ -110,7 +110,7 @@ figures_dir = "figures"
 # %%
 import pandas as pd
 
-from linrec.analyses.pitfall import budget_table, dose_table, log_steps
+from linrec.analyses.pitfall import PitfallSample, budget_table, dose_table, log_steps
 from linrec.analyses.probe import mechanism_blocks, probe_table, rank_sweep, sweep_blocks
 from linrec.base.files import project_root
 from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
@@ -232,14 +232,14 @@ fig_b = fig3b_trained_pitfall(table, root / figures_dir / "fig3b_trained_pitfall
 # %%
 checkpoints = log_steps(100, budget_max_steps, per_decade=4)
 dose_checkpoints = log_steps(10, dose_steps, per_decade=4)
+pitfall_sample = PitfallSample(n_outputs=pitfall_outputs, max_train=probe_rows)  # what each optimiser sees
 budget, dose = [], []
 for c, (_, t) in zip(captures.values(), table.groupby("model", sort=False)):
     cond = t.set_index("block")["cond_gram"]
     blocks = mechanism_blocks(cond, mechanism_k)
-    budget.append(budget_table(c, blocks, checkpoints, n_outputs=pitfall_outputs, seed=seed, max_train=probe_rows))
+    budget.append(budget_table(c, blocks, checkpoints, pitfall_sample, seed=seed))
     median_block = int(cond.sort_values(kind="stable").index[len(cond) // 2])
-    dose.append(dose_table(c, median_block, dose_kappas, dose_checkpoints, n_outputs=pitfall_outputs, seed=seed,
-                           max_train=probe_rows))  # fmt: skip
+    dose.append(dose_table(c, median_block, dose_kappas, dose_checkpoints, pitfall_sample, seed=seed))
 budget, dose = pd.concat(budget, ignore_index=True), pd.concat(dose, ignore_index=True)
 save_table(budget, "pitfall_budget", root / results_dir)
 save_table(dose, "pitfall_dose", root / results_dir)

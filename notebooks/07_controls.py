@@ -79,7 +79,7 @@ figures_dir = "figures"
 import pandas as pd
 
 from linrec.analyses.controls import MapScores, cross_feed_pairs, input_controls, twin_pairs
-from linrec.analyses.decomposition import decomposition, inputs_or_weights
+from linrec.analyses.decomposition import NullDraws, decomposition, inputs_or_weights
 from linrec.analyses.recoverability import ceiling_table
 from linrec.base.files import project_root
 from linrec.claims.learned import (
@@ -210,7 +210,7 @@ cross_summary.round(3) if cross_summary is not None else "cross feeding not run 
 
 # %%
 measured = {
-    m: inputs_or_weights(trained[m], loaded[m], n_init=null_draws, n_shuffled=null_draws, band=cross_band,
+    m: inputs_or_weights(trained[m], loaded[m], NullDraws(null_draws, null_draws), band=cross_band,
                          n_rows=decomposition_rows, seed=seed, scores=scores)
     for m in models
 }  # fmt: skip

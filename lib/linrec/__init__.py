@@ -15,6 +15,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
                · calibration (the intervals' coverage, simulated)
                · screening (the swap study's choices, train windows only) · swap (its held-out ΔPPL)
+               · swap_run (notebook 06's study of one model)
                · routing (per-token: FFN or map) · token_context (token or context?) · healing (swap, fine-tune)
                · controls (2a) · decomposition (2b: weights or inputs) · seeds
                · factors (what sets a profile: layout, text, seed) · zoo (the pipeline on every trained model)

@@ -36,6 +36,7 @@ from linrec.claims.rules import (
     tally,
     tally_decided,
 )
+from linrec.stats import N_BOOT
 
 # ---- notebook 03: the bilinear probe and the trained baselines --------------------------------------------
 
@@ -91,7 +92,7 @@ def _probe_row(t: pd.DataFrame, sweep: pd.DataFrame | None, n_boot: int, seed: i
 
 
 def probe_summary(
-    probe: pd.DataFrame, sweep: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0
+    probe: pd.DataFrame, sweep: pd.DataFrame | None = None, n_boot: int = N_BOOT, seed: int = 0
 ) -> pd.DataFrame:
     """Per model, then one `POOLED` row: the probe's gain, the closed-form quadratic's gain on the top input
     components (`quad_excess_median`: how far the probe stays below it), Pearson r(1 − R²_lin, gain) with its 95 %
@@ -187,7 +188,7 @@ def pitfall_summary(
     probe: pd.DataFrame,
     budget: pd.DataFrame | None = None,
     dose: pd.DataFrame | None = None,
-    n_boot: int = 2000,
+    n_boot: int = N_BOOT,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Per model: claim 7a's shortfall at the practitioner's budget (`linrec.analyses.probe.TRAIN_DEFAULTS`: the

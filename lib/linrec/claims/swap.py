@@ -40,6 +40,7 @@ from linrec.claims.rules import (
     require,
     tally_decided,
 )
+from linrec.stats import N_BOOT
 
 
 # ---- notebook 06: the swap -------------------------------------------------------------------------------
@@ -106,7 +107,7 @@ def middle_blocks(n_blocks: int) -> np.ndarray:
 
 
 def swap_predictors(
-    values: pd.DataFrame, swap: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+    values: pd.DataFrame, swap: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
 ) -> pd.DataFrame:
     """Per model and candidate predictor (`values`: `Screening.predictors`' columns, see `PREDICTOR_SIGNS`), then the
     same over every model's blocks pooled with a model effect (`model` = `POOLED`: each model's ranks centred on

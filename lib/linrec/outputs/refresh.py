@@ -35,6 +35,7 @@ from linrec.claims.swap import swap_predictors
 from linrec.claims.tables import ROW_KEYS, load_table, load_timings, save_table, table_path
 from linrec.outputs.catalog import rule
 from linrec.outputs.findings import controls_findings
+from linrec.stats import N_BOOT
 
 
 def _read_all(results_dir: Path, name: str) -> pd.DataFrame | None:
@@ -51,7 +52,7 @@ def _read_all(results_dir: Path, name: str) -> pd.DataFrame | None:
     return df.merge(timings[keys + extra], on=keys, how="left", validate="one_to_one")
 
 
-def refresh(results_dir: str | Path, n_boot: int = 2000, seed: int = 0) -> list[str]:
+def refresh(results_dir: str | Path, n_boot: int = N_BOOT, seed: int = 0) -> list[str]:
     """Rewrite the summary tables of `results_dir` that can be rebuilt from its per-block tables; returns their
     names. A summary whose inputs are missing is left as it is."""
     d = Path(results_dir)
