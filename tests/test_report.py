@@ -175,6 +175,23 @@ def test_another_profiles_figure_is_shown_only_when_its_run_is_current(tmp_path)
     assert "learning curve measures both. This profile skips it and `params/curve.yaml` runs it; its last run" in text
 
 
+def test_the_curve_profiles_measured_bias_is_quoted_with_where_it_came_from(tmp_path):
+    """The default profile skips the learning curve; once params/curve.yaml has run, the report's limitation quotes
+    the bias that run measured (the large-n gain per model) and names the run, instead of only pointing at it."""
+    curve, _ = _project_with_a_curve_run(tmp_path, stale=False)
+    overview = {c: 0.0 for c in TABLES["r2_curve_overview"].columns}
+    overview.update(model="m", n_blocks=12, ref_tokens=16384.0, largest_tokens=204800.0, gain_inf_median=0.028,
+                    gain_inf_max=0.056)  # fmt: skip
+    save_table(pd.DataFrame([overview]), "r2_curve_overview", curve)
+    d = tmp_path / "project" / "results"
+    text = render(d, tmp_path / "project" / "figures", tmp_path / "project" / "paper" / "report.md")
+    assert (
+        "Measured by notebook 02's learning curve (its last run under `params/curve.yaml`, in `results/curve/`), the "
+        "default train size sits below the large-n estimate by m 0.028 (median over blocks, up to 0.056)" in text
+    )
+    assert "This profile skips it" not in text
+
+
 def test_missing_results_directory_names_the_fix(tmp_path):
     with pytest.raises(LinrecError, match="linrec figures"):
         render(tmp_path / "nothing", tmp_path, tmp_path / "r.md")

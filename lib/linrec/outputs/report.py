@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
+from linrec.base.files import find_project_root
 from linrec.claims.rules import VERDICTS
 from linrec.claims.tables import labelled
 from linrec.outputs import catalog
@@ -24,7 +25,7 @@ from linrec.outputs.claim_text import Claim
 from linrec.outputs.methods import methods_lines
 from linrec.outputs.plots import figures_at_drawn_size
 from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative, stale_run
-from linrec.outputs.results import Results, fmt, listed, replicated
+from linrec.outputs.results import Results, fmt, listed, replicated, table_in
 from linrec.outputs.routing_text import routing_section
 
 
@@ -298,7 +299,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "paper's "
         "GPT-2 / Pythia-160m / llama-160m; the paper's exact comparison runs with `params/paper.yaml` where the hub "
         "is reachable.",
-        _bias_limitation(r.get("r2_curve_overview"), out),
+        _bias_limitation(r, out),
         "- ΔPPL is measured on the held-out windows of the same corpus, at seq_len tokens per window.",
         "- R²_lin weights rows by their output variance, so a model run without a BOS token can owe a block's R²_lin "
         "to the first "
@@ -326,28 +327,35 @@ def per_block_table(r2: pd.DataFrame, swap: pd.DataFrame | None) -> pd.DataFrame
     return t.merge(wide, on=["model", "block"], how="left")
 
 
-def _bias_limitation(overview, out: Path) -> str:
+def _bias_limitation(r: Results, out: Path) -> str:
     """The finite-sample bias of held-out R²_lin: measured by notebook 02's learning curve where it ran; elsewhere
-    where the curve profile's last run is (`OTHER_PROFILE`), or that it is too old to use."""
+    measured by the curve profile's last run (`OTHER_PROFILE`) and quoted with where it came from, or, where that run
+    is too old to use or absent, where it would be."""
     text = (
         "- Held-out R² from a finite train split is biased low by about (1 − R²)·p/(n − p − 1) for n train rows and "
         "p = d_in + 1 parameters per output; the per-block window intervals hold the fitted map fixed, so they do "
         "not include refitting uncertainty."
     )
+    overview, source = r.get("r2_curve_overview"), ""
     if overview is None:
         params, folder = OTHER_PROFILE["fig2c_learning_curves"]
         stale = stale_run(params, folder, "02", out)
-        where = stale if stale is not None else f"its last run is in `{folder}/`"
-        return (
-            f"{text} Notebook 02's learning curve measures both. This profile skips it and `{params}` runs it; {where}."
-        )
+        root = find_project_root(out.parent)
+        overview = table_in(root / folder, "r2_curve_overview") if stale is None and root is not None else None
+        if overview is None:
+            where = stale if stale is not None else f"its last run is in `{folder}/`"
+            return (
+                f"{text} Notebook 02's learning curve measures both. This profile skips it and `{params}` runs it; "
+                f"{where}."
+            )
+        source = f" (its last run under `{params}`, in `{folder}/`)"
     measured = "; ".join(
         f"{row['model']} {fmt(row['gain_inf_median'])} (median over blocks, up to {fmt(row['gain_inf_max'])})"
         for row in overview.to_dict("records")
     )
     return (
-        text + f" Measured by notebook 02's learning curve, the default train size sits below the large-n estimate "
-        f"by {measured}; the curve's intervals resample split seeds as well as windows."
+        text + f" Measured by notebook 02's learning curve{source}, the default train size sits below the large-n "
+        f"estimate by {measured}; the curve's intervals resample split seeds as well as windows."
     )
 
 
