@@ -118,7 +118,7 @@ def worker(args) -> dict:
     import numpy as np
     import torch
 
-    from linrec.inputs.corpora import load_windows
+    from linrec.inputs.corpora import WindowCut, load_windows
     from linrec.inputs.models import load_model
     from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
     from linrec.measure.capture import run_capture
@@ -128,7 +128,7 @@ def worker(args) -> dict:
     tokens = args.big_tokens if method in ("big", "plainbig") else args.tokens
     t0 = time.perf_counter()
     loaded = load_model(args.model)
-    windows = load_windows(args.corpus, loaded.tokenizer, args.seq_len, tokens, args.seed, 0.2)
+    windows = load_windows(args.corpus, loaded.tokenizer, WindowCut(args.seq_len, tokens, args.seed, 0.2))
     setup_s = time.perf_counter() - t0
     model, bs = loaded.model, args.batch_size
     kwargs = {"use_cache": False} if loaded.is_causal else {}

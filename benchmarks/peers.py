@@ -215,12 +215,12 @@ def measure(method: str, args) -> dict:
             ) from None
     import torch
 
-    from linrec.inputs.corpora import load_windows
+    from linrec.inputs.corpora import WindowCut, load_windows
     from linrec.inputs.models import load_model
 
     t0 = time.perf_counter()
     loaded = load_model(args.model)
-    windows = load_windows(args.corpus, loaded.tokenizer, args.seq_len, args.tokens, args.seed, TEST_FRAC)
+    windows = load_windows(args.corpus, loaded.tokenizer, WindowCut(args.seq_len, args.tokens, args.seed, TEST_FRAC))
     bs = args.batch_size
     rec = {"tokens": int(windows.ids.numel()), "threads": torch.get_num_threads()}
     with torch.no_grad():

@@ -55,17 +55,25 @@ figures_dir = "figures"  # fig2_r2_lin.png / .pdf, fig2c_learning_curves.png / .
 import pandas as pd
 from IPython.display import display
 
-from linrec.analyses.large_n import curve_overview, curve_sentence, curve_summary, curve_table, with_profile
+from linrec.analyses.large_n import (
+    CURVE_N_BOOT,
+    curve_overview,
+    curve_sentence,
+    curve_summary,
+    curve_table,
+    with_profile,
+)
 from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.app.params import measured_elsewhere
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
-from linrec.claims.profile import claim1, move_tests, profile_summary, replication_summary
-from linrec.claims.rules import FIRST_TOKEN_SHARE, RULES
+from linrec.claims.profile import move_tests, profile_summary, replication_summary
+from linrec.claims.rules import FIRST_TOKEN_SHARE
 from linrec.claims.tables import labelled, load_table, save_table
 from linrec.measure.capture import get_capture, replicate_captures
 from linrec.measure.config import capture_settings
 from linrec.measure.curves import get_curve
+from linrec.outputs.catalog import rule
 from linrec.outputs.plots import fig2_r2_lin, fig2c_learning_curves
 from linrec.outputs.report_figures import stale_tables
 
@@ -135,7 +143,7 @@ if curve_train_tokens:
         )
         for m in models
     ]
-    curve = pd.concat([curve_summary(c, seed=seed) for c in curves], ignore_index=True)
+    curve = pd.concat([curve_summary(c, n_boot=CURVE_N_BOOT, seed=seed) for c in curves], ignore_index=True)
     save_table(curve, "r2_curve", root / results_dir)
     save_table(pd.concat([curve_table(c) for c in curves], ignore_index=True), "r2_curve_runs", root / results_dir)
     ref = 16_384 if 16_384 in curve_train_tokens else curve_train_tokens[len(curve_train_tokens) // 2]
@@ -192,7 +200,7 @@ fig = fig2_r2_lin(shown, root / figures_dir / "fig2_r2_lin")
 # The paper's first claim: per-block R²_lin is heterogeneous and non-monotone with depth, spanning
 # > 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m). The summary below is
 # computed from the table above by `linrec.claims.profile.profile_summary` (the rule that judges claim 1
-# is `linrec.claims.profile.claim1`, stated below the table). A wiggle smaller than the window
+# is `rule(1)` of `linrec.outputs.catalog`, stated below the table). A wiggle smaller than the window
 # intervals is not a change of direction: the rule counts jumps and turns only between blocks
 # whose 95 % intervals are disjoint (`max_jump_disjoint`, `direction_changes_disjoint`), and the
 # table shows the raw counts beside them. The same rule runs on R²_lin without each window's first
@@ -224,15 +232,15 @@ save_table(moves, "r2_moves", root / results_dir)
 print(moves.groupby(["model", "positions"], sort=False)["counts"].agg(["size", "sum"]).to_string())
 summary = profile_summary(shown, moves if profile == "capture" else None)
 save_table(summary, "r2_lin_summary", root / results_dir)
-print("claim 1 rule:", RULES[1])
-v1 = claim1(summary)
+print("claim 1 rule:", rule(1).words)
+v1 = rule(1)(summary)
 print(f"verdict on the {profile} profile:", v1.verdict, "· without the windows' first position:", v1.without_first)
 for e in v1.evidence:
     print(f"{e['model']}: as extreme as the paper (> 0.99 next to < 0.3):", "yes" if e["as_extreme_as_paper"] else "no")
 if curve_train_tokens:  # the same rule on the other profile: does the verdict depend on the train size?
     other = profile_summary(*((table, moves) if profile == "curve" else (with_profile(table, curve), None)))
     save_table(other, "r2_lin_summary_other", root / results_dir)
-    print(f"verdict on the {'capture' if profile == 'curve' else 'curve'} profile:", claim1(other).verdict)
+    print(f"verdict on the {'capture' if profile == 'curve' else 'curve'} profile:", rule(1)(other).verdict)
     summary = pd.concat([summary, other], ignore_index=True)
 labelled(summary).round(3)
 

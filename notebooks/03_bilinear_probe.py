@@ -60,7 +60,7 @@
 #   exactly from the Gram matrix's spectrum (the rate conditioning predicts, no noise, no tuning).
 #   If the real blocks' κ is what sets the steps, the worst-conditioned block needs more.
 #
-# The rule (`RULES["7b"]`, printed below with its thresholds): the steps "rise" when the larger κ takes at least
+# The rule (`rule("7b")`, printed below with its thresholds): the steps "rise" when the larger κ takes at least
 # κ-ratio^0.25 times as many (gradient descent's rate is κ¹, the heavy ball's κ^½) and more than √10 times; they
 # are "equal" within a factor √10 (two budgets of the grid). "Conditioning" needs both measurements to rise, "not
 # conditioning" follows from either being equal, and anything else (a budget not reached at either κ, a rise too
@@ -110,14 +110,14 @@ figures_dir = "figures"
 # %%
 import pandas as pd
 
-from linrec.analyses.pitfall import budget_table, dose_table, log_steps
+from linrec.analyses.pitfall import PitfallSample, budget_table, dose_table, log_steps
 from linrec.analyses.probe import mechanism_blocks, probe_table, rank_sweep, sweep_blocks
 from linrec.base.files import project_root
-from linrec.claims.probe import POOLED, claim3, claim7a, claim7b, pitfall_summary, probe_summary
-from linrec.claims.rules import RULES
+from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
 from linrec.claims.tables import labelled, save_table
 from linrec.measure.capture import get_capture
 from linrec.measure.config import capture_settings
+from linrec.outputs.catalog import rule
 from linrec.outputs.plots import fig3_bilinear_gain, fig3b_trained_pitfall, fig3c_pitfall_mechanism
 
 root = project_root()
@@ -184,8 +184,8 @@ sweep.pivot_table(index=["model", "block"], columns="rank", values="gain", sort=
 summary = probe_summary(table, sweep, n_boot=n_boot, seed=seed)
 save_table(summary, "probe_summary", root / results_dir)
 fig = fig3_bilinear_gain(table, summary[summary["model"] != POOLED], root / figures_dir / "fig3_bilinear_gain")
-v3 = claim3(summary)
-print("claim 3 rule:", RULES[3])
+v3 = rule(3)(summary)
+print("claim 3 rule:", rule(3).words)
 print("verdict:", v3.verdict, f"({v3.by_model(exclude=POOLED)})", v3.reason)
 labelled(summary).set_index("model").T
 
@@ -207,7 +207,7 @@ if probe_without_first:
     save_table(table_ex, "probe_ex_first", root / results_dir)
     summary_ex = probe_summary(table_ex, None, n_boot=n_boot, seed=seed)
     save_table(summary_ex, "probe_summary_ex_first", root / results_dir)
-    v3_ex = claim3(summary_ex)
+    v3_ex = rule(3)(summary_ex)
     print("verdict without position 0:", v3_ex.verdict, f"({v3_ex.by_model(exclude=POOLED)})")
     show = summary_ex.set_index("model")[["gain_median", "pearson_r", "ci_lo", "ci_hi", "ci_lo90", "ci_hi90",
                                           "correlation"]]  # fmt: skip
@@ -232,14 +232,14 @@ fig_b = fig3b_trained_pitfall(table, root / figures_dir / "fig3b_trained_pitfall
 # %%
 checkpoints = log_steps(100, budget_max_steps, per_decade=4)
 dose_checkpoints = log_steps(10, dose_steps, per_decade=4)
+pitfall_sample = PitfallSample(n_outputs=pitfall_outputs, max_train=probe_rows)  # what each optimiser sees
 budget, dose = [], []
 for c, (_, t) in zip(captures.values(), table.groupby("model", sort=False)):
     cond = t.set_index("block")["cond_gram"]
     blocks = mechanism_blocks(cond, mechanism_k)
-    budget.append(budget_table(c, blocks, checkpoints, n_outputs=pitfall_outputs, seed=seed, max_train=probe_rows))
+    budget.append(budget_table(c, blocks, checkpoints, pitfall_sample, seed=seed))
     median_block = int(cond.sort_values(kind="stable").index[len(cond) // 2])
-    dose.append(dose_table(c, median_block, dose_kappas, dose_checkpoints, n_outputs=pitfall_outputs, seed=seed,
-                           max_train=probe_rows))  # fmt: skip
+    dose.append(dose_table(c, median_block, dose_kappas, dose_checkpoints, pitfall_sample, seed=seed))
 budget, dose = pd.concat(budget, ignore_index=True), pd.concat(dose, ignore_index=True)
 save_table(budget, "pitfall_budget", root / results_dir)
 save_table(dose, "pitfall_dose", root / results_dir)
@@ -249,10 +249,10 @@ fig_c = fig3c_pitfall_mechanism(budget, dose, root / figures_dir / "fig3c_pitfal
 # NBVAL_CHECK_OUTPUT
 pitfall = pitfall_summary(table, budget, dose, n_boot=n_boot, seed=seed)
 save_table(pitfall, "pitfall_summary", root / results_dir)
-v7a, v7b = claim7a(pitfall), claim7b(pitfall)
-print("claim 7a rule:", RULES["7a"])
+v7a, v7b = rule("7a")(pitfall), rule("7b")(pitfall)
+print("claim 7a rule:", rule("7a").words)
 print("verdict:", v7a.verdict)
-print("claim 7b rule:", RULES["7b"])
+print("claim 7b rule:", rule("7b").words)
 print("verdict:", v7b.verdict, f"({v7b.by_model('mechanism', 'dose_outcome', 'blocks_outcome')})", v7b.reason)
 labelled(pitfall).set_index("model").T
 

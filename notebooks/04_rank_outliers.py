@@ -48,7 +48,7 @@
 # %% [markdown]
 # ## The rule
 # (`linrec.analyses.spectrum.regime`, applied to every block; the cell that prints the verdict
-# prints the rule from `linrec.claims.rules.RULES` too)
+# prints the rule from `linrec.outputs.catalog.rule` too)
 #
 # * **nonlinear**: R²_lin < 0.6;
 # * **first-token-concentrated**: R²_lin ≥ 0.6 and r2_ex_first at least 0.2 below it (our addition:
@@ -93,11 +93,11 @@ import pandas as pd
 from linrec.analyses.spectrum import REGIMES, block_anatomy, block_spectrum, spectrum_table, toy_blocks
 from linrec.app.params import measured_elsewhere
 from linrec.base.files import project_root
-from linrec.claims.regimes import claim4, input_side, regime_replication, regime_story, regime_summary
-from linrec.claims.rules import RULES
+from linrec.claims.regimes import input_side, regime_replication, regime_story, regime_summary
 from linrec.claims.tables import labelled, load_table, save_table
 from linrec.measure.capture import get_capture, replicate_captures
 from linrec.measure.config import capture_settings
+from linrec.outputs.catalog import rule
 from linrec.outputs.plots_regimes import fig4_rank_outliers, fig4b_block_anatomy
 
 root = project_root()
@@ -192,8 +192,8 @@ fig = fig4_rank_outliers(table, root / figures_dir / "fig4_rank_outliers")
 # NBVAL_CHECK_OUTPUT
 summary = regime_summary(table, REGIMES)
 save_table(summary, "spectrum_summary", root / results_dir)
-print("claim 4 rule:", RULES[4])
-v4 = claim4(summary)
+print("claim 4 rule:", rule(4).words)
+v4 = rule(4)(summary)
 print("verdict:", v4.verdict, "· the same rule without the windows' first position:", v4.without_first)
 labelled(summary, "spectrum_summary").T
 

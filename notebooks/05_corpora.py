@@ -62,7 +62,7 @@ from linrec.base.files import project_root
 from linrec.claims.corpora import corpus_verdicts
 from linrec.claims.tables import labelled, save_table
 from linrec.measure.capture import get_captures
-from linrec.measure.config import capture_settings
+from linrec.measure.config import CaptureRun, capture_settings
 from linrec.outputs.plots import fig5_corpora
 
 root = project_root()
@@ -76,9 +76,7 @@ rows = {c: (settings["sample_rows"] if c == corpus else 0) for c in corpora}
 # %%
 tables, shapes = [], []
 for m in models:
-    caps = get_captures(
-        m, corpora, seed=seed, **{**settings, "sample_rows": rows}, batch_size=batch_size, device=device
-    )
+    caps = get_captures(m, corpora, run=CaptureRun(batch_size, device), seed=seed, **{**settings, "sample_rows": rows})
     tables += [ceiling_table(c) for c in caps.values()]
     shapes.append({"model": next(iter(caps.values())).model_label, **corpus_shape_level(caps)})
 table = pd.concat(tables, ignore_index=True)

@@ -85,14 +85,12 @@ figures_dir = "figures"
 import pandas as pd
 from IPython.display import display
 
+from linrec.analyses.healing import Heal
 from linrec.analyses.routing import share_grid
-from linrec.analyses.swap import run_model
+from linrec.analyses.swap_run import RouteSettings, SwapSettings, run_model
 from linrec.base.files import project_root
 from linrec.claims.routing import ANCHOR_RULES, anchor_table, heal_table, routing_summary
-from linrec.claims.rules import RULES
 from linrec.claims.swap import (
-    claim6a,
-    claim6b,
     first_position_effect,
     swap_params,
     swap_predictors,
@@ -100,6 +98,7 @@ from linrec.claims.swap import (
 )
 from linrec.claims.tables import labelled, save_table
 from linrec.measure.config import capture_settings
+from linrec.outputs.catalog import rule
 from linrec.outputs.findings import swap_findings
 from linrec.outputs.plots import fig2_swap
 from linrec.outputs.plots_interventions import fig6_swap, fig9_routing
@@ -117,21 +116,20 @@ kw = dict(
 
 # %% [markdown]
 # ## Every block, swapped alone; the choices, on screening windows
-# One model at a time (`linrec.analyses.swap.run_model`, which holds one model in memory at a time). Per model:
+# One model at a time (`linrec.analyses.swap_run.run_model`, which holds one model in memory at a time). Per model:
 # the predictors and each block's ΔPPL alone on the screening windows; the held-out ΔPPL of every
 # block (plain map) and of the position variants on the blocks whose *train* first-position share
 # is at least `variant_min_first_share`; the ΔPPL-vs-parameters curve of one block (chosen on the
 # screening windows); the greedy swap in two orders; and the saved model, reloaded.
 
 # %%
+swap = SwapSettings(screening_windows, test_windows, batch_size, ranks, budget_ppl, first_variants,
+                    variant_min_first_share)  # fmt: skip
+route = RouteSettings(route_blocks, share_grid(route_step), route_corpora, route_split_shares, n_boot)
 runs = [
-    run_model(m, kw, batch_size=batch_size, device=device, screening_windows=screening_windows,
-              test_windows=test_windows, ranks=ranks, budget_ppl=budget_ppl, first_variants=first_variants,
-              variant_min_first_share=variant_min_first_share, n_boot=n_boot, seed=seed, save_dir=save_dir,
-              route_blocks=route_blocks, route_shares=share_grid(route_step), route_corpora=route_corpora,
-              route_split_shares=route_split_shares, heal=heal)
+    run_model(m, kw, swap, route, Heal.of(heal) if heal else None, device=device, seed=seed, save_dir=save_dir)
     for m in models
-]  # fmt: skip
+]
 swap_tables = [r.table for r in runs]
 values = [r.values for r in runs]
 ceilings = [r.ceiling for r in runs]
@@ -162,8 +160,8 @@ safe = swap_safety(table)
 save_table(safe, "swap_safety", root / results_dir)
 value_table = pd.concat(values, ignore_index=True)
 save_table(value_table, "swap_predictor_values", root / results_dir)
-v6a = claim6a(table, value_table)
-print("claim 6a rule:", RULES["6a"])
+v6a = rule("6a")(table, value_table)
+print("claim 6a rule:", rule("6a").words)
 print("verdict:", v6a.verdict, v6a.reason)
 pd.DataFrame(v6a.evidence).round(3).T
 
@@ -201,8 +199,8 @@ fig = fig2_swap(table, root / figures_dir / "fig2_swap", chosen={e["model"]: e["
 # %%
 pred = swap_predictors(value_table, table, n_boot=n_boot, seed=seed)
 save_table(pred, "swap_predictors", root / results_dir)
-v6b = claim6b(pred)
-print("claim 6b rule:", RULES["6b"])
+v6b = rule("6b")(pred)
+print("claim 6b rule:", rule("6b").words)
 print("verdict:", v6b.verdict, v6b.reason)
 pred.drop(columns=["n_blocks", "n_middle"]).round(2)
 
@@ -333,7 +331,7 @@ if routes:
 healed = [r.heal for r in runs if r.heal is not None]
 if heal_trained:
     from linrec.analyses.healing import cached_runs
-    from linrec.analyses.swap import heal_run
+    from linrec.analyses.swap_run import heal_run
     from linrec.app.params import load_params
     from linrec.inputs.training import profile_configs
 
@@ -342,8 +340,9 @@ if heal_trained:
                               tp["train_data_seeds"])  # fmt: skip
     options, names = {k: v for k, v in heal_trained.items() if k != "runs"}, heal_trained.get("runs")
     trained = [r for r in cached_runs(configs) if names is None or r.config.name in names]
-    healed += [heal_run(r, {"seq_len": r.config.seq_len, "tokens": tp["train_measure_tokens"]}, batch_size=batch_size,
-                        device=device, seed=seed, **options) for r in trained]  # fmt: skip
+    swap_trained = SwapSettings(tp["screening_windows"], batch_size=batch_size)  # notebook 08's study of these runs
+    healed += [heal_run(r, {"seq_len": r.config.seq_len, "tokens": tp["train_measure_tokens"]}, Heal.of(options),
+                        swap_trained, device=device, seed=seed) for r in trained]  # fmt: skip
     if not trained:
         print("no cached run of params/training.yaml to heal: linrec figures --params params/training.yaml --only 08")
 heal_rows = heal_table(pd.concat(healed, ignore_index=True)) if healed else None

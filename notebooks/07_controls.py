@@ -32,8 +32,8 @@
 #    offline we pair each trained model with its random-init twin.
 # 4. **Inputs or weights?** A trained profile can differ from its random-init twin because the FFN
 #    weights learned something, or because the *inputs* that the upstream layers learned to produce
-#    are different. Claim 2 is checked as two claims (`RULES["2a"]`, `RULES["2b"]` in
-#    `lib/linrec/claims/rules.py`): **2a**, does the trained profile differ from the untrained architecture at
+#    are different. Claim 2 is checked as two claims (`RULE_2A`, `RULE_2B` in
+#    `lib/linrec/claims/learned.py`): **2a**, does the trained profile differ from the untrained architecture at
 #    all, beyond the spread between untrained draws and by a stated minimum effect; **2b**, is the
 #    profile carried by each block's own weights or by the inputs it sees? For 2b every FFN has its
 #    block's pre-MLP norm gain folded into its weights, and is compared with null ensembles
@@ -79,23 +79,21 @@ figures_dir = "figures"
 import pandas as pd
 
 from linrec.analyses.controls import MapScores, cross_feed_pairs, input_controls, twin_pairs
-from linrec.analyses.decomposition import decomposition, inputs_or_weights
+from linrec.analyses.decomposition import NullDraws, decomposition, inputs_or_weights
 from linrec.analyses.recoverability import ceiling_table
 from linrec.base.files import project_root
 from linrec.claims.learned import (
-    claim2a,
-    claim2b,
     decomposition_intervals,
     input_control_summary,
     learned_summary,
     null_blocks,
     random_init_summary,
 )
-from linrec.claims.rules import RULES
 from linrec.claims.tables import labelled, save_table
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.measure.capture import get_capture
 from linrec.measure.config import capture_settings
+from linrec.outputs.catalog import rule
 from linrec.outputs.findings import controls_findings
 from linrec.outputs.plots_interventions import fig7_controls, fig7b_inputs_or_weights
 
@@ -191,7 +189,7 @@ cross_summary.round(3) if cross_summary is not None else "cross feeding not run 
 # The random-init twins of section 1 are the untrained architecture on *its own* inputs. The
 # "reading a negative R²" note above says why that can be no reference: a twin whose blocks fit their
 # train split far better than held-out windows is memorising a few distinct inputs. The rule
-# (`RULES["2a"]`, `linrec.claims.learned`) calls a twin **degenerate** when its median train − held-out gap
+# (`rule("2a")`, in `linrec.claims.learned`) calls a twin **degenerate** when its median train − held-out gap
 # exceeds the trained model's by more than 0.1, and then compares the trained FFN with
 # `null_draws` random-init FFNs fed the block's *trained* inputs instead. Either way the
 # difference must exceed twice the spread between untrained draws *and* a minimum effect of 0.1
@@ -212,7 +210,7 @@ cross_summary.round(3) if cross_summary is not None else "cross feeding not run 
 
 # %%
 measured = {
-    m: inputs_or_weights(trained[m], loaded[m], n_init=null_draws, n_shuffled=null_draws, band=cross_band,
+    m: inputs_or_weights(trained[m], loaded[m], NullDraws(null_draws, null_draws), band=cross_band,
                          n_rows=decomposition_rows, seed=seed, scores=scores)
     for m in models
 }  # fmt: skip
@@ -234,9 +232,9 @@ fig_b = fig7b_inputs_or_weights(nulls, matrix, blocks, decomposed, root / figure
 labelled(decomposed).set_index("model").T.round(3)
 
 # %%
-v2a, v2b = claim2a(learned), claim2b(decomposed)
+v2a, v2b = rule("2a")(learned), rule("2b")(decomposed)
 for v in (v2a, v2b):
-    print(f"claim {v.claim} rule:", RULES[v.claim])
+    print(f"claim {v.claim} rule:", rule(v.claim).words)
     print("verdict:", v.verdict, f"({v.by_model('outcome')})")
 
 # %% [markdown]

@@ -63,8 +63,9 @@ train_pipeline = False  # the whole pipeline on every last checkpoint, the facto
 train_probe_rows = 4096  # rows per block the last checkpoint's capture keeps for the probe (train_pipeline)
 seed = 0  # the measuring windows' split, the noise floors' halvings and the swap's ΔPPL bootstrap
 batch_size = 8
+screening_windows = 4  # the swap study's seeded train windows for its choices (the training profiles: 2)
 device = "cpu"
-n_boot = 1000
+n_boot = 2000  # bootstrap resamples of the pooled intervals (the training and zoo profiles draw 1000)
 results_dir = "results/default"
 figures_dir = "figures"
 
@@ -82,7 +83,7 @@ from linrec.analyses.seeds import (
     distance_over_training,
 )
 from linrec.analyses.spectrum import REGIMES
-from linrec.analyses.swap import SwapStudy
+from linrec.analyses.swap import SwapSettings
 from linrec.analyses.zoo import block_table, measure_finals, noise_table, stacked
 from linrec.base.files import project_root
 from linrec.claims.learned import comparison_words, seeds_verdict
@@ -118,6 +119,7 @@ if ran:
                               train_texts, train_text_seeds or None, train_block_tolerance)  # fmt: skip
     trained = runs(configs)
     kw = dict(seq_len=configs[0].seq_len, tokens=train_measure_tokens, seed=seed, batch_size=batch_size, device=device)
+    swap_settings = SwapSettings(screening_windows, batch_size=batch_size)  # the swap of each run's last checkpoint
     captures, capture_seconds = {}, {}
     for c in configs:
         t0 = time.perf_counter()
@@ -218,7 +220,7 @@ if profiles is not None:
 # %%
 if ran and train_pipeline:
     measured = measure_finals(trained, {c.name: captures[c.name][max(captures[c.name])] for c in configs},
-                              probe_rows=train_probe_rows, batch_size=batch_size, seed=seed,
+                              probe_rows=train_probe_rows, swap=swap_settings, seed=seed,
                               device=device)  # fmt: skip
     save_table(block_table(measured, configs), "zoo_blocks", where)
     timing = noise_table(measured).assign(
@@ -303,7 +305,7 @@ if ran and train_swap and not train_pipeline:  # with the pipeline, the swap is 
         last = max(captures[c.name])
         loaded = load_model(str(trained[c.name].final))
         loaded.name = f"{c.name} step {last}"  # what the progress line calls it
-        study = SwapStudy(captures[c.name][last], loaded, batch_size=batch_size, screening_windows=2, seed=seed)
+        study = swap_settings.study(captures[c.name][last], loaded, seed=seed)
         t = study.heldout.table().assign(run=c.name)
         parts.append(t[["run", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "delta_lo", "delta_hi",
                         "params_ffn", "params_linear", "seconds"]])  # fmt: skip

@@ -49,7 +49,7 @@ from IPython.display import Markdown
 from linrec.base.files import project_root
 from linrec.claims.tables import save_table
 from linrec.measure.config import capture_settings
-from linrec.outputs.claim_text import claims
+from linrec.outputs.catalog import claims
 from linrec.outputs.refresh import coverage
 from linrec.outputs.report import build_report, update_readme
 

@@ -37,15 +37,12 @@ def tiny_text(n_words: int, seed: int = 0) -> str:
 
 def tiny_windows(tok, tokens: int = 4096, seq_len: int = 32):
     """Windows of two seeded tiny documents (linrec.inputs.corpora.make_windows), split 80/20."""
-    from linrec.inputs.corpora import make_windows
+    from linrec.inputs.corpora import WindowCut, make_windows
 
     return make_windows(
         [tiny_text(6000, 0), tiny_text(6000, 1)],
         tok,
-        seq_len=seq_len,
-        tokens=tokens,
-        seed=0,
-        test_frac=0.2,
+        WindowCut(seq_len=seq_len, tokens=tokens, seed=0, test_frac=0.2),
         corpus="t",
         identity="t",
     )

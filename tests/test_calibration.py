@@ -84,7 +84,7 @@ def test_every_window_interval_covers_at_least_93_percent(name):
     from linrec.analyses import calibration as cal
 
     rows = {
-        "r2": lambda: [cal.r2_coverage(32, 0.9, reps=300), cal.r2_coverage(32, 0.6, reps=300)],
+        "r2": lambda: [cal.r2_coverage(32, r2, reps=300, n_boot=cal.R2_BOOT_BEFORE) for r2 in (0.9, 0.6)],
         "move": lambda: [cal.move_coverage(32, reps=300)],
         "seeds": lambda: cal.seeds_coverage(102, reps=200),
         "shares": lambda: cal.shares_coverage(32, reps=200, seed=1),

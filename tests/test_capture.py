@@ -310,6 +310,8 @@ def test_get_captures_loads_the_model_once_and_not_at_all_when_cached(saved_tiny
     assert len(loads) == 3 and not any(c.cached for c in loose.values())
     with pytest.raises(TypeError, match="unexpected"):
         get_captures(corpora=corpora, bogus=1, **args)
+    with pytest.raises(TypeError, match=r"\['batch_size'\] go in run=CaptureRun"):  # how it runs is one option
+        get_captures(corpora=corpora, batch_size=4, **args)
 
 
 def test_get_captures_takes_row_counts_per_corpus(saved_tiny, tmp_path):

@@ -182,9 +182,11 @@ def test_swap_writes_the_table_and_saves_the_greedy_model(tmp_path, tiny_model_d
     assert "greedy swap" in proc.stdout and "blocks [0, 1] kept" in proc.stdout  # a huge budget keeps every block
     back = load_swapped(save)
     final = float(proc.stdout.split("held out ")[1].split("→ ")[1].split()[0])
-    from linrec.inputs.corpora import load_windows
+    from linrec.inputs.corpora import WindowCut, load_windows
 
-    w = load_windows(str(tmp_path / "text.txt"), back.tokenizer, seq_len=32, tokens=2048, seed=0, test_frac=0.2)
+    w = load_windows(
+        str(tmp_path / "text.txt"), back.tokenizer, WindowCut(seq_len=32, tokens=2048, seed=0, test_frac=0.2)
+    )
     assert abs(perplexity(back.model, w.split("test")) - final) <= 1e-4 * final  # the printed ppl is the saved model's
 
 

@@ -155,7 +155,7 @@ def test_shared_scores_give_the_same_tables_and_score_each_pair_once(tiny_setup)
     """One `MapScores` across the null ensembles, the input controls and both cross feeds (as notebook 07 runs them,
     on a row budget) changes no number and runs each (FFN, rows) pair once."""
     from linrec.analyses.controls import MapScores
-    from linrec.analyses.decomposition import inputs_or_weights
+    from linrec.analyses.decomposition import NullDraws, inputs_or_weights
 
     model_dir, kw = tiny_setup
     trained, init_spec = get_capture(model_dir, **kw), random_init_spec(model_dir, 0)
@@ -165,7 +165,7 @@ def test_shared_scores_give_the_same_tables_and_score_each_pair_once(tiny_setup)
 
     def run(scores):
         kw = dict(n_rows=rows, seed=0, progress=False)
-        iow = inputs_or_weights(trained, loaded, n_init=1, n_shuffled=1, band=1, scores=scores() if scores else None,
+        iow = inputs_or_weights(trained, loaded, NullDraws(1, 1), band=1, scores=scores() if scores else None,
                                 **kw)  # fmt: skip
         return [
             input_controls(trained, loaded, scores=scores() if scores else None, **kw),
@@ -266,13 +266,13 @@ def test_inputs_or_weights_on_a_capture_against_lstsq(tiny_setup):
     of the inputs); an off-diagonal entry is numpy lstsq of the folded FFN i on block j's normalised inputs; each
     block has its null draws, and the draws differ."""
     from linrec.analyses.controls import ffn_outputs
-    from linrec.analyses.decomposition import folded_ffn, inputs_or_weights, unscale
+    from linrec.analyses.decomposition import NullDraws, folded_ffn, inputs_or_weights, unscale
     from linrec.analyses.recoverability import ceiling_table
     from linrec.stats.ceiling import r2_rows
 
     model_dir, kw = tiny_setup
     c, loaded = get_capture(model_dir, **kw), load_model(model_dir)
-    res = inputs_or_weights(c, loaded, n_init=3, n_shuffled=2, band=1, progress=False)
+    res = inputs_or_weights(c, loaded, NullDraws(n_init=3, n_shuffled=2), band=1, progress=False)
     ceiling = ceiling_table(c).set_index("block")["r2_lin"].sort_index()
     trained = res.nulls[res.nulls["ffn"] == "trained"].set_index("block")["r2"].sort_index()
     assert np.allclose(trained, ceiling, atol=1e-6)

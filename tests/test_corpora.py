@@ -6,13 +6,13 @@ import torch
 
 from helpers import linrec_without_the_hub, tiny_text, tiny_tokenizer
 from linrec.base.errors import LinrecError
-from linrec.inputs.corpora import load_documents, load_windows, make_windows
+from linrec.inputs.corpora import WindowCut, load_documents, load_windows, make_windows
 
 
 def test_windows_are_consecutive_tokens_split_80_20():
     tok = tiny_tokenizer()
     docs = [tiny_text(700, seed=0), tiny_text(700, seed=1)]
-    w = make_windows(docs, tok, seq_len=50, tokens=1000, seed=3, test_frac=0.2)
+    w = make_windows(docs, tok, WindowCut(seq_len=50, tokens=1000, seed=3, test_frac=0.2))
     assert w.ids.shape == (20, 50) and not w.bos
     stream = (
         tok(docs[0], add_special_tokens=False).input_ids
@@ -22,14 +22,14 @@ def test_windows_are_consecutive_tokens_split_80_20():
     assert torch.equal(w.ids.reshape(-1), torch.tensor(stream[:1000]))
     assert len(w.test) == 4 and len(w.train) == 16
     assert set(w.train) | set(w.test) == set(range(20)) and not set(w.train) & set(w.test)
-    again = make_windows(docs, tok, seq_len=50, tokens=1000, seed=3, test_frac=0.2)
-    other = make_windows(docs, tok, seq_len=50, tokens=1000, seed=4, test_frac=0.2)
+    again = make_windows(docs, tok, WindowCut(seq_len=50, tokens=1000, seed=3, test_frac=0.2))
+    other = make_windows(docs, tok, WindowCut(seq_len=50, tokens=1000, seed=4, test_frac=0.2))
     assert np.array_equal(again.test, w.test) and not np.array_equal(other.test, w.test)
 
 
 def test_bos_is_prepended_when_the_tokenizer_does_so():
     tok = tiny_tokenizer(bos=True)
-    w = make_windows([tiny_text(500)], tok, seq_len=32, tokens=320, seed=0, test_frac=0.2)
+    w = make_windows([tiny_text(500)], tok, WindowCut(seq_len=32, tokens=320, seed=0, test_frac=0.2))
     assert w.bos and w.ids.shape == (10, 32)
     assert (w.ids[:, 0] == tok.bos_token_id).all() and (w.ids[:, 1:] != tok.bos_token_id).all()
 
@@ -39,29 +39,30 @@ def test_samples_are_disjoint_stretches_of_the_same_stream():
     docs = [tiny_text(3000, seed=0)]
     stream = torch.tensor(tok(docs[0], add_special_tokens=False).input_ids)
     for k in (0, 1, 2):
-        w = make_windows(docs, tok, seq_len=50, tokens=500, sample=k, seed=0, test_frac=0.2)
+        w = make_windows(docs, tok, WindowCut(seq_len=50, tokens=500, seed=0, test_frac=0.2, sample=k))
         assert torch.equal(w.ids.reshape(-1), stream[k * 500 : (k + 1) * 500])  # fresh text, not a new split
     with pytest.raises(LinrecError, match="too small for sample 9"):
-        make_windows(docs, tok, seq_len=50, tokens=500, sample=9, seed=0, test_frac=0.2)
+        make_windows(docs, tok, WindowCut(seq_len=50, tokens=500, seed=0, test_frac=0.2, sample=9))
 
 
 def test_bos_can_be_forced_on_or_off():
     plain, with_bos = tiny_tokenizer(), tiny_tokenizer(bos=True)
     docs = [tiny_text(500)]
     on = make_windows(
-        docs, plain, seq_len=32, tokens=320, bos="yes", seed=0, test_frac=0.2
+        docs, plain, WindowCut(seq_len=32, tokens=320, seed=0, test_frac=0.2, bos="yes")
     )  # a model that runs without one gets it
     assert on.bos and (on.ids[:, 0] == plain.bos_token_id).all() and (on.ids[:, 1:] != plain.bos_token_id).all()
-    off = make_windows(docs, with_bos, seq_len=32, tokens=320, bos="no", seed=0, test_frac=0.2)
+    off = make_windows(docs, with_bos, WindowCut(seq_len=32, tokens=320, seed=0, test_frac=0.2, bos="no"))
     assert not off.bos and (off.ids != with_bos.bos_token_id).all()
     assert torch.equal(
-        on.ids[:, 1:].reshape(-1), make_windows(docs, plain, 32, 320, seed=0, test_frac=0.2).ids.reshape(-1)[: 10 * 31]
+        on.ids[:, 1:].reshape(-1),
+        make_windows(docs, plain, WindowCut(32, 320, seed=0, test_frac=0.2)).ids.reshape(-1)[: 10 * 31],
     )
     with pytest.raises(LinrecError, match="bos must be one of"):
-        make_windows(docs, plain, seq_len=32, tokens=320, bos="maybe", seed=0, test_frac=0.2)
+        make_windows(docs, plain, WindowCut(seq_len=32, tokens=320, seed=0, test_frac=0.2, bos="maybe"))
     plain.bos_token = None
     with pytest.raises(LinrecError, match="has none"):
-        make_windows(docs, plain, seq_len=32, tokens=320, bos="yes", seed=0, test_frac=0.2)
+        make_windows(docs, plain, WindowCut(seq_len=32, tokens=320, seed=0, test_frac=0.2, bos="yes"))
 
 
 def test_file_and_directory_corpora(tmp_path):
@@ -72,8 +73,8 @@ def test_file_and_directory_corpora(tmp_path):
     docs, ident = load_documents(str(tmp_path / "d"))
     assert len(docs) == 2 and ident.startswith("path:")
     tok = tiny_tokenizer()
-    a = load_windows(str(tmp_path / "one.txt"), tok, seq_len=20, tokens=300, seed=0, test_frac=0.2)
-    b = load_windows(str(tmp_path / "d"), tok, seq_len=20, tokens=300, seed=0, test_frac=0.2)
+    a = load_windows(str(tmp_path / "one.txt"), tok, WindowCut(seq_len=20, tokens=300, seed=0, test_frac=0.2))
+    b = load_windows(str(tmp_path / "d"), tok, WindowCut(seq_len=20, tokens=300, seed=0, test_frac=0.2))
     assert torch.equal(a.ids, b.ids)  # the first 300 tokens come from a.txt in both
 
 
@@ -95,9 +96,9 @@ def test_directory_and_single_file_with_the_same_content_give_the_same_windows(t
     docs_one, id_one = load_documents(str(tmp_path / "one.txt"))
     assert docs_dir == docs_one == [texts[k].strip() for k in sorted(texts)] and id_dir == id_one
     a = load_windows(
-        str(tmp_path / "d"), tok, seq_len=16, tokens=464, seed=0, test_frac=0.2
+        str(tmp_path / "d"), tok, WindowCut(seq_len=16, tokens=464, seed=0, test_frac=0.2)
     )  # every token of the three documents
-    b = load_windows(str(tmp_path / "one.txt"), tok, seq_len=16, tokens=464, seed=0, test_frac=0.2)
+    b = load_windows(str(tmp_path / "one.txt"), tok, WindowCut(seq_len=16, tokens=464, seed=0, test_frac=0.2))
     assert torch.equal(a.ids, b.ids) and a.identity == b.identity and np.array_equal(a.test, b.test)
     eos = tok.eos_token_id
     assert (a.ids == eos).sum() == 2  # one EOS between consecutive documents
@@ -106,7 +107,7 @@ def test_directory_and_single_file_with_the_same_content_give_the_same_windows(t
     assert len(load_documents(str(tmp_path / "d"))[0]) == 4
     # without the marker a file is one document: the same words, but no EOS at the file boundaries
     (tmp_path / "plain.txt").write_text("\n".join(texts[k] for k in sorted(texts)))
-    plain = load_windows(str(tmp_path / "plain.txt"), tok, seq_len=16, tokens=464, seed=0, test_frac=0.2)
+    plain = load_windows(str(tmp_path / "plain.txt"), tok, WindowCut(seq_len=16, tokens=464, seed=0, test_frac=0.2))
     assert len(load_documents(str(tmp_path / "plain.txt"))[0]) == 1 and (plain.ids == eos).sum() == 0
 
 
@@ -121,7 +122,7 @@ def test_directory_and_single_file_with_the_same_content_give_the_same_windows(t
 def test_bad_inputs_are_one_line_errors(kwargs, match):
     args = {"seq_len": 64, "tokens": 256, "seed": 0, "test_frac": 0.2, **kwargs}
     with pytest.raises(LinrecError, match=match) as err:
-        make_windows([tiny_text(100)], tiny_tokenizer(), **args)
+        make_windows([tiny_text(100)], tiny_tokenizer(), WindowCut(**args))
     assert "\n" not in str(err.value)
 
 

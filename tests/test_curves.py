@@ -135,9 +135,9 @@ def test_tiny_llama_curve_equals_lstsq_on_hooked_rows_and_is_cached(tiny_model, 
     corpus = tiny_corpus(9000)
     cfg = CurveConfig(corpus, corpus=corpus, seq_len=16, train_tokens=(1024, 2048, 4096), test_tokens=1024)
     curve = run_curve(loaded, cfg, batch_size=7, progress=False)
-    from linrec.inputs.corpora import load_windows
+    from linrec.inputs.corpora import WindowCut, load_windows
 
-    ids = load_windows(corpus, tok, 16, cfg.total_tokens, 0, 0.5).ids
+    ids = load_windows(corpus, tok, WindowCut(16, cfg.total_tokens, 0, 0.5)).ids
     rows: dict[int, list] = {}
     with ffn_hooks(find_ffn_sites(model), lambda b, x, y: rows.setdefault(b, []).append((x, y))), torch.no_grad():
         model(input_ids=ids)

@@ -75,7 +75,7 @@ def _resolves(name: str) -> bool:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_linrec_name_a_page_names_resolves(page):
-    """`linrec.analyses.controls`, `linrec.claims.rules.RULES`, …: each is a module or something in one. Plant
+    """`linrec.analyses.controls`, `linrec.claims.rules.Rule`, …: each is a module or something in one. Plant
     `linrec.controls` on a page and this fails naming it."""
     stale = sorted({m for m in MODULE.findall(page.read_text()) if not _resolves(m)})
     assert not stale, f"{page.relative_to(ROOT)} names what linrec does not have: {stale}"

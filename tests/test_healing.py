@@ -4,7 +4,7 @@ unswapped."""
 import pytest
 import torch
 
-from linrec.analyses.healing import fine_tune, heal_blocks, heal_study, swapped_copy
+from linrec.analyses.healing import FineTune, Heal, fine_tune, heal_blocks, heal_study, swapped_copy
 from linrec.base.errors import LinrecError
 from linrec.inputs.sites import find_ffn_sites
 
@@ -22,7 +22,7 @@ def test_a_fine_tune_of_an_affine_swapped_model_lowers_its_held_out_loss_and_the
     planted, "maps" then stays where it was, and a sign slip that climbs the loss: planted, both rise). The control
     row (k = 0) is the unswapped model given the same fine-tune ("all") or the base itself ("maps"), and the
     zero-shot cost equals the swap study's own ΔPPL of the same block."""
-    t = heal_study(study, ks=[1], steps=25, lr=3e-3, batch_size=8, progress=False)
+    t = heal_study(study, Heal(ks=[1], steps=25, lr=3e-3, batch_size=8), progress=False)
     assert list(zip(t["mode"], t["k"], strict=True)) == [("all", 0), ("all", 1), ("maps", 0), ("maps", 1)]
     base = t["ppl_base"].iloc[0]
     for mode in ("all", "maps"):
@@ -59,7 +59,7 @@ def test_the_maps_mode_trains_the_maps_alone_and_every_fine_tune_sees_the_same_b
         m = swapped_copy(base, {1: h.module(1)})
         site = find_ffn_sites(m)[1]
         flags = [p.requires_grad for p in m.parameters()]
-        losses = fine_tune(m, ids, list(site.module.parameters()), steps=5, lr=1e-2, batch_size=4, seed=3)
+        losses = fine_tune(m, ids, list(site.module.parameters()), FineTune(steps=5, lr=1e-2, batch_size=4), seed=3)
         assert [p.requires_grad for p in m.parameters()] == flags  # put back as they were
         runs.append((m, losses))
     (m, losses), (m2, losses2) = runs
@@ -70,4 +70,16 @@ def test_the_maps_mode_trains_the_maps_alone_and_every_fine_tune_sees_the_same_b
     assert moved and all(k.startswith(find_ffn_sites(m)[1].path) for k in moved), moved
     assert all(torch.equal(after[k], m2.state_dict()[k]) for k in after)
     with pytest.raises(LinrecError, match="nothing to fine-tune"):
-        fine_tune(m, ids, [], steps=1, lr=1e-3)
+        fine_tune(m, ids, [], FineTune(steps=1, lr=1e-3, batch_size=8))
+
+
+def test_a_profiles_heal_mapping_becomes_its_settings_and_each_mode_its_fine_tune():
+    """`Heal.of` reads a profile's `heal` mapping (an unknown key is one line naming the known ones: planted, a typo
+    such as `stpes` would run the default 50 steps); mode "maps" trains at `lr_maps` where it is given, "all" at `lr`
+    (planted swap of the two: the "all" schedule would read 1e-3)."""
+    heal = Heal.of({"ks": [1, 2], "steps": 30, "batch_size": 4, "lr": 2e-5, "lr_maps": 1e-3, "modes": ["all", "maps"]})
+    assert heal.schedule("all") == FineTune(steps=30, lr=2e-5, batch_size=4)
+    assert heal.schedule("maps") == FineTune(steps=30, lr=1e-3, batch_size=4)
+    assert Heal.of({"lr": 2e-5}).schedule("maps").lr == 2e-5  # no lr_maps: both modes at lr
+    with pytest.raises(LinrecError, match=r"unknown healing settings \['stpes'\].*ks, modes, steps"):
+        Heal.of({"stpes": 30})

@@ -1,5 +1,6 @@
 """The package's import structure: layers that import only downward, no cycles, no reaching into another module's
-private names; and its modules' size: none over `MAX_LINES` (550) lines.
+private names; its modules' size: none over `MAX_LINES` (550) lines; and its signatures: no function over
+`MAX_PARAMETERS` (8) parameters.
 
 The layers are the package's folders (`lib/linrec/<layer>/`); their order, lowest first, is the picture in the
 package docstring (`lib/linrec/__init__.py`), which the README repeats. A module may import from its own folder or a
@@ -172,6 +173,110 @@ def test_the_line_limit_finds_a_planted_long_module(tmp_path, monkeypatch):
     with pytest.raises(AssertionError, match=rf"stats/moments\.py \({MAX_LINES + 1} lines\)") as caught:
         test_no_module_is_over_the_line_limit()
     assert "ceiling" not in str(caught.value)
+
+
+MAX_PARAMETERS = 8  # issue 47: parameters past this travel together; group them in a frozen dataclass of options
+
+
+def parameter_count(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """A function's parameters: positional-only, ordinary and keyword-only ones, *args and **kwargs; a method's
+    `self` or `cls` is not counted."""
+    a = fn.args
+    names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    own = 1 if names[:1] in (["self"], ["cls"]) else 0
+    return len(names) - own + (a.vararg is not None) + (a.kwarg is not None)
+
+
+def long_signatures() -> list[str]:
+    """ "path:line name (n)" of every function or method in the package over `MAX_PARAMETERS` parameters."""
+    out = []
+    for path in _modules().values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and parameter_count(node) > MAX_PARAMETERS:
+                out.append(
+                    f"{path.relative_to(PACKAGE).as_posix()}:{node.lineno} {node.name} ({parameter_count(node)})"
+                )
+    return out
+
+
+def test_no_function_takes_more_than_8_parameters():
+    long = long_signatures()
+    assert not long, f"functions over {MAX_PARAMETERS} parameters, to group into a dataclass of options: " + ", ".join(
+        long
+    )
+
+
+def test_the_parameter_check_finds_a_planted_long_signature(tmp_path, monkeypatch):
+    """A function of 9 parameters is named with its count, as is one of 7 with *args and **kwargs; a method of 8
+    besides `self` passes."""
+    import sys
+
+    fake = tmp_path / "linrec"
+    (fake / "stats").mkdir(parents=True)
+    (fake / "__init__.py").write_text('"""Layers:\n\nstats/    ceiling\n"""\n')
+    (fake / "stats" / "__init__.py").write_text("")
+    (fake / "stats" / "ceiling.py").write_text(
+        "def nine(a, b, c, d, e, f, g, *, h=0, i=1):\n    pass\n\n\n"
+        "def starred(a, b, c, d, e, f, g, *args, **kwargs):\n    pass\n\n\n"
+        "class Fit:\n    def eight(self, a, b, c, d, e, f, g, h):\n        pass\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    with pytest.raises(
+        AssertionError, match=r"stats/ceiling\.py:1 nine \(9\), stats/ceiling\.py:5 starred \(9\)"
+    ) as got:
+        test_no_function_takes_more_than_8_parameters()
+    assert "eight" not in str(got.value)
+
+
+ONE_DEFAULT = {"n_boot": "N_BOOT", "screening_windows": "SCREENING_WINDOWS"}  # issue 47: each default written once
+
+
+def literal_defaults(source: str) -> list[str]:
+    """ "line name=default" of every parameter or dataclass field named in `ONE_DEFAULT` whose default is not its
+    named constant (`linrec.stats.N_BOOT`, `linrec.analyses.SCREENING_WINDOWS`); a parameter without a default is
+    fine."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        pairs = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            positional = [*a.posonlyargs, *a.args]
+            pairs += zip(positional[len(positional) - len(a.defaults) :], a.defaults)
+            pairs += [(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            pairs = [(arg.arg, d) for arg, d in pairs]
+        elif isinstance(node, ast.ClassDef):
+            pairs += [(f.target.id, f.value) for f in node.body if isinstance(f, ast.AnnAssign) and f.value is not None
+                      and isinstance(f.target, ast.Name)]  # fmt: skip
+        for name, default in pairs:
+            want = ONE_DEFAULT.get(name)
+            if want and not (isinstance(default, ast.Name) and default.id == want):
+                out.append(f"{default.lineno} {name}={ast.unparse(default)}")
+    return out
+
+
+def test_n_boot_and_screening_windows_each_have_one_default():
+    """Every signature or options field that gives `n_boot` or `screening_windows` a default reads the named constant
+    (a caller that needs another value passes it, with its reason); the constant for the screening windows is the
+    default profile's."""
+    import yaml
+
+    from linrec.analyses import SCREENING_WINDOWS
+
+    found = {name: literal_defaults(path.read_text()) for name, path in _modules().items()}
+    found = {name: hits for name, hits in found.items() if hits}
+    assert not found, f"defaults written again instead of read from {sorted(ONE_DEFAULT.values())}: {found}"
+    profile = yaml.safe_load((README.parent / "params" / "default.yaml").read_text())
+    assert profile["screening_windows"] == SCREENING_WINDOWS
+
+
+def test_the_default_check_finds_planted_literal_defaults():
+    planted = (
+        "def a(x, n_boot: int = 1000, seed=0):\n    pass\n\n\n"
+        "def b(x, *, screening_windows=8, n_boot=N_BOOT):\n    pass\n\n\n"
+        "def c(x, n_boot):\n    pass\n\n\n"
+        "class S:\n    screening_windows: int = 2\n    n_boot: int = N_BOOT\n"
+    )
+    assert literal_defaults(planted) == ["1 n_boot=1000", "5 screening_windows=8", "14 screening_windows=2"]
 
 
 def private_writes(source: str) -> list[tuple[int, str]]:

@@ -12,12 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from linrec.claims.learned import CLAIMS
 from linrec.claims.registry import TABLES
 from linrec.claims.rules import NOT_TESTABLE, REPRODUCED, VERDICTS, Verdict
-from linrec.claims.swap import claim6a
+from linrec.claims.swap import verdict_6a
 from linrec.claims.tables import load_table, result_columns, table_path
-from linrec.outputs.claim_text import claims
+from linrec.outputs.catalog import CATALOG, claims
 from linrec.outputs.report import tally_line
 
 DEFAULT = Path(__file__).resolve().parents[1] / "results" / "default"
@@ -43,9 +42,9 @@ def test_every_claim_is_not_testable_on_header_only_tables(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(columns=list(result_columns(name))).to_csv(path, index=False)
     out = claims(tmp_path)
-    assert len(out) == len(CLAIMS)
-    assert [c.verdict for c in out] == [NOT_TESTABLE] * len(CLAIMS), [(c.number, c.verdict) for c in out]
-    assert tally_line(out).endswith(f"Of {len(CLAIMS)} checks: {len(CLAIMS)} not testable.")
+    assert len(out) == len(CATALOG)
+    assert [c.verdict for c in out] == [NOT_TESTABLE] * len(CATALOG), [(c.number, c.verdict) for c in out]
+    assert tally_line(out).endswith(f"Of {len(CATALOG)} checks: {len(CATALOG)} not testable.")
 
 
 def test_emptying_any_one_table_never_decides_a_claim(tmp_path):
@@ -81,20 +80,20 @@ def test_claim6a_judges_only_models_with_screening_and_heldout_rows():
     values = load_table("swap_predictor_values", DEFAULT)
     models = list(swap["model"].unique())
     assert len(models) == 2
-    full = claim6a(swap, values)
+    full = verdict_6a(swap, values)
     assert full.verdict != NOT_TESTABLE and len(full.evidence) == 2
     # header-only swap table, screening values present: nothing to judge
-    v = claim6a(swap.iloc[:0], values)
+    v = verdict_6a(swap.iloc[:0], values)
     assert v.verdict == NOT_TESTABLE and not v.evidence and "no rows" in v.reason
     # header-only screening values: every model unjudged, each named
-    v = claim6a(swap, values.iloc[:0])
+    v = verdict_6a(swap, values.iloc[:0])
     assert v.verdict == NOT_TESTABLE and all(m in v.reason for m in models)
     # one model without screening values: judged on the other alone
-    v = claim6a(swap, values[values["model"] != models[0]])
+    v = verdict_6a(swap, values[values["model"] != models[0]])
     assert [e["model"] for e in v.evidence] == [models[1]]
-    assert v.verdict == claim6a(swap[swap["model"] == models[1]], values).verdict
+    assert v.verdict == verdict_6a(swap[swap["model"] == models[1]], values).verdict
     # the screened block's held-out row gone: that model is not judged
     chosen = full.evidence[0]["chosen_block"]
     drop = (swap["model"] == models[0]) & (swap["block"] == chosen)
-    v = claim6a(swap[~drop], values)
+    v = verdict_6a(swap[~drop], values)
     assert [e["model"] for e in v.evidence] == [models[1]]

@@ -16,7 +16,7 @@ from linrec.analyses.pitfall import (
     train_curves,
     tuned,
 )
-from linrec.analyses.probe import Rows, train_affine
+from linrec.analyses.probe import Rows, Schedule, train_affine
 
 
 def _problem(n=3000, d=12, m=6, kappa=1.0, noise=0.05, seed=0, mean=0.0, equal_share=False):
@@ -44,7 +44,7 @@ def test_batched_trainer_takes_torch_optims_steps(optimizer, lr):
     held-out R² after its 3 epochs agrees, and a learning rate trains the same beside others as alone."""
     x, y = _problem(n=2600, kappa=30.0, mean=0.5)
     rows = Rows(x[:2000], y[:2000], x[2000:], y[2000:])
-    reference = train_affine(rows, optimizer, epochs=3, lr=lr, batch_size=256, seed=3).r2_test
+    reference = train_affine(rows, optimizer, Schedule(epochs=3, lr=lr, batch_size=256), seed=3).r2_test
     split = Split(rows.xtr, rows.ytr, rows.xte[:100], rows.yte[:100], rows.xte, rows.yte)
     steps = 3 * -(-2000 // 256)
     curves = train_curves(split, optimizer, [lr / 10, lr, lr * 10], [steps], seed=3)

@@ -2,7 +2,7 @@
 
 import torch
 
-from linrec.analyses.probe import Rows, closed_form_on_rows, fit_probe, train_affine
+from linrec.analyses.probe import ProbeTraining, Rows, Schedule, closed_form_on_rows, fit_probe, train_affine
 
 
 def _inputs(n, d, seed, spread=1.0):
@@ -25,7 +25,7 @@ def test_probe_recovers_a_planted_bilinear_residual():
     y = x @ A + ((x @ U.T) * (x @ V.T)) @ C.T + 0.01 * torch.randn(n, do, generator=g)
     rows = _split(x, y, 6400)
     fit, r2_cf = closed_form_on_rows(rows)
-    res = fit_probe(rows, fit, rank=16, max_epochs=60)
+    res = fit_probe(rows, fit, rank=16, training=ProbeTraining(max_epochs=60))
     assert res.r2_lin < 0.95  # the linear map clearly misses the bilinear part …
     assert res.r2_poly >= 0.99  # … which the probe recovers
     assert res.converged
@@ -53,11 +53,11 @@ def test_trained_baseline_reaches_the_ceiling_only_when_well_conditioned():
         y = x @ (W / x.std(0)[:, None]) + 0.01 * torch.randn(n, do, generator=g)
         rows = _split(x, y, 20000)
         fit, ceiling = closed_form_on_rows(rows)
-        adam = train_affine(rows, "adam", epochs=5, seed=0)
+        adam = train_affine(rows, "adam", Schedule(epochs=5), seed=0)
         if expect_gap:
             assert fit.cond_gram >= 1e6
             assert ceiling - adam.r2_test > 0.05  # same budget, clearly short of the ceiling
-            whitened = train_affine(rows, "adam", epochs=5, whiten=True, seed=0)
+            whitened = train_affine(rows, "adam", Schedule(epochs=5), whiten=True, seed=0)
             assert ceiling - whitened.r2_test < 5e-3  # conditioning, not capacity
         else:
             assert (
@@ -71,7 +71,7 @@ def test_results_are_bit_identical_for_a_fixed_seed():
     y = torch.tanh(x @ torch.randn(d, do, generator=g) / 4)
     rows = _split(x, y, 2400)
     fit, _ = closed_form_on_rows(rows)
-    a, b = fit_probe(rows, fit, rank=4, max_epochs=5, seed=7), fit_probe(rows, fit, rank=4, max_epochs=5, seed=7)
+    a, b = (fit_probe(rows, fit, rank=4, training=ProbeTraining(max_epochs=5), seed=7) for _ in range(2))
     assert a.r2_poly == b.r2_poly and a.losses == b.losses
     s1, s2 = train_affine(rows, "sgd", seed=3), train_affine(rows, "sgd", seed=3)
     assert s1.r2_test == s2.r2_test and s1.losses == s2.losses
@@ -172,16 +172,17 @@ def test_standardised_inputs_fix_scales_but_not_correlations():
     y = (x / torch.logspace(0, 3, d)) @ torch.randn(d, 3, generator=g) + 0.1 * torch.randn(n, 3, generator=g)
     rows = _split(x, y, 16_000)
     _, ceiling = closed_form_on_rows(rows)
-    raw = train_affine(rows, "sgd", lr=1e-8, decay=True).r2_test  # a step small enough not to diverge on 1e3 scales
-    std = train_affine(rows, "sgd", standardise=True, decay=True).r2_test
+    slow = Schedule(lr=1e-8, decay=True)  # a step small enough not to diverge on 1e3 scales
+    raw = train_affine(rows, "sgd", slow).r2_test
+    std = train_affine(rows, "sgd", Schedule(decay=True), standardise=True).r2_test
     assert raw < ceiling - 0.3 and abs(std - ceiling) < 0.01
     z = torch.randn(n, 1, generator=g)
     xc = torch.cat([z + 1e-3 * torch.randn(n, 1, generator=g), z - 1e-3 * torch.randn(n, 1, generator=g)], dim=1)
     yc = (xc[:, :1] - xc[:, 1:]) * 300 + 0.01 * torch.randn(n, 1, generator=g)  # lives in the tiny direction
     rows = _split(xc, yc, 16_000)
     _, ceiling = closed_form_on_rows(rows)
-    std = train_affine(rows, "sgd", standardise=True, decay=True).r2_test
-    white = train_affine(rows, "sgd", whiten=True, decay=True).r2_test
+    std = train_affine(rows, "sgd", Schedule(decay=True), standardise=True).r2_test
+    white = train_affine(rows, "sgd", Schedule(decay=True), whiten=True).r2_test
     assert ceiling > 0.9 and std < ceiling - 0.3 and abs(white - ceiling) < 0.01
 
 

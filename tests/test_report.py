@@ -10,7 +10,8 @@ import pytest
 from linrec.base.errors import LinrecError
 from linrec.claims.registry import TABLES
 from linrec.claims.tables import load_table, save_table
-from linrec.outputs.claim_text import CELL_LIMIT, claims
+from linrec.outputs.catalog import claims
+from linrec.outputs.claim_text import CELL_LIMIT
 from linrec.outputs.report import build_report, per_block_table, render
 from linrec.outputs.report_figures import FIGURES, OTHER_PROFILE, stale_tables
 
@@ -172,6 +173,23 @@ def test_another_profiles_figure_is_shown_only_when_its_run_is_current(tmp_path)
     assert "Drawn by `params/curve.yaml`, not by this profile: its last run, in `results/curve/`, was written" in text
     assert "`r2_lin.csv` lack columns this linrec writes" in text
     assert "learning curve measures both. This profile skips it and `params/curve.yaml` runs it; its last run" in text
+
+
+def test_the_curve_profiles_measured_bias_is_quoted_with_where_it_came_from(tmp_path):
+    """The default profile skips the learning curve; once params/curve.yaml has run, the report's limitation quotes
+    the bias that run measured (the large-n gain per model) and names the run, instead of only pointing at it."""
+    curve, _ = _project_with_a_curve_run(tmp_path, stale=False)
+    overview = {c: 0.0 for c in TABLES["r2_curve_overview"].columns}
+    overview.update(model="m", n_blocks=12, ref_tokens=16384.0, largest_tokens=204800.0, gain_inf_median=0.028,
+                    gain_inf_max=0.056)  # fmt: skip
+    save_table(pd.DataFrame([overview]), "r2_curve_overview", curve)
+    d = tmp_path / "project" / "results"
+    text = render(d, tmp_path / "project" / "figures", tmp_path / "project" / "paper" / "report.md")
+    assert (
+        "Measured by notebook 02's learning curve (its last run under `params/curve.yaml`, in `results/curve/`), the "
+        "default train size sits below the large-n estimate by m 0.028 (median over blocks, up to 0.056)" in text
+    )
+    assert "This profile skips it" not in text
 
 
 def test_missing_results_directory_names_the_fix(tmp_path):
@@ -397,7 +415,7 @@ def test_the_report_states_robustness_and_where_fresh_text_lives(tmp_path):
 def test_claim3_without_position_0_and_claim4_on_fresh_text_from_the_full_profile(tmp_path):
     """Claim 3's robustness cell is claim 3's rule on `probe_summary_ex_first` (not a fixed "not measured"), and
     claim 4's fresh-text cell reads `spectrum_replicates_summary` from results/full when this profile has none."""
-    from linrec.claims.probe import claim3
+    from linrec.claims.probe import verdict_3
 
     d = _results(tmp_path)
     row = lambda text, n: [r for r in _claim_rows(text) if r[0].startswith(f" [{n}]")][0]  # noqa: E731
@@ -406,9 +424,9 @@ def test_claim3_without_position_0_and_claim4_on_fresh_text_from_the_full_profil
     probe = load_table("probe_summary", d).assign(seconds_probe_total=1.0)  # timings are kept apart
     wide = probe.assign(ci_lo=-0.6, ci_hi=0.5, ci_lo90=-0.5, ci_hi90=0.4)  # too wide to decide: not testable
     save_table(wide, "probe_summary_ex_first", d)
-    assert claim3(probe).verdict != claim3(wide).verdict
+    assert verdict_3(probe).verdict != verdict_3(wide).verdict
     text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
-    assert row(text, 3)[4].strip() == claim3(wide).verdict and "without position 0 (probe and map refitted" in text
+    assert row(text, 3)[4].strip() == verdict_3(wide).verdict and "without position 0 (probe and map refitted" in text
     save_table(probe, "probe_summary_ex_first", d)
     assert row(render(d, tmp_path / "figs", tmp_path / "paper" / "report.md"), 3)[4].strip() == "same"
     rep = {"model": "m", "samples": "0 1 2", "n_samples": 3, "n_broadly_linear": "3 2 3", "n_outlier_concentrated":

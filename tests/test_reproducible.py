@@ -19,7 +19,7 @@ import torch
 
 torch.set_num_threads(int(sys.argv[1]))
 from linrec.analyses.pitfall import Split, covariance_kappa, gd_curve, reexpress, ridge_path, train_curves
-from linrec.analyses.probe import Rows, fit_probe, quadratic_closed_form, train_affine
+from linrec.analyses.probe import ProbeTraining, Rows, Schedule, fit_probe, quadratic_closed_form, train_affine
 from linrec.analyses.routing import fit_gate
 from linrec.stats.ceiling import fit_affine
 from linrec.stats.moments import Moments
@@ -32,8 +32,8 @@ y = y.astype(np.float32)
 t = torch.from_numpy
 rows = Rows(t(x[:2400]), t(y[:2400]), t(x[2400:]), t(y[2400:]))
 fit = fit_affine(Moments.of(rows.xtr.double(), rows.ytr.double()))
-out = [train_affine(rows, "adam", epochs=2).r2_test, train_affine(rows, "sgd", epochs=2).r2_test]
-p = fit_probe(rows, fit, rank=8, max_epochs=3, batch_size=1024)
+out = [train_affine(rows, "adam", Schedule(epochs=2)).r2_test, train_affine(rows, "sgd", Schedule(epochs=2)).r2_test]
+p = fit_probe(rows, fit, rank=8, training=ProbeTraining(max_epochs=3, batch_size=1024))
 out += [p.r2_poly, *p.losses, quadratic_closed_form(rows, k=8)]
 split = Split.of(rows)
 out += list(train_curves(split, "adam", [1e-3, 1e-2], [5, 20], batch_size=1024)["r2_test"])

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from linrec.analyses.seeds import from_profiles, pairs
-from linrec.claims.corpora import claim5, corpus_verdicts, overlay_word
+from linrec.claims.corpora import corpus_verdicts, overlay_word, verdict_5
 from linrec.claims.learned import comparison_words, distance_word, seeds_verdict
 from linrec.claims.registry import TABLES
 from linrec.claims.rules import (
@@ -61,23 +61,23 @@ def test_claim5_overlays_only_when_shape_and_level_are_both_small(shape, level, 
     assert CLAIM5_SHAPE == CLAIM5_LEVEL == 0.1
     assert overlay_word(_row(shape, level)) == word
     expected = {"a property of the model": REPRODUCED, "shaped by the corpus": NOT_REPRODUCED}
-    assert claim5(pd.DataFrame([_row(shape, level)])).verdict == expected.get(word, NOT_TESTABLE)
+    assert verdict_5(pd.DataFrame([_row(shape, level)])).verdict == expected.get(word, NOT_TESTABLE)
 
 
 def test_claim5_tallies_the_decided_models_and_judges_without_position_0_on_both():
     rows = [_row(SMALL, SMALL, "a"), _row(SMALL, LARGE, "b"), _row(SMALL, (0.05, 0.2), "c")]
-    v = claim5(pd.DataFrame(rows))
+    v = verdict_5(pd.DataFrame(rows))
     assert v.verdict == PARTLY and [e["overlay_verdict"] for e in v.evidence] == [
         "a property of the model", "shaped by the corpus", "undecided"]  # fmt: skip
-    assert claim5(pd.DataFrame(rows[1:])).verdict == NOT_REPRODUCED
-    assert claim5(pd.DataFrame(rows[2:])).verdict == NOT_TESTABLE
-    assert claim5(pd.DataFrame(rows[:1])).verdict == REPRODUCED
+    assert verdict_5(pd.DataFrame(rows[1:])).verdict == NOT_REPRODUCED
+    assert verdict_5(pd.DataFrame(rows[2:])).verdict == NOT_TESTABLE
+    assert verdict_5(pd.DataFrame(rows[:1])).verdict == REPRODUCED
     ex = {"shape_lo_ex_first": 0.01, "shape_hi_ex_first": 0.05}  # the shape small without position 0, ...
-    v = claim5(pd.DataFrame([_row(SMALL, SMALL, **ex)]))  # ... the level not measured there (an older table)
+    v = verdict_5(pd.DataFrame([_row(SMALL, SMALL, **ex)]))  # ... the level not measured there (an older table)
     assert v.verdict == REPRODUCED and v.without_first == NOT_TESTABLE
-    v = claim5(pd.DataFrame([_row(SMALL, SMALL, **ex, level_lo_ex_first=0.01, level_hi_ex_first=0.05)]))
+    v = verdict_5(pd.DataFrame([_row(SMALL, SMALL, **ex, level_lo_ex_first=0.01, level_hi_ex_first=0.05)]))
     assert v.without_first == REPRODUCED
-    v = claim5(pd.DataFrame([_row(SMALL, SMALL, **ex, level_lo_ex_first=0.2, level_hi_ex_first=0.3)]))
+    v = verdict_5(pd.DataFrame([_row(SMALL, SMALL, **ex, level_lo_ex_first=0.2, level_hi_ex_first=0.3)]))
     assert v.without_first == NOT_REPRODUCED
 
 
@@ -293,7 +293,7 @@ def test_refresh_rewrites_claim5s_word_and_the_seeds_tables(tmp_path: Path):
     assert refresh_corpora(tmp_path) == ["corpora_verdict"]
     t = load_table("corpora_verdict", tmp_path)
     assert t.loc[0, "overlay_verdict"] == "shaped by the corpus" and np.isnan(t.loc[0, "level_lo_ex_first"])
-    assert claim5(t).verdict == NOT_REPRODUCED
+    assert verdict_5(t).verdict == NOT_REPRODUCED
 
     prof = _profiles({"g": {0: B, 600: A}, "s": {0: A, 600: B}})
     prof = prof.assign(mlp="gelu", init_seed=0, data_seed=0, tokens_seen=0, r2_lo=0.0, r2_hi=1.0, ppl_test=9.0,

@@ -9,8 +9,8 @@ import torch
 
 from linrec.analyses.controls import gaussian_like
 from linrec.analyses.token_context import type_agreement
-from linrec.claims.learned import claim2a, learned_summary, random_init_summary
-from linrec.claims.probe import claim7a, pitfall_summary
+from linrec.claims.learned import learned_summary, random_init_summary, verdict_2a
+from linrec.claims.probe import pitfall_summary, verdict_7a
 from linrec.claims.routing import routing_summary
 from linrec.claims.rules import CLAIM2_MIN_EFFECT, CLAIM7_SHORTFALL, NOT_REPRODUCED, REPRODUCED
 from linrec.stats.moments import Moments
@@ -37,7 +37,7 @@ def test_the_twin_distance_is_a_mean_absolute_difference_when_the_profiles_cross
     by_hand = (np.mean([0.3, 0.3]) + np.mean([0.4, 0.4])) / 2  # |0.8 − 0.5|, |0.2 − 0.5|; |0.8 − 0.4|, |0.2 − 0.6|
     assert s["mean_abs_trained_init"] == pytest.approx(by_hand)
     assert s["mean_abs_init_seeds"] == pytest.approx(0.1)  # |0.5 − 0.4|, |0.5 − 0.6|
-    assert claim2a(learned_summary(pd.DataFrame([s]))).verdict == REPRODUCED  # 0.35 against a noise of 0.1
+    assert verdict_2a(learned_summary(pd.DataFrame([s]))).verdict == REPRODUCED  # 0.35 against a noise of 0.1
 
 
 def test_the_null_ensemble_distance_is_a_mean_absolute_difference_when_the_profiles_cross():
@@ -53,7 +53,7 @@ def test_the_null_ensemble_distance_is_a_mean_absolute_difference_when_the_profi
     assert row["twin_degenerate"]  # its train − held-out gap (1.0) exceeds the trained model's (0.1) by far
     assert row["effect_null"] == pytest.approx(0.3) and row["effect"] == pytest.approx(0.3)
     assert row["noise_null"] == pytest.approx(0.02)
-    assert 0.3 >= CLAIM2_MIN_EFFECT and claim2a(learned_summary(init, blocks)).verdict == REPRODUCED
+    assert 0.3 >= CLAIM2_MIN_EFFECT and verdict_2a(learned_summary(init, blocks)).verdict == REPRODUCED
 
 
 # ---- routing: is a token's route decided by the token? ---------------------------------------------------------
@@ -107,9 +107,9 @@ def test_a_block_short_by_exactly_the_threshold_is_not_short():
     s = pitfall_summary(_probe([CLAIM7_SHORTFALL - EPS, CLAIM7_SHORTFALL, CLAIM7_SHORTFALL + EPS, 0.0]), n_boot=50)
     assert s["n_short"].iloc[0] == 1 and s["share_short"].iloc[0] == pytest.approx(1 / 4)
     at = pitfall_summary(_probe([CLAIM7_SHORTFALL] * 4), n_boot=50)
-    assert at["n_short"].iloc[0] == 0 and claim7a(at).verdict == NOT_REPRODUCED
+    assert at["n_short"].iloc[0] == 0 and verdict_7a(at).verdict == NOT_REPRODUCED
     above = pitfall_summary(_probe([CLAIM7_SHORTFALL + EPS] * 4), n_boot=50)
-    assert above["n_short"].iloc[0] == 4 and claim7a(above).verdict == REPRODUCED
+    assert above["n_short"].iloc[0] == 4 and verdict_7a(above).verdict == REPRODUCED
 
 
 # ---- the Gaussian-input control ---------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import torch
 from helpers import tiny_tokenizer, tiny_windows
 from linrec.analyses.routing import Gate, RoutedFFN, gate_target, map_errors
 from linrec.analyses.token_context import (
+    GateRows,
     PartRoutedFFN,
     TokenMeans,
     feeding_ids,
@@ -120,7 +121,7 @@ def _split(need_from):
     x, tok, win, err = _rows(need_from, 60, draw=1)
     xt, tokt, wint, errt = _rows(need_from, 30, draw=2)
     labels, labels_t = (err <= 1.0).astype(float), (errt <= 1.0).astype(float)  # the easy rows: a map's error ≤ 1
-    _, _, rows = split_gates(x, tok, win, labels, xt, tokt, wint, labels_t)
+    _, _, rows = split_gates(GateRows(x, tok, win, labels), GateRows(xt, tokt, wint, labels_t))
     return {r["part"]: r for r in rows}
 
 
@@ -172,7 +173,8 @@ def test_the_token_gate_is_a_lookup_and_the_full_part_is_the_routed_block(study)
     x, y, tok, win = block_rows(study, 0, "train")
     err, norm = map_errors(h.fit(0), x, y)
     labels = gate_target(err, norm, "quantile")
-    gates, means, _ = split_gates(x, tok, win, labels, x, tok, win, labels)
+    both = GateRows(x, tok, win, labels)
+    gates, means, _ = split_gates(both, both)
     ffn, model = h.sites[0].module, study.loaded.model
     with feeding_ids(model) as holder:
         for part, g in gates.items():

@@ -8,42 +8,41 @@ from scipy import stats
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, INCONCLUSIVE, holm
 from linrec.base.errors import LinrecError
-from linrec.claims.corpora import claim5, corpus_depth_ratio, corpus_verdicts, corpus_word
+from linrec.claims.corpora import corpus_depth_ratio, corpus_verdicts, corpus_word, verdict_5
 from linrec.claims.learned import (
-    CLAIMS,
-    claim2a,
-    claim2b,
     combine_2a,
     input_control_summary,
     learned_summary,
     null_blocks,
     random_init_summary,
+    verdict_2a,
+    verdict_2b,
     weights_word,
 )
 from linrec.claims.probe import (
     POOLED,
-    claim3,
-    claim7a,
-    claim7b,
     mechanism_parts,
     mechanism_word,
     pitfall_summary,
     probe_summary,
     steps_outcome,
     trained_shortfall,
+    verdict_3,
+    verdict_7a,
+    verdict_7b,
 )
 from linrec.claims.profile import (
     _fdr_shape,
     as_extreme_as_paper,
-    claim1,
     direction_changes,
     disjoint_direction_changes,
     disjoint_moves,
     max_disjoint_jump,
     move_tests,
     profile_summary,
+    verdict_1,
 )
-from linrec.claims.regimes import claim4, input_side, regime_replication, regime_summary
+from linrec.claims.regimes import input_side, regime_replication, regime_summary, verdict_4
 from linrec.claims.registry import TABLES
 from linrec.claims.rules import (
     CEILING_SLACK,
@@ -68,20 +67,20 @@ from linrec.claims.rules import (
     NOT_TESTABLE,
     PARTLY,
     REPRODUCED,
-    RULES,
     tally,
 )
 from linrec.claims.swap import (
     best_predictors,
-    claim6a,
-    claim6b,
     first_position_effect,
     middle_blocks,
     swap_params,
     swap_predictors,
     swap_safety,
+    verdict_6a,
+    verdict_6b,
 )
 from linrec.claims.tables import labelled, load_table, save_table
+from linrec.outputs.catalog import CATALOG
 
 EPS = 1e-9
 
@@ -96,11 +95,11 @@ def test_tally_covers_every_branch(passes, word):
 
 
 def test_every_claim_is_not_testable_without_its_tables():
-    assert [rule.__name__.removeprefix("claim") for rule in CLAIMS] == [str(k) for k in RULES]
-    for n, rule in zip(RULES, CLAIMS):
-        args = [None] * rule.__code__.co_argcount
-        v = rule(*args)
-        assert v.claim == n and v.verdict == NOT_TESTABLE and "not run" in v.reason and v.rule == RULES[n]
+    """Every rule of the catalog, given no tables, says "not run" under its own id."""
+    for entry in CATALOG:
+        args = [None] * entry.rule.verdict.__code__.co_argcount
+        v = entry.rule(*args)
+        assert v.claim == entry.id and v.verdict == NOT_TESTABLE and "not run" in v.reason
 
 
 # ---- claim 1: the profile --------------------------------------------------------------------------------
@@ -189,8 +188,8 @@ def test_claim1_counts_only_the_moves_that_survive_the_false_discovery_rate():
         t = t.assign(cond_gram=1.0, first_var_share=0.0)
         s = profile_summary(t, moves)
         assert s.loc[0, "max_jump_disjoint"] == pytest.approx(0.6) and s.loc[0, "direction_changes_disjoint"] == 3
-        assert claim1(profile_summary(t)).verdict == REPRODUCED  # untested moves: the disjoint counts
-        v = claim1(s)
+        assert verdict_1(profile_summary(t)).verdict == REPRODUCED  # untested moves: the disjoint counts
+        v = verdict_1(s)
         assert v.verdict == (REPRODUCED if passes else NOT_REPRODUCED), noise
         assert v.evidence[0]["passes_ex_first"] is passes
         assert s.loc[0, "moves_tested"] == 8 and bool(s.loc[0, "moves_fdr"] == 8) is passes
@@ -220,8 +219,8 @@ def _claim1_row(span=0.6, jump=0.4, turns=3, model="m", r2_min=0.3):
 
 def test_claim1_span_at_its_threshold():
     assert 0.75 - 0.25 == CLAIM1_SPAN  # exact in binary: the rule meets the threshold itself
-    assert claim1(pd.DataFrame([_claim1_row(span=CLAIM1_SPAN, r2_min=0.25)])).verdict == REPRODUCED
-    assert claim1(pd.DataFrame([_claim1_row(span=CLAIM1_SPAN - EPS, r2_min=0.25)])).verdict == NOT_REPRODUCED
+    assert verdict_1(pd.DataFrame([_claim1_row(span=CLAIM1_SPAN, r2_min=0.25)])).verdict == REPRODUCED
+    assert verdict_1(pd.DataFrame([_claim1_row(span=CLAIM1_SPAN - EPS, r2_min=0.25)])).verdict == NOT_REPRODUCED
 
 
 @pytest.mark.parametrize(
@@ -252,13 +251,13 @@ def test_as_extreme_as_the_paper(profile, extreme):
     ],
 )
 def test_claim1_thresholds(kw, passes):
-    v = claim1(pd.DataFrame([_claim1_row(**kw)]))
+    v = verdict_1(pd.DataFrame([_claim1_row(**kw)]))
     assert v.verdict == (REPRODUCED if passes else NOT_REPRODUCED)
     assert v.evidence[0]["passes"] is passes
 
 
 def test_claim1_partly_when_one_model_fails():
-    v = claim1(pd.DataFrame([_claim1_row(model="a"), _claim1_row(jump=0.1, model="b")]))
+    v = verdict_1(pd.DataFrame([_claim1_row(model="a"), _claim1_row(jump=0.1, model="b")]))
     assert v.verdict == PARTLY and [e["passes"] for e in v.evidence] == [True, False]
 
 
@@ -331,22 +330,22 @@ M = EQUIVALENCE_MARGIN
     ],
 )
 def test_claim3_thresholds(kw, word):
-    assert claim3(_claim3(**kw)).verdict == word
+    assert verdict_3(_claim3(**kw)).verdict == word
 
 
 def test_claim3_gain_per_model_correlation_pooled():
     two = _claim3(models=("a", "b"))
     two.loc[1, "gain_median"] = 0.2
-    v = claim3(two)
+    v = verdict_3(two)
     assert v.verdict == PARTLY and [e["passes"] for e in v.evidence[:2]] == [True, False]
     assert v.evidence[-1]["model"] == POOLED and v.evidence[-1]["correlation"] == "no effect"
     two = _claim3(models=("a", "b"))
     two.loc[1, "quad_excess_median"] = 1.0
-    v = claim3(two)
+    v = verdict_3(two)
     assert v.verdict == REPRODUCED and v.evidence[1]["passes"] is None  # the untested model does not count
-    v = claim3(_claim3(hi90=0.5, models=("a", "b")))
+    v = verdict_3(_claim3(hi90=0.5, models=("a", "b")))
     assert v.verdict == NOT_TESTABLE and "at this power" in v.reason and "120 blocks" in v.reason
-    v = claim3(_claim3(models=("a", "b")).iloc[:2])  # no pooled row (an older table): not testable, not a crash
+    v = verdict_3(_claim3(models=("a", "b")).iloc[:2])  # no pooled row (an older table): not testable, not a crash
     assert v.verdict == NOT_TESTABLE and "pooled" in v.reason
 
 
@@ -407,7 +406,7 @@ def _pitfall_row(n_short=1, n_blocks=4, model="m", **kw):
     ],
 )
 def test_claim7a_share_threshold(kw, word):
-    assert claim7a(pd.DataFrame([_pitfall_row(**kw)])).verdict == word
+    assert verdict_7a(pd.DataFrame([_pitfall_row(**kw)])).verdict == word
 
 
 NEED = 10 ** (CLAIM7B_SLOPE * 4)  # the rise conditioning predicts over 4 decades: 10×
@@ -469,18 +468,18 @@ def test_claim7b_outcomes_on_planted_rows(kw, parts, mechanism):
 def test_claim7b_verdict_counts_decided_models_only():
     cond, notc = _pitfall_row(model="a"), _pitfall_row(model="b", dose_steps_max=300.0)
     undecided = _pitfall_row(model="c", dose_steps_max=500.0)
-    verdict = lambda *rows: claim7b(pd.DataFrame(list(rows))).verdict  # noqa: E731
+    verdict = lambda *rows: verdict_7b(pd.DataFrame(list(rows))).verdict  # noqa: E731
     assert verdict(cond, _pitfall_row(model="b")) == REPRODUCED
     assert verdict(cond, undecided) == REPRODUCED  # the inconclusive model is not counted
     assert verdict(cond, notc) == PARTLY
     assert verdict(notc, undecided) == NOT_REPRODUCED
-    v = claim7b(pd.DataFrame([undecided, _pitfall_row(model="d", ceiling_excess=0.02)]))
+    v = verdict_7b(pd.DataFrame([undecided, _pitfall_row(model="d", ceiling_excess=0.02)]))
     assert v.verdict == NOT_TESTABLE and "inconclusive" in v.reason  # inconclusive is never "not reproduced"
     assert [e["mechanism"] for e in v.evidence] == ["inconclusive", "inconclusive"]
-    v = claim7b(pd.DataFrame([_pitfall_row(dose_steps_min=np.nan)]))
+    v = verdict_7b(pd.DataFrame([_pitfall_row(dose_steps_min=np.nan)]))
     assert v.verdict == NOT_TESTABLE and "measured" in v.reason
-    assert claim7a(None).verdict == claim7b(None).verdict == NOT_TESTABLE
-    assert claim7b(pd.DataFrame([{"model": "m", "n_blocks": 4, "dose_rises": 1.0}])).verdict == NOT_TESTABLE  # old
+    assert verdict_7a(None).verdict == verdict_7b(None).verdict == NOT_TESTABLE
+    assert verdict_7b(pd.DataFrame([{"model": "m", "n_blocks": 4, "dose_rises": 1.0}])).verdict == NOT_TESTABLE  # old
 
 
 def _budget_rows(block, cond, reach, ceiling=0.905, lr_interior=True):
@@ -531,7 +530,7 @@ def test_ceiling_excess_sees_a_fit_above_its_ceiling_in_either_table():
     gd_above.loc[(gd_above["optimizer"] == "gd") & (gd_above["step"] == 10000), "r2_test"] = 0.93
     s = pitfall_summary(probe, gd_above, dose)
     assert s.iloc[0]["ceiling_excess"] == pytest.approx(0.025)
-    assert claim7b(s).evidence[0]["mechanism"] == "inconclusive"
+    assert verdict_7b(s).evidence[0]["mechanism"] == "inconclusive"
 
 
 # ---- claim 4: regimes ------------------------------------------------------------------------------------
@@ -598,12 +597,12 @@ def test_input_side_is_spearman_per_descriptor():
     ],
 )
 def test_claim4_needs_both_regimes(regimes, word):
-    assert claim4(regime_summary(_spectrum(regimes), REGIMES)).verdict == word
+    assert verdict_4(regime_summary(_spectrum(regimes), REGIMES)).verdict == word
 
 
 def test_claim4_pools_models():
     t = pd.concat([_spectrum(["broadly linear"], "a"), _spectrum(["outlier-concentrated"], "b")])
-    assert claim4(regime_summary(t, REGIMES)).verdict == REPRODUCED
+    assert verdict_4(regime_summary(t, REGIMES)).verdict == REPRODUCED
 
 
 def test_regime_replication_applies_claim4_on_every_sample():
@@ -662,10 +661,10 @@ def test_corpus_verdicts_and_claim5():
     v = corpus_verdicts(t, profile_agreement(t), ["wiki", "web", "code"]).iloc[0]
     assert v["verdict"] == "a property of the model" and v["spearman_min"] == pytest.approx(1.0)
     assert v["n_ci_compared"] == 15 and v["n_ci_disjoint"] == 0 and v["ci_width_median"] == pytest.approx(0.1)
-    assert claim5(pd.DataFrame([v])).verdict == REPRODUCED
+    assert verdict_5(pd.DataFrame([v])).verdict == REPRODUCED
     two = pd.DataFrame([v.to_dict(), {**v.to_dict(), "model": "n", "verdict": "mixed"}])
-    assert claim5(two).verdict == PARTLY
-    assert claim5(two.assign(verdict="shaped by the corpus")).verdict == NOT_REPRODUCED
+    assert verdict_5(two).verdict == PARTLY
+    assert verdict_5(two.assign(verdict="shaped by the corpus")).verdict == NOT_REPRODUCED
 
 
 # ---- claim 6: the swap ---------------------------------------------------------------------------------------
@@ -737,16 +736,16 @@ def test_claim6a_branches_at_the_budget():
         delta_lo=[lo, 8.9], delta_hi=[hi, 9.1]
     )
     vals = lambda model="m": _values([0.1, 5.0], model)  # noqa: E731  the screening windows pick block 0
-    assert claim6a(at(b, 0.0), vals()).verdict == REPRODUCED  # interval's top exactly at the budget: holds
-    v = claim6a(at(b + EPS, 0.0), vals())
+    assert verdict_6a(at(b, 0.0), vals()).verdict == REPRODUCED  # interval's top exactly at the budget: holds
+    v = verdict_6a(at(b + EPS, 0.0), vals())
     assert v.verdict == NOT_TESTABLE and v.evidence[0]["outcome"] == "undecided"
-    assert claim6a(at(3.0, b + EPS), vals()).verdict == NOT_REPRODUCED  # interval above the budget
-    assert claim6a(at(3.0, b), vals()).evidence[0]["outcome"] == "undecided"  # lower end at the budget
+    assert verdict_6a(at(3.0, b + EPS), vals()).verdict == NOT_REPRODUCED  # interval above the budget
+    assert verdict_6a(at(3.0, b), vals()).evidence[0]["outcome"] == "undecided"  # lower end at the budget
     two = pd.concat([at(0.5, 0.1, "a"), at(3.0, 2.0, "b")])
-    assert claim6a(two, pd.concat([vals("a"), vals("b")])).verdict == PARTLY
+    assert verdict_6a(two, pd.concat([vals("a"), vals("b")])).verdict == PARTLY
     # the block is the screening choice, not the held-out best: block 1 is cheap held out but not chosen
     swap = _swap([5.0, 0.2], [0.5, 0.5])
-    e = claim6a(swap, _values([0.1, 3.0])).evidence[0]
+    e = verdict_6a(swap, _values([0.1, 3.0])).evidence[0]
     assert e["chosen_block"] == 0 and e["outcome"] == "fails" and e["best_heldout_block"] == 1
     assert e["n_within_budget"] == 1 and e["ffn_over_linear"] == 10.0
 
@@ -765,20 +764,20 @@ def _pred(model="m", **kw):
 
 
 def test_claim6b_needs_both_correlations_shown_below_zero():
-    assert claim6b(_pred()).verdict == REPRODUCED
-    assert claim6b(_pred(rho=(-0.5, -0.8, -EPS, -0.75, -0.25))).verdict == REPRODUCED
-    inconclusive = claim6b(_pred(rho=(-0.4, -0.8, 0.0, -0.75, -0.05)))  # ρ's 95 % interval touches 0
+    assert verdict_6b(_pred()).verdict == REPRODUCED
+    assert verdict_6b(_pred(rho=(-0.5, -0.8, -EPS, -0.75, -0.25))).verdict == REPRODUCED
+    inconclusive = verdict_6b(_pred(rho=(-0.4, -0.8, 0.0, -0.75, -0.05)))  # ρ's 95 % interval touches 0
     assert inconclusive.verdict == NOT_TESTABLE and inconclusive.evidence[0]["outcome"] == INCONCLUSIVE
-    assert claim6b(_pred(partial=(-0.3, -0.7, 0.1, -0.6, 0.05))).verdict == NOT_TESTABLE  # depth may explain it
-    no_flag = claim6b(_pred(rho=(0.0, -0.25, 0.25, -M + EPS, M - EPS)))  # |ρ| < 0.3 shown: a decided failure
+    assert verdict_6b(_pred(partial=(-0.3, -0.7, 0.1, -0.6, 0.05))).verdict == NOT_TESTABLE  # depth may explain it
+    no_flag = verdict_6b(_pred(rho=(0.0, -0.25, 0.25, -M + EPS, M - EPS)))  # |ρ| < 0.3 shown: a decided failure
     assert no_flag.verdict == NOT_REPRODUCED and no_flag.evidence[0]["outcome"] == "no flag"
-    assert claim6b(_pred(rho=(0.0, -0.25, 0.25, -M, M - EPS))).verdict == NOT_TESTABLE  # at the margin: not shown
-    assert claim6b(_pred(partial=(0.5, 0.2, 0.8, 0.25, 0.75))).verdict == NOT_REPRODUCED  # the wrong way
+    assert verdict_6b(_pred(rho=(0.0, -0.25, 0.25, -M, M - EPS))).verdict == NOT_TESTABLE  # at the margin: not shown
+    assert verdict_6b(_pred(partial=(0.5, 0.2, 0.8, 0.25, 0.75))).verdict == NOT_REPRODUCED  # the wrong way
     two = pd.concat([_pred("a"), _pred("b", rho=(0.5, 0.2, 0.8, 0.25, 0.75)), _pred("c", rho=(0.0, -0.9, 0.9,
                                                                                              -0.8, 0.8))])  # fmt: skip
-    v = claim6b(two)
+    v = verdict_6b(two)
     assert v.verdict == PARTLY and [e["passes"] for e in v.evidence] == [True, False, None]
-    assert claim6b(_pred()).evidence[0]["depth_rho"] == -0.7
+    assert verdict_6b(_pred()).evidence[0]["depth_rho"] == -0.7
 
 
 @pytest.mark.parametrize(
@@ -810,7 +809,7 @@ def test_claim6b_pooled_outcome_decides_where_it_is_decided(pooled, per_model, w
     tables = [_pred(f"m{k}", **rows[o]) for k, o in enumerate(per_model)]
     if pooled is not None:
         tables.append(_pred(POOLED, **rows[pooled]))
-    v = claim6b(pd.concat(tables, ignore_index=True))
+    v = verdict_6b(pd.concat(tables, ignore_index=True))
     assert v.verdict == word
     if word == NOT_TESTABLE:
         assert "150 blocks" in v.reason
@@ -971,7 +970,7 @@ def _learned(twin_gap=0.5, trained_gap=0.5, diff=0.5, noise=0.1, null_effect=Non
     ],
 )
 def test_claim2a_thresholds(kw, word):
-    v = claim2a(_learned(**kw))
+    v = verdict_2a(_learned(**kw))
     assert v.verdict == word, v.evidence
 
 
@@ -980,7 +979,7 @@ def test_claim2a_noise_of_the_null_ensemble_is_its_mean_pairwise_gap():
     assert row["twin_degenerate"] and row["reference"].startswith("random-init FFNs")
     assert row["effect"] == pytest.approx(0.2) and row["noise"] == pytest.approx(0.04)
     two = pd.DataFrame([_init_row(model="a"), _init_row(diff=0.01, model="b")])
-    assert claim2a(learned_summary(two)).verdict == PARTLY
+    assert verdict_2a(learned_summary(two)).verdict == PARTLY
 
 
 def _dec_row(lo=0.1, hi=0.3, n_standout=4, n_blocks=8, model="m"):
@@ -1005,7 +1004,7 @@ def test_claim2b_outcome_thresholds(kw, outcome):
 
 
 def test_claim2b_verdict_over_models():
-    one = lambda **kw: claim2b(pd.DataFrame([_dec_row(model=str(i), **k) for i, k in enumerate(kw["rows"])]))  # noqa: E731
+    one = lambda **kw: verdict_2b(pd.DataFrame([_dec_row(model=str(i), **k) for i, k in enumerate(kw["rows"])]))  # noqa: E731
     assert one(rows=[{}, {}]).verdict == REPRODUCED
     assert one(rows=[{}, {"lo": -0.2, "hi": -0.1}]).verdict == PARTLY
     assert one(rows=[{"lo": -0.2, "hi": -0.1}]).verdict == NOT_REPRODUCED  # "inputs"
@@ -1013,7 +1012,7 @@ def test_claim2b_verdict_over_models():
     v = one(rows=[{"lo": -0.2, "hi": 0.1}])
     assert v.verdict == NOT_TESTABLE and "undecided" in v.reason  # undecided is not "not reproduced"
     assert one(rows=[{"lo": np.nan}]).verdict == NOT_TESTABLE
-    assert claim2b(None).verdict == NOT_TESTABLE
+    assert verdict_2b(None).verdict == NOT_TESTABLE
 
 
 def _planted_matrix(a, b, noise=0.0, band=2, seed=0, model="m"):
@@ -1119,11 +1118,11 @@ def test_claim1_without_the_first_position():
     row = _claim1_row() | {"r2_ex_first_min": 0.3, "r2_ex_first_max": 0.3 + CLAIM1_SPAN,
                            "max_jump_disjoint_ex_first": CLAIM1_JUMP,
                            "direction_changes_disjoint_ex_first": 2}  # fmt: skip
-    v = claim1(pd.DataFrame([row]))
+    v = verdict_1(pd.DataFrame([row]))
     assert v.verdict == REPRODUCED and v.without_first == REPRODUCED and v.evidence[0]["passes_ex_first"]
-    v = claim1(pd.DataFrame([row | {"max_jump_disjoint_ex_first": CLAIM1_JUMP - EPS}]))
+    v = verdict_1(pd.DataFrame([row | {"max_jump_disjoint_ex_first": CLAIM1_JUMP - EPS}]))
     assert v.verdict == REPRODUCED and v.without_first == NOT_REPRODUCED  # the verdict needs position 0
-    assert claim1(pd.DataFrame([_claim1_row()])).without_first == ""  # not measured: no word
+    assert verdict_1(pd.DataFrame([_claim1_row()])).without_first == ""  # not measured: no word
 
 
 def test_profile_summary_judges_the_profile_without_the_first_position_on_its_own_intervals():
@@ -1141,17 +1140,17 @@ def test_profile_summary_judges_the_profile_without_the_first_position_on_its_ow
 def test_claim4_5_and_6b_without_the_first_position():
     s4 = regime_summary(_spectrum(["broadly linear", "outlier-concentrated"]).assign(
         regime_ex_first=["broadly linear", "unclassified"]), REGIMES)  # fmt: skip
-    v4 = claim4(s4)
+    v4 = verdict_4(s4)
     assert v4.verdict == REPRODUCED and v4.without_first == NOT_REPRODUCED
     assert s4.iloc[0]["n_outlier_concentrated_ex_first"] == 0
-    assert claim4(regime_summary(_spectrum(["broadly linear"]), REGIMES)).without_first == ""  # not measured
+    assert verdict_4(regime_summary(_spectrum(["broadly linear"]), REGIMES)).without_first == ""  # not measured
     rows = [{"model": "a", "verdict": "mixed", "shape_lo": 0.01, "shape_hi": 0.05, "level_lo": 0.01, "level_hi": 0.05,
              "shape_lo_ex_first": 0.2, "shape_hi_ex_first": 0.3}]  # fmt: skip
-    v5 = claim5(pd.DataFrame(rows))
+    v5 = verdict_5(pd.DataFrame(rows))
     assert v5.verdict == REPRODUCED and v5.without_first == NOT_REPRODUCED
     pred = pd.concat([_pred(), pd.DataFrame([_flag_row() | {"column": "r2_ex_first", "rho_lo90": -0.25,
                                                               "rho_hi90": 0.25}])])  # fmt: skip
-    v6 = claim6b(pred)
+    v6 = verdict_6b(pred)
     assert v6.verdict == REPRODUCED and v6.without_first == NOT_REPRODUCED
     assert v6.evidence[0]["outcome_ex_first"] == "no flag"
 
@@ -1162,51 +1161,6 @@ def test_claim2a_takes_the_weaker_of_the_offline_and_the_seeds_verdicts():
     assert combine_2a(PARTLY, NOT_REPRODUCED) == NOT_REPRODUCED
     assert combine_2a(PARTLY, NOT_TESTABLE) == PARTLY and combine_2a(NOT_TESTABLE, REPRODUCED) == REPRODUCED
     assert combine_2a(NOT_TESTABLE, NOT_TESTABLE) == NOT_TESTABLE
-
-
-# ---- the words come from the rule ----------------------------------------------------------------------------------
-def _rules_with(planted: dict[str, str]) -> dict:
-    """linrec.claims.rules executed afresh with some thresholds' lines replaced (no effect on the imported module)."""
-    import types
-
-    import linrec.claims.rules as rules
-
-    src = open(rules.__file__).read()
-    for name, value in planted.items():
-        lines = src.splitlines()
-        line = next((ln for ln in lines if " = " in ln and name in ln.split(" = ")[0].split(", ")), None)
-        if line is None:  # a threshold imported from a lower layer: planted right after the imports
-            last = [ln for ln in lines if ln.startswith(("from ", "import "))][-1]
-            src = src.replace(last, f"{last}\n{name} = {value}", 1)
-        else:  # `A, B = 1, 2` lines too: the assignment is followed by one that plants the value
-            src = src.replace(line, f"{line}\n{name} = {value}", 1)
-    import sys
-
-    mod = types.ModuleType("planted_rules")
-    sys.modules["planted_rules"] = mod  # dataclasses look their module up while the class is made
-    try:
-        exec(compile(src, "planted_rules", "exec"), mod.__dict__)  # noqa: S102 - the project's own source
-    finally:
-        del sys.modules["planted_rules"]
-    return mod.__dict__
-
-
-def test_what_would_change_a_verdict_follows_the_rules_thresholds():
-    """Issue 45: the report's 'what would change it' came from a separate list and could contradict the rule. Both
-    are now built from the same thresholds: planting another value changes the rule's words and the change's words
-    together (a hand-typed '+1 perplexity' or '±0.3' fails here)."""
-    from linrec.claims.rules import CHANGE
-
-    assert set(CHANGE) == set(RULES)
-    planted = _rules_with({"CLAIM6_BUDGET": "2.5", "EQUIVALENCE_MARGIN": "0.2", "CLAIM5_SHAPE": "0.15",
-                           "CLAIM1_JUMP": "0.35", "CLAIM2_MIN_EFFECT": "0.12"})  # fmt: skip
-    change, rules = planted["CHANGE"], planted["RULES"]
-    assert "+2.5" in change["6a"] and "+2.5" in rules["6a"] and "+1 " not in change["6a"]
-    for claim in (3, "6b"):
-        assert "±0.2" in change[claim] and "±0.2" in rules[claim] and "±0.3" not in change[claim]
-    assert "0.15" in change[5] and "0.15" in rules[5]
-    assert "0.35" in change[1] and "0.35" in rules[1]
-    assert "0.12" in change["2a"] and "0.12" in rules["2a"]
 
 
 def test_the_2b_interval_covers_the_share_difference_of_planted_block_effects():

@@ -15,14 +15,16 @@ The package's folders are its layers, lowest first; a module imports only from i
     analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
                · calibration (the intervals' coverage, simulated)
                · screening (the swap study's choices, train windows only) · swap (its held-out ΔPPL)
+               · swap_run (notebook 06's study of one model)
                · routing (per-token: FFN or map) · token_context (token or context?) · healing (swap, fine-tune)
                · controls (2a) · decomposition (2b: weights or inputs) · seeds
                · factors (what sets a profile: layout, text, seed) · zoo (the pipeline on every trained model)
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
                · registry (every results table) · tables (written and read through it)
-    outputs/   results (a results folder, read; number words) · paper_claims (the paper's words; `Claim`)
-               · claim_text (the claims in words) · report · report_figures (which figure where, its caption)
+    outputs/   results (a results folder, read; number words) · claim_text (each claim's sentence; `Claim`)
+               · catalog (one row per claim: its rule, the paper's words, sentence, figures, caveat) · report
+               · report_figures (which figure where, its caption)
                · methods (the coverage table) · findings (notebooks 06, 07) · routing_text (the routing section)
                · zoo_text (the zoo in words) · refresh (summaries rebuilt from per-block tables) · labels
                · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)

@@ -17,6 +17,7 @@ import torch
 from linrec.analyses.controls import MapScores, SharedRows, shuffled_weights, split_windows
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
+from linrec.stats import N_BOOT
 from linrec.stats.heldout import HeldOut, r2_of_counts
 
 
@@ -144,11 +145,19 @@ class InputsOrWeights:
     heldout: dict[tuple[int, int], HeldOut]  # (ffn_block, input_block) → held-out per-window sums of that entry
 
 
+@dataclass(frozen=True)
+class NullDraws:
+    """The null ensembles each block's trained FFN is set against (`inputs_or_weights`): `n_init` random-init FFNs
+    and `n_shuffled` copies of the trained FFN with each weight matrix's entries permuted."""
+
+    n_init: int = 10
+    n_shuffled: int = 10
+
+
 def inputs_or_weights(
     capture,
     loaded,
-    n_init: int = 10,
-    n_shuffled: int = 10,
+    null_draws: NullDraws = NullDraws(),
     band: int | None = 2,
     n_rows: int | None = None,
     seed: int = 0,
@@ -160,9 +169,9 @@ def inputs_or_weights(
     normalised hidden states u before any learned scale:
 
     - per block i, on u_i: the trained FFN (R² equal to the block's R²_lin on these rows, since an invertible
-      rescaling of the inputs leaves the closed form's fit unchanged), `n_init` random-init FFNs
-      (`random_init_ffn`, seeds [seed, i, k]) and `n_shuffled` copies of the folded trained FFN with each weight
-      matrix's entries permuted (`shuffled_weights`, seeds [seed, i, k]);
+      rescaling of the inputs leaves the closed form's fit unchanged), `null_draws.n_init` random-init FFNs
+      (`random_init_ffn`, seeds [seed, i, k]) and `null_draws.n_shuffled` copies of the folded trained FFN with
+      each weight matrix's entries permuted (`shuffled_weights`, seeds [seed, i, k]);
     - the cross matrix: the folded FFN i on u_j for every |i − j| ≤ `band` (None: every pair), with each entry's
       held-out per-window sums for the window bootstrap of the decomposition (`two_factor_shares`, `decomposition`).
 
@@ -170,6 +179,7 @@ def inputs_or_weights(
     trained entry is the trained FFN on its own rows, which `input_controls` also scores: pass the same `scores`
     (`MapScores`) and it runs once."""
     scores = MapScores() if scores is None else scores
+    n_init, n_shuffled = null_draws.n_init, null_draws.n_shuffled
     sites = loaded.sites
     if len(sites) != capture.n_blocks:
         raise LinrecError(
@@ -239,7 +249,7 @@ def two_factor_shares(ffn_block, input_block, r2) -> dict[str, np.ndarray]:
     return {k: v if np.ndim(r2) > 1 else v[0] for k, v in out.items()}
 
 
-def decomposition(result: InputsOrWeights, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
+def decomposition(result: InputsOrWeights, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> dict:
     """`two_factor_shares` of one model's cross matrix, with percentile intervals from resampling the held-out
     windows (the same draw for every entry: they share their rows' windows), the fits held fixed."""
     m = result.matrix

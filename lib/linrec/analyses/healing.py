@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -44,6 +45,44 @@ MODES = ("all", "maps")
 KS = (1, 2, 4)
 
 
+@dataclass(frozen=True)
+class FineTune:
+    """One fine-tune's schedule (`fine_tune`): `steps` AdamW steps at learning rate `lr` on batches of `batch_size`
+    windows."""
+
+    steps: int
+    lr: float
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class Heal:
+    """The healing experiment's settings (`heal_study`; a profile's `heal` and `heal_trained` mappings, `Heal.of`):
+    the k of each swapped set (`ks`), the `modes`, and each configuration's fine-tune: `steps` steps on batches of
+    `batch_size` windows at learning rate `lr`, mode "maps" at `lr_maps` (None: `lr`)."""
+
+    ks: Sequence[int] = KS
+    modes: Sequence[str] = MODES
+    steps: int = 50
+    lr: float = 1e-4
+    lr_maps: float | None = None
+    batch_size: int = 8
+
+    @classmethod
+    def of(cls, settings: Mapping) -> Heal:
+        """The settings of a profile's mapping; an unknown key is one line naming the known ones."""
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(settings) - set(known))
+        if unknown:
+            raise LinrecError(f"unknown healing settings {unknown}; a heal mapping takes {', '.join(known)}")
+        return cls(**settings)
+
+    def schedule(self, mode: str) -> FineTune:
+        """The fine-tune of `mode`: mode "maps" at `lr_maps` where it is given."""
+        lr = self.lr if mode == "all" or self.lr_maps is None else self.lr_maps
+        return FineTune(self.steps, lr, self.batch_size)
+
+
 def heal_blocks(screening, k: int) -> list[int]:
     """The `k` blocks with the lowest ΔPPL swapped alone on the screening windows (ties: the lower block)."""
     if k < 1:
@@ -51,11 +90,12 @@ def heal_blocks(screening, k: int) -> list[int]:
     return screening.order("screening")[:k]
 
 
-def fine_tune(model: torch.nn.Module, ids: torch.Tensor, params: list, steps: int, lr: float, batch_size: int = 8,
-              seed: int = 0, progress: bool = False, desc: str = "fine-tune") -> list[float]:  # fmt: skip
-    """`steps` AdamW steps on `params` of `model` (the rest left as they are), next-token loss on batches of
-    `batch_size` windows of `ids` [n, T] drawn by `seed` alone (a seeded permutation, renewed after each pass): the
-    same batches for every model given the same arguments. Returns the loss of each step."""
+def fine_tune(model: torch.nn.Module, ids: torch.Tensor, params: list, tune: FineTune, seed: int = 0,
+              progress: bool = False, desc: str = "fine-tune") -> list[float]:  # fmt: skip
+    """`tune.steps` AdamW steps at `tune.lr` on `params` of `model` (the rest left as they are), next-token loss on
+    batches of `tune.batch_size` windows of `ids` [n, T] drawn by `seed` alone (a seeded permutation, renewed after
+    each pass): the same batches for every model given the same arguments. Returns the loss of each step."""
+    steps, lr, batch_size = tune.steps, tune.lr, tune.batch_size
     if steps < 0 or lr <= 0 or batch_size < 1:
         raise LinrecError(f"a fine-tune needs steps ≥ 0, lr > 0 and batch_size ≥ 1, got {steps}, {lr}, {batch_size}")
     if steps and not params:
@@ -96,15 +136,14 @@ def swapped_copy(model: torch.nn.Module, maps: dict[int, AffineFFN]) -> torch.nn
     return out
 
 
-def heal_study(study, ks: Sequence[int] = KS, steps: int = 50, lr: float = 1e-4, modes: Sequence[str] = MODES,
-               batch_size: int = 8, seed: int = 0, progress: bool = True,
-               lr_maps: float | None = None):  # fmt: skip
-    """The healing experiment (module docstring) on a swap study (`linrec.analyses.swap.SwapStudy`): one row per
-    mode and k (k = 0: the control), with the blocks swapped, the three held-out differences and their paired
-    intervals, the mean training loss over the last tenth of the steps and the seconds taken. `lr_maps`: the
-    learning rate of mode "maps" (default `lr`)."""
+def heal_study(study, heal: Heal = Heal(), seed: int = 0, progress: bool = True):
+    """The healing experiment (module docstring, `heal`: its settings) on a swap study
+    (`linrec.analyses.swap.SwapStudy`): one row per mode and k (k = 0: the control), with the blocks swapped, the
+    three held-out differences and their paired intervals, the mean training loss over the last tenth of the steps
+    and the seconds taken."""
     import pandas as pd
 
+    ks, modes = heal.ks, heal.modes
     bad = [m for m in modes if m not in MODES]
     if bad:
         raise LinrecError(f"healing modes must be among {', '.join(MODES)}, got {bad}")
@@ -137,7 +176,7 @@ def heal_study(study, ks: Sequence[int] = KS, steps: int = 50, lr: float = 1e-4,
 
     rows = []
     for mode in modes:
-        rate = lr if mode == "all" or lr_maps is None else lr_maps
+        tune = heal.schedule(mode)
         for k in [0, *ks]:
             t0 = time.perf_counter()
             blocks = order[:k]
@@ -151,14 +190,15 @@ def heal_study(study, ks: Sequence[int] = KS, steps: int = 50, lr: float = 1e-4,
             else:
                 sites = find_ffn_sites(model)
                 params = [p for b in blocks for p in sites[b].module.parameters()]
-            losses = fine_tune(model, train, params, steps, rate, batch_size, seed, progress,
+            losses = fine_tune(model, train, params, tune, seed, progress,
                                f"heal {label} k={k} ({mode})") if params else []  # fmt: skip
             after = nll(model) if params else before
             if k == 0:
                 control = after
             d_before, d_after, d_base = diff(base_nll, before), diff(control, after), diff(base_nll, after)
-            rows.append({"model": label, "mode": mode, "k": k, "blocks": " ".join(map(str, blocks)), "steps": steps,
-                         "lr": rate, "batch_size": batch_size, "ppl_base": ppl(base_nll), "ppl_control": ppl(control),
+            rows.append({"model": label, "mode": mode, "k": k, "blocks": " ".join(map(str, blocks)),
+                         "steps": tune.steps, "lr": tune.lr, "batch_size": tune.batch_size, "ppl_base": ppl(base_nll),
+                         "ppl_control": ppl(control),
                          "ppl_before": ppl(before), "ppl_after": ppl(after),
                          "delta_before": d_before[0], "delta_before_lo": d_before[1], "delta_before_hi": d_before[2],
                          "delta_after": d_after[0], "delta_after_lo": d_after[1], "delta_after_hi": d_after[2],

@@ -12,6 +12,7 @@ import numpy as np
 
 from linrec.base.errors import LinrecError
 from linrec.measure.curves import MIN_ROWS_PER_PARAM, Curve
+from linrec.stats import N_BOOT
 
 if TYPE_CHECKING:
     import pandas
@@ -49,7 +50,12 @@ def _design(curve: Curve, b: int) -> tuple[np.ndarray, np.ndarray]:
     return x, n >= MIN_ROWS_PER_PARAM * p
 
 
-def curve_summary(curve: Curve, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> pandas.DataFrame:
+# the learning curve's resamples (notebook 02, `linrec curve`): a replicate re-scores every block at every train size
+# of every seed from its window counts, so the curve draws half of N_BOOT; results/curve was drawn with this many
+CURVE_N_BOOT = 1000
+
+
+def curve_summary(curve: Curve, n_boot: int = N_BOOT, level: float = 0.95, seed: int = 0) -> pandas.DataFrame:
     """Per (block, train size): the seed-mean held-out R², its hierarchical-bootstrap interval, the spread between
     seeds, and the in-sample R²; plus one row per block at train_tokens = inf: the large-n estimate R²∞."""
     import pandas as pd

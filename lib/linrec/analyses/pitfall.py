@@ -378,21 +378,30 @@ def _curves(split: Split, checkpoints, seed: int, batch_size: int) -> pandas.Dat
     return pd.concat([tune(split, opt, checkpoints, batch_size, seed) for opt in LR_GRID], ignore_index=True)
 
 
-def _block_split(capture, block: int, n_outputs: int | None, seed: int, max_train: int | None) -> Split:
-    """A block's stored rows (`max_train` seeded train rows) as a Split on `n_outputs` seeded output features."""
+@dataclass(frozen=True)
+class PitfallSample:
+    """What of a block's stored rows the pitfall's optimisers train and are scored on (`budget_table`, `dose_table`):
+    `max_train` seeded train rows (None: all) and `n_outputs` seeded output features (None: all)."""
+
+    n_outputs: int | None = 32
+    max_train: int | None = None
+
+
+def _block_split(capture, block: int, sample: PitfallSample, seed: int) -> Split:
+    """A block's stored rows (`sample.max_train` seeded train rows) as a Split on `sample.n_outputs` seeded output
+    features."""
     from linrec.analyses.probe import Rows
 
-    rows = Rows.from_capture(capture, block, max_train)
-    return Split.of(rows, output_subset(rows.ytr.shape[1], n_outputs, seed), seed)
+    rows = Rows.from_capture(capture, block, sample.max_train)
+    return Split.of(rows, output_subset(rows.ytr.shape[1], sample.n_outputs, seed), seed)
 
 
 def budget_table(
     capture,
     blocks,
     checkpoints,
-    n_outputs: int | None = 32,
+    sample: PitfallSample = PitfallSample(),
     seed: int = 0,
-    max_train: int | None = None,
     batch_size: int = 256,
     progress: bool = True,
 ) -> pandas.DataFrame:
@@ -407,7 +416,7 @@ def budget_table(
 
     out = []
     for b in progress_bar(blocks, desc=f"budget curve {capture.model_label}", unit="block", disable=not progress):
-        split = _block_split(capture, b, n_outputs, seed, max_train)
+        split = _block_split(capture, b, sample, seed)
         fit, _ = closed_form_on_rows(split)  # Split has the fields of linrec.analyses.probe.Rows it reads
         ceiling = ridge_ceiling(split)
         curves = _curves(split, checkpoints, seed, batch_size)
@@ -436,9 +445,8 @@ def dose_table(
     block: int,
     kappas,
     checkpoints,
-    n_outputs: int | None = 32,
+    sample: PitfallSample = PitfallSample(),
     seed: int = 0,
-    max_train: int | None = None,
     batch_size: int = 256,
     progress: bool = True,
 ) -> pandas.DataFrame:
@@ -453,7 +461,7 @@ def dose_table(
 
     from linrec.base.progress import bar as progress_bar
 
-    split = _block_split(capture, block, n_outputs, seed, max_train)
+    split = _block_split(capture, block, sample, seed)
     original, ceiling = split.ceiling(), ridge_ceiling(split)
     out = []
     label = f"dose-response {capture.model_label} block {block}"

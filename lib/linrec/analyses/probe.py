@@ -88,6 +88,17 @@ TRAIN_DEFAULTS = {  # what a practitioner would reach for first
 }
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """How long and how fast a trained affine baseline trains (`train_affine`): `epochs`, the learning rate `lr` and
+    the `batch_size` (None: the optimizer's `TRAIN_DEFAULTS`), the rate decaying linearly to 0 with `decay`."""
+
+    epochs: int | None = None
+    lr: float | None = None
+    batch_size: int | None = None
+    decay: bool = False
+
+
 @dataclass
 class Trained:
     r2_test: float
@@ -113,11 +124,8 @@ def _whitener(x: torch.Tensor):
 def train_affine(
     rows: Rows,
     optimizer: str = "adam",
-    epochs: int | None = None,
-    lr: float | None = None,
-    batch_size: int | None = None,
+    schedule: Schedule = Schedule(),
     whiten: bool = False,
-    decay: bool = False,
     scale_targets: bool = False,
     standardise: bool = False,
     seed: int = 0,
@@ -129,8 +137,8 @@ def train_affine(
     per feature to zero mean and unit variance (fixes their scales, keeps their correlations: what
     is left is the Jacobi-scaled Gram's κ, `AffineFit.cond_scaled`); `scale_targets`: train on
     per-feature standardised targets (train mean and standard deviation) and map the predictions
-    back, so R² is on the raw targets (fixes the distance Adam's bounded steps must travel);
-    `decay`: the step decays linearly to 0.
+    back, so R² is on the raw targets (fixes the distance Adam's bounded steps must travel); `schedule`: the epochs,
+    rate and batch size (the optimizer's `TRAIN_DEFAULTS` where None) and whether the step decays linearly to 0.
 
     The loss is the closed form's objective, Σ_j (y_j − ŷ_j)² averaged over rows (not over
     outputs too, as `mse_loss` would: that divides SGD's step by d_out). A run whose loss turns
@@ -139,7 +147,9 @@ def train_affine(
     if optimizer not in TRAIN_DEFAULTS:
         raise LinrecError(f"optimizer must be one of {', '.join(TRAIN_DEFAULTS)}, got '{optimizer}'")
     cfg = {**TRAIN_DEFAULTS[optimizer]}
-    cfg.update({k: v for k, v in {"epochs": epochs, "lr": lr, "batch_size": batch_size}.items() if v is not None})
+    given = {"epochs": schedule.epochs, "lr": schedule.lr, "batch_size": schedule.batch_size}
+    cfg.update({k: v for k, v in given.items() if v is not None})
+    decay = schedule.decay
     gen = torch.Generator().manual_seed(seed)
     xtr, xte = rows.xtr, rows.xte
     if whiten:
@@ -326,6 +336,20 @@ def seed_probe(
     return BilinearProbe(f(mu), f(sigma), f(U), f(U.clone()), f(P), f(g), f(e))
 
 
+@dataclass(frozen=True)
+class ProbeTraining:
+    """How the bilinear probe trains (`fit_probe`): Adam at `lr` on mini-batches of `batch_size`, at most
+    `max_epochs` epochs, stopping once the train loss improves by less than `tol` (relative) over `patience` epochs or
+    validation has not improved for `patience` epochs; `val_frac` of the train rows set aside for validation."""
+
+    lr: float = 1e-2
+    batch_size: int = 512
+    max_epochs: int = 20
+    tol: float = 1e-3
+    patience: int = 3
+    val_frac: float = 0.1
+
+
 @dataclass
 class ProbeResult:
     r2_lin: float  # closed-form map on these held-out rows
@@ -346,25 +370,18 @@ class ProbeResult:
 
 @one_thread()
 def fit_probe(
-    rows: Rows,
-    fit: AffineFit,
-    rank: int = 16,
-    lr: float = 1e-2,
-    batch_size: int = 512,
-    max_epochs: int = 20,
-    tol: float = 1e-3,
-    patience: int = 3,
-    val_frac: float = 0.1,
-    seed: int = 0,
+    rows: Rows, fit: AffineFit, rank: int = 16, training: ProbeTraining = ProbeTraining(), seed: int = 0
 ) -> ProbeResult:
     """Seed and train a rank-`rank` bilinear probe on the residual of `fit`; held-out R²_lin and R²_poly.
 
-    A seeded `val_frac` of the train rows is set aside: the probe kept is the one with the lowest
-    validation loss (the seeded start included), so a probe that starts to fit a few extreme rows
+    A seeded `val_frac` of the train rows is set aside (`training`: these settings): the probe kept is the one with
+    the lowest validation loss (the seeded start included), so a probe that starts to fit a few extreme rows
     is not the one scored. Training stops when the train loss flattens (relative improvement over
     `patience` epochs below `tol`: stop "flattened"), when validation has not improved for `patience`
     epochs, or after `max_epochs`. The test rows are used once, at the end.
     """
+    lr, batch_size, max_epochs = training.lr, training.batch_size, training.max_epochs
+    tol, patience, val_frac = training.tol, training.patience, training.val_frac
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     W, b = torch.from_numpy(fit.W).float(), torch.from_numpy(fit.b).float()

@@ -244,11 +244,10 @@ class Screening:
     """
 
     def __init__(self, loaded: LoadedModel, train: Sequence[Moments], ids: torch.Tensor, *,
-                 train_first: Sequence[Moments] | None = None, label: str = "", name: str = "",
-                 batch_size: int = 8, progress: bool = True,
-                 clock: Clock | None = None):  # fmt: skip
+                 train_first: Sequence[Moments] | None = None, label: str = "", batch_size: int = 8,
+                 progress: bool = True, clock: Clock | None = None):  # fmt: skip
         self.model, self.sites, self.train, self.train_first = loaded.model, loaded.sites, list(train), train_first
-        self.ids, self.label, self.name = ids, label, name
+        self.ids, self.label, self.name = ids, label, loaded.name  # name: what the progress line calls the model
         self.batch_size, self.progress = batch_size, progress
         self.clock = clock or Clock()
         self._evaluator: PerplexityEvaluator | None = None

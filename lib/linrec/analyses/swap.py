@@ -35,10 +35,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from linrec.analyses import SCREENING_WINDOWS
 from linrec.analyses.perplexity import DeltaPPL, PerplexityEvaluator
-from linrec.analyses.routing import SHARES, RouteResult, route_study
 from linrec.analyses.screening import (
-    GREEDY_ORDERS,
     Clock,
     GreedyResult,
     Screening,
@@ -50,9 +49,8 @@ from linrec.analyses.screening import (
 from linrec.analyses.uncertainty import delta_ppl_interval
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
-from linrec.inputs.corpora import Windows, load_windows
+from linrec.inputs.corpora import WindowCut, Windows, load_windows
 from linrec.inputs.hf import LoadedModel
-from linrec.inputs.source import ModelSource
 from linrec.inputs.surgery import FIRST_MODES, AffineFFN, FirstPositionSwap, count_params, save_swapped
 from linrec.stats.ceiling import AffineFit, LowRankFit, Score, fit_affine, output_directions, reduce_rank, score
 from linrec.stats.moments import Moments
@@ -67,7 +65,7 @@ log = logging.getLogger(__name__)
 def capture_windows(capture, tokenizer) -> Windows:
     """The windows (and train/test split) `capture` was made from, rebuilt and checked against its record."""
     cfg = capture.config
-    w = load_windows(cfg.corpus, tokenizer, cfg.seq_len, cfg.tokens, cfg.seed, cfg.test_frac, cfg.sample, cfg.bos)
+    w = load_windows(cfg.corpus, tokenizer, WindowCut.of(cfg))
     _check_windows(capture, w)
     return w
 
@@ -324,6 +322,29 @@ class HeldOutSwaps:
 
 
 # ---- one model, one capture: the study a notebook or the CLI runs ----------------------------------------
+@dataclass(frozen=True)
+class SwapSettings:
+    """A swap study's settings (the profile's keys of the same names; notebook 06 uses them all, a study of one
+    trained run the first three): `screening_windows` seeded train windows for every choice, `test_windows` held-out
+    windows for every reported ΔPPL (None: all), `batch_size`; the reduced `ranks` of the ΔPPL-vs-parameters curve,
+    the greedy swap's `budget_ppl`, and the position variants `first_variants` on the blocks whose train
+    first-position share is ≥ `variant_min_first_share`."""
+
+    screening_windows: int = SCREENING_WINDOWS
+    test_windows: int | None = None
+    batch_size: int = 8
+    ranks: Sequence[int] = (16, 64, 256)
+    budget_ppl: float = 1.0
+    first_variants: Sequence[str] = ("ffn", "mean")
+    variant_min_first_share: float = 0.5
+
+    def study(self, capture, loaded, seed: int = 0, progress: bool = True) -> SwapStudy:
+        """The `SwapStudy` of `capture` and `loaded` these settings describe."""
+        return SwapStudy(capture, loaded, batch_size=self.batch_size, progress=progress,
+                         screening_windows=self.screening_windows, seed=seed,
+                         test_windows=self.test_windows)  # fmt: skip
+
+
 class SwapStudy:
     """Swap experiments on one loaded model with its capture, in two parts: `screening` (`Screening`: every choice,
     on `screening_windows` seeded train windows and the train statistics; it is never given the held-out windows) and
@@ -337,7 +358,7 @@ class SwapStudy:
         windows: Windows | None = None,
         batch_size: int = 8,
         progress: bool = True,
-        screening_windows: int = 8,
+        screening_windows: int = SCREENING_WINDOWS,
         seed: int = 0,
         test_windows: int | None = None,
     ):
@@ -361,8 +382,7 @@ class SwapStudy:
         common = dict(batch_size=batch_size, progress=progress, clock=self.clock)
         first = capture.first["train"] if capture.first is not None else None
         self.screening = Screening(loaded, capture.stats["train"], screening_ids(self.windows, screening_windows,
-                                   seed), train_first=first, label=capture.model_label, name=loaded.name,
-                                   **common)  # fmt: skip
+                                   seed), train_first=first, label=capture.model_label, **common)  # fmt: skip
         self.heldout = HeldOutSwaps(capture, loaded, report_ids(self.windows, test_windows, seed), **common)
 
     @property
@@ -395,152 +415,3 @@ class SwapStudy:
 def _check_first(first: str) -> None:
     if first not in FIRST_MODES:
         raise LinrecError(f"first must be one of {', '.join(FIRST_MODES)}, got {first!r}; e.g. --first map")
-
-
-@dataclass
-class ModelSwapRun:
-    """Everything notebook 06 reports for one model (`run_model`): the swap table, the screening predictors, the
-    R²_lin table of the capture, the rank curve, the greedy sets and their steps, the reload check and the clock."""
-
-    model: str
-    table: pandas.DataFrame
-    values: pandas.DataFrame
-    ceiling: pandas.DataFrame
-    curve: pandas.DataFrame
-    greedy: list[dict]
-    steps: pandas.DataFrame
-    reload: dict
-    timings: pandas.DataFrame
-    routing: RouteResult | None = None  # per-token routing of some blocks (`linrec.analyses.routing.route_study`)
-    identity: pandas.DataFrame | None = None  # per token type on two corpora (`linrec.analyses.token_context`)
-    split_auc: pandas.DataFrame | None = None  # gates on the token part, the context part, the whole input
-    split_ppl: pandas.DataFrame | None = None  # ...their held-out ΔPPL at matched shares
-    heal: pandas.DataFrame | None = None  # k blocks swapped, then fine-tuned (`linrec.analyses.healing`)
-
-
-def run_model(
-    model: str,
-    capture_kw: Mapping,
-    *,
-    batch_size: int = 8,
-    device: str = "cpu",
-    screening_windows: int = 4,
-    test_windows: int | None = None,
-    ranks: Sequence[int] = (16, 64, 256),
-    budget_ppl: float = 1.0,
-    first_variants: Sequence[str] = ("ffn", "mean"),
-    variant_min_first_share: float = 0.5,
-    n_boot: int = 2000,
-    seed: int = 0,
-    save_dir: str | Path | None = None,
-    route_blocks: int | None = 0,
-    route_shares: Sequence[float] = SHARES,
-    route_corpora: Sequence[str] = (),
-    route_split_shares: Sequence[float] = (0.5,),
-    heal: Mapping | None = None,
-) -> ModelSwapRun:
-    """The whole swap study of one model, as notebook 06 runs it: every block swapped alone (held out, with the
-    position variants on the blocks whose *train* first-position share is ≥ `variant_min_first_share`), the
-    predictors and every choice on the screening windows, the reduced-rank curve of `Screening.curve_block`, the
-    greedy swap in each of `GREEDY_ORDERS`, and the larger greedy set (if both kept nothing, the block with the
-    lowest screening ΔPPL) saved, reloaded and compared on the screening windows. With `route_blocks` (a count, or
-    None for every block; 0 skips it), per-token routing of that many blocks picked on the screening windows
-    (`linrec.analyses.routing.route_study`), and whether a token's identity decides its route
-    (`linrec.analyses.token_context`): its need and its gate share per token type on `route_corpora` against the
-    capture's corpus, and gates on the token and the context part of the input at `route_split_shares`. With `heal`
-    (keyword arguments of `linrec.analyses.healing.heal_study`: ks, steps, lr, modes, …), k blocks swapped and
-    fine-tuned against the same fine-tune unswapped.
-
-    The saved model (0.5–1 GB) goes to `save_dir`/<model>, or to a temporary directory deleted after the check. The
-    model and the study are released before returning, so a loop over models holds one model at a time."""
-    import gc
-    import shutil
-    import tempfile
-
-    import pandas as pd
-
-    from linrec.analyses.recoverability import ceiling_table
-    from linrec.inputs.models import load_model
-    from linrec.inputs.surgery import load_swapped
-    from linrec.measure.capture import get_capture
-
-    source = ModelSource.parse(model)  # once: the capture's key and the load read it
-    capture = get_capture(source, **capture_kw)
-    loaded = load_model(source, device=device)
-    study = SwapStudy(capture, loaded, batch_size=batch_size, screening_windows=screening_windows, seed=seed,
-                      test_windows=test_windows)  # fmt: skip
-    values = study.screening.predictors()
-    sink = [i for i in range(study.n_blocks) if study.screening.first_share(i) >= variant_min_first_share]
-    table = study.heldout.table(first=["map", *first_variants], variant_blocks=sink)
-    block = study.screening.curve_block(values)
-    curve = study.heldout.rank_curve(block, [r for r in ranks if r < capture.stats["train"][block].d_out])
-    results = {order: study.greedy(budget_ppl, order=order) for order in GREEDY_ORDERS}
-    n_params = count_params(loaded.model)
-    greedy = [{"model": model, **g.row(), "params_model": n_params} for g in results.values()]
-    steps = pd.concat([g.steps.assign(model=model, order=o) for o, g in results.items()], ignore_index=True)
-
-    routing = identity = split_auc = split_ppl = None
-    if route_blocks != 0:
-        from linrec.analyses.token_context import split_study, type_study
-
-        routing = route_study(study, route_blocks, route_shares, predictors=values)
-        identity = type_study(study, routing, route_corpora, n_boot=n_boot, seed=seed)
-        split_auc, split_ppl = split_study(study, routing, route_split_shares)
-    healed = None
-    if heal:
-        from linrec.analyses.healing import heal_study
-
-        healed = heal_study(study, **{"seed": seed, **heal})
-
-    g = max(results.values(), key=lambda r: len(r.swapped))
-    chosen = sorted(g.swapped) or [int(values.sort_values("screening_delta_ppl").iloc[0]["block"])]
-    in_memory = study.screening.evaluator.ppl({i: study.heldout.module(i) for i in chosen})
-    scratch = None if save_dir else tempfile.mkdtemp(prefix="linrec-swapped-")
-    try:
-        out = study.heldout.save(Path(save_dir or scratch) / model.replace("/", "--"), chosen)
-        reloaded = load_swapped(out, device=device, tokenizer=False)  # the check feeds token ids: no tokenizer
-        ppl_reloaded = PerplexityEvaluator(
-            reloaded.model, study.screening.ids, batch_size, reuse_prefix=False, sites=reloaded.sites
-        )
-    finally:
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
-    reload = {
-        "model": model,
-        "blocks": " ".join(map(str, chosen)),
-        "ppl_in_memory": in_memory,
-        "ppl_reloaded": ppl_reloaded.base_ppl,
-        "abs_diff": abs(ppl_reloaded.base_ppl - in_memory),
-        "directory": str(out) if save_dir else "(temporary, deleted; set save_dir to keep it)",
-    }
-    study.clock.add("screening: reload check", ppl_reloaded.seconds_base, 1)
-    run = ModelSwapRun(model, table, values, ceiling_table(capture), curve, greedy, steps, reload,
-                       study.timings, routing, identity, split_auc, split_ppl, healed)  # fmt: skip
-    del study, loaded, reloaded, ppl_reloaded
-    gc.collect()
-    return run
-
-
-def heal_run(run, capture_kw: dict, screening_windows: int = 2, test_windows: int | None = None, batch_size: int = 8,
-             device: str = "cpu", seed: int = 0, **heal_kw):  # fmt: skip
-    """`linrec.analyses.healing.heal_study` on the last checkpoint of a training run
-    (`linrec.inputs.training.TrainedRun`), measured on its measuring documents as notebook 08 measures it
-    (`capture_kw`: its capture settings, e.g. seq_len and tokens; moments only, so notebook 08's capture is read from
-    the cache). The table's `model` is the run's name. One torch thread (`linrec.base.threads.one_thread`)."""
-    from linrec.analyses.healing import heal_study
-    from linrec.inputs.models import load_model
-    from linrec.measure.capture import get_capture
-
-    kw = {"sample_rows": 0, "seed": seed, "batch_size": batch_size, "device": device, **capture_kw, "progress": False}
-    source = ModelSource.parse(str(run.final))
-    capture = get_capture(source, run.measure_corpus, **kw)
-    loaded = load_model(source, device=device)
-    study = SwapStudy(capture, loaded, batch_size=batch_size, progress=False, screening_windows=screening_windows,
-                      seed=seed, test_windows=test_windows)  # fmt: skip
-    from linrec.base.threads import one_thread
-
-    with (
-        one_thread()
-    ):  # at d = 128 a second thread gains little: on 2 busy cores a step took 0.8–1.1 s with 2, 0.2 with 1
-        out = heal_study(study, seed=seed, progress=False, **heal_kw)
-    return out.assign(model=run.config.name)

@@ -41,12 +41,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
 from linrec.analyses.routing import Gate, auc, fit_gate, gate_target, map_errors
 from linrec.base.errors import LinrecError
+from linrec.stats import N_BOOT
 from linrec.stats.jackknife import from_replicates
 
 PARTS = ("full", "token", "context")
@@ -117,7 +119,7 @@ def _boot_corr(a: np.ndarray, b: np.ndarray, idx: np.ndarray, rank: bool) -> dic
     return {"": point, "lo": q[0], "hi": q[1], "lo90": q[2], "hi90": q[3]}
 
 
-def type_agreement(a, b, min_count: int = 5, n_boot: int = 2000, seed: int = 0):
+def type_agreement(a, b, min_count: int = 5, n_boot: int = N_BOOT, seed: int = 0):
     """Per block, across the token types seen at least `min_count` times in both `token_table`s `a` and `b` (two
     corpora): `r` (the gate-routed share, Pearson), `r_need` (mean need, Pearson), `rho_need` (Spearman) and
     `r_need_rel` (Pearson of the mean need relative to each token's ‖y‖²: what is left once a type's output scale is
@@ -163,7 +165,7 @@ TYPE_COLUMNS = ["model", "block", "corpus_a", "corpus_b", "share", "n_types", "n
                 "rho_need_hi", "r_need_rel", "r_need_rel_lo", "r_need_rel_hi", "lookup_r2", "type_share"]  # fmt: skip
 
 
-def type_study(study, result, corpora, share: float = 0.5, min_count: int = 5, n_boot: int = 2000, seed: int = 0):
+def type_study(study, result, corpora, share: float = 0.5, min_count: int = 5, n_boot: int = N_BOOT, seed: int = 0):
     """Per-type need and gate share on text no fit or gate saw: every window of the next disjoint stretch of the
     study's corpus (`sample` + 1, the capture's other settings; its held-out windows where the corpus has no next
     stretch) against every window of each of `corpora`, for each routed block of `result`
@@ -171,14 +173,14 @@ def type_study(study, result, corpora, share: float = 0.5, min_count: int = 5, n
     (`type_agreement`)."""
     import pandas as pd
 
-    from linrec.inputs.corpora import load_windows
+    from linrec.inputs.corpora import WindowCut, load_windows
 
     cfg = study.capture.config
     blocks = {b: (study.heldout.fit(b), g, g.threshold(share)) for b, g in result.gates.items()}
     model, tok, batch = study.loaded.model, study.loaded.tokenizer, study.heldout.batch_size
 
     def windows(corpus: str, sample: int) -> torch.Tensor:
-        return load_windows(corpus, tok, cfg.seq_len, cfg.tokens, cfg.seed, cfg.test_frac, sample, cfg.bos).ids
+        return load_windows(corpus, tok, replace(WindowCut.of(cfg), sample=sample)).ids
 
     try:
         main = token_table(model, windows(cfg.corpus, cfg.sample + 1), blocks, batch)
@@ -242,11 +244,24 @@ def split_inputs(x: np.ndarray, token: np.ndarray) -> dict[str, np.ndarray]:
     return {"full": x, "token": token, "context": x - token}
 
 
-def split_gates(x_train, tok_train, win_train, labels_train, x_test, tok_test, win_test, labels_test,
+@dataclass(frozen=True)
+class GateRows:
+    """One split's rows for the token/context gates (`split_gates`): the inputs `x` [n, d], each row's token id `tok`
+    and window `win`, and its 0/1 target `labels`."""
+
+    x: np.ndarray
+    tok: np.ndarray
+    win: np.ndarray
+    labels: np.ndarray
+
+
+def split_gates(train_rows: GateRows, test_rows: GateRows,
                 target: str = "quantile") -> tuple[dict, TokenMeans, list[dict]]:  # fmt: skip
-    """The three gates of the module docstring, trained on the train rows (`labels_train`: the 0/1 target), and one
-    row per part: the gate's held-out AUC for `labels_test` with its leave-one-window-out jackknife 95 % interval
-    over `win_test`, and the difference AUC(full) − AUC(part) with its interval (0 for the full gate)."""
+    """The three gates of the module docstring, trained on `train_rows` (their `labels`: the 0/1 target), and one
+    row per part: the gate's held-out AUC for `test_rows.labels` with its leave-one-window-out jackknife 95 % interval
+    over their windows, and the difference AUC(full) − AUC(part) with its interval (0 for the full gate)."""
+    x_train, tok_train, win_train, labels_train = train_rows.x, train_rows.tok, train_rows.win, train_rows.labels
+    x_test, tok_test, win_test, labels_test = test_rows.x, test_rows.tok, test_rows.win, test_rows.labels
     means = TokenMeans(x_train, tok_train, win_train)
     train = split_inputs(x_train, means.train_token_part())
     test = split_inputs(x_test, means.token_part(tok_test))
@@ -359,7 +374,9 @@ def split_study(study, result, shares=(0.5,)):
         err_t, norm_t = map_errors(fit, xt, yt)
         labels = gate_target(err, norm, result.target)
         labels_t = gate_target(err_t, norm_t, result.target, err)
-        gates, means, rows = split_gates(x, tok, win, labels, xt, tokt, wint, labels_t, result.target)
+        gates, means, rows = split_gates(
+            GateRows(x, tok, win, labels), GateRows(xt, tokt, wint, labels_t), result.target
+        )
         auc_rows += [{"model": label, "block": block, "target": result.target, **r} for r in rows]
         with feeding_ids(study.loaded.model) as holder:
             for share in shares:

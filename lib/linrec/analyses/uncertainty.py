@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from linrec.base.errors import LinrecError
+from linrec.stats import N_BOOT
 
 if TYPE_CHECKING:
     import pandas
@@ -106,7 +107,7 @@ def profile_agreement(table, value: str = "r2_lin", lo: str = "r2_lo", hi: str =
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
 
-def pearson_with_ci(x, y, n_boot: int = 2000, seed: int = 0) -> dict:
+def pearson_with_ci(x, y, n_boot: int = N_BOOT, seed: int = 0) -> dict:
     """Pearson r, its two-sided p-value (scipy) and a percentile bootstrap 95 % interval over points."""
     from scipy import stats
 
@@ -261,7 +262,7 @@ def _pearson_sq_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def explained_share_with_ci(
-    a, b, n_boot: int = 2000, seed: int = 0, level: float = 0.95, block_length: int = 1
+    a, b, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95, block_length: int = 1
 ) -> tuple[float, float, float]:
     """Pearson r²(a, b) — the share of b's variance across points that a line in a explains — and its percentile
     bootstrap interval over points (`block_length` > 1: a moving-block bootstrap over ordered points)."""
@@ -269,7 +270,7 @@ def explained_share_with_ci(
 
 
 def spearman_with_ci(
-    a, b, n_boot: int = 2000, seed: int = 0, level: float = 0.95, block_length: int = 1
+    a, b, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95, block_length: int = 1
 ) -> tuple[float, float, float]:
     """Spearman ρ(a, b) and its percentile bootstrap interval over points (pairs resampled with replacement;
     `block_length` > 1: runs of adjacent points, `bootstrap_indices`)."""
@@ -277,7 +278,7 @@ def spearman_with_ci(
 
 
 def partial_spearman(
-    a, b, z, n_boot: int = 2000, seed: int = 0, level: float = 0.95, block_length: int = 1
+    a, b, z, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95, block_length: int = 1
 ) -> tuple[float, float, float]:
     """Partial Spearman ρ(a, b | z) (rank correlation left once z's ranks are regressed out of both),
     with its percentile bootstrap interval over points (`block_length` as in `spearman_with_ci`)."""

@@ -25,18 +25,19 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from linrec.analyses.swap import SwapSettings
 from linrec.base.progress import bar as progress_bar
 
 
-def measure_final(run, capture, *, rank: int = 16, probe_rows: int | None = None, screening_windows: int = 4,
-                  test_windows: int | None = None, batch_size: int = 8, seed: int = 0,
-                  device: str = "cpu", progress: bool = True) -> dict[str, pd.DataFrame | dict]:  # fmt: skip
-    """The tables of the module docstring for one run's last checkpoint, and `seconds` per stage."""
+def measure_final(run, capture, *, rank: int = 16, probe_rows: int | None = None,
+                  swap: SwapSettings = SwapSettings(), seed: int = 0, device: str = "cpu",
+                  progress: bool = True) -> dict[str, pd.DataFrame | dict]:  # fmt: skip
+    """The tables of the module docstring for one run's last checkpoint, and `seconds` per stage (`swap`: the swap
+    study's windows and batch size)."""
     from linrec.analyses.factors import measurement_noise
     from linrec.analyses.probe import probe_table
     from linrec.analyses.recoverability import ceiling_table
     from linrec.analyses.spectrum import spectrum_table
-    from linrec.analyses.swap import SwapStudy
     from linrec.inputs.models import load_model
 
     label = run.config.name
@@ -54,8 +55,7 @@ def measure_final(run, capture, *, rank: int = 16, probe_rows: int | None = None
     t0 = time.perf_counter()
     loaded = load_model(str(run.final), device=device)
     loaded.name = label
-    study = SwapStudy(capture, loaded, batch_size=batch_size, progress=progress, screening_windows=screening_windows,
-                      seed=seed, test_windows=test_windows)  # fmt: skip
+    study = swap.study(capture, loaded, seed=seed, progress=progress)
     out["values"] = study.screening.predictors().assign(model=label)
     out["swap"] = study.heldout.table().assign(model=label)
     seconds["swap"] = time.perf_counter() - t0

@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 
+from linrec.analyses import SCREENING_WINDOWS
 from linrec.app.commands import (
     cmd_cache,
     cmd_curve,
@@ -281,8 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--screening-windows",
         type=_positive,
-        default=8,
-        help="seeded train windows on which the greedy swap orders and accepts blocks (default: 8)",
+        default=SCREENING_WINDOWS,
+        help=f"seeded train windows on which the greedy swap orders and accepts blocks (default: {SCREENING_WINDOWS})",
     )
     p.add_argument(
         "--test-windows",

@@ -209,7 +209,7 @@ def cmd_measure(args) -> None:
 
 
 def cmd_curve(args) -> None:
-    from linrec.analyses.large_n import curve_summary
+    from linrec.analyses.large_n import CURVE_N_BOOT, curve_summary
     from linrec.measure.curves import CURVE_TOKENS, CurveConfig, get_curve
 
     curve = get_curve(
@@ -223,7 +223,7 @@ def cmd_curve(args) -> None:
         device=args.device,
         cache=not args.no_cache,
     )
-    _emit(curve_summary(curve), SHOWN["curve"], args.out)
+    _emit(curve_summary(curve, n_boot=CURVE_N_BOOT), SHOWN["curve"], args.out)
 
 
 def cmd_probe(args) -> None:

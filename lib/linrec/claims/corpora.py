@@ -1,5 +1,5 @@
 """Claim 5 (notebook 05): how alike one model's profiles over corpora are (`corpus_verdicts`), and the rule on the
-profile's shape and level (`overlay_word`, `claim5`; the convention in `linrec.claims.rules`).
+profile's shape and level (`overlay_word`, `verdict_5`; the convention in `linrec.claims.rules`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from linrec.claims.rules import (
     CORPUS_SHAPED_RATIO,
     CORPUS_SHAPED_RHO,
     NOT_TESTABLE,
+    Rule,
     Verdict,
     require,
     tally,
@@ -102,7 +103,7 @@ def overlay_word(row, suffix: str = "") -> str:
     return "undecided"
 
 
-def claim5(verdicts: pd.DataFrame | None) -> Verdict:
+def verdict_5(verdicts: pd.DataFrame | None) -> Verdict:
     """Per model, `overlay_word` of the shape and level shares (notebook 05's `corpora_verdict`, columns shape_lo/hi
     and level_lo/hi); models left undecided are not counted; a table without the decomposition is judged by the older
     correlation rule (`corpus_word`). Without the windows' first position, the same on the `_ex_first` shares."""
@@ -121,3 +122,25 @@ def claim5(verdicts: pd.DataFrame | None) -> Verdict:
         return Verdict(5, NOT_TESTABLE, ev, reason="every model's shape or level share straddles its threshold",
                        without_first=word1)  # fmt: skip
     return Verdict(5, tally(decided), ev, without_first=word1)
+
+
+RULE_5 = Rule(
+    5,
+    verdict_5,
+    (
+        "CLAIM5_SHAPE",
+        "CLAIM5_LEVEL",
+    ),
+    says=lambda t: (
+        "per model, R²_lin over blocks × corpora split into depth, level (a corpus shifts the whole profile) and "
+        "shape (the block × corpus interaction); the profiles overlay only if both are small: 'a property of the "
+        "model' if the 95 % window-jackknife intervals of the shape share and of the level share lie below "
+        f"{t.CLAIM5_SHAPE} and {t.CLAIM5_LEVEL}, 'shaped by the corpus' if either lies at or above its threshold, else "
+        "undecided (not counted); reproduced if every decided model is 'a property of the model', partly if some are"
+    ),
+    would_change=lambda t: (
+        f"a shape (block × corpus) share whose interval lies at or above {t.CLAIM5_SHAPE}, or a level (corpus) share "
+        f"at or above {t.CLAIM5_LEVEL}, makes the profile shaped by the corpus; both intervals below make it overlay "
+        "(a property of the model)"
+    ),
+)

@@ -1,6 +1,7 @@
 """Claims 2a and 2b (notebooks 07 and 08): the controls (random-init twins, Gaussian inputs, null ensembles) and
-the seeds experiment; whether the profile is learned (`claim2a`, `seeds_verdict`, `combine_2a`) and set by the
-weights rather than the inputs (`claim2b`). `CLAIMS`: every claim's verdict function, in the order of `RULES`.
+the seeds experiment; whether the profile is learned (`verdict_2a`, `seeds_verdict`, `combine_2a`) and set by the
+weights rather than the inputs (`verdict_2b`). Each claim's `Rule` sits beside its verdict
+function (`RULE_2A`, `RULE_2B`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,6 @@ import pandas as pd
 from scipy import stats
 
 from linrec.analyses.uncertainty import benjamini_hochberg
-from linrec.claims.corpora import claim5
-from linrec.claims.probe import claim3, claim7a, claim7b
-from linrec.claims.profile import claim1
-from linrec.claims.regimes import claim4
 from linrec.claims.rules import (
     CLAIM2_DEGENERATE_GAP,
     CLAIM2_FDR,
@@ -28,13 +25,13 @@ from linrec.claims.rules import (
     REPRODUCED,
     SEEDS_LEVEL_MARGIN,
     SEEDS_SHAPE_MARGIN,
+    Rule,
     Verdict,
     by_share,
     require,
     spearman,
     tally_decided,
 )
-from linrec.claims.swap import claim6a, claim6b
 
 
 # ---- notebook 07: controls -------------------------------------------------------------------------------
@@ -225,7 +222,7 @@ def learned_summary(init_summary: pd.DataFrame, blocks: pd.DataFrame | None = No
 
 
 def learned_word(row: Mapping) -> str | None:
-    """Claim 2a for one model (RULES["2a"]): "learned" if the effect exceeds CLAIM2_NOISE_FACTOR × the noise and
+    """Claim 2a for one model (`RULE_2A`): "learned" if the effect exceeds CLAIM2_NOISE_FACTOR × the noise and
     CLAIM2_MIN_EFFECT, "not learned" otherwise; None where the reference was not measured."""
     effect, noise = row.get("effect", np.nan), row.get("noise", np.nan)
     if not (np.isfinite(effect) and np.isfinite(noise)):
@@ -234,7 +231,7 @@ def learned_word(row: Mapping) -> str | None:
 
 
 def weights_word(row: Mapping) -> str | None:
-    """Claim 2b for one model (RULES["2b"]): "weights" if the 95 % interval of the weights' minus the inputs' unique
+    """Claim 2b for one model (`RULE_2B`): "weights" if the 95 % interval of the weights' minus the inputs' unique
     share, with the blocks' and the windows' variability (`decomposition_intervals`: `wmi_lo`, `wmi_hi`), lies above
     0, "inputs" if it lies below 0, "undecided" otherwise; None where it was not measured. The null ensembles are
     reported beside it (`n_standout`: blocks whose trained weights beat both) and do not decide."""
@@ -379,14 +376,46 @@ def combine_2a(*verdicts: str) -> str:
     return max(tested, key=order.index) if tested else NOT_TESTABLE
 
 
-def claim2a(learned: pd.DataFrame | None) -> Verdict:
+def verdict_2a(learned: pd.DataFrame | None) -> Verdict:
     if learned is None or learned.empty or "effect" not in learned:
         return Verdict("2a", NOT_TESTABLE, reason="notebook 07 not run")
     ev = [{**r, "outcome": learned_word(r)} for r in learned.to_dict("records")]
     return by_share("2a", ev, "outcome", "learned", "no untrained reference with two or more draws was measured")
 
 
-def claim2b(decomposition: pd.DataFrame | None) -> Verdict:
+RULE_2A = Rule(
+    "2a",
+    verdict_2a,
+    (
+        "CLAIM2_NOISE_FACTOR",
+        "CLAIM2_MIN_EFFECT",
+        "CLAIM2_DEGENERATE_GAP",
+        "SEEDS_SHAPE_MARGIN",
+    ),
+    says=lambda t: (
+        "per model: 'learned' if the trained profile differs from the untrained architecture by a mean |trained − "
+        f"untrained| per block > {t.CLAIM2_NOISE_FACTOR:g}× the mean difference between two untrained draws and ≥ "
+        f"{t.CLAIM2_MIN_EFFECT}; the untrained reference is the random-init twin (its own inputs), or, where the twin "
+        f"is degenerate (its median train − held-out gap exceeds the trained model's by > {t.CLAIM2_DEGENERATE_GAP}), "
+        "the random-init FFN ensemble on the trained inputs; reproduced if every model is 'learned', partly if some "
+        "are, not reproduced if none is. Where the seeds experiment or the zoo ran (notebook 08), the verdict is the "
+        "weakest of this and their rules' (SEEDS_RULE, ZOO_RULE)"
+    ),
+    would_change=lambda t: (
+        f"an untrained reference within {t.CLAIM2_NOISE_FACTOR:g}× of the noise between untrained draws, or a "
+        f"trained-untrained difference under {t.CLAIM2_MIN_EFFECT}, makes a model 'not learned'; in the seeds "
+        "experiment, two init seeds whose shape distance (profiles centred) clears both its noise floor and "
+        f"{t.SEEDS_SHAPE_MARGIN} make the profile individual to a run (reproduced); seeds alike in level and shape "
+        "while GELU and SwiGLU differ in shape make it architectural (partly), while a GELU–SwiGLU difference in "
+        "level alone leaves the shape unarchitectural (reproduced, the level named); in the zoo, a layout whose "
+        f"component of the shape is shown, largest and moves it by ≥ {t.CLAIM2_MIN_EFFECT} makes it architectural (not "
+        "reproduced); one shape for every layout, text and seed is reproduced only where every run's profile moved "
+        "from its initialisation"
+    ),
+)
+
+
+def verdict_2b(decomposition: pd.DataFrame | None) -> Verdict:
     if decomposition is None or decomposition.empty or "share_weights" not in decomposition:
         return Verdict("2b", NOT_TESTABLE, reason="notebook 07 not run")
     ev = [{**r, "outcome": weights_word(r)} for r in decomposition.to_dict("records")]
@@ -400,5 +429,23 @@ def claim2b(decomposition: pd.DataFrame | None) -> Verdict:
     return Verdict("2b", word, ev)
 
 
-# every claim's verdict function, in the order of RULES
-CLAIMS = (claim1, claim2a, claim2b, claim3, claim4, claim5, claim6a, claim6b, claim7a, claim7b)
+RULE_2B = Rule(
+    "2b",
+    verdict_2b,
+    ("CLAIM2_FDR",),
+    says=lambda t: (
+        "per model, with each block's pre-MLP norm gain folded into its FFN: the additive decomposition R²(FFN i, "
+        "inputs j) ≈ μ + a_i + b_j of the cross matrix, and the weights' unique share minus the inputs' (what only a, "
+        "or only b, explains); its 95 % interval is the point ± t (blocks − 1) × √(se² of a leave-one-block-out "
+        "jackknife over the blocks + se² of the held-out windows' bootstrap): 'weights' if it lies above 0, 'inputs' "
+        "if below 0, 'undecided' otherwise (not counted). The null ensembles (random-init and shuffled FFNs on the "
+        f"block's inputs, one-sided, Benjamini–Hochberg q < {t.CLAIM2_FDR}) are reported beside it and do not decide. "
+        "Reproduced if every decided model is 'weights', partly if some are, not reproduced if none is, not testable "
+        "if none is decided"
+    ),
+    would_change=lambda t: (
+        "an interval of the weights' minus the inputs' share, with the blocks' and the windows' variability, that "
+        "lies above 0 makes a model 'weights', below 0 'inputs'; one that includes 0 leaves it undecided (not "
+        "counted); more blocks, or a wider cross band, are what narrows it"
+    ),
+)

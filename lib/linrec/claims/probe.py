@@ -1,6 +1,6 @@
 """Claims 3, 7a and 7b (notebook 03): the bilinear probe's gain and its correlation with the block's nonlinearity
-(`probe_summary`, `claim3`), and how far trained baselines fall short of the closed-form ceiling, and why
-(`pitfall_summary`, `claim7a`, `claim7b`).
+(`probe_summary`, `verdict_3`), and how far trained baselines fall short of the closed-form ceiling, and why
+(`pitfall_summary`, `verdict_7a`, `verdict_7b`).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from linrec.analyses.pitfall import REACHED
 from linrec.analyses.uncertainty import (
     EFFECT,
     EQUIVALENCE_MARGIN,
@@ -29,11 +30,13 @@ from linrec.claims.rules import (
     NOT_TESTABLE,
     POOLED,
     REPRODUCED,
+    Rule,
     Verdict,
     require,
     tally,
     tally_decided,
 )
+from linrec.stats import N_BOOT
 
 # ---- notebook 03: the bilinear probe and the trained baselines --------------------------------------------
 
@@ -89,7 +92,7 @@ def _probe_row(t: pd.DataFrame, sweep: pd.DataFrame | None, n_boot: int, seed: i
 
 
 def probe_summary(
-    probe: pd.DataFrame, sweep: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0
+    probe: pd.DataFrame, sweep: pd.DataFrame | None = None, n_boot: int = N_BOOT, seed: int = 0
 ) -> pd.DataFrame:
     """Per model, then one `POOLED` row: the probe's gain, the closed-form quadratic's gain on the top input
     components (`quad_excess_median`: how far the probe stays below it), Pearson r(1 − R²_lin, gain) with its 95 %
@@ -122,7 +125,7 @@ def claim3_passes(row: Mapping, correlation: str) -> bool | None:
     return None if correlation == INCONCLUSIVE else correlation == NO_EFFECT
 
 
-def claim3(summary: pd.DataFrame | None) -> Verdict:
+def verdict_3(summary: pd.DataFrame | None) -> Verdict:
     """The rank-16 probe adds little, uncorrelated with nonlinearity: the gain per model, the correlation judged
     once on every model's blocks pooled with a model effect (the `POOLED` row: each model's blocks centred on their
     own, Fisher z at the summed effective n), which is where the equivalence test has the most power."""
@@ -133,7 +136,7 @@ def claim3(summary: pd.DataFrame | None) -> Verdict:
     if pooled.empty or per_model.empty:
         return Verdict(3, NOT_TESTABLE, reason="the probe summary has no pooled row; rerun notebook 03")
     pool = pooled.iloc[0].to_dict()
-    corr = correlation_outcome(pool["ci_lo"], pool["ci_hi"], pool["ci_lo90"], pool["ci_hi90"])
+    corr = correlation_outcome(pool["ci_lo"], pool["ci_hi"], pool["ci_lo90"], pool["ci_hi90"], EQUIVALENCE_MARGIN)
     ev = [{**r, "passes": claim3_passes(r, corr)} for r in per_model.to_dict("records")]
     ev.append({**pool, "passes": None, "correlation": corr})
     tested = [e["passes"] for e in ev[:-1] if e["passes"] is not None]
@@ -148,6 +151,33 @@ def claim3(summary: pd.DataFrame | None) -> Verdict:
     return Verdict(3, tally(tested), ev)
 
 
+RULE_3 = Rule(
+    3,
+    verdict_3,
+    (
+        "EQUIVALENCE_MARGIN",
+        "CLAIM3_MAX_GAIN",
+    ),
+    says=lambda t: (
+        "the gain per model, the correlation once over every model's blocks pooled with a model effect (each model's "
+        "blocks centred on their own; Fisher's interval of Pearson r(1 − R²_lin, gain) at Bartlett's effective number "
+        "of blocks, which measured 0.95–0.97 coverage for a nominal 0.95 under AR(1) dependence through depth): "
+        f"'uncorrelated' is shown when the 90 % interval lies inside ±{t.EQUIVALENCE_MARGIN} (two one-sided tests at 5 "
+        "%), a correlation when the 95 % interval excludes 0; a model holds if its median gain is < "
+        f"{t.CLAIM3_MAX_GAIN} and 'uncorrelated' is shown, fails if its gain is larger or a correlation is shown; not "
+        f"testable for a model whose probe stays ≥ {t.CLAIM3_MAX_GAIN} below the closed-form quadratic on the top-16 "
+        "input components at the median (not converged), and for every model when the pooled correlation is "
+        "inconclusive (the report states how many blocks a decision would take); reproduced if it holds for every "
+        "tested model, partly if for some"
+    ),
+    would_change=lambda t: (
+        f"a 90 % interval of the pooled r inside ±{t.EQUIVALENCE_MARGIN} shows 'uncorrelated'; a 95 % interval "
+        f"excluding 0 shows a correlation; a median gain of {t.CLAIM3_MAX_GAIN} or more fails a model; more blocks (a "
+        "bigger model or more models: the claim states how many) are what narrows the correlation"
+    ),
+)
+
+
 def trained_shortfall(probe: pd.DataFrame) -> pd.Series:
     """Per block: how far the better trained baseline (Adam or SGD) falls below the closed-form ceiling, same rows."""
     require(probe, ["r2_ceiling_rows", "r2_trained_adam", "r2_trained_sgd"], "trained_shortfall")
@@ -158,7 +188,7 @@ def pitfall_summary(
     probe: pd.DataFrame,
     budget: pd.DataFrame | None = None,
     dose: pd.DataFrame | None = None,
-    n_boot: int = 2000,
+    n_boot: int = N_BOOT,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Per model: claim 7a's shortfall at the practitioner's budget (`linrec.analyses.probe.TRAIN_DEFAULTS`: the
@@ -233,7 +263,7 @@ DOSE_KEYS = ("dose_block", "dose_steps", "dose_first_step", "dose_kappa_min", "d
 
 def _reach(curves: pd.DataFrame, ceiling: float) -> float:
     """Steps the better of the tuned optimisers in `curves` (one row per optimizer and step) needs to the ceiling."""
-    from linrec.analyses.pitfall import REACHED, steps_to_reach
+    from linrec.analyses.pitfall import steps_to_reach
 
     return min(steps_to_reach(c, ceiling, REACHED) for _, c in curves.groupby("optimizer"))
 
@@ -348,7 +378,7 @@ def mechanism_word(row: Mapping) -> str | None:
     return NOT_CONDITIONING if EQUAL in parts else UNDECIDED_7B
 
 
-def claim7a(summary: pd.DataFrame | None) -> Verdict:
+def verdict_7a(summary: pd.DataFrame | None) -> Verdict:
     if summary is None or summary.empty or "share_short" not in summary:
         return Verdict("7a", NOT_TESTABLE, reason="notebook 03 not run")
     share = float(summary["n_short"].sum() / summary["n_blocks"].sum())
@@ -356,7 +386,26 @@ def claim7a(summary: pd.DataFrame | None) -> Verdict:
     return Verdict("7a", REPRODUCED if share >= CLAIM7_SHARE else NOT_REPRODUCED, ev)
 
 
-def claim7b(summary: pd.DataFrame | None) -> Verdict:
+RULE_7A = Rule(
+    "7a",
+    verdict_7a,
+    (
+        "CLAIM7_SHORTFALL",
+        "CLAIM7_SHARE",
+    ),
+    says=lambda t: (
+        "reproduced if the better trained baseline (Adam or SGD with a practitioner's defaults, 5 epochs of batch "
+        f"256: the budget the verdict names in steps) falls > {t.CLAIM7_SHORTFALL} below the closed-form ceiling on at "
+        f"least {t.CLAIM7_SHARE:.0%} of all blocks, else not reproduced"
+    ),
+    would_change=lambda t: (
+        f"a trained baseline within {t.CLAIM7_SHORTFALL} of the ceiling on more than {1 - t.CLAIM7_SHARE:.0%} of the "
+        "blocks at the same budget would make it not reproduced"
+    ),
+)
+
+
+def verdict_7b(summary: pd.DataFrame | None) -> Verdict:
     if summary is None or summary.empty or "dose_steps_min" not in summary:
         return Verdict("7b", NOT_TESTABLE, reason="notebook 03 not run")
     ev = []
@@ -373,3 +422,35 @@ def claim7b(summary: pd.DataFrame | None) -> Verdict:
         "equal, a step not reached within the budget leaves the ratio open, or a trained fit beats the ceiling"
     )  # fmt: skip
     return Verdict("7b", verdict, ev, reason=reason)
+
+
+RULE_7B = Rule(
+    "7b",
+    verdict_7b,
+    (
+        "CLAIM7B_SLOPE",
+        "CLAIM7B_EQUAL",
+        "CEILING_SLACK",
+        "REACHED",
+    ),
+    says=lambda t: (
+        "per model, on the steps the better tuned baseline (Adam or SGD, learning rate chosen per budget on a "
+        "validation slice of the train rows, its grid extended by factors of 10 until the choice is interior) needs "
+        f"to come within {t.REACHED} of a ridge-tuned closed-form ceiling (α chosen on the same slice), at a smaller "
+        f"and a larger κ: they 'rise' if the larger κ takes ≥ κ-ratio^{t.CLAIM7B_SLOPE:g} times as many steps and > "
+        f"{t.CLAIM7B_EQUAL:.2f}×; they are 'equal' if it takes ≤ {t.CLAIM7B_EQUAL:.2f}× as many while that predicted "
+        f"rise exceeds {t.CLAIM7B_EQUAL:.2f}×; a budget not reached, or reached at the first checkpoint, counts as the "
+        "bound it is. Two such comparisons: one block re-expressed from the smallest to the largest constructed κ "
+        "(same ceiling), and the best- vs the worst-conditioned mechanism blocks (median κ(Gram) of each half). "
+        "'Conditioning' if both rise, 'not conditioning' if either is equal, otherwise inconclusive, and inconclusive "
+        f"too where some tuned fit beats its ceiling held out by > {t.CEILING_SLACK:g}; ρ(log κ, shortfall) across "
+        "blocks is reported beside it and does not decide. Reproduced if every decided model is 'conditioning', "
+        "partly if some are, not reproduced if none is, not testable if none is decided"
+    ),
+    would_change=lambda t: (
+        f"steps to the ceiling rising at least (κ ratio)^{t.CLAIM7B_SLOPE:g} on constructed κ and over blocks make a "
+        f"model 'conditioning'; equal within a factor {t.CLAIM7B_EQUAL:.2f} on either, 'not conditioning'; a trained "
+        f"fit beating its ceiling by more than {t.CEILING_SLACK:g}, or a longer budget that a step not reached calls "
+        "for, leaves it inconclusive (not counted)"
+    ),
+)

@@ -1,5 +1,5 @@
 """Claim 1 (notebook 02): the shape of each model's R²_lin profile over blocks (`profile_summary`), its moves
-tested against a false-discovery rate (`move_tests`), the rule (`claim1`) and its replication on disjoint samples of
+tested against a false-discovery rate (`move_tests`), the rule (`verdict_1`) and its replication on disjoint samples of
 text (`replication_summary`).
 """
 
@@ -21,6 +21,7 @@ from linrec.claims.rules import (
     NOT_TESTABLE,
     PAPER_HIGH,
     PAPER_LOW,
+    Rule,
     Verdict,
     blocks,
     require,
@@ -188,7 +189,7 @@ def claim1_counts(row: Mapping, sfx: str) -> tuple[float, float]:
     return row[f"max_jump_disjoint{sfx}"], row[f"direction_changes_disjoint{sfx}"]
 
 
-def claim1(summary: pd.DataFrame | None) -> Verdict:
+def verdict_1(summary: pd.DataFrame | None) -> Verdict:
     """Claim 1's rule per model, on all positions and, where the summary has them, on every position but the
     windows' first (`without_first`)."""
     if summary is None or summary.empty:
@@ -207,6 +208,32 @@ def claim1(summary: pd.DataFrame | None) -> Verdict:
     return Verdict(1, tally(ok), ev, without_first=tally(ok1) if len(ok1) == len(ok) else "")
 
 
+RULE_1 = Rule(
+    1,
+    verdict_1,
+    (
+        "CLAIM1_SPAN",
+        "CLAIM1_JUMP",
+        "CLAIM1_TURNS",
+        "MOVES_FDR",
+        "PAPER_HIGH",
+        "PAPER_LOW",
+    ),
+    says=lambda t: (
+        f"reproduced for a model if its profile spans ≥ {t.CLAIM1_SPAN}, some adjacent blocks with disjoint 95 % "
+        f"intervals differ by ≥ {t.CLAIM1_JUMP}, and the profile changes direction ≥ {t.CLAIM1_TURNS} times counting "
+        "only moves between blocks with disjoint intervals; where the moves were tested (paired window jackknife), "
+        f"only those with a Benjamini–Hochberg q ≤ {t.MOVES_FDR:g} over the moves counted count; reproduced if every "
+        "model passes, partly if some do"
+    ),
+    would_change=lambda t: (
+        f"a model whose resolved jumps all stay below {t.CLAIM1_JUMP}, whose span is below {t.CLAIM1_SPAN}, or whose "
+        f"profile turns fewer than {t.CLAIM1_TURNS} times, fails; the paper's own extremes (> {t.PAPER_HIGH} next to < "
+        f"{t.PAPER_LOW}) would need a block far more linear than any measured here"
+    ),
+)
+
+
 def replication_summary(reps: pd.DataFrame) -> pd.DataFrame:
     """Per model, over disjoint samples of text (`reps`: ceiling tables with a `sample` column, one per sample): each
     block's between-sample SD of R²_lin (median and largest, and where), beside the median half-width of one
@@ -217,7 +244,7 @@ def replication_summary(reps: pd.DataFrame) -> pd.DataFrame:
     for model, t in reps.groupby("model", sort=False):
         wide = t.pivot_table(index="block", columns="sample", values="r2_lin")
         sd = wide.std(axis=1, ddof=1)
-        passes = [bool(claim1(profile_summary(g)).evidence[0]["passes"]) for _, g in t.groupby("sample", sort=True)]
+        passes = [bool(verdict_1(profile_summary(g)).evidence[0]["passes"]) for _, g in t.groupby("sample", sort=True)]
         rows.append(
             {
                 "model": model,

@@ -1,5 +1,5 @@
 """Claim 4 (notebook 04): each model's blocks counted by regime (`regime_summary`), the input side's correlations
-with R²_lin (`input_side`), the rule (`claim4`) and its replication on disjoint samples of text
+with R²_lin (`input_side`), the rule (`verdict_4`) and its replication on disjoint samples of text
 (`regime_replication`).
 """
 
@@ -10,12 +10,15 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+# the regimes' thresholds: linrec.analyses.spectrum.regime applies them to each block, RULE_4's words name them
+from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_GAP, REGIME_R2, REGIME_RANK  # noqa: F401
 from linrec.claims.rules import (
     FIRST_TOKEN_OVERLAP,
     FIRST_TOKEN_SHARE,
     NOT_REPRODUCED,
     NOT_TESTABLE,
     REPRODUCED,
+    Rule,
     Verdict,
     blocks,
     require,
@@ -80,7 +83,7 @@ def input_side(
     return pd.DataFrame(rows)
 
 
-def claim4(summary: pd.DataFrame | None) -> Verdict:
+def verdict_4(summary: pd.DataFrame | None) -> Verdict:
     """Both regimes exist over all models; `without_first` the same on the regimes without position 0 (`-1`
     counts: not measured)."""
     if summary is None or summary.empty:
@@ -91,6 +94,31 @@ def claim4(summary: pd.DataFrame | None) -> Verdict:
         ok1 = summary["n_broadly_linear_ex_first"].sum() > 0 and summary["n_outlier_concentrated_ex_first"].sum() > 0
         word1 = REPRODUCED if ok1 else NOT_REPRODUCED
     return Verdict(4, REPRODUCED if ok else NOT_REPRODUCED, summary.to_dict("records"), without_first=word1)
+
+
+RULE_4 = Rule(
+    4,
+    verdict_4,
+    (
+        "REGIME_R2",
+        "REGIME_GAP",
+        "REGIME_RANK",
+        "OUTLIER_RANK",
+    ),
+    says=lambda t: (
+        "reproduced if, over all models, blocks of both the broadly linear and the outlier-concentrated regime exist "
+        f"(broadly linear: R²_lin ≥ {t.REGIME_R2}, not concentrated in a feature or the first token, and the effective "
+        f"rank of the map's explained part ≥ {t.REGIME_RANK * 100:g} % of the output width; outlier-concentrated: "
+        f"R²_lin ≥ {t.REGIME_R2}, per-feature median ≥ {t.REGIME_GAP} below it, the output concentrated in a few "
+        f"features, and the explained part's effective rank < {t.OUTLIER_RANK:g}, the paper's 'rank ≈ 1'; "
+        "linrec.analyses.spectrum.regime)"
+    ),
+    would_change=lambda t: (
+        "a broadly linear and an outlier-concentrated block (rank ≈ 1) both among the blocks with R²_lin ≥ "
+        f"{t.REGIME_R2}, over all models together (the rule pools the models; each model's own counts are stated "
+        "beside it)"
+    ),
+)
 
 
 def regime_replication(reps: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFrame:
@@ -104,7 +132,7 @@ def regime_replication(reps: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFra
     regimes = list(regimes)
     samples = sorted(int(k) for k in reps["sample"].unique())
     per_sample = {k: regime_summary(reps[reps["sample"] == k], regimes) for k in samples}
-    passes = [claim4(per_sample[k]).verdict == REPRODUCED for k in samples]
+    passes = [verdict_4(per_sample[k]).verdict == REPRODUCED for k in samples]
     word = (
         "sample-dependent"
         if any(passes) != all(passes)

@@ -1,9 +1,11 @@
-"""The rules every claim is judged by: the verdict words (`VERDICTS`), every threshold as a named constant, `RULES`
-(each claim's rule in words, printed beside its verdict), `Verdict`, `tally` and the helpers the claim modules share.
+"""The rules every claim is judged by: the verdict words (`VERDICTS`), every threshold as a named constant, `Rule`
+(one claim's rule: its verdict function, the thresholds it reads, and its words built from them), `Verdict`, `tally`
+and the helpers the claim modules share.
 
 The claims are the paper's (arXiv 2606.19379; quoted with the paper's numbers in `paper/claims.md`); each is judged
-in the module of its notebook: `profile` (claim 1), `probe` (3, 7a, 7b), `regimes` (4), `corpora` (5), `swap` (6a,
-6b), `learned` (2a, 2b and the seeds experiment). A verdict is "not testable" when the evidence is missing or cannot
+in the module of its notebook, where its `Rule` sits beside its verdict function: `profile` (claim 1), `probe` (3,
+7a, 7b), `regimes` (4), `corpora` (5), `swap` (6a, 6b), `learned` (2a, 2b and the seeds experiment);
+`linrec.outputs.catalog` lists them in order. A verdict is "not testable" when the evidence is missing or cannot
 decide. Every comparison of profiles follows one convention for shape and level, stated once below (the block
 "one convention for shape and level"). `tests/test_verdicts.py` and `tests/test_shape_level.py` check each rule on
 both sides of each threshold; nothing here formats a number.
@@ -11,21 +13,21 @@ both sides of each threshold; nothing here formats a number.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.errors import LinrecError
 
 POOLED = "all"  # the model label of a summary row over every model's blocks pooled with a model effect
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "partly reproduced", "not reproduced", "not testable"
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE)
 
-# ---- thresholds (each used by one rule below, and named in RULES) ---------------------------------
+# ---- thresholds (each read by one claim's rule, and named in its `Rule`) ---------------------------------
 FIRST_TOKEN_SHARE = 0.5  # a block "sits on the first token" when that token holds ≥ this share of its output variance
 FIRST_TOKEN_OVERLAP = (
     0.2  # notebook 04: an outlier-concentrated block "overlaps" the first-token regime above this share
@@ -133,127 +135,14 @@ SEEDS_RULE = (
     "otherwise, or where the level and shape were not measured with intervals"
 )
 CHANCE_RATE = 0.05  # how often one model's 95 % test decides an outcome that is not there
+CHANCE_ALPHA = 0.05  # an outcome seen in k models counts once P(k or more by chance) is at most this
 
 
-def beyond_chance(m: int, rate: float = CHANCE_RATE, alpha: float = 0.05) -> int:
+def beyond_chance(m: int, rate: float = CHANCE_RATE, alpha: float = CHANCE_ALPHA) -> int:
     """The fewest of `m` models that must show an outcome before it counts as more than chance: the smallest k ≥ 1
     with P(Binomial(m, rate) ≥ k) ≤ `alpha` (1 of 1, 2 of 2, 2 of 3–7, 3 of 8–16). A per-model tally read across
     many models (the zoo's twelve) would otherwise take one model's chance decision for a finding."""
     return next(k for k in range(1, m + 2) if k > m or stats.binom.sf(k - 1, m, rate) <= alpha)
-
-
-RULES = {
-    1: f"reproduced for a model if its profile spans ≥ {CLAIM1_SPAN}, some adjacent blocks with disjoint 95 % "
-    f"intervals differ by ≥ {CLAIM1_JUMP}, and the profile changes direction ≥ {CLAIM1_TURNS} times counting only "
-    "moves between blocks with disjoint intervals; where the moves were tested (paired window jackknife), only "
-    f"those with a Benjamini–Hochberg q ≤ {MOVES_FDR:g} over the moves counted count; reproduced if every model "
-    "passes, partly if some do",
-    "2a": "per model: 'learned' if the trained profile differs from the untrained architecture by a mean |trained − "
-    f"untrained| per block > {CLAIM2_NOISE_FACTOR:g}× the mean difference between two untrained draws and ≥ "
-    f"{CLAIM2_MIN_EFFECT}; the untrained reference is the random-init twin (its own inputs), or, where the twin is "
-    f"degenerate (its median train − held-out gap exceeds the trained model's by > {CLAIM2_DEGENERATE_GAP}), the "
-    "random-init FFN ensemble on the trained inputs; reproduced if every model is 'learned', partly if some are, not "
-    "reproduced if none is. Where the seeds experiment or the zoo ran (notebook 08), the verdict is the weakest of "
-    "this and their rules' (SEEDS_RULE, ZOO_RULE)",
-    "2b": "per model, with each block's pre-MLP norm gain folded into its FFN: the additive decomposition "
-    "R²(FFN i, inputs j) ≈ μ + a_i + b_j of the cross matrix, and the weights' unique share minus the inputs' (what "
-    "only a, or only b, explains); its 95 % interval is the point ± t (blocks − 1) × √(se² of a leave-one-block-out "
-    "jackknife over the blocks + se² of the held-out windows' bootstrap): 'weights' if it lies above 0, 'inputs' if "
-    "below 0, 'undecided' otherwise (not counted). The null ensembles (random-init and shuffled FFNs on the block's "
-    f"inputs, one-sided, Benjamini–Hochberg q < {CLAIM2_FDR}) are reported beside it and do not decide. Reproduced "
-    "if every decided model is 'weights', partly if some are, not reproduced if none is, not testable if none is "
-    "decided",
-    3: f"the gain per model, the correlation once over every model's blocks pooled with a model effect (each "
-    "model's blocks centred on their own; Fisher's interval of Pearson r(1 − R²_lin, gain) at Bartlett's effective "
-    "number of blocks, which measured 0.95–0.97 coverage for a nominal 0.95 under AR(1) dependence through depth): "
-    f"'uncorrelated' is shown when the 90 % interval lies inside ±{EQUIVALENCE_MARGIN} (two one-sided tests at "
-    f"5 %), a correlation when the 95 % interval excludes 0; a model holds if its median gain is < "
-    f"{CLAIM3_MAX_GAIN} and 'uncorrelated' is shown, fails if its gain is larger or a correlation is shown; not "
-    f"testable for a model whose probe stays ≥ {CLAIM3_MAX_GAIN} below the closed-form quadratic on the top-16 input "
-    "components at the median (not converged), and for every model when the pooled correlation is inconclusive "
-    "(the report states how many blocks a decision would take); reproduced if it holds for every tested model, "
-    "partly if for some",
-    4: "reproduced if, over all models, blocks of both the broadly linear and the outlier-concentrated regime exist "
-    "(broadly linear: R²_lin ≥ 0.6, not concentrated in a feature or the first token, and the effective rank of the "
-    "map's explained part ≥ 5 % of the output width; outlier-concentrated: R²_lin ≥ 0.6, per-feature median ≥ 0.2 "
-    "below it, the output concentrated in a few features, and the explained part's effective rank < 2, the paper's "
-    "'rank ≈ 1'; linrec.analyses.spectrum.regime)",
-    5: "per model, R²_lin over blocks × corpora split into depth, level (a corpus shifts the whole profile) and "
-    "shape (the block × corpus interaction); the profiles overlay only if both are small: 'a property of the model' "
-    f"if the 95 % window-jackknife intervals of the shape share and of the level share lie below {CLAIM5_SHAPE} and "
-    f"{CLAIM5_LEVEL}, 'shaped by the corpus' if either lies at or above its threshold, else undecided (not counted); "
-    "reproduced if every decided model is 'a property of the model', partly if some are",
-    "6a": f"holds for a model if the block with the lowest screening ΔPPL (train windows) has a held-out 95 % interval "
-    f"of ΔPPL ≤ +{CLAIM6_BUDGET:g}, fails if the interval is above it; reproduced if it holds for every model, partly "
-    "if for some, not reproduced if it fails for every model, not testable if an interval straddles the budget",
-    "6b": "per model, and over every model's blocks pooled with a model effect: 'flags' if the 95 % Fisher "
-    "intervals (at Bartlett's effective number of blocks) of Spearman ρ(R²_lin, held-out ΔPPL) and of the partial ρ "
-    "with depth (distance to the nearest end) taken out both lie below 0 and neither 90 % interval lies inside ±"
-    f"{EQUIVALENCE_MARGIN}; 'no flag' if either is shown inside ±{EQUIVALENCE_MARGIN} or shown above 0; otherwise "
-    "inconclusive. The pooled outcome decides where it is decided: 'flags' is reproduced (partly if some model on "
-    "its own shows 'no flag'), 'no flag' not reproduced (partly if some model on its own flags); where it is "
-    "inconclusive an outcome counts only where more models show it than chance would at "
-    f"{CHANCE_RATE * 100:g} % a model (the smallest k with P(Binomial(models, {CHANCE_RATE:g}) ≥ k) ≤ 0.05: "
-    f"{beyond_chance(2)} of 2, {beyond_chance(12)} of 12), those are tallied (reproduced if every one flags, "
-    "partly if some do), and with none the claim is not testable (the report states how many blocks a decision "
-    "would take). A screened "
-    f"predictor is named best only if it survives Holm's correction over the screen (adjusted p < {PREDICTOR_FWER})",
-    "7a": f"reproduced if the better trained baseline (Adam or SGD with a practitioner's defaults, 5 epochs of batch "
-    f"256: the budget the verdict names in steps) falls > {CLAIM7_SHORTFALL} below the closed-form ceiling on at "
-    f"least {CLAIM7_SHARE:.0%} of all blocks, else not reproduced",
-    "7b": "per model, on the steps the better tuned baseline (Adam or SGD, learning rate chosen per budget on a "
-    "validation slice of the train rows, its grid extended by factors of 10 until the choice is interior) needs to "
-    "come within 0.01 of a ridge-tuned closed-form ceiling (α chosen on the same slice), at a smaller and a larger κ: "
-    f"they 'rise' if the larger κ takes ≥ κ-ratio^{CLAIM7B_SLOPE:g} times as many steps and > {CLAIM7B_EQUAL:.2f}×; "
-    f"they are 'equal' if it takes ≤ {CLAIM7B_EQUAL:.2f}× as many while that predicted rise exceeds "
-    f"{CLAIM7B_EQUAL:.2f}×; a budget not reached, or reached at the first checkpoint, counts as the bound it is. Two "
-    "such comparisons: one block re-expressed from the smallest to the largest constructed κ (same ceiling), and the "
-    "best- vs the worst-conditioned mechanism blocks (median κ(Gram) of each half). 'Conditioning' if both rise, "
-    "'not conditioning' if either is equal, otherwise inconclusive, and inconclusive too where some tuned fit beats "
-    f"its ceiling held out by > {CEILING_SLACK:g}; ρ(log κ, shortfall) across blocks is reported beside it and does "
-    "not decide. Reproduced if every decided model is 'conditioning', partly if some are, not reproduced if none "
-    "is, not testable if none is decided",
-}
-
-
-# What would change each verdict, in words built from the same thresholds as the rule above (never typed twice: a
-# threshold changed here changes the rule, the words and the decision together; tests/test_verdicts.py reloads this
-# module with a planted threshold and checks that the words follow).
-CHANGE = {
-    1: f"a model whose resolved jumps all stay below {CLAIM1_JUMP}, whose span is below {CLAIM1_SPAN}, or whose "
-    f"profile turns fewer than {CLAIM1_TURNS} times, fails; the paper's own extremes (> {PAPER_HIGH} next to < "
-    f"{PAPER_LOW}) would need a block far more linear than any measured here",
-    "2a": f"an untrained reference within {CLAIM2_NOISE_FACTOR:g}× of the noise between untrained draws, or a "
-    f"trained-untrained difference under {CLAIM2_MIN_EFFECT}, makes a model 'not learned'; in the seeds experiment, "
-    f"two init seeds whose shape distance (profiles centred) clears both its noise floor and {SEEDS_SHAPE_MARGIN} "
-    "make the profile individual to a run (reproduced); seeds alike in level and shape while GELU and SwiGLU differ "
-    "in shape make it architectural (partly), while a GELU–SwiGLU difference in level alone leaves the shape "
-    "unarchitectural (reproduced, the level named); in the zoo, a layout whose component of the shape is shown, "
-    f"largest and moves it by ≥ {CLAIM2_MIN_EFFECT} makes it architectural (not reproduced); one shape for every "
-    "layout, text and seed is reproduced only where every run's profile moved from its initialisation",
-    "2b": "an interval of the weights' minus the inputs' share, with the blocks' and the windows' variability, that "
-    "lies above 0 makes a model 'weights', below 0 'inputs'; one that includes 0 leaves it undecided (not counted); "
-    "more blocks, or a wider cross band, are what narrows it",
-    3: f"a 90 % interval of the pooled r inside ±{EQUIVALENCE_MARGIN} shows 'uncorrelated'; a 95 % interval "
-    f"excluding 0 shows a correlation; a median gain of {CLAIM3_MAX_GAIN} or more fails a model; more blocks (a "
-    "bigger model or more models: the claim states how many) are what narrows the correlation",
-    4: "a broadly linear and an outlier-concentrated block (rank ≈ 1) both among the blocks with R²_lin ≥ 0.6, over "
-    "all models together (the rule pools the models; each model's own counts are stated beside it)",
-    5: f"a shape (block × corpus) share whose interval lies at or above {CLAIM5_SHAPE}, or a level (corpus) share "
-    f"at or above {CLAIM5_LEVEL}, makes the profile shaped by the corpus; both intervals below make it overlay (a "
-    "property of the model)",
-    "6a": f"a screened block whose held-out interval stays within +{CLAIM6_BUDGET:g} perplexity holds; one above "
-    "fails; one across it leaves the model undecided",
-    "6b": f"intervals of ρ(R²_lin, ΔPPL) and of the partial ρ given depth below 0, and neither within ±"
-    f"{EQUIVALENCE_MARGIN}, reproduce it; one inside ±{EQUIVALENCE_MARGIN} or above 0 shows no signal; the pooled "
-    "blocks decide where they are decided",
-    "7a": f"a trained baseline within {CLAIM7_SHORTFALL} of the ceiling on more than {1 - CLAIM7_SHARE:.0%} of the "
-    "blocks at the same budget would make it not reproduced",
-    "7b": f"steps to the ceiling rising at least (κ ratio)^{CLAIM7B_SLOPE:g} on constructed κ and over blocks make "
-    f"a model 'conditioning'; equal within a factor {CLAIM7B_EQUAL:.2f} on either, 'not conditioning'; a trained fit "
-    f"beating its ceiling by more than {CEILING_SLACK:g}, or a longer budget that a step not reached calls for, "
-    "leaves it inconclusive (not counted)",
-}
 
 
 @dataclass
@@ -274,10 +163,6 @@ class Verdict:
             self.verdict = NOT_TESTABLE
             self.reason = self.reason or "no evidence: the tables this claim reads have no rows for it"
 
-    @property
-    def rule(self) -> str:
-        return RULES[self.claim]
-
     def by_model(self, *fields: str, exclude: str | None = None) -> str:
         """The evidence in words, one model after another, for a notebook's verdict line: "smollm2-135m: holds ·
         gemma3-270m: not testable" (default field `passes`: True holds, False fails, None not testable), or the
@@ -292,6 +177,43 @@ class Verdict:
         fields = fields or ("passes",)
         rows = [e for e in self.evidence if "model" in e and e["model"] != exclude]
         return " · ".join(f"{e['model']}: {', '.join(said(e.get(f)) for f in fields)}" for e in rows)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One claim's rule: its id (1 … 7, claims 2, 6 and 7 as "2a" … "7b"), the verdict function that applies it, the
+    named thresholds it reads, and its words, the rule (`words`) and what would change the verdict (`change`), both
+    built from those thresholds as the verdict function's module holds them now. The words are never typed beside
+    a number: a threshold changed (or planted, `tests/test_catalog.py`) changes the decision and both texts together.
+    Each claim's `Rule` sits beside its verdict function in the claim's module (`RULE_1` in `profile` … `RULE_7B` in
+    `probe`); `linrec.outputs.catalog` lists them in the paper's order with the rest of each claim's row."""
+
+    id: int | str
+    verdict: Callable[..., Verdict]
+    thresholds: tuple[str, ...]  # names in the verdict function's module (most from the block of thresholds above)
+    says: Callable[[SimpleNamespace], str]  # the rule in words, from `values()`
+    would_change: Callable[[SimpleNamespace], str]  # what would change the verdict, from the same values
+
+    def __post_init__(self):
+        missing = [n for n in self.thresholds if n not in self.verdict.__globals__]
+        if missing:
+            raise LinrecError(f"claim {self.id}: {self.verdict.__module__} has no threshold {missing}; import it there")
+
+    def values(self) -> SimpleNamespace:
+        """The named thresholds, read from the verdict function's module at this moment."""
+        return SimpleNamespace(**{n: self.verdict.__globals__[n] for n in self.thresholds})
+
+    @property
+    def words(self) -> str:
+        return self.says(self.values())
+
+    @property
+    def change(self) -> str:
+        return self.would_change(self.values())
+
+    def __call__(self, *tables, **options) -> Verdict:
+        """The verdict on `tables` (the verdict function's arguments)."""
+        return self.verdict(*tables, **options)
 
 
 def tally(passes: Iterable[bool]) -> str:

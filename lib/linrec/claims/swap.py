@@ -1,5 +1,5 @@
-"""Claims 6a and 6b (notebook 06): a block's FFN swapped for its affine map; whether a cheap swap exists (`claim6a`)
-and whether R²_lin flags it (`swap_predictors`, `flag_outcome`, `claim6b`), with the swap's summaries.
+"""Claims 6a and 6b (notebook 06): a block's FFN swapped for its affine map; whether a cheap swap exists (`verdict_6a`)
+and whether R²_lin flags it (`swap_predictors`, `flag_outcome`, `verdict_6b`), with the swap's summaries.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pandas as pd
 
 from linrec.analyses.uncertainty import (
     EFFECT,
+    EQUIVALENCE_MARGIN,
     INCONCLUSIVE,
     NO_EFFECT,
     correlation_outcome,
@@ -19,6 +20,7 @@ from linrec.analyses.uncertainty import (
 )
 from linrec.base.errors import LinrecError
 from linrec.claims.rules import (
+    CHANCE_ALPHA,
     CHANCE_RATE,
     CLAIM6_BUDGET,
     FIRST_TOKEN_SHARE,
@@ -31,12 +33,14 @@ from linrec.claims.rules import (
     PREDICTOR_FWER,
     REPRODUCED,
     SWAP_HIGH_R2,
+    Rule,
     Verdict,
     beyond_chance,
     blocks,
     require,
     tally_decided,
 )
+from linrec.stats import N_BOOT
 
 
 # ---- notebook 06: the swap -------------------------------------------------------------------------------
@@ -103,7 +107,7 @@ def middle_blocks(n_blocks: int) -> np.ndarray:
 
 
 def swap_predictors(
-    values: pd.DataFrame, swap: pd.DataFrame, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+    values: pd.DataFrame, swap: pd.DataFrame, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
 ) -> pd.DataFrame:
     """Per model and candidate predictor (`values`: `Screening.predictors`' columns, see `PREDICTOR_SIGNS`), then the
     same over every model's blocks pooled with a model effect (`model` = `POOLED`: each model's ranks centred on
@@ -229,7 +233,7 @@ def _block_row(t: pd.DataFrame, block: int) -> pd.Series:
     return t.loc[t["block"] == block].iloc[0]
 
 
-def claim6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdict:
+def verdict_6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdict:
     """Some block swaps for its affine map within the budget: per model, the block with the lowest screening ΔPPL
     alone (`values`: `Screening.predictors`) is chosen without the held-out windows, and its held-out 95 % interval
     decides: within the budget (holds), above it (fails), or across it (undecided). A model whose screening values
@@ -288,14 +292,33 @@ def claim6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdict:
     return Verdict("6a", word, ev)
 
 
+RULE_6A = Rule(
+    "6a",
+    verdict_6a,
+    ("CLAIM6_BUDGET",),
+    says=lambda t: (
+        "holds for a model if the block with the lowest screening ΔPPL (train windows) has a held-out 95 % interval "
+        f"of ΔPPL ≤ +{t.CLAIM6_BUDGET:g}, fails if the interval is above it; reproduced if it holds for every model, "
+        "partly if for some, not reproduced if it fails for every model, not testable if an interval straddles the "
+        "budget"
+    ),
+    would_change=lambda t: (
+        f"a screened block whose held-out interval stays within +{t.CLAIM6_BUDGET:g} perplexity holds; one above "
+        "fails; one across it leaves the model undecided"
+    ),
+)
+
+
 def flag_outcome(row: Mapping) -> str:
     """Claim 6b for one model from its R²_lin row of `swap_predictors`: "flags" if ρ(R²_lin, ΔPPL) and the partial ρ
     with depth taken out both show an effect below 0 (95 % intervals at the effective number of blocks below 0, and
     neither within the equivalence margin); "no flag" if either is shown smaller than the margin, or shown on the
     wrong side of 0 (a decided failure); "inconclusive" otherwise."""
     outcomes = (
-        correlation_outcome(row["rho_lo"], row["rho_hi"], row["rho_lo90"], row["rho_hi90"]),
-        correlation_outcome(row["partial_lo"], row["partial_hi"], row["partial_lo90"], row["partial_hi90"]),
+        correlation_outcome(row["rho_lo"], row["rho_hi"], row["rho_lo90"], row["rho_hi90"], EQUIVALENCE_MARGIN),
+        correlation_outcome(
+            row["partial_lo"], row["partial_hi"], row["partial_lo90"], row["partial_hi90"], EQUIVALENCE_MARGIN
+        ),
     )
     sides = (row["spearman_rho"], row["partial_rho_depth"])
     if all(o == EFFECT for o in outcomes) and all(v < 0 for v in sides):
@@ -305,7 +328,7 @@ def flag_outcome(row: Mapping) -> str:
     return INCONCLUSIVE
 
 
-def claim6b(predictors: pd.DataFrame | None) -> Verdict:
+def verdict_6b(predictors: pd.DataFrame | None) -> Verdict:
     """R²_lin flags the safe blocks: per model, `flag_outcome` of its R²_lin row; inconclusive models are left out
     of the tally (not testable at this power), and a verdict needs at least one decided model."""
     if predictors is None:
@@ -380,11 +403,43 @@ def claim6b(predictors: pd.DataFrame | None) -> Verdict:
                                  for w, k in decided.items())  # fmt: skip
             what = (
                 f"the pooled blocks are inconclusive and {shown}, no more than chance at {CHANCE_RATE * 100:g} % "
-                f"a model ({beyond_chance(len(models))} needed)"
+                f"a model ({beyond_chance(len(models), CHANCE_RATE, CHANCE_ALPHA)} needed)"
             )
         return Verdict("6b", NOT_TESTABLE, ev, reason=f"not testable at this power: {what}{more}",
                        without_first=word1)  # fmt: skip
     return Verdict("6b", word, ev, without_first=word1)
+
+
+RULE_6B = Rule(
+    "6b",
+    verdict_6b,
+    (
+        "EQUIVALENCE_MARGIN",
+        "CHANCE_RATE",
+        "CHANCE_ALPHA",
+        "PREDICTOR_FWER",
+    ),
+    says=lambda t: (
+        "per model, and over every model's blocks pooled with a model effect: 'flags' if the 95 % Fisher intervals "
+        "(at Bartlett's effective number of blocks) of Spearman ρ(R²_lin, held-out ΔPPL) and of the partial ρ with "
+        "depth (distance to the nearest end) taken out both lie below 0 and neither 90 % interval lies inside "
+        f"±{t.EQUIVALENCE_MARGIN}; 'no flag' if either is shown inside ±{t.EQUIVALENCE_MARGIN} or shown above 0; "
+        "otherwise inconclusive. The pooled outcome decides where it is decided: 'flags' is reproduced (partly if "
+        "some model on its own shows 'no flag'), 'no flag' not reproduced (partly if some model on its own flags); "
+        "where it is inconclusive an outcome counts only where more models show it than chance would at "
+        f"{t.CHANCE_RATE * 100:g} % a model (the smallest k with P(Binomial(models, {t.CHANCE_RATE:g}) ≥ k) ≤ "
+        f"{t.CHANCE_ALPHA:g}: {beyond_chance(2, t.CHANCE_RATE, t.CHANCE_ALPHA)} of 2, "
+        f"{beyond_chance(12, t.CHANCE_RATE, t.CHANCE_ALPHA)} of 12), those are tallied (reproduced if every one flags, "
+        "partly if some do), and with none the claim is not testable (the report states how many blocks a decision "
+        "would take). A screened predictor is named best only if it survives Holm's correction over the screen "
+        f"(adjusted p < {t.PREDICTOR_FWER})"
+    ),
+    would_change=lambda t: (
+        "intervals of ρ(R²_lin, ΔPPL) and of the partial ρ given depth below 0, and neither within "
+        f"±{t.EQUIVALENCE_MARGIN}, reproduce it; one inside ±{t.EQUIVALENCE_MARGIN} or above 0 shows no signal; the "
+        "pooled blocks decide where they are decided"
+    ),
+)
 
 
 def flags_verdict(pooled: str | None, per_model: list[str]) -> str:
@@ -399,6 +454,6 @@ def flags_verdict(pooled: str | None, per_model: list[str]) -> str:
     if pooled == "no flag":
         return PARTLY if "flags" in per_model else NOT_REPRODUCED
     if pooled is not None:  # several models, the pooled test undecided: an outcome counts where more models show it
-        need = beyond_chance(len(per_model))  # than chance would (`rules.beyond_chance`)
+        need = beyond_chance(len(per_model), CHANCE_RATE, CHANCE_ALPHA)  # than chance would (`rules.beyond_chance`)
         per_model = [w for w in per_model if w != INCONCLUSIVE and per_model.count(w) >= need]
     return tally_decided(per_model, "flags", INCONCLUSIVE)

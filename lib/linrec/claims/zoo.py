@@ -136,21 +136,21 @@ CLAIM_COLUMNS = ["claim", "verdict", "reason", "n_models", "n_blocks", "n_eff", 
 
 def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame | None,
                   regimes: pd.DataFrame | None) -> pd.DataFrame:  # fmt: skip
-    """Claims 3, 4 and 6b by their own rules (`linrec.claims.probe.claim3`, `regimes.claim4`, `swap.claim6b`) on the
-    zoo's tables, one row each: `claim`, `verdict`, `reason`, and for 3 and 6b the pooled row's numbers: `n_models`,
-    `n_blocks`, `n_eff`, `n_needed` (blocks the equivalence test needs at this dependence), `powered` (n_blocks ≥
-    n_needed), `rho` with its 95 % and 90 % intervals and the correlation's outcome."""
-    from linrec.claims.probe import claim3
-    from linrec.claims.regimes import claim4
-    from linrec.claims.swap import claim6b
+    """Claims 3, 4 and 6b by their own rules (`linrec.claims.probe.verdict_3`, `regimes.verdict_4`,
+    `swap.verdict_6b`) on the zoo's tables, one row each: `claim`, `verdict`, `reason`, and for 3 and 6b the pooled
+    row's numbers: `n_models`, `n_blocks`, `n_eff`, `n_needed` (blocks the equivalence test needs at this dependence),
+    `powered` (n_blocks ≥ n_needed), `rho` with its 95 % and 90 % intervals and the correlation's outcome."""
+    from linrec.claims.probe import verdict_3
+    from linrec.claims.regimes import verdict_4
+    from linrec.claims.swap import verdict_6b
 
     rows = []
     for claim, v, table, cols in (
-        ("3", claim3(probe_summary), probe_summary,
+        ("3", verdict_3(probe_summary), probe_summary,
          ("pearson_r", "ci_lo", "ci_hi", "ci_lo90", "ci_hi90", "correlation")),
-        ("6b", claim6b(predictors), None if predictors is None else predictors[predictors["column"] == "r2_lin"],
+        ("6b", verdict_6b(predictors), None if predictors is None else predictors[predictors["column"] == "r2_lin"],
          ("spearman_rho", "rho_lo", "rho_hi", "rho_lo90", "rho_hi90", "outcome")),
-        ("4", claim4(regimes), None, ()),
+        ("4", verdict_4(regimes), None, ()),
     ):  # fmt: skip
         row = {"claim": claim, "verdict": v.verdict, "reason": v.reason}
         pool = None if table is None else table[table["model"] == POOLED]

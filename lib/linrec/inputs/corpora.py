@@ -280,23 +280,37 @@ def token_stream(docs: list[str], tokenizer, limit: int) -> list[int]:
     return stream
 
 
-def make_windows(
-    docs: list[str],
-    tokenizer,
-    seq_len: int,
-    tokens: int,
-    seed: int,
-    test_frac: float,
-    corpus: str = "",
-    identity: str = "",
-    sample: int = 0,
-    bos: str = "auto",
-) -> Windows:
-    """Cut `tokens` tokens into windows of `seq_len`; hold out a seeded `test_frac` of them.
+@dataclass(frozen=True)
+class WindowCut:
+    """How a corpus's token stream is cut into windows (`make_windows`; a capture's are its
+    `linrec.measure.config.CaptureConfig` fields of the same names, `WindowCut.of`): `tokens` tokens in windows of
+    `seq_len`, a `seed`ed `test_frac` of the windows held out, from the `sample`-th disjoint stretch of the stream
+    (0: the first `tokens` tokens), with a BOS token per window as `bos` says ("auto": the tokenizer's habit, "yes"
+    always, "no" never)."""
 
-    `sample` k takes the k-th disjoint stretch of the stream (k = 0: the first `tokens` tokens), so samples are
-    different text, not only a different split. `bos`: "auto" prepends the tokenizer's BOS token where its
-    tokenizer does, "yes" prepends it to every window of a model that runs without one, "no" never prepends it."""
+    seq_len: int
+    tokens: int
+    seed: int
+    test_frac: float
+    sample: int = 0
+    bos: str = "auto"
+
+    @classmethod
+    def of(cls, config) -> WindowCut:
+        """The cut of a capture's settings (a `CaptureConfig`, or anything with these fields)."""
+        return cls(config.seq_len, config.tokens, config.seed, config.test_frac, config.sample, config.bos)
+
+
+def make_windows(docs: list[str], tokenizer, cut: WindowCut, corpus: str = "", identity: str = "") -> Windows:
+    """Cut `cut.tokens` tokens into windows of `cut.seq_len`; hold out a seeded `cut.test_frac` of them.
+
+    `cut.sample` k takes the k-th disjoint stretch of the stream (k = 0: the first `tokens` tokens), so samples are
+    different text, not only a different split. `cut.bos`: "auto" prepends the tokenizer's BOS token where its
+    tokenizer does, "yes" prepends it to every window of a model that runs without one, "no" never prepends it.
+    `corpus` and `identity` label the windows (`Windows`)."""
+    seq_len, tokens, seed, test_frac, sample, bos = (
+        cut.seq_len, cut.tokens, cut.seed, cut.test_frac, cut.sample, cut.bos
+    )  # fmt: skip
     if sample < 0:
         raise LinrecError(f"sample must be ≥ 0, got {sample}")
     if bos not in BOS_MODES:
@@ -339,22 +353,10 @@ def make_windows(
     )
 
 
-def load_windows(
-    spec: str,
-    tokenizer,
-    seq_len: int,
-    tokens: int,
-    seed: int,
-    test_frac: float,
-    sample: int = 0,
-    bos: str = "auto",
-) -> Windows:
-    """`load_documents` then `make_windows` (a capture's windows: `linrec.measure.config.CaptureConfig` holds the
-    defaults of these settings)."""
+def load_windows(spec: str, tokenizer, cut: WindowCut) -> Windows:
+    """`load_documents` then `make_windows` (a capture's windows: `WindowCut.of` its settings)."""
     docs, identity = load_documents(spec)
-    return make_windows(
-        docs, tokenizer, seq_len, tokens, seed, test_frac, corpus=spec, identity=identity, sample=sample, bos=bos
-    )
+    return make_windows(docs, tokenizer, cut, corpus=spec, identity=identity)
 
 
 def corpus_identity(spec: str) -> str:

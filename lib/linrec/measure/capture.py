@@ -54,12 +54,12 @@ from linrec.base.errors import LinrecError
 from linrec.base.files import unseal, write_entry
 from linrec.base.progress import bar as progress_bar
 from linrec.base.progress import write as progress_write
-from linrec.inputs.corpora import Windows, load_windows
+from linrec.inputs.corpora import WindowCut, Windows, load_windows
 from linrec.inputs.hf import LoadedModel, check_context, check_device, input_device, model_dtype, no_tf32
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, run_until_stop
 from linrec.inputs.source import ModelSource, as_source
-from linrec.measure.config import CAPTURE_VERSION, SETTINGS, SPLITS, CaptureConfig
+from linrec.measure.config import CAPTURE_VERSION, RUN_OPTIONS, SETTINGS, SPLITS, CaptureConfig, CaptureRun
 from linrec.measure.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
 from linrec.measure.reuse import larger_capture, notice_short, say_cost, served
 from linrec.measure.rows import FirstRows, RowSampler, first_moments
@@ -356,27 +356,26 @@ def get_capture(model: str | ModelSource, corpus: str = "wiki", **kwargs) -> Cap
     computed and cached.
 
     `kwargs`: the capture's settings (`linrec.measure.config.CaptureConfig` fields: seq_len, tokens, seed, test_frac,
-    sample_rows, product, dtype, sample, bos; each defaults to CaptureConfig's) and how to run it (`get_captures`'
-    options: batch_size, device, device_map, loaded, cache, progress, blocks_per_pass). Pass `loaded` (from
+    sample_rows, product, dtype, sample, bos; each defaults to CaptureConfig's), how to run it (`CaptureRun` fields:
+    batch_size, device, device_map, blocks_per_pass) and `get_captures`' loaded, cache, progress. Pass `loaded` (from
     `linrec.inputs.models.load_model`) to reuse a model across corpora, or use `get_captures`.
     """
-    return get_captures(model, [corpus], **kwargs)[corpus]
+    run = CaptureRun(**{k: kwargs.pop(k) for k in RUN_OPTIONS if k in kwargs})
+    return get_captures(model, [corpus], run=run, **kwargs)[corpus]
 
 
 def get_captures(
     model: str | ModelSource,
     corpora: list[str],
     *,
-    batch_size: int = 8,
-    device: str = "cpu",
-    device_map: str | dict | None = None,
+    run: CaptureRun = CaptureRun(),
     loaded: LoadedModel | None = None,
     cache: bool = True,
     progress: bool = True,
-    blocks_per_pass: int | None = None,
     **settings,
 ) -> dict[str, Capture]:
-    """{corpus: capture} of `model` on each of `corpora`, with `settings` (`CaptureConfig` fields; see `get_capture`).
+    """{corpus: capture} of `model` on each of `corpora`, with `settings` (`CaptureConfig` fields; see `get_capture`),
+    run as `run` says (`CaptureRun`: batch size, device or device map, blocks per pass).
 
     Captures found intact in the cache are read, never recomputed; the model is loaded at most
     once, and only if some corpus needs computing (not at all when `loaded` is given).
@@ -389,7 +388,9 @@ def get_captures(
         raise LinrecError("no corpora given; name at least one, e.g. wiki")
     unknown = set(settings) - set(SETTINGS)
     if unknown:
-        raise TypeError(f"get_captures() got unexpected keyword arguments {sorted(unknown)}")
+        how = f"; {sorted(unknown & set(RUN_OPTIONS))} go in run=CaptureRun(...)" if unknown & set(RUN_OPTIONS) else ""
+        raise TypeError(f"get_captures() got unexpected keyword arguments {sorted(unknown)}{how}")
+    batch_size, device, device_map, blocks_per_pass = run.batch_size, run.device, run.device_map, run.blocks_per_pass
     rows = settings.pop("sample_rows", CaptureConfig.sample_rows)
     if isinstance(rows, Mapping):
         missing = [c for c in corpora if c not in rows]
@@ -473,7 +474,7 @@ def _compute(
     under torchrun the other ranks write their row samples into rank 0's `tmp`."""
     c = config
     check_context(loaded, c.seq_len)
-    windows = load_windows(c.corpus, loaded.tokenizer, c.seq_len, c.tokens, c.seed, c.test_frac, c.sample, c.bos)
+    windows = load_windows(c.corpus, loaded.tokenizer, WindowCut.of(c))
     if not cached:
         return _scratch_capture(loaded, windows, config, batch_size, progress, blocks_per_pass)
     directory = broadcast_path(tmp)  # rank 0's tmp on every rank

@@ -95,6 +95,21 @@ class CaptureConfig:
 
 
 SETTINGS = tuple(f.name for f in fields(CaptureConfig) if f.name not in ("model", "corpus"))
+
+
+@dataclass(frozen=True)
+class CaptureRun:
+    """How a capture is run, none of it in its key (`linrec.measure.capture.get_captures`): `batch_size` windows per
+    forward pass, on `device` or placed over several devices by `device_map` (`linrec.inputs.models.load_model`), and
+    `blocks_per_pass` blocks hooked per pass over the windows (None: every block; fewer: less memory)."""
+
+    batch_size: int = 8
+    device: str = "cpu"
+    device_map: str | dict | None = None
+    blocks_per_pass: int | None = None
+
+
+RUN_OPTIONS = tuple(f.name for f in fields(CaptureRun))
 SECTION = tuple(s for s in SETTINGS if s != "seed")  # what a profile's capture section may set (seed is its own key)
 
 

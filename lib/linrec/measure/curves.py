@@ -58,7 +58,7 @@ from linrec.base.files import (
     write_entry,
 )
 from linrec.base.progress import bar as progress_bar
-from linrec.inputs.corpora import corpus_identity, load_windows
+from linrec.inputs.corpora import WindowCut, corpus_identity, load_windows
 from linrec.inputs.hf import LoadedModel, check_context, no_tf32
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, run_until_stop
@@ -325,7 +325,7 @@ class Curve:
                 out[s, :, b] = self.r2_counts(s, b, ones)[0]
         return out
 
-    def bootstrap(self, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+    def bootstrap(self, n_boot: int, seed: int = 0) -> np.ndarray:
         """[n_boot, K, B] hierarchical replicates: seeds drawn with replacement, then each drawn seed's held-out
         windows (one draw per seed and replicate, shared by every train size); a replicate is its seeds' mean."""
         S, K, B = self.n_train.shape
@@ -374,7 +374,7 @@ def run_curve(loaded: LoadedModel, config: CurveConfig, batch_size: int = 8, pro
     """Both passes of the learning curve of `loaded` on `config.corpus` (see the module docstring)."""
     config.validate()
     check_context(loaded, config.seq_len)
-    windows = load_windows(config.corpus, loaded.tokenizer, config.seq_len, config.total_tokens, 0, 0.5)
+    windows = load_windows(config.corpus, loaded.tokenizer, WindowCut(config.seq_len, config.total_tokens, 0, 0.5))
     n_windows = windows.ids.shape[0]
     model = loaded.model
     sites = loaded.sites

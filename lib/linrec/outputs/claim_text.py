@@ -1,16 +1,16 @@
 """Each of the paper's claims in words: the verdict and the numbers it was decided on, per model.
 
-`claims(results_dir)` reads the results tables the numbered notebooks write, through the registry
-(`linrec.outputs.results.Results`; never the notebooks themselves), and returns one `Claim`
-(`linrec.outputs.paper_claims`, beside the paper's own words) per check, built by `CLAIM_BUILDERS` (`claim1` …
-`claim7b`). Each verdict is decided by its rule in `linrec.claims`; this module only puts it and its numbers into
-words. A table that is missing makes its claim "not testable". The report (`linrec.outputs.report`) and the README's
-results block lay the claims out.
+One sentence builder per claim (`sentence_1` … `sentence_7b`): given the results tables the numbered notebooks write,
+read through the registry (`linrec.outputs.results.Results`; never the notebooks themselves), and the claim's `Rule`
+(`linrec.claims`), it applies the rule and returns a `Claim`: the verdict and its numbers in words. Each verdict is
+decided by its rule; this module only puts it and its numbers into words. A table that is missing makes its claim
+"not testable". `linrec.outputs.catalog` pairs each rule with its sentence and the paper's words, and is how the
+report (`linrec.outputs.report`) and the README's results block reach them.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -18,16 +18,8 @@ import pandas as pd
 from linrec.analyses.large_n import curve_sentence
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, correlation_outcome
-from linrec.claims.corpora import claim5 as claim5_rule
-from linrec.claims.learned import claim2a as claim2a_rule
-from linrec.claims.learned import claim2b as claim2b_rule
 from linrec.claims.learned import combine_2a, comparison_words, seeds_verdict
-from linrec.claims.probe import claim3 as claim3_rule
-from linrec.claims.probe import claim7a as claim7a_rule
-from linrec.claims.probe import claim7b as claim7b_rule
-from linrec.claims.profile import claim1 as claim1_rule
 from linrec.claims.profile import claim1_counts
-from linrec.claims.regimes import claim4 as claim4_rule
 from linrec.claims.rules import (
     CLAIM2_MIN_EFFECT,
     CLAIM2_NOISE_FACTOR,
@@ -39,17 +31,34 @@ from linrec.claims.rules import (
     PAPER_HIGH,
     PAPER_LOW,
     POOLED,
+    Rule,
     Verdict,
 )
-from linrec.claims.swap import claim6a as claim6a_rule
-from linrec.claims.swap import claim6b as claim6b_rule
-from linrec.outputs.paper_claims import Claim
 from linrec.outputs.results import Results, fmt, listed, other_profile, replicated
 from linrec.outputs.zoo_text import zoo_2a, zoo_pooled
 
 
-def _untestable(n: int | str, v: Verdict) -> Claim:
-    return Claim(n, v.reason, v.verdict, headline=v.reason, details=[v.reason])
+@dataclass
+class Claim:
+    """One claim's check in words: our numbers, the verdict its rule reached, and the claim table's cell; the
+    catalog (`linrec.outputs.catalog.build`) adds the paper's title and words beside them."""
+
+    number: int | str  # the rule's id: 1 … 7, claim 6 as "6a" and "6b"
+    ours: str  # every number the verdict was decided on, in words (the claim's section)
+    verdict: str  # one of linrec.claims.rules.VERDICTS
+    without_first: str = ""  # the verdict on every position but the windows' first ("" where the rule has none)
+    headline: str = ""  # the claim table's cell: each model's headline number (≤ CELL_LIMIT characters)
+    details: list[str] = field(default_factory=list)  # `ours`, one entry per model (the section's bullets)
+    title: str = ""  # the paper's claim in a few words (from the catalog)
+    paper: str = ""  # the paper's own words and numbers (from the catalog)
+
+    @property
+    def anchor(self) -> str:
+        return f"claim-{self.number}"
+
+
+def _untestable(v: Verdict) -> Claim:
+    return Claim(v.claim, v.reason, v.verdict, headline=v.reason, details=[v.reason])
 
 
 # ---- one sentence per claim: what the verdict was decided on (linrec.claims), in words ----------------------
@@ -65,10 +74,10 @@ def claim1_jump(e: dict) -> float:
     return claim1_counts(e, "")[0]
 
 
-def claim1(r: Results) -> Claim:
-    v = claim1_rule(r.get("r2_lin_summary"))
+def sentence_1(r: Results, rule: Rule) -> Claim:
+    v = rule(r.get("r2_lin_summary"))
     if not v.evidence:
-        return _untestable(1, v)
+        return _untestable(v)
     parts = []
     for e in v.evidence:
         jump, turns = claim1_counts(e, "")
@@ -106,7 +115,7 @@ def claim1(r: Results) -> Claim:
         details.insert(0, f"Judged on the profile at {v.evidence[0]['profile_tokens']:.0f} train tokens.")
     other = r.get("r2_lin_summary_other")
     if other is not None and not other.empty:
-        o = claim1_rule(other)
+        o = rule(other)
         extra = f"The same rule on the profile at {other['profile_tokens'].iloc[0]:.0f} train tokens: {o.verdict}"
         text += ". " + extra
         details.append(extra)
@@ -123,7 +132,7 @@ def claim1(r: Results) -> Claim:
             for e in v.evidence
         ],
     )
-    return Claim(1, text, v.verdict, v.without_first, head, details)
+    return Claim(rule.id, text, v.verdict, v.without_first, head, details)
 
 
 def _parts(e: dict) -> str:
@@ -194,15 +203,15 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     return text, f"seeds: {short}", v["claim2a"]
 
 
-def claim2a(r: Results) -> Claim:
-    v = claim2a_rule(r.get("controls_learned"))
+def sentence_2a(r: Results, rule: Rule) -> Claim:
+    v = rule(r.get("controls_learned"))
     trained = [p for p in (_seeds_part(r), zoo_2a(r)) if p is not None]  # the seeds experiment, the zoo
     if not v.evidence and not trained:
-        return _untestable("2a", v)
+        return _untestable(v)
     if not v.evidence:
         texts = [t[0] for t in trained]
         verdict = combine_2a(v.verdict, *[t[2] for t in trained])
-        return Claim("2a", "; ".join(texts), verdict, "", "; ".join(t[1] for t in trained), texts)
+        return Claim(rule.id, "; ".join(texts), verdict, "", "; ".join(t[1] for t in trained), texts)
     parts = []
     for e in v.evidence:
         twin = "degenerate" if e["twin_degenerate"] else "a valid reference"
@@ -223,13 +232,13 @@ def claim2a(r: Results) -> Claim:
         if len(head) + len(words) + 2 <= CELL_LIMIT:  # the section states it whole; the cell where it fits
             head += f"; {words}"
         verdict = combine_2a(verdict, word)
-    return Claim("2a", "; ".join(parts) + note, verdict, "", head, [*parts, note.removeprefix(". ")])
+    return Claim(rule.id, "; ".join(parts) + note, verdict, "", head, [*parts, note.removeprefix(". ")])
 
 
-def claim2b(r: Results) -> Claim:
-    v = claim2b_rule(r.get("controls_decomposition"))
+def sentence_2b(r: Results, rule: Rule) -> Claim:
+    v = rule(r.get("controls_decomposition"))
     if not v.evidence:
-        return _untestable("2b", v)
+        return _untestable(v)
     parts = [
         f"{e['model']}: {e['outcome'] or 'not measured'}; unique share of the cross matrix's variance of the weights "
         f"{fmt(e['share_weights'], 2)} {_ci(e['share_weights_lo'], e['share_weights_hi'])}, of the inputs "
@@ -249,7 +258,7 @@ def claim2b(r: Results) -> Claim:
     )  # fmt: skip
     if v.verdict == NOT_TESTABLE:
         parts.append(v.reason)
-    return Claim("2b", "; ".join(parts), v.verdict, "", head, parts)
+    return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
 
 
 def _with_zoo(c: Claim, r: Results) -> Claim:
@@ -275,10 +284,10 @@ def _outcome(e: dict) -> str:
             "inconclusive": "inconclusive (not testable at this power)"}[word]  # fmt: skip
 
 
-def claim3(r: Results) -> Claim:
-    v = claim3_rule(r.get("probe_summary"))
+def sentence_3(r: Results, rule: Rule) -> Claim:
+    v = rule(r.get("probe_summary"))
     if not v.evidence:
-        return _with_zoo(_untestable(3, v), r)
+        return _with_zoo(_untestable(v), r)
     parts = []
     for e in v.evidence:
         word = {True: "holds", False: "fails", None: "not testable"}[e["passes"]]
@@ -308,7 +317,7 @@ def claim3(r: Results) -> Claim:
         ],
     )
     ex = r.get("probe_summary_ex_first")
-    v1 = claim3_rule(ex) if ex is not None and not ex.empty else None
+    v1 = rule(ex) if ex is not None and not ex.empty else None
     if v1 is not None:
         parts.append(
             "without position 0 (probe and map refitted on the rows at positions ≥ 1): "
@@ -320,13 +329,13 @@ def claim3(r: Results) -> Claim:
         )
     if zoo := zoo_pooled(r, "3"):
         parts.append(zoo)
-    return Claim(3, "; ".join(parts), v.verdict, v1.verdict if v1 else "not measured", head, parts)
+    return Claim(rule.id, "; ".join(parts), v.verdict, v1.verdict if v1 else "not measured", head, parts)
 
 
-def claim4(r: Results) -> Claim:
-    v = claim4_rule(r.get("spectrum_summary"))
+def sentence_4(r: Results, rule: Rule) -> Claim:
+    v = rule(r.get("spectrum_summary"))
     if not v.evidence:
-        return _untestable(4, v)
+        return _untestable(v)
     parts = [
         f"{e['model']}: {int(e['n_broadly_linear'])} broadly linear, {int(e['n_outlier_concentrated'])} "
         f"outlier-concentrated (blocks {listed(e['outlier_blocks'])}), {int(e['n_first_token_concentrated'])} "
@@ -353,13 +362,13 @@ def claim4(r: Results) -> Claim:
         "blocks broadly linear / outlier-concentrated",
         [f"{e['model']} {int(e['n_broadly_linear'])} / {int(e['n_outlier_concentrated'])}" for e in v.evidence],
     )
-    return Claim(4, "; ".join(parts), v.verdict, v.without_first, head, parts)
+    return Claim(rule.id, "; ".join(parts), v.verdict, v.without_first, head, parts)
 
 
-def claim5(r: Results) -> Claim:
-    v = claim5_rule(r.get("corpora_verdict"))
+def sentence_5(r: Results, rule: Rule) -> Claim:
+    v = rule(r.get("corpora_verdict"))
     if not v.evidence:
-        return _untestable(5, v)
+        return _untestable(v)
     parts = []
     for e in v.evidence:
         text = (
@@ -393,13 +402,13 @@ def claim5(r: Results) -> Claim:
             for e in v.evidence
         ],
     )
-    return Claim(5, "; ".join(parts), v.verdict, v.without_first, head, parts)
+    return Claim(rule.id, "; ".join(parts), v.verdict, v.without_first, head, parts)
 
 
-def claim6a(r: Results) -> Claim:
-    v = claim6a_rule(r.get("swap"), r.get("swap_predictor_values"))
+def sentence_6a(r: Results, rule: Rule) -> Claim:
+    v = rule(r.get("swap"), r.get("swap_predictor_values"))
     if not v.evidence:
-        return _untestable("6a", v)
+        return _untestable(v)
     parts = [
         f"{e['model']}: affine map {e['ffn_over_linear']:.1f}× fewer parameters than the FFN; "
         f"block {e['chosen_block']} (lowest screening ΔPPL, {e['chosen_screening_delta_ppl']:+.2f}) "
@@ -416,13 +425,13 @@ def claim6a(r: Results) -> Claim:
             for e in v.evidence
         ],
     )
-    return Claim("6a", "; ".join(parts), v.verdict, "", head, parts)
+    return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
 
 
-def claim6b(r: Results) -> Claim:
-    v = claim6b_rule(r.get("swap_predictors"))
+def sentence_6b(r: Results, rule: Rule) -> Claim:
+    v = rule(r.get("swap_predictors"))
     if not v.evidence:
-        return _with_zoo(_untestable("6b", v), r)
+        return _with_zoo(_untestable(v), r)
     parts = []
     for e in v.evidence:
         best = (
@@ -456,13 +465,13 @@ def claim6b(r: Results) -> Claim:
         [f"{e['model']} {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}]" for e in v.evidence],
     )
     details = parts + ([v.reason] if v.verdict == NOT_TESTABLE else [])
-    return Claim("6b", text, v.verdict, v.without_first, head, details)
+    return Claim(rule.id, text, v.verdict, v.without_first, head, details)
 
 
-def claim7a(r: Results) -> Claim:
-    v = claim7a_rule(r.get("pitfall_summary"))
+def sentence_7a(r: Results, rule: Rule) -> Claim:
+    v = rule(r.get("pitfall_summary"))
     if not v.evidence:
-        return _untestable("7a", v)
+        return _untestable(v)
     parts = [
         f"{e['model']}: at {int(e['budget_steps'])} steps (5 epochs), the better of Adam and SGD is "
         f"> {CLAIM7_SHORTFALL} short on {int(e['n_short'])} of {int(e['n_blocks'])} blocks (median "
@@ -473,13 +482,13 @@ def claim7a(r: Results) -> Claim:
         f"blocks > {CLAIM7_SHORTFALL} short, median shortfall",
         [f"{e['model']} {int(e['n_short'])} of {int(e['n_blocks'])}, {fmt(e['shortfall_median'])}" for e in v.evidence],
     )
-    return Claim("7a", "; ".join(parts), v.verdict, "", head, parts)
+    return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
 
 
-def claim7b(r: Results) -> Claim:
-    v = claim7b_rule(r.get("pitfall_summary"))
+def sentence_7b(r: Results, rule: Rule) -> Claim:
+    v = rule(r.get("pitfall_summary"))
     if not v.evidence or all(e.get("mechanism") is None for e in v.evidence):
-        return _untestable("7b", v)
+        return _untestable(v)
 
     def steps(v: float, cap: float) -> str:
         return f"not within {cap:.0f}" if not np.isfinite(v) else f"{v:.0f}"
@@ -503,27 +512,4 @@ def claim7b(r: Results) -> Claim:
          if e.get("mechanism") is not None],
     )  # fmt: skip
     details = parts + ([v.reason] if v.verdict == NOT_TESTABLE else [])
-    return Claim("7b", "; ".join(parts), v.verdict, "", head, details)
-
-
-CLAIM_BUILDERS = [claim1, claim2a, claim2b, claim3, claim4, claim5, claim6a, claim6b, claim7a, claim7b]
-
-
-def build(r: Results) -> list[Claim]:
-    """Every claim, in order; a claim left untestable because its notebook's tables were written by an older linrec
-    says so (and which notebook to rerun) instead of "not run"."""
-    out = []
-    for f in CLAIM_BUILDERS:
-        c = f(r)
-        stale = sorted({nb for nb in r.stale.values() if f"notebook {nb} not run" in c.ours})
-        for nb in stale:
-            why = (f"notebook {nb}'s tables in this folder were written by an older linrec "
-                   f"({', '.join(t for t, n in r.stale.items() if n == nb)}); rerun notebook {nb}")  # fmt: skip
-            c.ours, c.headline = (x.replace(f"notebook {nb} not run", why) for x in (c.ours, c.headline))
-            c.details = [d.replace(f"notebook {nb} not run", why) for d in c.details]
-        out.append(c)
-    return out
-
-
-def claims(results_dir: str | Path) -> list[Claim]:
-    return build(Results(results_dir))
+    return Claim(rule.id, "; ".join(parts), v.verdict, "", head, details)

@@ -27,13 +27,15 @@ from pathlib import Path
 import pandas as pd
 
 from linrec.base.errors import LinrecError, StaleTableError
-from linrec.claims.learned import claim2a, claim2b, decomposition_intervals, null_blocks
+from linrec.claims.learned import decomposition_intervals, null_blocks
 from linrec.claims.probe import pitfall_summary, probe_summary
 from linrec.claims.registry import TABLES
 from linrec.claims.routing import anchor_table, routing_summary
 from linrec.claims.swap import swap_predictors
 from linrec.claims.tables import ROW_KEYS, load_table, load_timings, save_table, table_path
+from linrec.outputs.catalog import rule
 from linrec.outputs.findings import controls_findings
+from linrec.stats import N_BOOT
 
 
 def _read_all(results_dir: Path, name: str) -> pd.DataFrame | None:
@@ -50,7 +52,7 @@ def _read_all(results_dir: Path, name: str) -> pd.DataFrame | None:
     return df.merge(timings[keys + extra], on=keys, how="left", validate="one_to_one")
 
 
-def refresh(results_dir: str | Path, n_boot: int = 2000, seed: int = 0) -> list[str]:
+def refresh(results_dir: str | Path, n_boot: int = N_BOOT, seed: int = 0) -> list[str]:
     """Rewrite the summary tables of `results_dir` that can be rebuilt from its per-block tables; returns their
     names. A summary whose inputs are missing is left as it is."""
     d = Path(results_dir)
@@ -103,8 +105,8 @@ def refresh(results_dir: str | Path, n_boot: int = 2000, seed: int = 0) -> list[
         init_summary, learned = _read_all(d, "controls_random_init_summary"), _read_all(d, "controls_learned")
         if init_summary is not None and learned is not None and table_path("controls_verdict", d).exists():
             lines = controls_findings(init_summary, _read_all(d, "controls_inputs_summary"),
-                                      _read_all(d, "controls_cross_feed_summary"), claim2a(learned),
-                                      claim2b(decomposed))  # fmt: skip
+                                      _read_all(d, "controls_cross_feed_summary"), rule("2a")(learned),
+                                      rule("2b")(decomposed))  # fmt: skip
             save_table(pd.DataFrame({"finding": lines}), "controls_verdict", d)
             done.append("controls_verdict")
     done += refresh_corpora(d) + refresh_training(d)

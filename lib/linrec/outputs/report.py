@@ -2,7 +2,8 @@
 
 `build_report(results_dir, figures_dir, out)` reads the results tables the numbered notebooks
 write, through the registry (`linrec.claims.tables`; never the notebooks themselves), so every number
-in the text traces to a results file. The claims in words come from `linrec.outputs.claim_text`; this module
+in the text traces to a results file. The claims come from the catalog (`linrec.outputs.catalog`: each claim's
+rule, the paper's words, our sentence from `linrec.outputs.claim_text`, its figures and caveat); this module
 lays out the document around them (claim table, robustness, setup, figures, per-block table, limitations) and the
 README's results block; which figures it shows, and where each is found, is `linrec.outputs.report_figures`.
 Notebook 09 and `linrec report` call it.
@@ -16,14 +17,15 @@ from pathlib import Path
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.claims.rules import CHANGE, RULES, VERDICTS
+from linrec.base.files import find_project_root
+from linrec.claims.rules import VERDICTS
 from linrec.claims.tables import labelled
-from linrec.outputs.claim_text import build
+from linrec.outputs import catalog
+from linrec.outputs.claim_text import Claim
 from linrec.outputs.methods import methods_lines
-from linrec.outputs.paper_claims import CLAIMS, Claim
 from linrec.outputs.plots import figures_at_drawn_size
-from linrec.outputs.report_figures import CLAIM_FIGURES, OTHER_PROFILE, figure_lines, relative, stale_run
-from linrec.outputs.results import Results, fmt, listed, replicated
+from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative, stale_run
+from linrec.outputs.results import Results, fmt, listed, replicated, table_in
 from linrec.outputs.routing_text import routing_section
 
 
@@ -83,7 +85,7 @@ ONE_SAMPLE = (
 def _fresh_text(r: Results) -> dict:
     """The claim table's fresh-text column per claim: claims 1 and 4 from the replication on disjoint samples of text
     (this profile's, else `results/full/`'s), every other claim on the one sample it was measured on."""
-    out = {c: "one sample" for c in CLAIMS}
+    out = {entry.id: "one sample" for entry in catalog.CATALOG}
     for claim, name in ((1, "r2_replicates_summary"), (4, "spectrum_replicates_summary")):
         rep, where = replicated(r, name)
         if rep is not None:
@@ -115,29 +117,6 @@ def _claim_table(cl: list[Claim], fresh: dict) -> list[str]:
     return rows
 
 
-# what result would change each verdict (the rule's nearest threshold, in words), and what to keep in mind
-
-
-CAVEATS = {
-    1: "the models are quantised offline releases, not the paper's GPT-2 / Pythia-160m / llama-160m; R²_lin is "
-    "biased low at 16k train rows (notebook 02's learning curve)",
-    "2a": "the paper's comparison (GPT-2 vs Pythia-160m) needs the hub (`params/paper.yaml`); here the untrained "
-    "reference is each model's own random-init twin or FFNs. The seeds experiment's decoders (`params/training.yaml`: "
-    "4 blocks, d = 128, a few tokens per parameter on the offline wiki text) are far smaller and shorter-trained than "
-    "the paper's models: what it shows is how a profile forms at that scale; the zoo's (`params/zoo.yaml`: the "
-    "paper's three layouts at 8 blocks, d = 128, under one token per parameter) likewise",
-    "2b": "the cross matrix scores FFN i on block j's inputs with the block's norm gain folded in",
-    3: "30 and 18 blocks give low power: |r| below about 0.5 cannot be detected",
-    4: "SmolLM2 runs without a BOS token, so some of its high-R²_lin blocks sit on the first position",
-    5: "the three corpora are small offline samples (wiki, web, code)",
-    "6a": "ΔPPL on held-out windows of the same corpus, at the profile's window length",
-    "6b": "a correlation over 30 or 18 blocks, neighbours dependent: the interval uses their effective number",
-    "7a": "the budget is 5 epochs of the probe rows; tuned optimisers reach the ceiling given more steps (7b)",
-    "7b": "the mechanism blocks are the best- and worst-conditioned, on the probe rows; the ceiling, a ridge fit tuned "
-    "on the validation slice, may be beaten by a tuned fit by 0.005 (a stated slack, not an interval)",
-}
-
-
 def _sentence(text: str) -> str:
     """`text` as a sentence: first letter upper case (the rest as written), one full stop."""
     return text[:1].upper() + text[1:].rstrip(".") + "."
@@ -146,14 +125,15 @@ def _sentence(text: str) -> str:
 def _claim_sections(cl: list[Claim], figures_dir, out: Path) -> list[str]:
     lines = []
     for c in cl:
+        entry = catalog.row(c.number)  # the catalog's row: the rule's words, the figures, the caveat
         lines += [f'<a id="{c.anchor}"></a>', "", f"### Claim {c.number}: {c.title}", ""]
         lines += [f"**Verdict: {c.verdict}.** The paper: {c.paper}.", ""]
-        lines += [f"**Rule.** {_sentence(RULES[c.number])}", ""]
+        lines += [f"**Rule.** {_sentence(entry.rule.words)}", ""]
         lines += ["**Evidence.**", ""] + [f"- {d}" for d in c.details] + [""]
-        for stem in CLAIM_FIGURES[c.number]:
+        for stem in entry.figures:
             lines += figure_lines(stem, figures_dir, out)
-        lines += [f"**What would change it.** {_sentence(CHANGE[c.number])}", ""]
-        lines += [f"**Caveats.** {_sentence(CAVEATS[c.number])}", ""]
+        lines += [f"**What would change it.** {_sentence(entry.rule.change)}", ""]
+        lines += [f"**Caveats.** {_sentence(entry.caveat)}", ""]
     return lines
 
 
@@ -246,7 +226,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     params = params or {}
     r = Results(results_dir)
     out = Path(out)
-    cl = build(r)
+    cl = catalog.build(r)
     text = [
         "# How linear is a transformer feed-forward block? — a reproduction",
         "",
@@ -319,7 +299,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "paper's "
         "GPT-2 / Pythia-160m / llama-160m; the paper's exact comparison runs with `params/paper.yaml` where the hub "
         "is reachable.",
-        _bias_limitation(r.get("r2_curve_overview"), out),
+        _bias_limitation(r, out),
         "- ΔPPL is measured on the held-out windows of the same corpus, at seq_len tokens per window.",
         "- R²_lin weights rows by their output variance, so a model run without a BOS token can owe a block's R²_lin "
         "to the first "
@@ -347,28 +327,35 @@ def per_block_table(r2: pd.DataFrame, swap: pd.DataFrame | None) -> pd.DataFrame
     return t.merge(wide, on=["model", "block"], how="left")
 
 
-def _bias_limitation(overview, out: Path) -> str:
+def _bias_limitation(r: Results, out: Path) -> str:
     """The finite-sample bias of held-out R²_lin: measured by notebook 02's learning curve where it ran; elsewhere
-    where the curve profile's last run is (`OTHER_PROFILE`), or that it is too old to use."""
+    measured by the curve profile's last run (`OTHER_PROFILE`) and quoted with where it came from, or, where that run
+    is too old to use or absent, where it would be."""
     text = (
         "- Held-out R² from a finite train split is biased low by about (1 − R²)·p/(n − p − 1) for n train rows and "
         "p = d_in + 1 parameters per output; the per-block window intervals hold the fitted map fixed, so they do "
         "not include refitting uncertainty."
     )
+    overview, source = r.get("r2_curve_overview"), ""
     if overview is None:
         params, folder = OTHER_PROFILE["fig2c_learning_curves"]
         stale = stale_run(params, folder, "02", out)
-        where = stale if stale is not None else f"its last run is in `{folder}/`"
-        return (
-            f"{text} Notebook 02's learning curve measures both. This profile skips it and `{params}` runs it; {where}."
-        )
+        root = find_project_root(out.parent)
+        overview = table_in(root / folder, "r2_curve_overview") if stale is None and root is not None else None
+        if overview is None:
+            where = stale if stale is not None else f"its last run is in `{folder}/`"
+            return (
+                f"{text} Notebook 02's learning curve measures both. This profile skips it and `{params}` runs it; "
+                f"{where}."
+            )
+        source = f" (its last run under `{params}`, in `{folder}/`)"
     measured = "; ".join(
         f"{row['model']} {fmt(row['gain_inf_median'])} (median over blocks, up to {fmt(row['gain_inf_max'])})"
         for row in overview.to_dict("records")
     )
     return (
-        text + f" Measured by notebook 02's learning curve, the default train size sits below the large-n estimate "
-        f"by {measured}; the curve's intervals resample split seeds as well as windows."
+        text + f" Measured by notebook 02's learning curve{source}, the default train size sits below the large-n "
+        f"estimate by {measured}; the curve's intervals resample split seeds as well as windows."
     )
 
 
@@ -404,7 +391,7 @@ README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
 def readme_section(results_dir: str | Path, report: str | Path = "paper/report.md") -> str:
     """The README's results block: one row per claim with our number and verdict (from `claims`)."""
     r = Results(results_dir)
-    cl = build(r)
+    cl = catalog.build(r)
     rows = [row.replace("](#", f"]({report}#") for row in _claim_table(cl, _fresh_text(r))[2:]]
     note = (
         f"Written by notebook 09 from `{Path(results_dir).name}/`; each claim's number links to its section of "

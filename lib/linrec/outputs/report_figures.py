@@ -1,7 +1,8 @@
-"""The report's figures: each figure's caption and the notebook that draws it (`FIGURES`), the figures of each claim
-(`CLAIM_FIGURES`), and the Markdown that shows one (`figure_lines`): from this profile's figures folder, else from
-the last run of the profile that draws it (`OTHER_PROFILE`), or a line saying why it is not shown; a run that an older
-linrec wrote is named, not shown (`stale_tables`). `linrec.outputs.report` places them in the document.
+"""The report's figures: each figure's caption and the notebook that draws it (`FIGURES`; which figures each claim
+shows is its row in `linrec.outputs.catalog`), and the Markdown that shows one (`figure_lines`): from this profile's
+figures folder, else from the last run of the profile that draws it (`OTHER_PROFILE`), or a line saying why it is not
+shown; a run that an older linrec wrote is named, not shown (`stale_tables`). `linrec.outputs.report` places them in
+the document.
 """
 
 from __future__ import annotations
@@ -133,21 +134,6 @@ FIGURES = [
         "j and its decomposition into the weights' and the inputs' shares.",
     ),
 ]
-
-
-# figures by claim (stems of FIGURES); a figure another profile draws is named with that profile, never "missing"
-CLAIM_FIGURES = {
-    1: ["fig2_r2_lin", "fig2c_learning_curves"],
-    "2a": ["fig7_controls", "fig8_training", "fig8b_zoo"],
-    "2b": ["fig7b_inputs_or_weights"],
-    3: ["fig3_bilinear_gain"],
-    4: ["fig4_rank_outliers", "fig4b_block_anatomy"],
-    5: ["fig5_corpora"],
-    "6a": ["fig2_swap", "fig6_swap"],
-    "6b": [],
-    "7a": ["fig3b_trained_pitfall"],
-    "7b": ["fig3c_pitfall_mechanism"],
-}
 
 
 # a figure another profile draws: (its profile, its results folder); shown from there, the profile named

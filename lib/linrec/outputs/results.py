@@ -62,9 +62,15 @@ def other_profile(r: Results, name: str, profile: str) -> pd.DataFrame | None:
     other = r.dir.parent / profile
     if not other.is_dir() or other.resolve() == r.dir.resolve():
         return None
+    return table_in(other, name)
+
+
+def table_in(folder: Path, name: str) -> pd.DataFrame | None:
+    """Table `name` of results folder `folder`; None where it is absent, empty, or older than its registered columns
+    (another profile's run that predates them is not quoted)."""
     try:
-        table = load_table(name, other)
-    except StaleTableError:  # the other profile's run predates this table's columns: not quoted
+        table = load_table(name, folder)
+    except StaleTableError:
         return None
     return table if table is not None and not table.empty else None
 

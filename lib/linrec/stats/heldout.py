@@ -41,6 +41,7 @@ import torch
 
 from linrec.base.errors import LinrecError
 from linrec.base.threads import one_thread
+from linrec.stats import N_BOOT
 from linrec.stats.ceiling import fit_affine
 from linrec.stats.moments import Moments
 
@@ -125,7 +126,9 @@ def r2_interval(heldout_block: HeldOut, level: float = 0.95) -> tuple[float, flo
     return float(lo), float(hi)
 
 
-def bootstrap_r2(heldout_block: HeldOut, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+def bootstrap_r2(
+    heldout_block: HeldOut, n_boot: int = N_BOOT, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """(lo, hi): percentile bootstrap interval of the held-out R² of one block, resampling windows. The interval the
     tables carried before issue 45; kept to measure beside `r2_interval` (it under-covers on 32 windows)."""
     h = heldout_block

@@ -1,0 +1,130 @@
+"""The catalog of the paper's claims (`linrec.outputs.catalog`): one row per claim, whose parts agree with each other,
+and rule words that follow the thresholds the verdict reads (issue 45, item 6; issue 47, item 1)."""
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from linrec.base.errors import LinrecError
+from linrec.claims import probe, swap
+from linrec.claims.rules import NOT_REPRODUCED, REPRODUCED, Rule
+from linrec.outputs.catalog import CATALOG, claims, row, rule
+from linrec.outputs.report import render
+from linrec.outputs.report_figures import FIGURES
+
+DEFAULT = Path(__file__).resolve().parents[1] / "results" / "default"
+
+
+def test_the_catalog_holds_each_claim_once():
+    ids = [str(entry.id) for entry in CATALOG]
+    assert len(ids) == len(set(ids)), ids
+    assert all(isinstance(entry.rule, Rule) for entry in CATALOG)
+    assert row("6a").id == "6a" and row(3) is row("3") and rule("7b") is row("7b").rule
+    with pytest.raises(LinrecError, match="no claim '6c'"):
+        row("6c")
+
+
+def test_each_row_pairs_the_rule_sentence_and_figures_of_one_claim():
+    """A row holds claim n's verdict, sentence and `RULE_n` (named so in the verdict's own module), figures the
+    report knows, a title, the paper's words and a caveat. A row that paired claim 3's rule with claim 7a's
+    sentence, or named a figure no notebook draws, fails here."""
+    stems = {stem for stem, _, _ in FIGURES}
+    for entry in CATALOG:
+        n = str(entry.id)
+        assert entry.rule.verdict.__name__ == f"verdict_{n}", n
+        assert entry.sentence.__name__ == f"sentence_{n}", n
+        assert getattr(sys.modules[entry.rule.verdict.__module__], f"RULE_{n.upper()}") is entry.rule, n
+        assert set(entry.figures) <= stems, (n, set(entry.figures) - stems)
+        assert entry.title and entry.paper and entry.caveat, n
+        assert entry.rule.thresholds and all(isinstance(v, (int, float)) for v in vars(entry.rule.values()).values())
+        v = entry.rule(*[None] * entry.rule.verdict.__code__.co_argcount)  # no tables: "not run", under its own id
+        assert v.claim == entry.id, n
+
+
+def test_the_claims_in_words_come_in_the_catalogs_order_with_its_words():
+    out = claims(DEFAULT)
+    assert [c.number for c in out] == [entry.id for entry in CATALOG]
+    assert [(c.title, c.paper) for c in out] == [(entry.title, entry.paper) for entry in CATALOG]
+
+
+def _planted(value):
+    """A value no threshold has, of the threshold's kind (a count stays a whole number)."""
+    return value + 5 if isinstance(value, int) else round(value * 1.37 + 0.0123, 4)
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: f"claim {e.id}")
+def test_every_named_threshold_moves_the_rules_words(entry, monkeypatch):
+    """Plant each threshold a rule names, in the module its verdict function reads it from: the rule's words or its
+    "what would change it" must move. A number typed into the words beside the threshold (say '+1 perplexity'
+    instead of the budget) leaves them as they were and fails here."""
+    module = sys.modules[entry.rule.verdict.__module__]
+    before = (entry.rule.words, entry.rule.change)
+    for name in entry.rule.thresholds:
+        with monkeypatch.context() as m:
+            m.setattr(module, name, _planted(getattr(module, name)))
+            assert (entry.rule.words, entry.rule.change) != before, f"claim {entry.id}: {name} is not in its words"
+        assert (entry.rule.words, entry.rule.change) == before  # restored
+
+
+def _written(value) -> set[str]:
+    """The ways the rules write a threshold: as it is, with :g, two decimals, or as a percentage."""
+    out = {str(value), f"{value:g}"}
+    if isinstance(value, float):
+        out |= {f"{value:.2f}"} | ({f"{value:.0%}", f"{value * 100:g} %", f"{1 - value:.0%}"} if value < 1 else set())
+    return out
+
+
+# a number in a rule's words that equals a threshold's but is not it, by claim: claim 3's "two one-sided tests at
+# 5 %" is the level of its 90 % interval, not the 0.05 of CLAIM3_MAX_GAIN
+NOT_A_THRESHOLD = {"3": {"5 %"}}
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: f"claim {e.id}")
+def test_no_threshold_is_typed_beside_its_name(entry, monkeypatch):
+    """With every threshold a rule names planted at once, none of their former values may still stand in its words:
+    a threshold typed at one place and read at another (claim 4's R²_lin ≥ 0.6 typed in the rule, read in the
+    change) fails here, which the test above cannot see."""
+    module = sys.modules[entry.rule.verdict.__module__]
+    before = {name: getattr(module, name) for name in entry.rule.thresholds}
+    for i, name in enumerate(entry.rule.thresholds):
+        monkeypatch.setattr(module, name, before[name] + 5 if isinstance(before[name], int) else 0.4321 + i * 1e-4)
+    text = f"{entry.rule.words} || {entry.rule.change}"
+    typed = {
+        (name, s)
+        for name, value in before.items()
+        for s in _written(value) - NOT_A_THRESHOLD.get(str(entry.id), set())
+        if re.search(rf"(?<![\d.]){re.escape(s)}(?!\d)", text)
+    }
+    assert not typed, f"claim {entry.id}: {sorted(typed)} typed in its words"
+
+
+def test_a_planted_threshold_changes_the_decision_and_both_texts_together(monkeypatch):
+    """Claim 7a's share and claim 6a's budget planted where their verdicts read them: the verdict on the same table
+    flips and the rule and its "what would change it" state the planted number."""
+    table = pd.DataFrame([{"model": "m", "n_blocks": 10, "n_short": 3, "share_short": 0.3}])  # 30 % of blocks short
+    assert rule("7a")(table).verdict == REPRODUCED and "at least 25% of all blocks" in rule("7a").words
+    monkeypatch.setattr(probe, "CLAIM7_SHARE", 0.5)
+    assert rule("7a")(table).verdict == NOT_REPRODUCED
+    assert "at least 50% of all blocks" in rule("7a").words and "more than 50% of the" in rule("7a").change
+
+    monkeypatch.setattr(swap, "CLAIM6_BUDGET", 2.5)
+    words, change = rule("6a").words, rule("6a").change
+    assert "ΔPPL ≤ +2.5" in words and "within +2.5 perplexity" in change and "+1" not in words + change
+    monkeypatch.setattr(probe, "EQUIVALENCE_MARGIN", 0.2)  # claim 3's margin, as its verdict passes it on
+    assert "±0.2" in rule(3).words and "±0.2" in rule(3).change and "±0.3" not in rule(3).words + rule(3).change
+    assert np.isclose(swap.EQUIVALENCE_MARGIN, 0.3) and "±0.3" in rule("6b").words  # 6b's margin is its own
+
+
+def test_the_report_prints_the_rules_words_as_the_threshold_stands(tmp_path, monkeypatch):
+    """The report's rule and "what would change it" for claim 6a, rendered from the committed default results with
+    the budget planted at 2.5: both say +2.5, where the committed report says +1."""
+    monkeypatch.setattr(swap, "CLAIM6_BUDGET", 2.5)
+    text = render(DEFAULT, tmp_path / "figures", tmp_path / "report.md")
+    section = text.split("### Claim 6a:")[1].split("### Claim 6b:")[0]
+    rule_line = next(ln for ln in section.splitlines() if ln.startswith("**Rule.**"))
+    change_line = next(ln for ln in section.splitlines() if ln.startswith("**What would change it.**"))
+    assert "ΔPPL ≤ +2.5" in rule_line and "+2.5 perplexity" in change_line
