@@ -81,11 +81,12 @@
 # of all outputs would give it. Adam's `adam_reach` (the 99th percentile of the closed-form
 # parameters' size in units of lr × steps, its bounded travel) is reported beside them.
 #
-# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
-# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
-# reads the captures `make figures` cached instead of recomputing them, and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
-# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
+# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
+# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
+# touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
+# can be set there, as `linrec figures -p NAME VALUE` does).
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

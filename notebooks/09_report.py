@@ -20,11 +20,11 @@
 # read cover the truth, by simulation at this run's own number of blocks and their dependence through depth
 # (`linrec.outputs.refresh.coverage`, table `calibration`, about 10 s): the report's methods section.
 #
-# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
-# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
-# reads the tables the other notebooks wrote to `results/default/` and rewrites
-# `paper/report.md` and the README's results block, as `make figures` does. To experiment
-# without touching those, set `report_path` to a scratch file and `readme` to None.
+# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
+# loads it (every parameter: `lib/linrec/app/profile.py`), so Run All in Jupyter is the default run: it reads the
+# tables the other notebooks wrote to `results/default/` and rewrites `paper/report.md` and the README's results
+# block, as `make figures` does. To experiment without touching those, set
+# `overrides = {"report_path": "scratch/report.md", "readme": None}`.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

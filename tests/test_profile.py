@@ -102,7 +102,7 @@ def test_an_unknown_key_is_one_line_naming_it(tmp_path, where):
 @pytest.mark.parametrize(
     "name, value, words",
     [
-        ("n_boot", "lots", "n_boot must be a whole number (linrec.app.profile declares n_boot: int = 2000), got 'lots'"),
+        ("n_boot", "lots", "n_boot must be a whole number (linrec.app.profile declares n_boot: int = 2000), got 'lots"),
         ("probe_rows", 1.5, "probe_rows must be a whole number or null"),
         ("probe_without_first", 1, "probe_without_first must be true or false"),
         ("route_corpora", ["web", 3], "route_corpora must be a list of strings"),
@@ -153,9 +153,8 @@ def test_an_override_reaches_each_notebooks_bound_value_as_the_runner_injects_it
         assert ns["seed"] == 7 and ns["results_dir"] == str(tmp_path), nb.name
         if "models" in ns:
             assert ns["models"] == smoke.models == ["first:6:smollm2-135m"]
-    assert bound(ROOT / "notebooks" / "03_bilinear_probe.py", {**given, "overrides": {"probe_rows": 100}})[
-        "probe_rows"
-    ] == 100
+    probe = bound(ROOT / "notebooks" / "03_bilinear_probe.py", {**given, "overrides": {"probe_rows": 100}})
+    assert probe["probe_rows"] == 100 and probe["seed"] == smoke.seed  # one override, the rest the profile's
 
 
 def test_notebook_08_takes_its_own_n_boot_unless_the_profile_sets_one():
