@@ -139,14 +139,14 @@ SECTIONS = {"run": Run, "outputs": Outputs, "ceiling": Ceiling, "probe": Probe, 
             "train": Train}  # fmt: skip
 SCHEMA = {f.name: (name, f) for name, cls in SECTIONS.items() for f in fields(cls)}  # parameter: (section, field)
 TYPES = {name: hint for cls in SECTIONS.values() for name, hint in typing.get_type_hints(cls).items()}
-RUNNER_KEYS = ("results_dir", "notebooks")  # read by the runner (notebooks bind results_dir too)
 NOTEBOOKS = ("01", "02", "03", "04", "05", "06", "07", "08", "09")
 
 
 @dataclass(frozen=True)
 class Profile:
     """A loaded profile: each section's values, `name` (its file's stem) and `given` (the keys its file and the
-    overrides set). `p.models` reads any parameter; `p.notebook("08")` is what notebook 08 binds."""
+    overrides set, and the output paths). `p.models` reads any parameter; `p.notebook("08")` is what notebook 08
+    binds."""
 
     name: str
     run: Run
