@@ -64,7 +64,9 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(HERE))
     from capture import wait_quiet, write_csv
 
-    profile = yaml.safe_load((ROOT / args.params).read_text())
+    from linrec.app.profile import load_profile
+
+    profile = load_profile(ROOT / args.params, root=ROOT).values()  # every value, the file's over the defaults
     with tempfile.TemporaryDirectory(prefix="linrec-neighbour-") as tmp:
         out = Path(tmp)
         profile.update(results_dir=str(out / "results"), figures_dir=str(out / "figures"))

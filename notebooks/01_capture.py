@@ -24,21 +24,23 @@
 # batch by batch (Chan's update). Memory is O(d²) per block whatever the token count. A bounded,
 # seeded sample of raw rows is kept on disk for the probes of later notebooks.
 #
-# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
-# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
-# reads the captures `make figures` cached instead of recomputing them, and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
-# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
+# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
+# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
+# touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
+# can be set there, as `linrec figures -p NAME VALUE` does).
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
-capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
-seed = 0  # split and row-sample seed
-batch_size = 8  # windows per forward pass
-device = "cpu"  # or "cuda"
-results_dir = "results/default"  # capture.csv, relative to the project root
-figures_dir = "figures"  # fig1_method.png / .pdf
+profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
+overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+
+# %%
+from linrec.app.profile import load_profile
+
+p = load_profile(profile_file, overrides).notebook("01")  # every parameter: linrec.app.profile
+models, corpus, capture, seed, batch_size, device = p.models, p.corpus, p.capture, p.seed, p.batch_size, p.device
+results_dir, figures_dir = p.results_dir, p.figures_dir
 
 # %% [markdown]
 # ## Figure 1: the measurement

@@ -30,26 +30,24 @@
 # inverts by eigendecomposition in float64, dropping only directions below d·ε·λ_max. We report
 # κ of the raw Gram matrix and of the rescaled one the solver actually sees.
 #
-# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
-# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
-# reads the captures `make figures` cached instead of recomputing them, and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
-# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
+# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
+# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
+# touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
+# can be set there, as `linrec figures -p NAME VALUE` does).
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
-capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
-seed = 0  # split and row-sample seed
-batch_size = 8
-device = "cpu"
-curve_train_tokens = []  # learning curve's train sizes ([]: skip it); params/curve.yaml: 5_120 … 204_800
-curve_test_tokens = 20_480  # held-out tokens per split seed
-curve_seeds = 3  # split seeds 0 … curve_seeds − 1
-profile = "capture"  # the profile of claim 1 and Figure 2: "capture" (above) or "curve" (its largest train size)
-replicate_samples = []  # disjoint stretches of the corpus to replicate on ([]: skip); params/full.yaml: [1, 2]
-results_dir = "results/default"  # tables (CSV), relative to the project root
-figures_dir = "figures"  # fig2_r2_lin.png / .pdf, fig2c_learning_curves.png / .pdf
+profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
+overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+
+# %%
+from linrec.app.profile import load_profile
+
+p = load_profile(profile_file, overrides).notebook("02")  # every parameter: linrec.app.profile
+models, corpus, capture, seed, batch_size, device = p.models, p.corpus, p.capture, p.seed, p.batch_size, p.device
+curve_train_tokens, curve_test_tokens, curve_seeds = p.curve_train_tokens, p.curve_test_tokens, p.curve_seeds
+profile, replicate_samples, results_dir, figures_dir = p.profile, p.replicate_samples, p.results_dir, p.figures_dir
 
 # %%
 import pandas as pd
@@ -64,7 +62,7 @@ from linrec.analyses.large_n import (
     with_profile,
 )
 from linrec.analyses.recoverability import ceiling_table, profile_replicates
-from linrec.app.params import measured_elsewhere
+from linrec.app.profile import measured_elsewhere
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.claims.profile import move_tests, profile_summary, replication_summary

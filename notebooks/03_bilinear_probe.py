@@ -81,31 +81,26 @@
 # of all outputs would give it. Adam's `adam_reach` (the 99th percentile of the closed-form
 # parameters' size in units of lr × steps, its bounded travel) is reported beside them.
 #
-# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
-# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
-# reads the captures `make figures` cached instead of recomputing them, and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
-# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
+# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
+# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
+# touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
+# can be set there, as `linrec figures -p NAME VALUE` does).
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
-capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
-seed = 0  # split, row sample, probe and baseline seeds
-probe_rows = 8192  # train rows per block for the probes and trained baselines (None: every stored train row)
-batch_size = 8
-device = "cpu"
-rank = 16  # the paper's probe rank
-probe_ranks = [16, 64, 256]  # the rank sweep, on three blocks per model
-mechanism_k = 1  # claim 7b's budget curve: this many best- and worst-conditioned blocks per model (train κ)
-budget_max_steps = 10_000  # the budget curve's longest budget (from 100 steps, four budgets per decade)
-pitfall_outputs = 32  # output features the budget curve and the dose–response train (drawn by seed)
-dose_kappas = [1e2, 1e4, 1e6, 1e8]  # the constructed condition numbers
-dose_steps = 1_000  # the dose's longest budget (from 10 steps, four budgets per decade)
-n_boot = 2000  # bootstrap resamples for the correlation intervals
-probe_without_first = True  # claim 3 again on the rows at positions ≥ 1 (the probe and the map refitted there)
-results_dir = "results/default"
-figures_dir = "figures"
+profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
+overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+
+# %%
+from linrec.app.profile import load_profile
+
+p = load_profile(profile_file, overrides).notebook("03")  # every parameter: linrec.app.profile
+models, corpus, capture, seed, probe_rows = p.models, p.corpus, p.capture, p.seed, p.probe_rows
+batch_size, device, rank, probe_ranks, mechanism_k = p.batch_size, p.device, p.rank, p.probe_ranks, p.mechanism_k
+budget_max_steps, pitfall_outputs, dose_kappas = p.budget_max_steps, p.pitfall_outputs, p.dose_kappas
+dose_steps, n_boot, probe_without_first, results_dir = p.dose_steps, p.n_boot, p.probe_without_first, p.results_dir
+figures_dir = p.figures_dir
 
 # %%
 import pandas as pd

@@ -70,28 +70,29 @@
 # The summary also counts each regime among the blocks with R²_lin ≥ 0.8, a stricter reading of the
 # paper's "high R²_lin" than the rule's 0.6.
 #
-# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
-# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
-# reads the captures `make figures` cached instead of recomputing them, and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
-# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
+# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
+# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
+# touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
+# can be set there, as `linrec figures -p NAME VALUE` does).
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
-capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
-seed = 0
-replicate_samples = []  # notebook 02's disjoint stretches of text: claim 4 on each ([]: skip); params/full.yaml: [1, 2]
-batch_size = 8
-device = "cpu"
-results_dir = "results/default"
-figures_dir = "figures"
+profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
+overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+
+# %%
+from linrec.app.profile import load_profile
+
+p = load_profile(profile_file, overrides).notebook("04")  # every parameter: linrec.app.profile
+models, corpus, capture, seed, replicate_samples = p.models, p.corpus, p.capture, p.seed, p.replicate_samples
+batch_size, device, results_dir, figures_dir = p.batch_size, p.device, p.results_dir, p.figures_dir
 
 # %%
 import pandas as pd
 
 from linrec.analyses.spectrum import REGIMES, block_anatomy, block_spectrum, spectrum_table, toy_blocks
-from linrec.app.params import measured_elsewhere
+from linrec.app.profile import measured_elsewhere
 from linrec.base.files import project_root
 from linrec.claims.regimes import input_side, regime_replication, regime_story, regime_summary
 from linrec.claims.tables import labelled, load_table, save_table

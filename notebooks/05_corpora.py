@@ -36,22 +36,23 @@
 # The model is loaded once for all corpora (`linrec.measure.capture.get_captures`) and every capture is
 # cached; only the notebook-01 corpus keeps raw rows, the others keep statistics only.
 #
-# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
-# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
-# reads the captures `make figures` cached instead of recomputing them, and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
-# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
+# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
+# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
+# touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
+# can be set there, as `linrec figures -p NAME VALUE` does).
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"  # notebook 01's corpus: its cached capture (with rows) is reused
-corpora = ["wiki", "web", "code"]  # with the hub: ["wikitext-2", "web", "code"]
-capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
-seed = 0
-batch_size = 8
-device = "cpu"
-results_dir = "results/default"
-figures_dir = "figures"
+profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
+overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+
+# %%
+from linrec.app.profile import load_profile
+
+p = load_profile(profile_file, overrides).notebook("05")  # every parameter: linrec.app.profile
+models, corpus, corpora, capture, seed, batch_size = p.models, p.corpus, p.corpora, p.capture, p.seed, p.batch_size
+device, results_dir, figures_dir = p.device, p.results_dir, p.figures_dir
 
 # %%
 import pandas as pd

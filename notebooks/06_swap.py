@@ -51,35 +51,27 @@
 # models) 3·d·d_ff, a GPT-2 FFN 2·d·d_ff + d_ff + d. A rank-r map from reduced-rank regression
 # (the rank-r minimiser of the train error, not a truncation of W) has r·2d + d.
 #
-# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
-# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
-# reads the captures `make figures` cached instead of recomputing them, and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
-# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
+# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
+# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
+# touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
+# can be set there, as `linrec figures -p NAME VALUE` does).
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"
-capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
-seed = 0
-batch_size = 8
-device = "cpu"
-screening_windows = 4  # train windows for every choice: predictors, greedy order and acceptance, curve block
-test_windows = 12  # held-out windows every ΔPPL is reported on (None: all; fewer: faster, wider intervals)
-ranks = [16, 64, 256]  # reduced ranks for the ΔPPL-vs-parameters curve
-budget_ppl = 1.0  # greedy multi-block swap: keep blocks while ΔPPL on the screening windows stays within this
-first_variants = ["ffn", "mean"]  # position-aware variants, beside the plain map ([] to skip)
-variant_min_first_share = 0.5  # ...on blocks whose train first-position share of output variance is ≥ this
-n_boot = 2000  # bootstrap resamples for every interval
-route_blocks = 3  # per-token routing: blocks per model, picked on the screening windows (None: every block; 0: skip)
-route_step = 0.05  # the share grid: 0, 0.05, …, 1 of a block's tokens routed to its map (0: the base, 1: the swap)
-route_corpora = ["web", "code"]  # corpora a token type's need is compared on, against the capture's corpus
-route_split_shares = []  # shares at which the token/context/full gates route for ΔPPL ([]: held-out AUC only)
-heal = {}  # k blocks swapped, then fine-tuned, on `models` (heal_study arguments; {}: skip; params/healing.yaml)
-heal_trained = {}  # the same on notebook 08's small models ({}: skip; params/healing.yaml heals its cached runs)
-save_dir = None  # where the compressed model is kept (None: a temporary directory, deleted after the reload check)
-results_dir = "results/default"
-figures_dir = "figures"
+profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
+overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+
+# %%
+from linrec.app.profile import load_profile
+
+p = load_profile(profile_file, overrides).notebook("06")  # every parameter: linrec.app.profile
+models, corpus, capture, seed, batch_size, device = p.models, p.corpus, p.capture, p.seed, p.batch_size, p.device
+screening_windows, test_windows, ranks, budget_ppl = p.screening_windows, p.test_windows, p.ranks, p.budget_ppl
+first_variants, variant_min_first_share, n_boot = p.first_variants, p.variant_min_first_share, p.n_boot
+route_blocks, route_step, route_corpora = p.route_blocks, p.route_step, p.route_corpora
+route_split_shares, heal, heal_trained, save_dir = p.route_split_shares, p.heal, p.heal_trained, p.save_dir
+results_dir, figures_dir = p.results_dir, p.figures_dir
 
 # %%
 import pandas as pd
@@ -332,10 +324,9 @@ healed = [r.heal for r in runs if r.heal is not None]
 if heal_trained:
     from linrec.analyses.healing import cached_runs
     from linrec.analyses.swap_run import heal_run
-    from linrec.app.params import load_params
     from linrec.inputs.training import profile_configs
 
-    tp = load_params(root / "params" / "training.yaml")
+    tp = load_profile("training").values()  # notebook 08's runs of params/training.yaml
     configs = profile_configs({**tp["training"], "device": device}, tp["train_variants"], tp["train_init_seeds"],
                               tp["train_data_seeds"])  # fmt: skip
     options, names = {k: v for k, v in heal_trained.items() if k != "runs"}, heal_trained.get("runs")

@@ -50,30 +50,25 @@
 # Every R² below is computed by the same code path as R²_lin (float64 statistics, closed form,
 # held-out split of windows); `lib/linrec/analyses/controls.py` documents each control.
 #
-# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
-# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
-# reads the captures `make figures` cached instead of recomputing them, and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To
-# experiment without touching those, set `results_dir` and `figures_dir` to a scratch folder.
+# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
+# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
+# touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
+# can be set there, as `linrec figures -p NAME VALUE` does).
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-corpus = "wiki"
-capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
-seed = 0
-batch_size = 8
-device = "cpu"
-init_seeds = [0, 1]  # random-init twins per model
-control_rows = 4096  # rows per control (None: every stored row, so "own inputs" is exactly R²_lin)
-cross_feeding = False  # section 3 (no verdict rests on it; params/full.yaml runs it)
-cross_pairs = None  # [[A, B], …] equal-width pairs (inputs of A → FFN of B); None: each model with its init twin
-decomposition_rows = 4096  # rows per FFN in section 4, the same for every FFN there (None: every stored row)
-null_draws = 10  # section 4: random-init FFNs and shuffled FFNs per block, each
-cross_band = 2  # the cross matrix pairs FFN i with the inputs of blocks i − 2 … i + 2 (None: every pair)
-n_boot = 2000  # bootstrap resamples for the decomposition's intervals
-encoder_models = ["minilm-l6"]  # plain-GELU encoders measured beside `models`: no LM head, so not in 03–06
-results_dir = "results/default"
-figures_dir = "figures"
+profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
+overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+
+# %%
+from linrec.app.profile import load_profile
+
+p = load_profile(profile_file, overrides).notebook("07")  # every parameter: linrec.app.profile
+models, corpus, capture, seed, batch_size, device = p.models, p.corpus, p.capture, p.seed, p.batch_size, p.device
+init_seeds, control_rows, cross_feeding, cross_pairs = p.init_seeds, p.control_rows, p.cross_feeding, p.cross_pairs
+decomposition_rows, null_draws, cross_band, n_boot = p.decomposition_rows, p.null_draws, p.cross_band, p.n_boot
+encoder_models, results_dir, figures_dir = p.encoder_models, p.results_dir, p.figures_dir
 
 # %%
 import pandas as pd

@@ -50,24 +50,19 @@
 # results and names them.
 
 # %% tags=["parameters"]
-training = {}  # linrec.inputs.training.TrainConfig fields ({}: not run here; params/training.yaml runs it)
-train_variants = ["gelu", "swiglu"]  # layouts (linrec.inputs.layouts.LAYOUTS); the zoo: gpt2, pythia, llama
-train_init_seeds = [0, 1]  # every variant × init seed, on the first data order
-train_data_seeds = [0, 1]  # the other data orders: one run each, first variant and init seed
-train_texts = []  # other training texts: the first variant on each, at every seed of train_text_seeds ([]: none)
-train_text_seeds = []  # the init seeds of the runs on the other texts ([]: every init seed)
-train_block_tolerance: float | None = None  # refuse layouts whose blocks differ in parameters by more (zoo: 0.02)
-train_measure_tokens = 65_536  # tokens of the measuring text per checkpoint (windows split 80/20: map fit / held out)
-train_swap = True  # held-out ΔPPL of swapping each block of each run's last checkpoint for its map
-train_pipeline = False  # the whole pipeline on every last checkpoint, the factors and the pooled claims (the zoo)
-train_probe_rows = 4096  # rows per block the last checkpoint's capture keeps for the probe (train_pipeline)
-seed = 0  # the measuring windows' split, the noise floors' halvings and the swap's ΔPPL bootstrap
-batch_size = 8
-screening_windows = 4  # the swap study's seeded train windows for its choices (the training profiles: 2)
-device = "cpu"
-n_boot = 2000  # bootstrap resamples of the pooled intervals (the training and zoo profiles draw 1000)
-results_dir = "results/default"
-figures_dir = "figures"
+profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
+overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+
+# %%
+from linrec.app.profile import load_profile
+
+p = load_profile(profile_file, overrides).notebook("08")  # every parameter: linrec.app.profile
+training, train_variants, train_init_seeds = p.training, p.train_variants, p.train_init_seeds
+train_data_seeds, train_texts, train_text_seeds = p.train_data_seeds, p.train_texts, p.train_text_seeds
+train_block_tolerance, train_measure_tokens, train_swap = p.train_block_tolerance, p.train_measure_tokens, p.train_swap
+train_pipeline, train_probe_rows, seed, batch_size = p.train_pipeline, p.train_probe_rows, p.seed, p.batch_size
+device, n_boot, results_dir, figures_dir = p.device, p.n_boot, p.results_dir, p.figures_dir
+screening_windows = p.screening_windows  # the swap study's train windows for its choices (the training profiles: 2)
 
 # %%
 import time

@@ -20,27 +20,24 @@
 # read cover the truth, by simulation at this run's own number of blocks and their dependence through depth
 # (`linrec.outputs.refresh.coverage`, table `calibration`, about 10 s): the report's methods section.
 #
-# **Running it yourself.** The parameters cell below holds the values of `params/default.yaml`
-# (`tests/test_notebooks.py` keeps the two equal), so Run All in Jupyter is the default run: it
-# reads the tables the other notebooks wrote to `results/default/` and rewrites
-# `paper/report.md` and the README's results block, as `make figures` does. To experiment
-# without touching those, set `report_path` to a scratch file and `readme` to None.
+# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
+# loads it (every parameter: `lib/linrec/app/profile.py`), so Run All in Jupyter is the default run: it reads the
+# tables the other notebooks wrote to `results/default/` and rewrites `paper/report.md` and the README's results
+# block, as `make figures` does. To experiment without touching those, set
+# `overrides = {"report_path": "scratch/report.md", "readme": None}`.
 
 # %% tags=["parameters"]
-models = ["smollm2-135m", "gemma3-270m"]
-encoder_models = ["minilm-l6"]  # notebook 07's encoders (minilm-l6), named in the setup
-corpus = "wiki"
-corpora = ["wiki", "web", "code"]
-capture = {}  # capture settings: linrec.measure.config.CaptureConfig fields ({}: its defaults, the default profile's)
-seed = 0
-probe_rows = 8192  # the analysis budget of notebooks 03, 06 and 07, stated in the report's setup
-test_windows = 12
-screening_windows = 4
-control_rows = 4096
-results_dir = "results/default"
-figures_dir = "figures"
-report_path = "paper/report.md"
-readme = "README.md"  # the default profile sets README.md: its results block is rewritten from the same claims
+profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
+overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+
+# %%
+from linrec.app.profile import load_profile
+
+p = load_profile(profile_file, overrides).notebook("09")  # every parameter: linrec.app.profile
+models, encoder_models, corpus, corpora, capture = p.models, p.encoder_models, p.corpus, p.corpora, p.capture
+seed, probe_rows, test_windows, screening_windows = p.seed, p.probe_rows, p.test_windows, p.screening_windows
+control_rows, results_dir, figures_dir, report_path = p.control_rows, p.results_dir, p.figures_dir, p.report_path
+readme = p.readme
 
 # %%
 import pandas as pd

@@ -266,8 +266,9 @@ def test_report_rebuilds_from_a_profile(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "r.md").read_text()
     assert "0.250 to 0.750" in text
-    # the capture's settings, as notebook 09 states them: the profile's section over CaptureConfig's defaults
-    assert "seq_len = 128, tokens = 20480, sample_rows = 30000 (80/20" in text
+    # the capture's settings, as notebook 09 states them: the profile's section over CaptureConfig's defaults, and
+    # the seed the profile leaves at its default
+    assert "seq_len = 128, tokens = 20480, seed = 0, sample_rows = 30000 (80/20" in text
     proc = _run("report", "--params", str(tmp_path / "missing.yaml"), tmp_path=tmp_path)
     _one_line_error(proc, "params/")
 

@@ -425,12 +425,12 @@ def test_a_profiles_nested_keys_and_empty_lists_are_checked_when_it_is_loaded(cl
 
 
 def test_the_repositorys_profiles_load(tmp_path):
-    from linrec.app.params import load_params
+    from linrec.app.profile import load_profile
     from linrec.base.files import project_root
 
     root = project_root()
     for profile in sorted((root / "params").glob("*.yaml")):
-        load_params(profile, root)
+        load_profile(profile, root=root)
 
 
 def test_probe_with_no_cache_keeps_exactly_the_rows_it_was_asked_for(cli, own_cache, tiny_args, tmp_path):

@@ -9,47 +9,29 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from linrec.app.params import declared_parameters, known_parameters, load_params, notebooks
+from linrec.app.notebooks import notebooks
+from linrec.app.profile import SCHEMA, load_profile, read_profile
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 
 ROOT = project_root(__file__)
 
 
-def test_every_shipped_profile_uses_known_keys_only():
-    for profile in sorted((ROOT / "params").glob("*.yaml")):
-        assert load_params(profile, ROOT)
-
-
-def test_known_keys_are_what_the_notebooks_declare(tmp_path):
-    nb = tmp_path / "notebooks" / "01_x.py"
-    nb.parent.mkdir()
-    nb.write_text(
-        '# %% [markdown]\n# text\n\n# %% tags=["parameters"]\nalpha = 1\nbeta: int = 2\ngamma, delta = 3, 4\n\n# %%\n'
-        "epsilon = 5\n"
-    )
-    assert declared_parameters(nb) == {"alpha", "beta"}  # tuple targets are not papermill parameters
-    assert known_parameters(tmp_path) == {"alpha", "beta", "results_dir", "notebooks"}  # + the runner's own keys
-    assert {"models", "capture", "figures_dir", "report_path"} <= known_parameters(ROOT)
-    assert len(notebooks(ROOT)) == 9
-
-
 def test_the_capture_settings_are_one_section_that_every_capturing_notebook_takes_whole():
-    """No notebook declares a capture setting of its own (they would have to be kept equal by hand): each one that
-    captures declares `capture` (a mapping, {} = CaptureConfig's defaults) and passes it on; the profiles set it
-    once."""
-    from linrec.app.params import declared_defaults
+    """No profile parameter is a capture setting of its own (they would have to be kept equal by hand): the profile
+    has one `capture` section (a mapping, {} = CaptureConfig's defaults) that every capturing notebook binds and
+    passes on whole; the profiles set it once."""
     from linrec.measure.config import SETTINGS
 
+    own = sorted(set(SCHEMA) & (set(SETTINGS) - {"seed"}))
+    assert not own, f"the profile declares capture settings {own}; read them from its `capture` section"
+    assert SCHEMA["capture"][1].default_factory() == {}
     for nb in notebooks(ROOT):
-        declared = declared_defaults(nb)
-        own = sorted(set(declared) & (set(SETTINGS) - {"seed"}))
-        assert not own, f"{nb.name} declares capture settings {own}; read them from its `capture` section"
         if "get_capture" in nb.read_text() or "replicate_captures" in nb.read_text():
-            assert declared.get("capture", (None,))[0] == {}, f"{nb.name} captures without a `capture` section"
+            assert "capture = p.capture" in nb.read_text() or ", capture," in nb.read_text(), nb.name
             assert "capture_settings(capture)" in nb.read_text()
     for profile in sorted((ROOT / "params").glob("*.yaml")):
-        load_params(profile, ROOT)  # every profile's capture section is known and well typed
+        load_profile(profile, root=ROOT)  # every profile's capture section is known and well typed
 
 
 @pytest.mark.parametrize(
@@ -58,8 +40,8 @@ def test_the_capture_settings_are_one_section_that_every_capturing_notebook_take
         ("models: [a, b\ntokens: 5\n", ["line 2", "not valid YAML"]),
         ("models: a\n  tokens: 5\n", ["line 2"]),
         ("- a\n- b\n", ["mapping"]),
-        ("tokenz: 2560\n", ["tokenz", "known:", "tokens"]),
-        # values of the wrong type (issue 30): the type each notebook's parameters cell declares
+        ("tokenz: 2560\n", ["unknown parameter(s) tokenz", "known:", "tokens"]),
+        # values of the wrong type (issue 30): the type linrec.app.profile declares
         ("capture: {tokens: lots}\n", ["capture: tokens must be a whole number", "'lots'", "fix that line"]),
         ("capture: {tokens: 20480.5}\n", ["tokens must be a whole number"]),
         ("capture: {tokenz: 2560}\n", ["capture: unknown capture setting(s) tokenz", "known: seq_len, tokens"]),
@@ -71,25 +53,27 @@ def test_the_capture_settings_are_one_section_that_every_capturing_notebook_take
         ("seed: true\n", ["seed must be a whole number"]),  # a bool is not a number here
         ("budget_ppl: [1]\n", ["budget_ppl must be a number"]),
         ("results_dir: 3\n", ["results_dir must be a string"]),
+        ("cross_pairs: [[a, 3]]\n", ["cross_pairs must be a list of lists or null", "cross_pairs: list[list[str]]"]),
+        ("dose_kappas: [1.0e+2, big]\n", ["dose_kappas must be a list of numbers", "'big'"]),
     ],
 )
 def test_bad_profiles_are_one_line_errors(tmp_path, text, needles):
     f = tmp_path / "p.yaml"
     f.write_text(text)
     with pytest.raises(LinrecError) as err:
-        load_params(f, ROOT)
+        load_profile(f, root=ROOT)
     msg = str(err.value)
     assert "\n" not in msg and str(f) in msg
     for n in needles:
         assert n in msg, msg
 
 
-def test_without_a_project_any_key_is_read(tmp_path):
+def test_a_profile_file_is_read_as_written_and_checked_when_loaded(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("tokenz: 2560\n")
-    assert load_params(f) == {"tokenz": 2560}  # no notebooks to check against: read as written
+    assert read_profile(f) == {"tokenz": 2560}  # the file as written: no defaults, no checks
     with pytest.raises(LinrecError, match="tokenz"):
-        load_params(f, ROOT)
+        load_profile(f, root=ROOT)
 
 
 def test_timings_are_recorded_per_cell_and_notebook(tmp_path):
@@ -154,6 +138,15 @@ HEADER = (
 )
 
 
+# what a real notebook's first two cells do: papermill injects the profile and the overrides, the next cell loads it
+# (`value` is the profile's seed: any parameter would do)
+PARAMETERS = (
+    '# %% tags=["parameters"]\nprofile_file = "p.yaml"\noverrides = {}\n\n# %%\n'
+    "from linrec.app.profile import load_profile\n\np = load_profile(profile_file, overrides).notebook('02')\n"
+    "value, results_dir = p.seed, p.results_dir\n\n"
+)
+
+
 WAIT = 120.0  # seconds a test notebook waits for each file it waits for (see _project): only a broken runner waits
 
 
@@ -171,8 +164,8 @@ def _project(root, names, waits=None):
     (root / "notebooks").mkdir()
     for n in names:
         (root / "notebooks" / f"{n}.py").write_text(
-            HEADER + '# %% tags=["parameters"]\nvalue = 0\nresults_dir = "out"\n\n'
-            "# %%\nimport json, os, time\nfrom pathlib import Path\n\nhere = Path(results_dir)\n"
+            HEADER + PARAMETERS + "# %%\nimport json, os, time\nfrom pathlib import Path\n\n"
+            "here = Path(results_dir)\n"
             'ended = sorted(p.stem for p in here.glob("*.done"))\n'
             f'(here / "{n}.started").touch()\nseen = []\n'
             f"for name in {waits.get(n, [])!r}:\n"
@@ -186,7 +179,7 @@ def _project(root, names, waits=None):
             f'(here / "{n}.json").write_text(json.dumps(record))\n(here / "{n}.done").touch()\n\n'
             "# %%\nclass Shown:\n    def _repr_html_(self):\n        return '<b>shown</b>'\n\n\nShown()\n"
         )
-    (root / "p.yaml").write_text("value: 7\nresults_dir: out\n")
+    (root / "p.yaml").write_text("seed: 7\nresults_dir: out\n")
 
 
 def _last_run(directory, names, seconds):
@@ -233,7 +226,7 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
     _project(tmp_path, names, waits={"02_a": ["03_b.started", "02_a.staged"], "03_b": ["02_a.started", "03_b.staged"]})
     nb = tmp_path / "notebooks" / "02_a.py"
     nb.write_text(nb.read_text().replace('results_dir = "out"\n', 'results_dir = "out"\nreadme = None\n', 1))
-    (tmp_path / "p.yaml").write_text("value: 7\nresults_dir: out\nreadme: README.md\n")
+    (tmp_path / "p.yaml").write_text("seed: 7\nresults_dir: out\nreadme: README.md\n")
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "performance.md").write_text(f"# x\n\n{PERF_START}\nold\n{PERF_END}\n")
     (tmp_path / "results" / "bench").mkdir(parents=True)
@@ -312,7 +305,7 @@ def test_a_profile_for_one_stage_runs_only_the_notebooks_it_names(tmp_path, monk
     _project(tmp_path, ["02_a", "03_b"])
     (tmp_path / "out").mkdir()
     (tmp_path / "notebooks" / "03_b.py").write_text(HEADER + '# %% tags=["parameters"]\nvalue = 0\n\n# %%\n1 / 0\n')
-    (tmp_path / "p.yaml").write_text('value: 7\nresults_dir: out\nnotebooks: ["02"]\n')
+    (tmp_path / "p.yaml").write_text('seed: 7\nresults_dir: out\nnotebooks: ["02"]\n')
     done = run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=1)
     assert [p.stem for p in done] == ["02_a"] and not (tmp_path / "out" / "03_b.started").exists()
     assert "p.yaml runs notebook(s) 02 (its `notebooks` key)" in capsys.readouterr().out
@@ -431,22 +424,10 @@ def test_busy_cpu_seconds_reads_proc_stat(monkeypatch):
 def test_profile_values_of_the_declared_types_pass(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("capture: {tokens: 4096, test_frac: 0.25}\nbudget_ppl: 2\nprobe_rows: null\ntest_windows: 3\n"
-                 "readme: README.md\nmodels: [a]\n")  # fmt: skip
-    assert load_params(f, ROOT)["budget_ppl"] == 2  # a whole number where a float is declared is fine
-
-
-def test_every_parameter_that_defaults_to_none_has_a_declared_type():
-    from linrec.app.params import OPTIONAL_TYPES, declared_defaults
-
-    declared = {n: v for nb in notebooks(ROOT) for n, (v, _) in declared_defaults(nb).items()}
-    assert {n for n, v in declared.items() if v is None} <= set(OPTIONAL_TYPES) <= set(declared)
-    assert isinstance(declared["cross_band"], int)  # a number by default; None (every pair) is allowed too
-    f = ROOT / "params" / "p.yaml"
-    try:
-        f.write_text("cross_band: null\ndecomposition_rows: null\n")
-        assert load_params(f, ROOT)["cross_band"] is None
-    finally:
-        f.unlink()
+                 "readme: README.md\nmodels: [a]\ncross_band: null\ndecomposition_rows: null\n")  # fmt: skip
+    p = load_profile(f, root=ROOT)
+    assert p.budget_ppl == 2  # a whole number where a float is declared is fine
+    assert p.cross_band is None and p.decomposition_rows is None  # numbers by default; None (every one) allowed
 
 
 def test_under_the_runner_a_loop_prints_one_line_on_the_console_not_into_the_notebook(monkeypatch, capfd):
@@ -504,12 +485,12 @@ def test_a_parameter_override_reaches_the_notebooks_and_out_moves_every_output(t
     monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: 1)
     _project(tmp_path, ["01_first"])
     monkeypatch.chdir(tmp_path)
-    assert main(["figures", "--params", "p.yaml", "-p", "value", "9", "--out", "scratch"]) == 0
+    assert main(["figures", "--params", "p.yaml", "-p", "seed", "9", "--out", "scratch"]) == 0
     record = json.loads((tmp_path / "scratch" / "01_first.json").read_text())
-    assert record["value"] == 9
+    assert record["value"] == 9  # the notebook bound the override, not the profile's 7
     assert (tmp_path / "scratch" / "notebooks" / "01_first.ipynb").exists()
     assert not (tmp_path / "out").exists() and not (tmp_path / "scratch" / "notebooks" / "run.csv").exists()
-    assert "p.yaml with value=9" in capsys.readouterr().out
+    assert "p.yaml with seed=9" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -526,7 +507,7 @@ def test_a_parameter_override_reaches_the_notebooks_and_out_moves_every_output(t
     ],
 )
 def test_overrides_are_read_as_papermill_reads_p(pairs, want):
-    from linrec.app.params import parse_overrides
+    from linrec.app.profile import parse_overrides
 
     assert parse_overrides(pairs) == want
 
@@ -541,11 +522,10 @@ def test_overrides_are_read_as_papermill_reads_p(pairs, want):
     ],
 )
 def test_a_bad_override_is_one_line_before_any_notebook_runs(pairs, needles):
-    from linrec.app.notebooks import _with_overrides
-    from linrec.app.params import parse_overrides
+    from linrec.app.profile import parse_overrides
 
     with pytest.raises(LinrecError) as err:
-        _with_overrides({}, parse_overrides(pairs), None, ROOT)
+        load_profile("default", parse_overrides(pairs), ROOT)
     assert "\n" not in str(err.value)
     for n in needles:
         assert n in str(err.value), str(err.value)

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from linrec.app.params import notebooks
+from linrec.app.notebooks import notebooks
 from linrec.base.files import project_root
 
 ROOT = project_root(__file__)

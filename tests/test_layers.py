@@ -258,15 +258,13 @@ def test_n_boot_and_screening_windows_each_have_one_default():
     """Every signature or options field that gives `n_boot` or `screening_windows` a default reads the named constant
     (a caller that needs another value passes it, with its reason); the constant for the screening windows is the
     default profile's."""
-    import yaml
-
     from linrec.analyses import SCREENING_WINDOWS
+    from linrec.app.profile import load_profile
 
     found = {name: literal_defaults(path.read_text()) for name, path in _modules().items()}
     found = {name: hits for name, hits in found.items() if hits}
     assert not found, f"defaults written again instead of read from {sorted(ONE_DEFAULT.values())}: {found}"
-    profile = yaml.safe_load((README.parent / "params" / "default.yaml").read_text())
-    assert profile["screening_windows"] == SCREENING_WINDOWS
+    assert load_profile("default", root=README.parent).screening_windows == SCREENING_WINDOWS
 
 
 def test_the_default_check_finds_planted_literal_defaults():

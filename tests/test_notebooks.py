@@ -16,8 +16,7 @@ import pytest
 import yaml
 
 from linrec.analyses.spectrum import REGIMES
-from linrec.app.notebooks import TIMINGS, run_notebooks
-from linrec.app.params import notebooks
+from linrec.app.notebooks import TIMINGS, notebooks, run_notebooks
 from linrec.base.files import project_root
 from linrec.claims.corpora import corpus_word
 from linrec.claims.registry import TABLES
@@ -339,18 +338,6 @@ def test_saved_outputs_hold_no_progress_bars_and_no_paths_of_this_machine(runner
             if stem not in DICT_PRINT_LEFT:
                 assert not re.search(r"\{'[^']*': |\(\s*'[^']*',\s*'", printed), (stem, printed[:300])
             assert not re.search(r"(?<![\w.])nan(?![\w])", printed), (stem, printed[:300])
-
-
-def test_parameters_cells_hold_the_default_profile():
-    """Run All in Jupyter is the default run: every parameter a notebook declares and params/default.yaml sets has
-    the profile's value in the notebook's parameters cell (so it reads the captures make figures cached)."""
-    from linrec.app.params import declared_defaults
-
-    profile = yaml.safe_load((ROOT / "params" / "default.yaml").read_text())
-    for nb in notebooks(ROOT):
-        for name, (value, _) in declared_defaults(nb).items():
-            if name in profile:
-                assert value == profile[name], f"{nb.name}: {name} = {value!r}, params/default.yaml: {profile[name]!r}"
 
 
 @pytest.mark.models

@@ -3,7 +3,7 @@ when they do not apply and shows none of them; block lists read back as block nu
 
 import pandas as pd
 
-from linrec.app.params import measured_elsewhere
+from linrec.app.profile import measured_elsewhere
 from linrec.base.files import project_root
 from linrec.claims.tables import load_table, save_table
 

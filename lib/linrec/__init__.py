@@ -28,7 +28,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · methods (the coverage table) · findings (notebooks 06, 07) · routing_text (the routing section)
                · zoo_text (the zoo in words) · refresh (summaries rebuilt from per-block tables) · labels
                · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)
-    app/       cli (the `linrec` command) · commands (its subcommands) · params (profiles) · bench
+    app/       cli (the `linrec` command) · commands (its subcommands) · profile (the parameters, declared once) · bench
                · notebooks (runs the numbered notebooks)
 """
 

@@ -342,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_cache)
 
     p = sub.add_parser("figures", help="execute the numbered notebooks with papermill")
-    p.add_argument("--params", default="params/default.yaml", help="parameter profile (default: params/default.yaml)")
+    p.add_argument("--params", default="params/default.yaml", help="profile: a YAML file, or a name in params/ (smoke)")
     p.add_argument("--only", nargs="+", metavar="PREFIX", help="notebook name prefixes to run, e.g. 01 02")
     p.add_argument(
         "--jobs",
@@ -355,8 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
         nargs=2,
         action="append",
         metavar=("NAME", "VALUE"),
-        help="override one parameter of the profile, as papermill's -p (e.g. -p corpus code; a list: "
-        "-p models '[smollm2-135m]'); repeat for more",
+        help="override one parameter of the profile (lib/linrec/app/profile.py lists them), read as papermill's -p "
+        "(e.g. -p corpus code; a list: -p models '[smollm2-135m]'); repeat for more",
     )
     p.add_argument(
         "--out",
@@ -371,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_figures)
 
     p = sub.add_parser("report", help="rebuild the reproduction report from the results files of a parameter profile")
-    p.add_argument("--params", default="params/default.yaml", help="parameter profile (default: params/default.yaml)")
+    p.add_argument("--params", default="params/default.yaml", help="profile: a YAML file, or a name in params/ (smoke)")
     p.add_argument(
         "--bench", metavar="DIR", help="only rewrite docs/performance.md's block from the benchmark CSVs in DIR"
     )

@@ -409,7 +409,7 @@ def cmd_train(args) -> None:
 
 def cmd_figures(args) -> None:
     from linrec.app.notebooks import run_notebooks
-    from linrec.app.params import parse_overrides
+    from linrec.app.profile import parse_overrides
 
     overrides = parse_overrides(args.parameter)
     if getattr(args, "device", None):
@@ -421,7 +421,7 @@ def cmd_figures(args) -> None:
 
 def cmd_report(args) -> None:
     from linrec.app.bench import performance_script
-    from linrec.app.params import load_params
+    from linrec.app.profile import load_profile
     from linrec.base.files import project_root
     from linrec.outputs.report import build_report
 
@@ -437,10 +437,14 @@ def cmd_report(args) -> None:
         return
     from linrec.measure.config import capture_settings
 
-    params = load_params(root / args.params if not Path(args.params).is_absolute() else args.params, root)
+    # a profile that runs notebook 09: the values it reports from (its setup states them); one for a single stage
+    # (curve, zoo, training): the values its file sets, so its setup states no budget it did not choose
+    profile = load_profile(args.params, root=root)
+    whole = profile.notebooks is None or "09" in profile.notebooks
+    params = {k: v for k, v in profile.values().items() if whole or k in profile.given}
     params = {**params, **capture_settings(params.get("capture"))}  # flat, as notebook 09 passes them
-    results = root / params.get("results_dir", "results/default")
-    report = Path(root / params.get("report_path", results / "report.md"))
+    results = root / params["results_dir"]
+    report = Path(root / params["report_path"])
     if report.is_dir():
         raise LinrecError(f"report_path {report} is a directory; give a file name, e.g. {report / 'report.md'}")
     from linrec.base.files import check_writable_dir
@@ -450,7 +454,7 @@ def cmd_report(args) -> None:
     )
     out = build_report(
         results,
-        root / params.get("figures_dir", "figures"),
+        root / params["figures_dir"],
         report,
         params,
     )

@@ -1,9 +1,9 @@
 """Run the numbered notebooks in order with papermill: one parameter profile in, executed notebooks and figures out.
 
 The jupytext percent-format `notebooks/NN_name.py` files are the source; each is converted to
-`.ipynb` in memory and executed with the profile's parameters (only those the notebook's
-`parameters` cell declares). Executed notebooks go to `<results_dir>/notebooks/`, figures to
-`<figures_dir>/`, both relative to the project root.
+`.ipynb` in memory and executed with the profile's file and the run's overrides injected into its `parameters` cell
+(`profile_file`, `overrides`), from which its next cell loads the profile (`linrec.app.profile.load_profile`).
+Executed notebooks go to `<results_dir>/notebooks/`, figures to `<figures_dir>/`, both relative to the project root.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from linrec.app.params import load_params, notebooks, with_output_defaults
+from linrec.app.profile import load_profile, profile_path
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 
@@ -202,17 +202,16 @@ def run_notebooks(
     more forward-pass throughput than one two-thread kernel, and more on the probes' small products. Before each
     stage the CPUs that other processes keep busy are left out (`linrec.base.threads.free_cpus`): beside another job,
     fewer kernels and threads run instead of stalling each other, and a stage that started one at a time looks again
-    after each notebook, so the rest of it runs side by side once that work has ended. `overrides`: parameters
-    that replace the profile's (`linrec figures --device`)."""
+    after each notebook, so the rest of it runs side by side once that work has ended."""
     import os
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     from linrec.base.threads import free_cpus
 
     root = root or project_root()
-    params_path = Path(params_file) if Path(params_file).is_absolute() else root / params_file
-    params = _with_overrides(load_params(params_path, root), overrides or {}, out, root)
-    params = with_output_defaults(params, params_path.stem)
+    params_path = profile_path(params_file, root)
+    injected = _with_overrides(overrides or {}, out)
+    params = load_profile(params_path, injected, root).values()  # what every notebook loads again (`_injected`)
     results = root / params["results_dir"]
     if overrides:
         shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
@@ -259,7 +258,8 @@ def run_notebooks(
                     continue
                 console.start(nb.stem, outs[nb], parallel=1)
                 try:
-                    complete(nb, outs[nb], _execute(nb, params, outs[nb], root, progress=False, threads=free))
+                    given = _injected(params_path, injected, root)
+                    complete(nb, outs[nb], _execute(nb, given, outs[nb], root, progress=False, threads=free))
                 except LinrecError as err:
                     failure = str(err)
                 if queue and failure is None and jobs > 1:  # the other work may have ended: look again
@@ -274,7 +274,8 @@ def run_notebooks(
             t_stage = time.time()
             with ProcessPoolExecutor(max_workers=n, mp_context=_drivers()) as pool:
                 env = dict(os.environ)
-                futures = {pool.submit(_execute, nb, params, outs[nb], root, False, threads, env): nb for nb in stage}
+                given = _injected(params_path, injected, root)
+                futures = {pool.submit(_execute, nb, given, outs[nb], root, False, threads, env): nb for nb in stage}
                 pending = set(futures)
                 while pending:
                     finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
@@ -320,19 +321,28 @@ def run_notebooks(
     return done
 
 
-def _with_overrides(params: dict, overrides: dict, out: str | Path | None, root: Path) -> dict:
-    """The profile's `params` with `overrides` in place of its values (each checked as a profile's value is) and,
-    with `out`, every output path under that folder (relative to the current directory) and the README left alone."""
-    from linrec.app.params import check_params
-
-    if overrides:
-        check_params(overrides, root, "-p")
-    params = {**params, **overrides}
+def _with_overrides(overrides: dict, out: str | Path | None) -> dict:
+    """The run's `overrides` (`linrec figures -p NAME VALUE`, `--device`) and, with `out`, every output path under
+    that folder (relative to the current directory) and the README left alone: what the notebooks load the profile
+    with (checked there, as a profile's values are)."""
+    overrides = dict(overrides)
     if out is not None:
         where = Path(out).resolve()
-        params.update(results_dir=str(where), figures_dir=str(where / "figures"), report_path=str(where / "report.md"))
-        params["readme"] = None
-    return params
+        overrides.update(results_dir=str(where), figures_dir=str(where / "figures"), readme=None)
+        overrides["report_path"] = str(where / "report.md")
+    return overrides
+
+
+def _injected(params_path: Path, overrides: dict, root: Path) -> dict:
+    """What papermill injects into a notebook's parameters cell: the profile's file (relative to the project: the
+    executed notebook reads the same on every machine) and the overrides. Each notebook loads the profile from them."""
+    shown = params_path.relative_to(root) if params_path.is_relative_to(root) else params_path
+    return {"profile_file": str(shown), "overrides": overrides}
+
+
+def notebooks(root: Path) -> list[Path]:
+    """The numbered notebooks' sources (notebooks/NN_name.py), in order."""
+    return sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))
 
 
 STAGE_EVERY = 60.0  # seconds between the console's lines on where each running notebook is
