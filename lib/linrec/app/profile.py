@@ -171,15 +171,10 @@ class Profile:
         return {name: getattr(self, name) for name in SCHEMA}
 
     def notebook(self, number: str) -> types.SimpleNamespace:
-        """The values notebook `number` binds: `values()`, with a field's per-notebook default (its metadata's
-        `notebooks`) where the profile sets none; no field declares one today."""
+        """The values notebook `number` binds: every parameter (`values()`), the same in every notebook."""
         if number not in NOTEBOOKS:
             raise LinrecError(f"no notebook {number!r}; the notebooks are {', '.join(NOTEBOOKS)}")
-        out = self.values()
-        for name, (_, f) in SCHEMA.items():
-            if name not in self.given and number in f.metadata.get("notebooks", {}):
-                out[name] = f.metadata["notebooks"][number]
-        return types.SimpleNamespace(**out)
+        return types.SimpleNamespace(**self.values())
 
 
 def profile_path(source: str | Path, root: Path | None = None) -> Path:
@@ -197,10 +192,10 @@ def load_profile(source: str | Path = "default", overrides: dict | None = None, 
     path = profile_path(source, root)
     values = read_profile(path)
     check_values(values, path)
-    if overrides:
+    if overrides:  # each checked alone, then together (a capture setting and a seed from different places)
         check_values(overrides, "-p")
+        check_nested({**values, **overrides}, path)
     values = with_output_defaults({**values, **(overrides or {})}, path.stem)
-    check_nested(values, path)
     sections = {}
     for section, cls in SECTIONS.items():
         sections[section] = cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
