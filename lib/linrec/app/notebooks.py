@@ -212,6 +212,7 @@ def run_notebooks(
     params_path = profile_path(params_file, root)
     injected = _with_overrides(overrides or {}, out)
     params = load_profile(params_path, injected, root).values()  # what every notebook loads again (`_injected`)
+    given = _injected(params_path, injected, root)  # the same for every notebook
     results = root / params["results_dir"]
     if overrides:
         shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
@@ -258,7 +259,6 @@ def run_notebooks(
                     continue
                 console.start(nb.stem, outs[nb], parallel=1)
                 try:
-                    given = _injected(params_path, injected, root)
                     complete(nb, outs[nb], _execute(nb, given, outs[nb], root, progress=False, threads=free))
                 except LinrecError as err:
                     failure = str(err)
@@ -274,7 +274,6 @@ def run_notebooks(
             t_stage = time.time()
             with ProcessPoolExecutor(max_workers=n, mp_context=_drivers()) as pool:
                 env = dict(os.environ)
-                given = _injected(params_path, injected, root)
                 futures = {pool.submit(_execute, nb, given, outs[nb], root, False, threads, env): nb for nb in stage}
                 pending = set(futures)
                 while pending:
