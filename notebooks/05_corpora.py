@@ -55,35 +55,19 @@ models, corpus, corpora, capture, seed, batch_size = p.models, p.corpus, p.corpo
 device, results_dir, figures_dir = p.device, p.results_dir, p.figures_dir
 
 # %%
-import pandas as pd
-
-from linrec.analyses.recoverability import ceiling_table, corpus_shape_level
-from linrec.analyses.uncertainty import profile_agreement
 from linrec.base.files import project_root
-from linrec.claims.corpora import corpus_verdicts
-from linrec.claims.tables import labelled, save_table
-from linrec.measure.capture import get_captures
-from linrec.measure.config import CaptureRun, capture_settings
+from linrec.claims.tables import labelled
 from linrec.outputs.plots import fig5_corpora
+from linrec.studies import corpora as study
 
 root = project_root()
-settings = capture_settings(capture)  # the capture's settings, the same in every notebook
-(root / results_dir).mkdir(parents=True, exist_ok=True)
-rows = {c: (settings["sample_rows"] if c == corpus else 0) for c in corpora}
 
 # %% [markdown]
 # ## The sweep: every block, every model, every corpus
 
 # %%
-tables, shapes = [], []
-for m in models:
-    caps = get_captures(m, corpora, run=CaptureRun(batch_size, device), seed=seed, **{**settings, "sample_rows": rows})
-    tables += [ceiling_table(c) for c in caps.values()]
-    shapes.append({"model": next(iter(caps.values())).model_label, **corpus_shape_level(caps)})
-table = pd.concat(tables, ignore_index=True)
-save_table(table, "corpora", root / results_dir)
-wide = table.pivot_table(index=["model", "block"], columns="corpus", values="r2_lin", sort=False)[corpora]
-wide.round(3)
+result = study.run(p)  # every model on every corpus; writes corpora, corpora_agreement, corpora_verdict
+result.wide().round(3)
 
 # %% [markdown]
 # ## Figure 5
@@ -91,15 +75,13 @@ wide.round(3)
 # interval. Where bands overlap, the corpora cannot be told apart at this token budget.
 
 # %%
-fig = fig5_corpora(table, root / figures_dir / "fig5_corpora")
+fig = fig5_corpora(result.corpora, root / figures_dir / "fig5_corpora")
 
 # %% [markdown]
 # ## How alike are the profiles?
 
 # %%
-agreement = profile_agreement(table)
-save_table(agreement, "corpora_agreement", root / results_dir)
-agreement.round(3)
+result.corpora_agreement.round(3)
 
 # %% [markdown]
 # ## Verdict
@@ -131,13 +113,11 @@ agreement.round(3)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-verdicts = corpus_verdicts(table, agreement, corpora, pd.DataFrame(shapes))
-save_table(verdicts, "corpora_verdict", root / results_dir)
-labelled(verdicts).round(3)
+labelled(result.corpora_verdict).round(3)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-for r in verdicts.to_dict("records"):
+for r in result.corpora_verdict.to_dict("records"):
     print(
         f"{r['model']}: across {', '.join(corpora)} the per-block profile is {r['verdict']} "
         f"(min Spearman ρ {r['spearman_min']:.2f}, corpus/depth {r['corpus_depth_ratio']:.2f}; "

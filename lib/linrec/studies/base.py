@@ -1,0 +1,41 @@
+"""What every study returns: a `Result`, a dataclass whose table fields are named as the results registry names
+them (`linrec.claims.registry.TABLES`), so `result.write(results_dir)` writes each through `save_table` (columns
+checked there) and a notebook reads `result.corpora` rather than a file.
+
+A study's `run(p)` takes the values a notebook binds (`linrec.app.profile.Profile.notebook`: `p.models`,
+`p.results_dir`, …), computes its tables, writes them and returns its `Result`; fields that are not registered
+tables (a capture, a figure's inputs) are carried but not written, and a table field left `None` (a stage the
+profile switched off) is not written either."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import pandas as pd
+
+from linrec.base.files import project_root
+from linrec.claims.registry import TABLES
+from linrec.claims.tables import save_table
+
+
+@dataclass
+class Result:
+    """A study's tables (and whatever else its notebook shows), field by field."""
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """{registry name: table} of every registered table field that holds a table."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name in TABLES and isinstance(getattr(self, f.name), pd.DataFrame)
+        }
+
+    def write(self, results_dir: str | Path) -> Result:
+        """Write every table (`save_table`) under `results_dir` (relative paths from the project root); itself."""
+        out = Path(results_dir)
+        out = out if out.is_absolute() else project_root() / out
+        out.mkdir(parents=True, exist_ok=True)
+        for name, table in self.tables().items():
+            save_table(table, name, out)
+        return self

@@ -1,0 +1,50 @@
+"""Notebook 05's study (the paper's Fig. 5, claim 5): the closed-form ceiling of every block of every model on each
+corpus, how alike the per-block profiles are, and claim 5's verdict on shape and level.
+
+`run(p)` reads the captures (`linrec.measure.capture.get_captures`: the model loaded once for all corpora; only
+the profile's main corpus keeps raw rows), and writes `corpora` (R²_lin per model × corpus × block with its window
+interval), `corpora_agreement` (each pair of corpora's profile correlations and differences,
+`linrec.analyses.uncertainty.profile_agreement`) and `corpora_verdict` (`linrec.claims.corpora.corpus_verdicts`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pandas as pd
+
+from linrec.analyses.recoverability import ceiling_table, corpus_shape_level
+from linrec.analyses.uncertainty import profile_agreement
+from linrec.claims.corpora import corpus_verdicts
+from linrec.measure.capture import get_captures
+from linrec.measure.config import CaptureRun, capture_settings
+from linrec.studies.base import Result
+
+
+@dataclass
+class CorporaResult(Result):
+    corpora: pd.DataFrame
+    corpora_agreement: pd.DataFrame
+    corpora_verdict: pd.DataFrame
+
+    def wide(self) -> pd.DataFrame:
+        """R²_lin with one column per corpus (in the profile's order), one row per model and block."""
+        order = list(dict.fromkeys(self.corpora["corpus"]))
+        return self.corpora.pivot_table(index=["model", "block"], columns="corpus", values="r2_lin", sort=False)[order]
+
+
+def run(p: SimpleNamespace) -> CorporaResult:
+    """Every model on every corpus of `p.corpora`: the tables above, written under `p.results_dir`."""
+    settings = capture_settings(p.capture)
+    rows = {c: (settings["sample_rows"] if c == p.corpus else 0) for c in p.corpora}
+    tables, shapes = [], []
+    for m in p.models:
+        caps = get_captures(
+            m, p.corpora, run=CaptureRun(p.batch_size, p.device), seed=p.seed, **{**settings, "sample_rows": rows}
+        )
+        tables += [ceiling_table(c) for c in caps.values()]
+        shapes.append({"model": next(iter(caps.values())).model_label, **corpus_shape_level(caps)})
+    table = pd.concat(tables, ignore_index=True)
+    agreement = profile_agreement(table)
+    verdicts = corpus_verdicts(table, agreement, p.corpora, pd.DataFrame(shapes))
+    return CorporaResult(table, agreement, verdicts).write(p.results_dir)
