@@ -96,67 +96,41 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 from linrec.app.profile import load_profile
 
 p = load_profile(profile_file, overrides).notebook("03")  # every parameter: linrec.app.profile
-models, corpus, capture, seed, probe_rows = p.models, p.corpus, p.capture, p.seed, p.probe_rows
-batch_size, device, rank, probe_ranks, mechanism_k = p.batch_size, p.device, p.rank, p.probe_ranks, p.mechanism_k
-budget_max_steps, pitfall_outputs, dose_kappas = p.budget_max_steps, p.pitfall_outputs, p.dose_kappas
-dose_steps, n_boot, probe_without_first, results_dir = p.dose_steps, p.n_boot, p.probe_without_first, p.results_dir
-figures_dir = p.figures_dir
+seed, results_dir, figures_dir = p.seed, p.results_dir, p.figures_dir
 
 # %%
-import pandas as pd
-
-from linrec.analyses.pitfall import PitfallSample, budget_table, dose_table, log_steps
-from linrec.analyses.probe import mechanism_blocks, probe_table, rank_sweep, sweep_blocks
 from linrec.base.files import project_root
-from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
-from linrec.claims.tables import labelled, save_table
-from linrec.measure.capture import get_capture
-from linrec.measure.config import capture_settings
+from linrec.claims.probe import POOLED
+from linrec.claims.tables import labelled
 from linrec.outputs.catalog import rule
 from linrec.outputs.plots import fig3_bilinear_gain, fig3b_trained_pitfall, fig3c_pitfall_mechanism
+from linrec.studies import probe as study
 
 root = project_root()
-settings = capture_settings(capture)  # the capture's settings, the same in every notebook
-(root / results_dir).mkdir(parents=True, exist_ok=True)
-captures = {m: get_capture(m, corpus, seed=seed, **settings, batch_size=batch_size, device=device) for m in models}
 
 # %% [markdown]
 # ## Probe, quadratic check and baselines, every block of every model
+# `study.run_probe(p)` (`lib/linrec/studies/probe.py`) reads each model's capture (notebook 01 cached it: the
+# moments and the stored rows the probe needs) and, block by block, runs `linrec.analyses.probe.probe_table`. On the
+# block's `probe_rows` train rows it takes the closed-form map of notebook 02 (`r2_lin` is that map's held-out R²,
+# the same number as in `r2_lin.csv`), seeds the rank-`rank` probe on its residual from the principal Hessian
+# directions and trains it (`fit_probe`: `r2_poly`, `gain`, and why it stopped, `probe_stop`), fits the
+# closed-form quadratic on the top-`rank` input components (`gain_quad`: the convergence check), and trains the
+# two practitioner baselines beside the exact fit of the same rows (`r2_trained_adam`, `r2_trained_sgd` against
+# `r2_ceiling_rows`; `adam_reach`, and the train Gram's κ, `cond_gram`, for claim 7). The same call runs the rank
+# sweep and the summary below, and writes every claim 3 table to the results folder.
 
 # %%
-table = pd.concat(
-    [probe_table(c, rank=rank, seed=seed, max_train=probe_rows) for c in captures.values()], ignore_index=True
-)
-save_table(table, "probe", root / results_dir)
-cols = [
-    "model",
-    "block",
-    "r2_lin",
-    "r2_poly",
-    "gain",
-    "gain_quad",
-    "probe_stop",
-    "r2_ceiling_rows",
-    "r2_trained_adam",
-    "r2_trained_sgd",
-    "adam_reach",
-    "cond_gram",
-]
-fmt = {c: "{:.3f}" for c in ["r2_lin", "r2_poly", "gain", "gain_quad", "r2_ceiling_rows", "r2_trained_adam",
-                             "r2_trained_sgd"]}  # fmt: skip
-table[cols].style.format(fmt | {"adam_reach": "{:.1f}", "cond_gram": "{:.1e}"}).hide(axis="index").set_uuid("probe")
+probed = study.run_probe(p)  # writes probe, probe_ranks, probe_summary (and the tables without position 0)
+probed.overview()
 
 # %% [markdown]
 # ## Does the gain depend on the rank?
-# The same probe at each rank of `probe_ranks`, on blocks at 1/6, 1/2 and 5/6 of the depth.
+# The same probe at each rank of `probe_ranks`, on blocks at 1/6, 1/2 and 5/6 of the depth
+# (`linrec.analyses.probe.rank_sweep` on `sweep_blocks`: fixed depths, so no block is chosen by its result).
 
 # %%
-sweep = pd.concat(
-    [rank_sweep(c, sweep_blocks(c.n_blocks), probe_ranks, seed=seed, max_train=probe_rows) for c in captures.values()],
-    ignore_index=True,
-)
-save_table(sweep, "probe_ranks", root / results_dir)
-sweep.pivot_table(index=["model", "block"], columns="rank", values="gain", sort=False).round(4)
+probed.gains_by_rank().round(4)
 
 # %% [markdown]
 # ## Figure 3: is the gain where the nonlinearity is?
@@ -176,9 +150,8 @@ sweep.pivot_table(index=["model", "block"], columns="rank", values="gain", sort=
 
 # %%
 # NBVAL_CHECK_OUTPUT
-summary = probe_summary(table, sweep, n_boot=n_boot, seed=seed)
-save_table(summary, "probe_summary", root / results_dir)
-fig = fig3_bilinear_gain(table, summary[summary["model"] != POOLED], root / figures_dir / "fig3_bilinear_gain")
+summary = probed.probe_summary  # linrec.claims.probe.probe_summary of the probe table and the rank sweep
+fig = fig3_bilinear_gain(probed.probe, probed.per_model(), root / figures_dir / "fig3_bilinear_gain")
 v3 = rule(3)(summary)
 print("claim 3 rule:", rule(3).words)
 print("verdict:", v3.verdict, f"({v3.by_model(exclude=POOLED)})", v3.reason)
@@ -189,23 +162,16 @@ labelled(summary).set_index("model").T
 # SmolLM2 runs without a BOS token, and its attention sink puts most of some blocks' output variance on each window's
 # first position (notebook 04). Is the probe's verdict about that one position? The same probe and closed-form
 # quadratic, on the stored rows at positions ≥ 1 only, around the affine map fitted on those train rows
-# (`linrec.analyses.probe.probe_table(without_first=True)`; no trained baselines), and the same rule.
+# (`linrec.analyses.probe.probe_table(without_first=True)`; no trained baselines), and the same rule. `run_probe`
+# made these tables above when the profile's `probe_without_first` is on.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-if probe_without_first:
-    table_ex = pd.concat(
-        [probe_table(c, rank=rank, seed=seed, trained=False, max_train=probe_rows, without_first=True)
-         for c in captures.values()],
-        ignore_index=True,
-    )  # fmt: skip
-    save_table(table_ex, "probe_ex_first", root / results_dir)
-    summary_ex = probe_summary(table_ex, None, n_boot=n_boot, seed=seed)
-    save_table(summary_ex, "probe_summary_ex_first", root / results_dir)
-    v3_ex = rule(3)(summary_ex)
+if probed.probe_summary_ex_first is not None:
+    v3_ex = rule(3)(probed.probe_summary_ex_first)
     print("verdict without position 0:", v3_ex.verdict, f"({v3_ex.by_model(exclude=POOLED)})")
-    show = summary_ex.set_index("model")[["gain_median", "pearson_r", "ci_lo", "ci_hi", "ci_lo90", "ci_hi90",
-                                          "correlation"]]  # fmt: skip
+    show = probed.probe_summary_ex_first.set_index("model")[["gain_median", "pearson_r", "ci_lo", "ci_hi", "ci_lo90",
+                                                             "ci_hi90", "correlation"]]  # fmt: skip
 else:
     show = "not run (probe_without_first = False)"
 show
@@ -216,40 +182,37 @@ show
 # block's input Gram matrix.
 
 # %%
-fig_b = fig3b_trained_pitfall(table, root / figures_dir / "fig3b_trained_pitfall")
+fig_b = fig3b_trained_pitfall(probed.probe, root / figures_dir / "fig3b_trained_pitfall")
 
 # %% [markdown]
 # ## Claim 7b: conditioning, or the budget?
 # The budget curve on each model's best- and worst-conditioned blocks, and the dose–response on its
 # median-κ block (both chosen by the train split's κ; the held-out rows only score), each scored against the
 # ridge-tuned ceiling of its rows.
+#
+# `study.run_pitfall(p, probed)` reads those κ from the probe table (`cond_gram`, the train Gram's), takes the
+# `mechanism_k` best- and worst-conditioned blocks (`linrec.analyses.probe.mechanism_blocks`) and the median one
+# (`linrec.analyses.pitfall.median_block`), and trains on the same stored rows the probe used, `pitfall_outputs`
+# output features drawn by seed (`PitfallSample`). `budget_table` tunes Adam and SGD at budgets from 100 steps to
+# `budget_max_steps` and adds gradient descent solved from the Gram spectrum; `dose_table` re-expresses the median
+# block's inputs at each κ of `dose_kappas` and tunes both optimisers at budgets from 10 steps to `dose_steps`;
+# `linrec.claims.probe.pitfall_summary` reduces both, with claim 7a's shortfall at the practitioner's budget, to one
+# row per model. This is the long step of the notebook: every budget and learning rate is a training run.
 
 # %%
-checkpoints = log_steps(100, budget_max_steps, per_decade=4)
-dose_checkpoints = log_steps(10, dose_steps, per_decade=4)
-pitfall_sample = PitfallSample(n_outputs=pitfall_outputs, max_train=probe_rows)  # what each optimiser sees
-budget, dose = [], []
-for c, (_, t) in zip(captures.values(), table.groupby("model", sort=False)):
-    cond = t.set_index("block")["cond_gram"]
-    blocks = mechanism_blocks(cond, mechanism_k)
-    budget.append(budget_table(c, blocks, checkpoints, pitfall_sample, seed=seed))
-    median_block = int(cond.sort_values(kind="stable").index[len(cond) // 2])
-    dose.append(dose_table(c, median_block, dose_kappas, dose_checkpoints, pitfall_sample, seed=seed))
-budget, dose = pd.concat(budget, ignore_index=True), pd.concat(dose, ignore_index=True)
-save_table(budget, "pitfall_budget", root / results_dir)
-save_table(dose, "pitfall_dose", root / results_dir)
-fig_c = fig3c_pitfall_mechanism(budget, dose, root / figures_dir / "fig3c_pitfall_mechanism")
+pitfall = study.run_pitfall(p, probed)  # writes pitfall_budget, pitfall_dose, pitfall_summary
+fig_c = fig3c_pitfall_mechanism(
+    pitfall.pitfall_budget, pitfall.pitfall_dose, root / figures_dir / "fig3c_pitfall_mechanism"
+)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-pitfall = pitfall_summary(table, budget, dose, n_boot=n_boot, seed=seed)
-save_table(pitfall, "pitfall_summary", root / results_dir)
-v7a, v7b = rule("7a")(pitfall), rule("7b")(pitfall)
+v7a, v7b = rule("7a")(pitfall.pitfall_summary), rule("7b")(pitfall.pitfall_summary)
 print("claim 7a rule:", rule("7a").words)
 print("verdict:", v7a.verdict)
 print("claim 7b rule:", rule("7b").words)
 print("verdict:", v7b.verdict, f"({v7b.by_model('mechanism', 'dose_outcome', 'blocks_outcome')})", v7b.reason)
-labelled(pitfall).set_index("model").T
+labelled(pitfall.pitfall_summary).set_index("model").T
 
 # %% [markdown]
 # How to read it. `dose_steps_min` → `dose_steps_max` are the steps to the ceiling at the smallest and the
@@ -268,4 +231,4 @@ labelled(pitfall).set_index("model").T
 # and on the original ones (equal up to float32: the re-expression keeps the best affine map).
 
 # %%
-dose[dose["step"] == dose["step"].max()].round(4)
+pitfall.longest_dose().round(4)

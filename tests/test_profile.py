@@ -156,7 +156,7 @@ def test_an_override_reaches_each_notebooks_bound_value_as_the_runner_injects_it
         if "models" in ns:
             assert ns["models"] == smoke.models == ["first:6:smollm2-135m"]
     probe = bound(ROOT / "notebooks" / "03_bilinear_probe.py", {**given, "overrides": {"probe_rows": 100}})
-    assert probe["probe_rows"] == 100 and probe["seed"] == smoke.seed  # one override, the rest the profile's
+    assert probe["p"].probe_rows == 100 and probe["seed"] == smoke.seed  # one override, the rest the profile's
 
 
 def test_n_boot_and_screening_windows_have_one_default_every_notebook_reads():

@@ -77,6 +77,12 @@ def log_steps(first: int, last: int, per_decade: int = 2) -> list[int]:
     return sorted({int(round(v)) for v in np.geomspace(first, last, n)})
 
 
+def median_block(cond: pandas.Series) -> int:
+    """The block of median train κ(Gram) (`cond`: indexed by block; of an even count, the upper of the two middle
+    ones, ties in block order): the dose–response's block, chosen without the held-out rows."""
+    return int(cond.sort_values(kind="stable").index[len(cond) // 2])
+
+
 def output_subset(d_out: int, n_outputs: int | None, seed: int = 0) -> np.ndarray:
     """`n_outputs` output features drawn by seed alone (all of them when None or ≥ d_out), sorted."""
     if n_outputs is None or n_outputs >= d_out:
