@@ -85,25 +85,20 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 from linrec.app.profile import load_profile
 
 p = load_profile(profile_file, overrides).notebook("04")  # every parameter: linrec.app.profile
-models, corpus, capture, seed, replicate_samples = p.models, p.corpus, p.capture, p.seed, p.replicate_samples
-batch_size, device, results_dir, figures_dir = p.batch_size, p.device, p.results_dir, p.figures_dir
+models, corpus, capture, seed = p.models, p.corpus, p.capture, p.seed
+results_dir, figures_dir = p.results_dir, p.figures_dir
 
 # %%
-import pandas as pd
-
-from linrec.analyses.spectrum import REGIMES, block_anatomy, block_spectrum, spectrum_table, toy_blocks
+from linrec.analyses.spectrum import toy_blocks, toy_table
 from linrec.app.profile import measured_elsewhere
 from linrec.base.files import project_root
-from linrec.claims.regimes import input_side, regime_replication, regime_story, regime_summary
-from linrec.claims.tables import labelled, load_table, save_table
-from linrec.measure.capture import get_capture, replicate_captures
-from linrec.measure.config import capture_settings
+from linrec.claims.regimes import regime_story, replication_story
+from linrec.claims.tables import labelled, load_table
 from linrec.outputs.catalog import rule
 from linrec.outputs.plots_regimes import fig4_rank_outliers, fig4b_block_anatomy
+from linrec.studies import regimes as study
 
 root = project_root()
-settings = capture_settings(capture)  # the capture's settings, the same in every notebook
-(root / results_dir).mkdir(parents=True, exist_ok=True)
 
 # %% [markdown]
 # ## Two blocks built to be the two regimes
@@ -114,63 +109,30 @@ settings = capture_settings(capture)  # the capture's settings, the same in ever
 # in the inputs and the 63 quiet ones are x_j² − 1, which no linear map can fit: R²_lin is the loud
 # feature's share of the variance, the median feature is not fitted at all, and the explained part
 # has rank 1. The same numbers and the same rule as for the real blocks below (the first-position
-# rule does not apply: toy rows have no windows).
+# rule does not apply: toy rows have no windows). `toy_table` runs `linrec.analyses.spectrum.block_spectrum` on each
+# toy's train and test statistics, exactly as `spectrum_table` does on each block of a model below.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 toys = toy_blocks(seed=seed)
-toy = pd.DataFrame([block_spectrum(train, test, block=f"toy: {name}") for name, (train, test) in toys.items()])
+toy = toy_table(toys)
 toy[["block", "r2_lin", "r2_feature_median", "r2_ex_top1", "top1_var_share", "eff_rank_out", "eff_rank_explained",
      "regime"]].round(3)  # fmt: skip
 
 # %% [markdown]
 # ## The per-block table
+# `study.run(p)` (`lib/linrec/studies/regimes.py`) reads each model's capture and runs
+# `linrec.analyses.spectrum.spectrum_table` on it: for every block, the map of notebook 02 (the same fit, so the
+# same R²_lin) and every number of the list above from the train and held-out statistics, then the rule, once with
+# the windows' first positions and once without (`regime_ex_first`). It reads statistics only (`sample_rows` 0):
+# this notebook needs no raw rows, so any cached capture of this text serves it, notebook 01's or, for another
+# corpus, notebook 05's (`linrec.measure.reuse`). The same call counts the regimes per model, measures the input side
+# and, where the profile asks, repeats it all on fresh text (the sections below), and writes every table of this
+# notebook to the results folder.
 
 # %%
-# statistics only (sample_rows 0): this notebook reads no raw rows, so any cached capture of this text serves it,
-# notebook 01's or, for another corpus, notebook 05's (linrec.measure.reuse)
-stats_only = {**settings, "sample_rows": 0}
-captures = [get_capture(m, corpus, seed=seed, **stats_only, batch_size=batch_size, device=device) for m in models]
-table = pd.concat([spectrum_table(c) for c in captures], ignore_index=True)
-save_table(table, "spectrum", root / results_dir)
-cols = [
-    "model",
-    "block",
-    "r2_lin",
-    "r2_feature_median",
-    "top1_var_share",
-    "n_massive",
-    "r2_ex_top1",
-    "r2_ex_top8",
-    "first_var_share",
-    "r2_ex_first",
-    "eff_rank_out",
-    "eff_rank_in",
-    "cond_gram",
-    "cond_gram_test",
-    "dynamic_range_in",
-    "regime",
-]
-fmt = {
-    c: "{:.3f}"
-    for c in [
-        "r2_lin",
-        "r2_feature_median",
-        "top1_var_share",
-        "r2_ex_top1",
-        "r2_ex_top8",
-        "first_var_share",
-        "r2_ex_first",
-    ]
-}
-fmt |= {
-    "eff_rank_out": "{:.1f}",
-    "eff_rank_in": "{:.1f}",
-    "cond_gram": "{:.1e}",
-    "cond_gram_test": "{:.1e}",
-    "dynamic_range_in": "{:.1f}",
-}
-table[cols].style.format(fmt).hide(axis="index").set_uuid("spectrum")
+result = study.run(p)  # writes spectrum, spectrum_summary, spectrum_inputs (and the replicates, where run)
+result.overview()
 
 # %% [markdown]
 # ## Figure 4
@@ -183,16 +145,16 @@ table[cols].style.format(fmt).hide(axis="index").set_uuid("spectrum")
 # drops.
 
 # %%
-fig = fig4_rank_outliers(table, root / figures_dir / "fig4_rank_outliers")
+fig = fig4_rank_outliers(result.spectrum, root / figures_dir / "fig4_rank_outliers")
 
 # %% [markdown]
 # ## Regimes and massive activations, per model
-
+# Each model's blocks counted by regime (`linrec.claims.regimes.regime_summary`), over all blocks and over those with
+# R²_lin ≥ 0.8, with the blocks each count rests on; claim 4's rule reads this table.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-summary = regime_summary(table, REGIMES)
-save_table(summary, "spectrum_summary", root / results_dir)
+summary = result.spectrum_summary
 print("claim 4 rule:", rule(4).words)
 v4 = rule(4)(summary)
 print("verdict:", v4.verdict, "· the same rule without the windows' first position:", v4.without_first)
@@ -202,40 +164,24 @@ labelled(summary, "spectrum_summary").T
 # ## The regimes on fresh text
 # With `replicate_samples` set (`params/full.yaml`: samples 1 and 2, the captures notebook 02 makes of disjoint
 # stretches of the corpus; moments only, which is all the regimes need), every block's regime is found again on each
-# sample and claim 4's rule runs on each (`linrec.claims.regimes.regime_replication`). Where this profile has no
-# samples,
-# the cell prints what the last run of `params/full.yaml` found, from its results file.
-
+# sample and claim 4's rule runs on each (`linrec.claims.regimes.regime_replication`; `study.run` did it above, in
+# `linrec.studies.regimes.replicates`). Where this profile has no samples, the cell prints what the last run of
+# `params/full.yaml` found, from its results file, once `linrec.app.profile.measured_elsewhere` has checked that that
+# run measured the same models, corpus, seed and capture settings (else it says which differs).
 
 # %%
 # NBVAL_CHECK_OUTPUT
-def say(rep):
-    for r in rep.to_dict("records"):
-        print(
-            f"{r['model']}: over samples {r['samples']}, broadly linear {r['n_broadly_linear']}, outlier-concentrated "
-            f"{r['n_outlier_concentrated']} (blocks {r['outlier_blocks']}; on every sample: "
-            f"{r['outlier_blocks_every_sample'] or 'none'}); claim 4 {r['replication']}."
-        )
-
-
-if replicate_samples:
-    keep = ["model", "block", "regime", "r2_lin", "r2_feature_median", "top1_var_share", "eff_rank_out",
-            "eff_rank_explained", "first_var_share"]  # fmt: skip
-    samples = replicate_captures(models, replicate_samples, corpus, seed=seed, **settings,
-                                 batch_size=batch_size, device=device)  # fmt: skip
-    reps = [table.assign(sample=0), *(spectrum_table(c).assign(sample=k) for (_, k), c in samples.items())]
-    reps = pd.concat(reps, ignore_index=True)
-    save_table(reps[["sample", *keep]], "spectrum_replicates", root / results_dir)
-    replication = regime_replication(reps, REGIMES)
-    save_table(replication, "spectrum_replicates_summary", root / results_dir)
-    say(replication)
+if result.spectrum_replicates_summary is not None:  # this run's replication
+    replication = replication_story(result.spectrum_replicates_summary)
 elif other := measured_elsewhere(root, "full", corpus=corpus, models=models, seed=seed, capture=capture):
-    print(f"claim 4 on fresh text: not run in this profile; params/full.yaml, which runs it, measured {other}")
+    replication = [f"claim 4 on fresh text: not run in this profile; params/full.yaml, which runs it, measured {other}"]
 elif (last := load_table("spectrum_replicates_summary", root / "results" / "full")) is not None:
-    print("Not run in this profile. The last run of params/full.yaml (results/full/spectrum_replicates_summary.csv):")
-    say(last)
+    replication = ["Not run in this profile. The last run of params/full.yaml "
+                   "(results/full/spectrum_replicates_summary.csv):", *replication_story(last)]  # fmt: skip
 else:
-    print("claim 4 on fresh text: not run in this profile (params/full.yaml runs samples 1 and 2)")
+    replication = ["claim 4 on fresh text: not run in this profile (params/full.yaml runs samples 1 and 2)"]
+for line in replication:
+    print(line)
 
 # %% [markdown]
 # ## What claim 4 rests on
@@ -246,7 +192,7 @@ else:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-for line in regime_story(table):
+for line in regime_story(result.spectrum):
     print(line)
 
 # %% [markdown]
@@ -257,15 +203,7 @@ for line in regime_story(table):
 # left, fitted poorly; one bar in the explained part's spectrum.
 
 # %%
-anatomies = {f"toy: {name}": block_anatomy(*pair) for name, pair in toys.items()}
-rests = table[table["regime"] == "outlier-concentrated"]
-linear = table[table["regime"] == "broadly linear"].sort_values("r2_lin").groupby("model", sort=False).tail(1)
-by_label = {c.model_label: c for c in captures}
-for r in pd.concat([rests, linear]).itertuples():
-    c = by_label[r.model]
-    anatomies[f"{r.model} block {r.block}: {r.regime}"] = block_anatomy(
-        c.stats["train"][r.block], c.stats["test"][r.block], c.fit(r.block)
-    )
+anatomies = result.anatomies(toys)  # linrec.analyses.spectrum.block_anatomy of each toy and each block named
 fig = fig4b_block_anatomy(anatomies, root / figures_dir / "fig4b_block_anatomy")
 
 # %% [markdown]
@@ -279,29 +217,7 @@ fig = fig4b_block_anatomy(anatomies, root / figures_dir / "fig4b_block_anatomy")
 # not an artefact of the outlier. The block-by-block view:
 
 # %%
-mixed = table[
-    (table["top1_var_share"] >= 0.5)
-    | (table["first_var_share"] >= 0.2)
-    | table["regime"].str.endswith("concentrated")
-    | (table["regime"] == "unclassified")
-]
-mixed[
-    [
-        "model",
-        "block",
-        "regime",
-        "r2_lin",
-        "r2_feature_median",
-        "r2_ex_top1",
-        "r2_ex_top8",
-        "top1_var_share",
-        "top1_var_ratio",
-        "first_var_share",
-        "r2_ex_first",
-        "eff_rank_out",
-        "eff_rank_explained",
-    ]
-].round(3)
+result.overlaps().round(3)
 
 # %% [markdown]
 # A first-token-concentrated block can look broadly linear by every per-feature measure: when the
@@ -330,6 +246,4 @@ mixed[
 
 
 # %%
-inputs = input_side(table)
-save_table(inputs, "spectrum_inputs", root / results_dir)
-inputs.round(3)
+result.spectrum_inputs.round(3)  # linrec.claims.regimes.input_side

@@ -193,6 +193,14 @@ def spectrum_table(capture) -> pandas.DataFrame:
     return pd.DataFrame(rows)
 
 
+def toy_table(toys: dict[str, tuple[Moments, Moments]]) -> pandas.DataFrame:
+    """`block_spectrum` of each hand-built block of `toys` (`toy_blocks`: {regime it was built to be: (train, test)}),
+    one row each, named "toy: <regime>"; its map fitted from the train statistics, as for a real block."""
+    import pandas as pd
+
+    return pd.DataFrame([block_spectrum(train, test, block=f"toy: {name}") for name, (train, test) in toys.items()])
+
+
 def block_anatomy(train: Moments, test: Moments, fit: AffineFit | None = None) -> dict[str, np.ndarray]:
     """What a block's regime is read from, feature by feature (notebook 04's look at the block claim 4 rests on):
     `var_share` and `r2_feature`, each output feature's share of the held-out output variance and its held-out R²,

@@ -1,6 +1,6 @@
 """Claim 4 (notebook 04): each model's blocks counted by regime (`regime_summary`), the input side's correlations
 with R²_lin (`input_side`), the rule (`verdict_4`) and its replication on disjoint samples of text
-(`regime_replication`).
+(`regime_replication`); what a teacher says of them (`regime_story`, `replication_story`).
 """
 
 from __future__ import annotations
@@ -158,6 +158,20 @@ def regime_replication(reps: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFra
             }
         )
     return pd.DataFrame(rows)
+
+
+def replication_story(replication: pd.DataFrame) -> list[str]:
+    """One line per model of `regime_replication`'s table (this run's or a results file's): over which samples, its
+    broadly linear and outlier-concentrated counts, the outlier blocks on each sample and on every one, and claim 4's
+    replication word."""
+    require(replication, ["model", "samples", "n_broadly_linear", "n_outlier_concentrated", "outlier_blocks",
+                          "outlier_blocks_every_sample", "replication"], "replication_story")  # fmt: skip
+    return [
+        f"{r['model']}: over samples {r['samples']}, broadly linear {r['n_broadly_linear']}, outlier-concentrated "
+        f"{r['n_outlier_concentrated']} (blocks {r['outlier_blocks']}; on every sample: "
+        f"{r['outlier_blocks_every_sample'] or 'none'}); claim 4 {r['replication']}."
+        for r in replication.to_dict("records")
+    ]
 
 
 def regime_story(spectrum: pd.DataFrame) -> list[str]:
