@@ -737,6 +737,10 @@ def test_the_anchor_findings_name_which_r_is_the_anchors_and_quote_both_verdicts
                    "k = 1 (blocks 3): +1.50 before, +0.10 [-0.05, 0.15] after, healed",
                    "k = 2 (blocks 3 5): +4.00 before, +0.90 [0.50, 1.30] after, costs"):  # fmt: skip
         assert needle in line, needle
+    maps = heal.assign(mode="maps", ppl_control=[20.0, 18.5, 19.25])  # each k its own control: its blocks' FFNs
+    (line,) = heal_findings(maps)
+    assert "the maps alone fine-tuned" in line and "same blocks' own FFNs fine-tuned alike" in line
+    assert "control perplexity 18.50 / 19.25)" in line  # k = 1, 2 in order; the k = 0 row (the base) is no control
 
 
 def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tmp_path):

@@ -50,9 +50,10 @@ ANCHOR_RULES = {
     "the token gate matches the full gate or the context gate falls short (the same intervals, the other way); "
     "undecided otherwise. The anchor's 'a gate on the context matches the full gate, token identity adds nothing' "
     "is reproduced if every decided block is 'context', partly if some are, not reproduced if none is",
-    "heal": f"per model, mode and k: 'healed' if the 95 % interval of PPL(swapped, fine-tuned) − PPL(unswapped, "
-    f"fine-tuned) lies at or below +{HEAL_BUDGET:.0%} of the control's perplexity, 'costs' if it lies above, "
-    "undecided otherwise",
+    "heal": f"per model, mode and k: 'healed' if the 95 % interval of PPL(swapped, fine-tuned) − PPL(control) lies at "
+    f"or below +{HEAL_BUDGET:.0%} of the control's perplexity, 'costs' if it lies above, undecided otherwise; the "
+    "control is the unswapped model given the same fine-tune: every weight (mode all), or the same blocks' own FFNs "
+    "(mode maps)",
 }
 
 

@@ -97,10 +97,15 @@ def heal_findings(heal: pd.DataFrame | None, where: str = "") -> list[str]:
             f"{_ci(r['delta_after_lo'], r['delta_after_hi'])} after, {r['outcome']}"
             for r in t.sort_values("k").to_dict("records")
         ]
-        what = "every weight" if mode == "all" else "the maps alone"
+        if mode == "all":
+            ppl = f"{first['ppl_control']:.2f}"
+            what, control = "every weight", f"the same fine-tune unswapped, control perplexity {ppl}"
+        else:
+            ppls = " / ".join(f"{v:.2f}" for v in t.sort_values("k")["ppl_control"])
+            what, control = "the maps alone", f"the same blocks' own FFNs fine-tuned alike, control perplexity {ppls}"
         lines.append(
             f"{model}{where}, healing ({what} fine-tuned for {int(first['steps'])} steps of {int(first['batch_size'])} "
-            f"train windows, against the same fine-tune unswapped, control perplexity {first['ppl_control']:.2f}): "
+            f"train windows, against {control}): "
             + "; ".join(parts)
             + f" (ΔPPL; 'healed' within +{HEAL_BUDGET:.0%} of the control; the anchor: 5 of 24 GPT-2 layers at no "
             "cost)."
