@@ -39,31 +39,21 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 from linrec.app.profile import load_profile
 
 p = load_profile(profile_file, overrides).notebook("01")  # every parameter: linrec.app.profile
-models, corpus, capture, seed, batch_size, device = p.models, p.corpus, p.capture, p.seed, p.batch_size, p.device
-results_dir, figures_dir = p.results_dir, p.figures_dir
+models, device, figures_dir = p.models, p.device, p.figures_dir
 
 # %% [markdown]
 # ## Figure 1: the measurement
 # Drawn in code (`linrec.outputs.plots.fig1_method`), so it regenerates with the rest.
 
 # %%
-import pandas as pd
-
 from linrec.base.files import project_root
-from linrec.claims.tables import labelled, save_table
-from linrec.measure.config import capture_settings
-from linrec.outputs.plots import fig1_method
-
-root = project_root()
-settings = capture_settings(capture)  # the capture's settings, the same in every notebook
-(root / results_dir).mkdir(parents=True, exist_ok=True)
-fig = fig1_method(root / figures_dir / "fig1_method")
-
-# %%
-
+from linrec.claims.tables import labelled
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import find_ffn_sites
-from linrec.measure.capture import get_capture
+from linrec.outputs.plots import fig1_method
+from linrec.studies import capture as study
+
+fig = fig1_method(project_root() / figures_dir / "fig1_method")
 
 # %% [markdown]
 # ## Where is the FFN?
@@ -74,13 +64,7 @@ from linrec.measure.capture import get_capture
 first = load_model(models[0], device=device)
 sites = find_ffn_sites(first.model)
 print(f"{first.name}: {first.model_type}, {len(sites)} blocks; {'; '.join(first.notes)}")
-pd.DataFrame(
-    {
-        "block": [s.index for s in sites],
-        "FFN module": [s.path for s in sites],
-        "kind": [type(s.ffn_in).__name__ for s in sites],
-    }
-).head(4)
+study.site_table(sites).head(4)
 
 # %% [markdown]
 # ## One forward pass per model
@@ -89,38 +73,21 @@ pd.DataFrame(
 # touching the model.
 
 # %%
-summary = []
-for name in models:
-    loaded = first if name == first.name else None
-    cap = get_capture(
-        name,
-        corpus,
-        seed=seed,
-        **settings,
-        batch_size=batch_size,
-        device=device,
-        loaded=loaded,
-    )
-    m = cap.meta
-    summary.append(
-        {
-            "model": name,
-            "model_type": m["model_type"],
-            "n_blocks": m["n_blocks"],
-            "d_model": m["dims"][0][0],
-            "n_train_rows": m["n_rows"]["train"],
-            "n_test_rows": m["n_rows"]["test"],
-            "tokens": m["tokens_used"],
-            "bos": m["bos"],
-            "seconds": round(m["seconds"], 1),
-            "from_cache": cap.cached,
-        }
-    )
-summary = pd.DataFrame(summary)
-save_table(summary, "capture", root / results_dir)  # its seconds and cache flag: timings/capture.csv
-labelled(summary)
+result = study.run(p, loaded=first)  # every model of the profile (the first one already loaded); writes capture
+labelled(result.capture)  # its seconds and cache flag: timings/capture.csv
 
 # %% [markdown]
 # Each block now has, per split, the float64 statistics of roughly `0.8 × tokens` train rows and
 # `0.2 × tokens` held-out rows. The split is by window, at random (seeded), so both splits span
 # the whole text and no held-out position shares a window with a training one.
+#
+# Here is what one block keeps: the train split of the first model's block 0. Its size depends on the block's widths
+# (d_in + d_out), not on how many tokens ran through it, and it is all that notebook 02 needs to solve the
+# affine map (C_xx W = C_xy) and score it on the held-out split's statistics of the same shape.
+
+# %%
+train = result.captures[0].stats["train"][0]  # a linrec.stats.moments.Moments
+print(
+    f"block 0, train split: n = {train.n:,} rows; μ_x {train.mean_x.shape}, C_xx {train.Cxx.shape}, "
+    f"C_xy {train.Cxy.shape}, C_yy {train.Cyy.shape}, all {train.Cxx.dtype}"
+)

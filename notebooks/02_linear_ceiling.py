@@ -45,70 +45,53 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 from linrec.app.profile import load_profile
 
 p = load_profile(profile_file, overrides).notebook("02")  # every parameter: linrec.app.profile
-models, corpus, capture, seed, batch_size, device = p.models, p.corpus, p.capture, p.seed, p.batch_size, p.device
-curve_train_tokens, curve_test_tokens, curve_seeds = p.curve_train_tokens, p.curve_test_tokens, p.curve_seeds
-profile, replicate_samples, results_dir, figures_dir = p.profile, p.replicate_samples, p.results_dir, p.figures_dir
+models, corpus, capture, seed, profile, figures_dir = p.models, p.corpus, p.capture, p.seed, p.profile, p.figures_dir
 
 # %%
-import pandas as pd
 from IPython.display import display
 
-from linrec.analyses.large_n import (
-    CURVE_N_BOOT,
-    curve_overview,
-    curve_sentence,
-    curve_summary,
-    curve_table,
-    with_profile,
-)
-from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.app.profile import measured_elsewhere
-from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
-from linrec.claims.profile import move_tests, profile_summary, replication_summary
-from linrec.claims.rules import FIRST_TOKEN_SHARE
-from linrec.claims.tables import labelled, load_table, save_table
-from linrec.measure.capture import get_capture, replicate_captures
-from linrec.measure.config import capture_settings
-from linrec.measure.curves import get_curve
+from linrec.claims.tables import labelled
 from linrec.outputs.catalog import rule
+from linrec.outputs.ceiling_text import (
+    curve_elsewhere,
+    curve_text,
+    first_token_text,
+    r2_lin_view,
+    replication_elsewhere,
+    replication_text,
+)
 from linrec.outputs.plots import fig2_r2_lin, fig2c_learning_curves
-from linrec.outputs.report_figures import stale_tables
+from linrec.studies import ceiling as study
 
 root = project_root()
-settings = capture_settings(capture)  # the capture's settings, the same in every notebook
-(root / results_dir).mkdir(parents=True, exist_ok=True)
-if profile not in ("capture", "curve") or (profile == "curve" and not curve_train_tokens):
-    raise LinrecError(f"profile must be 'capture' or 'curve' (with curve_train_tokens), got '{profile}'")
+here = dict(corpus=corpus, models=models, seed=seed, capture=capture)  # what another profile must share to be quoted
 
 # %% [markdown]
 # ## Fit every block of every model
 # The captures come from the cache written by notebook 01 (same parameters); a missing one is
-# computed here.
+# computed here. The study (`linrec.studies.ceiling.run`) fits every block, runs the parts of the notebook this
+# profile switches on (the learning curve, the move tests, the replication below) and writes their tables; the
+# cells after this one show them.
 
 # %%
-# statistics only (sample_rows 0): this notebook reads no raw rows, so any cached capture of this text serves it,
-# notebook 01's or, for another corpus, notebook 05's (linrec.measure.reuse)
-stats_only = {**settings, "sample_rows": 0}
-captures = [get_capture(m, corpus, seed=seed, **stats_only, batch_size=batch_size, device=device) for m in models]
-table = pd.concat([ceiling_table(c) for c in captures], ignore_index=True)
-save_table(table, "r2_lin", root / results_dir)
-cols = [
-    "model",
-    "block",
-    "r2_lin",
-    "r2_lo",
-    "r2_hi",
-    "r2_feature_median",
-    "first_var_share",
-    "r2_ex_first",
-    "cond_gram",
-    "cond_scaled",
-    "n_train",
-    "n_test",
-]
-fmt = {c: "{:.3f}" for c in ["r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "first_var_share", "r2_ex_first"]}
-table[cols].style.format(fmt | {"cond_gram": "{:.1e}", "cond_scaled": "{:.1e}"}).hide(axis="index").set_uuid("r2_lin")
+result = study.run(p)
+r2_lin_view(result.r2_lin)
+
+# %% [markdown]
+# What one row of that table is: the first model's block 0 solved from its train statistics alone
+# (`Capture.fit`: the Jacobi-scaled eigendecomposition solve) and scored on its held-out statistics (`Capture.score`),
+# with the condition number of the Gram matrix before and after the scaling. Every later notebook takes a block's map
+# from the same call, so one block has one map everywhere.
+
+# %%
+c = result.captures[0]
+fit, held_out = c.fit(0), c.score(0)
+print(
+    f"{c.model_label} block 0: W {fit.W.shape}, b {fit.b.shape} from {fit.n_train:,} train rows; κ(C_xx) "
+    f"{fit.cond_gram:.1e}, scaled {fit.cond_scaled:.1e}, rank {fit.rank}; held-out R²_lin {held_out.r2:.3f}"
+)
 
 # %% [markdown]
 # ## R²_lin against the number of train tokens
@@ -127,42 +110,12 @@ table[cols].style.format(fmt | {"cond_gram": "{:.1e}", "cond_scaled": "{:.1e}"})
 # with the same bootstrap for its interval and `fit_rmse` for how straight the points are.
 
 # %%
-if curve_train_tokens:
-    curves = [
-        get_curve(
-            m,
-            corpus=corpus,
-            seq_len=settings["seq_len"],
-            train_tokens=curve_train_tokens,
-            test_tokens=curve_test_tokens,
-            seeds=range(curve_seeds),
-            batch_size=batch_size,
-            device=device,
-        )
-        for m in models
-    ]
-    curve = pd.concat([curve_summary(c, n_boot=CURVE_N_BOOT, seed=seed) for c in curves], ignore_index=True)
-    save_table(curve, "r2_curve", root / results_dir)
-    save_table(pd.concat([curve_table(c) for c in curves], ignore_index=True), "r2_curve_runs", root / results_dir)
-    ref = 16_384 if 16_384 in curve_train_tokens else curve_train_tokens[len(curve_train_tokens) // 2]
-    overview = curve_overview(curve, ref_tokens=ref)
-    save_table(overview, "r2_curve_overview", root / results_dir)
-    fig = fig2c_learning_curves(curve, root / figures_dir / "fig2c_learning_curves", ref_tokens=ref)
-    for row in overview.to_dict("records"):
-        print(curve_sentence(row))
-    display(labelled(overview.set_index("model").T).round(4))
-elif other := measured_elsewhere(root, "curve", corpus=corpus, models=models, seed=seed, capture=capture):
-    print(f"Not run in this profile; params/curve.yaml, which runs it, measured {other}")
-elif stale := stale_tables(root / "results" / "curve", "02"):  # an older linrec's run: no numbers from it
-    print(
-        "Not run in this profile. The last run of params/curve.yaml, in results/curve/, was written by an older linrec "
-        f"({', '.join(f'{t}.csv' for t in stale)} lack columns this linrec writes), so none of its numbers are shown; "
-        "`linrec figures --params params/curve.yaml --only 02` refreshes it."
-    )
-elif (last := load_table("r2_curve_overview", root / "results" / "curve")) is not None:
-    print("Not run in this profile. The last run of params/curve.yaml (results/curve/r2_curve_overview.csv) found:")
-    for row in last.to_dict("records"):
-        print(curve_sentence(row))
+if result.r2_curve is not None:
+    fig = fig2c_learning_curves(result.r2_curve, root / figures_dir / "fig2c_learning_curves", result.ref_tokens)
+    print(curve_text(result.r2_curve_overview))
+    display(labelled(result.r2_curve_overview.set_index("model").T).round(4))
+elif note := curve_elsewhere(root, measured_elsewhere(root, "curve", **here)):
+    print(note)
 
 # %% [markdown]
 # Reading the table: `gain_largest_*` is R²_lin at the largest train size minus R²_lin at the
@@ -188,10 +141,10 @@ elif (last := load_table("r2_curve_overview", root / "results" / "curve")) is no
 # without a BOS token, and the high R²_lin describes that token, not the block on running text.
 
 # %%
-shown = with_profile(table, curve) if profile == "curve" else table
 if profile == "curve":
-    print(f"R²_lin and its interval from the learning curve at {shown['profile_tokens'].iloc[0]:.0f} train tokens")
-fig = fig2_r2_lin(shown, root / figures_dir / "fig2_r2_lin")
+    tokens = result.shown["profile_tokens"].iloc[0]
+    print(f"R²_lin and its interval from the learning curve at {tokens:.0f} train tokens")
+fig = fig2_r2_lin(result.shown, root / figures_dir / "fig2_r2_lin")
 
 # %% [markdown]
 # ## What the numbers say
@@ -217,30 +170,16 @@ fig = fig2_r2_lin(shown, root / figures_dir / "fig2_r2_lin")
 
 # %%
 # NBVAL_CHECK_OUTPUT
-moves = pd.concat(
-    [
-        move_tests(table[table["model"] == c.model_label], profile_replicates(c, rest=rest)[1], positions)
-        for c in captures
-        for positions, rest in (("all", False), ("ex_first", True))
-        if not rest or c.heldout_rest is not None
-    ],
-    ignore_index=True,
-)
-save_table(moves, "r2_moves", root / results_dir)
-print(moves.groupby(["model", "positions"], sort=False)["counts"].agg(["size", "sum"]).to_string())
-summary = profile_summary(shown, moves if profile == "capture" else None)
-save_table(summary, "r2_lin_summary", root / results_dir)
+print(result.move_counts().to_string())
 print("claim 1 rule:", rule(1).words)
-v1 = rule(1)(summary)
+v1 = rule(1)(result.r2_lin_summary)
 print(f"verdict on the {profile} profile:", v1.verdict, "· without the windows' first position:", v1.without_first)
 for e in v1.evidence:
     print(f"{e['model']}: as extreme as the paper (> 0.99 next to < 0.3):", "yes" if e["as_extreme_as_paper"] else "no")
-if curve_train_tokens:  # the same rule on the other profile: does the verdict depend on the train size?
-    other = profile_summary(*((table, moves) if profile == "curve" else (with_profile(table, curve), None)))
-    save_table(other, "r2_lin_summary_other", root / results_dir)
-    print(f"verdict on the {'capture' if profile == 'curve' else 'curve'} profile:", rule(1)(other).verdict)
-    summary = pd.concat([summary, other], ignore_index=True)
-labelled(summary).round(3)
+if result.r2_lin_summary_other is not None:  # the same rule on the other profile: does it depend on the train size?
+    other = "capture" if profile == "curve" else "curve"
+    print(f"verdict on the {other} profile:", rule(1)(result.r2_lin_summary_other).verdict)
+labelled(result.summaries()).round(3)
 
 # %% [markdown]
 # ## The same profile on fresh text
@@ -253,34 +192,12 @@ labelled(summary).round(3)
 # sample's profile (`linrec.claims.profile.replication_summary`). Where this profile has no samples, the
 # cell below prints what the last run of `params/full.yaml` found, from its results file.
 
-
 # %%
 # NBVAL_CHECK_OUTPUT
-def say(replication):
-    for r in replication.to_dict("records"):
-        print(
-            f"{r['model']}: over samples {r['samples']}, a block's R²_lin moves by a median SD of {r['sd_median']:.3f} "
-            f"(at most {r['sd_max']:.3f}, block {r['sd_max_block']}) against a window-interval half-width of "
-            f"{r['ci_half_width_median']:.3f}; claim 1 {r['replication']} ({r['n_claim1_passes']} of {r['n_samples']})."
-        )
-
-
-if replicate_samples:
-    samples = replicate_captures(models, replicate_samples, corpus, seed=seed, **settings,
-                                 batch_size=batch_size, device=device)  # fmt: skip
-    reps = [table.assign(sample=0), *(ceiling_table(c).assign(sample=k) for (_, k), c in samples.items())]
-    reps = pd.concat(reps, ignore_index=True)
-    save_table(reps, "r2_replicates", root / results_dir)
-    replication = replication_summary(reps)
-    save_table(replication, "r2_replicates_summary", root / results_dir)
-    say(replication)
-elif other := measured_elsewhere(root, "full", corpus=corpus, models=models, seed=seed, capture=capture):
-    print(f"replication on fresh text: not run in this profile; params/full.yaml, which runs it, measured {other}")
-elif (last := load_table("r2_replicates_summary", root / "results" / "full")) is not None:
-    print("Not run in this profile. The last run of params/full.yaml (results/full/r2_replicates_summary.csv) found:")
-    say(last)
+if result.r2_replicates_summary is not None:
+    print(replication_text(result.r2_replicates_summary))
 else:
-    print("replication on fresh text: not run in this profile (params/full.yaml runs samples 1 and 2)")
+    print(replication_elsewhere(root, measured_elsewhere(root, "full", **here)))
 
 # %% [markdown]
 # The paper's "> 0.99" blocks deserve a second look here: GPT-2 and many small llama-style
@@ -289,13 +206,4 @@ else:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-for m, t in table.groupby("model", sort=False):
-    sink = t[t["first_var_share"] >= FIRST_TOKEN_SHARE]
-    if sink.empty:
-        print(f"{m}: no block holds half its output variance on the first token; R²_lin describes running text.")
-    for r in sink.itertuples():
-        print(
-            f"{m} block {r.block}: R²_lin {r.r2_lin:.3f}, of which the first token holds "
-            f"{r.first_var_share:.0%} of the output variance; "
-            f"without it R²_lin is {r.r2_ex_first:.3f}."
-        )
+print(first_token_text(result.r2_lin))

@@ -34,44 +34,39 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 from linrec.app.profile import load_profile
 
 p = load_profile(profile_file, overrides).notebook("09")  # every parameter: linrec.app.profile
-models, encoder_models, corpus, corpora, capture = p.models, p.encoder_models, p.corpus, p.corpora, p.capture
-seed, probe_rows, test_windows, screening_windows = p.seed, p.probe_rows, p.test_windows, p.screening_windows
-control_rows, results_dir, figures_dir, report_path = p.control_rows, p.results_dir, p.figures_dir, p.report_path
-readme = p.readme
+results_dir = p.results_dir
+
+# %% [markdown]
+# ## Measure the intervals, then write the report
+# One call (`linrec.outputs.report.write_report`) does the notebook's work, in this order. First the methods
+# table: every across-block correlation a verdict reads (claims 3, 6b and 7b, the routing claim) is simulated at
+# this run's own number of blocks and their dependence through depth (each series an AR(1) through the blocks, its
+# coefficient measured on the data), at ρ = 0, where a false "effect" is counted too; and every held-out window
+# interval is simulated at this run's number of windows. The report can then say how often each interval covers the
+# truth here, with these few blocks and windows, not in general (`linrec.analyses.calibration`, table
+# `calibration`).
+# Then the report itself (`build_report`), from the results tables alone, and, on the default run, the README's
+# results block. `linrec report --params P` writes the same report from the same tables and setup
+# (`report_params`), without measuring the coverage again.
 
 # %%
-import pandas as pd
 from IPython.display import Markdown
 
 from linrec.base.files import project_root
-from linrec.claims.tables import save_table
-from linrec.measure.config import capture_settings
-from linrec.outputs.catalog import claims
-from linrec.outputs.refresh import coverage
-from linrec.outputs.report import build_report, update_readme
+from linrec.outputs.report import verdict_table, write_report
 
-root = project_root()
-settings = capture_settings(capture)  # the capture's settings, the same in every notebook
-params = dict(
-    models=models, encoder_models=encoder_models, corpus=corpus, corpora=corpora,
-    seq_len=settings["seq_len"], tokens=settings["tokens"], seed=seed, sample_rows=settings["sample_rows"],
-    probe_rows=probe_rows, test_windows=test_windows, screening_windows=screening_windows, control_rows=control_rows,
-)  # fmt: skip
-# how often the intervals the verdicts read cover the truth, simulated at this run's own blocks and dependence
-save_table(coverage(root / results_dir, seed=seed), "calibration", root / results_dir)
-out = build_report(root / results_dir, root / figures_dir, root / report_path, params)
-# a path that reads the same on every machine: relative to the checkout, or the file's name where it lies elsewhere
-shown = out.relative_to(root) if out.is_relative_to(root) else out.name
-print(f"wrote {shown} and its .html beside it")
-if readme and update_readme(root / readme, root / results_dir, report_path):
-    print(f"updated the results block of {readme}")
+report = write_report(p)  # table calibration, the report (.md and .html) and, with readme set, its results block
+print(report)
 
 # %% [markdown]
 # ## The verdicts at a glance
+# Each verdict below is a rule applied to numbers (`linrec.claims.rules`: its thresholds named and tested at their
+# edges), never a judgement typed in: the catalog (`linrec.outputs.catalog`) runs each claim's rule on the tables in
+# `results_dir`, and `verdict_table` lists the claims with their verdicts. A verdict changes only when a table does.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-pd.DataFrame([{"claim": c.number, "what": c.title, "verdict": c.verdict} for c in claims(root / results_dir)])
+verdict_table(project_root() / results_dir)
 
 # %% [markdown]
 # ## The report's first screen
@@ -79,4 +74,4 @@ pd.DataFrame([{"claim": c.number, "what": c.title, "verdict": c.verdict} for c i
 # and figure, follow in the file itself).
 
 # %%
-Markdown(out.read_text().split("## Setup")[0])
+Markdown(report.first_screen())

@@ -1,18 +1,30 @@
 """The report builder reads results files, applies its stated rules, and changes when a result changes."""
 
+import filecmp
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
+from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
 from linrec.claims.registry import TABLES
 from linrec.claims.tables import load_table, save_table
+from linrec.outputs import refresh
 from linrec.outputs.catalog import claims
 from linrec.outputs.claim_text import CELL_LIMIT
-from linrec.outputs.report import build_report, per_block_table, render
+from linrec.outputs.report import (
+    README_END,
+    README_START,
+    build_report,
+    per_block_table,
+    readme_section,
+    render,
+    write_report,
+)
 from linrec.outputs.report_figures import FIGURES, OTHER_PROFILE, stale_tables
 
 
@@ -792,3 +804,40 @@ def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tm
                    "The rule: per model, mode and k"):  # fmt: skip
         assert needle in text, needle
     assert routing_section(Results(other), _table) == []  # no routing summary: no section
+
+
+def test_notebook_09_and_linrec_report_write_the_same_report_from_one_profile(tmp_path, cli, monkeypatch):
+    """Notebook 09's `write_report(p)` measures the coverage at the profile's seed (table `calibration`), writes the
+    report with the profile's setup and the README's block; `linrec report` on the same profile writes the same
+    report byte for byte."""
+    d = _results(tmp_path)
+    capture = {"model": "m", "model_type": "llama", "n_blocks": 12, "d_model": 64, "n_train_rows": 2048,
+               "n_test_rows": 512, "tokens": 2560, "bos": False, "seconds": 1.0, "from_cache": True}  # fmt: skip
+    save_table(pd.DataFrame([capture]), "capture", d)  # the window intervals' coverage, at 8 held-out windows
+    rng = np.random.default_rng(0)  # a probe table: the coverage of claims 3 and 7b's correlations over 6 blocks
+    probe = pd.DataFrame({c: rng.uniform(0.1, 0.9, 6) for c in TABLES["probe"].columns})
+    save_table(probe.assign(model="m", block=range(6), cond_gram=10 ** rng.uniform(2, 8, 6)), "probe", d)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n{README_START}\nold\n{README_END}\nrest\n")
+    given = {"models": ["m"], "encoder_models": [], "results_dir": str(d), "figures_dir": str(tmp_path / "figures"),
+             "report_path": str(tmp_path / "paper" / "report.md"), "readme": str(readme), "seed": 3,
+             "capture": {"seq_len": 64, "tokens": 2560, "sample_rows": 2000}, "probe_rows": 500}  # fmt: skip
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(given))
+    real = refresh.write_calibration  # at 20 simulated data sets, not 1,000: the same code in seconds
+    monkeypatch.setattr("linrec.outputs.report.write_calibration", lambda d, seed: real(d, seed=seed, reps=20))
+
+    written = write_report(load_profile(tmp_path / "p.yaml").notebook("09"))
+    save_table(refresh.coverage(d, reps=20, seed=3), "calibration", tmp_path / "direct")
+    assert filecmp.cmp(d / "calibration.csv", tmp_path / "direct" / "calibration.csv", shallow=False)
+    text = written.path.read_text()
+    assert written.path == tmp_path / "paper" / "report.md" and written.path.with_suffix(".html").exists()
+    assert "seq_len = 64, tokens = 2560, seed = 3, sample_rows = 2000 (80/20" in text  # the profile's setup
+    assert "probes and trained baselines on 500 seeded train rows per block" in text
+    assert readme.read_text() == f"# x\n{readme_section(d, given['report_path'])}\nrest\n"
+    assert str(written) == f"wrote report.md and its .html beside it\nupdated the results block of {readme}"
+    assert written.first_screen() == text.split("## Setup")[0] and "| # | claim |" in written.first_screen()
+
+    written.path.unlink()
+    code, _, err = cli("report", "--params", str(tmp_path / "p.yaml"))
+    assert code == 0, err
+    assert written.path.read_text() == text

@@ -423,7 +423,7 @@ def cmd_report(args) -> None:
     from linrec.app.bench import performance_script
     from linrec.app.profile import load_profile
     from linrec.base.files import project_root
-    from linrec.outputs.report import build_report
+    from linrec.outputs.report import build_report, report_params
 
     root = project_root()
     if args.bench:
@@ -435,16 +435,14 @@ def cmd_report(args) -> None:
             )
         print(f"wrote the performance block of {root / perf.PERFORMANCE_PAGE} from {args.bench}")
         return
-    from linrec.measure.config import capture_settings
-
-    # a profile that runs notebook 09: the values it reports from (its setup states them); one for a single stage
-    # (curve, zoo, training): the values its file sets, so its setup states no budget it did not choose
+    # a profile that runs notebook 09: the values it reports from (its setup states them, as notebook 09's does); one
+    # for a single stage (curve, zoo, training): the values its file sets, so its setup states no budget it did not
+    # choose
     profile = load_profile(args.params, root=root)
+    values = profile.values()
     whole = profile.notebooks is None or "09" in profile.notebooks
-    params = {k: v for k, v in profile.values().items() if whole or k in profile.given}
-    params = {**params, **capture_settings(params.get("capture"))}  # flat, as notebook 09 passes them
-    results = root / params["results_dir"]
-    report = Path(root / params["report_path"])
+    results = root / values["results_dir"]
+    report = Path(root / values["report_path"])
     if report.is_dir():
         raise LinrecError(f"report_path {report} is a directory; give a file name, e.g. {report / 'report.md'}")
     from linrec.base.files import check_writable_dir
@@ -454,8 +452,8 @@ def cmd_report(args) -> None:
     )
     out = build_report(
         results,
-        root / params["figures_dir"],
+        root / values["figures_dir"],
         report,
-        params,
+        report_params({k: v for k, v in values.items() if whole or k in profile.given}),
     )
     print(f"wrote {out}")

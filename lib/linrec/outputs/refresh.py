@@ -236,6 +236,14 @@ def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.Dat
     return table
 
 
+def write_calibration(results_dir: str | Path, seed: int = 0, reps: int = 1000) -> pd.DataFrame:
+    """`coverage(results_dir, reps, seed)` written as the results table `calibration` in `results_dir` (notebook 09's
+    first step: the report's methods section reads it); the table."""
+    table = coverage(results_dir, reps=reps, seed=seed)
+    save_table(table, "calibration", results_dir)
+    return table
+
+
 def _study_r2(d: Path) -> pd.DataFrame | None:
     """`r2_lin`'s rows of the corpus the swap study ran on (notebook 06's ceilings): the swap table's corpus, else the
     first in r2_lin; None without r2_lin."""

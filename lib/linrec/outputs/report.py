@@ -6,24 +6,30 @@ in the text traces to a results file. The claims come from the catalog (`linrec.
 rule, the paper's words, our sentence from `linrec.outputs.claim_text`, its figures and caveat); this module
 lays out the document around them (claim table, robustness, setup, figures, per-block table, limitations) and the
 README's results block; which figures it shows, and where each is found, is `linrec.outputs.report_figures`.
-Notebook 09 and `linrec report` call it.
+Notebook 09 calls `write_report(p)` (the coverage table, the report, the README's block) and `linrec report`
+`build_report`, both with the setup's values picked by `report_params`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.base.files import find_project_root
+from linrec.base.files import find_project_root, project_root
 from linrec.claims.rules import VERDICTS
 from linrec.claims.tables import labelled
+from linrec.measure.config import capture_settings
 from linrec.outputs import catalog
 from linrec.outputs.claim_text import Claim
 from linrec.outputs.methods import methods_lines
 from linrec.outputs.plots import figures_at_drawn_size
+from linrec.outputs.refresh import write_calibration
 from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative, stale_run
 from linrec.outputs.results import Results, fmt, listed, replicated, table_in
 from linrec.outputs.routing_text import routing_section
@@ -93,6 +99,13 @@ def _fresh_text(r: Results) -> dict:
             steady = rep["replication"].isin(["holds on every sample", "fails on every sample"]).all()
             out[claim] = (f"same on {n} samples" if steady else "sample-dependent") + where
     return out
+
+
+def verdict_table(results_dir: str | Path) -> pd.DataFrame:
+    """One row per claim of the catalog on the tables in `results_dir`: its number, what it is about, its verdict."""
+    return pd.DataFrame(
+        [{"claim": c.number, "what": c.title, "verdict": c.verdict} for c in catalog.build(Results(results_dir))]
+    )
 
 
 def tally_line(cl: list[Claim]) -> str:
@@ -383,6 +396,50 @@ def build_report(
         )
         out.with_suffix(".html").write_text(page)
     return out
+
+
+SETUP_KEYS = ("models", "encoder_models", "corpus", "corpora", "seed", *BUDGET_KEYS)  # what the setup states
+CAPTURE_KEYS = ("seq_len", "tokens", "sample_rows")  # the capture's settings it states
+
+
+def report_params(values: Mapping) -> dict:
+    """The values the report's setup states (`SETUP_KEYS` and the capture's `CAPTURE_KEYS`, flat), from a profile's
+    `values` (`linrec.app.profile.Profile.values()`, or only those a single-stage profile's file gives): a key it lacks
+    is left out, and the setup then says nothing of it; the capture's settings are its section's or the defaults."""
+    capture = capture_settings(values.get("capture"))
+    return {k: values[k] for k in SETUP_KEYS if k in values} | {k: capture[k] for k in CAPTURE_KEYS}
+
+
+@dataclass
+class WrittenReport:
+    """What `write_report` wrote: the report (`path`, its .html beside it) and the README it updated, if any; `shown`
+    is the report's path as printed (relative to the checkout where it lies inside it)."""
+
+    path: Path
+    shown: Path
+    readme: str | None = None
+
+    def __str__(self) -> str:
+        lines = [f"wrote {self.shown} and its .html beside it"]
+        return "\n".join(lines + ([f"updated the results block of {self.readme}"] if self.readme else []))
+
+    def first_screen(self) -> str:
+        """The report's opening, up to its setup: the tally and the claim table."""
+        return self.path.read_text().split("## Setup")[0]
+
+
+def write_report(p: SimpleNamespace) -> WrittenReport:
+    """Notebook 09's run, from a profile's values `p` (`Profile.notebook("09")`; paths relative to the checkout): how
+    often the intervals the verdicts read cover the truth, simulated at this run's own blocks and dependence (table
+    `calibration`, `write_calibration`, about 10 s), then the report at `p.report_path` from the tables in
+    `p.results_dir` (`build_report`, the setup from `report_params`) and, with `p.readme`, that file's results block
+    (`update_readme`)."""
+    root = project_root()
+    write_calibration(root / p.results_dir, seed=p.seed)
+    out = build_report(root / p.results_dir, root / p.figures_dir, root / p.report_path, report_params(vars(p)))
+    shown = out.relative_to(root) if out.is_relative_to(root) else Path(out.name)  # the same on every machine
+    updated = bool(p.readme) and update_readme(root / p.readme, root / p.results_dir, p.report_path)
+    return WrittenReport(out, shown, p.readme if updated else None)
 
 
 README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"

@@ -1,0 +1,76 @@
+"""Notebook 01's study (the paper's Fig. 1: "a frozen language model is run once over a corpus"): one forward pass per
+model over the profile's corpus, each FFN block's float64 statistics cached on disk for the notebooks after it.
+
+`run(p)` captures every model of `p.models` (`linrec.measure.capture.get_capture`: read from the cache where an entry
+of the same settings is there, else computed and cached) and writes `capture`, one row per model: its architecture,
+number of blocks, width, train and held-out rows, tokens used, whether a BOS token was prepended, and the seconds the
+capture took with whether it came from the cache (`timings/capture.csv`: those two vary between runs).
+`site_table(sites)` is the notebook's view of where a model's FFNs are (`linrec.inputs.sites.find_ffn_sites`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pandas as pd
+
+from linrec.inputs.hf import LoadedModel
+from linrec.inputs.sites import FfnSite
+from linrec.measure.capture import Capture, get_capture
+from linrec.measure.config import capture_settings
+from linrec.studies.base import Result
+
+
+@dataclass
+class CaptureResult(Result):
+    capture: pd.DataFrame
+    captures: list[Capture] = field(default_factory=list, repr=False)  # one per model, in the profile's order
+
+
+def site_table(sites: list[FfnSite]) -> pd.DataFrame:
+    """One row per FFN site: its block, the module the hooks read (its path in the model) and that module's kind."""
+    return pd.DataFrame(
+        {
+            "block": [s.index for s in sites],
+            "FFN module": [s.path for s in sites],
+            "kind": [type(s.ffn_in).__name__ for s in sites],
+        }
+    )
+
+
+def capture_row(name: str, capture: Capture) -> dict:
+    """`capture`'s row of the `capture` table, `name` being the model as the profile gives it."""
+    m = capture.meta
+    return {
+        "model": name,
+        "model_type": m["model_type"],
+        "n_blocks": m["n_blocks"],
+        "d_model": m["dims"][0][0],
+        "n_train_rows": m["n_rows"]["train"],
+        "n_test_rows": m["n_rows"]["test"],
+        "tokens": m["tokens_used"],
+        "bos": m["bos"],
+        "seconds": round(m["seconds"], 1),
+        "from_cache": capture.cached,
+    }
+
+
+def run(p: SimpleNamespace, loaded: LoadedModel | None = None) -> CaptureResult:
+    """Every model of `p.models` captured on `p.corpus` with the profile's capture settings; `loaded` (a model
+    already loaded, e.g. to show its FFN sites) serves the model it is instead of a second load. Writes `capture`
+    under `p.results_dir`."""
+    settings = capture_settings(p.capture)
+    captures = [
+        get_capture(
+            name,
+            p.corpus,
+            seed=p.seed,
+            **settings,
+            batch_size=p.batch_size,
+            device=p.device,
+            loaded=loaded if loaded is not None and name == loaded.name else None,
+        )
+        for name in p.models
+    ]
+    table = pd.DataFrame([capture_row(name, c) for name, c in zip(p.models, captures)])
+    return CaptureResult(table, captures).write(p.results_dir)
