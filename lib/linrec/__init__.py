@@ -23,7 +23,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
                · registry (every results table) · tables (written and read through it)
     studies/   base (`Result`: a study's tables, written through the registry) · corpora (notebook 05)
-               · controls (notebook 07: claims 2a, 2b)
+               · controls (notebook 07: claims 2a, 2b) · training (notebook 08: the seeds experiment, the zoo)
     outputs/   results (a results folder, read; number words) · claim_text (each claim's sentence; `Claim`)
                · catalog (one row per claim: its rule, the paper's words, sentence, figures, caveat) · report
                · report_figures (which figure where, its caption)
