@@ -65,40 +65,29 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 from linrec.app.profile import load_profile
 
 p = load_profile(profile_file, overrides).notebook("07")  # every parameter: linrec.app.profile
-models, corpus, capture, seed, batch_size, device = p.models, p.corpus, p.capture, p.seed, p.batch_size, p.device
-init_seeds, control_rows, cross_feeding, cross_pairs = p.init_seeds, p.control_rows, p.cross_feeding, p.cross_pairs
-decomposition_rows, null_draws, cross_band, n_boot = p.decomposition_rows, p.null_draws, p.cross_band, p.n_boot
-encoder_models, results_dir, figures_dir = p.encoder_models, p.results_dir, p.figures_dir
+figures_dir = p.figures_dir
 
 # %%
-import pandas as pd
-
-from linrec.analyses.controls import MapScores, cross_feed_pairs, input_controls, twin_pairs
-from linrec.analyses.decomposition import NullDraws, decomposition, inputs_or_weights
-from linrec.analyses.recoverability import ceiling_table
 from linrec.base.files import project_root
-from linrec.claims.learned import (
-    decomposition_intervals,
-    input_control_summary,
-    learned_summary,
-    null_blocks,
-    random_init_summary,
-)
-from linrec.claims.tables import labelled, save_table
-from linrec.inputs.models import load_model, random_init_spec
-from linrec.measure.capture import get_capture
-from linrec.measure.config import capture_settings
+from linrec.claims.tables import labelled
 from linrec.outputs.catalog import rule
-from linrec.outputs.findings import controls_findings
 from linrec.outputs.plots_interventions import fig7_controls, fig7b_inputs_or_weights
+from linrec.studies import controls as study
 
 root = project_root()
-settings = capture_settings(capture)  # the capture's settings, the same in every notebook
-(root / results_dir).mkdir(parents=True, exist_ok=True)
-models = [*models, *(m for m in encoder_models if m not in models)]  # every control below runs on each of them
-sample_rows = settings.pop("sample_rows")  # the trained captures keep rows; each control below says how many
-kw = dict(corpus=corpus, seed=seed, **settings, batch_size=batch_size, device=device)
-trained = {m: get_capture(m, sample_rows=sample_rows, **kw) for m in models}
+
+# %% [markdown]
+# ## The study, run once
+# `study.run(p)` (`lib/linrec/studies/controls.py`) captures every model of the profile and every encoder
+# (`encoder_models`) on the profile's corpus, then runs the four controls above in order, on every one of them, and
+# writes their tables to the profile's results folder: the random-init twins (section 1), the trained FFNs on other
+# inputs (2), cross feeding where the profile asks for it (3), and the null ensembles and the cross matrix that claims
+# 2a and 2b are judged on (4). The controls share one cache of scores (`linrec.analyses.controls.MapScores`): a trained
+# FFN on its own rows is the reference of the input controls, the trained entry of the null ensembles and a cross
+# feed's own-inputs column, and it is fitted once. The sections below read the result, table by table.
+
+# %%
+result = study.run(p)  # captures (from the cache where they are), every control, and their tables, written
 
 # %% [markdown]
 # ## 1 · Random-init twins
@@ -106,24 +95,7 @@ trained = {m: get_capture(m, sample_rows=sample_rows, **kw) for m in models}
 # budget (cross feeding uses no more), else as many as the trained capture; the others keep statistics only.
 
 # %%
-inits = {
-    (m, s): get_capture(
-        random_init_spec(m, s), sample_rows=(control_rows or sample_rows) if s == init_seeds[0] else 0, **kw
-    )
-    for m in models
-    for s in init_seeds
-}
-profiles = pd.concat(
-    [ceiling_table(c).assign(model=m, weights="trained") for m, c in trained.items()]
-    + [ceiling_table(c).assign(model=m, weights=f"random init, seed {s}") for (m, s), c in inits.items()],
-    ignore_index=True,
-)
-save_table(profiles, "controls_random_init", root / results_dir)
-
-
-init_summary = random_init_summary(profiles, init_seeds)
-save_table(init_summary, "controls_random_init_summary", root / results_dir)
-labelled(init_summary).round(3)
+labelled(result.controls_random_init_summary).round(3)  # per model; every block in result.controls_random_init
 
 # %% [markdown]
 # **Reading a negative R².** A held-out R² below zero means the fitted map predicts unseen windows
@@ -142,23 +114,13 @@ labelled(init_summary).round(3)
 # the same small-sample amount, (1 − R²)·d/(n − d) for n train rows of width d, and the columns stay comparable.
 
 # %%
-loaded = {m: load_model(m, device=device) for m in models}
-scores = MapScores()  # each (FFN, rows) pair is scored once, whichever control asks for it first
-inputs = pd.concat(
-    [input_controls(trained[m], loaded[m], n_rows=control_rows, seed=seed, scores=scores) for m in models],
-    ignore_index=True,
-)
-save_table(inputs, "controls_inputs", root / results_dir)
-inputs.round(3)
+result.controls_inputs.round(3)
 
 # %%
-fig = fig7_controls(profiles, inputs, root / figures_dir / "fig7_controls")
-
+fig = fig7_controls(result.controls_random_init, result.controls_inputs, root / figures_dir / "fig7_controls")
 
 # %%
-input_table = input_control_summary(inputs)
-save_table(input_table, "controls_inputs_summary", root / results_dir)
-labelled(input_table).round(3)
+labelled(result.controls_inputs_summary).round(3)
 
 # %% [markdown]
 # ## 3 · Cross feeding
@@ -169,15 +131,8 @@ labelled(input_table).round(3)
 # `params/full.yaml` runs it.
 
 # %%
-cross_summary = None
-if cross_feeding:
-    captures = {**trained, **{random_init_spec(m, s): c for (m, s), c in inits.items()}}
-    pairs = twin_pairs(models, init_seeds[0]) if cross_pairs is None else [tuple(p) for p in cross_pairs]
-    cross, cross_summary = cross_feed_pairs(pairs, captures, loaded, dict(sample_rows=sample_rows, **kw),
-                                         n_rows=control_rows, seed=seed, scores=scores, device=device)  # fmt: skip
-    save_table(cross, "controls_cross_feed", root / results_dir)
-    save_table(cross_summary, "controls_cross_feed_summary", root / results_dir)
-cross_summary.round(3) if cross_summary is not None else "cross feeding not run (cross_feeding = False)"
+cross = result.controls_cross_feed_summary  # None where the profile skips it
+cross.round(3) if cross is not None else "cross feeding not run (cross_feeding = False)"
 
 # %% [markdown]
 # ## 4 · Claim 2a: learned, not architectural?
@@ -204,30 +159,13 @@ cross_summary.round(3) if cross_summary is not None else "cross feeding not run 
 #   carries, with 95 % intervals from resampling the held-out windows (`linrec.analyses.decomposition.decomposition`).
 
 # %%
-measured = {
-    m: inputs_or_weights(trained[m], loaded[m], NullDraws(null_draws, null_draws), band=cross_band,
-                         n_rows=decomposition_rows, seed=seed, scores=scores)
-    for m in models
-}  # fmt: skip
-nulls = pd.concat([r.nulls for r in measured.values()], ignore_index=True)
-save_table(nulls, "controls_weight_nulls", root / results_dir)
-matrix = pd.concat([r.matrix for r in measured.values()], ignore_index=True)
-save_table(matrix, "controls_cross_matrix", root / results_dir)
-blocks = null_blocks(nulls)
-save_table(blocks, "controls_null_blocks", root / results_dir)
-counts = blocks.groupby("model", sort=False)["stands_out"].agg(n_blocks="size", n_standout="sum")
-decomposed = pd.DataFrame(
-    [{"model": m, **counts.loc[m].to_dict(), **decomposition(r, n_boot=n_boot, seed=seed)} for m, r in measured.items()]
-)
-decomposed = decomposition_intervals(decomposed, matrix, blocks)  # + the blocks' variability, the band's effect
-save_table(decomposed, "controls_decomposition", root / results_dir)
-learned = learned_summary(init_summary, blocks)
-save_table(learned, "controls_learned", root / results_dir)
+nulls, matrix = result.controls_weight_nulls, result.controls_cross_matrix
+blocks, decomposed = result.controls_null_blocks, result.controls_decomposition
 fig_b = fig7b_inputs_or_weights(nulls, matrix, blocks, decomposed, root / figures_dir / "fig7b_inputs_or_weights")
 labelled(decomposed).set_index("model").T.round(3)
 
 # %%
-v2a, v2b = rule("2a")(learned), rule("2b")(decomposed)
+v2a, v2b = rule("2a")(result.controls_learned), rule("2b")(decomposed)  # each claim's rule on its table
 for v in (v2a, v2b):
     print(f"claim {v.claim} rule:", rule(v.claim).words)
     print("verdict:", v.verdict, f"({v.by_model('outcome')})")
@@ -252,7 +190,4 @@ for v in (v2a, v2b):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-lines = controls_findings(init_summary, input_table, cross_summary, v2a, v2b)  # wording: linrec.outputs.findings
-verdict = pd.DataFrame({"finding": lines})
-save_table(verdict, "controls_verdict", root / results_dir)
-print("\n".join(lines))
+print("\n".join(result.controls_verdict["finding"]))  # the wording: linrec.claims.learned.controls_findings

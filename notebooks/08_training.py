@@ -57,49 +57,32 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 from linrec.app.profile import load_profile
 
 p = load_profile(profile_file, overrides).notebook("08")  # every parameter: linrec.app.profile
-training, train_variants, train_init_seeds = p.training, p.train_variants, p.train_init_seeds
-train_data_seeds, train_texts, train_text_seeds = p.train_data_seeds, p.train_texts, p.train_text_seeds
-train_block_tolerance, train_measure_tokens, train_swap = p.train_block_tolerance, p.train_measure_tokens, p.train_swap
-train_pipeline, train_probe_rows, seed, batch_size = p.train_pipeline, p.train_probe_rows, p.seed, p.batch_size
-device, n_boot, results_dir, figures_dir = p.device, p.n_boot, p.results_dir, p.figures_dir
-screening_windows = p.screening_windows  # the swap study's train windows for its choices (the training profiles: 2)
+figures_dir = p.figures_dir
 
 # %%
-import time
-
-import pandas as pd
-
-from linrec.analyses.factors import block_parameters, components, distance_table, final_profiles, run_factors
-from linrec.analyses.seeds import (
-    approach_to_final,
-    capture_checkpoints,
-    checkpoint_table,
-    comparisons,
-    distance_over_training,
-)
-from linrec.analyses.spectrum import REGIMES
-from linrec.analyses.swap import SwapSettings
-from linrec.analyses.zoo import block_table, measure_finals, noise_table, stacked
+from linrec.analyses.seeds import approach_to_final
 from linrec.base.files import project_root
-from linrec.claims.learned import comparison_words, seeds_verdict
-from linrec.claims.probe import probe_summary
-from linrec.claims.regimes import regime_summary
 from linrec.claims.rules import SEEDS_RULE, ZOO_RULE
-from linrec.claims.swap import swap_predictors
-from linrec.claims.tables import labelled, load_table, load_timings, save_table
-from linrec.claims.zoo import pooled_claims, zoo_verdict
-from linrec.inputs.models import load_model
-from linrec.inputs.training import profile_configs, runs
+from linrec.claims.tables import labelled
 from linrec.outputs.plots_interventions import fig8_training, fig8b_zoo
+from linrec.studies import training as study
 
 root = project_root()
-ran = bool(training)
-where = root / results_dir if ran else root / "results" / "training"
-zoo_where = root / results_dir if ran else root / "results" / "zoo"
-(root / results_dir).mkdir(parents=True, exist_ok=True)
-print(
-    "trained and measured here" if ran else f"not run in this profile: the last run of params/training.yaml ({where})"
-)
+
+# %% [markdown]
+# ## The study, run once
+# `study.run(p)` (`lib/linrec/studies/training.py`) does the experiment in the order the sections below read it:
+# it trains every run the profile's `training` section names (or reads it from the cache), captures every checkpoint
+# on the held-out measuring text (`linrec.analyses.seeds.capture_checkpoints`), compares every pair of profiles that
+# differ in one thing, and, under `params/zoo.yaml`, sends each run's last checkpoint through the whole pipeline. It
+# writes every table to the profile's results folder, and what a later step reads is the table as written: the zoo's
+# decomposition takes the final profiles and the comparisons from their files, as `linrec.outputs.refresh` does.
+# Under a profile that trains nothing, it reads the last stored runs instead and writes nothing.
+
+# %%
+result = study.run(p)  # trains (or reads the cache), measures, compares; the tables, as written
+print("trained and measured here" if result.ran else
+      f"not run in this profile: the last run of params/training.yaml ({result.source})")  # fmt: skip
 
 # %% [markdown]
 # ## The runs
@@ -109,51 +92,18 @@ print(
 
 # %%
 # NBVAL_CHECK_OUTPUT
-if ran:
-    configs = profile_configs({**training, "device": device}, train_variants, train_init_seeds, train_data_seeds,
-                              train_texts, train_text_seeds or None, train_block_tolerance)  # fmt: skip
-    trained = runs(configs)
-    kw = dict(seq_len=configs[0].seq_len, tokens=train_measure_tokens, seed=seed, batch_size=batch_size, device=device)
-    swap_settings = SwapSettings(screening_windows, batch_size=batch_size)  # the swap of each run's last checkpoint
-    captures, capture_seconds = {}, {}
-    for c in configs:
-        t0 = time.perf_counter()
-        captures[c.name] = capture_checkpoints(
-            trained[c.name], kw, final_rows=train_probe_rows if train_pipeline else 0
-        )
-        capture_seconds[c.name] = time.perf_counter() - t0
-    profiles = pd.concat(
-        [checkpoint_table(trained[c.name], captures[c.name]) for c in configs],
-        ignore_index=True,
-    )
-    save_table(profiles, "training_profiles", where)
-    rows = []
-    for c in configs:
-        r, final = trained[c.name], profiles[(profiles["run"] == c.name)]
-        rows.append({"run": c.name, "mlp": c.layout, "init_seed": c.init_seed, "data_seed": c.data_seed,
-                     "d_model": c.d_model, "n_layers": c.n_layers, "d_ff": c.ffn_width, "n_params": r.meta["n_params"],
-                     "n_params_blocks": r.meta["n_params_blocks"], "tokens_seen": r.meta["tokens_seen"],
-                     "tokens_per_param": r.meta["tokens_seen"] / r.meta["n_params"],
-                     "train_tokens_available": r.meta["train_tokens_available"],
-                     "epochs": r.meta["tokens_seen"] / r.meta["train_tokens_available"],
-                     "final_train_loss": r.meta["final_train_loss"],
-                     "ppl_test_final": final[final["step"] == final["step"].max()]["ppl_test"].iloc[0],
-                     "made_on": r.meta["made_on"], "seconds": r.meta["seconds"], "from_cache": r.cached})  # fmt: skip
-    save_table(pd.DataFrame(rows), "training_runs", where)
-runs_table, profiles = load_table("training_runs", where), load_table("training_profiles", where)
-if runs_table is None:
+if result.training_runs is None:
     print("no results yet: run linrec figures --params params/training.yaml --only 08")
 else:
-    print(f"trained on: {', '.join(sorted(set(runs_table['made_on'])))}")
-    sizes = ["mlp", "d_model", "n_layers", "d_ff", "n_params", "n_params_blocks", "tokens_seen", "tokens_per_param",
-             "train_tokens_available", "epochs"]  # fmt: skip
-    print(runs_table.set_index("run")[sizes].round(2).to_string())
+    print(f"trained on: {', '.join(sorted(set(result.training_runs['made_on'])))}")
+    print(result.sizes().round(2).to_string())
 
 # %% [markdown]
 # How far each run got: the training loss over its last 20 steps and the held-out perplexity of its last checkpoint
 # on the measuring windows (never trained on).
 
 # %%
+runs_table = result.training_runs
 runs_table.set_index("run")[["final_train_loss", "ppl_test_final"]] if runs_table is not None else None
 
 # %% [markdown]
@@ -166,24 +116,13 @@ runs_table.set_index("run")[["final_train_loss", "ppl_test_final"]] if runs_tabl
 # two profiles are "sharply different" (init seed against init seed, GELU against SwiGLU), the level is named beside.
 
 # %%
-if ran:
-    table = comparison_words(comparisons(configs, captures, seed=seed))
-    save_table(table, "training_comparisons", where)
-    curve = distance_over_training(configs, captures, "seed", seed=seed)
-    save_table(curve, "training_distance_curve", where)
-    verdict = pd.DataFrame([seeds_verdict(table)])
-    save_table(verdict, "training_verdict", where)
-table, curve = load_table("training_comparisons", where), load_table("training_distance_curve", where)
-verdict = load_table("training_verdict", where)
+table, verdict = result.training_comparisons, result.training_verdict
 if table is not None:
     print("rule:", SEEDS_RULE)
     print("verdict:", verdict["word"].iloc[0], "· claim 2a from this experiment:", verdict["claim2a"].iloc[0])
     cols = ["distance", "distance_lo", "distance_hi", "floor", "outcome", "level", "level_lo", "level_hi",
             "level_outcome", "shape", "shape_lo", "shape_hi", "shape_outcome"]  # fmt: skip
-    show = table.set_index(["kind", "a", "b"])[cols]
-else:
-    show = None
-show
+table.set_index(["kind", "a", "b"])[cols] if table is not None else None
 
 # %% [markdown]
 # ## When does the profile's shape appear?
@@ -194,15 +133,14 @@ show
 # onset at the last step means the profile was still moving when training stopped.
 
 # %%
+curve, profiles = result.training_distance_curve, result.training_profiles
 if curve is not None:
     cols = ["distance", "distance_lo", "distance_hi", "floor", "level", "shape", "shape_lo", "shape_hi"]
     print(curve.set_index(["a", "b", "step"])[cols].round(3).to_string())
 if profiles is not None:
-    approach = approach_to_final(profiles)
+    approach = approach_to_final(profiles)  # each checkpoint's distance to its run's last profile, and the onset
     print(approach.pivot(index="step", columns="run", values="distance_to_final").round(3).to_string())
-    onset = approach.groupby("run", sort=False)["onset"].first()
-    last = approach.groupby("run", sort=False)["step"].max()
-    print(pd.DataFrame({"onset (step)": onset, "last step": last, "still moving": onset == last}).to_string())
+    print(study.onsets(approach).to_string())
 
 # %% [markdown]
 # ## The whole pipeline on every trained model (the zoo)
@@ -213,24 +151,9 @@ if profiles is not None:
 # per run beside its training time.
 
 # %%
-if ran and train_pipeline:
-    measured = measure_finals(trained, {c.name: captures[c.name][max(captures[c.name])] for c in configs},
-                              probe_rows=train_probe_rows, swap=swap_settings, seed=seed,
-                              device=device)  # fmt: skip
-    save_table(block_table(measured, configs), "zoo_blocks", where)
-    timing = noise_table(measured).assign(
-        seconds_train=[trained[c.name].meta["seconds"] for c in configs],
-        from_cache=[trained[c.name].cached for c in configs],
-        seconds_capture=[capture_seconds[c.name] for c in configs],
-    )
-    zoo_runs = run_factors(configs).assign(block_params=block_parameters(configs).values()).merge(timing, on="run")
-    save_table(zoo_runs, "zoo_runs", where)
-    swap_all = stacked(measured, "swap").rename(columns={"model": "run"})
-    save_table(swap_all[["run", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "delta_lo", "delta_hi",
-                         "params_ffn", "params_linear", "seconds"]], "training_swap", where)  # fmt: skip
-zoo_blocks, zoo_time = load_table("zoo_blocks", zoo_where), load_timings("zoo_runs", zoo_where)
+zoo_blocks, zoo_time = result.zoo_blocks, result.zoo_timings
 if zoo_blocks is not None:
-    params = load_table("zoo_runs", zoo_where).groupby("layout", sort=False)["block_params"].first()
+    params = result.zoo_runs.groupby("layout", sort=False)["block_params"].first()
     print(f"{zoo_blocks['model'].nunique()} models, {len(zoo_blocks)} blocks; parameters in the blocks:",
           ", ".join(f"{k} {v:,}" for k, v in params.items()))  # fmt: skip
 if zoo_time is not None:  # timings/: how long this machine took, not a result
@@ -253,14 +176,7 @@ zoo_blocks.pivot_table(index="block", columns="model", values="r2_lin", sort=Fal
 # 0.1 the part is the same for every layout, text and seed.
 
 # %%
-if ran and train_pipeline:
-    wide, factors = final_profiles(profiles), run_factors(configs)
-    save_table(distance_table(wide, factors, comparisons=table), "zoo_distances", where)
-    comp = components(wide, factors, load_table("zoo_runs", where))
-    save_table(comp, "zoo_components", where)
-    save_table(pd.DataFrame([zoo_verdict(comp, table)]), "zoo_verdict", where)
-zoo_dist, zoo_comp = load_table("zoo_distances", zoo_where), load_table("zoo_components", zoo_where)
-zoo_v = load_table("zoo_verdict", zoo_where)
+zoo_dist, zoo_comp, zoo_v = result.zoo_distances, result.zoo_components, result.zoo_verdict
 if zoo_v is not None:
     print("rule:", ZOO_RULE)
     print("verdict:", zoo_v["word"].iloc[0], "· claim 2a from the zoo:", zoo_v["claim2a"].iloc[0])
@@ -277,38 +193,20 @@ zoo_comp.set_index(["part", "factor"]).round(4) if zoo_comp is not None else Non
 # over all models.
 
 # %%
-if ran and train_pipeline:
-    probe_sum = probe_summary(stacked(measured, "probe"), None, n_boot=n_boot, seed=seed)
-    save_table(probe_sum, "zoo_probe_summary", where)
-    pred = swap_predictors(stacked(measured, "values"), stacked(measured, "swap"), n_boot=n_boot, seed=seed)
-    save_table(pred, "zoo_swap_predictors", where)
-    regimes = regime_summary(stacked(measured, "spectrum"), REGIMES)
-    save_table(regimes, "zoo_regimes", where)
-    save_table(pooled_claims(probe_sum, pred, regimes), "zoo_claims", where)
-zoo_claims = load_table("zoo_claims", zoo_where)
-zoo_claims.set_index("claim").round(3) if zoo_claims is not None else None
+result.zoo_claims.set_index("claim").round(3) if result.zoo_claims is not None else None
 
 # %% [markdown]
 # ## Swapping a block of a trained run for its map
 # The zero-shot swap of notebook 06 on each run's last checkpoint: every block alone, held-out ΔPPL with its paired
-# jackknife interval over the measuring windows' held-out split.
+# jackknife interval over the measuring windows' held-out split. The swap study makes its choices on
+# `screening_windows` seeded windows of the train split, the profile's value (`linrec.analyses.swap.SwapSettings`;
+# `params/training.yaml` sets 2, `params/zoo.yaml` 4, where the pipeline's screening predictors of claim 6b are
+# computed on them); the held-out ΔPPL shown here is measured on windows no choice has seen.
 
 # %%
-if ran and train_swap and not train_pipeline:  # with the pipeline, the swap is its part (below)
-    parts = []
-    for c in configs:
-        last = max(captures[c.name])
-        loaded = load_model(str(trained[c.name].final))
-        loaded.name = f"{c.name} step {last}"  # what the progress line calls it
-        study = swap_settings.study(captures[c.name][last], loaded, seed=seed)
-        t = study.heldout.table().assign(run=c.name)
-        parts.append(t[["run", "block", "r2_lin", "ppl_base", "ppl_swapped", "delta_ppl", "delta_lo", "delta_hi",
-                        "params_ffn", "params_linear", "seconds"]])  # fmt: skip
-    save_table(pd.concat(parts, ignore_index=True), "training_swap", where)
-swap = load_table("training_swap", where)
-swap.set_index(["run", "block"])[
-    ["r2_lin", "ppl_base", "delta_ppl", "delta_lo", "delta_hi"]
-] if swap is not None else None
+swap = result.training_swap
+swap.set_index(["run", "block"])[["r2_lin", "ppl_base", "delta_ppl", "delta_lo", "delta_hi"]] if swap is not None \
+    else None  # fmt: skip
 
 # %% [markdown]
 # ## Figure 8

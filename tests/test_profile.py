@@ -138,7 +138,7 @@ def test_run_all_in_lab_binds_the_default_profile(in_lab):
         ns = bound(nb)
         view = default.notebook(nb.name[:2])
         names = set(ns) & set(SCHEMA)
-        assert {"seed", "results_dir"} <= names, nb.name
+        assert vars(ns["p"]) == vars(view), nb.name  # what a study's run(p) is handed: the whole profile
         assert set(ns) - {"__builtins__"} <= names | INJECTED | {"p", "load_profile"}, nb.name  # nothing else bound
         for name in names:
             assert ns[name] == getattr(view, name), (nb.name, name)
@@ -152,7 +152,8 @@ def test_an_override_reaches_each_notebooks_bound_value_as_the_runner_injects_it
     assert given["profile_file"] == "params/smoke.yaml"  # relative: the executed notebook reads the same anywhere
     for nb in notebooks(ROOT):
         ns = bound(nb, given)
-        assert ns["seed"] == 7 and ns["results_dir"] == str(tmp_path), nb.name
+        assert ns["p"].seed == 7 and ns["p"].results_dir == str(tmp_path), nb.name  # what a study's run(p) reads
+        assert ns.get("seed", 7) == 7 and ns.get("results_dir", str(tmp_path)) == str(tmp_path), nb.name
         if "models" in ns:
             assert ns["models"] == smoke.models == ["first:6:smollm2-135m"]
     probe = bound(ROOT / "notebooks" / "03_bilinear_probe.py", {**given, "overrides": {"probe_rows": 100}})

@@ -547,8 +547,8 @@ def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
 
 
 def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
+    from linrec.claims.learned import controls_findings
     from linrec.claims.rules import GAUSSIAN_DROP
-    from linrec.outputs.findings import controls_findings
 
     init = pd.DataFrame(
         [

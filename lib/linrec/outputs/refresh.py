@@ -27,14 +27,13 @@ from pathlib import Path
 import pandas as pd
 
 from linrec.base.errors import LinrecError, StaleTableError
-from linrec.claims.learned import decomposition_intervals, null_blocks
+from linrec.claims.learned import controls_findings, decomposition_intervals, null_blocks
 from linrec.claims.probe import pitfall_summary, probe_summary
 from linrec.claims.registry import TABLES
 from linrec.claims.routing import anchor_table, routing_summary
 from linrec.claims.swap import swap_predictors
 from linrec.claims.tables import ROW_KEYS, load_table, load_timings, save_table, table_path
 from linrec.outputs.catalog import rule
-from linrec.outputs.findings import controls_findings
 from linrec.stats import N_BOOT
 
 

@@ -1,0 +1,157 @@
+"""Notebook 07's study (claims 2a and 2b, the controls the paper lacks): is a block's R²_lin profile learned, and is
+it carried by the block's own weights or by the inputs it sees?
+
+`run(p)` captures every model of `p.models` and `p.encoder_models` on `p.corpus` and runs four controls on the same
+code path as R²_lin (`linrec.analyses.controls`, `linrec.analyses.decomposition`):
+
+1. random-init twins (`p.init_seeds`): `controls_random_init` (every profile, trained and untrained) and its summary
+   (`linrec.claims.learned.random_init_summary`);
+2. each trained FFN on Gaussian inputs with its inputs' moments and on the next block's inputs
+   (`input_controls`, on `p.control_rows` rows): `controls_inputs` and `controls_inputs_summary`;
+3. cross feeding (`cross_feed_pairs`, only where `p.cross_feeding`): `controls_cross_feed` and its summary, else
+   neither is written;
+4. with each block's norm gain folded into its FFN, the null ensembles and the cross matrix (`inputs_or_weights`, on
+   `p.decomposition_rows` rows): `controls_weight_nulls`, `controls_cross_matrix`, `controls_null_blocks`,
+   `controls_decomposition` (`decomposition` with its intervals) and `controls_learned`, the tables claims 2a and 2b
+   are judged on (`RULE_2A`, `RULE_2B`);
+
+and `controls_verdict`, the findings in one sentence each (`linrec.claims.learned.controls_findings`). Every (FFN,
+rows) pair is scored once, whichever control asks for it first (`MapScores`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pandas as pd
+
+from linrec.analyses.controls import MapScores, cross_feed_pairs, input_controls, twin_pairs
+from linrec.analyses.decomposition import InputsOrWeights, NullDraws, decomposition, inputs_or_weights
+from linrec.analyses.recoverability import ceiling_table
+from linrec.claims.learned import (
+    RULE_2A,
+    RULE_2B,
+    controls_findings,
+    decomposition_intervals,
+    input_control_summary,
+    learned_summary,
+    null_blocks,
+    random_init_summary,
+)
+from linrec.inputs.models import load_model, random_init_spec
+from linrec.measure.capture import get_capture
+from linrec.measure.config import capture_settings
+from linrec.studies.base import Result
+
+
+@dataclass
+class ControlsResult(Result):
+    controls_random_init: pd.DataFrame
+    controls_random_init_summary: pd.DataFrame
+    controls_inputs: pd.DataFrame
+    controls_inputs_summary: pd.DataFrame
+    controls_cross_feed: pd.DataFrame | None  # None: cross feeding not run (`cross_feeding` false)
+    controls_cross_feed_summary: pd.DataFrame | None
+    controls_weight_nulls: pd.DataFrame
+    controls_cross_matrix: pd.DataFrame
+    controls_null_blocks: pd.DataFrame
+    controls_decomposition: pd.DataFrame
+    controls_learned: pd.DataFrame
+    controls_verdict: pd.DataFrame
+
+
+@dataclass
+class Captures:
+    """What every control reads: the models (`p.models`, then the encoders), each trained model's capture, each
+    random-init twin's ({(model, init seed): capture}), and the capture settings they were made with."""
+
+    models: list[str]
+    trained: dict
+    inits: dict
+    capture_kw: dict  # get_capture's arguments but sample_rows
+    sample_rows: int
+
+
+def captures(p: SimpleNamespace) -> Captures:
+    """Every model's capture on `p.corpus` (rows kept: the profile's `sample_rows`), and its random-init twins'.
+
+    Only the first init seed's twin keeps raw rows (cross feeding needs them): `p.control_rows` of them where the
+    profile sets a row budget (cross feeding reads no more), else as many as the trained capture."""
+    models = [*p.models, *(m for m in p.encoder_models if m not in p.models)]
+    settings = capture_settings(p.capture)
+    sample_rows = settings.pop("sample_rows")
+    kw = dict(corpus=p.corpus, seed=p.seed, **settings, batch_size=p.batch_size, device=p.device)
+    trained = {m: get_capture(m, sample_rows=sample_rows, **kw) for m in models}
+    seeds = p.init_seeds
+    rows = {s: (p.control_rows or sample_rows) if s == seeds[0] else 0 for s in seeds}
+    inits = {(m, s): get_capture(random_init_spec(m, s), sample_rows=rows[s], **kw) for m in models for s in seeds}
+    return Captures(models, trained, inits, kw, sample_rows)
+
+
+def random_init_profiles(caps: Captures) -> pd.DataFrame:
+    """R²_lin per block of every trained model (`weights` "trained") and of each of its random-init twins
+    ("random init, seed S"): `controls_random_init`."""
+    trained = [ceiling_table(c).assign(model=m, weights="trained") for m, c in caps.trained.items()]
+    inits = [ceiling_table(c).assign(model=m, weights=f"random init, seed {s}") for (m, s), c in caps.inits.items()]
+    return pd.concat(trained + inits, ignore_index=True)
+
+
+def cross_feeding(p: SimpleNamespace, caps: Captures, loaded: dict, scores: MapScores):
+    """Section 3: each pair (A, B) of `p.cross_pairs` (None: every model with its first random-init twin, both ways),
+    A's inputs through B's FFN, raw and re-coloured (`cross_feed_pairs`): (table, summary)."""
+    captured = {**caps.trained, **{random_init_spec(m, s): c for (m, s), c in caps.inits.items()}}
+    pairs = twin_pairs(caps.models, p.init_seeds[0]) if p.cross_pairs is None else [tuple(x) for x in p.cross_pairs]
+    return cross_feed_pairs(pairs, captured, loaded, dict(sample_rows=caps.sample_rows, **caps.capture_kw),
+                            n_rows=p.control_rows, seed=p.seed, scores=scores, device=p.device)  # fmt: skip
+
+
+def decomposition_table(measured: dict[str, InputsOrWeights], blocks: pd.DataFrame, matrix: pd.DataFrame,
+                        n_boot: int, seed: int) -> pd.DataFrame:  # fmt: skip
+    """`controls_decomposition`: per model, how many blocks stand out from both null ensembles, the cross matrix's
+    two-factor shares with their window-bootstrap intervals (`decomposition`), and the intervals that add the blocks'
+    variability and the band's effect (`decomposition_intervals`)."""
+    counts = blocks.groupby("model", sort=False)["stands_out"].agg(n_blocks="size", n_standout="sum")
+    rows = [
+        {"model": m, **counts.loc[m].to_dict(), **decomposition(r, n_boot=n_boot, seed=seed)}
+        for m, r in measured.items()
+    ]
+    return decomposition_intervals(pd.DataFrame(rows), matrix, blocks)
+
+
+def run(p: SimpleNamespace) -> ControlsResult:
+    """Every control on every model (the module docstring): its tables, written under `p.results_dir`."""
+    caps = captures(p)
+    profiles = random_init_profiles(caps)
+    init_summary = random_init_summary(profiles, p.init_seeds)
+    loaded = {m: load_model(m, device=p.device) for m in caps.models}
+    scores = MapScores()  # each (FFN, rows) pair is scored once, whichever control asks for it first
+    inputs = pd.concat(
+        [input_controls(caps.trained[m], loaded[m], n_rows=p.control_rows, seed=p.seed, scores=scores)
+         for m in caps.models],
+        ignore_index=True,
+    )  # fmt: skip
+    input_table = input_control_summary(inputs)
+    cross, cross_summary = cross_feeding(p, caps, loaded, scores) if p.cross_feeding else (None, None)
+    draws = NullDraws(p.null_draws, p.null_draws)
+    kw = dict(band=p.cross_band, n_rows=p.decomposition_rows, seed=p.seed, scores=scores)
+    measured = {m: inputs_or_weights(caps.trained[m], loaded[m], draws, **kw) for m in caps.models}
+    nulls = pd.concat([r.nulls for r in measured.values()], ignore_index=True)
+    matrix = pd.concat([r.matrix for r in measured.values()], ignore_index=True)
+    blocks = null_blocks(nulls)
+    decomposed = decomposition_table(measured, blocks, matrix, p.n_boot, p.seed)
+    learned = learned_summary(init_summary, blocks)
+    lines = controls_findings(init_summary, input_table, cross_summary, RULE_2A(learned), RULE_2B(decomposed))
+    return ControlsResult(
+        controls_random_init=profiles,
+        controls_random_init_summary=init_summary,
+        controls_inputs=inputs,
+        controls_inputs_summary=input_table,
+        controls_cross_feed=cross,
+        controls_cross_feed_summary=cross_summary,
+        controls_weight_nulls=nulls,
+        controls_cross_matrix=matrix,
+        controls_null_blocks=blocks,
+        controls_decomposition=decomposed,
+        controls_learned=learned,
+        controls_verdict=pd.DataFrame({"finding": lines}),
+    ).write(p.results_dir)

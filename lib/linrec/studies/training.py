@@ -1,0 +1,215 @@
+"""Notebook 08's study (claim 2a, controlled): small decoders trained here from scratch, seed against seed, GELU
+against SwiGLU, and under the zoo's profile the whole pipeline on every trained model.
+
+`run(p)` trains (or reads from the cache) every run of the profile's `training` section (`profile_configs`:
+`p.train_variants` × `p.train_init_seeds`, the other data orders and texts), measures every checkpoint on the held-out
+measuring text (`linrec.analyses.seeds.capture_checkpoints`), and writes:
+
+- `training_runs` (one row per run: its size, what it saw, how far it got) and `training_profiles` (R²_lin per run,
+  checkpoint and block, `checkpoint_table`);
+- `training_comparisons`, `training_distance_curve` and `training_verdict`: every pair of profiles that differ in one
+  thing, against its noise floor (`comparisons`, `comparison_words`), the init seeds' distance at every checkpoint,
+  and the seeds experiment's rule (`seeds_verdict`);
+- with `p.train_pipeline` (the zoo), each run's last checkpoint through the pipeline (`measure_finals`: R²_lin, the
+  probe, the regimes, the swap): `zoo_runs`, `zoo_blocks`, `training_swap`, `zoo_distances`, `zoo_components`,
+  `zoo_verdict`, `zoo_probe_summary`, `zoo_swap_predictors`, `zoo_regimes`, `zoo_claims`;
+- without it but with `p.train_swap`, `training_swap` alone: each run's last checkpoint, every block swapped alone
+  (`SwapSettings.study`, its choices on `p.screening_windows` train windows).
+
+What a later step reads is a table as written (read back through `load_table`), as `linrec.outputs.refresh` reads
+it: the zoo's decomposition takes the final profiles, the comparisons and the runs' noise from their files. A
+profile without a `training` section trains nothing: `run` returns the last stored run's tables (results/training
+and results/zoo), written by `params/training.yaml` and `params/zoo.yaml`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+
+from linrec.analyses.factors import block_parameters, components, distance_table, final_profiles, run_factors
+from linrec.analyses.seeds import capture_checkpoints, checkpoint_table, comparisons, distance_over_training
+from linrec.analyses.spectrum import REGIMES
+from linrec.analyses.swap import SwapSettings
+from linrec.analyses.zoo import block_table, measure_finals, noise_table, stacked
+from linrec.base.files import project_root
+from linrec.claims.learned import comparison_words, seeds_verdict
+from linrec.claims.probe import probe_summary
+from linrec.claims.regimes import regime_summary
+from linrec.claims.registry import TABLES
+from linrec.claims.swap import swap_predictors
+from linrec.claims.tables import load_table, load_timings
+from linrec.claims.zoo import pooled_claims, zoo_verdict
+from linrec.inputs.models import load_model
+from linrec.inputs.training import profile_configs, runs
+from linrec.studies.base import Result
+
+STORED = {"training": "results/training", "zoo": "results/zoo"}  # what a profile that trains nothing shows
+SWAP_COLUMNS = list(TABLES["training_swap"].columns)
+
+
+@dataclass
+class TrainingResult(Result):
+    """Notebook 08's tables; each None where its part did not run (or, shown from a stored run, was not written)."""
+
+    training_runs: pd.DataFrame | None = None
+    training_profiles: pd.DataFrame | None = None
+    training_comparisons: pd.DataFrame | None = None
+    training_distance_curve: pd.DataFrame | None = None
+    training_verdict: pd.DataFrame | None = None
+    training_swap: pd.DataFrame | None = None
+    zoo_runs: pd.DataFrame | None = None
+    zoo_blocks: pd.DataFrame | None = None
+    zoo_distances: pd.DataFrame | None = None
+    zoo_components: pd.DataFrame | None = None
+    zoo_verdict: pd.DataFrame | None = None
+    zoo_probe_summary: pd.DataFrame | None = None
+    zoo_swap_predictors: pd.DataFrame | None = None
+    zoo_regimes: pd.DataFrame | None = None
+    zoo_claims: pd.DataFrame | None = None
+    zoo_timings: pd.DataFrame | None = None  # zoo_runs' seconds (timings/): how long this machine took, not a result
+    ran: bool = False  # trained and measured by this run, or read from the stored run (`source`)
+    source: Path | None = None  # where the seeds experiment's tables were read from
+
+    def sizes(self) -> pd.DataFrame:
+        """Each run's size and what it saw: its MLP, width, depth, parameters, tokens, and epochs over its text."""
+        cols = ["mlp", "d_model", "n_layers", "d_ff", "n_params", "n_params_blocks", "tokens_seen", "tokens_per_param",
+                "train_tokens_available", "epochs"]  # fmt: skip
+        return self.training_runs.set_index("run")[cols]
+
+
+@dataclass
+class Runs:
+    """The trained runs of a profile and their measurements: `captures` {run: {step: capture}}, and the seconds each
+    run's checkpoints took to capture."""
+
+    configs: list
+    trained: dict
+    captures: dict
+    capture_seconds: dict
+
+
+def onsets(approach: pd.DataFrame) -> pd.DataFrame:
+    """Per run, from `approach_to_final`'s rows: the step the profile settled (its onset), the run's last step, and
+    whether it was still moving when training stopped (onset at the last step)."""
+    onset = approach.groupby("run", sort=False)["onset"].first()
+    last = approach.groupby("run", sort=False)["step"].max()
+    return pd.DataFrame({"onset (step)": onset, "last step": last, "still moving": onset == last})
+
+
+def stored(where: str | Path, zoo_where: str | Path, ran: bool = False) -> TrainingResult:
+    """Notebook 08's tables as written under `where` (the seeds experiment) and `zoo_where` (the zoo)."""
+    tables = {name: load_table(name, zoo_where if name.startswith("zoo_") else where)
+              for name in TrainingResult.__dataclass_fields__ if name in TABLES}  # fmt: skip
+    return TrainingResult(**tables, zoo_timings=load_timings("zoo_runs", zoo_where), ran=ran, source=Path(where))
+
+
+def train(p: SimpleNamespace) -> Runs:
+    """Every run of the profile, trained or read from the cache (`$LINREC_CACHE/training/`), and every checkpoint of
+    each captured on its measuring text (the last one with `p.train_probe_rows` rows per block where the pipeline
+    runs: the probe needs them)."""
+    configs = profile_configs({**p.training, "device": p.device}, p.train_variants, p.train_init_seeds,
+                              p.train_data_seeds, p.train_texts, p.train_text_seeds or None,
+                              p.train_block_tolerance)  # fmt: skip
+    trained = runs(configs)
+    kw = dict(seq_len=configs[0].seq_len, tokens=p.train_measure_tokens, seed=p.seed, batch_size=p.batch_size,
+              device=p.device)  # fmt: skip
+    captures, seconds = {}, {}
+    for c in configs:
+        t0 = time.perf_counter()
+        captures[c.name] = capture_checkpoints(trained[c.name], kw, final_rows=p.train_probe_rows if p.train_pipeline
+                                               else 0)  # fmt: skip
+        seconds[c.name] = time.perf_counter() - t0
+    return Runs(configs, trained, captures, seconds)
+
+
+def run_row(config, run, profiles: pd.DataFrame) -> dict:
+    """`training_runs`' row of one run: its configuration, its size, the tokens it saw (per parameter, and as epochs
+    over its training text), its last training loss and its last checkpoint's held-out perplexity."""
+    meta, mine = run.meta, profiles[profiles["run"] == config.name]
+    return {
+        "run": config.name, "mlp": config.layout, "init_seed": config.init_seed, "data_seed": config.data_seed,
+        "d_model": config.d_model, "n_layers": config.n_layers, "d_ff": config.ffn_width,
+        "n_params": meta["n_params"], "n_params_blocks": meta["n_params_blocks"], "tokens_seen": meta["tokens_seen"],
+        "tokens_per_param": meta["tokens_seen"] / meta["n_params"],
+        "train_tokens_available": meta["train_tokens_available"],
+        "epochs": meta["tokens_seen"] / meta["train_tokens_available"],
+        "final_train_loss": meta["final_train_loss"],
+        "ppl_test_final": mine[mine["step"] == mine["step"].max()]["ppl_test"].iloc[0],
+        "made_on": meta["made_on"], "seconds": meta["seconds"], "from_cache": run.cached,
+    }  # fmt: skip
+
+
+def swap_table(p: SimpleNamespace, r: Runs) -> pd.DataFrame:
+    """`training_swap` without the pipeline: each run's last checkpoint, every block swapped alone for its map,
+    held-out ΔPPL with its paired jackknife interval (the swap study of notebook 06, `p.screening_windows`)."""
+    settings = SwapSettings(p.screening_windows, batch_size=p.batch_size)
+    parts = []
+    for c in r.configs:
+        last = max(r.captures[c.name])
+        loaded = load_model(str(r.trained[c.name].final))
+        loaded.name = f"{c.name} step {last}"  # what the progress line calls it
+        swap = settings.study(r.captures[c.name][last], loaded, seed=p.seed)
+        parts.append(swap.heldout.table().assign(run=c.name)[SWAP_COLUMNS])
+    return pd.concat(parts, ignore_index=True)
+
+
+def zoo(p: SimpleNamespace, r: Runs, where: Path) -> None:
+    """The pipeline on every run's last checkpoint (`measure_finals`, its swap study on `p.screening_windows` train
+    windows), then what the layout, the text and the seed each set (`components`, `zoo_verdict`) and the across-block
+    claims pooled over every run's blocks (`pooled_claims`); its tables written under `where`."""
+    measured = measure_finals(r.trained, {c.name: r.captures[c.name][max(r.captures[c.name])] for c in r.configs},
+                              probe_rows=p.train_probe_rows, swap=SwapSettings(p.screening_windows,
+                              batch_size=p.batch_size), seed=p.seed, device=p.device)  # fmt: skip
+    timing = noise_table(measured).assign(
+        seconds_train=[r.trained[c.name].meta["seconds"] for c in r.configs],
+        from_cache=[r.trained[c.name].cached for c in r.configs],
+        seconds_capture=[r.capture_seconds[c.name] for c in r.configs],
+    )
+    factors = run_factors(r.configs)
+    zoo_runs = factors.assign(block_params=block_parameters(r.configs).values()).merge(timing, on="run")
+    swap = stacked(measured, "swap").rename(columns={"model": "run"})[SWAP_COLUMNS]
+    TrainingResult(zoo_blocks=block_table(measured, r.configs), zoo_runs=zoo_runs, training_swap=swap).write(where)
+    wide, table = final_profiles(load_table("training_profiles", where)), load_table("training_comparisons", where)
+    comp = components(wide, factors, load_table("zoo_runs", where))
+    probe = probe_summary(stacked(measured, "probe"), None, n_boot=p.n_boot, seed=p.seed)
+    pred = swap_predictors(stacked(measured, "values"), stacked(measured, "swap"), n_boot=p.n_boot, seed=p.seed)
+    regimes = regime_summary(stacked(measured, "spectrum"), REGIMES)
+    TrainingResult(
+        zoo_distances=distance_table(wide, factors, comparisons=table),
+        zoo_components=comp,
+        zoo_verdict=pd.DataFrame([zoo_verdict(comp, table)]),
+        zoo_probe_summary=probe,
+        zoo_swap_predictors=pred,
+        zoo_regimes=regimes,
+        zoo_claims=pooled_claims(probe, pred, regimes),
+    ).write(where)
+
+
+def run(p: SimpleNamespace) -> TrainingResult:
+    """The seeds experiment (and, with `p.train_pipeline`, the zoo) of the module docstring: its tables written under
+    `p.results_dir` and returned as written; without a `training` section, the stored run's tables."""
+    root = project_root()
+    if not p.training:
+        return stored(root / STORED["training"], root / STORED["zoo"])
+    where = root / p.results_dir  # an absolute results_dir (linrec figures --out) stays as it is
+    r = train(p)
+    profiles = pd.concat([checkpoint_table(r.trained[c.name], r.captures[c.name]) for c in r.configs],
+                         ignore_index=True)  # fmt: skip
+    runs_table = pd.DataFrame([run_row(c, r.trained[c.name], profiles) for c in r.configs])
+    table = comparison_words(comparisons(r.configs, r.captures, seed=p.seed))
+    TrainingResult(
+        training_runs=runs_table,
+        training_profiles=profiles,
+        training_comparisons=table,
+        training_distance_curve=distance_over_training(r.configs, r.captures, "seed", seed=p.seed),
+        training_verdict=pd.DataFrame([seeds_verdict(table)]),
+    ).write(where)
+    if p.train_pipeline:
+        zoo(p, r, where)
+    elif p.train_swap:
+        TrainingResult(training_swap=swap_table(p, r)).write(where)
+    return stored(where, where, ran=True)

@@ -1,0 +1,118 @@
+"""linrec.studies.controls: notebook 07's study writes exactly its tables, each the table the analysis functions give
+when called one by one, and leaves cross feeding's tables unwritten where the profile switches it off."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from linrec.analyses.controls import cross_feed_pairs, input_controls, twin_pairs
+from linrec.analyses.decomposition import NullDraws, decomposition, inputs_or_weights
+from linrec.analyses.recoverability import ceiling_table
+from linrec.app.profile import load_profile
+from linrec.claims.learned import (
+    RULE_2A,
+    RULE_2B,
+    controls_findings,
+    input_control_summary,
+    learned_summary,
+    null_blocks,
+    random_init_summary,
+)
+from linrec.claims.registry import TABLES
+from linrec.claims.tables import load_table, result_columns
+from linrec.inputs.models import load_model, random_init_spec
+from linrec.measure.capture import get_capture
+from linrec.studies import controls as study
+
+CAPTURE = {"seq_len": 32, "tokens": 3200, "sample_rows": 2000}
+# the row budgets differ, so a control fed another's budget shows in its numbers
+ROWS = {"control_rows": 300, "decomposition_rows": 500}
+
+
+def _profile(model_dir: str, corpus: str, results: Path, **overrides):
+    """The smoke profile on a tiny llama and a tiny local text: two init seeds (the fewest with a spread)."""
+    values = dict(models=[model_dir], encoder_models=[], corpus=corpus, capture=CAPTURE, init_seeds=[0, 1], **ROWS,
+                  null_draws=2, cross_band=1, cross_feeding=True, cross_pairs=None, n_boot=50,
+                  results_dir=str(results))  # fmt: skip
+    return load_profile("smoke", {**values, **overrides}).notebook("07")
+
+
+@pytest.fixture
+def setup(tiny_model_dir, tiny_corpus, tmp_path):
+    return tiny_model_dir, tiny_corpus(8000), tmp_path
+
+
+def _written(results: Path) -> set[str]:
+    return {p.stem for p in results.glob("*.csv")}
+
+
+def _same(got: pd.DataFrame, want: pd.DataFrame, rtol: float = 1e-12):
+    """Equal tables; `rtol` 1e-10 for a table read back from its file (floats written to 12 significant digits, so a
+    float 1.0 reads back as the whole number 1: dtypes are compared only in memory)."""
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True), check_exact=False,
+                                  rtol=rtol, atol=1e-12, check_dtype=rtol < 1e-10)  # fmt: skip
+
+
+def test_run_writes_every_table_each_equal_to_the_analysis_called_directly(setup):
+    model_dir, corpus, tmp = setup
+    p = _profile(model_dir, corpus, tmp / "results")
+    result = study.run(p)
+
+    ours = {n for n, spec in TABLES.items() if spec.notebook == "07"}
+    assert _written(tmp / "results") == ours == set(result.tables())
+    for name, table in result.tables().items():  # each file holds its own table, nothing else's
+        _same(load_table(name, tmp / "results"), table[list(result_columns(name))], rtol=1e-10)
+
+    kw = dict(corpus=corpus, seed=p.seed, **{k: v for k, v in CAPTURE.items() if k != "sample_rows"}, progress=False)
+    trained = get_capture(model_dir, sample_rows=CAPTURE["sample_rows"], **kw)
+    init0 = get_capture(random_init_spec(model_dir, 0), sample_rows=ROWS["control_rows"], **kw)
+    init1 = get_capture(random_init_spec(model_dir, 1), sample_rows=0, **kw)
+    profiles = pd.concat([ceiling_table(trained).assign(model=model_dir, weights="trained"),
+                          ceiling_table(init0).assign(model=model_dir, weights="random init, seed 0"),
+                          ceiling_table(init1).assign(model=model_dir, weights="random init, seed 1")],
+                         ignore_index=True)  # fmt: skip
+    _same(result.controls_random_init, profiles)
+    init_summary = random_init_summary(profiles, [0, 1])
+    _same(result.controls_random_init_summary, init_summary)
+    assert init_summary["mean_abs_init_seeds"].notna().all()  # two draws: a spread between untrained draws
+
+    loaded = load_model(model_dir)
+    inputs = input_controls(trained, loaded, n_rows=ROWS["control_rows"], seed=p.seed, progress=False)
+    _same(result.controls_inputs, inputs)
+    _same(result.controls_inputs_summary, input_control_summary(inputs))
+
+    captures = {model_dir: trained, random_init_spec(model_dir, 0): init0}
+    cross, cross_summary = cross_feed_pairs(twin_pairs([model_dir], 0), captures, {model_dir: loaded},
+                                            dict(kw, sample_rows=CAPTURE["sample_rows"]),
+                                            n_rows=ROWS["control_rows"], seed=p.seed)  # fmt: skip
+    _same(result.controls_cross_feed, cross)
+    _same(result.controls_cross_feed_summary, cross_summary)
+
+    iow = inputs_or_weights(trained, loaded, NullDraws(2, 2), band=1, n_rows=ROWS["decomposition_rows"], seed=p.seed,
+                            progress=False)  # fmt: skip
+    _same(result.controls_weight_nulls, iow.nulls)
+    _same(result.controls_cross_matrix, iow.matrix)
+    blocks = null_blocks(iow.nulls)
+    _same(result.controls_null_blocks, blocks)
+    row = result.controls_decomposition.iloc[0]
+    assert row["n_blocks"] == trained.n_blocks and row["n_standout"] == blocks["stands_out"].sum()
+    shares = decomposition(iow, n_boot=50, seed=p.seed)
+    assert row["share_weights"] == pytest.approx(shares["share_weights"], abs=1e-12)
+    assert row["share_weights_lo"] == pytest.approx(shares["share_weights_lo"], abs=1e-12)
+    learned = learned_summary(init_summary, blocks)
+    _same(result.controls_learned, learned)
+
+    lines = controls_findings(init_summary, input_control_summary(inputs), cross_summary, RULE_2A(learned),
+                              RULE_2B(result.controls_decomposition))  # fmt: skip
+    assert list(result.controls_verdict["finding"]) == lines
+    assert any(line.startswith("inputs of ") for line in lines)  # the cross-feeding sentence
+
+
+def test_cross_feeding_switched_off_writes_neither_of_its_tables(setup):
+    model_dir, corpus, tmp = setup
+    result = study.run(_profile(model_dir, corpus, tmp / "results", cross_feeding=False))
+    assert result.controls_cross_feed is None and result.controls_cross_feed_summary is None
+    ours = {n for n, spec in TABLES.items() if spec.notebook == "07"}
+    assert _written(tmp / "results") == ours - {"controls_cross_feed", "controls_cross_feed_summary"}
+    assert not any(line.startswith("inputs of ") for line in result.controls_verdict["finding"])

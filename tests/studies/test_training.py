@@ -1,0 +1,133 @@
+"""linrec.studies.training: notebook 08's study trains the profile's runs, writes exactly the tables of the parts the
+profile switches on, each the table the analysis functions give when called one by one, reads later steps' inputs
+as written, takes the swap study's screening windows from the profile, and under a profile that trains nothing shows
+the stored runs and writes nothing."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import tiny_text
+from linrec.analyses.seeds import capture_checkpoints, checkpoint_table, comparisons, distance_over_training
+from linrec.analyses.swap import SwapSettings
+from linrec.app.profile import load_profile
+from linrec.claims.learned import comparison_words, seeds_verdict
+from linrec.claims.registry import TABLES
+from linrec.claims.tables import result_columns, save_table
+from linrec.inputs.models import load_model
+from linrec.inputs.training import profile_configs, runs
+from linrec.inputs.training_text import EOS
+from linrec.studies import training as study
+
+TRAINING = dict(d_model=16, n_layers=2, n_heads=2, vocab=300, seq_len=16, batch_size=8, steps=6, n_checkpoints=3)
+SEEDS = ["training_runs", "training_profiles", "training_comparisons", "training_distance_curve", "training_verdict"]
+ZOO = [n for n in TABLES if n.startswith("zoo_")]
+
+
+@pytest.fixture(scope="module")
+def text(tmp_path_factory) -> str:
+    """Forty short documents of tiny words: enough that the held-out 15 % fill the measuring windows. One file for
+    the module, so each run is trained once and read from the (session's) cache after."""
+    path = tmp_path_factory.mktemp("training") / "text.txt"
+    path.write_text(f"\n{EOS}\n".join(tiny_text(150, seed) for seed in range(40)))
+    return str(path)
+
+
+def _profile(text: str, results: Path, **overrides):
+    """The smoke profile's notebook 08 on the tiny text: GELU and SwiGLU at init seeds 0 and 1, the swap alone."""
+    values = dict(training={**TRAINING, "text": text}, train_variants=["gelu", "swiglu"], train_init_seeds=[0, 1],
+                  train_data_seeds=[0], train_measure_tokens=1024, train_pipeline=False, train_swap=True,
+                  screening_windows=3, batch_size=8, results_dir=str(results))  # fmt: skip
+    return load_profile("smoke", {**values, **overrides}).notebook("08")
+
+
+def _written(results: Path) -> set[str]:
+    return {p.stem for p in results.glob("*.csv")}
+
+
+def _same(got: pd.DataFrame, want: pd.DataFrame):
+    """`got` (a table as written, read back) holds `want`'s result columns, to the 12 digits a table is written with
+    (an empty text reads back as missing)."""
+    want = want[list(got.columns)].replace({"": np.nan}).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_exact=False, rtol=1e-10, atol=1e-12,
+                                  check_dtype=False)  # fmt: skip
+
+
+def test_the_seeds_experiment_writes_its_tables_each_the_analysis_called_directly(text, tmp_path, monkeypatch):
+    built = []  # every SwapSettings the study builds: its screening windows must be the profile's
+    monkeypatch.setattr(study, "SwapSettings", lambda *a, **k: built.append((a, k)) or SwapSettings(*a, **k))
+    p = _profile(text, tmp_path / "results")
+    result = study.run(p)
+    assert result.ran and result.source == tmp_path / "results"
+    assert _written(tmp_path / "results") == {*SEEDS, "training_swap"} == set(result.tables())
+    assert built and all(a[0] == 3 for a, _ in built)  # the profile's screening_windows, not a literal
+
+    configs = profile_configs({**p.training, "device": "cpu"}, ["gelu", "swiglu"], [0, 1], [0])
+    trained = runs(configs, progress=False)
+    kw = dict(seq_len=16, tokens=1024, seed=p.seed, batch_size=8, device="cpu")
+    captures = {c.name: capture_checkpoints(trained[c.name], kw, progress=False) for c in configs}
+    profiles = pd.concat([checkpoint_table(trained[c.name], captures[c.name]) for c in configs], ignore_index=True)
+    _same(result.training_profiles, profiles)
+    table = comparison_words(comparisons(configs, captures, seed=p.seed))
+    _same(result.training_comparisons, table)
+    assert set(table["kind"]) == {"trained vs init", "seed", "variant"}
+    _same(result.training_distance_curve, distance_over_training(configs, captures, "seed", seed=p.seed))
+    _same(result.training_verdict, pd.DataFrame([seeds_verdict(table)]))
+
+    runs_table = result.training_runs.set_index("run")
+    assert list(runs_table.index) == [c.name for c in configs]
+    for c in configs:
+        r, row = trained[c.name], runs_table.loc[c.name]
+        assert row["mlp"] == c.layout and row["init_seed"] == c.init_seed and row["d_ff"] == c.ffn_width
+        assert row["tokens_seen"] == 6 * 8 * 16 == r.meta["tokens_seen"]
+        assert row["tokens_per_param"] == pytest.approx(r.meta["tokens_seen"] / r.meta["n_params"], rel=1e-10)
+        assert row["epochs"] == pytest.approx(r.meta["tokens_seen"] / r.meta["train_tokens_available"], rel=1e-10)
+        last = profiles[(profiles["run"] == c.name) & (profiles["step"] == 6)]
+        assert row["ppl_test_final"] == pytest.approx(last["ppl_test"].iloc[0], rel=1e-10)
+
+    last = configs[-1]
+    loaded = load_model(str(trained[last.name].final))
+    swap = SwapSettings(3, batch_size=8).study(captures[last.name][6], loaded, seed=p.seed, progress=False)
+    _same(result.training_swap[result.training_swap["run"] == last.name], swap.heldout.table().assign(run=last.name))
+    assert set(result.training_swap["run"]) == {c.name for c in configs}
+
+
+def test_a_switched_off_swap_is_not_written(text, tmp_path):
+    result = study.run(_profile(text, tmp_path / "results", train_swap=False))
+    assert result.training_swap is None and _written(tmp_path / "results") == set(SEEDS)
+
+
+def test_the_zoo_reads_the_tables_as_written_and_writes_its_own(text, tmp_path, monkeypatch):
+    """With the pipeline the zoo's tables are written too (training_swap is the pipeline's), and the decomposition
+    reads the runs' noise from zoo_runs as written: a shift planted in the written table reaches it."""
+    write, decompose, seen = study.TrainingResult.write, study.components, {}
+
+    def write_shifted(self, where):  # zoo_runs as written carries a planted shift of the noise that memory lacks
+        if self.zoo_runs is not None:
+            self.zoo_runs = self.zoo_runs.assign(noise_level=self.zoo_runs["noise_level"] + 1.0)
+        return write(self, where)
+
+    monkeypatch.setattr(study.TrainingResult, "write", write_shifted)
+    monkeypatch.setattr(study, "components", lambda wide, factors, noise: seen.update(noise=noise) or decompose(
+        wide, factors, noise))  # fmt: skip
+    result = study.run(_profile(text, tmp_path / "results", train_pipeline=True, train_probe_rows=300))
+    assert _written(tmp_path / "results") == {*SEEDS, "training_swap", *ZOO}
+    assert set(result.zoo_blocks["model"]) == set(result.training_runs["run"]) == set(result.training_swap["run"])
+    assert result.zoo_timings is not None and {"seconds_train", "seconds_swap"} <= set(result.zoo_timings)
+    assert (seen["noise"]["noise_level"] >= 1.0).all()  # read back from the file, not taken from memory
+
+
+def test_a_profile_that_trains_nothing_shows_the_stored_runs_and_writes_nothing(tmp_path, monkeypatch):
+    stored = tmp_path / "stored"
+    table = pd.DataFrame({c: [0.5] for c in TABLES["training_verdict"].columns}).assign(word="agree")
+    save_table(table, "training_verdict", stored / "training")
+    monkeypatch.setattr(study, "STORED", {"training": str(stored / "training"), "zoo": str(stored / "zoo")})
+    p = load_profile("smoke", {"training": {}, "results_dir": str(tmp_path / "results")}).notebook("08")
+    result = study.run(p)
+    assert not result.ran and result.source == stored / "training"
+    assert list(result.tables()) == ["training_verdict"] and result.training_verdict["word"].iloc[0] == "agree"
+    assert result.training_runs is None and result.zoo_blocks is None and result.zoo_timings is None
+    assert not (tmp_path / "results").exists()
+    assert list(result_columns("training_verdict")) == list(result.training_verdict.columns)
