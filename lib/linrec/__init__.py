@@ -23,10 +23,11 @@ The package's folders are its layers, lowest first; a module imports only from i
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
                · registry (every results table) · tables (written and read through it)
     studies/   base (`Result`: a study's tables, written through the registry) · corpora (notebook 05)
+               · swap (notebook 06: the swap, claims 6a and 6b) · routing (its routing and healing tables)
     outputs/   results (a results folder, read; number words) · claim_text (each claim's sentence; `Claim`)
                · catalog (one row per claim: its rule, the paper's words, sentence, figures, caveat) · report
                · report_figures (which figure where, its caption)
-               · methods (the coverage table) · findings (notebooks 06, 07) · routing_text (the routing section)
+               · methods (the coverage table) · findings (notebook 07) · routing_text (the routing section)
                · zoo_text (the zoo in words) · refresh (summaries rebuilt from per-block tables) · labels
                · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)
     app/       cli (the `linrec` command) · commands (its subcommands) · profile (the parameters, declared once) · bench
