@@ -66,45 +66,21 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 from linrec.app.profile import load_profile
 
 p = load_profile(profile_file, overrides).notebook("06")  # every parameter: linrec.app.profile
-models, corpus, capture, seed, batch_size, device = p.models, p.corpus, p.capture, p.seed, p.batch_size, p.device
-screening_windows, test_windows, ranks, budget_ppl = p.screening_windows, p.test_windows, p.ranks, p.budget_ppl
-first_variants, variant_min_first_share, n_boot = p.first_variants, p.variant_min_first_share, p.n_boot
-route_blocks, route_step, route_corpora = p.route_blocks, p.route_step, p.route_corpora
-route_split_shares, heal, heal_trained, save_dir = p.route_split_shares, p.heal, p.heal_trained, p.save_dir
-results_dir, figures_dir = p.results_dir, p.figures_dir
+heal_trained, figures_dir = p.heal_trained, p.figures_dir
 
 # %%
-import pandas as pd
 from IPython.display import display
 
-from linrec.analyses.healing import Heal
-from linrec.analyses.routing import share_grid
-from linrec.analyses.swap_run import RouteSettings, SwapSettings, run_model
 from linrec.base.files import project_root
-from linrec.claims.routing import ANCHOR_RULES, anchor_table, heal_table, routing_summary
-from linrec.claims.swap import (
-    first_position_effect,
-    swap_params,
-    swap_predictors,
-    swap_safety,
-)
-from linrec.claims.tables import labelled, save_table
-from linrec.measure.config import capture_settings
+from linrec.claims.routing import ANCHOR_RULES
+from linrec.claims.tables import labelled
 from linrec.outputs.catalog import rule
-from linrec.outputs.findings import swap_findings
 from linrec.outputs.plots import fig2_swap
 from linrec.outputs.plots_interventions import fig6_swap, fig9_routing
+from linrec.studies import swap as study
 
 root = project_root()
-settings = capture_settings(capture)  # the capture's settings, the same in every notebook
-(root / results_dir).mkdir(parents=True, exist_ok=True)
-kw = dict(
-    corpus=corpus,
-    seed=seed,
-    **settings,
-    batch_size=batch_size,
-    device=device,
-)
+training = load_profile("training").notebook("08") if heal_trained else None  # the runs heal_trained heals
 
 # %% [markdown]
 # ## Every block, swapped alone; the choices, on screening windows
@@ -112,29 +88,18 @@ kw = dict(
 # the predictors and each block's ΔPPL alone on the screening windows; the held-out ΔPPL of every
 # block (plain map) and of the position variants on the blocks whose *train* first-position share
 # is at least `variant_min_first_share`; the ΔPPL-vs-parameters curve of one block (chosen on the
-# screening windows); the greedy swap in two orders; and the saved model, reloaded.
+# screening windows); the greedy swap in two orders; and the saved model, reloaded. The per-token routing and the
+# healing of the sections below run in the same pass, while the model is loaded.
+#
+# `linrec.studies.swap.run` does this for every model of the profile, stacks the models' tables, applies claim 6a's
+# and 6b's rules (`linrec.claims.swap`) and writes every table of this notebook to the profile's `results_dir`
+# (their columns: `linrec.claims.registry`); the cells below show what it returned. `training` is notebook 08's
+# profile, read only where `heal_trained` asks to heal its runs.
 
 # %%
-swap = SwapSettings(screening_windows, test_windows, batch_size, ranks, budget_ppl, first_variants,
-                    variant_min_first_share)  # fmt: skip
-route = RouteSettings(route_blocks, share_grid(route_step), route_corpora, route_split_shares, n_boot)
-runs = [
-    run_model(m, kw, swap, route, Heal.of(heal) if heal else None, device=device, seed=seed, save_dir=save_dir)
-    for m in models
-]
-swap_tables = [r.table for r in runs]
-values = [r.values for r in runs]
-ceilings = [r.ceiling for r in runs]
-curves = [r.curve for r in runs]
-greedy_rows = [row for r in runs for row in r.greedy]
-steps = [r.steps for r in runs]
-reloads = [r.reload for r in runs]
-timings = [r.timings for r in runs]
-
-table = pd.concat(swap_tables, ignore_index=True)
-save_table(table, "swap", root / results_dir)
+result = study.run(p, training)  # every model: swapped, routed, healed (run_model); writes every table below
 cols = ["model", "block", "first", "r2_lin", "ppl_swapped", "delta_ppl", "delta_lo", "delta_hi", "param_ratio"]
-table[cols].style.format(
+result.swap[cols].style.format(
     {c: "{:+.3f}" for c in ("delta_ppl", "delta_lo", "delta_hi")} | {"r2_lin": "{:.3f}", "ppl_swapped": "{:.2f}",
                                                                      "param_ratio": "{:.3f}"}
 ).hide(axis="index").set_uuid("swap")  # fmt: skip
@@ -146,16 +111,9 @@ table[cols].style.format(
 # would be the winner's curse.
 
 # %%
-params = swap_params(table)
-save_table(params, "swap_params", root / results_dir)
-safe = swap_safety(table)
-save_table(safe, "swap_safety", root / results_dir)
-value_table = pd.concat(values, ignore_index=True)
-save_table(value_table, "swap_predictor_values", root / results_dir)
-v6a = rule("6a")(table, value_table)
 print("claim 6a rule:", rule("6a").words)
-print("verdict:", v6a.verdict, v6a.reason)
-pd.DataFrame(v6a.evidence).round(3).T
+print("verdict:", result.v6a.verdict, result.v6a.reason)
+result.evidence("6a").round(3).T
 
 # %% [markdown]
 # ## Figure 2, second row: held-out ΔPPL of each block swapped alone
@@ -163,8 +121,7 @@ pd.DataFrame(v6a.evidence).round(3).T
 # screening windows; the dashed line is the +1 perplexity budget.
 
 # %%
-r2 = pd.concat(ceilings, ignore_index=True)
-fig = fig2_swap(table, root / figures_dir / "fig2_swap", chosen={e["model"]: e["chosen_block"] for e in v6a.evidence})
+fig = fig2_swap(result.swap, root / figures_dir / "fig2_swap", chosen=result.chosen())
 
 # %% [markdown]
 # ## Claim 6b: does R²_lin flag the safe blocks?
@@ -189,12 +146,9 @@ fig = fig2_swap(table, root / figures_dir / "fig2_swap", chosen={e["model"]: e["
 # Holm's correction over the screen (`linrec.claims.swap.best_predictors`).
 
 # %%
-pred = swap_predictors(value_table, table, n_boot=n_boot, seed=seed)
-save_table(pred, "swap_predictors", root / results_dir)
-v6b = rule("6b")(pred)
 print("claim 6b rule:", rule("6b").words)
-print("verdict:", v6b.verdict, v6b.reason)
-pred.drop(columns=["n_blocks", "n_middle"]).round(2)
+print("verdict:", result.v6b.verdict, result.v6b.reason)
+result.swap_predictors.drop(columns=["n_blocks", "n_middle"]).round(2)
 
 # %% [markdown]
 # ## The first position: how much of a block's cost sits there?
@@ -205,10 +159,7 @@ pred.drop(columns=["n_blocks", "n_middle"]).round(2)
 # row, with `vs_map`: PPL(variant) − PPL(map) and its paired interval.
 
 # %%
-first = first_position_effect(table, r2) if first_variants else pd.DataFrame()
-if first_variants:
-    save_table(first, "swap_first", root / results_dir)
-first.round(3)
+None if result.swap_first is None else result.swap_first.round(3)  # None: this profile runs no position variant
 
 # %% [markdown]
 # ## Figure 6: ΔPPL against R²_lin, against parameters for reduced-rank maps, and at position 0
@@ -218,10 +169,8 @@ first.round(3)
 # screening ΔPPL alone. (c) The first-token blocks of the table above, with the three swaps side by side.
 
 # %%
-curve = pd.concat(curves, ignore_index=True)
-save_table(curve, "swap_rank_curve", root / results_dir)
-fig = fig6_swap(table, curve, root / figures_dir / "fig6_swap")
-curve.round(4)
+fig = fig6_swap(result.swap, result.swap_rank_curve, root / figures_dir / "fig6_swap")
+result.swap_rank_curve.round(4)
 
 # %% [markdown]
 # ## Greedy multi-block swap within a perplexity budget
@@ -233,10 +182,7 @@ curve.round(4)
 # screening ΔPPL shows how far the selection's own estimate was optimistic.
 
 # %%
-greedy = pd.DataFrame(greedy_rows)
-save_table(greedy, "swap_greedy", root / results_dir)
-save_table(pd.concat(steps, ignore_index=True), "swap_greedy_steps", root / results_dir)
-greedy.T
+result.swap_greedy.T
 
 # %% [markdown]
 # ## Beyond whole-block swaps: each token to the FFN or to its map
@@ -279,16 +225,10 @@ greedy.T
 #    runs), and the report quotes its table. With both left `{}` the section below is skipped.
 
 # %%
-routes = [r.routing for r in runs if r.routing is not None]
-if routes:
-    gates = pd.concat([r.comparison for r in routes], ignore_index=True)
-    save_table(gates, "routing_gates", root / results_dir)
-    route_curve = pd.concat([r.curve for r in routes], ignore_index=True)
-    save_table(route_curve, "routing_curve", root / results_dir)
-    routable = pd.concat([r.routable for r in routes], ignore_index=True)
-    save_table(routable, "routing_routable", root / results_dir)
-    display(route_curve.pivot_table(index=["model", "block"], columns="share", values="delta_ppl").round(2))
-    display(routable.round(3))
+routes = result.routing  # the routing and healing tables (linrec.studies.routing); None where not run
+if routes.routing_curve is not None:
+    display(routes.by_share().round(2))
+    display(routes.routing_routable.round(3))
 
 # %% [markdown]
 # ### Does the token decide, or the context?
@@ -296,22 +236,12 @@ if routes:
 # block and corpus pair, `routing_split_auc` and `routing_split_ppl` every gate.
 
 # %%
-if routes:
-    identity = pd.concat([r.identity for r in runs if r.identity is not None], ignore_index=True)
-    save_table(identity, "routing_identity", root / results_dir)
-    split_auc = pd.concat([r.split_auc for r in runs if r.split_auc is not None], ignore_index=True)
-    save_table(split_auc, "routing_split_auc", root / results_dir)
-    split_ppl = pd.concat([r.split_ppl for r in runs if r.split_ppl is not None], ignore_index=True)
-    save_table(split_ppl, "routing_split_ppl", root / results_dir)
-    routing = routing_summary(routable, r2, pred, identity)
-    save_table(routing, "routing_summary", root / results_dir)
-    anchor = anchor_table(identity, split_auc)
-    save_table(anchor, "routing_anchor", root / results_dir)
+if routes.routing_curve is not None:
     print("need rule:", ANCHOR_RULES["need"])
     print("split rule:", ANCHOR_RULES["split"])
-    display(routing.round(3).T)
-    display(anchor.round(3).T)
-    display(split_auc.pivot_table(index=["model", "block"], columns="part", values="auc").round(3))
+    display(routes.routing_summary.round(3).T)
+    display(routes.routing_anchor.round(3).T)
+    display(routes.auc_by_part().round(3))
 
 # %% [markdown]
 # ### Healing: k blocks swapped, then a short fine-tune
@@ -320,28 +250,12 @@ if routes:
 # itself), and after it against the base, each with its paired interval (`linrec.analyses.healing`).
 
 # %%
-healed = [r.heal for r in runs if r.heal is not None]
-if heal_trained:
-    from linrec.analyses.healing import cached_runs
-    from linrec.analyses.swap_run import heal_run
-    from linrec.inputs.training import profile_configs
-
-    tp = load_profile("training").values()  # notebook 08's runs of params/training.yaml
-    configs = profile_configs({**tp["training"], "device": device}, tp["train_variants"], tp["train_init_seeds"],
-                              tp["train_data_seeds"])  # fmt: skip
-    options, names = {k: v for k, v in heal_trained.items() if k != "runs"}, heal_trained.get("runs")
-    trained = [r for r in cached_runs(configs) if names is None or r.config.name in names]
-    swap_trained = SwapSettings(tp["screening_windows"], batch_size=batch_size)  # notebook 08's study of these runs
-    healed += [heal_run(r, {"seq_len": r.config.seq_len, "tokens": tp["train_measure_tokens"]}, Heal.of(options),
-                        swap_trained, device=device, seed=seed) for r in trained]  # fmt: skip
-    if not trained:
-        print("no cached run of params/training.yaml to heal: linrec figures --params params/training.yaml --only 08")
-heal_rows = heal_table(pd.concat(healed, ignore_index=True)) if healed else None
-if heal_rows is not None:
-    save_table(heal_rows, "routing_heal", root / results_dir)
+for note in routes.notes:  # e.g. heal_trained set, but notebook 08 has not trained params/training.yaml's runs
+    print(note)
+if routes.routing_heal is not None:
     print("heal rule:", ANCHOR_RULES["heal"])
-    display(heal_rows[["model", "mode", "k", "blocks", "delta_before", "delta_after", "delta_after_lo",
-                       "delta_after_hi", "delta_after_base", "outcome"]].round(3))  # fmt: skip
+    display(routes.routing_heal[["model", "mode", "k", "blocks", "delta_before", "delta_after", "delta_after_lo",
+                                 "delta_after_hi", "delta_after_base", "outcome"]].round(3))  # fmt: skip
 
 # %% [markdown]
 # ## Figure 9: routing, token against context, healing
@@ -350,9 +264,10 @@ if heal_rows is not None:
 # reported before; the three gates' held-out AUC; healed ΔPPL against the fine-tuned control.
 
 # %%
-if routes:
-    fig = fig9_routing(route_curve, routable, r2, root / figures_dir / "fig9_routing", identity=identity,
-                       split_auc=split_auc, heal=heal_rows)  # fmt: skip
+if routes.routing_curve is not None:
+    fig = fig9_routing(routes.routing_curve, routes.routing_routable, result.r2, root / figures_dir / "fig9_routing",
+                       identity=routes.routing_identity, split_auc=routes.routing_split_auc,
+                       heal=routes.routing_heal)  # fmt: skip
 
 # %% [markdown]
 # ## Save and reload
@@ -362,10 +277,8 @@ if routes:
 # equal the in-memory one.
 
 # %%
-reload = pd.DataFrame(reloads)
-save_table(reload, "swap_reload", root / results_dir)
-assert (reload["abs_diff"] <= 1e-6 * reload["ppl_in_memory"]).all(), reload
-reload
+assert (result.swap_reload["abs_diff"] <= 1e-6 * result.swap_reload["ppl_in_memory"]).all(), result.swap_reload
+result.swap_reload
 
 # %% [markdown]
 # ## Where the time went
@@ -375,15 +288,11 @@ reload
 # saved notebook is the same on every run that finds the same numbers.
 
 # %%
-timing = pd.concat(timings, ignore_index=True)
-save_table(timing, "swap_timings", root / results_dir)
-labelled(timing)
+labelled(result.swap_timings)
 
 # %% [markdown]
 # ## What the numbers say
 
 # %%
 # NBVAL_CHECK_OUTPUT
-lines = swap_findings(v6a, v6b, first, greedy)  # the wording: linrec.outputs.findings; every rule: linrec.claims.swap
-print("\n".join(lines))
-_ = save_table(pd.DataFrame({"finding": lines}), "swap_verdict", root / results_dir)  # its path is machine-specific
+print("\n".join(result.swap_verdict["finding"]))  # the words: linrec.claims.swap.swap_findings, its rules beside it

@@ -505,7 +505,7 @@ def _v(claim, evidence):
 
 
 def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
-    from linrec.outputs.findings import swap_findings
+    from linrec.claims.swap import swap_findings
 
     e6a = {
         "model": "m",

@@ -28,7 +28,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     outputs/   results (a results folder, read; number words) · claim_text (each claim's sentence; `Claim`)
                · catalog (one row per claim: its rule, the paper's words, sentence, figures, caveat) · report
                · report_figures (which figure where, its caption)
-               · methods (the coverage table) · findings (notebook 06) · routing_text (the routing section)
+               · methods (the coverage table) · routing_text (the routing section)
                · zoo_text (the zoo in words) · refresh (summaries rebuilt from per-block tables) · labels
                · ceiling_text (notebook 02's findings in words)
                · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)

@@ -1,0 +1,131 @@
+"""Notebook 06's study (the paper's Fig. 2 ΔPPL panel and Fig. 6, claims 6a and 6b): every block of every model
+swapped alone for its closed-form affine map, every choice made on screening windows, the held-out windows only
+reporting; then the per-token routing, token-or-context and healing of the anchor paper (`linrec.studies.routing`).
+
+`run(p)` runs `linrec.analyses.swap_run.run_model` on each of `p.models` (one model in memory at a time) and writes
+`swap` (held-out ΔPPL per block and position variant), `swap_params`, `swap_safety`, `swap_predictor_values` and
+`swap_predictors` (claim 6b's screen, `linrec.claims.swap`), `swap_first` (where the profile runs position variants),
+`swap_rank_curve`, `swap_greedy` and `swap_greedy_steps`, `swap_reload` (the saved model's perplexity read back),
+`swap_timings` and `swap_verdict` (`swap_findings`, one sentence per row); the routing and healing tables are its
+`routing` result's (`linrec.studies.routing.RoutingResult`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pandas as pd
+
+from linrec.analyses.healing import Heal
+from linrec.analyses.routing import share_grid
+from linrec.analyses.swap_run import ModelSwapRun, RouteSettings, SwapSettings, run_model
+from linrec.claims.rules import Verdict
+from linrec.claims.swap import (
+    RULE_6A,
+    RULE_6B,
+    first_position_effect,
+    swap_findings,
+    swap_params,
+    swap_predictors,
+    swap_safety,
+)
+from linrec.measure.config import capture_settings
+from linrec.studies import routing
+from linrec.studies.base import Result
+
+
+@dataclass
+class SwapResult(Result):
+    swap: pd.DataFrame
+    swap_params: pd.DataFrame
+    swap_safety: pd.DataFrame
+    swap_predictor_values: pd.DataFrame
+    swap_predictors: pd.DataFrame
+    swap_first: pd.DataFrame | None  # None where the profile runs no position variant (first_variants: [])
+    swap_rank_curve: pd.DataFrame
+    swap_greedy: pd.DataFrame
+    swap_greedy_steps: pd.DataFrame
+    swap_reload: pd.DataFrame
+    swap_timings: pd.DataFrame
+    swap_verdict: pd.DataFrame
+    # not written: what the notebook shows beside the tables
+    r2: pd.DataFrame  # R²_lin per model and block of the captures the swaps used (notebook 02's table)
+    v6a: Verdict  # claim 6a (`RULE_6A` on `swap` and `swap_predictor_values`)
+    v6b: Verdict  # claim 6b (`RULE_6B` on `swap_predictors`)
+    routing: routing.RoutingResult  # the routing and healing tables (written with this result)
+
+    def evidence(self, claim: str) -> pd.DataFrame:
+        """The numbers claim `claim` ("6a" or "6b") was decided on, one row per model (or pooled row)."""
+        return pd.DataFrame({"6a": self.v6a, "6b": self.v6b}[claim].evidence)
+
+    def chosen(self) -> dict[str, int]:
+        """{model: the block claim 6a picked on the screening windows}."""
+        return {e["model"]: e["chosen_block"] for e in self.v6a.evidence}
+
+    def write(self, results_dir) -> SwapResult:
+        """This result's tables and its routing result's, under `results_dir`; itself."""
+        super().write(results_dir)
+        self.routing.write(results_dir)
+        return self
+
+
+def settings(p: SimpleNamespace) -> tuple[dict, SwapSettings, RouteSettings, Heal | None]:
+    """The profile's capture keywords, swap settings, routing settings and healing (None: `p.heal` is {}), as
+    `run_model` takes them."""
+    capture_kw = dict(corpus=p.corpus, seed=p.seed, **capture_settings(p.capture), batch_size=p.batch_size,
+                      device=p.device)  # fmt: skip
+    swap = SwapSettings(p.screening_windows, p.test_windows, p.batch_size, p.ranks, p.budget_ppl, p.first_variants,
+                        p.variant_min_first_share)  # fmt: skip
+    route = RouteSettings(p.route_blocks, share_grid(p.route_step), p.route_corpora, p.route_split_shares, p.n_boot)
+    return capture_kw, swap, route, Heal.of(p.heal) if p.heal else None
+
+
+def run_models(p: SimpleNamespace) -> list[ModelSwapRun]:
+    """`run_model` on each of `p.models` in turn, with the profile's settings (`settings`)."""
+    capture_kw, swap, route, heal = settings(p)
+    return [run_model(m, capture_kw, swap, route, heal, device=p.device, seed=p.seed, save_dir=p.save_dir)
+            for m in p.models]  # fmt: skip
+
+
+def _joined(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(tables, ignore_index=True)
+
+
+def tables(runs: list[ModelSwapRun], p: SimpleNamespace, training: SimpleNamespace | None = None) -> SwapResult:
+    """Every table of notebook 06 from the models' runs: the per-model tables stacked, claim 6a and 6b's rules
+    applied, the findings in words, and the routing and healing tables (`linrec.studies.routing.tables`, which heals
+    notebook 08's runs where `p.heal_trained` asks: `training`, that profile's values)."""
+    table = _joined([r.table for r in runs])
+    values = _joined([r.values for r in runs])
+    r2 = _joined([r.ceiling for r in runs])
+    predictors = swap_predictors(values, table, n_boot=p.n_boot, seed=p.seed)
+    first = first_position_effect(table, r2) if p.first_variants else None
+    greedy = pd.DataFrame([row for r in runs for row in r.greedy])
+    v6a, v6b = RULE_6A(table, values), RULE_6B(predictors)
+    findings = pd.DataFrame({"finding": swap_findings(v6a, v6b, first, greedy)})
+    return SwapResult(
+        swap=table,
+        swap_params=swap_params(table),
+        swap_safety=swap_safety(table),
+        swap_predictor_values=values,
+        swap_predictors=predictors,
+        swap_first=first,
+        swap_rank_curve=_joined([r.curve for r in runs]),
+        swap_greedy=greedy,
+        swap_greedy_steps=_joined([r.steps for r in runs]),
+        swap_reload=pd.DataFrame([r.reload for r in runs]),
+        swap_timings=_joined([r.timings for r in runs]),
+        swap_verdict=findings,
+        r2=r2,
+        v6a=v6a,
+        v6b=v6b,
+        routing=routing.tables(runs, p, r2, predictors, training),
+    )
+
+
+def run(p: SimpleNamespace, training: SimpleNamespace | None = None) -> SwapResult:
+    """Every model of `p.models` swapped, routed and healed (`run_models`), and every table above written under
+    `p.results_dir`. `training`: the values of the profile whose runs `p.heal_trained` heals (notebook 08's,
+    `load_profile("training").notebook("08")`); needed only where `p.heal_trained` is set."""
+    routing.check_training(p, training)
+    return tables(run_models(p), p, training).write(p.results_dir)
