@@ -219,8 +219,10 @@ result.swap_greedy.T
 # 3. **Whole MLPs replaced by linear maps cost nothing after a short fine-tune.** The k blocks with the lowest
 #    screening ΔPPL are swapped (k = 1, 2, 4), then the model is fine-tuned on train windows (every weight, or the
 #    maps alone) and compared on the held-out windows with the same fine-tune of the unswapped model (the anchor's
-#    control). Seven fine-tunes per model do not fit this notebook's time in the default profile (a step of SmolLM2
-#    on 4 windows took 23–45 s on 2 busy cores, one of notebook 08's small models 0.2 s): params/healing.yaml runs them,
+#    control): every weight of it for "all"; for "maps", the same k blocks' own FFNs, trained alike, so that what any
+#    training of those blocks on this text gives is not credited to the map. Ten fine-tunes per model do not fit this
+#    notebook's time in the default profile (a step of SmolLM2 on 4 windows took 10–45 s on 2 busy cores, one of
+#    notebook 08's small models 0.2 s): params/healing.yaml runs them,
 #    on SmolLM2 (`heal`) and on the small models notebook 08 trains (`heal_trained`, params/training.yaml's cached
 #    runs), and the report quotes its table. With both left `{}` the section below is skipped.
 
@@ -246,8 +248,9 @@ if routes.routing_curve is not None:
 # %% [markdown]
 # ### Healing: k blocks swapped, then a short fine-tune
 # Per model, mode ("all": every weight trained; "maps": the maps alone) and k: held-out ΔPPL before the fine-tune
-# (against the base), after it (against the control, the same fine-tune of the unswapped model; k = 0 is the control
-# itself), and after it against the base, each with its paired interval (`linrec.analyses.healing`).
+# (against the base), after it (against the control: the unswapped model given the same fine-tune, every weight for
+# "all", its k = 0 row; the same blocks' own FFNs for "maps", one per k), and after it against the base, each with its
+# paired interval (`linrec.analyses.healing`).
 
 # %%
 for note in routes.notes:  # e.g. heal_trained set, but notebook 08 has not trained params/training.yaml's runs
