@@ -1,6 +1,8 @@
 """What a reader of a notebook sees (issue 50, items 3 and 7): a cell that quotes another profile's results says
 when they do not apply and shows none of them; block lists read back as block numbers, not 2.0 or nan."""
 
+import re
+
 import pandas as pd
 
 from linrec.app.profile import measured_elsewhere
@@ -140,3 +142,35 @@ def test_the_regime_story_counts_every_block_once_and_names_what_claim_4_rests_o
         assert line.startswith(f"{model}: of {len(t)} blocks") and f"; {neither} (" in line
         for b in t.loc[t["regime"] == "outlier-concentrated", "block"]:
             assert f"block {b} (explained part's effective rank" in line
+
+
+def _prose_and_code(text: str) -> tuple[int, int]:
+    """Characters of markdown and of code in a jupytext percent-format notebook (cell markers and the header out)."""
+    prose = code = 0
+    for cell in re.split(r"^# %%", text, flags=re.M)[1:]:
+        head, _, body = cell.partition("\n")
+        if "[markdown]" in head:
+            prose += len(body)
+        else:
+            code += len(body)
+    return prose, code
+
+
+def test_every_notebook_teaches_more_than_it_plumbs():
+    """Issue 47 item 4: a notebook writes no table itself (its study's `run` does: no `save_table`, no `pd.concat`)
+    and has at least 1.5× as much prose as code. Checked on a planted notebook: one `save_table` call, or code that
+    outweighs its prose, fails."""
+    assert _prose_and_code("# %% [markdown]\n# ab\n# %%\nx = 1\n") == (5, 6)
+
+    def faults(name: str, text: str) -> list[str]:
+        prose, code = _prose_and_code(text)
+        out = [f"{name}: {call}" for call in ("save_table(", "pd.concat(") if call in text]
+        return out + ([f"{name}: prose {prose} < 1.5 × code {code}"] if prose < 1.5 * code else [])
+
+    planted = "# %% [markdown]\n# " + "a" * 40 + "\n# %%\nsave_table(t, 'probe', d)\n"
+    assert faults("planted", planted) == ["planted: save_table("]
+    assert faults("planted", "# %% [markdown]\n# a\n# %%\nx = 1\n") == ["planted: prose 4 < 1.5 × code 6"]
+    notebooks = sorted((ROOT / "notebooks").glob("0*.py"))
+    assert len(notebooks) == 9
+    found = [f for nb in notebooks for f in faults(nb.name, nb.read_text())]
+    assert not found, found
