@@ -26,10 +26,13 @@ def test_the_capture_settings_are_one_section_that_every_capturing_notebook_take
     own = sorted(set(SCHEMA) & (set(SETTINGS) - {"seed"}))
     assert not own, f"the profile declares capture settings {own}; read them from its `capture` section"
     assert SCHEMA["capture"][1].default_factory() == {}
-    for nb in notebooks(ROOT):
-        if "get_capture" in nb.read_text() or "replicate_captures" in nb.read_text():
-            assert "capture = p.capture" in nb.read_text() or ", capture," in nb.read_text(), nb.name
-            assert "capture_settings(capture)" in nb.read_text()
+    calls = re.compile(r"\b(get_captures?|replicate_captures)\(")
+    for nb in notebooks(ROOT):  # a notebook captures through its study (linrec.studies), never itself
+        assert not calls.search(nb.read_text()), f"{nb.name} captures itself; its study's run(p) does"
+    studies = [m for m in sorted((ROOT / "lib" / "linrec" / "studies").glob("*.py")) if calls.search(m.read_text())]
+    assert len(studies) >= 5, studies
+    for module in studies:  # each capturing study passes the profile's section on whole
+        assert "capture_settings(p.capture)" in module.read_text(), module.name
     for profile in sorted((ROOT / "params").glob("*.yaml")):
         load_profile(profile, root=ROOT)  # every profile's capture section is known and well typed
 
