@@ -1,14 +1,33 @@
 """Plain helpers shared by the tests (no download): a tiny tokenizer and corpus, tiny windows, tiny models,
-statistics of numpy rows. The fixtures built on them live in conftest.py."""
+statistics of numpy rows, swap studies of tiny models, a learnable training text, and `planted`, the one way a test
+writes a results table by hand. The fixtures built on them live in conftest.py."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
+TESTS = Path(__file__).resolve().parent  # tests/, whatever the depth of the test file that asks
+ROOT = TESTS.parent  # the repository
+DEFAULT = ROOT / "results" / "default"  # the default profile's committed results
+
 WORDS = [f"w{i}" for i in range(90)]
+
+
+def planted(name: str, fill=0.5, **values) -> pd.DataFrame:
+    """A planted table: one row of the registered results table `name` (linrec.claims.registry) holding `values`,
+    every other column `fill`, so a verdict or a report reads numbers whose answer the test knows. A value for a
+    column the table does not have is a mistake in the test, not a column to drop."""
+    from linrec.claims.registry import TABLES
+
+    columns = TABLES[name].columns
+    unknown = sorted(set(values) - set(columns))
+    assert not unknown, f"{name} has no column(s) {unknown}"
+    return pd.DataFrame([{c: values.get(c, fill) for c in columns}])
 
 
 def tiny_tokenizer(bos: bool = False):
@@ -239,3 +258,79 @@ def single_line(code, err, *needles, expect=2, internal=False):
     assert internal or ("unexpected" not in lines[0] and "a bug" not in lines[0]), lines[0]
     for n in needles:
         assert n in lines[0], lines[0]
+
+
+def swap_study(model, tokens=2048, seq_len=32, batch_size=8, screening_windows=4):
+    """SwapStudy of a tiny model on the tiny corpus (statistics from the real capture path)."""
+    from linrec.analyses.swap import SwapStudy
+    from linrec.inputs.hf import LoadedModel
+    from linrec.measure.capture import run_capture
+    from linrec.measure.config import CaptureConfig
+
+    tok = tiny_tokenizer()
+    loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
+    w = tiny_windows(tok, tokens, seq_len)
+    cap = run_capture(loaded, w, CaptureConfig("tiny", tokens=tokens, seq_len=seq_len, sample_rows=0), progress=False)
+    return SwapStudy(cap, loaded, windows=w, batch_size=batch_size, progress=False, screening_windows=screening_windows)
+
+
+def swap_study_with_rows(model, tmp_path, tokens=2048, seq_len=32):
+    """A swap study of a tiny model whose capture keeps its rows (the gate trains on them)."""
+    from linrec.analyses.swap import SwapStudy
+    from linrec.inputs.hf import LoadedModel
+    from linrec.measure.capture import run_capture
+    from linrec.measure.config import CaptureConfig
+
+    tok = tiny_tokenizer()
+    loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
+    w = tiny_windows(tok, tokens, seq_len)
+    cfg = CaptureConfig("tiny", tokens=tokens, seq_len=seq_len, sample_rows=tokens)
+    (tmp_path / "entry").mkdir()
+    cap = run_capture(loaded, w, cfg, tmp_path / "entry", progress=False)
+    return SwapStudy(cap, loaded, windows=w, batch_size=8, progress=False, screening_windows=2)
+
+
+def perturbed_test_windows(windows, seed: int = 7):
+    """The same windows with every *test* window replaced by random tokens."""
+    from linrec.inputs.corpora import Windows
+
+    ids = windows.ids.clone()
+    g = torch.Generator().manual_seed(seed)
+    ids[windows.test] = torch.randint(1, int(ids.max()) + 1, (len(windows.test), ids.shape[1]), generator=g)
+    return Windows(ids, windows.train, windows.test, windows.corpus, windows.identity, windows.bos)
+
+
+COLOURS = "red green blue cyan magenta yellow black white".split()
+
+
+def colour_cycle_text(n_docs: int = 40, words: int = 120) -> str:
+    """A learnable sequence task: each document walks the colour cycle from its own starting point, so the next word
+    is always determined by the one before."""
+    from linrec.inputs.training_text import EOS
+
+    docs = [" ".join(COLOURS[(k + i) % len(COLOURS)] for i in range(words + k)) for k in range(n_docs)]  # all distinct
+    return f"\n{EOS}\n".join(docs)
+
+
+def training_windows(cfg, text):
+    """The tokenizer a training run of `cfg` trains on `text`'s training documents, and its training windows."""
+    from linrec.inputs.corpora import load_documents
+    from linrec.inputs.training import train_windows
+    from linrec.inputs.training_text import split_documents, train_tokenizer
+
+    docs, _ = load_documents(text)
+    train, _ = split_documents(docs, cfg.measure_frac, cfg.split_seed)
+    tok = train_tokenizer(train, cfg.vocab)
+    return tok, train_windows(train, tok, cfg.seq_len)
+
+
+def no_model_load(monkeypatch):
+    """Loading a model fails the test: what is checked here must be checked before any weights are read."""
+    import linrec.inputs.models
+    import linrec.measure.capture
+
+    def load(*a, **k):
+        raise AssertionError("a model was loaded before the arguments were checked")
+
+    monkeypatch.setattr(linrec.inputs.models, "load_model", load)
+    monkeypatch.setattr(linrec.measure.capture, "load_model", load)

@@ -51,7 +51,7 @@ def _main(*args):
     return code, out.getvalue(), err.getvalue()
 
 
-def _flip(path, offset=None):
+def _flip_keeping_mtime(path, offset=None):
     """One byte of `path` changed in place, its size and mtime as they were (as `cp -p` would leave them)."""
     st = path.stat()
     data = bytearray(path.read_bytes())
@@ -79,7 +79,7 @@ def test_a_flipped_byte_in_a_measured_save_is_refused_not_served_from_the_cache(
     assert get_capture(str(save), corpus, **KW).cached
     weights = save / "model.safetensors"
     good = weights.read_bytes()
-    _flip(weights)
+    _flip_keeping_mtime(weights)
     with pytest.raises(LinrecError, match="damaged") as err:
         get_capture(str(save), corpus, **KW)
     assert "model.safetensors" in str(err.value) and "save it again" in str(err.value)
@@ -113,7 +113,7 @@ def test_a_changed_checkpoint_under_the_cache_is_a_new_capture(cache, corpus, tm
     old = ceiling_table(get_capture(step, corpus, **KW))
     assert get_capture(step, corpus, **KW).cached
     good = weights.read_bytes()
-    _flip(weights)  # one byte
+    _flip_keeping_mtime(weights)  # one byte
     assert model_identity(step) != first
     weights.write_bytes(good)
     assert model_identity(step) == first
@@ -139,7 +139,7 @@ def test_a_cache_inside_a_model_folder_is_still_not_part_of_the_model(tmp_path, 
 
 
 # ---- case 8: a cached entry is read only for the request it was made for ---------------------------------------
-def _entry(model, corpus, **settings):
+def _request_entry(model, corpus, **settings):
     from linrec.base.cache import entry_path
     from linrec.measure.config import CaptureConfig
 
@@ -165,7 +165,7 @@ def test_an_entry_copied_to_another_requests_name_is_not_served(cache, corpus, t
     else:
         make_tiny_model("llama", seed=3).save_pretrained(tmp_path / "model")
         asked = KW
-    target = _entry(model, corpus, **{**settings, **{k: v for k, v in asked.items() if k != "progress"}})
+    target = _request_entry(model, corpus, **{**settings, **{k: v for k, v in asked.items() if k != "progress"}})
     assert target != first.path and not target.exists()
     shutil.copytree(first.path, target)
     got = get_capture(model, corpus, **asked)

@@ -4,19 +4,17 @@ methods section says what the numbers show, and a summary rebuilt from its per-b
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import DEFAULT
 from linrec.analyses.calibration import COVERAGE_FLOOR, dependence
 from linrec.claims.tables import load_table, save_table
 from linrec.outputs.methods import methods_lines
 from linrec.outputs.refresh import coverage_settings, refresh
 from linrec.outputs.results import Results
-
-DEFAULT = Path(__file__).resolve().parents[1] / "results" / "default"
 
 
 def test_dependence_against_a_hand_computed_autocorrelation():

@@ -3,20 +3,18 @@ and rule words that follow the thresholds the verdict reads (issue 45, item 6; i
 
 import re
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import DEFAULT
 from linrec.base.errors import LinrecError
 from linrec.claims import probe, swap
 from linrec.claims.rules import NOT_REPRODUCED, REPRODUCED, Rule
 from linrec.outputs.catalog import CATALOG, claims, row, rule
 from linrec.outputs.report import render
 from linrec.outputs.report_figures import FIGURES
-
-DEFAULT = Path(__file__).resolve().parents[1] / "results" / "default"
 
 
 def test_the_catalog_holds_each_claim_once():
@@ -51,7 +49,7 @@ def test_the_claims_in_words_come_in_the_catalogs_order_with_its_words():
     assert [(c.title, c.paper) for c in out] == [(entry.title, entry.paper) for entry in CATALOG]
 
 
-def _planted(value):
+def _moved(value):
     """A value no threshold has, of the threshold's kind (a count stays a whole number)."""
     return value + 5 if isinstance(value, int) else round(value * 1.37 + 0.0123, 4)
 
@@ -65,7 +63,7 @@ def test_every_named_threshold_moves_the_rules_words(entry, monkeypatch):
     before = (entry.rule.words, entry.rule.change)
     for name in entry.rule.thresholds:
         with monkeypatch.context() as m:
-            m.setattr(module, name, _planted(getattr(module, name)))
+            m.setattr(module, name, _moved(getattr(module, name)))
             assert (entry.rule.words, entry.rule.change) != before, f"claim {entry.id}: {name} is not in its words"
         assert (entry.rule.words, entry.rule.change) == before  # restored
 

@@ -55,7 +55,7 @@ def _ours(scratch) -> list[str]:
 
 
 # ---- case 5: --no-cache keeps the rows a command needs -------------------------------------------------------------
-PLANTED = " ".join(f"doc{k} " + " ".join("red green blue cyan"[(k % 3) :] for _ in range(40)) + "\n<|endoftext|>\n"
+TRAIN_TEXT = " ".join(f"doc{k} " + " ".join("red green blue cyan"[(k % 3) :] for _ in range(40)) + "\n<|endoftext|>\n"
                    for k in range(30))  # fmt: skip
 NO_CACHE = {
     "measure": ["measure"],
@@ -75,8 +75,8 @@ def test_every_subcommand_runs_with_no_cache_reading_and_leaving_nothing(cli, ow
     everything, then "this capture kept no raw rows"."""
     cache, scratch = own_cache
     if command == "train":
-        text = tmp_path / "planted.txt"
-        text.write_text(PLANTED)
+        text = tmp_path / "text.txt"
+        text.write_text(TRAIN_TEXT)
         args = ["train", "--d-model", "16", "--layers", "2", "--heads", "2", "--vocab", "300", "--seq-len", "16",
                 "--batch-size", "8", "--steps", "3", "--text", text]  # fmt: skip
     else:

@@ -290,7 +290,7 @@ def test_inputs_or_weights_on_a_capture_against_lstsq(tiny_setup):
     assert set(res.heldout) == set(m.index)
 
 
-def _planted(n=16, band=2, windows=60, noise=0.05, seed=0):
+def _shares_matrix(n=16, band=2, windows=60, noise=0.05, seed=0):
     """A synthetic cross matrix R²(i, j) = 0.5 + a_i + b_j with var(a) : var(b) = 0.7 : 0.3 over the blocks, as
     held-out per-window sums with per-window measurement noise, on the pairs |i − j| ≤ band (None: all); returns the
     InputsOrWeights and the planted shares (the factors' variances at the entries over their sum's)."""
@@ -321,7 +321,7 @@ def test_two_factor_decomposition_recovers_planted_shares_with_intervals_that_co
     bounds of the planted ones, the rest is `shared`, and the order of the two is kept."""
     from linrec.analyses.decomposition import decomposition, two_factor_shares
 
-    exact, planted = _planted(noise=0.0, band=None)
+    exact, planted = _shares_matrix(noise=0.0, band=None)
     m = exact.matrix
     shares = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy())
     assert planted["weights"] == pytest.approx(0.7) and planted["inputs"] == pytest.approx(0.3)
@@ -331,14 +331,14 @@ def test_two_factor_decomposition_recovers_planted_shares_with_intervals_that_co
     assert swapped["weights"] == pytest.approx(0.3)  # the factors are not mixed up
     covered = {"weights": 0, "inputs": 0}
     for seed in range(20):
-        noisy, planted = _planted(noise=0.05, band=None, seed=seed)
+        noisy, planted = _shares_matrix(noise=0.05, band=None, seed=seed)
         d = decomposition(noisy, n_boot=300, seed=seed)
         for k in covered:
             covered[k] += d[f"share_{k}_lo"] <= planted[k] <= d[f"share_{k}_hi"]
             assert abs(d[f"share_{k}"] - planted[k]) < 0.05 and d[f"share_{k}_hi"] - d[f"share_{k}_lo"] < 0.2
         assert d["share_weights_minus_inputs_lo"] > 0  # 0.7 vs 0.3 is told apart
     assert min(covered.values()) >= 16, covered
-    banded, planted = _planted(noise=0.0, band=2)
+    banded, planted = _shares_matrix(noise=0.0, band=2)
     m = banded.matrix
     shares = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy())
     assert shares["weights"] <= planted["weights"] and shares["inputs"] <= planted["inputs"]

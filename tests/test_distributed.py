@@ -7,21 +7,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
+from helpers import TESTS, make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
 from linrec.inputs.hf import LoadedModel
 from linrec.measure.capture import run_capture
 from linrec.measure.config import CaptureConfig
 from linrec.stats.ceiling import fit_affine, score
 from linrec.stats.moments import Moments
-
-HERE = Path(__file__).parent
 
 
 def _torchrun(*args, env=None, timeout=300):
@@ -42,7 +39,7 @@ def two_ranks(tmp_path_factory):
     # TMPDIR: torchrun's own log folder (torchelastic_*) goes there too, not into /tmp for good
     env = {"LINREC_CACHE": str(out / "cache-2"), "HF_HUB_OFFLINE": "1", "TMPDIR": str(out)}
     proc = _torchrun(
-        HERE / "dist_worker.py",
+        TESTS / "dist_worker.py",
         out,
         "llama:0",
         "gemma3_text:2",

@@ -16,7 +16,7 @@ L = 8
 LAYOUT = {"gpt2": np.linspace(0.3, 0.9, L), "pythia": np.linspace(0.9, 0.3, L), "llama": np.full(L, 0.6)}
 
 
-def planted(layout=1.0, text=0.0, seed=0.02, seeds=3, rng=0):
+def zoo_profiles(layout=1.0, text=0.0, seed=0.02, seeds=3, rng=0):
     """A zoo of planted final profiles: each layout's shape (scaled by `layout`), `text` added to every block on the
     second text (a level shift), independent N(0, seed²) draws per run and block. Returns (wide, factors)."""
     g = np.random.default_rng(rng)
@@ -77,7 +77,7 @@ def test_the_decomposition_is_the_hand_computation_and_finds_the_planted_layout(
     delete-one-run jackknife written out here."""
     from scipy.stats import t as student
 
-    wide, f = planted()
+    wide, f = zoo_profiles()
     noise = _noise(f, 1e-5, 2e-5)
     got = components(wide, f, noise).set_index(["part", "factor"])
     hand = _by_hand(wide, f, noise)
@@ -106,7 +106,7 @@ def test_a_planted_text_shift_sets_the_level_and_seeds_set_a_shape_no_layout_has
     the text sets the level, the seed the shape (its effect ≥ 0.1), the layout's effect on the shape is bounded below
     0.1 (claim 2a reproduced); measurement noise planted at the seed's own size moves the seed's part to the
     residual, and the shape is then the same for every factor."""
-    wide, f = planted(layout=0.0, text=0.3, seed=0.1, seeds=4, rng=1)
+    wide, f = zoo_profiles(layout=0.0, text=0.3, seed=0.1, seeds=4, rng=1)
     comp = components(wide, f, _noise(f))
     assert part_word(comp, "level").word == "text" and part_word(comp, "shape").word == "seed"
     t = comp.set_index(["part", "factor"])
@@ -176,7 +176,7 @@ def test_the_zoos_rule_reaches_every_outcome_at_its_thresholds():
 def test_the_distance_table_takes_a_single_pairs_interval_from_its_window_comparison():
     """Each kind's mean distance is the mean over its pairs (by hand for the seed pairs); the one data-order pair has
     no jackknife and carries its compare() row's interval, |level| from the signed one."""
-    wide, f = planted()
+    wide, f = zoo_profiles()
     comp = pd.DataFrame([{"kind": "data order", "a": "gpt2-i0-d1", "b": "gpt2-i0-d0", "level_lo": -0.03,
                           "level_hi": 0.01, "shape_lo": 0.02, "shape_hi": 0.05}])  # fmt: skip
     t = distance_table(wide, f, comp).set_index("kind")

@@ -11,9 +11,9 @@ from linrec.inputs.sites import find_ffn_sites
 
 @pytest.fixture
 def study(tiny_model, tmp_path):
-    from test_routing import _study
+    from helpers import swap_study_with_rows
 
-    return _study(tiny_model("llama", seed=4), tmp_path)
+    return swap_study_with_rows(tiny_model("llama", seed=4), tmp_path)
 
 
 def test_a_fine_tune_of_an_affine_swapped_model_lowers_its_held_out_loss_and_the_control_is_the_same_fine_tune(study):

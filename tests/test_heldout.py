@@ -19,7 +19,7 @@ def _heldout(x, y, W, b, n_windows, shift=None):
     return HeldOut(np.arange(n_windows), np.full(n_windows, k), g(e**2), g(yc), g(yc**2), shift)
 
 
-def _planted(rng, rows, A, sigma):
+def _rows_of_map(rng, rows, A, sigma):
     x = rng.standard_normal((rows, A.shape[0]))
     return x, x @ A + sigma * rng.standard_normal((rows, A.shape[1]))
 
@@ -36,7 +36,7 @@ def test_bootstrap_interval_covers_the_population_r2_of_a_fixed_map():
     reps, covered, widths = 200, 0, []
     for rep in range(reps):
         rng = np.random.default_rng([11, rep])
-        x, y = _planted(rng, 40 * 16, A, sigma)  # 40 windows of 16 iid rows
+        x, y = _rows_of_map(rng, 40 * 16, A, sigma)  # 40 windows of 16 iid rows
         lo, hi = bootstrap_r2(_heldout(x, y, W, b, 40), n_boot=400, seed=rep)
         covered += lo <= truth <= hi
         widths.append(hi - lo)
@@ -59,7 +59,7 @@ def test_point_estimate_equals_score_and_r2_rows():
 def test_resampled_r2_equals_r2_of_replicated_rows():
     """The vectorised count-matrix formula against R² on explicitly replicated windows."""
     rng = np.random.default_rng(2)
-    x, y = _planted(rng, 12 * 10, np.array([[1.0, 2.0], [0.5, -1.0]]), 1.0)
+    x, y = _rows_of_map(rng, 12 * 10, np.array([[1.0, 2.0], [0.5, -1.0]]), 1.0)
     W, b = np.array([[0.8, 1.5], [0.2, -0.4]]), np.array([0.3, 0.0])
     h = _heldout(x, y, W, b, 12, shift=np.array([0.5, -2.0]))
     counts = rng.multinomial(12, np.full(12, 1 / 12), size=5)
@@ -72,7 +72,7 @@ def test_resampled_r2_equals_r2_of_replicated_rows():
 
 def test_bootstrap_is_seeded_and_handles_edges():
     rng = np.random.default_rng(3)
-    x, y = _planted(rng, 200, np.eye(2), 1.0)
+    x, y = _rows_of_map(rng, 200, np.eye(2), 1.0)
     h = _heldout(x, y, np.eye(2) * 0.9, np.zeros(2), 20)
     assert bootstrap_r2(h, seed=4) == bootstrap_r2(h, seed=4) != bootstrap_r2(h, seed=5)
     lo, hi = bootstrap_r2(h, level=0.5)

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "linrec"
-README = Path(__file__).resolve().parents[1] / "README.md"
+from helpers import ROOT
+
+PACKAGE = ROOT / "lib" / "linrec"
+README = ROOT / "README.md"
 PICTURE = re.compile(r"^ {0,4}([a-z]+)/ {2,}(.+)$")  # "stats/     moments · distributed · …" inside the picture
 MORE = re.compile(r"^ {6,}· (.+)$")  # a folder's line continued: "           · controls · seeds"
 

@@ -8,6 +8,7 @@ from dataclasses import asdict
 import pytest
 import torch
 
+from helpers import training_windows
 from linrec.base.errors import LinrecError
 from linrec.inputs.layouts import LAYOUTS, block_params, check_block_params
 from linrec.inputs.training import TrainConfig, build_model, get_run, profile_configs, train_model
@@ -17,30 +18,19 @@ TINY = dict(d_model=16, n_layers=2, n_heads=2, vocab=300, seq_len=16, batch_size
             n_checkpoints=3)  # fmt: skip
 
 
-@pytest.fixture
-def planted(tmp_path):
-    from test_training import planted_text
-
-    p = tmp_path / "planted.txt"
-    p.write_text(planted_text())
-    return str(p)
-
-
 def _windows(cfg):
-    from test_training import _windows as windows
-
-    return windows(cfg, cfg.text)
+    return training_windows(cfg, cfg.text)
 
 
 @pytest.mark.parametrize("layout", ZOO)
-def test_each_layout_learns_a_planted_task_reloads_to_the_same_logits_and_reruns_bit_identically(planted, layout):
+def test_each_layout_learns_a_planted_task_reloads_to_the_same_logits_and_reruns_bit_identically(colour_text, layout):
     """Sixty steps on the colour cycle cut the loss to under a quarter of its start (uniform over the vocabulary);
     the cached run's last checkpoint, loaded by its path like any model, gives the logits of the same run trained
     again in memory, and that rerun is bit-identical (same losses, same weights); another init seed draws other
     weights."""
     from linrec.inputs.models import load_model
 
-    cfg = TrainConfig(layout=layout, text=planted, **TINY)
+    cfg = TrainConfig(layout=layout, text=colour_text, **TINY)
     tok, windows = _windows(cfg)
     mem, log = train_model(cfg, len(tok), windows, progress=False)
     first, last = log[0]["loss"], sum(r["loss"] for r in log[-5:]) / 5
@@ -54,7 +44,7 @@ def test_each_layout_learns_a_planted_task_reloads_to_the_same_logits_and_reruns
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
     with torch.no_grad():
         assert torch.equal(disk.model(windows[:4]).logits, mem(windows[:4]).logits)
-    other = build_model(TrainConfig(layout=layout, text=planted, **{**TINY, "init_seed": 1}), len(tok)).state_dict()
+    other = build_model(TrainConfig(layout=layout, text=colour_text, **{**TINY, "init_seed": 1}), len(tok)).state_dict()
     first = build_model(cfg, len(tok)).state_dict()
     assert not all(torch.equal(first[k], other[k]) for k in first)  # the init seed draws the weights
 
@@ -110,16 +100,16 @@ def test_the_cache_key_of_a_run_from_before_layouts_is_unchanged():
     assert TrainConfig(shared_texts="wiki,web").key("cpu") != TrainConfig().key("cpu")
 
 
-def test_the_zoo_profile_names_each_run_once_and_shares_texts(planted, tmp_path):
+def test_the_zoo_profile_names_each_run_once_and_shares_texts(colour_text, tmp_path):
     """profile_configs: every layout × init seed, a data order for the first layout, the other text at its seeds;
     every run shares both texts; a text outside shared_texts and a repeated run are refused."""
     other = tmp_path / "other.txt"
-    other.write_text(open(planted).read().replace("red", "orange"))
-    base = {"text": planted, **TINY, "d_model": 48}  # at d = 48 the layouts' blocks are 1.9 % apart (16: 10 %)
+    other.write_text(open(colour_text).read().replace("red", "orange"))
+    base = {"text": colour_text, **TINY, "d_model": 48}  # at d = 48 the layouts' blocks are 1.9 % apart (16: 10 %)
     runs = profile_configs(base, list(ZOO), [0, 1, 2], [0, 1], [str(other)], [0, 1], 0.02)
-    assert [c.name for c in runs] == [f"{x}-i{s}-d0-planted" for x in ZOO for s in range(3)] + [
-        "gpt2-i0-d1-planted", "gpt2-i0-d0-other", "gpt2-i1-d0-other"]  # fmt: skip
-    assert {c.shared_texts for c in runs} == {f"{planted},{other}"}
+    assert [c.name for c in runs] == [f"{x}-i{s}-d0-colours" for x in ZOO for s in range(3)] + [
+        "gpt2-i0-d1-colours", "gpt2-i0-d0-other", "gpt2-i1-d0-other"]  # fmt: skip
+    assert {c.shared_texts for c in runs} == {f"{colour_text},{other}"}
     with pytest.raises(LinrecError, match="not one of shared_texts"):
         TrainConfig(text="web", shared_texts="wiki,code").validate()
     with pytest.raises(LinrecError, match="share a name"):
@@ -163,7 +153,7 @@ def test_each_layouts_ffn_site_is_captured_and_an_affine_mlp_swaps_for_free(tmp_
     assert abs(d[1]) < 1e-4 * base and abs(d[0]) > 100 * abs(d[1])
 
 
-def test_runs_on_two_texts_share_one_tokenizer_and_one_measuring_text(planted, tmp_path):
+def test_runs_on_two_texts_share_one_tokenizer_and_one_measuring_text(colour_text, tmp_path):
     """With shared_texts, a run on either text trains the same tokenizer (on both texts' training documents) and
     writes the same measuring text: every held-out document of both texts, shuffled together so that the first
     documents hold both, none of them a training document of either text; each run trains on its own text only."""
@@ -172,15 +162,15 @@ def test_runs_on_two_texts_share_one_tokenizer_and_one_measuring_text(planted, t
     from linrec.inputs.training_text import split_documents
 
     other = tmp_path / "other.txt"
-    other.write_text(open(planted).read().replace("red", "orange"))
-    shared = f"{planted},{other}"
-    a = TrainConfig(layout="llama", text=planted, shared_texts=shared, **{**TINY, "steps": 2})
+    other.write_text(open(colour_text).read().replace("red", "orange"))
+    shared = f"{colour_text},{other}"
+    a = TrainConfig(layout="llama", text=colour_text, shared_texts=shared, **{**TINY, "steps": 2})
     b = TrainConfig(layout="gpt2", text=str(other), shared_texts=shared, **{**TINY, "steps": 2})
     ra, rb = get_run(a, progress=False), get_run(b, progress=False)
     assert (ra.final / "tokenizer.json").read_text() == (rb.final / "tokenizer.json").read_text()
     assert (ra.path / "measure.txt").read_text() == (rb.path / "measure.txt").read_text()
     measure = load_documents(ra.measure_corpus)[0]
-    train_a, held_a = split_documents(load_documents(planted)[0], a.measure_frac)
+    train_a, held_a = split_documents(load_documents(colour_text)[0], a.measure_frac)
     train_b, held_b = split_documents(load_documents(str(other))[0], a.measure_frac)
     assert sorted(measure) == sorted(held_a + held_b) and not set(measure) & set(train_a + train_b)
     first = measure[: len(measure) // 2]

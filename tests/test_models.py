@@ -45,7 +45,7 @@ def _tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
 
 
-def _ids(n=2, t=7, seed=1):
+def _token_ids(n=2, t=7, seed=1):
     return torch.randint(0, 100, (n, t), generator=torch.Generator().manual_seed(seed))
 
 
@@ -116,7 +116,7 @@ def test_local_llama_directory_round_trip(offline_hub, tmp_path, tiny_model):
     assert not any(p.requires_grad for p in loaded.model.parameters())
     assert next(loaded.model.parameters()).dtype == torch.float32
 
-    ids = _ids()
+    ids = _token_ids()
     assert torch.equal(loaded.model(input_ids=ids).logits, model(input_ids=ids).logits)
 
     text = "the cat sat on the zebra"
@@ -131,7 +131,7 @@ def test_local_bert_directory_is_an_encoder(offline_hub, tmp_path, tiny_model):
     _tokenizer().save_pretrained(tmp_path)
     loaded = load_model(str(tmp_path))
     assert type(loaded.model).__name__ == "BertModel" and not loaded.is_causal
-    ids = _ids()
+    ids = _token_ids()
     assert torch.equal(loaded.model(input_ids=ids).last_hidden_state, model(input_ids=ids).last_hidden_state)
 
 
@@ -141,19 +141,19 @@ def test_local_bert_directory_is_an_encoder(offline_hub, tmp_path, tiny_model):
 @torch.no_grad()
 def test_perplexity_is_exp_of_hf_causal_lm_loss(tiny_model):
     model = tiny_model("llama")
-    windows = _ids(n=5, t=9, seed=3)
+    windows = _token_ids(n=5, t=9, seed=3)
     hf = float(torch.exp(model(input_ids=windows, labels=windows).loss))
     for batch_size in (2, 8):  # several batches with a remainder, and one batch
         ppl = perplexity(model, windows, batch_size=batch_size)
         assert ppl == pytest.approx(hf, rel=1e-5)
     assert ppl > 1.0
     # a different set of windows gives a different number (the comparison above is not vacuous)
-    assert perplexity(model, _ids(n=5, t=9, seed=4)) != pytest.approx(hf, rel=1e-3)
+    assert perplexity(model, _token_ids(n=5, t=9, seed=4)) != pytest.approx(hf, rel=1e-3)
 
 
 def test_perplexity_needs_two_tokens(tiny_model):
     with pytest.raises(LinrecError):
-        perplexity(tiny_model("llama"), _ids(n=3, t=1))
+        perplexity(tiny_model("llama"), _token_ids(n=3, t=1))
 
 
 # 5. model identity ---------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatc
     assert read == [own / "models" / spec.name / spec.gguf_name]
     assert "damaged" in caplog.text and _offline_dir_problem(hf_dir, spec) is None
     rebuilt = load_model("smollm2-135m")  # and the rebuilt directory is what loads next time
-    ids = _ids(1, 16) + 100
+    ids = _token_ids(1, 16) + 100
     with torch.no_grad():
         assert torch.equal(rebuilt.model(input_ids=ids).logits, reference.model(input_ids=ids).logits)
 
@@ -355,7 +355,7 @@ def test_first_blocks_are_the_models_own_blocks_then_its_own_head(kind, tiny_mod
     full, cut = tiny_model(kind), tiny_model(kind)
     total = len(find_ffn_sites(full))
     assert total >= 2 and keep_first_blocks(cut, 1) == total and len(find_ffn_sites(cut)) == 1
-    ids = _ids()
+    ids = _token_ids()
     hf = full(input_ids=ids, output_hidden_states=True).hidden_states
     out = cut(input_ids=ids, output_hidden_states=True)
     assert len(out.hidden_states) == 2 and torch.equal(out.hidden_states[0], hf[0])

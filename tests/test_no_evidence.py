@@ -12,14 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from helpers import DEFAULT
 from linrec.claims.registry import TABLES
 from linrec.claims.rules import NOT_TESTABLE, REPRODUCED, VERDICTS, Verdict
 from linrec.claims.swap import verdict_6a
 from linrec.claims.tables import load_table, result_columns, table_path
 from linrec.outputs.catalog import CATALOG, claims
 from linrec.outputs.report import tally_line
-
-DEFAULT = Path(__file__).resolve().parents[1] / "results" / "default"
 
 
 def _copy(tmp_path: Path) -> Path:

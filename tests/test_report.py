@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import DEFAULT, ROOT, planted
 from linrec.base.errors import LinrecError
 from linrec.claims.registry import TABLES
 from linrec.claims.tables import load_table, save_table
@@ -78,11 +79,11 @@ def test_claim1_states_the_other_profile_and_the_learning_curve(tmp_path):
     d = _results(tmp_path)
     other = load_table("r2_lin_summary", d).assign(max_jump_disjoint=0.05, max_jump_fdr=np.nan, profile_tokens=204800.0)
     save_table(other, "r2_lin_summary_other", d)
-    overview = {c: 0.0 for c in TABLES["r2_curve_overview"].columns}
-    overview.update(model="m", n_blocks=12, ref_tokens=16384.0, largest_tokens=204800.0, gain_largest_median=0.041,
-                    gain_largest_min=0.002, gain_largest_max=0.12, gain_inf_median=0.052, gain_inf_max=0.2,
-                    ci_width_inf_median=0.03, rank_spearman_ref_inf=0.97)  # fmt: skip
-    save_table(pd.DataFrame([overview]), "r2_curve_overview", d)
+    overview = planted("r2_curve_overview", fill=0.0, model="m", n_blocks=12, ref_tokens=16384.0,
+                       largest_tokens=204800.0, gain_largest_median=0.041, gain_largest_min=0.002,
+                       gain_largest_max=0.12, gain_inf_median=0.052, gain_inf_max=0.2, ci_width_inf_median=0.03,
+                       rank_spearman_ref_inf=0.97)  # fmt: skip
+    save_table(overview, "r2_curve_overview", d)
     c1 = {x.number: x for x in claims(d)}[1]
     assert c1.verdict == "reproduced"  # judged on the profile r2_lin_summary holds …
     assert "on the profile at 16384 train tokens" in c1.ours
@@ -179,10 +180,9 @@ def test_the_curve_profiles_measured_bias_is_quoted_with_where_it_came_from(tmp_
     """The default profile skips the learning curve; once params/curve.yaml has run, the report's limitation quotes
     the bias that run measured (the large-n gain per model) and names the run, instead of only pointing at it."""
     curve, _ = _project_with_a_curve_run(tmp_path, stale=False)
-    overview = {c: 0.0 for c in TABLES["r2_curve_overview"].columns}
-    overview.update(model="m", n_blocks=12, ref_tokens=16384.0, largest_tokens=204800.0, gain_inf_median=0.028,
-                    gain_inf_max=0.056)  # fmt: skip
-    save_table(pd.DataFrame([overview]), "r2_curve_overview", curve)
+    overview = planted("r2_curve_overview", fill=0.0, model="m", n_blocks=12, ref_tokens=16384.0,
+                       largest_tokens=204800.0, gain_inf_median=0.028, gain_inf_max=0.056)  # fmt: skip
+    save_table(overview, "r2_curve_overview", curve)
     d = tmp_path / "project" / "results"
     text = render(d, tmp_path / "project" / "figures", tmp_path / "project" / "paper" / "report.md")
     assert (
@@ -452,9 +452,8 @@ def _claim_rows(text: str) -> list[list[str]]:
 def test_the_default_report_answers_on_its_first_screen(tmp_path):
     """The committed default run: the tally, then one row per claim whose cells fit, before anything else; each
     rule as a paragraph (a Markdown list would renumber 6a/6b), every figure drawn or named with its profile."""
-    root = Path(__file__).resolve().parents[1]
     out = tmp_path / "paper" / "report.md"
-    text = render(root / "results" / "default", root / "figures", out)
+    text = render(DEFAULT, ROOT / "figures", out)
     head = text[: text.index("## Setup")]
     tally = re.search(r"\*\*Does the paper hold\?\*\* Of 10 checks: (.*)\.", head)
     rows = _claim_rows(head)
@@ -742,16 +741,12 @@ def test_the_anchor_findings_name_which_r_is_the_anchors_and_quote_both_verdicts
 def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tmp_path):
     """The report's routing section on planted tables: the summary, the anchor's verdicts, the need and gate tables
     with their intervals, this profile's healing and params/healing.yaml's (results/healing/) beside it."""
-    from linrec.claims.registry import TABLES
     from linrec.claims.routing import anchor_table, heal_table
     from linrec.outputs.report import _table
     from linrec.outputs.results import Results
     from linrec.outputs.routing_text import routing_section
 
     d, other = tmp_path / "default", tmp_path / "healing"
-
-    def planted(name, **values):
-        return pd.DataFrame([{c: values.get(c, 0.5) for c in TABLES[name].columns}])
 
     save_table(planted("routing_summary", model="m", n_blocks_routed=4, best_block=2, outcome="inconclusive"),
                "routing_summary", d)  # fmt: skip

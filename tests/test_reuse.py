@@ -91,7 +91,7 @@ def test_a_capture_that_is_not_cached_says_so_with_an_estimate_before_it_runs(ar
     assert "capturing" not in capfd.readouterr().err  # a cached capture costs nothing and says nothing
 
 
-def _planted(cache, name, **meta):
+def _timed_entry(cache, name, **meta):
     d = cache / "captures" / name
     d.mkdir(parents=True)
     (d / "meta.json").write_text(seal(meta))
@@ -104,9 +104,11 @@ def test_the_estimate_is_this_machines_seconds_per_token_and_parameter(tmp_path,
         reuse.REFERENCE_SECONDS * 10**12,
         "the default run's captures on 2 cores",
     )
-    _planted(cache, "a-1", seconds=20.0, tokens_used=1000, params=10**6)  # 2e-8 s per token-parameter
-    _planted(cache, "b-1", seconds=90.0, tokens_used=1000, params=10**6)  # 9e-8
-    _planted(cache, "m-1", seconds=40.0, tokens_used=1000, model_label="m")  # no params recorded: model m's own size
-    _planted(cache, "x-1", seconds=40.0, tokens_used=1000, model_label="other")  # no size known: not counted
+    _timed_entry(cache, "a-1", seconds=20.0, tokens_used=1000, params=10**6)  # 2e-8 s per token-parameter
+    _timed_entry(cache, "b-1", seconds=90.0, tokens_used=1000, params=10**6)  # 9e-8
+    _timed_entry(
+        cache, "m-1", seconds=40.0, tokens_used=1000, model_label="m"
+    )  # no params recorded: model m's own size
+    _timed_entry(cache, "x-1", seconds=40.0, tokens_used=1000, model_label="other")  # no size known: not counted
     seconds, basis = estimate_seconds("m", 2 * 10**6, 500)  # m's entry: 40 / (1000 · 2e6) = 2e-8
     assert seconds == pytest.approx(np.median([2e-8, 9e-8, 2e-8]) * 2e6 * 500) and "3 capture(s)" in basis

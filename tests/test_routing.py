@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import tiny_tokenizer, tiny_windows
+from helpers import perturbed_test_windows, swap_study_with_rows, tiny_tokenizer, tiny_windows
 from linrec.analyses.routing import (
     TARGETS,
     RoutedFFN,
@@ -26,26 +26,6 @@ from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
 from linrec.measure.capture import run_capture
 from linrec.measure.config import CaptureConfig
-
-
-def _study(model, tmp_path, tokens=2048, seq_len=32):
-    """A swap study of a tiny model whose capture keeps its rows (the gate trains on them)."""
-    tok = tiny_tokenizer()
-    loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
-    w = tiny_windows(tok, tokens, seq_len)
-    cfg = CaptureConfig("tiny", tokens=tokens, seq_len=seq_len, sample_rows=tokens)
-    (tmp_path / "entry").mkdir()
-    cap = run_capture(loaded, w, cfg, tmp_path / "entry", progress=False)
-    return SwapStudy(cap, loaded, windows=w, batch_size=8, progress=False, screening_windows=2)
-
-
-@pytest.fixture
-def planted(tiny_model):
-    """Tiny llama whose block 1 FFN is an affine map (a Linear); block 0 is its random SwiGLU."""
-    model = tiny_model("llama", seed=2)
-    torch.manual_seed(0)
-    model.model.layers[1].mlp = torch.nn.Linear(32, 32)
-    return model
 
 
 def test_a_gate_finds_the_tokens_where_a_planted_map_is_exact():
@@ -73,8 +53,8 @@ def test_a_gate_finds_the_tokens_where_a_planted_map_is_exact():
     assert auc(-gate.scores(x2), exact2) < 0.05  # the same statistic can fail the other way
 
 
-def test_share_zero_is_the_base_model_and_share_one_the_whole_block_swap(planted, tmp_path):
-    st = _study(planted, tmp_path)
+def test_share_zero_is_the_base_model_and_share_one_the_whole_block_swap(affine_llama, tmp_path):
+    st = swap_study_with_rows(affine_llama, tmp_path)
     h, ev = st.heldout, st.heldout.evaluator
     x, y = st.capture.rows(0, "train")
     err, norm = map_errors(h.fit(0), x, y)
@@ -93,10 +73,10 @@ def test_share_zero_is_the_base_model_and_share_one_the_whole_block_swap(planted
         gate.threshold(1.5)
 
 
-def test_an_affine_block_routes_everything_for_nothing(planted, tmp_path):
+def test_an_affine_block_routes_everything_for_nothing(affine_llama, tmp_path):
     """Block 1's FFN is affine: its map is exact, so routing any share (all of it included) costs no perplexity, and
     every budget's routable share is 1 with a degenerate interval; share 1 is the swap table's own number."""
-    st = _study(planted, tmp_path)
+    st = swap_study_with_rows(affine_llama, tmp_path)
     gates, compared = train_gates(st.heldout, 1)
     assert {r["target"] for r in compared} == set(TARGETS)
     rows, routable = route_block(st.heldout, 1, gates["quantile"])
@@ -163,7 +143,6 @@ def test_no_routing_choice_reads_the_held_out_windows(tiny_model, tmp_path):
     """The blocks routed, the gates (weights, thresholds), the target chosen and the train comparison stay the same
     when every held-out window is replaced by random tokens (capture included); the held-out curve changes."""
     from linrec.analyses.routing import choose_target, pick_blocks
-    from test_swap import _perturbed
 
     model, tok = tiny_model("llama", seed=3), tiny_tokenizer()
     loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
@@ -183,7 +162,7 @@ def test_no_routing_choice_reads_the_held_out_windows(tiny_model, tmp_path):
         return (blocks, target, made, compared), [r["delta_ppl"] for r in rows]
 
     a, held_a = choices(w, tmp_path / "a")
-    b, held_b = choices(_perturbed(w), tmp_path / "b")
+    b, held_b = choices(perturbed_test_windows(w), tmp_path / "b")
     reported = ["gate_auc_heldout"]  # the gates' held-out AUC reports on the held-out rows: it must change, and does
     pd.testing.assert_frame_equal(a[3].drop(columns=reported), b[3].drop(columns=reported))  # NaN: one class
     assert a[:3] == b[:3]
@@ -218,7 +197,7 @@ def test_share_p_routes_p_of_the_train_rows_and_the_routed_sets_are_nested():
         previous = now
 
 
-def test_share_one_routes_a_token_that_scores_below_every_train_row(planted, tmp_path):
+def test_share_one_routes_a_token_that_scores_below_every_train_row(affine_llama, tmp_path):
     """Guards share 1 taking the lowest train score as its threshold instead of −inf: a held-out token scoring below
     every train row would stay on the FFN, so share 1 would not be the whole-block swap. Here the token's score is 10
     below the lowest train score; in the model, the routed module at share 1 still sends every token to the map."""

@@ -19,7 +19,7 @@ EPS = 1e-9
 
 
 # ---- claim 2a: the trained profile's distance from the untrained one ------------------------------------------
-def _profiles(trained, inits):
+def _crossing_profiles(trained, inits):
     rows = [{"model": "m", "block": b, "r2_lin": r, "r2_train": r + 0.1, "weights": "trained"}
             for b, r in enumerate(trained)]  # fmt: skip
     for s, init in enumerate(inits):
@@ -33,7 +33,7 @@ def test_the_twin_distance_is_a_mean_absolute_difference_when_the_profiles_cross
     distance): the trained profile lies above its twin on one block and below it on the other, so the signed mean
     difference is 0 while the profiles are 0.3 apart on every block."""
     trained, twins = [0.8, 0.2], [[0.5, 0.5], [0.4, 0.6]]
-    s = random_init_summary(_profiles(trained, twins), [0, 1]).iloc[0]
+    s = random_init_summary(_crossing_profiles(trained, twins), [0, 1]).iloc[0]
     by_hand = (np.mean([0.3, 0.3]) + np.mean([0.4, 0.4])) / 2  # |0.8 − 0.5|, |0.2 − 0.5|; |0.8 − 0.4|, |0.2 − 0.6|
     assert s["mean_abs_trained_init"] == pytest.approx(by_hand)
     assert s["mean_abs_init_seeds"] == pytest.approx(0.1)  # |0.5 − 0.4|, |0.5 − 0.6|
@@ -92,7 +92,7 @@ def test_the_routing_summary_reports_the_median_identity_r():
 
 
 # ---- claim 7a: how many blocks fall short of the ceiling ----------------------------------------------------------
-def _probe(shortfalls):
+def _probe_at_zero_baseline(shortfalls):
     """A probe table whose better baseline (Adam) sits at 0, so each block's shortfall is its ceiling, exactly."""
     n = len(shortfalls)
     return pd.DataFrame({"model": "m", "block": range(n), "r2_ceiling_rows": np.asarray(shortfalls, float),
@@ -104,11 +104,13 @@ def _probe(shortfalls):
 def test_a_block_short_by_exactly_the_threshold_is_not_short():
     """Guards `>` → `>=` in `pitfall_summary`'s per-block shortfall count (claim 7a): CLAIM7_SHORTFALL at exact
     equality, a hair below and a hair above; "short" means more than the threshold below the ceiling."""
-    s = pitfall_summary(_probe([CLAIM7_SHORTFALL - EPS, CLAIM7_SHORTFALL, CLAIM7_SHORTFALL + EPS, 0.0]), n_boot=50)
+    s = pitfall_summary(
+        _probe_at_zero_baseline([CLAIM7_SHORTFALL - EPS, CLAIM7_SHORTFALL, CLAIM7_SHORTFALL + EPS, 0.0]), n_boot=50
+    )
     assert s["n_short"].iloc[0] == 1 and s["share_short"].iloc[0] == pytest.approx(1 / 4)
-    at = pitfall_summary(_probe([CLAIM7_SHORTFALL] * 4), n_boot=50)
+    at = pitfall_summary(_probe_at_zero_baseline([CLAIM7_SHORTFALL] * 4), n_boot=50)
     assert at["n_short"].iloc[0] == 0 and verdict_7a(at).verdict == NOT_REPRODUCED
-    above = pitfall_summary(_probe([CLAIM7_SHORTFALL + EPS] * 4), n_boot=50)
+    above = pitfall_summary(_probe_at_zero_baseline([CLAIM7_SHORTFALL + EPS] * 4), n_boot=50)
     assert above["n_short"].iloc[0] == 4 and verdict_7a(above).verdict == REPRODUCED
 
 

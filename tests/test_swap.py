@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import tiny_tokenizer, tiny_windows
+from helpers import perturbed_test_windows, swap_study, tiny_tokenizer, tiny_windows
 from linrec.analyses.perplexity import PerplexityEvaluator, perplexity
 from linrec.analyses.screening import GREEDY_ORDERS, greedy_swap, screening_ids
 from linrec.analyses.swap import SwapStudy
@@ -27,29 +27,9 @@ from linrec.stats.moments import Moments, output_sum_squares, remove_rows
 KINDS = ["gpt2", "gpt_neox", "gpt_neox_seq", "llama", "qwen2", "gemma3_text"]  # every causal LM with an FFN site
 
 
-def _study(model, tokens=2048, seq_len=32, batch_size=8, screening_windows=4):
-    """SwapStudy of a tiny model on the tiny corpus (statistics from the real capture path)."""
-    tok = tiny_tokenizer()
-    loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
-    w = tiny_windows(tok, tokens, seq_len)
-    cap = run_capture(loaded, w, CaptureConfig("tiny", tokens=tokens, seq_len=seq_len, sample_rows=0), progress=False)
-    return SwapStudy(cap, loaded, windows=w, batch_size=batch_size, progress=False, screening_windows=screening_windows)
-
-
-@pytest.fixture
-def planted(tiny_model):
-    """Tiny llama whose block 1 FFN is an affine map (a Linear); block 0 is its random SwiGLU."""
-    model = tiny_model(
-        "llama", seed=2
-    )  # a seed where swapping block 0 raises perplexity (random models can go either way)
-    torch.manual_seed(0)
-    model.model.layers[1].mlp = torch.nn.Linear(32, 32)
-    return model
-
-
-def test_swapping_an_affine_ffn_changes_nothing(planted):
-    st = _study(planted)
-    original = planted.model.layers[1].mlp
+def test_swapping_an_affine_ffn_changes_nothing(affine_llama):
+    st = swap_study(affine_llama)
+    original = affine_llama.model.layers[1].mlp
     m = st.heldout.module(1)
     assert isinstance(m, AffineFFN) and m.weight.dtype == torch.float32
     assert abs(st.heldout.score(1).r2 - 1) < 1e-9
@@ -58,7 +38,7 @@ def test_swapping_an_affine_ffn_changes_nothing(planted):
         base = ev.logits({}, batch=b)
         assert (ev.logits({1: m}, batch=b) - base).abs().max() < 1e-5
     assert abs(ev.delta_ppl({1: m})) < 1e-6 * ev.base_ppl
-    assert planted.model.layers[1].mlp is original  # restored
+    assert affine_llama.model.layers[1].mlp is original  # restored
     assert ev.delta_ppl({0: st.heldout.module(0)}) > 0.1  # the SwiGLU block is not affine: the swap costs perplexity
 
 
@@ -92,7 +72,7 @@ def test_perplexity_equals_hf_loss(tiny_model):
 def test_cached_prefix_equals_full_forward(tiny_model, kind):
     """Blocks before the first swap answer from the base run: same logits and ppl as a plain forward."""
     model = tiny_model(kind)
-    st = _study(model, tokens=640, seq_len=16, batch_size=3)  # seq_len 16 > Gemma's sliding window 4
+    st = swap_study(model, tokens=640, seq_len=16, batch_size=3)  # seq_len 16 > Gemma's sliding window 4
     ev = st.heldout.evaluator
     assert ev._cache is not None  # the cached path is in use
     plain = PerplexityEvaluator(model, st.windows.split("test"), batch_size=3, reuse_prefix=False)
@@ -150,7 +130,7 @@ def test_reduced_rank_regression_is_optimal():
 
 
 def test_rank_curve_and_parameter_counts(tiny_model):
-    st = _study(tiny_model("llama"))
+    st = swap_study(tiny_model("llama"))
     curve = st.heldout.rank_curve(0, [1, 4, 32])
     assert list(curve["rank"]) == [1, 4, 32, 32] and list(curve["factored"]) == [True, True, True, False]
     assert list(curve["params"]) == [1 * 64 + 32, 4 * 64 + 32, 32 * 64 + 32, 32 * 32 + 32]
@@ -170,13 +150,13 @@ def test_rank_curve_and_parameter_counts(tiny_model):
     assert st.heldout.joint([0])["delta_ppl"] == t.loc[0, "delta_ppl"] and st.heldout.evaluator.n_evaluations == 5
 
 
-def test_table_and_screening(planted):
-    st = _study(planted, screening_windows=3)
+def test_table_and_screening(affine_llama):
+    st = swap_study(affine_llama, screening_windows=3)
     t = st.heldout.table()
     assert list(t["block"]) == [0, 1] and set(t["first"]) == {"map"}
     assert np.allclose(t["delta_ppl"], t["ppl_swapped"] - t["ppl_base"])
     assert (t["delta_lo"] <= t["delta_ppl"]).all() and (t["delta_ppl"] <= t["delta_hi"]).all()
-    assert t.loc[1, "params_ffn"] == 32 * 32 + 32  # the planted Linear
+    assert t.loc[1, "params_ffn"] == 32 * 32 + 32  # the affine Linear
     p = st.screening.predictors()
     assert abs(p.loc[1, "screening_delta_ppl"]) < 1e-6 * st.screening.evaluator.base_ppl
     assert p.loc[0, "screening_delta_ppl"] > 0
@@ -191,7 +171,7 @@ def test_table_and_screening(planted):
 
 def test_screening_fit_leaves_the_screening_windows_out(tiny_model):
     """The leave-screening-out map equals a fit on a capture of the other train windows only."""
-    st = _study(tiny_model("qwen2"), screening_windows=3)
+    st = swap_study(tiny_model("qwen2"), screening_windows=3)
     ids = screening_ids(st.windows, 3)
     w = st.windows
     keep = np.array([i for i in w.train if not any(torch.equal(w.ids[i], r) for r in ids)])
@@ -219,8 +199,8 @@ def test_remove_rows_is_exact():
     assert abs(output_sum_squares(Moments.of(x, y), Moments.of(x[200:], y[200:])) - ss(y[:200])) <= 1e-10 * ss(y)
 
 
-def test_greedy_respects_the_budget(planted):
-    st = _study(planted)
+def test_greedy_respects_the_budget(affine_llama):
+    st = swap_study(affine_llama)
     ev = st.screening.evaluator
     d0 = st.screening.alone(0)
     r = st.greedy(budget_ppl=d0 / 10)  # block 1 (R² = 1) first, costs ~0; block 0 exceeds the budget alone
@@ -249,14 +229,6 @@ def test_greedy_respects_the_budget(planted):
         st.greedy(budget_ppl=-1)
     with pytest.raises(LinrecError, match="greedy order"):
         st.greedy(order="test")
-
-
-def _perturbed(windows: Windows, seed: int = 7) -> Windows:
-    """The same windows with every *test* window replaced by random tokens."""
-    ids = windows.ids.clone()
-    g = torch.Generator().manual_seed(seed)
-    ids[windows.test] = torch.randint(1, int(ids.max()) + 1, (len(windows.test), ids.shape[1]), generator=g)
-    return Windows(ids, windows.train, windows.test, windows.corpus, windows.identity, windows.bos)
 
 
 def test_no_choice_reads_the_test_windows(tiny_model):
@@ -288,16 +260,16 @@ def test_no_choice_reads_the_test_windows(tiny_model):
         return out, st.heldout.table()["delta_ppl"].to_numpy()
 
     a, test_a = choices(w)
-    b, test_b = choices(_perturbed(w))
+    b, test_b = choices(perturbed_test_windows(w))
     assert np.array_equal(a.pop("predictors"), b.pop("predictors"), equal_nan=True)
     assert a == b
     assert not np.allclose(test_a, test_b)  # the perturbation reached what is reported
 
 
-def test_delta_ppl_interval_is_paired_and_covers_a_planted_delta(planted):
+def test_delta_ppl_interval_is_paired_and_covers_a_planted_delta(affine_llama):
     """An affine block swaps for ΔPPL 0 with a degenerate interval at 0; for the SwiGLU block, intervals from
     disjoint subsets of windows cover the ΔPPL of the whole pool about 95 % of the time."""
-    st = _study(planted, tokens=2048)
+    st = swap_study(affine_llama, tokens=2048)
     ev = st.heldout.evaluator
     zero = ev.delta({1: st.heldout.module(1)})
     assert abs(zero.delta) < 1e-6 * zero.ppl_base and zero.lo <= 0 <= zero.hi + 1e-9
@@ -305,12 +277,12 @@ def test_delta_ppl_interval_is_paired_and_covers_a_planted_delta(planted):
     # per-window NLLs are HF's per-window loss × predicted tokens
     ids = st.windows.split("test")
     with torch.no_grad():
-        losses = [float(planted(input_ids=ids[k : k + 1], labels=ids[k : k + 1]).loss) for k in range(len(ids))]
+        losses = [float(affine_llama(input_ids=ids[k : k + 1], labels=ids[k : k + 1]).loss) for k in range(len(ids))]
     assert np.allclose(ev.base_window_nll, np.array(losses) * (ids.shape[1] - 1), rtol=1e-5)
     # coverage: a pool of 480 windows, the block-0 swap's ΔPPL on all of them is the planted truth
     tok = tiny_tokenizer()
     pool = tiny_windows(tok, 480 * 16, 16).ids
-    full = PerplexityEvaluator(planted, pool, batch_size=60)
+    full = PerplexityEvaluator(affine_llama, pool, batch_size=60)
     m = st.heldout.module(0)
     nll = full.window_nll({0: m})
     truth = float(np.exp(nll.sum() / full.n_tokens) - full.base_ppl)
@@ -335,7 +307,7 @@ def test_delta_ppl_interval_is_paired_and_covers_a_planted_delta(planted):
 @pytest.mark.parametrize("kind", ["llama", "gpt2", "gemma3_text"])
 def test_position_aware_swap_is_the_ffn_at_position_0_and_the_map_elsewhere(tiny_model, kind, tmp_path):
     model = tiny_model(kind)
-    st = _study(model, tokens=640, seq_len=16, batch_size=4)
+    st = swap_study(model, tokens=640, seq_len=16, batch_size=4)
     block = 1
     ids = st.windows.split("test")
     seen = {}
@@ -413,14 +385,14 @@ def test_predictors_against_stored_rows(tiny_model, tmp_path):
         assert row["err_rel_resid"] == pytest.approx((e**2).sum() / (h**2).sum(), rel=1e-4)
         assert row["err_post_norm_rel_resid"] == pytest.approx(((nh - ny) ** 2).sum() / (h**2).sum(), rel=1e-3)
         assert row["depth_from_end"] == min(block, st.n_blocks - 1 - block)
-    llama = _study(tiny_model("llama"), screening_windows=4).screening.predictors(alone=False)
+    llama = swap_study(tiny_model("llama"), screening_windows=4).screening.predictors(alone=False)
     assert llama["err_post_norm_rel_resid"].isna().all()  # llama adds y as it is: no post-FFN norm
 
 
 @pytest.mark.parametrize("kind", ["llama", "gpt2"])  # gpt2 ties its LM head to the embeddings
 def test_save_and_reload_give_identical_logits(tiny_model, tmp_path, kind):
     model = tiny_model(kind)
-    st = _study(model)
+    st = swap_study(model)
     out = st.heldout.save(tmp_path / "swapped", [0, 1], ranks={0: 5})
     meta = json.loads((out / "linrec_swaps.json").read_text())
     assert [(s["block"], s["rank"]) for s in meta["swaps"]] == [(0, 5), (1, None)]
@@ -468,11 +440,11 @@ def test_reswapping_a_saved_model_composes_the_swaps(tiny_model, tmp_path):
     block while the weights held both, and the save no longer loaded)."""
     model = tiny_model("llama")
     ffn_params = count_params(find_ffn_sites(model)[1].module)
-    first = _study(model).heldout.save(tmp_path / "first", [1])
+    first = swap_study(model).heldout.save(tmp_path / "first", [1])
     again = tmp_path / "again"
     shutil.copytree(first, again)
     back = load_swapped(again)
-    st = _study(back.model)
+    st = swap_study(back.model)
     ids = st.windows.split("test")
     new0, new1 = st.heldout.module(0), st.heldout.module(1)
     for blocks, swaps in (([0], {0: new0}), ([0, 1], {0: new0, 1: new1})):
@@ -505,7 +477,9 @@ def test_report_windows_are_a_seeded_subset_of_the_test_windows(tiny_model):
     ids = report_ids(w, 5, seed=0)
     rows = [int(np.flatnonzero((w.ids == r).all(1))[0]) for r in ids]
     assert len(ids) == 5 and set(rows) <= set(w.test.tolist()) and rows == sorted(rows)
-    assert torch.equal(report_ids(_perturbed(w), 5, seed=0), _perturbed(w).ids[rows])  # content never matters
+    assert torch.equal(
+        report_ids(perturbed_test_windows(w), 5, seed=0), perturbed_test_windows(w).ids[rows]
+    )  # content never matters
     assert not torch.equal(report_ids(w, 5, seed=1), ids)  # the seed does
     with pytest.raises(LinrecError, match="at least 2 held-out windows"):
         report_ids(w, 1)

@@ -158,9 +158,9 @@ def test_the_token_part_of_a_train_row_leaves_its_own_window_out():
 # ---- the routed model, by part ---------------------------------------------------------------------------------------
 @pytest.fixture
 def study(tiny_model, tmp_path):
-    from test_routing import _study
+    from helpers import swap_study_with_rows
 
-    return _study(tiny_model("llama", seed=2), tmp_path)
+    return swap_study_with_rows(tiny_model("llama", seed=2), tmp_path)
 
 
 def test_the_token_gate_is_a_lookup_and_the_full_part_is_the_routed_block(study):

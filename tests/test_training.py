@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import training_windows
 from linrec.base.errors import LinrecError
 from linrec.inputs.training import (
     TrainConfig,
@@ -16,44 +17,18 @@ from linrec.inputs.training import (
     profile_configs,
     train_model,
 )
-from linrec.inputs.training_text import EOS, split_documents
+from linrec.inputs.training_text import split_documents
 
-WORDS = "red green blue cyan magenta yellow black white".split()
 TINY = dict(d_model=16, n_layers=2, n_heads=2, vocab=300, seq_len=16, batch_size=8, steps=60, lr=3e-2, warmup=3,
             n_checkpoints=4)  # fmt: skip
 
 
-def planted_text(n_docs: int = 40, words: int = 120) -> str:
-    """A learnable sequence task: each document walks the colour cycle from its own starting point, so the next word
-    is always determined by the one before."""
-    docs = [" ".join(WORDS[(k + i) % len(WORDS)] for i in range(words + k)) for k in range(n_docs)]  # all distinct
-    return f"\n{EOS}\n".join(docs)
-
-
-@pytest.fixture
-def planted(tmp_path):
-    p = tmp_path / "planted.txt"
-    p.write_text(planted_text())
-    return str(p)
-
-
-def _windows(cfg, text):
-    from linrec.inputs.corpora import load_documents
-    from linrec.inputs.training import train_windows
-    from linrec.inputs.training_text import train_tokenizer
-
-    docs, _ = load_documents(text)
-    train, _ = split_documents(docs, cfg.measure_frac, cfg.split_seed)
-    tok = train_tokenizer(train, cfg.vocab)
-    return tok, train_windows(train, tok, cfg.seq_len)
-
-
-def test_the_loss_falls_on_a_planted_task_and_a_rerun_is_bit_identical(planted):
+def test_the_loss_falls_on_a_planted_task_and_a_rerun_is_bit_identical(colour_text):
     """Sixty steps on the colour cycle cut the loss to under a tenth of its start (the task is learnable, the loop
     learns it); the same configuration trained twice gives the same losses and the same weights bit for bit, and
     another init seed does not."""
-    cfg = TrainConfig(text=planted, **TINY)
-    tok, windows = _windows(cfg, planted)
+    cfg = TrainConfig(text=colour_text, **TINY)
+    tok, windows = training_windows(cfg, colour_text)
     a, log_a = train_model(cfg, len(tok), windows, progress=False)
     b, log_b = train_model(cfg, len(tok), windows, progress=False)
     first, last = log_a[0]["loss"], np.mean([r["loss"] for r in log_a[-5:]])
@@ -61,7 +36,7 @@ def test_the_loss_falls_on_a_planted_task_and_a_rerun_is_bit_identical(planted):
     assert [r["loss"] for r in log_a] == [r["loss"] for r in log_b]
     sa, sb = a.state_dict(), b.state_dict()
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
-    c, _ = train_model(TrainConfig(text=planted, **{**TINY, "init_seed": 1}), len(tok), windows, progress=False)
+    c, _ = train_model(TrainConfig(text=colour_text, **{**TINY, "init_seed": 1}), len(tok), windows, progress=False)
     assert not torch.equal(sa["model.embed_tokens.weight"], c.state_dict()["model.embed_tokens.weight"])
 
 
@@ -83,7 +58,7 @@ def test_variants_differ_in_their_mlp_alone_with_the_same_parameter_count():
     assert len(find_ffn_sites(s)) == 4
 
 
-def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_is_retrained(planted, caplog):
+def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_is_retrained(colour_text, caplog):
     """get_run trains once and reads the entry after; the final checkpoint, loaded by its path like any model,
     gives the logits of the same model trained again in memory (1e-6) and the same R²_lin (1e-9); the measuring
     documents are none of the training documents; a changed file is found by the manifest and the run retrained."""
@@ -92,16 +67,16 @@ def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_i
     from linrec.inputs.models import load_model
     from linrec.measure.capture import get_capture
 
-    cfg = TrainConfig(text=planted, **TINY)
+    cfg = TrainConfig(text=colour_text, **TINY)
     run = get_run(cfg, progress=False)
     assert not run.cached and run.steps == cfg.checkpoint_steps() == [0, 1, 8, 60]
     again = get_run(cfg, progress=False)
     assert again.cached and again.path == run.path and again.meta["tokens_seen"] == 60 * 8 * 16
     measure, _ = load_documents(run.measure_corpus)
-    train, held = split_documents(load_documents(planted)[0], cfg.measure_frac, cfg.split_seed)
+    train, held = split_documents(load_documents(colour_text)[0], cfg.measure_frac, cfg.split_seed)
     assert measure == held and not set(measure) & set(train)
 
-    tok, windows = _windows(cfg, planted)
+    tok, windows = training_windows(cfg, colour_text)
     mem, _ = train_model(cfg, len(tok), windows, progress=False)
     disk = load_model(str(run.final))
     ids = windows[:4]
@@ -121,13 +96,13 @@ def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_i
     assert not redone.cached and "damaged" in caplog.text
 
 
-def test_a_run_cached_before_layouts_is_read_not_retrained(planted, caplog):
+def test_a_run_cached_before_layouts_is_read_not_retrained(colour_text, caplog):
     """Entries written before the `layout` field (their meta's config says "mlp", has no shared_texts) keep their
     cache key and must be read: the request check compared "mlp" with an absent field and retrained every cached
     run of params/training.yaml (45 min). Planted: the check against asdict(cfg) instead of cfg.request()."""
     from linrec.base.files import seal, unseal
 
-    cfg = TrainConfig(text=planted, **TINY)
+    cfg = TrainConfig(text=colour_text, **TINY)
     run = get_run(cfg, progress=False)
     meta_path = run.path / "meta.json"
     meta = unseal(meta_path)
@@ -189,16 +164,16 @@ def test_schedule_checkpoints_configs_and_bad_input():
         split_documents(["one"], 0.1)
 
 
-def test_the_train_command_reports_the_run_and_refuses_a_missing_gpu(planted, capsys):
+def test_the_train_command_reports_the_run_and_refuses_a_missing_gpu(colour_text, capsys):
     """`linrec train` trains (or reads) one run and prints its size, tokens per parameter and checkpoints; asking for
     a GPU where there is none is one line naming the fix, before any work."""
     from linrec.app.cli import main
 
-    args = ["train", "--text", planted, "--d-model", "16", "--layers", "2", "--heads", "2", "--vocab", "300",
+    args = ["train", "--text", colour_text, "--d-model", "16", "--layers", "2", "--heads", "2", "--vocab", "300",
             "--seq-len", "16", "--batch-size", "8", "--steps", "6"]  # fmt: skip
     assert main(args) in (0, None)
     out = capsys.readouterr().out
-    assert "gelu-i0-d0-planted:" in out and "tokens seen" in out and out.count("step ") >= 4 and "measure.txt" in out
+    assert "gelu-i0-d0-colours:" in out and "tokens seen" in out and out.count("step ") >= 4 and "measure.txt" in out
     if not torch.cuda.is_available():
         code = main([*args, "--device", "cuda"])
         err = capsys.readouterr().err
