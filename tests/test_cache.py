@@ -3,11 +3,9 @@ every file's content; a cached entry is read only for the request it was made fo
 removes an entry a running process reads and says exactly what it removed, and why not the rest; an interrupted
 `linrec train --no-cache` leaves no temporary folder."""
 
-import errno
 import json
 import os
 import shutil
-import time
 
 import numpy as np
 import pytest
@@ -173,99 +171,6 @@ def test_an_entry_copied_to_another_requests_name_is_not_served(cache, corpus, t
     assert not got.cached and "another request" in caplog.text
     assert np.abs(ceiling_table(got)["r2_lin"] - want["r2_lin"]).max() <= 1e-12
     assert get_capture(model, corpus, **asked).cached  # what replaced the copy is its own
-
-
-# ---- case 8: prune never removes an entry in use, and says what it did --------------------------------------------
-def _reader(entry_args, flag):
-    """A child forked from this process that reads the capture of `entry_args` from the cache (as `linrec probe`
-    does before its probes read the rows), writes `flag`, and waits to be killed. Returns its pid."""
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 70
-    try:
-        torch.set_num_threads(1)
-        capture = get_capture(**entry_args)
-        flag.write_text("cached" if capture.cached else "computed")
-        time.sleep(120)
-        capture.rows(0)
-    finally:
-        os._exit(code)
-
-
-def test_prune_leaves_an_entry_another_process_is_reading(cache, corpus, tmp_path):
-    import signal
-
-    from linrec.base.cache import prune
-
-    model = save_tiny_model(tmp_path / "model")
-    args = dict(model=model, corpus=corpus, **KW)
-    used = get_capture(**args)
-    idle = get_capture(**{**args, "seed": 1})
-    flag = tmp_path / "flag"
-    pid = _reader(args, flag)
-    try:
-        deadline = time.time() + 60
-        while not flag.exists() and time.time() < deadline:
-            time.sleep(0.05)
-        assert flag.read_text() == "cached"
-        assert [e.path for e in prune(older_than_days=0, dry_run=True).removed] == [idle.path]
-        code, out, err = _main("cache", "prune", "--older-than", 0)
-        assert code == 0 and not idle.path.exists() and used.path.is_dir(), err
-        assert f"kept {used.path.name}: in use by a running process" in out
-        assert "removed 1 entries" in err and "kept 1 in use" in err
-        assert get_capture(**args).cached  # untouched: still intact
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    gone = prune(older_than_days=0)  # the reader has gone: nothing holds it now
-    assert [e.path for e in gone.removed] == [used.path] and not used.path.exists()
-
-
-def test_prune_in_the_reading_process_itself_removes_what_it_read(cache, corpus, tmp_path):
-    from linrec.base.cache import prune
-
-    capture = get_capture(save_tiny_model(tmp_path / "model"), corpus, **KW)
-    assert [e.path for e in prune(older_than_days=0).removed] == [capture.path] and not capture.path.exists()
-
-
-def test_prune_on_a_read_only_cache_removes_nothing_and_says_so(cache, corpus, tmp_path, monkeypatch):
-    """As root a folder cannot be made read-only, so the file system's answer is planted: every unlink, rmdir and
-    rename under the cache fails with EROFS, as on a read-only mount."""
-    model = save_tiny_model(tmp_path / "model")
-    entries = [get_capture(model, corpus, **{**KW, "seed": s}).path for s in (0, 1)]
-    before = sorted(str(p.relative_to(cache)) for p in cache.rglob("*"))
-
-    def read_only(real):
-        def refuse(*args, **kwargs):
-            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(args[0]))
-
-        return refuse
-
-    for name in ("unlink", "rmdir", "rename", "replace", "remove"):
-        monkeypatch.setattr(os, name, read_only(getattr(os, name)))
-    code, out, err = _main("cache", "prune", "--older-than", 0)
-    monkeypatch.undo()
-    assert sorted(str(p.relative_to(cache)) for p in cache.rglob("*")) == before and all(p.is_dir() for p in entries)
-    assert code == 2 and "removed 2" not in err and "removed 0 entries" in err, err
-    last = err.strip().splitlines()[-1]
-    assert last.startswith("linrec: error: could not remove 2 entries") and "Read-only file system" in last
-    assert "writable" in last and "Traceback" not in err
-
-
-def test_prune_does_not_claim_a_symbolic_link_it_leaves(cache, corpus, tmp_path):
-    from linrec.base.cache import prune
-
-    capture = get_capture(save_tiny_model(tmp_path / "model"), corpus, **KW)
-    shared = tmp_path / "shared-entry"
-    shutil.copytree(capture.path, shared)
-    link = capture.path.parent / "linked-0123"
-    link.symlink_to(shared, target_is_directory=True)
-    code, out, err = _main("cache", "prune", "--older-than", 0)
-    assert code == 0 and not capture.path.exists(), err
-    assert link.is_symlink() and (shared / "meta.json").is_file()  # neither the link nor what it points at
-    assert "removed 1 entries" in err and f"kept {link.name}: a symbolic link" in out
-    assert [e.path for e in prune(older_than_days=0).removed] == []
 
 
 # ---- case 8: an interrupted `linrec train --no-cache` leaves no temporary folder ---------------------------------

@@ -395,42 +395,6 @@ def test_batch_size_changes_r2_by_rounding_only(saved_tiny, monkeypatch, tmp_pat
         assert (t["r2_ex_first"] - tables[0]["r2_ex_first"]).abs().max() <= 1e-12
 
 
-# ---- the cache: listed, pruned by age and size, nothing else touched ------------------------------------------
-def test_cache_is_listed_and_pruned_oldest_first(saved_tiny, cache, capsys):
-    import os
-    import time as _time
-
-    from linrec.app.cli import main
-    from linrec.base.cache import entries as cache_entries
-    from linrec.base.cache import prune as prune_cache
-
-    a = get_capture(**saved_tiny)
-    b = get_capture(**{**saved_tiny, "seed": 1})
-    c = get_capture(**{**saved_tiny, "seed": 2, "sample_rows": 0})
-    now = _time.time()
-    for cap, days in ((a, 10), (b, 5), (c, 1)):
-        os.utime(cap.path, (now - days * 86400, now - days * 86400))
-    (cache / "models").mkdir()
-    keep = cache / "models" / "weights.bin"
-    keep.write_bytes(b"x" * 1000)
-    stale = cache / "captures" / ".m-dead.tmp-999999999-abcdef01"  # a killed run's leftover (no such pid)
-    stale.mkdir()
-    entries = cache_entries(("capture",))
-    assert [e.path for e in entries] == [a.path, b.path, c.path]  # oldest first; the leftover is not an entry
-    assert [(e.kind, e.path) for e in cache_entries() if e.kind == "model"] == [("model", keep)]  # listed too
-    assert "2048 tokens × seq 32, 500 sampled rows" in entries[0].made_by
-    assert entries[0].size == sum(p.stat().st_size for p in a.path.rglob("*") if p.is_file())
-    assert main(["cache"]) == 0 and "4 entries (capture" in capsys.readouterr().out
-    assert [e.path for e in prune_cache(older_than_days=7, dry_run=True).removed] == [a.path] and a.path.exists()
-    gone = prune_cache(max_bytes=entries[2].size + 1).removed  # room for the newest only
-    assert [e.path for e in gone] == [a.path, b.path]
-    assert not a.path.exists() and not b.path.exists() and c.path.exists() and keep.exists() and not stale.exists()
-    assert main(["cache", "prune", "--older-than", "0"]) == 0 and not c.path.exists()
-    assert keep.read_bytes() == b"x" * 1000  # models, wheels and corpora are never pruned
-    with pytest.raises(LinrecError, match="--older-than"):
-        prune_cache()
-
-
 @pytest.mark.parametrize("kind", ["llama", "gemma3_text"])
 def test_half_precision_models_keep_float64_statistics_and_the_float32_r2(tiny_model, kind):
     """A bfloat16 or float16 copy of a model, captured into float64 statistics, gives its float32 twin's R²_lin within a
@@ -577,29 +541,6 @@ def test_new_weights_under_the_same_name_size_and_mtime_are_a_new_capture(saved_
     assert get_capture(**saved_tiny).cached
 
 
-def test_file_digest_is_remembered_and_never_trusted_after_a_change(tmp_path, monkeypatch):
-    import os
-
-    import linrec.base.files as files
-
-    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
-    f = tmp_path / "w.bin"
-    f.write_bytes(b"a" * 4096)
-    calls = []
-    real = files.sha256_file
-    monkeypatch.setattr(files, "sha256_file", lambda p, *a: calls.append(p) or real(p, *a))
-    first = files.file_digest(f)
-    assert files.file_digest(f) == first and len(calls) == 1  # remembered
-    st = f.stat()
-    with open(f, "r+b") as fh:  # rewritten in place: same inode, same size, mtime put back
-        fh.write(b"b")
-    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert files.file_digest(f) == real(f) != first and len(calls) == 2
-    assert files.stale_digests() == []
-    f.unlink()
-    assert len(files.stale_digests()) == 1  # what prune removes
-
-
 def test_a_deleted_meta_json_warns_like_any_damaged_file(saved_tiny, caplog):
     first = get_capture(**saved_tiny)
     (first.path / "meta.json").unlink()
@@ -607,34 +548,6 @@ def test_a_deleted_meta_json_warns_like_any_damaged_file(saved_tiny, caplog):
     again = get_capture(**saved_tiny)
     assert not again.cached and "meta.json is missing" in caplog.text and "damaged" in caplog.text
     assert np.array_equal(again.stats["train"][1].M, first.stats["train"][1].M)
-
-
-def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog):
-    import os
-    import time as _time
-
-    from linrec.app.cli import main
-    from linrec.base.cache import entries as cache_entries
-    from linrec.base.cache import prune as prune_cache
-    from linrec.measure.curves import get_curve
-
-    cap = get_capture(**saved_tiny)
-    curve = get_curve(saved_tiny["model"], corpus=saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
-                      test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
-    entries = {e.kind: e for e in cache_entries()}
-    assert entries["curve"].path == curve.path and entries["capture"].path == cap.path
-    assert "learning curve of" in entries["curve"].made_by and "× 1 seeds" in entries["curve"].made_by
-    assert main(["cache"]) == 0 and "2 entries" in capsys.readouterr().out
-    old = _time.time() - 30 * 86400
-    os.utime(curve.path, (old, old))
-    assert [e.path for e in prune_cache(older_than_days=7).removed] == [curve.path] and not curve.path.exists()
-    assert cap.path.exists()
-    (curve.path).mkdir()  # a curve entry without its meta.json: warned and recomputed
-    (curve.path / "curve.npz").write_bytes(b"x")
-    caplog.clear()
-    again = get_curve(saved_tiny["model"], corpus=saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
-                      test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
-    assert not again.cached and "meta.json is missing" in caplog.text
 
 
 def test_replicate_captures_are_each_models_disjoint_samples(tiny_model_dir, tiny_corpus):

@@ -3,7 +3,6 @@
 import json
 import os
 import re
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -358,69 +357,6 @@ def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeyp
     assert {r["mark"] for r in rec.values()} == {"set after the server started"}
 
 
-def _fake_machine(monkeypatch, cpus: int, busy_rate: float | None):
-    """`linrec.base.threads` on a clock of its own: sleeping advances it, and /proc/stat's busy CPU-seconds grow by
-    `busy_rate` per second of it (None: /proc/stat unreadable). The seconds it was asked to sleep are returned."""
-    from types import SimpleNamespace
-
-    import linrec.base.threads as threads
-
-    clock, busy, slept = [100.0], [5000.0], []
-
-    def sleep(seconds):
-        slept.append(seconds)
-        clock[0] += seconds
-        busy[0] += (busy_rate or 0.0) * seconds
-
-    monkeypatch.setattr(threads, "time", SimpleNamespace(perf_counter=lambda: clock[0], sleep=sleep))
-    monkeypatch.setattr(threads, "busy_cpu_seconds", lambda: None if busy_rate is None else busy[0])
-    monkeypatch.setattr(os, "cpu_count", lambda: cpus)
-    return slept
-
-
-@pytest.mark.parametrize(
-    "cpus,rate,busy,free",
-    [(2, 1.0, 1.0, 1), (4, 1.0, 1.0, 3), (2, 0.4, 0.4, 2), (2, 0.6, 0.6, 1), (2, 2.0, 2.0, 1), (8, 2.6, 2.6, 5),
-     (2, None, 0.0, 2)],
-)  # fmt: skip
-def test_busy_cpus_counts_what_other_processes_spend_while_it_sleeps(monkeypatch, cpus, rate, busy, free):
-    """busy_cpus: CPU-seconds spent by every process over the seconds it slept; free_cpus: the CPUs left, a process
-    using more than half a CPU taking one, and at least 1. On an injected clock: how they read beside a real
-    spinning process depends on the machine's other work, and is measured by benchmarks/clocks.py."""
-    from linrec.base.threads import busy_cpus, free_cpus
-
-    slept = _fake_machine(monkeypatch, cpus, rate)
-    assert busy_cpus(1.5) == pytest.approx(busy)
-    assert free_cpus(0.5) == free
-    assert slept == ([1.5, 0.5] if rate is not None else [])  # over the seconds asked for (none: nothing to read)
-
-
-def test_busy_cpu_seconds_reads_proc_stat(monkeypatch):
-    """The busy CPU-seconds are /proc/stat's first line without idle and iowait, in clock ticks; and on this machine
-    the CPU time this process spends shows there (other processes only add to it)."""
-    import io
-
-    import linrec.base.threads as threads
-
-    # user nice system idle iowait irq softirq steal guest guest_nice, then one line per CPU
-    line = "cpu  100 20 30 800 50 5 5 3 7 0\ncpu0 1 2 3 4 5 6 7 8 9 0\n"
-
-    def unreadable(*a, **k):
-        raise OSError("no /proc here")
-
-    with monkeypatch.context() as m:
-        m.setattr(threads, "open", lambda *a, **k: io.StringIO(line), raising=False)
-        m.setattr(os, "sysconf", lambda name: 100)  # SC_CLK_TCK: ticks per second
-        assert threads.busy_cpu_seconds() == pytest.approx((100 + 20 + 30 + 5 + 5 + 3) / 100)
-        m.setattr(threads, "open", unreadable, raising=False)
-        assert threads.busy_cpu_seconds() is None
-    b0, p0 = threads.busy_cpu_seconds(), time.process_time()
-    while time.process_time() - p0 < 0.5:  # half a CPU-second of this process's own
-        pass
-    spent, b1 = time.process_time() - p0, threads.busy_cpu_seconds()
-    assert b1 - b0 >= spent - 0.1, (b1 - b0, spent)  # a tick or two of sampling
-
-
 def test_profile_values_of_the_declared_types_pass(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("capture: {tokens: 4096, test_frac: 0.25}\nbudget_ppl: 2\nprobe_rows: null\ntest_windows: 3\n"
@@ -428,27 +364,6 @@ def test_profile_values_of_the_declared_types_pass(tmp_path):
     p = load_profile(f, root=ROOT)
     assert p.budget_ppl == 2  # a whole number where a float is declared is fine
     assert p.cross_band is None and p.decomposition_rows is None  # numbers by default; None (every one) allowed
-
-
-def test_under_the_runner_a_loop_prints_one_line_on_the_console_not_into_the_notebook(monkeypatch, capfd):
-    """A kernel's sys.stdout/sys.stderr are the notebook's outputs; its own stderr (fd 2) is the runner's console.
-    A loop that runs only on a cache miss must not write into the saved notebook, or a rerun would differ."""
-    import io
-    import sys
-
-    from linrec.base.progress import bar, write
-
-    monkeypatch.setenv("LINREC_PROGRESS", "0")
-    monkeypatch.setenv("LINREC_NOTEBOOK", "02_x")
-    cell_out, cell_err = io.StringIO(), io.StringIO()
-    monkeypatch.setattr(sys, "stdout", cell_out)
-    monkeypatch.setattr(sys, "stderr", cell_err)
-    assert list(bar(range(3), desc="capture m", unit="batch")) == [0, 1, 2]
-    write("memory plan: 1 block")
-    monkeypatch.undo()
-    console = capfd.readouterr().err
-    assert cell_out.getvalue() == cell_err.getvalue() == ""
-    assert console.splitlines() == ["[linrec] 02_x: capture m: 3 batches", "[linrec] 02_x: memory plan: 1 block"]
 
 
 def test_a_kernels_socket_folder_goes_when_the_kernel_shuts_down():

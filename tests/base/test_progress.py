@@ -5,6 +5,28 @@ on a terminal, tqdm's bar."""
 import nbformat
 import pytest
 
+
+def test_under_the_runner_a_loop_prints_one_line_on_the_console_not_into_the_notebook(monkeypatch, capfd):
+    """A kernel's sys.stdout/sys.stderr are the notebook's outputs; its own stderr (fd 2) is the runner's console.
+    A loop that runs only on a cache miss must not write into the saved notebook, or a rerun would differ."""
+    import io
+    import sys
+
+    from linrec.base.progress import bar, write
+
+    monkeypatch.setenv("LINREC_PROGRESS", "0")
+    monkeypatch.setenv("LINREC_NOTEBOOK", "02_x")
+    cell_out, cell_err = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stdout", cell_out)
+    monkeypatch.setattr(sys, "stderr", cell_err)
+    assert list(bar(range(3), desc="capture m", unit="batch")) == [0, 1, 2]
+    write("memory plan: 1 block")
+    monkeypatch.undo()
+    console = capfd.readouterr().err
+    assert cell_out.getvalue() == cell_err.getvalue() == ""
+    assert console.splitlines() == ["[linrec] 02_x: capture m: 3 batches", "[linrec] 02_x: memory plan: 1 block"]
+
+
 CELL = (
     "from linrec.base.progress import bar, write\n"
     "for _ in bar(range(40), desc='capture m', unit='batch'):\n"
