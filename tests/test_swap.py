@@ -18,11 +18,10 @@ from linrec.inputs.corpora import Windows
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import find_ffn_sites
-from linrec.inputs.surgery import AffineFFN, count_params, load_swapped, params_linear, save_swapped, swapped
+from linrec.inputs.surgery import AffineFFN, count_params, load_swapped, save_swapped, swapped
 from linrec.measure.capture import run_capture
 from linrec.measure.config import CaptureConfig
-from linrec.stats.ceiling import fit_affine, output_directions, reduce_rank, score
-from linrec.stats.moments import Moments, output_sum_squares, remove_rows
+from linrec.stats.ceiling import fit_affine
 
 KINDS = ["gpt2", "gpt_neox", "gpt_neox_seq", "llama", "qwen2", "gemma3_text"]  # every causal LM with an FFN site
 
@@ -100,35 +99,6 @@ def test_cached_prefix_equals_full_forward(tiny_model, kind):
         handle.remove()
 
 
-def test_reduced_rank_regression_is_optimal():
-    rng = np.random.default_rng(0)
-    n, d_in, d_out = 600, 12, 8
-    x = rng.normal(size=(n, d_in)) * np.logspace(0, 1.5, d_in) + 3.0
-    y = np.tanh(x @ rng.normal(size=(d_in, d_out)) / 10) + 0.2 * rng.normal(size=(n, d_out)) + 1.0
-    train = Moments.of(x, y)
-    fit = fit_affine(train)
-    full = reduce_rank(fit, train, d_out)
-    assert np.abs(full.W - fit.W).max() <= 1e-10 * np.abs(fit.W).max()
-    assert np.abs(full.b - fit.b).max() <= 1e-10 * np.abs(fit.b).max()
-    # independent reference on the rows: X_c = QR, SSE_r = ‖(I − QQᵀ)Y_c‖² + Σ_{k>r} σ_k²(QᵀY_c)
-    xc, yc = x - x.mean(0), y - y.mean(0)
-    Q, _ = np.linalg.qr(xc)
-    resid = ((yc - Q @ (Q.T @ yc)) ** 2).sum()
-    sig = np.linalg.svd(Q.T @ yc, compute_uv=False)
-    dirs = output_directions(fit, train)
-    for r in range(1, d_out + 1):
-        low = reduce_rank(fit, train, r, dirs)
-        sse = ((y - low.predict(x)) ** 2).sum()
-        optimum = resid + (sig[r:] ** 2).sum()
-        assert abs(sse - optimum) <= 1e-9 * optimum, (r, sse, optimum)
-        assert abs(score(low, train).sse.sum() - sse) <= 1e-9 * sse  # the statistics path agrees
-        assert np.linalg.matrix_rank(low.W) == r
-        assert AffineFFN.from_fit(low).n_params == params_linear(d_in, d_out, r) == r * (d_in + d_out) + d_out
-    assert AffineFFN.from_fit(fit).n_params == params_linear(d_in, d_out) == d_in * d_out + d_out
-    with pytest.raises(LinrecError, match="rank"):
-        reduce_rank(fit, train, d_out + 1)
-
-
 def test_rank_curve_and_parameter_counts(tiny_model):
     st = swap_study(tiny_model("llama"))
     curve = st.heldout.rank_curve(0, [1, 4, 32])
@@ -181,22 +151,6 @@ def test_screening_fit_leaves_the_screening_windows_out(tiny_model):
     for i in range(2):
         a, b = st.screening.screening_fit(i).W, fit_affine(ref.stats["train"][i]).W
         assert np.abs(a - b).max() <= 1e-6 * np.abs(b).max()
-
-
-def test_remove_rows_is_exact():
-    rng = np.random.default_rng(1)
-    x, y = rng.normal(size=(300, 5)) * 100 + 1e3, rng.normal(size=(300, 3)) - 50
-    rest = remove_rows(Moments.of(x, y), Moments.of(x[200:], y[200:]))
-    ref = Moments.of(x[:200], y[:200])
-    assert rest.n == 200
-    assert np.abs(rest.mean.numpy() - ref.mean.numpy()).max() <= 1e-10 * 1e3
-    assert np.abs(rest.M - ref.M).max() <= 1e-9 * np.abs(ref.M).max()
-    with pytest.raises(LinrecError, match="fewer screening windows"):
-        remove_rows(ref, Moments.of(x, y))
-    # the outputs' sum of squares, with and without the removed rows, against numpy on the rows themselves
-    ss = lambda v: float(((v - v.mean(0)) ** 2).sum())  # noqa: E731
-    assert abs(output_sum_squares(Moments.of(x, y)) - ss(y)) <= 1e-12 * ss(y)
-    assert abs(output_sum_squares(Moments.of(x, y), Moments.of(x[200:], y[200:])) - ss(y[:200])) <= 1e-10 * ss(y)
 
 
 def test_greedy_respects_the_budget(affine_llama):

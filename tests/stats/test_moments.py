@@ -1,10 +1,12 @@
-"""Streaming float64 moments equal one-shot statistics computed directly with numpy."""
+"""linrec.stats.moments: streaming float64 moments equal one-shot statistics computed directly with numpy, and
+rows removed from them leave the statistics of the rest."""
 
 import numpy as np
 import pytest
 import torch
 
-from linrec.stats.moments import Moments
+from linrec.base.errors import LinrecError
+from linrec.stats.moments import Moments, output_sum_squares, remove_rows
 
 
 def _rows(n=3000, dx=12, dy=5, seed=0):
@@ -124,3 +126,19 @@ def test_symmetric_M_is_built_once_per_state_and_read_only():
     built = [s.M for s in many]
     assert len(_SYMMETRIC) <= _SYMMETRIC_KEEP and many[-1].M is built[-1] and many[0].M is not built[0]
     assert np.array_equal(many[0].M, built[0])
+
+
+def test_remove_rows_is_exact():
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(300, 5)) * 100 + 1e3, rng.normal(size=(300, 3)) - 50
+    rest = remove_rows(Moments.of(x, y), Moments.of(x[200:], y[200:]))
+    ref = Moments.of(x[:200], y[:200])
+    assert rest.n == 200
+    assert np.abs(rest.mean.numpy() - ref.mean.numpy()).max() <= 1e-10 * 1e3
+    assert np.abs(rest.M - ref.M).max() <= 1e-9 * np.abs(ref.M).max()
+    with pytest.raises(LinrecError, match="fewer screening windows"):
+        remove_rows(ref, Moments.of(x, y))
+    # the outputs' sum of squares, with and without the removed rows, against numpy on the rows themselves
+    ss = lambda v: float(((v - v.mean(0)) ** 2).sum())  # noqa: E731
+    assert abs(output_sum_squares(Moments.of(x, y)) - ss(y)) <= 1e-12 * ss(y)
+    assert abs(output_sum_squares(Moments.of(x, y), Moments.of(x[200:], y[200:])) - ss(y[:200])) <= 1e-10 * ss(y)

@@ -1,11 +1,14 @@
-"""The closed-form ceiling against independent references: lstsq on stored rows, planted maps, analytic R²."""
+"""linrec.stats.ceiling: the closed-form ceiling against independent references (lstsq on stored rows, planted
+maps, analytic R²), and the reduced-rank map that is optimal at its rank."""
 
 import numpy as np
 import pytest
 
 from helpers import moments_of
 from linrec.base.errors import LinrecError
-from linrec.stats.ceiling import fit_affine, r2_rows, score
+from linrec.inputs.surgery import AffineFFN, params_linear
+from linrec.stats.ceiling import fit_affine, output_directions, r2_rows, reduce_rank, score
+from linrec.stats.moments import Moments
 
 
 def _lstsq_r2(xtr, ytr, xte, yte):
@@ -112,3 +115,32 @@ def test_skipping_the_condition_number_leaves_the_map_unchanged():
     assert np.array_equal(full.W, quick.W) and np.array_equal(full.b, quick.b)
     assert (full.rank, full.cond_scaled) == (quick.rank, quick.cond_scaled)
     assert np.isnan(quick.cond_gram) and full.cond_gram > 1
+
+
+def test_reduced_rank_regression_is_optimal():
+    rng = np.random.default_rng(0)
+    n, d_in, d_out = 600, 12, 8
+    x = rng.normal(size=(n, d_in)) * np.logspace(0, 1.5, d_in) + 3.0
+    y = np.tanh(x @ rng.normal(size=(d_in, d_out)) / 10) + 0.2 * rng.normal(size=(n, d_out)) + 1.0
+    train = Moments.of(x, y)
+    fit = fit_affine(train)
+    full = reduce_rank(fit, train, d_out)
+    assert np.abs(full.W - fit.W).max() <= 1e-10 * np.abs(fit.W).max()
+    assert np.abs(full.b - fit.b).max() <= 1e-10 * np.abs(fit.b).max()
+    # independent reference on the rows: X_c = QR, SSE_r = ‖(I − QQᵀ)Y_c‖² + Σ_{k>r} σ_k²(QᵀY_c)
+    xc, yc = x - x.mean(0), y - y.mean(0)
+    Q, _ = np.linalg.qr(xc)
+    resid = ((yc - Q @ (Q.T @ yc)) ** 2).sum()
+    sig = np.linalg.svd(Q.T @ yc, compute_uv=False)
+    dirs = output_directions(fit, train)
+    for r in range(1, d_out + 1):
+        low = reduce_rank(fit, train, r, dirs)
+        sse = ((y - low.predict(x)) ** 2).sum()
+        optimum = resid + (sig[r:] ** 2).sum()
+        assert abs(sse - optimum) <= 1e-9 * optimum, (r, sse, optimum)
+        assert abs(score(low, train).sse.sum() - sse) <= 1e-9 * sse  # the statistics path agrees
+        assert np.linalg.matrix_rank(low.W) == r
+        assert AffineFFN.from_fit(low).n_params == params_linear(d_in, d_out, r) == r * (d_in + d_out) + d_out
+    assert AffineFFN.from_fit(fit).n_params == params_linear(d_in, d_out) == d_in * d_out + d_out
+    with pytest.raises(LinrecError, match="rank"):
+        reduce_rank(fit, train, d_out + 1)
