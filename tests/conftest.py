@@ -200,6 +200,18 @@ def colour_text(tmp_path):
 
 
 @pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    """A fresh `$LINREC_CACHE` of this test's own (nothing cached), and TMPDIR in tmp_path (what --no-cache uses)."""
+    cache = tmp_path / "own-cache"
+    cache.mkdir()
+    monkeypatch.setenv("LINREC_CACHE", str(cache))
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    return cache, scratch
+
+
+@pytest.fixture
 def cli(capsys):
     """`cli(*args)` runs `linrec ARGS` in this process: (exit code, stdout, stderr)."""
     from helpers import run_main

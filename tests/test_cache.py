@@ -3,7 +3,6 @@ every file's content; a cached entry is read only for the request it was made fo
 removes an entry a running process reads and says exactly what it removed, and why not the rest; an interrupted
 `linrec train --no-cache` leaves no temporary folder."""
 
-import json
 import os
 import shutil
 
@@ -125,17 +124,6 @@ def test_a_changed_checkpoint_under_the_cache_is_a_new_capture(cache, corpus, tm
     assert np.abs(fresh["r2_lin"] - old["r2_lin"]).max() > 1e-6  # the weights did change the answer
 
 
-def test_a_cache_inside_a_model_folder_is_still_not_part_of_the_model(tmp_path, monkeypatch):
-    from linrec.inputs.models import model_identity
-
-    model = save_tiny_model(tmp_path / "model")
-    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "model" / "linrec-cache"))
-    first = model_identity(model)  # writes remembered digests into the cache inside the folder
-    (tmp_path / "model" / "linrec-cache" / "captures").mkdir(parents=True)
-    (tmp_path / "model" / "linrec-cache" / "captures" / "x.bin").write_bytes(b"x")
-    assert model_identity(model) == first
-
-
 # ---- case 8: a cached entry is read only for the request it was made for ---------------------------------------
 def _request_entry(model, corpus, **settings):
     from linrec.base.cache import entry_path
@@ -171,54 +159,3 @@ def test_an_entry_copied_to_another_requests_name_is_not_served(cache, corpus, t
     assert not got.cached and "another request" in caplog.text
     assert np.abs(ceiling_table(got)["r2_lin"] - want["r2_lin"]).max() <= 1e-12
     assert get_capture(model, corpus, **asked).cached  # what replaced the copy is its own
-
-
-# ---- case 8: an interrupted `linrec train --no-cache` leaves no temporary folder ---------------------------------
-@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
-def test_an_interrupted_uncached_training_run_removes_its_folder(tmp_path, monkeypatch, stop):
-    import tempfile
-
-    from linrec.inputs import training, training_text
-
-    text = tmp_path / "text.txt"
-    text.write_text(f"\n{training_text.EOS}\n".join(tiny_text(400, seed=s) for s in range(12)))
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    real = training.train_model
-
-    def interrupted(cfg, vocab, windows, on_checkpoint=None, progress=True):
-        def save_then_stop(step, model):
-            on_checkpoint(step, model)
-            if step > 0:  # a checkpoint is on disk: the folder is not empty when the signal comes
-                raise stop(128 + 15) if stop is SystemExit else stop()
-
-        return real(cfg, vocab, windows, on_checkpoint=save_then_stop, progress=False)
-
-    monkeypatch.setattr(training, "train_model", interrupted)
-    args = ["train", "--text", text, "--d-model", 16, "--layers", 1, "--heads", 2, "--vocab", 300, "--seq-len", 16,
-            "--batch-size", 4, "--steps", 3, "--no-cache"]  # fmt: skip
-    code, _, _ = _main(*args)
-    assert code == (130 if stop is KeyboardInterrupt else 143)
-    assert list(scratch.glob("linrec-train-*")) == []  # (torch may keep a folder of its own there)
-    monkeypatch.setattr(training, "train_model", real)
-    code, out, err = _main(*args)  # a run that finishes keeps its folder: its checkpoints are what it prints
-    assert code == 0, err
-    (kept,) = scratch.glob("linrec-train-*")
-    assert str(kept) in out and (kept / "step_000003" / "model.safetensors").is_file()
-
-
-# ---- case 10: the words name the real culprit ---------------------------------------------------------------------
-def test_an_edited_record_is_named_as_the_reason_a_save_target_is_refused(tmp_path):
-    from linrec.inputs.surgery import SWAPS_FILE, check_save_target
-
-    save = _save(tmp_path / "save")
-    (save / "chat_template.jinja").write_text("{{ messages }}")  # a file a tokenizer can write, listed in the record
-    record = json.loads((save / SWAPS_FILE).read_text())
-    record["info"]["note"] = "mine"
-    (save / SWAPS_FILE).write_text(json.dumps(record))
-    with pytest.raises(LinrecError) as err:
-        check_save_target(save)
-    msg = str(err.value)
-    assert SWAPS_FILE in msg and "chat_template.jinja" not in msg and "edited" in msg
-    assert "choose a new or empty directory" in msg

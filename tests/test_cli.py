@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from helpers import linrec_without_the_hub, tiny_text
+from helpers import linrec_without_the_hub, no_model_load, tiny_text
 from helpers import run_main as _main
 from helpers import single_line as _single_line
 from linrec.analyses.spectrum import REGIMES
@@ -680,21 +680,9 @@ def test_a_killed_save_leaves_nothing_in_the_users_directory(cli, tmp_path, tiny
     assert (home / "thesis.tex").read_text() == "three years"
 
 
-def _no_model_load(monkeypatch):
-    """Loading a model fails the test: what is checked here must be checked before any weights are read."""
-    import linrec.inputs.models
-    import linrec.measure.capture
-
-    def load(*a, **k):
-        raise AssertionError("a model was loaded before the arguments were checked")
-
-    monkeypatch.setattr(linrec.inputs.models, "load_model", load)
-    monkeypatch.setattr(linrec.measure.capture, "load_model", load)
-
-
 @pytest.mark.parametrize("blocks", ["a,b", "-1", ",", "0,,1", "1.5", "2", "0,7"])
 def test_block_lists_are_checked_before_the_model_is_loaded(cli, tiny_args, monkeypatch, blocks):
-    _no_model_load(monkeypatch)
+    no_model_load(monkeypatch)
     code, _, err = cli("swap", *tiny_args, f"--blocks={blocks}")
     _single_line(code, err, "--blocks")
     if blocks in ("2", "0,7"):  # well formed, out of range: the config (2 blocks) is read, not the weights
@@ -718,7 +706,7 @@ def test_window_longer_than_the_context_is_refused_before_loading_with_the_real_
 
 @pytest.mark.parametrize("rank", ["33", "40", "0"])
 def test_probe_ranks_beyond_the_width_are_refused_before_loading(cli, tiny_args, monkeypatch, rank):
-    _no_model_load(monkeypatch)
+    no_model_load(monkeypatch)
     code, _, err = cli("probe", *tiny_args, "--rank", rank)
     if rank == "0":
         _single_line(code, err, "--rank", "positive")

