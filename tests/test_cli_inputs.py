@@ -74,24 +74,6 @@ def test_every_subcommand_runs_with_no_cache_reading_and_leaving_nothing(cli, ow
     assert _ours(scratch) == []
 
 
-def test_an_uncached_capture_keeps_its_rows_while_it_lives(tiny_model_dir, own_cache, tmp_path):
-    import gc
-
-    from linrec.measure.capture import get_capture
-
-    _, scratch = own_cache
-    corpus = tmp_path / "c.txt"
-    corpus.write_text(tiny_text(6000))
-    kw = dict(seq_len=32, tokens=2048, sample_rows=300, cache=False, progress=False)
-    cap = get_capture(tiny_model_dir, str(corpus), **kw)
-    x, y = cap.rows(0)
-    assert x.shape == (300, 32) and y.shape == (300, 32) and len(cap.row_index()) == 300
-    assert [p[: len("linrec-rows-")] for p in _ours(scratch)] == ["linrec-rows-"]
-    del cap, x, y
-    gc.collect()
-    assert _ours(scratch) == []
-
-
 @pytest.mark.parametrize(
     "extra, needle",
     [
@@ -242,30 +224,6 @@ def test_what_the_machine_refuses_is_one_line_naming_the_fix(cli, monkeypatch, e
     _raising(monkeypatch, err)
     code, _, text = cli("fetch", "wiki")
     _single_line(code, text, *needles)
-
-
-def test_a_capture_checks_free_space_before_writing(cli, own_cache, tiny_args, monkeypatch):
-    """A full disk was a SIGBUS with no message in the middle of a capture (its row sample is memory-mapped): the
-    capture's disk need (`linrec.measure.plan.disk_bytes`) is checked against the free space before any pass."""
-    import shutil
-    from collections import namedtuple
-
-    from linrec.base.errors import LinrecError
-    from linrec.measure.plan import check_disk, disk_bytes, memory_plan
-
-    usage = namedtuple("usage", "total used free")
-    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**6, 10**6 - 4096, 4096))
-    code, _, err = cli("measure", *tiny_args)
-    _single_line(code, err, "GiB are free", "$LINREC_CACHE", "--sample-rows")
-    code, _, err = cli("probe", *tiny_args, "--rank", "4", "--no-cache")
-    _single_line(code, err, "GiB are free", "TMPDIR")
-    assert _cached(own_cache[0]) == [] and _ours(own_cache[1]) == []
-    plan = memory_plan([(32, 32)] * 2, 10, sample_rows=1000)
-    assert disk_bytes(plan) >= plan["rows_disk"].sum() == 2 * 1000 * 64 * 4
-    check_disk(plan, own_cache[1], free=disk_bytes(plan))
-    with pytest.raises(LinrecError, match="lower --sample-rows"):
-        check_disk(plan, own_cache[1], free=disk_bytes(plan) - 1)
-    check_disk(plan, None, free=0)  # writes nothing
 
 
 # ---- report: damaged results tables and an unwritable report_path -------------------------------------------------

@@ -12,12 +12,6 @@ import linrec
 import linrec.inputs.sites as sites_module
 from helpers import tiny_text
 from linrec.inputs.source import ModelSource
-from linrec.measure.config import CaptureConfig
-
-
-def test_a_source_must_be_the_configs_own():
-    with pytest.raises(ValueError, match="not that of this config"):
-        CaptureConfig("gpt2").key(ModelSource.parse("smollm2-135m"))
 
 
 # ---- along the command line ------------------------------------------------------------------------------------------

@@ -1,21 +1,29 @@
-"""Capture end to end on tiny models: statistics equal the hooked rows, planted maps, the cache,
-held-out sums, several corpora."""
+"""linrec.measure.capture end to end on tiny models: statistics equal the hooked rows, planted maps, the cache,
+held-out sums, several corpora; nothing stale served (a save or checkpoint identified by every file's content, an
+entry read only for the request it was made for, issue 51); models placed with a device map give the one-device
+capture; an uncached capture keeps its rows while it lives."""
+
+from __future__ import annotations
 
 import json
+import os
+import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
-from helpers import tiny_text, tiny_tokenizer, tiny_windows
+from helpers import make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
 from linrec.analyses.recoverability import ceiling_table
 from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
+from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites
 from linrec.measure import capture as cap_mod
-from linrec.measure import plan as plan_mod
 from linrec.measure.capture import get_capture, get_captures, run_capture
 from linrec.measure.config import CAPTURE_VERSION, CaptureConfig
+from linrec.measure.plan import site_devices
 from linrec.stats.ceiling import fit_affine, r2_rows, score
 from linrec.stats.heldout import bootstrap_r2
 
@@ -354,7 +362,6 @@ def test_every_file_flipped_in_turn_is_found_by_every_subcommand(
     tmp_path, tiny_model_dir, tiny_corpus, monkeypatch, capsys, caplog
 ):
     """Property: one random byte flipped in any file of an entry → each subcommand recomputes, with the same table."""
-    import pandas as pd
 
     from linrec.app.cli import main
 
@@ -413,14 +420,6 @@ def test_half_precision_models_keep_float64_statistics_and_the_float32_r2(tiny_m
             assert np.abs(r2[dtype] - r2["float32"]).max() > 0  # the model really ran in another precision
 
 
-def test_dtype_is_in_the_key_only_when_not_the_default():
-    base = CaptureConfig("m")
-    assert base.key() == CaptureConfig("m", dtype="float32").key()
-    assert CaptureConfig("m", dtype="bfloat16").key() != base.key()
-    with pytest.raises(LinrecError, match="--dtype must be one of float32, bfloat16, float16"):
-        CaptureConfig("m", dtype="int8").validate()
-
-
 def test_a_loaded_model_in_another_dtype_is_one_line(tiny_model_dir, tiny_corpus, cache):
     from linrec.inputs.models import load_model
 
@@ -456,39 +455,6 @@ def test_block_groups_equal_one_pass_bit_for_bit(tiny_model, tmp_path, kind, per
             assert np.array_equal(xy_one, xy_grouped)
     with pytest.raises(LinrecError, match="blocks_per_pass must be at least 1"):
         run_capture(_loaded(model, tok), w, cfg, None, progress=False, blocks_per_pass=0)
-
-
-def test_memory_plan_is_what_a_capture_holds(tiny_model, tmp_path):
-    """Each column of `memory_plan` equals the bytes of the tensors and files a finished capture holds."""
-    from linrec.measure.plan import memory_plan
-
-    model, tok = tiny_model("gemma3_text"), tiny_tokenizer()
-    w = tiny_windows(tok, tokens=2048)
-    c = run_capture(_loaded(model, tok), w, CaptureConfig("t", sample_rows=300), tmp_path / "c", progress=False)
-    plan = memory_plan(c.meta["dims"], len(w.test), 300, n_windows=len(w.ids))
-    nbytes = lambda m: m.mean.element_size() * m.mean.numel() + m._M.element_size() * m._M.numel()  # noqa: E731
-    for b in range(c.n_blocks):
-        row = plan.iloc[b]
-        assert row["stats"] == sum(nbytes(c.stats[s][b]) for s in ("train", "test"))
-        assert row["first_host"] == sum(
-            c.first_rows[f"first/{s}/{b}/{a}"].nbytes for s in ("train", "test") for a in "xy"
-        )
-        fit = c.fit(b)
-        for h in (c.heldout[b], c.heldout_rest[b]):  # all positions, and every position but the first
-            sums = sum(getattr(h, k).nbytes for k in h.KEYS if k != "windows")  # n, Σe², Σ(y − c), Σ(y − c)², c
-            assert row["heldout"] == 2 * (sums + fit.W.nbytes + fit.b.nbytes)
-        assert row["rows_disk"] == sum(a.nbytes for a in c.rows(b))
-        assert row["device_total"] == row["stats"] + row["heldout"]
-
-
-def test_statistics_that_cannot_fit_are_refused_before_any_pass(tiny_model, monkeypatch):
-    model, tok = tiny_model("llama"), tiny_tokenizer()
-    w = tiny_windows(tok, tokens=1024)
-    monkeypatch.setattr(plan_mod, "free_bytes", lambda device: 1000)
-    monkeypatch.setattr(cap_mod, "HeldOutSums", None)  # built after the check: reaching it would be a TypeError
-    with pytest.raises(LinrecError, match="does not fit; run on a machine with more memory") as err:
-        run_capture(_loaded(model, tok), w, CaptureConfig("t", sample_rows=0), None, progress=False)
-    assert "\n" not in str(err.value)
 
 
 def test_moment_matrices_are_stored_as_upper_triangles_and_read_back_exactly(tiny_model, tmp_path):
@@ -564,3 +530,214 @@ def test_replicate_captures_are_each_models_disjoint_samples(tiny_model_dir, tin
         assert cap.config.sample == k and cap.config.sample_rows == 0
         assert cap.stats["train"][0].n == base.stats["train"][0].n
         assert not np.allclose(cap.fit(0).W, base.fit(0).W)  # other text, another map
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    p = tmp_path / "text.txt"
+    p.write_text(tiny_text(6000))
+    return str(p)
+
+
+KW = dict(seq_len=32, tokens=2048, sample_rows=64, progress=False)
+
+
+def _main(*args):
+    """`linrec ARGS` in this process: (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from linrec.app.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def _flip_keeping_mtime(path, offset=None):
+    """One byte of `path` changed in place, its size and mtime as they were (as `cp -p` would leave them)."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 if offset is None else offset] ^= 0x01
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _save(directory, seed=0):
+    """A tiny llama with block 0 swapped for a random affine map, saved by `save_swapped`."""
+    from linrec.inputs.surgery import AffineFFN, save_swapped
+
+    model = make_tiny_model("llama")
+    d = model.config.hidden_size
+    torch.manual_seed(seed)
+    m = AffineFFN(d, d)
+    m.weight.data.normal_(0, 0.2)
+    return save_swapped(model, tiny_tokenizer(), {0: m}, directory)
+
+
+# ---- case 3: a saved swapped model is identified by every file's content ----------------------------------------
+def test_a_flipped_byte_in_a_measured_save_is_refused_not_served_from_the_cache(cache, corpus, tmp_path):
+    save = _save(tmp_path / "save")
+    first = get_capture(str(save), corpus, **KW)
+    assert get_capture(str(save), corpus, **KW).cached
+    weights = save / "model.safetensors"
+    good = weights.read_bytes()
+    _flip_keeping_mtime(weights)
+    with pytest.raises(LinrecError, match="damaged") as err:
+        get_capture(str(save), corpus, **KW)
+    assert "model.safetensors" in str(err.value) and "save it again" in str(err.value)
+    code, out, err = _main("measure", "--model", save, "--corpus", corpus, "--seq-len", 32, "--tokens", 2048)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "damaged" in err, err  # as --no-cache says it
+    weights.write_bytes(good)  # put back: the same save, the same capture
+    again = get_capture(str(save), corpus, **KW)
+    assert again.cached and again.path == first.path
+
+
+def test_a_save_rewritten_with_other_weights_is_a_new_capture(cache, corpus, tmp_path):
+    save = _save(tmp_path / "save")
+    old = ceiling_table(get_capture(str(save), corpus, **KW))
+    _save(tmp_path / "other", seed=1)
+    for name in ("model.safetensors", "linrec_swaps.json"):  # a whole save copied over the first, mtimes kept
+        shutil.copy2(tmp_path / "other" / name, save / name)
+    again = get_capture(str(save), corpus, **KW)
+    fresh = ceiling_table(get_capture(str(save), corpus, **{**KW, "cache": False}))
+    assert not again.cached and np.abs(ceiling_table(again)["r2_lin"] - fresh["r2_lin"]).max() <= 1e-12
+    assert np.abs(fresh["r2_lin"] - old["r2_lin"]).max() > 1e-6
+
+
+# ---- case 4: a checkpoint inside the cache is identified by its content too ------------------------------------
+def test_a_changed_checkpoint_under_the_cache_is_a_new_capture(cache, corpus, tmp_path):
+    from linrec.base.files import cache_root
+    from linrec.inputs.models import model_identity
+
+    step = save_tiny_model(cache_root() / "training" / "gelu-i0-d0-0123" / "step_000060")
+    weights = cache_root() / "training" / "gelu-i0-d0-0123" / "step_000060" / "model.safetensors"
+    first = model_identity(step)
+    old = ceiling_table(get_capture(step, corpus, **KW))
+    assert get_capture(step, corpus, **KW).cached
+    good = weights.read_bytes()
+    _flip_keeping_mtime(weights)  # one byte
+    assert model_identity(step) != first
+    weights.write_bytes(good)
+    assert model_identity(step) == first
+    st = weights.stat()
+    make_tiny_model("llama", seed=5).save_pretrained(tmp_path / "other")  # other weights of the same size
+    shutil.copyfile(tmp_path / "other" / "model.safetensors", weights)
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = get_capture(step, corpus, **KW)
+    fresh = ceiling_table(get_capture(step, corpus, **{**KW, "cache": False}))
+    assert not again.cached and np.abs(ceiling_table(again)["r2_lin"] - fresh["r2_lin"]).max() <= 1e-12
+    assert np.abs(fresh["r2_lin"] - old["r2_lin"]).max() > 1e-6  # the weights did change the answer
+
+
+# ---- case 8: a cached entry is read only for the request it was made for ---------------------------------------
+def _request_entry(model, corpus, **settings):
+    from linrec.base.cache import entry_path
+    from linrec.measure.config import CaptureConfig
+
+    return entry_path("capture", model, CaptureConfig(model, corpus, **settings).key())
+
+
+@pytest.mark.parametrize("changed", ["seed", "weights", "seed-older-entry"])
+def test_an_entry_copied_to_another_requests_name_is_not_served(cache, corpus, tmp_path, caplog, changed):
+    """A capture copied (or renamed) to the name of another request (another seed, or the same spec with other
+    weights) is computed again for that request, with a warning, never read as its answer; an entry written before
+    entries recorded their own name is checked by the configuration it stores."""
+    from linrec.base.files import seal, unseal
+
+    model = save_tiny_model(tmp_path / "model")
+    settings = {k: v for k, v in KW.items() if k != "progress"}
+    first = get_capture(model, corpus, **KW)
+    if changed == "seed-older-entry":
+        meta = unseal(first.path / "meta.json")
+        del meta["entry"]
+        (first.path / "meta.json").write_text(seal(meta))
+    if changed.startswith("seed"):
+        asked = {**KW, "seed": 1}
+    else:
+        make_tiny_model("llama", seed=3).save_pretrained(tmp_path / "model")
+        asked = KW
+    target = _request_entry(model, corpus, **{**settings, **{k: v for k, v in asked.items() if k != "progress"}})
+    assert target != first.path and not target.exists()
+    shutil.copytree(first.path, target)
+    got = get_capture(model, corpus, **asked)
+    want = ceiling_table(get_capture(model, corpus, **{**asked, "cache": False}))
+    assert not got.cached and "another request" in caplog.text
+    assert np.abs(ceiling_table(got)["r2_lin"] - want["r2_lin"]).max() <= 1e-12
+    assert get_capture(model, corpus, **asked).cached  # what replaced the copy is its own
+
+
+SPLITS = ("train", "test")
+
+
+def _same_capture(a, b) -> None:
+    for s in SPLITS:
+        for ma, mb in zip(a.stats[s], b.stats[s], strict=True):
+            assert ma.n == mb.n
+            np.testing.assert_allclose(ma.M, mb.M, rtol=1e-12, atol=1e-12 * np.abs(mb.M).max())
+            np.testing.assert_allclose(ma.mean.numpy(), mb.mean.numpy(), rtol=1e-12, atol=1e-14)
+    for ha, hb in zip(a.heldout, b.heldout, strict=True):
+        np.testing.assert_allclose(ha.sse, hb.sse, rtol=1e-10)
+    for i in range(a.n_blocks):
+        assert a.score(i).r2 == pytest.approx(b.score(i).r2, abs=1e-12)
+
+
+def _capture(loaded, tmp_path, name):
+    w = tiny_windows(loaded.tokenizer, tokens=2048)
+    cfg = CaptureConfig("t", sample_rows=0)
+    return run_capture(loaded, w, cfg, None, progress=False), w
+
+
+def test_disk_offloaded_blocks_give_the_one_device_capture(tiny_model_dir, tmp_path):
+    """Layer 1 and the LM head offloaded to disk: their weights are on "meta" outside the forward, accelerate's hooks
+    load them per call, and every statistic equals the plain model's to 1e-12."""
+    plain = load_model(tiny_model_dir)
+    dm = {"model.embed_tokens": "cpu", "model.layers.0": "cpu", "model.layers.1": "disk"}
+    dm |= {"model.norm": "cpu", "model.rotary_emb": "cpu", "lm_head": "disk"}
+    mapped = load_model(tiny_model_dir, device_map=dm)
+    assert mapped.model.hf_device_map == dm
+    offloaded = find_ffn_sites(mapped.model)[1].module
+    assert {p.device.type for p in offloaded.parameters()} == {"meta"}  # the offload path really runs
+    assert any("device_map over cpu, disk" in n for n in mapped.notes)
+    a, w = _capture(mapped, tmp_path, "mapped")
+    b, _ = _capture(plain, tmp_path, "plain")
+    _same_capture(a, b)
+    assert [d.type for d in site_devices(mapped, find_ffn_sites(mapped.model), w)] == ["cpu", "cpu"]
+    for s in SPLITS:  # the statistics were allocated where the activations appeared
+        assert {m._M.device.type for m in a.stats[s]} == {"cpu"}
+
+
+def test_device_map_auto_places_a_model_on_the_devices_there_are(tiny_model_dir, tmp_path):
+    mapped = load_model(tiny_model_dir, device_map="auto")
+    want = {"cpu"} if not torch.cuda.is_available() else {str(i) for i in range(torch.cuda.device_count())}
+    assert {str(v) for v in mapped.model.hf_device_map.values()} <= want | {"cpu"}
+    a, _ = _capture(mapped, tmp_path, "auto")
+    b, _ = _capture(load_model(tiny_model_dir), tmp_path, "plain")
+    _same_capture(a, b)
+
+
+def _ours(scratch) -> list[str]:
+    """What linrec left in TMPDIR (torch leaves its own folders there)."""
+    return sorted(p.name for p in scratch.iterdir() if p.name.startswith("linrec-"))
+
+
+def test_an_uncached_capture_keeps_its_rows_while_it_lives(tiny_model_dir, own_cache, tmp_path):
+    import gc
+
+    from linrec.measure.capture import get_capture
+
+    _, scratch = own_cache
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(tiny_text(6000))
+    kw = dict(seq_len=32, tokens=2048, sample_rows=300, cache=False, progress=False)
+    cap = get_capture(tiny_model_dir, str(corpus), **kw)
+    x, y = cap.rows(0)
+    assert x.shape == (300, 32) and y.shape == (300, 32) and len(cap.row_index()) == 300
+    assert [p[: len("linrec-rows-")] for p in _ours(scratch)] == ["linrec-rows-"]
+    del cap, x, y
+    gc.collect()
+    assert _ours(scratch) == []
