@@ -714,21 +714,6 @@ def test_probe_ranks_beyond_the_width_are_refused_before_loading(cli, tiny_args,
         _single_line(code, err, f"--rank {rank} is outside 1 … 32", "--rank 16")
 
 
-def test_a_probe_rank_that_would_not_fit_in_memory_names_the_largest_that_does():
-    from linrec.analyses.probe import check_rank, quadratic_bytes
-    from linrec.base.errors import LinrecError
-
-    gib = 2**30
-    check_rank(16, 576, 576, 24_000, available=4 * gib)  # the paper's rank on SmolLM2: 0.2 GiB
-    with pytest.raises(LinrecError) as err:
-        check_rank(576, 576, 576, 24_000, available=24 * gib)  # the 224 GB case of the issue
-    msg = str(err.value)
-    fits = int(msg.split("use --rank ")[1].split()[0])
-    assert quadratic_bytes(576, fits, 24_000) <= 12 * gib < quadratic_bytes(576, fits + 1, 24_000)
-    with pytest.raises(LinrecError, match="outside 1 … 64"):
-        check_rank(65, 64, 128, 100, available=24 * gib)
-
-
 @pytest.mark.parametrize("arg", [["--older-than", "-1"], ["--max-size", "-5"], ["--older-than", "nan"],
                                  ["--max-size", "inf"], ["--older-than", "-0.5"], ["--max-size", "1e400"]])  # fmt: skip
 def test_prune_numbers_must_be_finite_and_not_negative(cli, tmp_path, monkeypatch, arg):

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from linrec.analyses.seeds import from_profiles, pairs
 from linrec.claims.corpora import corpus_verdicts, overlay_word, verdict_5
 from linrec.claims.learned import comparison_words, distance_word, seeds_verdict
 from linrec.claims.registry import TABLES
@@ -205,81 +204,14 @@ def test_a_table_without_level_and_shape_intervals_is_not_decided_on_them():
     assert seeds_verdict(pd.DataFrame(_experiment(trained="agree")).drop(columns=["shape_lo"]))["word"] == "not learned"
 
 
-def test_pairs_name_the_one_thing_two_runs_differ_in():
-    from linrec.inputs.training import TrainConfig
-
-    """A run on another text is named by it, so a text pair names two runs (it named one run twice before)."""
-    runs = [TrainConfig(layout="gelu"), TrainConfig(layout="gelu", text="other.txt"),
-            TrainConfig(layout="gelu", init_seed=1, text="other.txt")]  # fmt: skip
-    assert pairs(runs) == [("text", "gelu-i0-d0", "gelu-i0-d0-other"), ("seed", "gelu-i0-d0-other", "gelu-i1-d0-other")]
-
-
 # ---- the centred distance, by hand ---------------------------------------------------------------------------------
 A = np.array([0.90, 0.70, 0.50, 0.80])
 B = np.array([0.60, 0.45, 0.20, 0.55])  # A shifted down by 0.25, blocks 1 and 2 moved by ∓0.05 and +0.05
 
 
-def test_level_and_shape_by_hand():
-    """Differences 0.30, 0.25, 0.30, 0.25: raw 0.275, level 0.275, and centred ±0.025 each: shape 0.025."""
-    from linrec.analyses.seeds import PARTS
-
-    assert PARTS["distance"](A, B) == pytest.approx(0.275)
-    assert PARTS["level"](A, B) == pytest.approx(0.275) and PARTS["level"](B, A) == pytest.approx(-0.275)
-    assert PARTS["shape"](A, B) == pytest.approx(0.025) and PARTS["shape"](B, A) == pytest.approx(0.025)
-    assert PARTS["shape"](A, A + 0.4) == pytest.approx(0.0)  # a pure shift has no shape
-    left, right = np.stack([A, A, B]), np.stack([B, A + 0.1, A])
-    assert PARTS["shape"](left, right) == pytest.approx([0.025, 0.0, 0.025])  # per resample row
-    assert PARTS["level"](left, right) == pytest.approx([0.275, -0.1, -0.275])
-
-
 def _profiles(runs: dict) -> pd.DataFrame:
     return pd.DataFrame([{"run": run, "step": step, "block": b, "r2_lin": v} for run, steps in runs.items()
                          for step, p in steps.items() for b, v in enumerate(p)])  # fmt: skip
-
-
-def test_from_profiles_fills_the_points_and_keeps_what_was_measured():
-    prof = _profiles({"g": {0: B, 600: A}, "s": {0: B, 600: B}})
-    stored = pd.DataFrame([{"kind": "trained vs init", "a": "g", "b": "g step 0", "step": 600, "distance": 0.275},
-                           {"kind": "variant", "a": "g", "b": "s", "step": 600, "distance": 0.275}])  # fmt: skip
-    got = from_profiles(stored, prof)
-    assert got["level"].tolist() == pytest.approx([0.275, 0.275]) and got["shape"].tolist() == pytest.approx(
-        [0.025] * 2
-    )
-    assert got[["level_lo", "shape_hi", "level_floor", "shape_floor"]].isna().all().all()
-    measured = got.assign(level=0.3, level_lo=0.2, level_hi=0.4, shape=0.01)
-    again = from_profiles(measured, prof)
-    assert (again["level"] == 0.3).all() and (again["level_lo"] == 0.2).all() and (again["shape"] == 0.01).all()
-
-
-def test_compare_splits_level_and_shape_on_the_same_resamples(tiny_corpus):
-    """On two tiny captures: the level and the shape are those of the two ceiling profiles by hand, their intervals
-    come from the same paired jackknife as the raw distance, and a profile against itself is 0 with 0 floors' width."""
-    from helpers import make_tiny_model, tiny_tokenizer
-    from linrec.analyses.recoverability import ceiling_table
-    from linrec.analyses.seeds import compare, noise_floors
-    from linrec.inputs.hf import LoadedModel
-    from linrec.measure.capture import get_capture
-
-    corpus = tiny_corpus(20000)
-
-    def cap(seed):
-        loaded = LoadedModel(make_tiny_model("llama", seed), tiny_tokenizer(), f"m{seed}", f"tiny-{seed}", "memory")
-        return get_capture(f"m{seed}", corpus, seq_len=32, tokens=4096, sample_rows=0, loaded=loaded, cache=False,
-                           progress=False)  # fmt: skip
-
-    a, b = cap(0), cap(1)
-    pa, pb = ceiling_table(a)["r2_lin"].to_numpy(), ceiling_table(b)["r2_lin"].to_numpy()
-    got = compare(a, b)
-    d = pa - pb
-    assert got["level"] == pytest.approx(d.mean(), abs=1e-12)
-    assert got["shape"] == pytest.approx(np.abs(d - d.mean()).mean(), abs=1e-12)
-    assert got["level_lo"] <= got["level_hi"] and got["shape_lo"] <= got["shape_hi"]
-    assert abs(got["level"]) <= got["distance"] <= abs(got["level"]) + got["shape"] + 1e-12
-    fa, fb = noise_floors(a), noise_floors(b)
-    assert got["shape_floor"] == pytest.approx(max(fa["shape_floor"], fb["shape_floor"]))
-    assert got["level_floor"] == pytest.approx(max(fa["level_floor"], fb["level_floor"])) and got["level_floor"] > 0
-    same = compare(a, a)
-    assert same["level"] == same["level_lo"] == same["shape_hi"] == 0.0
 
 
 # ---- refresh: the committed tables brought to the convention without models -----------------------------------------

@@ -5,15 +5,11 @@ guards; each was run with that bug planted and failed."""
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
-from linrec.analyses.controls import gaussian_like
-from linrec.analyses.token_context import type_agreement
 from linrec.claims.learned import learned_summary, random_init_summary, verdict_2a
 from linrec.claims.probe import pitfall_summary, verdict_7a
 from linrec.claims.routing import routing_summary
 from linrec.claims.rules import CLAIM2_MIN_EFFECT, CLAIM7_SHORTFALL, NOT_REPRODUCED, REPRODUCED
-from linrec.stats.moments import Moments
 
 EPS = 1e-9
 
@@ -56,26 +52,6 @@ def test_the_null_ensemble_distance_is_a_mean_absolute_difference_when_the_profi
     assert 0.3 >= CLAIM2_MIN_EFFECT and verdict_2a(learned_summary(init, blocks)).verdict == REPRODUCED
 
 
-# ---- routing: is a token's route decided by the token? ---------------------------------------------------------
-def test_the_identity_agreement_keeps_only_types_seen_often_enough_in_both_corpora():
-    """Guards `&` → `|` in `type_agreement`'s "seen ≥ min_count times in both" filter: types 1 and 2 occur in both
-    corpora but are rare in one of them (their shares there are noise and run against the others); only types 3–6
-    count, and r is numpy's Pearson r over those four."""
-    a = pd.DataFrame({"block": 0, "token": [1, 2, 3, 4, 5, 6], "n": [50, 4, 10, 10, 10, 10],
-                      "routed": [50, 0, 1, 3, 6, 9], "need": 1.0, "need_sq": 1.0, "need_rel": 1.0})  # fmt: skip
-    b = pd.DataFrame({"block": 0, "token": [1, 2, 3, 4, 5, 6], "n": [4, 50, 20, 20, 20, 20],
-                      "routed": [0, 50, 3, 5, 13, 18], "need": 1.0, "need_sq": 1.0, "need_rel": 1.0})  # fmt: skip
-    got = type_agreement(a, b, min_count=5, n_boot=200).iloc[0]
-    sa, sb = np.array([0.1, 0.3, 0.6, 0.9]), np.array([0.15, 0.25, 0.65, 0.9])
-    assert got["n_types"] == 4
-    assert got["r"] == pytest.approx(np.corrcoef(sa, sb)[0, 1], abs=1e-12)
-    at_five = type_agreement(a.assign(n=a["n"].where(a["token"] != 2, 5)), b, min_count=5, n_boot=200)
-    assert at_five["n_types"].iloc[0] == 5  # seen exactly min_count times in a: kept
-    assert type_agreement(a, b, min_count=10, n_boot=200)["n_types"].iloc[0] == 4  # types 3–6: 10 times in a
-    above = type_agreement(a, b, min_count=11, n_boot=200).iloc[0]
-    assert above["n_types"] == 0 and np.isnan(above["r"])  # none is seen 11 times in both
-
-
 def test_the_routing_summary_reports_the_median_identity_r():
     """Guards `median()` → `max()` (or any other statistic) of the token-identity r in `routing_summary`: the
     model's r over blocks and corpus pairs is 0.1, 0.3, 0.4, 0.95 (median 0.35 by hand); another model's r does not
@@ -112,18 +88,3 @@ def test_a_block_short_by_exactly_the_threshold_is_not_short():
     assert at["n_short"].iloc[0] == 0 and verdict_7a(at).verdict == NOT_REPRODUCED
     above = pitfall_summary(_probe_at_zero_baseline([CLAIM7_SHORTFALL + EPS] * 4), n_boot=50)
     assert above["n_short"].iloc[0] == 4 and verdict_7a(above).verdict == REPRODUCED
-
-
-# ---- the Gaussian-input control ---------------------------------------------------------------------------------
-def test_gaussian_inputs_have_the_unbiased_covariance_of_the_rows_they_imitate():
-    """Guards the Gaussian-input control's covariance divided by n instead of n − 1 (`gaussian_like`): the rows'
-    moments come from six stored rows, where the two differ by 6/5; numpy's np.cov (n − 1) of those rows is the
-    reference, and 300,000 draws estimate the control's covariance to well under 1 %."""
-    rng = np.random.default_rng(4)
-    rows = rng.standard_normal((6, 3)) @ np.array([[2.0, 0.5, 0.0], [0.0, 1.0, -0.7], [0.0, 0.0, 3.0]]) + [1, -2, 5]
-    m = Moments.of(torch.from_numpy(rows), torch.from_numpy(rows[:, :1]))
-    g = gaussian_like(m, 300_000, seed=0).astype(np.float64)
-    want = np.cov(rows.T)
-    assert np.allclose(g.mean(0), rows.mean(0), atol=0.02)
-    assert np.allclose(np.diag(np.cov(g.T)) / np.diag(want), 1, atol=0.015)  # by n: 5/6 = 0.83
-    assert np.linalg.norm(np.cov(g.T) - want) / np.linalg.norm(want) < 0.015

@@ -113,21 +113,6 @@ def test_notebook_06_does_not_say_every_model_runs_without_a_bos_token():
     assert "These models run without a BOS token" not in text and "Gemma-3's tokenizer prepends" in text
 
 
-def test_the_toy_blocks_are_the_two_regimes_by_construction():
-    """Notebook 04's toy pair, measured with the real blocks' numbers and rule: the spread map is broadly linear, the
-    one loud linear feature over quiet quadratic ones is outlier-concentrated with a rank-1 explained part."""
-    from linrec.analyses.spectrum import block_anatomy, block_spectrum, toy_blocks
-
-    toys = toy_blocks(seed=0)
-    spread, loud = (block_spectrum(*toys[k]) for k in ("broadly linear", "outlier-concentrated"))
-    assert spread["regime"] == "broadly linear" and loud["regime"] == "outlier-concentrated"
-    assert abs(spread["r2_lin"] - spread["r2_feature_median"]) < 0.05
-    assert loud["r2_feature_median"] < 0.05 and abs(loud["r2_lin"] - 400 / (400 + 63 * 2)) < 0.05  # Var(x²−1) = 2
-    assert loud["eff_rank_explained"] < 1.2 < 10 < spread["eff_rank_explained"]
-    a = block_anatomy(*toys["outlier-concentrated"])
-    assert a["var_share"][0] > 0.7 and a["r2_feature"][0] > 0.99 and abs(a["eig_explained"].sum() - 1) < 1e-12
-
-
 def test_the_regime_story_counts_every_block_once_and_names_what_claim_4_rests_on():
     table = load_table("spectrum", ROOT / "results" / "default")
     from linrec.claims.regimes import regime_story

@@ -1,5 +1,8 @@
-"""Bilinear residual probe and trained linear baselines on planted problems."""
+"""linrec.analyses.probe: the bilinear residual probe and the trained linear baselines on planted problems, the rows
+they fit on, and a rank that would not fit in memory."""
 
+import pandas as pd
+import pytest
 import torch
 
 from linrec.analyses.probe import ProbeTraining, Rows, Schedule, closed_form_on_rows, fit_probe, train_affine
@@ -153,7 +156,6 @@ def test_adam_reach_counts_parameters_in_units_of_the_budget():
 
 
 def test_mechanism_and_sweep_blocks_use_no_held_out_data():
-    import pandas as pd
 
     from linrec.analyses.probe import mechanism_blocks, sweep_blocks
 
@@ -238,3 +240,18 @@ def test_without_first_drops_every_first_position_row_and_fits_on_the_rest(tiny_
     ref = 1 - ((y - pred) ** 2).sum() / ((y - y.mean(0)) ** 2).sum()
     assert abs(table.loc[1, "r2_lin_rows"] - ref) < 1e-5 and table.loc[1, "r2_lin"] == table.loc[1, "r2_lin_rows"]
     assert table.loc[1, "n_test_rows"] == keep_te.sum()
+
+
+def test_a_probe_rank_that_would_not_fit_in_memory_names_the_largest_that_does():
+    from linrec.analyses.probe import check_rank, quadratic_bytes
+    from linrec.base.errors import LinrecError
+
+    gib = 2**30
+    check_rank(16, 576, 576, 24_000, available=4 * gib)  # the paper's rank on SmolLM2: 0.2 GiB
+    with pytest.raises(LinrecError) as err:
+        check_rank(576, 576, 576, 24_000, available=24 * gib)  # the 224 GB case of the issue
+    msg = str(err.value)
+    fits = int(msg.split("use --rank ")[1].split()[0])
+    assert quadratic_bytes(576, fits, 24_000) <= 12 * gib < quadratic_bytes(576, fits + 1, 24_000)
+    with pytest.raises(LinrecError, match="outside 1 … 64"):
+        check_rank(65, 64, 128, 100, available=24 * gib)

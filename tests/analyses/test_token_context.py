@@ -218,3 +218,23 @@ def test_the_split_study_reuses_the_routing_curve_for_the_full_gate(study):
     assert ((other["vs_full_lo"] <= other["vs_full"]) & (other["vs_full"] <= other["vs_full_hi"])).all()
     auc_only, none = split_study(study, result, shares=())
     assert none.empty and list(none.columns) == list(ppl.columns) and len(auc_only) == 6
+
+
+# ---- routing: is a token's route decided by the token? ---------------------------------------------------------
+def test_the_identity_agreement_keeps_only_types_seen_often_enough_in_both_corpora():
+    """Guards `&` → `|` in `type_agreement`'s "seen ≥ min_count times in both" filter: types 1 and 2 occur in both
+    corpora but are rare in one of them (their shares there are noise and run against the others); only types 3–6
+    count, and r is numpy's Pearson r over those four."""
+    a = pd.DataFrame({"block": 0, "token": [1, 2, 3, 4, 5, 6], "n": [50, 4, 10, 10, 10, 10],
+                      "routed": [50, 0, 1, 3, 6, 9], "need": 1.0, "need_sq": 1.0, "need_rel": 1.0})  # fmt: skip
+    b = pd.DataFrame({"block": 0, "token": [1, 2, 3, 4, 5, 6], "n": [4, 50, 20, 20, 20, 20],
+                      "routed": [0, 50, 3, 5, 13, 18], "need": 1.0, "need_sq": 1.0, "need_rel": 1.0})  # fmt: skip
+    got = type_agreement(a, b, min_count=5, n_boot=200).iloc[0]
+    sa, sb = np.array([0.1, 0.3, 0.6, 0.9]), np.array([0.15, 0.25, 0.65, 0.9])
+    assert got["n_types"] == 4
+    assert got["r"] == pytest.approx(np.corrcoef(sa, sb)[0, 1], abs=1e-12)
+    at_five = type_agreement(a.assign(n=a["n"].where(a["token"] != 2, 5)), b, min_count=5, n_boot=200)
+    assert at_five["n_types"].iloc[0] == 5  # seen exactly min_count times in a: kept
+    assert type_agreement(a, b, min_count=10, n_boot=200)["n_types"].iloc[0] == 4  # types 3–6: 10 times in a
+    above = type_agreement(a, b, min_count=11, n_boot=200).iloc[0]
+    assert above["n_types"] == 0 and np.isnan(above["r"])  # none is seen 11 times in both

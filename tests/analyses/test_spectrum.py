@@ -1,4 +1,5 @@
-"""Effective rank, ex-top-k R² and the regime rule against planted structure and stored rows."""
+"""linrec.analyses.spectrum: effective rank, ex-top-k R² and the regime rule against planted structure and stored rows,
+and notebook 04's toy blocks, the two regimes by construction."""
 
 import numpy as np
 import pytest
@@ -130,3 +131,18 @@ def test_regime_rank_threshold_for_broadly_linear():
     assert regime(0.9, 0.85, 0.1, 100.0, d_out, 0.9, at - 1e-9) == "unclassified"
     assert regime(0.9, 0.85, 0.1, 100.0, d_out, 0.9) == "broadly linear"  # rank not given: not checked
     assert regime(0.5, 0.45, 0.1, 100.0, d_out, 0.5, 1.0) == "nonlinear"  # R²_lin < 0.6 comes first
+
+
+def test_the_toy_blocks_are_the_two_regimes_by_construction():
+    """Notebook 04's toy pair, measured with the real blocks' numbers and rule: the spread map is broadly linear, the
+    one loud linear feature over quiet quadratic ones is outlier-concentrated with a rank-1 explained part."""
+    from linrec.analyses.spectrum import block_anatomy, block_spectrum, toy_blocks
+
+    toys = toy_blocks(seed=0)
+    spread, loud = (block_spectrum(*toys[k]) for k in ("broadly linear", "outlier-concentrated"))
+    assert spread["regime"] == "broadly linear" and loud["regime"] == "outlier-concentrated"
+    assert abs(spread["r2_lin"] - spread["r2_feature_median"]) < 0.05
+    assert loud["r2_feature_median"] < 0.05 and abs(loud["r2_lin"] - 400 / (400 + 63 * 2)) < 0.05  # Var(x²−1) = 2
+    assert loud["eff_rank_explained"] < 1.2 < 10 < spread["eff_rank_explained"]
+    a = block_anatomy(*toys["outlier-concentrated"])
+    assert a["var_share"][0] > 0.7 and a["r2_feature"][0] > 0.99 and abs(a["eig_explained"].sum() - 1) < 1e-12

@@ -1,4 +1,5 @@
-"""Profile agreement across corpora, against scipy and hand-computed cases."""
+"""linrec.analyses.uncertainty: profile agreement, correlation tests and intervals, power and multiple testing,
+against scipy, hand formulas and simulated coverage."""
 
 import numpy as np
 import pandas as pd
@@ -221,31 +222,6 @@ def test_blocks_needed_against_the_equivalence_power_formula():
     assert blocks_needed("pearson") == int(np.ceil(z**2 + 3)) == 93
     assert blocks_needed("spearman") == int(np.ceil(1.06 * z**2 + 3)) == 98
     assert blocks_needed("pearson", dependence=2.0) == int(np.ceil(2 * (z**2 + 3)))
-
-
-@pytest.mark.parametrize("kind", ["pearson", "spearman", "partial"])
-def test_correlation_intervals_cover_at_their_nominal_level_under_dependence(kind):
-    """The procedure every across-block verdict reads (issue 45), simulated as the report's methods table does:
-    18 blocks, AR(1) through depth at φ = 0.6, ρ = 0. A 95 % interval must cover at least 93 % (the moving-block
-    percentile bootstrap it replaced covered 0.81–0.93). Planting n for n_eff drops this to about 0.8."""
-    from linrec.analyses.calibration import COVERAGE_FLOOR, correlation_coverage
-
-    c = correlation_coverage(18, phi=0.6, rho=0.0, kind=kind, reps=400, seed=1)
-    assert c["coverage95"] >= COVERAGE_FLOOR and c["coverage90"] >= 0.87
-    assert c["p_effect"] <= 1 - COVERAGE_FLOOR  # a false "effect" at most about 5 %
-
-
-def test_pooled_correlation_covers_and_decides_at_the_stated_blocks():
-    """Two models pooled with a model effect cover at least 93 %; and at the number of independent blocks
-    `blocks_needed` states, "no effect" comes out at ρ = 0 in about 80 % of data sets (the power it promises)."""
-    from linrec.analyses.calibration import COVERAGE_FLOOR, correlation_coverage
-    from linrec.analyses.uncertainty import blocks_needed
-
-    c = correlation_coverage(24, phi=0.4, rho=0.3, kind="spearman", models=2, reps=400, seed=2)
-    assert c["coverage95"] >= COVERAGE_FLOOR
-    n = blocks_needed("pearson")
-    power = correlation_coverage(n, phi=0.0, rho=0.0, kind="pearson", reps=400, seed=3)["p_no_effect"]
-    assert 0.7 <= power <= 0.9
 
 
 def test_the_moving_block_percentile_interval_under_covers():

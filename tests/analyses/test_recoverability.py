@@ -1,11 +1,10 @@
-"""Held-out per-window sums and the bootstrap of R²_lin over held-out windows."""
+"""linrec.analyses.recoverability: two-way shares and corpus shape and level against planted splits, and profile
+replicates that leave the same window out of every block."""
 
 import numpy as np
 import pytest
 
 from linrec.stats.heldout import HeldOut
-
-# ---- profile agreement -------------------------------------------------------------------
 
 
 # ---- claim 5: a profile over corpora split into depth, level and shape ------------------------------------------
