@@ -10,13 +10,11 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from helpers import DEFAULT
 from linrec.claims.registry import TABLES
-from linrec.claims.rules import NOT_TESTABLE, REPRODUCED, VERDICTS, Verdict
-from linrec.claims.swap import verdict_6a
-from linrec.claims.tables import load_table, result_columns, table_path
+from linrec.claims.rules import NOT_TESTABLE, VERDICTS
+from linrec.claims.tables import result_columns, table_path
 from linrec.outputs.catalog import CATALOG, claims
 from linrec.outputs.report import tally_line
 
@@ -25,14 +23,6 @@ def _copy(tmp_path: Path) -> Path:
     out = tmp_path / "default"
     shutil.copytree(DEFAULT, out, ignore=shutil.ignore_patterns("notebooks", "*.png", "*.html"))
     return out
-
-
-def test_a_decided_verdict_needs_evidence():
-    v = Verdict("6a", REPRODUCED, [])
-    assert v.verdict == NOT_TESTABLE and "no evidence" in v.reason
-    assert Verdict("6a", REPRODUCED, [{"model": "m"}]).verdict == REPRODUCED
-    with pytest.raises(Exception, match="unknown verdict"):
-        Verdict("6a", "probably", [{"model": "m"}])
 
 
 def test_every_claim_is_not_testable_on_header_only_tables(tmp_path):
@@ -72,27 +62,3 @@ def test_emptying_any_one_table_never_decides_a_claim(tmp_path):
             path.write_bytes(original)
     assert "6a" in changed["swap"] and "6a" in changed["swap_predictor_values"]
     assert changed["r2_lin_summary"] == [1]
-
-
-def test_claim6a_judges_only_models_with_screening_and_heldout_rows():
-    swap = load_table("swap", DEFAULT)
-    values = load_table("swap_predictor_values", DEFAULT)
-    models = list(swap["model"].unique())
-    assert len(models) == 2
-    full = verdict_6a(swap, values)
-    assert full.verdict != NOT_TESTABLE and len(full.evidence) == 2
-    # header-only swap table, screening values present: nothing to judge
-    v = verdict_6a(swap.iloc[:0], values)
-    assert v.verdict == NOT_TESTABLE and not v.evidence and "no rows" in v.reason
-    # header-only screening values: every model unjudged, each named
-    v = verdict_6a(swap, values.iloc[:0])
-    assert v.verdict == NOT_TESTABLE and all(m in v.reason for m in models)
-    # one model without screening values: judged on the other alone
-    v = verdict_6a(swap, values[values["model"] != models[0]])
-    assert [e["model"] for e in v.evidence] == [models[1]]
-    assert v.verdict == verdict_6a(swap[swap["model"] == models[1]], values).verdict
-    # the screened block's held-out row gone: that model is not judged
-    chosen = full.evidence[0]["chosen_block"]
-    drop = (swap["model"] == models[0]) & (swap["block"] == chosen)
-    v = verdict_6a(swap[~drop], values)
-    assert [e["model"] for e in v.evidence] == [models[1]]

@@ -372,29 +372,6 @@ def test_the_performance_script_is_loaded_by_its_path_and_a_missing_one_is_one_l
     assert "does not exist" in capsys.readouterr().err and page.read_bytes() == before
 
 
-def test_timings_are_written_apart_so_a_rerun_with_the_same_numbers_rewrites_the_same_table(tmp_path):
-    """Seconds and the cache flag go to timings/<name>.csv with the row-naming columns; the results table keeps the
-    numbers only, so a rerun that is slower or faster leaves it byte for byte as it was."""
-    from linrec.claims.tables import labelled, load_table, load_timings
-
-    cols = TABLES["probe_ranks"].columns
-    rows = pd.DataFrame([{c: 0.25 for c in cols} | {"model": "m", "block": b, "rank": r, "probe_stop": "validation"}
-                         for b in (1, 2) for r in (4, 16)])  # fmt: skip
-    save_table(rows, "probe_ranks", tmp_path)
-    first = (tmp_path / "probe_ranks.csv").read_bytes()
-    save_table(rows.assign(seconds=[1.5, 2.5, 3.5, 4.5]), "probe_ranks", tmp_path)
-    assert (tmp_path / "probe_ranks.csv").read_bytes() == first
-    loaded, timings = load_table("probe_ranks", tmp_path), load_timings("probe_ranks", tmp_path)
-    assert "seconds" not in loaded.columns and list(loaded.columns) == [c for c in cols if c != "seconds"]
-    assert list(timings.columns) == ["model", "block", "rank", "seconds"]
-    assert list(timings["seconds"]) == [1.5, 2.5, 3.5, 4.5]
-    assert "seconds" not in labelled(rows).columns and "seconds" in rows.columns  # shown without, never changed
-    steps = pd.DataFrame({"model": ["m"], "step": ["screening"], "seconds": [2.5], "evaluations": [3]})
-    save_table(steps, "swap_timings", tmp_path)  # a table of timings goes to timings/ whole
-    assert (tmp_path / "timings" / "swap_timings.csv").exists() and not (tmp_path / "swap_timings.csv").exists()
-    assert load_table("swap_timings", tmp_path).equals(steps)
-
-
 def test_the_report_states_robustness_and_where_fresh_text_lives(tmp_path):
     d = _results(tmp_path)
     text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")

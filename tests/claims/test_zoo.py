@@ -1,6 +1,5 @@
-"""linrec.analyses.factors and linrec.claims.zoo: what sets a trained profile's level and shape (layout, text, seed,
-residual), checked against a hand computation on planted profiles, and the zoo's rule at its thresholds; the pooled
-across-block claims with a planted model effect."""
+"""linrec.claims.zoo: the zoo's rule reaches every outcome at its thresholds, and its pooled claims separate a planted
+model effect from the within-model relation."""
 
 import numpy as np
 import pandas as pd

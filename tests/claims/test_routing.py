@@ -124,3 +124,18 @@ def test_the_anchor_verdicts_tally_the_decided_pairs_and_blocks_per_model():
     assert t.loc["some", "split_blocks"] == 2 and t.loc["some", "split_token"] == 1
     only = anchor_table(None, split)
     assert (only["need_verdict"] == NOT_TESTABLE).all() and only["need_pairs"].eq(0).all()
+
+
+def test_the_routing_summary_reports_the_median_identity_r():
+    """Guards `median()` → `max()` (or any other statistic) of the token-identity r in `routing_summary`: the
+    model's r over blocks and corpus pairs is 0.1, 0.3, 0.4, 0.95 (median 0.35 by hand); another model's r does not
+    enter."""
+    blocks = [0, 1, 2]
+    routable = pd.DataFrame({"model": "m", "block": blocks, "routable_pct1": [0.2, 0.5, 0.4],
+                             "routable_pct1_lo": 0.0, "routable_pct1_hi": 1.0})  # fmt: skip
+    r2 = pd.DataFrame({"model": "m", "block": blocks, "r2_lin": [0.3, 0.9, 0.6]})
+    identity = pd.DataFrame({"model": ["m", "m", "m", "m", "other"], "block": [0, 1, 0, 1, 0],
+                             "corpus_b": ["web", "web", "code", "code", "web"],
+                             "r": [0.95, 0.1, 0.4, 0.3, -1.0]})  # fmt: skip
+    got = routing_summary(routable, r2, identity=identity).iloc[0]
+    assert got["identity_r_median"] == pytest.approx((0.3 + 0.4) / 2)
