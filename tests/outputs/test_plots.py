@@ -1,7 +1,9 @@
-"""The figures a reader found hard to read (issue 50, item 8), drawn from the default run's committed tables: no label
-prints over another label or over a marker, no legend over an axis label, figure 7's random-init seeds drawn apart,
-figure 4 sized by the rank the rule reads with claim 4's block marked, and the HTML report's figures at their drawn
-size. The geometry is measured here, on the drawn figure, not taken from the code that placed the labels."""
+"""linrec.outputs.plots: the figures draw an interval that misses its estimate and mark a shortfall outside the axis;
+and the figures a reader found hard to read (issue 50, item 8), drawn from the default run's committed tables: no
+label prints over another label or over a marker, no legend over an axis label, figure 7's random-init seeds
+drawn apart, figure 4 sized by the rank the rule reads with claim 4's block marked, and the HTML report's figures
+at their drawn size. The geometry is measured here, on the drawn figure (one harness for figures 2–9, those of
+plots_regimes and plots_interventions included), not taken from the code that placed the labels."""
 
 import itertools
 
@@ -10,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.text import Annotation  # noqa: E402
@@ -17,8 +20,11 @@ from matplotlib.text import Annotation  # noqa: E402
 from linrec.base.files import project_root  # noqa: E402
 from linrec.claims.tables import load_table  # noqa: E402
 from linrec.outputs import plots, plots_interventions, plots_regimes  # noqa: E402
+from linrec.outputs.plots import fig2_swap, fig3b_trained_pitfall  # noqa: E402
 
 ROOT = project_root(__file__)
+
+
 RESULTS = ROOT / "results" / "default"
 
 
@@ -36,6 +42,8 @@ FIGURES = {
         _t("routing_curve"), _t("routing_routable"), _t("r2_lin"), STEM
     ),  # fmt: skip
 }
+
+
 STEM = None  # set per test: where the figure is saved (saving is what places the labels)
 
 
@@ -124,3 +132,38 @@ def test_the_html_report_shows_each_figure_at_its_drawn_size(tmp_path):
     html = figures_at_drawn_size('<p><img src="figures/wide.png" alt="w" /></p>', tmp_path)
     assert f'width="{round(width * 96 / DPI)}"' in html and '<a href="figures/wide.png">' in html
     assert round(width * 96 / DPI) > 1184  # wider than the text column: scrolled, not shrunk
+
+
+def _swap(model, n, variants=()):
+    rows = []
+    for b in range(n):
+        for first in ("map", *(variants if b == 1 else ())):
+            d = float(b - 1) + (0.5 if first == "map" else 0.0)  # block 0 swaps for less than the base
+            rows.append({"model": model, "block": b, "first": first, "r2_lin": 0.5 + 0.1 * b, "delta_ppl": d,
+                         "delta_lo": d - 0.2, "delta_hi": d + 0.2, "ppl_base": 20.0})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_an_interval_that_misses_its_estimate_still_draws(tmp_path):
+    """A percentile bootstrap interval can lie wholly on one side of its point estimate (the smoke profile's swap did):
+    the bar then runs from the estimate to the far end, never a negative length (matplotlib raises on those)."""
+    from linrec.outputs.plots import yerr
+
+    t = _swap("a", 3).assign(delta_lo=lambda d: d["delta_ppl"] + 0.1, delta_hi=lambda d: d["delta_ppl"] + 0.3)
+    fig = fig2_swap(t, tmp_path / "fig2_swap")
+    assert (tmp_path / "fig2_swap.png").stat().st_size > 0 and len(fig.axes[0].patches) == 3
+    assert np.allclose(yerr([1.0, 2.0], [1.1, 1.5], [1.3, 2.5]), [[0.0, 0.5], [0.3, 0.5]])
+
+
+def test_pitfall_figure_marks_shortfalls_outside_its_axis(tmp_path):
+    """A diverged baseline (shortfall far above 10) is drawn at the edge as an open triangle and counted."""
+    t = pd.DataFrame({"model": ["a"] * 4, "block": range(4), "cond_gram": [1e3, 1e5, 1e7, 1e9],
+                      "r2_ceiling_rows": 0.9, "r2_trained_adam": [0.5, 0.6, 0.7, 0.8],
+                      "r2_trained_sgd": [0.4, -1e30, -50.0, 0.85]})  # fmt: skip
+    fig = fig3b_trained_pitfall(t, tmp_path / "fig3b")
+    (ax,) = fig.axes
+    texts = [x.get_text() for x in ax.get_legend().get_texts()]
+    assert any("shortfall > 10" in x and "(2)" in x for x in texts)
+    edge = [c for c in ax.collections if len(c.get_offsets()) and np.allclose(c.get_offsets()[:, 1], 10.0)]
+    assert sum(len(c.get_offsets()) for c in edge) == 2
+    assert ax.get_ylim()[1] > 10.0  # the edge is inside the axes

@@ -1,20 +1,72 @@
-"""The one convention for shape and level (`linrec.claims.rules`, issue 45): claim 5 overlays only if both the shape
-and the level share lie below their thresholds; the seeds experiment's contrasts are judged on shape with the level
-named beside; the centred (shape) distance against a hand computation; the refresh that brings stored tables to it.
-Every threshold at equality and on both sides, every outcome from a planted table."""
+"""linrec.outputs.refresh: the summaries rebuilt from the per-block tables are the notebooks' own, claim 5's word
+and the seeds tables follow the one convention for shape and level, and the coverage settings come from the data."""
 
+from __future__ import annotations
+
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import DEFAULT
+from linrec.analyses.calibration import dependence
 from linrec.claims.corpora import verdict_5
 from linrec.claims.registry import TABLES
 from linrec.claims.rules import (
     NOT_REPRODUCED,
 )
 from linrec.claims.tables import load_table, save_table
+from linrec.outputs.refresh import coverage_settings, refresh
+
+
+def test_coverage_settings_use_each_models_blocks_and_dependence():
+    settings = {s["what"]: s for s in coverage_settings(DEFAULT)}
+    probe = load_table("probe", DEFAULT)
+    smol = probe[probe["model"] == "smollm2-135m"].sort_values("block")
+    s = settings["claim 3, r(1 − R²_lin, gain): smollm2-135m"]
+    assert s["n"] == len(smol) == 30 and s["kind"] == "pearson"
+    assert s["phi"] == pytest.approx(round((dependence(1 - smol["r2_lin_rows"]) + dependence(smol["gain"])) / 2, 2))
+    assert settings["claim 3, r(1 − R²_lin, gain): models pooled"]["models"] == 2
+    assert "claim 6b, partial ρ given depth: gemma3-270m" in settings
+    routed = load_table("routing_routable", DEFAULT).groupby("model").size()
+    assert ("routing, ρ(R²_lin, routable share): gemma3-270m" in settings) == (routed["gemma3-270m"] > 3)
+
+
+def test_a_correlation_over_three_blocks_has_no_interval_and_no_coverage_row():
+    """A series of 3 blocks (the default routes 3 per model) gets no Fisher interval, so the methods table must not
+    list it as an interval covering 0 % (it did); 4 blocks get a row."""
+    from linrec.analyses.uncertainty import correlation_test
+    from linrec.outputs.refresh import _series_settings
+
+    t = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 4, "block": [0, 1, 2, 0, 1, 2, 3],
+                      "x": [0.1, 0.5, 0.3, 0.2, 0.9, 0.4, 0.6], "y": [1.0, 3.0, 2.0, 1.0, 4.0, 2.0, 3.5]})  # fmt: skip
+    assert np.isnan(correlation_test(t["x"][:3], t["y"][:3], kind="spearman")["lo"])
+    got = [s["what"] for s in _series_settings("routing", "spearman", t, "x", "y")]
+    assert got == ["routing: b"]
+
+
+def test_refresh_rebuilds_the_summaries_the_notebooks_wrote(tmp_path):
+    """`refresh` on the committed default run rebuilds its summaries number for number (it reproduced what notebooks
+    03 and 06 had written, to the 12th digit, when the procedures were last the same), and a changed per-block
+    number moves the summary that reads it."""
+    work = tmp_path / "default"
+    shutil.copytree(DEFAULT, work, ignore=shutil.ignore_patterns("notebooks", "calibration.csv"))
+    names = refresh(work)
+    assert {"probe_summary", "pitfall_summary", "swap_predictors", "routing_summary", "calibration",
+            "corpora_verdict"} <= set(names)  # fmt: skip
+    for name in ("probe_summary", "swap_predictors", "routing_summary", "pitfall_summary", "corpora_verdict"):
+        pd.testing.assert_frame_equal(load_table(name, work), load_table(name, DEFAULT), rtol=1e-9, atol=1e-12)
+    path = work / "probe.csv"  # one per-block number changed in place (the timing columns stay in timings/)
+    probe = pd.read_csv(path)
+    probe.loc[probe["model"] == "gemma3-270m", "gain"] *= 3
+    probe.to_csv(path, index=False)
+    refresh(work)
+    assert load_table("probe_summary", work)["gain_median"].iloc[1] == pytest.approx(
+        3 * load_table("probe_summary", DEFAULT)["gain_median"].iloc[1]
+    )
+
 
 SMALL, LARGE = (0.01, 0.05), (0.2, 0.3)  # intervals well below and well above 0.1
 
@@ -27,6 +79,8 @@ def _row(shape, level, model="m", **more):
 
 # ---- the centred distance, by hand ---------------------------------------------------------------------------------
 A = np.array([0.90, 0.70, 0.50, 0.80])
+
+
 B = np.array([0.60, 0.45, 0.20, 0.55])  # A shifted down by 0.25, blocks 1 and 2 moved by ∓0.05 and +0.05
 
 

@@ -1,0 +1,260 @@
+"""linrec.outputs.report: the report builder reads results files, applies its stated rules, and changes when a
+result changes; its setup, robustness and limitations sections, the README block, and the default report's first
+screen."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import DEFAULT, ROOT, planted
+from linrec.base.errors import LinrecError
+from linrec.claims import swap
+from linrec.claims.registry import TABLES
+from linrec.claims.tables import load_table, save_table
+from linrec.outputs.claim_text import CELL_LIMIT
+from linrec.outputs.report import build_report, per_block_table, render
+
+
+def _results(
+    tmp_path: Path, max_r2: float = 0.99, jump: float = 0.7, gain: float = 0.01, ci=(-0.30, 0.25), ci90=(-0.2, 0.2)
+) -> Path:
+    """A results directory with the tables of claims 1 and 3, written through the registry."""
+    d = tmp_path / "results"
+    summary = {
+        "model": "m", "n_blocks": 12, "r2_min": 0.2, "r2_max": max_r2, "max_adjacent_jump": 0.9,
+        "direction_changes": 7, "max_jump_disjoint": jump, "direction_changes_disjoint": 5,
+        "as_extreme_as_paper": False, "r2_ex_first_min": 0.2, "max_jump_disjoint_ex_first": jump,
+        "direction_changes_disjoint_ex_first": 1, "cond_gram_median": 1e6, "r2_ex_first_max": 0.5,
+        "moves_tested": 10, "moves_fdr": 9, "max_jump_fdr": jump, "direction_changes_fdr": 5,
+        "moves_tested_ex_first": np.nan, "moves_fdr_ex_first": np.nan, "max_jump_fdr_ex_first": np.nan,
+        "direction_changes_fdr_ex_first": np.nan, "first_token_blocks": "",
+        "profile_tokens": 16384.0,
+    }  # fmt: skip
+    save_table(pd.DataFrame([summary]), "r2_lin_summary", d)
+    probe = {
+        "model": "m", "n_blocks": 12, "gain_median": gain, "gain_max": 0.05, "gain_min": 0.0, "gain_quad_median": gain,
+        "quad_excess_median": 0.0, "pearson_r": 0.02, "p": 0.9, "ci_lo": ci[0], "ci_hi": ci[1], "ci_lo90": ci90[0],
+        "ci_hi90": ci90[1], "ci_lo_iid": ci[0], "ci_hi_iid": ci[1], "n_eff": 10.0, "n_needed": 120, "correlation": "",
+        "detectable_r": 0.7,
+        "n_stop_validation": 12, "n_stop_flattened": 0, "n_stop_max_epochs": 0, "seconds_probe_total": 1.0,
+        "sweep_rank_min": 16, "sweep_gain_median_rank_min": gain, "sweep_rank_max": 256,
+        "sweep_gain_median_rank_max": 0.04,
+    }  # fmt: skip
+    save_table(pd.DataFrame([probe, {**probe, "model": "all"}]), "probe_summary", d)  # one model and its pool
+    blocks = pd.DataFrame({c: [0.5, 0.6] for c in TABLES["r2_lin"].columns}).assign(model="m", block=[0, 1])
+    save_table(blocks, "r2_lin", d)
+    return d
+
+
+def test_a_changed_result_changes_the_report(tmp_path):
+    d = _results(tmp_path)
+    out = tmp_path / "paper" / "report.md"
+    before = build_report(d, tmp_path / "figs", out).read_text()
+    _results(tmp_path, max_r2=0.876)
+    after = build_report(d, tmp_path / "figs", out).read_text()
+    assert "0.990" in before and "0.990" not in after and "0.876" in after
+    assert out.with_suffix(".html").read_text().count("<table>") >= 2
+
+
+def _project_with_a_curve_run(tmp_path: Path, stale: bool) -> tuple[Path, str]:
+    """A project folder (pyproject.toml beside notebooks/) whose results/curve/ holds a last run of params/curve.yaml
+    (its Figure 2c and notebook 02's r2_lin table, with its registered columns or, `stale`, without two of them as
+    an older linrec wrote it), and the default profile's report rendered into paper/."""
+    root = tmp_path / "project"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    d = _results(root)
+    curve = root / "results" / "curve"
+    blocks = load_table("r2_lin", d)
+    if stale:
+        curve.mkdir(parents=True)
+        blocks.drop(columns=["r2_ex_first_lo", "r2_ex_first_hi"]).to_csv(curve / "r2_lin.csv", index=False)
+    else:
+        save_table(blocks, "r2_lin", curve)
+    (curve / "figures").mkdir()
+    (curve / "figures" / "fig2c_learning_curves.png").write_bytes(b"png")
+    return curve, render(d, root / "figures", root / "paper" / "report.md")
+
+
+def test_the_curve_profiles_measured_bias_is_quoted_with_where_it_came_from(tmp_path):
+    """The default profile skips the learning curve; once params/curve.yaml has run, the report's limitation quotes
+    the bias that run measured (the large-n gain per model) and names the run, instead of only pointing at it."""
+    curve, _ = _project_with_a_curve_run(tmp_path, stale=False)
+    overview = planted("r2_curve_overview", fill=0.0, model="m", n_blocks=12, ref_tokens=16384.0,
+                       largest_tokens=204800.0, gain_inf_median=0.028, gain_inf_max=0.056)  # fmt: skip
+    save_table(overview, "r2_curve_overview", curve)
+    d = tmp_path / "project" / "results"
+    text = render(d, tmp_path / "project" / "figures", tmp_path / "project" / "paper" / "report.md")
+    assert (
+        "Measured by notebook 02's learning curve (its last run under `params/curve.yaml`, in `results/curve/`), the "
+        "default train size sits below the large-n estimate by m 0.028 (median over blocks, up to 0.056)" in text
+    )
+    assert "This profile skips it" not in text
+
+
+def test_missing_results_directory_names_the_fix(tmp_path):
+    with pytest.raises(LinrecError, match="linrec figures"):
+        render(tmp_path / "nothing", tmp_path, tmp_path / "r.md")
+
+
+def test_readme_block_is_replaced_between_markers_only(tmp_path):
+    from linrec.outputs.report import README_END, README_START, update_readme
+
+    d = _results(tmp_path)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{README_START}\nold numbers\n{README_END}\noutro\n")
+    assert update_readme(readme, d)
+    text = readme.read_text()
+    assert text.startswith("intro\n") and text.endswith("\noutro\n") and "old numbers" not in text
+    assert "m 0.20–0.99, 0.70, 5" in text and text.count(README_START) == 1
+    assert "| [1](paper/report.md#claim-1) |" in text  # each claim links to its section of the report
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers")
+    assert not update_readme(plain, d) and plain.read_text() == "no markers"
+
+
+def test_setup_states_the_profiles_analysis_budget(tmp_path):
+    d = _results(tmp_path)
+    lesson = {"probe_rows": 8192, "test_windows": 12, "screening_windows": 4, "control_rows": 4096}
+    text = render(d, tmp_path / "figures", tmp_path / "report.md", {"tokens": 20480, **lesson})
+    line = next(ln for ln in text.splitlines() if ln.startswith("- Analysis budget"))
+    for needle in ("8,192 seeded train rows", "12 seeded held-out windows", "4 screening", "4,096 seeded stored rows"):
+        assert needle in line, line
+    full = {k: None for k in lesson} | {"screening_windows": 8}
+    line = next(ln for ln in render(d, tmp_path, tmp_path / "r.md", full).splitlines() if "Analysis budget" in ln)
+    assert "every train row per block" in line and "every held-out window;" in line and "8 screening" in line
+    assert "Analysis budget" not in render(d, tmp_path, tmp_path / "r.md", {"tokens": 20480})
+
+
+def test_setup_names_the_encoder_of_the_controls(tmp_path):
+    d = _results(tmp_path)
+    text = render(
+        d, tmp_path / "figures", tmp_path / "r.md", {"models": ["smollm2-135m"], "encoder_models": ["minilm-l6"]}
+    )
+    assert "- **smollm2-135m**: SmolLM2-135M-Instruct, Q4_1 GGUF" in text and "dequantised to float32" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("- **minilm-l6**"))
+    assert "all-MiniLM-L6-v2, float32" in line and "float32 as released" in line and "no LM head" in line
+    assert "dequantised" not in line
+
+
+def test_the_report_states_robustness_and_where_fresh_text_lives(tmp_path):
+    d = _results(tmp_path)
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "| without position 0 | fresh text | verdict |" in text and "**Fresh text.** Not run in this profile" in text
+    assert re.search(r"^\| \[1\]\(#claim-1\) \|.*\| one sample \| \*\*reproduced\*\* \|$", text, flags=re.M)
+    rep = {"model": "m", "n_samples": 3, "samples": "0 1 2", "sd_median": 0.012, "sd_max": 0.034, "sd_max_block": 25,
+           "ci_half_width_median": 0.021, "n_claim1_passes": 3, "replication": "holds on every sample"}  # fmt: skip
+    save_table(pd.DataFrame([rep]), "r2_replicates_summary", d)
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "over samples 0 1 2, between-sample SD per block median 0.012" in text
+    assert "claim 1 holds on every sample" in text
+    assert re.search(r"^\| \[1\]\(#claim-1\) \|.*\| same on 3 samples \|", text, flags=re.M)
+    save_table(pd.DataFrame([{**rep, "replication": "sample-dependent"}]), "r2_replicates_summary", d)
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert re.search(r"^\| \[1\]\(#claim-1\) \|.*\| sample-dependent \|", text, flags=re.M)
+
+
+def test_claim3_without_position_0_and_claim4_on_fresh_text_from_the_full_profile(tmp_path):
+    """Claim 3's robustness cell is claim 3's rule on `probe_summary_ex_first` (not a fixed "not measured"), and
+    claim 4's fresh-text cell reads `spectrum_replicates_summary` from results/full when this profile has none."""
+    from linrec.claims.probe import verdict_3
+
+    d = _results(tmp_path)
+    row = lambda text, n: [r for r in _claim_rows(text) if r[0].startswith(f" [{n}]")][0]  # noqa: E731
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert row(text, 3)[4].strip() == "not measured" and row(text, 4)[5].strip() == "one sample"
+    probe = load_table("probe_summary", d).assign(seconds_probe_total=1.0)  # timings are kept apart
+    wide = probe.assign(ci_lo=-0.6, ci_hi=0.5, ci_lo90=-0.5, ci_hi90=0.4)  # too wide to decide: not testable
+    save_table(wide, "probe_summary_ex_first", d)
+    assert verdict_3(probe).verdict != verdict_3(wide).verdict
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert row(text, 3)[4].strip() == verdict_3(wide).verdict and "without position 0 (probe and map refitted" in text
+    save_table(probe, "probe_summary_ex_first", d)
+    assert row(render(d, tmp_path / "figs", tmp_path / "paper" / "report.md"), 3)[4].strip() == "same"
+    rep = {"model": "m", "samples": "0 1 2", "n_samples": 3, "n_broadly_linear": "3 2 3", "n_outlier_concentrated":
+           "1 1 1", "outlier_blocks": "2 | 2 | 2", "outlier_blocks_every_sample": "2", "n_claim4_passes": 3,
+           "replication": "holds on every sample"}  # fmt: skip
+    save_table(pd.DataFrame([rep]), "spectrum_replicates_summary", tmp_path / "full")
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert row(text, 4)[5].strip() == "same on 3 samples (full profile)"
+    two = pd.DataFrame([rep, {**rep, "model": "m2", "outlier_blocks_every_sample": ""}])  # read back as 2.0 and NaN
+    save_table(two, "spectrum_replicates_summary", tmp_path / "full")
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "outlier-concentrated on every sample: 2;" in text and "on every sample: none" in text
+    assert "nan" not in text and "2.0" not in text
+    save_table(pd.DataFrame([{**rep, "replication": "sample-dependent"}]), "spectrum_replicates_summary", d)
+    assert row(render(d, tmp_path / "figs", tmp_path / "paper" / "report.md"), 4)[5].strip() == "sample-dependent"
+
+
+def _claim_rows(text: str) -> list[list[str]]:
+    rows = re.findall(r"^\| \[[0-9ab]+\]\(#claim-.*$", text, flags=re.M)
+    return [re.split(r"(?<!\\)\|", row)[1:-1] for row in rows]
+
+
+def test_the_default_report_answers_on_its_first_screen(tmp_path):
+    """The committed default run: the tally, then one row per claim whose cells fit, before anything else; each
+    rule as a paragraph (a Markdown list would renumber 6a/6b), every figure drawn or named with its profile."""
+    out = tmp_path / "paper" / "report.md"
+    text = render(DEFAULT, ROOT / "figures", out)
+    head = text[: text.index("## Setup")]
+    tally = re.search(r"\*\*Does the paper hold\?\*\* Of 10 checks: (.*)\.", head)
+    rows = _claim_rows(head)
+    assert tally and len(rows) == 10 and all(len(r) == 7 for r in rows)
+    counted = {w: int(k) for k, w in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", tally[1])}
+    verdict_cells = [r[-1].strip().strip("*") for r in rows]
+    assert counted == {w: verdict_cells.count(w) for w in set(verdict_cells)}
+    too_long = [(r[0], len(c.strip())) for r in rows for c in r if len(c.strip()) > CELL_LIMIT]
+    assert not too_long
+    assert "missing" not in text and "not drawn" not in text
+    assert not re.search(r"^\d+[ab]?\. ", text, flags=re.M)  # no rule written as a list item
+    assert text.count("**Rule.**") == 10
+    for rel in re.findall(r"!\[\w+\]\(([^)]+)\)", text):
+        assert (out.parent / rel).resolve().is_file(), rel
+
+
+def test_the_per_block_table_has_one_row_per_block_and_the_swap_variants_as_columns():
+    r2 = pd.DataFrame({"model": ["a", "a", "b"], "block": [0, 1, 0], "r2_lin": [0.5, 0.6, 0.7]})
+    swap = pd.DataFrame(
+        {"model": ["a", "a", "a", "a", "b"], "block": [0, 1, 1, 1, 0], "first": ["map", "map", "ffn", "mean", "map"],
+         "delta_ppl": [1.0, 244.0, 51.0, 51.1, 3.0]}
+    )  # fmt: skip
+    t = per_block_table(r2, swap)
+    assert len(t) == 3 and not t.duplicated(["model", "block"]).any()
+    row = t.set_index(["model", "block"]).loc[("a", 1)]
+    assert row["ΔPPL swap"] == 244.0 and row["ΔPPL swap, FFN at position 0"] == 51.0
+    assert row["ΔPPL swap, mean at position 0"] == 51.1
+    assert np.isnan(t.set_index(["model", "block"]).loc[("b", 0), "ΔPPL swap, FFN at position 0"])
+    assert per_block_table(r2, None).equals(r2)
+
+
+def test_the_report_shows_no_nan_cell_and_drops_a_variant_never_run(tmp_path):
+    """The per-block table showed "nan" in both position-0 variant columns on every block the variants did not run
+    on (issue 50): a number not measured is "–", and a variant run on no block has no column."""
+    d = _results(tmp_path)
+    swap = pd.DataFrame(
+        {"model": "m", "block": [0, 1, 1], "first": ["map", "map", "ffn"], "delta_ppl": [1.5, 2.0, 0.5]}
+    )
+    t = per_block_table(load_table("r2_lin", d), swap)
+    assert "ΔPPL swap, mean at position 0" not in t.columns and "ΔPPL swap, FFN at position 0" in t.columns
+    blocks = load_table("r2_lin", d)
+    blocks.loc[1, "r2_ex_first"] = np.nan  # not measured for that block
+    save_table(blocks, "r2_lin", d)
+    report = tmp_path / "report.md"
+    build_report(d, tmp_path / "figures", report, html=False)
+    text = report.read_text()
+    rows = [ln for ln in text.splitlines() if ln.startswith("| m | 1 |")]
+    assert len(rows) == 1 and "| – |" in rows[0] and not re.search(r"\|\s*nan\s*\|", text)
+
+
+def test_the_report_prints_the_rules_words_as_the_threshold_stands(tmp_path, monkeypatch):
+    """The report's rule and "what would change it" for claim 6a, rendered from the committed default results with
+    the budget planted at 2.5: both say +2.5, where the committed report says +1."""
+    monkeypatch.setattr(swap, "CLAIM6_BUDGET", 2.5)
+    text = render(DEFAULT, tmp_path / "figures", tmp_path / "report.md")
+    section = text.split("### Claim 6a:")[1].split("### Claim 6b:")[0]
+    rule_line = next(ln for ln in section.splitlines() if ln.startswith("**Rule.**"))
+    change_line = next(ln for ln in section.splitlines() if ln.startswith("**What would change it.**"))
+    assert "ΔPPL ≤ +2.5" in rule_line and "+2.5 perplexity" in change_line
