@@ -36,16 +36,24 @@ def pytest_unconfigure(config):
         shutil.rmtree(config.stash[_STOP].parent, ignore_errors=True)
 
 
-# The files that take longest, longest first (pytest --durations=0, summed per file, 2 cores): with one file per
-# worker (`--dist loadfile`) the longest start first and the short ones fill in beside them. A file missing here only
-# runs later; the order changes no result.
-LONGEST_FIRST = ("test_notebooks.py", "test_figures.py", "test_cli.py", "test_capture.py", "test_distributed.py")
+# The files that take longest, longest first (pytest --durations=0, summed per file, 2 cores), by their path under
+# tests/: with one file per worker (`--dist loadfile`) the longest start first and the short ones fill in beside
+# them. A file missing here only runs later; the order changes no result.
+LONGEST_FIRST = ("test_notebooks.py", "app/test_notebooks.py", "app/test_commands.py", "measure/test_capture.py",
+                 "stats/test_distributed.py")  # fmt: skip
+TESTS = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(session, config, items):
     """The longest files first (LONGEST_FIRST), every other file after them in its usual order."""
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    items.sort(key=lambda item: rank.get(_under_tests(item.path), len(rank)))
+
+
+def _under_tests(path: Path) -> str:
+    """`path` as LONGEST_FIRST names it: under tests/, or its name alone for a file elsewhere."""
+    path = path.resolve()
+    return path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else path.name
 
 
 SHARED = ("wheels", "models", "corpora")  # fetched downloads, shared read-only with the user's cache

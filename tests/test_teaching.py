@@ -1,24 +1,10 @@
-"""What a reader of a notebook sees (issue 50, items 3 and 7): a cell that quotes another profile's results says
-when they do not apply and shows none of them; block lists read back as block numbers, not 2.0 or nan."""
+"""What a reader of a notebook or the README sees (issue 50, items 3 and 7): a cell that quotes another profile's
+results asks first whether they apply, the README's hero caption promises only what its figure draws, and notebook 06
+says which models run without a BOS token."""
 
-from linrec.app.profile import measured_elsewhere
 from linrec.base.files import project_root
 
 ROOT = project_root(__file__)
-DEFAULT = dict(corpus="wiki", models=["smollm2-135m", "gemma3-270m"], seed=0, capture={})
-
-
-def test_another_profiles_results_apply_only_to_what_it_measured():
-    assert measured_elsewhere(ROOT, "full", **DEFAULT) is None  # rows kept differ (30,000): no number quoted does
-    assert measured_elsewhere(ROOT, "curve", **DEFAULT) is None
-    assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "corpus": "code"}) == "corpus 'wiki', not this run's 'code'"
-    models = measured_elsewhere(ROOT, "full", **{**DEFAULT, "models": ["smollm2-135m"]})
-    assert models.startswith("models ['smollm2-135m', 'gemma3-270m']")
-    assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "seed": 1}) == "seed 0, not this run's 1"
-    assert measured_elsewhere(ROOT, "curve", **{**DEFAULT, "capture": {"tokens": 2560}}) == (
-        "capture tokens 20480, not this run's 2560"
-    )
-    assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "capture": {"sample_rows": 0}}) is None
 
 
 def test_the_notebooks_quote_another_profile_only_after_asking_whether_it_applies():

@@ -1,18 +1,25 @@
-"""`linrec` on bad input: non-zero exit, one line naming the fix, no traceback."""
+"""The subcommands (linrec.app.commands): each writes its table or its save, checks what it can before the model
+loads (blocks, windows, ranks, rows, device, cache, output paths), keeps what --no-cache needs and leaves nothing,
+refuses a save target it did not write, and parses a model once along its path (issue 47)."""
 
+import importlib
 import json
 import os
+import pkgutil
 import shutil
-import subprocess
 import sys
 
 import pandas as pd
 import pytest
+import torch
 
-from helpers import linrec_without_the_hub, no_model_load, tiny_text
+import linrec
+import linrec.inputs.sites as sites_module
+from helpers import no_model_load, tiny_text
 from helpers import run_main as _main
 from helpers import single_line as _single_line
 from linrec.analyses.spectrum import REGIMES
+from linrec.inputs.source import ModelSource
 
 
 def _run(*args, tmp_path):
@@ -39,13 +46,6 @@ def _run(*args, tmp_path):
     return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
-@pytest.fixture
-def short_text(tmp_path):
-    p = tmp_path / "short.txt"
-    p.write_text("Just a few words here.")
-    return str(p)
-
-
 def _one_line_error(proc, *needles):
     assert proc.returncode != 0
     err = proc.stderr.strip().splitlines()
@@ -54,27 +54,6 @@ def _one_line_error(proc, *needles):
     assert line.startswith("linrec: error:") or "error:" in line
     for n in needles:
         assert n in line, line
-
-
-def test_unknown_model(tmp_path):
-    proc = _run("measure", "--model", "no-such/model-xyz", "--tokens", "256", tmp_path=tmp_path)
-    _one_line_error(proc, "smollm2-135m")  # the real entry point: test_misspelt_model_without_the_hub_…
-
-
-def test_unknown_corpus(tmp_path, tiny_model_dir):
-    proc = _run("measure", "--model", tiny_model_dir, "--corpus", "no-such-corpus", tmp_path=tmp_path)
-    _one_line_error(proc, "wiki")
-
-
-def test_corpus_too_short_for_one_test_window(tmp_path, tiny_model_dir, short_text):
-    proc = _run("measure", "--model", tiny_model_dir, "--corpus", short_text, "--seq-len", "16", tmp_path=tmp_path)
-    _one_line_error(proc, "too small")
-
-
-@pytest.mark.parametrize("tokens", ["0", "-5", "lots"])
-def test_non_positive_token_budget(tmp_path, tokens):
-    proc = _run("measure", "--model", "smollm2-135m", "--tokens", tokens, tmp_path=tmp_path)
-    _one_line_error(proc, "--tokens")
 
 
 def _table(command, tmp_path, model_dir, *extra):
@@ -273,9 +252,6 @@ def test_report_rebuilds_from_a_profile(tmp_path):
     _one_line_error(proc, "params/")
 
 
-# ---- the error boundary: one row of issue 15's table per test -------------------------------------------
-
-
 def _tree(path):
     return sorted((str(p.relative_to(path)), p.read_bytes()) for p in path.rglob("*") if p.is_file())
 
@@ -370,28 +346,6 @@ def test_unavailable_device_is_refused_before_any_work_even_on_a_cache_hit(cli, 
     _single_line(code, err, f"'{device}'", "available: cpu")
 
 
-@pytest.mark.parametrize(
-    "args, needle",
-    [
-        (["--seed", "-1"], "--seed"),
-        (["--batch-size", "0"], "--batch-size"),
-        (["--screening-windows", "-2"], "--screening-windows"),
-    ],
-)
-def test_bad_numbers_are_argparse_errors(cli, tiny_args, args, needle):
-    code, _, err = cli("swap", *tiny_args, *args)
-    _single_line(code, err, needle, "--help")
-
-
-def test_argument_errors_are_one_line_without_usage(cli):
-    code, _, err = cli("measure")
-    _single_line(code, err, "--model", "linrec measure --help")
-    code, _, err = cli("figures", "--only")
-    _single_line(code, err, "--only")
-    code, _, err = cli("nonsense-command")
-    _single_line(code, err, "invalid choice")
-
-
 @pytest.mark.parametrize("case", ["out-dir", "out-unwritable", "save-file", "save-unwritable"])
 def test_output_paths_are_checked_before_the_capture(cli, tiny_args, tmp_path, monkeypatch, case):
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "own-cache"))
@@ -422,16 +376,6 @@ def test_unwritable_cache_is_one_line_naming_the_variable(cli, tiny_args, tmp_pa
     _single_line(*cli("measure", *tiny_args)[::2], "$LINREC_CACHE")
 
 
-def test_misspelt_model_without_the_hub_is_one_line_without_retries(tmp_path):
-    """One line naming the offline models, and no retries (the hub clients' retries took 26 s and 22 lines before
-    the error): checked by the connections tried, not by a clock (benchmarks/clocks.py times it)."""
-    proc, hosts = linrec_without_the_hub(tmp_path, "measure", "--model", "smolllm2-135m")
-    # linrec's one connect (linrec.inputs.hf.hub_reachable) and huggingface_hub's one fetch of its list of agents;
-    # with that connect's answer ignored, the clients looked the hub up 19 times
-    assert 1 <= len(hosts) <= 2 and set(hosts) == {"hub.invalid"}, hosts  # looked up, and not retried
-    _single_line(proc.returncode, proc.stderr, "smollm2-135m")
-
-
 def test_tokens_beyond_the_corpus_give_a_notice_and_the_real_counts(tmp_path, tiny_model_dir):
     import pandas as pd
 
@@ -460,51 +404,6 @@ def test_tokens_beyond_the_corpus_give_a_notice_and_the_real_counts(tmp_path, ti
     assert used < 20000 and (t["n_train"] + t["n_test"] == used).all()
 
 
-@pytest.mark.parametrize(
-    "args, needle",
-    [
-        (["--seq-len", "64", "--tokens", "32"], "longer than the token budget"),
-        (["--seq-len", "100", "--tokens", "2048"], "context of 64 tokens"),  # the tiny llama's max_position_embeddings
-        (["--corpus", ""], "empty string"),
-    ],
-)
-def test_window_and_corpus_specs_give_the_real_reason(cli, tiny_model_dir, args, needle):
-    code, _, err = cli("measure", "--model", tiny_model_dir, *args)
-    _single_line(code, err, needle)
-
-
-def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(cli, monkeypatch):
-    import linrec.app.cli as cli_mod
-
-    def boom(args):
-        raise ZeroDivisionError("planted")
-
-    monkeypatch.setattr(cli_mod, "cmd_fetch", boom)
-    parser = cli_mod.build_parser
-    monkeypatch.setattr(cli_mod, "build_parser", lambda: _with(parser(), "fetch", boom))
-    code, _, err = cli("fetch", "wiki")
-    _single_line(code, err, "ZeroDivisionError", "--debug", expect=1, internal=True)
-    with pytest.raises(ZeroDivisionError):
-        cli("--debug", "fetch", "wiki")
-
-
-def _with(parser, name, func):
-    sub = next(a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction))
-    sub.choices[name].set_defaults(func=func)
-    return parser
-
-
-def test_params_file_errors_are_one_line(cli, tmp_path):
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("models: [smollm2-135m\ntokens: 2560\n")
-    code, _, err = cli("figures", "--params", bad)
-    _single_line(code, err, str(bad), "line")
-    typo = tmp_path / "typo.yaml"
-    typo.write_text("models: [smollm2-135m]\ntokenz: 2560\n")
-    code, _, err = cli("figures", "--params", typo)
-    _single_line(code, err, "tokenz", "known:", "tokens")
-
-
 def test_device_map_measures_the_same_table_and_is_refused_where_it_does_not_apply(cli, tiny_args, tmp_path):
     assert cli("measure", *tiny_args, "--out", tmp_path / "one.csv")[0] == 0
     code, _, err = cli("measure", *tiny_args, "--device-map", "auto", "--no-cache", "--out", tmp_path / "map.csv")
@@ -527,17 +426,6 @@ def test_swap_of_an_encoder_is_one_line(cli, tmp_path):
     corpus.write_text(tiny_text(6000))
     code, _, err = cli("swap", "--model", d, "--corpus", corpus, "--seq-len", "32", "--tokens", "2048")
     _single_line(code, err, "is an encoder (bert): no LM head", "linrec measure")
-
-
-def test_output_into_a_reader_that_stops_early_ends_quietly(tmp_path):
-    """`linrec cache list | head -0`: the reader is gone before the first line is written; no error, exit 0."""
-    env = {**os.environ, "LINREC_CACHE": str(tmp_path)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "linrec", "cache", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-    )
-    proc.stdout.close()  # our end of the pipe closes before the child has written anything
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 0 and err == "", err
 
 
 # ---- issue 30: nothing lost, nothing stale, nothing slow to refuse ---------------------------------------------
@@ -606,80 +494,6 @@ def test_a_symlinked_save_target_is_refused(cli, tiny_args, tmp_path):
     assert (tmp_path / "link").is_symlink() and list(real.iterdir()) == []
 
 
-def _slow_save_in_a_child(flag, err, args) -> int:
-    """`linrec ARGS` in a child forked from this process (torch and transformers already imported: a fresh
-    interpreter spends 4 s importing them), with safetensors' save slowed down: once the staging folder is on disk the
-    child writes `flag` and sleeps, to be killed. The child's output goes to `err`; it never returns into pytest (it
-    leaves with os._exit, with the exit code the command line gives or 128 + the signal it caught). Returns its pid."""
-    import time
-
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 70
-    try:
-        fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        import safetensors.torch as st
-        import torch
-
-        torch.set_num_threads(1)  # no thread pool from before the fork is used in the child
-        real = st.save_model
-
-        def slow(*a, **k):
-            real(*a, **k)
-            flag.write_text("writing")  # the staging folder is on disk now
-            time.sleep(120)
-
-        st.save_model = slow
-        code = _main(args)
-    except SystemExit as exc:  # SIGTERM caught by the command line: 128 + SIGTERM
-        code = exc.code if isinstance(exc.code, int) else 70
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-    finally:
-        os._exit(code)
-
-
-@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
-def test_a_killed_save_leaves_nothing_in_the_users_directory(cli, tmp_path, tiny_args, signal_name):
-    import signal
-    import time
-
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "thesis.tex").write_text("three years")
-    flag, err = tmp_path / "flag", tmp_path / "child.err"
-    args = ["swap", *tiny_args, "--blocks", "0", "--save", str(home / "swapped")]
-    pid = _slow_save_in_a_child(flag, err, args)
-    t0, status = time.time(), None
-    while not flag.exists() and status is None and time.time() - t0 < 240:
-        done, st = os.waitpid(pid, os.WNOHANG)
-        status = st if done else None
-        time.sleep(0.05)
-    if not flag.exists():
-        if status is None:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        pytest.fail(f"the child never staged its save: {err.read_text()[-3000:]}")
-    staging = [p.name for p in home.iterdir() if p.name.startswith(".swapped.tmp-")]
-    assert len(staging) == 1  # the save was being staged beside its target
-    os.kill(pid, getattr(signal, signal_name))
-    returncode = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    left = sorted(p.name for p in home.iterdir())
-    if signal_name == "SIGTERM":  # caught: the staging folder is removed on the way out
-        assert returncode == 128 + signal.SIGTERM and left == ["thesis.tex"], err.read_text()[-3000:]
-    else:  # uncatchable: the leftover stays until the next save to that target removes it
-        assert returncode == -signal.SIGKILL and left == sorted(["thesis.tex", *staging])
-        code, _, err_text = cli(*args)  # the next save to that target
-        assert code == 0, err_text
-        assert sorted(p.name for p in home.iterdir()) == ["swapped", "thesis.tex"]
-    assert (home / "thesis.tex").read_text() == "three years"
-
-
 @pytest.mark.parametrize("blocks", ["a,b", "-1", ",", "0,,1", "1.5", "2", "0,7"])
 def test_block_lists_are_checked_before_the_model_is_loaded(cli, tiny_args, monkeypatch, blocks):
     no_model_load(monkeypatch)
@@ -714,16 +528,6 @@ def test_probe_ranks_beyond_the_width_are_refused_before_loading(cli, tiny_args,
         _single_line(code, err, f"--rank {rank} is outside 1 … 32", "--rank 16")
 
 
-@pytest.mark.parametrize("arg", [["--older-than", "-1"], ["--max-size", "-5"], ["--older-than", "nan"],
-                                 ["--max-size", "inf"], ["--older-than", "-0.5"], ["--max-size", "1e400"]])  # fmt: skip
-def test_prune_numbers_must_be_finite_and_not_negative(cli, tmp_path, monkeypatch, arg):
-    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "c"))
-    (tmp_path / "c" / "captures" / "m-0").mkdir(parents=True)
-    code, _, err = cli("cache", "prune", *arg, "--dry-run")
-    _single_line(code, err, arg[0], "finite number ≥ 0")
-    assert (tmp_path / "c" / "captures" / "m-0").is_dir()
-
-
 def test_report_bench_with_a_wrong_folder_leaves_the_readme_as_it_was(cli, tmp_path, monkeypatch):
     from linrec.base.files import project_root
 
@@ -750,3 +554,298 @@ def test_report_from_a_missing_results_folder_leaves_the_report_as_it_was(cli, t
         code, _, err = cli("report", "--params", profile)
         _single_line(code, err, str(results))
         assert out.read_text() == "the last report"
+
+
+def _cached(cache) -> list[str]:
+    kinds = ("captures", "curves", "training")
+    return sorted(str(p.relative_to(cache)) for kind in kinds for p in (cache / kind).glob("*"))
+
+
+def _ours(scratch) -> list[str]:
+    """What linrec left in TMPDIR (torch leaves its own folders there)."""
+    return sorted(p.name for p in scratch.iterdir() if p.name.startswith("linrec-"))
+
+
+# ---- case 5: --no-cache keeps the rows a command needs -------------------------------------------------------------
+TRAIN_TEXT = " ".join(f"doc{k} " + " ".join("red green blue cyan"[(k % 3) :] for _ in range(40)) + "\n<|endoftext|>\n"
+                   for k in range(30))  # fmt: skip
+
+
+NO_CACHE = {
+    "measure": ["measure"],
+    "curve": ["curve", "--train-tokens", "512,1024", "--test-tokens", "512", "--seeds", "2"],
+    "probe": ["probe", "--rank", "4"],
+    "spectrum": ["spectrum"],
+    "swap": ["swap", "--blocks", "0", "--test-windows", "4"],
+    "swap-route": ["swap", "--route", "0.5", "--blocks", "0", "--test-windows", "4"],
+    "swap-budget": ["swap", "--budget-ppl", "1e9", "--screening-windows", "2", "--test-windows", "4"],
+}
+
+
+@pytest.mark.parametrize("command", [*NO_CACHE, "train"])
+def test_every_subcommand_runs_with_no_cache_reading_and_leaving_nothing(cli, own_cache, tiny_args, tmp_path, command):
+    """Each subcommand with --no-cache: its table, nothing written to the cache, and nothing left in TMPDIR (the
+    probe's and the gate's row sample lived there while the command ran). Before: probe and swap --route captured
+    everything, then "this capture kept no raw rows"."""
+    cache, scratch = own_cache
+    if command == "train":
+        text = tmp_path / "text.txt"
+        text.write_text(TRAIN_TEXT)
+        args = ["train", "--d-model", "16", "--layers", "2", "--heads", "2", "--vocab", "300", "--seq-len", "16",
+                "--batch-size", "8", "--steps", "3", "--text", text]  # fmt: skip
+    else:
+        args = [*NO_CACHE[command], *tiny_args]
+        if command == "curve":
+            args = [a for a in args if a not in ("--tokens", "2048")]
+    code, out, err = cli(*args, "--no-cache")
+    assert code == 0, err
+    assert out.strip()
+    if command == "swap-route":
+        assert "quantile" in out or "relative" in out
+    assert _cached(cache) == []
+    import gc
+
+    gc.collect()  # the capture (and its scratch rows) are garbage once the command has returned
+    if command == "train":  # its checkpoints, in a temporary folder, are what it prints
+        made = _ours(scratch)
+        assert len(made) == 1 and made[0].startswith("linrec-train-") and str(scratch / made[0]) in out
+        return
+    assert _ours(scratch) == []
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["probe", "--rank", "4", "--sample-rows", "0"], "at least 43"),  # tiny llama: 32 wide, 80 % train rows
+        (["probe", "--rank", "4", "--sample-rows", "40"], "at least 43"),
+        (["swap", "--route", "0.5", "--sample-rows", "0"], "at least 10"),
+        (["swap", "--route", "0.5", "--sample-rows", "1"], "at least 10"),
+        (["swap", "--route", "0.5", "--sample-rows", "3"], "at least 10"),
+    ],
+)
+def test_too_few_rows_for_the_probe_or_the_gate_are_refused_before_the_model_loads(
+    cli, own_cache, tiny_args, monkeypatch, extra, needle
+):
+    no_model_load(monkeypatch)
+    code, _, err = cli(*extra[:-2], *tiny_args, *extra[-2:])
+    _single_line(code, err, "--sample-rows", needle)
+    assert _cached(own_cache[0]) == []
+
+
+# ---- case 6: checked before the load -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "extra, needles",
+    [
+        (["--test-windows", "1"], ["--test-windows", "at least 2"]),
+        (["--screening-windows", "100000"], ["--screening-windows", "51 train windows", "50 or fewer"]),
+        (["--screening-windows", "51", "--budget-ppl", "1"], ["--screening-windows", "50 or fewer"]),
+    ],
+)
+def test_window_counts_are_checked_before_the_model_loads(cli, own_cache, tiny_args, monkeypatch, extra, needles):
+    no_model_load(monkeypatch)
+    code, _, err = cli("swap", *tiny_args, *extra)
+    _single_line(code, err, *needles)
+
+
+@pytest.mark.parametrize("command", [["measure"], ["probe", "--rank", "4"], ["swap", "--blocks", "0"]])
+def test_a_cache_that_cannot_take_the_capture_is_refused_before_the_model_loads(
+    cli, tmp_path, tiny_args, monkeypatch, command
+):
+    cache = tmp_path / "ro-cache"
+    cache.mkdir()
+    (cache / "captures").write_text("not a directory")  # as root, chmod cannot make a directory read-only
+    monkeypatch.setenv("LINREC_CACHE", str(cache))
+    no_model_load(monkeypatch)
+    code, _, err = cli(*command, *tiny_args)
+    _single_line(code, err, "$LINREC_CACHE", "--no-cache")
+
+
+def test_a_read_only_cache_still_serves_what_it_holds(cli, own_cache, tiny_args, monkeypatch):
+    import linrec.base.cache
+    from linrec.base.errors import LinrecError
+
+    assert cli("measure", *tiny_args)[0] == 0  # the entry is made
+
+    def read_only(*a, **k):
+        raise LinrecError("the cache directory … is not writable; set $LINREC_CACHE …, or pass --no-cache")
+
+    monkeypatch.setattr(linrec.base.cache, "writable", read_only)
+    monkeypatch.setattr(linrec.base.cache, "check_cache_writable", read_only)
+    no_model_load(monkeypatch)
+    code, out, err = cli("measure", *tiny_args)
+    assert code == 0, err
+    assert "r2_lin" in out
+
+
+def test_prune_with_a_size_beyond_any_disk_prunes_nothing(cli, own_cache):
+    (own_cache[0] / "captures" / "m-0").mkdir(parents=True)
+    code, _, err = cli("cache", "prune", "--max-size", "1e300", "--dry-run")
+    assert code == 0, err
+    assert "would remove 0 entries" in err
+    assert (own_cache[0] / "captures" / "m-0").is_dir()
+
+
+# ---- report: damaged results tables and an unwritable report_path -------------------------------------------------
+@pytest.fixture
+def results(tmp_path):
+    """A copy of the default profile's committed results, and a profile that reports from it into tmp_path."""
+    import shutil
+
+    import yaml
+
+    from linrec.base.files import project_root
+
+    res = tmp_path / "results"
+    shutil.copytree(project_root() / "results" / "default", res, ignore=shutil.ignore_patterns("notebooks"))
+    profile = tmp_path / "p.yaml"
+    profile.write_text(yaml.safe_dump({"results_dir": str(res), "report_path": str(tmp_path / "out" / "r.md"),
+                                       "figures_dir": str(tmp_path / "figs")}))  # fmt: skip
+    return res, profile
+
+
+@pytest.mark.parametrize("damage", ["empty", "random-bytes", "not-a-number", "other-csv", "a-folder", "a-fifo"])
+def test_a_damaged_results_table_is_one_line_naming_its_notebook(cli, results, damage):
+    res, profile = results
+    code, _, err = cli("report", "--params", profile)
+    assert code == 0, err  # the copy reports as it is
+    swap = res / "swap.csv"
+    if damage == "empty":
+        swap.write_bytes(b"")
+    elif damage == "random-bytes":
+        swap.write_bytes(os.urandom(4096))
+    elif damage == "not-a-number":
+        lines = swap.read_text().splitlines()
+        cells = lines[1].split(",")
+        cells[4] = "abc"  # r2_lin
+        swap.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    elif damage == "other-csv":
+        swap.write_text("name,age\nada,36\n")
+    elif damage == "a-folder":
+        swap.unlink()
+        swap.mkdir()
+    else:
+        swap.unlink()
+        os.mkfifo(swap)
+    code, _, err = cli("report", "--params", profile)
+    _single_line(code, err, str(swap), "notebook 06")
+
+
+def test_an_unwritable_report_path_is_one_line_before_the_report_is_rendered(cli, results, tmp_path, monkeypatch):
+    import yaml
+
+    import linrec.outputs.report
+
+    res, _ = results
+    monkeypatch.setattr(linrec.outputs.report, "render", lambda *a, **k: pytest.fail("rendered before the check"))
+    for target, named in (("/sys/linrec-test/r.md", "/sys/linrec-test"), (tmp_path, str(tmp_path))):
+        profile = tmp_path / "ro.yaml"  # sysfs: not writable even by root; a folder
+        profile.write_text(yaml.safe_dump({"results_dir": str(res), "report_path": str(target)}))
+        code, _, err = cli("report", "--params", profile)
+        _single_line(code, err, "report_path", named)
+
+
+def test_probe_with_no_cache_keeps_exactly_the_rows_it_was_asked_for(cli, own_cache, tiny_args, tmp_path):
+    """Issue 50: `linrec probe … --sample-rows 512 --no-cache` stopped with "this capture kept no raw rows" although
+    rows were asked for. With --no-cache the row sample lives in TMPDIR while the command runs: the probe fits on the
+    rows asked for (train and test together), and nothing stays behind in the cache or TMPDIR."""
+    out = tmp_path / "probe.csv"
+    code, _, err = cli("probe", *tiny_args, "--rank", "4", "--sample-rows", "300", "--no-cache", "--out", out)
+    assert code == 0, err
+    table = pd.read_csv(out)
+    assert ((table["n_train_rows"] + table["n_test_rows"]) == 300).all()
+    assert _cached(own_cache[0]) == []
+
+
+# ---- along the command line ------------------------------------------------------------------------------------------
+@pytest.fixture
+def counted(monkeypatch):
+    """{"parse": [spec, …], "find_ffn_sites": [model class, …]}: every parse of a spec and every search for FFN sites
+    from here on, wherever a module imported the function from (every linrec module is imported first)."""
+    for info in pkgutil.walk_packages(linrec.__path__, "linrec."):
+        if not info.name.endswith("__main__"):  # `python -m linrec` runs the command line on import
+            importlib.import_module(info.name)
+    calls = {"parse": [], "find_ffn_sites": []}
+    parse, find = ModelSource.parse.__func__, sites_module.find_ffn_sites
+
+    def counting_parse(cls, spec):
+        calls["parse"].append(spec)
+        return parse(cls, spec)
+
+    def counting_find(model):
+        calls["find_ffn_sites"].append(type(model).__name__)
+        return find(model)
+
+    monkeypatch.setattr(ModelSource, "parse", classmethod(counting_parse))
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("linrec") and getattr(module, "find_ffn_sites", None) is find:
+            monkeypatch.setattr(module, "find_ffn_sites", counting_find)
+    return calls
+
+
+@pytest.fixture
+def cli_args(tmp_path, tiny_model_dir):
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(6000))
+    return ["--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048"]
+
+
+def _once(cli, calls, *args, sites: int = 1) -> None:
+    for v in calls.values():
+        v.clear()
+    code, _, err = cli(*args)
+    assert code == 0, err
+    assert len(calls["parse"]) == 1, calls["parse"]
+    assert len(calls["find_ffn_sites"]) == sites, calls["find_ffn_sites"]
+
+
+@pytest.mark.parametrize(
+    "how",
+    [["--blocks", "0", "--save", "SAVE"], ["--budget-ppl", "1e9", "--screening-windows", "2"], ["--route", "0.5"]],
+    ids=["blocks-save", "budget", "route"],
+)
+def test_swap_parses_the_model_once_and_finds_its_sites_once(cli, counted, cli_args, tiny_model_dir, tmp_path, how):
+    """`linrec swap` on the tiny model, its capture computed, then read from the cache: one parse of --model, one
+    search for its FFN sites, each time (before `ModelSource` and `LoadedModel.sites`: 4 parses, 7 to 16 searches)."""
+    how = [str(tmp_path / "saved") if a == "SAVE" else a for a in how]
+    _once(cli, counted, "swap", "--model", tiny_model_dir, *cli_args, *how)
+    how = [str(tmp_path / "saved-again") if a.endswith("saved") else a for a in how]
+    _once(cli, counted, "swap", "--model", tiny_model_dir, *cli_args, *how)
+    if "--save" in how:  # and a swap of the saved model: its sites found once too, by the loader of saves
+        _once(cli, counted, "swap", "--model", str(tmp_path / "saved"), *cli_args, "--blocks", "1")
+
+
+def test_measure_parses_the_model_once_and_finds_its_sites_only_to_capture(cli, counted, cli_args, tiny_model_dir):
+    _once(cli, counted, "measure", "--model", tiny_model_dir, *cli_args)
+    _once(cli, counted, "measure", "--model", tiny_model_dir, *cli_args, sites=0)  # from the cache: no model
+
+
+def test_figures_on_a_missing_gpu_is_refused_in_one_line_before_any_notebook(monkeypatch, capsys):
+    """`linrec figures --params params/zoo.yaml --device cuda` where torch has no GPU: exit 2, one line naming the
+    devices there are, and no notebook started; a device that exists is passed to every notebook as `device`."""
+    import linrec.app.notebooks as nb
+    from linrec.app.cli import main
+
+    called = []
+    monkeypatch.setattr(nb, "run_notebooks", lambda *a, **kw: called.append(kw))
+    if not torch.cuda.is_available():
+        code = main(["figures", "--params", "params/zoo.yaml", "--only", "08", "--device", "cuda"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and not called and len(err.splitlines()) == 1 and "cuda" in err and "available: cpu" in err
+    assert main(["figures", "--params", "params/zoo.yaml", "--only", "08", "--device", "cpu"]) in (0, None)
+    assert called[-1]["overrides"] == {"device": "cpu"}
+
+
+def test_the_train_command_reports_the_run_and_refuses_a_missing_gpu(colour_text, capsys):
+    """`linrec train` trains (or reads) one run and prints its size, tokens per parameter and checkpoints; asking for
+    a GPU where there is none is one line naming the fix, before any work."""
+    from linrec.app.cli import main
+
+    args = ["train", "--text", colour_text, "--d-model", "16", "--layers", "2", "--heads", "2", "--vocab", "300",
+            "--seq-len", "16", "--batch-size", "8", "--steps", "6"]  # fmt: skip
+    assert main(args) in (0, None)
+    out = capsys.readouterr().out
+    assert "gelu-i0-d0-colours:" in out and "tokens seen" in out and out.count("step ") >= 4 and "measure.txt" in out
+    if not torch.cuda.is_available():
+        code = main([*args, "--device", "cuda"])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err and "cuda" in err.lower()

@@ -1,4 +1,6 @@
-"""The notebook runner's parameter profiles: one-line errors for malformed files and unknown keys."""
+"""The notebook runner (linrec.app.notebooks): stages in the order the last full run gives, CPUs split between
+notebooks beside other work, timings recorded per cell and notebook, a failing notebook named in one line, and an
+override that reaches every notebook."""
 
 import json
 import os
@@ -8,71 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from linrec.app.notebooks import notebooks
-from linrec.app.profile import SCHEMA, load_profile, read_profile
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 
 ROOT = project_root(__file__)
-
-
-def test_the_capture_settings_are_one_section_that_every_capturing_notebook_takes_whole():
-    """No profile parameter is a capture setting of its own (they would have to be kept equal by hand): the profile
-    has one `capture` section (a mapping, {} = CaptureConfig's defaults) that every capturing notebook binds and
-    passes on whole; the profiles set it once."""
-    from linrec.measure.config import SETTINGS
-
-    own = sorted(set(SCHEMA) & (set(SETTINGS) - {"seed"}))
-    assert not own, f"the profile declares capture settings {own}; read them from its `capture` section"
-    assert SCHEMA["capture"][1].default_factory() == {}
-    for nb in notebooks(ROOT):
-        if "get_capture" in nb.read_text() or "replicate_captures" in nb.read_text():
-            assert "capture = p.capture" in nb.read_text() or ", capture," in nb.read_text(), nb.name
-            assert "capture_settings(capture)" in nb.read_text()
-    for profile in sorted((ROOT / "params").glob("*.yaml")):
-        load_profile(profile, root=ROOT)  # every profile's capture section is known and well typed
-
-
-@pytest.mark.parametrize(
-    "text, needles",
-    [
-        ("models: [a, b\ntokens: 5\n", ["line 2", "not valid YAML"]),
-        ("models: a\n  tokens: 5\n", ["line 2"]),
-        ("- a\n- b\n", ["mapping"]),
-        ("tokenz: 2560\n", ["unknown parameter(s) tokenz", "known:", "tokens"]),
-        # values of the wrong type (issue 30): the type linrec.app.profile declares
-        ("capture: {tokens: lots}\n", ["capture: tokens must be a whole number", "'lots'", "fix that line"]),
-        ("capture: {tokens: 20480.5}\n", ["tokens must be a whole number"]),
-        ("capture: {tokenz: 2560}\n", ["capture: unknown capture setting(s) tokenz", "known: seq_len, tokens"]),
-        ("capture: [1, 2]\n", ["capture must be a mapping"]),
-        ("models: smollm2-135m\n", ["models must be a list of strings"]),
-        ("models: [1, 2]\n", ["models must be a list of strings"]),
-        ("probe_rows: many\n", ["probe_rows must be a whole number or null"]),
-        ("readme: true\n", ["readme must be a string or null"]),
-        ("seed: true\n", ["seed must be a whole number"]),  # a bool is not a number here
-        ("budget_ppl: [1]\n", ["budget_ppl must be a number"]),
-        ("results_dir: 3\n", ["results_dir must be a string"]),
-        ("cross_pairs: [[a, 3]]\n", ["cross_pairs must be a list of lists or null", "cross_pairs: list[list[str]]"]),
-        ("dose_kappas: [1.0e+2, big]\n", ["dose_kappas must be a list of numbers", "'big'"]),
-    ],
-)
-def test_bad_profiles_are_one_line_errors(tmp_path, text, needles):
-    f = tmp_path / "p.yaml"
-    f.write_text(text)
-    with pytest.raises(LinrecError) as err:
-        load_profile(f, root=ROOT)
-    msg = str(err.value)
-    assert "\n" not in msg and str(f) in msg
-    for n in needles:
-        assert n in msg, msg
-
-
-def test_a_profile_file_is_read_as_written_and_checked_when_loaded(tmp_path):
-    f = tmp_path / "p.yaml"
-    f.write_text("tokenz: 2560\n")
-    assert read_profile(f) == {"tokenz": 2560}  # the file as written: no defaults, no checks
-    with pytest.raises(LinrecError, match="tokenz"):
-        load_profile(f, root=ROOT)
 
 
 def test_timings_are_recorded_per_cell_and_notebook(tmp_path):
@@ -357,15 +298,6 @@ def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeyp
     assert {r["mark"] for r in rec.values()} == {"set after the server started"}
 
 
-def test_profile_values_of_the_declared_types_pass(tmp_path):
-    f = tmp_path / "p.yaml"
-    f.write_text("capture: {tokens: 4096, test_frac: 0.25}\nbudget_ppl: 2\nprobe_rows: null\ntest_windows: 3\n"
-                 "readme: README.md\nmodels: [a]\ncross_band: null\ndecomposition_rows: null\n")  # fmt: skip
-    p = load_profile(f, root=ROOT)
-    assert p.budget_ppl == 2  # a whole number where a float is declared is fine
-    assert p.cross_band is None and p.decomposition_rows is None  # numbers by default; None (every one) allowed
-
-
 def test_a_kernels_socket_folder_goes_when_the_kernel_shuts_down():
     """The runner's kernels talk over Unix sockets in a folder of their own; the folder goes with the kernel's other
     resources at shutdown, not at the driver's exit (a driver forked from the runner's server runs no exit
@@ -406,41 +338,3 @@ def test_a_parameter_override_reaches_the_notebooks_and_out_moves_every_output(t
     assert (tmp_path / "scratch" / "notebooks" / "01_first.ipynb").exists()
     assert not (tmp_path / "out").exists() and not (tmp_path / "scratch" / "notebooks" / "run.csv").exists()
     assert "p.yaml with seed=9" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize(
-    "pairs, want",
-    [
-        ([["corpus", "code"]], {"corpus": "code"}),
-        (
-            [["seed", "3"], ["budget_ppl", "0.5"], ["cross_feeding", "False"], ["probe_rows", "None"]],
-            {"seed": 3, "budget_ppl": 0.5, "cross_feeding": False, "probe_rows": None},
-        ),  # fmt: skip
-        ([["models", "[smollm2-135m, gemma3-270m]"]], {"models": ["smollm2-135m", "gemma3-270m"]}),
-        ([["capture", "{tokens: 2560, seq_len: 64}"]], {"capture": {"tokens": 2560, "seq_len": 64}}),
-        ([["learning_rate", "1e-3"]], {"learning_rate": 1e-3}),  # a number as papermill reads it (YAML: a string)
-    ],
-)
-def test_overrides_are_read_as_papermill_reads_p(pairs, want):
-    from linrec.app.profile import parse_overrides
-
-    assert parse_overrides(pairs) == want
-
-
-@pytest.mark.parametrize(
-    "pairs, needles",
-    [
-        ([["corpuz", "code"]], ["-p: unknown parameter(s) corpuz", "known:"]),
-        ([["seed", "many"]], ["-p: seed must be a whole number"]),
-        ([["capture", "{tokenz: 5}"]], ["unknown capture setting(s) tokenz"]),
-        ([["models", "[a, b"]], ["-p models [a, b: not a valid YAML list or mapping"]),
-    ],
-)
-def test_a_bad_override_is_one_line_before_any_notebook_runs(pairs, needles):
-    from linrec.app.profile import parse_overrides
-
-    with pytest.raises(LinrecError) as err:
-        load_profile("default", parse_overrides(pairs), ROOT)
-    assert "\n" not in str(err.value)
-    for n in needles:
-        assert n in str(err.value), str(err.value)

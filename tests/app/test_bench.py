@@ -1,4 +1,6 @@
-"""The report builder reads results files, applies its stated rules, and changes when a result changes."""
+"""linrec.app.bench: benchmarks/performance.py, loaded by its path, renders docs/performance.md's block from the
+committed bench CSVs (the peers table and the figures run line included), and leaves it as it was when the folder is
+missing or partial."""
 
 import pandas as pd
 import pytest
