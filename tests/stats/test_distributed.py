@@ -85,7 +85,7 @@ def test_two_gloo_ranks_equal_one_process(two_ranks, tmp_path, kind):
 
 def test_linrec_measure_under_torchrun_writes_the_one_process_table(two_ranks, tmp_path, monkeypatch, capsys):
     """Each rank runs the command line's `main` as `torchrun -m linrec measure` would (`python -m linrec` is that
-    `main`: tests/test_cli.py starts it once); the one-process runs to compare with run in this process."""
+    `main`: tests/app/test_cli.py starts it once); the one-process runs to compare with run in this process."""
     from linrec.app.cli import main
 
     proc, args = two_ranks.proc, two_ranks.args
