@@ -7,7 +7,7 @@ digits when a feature's mean is large against its spread (a few LLM features are
 each rank keeps its own (n, μ, M = Σ(z − μ)(z − μ)ᵀ), the ranks exchange them, and every rank
 merges them in rank order with Chan's update (`Moments.merge`), which is exact in exact arithmetic.
 The result differs from a one-process capture only by the order of float64 additions
-(≤ 1e-12 relative, `tests/test_distributed.py`).
+(≤ 1e-12 relative, `tests/stats/test_distributed.py`).
 
 The train split is merged before the first held-out batch (every rank fits the same maps from the
 merged train statistics); the held-out per-window sums are exact under a plain sum, since each
