@@ -208,6 +208,24 @@ def colour_text(tmp_path):
 
 
 @pytest.fixture
+def tiny_args(tmp_path, tiny_model_dir):
+    """`--model` and `--corpus` for a linrec command: the tiny llama saved to disk and a small local corpus."""
+    from helpers import tiny_text
+
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(6000))
+    return ["--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048"]
+
+
+@pytest.fixture
+def tiny_setup(tiny_model_dir, tiny_corpus, tmp_path, monkeypatch):
+    """A tiny trained-looking llama on disk, a local corpus, and a capture that stores every row."""
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
+    kw = dict(corpus=tiny_corpus(8000), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
+    return tiny_model_dir, kw
+
+
+@pytest.fixture
 def own_cache(tmp_path, monkeypatch):
     """A fresh `$LINREC_CACHE` of this test's own (nothing cached), and TMPDIR in tmp_path (what --no-cache uses)."""
     cache = tmp_path / "own-cache"

@@ -13,14 +13,6 @@ from linrec.stats.ceiling import fit_affine, score
 from linrec.stats.moments import Moments
 
 
-@pytest.fixture
-def tiny_setup(tiny_model_dir, tiny_corpus, tmp_path, monkeypatch):
-    """A tiny trained-looking llama on disk, a local corpus, and a capture that stores every row."""
-    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
-    kw = dict(corpus=tiny_corpus(8000), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
-    return tiny_model_dir, kw
-
-
 def test_gaussian_inputs_reproduce_the_captured_moments():
     rng = np.random.default_rng(0)
     d = 6

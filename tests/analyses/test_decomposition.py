@@ -13,14 +13,6 @@ from linrec.inputs.sites import find_ffn_sites
 from linrec.measure.capture import get_capture
 
 
-@pytest.fixture
-def tiny_setup(tiny_model_dir, tiny_corpus, tmp_path, monkeypatch):
-    """A tiny trained-looking llama on disk, a local corpus, and a capture that stores every row."""
-    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
-    kw = dict(corpus=tiny_corpus(8000), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
-    return tiny_model_dir, kw
-
-
 # ---- claim 2b: the norm gain folded into the FFN, null ensembles, the cross matrix and its decomposition -------
 @pytest.mark.parametrize("kind", ["llama", "gemma3_text", "gpt2", "bert"])
 def test_folding_the_norm_gain_leaves_the_ffn_output_unchanged(tiny_model, kind):

@@ -12,8 +12,6 @@ from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_REPRODUCED, REPRODUCED
 from linrec.claims.zoo import effect, part_word, zoo_2a, zoo_verdict
 
 L = 8
-
-
 LAYOUT = {"gpt2": np.linspace(0.3, 0.9, L), "pythia": np.linspace(0.9, 0.3, L), "llama": np.full(L, 0.6)}
 
 

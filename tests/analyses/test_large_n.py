@@ -4,26 +4,10 @@ its fit is exact on a line, per replicate."""
 from __future__ import annotations
 
 import numpy as np
-import torch
 
+from helpers import feed_curve as _feed
 from linrec.analyses.large_n import curve_summary, large_n_fit, large_n_profile
 from linrec.measure.curves import CurveAccumulator, CurveConfig
-
-
-def _feed(acc: CurveAccumulator, X: np.ndarray, Y: np.ndarray, batch: int = 5, seed: int = 0) -> None:
-    """Both passes over synthetic windows X [W, T, d_in], Y [W, T, d_out], shuffled like a model's batches."""
-    order = np.random.default_rng(seed).permutation(len(X))
-    train = order[np.isin(order, np.flatnonzero((acc.chunk >= 0).any(axis=0)))]
-    for i in range(0, len(train), batch):
-        w = np.sort(train[i : i + batch])
-        for b in range(len(acc.dims)):
-            acc.add_train(b, w, torch.from_numpy(X[w]).float(), torch.from_numpy(Y[b][w]).float())
-    acc.finish_train()
-    test = np.unique(np.concatenate(acc.tests))
-    for i in range(0, len(test), batch):
-        w = test[i : i + batch]
-        for b in range(len(acc.dims)):
-            acc.add_test(b, w, torch.from_numpy(X[w]).float(), torch.from_numpy(Y[b][w]).float())
 
 
 def test_large_n_estimate_recovers_a_planted_r2_that_every_measured_size_underestimates():

@@ -7,13 +7,10 @@ import pytest
 import torch
 
 from helpers import swap_study, tiny_tokenizer, tiny_windows
+from helpers import token_ids as _token_ids
 from linrec.analyses.perplexity import PerplexityEvaluator, perplexity
 from linrec.base.errors import LinrecError
 from linrec.inputs.surgery import swapped
-
-
-def _token_ids(n=2, t=7, seed=1):
-    return torch.randint(0, 100, (n, t), generator=torch.Generator().manual_seed(seed))
 
 
 @torch.no_grad()

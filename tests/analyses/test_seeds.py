@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from helpers import make_tiny_model, tiny_tokenizer
+from helpers import run_profiles as _profiles
 from linrec.analyses.recoverability import ceiling_table
 from linrec.analyses.seeds import compare, from_profiles, noise_floor, pairs, profile
 from linrec.base.errors import LinrecError
@@ -93,8 +94,6 @@ def test_pairs_name_the_one_thing_two_runs_differ_in():
 
 # ---- the centred distance, by hand ---------------------------------------------------------------------------------
 A = np.array([0.90, 0.70, 0.50, 0.80])
-
-
 B = np.array([0.60, 0.45, 0.20, 0.55])  # A shifted down by 0.25, blocks 1 and 2 moved by ∓0.05 and +0.05
 
 
@@ -109,11 +108,6 @@ def test_level_and_shape_by_hand():
     left, right = np.stack([A, A, B]), np.stack([B, A + 0.1, A])
     assert PARTS["shape"](left, right) == pytest.approx([0.025, 0.0, 0.025])  # per resample row
     assert PARTS["level"](left, right) == pytest.approx([0.275, -0.1, -0.275])
-
-
-def _profiles(runs: dict) -> pd.DataFrame:
-    return pd.DataFrame([{"run": run, "step": step, "block": b, "r2_lin": v} for run, steps in runs.items()
-                         for step, p in steps.items() for b, v in enumerate(p)])  # fmt: skip
 
 
 def test_from_profiles_fills_the_points_and_keeps_what_was_measured():

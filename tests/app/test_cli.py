@@ -9,33 +9,10 @@ import sys
 
 import pytest
 
-from helpers import linrec_without_the_hub, tiny_text
+from helpers import cli_process as _run
+from helpers import linrec_without_the_hub
 from helpers import run_main as _main
 from helpers import single_line as _single_line
-
-
-def _run(*args, tmp_path):
-    """`linrec ARGS` in this process (`linrec.app.cli.main`, output captured), with its own cache under `tmp_path`:
-    (returncode, stdout, stderr) as a process would give them. What only a real process shows (the entry point) is
-    started by `helpers.linrec_without_the_hub`."""
-    import contextlib
-    import io
-    from types import SimpleNamespace
-
-    env = {"HF_HUB_OFFLINE": "1", "LINREC_CACHE": str(tmp_path / "cache")}
-    old = {k: os.environ.get(k) for k in env}
-    out, err = io.StringIO(), io.StringIO()
-    os.environ.update(env)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = _main(args)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 @pytest.fixture
@@ -74,13 +51,6 @@ def test_corpus_too_short_for_one_test_window(tmp_path, tiny_model_dir, short_te
 def test_non_positive_token_budget(tmp_path, tokens):
     proc = _run("measure", "--model", "smollm2-135m", "--tokens", tokens, tmp_path=tmp_path)
     _one_line_error(proc, "--tokens")
-
-
-@pytest.fixture
-def tiny_args(tmp_path, tiny_model_dir):
-    corpus = tmp_path / "text.txt"
-    corpus.write_text(tiny_text(6000))
-    return ["--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048"]
 
 
 @pytest.mark.parametrize(

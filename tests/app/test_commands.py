@@ -15,35 +15,12 @@ import torch
 
 import linrec
 import linrec.inputs.sites as sites_module
+from helpers import cli_process as _run
+from helpers import linrec_left_in as _ours
 from helpers import no_model_load, tiny_text
-from helpers import run_main as _main
 from helpers import single_line as _single_line
 from linrec.analyses.spectrum import REGIMES
 from linrec.inputs.source import ModelSource
-
-
-def _run(*args, tmp_path):
-    """`linrec ARGS` in this process (`linrec.app.cli.main`, output captured), with its own cache under `tmp_path`:
-    (returncode, stdout, stderr) as a process would give them. What only a real process shows (the entry point) is
-    started by `helpers.linrec_without_the_hub`."""
-    import contextlib
-    import io
-    from types import SimpleNamespace
-
-    env = {"HF_HUB_OFFLINE": "1", "LINREC_CACHE": str(tmp_path / "cache")}
-    old = {k: os.environ.get(k) for k in env}
-    out, err = io.StringIO(), io.StringIO()
-    os.environ.update(env)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = _main(args)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def _one_line_error(proc, *needles):
@@ -254,13 +231,6 @@ def test_report_rebuilds_from_a_profile(tmp_path):
 
 def _tree(path):
     return sorted((str(p.relative_to(path)), p.read_bytes()) for p in path.rglob("*") if p.is_file())
-
-
-@pytest.fixture
-def tiny_args(tmp_path, tiny_model_dir):
-    corpus = tmp_path / "text.txt"
-    corpus.write_text(tiny_text(6000))
-    return ["--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048"]
 
 
 def _entries():
@@ -559,11 +529,6 @@ def test_report_from_a_missing_results_folder_leaves_the_report_as_it_was(cli, t
 def _cached(cache) -> list[str]:
     kinds = ("captures", "curves", "training")
     return sorted(str(p.relative_to(cache)) for kind in kinds for p in (cache / kind).glob("*"))
-
-
-def _ours(scratch) -> list[str]:
-    """What linrec left in TMPDIR (torch leaves its own folders there)."""
-    return sorted(p.name for p in scratch.iterdir() if p.name.startswith("linrec-"))
 
 
 # ---- case 5: --no-cache keeps the rows a command needs -------------------------------------------------------------

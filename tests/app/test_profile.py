@@ -28,11 +28,7 @@ from linrec.base.files import project_root
 from linrec.stats import N_BOOT
 
 ROOT = project_root(__file__)
-
-
 PROFILES = sorted((ROOT / "params").glob("*.yaml"))
-
-
 INJECTED = {"profile_file", "overrides"}  # what a notebook's parameters cell declares: all papermill sets
 
 

@@ -9,6 +9,7 @@ import time
 import pytest
 import torch
 
+from helpers import main_captured as _main
 from helpers import save_tiny_model, tiny_text
 from linrec.base.errors import LinrecError
 from linrec.measure.capture import get_capture
@@ -28,22 +29,6 @@ def corpus(tmp_path):
 
 
 KW = dict(seq_len=32, tokens=2048, sample_rows=64, progress=False)
-
-
-def _main(*args):
-    """`linrec ARGS` in this process: (exit code, stdout, stderr)."""
-    import contextlib
-    import io
-
-    from linrec.app.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in args])
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
 
 
 # ---- case 8: prune never removes an entry in use, and says what it did --------------------------------------------

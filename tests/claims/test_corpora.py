@@ -21,8 +21,6 @@ from linrec.claims.rules import (
 )
 
 EPS = 1e-9
-
-
 SMALL, LARGE = (0.01, 0.05), (0.2, 0.3)  # intervals well below and well above 0.1
 
 

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from helpers import claim1_row as _claim1_row
 from linrec.base.errors import LinrecError
 from linrec.claims.profile import (
     _fdr_shape,
@@ -132,18 +133,6 @@ def test_a_move_counts_at_q_equal_to_the_rate_and_not_above():
         shape = _fdr_shape(moves, "m", "all")
         assert shape["moves_fdr"] == 2 * counted and shape["max_jump_fdr"] == 0.5 * counted
         assert np.isnan(_fdr_shape(moves, "m", "ex_first")["moves_fdr_ex_first"])  # not tested: NaN, not 0
-
-
-def _claim1_row(span=0.6, jump=0.4, turns=3, model="m", r2_min=0.3):
-    return {"model": model, "n_blocks": 10, "r2_min": r2_min, "r2_max": r2_min + span, "max_adjacent_jump": 0.9,
-            "direction_changes": 9, "max_jump_disjoint": jump, "direction_changes_disjoint": turns,
-            "as_extreme_as_paper": False, "r2_ex_first_min": np.nan, "max_jump_disjoint_ex_first": np.nan,
-            "direction_changes_disjoint_ex_first": np.nan, "cond_gram_median": 1.0, "r2_ex_first_max": 0.5,
-            "moves_tested": np.nan, "moves_fdr": np.nan, "max_jump_fdr": np.nan, "direction_changes_fdr": np.nan,
-            "moves_tested_ex_first": np.nan, "moves_fdr_ex_first": np.nan, "max_jump_fdr_ex_first": np.nan,
-            "direction_changes_fdr_ex_first": np.nan,
-            "first_token_blocks": "",
-            "profile_tokens": 16384.0}  # fmt: skip
 
 
 def test_claim1_span_at_its_threshold():

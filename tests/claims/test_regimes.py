@@ -6,6 +6,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from helpers import predictor_row as _flag_row
+from helpers import predictors as _pred
 from linrec.base.files import project_root
 from linrec.claims.corpora import verdict_5
 from linrec.claims.regimes import input_side, regime_replication, regime_summary, verdict_4
@@ -111,19 +113,6 @@ def test_regime_replication_applies_claim4_on_every_sample():
     assert (got["replication"] == "sample-dependent").all() and (got["n_claim4_passes"] == 2).all()
     none = pd.concat([two(k, ["broadly linear"], ["nonlinear"]) for k in (0, 1)])
     assert (regime_replication(none, REGIMES)["replication"] == "fails on every sample").all()
-
-
-def _flag_row(rho=(-0.5, -0.8, -0.2, -0.75, -0.25), partial=(-0.5, -0.8, -0.2, -0.75, -0.25), model="m"):
-    """An R²_lin row of swap_predictors: (point, 95 % lo, hi, 90 % lo, hi) for ρ and for the partial ρ."""
-    return {"model": model, "column": "r2_lin", "middle_rho": 0.0, "n_blocks": 12, "n_eff": 9.0, "n_needed": 150,
-            **dict(zip(("spearman_rho", "rho_lo", "rho_hi", "rho_lo90", "rho_hi90"), rho)),
-            **dict(zip(("partial_rho_depth", "partial_lo", "partial_hi", "partial_lo90", "partial_hi90"),
-                       partial))}  # fmt: skip
-
-
-def _pred(model="m", **kw):
-    return pd.DataFrame([_flag_row(model=model, **kw), {"model": model, "column": "depth_from_end",
-                                                        "spearman_rho": -0.7}])  # fmt: skip
 
 
 def test_claim4_5_and_6b_without_the_first_position():

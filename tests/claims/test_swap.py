@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from helpers import DEFAULT
+from helpers import predictors as _pred
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, INCONCLUSIVE, holm
 from linrec.claims.probe import (
     POOLED,
@@ -35,8 +36,6 @@ from linrec.claims.swap import (
 from linrec.claims.tables import load_table, save_table
 
 EPS = 1e-9
-
-
 M = EQUIVALENCE_MARGIN
 
 
@@ -121,19 +120,6 @@ def test_claim6a_branches_at_the_budget():
     e = verdict_6a(swap, _values([0.1, 3.0])).evidence[0]
     assert e["chosen_block"] == 0 and e["outcome"] == "fails" and e["best_heldout_block"] == 1
     assert e["n_within_budget"] == 1 and e["ffn_over_linear"] == 10.0
-
-
-def _flag_row(rho=(-0.5, -0.8, -0.2, -0.75, -0.25), partial=(-0.5, -0.8, -0.2, -0.75, -0.25), model="m"):
-    """An R²_lin row of swap_predictors: (point, 95 % lo, hi, 90 % lo, hi) for ρ and for the partial ρ."""
-    return {"model": model, "column": "r2_lin", "middle_rho": 0.0, "n_blocks": 12, "n_eff": 9.0, "n_needed": 150,
-            **dict(zip(("spearman_rho", "rho_lo", "rho_hi", "rho_lo90", "rho_hi90"), rho)),
-            **dict(zip(("partial_rho_depth", "partial_lo", "partial_hi", "partial_lo90", "partial_hi90"),
-                       partial))}  # fmt: skip
-
-
-def _pred(model="m", **kw):
-    return pd.DataFrame([_flag_row(model=model, **kw), {"model": model, "column": "depth_from_end",
-                                                        "spearman_rho": -0.7}])  # fmt: skip
 
 
 def test_claim6b_needs_both_correlations_shown_below_zero():

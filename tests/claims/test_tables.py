@@ -4,10 +4,10 @@ written apart."""
 
 import re
 
-import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import claim1_row as _claim1_row
 from linrec.base.errors import LinrecError
 from linrec.claims.registry import TABLES
 from linrec.claims.rules import (
@@ -15,18 +15,6 @@ from linrec.claims.rules import (
     FIRST_TOKEN_SHARE,
 )
 from linrec.claims.tables import labelled, load_table, save_table
-
-
-def _claim1_row(span=0.6, jump=0.4, turns=3, model="m", r2_min=0.3):
-    return {"model": model, "n_blocks": 10, "r2_min": r2_min, "r2_max": r2_min + span, "max_adjacent_jump": 0.9,
-            "direction_changes": 9, "max_jump_disjoint": jump, "direction_changes_disjoint": turns,
-            "as_extreme_as_paper": False, "r2_ex_first_min": np.nan, "max_jump_disjoint_ex_first": np.nan,
-            "direction_changes_disjoint_ex_first": np.nan, "cond_gram_median": 1.0, "r2_ex_first_max": 0.5,
-            "moves_tested": np.nan, "moves_fdr": np.nan, "max_jump_fdr": np.nan, "direction_changes_fdr": np.nan,
-            "moves_tested_ex_first": np.nan, "moves_fdr_ex_first": np.nan, "max_jump_fdr_ex_first": np.nan,
-            "direction_changes_fdr_ex_first": np.nan,
-            "first_token_blocks": "",
-            "profile_tokens": 16384.0}  # fmt: skip
 
 
 # ---- the registry ---------------------------------------------------------------------------------------

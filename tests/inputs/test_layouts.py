@@ -14,8 +14,6 @@ from linrec.inputs.layouts import LAYOUTS, block_params, check_block_params
 from linrec.inputs.training import TrainConfig, build_model, get_run, profile_configs, train_model
 
 ZOO = ("gpt2", "pythia", "llama")
-
-
 TINY = dict(d_model=16, n_layers=2, n_heads=2, vocab=300, seq_len=16, batch_size=8, steps=60, lr=1e-2, warmup=3,
             n_checkpoints=3)  # fmt: skip
 

@@ -6,18 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from helpers import token_ids as _token_ids
 from linrec.base.errors import LinrecError
 from linrec.base.files import sha256_file
 from linrec.inputs.models import OFFLINE_MODELS, load_model, model_identity, random_init_spec
 from linrec.inputs.sites import find_ffn_sites
-
-
-@pytest.fixture
-def tiny_setup(tiny_model_dir, tiny_corpus, tmp_path, monkeypatch):
-    """A tiny trained-looking llama on disk, a local corpus, and a capture that stores every row."""
-    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
-    kw = dict(corpus=tiny_corpus(8000), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
-    return tiny_model_dir, kw
 
 
 def test_random_init_is_the_architectures_own_init_and_reproducible(tiny_setup):
@@ -81,10 +74,6 @@ def _tokenizer():
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
-
-
-def _token_ids(n=2, t=7, seed=1):
-    return torch.randint(0, 100, (n, t), generator=torch.Generator().manual_seed(seed))
 
 
 @pytest.mark.parametrize("spec", ["gpt2", "linrec-no-such-org/no-such-model-7f3a"])

@@ -14,12 +14,9 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from helpers import token_ids as _token_ids
 from linrec.base.errors import LinrecError
 from linrec.inputs.sites import FFN_SITES, StopForward, ffn_hooks, find_ffn_sites, run_until_stop
-
-
-def _token_ids(n=2, t=7, seed=1):
-    return torch.randint(0, 100, (n, t), generator=torch.Generator().manual_seed(seed))
 
 
 @torch.no_grad()

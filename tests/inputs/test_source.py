@@ -219,8 +219,6 @@ def test_offline_captures_keep_the_keys_of_the_cached_entries():
 
 
 INIT_FORM = "random-init model spec must be init:SEED:MODEL (e.g. init:0:smollm2-135m), got "
-
-
 FIRST_FORM = "a first-blocks spec is first:N:MODEL, N ≥ 1 (e.g. first:6:smollm2-135m), got "
 
 

@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import save_affine_swap as _save
 from helpers import (
-    make_tiny_model,
     swap_study,
-    tiny_tokenizer,
 )
 from linrec.analyses.perplexity import PerplexityEvaluator
 from linrec.base.errors import LinrecError
@@ -27,18 +26,6 @@ from linrec.inputs.surgery import (
     swapped,
 )
 from linrec.stats.ceiling import fit_affine
-
-
-def _save(directory, seed=0):
-    """A tiny llama with block 0 swapped for a random affine map, saved by `save_swapped`."""
-    from linrec.inputs.surgery import AffineFFN, save_swapped
-
-    model = make_tiny_model("llama")
-    d = model.config.hidden_size
-    torch.manual_seed(seed)
-    m = AffineFFN(d, d)
-    m.weight.data.normal_(0, 0.2)
-    return save_swapped(model, tiny_tokenizer(), {0: m}, directory)
 
 
 # ---- case 10: the words name the real culprit ---------------------------------------------------------------------

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import linrec_left_in as _ours
+from helpers import main_captured as _main
 from helpers import single_line as _single_line
 from helpers import tiny_text, training_windows
 from linrec.base.errors import LinrecError
@@ -21,22 +23,6 @@ from linrec.inputs.training import (
 )
 from linrec.inputs.training_text import split_documents
 from linrec.measure.capture import get_capture
-
-
-def _main(*args):
-    """`linrec ARGS` in this process: (exit code, stdout, stderr)."""
-    import contextlib
-    import io
-
-    from linrec.app.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in args])
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
 
 
 # ---- case 8: an interrupted `linrec train --no-cache` leaves no temporary folder ---------------------------------
@@ -71,11 +57,6 @@ def test_an_interrupted_uncached_training_run_removes_its_folder(tmp_path, monke
     assert code == 0, err
     (kept,) = scratch.glob("linrec-train-*")
     assert str(kept) in out and (kept / "step_000003" / "model.safetensors").is_file()
-
-
-def _ours(scratch) -> list[str]:
-    """What linrec left in TMPDIR (torch leaves its own folders there)."""
-    return sorted(p.name for p in scratch.iterdir() if p.name.startswith("linrec-"))
 
 
 def test_train_configs_that_cannot_train_are_refused_before_any_step(tmp_path, own_cache, cli, monkeypatch):

@@ -14,7 +14,10 @@ import pandas as pd
 import pytest
 import torch
 
+from helpers import linrec_left_in as _ours
+from helpers import main_captured as _main
 from helpers import make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
+from helpers import save_affine_swap as _save
 from linrec.analyses.recoverability import ceiling_table
 from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
@@ -542,22 +545,6 @@ def corpus(tmp_path):
 KW = dict(seq_len=32, tokens=2048, sample_rows=64, progress=False)
 
 
-def _main(*args):
-    """`linrec ARGS` in this process: (exit code, stdout, stderr)."""
-    import contextlib
-    import io
-
-    from linrec.app.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main([str(a) for a in args])
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
-
-
 def _flip_keeping_mtime(path, offset=None):
     """One byte of `path` changed in place, its size and mtime as they were (as `cp -p` would leave them)."""
     st = path.stat()
@@ -565,18 +552,6 @@ def _flip_keeping_mtime(path, offset=None):
     data[len(data) // 2 if offset is None else offset] ^= 0x01
     path.write_bytes(bytes(data))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-
-
-def _save(directory, seed=0):
-    """A tiny llama with block 0 swapped for a random affine map, saved by `save_swapped`."""
-    from linrec.inputs.surgery import AffineFFN, save_swapped
-
-    model = make_tiny_model("llama")
-    d = model.config.hidden_size
-    torch.manual_seed(seed)
-    m = AffineFFN(d, d)
-    m.weight.data.normal_(0, 0.2)
-    return save_swapped(model, tiny_tokenizer(), {0: m}, directory)
 
 
 # ---- case 3: a saved swapped model is identified by every file's content ----------------------------------------
@@ -718,11 +693,6 @@ def test_device_map_auto_places_a_model_on_the_devices_there_are(tiny_model_dir,
     a, _ = _capture(mapped, tmp_path, "auto")
     b, _ = _capture(load_model(tiny_model_dir), tmp_path, "plain")
     _same_capture(a, b)
-
-
-def _ours(scratch) -> list[str]:
-    """What linrec left in TMPDIR (torch leaves its own folders there)."""
-    return sorted(p.name for p in scratch.iterdir() if p.name.startswith("linrec-"))
 
 
 def test_an_uncached_capture_keeps_its_rows_while_it_lives(tiny_model_dir, own_cache, tmp_path):

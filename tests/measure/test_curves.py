@@ -7,28 +7,13 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import feed_curve as _feed
 from helpers import tiny_tokenizer
 from linrec.analyses.large_n import curve_table
 from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites
 from linrec.measure.curves import CurveAccumulator, CurveConfig, get_curve, run_curve, split_plan
-
-
-def _feed(acc: CurveAccumulator, X: np.ndarray, Y: np.ndarray, batch: int = 5, seed: int = 0) -> None:
-    """Both passes over synthetic windows X [W, T, d_in], Y [W, T, d_out], shuffled like a model's batches."""
-    order = np.random.default_rng(seed).permutation(len(X))
-    train = order[np.isin(order, np.flatnonzero((acc.chunk >= 0).any(axis=0)))]
-    for i in range(0, len(train), batch):
-        w = np.sort(train[i : i + batch])
-        for b in range(len(acc.dims)):
-            acc.add_train(b, w, torch.from_numpy(X[w]).float(), torch.from_numpy(Y[b][w]).float())
-    acc.finish_train()
-    test = np.unique(np.concatenate(acc.tests))
-    for i in range(0, len(test), batch):
-        w = test[i : i + batch]
-        for b in range(len(acc.dims)):
-            acc.add_test(b, w, torch.from_numpy(X[w]).float(), torch.from_numpy(Y[b][w]).float())
 
 
 def _lstsq_r2(xtr, ytr, xte, yte):

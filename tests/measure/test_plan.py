@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from helpers import linrec_left_in as _ours
 from helpers import single_line as _single_line
-from helpers import tiny_text, tiny_tokenizer, tiny_windows
+from helpers import tiny_tokenizer, tiny_windows
 from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
 from linrec.measure import capture as cap_mod
@@ -54,21 +55,9 @@ def test_statistics_that_cannot_fit_are_refused_before_any_pass(tiny_model, monk
     assert "\n" not in str(err.value)
 
 
-@pytest.fixture
-def tiny_args(tmp_path, tiny_model_dir):
-    corpus = tmp_path / "text.txt"
-    corpus.write_text(tiny_text(6000))
-    return ["--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048"]
-
-
 def _cached(cache) -> list[str]:
     kinds = ("captures", "curves", "training")
     return sorted(str(p.relative_to(cache)) for kind in kinds for p in (cache / kind).glob("*"))
-
-
-def _ours(scratch) -> list[str]:
-    """What linrec left in TMPDIR (torch leaves its own folders there)."""
-    return sorted(p.name for p in scratch.iterdir() if p.name.startswith("linrec-"))
 
 
 def test_a_capture_checks_free_space_before_writing(cli, own_cache, tiny_args, monkeypatch):

@@ -17,14 +17,13 @@ import pytest  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.text import Annotation  # noqa: E402
 
+from helpers import swap_table as _swap
 from linrec.base.files import project_root  # noqa: E402
 from linrec.claims.tables import load_table  # noqa: E402
 from linrec.outputs import plots, plots_interventions, plots_regimes  # noqa: E402
 from linrec.outputs.plots import fig2_swap, fig3b_trained_pitfall  # noqa: E402
 
 ROOT = project_root(__file__)
-
-
 RESULTS = ROOT / "results" / "default"
 
 
@@ -132,16 +131,6 @@ def test_the_html_report_shows_each_figure_at_its_drawn_size(tmp_path):
     html = figures_at_drawn_size('<p><img src="figures/wide.png" alt="w" /></p>', tmp_path)
     assert f'width="{round(width * 96 / DPI)}"' in html and '<a href="figures/wide.png">' in html
     assert round(width * 96 / DPI) > 1184  # wider than the text column: scrolled, not shrunk
-
-
-def _swap(model, n, variants=()):
-    rows = []
-    for b in range(n):
-        for first in ("map", *(variants if b == 1 else ())):
-            d = float(b - 1) + (0.5 if first == "map" else 0.0)  # block 0 swaps for less than the base
-            rows.append({"model": model, "block": b, "first": first, "r2_lin": 0.5 + 0.1 * b, "delta_ppl": d,
-                         "delta_lo": d - 0.2, "delta_hi": d + 0.2, "ppl_base": 20.0})  # fmt: skip
-    return pd.DataFrame(rows)
 
 
 def test_an_interval_that_misses_its_estimate_still_draws(tmp_path):

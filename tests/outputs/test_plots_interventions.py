@@ -9,18 +9,9 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from helpers import swap_table as _swap
 from linrec.outputs.plots import fig2_r2_lin, fig2_swap, fig5_corpora  # noqa: E402
 from linrec.outputs.plots_interventions import fig6_swap, fig7_controls, fig7b_inputs_or_weights  # noqa: E402
-
-
-def _swap(model, n, variants=()):
-    rows = []
-    for b in range(n):
-        for first in ("map", *(variants if b == 1 else ())):
-            d = float(b - 1) + (0.5 if first == "map" else 0.0)  # block 0 swaps for less than the base
-            rows.append({"model": model, "block": b, "first": first, "r2_lin": 0.5 + 0.1 * b, "delta_ppl": d,
-                         "delta_lo": d - 0.2, "delta_hi": d + 0.2, "ppl_base": 20.0})  # fmt: skip
-    return pd.DataFrame(rows)
 
 
 def test_swap_figures_with_and_without_variants(tmp_path):

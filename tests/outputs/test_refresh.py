@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from helpers import DEFAULT
+from helpers import run_profiles as _profiles
 from linrec.analyses.calibration import dependence
 from linrec.claims.corpora import verdict_5
 from linrec.claims.registry import TABLES
@@ -79,14 +80,7 @@ def _row(shape, level, model="m", **more):
 
 # ---- the centred distance, by hand ---------------------------------------------------------------------------------
 A = np.array([0.90, 0.70, 0.50, 0.80])
-
-
 B = np.array([0.60, 0.45, 0.20, 0.55])  # A shifted down by 0.25, blocks 1 and 2 moved by ∓0.05 and +0.05
-
-
-def _profiles(runs: dict) -> pd.DataFrame:
-    return pd.DataFrame([{"run": run, "step": step, "block": b, "r2_lin": v} for run, steps in runs.items()
-                         for step, p in steps.items() for b, v in enumerate(p)])  # fmt: skip
 
 
 # ---- refresh: the committed tables brought to the convention without models -----------------------------------------

@@ -2,46 +2,11 @@
 figure shown only when its run is current."""
 
 import re
-from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from linrec.claims.registry import TABLES
-from linrec.claims.tables import load_table, save_table
+from helpers import claims_1_3_results as _results
+from helpers import project_with_a_curve_run as _project_with_a_curve_run
 from linrec.outputs.report import render
 from linrec.outputs.report_figures import FIGURES, OTHER_PROFILE, stale_tables
-
-
-def _results(
-    tmp_path: Path, max_r2: float = 0.99, jump: float = 0.7, gain: float = 0.01, ci=(-0.30, 0.25), ci90=(-0.2, 0.2)
-) -> Path:
-    """A results directory with the tables of claims 1 and 3, written through the registry."""
-    d = tmp_path / "results"
-    summary = {
-        "model": "m", "n_blocks": 12, "r2_min": 0.2, "r2_max": max_r2, "max_adjacent_jump": 0.9,
-        "direction_changes": 7, "max_jump_disjoint": jump, "direction_changes_disjoint": 5,
-        "as_extreme_as_paper": False, "r2_ex_first_min": 0.2, "max_jump_disjoint_ex_first": jump,
-        "direction_changes_disjoint_ex_first": 1, "cond_gram_median": 1e6, "r2_ex_first_max": 0.5,
-        "moves_tested": 10, "moves_fdr": 9, "max_jump_fdr": jump, "direction_changes_fdr": 5,
-        "moves_tested_ex_first": np.nan, "moves_fdr_ex_first": np.nan, "max_jump_fdr_ex_first": np.nan,
-        "direction_changes_fdr_ex_first": np.nan, "first_token_blocks": "",
-        "profile_tokens": 16384.0,
-    }  # fmt: skip
-    save_table(pd.DataFrame([summary]), "r2_lin_summary", d)
-    probe = {
-        "model": "m", "n_blocks": 12, "gain_median": gain, "gain_max": 0.05, "gain_min": 0.0, "gain_quad_median": gain,
-        "quad_excess_median": 0.0, "pearson_r": 0.02, "p": 0.9, "ci_lo": ci[0], "ci_hi": ci[1], "ci_lo90": ci90[0],
-        "ci_hi90": ci90[1], "ci_lo_iid": ci[0], "ci_hi_iid": ci[1], "n_eff": 10.0, "n_needed": 120, "correlation": "",
-        "detectable_r": 0.7,
-        "n_stop_validation": 12, "n_stop_flattened": 0, "n_stop_max_epochs": 0, "seconds_probe_total": 1.0,
-        "sweep_rank_min": 16, "sweep_gain_median_rank_min": gain, "sweep_rank_max": 256,
-        "sweep_gain_median_rank_max": 0.04,
-    }  # fmt: skip
-    save_table(pd.DataFrame([probe, {**probe, "model": "all"}]), "probe_summary", d)  # one model and its pool
-    blocks = pd.DataFrame({c: [0.5, 0.6] for c in TABLES["r2_lin"].columns}).assign(model="m", block=[0, 1])
-    save_table(blocks, "r2_lin", d)
-    return d
 
 
 def test_figures_are_linked_relative_to_the_report_or_named_missing(tmp_path):
@@ -58,26 +23,6 @@ def test_figures_are_linked_relative_to_the_report_or_named_missing(tmp_path):
     assert "missing" not in text
     rows = re.findall(r"^\| \[(?:1|2a|2b|[3-5]|6a|6b|7a|7b)\]\(#claim-", text, flags=re.M)
     assert len(rows) == 10  # a row per claim (2, 6 and 7 in two)
-
-
-def _project_with_a_curve_run(tmp_path: Path, stale: bool) -> tuple[Path, str]:
-    """A project folder (pyproject.toml beside notebooks/) whose results/curve/ holds a last run of params/curve.yaml
-    (its Figure 2c and notebook 02's r2_lin table, with its registered columns or, `stale`, without two of them as
-    an older linrec wrote it), and the default profile's report rendered into paper/."""
-    root = tmp_path / "project"
-    (root / "notebooks").mkdir(parents=True)
-    (root / "pyproject.toml").write_text("")
-    d = _results(root)
-    curve = root / "results" / "curve"
-    blocks = load_table("r2_lin", d)
-    if stale:
-        curve.mkdir(parents=True)
-        blocks.drop(columns=["r2_ex_first_lo", "r2_ex_first_hi"]).to_csv(curve / "r2_lin.csv", index=False)
-    else:
-        save_table(blocks, "r2_lin", curve)
-    (curve / "figures").mkdir()
-    (curve / "figures" / "fig2c_learning_curves.png").write_bytes(b"png")
-    return curve, render(d, root / "figures", root / "paper" / "report.md")
 
 
 def test_another_profiles_figure_is_shown_only_when_its_run_is_current(tmp_path):
