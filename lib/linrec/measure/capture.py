@@ -38,8 +38,11 @@ detected and rebuilt, never read.
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
+import tempfile
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -486,9 +489,6 @@ def _compute(
 
 def _scratch_capture(loaded: LoadedModel, windows, config: CaptureConfig, *run_args) -> Capture:
     """Uncached: the row sample (a probe's, a gate's) in a TMPDIR folder, gone with the capture or the process."""
-    import shutil
-    import tempfile
-    import weakref
 
     scratch = Path(tempfile.mkdtemp(prefix="linrec-rows-")) if config.sample_rows > 0 and world()[0] == 0 else None
     try:

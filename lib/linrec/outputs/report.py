@@ -14,12 +14,14 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
+import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.base.files import find_project_root
+from linrec.base.files import atomic_file, find_project_root
 from linrec.claims.rules import VERDICTS
 from linrec.claims.tables import labelled
+from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
 from linrec.outputs import catalog
 from linrec.outputs.claim_text import Claim
 from linrec.outputs.methods import methods_lines
@@ -177,8 +179,6 @@ def _budget(params: dict) -> str | None:
 
 
 def _setup(r: Results, params: dict) -> list[str]:
-    from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
-
     out = ["## Setup", ""]
     cap = r.get("capture")
     if cap is not None:
@@ -372,8 +372,6 @@ def build_report(
     tmp.write_text(text)
     tmp.replace(out)
     if html:
-        import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
-
         body = figures_at_drawn_size(mistune.html(text), out.parent)
         page = (
             '<!doctype html><meta charset="utf-8"><title>linrec reproduction report</title><style>'
@@ -413,7 +411,6 @@ def replace_block(readme: Path, start: str, end: str, make) -> bool:
         return False
     head, rest = text.split(start, 1)
     block = make()  # before anything is written: an error here leaves the file as it was
-    from linrec.base.files import atomic_file
 
     with atomic_file(readme) as tmp:
         tmp.write_text(head + block + rest.split(end, 1)[1])
