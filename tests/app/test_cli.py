@@ -156,8 +156,9 @@ def _slow_save_in_a_child(flag, err, args) -> int:
         fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
-        import safetensors.torch as st
         import torch
+
+        import linrec.inputs.surgery as st  # where save_swapped finds safetensors' save_model
 
         torch.set_num_threads(1)  # no thread pool from before the fork is used in the child
         real = st.save_model

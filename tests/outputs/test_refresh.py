@@ -72,13 +72,11 @@ def test_refresh_rebuilds_the_summaries_the_notebooks_wrote(tmp_path):
 SMALL, LARGE = (0.01, 0.05), (0.2, 0.3)  # intervals well below and well above 0.1
 
 
-# ---- claim 5: an overlay needs both ------------------------------------------------------------------------------
 def _row(shape, level, model="m", **more):
     return {"model": model, "verdict": "mixed", "shape_lo": shape[0], "shape_hi": shape[1], "level_lo": level[0],
             "level_hi": level[1], **more}  # fmt: skip
 
 
-# ---- the centred distance, by hand ---------------------------------------------------------------------------------
 A = np.array([0.90, 0.70, 0.50, 0.80])
 B = np.array([0.60, 0.45, 0.20, 0.55])  # A shifted down by 0.25, blocks 1 and 2 moved by ∓0.05 and +0.05
 
