@@ -271,13 +271,13 @@ def test_n_boot_and_screening_windows_each_have_one_default():
 
 
 def test_the_default_check_finds_planted_literal_defaults():
-    planted = (
+    violations = (
         "def a(x, n_boot: int = 1000, seed=0):\n    pass\n\n\n"
         "def b(x, *, screening_windows=8, n_boot=N_BOOT):\n    pass\n\n\n"
         "def c(x, n_boot):\n    pass\n\n\n"
         "class S:\n    screening_windows: int = 2\n    n_boot: int = N_BOOT\n"
     )
-    assert literal_defaults(planted) == ["1 n_boot=1000", "5 screening_windows=8", "14 screening_windows=2"]
+    assert literal_defaults(violations) == ["1 n_boot=1000", "5 screening_windows=8", "14 screening_windows=2"]
 
 
 def private_writes(source: str) -> list[tuple[int, str]]:
@@ -311,8 +311,8 @@ def test_no_module_writes_another_objects_private_fields(name):
 
 
 def test_the_private_write_check_finds_planted_writes():
-    planted = "m.mean, m._M = a, b\ntotal._version += 1\nsetattr(m, '_M', x)\nself._ok = 1\nm.public = 2\n"
-    assert [line for line, _ in private_writes(planted)] == [1, 2, 3]
+    violations = "m.mean, m._M = a, b\ntotal._version += 1\nsetattr(m, '_M', x)\nself._ok = 1\nm.public = 2\n"
+    assert [line for line, _ in private_writes(violations)] == [1, 2, 3]
 
 
 # issue 47: the tests mirror the package. A test of lib/linrec/<layer>/<module>.py is in tests/<layer>/test_<module>.py;
