@@ -4,12 +4,12 @@
     .venv/bin/python benchmarks/clocks.py --csv results/bench/clocks.csv   # and writes them
 
 - A misspelt model name without the Hugging Face hub: seconds to its one-line error (target < 30 s: the hub
-  clients' retries took 26 s before the error, on top of the imports). tests/test_cli.py checks that no client
+  clients' retries took 26 s before the error, on top of the imports). tests/app/test_cli.py checks that no client
   retries, by the hub lookups the run makes (at most 2).
 - A hub corpus (wikitext-2) without the hub: seconds to its one-line error (target < 8 s: a fresh interpreter's
-  imports, then no waiting; it took 30.5 s). tests/test_corpora.py checks that the hub is looked up once.
+  imports, then no waiting; it took 30.5 s). tests/inputs/test_corpora.py checks that the hub is looked up once.
 - `linrec.base.threads.busy_cpus` beside one process spinning on one CPU (target ≥ 0.7 CPUs; more where the machine
-  has other work), and `free_cpus` then (target: 1 … CPUs − 1). tests/test_figures.py checks both on an injected
+  has other work), and `free_cpus` then (target: 1 … CPUs − 1). tests/base/test_threads.py checks both on an injected
   clock and /proc/stat, and that this process's own CPU time shows in /proc/stat.
 
 "Without the hub" is a hub address that does not resolve (HF_ENDPOINT=https://hub.invalid), an empty HF_HOME and an

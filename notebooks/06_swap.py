@@ -37,7 +37,7 @@
 # **Choices never see the held-out windows.** Which block gets a reduced-rank curve, the order in
 # which the greedy multi-block swap tries blocks, and whether it keeps one are decided on
 # *screening windows*: a few seeded train windows, with every map refitted without them
-# (`linrec.analyses.swap.SwapStudy`). The held-out windows only report. tests/test_swap.py perturbs them
+# (`linrec.analyses.swap.SwapStudy`). The held-out windows only report. tests/analyses/test_screening.py perturbs them
 # and checks that every choice stays the same.
 #
 # **The first position.** Each window's first position is where attention parks (the "attention
@@ -196,8 +196,8 @@ result.swap_greedy.T
 #    token's squared error at most the train median, "quantile", or at most 10 % of its ‖y‖², "relative"; the one
 #    whose gates route the lower train error is used, `routing_gates`). The threshold for a share p is the score
 #    above which a share p of the train rows lie, so a larger share routes every token a smaller one does, and more
-#    (tests/test_routing.py). Shares on a grid of `route_step` (0.05): held-out ΔPPL of each with its paired jackknife
-#    interval, and each block's **routable share**, the largest share of a run from 0 within +1 % of base
+#    (tests/analyses/test_routing.py). Shares on a grid of `route_step` (0.05): held-out ΔPPL of each with its paired
+#    jackknife interval, and each block's **routable share**, the largest share of a run from 0 within +1 % of base
 #    perplexity, with an interval from one-sided t tests over windows, share by share: its lower end is the largest
 #    share whose run from 0 is *shown* within the budget, its upper end the largest not shown beyond it (coverage
 #    measured on planted curves in the report's methods table). The curve stops at the first share shown beyond

@@ -16,7 +16,7 @@
 # setup, each of the paper's seven claims beside our number and a verdict computed by a stated
 # rule, the notebooks' own conclusions, every figure, the per-block table and the limitations.
 # Nothing in it is typed by hand; change a result and the report changes with it
-# (`tests/test_report.py` checks exactly that). Before writing, it measures how often the intervals the verdicts
+# (`tests/outputs/test_report.py` checks exactly that). Before writing, it measures how often the intervals the verdicts
 # read cover the truth, by simulation at this run's own number of blocks and their dependence through depth
 # (`linrec.outputs.refresh.coverage`, table `calibration`, about 10 s): the report's methods section.
 #

@@ -1,4 +1,4 @@
-"""One rank of the 2-rank gloo runs in tests/test_distributed.py (run under torchrun; not a test itself).
+"""One rank of the 2-rank gloo runs in tests/stats/test_distributed.py (run under torchrun; not a test itself).
 
 argv: OUT_DIR KIND:BLOCKS_PER_PASS … [-- LINREC ARGS …]. With `-- ARGS`, the rank first runs `linrec ARGS` (the
 command line's own `main`, which joins the process group as `torchrun -m linrec …` does; a non-zero exit ends the

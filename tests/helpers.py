@@ -1,14 +1,33 @@
 """Plain helpers shared by the tests (no download): a tiny tokenizer and corpus, tiny windows, tiny models,
-statistics of numpy rows. The fixtures built on them live in conftest.py."""
+statistics of numpy rows, swap studies of tiny models, a learnable training text, and `planted`, the one way a test
+writes a results table by hand. The fixtures built on them live in conftest.py."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
+TESTS = Path(__file__).resolve().parent  # tests/, whatever the depth of the test file that asks
+ROOT = TESTS.parent  # the repository
+DEFAULT = ROOT / "results" / "default"  # the default profile's committed results
+
 WORDS = [f"w{i}" for i in range(90)]
+
+
+def planted(name: str, fill=0.5, **values) -> pd.DataFrame:
+    """A planted table: one row of the registered results table `name` (linrec.claims.registry) holding `values`,
+    every other column `fill`, so a verdict or a report reads numbers whose answer the test knows. A value for a
+    column the table does not have is a mistake in the test, not a column to drop."""
+    from linrec.claims.registry import TABLES
+
+    columns = TABLES[name].columns
+    unknown = sorted(set(values) - set(columns))
+    assert not unknown, f"{name} has no column(s) {unknown}"
+    return pd.DataFrame([{c: values.get(c, fill) for c in columns}])
 
 
 def tiny_tokenizer(bos: bool = False):
@@ -239,3 +258,259 @@ def single_line(code, err, *needles, expect=2, internal=False):
     assert internal or ("unexpected" not in lines[0] and "a bug" not in lines[0]), lines[0]
     for n in needles:
         assert n in lines[0], lines[0]
+
+
+def swap_study(model, tokens=2048, seq_len=32, batch_size=8, screening_windows=4):
+    """SwapStudy of a tiny model on the tiny corpus (statistics from the real capture path)."""
+    from linrec.analyses.swap import SwapStudy
+    from linrec.inputs.hf import LoadedModel
+    from linrec.measure.capture import run_capture
+    from linrec.measure.config import CaptureConfig
+
+    tok = tiny_tokenizer()
+    loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
+    w = tiny_windows(tok, tokens, seq_len)
+    cap = run_capture(loaded, w, CaptureConfig("tiny", tokens=tokens, seq_len=seq_len, sample_rows=0), progress=False)
+    return SwapStudy(cap, loaded, windows=w, batch_size=batch_size, progress=False, screening_windows=screening_windows)
+
+
+def swap_study_with_rows(model, tmp_path, tokens=2048, seq_len=32):
+    """A swap study of a tiny model whose capture keeps its rows (the gate trains on them)."""
+    from linrec.analyses.swap import SwapStudy
+    from linrec.inputs.hf import LoadedModel
+    from linrec.measure.capture import run_capture
+    from linrec.measure.config import CaptureConfig
+
+    tok = tiny_tokenizer()
+    loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
+    w = tiny_windows(tok, tokens, seq_len)
+    cfg = CaptureConfig("tiny", tokens=tokens, seq_len=seq_len, sample_rows=tokens)
+    (tmp_path / "entry").mkdir()
+    cap = run_capture(loaded, w, cfg, tmp_path / "entry", progress=False)
+    return SwapStudy(cap, loaded, windows=w, batch_size=8, progress=False, screening_windows=2)
+
+
+def perturbed_test_windows(windows, seed: int = 7):
+    """The same windows with every *test* window replaced by random tokens."""
+    from linrec.inputs.corpora import Windows
+
+    ids = windows.ids.clone()
+    g = torch.Generator().manual_seed(seed)
+    ids[windows.test] = torch.randint(1, int(ids.max()) + 1, (len(windows.test), ids.shape[1]), generator=g)
+    return Windows(ids, windows.train, windows.test, windows.corpus, windows.identity, windows.bos)
+
+
+COLOURS = "red green blue cyan magenta yellow black white".split()
+
+
+def colour_cycle_text(n_docs: int = 40, words: int = 120) -> str:
+    """A learnable sequence task: each document walks the colour cycle from its own starting point, so the next word
+    is always determined by the one before."""
+    from linrec.inputs.training_text import EOS
+
+    docs = [" ".join(COLOURS[(k + i) % len(COLOURS)] for i in range(words + k)) for k in range(n_docs)]  # all distinct
+    return f"\n{EOS}\n".join(docs)
+
+
+def training_windows(cfg, text):
+    """The tokenizer a training run of `cfg` trains on `text`'s training documents, and its training windows."""
+    from linrec.inputs.corpora import load_documents
+    from linrec.inputs.training import train_windows
+    from linrec.inputs.training_text import split_documents, train_tokenizer
+
+    docs, _ = load_documents(text)
+    train, _ = split_documents(docs, cfg.measure_frac, cfg.split_seed)
+    tok = train_tokenizer(train, cfg.vocab)
+    return tok, train_windows(train, tok, cfg.seq_len)
+
+
+def no_model_load(monkeypatch):
+    """Loading a model fails the test: what is checked here must be checked before any weights are read."""
+    import linrec.inputs.models
+    import linrec.measure.capture
+
+    def load(*a, **k):
+        raise AssertionError("a model was loaded before the arguments were checked")
+
+    monkeypatch.setattr(linrec.inputs.models, "load_model", load)
+    monkeypatch.setattr(linrec.measure.capture, "load_model", load)
+
+
+def linrec_left_in(scratch) -> list[str]:
+    """What linrec left in TMPDIR (torch leaves its own folders there)."""
+    return sorted(p.name for p in scratch.iterdir() if p.name.startswith("linrec-"))
+
+
+def main_captured(*args):
+    """`linrec ARGS` in this process: (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from linrec.app.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def cli_process(*args, tmp_path):
+    """`linrec ARGS` in this process (`linrec.app.cli.main`, output captured), with its own cache under `tmp_path`:
+    (returncode, stdout, stderr) as a process would give them. What only a real process shows (the entry point) is
+    started by `linrec_without_the_hub`."""
+    import contextlib
+    import io
+    import os
+    from types import SimpleNamespace
+
+    env = {"HF_HUB_OFFLINE": "1", "LINREC_CACHE": str(tmp_path / "cache")}
+    old = {k: os.environ.get(k) for k in env}
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.update(env)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = run_main(args)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+def token_ids(n=2, t=7, seed=1):
+    return torch.randint(0, 100, (n, t), generator=torch.Generator().manual_seed(seed))
+
+
+def save_affine_swap(directory, seed=0):
+    """A tiny llama with block 0 swapped for a random affine map, saved by `save_swapped`."""
+    from linrec.inputs.surgery import AffineFFN, save_swapped
+
+    model = make_tiny_model("llama")
+    d = model.config.hidden_size
+    torch.manual_seed(seed)
+    m = AffineFFN(d, d)
+    m.weight.data.normal_(0, 0.2)
+    return save_swapped(model, tiny_tokenizer(), {0: m}, directory)
+
+
+def feed_curve(acc, X: np.ndarray, Y: np.ndarray, batch: int = 5, seed: int = 0) -> None:
+    """Both passes of a `linrec.measure.curves.CurveAccumulator` over synthetic windows X [W, T, d_in],
+    Y [W, T, d_out], shuffled like a model's batches."""
+    order = np.random.default_rng(seed).permutation(len(X))
+    train = order[np.isin(order, np.flatnonzero((acc.chunk >= 0).any(axis=0)))]
+    for i in range(0, len(train), batch):
+        w = np.sort(train[i : i + batch])
+        for b in range(len(acc.dims)):
+            acc.add_train(b, w, torch.from_numpy(X[w]).float(), torch.from_numpy(Y[b][w]).float())
+    acc.finish_train()
+    test = np.unique(np.concatenate(acc.tests))
+    for i in range(0, len(test), batch):
+        w = test[i : i + batch]
+        for b in range(len(acc.dims)):
+            acc.add_test(b, w, torch.from_numpy(X[w]).float(), torch.from_numpy(Y[b][w]).float())
+
+
+def claims_1_3_results(
+    tmp_path: Path, max_r2: float = 0.99, jump: float = 0.7, gain: float = 0.01, ci=(-0.30, 0.25), ci90=(-0.2, 0.2)
+) -> Path:
+    """A results directory with the tables of claims 1 and 3, written through the registry."""
+    from linrec.claims.registry import TABLES
+    from linrec.claims.tables import save_table
+
+    d = tmp_path / "results"
+    summary = {
+        "model": "m", "n_blocks": 12, "r2_min": 0.2, "r2_max": max_r2, "max_adjacent_jump": 0.9,
+        "direction_changes": 7, "max_jump_disjoint": jump, "direction_changes_disjoint": 5,
+        "as_extreme_as_paper": False, "r2_ex_first_min": 0.2, "max_jump_disjoint_ex_first": jump,
+        "direction_changes_disjoint_ex_first": 1, "cond_gram_median": 1e6, "r2_ex_first_max": 0.5,
+        "moves_tested": 10, "moves_fdr": 9, "max_jump_fdr": jump, "direction_changes_fdr": 5,
+        "moves_tested_ex_first": np.nan, "moves_fdr_ex_first": np.nan, "max_jump_fdr_ex_first": np.nan,
+        "direction_changes_fdr_ex_first": np.nan, "first_token_blocks": "",
+        "profile_tokens": 16384.0,
+    }  # fmt: skip
+    save_table(pd.DataFrame([summary]), "r2_lin_summary", d)
+    probe = {
+        "model": "m", "n_blocks": 12, "gain_median": gain, "gain_max": 0.05, "gain_min": 0.0, "gain_quad_median": gain,
+        "quad_excess_median": 0.0, "pearson_r": 0.02, "p": 0.9, "ci_lo": ci[0], "ci_hi": ci[1], "ci_lo90": ci90[0],
+        "ci_hi90": ci90[1], "ci_lo_iid": ci[0], "ci_hi_iid": ci[1], "n_eff": 10.0, "n_needed": 120, "correlation": "",
+        "detectable_r": 0.7,
+        "n_stop_validation": 12, "n_stop_flattened": 0, "n_stop_max_epochs": 0, "seconds_probe_total": 1.0,
+        "sweep_rank_min": 16, "sweep_gain_median_rank_min": gain, "sweep_rank_max": 256,
+        "sweep_gain_median_rank_max": 0.04,
+    }  # fmt: skip
+    save_table(pd.DataFrame([probe, {**probe, "model": "all"}]), "probe_summary", d)  # one model and its pool
+    blocks = pd.DataFrame({c: [0.5, 0.6] for c in TABLES["r2_lin"].columns}).assign(model="m", block=[0, 1])
+    save_table(blocks, "r2_lin", d)
+    return d
+
+
+def project_with_a_curve_run(tmp_path: Path, stale: bool) -> tuple[Path, str]:
+    """A project folder (pyproject.toml beside notebooks/) whose results/curve/ holds a last run of params/curve.yaml
+    (its Figure 2c and notebook 02's r2_lin table, with its registered columns or, `stale`, without two of them as
+    an older linrec wrote it), and the default profile's report rendered into paper/."""
+    from linrec.claims.tables import load_table, save_table
+    from linrec.outputs.report import render
+
+    root = tmp_path / "project"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    d = claims_1_3_results(root)
+    curve = root / "results" / "curve"
+    blocks = load_table("r2_lin", d)
+    if stale:
+        curve.mkdir(parents=True)
+        blocks.drop(columns=["r2_ex_first_lo", "r2_ex_first_hi"]).to_csv(curve / "r2_lin.csv", index=False)
+    else:
+        save_table(blocks, "r2_lin", curve)
+    (curve / "figures").mkdir()
+    (curve / "figures" / "fig2c_learning_curves.png").write_bytes(b"png")
+    return curve, render(d, root / "figures", root / "paper" / "report.md")
+
+
+def swap_table(model, n, variants=()):
+    """A swap table of `n` blocks whose block 0 swaps for less than the base, with position variants on block 1."""
+    rows = []
+    for b in range(n):
+        for first in ("map", *(variants if b == 1 else ())):
+            d = float(b - 1) + (0.5 if first == "map" else 0.0)  # block 0 swaps for less than the base
+            rows.append({"model": model, "block": b, "first": first, "r2_lin": 0.5 + 0.1 * b, "delta_ppl": d,
+                         "delta_lo": d - 0.2, "delta_hi": d + 0.2, "ppl_base": 20.0})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def predictor_row(rho=(-0.5, -0.8, -0.2, -0.75, -0.25), partial=(-0.5, -0.8, -0.2, -0.75, -0.25), model="m"):
+    """An R²_lin row of swap_predictors: (point, 95 % lo, hi, 90 % lo, hi) for ρ and for the partial ρ."""
+    return {"model": model, "column": "r2_lin", "middle_rho": 0.0, "n_blocks": 12, "n_eff": 9.0, "n_needed": 150,
+            **dict(zip(("spearman_rho", "rho_lo", "rho_hi", "rho_lo90", "rho_hi90"), rho)),
+            **dict(zip(("partial_rho_depth", "partial_lo", "partial_hi", "partial_lo90", "partial_hi90"),
+                       partial))}  # fmt: skip
+
+
+def predictors(model="m", **kw):
+    """A swap_predictors table: `predictor_row` and a depth row."""
+    return pd.DataFrame([predictor_row(model=model, **kw), {"model": model, "column": "depth_from_end",
+                                                             "spearman_rho": -0.7}])  # fmt: skip
+
+
+def claim1_row(span=0.6, jump=0.4, turns=3, model="m", r2_min=0.3):
+    """An r2_lin_summary row for claim 1: its span, largest disjoint jump and direction changes."""
+    return {"model": model, "n_blocks": 10, "r2_min": r2_min, "r2_max": r2_min + span, "max_adjacent_jump": 0.9,
+            "direction_changes": 9, "max_jump_disjoint": jump, "direction_changes_disjoint": turns,
+            "as_extreme_as_paper": False, "r2_ex_first_min": np.nan, "max_jump_disjoint_ex_first": np.nan,
+            "direction_changes_disjoint_ex_first": np.nan, "cond_gram_median": 1.0, "r2_ex_first_max": 0.5,
+            "moves_tested": np.nan, "moves_fdr": np.nan, "max_jump_fdr": np.nan, "direction_changes_fdr": np.nan,
+            "moves_tested_ex_first": np.nan, "moves_fdr_ex_first": np.nan, "max_jump_fdr_ex_first": np.nan,
+            "direction_changes_fdr_ex_first": np.nan,
+            "first_token_blocks": "",
+            "profile_tokens": 16384.0}  # fmt: skip
+
+
+def run_profiles(runs: dict) -> pd.DataFrame:
+    """A profiles table: {run: {step: [R²_lin per block]}} as rows of run, step, block and r2_lin."""
+    return pd.DataFrame([{"run": run, "step": step, "block": b, "r2_lin": v} for run, steps in runs.items()
+                         for step, p in steps.items() for b, v in enumerate(p)])  # fmt: skip

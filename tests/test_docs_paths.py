@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 PAGES = sorted([ROOT / "README.md", ROOT / "paper" / "claims.md", *(ROOT / "docs").glob("*.md"),
                 *(ROOT / "notebooks").glob("*.py")])  # fmt: skip
 TOP = ("lib", "notebooks", "params", "docs", "results", "tests", "benchmarks", "paper", "figures", "jupyter")

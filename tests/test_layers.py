@@ -1,6 +1,6 @@
 """The package's import structure: layers that import only downward, no cycles, no reaching into another module's
-private names; its modules' size: none over `MAX_LINES` (550) lines; and its signatures: no function over
-`MAX_PARAMETERS` (8) parameters.
+private names; its modules' size: none over `MAX_LINES` (550) lines; its signatures: no function over
+`MAX_PARAMETERS` (8) parameters; and its tests, which mirror it: tests/<layer>/test_<module>.py.
 
 The layers are the package's folders (`lib/linrec/<layer>/`); their order, lowest first, is the picture in the
 package docstring (`lib/linrec/__init__.py`), which the README repeats. A module may import from its own folder or a
@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "linrec"
-README = Path(__file__).resolve().parents[1] / "README.md"
+from helpers import ROOT
+
+PACKAGE = ROOT / "lib" / "linrec"
+README = ROOT / "README.md"
+TESTS = ROOT / "tests"
 PICTURE = re.compile(r"^ {0,4}([a-z]+)/ {2,}(.+)$")  # "stats/     moments · distributed · …" inside the picture
 MORE = re.compile(r"^ {6,}· (.+)$")  # a folder's line continued: "           · controls · seeds"
 
@@ -268,13 +271,13 @@ def test_n_boot_and_screening_windows_each_have_one_default():
 
 
 def test_the_default_check_finds_planted_literal_defaults():
-    planted = (
+    violations = (
         "def a(x, n_boot: int = 1000, seed=0):\n    pass\n\n\n"
         "def b(x, *, screening_windows=8, n_boot=N_BOOT):\n    pass\n\n\n"
         "def c(x, n_boot):\n    pass\n\n\n"
         "class S:\n    screening_windows: int = 2\n    n_boot: int = N_BOOT\n"
     )
-    assert literal_defaults(planted) == ["1 n_boot=1000", "5 screening_windows=8", "14 screening_windows=2"]
+    assert literal_defaults(violations) == ["1 n_boot=1000", "5 screening_windows=8", "14 screening_windows=2"]
 
 
 def private_writes(source: str) -> list[tuple[int, str]]:
@@ -308,5 +311,70 @@ def test_no_module_writes_another_objects_private_fields(name):
 
 
 def test_the_private_write_check_finds_planted_writes():
-    planted = "m.mean, m._M = a, b\ntotal._version += 1\nsetattr(m, '_M', x)\nself._ok = 1\nm.public = 2\n"
-    assert [line for line, _ in private_writes(planted)] == [1, 2, 3]
+    violations = "m.mean, m._M = a, b\ntotal._version += 1\nsetattr(m, '_M', x)\nself._ok = 1\nm.public = 2\n"
+    assert [line for line, _ in private_writes(violations)] == [1, 2, 3]
+
+
+# issue 47: the tests mirror the package. A test of lib/linrec/<layer>/<module>.py is in tests/<layer>/test_<module>.py;
+# the tests that run a whole pipeline or look at the project rather than one module stay at tests/ top level, each
+# named here with what it covers.
+TOP_LEVEL = {
+    "test_layers.py": "the package's structure: layers, cycles, sizes, signatures, defaults, and this mirror",
+    "test_notebooks.py": "the numbered notebooks executed end to end on the smoke profile",
+    "test_integration.py": "the pipeline on the real offline model and corpus",
+    "test_reproducible.py": "the same bits on any thread count, each run in a fresh process",
+    "test_environment.py": "the environment file, the pins, the CI command, the README's size",
+    "test_lab.py": "notebooks opened and saved in Jupyter Lab; make lab and make env",
+    "test_docs_paths.py": "every path and linrec name the pages and notebooks name",
+    "test_teaching.py": "what the notebooks and the README say to a reader",
+    "test_peers.py": "benchmarks/peers.py beside linrec (a script, not a package module)",
+}
+
+
+def mirror_problems(tests: Path, package: Path) -> list[str]:
+    """What breaks the mirror: a test file under tests/ that is neither tests/<layer>/test_<module>.py for an existing
+    lib/linrec/<layer>/<module>.py nor a top-level file named in TOP_LEVEL, and a TOP_LEVEL name with no file."""
+    problems = []
+    for path in sorted(tests.rglob("test_*.py")):
+        rel = path.relative_to(tests)
+        if len(rel.parts) == 1:
+            if rel.name not in TOP_LEVEL:
+                problems.append(f"tests/{rel}: at the top level but not in TOP_LEVEL (move it to tests/<layer>/)")
+        elif len(rel.parts) != 2 or not (package / rel.parts[0] / "__init__.py").exists():
+            problems.append(f"tests/{rel.as_posix()}: not in a layer's folder (tests/<layer>/test_<module>.py)")
+        elif not (package / rel.parts[0] / f"{rel.stem.removeprefix('test_')}.py").exists():
+            problems.append(
+                f"tests/{rel.as_posix()}: no module lib/linrec/{rel.parts[0]}/{rel.stem.removeprefix('test_')}.py"
+            )
+    problems += [
+        f"TOP_LEVEL names tests/{name}, which does not exist" for name in TOP_LEVEL if not (tests / name).exists()
+    ]
+    return problems
+
+
+def test_the_tests_mirror_the_package():
+    problems = mirror_problems(TESTS, PACKAGE)
+    assert not problems, "the tests do not mirror the package: " + "; ".join(problems)
+
+
+def test_the_mirror_check_finds_a_misnamed_misplaced_or_stray_test_file(tmp_path):
+    """A test file named for no module of its layer, one in a folder that is no layer, one nested a level too deep,
+    one at the top level that TOP_LEVEL does not name, and a TOP_LEVEL name with no file are each named; a test file
+    of an existing module passes."""
+    package, tests = tmp_path / "linrec", tmp_path / "tests"
+    (package / "stats").mkdir(parents=True)
+    (package / "stats" / "__init__.py").write_text("")
+    (package / "stats" / "moments.py").write_text("")
+    for name in ("stats/test_moments.py", "stats/test_moment.py", "notebooks/test_moments.py",
+                 "stats/deep/test_moments.py", "test_stray.py", *TOP_LEVEL):  # fmt: skip
+        (tests / name).parent.mkdir(parents=True, exist_ok=True)
+        (tests / name).write_text("")
+    (tests / "test_lab.py").unlink()
+    problems = mirror_problems(tests, package)
+    assert problems == [
+        "tests/notebooks/test_moments.py: not in a layer's folder (tests/<layer>/test_<module>.py)",
+        "tests/stats/deep/test_moments.py: not in a layer's folder (tests/<layer>/test_<module>.py)",
+        "tests/stats/test_moment.py: no module lib/linrec/stats/moment.py",
+        "tests/test_stray.py: at the top level but not in TOP_LEVEL (move it to tests/<layer>/)",
+        "TOP_LEVEL names tests/test_lab.py, which does not exist",
+    ]

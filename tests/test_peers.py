@@ -7,12 +7,12 @@ import importlib.util
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT
+
 BATCH, SEQ, TOKENS = 4, 32, 2048
 
 

@@ -23,11 +23,18 @@ versions and fail below 0.93 for a nominal 0.95.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 
-from linrec.analyses.uncertainty import EFFECT, NO_EFFECT, autocorrelations, correlation_test
+from linrec.analyses.recoverability import corpus_shape_level, profile_replicates, two_way_shares
+from linrec.analyses.routing import SHARES, routable_share
+from linrec.analyses.seeds import PARTS, compare
+from linrec.analyses.uncertainty import EFFECT, NO_EFFECT, autocorrelations, correlation_test, delta_ppl_interval
 from linrec.stats import N_BOOT
+from linrec.stats.heldout import HeldOut, bootstrap_r2, r2_interval
+from linrec.stats.jackknife import from_replicates
 
 NOMINAL = 0.95
 COVERAGE_FLOOR = 0.93  # what the tests require of a nominal 95 % interval (a simulation's own error included)
@@ -106,8 +113,6 @@ class _Planted:
     procedures, not copies of them."""
 
     def __init__(self, held: list, corpus: str = "planted"):
-        from types import SimpleNamespace
-
         self.heldout, self.heldout_rest, self.n_blocks = held, None, len(held)
         self.config = SimpleNamespace(corpus=corpus)
 
@@ -119,7 +124,6 @@ def planted_heldout(r2, n_windows: int, rng: np.random.Generator, tokens: int = 
     correlated, so the window is the unit that must be resampled), y = x·w + noise with the noise chosen so that the
     population R² about the held-out mean is the planted value. The map is the population map (a fit on a large
     train split, up to its own small error)."""
-    from linrec.stats.heldout import HeldOut
 
     r2 = np.asarray(r2, dtype=float)
     shift = rng.standard_normal((n_windows, 1, d)) * offset
@@ -144,7 +148,6 @@ def _row(procedure: str, setting: str, reps: int, n_windows: int, cover: float, 
 def r2_coverage(n_windows: int = 32, r2: float = 0.6, reps: int = 300, n_boot: int = N_BOOT, seed: int = 0) -> dict:
     """Coverage of one block's held-out R²_lin interval (`linrec.stats.heldout.r2_interval`, the jackknife the tables
     carry) beside the percentile window bootstrap it replaced (`bootstrap_r2`), on `planted_heldout` blocks."""
-    from linrec.stats.heldout import bootstrap_r2, r2_interval
 
     rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), 1])
     jack = boot = 0
@@ -163,8 +166,6 @@ def move_coverage(n_windows: int = 32, r2: tuple = (0.75, 0.75), reps: int = 300
     `linrec.claims.profile.move_tests`' jackknife on `linrec.analyses.recoverability.profile_replicates`). At the
     default, no move (two blocks of equal R²_lin, different maps): what claim 1's test reads, its coverage of 0 is
     one minus its rate of false moves."""
-    from linrec.analyses.recoverability import profile_replicates
-    from linrec.stats.jackknife import from_replicates
 
     rng = np.random.default_rng([seed, n_windows, 2])
     truth = r2[1] - r2[0]
@@ -186,7 +187,6 @@ def seeds_coverage(n_windows: int = 32, n_blocks: int = 8, level_gap: float = 0.
     """Coverage of the seeds experiment's paired intervals (`linrec.analyses.seeds.compare`: level, shape, distance,
     each a jackknife over the shared windows) for two planted profiles of `n_blocks` blocks: b = a − `level_gap` plus
     a block-wise change of SD `shape_sd` (fixed across data sets, so the truth is fixed)."""
-    from linrec.analyses.seeds import PARTS, compare
 
     rng = np.random.default_rng([seed, n_windows, n_blocks, 3])
     a = _profiles(n_blocks, rng)
@@ -207,7 +207,6 @@ def shares_coverage(n_windows: int = 32, n_blocks: int = 12, level_gap: float = 
     """Coverage of claim 5's shares (`linrec.analyses.recoverability.corpus_shape_level`: depth, level and shape of a
     profile over three corpora, a jackknife over each corpus's own windows) on a planted block × corpus table: corpus
     c shifted by c × `level_gap`, a block-wise interaction of SD `shape_sd`."""
-    from linrec.analyses.recoverability import corpus_shape_level, two_way_shares
 
     rng = np.random.default_rng([seed, n_windows, n_blocks, 4])
     base = _profiles(n_blocks, rng, spread=0.3)
@@ -230,7 +229,6 @@ def delta_ppl_coverage(n_windows: int = 32, tokens: int = 128, delta: float = 0.
     the window jackknife) beside the percentile paired bootstrap over windows it replaced (`n_boot` resamples), on
     planted per-window NLL sums: windows differ in difficulty (SD 0.3 nats per token) and in how much the swap costs
     them (SD 0.05), token noise 2 nats; true mean NLL 3.0 and 3.0 + `delta` per token."""
-    from linrec.analyses.uncertainty import delta_ppl_interval
 
     rng = np.random.default_rng([seed, n_windows, 5])
     mu = 3.0
@@ -259,7 +257,6 @@ def routable_coverage(n_windows: int = 12, tokens: int = 256, scale: float = 0.0
     them (SD 30 % of the cost), and routing a larger share adds fresh token noise to a nested set (a random walk over
     the grid). The cost per token at share s is `scale`·s^`power`; the true routable share is the largest grid share
     whose mean cost stays within log 1.01 (the +1 % budget), every smaller one too (the cost rises with s)."""
-    from linrec.analyses.routing import SHARES, routable_share
 
     rng = np.random.default_rng([seed, n_windows, int(scale * 1e4), 9])
     shares = np.asarray(SHARES, float)

@@ -25,6 +25,8 @@ train/held-out parts of the stored rows follow the capture's own window split.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pandas as pd
 import torch
@@ -32,6 +34,8 @@ import torch
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import one_thread
+from linrec.inputs.models import load_model, random_init_spec
+from linrec.measure.capture import get_capture
 from linrec.stats.ceiling import factor_gram, fit_affine, score
 from linrec.stats.heldout import HeldOut
 from linrec.stats.moments import Moments
@@ -247,7 +251,6 @@ def twin_pairs(models, init_seed: int) -> list[tuple[str, str]]:
     """The default cross-feeding pairs: each model with its random-init twin
     (`linrec.inputs.models.random_init_spec`), in
     both directions (inputs of A through the FFN of B)."""
-    from linrec.inputs.models import random_init_spec
 
     pairs = [(m, random_init_spec(m, init_seed)) for m in models]
     return pairs + [(b, a) for a, b in pairs]
@@ -269,8 +272,6 @@ def cross_feed_pairs(
     `captures` and `loaded` ({spec: Capture}, {spec: LoadedModel}) hold what is already at hand; a spec missing from
     them is captured (`get_capture` with `capture_kw`, from the cache when it is there) or loaded once, and added, so
     a model that several pairs share is loaded once."""
-    from linrec.inputs.models import load_model
-    from linrec.measure.capture import get_capture
 
     def capture_of(name: str):
         if name not in captures:
@@ -298,7 +299,6 @@ def shuffled_weights(module: torch.nn.Module, seed: int | list[int] = 0) -> torc
     """A copy of `module` whose every weight matrix (parameters with ≥ 2 dimensions) has its entries permuted at
     random (seeded): each matrix keeps its multiset of values, so its scale and entry distribution, and loses
     whatever structure training put in it. Vectors (biases, norm weights) are kept."""
-    import copy
 
     out = copy.deepcopy(module)
     gen = torch.Generator().manual_seed(int(np.random.default_rng(seed).integers(2**62)))

@@ -8,6 +8,7 @@ the inputs' shares with a bootstrap interval (`two_factor_shares`, `decompositio
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,7 +89,6 @@ def folded_ffn(site) -> tuple[torch.nn.Module, np.ndarray, np.ndarray]:
     """(ffn', g, b): a copy of the site's FFN with its pre-MLP norm's gain g and bias b folded into the layers that
     read x, so that ffn'(u) = ffn(g ⊙ u + b) for the norm's unit output u = (x − b) / g (`unscale`). The block's
     learned scale then belongs to its weights, and "inputs" means the normalised hidden state before it."""
-    import copy
 
     if site.pre_norm is None:
         raise LinrecError(f"block {site.index}: no pre-MLP norm is known for this architecture; set pre_norm in its "
@@ -123,7 +123,6 @@ def unscale(x, g: np.ndarray, b: np.ndarray) -> np.ndarray:
 def random_init_ffn(model: torch.nn.Module, ffn: torch.nn.Module, seed: int | list[int]) -> torch.nn.Module:
     """A copy of `ffn` re-drawn with the architecture's own initialisation (transformers' `_init_weights` of `model`,
     the initialisation of the random-init twin, `linrec.inputs.models.random_init_spec`), seeded."""
-    import copy
 
     init = getattr(model, "_init_weights", None)
     if init is None:

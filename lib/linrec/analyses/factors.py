@@ -45,8 +45,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.stats import t as student
 
+from linrec.analyses.seeds import halves
 from linrec.base.errors import LinrecError
+from linrec.inputs.layouts import block_params
 
 FACTOR_NAMES = ("layout", "text", "seed", "residual")  # the decomposition's components, in order
 PARTS = ("level", "shape")
@@ -60,7 +63,6 @@ def run_factors(configs: Sequence) -> pd.DataFrame:
 
 def block_parameters(configs: Sequence) -> dict[str, int]:
     """{run: parameters in its blocks} (`linrec.inputs.layouts.block_params`, counted on the built model)."""
-    from linrec.inputs.layouts import block_params
 
     by_layout: dict = {}
     return {c.name: by_layout.setdefault((c.layout, c.d_model, c.n_layers, c.d_ff), block_params(c)) for c in configs}
@@ -96,7 +98,6 @@ def distance(a: np.ndarray, b: np.ndarray, part: str) -> np.ndarray:
 def measurement_noise(capture, n_splits: int = 200, seed: int = 0) -> dict[str, float]:
     """σ²_noise of one run's level and shape (module docstring): a quarter of the mean squared distance between its
     profiles on two disjoint random halves of its held-out windows, over `n_splits` halvings."""
-    from linrec.analyses.seeds import halves
 
     held = getattr(capture, "heldout", None)
     if held is None or any(h is None for h in held):
@@ -191,7 +192,6 @@ def components(wide: pd.DataFrame, factors: pd.DataFrame, noise: Mapping[str, Ma
     it). `wide`: `final_profiles`;
     `factors`: `run_factors`; `noise`: {run: `measurement_noise`} or a table with columns run, noise_level,
     noise_shape."""
-    from scipy.stats import t as student
 
     p = _check(wide, factors)
     if isinstance(noise, pd.DataFrame):
@@ -226,7 +226,6 @@ def distance_table(wide: pd.DataFrame, factors: pd.DataFrame, comparisons: pd.Da
     (delete-one-run jackknife) or, for a kind of one pair, "windows" (that pair's row of `comparisons`,
     `linrec.analyses.seeds.comparisons`, whose level interval is of the signed level and is shown as |level|'s
     interval) or "none" (no comparisons given)."""
-    from scipy.stats import t as student
 
     p = _check(wide, factors)
     pairs = pair_kinds(factors)

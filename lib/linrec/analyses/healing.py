@@ -36,14 +36,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
+import pandas as pd
 import torch
 
 from linrec.analyses.perplexity import PerplexityEvaluator
 from linrec.analyses.uncertainty import delta_ppl_interval
+from linrec.base.cache import entry_path
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
 from linrec.inputs.sites import find_ffn_sites
 from linrec.inputs.surgery import AffineFFN, set_submodule
+from linrec.inputs.training import get_run, made_on
 
 MODES = ("all", "maps")
 KS = (1, 2, 4)
@@ -145,7 +148,6 @@ def heal_study(study, heal: Heal = Heal(), seed: int = 0, progress: bool = True)
     (`linrec.analyses.swap.SwapStudy`): one row per mode and k (k = 0: the control), with the blocks swapped, the
     three held-out differences and their paired intervals, the mean training loss over the last tenth of the steps
     and the seconds taken."""
-    import pandas as pd
 
     ks, modes = heal.ks, heal.modes
     bad = [m for m in modes if m not in MODES]
@@ -225,8 +227,6 @@ def cached_runs(configs) -> list:
     """The training runs of `configs` (`linrec.inputs.training.TrainConfig`, e.g. a profile's
     `profile_configs`) whose cache entry is complete, read from it; a run not trained yet is left out (healing never
     trains one: params/training.yaml does)."""
-    from linrec.base.cache import entry_path
-    from linrec.inputs.training import get_run, made_on
 
     out = []
     for c in configs:

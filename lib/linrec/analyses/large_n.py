@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from linrec.base.errors import LinrecError
 from linrec.measure.curves import MIN_ROWS_PER_PARAM, Curve
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 def curve_table(curve: Curve) -> pandas.DataFrame:
     """One row per (block, seed, train size): held-out and in-sample R², train rows, κ of the scaled Gram."""
-    import pandas as pd
 
     r2 = curve.r2()
     S, K, B = r2.shape
@@ -58,7 +58,6 @@ CURVE_N_BOOT = 1000
 def curve_summary(curve: Curve, n_boot: int = N_BOOT, level: float = 0.95, seed: int = 0) -> pandas.DataFrame:
     """Per (block, train size): the seed-mean held-out R², its hierarchical-bootstrap interval, the spread between
     seeds, and the in-sample R²; plus one row per block at train_tokens = inf: the large-n estimate R²∞."""
-    import pandas as pd
 
     r2 = curve.r2()  # [S, K, B]
     boot = curve.bootstrap(n_boot, seed)  # [n_boot, K, B]
@@ -155,7 +154,6 @@ def curve_overview(summary: pandas.DataFrame, ref_tokens: float = 16_384) -> pan
     """Per model: how R²_lin moves from `ref_tokens` train tokens (the default capture's size) to the largest measured
     size and to the large-n estimate (median and range over blocks), how wide the intervals are, and how well the line
     in p/n fits."""
-    import pandas as pd
 
     rows = []
     for model, t in summary.groupby("model", sort=False):

@@ -16,7 +16,7 @@ per block); a run with swaps at blocks S replaces the forward of every block bef
 "return what you returned in the base run" and lets the model's own code do the rest:
 embeddings, rotary tables and masks are rebuilt by the model exactly as before, blocks
 min(S)..end, the final norm, the LM head (and Gemma's logit soft-capping) run as usual. On
-the same batches this is the same arithmetic as a plain full forward (tests/test_swap.py
+the same batches this is the same arithmetic as a plain full forward (tests/analyses/test_perplexity.py
 checks it on every supported architecture). Blocks whose output is not a tensor (or a tuple
 of them), or a cache above `max_cache_bytes`, fall back to plain full forwards.
 """

@@ -45,10 +45,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 import torch
 
-from linrec.analyses.probe import closed_form_on_rows
+from linrec.analyses.probe import Rows, closed_form_on_rows
 from linrec.base.errors import LinrecError
+from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import one_thread
 from linrec.stats.ceiling import factor_gram, r2_rows
 from linrec.stats.moments import Moments
@@ -218,7 +220,6 @@ def train_curves(
     squared
     error per row, averaged over the batch), from the same initialisation and the same mini-batches (a fresh
     seeded permutation each epoch), written out by hand so that the learning rates train as one batched tensor."""
-    import pandas as pd
 
     if optimizer not in LR_GRID:
         raise LinrecError(f"optimizer must be one of {', '.join(LR_GRID)}, got '{optimizer}'")
@@ -285,7 +286,6 @@ def tune(split: Split, optimizer: str, checkpoints, batch_size: int = 256, seed:
     from the same initialisation on the same mini-batches, so one added later trains as it would have beside the
     others. Returned: every curve, with `chosen` (the rate picked at that step) and `lr_interior` (whether that
     step's chosen rate has a tried rate on either side; False where it still sits on an end)."""
-    import pandas as pd
 
     lrs = sorted(float(v) for v in (LR_GRID[optimizer] if lrs is None else lrs))
     curves = train_curves(split, optimizer, lrs, checkpoints, batch_size=batch_size, seed=seed)
@@ -311,7 +311,6 @@ def gd_curve(split: Split, checkpoints, seed: int = 0) -> pandas.DataFrame:
     `train_curves` with the same `seed`: held-out R² after each checkpoint's number of steps, exactly, from the
     eigendecomposition of the Hessian 2·E[x̃x̃ᵀ] (x̃ = [x, 1], uncentred, as the steps see it). Its λ_max/λ_min is
     `kappa_steps`."""
-    import pandas as pd
 
     x = torch.cat([split.xtr.double(), torch.ones(len(split.xtr), 1, dtype=torch.float64)], 1)
     y = split.ytr.double()
@@ -379,7 +378,6 @@ def covariance_kappa(x: torch.Tensor) -> float:
 
 def _curves(split: Split, checkpoints, seed: int, batch_size: int) -> pandas.DataFrame:
     """Both optimizers' curves over their tuned, extended grids (`tune`)."""
-    import pandas as pd
 
     return pd.concat([tune(split, opt, checkpoints, batch_size, seed) for opt in LR_GRID], ignore_index=True)
 
@@ -396,7 +394,6 @@ class PitfallSample:
 def _block_split(capture, block: int, sample: PitfallSample, seed: int) -> Split:
     """A block's stored rows (`sample.max_train` seeded train rows) as a Split on `sample.n_outputs` seeded output
     features."""
-    from linrec.analyses.probe import Rows
 
     rows = Rows.from_capture(capture, block, sample.max_train)
     return Split.of(rows, output_subset(rows.ytr.shape[1], sample.n_outputs, seed), seed)
@@ -416,9 +413,6 @@ def budget_table(
     the same rows and features (`ceiling`, its `ridge_alpha` and `ridge_basis`; the exact fit's `ceiling_exact`)
     and κ of the train Gram (`cond_gram`, `cond_scaled`). `chosen` marks the learning rate the validation slice
     picks at each step, `lr_interior` whether it ended inside its extended grid (`tune`; NaN for `gd`: no grid)."""
-    import pandas as pd
-
-    from linrec.base.progress import bar as progress_bar
 
     out = []
     for b in progress_bar(blocks, desc=f"budget curve {capture.model_label}", unit="block", disable=not progress):
@@ -463,9 +457,6 @@ def dose_table(
     ceiling (`ceiling`, `ridge_alpha`, `ridge_basis`; the same at every κ, since the re-expression is an invertible
     affine map of the inputs), and the exact fit's on the re-expressed rows as trained (`ceiling_exact`, float32)
     and on the original ones (`ceiling_exact_original`), which the re-expression leaves unchanged up to float32."""
-    import pandas as pd
-
-    from linrec.base.progress import bar as progress_bar
 
     split = _block_split(capture, block, sample, seed)
     original, ceiling = split.ceiling(), ridge_ceiling(split)

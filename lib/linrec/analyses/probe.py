@@ -26,14 +26,17 @@
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 import torch
 
 from linrec.base.errors import LinrecError
-from linrec.base.threads import one_thread
+from linrec.base.progress import bar as progress_bar
+from linrec.base.threads import available_memory, one_thread
 from linrec.stats.ceiling import AffineFit, fit_affine, r2_rows
 from linrec.stats.moments import Moments
 
@@ -272,7 +275,6 @@ def check_rank(rank: int, d_in: int, d_out: int, n_rows: int, available: int | N
             f"--rank {rank} is outside 1 … {width}: a rank-k probe uses k directions of the {d_in}-wide input and "
             f"of the {d_out}-wide output; use --rank {min(16, width)} (the paper's) or at most {width}"
         )
-    from linrec.base.threads import available_memory
 
     available = available_memory() if available is None else available
     if available is None or quadratic_bytes(d_in, rank, n_rows) <= available // 2:
@@ -452,11 +454,6 @@ def probe_table(
     `without_first`: the same on the stored rows at positions ≥ 1 only (`Rows.from_capture`), the probe seeded on
     the residual of the closed-form map fitted on those train rows (`r2_lin` is then that map's held-out R² on
     them, as `r2_lin_rows`)."""
-    import time
-
-    import pandas as pd
-
-    from linrec.base.progress import bar as progress_bar
 
     rows_out = []
     for i in range(capture.n_blocks):  # every block's rank checked before the first block's work
@@ -517,11 +514,6 @@ def rank_sweep(
 ) -> pandas.DataFrame:
     """One row per (block, rank): the bilinear probe's held-out gain at each rank, same rows (`max_train`
     seeded train rows with it, `Rows.from_capture`) and seed."""
-    import time
-
-    import pandas as pd
-
-    from linrec.base.progress import bar as progress_bar
 
     out = []
     pairs = [(b, k) for b in blocks for k in ranks]

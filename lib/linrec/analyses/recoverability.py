@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
+from linrec.analyses.uncertainty import benjamini_hochberg
 from linrec.base.errors import LinrecError
 from linrec.stats.ceiling import first_position
 from linrec.stats.heldout import r2_interval, r2_of_counts
@@ -34,7 +36,6 @@ def ceiling_table(capture, level: float = 0.95) -> pandas.DataFrame:
     `r2_train − r2_lin` means the map memorised the train rows instead of finding a relation that
     holds on unseen windows (few effectively distinct inputs for d_in + 1 parameters per output).
     """
-    import pandas as pd
 
     heldout = getattr(capture, "heldout", None)
     rest = getattr(capture, "heldout_rest", None)
@@ -142,7 +143,6 @@ def corpus_shape_level(captures: dict, level: float = 0.95, rest: bool = True) -
     false-discovery rate of 5 % (Benjamini–Hochberg over every block and pair of corpora, jackknife t p-values). With
     `rest` (and captures that keep them) the shape and level shares without the windows' first position too
     (`shape_share_ex_first`, `shape_lo_ex_first`, `shape_hi_ex_first`, and `level_…_ex_first`; NaN otherwise)."""
-    from linrec.analyses.uncertainty import benjamini_hochberg
 
     names = list(captures)
     keys = ("depth", "level", "shape", "level_range")

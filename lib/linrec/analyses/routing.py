@@ -42,9 +42,14 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import torch
+from scipy.stats import rankdata
+from scipy.stats import t as student
 
+from linrec.analyses.uncertainty import delta_ppl_interval
 from linrec.base.errors import LinrecError
+from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import one_thread
 from linrec.inputs.surgery import AffineFFN, count_params
 
@@ -144,7 +149,6 @@ def fit_gate(x: np.ndarray, target: np.ndarray, name: str = "quantile", l2: floa
 def auc(scores: np.ndarray, labels: np.ndarray) -> float:
     """Area under the ROC curve (the Mann–Whitney statistic, ties counted half): how well `scores` rank the
     positives of `labels` above the negatives; NaN with one class only."""
-    from scipy.stats import rankdata
 
     labels = np.asarray(labels, bool)
     n1, n0 = int(labels.sum()), int((~labels).sum())
@@ -235,7 +239,6 @@ def share_bounds(base_nll: np.ndarray, nll: np.ndarray, tokens_per_window: int, 
     """(mean ΔNLL per token, its lower and upper one-sided bounds at (1 + `level`)/2) of one share against the base,
     over windows: the t interval of the windows' mean ΔNLL (the leave-one-window-out jackknife of a mean is exactly
     this). `base_nll`, `nll`: per-window NLL sums [n]."""
-    from scipy.stats import t as student
 
     d = (np.asarray(nll, float) - np.asarray(base_nll, float)) / tokens_per_window
     n = len(d)
@@ -276,7 +279,6 @@ def monotonicity(shares, nlls: np.ndarray, tokens_per_window: int) -> dict:
     share: `n_steps` neighbouring pairs, `n_drops` of them where perplexity falls, `n_drops_beyond_noise` where it
     falls with the paired 95 % interval of PPL(next) − PPL(this) wholly below 0, and the largest fall
     (`max_drop`, perplexity points, ≥ 0). `monotone`: no fall beyond noise."""
-    from linrec.analyses.uncertainty import delta_ppl_interval
 
     nlls = np.asarray(nlls, float)
     n_tokens = nlls.shape[1] * tokens_per_window
@@ -408,9 +410,6 @@ def route_study(study, blocks: int | None = None, shares=SHARES, predictors=None
     windows (`pick_blocks`; None: every block), both gate targets trained and compared on train rows, the better
     one (`choose_target`) measured on the held-out windows at each of `shares` (`route_block`). `chosen`: these
     blocks instead of a pick."""
-    import pandas as pd
-
-    from linrec.base.progress import bar as progress_bar
 
     if chosen is None:
         p = study.screening.predictors(alone=False) if predictors is None else predictors

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 import torch
 
 from linrec.analyses.perplexity import DeltaPPL, PerplexityEvaluator
@@ -204,7 +205,6 @@ def greedy_swap(
     its most costly member; `tried` marks what was evaluated), and the first trial reuses its
     number instead of evaluating it again.
     """
-    import pandas as pd
 
     if not budget_ppl >= 0:
         raise LinrecError(f"the perplexity budget must be ≥ 0, got {budget_ppl}; try --budget-ppl 1.0")
@@ -327,7 +327,6 @@ class Screening:
                          NaN for models that add y as it is
         screening_delta_ppl  ΔPPL of the swap on the screening windows (runs the swapped model)
         """
-        import pandas as pd
 
         blocks = check_blocks(blocks, self.n_blocks)
         if tuple(blocks) in self._predictors:

@@ -31,10 +31,17 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas
+import pandas as pd
 
+from linrec.analyses.perplexity import perplexity
+from linrec.analyses.recoverability import ceiling_table
+from linrec.analyses.swap import capture_windows
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
+from linrec.inputs.models import load_model
+from linrec.measure.capture import get_capture
 from linrec.stats.heldout import r2_of_counts
+from linrec.stats.jackknife import jackknife
 
 
 def _held(capture) -> list:
@@ -122,7 +129,6 @@ def compare(a, b, level: float = 0.95, floor: float | None = None, seed: int = 0
     given, if given): `distance`, `distance_lo`, `distance_hi`, `level`, `level_lo`, `level_hi`, `level_floor`,
     `shape`, `shape_lo`, `shape_hi`, `shape_floor`, `corr`, `corr_lo`, `corr_hi`, `floor`, `beyond_noise` (the
     distance's lower bound above the floor) and `within_noise` (its upper bound at or below it)."""
-    from linrec.stats.jackknife import jackknife
 
     if a.n_blocks != b.n_blocks:
         raise LinrecError(f"the profiles have {a.n_blocks} and {b.n_blocks} blocks; compare runs of one architecture")
@@ -173,7 +179,6 @@ def capture_checkpoints(run, capture_kw: Mapping, progress: bool = True, final_r
     """{step: capture} of every checkpoint of `run` (`linrec.inputs.training.TrainedRun`) on its measuring text, moments
     only, but for the last checkpoint with `final_rows` sampled rows per block where that is > 0 (the probes need
     them; the moments, and so R²_lin, are the same either way). Cached like every capture."""
-    from linrec.measure.capture import get_capture
 
     kw = {"sample_rows": 0, **dict(capture_kw), "progress": False}
     last = run.steps[-1]
@@ -190,12 +195,6 @@ def checkpoint_table(run, captures: Mapping[int, object]) -> pandas.DataFrame:
     perplexity on the
     measuring windows' held-out split (`ppl_test`), and the training loss around that step (`train_loss`, mean of
     the 20 steps before it; NaN at step 0)."""
-    import pandas as pd
-
-    from linrec.analyses.perplexity import perplexity
-    from linrec.analyses.recoverability import ceiling_table
-    from linrec.analyses.swap import capture_windows
-    from linrec.inputs.models import load_model
 
     c = run.config
     log = run.log
@@ -242,7 +241,6 @@ def pairs(configs: Sequence) -> list[tuple[str, str, str]]:
 def comparisons(configs: Sequence, captures: Mapping[str, Mapping[int, object]], seed: int = 0) -> pandas.DataFrame:
     """Every comparison of the experiment (`compare`), one row each: "trained vs init" (each run's last checkpoint
     against its own step 0), then the `pairs` at the last checkpoint. `captures`: {run name: {step: capture}}."""
-    import pandas as pd
 
     rows = []
     for c in configs:
@@ -264,7 +262,6 @@ def distance_over_training(
 ) -> pandas.DataFrame:
     """The distance of each `kind` pair (`pairs`) at every checkpoint step they share, with its interval and floor:
     when in training the runs' profiles part (or meet)."""
-    import pandas as pd
 
     rows = []
     for k, a, b in pairs(configs):
@@ -283,7 +280,6 @@ def approach_to_final(profiles: pandas.DataFrame, within: float = ONSET_DISTANCE
     """Per run and checkpoint (`checkpoint_table` rows): the mean |R²_lin(step) − R²_lin(last step)| per block and
     the correlation over blocks with the last profile; `onset`: the first step from which this and every later
     checkpoint stay within `within` of the last profile (the same for every row of a run)."""
-    import pandas as pd
 
     rows = []
     for run, t in profiles.groupby("run", sort=False):

@@ -52,6 +52,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 import torch
 
 from linrec.base.threads import one_thread
@@ -181,7 +182,6 @@ def spectrum_table(capture) -> pandas.DataFrame:
     """One row per block of `capture`: `block_spectrum` plus the model name, and `regime_ex_first`: the regime of
     the same block with the windows' first positions left out of fit and score (the whole spectrum recomputed on
     `Capture.without_first`; "" for a capture without first-position statistics)."""
-    import pandas as pd
 
     rows = []
     for i in range(capture.n_blocks):

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 import torch
 
 from linrec.analyses import SCREENING_WINDOWS
@@ -217,7 +218,6 @@ class HeldOutSwaps:
         variant's rows also carry `vs_map` = PPL(variant) − PPL(map) with its paired interval (`vs_map_lo`,
         `vs_map_hi`): how much of the map's cost the variant removes. `variant_blocks` limits the variants other
         than "map" to those blocks (default: all of `blocks`)."""
-        import pandas as pd
 
         firsts = [first] if isinstance(first, str) else list(first)
         for f in firsts:
@@ -268,7 +268,6 @@ class HeldOutSwaps:
     def rank_curve(self, block: int, ranks: Sequence[int]) -> pandas.DataFrame:
         """ΔPPL (with interval) against parameters for `block`: one row per rank (reduced-rank maps) and one for
         the dense map."""
-        import pandas as pd
 
         d_out = self.fit(block).W.shape[1]
         rows = []
@@ -403,7 +402,6 @@ class SwapStudy:
     @property
     def timings(self) -> pandas.DataFrame:
         """Seconds and evaluations per step so far (evaluations: passes over that step's windows)."""
-        import pandas as pd
 
         c = self.clock
         return pd.DataFrame(

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from linrec.analyses.healing import Heal, heal_study
 from linrec.analyses.perplexity import PerplexityEvaluator
 from linrec.analyses.recoverability import ceiling_table
@@ -91,7 +93,6 @@ def run_model(
 
     The saved model (0.5–1 GB) goes to `save_dir`/<model>, or to a temporary directory deleted after the check. The
     model and the study are released before returning, so a loop over models holds one model at a time."""
-    import pandas as pd
 
     source = ModelSource.parse(model)  # once: the capture's key and the load read it
     capture = get_capture(source, **capture_kw)

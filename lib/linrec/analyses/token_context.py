@@ -44,10 +44,16 @@ import logging
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
 import torch
+from scipy.stats import rankdata
 
 from linrec.analyses.routing import Gate, auc, fit_gate, gate_target, map_errors
+from linrec.analyses.uncertainty import delta_ppl_interval
 from linrec.base.errors import LinrecError
+from linrec.inputs.corpora import WindowCut, load_windows
+from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
+from linrec.measure.capture import SPLITS
 from linrec.stats import N_BOOT
 from linrec.stats.jackknife import from_replicates
 
@@ -61,9 +67,6 @@ def token_table(model: torch.nn.Module, ids: torch.Tensor, blocks: dict, batch_s
     (`routed`), and the map's squared error summed over them (`need`), its square summed (`need_sq`) and its ratio to
     the token's ‖y‖² summed (`need_rel`; float64)
     `blocks`: {block: (fit, Gate, threshold)} (an `AffineFit`). One hooked pass that stops after the deepest block."""
-    import pandas as pd
-
-    from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
 
     sites = [s for s in find_ffn_sites(model) if s.index in blocks]
     device = next(model.parameters()).device
@@ -100,7 +103,6 @@ def token_table(model: torch.nn.Module, ids: torch.Tensor, blocks: dict, batch_s
 def _boot_corr(a: np.ndarray, b: np.ndarray, idx: np.ndarray, rank: bool) -> dict:
     """Pearson (or, `rank`, Spearman) correlation of `a` and `b` with percentile 95 % and 90 % intervals over the
     bootstrap resamples `idx` [n_boot, n] (draws with a constant side skipped)."""
-    from scipy.stats import rankdata
 
     def corr(u, v):
         if rank:
@@ -127,7 +129,6 @@ def type_agreement(a, b, min_count: int = 5, n_boot: int = N_BOOT, seed: int = 0
     over types (the tables keep the 90 % ones of `r_need` only); `lookup_r2`,
     the share of the need's variance over b's tokens of those types that a's type means explain, and `type_share`,
     the share b's own type means explain (see the module docstring)."""
-    import pandas as pd
 
     rng = np.random.default_rng([seed, 29])
     out = []
@@ -171,9 +172,6 @@ def type_study(study, result, corpora, share: float = 0.5, min_count: int = 5, n
     stretch) against every window of each of `corpora`, for each routed block of `result`
     (`linrec.analyses.routing.RouteResult`; its gate at `share`). One row per block and corpus pair
     (`type_agreement`)."""
-    import pandas as pd
-
-    from linrec.inputs.corpora import WindowCut, load_windows
 
     cfg = study.capture.config
     blocks = {b: (study.heldout.fit(b), g, g.threshold(share)) for b, g in result.gates.items()}
@@ -340,7 +338,6 @@ class PartRoutedFFN(torch.nn.Module):
 
 def block_rows(study, block: int, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The stored rows of `block` in `split` (x, y) with each row's token id and window (the capture's row index)."""
-    from linrec.measure.capture import SPLITS
 
     capture = study.capture
     x, y = capture.rows(block, split)
@@ -359,9 +356,6 @@ def split_study(study, result, shares=(0.5,)):
     target labels the rows): (auc, ppl) tables. `auc`: per block and part, `split_gates`' rows. `ppl`: per block,
     part and share of `shares`, held-out ΔPPL with its paired interval, the share realised, and `vs_full` =
     PPL(part) − PPL(full gate) with its paired interval (no rows for `shares` empty: the AUCs alone)."""
-    import pandas as pd
-
-    from linrec.analyses.uncertainty import delta_ppl_interval
 
     heldout, ev = study.heldout, study.heldout.evaluator
     label = study.capture.model_label

@@ -19,9 +19,13 @@ import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
+from scipy import stats
+from scipy.stats import norm, rankdata
 
 from linrec.base.errors import LinrecError
 from linrec.stats import N_BOOT
+from linrec.stats.jackknife import interval
 
 if TYPE_CHECKING:
     import pandas
@@ -36,7 +40,6 @@ AGREEMENT_COLUMNS = [
 
 def correlations(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float]:
     """(Pearson r, p, Spearman ρ, p); NaN where undefined (fewer than 3 blocks, or a constant profile)."""
-    from scipy import stats
 
     nan4 = (np.nan,) * 4
     if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
@@ -60,7 +63,6 @@ def profile_agreement(table, value: str = "r2_lin", lo: str = "r2_lo", hi: str =
     (`n_ci_disjoint` of `n_ci_compared` blocks where both intervals are finite; NaN without
     interval columns).
     """
-    import pandas as pd
 
     missing = {"model", "corpus", "block", value} - set(table.columns)
     if missing:
@@ -109,7 +111,6 @@ def profile_agreement(table, value: str = "r2_lin", lo: str = "r2_lo", hi: str =
 
 def pearson_with_ci(x, y, n_boot: int = N_BOOT, seed: int = 0) -> dict:
     """Pearson r, its two-sided p-value (scipy) and a percentile bootstrap 95 % interval over points."""
-    from scipy import stats
 
     x, y = np.asarray(x, float), np.asarray(y, float)
     r, p = stats.pearsonr(x, y)
@@ -127,7 +128,6 @@ def detectable_correlation(n: int, level: float = 0.95, power: float = 0.8) -> f
     """The smallest |r| a two-sided test at `level` detects with probability `power` over `n` points
     (Fisher z: r = tanh((z_{1−α/2} + z_power) / √(n − 3))); NaN below 4 points. A confidence interval
     over n points that includes 0 rules out correlations of about this size, not smaller ones."""
-    from scipy.stats import norm
 
     if n < 4:
         return float("nan")
@@ -148,7 +148,6 @@ def delta_ppl_interval(base: np.ndarray, other: np.ndarray, tokens_per_window: i
     (`linrec.analyses.calibration.delta_ppl_coverage`); at 32 windows both cover 0.94–0.96. Deterministic: a rerun
     writes the same interval.
     """
-    from linrec.stats.jackknife import interval
 
     base, other = np.asarray(base, dtype=np.float64), np.asarray(other, dtype=np.float64)
     if base.shape != other.shape or base.ndim != 1 or len(base) == 0:
@@ -168,8 +167,6 @@ def delta_ppl_interval(base: np.ndarray, other: np.ndarray, tokens_per_window: i
 
 # ---- rank statistics across blocks ------------------------------------------------------------
 def _ranks(a: np.ndarray) -> np.ndarray:
-    from scipy.stats import rankdata
-
     return rankdata(a, axis=-1)
 
 
@@ -382,7 +379,6 @@ def _transformed(a: np.ndarray, b: np.ndarray, z: np.ndarray | None, kind: str) 
 
 def fisher_interval(r: float, dof: float, level: float, kind: str = "pearson") -> tuple[float, float]:
     """Fisher's z-interval of a correlation r with `dof` = n_eff − 3 (less one per covariate or group mean)."""
-    from scipy.stats import norm
 
     if not np.isfinite(r) or not np.isfinite(dof) or dof <= 0:
         return np.nan, np.nan
@@ -400,7 +396,6 @@ def blocks_needed(
     ±margin) needs to show "no effect" with probability `power` when the true correlation is 0: n_eff = c·((z_0.95 +
     z_{(1+power)/2}) / atanh(margin))² + 3 + `extra_dof`, times `dependence` (n / n_eff of the data at hand: blocks
     per independent pair)."""
-    from scipy.stats import norm
 
     c = 1.0 if kind == "pearson" else FISHER_SPEARMAN
     n_eff = c * ((norm.ppf(0.95) + norm.ppf((1 + power) / 2)) / np.arctanh(margin)) ** 2 + 3 + extra_dof
@@ -418,11 +413,9 @@ def correlation_test(
     ρ(a, b | z)). `groups` (one label per block, e.g. the model): the blocks of several series pooled with a group
     effect — each group transformed and centred on its own, n_eff summed over groups, one degree of freedom per
     group spent on its mean."""
-    from scipy.stats import norm
 
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     z = None if kind != "partial" else np.asarray(z, dtype=np.float64)
-    import pandas as pd
 
     labels = np.zeros(len(a), dtype=int) if groups is None else pd.factorize(np.asarray(groups))[0]
     xs, ys, n_eff, n_groups = [], [], 0.0, 0

@@ -25,8 +25,13 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from linrec.analyses.factors import measurement_noise
+from linrec.analyses.probe import probe_table
+from linrec.analyses.recoverability import ceiling_table
+from linrec.analyses.spectrum import spectrum_table
 from linrec.analyses.swap import SwapSettings
 from linrec.base.progress import bar as progress_bar
+from linrec.inputs.models import load_model
 
 
 def measure_final(run, capture, *, rank: int = 16, probe_rows: int | None = None,
@@ -34,11 +39,6 @@ def measure_final(run, capture, *, rank: int = 16, probe_rows: int | None = None
                   progress: bool = True) -> dict[str, pd.DataFrame | dict]:  # fmt: skip
     """The tables of the module docstring for one run's last checkpoint, and `seconds` per stage (`swap`: the swap
     study's windows and batch size)."""
-    from linrec.analyses.factors import measurement_noise
-    from linrec.analyses.probe import probe_table
-    from linrec.analyses.recoverability import ceiling_table
-    from linrec.analyses.spectrum import spectrum_table
-    from linrec.inputs.models import load_model
 
     label = run.config.name
     seconds, t0 = {}, time.perf_counter()

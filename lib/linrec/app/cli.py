@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import errno
 import logging
+import math
 import os
 import sys
 
@@ -33,7 +34,9 @@ from linrec.app.commands import (
     cmd_train,
 )
 from linrec.base.errors import LinrecError
+from linrec.base.files import terminate_as_exit
 from linrec.inputs.layouts import LAYOUTS
+from linrec.measure.config import CaptureConfig as C
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,7 +69,6 @@ def _positive(text: str) -> int:
 def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
     """The capture's arguments, their defaults `CaptureConfig`'s; `curve` leaves out those a learning curve sets
     otherwise (its sizes and seeds)."""
-    from linrec.measure.config import CaptureConfig as C
 
     p.add_argument(
         "--model",
@@ -174,7 +176,6 @@ def _block_syntax(text: str) -> list[int]:
 
 def _number(expected: str, lo: float = 0.0, hi: float = float("inf"), finite: bool = False):
     """An argparse type: a float in [lo, hi] (and finite, with `finite`), else one line saying what was expected."""
-    import math
 
     def parse(text: str) -> float:
         try:
@@ -412,7 +413,6 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from linrec.base.files import terminate_as_exit
 
     try:
         # SIGTERM/SIGHUP unwind like an exception, so no staging folder is left behind; not for `figures`, whose

@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
+from linrec.app.bench import performance_script
 from linrec.base.errors import LinrecError
+from linrec.base.files import atomic_file, check_writable_dir, project_root
+from linrec.measure.config import CaptureConfig
+
+# Each subcommand imports what it runs (analyses, measure.capture, inputs, outputs, base.cache, app.notebooks and
+# app.profile) inside itself: they pull torch, numpy or yaml, and `linrec --help` or a mistyped argument answers
+# without them (linrec.app.cli imports this module at its start).
 
 SHOWN = {  # the columns each subcommand prints (its --out CSV holds every column of the table)
     "measure": "model block r2_lin r2_lo r2_hi r2_feature_median r2_ex_first cond_gram n_train n_test".split(),
@@ -28,7 +36,6 @@ def _capture(args, source, loaded=None, rows: bool = False):
     by `_preflight`); `loaded` reuses a loaded model. `rows`: the command reads the row sample (probe, swap --route);
     with --no-cache a command that does not is captured without one (nothing outlives the command, so the rows would
     be written for nothing)."""
-    from dataclasses import asdict
 
     from linrec.measure.capture import get_capture
 
@@ -51,7 +58,6 @@ def _check_out(out: str | None) -> None:
     """Before any work: `--out` must name a file whose directory is writable."""
     if not out:
         return
-    from linrec.base.files import check_writable_dir
 
     path = Path(out)
     if path.is_dir() or out.endswith(("/", "\\")):
@@ -84,8 +90,6 @@ def _preflight(args):
 
         check_save_target(args.save)
     if hasattr(args, "tokens"):
-        from linrec.measure.config import CaptureConfig
-
         CaptureConfig(args.model, args.corpus, args.seq_len, args.tokens, args.seed).validate()
         _check_windows(args)
     check_corpus(args.corpus)
@@ -126,7 +130,6 @@ def _check_rows(args, d_model: int | None) -> None:
     what = _needs_rows(args)
     if what is None:
         return
-    from linrec.measure.config import CaptureConfig
 
     train_share = 1 - CaptureConfig.test_frac
     probe = args.command == "probe" and d_model is not None
@@ -145,7 +148,6 @@ def _check_windows(args) -> None:
     shorter than --tokens is checked again, after the capture, by the same rule)."""
     if args.command != "swap":
         return
-    from linrec.measure.config import CaptureConfig
 
     n = args.tokens // args.seq_len
     n_train = n - min(n - 1, max(1, round(CaptureConfig.test_frac * n)))
@@ -174,7 +176,6 @@ def _check_cache(args, source) -> None:
 
 def _config(args, rows: bool):
     """The `CaptureConfig` that `_capture` asks for."""
-    from linrec.measure.config import CaptureConfig
 
     return CaptureConfig(
         args.model, args.corpus, args.seq_len, args.tokens, args.seed,
@@ -194,8 +195,6 @@ def _emit(table, cols: list[str], out: str | None) -> None:
     with pd.option_context("display.width", 160, "display.max_rows", 500):
         print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     if out:
-        from linrec.base.files import atomic_file
-
         with atomic_file(out) as tmp:
             table.to_csv(tmp, index=False)
         print(f"wrote {out}", file=sys.stderr)
@@ -420,9 +419,7 @@ def cmd_figures(args) -> None:
 
 
 def cmd_report(args) -> None:
-    from linrec.app.bench import performance_script
     from linrec.app.profile import load_profile
-    from linrec.base.files import project_root
     from linrec.outputs.report import build_report, report_params
 
     root = project_root()
@@ -435,6 +432,7 @@ def cmd_report(args) -> None:
             )
         print(f"wrote the performance block of {root / perf.PERFORMANCE_PAGE} from {args.bench}")
         return
+
     # a profile that runs notebook 09: the values it reports from (its setup states them, as notebook 09's does); one
     # for a single stage (curve, zoo, training): the values its file sets, so its setup states no budget it did not
     # choose
@@ -445,7 +443,6 @@ def cmd_report(args) -> None:
     report = Path(root / values["report_path"])
     if report.is_dir():
         raise LinrecError(f"report_path {report} is a directory; give a file name, e.g. {report / 'report.md'}")
-    from linrec.base.files import check_writable_dir
 
     check_writable_dir(
         report.parent, "the folder of report_path", f"set report_path in {args.params} to a writable folder"

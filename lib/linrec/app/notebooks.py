@@ -8,15 +8,27 @@ Executed notebooks go to `<results_dir>/notebooks/`, figures to `<figures_dir>/`
 
 from __future__ import annotations
 
+import atexit
+import datetime
+import json
 import logging
+import multiprocessing
+import os
 import re
+import shutil
 import tempfile
+import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
+from jupyter_client.manager import AsyncKernelManager
+
+from linrec.app.bench import performance_script
 from linrec.app.profile import load_profile, profile_path
 from linrec.base.errors import LinrecError
-from linrec.base.files import project_root
+from linrec.base.files import atomic_file, project_root
+from linrec.base.progress import NOTEBOOK_ENV
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +38,6 @@ FIRST, LAST = "01", "09"  # the capture notebook every other one reads; the repo
 
 def default_jobs() -> int:
     """Notebooks run at once by `linrec figures`: 2 where there are at least 2 CPUs (see `run_notebooks`)."""
-    import os
 
     return 2 if (os.cpu_count() or 1) >= 2 else 1
 
@@ -51,6 +62,7 @@ def _last_timings(results: Path, root: Path, own: bool = False) -> dict[str, flo
     `run.csv` comes first because only a run of every notebook writes it: a later `--only` run, or a rerun of one
     notebook from cached captures, rewrites that notebook's cell timings with a time that leaves out its captures
     (notebook 07: 298 s instead of 693 s), and started it third instead of first."""
+    # here, not at the top: the drivers' forkserver imports this module, and must hold no numpy or torch (`_drivers`)
     import pandas as pd
 
     places = [results / "notebooks"] if own else [results / "notebooks", root / "results" / "default" / "notebooks"]
@@ -83,10 +95,6 @@ def _ipc_kernel_manager():
     The folder goes with the kernel's other resources once it has shut down: a driver forked from the runner's
     server (`_drivers`) ends without running exit handlers, so a folder left to one stayed behind (one per notebook
     run). An exit handler still removes it where a kernel never got that far."""
-    import atexit
-    import shutil
-
-    from jupyter_client.manager import AsyncKernelManager
 
     class IpcKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
@@ -126,13 +134,11 @@ def _execute(
     BLAS pools get that many threads (set in this process's environment, which the kernel inherits). `env` replaces
     this process's environment first: a driver forked from the pool's server has the server's, which may be older
     than the runner's."""
-    import os
 
+    # here, not at the top: `linrec figures` checks its profile before it imports the notebook tools (~3 s)
     import jupytext
     import nbformat
     import papermill as pm
-
-    from linrec.base.progress import NOTEBOOK_ENV
 
     if env is not None:
         os.environ.clear()
@@ -175,7 +181,6 @@ def _drivers():
     the platform has one (multiprocessing's forkserver), so a stage's drivers start at once instead of each importing
     them again (2-3 s per stage on 2 cores); freshly spawned interpreters elsewhere. Never a fork of this process,
     whose threads (the console's) and imported torch a fork would copy mid-state."""
-    import multiprocessing
 
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
@@ -203,9 +208,8 @@ def run_notebooks(
     stage the CPUs that other processes keep busy are left out (`linrec.base.threads.free_cpus`): beside another job,
     fewer kernels and threads run instead of stalling each other, and a stage that started one at a time looks again
     after each notebook, so the rest of it runs side by side once that work has ended."""
-    import os
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
+    # here, not at the top: the drivers' forkserver imports this module, and must hold no numpy or torch (`_drivers`)
     from linrec.base.threads import free_cpus
 
     root = root or project_root()
@@ -305,8 +309,6 @@ def run_notebooks(
     elif len(selected) == len(notebooks(root)):  # the figures run the README reports: every notebook
         record_run(results / "notebooks", seconds, wall, jobs, made)
         if params.get("readme"):  # the profile that owns the repository's pages: its performance page cites this run
-            from linrec.app.bench import performance_script
-
             bench = root / "results" / "bench"
             try:
                 perf = performance_script(root)  # benchmarks/performance.py, which renders docs/performance.md's block
@@ -353,8 +355,6 @@ class _Console:
     (its current cell and the heading above it, read from the output notebook papermill saves at every cell)."""
 
     def __init__(self, expected: dict[str, float], stems: list[str], jobs: int = 1, interval: float | None = None):
-        import threading
-
         self.expected, self.todo, self.jobs = expected, list(stems), max(jobs, 1)
         self.interval = STAGE_EVERY if interval is None else interval
         self.running: dict[str, tuple[float, Path, int]] = {}
@@ -420,7 +420,6 @@ class _Console:
 def notebook_stage(executed: str | Path) -> str | None:
     """Where a notebook under papermill is: "cell K of N · <the heading above it>", from the output notebook papermill
     saves as each cell starts; None before it is written."""
-    import json
 
     try:
         nb = json.loads(Path(executed).read_text())
@@ -447,6 +446,7 @@ RUN = "run.csv"  # beside the executed notebooks: the last run's wall time, how 
 
 
 def _capture_entries() -> set[str]:
+    # here, not at the top: the drivers' forkserver imports this module, and must hold no numpy or torch (`_drivers`)
     from linrec.base.cache import folder
 
     d = folder("capture")
@@ -456,13 +456,10 @@ def _capture_entries() -> set[str]:
 def record_run(directory: Path, seconds: dict[str, float], wall: float, jobs: int, captures_made: int) -> Path:
     """Write `run.csv` in `directory`: one row for the run that just finished (date, CPUs, torch, jobs, the
     notebooks with their seconds, wall seconds, and how many captures it computed rather than read)."""
-    import datetime
-    import os
 
+    # here, not at the top: the drivers' forkserver imports this module, and must hold no numpy or torch (`_drivers`)
     import pandas as pd
     import torch
-
-    from linrec.base.files import atomic_file
 
     row = {
         "date": datetime.date.today().isoformat(),
@@ -485,6 +482,7 @@ TIMINGS = "timings.csv"  # beside the executed notebooks: where each notebook's 
 
 def cell_timings(executed: str | Path) -> list[dict]:
     """Per code cell of an executed notebook: its number, papermill's recorded duration and its first source line."""
+    # here, not at the top: `linrec figures` checks its profile before it imports the notebook tools (~3 s)
     import nbformat
 
     nb = nbformat.read(str(executed), as_version=4)
@@ -498,9 +496,8 @@ def cell_timings(executed: str | Path) -> list[dict]:
 
 def record_timings(executed: Path) -> Path:
     """Replace this notebook's rows in `timings.csv` beside it (one row per code cell), keeping the other notebooks'."""
+    # here, not at the top: the drivers' forkserver imports this module, and must hold no numpy or torch (`_drivers`)
     import pandas as pd
-
-    from linrec.base.files import atomic_file
 
     path = executed.parent / TIMINGS
     old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["notebook", "cell", "seconds", "code"])
@@ -520,9 +517,8 @@ def tidy_executed(executed: Path, source: Path, root: Path) -> Path:
     papermill's start/end times and durations, Jupyter's per-cell `execution` timestamps, and the temporary and
     absolute paths papermill notes (they become the repository-relative source and output). So a rerun that
     reproduces every number rewrites the notebook byte for byte; the seconds stay in `timings.csv` and `run.csv`."""
+    # here, not at the top: `linrec figures` checks its profile before it imports the notebook tools (~3 s)
     import nbformat
-
-    from linrec.base.files import atomic_file
 
     nb = nbformat.read(str(executed), as_version=4)
     meta = nb.metadata.get("papermill", {})

@@ -24,6 +24,7 @@ import yaml
 from linrec.analyses import SCREENING_WINDOWS
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
+from linrec.measure.config import CaptureConfig, capture_settings
 from linrec.stats import N_BOOT
 
 
@@ -320,7 +321,6 @@ def check_nested(values: dict, where: Path | str) -> None:
     """What the types alone do not say: the lists that must not be empty (`NON_EMPTY`), and the sections' own keys
     and values: `capture:` (CaptureConfig's fields, each of its type, the whole a valid capture), `training:`
     (TrainConfig's, likewise) and `cross_pairs:` (pairs of model names). One line naming the fix, at load."""
-    from linrec.measure.config import CaptureConfig, capture_settings
 
     for name in NON_EMPTY:
         if name in values and not values[name]:
@@ -332,7 +332,8 @@ def check_nested(values: dict, where: Path | str) -> None:
         except LinrecError as err:
             raise LinrecError(f"{where}: capture: {err}") from None
     if values.get("training"):
-        from linrec.inputs.training import training_settings  # torch: only where a profile trains
+        # here, not at the top: torch only where a profile trains (linrec.app.notebooks' forkserver imports this module)
+        from linrec.inputs.training import training_settings
 
         training_settings(values["training"], where=f"{where}: training")
     pairs = values.get("cross_pairs")
@@ -369,7 +370,6 @@ def measured_elsewhere(root: Path, profile: str, **here) -> str | None:
     compute them, do not apply to this run: the first of `here` (this run's corpus, models, seed, capture settings…)
     that the other profile sets otherwise, in words ("corpus 'wiki', not 'code'"); None when it measured the same.
     Capture settings are compared without `sample_rows` (rows kept change no number the quoted tables hold)."""
-    from linrec.measure.config import capture_settings
 
     other = load_profile(profile, root=root)
     for name, mine in here.items():

@@ -20,6 +20,8 @@ import json
 import os
 import re
 import shutil
+import signal
+import threading
 import uuid
 from pathlib import Path
 
@@ -262,8 +264,6 @@ def terminate_as_exit():
     """Inside the block, SIGTERM and SIGHUP end the process through Python's exit path (SystemExit 128 + signal)
     instead of killing it outright, so every `atomic_dir` / `atomic_file` in progress removes its temporary copy.
     SIGKILL cannot be caught: its leftovers are removed by the next run (`clean_stale_tmp`). Main thread only."""
-    import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield

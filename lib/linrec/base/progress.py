@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import sys
 
+from tqdm import tqdm
+
 ENV = "LINREC_PROGRESS"  # "0": no bars, one line per loop, on the console; "1": bars, even in a notebook
 NOTEBOOK_ENV = "LINREC_NOTEBOOK"  # the notebook a runner's kernel executes: names its console lines
 SESSION_ENV = "JPY_SESSION_NAME"  # the notebook's path, which Jupyter's server gives the kernels it starts
@@ -39,7 +41,6 @@ def bars_on() -> bool:
 def bar(iterable=None, *, desc: str = "", total: int | None = None, disable: bool = False, **kwargs):
     """`tqdm(iterable, desc=…, total=…, disable=…, **kwargs)`; with bars off, a silent tqdm after one printed line
     (`desc: N unit`) for a loop that would have drawn a bar."""
-    from tqdm import tqdm
 
     if not disable and not bars_on():
         n = total if total is not None else (len(iterable) if hasattr(iterable, "__len__") else None)
@@ -52,7 +53,6 @@ def bar(iterable=None, *, desc: str = "", total: int | None = None, disable: boo
 
 def write(text: str, file=None) -> None:
     """A line that does not break a bar being drawn (`tqdm.write`); with bars off, a line on the console."""
-    from tqdm import tqdm
 
     if bars_on():
         tqdm.write(text, file=file)

@@ -26,7 +26,7 @@ def one_thread():
     in Jupyter (every core). Every trained fit and every eigensolver or least-squares solve whose result is written
     runs under it, so a notebook writes the same bytes whichever way and wherever it runs. The capture's batched
     products and a forward pass need nothing: matrix products split their output, not their sums, and came out
-    bit for bit the same on 1 and 2 threads (`tests/test_figures.py` checks the trained fits).
+    bit for bit the same on 1 and 2 threads (`tests/test_reproducible.py` checks the trained fits).
     """
     n = torch.get_num_threads()
     torch.set_num_threads(1)

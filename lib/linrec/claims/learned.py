@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 from scipy import stats
+from scipy.stats import t as student
 
+from linrec.analyses.decomposition import two_factor_shares
 from linrec.analyses.uncertainty import benjamini_hochberg
 from linrec.claims.rules import (
     CLAIM2_DEGENERATE_GAP,
@@ -215,9 +217,6 @@ def decomposition_intervals(decomposition: pd.DataFrame, matrix: pd.DataFrame, b
       ensembles, and below its random-init draws (one-sided, Benjamini–Hochberg q < CLAIM2_FDR).
 
     Returns `decomposition` with these columns (replaced where present)."""
-    from scipy.stats import t as student
-
-    from linrec.analyses.decomposition import two_factor_shares
 
     def wmi(m: pd.DataFrame) -> float:
         s = two_factor_shares(m["ffn_block"].to_numpy(), m["input_block"].to_numpy(), m["r2"].to_numpy(float))

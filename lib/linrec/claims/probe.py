@@ -10,7 +10,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from linrec.analyses.pitfall import REACHED
+from linrec.analyses.pitfall import REACHED, steps_to_reach
+from linrec.analyses.probe import TRAIN_DEFAULTS
 from linrec.analyses.uncertainty import (
     EFFECT,
     EQUIVALENCE_MARGIN,
@@ -18,6 +19,7 @@ from linrec.analyses.uncertainty import (
     NO_EFFECT,
     correlation_outcome,
     correlation_test,
+    detectable_correlation,
 )
 from linrec.claims.rules import (
     CEILING_SLACK,
@@ -42,8 +44,6 @@ from linrec.stats import N_BOOT
 
 
 def _probe_row(t: pd.DataFrame, sweep: pd.DataFrame | None, n_boot: int, seed: int, pooled: bool = False) -> dict:
-    from linrec.analyses.uncertainty import detectable_correlation
-
     t = t.sort_values(["model", "block"]) if "block" in t else t  # adjacent blocks adjacent: their dependence
     stops = t["probe_stop"].value_counts()
     nonlin = 1 - t["r2_lin_rows"].to_numpy(float)
@@ -208,7 +208,6 @@ def pitfall_summary(
     7b, across blocks (reported, not deciding): Spearman ρ of the 5-epoch shortfall with log κ(Gram), raw and
     Jacobi-scaled, and of Adam's with its travel (`adam_reach`), each with a 95 % Fisher interval at the effective
     number of blocks (`correlation_test`)."""
-    from linrec.analyses.probe import TRAIN_DEFAULTS
 
     ((epochs, batch_size),) = {(c["epochs"], c["batch_size"]) for c in TRAIN_DEFAULTS.values()}  # Adam's is SGD's
 
@@ -263,7 +262,6 @@ DOSE_KEYS = ("dose_block", "dose_steps", "dose_first_step", "dose_kappa_min", "d
 
 def _reach(curves: pd.DataFrame, ceiling: float) -> float:
     """Steps the better of the tuned optimisers in `curves` (one row per optimizer and step) needs to the ceiling."""
-    from linrec.analyses.pitfall import steps_to_reach
 
     return min(steps_to_reach(c, ceiling, REACHED) for _, c in curves.groupby("optimizer"))
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 # the regimes' thresholds: linrec.analyses.spectrum.regime applies them to each block, RULE_4's words name them
-from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_GAP, REGIME_R2, REGIME_RANK  # noqa: F401
+from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_GAP, REGIME_R2, REGIME_RANK, concentrated  # noqa: F401
 from linrec.claims.rules import (
     FIRST_TOKEN_OVERLAP,
     FIRST_TOKEN_SHARE,
@@ -30,6 +30,7 @@ from linrec.claims.rules import (
 def regime_summary(spectrum: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFrame:
     """Per model: how many blocks fall in each regime (`linrec.analyses.spectrum.regime`), which, and the outlier
     numbers."""
+    # here, not at the top: read when called, so the summary counts with spectrum's thresholds as they stand
     from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1, concentrated
 
     require(spectrum, ["model", "block", "regime", "first_var_share", "n_massive", "top1_var_share", "r2_lin",
@@ -179,7 +180,6 @@ def regime_story(spectrum: pd.DataFrame) -> list[str]:
     many blocks are in each of the paper's two regimes and how many in neither (and why), the outlier-concentrated
     blocks the verdict rests on with their explained part's effective rank, and the blocks concentrated in a few
     features whose explained part is not rank ≈ 1 (with that rank's range)."""
-    from linrec.analyses.spectrum import concentrated
 
     require(spectrum, ["model", "block", "regime", "r2_lin", "r2_feature_median", "top1_var_share", "eff_rank_out",
                        "d_out", "eff_rank_explained"], "regime_story")  # fmt: skip

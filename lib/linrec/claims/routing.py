@@ -13,7 +13,7 @@
 3. "Whole middle MLPs replaced by frozen linear maps cost nothing after a short fine-tune": healed ΔPPL against the
    same fine-tune unswapped (`heal_outcome`, `heal_table`).
 
-Each rule's words are in `ANCHOR_RULES`; `tests/test_routing_claims.py` puts each rule on both sides of each
+Each rule's words are in `ANCHOR_RULES`; `tests/claims/test_routing.py` puts each rule on both sides of each
 threshold.
 """
 

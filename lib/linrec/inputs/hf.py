@@ -6,10 +6,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import huggingface_hub.constants as hub_constants
 import torch
+from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
+from transformers.utils import logging as hf_logging
 
 from linrec.base.errors import LinrecError
 from linrec.inputs.sites import FfnSite, find_ffn_sites
@@ -75,7 +79,6 @@ def no_tf32():
 
 def load_tokenizer(path: str | Path, **kw):
     """The tokenizer of a local directory or hub id (a generic tokenizer.json is loaded as such)."""
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     cfg = Path(path) / "tokenizer_config.json"
     if cfg.exists() and json.loads(cfg.read_text()).get("tokenizer_class") in (
@@ -90,7 +93,6 @@ def load_tokenizer(path: str | Path, **kw):
 
 def auto_class(model_type: str):
     """transformers' Auto class for a model type: the bare encoder for encoders, the causal LM otherwise."""
-    from transformers import AutoModel, AutoModelForCausalLM
 
     return AutoModel if model_type in ENCODER_TYPES else AutoModelForCausalLM
 
@@ -98,7 +100,6 @@ def auto_class(model_type: str):
 @contextlib.contextmanager
 def quiet_transformers():
     """Silence transformers' progress bars and info chatter during a load."""
-    from transformers.utils import logging as hf_logging
 
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
@@ -195,8 +196,6 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         return False
     if "reachable" not in _HUB_STATE:
-        import socket
-
         host = os.environ.get("HF_ENDPOINT", "https://huggingface.co").split("://")[-1].split("/")[0]
         try:
             socket.create_connection((host, 443), timeout=timeout).close()
@@ -210,10 +209,9 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 def hub_offline():
     """Inside the block the hub clients (huggingface_hub, datasets) run in offline mode, as under HF_HUB_OFFLINE=1:
     local caches only, no request, no retry. For when `hub_reachable()` said no."""
-    import huggingface_hub.constants as hub_constants
 
     try:
-        import datasets.config as ds_config
+        import datasets.config as ds_config  # here, not at the top: datasets (and pyarrow) only where a hub client runs
     except ImportError:  # pragma: no cover - datasets is a pinned dependency
         ds_config = None
     saved = (hub_constants.HF_HUB_OFFLINE, getattr(ds_config, "HF_HUB_OFFLINE", None))

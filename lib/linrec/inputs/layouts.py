@@ -106,6 +106,7 @@ def ffn_width(name: str, d_model: int, d_ff: int = 0) -> int:
 def model_config(cfg, vocab_size: int):
     """The transformers configuration of `cfg` (a `linrec.inputs.training.TrainConfig`) with a vocabulary of
     `vocab_size`: the layout's row filled in."""
+    # here, not at the top: `linrec` imports this module when it starts, and --help stays free of torch
     import transformers
 
     row = layout(cfg.layout)
@@ -118,6 +119,7 @@ def model_config(cfg, vocab_size: int):
 def build(cfg, vocab_size: int, device: str | None = None) -> torch.nn.Module:
     """A model of `cfg` with transformers' own initialisation (under the caller's RNG); on the "meta" device it holds
     shapes only, for counting."""
+    # here, not at the top: `linrec` imports this module when it starts, and --help stays free of torch
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -130,6 +132,7 @@ def build(cfg, vocab_size: int, device: str | None = None) -> torch.nn.Module:
 
 def count_params(model: torch.nn.Module) -> tuple[int, int]:
     """(every parameter, tied ones once; the parameters of the blocks alone) of `model`."""
+    # here, not at the top: `linrec` imports this module when it starts, and --help stays free of torch
     from linrec.inputs.sites import find_ffn_sites
 
     total = sum(p.numel() for p in model.parameters())

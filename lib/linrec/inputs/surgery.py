@@ -50,6 +50,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+from safetensors.torch import load_model, save_model
+from transformers import AutoConfig, AutoModelForCausalLM
+from transformers.initialization import no_init_weights
 
 from linrec.base.errors import LinrecError
 from linrec.base.files import (
@@ -238,7 +241,6 @@ def save_swapped(
     `swaps` on top, all of them in the record (a block in `swaps` that already holds a map gets the new one), so a
     re-swapped save loads to the logits of the model it was written from. `sites`: the model's FFN sites, where the
     caller has them (`LoadedModel.sites`)."""
-    from safetensors.torch import save_model
 
     if not swaps:
         raise LinrecError("nothing to save: no block is swapped; choose blocks (--blocks) or raise --budget-ppl")
@@ -407,8 +409,6 @@ def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = T
 
     `tokenizer=False` leaves the saved tokenizer unread (`LoadedModel.tokenizer` None) for a caller that feeds
     token ids it already has: parsing Gemma-3's 262k-entry tokenizer takes 3.4 of the 4.4 s of its reload."""
-    from safetensors.torch import load_model
-    from transformers import AutoConfig, AutoModelForCausalLM
 
     directory = Path(directory)
     meta_file = directory / SWAPS_FILE
@@ -429,7 +429,6 @@ def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = T
             f"the saved model in {directory} is damaged ({problem}); save it again with linrec swap --save"
         )
     dtype = getattr(torch, meta["dtype"])
-    from transformers.initialization import no_init_weights
 
     with quiet_transformers():
         config = AutoConfig.from_pretrained(str(directory))

@@ -48,22 +48,28 @@ import hashlib
 import json
 import logging
 import math
+import shutil
+import tempfile
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
+import transformers
 
 from linrec.base.cache import entry_path, get_or_compute
 from linrec.base.errors import LinrecError
 from linrec.base.files import write_entry
 from linrec.base.progress import bar as progress_bar
+from linrec.base.threads import available_memory
 from linrec.inputs.corpora import DOC_SEPARATOR, token_stream
 from linrec.inputs.hf import check_device, no_tf32, quiet_transformers
+from linrec.inputs.layouts import build, check_block_params, param_counts
 from linrec.inputs.layouts import ffn_width as layout_ffn_width
 from linrec.inputs.layouts import layout as layout_row
-from linrec.inputs.layouts import param_counts
+from linrec.inputs.layouts import model_config as layout_config
 from linrec.inputs.training_text import (
     split_documents,
     text_documents,
@@ -161,8 +167,6 @@ class TrainConfig:
             if device.startswith("cuda"):
                 available = int(torch.cuda.mem_get_info(torch.device(device))[0])
             else:
-                from linrec.base.threads import available_memory
-
                 available = available_memory()
         if available is not None and need > available:
             gib = 2**30
@@ -198,8 +202,6 @@ class TrainConfig:
         return {**asdict(self), "mlp": self.layout}
 
     def key(self, made_on: str) -> str:
-        import transformers
-
         ident = {
             **asdict(self),
             "device": made_on,
@@ -277,14 +279,12 @@ def split_texts(cfg: TrainConfig) -> tuple[list[str], list[str], list[str], str]
 # ---- the model ---------------------------------------------------------------------------------------------------
 def model_config(cfg: TrainConfig, vocab_size: int):
     """The transformers config of `cfg`: its layout's row (`linrec.inputs.layouts.LAYOUTS`) filled in."""
-    from linrec.inputs.layouts import model_config as layout_config
 
     return layout_config(cfg, vocab_size)
 
 
 def build_model(cfg: TrainConfig, vocab_size: int) -> torch.nn.Module:
     """A fresh model of `cfg`, its weights drawn under `cfg.init_seed` (the global RNG is left as it was)."""
-    from linrec.inputs.layouts import build
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.init_seed)
@@ -370,7 +370,6 @@ def train_model(
 # ---- the cache ---------------------------------------------------------------------------------------------------
 def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> TrainedRun:
     """The run of `cfg`: read from the cache if its entry is intact, else trained (minutes) and cached."""
-    import pandas as pd
 
     cfg.validate()
     on = made_on(cfg.device)
@@ -382,9 +381,6 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
     def compute(tmp: Path | None) -> TrainedRun:
         cfg.check_fits()  # before any folder is made, any text read or any weight allocated
         if tmp is None:  # not cached: the checkpoints still need a folder, a fresh temporary one
-            import shutil
-            import tempfile
-
             scratch = Path(tempfile.mkdtemp(prefix="linrec-train-"))
             try:
                 return compute(scratch)  # kept when the run finishes: its checkpoints are what the caller gets
@@ -443,7 +439,6 @@ def training_settings(section: dict, where: str = "the profile's training sectio
     """A profile's `training:` mapping checked as a notebook would use it: every key a `TrainConfig` field (device
     is the profile's own key), every value of its field's type, and the whole a valid configuration; one line naming
     the fix otherwise. {} (not run in that profile) is returned as it is."""
-    from dataclasses import fields
 
     types = {f.name: type(f.default) for f in fields(TrainConfig) if f.name != "device"}
     if not isinstance(section, dict):
@@ -483,7 +478,6 @@ def profile_configs(
     measured on the same windows. `base`: the other `TrainConfig` fields. With `block_tolerance` (e.g. 0.02), layouts
     whose blocks differ in parameters by more than that share are refused (`linrec.inputs.layouts.
     check_block_params`; at a tiny width the gated MLP's rounded width alone can be 4 % off)."""
-    from linrec.inputs.layouts import check_block_params
 
     cfg = TrainConfig(**base)
     if texts:

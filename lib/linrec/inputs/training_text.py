@@ -16,6 +16,8 @@ import re
 from pathlib import Path
 
 import numpy as np
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
 
 from linrec.base.errors import LinrecError
 from linrec.inputs.corpora import DOC_SEPARATOR, HUB_CORPORA, OFFLINE_CORPORA, corpus_identity, load_documents
@@ -74,8 +76,6 @@ def split_documents(docs: list[str], measure_frac: float, seed: int = 0) -> tupl
 
 def train_tokenizer(docs: list[str], vocab: int):
     """A byte-level BPE of `vocab` tokens trained on `docs`, as a transformers fast tokenizer with EOS and no BOS."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -25,7 +25,7 @@ Results are cached under `$LINREC_CACHE/captures/` keyed by everything that dete
 (model weights identity, corpus identity, seq_len, token budget, seed, test fraction, sample
 size, product precision, `CAPTURE_VERSION`). The batch size is not in the key: it changes
 only the order of float64 additions, so R²_lin differs between batch sizes by rounding alone
-(≤ 1e-12, checked by `tests/test_capture.py`). A cached capture keeping more rows serves a request for fewer
+(≤ 1e-12, checked by `tests/measure/test_capture.py`). A cached capture keeping more rows serves a request for fewer
 (`linrec.measure.reuse`, which also says what one not cached will cost). An entry is written to a temporary directory
 and renamed into place only when complete; its manifest (`meta.json`, itself checksummed)
 records every file's size and sha256, statistics and row samples alike, and every file is
@@ -38,8 +38,11 @@ detected and rebuilt, never read.
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
+import tempfile
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -486,9 +489,6 @@ def _compute(
 
 def _scratch_capture(loaded: LoadedModel, windows, config: CaptureConfig, *run_args) -> Capture:
     """Uncached: the row sample (a probe's, a gate's) in a TMPDIR folder, gone with the capture or the process."""
-    import shutil
-    import tempfile
-    import weakref
 
     scratch = Path(tempfile.mkdtemp(prefix="linrec-rows-")) if config.sample_rows > 0 and world()[0] == 0 else None
     try:

@@ -46,6 +46,7 @@ class CaptureConfig:
     bos: str = "auto"  # BOS token per window: the tokenizer's habit, "yes" always, "no" never
 
     def validate(self) -> None:
+        # here, not at the top: `linrec` imports this module when it starts, and --help stays free of torch
         from linrec.inputs.corpora import BOS_MODES
         from linrec.inputs.hf import model_dtype
         from linrec.stats.moments import PRODUCTS
@@ -74,6 +75,7 @@ class CaptureConfig:
     def key(self, source: ModelSource | None = None) -> str:
         """The cache key. `source`: `model` parsed (`linrec.inputs.source.ModelSource`), where the caller has it;
         else it is parsed here."""
+        # here, not at the top: `linrec` imports this module when it starts, and --help stays free of torch
         from linrec.inputs.corpora import corpus_identity
         from linrec.inputs.source import ModelSource
 

@@ -4,8 +4,11 @@ device read off a two-token forward pass (`site_dims`, `site_devices`). docs/sca
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pandas as pd
 import torch
 
 from linrec.base.errors import LinrecError
@@ -42,7 +45,6 @@ def memory_plan(
     `stats` and `heldout` live on the block's device (`devices`, default all "cpu"; with a device map, each
     block's own); `device_total` is their sum.
     """
-    import pandas as pd
 
     n_windows = 5 * n_test_windows if n_windows is None else n_windows
     rows = []
@@ -141,7 +143,6 @@ def check_disk(plan: pandas.DataFrame, directory, free: int | None = None) -> No
     """One line naming the fix when the folder a capture writes to (`directory`; None writes nothing) has less free
     space than `disk_bytes(plan)`: checked before any pass, since a row sample's memory-mapped file on a full disk
     ends the process with SIGBUS and no message."""
-    import shutil
 
     if directory is None:
         return
@@ -161,8 +162,6 @@ def check_disk(plan: pandas.DataFrame, directory, free: int | None = None) -> No
 
 
 def _existing(path):
-    from pathlib import Path
-
     path = Path(path)
     return next((p for p in (path, *path.parents) if p.exists()), path)
 

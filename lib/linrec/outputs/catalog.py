@@ -8,7 +8,7 @@ The report, the README's results block, `linrec.outputs.refresh`, the notebooks 
 through this module only (`row`, `rule`, `claims`); nothing else lists them. Adding a claim touches three files: its
 verdict function and `Rule` in its topic module under `linrec/claims/` (a new threshold may be defined there too:
 a `Rule` reads its thresholds from its verdict's module), its sentence in `claim_text`, and its row here.
-`tests/test_catalog.py` checks that each row's parts agree and that each rule's words follow its thresholds.
+`tests/outputs/test_catalog.py` checks that each row's parts agree and that each rule's words follow its thresholds.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from linrec.analyses.large_n import curve_sentence
+from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, correlation_outcome
 from linrec.claims.learned import combine_2a, comparison_words, seeds_verdict
@@ -164,8 +165,6 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     prof, _ = replicated(r, "training_profiles", "training")
     onset = ""
     if prof is not None:
-        from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
-
         steps = approach_to_final(prof).groupby("run", sort=False)["onset"].first()
         last = prof.groupby("run", sort=False)["step"].max()
         settled = {run: s for run, s in steps.items() if s < last[run]}

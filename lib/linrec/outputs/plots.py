@@ -11,13 +11,17 @@ a script or test without a display gets matplotlib's own headless default.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import offset_copy
 
+from linrec.analyses.pitfall import REACHED, steps_to_reach
 from linrec.outputs.labels import declutter
 
 # Written into the files instead of what changes from run to run: a PDF's CreationDate (left out) and the
@@ -72,7 +76,6 @@ def figures_at_drawn_size(body: str, folder: Path) -> str:
     """Each figure of the HTML report at the size it was drawn (its PNG's pixels at `linrec.outputs.plots.DPI` to
     the inch, 96 CSS pixels), a wide one scrolled sideways rather than shrunk to the text's width (its labels became
     unreadable at 1,184 px), and linked to the full-resolution file."""
-    import re
 
     def sized(m: re.Match) -> str:
         src, alt = m[1], m[2]
@@ -93,7 +96,6 @@ LEGEND_DROP = 34  # points from an axes' bottom edge to the top of a legend belo
 def legend_below(ax, ncol: int = 1, **kw):
     """The axes' legend under its x label, where it hides no data. Placed a fixed number of points below the axes
     (LEGEND_DROP), not a fraction of their height: on a short panel a fraction put it over the x label."""
-    from matplotlib.transforms import offset_copy
 
     below = offset_copy(ax.transAxes, fig=ax.figure, y=-LEGEND_DROP, units="points")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below, fontsize=7, ncol=ncol,
@@ -177,7 +179,6 @@ def fig2c_learning_curves(summary, stem: str | Path | None = None, ref_tokens: f
     coloured
     by depth, the large-n estimate R²∞ at the right; and per block, R²_lin at `ref_tokens` (the default capture's
     size), at the largest size and R²∞, with their hierarchical-bootstrap intervals. One row per model."""
-    import numpy as np
 
     sns.set_theme(style="whitegrid", context="paper")
     models = list(dict.fromkeys(summary["model"]))
@@ -289,7 +290,6 @@ def fig3b_trained_pitfall(table, stem: str | Path | None = None):
     ceiling − trained R² per block, colour = model, marker = optimizer. Shortfalls outside `SHORTFALL_CLIP` (a
     baseline that diverged far below R² = 0, or one level with the ceiling) are drawn at the edge as open triangles
     and counted in the legend. Legend outside the axes, right."""
-    import numpy as np
 
     sns.set_theme(style="whitegrid", context="paper")
     models = list(dict.fromkeys(table["model"]))
@@ -361,7 +361,6 @@ def fig3c_pitfall_mechanism(budget, dose, stem: str | Path | None = None):
     handles += [plt.Line2D([], [], color="0.3", ls=ls, lw=1.2) for ls in dashes.values()]
     names = [*models, "tuned Adam", "tuned SGD", "GD from the spectrum"]
     legend_below(ax, ncol=2, handles=handles, labels=names, handlelength=3.5)
-    from linrec.analyses.pitfall import REACHED, steps_to_reach
 
     cap = int(dose["step"].max()) if len(dose) else 0
     for (m, b), g in dose.groupby(["model", "block"], sort=False):
@@ -396,7 +395,6 @@ def map_swaps(swap):
 def fig1_method(stem: str | Path | None = None):
     """Figure 1, the method as a diagram: one frozen pass → (x, y) per FFN block → float64
     statistics → closed-form affine map + residual → held-out R²_lin (and what builds on it)."""
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     sns.set_theme(style="white", context="paper")
     fig, ax = plt.subplots(figsize=(11, 3.9))

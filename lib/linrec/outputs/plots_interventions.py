@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
@@ -23,7 +24,6 @@ def _ci_bars(ax, x, t, color, lo="delta_lo", hi="delta_hi", y="delta_ppl"):
 def _stacked_labels(ax, points, colour, right_edge: float, dy: float = 9.0):
     """Block labels beside `points` ([(x, y, text)]) that do not print over each other: points within 4 % of the
     axis's x range and a factor of 3 in y get labels stacked upwards. Near the right edge labels go to the left."""
-    import numpy as np
 
     lo, hi = ax.get_xlim()
     span = hi - lo
@@ -44,7 +44,6 @@ def fig6_swap(table, curves, stem: str | Path | None = None):
     dashed; (c) with position variants in `table`, for each block that has them: ΔPPL of the map on every position,
     of the map on positions ≥ 1 with the FFN's own output at position 0, and with its train mean there. Intervals:
     95 % paired jackknife over held-out windows. Symlog y (ΔPPL can be below 0). One legend, below the panels."""
-    import numpy as np
 
     sns.set_theme(style="whitegrid", context="paper")
     maps = map_swaps(table)
@@ -336,7 +335,6 @@ def fig8b_zoo(blocks, distances, components, stem: str | Path | None = None):
     text) with its 95 % interval. Right: the share of the profile's level and shape each factor holds, with its 95 %
     jackknife interval. `blocks`: `linrec.analyses.zoo.block_table`; `distances`: `linrec.analyses.factors.
     distance_table`; `components`: `linrec.analyses.factors.components`."""
-    import numpy as np
 
     sns.set_theme(style="whitegrid", context="paper")
     fig, (px, dx, sx) = plt.subplots(1, 3, figsize=(15, 4.4), gridspec_kw={"width_ratios": [1.3, 1, 0.8]})
@@ -393,7 +391,6 @@ def fig9_routing(curve, routable, r2, stem: str | Path | None = None, identity=N
     per-type need r against the per-type gate-share r, with their intervals), the gates on the token part, the
     context part and the whole input (`split_auc`: held-out AUC with jackknife intervals), and healing (`heal`: ΔPPL
     after the fine-tune against the fine-tuned control, per k and mode)."""
-    import numpy as np
 
     sns.set_theme(style="whitegrid", context="paper")
     models = list(dict.fromkeys(curve["model"]))
@@ -443,7 +440,6 @@ def fig9_routing(curve, routable, r2, stem: str | Path | None = None, identity=N
 
 def _fig9_lower(axes, identity, split_auc, heal, palette):
     """Figure 9's bottom row: token identity (two quantities), token against context, healing."""
-    import numpy as np
 
     for ax in axes:
         ax.set_visible(False)

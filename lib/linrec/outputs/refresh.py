@@ -24,15 +24,26 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from linrec.analyses.calibration import coverage_table, dependence, window_table
+from linrec.analyses.seeds import from_profiles
 from linrec.base.errors import LinrecError, StaleTableError
-from linrec.claims.learned import controls_findings, decomposition_intervals, null_blocks
+from linrec.claims.corpora import LEVEL_EX_FIRST, overlay_word
+from linrec.claims.learned import (
+    comparison_words,
+    controls_findings,
+    decomposition_intervals,
+    null_blocks,
+    seeds_verdict,
+)
 from linrec.claims.probe import pitfall_summary, probe_summary
 from linrec.claims.registry import TABLES
 from linrec.claims.routing import anchor_table, routing_summary
 from linrec.claims.swap import swap_predictors
 from linrec.claims.tables import ROW_KEYS, load_table, load_timings, save_table, table_path
+from linrec.measure.config import CaptureConfig
 from linrec.outputs.catalog import rule
 from linrec.stats import N_BOOT
 
@@ -126,7 +137,6 @@ def refresh_corpora(d: Path) -> list[str]:
     position 0, where a former linrec did not measure it, NaN (notebook 05 measures it). A table whose intervals are
     the percentile bootstrap's (it counts `n_boot`, not `n_windows`) is left as it is: its claim stays "rerun
     notebook 05"."""
-    from linrec.claims.corpora import LEVEL_EX_FIRST, overlay_word
 
     t = _read_raw(d, "corpora_verdict")
     if t is None or "shape_hi" not in t or "n_windows" not in t:
@@ -140,8 +150,6 @@ def refresh_corpora(d: Path) -> list[str]:
 def refresh_training(d: Path) -> list[str]:
     """The seeds experiment's comparisons with their level and shape (points from `training_profiles` where missing),
     their words, and the verdict row, by today's rule."""
-    from linrec.analyses.seeds import from_profiles
-    from linrec.claims.learned import comparison_words, seeds_verdict
 
     comp, prof = _read_raw(d, "training_comparisons"), load_table("training_profiles", d)
     if comp is None or comp.empty or prof is None:
@@ -164,7 +172,6 @@ def _series_settings(what: str, kind: str, t: pd.DataFrame, a: str, b, models: s
     coefficient of the two series through depth), and one for the models pooled. A series of 3 blocks or fewer is
     left out: its Fisher interval has no degrees of freedom, so the correlation carries no interval (its verdict
     reads "inconclusive") and there is no coverage to measure."""
-    from linrec.analyses.calibration import dependence
 
     out = []
     for model, g in t.groupby(models, sort=False):
@@ -185,7 +192,6 @@ def coverage_settings(results_dir: str | Path) -> list[dict]:
     """One simulation setting per across-block correlation a verdict reads in `results_dir`, at the data's own
     number of blocks and dependence: claim 3 (Pearson r(1 − R²_lin, gain)), 6b (Spearman ρ(R²_lin, ΔPPL) and the
     partial ρ given depth), 7b (ρ(log κ, shortfall)), routing (ρ(R²_lin, routable share))."""
-    import numpy as np
 
     d = Path(results_dir)
     out = []
@@ -219,8 +225,6 @@ def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.Dat
     simulated at its data's number of blocks and dependence (`coverage_settings`), at ρ = 0 (where "no effect" and a
     false "effect" are also counted), and each window interval at the run's number of held-out windows
     (`linrec.analyses.calibration.window_table`) — the report's methods table (results table `calibration`)."""
-    from linrec.analyses.calibration import coverage_table, window_table
-    from linrec.measure.config import CaptureConfig
 
     table = coverage_table(coverage_settings(results_dir), reps=reps, seed=seed)
     cap = load_table("capture", results_dir)

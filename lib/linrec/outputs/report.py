@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
+import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.base.files import find_project_root, project_root
+from linrec.base.files import atomic_file, find_project_root, project_root
 from linrec.claims.rules import VERDICTS
 from linrec.claims.tables import labelled
+from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
 from linrec.measure.config import capture_settings
 from linrec.outputs import catalog
 from linrec.outputs.claim_text import Claim
@@ -190,8 +192,6 @@ def _budget(params: dict) -> str | None:
 
 
 def _setup(r: Results, params: dict) -> list[str]:
-    from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
-
     out = ["## Setup", ""]
     cap = r.get("capture")
     if cap is not None:
@@ -385,8 +385,6 @@ def build_report(
     tmp.write_text(text)
     tmp.replace(out)
     if html:
-        import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
-
         body = figures_at_drawn_size(mistune.html(text), out.parent)
         page = (
             '<!doctype html><meta charset="utf-8"><title>linrec reproduction report</title><style>'
@@ -470,7 +468,6 @@ def replace_block(readme: Path, start: str, end: str, make) -> bool:
         return False
     head, rest = text.split(start, 1)
     block = make()  # before anything is written: an error here leaves the file as it was
-    from linrec.base.files import atomic_file
 
     with atomic_file(readme) as tmp:
         tmp.write_text(head + block + rest.split(end, 1)[1])

@@ -16,6 +16,7 @@ import pandas as pd
 from linrec.base.errors import StaleTableError
 from linrec.claims.rules import CLAIM2_MIN_EFFECT
 from linrec.claims.tables import load_table
+from linrec.claims.zoo import INCONCLUSIVE, SAME
 
 ZOO_PROFILE = "zoo"  # results/zoo/, written by params/zoo.yaml
 OUTCOME_WORDS = {"effect": "a correlation shown", "no effect": "shown within the equivalence margin",
@@ -80,7 +81,6 @@ def zoo_2a(r) -> tuple[str, str, str] | None:
 
 def _short(word: str) -> str:
     """A part's word for the claim table's cell: "alike", "undecided" or "by <factor>"."""
-    from linrec.claims.zoo import INCONCLUSIVE, SAME
 
     return {SAME: "alike", INCONCLUSIVE: "undecided"}.get(word, f"by {word}")
 

@@ -7,7 +7,7 @@ digits when a feature's mean is large against its spread (a few LLM features are
 each rank keeps its own (n, μ, M = Σ(z − μ)(z − μ)ᵀ), the ranks exchange them, and every rank
 merges them in rank order with Chan's update (`Moments.merge`), which is exact in exact arithmetic.
 The result differs from a one-process capture only by the order of float64 additions
-(≤ 1e-12 relative, `tests/test_distributed.py`).
+(≤ 1e-12 relative, `tests/stats/test_distributed.py`).
 
 The train split is merged before the first held-out batch (every rank fits the same maps from the
 merged train statistics); the held-out per-window sums are exact under a plain sum, since each
@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 
 from linrec.base.errors import LinrecError
 from linrec.stats.moments import Moments
@@ -29,7 +30,6 @@ from linrec.stats.moments import Moments
 
 def world() -> tuple[int, int]:
     """(rank, number of ranks); (0, 1) outside torch.distributed."""
-    import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
@@ -39,7 +39,6 @@ def world() -> tuple[int, int]:
 def init_from_env(device: str) -> str:
     """Under torchrun (WORLD_SIZE > 1 in the environment): join the process group, NCCL for CUDA and gloo
     otherwise, and give each rank its own GPU (cuda:LOCAL_RANK). Returns the device this rank runs on."""
-    import torch.distributed as dist
 
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1 or dist.is_initialized():
         return device
@@ -55,15 +54,12 @@ def init_from_env(device: str) -> str:
 
 
 def _comm_device() -> torch.device:
-    import torch.distributed as dist
-
     return torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
 
 
 def merge_moments(moments: list[Moments]) -> None:
     """Replace each rank's `Moments` by the merge of every rank's, in rank order (Chan's update); in place, one
     block at a time (peak memory: one block's statistics × the number of ranks)."""
-    import torch.distributed as dist
 
     rank, size = world()
     if size == 1:
@@ -87,7 +83,6 @@ def merge_moments(moments: list[Moments]) -> None:
 
 def sum_(tensors: list[torch.Tensor]) -> None:
     """All-reduce (sum) each tensor in place: for sums whose rows each rank holds alone (zeros elsewhere)."""
-    import torch.distributed as dist
 
     if world()[1] == 1:
         return
@@ -100,7 +95,6 @@ def sum_(tensors: list[torch.Tensor]) -> None:
 
 def broadcast_path(path: Path | None) -> Path | None:
     """Rank 0's `path`, on every rank."""
-    import torch.distributed as dist
 
     if world()[1] == 1:
         return path
@@ -110,7 +104,5 @@ def broadcast_path(path: Path | None) -> Path | None:
 
 
 def barrier() -> None:
-    import torch.distributed as dist
-
     if world()[1] > 1:
         dist.barrier()

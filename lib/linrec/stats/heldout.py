@@ -43,7 +43,9 @@ from linrec.base.errors import LinrecError
 from linrec.base.threads import one_thread
 from linrec.stats import N_BOOT
 from linrec.stats.ceiling import fit_affine
-from linrec.stats.moments import Moments
+from linrec.stats.distributed import sum_
+from linrec.stats.jackknife import jackknife
+from linrec.stats.moments import Moments, remove_rows
 
 
 @dataclass
@@ -114,7 +116,6 @@ def _check(h: HeldOut | None, level: float) -> None:
 def r2_interval(heldout_block: HeldOut, level: float = 0.95) -> tuple[float, float]:
     """(lo, hi): the held-out R² of one block ∓ t_{W−1} × its leave-one-window-out jackknife standard error
     (`linrec.stats.jackknife`; measured coverage in `linrec.analyses.calibration`). One window gives (R², R²)."""
-    from linrec.stats.jackknife import jackknife
 
     h = heldout_block
     _check(h, level)
@@ -169,7 +170,6 @@ class HeldOutSums:
         """Fit the affine maps of `blocks` (default: all) from their finished train statistics, once each; with
         `train_first` (block → `Moments` of the train windows' first positions) also each block's map without
         them, whose sums cover every held-out position but the first."""
-        from linrec.stats.moments import remove_rows
 
         t0 = time.perf_counter()
         for i in range(len(train)) if blocks is None else blocks:
@@ -225,7 +225,6 @@ class HeldOutSums:
 
     def all_reduce(self) -> None:
         """Under torch.distributed: sum every rank's sums (each held-out window's are non-zero on one rank only)."""
-        from linrec.stats.distributed import sum_
 
         for sums in (self.sums, self.rest_sums):
             for b in sorted(sums):

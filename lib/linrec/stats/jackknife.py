@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import t
 
 from linrec.base.errors import LinrecError
 
@@ -38,7 +39,6 @@ class Jackknife:
 
     def interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
         """(lo, hi): point ∓ t_{dof, 1 − (1 − level)/2} · se."""
-        from scipy.stats import t
 
         if not 0 < level < 1:
             raise LinrecError(f"level must be in (0, 1), got {level}")
@@ -47,7 +47,6 @@ class Jackknife:
 
     def p(self, null: float = 0.0) -> np.ndarray:
         """Two-sided p-value of point = `null` from the t statistic (point − null) / se at `dof`."""
-        from scipy.stats import t
 
         with np.errstate(divide="ignore", invalid="ignore"):
             z = np.abs(self.point - null) / self.se

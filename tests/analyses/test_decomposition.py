@@ -1,0 +1,150 @@
+"""linrec.analyses.decomposition (claim 2b: weights or inputs): the norm gain folded into the FFN, random-init FFNs
+of the twin, the cross matrix against lstsq, and its two-factor shares against planted ones."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from linrec.analyses.controls import _split_rows
+from linrec.base.errors import LinrecError
+from linrec.inputs.models import load_model, random_init_spec
+from linrec.inputs.sites import find_ffn_sites
+from linrec.measure.capture import get_capture
+
+
+# ---- claim 2b: the norm gain folded into the FFN, null ensembles, the cross matrix and its decomposition -------
+@pytest.mark.parametrize("kind", ["llama", "gemma3_text", "gpt2", "bert"])
+def test_folding_the_norm_gain_leaves_the_ffn_output_unchanged(tiny_model, kind):
+    """ffn'((x − b) / g) = ffn(x) to 1e-6 on every block, for x = the pre-MLP norm's output on random hidden states;
+    (x − b) / g is the norm's unit output (unit RMS, and zero mean for LayerNorm); the gains are not all 1."""
+    from linrec.analyses.decomposition import folded_ffn, unscale
+
+    model = tiny_model(kind)
+    for site in find_ffn_sites(model):
+        h = torch.randn(1, 9, model.config.hidden_size, generator=torch.Generator().manual_seed(site.index)) * 3 + 1
+        with torch.no_grad():
+            x = site.pre_norm(h)
+            want = site.ffn(x)
+        ffn, g, b = folded_ffn(site)
+        assert np.abs(g - 1).max() > 0.05  # the tiny models' gains are randomised: folding is not the identity
+        u = unscale(x[0].numpy(), g, b)
+        with torch.no_grad():
+            got = ffn(torch.from_numpy(u)[None])
+        assert (got - want).abs().max() <= 1e-6 * want.abs().max()
+        rms = np.sqrt((u.astype(np.float64) ** 2).mean(1))
+        layer_norm = type(site.pre_norm).__name__ == "LayerNorm"
+        assert np.allclose(rms, 1, atol=1e-3) and (not layer_norm or np.abs(u.mean(1)).max() < 1e-4)
+        assert ffn is not site.ffn and torch.equal(site.ffn(x), want)  # the model's own FFN is untouched
+
+
+def test_a_norm_of_another_form_is_refused():
+    from linrec.analyses.decomposition import norm_affine
+
+    class Squash(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.full((8,), 2.0))
+
+        def forward(self, h):
+            return torch.tanh(h) * self.weight
+
+    with pytest.raises(LinrecError, match="norm_affine"):
+        norm_affine(Squash())
+
+
+def test_random_init_ffns_are_the_twins_initialisation_and_seeded(tiny_model_dir):
+    from linrec.analyses.decomposition import random_init_ffn
+
+    loaded, twin = load_model(tiny_model_dir), load_model(random_init_spec(tiny_model_dir, 0))
+    ffn, twin_ffn = find_ffn_sites(loaded.model)[0].ffn, find_ffn_sites(twin.model)[0].ffn
+    a, b, c = (random_init_ffn(loaded.model, ffn, s) for s in ([0, 1], [0, 1], [0, 2]))
+    for (name, pa), pb, pc, pt, p0 in zip(a.named_parameters(), b.parameters(), c.parameters(), twin_ffn.parameters(),
+                                          ffn.parameters(), strict=True):  # fmt: skip
+        assert torch.equal(pa, pb) and not torch.equal(pa, pc), name  # seeded
+        assert abs(pa.std() / pt.std() - 1) < 0.1 and abs(pa.std() / p0.std() - 1) > 0.5, name  # the twin's, not ours
+
+
+def test_inputs_or_weights_on_a_capture_against_lstsq(tiny_setup):
+    """With every stored row, the trained (folded) FFN's R² is the capture's R²_lin (folding is an invertible change
+    of the inputs); an off-diagonal entry is numpy lstsq of the folded FFN i on block j's normalised inputs; each
+    block has its null draws, and the draws differ."""
+    from linrec.analyses.controls import ffn_outputs
+    from linrec.analyses.decomposition import NullDraws, folded_ffn, inputs_or_weights, unscale
+    from linrec.analyses.recoverability import ceiling_table
+    from linrec.stats.ceiling import r2_rows
+
+    model_dir, kw = tiny_setup
+    c, loaded = get_capture(model_dir, **kw), load_model(model_dir)
+    res = inputs_or_weights(c, loaded, NullDraws(n_init=3, n_shuffled=2), band=1, progress=False)
+    ceiling = ceiling_table(c).set_index("block")["r2_lin"].sort_index()
+    trained = res.nulls[res.nulls["ffn"] == "trained"].set_index("block")["r2"].sort_index()
+    assert np.allclose(trained, ceiling, atol=1e-6)
+    counts = res.nulls.groupby(["block", "ffn"]).size().unstack()
+    assert (counts["random init"] == 3).all() and (counts["shuffled"] == 2).all() and (counts["trained"] == 1).all()
+    assert res.nulls.groupby(["block", "ffn"])["r2"].nunique().loc[(0, "random init")] == 3
+    sites = find_ffn_sites(loaded.model)
+    ffn0, g1, b1 = folded_ffn(sites[0])[0], *folded_ffn(sites[1])[1:]
+    xtr, xte = (unscale(x, g1, b1) for x in _split_rows(c, 1, None, 0))
+    ytr, yte = (ffn_outputs(ffn0, torch.from_numpy(x)).double().numpy() for x in (xtr, xte))
+    coef = np.linalg.lstsq(np.c_[xtr.astype(np.float64), np.ones(len(xtr))], ytr, rcond=None)[0]
+    ref = r2_rows(yte, np.c_[xte.astype(np.float64), np.ones(len(xte))] @ coef)
+    m = res.matrix.set_index(["ffn_block", "input_block"])["r2"]
+    assert abs(m.loc[(0, 1)] - ref) < 1e-6 and len(m) == 4  # 2 blocks, band 1: every pair
+    assert set(res.heldout) == set(m.index)
+
+
+def _shares_matrix(n=16, band=2, windows=60, noise=0.05, seed=0):
+    """A synthetic cross matrix R²(i, j) = 0.5 + a_i + b_j with var(a) : var(b) = 0.7 : 0.3 over the blocks, as
+    held-out per-window sums with per-window measurement noise, on the pairs |i − j| ≤ band (None: all); returns the
+    InputsOrWeights and the planted shares (the factors' variances at the entries over their sum's)."""
+    from linrec.analyses.decomposition import InputsOrWeights
+    from linrec.stats.heldout import HeldOut
+
+    rng = np.random.default_rng(seed)
+    a, b = (rng.standard_normal(n) for _ in range(2))
+    a, b = ((v - v.mean()) / v.std() * np.sqrt(share) * 0.1 for v, share in ((a, 0.7), (b, 0.3)))
+    cells = [(i, j) for j in range(n) for i in range(n) if band is None or abs(i - j) <= band]
+    heldout, rows = {}, []
+    for i, j in cells:
+        r2 = 0.5 + a[i] + b[j]
+        syy = np.full(windows, 50.0)
+        sse = (1 - r2) * syy * (1 + noise * rng.standard_normal(windows))
+        heldout[(i, j)] = HeldOut(np.arange(windows), np.full(windows, 50), sse[:, None], np.zeros((windows, 1)),
+                                  syy[:, None], np.zeros(1))  # fmt: skip
+        rows.append({"model": "m", "ffn_block": i, "input_block": j, "r2": heldout[(i, j)].r2()})
+    fi, fj = np.array(cells).T
+    total = np.var(0.5 + a[fi] + b[fj])
+    planted = {"weights": np.var(a[fi]) / total, "inputs": np.var(b[fj]) / total}
+    return InputsOrWeights(pd.DataFrame(), pd.DataFrame(rows), heldout), planted
+
+
+def test_two_factor_decomposition_recovers_planted_shares_with_intervals_that_cover_them():
+    """On a full matrix the decomposition returns the planted 0.7 / 0.3 exactly; with measurement noise its window
+    bootstrap intervals cover them about as often as 95 % intervals should; within a band the unique shares are lower
+    bounds of the planted ones, the rest is `shared`, and the order of the two is kept."""
+    from linrec.analyses.decomposition import decomposition, two_factor_shares
+
+    exact, planted = _shares_matrix(noise=0.0, band=None)
+    m = exact.matrix
+    shares = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy())
+    assert planted["weights"] == pytest.approx(0.7) and planted["inputs"] == pytest.approx(0.3)
+    assert shares["weights"] == pytest.approx(0.7, abs=1e-9) and shares["inputs"] == pytest.approx(0.3, abs=1e-9)
+    assert shares["residual"] == pytest.approx(0, abs=1e-9) and shares["shared"] == pytest.approx(0, abs=1e-9)
+    swapped = two_factor_shares(m["input_block"], m["ffn_block"], m["r2"].to_numpy())
+    assert swapped["weights"] == pytest.approx(0.3)  # the factors are not mixed up
+    covered = {"weights": 0, "inputs": 0}
+    for seed in range(20):
+        noisy, planted = _shares_matrix(noise=0.05, band=None, seed=seed)
+        d = decomposition(noisy, n_boot=300, seed=seed)
+        for k in covered:
+            covered[k] += d[f"share_{k}_lo"] <= planted[k] <= d[f"share_{k}_hi"]
+            assert abs(d[f"share_{k}"] - planted[k]) < 0.05 and d[f"share_{k}_hi"] - d[f"share_{k}_lo"] < 0.2
+        assert d["share_weights_minus_inputs_lo"] > 0  # 0.7 vs 0.3 is told apart
+    assert min(covered.values()) >= 16, covered
+    banded, planted = _shares_matrix(noise=0.0, band=2)
+    m = banded.matrix
+    shares = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy())
+    assert shares["weights"] <= planted["weights"] and shares["inputs"] <= planted["inputs"]
+    assert shares["weights"] > shares["inputs"] > 0 and shares["shared"] >= 0
+    assert sum(shares.values()) == pytest.approx(1)

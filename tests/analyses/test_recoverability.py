@@ -1,0 +1,93 @@
+"""linrec.analyses.recoverability: two-way shares and corpus shape and level against planted splits, and profile
+replicates that leave the same window out of every block."""
+
+import numpy as np
+import pytest
+
+from linrec.stats.heldout import HeldOut
+
+
+# ---- claim 5: a profile over corpora split into depth, level and shape ------------------------------------------
+def test_two_way_shares_recover_a_planted_split():
+    from linrec.analyses.recoverability import two_way_shares
+
+    depth = np.array([-0.3, 0.1, 0.2, -0.1, 0.1])  # block effects (sum 0)
+    level = np.array([-0.05, 0.0, 0.05])  # corpus effects (sum 0)
+    inter = 0.02 * np.array([[1, -1, 0], [-1, 1, 0], [0, 0, 0], [1, 0, -1], [-1, 0, 1]])  # rows and columns sum to 0
+    r2 = 0.6 + depth[:, None] + level[None, :] + inter
+    s = two_way_shares(r2)
+    total = 3 * (depth**2).sum() + 5 * (level**2).sum() + (inter**2).sum()
+    assert s["depth"] == pytest.approx(3 * (depth**2).sum() / total)
+    assert s["level"] == pytest.approx(5 * (level**2).sum() / total)
+    assert s["shape"] == pytest.approx((inter**2).sum() / total)
+    assert s["depth"] + s["level"] + s["shape"] == pytest.approx(1.0) and s["level_range"] == pytest.approx(0.1)
+    shifted = two_way_shares(0.6 + depth[:, None] + level[None, :])  # a pure shift has no shape
+    assert shifted["shape"] == pytest.approx(0.0, abs=1e-12) and shifted["level"] > 0
+
+
+def _heldout_for(r2_target: float, rng, windows=40, rows=16, d=3) -> HeldOut:
+    """Per-window sums of a map whose held-out R² is about `r2_target` (noise of variance 1 − R² on unit signal)."""
+    sse, sy, syy = (np.zeros((windows, d)) for _ in range(3))
+    for w in range(windows):
+        signal = rng.standard_normal((rows, d)) * np.sqrt(r2_target)
+        err = rng.standard_normal((rows, d)) * np.sqrt(1 - r2_target)
+        y = signal + err
+        sse[w], sy[w], syy[w] = (err**2).sum(0), y.sum(0), (y**2).sum(0)
+    return HeldOut(np.arange(windows), np.full(windows, rows), sse, sy, syy, np.zeros(d))
+
+
+def test_corpus_shape_level_separates_a_shift_from_a_change_of_form():
+    """Three corpora over six blocks: a uniform shift (code +0.1 everywhere) is level, not shape; swapping two blocks'
+    values on one corpus is shape. Intervals come from the windows and cover the planted split."""
+    from types import SimpleNamespace
+
+    from linrec.analyses.recoverability import corpus_shape_level
+
+    base = np.array([0.3, 0.7, 0.5, 0.8, 0.4, 0.6])
+    rng = np.random.default_rng(0)
+
+    def caps(profiles):
+        return {
+            c: SimpleNamespace(n_blocks=len(p), heldout=[_heldout_for(v, rng, windows=60, rows=32) for v in p])
+            for c, p in profiles.items()
+        }
+
+    shift = corpus_shape_level(caps({"wiki": base, "web": base, "code": base + 0.1}), level=0.95)
+    assert shift["shape_hi"] < 0.05 and shift["level_lo"] > 0.05 and shift["corpus_highest"] == "code"
+    assert shift["level_range"] == pytest.approx(0.1, abs=0.03) and shift["level_range_lo"] < shift["level_range_hi"]
+    assert np.isnan(shift["level_share_ex_first"])  # the captures keep no sums without position 0
+    both = caps({"wiki": base, "web": base, "code": base + 0.1})
+    for c in both.values():
+        c.heldout_rest = c.heldout  # without position 0: the same sums here, so the same split
+    rest = corpus_shape_level(both, level=0.95)
+    for k in ("shape_share", "level_share", "shape_lo", "level_lo", "shape_hi", "level_hi"):
+        assert rest[f"{k}_ex_first"] == pytest.approx(rest[k]), k
+    form = base.copy()
+    form[[0, 3]] = form[[3, 0]]
+    changed = corpus_shape_level(caps({"wiki": base, "web": base, "code": form}), level=0.95)
+    assert changed["shape_lo"] > 0.2 and changed["n_pairs_fdr"] >= 4  # blocks 0 and 3 against both other corpora
+    assert changed["n_pairs"] == 18
+
+
+def test_profile_replicates_leave_the_same_window_out_of_every_block():
+    """Claim 1's paired test rests on this: two blocks with the same held-out sums differ by exactly 0 in every
+    replicate (left out independently they would not), a block's replicates give its own `r2_interval`, and a block
+    at 0.3 against one at 0.6 on 40 windows differs beyond doubt."""
+    from types import SimpleNamespace
+
+    from linrec.analyses.recoverability import profile_replicates
+    from linrec.stats.heldout import r2_interval
+    from linrec.stats.jackknife import from_replicates
+
+    rng = np.random.default_rng(1)
+    a, b = _heldout_for(0.6, rng), _heldout_for(0.3, rng)
+    cap = SimpleNamespace(n_blocks=3, heldout=[a, a, b], config=SimpleNamespace(corpus="wiki"))
+    point, loo = profile_replicates(cap)
+    assert loo.shape == (a.n_windows, 3) and point == pytest.approx([a.r2(), a.r2(), b.r2()], abs=1e-12)
+    assert (loo[:, 1] == loo[:, 0]).all() and np.ptp(loo[:, 0]) > 0
+    for k in range(a.n_windows):  # row k: every window but k, by hand
+        keep = np.arange(a.n_windows) != k
+        sub = HeldOut(a.windows[keep], a.n[keep], a.sse[keep], a.sy[keep], a.syy[keep], a.shift)
+        assert loo[k, 0] == pytest.approx(sub.r2(), abs=1e-12)
+    assert from_replicates(point[0], loo[:, 0]).interval() == pytest.approx(r2_interval(a), abs=1e-12)
+    assert from_replicates(point[2] - point[0], loo[:, 2] - loo[:, 0]).p() < 1e-6

@@ -1,0 +1,155 @@
+"""linrec.analyses.seeds: profile distances with paired window-bootstrap intervals, and the noise floor they are
+judged by."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import make_tiny_model, tiny_tokenizer
+from helpers import run_profiles as _profiles
+from linrec.analyses.recoverability import ceiling_table
+from linrec.analyses.seeds import compare, from_profiles, noise_floor, pairs, profile
+from linrec.base.errors import LinrecError
+from linrec.inputs.hf import LoadedModel
+from linrec.inputs.training import TrainConfig
+from linrec.measure.capture import get_capture
+
+
+def _capture(seed, corpus, tokens=4096):
+    loaded = LoadedModel(make_tiny_model("llama", seed), tiny_tokenizer(), f"m{seed}", f"tiny-{seed}", "memory")
+    return get_capture(f"m{seed}", corpus, seq_len=32, tokens=tokens, sample_rows=0, loaded=loaded, cache=False,
+                       progress=False)  # fmt: skip
+
+
+@pytest.fixture
+def caps(tiny_corpus):
+    corpus = tiny_corpus(20000)
+    return _capture(0, corpus), _capture(1, corpus), _capture(0, corpus, tokens=16384)
+
+
+def test_a_profile_against_itself_and_against_another(caps):
+    """profile() is the ceiling table's R²_lin; a profile against itself is at distance 0 in every jackknife replicate
+    (correlation 1, within any floor); between two models the distance is the mean |ΔR²_lin| of their ceiling tables,
+    symmetric (the signed level mirrored), with an interval around it, and the larger of the two floors."""
+    a, b, _ = caps
+    assert np.allclose(profile(a), ceiling_table(a)["r2_lin"], atol=1e-12)
+    same = compare(a, a)
+    assert same["distance"] == same["distance_lo"] == same["distance_hi"] == 0.0
+    assert same["corr"] == pytest.approx(1.0) and same["within_noise"] and not same["beyond_noise"]
+    ab, ba = compare(a, b), compare(b, a)
+    want = np.abs(ceiling_table(a)["r2_lin"] - ceiling_table(b)["r2_lin"]).mean()
+    assert ab["distance"] == pytest.approx(want, abs=1e-12)
+    signed = {"level": -ab["level"], "level_lo": -ab["level_hi"], "level_hi": -ab["level_lo"]}  # b − a: mirrored
+    assert ba == pytest.approx({**ab, **signed})
+    assert ab["distance_lo"] <= ab["distance"] + 0.02 and ab["distance_hi"] >= ab["distance"] - 0.02
+    assert ab["floor"] == pytest.approx(max(noise_floor(a), noise_floor(b)))
+
+
+def test_the_noise_floor_shrinks_with_more_held_out_windows(caps):
+    """The floor is what measurement alone produces: positive, and smaller (about half) with four times the windows."""
+    a, _, big = caps
+    small, large = noise_floor(a), noise_floor(big)
+    assert small > 0 and large < 0.75 * small
+    assert noise_floor(a, seed=1) == pytest.approx(small, rel=0.3)  # another set of halvings: about the same
+
+
+def test_pairs_and_a_distance_on_different_windows_is_refused(caps):
+    a, _, big = caps
+    with pytest.raises(LinrecError, match="same windows"):
+        compare(a, big)
+    runs = [TrainConfig(layout=m, init_seed=i, data_seed=d) for m, i, d in
+            (("gelu", 0, 0), ("gelu", 1, 0), ("swiglu", 0, 0), ("swiglu", 1, 0), ("gelu", 0, 1))]  # fmt: skip
+    got = pairs(runs)
+    assert ("seed", "gelu-i0-d0", "gelu-i1-d0") in got and ("seed", "swiglu-i0-d0", "swiglu-i1-d0") in got
+    assert ("data order", "gelu-i0-d0", "gelu-i0-d1") in got
+    assert ("variant", "gelu-i0-d0", "swiglu-i0-d0") in got and ("variant", "gelu-i1-d0", "swiglu-i1-d0") in got
+    assert len(got) == 5  # nothing that differs in two things at once
+
+
+def test_the_onset_is_the_first_step_that_stays_near_the_last_profile():
+    """A run whose profile reaches its final shape at step 10, leaves it at 30 and returns at 100: the onset is 100,
+    not 10 (every later checkpoint must stay within 0.05)."""
+    import pandas as pd
+
+    from linrec.analyses.seeds import approach_to_final
+
+    final = np.array([0.9, 0.5, 0.7])
+    steps = {0: final - 0.3, 10: final + 0.01, 30: final - 0.2, 100: final + 0.02, 300: final}
+    t = pd.DataFrame([{"run": "r", "step": s, "block": b, "r2_lin": v[b]} for s, v in steps.items() for b in range(3)])
+    got = approach_to_final(t).set_index("step")
+    assert (got["onset"] == 100).all() and got.loc[300, "distance_to_final"] == 0.0
+    assert got.loc[0, "distance_to_final"] == pytest.approx(0.3) and got.loc[10, "distance_to_final"] == pytest.approx(
+        0.01
+    )
+
+
+def test_pairs_name_the_one_thing_two_runs_differ_in():
+    from linrec.inputs.training import TrainConfig
+
+    """A run on another text is named by it, so a text pair names two runs (it named one run twice before)."""
+    runs = [TrainConfig(layout="gelu"), TrainConfig(layout="gelu", text="other.txt"),
+            TrainConfig(layout="gelu", init_seed=1, text="other.txt")]  # fmt: skip
+    assert pairs(runs) == [("text", "gelu-i0-d0", "gelu-i0-d0-other"), ("seed", "gelu-i0-d0-other", "gelu-i1-d0-other")]
+
+
+# ---- the centred distance, by hand ---------------------------------------------------------------------------------
+A = np.array([0.90, 0.70, 0.50, 0.80])
+B = np.array([0.60, 0.45, 0.20, 0.55])  # A shifted down by 0.25, blocks 1 and 2 moved by ∓0.05 and +0.05
+
+
+def test_level_and_shape_by_hand():
+    """Differences 0.30, 0.25, 0.30, 0.25: raw 0.275, level 0.275, and centred ±0.025 each: shape 0.025."""
+    from linrec.analyses.seeds import PARTS
+
+    assert PARTS["distance"](A, B) == pytest.approx(0.275)
+    assert PARTS["level"](A, B) == pytest.approx(0.275) and PARTS["level"](B, A) == pytest.approx(-0.275)
+    assert PARTS["shape"](A, B) == pytest.approx(0.025) and PARTS["shape"](B, A) == pytest.approx(0.025)
+    assert PARTS["shape"](A, A + 0.4) == pytest.approx(0.0)  # a pure shift has no shape
+    left, right = np.stack([A, A, B]), np.stack([B, A + 0.1, A])
+    assert PARTS["shape"](left, right) == pytest.approx([0.025, 0.0, 0.025])  # per resample row
+    assert PARTS["level"](left, right) == pytest.approx([0.275, -0.1, -0.275])
+
+
+def test_from_profiles_fills_the_points_and_keeps_what_was_measured():
+    prof = _profiles({"g": {0: B, 600: A}, "s": {0: B, 600: B}})
+    stored = pd.DataFrame([{"kind": "trained vs init", "a": "g", "b": "g step 0", "step": 600, "distance": 0.275},
+                           {"kind": "variant", "a": "g", "b": "s", "step": 600, "distance": 0.275}])  # fmt: skip
+    got = from_profiles(stored, prof)
+    assert got["level"].tolist() == pytest.approx([0.275, 0.275]) and got["shape"].tolist() == pytest.approx(
+        [0.025] * 2
+    )
+    assert got[["level_lo", "shape_hi", "level_floor", "shape_floor"]].isna().all().all()
+    measured = got.assign(level=0.3, level_lo=0.2, level_hi=0.4, shape=0.01)
+    again = from_profiles(measured, prof)
+    assert (again["level"] == 0.3).all() and (again["level_lo"] == 0.2).all() and (again["shape"] == 0.01).all()
+
+
+def test_compare_splits_level_and_shape_on_the_same_resamples(tiny_corpus):
+    """On two tiny captures: the level and the shape are those of the two ceiling profiles by hand, their intervals
+    come from the same paired jackknife as the raw distance, and a profile against itself is 0 with 0 floors' width."""
+    from helpers import make_tiny_model, tiny_tokenizer
+    from linrec.analyses.recoverability import ceiling_table
+    from linrec.analyses.seeds import compare, noise_floors
+    from linrec.inputs.hf import LoadedModel
+    from linrec.measure.capture import get_capture
+
+    corpus = tiny_corpus(20000)
+
+    def cap(seed):
+        loaded = LoadedModel(make_tiny_model("llama", seed), tiny_tokenizer(), f"m{seed}", f"tiny-{seed}", "memory")
+        return get_capture(f"m{seed}", corpus, seq_len=32, tokens=4096, sample_rows=0, loaded=loaded, cache=False,
+                           progress=False)  # fmt: skip
+
+    a, b = cap(0), cap(1)
+    pa, pb = ceiling_table(a)["r2_lin"].to_numpy(), ceiling_table(b)["r2_lin"].to_numpy()
+    got = compare(a, b)
+    d = pa - pb
+    assert got["level"] == pytest.approx(d.mean(), abs=1e-12)
+    assert got["shape"] == pytest.approx(np.abs(d - d.mean()).mean(), abs=1e-12)
+    assert got["level_lo"] <= got["level_hi"] and got["shape_lo"] <= got["shape_hi"]
+    assert abs(got["level"]) <= got["distance"] <= abs(got["level"]) + got["shape"] + 1e-12
+    fa, fb = noise_floors(a), noise_floors(b)
+    assert got["shape_floor"] == pytest.approx(max(fa["shape_floor"], fb["shape_floor"]))
+    assert got["level_floor"] == pytest.approx(max(fa["level_floor"], fb["level_floor"])) and got["level_floor"] > 0
+    same = compare(a, a)
+    assert same["level"] == same["level_lo"] == same["shape_hi"] == 0.0

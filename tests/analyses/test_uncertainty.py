@@ -1,0 +1,249 @@
+"""linrec.analyses.uncertainty: profile agreement, correlation tests and intervals, power and multiple testing,
+against scipy, hand formulas and simulated coverage."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from linrec.analyses.uncertainty import profile_agreement
+from linrec.base.errors import LinrecError
+
+
+def _profiles():
+    rng = np.random.default_rng(7)
+    rows = []
+    base = np.linspace(0.2, 0.9, 8)
+    for model, noise in (("m1", 0.02), ("m2", 0.2)):
+        for c, corpus in enumerate(("wiki", "code", "web")):
+            r2 = base + noise * rng.standard_normal(8) - 0.05 * c
+            for block in range(8):
+                if corpus == "web" and block == 7:
+                    continue  # a block missing for one corpus: only common blocks are compared
+                rows.append(
+                    {
+                        "model": model,
+                        "corpus": corpus,
+                        "block": block,
+                        "r2_lin": r2[block],
+                        "r2_lo": r2[block] - 0.03,
+                        "r2_hi": r2[block] + 0.03,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_profile_agreement_against_scipy_and_numpy():
+    table = _profiles()
+    got = profile_agreement(table)
+    assert len(got) == 2 * 3
+    assert list(got.loc[got.model == "m1", ["corpus_a", "corpus_b"]].itertuples(index=False, name=None)) == [
+        ("wiki", "code"),
+        ("wiki", "web"),
+        ("code", "web"),
+    ]
+    for r in got.itertuples():
+        a = table[(table.model == r.model) & (table.corpus == r.corpus_a)].set_index("block")
+        b = table[(table.model == r.model) & (table.corpus == r.corpus_b)].set_index("block")
+        blocks = sorted(set(a.index) & set(b.index))
+        va, vb = a.loc[blocks, "r2_lin"].to_numpy(), b.loc[blocks, "r2_lin"].to_numpy()
+        assert r.n_blocks == len(blocks) == (7 if "web" in (r.corpus_a, r.corpus_b) else 8)
+        assert r.pearson_r == pytest.approx(np.corrcoef(va, vb)[0, 1], abs=1e-12)
+        t = r.pearson_r * np.sqrt((len(va) - 2) / (1 - r.pearson_r**2))  # the textbook t-test
+        assert r.pearson_p == pytest.approx(2 * sps.t.sf(abs(t), len(va) - 2), rel=1e-9)
+        ranks = np.corrcoef(sps.rankdata(va), sps.rankdata(vb))[0, 1]
+        assert r.spearman_rho == pytest.approx(ranks, abs=1e-12)
+        assert r.spearman_p == pytest.approx(sps.spearmanr(va, vb).pvalue, rel=1e-12)
+        d = np.abs(va - vb)
+        assert r.max_abs_diff == pytest.approx(d.max()) and r.max_diff_block == blocks[int(np.argmax(d))]
+        disjoint = (a.loc[blocks, "r2_hi"].to_numpy() < b.loc[blocks, "r2_lo"].to_numpy()) | (
+            b.loc[blocks, "r2_hi"].to_numpy() < a.loc[blocks, "r2_lo"].to_numpy()
+        )
+        assert r.n_ci_disjoint == disjoint.sum() and r.n_ci_compared == len(blocks)
+    m1 = got[got.model == "m1"]
+    assert (m1.pearson_r > 0.95).all() and (got[got.model == "m2"].pearson_r < m1.pearson_r.min()).all()
+
+
+def test_profile_agreement_hand_computed_case():
+    t = pd.DataFrame(
+        {
+            "model": ["m"] * 6,
+            "corpus": ["a"] * 3 + ["b"] * 3,
+            "block": [0, 1, 2] * 2,
+            "r2_lin": [0.1, 0.5, 0.9, 0.2, 0.4, 0.3],
+            "r2_lo": [0.05, 0.45, 0.85, 0.15, 0.35, 0.25],
+            "r2_hi": [0.15, 0.55, 0.95, 0.25, 0.45, 0.35],
+        }
+    )
+    (r,) = profile_agreement(t).itertuples()
+    assert r.spearman_rho == pytest.approx(0.5) and r.pearson_r == pytest.approx(
+        np.corrcoef([0.1, 0.5, 0.9], [0.2, 0.4, 0.3])[0, 1]
+    )
+    assert r.max_abs_diff == pytest.approx(0.6) and r.max_diff_block == 2
+    assert r.n_ci_disjoint == 1 and r.n_ci_compared == 3  # blocks 0 and 1 touch (overlap); block 2 apart
+    no_ci = profile_agreement(t.drop(columns=["r2_lo", "r2_hi"]))
+    assert np.isnan(no_ci.loc[0, "n_ci_disjoint"])
+    short = profile_agreement(t[t.block > 0])  # 2 blocks: correlations undefined, not an error
+    assert (
+        np.isnan(short.loc[0, "pearson_r"])
+        and np.isnan(short.loc[0, "spearman_p"])
+        and short.loc[0, "max_diff_block"] == 2
+    )
+    with pytest.raises(LinrecError, match="columns"):
+        profile_agreement(t.drop(columns=["block"]))
+
+
+# ---- across-block statistics: power, intervals, equivalence, multiplicity --------------------------------------
+def test_detectable_correlation_matches_the_power_table():
+    """n = 30 at α = 0.05 two-sided and 80 % power: |r| ≈ 0.49 (Fisher z with √(n − 3); √n would give 0.47)."""
+    from linrec.analyses.uncertainty import detectable_correlation
+
+    assert detectable_correlation(30) == pytest.approx(0.49, abs=0.003)
+    assert detectable_correlation(18) == pytest.approx(0.62, abs=0.005)
+    assert np.isnan(detectable_correlation(3))
+
+
+def _cover(helper, truth, draw, level=0.95, reps=400, n_boot=500, **kw):
+    hits = 0
+    for r in range(reps):
+        _, lo, hi = helper(*draw(np.random.default_rng(1000 + r)), n_boot=n_boot, seed=r, level=level, **kw)
+        hits += lo <= truth <= hi
+    return hits / reps
+
+
+def _normal_pair(rng, n=40, rho=0.5):
+    x = rng.standard_normal(n)
+    return x, rho * x + np.sqrt(1 - rho**2) * rng.standard_normal(n)
+
+
+def _pearson(x, y, n_boot, seed, level):
+    from linrec.analyses.uncertainty import _boot_ci, _pearson_rows
+
+    return _boot_ci(_pearson_rows, [x, y], n_boot, seed, level)
+
+
+@pytest.mark.parametrize(
+    "name, truth, low",
+    [  # the lower bound sits between the coverage at 95 % and at 90 % (simulated: .943/.883, .970/.923, .978/.930)
+        ("pearson", 0.5, 0.915),
+        ("explained share", 0.25, 0.915),
+        ("spearman", 6 / np.pi * np.arcsin(0.25), 0.945),  # Spearman's ρ of a normal pair with r = 0.5
+        ("partial", 0.0, 0.952),  # x and y independent given z
+    ],
+)
+def test_interval_helpers_cover_at_their_nominal_level(name, truth, low):
+    from linrec.analyses import uncertainty as U
+
+    def conditional(rng, n=40):
+        z = rng.standard_normal(n)
+        return z + rng.standard_normal(n), z + rng.standard_normal(n), z
+
+    helper, draw = {
+        "pearson": (_pearson, _normal_pair),
+        "explained share": (U.explained_share_with_ci, _normal_pair),
+        "spearman": (U.spearman_with_ci, _normal_pair),
+        "partial": (U.partial_spearman, conditional),
+    }[name]
+    assert low <= _cover(helper, truth, draw) <= 0.995
+
+
+def _ar1(rng, n=30, phi=0.8):
+    e = rng.standard_normal((2, n))
+    v = np.empty((2, n))
+    v[:, 0] = e[:, 0] / np.sqrt(1 - phi**2)
+    for i in range(1, n):
+        v[:, i] = phi * v[:, i - 1] + e[:, i]
+    return v[0], v[1]
+
+
+def test_moving_block_bootstrap_keeps_what_neighbouring_blocks_share():
+    """Two independent AR(1) profiles over 30 blocks (neighbours correlated, φ = 0.8): an interval that treats
+    blocks as independent covers ρ = 0 far below 95 % (simulated 0.73); runs of adjacent blocks recover much of it
+    (0.84 at the stated length 3)."""
+    from linrec.analyses.uncertainty import across_block_length, bootstrap_indices, spearman_with_ci
+
+    assert across_block_length(30) == 3 and across_block_length(18) == 3 and across_block_length(6) == 2
+    idx = bootstrap_indices(10, 50, np.random.default_rng(0), 3)
+    assert idx.shape == (50, 10) and ((np.diff(idx[:, :3], axis=1) == 1).all())  # each row starts with a run
+    iid = _cover(spearman_with_ci, 0.0, _ar1, reps=300, block_length=1)
+    mbb = _cover(spearman_with_ci, 0.0, _ar1, reps=300, block_length=across_block_length(30))
+    assert iid < 0.8 and mbb > iid + 0.06
+
+
+def test_correlation_outcome_at_its_margins():
+    from linrec.analyses.uncertainty import EFFECT, EQUIVALENCE_MARGIN, INCONCLUSIVE, NO_EFFECT, correlation_outcome
+
+    m, eps = EQUIVALENCE_MARGIN, 1e-9
+    assert correlation_outcome(-0.4, 0.4, -m + eps, m - eps) == NO_EFFECT
+    assert correlation_outcome(-0.4, 0.4, -m, 0.1) == INCONCLUSIVE  # touching the margin is not inside it
+    assert correlation_outcome(eps, 0.8, 0.1, 0.7) == EFFECT
+    assert correlation_outcome(0.0, 0.8, 0.1, 0.7) == INCONCLUSIVE  # touching 0 includes it
+    assert correlation_outcome(-0.8, -eps, -0.7, -0.1) == EFFECT
+    assert correlation_outcome(eps, 0.2, 0.05, 0.15) == NO_EFFECT  # shown nonzero, but smaller than the margin
+    assert correlation_outcome(np.nan, 0.2, 0.05, 0.15) == INCONCLUSIVE
+
+
+def test_correlation_test_against_scipy_and_hand_formulas():
+    from scipy.stats import norm
+
+    from linrec.analyses.uncertainty import correlation_test, effective_n
+
+    x, y = _normal_pair(np.random.default_rng(3), n=30, rho=0.6)
+    c = correlation_test(x, y)
+    assert c["rho"] == pytest.approx(sps.spearmanr(x, y)[0], abs=1e-12)
+    assert c["lo"] <= c["lo90"] <= c["rho"] <= c["hi90"] <= c["hi"] and c["outcome"] == "effect" and c["p"] < 0.05
+    # Fisher's interval at Bartlett's effective n, by hand: n / (1 + 2 Σ_{k ≤ n/5} r_a(k) r_b(k)), r_a(1) corrected
+    ra, rb = sps.rankdata(x), sps.rankdata(y)
+
+    def acf(v):
+        v = v - v.mean()
+        r = np.array([(v[:-k] * v[k:]).sum() / (v * v).sum() for k in range(1, 7)])
+        r[0] += (1 + 3 * min(max(r[0], 0), 1)) / len(v)
+        return r
+
+    n_eff = float(np.clip(30 / (1 + 2 * (acf(ra) * acf(rb)).sum()), 5, 30))
+    assert effective_n(ra, rb) == pytest.approx(n_eff) and c["n_eff"] == pytest.approx(n_eff)
+    h = norm.ppf(0.975) * np.sqrt(1.06 / (n_eff - 3))
+    assert (c["lo"], c["hi"]) == pytest.approx((np.tanh(np.arctanh(c["rho"]) - h), np.tanh(np.arctanh(c["rho"]) + h)))
+    assert c["p"] == pytest.approx(2 * norm.sf(abs(np.arctanh(c["rho"])) / np.sqrt(1.06 / (n_eff - 3))))
+    p = correlation_test(x, y, kind="pearson")
+    assert p["rho"] == pytest.approx(sps.pearsonr(x, y)[0], abs=1e-12) and p["lo_iid"] < p["hi_iid"]
+    h_iid = norm.ppf(0.975) / np.sqrt(27)
+    assert p["hi_iid"] == pytest.approx(np.tanh(np.arctanh(p["rho"]) + h_iid))
+
+
+def test_blocks_needed_against_the_equivalence_power_formula():
+    from scipy.stats import norm
+
+    from linrec.analyses.uncertainty import blocks_needed
+
+    # Pearson, margin 0.3, 80 % power at ρ = 0: n − 3 = ((z_0.95 + z_0.9) / atanh 0.3)² = 89.4 → 93 blocks
+    z = (norm.ppf(0.95) + norm.ppf(0.9)) / np.arctanh(0.3)
+    assert blocks_needed("pearson") == int(np.ceil(z**2 + 3)) == 93
+    assert blocks_needed("spearman") == int(np.ceil(1.06 * z**2 + 3)) == 98
+    assert blocks_needed("pearson", dependence=2.0) == int(np.ceil(2 * (z**2 + 3)))
+
+
+def test_the_moving_block_percentile_interval_under_covers():
+    """Why the verdicts no longer read it: the moving-block percentile bootstrap at 18 blocks and φ = 0.6 covers
+    ρ = 0 well below 95 % (the referee measured 0.87–0.92; here at most 0.92)."""
+    from linrec.analyses.calibration import ar1
+    from linrec.analyses.uncertainty import across_block_length, spearman_with_ci
+
+    rng = np.random.default_rng(5)
+    a, b = ar1(18, 0.6, 200, rng), ar1(18, 0.6, 200, rng)
+    ell = across_block_length(18)
+    cover = np.mean([lo <= 0 <= hi for lo, hi in (spearman_with_ci(a[k], b[k], 400, k, 0.95, ell)[1:]
+                                                  for k in range(200))])  # fmt: skip
+    assert cover <= 0.92
+
+
+def test_holm_and_benjamini_hochberg_against_hand_and_scipy():
+    from linrec.analyses.uncertainty import benjamini_hochberg, holm
+
+    p = np.array([0.01, 0.04, 0.03, 0.005, np.nan])
+    # Holm by hand: sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04 → monotone 0.06, 0.06
+    np.testing.assert_allclose(holm(p)[:4], [0.03, 0.06, 0.06, 0.02])
+    assert np.isnan(holm(p)[4]) and holm([0.5, 0.9])[1] == 1.0
+    np.testing.assert_allclose(benjamini_hochberg(p)[:4], sps.false_discovery_control(p[:4]))
+    assert np.isnan(benjamini_hochberg(p)[4])

@@ -1,0 +1,358 @@
+"""The profile (linrec.app.profile): every parameter declared once, with one default; a profile file loaded over those
+defaults and checked in one line (nested keys and empty lists included), overrides read as papermill reads them;
+what each notebook binds from it, found by running the notebook's own first two cells (its parameters cell,
+papermill's injection as the runner makes it, and the cell that loads the profile); and another profile's results
+applied only to what it measured."""
+
+import re
+from dataclasses import MISSING, fields
+
+import pytest
+
+from helpers import single_line as _single_line
+from linrec.analyses import SCREENING_WINDOWS
+from linrec.app.notebooks import _injected, _with_overrides, notebooks
+from linrec.app.profile import (
+    SCHEMA,
+    SECTIONS,
+    TYPES,
+    Profile,
+    _fits,
+    load_profile,
+    measured_elsewhere,
+    profile_path,
+    read_profile,
+)
+from linrec.base.errors import LinrecError
+from linrec.base.files import project_root
+from linrec.stats import N_BOOT
+
+ROOT = project_root(__file__)
+PROFILES = sorted((ROOT / "params").glob("*.yaml"))
+INJECTED = {"profile_file", "overrides"}  # what a notebook's parameters cell declares: all papermill sets
+
+
+def default_of(name: str):
+    f = SCHEMA[name][1]
+    return f.default if f.default_factory is MISSING else f.default_factory()
+
+
+def first_cells(nb) -> tuple[str, str]:
+    """The source of a jupytext notebook's parameters cell and of the cell after it."""
+    text = nb.read_text()
+    heads = re.findall(r"^# %%.*$", text, flags=re.M)
+    bodies = re.split(r"^# %%.*$", text, flags=re.M)[1:]
+    i = next(k for k, h in enumerate(heads) if 'tags=["parameters"]' in h)
+    return bodies[i], bodies[i + 1]
+
+
+def bound(nb, injected: dict | None = None) -> dict:
+    """The names a notebook holds after its parameters cell, papermill's `injected` values and its next cell."""
+    params, load = first_cells(nb)
+    ns: dict = {}
+    exec(params, ns)
+    ns.update(injected or {})
+    exec(load, ns)
+    return ns
+
+
+@pytest.fixture
+def in_lab(monkeypatch):
+    """Jupyter Lab runs a notebook in notebooks/, not in the project root."""
+    monkeypatch.chdir(ROOT / "notebooks")
+
+
+def test_each_parameter_is_declared_once_with_a_default_of_its_own_type():
+    declared = [f.name for cls in SECTIONS.values() for f in fields(cls)]
+    assert len(declared) == len(set(declared)) == len(SCHEMA)  # no name in two sections
+    assert not set(SCHEMA) & {*SECTIONS, *(f.name for f in fields(Profile)), "values", "notebook"}
+    for name in SCHEMA:
+        assert _fits(default_of(name), TYPES[name]), f"{name}'s default {default_of(name)!r} is not a {TYPES[name]}"
+
+
+def test_every_profile_in_params_loads_with_its_files_values_over_the_defaults():
+    for path in PROFILES:
+        p = load_profile(path, root=ROOT)
+        written = read_profile(path)
+        assert p.name == path.stem and set(p.values()) == set(SCHEMA)
+        for name, value in p.values().items():
+            if name in written:
+                assert value == written[name], (path.name, name)
+            elif name == "results_dir":
+                assert value == f"results/{path.stem}"  # a profile that names no folder writes under its own
+            elif name not in ("figures_dir", "report_path"):
+                assert value == default_of(name), (path.name, name)
+    assert load_profile("smoke", root=ROOT) == load_profile("params/smoke.yaml", root=ROOT)  # by name or path
+
+
+def test_the_default_profile_is_the_schemas_defaults_and_states_only_what_differs():
+    """params/default.yaml states no value the schema also declares (the two could drift): where it is silent the
+    default profile's values are the schema's defaults; what it states are its output paths, which differ."""
+    written = read_profile(ROOT / "params" / "default.yaml")
+    for name, value in written.items():
+        assert value != default_of(name), f"params/default.yaml repeats {name}'s default {value!r}; delete that line"
+    p = load_profile("default", root=ROOT)
+    for name in set(SCHEMA) - set(written) - {"results_dir"}:
+        assert getattr(p, name) == default_of(name), name
+    assert (p.results_dir, p.figures_dir, p.report_path, p.readme) == (
+        "results/default",
+        "figures",
+        "paper/report.md",
+        "README.md",
+    )
+
+
+@pytest.mark.parametrize("where", ["file", "-p"])
+def test_an_unknown_key_is_one_line_naming_it(tmp_path, where):
+    f = tmp_path / "p.yaml"
+    f.write_text("probe_rowz: 5\n" if where == "file" else "seed: 1\n")
+    overrides = {"probe_rowz": 5} if where == "-p" else None
+    with pytest.raises(LinrecError) as err:
+        load_profile(f, overrides, ROOT)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{f if where == 'file' else '-p'}: unknown parameter(s) probe_rowz;")
+    assert "known: " in msg and "probe_rows" in msg
+
+
+@pytest.mark.parametrize(
+    "name, value, words",
+    [
+        ("n_boot", "lots", "n_boot must be a whole number (linrec.app.profile declares n_boot: int = 2000), got 'lots"),
+        ("probe_rows", 1.5, "probe_rows must be a whole number or null"),
+        ("probe_without_first", 1, "probe_without_first must be true or false"),
+        ("route_corpora", ["web", 3], "route_corpora must be a list of strings"),
+        ("heal", [1], "heal must be a mapping"),
+    ],
+)
+def test_a_wrong_type_is_one_line_naming_the_key_and_the_fix(tmp_path, name, value, words):
+    f = tmp_path / "p.yaml"
+    for where, overrides in ((str(f), None), ("-p", {name: value})):
+        f.write_text(f"{name}: {value!r}\n".replace("'", '"') if overrides is None else "seed: 1\n")
+        with pytest.raises(LinrecError) as err:
+            load_profile(f, overrides, ROOT)
+        msg = str(err.value)
+        assert "\n" not in msg and msg.startswith(f"{where}: {words}") and msg.endswith("; fix that line"), msg
+
+
+def test_each_notebooks_parameters_cell_declares_only_what_papermill_injects():
+    for nb in notebooks(ROOT):
+        params, _ = first_cells(nb)
+        ns: dict = {}
+        exec(params, ns)
+        assert set(ns) - {"__builtins__"} == INJECTED, nb.name
+        assert profile_path(ns["profile_file"], ROOT) == ROOT / "params" / "default.yaml" and ns["overrides"] == {}
+
+
+def test_run_all_in_lab_binds_the_default_profile(in_lab):
+    """No injection: every name a notebook binds is the default profile's value for that notebook, and each name
+    holds the parameter of the same name (a swapped pair would bind the other's value)."""
+    default = load_profile("default", root=ROOT)
+    for nb in notebooks(ROOT):
+        ns = bound(nb)
+        view = default.notebook(nb.name[:2])
+        names = set(ns) & set(SCHEMA)
+        assert vars(ns["p"]) == vars(view), nb.name  # what a study's run(p) is handed: the whole profile
+        assert set(ns) - {"__builtins__"} <= names | INJECTED | {"p", "load_profile"}, nb.name  # nothing else bound
+        for name in names:
+            assert ns[name] == getattr(view, name), (nb.name, name)
+
+
+def test_an_override_reaches_each_notebooks_bound_value_as_the_runner_injects_it(tmp_path):
+    """`linrec figures --params params/smoke.yaml -p seed 7 --out DIR`: what the runner injects makes every
+    notebook bind seed 7 and write under DIR; the other values are the smoke profile's."""
+    smoke = load_profile("smoke", root=ROOT)
+    given = _injected(profile_path("params/smoke.yaml", ROOT), _with_overrides({"seed": 7}, tmp_path), ROOT)
+    assert given["profile_file"] == "params/smoke.yaml"  # relative: the executed notebook reads the same anywhere
+    for nb in notebooks(ROOT):
+        ns = bound(nb, given)
+        assert ns["p"].seed == 7 and ns["p"].results_dir == str(tmp_path), nb.name  # what a study's run(p) reads
+        assert ns.get("seed", 7) == 7 and ns.get("results_dir", str(tmp_path)) == str(tmp_path), nb.name
+        if "models" in ns:
+            assert ns["models"] == smoke.models == ["first:6:smollm2-135m"]
+    probe = bound(ROOT / "notebooks" / "03_bilinear_probe.py", {**given, "overrides": {"probe_rows": 100}})
+    assert probe["p"].probe_rows == 100 and probe["seed"] == smoke.seed  # one override, the rest the profile's
+
+
+def test_n_boot_and_screening_windows_have_one_default_every_notebook_reads():
+    """n_boot and screening_windows each have one default (linrec.stats.N_BOOT, linrec.analyses.SCREENING_WINDOWS),
+    the same in every notebook; a profile or an override that sets one wins everywhere (the training profiles draw
+    1000 resamples and screen on 2 windows)."""
+    default, smoke = load_profile("default", root=ROOT), load_profile("smoke", root=ROOT)
+    training = load_profile("training", root=ROOT)
+    assert {default.notebook(nb).n_boot for nb in ("03", "06", "07", "08")} == {N_BOOT}
+    assert {default.notebook(nb).screening_windows for nb in ("06", "08")} == {SCREENING_WINDOWS}
+    assert read_profile(ROOT / "params" / "training.yaml")["n_boot"] == training.notebook("08").n_boot == 1000
+    assert training.notebook("08").screening_windows == 2
+    assert load_profile("smoke", {"n_boot": 50}, ROOT).notebook("08").n_boot == 50
+    with pytest.raises(LinrecError, match="no notebook '10'"):
+        smoke.notebook("10")
+    with pytest.raises(AttributeError, match="no parameter 'probe_rowz'"):
+        smoke.probe_rowz  # noqa: B018
+
+
+def test_the_capture_settings_are_one_section_that_every_capturing_notebook_takes_whole():
+    """No profile parameter is a capture setting of its own (they would have to be kept equal by hand): the profile
+    has one `capture` section (a mapping, {} = CaptureConfig's defaults) that every capturing notebook binds and
+    passes on whole; the profiles set it once."""
+    from linrec.measure.config import SETTINGS
+
+    own = sorted(set(SCHEMA) & (set(SETTINGS) - {"seed"}))
+    assert not own, f"the profile declares capture settings {own}; read them from its `capture` section"
+    assert SCHEMA["capture"][1].default_factory() == {}
+    calls = re.compile(r"\b(get_captures?|replicate_captures)\(")
+    for nb in notebooks(ROOT):  # a notebook captures through its study (linrec.studies), never itself
+        assert not calls.search(nb.read_text()), f"{nb.name} captures itself; its study's run(p) does"
+    studies = [m for m in sorted((ROOT / "lib" / "linrec" / "studies").glob("*.py")) if calls.search(m.read_text())]
+    assert len(studies) >= 5, studies
+    for module in studies:  # each capturing study passes the profile's section on whole
+        assert "capture_settings(p.capture)" in module.read_text(), module.name
+    for profile in sorted((ROOT / "params").glob("*.yaml")):
+        load_profile(profile, root=ROOT)  # every profile's capture section is known and well typed
+
+
+@pytest.mark.parametrize(
+    "text, needles",
+    [
+        ("models: [a, b\ntokens: 5\n", ["line 2", "not valid YAML"]),
+        ("models: a\n  tokens: 5\n", ["line 2"]),
+        ("- a\n- b\n", ["mapping"]),
+        ("tokenz: 2560\n", ["unknown parameter(s) tokenz", "known:", "tokens"]),
+        # values of the wrong type (issue 30): the type linrec.app.profile declares
+        ("capture: {tokens: lots}\n", ["capture: tokens must be a whole number", "'lots'", "fix that line"]),
+        ("capture: {tokens: 20480.5}\n", ["tokens must be a whole number"]),
+        ("capture: {tokenz: 2560}\n", ["capture: unknown capture setting(s) tokenz", "known: seq_len, tokens"]),
+        ("capture: [1, 2]\n", ["capture must be a mapping"]),
+        ("models: smollm2-135m\n", ["models must be a list of strings"]),
+        ("models: [1, 2]\n", ["models must be a list of strings"]),
+        ("probe_rows: many\n", ["probe_rows must be a whole number or null"]),
+        ("readme: true\n", ["readme must be a string or null"]),
+        ("seed: true\n", ["seed must be a whole number"]),  # a bool is not a number here
+        ("budget_ppl: [1]\n", ["budget_ppl must be a number"]),
+        ("results_dir: 3\n", ["results_dir must be a string"]),
+        ("cross_pairs: [[a, 3]]\n", ["cross_pairs must be a list of lists or null", "cross_pairs: list[list[str]]"]),
+        ("dose_kappas: [1.0e+2, big]\n", ["dose_kappas must be a list of numbers", "'big'"]),
+    ],
+)
+def test_bad_profiles_are_one_line_errors(tmp_path, text, needles):
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    with pytest.raises(LinrecError) as err:
+        load_profile(f, root=ROOT)
+    msg = str(err.value)
+    assert "\n" not in msg and str(f) in msg
+    for n in needles:
+        assert n in msg, msg
+
+
+def test_a_profile_file_is_read_as_written_and_checked_when_loaded(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("tokenz: 2560\n")
+    assert read_profile(f) == {"tokenz": 2560}  # the file as written: no defaults, no checks
+    with pytest.raises(LinrecError, match="tokenz"):
+        load_profile(f, root=ROOT)
+
+
+def test_profile_values_of_the_declared_types_pass(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("capture: {tokens: 4096, test_frac: 0.25}\nbudget_ppl: 2\nprobe_rows: null\ntest_windows: 3\n"
+                 "readme: README.md\nmodels: [a]\ncross_band: null\ndecomposition_rows: null\n")  # fmt: skip
+    p = load_profile(f, root=ROOT)
+    assert p.budget_ppl == 2  # a whole number where a float is declared is fine
+    assert p.cross_band is None and p.decomposition_rows is None  # numbers by default; None (every one) allowed
+
+
+@pytest.mark.parametrize(
+    "pairs, want",
+    [
+        ([["corpus", "code"]], {"corpus": "code"}),
+        (
+            [["seed", "3"], ["budget_ppl", "0.5"], ["cross_feeding", "False"], ["probe_rows", "None"]],
+            {"seed": 3, "budget_ppl": 0.5, "cross_feeding": False, "probe_rows": None},
+        ),  # fmt: skip
+        ([["models", "[smollm2-135m, gemma3-270m]"]], {"models": ["smollm2-135m", "gemma3-270m"]}),
+        ([["capture", "{tokens: 2560, seq_len: 64}"]], {"capture": {"tokens": 2560, "seq_len": 64}}),
+        ([["learning_rate", "1e-3"]], {"learning_rate": 1e-3}),  # a number as papermill reads it (YAML: a string)
+    ],
+)
+def test_overrides_are_read_as_papermill_reads_p(pairs, want):
+    from linrec.app.profile import parse_overrides
+
+    assert parse_overrides(pairs) == want
+
+
+@pytest.mark.parametrize(
+    "pairs, needles",
+    [
+        ([["corpuz", "code"]], ["-p: unknown parameter(s) corpuz", "known:"]),
+        ([["seed", "many"]], ["-p: seed must be a whole number"]),
+        ([["capture", "{tokenz: 5}"]], ["unknown capture setting(s) tokenz"]),
+        ([["models", "[a, b"]], ["-p models [a, b: not a valid YAML list or mapping"]),
+    ],
+)
+def test_a_bad_override_is_one_line_before_any_notebook_runs(pairs, needles):
+    from linrec.app.profile import parse_overrides
+
+    with pytest.raises(LinrecError) as err:
+        load_profile("default", parse_overrides(pairs), ROOT)
+    assert "\n" not in str(err.value)
+    for n in needles:
+        assert n in str(err.value), str(err.value)
+
+
+# ---- case 9: a profile's nested keys and empty lists, checked when it is loaded ------------------------------------
+@pytest.mark.parametrize(
+    "profile, needles",
+    [
+        ({"training": {"d_model": "lots"}}, ["training: d_model must be a whole number", "'lots'"]),
+        ({"training": {"d_modle": 16}}, ["unknown training setting(s) d_modle", "known: layout, d_model"]),
+        ({"training": {"steps": 1.5}}, ["training: steps must be a whole number"]),
+        ({"training": {"lr": float("nan")}}, ["training: lr must be a finite number > 0"]),
+        ({"training": {"d_model": 30, "n_heads": 4}}, ["training: d_model 30 must split into 4 heads"]),
+        ({"training": {"device": "cuda"}}, ["unknown training setting(s) device", "profile's own key"]),
+        ({"models": []}, ["models is empty", "models: [smollm2-135m]"]),
+        ({"corpora": []}, ["corpora is empty"]),
+        ({"train_init_seeds": []}, ["train_init_seeds is empty"]),
+        ({"init_seeds": []}, ["init_seeds is empty"]),
+        ({"capture": {"tokens": -5}}, ["capture: token budget must be positive"]),
+        ({"capture": {"seq_len": 4096, "tokens": 1024}}, ["capture: --seq-len 4096 is longer"]),
+        ({"cross_pairs": [["gpt2"]]}, ["cross_pairs must be a list of [inputs model, FFN model] pairs"]),
+    ],
+)
+def test_a_profiles_nested_keys_and_empty_lists_are_checked_when_it_is_loaded(cli, tmp_path, monkeypatch, profile,
+                                                                               needles):  # fmt: skip
+    """`linrec figures` stops at the profile, before notebook 01 (`models: []` was an IndexError there; a typo in
+    `training:` failed in notebook 08 after 01–07 had run)."""
+    import yaml
+
+    import linrec.app.notebooks
+
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({**profile, "results_dir": str(tmp_path / "results")}))
+    monkeypatch.setattr(linrec.app.notebooks, "notebooks", lambda root: pytest.fail("a notebook list was read"))
+    code, _, err = cli("figures", "--params", path)
+    _single_line(code, err, str(path), *needles)
+
+
+def test_the_repositorys_profiles_load(tmp_path):
+    from linrec.app.profile import load_profile
+    from linrec.base.files import project_root
+
+    root = project_root()
+    for profile in sorted((root / "params").glob("*.yaml")):
+        load_profile(profile, root=root)
+
+
+DEFAULT = dict(corpus="wiki", models=["smollm2-135m", "gemma3-270m"], seed=0, capture={})
+
+
+def test_another_profiles_results_apply_only_to_what_it_measured():
+    assert measured_elsewhere(ROOT, "full", **DEFAULT) is None  # rows kept differ (30,000): no number quoted does
+    assert measured_elsewhere(ROOT, "curve", **DEFAULT) is None
+    assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "corpus": "code"}) == "corpus 'wiki', not this run's 'code'"
+    models = measured_elsewhere(ROOT, "full", **{**DEFAULT, "models": ["smollm2-135m"]})
+    assert models.startswith("models ['smollm2-135m', 'gemma3-270m']")
+    assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "seed": 1}) == "seed 0, not this run's 1"
+    assert measured_elsewhere(ROOT, "curve", **{**DEFAULT, "capture": {"tokens": 2560}}) == (
+        "capture tokens 20480, not this run's 2560"
+    )
+    assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "capture": {"sample_rows": 0}}) is None

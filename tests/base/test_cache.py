@@ -1,0 +1,196 @@
+"""linrec.base.cache: the cache listed and pruned, oldest first; prune never removes an entry a running process
+reads, removes nothing on a read-only cache and says so, and leaves a symbolic link without claiming it (issue 51)."""
+
+import errno
+import os
+import shutil
+import time
+
+import pytest
+import torch
+
+from helpers import main_captured as _main
+from helpers import save_tiny_model, tiny_text
+from linrec.base.errors import LinrecError
+from linrec.measure.capture import get_capture
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    p = tmp_path / "text.txt"
+    p.write_text(tiny_text(6000))
+    return str(p)
+
+
+KW = dict(seq_len=32, tokens=2048, sample_rows=64, progress=False)
+
+
+# ---- case 8: prune never removes an entry in use, and says what it did --------------------------------------------
+def _reader(entry_args, flag):
+    """A child forked from this process that reads the capture of `entry_args` from the cache (as `linrec probe`
+    does before its probes read the rows), writes `flag`, and waits to be killed. Returns its pid."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 70
+    try:
+        torch.set_num_threads(1)
+        capture = get_capture(**entry_args)
+        flag.write_text("cached" if capture.cached else "computed")
+        time.sleep(120)
+        capture.rows(0)
+    finally:
+        os._exit(code)
+
+
+def test_prune_leaves_an_entry_another_process_is_reading(cache, corpus, tmp_path):
+    import signal
+
+    from linrec.base.cache import prune
+
+    model = save_tiny_model(tmp_path / "model")
+    args = dict(model=model, corpus=corpus, **KW)
+    used = get_capture(**args)
+    idle = get_capture(**{**args, "seed": 1})
+    flag = tmp_path / "flag"
+    pid = _reader(args, flag)
+    try:
+        deadline = time.time() + 60
+        while not flag.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        assert flag.read_text() == "cached"
+        assert [e.path for e in prune(older_than_days=0, dry_run=True).removed] == [idle.path]
+        code, out, err = _main("cache", "prune", "--older-than", 0)
+        assert code == 0 and not idle.path.exists() and used.path.is_dir(), err
+        assert f"kept {used.path.name}: in use by a running process" in out
+        assert "removed 1 entries" in err and "kept 1 in use" in err
+        assert get_capture(**args).cached  # untouched: still intact
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    gone = prune(older_than_days=0)  # the reader has gone: nothing holds it now
+    assert [e.path for e in gone.removed] == [used.path] and not used.path.exists()
+
+
+def test_prune_in_the_reading_process_itself_removes_what_it_read(cache, corpus, tmp_path):
+    from linrec.base.cache import prune
+
+    capture = get_capture(save_tiny_model(tmp_path / "model"), corpus, **KW)
+    assert [e.path for e in prune(older_than_days=0).removed] == [capture.path] and not capture.path.exists()
+
+
+def test_prune_on_a_read_only_cache_removes_nothing_and_says_so(cache, corpus, tmp_path, monkeypatch):
+    """As root a folder cannot be made read-only, so the file system's answer is planted: every unlink, rmdir and
+    rename under the cache fails with EROFS, as on a read-only mount."""
+    model = save_tiny_model(tmp_path / "model")
+    entries = [get_capture(model, corpus, **{**KW, "seed": s}).path for s in (0, 1)]
+    before = sorted(str(p.relative_to(cache)) for p in cache.rglob("*"))
+
+    def read_only(real):
+        def refuse(*args, **kwargs):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(args[0]))
+
+        return refuse
+
+    for name in ("unlink", "rmdir", "rename", "replace", "remove"):
+        monkeypatch.setattr(os, name, read_only(getattr(os, name)))
+    code, out, err = _main("cache", "prune", "--older-than", 0)
+    monkeypatch.undo()
+    assert sorted(str(p.relative_to(cache)) for p in cache.rglob("*")) == before and all(p.is_dir() for p in entries)
+    assert code == 2 and "removed 2" not in err and "removed 0 entries" in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("linrec: error: could not remove 2 entries") and "Read-only file system" in last
+    assert "writable" in last and "Traceback" not in err
+
+
+def test_prune_does_not_claim_a_symbolic_link_it_leaves(cache, corpus, tmp_path):
+    from linrec.base.cache import prune
+
+    capture = get_capture(save_tiny_model(tmp_path / "model"), corpus, **KW)
+    shared = tmp_path / "shared-entry"
+    shutil.copytree(capture.path, shared)
+    link = capture.path.parent / "linked-0123"
+    link.symlink_to(shared, target_is_directory=True)
+    code, out, err = _main("cache", "prune", "--older-than", 0)
+    assert code == 0 and not capture.path.exists(), err
+    assert link.is_symlink() and (shared / "meta.json").is_file()  # neither the link nor what it points at
+    assert "removed 1 entries" in err and f"kept {link.name}: a symbolic link" in out
+    assert [e.path for e in prune(older_than_days=0).removed] == []
+
+
+@pytest.fixture
+def saved_tiny(tiny_model_dir, tiny_corpus, cache):
+    """get_capture arguments for a tiny llama saved to disk and a small local corpus."""
+    return dict(
+        model=tiny_model_dir, corpus=tiny_corpus(8000), seq_len=32, tokens=2048, sample_rows=500, progress=False
+    )
+
+
+# ---- the cache: listed, pruned by age and size, nothing else touched ------------------------------------------
+def test_cache_is_listed_and_pruned_oldest_first(saved_tiny, cache, capsys):
+    import os
+    import time as _time
+
+    from linrec.app.cli import main
+    from linrec.base.cache import entries as cache_entries
+    from linrec.base.cache import prune as prune_cache
+
+    a = get_capture(**saved_tiny)
+    b = get_capture(**{**saved_tiny, "seed": 1})
+    c = get_capture(**{**saved_tiny, "seed": 2, "sample_rows": 0})
+    now = _time.time()
+    for cap, days in ((a, 10), (b, 5), (c, 1)):
+        os.utime(cap.path, (now - days * 86400, now - days * 86400))
+    (cache / "models").mkdir()
+    keep = cache / "models" / "weights.bin"
+    keep.write_bytes(b"x" * 1000)
+    stale = cache / "captures" / ".m-dead.tmp-999999999-abcdef01"  # a killed run's leftover (no such pid)
+    stale.mkdir()
+    entries = cache_entries(("capture",))
+    assert [e.path for e in entries] == [a.path, b.path, c.path]  # oldest first; the leftover is not an entry
+    assert [(e.kind, e.path) for e in cache_entries() if e.kind == "model"] == [("model", keep)]  # listed too
+    assert "2048 tokens × seq 32, 500 sampled rows" in entries[0].made_by
+    assert entries[0].size == sum(p.stat().st_size for p in a.path.rglob("*") if p.is_file())
+    assert main(["cache"]) == 0 and "4 entries (capture" in capsys.readouterr().out
+    assert [e.path for e in prune_cache(older_than_days=7, dry_run=True).removed] == [a.path] and a.path.exists()
+    gone = prune_cache(max_bytes=entries[2].size + 1).removed  # room for the newest only
+    assert [e.path for e in gone] == [a.path, b.path]
+    assert not a.path.exists() and not b.path.exists() and c.path.exists() and keep.exists() and not stale.exists()
+    assert main(["cache", "prune", "--older-than", "0"]) == 0 and not c.path.exists()
+    assert keep.read_bytes() == b"x" * 1000  # models, wheels and corpora are never pruned
+    with pytest.raises(LinrecError, match="--older-than"):
+        prune_cache()
+
+
+def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog):
+    import os
+    import time as _time
+
+    from linrec.app.cli import main
+    from linrec.base.cache import entries as cache_entries
+    from linrec.base.cache import prune as prune_cache
+    from linrec.measure.curves import get_curve
+
+    cap = get_capture(**saved_tiny)
+    curve = get_curve(saved_tiny["model"], corpus=saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
+                      test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
+    entries = {e.kind: e for e in cache_entries()}
+    assert entries["curve"].path == curve.path and entries["capture"].path == cap.path
+    assert "learning curve of" in entries["curve"].made_by and "× 1 seeds" in entries["curve"].made_by
+    assert main(["cache"]) == 0 and "2 entries" in capsys.readouterr().out
+    old = _time.time() - 30 * 86400
+    os.utime(curve.path, (old, old))
+    assert [e.path for e in prune_cache(older_than_days=7).removed] == [curve.path] and not curve.path.exists()
+    assert cap.path.exists()
+    (curve.path).mkdir()  # a curve entry without its meta.json: warned and recomputed
+    (curve.path / "curve.npz").write_bytes(b"x")
+    caplog.clear()
+    again = get_curve(saved_tiny["model"], corpus=saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
+                      test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
+    assert not again.cached and "meta.json is missing" in caplog.text

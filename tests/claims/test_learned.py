@@ -1,0 +1,478 @@
+"""linrec.claims.learned (claims 2a and 2b): the random-init and null-ensemble summaries by hand, each verdict on both
+sides of each threshold, the decomposition's interval, and the seeds experiment's comparisons judged on shape with
+the level named beside (issue 45)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from linrec.claims.learned import (
+    combine_2a,
+    comparison_words,
+    distance_word,
+    input_control_summary,
+    learned_summary,
+    null_blocks,
+    random_init_summary,
+    seeds_verdict,
+    verdict_2a,
+    verdict_2b,
+    weights_word,
+)
+from linrec.claims.rules import (
+    CLAIM2_DEGENERATE_GAP,
+    CLAIM2_MIN_EFFECT,
+    CLAIM2_NOISE_FACTOR,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    PARTLY,
+    REPRODUCED,
+    SEEDS_LEVEL_MARGIN,
+    SEEDS_SHAPE_MARGIN,
+)
+
+EPS = 1e-9
+
+
+# ---- claim 2: controls ---------------------------------------------------------------------------------------
+def _profiles(trained, inits):
+    rows = [
+        {"model": "m", "block": b, "r2_lin": r, "r2_train": r + 0.1, "weights": "trained"}
+        for b, r in enumerate(trained)
+    ]
+    for s, init in enumerate(inits):
+        rows += [{"model": "m", "block": b, "r2_lin": r, "r2_train": 0.9, "weights": f"random init, seed {s}"}
+                 for b, r in enumerate(init)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_random_init_summary_hand_computed():
+    s = random_init_summary(_profiles([0.9, 0.5, 0.7], [[0.1, 0.2, 0.3], [0.2, 0.2, 0.2]]), [0, 1]).iloc[0]
+    assert s["trained_r2_min"] == 0.5 and s["init_r2_max"] == 0.3
+    assert s["mean_abs_trained_init"] == pytest.approx((np.mean([0.8, 0.3, 0.4]) + np.mean([0.7, 0.3, 0.5])) / 2)
+    assert s["mean_abs_init_seeds"] == pytest.approx(np.mean([0.1, 0.0, 0.1]))
+    assert s["init_r2_train_median"] == 0.9 and s["init_r2_test_median"] == 0.2
+    assert s["init_r2_spread"] == pytest.approx(np.std([0.1, 0.2, 0.3]))
+    assert s["trained_gap_median"] == pytest.approx(0.1)
+    one = random_init_summary(_profiles([0.9, 0.5, 0.7], [[0.1, 0.2, 0.3]]), [0]).iloc[0]
+    assert np.isnan(one["mean_abs_init_seeds"]) and np.isnan(one["spearman_init_seeds"])
+
+
+def _init_row(twin_gap=0.5, trained_gap=0.5, diff=0.5, noise=0.1, model="m"):
+    return {"model": model, "init_r2_train_median": twin_gap, "init_r2_test_median": 0.0,
+            "trained_gap_median": trained_gap, "mean_abs_trained_init": diff, "mean_abs_init_seeds": noise}  # fmt: skip
+
+
+def _null_rows(trained, init, shuffled=None, model="m"):
+    """A `nulls` table: per block the trained R² and the null draws given."""
+    rows = []
+    for b, t in enumerate(trained):
+        rows.append({"model": model, "block": b, "ffn": "trained", "draw": 0, "r2": t})
+        for kind, draws in (("random init", init[b]), ("shuffled", (shuffled or init)[b])):
+            rows += [{"model": model, "block": b, "ffn": kind, "draw": k, "r2": v} for k, v in enumerate(draws)]
+    return pd.DataFrame(rows)
+
+
+def test_null_blocks_z_p_and_benjamini_hochberg_by_hand():
+    init = [[0.1, 0.2, 0.3], [0.4, 0.4, 0.7], [0.0, 0.1, 0.2]]
+    b = null_blocks(_null_rows([0.9, 0.5, 0.1], init)).set_index("block")
+    m, sd = np.mean(init[0]), np.std(init[0], ddof=1)
+    assert b.loc[0, "z_init"] == pytest.approx((0.9 - m) / sd)
+    p0 = stats.t.sf((0.9 - m) / (sd * np.sqrt(1 + 1 / 3)), 2)  # one-sided: the trained FFN above the null
+    assert b.loc[0, "p_init"] == pytest.approx(p0)
+    assert b.loc[0, "init_pair_gap"] == pytest.approx(np.mean([0.1, 0.2, 0.1]))
+    p = b["p_init"].to_numpy()
+    order = np.argsort(p)  # Benjamini–Hochberg by hand: q_(k) = min_{j ≥ k} p_(j) · m / j
+    ranked = p[order] * 3 / np.arange(1, 4)
+    q = np.minimum.accumulate(ranked[::-1])[::-1]
+    assert np.allclose(b["q_init"].to_numpy()[order], np.minimum(q, 1))
+    assert b.loc[2, "z_init"] == pytest.approx(0.0) and b.loc[2, "p_init"] == pytest.approx(0.5)
+    strict = null_blocks(_null_rows([0.9, 0.31], [[0.1, 0.101, 0.102, 0.099]] * 2)).set_index("block")
+    assert strict["stands_out"].all() and not strict["below_init"].any()  # far above a tight null, on both nulls
+    below = null_blocks(_null_rows([0.01, 0.02], [[0.5, 0.501, 0.502, 0.499]] * 2)).set_index("block")
+    assert not below["stands_out"].any() and below["below_init"].all()  # far *below*: never "standing out"
+    assert not null_blocks(_null_rows([0.2], [[0.1, 0.2, 0.3]]))["stands_out"].iloc[0]
+    same = null_blocks(_null_rows([0.5, 0.6], [[0.5, 0.5], [0.5, 0.5]])).set_index("block")  # identical draws
+    assert same.loc[0, "p_init"] == 1.0 and same.loc[1, "p_init"] == 0.0 and same.loc[1, "z_init"] == np.inf
+
+
+def _learned(twin_gap=0.5, trained_gap=0.5, diff=0.5, noise=0.1, null_effect=None, null_noise=0.01):
+    """`learned_summary` of one model, with a null ensemble whose mean sits `null_effect` below the trained R²."""
+    blocks = None
+    if null_effect is not None:
+        d = null_noise * 3 / 4  # three draws m − d, m, m + d: mean pairwise |gap| = 4d/3
+        trained = [0.8, 0.7]
+        blocks = null_blocks(_null_rows(trained, [[t - null_effect - d, t - null_effect, t - null_effect + d]
+                                                    for t in trained]))  # fmt: skip
+    return learned_summary(pd.DataFrame([_init_row(twin_gap, trained_gap, diff, noise)]), blocks)
+
+
+@pytest.mark.parametrize(
+    "kw, word",
+    [
+        ({}, REPRODUCED),
+        # the twin as reference: beyond noise and the minimum effect
+        ({"diff": CLAIM2_NOISE_FACTOR * 0.1 + EPS}, REPRODUCED),
+        ({"diff": CLAIM2_NOISE_FACTOR * 0.1}, NOT_REPRODUCED),
+        ({"diff": CLAIM2_MIN_EFFECT, "noise": 0.001}, REPRODUCED),
+        ({"diff": CLAIM2_MIN_EFFECT - EPS, "noise": 0.001}, NOT_REPRODUCED),
+        ({"noise": np.nan}, NOT_TESTABLE),
+        # a degenerate twin (gap beyond the trained model's by > 0.1): the null ensemble is the reference
+        ({"twin_gap": 0.5 + CLAIM2_DEGENERATE_GAP, "null_effect": 0.0}, REPRODUCED),  # exactly 0.1: not degenerate
+        ({"twin_gap": 0.5 + CLAIM2_DEGENERATE_GAP + 1e-6, "null_effect": 0.0}, NOT_REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": CLAIM2_MIN_EFFECT + 1e-6}, REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": CLAIM2_MIN_EFFECT - 1e-6}, NOT_REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": 0.3, "null_noise": 0.3 / CLAIM2_NOISE_FACTOR + 1e-6}, NOT_REPRODUCED),
+        ({"twin_gap": 1.0, "null_effect": 0.3, "null_noise": 0.3 / CLAIM2_NOISE_FACTOR - 1e-6}, REPRODUCED),
+        ({"twin_gap": 1.0}, NOT_TESTABLE),  # degenerate twin and no null ensemble
+    ],
+)
+def test_claim2a_thresholds(kw, word):
+    v = verdict_2a(_learned(**kw))
+    assert v.verdict == word, v.evidence
+
+
+def test_claim2a_noise_of_the_null_ensemble_is_its_mean_pairwise_gap():
+    row = _learned(twin_gap=1.0, null_effect=0.2, null_noise=0.04).iloc[0]
+    assert row["twin_degenerate"] and row["reference"].startswith("random-init FFNs")
+    assert row["effect"] == pytest.approx(0.2) and row["noise"] == pytest.approx(0.04)
+    two = pd.DataFrame([_init_row(model="a"), _init_row(diff=0.01, model="b")])
+    assert verdict_2a(learned_summary(two)).verdict == PARTLY
+
+
+def _dec_row(lo=0.1, hi=0.3, n_standout=4, n_blocks=8, model="m"):
+    return {"model": model, "n_blocks": n_blocks, "n_standout": n_standout, "share_weights": 0.5,
+            "share_inputs": 0.3, "wmi_lo": lo, "wmi_hi": hi}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "kw, outcome",
+    [
+        ({}, "weights"),
+        ({"lo": 0.0}, "undecided"),  # the interval must lie above 0
+        ({"lo": EPS}, "weights"),
+        ({"n_standout": 0}, "weights"),  # the null ensembles are reported, they do not decide
+        ({"lo": -0.3, "hi": -EPS}, "inputs"),
+        ({"lo": -0.3, "hi": 0.0}, "undecided"),
+        ({"lo": np.nan}, None),
+    ],
+)
+def test_claim2b_outcome_thresholds(kw, outcome):
+    assert weights_word(_dec_row(**kw)) == outcome
+
+
+def test_claim2b_verdict_over_models():
+    one = lambda **kw: verdict_2b(pd.DataFrame([_dec_row(model=str(i), **k) for i, k in enumerate(kw["rows"])]))  # noqa: E731
+    assert one(rows=[{}, {}]).verdict == REPRODUCED
+    assert one(rows=[{}, {"lo": -0.2, "hi": -0.1}]).verdict == PARTLY
+    assert one(rows=[{"lo": -0.2, "hi": -0.1}]).verdict == NOT_REPRODUCED  # "inputs"
+    assert one(rows=[{}, {"lo": -0.2, "hi": 0.1}]).verdict == REPRODUCED  # the undecided model is not counted
+    v = one(rows=[{"lo": -0.2, "hi": 0.1}])
+    assert v.verdict == NOT_TESTABLE and "undecided" in v.reason  # undecided is not "not reproduced"
+    assert one(rows=[{"lo": np.nan}]).verdict == NOT_TESTABLE
+    assert verdict_2b(None).verdict == NOT_TESTABLE
+
+
+def _planted_matrix(a, b, noise=0.0, band=2, seed=0, model="m"):
+    """A cross matrix R(FFN i, inputs j) = 0.5 + a_i + b_j (+ noise) on |i − j| ≤ band."""
+    rng = np.random.default_rng(seed)
+    n = len(a)
+    rows = [{"model": model, "ffn_block": i, "input_block": j, "r2": 0.5 + a[i] + b[j] + noise * rng.standard_normal()}
+            for i in range(n) for j in range(n) if abs(i - j) <= band]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _decomposed(matrix, window_halfwidth=0.01):
+    from linrec.analyses.decomposition import two_factor_shares
+
+    m = matrix
+    s = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
+    wmi = float(s["weights"] - s["inputs"])
+    return pd.DataFrame([{"model": "m", "n_blocks": m["ffn_block"].nunique(), "n_standout": 0,
+                          "share_weights": s["weights"], "share_inputs": s["inputs"],
+                          "share_weights_minus_inputs": wmi, "share_weights_minus_inputs_lo": wmi - window_halfwidth,
+                          "share_weights_minus_inputs_hi": wmi + window_halfwidth}])  # fmt: skip
+
+
+def test_decomposition_interval_is_the_jackknife_over_blocks_by_hand():
+    """`decomposition_intervals` against a leave-one-block-out jackknife written out here, combined with the
+    windows' half-width, and the three outcomes reached by planted matrices: strong weights, strong inputs, and
+    neither (the same spread on both factors)."""
+    from linrec.analyses.decomposition import two_factor_shares
+    from linrec.claims.learned import decomposition_intervals
+
+    n = 14
+    rng = np.random.default_rng(0)
+    m = _planted_matrix(rng.normal(0, 0.2, n), rng.normal(0, 0.05, n), noise=0.02)
+    d = decomposition_intervals(_decomposed(m), m).iloc[0]
+
+    def wmi(t):
+        s = two_factor_shares(t["ffn_block"], t["input_block"], t["r2"].to_numpy(float))
+        return s["weights"] - s["inputs"]
+
+    jack = np.array([wmi(m[(m["ffn_block"] != b) & (m["input_block"] != b)]) for b in range(n)])
+    se = np.sqrt((n - 1) / n * ((jack - jack.mean()) ** 2).sum())
+    assert d["wmi_se_jack"] == pytest.approx(se) and d["wmi_se_windows"] == pytest.approx(0.01 / 1.959964)
+    half = stats.t.ppf(0.975, n - 1) * np.sqrt(se**2 + (0.01 / 1.959964) ** 2)
+    assert (d["wmi_lo"], d["wmi_hi"]) == pytest.approx((wmi(m) - half, wmi(m) + half))
+    assert d["wmi_band1"] == pytest.approx(wmi(m[(m["ffn_block"] - m["input_block"]).abs() <= 1]))
+    assert weights_word(d) == "weights"
+    rng = np.random.default_rng(0)
+    m = _planted_matrix(rng.normal(0, 0.05, n), rng.normal(0, 0.2, n), noise=0.02)
+    assert weights_word(decomposition_intervals(_decomposed(m), m).iloc[0]) == "inputs"
+    rng = np.random.default_rng(0)
+    m = _planted_matrix(rng.normal(0, 0.1, n), rng.normal(0, 0.1, n), noise=0.05)
+    assert weights_word(decomposition_intervals(_decomposed(m), m).iloc[0]) == "undecided"
+
+
+def test_input_control_summary():
+    t = pd.DataFrame({"model": "m", "r2_own": [0.5, 0.6, 0.7], "r2_gaussian": [0.45, 0.4, 0.7],
+                      "r2_other_block": [0.1, 0.2, 0.3]})  # fmt: skip
+    s = input_control_summary(t).iloc[0]
+    assert s["r2_own_median"] == 0.6 and s["r2_gaussian_median"] == 0.45 and s["n_gaussian_drop"] == 1
+    assert s["r2_next_block_median"] == 0.2
+
+
+# ---- the seeds experiment (notebook 08) ---------------------------------------------------------------------------
+def test_claim2a_takes_the_weaker_of_the_offline_and_the_seeds_verdicts():
+    assert combine_2a(REPRODUCED, PARTLY) == PARTLY
+    assert combine_2a(PARTLY, NOT_REPRODUCED) == NOT_REPRODUCED
+    assert combine_2a(PARTLY, NOT_TESTABLE) == PARTLY and combine_2a(NOT_TESTABLE, REPRODUCED) == REPRODUCED
+    assert combine_2a(NOT_TESTABLE, NOT_TESTABLE) == NOT_TESTABLE
+
+
+def test_the_2b_interval_covers_the_share_difference_of_planted_block_effects():
+    """Claim 2b's interval (jackknife over blocks with the windows' part) measured as issue 45 asks: planted cross
+    matrices R = 0.5 + a_i + b_j + noise on |i − j| ≤ 2 with block effects drawn afresh each time, the truth being the
+    mean share difference over many draws. Measured beside this test at 300 data sets: 0.93–0.97 at 18 blocks and
+    0.97–0.98 at 30, for weights-heavy, balanced and inputs-heavy matrices; here a small seeded version."""
+    from linrec.analyses.decomposition import two_factor_shares
+    from linrec.claims.learned import decomposition_intervals
+
+    rng = np.random.default_rng(11)
+
+    def wmi(m):
+        s = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
+        return float(s["weights"] - s["inputs"])
+
+    draw = lambda: _planted_matrix(
+        rng.normal(0, 0.1, 18), rng.normal(0, 0.1, 18), noise=0.05, seed=int(rng.integers(1 << 30))
+    )  # noqa: E731
+    truth = np.mean([wmi(draw()) for _ in range(400)])
+    hits = []
+    for _ in range(120):
+        m = draw()
+        w = wmi(m)
+        dec = pd.DataFrame([{"model": "m", "share_weights_minus_inputs": w, "share_weights_minus_inputs_lo": w,
+                             "share_weights_minus_inputs_hi": w}])  # fmt: skip
+        d = decomposition_intervals(dec, m).iloc[0]
+        hits.append(d["wmi_lo"] <= truth <= d["wmi_hi"])
+    assert np.mean(hits) >= 0.9  # 120 data sets: a 0.95 interval lands below 0.9 with probability < 1 %
+
+
+# ---- the seeds experiment: the shape decides "sharply different", the level is named -------------------------------
+@pytest.mark.parametrize(
+    "d, lo, hi, floor, word",
+    [
+        (0.30, 0.25, 0.35, 0.02, "differ"),
+        (0.30, 0.019, 0.35, 0.02, "inconclusive"),  # lower bound under the floor
+        (0.0999, 0.09, 0.11, 0.02, "inconclusive"),  # beyond noise but under the minimum effect, and not inside it
+        (0.10, 0.09, 0.11, 0.02, "differ"),  # at the minimum effect
+        (0.05, 0.04, 0.0999, 0.02, "agree"),  # beyond noise yet inside the margin: agree at 0.1
+        (0.05, 0.04, 0.10, 0.02, "inconclusive"),  # upper bound at the margin: not inside
+        (0.05, 0.0, 0.08, 0.09, "agree"),
+        (np.nan, 0.0, 0.08, 0.09, "inconclusive"),
+    ],
+)
+def test_each_part_of_a_comparison_at_its_thresholds(d, lo, hi, floor, word):
+    """The raw distance, the shape (both ≥ 0) and the signed level, mirrored below 0, read by one rule."""
+    assert CLAIM2_MIN_EFFECT == SEEDS_LEVEL_MARGIN == SEEDS_SHAPE_MARGIN == 0.1
+    assert distance_word({"distance": d, "distance_lo": lo, "distance_hi": hi, "floor": floor}) == word
+    assert distance_word({"shape": d, "shape_lo": lo, "shape_hi": hi, "shape_floor": floor}, part="shape") == word
+    assert distance_word({"level": d, "level_lo": lo, "level_hi": hi, "level_floor": floor}, part="level") == word
+    neg = {"level": -d, "level_lo": -hi, "level_hi": -lo, "level_floor": floor}
+    assert distance_word(neg, part="level") == word
+
+
+@pytest.mark.parametrize(
+    "lo, hi, word",
+    [
+        (-0.0999, 0.0999, "agree"),  # a signed level inside ±0.1
+        (-0.10, 0.05, "inconclusive"),  # its lower bound at −0.1: not inside
+        (-0.05, 0.10, "inconclusive"),
+        (-0.30, -0.021, "differ"),  # below −floor, and |level| ≥ 0.1
+        (-0.30, -0.02, "inconclusive"),  # its upper bound at −floor: not clear of it
+    ],
+)
+def test_a_signed_level_around_zero(lo, hi, word):
+    assert distance_word({"level": (lo + hi) / 2, "level_lo": lo, "level_hi": hi, "level_floor": 0.02},
+                         part="level") == word  # fmt: skip
+
+
+VALUES = {"differ": (0.3, 0.25, 0.35), "agree": (0.03, 0.02, 0.05), "inconclusive": (0.1, 0.0, 0.2)}
+
+
+def _cmp(kind, raw, level="agree", shape="agree"):
+    row = {"kind": kind, "a": "x", "b": "y", "step": 9, "floor": 0.01, "level_floor": 0.01, "shape_floor": 0.01}
+    for part, word in (("distance", raw), ("level", level), ("shape", shape)):
+        row.update(dict(zip((part, f"{part}_lo", f"{part}_hi"), VALUES[word])))
+    return row
+
+
+def _experiment(trained="differ", seeds=("agree", "agree"), variants=("differ", "agree"), order=("agree", "agree")):
+    """Two runs against their step 0, two init-seed pairs, one data-order pair and two GELU–SwiGLU pairs, each
+    (level word, shape word) as given."""
+    rows = [_cmp("trained vs init", trained, "differ", "agree") for _ in range(2)]
+    rows += [_cmp("seed", "agree", *seeds) for _ in range(2)] + [_cmp("data order", "agree", *order)]
+    return rows + [_cmp("variant", "differ", *variants) for _ in range(2)]
+
+
+@pytest.mark.parametrize(
+    "table, word, c2",
+    [
+        (_experiment(), "learned; architecture sets the level, not the shape; init seed and data order change neither",
+         REPRODUCED),
+        (_experiment(variants=("agree", "differ")), "learned; architecture sets the shape; init seed and data order "
+         "change neither", PARTLY),
+        (_experiment(variants=("differ", "differ")), "learned; architecture sets the level and the shape; init seed "
+         "and data order change neither", PARTLY),
+        (_experiment(variants=("agree", "agree")), "learned, the same for both variants; init seed and data order "
+         "change neither", REPRODUCED),
+        (_experiment(variants=("differ", "inconclusive")), "learned; GELU against SwiGLU inconclusive; init seed and "
+         "data order change neither", NOT_TESTABLE),
+        (_experiment(variants=("inconclusive", "agree")), "learned; GELU against SwiGLU inconclusive; init seed and "
+         "data order change neither", NOT_TESTABLE),
+        (_experiment(seeds=("agree", "differ")), "learned, individual to each run", REPRODUCED),
+        (_experiment(seeds=("differ", "agree")), "learned; init seed changes the level, not the shape", NOT_TESTABLE),
+        (_experiment(seeds=("agree", "inconclusive")), "learned; seed to seed inconclusive", NOT_TESTABLE),
+        (_experiment(order=("agree", "differ")), "learned; architecture sets the level, not the shape; init seed "
+         "changes neither; data order changes the shape", REPRODUCED),
+        (_experiment(order=("inconclusive", "agree")), "learned; architecture sets the level, not the shape; init "
+         "seed changes neither; data order inconclusive", REPRODUCED),
+        (_experiment(trained="agree"), "not learned", NOT_REPRODUCED),
+        (_experiment(trained="inconclusive"), "inconclusive", NOT_TESTABLE),
+    ],
+)  # fmt: skip
+def test_every_outcome_of_the_seeds_verdict(table, word, c2):
+    got = seeds_verdict(pd.DataFrame(table))
+    assert (got["word"], got["claim2a"]) == (word, c2)
+    assert "architecture and data" not in got["word"] and "text" not in got["word"]  # the text never changed
+    assert got["variant_words"].startswith("differ (level ")
+
+
+def test_the_training_text_is_named_only_where_it_changed():
+    text = [_cmp("text", "agree")]
+    got = seeds_verdict(pd.DataFrame(_experiment() + text))["word"]
+    assert got.endswith("init seed and data order and training text change neither")
+    got = seeds_verdict(pd.DataFrame(_experiment() + [_cmp("text", "differ", "differ", "agree")]))["word"]
+    assert got.endswith("; training text changes the level, not the shape")
+    assert seeds_verdict(pd.DataFrame(_experiment() + text))["text_words"] == "agree (level agree, shape agree)"
+
+
+def test_a_table_without_level_and_shape_intervals_is_not_decided_on_them():
+    """A comparisons table from before the convention, refreshed from its profiles (points, no intervals): learned is
+    still read on the raw distance; what architecture sets is not, and says how to get it."""
+    t = pd.DataFrame(_experiment())
+    for c in ("level_lo", "level_hi", "shape_lo", "shape_hi"):
+        t.loc[t["kind"] != "trained vs init", c] = np.nan
+    got = seeds_verdict(t)
+    assert got["word"] == "learned; level and shape not measured apart (rerun notebook 08)"
+    assert got["claim2a"] == NOT_TESTABLE
+    words = comparison_words(t)
+    assert set(words.loc[words["kind"] == "variant", "shape_outcome"]) == {"not measured"}
+    assert seeds_verdict(pd.DataFrame(_experiment(trained="agree")).drop(columns=["shape_lo"]))["word"] == "not learned"
+
+
+# ---- claim 2a: the trained profile's distance from the untrained one ------------------------------------------
+def _crossing_profiles(trained, inits):
+    rows = [{"model": "m", "block": b, "r2_lin": r, "r2_train": r + 0.1, "weights": "trained"}
+            for b, r in enumerate(trained)]  # fmt: skip
+    for s, init in enumerate(inits):
+        rows += [{"model": "m", "block": b, "r2_lin": r, "r2_train": r + 0.1, "weights": f"random init, seed {s}"}
+                 for b, r in enumerate(init)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_twin_distance_is_a_mean_absolute_difference_when_the_profiles_cross():
+    """Guards `abs(tr - i).mean()` → `(tr - i).mean()` in `random_init_summary` (claim 2a's trained-vs-twin
+    distance): the trained profile lies above its twin on one block and below it on the other, so the signed mean
+    difference is 0 while the profiles are 0.3 apart on every block."""
+    trained, twins = [0.8, 0.2], [[0.5, 0.5], [0.4, 0.6]]
+    s = random_init_summary(_crossing_profiles(trained, twins), [0, 1]).iloc[0]
+    by_hand = (np.mean([0.3, 0.3]) + np.mean([0.4, 0.4])) / 2  # |0.8 − 0.5|, |0.2 − 0.5|; |0.8 − 0.4|, |0.2 − 0.6|
+    assert s["mean_abs_trained_init"] == pytest.approx(by_hand)
+    assert s["mean_abs_init_seeds"] == pytest.approx(0.1)  # |0.5 − 0.4|, |0.5 − 0.6|
+    assert verdict_2a(learned_summary(pd.DataFrame([s]))).verdict == REPRODUCED  # 0.35 against a noise of 0.1
+
+
+def test_the_null_ensemble_distance_is_a_mean_absolute_difference_when_the_profiles_cross():
+    """Guards `.abs().mean()` → `.mean()` in `learned_summary`'s `effect_null` (claim 2a's trained-vs-untrained
+    distance where the twin is degenerate; on the real data the slip flips 2a to "not reproduced"): the trained R²
+    lies 0.3 above the random-init ensemble's mean on one block and 0.3 below it on the other."""
+    init = pd.DataFrame([{"model": "m", "init_r2_train_median": 1.0, "init_r2_test_median": 0.0,
+                          "trained_gap_median": 0.1, "mean_abs_trained_init": 0.0,
+                          "mean_abs_init_seeds": 1.0}])  # fmt: skip
+    blocks = pd.DataFrame({"model": "m", "block": [0, 1], "r2_trained": [0.8, 0.2], "init_mean": [0.5, 0.5],
+                           "n_init": 3, "init_pair_gap": [0.01, 0.03]})  # fmt: skip
+    row = learned_summary(init, blocks).iloc[0]
+    assert row["twin_degenerate"]  # its train − held-out gap (1.0) exceeds the trained model's (0.1) by far
+    assert row["effect_null"] == pytest.approx(0.3) and row["effect"] == pytest.approx(0.3)
+    assert row["noise_null"] == pytest.approx(0.02)
+    assert 0.3 >= CLAIM2_MIN_EFFECT and verdict_2a(learned_summary(init, blocks)).verdict == REPRODUCED
+
+
+def _fv(claim, evidence):
+    from linrec.claims.rules import Verdict
+
+    return Verdict(claim, "reproduced", evidence)
+
+
+def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
+    from linrec.claims.learned import controls_findings
+    from linrec.claims.rules import GAUSSIAN_DROP
+
+    init = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "trained_r2_min": 0.3,
+                "trained_r2_max": 0.9,
+                "init_r2_min": 0.95,
+                "init_r2_max": 0.99,
+                "mean_abs_trained_init": 0.28,
+                "mean_abs_init_seeds": np.nan,
+                "init_r2_train_median": 0.99,
+                "init_r2_test_median": 0.2,
+                "trained_gap_median": 0.06,
+            }
+        ]
+    )
+    inputs = pd.DataFrame([{"model": "m", "r2_gaussian_median": 0.41, "r2_own_median": 0.52, "n_gaussian_drop": 3}])
+    e2a = {
+        "model": "m",
+        "outcome": "learned",
+        "twin_degenerate": True,
+        "twin_gap": 1.58,
+        "trained_gap": 0.06,
+        "reference": "random-init FFNs on the trained inputs",
+        "effect": 0.279,
+        "noise": 0.007,
+    }
+    e2b = {"model": "m", "outcome": None, "share_weights": 0.4, "share_weights_lo": 0.39, "share_weights_hi": 0.42,
+           "share_inputs": 0.14, "share_inputs_lo": 0.13, "share_inputs_hi": 0.15, "share_shared": 0.3,
+           "share_residual": 0.16, "n_standout": 6, "n_below_init": 23, "n_blocks": 30,
+           "share_weights_minus_inputs": 0.26, "wmi_lo": -0.08, "wmi_hi": 0.6, "wmi_se_jack": 0.165,
+           "wmi_se_windows": 0.0096, "wmi_band1": 0.13}  # fmt: skip
+    lines = controls_findings(init, inputs, None, _fv("2a", [e2a]), _fv("2b", [e2b]))
+    assert len(lines) == 4  # no cross feeding ran: no sentence for it
+    assert "mean |trained − init| = 0.280;" in lines[0] and "between two init seeds" not in lines[0]
+    assert f"3 blocks lose more than {GAUSSIAN_DROP}." in lines[1]
+    assert "(2a: learned): the twin is degenerate" in lines[2] and "= 0.279, 0.007 between" in lines[2]
+    assert "(2b: not testable)" in lines[3] and "0.26 [-0.08, 0.60] with the blocks' variability" in lines[3]
+    assert "6 of 30 blocks are more linear than both null ensembles, 23 less linear" in lines[3]
+    assert "(standard error 0.17 leaving one block out, 0.010 over held-out windows; 0.13 on |i − j| ≤ 1" in lines[3]
+    seeds = controls_findings(init.assign(mean_abs_init_seeds=0.01), None, None, _fv("2a", []), _fv("2b", []))
+    assert seeds == [seeds[0]] and "against 0.010 between two init seeds" in seeds[0]
+    one_draw = controls_findings(init, None, None, _fv("2a", [{**e2a, "noise": np.nan}]), _fv("2b", []))
+    assert "no noise between untrained draws measured (one draw)" in one_draw[1] and "nan" not in one_draw[1]

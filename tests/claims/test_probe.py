@@ -1,0 +1,329 @@
+"""linrec.claims.probe (claims 3, 7a and 7b): the probe and pitfall summaries by hand, and each verdict on both sides
+of each threshold and reaching each outcome on planted rows."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
+from linrec.claims.probe import (
+    POOLED,
+    mechanism_parts,
+    mechanism_word,
+    pitfall_summary,
+    probe_summary,
+    steps_outcome,
+    trained_shortfall,
+    verdict_3,
+    verdict_7a,
+    verdict_7b,
+)
+from linrec.claims.rules import (
+    CEILING_SLACK,
+    CLAIM3_MAX_GAIN,
+    CLAIM7_SHORTFALL,
+    CLAIM7B_EQUAL,
+    CLAIM7B_SLOPE,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    PARTLY,
+    REPRODUCED,
+)
+
+EPS = 1e-9
+
+
+# ---- claim 3 and 7: the probe and the trained baselines ----------------------------------------------------
+def _probe_blocks(model="m", n=6, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "model": model, "block": range(n), "gain": rng.uniform(0, 0.03, n), "gain_quad": rng.uniform(0, 0.04, n),
+        "r2_lin_rows": rng.uniform(0.3, 0.9, n), "probe_stop": ["validation"] * (n - 1) + ["max_epochs"],
+        "seconds_probe": np.ones(n),
+    })  # fmt: skip
+
+
+def test_probe_summary_per_model_and_pooled():
+    from linrec.analyses.uncertainty import correlation_test, detectable_correlation
+
+    probe = pd.concat([_probe_blocks("a", 6, 0), _probe_blocks("b", 8, 1)], ignore_index=True)
+    sweep = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "block": [1, 1, 4, 4, 2, 2], "rank": [16, 64] * 3,
+                          "gain": [0.01, 0.02, 0.03, 0.05, 0.0, 0.1]})  # fmt: skip
+    s = probe_summary(probe, sweep, n_boot=300, seed=3).set_index("model")
+    assert list(s.index) == ["a", "b", POOLED]
+    a = probe[probe["model"] == "a"]
+    ref = correlation_test(1 - a["r2_lin_rows"], a["gain"], kind="pearson")
+    assert s.loc["a", "pearson_r"] == pytest.approx(stats.pearsonr(1 - a["r2_lin_rows"], a["gain"])[0])
+    assert s.loc["a", "ci_lo"] == pytest.approx(ref["lo"]) and s.loc["a", "ci_hi90"] == pytest.approx(ref["hi90"])
+    assert s.loc["a", "n_eff"] == pytest.approx(ref["n_eff"]) and s.loc["a", "correlation"] == ref["outcome"]
+    # the pooled row: Pearson r of each model's values centred on their own (blocks within model), by hand
+    cx = (1 - probe["r2_lin_rows"]) - (1 - probe["r2_lin_rows"]).groupby(probe["model"]).transform("mean")
+    cy = probe["gain"] - probe.groupby("model")["gain"].transform("mean")
+    assert s.loc[POOLED, "pearson_r"] == pytest.approx(float((cx * cy).sum() / np.sqrt((cx**2).sum() * (cy**2).sum())))
+    assert s.loc[POOLED, "n_eff"] == pytest.approx(s.loc["a", "n_eff"] + s.loc["b", "n_eff"])
+    assert s.loc["a", "gain_median"] == a["gain"].median() and s.loc[POOLED, "n_blocks"] == 14
+    assert s.loc["a", "quad_excess_median"] == pytest.approx((a["gain_quad"] - a["gain"]).median())
+    assert s.loc["a", "detectable_r"] == pytest.approx(detectable_correlation(6))
+    assert (s.loc["a", "sweep_rank_min"], s.loc["a", "sweep_rank_max"]) == (16, 64)
+    assert s.loc["a", "sweep_gain_median_rank_max"] == pytest.approx(0.035)
+    assert s.loc[POOLED, "sweep_gain_median_rank_max"] == pytest.approx(0.05)
+    assert (s.loc["a", "n_stop_validation"], s.loc["a", "n_stop_max_epochs"]) == (5, 1)
+
+
+def _claim3(gain=0.01, lo=-0.4, hi=0.4, lo90=-0.25, hi90=0.25, excess=0.0, models=("m",)):
+    """A probe summary: one row per model (its gain) and the pooled row (the correlation over every model's blocks,
+    within model), which decides 'uncorrelated'."""
+    row = {"n_blocks": 10, "gain_median": gain, "gain_max": 0.1, "pearson_r": 0.0, "p": 0.9, "ci_lo": np.nan,
+           "ci_hi": np.nan, "ci_lo90": np.nan, "ci_hi90": np.nan, "quad_excess_median": excess, "detectable_r": 0.5,
+           "n_eff": 8.0, "n_needed": 120}  # fmt: skip
+    pooled = {**row, "model": POOLED, "ci_lo": lo, "ci_hi": hi, "ci_lo90": lo90, "ci_hi90": hi90}
+    return pd.DataFrame([{**row, "model": m} for m in models] + [pooled])
+
+
+M = EQUIVALENCE_MARGIN
+
+
+@pytest.mark.parametrize(
+    "kw, word",
+    [
+        ({}, REPRODUCED),  # the 90 % interval inside ±0.3: "uncorrelated" shown
+        ({"gain": CLAIM3_MAX_GAIN - EPS}, REPRODUCED),
+        ({"gain": CLAIM3_MAX_GAIN}, NOT_REPRODUCED),
+        ({"hi90": M - EPS, "lo90": -M + EPS}, REPRODUCED),
+        ({"hi90": M}, NOT_TESTABLE),  # touches the margin: not shown, and 0 inside the 95 % interval: inconclusive
+        ({"lo90": -M}, NOT_TESTABLE),
+        ({"lo": 0.0, "lo90": 0.1, "hi90": 0.5}, NOT_TESTABLE),  # touches 0: includes it, inconclusive
+        ({"lo": EPS, "hi": 0.7, "lo90": 0.1, "hi90": 0.6}, NOT_REPRODUCED),  # a correlation shown
+        ({"lo": -0.7, "hi": -EPS, "lo90": -0.6, "hi90": -0.1}, NOT_REPRODUCED),
+        ({"lo": EPS, "hi": 0.2, "lo90": 0.02, "hi90": 0.18}, REPRODUCED),  # shown nonzero but within the margin
+        ({"lo": np.nan}, NOT_TESTABLE),
+        ({"excess": CLAIM3_MAX_GAIN - EPS}, REPRODUCED),
+        ({"excess": CLAIM3_MAX_GAIN}, NOT_TESTABLE),  # the probe stays far below the quadratic: not converged
+    ],
+)
+def test_claim3_thresholds(kw, word):
+    assert verdict_3(_claim3(**kw)).verdict == word
+
+
+def test_claim3_gain_per_model_correlation_pooled():
+    two = _claim3(models=("a", "b"))
+    two.loc[1, "gain_median"] = 0.2
+    v = verdict_3(two)
+    assert v.verdict == PARTLY and [e["passes"] for e in v.evidence[:2]] == [True, False]
+    assert v.evidence[-1]["model"] == POOLED and v.evidence[-1]["correlation"] == "no effect"
+    two = _claim3(models=("a", "b"))
+    two.loc[1, "quad_excess_median"] = 1.0
+    v = verdict_3(two)
+    assert v.verdict == REPRODUCED and v.evidence[1]["passes"] is None  # the untested model does not count
+    v = verdict_3(_claim3(hi90=0.5, models=("a", "b")))
+    assert v.verdict == NOT_TESTABLE and "at this power" in v.reason and "120 blocks" in v.reason
+    v = verdict_3(_claim3(models=("a", "b")).iloc[:2])  # no pooled row (an older table): not testable, not a crash
+    assert v.verdict == NOT_TESTABLE and "pooled" in v.reason
+
+
+def _probe(shortfalls, adam_better=True, model="m", cond=None):
+    n = len(shortfalls)
+    ceiling = np.asarray(shortfalls, dtype=float)  # best baseline at 0: the shortfall is exact, no rounding
+    best = np.zeros(n)
+    worse = best - 0.2
+    return pd.DataFrame({
+        "model": model,
+        "block": range(n),
+        "r2_ceiling_rows": ceiling,
+        "r2_trained_adam": best if adam_better else worse,
+        "r2_trained_sgd": worse if adam_better else best,
+        "cond_gram": np.arange(1.0, n + 1) if cond is None else cond,
+        "cond_scaled": np.arange(n, 0, -1.0),
+        "adam_reach": np.arange(n, 0, -1.0),
+        "n_train_rows": 8192,
+    })  # fmt: skip
+
+
+def test_trained_shortfall_takes_the_better_baseline():
+    assert np.allclose(trained_shortfall(_probe([0.1, 0.0])), [0.1, 0.0])
+    assert np.allclose(trained_shortfall(_probe([0.1, 0.0], adam_better=False)), [0.1, 0.0])
+
+
+@pytest.mark.parametrize("shortfalls", [[0.0, 0.0, 0.0, 0.02], [0.0, 0.0, 0.02, 0.0, 0.03]])
+def test_pitfall_summary_counts_and_correlations(shortfalls):
+    s = pitfall_summary(_probe(shortfalls), n_boot=200).iloc[0]
+    assert s["n_short"] == sum(x > CLAIM7_SHORTFALL for x in shortfalls) and s["n_blocks"] == len(shortfalls)
+    assert s["shortfall_max"] == pytest.approx(max(shortfalls))
+    rho = stats.spearmanr(np.arange(len(shortfalls)), shortfalls)[0]
+    assert s["spearman_cond_shortfall"] == pytest.approx(rho)
+    reach_rho = stats.spearmanr(np.arange(len(shortfalls), 0, -1.0), shortfalls)[0]  # Adam is the better baseline
+    assert s["spearman_reach_adam"] == pytest.approx(reach_rho)
+    assert s["spearman_scaled_shortfall"] == pytest.approx(reach_rho)  # the scaled κ falls with the block here
+    assert s["budget_steps"] == 5 * 32 and np.isnan(s["dose_steps_min"]) and np.isnan(s["n_mechanism"])
+
+
+def _pitfall_row(n_short=1, n_blocks=4, model="m", **kw):
+    """A pitfall summary row whose 7b is 'conditioning' as planted: the dose's steps 100 → 10,000 over 4 decades of
+    κ (100× ≥ 10^(0.25 × 4) = 10×), the mechanism blocks' 100 → 1,000 over 4 decades (10×), on checkpoints 10 …
+    10⁴, no fit above its ceiling."""
+    row = {"model": model, "n_blocks": n_blocks, "n_short": n_short, "share_short": n_short / n_blocks,
+           "cond_lo": -0.5, "cond_hi": 0.5, "dose_kappa_min": 1e2, "dose_kappa_max": 1e6, "dose_steps_min": 100.0,
+           "dose_steps_max": 10_000.0, "dose_first_step": 10, "dose_steps": 10_000, "cond_well": 1e3,
+           "cond_ill": 1e7, "steps_reach_well": 100.0, "steps_reach_ill": 1000.0, "first_step": 10,
+           "max_steps": 10_000, "ceiling_excess": 0.0}  # fmt: skip
+    return row | kw
+
+
+@pytest.mark.parametrize(
+    "kw, word",
+    [
+        ({}, REPRODUCED),  # 1 of 4 = 25 %: at the share threshold
+        ({"n_blocks": 5}, NOT_REPRODUCED),  # 20 %
+        ({"n_short": 2, "n_blocks": 8}, REPRODUCED),
+    ],
+)
+def test_claim7a_share_threshold(kw, word):
+    assert verdict_7a(pd.DataFrame([_pitfall_row(**kw)])).verdict == word
+
+
+NEED = 10 ** (CLAIM7B_SLOPE * 4)  # the rise conditioning predicts over 4 decades: 10×
+
+
+@pytest.mark.parametrize(
+    "lo, hi, decades, outcome",
+    [
+        (100, 100 * NEED, 4, "rises"),  # at the threshold: a rise of exactly κ-ratio^slope
+        (100, 100 * NEED * (1 - EPS), 4, "unclear"),
+        (100, 100 * NEED * (1 + EPS), 4, "rises"),
+        (100, 100 * CLAIM7B_EQUAL, 4, "equal"),  # at the tolerance
+        (100, 100 * CLAIM7B_EQUAL * (1 + EPS), 4, "unclear"),
+        (100, 100 * CLAIM7B_EQUAL * (1 - EPS), 4, "equal"),
+        (1000, 100, 4, "equal"),  # falling counts as not rising
+        (100, 100, 2, "unclear"),  # 2 decades predict 10^0.5 = the tolerance: equal steps cannot tell
+        (100, 100, 2 * (1 + EPS), "equal"),
+        (100, 200, 0, "unclear"),  # no κ difference
+        (200, np.inf, 4, "rises"),  # not reached by 10,000: at least 50×
+        (2000, np.inf, 4, "unclear"),  # at least 5×, which is less than the 10× predicted
+        (np.inf, 5000, 4, "equal"),  # reached at the larger κ only: the ratio is below 1
+        (np.inf, np.inf, 4, "unclear"),
+        (10, 10, 4, "unclear"),  # both at the first checkpoint: the ratio could be anything
+        (10, 5000, 4, "rises"),  # from the first checkpoint: at least 500×
+        (10, 20, 4, "unclear"),  # at least 2×, at most unbounded
+        (100, 10, 4, "equal"),  # the larger κ by the first checkpoint: at most 0.1×
+        (np.nan, 100, 4, "unclear"),
+    ],
+)
+def test_steps_outcome_at_its_thresholds(lo, hi, decades, outcome):
+    assert steps_outcome(lo, hi, decades, first=10, last=10_000) == outcome
+
+
+@pytest.mark.parametrize(
+    "kw, parts, mechanism",
+    [
+        ({}, ("rises", "rises"), "conditioning"),
+        ({"dose_steps_max": 300.0}, ("equal", "rises"), "not conditioning"),  # the construction: κ does not slow it
+        ({"steps_reach_ill": 100.0}, ("rises", "equal"), "not conditioning"),  # the real blocks: κ does not
+        ({"dose_steps_max": 300.0, "steps_reach_ill": 100.0}, ("equal", "equal"), "not conditioning"),
+        ({"dose_steps_max": 500.0}, ("unclear", "rises"), "inconclusive"),  # 5×: neither 10× nor ≤ √10×
+        ({"steps_reach_ill": np.inf, "steps_reach_well": 2000.0}, ("rises", "unclear"), "inconclusive"),
+        ({"dose_steps_min": np.inf, "dose_steps_max": np.inf}, ("unclear", "rises"), "inconclusive"),  # never reached
+        ({"dose_steps_min": np.inf}, ("equal", "rises"), "not conditioning"),  # reached at the larger κ only
+        ({"ceiling_excess": CEILING_SLACK}, ("rises", "rises"), "conditioning"),  # at the slack: still a ceiling
+        ({"ceiling_excess": CEILING_SLACK + EPS}, ("rises", "rises"), "inconclusive"),  # beaten: no upper bound
+        ({"ceiling_excess": CEILING_SLACK + EPS, "dose_steps_max": 300.0}, ("equal", "rises"), "inconclusive"),
+        ({"dose_steps_min": np.nan}, None, None),  # not measured
+        ({"ceiling_excess": np.nan}, None, None),
+    ],
+)
+def test_claim7b_outcomes_on_planted_rows(kw, parts, mechanism):
+    row = _pitfall_row(**kw)
+    assert mechanism_word(row) == mechanism
+    if parts is not None:
+        assert mechanism_parts(row) == parts
+
+
+def test_claim7b_verdict_counts_decided_models_only():
+    cond, notc = _pitfall_row(model="a"), _pitfall_row(model="b", dose_steps_max=300.0)
+    undecided = _pitfall_row(model="c", dose_steps_max=500.0)
+    verdict = lambda *rows: verdict_7b(pd.DataFrame(list(rows))).verdict  # noqa: E731
+    assert verdict(cond, _pitfall_row(model="b")) == REPRODUCED
+    assert verdict(cond, undecided) == REPRODUCED  # the inconclusive model is not counted
+    assert verdict(cond, notc) == PARTLY
+    assert verdict(notc, undecided) == NOT_REPRODUCED
+    v = verdict_7b(pd.DataFrame([undecided, _pitfall_row(model="d", ceiling_excess=0.02)]))
+    assert v.verdict == NOT_TESTABLE and "inconclusive" in v.reason  # inconclusive is never "not reproduced"
+    assert [e["mechanism"] for e in v.evidence] == ["inconclusive", "inconclusive"]
+    v = verdict_7b(pd.DataFrame([_pitfall_row(dose_steps_min=np.nan)]))
+    assert v.verdict == NOT_TESTABLE and "measured" in v.reason
+    assert verdict_7a(None).verdict == verdict_7b(None).verdict == NOT_TESTABLE
+    assert verdict_7b(pd.DataFrame([{"model": "m", "n_blocks": 4, "dose_rises": 1.0}])).verdict == NOT_TESTABLE  # old
+
+
+def _budget_rows(block, cond, reach, ceiling=0.905, lr_interior=True):
+    """A budget curve block on checkpoints 100, 1000, 10000 whose tuned SGD reaches `ceiling` − 0.005 from step
+    `reach` on (never: None), Adam and gradient descent never."""
+    rows = []
+    for opt in ("adam", "sgd", "gd"):
+        for step in (100, 1000, 10000):
+            at = reach is not None and step >= reach and opt == "sgd"
+            rows.append({"model": "m", "block": block, "optimizer": opt, "lr": 0.1, "step": step,
+                         "r2_test": ceiling - 0.005 if at else 0.5, "chosen": True, "ceiling": ceiling,
+                         "cond_gram": cond, "lr_interior": np.nan if opt == "gd" else lr_interior})  # fmt: skip
+    return rows
+
+
+def test_pitfall_summary_reads_the_budget_curve_and_the_dose():
+    """Steps to the ceiling per mechanism block from the tuned learning rate's curve (the better optimiser), median
+    over the better- and the worse-conditioned half, with their κ; the dose's steps and shortfall at its smallest
+    and largest κ; the ceiling check and the rates left at a grid end."""
+    probe = _probe([0.2, 0.2, 0.2, 0.2])
+    budget = pd.DataFrame(_budget_rows(0, 10.0, 100) + _budget_rows(1, 1e8, None, lr_interior=False))
+    dose = pd.DataFrame({"model": "m", "block": 3, "kappa": np.repeat([1e2, 1e4, 1e8], 4),
+                         "optimizer": ["adam", "adam", "sgd", "sgd"] * 3, "step": [10, 1000] * 6,
+                         "r2_test": [0.7, 0.945, 0.5, 0.91, 0.5, 0.5, 0.5, 0.5, 0.65, 0.6, 0.5, 0.5], "ceiling": 0.95,
+                         "lr_interior": True})  # fmt: skip
+    r = pitfall_summary(probe, budget, dose, n_boot=100).iloc[0]
+    assert r["n_mechanism"] == 2 and r["n_reached"] == 1 and r["max_steps"] == 10000 and r["first_step"] == 100
+    assert r["steps_reach_well"] == 100 and np.isinf(r["steps_reach_ill"]) and np.isinf(r["gd_steps_well"])
+    assert r["cond_well"] == 10.0 and r["cond_ill"] == 1e8
+    assert r["dose_steps_min"] == 1000 and np.isinf(r["dose_steps_max"])  # Adam's 0.945 is within 0.01 of 0.95
+    assert r["dose_short_min"] == pytest.approx(0.005) and r["dose_short_max"] == pytest.approx(0.35)  # at 1000
+    assert r["dose_block"] == 3 and r["dose_steps"] == 1000 and r["dose_first_step"] == 10
+    assert r["dose_kappa_min"] == 1e2 and r["dose_kappa_max"] == 1e8
+    assert r["ceiling_excess"] == pytest.approx(-0.005) and r["n_lr_edge"] == 6  # block 1: Adam and SGD at 3 steps
+
+
+def test_ceiling_excess_sees_a_fit_above_its_ceiling_in_either_table():
+    """Guards the check that the ceiling is an upper bound: a tuned fit above it, in the budget curve (gradient
+    descent too) or in the dose, shows in `ceiling_excess`, and 7b is then inconclusive."""
+    probe = _probe([0.2, 0.2, 0.2, 0.2])
+    budget = pd.DataFrame(_budget_rows(0, 10.0, 100) + _budget_rows(1, 1e8, 100))
+    dose = pd.DataFrame({"model": "m", "block": 3, "kappa": [1e2, 1e6], "optimizer": "sgd", "step": 100,
+                         "r2_test": [0.9, 0.9], "ceiling": 0.95, "lr_interior": True})  # fmt: skip
+    assert pitfall_summary(probe, budget, dose).iloc[0]["ceiling_excess"] == pytest.approx(-0.005)
+    above = dose.assign(r2_test=[0.9, 0.97])
+    assert pitfall_summary(probe, budget, above).iloc[0]["ceiling_excess"] == pytest.approx(0.02)
+    gd_above = budget.copy()
+    gd_above.loc[(gd_above["optimizer"] == "gd") & (gd_above["step"] == 10000), "r2_test"] = 0.93
+    s = pitfall_summary(probe, gd_above, dose)
+    assert s.iloc[0]["ceiling_excess"] == pytest.approx(0.025)
+    assert verdict_7b(s).evidence[0]["mechanism"] == "inconclusive"
+
+
+# ---- claim 7a: how many blocks fall short of the ceiling ----------------------------------------------------------
+def _probe_at_zero_baseline(shortfalls):
+    """A probe table whose better baseline (Adam) sits at 0, so each block's shortfall is its ceiling, exactly."""
+    n = len(shortfalls)
+    return pd.DataFrame({"model": "m", "block": range(n), "r2_ceiling_rows": np.asarray(shortfalls, float),
+                         "r2_trained_adam": 0.0, "r2_trained_sgd": -0.2, "cond_gram": np.arange(1.0, n + 1),
+                         "cond_scaled": np.arange(1.0, n + 1), "adam_reach": np.arange(1.0, n + 1),
+                         "n_train_rows": 8192})  # fmt: skip
+
+
+def test_a_block_short_by_exactly_the_threshold_is_not_short():
+    """Guards `>` → `>=` in `pitfall_summary`'s per-block shortfall count (claim 7a): CLAIM7_SHORTFALL at exact
+    equality, a hair below and a hair above; "short" means more than the threshold below the ceiling."""
+    s = pitfall_summary(
+        _probe_at_zero_baseline([CLAIM7_SHORTFALL - EPS, CLAIM7_SHORTFALL, CLAIM7_SHORTFALL + EPS, 0.0]), n_boot=50
+    )
+    assert s["n_short"].iloc[0] == 1 and s["share_short"].iloc[0] == pytest.approx(1 / 4)
+    at = pitfall_summary(_probe_at_zero_baseline([CLAIM7_SHORTFALL] * 4), n_boot=50)
+    assert at["n_short"].iloc[0] == 0 and verdict_7a(at).verdict == NOT_REPRODUCED
+    above = pitfall_summary(_probe_at_zero_baseline([CLAIM7_SHORTFALL + EPS] * 4), n_boot=50)
+    assert above["n_short"].iloc[0] == 4 and verdict_7a(above).verdict == REPRODUCED

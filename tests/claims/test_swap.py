@@ -1,0 +1,296 @@
+"""linrec.claims.swap (claims 6a and 6b): safety, parameters, middle blocks, predictors against scipy and by hand,
+the first-position effect, and each verdict at its thresholds, judged only on models with screening and held-out
+rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from helpers import DEFAULT
+from helpers import predictors as _pred
+from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, INCONCLUSIVE, holm
+from linrec.claims.probe import (
+    POOLED,
+)
+from linrec.claims.rules import (
+    CLAIM6_BUDGET,
+    FIRST_TOKEN_SHARE,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    PARTLY,
+    REPRODUCED,
+)
+from linrec.claims.swap import (
+    best_predictors,
+    first_position_effect,
+    middle_blocks,
+    swap_params,
+    swap_predictors,
+    swap_safety,
+    verdict_6a,
+    verdict_6b,
+)
+from linrec.claims.tables import load_table, save_table
+
+EPS = 1e-9
+M = EQUIVALENCE_MARGIN
+
+
+# ---- claim 6: the swap ---------------------------------------------------------------------------------------
+def _swap(deltas, r2s, model="m", half_width=0.1):
+    n = len(deltas)
+    d = np.asarray(deltas, dtype=float)
+    return pd.DataFrame({"model": model, "block": range(n), "first": "map", "r2_lin": r2s, "delta_ppl": d,
+                         "delta_lo": d - half_width, "delta_hi": d + half_width, "ppl_base": 20.0,
+                         "params_ffn": 300, "params_linear": 30})  # fmt: skip
+
+
+def _values(screening, model="m", **cols):
+    n = len(screening)
+    return pd.DataFrame({"model": model, "block": range(n), "depth_from_end": [min(i, n - 1 - i) for i in range(n)],
+                         "screening_delta_ppl": screening, **cols})  # fmt: skip
+
+
+def test_swap_safety_and_params():
+    t = _swap([0.5, 2.0, 0.9, 5.0], [0.95, 0.9, 0.2, 0.89])
+    t = pd.concat([t, t.assign(first="ffn", delta_ppl=0.0, delta_lo=0.0, delta_hi=0.0)])  # variants are not counted
+    s = swap_safety(t).iloc[0]
+    assert s["n_high_r2"] == 2 and s["n_high_r2_costly"] == 1 and s["high_r2_costly_blocks"] == "1"
+    assert s["n_within_budget"] == 2 and s["within_budget_blocks"] == "0 2"  # the interval's top: 0.6 and 1.0
+    assert s["delta_ppl_median"] == pytest.approx(1.45) and s["ppl_base"] == 20.0 and s["n_blocks"] == 4
+    assert swap_params(t).iloc[0]["ffn_over_linear"] == 10.0
+
+
+def test_middle_blocks():
+    assert list(middle_blocks(30)) == list(range(7, 23)) and list(middle_blocks(18)) == list(range(4, 14))
+    assert list(middle_blocks(4)) == [1, 2]
+
+
+def test_swap_predictors_against_scipy_and_by_hand():
+    rng = np.random.default_rng(0)
+    n = 20
+    depth = np.array([min(i, n - 1 - i) for i in range(n)], dtype=float)
+    delta = 5 - depth + rng.normal(0, 0.5, n)  # cost falls with distance from the ends
+    r2 = rng.uniform(0.3, 0.9, n)
+    err = depth * 0 + rng.uniform(size=n)
+    swap = _swap(delta, r2)
+    values = _values(delta + 1, r2_lin=r2, err_rel_resid=err, err_post_norm_rel_resid=np.nan)
+    p = swap_predictors(values, swap, n_boot=500).set_index("column")
+    assert "err_post_norm_rel_resid" not in p.index  # all-NaN (a model without a post-FFN norm): skipped
+    assert p.loc["screening_delta_ppl", "runs_swapped_model"] and not p.loc["r2_lin", "runs_swapped_model"]
+    for col, x in [("r2_lin", r2), ("err_rel_resid", err), ("depth_from_end", depth)]:
+        assert p.loc[col, "spearman_rho"] == pytest.approx(stats.spearmanr(x, delta)[0], abs=1e-12)
+        assert p.loc[col, "rho_lo"] <= p.loc[col, "spearman_rho"] <= p.loc[col, "rho_hi"]
+        mid = middle_blocks(n)
+        assert p.loc[col, "middle_rho"] == pytest.approx(stats.spearmanr(x[mid], delta[mid])[0], abs=1e-12)
+    assert p.loc["depth_from_end", "useful"] > 0.8  # depth is the baseline that predicts here
+    assert np.isnan(p.loc["depth_from_end", "partial_rho_depth"])
+    # partial ρ by hand: residuals of the ranks after a line in depth's ranks
+    rx, ry, rz = (stats.rankdata(v) for v in (r2, delta, depth))
+    res = [v - np.polyval(np.polyfit(rz, v, 1), rz) for v in (rx, ry)]
+    assert p.loc["r2_lin", "partial_rho_depth"] == pytest.approx(np.corrcoef(*res)[0, 1], abs=1e-10)
+    # a predictor that is depth in disguise has ρ like depth's and nothing left once depth is out … and one that
+    # adds to depth keeps a clearly negative partial ρ
+    values2 = _values(delta, r2_lin=-(depth**2))
+    p2 = swap_predictors(values2, swap, n_boot=500).set_index("column")
+    assert np.isnan(p2.loc["r2_lin", "partial_rho_depth"]) and p2.loc["r2_lin", "spearman_rho"] > 0.8
+    values3 = _values(delta, r2_lin=-(delta - (5 - depth)))
+    p3 = swap_predictors(values3, swap, n_boot=500).set_index("column")
+    assert p3.loc["r2_lin", "partial_hi"] < 0
+
+
+def test_claim6a_branches_at_the_budget():
+    b = CLAIM6_BUDGET
+    at = lambda hi, lo, model="m": _swap([(hi + lo) / 2, 9.0], [0.5, 0.5], model).assign(  # noqa: E731
+        delta_lo=[lo, 8.9], delta_hi=[hi, 9.1]
+    )
+    vals = lambda model="m": _values([0.1, 5.0], model)  # noqa: E731  the screening windows pick block 0
+    assert verdict_6a(at(b, 0.0), vals()).verdict == REPRODUCED  # interval's top exactly at the budget: holds
+    v = verdict_6a(at(b + EPS, 0.0), vals())
+    assert v.verdict == NOT_TESTABLE and v.evidence[0]["outcome"] == "undecided"
+    assert verdict_6a(at(3.0, b + EPS), vals()).verdict == NOT_REPRODUCED  # interval above the budget
+    assert verdict_6a(at(3.0, b), vals()).evidence[0]["outcome"] == "undecided"  # lower end at the budget
+    two = pd.concat([at(0.5, 0.1, "a"), at(3.0, 2.0, "b")])
+    assert verdict_6a(two, pd.concat([vals("a"), vals("b")])).verdict == PARTLY
+    # the block is the screening choice, not the held-out best: block 1 is cheap held out but not chosen
+    swap = _swap([5.0, 0.2], [0.5, 0.5])
+    e = verdict_6a(swap, _values([0.1, 3.0])).evidence[0]
+    assert e["chosen_block"] == 0 and e["outcome"] == "fails" and e["best_heldout_block"] == 1
+    assert e["n_within_budget"] == 1 and e["ffn_over_linear"] == 10.0
+
+
+def test_claim6b_needs_both_correlations_shown_below_zero():
+    assert verdict_6b(_pred()).verdict == REPRODUCED
+    assert verdict_6b(_pred(rho=(-0.5, -0.8, -EPS, -0.75, -0.25))).verdict == REPRODUCED
+    inconclusive = verdict_6b(_pred(rho=(-0.4, -0.8, 0.0, -0.75, -0.05)))  # ρ's 95 % interval touches 0
+    assert inconclusive.verdict == NOT_TESTABLE and inconclusive.evidence[0]["outcome"] == INCONCLUSIVE
+    assert verdict_6b(_pred(partial=(-0.3, -0.7, 0.1, -0.6, 0.05))).verdict == NOT_TESTABLE  # depth may explain it
+    no_flag = verdict_6b(_pred(rho=(0.0, -0.25, 0.25, -M + EPS, M - EPS)))  # |ρ| < 0.3 shown: a decided failure
+    assert no_flag.verdict == NOT_REPRODUCED and no_flag.evidence[0]["outcome"] == "no flag"
+    assert verdict_6b(_pred(rho=(0.0, -0.25, 0.25, -M, M - EPS))).verdict == NOT_TESTABLE  # at the margin: not shown
+    assert verdict_6b(_pred(partial=(0.5, 0.2, 0.8, 0.25, 0.75))).verdict == NOT_REPRODUCED  # the wrong way
+    two = pd.concat([_pred("a"), _pred("b", rho=(0.5, 0.2, 0.8, 0.25, 0.75)), _pred("c", rho=(0.0, -0.9, 0.9,
+                                                                                             -0.8, 0.8))])  # fmt: skip
+    v = verdict_6b(two)
+    assert v.verdict == PARTLY and [e["passes"] for e in v.evidence] == [True, False, None]
+    assert verdict_6b(_pred()).evidence[0]["depth_rho"] == -0.7
+
+
+@pytest.mark.parametrize(
+    "pooled, per_model, word",
+    [
+        ("flags", ["flags", INCONCLUSIVE], REPRODUCED),
+        ("flags", ["no flag", "flags"], PARTLY),
+        ("no flag", [INCONCLUSIVE, "no flag"], NOT_REPRODUCED),
+        ("no flag", ["flags", INCONCLUSIVE], PARTLY),
+        (INCONCLUSIVE, ["flags", "flags"], REPRODUCED),  # both models decide: more than chance
+        (INCONCLUSIVE, ["flags", INCONCLUSIVE], NOT_TESTABLE),  # 1 of 2 is what chance gives 10 % of the time
+        (INCONCLUSIVE, ["flags", "no flag"], NOT_TESTABLE),
+        (INCONCLUSIVE, [INCONCLUSIVE, INCONCLUSIVE], NOT_TESTABLE),
+        (INCONCLUSIVE, ["flags"] + [INCONCLUSIVE] * 11, NOT_TESTABLE),  # the zoo's twelve: 1 flags
+        (INCONCLUSIVE, ["flags"] * 2 + [INCONCLUSIVE] * 10, NOT_TESTABLE),  # 2 of 12: still chance (p = 0.12)
+        (INCONCLUSIVE, ["flags"] * 3 + [INCONCLUSIVE] * 9, REPRODUCED),  # 3 of 12 (p = 0.02)
+        (INCONCLUSIVE, ["flags"] * 3 + ["no flag"] * 3 + [INCONCLUSIVE] * 6, PARTLY),
+        (INCONCLUSIVE, ["flags"] * 3 + ["no flag"] * 2 + [INCONCLUSIVE] * 7, REPRODUCED),  # the 2 "no flag": chance
+        (None, ["no flag"], NOT_REPRODUCED),  # one model: no pooled row
+        (None, ["flags", INCONCLUSIVE], REPRODUCED),  # no pooled row: the decided models are tallied
+    ],
+)
+def test_claim6b_pooled_outcome_decides_where_it_is_decided(pooled, per_model, word):
+    from linrec.claims.swap import flags_verdict
+
+    assert flags_verdict(pooled, per_model) == word
+    rows = {"flags": {}, "no flag": {"rho": (0.0, -0.25, 0.25, -M + EPS, M - EPS)},
+            INCONCLUSIVE: {"rho": (0.0, -0.9, 0.9, -0.8, 0.8)}}  # fmt: skip
+    tables = [_pred(f"m{k}", **rows[o]) for k, o in enumerate(per_model)]
+    if pooled is not None:
+        tables.append(_pred(POOLED, **rows[pooled]))
+    v = verdict_6b(pd.concat(tables, ignore_index=True))
+    assert v.verdict == word
+    if word == NOT_TESTABLE:
+        assert "150 blocks" in v.reason
+        if "flags" in per_model:
+            need = 2 if len(per_model) == 2 else 3
+            assert f"{per_model.count('flags')} of {len(per_model)} models flag" in v.reason
+            assert f"no more than chance at 5 % a model ({need} needed)" in v.reason
+
+
+def test_best_predictor_is_named_only_after_holm():
+    def screen(ps, rhos):
+        cols = ["r2_lin", "mse_out", "err_rel_resid", "r2_ex_first"]
+        t = pd.DataFrame({"model": "m", "column": cols + ["screening_delta_ppl"], "spearman_rho": rhos + [0.9],
+                          "p": ps + [1e-6], "runs_swapped_model": [False] * 4 + [True],
+                          "partial_rho_depth": np.nan, "partial_p": np.nan})  # fmt: skip
+        t["p_holm"] = t["partial_p_holm"] = np.nan
+        real = ~t["runs_swapped_model"]
+        t.loc[real, "p_holm"] = holm(t.loc[real, "p"].to_numpy())
+        return best_predictors(t).iloc[0]
+
+    # raw p 0.013 is the best-pointing predictor, but Holm over 4 gives 0.052: not named; 0.012 → 0.048 is
+    b = screen([0.5, 0.9, 0.9, 0.013], [-0.2, 0.1, 0.1, -0.6])
+    assert b["best"] == "" and b["n_screened"] == 4
+    b = screen([0.5, 0.9, 0.9, 0.012], [-0.2, 0.1, 0.1, -0.6])
+    assert b["best"] == "r2_ex_first" and b["best_p_holm"] == pytest.approx(0.048)
+    b = screen([0.001, 0.9, 0.9, 0.001], [0.7, 0.1, 0.1, -0.6])  # r2_lin survives but points the wrong way
+    assert b["best"] == "r2_ex_first"
+
+
+def test_first_position_effect():
+    t = _swap([4.0, 2.0], [0.9, 0.5])
+    t = pd.concat([t, t.assign(first="ffn", delta_ppl=[1.0, 2.0]), t.assign(first="mean", delta_ppl=[1.5, 2.5])])
+    prof = pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [FIRST_TOKEN_SHARE, 0.1]})
+    f = first_position_effect(t, prof)
+    assert list(f["block"]) == [0]  # only the block at the first-token threshold
+    assert f.loc[0, "share_of_cost_at_first"] == pytest.approx(0.75)
+    assert f.loc[0, "delta_ppl_mean"] == 1.5
+
+
+def test_first_position_effect_keeps_its_columns_when_a_variant_ran_nowhere(tmp_path):
+    """No block on the first token (so only the plain map ran), or one variant not asked for: the table still has
+    every registered column (NaN where a variant did not run) and saves."""
+
+    t = _swap([4.0, 2.0], [0.9, 0.5])
+    none = first_position_effect(t, pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [0.2, 0.1]}))
+    assert none.empty
+    save_table(none, "swap_first", tmp_path)
+    prof = pd.DataFrame({"model": "m", "block": [0, 1], "first_var_share": [0.9, 0.1]})
+    ffn_only = first_position_effect(pd.concat([t, t.assign(first="ffn", delta_ppl=[1.0, 2.0])]), prof)
+    assert ffn_only.loc[0, "share_of_cost_at_first"] == pytest.approx(0.75)
+    assert np.isnan(ffn_only.loc[0, "delta_ppl_mean"]) and np.isnan(ffn_only.loc[0, "delta_hi_mean"])
+    save_table(ffn_only, "swap_first", tmp_path)
+
+
+def test_claim6a_judges_only_models_with_screening_and_heldout_rows():
+    swap = load_table("swap", DEFAULT)
+    values = load_table("swap_predictor_values", DEFAULT)
+    models = list(swap["model"].unique())
+    assert len(models) == 2
+    full = verdict_6a(swap, values)
+    assert full.verdict != NOT_TESTABLE and len(full.evidence) == 2
+    # header-only swap table, screening values present: nothing to judge
+    v = verdict_6a(swap.iloc[:0], values)
+    assert v.verdict == NOT_TESTABLE and not v.evidence and "no rows" in v.reason
+    # header-only screening values: every model unjudged, each named
+    v = verdict_6a(swap, values.iloc[:0])
+    assert v.verdict == NOT_TESTABLE and all(m in v.reason for m in models)
+    # one model without screening values: judged on the other alone
+    v = verdict_6a(swap, values[values["model"] != models[0]])
+    assert [e["model"] for e in v.evidence] == [models[1]]
+    assert v.verdict == verdict_6a(swap[swap["model"] == models[1]], values).verdict
+    # the screened block's held-out row gone: that model is not judged
+    chosen = full.evidence[0]["chosen_block"]
+    drop = (swap["model"] == models[0]) & (swap["block"] == chosen)
+    v = verdict_6a(swap[~drop], values)
+    assert [e["model"] for e in v.evidence] == [models[1]]
+
+
+def _fv(claim, evidence):
+    from linrec.claims.rules import Verdict
+
+    return Verdict(claim, "reproduced", evidence)
+
+
+def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
+    from linrec.claims.swap import swap_findings
+
+    e6a = {
+        "model": "m",
+        "ffn_over_linear": 8.04,
+        "chosen_block": 3,
+        "delta_ppl": 0.51,
+        "delta_lo": -0.2,
+        "delta_hi": 1.3,
+        "ppl_base": 30.0,
+        "outcome": "holds",
+        "n_within_budget": 4,
+        "n_blocks": 12,
+    }
+    e6b = {"model": "m", "spearman_rho": 0.25, "rho_lo": -0.1, "rho_hi": 0.6, "n_eff": 9.0, "n_blocks": 12,
+           "rho_lo_iid": 0.0, "rho_hi_iid": 0.5, "partial_rho_depth": 0.1, "partial_lo": -0.3, "partial_hi": 0.4,
+           "depth_rho": -0.8,
+           "outcome": "inconclusive", "best": None, "best_rho": np.nan, "best_partial": "depth_frac",
+           "best_partial_rho": 0.55}  # fmt: skip
+    first = pd.DataFrame([{"model": "m", "block": 11, "first_var_share": 0.62, "delta_ppl_map": 244.0,
+                           "delta_ppl_ffn": 51.0, "delta_lo_ffn": 40.0, "delta_hi_ffn": 60.0, "delta_ppl_mean": 51.1,
+                           "share_of_cost_at_first": 0.79}])  # fmt: skip
+    greedy = pd.DataFrame([{"model": "m", "order": "r2_lin", "budget_ppl": 1.0, "blocks_swapped": "3 5",
+                            "screening_delta_ppl": 0.9, "test_delta_ppl": 1.2, "test_delta_lo": 0.4,
+                            "test_delta_hi": 2.0, "params_removed": 5_000_000, "params_added": 600_000,
+                            "params_model": 100_000_000}])  # fmt: skip
+    lines = swap_findings(_fv("6a", [e6a]), _fv("6b", [e6b]), first, greedy)
+    assert len(lines) == 4
+    assert "8.0× the parameters" in lines[0] and "costs +0.51 held out (95 % CI [-0.20, +1.30]" in lines[0]
+    assert "4 of 12 blocks have held-out intervals within +1" in lines[0]
+    assert "*larger* cost" in lines[1] and "none (no predictor survives Holm's correction)" in lines[1]
+    assert "the best partial ρ given depth: depth_frac (+0.55)" in lines[1]
+    assert "62% of its held-out output variance" in lines[2] and "79% of the cost" in lines[2]
+    assert "kept blocks [3 5]" in lines[3] and "(4.4% of the model)" in lines[3]
+    for rho in (0.0, -0.25):  # only a positive ρ is worded as the wrong way round
+        assert (
+            "*larger* cost"
+            not in swap_findings(_fv("6a", []), _fv("6b", [{**e6b, "spearman_rho": rho}]), None, None)[0]
+        )
+    assert swap_findings(_fv("6a", []), _fv("6b", []), None, None) == []

@@ -1,0 +1,116 @@
+"""linrec.claims.tables: results tables written and read through the registry: round trips that refuse wrong
+columns, block lists and counts that survive the CSV, labels that rename only and name their thresholds, timings
+written apart."""
+
+import re
+
+import pandas as pd
+import pytest
+
+from helpers import claim1_row as _claim1_row
+from linrec.base.errors import LinrecError
+from linrec.claims.registry import TABLES
+from linrec.claims.rules import (
+    CLAIM6_BUDGET,
+    FIRST_TOKEN_SHARE,
+)
+from linrec.claims.tables import labelled, load_table, save_table
+
+
+# ---- the registry ---------------------------------------------------------------------------------------
+def test_tables_round_trip_and_refuse_wrong_columns(tmp_path):
+    row = _claim1_row()
+    path = save_table(pd.DataFrame([dict(reversed(list(row.items())))]), "r2_lin_summary", tmp_path)
+    assert list(pd.read_csv(path).columns) == list(TABLES["r2_lin_summary"].columns)  # registry order on disk
+    back = load_table("r2_lin_summary", tmp_path)
+    assert back.loc[0, "first_token_blocks"] == "" and back.loc[0, "r2_max"] == pytest.approx(row["r2_max"], rel=1e-12)
+    # floats are written to 12 significant digits (tables.FLOAT_FORMAT): the summation-order noise is not kept
+    noisy = pd.DataFrame([{**row, "r2_max": 0.1 + 0.2}])  # 0.30000000000000004
+    assert ",0.3," in save_table(noisy, "r2_lin_summary", tmp_path).read_text().replace("\n", ",")
+    with pytest.raises(LinrecError, match="unexpected columns \\['extra'\\]"):
+        save_table(pd.DataFrame([{**row, "extra": 1}]), "r2_lin_summary", tmp_path)
+    with pytest.raises(LinrecError, match="missing \\['r2_min'\\]"):
+        save_table(pd.DataFrame([{k: v for k, v in row.items() if k != "r2_min"}]), "r2_lin_summary", tmp_path)
+    with pytest.raises(LinrecError, match="no results table"):
+        load_table("nope", tmp_path)
+    assert load_table("probe_summary", tmp_path) is None
+
+
+def test_block_lists_survive_the_csv_and_counts_stay_numbers(tmp_path):
+    save_table(pd.DataFrame([_claim1_row() | {"first_token_blocks": "11 28"}]), "r2_lin_summary", tmp_path)
+    back = load_table("r2_lin_summary", tmp_path)
+    assert back.loc[0, "first_token_blocks"] == "11 28" and back.loc[0, "n_blocks"] == 10
+    assert pd.api.types.is_integer_dtype(back["n_blocks"]) and pd.api.types.is_integer_dtype(back["direction_changes"])
+
+
+def test_every_registered_column_is_snake_case_and_labels_only_rename():
+
+    for name, spec in TABLES.items():
+        for c in spec.columns:
+            assert re.fullmatch(r"[a-z][a-z0-9_]*", c), (name, c)
+    df = pd.DataFrame([_claim1_row()])
+    shown = labelled(df)
+    assert "max R²_lin" in shown.columns and shown.shape == df.shape
+    pd.testing.assert_frame_equal(shown.set_axis(df.columns, axis=1), df)  # values untouched (NaN included)
+
+
+def test_block_lists_read_back_as_blocks_one_block_and_none_included(tmp_path):
+    """`outlier_blocks_every_sample` with one block came back as 2.0 and with none as nan (notebook 04 printed
+    "on every sample: 2.0" and "nan")."""
+    rows = [
+        {"model": "a", "samples": "0 1 2", "n_samples": 3, "n_broadly_linear": "3 4 3", "n_outlier_concentrated":
+         "1 1 1", "outlier_blocks": "2 | 2 | 2", "outlier_blocks_every_sample": "2", "n_claim4_passes": 3,
+         "replication": "holds on every sample"},
+        {"model": "b", "samples": "0 1 2", "n_samples": 3, "n_broadly_linear": "8 8 5", "n_outlier_concentrated":
+         "0 0 0", "outlier_blocks": "none | none | none", "outlier_blocks_every_sample": "", "n_claim4_passes": 3,
+         "replication": "holds on every sample"},
+    ]  # fmt: skip
+    save_table(pd.DataFrame(rows), "spectrum_replicates_summary", tmp_path)
+    back = load_table("spectrum_replicates_summary", tmp_path)
+    assert list(back["outlier_blocks_every_sample"]) == ["2", ""]
+    assert pd.api.types.is_integer_dtype(back["n_samples"])
+
+
+def test_a_label_names_the_threshold_its_table_counts_with():
+    """`n_high_r2` counts R²_lin ≥ 0.8 in spectrum_summary and ≥ 0.9 in swap_safety: one label named 0.9 for both.
+    Every label with a threshold takes it from the rule's constant."""
+    from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1
+    from linrec.claims.rules import FIRST_TOKEN_OVERLAP, SWAP_HIGH_R2
+    from linrec.claims.tables import labelled
+
+    df = pd.DataFrame([{"n_high_r2": 3, "outlier_first_blocks": "", "first_share_blocks": "", "n_within_budget": 1,
+                        "top1_broadly_linear_blocks": "", "n_high_r2_costly": 0}])  # fmt: skip
+    spectrum, swap = labelled(df, "spectrum_summary").columns, labelled(df, "swap_safety").columns
+    assert (
+        spectrum[0] == f"blocks with R²_lin ≥ {REGIME_HIGH_R2:g}"
+        and swap[0] == f"blocks with R²_lin ≥ {SWAP_HIGH_R2:g}"
+    )
+    assert spectrum[0] != swap[0]
+    assert labelled(df).columns[0] == "n_high_r2"  # no table: no label that could name the wrong threshold
+    shown = " | ".join(spectrum)
+    for words in (f"≥ {FIRST_TOKEN_OVERLAP * 100:g} %", f"≥ {FIRST_TOKEN_SHARE * 100:g} %", f"≥ {REGIME_TOP1:g} yet",
+                  f"ΔPPL ≤ +{CLAIM6_BUDGET:g}", f"ΔPPL > +{CLAIM6_BUDGET:g}"):  # fmt: skip
+        assert words in shown, (words, shown)
+
+
+def test_timings_are_written_apart_so_a_rerun_with_the_same_numbers_rewrites_the_same_table(tmp_path):
+    """Seconds and the cache flag go to timings/<name>.csv with the row-naming columns; the results table keeps the
+    numbers only, so a rerun that is slower or faster leaves it byte for byte as it was."""
+    from linrec.claims.tables import labelled, load_table, load_timings
+
+    cols = TABLES["probe_ranks"].columns
+    rows = pd.DataFrame([{c: 0.25 for c in cols} | {"model": "m", "block": b, "rank": r, "probe_stop": "validation"}
+                         for b in (1, 2) for r in (4, 16)])  # fmt: skip
+    save_table(rows, "probe_ranks", tmp_path)
+    first = (tmp_path / "probe_ranks.csv").read_bytes()
+    save_table(rows.assign(seconds=[1.5, 2.5, 3.5, 4.5]), "probe_ranks", tmp_path)
+    assert (tmp_path / "probe_ranks.csv").read_bytes() == first
+    loaded, timings = load_table("probe_ranks", tmp_path), load_timings("probe_ranks", tmp_path)
+    assert "seconds" not in loaded.columns and list(loaded.columns) == [c for c in cols if c != "seconds"]
+    assert list(timings.columns) == ["model", "block", "rank", "seconds"]
+    assert list(timings["seconds"]) == [1.5, 2.5, 3.5, 4.5]
+    assert "seconds" not in labelled(rows).columns and "seconds" in rows.columns  # shown without, never changed
+    steps = pd.DataFrame({"model": ["m"], "step": ["screening"], "seconds": [2.5], "evaluations": [3]})
+    save_table(steps, "swap_timings", tmp_path)  # a table of timings goes to timings/ whole
+    assert (tmp_path / "timings" / "swap_timings.csv").exists() and not (tmp_path / "swap_timings.csv").exists()
+    assert load_table("swap_timings", tmp_path).equals(steps)

@@ -1,0 +1,93 @@
+"""linrec.claims.zoo: the zoo's rule reaches every outcome at its thresholds, and its pooled claims separate a planted
+model effect from the within-model relation."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+from linrec.claims.zoo import INCONCLUSIVE, SAME, part_word, zoo_2a, zoo_verdict
+
+
+def _comp(effects: dict, lo: dict | None = None, hi: dict | None = None) -> pd.DataFrame:
+    """A planted decomposition whose shape components give each factor the effect (distance it adds) in `effects`,
+    the ends of its interval the effects in `lo` and `hi` (default ± 0.02; a negative number a component below 0);
+    the level all seed."""
+
+    def comp(e: float) -> float:
+        return np.sign(e) * e * e / 2
+
+    rows = []
+    for f in ("layout", "text", "seed", "residual"):
+        e = effects.get(f, 0.0)
+        c, c_lo, c_hi = comp(e), comp((lo or {}).get(f, e - 0.02)), comp((hi or {}).get(f, e + 0.02))
+        rows.append({"part": "shape", "factor": f, "share": c, "share_lo": c, "share_hi": c, "component": c,
+                     "component_lo": c_lo, "component_hi": c_hi})  # fmt: skip
+        rows.append({"part": "level", "factor": f, "share": float(f == "seed"), "share_lo": 0.0, "share_hi": 1.0,
+                     "component": float(f == "seed"), "component_lo": 0.5 if f == "seed" else -0.1,
+                     "component_hi": 1.0 if f == "seed" else 0.1})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _learned(*outcomes):
+    """Trained-vs-init comparisons whose raw distance is `outcomes` ("differ": 0.3 [0.25, 0.35]; "agree": 0.01)."""
+    size = {"differ": (0.3, 0.25, 0.35), "agree": (0.01, 0.005, 0.015)}
+    return pd.DataFrame([{"kind": "trained vs init", "a": f"r{k}", "b": f"r{k} step 0", "distance": size[o][0],
+                          "distance_lo": size[o][1], "distance_hi": size[o][2], "floor": 0.001, "level": 0.0,
+                          "level_lo": -0.01, "level_hi": 0.01, "level_floor": 0.001, "shape": 0.0, "shape_lo": 0.0,
+                          "shape_hi": 0.01, "shape_floor": 0.001} for k, o in enumerate(outcomes)])  # fmt: skip
+
+
+def test_the_zoos_rule_reaches_every_outcome_at_its_thresholds():
+    """Layout shown, largest and moving the shape by ≥ 0.1: not reproduced (just under 0.1: inconclusive); the seed
+    setting it: reproduced with the layout's effect bounded below 0.1 (at 0.1: not testable), partly with the layout
+    shown to move it by 0.1 too; every factor bounded below 0.1: the same for every factor, reproduced where every
+    profile was learned, not reproduced where none was, not testable where some were; a component whose interval
+    reaches 0 is not shown."""
+    m = CLAIM2_MIN_EFFECT
+    assert zoo_2a(_comp({"layout": m, "seed": 0.05})) == NOT_REPRODUCED
+    under = _comp({"layout": m - 1e-6, "seed": 0.05})
+    assert part_word(under, "shape").word == INCONCLUSIVE and zoo_2a(under) == NOT_TESTABLE
+    assert zoo_2a(_comp({"layout": 0.05, "seed": 0.3}, hi={"layout": m - 1e-6})) == REPRODUCED
+    assert zoo_2a(_comp({"layout": 0.05, "seed": 0.3}, hi={"layout": m})) == NOT_TESTABLE
+    assert zoo_2a(_comp({"layout": 0.15, "seed": 0.3})) == PARTLY
+    same = _comp({"layout": 0.03, "seed": 0.02}, hi={"layout": m - 1e-6, "text": 0.05, "seed": 0.05})
+    assert part_word(same, "shape").word == SAME and part_word(same, "shape").largest == "layout"
+    assert zoo_2a(same, _learned("differ", "differ")) == REPRODUCED
+    assert zoo_2a(same, _learned("agree", "agree")) == NOT_REPRODUCED
+    assert zoo_2a(same, _learned("differ", "agree")) == NOT_TESTABLE and zoo_2a(same) == NOT_TESTABLE
+    at_zero = _comp({"layout": 0.3, "seed": 0.2}, lo={"layout": 0.0})
+    assert part_word(at_zero, "shape").word == "seed"  # the layout's interval reaches 0: not shown
+    assert zoo_verdict(None)["claim2a"] == NOT_TESTABLE
+    v = zoo_verdict(_comp({"layout": 0.3, "seed": 0.05}))
+    assert v["shape_factor"] == "layout" and v["word"].startswith("layout sets the shape (0.300 [0.280, 0.320])")
+    assert "; seed sets the level" in v["word"]
+    assert "learned in some runs only" in zoo_verdict(same, _learned("differ", "agree"))["word"]
+
+
+def test_the_pooled_claims_separate_a_planted_model_effect_from_the_within_model_relation():
+    """Twelve models of eight blocks whose mean nonlinearity and mean probe gain rise together from model to model
+    (a model effect, r ≈ 1 across models) while within each model the gain is unrelated to nonlinearity: pooled with
+    the model effect (claim 3's pooled row) the correlation is near 0 and shown inside ±0.3 with enough blocks;
+    ignoring the models it is strongly positive. The zoo's claims row carries the block count and the power."""
+    from linrec.analyses.uncertainty import correlation_test
+    from linrec.claims.probe import probe_summary
+    from linrec.claims.zoo import pooled_claims
+
+    g = np.random.default_rng(3)
+    rows = []
+    for m in range(12):
+        r2 = 0.9 - 0.05 * m + 0.05 * g.standard_normal(8)
+        gain = 0.001 * m + 0.0005 * g.standard_normal(8)  # the model's level, nothing from its blocks' r2
+        rows += [{"model": f"m{m}", "block": b, "r2_lin_rows": r2[b], "gain": gain[b], "gain_quad": gain[b] + 0.001,
+                  "probe_stop": "validation", "seconds_probe": 0.1} for b in range(8)]  # fmt: skip
+    probe = pd.DataFrame(rows)
+    naive = correlation_test(1 - probe["r2_lin_rows"], probe["gain"], kind="pearson")
+    assert naive["rho"] > 0.7 and naive["outcome"] == "effect"
+    summary = probe_summary(probe)
+    pool = summary[summary["model"] == "all"].iloc[0]
+    assert abs(pool["pearson_r"]) < 0.3 and pool["n_blocks"] == 96
+    claims = pooled_claims(summary, None, None).set_index("claim")
+    assert claims.loc["3", "n_models"] == 12 and claims.loc["3", "n_blocks"] == 96
+    assert claims.loc["3", "powered"] == (96 >= claims.loc["3", "n_needed"])
+    assert claims.loc["3", "rho"] == pytest.approx(pool["pearson_r"])

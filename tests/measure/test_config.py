@@ -1,0 +1,21 @@
+"""linrec.measure.config: the dtype is in a capture's key only when it is not the default, and a key is computed
+only from the config's own model source."""
+
+import pytest
+
+from linrec.base.errors import LinrecError
+from linrec.inputs.source import ModelSource
+from linrec.measure.config import CaptureConfig
+
+
+def test_dtype_is_in_the_key_only_when_not_the_default():
+    base = CaptureConfig("m")
+    assert base.key() == CaptureConfig("m", dtype="float32").key()
+    assert CaptureConfig("m", dtype="bfloat16").key() != base.key()
+    with pytest.raises(LinrecError, match="--dtype must be one of float32, bfloat16, float16"):
+        CaptureConfig("m", dtype="int8").validate()
+
+
+def test_a_source_must_be_the_configs_own():
+    with pytest.raises(ValueError, match="not that of this config"):
+        CaptureConfig("gpt2").key(ModelSource.parse("smollm2-135m"))

@@ -1,0 +1,210 @@
+"""The catalog of the paper's claims (`linrec.outputs.catalog`): one row per claim, whose parts agree with each other,
+rule words that follow the thresholds the verdict reads (issue 45, item 6; issue 47, item 1), and `claims`, which
+follows its rules on the tables there are and decides nothing without evidence (issue 51)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import DEFAULT
+from helpers import claims_1_3_results as _results
+from linrec.base.errors import LinrecError
+from linrec.claims import probe, swap
+from linrec.claims.registry import TABLES
+from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS, Rule
+from linrec.claims.tables import result_columns, table_path
+from linrec.outputs.catalog import CATALOG, claims, row, rule
+from linrec.outputs.report import render, tally_line
+from linrec.outputs.report_figures import FIGURES
+
+
+def test_the_catalog_holds_each_claim_once():
+    ids = [str(entry.id) for entry in CATALOG]
+    assert len(ids) == len(set(ids)), ids
+    assert all(isinstance(entry.rule, Rule) for entry in CATALOG)
+    assert row("6a").id == "6a" and row(3) is row("3") and rule("7b") is row("7b").rule
+    with pytest.raises(LinrecError, match="no claim '6c'"):
+        row("6c")
+
+
+def test_each_row_pairs_the_rule_sentence_and_figures_of_one_claim():
+    """A row holds claim n's verdict, sentence and `RULE_n` (named so in the verdict's own module), figures the
+    report knows, a title, the paper's words and a caveat. A row that paired claim 3's rule with claim 7a's
+    sentence, or named a figure no notebook draws, fails here."""
+    stems = {stem for stem, _, _ in FIGURES}
+    for entry in CATALOG:
+        n = str(entry.id)
+        assert entry.rule.verdict.__name__ == f"verdict_{n}", n
+        assert entry.sentence.__name__ == f"sentence_{n}", n
+        assert getattr(sys.modules[entry.rule.verdict.__module__], f"RULE_{n.upper()}") is entry.rule, n
+        assert set(entry.figures) <= stems, (n, set(entry.figures) - stems)
+        assert entry.title and entry.paper and entry.caveat, n
+        assert entry.rule.thresholds and all(isinstance(v, (int, float)) for v in vars(entry.rule.values()).values())
+        v = entry.rule(*[None] * entry.rule.verdict.__code__.co_argcount)  # no tables: "not run", under its own id
+        assert v.claim == entry.id, n
+
+
+def test_the_claims_in_words_come_in_the_catalogs_order_with_its_words():
+    out = claims(DEFAULT)
+    assert [c.number for c in out] == [entry.id for entry in CATALOG]
+    assert [(c.title, c.paper) for c in out] == [(entry.title, entry.paper) for entry in CATALOG]
+
+
+def _moved(value):
+    """A value no threshold has, of the threshold's kind (a count stays a whole number)."""
+    return value + 5 if isinstance(value, int) else round(value * 1.37 + 0.0123, 4)
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: f"claim {e.id}")
+def test_every_named_threshold_moves_the_rules_words(entry, monkeypatch):
+    """Plant each threshold a rule names, in the module its verdict function reads it from: the rule's words or its
+    "what would change it" must move. A number typed into the words beside the threshold (say '+1 perplexity'
+    instead of the budget) leaves them as they were and fails here."""
+    module = sys.modules[entry.rule.verdict.__module__]
+    before = (entry.rule.words, entry.rule.change)
+    for name in entry.rule.thresholds:
+        with monkeypatch.context() as m:
+            m.setattr(module, name, _moved(getattr(module, name)))
+            assert (entry.rule.words, entry.rule.change) != before, f"claim {entry.id}: {name} is not in its words"
+        assert (entry.rule.words, entry.rule.change) == before  # restored
+
+
+def _written(value) -> set[str]:
+    """The ways the rules write a threshold: as it is, with :g, two decimals, or as a percentage."""
+    out = {str(value), f"{value:g}"}
+    if isinstance(value, float):
+        out |= {f"{value:.2f}"} | ({f"{value:.0%}", f"{value * 100:g} %", f"{1 - value:.0%}"} if value < 1 else set())
+    return out
+
+
+# a number in a rule's words that equals a threshold's but is not it, by claim: claim 3's "two one-sided tests at
+# 5 %" is the level of its 90 % interval, not the 0.05 of CLAIM3_MAX_GAIN
+NOT_A_THRESHOLD = {"3": {"5 %"}}
+
+
+@pytest.mark.parametrize("entry", CATALOG, ids=lambda e: f"claim {e.id}")
+def test_no_threshold_is_typed_beside_its_name(entry, monkeypatch):
+    """With every threshold a rule names planted at once, none of their former values may still stand in its words:
+    a threshold typed at one place and read at another (claim 4's R²_lin ≥ 0.6 typed in the rule, read in the
+    change) fails here, which the test above cannot see."""
+    module = sys.modules[entry.rule.verdict.__module__]
+    before = {name: getattr(module, name) for name in entry.rule.thresholds}
+    for i, name in enumerate(entry.rule.thresholds):
+        monkeypatch.setattr(module, name, before[name] + 5 if isinstance(before[name], int) else 0.4321 + i * 1e-4)
+    text = f"{entry.rule.words} || {entry.rule.change}"
+    typed = {
+        (name, s)
+        for name, value in before.items()
+        for s in _written(value) - NOT_A_THRESHOLD.get(str(entry.id), set())
+        if re.search(rf"(?<![\d.]){re.escape(s)}(?!\d)", text)
+    }
+    assert not typed, f"claim {entry.id}: {sorted(typed)} typed in its words"
+
+
+def test_a_planted_threshold_changes_the_decision_and_both_texts_together(monkeypatch):
+    """Claim 7a's share and claim 6a's budget planted where their verdicts read them: the verdict on the same table
+    flips and the rule and its "what would change it" state the planted number."""
+    table = pd.DataFrame([{"model": "m", "n_blocks": 10, "n_short": 3, "share_short": 0.3}])  # 30 % of blocks short
+    assert rule("7a")(table).verdict == REPRODUCED and "at least 25% of all blocks" in rule("7a").words
+    monkeypatch.setattr(probe, "CLAIM7_SHARE", 0.5)
+    assert rule("7a")(table).verdict == NOT_REPRODUCED
+    assert "at least 50% of all blocks" in rule("7a").words and "more than 50% of the" in rule("7a").change
+
+    monkeypatch.setattr(swap, "CLAIM6_BUDGET", 2.5)
+    words, change = rule("6a").words, rule("6a").change
+    assert "ΔPPL ≤ +2.5" in words and "within +2.5 perplexity" in change and "+1" not in words + change
+    monkeypatch.setattr(probe, "EQUIVALENCE_MARGIN", 0.2)  # claim 3's margin, as its verdict passes it on
+    assert "±0.2" in rule(3).words and "±0.2" in rule(3).change and "±0.3" not in rule(3).words + rule(3).change
+    assert np.isclose(swap.EQUIVALENCE_MARGIN, 0.3) and "±0.3" in rule("6b").words  # 6b's margin is its own
+
+
+def _copy(tmp_path: Path) -> Path:
+    out = tmp_path / "default"
+    shutil.copytree(DEFAULT, out, ignore=shutil.ignore_patterns("notebooks", "*.png", "*.html"))
+    return out
+
+
+def test_every_claim_is_not_testable_on_header_only_tables(tmp_path):
+    for name in TABLES:
+        path = table_path(name, tmp_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(columns=list(result_columns(name))).to_csv(path, index=False)
+    out = claims(tmp_path)
+    assert len(out) == len(CATALOG)
+    assert [c.verdict for c in out] == [NOT_TESTABLE] * len(CATALOG), [(c.number, c.verdict) for c in out]
+    assert tally_line(out).endswith(f"Of {len(CATALOG)} checks: {len(CATALOG)} not testable.")
+
+
+def test_emptying_any_one_table_never_decides_a_claim(tmp_path):
+    """Each table of the default run made header-only in turn: no claim crashes, and a claim whose verdict changes
+    becomes "not testable" (it never gains a verdict from rows that are gone). The swap table was the case that
+    made claim 6a "reproduced" with an empty evidence cell."""
+    base = {c.number: c.verdict for c in claims(DEFAULT)}
+    assert sum(v != NOT_TESTABLE for v in base.values()) >= 5  # the default run decides most claims
+    work = _copy(tmp_path)
+    changed = {}
+    for name in TABLES:
+        path = table_path(name, work)
+        if not path.is_file():
+            continue
+        original = path.read_bytes()
+        pd.read_csv(path).iloc[:0].to_csv(path, index=False)
+        try:
+            for c in claims(work):
+                assert c.verdict in VERDICTS
+                if c.verdict != base[c.number]:
+                    assert c.verdict == NOT_TESTABLE, (name, c.number, base[c.number], c.verdict)
+                    changed.setdefault(name, []).append(c.number)
+                if c.verdict != NOT_TESTABLE:
+                    assert c.ours.strip(), (name, c.number)  # a decided claim states its evidence
+        finally:
+            path.write_bytes(original)
+    assert "6a" in changed["swap"] and "6a" in changed["swap_predictor_values"]
+    assert changed["r2_lin_summary"] == [1]
+
+
+def test_claims_follow_their_rules(tmp_path):
+    c = {x.number: x for x in claims(_results(tmp_path))}
+    assert c[1].verdict == "reproduced" and "0.200 to 0.990" in c[1].ours and "(9 of 10 moves)" in c[1].ours
+    assert c[3].verdict == "reproduced"
+    untested = ("2a", "2b", 4, 5, "6a", "6b", "7a", "7b")
+    assert all(c[n].verdict == "not testable" for n in untested)  # their tables were never written
+    assert "notebook 07 not run" in c["2a"].ours and "notebook 07 not run" in c["2b"].ours
+    c = {x.number: x for x in claims(_results(tmp_path, jump=0.1, gain=0.2))}
+    assert c[1].verdict == "not reproduced" and c[3].verdict == "not reproduced"
+    c = {x.number: x for x in claims(_results(tmp_path, ci=(0.10, 0.60), ci90=(0.15, 0.55)))}
+    assert c[3].verdict == "not reproduced"  # a CI that excludes 0: the gain does track nonlinearity
+    c = {x.number: x for x in claims(_results(tmp_path, ci90=(-0.2, 0.35)))}
+    assert c[3].verdict == "not testable" and "inconclusive (not testable at this power)" in c[3].ours
+
+
+def test_a_table_with_old_columns_names_its_notebook_and_decides_nothing(tmp_path):
+    """A table an older linrec wrote is left out: its claim is not testable and says which notebook to rerun, the
+    report lists it, and the other claims are judged as before (it stopped the whole report before)."""
+    d = _results(tmp_path)
+    pd.DataFrame([{"model": "m", "min R²_lin": 0.2}]).to_csv(d / "r2_lin_summary.csv", index=False)
+    c = {x.number: x for x in claims(d)}
+    assert c[1].verdict == "not testable" and "older linrec (r2_lin_summary); rerun notebook 02" in c[1].ours
+    assert c[3].verdict == "reproduced"
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "Left out, because an older linrec wrote them (their claims say so): notebook 02's r2_lin_summary" in text
+    t = pd.read_csv(d / "probe_summary.csv").astype({"gain_median": object})
+    t.loc[0, "gain_median"] = "lots"  # a damaged table (not an old one) still stops the report, naming its notebook
+    t.to_csv(d / "probe_summary.csv", index=False)
+    with pytest.raises(LinrecError, match="rerun notebook 03"):
+        claims(d)
+
+
+def test_every_claim_is_not_testable_without_its_tables():
+    """Every rule of the catalog, given no tables, says "not run" under its own id."""
+    for entry in CATALOG:
+        args = [None] * entry.rule.verdict.__code__.co_argcount
+        v = entry.rule(*args)
+        assert v.claim == entry.id and v.verdict == NOT_TESTABLE and "not run" in v.reason

@@ -1,0 +1,259 @@
+"""linrec.outputs.report: the report builder reads results files, applies its stated rules, and changes when a
+result changes; its setup, robustness and limitations sections, the README block, and the default report's first
+screen."""
+
+import filecmp
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from helpers import DEFAULT, ROOT, planted
+from helpers import claims_1_3_results as _results
+from helpers import project_with_a_curve_run as _project_with_a_curve_run
+from linrec.app.profile import load_profile
+from linrec.base.errors import LinrecError
+from linrec.claims import swap
+from linrec.claims.registry import TABLES
+from linrec.claims.tables import load_table, save_table
+from linrec.outputs import refresh
+from linrec.outputs.claim_text import CELL_LIMIT
+from linrec.outputs.report import (
+    README_END,
+    README_START,
+    build_report,
+    per_block_table,
+    readme_section,
+    render,
+    write_report,
+)
+
+
+def test_a_changed_result_changes_the_report(tmp_path):
+    d = _results(tmp_path)
+    out = tmp_path / "paper" / "report.md"
+    before = build_report(d, tmp_path / "figs", out).read_text()
+    _results(tmp_path, max_r2=0.876)
+    after = build_report(d, tmp_path / "figs", out).read_text()
+    assert "0.990" in before and "0.990" not in after and "0.876" in after
+    assert out.with_suffix(".html").read_text().count("<table>") >= 2
+
+
+def test_the_curve_profiles_measured_bias_is_quoted_with_where_it_came_from(tmp_path):
+    """The default profile skips the learning curve; once params/curve.yaml has run, the report's limitation quotes
+    the bias that run measured (the large-n gain per model) and names the run, instead of only pointing at it."""
+    curve, _ = _project_with_a_curve_run(tmp_path, stale=False)
+    overview = planted("r2_curve_overview", fill=0.0, model="m", n_blocks=12, ref_tokens=16384.0,
+                       largest_tokens=204800.0, gain_inf_median=0.028, gain_inf_max=0.056)  # fmt: skip
+    save_table(overview, "r2_curve_overview", curve)
+    d = tmp_path / "project" / "results"
+    text = render(d, tmp_path / "project" / "figures", tmp_path / "project" / "paper" / "report.md")
+    assert (
+        "Measured by notebook 02's learning curve (its last run under `params/curve.yaml`, in `results/curve/`), the "
+        "default train size sits below the large-n estimate by m 0.028 (median over blocks, up to 0.056)" in text
+    )
+    assert "This profile skips it" not in text
+
+
+def test_missing_results_directory_names_the_fix(tmp_path):
+    with pytest.raises(LinrecError, match="linrec figures"):
+        render(tmp_path / "nothing", tmp_path, tmp_path / "r.md")
+
+
+def test_readme_block_is_replaced_between_markers_only(tmp_path):
+    from linrec.outputs.report import README_END, README_START, update_readme
+
+    d = _results(tmp_path)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{README_START}\nold numbers\n{README_END}\noutro\n")
+    assert update_readme(readme, d)
+    text = readme.read_text()
+    assert text.startswith("intro\n") and text.endswith("\noutro\n") and "old numbers" not in text
+    assert "m 0.20–0.99, 0.70, 5" in text and text.count(README_START) == 1
+    assert "| [1](paper/report.md#claim-1) |" in text  # each claim links to its section of the report
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers")
+    assert not update_readme(plain, d) and plain.read_text() == "no markers"
+
+
+def test_setup_states_the_profiles_analysis_budget(tmp_path):
+    d = _results(tmp_path)
+    lesson = {"probe_rows": 8192, "test_windows": 12, "screening_windows": 4, "control_rows": 4096}
+    text = render(d, tmp_path / "figures", tmp_path / "report.md", {"tokens": 20480, **lesson})
+    line = next(ln for ln in text.splitlines() if ln.startswith("- Analysis budget"))
+    for needle in ("8,192 seeded train rows", "12 seeded held-out windows", "4 screening", "4,096 seeded stored rows"):
+        assert needle in line, line
+    full = {k: None for k in lesson} | {"screening_windows": 8}
+    line = next(ln for ln in render(d, tmp_path, tmp_path / "r.md", full).splitlines() if "Analysis budget" in ln)
+    assert "every train row per block" in line and "every held-out window;" in line and "8 screening" in line
+    assert "Analysis budget" not in render(d, tmp_path, tmp_path / "r.md", {"tokens": 20480})
+
+
+def test_setup_names_the_encoder_of_the_controls(tmp_path):
+    d = _results(tmp_path)
+    text = render(
+        d, tmp_path / "figures", tmp_path / "r.md", {"models": ["smollm2-135m"], "encoder_models": ["minilm-l6"]}
+    )
+    assert "- **smollm2-135m**: SmolLM2-135M-Instruct, Q4_1 GGUF" in text and "dequantised to float32" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("- **minilm-l6**"))
+    assert "all-MiniLM-L6-v2, float32" in line and "float32 as released" in line and "no LM head" in line
+    assert "dequantised" not in line
+
+
+def test_the_report_states_robustness_and_where_fresh_text_lives(tmp_path):
+    d = _results(tmp_path)
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "| without position 0 | fresh text | verdict |" in text and "**Fresh text.** Not run in this profile" in text
+    assert re.search(r"^\| \[1\]\(#claim-1\) \|.*\| one sample \| \*\*reproduced\*\* \|$", text, flags=re.M)
+    rep = {"model": "m", "n_samples": 3, "samples": "0 1 2", "sd_median": 0.012, "sd_max": 0.034, "sd_max_block": 25,
+           "ci_half_width_median": 0.021, "n_claim1_passes": 3, "replication": "holds on every sample"}  # fmt: skip
+    save_table(pd.DataFrame([rep]), "r2_replicates_summary", d)
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "over samples 0 1 2, between-sample SD per block median 0.012" in text
+    assert "claim 1 holds on every sample" in text
+    assert re.search(r"^\| \[1\]\(#claim-1\) \|.*\| same on 3 samples \|", text, flags=re.M)
+    save_table(pd.DataFrame([{**rep, "replication": "sample-dependent"}]), "r2_replicates_summary", d)
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert re.search(r"^\| \[1\]\(#claim-1\) \|.*\| sample-dependent \|", text, flags=re.M)
+
+
+def test_claim3_without_position_0_and_claim4_on_fresh_text_from_the_full_profile(tmp_path):
+    """Claim 3's robustness cell is claim 3's rule on `probe_summary_ex_first` (not a fixed "not measured"), and
+    claim 4's fresh-text cell reads `spectrum_replicates_summary` from results/full when this profile has none."""
+    from linrec.claims.probe import verdict_3
+
+    d = _results(tmp_path)
+    row = lambda text, n: [r for r in _claim_rows(text) if r[0].startswith(f" [{n}]")][0]  # noqa: E731
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert row(text, 3)[4].strip() == "not measured" and row(text, 4)[5].strip() == "one sample"
+    probe = load_table("probe_summary", d).assign(seconds_probe_total=1.0)  # timings are kept apart
+    wide = probe.assign(ci_lo=-0.6, ci_hi=0.5, ci_lo90=-0.5, ci_hi90=0.4)  # too wide to decide: not testable
+    save_table(wide, "probe_summary_ex_first", d)
+    assert verdict_3(probe).verdict != verdict_3(wide).verdict
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert row(text, 3)[4].strip() == verdict_3(wide).verdict and "without position 0 (probe and map refitted" in text
+    save_table(probe, "probe_summary_ex_first", d)
+    assert row(render(d, tmp_path / "figs", tmp_path / "paper" / "report.md"), 3)[4].strip() == "same"
+    rep = {"model": "m", "samples": "0 1 2", "n_samples": 3, "n_broadly_linear": "3 2 3", "n_outlier_concentrated":
+           "1 1 1", "outlier_blocks": "2 | 2 | 2", "outlier_blocks_every_sample": "2", "n_claim4_passes": 3,
+           "replication": "holds on every sample"}  # fmt: skip
+    save_table(pd.DataFrame([rep]), "spectrum_replicates_summary", tmp_path / "full")
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert row(text, 4)[5].strip() == "same on 3 samples (full profile)"
+    two = pd.DataFrame([rep, {**rep, "model": "m2", "outlier_blocks_every_sample": ""}])  # read back as 2.0 and NaN
+    save_table(two, "spectrum_replicates_summary", tmp_path / "full")
+    text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "outlier-concentrated on every sample: 2;" in text and "on every sample: none" in text
+    assert "nan" not in text and "2.0" not in text
+    save_table(pd.DataFrame([{**rep, "replication": "sample-dependent"}]), "spectrum_replicates_summary", d)
+    assert row(render(d, tmp_path / "figs", tmp_path / "paper" / "report.md"), 4)[5].strip() == "sample-dependent"
+
+
+def _claim_rows(text: str) -> list[list[str]]:
+    rows = re.findall(r"^\| \[[0-9ab]+\]\(#claim-.*$", text, flags=re.M)
+    return [re.split(r"(?<!\\)\|", row)[1:-1] for row in rows]
+
+
+def test_the_default_report_answers_on_its_first_screen(tmp_path):
+    """The committed default run: the tally, then one row per claim whose cells fit, before anything else; each
+    rule as a paragraph (a Markdown list would renumber 6a/6b), every figure drawn or named with its profile."""
+    out = tmp_path / "paper" / "report.md"
+    text = render(DEFAULT, ROOT / "figures", out)
+    head = text[: text.index("## Setup")]
+    tally = re.search(r"\*\*Does the paper hold\?\*\* Of 10 checks: (.*)\.", head)
+    rows = _claim_rows(head)
+    assert tally and len(rows) == 10 and all(len(r) == 7 for r in rows)
+    counted = {w: int(k) for k, w in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", tally[1])}
+    verdict_cells = [r[-1].strip().strip("*") for r in rows]
+    assert counted == {w: verdict_cells.count(w) for w in set(verdict_cells)}
+    too_long = [(r[0], len(c.strip())) for r in rows for c in r if len(c.strip()) > CELL_LIMIT]
+    assert not too_long
+    assert "missing" not in text and "not drawn" not in text
+    assert not re.search(r"^\d+[ab]?\. ", text, flags=re.M)  # no rule written as a list item
+    assert text.count("**Rule.**") == 10
+    for rel in re.findall(r"!\[\w+\]\(([^)]+)\)", text):
+        assert (out.parent / rel).resolve().is_file(), rel
+
+
+def test_the_per_block_table_has_one_row_per_block_and_the_swap_variants_as_columns():
+    r2 = pd.DataFrame({"model": ["a", "a", "b"], "block": [0, 1, 0], "r2_lin": [0.5, 0.6, 0.7]})
+    swap = pd.DataFrame(
+        {"model": ["a", "a", "a", "a", "b"], "block": [0, 1, 1, 1, 0], "first": ["map", "map", "ffn", "mean", "map"],
+         "delta_ppl": [1.0, 244.0, 51.0, 51.1, 3.0]}
+    )  # fmt: skip
+    t = per_block_table(r2, swap)
+    assert len(t) == 3 and not t.duplicated(["model", "block"]).any()
+    row = t.set_index(["model", "block"]).loc[("a", 1)]
+    assert row["ΔPPL swap"] == 244.0 and row["ΔPPL swap, FFN at position 0"] == 51.0
+    assert row["ΔPPL swap, mean at position 0"] == 51.1
+    assert np.isnan(t.set_index(["model", "block"]).loc[("b", 0), "ΔPPL swap, FFN at position 0"])
+    assert per_block_table(r2, None).equals(r2)
+
+
+def test_the_report_shows_no_nan_cell_and_drops_a_variant_never_run(tmp_path):
+    """The per-block table showed "nan" in both position-0 variant columns on every block the variants did not run
+    on (issue 50): a number not measured is "–", and a variant run on no block has no column."""
+    d = _results(tmp_path)
+    swap = pd.DataFrame(
+        {"model": "m", "block": [0, 1, 1], "first": ["map", "map", "ffn"], "delta_ppl": [1.5, 2.0, 0.5]}
+    )
+    t = per_block_table(load_table("r2_lin", d), swap)
+    assert "ΔPPL swap, mean at position 0" not in t.columns and "ΔPPL swap, FFN at position 0" in t.columns
+    blocks = load_table("r2_lin", d)
+    blocks.loc[1, "r2_ex_first"] = np.nan  # not measured for that block
+    save_table(blocks, "r2_lin", d)
+    report = tmp_path / "report.md"
+    build_report(d, tmp_path / "figures", report, html=False)
+    text = report.read_text()
+    rows = [ln for ln in text.splitlines() if ln.startswith("| m | 1 |")]
+    assert len(rows) == 1 and "| – |" in rows[0] and not re.search(r"\|\s*nan\s*\|", text)
+
+
+def test_the_report_prints_the_rules_words_as_the_threshold_stands(tmp_path, monkeypatch):
+    """The report's rule and "what would change it" for claim 6a, rendered from the committed default results with
+    the budget planted at 2.5: both say +2.5, where the committed report says +1."""
+    monkeypatch.setattr(swap, "CLAIM6_BUDGET", 2.5)
+    text = render(DEFAULT, tmp_path / "figures", tmp_path / "report.md")
+    section = text.split("### Claim 6a:")[1].split("### Claim 6b:")[0]
+    rule_line = next(ln for ln in section.splitlines() if ln.startswith("**Rule.**"))
+    change_line = next(ln for ln in section.splitlines() if ln.startswith("**What would change it.**"))
+    assert "ΔPPL ≤ +2.5" in rule_line and "+2.5 perplexity" in change_line
+
+
+def test_notebook_09_and_linrec_report_write_the_same_report_from_one_profile(tmp_path, cli, monkeypatch):
+    """Notebook 09's `write_report(p)` measures the coverage at the profile's seed (table `calibration`), writes the
+    report with the profile's setup and the README's block; `linrec report` on the same profile writes the same
+    report byte for byte."""
+    d = _results(tmp_path)
+    capture = {"model": "m", "model_type": "llama", "n_blocks": 12, "d_model": 64, "n_train_rows": 2048,
+               "n_test_rows": 512, "tokens": 2560, "bos": False, "seconds": 1.0, "from_cache": True}  # fmt: skip
+    save_table(pd.DataFrame([capture]), "capture", d)  # the window intervals' coverage, at 8 held-out windows
+    rng = np.random.default_rng(0)  # a probe table: the coverage of claims 3 and 7b's correlations over 6 blocks
+    probe = pd.DataFrame({c: rng.uniform(0.1, 0.9, 6) for c in TABLES["probe"].columns})
+    save_table(probe.assign(model="m", block=range(6), cond_gram=10 ** rng.uniform(2, 8, 6)), "probe", d)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n{README_START}\nold\n{README_END}\nrest\n")
+    given = {"models": ["m"], "encoder_models": [], "results_dir": str(d), "figures_dir": str(tmp_path / "figures"),
+             "report_path": str(tmp_path / "paper" / "report.md"), "readme": str(readme), "seed": 3,
+             "capture": {"seq_len": 64, "tokens": 2560, "sample_rows": 2000}, "probe_rows": 500}  # fmt: skip
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(given))
+    real = refresh.write_calibration  # at 20 simulated data sets, not 1,000: the same code in seconds
+    monkeypatch.setattr("linrec.outputs.report.write_calibration", lambda d, seed: real(d, seed=seed, reps=20))
+
+    written = write_report(load_profile(tmp_path / "p.yaml").notebook("09"))
+    save_table(refresh.coverage(d, reps=20, seed=3), "calibration", tmp_path / "direct")
+    assert filecmp.cmp(d / "calibration.csv", tmp_path / "direct" / "calibration.csv", shallow=False)
+    text = written.path.read_text()
+    assert written.path == tmp_path / "paper" / "report.md" and written.path.with_suffix(".html").exists()
+    assert "seq_len = 64, tokens = 2560, seed = 3, sample_rows = 2000 (80/20" in text  # the profile's setup
+    assert "probes and trained baselines on 500 seeded train rows per block" in text
+    assert readme.read_text() == f"# x\n{readme_section(d, given['report_path'])}\nrest\n"
+    assert str(written) == f"wrote report.md and its .html beside it\nupdated the results block of {readme}"
+    assert written.first_screen() == text.split("## Setup")[0] and "| # | claim |" in written.first_screen()
+
+    written.path.unlink()
+    code, _, err = cli("report", "--params", str(tmp_path / "p.yaml"))
+    assert code == 0, err
+    assert written.path.read_text() == text

@@ -1,0 +1,96 @@
+"""linrec.outputs.routing_text: the routing section and its findings, each number beside the anchor paper's."""
+
+import pandas as pd
+
+from helpers import planted
+from linrec.claims.tables import save_table
+
+
+def test_routing_findings_state_each_number_beside_the_anchor_and_say_the_pick_is_optimistic():
+    from linrec.outputs.routing_text import routing_findings
+
+    row = {"model": "m", "n_blocks_routed": 6, "best_block": 3, "best_routable_pct1": 0.75, "best_lo": 0.5,
+           "best_hi": 1.0, "n_quarter": 4, "n_monotone": 5, "rho_r2_routable": 0.2, "rho_lo": -0.5, "rho_hi": 0.8,
+           "outcome": "inconclusive", "rho_r2_swap": -0.1, "rho_r2_swap_lo": -0.6, "rho_r2_swap_hi": 0.4}  # fmt: skip
+    (line,) = routing_findings(pd.DataFrame([row]))
+    needles = ("block 3, routes 75%", "[0.50, 1.00]", "25–56 % in GPT-2", "optimistic", "+0.20 [-0.50, 0.80]",
+               "inconclusive", "6b's ρ(R²_lin, whole-block ΔPPL) = -0.10", "every 0.05", "4 of 6 routed blocks",
+               "5 of 6 curves")  # fmt: skip
+    for needle in needles:
+        assert needle in line, needle
+    assert routing_findings(None) == [] and routing_findings(pd.DataFrame()) == []
+
+
+def test_the_anchor_findings_name_which_r_is_the_anchors_and_quote_both_verdicts():
+    from linrec.outputs.routing_text import anchor_findings, heal_findings
+
+    row = {"model": "m", "need_pairs": 8, "need_context": 2, "need_token": 5, "need_r_median": 0.41, "need_r_min": 0.1,
+           "need_r_max": 0.7, "lookup_r2_median": 0.12, "gate_r_median": 0.72, "need_verdict": "partly reproduced",
+           "split_blocks": 4, "split_context": 3, "split_token": 0, "auc_full_median": 0.71,
+           "auc_token_median": 0.55, "auc_context_median": 0.7, "split_verdict": "reproduced"}  # fmt: skip
+    (line,) = anchor_findings(pd.DataFrame([row]))
+    needles = ("the anchor's quantity", "median r = +0.41 (from +0.10 to +0.70) over 8", "2 shown near 0",
+               "5 shown away from it", "median 0.12", "**partly reproduced**", "median r = +0.72",
+               "not the anchor's quantity", "0.55, 0.70, 0.71", "3 of 4 blocks", "**reproduced**")  # fmt: skip
+    for needle in needles:
+        assert needle in line, needle
+    heal = pd.DataFrame({"model": "m", "mode": "all", "k": [0, 1, 2], "blocks": ["", "3", "3 5"], "steps": 50,
+                         "batch_size": 8, "ppl_control": 20.0, "delta_before": [0.0, 1.5, 4.0],
+                         "delta_after": [0.0, 0.1, 0.9], "delta_after_lo": [0.0, -0.05, 0.5],
+                         "delta_after_hi": [0.0, 0.15, 1.3], "outcome": ["", "healed", "costs"]})  # fmt: skip
+    (line,) = heal_findings(heal, " (params/healing.yaml)")
+    for needle in ("m (params/healing.yaml), healing (every weight", "50 steps of 8", "control perplexity 20.00",
+                   "k = 1 (blocks 3): +1.50 before, +0.10 [-0.05, 0.15] after, healed",
+                   "k = 2 (blocks 3 5): +4.00 before, +0.90 [0.50, 1.30] after, costs"):  # fmt: skip
+        assert needle in line, needle
+    maps = heal.assign(mode="maps", ppl_control=[20.0, 18.5, 19.25])  # each k its own control: its blocks' FFNs
+    (line,) = heal_findings(maps)
+    assert "the maps alone fine-tuned" in line and "same blocks' own FFNs fine-tuned alike" in line
+    assert "control perplexity 18.50 / 19.25)" in line  # k = 1, 2 in order; the k = 0 row (the base) is no control
+
+
+def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tmp_path):
+    """The report's routing section on planted tables: the summary, the anchor's verdicts, the need and gate tables
+    with their intervals, this profile's healing and params/healing.yaml's (results/healing/) beside it."""
+    from linrec.claims.routing import anchor_table, heal_table
+    from linrec.outputs.report import _table
+    from linrec.outputs.results import Results
+    from linrec.outputs.routing_text import routing_section
+
+    d, other = tmp_path / "default", tmp_path / "healing"
+
+    save_table(planted("routing_summary", model="m", n_blocks_routed=4, best_block=2, outcome="inconclusive"),
+               "routing_summary", d)  # fmt: skip
+    identity = planted(
+        "routing_identity",
+        model="m",
+        block=2,
+        corpus_a="wiki",
+        corpus_b="web",
+        r_need=0.41,
+        r_need_lo=0.3,
+        r_need_hi=0.52,
+        r_need_lo90=0.32,
+        r_need_hi90=0.5,
+        r=0.8,
+        r_lo=0.7,
+        r_hi=0.9,
+    )
+    split = pd.concat([planted("routing_split_auc", model="m", block=2, target="quantile", part=p, auc=a)
+                       for p, a in (("full", 0.71), ("token", 0.55), ("context", 0.7))])  # fmt: skip
+    save_table(identity, "routing_identity", d)
+    save_table(split, "routing_split_auc", d)
+    save_table(anchor_table(identity, split), "routing_anchor", d)
+    heal = planted("routing_heal", model="tiny", mode="all", k=1, blocks="3", steps=10, batch_size=4,
+                   delta_after=0.02, delta_after_lo=-0.01, delta_after_hi=0.05, ppl_control=20.0).drop(
+        columns=["outcome", "healed_share"])  # fmt: skip
+    save_table(heal_table(heal), "routing_heal", d)
+    save_table(heal_table(heal.assign(model="smollm2-135m", delta_after_lo=0.3, delta_after_hi=0.9)), "routing_heal",
+               other)  # fmt: skip
+    text = "\n".join(routing_section(Results(d), _table))
+    for needle in ("## Beyond the paper", "block 2, routes 50%", "median r = +0.41", "**not reproduced**",
+                   "not the anchor's quantity", "+0.41 [0.30, 0.52]", "+0.80 [0.70, 0.90]", "0.55 [0.50, 0.50]",
+                   "tiny, healing (every weight", "healed", "smollm2-135m (params/healing.yaml)", "costs",
+                   "The rule: per model, mode and k"):  # fmt: skip
+        assert needle in text, needle
+    assert routing_section(Results(other), _table) == []  # no routing summary: no section
