@@ -514,3 +514,17 @@ def run_profiles(runs: dict) -> pd.DataFrame:
     """A profiles table: {run: {step: [R²_lin per block]}} as rows of run, step, block and r2_lin."""
     return pd.DataFrame([{"run": run, "step": step, "block": b, "r2_lin": v} for run, steps in runs.items()
                          for step, p in steps.items() for b, v in enumerate(p)])  # fmt: skip
+
+
+def one_line_error(proc, *needles):
+    """A `linrec` subprocess that failed with one line on stderr (no traceback) holding each of `needles`."""
+    assert proc.returncode != 0
+    err = proc.stderr.strip().splitlines()
+    assert len(err) >= 1 and "Traceback" not in proc.stderr
+    line = err[-1]
+    assert line.startswith("linrec: error:") or "error:" in line
+    for n in needles:
+        assert n in line, line
+
+
+CAPTURE_KW = dict(seq_len=32, tokens=2048, sample_rows=64, progress=False)  # a tiny capture's settings

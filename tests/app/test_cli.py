@@ -11,6 +11,7 @@ import pytest
 
 from helpers import cli_process as _run
 from helpers import linrec_without_the_hub
+from helpers import one_line_error as _one_line_error
 from helpers import run_main as _main
 from helpers import single_line as _single_line
 
@@ -20,16 +21,6 @@ def short_text(tmp_path):
     p = tmp_path / "short.txt"
     p.write_text("Just a few words here.")
     return str(p)
-
-
-def _one_line_error(proc, *needles):
-    assert proc.returncode != 0
-    err = proc.stderr.strip().splitlines()
-    assert len(err) >= 1 and "Traceback" not in proc.stderr
-    line = err[-1]
-    assert line.startswith("linrec: error:") or "error:" in line
-    for n in needles:
-        assert n in line, line
 
 
 def test_unknown_model(tmp_path):

@@ -18,19 +18,10 @@ import linrec.inputs.sites as sites_module
 from helpers import cli_process as _run
 from helpers import linrec_left_in as _ours
 from helpers import no_model_load, tiny_text
+from helpers import one_line_error as _one_line_error
 from helpers import single_line as _single_line
 from linrec.analyses.spectrum import REGIMES
 from linrec.inputs.source import ModelSource
-
-
-def _one_line_error(proc, *needles):
-    assert proc.returncode != 0
-    err = proc.stderr.strip().splitlines()
-    assert len(err) >= 1 and "Traceback" not in proc.stderr
-    line = err[-1]
-    assert line.startswith("linrec: error:") or "error:" in line
-    for n in needles:
-        assert n in line, line
 
 
 def _table(command, tmp_path, model_dir, *extra):

@@ -9,6 +9,7 @@ import time
 import pytest
 import torch
 
+from helpers import CAPTURE_KW as KW
 from helpers import main_captured as _main
 from helpers import save_tiny_model, tiny_text
 from linrec.base.errors import LinrecError
@@ -26,9 +27,6 @@ def corpus(tmp_path):
     p = tmp_path / "text.txt"
     p.write_text(tiny_text(6000))
     return str(p)
-
-
-KW = dict(seq_len=32, tokens=2048, sample_rows=64, progress=False)
 
 
 # ---- case 8: prune never removes an entry in use, and says what it did --------------------------------------------

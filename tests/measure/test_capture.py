@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
+from helpers import CAPTURE_KW as KW
 from helpers import linrec_left_in as _ours
 from helpers import main_captured as _main
 from helpers import make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
@@ -540,9 +541,6 @@ def corpus(tmp_path):
     p = tmp_path / "text.txt"
     p.write_text(tiny_text(6000))
     return str(p)
-
-
-KW = dict(seq_len=32, tokens=2048, sample_rows=64, progress=False)
 
 
 def _flip_keeping_mtime(path, offset=None):
