@@ -148,7 +148,6 @@ def heal_study(study, heal: Heal = Heal(), seed: int = 0, progress: bool = True)
     (`linrec.analyses.swap.SwapStudy`): one row per mode and k (k = 0: the control), with the blocks swapped, the
     three held-out differences and their paired intervals, the mean training loss over the last tenth of the steps
     and the seconds taken."""
-
     ks, modes = heal.ks, heal.modes
     bad = [m for m in modes if m not in MODES]
     if bad:
@@ -183,9 +182,11 @@ def heal_study(study, heal: Heal = Heal(), seed: int = 0, progress: bool = True)
     def tuned(model: torch.nn.Module, blocks: list[int], mode: str, desc: str) -> tuple[np.ndarray, list[float]]:
         """`model` after the fine-tune of `mode` ("all": every weight; "maps": the FFN modules of `blocks`, a map
         where swapped, the block's own FFN where not): its held-out window NLLs and its losses."""
-        sites = find_ffn_sites(model)
-        own = [p for b in blocks for p in sites[b].module.parameters()]
-        params = list(model.parameters()) if mode == "all" else own
+        if mode == "all":
+            params = list(model.parameters())
+        else:
+            sites = find_ffn_sites(model)
+            params = [p for b in blocks for p in sites[b].module.parameters()]
         losses = fine_tune(model, train, params, heal.schedule(mode), seed, progress, desc)
         return nll(model), losses
 
@@ -227,7 +228,6 @@ def cached_runs(configs) -> list:
     """The training runs of `configs` (`linrec.inputs.training.TrainConfig`, e.g. a profile's
     `profile_configs`) whose cache entry is complete, read from it; a run not trained yet is left out (healing never
     trains one: params/training.yaml does)."""
-
     out = []
     for c in configs:
         if (entry_path("training", c.name, c.key(made_on(c.device))) / "meta.json").exists():

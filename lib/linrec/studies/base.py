@@ -32,10 +32,14 @@ class Result:
         }
 
     def write(self, results_dir: str | Path) -> Result:
-        """Write every table (`save_table`) under `results_dir` (relative paths from the project root); itself."""
+        """Write every table (`save_table`) under `results_dir` (relative paths from the project root), and those of
+        any field that is itself a `Result` (a part of the study with its own tables); itself."""
         out = Path(results_dir)
         out = out if out.is_absolute() else project_root() / out
         out.mkdir(parents=True, exist_ok=True)
         for name, table in self.tables().items():
             save_table(table, name, out)
+        for part in (getattr(self, f.name) for f in fields(self)):
+            if isinstance(part, Result):
+                part.write(out)
         return self

@@ -62,12 +62,6 @@ class SwapResult(Result):
         """{model: the block claim 6a picked on the screening windows}."""
         return {e["model"]: e["chosen_block"] for e in self.v6a.evidence}
 
-    def write(self, results_dir) -> SwapResult:
-        """This result's tables and its routing result's, under `results_dir`; itself."""
-        super().write(results_dir)
-        self.routing.write(results_dir)
-        return self
-
 
 def settings(p: SimpleNamespace) -> tuple[dict, SwapSettings, RouteSettings, Heal | None]:
     """The profile's capture keywords, swap settings, routing settings and healing (None: `p.heal` is {}), as

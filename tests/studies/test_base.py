@@ -1,0 +1,36 @@
+"""linrec.studies.base: a study's `Result` writes each registered table field through `save_table`, the tables of a
+nested part (a field that is itself a `Result`) beside them, and nothing for a field left None or not registered."""
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from helpers import planted
+from linrec.claims.tables import load_table
+from linrec.studies.base import Result
+
+
+@dataclass
+class _Part(Result):
+    corpora_verdict: pd.DataFrame | None = None
+
+
+@dataclass
+class _Whole(Result):
+    corpora: pd.DataFrame
+    corpora_agreement: pd.DataFrame | None  # switched off: not written
+    shown: pd.DataFrame  # not a registered table: carried, not written
+    part: _Part
+
+
+def test_a_result_writes_its_tables_and_its_parts_and_nothing_else(tmp_path):
+    """Guards a nested part left unwritten (planted: the loop over parts removed, corpora_verdict.csv is missing) and
+    a None or unregistered field written (planted: `tables()` without its filters, save_table refuses the columns)."""
+    whole = _Whole(planted("corpora", model="m"), None, pd.DataFrame({"x": [1]}),
+                   _Part(planted("corpora_verdict", model="m")))  # fmt: skip
+    assert whole.write(tmp_path) is whole
+    assert sorted(p.name for p in tmp_path.glob("*.csv")) == ["corpora.csv", "corpora_verdict.csv"]
+    assert load_table("corpora", tmp_path)["model"].tolist() == ["m"]
+    assert load_table("corpora_verdict", tmp_path)["model"].tolist() == ["m"]
+    _Part().write(tmp_path / "empty")  # a part with nothing to write makes the folder and no file
+    assert list((tmp_path / "empty").iterdir()) == []
