@@ -252,6 +252,8 @@ def literal_defaults(source: str) -> list[str]:
                       and isinstance(f.target, ast.Name)]  # fmt: skip
         for name, default in pairs:
             want = ONE_DEFAULT.get(name)
+            if isinstance(default, ast.Call) and getattr(default.func, "id", None) == "param" and default.args:
+                default = default.args[0]  # a declared parameter (linrec.base.params.param): its default comes first
             if want and not (isinstance(default, ast.Name) and default.id == want):
                 out.append(f"{default.lineno} {name}={ast.unparse(default)}")
     return out

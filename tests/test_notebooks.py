@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from linrec.analyses.spectrum import REGIMES
-from linrec.app.notebooks import TIMINGS, notebooks, run_notebooks
+from linrec.app.notebooks import notebooks, run_notebooks
+from linrec.app.records import TIMINGS
 from linrec.base.files import project_root
 from linrec.claims.corpora import corpus_word
 from linrec.claims.registry import TABLES

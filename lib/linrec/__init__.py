@@ -4,6 +4,7 @@ The package's folders are its layers, lowest first; a module imports only from i
 (`tests/test_layers.py` checks it, and that this picture names every folder and module):
 
     base/      errors · files (manifests, atomic writes) · cache (get-or-compute, list, prune) · threads · progress
+               · params (a declared parameter: its type, one default, what it does)
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
                · jackknife (intervals over held-out windows)
     inputs/    sites (where each FFN is) · corpora · fetching · hf · source (how a model is given, parsed once)
@@ -22,7 +23,8 @@ The package's folders are its layers, lowest first; a module imports only from i
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
                · registry (every results table) · tables (written and read through it)
-    studies/   base (`Result`: a study's tables, written through the registry) · capture (notebook 01) · ceiling (02)
+    studies/   stages (the catalog: each stage's notebook, parameters, module) · base (`Result`: a study's tables)
+               · capture (notebook 01) · ceiling (02)
                · probe (03: the probe and the pitfall) · regimes (04) · corpora (05) · swap (06: claims 6a, 6b)
                · routing (06: its routing and healing tables) · controls (07) · training (08)
     outputs/   results (a results folder, read; number words) · claim_text (each claim's sentence; `Claim`)
@@ -32,8 +34,8 @@ The package's folders are its layers, lowest first; a module imports only from i
                · zoo_text (the zoo in words) · refresh (summaries rebuilt from per-block tables) · labels
                · ceiling_text (notebook 02's findings in words)
                · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)
-    app/       cli (the `linrec` command) · commands (its subcommands) · profile (the parameters, declared once) · bench
-               · notebooks (runs the numbered notebooks)
+    app/       cli (the `linrec` command) · commands (its subcommands) · profile (one `Profile`, checked once) · bench
+               · notebooks (runs every stage's notebook) · records (what a run leaves beside them)
 """
 
 from linrec.base.errors import LinrecError

@@ -111,7 +111,7 @@ def test_performance_section_shows_the_peers_table_when_there_is_a_peers_csv(tmp
 
 
 def test_figures_run_line_reads_run_csv(tmp_path, perf):
-    from linrec.app.notebooks import record_run
+    from linrec.app.records import record_run
 
     figures_run_line = perf.figures_run_line
 

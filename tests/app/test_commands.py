@@ -805,3 +805,31 @@ def test_the_train_command_reports_the_run_and_refuses_a_missing_gpu(colour_text
         code = main([*args, "--device", "cuda"])
         err = capsys.readouterr().err
         assert code == 2 and "Traceback" not in err and "cuda" in err.lower()
+
+
+def test_linrec_studies_lists_the_stages_and_shows_one_whole(capsys):
+    """`linrec studies`: a line per stage from the catalog (its claims from the claims' rows); `linrec studies NAME`:
+    every parameter of its section with what it does and, with --params, that profile's value where it differs;
+    its tables as the registry lists them, its claims and figures. An unknown name is one line listing the names."""
+    from helpers import run_main
+    from linrec.claims.registry import TABLES
+    from linrec.studies.stages import STUDIES, study
+
+    assert run_main(["studies"]) == 0
+    out = capsys.readouterr().out
+    for s in STUDIES:
+        assert f"{s.notebook}  {s.name}" in out and s.title in out
+    assert "claims: 3, 7a, 7b" in out and "claims: 2a, 2b" in out
+    assert run_main(["studies", "ceiling", "--params", "smoke"]) == 0
+    out = capsys.readouterr().out
+    for d in study("ceiling").parameters:
+        assert f"{d.declaration()}  # {d.about}" in out
+    assert "curve_seeds: int = 3  # the learning curve's split seeds 0 … curve_seeds − 1  [smoke: 2]" in out
+    assert "profile: str = 'capture'" in out and "[smoke: 'capture']" not in out  # the same value: not repeated
+    assert all(f"  {t}: {TABLES[t].about}" in out for t in study("ceiling").tables)
+    assert "claims: 1 (R²_lin is heterogeneous" in out and "figures: fig2_r2_lin, fig2c_learning_curves" in out
+    assert run_main(["studies", "regimes"]) == 0
+    assert "parameters: none of its own" in capsys.readouterr().out
+    assert run_main(["studies", "ceilings"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no study 'ceilings'; the studies are 01 (capture)" in err

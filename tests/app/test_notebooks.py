@@ -1,4 +1,4 @@
-"""The notebook runner (linrec.app.notebooks): stages in the order the last full run gives, CPUs split between
+"""The notebook runner (linrec.app.notebooks): waves in the order the last full run gives, CPUs split between
 notebooks beside other work, timings recorded per cell and notebook, a failing notebook named in one line, and an
 override that reaches every notebook."""
 
@@ -20,7 +20,7 @@ def test_timings_are_recorded_per_cell_and_notebook(tmp_path):
     import nbformat
     import pandas as pd
 
-    from linrec.app.notebooks import TIMINGS, record_timings
+    from linrec.app.records import TIMINGS, record_timings
 
     def executed(stem, durations):
         nb = nbformat.v4.new_notebook()
@@ -43,15 +43,15 @@ def test_timings_are_recorded_per_cell_and_notebook(tmp_path):
     ]
 
 
-def test_stages_run_01_alone_then_the_rest_longest_first_then_08():
+def test_waves_run_01_alone_then_the_rest_longest_first_then_08():
     from pathlib import Path
 
-    from linrec.app.notebooks import stages
+    from linrec.app.notebooks import waves
 
     nbs = [Path(f"notebooks/{n}.py") for n in ("01_capture", "02_a", "03_b", "04_c", "09_report")]
-    got = stages(nbs, {"02_a": 5.0, "03_b": 50.0, "04_c": 20.0})
+    got = waves(nbs, {"02_a": 5.0, "03_b": 50.0, "04_c": 20.0})
     assert [[p.stem for p in s] for s in got] == [["01_capture"], ["03_b", "04_c", "02_a"], ["09_report"]]
-    assert [[p.stem for p in s] for s in stages(nbs[1:3])] == [["02_a", "03_b"]]  # no timings: numbered order
+    assert [[p.stem for p in s] for s in waves(nbs[1:3])] == [["02_a", "03_b"]]  # no timings: numbered order
 
 
 def test_the_order_comes_from_the_last_full_run_not_from_a_later_partial_one(tmp_path):
@@ -59,7 +59,8 @@ def test_the_order_comes_from_the_last_full_run_not_from_a_later_partial_one(tmp
     every notebook (run.csv) still says it is the slowest, and it is what orders the next full run."""
     import pandas as pd
 
-    from linrec.app.notebooks import RUN, TIMINGS, _last_timings
+    from linrec.app.notebooks import _last_timings
+    from linrec.app.records import RUN, TIMINGS
 
     nb = tmp_path / "results" / "notebooks"
     nb.mkdir(parents=True)
@@ -90,7 +91,7 @@ PARAMETERS = (
 WAIT = 120.0  # seconds a test notebook waits for each file it waits for (see _project): only a broken runner waits
 
 
-def _project(root, names, waits=None):
+def _project(root, names, monkeypatch, waits=None):
     """A tiny project: each notebook records its parameter, the thread count its kernel was given (OMP_NUM_THREADS,
     which torch and the BLAS libraries read when they load: the runner sets it, as for the real notebooks, whose
     torch imports cost a kernel seconds that these tests do not need to spend) and the order it ran in, by events
@@ -99,6 +100,9 @@ def _project(root, names, waits=None):
     appeared while it ran (it waits up to WAIT seconds for each: another notebook's `.started` appearing while this
     one waits shows the two ran side by side, however slowly their kernels start on a loaded machine). It also shows
     an object with a rich display (its plain-text fallback a repr with a memory address)."""
+    import linrec.app.notebooks
+
+    monkeypatch.setattr(linrec.app.notebooks, "stage_files", lambda: tuple(names))  # its stages: these notebooks
     waits = waits or {}
     (root / "pyproject.toml").write_text("")
     (root / "notebooks").mkdir()
@@ -132,7 +136,7 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
     """One run of four notebooks, two at a time, on a machine whose CPUs are all free (a busy host has its own test):
     - 01 ends before anything else starts, 02 and 03 run side by side on half the CPUs each, 08 starts last;
     - the console: a line per start and end (with the last full run's time and what is left), the stage of a running
-      notebook at least every STAGE_EVERY seconds, no TCP warning (the kernels use Unix sockets) and no
+      notebook at least every PLACE_EVERY seconds, no TCP warning (the kernels use Unix sockets) and no
       KeyboardInterrupt from a kernel's shutdown;
     - run.csv and timings.csv record it, and docs/performance.md's block is rewritten from that run.csv;
     - the executed notebooks keep no clock readings, random ids, temporary paths or memory addresses, so a partial
@@ -150,7 +154,7 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
     PERF_END, PERF_START = perf.PERF_END, perf.PERF_START
 
     monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: os.cpu_count() or 1)
-    monkeypatch.setattr(linrec.app.notebooks, "STAGE_EVERY", 0.5)
+    monkeypatch.setattr(linrec.app.notebooks, "PLACE_EVERY", 0.5)
     say = linrec.app.notebooks._Console._say
 
     def say_and_leave_a_file(console, text):  # what the console says, as files the notebooks can wait for
@@ -163,7 +167,12 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
     names = ["01_first", "02_a", "03_b", "09_last"]
     # 02 and 03 each wait for the other to start, and for the console's line on where it is (which it prints only
     # for a notebook it announced as started): however fast or slow the machine, both lines are printed
-    _project(tmp_path, names, waits={"02_a": ["03_b.started", "02_a.staged"], "03_b": ["02_a.started", "03_b.staged"]})
+    _project(
+        tmp_path,
+        names,
+        monkeypatch,
+        waits={"02_a": ["03_b.started", "02_a.staged"], "03_b": ["02_a.started", "03_b.staged"]},
+    )
     nb = tmp_path / "notebooks" / "02_a.py"
     nb.write_text(nb.read_text().replace('results_dir = "out"\n', 'results_dir = "out"\nreadme = None\n', 1))
     (tmp_path / "p.yaml").write_text("seed: 7\nresults_dir: out\nreadme: README.md\n")
@@ -220,10 +229,13 @@ def test_a_full_run_stages_splits_the_cpus_reports_progress_and_records_itself(t
 
 def test_a_failing_notebook_is_one_line_naming_it_and_what_never_ran(tmp_path, monkeypatch):
     import linrec.base.threads
-    from linrec.app.notebooks import TIMINGS, run_notebooks
+    from linrec.app.notebooks import run_notebooks
+    from linrec.app.records import TIMINGS
 
     monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: max(2, os.cpu_count() or 1))
-    _project(tmp_path, ["02_a", "03_b", "09_last"])  # no 01: a first stage of its own would add a kernel, not a case
+    _project(
+        tmp_path, ["02_a", "03_b", "09_last"], monkeypatch
+    )  # no 01: a first stage of its own would add a kernel, not a case
     (tmp_path / "out").mkdir()
     (tmp_path / "notebooks" / "03_b.py").write_text(HEADER + '# %% tags=["parameters"]\nvalue = 0\n\n# %%\n1 / 0\n')
     with pytest.raises(LinrecError, match=r"03_b\.py failed in cell .*ZeroDivisionError") as err:
@@ -242,7 +254,7 @@ def test_a_profile_for_one_stage_runs_only_the_notebooks_it_names(tmp_path, monk
     from linrec.app.notebooks import run_notebooks
 
     monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: 2)
-    _project(tmp_path, ["02_a", "03_b"])
+    _project(tmp_path, ["02_a", "03_b"], monkeypatch)
     (tmp_path / "out").mkdir()
     (tmp_path / "notebooks" / "03_b.py").write_text(HEADER + '# %% tags=["parameters"]\nvalue = 0\n\n# %%\n1 / 0\n')
     (tmp_path / "p.yaml").write_text('seed: 7\nresults_dir: out\nnotebooks: ["02"]\n')
@@ -284,7 +296,7 @@ def test_beside_a_busy_process_fewer_notebooks_and_threads_run(tmp_path, monkeyp
     free = iter([1, 2, 2, 2])  # stage 02-04 (busy); after 02 (the other work has ended); …
     monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: next(free))
     names = ["02_a", "03_b", "04_c"]  # no 01: its stage runs alone whatever the CPUs, so it adds a kernel, not a case
-    _project(tmp_path, names, waits={"03_b": ["04_c.started"], "04_c": ["03_b.started"]})
+    _project(tmp_path, names, monkeypatch, waits={"03_b": ["04_c.started"], "04_c": ["03_b.started"]})
     (tmp_path / "out").mkdir()
     run_notebooks(tmp_path / "p.yaml", root=tmp_path, jobs=2)
     rec = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in names}
@@ -330,7 +342,7 @@ def test_a_parameter_override_reaches_the_notebooks_and_out_moves_every_output(t
     from linrec.app.cli import main
 
     monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda seconds=1.0: 1)
-    _project(tmp_path, ["01_first"])
+    _project(tmp_path, ["01_first"], monkeypatch)
     monkeypatch.chdir(tmp_path)
     assert main(["figures", "--params", "p.yaml", "-p", "seed", "9", "--out", "scratch"]) == 0
     record = json.loads((tmp_path / "scratch" / "01_first.json").read_text())

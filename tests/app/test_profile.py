@@ -5,7 +5,7 @@ papermill's injection as the runner makes it, and the cell that loads the profil
 applied only to what it measured."""
 
 import re
-from dataclasses import MISSING, fields
+from dataclasses import fields
 
 import pytest
 
@@ -13,11 +13,9 @@ from helpers import single_line as _single_line
 from linrec.analyses import SCREENING_WINDOWS
 from linrec.app.notebooks import _injected, _with_overrides, notebooks
 from linrec.app.profile import (
-    SCHEMA,
+    DECLARED,
     SECTIONS,
-    TYPES,
     Profile,
-    _fits,
     load_profile,
     measured_elsewhere,
     profile_path,
@@ -25,7 +23,9 @@ from linrec.app.profile import (
 )
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
+from linrec.base.params import fits
 from linrec.stats import N_BOOT
+from linrec.studies.stages import STUDIES
 
 ROOT = project_root(__file__)
 PROFILES = sorted((ROOT / "params").glob("*.yaml"))
@@ -33,8 +33,7 @@ INJECTED = {"profile_file", "overrides"}  # what a notebook's parameters cell de
 
 
 def default_of(name: str):
-    f = SCHEMA[name][1]
-    return f.default if f.default_factory is MISSING else f.default_factory()
+    return DECLARED[name].default
 
 
 def first_cells(nb) -> tuple[str, str]:
@@ -62,19 +61,30 @@ def in_lab(monkeypatch):
     monkeypatch.chdir(ROOT / "notebooks")
 
 
-def test_each_parameter_is_declared_once_with_a_default_of_its_own_type():
+def test_each_parameter_is_declared_once_with_a_default_of_its_own_type_and_what_it_does():
+    """The run's own sections and each study's (linrec.studies.stages) declare every parameter once: no name in two
+    sections or shared with a profile's own attributes, each default of its declared type, each with its `about`."""
     declared = [f.name for cls in SECTIONS.values() for f in fields(cls)]
-    assert len(declared) == len(set(declared)) == len(SCHEMA)  # no name in two sections
-    assert not set(SCHEMA) & {*SECTIONS, *(f.name for f in fields(Profile)), "values", "notebook"}
-    for name in SCHEMA:
-        assert _fits(default_of(name), TYPES[name]), f"{name}'s default {default_of(name)!r} is not a {TYPES[name]}"
+    assert len(declared) == len(set(declared)) == len(DECLARED)  # no name in two sections
+    assert not set(DECLARED) & {*(f.name for f in fields(Profile)), "values", "notebook", "section"}
+    assert list(SECTIONS)[2:] == [s.name for s in STUDIES if s.params]  # a study's section is named as the study
+    for d in DECLARED.values():
+        assert fits(d.default, d.hint), f"{d.name}'s default {d.default!r} is not a {d.hint}"
+        assert d.about and "\n" not in d.about, f"{d.name} does not say what it does"
+
+
+def test_a_section_is_read_whole_by_its_name_and_an_unknown_one_is_one_line():
+    p = load_profile("smoke", root=ROOT)
+    assert p.section("swap").screening_windows == p.screening_windows and p.section("corpora").corpora == p.corpora
+    with pytest.raises(LinrecError, match=r"no section 'swaps'; its sections are run, outputs, ceiling"):
+        p.section("swaps")
 
 
 def test_every_profile_in_params_loads_with_its_files_values_over_the_defaults():
     for path in PROFILES:
         p = load_profile(path, root=ROOT)
         written = read_profile(path)
-        assert p.name == path.stem and set(p.values()) == set(SCHEMA)
+        assert p.name == path.stem and set(p.values()) == set(DECLARED)
         for name, value in p.values().items():
             if name in written:
                 assert value == written[name], (path.name, name)
@@ -92,7 +102,7 @@ def test_the_default_profile_is_the_schemas_defaults_and_states_only_what_differ
     for name, value in written.items():
         assert value != default_of(name), f"params/default.yaml repeats {name}'s default {value!r}; delete that line"
     p = load_profile("default", root=ROOT)
-    for name in set(SCHEMA) - set(written) - {"results_dir"}:
+    for name in set(DECLARED) - set(written) - {"results_dir"}:
         assert getattr(p, name) == default_of(name), name
     assert (p.results_dir, p.figures_dir, p.report_path, p.readme) == (
         "results/default",
@@ -117,7 +127,8 @@ def test_an_unknown_key_is_one_line_naming_it(tmp_path, where):
 @pytest.mark.parametrize(
     "name, value, words",
     [
-        ("n_boot", "lots", "n_boot must be a whole number (linrec.app.profile declares n_boot: int = 2000), got 'lots"),
+        ("n_boot", "lots", "n_boot must be a whole number (linrec.app.profile.Run declares n_boot: int = 2000), got"),
+        ("rank", "x", "rank must be a whole number (linrec.studies.stages.ProbeParams declares rank: int = 16), got"),
         ("probe_rows", 1.5, "probe_rows must be a whole number or null"),
         ("probe_without_first", 1, "probe_without_first must be true or false"),
         ("route_corpora", ["web", 3], "route_corpora must be a list of strings"),
@@ -150,7 +161,7 @@ def test_run_all_in_lab_binds_the_default_profile(in_lab):
     for nb in notebooks(ROOT):
         ns = bound(nb)
         view = default.notebook(nb.name[:2])
-        names = set(ns) & set(SCHEMA)
+        names = set(ns) & set(DECLARED)
         assert vars(ns["p"]) == vars(view), nb.name  # what a study's run(p) is handed: the whole profile
         assert set(ns) - {"__builtins__"} <= names | INJECTED | {"p", "load_profile"}, nb.name  # nothing else bound
         for name in names:
@@ -196,9 +207,9 @@ def test_the_capture_settings_are_one_section_that_every_capturing_notebook_take
     passes on whole; the profiles set it once."""
     from linrec.measure.config import SETTINGS
 
-    own = sorted(set(SCHEMA) & (set(SETTINGS) - {"seed"}))
+    own = sorted(set(DECLARED) & (set(SETTINGS) - {"seed"}))
     assert not own, f"the profile declares capture settings {own}; read them from its `capture` section"
-    assert SCHEMA["capture"][1].default_factory() == {}
+    assert DECLARED["capture"].default == {}
     calls = re.compile(r"\b(get_captures?|replicate_captures)\(")
     for nb in notebooks(ROOT):  # a notebook captures through its study (linrec.studies), never itself
         assert not calls.search(nb.read_text()), f"{nb.name} captures itself; its study's run(p) does"

@@ -20,9 +20,11 @@ from linrec.claims import probe, swap
 from linrec.claims.registry import TABLES
 from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS, Rule
 from linrec.claims.tables import result_columns, table_path
-from linrec.outputs.catalog import CATALOG, claims, row, rule
+from linrec.outputs.catalog import CATALOG, claims, of_study, row, rule
 from linrec.outputs.report import render, tally_line
 from linrec.outputs.report_figures import FIGURES
+from linrec.outputs.results import Results
+from linrec.studies.stages import STUDIES
 
 
 def test_the_catalog_holds_each_claim_once():
@@ -208,3 +210,42 @@ def test_every_claim_is_not_testable_without_its_tables():
         args = [None] * entry.rule.verdict.__code__.co_argcount
         v = entry.rule(*args)
         assert v.claim == entry.id and v.verdict == NOT_TESTABLE and "not run" in v.reason
+
+
+def test_each_claim_reads_the_studies_it_names_and_no_other(tmp_path):
+    """A row's `notebooks` are the studies its rule reads (`of_study` lists a study's claims by them): with every
+    table of the other studies gone, each claim's verdict and sentence are as before; with its own studies' tables
+    header-only, it is not testable, and each of those studies alone moves its words. (The copies have no other
+    profile's folder beside them, so no claim quotes one.) A row that named too few studies fails the first; one that
+    named a study it does not read, the second."""
+
+    def judged(entry, folder) -> tuple[str, str]:
+        c = entry.sentence(Results(folder), entry.rule)
+        return c.verdict, c.ours
+
+    base = {c.number: (c.verdict, c.ours) for c in claims(_copy(tmp_path / "all"))}
+    stages = {s.notebook for s in STUDIES}
+    for entry in CATALOG:
+        assert set(entry.notebooks) <= stages and entry in of_study(entry.notebooks[0]), entry.id
+        assert {nb for stem, nb, _ in FIGURES if stem in entry.figures} <= set(entry.notebooks), entry.id
+        work = _copy(tmp_path / f"claim{entry.id}")
+        for name, spec in TABLES.items():
+            path = table_path(name, work)
+            if path.is_file() and spec.notebook not in entry.notebooks:
+                path.unlink()
+        assert judged(entry, work) == base[entry.id], entry.id
+        for nb in entry.notebooks:  # each study it names, alone, moves it (where this run wrote that study's tables)
+            paths = [table_path(n, work) for n, spec in TABLES.items() if spec.notebook == nb]
+            kept = {p: p.read_bytes() for p in paths if p.is_file()}
+            if not kept:
+                continue
+            for p in kept:
+                pd.read_csv(p).iloc[:0].to_csv(p, index=False)
+            assert judged(entry, work) != base[entry.id], (entry.id, nb)
+            for p, data in kept.items():
+                p.write_bytes(data)
+        for name, spec in TABLES.items():
+            path = table_path(name, work)
+            if path.is_file() and spec.notebook in entry.notebooks:
+                pd.read_csv(path).iloc[:0].to_csv(path, index=False)
+        assert judged(entry, work)[0] == NOT_TESTABLE, (entry.id, judged(entry, work))

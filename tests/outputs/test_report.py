@@ -257,3 +257,23 @@ def test_notebook_09_and_linrec_report_write_the_same_report_from_one_profile(tm
     code, _, err = cli("report", "--params", str(tmp_path / "p.yaml"))
     assert code == 0, err
     assert written.path.read_text() == text
+
+
+def test_what_the_notebooks_concluded_is_each_stages_finding_in_the_stages_order(tmp_path, monkeypatch):
+    """The section reads the table each stage names as its `finding` (linrec.studies.stages), in the stages' order:
+    a stage whose row names none adds nothing, so dropping the swap study's finding drops its lines."""
+    import linrec.outputs.report
+    from linrec.studies.stages import STUDIES
+
+    def concluded() -> list[str]:
+        text = render(DEFAULT, tmp_path / "figs", tmp_path / "report.md")
+        return text.split("## What the notebooks concluded\n\n")[1].split("\n\n")[0].splitlines()
+
+    lines = concluded()
+    swap_lines = [f"- {x}" for x in load_table("swap_verdict", DEFAULT)["finding"]]
+    corpora = load_table("corpora_verdict", DEFAULT)
+    assert lines[: len(corpora)] == [f"- {m}: the per-block profile across corpora is **{v}**."
+                                     for m, v in zip(corpora["model"], corpora["verdict"])]  # fmt: skip
+    assert lines[len(corpora) : len(corpora) + len(swap_lines)] == swap_lines  # 05's, then 06's, then 07's
+    monkeypatch.setattr(linrec.outputs.report, "STUDIES", [s for s in STUDIES if s.name != "swap"])
+    assert concluded() == [x for x in lines if x not in swap_lines]

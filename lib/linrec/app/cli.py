@@ -30,6 +30,7 @@ from linrec.app.commands import (
     cmd_probe,
     cmd_report,
     cmd_spectrum,
+    cmd_studies,
     cmd_swap,
     cmd_train,
 )
@@ -344,7 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("figures", help="execute the numbered notebooks with papermill")
     p.add_argument("--params", default="params/default.yaml", help="profile: a YAML file, or a name in params/ (smoke)")
-    p.add_argument("--only", nargs="+", metavar="PREFIX", help="notebook name prefixes to run, e.g. 01 02")
+    p.add_argument(
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        help="the notebooks to run, by number or study name: e.g. 01 02, or ceiling",
+    )
     p.add_argument(
         "--jobs",
         type=_positive,
@@ -356,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
         nargs=2,
         action="append",
         metavar=("NAME", "VALUE"),
-        help="override one parameter of the profile (lib/linrec/app/profile.py lists them), read as papermill's -p "
+        help="override one parameter of the profile (linrec studies NAME lists a study's, lib/linrec/app/profile.py "
+        "the run's), read as papermill's -p "
         "(e.g. -p corpus code; a list: -p models '[smollm2-135m]'); repeat for more",
     )
     p.add_argument(
@@ -370,6 +377,11 @@ def build_parser() -> argparse.ArgumentParser:
         "params/zoo.yaml trains and measures on a GPU with --device cuda); refused before any notebook where absent",
     )
     p.set_defaults(func=cmd_figures)
+
+    p = sub.add_parser("studies", help="the stages of the paper: each one's parameters, tables, claims and figures")
+    p.add_argument("name", nargs="?", help="one study, by name or notebook number (e.g. ceiling, 02)")
+    p.add_argument("--params", metavar="PROFILE", help="show this profile's values beside the defaults (e.g. smoke)")
+    p.set_defaults(func=cmd_studies)
 
     p = sub.add_parser("report", help="rebuild the reproduction report from the results files of a parameter profile")
     p.add_argument("--params", default="params/default.yaml", help="profile: a YAML file, or a name in params/ (smoke)")

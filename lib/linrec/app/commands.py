@@ -418,6 +418,40 @@ def cmd_figures(args) -> None:
     run_notebooks(args.params, only=args.only, jobs=args.jobs, overrides=overrides, out=args.out)
 
 
+def cmd_studies(args) -> None:
+    """The catalog of studies (`linrec.studies.stages`): one line each; with a name, that study whole: its
+    parameters (with `--params`, that profile's values beside the defaults), tables, claims and figures."""
+    from linrec.app.profile import load_profile
+    from linrec.claims.registry import TABLES
+    from linrec.outputs.catalog import of_study  # the claims' rows pull the claims' modules (numpy, scipy)
+    from linrec.outputs.report_figures import FIGURES
+    from linrec.studies.stages import STUDIES, study
+
+    if args.name is None:
+        for s in STUDIES:
+            claims = ", ".join(str(c.id) for c in of_study(s.notebook)) or "none"
+            print(f"{s.notebook}  {s.name:<9} {s.title} ({s.paper})")
+            print(f"    {len(s.parameters)} parameter(s), {len(s.tables)} table(s), claims: {claims}")
+        print("linrec studies NAME shows one whole; linrec figures --only NAME runs its notebook")
+        return
+    s = study(args.name)
+    values = load_profile(args.params).values() if args.params else {}
+    print(f"{s.notebook} {s.name}: {s.title} (arXiv 2606.19379, {s.paper})")
+    print(f"notebook: notebooks/{s.file}.py; code: {s.module}.run(p)")
+    if s.parameters:
+        print(f"parameters (its section of the profile, declared in {s.parameters[0].where}):")
+    else:
+        print("parameters: none of its own (it reads the run's: linrec.app.profile.Run, and other studies')")
+    for d in s.parameters:
+        given = f"  [{args.params}: {values[d.name]!r}]" if d.name in values and values[d.name] != d.default else ""
+        print(f"  {d.declaration()}  # {d.about}{given}")
+    print("tables:")
+    for name in s.tables:
+        print(f"  {name}: {TABLES[name].about}")
+    print("claims: " + ("; ".join(f"{c.id} ({c.title})" for c in of_study(s.notebook)) or "none"))
+    print("figures: " + (", ".join(stem for stem, nb, _ in FIGURES if nb == s.notebook) or "none"))
+
+
 def cmd_report(args) -> None:
     from linrec.app.profile import load_profile
     from linrec.outputs.report import build_report, report_params

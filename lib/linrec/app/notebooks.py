@@ -9,12 +9,10 @@ Executed notebooks go to `<results_dir>/notebooks/`, figures to `<figures_dir>/`
 from __future__ import annotations
 
 import atexit
-import datetime
 import json
 import logging
 import multiprocessing
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -25,15 +23,17 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 
 from linrec.app.bench import performance_script
-from linrec.app.profile import load_profile, profile_path
+from linrec.app.profile import REPORT_FILE, REPORT_NOTEBOOK, load_profile, profile_path
+from linrec.app.records import RUN, TIMINGS, record_run, record_timings, tidy_executed
 from linrec.base.errors import LinrecError
-from linrec.base.files import atomic_file, project_root
+from linrec.base.files import project_root
 from linrec.base.progress import NOTEBOOK_ENV
+from linrec.studies.stages import STUDIES
 
 log = logging.getLogger(__name__)
 
 
-FIRST, LAST = "01", "09"  # the capture notebook every other one reads; the report, which reads them all
+FIRST, LAST = STUDIES[0].notebook, REPORT_NOTEBOOK  # the capture notebook every other one reads; the report
 
 
 def default_jobs() -> int:
@@ -42,7 +42,7 @@ def default_jobs() -> int:
     return 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
-def stages(selected: list[Path], timings: dict[str, float] | None = None) -> list[list[Path]]:
+def waves(selected: list[Path], timings: dict[str, float] | None = None) -> list[list[Path]]:
     """The order `run_notebooks` runs `selected` in: notebook 01 alone (it makes the captures the others read),
     then every notebook between (they read only the cache, never each other's tables; longest first by
     `timings` {stem: seconds}, the last run's, so the slowest one starts first), then 09 (it reads their tables)."""
@@ -176,10 +176,10 @@ def _execute(
 
 
 def _drivers():
-    """Where the notebooks of a side-by-side stage are driven from (each driver starts its notebook's kernel and
+    """Where the notebooks of a side-by-side wave are driven from (each driver starts its notebook's kernel and
     feeds it cells): processes forked from a server that has imported papermill, jupytext and nbformat once, where
-    the platform has one (multiprocessing's forkserver), so a stage's drivers start at once instead of each importing
-    them again (2-3 s per stage on 2 cores); freshly spawned interpreters elsewhere. Never a fork of this process,
+    the platform has one (multiprocessing's forkserver), so a wave's drivers start at once instead of each importing
+    them again (2-3 s per wave on 2 cores); freshly spawned interpreters elsewhere. Never a fork of this process,
     whose threads (the console's) and imported torch a fork would copy mid-state."""
 
     if "forkserver" not in multiprocessing.get_all_start_methods():
@@ -197,16 +197,16 @@ def run_notebooks(
     overrides: dict | None = None,
     out: str | Path | None = None,
 ) -> list[Path]:
-    """Execute every numbered notebook (or those whose names start with one of `only`) under `params_file`, with
+    """Execute every stage's notebook and the report's (or those `only` names: `select`) under `params_file`, with
     `overrides` {name: value} replacing the profile's values (`linrec figures -p NAME VALUE`, checked as a profile's
     are) and, with `out`, every table, executed notebook, figure and the report written under that folder.
 
-    `jobs` notebooks run at once (default `default_jobs()`), in the `stages` order: 01, then 02–08 side by side,
+    `jobs` notebooks run at once (default `default_jobs()`), in the `waves` order: 01, then 02–08 side by side,
     then 09. With several jobs the CPUs are split between them (each kernel's thread pools get
     cpu_count // jobs threads), so no two pools fight over a core; on 2 cores, two one-thread kernels got 15 %
     more forward-pass throughput than one two-thread kernel, and more on the probes' small products. Before each
-    stage the CPUs that other processes keep busy are left out (`linrec.base.threads.free_cpus`): beside another job,
-    fewer kernels and threads run instead of stalling each other, and a stage that started one at a time looks again
+    wave the CPUs that other processes keep busy are left out (`linrec.base.threads.free_cpus`): beside another job,
+    fewer kernels and threads run instead of stalling each other, and a wave that started one at a time looks again
     after each notebook, so the rest of it runs side by side once that work has ended."""
 
     # here, not at the top: the drivers' forkserver imports this module, and must hold no numpy or torch (`_drivers`)
@@ -225,9 +225,8 @@ def run_notebooks(
     if not only and params.get("notebooks"):  # a profile for one stage (zoo, training, curve) names its notebooks
         only = list(params["notebooks"])
         print(f"[linrec] {params_path.name} runs notebook(s) {', '.join(only)} (its `notebooks` key)", flush=True)
-    selected = [nb for nb in notebooks(root) if not only or any(nb.name.startswith(o) for o in only)]
-    if not selected:
-        raise LinrecError(f"no notebooks match {only}; available: {', '.join(nb.stem for nb in notebooks(root))}")
+    every = notebooks(root)
+    selected = select(every, only)
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise LinrecError(f"--jobs must be at least 1, got {jobs}")
@@ -247,15 +246,15 @@ def run_notebooks(
     failure: str | None = None
     never: list[str] = []
     with console:
-        for stage in stages(selected, expected):
+        for wave in waves(selected, expected):
             if failure is not None:
-                never += [nb.stem for nb in stage]
+                never += [nb.stem for nb in wave]
                 continue
-            outs = {nb: results / "notebooks" / f"{nb.stem}.ipynb" for nb in stage}
-            free = free_cpus()  # before each stage: CPUs that other processes leave free
+            outs = {nb: results / "notebooks" / f"{nb.stem}.ipynb" for nb in wave}
+            free = free_cpus()  # before each wave: CPUs that other processes leave free
             if free < (os.cpu_count() or 1):
                 print(f"[linrec] {(os.cpu_count() or 1) - free} CPU(s) busy with other work: using {free}", flush=True)
-            queue = list(stage)
+            queue = list(wave)
             while queue and (jobs == 1 or len(queue) == 1 or free == 1):  # one at a time, on every free CPU
                 nb = queue.pop(0)
                 if failure is not None:
@@ -271,14 +270,14 @@ def run_notebooks(
             if not queue or failure is not None:
                 never += [nb.stem for nb in queue]
                 continue
-            stage = queue  # the rest of the stage, side by side now that CPUs are free
-            n = min(jobs, len(stage), free)
+            wave = queue  # the rest of the wave, side by side now that CPUs are free
+            n = min(jobs, len(wave), free)
             threads = max(1, free // n)
-            print(f"[linrec] {', '.join(nb.stem for nb in stage)}: {n} at a time, {threads} thread(s) each", flush=True)
+            print(f"[linrec] {', '.join(nb.stem for nb in wave)}: {n} at a time, {threads} thread(s) each", flush=True)
             t_stage = time.time()
             with ProcessPoolExecutor(max_workers=n, mp_context=_drivers()) as pool:
                 env = dict(os.environ)
-                futures = {pool.submit(_execute, nb, given, outs[nb], root, False, threads, env): nb for nb in stage}
+                futures = {pool.submit(_execute, nb, given, outs[nb], root, False, threads, env): nb for nb in wave}
                 pending = set(futures)
                 while pending:
                     finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
@@ -306,7 +305,7 @@ def run_notebooks(
     made = len(_capture_entries() - captures_before)
     if overrides:  # not the profile's own run: its run.csv (the console's estimates, the performance page) stays
         print(f"[linrec] a run with parameters overridden: {RUN} keeps the profile's last run", flush=True)
-    elif len(selected) == len(notebooks(root)):  # the figures run the README reports: every notebook
+    elif len(selected) == len(every):  # the figures run the README reports: every notebook
         record_run(results / "notebooks", seconds, wall, jobs, made)
         if params.get("readme"):  # the profile that owns the repository's pages: its performance page cites this run
             bench = root / "results" / "bench"
@@ -341,12 +340,43 @@ def _injected(params_path: Path, overrides: dict, root: Path) -> dict:
     return {"profile_file": str(shown), "overrides": overrides}
 
 
+def stage_files() -> tuple[str, ...]:
+    """The notebooks' file stems in order: every study's, as `linrec.studies.stages.STUDIES` lists them, then the
+    report's."""
+    return (*(s.file for s in STUDIES), REPORT_FILE)
+
+
 def notebooks(root: Path) -> list[Path]:
-    """The numbered notebooks' sources (notebooks/NN_name.py), in order."""
-    return sorted((root / "notebooks").glob("[0-9][0-9]_*.py"))
+    """The sources of the notebooks `stage_files` names, in its order; a numbered notebook the stages do not list,
+    or one they list that is missing, is one line naming the fix."""
+    listed = [root / "notebooks" / f"{name}.py" for name in stage_files()]
+    missing = [p.name for p in listed if not p.is_file()]
+    if missing:
+        raise LinrecError(
+            f"notebooks/{', '.join(missing)} missing: restore it, or drop its row in linrec.studies.stages"
+        )
+    unlisted = sorted(set((root / "notebooks").glob("[0-9][0-9]_*.py")) - set(listed))
+    if unlisted:
+        raise LinrecError(
+            f"notebooks/{unlisted[0].name} is not a stage: add its row to linrec.studies.stages.STUDIES (or rename it)"
+        )
+    return listed
 
 
-STAGE_EVERY = 60.0  # seconds between the console's lines on where each running notebook is
+def select(nbs: list[Path], only: list[str] | None) -> list[Path]:
+    """The notebooks among `nbs` that `only` names, each by a prefix of its file name ("02") or its study's name
+    ("ceiling"); all of them without `only`; a name that matches none is one line listing them."""
+    if not only:
+        return nbs
+    names = {f"{s.file}.py": s.name for s in STUDIES}
+    unknown = [o for o in only if not any(nb.name.startswith(o) or names.get(nb.name) == o for nb in nbs)]
+    if unknown:
+        known = ", ".join(f"{nb.stem}" + (f" ({names[nb.name]})" if nb.name in names else "") for nb in nbs)
+        raise LinrecError(f"no notebooks match {', '.join(unknown)}; available: {known}")
+    return [nb for nb in nbs if any(nb.name.startswith(o) or names.get(nb.name) == o for o in only)]
+
+
+PLACE_EVERY = 60.0  # seconds between the console's lines on where each running notebook is
 
 
 class _Console:
@@ -356,7 +386,7 @@ class _Console:
 
     def __init__(self, expected: dict[str, float], stems: list[str], jobs: int = 1, interval: float | None = None):
         self.expected, self.todo, self.jobs = expected, list(stems), max(jobs, 1)
-        self.interval = STAGE_EVERY if interval is None else interval
+        self.interval = PLACE_EVERY if interval is None else interval
         self.running: dict[str, tuple[float, Path, int]] = {}
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -413,11 +443,11 @@ class _Console:
             with self._lock:
                 running = dict(self.running)
             for stem, (t0, out, _) in running.items():
-                where = notebook_stage(out)
+                where = notebook_place(out)
                 self._say(f"{stem}: {(time.perf_counter() - t0) / 60:.1f} min in{', ' + where if where else ''}")
 
 
-def notebook_stage(executed: str | Path) -> str | None:
+def notebook_place(executed: str | Path) -> str | None:
     """Where a notebook under papermill is: "cell K of N · <the heading above it>", from the output notebook papermill
     saves as each cell starts; None before it is written."""
 
@@ -442,104 +472,9 @@ def notebook_stage(executed: str | Path) -> str | None:
     return f"cell {at} of {total}" + (f" · {heading}" if heading else "")
 
 
-RUN = "run.csv"  # beside the executed notebooks: the last run's wall time, how it ran, what it had to capture
-
-
 def _capture_entries() -> set[str]:
     # here, not at the top: the drivers' forkserver imports this module, and must hold no numpy or torch (`_drivers`)
     from linrec.base.cache import folder
 
     d = folder("capture")
     return {p.name for p in d.iterdir() if p.is_dir() and not p.name.startswith(".")} if d.is_dir() else set()
-
-
-def record_run(directory: Path, seconds: dict[str, float], wall: float, jobs: int, captures_made: int) -> Path:
-    """Write `run.csv` in `directory`: one row for the run that just finished (date, CPUs, torch, jobs, the
-    notebooks with their seconds, wall seconds, and how many captures it computed rather than read)."""
-
-    # here, not at the top: the drivers' forkserver imports this module, and must hold no numpy or torch (`_drivers`)
-    import pandas as pd
-    import torch
-
-    row = {
-        "date": datetime.date.today().isoformat(),
-        "cpus": os.cpu_count(),
-        "torch": torch.__version__,
-        "jobs": jobs,
-        "notebooks": " ".join(sorted(seconds)),
-        "notebook_seconds": " ".join(f"{seconds[k]:.0f}" for k in sorted(seconds)),
-        "wall_seconds": round(wall, 1),
-        "captures_made": captures_made,
-    }
-    path = Path(directory) / RUN
-    with atomic_file(path) as tmp:
-        pd.DataFrame([row]).to_csv(tmp, index=False)
-    return path
-
-
-TIMINGS = "timings.csv"  # beside the executed notebooks: where each notebook's time went
-
-
-def cell_timings(executed: str | Path) -> list[dict]:
-    """Per code cell of an executed notebook: its number, papermill's recorded duration and its first source line."""
-    # here, not at the top: `linrec figures` checks its profile before it imports the notebook tools (~3 s)
-    import nbformat
-
-    nb = nbformat.read(str(executed), as_version=4)
-    rows = []
-    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
-        meta = cell.get("metadata", {}).get("papermill", {})
-        first = next((ln.strip() for ln in cell.source.splitlines() if ln.strip() and not ln.startswith("#")), "")
-        rows.append({"notebook": Path(executed).stem, "cell": i, "seconds": meta.get("duration"), "code": first[:80]})
-    return rows
-
-
-def record_timings(executed: Path) -> Path:
-    """Replace this notebook's rows in `timings.csv` beside it (one row per code cell), keeping the other notebooks'."""
-    # here, not at the top: the drivers' forkserver imports this module, and must hold no numpy or torch (`_drivers`)
-    import pandas as pd
-
-    path = executed.parent / TIMINGS
-    old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["notebook", "cell", "seconds", "code"])
-    new = pd.DataFrame(cell_timings(executed))
-    table = pd.concat([old[old["notebook"] != executed.stem], new], ignore_index=True).sort_values(["notebook", "cell"])
-    with atomic_file(path) as tmp:
-        table.to_csv(tmp, index=False)
-    return path
-
-
-_ADDRESS = re.compile(r" at 0x[0-9a-f]+>")  # "<pandas.io.formats.style.Styler at 0x7f…>": where it lay in memory
-_CLOCK_KEYS = ("start_time", "end_time", "duration")  # papermill's clock readings, in the notebook's and each cell's
-
-
-def tidy_executed(executed: Path, source: Path, root: Path) -> Path:
-    """Drop what records when and where a run happened from an executed notebook, once `record_timings` has read it:
-    papermill's start/end times and durations, Jupyter's per-cell `execution` timestamps, and the temporary and
-    absolute paths papermill notes (they become the repository-relative source and output). So a rerun that
-    reproduces every number rewrites the notebook byte for byte; the seconds stay in `timings.csv` and `run.csv`."""
-    # here, not at the top: `linrec figures` checks its profile before it imports the notebook tools (~3 s)
-    import nbformat
-
-    nb = nbformat.read(str(executed), as_version=4)
-    meta = nb.metadata.get("papermill", {})
-    for k in _CLOCK_KEYS:
-        meta.pop(k, None)
-
-    def rel(p: Path) -> str:
-        p = Path(p).resolve()
-        return str(p.relative_to(root.resolve())) if p.is_relative_to(root.resolve()) else p.name
-
-    if meta:
-        meta["input_path"], meta["output_path"] = rel(source), rel(executed)
-    for i, cell in enumerate(nb.cells):
-        cell.id = f"cell-{i}"  # by position: papermill gives the parameters cell it injects a random one
-        cell.metadata.pop("execution", None)
-        for k in _CLOCK_KEYS:
-            cell.metadata.get("papermill", {}).pop(k, None)
-        for out in cell.get("outputs", []):  # a rich output's plain-text fallback may be a repr with an address
-            plain = out.get("data", {}).get("text/plain")
-            if isinstance(plain, str) and len(out["data"]) > 1:
-                out["data"]["text/plain"] = _ADDRESS.sub(">", plain)
-    with atomic_file(executed) as tmp:
-        nbformat.write(nb, str(tmp))
-    return executed

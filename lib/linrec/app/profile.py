@@ -1,5 +1,6 @@
-"""The profile: every parameter of a run declared once, here (its type, its one default and what it does), grouped by
-the stage of the paper that reads it; `load_profile` reads a profile (params/<name>.yaml) over these defaults, checks
+"""The profile: every parameter of a run declared once (its type, its one default and what it does), in sections: the
+run's own here (`Run`, `Outputs`), each study's beside its row in `linrec.studies.stages` (`CeilingParams`, …);
+`linrec studies NAME` lists a study's. `load_profile` reads a profile (params/<name>.yaml) over these defaults, checks
 it and hands back one `Profile`.
 
 A profile file sets only what it changes. Every notebook's parameters cell declares just what papermill injects
@@ -8,30 +9,24 @@ A profile file sets only what it changes. Every notebook's parameters cell decla
 the profile it is given with its `-p NAME VALUE` overrides. A wrong key or type is one line naming the key and the fix,
 at load, before any notebook runs.
 
-The defaults here are the default profile's values (params/default.yaml states only its output paths, which differ
+The declared defaults are the default profile's values (params/default.yaml states only its output paths, which differ
 from any other profile's: `with_output_defaults`); a change of one moves every profile that leaves it out.
 """
 
 from __future__ import annotations
 
 import types
-import typing
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import yaml
 
-from linrec.analyses import SCREENING_WINDOWS
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
+from linrec.base.params import declared, fits, param, type_words
 from linrec.measure.config import CaptureConfig, capture_settings
 from linrec.stats import N_BOOT
-
-
-def _given(value):
-    """A mutable default (a list or mapping): a fresh copy per profile."""
-    return field(default_factory=lambda: yaml.safe_load(yaml.safe_dump(value)))
-
+from linrec.studies.stages import STUDIES
 
 MODELS = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
 
@@ -40,136 +35,59 @@ MODELS = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI
 class Run:
     """Capture and run options: what is measured, on what text, how (every notebook reads some of them)."""
 
-    models: list[str] = _given(MODELS)  # the models measured (notebooks 01–07, 09)
-    corpus: str = "wiki"  # wiki | web | code (offline), wikitext-2 (hub), or a path
-    corpora: list[str] = _given(["wiki", "web", "code"])  # notebook 05's domains; with the hub: wikitext-2, web, code
-    capture: dict = _given({})  # linrec.measure.config.CaptureConfig fields ({}: its defaults)
-    seed: int = 0  # split, row-sample, probe, baseline and bootstrap seeds
-    batch_size: int = 8  # windows per forward pass
-    device: str = "cpu"  # or "cuda"
-    encoder_models: list[str] = _given(["minilm-l6"])  # plain-GELU encoders beside `models`: notebook 07 only
-    # bootstrap resamples for every interval (linrec.stats.N_BOOT; the training and zoo profiles set 1000)
-    n_boot: int = N_BOOT
+    models: list[str] = param(MODELS, "the models measured (notebooks 01–07, 09)")
+    corpus: str = param("wiki", "wiki | web | code (offline), wikitext-2 (hub), or a path")
+    capture: dict = param({}, "linrec.measure.config.CaptureConfig fields ({}: its defaults)")
+    seed: int = param(0, "split, row-sample, probe, baseline and bootstrap seeds")
+    batch_size: int = param(8, "windows per forward pass")
+    device: str = param("cpu", 'or "cuda"')
+    n_boot: int = param(N_BOOT, "bootstrap resamples for every interval (the training and zoo profiles set 1000)")
 
 
 @dataclass(frozen=True)
 class Outputs:
     """Where a run writes, and which notebooks `linrec figures` runs (None: `with_output_defaults`)."""
 
-    results_dir: str | None = None  # tables and executed notebooks (None: results/<profile>)
-    figures_dir: str | None = None  # figures (None: <results_dir>/figures)
-    report_path: str | None = None  # notebook 09's report (None: <results_dir>/report.md)
-    readme: str | None = None  # the README whose results block notebook 09 rewrites (None: none)
-    notebooks: list[str] | None = None  # the notebooks `linrec figures` runs without --only (None: all); the runner's
+    results_dir: str | None = param(None, "tables and executed notebooks (None: results/<profile>)")
+    figures_dir: str | None = param(None, "figures (None: <results_dir>/figures)")
+    report_path: str | None = param(None, "notebook 09's report (None: <results_dir>/report.md)")
+    readme: str | None = param(None, "the README whose results block notebook 09 rewrites (None: none)")
+    notebooks: list[str] | None = param(None, "the notebooks `linrec figures` runs without --only (None: all)")
 
 
-@dataclass(frozen=True)
-class Ceiling:
-    """Notebooks 02 and 04: the linear ceiling, its learning curve and the replication on fresh text."""
-
-    curve_train_tokens: list[int] = _given([])  # learning curve's train sizes ([]: skip); params/curve.yaml runs it
-    curve_test_tokens: int = 20_480  # held-out tokens per split seed
-    curve_seeds: int = 3  # split seeds 0 … curve_seeds − 1
-    profile: str = "capture"  # claim 1 and Figure 2 on "capture" (the capture's profile) or "curve" (its largest size)
-    replicate_samples: list[int] = _given([])  # disjoint stretches of text for claims 1 and 4 ([]: skip); full: [1, 2]
-
-
-@dataclass(frozen=True)
-class Probe:
-    """Notebook 03: the bilinear probe, the trained baselines and the pitfall's mechanism."""
-
-    probe_rows: int | None = 8192  # train rows per block for the probes and trained baselines (None: every row)
-    rank: int = 16  # the paper's probe rank
-    probe_ranks: list[int] = _given([16, 64, 256])  # the rank sweep, on three blocks per model
-    mechanism_k: int = 1  # claim 7b's budget curve: this many best- and worst-conditioned blocks per model (train κ)
-    budget_max_steps: int = 10_000  # the budget curve's longest budget (from 100 steps, four budgets per decade)
-    pitfall_outputs: int = 32  # output features the budget curve and the dose–response train (drawn by seed)
-    dose_kappas: list[float] = _given([1e2, 1e4, 1e6, 1e8])  # the constructed condition numbers
-    dose_steps: int = 1_000  # the dose's longest budget (from 10 steps, four budgets per decade)
-    probe_without_first: bool = True  # claim 3 again on the rows at positions ≥ 1 (the probe and the map refitted)
-
-
-@dataclass(frozen=True)
-class Swap:
-    """Notebook 06: each block swapped for its map, the choices on screening windows, routing and healing."""
-
-    # train windows for every choice: predictors, greedy order and acceptance, curve block
-    screening_windows: int = SCREENING_WINDOWS
-    test_windows: int | None = 12  # held-out windows every ΔPPL is reported on (None: all)
-    ranks: list[int] = _given([16, 64, 256])  # reduced ranks for the ΔPPL-vs-parameters curve
-    budget_ppl: float = 1.0  # greedy multi-block swap: keep blocks while screening ΔPPL stays within this
-    first_variants: list[str] = _given(["ffn", "mean"])  # position-aware variants beside the plain map ([]: skip)
-    variant_min_first_share: float = 0.5  # ...on blocks whose train first-position share of output variance is ≥ this
-    route_blocks: int | None = 3  # per-token routing: blocks a model, chosen on screening windows (None: all; 0: skip)
-    route_step: float = 0.05  # the share grid 0, step, …, 1 of a block's tokens routed to its map
-    route_corpora: list[str] = _given(["web", "code"])  # corpora a token type's need is compared on
-    route_split_shares: list[float] = _given([])  # shares the token/context/full gates route at ([]: AUC only)
-    heal: dict = _given({})  # k blocks swapped, then fine-tuned, on `models` (heal_study arguments; {}: skip)
-    heal_trained: dict = _given({})  # the same on notebook 08's small models ({}: skip; params/healing.yaml)
-    save_dir: str | None = None  # where the compressed model is kept (None: a temporary folder, deleted after reload)
-
-
-@dataclass(frozen=True)
-class Controls:
-    """Notebook 07: random-init twins, input controls, cross feeding and the inputs-or-weights decomposition."""
-
-    init_seeds: list[int] = _given([0, 1])  # random-init twins per model
-    control_rows: int | None = 4096  # rows per control (None: every stored row)
-    cross_feeding: bool = False  # section 3 (no verdict rests on it; params/full.yaml runs it)
-    cross_pairs: list[list[str]] | None = None  # [[A, B], …] inputs of A into the FFN of B (None: each with its twin)
-    decomposition_rows: int | None = 4096  # rows per FFN in section 4 (None: every stored row)
-    null_draws: int = 10  # section 4: random-init FFNs and shuffled FFNs per block, each
-    cross_band: int | None = 2  # pair FFN i with the inputs of blocks i − band … i + band (None: every pair)
-
-
-@dataclass(frozen=True)
-class Train:
-    """Notebook 08: small decoders trained from scratch (the seeds experiment, the zoo)."""
-
-    training: dict = _given({})  # linrec.inputs.training.TrainConfig fields ({}: not run; params/training.yaml runs it)
-    train_variants: list[str] = _given(["gelu", "swiglu"])  # layouts (linrec.inputs.layouts.LAYOUTS)
-    train_init_seeds: list[int] = _given([0, 1])  # every variant × init seed, on the first data order
-    train_data_seeds: list[int] = _given([0, 1])  # the other data orders: one run each, first variant and init seed
-    train_texts: list[str] = _given([])  # other training texts: the first variant on each ([]: none)
-    train_text_seeds: list[int] = _given([])  # the init seeds of the runs on the other texts ([]: every init seed)
-    train_block_tolerance: float | None = None  # refuse layouts whose blocks differ in parameters by more (zoo: 0.02)
-    train_measure_tokens: int = 65_536  # measuring-text tokens per checkpoint (windows split 80/20)
-    train_swap: bool = True  # held-out ΔPPL of swapping each block of each run's last checkpoint for its map
-    train_pipeline: bool = False  # the whole pipeline on every last checkpoint, the factors, the pooled claims
-    train_probe_rows: int = 4096  # rows per block the last checkpoint's capture keeps for the probe (train_pipeline)
-
-
-SECTIONS = {"run": Run, "outputs": Outputs, "ceiling": Ceiling, "probe": Probe, "swap": Swap, "controls": Controls,
-            "train": Train}  # fmt: skip
-SCHEMA = {f.name: (name, f) for name, cls in SECTIONS.items() for f in fields(cls)}  # parameter: (section, field)
-TYPES = {name: hint for cls in SECTIONS.values() for name, hint in typing.get_type_hints(cls).items()}
-NOTEBOOKS = ("01", "02", "03", "04", "05", "06", "07", "08", "09")
+# the run's own sections, then each study's (linrec.studies.stages), in the notebooks' order
+SECTIONS = {"run": Run, "outputs": Outputs, **{s.name: s.params for s in STUDIES if s.params}}
+DECLARED = {d.name: d for cls in SECTIONS.values() for d in declared(cls)}  # parameter: its declaration
+SECTION_OF = {d.name: section for section, cls in SECTIONS.items() for d in declared(cls)}
+REPORT_FILE = "09_report"  # the report's notebook (notebooks/09_report.py), run after every study's
+REPORT_NOTEBOOK = REPORT_FILE[:2]
+NOTEBOOKS = (*(s.notebook for s in STUDIES), REPORT_NOTEBOOK)
 
 
 @dataclass(frozen=True)
 class Profile:
-    """A loaded profile: each section's values, `name` (its file's stem) and `given` (the keys its file and the
-    overrides set, and the output paths). `p.models` reads any parameter; `p.notebook("08")` is what notebook 08
-    binds."""
+    """A loaded profile: `sections` {section: its parameters dataclass, filled}, `name` (its file's stem) and `given`
+    (the keys its file and the overrides set, and the output paths). `p.models` reads any parameter,
+    `p.section("swap")` a whole section (a study's parameters); `p.notebook("08")` is what notebook 08 binds."""
 
     name: str
-    run: Run
-    outputs: Outputs
-    ceiling: Ceiling
-    probe: Probe
-    swap: Swap
-    controls: Controls
-    train: Train
+    sections: dict[str, object]
     given: frozenset[str] = frozenset()
 
     def __getattr__(self, name: str):
-        if name in SCHEMA:
-            return getattr(object.__getattribute__(self, SCHEMA[name][0]), name)
-        raise AttributeError(f"a profile has no parameter {name!r}; known: {', '.join(sorted(SCHEMA))}")
+        if name in SECTION_OF:
+            return getattr(object.__getattribute__(self, "sections")[SECTION_OF[name]], name)
+        raise AttributeError(f"a profile has no parameter {name!r}; known: {', '.join(sorted(DECLARED))}")
+
+    def section(self, name: str) -> object:
+        """Section `name`'s parameters: "run", "outputs" or a study's name (`linrec.studies.stages`)."""
+        if name not in self.sections:
+            raise LinrecError(f"a profile has no section {name!r}; its sections are {', '.join(self.sections)}")
+        return self.sections[name]
 
     def values(self) -> dict:
         """{parameter: value} of every parameter, flat, as a profile file names them."""
-        return {name: getattr(self, name) for name in SCHEMA}
+        return {name: getattr(self, name) for name in DECLARED}
 
     def notebook(self, number: str) -> types.SimpleNamespace:
         """The values notebook `number` binds: every parameter (`values()`), the same in every notebook."""
@@ -197,10 +115,11 @@ def load_profile(source: str | Path = "default", overrides: dict | None = None, 
         check_values(overrides, "-p")
         check_nested({**values, **overrides}, path)
     values = with_output_defaults({**values, **(overrides or {})}, path.stem)
-    sections = {}
-    for section, cls in SECTIONS.items():
-        sections[section] = cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
-    return Profile(name=path.stem, **sections, given=frozenset(values))
+    sections = {
+        section: cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
+        for section, cls in SECTIONS.items()
+    }
+    return Profile(name=path.stem, sections=sections, given=frozenset(values))
 
 
 def read_profile(path: Path) -> dict:
@@ -227,63 +146,20 @@ def read_profile(path: Path) -> dict:
 def check_values(values: dict, where: Path | str) -> None:
     """Every key a parameter declared here, each value of its declared type, the sections well formed; `where`
     names where the values came from (a file, or "-p") in the one-line error."""
-    unknown = sorted(str(k) for k in values if k not in SCHEMA)
+    unknown = sorted(str(k) for k in values if k not in DECLARED)
     if unknown:
-        raise LinrecError(f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(SCHEMA))}")
+        raise LinrecError(f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(DECLARED))}")
     runs = values.get("notebooks")
     if runs is not None and (not isinstance(runs, list) or not all(isinstance(n, str) and n for n in runs)):
         raise LinrecError(f'{where}: notebooks must be a list of notebook numbers as strings, e.g. ["08"]')
     for name, value in values.items():
-        hint = TYPES[name]
-        if not _fits(value, hint):
-            f = SCHEMA[name][1]
-            default = f.default if f.default_factory is MISSING else f.default_factory()
+        d = DECLARED[name]
+        if not fits(value, d.hint):
             raise LinrecError(
-                f"{where}: {name} must be {_words(hint)} (linrec.app.profile declares {name}: {_source(hint)} = "
-                f"{default!r}), got {value!r}; fix that line"
+                f"{where}: {name} must be {type_words(d.hint)} ({d.where} declares {d.declaration()}), got "
+                f"{value!r}; fix that line"
             )
     check_nested(values, where)
-
-
-def _fits(value: object, hint: object) -> bool:
-    """Whether `value` (read from YAML) has type `hint`: a float takes a whole number too; a bool is never a number."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union):
-        return any(_fits(value, a) for a in args)
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if hint is dict or origin is dict:
-        return isinstance(value, dict)
-    if origin is list:
-        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
-    raise TypeError(f"linrec.app.profile cannot check type {hint!r}")  # a field of a type _fits does not know
-
-
-_WORDS = {type(None): "null", int: "a whole number", float: "a number", str: "a string", bool: "true or false",
-          dict: "a mapping"}  # fmt: skip
-_PLURAL = {int: "whole numbers", float: "numbers", str: "strings", bool: "booleans"}
-
-
-def _words(hint: object) -> str:
-    """A type in words: `int | None` is "a whole number or null", `list[str]` "a list of strings"."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union):
-        return " or ".join(_words(a) for a in args)
-    if origin is list:
-        return f"a list of {_PLURAL.get(args[0], 'lists')}"
-    return _WORDS.get(hint, _WORDS.get(origin, str(hint)))
-
-
-def _source(hint: object) -> str:
-    return getattr(hint, "__name__", None) if isinstance(hint, type) else str(hint).replace("NoneType", "None")
 
 
 def parse_overrides(pairs: list[list[str]] | None) -> dict:

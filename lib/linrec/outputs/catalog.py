@@ -1,8 +1,9 @@
 """The catalog of the paper's claims: one `ClaimRow` per claim, in the paper's order (`CATALOG`), each holding
 everything about that claim in one place: its rule (`linrec.claims`: the verdict function, the thresholds it reads,
 the rule's words and what would change the verdict, all built from the same thresholds), the paper's title and own
-numbers (arXiv 2606.19379; sources in `paper/claims.md`), our sentence (`linrec.outputs.claim_text`), its figures
-(stems of `linrec.outputs.report_figures.FIGURES`) and its caveat.
+numbers (arXiv 2606.19379; sources in `paper/claims.md`), the studies whose tables it reads (their notebooks,
+`linrec.studies.stages`), our sentence (`linrec.outputs.claim_text`), its figures (stems of
+`linrec.outputs.report_figures.FIGURES`) and its caveat.
 
 The report, the README's results block, `linrec.outputs.refresh`, the notebooks and the command line read the claims
 through this module only (`row`, `rule`, `claims`); nothing else lists them. Adding a claim touches three files: its
@@ -47,6 +48,7 @@ class ClaimRow:
     `title` and `paper` beside them, then `figures` and `caveat` in the claim's section."""
 
     rule: Rule  # its id, verdict function, thresholds and words (linrec.claims)
+    notebooks: tuple[str, ...]  # the studies whose tables its rule reads (linrec.studies.stages: "02", …)
     title: str  # the claim as the paper makes it, in a few words
     paper: str  # the paper's own words and numbers
     sentence: Callable[[Results, Rule], Claim]  # our numbers and the verdict in words (linrec.outputs.claim_text)
@@ -62,6 +64,7 @@ class ClaimRow:
 CATALOG: tuple[ClaimRow, ...] = (
     ClaimRow(
         rule=RULE_1,
+        notebooks=("02",),
         title="R²_lin is heterogeneous and non-monotone with depth",
         paper="> 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m)",
         sentence=sentence_1,
@@ -73,6 +76,7 @@ CATALOG: tuple[ClaimRow, ...] = (
     ),
     ClaimRow(
         rule=RULE_2A,
+        notebooks=("07", "08"),
         title="It is learned, not architectural",
         paper="GPT-2 and Pythia-160m (same width, both GELU) have sharply different profiles",
         sentence=sentence_2a,
@@ -88,6 +92,7 @@ CATALOG: tuple[ClaimRow, ...] = (
     ),
     ClaimRow(
         rule=RULE_2B,
+        notebooks=("07",),
         title="… a property of each block's own weights",
         paper="recoverability is a learned property of individual trained blocks",
         sentence=sentence_2b,
@@ -96,6 +101,7 @@ CATALOG: tuple[ClaimRow, ...] = (
     ),
     ClaimRow(
         rule=RULE_3,
+        notebooks=("03",),
         title="A rank-16 bilinear probe adds little, uncorrelated with nonlinearity",
         paper="a few points of R²; Pearson r ≈ 0 with 1 − R²_lin",
         sentence=sentence_3,
@@ -104,6 +110,7 @@ CATALOG: tuple[ClaimRow, ...] = (
     ),
     ClaimRow(
         rule=RULE_4,
+        notebooks=("04",),
         title="High R²_lin hides two regimes",
         paper="broadly linear (median ≈ global, high rank) vs outlier-concentrated (median ≪ global, rank ≈ 1)",
         sentence=sentence_4,
@@ -112,6 +119,7 @@ CATALOG: tuple[ClaimRow, ...] = (
     ),
     ClaimRow(
         rule=RULE_5,
+        notebooks=("05",),
         title="Profiles are a property of the model, not the corpus",
         paper="three corpus domains overlay",
         sentence=sentence_5,
@@ -120,6 +128,7 @@ CATALOG: tuple[ClaimRow, ...] = (
     ),
     ClaimRow(
         rule=RULE_6A,
+        notebooks=("06",),
         title="Compression: some block swaps cheaply",
         paper="GPT-2's early FFN replaced by its linear map at 8× fewer parameters for +0.77 perplexity",
         sentence=sentence_6a,
@@ -128,6 +137,7 @@ CATALOG: tuple[ClaimRow, ...] = (
     ),
     ClaimRow(
         rule=RULE_6B,
+        notebooks=("06",),
         title="Compression signal: R²_lin flags the safe blocks",
         paper="high-recoverability blocks admit replacement, low-recoverability blocks flag where it is unsafe",
         sentence=sentence_6b,
@@ -136,6 +146,7 @@ CATALOG: tuple[ClaimRow, ...] = (
     ),
     ClaimRow(
         rule=RULE_7A,
+        notebooks=("03",),
         title="Trained linear baselines under-converge",
         paper="SGD/Adam fall short of the closed-form ceiling",
         sentence=sentence_7a,
@@ -144,6 +155,7 @@ CATALOG: tuple[ClaimRow, ...] = (
     ),
     ClaimRow(
         rule=RULE_7B,
+        notebooks=("03",),
         title="… because the activations are ill-conditioned",
         paper="the shortfall is put down to ill-conditioned transformer activations",
         sentence=sentence_7b,
@@ -163,6 +175,11 @@ def row(claim_id: int | str) -> ClaimRow:
         if str(r.id) == str(claim_id):
             return r
     raise LinrecError(f"no claim {claim_id!r}; the claims are {', '.join(str(r.id) for r in CATALOG)}")
+
+
+def of_study(notebook: str) -> tuple[ClaimRow, ...]:
+    """The claims whose rules read study `notebook`'s tables ("03": claims 3, 7a and 7b), in the paper's order."""
+    return tuple(r for r in CATALOG if notebook in r.notebooks)
 
 
 def rule(claim_id: int | str) -> Rule:

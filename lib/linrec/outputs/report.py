@@ -35,6 +35,7 @@ from linrec.outputs.refresh import write_calibration
 from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative, stale_run
 from linrec.outputs.results import Results, fmt, listed, replicated, table_in
 from linrec.outputs.routing_text import routing_section
+from linrec.studies.stages import STUDIES
 
 
 def _robustness(r: Results) -> list[str]:
@@ -260,7 +261,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     text += ["## The claims one by one", ""]
     text += _claim_sections(cl, figures_dir, out)
     text += methods_lines(r)
-    findings = [r.get(name) for name in ("corpora_verdict", "swap_verdict", "controls_verdict")]
+    findings = [r.get(s.finding) for s in STUDIES if s.finding]  # each study's conclusion in words, in their order
     text += ["## What the notebooks concluded", ""]
     for f in findings:
         if f is None:

@@ -1,0 +1,93 @@
+"""Declared parameters: `param(default, about)` declares one field of a parameters dataclass (a profile's section,
+`linrec.studies.stages`) with its one default and what it does; `declared(cls)` reads them back for the command
+line (`linrec studies NAME`) and the errors; `fits` checks a value read from YAML against a field's type, and
+`type_words` puts that type in words for the one-line error."""
+
+from __future__ import annotations
+
+import copy
+import types
+import typing
+from dataclasses import MISSING, dataclass, field, fields
+
+ABOUT = "about"  # the metadata key of a field's description
+
+
+def param(default: object, about: str):
+    """A dataclass field with `default` (a list or mapping copied afresh for each instance) and `about`, one line on
+    what it does."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata={ABOUT: about})
+    return field(default=default, metadata={ABOUT: about})
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One declared parameter: its name, type, default and what it does, and the class that declares it."""
+
+    name: str
+    hint: object
+    default: object
+    about: str
+    owner: type
+
+    @property
+    def where(self) -> str:
+        """The class that declares it, as a reader finds it: "linrec.studies.stages.CeilingParams"."""
+        return f"{self.owner.__module__}.{self.owner.__qualname__}"
+
+    def declaration(self) -> str:
+        """The declaration as written: "n_boot: int = 2000"."""
+        return f"{self.name}: {type_source(self.hint)} = {self.default!r}"
+
+
+def declared(cls: type) -> list[Declared]:
+    """Every field of the parameters dataclass `cls`, in order, with its type, default and `about`."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in fields(cls):
+        default = f.default if f.default_factory is MISSING else f.default_factory()
+        out.append(Declared(f.name, hints[f.name], default, f.metadata.get(ABOUT, ""), cls))
+    return out
+
+
+def fits(value: object, hint: object) -> bool:
+    """Whether `value` (read from YAML) has type `hint`: a float takes a whole number too; a bool is never a number."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        return any(fits(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if hint is dict or origin is dict:
+        return isinstance(value, dict)
+    if origin is list:
+        return isinstance(value, list) and all(fits(v, args[0]) for v in value)
+    raise TypeError(f"linrec.base.params cannot check type {hint!r}")  # a field of a type `fits` does not know
+
+
+_WORDS = {type(None): "null", int: "a whole number", float: "a number", str: "a string", bool: "true or false",
+          dict: "a mapping"}  # fmt: skip
+_PLURAL = {int: "whole numbers", float: "numbers", str: "strings", bool: "booleans"}
+
+
+def type_words(hint: object) -> str:
+    """A type in words: `int | None` is "a whole number or null", `list[str]` "a list of strings"."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        return " or ".join(type_words(a) for a in args)
+    if origin is list:
+        return f"a list of {_PLURAL.get(args[0], 'lists')}"
+    return _WORDS.get(hint, _WORDS.get(origin, str(hint)))
+
+
+def type_source(hint: object) -> str:
+    """A type as its declaration writes it: "int", "list[str]", "int | None"."""
+    return getattr(hint, "__name__", None) if isinstance(hint, type) else str(hint).replace("NoneType", "None")
