@@ -95,5 +95,5 @@ def test_a_profiles_heal_mapping_becomes_its_settings_and_each_mode_its_fine_tun
     assert heal.schedule("all") == FineTune(steps=30, lr=2e-5, batch_size=4)
     assert heal.schedule("maps") == FineTune(steps=30, lr=1e-3, batch_size=4)
     assert Heal.of({"lr": 2e-5}).schedule("maps").lr == 2e-5  # no lr_maps: both modes at lr
-    with pytest.raises(LinrecError, match=r"unknown healing settings \['stpes'\].*ks, modes, steps"):
+    with pytest.raises(LinrecError, match=r"heal section: unknown healing setting\(s\) stpes; known: ks, modes, steps"):
         Heal.of({"stpes": 30})

@@ -327,6 +327,11 @@ def test_a_bad_override_is_one_line_before_any_notebook_runs(pairs, needles):
         ({"capture": {"tokens": -5}}, ["capture: token budget must be positive"]),
         ({"capture": {"seq_len": 4096, "tokens": 1024}}, ["capture: --seq-len 4096 is longer"]),
         ({"cross_pairs": [["gpt2"]]}, ["cross_pairs must be a list of [inputs model, FFN model] pairs"]),
+        # the healing mappings (a typo ran the default 50 steps, found only in notebook 06; issue 47)
+        ({"heal": {"stpes": 30}}, ["heal: unknown healing setting(s) stpes", "known: ks, modes, steps"]),
+        ({"heal": {"ks": [1, "two"]}}, ["heal: ks must be a list of whole numbers", "'two'"]),
+        ({"heal_trained": {"lr": "fast", "runs": ["gelu-i0-d0"]}}, ["heal_trained: lr must be a number"]),
+        ({"heal_trained": {"runs": "gelu-i0-d0"}}, ["heal_trained: runs must be a list of run names"]),
     ],
 )
 def test_a_profiles_nested_keys_and_empty_lists_are_checked_when_it_is_loaded(cli, tmp_path, monkeypatch, profile,

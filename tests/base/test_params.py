@@ -60,3 +60,29 @@ def test_a_type_in_words():
     assert type_words(list[list[str]] | None) == "a list of lists or null"
     with pytest.raises(TypeError, match="cannot check type"):
         fits(1, set[int])
+
+
+def test_a_nested_mapping_is_checked_against_the_fields_it_may_set():
+    """`check_settings`, which the profile's `capture:`, `training:` and `heal:` sections go through: unknown keys
+    and wrong types are one line naming the key; numbers come back in their field's type."""
+    from linrec.base.errors import LinrecError
+    from linrec.base.params import check_settings
+
+    @dataclass
+    class Fit:
+        steps: int = 10
+        lr: float = 1e-3
+        name: str | None = None
+
+    got = check_settings({"steps": 20.0, "lr": 1}, Fit, "here", "fit setting")
+    assert got == {"steps": 20, "lr": 1.0} and type(got["steps"]) is int and type(got["lr"]) is float
+    with pytest.raises(LinrecError, match=r"^here: unknown fit setting\(s\) stpes; known: steps, lr \(note\)$"):
+        check_settings({"stpes": 1}, Fit, "here", "fit setting", ["steps", "lr"], " (note)")
+    with pytest.raises(LinrecError, match=r"^here: unknown fit setting\(s\) name; known: steps, lr$"):
+        check_settings({"name": "x"}, Fit, "here", "fit setting", ["steps", "lr"])  # a field it may not set
+    with pytest.raises(LinrecError, match=r"^here: steps must be a whole number, got 2\.5; fix that line$"):
+        check_settings({"steps": 2.5}, Fit, "here", "fit setting")
+    with pytest.raises(LinrecError, match=r"^here: name must be a string or null, got 3"):
+        check_settings({"name": 3}, Fit, "here", "fit setting")
+    with pytest.raises(LinrecError, match=r"^here must be a mapping of Fit fields, got \[1\]"):
+        check_settings([1], Fit, "here", "fit setting")

@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -43,6 +43,7 @@ from linrec.analyses.perplexity import PerplexityEvaluator
 from linrec.analyses.uncertainty import delta_ppl_interval
 from linrec.base.cache import entry_path
 from linrec.base.errors import LinrecError
+from linrec.base.params import check_settings
 from linrec.base.progress import bar as progress_bar
 from linrec.inputs.sites import find_ffn_sites
 from linrec.inputs.surgery import AffineFFN, set_submodule
@@ -76,13 +77,10 @@ class Heal:
     batch_size: int = 8
 
     @classmethod
-    def of(cls, settings: Mapping) -> Heal:
-        """The settings of a profile's mapping; an unknown key is one line naming the known ones."""
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(settings) - set(known))
-        if unknown:
-            raise LinrecError(f"unknown healing settings {unknown}; a heal mapping takes {', '.join(known)}")
-        return cls(**settings)
+    def of(cls, settings: Mapping, where: str = "the profile's heal section") -> Heal:
+        """The settings of a profile's mapping (`check_settings`: an unknown key or a value of the wrong type is one
+        line naming the fix)."""
+        return cls(**check_settings(settings, cls, where, "healing setting"))
 
     def schedule(self, mode: str) -> FineTune:
         """The fine-tune of `mode`: mode "maps" at `lr_maps` where it is given."""

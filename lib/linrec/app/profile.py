@@ -196,7 +196,8 @@ NON_EMPTY = ("models", "corpora", "init_seeds", "train_variants", "train_init_se
 def check_nested(values: dict, where: Path | str) -> None:
     """What the types alone do not say: the lists that must not be empty (`NON_EMPTY`), and the sections' own keys
     and values: `capture:` (CaptureConfig's fields, each of its type, the whole a valid capture), `training:`
-    (TrainConfig's, likewise) and `cross_pairs:` (pairs of model names). One line naming the fix, at load."""
+    (TrainConfig's, likewise), `heal:` and `heal_trained:` (Heal's) and `cross_pairs:` (pairs of model names). One
+    line naming the fix, at load."""
 
     for name in NON_EMPTY:
         if name in values and not values[name]:
@@ -212,6 +213,18 @@ def check_nested(values: dict, where: Path | str) -> None:
         from linrec.inputs.training import training_settings
 
         training_settings(values["training"], where=f"{where}: training")
+    for name in ("heal", "heal_trained"):
+        if values.get(name):
+            # here, not at the top: torch only where a profile heals (the forkserver imports this module)
+            from linrec.analyses.healing import Heal
+
+            settings = values[name]
+            if name == "heal_trained":  # beside Heal's fields, `runs`: which of notebook 08's runs (studies.routing)
+                runs = settings.get("runs")
+                if runs is not None and not (isinstance(runs, list) and all(isinstance(r, str) for r in runs)):
+                    raise LinrecError(f"{where}: heal_trained: runs must be a list of run names, got {runs!r}")
+                settings = {k: v for k, v in settings.items() if k != "runs"}
+            Heal.of(settings, where=f"{where}: {name}")
     pairs = values.get("cross_pairs")
     if pairs is not None and not all(
         isinstance(p, list) and len(p) == 2 and all(isinstance(m, str) for m in p) for p in pairs

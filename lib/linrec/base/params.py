@@ -1,14 +1,19 @@
 """Declared parameters: `param(default, about)` declares one field of a parameters dataclass (a profile's section,
 `linrec.studies.stages`) with its one default and what it does; `declared(cls)` reads them back for the command
 line (`linrec studies NAME`) and the errors; `fits` checks a value read from YAML against a field's type, and
-`type_words` puts that type in words for the one-line error."""
+`type_words` puts that type in words for the one-line error. `check_settings` checks a profile's nested mapping
+(`capture:`, `training:`, `heal:`) against the dataclass whose fields it sets, with the same words."""
 
 from __future__ import annotations
 
+import collections.abc
 import copy
 import types
 import typing
+from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
+
+from linrec.base.errors import LinrecError
 
 ABOUT = "about"  # the metadata key of a field's description
 
@@ -68,7 +73,7 @@ def fits(value: object, hint: object) -> bool:
         return isinstance(value, str)
     if hint is dict or origin is dict:
         return isinstance(value, dict)
-    if origin is list:
+    if origin in (list, collections.abc.Sequence):  # YAML gives a list for either
         return isinstance(value, list) and all(fits(v, args[0]) for v in value)
     raise TypeError(f"linrec.base.params cannot check type {hint!r}")  # a field of a type `fits` does not know
 
@@ -83,7 +88,7 @@ def type_words(hint: object) -> str:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (types.UnionType, typing.Union):
         return " or ".join(type_words(a) for a in args)
-    if origin is list:
+    if origin in (list, collections.abc.Sequence):
         return f"a list of {_PLURAL.get(args[0], 'lists')}"
     return _WORDS.get(hint, _WORDS.get(origin, str(hint)))
 
@@ -91,3 +96,30 @@ def type_words(hint: object) -> str:
 def type_source(hint: object) -> str:
     """A type as its declaration writes it: "int", "list[str]", "int | None"."""
     return getattr(hint, "__name__", None) if isinstance(hint, type) else str(hint).replace("NoneType", "None")
+
+
+def check_settings(section: object, cls: type, where: str, what: str, names: Iterable[str] | None = None,
+                   note: str = "") -> dict:  # fmt: skip
+    """A profile's nested mapping `section` checked against the fields of dataclass `cls` it may set (`names`, default
+    all): a mapping, every key one of them (else one line: "unknown {what}(s) …; known: …" and `note`), every value
+    of its field's type (`fits`; a whole number given as 2560.0 is a whole number). Returns it with each number in
+    its field's type (2560.0 → 2560 for an int, 3 → 3.0 for a float); `where` starts every message."""
+    if not isinstance(section, Mapping):
+        raise LinrecError(f"{where} must be a mapping of {cls.__name__} fields, got {section!r}; fix that line")
+    hints = typing.get_type_hints(cls)
+    names = list(names) if names is not None else [f.name for f in fields(cls)]
+    unknown = sorted(str(k) for k in section if k not in names)
+    if unknown:
+        raise LinrecError(f"{where}: unknown {what}(s) {', '.join(unknown)}; known: {', '.join(names)}{note}")
+    out = {}
+    for name, value in section.items():
+        hint = hints[name]
+        kinds = {a for a in (typing.get_args(hint) or (hint,)) if a is not type(None)}  # int | None: {int}
+        if isinstance(value, float) and value.is_integer() and int in kinds:
+            value = int(value)
+        elif isinstance(value, int) and not isinstance(value, bool) and kinds == {float}:
+            value = float(value)
+        if not fits(value, hint):
+            raise LinrecError(f"{where}: {name} must be {type_words(hint)}, got {value!r}; fix that line")
+        out[name] = value
+    return out

@@ -62,6 +62,7 @@ import transformers
 from linrec.base.cache import entry_path, get_or_compute
 from linrec.base.errors import LinrecError
 from linrec.base.files import write_entry
+from linrec.base.params import check_settings
 from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import available_memory
 from linrec.inputs.corpora import DOC_SEPARATOR, token_stream
@@ -440,28 +441,12 @@ def training_settings(section: dict, where: str = "the profile's training sectio
     is the profile's own key), every value of its field's type, and the whole a valid configuration; one line naming
     the fix otherwise. {} (not run in that profile) is returned as it is."""
 
-    types = {f.name: type(f.default) for f in fields(TrainConfig) if f.name != "device"}
-    if not isinstance(section, dict):
-        raise LinrecError(f"{where} must be a mapping of TrainConfig fields, got {section!r}; fix that line")
-    unknown = sorted(str(k) for k in section if k not in types)
-    if unknown:
-        raise LinrecError(
-            f"{where}: unknown training setting(s) {', '.join(unknown)}; known: {', '.join(types)} (device is the "
-            "profile's own key)"
-        )
-    for name, value in section.items():
-        want = types[name]
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if want in (int, float):
-            ok = number and (want is float or float(value).is_integer())
-        else:
-            ok = isinstance(value, want)
-        if not ok:
-            words = {int: "a whole number", float: "a number", str: "a string"}[want]
-            raise LinrecError(f"{where}: {name} must be {words}, got {value!r}; fix that line")
+    names = [f.name for f in fields(TrainConfig) if f.name != "device"]
+    checked = check_settings(section, TrainConfig, where, "training setting", names,
+                             " (device is the profile's own key)")  # fmt: skip
     if section:
         try:
-            TrainConfig(**{k: types[k](v) for k, v in section.items()}).validate()
+            TrainConfig(**checked).validate()
         except LinrecError as err:
             raise LinrecError(f"{where}: {err}") from None
     return section

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING
 
 from linrec.base.errors import LinrecError
+from linrec.base.params import check_settings
 
 if TYPE_CHECKING:
     from linrec.inputs.source import ModelSource
@@ -118,21 +119,6 @@ SECTION = tuple(s for s in SETTINGS if s != "seed")  # what a profile's capture 
 def capture_settings(section: Mapping | None = None, where: str = "the profile's capture section") -> dict:
     """Every capture setting a notebook passes on (`SECTION`): `CaptureConfig`'s defaults, overridden by `section`
     (a profile's `capture:` mapping); a name it does not know is one line naming those it does."""
-    section = dict(section or {})
-    unknown = sorted(set(section) - set(SECTION))
-    if unknown:
-        raise LinrecError(
-            f"{where}: unknown capture setting(s) {', '.join(unknown)}; known: {', '.join(SECTION)} (seed and corpus "
-            "are the profile's own keys)"
-        )
-    defaults = {f.name: f.default for f in fields(CaptureConfig) if f.name in SECTION}
-    for name, value in section.items():
-        want = type(defaults[name])
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        ok = (
-            number and (want is float or float(value).is_integer()) if want in (int, float) else isinstance(value, want)
-        )
-        if not ok:
-            words = {int: "a whole number", float: "a number", str: "a string"}[want]
-            raise LinrecError(f"{where}: {name} must be {words}, got {value!r}; fix that line")
-    return {**defaults, **{k: type(defaults[k])(v) for k, v in section.items()}}
+    checked = check_settings(section or {}, CaptureConfig, where, "capture setting", SECTION,
+                             " (seed and corpus are the profile's own keys)")  # fmt: skip
+    return {**{f.name: f.default for f in fields(CaptureConfig) if f.name in SECTION}, **checked}

@@ -73,8 +73,9 @@ def heal_trained_runs(p: SimpleNamespace, training: SimpleNamespace) -> tuple[li
     runs = [r for r in cached_runs(configs) if names is None or r.config.name in names]
     swap = SwapSettings(training.screening_windows, batch_size=p.batch_size)
     measured = {"tokens": training.train_measure_tokens}
-    healed = [heal_run(r, {"seq_len": r.config.seq_len, **measured}, Heal.of(options), swap, device=p.device,
-                       seed=p.seed) for r in runs]  # fmt: skip
+    heal = Heal.of(options, "the profile's heal_trained section")
+    healed = [heal_run(r, {"seq_len": r.config.seq_len, **measured}, heal, swap, device=p.device, seed=p.seed)
+              for r in runs]  # fmt: skip
     return healed, [r.config.name for r in runs]
 
 
