@@ -31,7 +31,7 @@
 # κ of the raw Gram matrix and of the rescaled one the solver actually sees.
 #
 # **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
-# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
 # default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
 # to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
 # touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
@@ -44,7 +44,7 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 # %%
 from linrec.app.profile import load_profile
 
-p = load_profile(profile_file, overrides).notebook("02")  # every parameter: linrec.app.profile
+p = load_profile(profile_file, overrides).notebook("02")  # the profile, whole (linrec.studies.stages.Profile)
 models, corpus, capture, seed, profile, figures_dir = p.models, p.corpus, p.capture, p.seed, p.profile, p.figures_dir
 
 # %%

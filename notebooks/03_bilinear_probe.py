@@ -82,7 +82,7 @@
 # parameters' size in units of lr × steps, its bounded travel) is reported beside them.
 #
 # **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
-# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
 # default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
 # to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
 # touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
@@ -95,7 +95,7 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 # %%
 from linrec.app.profile import load_profile
 
-p = load_profile(profile_file, overrides).notebook("03")  # every parameter: linrec.app.profile
+p = load_profile(profile_file, overrides).notebook("03")  # the profile, whole (linrec.studies.stages.Profile)
 seed, results_dir, figures_dir = p.seed, p.results_dir, p.figures_dir
 
 # %%

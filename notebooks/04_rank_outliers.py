@@ -71,7 +71,7 @@
 # paper's "high R²_lin" than the rule's 0.6.
 #
 # **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
-# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
 # default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
 # to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
 # touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
@@ -84,7 +84,7 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 # %%
 from linrec.app.profile import load_profile
 
-p = load_profile(profile_file, overrides).notebook("04")  # every parameter: linrec.app.profile
+p = load_profile(profile_file, overrides).notebook("04")  # the profile, whole (linrec.studies.stages.Profile)
 models, corpus, capture, seed = p.models, p.corpus, p.capture, p.seed
 results_dir, figures_dir = p.results_dir, p.figures_dir
 

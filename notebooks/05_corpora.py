@@ -37,7 +37,7 @@
 # cached; only the notebook-01 corpus keeps raw rows, the others keep statistics only.
 #
 # **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
-# loads it (every parameter, its default and what it does: `lib/linrec/app/profile.py`), so Run All in Jupyter is the
+# loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
 # default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
 # to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
 # touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
@@ -50,7 +50,7 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 # %%
 from linrec.app.profile import load_profile
 
-p = load_profile(profile_file, overrides).notebook("05")  # every parameter: linrec.app.profile
+p = load_profile(profile_file, overrides).notebook("05")  # the profile, whole (linrec.studies.stages.Profile)
 models, corpus, corpora, capture, seed, batch_size = p.models, p.corpus, p.corpora, p.capture, p.seed, p.batch_size
 device, results_dir, figures_dir = p.device, p.results_dir, p.figures_dir
 

@@ -56,7 +56,7 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 # %%
 from linrec.app.profile import load_profile
 
-p = load_profile(profile_file, overrides).notebook("08")  # every parameter: linrec.app.profile
+p = load_profile(profile_file, overrides).notebook("08")  # the profile, whole (linrec.studies.stages.Profile)
 figures_dir = p.figures_dir
 
 # %%

@@ -21,7 +21,7 @@
 # (`linrec.outputs.refresh.coverage`, table `calibration`, about 10 s): the report's methods section.
 #
 # **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
-# loads it (every parameter: `lib/linrec/app/profile.py`), so Run All in Jupyter is the default run: it reads the
+# loads it (every parameter: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the default run: it reads the
 # tables the other notebooks wrote to `results/default/` and rewrites `paper/report.md` and the README's results
 # block, as `make figures` does. To experiment without touching those, set
 # `overrides = {"report_path": "scratch/report.md", "readme": None}`.
@@ -33,7 +33,7 @@ overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE
 # %%
 from linrec.app.profile import load_profile
 
-p = load_profile(profile_file, overrides).notebook("09")  # every parameter: linrec.app.profile
+p = load_profile(profile_file, overrides).notebook("09")  # the profile, whole (linrec.studies.stages.Profile)
 results_dir = p.results_dir
 
 # %% [markdown]

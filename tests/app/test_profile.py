@@ -13,9 +13,6 @@ from helpers import single_line as _single_line
 from linrec.analyses import SCREENING_WINDOWS
 from linrec.app.notebooks import _injected, _with_overrides, notebooks
 from linrec.app.profile import (
-    DECLARED,
-    SECTIONS,
-    Profile,
     load_profile,
     measured_elsewhere,
     profile_path,
@@ -25,7 +22,7 @@ from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.base.params import fits
 from linrec.stats import N_BOOT
-from linrec.studies.stages import STUDIES
+from linrec.studies.stages import DECLARED, SECTIONS, STUDIES, Profile
 
 ROOT = project_root(__file__)
 PROFILES = sorted((ROOT / "params").glob("*.yaml"))
@@ -127,7 +124,7 @@ def test_an_unknown_key_is_one_line_naming_it(tmp_path, where):
 @pytest.mark.parametrize(
     "name, value, words",
     [
-        ("n_boot", "lots", "n_boot must be a whole number (linrec.app.profile.Run declares n_boot: int = 2000), got"),
+        ("n_boot", "lots", "n_boot must be a whole number (linrec.studies.stages.Run declares n_boot: int = 2000)"),
         ("rank", "x", "rank must be a whole number (linrec.studies.stages.ProbeParams declares rank: int = 16), got"),
         ("probe_rows", 1.5, "probe_rows must be a whole number or null"),
         ("probe_without_first", 1, "probe_without_first must be true or false"),

@@ -1,13 +1,13 @@
 """What a study test runs on: a tiny random llama of five blocks (more than the shared tiny model's two, so the
 best-, worst- and median-conditioned blocks a study picks are different blocks) saved with the tiny tokenizer, a
-tiny text long enough for two disjoint samples, and `study_profile(**changes)`: the values a notebook binds
-(`linrec.app.profile.Profile.notebook`), small, as a SimpleNamespace."""
+tiny text long enough for two disjoint samples, and `study_profile(**changes)`: the profile a notebook binds
+(`linrec.studies.stages.Profile`), small: the smoke profile with the tiny model, text and budgets."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
+
+from linrec.app.profile import load_profile
 
 BLOCKS = 5
 
@@ -37,7 +37,7 @@ def study_profile(study_inputs, tmp_path):
     """`study_profile(**changes)`: a small profile's values for notebooks 03 and 04, writing under a fresh folder."""
     model, corpus = study_inputs
 
-    def make(**changes) -> SimpleNamespace:
+    def make(**changes):
         values = {
             "models": [model],
             "corpus": corpus,
@@ -60,6 +60,6 @@ def study_profile(study_inputs, tmp_path):
             # notebook 04
             "replicate_samples": [1],
         }
-        return SimpleNamespace(**{**values, **changes})
+        return load_profile("smoke", {**values, **changes}).notebook("03")  # checked as any profile is
 
     return make

@@ -11,12 +11,11 @@ import pytest
 
 from helpers import ROOT
 from linrec.app.notebooks import notebooks, select, stage_files
-from linrec.app.profile import REPORT_FILE, REPORT_NOTEBOOK, SECTIONS
 from linrec.base.errors import LinrecError
 from linrec.claims.registry import TABLES
 from linrec.outputs.catalog import CATALOG, of_study
 from linrec.studies.base import Result
-from linrec.studies.stages import STUDIES, study
+from linrec.studies.stages import REPORT_FILE, REPORT_NOTEBOOK, SECTIONS, STUDIES, study
 
 
 def test_each_row_names_its_notebook_module_tables_and_section():

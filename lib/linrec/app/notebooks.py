@@ -23,12 +23,12 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 
 from linrec.app.bench import performance_script
-from linrec.app.profile import REPORT_FILE, REPORT_NOTEBOOK, load_profile, profile_path
+from linrec.app.profile import load_profile, profile_path
 from linrec.app.records import RUN, TIMINGS, record_run, record_timings, tidy_executed
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.base.progress import NOTEBOOK_ENV
-from linrec.studies.stages import STUDIES
+from linrec.studies.stages import REPORT_FILE, REPORT_NOTEBOOK, STUDIES
 
 log = logging.getLogger(__name__)
 

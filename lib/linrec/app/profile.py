@@ -1,11 +1,11 @@
-"""The profile: every parameter of a run declared once (its type, its one default and what it does), in sections: the
-run's own here (`Run`, `Outputs`), each study's beside its row in `linrec.studies.stages` (`CeilingParams`, …);
-`linrec studies NAME` lists a study's. `load_profile` reads a profile (params/<name>.yaml) over these defaults, checks
-it and hands back one `Profile`.
+"""Loading a profile: `load_profile` reads params/<name>.yaml over the declared defaults, checks it and hands back
+one `Profile`. Every parameter is declared once (its type, its one default and what it does) in the profile's schema,
+`linrec.studies.stages`: the run's own sections (`Run`, `Outputs`) and each study's beside its row (`CeilingParams`,
+…); `linrec studies NAME` lists a study's.
 
 A profile file sets only what it changes. Every notebook's parameters cell declares just what papermill injects
-(`profile_file`, `overrides`), and its next cell binds the names it reads from
-`load_profile(profile_file, overrides).notebook(NN)`: Run All in Jupyter loads params/default.yaml, `linrec figures`
+(`profile_file`, `overrides`), and its next cell binds `p = load_profile(profile_file, overrides).notebook(NN)`, the
+profile whole, which it hands to its study's `run(p)`: Run All in Jupyter loads params/default.yaml, `linrec figures`
 the profile it is given with its `-p NAME VALUE` overrides. A wrong key or type is one line naming the key and the fix,
 at load, before any notebook runs.
 
@@ -15,85 +15,16 @@ from any other profile's: `with_output_defaults`); a change of one moves every p
 
 from __future__ import annotations
 
-import types
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 
 import yaml
 
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
-from linrec.base.params import declared, fits, param, type_words
+from linrec.base.params import fits, type_words
 from linrec.measure.config import CaptureConfig, capture_settings
-from linrec.stats import N_BOOT
-from linrec.studies.stages import STUDIES
-
-MODELS = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
-
-
-@dataclass(frozen=True)
-class Run:
-    """Capture and run options: what is measured, on what text, how (every notebook reads some of them)."""
-
-    models: list[str] = param(MODELS, "the models measured (notebooks 01–07, 09)")
-    corpus: str = param("wiki", "wiki | web | code (offline), wikitext-2 (hub), or a path")
-    capture: dict = param({}, "linrec.measure.config.CaptureConfig fields ({}: its defaults)")
-    seed: int = param(0, "split, row-sample, probe, baseline and bootstrap seeds")
-    batch_size: int = param(8, "windows per forward pass")
-    device: str = param("cpu", 'or "cuda"')
-    n_boot: int = param(N_BOOT, "bootstrap resamples for every interval (the training and zoo profiles set 1000)")
-
-
-@dataclass(frozen=True)
-class Outputs:
-    """Where a run writes, and which notebooks `linrec figures` runs (None: `with_output_defaults`)."""
-
-    results_dir: str | None = param(None, "tables and executed notebooks (None: results/<profile>)")
-    figures_dir: str | None = param(None, "figures (None: <results_dir>/figures)")
-    report_path: str | None = param(None, "notebook 09's report (None: <results_dir>/report.md)")
-    readme: str | None = param(None, "the README whose results block notebook 09 rewrites (None: none)")
-    notebooks: list[str] | None = param(None, "the notebooks `linrec figures` runs without --only (None: all)")
-
-
-# the run's own sections, then each study's (linrec.studies.stages), in the notebooks' order
-SECTIONS = {"run": Run, "outputs": Outputs, **{s.name: s.params for s in STUDIES if s.params}}
-DECLARED = {d.name: d for cls in SECTIONS.values() for d in declared(cls)}  # parameter: its declaration
-SECTION_OF = {d.name: section for section, cls in SECTIONS.items() for d in declared(cls)}
-REPORT_FILE = "09_report"  # the report's notebook (notebooks/09_report.py), run after every study's
-REPORT_NOTEBOOK = REPORT_FILE[:2]
-NOTEBOOKS = (*(s.notebook for s in STUDIES), REPORT_NOTEBOOK)
-
-
-@dataclass(frozen=True)
-class Profile:
-    """A loaded profile: `sections` {section: its parameters dataclass, filled}, `name` (its file's stem) and `given`
-    (the keys its file and the overrides set, and the output paths). `p.models` reads any parameter,
-    `p.section("swap")` a whole section (a study's parameters); `p.notebook("08")` is what notebook 08 binds."""
-
-    name: str
-    sections: dict[str, object]
-    given: frozenset[str] = frozenset()
-
-    def __getattr__(self, name: str):
-        if name in SECTION_OF:
-            return getattr(object.__getattribute__(self, "sections")[SECTION_OF[name]], name)
-        raise AttributeError(f"a profile has no parameter {name!r}; known: {', '.join(sorted(DECLARED))}")
-
-    def section(self, name: str) -> object:
-        """Section `name`'s parameters: "run", "outputs" or a study's name (`linrec.studies.stages`)."""
-        if name not in self.sections:
-            raise LinrecError(f"a profile has no section {name!r}; its sections are {', '.join(self.sections)}")
-        return self.sections[name]
-
-    def values(self) -> dict:
-        """{parameter: value} of every parameter, flat, as a profile file names them."""
-        return {name: getattr(self, name) for name in DECLARED}
-
-    def notebook(self, number: str) -> types.SimpleNamespace:
-        """The values notebook `number` binds: every parameter (`values()`), the same in every notebook."""
-        if number not in NOTEBOOKS:
-            raise LinrecError(f"no notebook {number!r}; the notebooks are {', '.join(NOTEBOOKS)}")
-        return types.SimpleNamespace(**self.values())
+from linrec.studies.stages import DECLARED, SECTIONS, Profile  # the profile's schema
 
 
 def profile_path(source: str | Path, root: Path | None = None) -> Path:

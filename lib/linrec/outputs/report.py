@@ -16,7 +16,6 @@ import datetime as _dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
@@ -35,7 +34,7 @@ from linrec.outputs.refresh import write_calibration
 from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative, stale_run
 from linrec.outputs.results import Results, fmt, listed, replicated, table_in
 from linrec.outputs.routing_text import routing_section
-from linrec.studies.stages import STUDIES
+from linrec.studies.stages import STUDIES, Profile
 
 
 def _robustness(r: Results) -> list[str]:
@@ -403,8 +402,9 @@ CAPTURE_KEYS = ("seq_len", "tokens", "sample_rows")  # the capture's settings it
 
 def report_params(values: Mapping) -> dict:
     """The values the report's setup states (`SETUP_KEYS` and the capture's `CAPTURE_KEYS`, flat), from a profile's
-    `values` (`linrec.app.profile.Profile.values()`, or only those a single-stage profile's file gives): a key it lacks
-    is left out, and the setup then says nothing of it; the capture's settings are its section's or the defaults."""
+    `values` (`linrec.studies.stages.Profile.values()`, or only those a single-stage profile's file gives): a key it
+    lacks is left out, and the setup then says nothing of it; the capture's settings are its section's or the
+    defaults."""
     capture = capture_settings(values.get("capture"))
     return {k: values[k] for k in SETUP_KEYS if k in values} | {k: capture[k] for k in CAPTURE_KEYS}
 
@@ -427,15 +427,15 @@ class WrittenReport:
         return self.path.read_text().split("## Setup")[0]
 
 
-def write_report(p: SimpleNamespace) -> WrittenReport:
-    """Notebook 09's run, from a profile's values `p` (`Profile.notebook("09")`; paths relative to the checkout): how
+def write_report(p: Profile) -> WrittenReport:
+    """Notebook 09's run, from the profile `p` (`Profile.notebook("09")`; paths relative to the checkout): how
     often the intervals the verdicts read cover the truth, simulated at this run's own blocks and dependence (table
     `calibration`, `write_calibration`, about 10 s), then the report at `p.report_path` from the tables in
     `p.results_dir` (`build_report`, the setup from `report_params`) and, with `p.readme`, that file's results block
     (`update_readme`)."""
     root = project_root()
     write_calibration(root / p.results_dir, seed=p.seed)
-    out = build_report(root / p.results_dir, root / p.figures_dir, root / p.report_path, report_params(vars(p)))
+    out = build_report(root / p.results_dir, root / p.figures_dir, root / p.report_path, report_params(p.values()))
     shown = out.relative_to(root) if out.is_relative_to(root) else Path(out.name)  # the same on every machine
     updated = bool(p.readme) and update_readme(root / p.readme, root / p.results_dir, p.report_path)
     return WrittenReport(out, shown, p.readme if updated else None)

@@ -2,10 +2,10 @@
 them (`linrec.claims.registry.TABLES`), so `result.write(results_dir)` writes each through `save_table` (columns
 checked there) and a notebook reads `result.corpora` rather than a file.
 
-A study's `run(p)` takes the values a notebook binds (`linrec.app.profile.Profile.notebook`: `p.models`,
-`p.results_dir`, …), computes its tables, writes them and returns its `Result`; fields that are not registered
-tables (a capture, a figure's inputs) are carried but not written, and a table field left `None` (a stage the
-profile switched off) is not written either."""
+A study's `run(p)` takes the profile a notebook binds (`linrec.studies.stages.Profile`: `p.models`, `p.results_dir`,
+its own section `p.section(NAME)`, …), computes its tables, writes them and returns its `Result`; fields that are
+not registered tables (a capture, a figure's inputs) are carried but not written, and a table field left `None` (a
+stage the profile switched off) is not written either."""
 
 from __future__ import annotations
 

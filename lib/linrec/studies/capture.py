@@ -10,7 +10,6 @@ capture took with whether it came from the cache (`timings/capture.csv`: those t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import pandas as pd
 
@@ -19,6 +18,7 @@ from linrec.inputs.sites import FfnSite
 from linrec.measure.capture import Capture, get_capture
 from linrec.measure.config import capture_settings
 from linrec.studies.base import Result
+from linrec.studies.stages import Profile
 
 
 @dataclass
@@ -55,7 +55,7 @@ def capture_row(name: str, capture: Capture) -> dict:
     }
 
 
-def run(p: SimpleNamespace, loaded: LoadedModel | None = None) -> CaptureResult:
+def run(p: Profile, loaded: LoadedModel | None = None) -> CaptureResult:
     """Every model of `p.models` captured on `p.corpus` with the profile's capture settings; `loaded` (a model
     already loaded, e.g. to show its FFN sites) serves the model it is instead of a second load. Writes `capture`
     under `p.results_dir`."""

@@ -19,7 +19,6 @@ A part the profile switches off leaves its fields `None` (not written)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import pandas as pd
 
@@ -31,6 +30,7 @@ from linrec.measure.capture import Capture, get_capture, replicate_captures
 from linrec.measure.config import capture_settings
 from linrec.measure.curves import get_curve
 from linrec.studies.base import Result
+from linrec.studies.stages import Profile
 
 DEFAULT_REF_TOKENS = 16_384  # the default capture's train size: the learning curve's reference where it measures it
 
@@ -61,13 +61,13 @@ class CeilingResult(Result):
                          ignore_index=True)  # fmt: skip
 
 
-def check_profile(p: SimpleNamespace) -> None:
+def check_profile(p: Profile) -> None:
     """`p.profile` must name a ceiling this run measures: "capture", or "curve" where the curve runs."""
     if p.profile not in ("capture", "curve") or (p.profile == "curve" and not p.curve_train_tokens):
         raise LinrecError(f"profile must be 'capture' or 'curve' (with curve_train_tokens), got '{p.profile}'")
 
 
-def fit_blocks(p: SimpleNamespace) -> tuple[list[Capture], pd.DataFrame]:
+def fit_blocks(p: Profile) -> tuple[list[Capture], pd.DataFrame]:
     """The captures of `p.models` on `p.corpus` (statistics only: sample_rows 0, so notebook 01's capture or, for
     another corpus, notebook 05's serves: `linrec.measure.reuse`) and their `r2_lin` table."""
     stats_only = {**capture_settings(p.capture), "sample_rows": 0}
@@ -77,7 +77,7 @@ def fit_blocks(p: SimpleNamespace) -> tuple[list[Capture], pd.DataFrame]:
     return captures, pd.concat([ceiling_table(c) for c in captures], ignore_index=True)
 
 
-def learning_curves(p: SimpleNamespace) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, int]:
+def learning_curves(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, int]:
     """Every model's learning curve at `p.curve_train_tokens`: (`r2_curve`, `r2_curve_runs`, `r2_curve_overview`,
     the overview's reference train size: the default capture's where the curve measures it, else its middle size)."""
     sizes = p.curve_train_tokens
@@ -114,7 +114,7 @@ def move_table(table: pd.DataFrame, captures: list[Capture]) -> pd.DataFrame:
     )
 
 
-def replicates(p: SimpleNamespace, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def replicates(p: Profile, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(`r2_replicates`, `r2_replicates_summary`): `table` as sample 0 beside each model's capture on every stretch
     of `p.replicate_samples` (disjoint text of the same corpus, statistics only)."""
     samples = replicate_captures(p.models, p.replicate_samples, p.corpus, seed=p.seed, **capture_settings(p.capture),
@@ -124,7 +124,7 @@ def replicates(p: SimpleNamespace, table: pd.DataFrame) -> tuple[pd.DataFrame, p
     return reps, replication_summary(reps)
 
 
-def run(p: SimpleNamespace) -> CeilingResult:
+def run(p: Profile) -> CeilingResult:
     """Notebook 02's tables (module docstring) for the profile's models on its corpus, written under
     `p.results_dir`."""
     check_profile(p)

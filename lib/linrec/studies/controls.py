@@ -21,7 +21,6 @@ rows) pair is scored once, whichever control asks for it first (`MapScores`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import pandas as pd
 
@@ -42,6 +41,7 @@ from linrec.inputs.models import load_model, random_init_spec
 from linrec.measure.capture import get_capture
 from linrec.measure.config import capture_settings
 from linrec.studies.base import Result
+from linrec.studies.stages import Profile
 
 
 @dataclass
@@ -72,7 +72,7 @@ class Captures:
     sample_rows: int
 
 
-def captures(p: SimpleNamespace) -> Captures:
+def captures(p: Profile) -> Captures:
     """Every model's capture on `p.corpus` (rows kept: the profile's `sample_rows`), and its random-init twins'.
 
     Only the first init seed's twin keeps raw rows (cross feeding needs them): `p.control_rows` of them where the
@@ -96,7 +96,7 @@ def random_init_profiles(caps: Captures) -> pd.DataFrame:
     return pd.concat(trained + inits, ignore_index=True)
 
 
-def cross_feeding(p: SimpleNamespace, caps: Captures, loaded: dict, scores: MapScores):
+def cross_feeding(p: Profile, caps: Captures, loaded: dict, scores: MapScores):
     """Section 3: each pair (A, B) of `p.cross_pairs` (None: every model with its first random-init twin, both ways),
     A's inputs through B's FFN, raw and re-coloured (`cross_feed_pairs`): (table, summary)."""
     captured = {**caps.trained, **{random_init_spec(m, s): c for (m, s), c in caps.inits.items()}}
@@ -118,7 +118,7 @@ def decomposition_table(measured: dict[str, InputsOrWeights], blocks: pd.DataFra
     return decomposition_intervals(pd.DataFrame(rows), matrix, blocks)
 
 
-def run(p: SimpleNamespace) -> ControlsResult:
+def run(p: Profile) -> ControlsResult:
     """Every control on every model (the module docstring): its tables, written under `p.results_dir`."""
     caps = captures(p)
     profiles = random_init_profiles(caps)

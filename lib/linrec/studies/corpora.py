@@ -9,7 +9,6 @@ interval), `corpora_agreement` (each pair of corpora's profile correlations and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import pandas as pd
 
@@ -19,6 +18,7 @@ from linrec.claims.corpora import corpus_verdicts
 from linrec.measure.capture import get_captures
 from linrec.measure.config import CaptureRun, capture_settings
 from linrec.studies.base import Result
+from linrec.studies.stages import Profile
 
 
 @dataclass
@@ -33,7 +33,7 @@ class CorporaResult(Result):
         return self.corpora.pivot_table(index=["model", "block"], columns="corpus", values="r2_lin", sort=False)[order]
 
 
-def run(p: SimpleNamespace) -> CorporaResult:
+def run(p: Profile) -> CorporaResult:
     """Every model on every corpus of `p.corpora`: the tables above, written under `p.results_dir`."""
     settings = capture_settings(p.capture)
     rows = {c: (settings["sample_rows"] if c == p.corpus else 0) for c in p.corpora}

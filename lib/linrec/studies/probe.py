@@ -17,7 +17,6 @@ two measurements). `run(p)` is both, in that order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import pandas as pd
 
@@ -27,6 +26,7 @@ from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
 from linrec.measure.capture import Capture, get_capture
 from linrec.measure.config import capture_settings
 from linrec.studies.base import Result
+from linrec.studies.stages import Profile
 
 # the probe table's columns a reader sees first, and how each number is printed
 SHOWN = ["model", "block", "r2_lin", "r2_poly", "gain", "gain_quad", "probe_stop", "r2_ceiling_rows", "r2_trained_adam",
@@ -72,7 +72,7 @@ class PitfallResult(Result):
         return self.pitfall_dose[self.pitfall_dose["step"] == self.pitfall_dose["step"].max()]
 
 
-def run_probe(p: SimpleNamespace) -> ProbeResult:
+def run_probe(p: Profile) -> ProbeResult:
     """Claim 3's probe on every block of every model of `p.models` (tables above), written under `p.results_dir`."""
     settings = capture_settings(p.capture)
     captures = {
@@ -103,7 +103,7 @@ def run_probe(p: SimpleNamespace) -> ProbeResult:
     return ProbeResult(table, sweep, summary, table_ex, summary_ex, captures).write(p.results_dir)
 
 
-def run_pitfall(p: SimpleNamespace, probed: ProbeResult) -> PitfallResult:
+def run_pitfall(p: Profile, probed: ProbeResult) -> PitfallResult:
     """Claim 7b's budget curves and dose–response on the blocks `probed.probe`'s train κ picks, and claim 7's
     summary, written under `p.results_dir`."""
     checkpoints = log_steps(100, p.budget_max_steps, per_decade=4)
@@ -119,7 +119,7 @@ def run_pitfall(p: SimpleNamespace, probed: ProbeResult) -> PitfallResult:
     return PitfallResult(budget, dose, summary).write(p.results_dir)
 
 
-def run(p: SimpleNamespace) -> tuple[ProbeResult, PitfallResult]:
+def run(p: Profile) -> tuple[ProbeResult, PitfallResult]:
     """The whole of notebook 03: the probe, then the pitfall on its blocks."""
     probed = run_probe(p)
     return probed, run_pitfall(p, probed)

@@ -12,7 +12,6 @@ disjoint sample of text (`spectrum_replicates`) and claim 4's rule on each (`spe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -24,6 +23,7 @@ from linrec.measure.capture import Capture, get_capture, replicate_captures
 from linrec.measure.config import capture_settings
 from linrec.stats.moments import Moments
 from linrec.studies.base import Result
+from linrec.studies.stages import Profile
 
 # the per-block table's columns a reader sees first, and how each number is printed
 SHOWN = ["model", "block", "r2_lin", "r2_feature_median", "top1_var_share", "n_massive", "r2_ex_top1", "r2_ex_top8",
@@ -86,7 +86,7 @@ class RegimesResult(Result):
         return out
 
 
-def replicates(p: SimpleNamespace, spectrum: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def replicates(p: Profile, spectrum: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every block's regime on `spectrum` (sample 0) and on each of `p.replicate_samples` (the captures notebook 02
     makes of disjoint stretches of the corpus), and claim 4's rule on each: `spectrum_replicates` and its summary."""
     settings = capture_settings(p.capture)
@@ -97,7 +97,7 @@ def replicates(p: SimpleNamespace, spectrum: pd.DataFrame) -> tuple[pd.DataFrame
     return reps[["sample", *REPLICATE_COLUMNS]], regime_replication(reps, REGIMES)
 
 
-def run(p: SimpleNamespace) -> RegimesResult:
+def run(p: Profile) -> RegimesResult:
     """Every block of every model of `p.models`: the tables above, written under `p.results_dir`."""
     stats_only = {**capture_settings(p.capture), "sample_rows": 0}  # this notebook reads no raw rows
     captures = [

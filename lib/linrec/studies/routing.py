@@ -11,7 +11,6 @@ neither heals anything."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import pandas as pd
 
@@ -21,6 +20,7 @@ from linrec.base.errors import LinrecError
 from linrec.claims.routing import anchor_table, heal_table, routing_summary
 from linrec.inputs.training import profile_configs
 from linrec.studies.base import Result
+from linrec.studies.stages import Profile
 
 NO_TRAINED_RUNS = (
     "no cached run of params/training.yaml to heal: linrec figures --params params/training.yaml --only 08"
@@ -52,7 +52,7 @@ class RoutingResult(Result):
         return self.routing_split_auc.pivot_table(index=["model", "block"], columns="part", values="auc")
 
 
-def check_training(p: SimpleNamespace, training: SimpleNamespace | None) -> None:
+def check_training(p: Profile, training: Profile | None) -> None:
     """`p.heal_trained` heals notebook 08's runs, so it needs that profile's values: one line naming them."""
     if p.heal_trained and training is None:
         raise LinrecError(
@@ -61,7 +61,7 @@ def check_training(p: SimpleNamespace, training: SimpleNamespace | None) -> None
         )
 
 
-def heal_trained_runs(p: SimpleNamespace, training: SimpleNamespace) -> tuple[list[pd.DataFrame], list[str]]:
+def heal_trained_runs(p: Profile, training: Profile) -> tuple[list[pd.DataFrame], list[str]]:
     """`heal_run` (`p.heal_trained`'s settings; its `runs`, a list of run names, picks some) on each run of
     `training` (notebook 08's profile) that is cached, in the swap study notebook 08 runs on them (that profile's
     screening windows); a run not trained yet is left out (healing never trains one). The healed tables and the
@@ -81,10 +81,10 @@ def heal_trained_runs(p: SimpleNamespace, training: SimpleNamespace) -> tuple[li
 
 def tables(
     runs: list[ModelSwapRun],
-    p: SimpleNamespace,
+    p: Profile,
     r2: pd.DataFrame,
     predictors: pd.DataFrame,
-    training: SimpleNamespace | None = None,
+    training: Profile | None = None,
 ) -> RoutingResult:
     """The routing tables of the models' runs (those that routed: `p.route_blocks` other than 0), judged against
     R²_lin (`r2`) and the swap's predictors (`predictors`), and the healing table of the models and, where

@@ -1,4 +1,5 @@
-"""The stages of the paper: one `Study` per stage of the paper (arXiv 2606.19379), in the notebooks' order (`STUDIES`),
+"""The stages of the paper and the profile they read: one `Study` per stage of the paper (arXiv 2606.19379), in the
+notebooks' order (`STUDIES`),
 each declaring in one place its notebook, what it measures, where in the paper, its parameters (its section of the
 profile: a dataclass here, each field with its type, its one default and what it does), the module whose `run(p)`
 computes and writes its tables, and the table its notebook concludes in (`finding`). Its tables are the registry's
@@ -25,6 +26,7 @@ from linrec.analyses import SCREENING_WINDOWS
 from linrec.base.errors import LinrecError
 from linrec.base.params import Declared, declared, param
 from linrec.claims.registry import TABLES
+from linrec.stats import N_BOOT
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ class Study:
 
     @property
     def run(self) -> Callable:
-        """Its `run(p)`: `p` a profile's values (`linrec.app.profile.Profile.notebook`); returns its `Result`."""
+        """Its `run(p)`: `p` the profile (`Profile`, as a notebook binds it); returns its `Result`."""
         return self.load().run
 
 
@@ -192,3 +194,73 @@ def study(key: str) -> Study:
             return s
     known = ", ".join(f"{s.notebook} ({s.name})" for s in STUDIES)
     raise LinrecError(f"no study {key!r}; the studies are {known}")
+
+
+MODELS = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
+
+
+@dataclass(frozen=True)
+class Run:
+    """Capture and run options: what is measured, on what text, how (every notebook reads some of them)."""
+
+    models: list[str] = param(MODELS, "the models measured (notebooks 01–07, 09)")
+    corpus: str = param("wiki", "wiki | web | code (offline), wikitext-2 (hub), or a path")
+    capture: dict = param({}, "linrec.measure.config.CaptureConfig fields ({}: its defaults)")
+    seed: int = param(0, "split, row-sample, probe, baseline and bootstrap seeds")
+    batch_size: int = param(8, "windows per forward pass")
+    device: str = param("cpu", 'or "cuda"')
+    n_boot: int = param(N_BOOT, "bootstrap resamples for every interval (the training and zoo profiles set 1000)")
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a run writes, and which notebooks `linrec figures` runs (None: `with_output_defaults`)."""
+
+    results_dir: str | None = param(None, "tables and executed notebooks (None: results/<profile>)")
+    figures_dir: str | None = param(None, "figures (None: <results_dir>/figures)")
+    report_path: str | None = param(None, "notebook 09's report (None: <results_dir>/report.md)")
+    readme: str | None = param(None, "the README whose results block notebook 09 rewrites (None: none)")
+    notebooks: list[str] | None = param(None, "the notebooks `linrec figures` runs without --only (None: all)")
+
+
+# the profile's sections: the run's own, then each study's, in the notebooks' order
+SECTIONS = {"run": Run, "outputs": Outputs, **{s.name: s.params for s in STUDIES if s.params}}
+DECLARED = {d.name: d for cls in SECTIONS.values() for d in declared(cls)}  # parameter: its declaration
+SECTION_OF = {d.name: section for section, cls in SECTIONS.items() for d in declared(cls)}
+REPORT_FILE = "09_report"  # the report's notebook (notebooks/09_report.py), run after every study's
+REPORT_NOTEBOOK = REPORT_FILE[:2]
+NOTEBOOKS = (*(s.notebook for s in STUDIES), REPORT_NOTEBOOK)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A loaded profile (`linrec.app.profile.load_profile`): `sections` {section: its parameters dataclass, filled},
+    `name` (its file's stem) and `given` (the keys its file and the overrides set, and the output paths). `p.models`
+    reads any parameter, `p.section("swap")` a whole section (a study's parameters), `p.values()` all of them flat;
+    every notebook binds it (`p.notebook("08")`) and hands it to its study's `run(p)`."""
+
+    name: str
+    sections: dict[str, object]
+    given: frozenset[str] = frozenset()
+
+    def __getattr__(self, name: str):
+        if name in SECTION_OF:
+            return getattr(object.__getattribute__(self, "sections")[SECTION_OF[name]], name)
+        raise AttributeError(f"a profile has no parameter {name!r}; known: {', '.join(sorted(DECLARED))}")
+
+    def section(self, name: str) -> object:
+        """Section `name`'s parameters: "run", "outputs" or a study's name (`linrec.studies.stages`)."""
+        if name not in self.sections:
+            raise LinrecError(f"a profile has no section {name!r}; its sections are {', '.join(self.sections)}")
+        return self.sections[name]
+
+    def values(self) -> dict:
+        """{parameter: value} of every parameter, flat, as a profile file names them."""
+        return {name: getattr(self, name) for name in DECLARED}
+
+    def notebook(self, number: str) -> Profile:
+        """What notebook `number` binds and hands its study's `run`: this profile, whole (the same in every notebook;
+        the number is checked)."""
+        if number not in NOTEBOOKS:
+            raise LinrecError(f"no notebook {number!r}; the notebooks are {', '.join(NOTEBOOKS)}")
+        return self

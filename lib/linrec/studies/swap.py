@@ -12,7 +12,6 @@ reporting; then the per-token routing, token-or-context and healing of the ancho
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import pandas as pd
 
@@ -32,6 +31,7 @@ from linrec.claims.swap import (
 from linrec.measure.config import capture_settings
 from linrec.studies import routing
 from linrec.studies.base import Result
+from linrec.studies.stages import Profile
 
 
 @dataclass
@@ -63,7 +63,7 @@ class SwapResult(Result):
         return {e["model"]: e["chosen_block"] for e in self.v6a.evidence}
 
 
-def settings(p: SimpleNamespace) -> tuple[dict, SwapSettings, RouteSettings, Heal | None]:
+def settings(p: Profile) -> tuple[dict, SwapSettings, RouteSettings, Heal | None]:
     """The profile's capture keywords, swap settings, routing settings and healing (None: `p.heal` is {}), as
     `run_model` takes them."""
     capture_kw = dict(corpus=p.corpus, seed=p.seed, **capture_settings(p.capture), batch_size=p.batch_size,
@@ -74,7 +74,7 @@ def settings(p: SimpleNamespace) -> tuple[dict, SwapSettings, RouteSettings, Hea
     return capture_kw, swap, route, Heal.of(p.heal) if p.heal else None
 
 
-def run_models(p: SimpleNamespace) -> list[ModelSwapRun]:
+def run_models(p: Profile) -> list[ModelSwapRun]:
     """`run_model` on each of `p.models` in turn, with the profile's settings (`settings`)."""
     capture_kw, swap, route, heal = settings(p)
     return [run_model(m, capture_kw, swap, route, heal, device=p.device, seed=p.seed, save_dir=p.save_dir)
@@ -85,7 +85,7 @@ def _joined(tables: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(tables, ignore_index=True)
 
 
-def tables(runs: list[ModelSwapRun], p: SimpleNamespace, training: SimpleNamespace | None = None) -> SwapResult:
+def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None) -> SwapResult:
     """Every table of notebook 06 from the models' runs: the per-model tables stacked, claim 6a and 6b's rules
     applied, the findings in words, and the routing and healing tables (`linrec.studies.routing.tables`, which heals
     notebook 08's runs where `p.heal_trained` asks: `training`, that profile's values)."""
@@ -117,7 +117,7 @@ def tables(runs: list[ModelSwapRun], p: SimpleNamespace, training: SimpleNamespa
     )
 
 
-def run(p: SimpleNamespace, training: SimpleNamespace | None = None) -> SwapResult:
+def run(p: Profile, training: Profile | None = None) -> SwapResult:
     """Every model of `p.models` swapped, routed and healed (`run_models`), and every table above written under
     `p.results_dir`. `training`: the values of the profile whose runs `p.heal_trained` heals (notebook 08's,
     `load_profile("training").notebook("08")`); needed only where `p.heal_trained` is set."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 
@@ -46,6 +45,7 @@ from linrec.claims.zoo import pooled_claims, zoo_verdict
 from linrec.inputs.models import load_model
 from linrec.inputs.training import profile_configs, runs
 from linrec.studies.base import Result
+from linrec.studies.stages import Profile
 
 STORED = {"training": "results/training", "zoo": "results/zoo"}  # what a profile that trains nothing shows
 SWAP_COLUMNS = list(TABLES["training_swap"].columns)
@@ -107,7 +107,7 @@ def stored(where: str | Path, zoo_where: str | Path, ran: bool = False) -> Train
     return TrainingResult(**tables, zoo_timings=load_timings("zoo_runs", zoo_where), ran=ran, source=Path(where))
 
 
-def train(p: SimpleNamespace) -> Runs:
+def train(p: Profile) -> Runs:
     """Every run of the profile, trained or read from the cache (`$LINREC_CACHE/training/`), and every checkpoint of
     each captured on its measuring text (the last one with `p.train_probe_rows` rows per block where the pipeline
     runs: the probe needs them)."""
@@ -143,7 +143,7 @@ def run_row(config, run, profiles: pd.DataFrame) -> dict:
     }  # fmt: skip
 
 
-def swap_table(p: SimpleNamespace, r: Runs) -> pd.DataFrame:
+def swap_table(p: Profile, r: Runs) -> pd.DataFrame:
     """`training_swap` without the pipeline: each run's last checkpoint, every block swapped alone for its map,
     held-out ΔPPL with its paired jackknife interval (the swap study of notebook 06, `p.screening_windows`)."""
     settings = SwapSettings(p.screening_windows, batch_size=p.batch_size)
@@ -157,7 +157,7 @@ def swap_table(p: SimpleNamespace, r: Runs) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def zoo(p: SimpleNamespace, r: Runs, where: Path) -> None:
+def zoo(p: Profile, r: Runs, where: Path) -> None:
     """The pipeline on every run's last checkpoint (`measure_finals`, its swap study on `p.screening_windows` train
     windows), then what the layout, the text and the seed each set (`components`, `zoo_verdict`) and the across-block
     claims pooled over every run's blocks (`pooled_claims`); its tables written under `where`."""
@@ -189,7 +189,7 @@ def zoo(p: SimpleNamespace, r: Runs, where: Path) -> None:
     ).write(where)
 
 
-def run(p: SimpleNamespace) -> TrainingResult:
+def run(p: Profile) -> TrainingResult:
     """The seeds experiment (and, with `p.train_pipeline`, the zoo) of the module docstring: its tables written under
     `p.results_dir` and returned as written; without a `training` section, the stored run's tables."""
     root = project_root()
