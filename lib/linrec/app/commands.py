@@ -12,7 +12,9 @@ from pathlib import Path
 from linrec.app.bench import performance_script
 from linrec.base.errors import LinrecError
 from linrec.base.files import atomic_file, check_writable_dir, project_root
+from linrec.claims.registry import TABLES
 from linrec.measure.config import CaptureConfig
+from linrec.studies.stages import STUDIES, study
 
 # Each subcommand imports what it runs (analyses, measure.capture, inputs, outputs, base.cache, app.notebooks and
 # app.profile) inside itself: they pull torch, numpy or yaml, and `linrec --help` or a mistyped argument answers
@@ -422,10 +424,8 @@ def cmd_studies(args) -> None:
     """The catalog of studies (`linrec.studies.stages`): one line each; with a name, that study whole: its
     parameters (with `--params`, that profile's values beside the defaults), tables, claims and figures."""
     from linrec.app.profile import load_profile
-    from linrec.claims.registry import TABLES
     from linrec.outputs.catalog import of_study  # the claims' rows pull the claims' modules (numpy, scipy)
     from linrec.outputs.report_figures import FIGURES
-    from linrec.studies.stages import STUDIES, study
 
     if args.name is None:
         for s in STUDIES:
