@@ -23,7 +23,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
                · registry (every results table) · tables (written and read through it)
-    studies/   stages (the catalog: each stage's notebook, parameters, module) · base (`Result`: a study's tables)
+    studies/   stages (every stage: its notebook, parameters, module; the profile) · base (`Result`: its tables)
                · capture (notebook 01) · ceiling (02)
                · probe (03: the probe and the pitfall) · regimes (04) · corpora (05) · swap (06: claims 6a, 6b)
                · routing (06: its routing and healing tables) · controls (07) · training (08)

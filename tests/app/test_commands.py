@@ -808,7 +808,7 @@ def test_the_train_command_reports_the_run_and_refuses_a_missing_gpu(colour_text
 
 
 def test_linrec_studies_lists_the_stages_and_shows_one_whole(capsys):
-    """`linrec studies`: a line per stage from the catalog (its claims from the claims' rows); `linrec studies NAME`:
+    """`linrec studies`: a line per stage from `STUDIES` (its claims from the claims' rows); `linrec studies NAME`:
     every parameter of its section with what it does and, with --params, that profile's value where it differs;
     its tables as the registry lists them, its claims and figures. An unknown name is one line listing the names."""
     from helpers import run_main

@@ -1,4 +1,4 @@
-"""The catalog of stages (`linrec.studies.stages`): one row per study, whose parts agree with the package, the
+"""The stages (`linrec.studies.stages.STUDIES`): one row per study, whose parts agree with the package, the
 registry, the notebooks and the claims; the runner, the profile, the report and the command line read the stages
 from it (issue 47, item 1)."""
 

@@ -421,7 +421,7 @@ def cmd_figures(args) -> None:
 
 
 def cmd_studies(args) -> None:
-    """The catalog of studies (`linrec.studies.stages`): one line each; with a name, that study whole: its
+    """The stages (`linrec.studies.stages.STUDIES`): one line each; with a name, that study whole: its
     parameters (with `--params`, that profile's values beside the defaults), tables, claims and figures."""
     from linrec.app.profile import load_profile
     from linrec.outputs.catalog import of_study  # the claims' rows pull the claims' modules (numpy, scipy)
