@@ -97,3 +97,7 @@ def test_a_profiles_heal_mapping_becomes_its_settings_and_each_mode_its_fine_tun
     assert Heal.of({"lr": 2e-5}).schedule("maps").lr == 2e-5  # no lr_maps: both modes at lr
     with pytest.raises(LinrecError, match=r"heal section: unknown healing setting\(s\) stpes; known: ks, modes, steps"):
         Heal.of({"stpes": 30})
+    heal, runs = Heal.of_trained({"steps": 30, "runs": ["gelu-i0-d0"]})  # heal_trained: `runs` beside the settings
+    assert heal == Heal.of({"steps": 30}) and runs == ["gelu-i0-d0"] and Heal.of_trained({})[1] is None
+    with pytest.raises(LinrecError, match=r"heal_trained section: runs must be a list of run names, got 'gelu'"):
+        Heal.of_trained({"runs": "gelu"})

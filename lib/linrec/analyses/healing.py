@@ -82,6 +82,17 @@ class Heal:
         line naming the fix)."""
         return cls(**check_settings(settings, cls, where, "healing setting"))
 
+    @classmethod
+    def of_trained(
+        cls, settings: Mapping, where: str = "the profile's heal_trained section"
+    ) -> tuple[Heal, list[str] | None]:
+        """A profile's `heal_trained` mapping: its settings (`of`) and, beside them, `runs`, the names of notebook
+        08's runs it heals (None: every cached one); a `runs` that is no list of names is one line."""
+        runs = settings.get("runs")
+        if runs is not None and not (isinstance(runs, list) and all(isinstance(r, str) for r in runs)):
+            raise LinrecError(f"{where}: runs must be a list of run names, got {runs!r}")
+        return cls.of({k: v for k, v in settings.items() if k != "runs"}, where), runs
+
     def schedule(self, mode: str) -> FineTune:
         """The fine-tune of `mode`: mode "maps" at `lr_maps` where it is given."""
         lr = self.lr if mode == "all" or self.lr_maps is None else self.lr_maps

@@ -144,18 +144,14 @@ def check_nested(values: dict, where: Path | str) -> None:
         from linrec.inputs.training import training_settings
 
         training_settings(values["training"], where=f"{where}: training")
-    for name in ("heal", "heal_trained"):
-        if values.get(name):
-            # here, not at the top: torch only where a profile heals (the forkserver imports this module)
-            from linrec.analyses.healing import Heal
+    if values.get("heal") or values.get("heal_trained"):
+        # here, not at the top: torch only where a profile heals (the forkserver imports this module)
+        from linrec.analyses.healing import Heal
 
-            settings = values[name]
-            if name == "heal_trained":  # beside Heal's fields, `runs`: which of notebook 08's runs (studies.routing)
-                runs = settings.get("runs")
-                if runs is not None and not (isinstance(runs, list) and all(isinstance(r, str) for r in runs)):
-                    raise LinrecError(f"{where}: heal_trained: runs must be a list of run names, got {runs!r}")
-                settings = {k: v for k, v in settings.items() if k != "runs"}
-            Heal.of(settings, where=f"{where}: {name}")
+        if values.get("heal"):
+            Heal.of(values["heal"], where=f"{where}: heal")
+        if values.get("heal_trained"):
+            Heal.of_trained(values["heal_trained"], where=f"{where}: heal_trained")
     pairs = values.get("cross_pairs")
     if pairs is not None and not all(
         isinstance(p, list) and len(p) == 2 and all(isinstance(m, str) for m in p) for p in pairs

@@ -68,12 +68,10 @@ def heal_trained_runs(p: Profile, training: Profile) -> tuple[list[pd.DataFrame]
     names of the runs healed."""
     configs = profile_configs({**training.training, "device": p.device}, training.train_variants,
                               training.train_init_seeds, training.train_data_seeds)  # fmt: skip
-    options = {k: v for k, v in p.heal_trained.items() if k != "runs"}
-    names = p.heal_trained.get("runs")
+    heal, names = Heal.of_trained(p.heal_trained)
     runs = [r for r in cached_runs(configs) if names is None or r.config.name in names]
     swap = SwapSettings(training.screening_windows, batch_size=p.batch_size)
     measured = {"tokens": training.train_measure_tokens}
-    heal = Heal.of(options, "the profile's heal_trained section")
     healed = [heal_run(r, {"seq_len": r.config.seq_len, **measured}, heal, swap, device=p.device, seed=p.seed)
               for r in runs]  # fmt: skip
     return healed, [r.config.name for r in runs]
