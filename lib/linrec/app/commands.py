@@ -441,7 +441,7 @@ def cmd_studies(args) -> None:
     if s.parameters:
         print(f"parameters (its section of the profile, declared in {s.parameters[0].where}):")
     else:
-        print("parameters: none of its own (it reads the run's: linrec.app.profile.Run, and other studies')")
+        print("parameters: none of its own (it reads the run's, linrec.studies.stages.Run, and other studies')")
     for d in s.parameters:
         given = f"  [{args.params}: {values[d.name]!r}]" if d.name in values and values[d.name] != d.default else ""
         print(f"  {d.declaration()}  # {d.about}{given}")

@@ -369,11 +369,12 @@ def select(nbs: list[Path], only: list[str] | None) -> list[Path]:
     if not only:
         return nbs
     names = {f"{s.file}.py": s.name for s in STUDIES}
-    unknown = [o for o in only if not any(nb.name.startswith(o) or names.get(nb.name) == o for nb in nbs)]
+    named = lambda nb, o: nb.name.startswith(o) or names.get(nb.name) == o  # noqa: E731
+    unknown = [o for o in only if not any(named(nb, o) for nb in nbs)]
     if unknown:
         known = ", ".join(f"{nb.stem}" + (f" ({names[nb.name]})" if nb.name in names else "") for nb in nbs)
         raise LinrecError(f"no notebooks match {', '.join(unknown)}; available: {known}")
-    return [nb for nb in nbs if any(nb.name.startswith(o) or names.get(nb.name) == o for o in only)]
+    return [nb for nb in nbs if any(named(nb, o) for o in only)]
 
 
 PLACE_EVERY = 60.0  # seconds between the console's lines on where each running notebook is
