@@ -362,8 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
         nargs=2,
         action="append",
         metavar=("NAME", "VALUE"),
-        help="override one parameter of the profile (linrec studies NAME lists a study's, lib/linrec/app/profile.py "
-        "the run's), read as papermill's -p "
+        help="override one parameter of the profile (lib/linrec/studies/stages.py declares them all; linrec studies "
+        "NAME lists a study's), read as papermill's -p "
         "(e.g. -p corpus code; a list: -p models '[smollm2-135m]'); repeat for more",
     )
     p.add_argument(

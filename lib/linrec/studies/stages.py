@@ -1,15 +1,15 @@
 """The stages of the paper and the profile they read: one `Study` per stage of the paper (arXiv 2606.19379), in the
-notebooks' order (`STUDIES`),
-each declaring in one place its notebook, what it measures, where in the paper, its parameters (its section of the
-profile: a dataclass here, each field with its type, its one default and what it does), the module whose `run(p)`
-computes and writes its tables, and the table its notebook concludes in (`finding`). Its tables are the registry's
-(`linrec.claims.registry.TABLES`, by notebook); the claims it informs and its figures are listed beside them by
-`linrec.outputs.catalog` and `linrec.outputs.report_figures`, which name the notebook.
+notebooks' order (`STUDIES`), each declaring in one place its notebook, what it measures, where in the paper, its
+parameters (its section of the profile: a dataclass here, each field with its type, its one default and what it
+does), the module whose `run(p)` computes and writes its tables, and the table its notebook concludes in (`finding`).
+Its tables are the registry's (`linrec.claims.registry.TABLES`, by notebook); the claims it informs and its figures
+are listed beside them by `linrec.outputs.catalog` and `linrec.outputs.report_figures`, which name the notebook.
 
-The notebook runner (`linrec.app.notebooks`), the profile (`linrec.app.profile`: its sections are these parameters
-beside the run's own), the report (`linrec.outputs.report`) and the command line (`linrec studies`, `linrec figures
---only NAME`) loop over `STUDIES`; nothing else lists the stages. Adding a stage: its module under
-`linrec/studies/`, its notebook, its row here (and its tables in the registry).
+The notebook runner (`linrec.app.notebooks`), the profile (its schema is below: the run's own sections, `Run` and
+`Outputs`, then each study's; `linrec.app.profile.load_profile` reads a profile file into it), the report
+(`linrec.outputs.report`) and the command line (`linrec studies`, `linrec figures --only NAME`) loop over `STUDIES`;
+nothing else lists the stages. Adding a stage: its module under `linrec/studies/`, its notebook, its row here (and its
+tables in the registry).
 
 This module imports no study: a study's module (torch, the analyses) is imported when its `run` is first asked for,
 so the command line and the profile stay light.
