@@ -131,3 +131,10 @@ def test_a_profile_that_trains_nothing_shows_the_stored_runs_and_writes_nothing(
     assert result.training_runs is None and result.zoo_blocks is None and result.zoo_timings is None
     assert not (tmp_path / "results").exists()
     assert list(result_columns("training_verdict")) == list(result.training_verdict.columns)
+
+
+def test_the_stored_runs_are_named_as_the_checkout_names_them():
+    """Notebook 08 prints where the stored runs came from: inside the checkout, the path from its root (an absolute
+    path put the machine's own folders into the committed notebooks)."""
+    p = load_profile("default").notebook("08")  # trains nothing: the stored runs of params/training.yaml
+    assert study.run(p).source == Path("results/training")

@@ -101,10 +101,14 @@ def onsets(approach: pd.DataFrame) -> pd.DataFrame:
 
 
 def stored(where: str | Path, zoo_where: str | Path, ran: bool = False) -> TrainingResult:
-    """Notebook 08's tables as written under `where` (the seeds experiment) and `zoo_where` (the zoo)."""
+    """Notebook 08's tables as written under `where` (the seeds experiment) and `zoo_where` (the zoo); `source` is
+    `where` as the checkout names it (relative to the project root where it lies inside it), so the notebook that
+    prints it reads the same on every machine."""
     tables = {name: load_table(name, zoo_where if name.startswith("zoo_") else where)
               for name in TrainingResult.__dataclass_fields__ if name in TABLES}  # fmt: skip
-    return TrainingResult(**tables, zoo_timings=load_timings("zoo_runs", zoo_where), ran=ran, source=Path(where))
+    where, root = Path(where), project_root()
+    source = where.relative_to(root) if where.is_relative_to(root) else where
+    return TrainingResult(**tables, zoo_timings=load_timings("zoo_runs", zoo_where), ran=ran, source=source)
 
 
 def train(p: Profile) -> Runs:
