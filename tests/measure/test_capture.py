@@ -709,3 +709,99 @@ def test_an_uncached_capture_keeps_its_rows_while_it_lives(tiny_model_dir, own_c
     del cap, x, y
     gc.collect()
     assert _ours(scratch) == []
+
+
+# ---- the accelerator's paths, run on the CPU (issue 63) -------------------------------------------------------------
+def _accelerated(monkeypatch):
+    """Every path a GPU takes (statistics, first rows, row sample, fits and scores kept where the activations are),
+    here on the CPU: the one switch those paths read."""
+    from linrec.stats import moments
+
+    monkeypatch.setattr(moments, "accelerated", lambda device: True)
+
+
+def _capture_pair(tiny_model, tmp_path, monkeypatch, kind="llama"):
+    model, tok = tiny_model(kind), tiny_tokenizer()
+    w = tiny_windows(tok, tokens=2048)
+    cfg = CaptureConfig("t", sample_rows=300)
+    host = run_capture(_loaded(model, tok), w, cfg, tmp_path / "host", batch_size=5, progress=False)
+    with monkeypatch.context() as m:
+        _accelerated(m)
+        dev = run_capture(_loaded(model, tok), w, cfg, tmp_path / "dev", batch_size=5, progress=False)
+        dev_table = ceiling_table(dev)
+    return host, dev, dev_table
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3_text"])
+def test_the_accelerator_paths_agree_with_the_host_paths(tiny_model, tmp_path, monkeypatch, kind):
+    """Fits, scores, leave-outs and held-out sums solved in torch where the statistics live give the host's numbers
+    to rounding; the rows the sample keeps are the same bits (gemma3: a dead input feature, zero weights there)."""
+    host, dev, dev_table = _capture_pair(tiny_model, tmp_path, monkeypatch, kind)
+    host_table = ceiling_table(host)
+    numeric = host_table.select_dtypes("number").columns.drop(["cond_gram", "cond_scaled"])
+    assert np.allclose(dev_table[numeric], host_table[numeric], rtol=1e-9, atol=1e-10, equal_nan=True)
+    assert np.allclose(np.log(dev_table.cond_gram), np.log(host_table.cond_gram), atol=1e-6)
+    for b in range(host.n_blocks):
+        for k in ("n", "sse", "sy", "syy", "shift"):
+            a, d = getattr(host.heldout[b], k), getattr(dev.heldout[b], k)
+            assert np.allclose(a, d, rtol=1e-9, atol=1e-12 * np.abs(a).max()), (b, k)
+        for a, d in zip(host.rows(b), dev.rows(b)):
+            assert np.array_equal(a, d)
+        for s in ("train", "test"):
+            assert np.array_equal(host.first_rows[f"first/{s}/{b}/x"], dev.first_rows[f"first/{s}/{b}/x"])
+
+
+def test_no_host_copy_or_sync_in_the_capture_hot_loop(tiny_model, tmp_path, monkeypatch):
+    """On an accelerator every per-batch update stays there: while the hooks run, nothing is copied to the host or
+    read back as a Python number (each of those stops the forward pass until the device catches up). Counted on
+    the CPU by running the accelerator's paths and wrapping the host-bound tensor methods."""
+    counts: dict[str, int] = {}
+    inside = {"hook": False}
+
+    def counting(name):
+        original = getattr(torch.Tensor, name)
+
+        def method(self, *a, **k):
+            if inside["hook"]:
+                counts[name] = counts.get(name, 0) + 1
+            return original(self, *a, **k)
+
+        return method
+
+    real_hooks = cap_mod.ffn_hooks
+
+    def hooks(sites, callback, **kw):
+        def watched(*args):
+            inside["hook"] = True
+            try:
+                callback(*args)
+            finally:
+                inside["hook"] = False
+
+        return real_hooks(sites, watched, **kw)
+
+    model, tok = tiny_model("llama"), tiny_tokenizer()
+    w = tiny_windows(tok, tokens=2048)
+    _accelerated(monkeypatch)
+    monkeypatch.setattr(cap_mod, "ffn_hooks", hooks)
+    for name in ("cpu", "numpy", "item", "tolist", "__bool__", "__float__", "__int__"):
+        monkeypatch.setattr(torch.Tensor, name, counting(name))
+    run_capture(
+        _loaded(model, tok), w, CaptureConfig("t", sample_rows=300), tmp_path / "c", batch_size=5, progress=False
+    )
+    assert counts == {}, f"host work inside the capture's hooks: {counts}"
+    assert sum(1 for _ in w.train) > 5  # several batches ran through the watched hooks
+
+
+def test_the_ceiling_reuses_the_captures_own_maps_bit_for_bit(tiny_model, tmp_path):
+    """A fresh capture hands its held-out maps (all positions, and without the first) to the ceiling instead of
+    solving them again; the table is the one the statistics alone give, bit for bit (as a cached capture's)."""
+    model, tok = tiny_model("llama"), tiny_tokenizer()
+    c = run_capture(
+        _loaded(model, tok), tiny_windows(tok), CaptureConfig("t", sample_rows=0), batch_size=5, progress=False
+    )
+    assert c._fits and c._rest_fits  # the capture kept them
+    reused = ceiling_table(c)
+    c._fits.clear(), c._rest_fits.clear(), c._scores.clear()
+    fresh = ceiling_table(c)
+    pd.testing.assert_frame_equal(reused, fresh, check_exact=True)

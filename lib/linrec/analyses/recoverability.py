@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     import pandas
 
 
+def _fit_rest(capture, block: int):
+    """The capture's own map without the first positions, where it kept one (a fresh capture does)."""
+    fit_rest = getattr(capture, "fit_rest", None)
+    return fit_rest(block) if fit_rest is not None else None
+
+
 def ceiling_table(capture, level: float = 0.95) -> pandas.DataFrame:
     """One row per block of `capture` (a `linrec.measure.capture.Capture`): the closed-form ceiling and its
     conditioning.
@@ -59,7 +65,7 @@ def ceiling_table(capture, level: float = 0.95) -> pandas.DataFrame:
                 "r2_hi": hi,
                 "r2_train": capture.score(i, "train").r2,
                 "r2_feature_median": s.r2_feature_median,
-                **first_position(test, capture.without_first(i), block=i),
+                **first_position(test, capture.without_first(i), block=i, fit=_fit_rest(capture, i)),
                 "r2_ex_first_lo": lo1,
                 "r2_ex_first_hi": hi1,
                 "r2_feature_q25": q25,

@@ -44,7 +44,7 @@ import tempfile
 import time
 import weakref
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -66,7 +66,7 @@ from linrec.measure.config import CAPTURE_VERSION, RUN_OPTIONS, SETTINGS, SPLITS
 from linrec.measure.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
 from linrec.measure.reuse import larger_capture, notice_short, say_cost, served
 from linrec.measure.rows import FirstRows, RowSampler, first_moments
-from linrec.stats.ceiling import AffineFit, Score, fit_affine, score
+from linrec.stats.ceiling import AffineFit, Score, fit_affine, gram_condition, score
 from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
 from linrec.stats.heldout import HeldOut, HeldOutSums
 from linrec.stats.moments import Moments, remove_rows
@@ -90,6 +90,7 @@ class Capture:
     row_subset: np.ndarray | None = field(default=None, repr=False)  # served by a larger entry: its rows kept here
     _index: np.ndarray | None = field(default=None, repr=False)
     _fits: dict = field(default_factory=dict, repr=False)
+    _rest_fits: dict = field(default_factory=dict, repr=False)  # block → the map fitted without the first positions
     _scores: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -107,9 +108,19 @@ class Capture:
         Every analysis takes its map from here, so one block has one map everywhere: the
         ceiling table, the spectrum, the probes, the swap and the controls.
         """
-        if block not in self._fits:
-            self._fits[block] = fit_affine(self.stats["train"][block], block=block)
-        return self._fits[block]
+        fit = self._fits.get(block)
+        if fit is None:
+            fit = self._fits[block] = fit_affine(self.stats["train"][block], block=block)
+        elif np.isnan(fit.cond_gram):  # fitted by the capture for its held-out sums, which skip κ: the same map
+            train = self.stats["train"][block]
+            Cxx = train.symmetric()[: train.d_in, : train.d_in] if train.on_device else train.Cxx
+            fit = self._fits[block] = replace(fit, cond_gram=gram_condition(Cxx))
+        return fit
+
+    def fit_rest(self, block: int) -> AffineFit | None:
+        """The map of `block` fitted without the windows' first positions, where the capture fitted it for its
+        held-out sums (`linrec.stats.ceiling.first_position` fits it otherwise)."""
+        return self._rest_fits.get(block)
 
     def score(self, block: int, split: str = "test") -> Score:
         """`fit(block)` scored on `split`'s statistics (`linrec.stats.ceiling.score`): held-out by default,
@@ -190,8 +201,11 @@ def _run_capture(
     n_params = int(sum(p.numel() for p in model.parameters()))
     say_cost(loaded.name, config, n_params)  # the checks passed: what this pass will cost, before it starts
     stats = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
-    first = FirstRows(dims, {s: len(getattr(windows, s)) for s in SPLITS})
+    # In one pass the first rows stay where each block's statistics are (copied to the host at the end); in block
+    # groups, which exist to bound device memory, they go to the host as they come.
+    first = FirstRows(dims, {s: len(getattr(windows, s)) for s in SPLITS}, devices if len(groups) == 1 else None)
     order = np.concatenate([windows.train, windows.test])  # train windows first, then test
+    ordered_ids = windows.ids[torch.from_numpy(order)].to(device)  # one transfer; each batch is a slice of it
     split_of = np.zeros(len(windows.ids), dtype=np.int64)
     split_of[windows.test] = 1
     T = windows.seq_len
@@ -225,7 +239,7 @@ def _run_capture(
         current["split"], current["position"] = split, position
         if split == "test":
             heldout.seek(position, len(idx))
-        ids = windows.ids[idx].to(device)
+        ids = ordered_ids[row0 // T : row0 // T + len(idx)]
         if sampler is not None:
             sampler.start = row0
             sampler.begin(ids.numel())
@@ -303,8 +317,14 @@ def _run_capture(
         "version": CAPTURE_VERSION,
     }
     rest = heldout.result(rest=True)
+    fits, rest_fits = heldout.affine, heldout.rest_affine  # the maps the sums were taken against: the ceiling's own
     heldout = heldout.result()
-    return Capture(config, meta, stats, out_dir, heldout=heldout, first=first, first_rows=first_rows, heldout_rest=rest)
+    capture = Capture(
+        config, meta, stats, out_dir, heldout=heldout, first=first, first_rows=first_rows, heldout_rest=rest
+    )
+    capture._fits.update(fits)
+    capture._rest_fits.update(rest_fits)
+    return capture
 
 
 # ---- the cache entry ---------------------------------------------------------------------------

@@ -38,21 +38,25 @@ sink-dominated SmolLM2 block (an estimate from the bound, not a measurement).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from linrec.base.errors import LinrecError
 from linrec.base.threads import one_thread
-from linrec.stats.moments import Moments
+from linrec.stats.moments import Moments, output_sum_squares
 
 EPS = np.finfo(np.float64).eps
 
 
-def gram_condition(C: np.ndarray) -> float:
+def gram_condition(C: np.ndarray | torch.Tensor) -> float:
     """κ = λmax/λmin of a centred Gram matrix over its non-constant features (constant ones carry
-    nothing); inf when λmin is below d·ε·λmax, i.e. singular to float64."""
+    nothing); inf when λmin is below d·ε·λmax, i.e. singular to float64. A tensor is solved where it lives."""
+    if isinstance(C, torch.Tensor):
+        live = torch.diagonal(C) > 0
+        lam = torch.linalg.eigvalsh(C[live][:, live]).cpu().numpy()
+        return float(lam[-1] / lam[0]) if lam[0] > len(C) * EPS * lam[-1] else float("inf")
     live = np.diag(C) > 0
     with one_thread():
         lam = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(C[np.ix_(live, live)]))).numpy()
@@ -72,9 +76,16 @@ class AffineFit:
     dead_inputs: int  # input features with zero train variance
     solver: str = "eigh"
     ridge: float = 0.0
+    on_device: tuple | None = field(default=None, repr=False, compare=False)  # (W, b) tensors where it was solved
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return x @ self.W + self.b
+
+    def tensors(self, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W, b) as float64 tensors on `device`: those it was solved with when they are there, else a copy."""
+        if self.on_device is not None and self.on_device[0].device == torch.device(device):
+            return self.on_device
+        return torch.from_numpy(self.W).to(device), torch.from_numpy(self.b).to(device)
 
 
 @dataclass
@@ -145,6 +156,8 @@ def fit_affine(
             f"block {block}: singular statistics: {train.n} train rows for {d + 1} parameters per output; "
             f"raise --tokens to at least {2 * (d + 2)} (more rows than the FFN width)"
         )
+    if train.on_device:
+        return _fit_on_device(train, rcond, ridge, block, condition)
     Cxx, Cxy, _ = train.blocks()
     if not np.isfinite(Cxy).all():
         raise LinrecError(f"block {block}: NaN or inf activations; run the model in float32 and check its weights")
@@ -160,6 +173,46 @@ def fit_affine(
         n_train=train.n,
         dead_inputs=int((~f.live).sum()),
         ridge=ridge,
+    )
+
+
+def _fit_on_device(train: Moments, rcond: float | None, ridge: float, block, condition: bool) -> AffineFit:
+    """`fit_affine` in torch where `train` lives (an accelerator): the same steps as `factor_gram` and
+    `GramFactor.solve` (Jacobi scale, float64 eigh, pseudo-inverse below d·ε·λmax), with nothing on the host but the
+    checks' flags and the result. Agrees with the host solve to rounding (the eigensolvers differ)."""
+    d = train.d_in
+    M = train.symmetric()
+    Cxx, Cxy = M[:d, :d], M[:d, d:]
+    if not bool(torch.isfinite(M).all()):
+        raise LinrecError(f"block {block}: NaN or inf activations; run the model in float32 and check its weights")
+    diag = torch.diagonal(Cxx).clone()
+    live = diag > 0
+    if not bool(live.any()):
+        raise LinrecError(f"block {block}: singular statistics: every FFN input feature is constant on the train split")
+    scale = torch.where(live, 1.0 / torch.sqrt(torch.where(live, diag, 1.0)), 0.0)
+    A = Cxx * torch.outer(scale, scale)
+    if ridge:
+        A.diagonal().add_(ridge * live.to(A.dtype))
+    lam, V = torch.linalg.eigh(A)
+    cutoff = (d * EPS if rcond is None else rcond) * lam[-1]
+    keep = lam > cutoff
+    inv = torch.where(keep, 1.0 / torch.where(keep, lam, 1.0), 0.0)
+    W = scale[:, None] * (V @ (inv[:, None] * (V.T @ (scale[:, None] * Cxy))))
+    b = train.mean[d:] - train.mean[:d] @ W
+    n_live = int(live.sum())
+    lam_h = lam.cpu().numpy()
+    live_lam = lam_h[-n_live:]
+    cut = float(cutoff)
+    return AffineFit(
+        W=W.cpu().numpy(),
+        b=b.cpu().numpy(),
+        cond_gram=gram_condition(Cxx) if condition else float("nan"),
+        cond_scaled=float(live_lam[-1] / live_lam[0]) if live_lam[0] > cut else float("inf"),
+        rank=int(keep.sum()),
+        n_train=train.n,
+        dead_inputs=d - n_live,
+        ridge=ridge,
+        on_device=(W, b),
     )
 
 
@@ -188,12 +241,22 @@ def score(fit: AffineFit, test: Moments, block: int | str = "?") -> Score:
     """Held-out SSE, SST and R² of `fit` from the test split's statistics alone."""
     if test.n < 1:
         raise LinrecError(f"block {block}: the test split is empty; use more tokens or a larger test fraction")
-    Cxx, Cxy, Cyy = test.blocks()
-    W = fit.W
-    offset = test.mean_y - test.mean_x @ W - fit.b
-    sst = np.diag(Cyy).copy()
-    CW = (torch.from_numpy(np.ascontiguousarray(Cxx)) @ torch.from_numpy(np.ascontiguousarray(W))).numpy()
-    sse = sst - 2 * np.einsum("ij,ij->j", W, Cxy) + np.einsum("ij,ij->j", CW, W) + test.n * offset**2
+    if test.on_device:  # the same sums in torch where the statistics live; two vectors come back
+        d = test.d_in
+        M = test.symmetric()
+        Cxx, Cxy, Cyy = M[:d, :d], M[:d, d:], M[d:, d:]
+        W, b = fit.tensors(M.device)
+        offset = test.mean[d:] - test.mean[:d] @ W - b
+        sst_t = torch.diagonal(Cyy).clone()
+        sse_t = sst_t - 2 * (W * Cxy).sum(0) + ((Cxx @ W) * W).sum(0) + test.n * offset**2
+        sst, sse = sst_t.cpu().numpy(), sse_t.cpu().numpy()
+    else:
+        Cxx, Cxy, Cyy = test.blocks()
+        W = fit.W
+        offset = test.mean_y - test.mean_x @ W - fit.b
+        sst = np.diag(Cyy).copy()
+        CW = (torch.from_numpy(np.ascontiguousarray(Cxx)) @ torch.from_numpy(np.ascontiguousarray(W))).numpy()
+        sse = sst - 2 * np.einsum("ij,ij->j", W, Cxy) + np.einsum("ij,ij->j", CW, W) + test.n * offset**2
     sse = np.maximum(sse, 0.0)  # rounding can push an exact fit a hair below zero
     total = sst.sum()
     if not total > 0:
@@ -203,17 +266,21 @@ def score(fit: AffineFit, test: Moments, block: int | str = "?") -> Score:
     return Score(r2=float(1.0 - sse.sum() / total), r2_feature=r2_feature, sse=sse, sst=sst, n=test.n)
 
 
-def first_position(test: Moments, rest: tuple[Moments, Moments] | None, block: int | str = "?") -> dict[str, float]:
+def first_position(
+    test: Moments, rest: tuple[Moments, Moments] | None, block: int | str = "?", fit: AffineFit | None = None
+) -> dict[str, float]:
     """`first_var_share` and `r2_ex_first` of the module docstring; `rest` = (train, test) without the
-    windows' first positions (`Capture.without_first`), NaN for both when it is None."""
+    windows' first positions (`Capture.without_first`), NaN for both when it is None. `fit`: the map already fitted
+    on `rest`'s train statistics (the capture's, `Capture.fit_rest`), else fitted here."""
     if rest is None:
         return {"first_var_share": float("nan"), "r2_ex_first": float("nan")}
     train_rest, test_rest = rest
-    share = 1.0 - np.trace(test_rest.Cyy) / np.trace(test.Cyy)
-    return {
-        "first_var_share": float(share),
-        "r2_ex_first": score(fit_affine(train_rest, block=block, condition=False), test_rest, block=block).r2,
-    }
+    if test.on_device:
+        share = 1.0 - output_sum_squares(test_rest) / output_sum_squares(test)
+    else:
+        share = 1.0 - np.trace(test_rest.Cyy) / np.trace(test.Cyy)
+    fit = fit_affine(train_rest, block=block, condition=False) if fit is None else fit
+    return {"first_var_share": float(share), "r2_ex_first": score(fit, test_rest, block=block).r2}
 
 
 def r2_rows(y, y_hat) -> float:

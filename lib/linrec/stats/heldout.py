@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -42,7 +42,7 @@ import torch
 from linrec.base.errors import LinrecError
 from linrec.base.threads import one_thread
 from linrec.stats import N_BOOT
-from linrec.stats.ceiling import fit_affine
+from linrec.stats.ceiling import AffineFit, fit_affine
 from linrec.stats.distributed import sum_
 from linrec.stats.jackknife import jackknife
 from linrec.stats.moments import Moments, remove_rows
@@ -163,6 +163,8 @@ class HeldOutSums:
         self.sums: dict[int, dict[str, torch.Tensor]] = {}
         self.rest_fits: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] = {}  # without position 0
         self.rest_sums: dict[int, dict[str, torch.Tensor]] = {}
+        self.affine: dict[int, AffineFit] = {}  # the maps themselves, which the capture's ceiling reuses
+        self.rest_affine: dict[int, AffineFit] = {}
         self.start = self.stop = 0  # rows of the held-out arrays in the current batch
         self.seconds = self.fit_seconds = 0.0
 
@@ -175,34 +177,39 @@ class HeldOutSums:
         for i in range(len(train)) if blocks is None else blocks:
             if i in self.fits:
                 continue
-            self.fits[i], self.sums[i] = self._fit(i, train[i], record=True)
+            self.fits[i], self.sums[i] = self._fit(i, train[i], record=True, keep=self.affine)
             if train_first is not None and i in train_first:
                 try:
                     rest = remove_rows(train[i], train_first[i])
                 except LinrecError:
                     rest = None
-                self.rest_fits[i], self.rest_sums[i] = self._fit(i, rest) if rest is not None else (None, {})
+                self.rest_fits[i], self.rest_sums[i] = (
+                    self._fit(i, rest, keep=self.rest_affine) if rest is not None else (None, {})
+                )
         dt = time.perf_counter() - t0
         self.fit_seconds += dt
         self.seconds += dt
 
-    def _fit(self, i: int, m: Moments, record: bool = False):
+    def _fit(self, i: int, m: Moments, record: bool = False, keep: dict | None = None):
         """(W, b, shift) of block `i`'s map fitted on `m` and zeroed sums for it; (None, {}) if the fit fails (the
-        error kept for the main map, `record`)."""
+        error kept for the main map, `record`). Statistics on an accelerator are fitted there (`fit_affine`), and
+        the map stays there: nothing of the held-out sums passes through the host until `result`."""
         try:
             fit = fit_affine(m, block=i, condition=False)
         except LinrecError as err:  # surfaced by the ceiling on this block; the capture goes on
             if record:
                 self.errors[i] = str(err)
             return None, {}
+        if keep is not None:
+            keep[i] = fit
         dev = m.mean.device
-        shift = torch.from_numpy(m.mean_y.copy()).to(dev)
+        shift = m.mean[m.d_in :].clone()  # the train mean of y, float64, where the statistics are
         d_out, W = self.dims[i][1], len(self.windows)
         sums = {
             "n": torch.zeros(W, dtype=torch.int64),
             **{k: torch.zeros(W, d_out, dtype=torch.float64, device=dev) for k in ("sse", "sy", "syy")},
         }
-        return (torch.from_numpy(fit.W).to(dev), torch.from_numpy(fit.b).to(dev), shift), sums
+        return (*fit.tensors(dev), shift), sums
 
     def restart(self) -> None:
         """Back to the first test window (the next block group's pass)."""
@@ -211,6 +218,9 @@ class HeldOutSums:
     def to(self, device, blocks) -> None:
         """Move the sums and maps of `blocks` to `device` (a finished group's, off the GPU)."""
         for b in blocks:
+            for kept in (self.affine, self.rest_affine):  # the maps' numpy copies stay; their device tensors go
+                if b in kept:
+                    kept[b] = replace(kept[b], on_device=None)
             for fits, sums in ((self.fits, self.sums), (self.rest_fits, self.rest_sums)):
                 if fits.get(b) is not None:
                     fits[b] = tuple(t.to(device) for t in fits[b])

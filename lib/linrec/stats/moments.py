@@ -31,6 +31,13 @@ PRODUCTS = {"float64": torch.float64, "float32": torch.float32}
 _SCRATCH: dict[tuple, torch.Tensor] = {}  # float64 batch buffer, reused across all Moments (not thread-safe)
 
 
+def accelerated(device: torch.device | str) -> bool:
+    """True for a device whose statistics stay and are solved where they live (an accelerator): the capture keeps
+    every per-batch update there and the fits run there in torch. One switch for every such path, so a test can
+    run them all on the CPU (`tests/measure/test_capture.py` checks them against the host paths)."""
+    return torch.device(device).type != "cpu"
+
+
 def panel_width(d: int) -> int:
     """Columns per panel of `upper_product` for a [d, d] accumulator: about d/8, a multiple of 16, at least 64.
     (On this project's 2-core CPU, d = 1152: 144 columns take 0.80 of the two-block product's time; 64 to 256
@@ -182,6 +189,18 @@ class Moments:
         m.update(x, y)
         return m
 
+    @property
+    def on_device(self) -> bool:
+        """True when the statistics live on an accelerator: the fits and scores then run there in torch
+        (`linrec.stats.ceiling`), and numpy is reached only when a result is read."""
+        return accelerated(self._M.device)
+
+    def symmetric(self) -> torch.Tensor:
+        """Σ (z − μ)(z − μ)ᵀ as a symmetric float64 tensor where the statistics live: the accumulated upper triangle
+        and its mirror, the same values as `M` (only copies and additions of zero)."""
+        U = torch.triu(self._M)
+        return U + torch.triu(U, 1).T
+
     # ---- views, all float64 numpy --------------------------------------------------------
     @property
     def M(self) -> np.ndarray:
@@ -277,10 +296,28 @@ def remove_rows(total: Moments, part: Moments) -> Moments:
     """Statistics of the rows of `total` that are not in `part` (Chan's merge run backwards; `part` ⊂ `total`).
 
     Used to leave the screening windows out of a fit (`linrec.analyses.swap`) and the windows' first positions
-    out of a fit and its score (`linrec.stats.ceiling.first_position`)."""
+    out of a fit and its score (`linrec.stats.ceiling.first_position`). Statistics on an accelerator are removed
+    there, in torch, and the result stays there."""
+    if total.on_device:
+        return _remove_rows_on_device(total, part)
     na, mua, delta, w = _backwards(total, part)
     M = total.M - part.M - w * np.outer(delta, delta)
     return Moments.from_state({"n": na, "mean": mua, "M": M, "dims": np.array([total.d_in, total.d_out])})
+
+
+def _remove_rows_on_device(total: Moments, part: Moments) -> Moments:
+    """`remove_rows` in torch on `total`'s device (the same formulas as `_backwards`)."""
+    if (part.d_in, part.d_out) != (total.d_in, total.d_out) or part.n >= total.n:
+        _backwards(total, part)  # raises the one-line error
+    dev = total._M.device
+    n, nb = total.n, part.n
+    na = n - nb
+    mub = part.mean.to(dev)
+    mua = (n * total.mean - nb * mub) / na
+    delta = mub - mua
+    M = total.symmetric() - part.symmetric().to(dev)
+    M.addr_(delta, delta, alpha=-(na * nb / n))
+    return Moments(total.d_in, total.d_out, na, mua, M)
 
 
 def output_sum_squares(m: Moments, without: Moments | None = None) -> float:
