@@ -16,6 +16,7 @@ the agreement |ΔR²_lin| between the device and the host. `ratio_exact` and `ra
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import gc
 import json
@@ -51,9 +52,10 @@ def _peak_gib(device: str) -> float:
     return torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else float("nan")
 
 
-def _timed(fn, device: str, rounds: int) -> tuple[float, float, object]:
+def _timed(fn, device: str, rounds: int, warm: bool = True) -> tuple[float, float, object]:
     """(best seconds, peak GiB of the last round, last result) of `fn()` after one untimed warm-up."""
-    fn()
+    if warm:
+        fn()
     best, out = float("inf"), None
     for _ in range(rounds):
         _reset_peak(device)
@@ -63,6 +65,19 @@ def _timed(fn, device: str, rounds: int) -> tuple[float, float, object]:
         _sync(device)
         best = min(best, time.perf_counter() - t)
     return best, _peak_gib(device), out
+
+
+def _windows(args, tokenizer, tokens: int):
+    """(windows, k): the corpus's windows for `tokens`; where it holds fewer, its windows repeated k times (timing
+    and memory only: the R² of repeated text is not a measurement of anything)."""
+    w = load_windows(args.corpus, tokenizer, WindowCut(args.seq_len, tokens, args.seed, 0.2))
+    have = int(w.ids.numel())
+    if have >= tokens * 0.95:
+        return w, 1
+    k = -(-tokens // have)
+    n = len(w.ids)
+    cat = lambda a: np.concatenate([a + j * n for j in range(k)])  # noqa: E731
+    return dataclasses.replace(w, ids=w.ids.repeat(k, 1), train=cat(w.train), test=cat(w.test)), k
 
 
 def _batches(windows, batch_size: int):
@@ -113,14 +128,15 @@ def peer_lstsq(loaded, windows, device: str, batch_size: int) -> list[float]:
 
 def measure(args, loaded, tokens: int) -> dict:
     dev = args.device
-    windows = load_windows(args.corpus, loaded.tokenizer, WindowCut(args.seq_len, tokens, args.seed, 0.2))
-    rec = {"tokens": int(windows.ids.numel()), "windows": len(windows.ids)}
+    windows, k = _windows(args, loaded.tokenizer, tokens)
+    rec = {"tokens": int(windows.ids.numel()), "windows": len(windows.ids), "text_repeated": k}
+    rounds = args.rounds if tokens <= 500_000 else 1  # the big run: one round, its warm-up done at the smaller size
     rec["plain_s"], rec["plain_peak_gib"], _ = _timed(
-        lambda: plain_forward(loaded, windows, dev, args.batch_size), dev, args.rounds
+        lambda: plain_forward(loaded, windows, dev, args.batch_size), dev, rounds, warm=rounds > 1
     )
     for product, name in (("float64", "exact"), ("float32", "fast")):
         rec[f"{name}_s"], rec[f"{name}_peak_gib"], cap = _timed(
-            lambda p=product: capture(loaded, windows, p, args.batch_size), dev, args.rounds
+            lambda p=product: capture(loaded, windows, p, args.batch_size), dev, rounds, warm=rounds > 1
         )
         if name == "exact":
             _sync(dev)
@@ -134,7 +150,7 @@ def measure(args, loaded, tokens: int) -> dict:
     if tokens in args.peer_tokens:
         try:
             rec["peer_s"], rec["peer_peak_gib"], r2 = _timed(
-                lambda: peer_lstsq(loaded, windows, dev, args.batch_size), dev, 1
+                lambda: peer_lstsq(loaded, windows, dev, args.batch_size), dev, 1, warm=False
             )
             rec["peer_status"] = "ok"
             rec["peer_vs_linrec_max_abs_dr2"] = float(np.max(np.abs(np.array(r2) - np.array(rec["r2_lin"]))))
@@ -161,7 +177,7 @@ def profile(args, loaded, tokens: int, path: Path) -> None:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    windows = load_windows(args.corpus, loaded.tokenizer, WindowCut(args.seq_len, tokens, args.seed, 0.2))
+    windows, _ = _windows(args, loaded.tokenizer, tokens)
     capture(loaded, windows, "float64", args.batch_size)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
     with torch_profile(activities=acts) as prof:
@@ -203,21 +219,27 @@ def main() -> None:
         "batch_size": args.batch_size,
     }
     tokens = sorted(set(args.tokens) | set(args.peer_tokens))
-    recs = [{**common, **measure(args, loaded, t)} for t in tokens]
-    if args.compare_tokens:
-        for r in recs:
-            r["cmp_tokens"] = args.compare_tokens
-        d = agreement(args, loaded, args.compare_tokens)
-        for r in recs:
-            r["device_vs_cpu_max_abs_dr2"] = d
-        print(json.dumps({"compare_tokens": args.compare_tokens, "device_vs_cpu_max_abs_dr2": d}), flush=True)
-    if args.profile:
-        profile(args, loaded, min(tokens), args.profile)
-    table = pd.DataFrame([{k: v for k, v in r.items() if k != "r2_lin"} for r in recs])
-    print(table.to_string(index=False))
-    if args.csv:
-        args.csv.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.csv, index=False)
+    recs: list[dict] = []
+
+    def write() -> None:  # after every step, so a run stopped at its time limit keeps what it measured
+        table = pd.DataFrame([{k: v for k, v in r.items() if k != "r2_lin"} for r in recs])
+        if args.csv:
+            args.csv.parent.mkdir(parents=True, exist_ok=True)
+            table.to_csv(args.csv, index=False)
+        return table
+
+    for i, t in enumerate(tokens):
+        recs.append({**common, **measure(args, loaded, t)})
+        write()
+        if i == 0 and args.compare_tokens:  # the agreement and the profile before the largest (longest) size
+            d = agreement(args, loaded, args.compare_tokens)
+            common.update(cmp_tokens=args.compare_tokens, device_vs_cpu_max_abs_dr2=d)
+            recs[0].update(cmp_tokens=args.compare_tokens, device_vs_cpu_max_abs_dr2=d)
+            print(json.dumps({"compare_tokens": args.compare_tokens, "device_vs_cpu_max_abs_dr2": d}), flush=True)
+            write()
+        if i == 0 and args.profile:
+            profile(args, loaded, t, args.profile)
+    print(write().to_string(index=False))
 
 
 if __name__ == "__main__":
