@@ -4,7 +4,8 @@ private names; its modules' size: none over `MAX_LINES` (550) lines; its signatu
 
 The layers are the package's folders (`lib/linrec/<layer>/`); their order, lowest first, is the picture in the
 package docstring (`lib/linrec/__init__.py`), which the README repeats. A module may import from its own folder or a
-lower one; the top-level `__init__` and `__main__` sit above every folder.
+lower one; the top-level modules (`__init__`, `__main__`, and those the picture draws as `name.py`, e.g. `api.py`) sit
+above every folder.
 """
 
 import ast
@@ -20,6 +21,7 @@ README = ROOT / "README.md"
 TESTS = ROOT / "tests"
 PICTURE = re.compile(r"^ {0,4}([a-z]+)/ {2,}(.+)$")  # "stats/     moments · distributed · …" inside the picture
 MORE = re.compile(r"^ {6,}· (.+)$")  # a folder's line continued: "           · controls · seeds"
+TOP = re.compile(r"^ {0,4}([a-z_]+)\.py {2,}")  # a top-level module in the picture: "api.py     measure · swap"
 
 
 def picture(text: str) -> list[tuple[str, list[str]]]:
@@ -47,43 +49,59 @@ def _modules() -> dict[str, Path]:
 
 
 def _layer_of(module: str) -> int:
+    """A folder's module: its folder's place in the picture; a top-level module (no folder): above every folder."""
     layers = _layers()
-    folder = module.split(".")[0]
-    return len(layers) if folder in ("__init__", "__main__") else layers.index(folder)
+    return layers.index(module.split(".")[0]) if "." in module else len(layers)
+
+
+def top_modules(text: str) -> list[str]:
+    """The top-level modules a picture draws (`name.py   what it holds`), in order."""
+    return [m[1] for line in text.splitlines() if (m := TOP.match(line))]
 
 
 def _imports(path: Path) -> list[tuple[str, list[str], int]]:
     """(linrec module, names imported from it, line) for every import of the package in `path`, lazy ones included;
-    a package's `__init__` is "folder.__init__"."""
+    a package's `__init__` is "folder.__init__", a top-level module its name ("api")."""
+
+    def module(parts: list[str]) -> str:
+        return ".".join([*parts, "__init__"]) if PACKAGE.joinpath(*parts).is_dir() else ".".join(parts)
+
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "linrec":
             parts = node.module.split(".")[1:]
-            if len(parts) == 2:
+            if len(parts) == 2 or (len(parts) == 1 and PACKAGE.joinpath(f"{parts[0]}.py").exists()):
                 out.append((".".join(parts), [a.name for a in node.names], node.lineno))
+                continue
             for a in node.names if len(parts) < 2 else ():
                 base = PACKAGE.joinpath(*parts)
                 if (base / f"{a.name}.py").exists() or (base / a.name).is_dir():
-                    out.append((".".join([*parts, a.name]), [], node.lineno))
+                    out.append((module([*parts, a.name]), [], node.lineno))
                 else:
                     out.append((".".join([*parts, "__init__"]) if parts else "__init__", [a.name], node.lineno))
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.startswith("linrec."):
-                    out.append((a.name.split(".", 1)[1], [], node.lineno))
+                    out.append((module(a.name.split(".")[1:]), [], node.lineno))
     return out
 
 
 def test_the_picture_shows_every_folder_and_module():
-    """The docstring's picture names every folder and, in each, every module; the README draws the same picture."""
+    """The docstring's picture names every folder and, in each, every module, and every top-level module besides
+    `__init__` and `__main__`; the README draws the same picture."""
     doc = ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text()))
     drawn = picture(doc)
+    tops = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert sorted(top_modules(doc)) == tops, f"lib/linrec/ holds {tops} at its top; the picture says {top_modules(doc)}"
     folders = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
     assert sorted(f for f, _ in drawn) == folders, f"folders {folders}, drawn {[f for f, _ in drawn]}"
     for folder, mods in drawn:
         have = sorted(p.stem for p in (PACKAGE / folder).glob("*.py") if p.stem != "__init__")
         assert sorted(mods) == have, f"{folder}/ holds {have}; the picture says {sorted(mods)}"
     assert picture(README.read_text()) == drawn, "README.md's layer picture differs from lib/linrec/__init__.py's"
+    assert top_modules(README.read_text()) == top_modules(doc), (
+        "README.md's top-level modules differ from the docstring's"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(_modules()))
@@ -143,6 +161,28 @@ def test_the_checker_finds_a_planted_cycle_a_climb_and_an_undrawn_module(tmp_pat
         test_no_import_cycles()
     (fake / "stats" / "moments.py").write_text("")
     with pytest.raises(AssertionError, match="picture says"):
+        test_the_picture_shows_every_folder_and_module()
+
+
+def test_the_checker_finds_an_undrawn_top_level_module_and_a_folder_importing_one(tmp_path, monkeypatch):
+    """A top-level module (`lib/linrec/api.py`) sits above every folder: a folder's module importing it climbs, and a
+    picture that does not draw it as `api.py` misses it; the top-level `__init__` importing it and a package's
+    `__init__` (`from linrec import measure`) pass."""
+    import sys
+
+    fake = tmp_path / "linrec"
+    (fake / "stats").mkdir(parents=True)
+    (fake / "stats" / "__init__.py").write_text("")
+    (fake / "stats" / "ceiling.py").write_text("from linrec.api import measure\n")
+    (fake / "api.py").write_text("from linrec.stats.ceiling import fit\n")
+    (fake / "__init__.py").write_text('"""Layers:\n\nstats/    ceiling\n"""\nfrom linrec import api, stats\n')
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    assert [m for m, _, _ in _imports(fake / "__init__.py")] == ["api", "stats.__init__"]
+    test_imports_go_down_and_use_public_names("__init__")
+    test_imports_go_down_and_use_public_names("api")
+    with pytest.raises(AssertionError, match=r"imports linrec\.api, a higher layer"):
+        test_imports_go_down_and_use_public_names("stats.ceiling")
+    with pytest.raises(AssertionError, match=r"holds \['api'\] at its top; the picture says \[\]"):
         test_the_picture_shows_every_folder_and_module()
 
 
@@ -330,6 +370,7 @@ TOP_LEVEL = {
     "test_docs_paths.py": "every path and linrec name the pages and notebooks name",
     "test_teaching.py": "what the notebooks and the README say to a reader",
     "test_peers.py": "benchmarks/peers.py beside linrec (a script, not a package module)",
+    "test_api.py": "linrec.api, the top-level module: measure and swap on a model already in memory",
 }
 
 

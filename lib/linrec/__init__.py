@@ -36,9 +36,38 @@ The package's folders are its layers, lowest first; a module imports only from i
                · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)
     app/       cli (the `linrec` command) · commands (its subcommands) · profile (one `Profile`, checked once) · bench
                · notebooks (runs every stage's notebook) · records (what a run leaves beside them)
+    api.py     measure · swap · capture (a model already loaded in Python; above every folder)
+
+`linrec.measure(model, tokenizer, texts)` and `linrec.swap(model, tokenizer, texts, blocks=…)` are `linrec.api`'s,
+imported on their first call, so `import linrec` stays light. `linrec.measure` is also the package of the capture's
+modules (`linrec.measure.capture`, …): calling it calls `linrec.api.measure`.
 """
 
+from types import ModuleType
+
+from linrec import measure as _measure  # the package: its __init__ imports nothing
 from linrec.base.errors import LinrecError
 
 __version__ = "0.1.0"
-__all__ = ["LinrecError", "__version__"]
+__all__ = ["LinrecError", "__version__", "measure", "swap"]
+
+
+class _CallablePackage(ModuleType):
+    """`linrec.measure`: the package of the capture's modules, and, called, `linrec.api.measure`."""
+
+    def __call__(self, *args, **kwargs):
+        from linrec.api import measure
+
+        return measure(*args, **kwargs)
+
+
+_measure.__class__ = _CallablePackage
+
+
+def __getattr__(name: str):
+    """`linrec.swap`: `linrec.api.swap`, imported when first asked for."""
+    if name == "swap":
+        from linrec.api import swap
+
+        return swap
+    raise AttributeError(f"module 'linrec' has no attribute {name!r}")

@@ -114,12 +114,22 @@ def load_documents(spec: str) -> tuple[list[str], str]:
     else:
         _check_path(spec)
         raise LinrecError(f"unknown corpus '{spec}'; use one of {_names()}, or a path to a text file or directory")
-    docs = [d.strip() for t in texts for d in t.split(DOC_SEPARATOR)]
-    docs = [d for d in docs if d]
+    docs = split_documents(texts)
     if not docs:
         raise LinrecError(f"corpus '{spec}' holds no text; give a UTF-8 text file or a directory of them")
-    digest = hashlib.sha256("\x00".join(docs).encode()).hexdigest()
-    return docs, f"path:{digest}"
+    return docs, f"path:{documents_digest(docs)}"
+
+
+def split_documents(texts: list[str]) -> list[str]:
+    """The documents of some texts (a local corpus's files, or `linrec.api`'s list of strings): each text cut at
+    `DOC_SEPARATOR`, every piece stripped of surrounding whitespace, empty ones dropped."""
+    docs = [d.strip() for t in texts for d in t.split(DOC_SEPARATOR)]
+    return [d for d in docs if d]
+
+
+def documents_digest(docs: list[str]) -> str:
+    """The sha256 of `split_documents`' documents: what a local corpus's identity is made of."""
+    return hashlib.sha256("\x00".join(docs).encode()).hexdigest()
 
 
 def _read_text(path: Path) -> str:
