@@ -162,3 +162,28 @@ def test_where_else_to_write_follows_the_path(tmp_path, monkeypatch):
         == where_else("/srv/out.csv")
         == ("--out, --save or the profile's paths")
     )
+
+
+def test_a_killed_process_not_yet_reaped_counts_as_gone(tmp_path, monkeypatch):
+    """A process killed but not yet waited for by its parent (a zombie) still answers kill(pid, 0): its folder is
+    swept all the same (a shell's `kill -9` then the next linrec command, before the shell reaps it)."""
+    import os
+    import tempfile
+    import time
+
+    from linrec.base.files import clean_stale_scratch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline and " Z " not in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1][:3]:
+            time.sleep(0.01)
+        os.kill(pid, 0)  # still there: not reaped
+        left = tmp_path / f"linrec-rows-{pid}-abcd_123"
+        left.mkdir()
+        assert clean_stale_scratch() == [left]
+    finally:
+        os.waitpid(pid, 0)
