@@ -192,3 +192,85 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
     again = get_curve(saved_tiny["model"], corpus=saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
                       test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
     assert not again.cached and "meta.json is missing" in caplog.text
+
+
+# ---- the cache's own guards, each seen to fail when its check is removed (issue 60) -------------------------------
+VERSION = 7
+
+
+def _entry_of(cache, key: str):
+    from linrec.base.cache import entry_path
+
+    return entry_path("capture", "model", key)
+
+
+def _get(entry, config: dict, calls: list):
+    """`get_or_compute` of a small entry made for `config` (one data file and its sealed meta.json): the meta read
+    back, or the one computed; `calls` counts the computations."""
+    from linrec.base.cache import get_or_compute
+    from linrec.base.files import write_entry
+
+    def compute(tmp):
+        calls.append(config)
+        (tmp / "data.bin").write_bytes(repr(config).encode())
+        write_entry(tmp, {"version": VERSION, "config": config})
+        return {"computed": True, **config}
+
+    def load(directory, meta):
+        return {"computed": False, **meta["config"]}
+
+    return get_or_compute(entry, VERSION, load, compute, expect={"config": config})
+
+
+def test_an_edited_meta_json_is_computed_again(cache, caplog):
+    """A value edited in meta.json, its checksum left as it was: damaged, computed again (the seal's check)."""
+    import json
+
+    entry, calls = _entry_of(cache, "k1"), []
+    _get(entry, {"seed": 0}, calls)
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["note"] = "edited by hand"
+    (entry / "meta.json").write_text(json.dumps(meta))
+    got = _get(entry, {"seed": 0}, calls)
+    assert got["computed"] and len(calls) == 2 and "meta.json checksum mismatch" in caplog.text
+    assert not _get(entry, {"seed": 0}, calls)["computed"] and len(calls) == 2  # repaired for good
+
+
+@pytest.mark.parametrize("how", ["copied", "renamed"])
+def test_an_entry_under_another_requests_name_is_computed_again(cache, caplog, how):
+    """An intact entry moved to the path of another request with the same stored configuration (what other weights
+    under the same model path make: the key differs, the configuration does not): only the folder name it records
+    tells, and it is computed again with a warning, never read."""
+    entry, other, calls = _entry_of(cache, "k1"), _entry_of(cache, "k2"), []
+    _get(entry, {"seed": 0}, calls)
+    (shutil.copytree if how == "copied" else os.rename)(entry, other)
+    got = _get(other, {"seed": 0}, calls)
+    assert got["computed"] and len(calls) == 2
+    assert f"was made for another request (it was written as {entry.name} and copied or renamed" in caplog.text
+    assert not _get(other, {"seed": 0}, calls)["computed"]  # what replaced it is its own
+
+
+def test_a_request_that_differs_in_one_field_is_computed_again(cache, caplog):
+    """The same folder asked for with one setting changed (an entry of an older key scheme, a key that does not
+    cover the field): the stored configuration tells, field by field."""
+    entry, calls = _entry_of(cache, "k1"), []
+    _get(entry, {"seed": 0, "tokens": 2048, "corpus": "wiki"}, calls)
+    assert not _get(entry, {"seed": 0, "tokens": 2048, "corpus": "wiki"}, calls)["computed"]
+    got = _get(entry, {"seed": 0, "tokens": 4096, "corpus": "wiki"}, calls)
+    assert got["computed"] and got["tokens"] == 4096 and len(calls) == 2
+    assert "its config differs: tokens 2048 there, 4096 asked" in caplog.text
+
+
+def test_prune_at_exactly_its_size_limit_keeps_everything(cache):
+    """--max-size exactly what the entries take: nothing goes; one byte less: the oldest goes, and no more."""
+    from linrec.base.cache import entries, prune
+
+    paths, calls = [_entry_of(cache, f"k{i}") for i in range(3)], []
+    now = time.time()
+    for i, p in enumerate(paths):
+        _get(p, {"seed": i}, calls)
+        os.utime(p, (now - (3 - i) * 86400, now - (3 - i) * 86400))  # k0 oldest
+    total = sum(e.size for e in entries(("capture",)))
+    assert prune(max_bytes=total).removed == [] and all(p.is_dir() for p in paths)
+    assert [e.path for e in prune(max_bytes=total - 1).removed] == [paths[0]]
+    assert not paths[0].exists() and paths[1].is_dir() and paths[2].is_dir()

@@ -36,6 +36,29 @@ def test_tables_round_trip_and_refuse_wrong_columns(tmp_path):
     assert load_table("probe_summary", tmp_path) is None
 
 
+def test_a_results_table_on_a_full_disk_is_one_line_naming_it_and_the_old_table_stays(tmp_path, monkeypatch):
+    """Issue 60: a refused write of a results table names the table (not its temporary copy) and the fix, and
+    leaves the table as it was and no temporary file."""
+    import errno
+
+    row = _claim1_row()
+    path = save_table(pd.DataFrame([row]), "r2_lin_summary", tmp_path)
+    before = path.read_bytes()
+    real = pd.DataFrame.to_csv
+
+    def full(self, target, *args, **kwargs):
+        real(self.head(0), target, *args, **kwargs)  # the header fits, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full)
+    with pytest.raises(LinrecError) as err:
+        save_table(pd.DataFrame([{**row, "r2_max": 0.5}]), "r2_lin_summary", tmp_path)
+    assert str(err.value).startswith(f"No space left on device: {path}; the disk is full") and "\n" not in str(
+        err.value
+    )
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
 def test_block_lists_survive_the_csv_and_counts_stay_numbers(tmp_path):
     save_table(pd.DataFrame([_claim1_row() | {"first_token_blocks": "11 28"}]), "r2_lin_summary", tmp_path)
     back = load_table("r2_lin_summary", tmp_path)

@@ -2,6 +2,7 @@
 configurations that cannot train refused before any step, and an interrupted uncached run leaves no folder."""
 
 import logging
+import os
 import tempfile
 
 import numpy as np
@@ -79,6 +80,35 @@ def test_train_configs_that_cannot_train_are_refused_before_any_step(tmp_path, o
         TrainConfig(d_model=4096, vocab=300).check_fits(available=2**30)
     TrainConfig(d_model=16, n_layers=2, n_heads=2, vocab=300).check_fits(available=2**30)
     assert _ours(own_cache[1]) == []  # no linrec-train-* folder
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_a_full_disk_while_training_is_one_line_naming_where(tmp_path, own_cache, monkeypatch, cached):
+    """Issue 60: safetensors wraps the OS error in its own exception ("Error while serializing: I/O error: No space
+    left on device (os error 28)"), which `linrec train` called "a bug", exit 1. Now it is one line naming the run's
+    folder (its cache entry, or with --no-cache its TMPDIR folder) and where else to write, exit 2, and nothing is
+    left behind."""
+    import transformers.modeling_utils
+    from safetensors import SafetensorError
+
+    from linrec.inputs import training_text
+
+    cache, scratch = own_cache
+    text = tmp_path / "text.txt"
+    text.write_text(f"\n{training_text.EOS}\n".join(tiny_text(400, seed=s) for s in range(12)))
+
+    def full(tensors, filename, metadata=None):
+        with open(filename, "wb") as f:
+            f.write(b"\x08")
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", full)
+    args = ["train", "--text", text, "--d-model", 16, "--layers", 1, "--heads", 2, "--vocab", 300, "--seq-len", 16,
+            "--batch-size", 4, "--steps", 3] + ([] if cached else ["--no-cache"])  # fmt: skip
+    code, _, err = _main(*args)
+    where = f"{cache / 'training'}/gelu-i0-d0-" if cached else f"{scratch}/linrec-train-{os.getpid()}-"
+    _single_line(code, err, f"No space left on device: {where}", "$LINREC_CACHE" if cached else "TMPDIR")
+    assert list((cache / "training").glob("*")) == [] and _ours(scratch) == []
 
 
 TINY = dict(d_model=16, n_layers=2, n_heads=2, vocab=300, seq_len=16, batch_size=8, steps=60, lr=3e-2, warmup=3,

@@ -705,7 +705,7 @@ def test_an_uncached_capture_keeps_its_rows_while_it_lives(tiny_model_dir, own_c
     cap = get_capture(tiny_model_dir, str(corpus), **kw)
     x, y = cap.rows(0)
     assert x.shape == (300, 32) and y.shape == (300, 32) and len(cap.row_index()) == 300
-    assert [p[: len("linrec-rows-")] for p in _ours(scratch)] == ["linrec-rows-"]
+    assert [p[: len(f"linrec-rows-{os.getpid()}-")] for p in _ours(scratch)] == [f"linrec-rows-{os.getpid()}-"]
     del cap, x, y
     gc.collect()
     assert _ours(scratch) == []
@@ -805,3 +805,75 @@ def test_the_ceiling_reuses_the_captures_own_maps_bit_for_bit(tiny_model, tmp_pa
     c._fits.clear(), c._rest_fits.clear(), c._scores.clear()
     fresh = ceiling_table(c)
     pd.testing.assert_frame_equal(reused, fresh, check_exact=True)
+
+
+# ---- issue 60: a full disk while a capture writes is one line naming where; nothing outlives a failure ----------
+def _last_line(code, err, *needles):
+    """Exit 2 and a last stderr line of linrec's naming every needle (a capture says its plan and cost first)."""
+    assert code == 2 and "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("linrec: error: ") and "a bug" not in last and "unexpected" not in last, last
+    for n in needles:
+        assert n in last, last
+
+
+def test_a_full_disk_while_a_capture_writes_is_one_line_naming_where(cli, own_cache, tiny_args, monkeypatch):
+    """The entry's statistics (np.savez) and an uncached probe's row sample (np.save of its index) meet a full disk:
+    one line naming the entry (or the TMPDIR folder) and where else to write, exit 2, and no folder left behind."""
+    import errno
+
+    from linrec.measure import rows as rows_mod
+
+    cache, scratch = own_cache
+
+    def full(path, *args, **kwargs):
+        with open(path, "wb") as f:
+            f.write(b"PK")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(cap_mod.np, "savez", full)
+        code, _, err = cli("measure", *tiny_args)
+    _last_line(code, err, f"No space left on device: {cache / 'captures'}/", "$LINREC_CACHE")
+    assert list((cache / "captures").iterdir()) == []  # no entry, no staging folder
+    monkeypatch.setattr(rows_mod.np, "save", full)
+    code, _, err = cli("probe", *tiny_args, "--rank", "4", "--no-cache")
+    _last_line(code, err, f"No space left on device: {scratch}/linrec-rows-{os.getpid()}-", "TMPDIR")
+    assert _ours(scratch) == []
+
+
+def test_an_edited_meta_json_is_not_trusted(saved_tiny, caplog):
+    """meta.json edited by hand (a block's held-out fit marked failed; its checksum left as it was): the entry is
+    damaged, computed again, and never read with the edit."""
+    first = get_capture(**saved_tiny)
+    meta = json.loads((first.path / "meta.json").read_text())
+    meta["heldout_errors"] = {"0": "edited"}
+    (first.path / "meta.json").write_text(json.dumps(meta, indent=1))
+    again = get_capture(**saved_tiny)
+    assert not again.cached and "meta.json checksum mismatch" in caplog.text
+    assert again.heldout[0] is not None and again.meta["heldout_errors"] == {}
+
+
+def test_a_killed_uncached_capture_leaves_a_folder_the_next_run_removes(tiny_model_dir, own_cache, tmp_path):
+    """SIGKILL in the middle of an uncached capture (`probe --no-cache`), after its row sample is on disk: nothing
+    can clean up then, so the folder carries the process id (linrec-rows-PID-*) and the next linrec run, finding
+    that process gone, removes it (issue 60: it stayed in TMPDIR for ever)."""
+    import signal
+
+    _, scratch = own_cache
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(tiny_text(6000))
+    pid = os.fork()
+    if pid == 0:  # the child: capture, and be killed once the rows are written
+        try:
+            torch.set_num_threads(1)
+            cap_mod.RowSampler.close = lambda self: os.kill(os.getpid(), signal.SIGKILL)
+            get_capture(tiny_model_dir, str(corpus), **{**KW, "sample_rows": 300, "cache": False})
+        finally:
+            os._exit(70)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    (left,) = _ours(scratch)
+    assert left.startswith(f"linrec-rows-{pid}-") and (scratch / left / "rows" / "x_000.npy").is_file()
+    code, _, err = _main("cache")
+    assert code == 0 and _ours(scratch) == [], err

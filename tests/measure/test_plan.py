@@ -99,3 +99,21 @@ def test_the_memory_check_is_per_device(monkeypatch):
         check_fits(plan, block_groups(4, None))  # cuda:1 would hold blocks 2 and 3 at once
     assert "\n" not in str(err.value)
     check_fits(plan, block_groups(4, 1))  # one block per pass: cuda:1 holds one block's at a time
+
+
+def test_the_row_sample_is_sized_by_the_rows_the_windows_make(tiny_model, tmp_path, cli, own_cache, tiny_args):
+    """Issue 60: --sample-rows beyond the rows that --tokens makes keeps them all, and the free-space check sizes
+    the sample by those rows; it sized it by the rows asked for and refused a valid request ("the capture writes
+    about 17166137.76 GiB")."""
+    model, tok = tiny_model("llama"), tiny_tokenizer()
+    w = tiny_windows(tok, tokens=2048)
+    asked = 999_999_999_999
+    c = run_capture(_loaded(model, tok), w, CaptureConfig("t", sample_rows=asked), tmp_path / "c", progress=False)
+    n_rows = w.ids.numel()
+    assert len(c.row_index()) == n_rows
+    plan = memory_plan(c.meta["dims"], len(w.test), asked, n_windows=len(w.ids), n_rows=n_rows)
+    assert plan["rows_disk"].sum() == sum(a.nbytes for b in range(c.n_blocks) for a in c.rows(b))
+    assert memory_plan([(32, 32)], 4, sample_rows=100, n_rows=n_rows)["rows_disk"].sum() == 100 * 64 * 4
+    code, out, err = cli("measure", *tiny_args, "--sample-rows", str(asked))
+    assert code == 0 and "are free there" not in err, err
+    assert f"{n_rows:,} rows kept" in err  # what the capture keeps, not what was asked

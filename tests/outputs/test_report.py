@@ -277,3 +277,34 @@ def test_what_the_notebooks_concluded_is_each_stages_finding_in_the_stages_order
     assert lines[len(corpora) : len(corpora) + len(swap_lines)] == swap_lines  # 05's, then 06's, then 07's
     monkeypatch.setattr(linrec.outputs.report, "STUDIES", [s for s in STUDIES if s.name != "swap"])
     assert concluded() == [x for x in lines if x not in swap_lines]
+
+
+def test_linrec_report_on_a_full_disk_is_one_line_naming_the_report_and_leaves_no_temporary_file(
+    tmp_path, cli, monkeypatch
+):
+    """Issue 60: the report's temporary copy (report.md.tmp, 0 bytes) stayed beside it, and the message said "free
+    space there" without saying where. Now the old report stays whole, nothing else is left, and the line names it."""
+    import errno
+    from pathlib import Path
+
+    d = _results(tmp_path)
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    (paper / "report.md").write_text("the old report")
+    given = {"models": ["m"], "results_dir": str(d), "figures_dir": str(tmp_path / "figures"),
+             "report_path": str(paper / "report.md")}  # fmt: skip
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(given))
+    real = Path.write_text
+
+    def full(self, text, *args, **kwargs):
+        if paper not in self.parents:
+            return real(self, text, *args, **kwargs)
+        real(self, "")  # the file is made, then nothing fits
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    code, _, err = cli("report", "--params", str(tmp_path / "p.yaml"))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"linrec: error: No space left on device: {paper / 'report.md'}; the disk is full"), err
+    assert "profile's paths" in err
+    assert [p.name for p in paper.iterdir()] == ["report.md"] and (paper / "report.md").read_text() == "the old report"

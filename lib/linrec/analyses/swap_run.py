@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from linrec.analyses.routing import SHARES, RouteResult, route_study
 from linrec.analyses.screening import GREEDY_ORDERS
 from linrec.analyses.swap import SwapSettings
 from linrec.analyses.token_context import split_study, type_study
+from linrec.base.files import scratch_dir
 from linrec.base.threads import one_thread
 from linrec.inputs.models import load_model
 from linrec.inputs.source import ModelSource
@@ -118,7 +118,7 @@ def run_model(
     g = max(results.values(), key=lambda r: len(r.swapped))
     chosen = sorted(g.swapped) or [int(values.sort_values("screening_delta_ppl").iloc[0]["block"])]
     in_memory = study.screening.evaluator.ppl({i: study.heldout.module(i) for i in chosen})
-    scratch = None if save_dir else tempfile.mkdtemp(prefix="linrec-swapped-")
+    scratch = None if save_dir else scratch_dir("swapped")
     try:
         out = study.heldout.save(Path(save_dir or scratch) / model.replace("/", "--"), chosen)
         reloaded = load_swapped(out, device=device, tokenizer=False)  # the check feeds token ids: no tokenizer

@@ -6,15 +6,16 @@ failure ends with one line on stderr, `linrec: error: …`, and a non-zero exit 
 input, 1 for anything unexpected, 130 for Ctrl-C, 128 + N for signal N such as SIGTERM, after the temporary copies
 of what was being written are removed). `--debug` shows the traceback instead. Output
 piped into a reader that stops early (`linrec cache list | head`) ends quietly with 0. What the machine refuses (a full
-disk, a read-only file system, a denied permission, a closed output) is one line naming the fix, exit 2, never "a bug"
-(`_os_line`).
+disk, a read-only file system, a denied permission, a closed output, raised or wrapped by a library) is one line
+naming the fix, exit 2, never "a bug" (`linrec.base.errors.os_error`; around a write, `linrec.base.files.writing`
+names the path too). Each run first removes the temporary folders of uncached runs that were killed
+(`linrec.base.files.clean_stale_scratch`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import logging
 import math
 import os
@@ -34,8 +35,8 @@ from linrec.app.commands import (
     cmd_swap,
     cmd_train,
 )
-from linrec.base.errors import LinrecError
-from linrec.base.files import terminate_as_exit
+from linrec.base.errors import LinrecError, os_error, refused_line
+from linrec.base.files import clean_stale_scratch, terminate_as_exit
 from linrec.inputs.layouts import LAYOUTS
 from linrec.measure.config import CaptureConfig as C
 
@@ -426,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
 
+    clean_stale_scratch()  # what a killed uncached run left in TMPDIR (its process gone)
     try:
         # SIGTERM/SIGHUP unwind like an exception, so no staging folder is left behind; not for `figures`, whose
         # process pool would wait for the running notebooks before exiting (there the default stop is the right one)
@@ -442,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"linrec: error: {_one_line(err)}", file=sys.stderr)
-        return 2 if isinstance(err, LinrecError) or _os_error(err) is not None else 1
+        return 2 if isinstance(err, LinrecError) or os_error(err) is not None else 1
     return 0
 
 
@@ -463,43 +465,11 @@ def _one_line(err: Exception) -> str:
     )
     if isinstance(err, LinrecError):
         return text
-    if (os_err := _os_error(err)) is not None:
-        return _os_line(os_err)
+    if (refused := os_error(err)) is not None:
+        return refused_line(refused)
     if isinstance(err, PermissionError | FileNotFoundError | IsADirectoryError | NotADirectoryError) and err.filename:
         return f"{err.strerror}: {err.filename} (rerun with --debug for the traceback)"
     return f"unexpected {type(err).__name__}: {text} (a bug; rerun with --debug for the traceback)"
-
-
-# What the machine refuses, whatever linrec was doing: each errno and the fix it names.
-_OS_FIXES = {
-    errno.ENOSPC: "the disk is full: free space there, or write elsewhere ($LINREC_CACHE for the cache, TMPDIR for "
-    "--no-cache, --out, --save or the profile's paths for outputs), and rerun",
-    errno.EDQUOT: "the disk quota is used up: free space there, or write elsewhere ($LINREC_CACHE, TMPDIR, --out, "
-    "--save or the profile's paths), and rerun",
-    errno.EROFS: "that file system is read-only: write to a writable place instead ($LINREC_CACHE for the cache, "
-    "--out, --save or the profile's paths for outputs)",
-    errno.EACCES: "permission denied: make it writable (or readable) for this user, or use another path",
-    errno.EPERM: "operation not permitted: make it writable for this user, or use another path",
-    errno.EPIPE: "the reader of the output went away: rerun with the output sent to a file",
-    errno.EBADF: "the output is closed: rerun with the output sent somewhere (> results.txt, or > /dev/null)",
-}
-
-
-def _os_error(err: BaseException) -> OSError | None:
-    """The OSError of `_OS_FIXES` that `err` is or was raised from (a library may wrap it), else None."""
-    seen = set()
-    while err is not None and id(err) not in seen:
-        seen.add(id(err))
-        if isinstance(err, OSError) and err.errno in _OS_FIXES:
-            return err
-        err = err.__cause__ or err.__context__
-    return None
-
-
-def _os_line(err: OSError) -> str:
-    """One line for what the machine refused: what, where, and the fix."""
-    where = f" ({err.filename})" if err.filename else ""
-    return f"{err.strerror or os.strerror(err.errno)}{where}; {_OS_FIXES[err.errno]}"
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """Small file helpers: the cache root, sha256 manifests, and atomic writes
 (a killed run leaves nothing that reads as valid).
 
-Two rules hold for every file linrec writes:
-- a directory or file appears under its final name only when complete (`atomic_dir`, `atomic_file`);
+Three rules hold for every file linrec writes:
+- a directory or file appears under its final name only when complete (`atomic_dir`, `atomic_file`), and a
+  failed write leaves nothing behind, its temporary copy included;
+- what the machine refuses while writing (a full disk, a read-only file system, a denied permission, raised or
+  wrapped by a library) is one line naming the path and the fix (`writing`, around every atomic write);
 - linrec never deletes what it did not write: `atomic_dir` replaces an existing directory only
   when its caller passes `replace=True`, which the cache does for its own entries and the swap
   save does only over an earlier linrec save (`linrec.inputs.surgery.check_save_target`).
@@ -15,17 +18,19 @@ Every file in a cache entry is listed in a manifest with its size and sha256 (`m
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
 import shutil
 import signal
+import tempfile
 import threading
 import uuid
 from pathlib import Path
 
-from linrec.base.errors import LinrecError
+from linrec.base.errors import LinrecError, os_error, refused_line
 
 CACHE_ENV = "LINREC_CACHE"
 
@@ -190,6 +195,69 @@ def _tmp_sibling(target: Path) -> Path:
     return target.with_name(f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
+# a library's write that failed without saying why (torch.save: "unexpected pos 576 vs 534", "basic_ios::clear:
+# iostream error"): `writing` asks the file system whether it is full or read-only
+_WRITE_FAILED = re.compile(r"PytorchStreamWriter failed|file write failed|unexpected pos \d+ vs \d+|iostream error")
+NEARLY_FULL = 1 << 20  # bytes free below which a write that failed without a reason is taken for a full disk
+
+
+def _refusal_at(path: Path) -> OSError | None:
+    """ENOSPC where the file system holding `path` has (almost) no room left, EROFS where it is mounted read-only,
+    else None."""
+    try:
+        st = os.statvfs(next(p for p in (path, *path.parents) if p.exists()))
+    except (OSError, StopIteration, AttributeError):  # AttributeError: no statvfs on this platform
+        return None
+    if st.f_flag & getattr(os, "ST_RDONLY", 1):
+        return OSError(errno.EROFS, os.strerror(errno.EROFS))
+    if st.f_bavail * st.f_frsize < NEARLY_FULL:
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    return None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def where_else(path: str | Path) -> str:
+    """Where else a refused write of `path` can go, in words: for the cache's folder, another cache; for an uncached
+    command's folder in TMPDIR (`scratch_dir`), another TMPDIR; for anything else, another output path."""
+    path = Path(path).expanduser().absolute()
+    cache = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "linrec").expanduser().absolute()
+    if _inside(path, cache):
+        return f"set ${CACHE_ENV} to a folder on another disk, or pass --no-cache"
+    tmp = Path(tempfile.gettempdir()).absolute()
+    if any(_SCRATCH.match(p.name) and p.parent == tmp for p in (path, *path.parents)):
+        return "set TMPDIR to a folder on another disk"
+    return "--out, --save or the profile's paths"
+
+
+@contextlib.contextmanager
+def writing(path: str | Path, staged: str | Path | None = None):
+    """Around a write of `path`: what the machine refuses inside the block (`linrec.base.errors.os_error`: a full
+    disk, a read-only file system, a denied permission, an OSError or a library's exception wrapping one, such as
+    safetensors' "... No space left on device (os error 28)"; or a library's write that failed without a reason,
+    such as torch.save's, on a file system that is full or read-only) becomes one LinrecError naming the path and
+    the fix. The path named is the file the error names, else `path`; `staged`, the temporary sibling the write goes
+    to (`atomic_dir`, `atomic_file`), is named as `path`, since it is removed. A LinrecError passes unchanged."""
+    path = Path(path)
+    try:
+        yield
+    except LinrecError:
+        raise
+    except Exception as err:
+        refused = os_error(err)
+        if refused is None and _WRITE_FAILED.search(str(err)):
+            refused = _refusal_at(Path(staged or path))
+        if refused is None:
+            raise
+        where = Path(refused.filename) if isinstance(refused.filename, str | os.PathLike) else path
+        if staged is not None and _inside(where.absolute(), Path(staged).absolute()):
+            where = path / where.absolute().relative_to(Path(staged).absolute())
+        bare = OSError(refused.errno, refused.strerror or os.strerror(refused.errno))
+        raise LinrecError(refused_line(bare, where, where_else(where))) from err
+
+
 @contextlib.contextmanager
 def atomic_dir(target: str | Path, replace: bool = False):
     """Yield a temporary sibling directory; on success it becomes `target` by one rename.
@@ -198,25 +266,28 @@ def atomic_dir(target: str | Path, replace: bool = False):
     looks at (and `clean_stale_tmp` removes later); `target` is either absent, the old
     version, or the complete new one. An existing `target` is replaced only with
     `replace=True` (the caller vouches that linrec wrote it); otherwise it is an error, and
-    nothing is deleted.
+    nothing is deleted. What the machine refuses inside the block is one line naming `target` (`writing`), and
+    the temporary directory is removed.
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists() and not replace:
-        raise LinrecError(f"{target} already exists and linrec will not overwrite it; choose a new path")
     tmp = _tmp_sibling(target)
-    tmp.mkdir()
-    try:
-        yield tmp
+    with writing(target, tmp):
+        target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists() and not replace:
-            raise LinrecError(f"{target} appeared while linrec was writing it; choose a new path")
-        old = None
-        if target.exists():
-            old = _tmp_sibling(target)
-            os.replace(target, old)  # out of the way in one rename, deleted after the new one is in place
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+            raise LinrecError(f"{target} already exists and linrec will not overwrite it; choose a new path")
+        tmp.mkdir()
+    try:
+        with writing(target, tmp):
+            yield tmp
+            if target.exists() and not replace:
+                raise LinrecError(f"{target} appeared while linrec was writing it; choose a new path")
+            old = None
+            if target.exists():
+                old = _tmp_sibling(target)
+                os.replace(target, old)  # out of the way in one rename, deleted after the new one is in place
+            os.replace(tmp, target)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -224,16 +295,37 @@ def atomic_dir(target: str | Path, replace: bool = False):
 
 @contextlib.contextmanager
 def atomic_file(target: str | Path):
-    """Yield a temporary sibling path; on success it is renamed onto `target`."""
+    """Yield a temporary sibling path; on success it is renamed onto `target`. On any failure the temporary file is
+    removed, and what the machine refuses (a full disk, …) is one line naming `target` (`writing`)."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp_sibling(target)
     try:
-        yield tmp
-        os.replace(tmp, target)
+        with writing(target, tmp):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            yield tmp
+            os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _owner_gone(pid: int) -> bool:
+    """True once process `pid` has ended (a zombie, killed but not yet reaped by its parent, included); False while
+    it runs (or belongs to another user, who may still use it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, ValueError):
+        return False
+    try:  # Linux: the state after the command's name in parentheses
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _remove(p: Path) -> None:
+    shutil.rmtree(p, ignore_errors=True) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
 
 
 def clean_stale_tmp(directory: str | Path, name: str | None = None) -> None:
@@ -250,13 +342,51 @@ def clean_stale_tmp(directory: str | Path, name: str | None = None) -> None:
             continue
         try:
             pid = int(p.name.rsplit(".tmp-", 1)[1].split("-")[0])
-            os.kill(pid, 0)  # still running: leave it alone
         except (ValueError, IndexError):
             continue
-        except ProcessLookupError:
-            shutil.rmtree(p, ignore_errors=True) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
-        except PermissionError:
+        if _owner_gone(pid):
+            _remove(p)
+
+
+# ---- what an uncached command writes while it runs: TMPDIR folders named after their process ------------------
+# linrec-KIND-PID-xxxxxxxx (tempfile.mkdtemp's 8 characters); a folder holding FINISHED is a finished run the
+# command handed to its user (`linrec train --no-cache` prints its checkpoints' paths), never swept
+_SCRATCH = re.compile(r"^linrec-([a-z]+)-(\d+)-[a-z0-9_]{8}$")
+FINISHED = "meta.json"
+
+
+def scratch_dir(kind: str) -> Path:
+    """A new folder `linrec-KIND-PID-xxxxxxxx` under TMPDIR for what an uncached command writes while it runs (a
+    row sample, a swapped model checked and deleted, offloaded weights, an uncached training run). Its owner
+    removes it when done; after a SIGKILL, which no process outlives to clean up, the next linrec run removes it
+    (`clean_stale_scratch`, which runs here first)."""
+    if not kind.isalpha() or not kind.islower():
+        raise ValueError(f"a scratch folder's kind is lower-case letters, got {kind!r}")
+    clean_stale_scratch()
+    return Path(tempfile.mkdtemp(prefix=f"linrec-{kind}-{os.getpid()}-"))
+
+
+def clean_stale_scratch(directory: str | Path | None = None) -> list[Path]:
+    """Remove the `scratch_dir` folders under `directory` (default TMPDIR) whose process is gone, as
+    `clean_stale_tmp` removes the cache's leftovers: not a folder whose process still runs or belongs to another
+    user, not a symbolic link, not one holding a finished run (`FINISHED`), nothing whose name linrec did not
+    give. Returns what it removed; a folder it cannot remove stays."""
+    directory = Path(directory or tempfile.gettempdir())
+    removed = []
+    try:
+        found = list(directory.glob("linrec-*"))
+    except OSError:
+        return removed
+    for p in found:
+        m = _SCRATCH.match(p.name)
+        if m is None or p.is_symlink() or not p.is_dir() or int(m[2]) == os.getpid():
             continue
+        if (p / FINISHED).exists() or not _owner_gone(int(m[2])):
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        if not p.exists():
+            removed.append(p)
+    return removed
 
 
 @contextlib.contextmanager
@@ -310,7 +440,7 @@ def file_digest(path: str | Path) -> str:
             record_path.parent.mkdir(parents=True, exist_ok=True)
             with atomic_file(record_path) as tmp:
                 tmp.write_text(json.dumps({"path": str(path), "stat": _stat_key(st), "sha256": digest}))
-        except OSError:
+        except (OSError, LinrecError):
             pass  # a read-only cache: the digest is still right, only not remembered
     return digest
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import atexit
 import logging
 import shutil
-import tempfile
 from pathlib import Path
 
 import torch
@@ -30,6 +29,7 @@ from linrec.base.files import (
     atomic_dir,
     clean_stale_tmp,
     manifest,
+    scratch_dir,
     seal,
     sha256_file,
     unseal,
@@ -352,7 +352,7 @@ def _dispatched(loaded: LoadedModel, device_map: str | dict, dtype: torch.dtype)
     device_map = dict(device_map)
     offload = None
     if "disk" in device_map.values():
-        offload = tempfile.mkdtemp(prefix="linrec-offload-")  # fresh: accelerate would reuse an old folder's weights
+        offload = str(scratch_dir("offload"))  # fresh: accelerate would reuse an old folder's weights
         atexit.register(shutil.rmtree, offload, ignore_errors=True)
     try:
         model = dispatch_model(model, device_map=device_map, offload_dir=offload)

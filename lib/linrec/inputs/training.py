@@ -49,7 +49,6 @@ import json
 import logging
 import math
 import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -61,7 +60,7 @@ import transformers
 
 from linrec.base.cache import entry_path, get_or_compute
 from linrec.base.errors import LinrecError
-from linrec.base.files import write_entry
+from linrec.base.files import scratch_dir, write_entry, writing
 from linrec.base.params import check_settings
 from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import available_memory
@@ -381,10 +380,11 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
 
     def compute(tmp: Path | None) -> TrainedRun:
         cfg.check_fits()  # before any folder is made, any text read or any weight allocated
-        if tmp is None:  # not cached: the checkpoints still need a folder, a fresh temporary one
-            scratch = Path(tempfile.mkdtemp(prefix="linrec-train-"))
+        if tmp is None:  # not cached: the checkpoints still need a folder, a fresh temporary one (killed: swept)
+            scratch = scratch_dir("train")
             try:
-                return compute(scratch)  # kept when the run finishes: its checkpoints are what the caller gets
+                with writing(scratch):  # a full disk: one line naming the folder
+                    return compute(scratch)  # kept when the run finishes: its checkpoints are what the caller gets
             except BaseException:  # Ctrl-C, SIGTERM (SystemExit under the command line), an error: nothing left
                 shutil.rmtree(scratch, ignore_errors=True)
                 raise

@@ -37,10 +37,10 @@ detected and rebuilt, never read.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import sys
-import tempfile
 import time
 import weakref
 from collections.abc import Mapping
@@ -54,7 +54,7 @@ import torch
 from linrec.base.cache import entry_path, get_or_compute
 from linrec.base.cache import read as read_entry_or_none
 from linrec.base.errors import LinrecError
-from linrec.base.files import unseal, write_entry
+from linrec.base.files import scratch_dir, unseal, write_entry, writing
 from linrec.base.progress import bar as progress_bar
 from linrec.base.progress import write as progress_write
 from linrec.inputs.corpora import WindowCut, Windows, load_windows
@@ -191,24 +191,23 @@ def _run_capture(
     dims = [d for d, _ in probed]
     devices = [dev for _, dev in probed]  # each block's statistics live where its activations appear
     groups = block_groups(len(sites), blocks_per_pass)
-    plan = memory_plan(
-        dims, len(windows.test), config.sample_rows if out_dir is not None else 0, devices, len(windows.ids)
-    )
+    order = np.concatenate([windows.train, windows.test])  # train windows first, then test
+    T = windows.seq_len
+    rows = config.sample_rows if out_dir is not None else 0  # asked for; the sample keeps at most the rows there are
+    plan = memory_plan(dims, len(windows.test), rows, devices, len(windows.ids), n_rows=len(order) * T)
     check_disk(plan, out_dir)
     if progress and world()[0] == 0:  # under torchrun every rank checks the plan; rank 0 alone prints it
         progress_write(plan_text(plan), file=sys.stderr)
     check_fits(plan, groups)
     n_params = int(sum(p.numel() for p in model.parameters()))
-    say_cost(loaded.name, config, n_params)  # the checks passed: what this pass will cost, before it starts
+    say_cost(loaded.name, config, n_params, len(order) * T)  # the checks passed: what this pass will cost
     stats = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
     # In one pass the first rows stay where each block's statistics are (copied to the host at the end); in block
     # groups, which exist to bound device memory, they go to the host as they come.
     first = FirstRows(dims, {s: len(getattr(windows, s)) for s in SPLITS}, devices if len(groups) == 1 else None)
-    order = np.concatenate([windows.train, windows.test])  # train windows first, then test
     ordered_ids = windows.ids[torch.from_numpy(order)].to(device)  # one transfer; each batch is a slice of it
     split_of = np.zeros(len(windows.ids), dtype=np.int64)
     split_of[windows.test] = 1
-    T = windows.seq_len
     sampler = None
     if out_dir is not None and config.sample_rows > 0:
         sampler = RowSampler(
@@ -508,11 +507,14 @@ def _compute(
 
 
 def _scratch_capture(loaded: LoadedModel, windows, config: CaptureConfig, *run_args) -> Capture:
-    """Uncached: the row sample (a probe's, a gate's) in a TMPDIR folder, gone with the capture or the process."""
+    """Uncached: the row sample (a probe's, a gate's) in a TMPDIR folder named after this process
+    (`linrec.base.files.scratch_dir`, `linrec-rows-PID-*`), removed when the capture is dropped, when the process
+    exits, or when it fails (a full disk: one line naming the folder); after a SIGKILL, by the next linrec run."""
 
-    scratch = Path(tempfile.mkdtemp(prefix="linrec-rows-")) if config.sample_rows > 0 and world()[0] == 0 else None
+    scratch = scratch_dir("rows") if config.sample_rows > 0 and world()[0] == 0 else None
     try:
-        capture = run_capture(loaded, windows, config, broadcast_path(scratch), *run_args)
+        with writing(scratch) if scratch is not None else contextlib.nullcontext():
+            capture = run_capture(loaded, windows, config, broadcast_path(scratch), *run_args)
     except BaseException:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -30,6 +30,7 @@ def memory_plan(
     sample_rows: int = 0,
     devices: list | None = None,
     n_windows: int | None = None,
+    n_rows: int | None = None,
 ) -> pandas.DataFrame:
     """Bytes one capture holds per block, before it starts (the test `test_memory_plan_is_what_a_capture_holds`
     checks each column against the tensors and arrays a finished capture holds):
@@ -40,13 +41,15 @@ def memory_plan(
       for every position but the first (`HeldOutSums`' `rest`);
     - `first_host`: each window's first-position row, float32 x and y, in host memory (`n_windows` in all, train
       and test; default 5 × the held-out windows, the default 80/20 split);
-    - `rows_disk`: the row sample on disk, float32 x and y (`sample_rows` rows; 0 without one).
+    - `rows_disk`: the row sample on disk, float32 x and y: `sample_rows` rows, or all `n_rows` rows the windows make
+      where that is fewer (the sample keeps no more rows than there are); 0 without one.
 
     `stats` and `heldout` live on the block's device (`devices`, default all "cpu"; with a device map, each
     block's own); `device_total` is their sum.
     """
 
     n_windows = 5 * n_test_windows if n_windows is None else n_windows
+    kept = sample_rows if n_rows is None else min(sample_rows, n_rows)
     rows = []
     for b, (d_in, d_out) in enumerate(dims):
         d = d_in + d_out
@@ -59,7 +62,7 @@ def memory_plan(
                 "stats": 2 * (d * d + d) * F64,
                 "heldout": 2 * (n_test_windows * (8 + 3 * d_out * F64) + (d_in * d_out + 2 * d_out) * F64),
                 "first_host": n_windows * d * 4,
-                "rows_disk": sample_rows * d * 4,
+                "rows_disk": kept * d * 4,
             }
         )
     t = pd.DataFrame(rows)

@@ -113,14 +113,16 @@ def estimate_seconds(model_label: str, n_params: int, tokens: int) -> tuple[floa
     return REFERENCE_SECONDS * n_params * tokens, "the default run's captures on 2 cores"
 
 
-def say_cost(model_label: str, config: CaptureConfig, n_params: int) -> None:
+def say_cost(model_label: str, config: CaptureConfig, n_params: int, n_rows: int | None = None) -> None:
     """The line said before a capture runs (one not in the cache, or asked for with --no-cache), once its plan has
-    passed the memory and disk checks: what it is and about how long it will take (by rank 0 alone under torchrun)."""
+    passed the memory and disk checks: what it is and about how long it will take (by rank 0 alone under torchrun).
+    `n_rows`: the rows its windows make, the most its row sample keeps."""
     if world()[0] != 0:
         return
     seconds, basis = estimate_seconds(model_label, n_params, config.tokens)
     took = f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(seconds, 1):.0f} s"
-    rows = f", {config.sample_rows:,} rows kept" if config.sample_rows else ""
+    kept = config.sample_rows if n_rows is None else min(config.sample_rows, n_rows)
+    rows = f", {kept:,} rows kept" if kept else ""
     notice(
         f"capturing {model_label} on {config.corpus} ({config.tokens:,} tokens{rows}): about {took} "
         f"(from {basis}; {n_params / 1e6:.0f}M parameters)"

@@ -22,6 +22,7 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import offset_copy
 
 from linrec.analyses.pitfall import REACHED, steps_to_reach
+from linrec.base.files import atomic_file
 from linrec.outputs.labels import declutter
 
 # Written into the files instead of what changes from run to run: a PDF's CreationDate (left out) and the
@@ -40,7 +41,8 @@ def save(fig, stem: str | Path) -> list[Path]:
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
     for p in paths:
-        fig.savefig(p, dpi=DPI, bbox_inches="tight", metadata=_METADATA[p.suffix])
+        with atomic_file(p) as tmp:  # whole or not at all; a full disk is one line naming the file
+            fig.savefig(tmp, format=p.suffix[1:], dpi=DPI, bbox_inches="tight", metadata=_METADATA[p.suffix])
     return paths
 
 

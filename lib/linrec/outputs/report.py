@@ -21,7 +21,7 @@ import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.base.files import atomic_file, find_project_root, project_root
+from linrec.base.files import atomic_file, find_project_root, project_root, writing
 from linrec.claims.rules import VERDICTS
 from linrec.claims.tables import labelled
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
@@ -377,13 +377,15 @@ def build_report(
 ) -> Path:
     """Write the report to `out` (Markdown) and, with `html`, `out` with .html beside it; returns `out`.
     A results folder that is missing or holds no results table is one line (`Results`), and `out` is left as it
-    was: the text is rendered before anything is written."""
+    was: the text is rendered before anything is written. Each file is written whole or not at all
+    (`linrec.base.files.atomic_file`): a full disk leaves the old report and no temporary file, and is one line
+    naming the file."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    with writing(out.parent):
+        out.parent.mkdir(parents=True, exist_ok=True)
     text = render(results_dir, figures_dir, out, params)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(out)
+    with atomic_file(out) as tmp:
+        tmp.write_text(text)
     if html:
         body = figures_at_drawn_size(mistune.html(text), out.parent)
         page = (
@@ -392,7 +394,8 @@ def build_report(
             "table{border-collapse:collapse;font-size:85%}td,th{border:1px solid #ccc;padding:2px 6px}"
             f".figure{{overflow-x:auto}}</style>\n{body}"
         )
-        out.with_suffix(".html").write_text(page)
+        with atomic_file(out.with_suffix(".html")) as tmp:
+            tmp.write_text(page)
     return out
 
 
