@@ -185,6 +185,9 @@ def performance_section(bench_dir: str | Path, figures_run: str | Path | None = 
     peers_path = bench_dir / "peers.csv"
     if peers_path.exists():
         lines += ["", *peers_lines(peers_path, shown(peers_path))]
+    gpu_path = bench_dir / "gpu.csv"
+    if gpu_path.exists():
+        lines += ["", *gpu_lines(gpu_path, shown(gpu_path))]
     lines.append(PERF_END)
     return "\n".join(lines)
 
@@ -213,6 +216,50 @@ def peers_lines(path: Path, shown: str) -> list[str]:
         "",
         *peers.report_lines(table.to_dict("records")),
     ]
+
+
+GPU_TARGETS = {"ratio_exact": 1.3, "ratio_fast": 1.15, "ceiling_s": 0.5, "device_vs_cpu_max_abs_dr2": 1e-8}  # issue 63
+
+
+def gpu_lines(path: Path, shown: str) -> list[str]:
+    """The capture on an accelerator (benchmarks/gpu.py --csv): a sentence on the run, one table row per token count,
+    each ratio against its target (issue 63's, at 204,800 tokens)."""
+    t = pd.read_csv(path, keep_default_na=False)
+    r = t.iloc[0]
+    status = lambda key, v: "PASS" if float(v) <= GPU_TARGETS[key] else "MISS"  # noqa: E731
+    out = [
+        f"On an accelerator (`benchmarks/gpu.py`, `{shown}`, one run on {r['date']}): {r['card']}, torch {r['torch']}, "
+        f"a GPT-2-small-size layout trained here ({r['params_m']:g} M parameters, {r['blocks']} blocks, d = 768), "
+        f"batches of {r['batch_size']} windows; each time the best of 2 rounds (1 at the largest size), float32 "
+        "without TF32. The peer keeps every block's rows on the device in float32 and fits each with "
+        "`torch.linalg.lstsq` in float64, as a hooks library's user would.",
+        "",
+        "| tokens | plain forward s | exact capture s (÷ plain) | fast capture s (÷ plain) | ceiling s "
+        "| peak GiB exact | peer: rows + lstsq s | peer peak GiB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for _, x in t.iterrows():
+        rep = f" (text ×{x['text_repeated']})" if int(x["text_repeated"]) > 1 else ""
+        peer = f"{float(x['peer_s']):.2f}" if x["peer_status"] == "ok" else str(x["peer_status"]).split(" (")[0]
+        peak = f"{float(x['peer_peak_gib']):.2f}" if x["peer_status"] == "ok" else "—"
+        out.append(
+            f"| {int(x['tokens']):,}{rep} | {float(x['plain_s']):.2f} | {float(x['exact_s']):.2f} "
+            f"({float(x['ratio_exact']):.2f}) | {float(x['fast_s']):.2f} ({float(x['ratio_fast']):.2f}) | "
+            f"{float(x['ceiling_s']):.2f} | {float(x['exact_peak_gib']):.2f} | {peer} | {peak} |"
+        )
+    d = float(r["device_vs_cpu_max_abs_dr2"])
+    out += [
+        "",
+        f"- At {int(r['tokens']):,} tokens: exact capture {float(r['ratio_exact']):.2f}× the plain forward "
+        f"(<= {GPU_TARGETS['ratio_exact']} {status('ratio_exact', r['ratio_exact'])}), fast "
+        f"{float(r['ratio_fast']):.2f}× (<= {GPU_TARGETS['ratio_fast']} {status('ratio_fast', r['ratio_fast'])}), "
+        f"the ceiling table of every block {float(r['ceiling_s']):.2f} s (<= {GPU_TARGETS['ceiling_s']} s "
+        f"{status('ceiling_s', r['ceiling_s'])}).",
+        f"- The same windows captured on the device and on the CPU ({int(r['cmp_tokens']):,} tokens): max "
+        f"|ΔR²_lin| = {d:.1e} (<= {GPU_TARGETS['device_vs_cpu_max_abs_dr2']:g} "
+        f"{status('device_vs_cpu_max_abs_dr2', d)}).",
+    ]
+    return out
 
 
 def update_readme_performance(readme: str | Path, bench_dir: str | Path, figures_run: str | Path | None = None) -> bool:

@@ -176,6 +176,8 @@ def check_fits(plan: pandas.DataFrame, groups: list[range]) -> None:
         device = torch.device(name)
         if device.type == "cuda":
             need = max(int(part["device_total"].loc[[b for b in g if b in part.index]].sum()) for g in groups)
+            if len(groups) == 1:  # in one pass the first-position rows wait on the device too (host in groups)
+                need += int(part["first_host"].sum())
         else:  # on the CPU every group stays in RAM
             need = int(part["device_total"].sum())
         free = free_bytes(device)
