@@ -257,7 +257,13 @@ def gpu_lines(path: Path, shown: str) -> list[str]:
         f"{status('ceiling_s', r['ceiling_s'])}).",
         f"- The same windows captured on the device and on the CPU ({int(r['cmp_tokens']):,} tokens): max "
         f"|ΔR²_lin| = {d:.1e} (<= {GPU_TARGETS['device_vs_cpu_max_abs_dr2']:g} "
-        f"{status('device_vs_cpu_max_abs_dr2', d)}).",
+        f"{status('device_vs_cpu_max_abs_dr2', d)})"
+        + (
+            f": {float(r['forward_only_max_abs_dr2']):.1e} with the device's statistics solved on the host (the "
+            f"forward pass and the sums alone), {float(r['solver_only_max_abs_dr2']):.1e} between the two solvers."
+            if "solver_only_max_abs_dr2" in t.columns
+            else "."
+        ),
     ]
     return out
 
