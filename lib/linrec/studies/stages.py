@@ -26,6 +26,7 @@ from linrec.analyses import SCREENING_WINDOWS
 from linrec.base.errors import LinrecError
 from linrec.base.params import Declared, declared, param
 from linrec.claims.registry import TABLES
+from linrec.inputs.offline import suggest
 from linrec.stats import N_BOOT
 
 
@@ -193,7 +194,8 @@ def study(key: str) -> Study:
         if key in (s.notebook, s.name, s.file):
             return s
     known = ", ".join(f"{s.notebook} ({s.name})" for s in STUDIES)
-    raise LinrecError(f"no study {key!r}; the studies are {known}")
+    hint = suggest(key, [s.name for s in STUDIES])
+    raise LinrecError(f"no study {key!r}{hint}; the studies are {known}")
 
 
 MODELS = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
