@@ -70,6 +70,33 @@ root = project_root()
 here = dict(corpus=corpus, models=models, seed=seed, capture=capture)  # what another profile must share to be quoted
 
 # %% [markdown]
+# ## One block by hand, first
+# Before the study fits every block, here is one fit spelled out (notebook 00 derives it from rows). The capture
+# holds, for each block and split, the means of x and y and the centred sums C_xx = Σ(x − x̄)(x − x̄)ᵀ (the Gram matrix
+# of the centred inputs), C_xy and C_yy. Solve the normal equations C_xx W = C_xy on the train split, set
+# b = ȳ − Wᵀx̄, and score on the test split from its sums alone: SSE_j = C_yy,jj − 2 (WᵀC_xy)_jj + (WᵀC_xx W)_jj +
+# n·(ȳ − Wᵀx̄ − b)_j² and SST_j = C_yy,jj. linrec's own solve (`Capture.score`) rescales the features first, which
+# matters only in the worst-conditioned blocks; here the two agree to rounding.
+
+# %%
+import numpy as np
+
+from linrec.measure.capture import get_capture
+from linrec.measure.config import capture_settings
+
+one = get_capture(models[0], corpus, seed=seed, **{**capture_settings(capture), "sample_rows": 0},
+                  batch_size=p.batch_size, device=p.device)  # notebook 01's capture, from the cache  # fmt: skip
+train, test = one.stats["train"][0], one.stats["test"][0]  # block 0: means and centred sums per split
+Cxx, Cxy, _ = train.blocks()
+W = np.linalg.solve(Cxx, Cxy)  # the normal equations
+b = train.mean_y - train.mean_x @ W
+Txx, Txy, Tyy = test.blocks()
+offset = test.mean_y - (test.mean_x @ W + b)
+sse = np.diag(Tyy) - 2 * np.einsum("ij,ij->j", W, Txy) + np.einsum("ij,ij->j", Txx @ W, W) + test.n * offset**2
+r2_hand, r2_ours = 1 - sse.sum() / np.trace(Tyy), one.score(0).r2
+print(f"{one.model_label} block 0: held-out R²_lin by hand {r2_hand:.6f}, linrec {r2_ours:.6f}")
+
+# %% [markdown]
 # ## Fit every block of every model
 # The captures come from the cache written by notebook 01 (same parameters); a missing one is
 # computed here. The study (`linrec.studies.ceiling.run`) fits every block, runs the parts of the notebook this

@@ -10,15 +10,17 @@ import pytest
 
 from linrec.app.notebooks import notebooks
 from linrec.base.files import project_root
+from linrec.studies.stages import PRIMER_FILE
 
 ROOT = project_root(__file__)
+LAB = [ROOT / "notebooks" / f"{PRIMER_FILE}.py", *notebooks(ROOT)]  # what `make lab` shows: the primer and the stages
 
 
 def _copy(tmp_path):
     """The notebooks and the configuration jupytext reads, in a scratch folder (the test saves into it)."""
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / "notebooks").mkdir()
-    for nb in notebooks(ROOT):
+    for nb in LAB:
         shutil.copy(nb, tmp_path / "notebooks" / nb.name)
     return {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
 
@@ -29,7 +31,7 @@ def _files(tmp_path):
 
 
 @pytest.mark.parametrize("served", ["notebooks", "repository"])
-@pytest.mark.parametrize("stem", [nb.stem for nb in notebooks(ROOT)])
+@pytest.mark.parametrize("stem", [nb.stem for nb in LAB])
 def test_opening_and_saving_a_notebook_in_lab_changes_no_byte_and_pairs_nothing(tmp_path, stem, served):
     """Served from notebooks/ (`make lab`: jupytext sees no configuration above its root, so each notebook's header
     must carry it) and from the repository's root (pyproject.toml's [tool.jupytext] in view)."""
@@ -112,7 +114,7 @@ def test_an_experiment_in_lab_the_documented_way_leaves_git_status_clean(tmp_pat
     for f in ("pyproject.toml", ".gitignore"):
         shutil.copy(ROOT / f, clone / f)
     shutil.copytree(ROOT / "params", clone / "params")
-    for nb in notebooks(ROOT):
+    for nb in LAB:
         shutil.copy(nb, clone / "notebooks" / nb.name)
 
     def git(*args):

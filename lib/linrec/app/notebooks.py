@@ -29,7 +29,7 @@ from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.base.progress import NOTEBOOK_ENV
 from linrec.inputs.offline import suggest
-from linrec.studies.stages import REPORT_FILE, REPORT_NOTEBOOK, STUDIES
+from linrec.studies.stages import PRIMER_FILE, REPORT_FILE, REPORT_NOTEBOOK, STUDIES
 
 log = logging.getLogger(__name__)
 
@@ -354,15 +354,18 @@ def stage_files() -> tuple[str, ...]:
 
 
 def notebooks(root: Path) -> list[Path]:
-    """The sources of the notebooks `stage_files` names, in its order; a numbered notebook the stages do not list,
-    or one they list that is missing, is one line naming the fix."""
+    """The sources of the notebooks `stage_files` names, in its order; a numbered notebook the stages do not list
+    (other than the primer, notebooks/00_method.py, which no run executes), or one they list that is missing, is one
+    line naming the fix."""
     listed = [root / "notebooks" / f"{name}.py" for name in stage_files()]
     missing = [p.name for p in listed if not p.is_file()]
     if missing:
         raise LinrecError(
             f"notebooks/{', '.join(missing)} missing: restore it, or drop its row in linrec.studies.stages"
         )
-    unlisted = sorted(set((root / "notebooks").glob("[0-9][0-9]_*.py")) - set(listed))
+    unlisted = sorted(
+        set((root / "notebooks").glob("[0-9][0-9]_*.py")) - {*listed, root / "notebooks" / f"{PRIMER_FILE}.py"}
+    )
     if unlisted:
         raise LinrecError(
             f"notebooks/{unlisted[0].name} is not a stage: add its row to linrec.studies.stages.STUDIES (or rename it)"
