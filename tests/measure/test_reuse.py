@@ -185,3 +185,20 @@ def test_rows_problem_names_the_fix_the_corpus_or_the_budget():
     assert not fatal and "R²_lin is biased low" in text and "raise --tokens to about" in text
     assert f"{577 / (2048 - 578):.2f}" in text  # p / (n − p − 1)
     assert reuse.rows_problem(small, n_windows=20, n_train_rows=16_384, d=576) is None  # 28 rows a parameter
+
+
+def test_on_an_accelerator_with_nothing_measured_the_line_says_so_instead_of_a_cpu_time(tmp_path, monkeypatch, capfd):
+    """The reference rate is a CPU's: on a GPU (threads None) with no capture measured there, the line gives no time
+    rather than a CPU's minutes; with one measured there, that one's rate."""
+    from linrec.measure.config import CaptureConfig
+
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("LINREC_PROGRESS", raising=False)
+    monkeypatch.delenv("LINREC_NOTEBOOK", raising=False)
+    cfg = CaptureConfig("m", "wiki", tokens=20_480, sample_rows=0)
+    reuse.say_cost("m", cfg, 10**8, 20_480, threads=None)
+    line = capfd.readouterr().err.strip()
+    assert line.startswith("capturing m on wiki (20,480 tokens): time not estimated (no capture on this device"), line
+    _timed_entry(tmp_path / "cache", "g-1", seconds=2.0, tokens_used=1000, compute_params=10**6, device="cuda:0")
+    reuse.say_cost("m", cfg, 10**6, 100_000, threads=None)
+    assert "about 3 min (from the capture cached here; 1M parameters" in capfd.readouterr().err  # 2e-9 × 1e6 × 1e5

@@ -146,7 +146,7 @@ def estimate_seconds(
         basis = f"the {len(rates)} capture(s) cached here" if len(rates) > 1 else "the capture cached here"
         return float(np.median(rates)) * n_params * tokens / per_thread, basis
     if threads is None:
-        return None, "no capture on this device cached yet to estimate from"
+        return None, "no capture on this device is cached yet to estimate it from"
     rate = REFERENCE_SECONDS * (ROWS_COST if rows else 1.0)
     return rate * n_params * tokens / per_thread, f"the reference rate on {per_thread} CPU thread(s)"
 
@@ -159,14 +159,15 @@ def say_cost(model_label: str, config: CaptureConfig, n_params: int, tokens: int
         return
     seconds, basis = estimate_seconds(model_label, n_params, tokens, threads, rows=config.sample_rows > 0)
     if seconds is None:
-        took = "time not estimated"
+        took = f"time not estimated ({basis}"
     else:
         took = "about " + (f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(seconds, 1):.0f} s")
+        took += f" (from {basis}"
     rows = f", {config.sample_rows:,} rows kept" if config.sample_rows else ""
     asked = f" of the {config.tokens:,} asked for" if tokens < config.tokens else ""
     notice(
-        f"capturing {model_label} on {config.corpus} ({tokens:,} tokens{asked}{rows}): {took} "
-        f"(from {basis}; {n_params / 1e6:.0f}M parameters multiplied per token)"
+        f"capturing {model_label} on {config.corpus} ({tokens:,} tokens{asked}{rows}): {took}; "
+        f"{n_params / 1e6:.0f}M parameters multiplied per token)"
     )
 
 
