@@ -34,17 +34,18 @@
 # loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
 # default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
 # to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
-# touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
-# can be set there, as `linrec figures -p NAME VALUE` does).
+# touching those or any tracked file, write the values into `notebooks/overrides.yaml` (git ignores it), e.g.
+# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`: any parameter, as `linrec figures -p` sets it.
+# The cell after the parameters says what it set; `linrec figures` never reads it.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
-overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+overrides = {}  # linrec figures injects its -p NAME VALUE, --device, --out here (Lab: notebooks/overrides.yaml)
 
 # %%
 from linrec.app.profile import load_profile
 
-p = load_profile(profile_file, overrides).notebook("02")  # the profile, whole (linrec.studies.stages.Profile)
+p = load_profile(profile_file, overrides, lab=True).notebook("02")  # the profile, whole (stages.Profile)
 models, corpus, capture, seed, profile, figures_dir = p.models, p.corpus, p.capture, p.seed, p.profile, p.figures_dir
 
 # %%
@@ -67,6 +68,29 @@ from linrec.studies import ceiling as study
 
 root = project_root()
 here = dict(corpus=corpus, models=models, seed=seed, capture=capture)  # what another profile must share to be quoted
+
+# %% [markdown]
+# ## One block by hand, first
+# Before the study fits every block, here is one fit spelled out (notebook 00 derives it from rows). The capture
+# holds, for each block and split, the means of x and y and the centred sums C_xx = Σ(x − x̄)(x − x̄)ᵀ (the Gram matrix
+# of the centred inputs), C_xy and C_yy. Solve the normal equations C_xx W = C_xy on the train split, set
+# b = ȳ − Wᵀx̄, and score on the test split from its sums alone: SSE_j = C_yy,jj − 2 (WᵀC_xy)_jj + (WᵀC_xx W)_jj +
+# n·(ȳ − Wᵀx̄ − b)_j² and SST_j = C_yy,jj. linrec's own solve (`Capture.score`) rescales the features first, which
+# matters only in the worst-conditioned blocks; here the two agree to rounding.
+
+# %%
+import numpy as np
+
+one = study.model_capture(p, models[0])  # notebook 01's capture, from the cache: the one the study fits below
+train, test = one.stats["train"][0], one.stats["test"][0]  # block 0: means and centred sums per split
+Cxx, Cxy, _ = train.blocks()
+W = np.linalg.solve(Cxx, Cxy)  # the normal equations
+b = train.mean_y - train.mean_x @ W
+Txx, Txy, Tyy = test.blocks()
+offset = test.mean_y - (test.mean_x @ W + b)
+sse = np.diag(Tyy) - 2 * np.einsum("ij,ij->j", W, Txy) + np.einsum("ij,ij->j", Txx @ W, W) + test.n * offset**2
+r2_hand, r2_ours = 1 - sse.sum() / np.trace(Tyy), one.score(0).r2
+print(f"{one.model_label} block 0: held-out R²_lin by hand {r2_hand:.6f}, linrec {r2_ours:.6f}")
 
 # %% [markdown]
 # ## Fit every block of every model

@@ -74,17 +74,18 @@
 # loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
 # default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
 # to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
-# touching those, set `overrides = {"results_dir": "scratch", "figures_dir": "scratch/figures"}` (any parameter
-# can be set there, as `linrec figures -p NAME VALUE` does).
+# touching those or any tracked file, write the values into `notebooks/overrides.yaml` (git ignores it), e.g.
+# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`: any parameter, as `linrec figures -p` sets it.
+# The cell after the parameters says what it set; `linrec figures` never reads it.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
-overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+overrides = {}  # linrec figures injects its -p NAME VALUE, --device, --out here (Lab: notebooks/overrides.yaml)
 
 # %%
 from linrec.app.profile import load_profile
 
-p = load_profile(profile_file, overrides).notebook("04")  # the profile, whole (linrec.studies.stages.Profile)
+p = load_profile(profile_file, overrides, lab=True).notebook("04")  # the profile, whole (stages.Profile)
 models, corpus, capture, seed = p.models, p.corpus, p.capture, p.seed
 results_dir, figures_dir = p.results_dir, p.figures_dir
 

@@ -51,12 +51,12 @@
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
-overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+overrides = {}  # linrec figures injects its -p NAME VALUE, --device, --out here (Lab: notebooks/overrides.yaml)
 
 # %%
 from linrec.app.profile import load_profile
 
-p = load_profile(profile_file, overrides).notebook("08")  # the profile, whole (linrec.studies.stages.Profile)
+p = load_profile(profile_file, overrides, lab=True).notebook("08")  # the profile, whole (stages.Profile)
 figures_dir = p.figures_dir
 
 # %%

@@ -23,17 +23,18 @@
 # **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
 # loads it (every parameter: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the default run: it reads the
 # tables the other notebooks wrote to `results/default/` and rewrites `paper/report.md` and the README's results
-# block, as `make figures` does. To experiment without touching those, set
-# `overrides = {"report_path": "scratch/report.md", "readme": None}`.
+# block, as `make figures` does. To experiment without touching those or any tracked file, write
+# `{report_path: scratch/report.md, readme: null}` into `notebooks/overrides.yaml` (git ignores it; `linrec figures`
+# never reads it).
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)
-overrides = {}  # values in place of the profile's (linrec figures -p NAME VALUE, --device, --out)
+overrides = {}  # linrec figures injects its -p NAME VALUE, --device, --out here (Lab: notebooks/overrides.yaml)
 
 # %%
 from linrec.app.profile import load_profile
 
-p = load_profile(profile_file, overrides).notebook("09")  # the profile, whole (linrec.studies.stages.Profile)
+p = load_profile(profile_file, overrides, lab=True).notebook("09")  # the profile, whole (stages.Profile)
 results_dir = p.results_dir
 
 # %% [markdown]

@@ -1,22 +1,26 @@
 """Opening a notebook in Jupyter Lab and saving it without an edit changes no byte and writes no file beside it
 (issue 50, item 2): each notebook goes through jupytext's contents manager, the one `make lab` serves them with,
-configured by the repository's own `[tool.jupytext]` section of pyproject.toml."""
+configured by the repository's own `[tool.jupytext]` section of pyproject.toml. An experiment the documented way
+(notebooks/overrides.yaml) leaves `git status` clean (issue 65, item 4)."""
 
+import re
 import shutil
 
 import pytest
 
 from linrec.app.notebooks import notebooks
 from linrec.base.files import project_root
+from linrec.studies.stages import PRIMER_FILE
 
 ROOT = project_root(__file__)
+LAB = [ROOT / "notebooks" / f"{PRIMER_FILE}.py", *notebooks(ROOT)]  # what `make lab` shows: the primer and the stages
 
 
 def _copy(tmp_path):
     """The notebooks and the configuration jupytext reads, in a scratch folder (the test saves into it)."""
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / "notebooks").mkdir()
-    for nb in notebooks(ROOT):
+    for nb in LAB:
         shutil.copy(nb, tmp_path / "notebooks" / nb.name)
     return {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
 
@@ -27,7 +31,7 @@ def _files(tmp_path):
 
 
 @pytest.mark.parametrize("served", ["notebooks", "repository"])
-@pytest.mark.parametrize("stem", [nb.stem for nb in notebooks(ROOT)])
+@pytest.mark.parametrize("stem", [nb.stem for nb in LAB])
 def test_opening_and_saving_a_notebook_in_lab_changes_no_byte_and_pairs_nothing(tmp_path, stem, served):
     """Served from notebooks/ (`make lab`: jupytext sees no configuration above its root, so each notebook's header
     must carry it) and from the repository's root (pyproject.toml's [tool.jupytext] in view)."""
@@ -87,3 +91,62 @@ def test_make_env_prints_nothing_that_reads_like_an_error():
     "Error 1 (ignored)" after a step whose failure is expected, e.g. compileall on a file that does not compile)."""
     recipes = [ln for ln in (ROOT / "Makefile").read_text().splitlines() if ln.startswith("\t")]
     assert recipes and not [ln for ln in recipes if ln.lstrip("\t@").startswith("-")]
+
+
+def test_an_experiment_in_lab_the_documented_way_leaves_git_status_clean(tmp_path, monkeypatch):
+    """Issue 65 item 4: the documented way to experiment was to edit `overrides = {...}` in the notebook, which Lab's
+    autosave wrote into the tracked .py, and `scratch/` (the documented output folder) was not ignored. In a clone of
+    the repository's notebooks, profiles and .gitignore: the values go into notebooks/overrides.yaml, as each notebook's
+    first cell says; the notebook's own first two cells, run as Lab runs them (in notebooks/), bind them; what it
+    writes lands under scratch/; and `git status --porcelain` is what it was. A planted .gitignore without the two
+    lines shows both files."""
+    import subprocess
+
+    import yaml
+
+    import linrec.base.progress as progress
+    from linrec.app.profile import LAB_OVERRIDES
+
+    if shutil.which("git") is None:
+        pytest.skip("no git on this machine")
+    clone = tmp_path / "clone"
+    (clone / "notebooks").mkdir(parents=True)
+    for f in ("pyproject.toml", ".gitignore"):
+        shutil.copy(ROOT / f, clone / f)
+    shutil.copytree(ROOT / "params", clone / "params")
+    for nb in LAB:
+        shutil.copy(nb, clone / "notebooks" / nb.name)
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=clone, capture_output=True, text=True, check=True).stdout
+
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "clone")
+    before = git("status", "--porcelain")
+    assert before == ""
+    text = (clone / "notebooks" / "04_rank_outliers.py").read_text()
+    assert LAB_OVERRIDES in text and "overrides = {}" in text  # the documented way, in the notebook's own words
+
+    experiment = {"results_dir": "scratch", "figures_dir": "scratch/figures", "corpus": "code"}
+    (clone / LAB_OVERRIDES).write_text(yaml.safe_dump(experiment))
+    monkeypatch.chdir(clone / "notebooks")  # where Lab runs a notebook
+    monkeypatch.delenv(progress.NOTEBOOK_ENV, raising=False)  # not under linrec figures
+    cells = re.split(r"^# %%.*$", text, flags=re.M)[1:]
+    heads = re.findall(r"^# %%.*$", text, flags=re.M)
+    i = next(k for k, h in enumerate(heads) if 'tags=["parameters"]' in h)
+    ns: dict = {}
+    exec(cells[i], ns)  # the parameters cell, as it stands
+    exec(cells[i + 1], ns)  # the cell that loads the profile
+    p = ns["p"]
+    assert (p.results_dir, p.figures_dir, p.corpus) == ("scratch", "scratch/figures", "code")
+    for where in (p.results_dir, p.figures_dir):  # what a notebook writes: its tables and figures, under them
+        (clone / where).mkdir(parents=True, exist_ok=True)
+    (clone / p.results_dir / "capture.csv").write_text("model\nsmollm2-135m\n")
+    (clone / p.figures_dir / "fig1_method.png").write_bytes(b"\x89PNG")
+    assert git("status", "--porcelain") == before  # the experiment left no trace git sees
+
+    ignore = (clone / ".gitignore").read_text()
+    (clone / ".gitignore").write_text(ignore.replace("/scratch/\n", "").replace("/notebooks/overrides.yaml\n", ""))
+    shown = git("status", "--porcelain", "--untracked-files=all")
+    assert "scratch/capture.csv" in shown and LAB_OVERRIDES in shown  # the planted .gitignore lets both through

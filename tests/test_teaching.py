@@ -21,12 +21,20 @@ def test_the_notebooks_quote_another_profile_only_after_asking_whether_it_applie
 
 
 def test_the_readmes_hero_caption_promises_only_what_its_figure_draws():
-    """fig2_swap.png draws the swap's ΔPPL alone (R²_lin per block is fig2_r2_lin.png): its caption said both."""
-    import re
-
+    """The front page leads with R²_lin per block (fig2_r2_lin.png), the quantity the project measures (issue 65: it
+    led with the swap's ΔPPL); its caption names R²_lin and not ΔPPL, which fig2_swap.png draws. The front page names
+    the stand-in models and the paper's, and says what each verdict word means."""
     readme = (ROOT / "README.md").read_text()
-    alt = re.search(r"!\[([^\]]*)\]\(figures/fig2_swap\.png\)", readme)[1]
-    assert "ΔPPL" in alt and "R²_lin" not in alt
+    first = re.search(r"!\[([^\]]*)\]\((figures/[^)]+)\)", readme)
+    assert first[2] == "figures/fig2_r2_lin.png" and (ROOT / first[2]).is_file()
+    assert "R²_lin" in first[1] and "ΔPPL" not in first[1]
+    front = readme[: readme.index("<!-- results:start -->")]
+    for name in ("SmolLM2-135M", "Gemma-3-270M", "zoo", "GPT-2", "Pythia-160m", "llama-160m"):
+        assert name in front, name
+    from linrec.claims.rules import VERDICTS
+
+    for word in VERDICTS:
+        assert f"**{word[:1].upper() + word[1:]}**" in front or f"**{word}**" in front, word
 
 
 def test_notebook_06_does_not_say_every_model_runs_without_a_bos_token():
@@ -61,6 +69,21 @@ def test_every_notebook_teaches_more_than_it_plumbs():
     assert faults("planted", planted) == ["planted: save_table("]
     assert faults("planted", "# %% [markdown]\n# a\n# %%\nx = 1\n") == ["planted: prose 4 < 1.5 × code 6"]
     notebooks = sorted((ROOT / "notebooks").glob("0*.py"))
-    assert len(notebooks) == 9
+    assert len(notebooks) == 10  # 00_method (the primer), 01-08 (the stages), 09 (the report)
     found = [f for nb in notebooks for f in faults(nb.name, nb.read_text())]
     assert not found, found
+
+
+def test_the_primer_derives_the_method_in_small_steps_before_any_library_call():
+    """Issue 65 item 5: notebooks/00_method.py forms the Gram matrix, solves the normal equations and checks them
+    against np.linalg.lstsq, and computes held-out R² by hand, before it imports anything from linrec; no code cell is
+    longer than 15 lines; notebook 02 shows one block's Gram, solve and R² before it calls its study."""
+    text = (ROOT / "notebooks" / "00_method.py").read_text()
+    first_linrec = text.index("from linrec")
+    for step in ("X1.T @ X1", "np.linalg.solve(G, C)", "np.linalg.lstsq", "sse / sst"):
+        assert -1 < text.find(step) < first_linrec, step
+    for cell in re.split(r"^# %%.*$", text, flags=re.M)[1:]:
+        if not cell.lstrip().startswith("# "):  # a code cell
+            assert len([ln for ln in cell.strip().splitlines() if ln.strip()]) <= 15, cell[:200]
+    nb02 = (ROOT / "notebooks" / "02_linear_ceiling.py").read_text()
+    assert -1 < nb02.find("np.linalg.solve(Cxx, Cxy)") < nb02.find("study.run(p)")

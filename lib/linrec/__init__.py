@@ -7,7 +7,8 @@ The package's folders are its layers, lowest first; a module imports only from i
                · params (a declared parameter: its type, one default, what it does)
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
                · jackknife (intervals over held-out windows)
-    inputs/    sites (where each FFN is) · corpora · fetching · hf · source (how a model is given, parsed once)
+    inputs/    sites (where each FFN is) · offline (what can be fetched and named; no torch) · corpora · fetching · hf
+               · source (how a model is given, parsed once)
                · models (load any model) · surgery · training · training_text (its texts, split; the tokenizer)
                · layouts (the decoders trained here: GPT-2, Pythia, llama rows)
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)

@@ -68,12 +68,44 @@ def test_argument_errors_are_one_line_without_usage(cli):
 
 def test_misspelt_model_without_the_hub_is_one_line_without_retries(tmp_path):
     """One line naming the offline models, and no retries (the hub clients' retries took 26 s and 22 lines before
-    the error): checked by the connections tried, not by a clock (benchmarks/clocks.py times it)."""
+    the error): checked by the connections tried, not by a clock (benchmarks/clocks.py times it). A name close to
+    an offline one is refused by its name alone, with "did you mean" and no connection at all (issue 65); a hub id
+    with an org goes to the hub once."""
     proc, hosts = linrec_without_the_hub(tmp_path, "measure", "--model", "smolllm2-135m")
+    assert hosts == [], hosts
+    _single_line(proc.returncode, proc.stderr, "unknown model 'smolllm2-135m' (did you mean 'smollm2-135m'?)")
+    proc, hosts = linrec_without_the_hub(tmp_path, "measure", "--model", "no-such-org/no-such-model")
     # linrec's one connect (linrec.inputs.hf.hub_reachable) and huggingface_hub's one fetch of its list of agents;
     # with that connect's answer ignored, the clients looked the hub up 19 times
     assert 1 <= len(hosts) <= 2 and set(hosts) == {"hub.invalid"}, hosts  # looked up, and not retried
     _single_line(proc.returncode, proc.stderr, "smollm2-135m")
+
+
+def test_a_mistyped_name_is_refused_within_seconds_before_anything_loads(tmp_path):
+    """Issue 65: `linrec figures --only 04 -p corpus cod` started notebook 04 and failed in its cell 6 after 29-54 s.
+    Every name a run reads is checked first, by name alone (no torch): one line with "did you mean", exit 2, nothing
+    written, in a process of its own within 5 s on 2 busy cores (measured 1.8 s); likewise a mistyped model, corpus
+    or study name on the other commands."""
+    import time
+
+    env = {**os.environ, "LINREC_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    out = tmp_path / "scratch"
+    cases = [
+        (["figures", "--only", "04", "-p", "corpus", "cod", "--out", str(out)], "did you mean 'code'?"),
+        (["figures", "--only", "04", "-p", "models", "[smollm2-13m]", "--out", str(out)], "'smollm2-135m'?"),
+        (["figures", "--only", "ceilng", "--out", str(out)], "did you mean 'ceiling'?"),
+        (["figures", "-p", "corpuss", "code", "--out", str(out)], "did you mean 'corpus'?"),
+        (["measure", "--model", "smollm2-135m", "--corpus", "cod"], "did you mean 'code'?"),
+        (["studies", "ceilng"], "did you mean 'ceiling'?"),
+        (["fetch", "smollm2-135m", "cod"], "did you mean 'code'?"),
+    ]
+    for args, needle in cases:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "linrec", *args], env=env, capture_output=True, text=True)
+        took = time.perf_counter() - t0
+        _single_line(proc.returncode, proc.stderr, needle)
+        assert took < 5, (args, took)
+    assert not out.exists() and not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]  # nothing started
 
 
 @pytest.mark.parametrize(

@@ -358,11 +358,49 @@ def test_tokens_beyond_the_corpus_give_a_notice_and_the_real_counts(tmp_path, ti
         tmp_path=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
-    notice = [ln for ln in proc.stderr.splitlines() if "asked for" in ln]
-    assert len(notice) == 1 and "of the 20000 asked for" in notice[0], proc.stderr
-    used = int(notice[0].split("using ")[1].split()[0])
+    notice = [ln for ln in proc.stderr.splitlines() if "holds only" in ln]
+    assert len(notice) == 1 and "of the 20,000 asked for" in notice[0], proc.stderr
+    used = int(notice[0].split("using ")[1].split()[0].replace(",", ""))
     t = pd.read_csv(out)
     assert used < 20000 and (t["n_train"] + t["n_test"] == used).all()
+    # said before the capture (issue 65: after a 14-minute capture), and the cost line counts the tokens used
+    lines = proc.stderr.splitlines()
+    cost = next(i for i, ln in enumerate(lines) if ln.startswith("capturing "))
+    assert lines.index(notice[0]) < cost and f"({used:,} tokens of the 20,000 asked for)" in lines[cost]
+
+
+def test_a_corpus_too_small_for_the_width_names_a_larger_corpus_not_more_tokens(tmp_path, tiny_model_dir):
+    """Issue 65: a 512-token corpus with --tokens 40000 said "raise --tokens to at least 1156"; the corpus ran out,
+    so the fix is a larger corpus (the tiny llama is 32 wide: 2 train windows of 16 rows are too few)."""
+    corpus = tmp_path / "small.txt"
+    corpus.write_text(tiny_text(40))
+    proc = _run("measure", "--model", tiny_model_dir, "--corpus", corpus, "--seq-len", "16", "--tokens", "40000",
+                tmp_path=tmp_path)  # fmt: skip
+    _one_line_error(proc, "no affine map can be fitted", "the corpus is too small: give a larger corpus")
+    assert "raise --tokens" not in proc.stderr.strip().splitlines()[-1]
+    before = proc.stderr.split("capturing ")[0]
+    assert "holds only" in before and "give a larger corpus" in before  # both said before the capture
+
+
+def test_measure_keeps_no_row_sample_unless_asked_and_probe_keeps_one(cli, own_cache, tiny_args):
+    """Issue 65 item 7: `linrec measure` kept a 10,240-row sample per block that it never reads (1.32 GiB for
+    SmolLM2). Its capture now keeps none by default; `--sample-rows N` asks for N; the probe, which reads rows,
+    keeps the default sample, and serves a later measure from its entry."""
+    from linrec.base.files import unseal
+
+    def entries():
+        return {p.name: unseal(p / "meta.json")["config"]["sample_rows"] for p in (own_cache[0] / "captures").iterdir()
+                if (p / "meta.json").is_file()}  # fmt: skip
+
+    code, _, err = cli("measure", *tiny_args)
+    assert code == 0, err
+    assert list(entries().values()) == [0]
+    code, _, err = cli("measure", *tiny_args, "--sample-rows", "100")
+    assert code == 0, err
+    assert sorted(entries().values()) == [0, 100]
+    code, _, err = cli("probe", *tiny_args, "--rank", "4")
+    assert code == 0, err
+    assert sorted(entries().values()) == [0, 100, 10_240]
 
 
 def test_device_map_measures_the_same_table_and_is_refused_where_it_does_not_apply(cli, tiny_args, tmp_path):
@@ -832,4 +870,5 @@ def test_linrec_studies_lists_the_stages_and_shows_one_whole(capsys):
     assert "parameters: none of its own" in capsys.readouterr().out
     assert run_main(["studies", "ceilings"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "no study 'ceilings'; the studies are 01 (capture)" in err
+    assert len(err.splitlines()) == 1
+    assert "no study 'ceilings' (did you mean 'ceiling'?); the studies are 01 (capture)" in err

@@ -371,6 +371,7 @@ def test_every_file_flipped_in_turn_is_found_by_every_subcommand(
 
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
     args = ["--model", tiny_model_dir, "--corpus", tiny_corpus(4000), "--seq-len", "32", "--tokens", "1024"]
+    args += ["--sample-rows", "1000"]  # one entry for all four (measure alone would keep no rows)
     commands = {"measure": [], "spectrum": [], "probe": ["--rank", "2"], "swap": ["--blocks", "0"]}
 
     def run(cmd):

@@ -71,7 +71,9 @@ def test_readme_block_is_replaced_between_markers_only(tmp_path):
     assert update_readme(readme, d)
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("\noutro\n") and "old numbers" not in text
-    assert "m 0.20–0.99, 0.70, 5" in text and text.count(README_START) == 1
+    assert (
+        "R²_lin spans 0.20–0.99 in m (largest resolved jump 0.70, 5 turns)." in text and text.count(README_START) == 1
+    )
     assert "| [1](paper/report.md#claim-1) |" in text  # each claim links to its section of the report
     plain = tmp_path / "plain.md"
     plain.write_text("no markers")
@@ -308,3 +310,17 @@ def test_linrec_report_on_a_full_disk_is_one_line_naming_the_report_and_leaves_n
     assert err.startswith(f"linrec: error: No space left on device: {paper / 'report.md'}; the disk is full"), err
     assert "profile's paths" in err
     assert [p.name for p in paper.iterdir()] == ["report.md"] and (paper / "report.md").read_text() == "the old report"
+
+
+@pytest.mark.parametrize("profile", ["default", "full"])
+def test_every_claim_cell_reads_as_a_sentence(tmp_path, profile):
+    """Issue 65 item 6: claim 7b's cell read "cause: dose, blocks: smollm2-135m not conditioning: unclear, equal", and
+    every cell began with a list of labels ("span, largest resolved jump, turns: …"). Each cell of the committed runs'
+    claim tables now starts with a capital, ends with a full stop, opens with no label before a colon, and fits."""
+    text = render(ROOT / "results" / profile, ROOT / "figures", tmp_path / "report.md")
+    cells = [r[3].strip() for r in _claim_rows(text[: text.index("## Setup")])]
+    assert len(cells) == 10
+    for c in cells:
+        assert c[:1].isupper() and c.endswith(".") and ":" not in c[:40] and len(c) <= CELL_LIMIT, c
+    planted = "cause: dose, blocks: smollm2-135m not conditioning: unclear, equal."  # the old 7b cell fails
+    assert ":" in planted[:40]

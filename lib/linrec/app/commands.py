@@ -43,7 +43,7 @@ def _capture(args, source, loaded=None, rows: bool = False):
 
     settings = asdict(_config(args, rows))
     settings.pop("model")
-    return get_capture(
+    capture = get_capture(
         source,
         settings.pop("corpus"),
         **settings,
@@ -54,6 +54,20 @@ def _capture(args, source, loaded=None, rows: bool = False):
         cache=not args.no_cache,
         loaded=loaded,
     )
+    _check_fit(capture)
+    return capture
+
+
+def _check_fit(capture) -> None:
+    """After the capture, before any fit: train rows no affine map can be fitted on are one line naming the fix (a
+    larger corpus where the corpus ran out, else a larger --tokens; `linrec.measure.reuse.rows_problem`)."""
+    from linrec.measure.reuse import rows_problem
+
+    m = capture.meta
+    d = max(int(dx) for dx, _ in m["dims"])
+    problem = rows_problem(capture.config, sum(m["n_windows"].values()), int(m["n_rows"]["train"]), d)
+    if problem is not None and problem[1]:
+        raise LinrecError(problem[0])
 
 
 def _check_out(out: str | None) -> None:
@@ -72,7 +86,10 @@ def _preflight(args):
     paths, the capture's settings, the corpus, `--model` (parsed here, once: the `linrec.inputs.source.ModelSource`
     returned, which the command hands on) and — from the model's config alone, where it can be read without the
     weights (`ModelSource.shape`) — the window length against its context, `--blocks` against its block count and
-    `--rank` against its width."""
+    `--rank` against its width. The names come first (`_check_names`)."""
+    _check_names(args)
+    if getattr(args, "sample_rows", 0) is None:  # rows only for a command that reads them (`_needs_rows`)
+        args.sample_rows = CaptureConfig.sample_rows if _needs_rows(args) else 0
     from linrec.inputs.corpora import check_corpus
     from linrec.inputs.hf import check_device, context_error
     from linrec.inputs.source import ModelSource
@@ -112,6 +129,15 @@ def _preflight(args):
 
         check_rank(args.rank, shape.d_model, shape.d_model, args.sample_rows)  # as probe_table: rows of both splits
     return source
+
+
+def _check_names(args) -> None:
+    """`--model` and `--corpus` as names (`linrec.inputs.offline`: no torch), so a mistyped one is one line with "did
+    you mean" within a second; each capturing subcommand calls this before it imports what it runs (torch)."""
+    from linrec.inputs.offline import check_corpus_name, check_model_name
+
+    check_model_name(args.model)
+    check_corpus_name(args.corpus)
 
 
 def _needs_rows(args) -> str | None:
@@ -203,6 +229,7 @@ def _emit(table, cols: list[str], out: str | None) -> None:
 
 
 def cmd_measure(args) -> None:
+    _check_names(args)  # before torch: a mistyped name answers at once
     from linrec.analyses.recoverability import ceiling_table
 
     table = ceiling_table(_capture(args, _preflight(args)))
@@ -210,6 +237,7 @@ def cmd_measure(args) -> None:
 
 
 def cmd_curve(args) -> None:
+    _check_names(args)  # before torch: a mistyped name answers at once
     from linrec.analyses.large_n import CURVE_N_BOOT, curve_summary
     from linrec.measure.curves import CURVE_TOKENS, CurveConfig, get_curve
 
@@ -228,6 +256,7 @@ def cmd_curve(args) -> None:
 
 
 def cmd_probe(args) -> None:
+    _check_names(args)  # before torch: a mistyped name answers at once
     from linrec.analyses.probe import probe_table
 
     table = probe_table(_capture(args, _preflight(args), rows=True), rank=args.rank, seed=args.seed)
@@ -235,6 +264,7 @@ def cmd_probe(args) -> None:
 
 
 def cmd_spectrum(args) -> None:
+    _check_names(args)  # before torch: a mistyped name answers at once
     from linrec.analyses.spectrum import spectrum_table
 
     table = spectrum_table(_capture(args, _preflight(args)))
@@ -256,6 +286,7 @@ def _block_list(blocks: list[int] | None, n_blocks: int) -> list[int] | None:
 
 
 def cmd_swap(args) -> None:
+    _check_names(args)  # before torch: a mistyped name answers at once
     from linrec.analyses.swap import SwapStudy
     from linrec.inputs.models import load_model
 
@@ -334,19 +365,19 @@ def cmd_swap(args) -> None:
 
 
 def cmd_fetch(args) -> None:
-    from linrec.inputs.corpora import OFFLINE_CORPORA, fetch_offline_corpus
-    from linrec.inputs.models import OFFLINE_MODELS, load_model
+    """Every name checked, and what it will download and write said, before anything is fetched."""
+    from linrec.inputs.offline import OFFLINE_MODELS, fetch_plan
+
+    plan = fetch_plan(args.names)  # an unknown name: one line, with "did you mean", before any download
+    print(plan.line(), file=sys.stderr, flush=True)
+    from linrec.inputs.corpora import fetch_offline_corpus
+    from linrec.inputs.models import load_model
 
     for name in args.names:
         if name in OFFLINE_MODELS:
             load_model(name)  # fetches, verifies, dequantises and caches as safetensors
-        elif name in OFFLINE_CORPORA:
-            fetch_offline_corpus(name)
         else:
-            raise LinrecError(
-                f"nothing offline is called '{name}'; models: {', '.join(OFFLINE_MODELS)}; "
-                f"corpora: {', '.join(OFFLINE_CORPORA)}"
-            )
+            fetch_offline_corpus(name)
         print(f"ready: {name}", file=sys.stderr)
 
 
@@ -423,6 +454,7 @@ def cmd_figures(args) -> None:
 def cmd_studies(args) -> None:
     """The stages (`linrec.studies.stages.STUDIES`): one line each; with a name, that study whole: its
     parameters (with `--params`, that profile's values beside the defaults), tables, claims and figures."""
+    s = None if args.name is None else study(args.name)  # a mistyped name: one line before the imports below
     from linrec.app.profile import load_profile
     from linrec.outputs.catalog import of_study  # the claims' rows pull the claims' modules (numpy, scipy)
     from linrec.outputs.report_figures import FIGURES
@@ -434,7 +466,6 @@ def cmd_studies(args) -> None:
             print(f"    {len(s.parameters)} parameter(s), {len(s.tables)} table(s), claims: {claims}")
         print("linrec studies NAME shows one whole; linrec figures --only NAME runs its notebook")
         return
-    s = study(args.name)
     values = load_profile(args.params).values() if args.params else {}
     print(f"{s.notebook} {s.name}: {s.title} (arXiv 2606.19379, {s.paper})")
     print(f"notebook: notebooks/{s.file}.py; code: {s.module}.run(p)")

@@ -23,12 +23,13 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 
 from linrec.app.bench import performance_script
-from linrec.app.profile import load_profile, profile_path
+from linrec.app.profile import LAB_OVERRIDES, load_profile, profile_path
 from linrec.app.records import RUN, TIMINGS, record_run, record_timings, tidy_executed
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.base.progress import NOTEBOOK_ENV
-from linrec.studies.stages import REPORT_FILE, REPORT_NOTEBOOK, STUDIES
+from linrec.inputs.offline import suggest
+from linrec.studies.stages import PRIMER_FILE, REPORT_FILE, REPORT_NOTEBOOK, STUDIES
 
 log = logging.getLogger(__name__)
 
@@ -209,19 +210,13 @@ def run_notebooks(
     fewer kernels and threads run instead of stalling each other, and a wave that started one at a time looks again
     after each notebook, so the rest of it runs side by side once that work has ended."""
 
-    # here, not at the top: the drivers' forkserver imports this module, and must hold no numpy or torch (`_drivers`)
-    from linrec.base.threads import free_cpus
-
     root = root or project_root()
     params_path = profile_path(params_file, root)
     injected = _with_overrides(overrides or {}, out)
+    # every value checked (keys, types, sections, corpus and model names) before anything is imported or started:
+    # a wrong one is one line in about a second (the imports below, torch among them, take seconds more)
     params = load_profile(params_path, injected, root).values()  # what every notebook loads again (`_injected`)
     given = _injected(params_path, injected, root)  # the same for every notebook
-    results = root / params["results_dir"]
-    if overrides:
-        shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
-        print(f"[linrec] {params_path.name} with {shown}: writing under {params['results_dir']}", flush=True)
-    (results / "notebooks").mkdir(parents=True, exist_ok=True)
     if not only and params.get("notebooks"):  # a profile for one stage (zoo, training, curve) names its notebooks
         only = list(params["notebooks"])
         print(f"[linrec] {params_path.name} runs notebook(s) {', '.join(only)} (its `notebooks` key)", flush=True)
@@ -230,6 +225,18 @@ def run_notebooks(
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise LinrecError(f"--jobs must be at least 1, got {jobs}")
+    lab = root / LAB_OVERRIDES
+    if lab.is_file() and lab.read_text(errors="replace").strip():  # Lab's experiment in the checkout: said, not read
+        print(f"[linrec] {LAB_OVERRIDES} is for Jupyter Lab: linrec figures does not read it (give -p NAME VALUE)")
+    results = root / params["results_dir"]
+    if overrides:
+        shown = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
+        print(f"[linrec] {params_path.name} with {shown}: writing under {params['results_dir']}", flush=True)
+    (results / "notebooks").mkdir(parents=True, exist_ok=True)
+
+    # here, not at the top: the drivers' forkserver imports this module, and must hold no numpy or torch (`_drivers`)
+    from linrec.base.threads import free_cpus
+
     done, seconds = [], {}
     captures_before = _capture_entries()
     t_all = time.perf_counter()
@@ -347,15 +354,18 @@ def stage_files() -> tuple[str, ...]:
 
 
 def notebooks(root: Path) -> list[Path]:
-    """The sources of the notebooks `stage_files` names, in its order; a numbered notebook the stages do not list,
-    or one they list that is missing, is one line naming the fix."""
+    """The sources of the notebooks `stage_files` names, in its order; a numbered notebook the stages do not list
+    (other than the primer, notebooks/00_method.py, which no run executes), or one they list that is missing, is one
+    line naming the fix."""
     listed = [root / "notebooks" / f"{name}.py" for name in stage_files()]
     missing = [p.name for p in listed if not p.is_file()]
     if missing:
         raise LinrecError(
             f"notebooks/{', '.join(missing)} missing: restore it, or drop its row in linrec.studies.stages"
         )
-    unlisted = sorted(set((root / "notebooks").glob("[0-9][0-9]_*.py")) - set(listed))
+    unlisted = sorted(
+        set((root / "notebooks").glob("[0-9][0-9]_*.py")) - {*listed, root / "notebooks" / f"{PRIMER_FILE}.py"}
+    )
     if unlisted:
         raise LinrecError(
             f"notebooks/{unlisted[0].name} is not a stage: add its row to linrec.studies.stages.STUDIES (or rename it)"
@@ -373,7 +383,8 @@ def select(nbs: list[Path], only: list[str] | None) -> list[Path]:
     unknown = [o for o in only if not any(named(nb, o) for nb in nbs)]
     if unknown:
         known = ", ".join(f"{nb.stem}" + (f" ({names[nb.name]})" if nb.name in names else "") for nb in nbs)
-        raise LinrecError(f"no notebooks match {', '.join(unknown)}; available: {known}")
+        hint = suggest(unknown[0], [*names.values(), *(nb.stem for nb in nbs)])
+        raise LinrecError(f"no notebooks match {', '.join(unknown)}{hint}; available: {known}")
     return [nb for nb in nbs if any(named(nb, o) for o in only)]
 
 

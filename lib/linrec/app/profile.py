@@ -4,10 +4,11 @@ one `Profile`. Every parameter is declared once (its type, its one default and w
 …); `linrec studies NAME` lists a study's.
 
 A profile file sets only what it changes. Every notebook's parameters cell declares just what papermill injects
-(`profile_file`, `overrides`), and its next cell binds `p = load_profile(profile_file, overrides).notebook(NN)`, the
-profile whole, which it hands to its study's `run(p)`: Run All in Jupyter loads params/default.yaml, `linrec figures`
-the profile it is given with its `-p NAME VALUE` overrides. A wrong key or type is one line naming the key and the fix,
-at load, before any notebook runs.
+(`profile_file`, `overrides`), and its next cell binds `p = load_profile(profile_file, overrides, lab=True)
+.notebook(NN)`, the profile whole, which it hands to its study's `run(p)`: Run All in Jupyter loads
+params/default.yaml with the values of `notebooks/overrides.yaml` where that file exists (an experiment that git
+ignores: `lab_overrides`), `linrec figures` the profile it is given with its `-p NAME VALUE` overrides and nothing
+else. A wrong key, type, corpus or model name is one line naming it and the fix, at load, before any notebook runs.
 
 The declared defaults are the default profile's values (params/default.yaml states only its output paths, which differ
 from any other profile's: `with_output_defaults`); a change of one moves every profile that leaves it out.
@@ -15,6 +16,7 @@ from any other profile's: `with_output_defaults`); a change of one moves every p
 
 from __future__ import annotations
 
+import os
 from dataclasses import fields
 from pathlib import Path
 
@@ -23,6 +25,8 @@ import yaml
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.base.params import fits, type_words
+from linrec.base.progress import NOTEBOOK_ENV
+from linrec.inputs.offline import check_corpus_name, check_model_name, suggest
 from linrec.measure.config import CaptureConfig, capture_settings
 from linrec.studies.stages import DECLARED, SECTIONS, Profile  # the profile's schema
 
@@ -36,14 +40,42 @@ def profile_path(source: str | Path, root: Path | None = None) -> Path:
     return Path(text) if Path(text).is_absolute() else root / text
 
 
-def load_profile(source: str | Path = "default", overrides: dict | None = None, root: Path | None = None) -> Profile:
+LAB_OVERRIDES = "notebooks/overrides.yaml"  # Lab's experiments (relative to the project root); .gitignore names it
+
+
+def lab_overrides(root: Path) -> tuple[dict, Path]:
+    """The values of `LAB_OVERRIDES` under `root` (a YAML mapping of parameters, as `-p` gives them) and its path:
+    how a notebook opened in Jupyter Lab is run with other values without editing the tracked `.py`. {} where the
+    file is absent or empty, and under `linrec figures` (its notebooks' kernels carry `NOTEBOOK_ENV`: a run reads
+    only its profile and its `-p`, never a file left in the checkout)."""
+    path = root / LAB_OVERRIDES
+    if os.environ.get(NOTEBOOK_ENV, "").strip() or not path.is_file():
+        return {}, path
+    return read_profile(path), path
+
+
+def load_profile(
+    source: str | Path = "default", overrides: dict | None = None, root: Path | None = None, lab: bool = False
+) -> Profile:
     """The profile `source` names (`profile_path`) with `overrides` {name: value} in place of its values, over the
-    defaults declared here; every key, type and section checked (`check_values`): one line naming the fix."""
+    defaults declared here; every key, type, section and name checked (`check_values`, `check_names`): one line
+    naming the fix. `lab` (a notebook's own load cell): the values of `notebooks/overrides.yaml` too, under
+    `overrides` (`lab_overrides`; never under `linrec figures`)."""
+    if lab:
+        extra, where = lab_overrides(root or project_root())
+        if extra:
+            check_values(extra, where)
+            check_names(extra, where, root or project_root())
+            overrides = {**extra, **(overrides or {})}
+            shown = ", ".join(f"{k}={v!r}" for k, v in extra.items())
+            print(f"[linrec] {LAB_OVERRIDES} sets {shown} (git ignores the file; empty it to run the profile as it is)")
     path = profile_path(source, root)
     values = read_profile(path)
     check_values(values, path)
+    check_names(values, path, root or project_root())
     if overrides:  # each checked alone, then together (a capture setting and a seed from different places)
         check_values(overrides, "-p")
+        check_names(overrides, "-p", root or project_root())
         check_nested({**values, **overrides}, path)
     values = with_output_defaults({**values, **(overrides or {})}, path.stem)
     sections = {
@@ -79,7 +111,10 @@ def check_values(values: dict, where: Path | str) -> None:
     names where the values came from (a file, or "-p") in the one-line error."""
     unknown = sorted(str(k) for k in values if k not in DECLARED)
     if unknown:
-        raise LinrecError(f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(DECLARED))}")
+        hint = suggest(unknown[0], DECLARED)
+        raise LinrecError(
+            f"{where}: unknown parameter(s) {', '.join(unknown)}{hint}; known: {', '.join(sorted(DECLARED))}"
+        )
     runs = values.get("notebooks")
     if runs is not None and (not isinstance(runs, list) or not all(isinstance(n, str) and n for n in runs)):
         raise LinrecError(f'{where}: notebooks must be a list of notebook numbers as strings, e.g. ["08"]')
@@ -91,6 +126,36 @@ def check_values(values: dict, where: Path | str) -> None:
                 f"{value!r}; fix that line"
             )
     check_nested(values, where)
+
+
+# The parameters that name corpora and models: checked as names at load (`check_names`), before any notebook starts
+CORPUS_KEYS = ("corpus", "corpora", "route_corpora")
+MODEL_KEYS = ("models", "encoder_models")
+
+
+def check_names(values: dict, where: Path | str, root: Path) -> None:
+    """Every corpus and model a profile's values name (`CORPUS_KEYS`, `MODEL_KEYS`, `cross_pairs`) is one a run could
+    find: an offline name, a hub name or an existing path (relative to the project `root`, where the notebooks run),
+    as far as the name alone tells (`linrec.inputs.offline`: no torch, no model loaded). One line with "did you
+    mean" naming the parameter and where it came from: `linrec figures -p corpus cod` is refused before any
+    notebook starts."""
+    pairs = [n for p in values.get("cross_pairs") or [] if isinstance(p, list) for n in p]
+    named = [(key, check_corpus_name, name) for key in CORPUS_KEYS for name in _listed(values.get(key))]
+    named += [(key, check_model_name, name) for key in MODEL_KEYS for name in _listed(values.get(key))]
+    named += [("cross_pairs", check_model_name, name) for name in _listed(pairs)]
+    for key, check, name in named:
+        try:
+            check(name, root)
+        except LinrecError as err:
+            raise LinrecError(f"{where}: {key}: {err}") from None
+
+
+def _listed(value) -> list:
+    """A parameter's value as a list of names: one name, a list of them, or [] (None; a wrong type is
+    `check_values`' to say)."""
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def parse_overrides(pairs: list[list[str]] | None) -> dict:

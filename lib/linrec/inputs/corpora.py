@@ -40,19 +40,11 @@ from linrec.base.errors import LinrecError
 from linrec.base.files import sha256_file
 from linrec.inputs.fetching import build_from_wheels
 from linrec.inputs.hf import hub_offline, hub_reachable
+from linrec.inputs.offline import EXLLAMA, HUB_CORPORA, OFFLINE_CORPORA, check_corpus_name, corpus_names
 
 log = logging.getLogger(__name__)
 
-EXLLAMA = "exllamav2==0.3.2"
 _CAL_DIR = "exllamav2/conversion/standard_cal_data"
-OFFLINE_CORPORA = {  # name → file in the exllamav2 wheel
-    "wiki": "wiki.utf8",  # Wikipedia articles in <doc> wrappers, ~580k tokens
-    "web": "c4.utf8",  # C4 web pages, one per line
-    "code": "code.utf8",  # source code in many languages
-    "technical": "technical.utf8",
-    "stories": "tiny.utf8",
-    "multilingual": "multilingual.utf8",
-}
 OFFLINE_SHA256 = {  # of each extracted file, so a damaged cached copy is found
     "wiki": "d53fe0aeadf3355eb5d32b48bf8691575244c31caccae88ed46be8e1b40209c7",
     "web": "baf09e746b3fa464c7cb20d4f206969657ce632283bf1d43b0b8d421ddb14505",
@@ -61,13 +53,12 @@ OFFLINE_SHA256 = {  # of each extracted file, so a damaged cached copy is found
     "stories": "e9f4ad209f66bf742e4f75cfdcb9bdef27534f57771ad655cff3543b5a9497de",
     "multilingual": "609be9ea4ee44cfb92a29d9579e4d744383652ebc1dacd7dc370a1db4aaf3459",
 }
-HUB_CORPORA = {"wikitext-2": ("Salesforce/wikitext", "wikitext-2-raw-v1")}
 DOC_SEPARATOR = "<|endoftext|>"  # cuts local text files into documents
 TEXT_SUFFIXES = {".txt", ".md", ".raw", ".utf8", ".py", ".rst", ".text", ""}
 
 
 def _names() -> str:
-    return ", ".join([*OFFLINE_CORPORA, *HUB_CORPORA])
+    return corpus_names()
 
 
 def fetch_offline_corpus(name: str) -> Path:
@@ -193,6 +184,7 @@ def _check_path(spec: str) -> None:
     try:
         mode = path.stat().st_mode
     except OSError:
+        check_corpus_name(spec)  # no such path: one line with "did you mean"
         raise LinrecError(
             f"unknown corpus '{spec}'; use one of {_names()}, or a path to a text file or directory"
         ) from None

@@ -37,6 +37,7 @@ from linrec.base.files import (
 )
 from linrec.inputs.fetching import build_from_wheels
 from linrec.inputs.hf import LoadedModel, auto_class, check_device, hub_reachable, load_tokenizer, quiet_transformers
+from linrec.inputs.offline import suggest
 from linrec.inputs.sites import keep_first_blocks
 from linrec.inputs.source import (  # noqa: F401 - FIRST_PREFIX … model_shape: imported from here by callers
     FIRST_PREFIX,
@@ -203,8 +204,8 @@ def _load_hub(spec: str, dtype: torch.dtype):
     """A hub id: from the hub when it is reachable, else from the local Hugging Face cache only (no retries)."""
     if not HUB_ID.match(spec):
         raise LinrecError(
-            f"unknown model '{spec}': not an offline name ({offline_names()}), an existing path, "
-            "or a hub id like gpt2 or org/name"
+            f"unknown model '{spec}'{suggest(spec, OFFLINE_MODELS)}: not an offline name ({offline_names()}), an "
+            "existing path, or a hub id like gpt2 or org/name"
         )
     online = hub_reachable()
     kw = {} if online else {"local_files_only": True}
@@ -216,7 +217,7 @@ def _load_hub(spec: str, dtype: torch.dtype):
     except (OSError, ValueError, ConnectionError) as err:
         if not online:
             raise LinrecError(
-                f"unknown model '{spec}': the Hugging Face hub is out of reach "
+                f"unknown model '{spec}'{suggest(spec, OFFLINE_MODELS)}: the Hugging Face hub is out of reach "
                 "and it is not in the local Hugging Face cache; "
                 f"offline models: {offline_names()}, or pass a local model directory or .gguf file"
             ) from None

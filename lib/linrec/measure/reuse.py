@@ -12,9 +12,17 @@ every one, so it is checked, never assumed; a request for 0 rows (statistics onl
 and 04 ask for 0 rows, so the capture notebook 05 made of another corpus (statistics only) serves them too.
 
 **The cost said before it is paid.** Before a capture that is not cached runs, one line names it and estimates its
-time from the model's size and the tokens: seconds per token and parameter as this machine's earlier captures took
-(their meta.json records the seconds, the tokens and, since this module, the parameters; earlier entries of the same
-model count with this model's size), else `REFERENCE_SECONDS` (the default run's captures on 2 cores).
+time from the parameters its forward multiplies by (`compute_params`: the embedding tables are looked up and the LM
+head never runs, since the pass stops after the last block) and the tokens the corpus gives (not those asked for: a
+512-token corpus asked for 40,000 is 512 tokens of work): seconds per token and parameter as this machine's earlier
+captures took (their meta.json records the seconds, the tokens and, since issue 65, those parameters; earlier entries
+of the same model count with this model's), else `REFERENCE_SECONDS`.
+
+**What the rows allow, said before the pass** (`say_rows`): a corpus that holds fewer windows than the budget asks for,
+and train rows too few for the blocks' width. A least-squares map with p = d + 1 parameters per output, fitted on n
+train rows, loses about (1 − R²)·p/(n − p − 1) of R² held out; under `ROWS_PER_PARAMETER` rows a parameter that bias
+is over a tenth of the unexplained share (SmolLM2's block 0 read 0.53 on 2,048 train rows, 0.909 on 12,160), and at
+n ≤ p no map can be fitted. The line names the fix: a larger corpus where the corpus ran out, else more `--tokens`.
 """
 
 from __future__ import annotations
@@ -34,10 +42,18 @@ from linrec.stats.distributed import world
 
 log = logging.getLogger(__name__)
 
-# Seconds per token and model parameter of a capture with stored rows on 2 CPU cores: the default run's captures
-# (2026-11-26, AMD EPYC, one thread each beside another notebook) took 83–173 s for SmolLM2-135M (134.5M parameters)
-# and 75–274 s for Gemma-3-270M (268M) on 20,480 tokens, 15 s for MiniLM-L6 (22.7M): 1.4e-14 to 5e-14.
-REFERENCE_SECONDS = 4e-14
+# CPU-thread seconds per token and compute parameter (`compute_params`) of a capture on CPU, statistics only: a
+# capture's seconds are this × compute parameters × tokens / threads, × ROWS_COST where it keeps a row sample. From
+# the captures measured on 2 cores (AMD EPYC): SmolLM2-135M (106.2M compute parameters of its 134.5M) 39.5 s at
+# 20,480 tokens on 2 threads, statistics only (results/bench/capture.csv, 2026-11-24: 3.6e-11 thread-seconds) and
+# 83-173 s with rows kept in notebook 01 on 2 threads (6-12e-11 after ROWS_COST); Gemma-3-270M (100.3M of 268M: its
+# 262k-token embedding is most of it) 55-274 s there; measured 2026-11-27 on 1 thread beside other jobs (load 3.3 on
+# 2 cores), statistics only: SmolLM2-135M 51.1 s at 4,096 tokens (1.2e-10), MiniLM-L6 (10.8M) 28.1 s at 20,480
+# (1.3e-10), first:4:smollm2-135m (14.2M) 4.2 s at 4,096 (7.2e-11). (Until issue 65 it was 4e-14 per parameter,
+# about 1,000× too small: every first capture said "about 1 s".)
+REFERENCE_SECONDS = 7e-11
+ROWS_COST = 1.3  # a capture keeping a row sample over one keeping statistics only (1.51 / 1.16 in the benchmark)
+ROWS_PER_PARAMETER = 10  # train rows per fitted parameter (d + 1) under which R²_lin is said to be biased low
 
 
 def row_selection(n_rows: int, k: int, seed: int) -> np.ndarray:
@@ -93,44 +109,118 @@ def served(capture, config: CaptureConfig, positions: np.ndarray | None):
     return capture
 
 
-def estimate_seconds(model_label: str, n_params: int, tokens: int) -> tuple[float, str]:
-    """Seconds a capture of `tokens` tokens with a model of `n_params` parameters will take here, and on what the
-    estimate rests: the median seconds per token and parameter of this machine's cached captures (those of this
-    model counted with its size), else `REFERENCE_SECONDS`."""
+def compute_params(model) -> int:
+    """The parameters a capture's forward multiplies by: every parameter of `model` but its embedding tables' (looked
+    up, not multiplied) and its output head's (the pass stops after the last block); tied weights counted once."""
+    import torch  # here, not at the top: only a capture that runs needs it
+
+    skip = {id(p) for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters(recurse=False)}
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is not None:
+        skip |= {id(p) for p in head.parameters()}
+    return int(sum(p.numel() for p in model.parameters() if id(p) not in skip))
+
+
+def estimate_seconds(
+    model_label: str, n_params: int, tokens: int, threads: int | None = 1, rows: bool = False
+) -> tuple[float | None, str]:
+    """Seconds a capture of `tokens` tokens with a model of `n_params` compute parameters (`compute_params`) will take
+    here on `threads` CPU threads (None: on an accelerator), `rows` whether it keeps a row sample; and on what the
+    estimate rests: the median thread-seconds per token and compute parameter of this machine's cached captures on
+    the same kind of device (those of this model that predate the record counted with its size), else
+    `REFERENCE_SECONDS` (× `ROWS_COST` with rows); on an accelerator with no capture measured there, (None, why)."""
     rates = []
     here = folder("capture")
     for meta_file in here.glob("*/meta.json") if here.is_dir() else []:
         try:
             meta = unseal(meta_file)
-            params = meta.get("params") or (n_params if meta.get("model_label") == model_label else None)
-            if params and meta.get("seconds") and meta.get("tokens_used"):
-                rates.append(float(meta["seconds"]) / (float(meta["tokens_used"]) * float(params)))
+            params = meta.get("compute_params") or (n_params if meta.get("model_label") == model_label else None)
+            on_cpu = str(meta.get("device", "cpu")) == "cpu"
+            if params and meta.get("seconds") and meta.get("tokens_used") and on_cpu == (threads is not None):
+                spent = float(meta["seconds"]) * (int(meta.get("threads") or 1) if on_cpu else 1)
+                rates.append(spent / (float(meta["tokens_used"]) * float(params)))
         except (ValueError, OSError, TypeError):
             continue
+    per_thread = 1 if threads is None else max(int(threads), 1)
     if rates:
         basis = f"the {len(rates)} capture(s) cached here" if len(rates) > 1 else "the capture cached here"
-        return float(np.median(rates)) * n_params * tokens, basis
-    return REFERENCE_SECONDS * n_params * tokens, "the default run's captures on 2 cores"
+        return float(np.median(rates)) * n_params * tokens / per_thread, basis
+    if threads is None:
+        return None, "no capture on this device is cached yet to estimate it from"
+    rate = REFERENCE_SECONDS * (ROWS_COST if rows else 1.0)
+    return rate * n_params * tokens / per_thread, f"the reference rate on {per_thread} CPU thread(s)"
 
 
-def say_cost(model_label: str, config: CaptureConfig, n_params: int, n_rows: int | None = None) -> None:
+def say_cost(model_label: str, config: CaptureConfig, n_params: int, tokens: int, threads: int | None = 1) -> None:
     """The line said before a capture runs (one not in the cache, or asked for with --no-cache), once its plan has
-    passed the memory and disk checks: what it is and about how long it will take (by rank 0 alone under torchrun).
-    `n_rows`: the rows its windows make, the most its row sample keeps."""
+    passed the memory and disk checks: what it is and about how long it will take, from the `tokens` its windows hold
+    on `threads` CPU threads (None: an accelerator); by rank 0 alone under torchrun."""
     if world()[0] != 0:
         return
-    seconds, basis = estimate_seconds(model_label, n_params, config.tokens)
-    took = f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(seconds, 1):.0f} s"
-    kept = config.sample_rows if n_rows is None else min(config.sample_rows, n_rows)
+    seconds, basis = estimate_seconds(model_label, n_params, tokens, threads, rows=config.sample_rows > 0)
+    if seconds is None:
+        took = f"time not estimated ({basis}"
+    else:
+        took = "about " + (f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(seconds, 1):.0f} s")
+        took += f" (from {basis}"
+    kept = min(config.sample_rows, tokens)  # the sample keeps no more rows than the windows make
     rows = f", {kept:,} rows kept" if kept else ""
+    asked = f" of the {config.tokens:,} asked for" if tokens < config.tokens else ""
     notice(
-        f"capturing {model_label} on {config.corpus} ({config.tokens:,} tokens{rows}): about {took} "
-        f"(from {basis}; {n_params / 1e6:.0f}M parameters)"
+        f"capturing {model_label} on {config.corpus} ({tokens:,} tokens{asked}{rows}): {took}; "
+        f"{n_params / 1e6:.0f}M parameters multiplied per token)"
     )
 
 
+def rows_problem(config: CaptureConfig, n_windows: int, n_train_rows: int, d: int) -> tuple[str, bool] | None:
+    """What `n_train_rows` train rows (in `n_windows` windows) allow a `d`-wide block, in words with the fix, and
+    whether no map can be fitted at all; None where they are enough (`ROWS_PER_PARAMETER` a parameter). The fix is
+    a larger corpus where the corpus holds fewer windows than `config.tokens` asks for, else a larger --tokens."""
+    p = d + 1
+    if n_train_rows >= ROWS_PER_PARAMETER * p:
+        return None
+    short = n_windows < config.tokens // config.seq_len
+    need = int(np.ceil(ROWS_PER_PARAMETER * p / (1 - config.test_frac) / config.seq_len)) * config.seq_len
+    fix = (
+        f"the corpus is too small: give a larger corpus (about {need:,} tokens or more; --tokens {config.tokens:,} "
+        "cannot take more text than it holds)"
+        if short
+        else f"raise --tokens to about {need:,}"
+    )
+    if n_train_rows <= p:
+        return (
+            f"{config.model} on {config.corpus}: {n_train_rows:,} train rows for a {d}-wide block: no affine map can "
+            f"be fitted (it needs more than d + 1 = {p} rows); {fix}",
+            True,
+        )
+    bias = p / (n_train_rows - p - 1)
+    return (
+        f"{config.model} on {config.corpus}: too few train rows for the FFN width: {n_train_rows:,} for a {d}-wide "
+        f"block ({n_train_rows / p:.1f} per fitted parameter), so R²_lin is biased low (by about {bias:.2f} × "
+        f"(1 − R²)); {fix}",
+        False,
+    )
+
+
+def say_rows(config: CaptureConfig, n_windows: int, n_train_rows: int, dims: list[tuple[int, int]]) -> None:
+    """Before a capture's pass: a corpus shorter than the budget, and train rows too few for the widest block
+    (`rows_problem`), each one line (by rank 0 alone under torchrun)."""
+    if world()[0] != 0:
+        return
+    asked = config.tokens // config.seq_len
+    if n_windows < asked:
+        notice(
+            f"corpus '{config.corpus}' holds only {n_windows} windows of {config.seq_len} tokens: using "
+            f"{n_windows * config.seq_len:,} tokens of the {config.tokens:,} asked for (a larger corpus gives more)"
+        )
+    problem = rows_problem(config, n_windows, n_train_rows, max(d for d, _ in dims))
+    if problem is not None:
+        notice(problem[0])
+
+
 def notice_short(capture) -> None:
-    """Say so, in one line, when the corpus held fewer windows than the token budget asked for."""
+    """A capture read from the cache: say so, in one line, when the corpus held fewer windows than the token budget
+    asked for (a capture that runs says it before its pass: `say_rows`)."""
     c = capture.config
     asked = c.tokens // c.seq_len
     got = sum(capture.meta["n_windows"].values())

@@ -20,6 +20,7 @@ from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, correlation_outcome
 from linrec.claims.learned import combine_2a, comparison_words, seeds_verdict
+from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING
 from linrec.claims.profile import claim1_counts
 from linrec.claims.rules import (
     CLAIM2_MIN_EFFECT,
@@ -66,9 +67,21 @@ def _untestable(v: Verdict) -> Claim:
 CELL_LIMIT = 200  # characters in a claim table cell
 
 
-def _head(what: str, per_model: list[str]) -> str:
-    """A claim table cell: what the numbers are, then each model's."""
-    return f"{what}: " + "; ".join(per_model)
+def _and(parts: list[str]) -> str:
+    """Clauses joined as a sentence lists them: "a", "a and b", "a, b and c"."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
+
+
+def _head(*sentences: str) -> str:
+    """A claim table cell: the first of `sentences` (the fullest first) that fits in `CELL_LIMIT` characters, else
+    the last; each reads as a sentence and ends with a full stop (issue 65: a cell read "cause: dose, blocks: …")."""
+    done = [t[:1].upper() + t[1:].rstrip(".") + "." for t in sentences]
+    return next((t for t in done if len(t) <= CELL_LIMIT), done[-1])
+
+
+def _in(model: str) -> str:
+    """Where a per-model number is: "in smollm2-135m", or "pooled" for the row of every model's blocks."""
+    return "pooled" if model == POOLED else f"in {model}"
 
 
 def claim1_jump(e: dict) -> float:
@@ -125,13 +138,11 @@ def sentence_1(r: Results, rule: Rule) -> Claim:
         extra = "; ".join(curve_sentence(row) for row in ov.to_dict("records"))
         text += ". " + extra
         details.append(extra)
+    spans = [(f"{fmt(e['r2_min'], 2)}–{fmt(e['r2_max'], 2)} {_in(e['model'])}", fmt(claim1_jump(e), 2),
+              int(claim1_counts(e, "")[1])) for e in v.evidence]  # fmt: skip
     head = _head(
-        "span, largest resolved jump, turns",
-        [
-            f"{e['model']} {fmt(e['r2_min'], 2)}–{fmt(e['r2_max'], 2)}, {fmt(claim1_jump(e), 2)}, "
-            f"{int(claim1_counts(e, '')[1])}"
-            for e in v.evidence
-        ],
+        "R²_lin spans " + _and([f"{s} (largest resolved jump {j}, {t} turns)" for s, j, t in spans]),
+        "R²_lin spans " + _and([f"{s} (jump {j}, {t} turns)" for s, j, t in spans]),
     )
     return Claim(rule.id, text, v.verdict, v.without_first, head, details)
 
@@ -199,7 +210,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
         f"GELU against SwiGLU: {kind('variant')}{ppl}{onset}{longer}"
     )
     short = "; ".join(v["word"].split("; ")[:2]).split(" (")[0]  # the claim table's cell: what architecture sets
-    return text, f"seeds: {short}", v["claim2a"]
+    return text, f"from scratch: {short}", v["claim2a"]
 
 
 def sentence_2a(r: Results, rule: Rule) -> Claim:
@@ -210,7 +221,8 @@ def sentence_2a(r: Results, rule: Rule) -> Claim:
     if not v.evidence:
         texts = [t[0] for t in trained]
         verdict = combine_2a(v.verdict, *[t[2] for t in trained])
-        return Claim(rule.id, "; ".join(texts), verdict, "", "; ".join(t[1] for t in trained), texts)
+        head = _head("; ".join(t[1] for t in trained))
+        return Claim(rule.id, "; ".join(texts), verdict, "", head, texts)
     parts = []
     for e in v.evidence:
         twin = "degenerate" if e["twin_degenerate"] else "a valid reference"
@@ -221,16 +233,15 @@ def sentence_2a(r: Results, rule: Rule) -> Claim:
             f"untrained draws (needs > {CLAIM2_NOISE_FACTOR:g}× that and ≥ {CLAIM2_MIN_EFFECT})"
         )
     note = ". The paper's own comparison (GPT-2 vs Pythia-160m) needs the hub: `params/paper.yaml`"
-    head = _head(
-        "mean |trained − untrained| vs between untrained draws",
-        [f"{e['model']} {fmt(e['effect'], 2)} vs {fmt(e['noise'], 3)}" for e in v.evidence],
-    )
+    effects = _and([f"{fmt(e['effect'], 2)} {_in(e['model'])}" for e in v.evidence])
+    head = f"Training moves R²_lin {effects} (untrained draws: {_and([fmt(e['noise'], 3) for e in v.evidence])})"
     verdict = v.verdict
     for text, words, word in trained:
         parts.append(text)
-        if len(head) + len(words) + 2 <= CELL_LIMIT:  # the section states it whole; the cell where it fits
+        if len(head) + len(words) + 3 <= CELL_LIMIT:  # the section states it whole; the cell where it fits
             head += f"; {words}"
         verdict = combine_2a(verdict, word)
+    head = _head(head)
     return Claim(rule.id, "; ".join(parts) + note, verdict, "", head, [*parts, note.removeprefix(". ")])
 
 
@@ -251,9 +262,12 @@ def sentence_2b(r: Results, rule: Rule) -> Claim:
         for e in v.evidence
     ]
     head = _head(
-        "weights' minus inputs' share, 95 % CI (blocks and windows)",
-        [f"{e['model']} {fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))}"
-         for e in v.evidence],
+        "The weights' share of the cross matrix minus the inputs' is " + _and(
+            [f"{fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))} {_in(e['model'])}"
+             for e in v.evidence]) + " (95 % CI over blocks and windows)",
+        "The weights' minus the inputs' share is " + _and(
+            [f"{fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))} {_in(e['model'])}"
+             for e in v.evidence]),
     )  # fmt: skip
     if v.verdict == NOT_TESTABLE:
         parts.append(v.reason)
@@ -308,12 +322,11 @@ def sentence_3(r: Results, rule: Rule) -> Claim:
                 f"{fmt(e['sweep_gain_median_rank_min'], 3)} → {fmt(e['sweep_gain_median_rank_max'], 3)}"
             )
         parts.append(text)
+    gains = [f"{fmt(e['gain_median'])} {_in(e['model'])}" for e in v.evidence]
+    rs = [f"{fmt(e['pearson_r'], 2)} {_ci(e['ci_lo'], e['ci_hi'])}" for e in v.evidence]
     head = _head(
-        "median gain, r with 1 − R²_lin",
-        [
-            f"{e['model']} {fmt(e['gain_median'])}, {fmt(e['pearson_r'], 2)} {_ci(e['ci_lo'], e['ci_hi'])}"
-            for e in v.evidence
-        ],
+        f"The probe's median gain is {_and(gains)}; its Pearson r with 1 − R²_lin is {_and(rs)}, in that order",
+        f"The probe's median gain is {_and(gains)}; its r with 1 − R²_lin is {_and(rs)}",
     )
     ex = r.get("probe_summary_ex_first")
     v1 = rule(ex) if ex is not None and not ex.empty else None
@@ -357,9 +370,13 @@ def sentence_4(r: Results, rule: Rule) -> Claim:
         )
         for e in v.evidence
     ]
+    first, *rest = v.evidence
     head = _head(
-        "blocks broadly linear / outlier-concentrated",
-        [f"{e['model']} {int(e['n_broadly_linear'])} / {int(e['n_outlier_concentrated'])}" for e in v.evidence],
+        f"There are {int(first['n_broadly_linear'])} broadly linear and {int(first['n_outlier_concentrated'])} "
+        f"outlier-concentrated blocks {_in(first['model'])}"
+        + "".join(
+            f", {int(e['n_broadly_linear'])} and {int(e['n_outlier_concentrated'])} {_in(e['model'])}" for e in rest
+        )  # fmt: skip
     )
     return Claim(rule.id, "; ".join(parts), v.verdict, v.without_first, head, parts)
 
@@ -393,13 +410,13 @@ def sentence_5(r: Results, rule: Rule) -> Claim:
                 f"{e['overlay_verdict_ex_first']}"
             )
         parts.append(text)
+    shares = [(f"{fmt(e.get('shape_share'), 2)} {_ci(e.get('shape_lo'), e.get('shape_hi'), 2)}",
+               f"{fmt(e.get('level_share'), 2)} {_ci(e.get('level_lo'), e.get('level_hi'), 2)}", _in(e["model"]))
+              for e in v.evidence]  # fmt: skip
+    (shape, level, where), *rest = shares
     head = _head(
-        "shape / level share of the variance",
-        [
-            f"{e['model']} {fmt(e.get('shape_share'), 2)} {_ci(e.get('shape_lo'), e.get('shape_hi'), 2)} / "
-            f"{fmt(e.get('level_share'), 2)} {_ci(e.get('level_lo'), e.get('level_hi'), 2)}"
-            for e in v.evidence
-        ],
+        f"Across corpora, the profile's shape holds {shape} of the variance and its level {level} {where}"
+        + "".join(f", {a} and {b} {w}" for a, b, w in rest)
     )
     return Claim(rule.id, "; ".join(parts), v.verdict, v.without_first, head, parts)
 
@@ -416,13 +433,10 @@ def sentence_6a(r: Results, rule: Rule) -> Claim:
         f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{CLAIM6_BUDGET:g}"
         for e in v.evidence
     ]
+    costs = [f"{e['delta_ppl']:+.2f} [{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] {_in(e['model'])} (block "
+             f"{e['chosen_block']})" for e in v.evidence]  # fmt: skip
     head = _head(
-        "held-out ΔPPL of the screened block",
-        [
-            f"{e['model']} block {e['chosen_block']}: {e['delta_ppl']:+.2f} "
-            f"[{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}]"
-            for e in v.evidence
-        ],
+        f"Swapping the block chosen on screening windows for its map changes held-out perplexity by {_and(costs)}"
     )
     return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
 
@@ -459,10 +473,8 @@ def sentence_6b(r: Results, rule: Rule) -> Claim:
     text = "; ".join(parts)
     if v.verdict == NOT_TESTABLE:
         text += f". {v.reason}"
-    head = _head(
-        "ρ(R²_lin, ΔPPL)",
-        [f"{e['model']} {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}]" for e in v.evidence],
-    )
+    rhos = [f"{e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}] {_in(e['model'])}" for e in v.evidence]
+    head = _head(f"The rank correlation of R²_lin with a swap's ΔPPL is {_and(rhos)}")
     details = parts + ([v.reason] if v.verdict == NOT_TESTABLE else [])
     return Claim(rule.id, text, v.verdict, v.without_first, head, details)
 
@@ -477,10 +489,12 @@ def sentence_7a(r: Results, rule: Rule) -> Claim:
         f"{fmt(e['shortfall_median'])}, up to {fmt(e['shortfall_max'])}; Adam alone {fmt(e['adam_shortfall_median'])})"
         for e in v.evidence
     ]
-    head = _head(
-        f"blocks > {CLAIM7_SHORTFALL} short, median shortfall",
-        [f"{e['model']} {int(e['n_short'])} of {int(e['n_blocks'])}, {fmt(e['shortfall_median'])}" for e in v.evidence],
-    )
+    short = [
+        f"{int(e['n_short'])} of {int(e['n_blocks'])}{' blocks' if k == 0 else ''} {_in(e['model'])} "
+        f"({'median shortfall ' if k == 0 else ''}{fmt(e['shortfall_median'])})"
+        for k, e in enumerate(v.evidence)
+    ]
+    head = _head(f"The better of Adam and SGD falls more than {CLAIM7_SHORTFALL} short of the ceiling on {_and(short)}")
     return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
 
 
@@ -505,10 +519,19 @@ def sentence_7b(r: Results, rule: Rule) -> Claim:
         for e in v.evidence
         if e.get("mechanism") is not None
     ]
+    measured = [e for e in v.evidence if e.get("mechanism") is not None]
+    cause = {CONDITIONING: "the shortfall is due to conditioning", NOT_CONDITIONING: "the shortfall is not due to "
+             "conditioning"}  # fmt: skip
     head = _head(
-        "cause: dose, blocks",
-        [f"{e['model']} {e['mechanism']}: {e['dose_outcome']}, {e['blocks_outcome']}" for e in v.evidence
-         if e.get("mechanism") is not None],
-    )  # fmt: skip
+        "; ".join(
+            f"{_in(e['model'])} {cause.get(e['mechanism'], 'its cause is undecided')} (steps to the ceiling as κ "
+            f"grows: {e['dose_outcome']} on the dose, {e['blocks_outcome']} across blocks)"
+            if k == 0
+            else f"{_in(e['model'])} {cause.get(e['mechanism'], 'its cause is undecided')} "
+            f"({e['dose_outcome']}, {e['blocks_outcome']})"
+            for k, e in enumerate(measured)
+        ),
+        "; ".join(f"{_in(e['model'])} {cause.get(e['mechanism'], 'its cause is undecided')}" for e in measured),
+    )
     details = parts + ([v.reason] if v.verdict == NOT_TESTABLE else [])
     return Claim(rule.id, "; ".join(parts), v.verdict, "", head, details)

@@ -126,8 +126,8 @@ def _claim_table(cl: list[Claim], fresh: dict) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for c in cl:
-        cells = [f"[{c.number}](#{c.anchor})", c.title, c.paper, c.headline, _without_first(c), fresh[c.number],
-                 f"**{c.verdict}**"]  # fmt: skip
+        cells = [f"[{c.number}](#{c.anchor})", c.title, c.paper, _sentence(c.headline), _without_first(c),
+                 fresh[c.number], f"**{c.verdict}**"]  # fmt: skip
         rows.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return rows
 

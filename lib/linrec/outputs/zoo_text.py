@@ -76,13 +76,14 @@ def zoo_2a(r) -> tuple[str, str, str] | None:
         f"each factor (95 % jackknife intervals; a factor sets a part only where the distance it adds is ≥ "
         f"{CLAIM2_MIN_EFFECT}): {shares}"
     )
-    return text, f"zoo: shape {_short(v['shape_factor'])}, level {_short(v['level_factor'])}", str(v["claim2a"])
+    words = f"in the zoo the shape is {_short(v['shape_factor'])} and the level {_short(v['level_factor'])}"
+    return text, words, str(v["claim2a"])
 
 
 def _short(word: str) -> str:
-    """A part's word for the claim table's cell: "alike", "undecided" or "by <factor>"."""
+    """A part's word for the claim table's cell: "alike", "undecided" or "set by <factor>"."""
 
-    return {SAME: "alike", INCONCLUSIVE: "undecided"}.get(word, f"by {word}")
+    return {SAME: "alike", INCONCLUSIVE: "undecided"}.get(word, f"set by {word}")
 
 
 def zoo_pooled(r, claim: str) -> str:

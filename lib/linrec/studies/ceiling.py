@@ -67,13 +67,17 @@ def check_profile(p: Profile) -> None:
         raise LinrecError(f"profile must be 'capture' or 'curve' (with curve_train_tokens), got '{p.profile}'")
 
 
-def fit_blocks(p: Profile) -> tuple[list[Capture], pd.DataFrame]:
-    """The captures of `p.models` on `p.corpus` (statistics only: sample_rows 0, so notebook 01's capture or, for
-    another corpus, notebook 05's serves: `linrec.measure.reuse`) and their `r2_lin` table."""
+def model_capture(p: Profile, model: str) -> Capture:
+    """The capture of `model` on `p.corpus` that this study fits (statistics only: sample_rows 0, so notebook 01's
+    capture or, for another corpus, notebook 05's serves: `linrec.measure.reuse`); notebook 02 solves one of its
+    blocks by hand from it."""
     stats_only = {**capture_settings(p.capture), "sample_rows": 0}
-    captures = [
-        get_capture(m, p.corpus, seed=p.seed, **stats_only, batch_size=p.batch_size, device=p.device) for m in p.models
-    ]
+    return get_capture(model, p.corpus, seed=p.seed, **stats_only, batch_size=p.batch_size, device=p.device)
+
+
+def fit_blocks(p: Profile) -> tuple[list[Capture], pd.DataFrame]:
+    """The captures of `p.models` on `p.corpus` (`model_capture`) and their `r2_lin` table."""
+    captures = [model_capture(p, m) for m in p.models]
     return captures, pd.concat([ceiling_table(c) for c in captures], ignore_index=True)
 
 

@@ -26,6 +26,7 @@ from linrec.analyses import SCREENING_WINDOWS
 from linrec.base.errors import LinrecError
 from linrec.base.params import Declared, declared, param
 from linrec.claims.registry import TABLES
+from linrec.inputs.offline import suggest
 from linrec.stats import N_BOOT
 
 
@@ -193,7 +194,8 @@ def study(key: str) -> Study:
         if key in (s.notebook, s.name, s.file):
             return s
     known = ", ".join(f"{s.notebook} ({s.name})" for s in STUDIES)
-    raise LinrecError(f"no study {key!r}; the studies are {known}")
+    hint = suggest(key, [s.name for s in STUDIES])
+    raise LinrecError(f"no study {key!r}{hint}; the studies are {known}")
 
 
 MODELS = ["smollm2-135m", "gemma3-270m"]  # offline; the paper: gpt2, EleutherAI/pythia-160m, JackFram/llama-160m
@@ -228,6 +230,9 @@ SECTIONS = {"run": Run, "outputs": Outputs, **{s.name: s.params for s in STUDIES
 DECLARED = {d.name: d for cls in SECTIONS.values() for d in declared(cls)}  # parameter: its declaration
 SECTION_OF = {d.name: section for section, cls in SECTIONS.items() for d in declared(cls)}
 REPORT_FILE = "09_report"  # the report's notebook (notebooks/09_report.py), run after every study's
+# the method derived by hand in numpy (notebooks/00_method.py), read first: no stage, so `linrec figures` does not run
+# it; tests/test_notebooks.py executes it and checks its hand-made R²_lin against linrec's
+PRIMER_FILE = "00_method"
 REPORT_NOTEBOOK = REPORT_FILE[:2]
 NOTEBOOKS = (*(s.notebook for s in STUDIES), REPORT_NOTEBOOK)
 
