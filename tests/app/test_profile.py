@@ -369,3 +369,13 @@ def test_another_profiles_results_apply_only_to_what_it_measured():
         "capture tokens 20480, not this run's 2560"
     )
     assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "capture": {"sample_rows": 0}}) is None
+
+
+def test_a_profile_that_trains_in_bf16_is_checked_against_its_own_device():
+    """params/zoo_paper.yaml trains in bf16 on its device, cuda: it loads (its training section is checked with the
+    profile's device, not the CPU's default); the same profile moved to the CPU is refused in one line naming the
+    fix, at load, before any notebook."""
+    p = load_profile("zoo_paper")
+    assert p.device == "cuda" and p.training["precision"] == "bf16" and p.training["d_model"] == 768
+    with pytest.raises(LinrecError, match="precision bf16 trains on a GPU.*use precision float32"):
+        load_profile("zoo_paper", {"device": "cpu"})

@@ -103,6 +103,7 @@ def test_the_zoo_reads_the_tables_as_written_and_writes_its_own(text, tmp_path, 
     """With the pipeline the zoo's tables are written too (training_swap is the pipeline's), and the decomposition
     reads the runs' noise from zoo_runs as written: a shift planted in the written table reaches it."""
     from linrec.inputs import plateau
+
     write, decompose, seen = study.TrainingResult.write, study.components, {}
 
     def write_shifted(self, where):  # zoo_runs as written carries a planted shift of the noise that memory lacks

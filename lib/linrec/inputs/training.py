@@ -31,10 +31,14 @@ of the texts it trained on.
 
 **Training.** Plain torch: the training documents tokenised and joined by EOS, cut into windows of `seq_len`; each
 epoch visits them in an order drawn from `data_seed`; weights are drawn under `init_seed` (transformers' own
-initialisation); AdamW with linear warm-up and cosine decay to a tenth, gradient clipping at 1, float32. On the CPU a
-rerun with the same configuration is bit-identical (the tests check it). Checkpoints at log-spaced steps, step 0 (the
-random initialisation) included, each a complete model directory (`config.json`, `model.safetensors`, tokenizer)
-that `linrec.inputs.models.load_model` loads by its path.
+initialisation); AdamW (weight decay on the matrices, embeddings included, none on norms and biases) with linear
+warm-up and cosine decay to a tenth, gradient clipping at 1, float32 (`precision` bf16: the forward pass under bf16
+autocast on a GPU, weights and optimizer float32). The loop never waits for the device between steps (`train_model`).
+On the CPU a rerun with the same configuration is bit-identical (the tests check it). Checkpoints at log-spaced steps,
+step 0 (the random initialisation) included, each a complete model directory (`config.json`, `model.safetensors`,
+tokenizer) that `linrec.inputs.models.load_model` loads by its path. With `n_evals`, the held-out loss of the run's
+own text is evaluated while it trains (`heldout.csv`), and the plateau rule says whether the run has converged
+(`linrec.inputs.plateau`; `TrainedRun.plateau`).
 
 **Cache.** One entry per configuration under `$LINREC_CACHE/training/`, keyed by every field of `TrainConfig`, the
 text's identity, the torch and transformers versions and the device that trained it (the CPU, or the GPU's name):
@@ -499,17 +503,17 @@ def runs(configs: list[TrainConfig], progress: bool = True) -> dict[str, Trained
     return {c.name: get_run(c, progress=progress) for c in configs}
 
 
-def training_settings(section: dict, where: str = "the profile's training section") -> dict:
+def training_settings(section: dict, where: str = "the profile's training section", device: str = "cpu") -> dict:
     """A profile's `training:` mapping checked as a notebook would use it: every key a `TrainConfig` field (device
-    is the profile's own key), every value of its field's type, and the whole a valid configuration; one line naming
-    the fix otherwise. {} (not run in that profile) is returned as it is."""
+    is the profile's own key, given as `device`), every value of its field's type, and the whole a valid
+    configuration; one line naming the fix otherwise. {} (not run in that profile) is returned as it is."""
 
     names = [f.name for f in fields(TrainConfig) if f.name != "device"]
     checked = check_settings(section, TrainConfig, where, "training setting", names,
                              " (device is the profile's own key)")  # fmt: skip
     if section:
         try:
-            TrainConfig(**checked).validate()
+            TrainConfig(**checked, device=device).validate()
         except LinrecError as err:
             raise LinrecError(f"{where}: {err}") from None
     return section
