@@ -2,8 +2,8 @@
 separate processes, then the zoo's study (`linrec.studies.training.run`) on the cached runs, its tables written to
 `--out`.
 
-    PYTHONPATH=lib python3 benchmarks/gpu_zoo.py --out /tmp/zoo_gpu                       # the zoo on cuda, bf16
-    PYTHONPATH=lib python3 benchmarks/gpu_zoo.py --out /tmp/zoo_fp32 --precision float32
+    PYTHONPATH=lib python3 benchmarks/gpu_zoo.py --out /tmp/zoo_gpu                  # the zoo on cuda, float32
+    PYTHONPATH=lib python3 benchmarks/gpu_zoo.py --out /tmp/zoo_bf16 --precision bf16
     PYTHONPATH=lib python3 benchmarks/gpu_zoo.py --out /tmp/tiny --device cpu --precision float32 \\
         --train steps=40 --train d_model=32 --train n_layers=2 --train vocab=512 -p train_measure_tokens 4096
     PYTHONPATH=lib python3 benchmarks/gpu_zoo.py --out /tmp/curves --curves-only --train steps=2000 \\
@@ -13,8 +13,9 @@ What it does, in order:
 
 1. loads the profile (`--profile`, default zoo) through the project's own loader with `-p NAME VALUE` overrides
    (read as `linrec figures -p` reads them), the device, `results_dir` = `--out`, and the training section's
-   `--train KEY=VALUE` settings and `--precision` (bf16 on a GPU by default: the forward pass under bf16 autocast,
-   weights and optimizer float32; the measurements are float32 with float64 statistics whatever it is);
+   `--train KEY=VALUE` settings and `--precision` (default: the profile's own, float32 for the zoo, bf16 for
+   zoo_paper; bf16 is the forward pass under bf16 autocast on a GPU, weights and optimizer float32; the measurements
+   are float32 with float64 statistics whatever it is);
 2. trains every run of the profile (`linrec.inputs.training.profile_configs`) in `--workers` processes at once
    (tiny models leave a GPU mostly idle: several fill it), each into `$LINREC_CACHE/training/` as `linrec train`
    would;
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="zoo", help="the profile (default: zoo, params/zoo.yaml)")
     ap.add_argument("--device", default="cuda", help="cuda (default), cuda:N or cpu")
     ap.add_argument("--precision", choices=["bf16", "float32"], default=None,
-                    help="training precision (default: bf16 on a GPU, float32 on the CPU)")  # fmt: skip
+                    help="training precision (default: the profile's; bf16 on a GPU only)")  # fmt: skip
     ap.add_argument("--workers", type=int, default=6, help="runs trained at once, each its own process (default: 6)")
     ap.add_argument("--train", action="append", default=[], metavar="KEY=VALUE",
                     help="a training-section setting, e.g. --train steps=2000 (repeatable)")  # fmt: skip
@@ -128,8 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         if not sep:
             ap.error(f"--train {item}: give KEY=VALUE, e.g. --train steps=2000")
         training[key.strip()] = _value(text.strip())
-    precision = args.precision or ("bf16" if args.device.startswith("cuda") else "float32")
-    training["precision"] = precision
+    if args.precision:
+        training["precision"] = args.precision
+    precision = training.get("precision", "float32")
     p = load_profile(args.profile, {**overrides, "training": training, "device": args.device,
                                     "results_dir": str(out), "figures_dir": str(out / "figures")})  # fmt: skip
     p = p.notebook("08")
