@@ -152,7 +152,7 @@ if profiles is not None:
 
 # %%
 zoo_blocks, zoo_time = result.zoo_blocks, result.zoo_timings
-if zoo_blocks is not None:
+if zoo_blocks is not None and result.zoo_runs is not None:
     params = result.zoo_runs.groupby("layout", sort=False)["block_params"].first()
     print(f"{zoo_blocks['model'].nunique()} models, {len(zoo_blocks)} blocks; parameters in the blocks:",
           ", ".join(f"{k} {v:,}" for k, v in params.items()))  # fmt: skip
@@ -161,6 +161,21 @@ if zoo_time is not None:  # timings/: how long this machine took, not a result
           f"{zoo_time.filter(like='seconds_').drop(columns='seconds_train').sum().sum():.0f}")  # fmt: skip
 zoo_blocks.pivot_table(index="block", columns="model", values="r2_lin", sort=False).round(3) if zoo_blocks is not None \
     else None  # fmt: skip
+
+# %% [markdown]
+# ## Which runs trained to a plateau
+# A run is a trained model here only where its held-out loss (on its own text's held-out documents, evaluated
+# `n_evals` times while it trains) has stopped improving and has left its initialisation
+# (`linrec.inputs.training.plateau`): **plateaued**, the held-out loss fell by less than 1 % of its value over the
+# last 20 % of the steps (`PLATEAU_MAX_GAIN`, `PLATEAU_WINDOW`), and **learned**, the final held-out loss is at least
+# 20 % below its step-0 value (`LEARNED_MIN_DROP`). `converged` is both. Every run is measured and shown above; the
+# distances, the decomposition and every verdict below are drawn from the converged runs alone, and the verdict's
+# word names any run left out.
+
+# %%
+conv_cols = ["converged", "plateaued", "learned", "heldout_gain", "heldout_drop", "init_heldout_loss",
+             "final_heldout_loss", "final_heldout_ppl", "best_heldout_loss", "best_heldout_step"]  # fmt: skip
+result.zoo_runs.set_index("run")[conv_cols].round(4) if result.zoo_runs is not None else None
 
 # %% [markdown]
 # ## Claim 2a as the paper states it: layout against seed against text

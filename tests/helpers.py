@@ -252,7 +252,8 @@ def single_line(code, err, *needles, expect=2, internal=False):
     traceback, and never "unexpected" or "a bug" unless `internal` (a bug planted in linrec itself)."""
     assert code == expect, err
     assert "Traceback" not in err
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    shown = [ln.split("\r")[-1] for ln in err.strip().split("\n")]  # what a terminal shows: \r redraws the line
+    lines = [ln for ln in shown if ln.strip()]
     assert len(lines) == 1, lines
     assert lines[0].startswith("linrec: error:"), lines[0]
     assert internal or ("unexpected" not in lines[0] and "a bug" not in lines[0]), lines[0]

@@ -11,6 +11,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · source (how a model is given, parsed once)
                · models (load any model) · surgery · training · training_text (its texts, split; the tokenizer)
                · layouts (the decoders trained here: GPT-2, Pythia, llama rows)
+               · plateau (a run's held-out loss while it trains; the plateau rule)
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · rows (the row sample on disk, the first positions)
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)

@@ -413,3 +413,13 @@ def test_names_a_run_can_find_pass_the_load(tmp_path):
               "cross_pairs": [["smollm2-135m", "init:1:smollm2-135m"]]}  # fmt: skip
     p = load_profile("default", values, ROOT)
     assert p.models[-1] == "params/default.yaml" and p.corpus == "wikitext-2:train"
+
+
+def test_a_profile_that_trains_in_bf16_is_checked_against_its_own_device():
+    """params/zoo_paper.yaml trains in bf16 on its device, cuda: it loads (its training section is checked with the
+    profile's device, not the CPU's default); the same profile moved to the CPU is refused in one line naming the
+    fix, at load, before any notebook."""
+    p = load_profile("zoo_paper")
+    assert p.device == "cuda" and p.training["precision"] == "bf16" and p.training["d_model"] == 768
+    with pytest.raises(LinrecError, match="precision bf16 trains on a GPU.*use precision float32"):
+        load_profile("zoo_paper", {"device": "cpu"})

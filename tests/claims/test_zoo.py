@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from linrec.base.errors import LinrecError
 from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 from linrec.claims.zoo import INCONCLUSIVE, SAME, part_word, zoo_2a, zoo_verdict
 
@@ -91,3 +92,34 @@ def test_the_pooled_claims_separate_a_planted_model_effect_from_the_within_model
     assert claims.loc["3", "n_models"] == 12 and claims.loc["3", "n_blocks"] == 96
     assert claims.loc["3", "powered"] == (96 >= claims.loc["3", "n_needed"])
     assert claims.loc["3", "rho"] == pytest.approx(pool["pearson_r"])
+
+
+def test_only_converged_runs_reach_a_verdict():
+    """Issue 61: with the zoo's runs table, "learned" is judged on the converged runs' trained-vs-init comparisons
+    alone (a run that did not move, not converged, no longer makes the profiles "learned in some runs only"), and
+    the word names the runs left out; the pooled claims refuse tables that hold a run that did not converge, and with
+    no converged run every zoo verdict is not testable."""
+    from linrec.claims.probe import probe_summary
+    from linrec.claims.zoo import pooled_claims
+
+    same = _comp({"layout": 0.03, "seed": 0.02}, hi={"layout": CLAIM2_MIN_EFFECT - 1e-6, "text": 0.05, "seed": 0.05})
+    comparisons = _learned("differ", "differ", "agree")  # r2 did not move: it did not train
+    runs = pd.DataFrame({"run": ["r0", "r1", "r2"], "converged": [True, True, False]})
+    assert zoo_2a(same, comparisons) == NOT_TESTABLE  # without the table: learned in some runs only
+    v = zoo_verdict(same, comparisons, runs)
+    assert v["claim2a"] == REPRODUCED and "every profile learned" in v["word"]
+    assert v["word"].endswith("1 of 3 runs not converged and left out (r2)")
+    none = zoo_verdict(None, comparisons, runs.assign(converged=False))
+    assert none["claim2a"] == NOT_TESTABLE and none["word"].startswith("no run converged")
+
+    g = np.random.default_rng(0)
+    rows = [{"model": m, "block": b, "r2_lin_rows": 0.9 + 0.01 * g.standard_normal(), "gain": 0.01 * g.random(),
+             "gain_quad": 0.02, "probe_stop": "validation", "seconds_probe": 0.1}
+            for m in ("r0", "r1", "r2") for b in range(8)]  # fmt: skip
+    probe = pd.DataFrame(rows)
+    with pytest.raises(LinrecError, match="r2, which did not converge"):
+        pooled_claims(probe_summary(probe), None, None, runs)
+    kept = pooled_claims(probe_summary(probe[probe["model"] != "r2"]), None, None, runs).set_index("claim")
+    assert kept.loc["3", "n_models"] == 2 and kept.loc["3", "n_blocks"] == 16
+    nothing = pooled_claims(None, None, None, runs.assign(converged=False))
+    assert (nothing["verdict"] == NOT_TESTABLE).all() and nothing["reason"].str.contains("no zoo run converged").all()

@@ -3,6 +3,7 @@ configurations that cannot train refused before any step, and an interrupted unc
 
 import logging
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -39,13 +40,13 @@ def test_an_interrupted_uncached_training_run_removes_its_folder(tmp_path, monke
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     real = training.train_model
 
-    def interrupted(cfg, vocab, windows, on_checkpoint=None, progress=True):
+    def interrupted(cfg, vocab, windows, on_checkpoint=None, progress=True, **kw):
         def save_then_stop(step, model):
             on_checkpoint(step, model)
             if step > 0:  # a checkpoint is on disk: the folder is not empty when the signal comes
                 raise stop(128 + 15) if stop is SystemExit else stop()
 
-        return real(cfg, vocab, windows, on_checkpoint=save_then_stop, progress=False)
+        return real(cfg, vocab, windows, on_checkpoint=save_then_stop, progress=False, **kw)
 
     monkeypatch.setattr(training, "train_model", interrupted)
     args = ["train", "--text", text, "--d-model", 16, "--layers", 1, "--heads", 2, "--vocab", 300, "--seq-len", 16,
@@ -252,3 +253,86 @@ def test_schedule_checkpoints_configs_and_bad_input():
             TrainConfig(**bad).validate()
     with pytest.raises(LinrecError, match="at least 2"):
         split_documents(["one"], 0.1)
+
+
+# ---- the held-out loss while training, and the plateau rule (issue 61) --------------------------------------------
+def test_the_heldout_loss_is_the_checkpoints_own_and_leaves_training_as_it_was(colour_text, monkeypatch):
+    """With n_evals, the held-out loss is evaluated at step 0, the evenly spaced steps and every checkpoint, on the
+    run's own text's held-out documents (none of its training documents): at each checkpoint it equals the mean
+    next-token loss of that checkpoint, loaded from disk, on those windows, computed here with torch's cross
+    entropy in float64 (1e-5); the training losses and weights are bit-identical to a run without evaluations;
+    the entry keeps them (heldout.csv) and a cached read gives the same plateau."""
+    import torch.nn.functional as F
+
+    from linrec.inputs.corpora import load_documents
+    from linrec.inputs.models import load_model
+    from linrec.inputs.plateau import heldout_windows
+    from linrec.inputs.training_text import heldout_documents
+
+    cfg = TrainConfig(text=colour_text, **{**TINY, "n_evals": 6})
+    assert cfg.eval_steps() == [0, 1, 8, 10, 20, 30, 40, 50, 60]
+    run = get_run(cfg, progress=False)
+    assert run.heldout["step"].tolist() == cfg.eval_steps()
+    held = heldout_documents(cfg)
+    train, _ = split_documents(load_documents(colour_text)[0], cfg.measure_frac, cfg.split_seed)
+    assert held and not set(held) & set(train)
+    for step in run.steps:
+        loaded = load_model(str(run.checkpoint(step)))
+        ids = heldout_windows(held, loaded.tokenizer, cfg)
+        with torch.no_grad():
+            logits = loaded.model(input_ids=ids).logits.double()
+        want = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1)).item()
+        got = run.heldout.set_index("step").loc[step, "heldout_loss"]
+        assert got == pytest.approx(want, abs=1e-5), (step, got, want)
+    tok, windows = training_windows(cfg, colour_text)
+    plain, log_plain = train_model(TrainConfig(text=colour_text, **TINY), len(tok), windows, progress=False)
+    assert [r["loss"] for r in log_plain] == run.log["loss"].tolist()
+    assert run.plateau().converged == run.meta["converged"]
+    again = get_run(cfg, progress=False)
+    assert again.cached and again.plateau() == run.plateau()
+
+
+def test_a_run_planted_not_to_train_is_not_converged(colour_text, monkeypatch):
+    """Learning rate 0 at every step (the schedule planted): the held-out loss never moves, so the run is flat over
+    its last steps ("plateaued") but has not learned, and is not converged; a run of the same configuration that
+    trains has learned."""
+    from linrec.inputs import training
+
+    cfg = TrainConfig(text=colour_text, **{**TINY, "n_evals": 6})
+    trained = get_run(cfg, progress=False).plateau()
+    assert trained.learned and trained.drop > 0.5
+    monkeypatch.setattr(training, "lr_at", lambda step, cfg: 0.0)
+    still = get_run(cfg, cache=False, progress=False)  # not cached: the entry of `cfg` is the run that trained
+    shutil.rmtree(still.path)  # an uncached run keeps its folder for its caller; this test is done with it
+    rule = still.plateau()
+    assert rule.final_loss == rule.init_loss and rule.plateaued and not rule.learned and not rule.converged
+    assert still.meta["converged"] is False
+
+
+def test_the_new_settings_keep_the_cache_keys_of_runs_cached_before_them():
+    """n_evals, eval_windows and precision came after runs were cached: at their defaults a configuration's key is
+    the key it had before them (the old formula, recomputed here), so params/training.yaml's cached runs stay valid;
+    set, each changes the key. bf16 is refused off a GPU, and more evaluations than steps are refused."""
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    import transformers
+
+    from linrec.inputs.training import TRAINING_VERSION
+    from linrec.inputs.training_text import text_identity
+
+    cfg = TrainConfig(text="wiki")
+    old = {k: v for k, v in asdict(cfg).items() if k not in ("n_evals", "eval_windows", "precision")}
+    old.update(device="cpu", text=text_identity("wiki"), torch=torch.__version__,
+               transformers=transformers.__version__, version=TRAINING_VERSION)  # fmt: skip
+    old["mlp"] = old.pop("layout")
+    del old["shared_texts"]
+    assert cfg.key("cpu") == hashlib.sha256(json.dumps(old, sort_keys=True).encode()).hexdigest()[:20]
+    keys = {TrainConfig(text="wiki", **kw).key("cpu") for kw in ({}, {"n_evals": 10}, {"eval_windows": 7},
+                                                                 {"precision": "bf16", "device": "cuda"})}  # fmt: skip
+    assert len(keys) == 4
+    with pytest.raises(LinrecError, match="precision bf16"):
+        TrainConfig(precision="bf16").validate()
+    with pytest.raises(LinrecError, match="n_evals"):
+        TrainConfig(steps=10, n_evals=11).validate()

@@ -101,10 +101,13 @@ def test_the_memory_check_is_per_device(monkeypatch):
     check_fits(plan, block_groups(4, 1))  # one block per pass: cuda:1 holds one block's at a time
 
 
-def test_the_row_sample_is_sized_by_the_rows_the_windows_make(tiny_model, tmp_path, cli, own_cache, tiny_args):
+def test_the_row_sample_is_sized_by_the_rows_the_windows_make(
+    tiny_model, tmp_path, cli, own_cache, tiny_args, monkeypatch
+):
     """Issue 60: --sample-rows beyond the rows that --tokens makes keeps them all, and the free-space check sizes
     the sample by those rows; it sized it by the rows asked for and refused a valid request ("the capture writes
     about 17166137.76 GiB")."""
+    monkeypatch.setenv("LINREC_PROGRESS", "1")  # the cost line on stderr, as on a terminal (a runner sets "0")
     model, tok = tiny_model("llama"), tiny_tokenizer()
     w = tiny_windows(tok, tokens=2048)
     asked = 999_999_999_999

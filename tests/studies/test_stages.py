@@ -55,7 +55,10 @@ def test_every_table_and_claim_belongs_to_a_stage():
 
 def test_a_study_is_found_by_number_or_name_and_an_unknown_one_is_one_line():
     assert study("02") is study("ceiling") is study("02_linear_ceiling")
-    with pytest.raises(LinrecError, match=r"no study 'ceilings'; the studies are 01 \(capture\), 02 \(ceiling\)"):
+    with pytest.raises(
+        LinrecError,
+        match=r"no study 'ceilings' \(did you mean 'ceiling'\?\); the studies are 01 \(capture\), 02 \(ceiling\)",
+    ):
         study("ceilings")
 
 
@@ -64,7 +67,10 @@ def test_the_runner_runs_the_stages_notebooks_in_their_order_then_the_report():
     every = notebooks(ROOT)
     assert [nb.stem for nb in select(every, ["ceiling", "06"])] == ["02_linear_ceiling", "06_swap"]
     assert select(every, None) == every
-    with pytest.raises(LinrecError, match=r"no notebooks match ceilings; available: 01_capture \(capture\)"):
+    with pytest.raises(
+        LinrecError,
+        match=r"no notebooks match ceilings \(did you mean 'ceiling'\?\); available: 01_capture \(capture\)",
+    ):
         select(every, ["ceilings"])
 
 

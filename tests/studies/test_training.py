@@ -102,6 +102,8 @@ def test_a_switched_off_swap_is_not_written(text, tmp_path):
 def test_the_zoo_reads_the_tables_as_written_and_writes_its_own(text, tmp_path, monkeypatch):
     """With the pipeline the zoo's tables are written too (training_swap is the pipeline's), and the decomposition
     reads the runs' noise from zoo_runs as written: a shift planted in the written table reaches it."""
+    from linrec.inputs import plateau
+
     write, decompose, seen = study.TrainingResult.write, study.components, {}
 
     def write_shifted(self, where):  # zoo_runs as written carries a planted shift of the noise that memory lacks
@@ -112,7 +114,11 @@ def test_the_zoo_reads_the_tables_as_written_and_writes_its_own(text, tmp_path, 
     monkeypatch.setattr(study.TrainingResult, "write", write_shifted)
     monkeypatch.setattr(study, "components", lambda wide, factors, noise: seen.update(noise=noise) or decompose(
         wide, factors, noise))  # fmt: skip
-    result = study.run(_profile(text, tmp_path / "results", train_pipeline=True, train_probe_rows=300))
+    monkeypatch.setattr(plateau, "PLATEAU_MAX_GAIN", 10.0)  # six steps count as converged: every verdict computed
+    monkeypatch.setattr(plateau, "LEARNED_MIN_DROP", 0.0)
+    result = study.run(_profile(text, tmp_path / "results", train_pipeline=True, train_probe_rows=300,
+                                training={**TRAINING, "text": text, "n_evals": 3}))  # fmt: skip
+    assert result.zoo_runs["converged"].all()
     assert _written(tmp_path / "results") == {*SEEDS, "training_swap", *ZOO}
     assert set(result.zoo_blocks["model"]) == set(result.training_runs["run"]) == set(result.training_swap["run"])
     assert result.zoo_timings is not None and {"seconds_train", "seconds_swap"} <= set(result.zoo_timings)
@@ -138,3 +144,31 @@ def test_the_stored_runs_are_named_as_the_checkout_names_them():
     path put the machine's own folders into the committed notebooks)."""
     p = load_profile("default").notebook("08")  # trains nothing: the stored runs of params/training.yaml
     assert study.run(p).source == Path("results/training")
+
+
+def test_the_zoo_shows_a_run_that_did_not_train_and_leaves_it_out_of_every_verdict(text, tmp_path, monkeypatch):
+    """Issue 61: one layout planted not to train (learning rate 0 at every step): its runs are measured and shown
+    (zoo_runs with converged False and learned False, zoo_blocks, training_swap) but left out of the decomposition,
+    the pooled claims and the verdict, whose word names them. The rule's thresholds are tested on their own
+    (tests/inputs/test_training.py); here they are loosened so that six steps count as a plateau."""
+    from linrec.inputs import plateau, training
+
+    real = training.lr_at
+    monkeypatch.setattr(training, "lr_at", lambda step, cfg: 0.0 if cfg.layout == "swiglu" else real(step, cfg))
+    monkeypatch.setattr(plateau, "PLATEAU_MAX_GAIN", 10.0)
+    monkeypatch.setattr(plateau, "LEARNED_MIN_DROP", 0.02)
+    p = _profile(text, tmp_path / "results", train_pipeline=True, train_probe_rows=300,
+                 training={**TRAINING, "text": text, "n_evals": 3, "lr": 0.02, "warmup": 1})  # fmt: skip
+    result = study.run(p)
+    runs_table = result.zoo_runs.set_index("run")
+    out = ["swiglu-i0-d0-text", "swiglu-i1-d0-text"]
+    assert not runs_table.loc[out, "converged"].any() and not runs_table.loc[out, "learned"].any()
+    assert runs_table.loc[out, "heldout_drop"].abs().max() == 0.0
+    assert runs_table.loc[["gelu-i0-d0-text", "gelu-i1-d0-text"], "converged"].all()
+    assert set(result.zoo_blocks["model"]) == set(runs_table.index) == set(result.training_swap["run"])
+    assert set(result.zoo_probe_summary["model"]) == {"gelu-i0-d0-text", "gelu-i1-d0-text", "all"}
+    assert set(result.zoo_regimes["model"]) == {"gelu-i0-d0-text", "gelu-i1-d0-text"}
+    assert result.zoo_claims.set_index("claim").loc["3", "n_models"] == 2
+    assert result.zoo_components["n_runs"].eq(2).all()
+    word = result.zoo_verdict["word"].iloc[0]
+    assert "2 of 4 runs not converged and left out (swiglu-i0-d0-text, swiglu-i1-d0-text)" in word

@@ -138,6 +138,8 @@ def pair_kinds(factors: pd.DataFrame) -> pd.DataFrame:
 
 
 def _check(wide: pd.DataFrame, factors: pd.DataFrame) -> np.ndarray:
+    if len(factors) < 2:
+        raise LinrecError(f"{len(factors)} run(s) to compare; the distances and the decomposition need two or more")
     missing = [r for r in factors["run"] if r not in wide.index]
     if missing:
         raise LinrecError(f"no final profile for run(s) {', '.join(missing)}; measure every run of the profile")

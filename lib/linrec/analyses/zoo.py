@@ -16,6 +16,12 @@ labelled with the run's name in `model`:
 
 `block_table` joins them into one row per model and block (the zoo's per-block results). Per-token routing is not run
 here (its cost is that of notebook 06 again per model); the routing ρ stays the offline models'.
+
+**Converged runs only.** A run whose held-out loss has not reached its plateau, or that did not learn at all
+(`linrec.inputs.training.plateau`), is no trained model: `convergence_table` states the rule's numbers per run
+(`zoo_runs`' `converged`, `final_heldout_loss`, `final_heldout_ppl`, …) and `converged_runs` names the runs every
+verdict of the zoo is drawn from (`linrec.studies.training.zoo`; `linrec.claims.zoo` refuses tables that hold
+another). A run trained without held-out evaluations (`n_evals` 0) cannot be shown converged and counts as not.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from linrec.analyses.factors import measurement_noise
@@ -92,6 +99,32 @@ def block_table(measured: Mapping[str, dict], configs: Sequence) -> pd.DataFrame
         t = t.merge(swap[["block", "delta_ppl", "delta_lo", "delta_hi", "ppl_base"]], on="block", how="left")
         rows.append(t.assign(layout=c.layout, text=c.text, init_seed=c.init_seed, data_seed=c.data_seed))
     return pd.concat(rows, ignore_index=True)[BLOCK_COLUMNS]
+
+
+CONVERGENCE_COLUMNS = ["converged", "plateaued", "learned", "heldout_gain", "heldout_drop", "init_heldout_loss",
+                       "final_heldout_loss", "final_heldout_ppl", "best_heldout_loss", "best_heldout_step"]  # fmt: skip
+
+
+def convergence_table(trained: Mapping) -> pd.DataFrame:
+    """One row per run (`trained`: {name: `linrec.inputs.training.TrainedRun`}): `run` and the plateau rule's
+    columns (`CONVERGENCE_COLUMNS`, `linrec.inputs.training.Plateau.row`); a run without held-out evaluations is not
+    converged, its numbers NaN."""
+    rows = []
+    for name, run in trained.items():
+        rule = run.plateau()
+        missing = {c: np.nan for c in CONVERGENCE_COLUMNS} | {"converged": False, "plateaued": False, "learned": False}
+        rows.append({"run": name, **(rule.row() if rule is not None else missing)})
+    return pd.DataFrame(rows, columns=["run", *CONVERGENCE_COLUMNS])
+
+
+def converged_runs(runs: pd.DataFrame) -> list[str]:
+    """The runs of `runs` (a table with `run` and `converged`, e.g. `zoo_runs`) that converged, in order."""
+    return [str(r) for r, ok in zip(runs["run"], runs["converged"]) if _true(ok)]
+
+
+def _true(value) -> bool:
+    """A `converged` cell as written or in memory (True/False, or "True"/"False" read back from a CSV)."""
+    return str(value).strip().lower() in ("true", "1", "1.0")
 
 
 def noise_table(measured: Mapping[str, dict]) -> pd.DataFrame:

@@ -324,6 +324,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--init-seed", type=_non_negative, default=0, help="seed of the initial weights (default: 0)")
     p.add_argument("--data-seed", type=_non_negative, default=0, help="seed of the data order (default: 0)")
     p.add_argument("--text", default="wiki", help="training text: an offline corpus or a path (default: wiki)")
+    p.add_argument("--warmup", type=_non_negative, default=40, help="warm-up steps (default: 40)")
+    p.add_argument(
+        "--evals", type=_non_negative, default=0,
+        help="held-out loss evaluated this many times while training, and the plateau rule on it (default: 0, none)",
+    )  # fmt: skip
+    p.add_argument(
+        "--precision", choices=["float32", "bf16"], default="float32",
+        help="bf16: the forward pass under bf16 autocast, on a GPU only (default: float32)",
+    )  # fmt: skip
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default: cpu); the cache key says which")
     p.add_argument("--no-cache", action="store_true", help="train into a temporary folder, read nothing cached")
     p.set_defaults(func=cmd_train)

@@ -425,7 +425,8 @@ def cmd_train(args) -> None:
     cfg = TrainConfig(
         layout=args.layout, d_model=args.d_model, n_layers=args.layers, n_heads=args.heads, vocab=args.vocab,
         seq_len=args.seq_len, batch_size=args.batch_size, steps=args.steps, lr=args.lr, init_seed=args.init_seed,
-        data_seed=args.data_seed, text=args.text, device=args.device,
+        data_seed=args.data_seed, text=args.text, device=args.device, warmup=args.warmup, n_evals=args.evals,
+        precision=args.precision,
     )  # fmt: skip
     run = get_run(cfg, cache=not args.no_cache)
     m = run.meta
@@ -434,6 +435,14 @@ def cmd_train(args) -> None:
         f"tokens seen ({m['tokens_seen'] / m['n_params']:.1f} per parameter), final training loss "
         f"{m['final_train_loss']:.3f}, trained on {m['made_on']}{' (from the cache)' if run.cached else ''}"
     )
+    rule = run.plateau()
+    if rule is not None:
+        print(
+            f"held-out loss {rule.init_loss:.3f} at step 0 → {rule.final_loss:.3f} at step {rule.final_step} "
+            f"(perplexity {math.exp(rule.final_loss):.1f}; best {rule.best_loss:.3f} at step {rule.best_step}); "
+            f"{rule.gain:+.2%} over the last steps from step {rule.start_step}: "
+            f"{'converged' if rule.converged else 'NOT converged'} (plateaued {rule.plateaued}, learned {rule.learned})"
+        )
     for step in run.steps:
         print(f"step {step:>6}: {run.checkpoint(step)}")
     print(f"measure on: {run.measure_corpus}  (documents never trained on)")

@@ -208,7 +208,7 @@ def check_nested(values: dict, where: Path | str) -> None:
         # here, not at the top: torch only where a profile trains (linrec.app.notebooks' forkserver imports this module)
         from linrec.inputs.training import training_settings
 
-        training_settings(values["training"], where=f"{where}: training")
+        training_settings(values["training"], where=f"{where}: training", device=str(values.get("device", "cpu")))
     if values.get("heal") or values.get("heal_trained"):
         # here, not at the top: torch only where a profile heals (the forkserver imports this module)
         from linrec.analyses.healing import Heal

@@ -228,10 +228,14 @@ TABLES: dict[str, TableSpec] = {
     ),
     "zoo_runs": _spec(
         "08",
-        "run layout text init_seed data_seed block_params noise_level noise_shape seconds_ceiling seconds_probe "
-        "seconds_spectrum seconds_swap seconds_train from_cache seconds_capture",
-        "per run of the zoo: its factors, the parameters in its blocks, the measurement noise of its level and shape "
-        "(linrec.analyses.factors.measurement_noise) and the seconds of training and of each measuring stage",
+        "run layout text init_seed data_seed block_params converged plateaued learned heldout_gain heldout_drop "
+        "init_heldout_loss final_heldout_loss final_heldout_ppl best_heldout_loss best_heldout_step noise_level "
+        "noise_shape seconds_ceiling seconds_probe seconds_spectrum seconds_swap seconds_train from_cache "
+        "seconds_capture",
+        "per run of the zoo: its factors, the parameters in its blocks, the plateau rule on its held-out loss "
+        "(linrec.inputs.training.plateau: converged = plateaued and learned; only converged runs reach a verdict), "
+        "the measurement noise of its level and shape (linrec.analyses.factors.measurement_noise) and the seconds "
+        "of training and of each measuring stage",
     ),
     "zoo_blocks": _spec(
         "08",

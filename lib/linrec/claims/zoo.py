@@ -1,6 +1,11 @@
 """The zoo's verdicts (notebook 08 under `params/zoo.yaml`): what sets the profile's shape and its level (`part_word`,
 ZOO_RULE), claim 2a from it (`zoo_2a`), and the across-block claims on every trained model's blocks pooled with a
 model effect (`pooled_claims`: claims 3, 4 and 6b by their own rules on the zoo's tables).
+
+Every verdict is drawn from the converged runs alone (`zoo_runs`' `converged`: the plateau rule of
+`linrec.inputs.training.plateau`): `zoo_verdict` judges "learned" on their comparisons only and names the runs left
+out; `pooled_claims` refuses tables that hold a run that did not converge, and with no converged run every claim is
+not testable.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from linrec.analyses.zoo import converged_runs
 from linrec.base.errors import LinrecError
 from linrec.claims.learned import comparison_words
 from linrec.claims.probe import verdict_3
@@ -116,12 +122,38 @@ def _says(w: PartWord, part: str) -> str:
     return f"{w.word} sets the {part} ({w.effect:.3f} [{w.effect_lo:.3f}, {w.effect_hi:.3f}])"
 
 
-def zoo_verdict(components: pd.DataFrame | None, comparisons: pd.DataFrame | None = None) -> dict:
+NOT_CONVERGED = "not converged"  # the word for the runs every zoo verdict leaves out
+
+
+def split_converged(runs: pd.DataFrame | None) -> tuple[list[str] | None, list[str]]:
+    """(the converged runs, the others) of `runs` (`zoo_runs`: run, converged); (None, []) without the table (every
+    run counts)."""
+    if runs is None:
+        return None, []
+    require(runs, ["run", "converged"], "the zoo's converged runs")
+    kept = converged_runs(runs)
+    return kept, [str(r) for r in runs["run"] if str(r) not in kept]
+
+
+def _excluded_words(out: list[str], total: int) -> str:
+    return f"; {len(out)} of {total} runs {NOT_CONVERGED} and left out ({', '.join(out)})" if out else ""
+
+
+def zoo_verdict(components: pd.DataFrame | None, comparisons: pd.DataFrame | None = None,
+                runs: pd.DataFrame | None = None) -> dict:  # fmt: skip
     """The zoo's row: `shape_factor`, `level_factor` (`part_word`: a factor, SAME or INCONCLUSIVE), `word` (what sets
     each, with the effect of the factor that moves it most, and whether the profiles were learned where that
-    decides) and `claim2a` (`zoo_2a`)."""
+    decides; the runs left out for not having converged) and `claim2a` (`zoo_2a`). With `runs` (`zoo_runs`), only
+    the converged runs' "trained vs init" comparisons say whether the profiles were learned; `components` must be
+    the converged runs' decomposition (the caller's: `linrec.studies.training.zoo`)."""
+    kept, out = split_converged(runs)
+    if kept is not None and comparisons is not None and not comparisons.empty:
+        trained = comparisons["kind"] == "trained vs init"
+        comparisons = comparisons[~trained | comparisons["a"].astype(str).isin(kept)]
+    excluded = _excluded_words(out, len(kept) + len(out)) if kept is not None else ""
     if components is None or components.empty:
-        return {"word": "not run", "claim2a": NOT_TESTABLE, "shape_factor": "", "level_factor": ""}
+        why = "not run" if kept is None or kept else "no run converged"
+        return {"word": why + excluded, "claim2a": NOT_TESTABLE, "shape_factor": "", "level_factor": ""}
     shape, level = part_word(components, "shape"), part_word(components, "level")
     word = f"{_says(shape, 'shape')}; {_says(level, 'level')}"
     if shape.word == SAME:
@@ -129,7 +161,7 @@ def zoo_verdict(components: pd.DataFrame | None, comparisons: pd.DataFrame | Non
         word += {True: "; every profile learned (moved from its initialisation)",
                  False: "; no profile learned (each within the margin of its initialisation)",
                  None: "; learned in some runs only, or not measured"}[moved]  # fmt: skip
-    return {"word": word, "claim2a": zoo_2a(components, comparisons), "shape_factor": shape.word,
+    return {"word": word + excluded, "claim2a": zoo_2a(components, comparisons), "shape_factor": shape.word,
             "level_factor": level.word}  # fmt: skip
 
 
@@ -138,12 +170,30 @@ CLAIM_COLUMNS = ["claim", "verdict", "reason", "n_models", "n_blocks", "n_eff", 
 
 
 def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame | None,
-                  regimes: pd.DataFrame | None) -> pd.DataFrame:  # fmt: skip
+                  regimes: pd.DataFrame | None, runs: pd.DataFrame | None = None) -> pd.DataFrame:  # fmt: skip
     """Claims 3, 4 and 6b by their own rules (`linrec.claims.probe.verdict_3`, `regimes.verdict_4`,
     `swap.verdict_6b`) on the zoo's tables, one row each: `claim`, `verdict`, `reason`, and for 3 and 6b the pooled
     row's numbers: `n_models`, `n_blocks`, `n_eff`, `n_needed` (blocks the equivalence test needs at this dependence),
-    `powered` (n_blocks ≥ n_needed), `rho` with its 95 % and 90 % intervals and the correlation's outcome."""
+    `powered` (n_blocks ≥ n_needed), `rho` with its 95 % and 90 % intervals and the correlation's outcome.
 
+    With `runs` (`zoo_runs`): the tables must be the converged runs' (a pooled row cannot be recomputed without a
+    model, so a table holding one that did not converge is refused: one line naming it); with no converged run,
+    every claim is not testable."""
+
+    kept, out = split_converged(runs)
+    if kept is not None:
+        for name, table in (("probe summary", probe_summary), ("swap predictors", predictors),
+                            ("regimes", regimes)):  # fmt: skip
+            held = [] if table is None else sorted(set(table["model"].astype(str)) & set(out))
+            if held:
+                raise LinrecError(
+                    f"the zoo's {name} holds run(s) {', '.join(held)}, which did not converge; measure the "
+                    "converged runs alone (linrec.analyses.zoo.converged_runs)"
+                )
+        if not kept:
+            why = f"no zoo run converged ({len(out)} {NOT_CONVERGED})"
+            return pd.DataFrame([{"claim": c, "verdict": NOT_TESTABLE, "reason": why} for c in ("3", "6b", "4")]
+                                ).reindex(columns=CLAIM_COLUMNS)  # fmt: skip
     rows = []
     for claim, v, table, cols in (
         ("3", verdict_3(probe_summary), probe_summary,

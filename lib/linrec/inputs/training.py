@@ -31,10 +31,14 @@ of the texts it trained on.
 
 **Training.** Plain torch: the training documents tokenised and joined by EOS, cut into windows of `seq_len`; each
 epoch visits them in an order drawn from `data_seed`; weights are drawn under `init_seed` (transformers' own
-initialisation); AdamW with linear warm-up and cosine decay to a tenth, gradient clipping at 1, float32. On the CPU a
-rerun with the same configuration is bit-identical (the tests check it). Checkpoints at log-spaced steps, step 0 (the
-random initialisation) included, each a complete model directory (`config.json`, `model.safetensors`, tokenizer)
-that `linrec.inputs.models.load_model` loads by its path.
+initialisation); AdamW (weight decay on the matrices, embeddings included, none on norms and biases) with linear
+warm-up and cosine decay to a tenth, gradient clipping at 1, float32 (`precision` bf16: the forward pass under bf16
+autocast on a GPU, weights and optimizer float32). The loop never waits for the device between steps (`train_model`).
+On the CPU a rerun with the same configuration is bit-identical (the tests check it). Checkpoints at log-spaced steps,
+step 0 (the random initialisation) included, each a complete model directory (`config.json`, `model.safetensors`,
+tokenizer) that `linrec.inputs.models.load_model` loads by its path. With `n_evals`, the held-out loss of the run's
+own text is evaluated while it trains (`heldout.csv`), and the plateau rule says whether the run has converged
+(`linrec.inputs.plateau`; `TrainedRun.plateau`).
 
 **Cache.** One entry per configuration under `$LINREC_CACHE/training/`, keyed by every field of `TrainConfig`, the
 text's identity, the torch and transformers versions and the device that trained it (the CPU, or the GPU's name):
@@ -44,6 +48,7 @@ written in a temporary folder and renamed when complete, with a sealed `meta.jso
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -64,23 +69,31 @@ from linrec.base.files import scratch_dir, write_entry, writing
 from linrec.base.params import check_settings
 from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import available_memory
-from linrec.inputs.corpora import DOC_SEPARATOR, token_stream
+from linrec.inputs.corpora import DOC_SEPARATOR
 from linrec.inputs.hf import check_device, no_tf32, quiet_transformers
 from linrec.inputs.layouts import build, check_block_params, param_counts
 from linrec.inputs.layouts import ffn_width as layout_ffn_width
 from linrec.inputs.layouts import layout as layout_row
 from linrec.inputs.layouts import model_config as layout_config
+from linrec.inputs.plateau import Plateau, heldout_loss, heldout_windows, plateau
 from linrec.inputs.training_text import (
-    split_documents,
-    text_documents,
+    heldout_documents,
+    split_texts,
     text_identity,
     text_tag,
     train_tokenizer,
+    train_windows,
 )
 
 log = logging.getLogger(__name__)
 
 TRAINING_VERSION = "1"  # bump when what a run's entry holds or means changes
+EVAL_WINDOWS = 128  # held-out windows per evaluation of the held-out loss (16,384 tokens at seq_len 128)
+PRECISIONS = ("float32", "bf16")
+# Fields added after runs were cached: left out of the cache key while they hold these values, so that a run cached
+# before them keeps its key (change one of these defaults only with TRAINING_VERSION).
+KEYED_WHEN_SET = {"n_evals": 0, "eval_windows": EVAL_WINDOWS, "precision": "float32"}
+SYNC_EVERY = 50  # the training losses are read off the device (and checked finite) once per this many steps
 
 
 @dataclass(frozen=True)
@@ -106,6 +119,9 @@ class TrainConfig:
     split_seed: int = 0  # which documents are held out (the same for every run that is compared)
     n_checkpoints: int = 8  # step 0 and log-spaced steps up to `steps`
     shared_texts: str = ""  # texts joined by ",": one tokenizer and one measuring text for all of them ("": `text`)
+    n_evals: int = 0  # held-out loss at step 0 and this many evenly spaced steps (0: none; the plateau rule's)
+    eval_windows: int = EVAL_WINDOWS  # held-out windows of the run's own text each evaluation averages over
+    precision: str = "float32"  # float32, or bf16: the forward pass under bf16 autocast (a GPU's; weights float32)
     device: str = "cpu"
 
     def validate(self) -> None:
@@ -139,6 +155,19 @@ class TrainConfig:
         for name in ("init_seed", "data_seed", "split_seed"):
             if not 0 <= getattr(self, name) < 2**63:
                 raise LinrecError(f"{name} must be a whole number from 0 to 2**63 − 1, got {getattr(self, name)}")
+        if self.n_evals < 0 or self.eval_windows < 1:
+            raise LinrecError(
+                f"n_evals must be ≥ 0 and eval_windows ≥ 1, got n_evals {self.n_evals} and eval_windows "
+                f"{self.eval_windows}; e.g. n_evals 20 (every 5 % of the steps)"
+            )
+        if self.n_evals > self.steps:
+            raise LinrecError(f"n_evals {self.n_evals} is more than the {self.steps} steps; use at most one a step")
+        if self.precision not in PRECISIONS:
+            raise LinrecError(f"precision must be one of {', '.join(PRECISIONS)}, got '{self.precision}'")
+        if self.precision != "float32" and not str(self.device).startswith("cuda"):
+            raise LinrecError(
+                f"precision {self.precision} trains on a GPU (device cuda); on {self.device} use precision float32"
+            )
 
     def param_count(self, vocab_size: int | None = None) -> int:
         """The model's parameters (the embedding tied with the LM head counted once), from the configuration alone
@@ -195,6 +224,14 @@ class TrainConfig:
         grid = np.geomspace(1, self.steps, self.n_checkpoints - 1)
         return sorted({0, *(int(round(s)) for s in grid), self.steps})
 
+    def eval_steps(self) -> list[int]:
+        """The steps the held-out loss is evaluated at: none without `n_evals`; else step 0, `n_evals` evenly spaced
+        steps up to `steps` (k·steps/n_evals, rounded) and every checkpoint step."""
+        if not self.n_evals:
+            return []
+        even = {int(round(k * self.steps / self.n_evals)) for k in range(1, self.n_evals + 1)}
+        return sorted({0, *even, *self.checkpoint_steps()})
+
     def request(self) -> dict:
         """The configuration an entry is checked against (`linrec.base.cache.other_request`, which compares the
         fields the entry recorded): every field, and the layout also under its old name `mlp`, as `key` keys it, so
@@ -211,6 +248,9 @@ class TrainConfig:
             "version": TRAINING_VERSION,
         }
         ident["mlp"] = ident.pop("layout")  # the key's name from before layouts: runs cached then stay valid
+        for name, default in KEYED_WHEN_SET.items():  # added later: in the key only where set (cached runs stay valid)
+            if ident[name] == default:
+                del ident[name]
         if self.shared_texts:  # only when set, for the same reason
             ident["shared_texts"] = [text_identity(t) for t in self.texts]
         else:
@@ -235,6 +275,7 @@ class TrainedRun:
     meta: dict
     cached: bool = False
     log: object = field(default=None, repr=False)  # pandas.DataFrame: step, loss, lr, seconds
+    heldout: object = field(default=None, repr=False)  # pandas.DataFrame: step, heldout_loss (None without n_evals)
 
     @property
     def steps(self) -> list[int]:
@@ -250,30 +291,14 @@ class TrainedRun:
     def final(self) -> Path:
         return self.checkpoint(self.steps[-1])
 
+    def plateau(self) -> Plateau | None:
+        """The plateau rule on the run's held-out losses; None for a run trained without them (`n_evals` 0)."""
+        return None if self.heldout is None else plateau(self.heldout, self.config.steps)
+
     @property
     def measure_corpus(self) -> str:
         """The measuring documents as a corpus spec (a file of documents joined by the separator)."""
         return str(self.path / "measure.txt")
-
-
-# ---- the run's texts (each text's documents and the tokenizer: linrec.inputs.training_text) ------------------
-def split_texts(cfg: TrainConfig) -> tuple[list[str], list[str], list[str], str]:
-    """(the training documents of `cfg.text`, the tokenizer's documents, the measuring documents, the text's
-    identity): each of `cfg.texts` split by `split_documents`; the tokenizer trained on every shared text's training
-    documents; the measuring documents every shared text's held-out ones, shuffled together under `split_seed` where
-    there are several texts (so a prefix of the measuring stream holds each), in corpus order for one."""
-    train, vocab, measure, identity = [], [], [], ""
-    for t in cfg.texts:
-        docs, ident = text_documents(t)
-        tr, me = split_documents(docs, cfg.measure_frac, cfg.split_seed)
-        vocab += tr
-        measure += me
-        if t == cfg.text:
-            train, identity = tr, ident
-    if len(cfg.texts) > 1:
-        order = np.random.default_rng([cfg.split_seed, 39]).permutation(len(measure))
-        measure = [measure[i] for i in order]
-    return train, vocab, measure, identity
 
 
 # ---- the model ---------------------------------------------------------------------------------------------------
@@ -314,20 +339,27 @@ def batches(n_windows: int, cfg: TrainConfig):
         yield order[k * cfg.batch_size : (k + 1) * cfg.batch_size]
 
 
-def train_windows(docs: list[str], tokenizer, seq_len: int) -> torch.Tensor:
-    """The training documents tokenised, joined by EOS and cut into windows of `seq_len` ([n, seq_len] int64)."""
-    stream = token_stream(docs, tokenizer, 1 << 62)
-    n = len(stream) // seq_len
-    return torch.tensor(stream[: n * seq_len], dtype=torch.long).view(n, seq_len)
+def _autocast(cfg: TrainConfig, device: str):
+    """The forward pass's precision: bf16 autocast on a GPU for precision bf16, else as it is (float32)."""
+    if cfg.precision == "bf16":
+        return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def train_model(
-    cfg: TrainConfig, vocab_size: int, windows: torch.Tensor, on_checkpoint=None, progress: bool = True
-) -> tuple[torch.nn.Module, list[dict]]:
+    cfg: TrainConfig, vocab_size: int, windows: torch.Tensor, on_checkpoint=None, progress: bool = True,
+    heldout: torch.Tensor | None = None, on_eval=None,
+) -> tuple[torch.nn.Module, list[dict]]:  # fmt: skip
     """Train a fresh model of `cfg` (a vocabulary of `vocab_size`) on `windows` [n, seq_len]; `on_checkpoint(step,
-    model)` at every checkpoint step (step 0 before the first update). Returns the trained model and the log (one
-    dict per step: step, loss, lr, seconds)."""
+    model)` at every checkpoint step (step 0 before the first update); with `heldout` windows [m, seq_len],
+    `on_eval(step, loss)` with their mean loss (`heldout_loss`) at every `cfg.eval_steps()` step. Returns the trained
+    model and the log (one dict per step: step, loss, lr, seconds since the start when the step was queued).
+
+    The loop never waits for the device between steps: the windows and every step's batch indices are moved to it
+    once, and the losses are read back (and checked finite) every `SYNC_EVERY` steps, at evaluations and checkpoints.
+    On the CPU the arithmetic is the same as a loop that reads every loss at once: a rerun is bit-identical."""
     device = check_device(cfg.device)
+    cuda = device.startswith("cuda")
     model = build_model(cfg, vocab_size).to(device)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     rest = [p for n, p in model.named_parameters() if p.ndim < 2]
@@ -336,32 +368,60 @@ def train_model(
         lr=cfg.lr,
         betas=(0.9, 0.95),
         eps=1e-8,
+        **({"fused": True} if cuda else {}),  # one kernel for the whole update on a GPU; the CPU's loop as before
     )
-    keep = set(cfg.checkpoint_steps())
-    if on_checkpoint is not None and 0 in keep:
-        on_checkpoint(0, model)
-    rows, t0 = [], time.perf_counter()
+    order = torch.as_tensor(np.stack(list(batches(len(windows), cfg)))).to(device)  # [steps, batch_size]
+    windows = windows.to(device)
+    keep, evals = set(cfg.checkpoint_steps()), set(cfg.eval_steps()) if heldout is not None else set()
+    if heldout is not None:
+        heldout = heldout.to(device)
+    rows, pending, t0 = [], [], time.perf_counter()
     bar = progress_bar(total=cfg.steps, desc=f"train {cfg.name}", unit="step", disable=not progress)
-    model.train()
-    for step, pick in enumerate(batches(len(windows), cfg)):
-        ids = windows[torch.as_tensor(pick)].to(device)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg)
-        loss = model(input_ids=ids, labels=ids).loss
-        value = loss.detach().item()
-        if not math.isfinite(value):
-            raise LinrecError(f"training {cfg.name} diverged at step {step} (loss {value}); lower lr")
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        rows.append({"step": step + 1, "loss": value, "lr": lr_at(step, cfg), "seconds": time.perf_counter() - t0})
-        bar.update(1)
-        bar.set_postfix(loss=f"{value:.3f}", refresh=False)
-        if on_checkpoint is not None and step + 1 in keep:
+
+    def flush() -> None:  # the pending steps' losses read off the device at once
+        if not pending:
+            return
+        values = torch.stack([loss for _, loss, _ in pending]).tolist()
+        for (step, _, seconds), value in zip(pending, values):
+            if not math.isfinite(value):
+                raise LinrecError(f"training {cfg.name} diverged at step {step - 1} (loss {value}); lower lr")
+            rows.append({"step": step, "loss": value, "lr": lr_at(step - 1, cfg), "seconds": seconds})
+        bar.update(len(pending))
+        bar.set_postfix(loss=f"{values[-1]:.3f}", refresh=False)
+        pending.clear()
+
+    def visit(step: int) -> None:  # evaluation and checkpoint at `step` (0: before the first update)
+        if step in evals:
+            flush()
+            on_eval(step, float(heldout_loss(model, heldout, cfg.batch_size)))
+        if on_checkpoint is not None and step in keep:
+            flush()
             model.eval()
-            on_checkpoint(step + 1, model)
+            on_checkpoint(step, model)
             model.train()
+
+    model.train()
+    try:
+        visit(0)
+        for step in range(cfg.steps):
+            ids = windows[order[step]]
+            for group in opt.param_groups:
+                group["lr"] = lr_at(step, cfg)
+            with _autocast(cfg, device):
+                loss = model(input_ids=ids, labels=ids).loss
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            pending.append((step + 1, loss.detach(), time.perf_counter() - t0))
+            if len(pending) >= SYNC_EVERY:
+                flush()
+            visit(step + 1)
+        flush()
+    except BaseException:
+        bar.leave = False  # the error's one line follows; the bar is cleared, not drawn again when collected
+        bar.close()
+        raise
     bar.close()
     model.eval()
     return model, rows
@@ -376,7 +436,9 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
     entry = entry_path("training", cfg.name, cfg.key(on))
 
     def load(directory: Path, meta: dict) -> TrainedRun:
-        return TrainedRun(cfg, directory, meta, True, pd.read_csv(directory / "log.csv"))
+        held = directory / "heldout.csv"
+        return TrainedRun(cfg, directory, meta, True, pd.read_csv(directory / "log.csv"),
+                          pd.read_csv(held) if held.is_file() else None)  # fmt: skip
 
     def compute(tmp: Path | None) -> TrainedRun:
         cfg.check_fits()  # before any folder is made, any text read or any weight allocated
@@ -391,6 +453,8 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
         train_docs, vocab_docs, measure_docs, identity = split_texts(cfg)
         tokenizer = train_tokenizer(vocab_docs, cfg.vocab)
         windows = train_windows(train_docs, tokenizer, cfg.seq_len)
+        held = heldout_windows(heldout_documents(cfg), tokenizer, cfg) if cfg.n_evals else None
+        evals = []
 
         def save(step: int, model) -> None:
             out = tmp / f"step_{step:06d}"
@@ -400,10 +464,15 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
 
         t0 = time.perf_counter()
         with no_tf32():  # float32 matmuls on a GPU too, as everywhere in linrec
-            model, rows = train_model(cfg, len(tokenizer), windows, on_checkpoint=save, progress=progress)
+            model, rows = train_model(cfg, len(tokenizer), windows, on_checkpoint=save, progress=progress,
+                                      heldout=held, on_eval=lambda step, loss: evals.append((step, loss)))  # fmt: skip
         (tmp / "measure.txt").write_text(f"\n{DOC_SEPARATOR}\n".join(measure_docs))
         table = pd.DataFrame(rows)
         table.to_csv(tmp / "log.csv", index=False)
+        heldout = pd.DataFrame(evals, columns=["step", "heldout_loss"]) if held is not None else None
+        if heldout is not None:
+            heldout.to_csv(tmp / "heldout.csv", index=False)
+            rule = plateau(heldout, cfg.steps)
         n_params = sum(p.numel() for p in model.parameters())
         n_embedding = model.get_input_embeddings().weight.numel()  # tied with the LM head: counted once
         meta = {
@@ -425,8 +494,11 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
             "final_train_loss": float(table["loss"].tail(20).mean()),
             "seconds": time.perf_counter() - t0,
         }
+        if heldout is not None:
+            meta.update({"n_heldout_windows": len(held), "final_heldout_loss": rule.final_loss,
+                         "converged": rule.converged})  # fmt: skip
         write_entry(tmp, meta)
-        return TrainedRun(cfg, entry if cache else tmp, meta, False, table)
+        return TrainedRun(cfg, entry if cache else tmp, meta, False, table, heldout)
 
     return get_or_compute(entry, TRAINING_VERSION, load, compute, cache, {"config": cfg.request()})
 
@@ -436,17 +508,17 @@ def runs(configs: list[TrainConfig], progress: bool = True) -> dict[str, Trained
     return {c.name: get_run(c, progress=progress) for c in configs}
 
 
-def training_settings(section: dict, where: str = "the profile's training section") -> dict:
+def training_settings(section: dict, where: str = "the profile's training section", device: str = "cpu") -> dict:
     """A profile's `training:` mapping checked as a notebook would use it: every key a `TrainConfig` field (device
-    is the profile's own key), every value of its field's type, and the whole a valid configuration; one line naming
-    the fix otherwise. {} (not run in that profile) is returned as it is."""
+    is the profile's own key, given as `device`), every value of its field's type, and the whole a valid
+    configuration; one line naming the fix otherwise. {} (not run in that profile) is returned as it is."""
 
     names = [f.name for f in fields(TrainConfig) if f.name != "device"]
     checked = check_settings(section, TrainConfig, where, "training setting", names,
                              " (device is the profile's own key)")  # fmt: skip
     if section:
         try:
-            TrainConfig(**checked).validate()
+            TrainConfig(**checked, device=device).validate()
         except LinrecError as err:
             raise LinrecError(f"{where}: {err}") from None
     return section

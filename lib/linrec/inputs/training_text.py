@@ -7,7 +7,9 @@ by "+" being one text (`text_documents`, `text_identity`). A text held as one do
 and stories texts) is cut at its separators and blank lines into documents of at least `MIN_DOC_CHARS` characters
 (`cut_document`), so a share of it can be held out for measuring (`split_documents`: seeded, at least one document,
 never all). The tokenizer (`train_tokenizer`, `tokenizers`, deterministic) has `vocab` tokens, `EOS` as the document
-separator and no BOS token.
+separator and no BOS token. Of a run: its training, tokenizer and measuring documents (`split_texts`), its own text's
+held-out documents (`heldout_documents`, where its held-out loss is evaluated while it trains), and the token windows
+of a list of documents (`train_windows`).
 """
 
 from __future__ import annotations
@@ -16,11 +18,19 @@ import re
 from pathlib import Path
 
 import numpy as np
+import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from linrec.base.errors import LinrecError
-from linrec.inputs.corpora import DOC_SEPARATOR, HUB_CORPORA, OFFLINE_CORPORA, corpus_identity, load_documents
+from linrec.inputs.corpora import (
+    DOC_SEPARATOR,
+    HUB_CORPORA,
+    OFFLINE_CORPORA,
+    corpus_identity,
+    load_documents,
+    token_stream,
+)
 
 EOS = "<|endoftext|>"
 MIN_DOC_CHARS = 1000  # a one-document text is cut into documents of at least this many characters
@@ -88,3 +98,37 @@ def train_tokenizer(docs: list[str], vocab: int):
     )
     tok.train_from_iterator(docs, trainer=trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=EOS, model_max_length=1 << 20)
+
+
+def split_texts(cfg) -> tuple[list[str], list[str], list[str], str]:
+    """Of a run (`cfg`: a `linrec.inputs.training.TrainConfig`): (the training documents of `cfg.text`, the
+    tokenizer's documents, the measuring documents, the text's identity): each of `cfg.texts` split by
+    `split_documents`; the tokenizer trained on every shared text's training documents; the measuring documents
+    every shared text's held-out ones, shuffled together under `split_seed` where there are several texts (so a
+    prefix of the measuring stream holds each), in corpus order for one."""
+    train, vocab, measure, identity = [], [], [], ""
+    for t in cfg.texts:
+        docs, ident = text_documents(t)
+        tr, me = split_documents(docs, cfg.measure_frac, cfg.split_seed)
+        vocab += tr
+        measure += me
+        if t == cfg.text:
+            train, identity = tr, ident
+    if len(cfg.texts) > 1:
+        order = np.random.default_rng([cfg.split_seed, 39]).permutation(len(measure))
+        measure = [measure[i] for i in order]
+    return train, vocab, measure, identity
+
+
+def heldout_documents(cfg) -> list[str]:
+    """The held-out documents of the run's own training text (`cfg.text`; with shared texts, not the others'): the
+    text whose loss says how far the run has trained (`linrec.inputs.plateau`)."""
+    docs, _ = text_documents(cfg.text)
+    return split_documents(docs, cfg.measure_frac, cfg.split_seed)[1]
+
+
+def train_windows(docs: list[str], tokenizer, seq_len: int) -> torch.Tensor:
+    """The training documents tokenised, joined by EOS and cut into windows of `seq_len` ([n, seq_len] int64)."""
+    stream = token_stream(docs, tokenizer, 1 << 62)
+    n = len(stream) // seq_len
+    return torch.tensor(stream[: n * seq_len], dtype=torch.long).view(n, seq_len)

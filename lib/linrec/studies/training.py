@@ -23,6 +23,7 @@ and results/zoo), written by `params/training.yaml` and `params/zoo.yaml`."""
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,19 +34,22 @@ from linrec.analyses.factors import block_parameters, components, distance_table
 from linrec.analyses.seeds import capture_checkpoints, checkpoint_table, comparisons, distance_over_training
 from linrec.analyses.spectrum import REGIMES
 from linrec.analyses.swap import SwapSettings
-from linrec.analyses.zoo import block_table, measure_finals, noise_table, stacked
+from linrec.analyses.zoo import block_table, converged_runs, convergence_table, measure_finals, noise_table, stacked
+from linrec.base.errors import LinrecError, StaleTableError
 from linrec.base.files import project_root
 from linrec.claims.learned import comparison_words, seeds_verdict
 from linrec.claims.probe import probe_summary
 from linrec.claims.regimes import regime_summary
 from linrec.claims.registry import TABLES
 from linrec.claims.swap import swap_predictors
-from linrec.claims.tables import load_table, load_timings
+from linrec.claims.tables import load_table, load_timings, table_path
 from linrec.claims.zoo import pooled_claims, zoo_verdict
 from linrec.inputs.models import load_model
 from linrec.inputs.training import profile_configs, runs
 from linrec.studies.base import Result
 from linrec.studies.stages import Profile
+
+log = logging.getLogger(__name__)
 
 STORED = {"training": "results/training", "zoo": "results/zoo"}  # what a profile that trains nothing shows
 SWAP_COLUMNS = list(TABLES["training_swap"].columns)
@@ -103,9 +107,19 @@ def onsets(approach: pd.DataFrame) -> pd.DataFrame:
 def stored(where: str | Path, zoo_where: str | Path, ran: bool = False) -> TrainingResult:
     """Notebook 08's tables as written under `where` (the seeds experiment) and `zoo_where` (the zoo); `source` is
     `where` as the checkout names it (relative to the project root where it lies inside it), so the notebook that
-    prints it reads the same on every machine."""
-    tables = {name: load_table(name, zoo_where if name.startswith("zoo_") else where)
-              for name in TrainingResult.__dataclass_fields__ if name in TABLES}  # fmt: skip
+    prints it reads the same on every machine. A zoo table written by an older linrec (e.g. `zoo_runs` before its
+    convergence columns) is left out (None), with a warning naming the rerun, until the zoo is run again."""
+
+    def read(name: str) -> pd.DataFrame | None:
+        if not name.startswith("zoo_"):
+            return load_table(name, where)
+        try:
+            return load_table(name, zoo_where)
+        except StaleTableError as err:
+            log.warning("%s; the zoo's table %s is left out until then", err, name)
+            return None
+
+    tables = {name: read(name) for name in TrainingResult.__dataclass_fields__ if name in TABLES}
     where, root = Path(where), project_root()
     source = where.relative_to(root) if where.is_relative_to(root) else where
     return TrainingResult(**tables, zoo_timings=load_timings("zoo_runs", zoo_where), ran=ran, source=source)
@@ -164,7 +178,9 @@ def swap_table(p: Profile, r: Runs) -> pd.DataFrame:
 def zoo(p: Profile, r: Runs, where: Path) -> None:
     """The pipeline on every run's last checkpoint (`measure_finals`, its swap study on `p.screening_windows` train
     windows), then what the layout, the text and the seed each set (`components`, `zoo_verdict`) and the across-block
-    claims pooled over every run's blocks (`pooled_claims`); its tables written under `where`."""
+    claims pooled over every run's blocks (`pooled_claims`); its tables written under `where`. Every run is measured
+    and shown (`zoo_runs`, `zoo_blocks`, `training_swap`), but the distances, the decomposition and every verdict are
+    drawn from the runs that converged alone (`convergence_table`: the plateau rule on the held-out loss)."""
     measured = measure_finals(r.trained, {c.name: r.captures[c.name][max(r.captures[c.name])] for c in r.configs},
                               probe_rows=p.train_probe_rows, swap=SwapSettings(p.screening_windows,
                               batch_size=p.batch_size), seed=p.seed, device=p.device)  # fmt: skip
@@ -174,23 +190,40 @@ def zoo(p: Profile, r: Runs, where: Path) -> None:
         seconds_capture=[r.capture_seconds[c.name] for c in r.configs],
     )
     factors = run_factors(r.configs)
-    zoo_runs = factors.assign(block_params=block_parameters(r.configs).values()).merge(timing, on="run")
+    zoo_runs = (factors.assign(block_params=block_parameters(r.configs).values())
+                .merge(convergence_table(r.trained), on="run").merge(timing, on="run"))  # fmt: skip
     swap = stacked(measured, "swap").rename(columns={"model": "run"})[SWAP_COLUMNS]
     TrainingResult(zoo_blocks=block_table(measured, r.configs), zoo_runs=zoo_runs, training_swap=swap).write(where)
+    runs_written = load_table("zoo_runs", where)
+    keep = converged_runs(runs_written)
+    factors = factors[factors["run"].isin(keep)].reset_index(drop=True)
+    measured = {name: m for name, m in measured.items() if name in keep}
     wide, table = final_profiles(load_table("training_profiles", where)), load_table("training_comparisons", where)
-    comp = components(wide, factors, load_table("zoo_runs", where))
-    probe = probe_summary(stacked(measured, "probe"), None, n_boot=p.n_boot, seed=p.seed)
-    pred = swap_predictors(stacked(measured, "values"), stacked(measured, "swap"), n_boot=p.n_boot, seed=p.seed)
-    regimes = regime_summary(stacked(measured, "spectrum"), REGIMES)
-    TrainingResult(
-        zoo_distances=distance_table(wide, factors, comparisons=table),
+    wide = wide.loc[[n for n in wide.index if n in keep]]
+    table = table[table["a"].astype(str).isin(keep) & table["b"].astype(str).str.removesuffix(" step 0").isin(keep)]
+    comp = dist = None
+    try:
+        comp = components(wide, factors, runs_written[runs_written["run"].isin(keep)])
+        dist = distance_table(wide, factors, comparisons=table)
+    except LinrecError as err:  # too few converged runs for a decomposition: no verdict, and the reason shown
+        log.warning("the zoo's decomposition is not testable on its %d converged run(s): %s", len(keep), err)
+    probe = pred = regimes = None
+    if measured:
+        probe = probe_summary(stacked(measured, "probe"), None, n_boot=p.n_boot, seed=p.seed)
+        pred = swap_predictors(stacked(measured, "values"), stacked(measured, "swap"), n_boot=p.n_boot, seed=p.seed)
+        regimes = regime_summary(stacked(measured, "spectrum"), REGIMES)
+    verdicts = TrainingResult(
+        zoo_distances=dist,
         zoo_components=comp,
-        zoo_verdict=pd.DataFrame([zoo_verdict(comp, table)]),
+        zoo_verdict=pd.DataFrame([zoo_verdict(comp, table, runs_written)]),
         zoo_probe_summary=probe,
         zoo_swap_predictors=pred,
         zoo_regimes=regimes,
-        zoo_claims=pooled_claims(probe, pred, regimes),
+        zoo_claims=pooled_claims(probe, pred, regimes, runs_written),
     ).write(where)
+    for name in ("zoo_distances", "zoo_components", "zoo_probe_summary", "zoo_swap_predictors", "zoo_regimes"):
+        if getattr(verdicts, name) is None:  # not computable on these runs: an earlier run's table must not stay
+            table_path(name, where).unlink(missing_ok=True)
 
 
 def run(p: Profile) -> TrainingResult:
