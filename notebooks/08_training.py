@@ -195,7 +195,8 @@ zoo_dist, zoo_comp, zoo_v = result.zoo_distances, result.zoo_components, result.
 if zoo_v is not None:
     print("rule:", ZOO_RULE)
     print("verdict:", zoo_v["word"].iloc[0], "· claim 2a from the zoo:", zoo_v["claim2a"].iloc[0])
-    print(zoo_dist.set_index("kind").drop(columns="group").round(4).to_string())
+    if zoo_dist is not None:  # None where fewer than two runs converged
+        print(zoo_dist.set_index("kind").drop(columns="group").round(4).to_string())
 zoo_comp.set_index(["part", "factor"]).round(4) if zoo_comp is not None else None
 
 # %% [markdown]

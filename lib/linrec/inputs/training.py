@@ -1,9 +1,7 @@
 """Small decoder-only language models trained from scratch, with checkpoints: notebook 08's seeds experiment and zoo.
 
-The paper's title claim (arXiv 2606.19379: per-block linear recoverability is "learned, not architectural") rests on
-published models that differ in much more than their weights. This module trains the controlled versions here: the
-same width, depth, heads, tokenizer, text, steps and schedule, only one thing changed at a time: the init seed, the
-data order, the training text, or the layout.
+The paper's title claim (arXiv 2606.19379: recoverability is "learned, not architectural") rests on published models
+that differ in much more than their weights. This module trains controlled versions: one thing changed at a time.
 
 **Layouts.** `layout` is a row of `linrec.inputs.layouts.LAYOUTS`, each built from transformers' own classes so every
 other stage loads, captures and swaps it like any model: `gelu` and `swiglu` (the llama decoder with a plain GELU MLP,
@@ -54,6 +52,7 @@ import json
 import logging
 import math
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -418,11 +417,9 @@ def train_model(
                 flush()
             visit(step + 1)
         flush()
-    except BaseException:
-        bar.leave = False  # the error's one line follows; the bar is cleared, not drawn again when collected
+    finally:  # on an error its one line follows: the bar is cleared, not drawn again when collected
+        bar.leave = bar.leave and sys.exc_info()[0] is None
         bar.close()
-        raise
-    bar.close()
     model.eval()
     return model, rows
 
