@@ -307,9 +307,10 @@ def test_every_figure_is_shown_inside_its_executed_notebook(runner, stem):
         assert len(images) == len(calls), (stem, cell.source[:120], len(images))
         drawn += len(images)
     source = (ROOT / "notebooks" / f"{stem}.py").read_text()
-    assert drawn == len(
-        PLOT_CALL.findall(_without_imports(source))
-    )  # the smoke profile draws every figure its notebook can draw
+    # the smoke profile draws every figure its notebook can draw, but Figure 8b: the zoo's distances need two
+    # converged runs (issue 61's plateau rule), which the smoke profile's 12-step runs never are
+    skipped = int(stem == "08_training" and load_table("zoo_distances", runner.results) is None)
+    assert drawn == len(PLOT_CALL.findall(_without_imports(source))) - skipped
 
 
 # notebook 08 still prints its onset steps as a dict: left to the change that is adding trained GPT-2/Pythia/llama

@@ -97,6 +97,8 @@ def zoo_pooled(r, claim: str) -> str:
     if rows.empty:
         return ""
     e = rows.iloc[0]
+    if not np.isfinite(float(e["n_models"])):  # no run converged: nothing pooled to quote
+        return f"Trained zoo (notebook 08, {where or 'this profile'}): {e['verdict']}, no trained run converged"
     stat = "r(1 − R²_lin, gain)" if claim == "3" else "ρ(R²_lin, ΔPPL)"
     n, need = e["n_blocks"], e["n_needed"]
     power = (
