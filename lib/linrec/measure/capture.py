@@ -320,7 +320,7 @@ def _run_capture(
         "version": CAPTURE_VERSION,
     }
     rest = heldout.result(rest=True)
-    fits, rest_fits = heldout.affine, heldout.rest_affine  # the maps the sums were taken against: the ceiling's own
+    fits, rest_fits = heldout.maps(), heldout.maps(rest=True)  # the maps the sums were taken against
     heldout = heldout.result()
     capture = Capture(
         config, meta, stats, out_dir, heldout=heldout, first=first, first_rows=first_rows, heldout_rest=rest

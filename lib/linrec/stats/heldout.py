@@ -158,13 +158,11 @@ class HeldOutSums:
     def __init__(self, dims: list[tuple[int, int]], test_windows: np.ndarray):
         self.dims = dims
         self.windows = np.asarray(test_windows, dtype=np.int64)
-        self.fits: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] = {}
+        self.fits: dict[int, tuple[AffineFit, torch.Tensor] | None] = {}  # block → (its map, the train mean of y)
         self.errors: dict[int, str] = {}
         self.sums: dict[int, dict[str, torch.Tensor]] = {}
-        self.rest_fits: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] = {}  # without position 0
+        self.rest_fits: dict[int, tuple[AffineFit, torch.Tensor] | None] = {}  # the same without position 0
         self.rest_sums: dict[int, dict[str, torch.Tensor]] = {}
-        self.affine: dict[int, AffineFit] = {}  # the maps themselves, which the capture's ceiling reuses
-        self.rest_affine: dict[int, AffineFit] = {}
         self.start = self.stop = 0  # rows of the held-out arrays in the current batch
         self.seconds = self.fit_seconds = 0.0
 
@@ -177,31 +175,28 @@ class HeldOutSums:
         for i in range(len(train)) if blocks is None else blocks:
             if i in self.fits:
                 continue
-            self.fits[i], self.sums[i] = self._fit(i, train[i], record=True, keep=self.affine)
+            self.fits[i], self.sums[i] = self._fit(i, train[i], record=True)
             if train_first is not None and i in train_first:
                 try:
                     rest = remove_rows(train[i], train_first[i])
                 except LinrecError:
                     rest = None
-                self.rest_fits[i], self.rest_sums[i] = (
-                    self._fit(i, rest, keep=self.rest_affine) if rest is not None else (None, {})
-                )
+                self.rest_fits[i], self.rest_sums[i] = self._fit(i, rest) if rest is not None else (None, {})
         dt = time.perf_counter() - t0
         self.fit_seconds += dt
         self.seconds += dt
 
-    def _fit(self, i: int, m: Moments, record: bool = False, keep: dict | None = None):
-        """(W, b, shift) of block `i`'s map fitted on `m` and zeroed sums for it; (None, {}) if the fit fails (the
-        error kept for the main map, `record`). Statistics on an accelerator are fitted there (`fit_affine`), and
-        the map stays there: nothing of the held-out sums passes through the host until `result`."""
+    def _fit(self, i: int, m: Moments, record: bool = False):
+        """(the map, shift) of block `i` fitted on `m`, its W and b held as tensors where the statistics are, and
+        zeroed sums for it; (None, {}) if the fit fails (the error kept for the main map, `record`). Statistics on an
+        accelerator are fitted there (`fit_affine`), and the map stays there: nothing of the held-out sums passes
+        through the host until `result`."""
         try:
             fit = fit_affine(m, block=i, condition=False)
         except LinrecError as err:  # surfaced by the ceiling on this block; the capture goes on
             if record:
                 self.errors[i] = str(err)
             return None, {}
-        if keep is not None:
-            keep[i] = fit
         dev = m.mean.device
         shift = m.mean[m.d_in :].clone()  # the train mean of y, float64, where the statistics are
         d_out, W = self.dims[i][1], len(self.windows)
@@ -209,7 +204,12 @@ class HeldOutSums:
             "n": torch.zeros(W, dtype=torch.int64),
             **{k: torch.zeros(W, d_out, dtype=torch.float64, device=dev) for k in ("sse", "sy", "syy")},
         }
-        return (*fit.tensors(dev), shift), sums
+        return (replace(fit, on_device=fit.tensors(dev)), shift), sums
+
+    def maps(self, rest: bool = False) -> dict[int, AffineFit]:
+        """Block → the map its sums are taken against (with `rest`, those without position 0): the ceiling's own,
+        which a capture hands on (`linrec.measure.capture.Capture.fit`)."""
+        return {b: f[0] for b, f in (self.rest_fits if rest else self.fits).items() if f is not None}
 
     def restart(self) -> None:
         """Back to the first test window (the next block group's pass)."""
@@ -218,12 +218,10 @@ class HeldOutSums:
     def to(self, device, blocks) -> None:
         """Move the sums and maps of `blocks` to `device` (a finished group's, off the GPU)."""
         for b in blocks:
-            for kept in (self.affine, self.rest_affine):  # the maps' numpy copies stay; their device tensors go
-                if b in kept:
-                    kept[b] = replace(kept[b], on_device=None)
             for fits, sums in ((self.fits, self.sums), (self.rest_fits, self.rest_sums)):
                 if fits.get(b) is not None:
-                    fits[b] = tuple(t.to(device) for t in fits[b])
+                    fit, shift = fits[b]
+                    fits[b] = replace(fit, on_device=fit.tensors(device)), shift.to(device)
                     sums[b] = {k: v.to(device) for k, v in sums[b].items()}
 
     def begin(self, n_windows_batch: int) -> None:
@@ -251,8 +249,11 @@ class HeldOutSums:
             # On CPU one thread: these are small float64 ops between forward-pass layers, and on a
             # busy 2-core machine two synchronising threads made them ~7× slower (120 updates at
             # d = 576, the test split of a default capture: 1.6 s on one thread, 11 s on two).
-            with one_thread() if fit[0].device.type == "cpu" else contextlib.nullcontext():
-                self._add(sums[block], x[:, first:], y[:, first:], *fit, self.dims[block])
+            affine, shift = fit
+            with one_thread() if shift.device.type == "cpu" else contextlib.nullcontext():
+                self._add(
+                    sums[block], x[:, first:], y[:, first:], *affine.tensors(shift.device), shift, self.dims[block]
+                )
         self.seconds += time.perf_counter() - t0
 
     def _add(
@@ -283,5 +284,5 @@ class HeldOutSums:
                 out.append(None)
                 continue
             arr = {k: v.cpu().numpy() for k, v in sums[b].items()}
-            out.append(HeldOut(windows=self.windows.copy(), shift=fit[2].cpu().numpy(), **arr))
+            out.append(HeldOut(windows=self.windows.copy(), shift=fit[1].cpu().numpy(), **arr))
         return out
