@@ -87,10 +87,30 @@ def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tm
     save_table(heal_table(heal), "routing_heal", d)
     save_table(heal_table(heal.assign(model="smollm2-135m", delta_after_lo=0.3, delta_after_hi=0.9)), "routing_heal",
                other)  # fmt: skip
-    text = "\n".join(routing_section(Results(d), _table))
+    section, there = routing_section(Results(d), _table)
+    text = "\n".join(section)
+    assert there is None and "This profile routes no block" not in text  # its own tables
     for needle in ("## Beyond the paper", "block 2, routes 50%", "median r = +0.41", "**not reproduced**",
                    "not the anchor's quantity", "+0.41 [0.30, 0.52]", "+0.80 [0.70, 0.90]", "0.55 [0.50, 0.50]",
                    "tiny, healing (every weight", "healed", "smollm2-135m (params/healing.yaml)", "costs",
                    "The rule: per model, mode and k"):  # fmt: skip
         assert needle in text, needle
-    assert routing_section(Results(other), _table) == []  # no routing summary: no section
+    assert routing_section(Results(other), _table) == ([], None)  # no routing summary here nor in full/: no section
+
+
+def test_a_profile_that_routes_no_block_quotes_the_full_profiles_routing_and_says_so(tmp_path):
+    """The default routes no block (`route_blocks: 0`, for its 20-minute budget): its report quotes results/full's
+    routing tables, says where they are from, and hands back that folder (the report takes Figure 9 from it)."""
+    from linrec.outputs.report import _table
+    from linrec.outputs.results import Results
+    from linrec.outputs.routing_text import routing_section
+
+    default, full = tmp_path / "default", tmp_path / "full"
+    save_table(planted("r2_lin", model="m", block=0, r2_lin=0.9), "r2_lin", default)
+    save_table(planted("routing_summary", model="m", n_blocks_routed=4, best_block=2, outcome="inconclusive"),
+               "routing_summary", full)  # fmt: skip
+    section, there = routing_section(Results(default), _table)
+    text = "\n".join(section)
+    assert there == full and "block 2, routes 50%" in text
+    assert "This profile routes no block" in text and "`params/full.yaml` (`results/full/`)" in text
+    assert "With `params/full.yaml`" not in text  # full's findings once, not again as a second profile's

@@ -34,3 +34,16 @@ def test_a_result_writes_its_tables_and_its_parts_and_nothing_else(tmp_path):
     assert load_table("corpora_verdict", tmp_path)["model"].tolist() == ["m"]
     _Part().write(tmp_path / "empty")  # a part with nothing to write makes the folder and no file
     assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_drop_absent_removes_an_earlier_runs_table_of_a_stage_switched_off_and_nothing_else(tmp_path):
+    """The default profile stopped routing (`route_blocks: 0`); its folder still held the last run's routing tables,
+    which the report would have quoted as this run's. Guards: the None field's file left (planted: the unlink
+    removed) and a written table removed with it (planted: every registered field unlinked)."""
+    whole = _Whole(planted("corpora", model="m"), None, pd.DataFrame({"x": [1]}), _Part())
+    earlier = _Whole(planted("corpora", model="old"), planted("corpora_agreement", model="old"), pd.DataFrame(),
+                     _Part())  # fmt: skip
+    earlier.write(tmp_path)
+    whole.write(tmp_path).drop_absent(tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.csv")) == ["corpora.csv"]
+    assert load_table("corpora", tmp_path)["model"].tolist() == ["m"]

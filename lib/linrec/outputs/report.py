@@ -273,9 +273,9 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
                 for row in f.to_dict("records")
             ]
     text += [""]
-    routing = routing_section(r, _table)  # beyond the paper: linrec.outputs.routing_text
+    routing, there = routing_section(r, _table)  # beyond the paper: linrec.outputs.routing_text
     if routing:
-        text += routing + figure_lines("fig9_routing", figures_dir, out)
+        text += routing + figure_lines("fig9_routing", figures_dir if there is None else there / "figures", out)
     r2 = r.get("r2_lin")
     if r2 is not None:
         cols = [

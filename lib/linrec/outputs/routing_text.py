@@ -8,6 +8,8 @@ gate-share r linrec reported before; `heal_findings` the healed ΔPPL for each k
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from linrec.claims.routing import ANCHOR_RULES, HEAL_BUDGET
@@ -144,43 +146,58 @@ def _heal_table(heal: pd.DataFrame) -> pd.DataFrame:
     return t[list(cols)].rename(columns=cols)
 
 
-def routing_section(r, table) -> list[str]:
+def routing_section(r, table) -> tuple[list[str], Path | None]:
     """The report's routing section from the results `r` (`linrec.outputs.results.Results`): the routable share,
     the anchor's token-identity claim on its own quantity and on the gates, and healing (this profile's
-    `routing_heal`, else params/healing.yaml's); `table(df, floatfmt)` renders a markdown table. [] without routing."""
-    summary = r.get("routing_summary")
+    `routing_heal`, else params/healing.yaml's); `table(df, floatfmt)` renders a markdown table. A profile that routes
+    no block (the default: `route_blocks: 0`) quotes the last run of params/full.yaml, and says so. With the section,
+    the folder its tables came from where that is another profile's (its figures are there), else None; ([], None)
+    where neither routed."""
+    own = r.get("routing_summary") is not None
+
+    def get(name: str):
+        return r.get(name) if own else other_profile(r, name, "full")
+
+    summary = get("routing_summary")
     lines = routing_findings(summary)
     if not lines:
-        return []
+        return [], None
     text = ["## Beyond the paper: each token to the FFN or to its map", "",
             "Notebook 06 routes a share of each block's tokens to its closed-form map by a logistic gate on the "
             "block's input (d + 1 parameters, trained on train rows), the per-token version of the swap from "
             "arXiv 2603.03459 (the *anchor*); held-out ΔPPL against the share routed on a 0.05 grid, with paired "
             "jackknife intervals; the routable share's interval inverts one-sided t tests over windows "
             "(tables `routing_curve`, `routing_routable`, `routing_summary`, `routing_identity`, "
-            "`routing_split_auc`, `routing_split_ppl`, `routing_anchor`, `routing_heal`).", "",
-            *[f"- {line}" for line in lines]]  # fmt: skip
-    full = other_profile(r, "routing_summary", "full")
+            "`routing_split_auc`, `routing_split_ppl`, `routing_anchor`, `routing_heal`).", ""]  # fmt: skip
+    if not own:
+        text += [
+            "This profile routes no block (`route_blocks: 0`: routing took 438 of notebook 06's 1,261 s, and "
+            "the default `make figures` has a 20-minute budget); every number and the figure of this section "
+            "are from the last run of `params/full.yaml` (`results/full/`), which routes every block.",
+            "",
+        ]
+    text += [f"- {line}" for line in lines]
+    full = other_profile(r, "routing_summary", "full") if own else None
     if full is not None:
         text += [f"- With `params/full.yaml` (every block routed, every held-out window): {line}"
                  for line in routing_findings(full)]  # fmt: skip
-    text += [*[f"- {line}" for line in anchor_findings(r.get("routing_anchor"))], ""]
+    text += [*[f"- {line}" for line in anchor_findings(get("routing_anchor"))], ""]
     cols = {"model": "model", "best_block": "best block", "best_routable_pct1": "share within +1 %",
             "best_lo": "lo", "best_hi": "hi", "n_quarter": "blocks ≥ 25 %", "n_monotone": "monotone",
             "rho_r2_routable": "ρ(R²_lin, share)", "rho_lo": "ρ lo", "rho_hi": "ρ hi",
             "rho_r2_swap": "6b: ρ(R²_lin, ΔPPL)", "need_r_median": "need r (anchor's)",
             "identity_r_median": "gate-share r"}  # fmt: skip
     text += [table(summary[[c for c in cols if c in summary]].rename(columns=cols), "{:.2f}"), ""]
-    identity, split = r.get("routing_identity"), r.get("routing_split_auc")
+    identity, split = get("routing_identity"), get("routing_split_auc")
     if identity is not None and "r_need" in identity and len(identity):
         text += [f"The rule: {ANCHOR_RULES['need']}.", "", table(_need_table(identity), "{:.2f}"), ""]
     if split is not None and len(split):
         text += [f"The rule: {ANCHOR_RULES['split']}.", "", table(_split_table(split), "{:.2f}"), ""]
-    heals = [(r.get("routing_heal"), ""), (other_profile(r, "routing_heal", "healing"), " (params/healing.yaml)")]
+    heals = [(get("routing_heal"), ""), (other_profile(r, "routing_heal", "healing"), " (params/healing.yaml)")]
     heals = [(h, where) for h, where in heals if h is not None and "outcome" in h and len(h)]
     for heal, where in heals:
         text += [*[f"- {line}" for line in heal_findings(heal, where)], ""]
     if heals:
         both = pd.concat([h.assign(model=h["model"] + where) for h, where in heals], ignore_index=True)
         text += [f"The rule: {ANCHOR_RULES['heal']}.", "", table(_heal_table(both), "{:.2f}"), ""]
-    return text
+    return text, None if own else r.dir.parent / "full"

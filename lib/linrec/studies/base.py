@@ -16,7 +16,7 @@ import pandas as pd
 
 from linrec.base.files import project_root
 from linrec.claims.registry import TABLES
-from linrec.claims.tables import save_table
+from linrec.claims.tables import save_table, table_path
 
 
 @dataclass
@@ -43,3 +43,12 @@ class Result:
             if isinstance(part, Result):
                 part.write(out)
         return self
+
+    def drop_absent(self, results_dir: str | Path) -> None:
+        """Remove the file under `results_dir` of every registered table field left None (a stage this profile
+        switched off, e.g. routing with `route_blocks: 0`): an earlier run's table must not be read as this run's."""
+        out = Path(results_dir)
+        out = out if out.is_absolute() else project_root() / out
+        for f in fields(self):
+            if f.name in TABLES and getattr(self, f.name) is None:
+                table_path(f.name, out).unlink(missing_ok=True)
