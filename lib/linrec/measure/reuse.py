@@ -158,6 +158,11 @@ def estimate_seconds(
     return rate * n_params * tokens / per_thread, f"the reference rate on {per_thread} CPU thread(s)"
 
 
+def duration(seconds: float) -> str:
+    """`seconds` as a cost line says them: "about 2 min" from 90 s, else "about 40 s" (never under 1 s)."""
+    return "about " + (f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(seconds, 1):.0f} s")
+
+
 def say_cost(model_label: str, config: CaptureConfig, n_params: int, tokens: int, threads: int | None = 1) -> None:
     """The line said before a capture runs (one not in the cache, or asked for with --no-cache), once its plan has
     passed the memory and disk checks: what it is and about how long it will take, from the `tokens` its windows hold
@@ -169,8 +174,7 @@ def say_cost(model_label: str, config: CaptureConfig, n_params: int, tokens: int
     if seconds is None:
         took = f"time not estimated ({basis}"
     else:
-        took = "about " + (f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(seconds, 1):.0f} s")
-        took += f" (from {basis}"
+        took = f"{duration(seconds)} (from {basis}"
     kept = min(config.sample_rows, tokens)  # the sample keeps no more rows than the windows make
     rows = f", {kept:,} rows kept" if kept else ""
     asked = f" of the {config.tokens:,} asked for" if tokens < config.tokens else ""
