@@ -57,10 +57,11 @@ log = logging.getLogger(__name__)
 
 STORED = {"training": "results/training", "zoo": "results/zoo"}  # what a profile that trains nothing shows
 # A training step's seconds over a capture's for the same tokens and parameters: the backward pass multiplies twice
-# what the forward does. Measured once, 2026-11-27, beside other jobs (load 8 on 2 cores): params/training.yaml's
-# run (d_model 128, 4 layers, 1.3M parameters) 8.5e-10 thread-seconds per token and parameter over 10 steps, about
-# 2e-10 idle, so about 3 × the capture's 7e-11; not yet measured on an idle machine.
-TRAIN_FACTOR = 3
+# what the forward does, and AdamW and the LM head add to it. Measured 2026-11-27 on 1 thread beside other jobs (load
+# 8 on 2 cores, so about a quarter of a core): params/training.yaml's run (d_model 128, 4 layers, 1.3M parameters)
+# 8.5e-10 s per token and parameter over 10 steps, 1.16e-9 over 40, about 2-3e-10 on a core of its own: 3-4 × the
+# capture's 7e-11. Not yet measured on an idle machine.
+TRAIN_FACTOR = 4
 # Said after the line in a notebook's cell (`linrec.base.progress.notice`): the quicker paths to notebook 08's tables.
 TRAIN_QUICKER = (
     "this cell trains them now; quicker: the default profile shows the stored runs' tables (results/training, "
