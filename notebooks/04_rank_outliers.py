@@ -72,7 +72,9 @@
 #
 # **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
 # loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
-# default run: it reads the captures `make figures` cached instead of recomputing them, and writes its tables
+# default run: it reads the captures `make figures` cached instead of recomputing them (on a fresh clone it makes
+# them here, each said first in its cell with what it costs, its progress bar below it; the tiny profile,
+# `profile_file = "params/smoke.yaml"`, runs in minutes), and writes its tables
 # to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
 # touching those or any tracked file, write the values into `notebooks/overrides.yaml` (git ignores it), e.g.
 # `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`: any parameter, as `linrec figures -p` sets it.

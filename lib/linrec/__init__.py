@@ -10,8 +10,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     inputs/    sites (where each FFN is) · offline (what can be fetched and named; no torch) · corpora · fetching · hf
                · source (how a model is given, parsed once)
                · models (load any model) · surgery · training · training_text (its texts, split; the tokenizer)
-               · layouts (the decoders trained here: GPT-2, Pythia, llama rows)
-               · plateau (a run's held-out loss while it trains; the plateau rule)
+               · layouts (the decoders trained here: GPT-2, Pythia, llama rows) · plateau (held-out loss; plateau rule)
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · rows (the row sample on disk, the first positions)
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
@@ -32,9 +31,8 @@ The package's folders are its layers, lowest first; a module imports only from i
     outputs/   results (a results folder, read; number words) · claim_text (each claim's sentence; `Claim`)
                · catalog (one row per claim: its rule, the paper's words, sentence, figures, caveat) · report
                · report_figures (which figure where, its caption)
-               · methods (the coverage table) · routing_text (the routing section)
+               · methods (the coverage table) · routing_text (the routing section) · ceiling_text (02's findings)
                · zoo_text (the zoo in words) · refresh (summaries rebuilt from per-block tables) · labels
-               · ceiling_text (notebook 02's findings in words)
                · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)
     app/       cli (the `linrec` command) · commands (its subcommands) · profile (one `Profile`, checked once) · bench
                · notebooks (runs every stage's notebook) · records (what a run leaves beside them)

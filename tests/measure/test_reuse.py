@@ -202,3 +202,37 @@ def test_on_an_accelerator_with_nothing_measured_the_line_says_so_instead_of_a_c
     _timed_entry(tmp_path / "cache", "g-1", seconds=2.0, tokens_used=1000, compute_params=10**6, device="cuda:0")
     reuse.say_cost("m", cfg, 10**6, 100_000, threads=None)
     assert "about 3 min (from the capture cached here; 1M parameters" in capfd.readouterr().err  # 2e-9 × 1e6 × 1e5
+
+
+def test_in_jupyter_lab_a_capture_not_cached_says_so_in_the_cell_first_and_a_cached_one_says_nothing(
+    tiny_model_dir, tiny_corpus, tmp_path, monkeypatch, capsys
+):
+    """Issue 65, item 2: Run All in Lab on a fresh clone captured for 50 minutes with nothing in the notebook. In a
+    kernel Jupyter's server started (JPY_SESSION_NAME), the cell that is about to capture says what, about how long
+    and the quicker paths (`make figures`, the smoke profile) before the pass, then draws its bar there; the same
+    request again, now cached, says nothing. The kernel is planted (`in_kernel`): the cell's output is sys.stderr,
+    as tests/base/test_progress.py checks in a real kernel."""
+    from linrec.base import progress
+
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
+    for name in ("LINREC_PROGRESS", "LINREC_NOTEBOOK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "notebooks" / "02_linear_ceiling.py"))
+    monkeypatch.setattr(progress, "in_kernel", lambda: True)
+    args = dict(seq_len=32, tokens=2048, sample_rows=0)
+    corpus = tiny_corpus(8000)
+    assert not get_capture(tiny_model_dir, corpus, **args).cached
+    first = capsys.readouterr().err
+    lines = [ln for ln in first.splitlines() if ln.startswith("capturing ")]
+    assert len(lines) == 1, first
+    assert "(2,048 tokens)" in lines[0] and "about " in lines[0] and "M parameters multiplied per token" in lines[0]
+    assert lines[0].endswith(" — " + reuse.QUICKER) and "`make figures`" in lines[0]
+    assert 'profile_file = "params/smoke.yaml"' in lines[0]
+    assert "capture " in first and first.index("capturing ") < first.index("capture "), "the line, then its bar"
+    assert get_capture(tiny_model_dir, corpus, **args).cached
+    again = capsys.readouterr().err
+    assert "capturing" not in again and "make figures" not in again and "capture " not in again
+    monkeypatch.setenv("LINREC_NOTEBOOK", "02_linear_ceiling")  # the runner's kernel: the line stays on the console
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "other"))
+    get_capture(tiny_model_dir, corpus, **args)
+    assert "make figures" not in capsys.readouterr().err

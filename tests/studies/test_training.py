@@ -172,3 +172,64 @@ def test_the_zoo_shows_a_run_that_did_not_train_and_leaves_it_out_of_every_verdi
     assert result.zoo_components["n_runs"].eq(2).all()
     word = result.zoo_verdict["word"].iloc[0]
     assert "2 of 4 runs not converged and left out (swiglu-i0-d0-text, swiglu-i1-d0-text)" in word
+
+
+def test_runs_not_in_the_cache_are_announced_first_in_the_notebook_and_cached_ones_are_not(
+    text, tmp_path, monkeypatch, capsys
+):
+    """Issue 65, item 2, for notebook 08: before it trains, a cell in Jupyter Lab (a kernel Jupyter's server started;
+    planted) says which runs are not cached, their tokens, about how long (TRAIN_FACTOR × the capture's reference
+    rate on a fresh cache; this machine's runs of that size once there are some) and the quicker paths; once they
+    are cached, nothing."""
+    from linrec.base import progress
+    from linrec.inputs.training import TrainConfig, get_run
+    from linrec.measure import reuse
+
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
+    for name in ("LINREC_PROGRESS", "LINREC_NOTEBOOK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "notebooks" / "08_training.py"))
+    monkeypatch.setattr(progress, "in_kernel", lambda: True)
+    monkeypatch.setattr(reuse, "REFERENCE_SECONDS", 1e-3)  # planted, so the line's number can be checked
+    monkeypatch.setattr(study, "REFERENCE_SECONDS", 1e-3)
+    configs = [TrainConfig(**{**TRAINING, "text": text, "init_seed": s}) for s in (0, 1)]
+    tokens = TRAINING["steps"] * TRAINING["batch_size"] * TRAINING["seq_len"]
+    work = sum(c.param_count() for c in configs) * tokens
+
+    study.say_training(configs)
+    said = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("training ")]
+    assert len(said) == 1, said
+    names = [c.name for c in configs]
+    assert f"training 2 of 2 runs ({names[0]}, {names[1]}; {2 * tokens:,} tokens in all): " in said[0]
+    threads = __import__("torch").get_num_threads()
+    assert f"{reuse.duration(study.TRAIN_FACTOR * 1e-3 * work / threads)} (from the reference rate" in said[0]
+    assert said[0].endswith(" — " + study.TRAIN_QUICKER) and 'profile_file = "params/smoke.yaml"' in said[0]
+
+    run = get_run(configs[0], progress=False)  # one trained and cached: the other is said alone, at its rate
+    capsys.readouterr()
+    study.say_training(configs)
+    said = capsys.readouterr().err
+    assert f"training 1 of 2 runs ({names[1]}; " in said and "from the runs of that size trained here" in said
+    rate = run.meta["seconds"] / (run.meta["tokens_seen"] * run.meta["n_params"])
+    assert reuse.duration(rate * configs[1].param_count() * tokens) in said
+
+    study.say_training(configs[:1])
+    assert capsys.readouterr().err == ""  # every run cached: nothing said
+
+
+def test_the_study_announces_its_runs_before_it_trains_them(text, tmp_path, monkeypatch):
+    """`train` hands every configuration of the profile to `say_training` before `runs` trains any."""
+    order = []
+
+    class Stop(Exception):
+        pass
+
+    def runs(configs, **kwargs):
+        order.append("runs")
+        raise Stop
+
+    monkeypatch.setattr(study, "say_training", lambda configs: order.append(("said", len(configs))))
+    monkeypatch.setattr(study, "runs", runs)
+    with pytest.raises(Stop):
+        study.train(_profile(text, tmp_path))
+    assert order == [("said", 4), "runs"]

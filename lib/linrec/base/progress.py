@@ -1,24 +1,31 @@
-"""Progress bars: tqdm's text bar on a terminal; one line per loop on the console wherever a notebook runs.
+"""Progress bars: tqdm's text bar on a terminal; in Jupyter Lab, tqdm's notebook bar in the cell; one line per loop
+on the console wherever a notebook is executed into a saved file.
 
-In a notebook a redrawn bar would be saved into the executed notebook as kilobytes of carriage-return text, glued
-to whatever the cell prints next, and a loop that runs only when a cache entry is missing (a capture, a curve)
-would make a rerun from the cache save a different notebook than the run that filled it. So in any Jupyter kernel
-(`linrec figures`, papermill, nbconvert, Jupyter Lab alike) each loop prints one line instead, saying what it does
-and how many steps it takes, and prints it on the console of the process that started the kernel (the terminal of
-`linrec figures`, of papermill or nbconvert, of `make lab`), never into the notebook's saved output. The line names
-its notebook where the kernel knows it (LINREC_NOTEBOOK, set by the runner; JPY_SESSION_NAME, set by Jupyter's
-server). LINREC_PROGRESS=0 asks for the same anywhere (the runner sets it); LINREC_PROGRESS=1 draws bars even in
-a kernel.
+A notebook someone is watching (a kernel Jupyter's server started, for Lab or Notebook: the server gives it
+JPY_SESSION_NAME) shows its bars in the cell that runs the loop (`tqdm.auto`: a widget, or tqdm's text bar where
+ipywidgets is absent), with the lines said before a long step (`notice`) above them: Run All on a fresh clone
+computes its captures there, and its reader sees what, how long and how far. Nothing of it is saved: Lab writes no
+outputs into the jupytext `.py`.
+
+A notebook executed into a file (`linrec figures`, papermill, nbconvert) would save a redrawn bar as kilobytes of
+carriage-return text, glued to whatever the cell prints next, and a loop that runs only when a cache entry is missing
+(a capture, a curve) would make a rerun from the cache save a different notebook than the run that filled it. So in
+any other Jupyter kernel each loop prints one line instead, saying what it does and how many steps it takes, on the
+console of the process that started the kernel (the terminal of `linrec figures`, of papermill or nbconvert), never
+into the notebook's saved output. The line names its notebook where the kernel knows it (LINREC_NOTEBOOK, set by the
+runner; JPY_SESSION_NAME). LINREC_PROGRESS=0 asks for the same anywhere (the runner sets it, with LINREC_NOTEBOOK, so
+a Jupyter server's session name never turns its bars on); LINREC_PROGRESS=1 draws bars even in a kernel (in its cells).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 from tqdm import tqdm
 
-ENV = "LINREC_PROGRESS"  # "0": no bars, one line per loop, on the console; "1": bars, even in a notebook
+ENV = "LINREC_PROGRESS"  # "0": no bars, one line per loop, on the console; "1": bars, even in a kernel's cells
 NOTEBOOK_ENV = "LINREC_NOTEBOOK"  # the notebook a runner's kernel executes: names its console lines
 SESSION_ENV = "JPY_SESSION_NAME"  # the notebook's path, which Jupyter's server gives the kernels it starts
 
@@ -30,17 +37,47 @@ def in_kernel() -> bool:
     return shell is not None and hasattr(shell, "kernel")
 
 
+def _asked() -> str:
+    return os.environ.get(ENV, "").strip()
+
+
+def in_runner() -> bool:
+    """Whether this kernel executes a notebook for `linrec figures` (which names it in LINREC_NOTEBOOK)."""
+    return bool(os.environ.get(NOTEBOOK_ENV, "").strip())
+
+
+def watched() -> bool:
+    """Whether this process is a kernel whose cells someone watches as they run: one Jupyter's server started (Lab,
+    Notebook: JPY_SESSION_NAME) outside the runner with LINREC_PROGRESS not "0", or any kernel with it "1"."""
+    asked = _asked()
+    if not in_kernel() or asked == "0":
+        return False
+    return asked == "1" or (not in_runner() and bool(os.environ.get(SESSION_ENV, "").strip()))
+
+
 def bars_on() -> bool:
-    """Whether progress bars are drawn: LINREC_PROGRESS "1" yes, "0" no, else everywhere but in a Jupyter kernel."""
-    asked = os.environ.get(ENV, "").strip()
+    """Whether progress bars are drawn: LINREC_PROGRESS "1" yes, "0" no, else outside a Jupyter kernel and in a
+    watched one (`watched`: Lab's, in the cell), never in a kernel executing a notebook into a file."""
+    asked = _asked()
     if asked in ("0", "1"):
         return asked == "1"
-    return not in_kernel()
+    return not in_kernel() or watched()
+
+
+def bar_class():
+    """The tqdm that draws a bar here: `tqdm.auto`'s in a watched kernel (a widget in the cell where ipywidgets is
+    installed, else the text bar, into the cell too), else tqdm's text bar."""
+    if not watched():
+        return tqdm
+    with warnings.catch_warnings():  # tqdm.auto warns that its notebook bar is "experimental", and where ipywidgets
+        warnings.simplefilter("ignore")  # is missing that it falls back to the text bar: both fine here
+        from tqdm.auto import tqdm as auto
+    return auto
 
 
 def bar(iterable=None, *, desc: str = "", total: int | None = None, disable: bool = False, **kwargs):
-    """`tqdm(iterable, desc=…, total=…, disable=…, **kwargs)`; with bars off, a silent tqdm after one printed line
-    (`desc: N unit`) for a loop that would have drawn a bar."""
+    """`tqdm(iterable, desc=…, total=…, disable=…, **kwargs)` (`bar_class`: in a watched notebook, its cell's bar);
+    with bars off, a silent tqdm after one printed line (`desc: N unit`) for a loop that would have drawn a bar."""
 
     if not disable and not bars_on():
         n = total if total is not None else (len(iterable) if hasattr(iterable, "__len__") else None)
@@ -48,26 +85,33 @@ def bar(iterable=None, *, desc: str = "", total: int | None = None, disable: boo
         plural = unit if n == 1 else unit + ("es" if unit.endswith(("s", "ch", "sh", "x")) else "s")
         _console(f"{desc}: {n} {plural}" if n is not None else f"{desc} …")
         disable = True
-    return tqdm(iterable, desc=desc, total=total, disable=disable, **kwargs)
+    return (tqdm if disable else bar_class())(iterable, desc=desc, total=total, disable=disable, **kwargs)
 
 
 def write(text: str, file=None) -> None:
-    """A line that does not break a bar being drawn (`tqdm.write`); with bars off, a line on the console."""
+    """A line that does not break a bar being drawn (`tqdm.write`; in a watched notebook, into the cell); with bars
+    off, a line on the console."""
 
     if bars_on():
-        tqdm.write(text, file=file)
+        bar_class().write(text, file=file)
     else:
         _console(text)
 
 
-def notice(text: str) -> None:
+def notice(text: str, in_notebook: str = "") -> None:
     """A line said before a long step starts (a capture that is not cached): on the console, as `write`, and in a
-    notebook run outside the runner (Jupyter Lab, nbconvert, papermill) also in the cell's output, where its reader
-    looks. Under the runner it stays on the console: a line printed only on a cache miss would make the executed
-    notebook of a run that computed differ from a rerun that read the cache (Lab saves no outputs into the .py)."""
+    notebook run outside the runner (Jupyter Lab, nbconvert, papermill) in the cell's output, where its reader looks,
+    followed there by `in_notebook` (words for a notebook's reader: the quicker way to the same result). Under the
+    runner it stays on the console: a line printed only on a cache miss would make the executed notebook of a run that
+    computed differ from a rerun that read the cache (Lab saves no outputs into the .py)."""
+    cell = in_kernel() and not in_runner() and _asked() != "0"
+    shown = text + (f" — {in_notebook}" if cell and in_notebook else "")
+    if watched():  # the cell is where bars and lines go: once, there
+        write(shown, file=sys.stderr)
+        return
     write(text, file=sys.stderr)  # on a terminal, beside a command's table on stdout, not in it
-    if in_kernel() and not os.environ.get(NOTEBOOK_ENV, "").strip() and os.environ.get(ENV, "").strip() != "0":
-        print(text, file=sys.stderr, flush=True)
+    if cell:
+        print(shown, file=sys.stderr, flush=True)
 
 
 def _name() -> str:

@@ -16,7 +16,8 @@ time from the parameters its forward multiplies by (`compute_params`: the embedd
 head never runs, since the pass stops after the last block) and the tokens the corpus gives (not those asked for: a
 512-token corpus asked for 40,000 is 512 tokens of work): seconds per token and parameter as this machine's earlier
 captures took (their meta.json records the seconds, the tokens and, since issue 65, those parameters; earlier entries
-of the same model count with this model's), else `REFERENCE_SECONDS`.
+of the same model count with this model's), else `REFERENCE_SECONDS`. In a notebook's cell (Run All in Lab on a fresh
+clone makes its captures there, each announced so) the line goes on with the quicker paths, `QUICKER`.
 
 **What the rows allow, said before the pass** (`say_rows`): a corpus that holds fewer windows than the budget asks for,
 and train rows too few for the blocks' width. A least-squares map with p = d + 1 parameters per output, fitted on n
@@ -54,6 +55,12 @@ log = logging.getLogger(__name__)
 REFERENCE_SECONDS = 7e-11
 ROWS_COST = 1.3  # a capture keeping a row sample over one keeping statistics only (1.51 / 1.16 in the benchmark)
 ROWS_PER_PARAMETER = 10  # train rows per fitted parameter (d + 1) under which R²_lin is said to be biased low
+# After the cost line where it reaches a notebook's cell (`notice`): Run All in Lab on a fresh clone makes every
+# capture its notebooks need, one cell at a time (about 50 min on 2 cores for the default profile); the quicker paths.
+QUICKER = (
+    "this cell computes it now; quicker: `make figures` in a terminal makes every notebook's captures first (Run All "
+    'then reads them), or profile_file = "params/smoke.yaml" in the parameters cell runs the small smoke profile'
+)
 
 
 def row_selection(n_rows: int, k: int, seed: int) -> np.ndarray:
@@ -151,24 +158,30 @@ def estimate_seconds(
     return rate * n_params * tokens / per_thread, f"the reference rate on {per_thread} CPU thread(s)"
 
 
+def duration(seconds: float) -> str:
+    """`seconds` as a cost line says them: "about 2 min" from 90 s, else "about 40 s" (never under 1 s)."""
+    return "about " + (f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(seconds, 1):.0f} s")
+
+
 def say_cost(model_label: str, config: CaptureConfig, n_params: int, tokens: int, threads: int | None = 1) -> None:
     """The line said before a capture runs (one not in the cache, or asked for with --no-cache), once its plan has
     passed the memory and disk checks: what it is and about how long it will take, from the `tokens` its windows hold
-    on `threads` CPU threads (None: an accelerator); by rank 0 alone under torchrun."""
+    on `threads` CPU threads (None: an accelerator), and in a notebook's cell the quicker paths (`QUICKER`); by rank
+    0 alone under torchrun."""
     if world()[0] != 0:
         return
     seconds, basis = estimate_seconds(model_label, n_params, tokens, threads, rows=config.sample_rows > 0)
     if seconds is None:
         took = f"time not estimated ({basis}"
     else:
-        took = "about " + (f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(seconds, 1):.0f} s")
-        took += f" (from {basis}"
+        took = f"{duration(seconds)} (from {basis}"
     kept = min(config.sample_rows, tokens)  # the sample keeps no more rows than the windows make
     rows = f", {kept:,} rows kept" if kept else ""
     asked = f" of the {config.tokens:,} asked for" if tokens < config.tokens else ""
     notice(
         f"capturing {model_label} on {config.corpus} ({tokens:,} tokens{asked}{rows}): {took}; "
-        f"{n_params / 1e6:.0f}M parameters multiplied per token)"
+        f"{n_params / 1e6:.0f}M parameters multiplied per token)",
+        in_notebook=QUICKER,
     )
 
 

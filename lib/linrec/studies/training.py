@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from linrec.analyses.factors import block_parameters, components, distance_table, final_profiles, run_factors
@@ -35,8 +36,10 @@ from linrec.analyses.seeds import capture_checkpoints, checkpoint_table, compari
 from linrec.analyses.spectrum import REGIMES
 from linrec.analyses.swap import SwapSettings
 from linrec.analyses.zoo import block_table, converged_runs, convergence_table, measure_finals, noise_table, stacked
+from linrec.base.cache import entry_path, folder
 from linrec.base.errors import LinrecError, StaleTableError
-from linrec.base.files import project_root
+from linrec.base.files import project_root, unseal
+from linrec.base.progress import notice
 from linrec.claims.learned import comparison_words, seeds_verdict
 from linrec.claims.probe import probe_summary
 from linrec.claims.regimes import regime_summary
@@ -45,13 +48,25 @@ from linrec.claims.swap import swap_predictors
 from linrec.claims.tables import load_table, load_timings, table_path
 from linrec.claims.zoo import pooled_claims, zoo_verdict
 from linrec.inputs.models import load_model
-from linrec.inputs.training import profile_configs, runs
+from linrec.inputs.training import made_on, profile_configs, runs
+from linrec.measure.reuse import REFERENCE_SECONDS, duration
 from linrec.studies.base import Result
 from linrec.studies.stages import Profile
 
 log = logging.getLogger(__name__)
 
 STORED = {"training": "results/training", "zoo": "results/zoo"}  # what a profile that trains nothing shows
+# A training step's seconds over a capture's for the same tokens and parameters: the backward pass multiplies twice
+# what the forward does, and AdamW and the LM head add to it. Measured 2026-11-27 on 1 thread beside other jobs (load
+# 8 on 2 cores, so about a quarter of a core): params/training.yaml's run (d_model 128, 4 layers, 1.3M parameters)
+# 8.5e-10 s per token and parameter over 10 steps, 1.16e-9 over 40, about 2-3e-10 on a core of its own: 3-4 × the
+# capture's 7e-11. Not yet measured on an idle machine.
+TRAIN_FACTOR = 4
+# Said after the line in a notebook's cell (`linrec.base.progress.notice`): the quicker paths to notebook 08's tables.
+TRAIN_QUICKER = (
+    "this cell trains them now; quicker: the default profile shows the stored runs' tables (results/training, "
+    'results/zoo) without training, and profile_file = "params/smoke.yaml" trains tiny runs in seconds'
+)
 SWAP_COLUMNS = list(TABLES["training_swap"].columns)
 
 
@@ -125,6 +140,63 @@ def stored(where: str | Path, zoo_where: str | Path, ran: bool = False) -> Train
     return TrainingResult(**tables, zoo_timings=load_timings("zoo_runs", zoo_where), ran=ran, source=source)
 
 
+def _measured(on_cpu: bool) -> list[tuple[int, float]]:
+    """(parameters, seconds per token and parameter) of every run cached here made on the same kind of device."""
+    out = []
+    here = folder("training")
+    for meta_file in here.glob("*/meta.json") if here.is_dir() else []:
+        try:
+            meta = unseal(meta_file)
+            if (meta.get("made_on") == "cpu") == on_cpu and meta.get("seconds") and meta.get("tokens_seen"):
+                n = int(meta["n_params"])
+                out.append((n, float(meta["seconds"]) / (float(meta["tokens_seen"]) * n)))
+        except (ValueError, OSError, TypeError, KeyError):
+            continue
+    return out
+
+
+def training_seconds(configs: list, threads: int) -> tuple[float | None, str]:
+    """About how long training `configs` (`TrainConfig`) takes here on `threads` CPU threads, and on what that rests:
+    for each run, the median seconds per token and parameter of this machine's cached runs made on the same kind of
+    device and within 2× its size (a tiny run's rate is mostly overhead), else `TRAIN_FACTOR` × a capture's reference
+    rate (`linrec.measure.reuse.REFERENCE_SECONDS`) on a CPU; on a GPU with nothing measured there, (None, why)."""
+    on_cpu = made_on(configs[0].device) == "cpu"
+    measured, total, bases = _measured(on_cpu), 0.0, set()
+    for c in configs:
+        n, tokens = c.param_count(), c.steps * c.batch_size * c.seq_len
+        near = [rate for size, rate in measured if 0.5 <= size / n <= 2]
+        if near:
+            total += float(np.median(near)) * n * tokens
+            bases.add("the runs of that size trained here")
+        elif on_cpu:
+            total += TRAIN_FACTOR * REFERENCE_SECONDS * n * tokens / max(threads, 1)
+            bases.add(f"the reference rate on {threads} CPU thread(s)")
+        else:
+            return None, "no run of that size on this device is cached yet to estimate it from"
+    return total, " and ".join(sorted(bases))
+
+
+def _cached(c) -> bool:
+    return (entry_path("training", c.name, c.key(made_on(c.device))) / "meta.json").is_file()
+
+
+def say_training(configs: list) -> None:
+    """Before notebook 08 trains: one line naming the runs not in the cache, their tokens and about how long they
+    take (`training_seconds`); in a notebook's cell followed by the quicker paths (`TRAIN_QUICKER`). Nothing when
+    every run is cached."""
+    missing = [c for c in configs if not _cached(c)]
+    if not missing:
+        return
+    import torch  # here, not at the top: only a profile that trains gets here
+
+    seconds, basis = training_seconds(missing, torch.get_num_threads())
+    took = f"time not estimated ({basis})" if seconds is None else f"{duration(seconds)} (from {basis})"
+    tokens = sum(c.steps * c.batch_size * c.seq_len for c in missing)
+    names = ", ".join(c.name for c in missing)
+    notice(f"training {len(missing)} of {len(configs)} runs ({names}; {tokens:,} tokens in all): {took}",
+           in_notebook=TRAIN_QUICKER)  # fmt: skip
+
+
 def train(p: Profile) -> Runs:
     """Every run of the profile, trained or read from the cache (`$LINREC_CACHE/training/`), and every checkpoint of
     each captured on its measuring text (the last one with `p.train_probe_rows` rows per block where the pipeline
@@ -132,6 +204,7 @@ def train(p: Profile) -> Runs:
     configs = profile_configs({**p.training, "device": p.device}, p.train_variants, p.train_init_seeds,
                               p.train_data_seeds, p.train_texts, p.train_text_seeds or None,
                               p.train_block_tolerance)  # fmt: skip
+    say_training(configs)
     trained = runs(configs)
     kw = dict(seq_len=configs[0].seq_len, tokens=p.train_measure_tokens, seed=p.seed, batch_size=p.batch_size,
               device=p.device)  # fmt: skip
