@@ -30,7 +30,7 @@ from linrec.claims.swap import (
 )
 from linrec.measure.config import capture_settings
 from linrec.studies import routing
-from linrec.studies.base import Result
+from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
 
@@ -92,7 +92,7 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
     table = _joined([r.table for r in runs])
     values = _joined([r.values for r in runs])
     r2 = _joined([r.ceiling for r in runs])
-    predictors = swap_predictors(values, table, n_boot=p.n_boot, seed=p.seed)
+    predictors = summarise({"swap": table, "swap_predictor_values": values}, p)["swap_predictors"]
     first = first_position_effect(table, r2) if p.first_variants else None
     greedy = pd.DataFrame([row for r in runs for row in r.greedy])
     v6a, v6b = RULE_6A(table, values), RULE_6B(predictors)
@@ -115,6 +115,17 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
         v6b=v6b,
         routing=routing.tables(runs, p, r2, predictors, training),
     )
+
+
+def summarise(tables: Tables, p: Settings) -> Tables:
+    """Claim 6b's screen (`swap_predictors`) from the swap table and the predictors' values per block."""
+    values, swap = tables.get("swap_predictor_values"), tables.get("swap")
+    if values is None or swap is None:
+        return {}
+    return {"swap_predictors": swap_predictors(values, swap, n_boot=p.n_boot, seed=p.seed)}
+
+
+SWAP = Summary("swap_predictors", ("swap_predictor_values", "swap"), summarise)
 
 
 def run(p: Profile, training: Profile | None = None) -> SwapResult:
