@@ -4,6 +4,7 @@ screen."""
 
 import filecmp
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -15,10 +16,9 @@ from helpers import claims_1_3_results as _results
 from helpers import project_with_a_curve_run as _project_with_a_curve_run
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
-from linrec.claims import swap
 from linrec.claims.registry import TABLES
 from linrec.claims.tables import load_table, save_table
-from linrec.outputs import methods
+from linrec.outputs import catalog, methods
 from linrec.outputs.catalog import CATALOG
 from linrec.outputs.claim_text import CELL_LIMIT
 from linrec.outputs.report import (
@@ -217,7 +217,8 @@ def test_the_report_shows_no_nan_cell_and_drops_a_variant_never_run(tmp_path):
 def test_the_report_prints_the_rules_words_as_the_threshold_stands(tmp_path, monkeypatch):
     """The report's rule and "what would change it" for claim 6a, rendered from the committed default results with
     the budget planted at 2.5: both say +2.5, where the committed report says +1."""
-    monkeypatch.setattr(swap, "CLAIM6_BUDGET", 2.5)
+    planted = tuple(replace(e, rule=e.rule.planted(CLAIM6_BUDGET=2.5)) if e.id == "6a" else e for e in CATALOG)
+    monkeypatch.setattr(catalog, "CATALOG", planted)  # the catalog's claim 6a, built with a budget of 2.5
     text = render(DEFAULT, tmp_path / "figures", tmp_path / "report.md")
     section = text.split("### Claim 6a:")[1].split("### Claim 6b:")[0]
     rule_line = next(ln for ln in section.splitlines() if ln.startswith("**Rule.**"))

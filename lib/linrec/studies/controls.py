@@ -38,6 +38,7 @@ from linrec.claims.learned import (
     random_init_summary,
 )
 from linrec.claims.registry import TABLES
+from linrec.claims.rules import judge
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.measure.capture import get_capture
 from linrec.measure.config import capture_settings
@@ -136,7 +137,8 @@ def summarise(tables: Tables, p: Settings) -> Tables:
         learned = out["controls_learned"] = learned_summary(init, blocks)
     if init is not None and learned is not None:
         inputs, cross = tables.get("controls_inputs_summary"), tables.get("controls_cross_feed_summary")
-        lines = controls_findings(init, inputs, cross, RULE_2A(learned), RULE_2B(out["controls_decomposition"]))
+        lines = controls_findings(init, inputs, cross, judge(RULE_2A, {"controls_learned": learned}),
+                                  judge(RULE_2B, out))  # fmt: skip
         out["controls_verdict"] = pd.DataFrame({"finding": lines})
     return out
 

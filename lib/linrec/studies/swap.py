@@ -18,7 +18,7 @@ import pandas as pd
 from linrec.analyses.healing import Heal
 from linrec.analyses.routing import share_grid
 from linrec.analyses.swap_run import ModelSwapRun, RouteSettings, SwapSettings, run_model
-from linrec.claims.rules import Verdict
+from linrec.claims.rules import Verdict, judge
 from linrec.claims.swap import (
     RULE_6A,
     RULE_6B,
@@ -50,8 +50,8 @@ class SwapResult(Result):
     swap_verdict: pd.DataFrame
     # not written: what the notebook shows beside the tables
     r2: pd.DataFrame  # R²_lin per model and block of the captures the swaps used (notebook 02's table)
-    v6a: Verdict  # claim 6a (`RULE_6A` on `swap` and `swap_predictor_values`)
-    v6b: Verdict  # claim 6b (`RULE_6B` on `swap_predictors`)
+    v6a: Verdict  # claim 6a (`judge(RULE_6A, …)`: its rule on the tables it reads)
+    v6b: Verdict  # claim 6b (`judge(RULE_6B, …)`)
     routing: routing.RoutingResult  # the routing and healing tables (written with this result)
 
     def evidence(self, claim: str) -> pd.DataFrame:
@@ -95,7 +95,8 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
     predictors = summarise({"swap": table, "swap_predictor_values": values}, p)["swap_predictors"]
     first = first_position_effect(table, r2) if p.first_variants else None
     greedy = pd.DataFrame([row for r in runs for row in r.greedy])
-    v6a, v6b = RULE_6A(table, values), RULE_6B(predictors)
+    v6a = judge(RULE_6A, {"swap": table, "swap_predictor_values": values})
+    v6b = judge(RULE_6B, {"swap_predictors": predictors})
     findings = pd.DataFrame({"finding": swap_findings(v6a, v6b, first, greedy)})
     return SwapResult(
         swap=table,
