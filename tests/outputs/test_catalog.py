@@ -50,6 +50,7 @@ def test_each_row_pairs_the_rule_sentence_and_figures_of_one_claim():
         assert entry.title and entry.paper and entry.caveat, n
         assert entry.rule.names() and all(isinstance(v, (int, float)) for v in vars(entry.rule.values()).values())
         assert entry.rule.reads and set(entry.rule.reads) <= set(TABLES), n  # what it reads: results tables
+        assert {TABLES[t].notebook for t in entry.rule.reads} <= set(entry.notebooks), n  # written by its studies
         v = entry.rule(*[None] * len(entry.rule.reads))  # no tables: "not run", under its own id
         assert v.claim == entry.id, n
 
