@@ -1,17 +1,24 @@
 """linrec.claims.rules: the tally of outcomes, the chance a model decides what is not there, no decided verdict
-without evidence, and a verdict's line in words per model."""
+without evidence, a verdict's line in words per model, and a `Rule`: the tables it reads and its thresholds."""
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
+
+import pandas as pd
 import pytest
 
+from linrec.base.errors import LinrecError
 from linrec.claims.rules import (
     NOT_REPRODUCED,
     NOT_TESTABLE,
     PARTLY,
     REPRODUCED,
+    Rule,
     Verdict,
+    judge,
     tally,
+    thresholds,
 )
 
 
@@ -51,3 +58,28 @@ def test_a_verdict_line_names_each_models_outcome_in_words():
     assert v.by_model(exclude="all") == "a: holds · b: not testable · c: fails"
     v7 = Verdict("7b", NOT_TESTABLE, [{"model": "a", "mechanism": "conditioning", "dose_outcome": "rise"}])
     assert v7.by_model("mechanism", "dose_outcome") == "a: conditioning, rise"
+
+
+def _share_verdict(summary, *, t):
+    """A trial claim over `pitfall_summary`: reproduced where the share of short blocks reaches `t.SHARE`."""
+    if summary is None:
+        return Verdict("x", NOT_TESTABLE, reason="notebook 03 not run")
+    share = float(summary["n_short"].sum() / summary["n_blocks"].sum())
+    return Verdict("x", REPRODUCED if share >= t.SHARE else NOT_REPRODUCED, [{"share": share}])
+
+
+def test_a_rule_reads_its_tables_by_name_and_a_planted_threshold_leaves_the_original_as_it_was():
+    """`Rule` declares the tables it reads and its thresholds (a frozen dataclass); `judge` takes the tables by name,
+    and a rule built with another threshold (`planted`) decides and words with it, no module patched."""
+    says = lambda t: f"reproduced at a share of at least {t.SHARE:.0%}"  # noqa: E731
+    trial = Rule("x", ("pitfall_summary",), thresholds("TrialThresholds", SHARE=0.25), _share_verdict, says, says)
+    table = pd.DataFrame([{"n_blocks": 10, "n_short": 3}])
+    assert judge(trial, {"pitfall_summary": table, "probe": None}).verdict == REPRODUCED
+    stricter = trial.planted(SHARE=0.5)
+    assert judge(stricter, {"pitfall_summary": table}).verdict == NOT_REPRODUCED and "50%" in stricter.words
+    assert trial.thresholds.SHARE == 0.25 and "25%" in trial.words and trial.names() == ("SHARE",)
+    assert judge(trial, {}).verdict == NOT_TESTABLE  # a table not written: its notebook did not run
+    with pytest.raises(FrozenInstanceError):
+        trial.thresholds.SHARE = 0.9  # type: ignore[misc]
+    with pytest.raises(LinrecError, match="frozen dataclass"):
+        Rule("x", ("pitfall_summary",), {"SHARE": 0.25}, _share_verdict, says=str, would_change=str)

@@ -18,8 +18,8 @@ from helpers import claims_1_3_results as _results
 from linrec.base.errors import LinrecError
 from linrec.claims import probe, swap
 from linrec.claims.registry import TABLES
-from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS, Rule
-from linrec.claims.tables import result_columns, table_path
+from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS, Rule, judge
+from linrec.claims.tables import load_table, result_columns, table_path
 from linrec.outputs.catalog import CATALOG, claims, of_study, row, rule
 from linrec.outputs.report import render, tally_line
 from linrec.outputs.report_figures import FIGURES
@@ -48,8 +48,10 @@ def test_each_row_pairs_the_rule_sentence_and_figures_of_one_claim():
         assert getattr(sys.modules[entry.rule.verdict.__module__], f"RULE_{n.upper()}") is entry.rule, n
         assert set(entry.figures) <= stems, (n, set(entry.figures) - stems)
         assert entry.title and entry.paper and entry.caveat, n
-        assert entry.rule.thresholds and all(isinstance(v, (int, float)) for v in vars(entry.rule.values()).values())
-        v = entry.rule(*[None] * entry.rule.verdict.__code__.co_argcount)  # no tables: "not run", under its own id
+        assert entry.rule.names() and all(isinstance(v, (int, float)) for v in vars(entry.rule.values()).values())
+        assert entry.rule.reads and set(entry.rule.reads) <= set(TABLES), n  # what it reads: results tables
+        assert {TABLES[t].notebook for t in entry.rule.reads} <= set(entry.notebooks), n  # written by its studies
+        v = entry.rule(*[None] * len(entry.rule.reads))  # no tables: "not run", under its own id
         assert v.claim == entry.id, n
 
 
@@ -65,17 +67,15 @@ def _moved(value):
 
 
 @pytest.mark.parametrize("entry", CATALOG, ids=lambda e: f"claim {e.id}")
-def test_every_named_threshold_moves_the_rules_words(entry, monkeypatch):
-    """Plant each threshold a rule names, in the module its verdict function reads it from: the rule's words or its
+def test_every_named_threshold_moves_the_rules_words(entry):
+    """Plant each threshold a rule names, in a rule built with that one threshold moved: the rule's words or its
     "what would change it" must move. A number typed into the words beside the threshold (say '+1 perplexity'
     instead of the budget) leaves them as they were and fails here."""
-    module = sys.modules[entry.rule.verdict.__module__]
     before = (entry.rule.words, entry.rule.change)
-    for name in entry.rule.thresholds:
-        with monkeypatch.context() as m:
-            m.setattr(module, name, _moved(getattr(module, name)))
-            assert (entry.rule.words, entry.rule.change) != before, f"claim {entry.id}: {name} is not in its words"
-        assert (entry.rule.words, entry.rule.change) == before  # restored
+    for name in entry.rule.names():
+        planted = entry.rule.planted(**{name: _moved(getattr(entry.rule.thresholds, name))})
+        assert (planted.words, planted.change) != before, f"claim {entry.id}: {name} is not in its words"
+    assert (entry.rule.words, entry.rule.change) == before  # the catalog's own rule is untouched
 
 
 def _written(value) -> set[str]:
@@ -92,15 +92,14 @@ NOT_A_THRESHOLD = {"3": {"5 %"}}
 
 
 @pytest.mark.parametrize("entry", CATALOG, ids=lambda e: f"claim {e.id}")
-def test_no_threshold_is_typed_beside_its_name(entry, monkeypatch):
+def test_no_threshold_is_typed_beside_its_name(entry):
     """With every threshold a rule names planted at once, none of their former values may still stand in its words:
     a threshold typed at one place and read at another (claim 4's R²_lin ≥ 0.6 typed in the rule, read in the
     change) fails here, which the test above cannot see."""
-    module = sys.modules[entry.rule.verdict.__module__]
-    before = {name: getattr(module, name) for name in entry.rule.thresholds}
-    for i, name in enumerate(entry.rule.thresholds):
-        monkeypatch.setattr(module, name, before[name] + 5 if isinstance(before[name], int) else 0.4321 + i * 1e-4)
-    text = f"{entry.rule.words} || {entry.rule.change}"
+    before = vars(entry.rule.values())
+    planted = entry.rule.planted(**{name: before[name] + 5 if isinstance(before[name], int) else 0.4321 + i * 1e-4
+                                    for i, name in enumerate(entry.rule.names())})  # fmt: skip
+    text = f"{planted.words} || {planted.change}"
     typed = {
         (name, s)
         for name, value in before.items()
@@ -110,21 +109,27 @@ def test_no_threshold_is_typed_beside_its_name(entry, monkeypatch):
     assert not typed, f"claim {entry.id}: {sorted(typed)} typed in its words"
 
 
-def test_a_planted_threshold_changes_the_decision_and_both_texts_together(monkeypatch):
-    """Claim 7a's share and claim 6a's budget planted where their verdicts read them: the verdict on the same table
-    flips and the rule and its "what would change it" state the planted number."""
+def test_a_planted_threshold_changes_the_decision_and_both_texts_together():
+    """Claim 7a's share and claim 6a's budget planted in a rule built with them (no module touched): the verdict on
+    the same table flips and the rule and its "what would change it" state the planted number."""
     table = pd.DataFrame([{"model": "m", "n_blocks": 10, "n_short": 3, "share_short": 0.3}])  # 30 % of blocks short
-    assert rule("7a")(table).verdict == REPRODUCED and "at least 25% of all blocks" in rule("7a").words
-    monkeypatch.setattr(probe, "CLAIM7_SHARE", 0.5)
-    assert rule("7a")(table).verdict == NOT_REPRODUCED
-    assert "at least 50% of all blocks" in rule("7a").words and "more than 50% of the" in rule("7a").change
+    assert judge(rule("7a"), {"pitfall_summary": table}).verdict == REPRODUCED
+    assert "at least 25% of all blocks" in rule("7a").words
+    half = rule("7a").planted(CLAIM7_SHARE=0.5)
+    assert judge(half, {"pitfall_summary": table}).verdict == NOT_REPRODUCED
+    assert "at least 50% of all blocks" in half.words and "more than 50% of the" in half.change
+    assert judge(rule("7a"), {"pitfall_summary": table}).verdict == REPRODUCED and probe.CLAIM7_SHARE == 0.25
 
-    monkeypatch.setattr(swap, "CLAIM6_BUDGET", 2.5)
-    words, change = rule("6a").words, rule("6a").change
+    wide = rule("6a").planted(CLAIM6_BUDGET=2.5)
+    words, change = wide.words, wide.change
     assert "ΔPPL ≤ +2.5" in words and "within +2.5 perplexity" in change and "+1" not in words + change
-    monkeypatch.setattr(probe, "EQUIVALENCE_MARGIN", 0.2)  # claim 3's margin, as its verdict passes it on
-    assert "±0.2" in rule(3).words and "±0.2" in rule(3).change and "±0.3" not in rule(3).words + rule(3).change
-    assert np.isclose(swap.EQUIVALENCE_MARGIN, 0.3) and "±0.3" in rule("6b").words  # 6b's margin is its own
+    tables = {n: load_table(n, DEFAULT) for n in wide.reads}
+    held = [e["delta_hi"] for e in judge(rule("6a"), tables).evidence]
+    budget = max(held) + 0.01  # every screened block within this budget: claim 6a holds for every model
+    assert judge(rule("6a").planted(CLAIM6_BUDGET=budget), tables).verdict == REPRODUCED
+    margin = rule(3).planted(EQUIVALENCE_MARGIN=0.2)  # claim 3's margin; 6b's is its own
+    assert "±0.2" in margin.words and "±0.2" in margin.change and "±0.3" not in margin.words + margin.change
+    assert np.isclose(swap.EQUIVALENCE_MARGIN, 0.3) and "±0.3" in rule("6b").words and "±0.3" in rule(3).words
 
 
 def _copy(tmp_path: Path) -> Path:

@@ -7,6 +7,7 @@ import pandas as pd
 
 from helpers import claims_1_3_results as _results
 from helpers import planted
+from linrec.claims.learned import seeds_verdict
 from linrec.claims.tables import load_table, save_table
 from linrec.outputs.catalog import claims
 from linrec.outputs.report import render
@@ -36,6 +37,13 @@ def _claim_rows(text: str) -> list[list[str]]:
     return [re.split(r"(?<!\\)\|", row)[1:-1] for row in rows]
 
 
+def _seeds(comparisons: pd.DataFrame, folder) -> None:
+    """The seeds experiment's comparisons written as notebook 08 writes them: with its verdict row, which the claim's
+    sentence reads (`training_verdict`: `seeds_verdict` of the comparisons as written)."""
+    save_table(comparisons, "training_comparisons", folder)
+    save_table(pd.DataFrame([seeds_verdict(load_table("training_comparisons", folder))]), "training_verdict", folder)
+
+
 def _comparisons(seed_distance: float, variant_shape: float = 0.02) -> pd.DataFrame:
     """Planted comparisons: each run far from its step 0 in level; the seeds `seed_distance` apart in shape (level 0);
     GELU 0.3 above SwiGLU in level and `variant_shape` apart in shape."""
@@ -60,13 +68,13 @@ def test_claim2a_states_the_seeds_experiment_and_takes_the_weaker_verdict(tmp_pa
     models' verdict; the claim table's cell names it."""
     d = _results(tmp_path)
     row = lambda text: [r for r in _claim_rows(text) if r[0].startswith(" [2a]")][0]  # noqa: E731
-    save_table(_comparisons(0.04, variant_shape=0.3), "training_comparisons", tmp_path / "training")
+    _seeds(_comparisons(0.04, variant_shape=0.3), tmp_path / "training")
     c = {x.number: x for x in claims(d)}
     assert c["2a"].verdict == "partly reproduced" and "architecture sets the level and the shape" in c["2a"].ours
     assert "training profile" in c["2a"].ours
     assert ("gelu-i0-d0 vs gelu-i1-d0 0.040 [0.020, 0.060] (floor 0.010, agree; level +0.000 [-0.020, 0.020] agree, "
             "shape 0.040 [0.020, 0.060] agree)") in c["2a"].ours  # fmt: skip
-    save_table(_comparisons(0.04), "training_comparisons", tmp_path / "training")
+    _seeds(_comparisons(0.04), tmp_path / "training")
     c = {x.number: x for x in claims(d)}
     assert c["2a"].verdict == "reproduced"
     assert "learned; architecture sets the level, not the shape; init seed changes neither" in c["2a"].ours
@@ -79,7 +87,7 @@ def test_claim2a_states_the_seeds_experiment_and_takes_the_weaker_verdict(tmp_pa
     ours = {x.number: x for x in claims(d)}["2a"].ours
     assert "settles (every later checkpoint within 0.05 of the last) at step 10 (settles)" in ours
     assert "not before the last checkpoint in moves (still moving" in ours and "longer" not in ours
-    save_table(_comparisons(0.3), "training_comparisons", tmp_path / "training_long")  # a longer run, seeds apart
+    _seeds(_comparisons(0.3), tmp_path / "training_long")  # a longer run, seeds apart
     ours = {x.number: x for x in claims(d)}["2a"].ours
     assert "longer (`params/training_long.yaml`): learned, individual to each run" in ours
     assert "gelu-i0-d0 vs gelu-i1-d0 0.300 [0.280, 0.320]" in ours
@@ -87,9 +95,9 @@ def test_claim2a_states_the_seeds_experiment_and_takes_the_weaker_verdict(tmp_pa
                              "effect_twin": 0.3, "noise_twin": 0.01, "effect_null": 0.3, "noise_null": 0.01,
                              "reference": "random-init twin", "effect": 0.3, "noise": 0.01}])  # fmt: skip
     save_table(learned, "controls_learned", d)
-    save_table(_comparisons(0.04, variant_shape=0.3), "training_comparisons", tmp_path / "training")
+    _seeds(_comparisons(0.04, variant_shape=0.3), tmp_path / "training")
     assert {x.number: x for x in claims(d)}["2a"].verdict == "partly reproduced"  # offline reproduced, seeds partly
-    save_table(_comparisons(0.3), "training_comparisons", tmp_path / "training")
+    _seeds(_comparisons(0.3), tmp_path / "training")
     c = {x.number: x for x in claims(d)}
     assert c["2a"].verdict == "reproduced" and "learned, individual to each run" in c["2a"].ours
     text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")

@@ -4,11 +4,13 @@ short one (issue 45)."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+import pytest
 
 from helpers import DEFAULT
-from linrec.analyses.calibration import COVERAGE_FLOOR
+from linrec.analyses.calibration import COVERAGE_FLOOR, dependence
 from linrec.claims.tables import load_table, save_table
-from linrec.outputs.methods import methods_lines
+from linrec.outputs.methods import coverage_settings, methods_lines
 from linrec.outputs.results import Results
 
 
@@ -31,3 +33,29 @@ def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_
     save_table(short, "calibration", d)
     text = "\n".join(methods_lines(Results(d)))
     assert f"{len(window)} window interval(s) cover less than {COVERAGE_FLOOR:.2f}" in text
+
+
+def test_coverage_settings_use_each_models_blocks_and_dependence():
+    settings = {s["what"]: s for s in coverage_settings(DEFAULT)}
+    probe = load_table("probe", DEFAULT)
+    smol = probe[probe["model"] == "smollm2-135m"].sort_values("block")
+    s = settings["claim 3, r(1 − R²_lin, gain): smollm2-135m"]
+    assert s["n"] == len(smol) == 30 and s["kind"] == "pearson"
+    assert s["phi"] == pytest.approx(round((dependence(1 - smol["r2_lin_rows"]) + dependence(smol["gain"])) / 2, 2))
+    assert settings["claim 3, r(1 − R²_lin, gain): models pooled"]["models"] == 2
+    assert "claim 6b, partial ρ given depth: gemma3-270m" in settings
+    routed = load_table("routing_routable", DEFAULT).groupby("model").size()
+    assert ("routing, ρ(R²_lin, routable share): gemma3-270m" in settings) == (routed["gemma3-270m"] > 3)
+
+
+def test_a_correlation_over_three_blocks_has_no_interval_and_no_coverage_row():
+    """A series of 3 blocks (the default routes 3 per model) gets no Fisher interval, so the methods table must not
+    list it as an interval covering 0 % (it did); 4 blocks get a row."""
+    from linrec.analyses.uncertainty import correlation_test
+    from linrec.outputs.methods import _series_settings
+
+    t = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 4, "block": [0, 1, 2, 0, 1, 2, 3],
+                      "x": [0.1, 0.5, 0.3, 0.2, 0.9, 0.4, 0.6], "y": [1.0, 3.0, 2.0, 1.0, 4.0, 2.0, 3.5]})  # fmt: skip
+    assert np.isnan(correlation_test(t["x"][:3], t["y"][:3], kind="spearman")["lo"])
+    got = [s["what"] for s in _series_settings("routing", "spearman", t, "x", "y")]
+    assert got == ["routing: b"]

@@ -4,6 +4,7 @@ screen."""
 
 import filecmp
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -15,10 +16,10 @@ from helpers import claims_1_3_results as _results
 from helpers import project_with_a_curve_run as _project_with_a_curve_run
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
-from linrec.claims import swap
 from linrec.claims.registry import TABLES
 from linrec.claims.tables import load_table, save_table
-from linrec.outputs import refresh
+from linrec.outputs import catalog, methods
+from linrec.outputs.catalog import CATALOG
 from linrec.outputs.claim_text import CELL_LIMIT
 from linrec.outputs.report import (
     README_END,
@@ -164,9 +165,9 @@ def test_the_default_report_answers_on_its_first_screen(tmp_path):
     out = tmp_path / "paper" / "report.md"
     text = render(DEFAULT, ROOT / "figures", out)
     head = text[: text.index("## Setup")]
-    tally = re.search(r"\*\*Does the paper hold\?\*\* Of 10 checks: (.*)\.", head)
+    tally = re.search(rf"\*\*Does the paper hold\?\*\* Of {len(CATALOG)} checks: (.*)\.", head)
     rows = _claim_rows(head)
-    assert tally and len(rows) == 10 and all(len(r) == 7 for r in rows)
+    assert tally and len(rows) == len(CATALOG) and all(len(r) == 7 for r in rows)
     counted = {w: int(k) for k, w in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", tally[1])}
     verdict_cells = [r[-1].strip().strip("*") for r in rows]
     assert counted == {w: verdict_cells.count(w) for w in set(verdict_cells)}
@@ -174,7 +175,7 @@ def test_the_default_report_answers_on_its_first_screen(tmp_path):
     assert not too_long
     assert "missing" not in text and "not drawn" not in text
     assert not re.search(r"^\d+[ab]?\. ", text, flags=re.M)  # no rule written as a list item
-    assert text.count("**Rule.**") == 10
+    assert text.count("**Rule.**") == len(CATALOG)
     for rel in re.findall(r"!\[\w+\]\(([^)]+)\)", text):
         assert (out.parent / rel).resolve().is_file(), rel
 
@@ -216,7 +217,8 @@ def test_the_report_shows_no_nan_cell_and_drops_a_variant_never_run(tmp_path):
 def test_the_report_prints_the_rules_words_as_the_threshold_stands(tmp_path, monkeypatch):
     """The report's rule and "what would change it" for claim 6a, rendered from the committed default results with
     the budget planted at 2.5: both say +2.5, where the committed report says +1."""
-    monkeypatch.setattr(swap, "CLAIM6_BUDGET", 2.5)
+    planted = tuple(replace(e, rule=e.rule.planted(CLAIM6_BUDGET=2.5)) if e.id == "6a" else e for e in CATALOG)
+    monkeypatch.setattr(catalog, "CATALOG", planted)  # the catalog's claim 6a, built with a budget of 2.5
     text = render(DEFAULT, tmp_path / "figures", tmp_path / "report.md")
     section = text.split("### Claim 6a:")[1].split("### Claim 6b:")[0]
     rule_line = next(ln for ln in section.splitlines() if ln.startswith("**Rule.**"))
@@ -241,11 +243,11 @@ def test_notebook_09_and_linrec_report_write_the_same_report_from_one_profile(tm
              "report_path": str(tmp_path / "paper" / "report.md"), "readme": str(readme), "seed": 3,
              "capture": {"seq_len": 64, "tokens": 2560, "sample_rows": 2000}, "probe_rows": 500}  # fmt: skip
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(given))
-    real = refresh.write_calibration  # at 20 simulated data sets, not 1,000: the same code in seconds
+    real = methods.write_calibration  # at 20 simulated data sets, not 1,000: the same code in seconds
     monkeypatch.setattr("linrec.outputs.report.write_calibration", lambda d, seed: real(d, seed=seed, reps=20))
 
     written = write_report(load_profile(tmp_path / "p.yaml").notebook("09"))
-    save_table(refresh.coverage(d, reps=20, seed=3), "calibration", tmp_path / "direct")
+    save_table(methods.coverage(d, reps=20, seed=3), "calibration", tmp_path / "direct")
     assert filecmp.cmp(d / "calibration.csv", tmp_path / "direct" / "calibration.csv", shallow=False)
     text = written.path.read_text()
     assert written.path == tmp_path / "paper" / "report.md" and written.path.with_suffix(".html").exists()
@@ -319,7 +321,7 @@ def test_every_claim_cell_reads_as_a_sentence(tmp_path, profile):
     claim tables now starts with a capital, ends with a full stop, opens with no label before a colon, and fits."""
     text = render(ROOT / "results" / profile, ROOT / "figures", tmp_path / "report.md")
     cells = [r[3].strip() for r in _claim_rows(text[: text.index("## Setup")])]
-    assert len(cells) == 10
+    assert len(cells) == len(CATALOG)
     for c in cells:
         assert c[:1].isupper() and c.endswith(".") and ":" not in c[:40] and len(c) <= CELL_LIMIT, c
     planted = "cause: dose, blocks: smollm2-135m not conditioning: unclear, equal."  # the old 7b cell fails

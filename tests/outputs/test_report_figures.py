@@ -5,6 +5,7 @@ import re
 
 from helpers import claims_1_3_results as _results
 from helpers import project_with_a_curve_run as _project_with_a_curve_run
+from linrec.outputs.catalog import CATALOG
 from linrec.outputs.report import render
 from linrec.outputs.report_figures import FIGURES, OTHER_PROFILE, stale_tables
 
@@ -21,8 +22,9 @@ def test_figures_are_linked_relative_to_the_report_or_named_missing(tmp_path):
         else:
             assert f"not drawn: notebook {nb} has not run in this profile" in text
     assert "missing" not in text
-    rows = re.findall(r"^\| \[(?:1|2a|2b|[3-5]|6a|6b|7a|7b)\]\(#claim-", text, flags=re.M)
-    assert len(rows) == 10  # a row per claim (2, 6 and 7 in two)
+    ids = "|".join(str(entry.id) for entry in CATALOG)
+    rows = re.findall(rf"^\| \[(?:{ids})\]\(#claim-", text, flags=re.M)
+    assert len(rows) == len(CATALOG)  # a row per claim of the catalog
 
 
 def test_another_profiles_figure_is_shown_only_when_its_run_is_current(tmp_path):

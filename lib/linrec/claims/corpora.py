@@ -22,10 +22,14 @@ from linrec.claims.rules import (
     require,
     tally,
     tally_decided,
+    thresholds,
 )
 
-
 # ---- notebook 05: corpora ------------------------------------------------------------------------------
+# each rule's thresholds (its `Rule`'s; a verdict function reads them from its `t`)
+T_5 = thresholds("Claim5Thresholds", CLAIM5_SHAPE=CLAIM5_SHAPE, CLAIM5_LEVEL=CLAIM5_LEVEL)
+
+
 def corpus_word(spearman_min: float, corpus_depth_ratio: float) -> str:
     """Notebook 05's rule: "a property of the model", "shaped by the corpus" or "mixed" (thresholds above)."""
     if spearman_min >= CORPUS_MODEL_RHO and corpus_depth_ratio < CORPUS_MODEL_RATIO:
@@ -89,21 +93,21 @@ def corpus_verdicts(
 LEVEL_EX_FIRST = ("level_share_ex_first", "level_lo_ex_first", "level_hi_ex_first")
 
 
-def overlay_word(row, suffix: str = "") -> str:
+def overlay_word(row, suffix: str = "", t=T_5) -> str:
     """Claim 5 on the convention of `linrec.claims.rules` (shape and level): "a property of the model" if the
     intervals of the shape share (`shape_lo`, `shape_hi` + `suffix`) and of the level share (`level_lo`, `level_hi`)
     both lie below their thresholds (CLAIM5_SHAPE, CLAIM5_LEVEL); "shaped by the corpus" if either lies at or above
     its threshold; "undecided" otherwise, and where an interval that could decide is missing (NaN)."""
     s_lo, s_hi, l_lo, l_hi = (float(row.get(f"{k}{suffix}", np.nan)) for k in ("shape_lo", "shape_hi", "level_lo",
                                                                                 "level_hi"))  # fmt: skip
-    if (np.isfinite(s_lo) and s_lo >= CLAIM5_SHAPE) or (np.isfinite(l_lo) and l_lo >= CLAIM5_LEVEL):
+    if (np.isfinite(s_lo) and s_lo >= t.CLAIM5_SHAPE) or (np.isfinite(l_lo) and l_lo >= t.CLAIM5_LEVEL):
         return "shaped by the corpus"
-    if all(np.isfinite(v) for v in (s_hi, l_hi)) and s_hi < CLAIM5_SHAPE and l_hi < CLAIM5_LEVEL:
+    if all(np.isfinite(v) for v in (s_hi, l_hi)) and s_hi < t.CLAIM5_SHAPE and l_hi < t.CLAIM5_LEVEL:
         return "a property of the model"
     return "undecided"
 
 
-def verdict_5(verdicts: pd.DataFrame | None) -> Verdict:
+def verdict_5(verdicts: pd.DataFrame | None, *, t=T_5) -> Verdict:
     """Per model, `overlay_word` of the shape and level shares (notebook 05's `corpora_verdict`, columns shape_lo/hi
     and level_lo/hi); models left undecided are not counted; a table without the decomposition is judged by the older
     correlation rule (`corpus_word`). Without the windows' first position, the same on the `_ex_first` shares."""
@@ -111,11 +115,11 @@ def verdict_5(verdicts: pd.DataFrame | None) -> Verdict:
         return Verdict(5, NOT_TESTABLE, reason="notebook 05 not run")
     if "shape_hi" not in verdicts:
         return Verdict(5, tally(verdicts["verdict"] == "a property of the model"), verdicts.to_dict("records"))
-    ev = [{**r, "overlay_verdict": overlay_word(r)} for r in verdicts.to_dict("records")]
+    ev = [{**r, "overlay_verdict": overlay_word(r, t=t)} for r in verdicts.to_dict("records")]
     word1 = ""
     if "shape_hi_ex_first" in verdicts and np.isfinite(verdicts["shape_hi_ex_first"]).all():
         for e in ev:
-            e["overlay_verdict_ex_first"] = overlay_word(e, "_ex_first")
+            e["overlay_verdict_ex_first"] = overlay_word(e, "_ex_first", t)
         word1 = tally_decided([e["overlay_verdict_ex_first"] for e in ev], "a property of the model", "undecided")
     decided = [e["overlay_verdict"] == "a property of the model" for e in ev if e["overlay_verdict"] != "undecided"]
     if not decided:
@@ -126,11 +130,9 @@ def verdict_5(verdicts: pd.DataFrame | None) -> Verdict:
 
 RULE_5 = Rule(
     5,
+    ("corpora_verdict",),
+    T_5,
     verdict_5,
-    (
-        "CLAIM5_SHAPE",
-        "CLAIM5_LEVEL",
-    ),
     says=lambda t: (
         "per model, R²_lin over blocks × corpora split into depth, level (a corpus shifts the whole profile) and "
         "shape (the block × corpus interaction); the profiles overlay only if both are small: 'a property of the "

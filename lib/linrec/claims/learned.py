@@ -34,10 +34,21 @@ from linrec.claims.rules import (
     require,
     spearman,
     tally_decided,
+    thresholds,
 )
 
-
 # ---- notebook 07: controls -------------------------------------------------------------------------------
+# each rule's thresholds (its `Rule`'s; a verdict function reads them from its `t`)
+T_2A = thresholds(
+    "Claim2aThresholds",
+    CLAIM2_NOISE_FACTOR=CLAIM2_NOISE_FACTOR,
+    CLAIM2_MIN_EFFECT=CLAIM2_MIN_EFFECT,
+    CLAIM2_DEGENERATE_GAP=CLAIM2_DEGENERATE_GAP,
+    SEEDS_SHAPE_MARGIN=SEEDS_SHAPE_MARGIN,
+)
+T_2B = thresholds("Claim2bThresholds", CLAIM2_FDR=CLAIM2_FDR)
+
+
 def random_init_summary(profiles: pd.DataFrame, init_seeds: Iterable[int]) -> pd.DataFrame:
     """Per model: its trained R²_lin profile against its random-init twins (`weights` = "trained" or
     "random init, seed S"), and the twins against each other."""
@@ -286,13 +297,13 @@ def learned_summary(init_summary: pd.DataFrame, blocks: pd.DataFrame | None = No
     return pd.DataFrame(rows)
 
 
-def learned_word(row: Mapping) -> str | None:
+def learned_word(row: Mapping, t=T_2A) -> str | None:
     """Claim 2a for one model (`RULE_2A`): "learned" if the effect exceeds CLAIM2_NOISE_FACTOR × the noise and
     CLAIM2_MIN_EFFECT, "not learned" otherwise; None where the reference was not measured."""
     effect, noise = row.get("effect", np.nan), row.get("noise", np.nan)
     if not (np.isfinite(effect) and np.isfinite(noise)):
         return None
-    return "learned" if effect > CLAIM2_NOISE_FACTOR * noise and effect >= CLAIM2_MIN_EFFECT else "not learned"
+    return "learned" if effect > t.CLAIM2_NOISE_FACTOR * noise and effect >= t.CLAIM2_MIN_EFFECT else "not learned"
 
 
 def weights_word(row: Mapping) -> str | None:
@@ -441,22 +452,18 @@ def combine_2a(*verdicts: str) -> str:
     return max(tested, key=order.index) if tested else NOT_TESTABLE
 
 
-def verdict_2a(learned: pd.DataFrame | None) -> Verdict:
+def verdict_2a(learned: pd.DataFrame | None, *, t=T_2A) -> Verdict:
     if learned is None or learned.empty or "effect" not in learned:
         return Verdict("2a", NOT_TESTABLE, reason="notebook 07 not run")
-    ev = [{**r, "outcome": learned_word(r)} for r in learned.to_dict("records")]
+    ev = [{**r, "outcome": learned_word(r, t)} for r in learned.to_dict("records")]
     return by_share("2a", ev, "outcome", "learned", "no untrained reference with two or more draws was measured")
 
 
 RULE_2A = Rule(
     "2a",
+    ("controls_learned",),
+    T_2A,
     verdict_2a,
-    (
-        "CLAIM2_NOISE_FACTOR",
-        "CLAIM2_MIN_EFFECT",
-        "CLAIM2_DEGENERATE_GAP",
-        "SEEDS_SHAPE_MARGIN",
-    ),
     says=lambda t: (
         "per model: 'learned' if the trained profile differs from the untrained architecture by a mean |trained − "
         f"untrained| per block > {t.CLAIM2_NOISE_FACTOR:g}× the mean difference between two untrained draws and ≥ "
@@ -480,7 +487,7 @@ RULE_2A = Rule(
 )
 
 
-def verdict_2b(decomposition: pd.DataFrame | None) -> Verdict:
+def verdict_2b(decomposition: pd.DataFrame | None, *, t=T_2B) -> Verdict:  # noqa: ARG001 (its threshold acts in the summary)
     if decomposition is None or decomposition.empty or "share_weights" not in decomposition:
         return Verdict("2b", NOT_TESTABLE, reason="notebook 07 not run")
     ev = [{**r, "outcome": weights_word(r)} for r in decomposition.to_dict("records")]
@@ -496,8 +503,9 @@ def verdict_2b(decomposition: pd.DataFrame | None) -> Verdict:
 
 RULE_2B = Rule(
     "2b",
+    ("controls_decomposition",),
+    T_2B,
     verdict_2b,
-    ("CLAIM2_FDR",),
     says=lambda t: (
         "per model, with each block's pre-MLP norm gain folded into its FFN: the additive decomposition R²(FFN i, "
         "inputs j) ≈ μ + a_i + b_j of the cross matrix, and the weights' unique share minus the inputs' (what only a, "

@@ -37,10 +37,23 @@ from linrec.claims.rules import (
     require,
     tally,
     tally_decided,
+    thresholds,
 )
 from linrec.stats import N_BOOT
 
 # ---- notebook 03: the bilinear probe and the trained baselines --------------------------------------------
+
+
+# each rule's thresholds (its `Rule`'s; a verdict function reads them from its `t`)
+T_3 = thresholds("Claim3Thresholds", EQUIVALENCE_MARGIN=EQUIVALENCE_MARGIN, CLAIM3_MAX_GAIN=CLAIM3_MAX_GAIN)
+T_7A = thresholds("Claim7aThresholds", CLAIM7_SHORTFALL=CLAIM7_SHORTFALL, CLAIM7_SHARE=CLAIM7_SHARE)
+T_7B = thresholds(
+    "Claim7bThresholds",
+    CLAIM7B_SLOPE=CLAIM7B_SLOPE,
+    CLAIM7B_EQUAL=CLAIM7B_EQUAL,
+    CEILING_SLACK=CEILING_SLACK,
+    REACHED=REACHED,
+)
 
 
 def _probe_row(t: pd.DataFrame, sweep: pd.DataFrame | None, n_boot: int, seed: int, pooled: bool = False) -> dict:
@@ -113,19 +126,19 @@ def probe_summary(
     return pd.DataFrame(rows)
 
 
-def claim3_passes(row: Mapping, correlation: str) -> bool | None:
+def claim3_passes(row: Mapping, correlation: str, t=T_3) -> bool | None:
     """One model's claim 3 test, given the correlation's outcome (`correlation_outcome` of the pooled row, blocks
     within model): None (not testable) when the closed-form quadratic beats the probe by ≥ CLAIM3_MAX_GAIN at the
     median (the probe did not converge) or the correlation is inconclusive (not testable at this power); else True
     if the median gain is below CLAIM3_MAX_GAIN and "uncorrelated" is shown (no effect), False otherwise."""
-    if not np.isfinite(row["gain_median"]) or row["quad_excess_median"] >= CLAIM3_MAX_GAIN:
+    if not np.isfinite(row["gain_median"]) or row["quad_excess_median"] >= t.CLAIM3_MAX_GAIN:
         return None
-    if row["gain_median"] >= CLAIM3_MAX_GAIN or correlation == EFFECT:
+    if row["gain_median"] >= t.CLAIM3_MAX_GAIN or correlation == EFFECT:
         return False
     return None if correlation == INCONCLUSIVE else correlation == NO_EFFECT
 
 
-def verdict_3(summary: pd.DataFrame | None) -> Verdict:
+def verdict_3(summary: pd.DataFrame | None, *, t=T_3) -> Verdict:
     """The rank-16 probe adds little, uncorrelated with nonlinearity: the gain per model, the correlation judged
     once on every model's blocks pooled with a model effect (the `POOLED` row: each model's blocks centred on their
     own, Fisher z at the summed effective n), which is where the equivalence test has the most power."""
@@ -136,8 +149,8 @@ def verdict_3(summary: pd.DataFrame | None) -> Verdict:
     if pooled.empty or per_model.empty:
         return Verdict(3, NOT_TESTABLE, reason="the probe summary has no pooled row; rerun notebook 03")
     pool = pooled.iloc[0].to_dict()
-    corr = correlation_outcome(pool["ci_lo"], pool["ci_hi"], pool["ci_lo90"], pool["ci_hi90"], EQUIVALENCE_MARGIN)
-    ev = [{**r, "passes": claim3_passes(r, corr)} for r in per_model.to_dict("records")]
+    corr = correlation_outcome(pool["ci_lo"], pool["ci_hi"], pool["ci_lo90"], pool["ci_hi90"], t.EQUIVALENCE_MARGIN)
+    ev = [{**r, "passes": claim3_passes(r, corr, t)} for r in per_model.to_dict("records")]
     ev.append({**pool, "passes": None, "correlation": corr})
     tested = [e["passes"] for e in ev[:-1] if e["passes"] is not None]
     if not tested:
@@ -145,7 +158,7 @@ def verdict_3(summary: pd.DataFrame | None) -> Verdict:
         need_text = f"; a decision needs about {need:.0f} blocks at this dependence" if np.isfinite(need) else ""
         return Verdict(
             3, NOT_TESTABLE, ev, reason=f"not testable at this power: the pooled correlation over "
-            f"{int(pool['n_blocks'])} blocks is neither shown within ±{EQUIVALENCE_MARGIN} nor shown nonzero "
+            f"{int(pool['n_blocks'])} blocks is neither shown within ±{t.EQUIVALENCE_MARGIN} nor shown nonzero "
             f"(or no probe converged){need_text}"
         )  # fmt: skip
     return Verdict(3, tally(tested), ev)
@@ -153,11 +166,9 @@ def verdict_3(summary: pd.DataFrame | None) -> Verdict:
 
 RULE_3 = Rule(
     3,
+    ("probe_summary",),
+    T_3,
     verdict_3,
-    (
-        "EQUIVALENCE_MARGIN",
-        "CLAIM3_MAX_GAIN",
-    ),
     says=lambda t: (
         "the gain per model, the correlation once over every model's blocks pooled with a model effect (each model's "
         "blocks centred on their own; Fisher's interval of Pearson r(1 − R²_lin, gain) at Bartlett's effective number "
@@ -327,7 +338,7 @@ RISES, EQUAL, UNCLEAR = "rises", "equal", "unclear"
 CONDITIONING, NOT_CONDITIONING, UNDECIDED_7B = "conditioning", "not conditioning", "inconclusive"
 
 
-def steps_outcome(lo: float, hi: float, decades: float, first: float, last: float) -> str:
+def steps_outcome(lo: float, hi: float, decades: float, first: float, last: float, t=T_7B) -> str:
     """Steps to the ceiling at a smaller κ (`lo`) and at one `decades` decades larger (`hi`), on checkpoints from
     `first` to `last` (inf: not reached by `last`, so somewhere above it; `first`: reached by the first, so
     somewhere in (0, first]): RISES if hi/lo is at least the rise conditioning predicts, 10^(CLAIM7B_SLOPE ×
@@ -340,27 +351,27 @@ def steps_outcome(lo: float, hi: float, decades: float, first: float, last: floa
     (lo_min, lo_max), (hi_min, hi_max) = (np.float64(v) for v in span(lo)), (np.float64(v) for v in span(hi))
     with np.errstate(divide="ignore", invalid="ignore"):
         least, most = hi_min / lo_max, hi_max / lo_min  # inf / inf never occurs: lo_min is finite
-    need = 10 ** (CLAIM7B_SLOPE * decades)
-    if least >= need and least > CLAIM7B_EQUAL:
+    need = 10 ** (t.CLAIM7B_SLOPE * decades)
+    if least >= need and least > t.CLAIM7B_EQUAL:
         return RISES
-    if most <= CLAIM7B_EQUAL < need:
+    if most <= t.CLAIM7B_EQUAL < need:
         return EQUAL
     return UNCLEAR
 
 
-def mechanism_parts(row: Mapping) -> tuple[str, str]:
+def mechanism_parts(row: Mapping, t=T_7B) -> tuple[str, str]:
     """(dose, blocks): `steps_outcome` of the constructed dose–response (smallest vs largest κ) and of the budget
     curve's best- vs worst-conditioned mechanism blocks (their median κ(Gram))."""
     dose = steps_outcome(row["dose_steps_min"], row["dose_steps_max"],
                          np.log10(row["dose_kappa_max"] / row["dose_kappa_min"]), row["dose_first_step"],
-                         row["dose_steps"])  # fmt: skip
+                         row["dose_steps"], t)  # fmt: skip
     blocks = steps_outcome(row["steps_reach_well"], row["steps_reach_ill"],
                            np.log10(row["cond_ill"] / row["cond_well"]), row["first_step"],
-                           row["max_steps"])  # fmt: skip
+                           row["max_steps"], t)  # fmt: skip
     return dose, blocks
 
 
-def mechanism_word(row: Mapping) -> str | None:
+def mechanism_word(row: Mapping, t=T_7B) -> str | None:
     """Claim 7b for one model, from the steps to the ceiling (`mechanism_parts`): "inconclusive" if some tuned fit
     beats its ceiling by more than CEILING_SLACK (no upper bound to reach); else "conditioning" if both the
     constructed dose and the mechanism blocks rise; "not conditioning" if either is equal; else "inconclusive".
@@ -368,29 +379,27 @@ def mechanism_word(row: Mapping) -> str | None:
     keys = ("dose_steps_min", "dose_steps_max", "steps_reach_well", "steps_reach_ill", "ceiling_excess")
     if any(pd.isna(row.get(k, np.nan)) for k in keys):
         return None
-    if row["ceiling_excess"] > CEILING_SLACK:
+    if row["ceiling_excess"] > t.CEILING_SLACK:
         return UNDECIDED_7B
-    parts = mechanism_parts(row)
+    parts = mechanism_parts(row, t)
     if parts == (RISES, RISES):
         return CONDITIONING
     return NOT_CONDITIONING if EQUAL in parts else UNDECIDED_7B
 
 
-def verdict_7a(summary: pd.DataFrame | None) -> Verdict:
+def verdict_7a(summary: pd.DataFrame | None, *, t=T_7A) -> Verdict:
     if summary is None or summary.empty or "share_short" not in summary:
         return Verdict("7a", NOT_TESTABLE, reason="notebook 03 not run")
     share = float(summary["n_short"].sum() / summary["n_blocks"].sum())
     ev = [{**r, "share_short_all": share} for r in summary.to_dict("records")]
-    return Verdict("7a", REPRODUCED if share >= CLAIM7_SHARE else NOT_REPRODUCED, ev)
+    return Verdict("7a", REPRODUCED if share >= t.CLAIM7_SHARE else NOT_REPRODUCED, ev)
 
 
 RULE_7A = Rule(
     "7a",
+    ("pitfall_summary",),
+    T_7A,
     verdict_7a,
-    (
-        "CLAIM7_SHORTFALL",
-        "CLAIM7_SHARE",
-    ),
     says=lambda t: (
         "reproduced if the better trained baseline (Adam or SGD with a practitioner's defaults, 5 epochs of batch "
         f"256: the budget the verdict names in steps) falls > {t.CLAIM7_SHORTFALL} below the closed-form ceiling on at "
@@ -403,13 +412,13 @@ RULE_7A = Rule(
 )
 
 
-def verdict_7b(summary: pd.DataFrame | None) -> Verdict:
+def verdict_7b(summary: pd.DataFrame | None, *, t=T_7B) -> Verdict:
     if summary is None or summary.empty or "dose_steps_min" not in summary:
         return Verdict("7b", NOT_TESTABLE, reason="notebook 03 not run")
     ev = []
     for r in summary.to_dict("records"):
-        word = mechanism_word(r)
-        dose, blocks = mechanism_parts(r) if word is not None else (None, None)
+        word = mechanism_word(r, t)
+        dose, blocks = mechanism_parts(r, t) if word is not None else (None, None)
         ev.append({**r, "mechanism": word, "dose_outcome": dose, "blocks_outcome": blocks})
     words = [e["mechanism"] for e in ev if e["mechanism"] is not None]
     if not words:
@@ -424,13 +433,9 @@ def verdict_7b(summary: pd.DataFrame | None) -> Verdict:
 
 RULE_7B = Rule(
     "7b",
+    ("pitfall_summary",),
+    T_7B,
     verdict_7b,
-    (
-        "CLAIM7B_SLOPE",
-        "CLAIM7B_EQUAL",
-        "CEILING_SLACK",
-        "REACHED",
-    ),
     says=lambda t: (
         "per model, on the steps the better tuned baseline (Adam or SGD, learning rate chosen per budget on a "
         "validation slice of the train rows, its grid extended by factors of 10 until the choice is interior) needs "

@@ -26,11 +26,23 @@ from linrec.claims.rules import (
     blocks,
     require,
     tally,
+    thresholds,
 )
 from linrec.stats.jackknife import from_replicates
 
-
 # ---- notebook 02: the R²_lin profile ---------------------------------------------------------------------
+# each rule's thresholds (its `Rule`'s; a verdict function reads them from its `t`)
+T_1 = thresholds(
+    "Claim1Thresholds",
+    CLAIM1_SPAN=CLAIM1_SPAN,
+    CLAIM1_JUMP=CLAIM1_JUMP,
+    CLAIM1_TURNS=CLAIM1_TURNS,
+    MOVES_FDR=MOVES_FDR,
+    PAPER_HIGH=PAPER_HIGH,
+    PAPER_LOW=PAPER_LOW,
+)
+
+
 def direction_changes(values) -> int:
     """How often a sequence turns from rising to falling or back (strict turns; flat steps do not count)."""
     r = np.asarray(values, dtype=float)
@@ -177,8 +189,8 @@ def profile_summary(r2: pd.DataFrame, moves: pd.DataFrame | None = None) -> pd.D
     return pd.DataFrame(rows)
 
 
-def _claim1_passes(span: float, jump: float, turns: float) -> bool:
-    return bool(span >= CLAIM1_SPAN and jump >= CLAIM1_JUMP and turns >= CLAIM1_TURNS)
+def _claim1_passes(span: float, jump: float, turns: float, t=T_1) -> bool:
+    return bool(span >= t.CLAIM1_SPAN and jump >= t.CLAIM1_JUMP and turns >= t.CLAIM1_TURNS)
 
 
 def claim1_counts(row: Mapping, sfx: str) -> tuple[float, float]:
@@ -189,7 +201,7 @@ def claim1_counts(row: Mapping, sfx: str) -> tuple[float, float]:
     return row[f"max_jump_disjoint{sfx}"], row[f"direction_changes_disjoint{sfx}"]
 
 
-def verdict_1(summary: pd.DataFrame | None) -> Verdict:
+def verdict_1(summary: pd.DataFrame | None, *, t=T_1) -> Verdict:
     """Claim 1's rule per model, on all positions and, where the summary has them, on every position but the
     windows' first (`without_first`)."""
     if summary is None or summary.empty:
@@ -197,12 +209,12 @@ def verdict_1(summary: pd.DataFrame | None) -> Verdict:
     ev, ok, ok1 = [], [], []
     for row in summary.to_dict("records"):
         span = row["r2_max"] - row["r2_min"]
-        ok.append(_claim1_passes(span, *claim1_counts(row, "")))
+        ok.append(_claim1_passes(span, *claim1_counts(row, ""), t))
         e = {**row, "span": span, "passes": ok[-1], "passes_ex_first": None}
         if np.isfinite(row.get("max_jump_disjoint_ex_first", np.nan)):
             span1 = row["r2_ex_first_max"] - row["r2_ex_first_min"]
             e["span_ex_first"] = span1
-            e["passes_ex_first"] = _claim1_passes(span1, *claim1_counts(row, "_ex_first"))
+            e["passes_ex_first"] = _claim1_passes(span1, *claim1_counts(row, "_ex_first"), t)
             ok1.append(e["passes_ex_first"])
         ev.append(e)
     return Verdict(1, tally(ok), ev, without_first=tally(ok1) if len(ok1) == len(ok) else "")
@@ -210,15 +222,9 @@ def verdict_1(summary: pd.DataFrame | None) -> Verdict:
 
 RULE_1 = Rule(
     1,
+    ("r2_lin_summary",),
+    T_1,
     verdict_1,
-    (
-        "CLAIM1_SPAN",
-        "CLAIM1_JUMP",
-        "CLAIM1_TURNS",
-        "MOVES_FDR",
-        "PAPER_HIGH",
-        "PAPER_LOW",
-    ),
     says=lambda t: (
         f"reproduced for a model if its profile spans ≥ {t.CLAIM1_SPAN}, some adjacent blocks with disjoint 95 % "
         f"intervals differ by ≥ {t.CLAIM1_JUMP}, and the profile changes direction ≥ {t.CLAIM1_TURNS} times counting "

@@ -23,10 +23,16 @@ from linrec.claims.rules import (
     blocks,
     require,
     spearman,
+    thresholds,
+)
+
+# ---- notebook 04: regimes ------------------------------------------------------------------------------
+# each rule's thresholds (its `Rule`'s; a verdict function reads them from its `t`)
+T_4 = thresholds(
+    "Claim4Thresholds", REGIME_R2=REGIME_R2, REGIME_GAP=REGIME_GAP, REGIME_RANK=REGIME_RANK, OUTLIER_RANK=OUTLIER_RANK
 )
 
 
-# ---- notebook 04: regimes ------------------------------------------------------------------------------
 def regime_summary(spectrum: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFrame:
     """Per model: how many blocks fall in each regime (`linrec.analyses.spectrum.regime`), which, and the outlier
     numbers."""
@@ -84,7 +90,7 @@ def input_side(
     return pd.DataFrame(rows)
 
 
-def verdict_4(summary: pd.DataFrame | None) -> Verdict:
+def verdict_4(summary: pd.DataFrame | None, *, t=T_4) -> Verdict:  # noqa: ARG001 (its thresholds act in the summary)
     """Both regimes exist over all models; `without_first` the same on the regimes without position 0 (`-1`
     counts: not measured)."""
     if summary is None or summary.empty:
@@ -99,13 +105,9 @@ def verdict_4(summary: pd.DataFrame | None) -> Verdict:
 
 RULE_4 = Rule(
     4,
+    ("spectrum_summary",),
+    T_4,
     verdict_4,
-    (
-        "REGIME_R2",
-        "REGIME_GAP",
-        "REGIME_RANK",
-        "OUTLIER_RANK",
-    ),
     says=lambda t: (
         "reproduced if, over all models, blocks of both the broadly linear and the outlier-concentrated regime exist "
         f"(broadly linear: R²_lin ≥ {t.REGIME_R2}, not concentrated in a feature or the first token, and the effective "

@@ -1,5 +1,6 @@
 """The rules every claim is judged by: the verdict words (`VERDICTS`), every threshold as a named constant, `Rule`
-(one claim's rule: its verdict function, the thresholds it reads, and its words built from them), `Verdict`, `tally`
+(one claim's rule: the tables it reads, its thresholds, its verdict function and its words built from them; `judge`
+applies it to tables by name), `Verdict`, `tally`
 and the helpers the claim modules share.
 
 The claims are the paper's (arXiv 2606.19379; quoted with the paper's numbers in `paper/claims.md`); each is judged
@@ -14,8 +15,8 @@ both sides of each threshold; nothing here formats a number.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from types import SimpleNamespace
+from dataclasses import dataclass, field, fields, is_dataclass, make_dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -179,42 +180,66 @@ class Verdict:
         return " · ".join(f"{e['model']}: {', '.join(said(e.get(f)) for f in fields)}" for e in rows)
 
 
+def thresholds(name: str, **values) -> Any:
+    """A rule's thresholds: an instance of a frozen dataclass `name` whose fields are `values` (each the module's
+    named constant, so every threshold is set in one place and the default instance holds it); `Rule.planted` (or
+    `dataclasses.replace`) gives another set without touching a module."""
+    return make_dataclass(name, [(k, type(v), field(default=v)) for k, v in values.items()], frozen=True)()
+
+
 @dataclass(frozen=True)
 class Rule:
-    """One claim's rule: its id (1 … 7, claims 2, 6 and 7 as "2a" … "7b"), the verdict function that applies it, the
-    named thresholds it reads, and its words, the rule (`words`) and what would change the verdict (`change`), both
-    built from those thresholds as the verdict function's module holds them now. The words are never typed beside
-    a number: a threshold changed (or planted, `tests/outputs/test_catalog.py`) changes the decision and both texts
-    together.
+    """One claim's rule: its id (1 … 7, claims 2, 6 and 7 as "2a" … "7b"), the results tables it `reads` (in the
+    order its verdict function takes them), its `thresholds` (a frozen dataclass, `thresholds(...)`), the verdict
+    function, called as `verdict(*tables, t=thresholds)`, and its words, the rule (`says`) and what would change the
+    verdict (`would_change`), both built from the same thresholds. The words are never typed beside a number: a
+    threshold planted (`planted`, `tests/outputs/test_catalog.py`) changes the decision and both texts together.
+    A threshold that acts where a stage builds its summary (`linrec.studies`, e.g. claim 4's regime cut-offs) moves
+    the words only: the summary is rebuilt with the module's constant.
     Each claim's `Rule` sits beside its verdict function in the claim's module (`RULE_1` in `profile` … `RULE_7B` in
-    `probe`); `linrec.outputs.catalog` lists them in the paper's order with the rest of each claim's row."""
+    `probe`); `linrec.outputs.catalog` lists them in the paper's order with the rest of each claim's row, and
+    `judge(rule, tables)` is how a study, a notebook and the report apply one."""
 
     id: int | str
+    reads: tuple[str, ...]  # results tables (linrec.claims.registry), in the verdict function's order
+    thresholds: Any  # a frozen dataclass instance (`thresholds`)
     verdict: Callable[..., Verdict]
-    thresholds: tuple[str, ...]  # names in the verdict function's module (most from the block of thresholds above)
-    says: Callable[[SimpleNamespace], str]  # the rule in words, from `values()`
-    would_change: Callable[[SimpleNamespace], str]  # what would change the verdict, from the same values
+    says: Callable[[Any], str]  # the rule in words, from the thresholds
+    would_change: Callable[[Any], str]  # what would change the verdict, from the same thresholds
 
     def __post_init__(self):
-        missing = [n for n in self.thresholds if n not in self.verdict.__globals__]
-        if missing:
-            raise LinrecError(f"claim {self.id}: {self.verdict.__module__} has no threshold {missing}; import it there")
+        if not (is_dataclass(self.thresholds) and self.thresholds.__dataclass_params__.frozen):
+            raise LinrecError(f"claim {self.id}: its thresholds must be a frozen dataclass (linrec.claims.rules)")
 
-    def values(self) -> SimpleNamespace:
-        """The named thresholds, read from the verdict function's module at this moment."""
-        return SimpleNamespace(**{n: self.verdict.__globals__[n] for n in self.thresholds})
+    def names(self) -> tuple[str, ...]:
+        """The names of the thresholds, as the module constants that set them are named."""
+        return tuple(f.name for f in fields(self.thresholds))
+
+    def values(self) -> Any:
+        """The thresholds (a frozen dataclass)."""
+        return self.thresholds
+
+    def planted(self, **values) -> Rule:
+        """This rule with the thresholds `values` in place of its own (the rest as they are)."""
+        return replace(self, thresholds=replace(self.thresholds, **values))
 
     @property
     def words(self) -> str:
-        return self.says(self.values())
+        return self.says(self.thresholds)
 
     @property
     def change(self) -> str:
-        return self.would_change(self.values())
+        return self.would_change(self.thresholds)
 
-    def __call__(self, *tables, **options) -> Verdict:
-        """The verdict on `tables` (the verdict function's arguments)."""
-        return self.verdict(*tables, **options)
+    def __call__(self, *tables) -> Verdict:
+        """The verdict on `tables`, given in the order of `reads`."""
+        return self.verdict(*tables, t=self.thresholds)
+
+
+def judge(rule: Rule, tables) -> Verdict:
+    """`rule`'s verdict on the tables it reads, taken by name from `tables` (a dict of tables, a study's `tables()`, or
+    `linrec.outputs.results.Results`; one missing: None, and the verdict says its notebook did not run)."""
+    return rule(*(tables.get(name) for name in rule.reads))
 
 
 def tally(passes: Iterable[bool]) -> str:

@@ -40,11 +40,22 @@ from linrec.claims.rules import (
     blocks,
     require,
     tally_decided,
+    thresholds,
 )
 from linrec.stats import N_BOOT
 
-
 # ---- notebook 06: the swap -------------------------------------------------------------------------------
+# each rule's thresholds (its `Rule`'s; a verdict function reads them from its `t`)
+T_6A = thresholds("Claim6aThresholds", CLAIM6_BUDGET=CLAIM6_BUDGET)
+T_6B = thresholds(
+    "Claim6bThresholds",
+    EQUIVALENCE_MARGIN=EQUIVALENCE_MARGIN,
+    CHANCE_RATE=CHANCE_RATE,
+    CHANCE_ALPHA=CHANCE_ALPHA,
+    PREDICTOR_FWER=PREDICTOR_FWER,
+)
+
+
 def _map_rows(swap: pd.DataFrame) -> pd.DataFrame:
     """The swap table's rows of the plain affine swap (`first` = "map", or a table without variants)."""
     return swap[swap["first"] == "map"] if "first" in swap.columns else swap
@@ -186,7 +197,7 @@ def swap_predictors(
     return out
 
 
-def best_predictors(predictors: pd.DataFrame) -> pd.DataFrame:
+def best_predictors(predictors: pd.DataFrame, t=T_6B) -> pd.DataFrame:
     """Per model, the screened predictor that points the right way most strongly among those that survive Holm's
     correction (`p_holm` < PREDICTOR_FWER, sign · ρ > 0), and the same for the partial ρ given depth; "" where none
     survives, so no predictor is named after the fact from an uncorrected screen."""
@@ -198,7 +209,7 @@ def best_predictors(predictors: pd.DataFrame) -> pd.DataFrame:
         for key, rho, padj in (("best", "spearman_rho", "p_holm"), ("best_partial", "partial_rho_depth",
                                                                    "partial_p_holm")):  # fmt: skip
             useful = signs * real[rho].to_numpy(float)
-            ok = (useful > 0) & (real[padj].to_numpy(float) < PREDICTOR_FWER)
+            ok = (useful > 0) & (real[padj].to_numpy(float) < t.PREDICTOR_FWER)
             if ok.any():
                 r = real.iloc[int(np.flatnonzero(ok)[np.argmax(useful[ok])])]
                 row.update({key: r["column"], f"{key}_rho": float(r[rho]), f"{key}_p_holm": float(r[padj])})
@@ -234,7 +245,7 @@ def _block_row(t: pd.DataFrame, block: int) -> pd.Series:
     return t.loc[t["block"] == block].iloc[0]
 
 
-def verdict_6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdict:
+def verdict_6a(swap: pd.DataFrame | None, values: pd.DataFrame | None, *, t=T_6A) -> Verdict:
     """Some block swaps for its affine map within the budget: per model, the block with the lowest screening ΔPPL
     alone (`values`: `Screening.predictors`) is chosen without the held-out windows, and its held-out 95 % interval
     decides: within the budget (holds), above it (fails), or across it (undecided). A model whose screening values
@@ -246,22 +257,24 @@ def verdict_6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdic
     require(swap, ["model", "block", "delta_ppl", "delta_lo", "delta_hi", "params_ffn", "params_linear"], "claim 6a")
     require(values, ["model", "block", "screening_delta_ppl"], "claim 6a")
     ev, outcome, unjudged = [], [], []
-    for model, t in swap.groupby("model", sort=False):
+    for model, g in swap.groupby("model", sort=False):
         v = values[(values["model"] == model) & np.isfinite(values["screening_delta_ppl"].to_numpy(float))]
         if v.empty:
             unjudged.append(f"{model} has no screening values")
             continue
         chosen = int(v.sort_values(["screening_delta_ppl", "block"]).iloc[0]["block"])
-        if not (t["block"] == chosen).any():
+        if not (g["block"] == chosen).any():
             unjudged.append(f"{model}'s screened block {chosen} has no held-out swap row")
             continue
-        r = _block_row(t, chosen)
+        r = _block_row(g, chosen)
         if not np.isfinite([r["delta_lo"], r["delta_hi"]]).all():
             unjudged.append(f"{model}'s screened block {chosen} has no held-out interval")
             continue
-        word = "holds" if r["delta_hi"] <= CLAIM6_BUDGET else "fails" if r["delta_lo"] > CLAIM6_BUDGET else "undecided"
+        word = (
+            "holds" if r["delta_hi"] <= t.CLAIM6_BUDGET else "fails" if r["delta_lo"] > t.CLAIM6_BUDGET else "undecided"
+        )
         outcome.append(word)
-        best = t.loc[t["delta_ppl"].idxmin()]
+        best = g.loc[g["delta_ppl"].idxmin()]
         ev.append(
             {
                 "model": model,
@@ -272,8 +285,8 @@ def verdict_6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdic
                 "delta_lo": float(r["delta_lo"]),
                 "delta_hi": float(r["delta_hi"]),
                 "outcome": word,
-                "n_within_budget": int((t["delta_hi"] <= CLAIM6_BUDGET).sum()),
-                "n_blocks": len(t),
+                "n_within_budget": int((g["delta_hi"] <= t.CLAIM6_BUDGET).sum()),
+                "n_blocks": len(g),
                 "best_heldout_block": int(best["block"]),
                 "best_heldout_delta_ppl": float(best["delta_ppl"]),
                 "ppl_base": float(r["ppl_base"]) if "ppl_base" in r else np.nan,
@@ -295,8 +308,9 @@ def verdict_6a(swap: pd.DataFrame | None, values: pd.DataFrame | None) -> Verdic
 
 RULE_6A = Rule(
     "6a",
+    ("swap", "swap_predictor_values"),
+    T_6A,
     verdict_6a,
-    ("CLAIM6_BUDGET",),
     says=lambda t: (
         "holds for a model if the block with the lowest screening ΔPPL (train windows) has a held-out 95 % interval "
         f"of ΔPPL ≤ +{t.CLAIM6_BUDGET:g}, fails if the interval is above it; reproduced if it holds for every model, "
@@ -310,15 +324,15 @@ RULE_6A = Rule(
 )
 
 
-def flag_outcome(row: Mapping) -> str:
+def flag_outcome(row: Mapping, t=T_6B) -> str:
     """Claim 6b for one model from its R²_lin row of `swap_predictors`: "flags" if ρ(R²_lin, ΔPPL) and the partial ρ
     with depth taken out both show an effect below 0 (95 % intervals at the effective number of blocks below 0, and
     neither within the equivalence margin); "no flag" if either is shown smaller than the margin, or shown on the
     wrong side of 0 (a decided failure); "inconclusive" otherwise."""
     outcomes = (
-        correlation_outcome(row["rho_lo"], row["rho_hi"], row["rho_lo90"], row["rho_hi90"], EQUIVALENCE_MARGIN),
+        correlation_outcome(row["rho_lo"], row["rho_hi"], row["rho_lo90"], row["rho_hi90"], t.EQUIVALENCE_MARGIN),
         correlation_outcome(
-            row["partial_lo"], row["partial_hi"], row["partial_lo90"], row["partial_hi90"], EQUIVALENCE_MARGIN
+            row["partial_lo"], row["partial_hi"], row["partial_lo90"], row["partial_hi90"], t.EQUIVALENCE_MARGIN
         ),
     )
     sides = (row["spearman_rho"], row["partial_rho_depth"])
@@ -329,20 +343,20 @@ def flag_outcome(row: Mapping) -> str:
     return INCONCLUSIVE
 
 
-def verdict_6b(predictors: pd.DataFrame | None) -> Verdict:
+def verdict_6b(predictors: pd.DataFrame | None, *, t=T_6B) -> Verdict:
     """R²_lin flags the safe blocks: per model, `flag_outcome` of its R²_lin row; inconclusive models are left out
     of the tally (not testable at this power), and a verdict needs at least one decided model."""
     if predictors is None:
         return Verdict("6b", NOT_TESTABLE, reason="notebook 06 not run")
     screened = {"runs_swapped_model", "p_holm", "partial_p_holm"} <= set(predictors.columns)
-    best = best_predictors(predictors).set_index("model") if screened and len(predictors) else pd.DataFrame()
+    best = best_predictors(predictors, t).set_index("model") if screened and len(predictors) else pd.DataFrame()
     ev, ok, pooled = [], [], None
     for model, p in predictors.groupby("model", sort=False):
         rows = p[p["column"] == "r2_lin"]
         if rows.empty:
             continue
         r = rows.iloc[0]
-        outcome = flag_outcome(r)
+        outcome = flag_outcome(r, t)
         if model == POOLED:
             pooled = outcome
         elif outcome != INCONCLUSIVE:
@@ -388,11 +402,11 @@ def verdict_6b(predictors: pd.DataFrame | None) -> Verdict:
     ex = predictors[predictors["column"] == "r2_ex_first"]
     word1 = ""
     if ex["model"].nunique() == len(ev):  # the same rule on R²_lin without the first position
-        outcomes = {r["model"]: flag_outcome(r) for r in ex.to_dict("records")}
+        outcomes = {r["model"]: flag_outcome(r, t) for r in ex.to_dict("records")}
         for e in ev:
             e["outcome_ex_first"] = outcomes[e["model"]]
-        word1 = flags_verdict(outcomes.pop(POOLED, None), [o for o in outcomes.values()])
-    word = flags_verdict(pooled, [e["outcome"] for e in ev if e["model"] != POOLED])
+        word1 = flags_verdict(outcomes.pop(POOLED, None), [o for o in outcomes.values()], t)
+    word = flags_verdict(pooled, [e["outcome"] for e in ev if e["model"] != POOLED], t)
     if word == NOT_TESTABLE:
         need = next((e["n_needed"] for e in ev if e["model"] == POOLED), max(e["n_needed"] for e in ev))
         more = f"; a decision needs about {need:.0f} blocks at this dependence" if np.isfinite(need) else ""
@@ -403,8 +417,8 @@ def verdict_6b(predictors: pd.DataFrame | None) -> Verdict:
             shown = " and ".join(f"{k} of {len(models)} models {'flag' if w == 'flags' else 'show no flag'}"
                                  for w, k in decided.items())  # fmt: skip
             what = (
-                f"the pooled blocks are inconclusive and {shown}, no more than chance at {CHANCE_RATE * 100:g} % "
-                f"a model ({beyond_chance(len(models), CHANCE_RATE, CHANCE_ALPHA)} needed)"
+                f"the pooled blocks are inconclusive and {shown}, no more than chance at {t.CHANCE_RATE * 100:g} % "
+                f"a model ({beyond_chance(len(models), t.CHANCE_RATE, t.CHANCE_ALPHA)} needed)"
             )
         return Verdict("6b", NOT_TESTABLE, ev, reason=f"not testable at this power: {what}{more}",
                        without_first=word1)  # fmt: skip
@@ -413,13 +427,9 @@ def verdict_6b(predictors: pd.DataFrame | None) -> Verdict:
 
 RULE_6B = Rule(
     "6b",
+    ("swap_predictors",),
+    T_6B,
     verdict_6b,
-    (
-        "EQUIVALENCE_MARGIN",
-        "CHANCE_RATE",
-        "CHANCE_ALPHA",
-        "PREDICTOR_FWER",
-    ),
     says=lambda t: (
         "per model, and over every model's blocks pooled with a model effect: 'flags' if the 95 % Fisher intervals "
         "(at Bartlett's effective number of blocks) of Spearman ρ(R²_lin, held-out ΔPPL) and of the partial ρ with "
@@ -443,7 +453,7 @@ RULE_6B = Rule(
 )
 
 
-def flags_verdict(pooled: str | None, per_model: list[str]) -> str:
+def flags_verdict(pooled: str | None, per_model: list[str], t=T_6B) -> str:
     """Claim 6b's verdict from the pooled outcome (blocks within model; None with one model) and each model's:
     the pooled test decides where it is decided — "flags" is reproduced, or partly where some model on its own shows
     "no flag"; "no flag" is not reproduced, or partly where some model on its own flags — and where it is
@@ -455,7 +465,7 @@ def flags_verdict(pooled: str | None, per_model: list[str]) -> str:
     if pooled == "no flag":
         return PARTLY if "flags" in per_model else NOT_REPRODUCED
     if pooled is not None:  # several models, the pooled test undecided: an outcome counts where more models show it
-        need = beyond_chance(len(per_model), CHANCE_RATE, CHANCE_ALPHA)  # than chance would (`rules.beyond_chance`)
+        need = beyond_chance(len(per_model), t.CHANCE_RATE, t.CHANCE_ALPHA)  # than chance would (`rules.beyond_chance`)
         per_model = [w for w in per_model if w != INCONCLUSIVE and per_model.count(w) >= need]
     return tally_decided(per_model, "flags", INCONCLUSIVE)
 

@@ -299,3 +299,23 @@ def load_timings(name: str, results_dir: str | Path) -> pd.DataFrame | None:
     """The timing columns of table `name` with the columns that name its rows (`timings/<name>.csv`), or None."""
     path = timings_path(name, results_dir)
     return pd.read_csv(path) if path.exists() else None
+
+
+def load_with_timings(name: str, results_dir: str | Path) -> pd.DataFrame | None:
+    """Table `name` as its study had it in memory: the result columns with the timing columns (`timings/<name>.csv`)
+    joined back on the columns that name each row. None where its notebook did not write it."""
+    df = load_table(name, results_dir)
+    timings = load_timings(name, results_dir)
+    if df is None or timings is None:
+        return df
+    keys = [c for c in ROW_KEYS if c in df.columns and c in timings.columns]
+    extra = [c for c in timings.columns if c not in df.columns]
+    if not keys or not extra or len(timings) != len(df):
+        return df
+    return df.merge(timings[keys + extra], on=keys, how="left", validate="one_to_one")
+
+
+def load_as_written(name: str, results_dir: str | Path) -> pd.DataFrame | None:
+    """Table `name` as written, whatever linrec wrote it (the columns a newer registry adds may be missing), or None."""
+    path = table_path(name, results_dir)
+    return pd.read_csv(path) if path.exists() else None

@@ -5,10 +5,10 @@ numbers (arXiv 2606.19379; sources in `paper/claims.md`), the studies whose tabl
 `linrec.studies.stages`), our sentence (`linrec.outputs.claim_text`), its figures (stems of
 `linrec.outputs.report_figures.FIGURES`) and its caveat.
 
-The report, the README's results block, `linrec.outputs.refresh`, the notebooks and the command line read the claims
-through this module only (`row`, `rule`, `claims`); nothing else lists them. Adding a claim touches three files: its
-verdict function and `Rule` in its topic module under `linrec/claims/` (a new threshold may be defined there too:
-a `Rule` reads its thresholds from its verdict's module), its sentence in `claim_text`, and its row here.
+The report, the README's results block, the notebooks and the command line read the claims through this module
+only (`row`, `rule`, `claims`); nothing else lists them. Adding a claim touches three files: its
+verdict function and `Rule` in its topic module under `linrec/claims/` (a `Rule` names the tables it
+reads and holds its thresholds, a frozen dataclass), its sentence in `claim_text`, and its row here.
 `tests/outputs/test_catalog.py` checks that each row's parts agree and that each rule's words follow its thresholds.
 """
 

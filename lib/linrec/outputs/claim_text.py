@@ -18,23 +18,17 @@ import pandas as pd
 from linrec.analyses.large_n import curve_sentence
 from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
-from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, correlation_outcome
-from linrec.claims.learned import combine_2a, comparison_words, seeds_verdict
+from linrec.analyses.uncertainty import correlation_outcome
+from linrec.claims.learned import combine_2a, comparison_words
 from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING
 from linrec.claims.profile import claim1_counts
 from linrec.claims.rules import (
-    CLAIM2_MIN_EFFECT,
-    CLAIM2_NOISE_FACTOR,
-    CLAIM6_BUDGET,
-    CLAIM7_SHORTFALL,
     FIRST_TOKEN_SHARE,
-    MOVES_FDR,
     NOT_TESTABLE,
-    PAPER_HIGH,
-    PAPER_LOW,
     POOLED,
     Rule,
     Verdict,
+    judge,
 )
 from linrec.outputs.results import Results, fmt, listed, other_profile, replicated
 from linrec.outputs.zoo_text import zoo_2a, zoo_pooled
@@ -89,14 +83,14 @@ def claim1_jump(e: dict) -> float:
 
 
 def sentence_1(r: Results, rule: Rule) -> Claim:
-    v = rule(r.get("r2_lin_summary"))
+    v = judge(rule, r)
     if not v.evidence:
         return _untestable(v)
     parts = []
     for e in v.evidence:
         jump, turns = claim1_counts(e, "")
         fdr = (
-            f" that survive a false-discovery rate of {MOVES_FDR:g} ({int(e['moves_fdr'])} of "
+            f" that survive a false-discovery rate of {rule.thresholds.MOVES_FDR:g} ({int(e['moves_fdr'])} of "
             f"{int(e['moves_tested'])} moves)"
             if np.isfinite(e.get("moves_fdr", np.nan))
             else ""
@@ -106,7 +100,7 @@ def sentence_1(r: Results, rule: Rule) -> Claim:
             f"the largest adjacent jump is {fmt(jump)} and the profile turns {int(turns)} times over "
             f"{int(e['n_blocks'])} blocks (as seen, without the intervals: {fmt(e['max_adjacent_jump'])}, "
             f"{int(e['direction_changes'])} turns); as extreme as the "
-            f"paper (> {PAPER_HIGH} next to < {PAPER_LOW}): "
+            f"paper (> {rule.thresholds.PAPER_HIGH} next to < {rule.thresholds.PAPER_LOW}): "
             f"{'yes' if e.get('as_extreme_as_paper') else 'no'}"
         )
         if e.get("passes_ex_first") is not None:
@@ -156,13 +150,19 @@ def _parts(e: dict) -> str:
             f"{fmt(e['shape'])} {_ci(e['shape_lo'], e['shape_hi'], 3)} {e['shape_outcome']})")  # fmt: skip
 
 
+def _seeds_verdict(table: pd.DataFrame | None) -> dict:
+    """The seeds experiment's verdict row as its stage wrote it (`training_verdict`, `linrec.studies.training`'s
+    `summarise`), not judged again here; "not run" where the folder has none."""
+    return table.iloc[0].to_dict() if table is not None and len(table) else {"word": "not run", "claim2a": NOT_TESTABLE}
+
+
 def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     """(section sentence, claim-table words, claim 2a's verdict from it) of the seeds experiment (notebook 08), from
     this profile's results or `results/training/`; None where it has not run."""
     comp, where = replicated(r, "training_comparisons", "training")
     if comp is None:
         return None
-    v, comp = seeds_verdict(comp), comparison_words(comp)
+    v, comp = _seeds_verdict(replicated(r, "training_verdict", "training")[0]), comparison_words(comp)
     runs_table, _ = replicated(r, "training_runs", "training")
 
     def kind(k: str, t: pd.DataFrame = comp) -> str:
@@ -192,8 +192,8 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
         factor = ""
         if runs_long is not None and runs_table is not None:
             factor = f" {fmt(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
-        cl = comparison_words(comp_long)
-        longer = f". Trained{factor} longer (`params/training_long.yaml`): {seeds_verdict(comp_long)['word']}; " + (
+        cl, v_long = comparison_words(comp_long), _seeds_verdict(other_profile(r, "training_verdict", "training_long"))
+        longer = f". Trained{factor} longer (`params/training_long.yaml`): {v_long['word']}; " + (
             f"init seed against init seed: {kind('seed', cl)}; GELU against SwiGLU: {kind('variant', cl)}"
         )
         if runs_long is not None:
@@ -214,7 +214,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
 
 
 def sentence_2a(r: Results, rule: Rule) -> Claim:
-    v = rule(r.get("controls_learned"))
+    v = judge(rule, r)
     trained = [p for p in (_seeds_part(r), zoo_2a(r)) if p is not None]  # the seeds experiment, the zoo
     if not v.evidence and not trained:
         return _untestable(v)
@@ -230,7 +230,8 @@ def sentence_2a(r: Results, rule: Rule) -> Claim:
             f"{e['model']}: {e['outcome'] or 'not measured'}; the random-init twin is {twin} (train − held-out gap "
             f"{fmt(e['twin_gap'], 2)} vs {fmt(e['trained_gap'], 2)} trained), so the reference is the "
             f"{e['reference']}: mean |trained − untrained| {fmt(e['effect'])} per block vs {fmt(e['noise'])} between "
-            f"untrained draws (needs > {CLAIM2_NOISE_FACTOR:g}× that and ≥ {CLAIM2_MIN_EFFECT})"
+            f"untrained draws (needs > {rule.thresholds.CLAIM2_NOISE_FACTOR:g}× that and ≥ "
+            f"{rule.thresholds.CLAIM2_MIN_EFFECT})"
         )
     note = ". The paper's own comparison (GPT-2 vs Pythia-160m) needs the hub: `params/paper.yaml`"
     effects = _and([f"{fmt(e['effect'], 2)} {_in(e['model'])}" for e in v.evidence])
@@ -246,7 +247,7 @@ def sentence_2a(r: Results, rule: Rule) -> Claim:
 
 
 def sentence_2b(r: Results, rule: Rule) -> Claim:
-    v = rule(r.get("controls_decomposition"))
+    v = judge(rule, r)
     if not v.evidence:
         return _untestable(v)
     parts = [
@@ -298,7 +299,7 @@ def _outcome(e: dict) -> str:
 
 
 def sentence_3(r: Results, rule: Rule) -> Claim:
-    v = rule(r.get("probe_summary"))
+    v = judge(rule, r)
     if not v.evidence:
         return _with_zoo(_untestable(v), r)
     parts = []
@@ -312,8 +313,9 @@ def sentence_3(r: Results, rule: Rule) -> Claim:
             f"{fmt(e['pearson_r'], 2)}, 95 % CI {_ci(e['ci_lo'], e['ci_hi'])} at an effective "
             f"{fmt(e.get('n_eff'), 1)} blocks (as if blocks were independent "
             f"{_ci(e.get('ci_lo_iid'), e.get('ci_hi_iid'))}); 90 % CI {_ci(e.get('ci_lo90'), e.get('ci_hi90'))} "
-            f"against the ±{EQUIVALENCE_MARGIN} margin: {_outcome(e)} (|r| ≥ {fmt(e['detectable_r'], 2)} "
-            f"detectable with 80 % power; showing |r| < {EQUIVALENCE_MARGIN} with 80 % power would take about "
+            f"against the ±{rule.thresholds.EQUIVALENCE_MARGIN} margin: {_outcome(e)} (|r| ≥ "
+            f"{fmt(e['detectable_r'], 2)} detectable with 80 % power; showing |r| < "
+            f"{rule.thresholds.EQUIVALENCE_MARGIN} with 80 % power would take about "
             f"{_n(e.get('n_needed'))} blocks at this dependence)"
         )
         if np.isfinite(e.get("sweep_rank_max", np.nan)):
@@ -345,7 +347,7 @@ def sentence_3(r: Results, rule: Rule) -> Claim:
 
 
 def sentence_4(r: Results, rule: Rule) -> Claim:
-    v = rule(r.get("spectrum_summary"))
+    v = judge(rule, r)
     if not v.evidence:
         return _untestable(v)
     parts = [
@@ -382,7 +384,7 @@ def sentence_4(r: Results, rule: Rule) -> Claim:
 
 
 def sentence_5(r: Results, rule: Rule) -> Claim:
-    v = rule(r.get("corpora_verdict"))
+    v = judge(rule, r)
     if not v.evidence:
         return _untestable(v)
     parts = []
@@ -422,7 +424,7 @@ def sentence_5(r: Results, rule: Rule) -> Claim:
 
 
 def sentence_6a(r: Results, rule: Rule) -> Claim:
-    v = rule(r.get("swap"), r.get("swap_predictor_values"))
+    v = judge(rule, r)
     if not v.evidence:
         return _untestable(v)
     parts = [
@@ -430,7 +432,7 @@ def sentence_6a(r: Results, rule: Rule) -> Claim:
         f"block {e['chosen_block']} (lowest screening ΔPPL, {e['chosen_screening_delta_ppl']:+.2f}) "
         f"costs {e['delta_ppl']:+.2f} held out "
         f"[{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] (base {e['ppl_base']:.2f}): {e['outcome']}; "
-        f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{CLAIM6_BUDGET:g}"
+        f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{rule.thresholds.CLAIM6_BUDGET:g}"
         for e in v.evidence
     ]
     costs = [f"{e['delta_ppl']:+.2f} [{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] {_in(e['model'])} (block "
@@ -442,7 +444,7 @@ def sentence_6a(r: Results, rule: Rule) -> Claim:
 
 
 def sentence_6b(r: Results, rule: Rule) -> Claim:
-    v = rule(r.get("swap_predictors"))
+    v = judge(rule, r)
     if not v.evidence:
         return _with_zoo(_untestable(v), r)
     parts = []
@@ -456,7 +458,7 @@ def sentence_6b(r: Results, rule: Rule) -> Claim:
                 f"ρ(R²_lin, ΔPPL) = {e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}] at an "
                 f"effective {fmt(e.get('n_eff'), 1)} of {e['n_blocks']} blocks, with depth taken out "
                 f"{e['partial_rho_depth']:+.2f} [{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}]; showing |ρ| < "
-                f"{EQUIVALENCE_MARGIN} with 80 % power would take about {_n(e.get('n_needed'))} blocks"
+                f"{rule.thresholds.EQUIVALENCE_MARGIN} with 80 % power would take about {_n(e.get('n_needed'))} blocks"
             )
             continue
         parts.append(
@@ -480,12 +482,12 @@ def sentence_6b(r: Results, rule: Rule) -> Claim:
 
 
 def sentence_7a(r: Results, rule: Rule) -> Claim:
-    v = rule(r.get("pitfall_summary"))
+    v = judge(rule, r)
     if not v.evidence:
         return _untestable(v)
     parts = [
         f"{e['model']}: at {int(e['budget_steps'])} steps (5 epochs), the better of Adam and SGD is "
-        f"> {CLAIM7_SHORTFALL} short on {int(e['n_short'])} of {int(e['n_blocks'])} blocks (median "
+        f"> {rule.thresholds.CLAIM7_SHORTFALL} short on {int(e['n_short'])} of {int(e['n_blocks'])} blocks (median "
         f"{fmt(e['shortfall_median'])}, up to {fmt(e['shortfall_max'])}; Adam alone {fmt(e['adam_shortfall_median'])})"
         for e in v.evidence
     ]
@@ -494,12 +496,15 @@ def sentence_7a(r: Results, rule: Rule) -> Claim:
         f"({'median shortfall ' if k == 0 else ''}{fmt(e['shortfall_median'])})"
         for k, e in enumerate(v.evidence)
     ]
-    head = _head(f"The better of Adam and SGD falls more than {CLAIM7_SHORTFALL} short of the ceiling on {_and(short)}")
+    head = _head(
+        f"The better of Adam and SGD falls more than {rule.thresholds.CLAIM7_SHORTFALL} short of the ceiling on "
+        f"{_and(short)}"
+    )
     return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
 
 
 def sentence_7b(r: Results, rule: Rule) -> Claim:
-    v = rule(r.get("pitfall_summary"))
+    v = judge(rule, r)
     if not v.evidence or all(e.get("mechanism") is None for e in v.evidence):
         return _untestable(v)
 

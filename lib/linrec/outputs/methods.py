@@ -1,13 +1,20 @@
 """The report's methods section: how often the intervals the verdicts read cover the truth (results table
-`calibration`, written by notebook 09 through `linrec.outputs.refresh.coverage`; issue 45)."""
+`calibration`, written by notebook 09 through `coverage` below; issue 45), and the section in words."""
 
 from __future__ import annotations
 
-import numpy as np
+from pathlib import Path
 
-from linrec.analyses.calibration import COVERAGE_FLOOR, NOMINAL
+import numpy as np
+import pandas as pd
+
+from linrec.analyses.calibration import COVERAGE_FLOOR, NOMINAL, coverage_table, dependence, window_table
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
+from linrec.base.errors import StaleTableError
+from linrec.claims.tables import load_table, load_with_timings, save_table
+from linrec.measure.config import CaptureConfig
 from linrec.outputs.results import Results
+from linrec.studies.routing import study_r2
 
 
 def _pct(x) -> str:
@@ -88,3 +95,89 @@ def _window_lines(window) -> list[str]:
         + (f"; the percentile bootstrap covered {before.min():.3f}–{before.max():.3f}." if len(before) else "."),
         "",
     ]
+
+
+# ---- the measured coverage of every interval procedure a verdict reads (issue 45) ---------------------------------
+def _series_settings(what: str, kind: str, t: pd.DataFrame, a: str, b, models: str = "model") -> list[dict]:
+    """Settings for `correlation_coverage` at each model's number of blocks and its own dependence (the mean AR(1)
+    coefficient of the two series through depth), and one for the models pooled. A series of 3 blocks or fewer is
+    left out: its Fisher interval has no degrees of freedom, so the correlation carries no interval (its verdict
+    reads "inconclusive") and there is no coverage to measure."""
+
+    out = []
+    for model, g in t.groupby(models, sort=False):
+        if len(g) <= 3:
+            continue
+        g = g.sort_values("block")
+        yb = g[b] if isinstance(b, str) else b(g)
+        phi = round((dependence(g[a]) + dependence(yb)) / 2, 2)
+        out.append({"what": f"{what}: {model}", "n": len(g), "phi": phi, "kind": kind})
+    if len(out) > 1:
+        n = int(round(sum(o["n"] for o in out) / len(out)))
+        phi = round(sum(o["phi"] for o in out) / len(out), 2)
+        out.append({"what": f"{what}: models pooled", "n": n, "phi": phi, "kind": kind, "models": len(out)})
+    return out
+
+
+def coverage_settings(results_dir: str | Path) -> list[dict]:
+    """One simulation setting per across-block correlation a verdict reads in `results_dir`, at the data's own
+    number of blocks and dependence: claim 3 (Pearson r(1 − R²_lin, gain)), 6b (Spearman ρ(R²_lin, ΔPPL) and the
+    partial ρ given depth), 7b (ρ(log κ, shortfall)), routing (ρ(R²_lin, routable share))."""
+
+    d = Path(results_dir)
+    out = []
+    probe = load_with_timings("probe", d)
+    if probe is not None and len(probe):
+        probe = probe.assign(nonlin=1 - probe["r2_lin_rows"])
+        out += _series_settings("claim 3, r(1 − R²_lin, gain)", "pearson", probe, "nonlin", "gain")
+        short = lambda g: g["r2_ceiling_rows"] - g[["r2_trained_adam", "r2_trained_sgd"]].max(axis=1)  # noqa: E731
+        out += [s for s in _series_settings("claim 7b, ρ(log κ, shortfall)", "spearman",
+                                            probe.assign(log_cond=np.log10(probe["cond_gram"])), "log_cond", short)
+                if "pooled" not in s["what"]]  # fmt: skip
+    values, swap = load_with_timings("swap_predictor_values", d), load_with_timings("swap", d)
+    if values is not None and swap is not None and len(values):
+        rows = swap[swap["first"] == "map"] if "first" in swap.columns else swap
+        t = values.merge(rows[["model", "block", "delta_ppl"]], on=["model", "block"])
+        out += _series_settings("claim 6b, ρ(R²_lin, ΔPPL)", "spearman", t, "r2_lin", "delta_ppl")
+        out += _series_settings("claim 6b, partial ρ given depth", "partial", t, "r2_lin", "delta_ppl")
+    try:
+        routable, r2 = load_with_timings("routing_routable", d), _study_r2(d)
+    except StaleTableError:  # notebook 06's routing predates today's columns: no setting until it is rerun
+        routable = r2 = None
+    if routable is not None and r2 is not None and len(routable):
+        t = routable.merge(r2[["model", "block", "r2_lin"]], on=["model", "block"])
+        out += [s for s in _series_settings("routing, ρ(R²_lin, routable share)", "spearman", t, "r2_lin",
+                                            "routable_pct1") if "pooled" not in s["what"]]  # fmt: skip
+    return out
+
+
+def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """The measured coverage of every interval a verdict in `results_dir` reads: each across-block correlation
+    simulated at its data's number of blocks and dependence (`coverage_settings`), at ρ = 0 (where "no effect" and a
+    false "effect" are also counted), and each window interval at the run's number of held-out windows
+    (`linrec.analyses.calibration.window_table`) — the report's methods table (results table `calibration`)."""
+
+    table = coverage_table(coverage_settings(results_dir), reps=reps, seed=seed)
+    cap = load_table("capture", results_dir)
+    if cap is not None and len(cap):  # the window intervals, at this run's number of held-out windows
+        n_windows = int(cap["n_test_rows"].min()) // CaptureConfig.seq_len
+        swap = load_table("swap", results_dir)
+        # the swap table counts predicted tokens: seq_len − 1 per window
+        swap_windows = (int(swap["n_test_tokens"].min()) // (CaptureConfig.seq_len - 1)
+                        if swap is not None and len(swap) else None)  # fmt: skip
+        table = pd.concat([table, window_table(n_windows, reps=max(reps // 2, 50), seed=seed,
+                                               swap_windows=swap_windows)], ignore_index=True)  # fmt: skip
+    return table
+
+
+def write_calibration(results_dir: str | Path, seed: int = 0, reps: int = 1000) -> pd.DataFrame:
+    """`coverage(results_dir, reps, seed)` written as the results table `calibration` in `results_dir` (notebook 09's
+    first step: the report's methods section reads it); the table."""
+    table = coverage(results_dir, reps=reps, seed=seed)
+    save_table(table, "calibration", results_dir)
+    return table
+
+
+def _study_r2(d: Path) -> pd.DataFrame | None:
+    """`r2_lin`'s rows of the corpus the swap study ran on (`linrec.studies.routing.study_r2`)."""
+    return study_r2(load_with_timings("r2_lin", d), load_table("swap", d))

@@ -28,9 +28,8 @@ from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
 from linrec.measure.config import capture_settings
 from linrec.outputs import catalog
 from linrec.outputs.claim_text import Claim
-from linrec.outputs.methods import methods_lines
+from linrec.outputs.methods import methods_lines, write_calibration
 from linrec.outputs.plots import figures_at_drawn_size
-from linrec.outputs.refresh import write_calibration
 from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative, stale_run
 from linrec.outputs.results import Results, fmt, listed, replicated, table_in
 from linrec.outputs.routing_text import routing_section

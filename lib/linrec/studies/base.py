@@ -5,10 +5,16 @@ checked there) and a notebook reads `result.corpora` rather than a file.
 A study's `run(p)` takes the profile a notebook binds (`linrec.studies.stages.Profile`: `p.models`, `p.results_dir`,
 its own section `p.section(NAME)`, …), computes its tables, writes them and returns its `Result`; fields that are
 not registered tables (a capture, a figure's inputs) are carried but not written, and a table field left `None` (a
-stage the profile switched off) is not written either."""
+stage the profile switched off) is not written either.
+
+Each stage that judges is split at a table boundary: its measuring part (models and captures → per-block tables) and
+its `Summary`, a pure `summarise(tables, p)` (tables in, summaries and verdicts out) that its study calls after
+measuring and `linrec.outputs.refresh` calls on the tables of a results folder, so every summary is computed in one
+place."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -17,6 +23,31 @@ import pandas as pd
 from linrec.base.files import project_root
 from linrec.claims.registry import TABLES
 from linrec.claims.tables import save_table, table_path
+from linrec.stats import N_BOOT
+
+Tables = dict[str, pd.DataFrame]  # {registry name: table}; a table not written is absent
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a `summarise` reads besides tables (a `Profile` has both): the bootstrap's resamples and seed."""
+
+    n_boot: int = N_BOOT
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One stage's summaries: `summarise(tables, p)` → {name: table}, pure, from the tables it `reads` (one absent:
+    the summaries that need it are left out). `as_written`: tables read as written, whatever linrec wrote them (the
+    summary adds the columns a newer registry has); `where_present`: summaries a results folder gets only where it
+    holds them already (`linrec.outputs.refresh`)."""
+
+    name: str
+    reads: tuple[str, ...]
+    summarise: Callable[[Tables, Settings], Tables]
+    as_written: tuple[str, ...] = ()
+    where_present: tuple[str, ...] = ()
 
 
 @dataclass

@@ -37,10 +37,12 @@ from linrec.claims.learned import (
     null_blocks,
     random_init_summary,
 )
+from linrec.claims.registry import TABLES
+from linrec.claims.rules import judge
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.measure.capture import get_capture
 from linrec.measure.config import capture_settings
-from linrec.studies.base import Result
+from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
 
@@ -105,17 +107,47 @@ def cross_feeding(p: Profile, caps: Captures, loaded: dict, scores: MapScores):
                             n_rows=p.control_rows, seed=p.seed, scores=scores, device=p.device)  # fmt: skip
 
 
-def decomposition_table(measured: dict[str, InputsOrWeights], blocks: pd.DataFrame, matrix: pd.DataFrame,
-                        n_boot: int, seed: int) -> pd.DataFrame:  # fmt: skip
-    """`controls_decomposition`: per model, how many blocks stand out from both null ensembles, the cross matrix's
-    two-factor shares with their window-bootstrap intervals (`decomposition`), and the intervals that add the blocks'
-    variability and the band's effect (`decomposition_intervals`)."""
+def decomposition_table(measured: dict[str, InputsOrWeights], blocks: pd.DataFrame, n_boot: int,
+                        seed: int) -> pd.DataFrame:  # fmt: skip
+    """`controls_decomposition` as measured: per model, how many blocks stand out from both null ensembles and the
+    cross matrix's two-factor shares with their window-bootstrap intervals (`decomposition`); `summarise` adds the
+    intervals with the blocks' variability and the band's effect (`decomposition_intervals`)."""
     counts = blocks.groupby("model", sort=False)["stands_out"].agg(n_blocks="size", n_standout="sum")
     rows = [
         {"model": m, **counts.loc[m].to_dict(), **decomposition(r, n_boot=n_boot, seed=seed)}
         for m, r in measured.items()
     ]
-    return decomposition_intervals(pd.DataFrame(rows), matrix, blocks)
+    return pd.DataFrame(rows)
+
+
+def summarise(tables: Tables, p: Settings) -> Tables:
+    """Claims 2a and 2b's tables from the controls' measurements: the blocks against the null ensembles
+    (`controls_null_blocks`), the decomposition with its intervals (`controls_decomposition`), claim 2a's summary
+    (`controls_learned`, where not written yet) and the findings (`controls_verdict`, where the random-init summary
+    is written)."""
+    nulls, matrix, dec = (tables.get(n) for n in ("controls_weight_nulls", "controls_cross_matrix",
+                                                  "controls_decomposition"))  # fmt: skip
+    if nulls is None or matrix is None or dec is None:
+        return {}
+    blocks = null_blocks(nulls)
+    dec = dec[[c for c in dec.columns if c in TABLES["controls_decomposition"].columns]]  # a former linrec's: dropped
+    out = {"controls_null_blocks": blocks, "controls_decomposition": decomposition_intervals(dec, matrix, blocks)}
+    init, learned = tables.get("controls_random_init_summary"), tables.get("controls_learned")
+    if init is not None and learned is None:
+        learned = out["controls_learned"] = learned_summary(init, blocks)
+    if init is not None and learned is not None:
+        inputs, cross = tables.get("controls_inputs_summary"), tables.get("controls_cross_feed_summary")
+        lines = controls_findings(init, inputs, cross, judge(RULE_2A, {"controls_learned": learned}),
+                                  judge(RULE_2B, out))  # fmt: skip
+        out["controls_verdict"] = pd.DataFrame({"finding": lines})
+    return out
+
+
+CONTROLS = Summary("the controls' summaries", ("controls_weight_nulls", "controls_cross_matrix",
+                   "controls_decomposition", "controls_random_init_summary", "controls_learned",
+                   "controls_inputs_summary", "controls_cross_feed_summary"), summarise,
+                   as_written=("controls_decomposition",),
+                   where_present=("controls_learned", "controls_verdict"))  # fmt: skip
 
 
 def run(p: Profile) -> ControlsResult:
@@ -137,10 +169,11 @@ def run(p: Profile) -> ControlsResult:
     measured = {m: inputs_or_weights(caps.trained[m], loaded[m], draws, **kw) for m in caps.models}
     nulls = pd.concat([r.nulls for r in measured.values()], ignore_index=True)
     matrix = pd.concat([r.matrix for r in measured.values()], ignore_index=True)
-    blocks = null_blocks(nulls)
-    decomposed = decomposition_table(measured, blocks, matrix, p.n_boot, p.seed)
-    learned = learned_summary(init_summary, blocks)
-    lines = controls_findings(init_summary, input_table, cross_summary, RULE_2A(learned), RULE_2B(decomposed))
+    measured_tables = {"controls_weight_nulls": nulls, "controls_cross_matrix": matrix,
+                       "controls_decomposition": decomposition_table(measured, null_blocks(nulls), p.n_boot, p.seed),
+                       "controls_random_init_summary": init_summary, "controls_inputs_summary": input_table,
+                       "controls_cross_feed_summary": cross_summary}  # fmt: skip
+    s = summarise({k: t for k, t in measured_tables.items() if t is not None}, p)
     return ControlsResult(
         controls_random_init=profiles,
         controls_random_init_summary=init_summary,
@@ -150,8 +183,8 @@ def run(p: Profile) -> ControlsResult:
         controls_cross_feed_summary=cross_summary,
         controls_weight_nulls=nulls,
         controls_cross_matrix=matrix,
-        controls_null_blocks=blocks,
-        controls_decomposition=decomposed,
-        controls_learned=learned,
-        controls_verdict=pd.DataFrame({"finding": lines}),
+        controls_null_blocks=s["controls_null_blocks"],
+        controls_decomposition=s["controls_decomposition"],
+        controls_learned=s["controls_learned"],
+        controls_verdict=s["controls_verdict"],
     ).write(p.results_dir)

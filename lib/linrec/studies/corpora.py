@@ -14,10 +14,11 @@ import pandas as pd
 
 from linrec.analyses.recoverability import ceiling_table, corpus_shape_level
 from linrec.analyses.uncertainty import profile_agreement
-from linrec.claims.corpora import corpus_verdicts
+from linrec.claims.corpora import LEVEL_EX_FIRST, corpus_verdicts, overlay_word
+from linrec.claims.registry import TABLES
 from linrec.measure.capture import get_captures
 from linrec.measure.config import CaptureRun, capture_settings
-from linrec.studies.base import Result
+from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
 
@@ -48,3 +49,19 @@ def run(p: Profile) -> CorporaResult:
     agreement = profile_agreement(table)
     verdicts = corpus_verdicts(table, agreement, p.corpora, pd.DataFrame(shapes))
     return CorporaResult(table, agreement, verdicts).write(p.results_dir)
+
+
+def summarise(tables: Tables, p: Settings) -> Tables:
+    """Claim 5's word (`overlay_verdict`, shape and level) on `corpora_verdict`'s own shares; the level without
+    position 0, where a former linrec did not measure it, NaN (the study measures it). A table whose intervals are
+    the percentile bootstrap's (it counts `n_boot`, not `n_windows`) is left out: its claim stays "rerun notebook
+    05"."""
+    t = tables.get("corpora_verdict")
+    if t is None or "shape_hi" not in t or "n_windows" not in t:
+        return {}
+    t = t.assign(**{c: t[c] if c in t else float("nan") for c in LEVEL_EX_FIRST})
+    t["overlay_verdict"] = [overlay_word(r) for r in t.to_dict("records")]
+    return {"corpora_verdict": t[list(TABLES["corpora_verdict"].columns)]}
+
+
+CORPORA = Summary("corpora_verdict", ("corpora_verdict",), summarise, as_written=("corpora_verdict",))

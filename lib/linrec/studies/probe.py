@@ -25,7 +25,7 @@ from linrec.analyses.probe import mechanism_blocks, probe_table, rank_sweep, swe
 from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
 from linrec.measure.capture import Capture, get_capture
 from linrec.measure.config import capture_settings
-from linrec.studies.base import Result
+from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
 # the probe table's columns a reader sees first, and how each number is printed
@@ -89,8 +89,7 @@ def run_probe(p: Profile) -> ProbeResult:
         ],
         ignore_index=True,
     )
-    summary = probe_summary(table, sweep, n_boot=p.n_boot, seed=p.seed)
-    table_ex = summary_ex = None
+    table_ex = None
     if p.probe_without_first:
         table_ex = pd.concat(
             [
@@ -99,8 +98,34 @@ def run_probe(p: Profile) -> ProbeResult:
             ],
             ignore_index=True,
         )
-        summary_ex = probe_summary(table_ex, None, n_boot=p.n_boot, seed=p.seed)
-    return ProbeResult(table, sweep, summary, table_ex, summary_ex, captures).write(p.results_dir)
+    measured = {"probe": table, "probe_ranks": sweep, "probe_ex_first": table_ex}
+    s = summarise_probe({k: t for k, t in measured.items() if t is not None}, p)
+    return ProbeResult(table, sweep, s["probe_summary"], table_ex, s.get("probe_summary_ex_first"),
+                       captures).write(p.results_dir)  # fmt: skip
+
+
+def summarise_probe(tables: Tables, p: Settings) -> Tables:
+    """Claim 3's summaries from the probe's tables: `probe_summary` (with the rank sweep where written) and, where
+    the probe ran without the first position, `probe_summary_ex_first`."""
+    out = {}
+    if (probe := tables.get("probe")) is not None:
+        out["probe_summary"] = probe_summary(probe, tables.get("probe_ranks"), n_boot=p.n_boot, seed=p.seed)
+    if (ex := tables.get("probe_ex_first")) is not None:
+        out["probe_summary_ex_first"] = probe_summary(ex, None, n_boot=p.n_boot, seed=p.seed)
+    return out
+
+
+def summarise_pitfall(tables: Tables, p: Settings) -> Tables:
+    """Claim 7's `pitfall_summary` from the probe table and the pitfall's budget and dose tables."""
+    if tables.get("probe") is None:
+        return {}
+    summary = pitfall_summary(tables["probe"], tables.get("pitfall_budget"), tables.get("pitfall_dose"), p.n_boot,
+                              p.seed)  # fmt: skip
+    return {"pitfall_summary": summary}
+
+
+PROBE = Summary("the probe's summaries", ("probe", "probe_ranks", "probe_ex_first"), summarise_probe)
+PITFALL = Summary("pitfall_summary", ("probe", "pitfall_budget", "pitfall_dose"), summarise_pitfall)
 
 
 def run_pitfall(p: Profile, probed: ProbeResult) -> PitfallResult:
@@ -115,8 +140,8 @@ def run_pitfall(p: Profile, probed: ProbeResult) -> PitfallResult:
         budget.append(budget_table(c, mechanism_blocks(cond, p.mechanism_k), checkpoints, sample, seed=p.seed))
         dose.append(dose_table(c, median_block(cond), p.dose_kappas, dose_checkpoints, sample, seed=p.seed))
     budget, dose = pd.concat(budget, ignore_index=True), pd.concat(dose, ignore_index=True)
-    summary = pitfall_summary(probed.probe, budget, dose, n_boot=p.n_boot, seed=p.seed)
-    return PitfallResult(budget, dose, summary).write(p.results_dir)
+    summary = summarise_pitfall({"probe": probed.probe, "pitfall_budget": budget, "pitfall_dose": dose}, p)
+    return PitfallResult(budget, dose, summary["pitfall_summary"]).write(p.results_dir)
 
 
 def run(p: Profile) -> tuple[ProbeResult, PitfallResult]:

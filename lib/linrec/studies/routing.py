@@ -19,7 +19,7 @@ from linrec.analyses.swap_run import ModelSwapRun, SwapSettings, heal_run
 from linrec.base.errors import LinrecError
 from linrec.claims.routing import anchor_table, heal_table, routing_summary
 from linrec.inputs.training import profile_configs
-from linrec.studies.base import Result
+from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
 NO_TRAINED_RUNS = (
@@ -96,8 +96,17 @@ def tables(
         out.routing_identity = pd.concat([r.identity for r in runs if r.identity is not None], ignore_index=True)
         out.routing_split_auc = pd.concat([r.split_auc for r in runs if r.split_auc is not None], ignore_index=True)
         out.routing_split_ppl = pd.concat([r.split_ppl for r in runs if r.split_ppl is not None], ignore_index=True)
-        out.routing_summary = routing_summary(out.routing_routable, r2, predictors, out.routing_identity)
-        out.routing_anchor = anchor_table(out.routing_identity, out.routing_split_auc)
+        judged = summarise(
+            {
+                "routing_routable": out.routing_routable,
+                "r2_lin": r2,
+                "swap_predictors": predictors,
+                "routing_identity": out.routing_identity,
+                "routing_split_auc": out.routing_split_auc,
+            },
+            p,
+        )
+        out.routing_summary, out.routing_anchor = judged["routing_summary"], judged["routing_anchor"]
     healed = [r.heal for r in runs if r.heal is not None]
     if p.heal_trained:
         check_training(p, training)
@@ -106,3 +115,29 @@ def tables(
         out.notes += [] if out.trained else [NO_TRAINED_RUNS]
     out.routing_heal = heal_table(pd.concat(healed, ignore_index=True)) if healed else None
     return out
+
+
+def study_r2(r2: pd.DataFrame | None, swap: pd.DataFrame | None) -> pd.DataFrame | None:
+    """`r2_lin`'s rows of the corpus the swap study ran on (notebook 06's ceilings): the swap table's corpus, else the
+    first in `r2`; None without `r2`."""
+    if r2 is None or "corpus" not in r2.columns or not len(r2):
+        return r2
+    corpus = swap["corpus"].iloc[0] if swap is not None and "corpus" in swap.columns and len(swap) else None
+    return r2[r2["corpus"] == (corpus if corpus is not None else r2["corpus"].iloc[0])]
+
+
+def summarise(tables: Tables, p: Settings) -> Tables:
+    """The anchor paper's claims judged (`routing_summary`: the routable shares against R²_lin of the swap study's
+    corpus and the swap's predictors; `routing_anchor`: token or context), each where its tables were written."""
+    routable, identity, split = (tables.get(n) for n in ("routing_routable", "routing_identity", "routing_split_auc"))
+    r2, out = study_r2(tables.get("r2_lin"), tables.get("swap")), {}
+    if routable is not None and r2 is not None:
+        out["routing_summary"] = routing_summary(routable, r2, tables.get("swap_predictors"), identity)
+    if identity is not None or split is not None:
+        out["routing_anchor"] = anchor_table(identity, split)
+    return out
+
+
+ROUTING = Summary("routing_summary and routing_anchor", ("routing_routable", "r2_lin", "swap", "routing_identity",
+                  "routing_split_auc", "swap_predictors"), summarise,
+                  where_present=("routing_summary", "routing_anchor"))  # fmt: skip

@@ -18,7 +18,7 @@ import pandas as pd
 from linrec.analyses.healing import Heal
 from linrec.analyses.routing import share_grid
 from linrec.analyses.swap_run import ModelSwapRun, RouteSettings, SwapSettings, run_model
-from linrec.claims.rules import Verdict
+from linrec.claims.rules import Verdict, judge
 from linrec.claims.swap import (
     RULE_6A,
     RULE_6B,
@@ -30,7 +30,7 @@ from linrec.claims.swap import (
 )
 from linrec.measure.config import capture_settings
 from linrec.studies import routing
-from linrec.studies.base import Result
+from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
 
@@ -50,8 +50,8 @@ class SwapResult(Result):
     swap_verdict: pd.DataFrame
     # not written: what the notebook shows beside the tables
     r2: pd.DataFrame  # R²_lin per model and block of the captures the swaps used (notebook 02's table)
-    v6a: Verdict  # claim 6a (`RULE_6A` on `swap` and `swap_predictor_values`)
-    v6b: Verdict  # claim 6b (`RULE_6B` on `swap_predictors`)
+    v6a: Verdict  # claim 6a (`judge(RULE_6A, …)`: its rule on the tables it reads)
+    v6b: Verdict  # claim 6b (`judge(RULE_6B, …)`)
     routing: routing.RoutingResult  # the routing and healing tables (written with this result)
 
     def evidence(self, claim: str) -> pd.DataFrame:
@@ -92,10 +92,11 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
     table = _joined([r.table for r in runs])
     values = _joined([r.values for r in runs])
     r2 = _joined([r.ceiling for r in runs])
-    predictors = swap_predictors(values, table, n_boot=p.n_boot, seed=p.seed)
+    predictors = summarise({"swap": table, "swap_predictor_values": values}, p)["swap_predictors"]
     first = first_position_effect(table, r2) if p.first_variants else None
     greedy = pd.DataFrame([row for r in runs for row in r.greedy])
-    v6a, v6b = RULE_6A(table, values), RULE_6B(predictors)
+    v6a = judge(RULE_6A, {"swap": table, "swap_predictor_values": values})
+    v6b = judge(RULE_6B, {"swap_predictors": predictors})
     findings = pd.DataFrame({"finding": swap_findings(v6a, v6b, first, greedy)})
     return SwapResult(
         swap=table,
@@ -115,6 +116,17 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
         v6b=v6b,
         routing=routing.tables(runs, p, r2, predictors, training),
     )
+
+
+def summarise(tables: Tables, p: Settings) -> Tables:
+    """Claim 6b's screen (`swap_predictors`) from the swap table and the predictors' values per block."""
+    values, swap = tables.get("swap_predictor_values"), tables.get("swap")
+    if values is None or swap is None:
+        return {}
+    return {"swap_predictors": swap_predictors(values, swap, n_boot=p.n_boot, seed=p.seed)}
+
+
+SWAP = Summary("swap_predictors", ("swap_predictor_values", "swap"), summarise)
 
 
 def run(p: Profile, training: Profile | None = None) -> SwapResult:

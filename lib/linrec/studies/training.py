@@ -32,7 +32,13 @@ import numpy as np
 import pandas as pd
 
 from linrec.analyses.factors import block_parameters, components, distance_table, final_profiles, run_factors
-from linrec.analyses.seeds import capture_checkpoints, checkpoint_table, comparisons, distance_over_training
+from linrec.analyses.seeds import (
+    capture_checkpoints,
+    checkpoint_table,
+    comparisons,
+    distance_over_training,
+    from_profiles,
+)
 from linrec.analyses.spectrum import REGIMES
 from linrec.analyses.swap import SwapSettings
 from linrec.analyses.zoo import block_table, converged_runs, convergence_table, measure_finals, noise_table, stacked
@@ -50,7 +56,7 @@ from linrec.claims.zoo import pooled_claims, zoo_verdict
 from linrec.inputs.models import load_model
 from linrec.inputs.training import made_on, profile_configs, runs
 from linrec.measure.reuse import REFERENCE_SECONDS, duration
-from linrec.studies.base import Result
+from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
 log = logging.getLogger(__name__)
@@ -299,6 +305,25 @@ def zoo(p: Profile, r: Runs, where: Path) -> None:
             table_path(name, where).unlink(missing_ok=True)
 
 
+def summarise(tables: Tables, p: Settings) -> Tables:
+    """The seeds experiment judged: each comparison's words (`comparison_words`; its level and shape points from
+    `training_profiles` where a former linrec did not write them, `from_profiles`), the distance curve's points
+    likewise, and the verdict row (`seeds_verdict`)."""
+    comp, prof = tables.get("training_comparisons"), tables.get("training_profiles")
+    if comp is None or prof is None:
+        return {}
+    comp = comparison_words(from_profiles(comp, prof))
+    out = {"training_comparisons": comp[list(TABLES["training_comparisons"].columns)]}
+    if (curve := tables.get("training_distance_curve")) is not None:
+        out["training_distance_curve"] = from_profiles(curve, prof)[list(TABLES["training_distance_curve"].columns)]
+    return {**out, "training_verdict": pd.DataFrame([seeds_verdict(comp)])}
+
+
+TRAINING = Summary("the seeds experiment's verdict", ("training_comparisons", "training_profiles",
+                   "training_distance_curve"), summarise,
+                   as_written=("training_comparisons", "training_distance_curve"))  # fmt: skip
+
+
 def run(p: Profile) -> TrainingResult:
     """The seeds experiment (and, with `p.train_pipeline`, the zoo) of the module docstring: its tables written under
     `p.results_dir` and returned as written; without a `training` section, the stored run's tables."""
@@ -310,14 +335,12 @@ def run(p: Profile) -> TrainingResult:
     profiles = pd.concat([checkpoint_table(r.trained[c.name], r.captures[c.name]) for c in r.configs],
                          ignore_index=True)  # fmt: skip
     runs_table = pd.DataFrame([run_row(c, r.trained[c.name], profiles) for c in r.configs])
-    table = comparison_words(comparisons(r.configs, r.captures, seed=p.seed))
-    TrainingResult(
-        training_runs=runs_table,
-        training_profiles=profiles,
-        training_comparisons=table,
-        training_distance_curve=distance_over_training(r.configs, r.captures, "seed", seed=p.seed),
-        training_verdict=pd.DataFrame([seeds_verdict(table)]),
-    ).write(where)
+    measured = {
+        "training_profiles": profiles,
+        "training_comparisons": comparisons(r.configs, r.captures, seed=p.seed),
+        "training_distance_curve": distance_over_training(r.configs, r.captures, "seed", seed=p.seed),
+    }
+    TrainingResult(training_runs=runs_table, training_profiles=profiles, **summarise(measured, p)).write(where)
     if p.train_pipeline:
         zoo(p, r, where)
     elif p.train_swap:
