@@ -355,9 +355,8 @@ def train_model(
     model and the log (one dict per step: step, loss, lr, seconds since the start when the step was queued).
 
     The loop never waits for the device between steps: the windows and every step's batch indices are moved to it
-    once, and the losses are read back (and checked finite) every `SYNC_EVERY` steps, at evaluations and checkpoints.
-    On the CPU the arithmetic is the same as a loop that reads every loss at once: a rerun is bit-identical, and on the
-    CPU it runs on one thread (`linrec.base.threads.one_thread`), so the run is the same on any thread count."""
+    once, the losses read back (and checked finite) every `SYNC_EVERY` steps, at evaluations and checkpoints. On the
+    CPU it is a loop reading every loss at once, on one thread (`one_thread`): bit-identical on any thread count."""
     device = check_device(cfg.device)
     with one_thread(device):  # on the CPU, the same numbers on any thread count (linrec.base.threads)
         cuda = device.startswith("cuda")
@@ -374,8 +373,7 @@ def train_model(
         order = torch.as_tensor(np.stack(list(batches(len(windows), cfg)))).to(device)  # [steps, batch_size]
         windows = windows.to(device)
         keep, evals = set(cfg.checkpoint_steps()), set(cfg.eval_steps()) if heldout is not None else set()
-        if heldout is not None:
-            heldout = heldout.to(device)
+        heldout = heldout.to(device) if heldout is not None else None
         rows, pending, t0 = [], [], time.perf_counter()
         bar = progress_bar(total=cfg.steps, desc=f"train {cfg.name}", unit="step", disable=not progress)
 
