@@ -531,3 +531,26 @@ def one_line_error(proc, *needles):
 
 
 CAPTURE_KW = dict(seq_len=32, tokens=2048, sample_rows=64, progress=False)  # a tiny capture's settings
+
+
+def on_threads(n: int, compute):
+    """`compute()` with torch set to `n` threads, the caller's count restored afterwards: the same call on 1 and on 2
+    threads gives two results a test can compare (issue 64, item 8)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        return compute()
+    finally:
+        torch.set_num_threads(before)
+
+
+def thread_rows(n: int = 3000, d: int = 96, seed: int = 0):
+    """float32 (x, y) rows wide enough that an unguarded loop's whole-tensor reductions (over 32,768 elements, torch's
+    grain) split by thread: features over 1.5 decades, y a saturating map of x plus noise; 80 % train (`Rows`)."""
+    from linrec.analyses.probe import Rows
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g) * torch.logspace(0, 1.5, d) + 0.5
+    y = torch.tanh(x / 10) @ torch.randn(d, d, generator=g) + 0.1 * torch.randn(n, d, generator=g)
+    k = int(0.8 * n)
+    return Rows(x[:k], y[:k], x[k:], y[k:])

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
+from helpers import on_threads, thread_rows
 from linrec.analyses.probe import ProbeTraining, Rows, Schedule, closed_form_on_rows, fit_probe, train_affine
 
 
@@ -255,3 +256,24 @@ def test_a_probe_rank_that_would_not_fit_in_memory_names_the_largest_that_does()
     assert quadratic_bytes(576, fits, 24_000) <= 12 * gib < quadratic_bytes(576, fits + 1, 24_000)
     with pytest.raises(LinrecError, match="outside 1 … 64"):
         check_rank(65, 64, 128, 100, available=24 * gib)
+
+
+def test_the_probe_and_the_trained_baselines_give_the_same_numbers_on_1_and_2_threads():
+    """Issue 64, item 8: a notebook's kernel gets 1 or 2 threads by how busy the machine is, and the probe's numbers
+    must not follow. Rows 96 wide in batches of 1,024: the probe's per-batch loss reduces 98,304 elements, which torch
+    splits by thread unguarded (its losses then differ at 1e-7 and its stopping epoch can move); every number equal,
+    bit for bit, and the caller's thread count is back afterwards. Planted (the guard taken off `fit_probe`): the
+    losses differ and this fails."""
+    rows = thread_rows()
+    fit, _ = closed_form_on_rows(rows)
+    training = ProbeTraining(max_epochs=3, batch_size=1024)
+
+    def numbers():
+        p = fit_probe(rows, fit, rank=8, training=training)
+        adam = train_affine(rows, "adam", Schedule(epochs=2, batch_size=512))
+        sgd = train_affine(rows, "sgd", Schedule(epochs=2, batch_size=512))
+        return [p.r2_lin, p.r2_poly, p.epochs, p.stop, *p.losses, adam.r2_test, *adam.losses, sgd.r2_test, *sgd.losses]
+
+    one, two = on_threads(1, numbers), on_threads(2, numbers)
+    assert len(one) == 13 and one == two
+    assert on_threads(2, torch.get_num_threads) == 2

@@ -68,3 +68,22 @@ def test_busy_cpu_seconds_reads_proc_stat(monkeypatch):
         pass
     spent, b1 = time.process_time() - p0, threads.busy_cpu_seconds()
     assert b1 - b0 >= spent - 0.1, (b1 - b0, spent)  # a tick or two of sampling
+
+
+def test_one_thread_sets_one_thread_on_the_cpu_restores_the_count_and_leaves_another_device_alone():
+    import torch
+
+    from linrec.base.threads import one_thread
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with one_thread():
+            assert torch.get_num_threads() == 1
+        with one_thread("cpu"):
+            assert torch.get_num_threads() == 1
+        with one_thread(torch.device("meta")):  # a training loop on a GPU keeps its process's threads
+            assert torch.get_num_threads() == 2
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -12,8 +12,8 @@ import torch
 
 from helpers import linrec_left_in as _ours
 from helpers import main_captured as _main
+from helpers import on_threads, tiny_text, training_windows
 from helpers import single_line as _single_line
-from helpers import tiny_text, training_windows
 from linrec.base.errors import LinrecError
 from linrec.inputs.training import (
     TrainConfig,
@@ -149,6 +149,24 @@ def test_variants_differ_in_their_mlp_alone_with_the_same_parameter_count():
     assert rest(g) == rest(s)
     assert [x.path for x in find_ffn_sites(g)] == [f"model.layers.{i}.mlp" for i in range(4)]
     assert len(find_ffn_sites(s)) == 4
+
+
+def test_a_run_on_the_cpu_is_the_same_on_1_and_2_threads(colour_text):
+    """Issue 64, item 8: the GPT-2 layout's LayerNorm backward sums its weight gradient in one part per thread, so
+    unguarded its losses moved by 5e-7 in 20 steps between 1 and 2 threads; under `one_thread` every loss and weight
+    is equal bit for bit, and the caller's thread count is back afterwards. Planted (the guard taken off
+    `train_model`): the losses differ and this fails."""
+    cfg = TrainConfig(text=colour_text, **{**TINY, "steps": 20, "layout": "gpt2", "n_checkpoints": 2})
+    tok, windows = training_windows(cfg, colour_text)
+
+    def run():
+        model, log = train_model(cfg, len(tok), windows, progress=False)
+        return [r["loss"] for r in log], model.state_dict()
+
+    (one, w1), (two, w2) = on_threads(1, run), on_threads(2, run)
+    assert len(one) == 20 and one == two
+    assert all(torch.equal(w1[k], w2[k]) for k in w1)
+    assert on_threads(2, torch.get_num_threads) == 2
 
 
 def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_is_retrained(colour_text, caplog):

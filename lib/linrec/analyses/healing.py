@@ -45,6 +45,7 @@ from linrec.base.cache import entry_path
 from linrec.base.errors import LinrecError
 from linrec.base.params import check_settings
 from linrec.base.progress import bar as progress_bar
+from linrec.base.threads import one_thread
 from linrec.inputs.sites import find_ffn_sites
 from linrec.inputs.surgery import AffineFFN, set_submodule
 from linrec.inputs.training import get_run, made_on
@@ -110,7 +111,8 @@ def fine_tune(model: torch.nn.Module, ids: torch.Tensor, params: list, tune: Fin
               progress: bool = False, desc: str = "fine-tune") -> list[float]:  # fmt: skip
     """`tune.steps` AdamW steps at `tune.lr` on `params` of `model` (the rest left as they are), next-token loss on
     batches of `tune.batch_size` windows of `ids` [n, T] drawn by `seed` alone (a seeded permutation, renewed after
-    each pass): the same batches for every model given the same arguments. Returns the loss of each step."""
+    each pass): the same batches for every model given the same arguments. Returns the loss of each step. On the CPU
+    the steps run on one thread (`linrec.base.threads.one_thread`): the same losses and weights on any thread count."""
     steps, lr, batch_size = tune.steps, tune.lr, tune.batch_size
     if steps < 0 or lr <= 0 or batch_size < 1:
         raise LinrecError(f"a fine-tune needs steps ≥ 0, lr > 0 and batch_size ≥ 1, got {steps}, {lr}, {batch_size}")
@@ -125,21 +127,22 @@ def fine_tune(model: torch.nn.Module, ids: torch.Tensor, params: list, tune: Fin
         p.requires_grad_(id(p) in keep)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     losses = []
-    try:
-        for _ in progress_bar(range(steps), desc=desc, unit="step", disable=not progress, leave=False):
-            if at + batch_size > len(order):
-                order, at = rng.permutation(len(ids)), 0
-            batch = ids[order[at : at + batch_size]].to(device)
-            at += batch_size
-            loss = model(input_ids=batch, labels=batch, use_cache=False).loss
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            losses.append(float(loss.detach()))
-    finally:
-        for p, flag in flags:
-            p.requires_grad_(flag)
+    with one_thread(device):  # on the CPU, one thread: the same steps on any thread count (linrec.base.threads)
+        try:
+            for _ in progress_bar(range(steps), desc=desc, unit="step", disable=not progress, leave=False):
+                if at + batch_size > len(order):
+                    order, at = rng.permutation(len(ids)), 0
+                batch = ids[order[at : at + batch_size]].to(device)
+                at += batch_size
+                loss = model(input_ids=batch, labels=batch, use_cache=False).loss
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+                losses.append(float(loss.detach()))
+        finally:
+            for p, flag in flags:
+                p.requires_grad_(flag)
     return losses
 
 

@@ -208,7 +208,9 @@ def run_notebooks(
     more forward-pass throughput than one two-thread kernel, and more on the probes' small products. Before each
     wave the CPUs that other processes keep busy are left out (`linrec.base.threads.free_cpus`): beside another job,
     fewer kernels and threads run instead of stalling each other, and a wave that started one at a time looks again
-    after each notebook, so the rest of it runs side by side once that work has ended."""
+    after each notebook, so the rest of it runs side by side once that work has ended. The threads chosen change the
+    seconds, not the numbers: every trained fit and solve whose result is written runs on one thread
+    (`linrec.base.threads.one_thread`; docs/numerics.md)."""
 
     root = root or project_root()
     params_path = profile_path(params_file, root)

@@ -10,9 +10,9 @@ import torch
 
 
 @contextlib.contextmanager
-def one_thread():
+def one_thread(device: torch.device | str | None = None):
     """Run the enclosed torch ops on one thread, restoring the caller's thread count afterwards (also a decorator:
-    `@one_thread()`).
+    `@one_thread()`). Given a `device` that is not the CPU (a training loop on a GPU), it does nothing.
 
     For d×d eigensolvers at d ≈ 600 and the small float64 products of the capture, a second
     thread gains little, and on a busy 2-core machine two synchronising threads made an
@@ -27,7 +27,16 @@ def one_thread():
     runs under it, so a notebook writes the same bytes whichever way and wherever it runs. The capture's batched
     products and a forward pass need nothing: matrix products split their output, not their sums, and came out
     bit for bit the same on 1 and 2 threads (`tests/test_reproducible.py` checks the trained fits).
+
+    The same holds for every training loop on the CPU (issue 64, item 8): the small decoders of notebook 08
+    (`linrec.inputs.training.train_model`: the GPT-2 layout's losses moved by 5e-7 in 20 steps between 1 and 2
+    threads) and the healing fine-tunes (`linrec.analyses.healing.fine_tune`) run under it too, so the thread count
+    a notebook gets (`linrec.app.notebooks`: the free CPUs split between the kernels) changes its seconds, never
+    its numbers.
     """
+    if device is not None and torch.device(device).type != "cpu":
+        yield
+        return
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -67,7 +67,7 @@ from linrec.base.errors import LinrecError
 from linrec.base.files import scratch_dir, write_entry, writing
 from linrec.base.params import check_settings
 from linrec.base.progress import bar as progress_bar
-from linrec.base.threads import available_memory
+from linrec.base.threads import available_memory, one_thread
 from linrec.inputs.corpora import DOC_SEPARATOR
 from linrec.inputs.hf import check_device, no_tf32, quiet_transformers
 from linrec.inputs.layouts import build, check_block_params, param_counts
@@ -355,73 +355,73 @@ def train_model(
     model and the log (one dict per step: step, loss, lr, seconds since the start when the step was queued).
 
     The loop never waits for the device between steps: the windows and every step's batch indices are moved to it
-    once, and the losses are read back (and checked finite) every `SYNC_EVERY` steps, at evaluations and checkpoints.
-    On the CPU the arithmetic is the same as a loop that reads every loss at once: a rerun is bit-identical."""
+    once, the losses read back (and checked finite) every `SYNC_EVERY` steps, at evaluations and checkpoints. On the
+    CPU it is a loop reading every loss at once, on one thread (`one_thread`): bit-identical on any thread count."""
     device = check_device(cfg.device)
-    cuda = device.startswith("cuda")
-    model = build_model(cfg, vocab_size).to(device)
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
-    rest = [p for n, p in model.named_parameters() if p.ndim < 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}],
-        lr=cfg.lr,
-        betas=(0.9, 0.95),
-        eps=1e-8,
-        **({"fused": True} if cuda else {}),  # one kernel for the whole update on a GPU; the CPU's loop as before
-    )
-    order = torch.as_tensor(np.stack(list(batches(len(windows), cfg)))).to(device)  # [steps, batch_size]
-    windows = windows.to(device)
-    keep, evals = set(cfg.checkpoint_steps()), set(cfg.eval_steps()) if heldout is not None else set()
-    if heldout is not None:
-        heldout = heldout.to(device)
-    rows, pending, t0 = [], [], time.perf_counter()
-    bar = progress_bar(total=cfg.steps, desc=f"train {cfg.name}", unit="step", disable=not progress)
+    with one_thread(device):  # on the CPU, the same numbers on any thread count (linrec.base.threads)
+        cuda = device.startswith("cuda")
+        model = build_model(cfg, vocab_size).to(device)
+        decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+        rest = [p for n, p in model.named_parameters() if p.ndim < 2]
+        opt = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+            lr=cfg.lr,
+            betas=(0.9, 0.95),
+            eps=1e-8,
+            **({"fused": True} if cuda else {}),  # one kernel for the whole update on a GPU; the CPU's loop as before
+        )
+        order = torch.as_tensor(np.stack(list(batches(len(windows), cfg)))).to(device)  # [steps, batch_size]
+        windows = windows.to(device)
+        keep, evals = set(cfg.checkpoint_steps()), set(cfg.eval_steps()) if heldout is not None else set()
+        heldout = heldout.to(device) if heldout is not None else None
+        rows, pending, t0 = [], [], time.perf_counter()
+        bar = progress_bar(total=cfg.steps, desc=f"train {cfg.name}", unit="step", disable=not progress)
 
-    def flush() -> None:  # the pending steps' losses read off the device at once
-        if not pending:
-            return
-        values = torch.stack([loss for _, loss, _ in pending]).tolist()
-        for (step, _, seconds), value in zip(pending, values):
-            if not math.isfinite(value):
-                raise LinrecError(f"training {cfg.name} diverged at step {step - 1} (loss {value}); lower lr")
-            rows.append({"step": step, "loss": value, "lr": lr_at(step - 1, cfg), "seconds": seconds})
-        bar.update(len(pending))
-        bar.set_postfix(loss=f"{values[-1]:.3f}", refresh=False)
-        pending.clear()
+        def flush() -> None:  # the pending steps' losses read off the device at once
+            if not pending:
+                return
+            values = torch.stack([loss for _, loss, _ in pending]).tolist()
+            for (step, _, seconds), value in zip(pending, values):
+                if not math.isfinite(value):
+                    raise LinrecError(f"training {cfg.name} diverged at step {step - 1} (loss {value}); lower lr")
+                rows.append({"step": step, "loss": value, "lr": lr_at(step - 1, cfg), "seconds": seconds})
+            bar.update(len(pending))
+            bar.set_postfix(loss=f"{values[-1]:.3f}", refresh=False)
+            pending.clear()
 
-    def visit(step: int) -> None:  # evaluation and checkpoint at `step` (0: before the first update)
-        if step in evals:
-            flush()
-            on_eval(step, float(heldout_loss(model, heldout, cfg.batch_size)))
-        if on_checkpoint is not None and step in keep:
-            flush()
-            model.eval()
-            on_checkpoint(step, model)
-            model.train()
-
-    model.train()
-    try:
-        visit(0)
-        for step in range(cfg.steps):
-            ids = windows[order[step]]
-            for group in opt.param_groups:
-                group["lr"] = lr_at(step, cfg)
-            with _autocast(cfg, device):
-                loss = model(input_ids=ids, labels=ids).loss
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            pending.append((step + 1, loss.detach(), time.perf_counter() - t0))
-            if len(pending) >= SYNC_EVERY:
+        def visit(step: int) -> None:  # evaluation and checkpoint at `step` (0: before the first update)
+            if step in evals:
                 flush()
-            visit(step + 1)
-        flush()
-    finally:  # on an error its one line follows: the bar is cleared, not drawn again when collected
-        bar.leave = bar.leave and sys.exc_info()[0] is None
-        bar.close()
-    model.eval()
-    return model, rows
+                on_eval(step, float(heldout_loss(model, heldout, cfg.batch_size)))
+            if on_checkpoint is not None and step in keep:
+                flush()
+                model.eval()
+                on_checkpoint(step, model)
+                model.train()
+
+        model.train()
+        try:
+            visit(0)
+            for step in range(cfg.steps):
+                ids = windows[order[step]]
+                for group in opt.param_groups:
+                    group["lr"] = lr_at(step, cfg)
+                with _autocast(cfg, device):
+                    loss = model(input_ids=ids, labels=ids).loss
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                pending.append((step + 1, loss.detach(), time.perf_counter() - t0))
+                if len(pending) >= SYNC_EVERY:
+                    flush()
+                visit(step + 1)
+            flush()
+        finally:  # on an error its one line follows: the bar is cleared, not drawn again when collected
+            bar.leave = bar.leave and sys.exc_info()[0] is None
+            bar.close()
+        model.eval()
+        return model, rows
 
 
 # ---- the cache ---------------------------------------------------------------------------------------------------
