@@ -8,7 +8,7 @@ import pytest
 from helpers import make_tiny_model, tiny_tokenizer
 from helpers import run_profiles as _profiles
 from linrec.analyses.recoverability import ceiling_table
-from linrec.analyses.seeds import compare, from_profiles, noise_floor, pairs, profile
+from linrec.analyses.seeds import compare, from_profiles, noise_floors, pairs, profile
 from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.training import TrainConfig
@@ -42,15 +42,15 @@ def test_a_profile_against_itself_and_against_another(caps):
     signed = {"level": -ab["level"], "level_lo": -ab["level_hi"], "level_hi": -ab["level_lo"]}  # b − a: mirrored
     assert ba == pytest.approx({**ab, **signed})
     assert ab["distance_lo"] <= ab["distance"] + 0.02 and ab["distance_hi"] >= ab["distance"] - 0.02
-    assert ab["floor"] == pytest.approx(max(noise_floor(a), noise_floor(b)))
+    assert ab["floor"] == pytest.approx(max(noise_floors(a)["floor"], noise_floors(b)["floor"]))
 
 
 def test_the_noise_floor_shrinks_with_more_held_out_windows(caps):
     """The floor is what measurement alone produces: positive, and smaller (about half) with four times the windows."""
     a, _, big = caps
-    small, large = noise_floor(a), noise_floor(big)
+    small, large = noise_floors(a)["floor"], noise_floors(big)["floor"]
     assert small > 0 and large < 0.75 * small
-    assert noise_floor(a, seed=1) == pytest.approx(small, rel=0.3)  # another set of halvings: about the same
+    assert noise_floors(a, seed=1)["floor"] == pytest.approx(small, rel=0.3)  # another set of halvings: about the same
 
 
 def test_pairs_and_a_distance_on_different_windows_is_refused(caps):

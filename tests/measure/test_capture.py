@@ -27,7 +27,7 @@ from linrec.inputs.sites import ffn_hooks, find_ffn_sites
 from linrec.measure import capture as cap_mod
 from linrec.measure.capture import get_capture, get_captures, run_capture
 from linrec.measure.config import CAPTURE_VERSION, CaptureConfig
-from linrec.measure.plan import site_devices
+from linrec.measure.plan import probe_sites
 from linrec.stats.ceiling import fit_affine, r2_rows, score
 from linrec.stats.heldout import bootstrap_r2
 
@@ -680,7 +680,7 @@ def test_disk_offloaded_blocks_give_the_one_device_capture(tiny_model_dir, tmp_p
     a, w = _capture(mapped, tmp_path, "mapped")
     b, _ = _capture(plain, tmp_path, "plain")
     _same_capture(a, b)
-    assert [d.type for d in site_devices(mapped, find_ffn_sites(mapped.model), w)] == ["cpu", "cpu"]
+    assert [d.type for _, d in probe_sites(mapped, find_ffn_sites(mapped.model), w)] == ["cpu", "cpu"]
     for s in SPLITS:  # the statistics were allocated where the activations appeared
         assert {m._M.device.type for m in a.stats[s]} == {"cpu"}
 

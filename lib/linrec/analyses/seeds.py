@@ -116,11 +116,6 @@ def halves(capture, n_splits: int, rng: np.random.Generator) -> tuple[np.ndarray
     return profile(capture, half), profile(capture, 1.0 - half)
 
 
-def noise_floor(capture, n_splits: int = 200, seed: int = 0) -> float:
-    """The raw distance's floor (`noise_floors`)."""
-    return noise_floors(capture, n_splits, seed)["floor"]
-
-
 def compare(a, b, level: float = 0.95, floor: float | None = None, seed: int = 0) -> dict:
     """Distance, level, shape and profile correlation between captures `a` and `b` (same blocks, same held-out
     windows), each with its paired interval — each held-out window left out of both profiles in turn, a jackknife
