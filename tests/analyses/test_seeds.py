@@ -5,19 +5,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import make_tiny_model, tiny_tokenizer
+from helpers import capture_with, make_tiny_model, tiny_tokenizer
 from helpers import run_profiles as _profiles
 from linrec.analyses.recoverability import ceiling_table
 from linrec.analyses.seeds import compare, from_profiles, noise_floors, pairs, profile
 from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.training import TrainConfig
-from linrec.measure.capture import get_capture
 
 
 def _capture(seed, corpus, tokens=4096):
     loaded = LoadedModel(make_tiny_model("llama", seed), tiny_tokenizer(), f"m{seed}", f"tiny-{seed}", "memory")
-    return get_capture(f"m{seed}", corpus, seq_len=32, tokens=tokens, sample_rows=0, loaded=loaded, cache=False,
+    return capture_with(f"m{seed}", corpus, seq_len=32, tokens=tokens, sample_rows=0, loaded=loaded, cache=False,
                        progress=False)  # fmt: skip
 
 
@@ -127,17 +126,16 @@ def test_from_profiles_fills_the_points_and_keeps_what_was_measured():
 def test_compare_splits_level_and_shape_on_the_same_resamples(tiny_corpus):
     """On two tiny captures: the level and the shape are those of the two ceiling profiles by hand, their intervals
     come from the same paired jackknife as the raw distance, and a profile against itself is 0 with 0 floors' width."""
-    from helpers import make_tiny_model, tiny_tokenizer
+    from helpers import capture_with, make_tiny_model, tiny_tokenizer
     from linrec.analyses.recoverability import ceiling_table
     from linrec.analyses.seeds import compare, noise_floors
     from linrec.inputs.hf import LoadedModel
-    from linrec.measure.capture import get_capture
 
     corpus = tiny_corpus(20000)
 
     def cap(seed):
         loaded = LoadedModel(make_tiny_model("llama", seed), tiny_tokenizer(), f"m{seed}", f"tiny-{seed}", "memory")
-        return get_capture(f"m{seed}", corpus, seq_len=32, tokens=4096, sample_rows=0, loaded=loaded, cache=False,
+        return capture_with(f"m{seed}", corpus, seq_len=32, tokens=4096, sample_rows=0, loaded=loaded, cache=False,
                            progress=False)  # fmt: skip
 
     a, b = cap(0), cap(1)

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 from linrec.app.bench import performance_script
 from linrec.base.errors import LinrecError
 from linrec.base.files import atomic_file, check_writable_dir, project_root
 from linrec.claims.registry import TABLES
-from linrec.measure.config import CaptureConfig
+from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.studies.stages import STUDIES, study
 
 # Each subcommand imports what it runs (analyses, measure.capture, inputs, outputs, base.cache, app.notebooks and
@@ -41,19 +40,8 @@ def _capture(args, source, loaded=None, rows: bool = False):
 
     from linrec.measure.capture import get_capture
 
-    settings = asdict(_config(args, rows))
-    settings.pop("model")
-    capture = get_capture(
-        source,
-        settings.pop("corpus"),
-        **settings,
-        batch_size=args.batch_size,
-        device=args.device,
-        blocks_per_pass=args.blocks_per_pass,
-        device_map=args.device_map,
-        cache=not args.no_cache,
-        loaded=loaded,
-    )
+    run = CaptureRun(args.batch_size, args.device, args.device_map, args.blocks_per_pass)
+    capture = get_capture(_config(args, rows), run, source=source, loaded=loaded, cache=not args.no_cache)
     _check_fit(capture)
     return capture
 

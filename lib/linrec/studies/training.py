@@ -46,6 +46,7 @@ from linrec.claims.tables import load_table, load_timings, table_path
 from linrec.claims.zoo import pooled_claims, zoo_verdict
 from linrec.inputs.models import load_model
 from linrec.inputs.training import profile_configs, runs
+from linrec.measure.config import CaptureConfig
 from linrec.studies.base import Result
 from linrec.studies.stages import Profile
 
@@ -133,13 +134,13 @@ def train(p: Profile) -> Runs:
                               p.train_data_seeds, p.train_texts, p.train_text_seeds or None,
                               p.train_block_tolerance)  # fmt: skip
     trained = runs(configs)
-    kw = dict(seq_len=configs[0].seq_len, tokens=p.train_measure_tokens, seed=p.seed, batch_size=p.batch_size,
-              device=p.device)  # fmt: skip
     captures, seconds = {}, {}
     for c in configs:
         t0 = time.perf_counter()
-        captures[c.name] = capture_checkpoints(trained[c.name], kw, final_rows=p.train_probe_rows if p.train_pipeline
-                                               else 0)  # fmt: skip
+        r = trained[c.name]
+        config = CaptureConfig(str(r.final), r.measure_corpus, configs[0].seq_len, p.train_measure_tokens, p.seed)
+        captures[c.name] = capture_checkpoints(r, config, p.capture_run(),
+                                               final_rows=p.train_probe_rows if p.train_pipeline else 0)  # fmt: skip
         seconds[c.name] = time.perf_counter() - t0
     return Runs(configs, trained, captures, seconds)
 
