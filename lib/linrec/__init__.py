@@ -10,6 +10,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     inputs/    sites (where each FFN is) · offline (what can be fetched and named; no torch) · corpora · fetching · hf
                · source (how a model is given, parsed once)
                · models (load any model) · surgery · training · training_text (its texts, split; the tokenizer)
+               · train_settings (a trained run's settings and their defaults; no torch)
                · layouts (the decoders trained here: GPT-2, Pythia, llama rows)
                · plateau (a run's held-out loss while it trains; the plateau rule)
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
@@ -37,6 +38,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · ceiling_text (notebook 02's findings in words)
                · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)
     app/       cli (the `linrec` command) · commands (its subcommands) · profile (one `Profile`, checked once) · bench
+               · requests (each subcommand's request, built once from its arguments, and its checks)
                · notebooks (runs every stage's notebook) · records (what a run leaves beside them)
     api.py     measure · swap · capture (a model already loaded in Python; above every folder)
 
