@@ -172,11 +172,11 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
     from linrec.app.cli import main
     from linrec.base.cache import entries as cache_entries
     from linrec.base.cache import prune as prune_cache
-    from linrec.measure.curves import get_curve
+    from linrec.measure.curves import CurveConfig, get_curve
 
     cap = capture_with(**saved_tiny)
-    curve = get_curve(saved_tiny["model"], corpus=saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
-                      test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
+    config = CurveConfig(saved_tiny["model"], saved_tiny["corpus"], 32, (256, 512), 512, (0,))
+    curve = get_curve(config, progress=False)
     entries = {e.kind: e for e in cache_entries()}
     assert entries["curve"].path == curve.path and entries["capture"].path == cap.path
     assert "learning curve of" in entries["curve"].made_by and "× 1 seeds" in entries["curve"].made_by
@@ -188,8 +188,7 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
     (curve.path).mkdir()  # a curve entry without its meta.json: warned and recomputed
     (curve.path / "curve.npz").write_bytes(b"x")
     caplog.clear()
-    again = get_curve(saved_tiny["model"], corpus=saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
-                      test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
+    again = get_curve(config, progress=False)
     assert not again.cached and "meta.json is missing" in caplog.text
 
 

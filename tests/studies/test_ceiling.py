@@ -16,7 +16,7 @@ from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
 from linrec.claims.profile import move_tests, profile_summary, replication_summary
 from linrec.claims.tables import save_table
-from linrec.measure.curves import get_curve
+from linrec.measure.curves import CurveConfig, get_curve
 from linrec.studies import ceiling
 
 CAPTURE = {"seq_len": 32, "tokens": 2048, "sample_rows": 0}
@@ -77,8 +77,7 @@ def _direct(p):
     cap = capture_with(p.models[0], p.corpus, seed=0, **CAPTURE)
     r2 = ceiling_table(cap)
     moves = [move_tests(r2, profile_replicates(cap, rest=rest)[1], pos) for pos, rest in (("all", 0), ("ex_first", 1))]
-    curve = get_curve(p.models[0], corpus=p.corpus, seq_len=32, train_tokens=CURVE["curve_train_tokens"],
-                      test_tokens=512, seeds=range(2))  # fmt: skip
+    curve = get_curve(CurveConfig(p.models[0], p.corpus, 32, CURVE["curve_train_tokens"], 512, range(2)))
     return r2, pd.concat(moves, ignore_index=True), curve
 
 

@@ -219,6 +219,23 @@ def _at_least_two(text: str) -> int:
     return value
 
 
+# `linrec train`'s plain options: (flag, the `TrainSettings` field it sets, its type, what it is), defaults the fields'
+TRAIN_OPTIONS = (
+    ("--d-model", "d_model", _positive, "width"),
+    ("--layers", "n_layers", _positive, "blocks"),
+    ("--heads", "n_heads", _positive, "attention heads"),
+    ("--vocab", "vocab", _positive, "BPE vocabulary trained on the text"),
+    ("--seq-len", "seq_len", _positive, "window"),
+    ("--batch-size", "batch_size", _positive, "windows per step"),
+    ("--steps", "steps", _positive, "optimizer steps"),
+    ("--lr", "lr", _lr, "peak learning rate, a finite number > 0"),
+    ("--init-seed", "init_seed", _non_negative, "seed of the initial weights"),
+    ("--data-seed", "data_seed", _non_negative, "seed of the data order"),
+    ("--text", "text", str, "training text: an offline corpus or a path"),
+    ("--warmup", "warmup", _non_negative, "warm-up steps"),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="linrec", description="Per-block linear recoverability of transformer FFN blocks.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what linrec does")
@@ -313,30 +330,15 @@ def build_parser() -> argparse.ArgumentParser:
         "train",
         help="train a small decoder from scratch with checkpoints (linrec.inputs.training; notebook 08), cached",
     )
-    # each option's destination is the `TrainSettings` field it sets, and its default that field's
+    # each option's destination is the `TrainSettings` field it sets, its default that field's
     p.add_argument(
         "--layout", "--mlp", choices=list(LAYOUTS), default=T.layout,
         help=f"decoder layout (linrec.inputs.layouts): gelu, swiglu (llama), gpt2, pythia, llama (default: {T.layout})",
     )  # fmt: skip
-    p.add_argument("--d-model", type=_positive, default=T.d_model, help=f"width (default: {T.d_model})")
-    p.add_argument("--layers", dest="n_layers", metavar="LAYERS", type=_positive, default=T.n_layers,
-                   help=f"blocks (default: {T.n_layers})")  # fmt: skip
-    p.add_argument("--heads", dest="n_heads", metavar="HEADS", type=_positive, default=T.n_heads,
-                   help=f"attention heads (default: {T.n_heads})")  # fmt: skip
-    p.add_argument("--vocab", type=_positive, default=T.vocab,
-                   help=f"BPE vocabulary trained on the text (default: {T.vocab})")  # fmt: skip
-    p.add_argument("--seq-len", type=_positive, default=T.seq_len, help=f"window (default: {T.seq_len})")
-    p.add_argument("--batch-size", type=_positive, default=T.batch_size,
-                   help=f"windows per step (default: {T.batch_size})")  # fmt: skip
-    p.add_argument("--steps", type=_positive, default=T.steps, help=f"optimizer steps (default: {T.steps})")
-    p.add_argument("--lr", type=_lr, default=T.lr, help=f"peak learning rate, a finite number > 0 (default: {T.lr:g})")
-    p.add_argument("--init-seed", type=_non_negative, default=T.init_seed,
-                   help=f"seed of the initial weights (default: {T.init_seed})")  # fmt: skip
-    p.add_argument("--data-seed", type=_non_negative, default=T.data_seed,
-                   help=f"seed of the data order (default: {T.data_seed})")  # fmt: skip
-    p.add_argument("--text", default=T.text,
-                   help=f"training text: an offline corpus or a path (default: {T.text})")  # fmt: skip
-    p.add_argument("--warmup", type=_non_negative, default=T.warmup, help=f"warm-up steps (default: {T.warmup})")
+    for flag, name, kind, what in TRAIN_OPTIONS:
+        default = getattr(T, name)
+        p.add_argument(flag, dest=name, metavar=flag[2:].upper().replace("-", "_"), type=kind, default=default,
+                       help=f"{what} (default: {default})")  # fmt: skip
     p.add_argument(
         "--evals", dest="n_evals", metavar="EVALS", type=_non_negative, default=T.n_evals,
         help="held-out loss evaluated this many times while training, and the plateau rule on it "

@@ -78,17 +78,9 @@ def cmd_curve(args) -> None:
     from linrec.measure.curves import CURVE_TOKENS, CurveConfig, get_curve
 
     r = request.checked()
-    curve = get_curve(
-        r.source,
-        corpus=r.corpus,
-        seq_len=r.seq_len,
-        train_tokens=r.train_tokens or CURVE_TOKENS,
-        test_tokens=r.test_tokens or CurveConfig.test_tokens,
-        seeds=tuple(range(r.seeds)),
-        batch_size=r.run.batch_size,
-        device=r.run.device,
-        cache=r.cache,
-    )
+    train, test = r.train_tokens or CURVE_TOKENS, r.test_tokens or CurveConfig.test_tokens
+    config = CurveConfig(r.model, r.corpus, r.seq_len, train, test, tuple(range(r.seeds)))
+    curve = get_curve(config, r.run, source=r.source, cache=r.cache)
     _emit(curve_summary(curve, n_boot=CURVE_N_BOOT), SHOWN["curve"], r.out)
 
 

@@ -27,7 +27,7 @@ from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.base.errors import LinrecError
 from linrec.claims.profile import move_tests, profile_summary, replication_summary
 from linrec.measure.capture import Capture, get_capture, replicate_captures
-from linrec.measure.curves import get_curve
+from linrec.measure.curves import CurveConfig, get_curve
 from linrec.studies.base import Result
 from linrec.studies.stages import Profile
 
@@ -85,14 +85,8 @@ def learning_curves(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFram
     sizes = p.curve_train_tokens
     curves = [
         get_curve(
-            m,
-            corpus=p.corpus,
-            seq_len=p.capture_config(m).seq_len,
-            train_tokens=sizes,
-            test_tokens=p.curve_test_tokens,
-            seeds=range(p.curve_seeds),
-            batch_size=p.batch_size,
-            device=p.device,
+            CurveConfig(m, p.corpus, p.capture_config(m).seq_len, sizes, p.curve_test_tokens, range(p.curve_seeds)),
+            p.capture_run(),
         )
         for m in p.models
     ]
