@@ -50,8 +50,8 @@ def test_swap_rows_only_for_the_gate_and_its_options_excluding_each_other():
 def test_the_screening_windows_are_counted_as_the_capture_splits_them():
     request = Swapping.of(_args("swap", "--model", "m", "--screening-windows", "51", "--tokens", "8192"))
     with pytest.raises(LinrecError, match="make 51 train windows.*use --screening-windows 50 or fewer"):
-        request._check_windows(request.capture.config)  # 64 windows of 128 tokens: 13 held out, 51 train
-    request._check_windows(CaptureConfig("m", tokens=128 * 100))  # 80 train windows
+        request.check_windows(request.capture.config)  # 64 windows of 128 tokens: 13 held out, 51 train
+    request.check_windows(CaptureConfig("m", tokens=128 * 100))  # 80 train windows
 
 
 def test_train_takes_every_default_from_its_settings():

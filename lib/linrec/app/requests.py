@@ -1,8 +1,8 @@
 """What each `linrec` subcommand asks for, built once from its parsed arguments (`Request.of(args)`: the argparse
 `Namespace` is read there and nowhere after), each check made before any expensive work on the request it concerns:
 `Capturing` (the capture of measure, probe, spectrum and swap: its `CaptureConfig`, how it runs, the cache, the
-table's path), `Probing` and `Swapping` around it, `Curving` (a learning curve), `Training` (a `TrainConfig`) and the
-plain requests of the other subcommands.
+table's path), `Probing` and `Swapping` around it, `Curving` (a learning curve), `Training` (its `TrainSettings`)
+and the plain requests of the other subcommands.
 
 Light to import (`linrec.app.cli` imports it when it starts, and `linrec --help` or a mistyped name answers without
 torch): what a check needs is imported inside it.
@@ -292,12 +292,12 @@ class Swapping:
             from linrec.inputs.surgery import check_save_target
 
             check_save_target(self.save)
-        self._check_windows(capture.config)
+        self.check_windows(capture.config)
         capture, shape = capture.with_model()
         blocks = self.blocks if shape is None else block_list(self.blocks, shape.n_blocks)
         return replace(self, capture=capture, blocks=blocks)
 
-    def _check_windows(self, config: CaptureConfig) -> None:
+    def check_windows(self, config: CaptureConfig) -> None:
         """--screening-windows must leave train windows outside the screening set (it is removed from the train
         statistics), counted from --tokens and --seq-len as the capture splits them (a corpus shorter than --tokens
         is checked again, after the capture, by the same rule)."""
