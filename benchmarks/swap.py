@@ -28,6 +28,7 @@ from linrec.analyses.swap import SwapStudy
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import find_ffn_sites
 from linrec.measure.capture import get_capture
+from linrec.measure.config import CaptureConfig, CaptureRun
 
 
 @torch.no_grad()
@@ -66,7 +67,9 @@ def main() -> None:
 
     rows = []
     for name in args.models:
-        cap = get_capture(name, args.corpus, tokens=args.tokens, sample_rows=30_000, batch_size=args.batch_size)
+        cap = get_capture(
+            CaptureConfig(name, args.corpus, tokens=args.tokens, sample_rows=30_000), CaptureRun(args.batch_size)
+        )
         loaded = load_model(name)
         study = SwapStudy(cap, loaded, batch_size=args.batch_size, progress=False)
         ids = study.windows.split("test")

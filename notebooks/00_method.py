@@ -195,8 +195,7 @@ print(f"κ(G) = {np.linalg.cond(X1.T @ X1):.1e}; held-out R²_lin by hand = {r2_
 from linrec.analyses.recoverability import ceiling_table
 from linrec.measure.capture import get_capture
 
-capture = get_capture(config.model, config.corpus, seq_len=128, tokens=8192, seed=0, sample_rows=0, loaded=loaded,
-                      cache=False, progress=False)  # fmt: skip
+capture = get_capture(config, loaded=loaded, cache=False, progress=False)
 r2_linrec = float(ceiling_table(capture).loc[0, "r2_lin"])
 print(f"by hand {r2_hand:.12f}\nlinrec  {r2_linrec:.12f}\ndifference {abs(r2_hand - r2_linrec):.1e}")
 assert abs(r2_hand - r2_linrec) < 1e-10

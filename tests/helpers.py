@@ -327,6 +327,22 @@ def training_windows(cfg, text):
     return tok, train_windows(train, tok, cfg.seq_len)
 
 
+def capture_with(model, corpus: str = "wiki", *, loaded=None, cache: bool = True, progress: bool = True, **options):
+    """`linrec.measure.capture.get_capture` with the request written as keywords, as the tests write it: `options`
+    are `CaptureConfig`'s fields (seq_len, tokens, seed, sample_rows, …) and `CaptureRun`'s (batch_size, device,
+    device_map, blocks_per_pass); `model` a spec or a parsed `ModelSource`."""
+    from dataclasses import fields
+
+    from linrec.inputs.source import ModelSource
+    from linrec.measure.capture import get_capture
+    from linrec.measure.config import CaptureConfig, CaptureRun
+
+    run = CaptureRun(**{f.name: options.pop(f.name) for f in fields(CaptureRun) if f.name in options})
+    source = model if isinstance(model, ModelSource) else None
+    config = CaptureConfig(model.spec if source is not None else model, corpus, **options)
+    return get_capture(config, run, source=source, loaded=loaded, cache=cache, progress=progress)
+
+
 def no_model_load(monkeypatch):
     """Loading a model fails the test: what is checked here must be checked before any weights are read."""
     import linrec.inputs.models

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import capture_with
 from linrec.analyses.perplexity import perplexity
 from linrec.analyses.recoverability import ceiling_table
 from linrec.inputs.corpora import fetch_offline_corpus
 from linrec.inputs.models import load_model
-from linrec.measure.capture import get_capture
 from linrec.stats.ceiling import r2_rows
 
 pytestmark = pytest.mark.models  # every test here reads SmolLM2 and the wiki corpus
@@ -39,7 +39,7 @@ def test_perplexity_on_ordinary_english_is_sane(smollm2):
 def test_real_model_capture_matches_lstsq_on_its_rows(smollm2, tmp_path, monkeypatch):
     wiki = fetch_offline_corpus("wiki")  # from the real cache, before pointing the cache at tmp
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path))
-    c = get_capture(
+    c = capture_with(
         "smollm2-135m", str(wiki), seq_len=64, tokens=1536, sample_rows=100_000, loaded=smollm2, progress=False
     )
     assert c.meta["n_blocks"] == 30 and c.meta["dims"][0] == [576, 576]

@@ -91,13 +91,13 @@ def test_02_linear_ceiling(runner):
     assert set(table["model"]) == set(runner.params["models"])
     assert len(table) == N
     # the notebook's numbers are those of the tested code path: the same capture (from the session's cache) and table
+    from helpers import capture_with
     from linrec.analyses.recoverability import ceiling_table
-    from linrec.measure.capture import get_capture
 
     p = runner.params
     from linrec.measure.config import capture_settings
 
-    cap = get_capture(p["models"][0], p["corpus"], seed=p["seed"], **capture_settings(p["capture"]))
+    cap = capture_with(p["models"][0], p["corpus"], seed=p["seed"], **capture_settings(p["capture"]))
     assert cap.cached  # notebook 01 made it; nothing is recomputed here
     np.testing.assert_allclose(table["r2_lin"], ceiling_table(cap)["r2_lin"], rtol=0, atol=1e-11)
     summary = runner.table("r2_lin_summary")

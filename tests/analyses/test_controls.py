@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import capture_with
 from linrec.analyses.controls import _split_rows, cross_feed, gaussian_like, input_controls, r2_of_map, recolour
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.inputs.sites import find_ffn_sites
-from linrec.measure.capture import get_capture
+from linrec.measure.config import CaptureConfig
 from linrec.stats.ceiling import fit_affine, score
 from linrec.stats.moments import Moments
 
@@ -62,7 +63,7 @@ def test_gaussian_control_on_a_known_quadratic_map():
 
 def test_own_inputs_reproduce_the_captured_r2_lin(tiny_setup):
     model_dir, kw = tiny_setup
-    c = get_capture(model_dir, **kw)
+    c = capture_with(model_dir, **kw)
     loaded = load_model(model_dir)
     sites = find_ffn_sites(loaded.model)
     assert len(c.row_index()) == 3200  # every row stored
@@ -83,7 +84,7 @@ def test_own_inputs_reproduce_the_captured_r2_lin(tiny_setup):
 
 def test_cross_feed_of_a_model_with_itself_is_the_identity(tiny_setup):
     model_dir, kw = tiny_setup
-    c = get_capture(model_dir, **kw)
+    c = capture_with(model_dir, **kw)
     loaded = load_model(model_dir)
     t = cross_feed(c, c, loaded, progress=False)
     assert np.allclose(t["r2_raw"], t["r2_ffn_own_inputs"], atol=1e-9)
@@ -92,9 +93,9 @@ def test_cross_feed_of_a_model_with_itself_is_the_identity(tiny_setup):
 
 def test_cross_feed_between_trained_and_random_init(tiny_setup):
     model_dir, kw = tiny_setup
-    trained = get_capture(model_dir, **kw)
+    trained = capture_with(model_dir, **kw)
     init_spec = random_init_spec(model_dir, 0)
-    init = get_capture(init_spec, **kw)
+    init = capture_with(init_spec, **kw)
     t = cross_feed(trained, init, load_model(init_spec), progress=False)
     assert len(t) == trained.n_blocks and t[["r2_raw", "r2_recoloured"]].notna().all().all()
     assert (t["inputs_from"] == trained.model_label).all() and (t["ffn_of"] == init_spec).all()
@@ -124,8 +125,8 @@ def test_shared_scores_give_the_same_tables_and_score_each_pair_once(tiny_setup)
     from linrec.analyses.decomposition import NullDraws, inputs_or_weights
 
     model_dir, kw = tiny_setup
-    trained, init_spec = get_capture(model_dir, **kw), random_init_spec(model_dir, 0)
-    init = get_capture(init_spec, **kw)
+    trained, init_spec = capture_with(model_dir, **kw), random_init_spec(model_dir, 0)
+    init = capture_with(init_spec, **kw)
     loaded, init_loaded = load_model(model_dir), load_model(init_spec)
     n, rows = trained.n_blocks, 200  # a row budget: every score is computed, none read off the capture
 
@@ -184,10 +185,10 @@ def test_cross_feed_pairs_runs_each_pair_and_captures_what_is_missing(tiny_setup
     init_spec = random_init_spec(model_dir, 0)
     pairs = twin_pairs([model_dir], 0)
     assert pairs == [(model_dir, init_spec), (init_spec, model_dir)]
-    trained = get_capture(model_dir, **kw)
+    trained = capture_with(model_dir, **kw)
     captures, loaded = {model_dir: trained}, {}
-    capture_kw = {k: v for k, v in kw.items() if k != "progress"}
-    cross, summary = cross_feed_pairs(pairs, captures, loaded, capture_kw)
+    config = CaptureConfig(model_dir, **{k: v for k, v in kw.items() if k != "progress"})
+    cross, summary = cross_feed_pairs(pairs, captures, loaded, config)
     assert set(captures) == {model_dir, init_spec} and set(loaded) == {model_dir, init_spec}
     assert len(cross) == 2 * trained.n_blocks and len(summary) == 2
     direct = cross_feed(captures[init_spec], trained, loaded[model_dir], progress=False)

@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 import torch
 
+from helpers import capture_with
 from linrec.analyses.controls import _split_rows
 from linrec.base.errors import LinrecError
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.inputs.sites import find_ffn_sites
-from linrec.measure.capture import get_capture
 
 
 # ---- claim 2b: the norm gain folded into the FFN, null ensembles, the cross matrix and its decomposition -------
@@ -75,7 +75,7 @@ def test_inputs_or_weights_on_a_capture_against_lstsq(tiny_setup):
     from linrec.stats.ceiling import r2_rows
 
     model_dir, kw = tiny_setup
-    c, loaded = get_capture(model_dir, **kw), load_model(model_dir)
+    c, loaded = capture_with(model_dir, **kw), load_model(model_dir)
     res = inputs_or_weights(c, loaded, NullDraws(n_init=3, n_shuffled=2), band=1, progress=False)
     ceiling = ceiling_table(c).set_index("block")["r2_lin"].sort_index()
     trained = res.nulls[res.nulls["ffn"] == "trained"].set_index("block")["r2"].sort_index()

@@ -221,10 +221,10 @@ def test_without_first_drops_every_first_position_row_and_fits_on_the_rest(tiny_
     closed-form map fitted on those train rows: its R²_lin equals numpy's lstsq on the same rows."""
     import numpy as np
 
+    from helpers import capture_with
     from linrec.analyses.probe import probe_table
-    from linrec.measure.capture import get_capture
 
-    cap = get_capture(tiny_model_dir, tiny_corpus(8000), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
+    cap = capture_with(tiny_model_dir, tiny_corpus(8000), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
     index = cap.row_index()
     for k in (0, 1):  # train, test
         assert (index[index[:, 2] == k, 1] == 0).sum() > 0  # the capture has first-position rows to drop

@@ -5,19 +5,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import make_tiny_model, tiny_tokenizer
+from helpers import capture_with, make_tiny_model, tiny_tokenizer
 from helpers import run_profiles as _profiles
 from linrec.analyses.recoverability import ceiling_table
-from linrec.analyses.seeds import compare, from_profiles, noise_floor, pairs, profile
+from linrec.analyses.seeds import compare, from_profiles, noise_floors, pairs, profile
 from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.training import TrainConfig
-from linrec.measure.capture import get_capture
 
 
 def _capture(seed, corpus, tokens=4096):
     loaded = LoadedModel(make_tiny_model("llama", seed), tiny_tokenizer(), f"m{seed}", f"tiny-{seed}", "memory")
-    return get_capture(f"m{seed}", corpus, seq_len=32, tokens=tokens, sample_rows=0, loaded=loaded, cache=False,
+    return capture_with(f"m{seed}", corpus, seq_len=32, tokens=tokens, sample_rows=0, loaded=loaded, cache=False,
                        progress=False)  # fmt: skip
 
 
@@ -42,15 +41,15 @@ def test_a_profile_against_itself_and_against_another(caps):
     signed = {"level": -ab["level"], "level_lo": -ab["level_hi"], "level_hi": -ab["level_lo"]}  # b − a: mirrored
     assert ba == pytest.approx({**ab, **signed})
     assert ab["distance_lo"] <= ab["distance"] + 0.02 and ab["distance_hi"] >= ab["distance"] - 0.02
-    assert ab["floor"] == pytest.approx(max(noise_floor(a), noise_floor(b)))
+    assert ab["floor"] == pytest.approx(max(noise_floors(a)["floor"], noise_floors(b)["floor"]))
 
 
 def test_the_noise_floor_shrinks_with_more_held_out_windows(caps):
     """The floor is what measurement alone produces: positive, and smaller (about half) with four times the windows."""
     a, _, big = caps
-    small, large = noise_floor(a), noise_floor(big)
+    small, large = noise_floors(a)["floor"], noise_floors(big)["floor"]
     assert small > 0 and large < 0.75 * small
-    assert noise_floor(a, seed=1) == pytest.approx(small, rel=0.3)  # another set of halvings: about the same
+    assert noise_floors(a, seed=1)["floor"] == pytest.approx(small, rel=0.3)  # another set of halvings: about the same
 
 
 def test_pairs_and_a_distance_on_different_windows_is_refused(caps):
@@ -127,17 +126,16 @@ def test_from_profiles_fills_the_points_and_keeps_what_was_measured():
 def test_compare_splits_level_and_shape_on_the_same_resamples(tiny_corpus):
     """On two tiny captures: the level and the shape are those of the two ceiling profiles by hand, their intervals
     come from the same paired jackknife as the raw distance, and a profile against itself is 0 with 0 floors' width."""
-    from helpers import make_tiny_model, tiny_tokenizer
+    from helpers import capture_with, make_tiny_model, tiny_tokenizer
     from linrec.analyses.recoverability import ceiling_table
     from linrec.analyses.seeds import compare, noise_floors
     from linrec.inputs.hf import LoadedModel
-    from linrec.measure.capture import get_capture
 
     corpus = tiny_corpus(20000)
 
     def cap(seed):
         loaded = LoadedModel(make_tiny_model("llama", seed), tiny_tokenizer(), f"m{seed}", f"tiny-{seed}", "memory")
-        return get_capture(f"m{seed}", corpus, seq_len=32, tokens=4096, sample_rows=0, loaded=loaded, cache=False,
+        return capture_with(f"m{seed}", corpus, seq_len=32, tokens=4096, sample_rows=0, loaded=loaded, cache=False,
                            progress=False)  # fmt: skip
 
     a, b = cap(0), cap(1)

@@ -14,13 +14,15 @@ def test_run_model_is_notebook_06_for_one_model(tiny_model_dir, tiny_corpus, tmp
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    kw = dict(corpus=tiny_corpus(), seq_len=32, tokens=2048, sample_rows=0, progress=False)
-    run = run_model(tiny_model_dir, kw, SwapSettings(ranks=[4], variant_min_first_share=0.0))
+    from linrec.measure.config import CaptureConfig
+
+    kw = CaptureConfig(tiny_model_dir, tiny_corpus(), seq_len=32, tokens=2048, sample_rows=0)
+    run = run_model(kw, swap=SwapSettings(ranks=[4], variant_min_first_share=0.0))
     n = run.ceiling.shape[0]
     assert (run.table["first"] == "map").sum() == n and {"ffn", "mean"} <= set(run.table["first"])
     assert run.curve["block"].nunique() == 1 and list(run.curve["rank"].iloc[:1]) == [4]
     assert [g["order"] for g in run.greedy] == list(GREEDY_ORDERS)
     assert run.reload["abs_diff"] <= 1e-6 * run.reload["ppl_in_memory"]
     assert list((tmp_path / "tmp").iterdir()) == []  # the 0.5–1 GB scratch copy is deleted
-    kept = run_model(tiny_model_dir, kw, SwapSettings(ranks=[]), save_dir=tmp_path / "keep")
+    kept = run_model(kw, swap=SwapSettings(ranks=[]), save_dir=tmp_path / "keep")
     assert (tmp_path / "keep").is_dir() and str(tmp_path / "keep") in kept.reload["directory"]

@@ -103,71 +103,9 @@ def test_detectable_correlation_matches_the_power_table():
     assert np.isnan(detectable_correlation(3))
 
 
-def _cover(helper, truth, draw, level=0.95, reps=400, n_boot=500, **kw):
-    hits = 0
-    for r in range(reps):
-        _, lo, hi = helper(*draw(np.random.default_rng(1000 + r)), n_boot=n_boot, seed=r, level=level, **kw)
-        hits += lo <= truth <= hi
-    return hits / reps
-
-
 def _normal_pair(rng, n=40, rho=0.5):
     x = rng.standard_normal(n)
     return x, rho * x + np.sqrt(1 - rho**2) * rng.standard_normal(n)
-
-
-def _pearson(x, y, n_boot, seed, level):
-    from linrec.analyses.uncertainty import _boot_ci, _pearson_rows
-
-    return _boot_ci(_pearson_rows, [x, y], n_boot, seed, level)
-
-
-@pytest.mark.parametrize(
-    "name, truth, low",
-    [  # the lower bound sits between the coverage at 95 % and at 90 % (simulated: .943/.883, .970/.923, .978/.930)
-        ("pearson", 0.5, 0.915),
-        ("explained share", 0.25, 0.915),
-        ("spearman", 6 / np.pi * np.arcsin(0.25), 0.945),  # Spearman's ρ of a normal pair with r = 0.5
-        ("partial", 0.0, 0.952),  # x and y independent given z
-    ],
-)
-def test_interval_helpers_cover_at_their_nominal_level(name, truth, low):
-    from linrec.analyses import uncertainty as U
-
-    def conditional(rng, n=40):
-        z = rng.standard_normal(n)
-        return z + rng.standard_normal(n), z + rng.standard_normal(n), z
-
-    helper, draw = {
-        "pearson": (_pearson, _normal_pair),
-        "explained share": (U.explained_share_with_ci, _normal_pair),
-        "spearman": (U.spearman_with_ci, _normal_pair),
-        "partial": (U.partial_spearman, conditional),
-    }[name]
-    assert low <= _cover(helper, truth, draw) <= 0.995
-
-
-def _ar1(rng, n=30, phi=0.8):
-    e = rng.standard_normal((2, n))
-    v = np.empty((2, n))
-    v[:, 0] = e[:, 0] / np.sqrt(1 - phi**2)
-    for i in range(1, n):
-        v[:, i] = phi * v[:, i - 1] + e[:, i]
-    return v[0], v[1]
-
-
-def test_moving_block_bootstrap_keeps_what_neighbouring_blocks_share():
-    """Two independent AR(1) profiles over 30 blocks (neighbours correlated, φ = 0.8): an interval that treats
-    blocks as independent covers ρ = 0 far below 95 % (simulated 0.73); runs of adjacent blocks recover much of it
-    (0.84 at the stated length 3)."""
-    from linrec.analyses.uncertainty import across_block_length, bootstrap_indices, spearman_with_ci
-
-    assert across_block_length(30) == 3 and across_block_length(18) == 3 and across_block_length(6) == 2
-    idx = bootstrap_indices(10, 50, np.random.default_rng(0), 3)
-    assert idx.shape == (50, 10) and ((np.diff(idx[:, :3], axis=1) == 1).all())  # each row starts with a run
-    iid = _cover(spearman_with_ci, 0.0, _ar1, reps=300, block_length=1)
-    mbb = _cover(spearman_with_ci, 0.0, _ar1, reps=300, block_length=across_block_length(30))
-    assert iid < 0.8 and mbb > iid + 0.06
 
 
 def test_correlation_outcome_at_its_margins():
@@ -224,16 +162,35 @@ def test_blocks_needed_against_the_equivalence_power_formula():
     assert blocks_needed("pearson", dependence=2.0) == int(np.ceil(2 * (z**2 + 3)))
 
 
+def _moving_block_spearman_interval(a, b, n_boot: int, seed: int, level: float, ell: int) -> tuple[float, float]:
+    """The rejected interval, kept here as the test's own copy (no longer in the library): Spearman ρ(a, b) over
+    moving-block bootstrap resamples (Künsch 1989: runs of `ell` adjacent blocks, each starting uniformly among the
+    n − ℓ + 1 possible, joined and cut to n), its percentile interval; (nan, nan) when fewer than half the resamples
+    give a value."""
+    n = len(a)
+    k = -(-n // ell)
+    starts = np.random.default_rng([seed, 29]).integers(0, n - ell + 1, size=(n_boot, k))
+    idx = (starts[:, :, None] + np.arange(ell)[None, None, :]).reshape(n_boot, k * ell)[:, :n]
+    ra, rb = sps.rankdata(a[idx], axis=-1), sps.rankdata(b[idx], axis=-1)
+    ra, rb = ra - ra.mean(-1, keepdims=True), rb - rb.mean(-1, keepdims=True)
+    den = np.sqrt((ra * ra).sum(-1) * (rb * rb).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boot = np.where(den > 0, (ra * rb).sum(-1) / np.where(den > 0, den, 1), np.nan)
+    boot = boot[np.isfinite(boot)]
+    if len(boot) < n_boot / 2:
+        return np.nan, np.nan
+    lo, hi = np.quantile(boot, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)
+
+
 def test_the_moving_block_percentile_interval_under_covers():
-    """Why the verdicts no longer read it: the moving-block percentile bootstrap at 18 blocks and φ = 0.6 covers
-    ρ = 0 well below 95 % (the referee measured 0.87–0.92; here at most 0.92)."""
+    """Why the verdicts no longer read it: the moving-block percentile bootstrap at 18 blocks and φ = 0.6 (runs of
+    round(18^(1/3)) = 3 blocks) covers ρ = 0 well below 95 % (the referee measured 0.87–0.92; here at most 0.92)."""
     from linrec.analyses.calibration import ar1
-    from linrec.analyses.uncertainty import across_block_length, spearman_with_ci
 
     rng = np.random.default_rng(5)
     a, b = ar1(18, 0.6, 200, rng), ar1(18, 0.6, 200, rng)
-    ell = across_block_length(18)
-    cover = np.mean([lo <= 0 <= hi for lo, hi in (spearman_with_ci(a[k], b[k], 400, k, 0.95, ell)[1:]
+    cover = np.mean([lo <= 0 <= hi for lo, hi in (_moving_block_spearman_interval(a[k], b[k], 400, k, 0.95, 3)
                                                   for k in range(200))])  # fmt: skip
     assert cover <= 0.92
 

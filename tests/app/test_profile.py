@@ -218,8 +218,8 @@ def test_the_capture_settings_are_one_section_that_every_capturing_notebook_take
         assert not calls.search(nb.read_text()), f"{nb.name} captures itself; its study's run(p) does"
     studies = [m for m in sorted((ROOT / "lib" / "linrec" / "studies").glob("*.py")) if calls.search(m.read_text())]
     assert len(studies) >= 5, studies
-    for module in studies:  # each capturing study passes the profile's section on whole
-        assert "capture_settings(p.capture)" in module.read_text(), module.name
+    for module in studies:  # each capturing study asks for the profile's request, its capture section whole
+        assert "p.capture_config(" in module.read_text(), module.name
     for profile in sorted((ROOT / "params").glob("*.yaml")):
         load_profile(profile, root=ROOT)  # every profile's capture section is known and well typed
 

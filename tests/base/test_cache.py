@@ -10,10 +10,9 @@ import pytest
 import torch
 
 from helpers import CAPTURE_KW as KW
+from helpers import capture_with, save_tiny_model, tiny_text
 from helpers import main_captured as _main
-from helpers import save_tiny_model, tiny_text
 from linrec.base.errors import LinrecError
-from linrec.measure.capture import get_capture
 
 
 @pytest.fixture
@@ -39,7 +38,7 @@ def _reader(entry_args, flag):
     code = 70
     try:
         torch.set_num_threads(1)
-        capture = get_capture(**entry_args)
+        capture = capture_with(**entry_args)
         flag.write_text("cached" if capture.cached else "computed")
         time.sleep(120)
         capture.rows(0)
@@ -54,8 +53,8 @@ def test_prune_leaves_an_entry_another_process_is_reading(cache, corpus, tmp_pat
 
     model = save_tiny_model(tmp_path / "model")
     args = dict(model=model, corpus=corpus, **KW)
-    used = get_capture(**args)
-    idle = get_capture(**{**args, "seed": 1})
+    used = capture_with(**args)
+    idle = capture_with(**{**args, "seed": 1})
     flag = tmp_path / "flag"
     pid = _reader(args, flag)
     try:
@@ -68,7 +67,7 @@ def test_prune_leaves_an_entry_another_process_is_reading(cache, corpus, tmp_pat
         assert code == 0 and not idle.path.exists() and used.path.is_dir(), err
         assert f"kept {used.path.name}: in use by a running process" in out
         assert "removed 1 entries" in err and "kept 1 in use" in err
-        assert get_capture(**args).cached  # untouched: still intact
+        assert capture_with(**args).cached  # untouched: still intact
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
@@ -79,7 +78,7 @@ def test_prune_leaves_an_entry_another_process_is_reading(cache, corpus, tmp_pat
 def test_prune_in_the_reading_process_itself_removes_what_it_read(cache, corpus, tmp_path):
     from linrec.base.cache import prune
 
-    capture = get_capture(save_tiny_model(tmp_path / "model"), corpus, **KW)
+    capture = capture_with(save_tiny_model(tmp_path / "model"), corpus, **KW)
     assert [e.path for e in prune(older_than_days=0).removed] == [capture.path] and not capture.path.exists()
 
 
@@ -87,7 +86,7 @@ def test_prune_on_a_read_only_cache_removes_nothing_and_says_so(cache, corpus, t
     """As root a folder cannot be made read-only, so the file system's answer is planted: every unlink, rmdir and
     rename under the cache fails with EROFS, as on a read-only mount."""
     model = save_tiny_model(tmp_path / "model")
-    entries = [get_capture(model, corpus, **{**KW, "seed": s}).path for s in (0, 1)]
+    entries = [capture_with(model, corpus, **{**KW, "seed": s}).path for s in (0, 1)]
     before = sorted(str(p.relative_to(cache)) for p in cache.rglob("*"))
 
     def read_only(real):
@@ -110,7 +109,7 @@ def test_prune_on_a_read_only_cache_removes_nothing_and_says_so(cache, corpus, t
 def test_prune_does_not_claim_a_symbolic_link_it_leaves(cache, corpus, tmp_path):
     from linrec.base.cache import prune
 
-    capture = get_capture(save_tiny_model(tmp_path / "model"), corpus, **KW)
+    capture = capture_with(save_tiny_model(tmp_path / "model"), corpus, **KW)
     shared = tmp_path / "shared-entry"
     shutil.copytree(capture.path, shared)
     link = capture.path.parent / "linked-0123"
@@ -139,9 +138,9 @@ def test_cache_is_listed_and_pruned_oldest_first(saved_tiny, cache, capsys):
     from linrec.base.cache import entries as cache_entries
     from linrec.base.cache import prune as prune_cache
 
-    a = get_capture(**saved_tiny)
-    b = get_capture(**{**saved_tiny, "seed": 1})
-    c = get_capture(**{**saved_tiny, "seed": 2, "sample_rows": 0})
+    a = capture_with(**saved_tiny)
+    b = capture_with(**{**saved_tiny, "seed": 1})
+    c = capture_with(**{**saved_tiny, "seed": 2, "sample_rows": 0})
     now = _time.time()
     for cap, days in ((a, 10), (b, 5), (c, 1)):
         os.utime(cap.path, (now - days * 86400, now - days * 86400))
@@ -173,11 +172,11 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
     from linrec.app.cli import main
     from linrec.base.cache import entries as cache_entries
     from linrec.base.cache import prune as prune_cache
-    from linrec.measure.curves import get_curve
+    from linrec.measure.curves import CurveConfig, get_curve
 
-    cap = get_capture(**saved_tiny)
-    curve = get_curve(saved_tiny["model"], corpus=saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
-                      test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
+    cap = capture_with(**saved_tiny)
+    config = CurveConfig(saved_tiny["model"], saved_tiny["corpus"], 32, (256, 512), 512, (0,))
+    curve = get_curve(config, progress=False)
     entries = {e.kind: e for e in cache_entries()}
     assert entries["curve"].path == curve.path and entries["capture"].path == cap.path
     assert "learning curve of" in entries["curve"].made_by and "× 1 seeds" in entries["curve"].made_by
@@ -189,8 +188,7 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
     (curve.path).mkdir()  # a curve entry without its meta.json: warned and recomputed
     (curve.path / "curve.npz").write_bytes(b"x")
     caplog.clear()
-    again = get_curve(saved_tiny["model"], corpus=saved_tiny["corpus"], seq_len=32, train_tokens=(256, 512),
-                      test_tokens=512, seeds=(0,), progress=False)  # fmt: skip
+    again = get_curve(config, progress=False)
     assert not again.cached and "meta.json is missing" in caplog.text
 
 

@@ -144,11 +144,10 @@ def test_each_layouts_ffn_site_is_captured_and_an_affine_mlp_swaps_for_free(tmp_
     """Block 1's MLP made affine (its activation the identity; for SwiGLU a gate of ones, so down(up(x))): the
     capture finds the layout's FFN site, that block's R²_lin is 1, and swapping it for its closed-form map leaves the
     held-out perplexity unchanged (ΔPPL within float32 noise of 0), while block 0 costs something."""
-    from helpers import tiny_text
+    from helpers import capture_with, tiny_text
     from linrec.analyses.swap import SwapStudy
     from linrec.inputs.hf import LoadedModel
     from linrec.inputs.training_text import train_tokenizer
-    from linrec.measure.capture import get_capture
 
     class Ones(torch.nn.Module):
         def forward(self, z):
@@ -165,7 +164,7 @@ def test_each_layouts_ffn_site_is_captured_and_an_affine_mlp_swaps_for_free(tmp_
     loaded = LoadedModel(model, tok, f"affine-{layout}", f"affine-{layout}", "memory")
     corpus = tmp_path / "text.txt"
     corpus.write_text(text)
-    cap = get_capture(f"affine-{layout}", str(corpus), seq_len=32, tokens=2048, sample_rows=0, loaded=loaded,
+    cap = capture_with(f"affine-{layout}", str(corpus), seq_len=32, tokens=2048, sample_rows=0, loaded=loaded,
                       cache=False, progress=False)  # fmt: skip
     assert cap.n_blocks == 2 and cap.score(1).r2 > 1 - 1e-9 and cap.score(0).r2 < 0.999
     table = SwapStudy(cap, loaded, progress=False, screening_windows=2).heldout.table(blocks=[0, 1])

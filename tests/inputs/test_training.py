@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import capture_with, tiny_text, training_windows
 from helpers import linrec_left_in as _ours
 from helpers import main_captured as _main
 from helpers import on_threads, tiny_text, training_windows
@@ -24,7 +25,6 @@ from linrec.inputs.training import (
     train_model,
 )
 from linrec.inputs.training_text import split_documents
-from linrec.measure.capture import get_capture
 
 
 # ---- case 8: an interrupted `linrec train --no-cache` leaves no temporary folder ---------------------------------
@@ -193,8 +193,8 @@ def test_a_run_is_cached_reloads_to_the_same_logits_and_r2_and_a_damaged_entry_i
     with torch.no_grad():
         assert torch.allclose(disk.model(ids).logits, mem(ids).logits, atol=1e-6, rtol=0)
     kw = dict(seq_len=16, tokens=800, sample_rows=0, progress=False, cache=False)
-    a = get_capture(str(run.final), run.measure_corpus, **kw)
-    b = get_capture(
+    a = capture_with(str(run.final), run.measure_corpus, **kw)
+    b = capture_with(
         str(run.final), run.measure_corpus, loaded=LoadedModel(mem, tok, "mem", disk.identity, "memory"), **kw
     )
     assert max(abs(a.score(i).r2 - b.score(i).r2) for i in range(2)) < 1e-9
@@ -245,7 +245,7 @@ def test_an_affine_block_swaps_for_free(tmp_path):
     loaded = LoadedModel(model, tok, "affine-block", "affine-block", "memory")
     corpus = tmp_path / "text.txt"  # the test's own folder, which pytest removes
     corpus.write_text(text)
-    cap = get_capture("affine-block", str(corpus), seq_len=32, tokens=2048, sample_rows=0, loaded=loaded,
+    cap = capture_with("affine-block", str(corpus), seq_len=32, tokens=2048, sample_rows=0, loaded=loaded,
                       cache=False, progress=False)  # fmt: skip
     assert cap.score(1).r2 > 1 - 1e-9 and cap.score(0).r2 < 0.999
     table = SwapStudy(cap, loaded, progress=False, screening_windows=2).heldout.table(blocks=[0, 1])

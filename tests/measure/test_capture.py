@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -15,9 +16,9 @@ import pytest
 import torch
 
 from helpers import CAPTURE_KW as KW
+from helpers import capture_with, make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
 from helpers import linrec_left_in as _ours
 from helpers import main_captured as _main
-from helpers import make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
 from helpers import save_affine_swap as _save
 from linrec.analyses.recoverability import ceiling_table
 from linrec.base.errors import LinrecError
@@ -25,9 +26,9 @@ from linrec.inputs.hf import LoadedModel
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites
 from linrec.measure import capture as cap_mod
-from linrec.measure.capture import get_capture, get_captures, run_capture
+from linrec.measure.capture import get_captures, run_capture
 from linrec.measure.config import CAPTURE_VERSION, CaptureConfig
-from linrec.measure.plan import site_devices
+from linrec.measure.plan import probe_sites
 from linrec.stats.ceiling import fit_affine, r2_rows, score
 from linrec.stats.heldout import bootstrap_r2
 
@@ -40,7 +41,7 @@ def cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def saved_tiny(tiny_model_dir, tiny_corpus, cache):
-    """get_capture arguments for a tiny llama saved to disk and a small local corpus."""
+    """`capture_with` arguments for a tiny llama saved to disk and a small local corpus."""
     return dict(
         model=tiny_model_dir, corpus=tiny_corpus(8000), seq_len=32, tokens=2048, sample_rows=500, progress=False
     )
@@ -111,7 +112,7 @@ def test_closed_form_on_statistics_equals_lstsq_on_stored_rows(tiny_model, cache
     tok.save_pretrained(model_dir)
     corpus = tmp_path / "text.txt"
     corpus.write_text(tiny_text(8000))
-    c = get_capture(str(model_dir), str(corpus), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
+    c = capture_with(str(model_dir), str(corpus), seq_len=32, tokens=3200, sample_rows=10_000, progress=False)
     assert len(c.row_index()) == 3200  # all rows kept
     table = ceiling_table(c)
     for i in range(c.n_blocks):
@@ -135,27 +136,27 @@ def test_closed_form_on_statistics_equals_lstsq_on_stored_rows(tiny_model, cache
 
 def test_cache_hit_miss_and_truncation(saved_tiny):
     args = saved_tiny
-    first = get_capture(**args)
+    first = capture_with(**args)
     assert not first.cached
-    again = get_capture(**args)
+    again = capture_with(**args)
     assert again.cached and again.path == first.path
     assert np.array_equal(again.stats["test"][1].M, first.stats["test"][1].M)
-    other = get_capture(**{**args, "seed": 1})
+    other = capture_with(**{**args, "seed": 1})
     assert not other.cached and other.path != first.path
-    assert not get_capture(**{**args, "tokens": 1024}).cached
+    assert not capture_with(**{**args, "tokens": 1024}).cached
     # truncate a file: the entry is detected as damaged and rebuilt, not read
     victim = first.path / "rows" / "x_001.npy"
     victim.write_bytes(victim.read_bytes()[:100])
-    rebuilt = get_capture(**args)
+    rebuilt = capture_with(**args)
     assert not rebuilt.cached
     assert np.array_equal(rebuilt.stats["test"][1].M, first.stats["test"][1].M)
-    assert get_capture(**args).cached
+    assert capture_with(**args).cached
     # a flipped byte in the statistics fails the checksum
     stats = first.path / "stats.npz"
     raw = bytearray(stats.read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     stats.write_bytes(bytes(raw))
-    assert not get_capture(**args).cached
+    assert not capture_with(**args).cached
 
 
 def test_killed_run_leaves_no_valid_entry(saved_tiny, cache, monkeypatch):
@@ -167,11 +168,11 @@ def test_killed_run_leaves_no_valid_entry(saved_tiny, cache, monkeypatch):
     real_write = cap_mod._write
     monkeypatch.setattr(cap_mod, "_write", killed)
     with pytest.raises(KeyboardInterrupt):
-        get_capture(**args)
+        capture_with(**args)
     entries = list((cache / "captures").iterdir())
     assert not [e for e in entries if not e.name.startswith(".")]  # nothing under a real key
     monkeypatch.setattr(cap_mod, "_write", real_write)
-    fresh = get_capture(**args)
+    fresh = capture_with(**args)
     assert not fresh.cached and json.loads((fresh.path / "meta.json").read_text())["complete"]
 
 
@@ -238,7 +239,7 @@ def test_heldout_sums_equal_sums_from_stored_rows(tiny_model, cache, tmp_path):
         batch_size=3,
         progress=False,
     )
-    c = get_capture(**args)
+    c = capture_with(**args)
     assert len(c.row_index()) == 3200  # every row kept
     assert len(c.heldout) == c.n_blocks and c.meta["heldout_errors"] == {}
     table = ceiling_table(c)
@@ -263,12 +264,12 @@ def test_heldout_sums_equal_sums_from_stored_rows(tiny_model, cache, tmp_path):
         for got, ref in ((r.sse, sse), (r.sy, sy), (r.syy, syy)):
             assert np.abs(got - ref).max() <= 1e-10 * np.abs(ref).max()
         assert abs(r.r2() - row.r2_ex_first) < 1e-9 and row.r2_ex_first_lo < row.r2_ex_first < row.r2_ex_first_hi
-    again = get_capture(**args)  # the sums survive the cache
+    again = capture_with(**args)  # the sums survive the cache
     assert again.cached
     for h, g in zip(c.heldout + c.heldout_rest, again.heldout + again.heldout_rest):
         assert all(np.array_equal(getattr(h, k), getattr(g, k)) for k in h.KEYS)
     assert ceiling_table(again).equals(table)
-    loose = get_capture(**args, cache=False)  # and are the same without it
+    loose = capture_with(**args, cache=False)  # and are the same without it
     assert all(np.array_equal(h.sse, g.sse) for h, g in zip(c.heldout, loose.heldout))
     # its row sample (what a probe reads) lives outside the cache while it does, the same rows
     assert loose.path is not None and loose.path.parent != c.path.parent and not loose.cached
@@ -288,7 +289,7 @@ def test_heldout_with_no_test_windows_and_with_singular_train_stats(tiny_model, 
     # succeeds (and caches), the ceiling raises the fit's own one-line error
     args = {**saved_tiny, "seq_len": 8, "tokens": 32}
     for attempt in range(2):
-        c = get_capture(**args)
+        c = capture_with(**args)
         assert c.cached == bool(attempt)
         assert c.heldout == [None, None] and "raise --tokens" in c.meta["heldout_errors"]["0"]
         with pytest.raises(LinrecError, match="block 0: singular statistics.*raise --tokens"):
@@ -304,40 +305,47 @@ def test_get_captures_loads_the_model_once_and_not_at_all_when_cached(saved_tiny
         return real(*a, **k)
 
     monkeypatch.setattr(cap_mod, "load_model", counting)
-    args = {k: v for k, v in saved_tiny.items() if k != "corpus"}
+    args = {k: v for k, v in saved_tiny.items() if k not in ("corpus", "progress")}
     corpora = []
     for s in range(3):
         (tmp_path / f"c{s}.txt").write_text(tiny_text(3000, seed=s))
         corpora.append(str(tmp_path / f"c{s}.txt"))
-    first = get_captures(corpora=corpora[:2], **args)
+    config = {c: CaptureConfig(corpus=c, **args) for c in corpora}  # one request per corpus
+
+    def captures(names, cache=True):
+        return get_captures([config[c] for c in names], cache=cache, progress=False)
+
+    first = captures(corpora[:2])
     assert len(loads) == 1 and list(first) == corpora[:2] and not any(c.cached for c in first.values())
-    again = get_captures(corpora=corpora[:2], **args)
+    again = captures(corpora[:2])
     assert len(loads) == 1 and all(c.cached for c in again.values())
     assert all(np.array_equal(again[k].stats["test"][0].M, first[k].stats["test"][0].M) for k in first)
-    mixed = get_captures(corpora=[corpora[1], corpora[2], corpora[1]], **args)  # one cached, one new
+    mixed = captures([corpora[1], corpora[2], corpora[1]])  # one cached, one new; a request repeated, taken once
     assert len(loads) == 2 and list(mixed) == [corpora[1], corpora[2]]
     assert mixed[corpora[1]].cached and not mixed[corpora[2]].cached
-    assert get_capture(corpus=corpora[2], **args).cached  # the same cache entries as get_capture's
-    loose = get_captures(corpora=corpora[:2], cache=False, **args)  # no cache: computed, one load
+    assert capture_with(corpus=corpora[2], progress=False, **args).cached  # the same cache entries as get_capture's
+    loose = captures(corpora[:2], cache=False)  # no cache: computed, one load
     assert len(loads) == 3 and not any(c.cached for c in loose.values())
-    with pytest.raises(TypeError, match="unexpected"):
-        get_captures(corpora=corpora, bogus=1, **args)
-    with pytest.raises(TypeError, match=r"\['batch_size'\] go in run=CaptureRun"):  # how it runs is one option
-        get_captures(corpora=corpora, batch_size=4, **args)
+    with pytest.raises(LinrecError, match="no corpora given"):
+        get_captures([])
+    with pytest.raises(ValueError, match="one model"):
+        get_captures([config[corpora[0]], replace(config[corpora[1]], model="init:0:" + args["model"])])
+    with pytest.raises(ValueError, match="one per corpus"):  # two settings for one corpus: which would it return?
+        get_captures([config[corpora[0]], replace(config[corpora[0]], seed=1)])
+    assert len(loads) == 3  # each refused before any load
 
 
 def test_get_captures_takes_row_counts_per_corpus(saved_tiny, tmp_path):
-    args = {k: v for k, v in saved_tiny.items() if k not in ("corpus", "sample_rows")}
+    args = {k: v for k, v in saved_tiny.items() if k not in ("corpus", "sample_rows", "progress")}
     corpora = []
     for s in range(2):
         (tmp_path / f"d{s}.txt").write_text(tiny_text(3000, seed=10 + s))
         corpora.append(str(tmp_path / f"d{s}.txt"))
-    caps = get_captures(corpora=corpora, sample_rows={corpora[0]: 64, corpora[1]: 0}, **args)
+    configs = [CaptureConfig(corpus=c, sample_rows=n, **args) for c, n in zip(corpora, (64, 0))]
+    caps = get_captures(configs, progress=False)
     assert caps[corpora[0]].config.sample_rows == 64 and caps[corpora[1]].config.sample_rows == 0
     assert (caps[corpora[0]].path / "rows").is_dir() and not (caps[corpora[1]].path / "rows").exists()
-    assert get_capture(corpus=corpora[1], sample_rows=0, **args).cached  # the same entry as a plain get_capture
-    with pytest.raises(LinrecError, match="no row count for corpora"):
-        get_captures(corpora=corpora, sample_rows={corpora[0]: 64}, **args)
+    assert capture_with(corpus=corpora[1], sample_rows=0, progress=False, **args).cached  # a plain capture's entry
 
 
 # ---- a damaged entry is never used: every file checksummed, every subcommand recomputes ----------------------
@@ -354,12 +362,12 @@ def _entry(cache_dir):
 
 @pytest.mark.parametrize("content", ["null", "[]", '"text"', "{}", '{"version": "4", "complete": true}'])
 def test_meta_json_that_parses_but_is_wrong_is_recomputed(saved_tiny, cache, content, caplog):
-    first = get_capture(**saved_tiny)
+    first = capture_with(**saved_tiny)
     (first.path / "meta.json").write_text(content)
-    again = get_capture(**saved_tiny)
+    again = capture_with(**saved_tiny)
     assert not again.cached and "damaged" in caplog.text
     assert np.array_equal(again.stats["train"][1].M, first.stats["train"][1].M)
-    assert get_capture(**saved_tiny).cached  # repaired for good
+    assert capture_with(**saved_tiny).cached  # repaired for good
 
 
 def test_every_file_flipped_in_turn_is_found_by_every_subcommand(
@@ -401,7 +409,7 @@ def test_every_file_flipped_in_turn_is_found_by_every_subcommand(
 
 def test_batch_size_changes_r2_by_rounding_only(saved_tiny, monkeypatch, tmp_path):
     """The batch size is not in the cache key: R²_lin must not depend on it beyond 1e-12."""
-    tables = [ceiling_table(get_capture(**saved_tiny, batch_size=b, cache=False)) for b in (1, 3, 8, 64)]
+    tables = [ceiling_table(capture_with(**saved_tiny, batch_size=b, cache=False)) for b in (1, 3, 8, 64)]
     for t in tables[1:]:
         assert (t["r2_lin"] - tables[0]["r2_lin"]).abs().max() <= 1e-12
         assert (t["r2_ex_first"] - tables[0]["r2_ex_first"]).abs().max() <= 1e-12
@@ -430,8 +438,8 @@ def test_a_loaded_model_in_another_dtype_is_one_line(tiny_model_dir, tiny_corpus
 
     loaded = load_model(tiny_model_dir, dtype=torch.bfloat16)
     with pytest.raises(LinrecError, match="runs in bfloat16 but the capture asks for float32"):
-        get_capture(tiny_model_dir, tiny_corpus(3000), seq_len=32, tokens=1024, loaded=loaded, progress=False)
-    c = get_capture(
+        capture_with(tiny_model_dir, tiny_corpus(3000), seq_len=32, tokens=1024, loaded=loaded, progress=False)
+    c = capture_with(
         tiny_model_dir, tiny_corpus(3000), seq_len=32, tokens=1024, loaded=loaded, dtype="bfloat16", progress=False
     )
     assert c.meta["dtype"] == "bfloat16"
@@ -492,7 +500,7 @@ def test_new_weights_under_the_same_name_size_and_mtime_are_a_new_capture(saved_
 
     from linrec.base.files import cache_root
 
-    old = ceiling_table(get_capture(**saved_tiny))
+    old = ceiling_table(capture_with(**saved_tiny))
     weights = os.path.join(saved_tiny["model"], "model.safetensors")
     st = os.stat(weights)
     other = tmp_path / "other"
@@ -501,22 +509,22 @@ def test_new_weights_under_the_same_name_size_and_mtime_are_a_new_capture(saved_
     shutil.copyfile(other / "model.safetensors", weights)
     os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert os.stat(weights).st_mtime_ns == st.st_mtime_ns and os.stat(weights).st_size == st.st_size
-    again = get_capture(**saved_tiny)
+    again = capture_with(**saved_tiny)
     assert not again.cached
-    fresh = ceiling_table(get_capture(**saved_tiny, cache=False))
+    fresh = ceiling_table(capture_with(**saved_tiny, cache=False))
     assert np.abs(ceiling_table(again)["r2_lin"] - fresh["r2_lin"]).max() <= 1e-12
     assert np.abs(fresh["r2_lin"] - old["r2_lin"]).max() > 1e-3  # the weights did change the answer
     # the digest is remembered: a rerun reads one small record per file instead of hashing it again
     records = list((cache_root() / "digests").glob("*.json"))
     assert any(json.loads(r.read_text())["path"] == os.path.realpath(weights) for r in records)
-    assert get_capture(**saved_tiny).cached
+    assert capture_with(**saved_tiny).cached
 
 
 def test_a_deleted_meta_json_warns_like_any_damaged_file(saved_tiny, caplog):
-    first = get_capture(**saved_tiny)
+    first = capture_with(**saved_tiny)
     (first.path / "meta.json").unlink()
     caplog.clear()
-    again = get_capture(**saved_tiny)
+    again = capture_with(**saved_tiny)
     assert not again.cached and "meta.json is missing" in caplog.text and "damaged" in caplog.text
     assert np.array_equal(again.stats["train"][1].M, first.stats["train"][1].M)
 
@@ -524,13 +532,13 @@ def test_a_deleted_meta_json_warns_like_any_damaged_file(saved_tiny, caplog):
 def test_replicate_captures_are_each_models_disjoint_samples(tiny_model_dir, tiny_corpus):
     """One capture per (model, sample), in that order, each on its own stretch of the corpus (its windows are not
     sample 0's), moments only."""
-    from linrec.measure.capture import get_capture, replicate_captures
+    from linrec.measure.capture import replicate_captures
 
     corpus = tiny_corpus(20000)
-    kw = dict(seq_len=32, tokens=1024, progress=False)
-    reps = replicate_captures([tiny_model_dir], [2, 1], corpus, **kw)
+    kw = dict(seq_len=32, tokens=1024)
+    reps = replicate_captures([CaptureConfig(tiny_model_dir, corpus, **kw)], [2, 1])
     assert list(reps) == [(tiny_model_dir, 2), (tiny_model_dir, 1)]
-    base = get_capture(tiny_model_dir, corpus, sample_rows=0, **kw)
+    base = capture_with(tiny_model_dir, corpus, sample_rows=0, progress=False, **kw)
     for (_, k), cap in reps.items():
         assert cap.config.sample == k and cap.config.sample_rows == 0
         assert cap.stats["train"][0].n == base.stats["train"][0].n
@@ -556,29 +564,29 @@ def _flip_keeping_mtime(path, offset=None):
 # ---- case 3: a saved swapped model is identified by every file's content ----------------------------------------
 def test_a_flipped_byte_in_a_measured_save_is_refused_not_served_from_the_cache(cache, corpus, tmp_path):
     save = _save(tmp_path / "save")
-    first = get_capture(str(save), corpus, **KW)
-    assert get_capture(str(save), corpus, **KW).cached
+    first = capture_with(str(save), corpus, **KW)
+    assert capture_with(str(save), corpus, **KW).cached
     weights = save / "model.safetensors"
     good = weights.read_bytes()
     _flip_keeping_mtime(weights)
     with pytest.raises(LinrecError, match="damaged") as err:
-        get_capture(str(save), corpus, **KW)
+        capture_with(str(save), corpus, **KW)
     assert "model.safetensors" in str(err.value) and "save it again" in str(err.value)
     code, out, err = _main("measure", "--model", save, "--corpus", corpus, "--seq-len", 32, "--tokens", 2048)
     assert code == 2 and out == "" and err.count("\n") == 1 and "damaged" in err, err  # as --no-cache says it
     weights.write_bytes(good)  # put back: the same save, the same capture
-    again = get_capture(str(save), corpus, **KW)
+    again = capture_with(str(save), corpus, **KW)
     assert again.cached and again.path == first.path
 
 
 def test_a_save_rewritten_with_other_weights_is_a_new_capture(cache, corpus, tmp_path):
     save = _save(tmp_path / "save")
-    old = ceiling_table(get_capture(str(save), corpus, **KW))
+    old = ceiling_table(capture_with(str(save), corpus, **KW))
     _save(tmp_path / "other", seed=1)
     for name in ("model.safetensors", "linrec_swaps.json"):  # a whole save copied over the first, mtimes kept
         shutil.copy2(tmp_path / "other" / name, save / name)
-    again = get_capture(str(save), corpus, **KW)
-    fresh = ceiling_table(get_capture(str(save), corpus, **{**KW, "cache": False}))
+    again = capture_with(str(save), corpus, **KW)
+    fresh = ceiling_table(capture_with(str(save), corpus, **{**KW, "cache": False}))
     assert not again.cached and np.abs(ceiling_table(again)["r2_lin"] - fresh["r2_lin"]).max() <= 1e-12
     assert np.abs(fresh["r2_lin"] - old["r2_lin"]).max() > 1e-6
 
@@ -591,8 +599,8 @@ def test_a_changed_checkpoint_under_the_cache_is_a_new_capture(cache, corpus, tm
     step = save_tiny_model(cache_root() / "training" / "gelu-i0-d0-0123" / "step_000060")
     weights = cache_root() / "training" / "gelu-i0-d0-0123" / "step_000060" / "model.safetensors"
     first = model_identity(step)
-    old = ceiling_table(get_capture(step, corpus, **KW))
-    assert get_capture(step, corpus, **KW).cached
+    old = ceiling_table(capture_with(step, corpus, **KW))
+    assert capture_with(step, corpus, **KW).cached
     good = weights.read_bytes()
     _flip_keeping_mtime(weights)  # one byte
     assert model_identity(step) != first
@@ -602,8 +610,8 @@ def test_a_changed_checkpoint_under_the_cache_is_a_new_capture(cache, corpus, tm
     make_tiny_model("llama", seed=5).save_pretrained(tmp_path / "other")  # other weights of the same size
     shutil.copyfile(tmp_path / "other" / "model.safetensors", weights)
     os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
-    again = get_capture(step, corpus, **KW)
-    fresh = ceiling_table(get_capture(step, corpus, **{**KW, "cache": False}))
+    again = capture_with(step, corpus, **KW)
+    fresh = ceiling_table(capture_with(step, corpus, **{**KW, "cache": False}))
     assert not again.cached and np.abs(ceiling_table(again)["r2_lin"] - fresh["r2_lin"]).max() <= 1e-12
     assert np.abs(fresh["r2_lin"] - old["r2_lin"]).max() > 1e-6  # the weights did change the answer
 
@@ -625,7 +633,7 @@ def test_an_entry_copied_to_another_requests_name_is_not_served(cache, corpus, t
 
     model = save_tiny_model(tmp_path / "model")
     settings = {k: v for k, v in KW.items() if k != "progress"}
-    first = get_capture(model, corpus, **KW)
+    first = capture_with(model, corpus, **KW)
     if changed == "seed-older-entry":
         meta = unseal(first.path / "meta.json")
         del meta["entry"]
@@ -638,11 +646,11 @@ def test_an_entry_copied_to_another_requests_name_is_not_served(cache, corpus, t
     target = _request_entry(model, corpus, **{**settings, **{k: v for k, v in asked.items() if k != "progress"}})
     assert target != first.path and not target.exists()
     shutil.copytree(first.path, target)
-    got = get_capture(model, corpus, **asked)
-    want = ceiling_table(get_capture(model, corpus, **{**asked, "cache": False}))
+    got = capture_with(model, corpus, **asked)
+    want = ceiling_table(capture_with(model, corpus, **{**asked, "cache": False}))
     assert not got.cached and "another request" in caplog.text
     assert np.abs(ceiling_table(got)["r2_lin"] - want["r2_lin"]).max() <= 1e-12
-    assert get_capture(model, corpus, **asked).cached  # what replaced the copy is its own
+    assert capture_with(model, corpus, **asked).cached  # what replaced the copy is its own
 
 
 SPLITS = ("train", "test")
@@ -680,7 +688,7 @@ def test_disk_offloaded_blocks_give_the_one_device_capture(tiny_model_dir, tmp_p
     a, w = _capture(mapped, tmp_path, "mapped")
     b, _ = _capture(plain, tmp_path, "plain")
     _same_capture(a, b)
-    assert [d.type for d in site_devices(mapped, find_ffn_sites(mapped.model), w)] == ["cpu", "cpu"]
+    assert [d.type for _, d in probe_sites(mapped, find_ffn_sites(mapped.model), w)] == ["cpu", "cpu"]
     for s in SPLITS:  # the statistics were allocated where the activations appeared
         assert {m._M.device.type for m in a.stats[s]} == {"cpu"}
 
@@ -697,13 +705,13 @@ def test_device_map_auto_places_a_model_on_the_devices_there_are(tiny_model_dir,
 def test_an_uncached_capture_keeps_its_rows_while_it_lives(tiny_model_dir, own_cache, tmp_path):
     import gc
 
-    from linrec.measure.capture import get_capture
+    from helpers import capture_with
 
     _, scratch = own_cache
     corpus = tmp_path / "c.txt"
     corpus.write_text(tiny_text(6000))
     kw = dict(seq_len=32, tokens=2048, sample_rows=300, cache=False, progress=False)
-    cap = get_capture(tiny_model_dir, str(corpus), **kw)
+    cap = capture_with(tiny_model_dir, str(corpus), **kw)
     x, y = cap.rows(0)
     assert x.shape == (300, 32) and y.shape == (300, 32) and len(cap.row_index()) == 300
     assert [p[: len(f"linrec-rows-{os.getpid()}-")] for p in _ours(scratch)] == [f"linrec-rows-{os.getpid()}-"]
@@ -846,11 +854,11 @@ def test_a_full_disk_while_a_capture_writes_is_one_line_naming_where(cli, own_ca
 def test_an_edited_meta_json_is_not_trusted(saved_tiny, caplog):
     """meta.json edited by hand (a block's held-out fit marked failed; its checksum left as it was): the entry is
     damaged, computed again, and never read with the edit."""
-    first = get_capture(**saved_tiny)
+    first = capture_with(**saved_tiny)
     meta = json.loads((first.path / "meta.json").read_text())
     meta["heldout_errors"] = {"0": "edited"}
     (first.path / "meta.json").write_text(json.dumps(meta, indent=1))
-    again = get_capture(**saved_tiny)
+    again = capture_with(**saved_tiny)
     assert not again.cached and "meta.json checksum mismatch" in caplog.text
     assert again.heldout[0] is not None and again.meta["heldout_errors"] == {}
 
@@ -869,7 +877,7 @@ def test_a_killed_uncached_capture_leaves_a_folder_the_next_run_removes(tiny_mod
         try:
             torch.set_num_threads(1)
             cap_mod.RowSampler.close = lambda self: os.kill(os.getpid(), signal.SIGKILL)
-            get_capture(tiny_model_dir, str(corpus), **{**KW, "sample_rows": 300, "cache": False})
+            capture_with(tiny_model_dir, str(corpus), **{**KW, "sample_rows": 300, "cache": False})
         finally:
             os._exit(70)
     _, status = os.waitpid(pid, 0)

@@ -96,9 +96,9 @@ def test_tiny_llama_curve_equals_lstsq_on_hooked_rows_and_is_cached(tiny_model, 
                 assert abs(r2[s, k, b] - ref) < 1e-8
     # through the cache: computed once, then read back with the same numbers; a damaged entry is recomputed
     monkeypatch.setattr("linrec.measure.curves.load_model", lambda *a, **k: loaded)
-    kw = dict(seq_len=16, train_tokens=(1024, 2048, 4096), test_tokens=1024, progress=False)
-    first = get_curve(corpus, corpus=corpus, **kw)
-    again = get_curve(corpus, corpus=corpus, **kw)
+    config = CurveConfig(corpus, corpus, seq_len=16, train_tokens=(1024, 2048, 4096), test_tokens=1024)
+    first = get_curve(config, progress=False)
+    again = get_curve(config, progress=False)
     assert not first.cached and again.cached
     np.testing.assert_array_equal(first.r2(), again.r2())
     np.testing.assert_allclose(again.r2(), r2, atol=1e-12)
@@ -106,7 +106,7 @@ def test_tiny_llama_curve_equals_lstsq_on_hooked_rows_and_is_cached(tiny_model, 
     data = bytearray(blob.read_bytes())
     data[len(data) // 2] ^= 0xFF
     blob.write_bytes(bytes(data))
-    assert not get_curve(corpus, corpus=corpus, **kw).cached
+    assert not get_curve(config, progress=False).cached
 
 
 def test_bad_curve_configs_name_the_fix():

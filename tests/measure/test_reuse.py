@@ -5,11 +5,11 @@ rows a fresh capture would keep, and a capture that is not cached is announced, 
 import numpy as np
 import pytest
 
+from helpers import capture_with
 from linrec.base.errors import LinrecError
 from linrec.base.files import seal
 from linrec.measure import capture as cap_mod
 from linrec.measure import reuse
-from linrec.measure.capture import get_capture
 from linrec.measure.reuse import estimate_seconds, row_selection
 
 # 64 windows of 32 tokens: 2,048 rows. Of a 2,000-row sample, numpy's seeded choice keeps the 60-row one inside it
@@ -41,12 +41,12 @@ def _no_compute(monkeypatch):
 
 
 def test_a_capture_keeping_more_rows_serves_a_request_for_fewer_with_a_fresh_captures_rows(args, monkeypatch):
-    get_capture(**args, sample_rows=STORED)  # cached, 2,000 rows stored
-    fresh = get_capture(**args, sample_rows=INSIDE, cache=False)  # what a capture of 60 rows keeps, computed
+    capture_with(**args, sample_rows=STORED)  # cached, 2,000 rows stored
+    fresh = capture_with(**args, sample_rows=INSIDE, cache=False)  # what a capture of 60 rows keeps, computed
     with monkeypatch.context() as m:
         _no_compute(m)
-        got = get_capture(**args, sample_rows=INSIDE)
-        none = get_capture(**args, sample_rows=0)
+        got = capture_with(**args, sample_rows=INSIDE)
+        none = capture_with(**args, sample_rows=0)
     assert got.cached and got.config.sample_rows == INSIDE and got.meta["config"]["sample_rows"] == INSIDE
     assert np.array_equal(got.row_index(), fresh.row_index())
     for block in range(got.n_blocks):
@@ -60,11 +60,11 @@ def test_a_capture_keeping_more_rows_serves_a_request_for_fewer_with_a_fresh_cap
 
 
 def test_a_request_whose_rows_the_larger_capture_lacks_is_computed(args, monkeypatch):
-    get_capture(**args, sample_rows=STORED)
+    capture_with(**args, sample_rows=STORED)
     computed = []
     real = cap_mod._compute
     monkeypatch.setattr(cap_mod, "_compute", lambda *a, **k: computed.append(1) or real(*a, **k))
-    c = get_capture(**args, sample_rows=OUTSIDE)
+    c = capture_with(**args, sample_rows=OUTSIDE)
     assert computed == [1] and len(c.row_index()) == OUTSIDE
 
 
@@ -80,14 +80,14 @@ def test_a_capture_that_is_not_cached_says_so_with_an_estimate_before_it_runs(ar
         return real(*a, **k)
 
     monkeypatch.setattr(cap_mod, "run_until_stop", forward)
-    c = get_capture(**args, sample_rows=100)
+    c = capture_with(**args, sample_rows=100)
     assert not c.cached and len(said_before) > 1
     line = [ln for ln in said_before[0].splitlines() if ln.startswith("capturing ")]
     assert len(line) == 1 and "2,048 tokens, 100 rows kept" in line[0], said_before
     assert "about " in line[0] and "M parameters" in line[0]
     assert c.meta["compute_params"] > 0 and c.meta["threads"] >= 1  # recorded for the next estimate
     capfd.readouterr()
-    assert get_capture(**args, sample_rows=100).cached
+    assert capture_with(**args, sample_rows=100).cached
     assert "capturing" not in capfd.readouterr().err  # a cached capture costs nothing and says nothing
 
 
@@ -156,7 +156,7 @@ def test_the_cost_line_counts_the_tokens_the_corpus_gives_and_the_rows_warnings_
     monkeypatch.setattr(cap_mod, "run_until_stop", forward)
     monkeypatch.setattr(cap_mod.torch, "get_num_threads", lambda: 1)
     corpus = tiny_corpus(300)  # a few hundred tokens
-    c = get_capture(tiny_model_dir, corpus, seq_len=32, tokens=100_000, sample_rows=0, progress=False)
+    c = capture_with(tiny_model_dir, corpus, seq_len=32, tokens=100_000, sample_rows=0, progress=False)
     used = c.meta["tokens_used"]
     assert used < 100_000
     before = said_before[0]
@@ -168,7 +168,7 @@ def test_the_cost_line_counts_the_tokens_the_corpus_gives_and_the_rows_warnings_
     rows = [ln for ln in before.splitlines() if "train rows" in ln]
     assert len(rows) == 1 and "give a larger corpus" in rows[0] and "raise --tokens" not in rows[0], before
     capfd.readouterr()
-    get_capture(tiny_model_dir, corpus, seq_len=32, tokens=100_000, sample_rows=0, progress=False)  # from the cache
+    capture_with(tiny_model_dir, corpus, seq_len=32, tokens=100_000, sample_rows=0, progress=False)  # from the cache
     assert "capturing" not in capfd.readouterr().err
 
 

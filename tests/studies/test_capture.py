@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers import capture_with
 from linrec.app.profile import load_profile
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import find_ffn_sites
-from linrec.measure.capture import get_capture
 from linrec.studies import capture
 
 CAPTURE = {"seq_len": 32, "tokens": 2048, "sample_rows": 100}
@@ -50,7 +50,7 @@ def test_run_writes_one_row_per_model_from_its_capture(setup):
     assert list(table["model"]) == p.models  # as the profile names them, in its order
     assert not table["from_cache"].any()  # both computed here
     for row, name, blocks, width in zip(table.to_dict("records"), p.models, (2, 2), (32, 32)):
-        c = get_capture(name, p.corpus, seed=0, **CAPTURE)  # the cached entry run made
+        c = capture_with(name, p.corpus, seed=0, **CAPTURE)  # the cached entry run made
         assert c.cached and capture.capture_row(name, c) == {**row, "from_cache": True}
         assert (row["n_blocks"], row["d_model"]) == (blocks, width)  # the tiny models' 2 blocks of width 32
         assert (row["n_train_rows"], row["n_test_rows"]) == (c.stats["train"][0].n, c.stats["test"][0].n)

@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 import yaml
 
+from helpers import capture_with
 from linrec.analyses.large_n import CURVE_N_BOOT, curve_overview, curve_summary, curve_table, with_profile
 from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
 from linrec.claims.profile import move_tests, profile_summary, replication_summary
 from linrec.claims.tables import save_table
-from linrec.measure.capture import get_capture
-from linrec.measure.curves import get_curve
+from linrec.measure.curves import CurveConfig, get_curve
 from linrec.studies import ceiling
 
 CAPTURE = {"seq_len": 32, "tokens": 2048, "sample_rows": 0}
@@ -74,11 +74,10 @@ def _same_as_written(p, tables: dict[str, pd.DataFrame], tmp_path) -> None:
 def _direct(p):
     """The analysis functions called directly on the one model: its `r2_lin` table, its moves tested on all positions
     and without the first, and its learning curve."""
-    cap = get_capture(p.models[0], p.corpus, seed=0, **CAPTURE)
+    cap = capture_with(p.models[0], p.corpus, seed=0, **CAPTURE)
     r2 = ceiling_table(cap)
     moves = [move_tests(r2, profile_replicates(cap, rest=rest)[1], pos) for pos, rest in (("all", 0), ("ex_first", 1))]
-    curve = get_curve(p.models[0], corpus=p.corpus, seq_len=32, train_tokens=CURVE["curve_train_tokens"],
-                      test_tokens=512, seeds=range(2))  # fmt: skip
+    curve = get_curve(CurveConfig(p.models[0], p.corpus, 32, CURVE["curve_train_tokens"], 512, range(2)))
     return r2, pd.concat(moves, ignore_index=True), curve
 
 
@@ -90,7 +89,7 @@ def test_every_part_on_writes_every_table_as_the_analyses_compute_it(setup, tmp_
 
     r2, moves, curve = _direct(p)
     summary = curve_summary(curve, n_boot=CURVE_N_BOOT, seed=0)
-    sample = get_capture(p.models[0], p.corpus, seed=0, **CAPTURE, sample=1)
+    sample = capture_with(p.models[0], p.corpus, seed=0, **CAPTURE, sample=1)
     reps = pd.concat([r2.assign(sample=0), ceiling_table(sample).assign(sample=1)], ignore_index=True)
     expected = {
         "r2_lin": r2,

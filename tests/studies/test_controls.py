@@ -6,6 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from helpers import capture_with
 from linrec.analyses.controls import cross_feed_pairs, input_controls, twin_pairs
 from linrec.analyses.decomposition import NullDraws, decomposition, inputs_or_weights
 from linrec.analyses.recoverability import ceiling_table
@@ -22,7 +23,7 @@ from linrec.claims.learned import (
 from linrec.claims.registry import TABLES
 from linrec.claims.tables import load_table, result_columns
 from linrec.inputs.models import load_model, random_init_spec
-from linrec.measure.capture import get_capture
+from linrec.measure.config import CaptureConfig
 from linrec.studies import controls as study
 
 CAPTURE = {"seq_len": 32, "tokens": 3200, "sample_rows": 2000}
@@ -65,9 +66,9 @@ def test_run_writes_every_table_each_equal_to_the_analysis_called_directly(setup
         _same(load_table(name, tmp / "results"), table[list(result_columns(name))], rtol=1e-10)
 
     kw = dict(corpus=corpus, seed=p.seed, **{k: v for k, v in CAPTURE.items() if k != "sample_rows"}, progress=False)
-    trained = get_capture(model_dir, sample_rows=CAPTURE["sample_rows"], **kw)
-    init0 = get_capture(random_init_spec(model_dir, 0), sample_rows=ROWS["control_rows"], **kw)
-    init1 = get_capture(random_init_spec(model_dir, 1), sample_rows=0, **kw)
+    trained = capture_with(model_dir, sample_rows=CAPTURE["sample_rows"], **kw)
+    init0 = capture_with(random_init_spec(model_dir, 0), sample_rows=ROWS["control_rows"], **kw)
+    init1 = capture_with(random_init_spec(model_dir, 1), sample_rows=0, **kw)
     profiles = pd.concat([ceiling_table(trained).assign(model=model_dir, weights="trained"),
                           ceiling_table(init0).assign(model=model_dir, weights="random init, seed 0"),
                           ceiling_table(init1).assign(model=model_dir, weights="random init, seed 1")],
@@ -84,7 +85,8 @@ def test_run_writes_every_table_each_equal_to_the_analysis_called_directly(setup
 
     captures = {model_dir: trained, random_init_spec(model_dir, 0): init0}
     cross, cross_summary = cross_feed_pairs(twin_pairs([model_dir], 0), captures, {model_dir: loaded},
-                                            dict(kw, sample_rows=CAPTURE["sample_rows"]),
+                                            CaptureConfig(model_dir, **{k: v for k, v in kw.items() if k != "progress"},
+                                                          sample_rows=CAPTURE["sample_rows"]),
                                             n_rows=ROWS["control_rows"], seed=p.seed)  # fmt: skip
     _same(result.controls_cross_feed, cross)
     _same(result.controls_cross_feed_summary, cross_summary)

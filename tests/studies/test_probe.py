@@ -10,11 +10,11 @@ import filecmp
 import numpy as np
 import pandas as pd
 
+from helpers import capture_with
 from linrec.analyses.pitfall import PitfallSample, budget_table, dose_table, log_steps, median_block
 from linrec.analyses.probe import probe_table, rank_sweep, sweep_blocks
 from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
 from linrec.claims.tables import is_timing, save_table
-from linrec.measure.capture import get_capture
 from linrec.measure.config import capture_settings
 from linrec.studies import probe as study
 
@@ -29,7 +29,7 @@ def written(results_dir) -> set[str]:
 def reference_tables(p) -> dict[str, pd.DataFrame]:
     """Claim 3's and 7's tables as notebook 03 built them before its study existed, from the functions themselves;
     the pitfall's blocks chosen from the probe table's κ by numpy (lowest, highest and median; stable in ties)."""
-    cap = get_capture(p.models[0], p.corpus, seed=p.seed, **capture_settings(p.capture), batch_size=p.batch_size,
+    cap = capture_with(p.models[0], p.corpus, seed=p.seed, **capture_settings(p.capture), batch_size=p.batch_size,
                       device=p.device)  # fmt: skip
     probe = probe_table(cap, rank=p.rank, seed=p.seed, max_train=p.probe_rows, progress=False)
     sweep = rank_sweep(cap, sweep_blocks(cap.n_blocks), p.probe_ranks, seed=p.seed, max_train=p.probe_rows)

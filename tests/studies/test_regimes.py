@@ -12,10 +12,10 @@ import filecmp
 import numpy as np
 import pandas as pd
 
+from helpers import capture_with
 from linrec.analyses.spectrum import REGIMES, block_anatomy, block_spectrum, spectrum_table, toy_blocks, toy_table
 from linrec.claims.regimes import input_side, regime_replication, regime_summary, replication_story
 from linrec.claims.tables import save_table
-from linrec.measure.capture import get_capture
 from linrec.measure.config import capture_settings
 from linrec.studies import regimes as study
 
@@ -29,8 +29,8 @@ def written(results_dir) -> set[str]:
 def reference_tables(p) -> dict[str, pd.DataFrame]:
     """Claim 4's tables as notebook 04 built them before its study existed, from the functions themselves."""
     settings = {**capture_settings(p.capture), "seed": p.seed, "batch_size": p.batch_size, "device": p.device}
-    cap = get_capture(p.models[0], p.corpus, **{**settings, "sample_rows": 0})
-    fresh = get_capture(p.models[0], p.corpus, **{**settings, "sample_rows": 0, "sample": p.replicate_samples[0]})
+    cap = capture_with(p.models[0], p.corpus, **{**settings, "sample_rows": 0})
+    fresh = capture_with(p.models[0], p.corpus, **{**settings, "sample_rows": 0, "sample": p.replicate_samples[0]})
     spectrum = spectrum_table(cap)
     reps = pd.concat([spectrum.assign(sample=0), spectrum_table(fresh).assign(sample=1)], ignore_index=True)
     return {
@@ -54,7 +54,7 @@ def test_run_writes_every_table_of_notebook_04_as_its_functions_make_it(study_pr
         pd.testing.assert_frame_equal(result.tables()[name], table)
     assert set(result.spectrum_replicates["sample"]) == {0, 1}
     # each block's R²_lin is the least-squares map's held-out R² on its rows (numpy, float64, all rows stored)
-    rows = get_capture(p.models[0], p.corpus, seed=p.seed, **capture_settings(p.capture))
+    rows = capture_with(p.models[0], p.corpus, seed=p.seed, **capture_settings(p.capture))
     for b in range(rows.n_blocks):
         (xtr, ytr), (xte, yte) = rows.rows(b, "train"), rows.rows(b, "test")
         coef = np.linalg.lstsq(np.c_[xtr, np.ones(len(xtr))].astype(np.float64), ytr.astype(np.float64), rcond=None)[0]

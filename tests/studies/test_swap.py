@@ -30,6 +30,7 @@ from linrec.claims.swap import (
 from linrec.claims.tables import FLOAT_FORMAT, TIMING_TABLES, result_columns, table_path
 from linrec.inputs.training import get_run, profile_configs
 from linrec.inputs.training_text import EOS
+from linrec.measure.config import CaptureConfig
 from linrec.studies import routing
 from linrec.studies import swap as study
 
@@ -175,7 +176,7 @@ def test_heal_trained_heals_the_cached_runs_it_names_in_notebook_08s_swap_study(
     (config,) = profile_configs({**tiny, "device": p.device}, ["llama"], [0], [0])
     run = get_run(config, progress=False)
     swap = SwapSettings(training.screening_windows, batch_size=p.batch_size)
-    measured = {"seq_len": tiny["seq_len"], "tokens": training.train_measure_tokens}
+    measured = CaptureConfig(str(run.final), run.measure_corpus, tiny["seq_len"], training.train_measure_tokens, p.seed)
     want = heal_table(heal_run(run, measured, Heal.of(options), swap, device=p.device, seed=p.seed))
     want = want.drop(columns="seconds")  # the clock: the only column two fine-tunes of the same run may differ in
     wrong = heal_run(run, measured, Heal.of(options), SwapSettings(p.screening_windows, batch_size=p.batch_size))

@@ -19,6 +19,7 @@ from linrec.claims.tables import result_columns, save_table
 from linrec.inputs.models import load_model
 from linrec.inputs.training import profile_configs, runs
 from linrec.inputs.training_text import EOS
+from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.studies import training as study
 
 TRAINING = dict(d_model=16, n_layers=2, n_heads=2, vocab=300, seq_len=16, batch_size=8, steps=6, n_checkpoints=3)
@@ -66,8 +67,10 @@ def test_the_seeds_experiment_writes_its_tables_each_the_analysis_called_directl
 
     configs = profile_configs({**p.training, "device": "cpu"}, ["gelu", "swiglu"], [0, 1], [0])
     trained = runs(configs, progress=False)
-    kw = dict(seq_len=16, tokens=1024, seed=p.seed, batch_size=8, device="cpu")
-    captures = {c.name: capture_checkpoints(trained[c.name], kw, progress=False) for c in configs}
+    measured = {c.name: CaptureConfig(str(trained[c.name].final), trained[c.name].measure_corpus, 16, 1024, p.seed)
+                for c in configs}  # fmt: skip
+    captures = {c.name: capture_checkpoints(trained[c.name], measured[c.name], CaptureRun(8, "cpu"), progress=False)
+                for c in configs}  # fmt: skip
     profiles = pd.concat([checkpoint_table(trained[c.name], captures[c.name]) for c in configs], ignore_index=True)
     _same(result.training_profiles, profiles)
     table = comparison_words(comparisons(configs, captures, seed=p.seed))

@@ -26,6 +26,7 @@ train/held-out parts of the stored rows follow the capture's own window split.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,7 @@ from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import one_thread
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.measure.capture import get_capture
+from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.stats.ceiling import factor_gram, fit_affine, score
 from linrec.stats.heldout import HeldOut
 from linrec.stats.moments import Moments
@@ -260,27 +262,28 @@ def cross_feed_pairs(
     pairs,
     captures: dict,
     loaded: dict,
-    capture_kw: dict,
+    config: CaptureConfig,
+    run: CaptureRun = CaptureRun(),
     n_rows: int | None = None,
     seed: int = 0,
     scores: MapScores | None = None,
-    device: str = "cpu",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`cross_feed` over `pairs` [(A, B), …], and its summary: per (inputs_from, ffn_of) the median over blocks of B's
     FFN on its own inputs, on A's raw inputs and on A's inputs re-coloured to B's statistics.
 
     `captures` and `loaded` ({spec: Capture}, {spec: LoadedModel}) hold what is already at hand; a spec missing from
-    them is captured (`get_capture` with `capture_kw`, from the cache when it is there) or loaded once, and added, so
-    a model that several pairs share is loaded once."""
+    them is captured (`get_capture` with `config`'s settings, its model that spec, run as `run` says; from the cache
+    when it is there) or loaded once (on `run.device`), and added, so a model that several pairs share is loaded
+    once."""
 
     def capture_of(name: str):
         if name not in captures:
-            captures[name] = get_capture(name, **capture_kw)
+            captures[name] = get_capture(replace(config, model=name), run)
         return captures[name]
 
     def model_of(name: str):
         if name not in loaded:
-            loaded[name] = load_model(name, device=device)
+            loaded[name] = load_model(name, device=run.device)
         return loaded[name]
 
     cross = pd.concat(

@@ -28,6 +28,7 @@ between the two halves).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas
@@ -40,6 +41,7 @@ from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
 from linrec.inputs.models import load_model
 from linrec.measure.capture import get_capture
+from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.stats.heldout import r2_of_counts
 from linrec.stats.jackknife import jackknife
 
@@ -116,11 +118,6 @@ def halves(capture, n_splits: int, rng: np.random.Generator) -> tuple[np.ndarray
     return profile(capture, half), profile(capture, 1.0 - half)
 
 
-def noise_floor(capture, n_splits: int = 200, seed: int = 0) -> float:
-    """The raw distance's floor (`noise_floors`)."""
-    return noise_floors(capture, n_splits, seed)["floor"]
-
-
 def compare(a, b, level: float = 0.95, floor: float | None = None, seed: int = 0) -> dict:
     """Distance, level, shape and profile correlation between captures `a` and `b` (same blocks, same held-out
     windows), each with its paired interval — each held-out window left out of both profiles in turn, a jackknife
@@ -175,16 +172,18 @@ def from_profiles(table: pandas.DataFrame, profiles: pandas.DataFrame) -> pandas
 
 
 # ---- the experiment ------------------------------------------------------------------------------------------------
-def capture_checkpoints(run, capture_kw: Mapping, progress: bool = True, final_rows: int = 0) -> dict[int, object]:
-    """{step: capture} of every checkpoint of `run` (`linrec.inputs.training.TrainedRun`) on its measuring text, moments
-    only, but for the last checkpoint with `final_rows` sampled rows per block where that is > 0 (the probes need
-    them; the moments, and so R²_lin, are the same either way). Cached like every capture."""
+def capture_checkpoints(
+    run, config: CaptureConfig, capture_run: CaptureRun = CaptureRun(), progress: bool = True, final_rows: int = 0
+) -> dict[int, object]:
+    """{step: capture} of every checkpoint of `run` (`linrec.inputs.training.TrainedRun`) on its measuring text, with
+    `config`'s settings (its model and corpus replaced by each checkpoint and the run's measuring text), run as
+    `capture_run` says: moments only, but for the last checkpoint with `final_rows` sampled rows per block where that
+    is > 0 (the probes need them; the moments, and so R²_lin, are the same either way). Cached like every capture."""
 
-    kw = {"sample_rows": 0, **dict(capture_kw), "progress": False}
     last = run.steps[-1]
     return {
-        step: get_capture(str(run.checkpoint(step)), run.measure_corpus,
-                          **({**kw, "sample_rows": final_rows} if step == last and final_rows else kw))
+        step: get_capture(replace(config, model=str(run.checkpoint(step)), corpus=run.measure_corpus,
+                                  sample_rows=final_rows if step == last else 0), capture_run, progress=False)
         for step in progress_bar(run.steps, desc=f"measure {run.config.name}", unit="checkpoint", disable=not progress)
     }  # fmt: skip
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import gc
 import shutil
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,7 @@ from linrec.inputs.models import load_model
 from linrec.inputs.source import ModelSource
 from linrec.inputs.surgery import count_params, load_swapped
 from linrec.measure.capture import get_capture
+from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.stats import N_BOOT
 
 if TYPE_CHECKING:
@@ -70,8 +71,8 @@ class ModelSwapRun:
 
 
 def run_model(
-    model: str,
-    capture_kw: Mapping,
+    config: CaptureConfig,
+    capture_run: CaptureRun = CaptureRun(),
     swap: SwapSettings = SwapSettings(),
     route: RouteSettings = RouteSettings(),
     heal: Heal | None = None,
@@ -94,8 +95,9 @@ def run_model(
     The saved model (0.5–1 GB) goes to `save_dir`/<model>, or to a temporary directory deleted after the check. The
     model and the study are released before returning, so a loop over models holds one model at a time."""
 
+    model = config.model
     source = ModelSource.parse(model)  # once: the capture's key and the load read it
-    capture = get_capture(source, **capture_kw)
+    capture = get_capture(config, capture_run, source=source)
     loaded = load_model(source, device=device)
     study = swap.study(capture, loaded, seed=seed)
     values = study.screening.predictors()
@@ -144,16 +146,16 @@ def run_model(
     return run
 
 
-def heal_run(run, capture_kw: Mapping, heal: Heal, swap: SwapSettings, *, device: str = "cpu", seed: int = 0):
+def heal_run(run, config: CaptureConfig, heal: Heal, swap: SwapSettings, *, device: str = "cpu", seed: int = 0):
     """`linrec.analyses.healing.heal_study` (`heal`) on the last checkpoint of a training run
     (`linrec.inputs.training.TrainedRun`), measured on its measuring documents as notebook 08 measures it
-    (`capture_kw`: its capture settings, e.g. seq_len and tokens; moments only, so notebook 08's capture is read from
-    the cache) in the swap study `swap` describes (notebook 08's: the training profile's screening windows). The
-    table's `model` is the run's name. One torch thread (`linrec.base.threads.one_thread`)."""
-    kw = {"sample_rows": 0, "seed": seed, "batch_size": swap.batch_size, "device": device, **capture_kw,
-          "progress": False}  # fmt: skip
+    (`config`: its capture settings, e.g. seq_len and tokens, its model and corpus replaced by the run's last
+    checkpoint and measuring text; moments only, so notebook 08's capture is read from the cache) in the swap study
+    `swap` describes (notebook 08's: the training profile's screening windows). The table's `model` is the run's
+    name. One torch thread (`linrec.base.threads.one_thread`)."""
     source = ModelSource.parse(str(run.final))
-    capture = get_capture(source, run.measure_corpus, **kw)
+    config = replace(config, model=source.spec, corpus=run.measure_corpus, sample_rows=0)
+    capture = get_capture(config, CaptureRun(swap.batch_size, device), source=source, progress=False)
     loaded = load_model(source, device=device)
     study = swap.study(capture, loaded, seed=seed, progress=False)
     # at d = 128 a second thread gains little: on 2 busy cores a step took 0.8–1.1 s with 2, 0.2 with 1

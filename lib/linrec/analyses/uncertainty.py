@@ -1,15 +1,13 @@
 """Uncertainty of comparisons: correlations with bootstrap intervals, and agreement of per-block profiles.
 
-`correlations(a, b)` gives Pearson and Spearman with p-values; `pearson_with_ci` adds a
-percentile bootstrap interval over points; `detectable_correlation` is the power side (how large a
+`correlations(a, b)` gives Pearson and Spearman with p-values; `detectable_correlation` is the power side (how large a
 correlation n points would have detected); `profile_agreement` compares the per-block R²_lin
 profiles of one model across corpora (correlations, largest difference, disjoint intervals).
 The bootstrap of one R²_lin over held-out windows is `linrec.stats.heldout.bootstrap_r2`.
 
 `delta_ppl_interval` is the paired jackknife interval of a change in perplexity over windows;
-`spearman_with_ci` and `partial_spearman` are the rank statistics of the swap study's
-predictors (ρ with ΔPPL across blocks, and ρ with depth partialled out), with percentile
-bootstrap intervals over blocks.
+`correlation_test` is a correlation across ordered blocks (Pearson, Spearman, or Spearman with depth partialled out)
+with Fisher's interval at an effective number of blocks, and `correlation_outcome` its three-way verdict.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from scipy import stats
 from scipy.stats import norm, rankdata
 
 from linrec.base.errors import LinrecError
-from linrec.stats import N_BOOT
 from linrec.stats.jackknife import interval
 
 if TYPE_CHECKING:
@@ -109,21 +106,6 @@ def profile_agreement(table, value: str = "r2_lin", lo: str = "r2_lo", hi: str =
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
 
-def pearson_with_ci(x, y, n_boot: int = N_BOOT, seed: int = 0) -> dict:
-    """Pearson r, its two-sided p-value (scipy) and a percentile bootstrap 95 % interval over points."""
-
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    r, p = stats.pearsonr(x, y)
-    rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, len(x), len(x))
-        if np.ptp(x[idx]) > 0 and np.ptp(y[idx]) > 0:
-            boots.append(np.corrcoef(x[idx], y[idx])[0, 1])
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return {"r": float(r), "p": float(p), "ci_lo": float(lo), "ci_hi": float(hi), "n": len(x)}
-
-
 def detectable_correlation(n: int, level: float = 0.95, power: float = 0.8) -> float:
     """The smallest |r| a two-sided test at `level` detects with probability `power` over `n` points
     (Fisher z: r = tanh((z_{1−α/2} + z_power) / √(n − 3))); NaN below 4 points. A confidence interval
@@ -198,90 +180,6 @@ def _partial_rows(a: np.ndarray, b: np.ndarray, z: np.ndarray) -> np.ndarray:
         return np.where(den > 1e-12, (ea * eb).sum(-1) / np.where(den > 1e-12, den, 1), np.nan)
 
 
-def across_block_length(n: int) -> int:
-    """The moving-block bootstrap's block length for `n` adjacent transformer blocks: round(n^(1/3)), at least 1.
-    Neighbouring blocks share the residual stream, so their numbers are correlated through depth; resampling runs of
-    adjacent blocks keeps that dependence inside each run. n^(1/3) is the order of the block length that minimises
-    the error of a bootstrap variance or distribution estimate (Hall, Horowitz & Jing 1995, Biometrika 82:561);
-    30 blocks give 3, 18 blocks give 3."""
-    return max(1, int(round(n ** (1 / 3))))
-
-
-def bootstrap_indices(n: int, n_boot: int, rng: np.random.Generator, block_length: int = 1) -> np.ndarray:
-    """[n_boot, n] indices into n ordered points: with `block_length` 1 an ordinary bootstrap (points independent);
-    above 1 a moving-block bootstrap (Künsch 1989): runs of `block_length` consecutive points, each starting at a
-    uniform position among the n − ℓ + 1 possible, joined and cut to n."""
-    if block_length <= 1:
-        return rng.integers(0, n, size=(n_boot, n))
-    ell = min(int(block_length), n)
-    k = -(-n // ell)
-    starts = rng.integers(0, n - ell + 1, size=(n_boot, k))
-    return (starts[:, :, None] + np.arange(ell)[None, None, :]).reshape(n_boot, k * ell)[:, :n]
-
-
-def _boot(stat, arrays: list[np.ndarray], n_boot: int, seed: int, block_length: int = 1) -> tuple[float, np.ndarray]:
-    """The statistic on the points, and its finite values over resampled points (empty below 3 points or when
-    fewer than half the resamples give a value)."""
-    arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
-    n = len(arrays[0])
-    point = float(stat(*[a[None] for a in arrays])[0])
-    if n < 3:
-        return point, np.empty(0)
-    idx = bootstrap_indices(n, n_boot, np.random.default_rng([seed, 29]), block_length)
-    boot = stat(*[a[idx] for a in arrays])
-    boot = boot[np.isfinite(boot)]
-    return point, boot if len(boot) >= n_boot / 2 else np.empty(0)
-
-
-def _interval(boot: np.ndarray, level: float) -> tuple[float, float]:
-    if len(boot) == 0:
-        return np.nan, np.nan
-    alpha = (1.0 - level) / 2
-    lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
-
-
-def _boot_ci(
-    stat, arrays: list[np.ndarray], n_boot: int, seed: int, level: float, block_length: int = 1
-) -> tuple[float, float, float]:
-    """(statistic, lo, hi): the statistic on the points and its percentile interval over resampled points."""
-    point, boot = _boot(stat, arrays, n_boot, seed, block_length)
-    return (point, *_interval(boot, level))
-
-
-def _pearson_sq_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Squared Pearson r of each row pair of a, b [k, n]: the share of b's variance a line in a explains."""
-    a = a - a.mean(-1, keepdims=True)
-    b = b - b.mean(-1, keepdims=True)
-    den = (a * a).sum(-1) * (b * b).sum(-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, (a * b).sum(-1) ** 2 / np.where(den > 0, den, 1), np.nan)
-
-
-def explained_share_with_ci(
-    a, b, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95, block_length: int = 1
-) -> tuple[float, float, float]:
-    """Pearson r²(a, b) — the share of b's variance across points that a line in a explains — and its percentile
-    bootstrap interval over points (`block_length` > 1: a moving-block bootstrap over ordered points)."""
-    return _boot_ci(_pearson_sq_rows, [a, b], n_boot, seed, level, block_length)
-
-
-def spearman_with_ci(
-    a, b, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95, block_length: int = 1
-) -> tuple[float, float, float]:
-    """Spearman ρ(a, b) and its percentile bootstrap interval over points (pairs resampled with replacement;
-    `block_length` > 1: runs of adjacent points, `bootstrap_indices`)."""
-    return _boot_ci(_spearman_rows, [a, b], n_boot, seed, level, block_length)
-
-
-def partial_spearman(
-    a, b, z, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95, block_length: int = 1
-) -> tuple[float, float, float]:
-    """Partial Spearman ρ(a, b | z) (rank correlation left once z's ranks are regressed out of both),
-    with its percentile bootstrap interval over points (`block_length` as in `spearman_with_ci`)."""
-    return _boot_ci(_partial_rows, [a, b, z], n_boot, seed, level, block_length)
-
-
 def _pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pearson r of each row pair of a, b [k, n]; NaN for a constant row."""
     a = a - a.mean(-1, keepdims=True)
@@ -313,14 +211,6 @@ def correlation_outcome(lo95: float, hi95: float, lo90: float, hi90: float, marg
     if lo95 > 0 or hi95 < 0:
         return EFFECT
     return INCONCLUSIVE
-
-
-def boot_p(boot: np.ndarray) -> float:
-    """Two-sided bootstrap p-value of "the statistic is 0": twice the smaller share of resamples on either side of
-    0, capped at 1 (the level at which the percentile interval would just touch 0); NaN without resamples."""
-    if len(boot) == 0:
-        return np.nan
-    return float(min(1.0, 2 * min((boot <= 0).mean(), (boot >= 0).mean())))
 
 
 _ROWS = {"pearson": _pearson_rows, "spearman": _spearman_rows, "partial": _partial_rows}

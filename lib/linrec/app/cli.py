@@ -39,7 +39,9 @@ from linrec.base.errors import LinrecError, os_error, refused_line
 from linrec.base.files import clean_stale_scratch, terminate_as_exit
 from linrec.inputs.layouts import LAYOUTS
 from linrec.inputs.offline import fetchable
+from linrec.inputs.train_settings import TrainSettings as T
 from linrec.measure.config import CaptureConfig as C
+from linrec.measure.config import CaptureRun as R
 
 
 class _Parser(argparse.ArgumentParser):
@@ -112,14 +114,16 @@ def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
     p.add_argument(
         "--batch-size",
         type=_positive,
-        default=8,
+        default=R.batch_size,
         help=(
-            "windows per forward pass (default: 8); not part of the cache key: "
+            f"windows per forward pass (default: {R.batch_size}); not part of the cache key: "
             "it changes R²_lin by rounding only (≤ 1e-12)"
         ),
     )
     p.add_argument(
-        "--device", default="cpu", help="torch device: cpu, cuda, cuda:N, mps, auto (cuda if present; default: cpu)"
+        "--device",
+        default=R.device,
+        help=f"torch device: cpu, cuda, cuda:N, mps, auto (cuda if present; default: {R.device})",
     )
     if not curve:
         p.add_argument(
@@ -213,6 +217,23 @@ def _at_least_two(text: str) -> int:
     if value < 2:
         raise argparse.ArgumentTypeError(f"ΔPPL intervals need at least 2 held-out windows, got {value}")
     return value
+
+
+# `linrec train`'s plain options: (flag, the `TrainSettings` field it sets, its type, what it is), defaults the fields'
+TRAIN_OPTIONS = (
+    ("--d-model", "d_model", _positive, "width"),
+    ("--layers", "n_layers", _positive, "blocks"),
+    ("--heads", "n_heads", _positive, "attention heads"),
+    ("--vocab", "vocab", _positive, "BPE vocabulary trained on the text"),
+    ("--seq-len", "seq_len", _positive, "window"),
+    ("--batch-size", "batch_size", _positive, "windows per step"),
+    ("--steps", "steps", _positive, "optimizer steps"),
+    ("--lr", "lr", _lr, "peak learning rate, a finite number > 0"),
+    ("--init-seed", "init_seed", _non_negative, "seed of the initial weights"),
+    ("--data-seed", "data_seed", _non_negative, "seed of the data order"),
+    ("--text", "text", str, "training text: an offline corpus or a path"),
+    ("--warmup", "warmup", _non_negative, "warm-up steps"),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -309,31 +330,26 @@ def build_parser() -> argparse.ArgumentParser:
         "train",
         help="train a small decoder from scratch with checkpoints (linrec.inputs.training; notebook 08), cached",
     )
+    # each option's destination is the `TrainSettings` field it sets, its default that field's
     p.add_argument(
-        "--layout", "--mlp", choices=list(LAYOUTS), default="gelu",
-        help="decoder layout (linrec.inputs.layouts): gelu, swiglu (llama), gpt2, pythia, llama (default: gelu)",
+        "--layout", "--mlp", choices=list(LAYOUTS), default=T.layout,
+        help=f"decoder layout (linrec.inputs.layouts): gelu, swiglu (llama), gpt2, pythia, llama (default: {T.layout})",
     )  # fmt: skip
-    p.add_argument("--d-model", type=_positive, default=128, help="width (default: 128)")
-    p.add_argument("--layers", type=_positive, default=4, help="blocks (default: 4)")
-    p.add_argument("--heads", type=_positive, default=4, help="attention heads (default: 4)")
-    p.add_argument("--vocab", type=_positive, default=4096, help="BPE vocabulary trained on the text (default: 4096)")
-    p.add_argument("--seq-len", type=_positive, default=128, help="window (default: 128)")
-    p.add_argument("--batch-size", type=_positive, default=32, help="windows per step (default: 32)")
-    p.add_argument("--steps", type=_positive, default=600, help="optimizer steps (default: 600)")
-    p.add_argument("--lr", type=_lr, default=3e-3, help="peak learning rate, a finite number > 0 (default: 3e-3)")
-    p.add_argument("--init-seed", type=_non_negative, default=0, help="seed of the initial weights (default: 0)")
-    p.add_argument("--data-seed", type=_non_negative, default=0, help="seed of the data order (default: 0)")
-    p.add_argument("--text", default="wiki", help="training text: an offline corpus or a path (default: wiki)")
-    p.add_argument("--warmup", type=_non_negative, default=40, help="warm-up steps (default: 40)")
+    for flag, name, kind, what in TRAIN_OPTIONS:
+        default = getattr(T, name)
+        p.add_argument(flag, dest=name, metavar=flag[2:].upper().replace("-", "_"), type=kind, default=default,
+                       help=f"{what} (default: {default})")  # fmt: skip
     p.add_argument(
-        "--evals", type=_non_negative, default=0,
-        help="held-out loss evaluated this many times while training, and the plateau rule on it (default: 0, none)",
+        "--evals", dest="n_evals", metavar="EVALS", type=_non_negative, default=T.n_evals,
+        help="held-out loss evaluated this many times while training, and the plateau rule on it "
+        f"(default: {T.n_evals}, none)",
     )  # fmt: skip
     p.add_argument(
-        "--precision", choices=["float32", "bf16"], default="float32",
-        help="bf16: the forward pass under bf16 autocast, on a GPU only (default: float32)",
+        "--precision", choices=["float32", "bf16"], default=T.precision,
+        help=f"bf16: the forward pass under bf16 autocast, on a GPU only (default: {T.precision})",
     )  # fmt: skip
-    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (default: cpu); the cache key says which")
+    p.add_argument("--device", default=T.device,
+                   help=f"cpu, cuda, cuda:N or auto (default: {T.device}); the cache key says which")  # fmt: skip
     p.add_argument("--no-cache", action="store_true", help="train into a temporary folder, read nothing cached")
     p.set_defaults(func=cmd_train)
 

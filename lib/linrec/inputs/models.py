@@ -338,7 +338,7 @@ def _dispatched(loaded: LoadedModel, device_map: str | dict, dtype: torch.dtype)
     """`loaded` (on the CPU) spread over the devices with accelerate: a named strategy is resolved to a
     {module: device} map with `infer_auto_device_map` (blocks never split), then `dispatch_model` places each module
     and hooks its inputs onto its device. Every FFN's activations, and so its statistics, live on its block's device
-    (`linrec.measure.capture.site_devices`)."""
+    (`linrec.measure.plan.probe_sites`)."""
     model = loaded.model
     no_split = list(getattr(model, "_no_split_modules", None) or [])
     if isinstance(device_map, str):

@@ -75,6 +75,7 @@ from linrec.inputs.layouts import ffn_width as layout_ffn_width
 from linrec.inputs.layouts import layout as layout_row
 from linrec.inputs.layouts import model_config as layout_config
 from linrec.inputs.plateau import Plateau, heldout_loss, heldout_windows, plateau
+from linrec.inputs.train_settings import EVAL_WINDOWS, TrainSettings
 from linrec.inputs.training_text import (
     heldout_documents,
     split_texts,
@@ -87,7 +88,6 @@ from linrec.inputs.training_text import (
 log = logging.getLogger(__name__)
 
 TRAINING_VERSION = "1"  # bump when what a run's entry holds or means changes
-EVAL_WINDOWS = 128  # held-out windows per evaluation of the held-out loss (16,384 tokens at seq_len 128)
 PRECISIONS = ("float32", "bf16")
 # Fields added after runs were cached: left out of the cache key while they hold these values, so that a run cached
 # before them keeps its key (change one of these defaults only with TRAINING_VERSION).
@@ -96,32 +96,9 @@ SYNC_EVERY = 50  # the training losses are read off the device (and checked fini
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """Everything that decides a trained run's weights (and so its cache key)."""
-
-    layout: str = "gelu"  # a row of linrec.inputs.layouts.LAYOUTS: gelu, swiglu (= llama), gpt2, pythia
-    d_model: int = 128
-    n_layers: int = 4
-    n_heads: int = 4
-    d_ff: int = 0  # 0: the same MLP parameter count for every layout (4·d, or ≈ 8·d/3 for the gated ones)
-    vocab: int = 4096  # byte-level BPE trained on the training documents
-    seq_len: int = 128
-    batch_size: int = 32  # windows per step
-    steps: int = 600
-    lr: float = 3e-3
-    warmup: int = 40
-    weight_decay: float = 0.1
-    init_seed: int = 0  # the weights' initial draw
-    data_seed: int = 0  # the order the training windows are visited in
-    text: str = "wiki"  # a corpus spec (linrec.inputs.corpora): offline name or path; several joined by "+"
-    measure_frac: float = 0.15  # share of the documents held out for measuring, never trained on
-    split_seed: int = 0  # which documents are held out (the same for every run that is compared)
-    n_checkpoints: int = 8  # step 0 and log-spaced steps up to `steps`
-    shared_texts: str = ""  # texts joined by ",": one tokenizer and one measuring text for all of them ("": `text`)
-    n_evals: int = 0  # held-out loss at step 0 and this many evenly spaced steps (0: none; the plateau rule's)
-    eval_windows: int = EVAL_WINDOWS  # held-out windows of the run's own text each evaluation averages over
-    precision: str = "float32"  # float32, or bf16: the forward pass under bf16 autocast (a GPU's; weights float32)
-    device: str = "cpu"
+class TrainConfig(TrainSettings):
+    """Everything that decides a trained run's weights (and so its cache key): `TrainSettings`' fields, with their
+    checks, the sizes they make and the key."""
 
     def validate(self) -> None:
         layout_row(self.layout)

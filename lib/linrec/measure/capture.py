@@ -1,7 +1,7 @@
 """One forward pass over a corpus; every FFN block's additive float64 statistics, per split.
 
-`get_capture(model, corpus, …)` returns a `Capture`: for each split ("train", "test") and each
-block, a `Moments` of the rows (x, y) = (FFN input, FFN output), one row per token position;
+`get_capture(CaptureConfig(model, corpus, …), CaptureRun(…))` returns a `Capture`: for each split ("train", "test")
+and each block, a `Moments` of the rows (x, y) = (FFN input, FFN output), one row per token position;
 a second `Moments` of the rows at each window's *first* position alone (`Capture.first`, built
 from those rows, which are kept: one per window, float32, `Capture.first_rows`; a subset of the
 rows above, so `Capture.without_first` gives the statistics of every other position exactly).
@@ -32,7 +32,7 @@ records every file's size and sha256, statistics and row samples alike, and ever
 verified before the entry is used, so a truncated, half-written or bit-flipped entry is
 detected and rebuilt, never read.
 
-`get_captures(model, [corpora…])` returns one capture per corpus, loading the model at most once.
+`get_captures([config of each corpus…], run)` returns one capture per corpus, loading the model at most once.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import shutil
 import sys
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -62,7 +62,7 @@ from linrec.inputs.hf import LoadedModel, check_context, check_device, input_dev
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, run_until_stop
 from linrec.inputs.source import ModelSource, as_source
-from linrec.measure.config import CAPTURE_VERSION, RUN_OPTIONS, SETTINGS, SPLITS, CaptureConfig, CaptureRun
+from linrec.measure.config import CAPTURE_VERSION, SPLITS, CaptureConfig, CaptureRun
 from linrec.measure.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
 from linrec.measure.reuse import compute_params, larger_capture, notice_short, say_cost, say_rows, served
 from linrec.measure.rows import FirstRows, RowSampler, first_moments
@@ -377,60 +377,53 @@ def _load(directory: Path, meta: dict, config: CaptureConfig) -> Capture:
     return Capture(config, meta, stats, directory, True, heldout, first, first_rows, rest)
 
 
-def get_capture(model: str | ModelSource, corpus: str = "wiki", **kwargs) -> Capture:
-    """The capture of `model` (a spec or a parsed `ModelSource`) on `corpus`: read from the cache if intact, else
-    computed and cached.
-
-    `kwargs`: the capture's settings (`linrec.measure.config.CaptureConfig` fields: seq_len, tokens, seed, test_frac,
-    sample_rows, product, dtype, sample, bos; each defaults to CaptureConfig's), how to run it (`CaptureRun` fields:
-    batch_size, device, device_map, blocks_per_pass) and `get_captures`' loaded, cache, progress. Pass `loaded` (from
-    `linrec.inputs.models.load_model`) to reuse a model across corpora, or use `get_captures`.
-    """
-    run = CaptureRun(**{k: kwargs.pop(k) for k in RUN_OPTIONS if k in kwargs})
-    return get_captures(model, [corpus], run=run, **kwargs)[corpus]
-
-
-def get_captures(
-    model: str | ModelSource,
-    corpora: list[str],
-    *,
+def get_capture(
+    config: CaptureConfig,
     run: CaptureRun = CaptureRun(),
+    *,
+    source: ModelSource | None = None,
     loaded: LoadedModel | None = None,
     cache: bool = True,
     progress: bool = True,
-    **settings,
+) -> Capture:
+    """The capture `config` asks for (its model on its corpus, with its settings): read from the cache if intact, else
+    computed, run as `run` says (`CaptureRun`: batch size, device or device map, blocks per pass), and cached (not
+    with `cache` False). `source`: `config.model` parsed (`linrec.inputs.source.ModelSource`), where the caller has it;
+    `loaded` (from `linrec.inputs.models.load_model`) reuses a model already loaded; `get_captures` takes several
+    corpora with one load."""
+    return get_captures([config], run, source=source, loaded=loaded, cache=cache, progress=progress)[config.corpus]
+
+
+def get_captures(
+    configs: Sequence[CaptureConfig],
+    run: CaptureRun = CaptureRun(),
+    *,
+    source: ModelSource | None = None,
+    loaded: LoadedModel | None = None,
+    cache: bool = True,
+    progress: bool = True,
 ) -> dict[str, Capture]:
-    """{corpus: capture} of `model` on each of `corpora`, with `settings` (`CaptureConfig` fields; see `get_capture`),
-    run as `run` says (`CaptureRun`: batch size, device or device map, blocks per pass).
+    """{corpus: capture} of each of `configs` (one model, each config on its own corpus, each with its own settings:
+    e.g. raw rows kept for one corpus only), run as `run` says; `source`, `loaded`, `cache` as in `get_capture`.
 
     Captures found intact in the cache are read, never recomputed; the model is loaded at most
     once, and only if some corpus needs computing (not at all when `loaded` is given).
-    `sample_rows` may be a mapping {corpus: rows} to keep raw rows for some corpora only.
     """
-    if isinstance(corpora, str):
-        corpora = [corpora]
-    corpora = list(dict.fromkeys(corpora))  # each corpus once, in the order given
-    if not corpora:
+    configs = list(dict.fromkeys(configs))  # each request once, in the order given
+    if not configs:
         raise LinrecError("no corpora given; name at least one, e.g. wiki")
-    unknown = set(settings) - set(SETTINGS)
-    if unknown:
-        how = f"; {sorted(unknown & set(RUN_OPTIONS))} go in run=CaptureRun(...)" if unknown & set(RUN_OPTIONS) else ""
-        raise TypeError(f"get_captures() got unexpected keyword arguments {sorted(unknown)}{how}")
-    batch_size, device, device_map, blocks_per_pass = run.batch_size, run.device, run.device_map, run.blocks_per_pass
-    rows = settings.pop("sample_rows", CaptureConfig.sample_rows)
-    if isinstance(rows, Mapping):
-        missing = [c for c in corpora if c not in rows]
-        if missing:
-            raise LinrecError(
-                f"sample_rows gives no row count for corpora {missing}; add them (0 keeps statistics only)"
-            )
-    device = check_device(device)  # "auto" resolved here
-    source = as_source(model)  # parsed once: the keys and the load read it
+    models = sorted({c.model for c in configs})
+    if len(models) > 1:
+        raise ValueError(f"get_captures() captures one model, got {models}; call it once per model")
+    corpora = [c.corpus for c in configs]
+    if len(set(corpora)) < len(corpora):
+        raise ValueError(f"get_captures() got two requests for one corpus: {corpora}; one per corpus")
+    device = check_device(run.device)  # "auto" resolved here
+    source = as_source(configs[0].model if source is None else source)  # parsed once: the keys and the load read it
     plan = {}  # every config validated before any work
-    for c in corpora:
-        config = CaptureConfig(source.spec, c, sample_rows=rows[c] if isinstance(rows, Mapping) else rows, **settings)
+    for config in configs:
         config.validate()
-        plan[c] = config, entry_path("capture", source.spec, config.key(source))
+        plan[config.corpus] = config, entry_path("capture", source.spec, config.key(source))
     out: dict[str, Capture] = {}
     for corpus, (config, entry) in plan.items():
         load = partial(_load, config=config)
@@ -438,9 +431,9 @@ def get_captures(
         def compute(tmp: Path | None, config=config) -> Capture:
             nonlocal loaded
             if loaded is None:
-                loaded = load_model(source, device=device, dtype=model_dtype(config.dtype), device_map=device_map)
+                loaded = load_model(source, device=device, dtype=model_dtype(config.dtype), device_map=run.device_map)
             _check_dtype(loaded, config)
-            return _compute(loaded, config, tmp, cache, batch_size, progress, blocks_per_pass)
+            return _compute(loaded, config, tmp, cache, run.batch_size, progress, run.blocks_per_pass)
 
         asked = {"config": asdict(config)}  # an entry made for another request is computed again
         capture = _from_larger(source, config, entry) if cache and world()[1] == 1 else None
@@ -469,13 +462,13 @@ def _from_larger(source: ModelSource, config: CaptureConfig, entry: Path) -> Cap
     return None if big is None else served(big, config, larger[2])
 
 
-def replicate_captures(models: list[str], samples: list[int], corpus: str = "wiki", **kwargs) -> dict:
-    """{(model, sample): capture} of every model on each disjoint stretch `samples` of `corpus` (`get_capture` with
-    `sample=k` and `sample_rows=0`: moments only, which is all a replication of the profile or the regimes needs),
-    models in the order given, then samples. `kwargs`: the other `get_capture` arguments (seq_len, tokens, seed,
-    batch_size, device, …)."""
-    kwargs = {**kwargs, "sample_rows": 0}
-    return {(m, int(k)): get_capture(m, corpus, **{**kwargs, "sample": int(k)}) for m in models for k in samples}
+def replicate_captures(configs: Sequence[CaptureConfig], samples: list[int], run: CaptureRun = CaptureRun()) -> dict:
+    """{(model, sample): capture} of each of `configs` on each disjoint stretch `samples` of its corpus (`get_capture`
+    with `sample=k` and `sample_rows=0`: moments only, which is all a replication of the profile or the regimes needs),
+    in the order given, then samples; run as `run` says."""
+    return {
+        (c.model, int(k)): get_capture(replace(c, sample=int(k), sample_rows=0), run) for c in configs for k in samples
+    }
 
 
 def _check_dtype(loaded: LoadedModel, config: CaptureConfig) -> None:

@@ -112,7 +112,6 @@ class CaptureRun:
     blocks_per_pass: int | None = None
 
 
-RUN_OPTIONS = tuple(f.name for f in fields(CaptureRun))
 SECTION = tuple(s for s in SETTINGS if s != "seed")  # what a profile's capture section may set (seed is its own key)
 
 

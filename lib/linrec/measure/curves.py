@@ -63,7 +63,7 @@ from linrec.inputs.hf import LoadedModel, check_context, no_tf32
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, run_until_stop
 from linrec.inputs.source import ModelSource, as_source
-from linrec.measure.config import CaptureConfig
+from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.measure.plan import site_dims
 from linrec.stats.ceiling import fit_affine, score
 from linrec.stats.moments import PRODUCTS, Moments
@@ -427,25 +427,23 @@ def _load(directory: Path, meta: dict, config: CurveConfig) -> Curve:
 
 
 def get_curve(
-    model: str | ModelSource,
+    config: CurveConfig,
+    run: CaptureRun = CaptureRun(),
     *,
-    batch_size: int = 8,
-    device: str = "cpu",
+    source: ModelSource | None = None,
     loaded: LoadedModel | None = None,
     cache: bool = True,
     progress: bool = True,
-    **settings,
 ) -> Curve:
-    """The learning curve of `model` (a spec, or one parsed already: `linrec.inputs.source.ModelSource`): from the
-    cache if intact, else computed (and cached atomically). `settings`: `CurveConfig` fields (corpus, seq_len,
-    train_tokens, test_tokens, seeds, product), each defaulting to its own."""
-    source = as_source(model)
-    config = CurveConfig(source.spec, **settings)
+    """The learning curve `config` asks for: from the cache if intact, else computed (and cached atomically), `run`'s
+    batch size of windows per pass on its device. `source`: `config.model` parsed
+    (`linrec.inputs.source.ModelSource`), where the caller has it; `loaded` reuses a model already loaded."""
+    source = as_source(config.model if source is None else source)
     config.validate()
     entry = entry_path("curve", source.spec, config.key(source))
 
     def compute(tmp: Path | None) -> Curve:
-        curve = run_curve(loaded or load_model(source, device=device), config, batch_size, progress)
+        curve = run_curve(loaded or load_model(source, device=run.device), config, run.batch_size, progress)
         if tmp is not None:
             np.savez(tmp / "curve.npz", **curve.state())
             write_entry(tmp, curve.meta)

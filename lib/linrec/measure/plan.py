@@ -1,6 +1,6 @@
 """The memory plan of a capture: what it will hold per block and where, checked against the free memory before any
 pass (`memory_plan`, `plan_text`, `check_fits`), the blocks hooked per pass (`block_groups`), and each FFN's widths and
-device read off a two-token forward pass (`site_dims`, `site_devices`). docs/scaling.md explains the plan."""
+device read off a two-token forward pass (`site_dims`, `probe_sites`). docs/scaling.md explains the plan."""
 
 from __future__ import annotations
 
@@ -106,12 +106,6 @@ def plan_text(plan: pandas.DataFrame) -> str:
 def site_dims(loaded: LoadedModel, sites, windows: Windows) -> list[tuple[int, int]]:
     """(d_in, d_out) of every FFN in `sites`, read off one two-token forward pass of the first window."""
     return [dims for dims, _ in probe_sites(loaded, sites, windows)]
-
-
-def site_devices(loaded: LoadedModel, sites, windows: Windows) -> list[torch.device]:
-    """The device each FFN's activations appear on (one device for a plain model; with a `device_map`, each block's
-    own): where a capture keeps that block's statistics."""
-    return [dev for _, dev in probe_sites(loaded, sites, windows)]
 
 
 @torch.no_grad()

@@ -16,7 +16,6 @@ import pandas as pd
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.sites import FfnSite
 from linrec.measure.capture import Capture, get_capture
-from linrec.measure.config import capture_settings
 from linrec.studies.base import Result
 from linrec.studies.stages import Profile
 
@@ -59,15 +58,10 @@ def run(p: Profile, loaded: LoadedModel | None = None) -> CaptureResult:
     """Every model of `p.models` captured on `p.corpus` with the profile's capture settings; `loaded` (a model
     already loaded, e.g. to show its FFN sites) serves the model it is instead of a second load. Writes `capture`
     under `p.results_dir`."""
-    settings = capture_settings(p.capture)
     captures = [
         get_capture(
-            name,
-            p.corpus,
-            seed=p.seed,
-            **settings,
-            batch_size=p.batch_size,
-            device=p.device,
+            p.capture_config(name),
+            p.capture_run(),
             loaded=loaded if loaded is not None and name == loaded.name else None,
         )
         for name in p.models

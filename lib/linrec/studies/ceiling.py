@@ -18,7 +18,7 @@ A part the profile switches off leaves its fields `None` (not written)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -27,8 +27,7 @@ from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.base.errors import LinrecError
 from linrec.claims.profile import move_tests, profile_summary, replication_summary
 from linrec.measure.capture import Capture, get_capture, replicate_captures
-from linrec.measure.config import capture_settings
-from linrec.measure.curves import get_curve
+from linrec.measure.curves import CurveConfig, get_curve
 from linrec.studies.base import Result
 from linrec.studies.stages import Profile
 
@@ -71,8 +70,7 @@ def model_capture(p: Profile, model: str) -> Capture:
     """The capture of `model` on `p.corpus` that this study fits (statistics only: sample_rows 0, so notebook 01's
     capture or, for another corpus, notebook 05's serves: `linrec.measure.reuse`); notebook 02 solves one of its
     blocks by hand from it."""
-    stats_only = {**capture_settings(p.capture), "sample_rows": 0}
-    return get_capture(model, p.corpus, seed=p.seed, **stats_only, batch_size=p.batch_size, device=p.device)
+    return get_capture(replace(p.capture_config(model), sample_rows=0), p.capture_run())
 
 
 def fit_blocks(p: Profile) -> tuple[list[Capture], pd.DataFrame]:
@@ -87,14 +85,8 @@ def learning_curves(p: Profile) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFram
     sizes = p.curve_train_tokens
     curves = [
         get_curve(
-            m,
-            corpus=p.corpus,
-            seq_len=capture_settings(p.capture)["seq_len"],
-            train_tokens=sizes,
-            test_tokens=p.curve_test_tokens,
-            seeds=range(p.curve_seeds),
-            batch_size=p.batch_size,
-            device=p.device,
+            CurveConfig(m, p.corpus, p.capture_config(m).seq_len, sizes, p.curve_test_tokens, range(p.curve_seeds)),
+            p.capture_run(),
         )
         for m in p.models
     ]
@@ -121,8 +113,7 @@ def move_table(table: pd.DataFrame, captures: list[Capture]) -> pd.DataFrame:
 def replicates(p: Profile, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(`r2_replicates`, `r2_replicates_summary`): `table` as sample 0 beside each model's capture on every stretch
     of `p.replicate_samples` (disjoint text of the same corpus, statistics only)."""
-    samples = replicate_captures(p.models, p.replicate_samples, p.corpus, seed=p.seed, **capture_settings(p.capture),
-                                 batch_size=p.batch_size, device=p.device)  # fmt: skip
+    samples = replicate_captures([p.capture_config(m) for m in p.models], p.replicate_samples, p.capture_run())
     reps = [table.assign(sample=0), *(ceiling_table(c).assign(sample=k) for (_, k), c in samples.items())]
     reps = pd.concat(reps, ignore_index=True)
     return reps, replication_summary(reps)

@@ -20,7 +20,7 @@ rows) pair is scored once, whichever control asks for it first (`MapScores`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -41,7 +41,7 @@ from linrec.claims.registry import TABLES
 from linrec.claims.rules import judge
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.measure.capture import get_capture
-from linrec.measure.config import capture_settings
+from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
@@ -65,13 +65,14 @@ class ControlsResult(Result):
 @dataclass
 class Captures:
     """What every control reads: the models (`p.models`, then the encoders), each trained model's capture, each
-    random-init twin's ({(model, init seed): capture}), and the capture settings they were made with."""
+    random-init twin's ({(model, init seed): capture}), and how a trained model is captured (the first model's
+    request: its settings serve every other spec, `linrec.analyses.controls.cross_feed_pairs`)."""
 
     models: list[str]
     trained: dict
     inits: dict
-    capture_kw: dict  # get_capture's arguments but sample_rows
-    sample_rows: int
+    config: CaptureConfig
+    run: CaptureRun
 
 
 def captures(p: Profile) -> Captures:
@@ -80,14 +81,16 @@ def captures(p: Profile) -> Captures:
     Only the first init seed's twin keeps raw rows (cross feeding needs them): `p.control_rows` of them where the
     profile sets a row budget (cross feeding reads no more), else as many as the trained capture."""
     models = [*p.models, *(m for m in p.encoder_models if m not in p.models)]
-    settings = capture_settings(p.capture)
-    sample_rows = settings.pop("sample_rows")
-    kw = dict(corpus=p.corpus, seed=p.seed, **settings, batch_size=p.batch_size, device=p.device)
-    trained = {m: get_capture(m, sample_rows=sample_rows, **kw) for m in models}
-    seeds = p.init_seeds
+    run = p.capture_run()
+    trained = {m: get_capture(p.capture_config(m), run) for m in models}
+    seeds, sample_rows = p.init_seeds, p.capture_config(models[0]).sample_rows
     rows = {s: (p.control_rows or sample_rows) if s == seeds[0] else 0 for s in seeds}
-    inits = {(m, s): get_capture(random_init_spec(m, s), sample_rows=rows[s], **kw) for m in models for s in seeds}
-    return Captures(models, trained, inits, kw, sample_rows)
+    inits = {
+        (m, s): get_capture(replace(p.capture_config(random_init_spec(m, s)), sample_rows=rows[s]), run)
+        for m in models
+        for s in seeds
+    }
+    return Captures(models, trained, inits, p.capture_config(models[0]), run)
 
 
 def random_init_profiles(caps: Captures) -> pd.DataFrame:
@@ -103,8 +106,8 @@ def cross_feeding(p: Profile, caps: Captures, loaded: dict, scores: MapScores):
     A's inputs through B's FFN, raw and re-coloured (`cross_feed_pairs`): (table, summary)."""
     captured = {**caps.trained, **{random_init_spec(m, s): c for (m, s), c in caps.inits.items()}}
     pairs = twin_pairs(caps.models, p.init_seeds[0]) if p.cross_pairs is None else [tuple(x) for x in p.cross_pairs]
-    return cross_feed_pairs(pairs, captured, loaded, dict(sample_rows=caps.sample_rows, **caps.capture_kw),
-                            n_rows=p.control_rows, seed=p.seed, scores=scores, device=p.device)  # fmt: skip
+    return cross_feed_pairs(pairs, captured, loaded, caps.config, caps.run, n_rows=p.control_rows, seed=p.seed,
+                            scores=scores)  # fmt: skip
 
 
 def decomposition_table(measured: dict[str, InputsOrWeights], blocks: pd.DataFrame, n_boot: int,

@@ -8,7 +8,7 @@ interval), `corpora_agreement` (each pair of corpora's profile correlations and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -17,7 +17,6 @@ from linrec.analyses.uncertainty import profile_agreement
 from linrec.claims.corpora import LEVEL_EX_FIRST, corpus_verdicts, overlay_word
 from linrec.claims.registry import TABLES
 from linrec.measure.capture import get_captures
-from linrec.measure.config import CaptureRun, capture_settings
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
@@ -36,13 +35,11 @@ class CorporaResult(Result):
 
 def run(p: Profile) -> CorporaResult:
     """Every model on every corpus of `p.corpora`: the tables above, written under `p.results_dir`."""
-    settings = capture_settings(p.capture)
-    rows = {c: (settings["sample_rows"] if c == p.corpus else 0) for c in p.corpora}
     tables, shapes = [], []
-    for m in p.models:
-        caps = get_captures(
-            m, p.corpora, run=CaptureRun(p.batch_size, p.device), seed=p.seed, **{**settings, "sample_rows": rows}
-        )
+    for m in p.models:  # raw rows kept on the run's own corpus only
+        configs = [p.capture_config(m, c) for c in dict.fromkeys(p.corpora)]
+        configs = [c if c.corpus == p.corpus else replace(c, sample_rows=0) for c in configs]
+        caps = get_captures(configs, p.capture_run())
         tables += [ceiling_table(c) for c in caps.values()]
         shapes.append({"model": next(iter(caps.values())).model_label, **corpus_shape_level(caps)})
     table = pd.concat(tables, ignore_index=True)

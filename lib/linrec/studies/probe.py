@@ -24,7 +24,6 @@ from linrec.analyses.pitfall import PitfallSample, budget_table, dose_table, log
 from linrec.analyses.probe import mechanism_blocks, probe_table, rank_sweep, sweep_blocks
 from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
 from linrec.measure.capture import Capture, get_capture
-from linrec.measure.config import capture_settings
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
@@ -74,10 +73,7 @@ class PitfallResult(Result):
 
 def run_probe(p: Profile) -> ProbeResult:
     """Claim 3's probe on every block of every model of `p.models` (tables above), written under `p.results_dir`."""
-    settings = capture_settings(p.capture)
-    captures = {
-        m: get_capture(m, p.corpus, seed=p.seed, **settings, batch_size=p.batch_size, device=p.device) for m in p.models
-    }
+    captures = {m: get_capture(p.capture_config(m), p.capture_run()) for m in p.models}
     table = pd.concat(
         [probe_table(c, rank=p.rank, seed=p.seed, max_train=p.probe_rows) for c in captures.values()],
         ignore_index=True,

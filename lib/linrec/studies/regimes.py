@@ -11,7 +11,7 @@ disjoint sample of text (`spectrum_replicates`) and claim 4's rule on each (`spe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,6 @@ from linrec.analyses.spectrum import REGIME_TOP1, REGIMES, block_anatomy, spectr
 from linrec.claims.regimes import input_side, regime_replication, regime_summary
 from linrec.claims.rules import FIRST_TOKEN_OVERLAP
 from linrec.measure.capture import Capture, get_capture, replicate_captures
-from linrec.measure.config import capture_settings
 from linrec.stats.moments import Moments
 from linrec.studies.base import Result
 from linrec.studies.stages import Profile
@@ -89,9 +88,7 @@ class RegimesResult(Result):
 def replicates(p: Profile, spectrum: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every block's regime on `spectrum` (sample 0) and on each of `p.replicate_samples` (the captures notebook 02
     makes of disjoint stretches of the corpus), and claim 4's rule on each: `spectrum_replicates` and its summary."""
-    settings = capture_settings(p.capture)
-    samples = replicate_captures(p.models, p.replicate_samples, p.corpus, seed=p.seed, **settings,
-                                 batch_size=p.batch_size, device=p.device)  # fmt: skip
+    samples = replicate_captures([p.capture_config(m) for m in p.models], p.replicate_samples, p.capture_run())
     reps = [spectrum.assign(sample=0), *(spectrum_table(c).assign(sample=k) for (_, k), c in samples.items())]
     reps = pd.concat(reps, ignore_index=True)
     return reps[["sample", *REPLICATE_COLUMNS]], regime_replication(reps, REGIMES)
@@ -99,10 +96,8 @@ def replicates(p: Profile, spectrum: pd.DataFrame) -> tuple[pd.DataFrame, pd.Dat
 
 def run(p: Profile) -> RegimesResult:
     """Every block of every model of `p.models`: the tables above, written under `p.results_dir`."""
-    stats_only = {**capture_settings(p.capture), "sample_rows": 0}  # this notebook reads no raw rows
-    captures = [
-        get_capture(m, p.corpus, seed=p.seed, **stats_only, batch_size=p.batch_size, device=p.device) for m in p.models
-    ]
+    # this notebook reads no raw rows
+    captures = [get_capture(replace(p.capture_config(m), sample_rows=0), p.capture_run()) for m in p.models]
     table = pd.concat([spectrum_table(c) for c in captures], ignore_index=True)
     summary = regime_summary(table, REGIMES)
     reps, replication = replicates(p, table) if p.replicate_samples else (None, None)

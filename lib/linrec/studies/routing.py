@@ -19,6 +19,7 @@ from linrec.analyses.swap_run import ModelSwapRun, SwapSettings, heal_run
 from linrec.base.errors import LinrecError
 from linrec.claims.routing import anchor_table, heal_table, routing_summary
 from linrec.inputs.training import profile_configs
+from linrec.measure.config import CaptureConfig
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
@@ -71,9 +72,9 @@ def heal_trained_runs(p: Profile, training: Profile) -> tuple[list[pd.DataFrame]
     heal, names = Heal.of_trained(p.heal_trained)
     runs = [r for r in cached_runs(configs) if names is None or r.config.name in names]
     swap = SwapSettings(training.screening_windows, batch_size=p.batch_size)
-    measured = {"tokens": training.train_measure_tokens}
-    healed = [heal_run(r, {"seq_len": r.config.seq_len, **measured}, heal, swap, device=p.device, seed=p.seed)
-              for r in runs]  # fmt: skip
+    measured = [CaptureConfig(str(r.final), r.measure_corpus, r.config.seq_len, training.train_measure_tokens, p.seed)
+                for r in runs]  # fmt: skip
+    healed = [heal_run(r, c, heal, swap, device=p.device, seed=p.seed) for r, c in zip(runs, measured)]
     return healed, [r.config.name for r in runs]
 
 

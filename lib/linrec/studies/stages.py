@@ -27,6 +27,7 @@ from linrec.base.errors import LinrecError
 from linrec.base.params import Declared, declared, param
 from linrec.claims.registry import TABLES
 from linrec.inputs.offline import suggest
+from linrec.measure.config import CaptureConfig, CaptureRun, capture_settings
 from linrec.stats import N_BOOT
 
 
@@ -262,6 +263,16 @@ class Profile:
     def values(self) -> dict:
         """{parameter: value} of every parameter, flat, as a profile file names them."""
         return {name: getattr(self, name) for name in DECLARED}
+
+    def capture_config(self, model: str, corpus: str | None = None) -> CaptureConfig:
+        """The capture every study asks for of `model`: on `corpus` (None: the run's `corpus`), with the run's `seed`
+        and its `capture` section (`linrec.measure.config.capture_settings`: `CaptureConfig`'s defaults where it is
+        silent). A study that reads no raw rows asks for `replace(…, sample_rows=0)`."""
+        return CaptureConfig(model, corpus or self.corpus, seed=self.seed, **capture_settings(self.capture))
+
+    def capture_run(self) -> CaptureRun:
+        """How every study runs a capture: the run's `batch_size` windows per pass, on its `device`."""
+        return CaptureRun(self.batch_size, self.device)
 
     def notebook(self, number: str) -> Profile:
         """What notebook `number` binds and hands its study's `run`: this profile, whole (the same in every notebook;

@@ -28,7 +28,6 @@ from linrec.claims.swap import (
     swap_predictors,
     swap_safety,
 )
-from linrec.measure.config import capture_settings
 from linrec.studies import routing
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
@@ -63,22 +62,20 @@ class SwapResult(Result):
         return {e["model"]: e["chosen_block"] for e in self.v6a.evidence}
 
 
-def settings(p: Profile) -> tuple[dict, SwapSettings, RouteSettings, Heal | None]:
-    """The profile's capture keywords, swap settings, routing settings and healing (None: `p.heal` is {}), as
-    `run_model` takes them."""
-    capture_kw = dict(corpus=p.corpus, seed=p.seed, **capture_settings(p.capture), batch_size=p.batch_size,
-                      device=p.device)  # fmt: skip
+def settings(p: Profile) -> tuple[SwapSettings, RouteSettings, Heal | None]:
+    """The profile's swap settings, routing settings and healing (None: `p.heal` is {}), as `run_model` takes them
+    (beside its capture, `p.capture_config(model)` run as `p.capture_run()`)."""
     swap = SwapSettings(p.screening_windows, p.test_windows, p.batch_size, p.ranks, p.budget_ppl, p.first_variants,
                         p.variant_min_first_share)  # fmt: skip
     route = RouteSettings(p.route_blocks, share_grid(p.route_step), p.route_corpora, p.route_split_shares, p.n_boot)
-    return capture_kw, swap, route, Heal.of(p.heal) if p.heal else None
+    return swap, route, Heal.of(p.heal) if p.heal else None
 
 
 def run_models(p: Profile) -> list[ModelSwapRun]:
     """`run_model` on each of `p.models` in turn, with the profile's settings (`settings`)."""
-    capture_kw, swap, route, heal = settings(p)
-    return [run_model(m, capture_kw, swap, route, heal, device=p.device, seed=p.seed, save_dir=p.save_dir)
-            for m in p.models]  # fmt: skip
+    swap, route, heal = settings(p)
+    return [run_model(p.capture_config(m), p.capture_run(), swap, route, heal, device=p.device, seed=p.seed,
+                      save_dir=p.save_dir) for m in p.models]  # fmt: skip
 
 
 def _joined(tables: list[pd.DataFrame]) -> pd.DataFrame:

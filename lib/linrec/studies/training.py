@@ -55,6 +55,7 @@ from linrec.claims.tables import load_table, load_timings, table_path
 from linrec.claims.zoo import pooled_claims, zoo_verdict
 from linrec.inputs.models import load_model
 from linrec.inputs.training import made_on, profile_configs, runs
+from linrec.measure.config import CaptureConfig
 from linrec.measure.reuse import REFERENCE_SECONDS, duration
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
@@ -212,13 +213,13 @@ def train(p: Profile) -> Runs:
                               p.train_block_tolerance)  # fmt: skip
     say_training(configs)
     trained = runs(configs)
-    kw = dict(seq_len=configs[0].seq_len, tokens=p.train_measure_tokens, seed=p.seed, batch_size=p.batch_size,
-              device=p.device)  # fmt: skip
     captures, seconds = {}, {}
     for c in configs:
         t0 = time.perf_counter()
-        captures[c.name] = capture_checkpoints(trained[c.name], kw, final_rows=p.train_probe_rows if p.train_pipeline
-                                               else 0)  # fmt: skip
+        r = trained[c.name]
+        config = CaptureConfig(str(r.final), r.measure_corpus, configs[0].seq_len, p.train_measure_tokens, p.seed)
+        captures[c.name] = capture_checkpoints(r, config, p.capture_run(),
+                                               final_rows=p.train_probe_rows if p.train_pipeline else 0)  # fmt: skip
         seconds[c.name] = time.perf_counter() - t0
     return Runs(configs, trained, captures, seconds)
 
