@@ -10,7 +10,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     inputs/    sites (where each FFN is) · offline (what can be fetched and named; no torch) · corpora · fetching · hf
                · source (how a model is given, parsed once)
                · models (load any model) · surgery · training · training_text (its texts, split; the tokenizer)
-               · train_settings (run settings; no torch) · layouts (GPT-2, Pythia, llama rows) · plateau (the plateau rule)
+               · train_settings (no torch) · layouts (GPT-2, Pythia, llama rows) · plateau (the plateau rule)
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · rows (the row sample on disk, the first positions)
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
@@ -25,8 +25,8 @@ The package's folders are its layers, lowest first; a module imports only from i
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
                · registry (every results table) · tables (written and read through it)
     studies/   stages (every stage: its notebook, parameters, module; the profile) · base (`Result`: its tables)
-               · capture (01) · ceiling (02) · probe (03: the probe and the pitfall) · regimes (04) · corpora (05) · swap (06: claims 6a, 6b)
-               · routing (06: its routing and healing tables) · controls (07) · training (08)
+               · capture (01) · ceiling (02) · probe (03: the probe and the pitfall) · regimes (04) · corpora (05)
+               · swap (06: claims 6a, 6b) · routing (06: its routing and healing tables) · controls (07) · training (08)
     outputs/   results (a results folder, read; number words) · claim_text (each claim's sentence; `Claim`)
                · catalog (one row per claim: its rule, the paper's words, sentence, figures, caveat) · report
                · report_figures (which figure where, its caption)

@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import capture_with, tiny_text, training_windows
+from helpers import capture_with, on_threads, tiny_text, training_windows
 from helpers import linrec_left_in as _ours
 from helpers import main_captured as _main
-from helpers import on_threads, tiny_text, training_windows
 from helpers import single_line as _single_line
 from linrec.base.errors import LinrecError
 from linrec.inputs.training import (

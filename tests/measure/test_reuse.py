@@ -221,7 +221,7 @@ def test_in_jupyter_lab_a_capture_not_cached_says_so_in_the_cell_first_and_a_cac
     monkeypatch.setattr(progress, "in_kernel", lambda: True)
     args = dict(seq_len=32, tokens=2048, sample_rows=0)
     corpus = tiny_corpus(8000)
-    assert not get_capture(tiny_model_dir, corpus, **args).cached
+    assert not capture_with(tiny_model_dir, corpus, **args).cached
     first = capsys.readouterr().err
     lines = [ln for ln in first.splitlines() if ln.startswith("capturing ")]
     assert len(lines) == 1, first
@@ -229,10 +229,10 @@ def test_in_jupyter_lab_a_capture_not_cached_says_so_in_the_cell_first_and_a_cac
     assert lines[0].endswith(" — " + reuse.QUICKER) and "`make figures`" in lines[0]
     assert 'profile_file = "params/smoke.yaml"' in lines[0]
     assert "capture " in first and first.index("capturing ") < first.index("capture "), "the line, then its bar"
-    assert get_capture(tiny_model_dir, corpus, **args).cached
+    assert capture_with(tiny_model_dir, corpus, **args).cached
     again = capsys.readouterr().err
     assert "capturing" not in again and "make figures" not in again and "capture " not in again
     monkeypatch.setenv("LINREC_NOTEBOOK", "02_linear_ceiling")  # the runner's kernel: the line stays on the console
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "other"))
-    get_capture(tiny_model_dir, corpus, **args)
+    capture_with(tiny_model_dir, corpus, **args)
     assert "make figures" not in capsys.readouterr().err
