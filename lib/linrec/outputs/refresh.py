@@ -236,7 +236,7 @@ def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.Dat
                         if swap is not None and len(swap) else None)  # fmt: skip
         table = pd.concat([table, window_table(n_windows, reps=max(reps // 2, 50), seed=seed,
                                                swap_windows=swap_windows)], ignore_index=True)  # fmt: skip
-    return table
+    return table.drop(columns=["miss_below", "miss_below_before"], errors="ignore")  # ΔPPL's, not tabled
 
 
 def write_calibration(results_dir: str | Path, seed: int = 0, reps: int = 1000) -> pd.DataFrame:
