@@ -217,7 +217,7 @@ class HeldOutSwaps:
         return out
 
     def test_delta(self, spec: Sequence[tuple[int, int | None, str]], step: str) -> DeltaPPL:
-        """`test_nll` as a ΔPPL with its paired jackknife interval."""
+        """`test_nll` as a ΔPPL with its paired skew-corrected jackknife interval."""
         return self.evaluator.delta_of(self.test_nll(spec, step))
 
     def table(
@@ -227,12 +227,12 @@ class HeldOutSwaps:
         variant_blocks: Sequence[int] | None = None,
     ) -> pandas.DataFrame:
         """One row per block and position variant (`first`, see the module docstring): held-out R²_lin of the map
-        on the positions it is applied to, output MSE, base and swapped perplexity, ΔPPL with its paired jackknife
-        interval (`delta_lo`, `delta_hi`), and parameters: of the FFN, of the affine map, of the whole swap module
-        (the map plus the kept FFN for "ffn", plus d_out for "mean"). With "map" and another variant, that
-        variant's rows also carry `vs_map` = PPL(variant) − PPL(map) with its paired interval (`vs_map_lo`,
-        `vs_map_hi`): how much of the map's cost the variant removes. `variant_blocks` limits the variants other
-        than "map" to those blocks (default: all of `blocks`)."""
+        on the positions it is applied to, output MSE, base and swapped perplexity, ΔPPL with its paired
+        skew-corrected jackknife interval (`delta_lo`, `delta_hi`), and parameters: of the FFN, of the affine map, of
+        the whole swap module (the map plus the kept FFN for "ffn", plus d_out for "mean"). With "map" and another
+        variant, that variant's rows also carry `vs_map` = PPL(variant) − PPL(map) with its paired interval
+        (`vs_map_lo`, `vs_map_hi`): how much of the map's cost the variant removes. `variant_blocks` limits the
+        variants other than "map" to those blocks (default: all of `blocks`)."""
 
         firsts = [first] if isinstance(first, str) else list(first)
         for f in firsts:
