@@ -119,3 +119,16 @@ def test_delta_ppl_under_heavy_skew_and_a_rare_costly_window_states_its_limits()
     rare = delta_ppl_coverage(12, reps=600, shape="costly", rate=1 / 12)
     ceiling = 1 - (11 / 12) ** 12
     assert rare["coverage95"] <= ceiling + 0.06 and rare["miss_below"] >= (11 / 12) ** 12 - 0.06, rare
+
+
+def test_delta_ppl_at_a_runs_own_costs_draws_from_them_with_their_mean_as_truth():
+    """`shape="observed"`: each data set's costs are drawn with replacement from the pool, so the truth is
+    exp(3 + mean(pool)) − exp(3); twelve costs of about equal size are covered like symmetric ones."""
+    from linrec.analyses.calibration import delta_ppl_coverage, window_costs
+
+    pool = np.array([0.18, 0.22, 0.2, 0.25, 0.15, 0.21, 0.19, 0.23, 0.17, 0.2, 0.24, 0.16])
+    draws = window_costs("observed", 200_000, 0.0, np.random.default_rng(0), pool=pool)
+    assert set(np.unique(draws)) <= set(pool) and draws.mean() == pytest.approx(pool.mean(), rel=0.01)
+    r = delta_ppl_coverage(12, reps=300, shape="observed", pool=pool, label="m, swap 3, G₁ 0.00")
+    assert r["setting"] == f"observed costs (m, swap 3, G₁ 0.00), ΔNLL {pool.mean():.3g}/token"
+    assert r["coverage95"] >= COVERAGE_FLOOR, r

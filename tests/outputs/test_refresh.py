@@ -122,3 +122,17 @@ def test_refresh_rewrites_claim5s_word_and_the_seeds_tables(tmp_path: Path):
     verdict = load_table("training_verdict", tmp_path).iloc[0]  # no seed pairs here: nothing decided past learned
     assert verdict["word"] == "learned; seed to seed inconclusive"
     assert verdict["variant_words"] == "differ (level differ, shape agree)"
+
+
+def test_most_skewed_picks_the_swap_whose_window_costs_are_most_right_skewed(tmp_path):
+    from linrec.claims.tables import save_table
+    from linrec.outputs.refresh import most_skewed
+
+    assert most_skewed(tmp_path) is None  # a run from before issue 64: no per-window losses
+    base = np.array([3.0, 3.1, 2.9, 3.2, 3.0])
+    rows = [{"model": "m", "swap": s, "window": i, "tokens": 10, "loss_base": b, "loss_swapped": b + c}
+            for s, costs in {"1": [0.1, 0.2, 0.15, 0.12, 0.18], "2": [0.01, 0.02, 0.9, 0.03, 0.02]}.items()
+            for i, (b, c) in enumerate(zip(base, costs, strict=True))]  # fmt: skip
+    save_table(pd.DataFrame(rows), "swap_windows", tmp_path)
+    label, cost = most_skewed(tmp_path)
+    assert label.startswith("m, swap 2, G₁ ") and cost == pytest.approx([0.01, 0.02, 0.9, 0.03, 0.02])

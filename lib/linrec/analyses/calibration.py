@@ -236,11 +236,14 @@ COSTLY_RATE = 0.25  # the share of costly windows in "costly" (each carries 0.9 
 
 
 def window_costs(shape: str, size, delta: float, rng: np.random.Generator, rate: float = COSTLY_RATE,
-                 sigma: float = LOGNORMAL_SIGMA) -> np.ndarray:  # fmt: skip
+                 sigma: float = LOGNORMAL_SIGMA, pool=None) -> np.ndarray:  # fmt: skip
     """Per-window costs of a swap in nats per token, mean `delta` under every shape: "symmetric" δ + δ·N(0, 1);
     "gamma" Gamma(1, δ) (exponential: SD δ, skewness 2); "lognormal" δ·exp(σZ − σ²/2) (SD δ·√(e^{σ²} − 1), skewness
     6.2 at σ = 1); "costly" 0.1·δ everywhere plus 0.9·δ / `rate` on a window with probability `rate` (one costly
-    window in 1 / rate, the rest nearly free)."""
+    window in 1 / rate, the rest nearly free); "observed" drawn with replacement from `pool`, a run's own per-window
+    costs (results table `swap_windows`), whose mean is then the truth's δ (`delta` is not read)."""
+    if shape == "observed":
+        return rng.choice(np.asarray(pool, dtype=np.float64), size)
     if shape == "symmetric":
         return delta + delta * rng.standard_normal(size)
     if shape == "gamma":
@@ -259,29 +262,33 @@ def delta_ppl_truth(delta: float, mu: float = 3.0) -> float:
 
 def delta_ppl_coverage(n_windows: int = 32, tokens: int = 128, delta: float = 0.2, reps: int = 300,
                        shape: str = "symmetric", seed: int = 0, rate: float = COSTLY_RATE,
-                       sigma: float = LOGNORMAL_SIGMA) -> dict:  # fmt: skip
+                       sigma: float = LOGNORMAL_SIGMA, pool=None, label: str = "") -> dict:  # fmt: skip
     """Coverage of the paired interval of a change in perplexity (`linrec.analyses.uncertainty.delta_ppl_interval`,
     Hall's skew-corrected window jackknife) beside the symmetric jackknife-t it replaced (`delta_ppl_jackknife_t`), on
     planted per-window NLL sums: windows differ in difficulty (SD 0.3 nats per token), the swap costs each window
     `window_costs(shape)` per token (mean `delta`), token noise 2 nats (0.5 more on the swapped model); true mean NLL
     3.0 and 3.0 + `delta` per token (`delta_ppl_truth`). `miss_below`: the share of intervals wholly below the truth
-    (the side that flatters a swap)."""
+    (the side that flatters a swap). `shape="observed"` with `pool` (a run's per-window costs per token, `label`
+    naming them): the costs drawn from that pool, its mean the truth's δ — the interval at the data's own skew."""
 
-    rng = np.random.default_rng([seed, n_windows, 5, COST_SHAPES.index(shape)])
+    rng = np.random.default_rng([seed, n_windows, 5, (*COST_SHAPES, "observed").index(shape)])
+    if shape == "observed":
+        delta = float(np.mean(pool))
     mu = 3.0
     truth = delta_ppl_truth(delta, mu)
     cover = below = cover_t = below_t = 0
     for _ in range(reps):
         hard = rng.standard_normal(n_windows) * 0.3
-        cost = window_costs(shape, n_windows, delta, rng, rate, sigma)
+        cost = window_costs(shape, n_windows, delta, rng, rate, sigma, pool)
         base = tokens * (mu + hard) + rng.standard_normal(n_windows) * 2 * np.sqrt(tokens)
         other = base + tokens * cost + rng.standard_normal(n_windows) * 0.5 * np.sqrt(tokens)
         lo, hi = delta_ppl_interval(base, other, tokens)
         cover, below = cover + (lo <= truth <= hi), below + (hi < truth)
         lo, hi = delta_ppl_jackknife_t(base, other, tokens)
         cover_t, below_t = cover_t + (lo <= truth <= hi), below_t + (hi < truth)
-    detail = {"lognormal": f", σ {sigma:g}", "costly": f", 1 window in {1 / rate:g}"}.get(shape, "")
-    return _row("ΔPPL of a swap (paired skew-corrected jackknife)", f"{shape} costs{detail}, ΔNLL {delta}/token", reps,
+    detail = {"lognormal": f", σ {sigma:g}", "costly": f", 1 window in {1 / rate:g}", "observed": f" ({label})"}
+    setting = f"{shape} costs{detail.get(shape, '')}, ΔNLL {delta:.3g}/token"
+    return _row("ΔPPL of a swap (paired skew-corrected jackknife)", setting, reps,
                 n_windows, cover / reps, coverage95_before=cover_t / reps, before="paired window jackknife-t",
                 miss_below=below / reps, miss_below_before=below_t / reps)  # fmt: skip
 
@@ -319,11 +326,14 @@ R2_BOOT_BEFORE = 500
 
 
 def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300, seed: int = 0,
-                 swap_windows: int | None = None) -> pd.DataFrame:  # fmt: skip
+                 swap_windows: int | None = None,
+                 observed: tuple[str, np.ndarray] | None = None) -> pd.DataFrame:  # fmt: skip
     """Every window-interval procedure a verdict reads, at `n_windows` held-out windows (the run's capture; the seeds
     experiment's at `seeds_windows`, its runs' measuring windows; ΔPPL and the routable share at `swap_windows`, the
     swap study's held-out windows, `n_windows` when not given), `reps` simulated data sets each: the methods table's
-    window rows, each with `what` (the claims that read it)."""
+    window rows, each with `what` (the claims that read it). ΔPPL under each of `COST_SHAPES`, one costly window in
+    `swap_windows`, and with `observed` (label, per-window costs per token: the run's most skewed swap) at the
+    run's own costs."""
     w = max(int(n_windows), 4)
     sw = w if swap_windows is None else max(int(swap_windows), 4)
     rows = [("claims 1, 5: R²_lin of a block", r2_coverage(w, 0.6, reps, R2_BOOT_BEFORE, seed)),
@@ -336,6 +346,9 @@ def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300,
               for c in COST_SHAPES),
             ("claims 6a, 6b, routing: ΔPPL of a swap",
              delta_ppl_coverage(sw, reps=reps, shape="costly", rate=1 / sw, seed=seed)),
+            *(("claims 6a, 6b, routing: ΔPPL of a swap",
+               delta_ppl_coverage(sw, reps=reps, shape="observed", pool=observed[1], label=observed[0], seed=seed))
+              for _ in ([observed] if observed is not None else [])),
             *(("routing: the routable share", routable_coverage(sw, scale=c, power=p, reps=reps, seed=seed))
               for c, p in ((0.03, 2.0), (0.0105, 1.0)))]  # fmt: skip
     return pd.DataFrame([{"what": what, **r} for what, r in rows])
