@@ -99,9 +99,9 @@ def test_delta_ppl_covers_under_skewed_costs(shape, kw):
     windows under symmetric, Gamma, lognormal (σ 0.5) and one-costly-window-in-4 costs (`window_costs`). Planted:
     the symmetric jackknife-t it replaced covers about 0.91 with one costly window in 4 and 0.92 with Gamma costs,
     every miss below the truth (issue 64)."""
-    from linrec.analyses.calibration import delta_ppl_coverage
+    from linrec.analyses.calibration import Costs, delta_ppl_coverage
 
-    r = delta_ppl_coverage(12, reps=600, shape=shape, **kw)
+    r = delta_ppl_coverage(12, reps=600, costs=Costs(shape, **kw))
     assert r["coverage95"] >= COVERAGE_FLOOR, r
     assert r["miss_below"] <= 0.06, r  # at most about twice the nominal 2.5 % below
     if shape in ("gamma", "costly"):  # the interval before: short, and short on the flattering side
@@ -112,11 +112,11 @@ def test_delta_ppl_under_heavy_skew_and_a_rare_costly_window_states_its_limits()
     """Lognormal costs at σ = 1 (skewness 6.2): corrected, still below 0.93 at 12 windows, but far above the
     jackknife-t's 0.85; one costly window in 12: no interval can reach the coverage, since a data set without that
     window (a share (11/12)^12 = 0.352 of them) holds no trace of it — every interval covers at most about 0.65."""
-    from linrec.analyses.calibration import delta_ppl_coverage
+    from linrec.analyses.calibration import Costs, delta_ppl_coverage
 
-    heavy = delta_ppl_coverage(12, reps=600, shape="lognormal")
+    heavy = delta_ppl_coverage(12, reps=600, costs="lognormal")
     assert heavy["coverage95"] >= heavy["coverage95_before"] + 0.02 and heavy["coverage95"] >= 0.86, heavy
-    rare = delta_ppl_coverage(12, reps=600, shape="costly", rate=1 / 12)
+    rare = delta_ppl_coverage(12, reps=600, costs=Costs("costly", rate=1 / 12))
     ceiling = 1 - (11 / 12) ** 12
     assert rare["coverage95"] <= ceiling + 0.06 and rare["miss_below"] >= (11 / 12) ** 12 - 0.06, rare
 
@@ -124,11 +124,11 @@ def test_delta_ppl_under_heavy_skew_and_a_rare_costly_window_states_its_limits()
 def test_delta_ppl_at_a_runs_own_costs_draws_from_them_with_their_mean_as_truth():
     """`shape="observed"`: each data set's costs are drawn with replacement from the pool, so the truth is
     exp(3 + mean(pool)) − exp(3); twelve costs of about equal size are covered like symmetric ones."""
-    from linrec.analyses.calibration import delta_ppl_coverage, window_costs
+    from linrec.analyses.calibration import Costs, delta_ppl_coverage, window_costs
 
     pool = np.array([0.18, 0.22, 0.2, 0.25, 0.15, 0.21, 0.19, 0.23, 0.17, 0.2, 0.24, 0.16])
     draws = window_costs("observed", 200_000, 0.0, np.random.default_rng(0), pool=pool)
     assert set(np.unique(draws)) <= set(pool) and draws.mean() == pytest.approx(pool.mean(), rel=0.01)
-    r = delta_ppl_coverage(12, reps=300, shape="observed", pool=pool, label="m, swap 3, G₁ 0.00")
+    r = delta_ppl_coverage(12, reps=300, costs=Costs("observed", pool=tuple(pool), label="m, swap 3, G₁ 0.00"))
     assert r["setting"] == f"observed costs (m, swap 3, G₁ 0.00), ΔNLL {pool.mean():.3g}/token"
     assert r["coverage95"] >= COVERAGE_FLOOR, r

@@ -23,6 +23,7 @@ versions and fail below 0.93 for a nominal 0.95.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -260,35 +261,54 @@ def delta_ppl_truth(delta: float, mu: float = 3.0) -> float:
     return float(np.exp(mu + delta) - np.exp(mu))
 
 
+@dataclass(frozen=True)
+class Costs:
+    """How `delta_ppl_coverage` draws a swap's per-window costs: `window_costs`' shape and its settings (`rate` for
+    "costly", `sigma` for "lognormal", `pool` and its `label` for "observed")."""
+
+    shape: str = "symmetric"
+    rate: float = COSTLY_RATE
+    sigma: float = LOGNORMAL_SIGMA
+    pool: tuple | None = None
+    label: str = ""
+
+    def draw(self, size, delta: float, rng: np.random.Generator) -> np.ndarray:
+        return window_costs(self.shape, size, delta, rng, self.rate, self.sigma, self.pool)
+
+    def describe(self, delta: float) -> str:
+        detail = {"lognormal": f", σ {self.sigma:g}", "costly": f", 1 window in {1 / self.rate:g}",
+                  "observed": f" ({self.label})"}.get(self.shape, "")  # fmt: skip
+        return f"{self.shape} costs{detail}, ΔNLL {delta:.3g}/token"
+
+
 def delta_ppl_coverage(n_windows: int = 32, tokens: int = 128, delta: float = 0.2, reps: int = 300,
-                       shape: str = "symmetric", seed: int = 0, rate: float = COSTLY_RATE,
-                       sigma: float = LOGNORMAL_SIGMA, pool=None, label: str = "") -> dict:  # fmt: skip
+                       costs: Costs | str = "symmetric", seed: int = 0) -> dict:  # fmt: skip
     """Coverage of the paired interval of a change in perplexity (`linrec.analyses.uncertainty.delta_ppl_interval`,
     Hall's skew-corrected window jackknife) beside the symmetric jackknife-t it replaced (`delta_ppl_jackknife_t`), on
     planted per-window NLL sums: windows differ in difficulty (SD 0.3 nats per token), the swap costs each window
     `window_costs(shape)` per token (mean `delta`), token noise 2 nats (0.5 more on the swapped model); true mean NLL
     3.0 and 3.0 + `delta` per token (`delta_ppl_truth`). `miss_below`: the share of intervals wholly below the truth
-    (the side that flatters a swap). `shape="observed"` with `pool` (a run's per-window costs per token, `label`
-    naming them): the costs drawn from that pool, its mean the truth's δ — the interval at the data's own skew."""
+    (the side that flatters a swap). `costs`: a `Costs` or the name of a shape; `Costs("observed", pool=…,
+    label=…)` (a run's per-window costs per token): the costs drawn from that pool, its mean the truth's δ — the
+    interval at the data's own skew."""
 
-    rng = np.random.default_rng([seed, n_windows, 5, (*COST_SHAPES, "observed").index(shape)])
-    if shape == "observed":
-        delta = float(np.mean(pool))
+    costs = Costs(costs) if isinstance(costs, str) else costs
+    rng = np.random.default_rng([seed, n_windows, 5, (*COST_SHAPES, "observed").index(costs.shape)])
+    if costs.shape == "observed":
+        delta = float(np.mean(costs.pool))
     mu = 3.0
     truth = delta_ppl_truth(delta, mu)
     cover = below = cover_t = below_t = 0
     for _ in range(reps):
         hard = rng.standard_normal(n_windows) * 0.3
-        cost = window_costs(shape, n_windows, delta, rng, rate, sigma, pool)
+        cost = costs.draw(n_windows, delta, rng)
         base = tokens * (mu + hard) + rng.standard_normal(n_windows) * 2 * np.sqrt(tokens)
         other = base + tokens * cost + rng.standard_normal(n_windows) * 0.5 * np.sqrt(tokens)
         lo, hi = delta_ppl_interval(base, other, tokens)
         cover, below = cover + (lo <= truth <= hi), below + (hi < truth)
         lo, hi = delta_ppl_jackknife_t(base, other, tokens)
         cover_t, below_t = cover_t + (lo <= truth <= hi), below_t + (hi < truth)
-    detail = {"lognormal": f", σ {sigma:g}", "costly": f", 1 window in {1 / rate:g}", "observed": f" ({label})"}
-    setting = f"{shape} costs{detail.get(shape, '')}, ΔNLL {delta:.3g}/token"
-    return _row("ΔPPL of a swap (paired skew-corrected jackknife)", setting, reps,
+    return _row("ΔPPL of a swap (paired skew-corrected jackknife)", costs.describe(delta), reps,
                 n_windows, cover / reps, coverage95_before=cover_t / reps, before="paired window jackknife-t",
                 miss_below=below / reps, miss_below_before=below_t / reps)  # fmt: skip
 
@@ -342,13 +362,9 @@ def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300,
             *(("claim 2a: seeds experiment", r) for r in seeds_coverage(max(int(seeds_windows), 4), reps=reps,
                                                                          seed=seed)),
             *(("claim 5: corpora", r) for r in shares_coverage(w, reps=reps, seed=seed)),
-            *(("claims 6a, 6b, routing: ΔPPL of a swap", delta_ppl_coverage(sw, reps=reps, shape=c, seed=seed))
-              for c in COST_SHAPES),
-            ("claims 6a, 6b, routing: ΔPPL of a swap",
-             delta_ppl_coverage(sw, reps=reps, shape="costly", rate=1 / sw, seed=seed)),
-            *(("claims 6a, 6b, routing: ΔPPL of a swap",
-               delta_ppl_coverage(sw, reps=reps, shape="observed", pool=observed[1], label=observed[0], seed=seed))
-              for _ in ([observed] if observed is not None else [])),
+            *(("claims 6a, 6b, routing: ΔPPL of a swap", delta_ppl_coverage(sw, reps=reps, costs=c, seed=seed))
+              for c in [*COST_SHAPES, Costs("costly", rate=1 / sw),
+                        *([Costs("observed", pool=tuple(observed[1]), label=observed[0])] if observed else [])]),
             *(("routing: the routable share", routable_coverage(sw, scale=c, power=p, reps=reps, seed=seed))
               for c, p in ((0.03, 2.0), (0.0105, 1.0)))]  # fmt: skip
     return pd.DataFrame([{"what": what, **r} for what, r in rows])
