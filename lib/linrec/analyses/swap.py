@@ -200,9 +200,10 @@ class HeldOutSwaps:
         """Every swapped set measured on the held-out windows so far (`test_nll`: the per-block table, the rank curve,
         the greedy sets), one row per set and window: the mean next-token NLL per token of the window, base and
         swapped (results table `swap_windows`; `swap` names the set: `swap_label`)."""
-        ev, rows = self.evaluator, []
-        base = ev.base_window_nll / ev.tokens_per_window
+        rows = []
+        ev = self.evaluator if self._test_nlls else None  # nothing measured: no base run for it
         for key, nll in self._test_nlls.items():
+            base = ev.base_window_nll / ev.tokens_per_window
             for w, (b, o) in enumerate(zip(base, nll / ev.tokens_per_window, strict=True)):
                 rows.append({"model": self.capture.model_label, "swap": swap_label(key), "window": w,
                              "tokens": ev.tokens_per_window, "loss_base": float(b),
