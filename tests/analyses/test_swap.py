@@ -2,13 +2,14 @@
 counts, the table, the paired ΔPPL interval and the seeded report windows."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from helpers import perturbed_test_windows, swap_study, tiny_tokenizer, tiny_windows
 from linrec.analyses.perplexity import PerplexityEvaluator, perplexity
 from linrec.analyses.screening import screening_ids
-from linrec.analyses.swap import SwapStudy
+from linrec.analyses.swap import SwapStudy, swap_label, window_skew
 from linrec.analyses.uncertainty import delta_ppl_interval
 from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
@@ -51,6 +52,38 @@ def test_rank_curve_and_parameter_counts(tiny_model):
     assert st.heldout.evaluator.n_evaluations == 5
     assert np.array_equal(fresh, st.heldout.test_nll([(0, None, "map")], "unused"))
     assert st.heldout.joint([0])["delta_ppl"] == t.loc[0, "delta_ppl"] and st.heldout.evaluator.n_evaluations == 5
+    # every swapped set measured on the held-out windows is stored window by window, and gives back its ΔPPL
+    w = st.heldout.window_losses()
+    assert set(w["swap"]) == {"0", "0r1", "0r4", "0r32"} and len(w) == 4 * st.heldout.evaluator.n_windows
+    skew = window_skew(w).set_index("swap")
+    assert skew.loc["0", "delta_ppl"] == pytest.approx(t.loc[0, "delta_ppl"], rel=1e-9)
+    assert (skew.loc["0", "delta_lo"], skew.loc["0", "delta_hi"]) == pytest.approx(
+        (t.loc[0, "delta_lo"], t.loc[0, "delta_hi"]), rel=1e-9
+    )
+
+
+def test_window_skew_on_planted_windows():
+    """Four windows, one carrying most of the cost: the costs' mean and G₁, the costliest window's share of the summed
+    cost, and the skew-corrected interval beside the jackknife-t, each against its definition."""
+    from scipy import stats
+
+    from linrec.analyses.uncertainty import delta_ppl_interval, delta_ppl_jackknife_t
+
+    base = np.array([3.0, 3.2, 2.9, 3.1])
+    cost = np.array([0.01, 0.02, 0.5, 0.03])
+    w = pd.DataFrame({"model": "m", "swap": swap_label([(2, 0, "map")]), "window": range(4), "tokens": 10,
+                      "loss_base": base, "loss_swapped": base + cost})  # fmt: skip
+    (row,) = window_skew(w).to_dict("records")
+    assert row["swap"] == "2" and row["n_windows"] == 4
+    assert row["delta_ppl"] == pytest.approx(np.exp((base + cost).mean()) - np.exp(base.mean()), rel=1e-12)
+    assert row["cost_mean"] == pytest.approx(cost.mean()) and row["cost_skew"] == pytest.approx(
+        stats.skew(cost, bias=False)
+    )
+    assert row["max_window_share"] == pytest.approx(0.5 / cost.sum())
+    assert (row["delta_lo"], row["delta_hi"]) == pytest.approx(delta_ppl_interval(base * 10, (base + cost) * 10, 10))
+    assert (row["jack_lo"], row["jack_hi"]) == pytest.approx(delta_ppl_jackknife_t(base * 10, (base + cost) * 10, 10))
+    assert row["delta_hi"] > row["jack_hi"]
+    assert swap_label([(3, 16, "map"), (1, 0, "ffn")]) == "1:ffn+3r16"
 
 
 def test_table_and_screening(affine_llama):

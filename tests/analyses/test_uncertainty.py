@@ -204,3 +204,37 @@ def test_holm_and_benjamini_hochberg_against_hand_and_scipy():
     assert np.isnan(holm(p)[4]) and holm([0.5, 0.9])[1] == 1.0
     np.testing.assert_allclose(benjamini_hochberg(p)[:4], sps.false_discovery_control(p[:4]))
     assert np.isnan(benjamini_hochberg(p)[4])
+
+
+def test_delta_ppl_interval_is_halls_skew_corrected_jackknife_by_hand():
+    """Six planted windows of 10 tokens, one costly: ΔPPL, its leave-one-window-out replicates, pseudo-values, their
+    G₁ and Hall's transformation worked out here; the symmetric jackknife-t (the interval before issue 64) is the same
+    with no skew term, and its upper end is lower."""
+    from scipy import stats as st
+
+    from linrec.analyses.uncertainty import delta_ppl_interval, delta_ppl_jackknife_t, delta_ppl_skew
+
+    tokens = 10
+    base = np.array([30.0, 32.0, 28.0, 31.0, 29.0, 30.0])
+    other = base + np.array([0.5, 0.8, 0.3, 0.6, 6.0, 0.4])  # window 4 costs 0.6 nats a token, the rest 0.03-0.08
+
+    def delta(keep):
+        return np.exp(other[keep].sum() / (tokens * keep.sum())) - np.exp(base[keep].sum() / (tokens * keep.sum()))
+
+    n = len(base)
+    point = delta(np.ones(n, bool))
+    loo = np.array([delta(np.arange(n) != i) for i in range(n)])
+    pseudo = n * point - (n - 1) * loo
+    se = pseudo.std(ddof=1) / np.sqrt(n)
+    g = float(st.skew(pseudo, bias=False))
+    a, shift, q = g / (3 * np.sqrt(n)), g / (6 * np.sqrt(n)), st.t.ppf(0.975, n - 1)
+
+    def ginv(v):
+        return (np.cbrt(1 + 3 * a * (v - shift)) - 1) / a
+
+    lo, hi = delta_ppl_interval(base, other, tokens)
+    assert (lo, hi) == pytest.approx((point - se * ginv(q), point - se * ginv(-q)), rel=1e-10)
+    assert delta_ppl_skew(base, other, tokens) == pytest.approx(g, rel=1e-10) and g > 1
+    jlo, jhi = delta_ppl_jackknife_t(base, other, tokens)
+    assert (jlo, jhi) == pytest.approx((point - q * se, point + q * se), rel=1e-10)
+    assert hi > jhi  # the skew lifts the upper end: the side a flattering interval misses on

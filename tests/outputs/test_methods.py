@@ -19,13 +19,21 @@ def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_
     corr_rows = np.isfinite(table["phi"].to_numpy(float))
     assert table is not None and (table.loc[corr_rows, "coverage95"] >= COVERAGE_FLOOR).all()
     window = table[~corr_rows]
-    assert len(window) >= 10 and (window["coverage95"] >= COVERAGE_FLOOR).all()  # every window interval, measured
+    # every window interval, measured; below the floor only ΔPPL's stated limits (issue 64): heavily skewed
+    # (lognormal σ 1) costs and one costly window in W, which no interval over W windows can cover
+    limits = window["setting"].str.contains("lognormal costs, σ 1,|1 window in (?!4,)", regex=True)
+    assert len(window) >= 10 and (window.loc[~limits, "coverage95"] >= COVERAGE_FLOOR).all()
     d = tmp_path / "r"
     save_table(table, "calibration", d)
     text = "\n".join(methods_lines(Results(d)))
     corr = table[corr_rows]
     assert f"cover {corr['coverage95'].min():.3f}–{corr['coverage95'].max():.3f} at 95 %" in text
-    assert f"Every window interval covers {window['coverage95'].min():.3f}–{window['coverage95'].max():.3f}" in text
+    low = window[window["coverage95"] < COVERAGE_FLOOR]
+    assert (
+        f"Every window interval covers {window['coverage95'].min():.3f}–{window['coverage95'].max():.3f}" in text
+        if low.empty
+        else f"{len(low)} window interval(s) cover less than {COVERAGE_FLOOR:.2f}" in text
+    )
     assert all(f"| {e['setting']} | {int(e['n_windows'])} | {e['coverage95']:.3f} |" in text for e in
                window.to_dict("records"))  # fmt: skip
     short = table.copy()
@@ -59,3 +67,17 @@ def test_a_correlation_over_three_blocks_has_no_interval_and_no_coverage_row():
     assert np.isnan(correlation_test(t["x"][:3], t["y"][:3], kind="spearman")["lo"])
     got = [s["what"] for s in _series_settings("routing", "spearman", t, "x", "y")]
     assert got == ["routing: b"]
+
+
+def test_most_skewed_picks_the_swap_whose_window_costs_are_most_right_skewed(tmp_path):
+    from linrec.claims.tables import save_table
+    from linrec.outputs.methods import most_skewed
+
+    assert most_skewed(tmp_path) is None  # a run from before issue 64: no per-window losses
+    base = np.array([3.0, 3.1, 2.9, 3.2, 3.0])
+    rows = [{"model": "m", "swap": s, "window": i, "tokens": 10, "loss_base": b, "loss_swapped": b + c}
+            for s, costs in {"1": [0.1, 0.2, 0.15, 0.12, 0.18], "2": [0.01, 0.02, 0.9, 0.03, 0.02]}.items()
+            for i, (b, c) in enumerate(zip(base, costs, strict=True))]  # fmt: skip
+    save_table(pd.DataFrame(rows), "swap_windows", tmp_path)
+    label, cost = most_skewed(tmp_path)
+    assert label.startswith("m, swap 2, G₁ ") and cost == pytest.approx([0.01, 0.02, 0.9, 0.03, 0.02])

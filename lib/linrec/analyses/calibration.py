@@ -23,6 +23,7 @@ versions and fail below 0.93 for a nominal 0.95.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -31,7 +32,14 @@ import pandas as pd
 from linrec.analyses.recoverability import corpus_shape_level, profile_replicates, two_way_shares
 from linrec.analyses.routing import SHARES, routable_share
 from linrec.analyses.seeds import PARTS, compare
-from linrec.analyses.uncertainty import EFFECT, NO_EFFECT, autocorrelations, correlation_test, delta_ppl_interval
+from linrec.analyses.uncertainty import (
+    EFFECT,
+    NO_EFFECT,
+    autocorrelations,
+    correlation_test,
+    delta_ppl_interval,
+    delta_ppl_jackknife_t,
+)
 from linrec.stats import N_BOOT
 from linrec.stats.heldout import HeldOut, bootstrap_r2, r2_interval
 from linrec.stats.jackknife import from_replicates
@@ -223,30 +231,86 @@ def shares_coverage(n_windows: int = 32, n_blocks: int = 12, level_gap: float = 
                  f"{truth[k]:.3f}", reps, n_windows, cover[k] / reps) for k in truth]  # fmt: skip
 
 
-def delta_ppl_coverage(n_windows: int = 32, tokens: int = 128, delta: float = 0.05, reps: int = 300,
-                       n_boot: int = N_BOOT, seed: int = 0) -> dict:  # fmt: skip
-    """Coverage of the paired interval of a change in perplexity (`linrec.analyses.uncertainty.delta_ppl_interval`,
-    the window jackknife) beside the percentile paired bootstrap over windows it replaced (`n_boot` resamples), on
-    planted per-window NLL sums: windows differ in difficulty (SD 0.3 nats per token) and in how much the swap costs
-    them (SD 0.05), token noise 2 nats; true mean NLL 3.0 and 3.0 + `delta` per token."""
+COST_SHAPES = ("symmetric", "gamma", "lognormal", "costly")
+LOGNORMAL_SIGMA = 1.0  # the lognormal costs' σ of log cost: skewness 6.2
+COSTLY_RATE = 0.25  # the share of costly windows in "costly" (each carries 0.9 of the mean cost / rate)
 
-    rng = np.random.default_rng([seed, n_windows, 5])
+
+def window_costs(shape: str, size, delta: float, rng: np.random.Generator, rate: float = COSTLY_RATE,
+                 sigma: float = LOGNORMAL_SIGMA, pool=None) -> np.ndarray:  # fmt: skip
+    """Per-window costs of a swap in nats per token, mean `delta` under every shape: "symmetric" δ + δ·N(0, 1);
+    "gamma" Gamma(1, δ) (exponential: SD δ, skewness 2); "lognormal" δ·exp(σZ − σ²/2) (SD δ·√(e^{σ²} − 1), skewness
+    6.2 at σ = 1); "costly" 0.1·δ everywhere plus 0.9·δ / `rate` on a window with probability `rate` (one costly
+    window in 1 / rate, the rest nearly free); "observed" drawn with replacement from `pool`, a run's own per-window
+    costs (results table `swap_windows`), whose mean is then the truth's δ (`delta` is not read)."""
+    if shape == "observed":
+        return rng.choice(np.asarray(pool, dtype=np.float64), size)
+    if shape == "symmetric":
+        return delta + delta * rng.standard_normal(size)
+    if shape == "gamma":
+        return rng.gamma(1.0, delta, size)
+    if shape == "lognormal":
+        return delta * np.exp(sigma * rng.standard_normal(size) - sigma**2 / 2)
+    if shape == "costly":
+        return 0.1 * delta + 0.9 * delta / rate * (rng.random(size) < rate)
+    raise ValueError(f"shape must be one of {', '.join(COST_SHAPES)}, got {shape!r}")
+
+
+def delta_ppl_truth(delta: float, mu: float = 3.0) -> float:
+    """The population ΔPPL of `delta_ppl_coverage`: exp(μ + δ) − exp(μ) (every cost shape has mean δ per token)."""
+    return float(np.exp(mu + delta) - np.exp(mu))
+
+
+@dataclass(frozen=True)
+class Costs:
+    """How `delta_ppl_coverage` draws a swap's per-window costs: `window_costs`' shape and its settings (`rate` for
+    "costly", `sigma` for "lognormal", `pool` and its `label` for "observed")."""
+
+    shape: str = "symmetric"
+    rate: float = COSTLY_RATE
+    sigma: float = LOGNORMAL_SIGMA
+    pool: tuple | None = None
+    label: str = ""
+
+    def draw(self, size, delta: float, rng: np.random.Generator) -> np.ndarray:
+        return window_costs(self.shape, size, delta, rng, self.rate, self.sigma, self.pool)
+
+    def describe(self, delta: float) -> str:
+        detail = {"lognormal": f", σ {self.sigma:g}", "costly": f", 1 window in {1 / self.rate:g}",
+                  "observed": f" ({self.label})"}.get(self.shape, "")  # fmt: skip
+        return f"{self.shape} costs{detail}, ΔNLL {delta:.3g}/token"
+
+
+def delta_ppl_coverage(n_windows: int = 32, tokens: int = 128, delta: float = 0.2, reps: int = 300,
+                       costs: Costs | str = "symmetric", seed: int = 0) -> dict:  # fmt: skip
+    """Coverage of the paired interval of a change in perplexity (`linrec.analyses.uncertainty.delta_ppl_interval`,
+    Hall's skew-corrected window jackknife) beside the symmetric jackknife-t it replaced (`delta_ppl_jackknife_t`), on
+    planted per-window NLL sums: windows differ in difficulty (SD 0.3 nats per token), the swap costs each window
+    `window_costs(shape)` per token (mean `delta`), token noise 2 nats (0.5 more on the swapped model); true mean NLL
+    3.0 and 3.0 + `delta` per token (`delta_ppl_truth`). `miss_below`: the share of intervals wholly below the truth
+    (the side that flatters a swap). `costs`: a `Costs` or the name of a shape; `Costs("observed", pool=…,
+    label=…)` (a run's per-window costs per token): the costs drawn from that pool, its mean the truth's δ — the
+    interval at the data's own skew."""
+
+    costs = Costs(costs) if isinstance(costs, str) else costs
+    rng = np.random.default_rng([seed, n_windows, 5, (*COST_SHAPES, "observed").index(costs.shape)])
+    if costs.shape == "observed":
+        delta = float(np.mean(costs.pool))
     mu = 3.0
-    truth = np.exp(mu + delta) - np.exp(mu)
-    jack = boot = 0
+    truth = delta_ppl_truth(delta, mu)
+    cover = below = cover_t = below_t = 0
     for _ in range(reps):
         hard = rng.standard_normal(n_windows) * 0.3
-        cost = delta + rng.standard_normal(n_windows) * 0.05
+        cost = costs.draw(n_windows, delta, rng)
         base = tokens * (mu + hard) + rng.standard_normal(n_windows) * 2 * np.sqrt(tokens)
         other = base + tokens * cost + rng.standard_normal(n_windows) * 0.5 * np.sqrt(tokens)
         lo, hi = delta_ppl_interval(base, other, tokens)
-        jack += lo <= truth <= hi
-        counts = rng.multinomial(n_windows, np.full(n_windows, 1.0 / n_windows), size=n_boot)
-        draws = np.exp(counts @ other / (n_windows * tokens)) - np.exp(counts @ base / (n_windows * tokens))
-        lo, hi = np.quantile(draws, [0.025, 0.975])
-        boot += lo <= truth <= hi
-    return _row("ΔPPL of a swap (paired window jackknife)", f"ΔNLL {delta}/token", reps, n_windows, jack / reps,
-                coverage95_before=boot / reps, before="percentile paired window bootstrap")  # fmt: skip
+        cover, below = cover + (lo <= truth <= hi), below + (hi < truth)
+        lo, hi = delta_ppl_jackknife_t(base, other, tokens)
+        cover_t, below_t = cover_t + (lo <= truth <= hi), below_t + (hi < truth)
+    return _row("ΔPPL of a swap (paired skew-corrected jackknife)", costs.describe(delta), reps,
+                n_windows, cover / reps, coverage95_before=cover_t / reps, before="paired window jackknife-t",
+                miss_below=below / reps, miss_below_before=below_t / reps)  # fmt: skip
 
 
 def routable_coverage(n_windows: int = 12, tokens: int = 256, scale: float = 0.03, power: float = 2.0,
@@ -275,19 +339,21 @@ def routable_coverage(n_windows: int = 12, tokens: int = 256, scale: float = 0.0
                 f"cost {scale}·s^{power:g}, true share {truth:.2f}", reps, n_windows, cover / reps)  # fmt: skip
 
 
-# the retired percentile bootstraps that `window_table`'s rows set beside the jackknife, at the resamples the
+# the retired percentile bootstrap that `window_table`'s R²_lin rows set beside the jackknife, at the resamples the
 # committed methods tables were drawn with: each simulated data set's interval is only counted as covering or not,
 # `reps` times over, so these are fewer than a reported interval's N_BOOT
 R2_BOOT_BEFORE = 500
-DELTA_BOOT_BEFORE = 1000
 
 
 def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300, seed: int = 0,
-                 swap_windows: int | None = None) -> pd.DataFrame:  # fmt: skip
+                 swap_windows: int | None = None,
+                 observed: tuple[str, np.ndarray] | None = None) -> pd.DataFrame:  # fmt: skip
     """Every window-interval procedure a verdict reads, at `n_windows` held-out windows (the run's capture; the seeds
     experiment's at `seeds_windows`, its runs' measuring windows; ΔPPL and the routable share at `swap_windows`, the
     swap study's held-out windows, `n_windows` when not given), `reps` simulated data sets each: the methods table's
-    window rows, each with `what` (the claims that read it)."""
+    window rows, each with `what` (the claims that read it). ΔPPL under each of `COST_SHAPES`, one costly window in
+    `swap_windows`, and with `observed` (label, per-window costs per token: the run's most skewed swap) at the
+    run's own costs."""
     w = max(int(n_windows), 4)
     sw = w if swap_windows is None else max(int(swap_windows), 4)
     rows = [("claims 1, 5: R²_lin of a block", r2_coverage(w, 0.6, reps, R2_BOOT_BEFORE, seed)),
@@ -296,8 +362,9 @@ def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300,
             *(("claim 2a: seeds experiment", r) for r in seeds_coverage(max(int(seeds_windows), 4), reps=reps,
                                                                          seed=seed)),
             *(("claim 5: corpora", r) for r in shares_coverage(w, reps=reps, seed=seed)),
-            ("claims 6a, 6b, routing: ΔPPL of a swap",
-             delta_ppl_coverage(sw, reps=reps, n_boot=DELTA_BOOT_BEFORE, seed=seed)),
+            *(("claims 6a, 6b, routing: ΔPPL of a swap", delta_ppl_coverage(sw, reps=reps, costs=c, seed=seed))
+              for c in [*COST_SHAPES, Costs("costly", rate=1 / sw),
+                        *([Costs("observed", pool=tuple(observed[1]), label=observed[0])] if observed else [])]),
             *(("routing: the routable share", routable_coverage(sw, scale=c, power=p, reps=reps, seed=seed))
               for c, p in ((0.03, 2.0), (0.0105, 1.0)))]  # fmt: skip
     return pd.DataFrame([{"what": what, **r} for what, r in rows])

@@ -7,7 +7,7 @@ window in float64 (`window_nll`): a [B, T, V] float64 copy of the logits, 2 GB p
 Gemma-3's 262k vocabulary, is never made. `perplexity(model, windows)` is the plain number;
 `PerplexityEvaluator` evaluates one model on one set of windows many times, with different
 swaps (`linrec.inputs.surgery.swapped`), and keeps the NLL of every window, so a change in perplexity
-gets a paired bootstrap interval over windows (`PerplexityEvaluator.delta`,
+gets a paired skew-corrected jackknife interval over windows (`PerplexityEvaluator.delta`,
 `linrec.analyses.uncertainty.delta_ppl_interval`).
 
 Speed (`PerplexityEvaluator`): a swap at block i leaves the residual stream entering block i
@@ -103,7 +103,7 @@ def reused_logits(model: torch.nn.Module, rows: int):
 
 @dataclass(frozen=True)
 class DeltaPPL:
-    """A change in perplexity on fixed windows, with a paired bootstrap interval over the windows."""
+    """A change in perplexity on fixed windows, with a paired skew-corrected jackknife interval over the windows."""
 
     ppl_base: float
     ppl: float
@@ -195,7 +195,8 @@ class PerplexityEvaluator:
 
     def delta(self, swaps: Mapping[int, torch.nn.Module], level: float = 0.95) -> DeltaPPL:
         """PPL with `swaps` against the base, with a paired interval of ΔPPL over windows
-        (`linrec.analyses.uncertainty.delta_ppl_interval`: the same window left out of base and swapped)."""
+        (`linrec.analyses.uncertainty.delta_ppl_interval`: the same window left out of base and swapped, the t
+        skew-corrected)."""
         return self.delta_of(self.window_nll(swaps), level)
 
     def delta_of(self, window_nll: np.ndarray, level: float = 0.95) -> DeltaPPL:

@@ -5,8 +5,9 @@ predicts the cost.
 Zero-shot: each block's map is the capture's (`Capture.fit`, the closed-form ceiling from the
 train statistics); no training. The cost is held-out token-level perplexity over the capture's
 *test* windows (the same seeded split the statistics came from; `linrec.analyses.perplexity`), and
-ΔPPL = PPL(block i swapped) − PPL(base), with a paired jackknife interval over the test windows
-(`PerplexityEvaluator.delta`). The model surgery (the affine module, the position-aware module,
+ΔPPL = PPL(block i swapped) − PPL(base), with a paired skew-corrected jackknife interval over the test windows
+(`PerplexityEvaluator.delta`); every swapped set's per-window losses are kept (`HeldOutSwaps.window_losses`) and
+their skew summarised (`window_skew`). The model surgery (the affine module, the position-aware module,
 installing them, saving and loading) is `linrec.inputs.surgery`; reduced-rank maps are
 `linrec.stats.ceiling.reduce_rank`.
 
@@ -47,13 +48,14 @@ from linrec.analyses.screening import (
     screening_ids,
     site_dtype,
 )
-from linrec.analyses.uncertainty import delta_ppl_interval
+from linrec.analyses.uncertainty import delta_ppl_interval, delta_ppl_jackknife_t, delta_ppl_skew
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
 from linrec.inputs.corpora import WindowCut, Windows, load_windows
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.surgery import FIRST_MODES, AffineFFN, FirstPositionSwap, count_params, save_swapped
 from linrec.stats.ceiling import AffineFit, LowRankFit, Score, fit_affine, output_directions, reduce_rank, score
+from linrec.stats.jackknife import skewness
 from linrec.stats.moments import Moments
 
 if TYPE_CHECKING:
@@ -194,6 +196,20 @@ class HeldOutSwaps:
             self.clock.add(step, time.perf_counter() - t0, 1)
         return self._test_nlls[key]
 
+    def window_losses(self) -> pandas.DataFrame:
+        """Every swapped set measured on the held-out windows so far (`test_nll`: the per-block table, the rank curve,
+        the greedy sets), one row per set and window: the mean next-token NLL per token of the window, base and
+        swapped (results table `swap_windows`; `swap` names the set: `swap_label`)."""
+        rows = []
+        ev = self.evaluator if self._test_nlls else None  # nothing measured: no base run for it
+        for key, nll in self._test_nlls.items():
+            base = ev.base_window_nll / ev.tokens_per_window
+            for w, (b, o) in enumerate(zip(base, nll / ev.tokens_per_window, strict=True)):
+                rows.append({"model": self.capture.model_label, "swap": swap_label(key), "window": w,
+                             "tokens": ev.tokens_per_window, "loss_base": float(b),
+                             "loss_swapped": float(o)})  # fmt: skip
+        return pd.DataFrame(rows, columns=["model", "swap", "window", "tokens", "loss_base", "loss_swapped"])
+
     def timed(self, run, step: str):
         """`run()` (one pass over the held-out windows), its seconds and one evaluation booked to `step`."""
         t0 = time.perf_counter()
@@ -202,7 +218,7 @@ class HeldOutSwaps:
         return out
 
     def test_delta(self, spec: Sequence[tuple[int, int | None, str]], step: str) -> DeltaPPL:
-        """`test_nll` as a ΔPPL with its paired jackknife interval."""
+        """`test_nll` as a ΔPPL with its paired skew-corrected jackknife interval."""
         return self.evaluator.delta_of(self.test_nll(spec, step))
 
     def table(
@@ -212,12 +228,12 @@ class HeldOutSwaps:
         variant_blocks: Sequence[int] | None = None,
     ) -> pandas.DataFrame:
         """One row per block and position variant (`first`, see the module docstring): held-out R²_lin of the map
-        on the positions it is applied to, output MSE, base and swapped perplexity, ΔPPL with its paired jackknife
-        interval (`delta_lo`, `delta_hi`), and parameters: of the FFN, of the affine map, of the whole swap module
-        (the map plus the kept FFN for "ffn", plus d_out for "mean"). With "map" and another variant, that
-        variant's rows also carry `vs_map` = PPL(variant) − PPL(map) with its paired interval (`vs_map_lo`,
-        `vs_map_hi`): how much of the map's cost the variant removes. `variant_blocks` limits the variants other
-        than "map" to those blocks (default: all of `blocks`)."""
+        on the positions it is applied to, output MSE, base and swapped perplexity, ΔPPL with its paired
+        skew-corrected jackknife interval (`delta_lo`, `delta_hi`), and parameters: of the FFN, of the affine map, of
+        the whole swap module (the map plus the kept FFN for "ffn", plus d_out for "mean"). With "map" and another
+        variant, that variant's rows also carry `vs_map` = PPL(variant) − PPL(map) with its paired interval
+        (`vs_map_lo`, `vs_map_hi`): how much of the map's cost the variant removes. `variant_blocks` limits the
+        variants other than "map" to those blocks (default: all of `blocks`)."""
 
         firsts = [first] if isinstance(first, str) else list(first)
         for f in firsts:
@@ -318,6 +334,40 @@ class HeldOutSwaps:
             "capture": asdict(self.capture.config),
         }
         return save_swapped(self.model, self.loaded.tokenizer, mods, directory, info, self.sites)
+
+
+def swap_label(spec: Sequence[tuple[int, int, str]]) -> str:
+    """A swapped set's name in `swap_windows`: its blocks joined by '+', each with 'r<rank>' if reduced and
+    ':<first>' for a position variant other than 'map' (e.g. '3', '3:ffn', '3r16', '1+3')."""
+    return "+".join(f"{b}{f'r{r}' if r else ''}{'' if f == 'map' else f':{f}'}" for b, r, f in sorted(spec))
+
+
+def window_skew(windows: pandas.DataFrame) -> pandas.DataFrame:
+    """Per model and swapped set of `windows` (results table `swap_windows`): ΔPPL with its skew-corrected interval
+    (`delta_lo`, `delta_hi`; `linrec.analyses.uncertainty.delta_ppl_interval`) beside the symmetric jackknife-t
+    (`jack_lo`, `jack_hi`), and how skewed the per-window costs are: their mean per token (`cost_mean`), the G₁ of
+    the costs (`cost_skew`) and of ΔPPL's jackknife pseudo-values (`pseudo_skew`, the one the interval corrects for),
+    and the costliest window's share of the summed positive cost (`max_window_share`: 1/W if every window costs the
+    same, 1 if one window carries it all). Results table `swap_skew`."""
+    rows = []
+    for (model, swap), g in windows.groupby(["model", "swap"], sort=False):
+        g = g.sort_values("window")
+        tokens = int(g["tokens"].iloc[0])
+        base, other = (g[c].to_numpy(float) * tokens for c in ("loss_base", "loss_swapped"))
+        cost = (other - base) / tokens
+        row = {"model": model, "swap": swap, "n_windows": len(g),
+               "delta_ppl": float(np.exp(other.mean() / tokens) - np.exp(base.mean() / tokens)),
+               "cost_mean": float(cost.mean()), "cost_skew": skewness(cost)}  # fmt: skip
+        if len(g) > 1:
+            row["delta_lo"], row["delta_hi"] = delta_ppl_interval(base, other, tokens)
+            row["jack_lo"], row["jack_hi"] = delta_ppl_jackknife_t(base, other, tokens)
+            row["pseudo_skew"] = delta_ppl_skew(base, other, tokens)
+        pos = np.clip(cost, 0, None)
+        row["max_window_share"] = float(pos.max() / pos.sum()) if pos.sum() > 0 else float("nan")
+        rows.append(row)
+    cols = ["model", "swap", "n_windows", "delta_ppl", "delta_lo", "delta_hi", "jack_lo", "jack_hi", "cost_mean",
+            "cost_skew", "pseudo_skew", "max_window_share"]  # fmt: skip
+    return pd.DataFrame(rows).reindex(columns=cols)
 
 
 # ---- one model, one capture: the study a notebook or the CLI runs ----------------------------------------

@@ -68,6 +68,7 @@ class ModelSwapRun:
     split_auc: pandas.DataFrame | None = None  # gates on the token part, the context part, the whole input
     split_ppl: pandas.DataFrame | None = None  # ...their held-out ΔPPL at matched shares
     heal: pandas.DataFrame | None = None  # k blocks swapped, then fine-tuned (`linrec.analyses.healing`)
+    windows: pandas.DataFrame | None = None  # per-window losses of every held-out ΔPPL (`HeldOutSwaps.window_losses`)
 
 
 def run_model(
@@ -140,7 +141,8 @@ def run_model(
     }
     study.clock.add("screening: reload check", ppl_reloaded.seconds_base, 1)
     run = ModelSwapRun(model, table, values, ceiling_table(capture), curve, greedy, steps, reload,
-                       study.timings, routing, identity, split_auc, split_ppl, healed)  # fmt: skip
+                       study.timings, routing, identity, split_auc, split_ppl, healed,
+                       study.heldout.window_losses())  # fmt: skip
     del study, loaded, reloaded, ppl_reloaded
     gc.collect()
     return run

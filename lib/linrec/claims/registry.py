@@ -319,6 +319,21 @@ TABLES: dict[str, TableSpec] = {
         "per block and position variant: held-out ΔPPL of the swap with its paired 95 % interval "
         "(linrec.analyses.swap.HeldOutSwaps.table)",
     ),
+    "swap_windows": _spec(
+        "06",
+        "model swap window tokens loss_base loss_swapped",
+        "per model, swapped set and held-out window: mean next-token NLL per token of the window, base and swapped, "
+        "for every ΔPPL the swap study reports (the per-block table, the rank curve, the greedy sets; "
+        "linrec.analyses.swap.HeldOutSwaps.window_losses); `swap` names the set, e.g. '3', '3:ffn', '3r16', '1+3'",
+    ),
+    "swap_skew": _spec(
+        "06",
+        "model swap n_windows delta_ppl delta_lo delta_hi jack_lo jack_hi cost_mean cost_skew pseudo_skew "
+        "max_window_share",
+        "per model and swapped set: how skewed the per-window costs are (cost per token: swapped − base loss; G₁ of "
+        "the costs and of ΔPPL's jackknife pseudo-values; the costliest window's share of the summed cost) and the "
+        "skew-corrected interval beside the symmetric jackknife-t (linrec.analyses.swap.window_skew)",
+    ),
     "swap_params": _spec(
         "06", "model params_ffn params_linear ffn_over_linear", "per model (linrec.claims.swap.swap_params)"
     ),
@@ -417,8 +432,8 @@ TABLES: dict[str, TableSpec] = {
         "per interval a verdict reads: for each across-block correlation the measured coverage of its 95 % and 90 % "
         "intervals and the share of each equivalence outcome at ρ = 0, simulated at the data's own blocks and AR(1) "
         "dependence; for each window interval (R²_lin, a move, the seeds' parts, claim 5's shares, ΔPPL) its 95 % "
-        "coverage on planted blocks at the run's held-out windows, beside the percentile bootstrap it replaced "
-        "(linrec.outputs.refresh.coverage)",
+        "coverage on planted blocks at the run's held-out windows, beside the interval it replaced (ΔPPL under "
+        "symmetric, Gamma, lognormal and costly-window costs; linrec.outputs.methods.coverage)",
     ),
     "routing_summary": _spec(
         "06",

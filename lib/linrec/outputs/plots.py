@@ -143,8 +143,9 @@ def fig2_r2_lin(table, stem: str | Path | None = None):
 
 def fig2_swap(swap, stem: str | Path | None = None, chosen: dict | None = None):
     """Figure 2's second row, claim 6a's figure: held-out ΔPPL of swapping each block alone for its affine map, with
-    its 95 % paired jackknife interval over held-out windows; one column per model, symlog y (ΔPPL can be below 0),
-    +1 perplexity dashed. `chosen` ({model: block}): the block claim 6a picked on the screening windows, outlined."""
+    its 95 % paired skew-corrected jackknife interval over held-out windows; one column per model, symlog y (ΔPPL can
+    be below 0), +1 perplexity dashed. `chosen` ({model: block}): the block claim 6a picked on the screening windows,
+    outlined."""
     sns.set_theme(style="whitegrid", context="paper")
     s = map_swaps(swap)
     fig, axes, models, palette = _per_model_axes(s, height=3.4, sharey="row")

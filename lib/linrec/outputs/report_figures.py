@@ -34,8 +34,8 @@ FIGURES = [
         "fig2_swap",
         "06",
         "Figure 2, second row. Held-out ΔPPL when one block alone is swapped for its affine map, with its 95 % "
-        "paired jackknife interval over held-out windows; outlined: the block claim 6a picked on the screening "
-        "windows; dashed: +1 perplexity. The same blocks' R²_lin is the figure of claim 1.",
+        "paired skew-corrected jackknife interval over held-out windows; outlined: the block claim 6a picked on the "
+        "screening windows; dashed: +1 perplexity. The same blocks' R²_lin is the figure of claim 1.",
     ),
     (
         "fig2c_learning_curves",

@@ -166,7 +166,7 @@ def routing_section(r, table) -> tuple[list[str], Path | None]:
             "Notebook 06 routes a share of each block's tokens to its closed-form map by a logistic gate on the "
             "block's input (d + 1 parameters, trained on train rows), the per-token version of the swap from "
             "arXiv 2603.03459 (the *anchor*); held-out ΔPPL against the share routed on a 0.05 grid, with paired "
-            "jackknife intervals; the routable share's interval inverts one-sided t tests over windows "
+            "skew-corrected jackknife intervals; the routable share's interval inverts one-sided t tests over windows "
             "(tables `routing_curve`, `routing_routable`, `routing_summary`, `routing_identity`, "
             "`routing_split_auc`, `routing_split_ppl`, `routing_anchor`, `routing_heal`).", ""]  # fmt: skip
     if not own:

@@ -5,9 +5,10 @@ reporting; then the per-token routing, token-or-context and healing of the ancho
 `run(p)` runs `linrec.analyses.swap_run.run_model` on each of `p.models` (one model in memory at a time) and writes
 `swap` (held-out ΔPPL per block and position variant), `swap_params`, `swap_safety`, `swap_predictor_values` and
 `swap_predictors` (claim 6b's screen, `linrec.claims.swap`), `swap_first` (where the profile runs position variants),
-`swap_rank_curve`, `swap_greedy` and `swap_greedy_steps`, `swap_reload` (the saved model's perplexity read back),
-`swap_timings` and `swap_verdict` (`swap_findings`, one sentence per row); the routing and healing tables are its
-`routing` result's (`linrec.studies.routing.RoutingResult`)."""
+`swap_rank_curve`, `swap_greedy` and `swap_greedy_steps`, `swap_windows` (the per-window losses of every held-out
+ΔPPL) and `swap_skew` (their skew per swapped set, `linrec.analyses.swap.window_skew`), `swap_reload` (the saved
+model's perplexity read back), `swap_timings` and `swap_verdict` (`swap_findings`, one sentence per row); the routing
+and healing tables are its `routing` result's (`linrec.studies.routing.RoutingResult`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pandas as pd
 
 from linrec.analyses.healing import Heal
 from linrec.analyses.routing import share_grid
+from linrec.analyses.swap import window_skew
 from linrec.analyses.swap_run import ModelSwapRun, RouteSettings, SwapSettings, run_model
 from linrec.claims.rules import Verdict, judge
 from linrec.claims.swap import (
@@ -44,6 +46,8 @@ class SwapResult(Result):
     swap_rank_curve: pd.DataFrame
     swap_greedy: pd.DataFrame
     swap_greedy_steps: pd.DataFrame
+    swap_windows: pd.DataFrame | None  # None only from runs made before issue 64
+    swap_skew: pd.DataFrame | None
     swap_reload: pd.DataFrame
     swap_timings: pd.DataFrame
     swap_verdict: pd.DataFrame
@@ -95,6 +99,8 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
     v6a = judge(RULE_6A, {"swap": table, "swap_predictor_values": values})
     v6b = judge(RULE_6B, {"swap_predictors": predictors})
     findings = pd.DataFrame({"finding": swap_findings(v6a, v6b, first, greedy)})
+    parts = [r.windows for r in runs if r.windows is not None]
+    windows = _joined(parts) if parts else None
     return SwapResult(
         swap=table,
         swap_params=swap_params(table),
@@ -105,6 +111,8 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
         swap_rank_curve=_joined([r.curve for r in runs]),
         swap_greedy=greedy,
         swap_greedy_steps=_joined([r.steps for r in runs]),
+        swap_windows=windows,
+        swap_skew=window_skew(windows) if windows is not None else None,
         swap_reload=pd.DataFrame([r.reload for r in runs]),
         swap_timings=_joined([r.timings for r in runs]),
         swap_verdict=findings,

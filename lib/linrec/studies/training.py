@@ -243,7 +243,8 @@ def run_row(config, run, profiles: pd.DataFrame) -> dict:
 
 def swap_table(p: Profile, r: Runs) -> pd.DataFrame:
     """`training_swap` without the pipeline: each run's last checkpoint, every block swapped alone for its map,
-    held-out ΔPPL with its paired jackknife interval (the swap study of notebook 06, `p.screening_windows`)."""
+    held-out ΔPPL with its paired skew-corrected jackknife interval (the swap study of notebook 06,
+    `p.screening_windows`)."""
     settings = SwapSettings(p.screening_windows, batch_size=p.batch_size)
     parts = []
     for c in r.configs:
