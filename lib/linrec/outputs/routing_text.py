@@ -171,9 +171,9 @@ def routing_section(r, table) -> tuple[list[str], Path | None]:
             "`routing_split_auc`, `routing_split_ppl`, `routing_anchor`, `routing_heal`).", ""]  # fmt: skip
     if not own:
         text += [
-            "This profile routes no block (`route_blocks: 0`: routing took 438 of notebook 06's 1,261 s, and "
-            "the default `make figures` has a 20-minute budget); every number and the figure of this section "
-            "are from the last run of `params/full.yaml` (`results/full/`), which routes every block.",
+            "This profile routes no block (`route_blocks: 0`, which keeps the default `make figures` within "
+            "its 20-minute budget); every number and the figure of this section are from the last run of "
+            "`params/full.yaml` (`results/full/`), which routes every block.",
             "",
         ]
     text += [f"- {line}" for line in lines]
