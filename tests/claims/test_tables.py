@@ -137,3 +137,14 @@ def test_timings_are_written_apart_so_a_rerun_with_the_same_numbers_rewrites_the
     save_table(steps, "swap_timings", tmp_path)  # a table of timings goes to timings/ whole
     assert (tmp_path / "timings" / "swap_timings.csv").exists() and not (tmp_path / "swap_timings.csv").exists()
     assert load_table("swap_timings", tmp_path).equals(steps)
+
+
+def test_a_swapped_sets_name_is_read_back_as_text(tmp_path):
+    """`swap_windows` names each swapped set ('11', '11:ffn', '3r16', '1+3'): a make figures run stopped in notebook 09
+    with "column swap holds '11:ffn', not a number", and a table of single blocks alone would come back as numbers."""
+    rows = [{"model": "m", "swap": s, "window": 0, "tokens": 127, "loss_base": 3.0, "loss_swapped": 3.1}
+            for s in ("3", "11:ffn", "3r16", "1+3")]  # fmt: skip
+    save_table(pd.DataFrame(rows), "swap_windows", tmp_path / "mixed")
+    assert load_table("swap_windows", tmp_path / "mixed")["swap"].tolist() == ["3", "11:ffn", "3r16", "1+3"]
+    save_table(pd.DataFrame(rows[:1]), "swap_windows", tmp_path / "blocks")
+    assert load_table("swap_windows", tmp_path / "blocks")["swap"].tolist() == ["3"]

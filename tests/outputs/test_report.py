@@ -326,3 +326,28 @@ def test_every_claim_cell_reads_as_a_sentence(tmp_path, profile):
         assert c[:1].isupper() and c.endswith(".") and ":" not in c[:40] and len(c) <= CELL_LIMIT, c
     planted = "cause: dose, blocks: smollm2-135m not conditioning: unclear, equal."  # the old 7b cell fails
     assert ":" in planted[:40]
+
+
+def test_the_default_report_shows_the_full_profiles_verdicts_beside_its_own(tmp_path):
+    """The default measures one model (its 20-minute budget); the full profile two. The default's claim table carries
+    full's tally and a last column with full's verdict per claim; another profile's report (smoke, curve) does not.
+    Guards the column dropped (planted: `full_claims` returning None) and full's verdicts read from the wrong folder."""
+    import shutil
+
+    from helpers import claims_1_3_results
+    from linrec.outputs.report import render
+
+    one = claims_1_3_results(tmp_path / "one")  # claim 1 reproduced here
+    two = claims_1_3_results(tmp_path / "two", max_r2=0.5, jump=0.05)  # and not there
+    project = tmp_path / "project" / "results"
+    shutil.copytree(one, project / "default")
+    shutil.copytree(two, project / "full")
+    shutil.copytree(one, project / "smoke")
+    text = render(project / "default", tmp_path / "figs", tmp_path / "paper" / "report.md")
+    assert "**With `params/full.yaml`** (its models; `results/full/`), of 10 checks:" in text  # no capture table
+    assert "| verdict | full profile |" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| [1](#claim-1)"))
+    own, full = [c.strip() for c in row.strip("|").split("|")][-2:]
+    assert own != full and full in {"not reproduced", "not testable", "partly reproduced"}, row
+    smoke = render(project / "smoke", tmp_path / "figs", tmp_path / "paper" / "smoke.md")
+    assert "full profile" not in smoke and "With `params/full.yaml`" not in smoke

@@ -129,7 +129,9 @@ TEXT_COLUMNS = frozenset(
 )
 TEXT_IN = {"spectrum_replicates_summary": ("n_broadly_linear", "n_outlier_concentrated"), "swap_timings": ("step",),
            "routing_anchor": ("need_verdict", "split_verdict"), "routing_split_auc": ("part",),
-           "routing_split_ppl": ("part",), "routing_heal": ("mode",)}  # fmt: skip
+           "routing_split_ppl": ("part",), "routing_heal": ("mode",),
+           # a swapped set's name: '3', '3:ffn', '3r16', '1+3' (read as text: '3' alone would come back as 3)
+           "swap_windows": ("swap",), "swap_skew": ("swap",)}  # fmt: skip
 
 
 def _not_a_number(name: str, df: pd.DataFrame) -> tuple[str, int, object] | None:
@@ -268,7 +270,7 @@ def load_table(name: str, results_dir: str | Path) -> pd.DataFrame | None:
         df = pd.read_csv(
             path,
             keep_default_na=True,
-            dtype={c: str for c in spec.columns if is_block_list(c)},
+            dtype={c: str for c in spec.columns if is_block_list(c) or c in TEXT_IN.get(name, ())},
         )
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as err:
         reason = "it is empty" if isinstance(err, pd.errors.EmptyDataError) else _first_line(err)

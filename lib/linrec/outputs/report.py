@@ -21,6 +21,7 @@ import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
+from linrec.base.errors import LinrecError
 from linrec.base.files import atomic_file, find_project_root, project_root, writing
 from linrec.claims.rules import VERDICTS
 from linrec.claims.tables import labelled
@@ -115,18 +116,42 @@ def tally_line(cl: list[Claim]) -> str:
     return f"**Does the paper hold?** Of {len(cl)} checks: " + ", ".join(f"{k} {w}" for w, k in counts if k) + "."
 
 
-def _claim_table(cl: list[Claim], fresh: dict) -> list[str]:
-    rows = [
-        "## Claim by claim",
-        "",
-        tally_line(cl),
-        "",
-        "| # | claim | the paper | ours (95 % CI) | without position 0 | fresh text | verdict |",
-        "|---|---|---|---|---|---|---|",
-    ]
+def full_claims(r: Results, profile: str = "full") -> tuple[list[Claim], str] | None:
+    """The claims judged on the last run of another profile (`results/<profile>/`, beside this one), with the models
+    it measured, for the default's report and README (a folder named `default`: the one profile cut to fit `make
+    figures`' budget, which the full profile extends); None for any other folder, where that folder is absent, or
+    where it cannot be judged (an older linrec wrote it)."""
+    other = r.dir.parent / profile
+    if r.dir.name != "default" or not other.is_dir():
+        return None
+    o = Results(other)
+    try:
+        cl = catalog.build(o)
+    except LinrecError:
+        return None
+    cap = o.get("capture")
+    models = ", ".join(dict.fromkeys(cap["model"])) if cap is not None else "its models"
+    return cl, models
+
+
+def _claim_table(cl: list[Claim], fresh: dict, full: tuple[list[Claim], str] | None = None) -> list[str]:
+    """The tally and one row per claim; with `full` (`full_claims`), that profile's tally under this one's and its
+    verdict in a last column, so a claim judged differently on more models is seen on the first screen."""
+    head = "| # | claim | the paper | ours (95 % CI) | without position 0 | fresh text | verdict |"
+    rows = ["## Claim by claim", "", tally_line(cl), ""]
+    if full is not None:
+        other, models = full
+        lead = f"**With `params/full.yaml`** ({models}; `results/full/`), of"
+        rows[-1:] = ["", tally_line(other).replace("**Does the paper hold?** Of", lead)
+                     + " Its verdict is the table's last column.", ""]  # fmt: skip
+        head += " full profile |"
+    rows += [head, "|---" * head.count(" | ") + "|---|"]
+    by_id = {c.number: c.verdict for c in full[0]} if full is not None else {}
     for c in cl:
         cells = [f"[{c.number}](#{c.anchor})", c.title, c.paper, _sentence(c.headline), _without_first(c),
                  fresh[c.number], f"**{c.verdict}**"]  # fmt: skip
+        if full is not None:
+            cells.append(by_id.get(c.number, "—"))
         rows.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return rows
 
@@ -248,7 +273,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "rerun `make figures` (or `linrec report`).",
         "",
     ]
-    text += _claim_table(cl, _fresh_text(r))
+    text += _claim_table(cl, _fresh_text(r), full_claims(r))
     if r.stale:
         by_nb = {nb: sorted(t for t, n in r.stale.items() if n == nb) for nb in sorted(set(r.stale.values()))}
         text += ["", "Left out, because an older linrec wrote them (their claims say so): "
@@ -450,7 +475,7 @@ def readme_section(results_dir: str | Path, report: str | Path = "paper/report.m
     """The README's results block: one row per claim with our number and verdict (from `claims`)."""
     r = Results(results_dir)
     cl = catalog.build(r)
-    rows = [row.replace("](#", f"]({report}#") for row in _claim_table(cl, _fresh_text(r))[2:]]
+    rows = [row.replace("](#", f"]({report}#") for row in _claim_table(cl, _fresh_text(r), full_claims(r))[2:]]
     note = (
         f"Written by notebook 09 from `{Path(results_dir).name}/`; each claim's number links to its section of "
         f"[`{report}`]({report}) (rule, evidence, figure, what would change the verdict)."
