@@ -224,8 +224,9 @@ def test_first_position_effect_keeps_its_columns_when_a_variant_ran_nowhere(tmp_
 
 
 def test_claim6a_judges_only_models_with_screening_and_heldout_rows():
-    swap = load_table("swap", DEFAULT)
-    values = load_table("swap_predictor_values", DEFAULT)
+    full = DEFAULT.parent / "full"  # two models (the default measures SmolLM2 alone)
+    swap = load_table("swap", full)
+    values = load_table("swap_predictor_values", full)
     models = list(swap["model"].unique())
     assert len(models) == 2
     full = verdict_6a(swap, values)

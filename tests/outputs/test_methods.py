@@ -11,7 +11,7 @@ from helpers import DEFAULT
 from linrec.analyses.calibration import COVERAGE_FLOOR, dependence
 from linrec.claims.tables import load_table, save_table
 from linrec.outputs.methods import coverage_settings, methods_lines
-from linrec.outputs.results import Results
+from linrec.outputs.results import Results, table_in
 
 
 def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_path):
@@ -20,8 +20,10 @@ def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_
     assert table is not None and (table.loc[corr_rows, "coverage95"] >= COVERAGE_FLOOR).all()
     window = table[~corr_rows]
     # every window interval, measured; below the floor only ΔPPL's stated limits (issue 64): heavily skewed
-    # (lognormal σ 1) costs and one costly window in W, which no interval over W windows can cover
-    limits = window["setting"].str.contains("lognormal costs, σ 1,|1 window in (?!4,)", regex=True)
+    # (lognormal σ 1) costs and one costly window in W, which no interval over W windows can cover; and the run's own
+    # most skewed swap (`observed costs`), a finding about the data (default, 2026-11-27: SmolLM2 block 24, G₁ 3.16,
+    # 0.748 at 12 windows), which the text below must flag, not a property the procedure guarantees
+    limits = window["setting"].str.contains("lognormal costs, σ 1,|1 window in (?!4,)|^observed costs", regex=True)
     assert len(window) >= 10 and (window.loc[~limits, "coverage95"] >= COVERAGE_FLOOR).all()
     d = tmp_path / "r"
     save_table(table, "calibration", d)
@@ -44,16 +46,20 @@ def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_
 
 
 def test_coverage_settings_use_each_models_blocks_and_dependence():
-    settings = {s["what"]: s for s in coverage_settings(DEFAULT)}
-    probe = load_table("probe", DEFAULT)
+    full = DEFAULT.parent / "full"  # two models (the default measures SmolLM2 alone): a pooled setting, routing
+    settings = {s["what"]: s for s in coverage_settings(full)}
+    probe = load_table("probe", full)
     smol = probe[probe["model"] == "smollm2-135m"].sort_values("block")
     s = settings["claim 3, r(1 − R²_lin, gain): smollm2-135m"]
     assert s["n"] == len(smol) == 30 and s["kind"] == "pearson"
     assert s["phi"] == pytest.approx(round((dependence(1 - smol["r2_lin_rows"]) + dependence(smol["gain"])) / 2, 2))
     assert settings["claim 3, r(1 − R²_lin, gain): models pooled"]["models"] == 2
     assert "claim 6b, partial ρ given depth: gemma3-270m" in settings
-    routed = load_table("routing_routable", DEFAULT).groupby("model").size()
-    assert ("routing, ρ(R²_lin, routable share): gemma3-270m" in settings) == (routed["gemma3-270m"] > 3)
+    # results/full's routing tables predate columns this linrec writes (table_in: None), so no routing setting there
+    routed = table_in(full, "routing_routable")
+    assert ("routing, ρ(R²_lin, routable share): gemma3-270m" in settings) == (
+        routed is not None and routed.groupby("model").size()["gemma3-270m"] > 3
+    )
 
 
 def test_a_correlation_over_three_blocks_has_no_interval_and_no_coverage_row():

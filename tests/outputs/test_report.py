@@ -167,9 +167,9 @@ def test_the_default_report_answers_on_its_first_screen(tmp_path):
     head = text[: text.index("## Setup")]
     tally = re.search(rf"\*\*Does the paper hold\?\*\* Of {len(CATALOG)} checks: (.*)\.", head)
     rows = _claim_rows(head)
-    assert tally and len(rows) == len(CATALOG) and all(len(r) == 7 for r in rows)
+    assert tally and len(rows) == len(CATALOG) and all(len(r) == 8 for r in rows)  # the full profile's verdict last
     counted = {w: int(k) for k, w in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", tally[1])}
-    verdict_cells = [r[-1].strip().strip("*") for r in rows]
+    verdict_cells = [r[6].strip().strip("*") for r in rows]  # this profile's verdict (r[7]: the full profile's)
     assert counted == {w: verdict_cells.count(w) for w in set(verdict_cells)}
     too_long = [(r[0], len(c.strip())) for r in rows for c in r if len(c.strip()) > CELL_LIMIT]
     assert not too_long
