@@ -93,3 +93,19 @@ def test_refresh_rewrites_claim5s_word_and_the_seeds_tables(tmp_path: Path):
     verdict = load_table("training_verdict", tmp_path).iloc[0]  # no seed pairs here: nothing decided past learned
     assert verdict["word"] == "learned; seed to seed inconclusive"
     assert verdict["variant_words"] == "differ (level differ, shape agree)"
+
+
+def test_refresh_rebuilds_the_zoos_verdict_from_its_folder_alone(tmp_path: Path):
+    """The zoo's verdict row is a summary like any other: `refresh` on a copy of results/zoo whose verdict row was
+    damaged writes the row `zoo_verdict` gives on the folder's own decomposition, comparisons and runs."""
+    from linrec.base.files import project_root
+    from linrec.claims.zoo import zoo_verdict
+
+    d = tmp_path / "zoo"
+    shutil.copytree(project_root() / "results" / "zoo", d, ignore=shutil.ignore_patterns("notebooks", "figures"))
+    save_table(pd.DataFrame([{"word": "stale", "claim2a": "stale", "shape_factor": "", "level_factor": ""}]),
+               "zoo_verdict", d)  # fmt: skip
+    assert "zoo_verdict" in refresh(d)
+    want = zoo_verdict(*(load_table(n, d) for n in ("zoo_components", "training_comparisons", "zoo_runs")))
+    got = load_table("zoo_verdict", d).iloc[0].to_dict()
+    assert got == {k: want[k] for k in got} and got["word"] != "stale"

@@ -387,8 +387,9 @@ def seeds_verdict(comparisons: pd.DataFrame | None) -> dict:
     the other pairs varied (data order, and the training text where it changed) change; "learned; seed to seed
     inconclusive" or "learned; GELU against SwiGLU inconclusive" otherwise, and "learned; level and shape not measured
     apart" on a table without their intervals (written before them). `claim2a`: what that says of the paper's claim
-    2a ("learned, not architectural", on shape): reproduced for individual, for the level alone or the same for both
-    variants, partly where architecture sets the shape, not reproduced for not learned, not testable otherwise. With
+    2a ("learned, not architectural"): reproduced for individual or the same for both variants, partly where
+    architecture sets the shape or the level (the convention's level counts, as it does for claim 5), not reproduced
+    for not learned, not testable otherwise. With
     each kind's words (`trained_words`, `seed_words`, `data_order_words`, `text_words`, `variant_words`: one per
     comparison, in order, "raw (level …, shape …)")."""
     if comparisons is None or comparisons.empty:
@@ -413,8 +414,8 @@ def seeds_verdict(comparisons: pd.DataFrame | None) -> dict:
             )
         elif variants in ("the shape", "the level and the shape"):
             word, c2 = f"learned; architecture sets {variants}", PARTLY
-        elif variants == "the level, not the shape":
-            word, c2 = f"learned; architecture sets {variants}", REPRODUCED
+        elif variants == "the level, not the shape":  # the convention's level counts, as in claim 5 (issue 64)
+            word, c2 = f"learned; architecture sets {variants}", PARTLY
         elif variants == "neither":
             word, c2 = "learned, the same for both variants", REPRODUCED
         else:
@@ -478,11 +479,11 @@ RULE_2A = Rule(
         f"trained-untrained difference under {t.CLAIM2_MIN_EFFECT}, makes a model 'not learned'; in the seeds "
         "experiment, two init seeds whose shape distance (profiles centred) clears both its noise floor and "
         f"{t.SEEDS_SHAPE_MARGIN} make the profile individual to a run (reproduced); seeds alike in level and shape "
-        "while GELU and SwiGLU differ in shape make it architectural (partly), while a GELU–SwiGLU difference in "
-        "level alone leaves the shape unarchitectural (reproduced, the level named); in the zoo, a layout whose "
-        f"component of the shape is shown, largest and moves it by ≥ {t.CLAIM2_MIN_EFFECT} makes it architectural (not "
-        "reproduced); one shape for every layout, text and seed is reproduced only where every run's profile moved "
-        "from its initialisation"
+        "while GELU and SwiGLU differ in shape or in level make it architectural in part (partly: the level counts, "
+        "as for claim 5); in the zoo, a layout whose component of the shape is shown, largest and moves it by ≥ "
+        f"{t.CLAIM2_MIN_EFFECT} makes it architectural (not reproduced), and one that sets the level makes a "
+        "reproduced partly; one shape for every layout, text and seed is reproduced only where every run's profile "
+        "moved from its initialisation and no layout sets the level"
     ),
 )
 

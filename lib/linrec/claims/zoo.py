@@ -95,9 +95,17 @@ def learned(comparisons: pd.DataFrame | None) -> bool | None:
 
 def zoo_2a(components: pd.DataFrame | None, comparisons: pd.DataFrame | None = None,
            margin: float = CLAIM2_MIN_EFFECT) -> str:  # fmt: skip
-    """Claim 2a from the zoo (ZOO_RULE), on shape: reproduced, partly, not reproduced or not testable."""
+    """Claim 2a from the zoo (ZOO_RULE): reproduced, partly, not reproduced or not testable, decided on the shape; a
+    reproduced becomes partly where the layout sets the level (the convention's level counts, as for claim 5)."""
     if components is None or components.empty:
         return NOT_TESTABLE
+    on_shape = _zoo_2a_shape(components, comparisons, margin)
+    if on_shape == REPRODUCED and part_word(components, "level", margin).word == "layout":
+        return PARTLY
+    return on_shape
+
+
+def _zoo_2a_shape(components: pd.DataFrame, comparisons: pd.DataFrame | None, margin: float) -> str:
     w = part_word(components, "shape", margin)
     if w.word == "layout":
         return NOT_REPRODUCED

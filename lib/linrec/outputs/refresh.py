@@ -19,7 +19,7 @@ from linrec.studies.base import Settings
 
 # every stage's summaries, in the order they read each other's (routing reads the swap's predictors)
 SUMMARIES = (probe.PROBE, probe.PITFALL, swap.SWAP, routing.ROUTING, controls.CONTROLS, corpora.CORPORA,
-             training.TRAINING)  # fmt: skip
+             training.TRAINING, training.ZOO)  # fmt: skip
 
 
 def refresh(results_dir: str | Path, n_boot: int = N_BOOT, seed: int = 0) -> list[str]:

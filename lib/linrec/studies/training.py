@@ -296,7 +296,7 @@ def zoo(p: Profile, r: Runs, where: Path) -> None:
     verdicts = TrainingResult(
         zoo_distances=dist,
         zoo_components=comp,
-        zoo_verdict=pd.DataFrame([zoo_verdict(comp, table, runs_written)]),
+        **summarise_zoo({"zoo_components": comp, "training_comparisons": table, "zoo_runs": runs_written}, p),
         zoo_probe_summary=probe,
         zoo_swap_predictors=pred,
         zoo_regimes=regimes,
@@ -324,6 +324,18 @@ def summarise(tables: Tables, p: Settings) -> Tables:
 TRAINING = Summary("the seeds experiment's verdict", ("training_comparisons", "training_profiles",
                    "training_distance_curve"), summarise,
                    as_written=("training_comparisons", "training_distance_curve"))  # fmt: skip
+
+
+def summarise_zoo(tables: Tables, p: Settings) -> Tables:
+    """The zoo's verdict row (`zoo_verdict`) from its decomposition, the comparisons and the runs (only the converged
+    ones decide); nothing where the zoo wrote no runs table (a seeds-experiment folder)."""
+    if tables.get("zoo_runs") is None:
+        return {}
+    verdict = zoo_verdict(tables.get("zoo_components"), tables.get("training_comparisons"), tables["zoo_runs"])
+    return {"zoo_verdict": pd.DataFrame([verdict])}
+
+
+ZOO = Summary("the zoo's verdict", ("zoo_components", "training_comparisons", "zoo_runs"), summarise_zoo)
 
 
 def run(p: Profile) -> TrainingResult:
