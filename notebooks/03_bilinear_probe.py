@@ -214,17 +214,22 @@ v7a, v7b = rule("7a")(pitfall.pitfall_summary), rule("7b")(pitfall.pitfall_summa
 print("claim 7a rule:", rule("7a").words)
 print("verdict:", v7a.verdict)
 print("claim 7b rule:", rule("7b").words)
-print("verdict:", v7b.verdict, f"({v7b.by_model('mechanism', 'dose_outcome', 'blocks_outcome')})", v7b.reason)
+print("verdict:", v7b.verdict, f"({v7b.by_model('mechanism', 'dose_outcome')})", v7b.reason)
 labelled(pitfall.pitfall_summary).set_index("model").T
 
 # %% [markdown]
-# How to read it. `dose_steps_min` → `dose_steps_max` are the steps to the ceiling at the smallest and the
-# largest constructed κ (inf: not within `dose_steps`), `steps_reach_well` → `steps_reach_ill` the same on the
-# best- and worst-conditioned blocks, at κ `cond_well` → `cond_ill`; the verdict line names each model's outcome
-# and the rule above says how those four numbers decide it. `ceiling_excess` is the most any tuned fit (gradient
-# descent from the spectrum included) beats its ceiling held out: negative or within 0.005 means the ceiling is
-# an upper bound for every fit scored against it. In the figure, gradient descent from the spectrum (dotted) takes
-# the plain 1/λ_max step without momentum or tuning: the rate the spectrum alone predicts, beside the tuned curves
+# How to read it. The dose decides: `dose_slope` is the least-squares slope of the shortfall (ceiling minus the
+# better tuned optimiser's held-out R²) on log10 κ over the `dose_levels` constructed κ, read at `dose_budget` steps
+# (where the smallest κ first reaches the ceiling, else the longest budget; `dose_budget_short_min` →
+# `dose_budget_short_max` are the shortfalls there at the smallest and largest κ), with its 95 % and 90 % intervals
+# (`dose_slope_lo` … `dose_slope_hi90`); the rule above says how the rise over the dose (slope × decades) decides.
+# `dose_steps_min` → `dose_steps_max` are the steps to the ceiling at the smallest and largest κ (inf: not within
+# `dose_steps`). Beside it, not deciding: `blocks_rho_scaled`, Spearman ρ over the `blocks_n` mechanism blocks of
+# the steps to the ceiling with log κ of the Jacobi-scaled Gram (what Adam's per-coordinate steps see), and
+# `spearman_scaled_shortfall` over every block. `ceiling_excess` is the most any tuned fit (gradient descent from
+# the spectrum included) beats its ceiling held out: negative or within 0.005 means the ceiling is an upper bound
+# for every fit scored against it. In the figure, gradient descent from the spectrum (dotted) takes the plain
+# 1/λ_max step without momentum or tuning: the rate the spectrum alone predicts, beside the tuned curves
 # (`gd_steps_*` in the table); on the right, an open marker is a κ at which no tuned optimiser reached the ceiling
 # within the dose's longest budget.
 

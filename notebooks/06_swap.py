@@ -145,12 +145,13 @@ fig = fig2_swap(result.swap, root / figures_dir / "fig2_swap", chosen=result.cho
 # signed so that > 0 points the right way. The screening ΔPPL runs the swapped model (the target on other windows) and
 # is shown for comparison only.
 #
-# Three outcomes, not two: R²_lin *flags* the safe blocks when ρ and the partial ρ are both shown
-# below 0; it *does not* when either is shown smaller than ±0.3 (a 90 % interval inside the margin:
-# two one-sided tests) or shown on the wrong side; otherwise the data are *inconclusive*, which is
-# "not testable at this power", never a pass. Screening six predictors and naming the best one
-# afterwards is a multiple comparison: a predictor is named only if its bootstrap p-value survives
-# Holm's correction over the screen (`linrec.claims.swap.best_predictors`).
+# Three outcomes, not two: a useful flag is ρ ≤ −0.3 (higher R²_lin, smaller ΔPPL). R²_lin is *not a useful
+# flag* when ρ or the partial ρ has that effect excluded: its one-sided 95 % lower bound (the 90 % interval's
+# lower end) lies above −0.3, which a correlation near 0 or on the wrong side reaches with far fewer blocks than
+# showing |ρ| < 0.3 both ways; it *flags* the safe blocks when both are shown below 0 (and neither is excluded);
+# otherwise the data are *inconclusive*, which is "not testable at this power", never a pass. Screening six
+# predictors and naming the best one afterwards is a multiple comparison: a predictor is named only if its
+# bootstrap p-value survives Holm's correction over the screen (`linrec.claims.swap.best_predictors`).
 
 # %%
 print("claim 6b rule:", rule("6b").words)

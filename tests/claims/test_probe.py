@@ -6,14 +6,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from linrec.analyses.pitfall import REACHED
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.claims.probe import (
     POOLED,
-    mechanism_parts,
+    RULE_7B,
+    dose_outcome,
     mechanism_word,
     pitfall_summary,
     probe_summary,
-    steps_outcome,
     trained_shortfall,
     verdict_3,
     verdict_7a,
@@ -23,12 +24,12 @@ from linrec.claims.rules import (
     CEILING_SLACK,
     CLAIM3_MAX_GAIN,
     CLAIM7_SHORTFALL,
-    CLAIM7B_EQUAL,
-    CLAIM7B_SLOPE,
+    CLAIM7B_FLAT,
     NOT_REPRODUCED,
     NOT_TESTABLE,
     PARTLY,
     REPRODUCED,
+    judge,
 )
 
 EPS = 1e-9
@@ -159,14 +160,13 @@ def test_pitfall_summary_counts_and_correlations(shortfalls):
 
 
 def _pitfall_row(n_short=1, n_blocks=4, model="m", **kw):
-    """A pitfall summary row whose 7b is 'conditioning' as planted: the dose's steps 100 → 10,000 over 4 decades of
-    κ (100× ≥ 10^(0.25 × 4) = 10×), the mechanism blocks' 100 → 1,000 over 4 decades (10×), on checkpoints 10 …
-    10⁴, no fit above its ceiling."""
+    """A pitfall summary row whose 7b is 'conditioning' as planted: a dose over 2 decades of κ (10² → 10⁴, 4
+    levels) whose shortfall rises 0.01 per decade, 95 % [0.005, 0.015], 90 % [0.006, 0.014] (a rise over the dose of
+    0.02 [0.01, 0.03]), no fit above its ceiling."""
     row = {"model": model, "n_blocks": n_blocks, "n_short": n_short, "share_short": n_short / n_blocks,
-           "cond_lo": -0.5, "cond_hi": 0.5, "dose_kappa_min": 1e2, "dose_kappa_max": 1e6, "dose_steps_min": 100.0,
-           "dose_steps_max": 10_000.0, "dose_first_step": 10, "dose_steps": 10_000, "cond_well": 1e3,
-           "cond_ill": 1e7, "steps_reach_well": 100.0, "steps_reach_ill": 1000.0, "first_step": 10,
-           "max_steps": 10_000, "ceiling_excess": 0.0}  # fmt: skip
+           "cond_lo": -0.5, "cond_hi": 0.5, "dose_kappa_min": 1e2, "dose_kappa_max": 1e4, "dose_levels": 4,
+           "dose_slope": 0.01, "dose_slope_lo": 0.005, "dose_slope_hi": 0.015, "dose_slope_lo90": 0.006,
+           "dose_slope_hi90": 0.014, "ceiling_excess": 0.0}  # fmt: skip
     return row | kw
 
 
@@ -182,65 +182,56 @@ def test_claim7a_share_threshold(kw, word):
     assert verdict_7a(pd.DataFrame([_pitfall_row(**kw)])).verdict == word
 
 
-NEED = 10 ** (CLAIM7B_SLOPE * 4)  # the rise conditioning predicts over 4 decades: 10×
+H = CLAIM7B_FLAT / 2  # the flat margin as a slope per decade over the planted dose's 2 decades (exact in binary)
+
+
+def _slope(lo, hi, lo90, hi90):
+    return {"dose_slope": (lo + hi) / 2, "dose_slope_lo": lo, "dose_slope_hi": hi, "dose_slope_lo90": lo90,
+            "dose_slope_hi90": hi90}  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    "lo, hi, decades, outcome",
+    "kw, outcome, mechanism",
     [
-        (100, 100 * NEED, 4, "rises"),  # at the threshold: a rise of exactly κ-ratio^slope
-        (100, 100 * NEED * (1 - EPS), 4, "unclear"),
-        (100, 100 * NEED * (1 + EPS), 4, "rises"),
-        (100, 100 * CLAIM7B_EQUAL, 4, "equal"),  # at the tolerance
-        (100, 100 * CLAIM7B_EQUAL * (1 + EPS), 4, "unclear"),
-        (100, 100 * CLAIM7B_EQUAL * (1 - EPS), 4, "equal"),
-        (1000, 100, 4, "equal"),  # falling counts as not rising
-        (100, 100, 2, "unclear"),  # 2 decades predict 10^0.5 = the tolerance: equal steps cannot tell
-        (100, 100, 2 * (1 + EPS), "equal"),
-        (100, 200, 0, "unclear"),  # no κ difference
-        (200, np.inf, 4, "rises"),  # not reached by 10,000: at least 50×
-        (2000, np.inf, 4, "unclear"),  # at least 5×, which is less than the 10× predicted
-        (np.inf, 5000, 4, "equal"),  # reached at the larger κ only: the ratio is below 1
-        (np.inf, np.inf, 4, "unclear"),
-        (10, 10, 4, "unclear"),  # both at the first checkpoint: the ratio could be anything
-        (10, 5000, 4, "rises"),  # from the first checkpoint: at least 500×
-        (10, 20, 4, "unclear"),  # at least 2×, at most unbounded
-        (100, 10, 4, "equal"),  # the larger κ by the first checkpoint: at most 0.1×
-        (np.nan, 100, 4, "unclear"),
-    ],
-)
-def test_steps_outcome_at_its_thresholds(lo, hi, decades, outcome):
-    assert steps_outcome(lo, hi, decades, first=10, last=10_000) == outcome
-
-
-@pytest.mark.parametrize(
-    "kw, parts, mechanism",
-    [
-        ({}, ("rises", "rises"), "conditioning"),
-        ({"dose_steps_max": 300.0}, ("equal", "rises"), "not conditioning"),  # the construction: κ does not slow it
-        ({"steps_reach_ill": 100.0}, ("rises", "equal"), "not conditioning"),  # the real blocks: κ does not
-        ({"dose_steps_max": 300.0, "steps_reach_ill": 100.0}, ("equal", "equal"), "not conditioning"),
-        ({"dose_steps_max": 500.0}, ("unclear", "rises"), "inconclusive"),  # 5×: neither 10× nor ≤ √10×
-        ({"steps_reach_ill": np.inf, "steps_reach_well": 2000.0}, ("rises", "unclear"), "inconclusive"),
-        ({"dose_steps_min": np.inf, "dose_steps_max": np.inf}, ("unclear", "rises"), "inconclusive"),  # never reached
-        ({"dose_steps_min": np.inf}, ("equal", "rises"), "not conditioning"),  # reached at the larger κ only
-        ({"ceiling_excess": CEILING_SLACK}, ("rises", "rises"), "conditioning"),  # at the slack: still a ceiling
-        ({"ceiling_excess": CEILING_SLACK + EPS}, ("rises", "rises"), "inconclusive"),  # beaten: no upper bound
-        ({"ceiling_excess": CEILING_SLACK + EPS, "dose_steps_max": 300.0}, ("equal", "rises"), "inconclusive"),
-        ({"dose_steps_min": np.nan}, None, None),  # not measured
+        ({}, "rises", "conditioning"),
+        (_slope(EPS, 0.02, 0.001, 0.019), "rises", "conditioning"),  # the 95 % interval just above 0
+        (_slope(0.0, 0.02, 0.001, 0.019), "unclear", "inconclusive"),  # at 0: not shown
+        (_slope(-0.004, 0.004, -H + EPS, H - EPS), "flat", "not conditioning"),  # the rise inside ±margin
+        (_slope(-0.004, 0.004, -H, H - EPS), "unclear", "inconclusive"),  # at −margin: not inside (strict)
+        (_slope(-0.004, 0.004, -H + EPS, H), "unclear", "inconclusive"),  # at +margin
+        (_slope(-0.004, H + 0.001, -H + EPS, H + EPS), "unclear", "inconclusive"),
+        (_slope(0.001, 0.004, 0.0015, H - EPS), "flat", "not conditioning"),  # a rise shown, smaller than the margin
+        (_slope(-0.03, -EPS, -0.028, -0.001), "falls", "not conditioning"),  # shown to fall: not what κ predicts
+        (_slope(np.nan, np.nan, np.nan, np.nan), "unclear", "inconclusive"),  # fewer than 3 levels: no interval
+        ({"ceiling_excess": CEILING_SLACK}, "rises", "conditioning"),  # at the slack: still a ceiling
+        ({"ceiling_excess": CEILING_SLACK + EPS}, "rises", "inconclusive"),  # beaten: no upper bound
+        ({"dose_levels": np.nan}, None, None),  # the dose not measured
         ({"ceiling_excess": np.nan}, None, None),
     ],
 )
-def test_claim7b_outcomes_on_planted_rows(kw, parts, mechanism):
+def test_claim7b_outcomes_at_the_doses_thresholds(kw, outcome, mechanism):
+    """Guards the dose rule: `<` → `<=` at ±CLAIM7B_FLAT (on the rise = slope × decades), `>` → `>=` at 0, the
+    flat check after the rise check, the 95 % interval read for the 90 % one; each outcome on planted rows."""
     row = _pitfall_row(**kw)
     assert mechanism_word(row) == mechanism
-    if parts is not None:
-        assert mechanism_parts(row) == parts
+    if outcome is not None:
+        assert dose_outcome(row) == outcome
+
+
+def test_claim7b_planted_margin_moves_the_decision_and_the_words():
+    """Rule.planted (no module patched): a rise shown above 0 but inside a wider margin reads 'not conditioning'."""
+    row = pd.DataFrame([_pitfall_row()])  # rise 0.02, 90 % [0.012, 0.028]
+    assert judge(RULE_7B, {"pitfall_summary": row}).verdict == REPRODUCED
+    wide = RULE_7B.planted(CLAIM7B_FLAT=0.03)
+    assert judge(wide, {"pitfall_summary": row}).verdict == NOT_REPRODUCED
+    assert judge(RULE_7B.planted(CLAIM7B_FLAT=0.028), {"pitfall_summary": row}).verdict == REPRODUCED  # at it
+    assert "±0.03" in wide.words and "±0.01" in RULE_7B.words and "±0.03" in wide.change
 
 
 def test_claim7b_verdict_counts_decided_models_only():
-    cond, notc = _pitfall_row(model="a"), _pitfall_row(model="b", dose_steps_max=300.0)
-    undecided = _pitfall_row(model="c", dose_steps_max=500.0)
+    cond = _pitfall_row(model="a")
+    notc = _pitfall_row(model="b", **_slope(-0.004, 0.004, -0.003, 0.003))
+    undecided = _pitfall_row(model="c", **_slope(-0.01, 0.03, -0.006, 0.026))
     verdict = lambda *rows: verdict_7b(pd.DataFrame(list(rows))).verdict  # noqa: E731
     assert verdict(cond, _pitfall_row(model="b")) == REPRODUCED
     assert verdict(cond, undecided) == REPRODUCED  # the inconclusive model is not counted
@@ -249,22 +240,24 @@ def test_claim7b_verdict_counts_decided_models_only():
     v = verdict_7b(pd.DataFrame([undecided, _pitfall_row(model="d", ceiling_excess=0.02)]))
     assert v.verdict == NOT_TESTABLE and "inconclusive" in v.reason  # inconclusive is never "not reproduced"
     assert [e["mechanism"] for e in v.evidence] == ["inconclusive", "inconclusive"]
-    v = verdict_7b(pd.DataFrame([_pitfall_row(dose_steps_min=np.nan)]))
+    v = verdict_7b(pd.DataFrame([_pitfall_row(dose_levels=np.nan)]))
     assert v.verdict == NOT_TESTABLE and "measured" in v.reason
     assert verdict_7a(None).verdict == verdict_7b(None).verdict == NOT_TESTABLE
-    assert verdict_7b(pd.DataFrame([{"model": "m", "n_blocks": 4, "dose_rises": 1.0}])).verdict == NOT_TESTABLE  # old
+    old = {"model": "m", "n_blocks": 4, "dose_steps_min": 100.0, "dose_steps_max": np.inf}  # before the slope
+    assert verdict_7b(pd.DataFrame([old])).verdict == NOT_TESTABLE
 
 
-def _budget_rows(block, cond, reach, ceiling=0.905, lr_interior=True):
+def _budget_rows(block, cond, reach, ceiling=0.905, lr_interior=True, scaled=None):
     """A budget curve block on checkpoints 100, 1000, 10000 whose tuned SGD reaches `ceiling` − 0.005 from step
-    `reach` on (never: None), Adam and gradient descent never."""
+    `reach` on (never: None), Adam and gradient descent never; κ(Gram) `cond`, Jacobi-scaled `scaled` (`cond`)."""
     rows = []
     for opt in ("adam", "sgd", "gd"):
         for step in (100, 1000, 10000):
             at = reach is not None and step >= reach and opt == "sgd"
             rows.append({"model": "m", "block": block, "optimizer": opt, "lr": 0.1, "step": step,
                          "r2_test": ceiling - 0.005 if at else 0.5, "chosen": True, "ceiling": ceiling,
-                         "cond_gram": cond, "lr_interior": np.nan if opt == "gd" else lr_interior})  # fmt: skip
+                         "cond_gram": cond, "cond_scaled": cond if scaled is None else scaled,
+                         "lr_interior": np.nan if opt == "gd" else lr_interior})  # fmt: skip
     return rows
 
 
@@ -287,6 +280,68 @@ def test_pitfall_summary_reads_the_budget_curve_and_the_dose():
     assert r["dose_block"] == 3 and r["dose_steps"] == 1000 and r["dose_first_step"] == 10
     assert r["dose_kappa_min"] == 1e2 and r["dose_kappa_max"] == 1e8
     assert r["ceiling_excess"] == pytest.approx(-0.005) and r["n_lr_edge"] == 6  # block 1: Adam and SGD at 3 steps
+
+
+def _dose(shortfalls: dict, steps=(10, 100, 1000), ceiling=0.9):
+    """A dose table: per κ, SGD's shortfall at each of `steps` (the list in `shortfalls[κ]`), Adam 0.2 further."""
+    rows = []
+    for kappa, short in shortfalls.items():
+        for step, sh in zip(steps, short):
+            for opt, extra in (("sgd", 0.0), ("adam", 0.2)):
+                rows.append({"model": "m", "block": 3, "kappa": kappa, "optimizer": opt, "step": step,
+                             "r2_test": ceiling - sh - extra, "ceiling": ceiling, "lr_interior": True})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_doses_slope_is_read_where_the_smallest_kappa_reaches_the_ceiling_and_by_hand():
+    """Guards the step cap's handling: the shortfall is read at the first checkpoint at which the smallest κ comes
+    within REACHED of the ceiling (100 here), not at the longest budget (where every κ has caught up: flat), and its
+    least-squares slope on log10 κ with Student-t intervals is checked by value against a hand computation."""
+    y = [0.005, 0.03, 0.04, 0.07]  # at 100 steps, κ = 10², 10⁴, 10⁶, 10⁸
+    dose = _dose({1e2: [0.3, 0.005, 0.0], 1e4: [0.3, 0.03, 0.0], 1e6: [0.3, 0.04, 0.0], 1e8: [0.3, 0.07, 0.001]})
+    r = pitfall_summary(_probe([0.2] * 4), None, dose).iloc[0]
+    assert r["dose_budget"] == 100 and r["dose_levels"] == 4 and r["dose_steps_min"] == 100
+    assert r["dose_budget_short_min"] == pytest.approx(0.005) and r["dose_budget_short_max"] == pytest.approx(0.07)
+    # by hand: x = 2, 4, 6, 8 (centred −3, −1, 1, 3; Sxx = 20), slope = Σ xc·y / Sxx
+    slope = (-3 * 0.005 - 0.03 + 0.04 + 3 * 0.07) / 20  # 0.01025
+    fitted = np.mean(y) + slope * np.array([-3, -1, 1, 3])
+    se = np.sqrt(((np.array(y) - fitted) ** 2).sum() / 2 / 20)
+    t95, t90 = 4.302652729749464, 2.919985580355516  # Student t, 2 degrees of freedom, 0.975 and 0.95 quantiles
+    assert r["dose_slope"] == pytest.approx(slope, rel=1e-12)
+    assert (r["dose_slope_lo"], r["dose_slope_hi"]) == pytest.approx((slope - t95 * se, slope + t95 * se), rel=1e-9)
+    assert (r["dose_slope_lo90"], r["dose_slope_hi90"]) == pytest.approx((slope - t90 * se, slope + t90 * se),
+                                                                         rel=1e-9)  # fmt: skip
+    assert r["dose_resid_sd"] == pytest.approx(se * np.sqrt(20), rel=1e-12)
+    r = r.to_dict() | {"ceiling_excess": 0.0}
+    assert dose_outcome(r) == "rises" and mechanism_word(r) == "conditioning"
+    # the smallest κ never reaches: the longest budget (1000), where these shortfalls are flat
+    never = _dose({1e2: [0.3, 0.05, 0.02], 1e4: [0.3, 0.1, 0.02], 1e6: [0.3, 0.2, 0.021], 1e8: [0.3, 0.3, 0.019]})
+    r = pitfall_summary(_probe([0.2] * 4), None, never).iloc[0]
+    assert r["dose_budget"] == 1000 and np.isinf(r["dose_steps_min"])
+    assert dose_outcome(r.to_dict()) == "flat"  # rise 6 × slope inside ±0.01 at 90 %: a planted flat dose passes
+    two = pitfall_summary(_probe([0.2] * 4), None, _dose({1e2: [0.3, 0.0, 0.0], 1e8: [0.3, 0.5, 0.0]})).iloc[0]
+    assert two["dose_levels"] == 2 and np.isnan(two["dose_slope_lo"])  # two levels: no interval
+    assert mechanism_word(two.to_dict()) == "inconclusive"
+
+
+@pytest.mark.parametrize("first, budget", [(REACHED, 100), (REACHED - EPS, 100), (REACHED + EPS, 1000)])
+def test_the_doses_budget_at_the_reached_tolerance(first, budget):
+    """The smallest κ 'reaches' the ceiling at a shortfall of REACHED exactly (within it), not a hair above: the
+    budget is that checkpoint, else the longest."""
+    dose = _dose({1e2: [0.3, first, first], 1e4: [0.3, 0.03, 0.02], 1e6: [0.3, 0.05, 0.03]})
+    assert pitfall_summary(_probe([0.2] * 4), None, dose).iloc[0]["dose_budget"] == budget
+
+
+def test_the_real_blocks_are_ranked_by_the_scaled_kappa():
+    """Guards the real-block comparison's κ: Spearman ρ of the steps to the ceiling with log κ of the Jacobi-scaled
+    Gram (what Adam sees), which here orders the blocks the opposite way to the raw κ; not reached ranks last."""
+    budget = pd.DataFrame(_budget_rows(0, 1e8, 100, scaled=10.0) + _budget_rows(1, 1e6, 1000, scaled=100.0)
+                          + _budget_rows(2, 1e4, None, scaled=1000.0))  # fmt: skip
+    r = pitfall_summary(_probe([0.2] * 4), budget, None).iloc[0]
+    assert r["blocks_n"] == 3 and r["blocks_rho_scaled"] == pytest.approx(1.0)
+    assert r["blocks_scaled_min"] == 10.0 and r["blocks_scaled_max"] == 1000.0
+    two = pitfall_summary(_probe([0.2] * 4), pd.DataFrame(_budget_rows(0, 1e8, 100) + _budget_rows(1, 1e4, None)))
+    assert two.iloc[0]["blocks_n"] == 2 and np.isnan(two.iloc[0]["blocks_rho_scaled"])  # fewer than 3: no ρ
 
 
 def test_ceiling_excess_sees_a_fit_above_its_ceiling_in_either_table():

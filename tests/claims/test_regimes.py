@@ -130,7 +130,7 @@ def test_claim4_5_and_6b_without_the_first_position():
                                                               "rho_hi90": 0.25}])])  # fmt: skip
     v6 = verdict_6b(pred)
     assert v6.verdict == REPRODUCED and v6.without_first == NOT_REPRODUCED
-    assert v6.evidence[0]["outcome_ex_first"] == "no flag"
+    assert v6.evidence[0]["outcome_ex_first"] == "not a useful flag"
 
 
 ROOT = project_root(__file__)

@@ -22,10 +22,15 @@ from linrec.claims.rules import (
     NOT_TESTABLE,
     PARTLY,
     REPRODUCED,
+    judge,
 )
 from linrec.claims.swap import (
+    FLAGS,
+    NOT_USEFUL,
+    RULE_6B,
     best_predictors,
     first_position_effect,
+    flag_outcome,
     middle_blocks,
     swap_params,
     swap_predictors,
@@ -129,8 +134,7 @@ def test_claim6b_needs_both_correlations_shown_below_zero():
     assert inconclusive.verdict == NOT_TESTABLE and inconclusive.evidence[0]["outcome"] == INCONCLUSIVE
     assert verdict_6b(_pred(partial=(-0.3, -0.7, 0.1, -0.6, 0.05))).verdict == NOT_TESTABLE  # depth may explain it
     no_flag = verdict_6b(_pred(rho=(0.0, -0.25, 0.25, -M + EPS, M - EPS)))  # |ρ| < 0.3 shown: a decided failure
-    assert no_flag.verdict == NOT_REPRODUCED and no_flag.evidence[0]["outcome"] == "no flag"
-    assert verdict_6b(_pred(rho=(0.0, -0.25, 0.25, -M, M - EPS))).verdict == NOT_TESTABLE  # at the margin: not shown
+    assert no_flag.verdict == NOT_REPRODUCED and no_flag.evidence[0]["outcome"] == NOT_USEFUL
     assert verdict_6b(_pred(partial=(0.5, 0.2, 0.8, 0.25, 0.75))).verdict == NOT_REPRODUCED  # the wrong way
     two = pd.concat([_pred("a"), _pred("b", rho=(0.5, 0.2, 0.8, 0.25, 0.75)), _pred("c", rho=(0.0, -0.9, 0.9,
                                                                                              -0.8, 0.8))])  # fmt: skip
@@ -140,22 +144,75 @@ def test_claim6b_needs_both_correlations_shown_below_zero():
 
 
 @pytest.mark.parametrize(
+    "rho, partial, outcome",
+    [
+        # the one-sided 95 % lower bound (the 90 % interval's lower end) against a useful flag's ρ ≤ −margin
+        ((-0.2, -0.6, 0.3, -M + EPS, 0.2), None, NOT_USEFUL),  # just above −margin: the useful effect excluded
+        ((-0.2, -0.6, 0.3, -M, 0.2), None, INCONCLUSIVE),  # at −margin: not excluded (strict)
+        ((-0.2, -0.6, 0.3, -M - EPS, 0.2), None, INCONCLUSIVE),
+        ((-0.5, -0.8, -EPS, -M, -0.25), None, FLAGS),  # both 95 % intervals below 0, ρ ≤ −margin not excluded
+        ((-0.5, -0.8, 0.0, -M, -0.25), None, INCONCLUSIVE),  # the 95 % upper end at 0: not below it
+        ((-0.2, -0.28, -0.1, -M + EPS, -0.12), None, NOT_USEFUL),  # below 0 but weaker than useful: exclusion first
+        ((0.24, -0.24, 0.63, -0.17, 0.58), None, NOT_USEFUL),  # the default profile's SmolLM2 (ρ +0.24)
+        (None, (-0.5, -0.8, -0.2, -M + EPS, -0.25), NOT_USEFUL),  # the partial ρ alone excludes it
+        (None, (-0.5, -0.8, EPS, -0.75, 0.1), INCONCLUSIVE),  # the partial ρ's 95 % interval crosses 0
+        ((np.nan,) * 5, None, INCONCLUSIVE),
+    ],
+)
+def test_claim6b_flag_outcome_at_its_thresholds(rho, partial, outcome):
+    """Guards the one-sided exclusion of claim 6b: `>` → `>=` (or the bound's side flipped, or the 95 % bound read
+    for the 90 %) moves a row across; the outcomes on both sides of −margin and of 0, the default's own numbers."""
+    kw = {k: v for k, v in (("rho", rho), ("partial", partial)) if v is not None}
+    row = _pred(**kw).iloc[0]
+    assert flag_outcome(row) == outcome
+    verdict = {FLAGS: REPRODUCED, NOT_USEFUL: NOT_REPRODUCED, INCONCLUSIVE: NOT_TESTABLE}[outcome]
+    assert verdict_6b(_pred(**kw)).verdict == verdict
+
+
+def test_claim6b_margin_planted_moves_the_decision_and_the_words():
+    """A planted margin (Rule.planted, no module patched) moves the exclusion and the rule's words together."""
+    row = _pred(rho=(-0.5, -0.8, -0.2, -0.4, -0.25))  # one-sided bound −0.4: ρ ≤ −0.3 not excluded, ρ ≤ −0.5 is
+    assert judge(RULE_6B, {"swap_predictors": row}).verdict == REPRODUCED
+    wide = RULE_6B.planted(EQUIVALENCE_MARGIN=0.5)
+    assert judge(wide, {"swap_predictors": row}).verdict == NOT_REPRODUCED
+    at = RULE_6B.planted(EQUIVALENCE_MARGIN=0.4)  # the bound exactly at −margin: not excluded
+    assert judge(at, {"swap_predictors": row}).verdict == REPRODUCED
+    assert "ρ ≤ −0.5" in wide.words and "above −0.5" in wide.words and "ρ ≤ −0.3" in RULE_6B.words
+
+
+def test_claim6b_one_sided_bound_by_hand_on_the_screen():
+    """The bound the exclusion reads is the 90 % Fisher interval's lower end at the effective number of blocks:
+    tanh(atanh ρ − z_0.95 √(1.06 / (n_eff − 3))), computed here by hand from `swap_predictors`' own ρ and n_eff."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(5)
+    n = 24
+    delta = rng.gamma(2.0, 0.5, n)
+    swap = _swap(delta, np.full(n, 0.5))
+    values = _values(delta, r2_lin=-delta + rng.normal(0, 1.5, n))
+    p = swap_predictors(values, swap, n_boot=100).set_index("column").loc["r2_lin"]
+    h = norm.ppf(0.95) * np.sqrt(1.06 / (p["n_eff"] - 3))
+    assert p["rho_lo90"] == pytest.approx(np.tanh(np.arctanh(p["spearman_rho"]) - h), rel=1e-12)
+    assert p["rho_lo"] < p["rho_lo90"]
+
+
+@pytest.mark.parametrize(
     "pooled, per_model, word",
     [
         ("flags", ["flags", INCONCLUSIVE], REPRODUCED),
-        ("flags", ["no flag", "flags"], PARTLY),
-        ("no flag", [INCONCLUSIVE, "no flag"], NOT_REPRODUCED),
-        ("no flag", ["flags", INCONCLUSIVE], PARTLY),
+        ("flags", ["not a useful flag", "flags"], PARTLY),
+        ("not a useful flag", [INCONCLUSIVE, "not a useful flag"], NOT_REPRODUCED),
+        ("not a useful flag", ["flags", INCONCLUSIVE], PARTLY),
         (INCONCLUSIVE, ["flags", "flags"], REPRODUCED),  # both models decide: more than chance
         (INCONCLUSIVE, ["flags", INCONCLUSIVE], NOT_TESTABLE),  # 1 of 2 is what chance gives 10 % of the time
-        (INCONCLUSIVE, ["flags", "no flag"], NOT_TESTABLE),
+        (INCONCLUSIVE, ["flags", "not a useful flag"], NOT_TESTABLE),
         (INCONCLUSIVE, [INCONCLUSIVE, INCONCLUSIVE], NOT_TESTABLE),
         (INCONCLUSIVE, ["flags"] + [INCONCLUSIVE] * 11, NOT_TESTABLE),  # the zoo's twelve: 1 flags
         (INCONCLUSIVE, ["flags"] * 2 + [INCONCLUSIVE] * 10, NOT_TESTABLE),  # 2 of 12: still chance (p = 0.12)
         (INCONCLUSIVE, ["flags"] * 3 + [INCONCLUSIVE] * 9, REPRODUCED),  # 3 of 12 (p = 0.02)
-        (INCONCLUSIVE, ["flags"] * 3 + ["no flag"] * 3 + [INCONCLUSIVE] * 6, PARTLY),
-        (INCONCLUSIVE, ["flags"] * 3 + ["no flag"] * 2 + [INCONCLUSIVE] * 7, REPRODUCED),  # the 2 "no flag": chance
-        (None, ["no flag"], NOT_REPRODUCED),  # one model: no pooled row
+        (INCONCLUSIVE, ["flags"] * 3 + [NOT_USEFUL] * 3 + [INCONCLUSIVE] * 6, PARTLY),
+        (INCONCLUSIVE, ["flags"] * 3 + [NOT_USEFUL] * 2 + [INCONCLUSIVE] * 7, REPRODUCED),  # the 2 not useful: chance
+        (None, [NOT_USEFUL], NOT_REPRODUCED),  # one model: no pooled row
         (None, ["flags", INCONCLUSIVE], REPRODUCED),  # no pooled row: the decided models are tallied
     ],
 )
@@ -163,7 +220,7 @@ def test_claim6b_pooled_outcome_decides_where_it_is_decided(pooled, per_model, w
     from linrec.claims.swap import flags_verdict
 
     assert flags_verdict(pooled, per_model) == word
-    rows = {"flags": {}, "no flag": {"rho": (0.0, -0.25, 0.25, -M + EPS, M - EPS)},
+    rows = {"flags": {}, NOT_USEFUL: {"rho": (0.0, -0.25, 0.25, -M + EPS, M - EPS)},
             INCONCLUSIVE: {"rho": (0.0, -0.9, 0.9, -0.8, 0.8)}}  # fmt: skip
     tables = [_pred(f"m{k}", **rows[o]) for k, o in enumerate(per_model)]
     if pooled is not None:
@@ -269,7 +326,8 @@ def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
         "n_within_budget": 4,
         "n_blocks": 12,
     }
-    e6b = {"model": "m", "spearman_rho": 0.25, "rho_lo": -0.1, "rho_hi": 0.6, "n_eff": 9.0, "n_blocks": 12,
+    e6b = {"model": "m", "spearman_rho": 0.25, "rho_lo": -0.1, "rho_hi": 0.6, "rho_lo90": -0.04, "n_eff": 9.0,
+           "n_blocks": 12,
            "rho_lo_iid": 0.0, "rho_hi_iid": 0.5, "partial_rho_depth": 0.1, "partial_lo": -0.3, "partial_hi": 0.4,
            "depth_rho": -0.8,
            "outcome": "inconclusive", "best": None, "best_rho": np.nan, "best_partial": "depth_frac",
@@ -287,6 +345,7 @@ def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
     assert "4 of 12 blocks have held-out intervals within +1" in lines[0]
     assert "*larger* cost" in lines[1] and "none (no predictor survives Holm's correction)" in lines[1]
     assert "the best partial ρ given depth: depth_frac (+0.55)" in lines[1]
+    assert "one-sided 95 % lower bound -0.04, against a useful flag's ρ ≤ −0.3" in lines[1]
     assert "62% of its held-out output variance" in lines[2] and "79% of the cost" in lines[2]
     assert "kept blocks [3 5]" in lines[3] and "(4.4% of the model)" in lines[3]
     for rho in (0.0, -0.25):  # only a positive ρ is worded as the wrong way round

@@ -129,7 +129,7 @@ def test_a_planted_threshold_changes_the_decision_and_both_texts_together():
     assert judge(rule("6a").planted(CLAIM6_BUDGET=budget), tables).verdict == REPRODUCED
     margin = rule(3).planted(EQUIVALENCE_MARGIN=0.2)  # claim 3's margin; 6b's is its own
     assert "±0.2" in margin.words and "±0.2" in margin.change and "±0.3" not in margin.words + margin.change
-    assert np.isclose(swap.EQUIVALENCE_MARGIN, 0.3) and "±0.3" in rule("6b").words and "±0.3" in rule(3).words
+    assert np.isclose(swap.EQUIVALENCE_MARGIN, 0.3) and "−0.3" in rule("6b").words and "±0.3" in rule(3).words
 
 
 def _copy(tmp_path: Path) -> Path:

@@ -20,14 +20,14 @@ from linrec.analyses.uncertainty import (
     correlation_outcome,
     correlation_test,
     detectable_correlation,
+    trend_slope,
 )
 from linrec.claims.rules import (
     CEILING_SLACK,
     CLAIM3_MAX_GAIN,
     CLAIM7_SHARE,
     CLAIM7_SHORTFALL,
-    CLAIM7B_EQUAL,
-    CLAIM7B_SLOPE,
+    CLAIM7B_FLAT,
     NOT_REPRODUCED,
     NOT_TESTABLE,
     POOLED,
@@ -35,6 +35,7 @@ from linrec.claims.rules import (
     Rule,
     Verdict,
     require,
+    spearman,
     tally,
     tally_decided,
     thresholds,
@@ -49,8 +50,7 @@ T_3 = thresholds("Claim3Thresholds", EQUIVALENCE_MARGIN=EQUIVALENCE_MARGIN, CLAI
 T_7A = thresholds("Claim7aThresholds", CLAIM7_SHORTFALL=CLAIM7_SHORTFALL, CLAIM7_SHARE=CLAIM7_SHARE)
 T_7B = thresholds(
     "Claim7bThresholds",
-    CLAIM7B_SLOPE=CLAIM7B_SLOPE,
-    CLAIM7B_EQUAL=CLAIM7B_EQUAL,
+    CLAIM7B_FLAT=CLAIM7B_FLAT,
     CEILING_SLACK=CEILING_SLACK,
     REACHED=REACHED,
 )
@@ -213,7 +213,16 @@ def pitfall_summary(
     the halves' median κ(Gram) (`cond_well`, `cond_ill`).
     7b, by construction (`dose`, linrec.analyses.pitfall.dose_table): the better tuned optimiser's steps to the
     ceiling at the smallest and the largest constructed κ (`dose_steps_min`, `dose_steps_max`; inf if not by
-    `dose_steps`, its longest budget; `dose_first_step` its first) and its shortfall there at `dose_steps`.
+    `dose_steps`, its longest budget; `dose_first_step` its first) and its shortfall there at `dose_steps`; the
+    dose–response that decides 7b: the shortfall at `dose_budget` (the first checkpoint at which the smallest κ
+    reaches the ceiling, else `dose_steps`) at each of the `dose_levels` κ (at the smallest and the largest:
+    `dose_budget_short_min`, `_max`), its least-squares slope per decade of κ
+    (`dose_slope`) with 95 % and 90 % Student-t intervals (`dose_slope_lo`/`_hi`, `dose_slope_lo90`/`_hi90`;
+    `linrec.analyses.uncertainty.trend_slope`) and the residual SD (`dose_resid_sd`).
+    7b, real blocks (reported beside the dose, not deciding): over the budget curve's `blocks_n` mechanism blocks,
+    Spearman ρ of log κ of the Jacobi-scaled Gram (per-feature scale removed: what Adam's per-coordinate steps see)
+    with the steps to the ceiling (not reached ranks last; `blocks_rho_scaled`), and that κ's range
+    (`blocks_scaled_min`, `blocks_scaled_max`).
     Checks: `ceiling_excess`, the most any tuned trained fit of either table (gradient descent included) beats its
     ceiling held out, and `n_lr_edge`, the tuned rates still at an end of their extended grid.
     7b, across blocks (reported, not deciding): Spearman ρ of the 5-epoch shortfall with log κ(Gram), raw and
@@ -260,7 +269,7 @@ def pitfall_summary(
         }
         b = None if budget is None else budget[budget["model"] == model]
         d = None if dose is None else dose[dose["model"] == model]
-        row |= _budget_steps(b) | _dose_steps(d) | _checks(b, d)
+        row |= _budget_steps(b) | _blocks_scaled(b) | _dose_steps(d) | _dose_trend(d) | _checks(b, d)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -269,6 +278,9 @@ BUDGET_KEYS = ("max_steps", "first_step", "n_mechanism", "n_reached", "steps_rea
                "cond_well", "cond_ill", "gd_steps_well", "gd_steps_ill")  # fmt: skip
 DOSE_KEYS = ("dose_block", "dose_steps", "dose_first_step", "dose_kappa_min", "dose_kappa_max", "dose_steps_min",
              "dose_steps_max", "dose_short_min", "dose_short_max")  # fmt: skip
+TREND_KEYS = ("dose_budget", "dose_budget_short_min", "dose_budget_short_max", "dose_levels", "dose_slope",
+              "dose_slope_lo", "dose_slope_hi", "dose_slope_lo90", "dose_slope_hi90", "dose_resid_sd")  # fmt: skip
+SCALED_KEYS = ("blocks_n", "blocks_rho_scaled", "blocks_scaled_min", "blocks_scaled_max")
 
 
 def _reach(curves: pd.DataFrame, ceiling: float) -> float:
@@ -300,6 +312,38 @@ def _budget_steps(b: pd.DataFrame | None) -> dict:
         "gd_steps_well": half("gd", well),
         "gd_steps_ill": half("gd", ~well),
     }
+
+
+def _blocks_scaled(b: pd.DataFrame | None) -> dict:
+    if b is None or b.empty:
+        return dict.fromkeys(SCALED_KEYS, np.nan)
+    per = [(float(g["cond_scaled"].iloc[0]), _reach(g[g["chosen"] & (g["optimizer"] != "gd")],
+            float(g["ceiling"].iloc[0]))) for _, g in b.groupby("block", sort=False)]  # fmt: skip
+    scaled, steps = np.array(per).T
+    return {"blocks_n": len(per), "blocks_rho_scaled": spearman(np.log10(scaled), steps)[0] if len(per) >= 3 else
+            np.nan, "blocks_scaled_min": float(scaled.min()), "blocks_scaled_max": float(scaled.max())}  # fmt: skip
+
+
+def dose_shortfalls(d: pd.DataFrame) -> pd.DataFrame:
+    """The constructed dose's shortfall per checkpoint (rows) and κ (columns): the ceiling minus the better tuned
+    optimiser's held-out R²."""
+    short = d["ceiling"] - d["r2_test"]
+    return short.groupby([d["step"], d["kappa"]]).min().unstack("kappa").sort_index()
+
+
+def _dose_trend(d: pd.DataFrame | None) -> dict:
+    if d is None or d.empty:
+        return dict.fromkeys(TREND_KEYS, np.nan)
+    table = dose_shortfalls(d)
+    smallest = d[d["kappa"] == table.columns.min()]
+    reached = _reach(smallest, float(smallest["ceiling"].iloc[0]))
+    budget = reached if np.isfinite(reached) else table.index.max()
+    short = table.loc[budget]
+    fit = trend_slope(np.log10(short.index.to_numpy(float)), short.to_numpy(float))
+    return {"dose_budget": int(budget), "dose_budget_short_min": float(short.iloc[0]),
+            "dose_budget_short_max": float(short.iloc[-1]), "dose_levels": int(fit["n"]), "dose_slope": fit["slope"],
+            "dose_slope_lo": fit["lo"], "dose_slope_hi": fit["hi"], "dose_slope_lo90": fit["lo90"],
+            "dose_slope_hi90": fit["hi90"], "dose_resid_sd": fit["resid_sd"]}  # fmt: skip
 
 
 def _dose_steps(d: pd.DataFrame | None) -> dict:
@@ -334,57 +378,37 @@ def _checks(b: pd.DataFrame | None, d: pd.DataFrame | None) -> dict:
             "n_lr_edge": int((~tuned["lr_interior"].astype(bool)).sum())}  # fmt: skip
 
 
-RISES, EQUAL, UNCLEAR = "rises", "equal", "unclear"
+RISES, FLAT, FALLS, UNCLEAR = "rises", "flat", "falls", "unclear"
 CONDITIONING, NOT_CONDITIONING, UNDECIDED_7B = "conditioning", "not conditioning", "inconclusive"
 
 
-def steps_outcome(lo: float, hi: float, decades: float, first: float, last: float, t=T_7B) -> str:
-    """Steps to the ceiling at a smaller κ (`lo`) and at one `decades` decades larger (`hi`), on checkpoints from
-    `first` to `last` (inf: not reached by `last`, so somewhere above it; `first`: reached by the first, so
-    somewhere in (0, first]): RISES if hi/lo is at least the rise conditioning predicts, 10^(CLAIM7B_SLOPE ×
-    decades), and more than CLAIM7B_EQUAL; EQUAL if hi/lo is at most CLAIM7B_EQUAL while that predicted rise is
-    larger than CLAIM7B_EQUAL; else UNCLEAR. A censored step counts as the bound it is: the ratio must clear the
-    threshold at its least favourable end."""
-    if any(np.isnan(v) for v in (lo, hi, decades)) or not decades > 0:
-        return UNCLEAR
-    span = lambda s: (last, np.inf) if np.isinf(s) else (0.0, s) if s <= first else (s, s)  # noqa: E731
-    (lo_min, lo_max), (hi_min, hi_max) = (np.float64(v) for v in span(lo)), (np.float64(v) for v in span(hi))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        least, most = hi_min / lo_max, hi_max / lo_min  # inf / inf never occurs: lo_min is finite
-    need = 10 ** (t.CLAIM7B_SLOPE * decades)
-    if least >= need and least > t.CLAIM7B_EQUAL:
-        return RISES
-    if most <= t.CLAIM7B_EQUAL < need:
-        return EQUAL
+def dose_outcome(row: Mapping, t=T_7B) -> str:
+    """The constructed dose–response from its slope's intervals (`pitfall_summary`): the rise over the dose is the
+    slope per decade times the decades from the smallest to the largest κ; FLAT if its 90 % interval lies strictly
+    inside ±CLAIM7B_FLAT (checked first: a rise shown smaller than that is one no fit within REACHED registers); else
+    RISES if the 95 % interval lies above 0, FALLS if below; else UNCLEAR (a missing interval too)."""
+    decades = np.log10(row["dose_kappa_max"] / row["dose_kappa_min"])
+    ends = [row[k] * decades for k in ("dose_slope_lo", "dose_slope_hi", "dose_slope_lo90", "dose_slope_hi90")]
+    word = correlation_outcome(*ends, margin=t.CLAIM7B_FLAT)  # the same three outcomes, on the rise
+    if word == NO_EFFECT:
+        return FLAT
+    if word == EFFECT:
+        return RISES if ends[0] > 0 else FALLS
     return UNCLEAR
 
 
-def mechanism_parts(row: Mapping, t=T_7B) -> tuple[str, str]:
-    """(dose, blocks): `steps_outcome` of the constructed dose–response (smallest vs largest κ) and of the budget
-    curve's best- vs worst-conditioned mechanism blocks (their median κ(Gram))."""
-    dose = steps_outcome(row["dose_steps_min"], row["dose_steps_max"],
-                         np.log10(row["dose_kappa_max"] / row["dose_kappa_min"]), row["dose_first_step"],
-                         row["dose_steps"], t)  # fmt: skip
-    blocks = steps_outcome(row["steps_reach_well"], row["steps_reach_ill"],
-                           np.log10(row["cond_ill"] / row["cond_well"]), row["first_step"],
-                           row["max_steps"], t)  # fmt: skip
-    return dose, blocks
-
-
 def mechanism_word(row: Mapping, t=T_7B) -> str | None:
-    """Claim 7b for one model, from the steps to the ceiling (`mechanism_parts`): "inconclusive" if some tuned fit
-    beats its ceiling by more than CEILING_SLACK (no upper bound to reach); else "conditioning" if both the
-    constructed dose and the mechanism blocks rise; "not conditioning" if either is equal; else "inconclusive".
-    None: not measured. The across-block ρ is reported beside it and does not decide."""
-    keys = ("dose_steps_min", "dose_steps_max", "steps_reach_well", "steps_reach_ill", "ceiling_excess")
+    """Claim 7b for one model, decided by the constructed dose (`dose_outcome`): "inconclusive" if some tuned fit
+    beats its ceiling by more than CEILING_SLACK (no upper bound to reach); else "conditioning" if the dose rises,
+    "not conditioning" if it is flat (or falls), "inconclusive" if unclear. None: the dose was not measured. The
+    real blocks on scaled κ and the across-block ρ are reported beside it and do not decide."""
+    keys = ("dose_levels", "dose_kappa_min", "dose_kappa_max", "ceiling_excess")
     if any(pd.isna(row.get(k, np.nan)) for k in keys):
         return None
     if row["ceiling_excess"] > t.CEILING_SLACK:
         return UNDECIDED_7B
-    parts = mechanism_parts(row, t)
-    if parts == (RISES, RISES):
-        return CONDITIONING
-    return NOT_CONDITIONING if EQUAL in parts else UNDECIDED_7B
+    return {RISES: CONDITIONING, FLAT: NOT_CONDITIONING, FALLS: NOT_CONDITIONING}.get(dose_outcome(row, t),
+                                                                                  UNDECIDED_7B)  # fmt: skip
 
 
 def verdict_7a(summary: pd.DataFrame | None, *, t=T_7A) -> Verdict:
@@ -413,20 +437,19 @@ RULE_7A = Rule(
 
 
 def verdict_7b(summary: pd.DataFrame | None, *, t=T_7B) -> Verdict:
-    if summary is None or summary.empty or "dose_steps_min" not in summary:
-        return Verdict("7b", NOT_TESTABLE, reason="notebook 03 not run")
+    if summary is None or summary.empty or "dose_slope" not in summary:
+        return Verdict("7b", NOT_TESTABLE, reason="notebook 03 not run (or its summary predates the dose's slope)")
     ev = []
     for r in summary.to_dict("records"):
         word = mechanism_word(r, t)
-        dose, blocks = mechanism_parts(r, t) if word is not None else (None, None)
-        ev.append({**r, "mechanism": word, "dose_outcome": dose, "blocks_outcome": blocks})
+        ev.append({**r, "mechanism": word, "dose_outcome": None if word is None else dose_outcome(r, t)})
     words = [e["mechanism"] for e in ev if e["mechanism"] is not None]
     if not words:
-        return Verdict("7b", NOT_TESTABLE, ev, reason="no budget curve or dose–response was measured")
+        return Verdict("7b", NOT_TESTABLE, ev, reason="no dose–response was measured")
     verdict = tally_decided(words, CONDITIONING, UNDECIDED_7B)
     reason = "" if verdict != NOT_TESTABLE else (
-        "every model inconclusive: the steps to the ceiling neither rise with κ as conditioning predicts nor stay "
-        "equal, a step not reached within the budget leaves the ratio open, or a trained fit beats the ceiling"
+        "every model inconclusive: the dose's shortfall neither rises with κ (95 % interval of its slope above 0) "
+        "nor is shown flat, or a trained fit beats the ceiling"
     )  # fmt: skip
     return Verdict("7b", verdict, ev, reason=reason)
 
@@ -437,23 +460,24 @@ RULE_7B = Rule(
     T_7B,
     verdict_7b,
     says=lambda t: (
-        "per model, on the steps the better tuned baseline (Adam or SGD, learning rate chosen per budget on a "
-        "validation slice of the train rows, its grid extended by factors of 10 until the choice is interior) needs "
-        f"to come within {t.REACHED} of a ridge-tuned closed-form ceiling (α chosen on the same slice), at a smaller "
-        f"and a larger κ: they 'rise' if the larger κ takes ≥ κ-ratio^{t.CLAIM7B_SLOPE:g} times as many steps and > "
-        f"{t.CLAIM7B_EQUAL:.2f}×; they are 'equal' if it takes ≤ {t.CLAIM7B_EQUAL:.2f}× as many while that predicted "
-        f"rise exceeds {t.CLAIM7B_EQUAL:.2f}×; a budget not reached, or reached at the first checkpoint, counts as the "
-        "bound it is. Two such comparisons: one block re-expressed from the smallest to the largest constructed κ "
-        "(same ceiling), and the best- vs the worst-conditioned mechanism blocks (median κ(Gram) of each half). "
-        "'Conditioning' if both rise, 'not conditioning' if either is equal, otherwise inconclusive, and inconclusive "
-        f"too where some tuned fit beats its ceiling held out by > {t.CEILING_SLACK:g}; ρ(log κ, shortfall) across "
-        "blocks is reported beside it and does not decide. Reproduced if every decided model is 'conditioning', "
-        "partly if some are, not reproduced if none is, not testable if none is decided"
+        "per model, on the constructed dose: one block's inputs re-expressed at chosen κ (the same closed-form "
+        "ceiling at every κ), the better tuned baseline (Adam or SGD, learning rate chosen per budget on a validation "
+        "slice of the train rows, its grid extended by factors of 10 until the choice is interior) trained at each; "
+        "the shortfall (ridge-tuned ceiling minus its held-out R²) is read at one budget, the first checkpoint at "
+        f"which the smallest κ comes within {t.REACHED} of the ceiling (the longest where it never does), and "
+        "regressed on log10 κ over the levels (least squares, Student-t intervals from the residuals: independent "
+        "noise across levels assumed); the rise is the slope times the decades the dose spans. 'Conditioning' if the "
+        "95 % interval of the slope lies above 0; 'not conditioning' if the 90 % interval of the rise lies inside "
+        f"±{t.CLAIM7B_FLAT:g} (a flat dose, checked first) or the 95 % interval lies below 0; otherwise inconclusive, "
+        f"and inconclusive too where some tuned fit beats its ceiling held out by > {t.CEILING_SLACK:g}. Beside it, "
+        "not deciding: the real mechanism blocks ranked by the κ Adam sees (Jacobi-scaled Gram: per-feature scale "
+        "removed), Spearman ρ with their steps to the ceiling, and ρ(log κ, 5-epoch shortfall) across every block. "
+        "Reproduced if every decided model is 'conditioning', partly if some are, not reproduced if none is, not "
+        "testable if none is decided"
     ),
     would_change=lambda t: (
-        f"steps to the ceiling rising at least (κ ratio)^{t.CLAIM7B_SLOPE:g} on constructed κ and over blocks make a "
-        f"model 'conditioning'; equal within a factor {t.CLAIM7B_EQUAL:.2f} on either, 'not conditioning'; a trained "
-        f"fit beating its ceiling by more than {t.CEILING_SLACK:g}, or a longer budget that a step not reached calls "
-        "for, leaves it inconclusive (not counted)"
+        "a dose whose shortfall does not rise with κ (its slope's 95 % interval reaching 0) leaves a model "
+        f"inconclusive, and one shown flat within ±{t.CLAIM7B_FLAT:g} over the dose makes it 'not conditioning'; a "
+        f"trained fit beating its ceiling by more than {t.CEILING_SLACK:g} leaves it inconclusive (not counted)"
     ),
 )

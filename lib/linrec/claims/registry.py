@@ -142,11 +142,14 @@ TABLES: dict[str, TableSpec] = {
         "model n_blocks budget_steps n_short share_short shortfall_median shortfall_max adam_shortfall_median "
         "sgd_shortfall_median spearman_cond_shortfall cond_lo cond_hi spearman_scaled_shortfall scaled_lo scaled_hi "
         "spearman_reach_adam reach_lo reach_hi adam_reach_median max_steps first_step n_mechanism n_reached "
-        "steps_reach_well steps_reach_ill cond_well cond_ill gd_steps_well gd_steps_ill dose_block dose_steps "
-        "dose_first_step dose_kappa_min dose_kappa_max dose_steps_min dose_steps_max dose_short_min dose_short_max "
-        "ceiling_excess n_lr_edge",
-        "per model: claim 7a's shortfall at the practitioner's budget and claim 7b's steps to the ceiling on the "
-        "mechanism blocks and the constructed dose, its checks, and the across-block ρ "
+        "steps_reach_well steps_reach_ill cond_well cond_ill gd_steps_well gd_steps_ill blocks_n blocks_rho_scaled "
+        "blocks_scaled_min blocks_scaled_max dose_block dose_steps dose_first_step dose_kappa_min dose_kappa_max "
+        "dose_steps_min dose_steps_max dose_short_min dose_short_max dose_budget dose_budget_short_min "
+        "dose_budget_short_max dose_levels dose_slope dose_slope_lo dose_slope_hi dose_slope_lo90 dose_slope_hi90 "
+        "dose_resid_sd ceiling_excess n_lr_edge",
+        "per model: claim 7a's shortfall at the practitioner's budget and claim 7b's dose–response (the shortfall's "
+        "slope on log κ over the constructed dose, which decides), the steps to the ceiling on the mechanism blocks "
+        "(raw and scaled κ) and the dose, its checks, and the across-block ρ "
         "(linrec.claims.probe.pitfall_summary)",
     ),
     "pitfall_budget": _spec(

@@ -11,11 +11,8 @@ import numpy as np
 import pandas as pd
 
 from linrec.analyses.uncertainty import (
-    EFFECT,
     EQUIVALENCE_MARGIN,
     INCONCLUSIVE,
-    NO_EFFECT,
-    correlation_outcome,
     correlation_test,
     holm,
 )
@@ -324,22 +321,21 @@ RULE_6A = Rule(
 )
 
 
+FLAGS, NOT_USEFUL = "flags", "not a useful flag"  # claim 6b's decided outcomes (beside INCONCLUSIVE)
+
+
 def flag_outcome(row: Mapping, t=T_6B) -> str:
-    """Claim 6b for one model from its R²_lin row of `swap_predictors`: "flags" if ρ(R²_lin, ΔPPL) and the partial ρ
-    with depth taken out both show an effect below 0 (95 % intervals at the effective number of blocks below 0, and
-    neither within the equivalence margin); "no flag" if either is shown smaller than the margin, or shown on the
-    wrong side of 0 (a decided failure); "inconclusive" otherwise."""
-    outcomes = (
-        correlation_outcome(row["rho_lo"], row["rho_hi"], row["rho_lo90"], row["rho_hi90"], t.EQUIVALENCE_MARGIN),
-        correlation_outcome(
-            row["partial_lo"], row["partial_hi"], row["partial_lo90"], row["partial_hi90"], t.EQUIVALENCE_MARGIN
-        ),
-    )
-    sides = (row["spearman_rho"], row["partial_rho_depth"])
-    if all(o == EFFECT for o in outcomes) and all(v < 0 for v in sides):
-        return "flags"
-    if any(o == NO_EFFECT or (o == EFFECT and v > 0) for o, v in zip(outcomes, sides)):
-        return "no flag"
+    """Claim 6b for one model (or the pooled blocks) from its R²_lin row of `swap_predictors`. A useful flag is a
+    negative ρ(R²_lin, ΔPPL) of at least the equivalence margin (ρ ≤ −EQUIVALENCE_MARGIN: higher R²_lin, smaller
+    ΔPPL, so R²_lin points at the blocks safe to swap). NOT_USEFUL if ρ or the partial ρ with depth taken out has
+    that effect excluded: its one-sided 95 % lower bound (the 90 % interval's lower end) lies above −margin (a
+    correlation shown within ±margin, or shown above 0, is such a case). Else FLAGS if both 95 % intervals lie below
+    0; else "inconclusive". The exclusion is checked first: a flag shown weaker than useful is not useful."""
+    lows = (row["rho_lo90"], row["partial_lo90"])
+    if any(np.isfinite(lo) and lo > -t.EQUIVALENCE_MARGIN for lo in lows):
+        return NOT_USEFUL
+    if all(np.isfinite(hi) and hi < 0 for hi in (row["rho_hi"], row["partial_hi"])):
+        return FLAGS
     return INCONCLUSIVE
 
 
@@ -360,7 +356,7 @@ def verdict_6b(predictors: pd.DataFrame | None, *, t=T_6B) -> Verdict:
         if model == POOLED:
             pooled = outcome
         elif outcome != INCONCLUSIVE:
-            ok.append(outcome == "flags")
+            ok.append(outcome == FLAGS)
         depth = p[p["column"] == "depth_from_end"]
         b = best.loc[model] if model in best.index else {}
         ev.append(
@@ -390,7 +386,7 @@ def verdict_6b(predictors: pd.DataFrame | None, *, t=T_6B) -> Verdict:
                 "n_needed": float(r.get("n_needed", np.nan)),
                 "depth_rho": float(depth["spearman_rho"].iloc[0]) if len(depth) else np.nan,
                 "outcome": outcome,
-                "passes": None if outcome == INCONCLUSIVE else outcome == "flags",
+                "passes": None if outcome == INCONCLUSIVE else outcome == FLAGS,
                 "best": b.get("best", ""),
                 "best_rho": b.get("best_rho", np.nan),
                 "best_partial": b.get("best_partial", ""),
@@ -411,10 +407,10 @@ def verdict_6b(predictors: pd.DataFrame | None, *, t=T_6B) -> Verdict:
         need = next((e["n_needed"] for e in ev if e["model"] == POOLED), max(e["n_needed"] for e in ev))
         more = f"; a decision needs about {need:.0f} blocks at this dependence" if np.isfinite(need) else ""
         models = [e["outcome"] for e in ev if e["model"] != POOLED]
-        decided = {w: models.count(w) for w in ("flags", "no flag") if w in models}
+        decided = {w: models.count(w) for w in (FLAGS, NOT_USEFUL) if w in models}
         what = "every model and the pooled blocks are inconclusive"
         if decided:  # some models decided, but no more of them than chance would
-            shown = " and ".join(f"{k} of {len(models)} models {'flag' if w == 'flags' else 'show no flag'}"
+            shown = " and ".join(f"{k} of {len(models)} models {'flag' if w == FLAGS else 'show no useful flag'}"
                                  for w, k in decided.items())  # fmt: skip
             what = (
                 f"the pooled blocks are inconclusive and {shown}, no more than chance at {t.CHANCE_RATE * 100:g} % "
@@ -431,13 +427,14 @@ RULE_6B = Rule(
     T_6B,
     verdict_6b,
     says=lambda t: (
-        "per model, and over every model's blocks pooled with a model effect: 'flags' if the 95 % Fisher intervals "
-        "(at Bartlett's effective number of blocks) of Spearman ρ(R²_lin, held-out ΔPPL) and of the partial ρ with "
-        "depth (distance to the nearest end) taken out both lie below 0 and neither 90 % interval lies inside "
-        f"±{t.EQUIVALENCE_MARGIN}; 'no flag' if either is shown inside ±{t.EQUIVALENCE_MARGIN} or shown above 0; "
-        "otherwise inconclusive. The pooled outcome decides where it is decided: 'flags' is reproduced (partly if "
-        "some model on its own shows 'no flag'), 'no flag' not reproduced (partly if some model on its own flags); "
-        "where it is inconclusive an outcome counts only where more models show it than chance would at "
+        "per model, and over every model's blocks pooled with a model effect, on Spearman ρ(R²_lin, held-out ΔPPL) and "
+        "the partial ρ with depth (distance to the nearest end) taken out, each with Fisher's interval at Bartlett's "
+        f"effective number of blocks; a useful flag is ρ ≤ −{t.EQUIVALENCE_MARGIN} (higher R²_lin, smaller ΔPPL): "
+        "'not a useful flag' if either's one-sided 95 % lower bound (the 90 % interval's lower end) lies above "
+        f"−{t.EQUIVALENCE_MARGIN} (checked first); 'flags' if both 95 % intervals lie below 0; otherwise inconclusive. "
+        "The pooled outcome decides where it is decided: 'flags' is reproduced (partly if some model on its own shows "
+        "'not a useful flag'), 'not a useful flag' not reproduced (partly if some model on its own flags); where it "
+        "is inconclusive an outcome counts only where more models show it than chance would at "
         f"{t.CHANCE_RATE * 100:g} % a model (the smallest k with P(Binomial(models, {t.CHANCE_RATE:g}) ≥ k) ≤ "
         f"{t.CHANCE_ALPHA:g}: {beyond_chance(2, t.CHANCE_RATE, t.CHANCE_ALPHA)} of 2, "
         f"{beyond_chance(12, t.CHANCE_RATE, t.CHANCE_ALPHA)} of 12), those are tallied (reproduced if every one flags, "
@@ -446,9 +443,9 @@ RULE_6B = Rule(
         f"(adjusted p < {t.PREDICTOR_FWER})"
     ),
     would_change=lambda t: (
-        "intervals of ρ(R²_lin, ΔPPL) and of the partial ρ given depth below 0, and neither within "
-        f"±{t.EQUIVALENCE_MARGIN}, reproduce it; one inside ±{t.EQUIVALENCE_MARGIN} or above 0 shows no signal; the "
-        "pooled blocks decide where they are decided"
+        "95 % intervals of ρ(R²_lin, ΔPPL) and of the partial ρ given depth below 0, with neither one-sided lower "
+        f"bound above −{t.EQUIVALENCE_MARGIN}, reproduce it; either lower bound above −{t.EQUIVALENCE_MARGIN} (the "
+        "useful effect excluded) makes it not reproduced; the pooled blocks decide where they are decided"
     ),
 )
 
@@ -456,18 +453,18 @@ RULE_6B = Rule(
 def flags_verdict(pooled: str | None, per_model: list[str], t=T_6B) -> str:
     """Claim 6b's verdict from the pooled outcome (blocks within model; None with one model) and each model's:
     the pooled test decides where it is decided — "flags" is reproduced, or partly where some model on its own shows
-    "no flag"; "no flag" is not reproduced, or partly where some model on its own flags — and where it is
-    inconclusive the outcomes that more models show than chance would give at 5 % a model (`beyond_chance`: 2 of 2,
-    3 of 12) are tallied, and where it is absent (one model) that model decides; not testable when nothing is
-    decided."""
-    if pooled == "flags":
-        return PARTLY if "no flag" in per_model else REPRODUCED
-    if pooled == "no flag":
-        return PARTLY if "flags" in per_model else NOT_REPRODUCED
+    "not a useful flag"; "not a useful flag" is not reproduced, or partly where some model on its own flags — and
+    where it is inconclusive the outcomes that more models show than chance would give at 5 % a model
+    (`beyond_chance`: 2 of 2, 3 of 12) are tallied, and where it is absent (one model) that model decides; not
+    testable when nothing is decided."""
+    if pooled == FLAGS:
+        return PARTLY if NOT_USEFUL in per_model else REPRODUCED
+    if pooled == NOT_USEFUL:
+        return PARTLY if FLAGS in per_model else NOT_REPRODUCED
     if pooled is not None:  # several models, the pooled test undecided: an outcome counts where more models show it
         need = beyond_chance(len(per_model), t.CHANCE_RATE, t.CHANCE_ALPHA)  # than chance would (`rules.beyond_chance`)
         per_model = [w for w in per_model if w != INCONCLUSIVE and per_model.count(w) >= need]
-    return tally_decided(per_model, "flags", INCONCLUSIVE)
+    return tally_decided(per_model, FLAGS, INCONCLUSIVE)
 
 
 # ---- the findings notebook 06 prints and the report quotes (`swap_verdict`) -------------------------------------
@@ -496,7 +493,8 @@ def swap_findings(v6a: Verdict, v6b: Verdict, first: pd.DataFrame | None, greedy
         lines.append(
             f"{e['model']}: ρ(R²_lin, ΔPPL) = {e['spearman_rho']:+.2f} "
             f"[{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}] at an effective {e['n_eff']:.1f} of {e['n_blocks']} "
-            f"blocks (as if blocks were independent [{e['rho_lo_iid']:+.2f}, {e['rho_hi_iid']:+.2f}])"
+            f"blocks (as if blocks were independent [{e['rho_lo_iid']:+.2f}, {e['rho_hi_iid']:+.2f}]; one-sided 95 % "
+            f"lower bound {e['rho_lo90']:+.2f}, against a useful flag's ρ ≤ −{EQUIVALENCE_MARGIN})"
             + (" (higher R²_lin goes with a *larger* cost)" if e["spearman_rho"] > 0 else "")
             + f"; with depth taken out {e['partial_rho_depth']:+.2f} [{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}]; "
             f"depth alone ρ = {e['depth_rho']:+.2f}. Claim 6b: {e['outcome']}. "

@@ -30,7 +30,7 @@ from linrec.claims.rules import (
     ZOO_FACTORS,
     require,
 )
-from linrec.claims.swap import verdict_6b
+from linrec.claims.swap import flag_outcome, verdict_6b
 
 SAME, INCONCLUSIVE = "the same for every factor", "inconclusive"  # a part's word when no factor sets it
 
@@ -182,7 +182,8 @@ def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame |
     """Claims 3, 4 and 6b by their own rules (`linrec.claims.probe.verdict_3`, `regimes.verdict_4`,
     `swap.verdict_6b`) on the zoo's tables, one row each: `claim`, `verdict`, `reason`, and for 3 and 6b the pooled
     row's numbers: `n_models`, `n_blocks`, `n_eff`, `n_needed` (blocks the equivalence test needs at this dependence),
-    `powered` (n_blocks ≥ n_needed), `rho` with its 95 % and 90 % intervals and the correlation's outcome.
+    `powered` (n_blocks ≥ n_needed), `rho` with its 95 % and 90 % intervals and the outcome: the correlation's for
+    claim 3, `linrec.claims.swap.flag_outcome` for 6b.
 
     With `runs` (`zoo_runs`): the tables must be the converged runs' (a pooled row cannot be recomputed without a
     model, so a table holding one that did not converge is refused: one line naming it); with no converged run,
@@ -218,6 +219,8 @@ def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame |
                         "n_eff": float(r["n_eff"]), "n_needed": float(r["n_needed"]),
                         "powered": bool(r["n_blocks"] >= r["n_needed"]),
                         **dict(zip(("rho", "lo", "hi", "lo90", "hi90", "outcome"), (r[c] for c in cols)))})  # fmt: skip
+            if claim == "6b":  # 6b's own outcome (a useful flag shown, excluded, or neither), not the correlation's
+                row["outcome"] = flag_outcome(r)
         elif regimes is not None and claim == "4":
             row.update({"n_models": len(regimes), "n_blocks": int(regimes["n_blocks"].sum())})
         rows.append(row)

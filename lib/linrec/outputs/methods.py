@@ -36,7 +36,8 @@ def methods_lines(r: Results) -> list[str]:
         for e in corr.to_dict("records")
     ]
     lines = head + [
-        "Every correlation across blocks that a verdict reads (claims 3, 6b, 7b, routing) is Fisher's interval at "
+        "Every correlation across blocks that a verdict reads (claims 3, 6b, routing; 7b's beside its dose) is "
+        "Fisher's interval at "
         "Bartlett's effective number of blocks (`linrec.analyses.uncertainty.correlation_test`): neighbouring blocks "
         "share the residual stream, so a per-block series is autocorrelated through depth. Each row below simulates "
         f"that procedure {int(corr['reps'].iloc[0]) if len(corr) else 0} times at the data's own number of blocks and "

@@ -13,14 +13,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.errors import StaleTableError
 from linrec.claims.rules import CLAIM2_MIN_EFFECT
+from linrec.claims.swap import FLAGS, NOT_USEFUL
 from linrec.claims.tables import load_table
 from linrec.claims.zoo import INCONCLUSIVE, SAME
 
 ZOO_PROFILE = "zoo"  # results/zoo/, written by params/zoo.yaml
-OUTCOME_WORDS = {"effect": "a correlation shown", "no effect": "shown within the equivalence margin",
-                 "inconclusive": "inconclusive"}  # fmt: skip
+OUTCOME_WORDS = {
+    "effect": "a correlation shown",
+    "no effect": "shown within the equivalence margin",
+    "inconclusive": "inconclusive",
+    FLAGS: "a flag shown (both 95 % intervals below 0)",
+    NOT_USEFUL: f"a useful flag (ρ ≤ −{EQUIVALENCE_MARGIN}) excluded by its one-sided 95 % bound",
+}
 
 
 def zoo_table(r, name: str) -> tuple[pd.DataFrame | None, str]:

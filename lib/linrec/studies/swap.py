@@ -124,14 +124,20 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
 
 
 def summarise(tables: Tables, p: Settings) -> Tables:
-    """Claim 6b's screen (`swap_predictors`) from the swap table and the predictors' values per block."""
+    """Claim 6b's screen (`swap_predictors`) from the swap table and the predictors' values per block, and the
+    findings in words (`swap_verdict`, with the stored position variants and greedy swaps where the run made them)."""
     values, swap = tables.get("swap_predictor_values"), tables.get("swap")
     if values is None or swap is None:
         return {}
-    return {"swap_predictors": swap_predictors(values, swap, n_boot=p.n_boot, seed=p.seed)}
+    predictors = swap_predictors(values, swap, n_boot=p.n_boot, seed=p.seed)
+    v6a = judge(RULE_6A, {"swap": swap, "swap_predictor_values": values})
+    v6b = judge(RULE_6B, {"swap_predictors": predictors})
+    findings = swap_findings(v6a, v6b, tables.get("swap_first"), tables.get("swap_greedy"))
+    return {"swap_predictors": predictors, "swap_verdict": pd.DataFrame({"finding": findings})}
 
 
-SWAP = Summary("swap_predictors", ("swap_predictor_values", "swap"), summarise)
+SWAP = Summary("swap_predictors", ("swap_predictor_values", "swap", "swap_first", "swap_greedy"), summarise,
+               where_present=("swap_verdict",))  # fmt: skip
 
 
 def run(p: Profile, training: Profile | None = None) -> SwapResult:
