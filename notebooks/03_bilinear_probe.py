@@ -18,7 +18,7 @@
 # > uncorrelated with residual nonlinearity" — the paper, abstract (claim 3).
 #
 # We fit r̂(x) = C·(g ⊙ (Ux̃) ⊙ (Vx̃)) + e of rank k = 16 on the stored train rows of each block
-# (every one of the 16,384 in params/full.yaml; 8,192 drawn by seed in the lesson default, `probe_rows`, which
+# (every one of the 16,384 in params/full.yaml; 4,096 drawn by seed in the lesson default, `probe_rows`, which
 # halves this notebook's time; the trained baselines and the ceiling they are compared with use the same rows)
 # and report R²_poly, the held-out R² of (linear map + probe) on y, and the gain R²_poly − R²_lin.
 # Three checks keep a small gain honest:

@@ -50,7 +50,7 @@ class CeilingParams:
 class ProbeParams:
     """Notebook 03: the bilinear probe, the trained baselines and the pitfall's mechanism."""
 
-    probe_rows: int | None = param(8192, "train rows per block for the probes and trained baselines (None: every row)")
+    probe_rows: int | None = param(4096, "train rows per block for the probes and trained baselines (None: every row)")
     rank: int = param(16, "the paper's probe rank")
     probe_ranks: list[int] = param([16, 64, 256], "the rank sweep, on three blocks per model")
     mechanism_k: int = param(
@@ -109,7 +109,7 @@ class ControlsParams:
         None, "[[A, B], …] inputs of A into the FFN of B (None: each with its twin)"
     )
     decomposition_rows: int | None = param(4096, "rows per FFN in section 4 (None: every stored row)")
-    null_draws: int = param(10, "section 4: random-init FFNs and shuffled FFNs per block, each")
+    null_draws: int = param(4, "section 4: random-init FFNs and shuffled FFNs per block, each")
     cross_band: int | None = param(2, "pair FFN i with the inputs of blocks i − band … i + band (None: every pair)")
 
 
