@@ -54,7 +54,8 @@ results_dir = p.results_dir
 from IPython.display import Markdown
 
 from linrec.base.files import project_root
-from linrec.outputs.report import verdict_table, write_report
+from linrec.outputs.claim_table import verdict_table
+from linrec.outputs.report import write_report
 
 report = write_report(p)  # table calibration, the report (.md and .html) and, with readme set, its results block
 print(report)

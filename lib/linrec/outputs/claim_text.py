@@ -349,7 +349,7 @@ def sentence_3(r: Results, rule: Rule) -> Claim:
 def sentence_4(r: Results, rule: Rule) -> Claim:
     v = judge(rule, r)
     if not v.evidence:
-        return _untestable(v)
+        return _with_zoo(_untestable(v), r)
     parts = [
         f"{e['model']}: {int(e['n_broadly_linear'])} broadly linear, {int(e['n_outlier_concentrated'])} "
         f"outlier-concentrated (blocks {listed(e['outlier_blocks'])}), {int(e['n_first_token_concentrated'])} "
@@ -372,6 +372,8 @@ def sentence_4(r: Results, rule: Rule) -> Claim:
         )
         for e in v.evidence
     ]
+    if zoo := zoo_pooled(r, "4"):  # the zoo's verdict beside the offline models' (it does not change theirs)
+        parts.append(zoo)
     first, *rest = v.evidence
     head = _head(
         f"There are {int(first['n_broadly_linear'])} broadly linear and {int(first['n_outlier_concentrated'])} "
