@@ -33,6 +33,7 @@ from linrec.outputs.plots import figures_at_drawn_size
 from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative, stale_run
 from linrec.outputs.results import Results, fmt, listed, replicated, table_in
 from linrec.outputs.routing_text import routing_section
+from linrec.outputs.rule_log import CHANGELOG, record, rule_hash, write_changelog
 from linrec.studies.stages import STUDIES, Profile
 
 
@@ -87,13 +88,21 @@ def _claim_sections(cl: list[Claim], figures_dir, out: Path) -> list[str]:
         entry = catalog.row(c.number)  # the catalog's row: the rule's words, the figures, the caveat
         lines += [f'<a id="{c.anchor}"></a>', "", f"### Claim {c.number}: {c.title}", ""]
         lines += [f"**Verdict: {c.verdict}.** The paper: {c.paper}.", ""]
-        lines += [f"**Rule.** {sentence(entry.rule.words)}", ""]
+        lines += [f"**Rule.** {sentence(entry.rule.words)} *Rule `{rule_hash(entry.rule)}`.*", ""]
         lines += ["**Evidence.**", ""] + [f"- {d}" for d in c.details] + [""]
         for stem in entry.figures:
             lines += figure_lines(stem, figures_dir, out)
         lines += [f"**What would change it.** {sentence(entry.rule.change)}", ""]
         lines += [f"**Caveats.** {sentence(entry.caveat)}", ""]
     return lines
+
+
+# what the hash after each rule is (linrec.outputs.rule_log)
+RULES_FROZEN = (
+    "Each rule ends with its hash (`linrec.outputs.rule_log`: of its code, its words and its thresholds). Notebook 09 "
+    "and `linrec report` record the hashes with the verdicts in each results folder (`rule_hashes`), and a rule whose "
+    f"hash changes after results exist is listed in `{CHANGELOG}` with the verdict before and after."
+)
 
 
 # ---- the document -------------------------------------------------------------------------------
@@ -195,7 +204,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
                  + ". Rerun those notebooks with this profile to bring them back."]  # fmt: skip
     text += ["", *_robustness(r), ""]
     text += _setup(r, params) + figure_lines("fig1_method", figures_dir, out)
-    text += ["## The claims one by one", ""]
+    text += ["## The claims one by one", "", RULES_FROZEN, ""]
     text += _claim_sections(cl, figures_dir, out)
     text += methods_lines(r)
     text += ["## What the notebooks concluded", ""]
@@ -378,9 +387,14 @@ def write_report(p: Profile) -> WrittenReport:
 def publish(values: Mapping, root: Path, setup: dict | None = None) -> WrittenReport:
     """The report of the profile whose values are `values` (`Profile.values()`; paths relative to the checkout
     `root`) and, with `readme`, that file's results block, both from one judging of the claims (`claim_table`, with
-    the profiles its `beside` names): what notebook 09 writes after the coverage, and `linrec report`. `setup`: the
-    values the setup states (None: `report_params(values)`)."""
+    the profiles its `beside` names): what notebook 09 writes after the coverage, and `linrec report`. Before the
+    report, today's rules are recorded with their verdicts in the results folder (`linrec.outputs.rule_log.record`)
+    and, for a folder of the checkout's `results/`, `paper/rules-changelog.md` is written from every such record.
+    `setup`: the values the setup states (None: `report_params(values)`)."""
     table = claim_table(root / values["results_dir"], [root / f for f in values.get("beside") or ()], root)
+    record(root / values["results_dir"], table.claims)  # today's rules with their verdicts; a changed one logged
+    if (root / values["results_dir"]).resolve().parent == (root / "results").resolve():  # a profile's own folder
+        write_changelog(root)
     out = build_report(root / values["results_dir"], root / values["figures_dir"], root / values["report_path"],
                        report_params(values) if setup is None else setup, table=table)  # fmt: skip
     shown = out.relative_to(root) if out.is_relative_to(root) else Path(out.name)  # the same on every machine
