@@ -387,16 +387,17 @@ def write_report(p: Profile) -> WrittenReport:
 def publish(values: Mapping, root: Path, setup: dict | None = None) -> WrittenReport:
     """The report of the profile whose values are `values` (`Profile.values()`; paths relative to the checkout
     `root`) and, with `readme`, that file's results block, both from one judging of the claims (`claim_table`, with
-    the profiles its `beside` names): what notebook 09 writes after the coverage, and `linrec report`. Before the
-    report, today's rules are recorded with their verdicts in the results folder (`linrec.outputs.rule_log.record`)
-    and, for a folder of the checkout's `results/`, `paper/rules-changelog.md` is written from every such record.
+    the profiles its `beside` names): what notebook 09 writes after the coverage, and `linrec report`. Once the
+    report is written, today's rules are recorded with their verdicts in the results folder
+    (`linrec.outputs.rule_log.record`) and, for a folder of the checkout's `results/`, `paper/rules-changelog.md` is
+    written from every such record.
     `setup`: the values the setup states (None: `report_params(values)`)."""
     table = claim_table(root / values["results_dir"], [root / f for f in values.get("beside") or ()], root)
+    out = build_report(root / values["results_dir"], root / values["figures_dir"], root / values["report_path"],
+                       report_params(values) if setup is None else setup, table=table)  # fmt: skip
     record(root / values["results_dir"], table.claims)  # today's rules with their verdicts; a changed one logged
     if (root / values["results_dir"]).resolve().parent == (root / "results").resolve():  # a profile's own folder
         write_changelog(root)
-    out = build_report(root / values["results_dir"], root / values["figures_dir"], root / values["report_path"],
-                       report_params(values) if setup is None else setup, table=table)  # fmt: skip
     shown = out.relative_to(root) if out.is_relative_to(root) else Path(out.name)  # the same on every machine
     readme = values.get("readme")
     updated = bool(readme) and update_readme(root / readme, root / values["results_dir"], values["report_path"],
