@@ -146,7 +146,7 @@ def test_the_zoo_is_read_from_results_zoo_into_claims_2a_3_and_6b(tmp_path):
 
 def test_the_seeds_experiments_words_are_todays_rule_on_its_comparisons(tmp_path):
     """No stale word: claim 2a's seeds-experiment sentence is `seeds_verdict` judged now on the stored comparisons,
-    not the verdict row notebook 08 stored (planted stale here). Guards the stored row read (planted: `_seeds_verdict`
+    not the verdict row notebook 08 stored (planted stale here). Guards the stored row read (planted: `seeds_row`
     ignoring the comparisons)."""
     import shutil
 

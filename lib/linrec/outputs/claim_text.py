@@ -19,8 +19,7 @@ from linrec.analyses.large_n import curve_sentence
 from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import correlation_outcome
-from linrec.base.errors import LinrecError
-from linrec.claims.learned import combine_2a, comparison_words, seeds_verdict
+from linrec.claims.learned import combine_2a, comparison_words
 from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING
 from linrec.claims.profile import claim1_counts
 from linrec.claims.rules import (
@@ -32,7 +31,7 @@ from linrec.claims.rules import (
     judge,
 )
 from linrec.outputs.results import Results, fmt, listed, other_profile, replicated
-from linrec.outputs.zoo_text import zoo_2a, zoo_pooled
+from linrec.outputs.zoo_text import seeds_row, zoo_2a, zoo_pooled
 
 
 @dataclass
@@ -151,18 +150,6 @@ def _parts(e: dict) -> str:
             f"{fmt(e['shape'])} {_ci(e['shape_lo'], e['shape_hi'], 3)} {e['shape_outcome']})")  # fmt: skip
 
 
-def _seeds_verdict(table: pd.DataFrame | None, comparisons: pd.DataFrame | None = None) -> dict:
-    """The seeds experiment's verdict row judged again by today's rule (`linrec.claims.learned.seeds_verdict`) on its
-    `comparisons`, so no word its stage stored under an older rule is printed; the row its stage wrote
-    (`training_verdict`) where the comparisons are absent or an older linrec's; "not run" where neither is."""
-    if comparisons is not None and len(comparisons):
-        try:
-            return seeds_verdict(comparisons)
-        except (LinrecError, KeyError):  # an older linrec's comparisons: the row its stage wrote
-            pass
-    return table.iloc[0].to_dict() if table is not None and len(table) else {"word": "not run", "claim2a": NOT_TESTABLE}
-
-
 def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     """(section sentence, claim-table words, claim 2a's verdict from it) of the seeds experiment (notebook 08), from
     this profile's results or `results/training/`; None where it has not run."""
@@ -170,7 +157,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     if comp is None:
         return None
     comp = comparison_words(comp)
-    v = _seeds_verdict(replicated(r, "training_verdict", "training")[0], comp)
+    v = seeds_row(replicated(r, "training_verdict", "training")[0], comp)
     runs_table, _ = replicated(r, "training_runs", "training")
 
     def kind(k: str, t: pd.DataFrame = comp) -> str:
@@ -201,7 +188,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
         if runs_long is not None and runs_table is not None:
             factor = f" {fmt(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
         cl = comparison_words(comp_long)
-        v_long = _seeds_verdict(other_profile(r, "training_verdict", "training_long"), cl)
+        v_long = seeds_row(other_profile(r, "training_verdict", "training_long"), cl)
         longer = f". Trained{factor} longer (`params/training_long.yaml`): {v_long['word']}; " + (
             f"init seed against init seed: {kind('seed', cl)}; GELU against SwiGLU: {kind('variant', cl)}"
         )

@@ -1,11 +1,13 @@
 """The zoo in words (notebook 08 under `params/zoo.yaml`): claim 2a as the paper states it (what sets the profile's
 shape and level: layout, text or seed) and the pooled rows of claims 3, 4 and 6b, for the claims of
-`linrec.outputs.claim_text`, and the zoo's verdict per claim (`zoo_verdicts`) for the claim table's zoo column.
+`linrec.outputs.claim_text`, and the zoo's verdict per claim (`zoo_verdicts`) for the claim table's zoo column; and
+the seeds experiment's verdict row (`seeds_row`, notebook 08 under `params/training.yaml`).
 
 Every profile's report reads the zoo's tables from its own results, or else from `results/zoo/` (like
 `results/training/` for the seeds experiment), naming where they came from. The verdicts are judged again by
-today's rules on the zoo's measured tables (`judged`: `linrec.claims.zoo.zoo_verdict` and `pooled_claims`), not
-read from the verdict words notebook 08 stored, so a rule changed since the zoo ran cannot leave a stale word.
+today's rules on the measured tables (`judged`: `linrec.claims.zoo.zoo_verdict` and `pooled_claims`; `seeds_row`:
+`linrec.claims.learned.seeds_verdict`), not read from the verdict words notebook 08 stored, so a rule changed since
+the run cannot leave a stale word.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import pandas as pd
 
 from linrec.analyses.zoo import converged_runs
 from linrec.base.errors import LinrecError, StaleTableError
-from linrec.claims.rules import CLAIM2_MIN_EFFECT
+from linrec.claims.learned import seeds_verdict
+from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_TESTABLE
 from linrec.claims.tables import load_table
 from linrec.claims.zoo import INCONCLUSIVE, SAME, pooled_claims, zoo_verdict
 
@@ -40,6 +43,19 @@ def zoo_table(r, name: str) -> tuple[pd.DataFrame | None, str]:
     except StaleTableError:
         return None, ""
     return (t, f"{ZOO_PROFILE} profile") if t is not None and not t.empty else (None, "")
+
+
+def seeds_row(table: pd.DataFrame | None, comparisons: pd.DataFrame | None = None) -> dict:
+    """The seeds experiment's verdict row (notebook 08 under `params/training.yaml`) judged again by today's rule
+    (`linrec.claims.learned.seeds_verdict`) on its `comparisons` (with their words, `comparison_words`), so no word its
+    stage stored under an older rule is printed; the row its stage wrote (`training_verdict`) where the comparisons
+    are absent or an older linrec's; "not run" where neither is."""
+    if comparisons is not None and len(comparisons):
+        try:
+            return seeds_verdict(comparisons)
+        except (LinrecError, KeyError):  # an older linrec's comparisons: the row its stage wrote
+            pass
+    return table.iloc[0].to_dict() if table is not None and len(table) else {"word": "not run", "claim2a": NOT_TESTABLE}
 
 
 def judged(r, name: str) -> tuple[pd.DataFrame | None, str]:
