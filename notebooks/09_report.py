@@ -46,17 +46,21 @@ results_dir = p.results_dir
 # interval is simulated at this run's number of windows. The report can then say how often each interval covers the
 # truth here, with these few blocks and windows, not in general (`linrec.analyses.calibration`, table
 # `calibration`).
-# Then the report itself (`build_report`), from the results tables alone, and, on the default run, the README's
-# results block. `linrec report --params P` writes the same report from the same tables and setup
-# (`report_params`), without measuring the coverage again.
+# Then the report itself (`build_report`), from the results tables alone, with the verdicts of the profiles the
+# profile names beside its own (`beside`: full's and the zoo's on the default run), and, on the default run, the
+# README's results block. With the report written, each rule's hash is recorded with its verdict (`rule_hashes`); a rule
+# whose hash changed since the last record is logged with the verdict before and after (`rule_changes`,
+# `paper/rules-changelog.md`; `linrec.outputs.rule_log`). `linrec report --params P` writes the same report, block
+# and record from the same tables and setup (`report_params`), without measuring the coverage again.
 
 # %%
 from IPython.display import Markdown
 
 from linrec.base.files import project_root
-from linrec.outputs.report import verdict_table, write_report
+from linrec.outputs.claim_table import verdict_table
+from linrec.outputs.report import write_report
 
-report = write_report(p)  # table calibration, the report (.md and .html) and, with readme set, its results block
+report = write_report(p)  # calibration, the report (.md, .html), the rules' record and, with readme set, its block
 print(report)
 
 # %% [markdown]

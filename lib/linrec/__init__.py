@@ -29,7 +29,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · swap (06: claims 6a, 6b) · routing (06: its routing and healing tables) · controls (07) · training (08)
     outputs/   results (a results folder, read; number words) · claim_text (each claim's sentence; `Claim`)
                · catalog (one row per claim: its rule, the paper's words, sentence, figures, caveat) · report
-               · report_figures (which figure where, its caption)
+               · report_figures (which figure where) · claim_table (every profile's verdicts) · rule_log (rule hashes)
                · methods (the coverage table) · routing_text (the routing section) · ceiling_text (02's findings)
                · zoo_text (the zoo in words) · refresh (summaries rebuilt from per-block tables) · labels
                · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)

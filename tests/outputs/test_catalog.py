@@ -21,7 +21,8 @@ from linrec.claims.registry import TABLES
 from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS, Rule, judge
 from linrec.claims.tables import load_table, result_columns, table_path
 from linrec.outputs.catalog import CATALOG, claims, of_study, row, rule
-from linrec.outputs.report import render, tally_line
+from linrec.outputs.claim_table import tally_line
+from linrec.outputs.report import render
 from linrec.outputs.report_figures import FIGURES
 from linrec.outputs.results import Results
 from linrec.studies.stages import STUDIES
@@ -146,7 +147,7 @@ def test_every_claim_is_not_testable_on_header_only_tables(tmp_path):
     out = claims(tmp_path)
     assert len(out) == len(CATALOG)
     assert [c.verdict for c in out] == [NOT_TESTABLE] * len(CATALOG), [(c.number, c.verdict) for c in out]
-    assert tally_line(out).endswith(f"Of {len(CATALOG)} checks: {len(CATALOG)} not testable.")
+    assert tally_line(c.verdict for c in out).endswith(f"Of {len(CATALOG)} checks: {len(CATALOG)} not testable.")
 
 
 def test_emptying_any_one_table_never_decides_a_claim(tmp_path):

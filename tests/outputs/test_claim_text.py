@@ -142,3 +142,26 @@ def test_the_zoo_is_read_from_results_zoo_into_claims_2a_3_and_6b(tmp_path):
     assert "of 96 blocks: inconclusive; the block count falls short of the 120" in c[3].ours
     assert "reaches the 90" not in c[3].ours and "the block count reaches the 90" in c["6b"].ours
     assert c["6b"].verdict == "not testable"  # no offline swap study here: the zoo does not decide it
+
+
+def test_the_seeds_experiments_words_are_todays_rule_on_its_comparisons(tmp_path):
+    """No stale word: claim 2a's seeds-experiment sentence is `seeds_verdict` judged now on the stored comparisons,
+    not the verdict row notebook 08 stored (planted stale here). Guards the stored row read (planted: `seeds_row`
+    ignoring the comparisons)."""
+    import shutil
+
+    from helpers import DEFAULT, ROOT
+    from linrec.claims.learned import comparison_words
+
+    skip = shutil.ignore_patterns("notebooks", "figures", "timings", "report.*")
+    shutil.copytree(DEFAULT, tmp_path / "results" / "default", ignore=skip)
+    shutil.copytree(ROOT / "results" / "training", tmp_path / "results" / "training", ignore=skip)
+    training = tmp_path / "results" / "training"
+    stale = load_table("training_verdict", training).assign(word="a stale word", claim2a="not reproduced")
+    save_table(stale, "training_verdict", training)
+    today = seeds_verdict(comparison_words(load_table("training_comparisons", training)))
+    text = render(tmp_path / "results" / "default", tmp_path / "figs", tmp_path / "report.md")
+    section = text.split("### Claim 2a:")[1].split("### Claim 2b:")[0]
+    assert "a stale word" not in section
+    assert f"seeds experiment (notebook 08, training profile; same architecture and text trained from scratch): " \
+           f"{today['word']}, so claim 2a from it is {today['claim2a']}." in section  # fmt: skip

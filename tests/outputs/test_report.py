@@ -20,6 +20,7 @@ from linrec.claims.registry import TABLES
 from linrec.claims.tables import load_table, save_table
 from linrec.outputs import catalog, methods
 from linrec.outputs.catalog import CATALOG
+from linrec.outputs.claim_table import claim_table
 from linrec.outputs.claim_text import CELL_LIMIT
 from linrec.outputs.report import (
     README_END,
@@ -154,6 +155,12 @@ def test_claim3_without_position_0_and_claim4_on_fresh_text_from_the_full_profil
     assert row(render(d, tmp_path / "figs", tmp_path / "paper" / "report.md"), 4)[5].strip() == "sample-dependent"
 
 
+def _default_table():
+    """The committed default run's claim table as its profile asks for it: full's and the zoo's verdicts beside."""
+    beside = load_profile("default", root=ROOT).beside
+    return claim_table(DEFAULT, [ROOT / f for f in beside], ROOT)
+
+
 def _claim_rows(text: str) -> list[list[str]]:
     rows = re.findall(r"^\| \[[0-9ab]+\]\(#claim-.*$", text, flags=re.M)
     return [re.split(r"(?<!\\)\|", row)[1:-1] for row in rows]
@@ -163,13 +170,13 @@ def test_the_default_report_answers_on_its_first_screen(tmp_path):
     """The committed default run: the tally, then one row per claim whose cells fit, before anything else; each
     rule as a paragraph (a Markdown list would renumber 6a/6b), every figure drawn or named with its profile."""
     out = tmp_path / "paper" / "report.md"
-    text = render(DEFAULT, ROOT / "figures", out)
+    text = render(DEFAULT, ROOT / "figures", out, table=_default_table())
     head = text[: text.index("## Setup")]
     tally = re.search(rf"\*\*Does the paper hold\?\*\* Of {len(CATALOG)} checks: (.*)\.", head)
     rows = _claim_rows(head)
-    assert tally and len(rows) == len(CATALOG) and all(len(r) == 8 for r in rows)  # the full profile's verdict last
+    assert tally and len(rows) == len(CATALOG) and all(len(r) == 9 for r in rows)  # then full's and the zoo's
     counted = {w: int(k) for k, w in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", tally[1])}
-    verdict_cells = [r[6].strip().strip("*") for r in rows]  # this profile's verdict (r[7]: the full profile's)
+    verdict_cells = [r[6].strip().strip("*") for r in rows]  # this profile's verdict (r[7], r[8]: full's, the zoo's)
     assert counted == {w: verdict_cells.count(w) for w in set(verdict_cells)}
     too_long = [(r[0], len(c.strip())) for r in rows for c in r if len(c.strip()) > CELL_LIMIT]
     assert not too_long
@@ -263,26 +270,6 @@ def test_notebook_09_and_linrec_report_write_the_same_report_from_one_profile(tm
     assert written.path.read_text() == text
 
 
-def test_what_the_notebooks_concluded_is_each_stages_finding_in_the_stages_order(tmp_path, monkeypatch):
-    """The section reads the table each stage names as its `finding` (linrec.studies.stages), in the stages' order:
-    a stage whose row names none adds nothing, so dropping the swap study's finding drops its lines."""
-    import linrec.outputs.report
-    from linrec.studies.stages import STUDIES
-
-    def concluded() -> list[str]:
-        text = render(DEFAULT, tmp_path / "figs", tmp_path / "report.md")
-        return text.split("## What the notebooks concluded\n\n")[1].split("\n\n")[0].splitlines()
-
-    lines = concluded()
-    swap_lines = [f"- {x}" for x in load_table("swap_verdict", DEFAULT)["finding"]]
-    corpora = load_table("corpora_verdict", DEFAULT)
-    assert lines[: len(corpora)] == [f"- {m}: the per-block profile across corpora is **{v}**."
-                                     for m, v in zip(corpora["model"], corpora["verdict"])]  # fmt: skip
-    assert lines[len(corpora) : len(corpora) + len(swap_lines)] == swap_lines  # 05's, then 06's, then 07's
-    monkeypatch.setattr(linrec.outputs.report, "STUDIES", [s for s in STUDIES if s.name != "swap"])
-    assert concluded() == [x for x in lines if x not in swap_lines]
-
-
 def test_linrec_report_on_a_full_disk_is_one_line_naming_the_report_and_leaves_no_temporary_file(
     tmp_path, cli, monkeypatch
 ):
@@ -328,26 +315,24 @@ def test_every_claim_cell_reads_as_a_sentence(tmp_path, profile):
     assert ":" in planted[:40]
 
 
-def test_the_default_report_shows_the_full_profiles_verdicts_beside_its_own(tmp_path):
-    """The default measures one model (its 20-minute budget); the full profile two. The default's claim table carries
-    full's tally and a last column with full's verdict per claim; another profile's report (smoke, curve) does not.
-    Guards the column dropped (planted: `full_claims` returning None) and full's verdicts read from the wrong folder."""
-    import shutil
+def test_claim_4_states_the_zoos_verdict(tmp_path):
+    """Issue 64: claim 4's section omitted the zoo's verdict (0 outlier-concentrated of 96 blocks: not reproduced);
+    it now states the zoo's regimes summed over its trained models and its verdict by claim 4's own rule."""
+    from linrec.claims.regimes import verdict_4
 
-    from helpers import claims_1_3_results
-    from linrec.outputs.report import render
+    regimes = load_table("zoo_regimes", ROOT / "results" / "zoo")
+    text = render(DEFAULT, tmp_path / "figs", tmp_path / "report.md")
+    section = text.split("### Claim 4:")[1].split("### Claim 5:")[0]
+    line = next(ln for ln in section.splitlines() if "Trained zoo" in ln)
+    assert (f"{int(regimes['n_outlier_concentrated'].sum())} outlier-concentrated of {int(regimes['n_blocks'].sum())} "
+            f"blocks over {len(regimes)} trained models") in line  # fmt: skip
+    assert f"the zoo alone is {verdict_4(regimes).verdict}" in line
 
-    one = claims_1_3_results(tmp_path / "one")  # claim 1 reproduced here
-    two = claims_1_3_results(tmp_path / "two", max_r2=0.5, jump=0.05)  # and not there
-    project = tmp_path / "project" / "results"
-    shutil.copytree(one, project / "default")
-    shutil.copytree(two, project / "full")
-    shutil.copytree(one, project / "smoke")
-    text = render(project / "default", tmp_path / "figs", tmp_path / "paper" / "report.md")
-    assert "**With `params/full.yaml`** (its models; `results/full/`), of 10 checks:" in text  # no capture table
-    assert "| verdict | full profile |" in text
-    row = next(ln for ln in text.splitlines() if ln.startswith("| [1](#claim-1)"))
-    own, full = [c.strip() for c in row.strip("|").split("|")][-2:]
-    assert own != full and full in {"not reproduced", "not testable", "partly reproduced"}, row
-    smoke = render(project / "smoke", tmp_path / "figs", tmp_path / "paper" / "smoke.md")
-    assert "full profile" not in smoke and "With `params/full.yaml`" not in smoke
+
+def test_the_readme_block_is_todays_rules_on_the_committed_tables():
+    """No stale word on the front page: the README's results block is what `readme_section` writes today from the
+    committed default run with the profiles it names beside it (rerun `linrec report` after changing a rule or a
+    sentence, or after a run)."""
+    text = (ROOT / "README.md").read_text()
+    block = README_START + text.split(README_START)[1].split(README_END)[0] + README_END
+    assert block == readme_section(DEFAULT, "paper/report.md", _default_table())

@@ -114,3 +114,45 @@ def test_a_profile_that_routes_no_block_quotes_the_full_profiles_routing_and_say
     assert there == full and "block 2, routes 50%" in text
     assert "This profile routes no block" in text and "`params/full.yaml` (`results/full/`)" in text
     assert "With `params/full.yaml`" not in text  # full's findings once, not again as a second profile's
+
+
+def test_the_anchors_and_healings_verdicts_are_todays_rules_on_their_tables(tmp_path):
+    """No stale word: the anchor's verdicts and each healed swap's outcome are judged again from the tables they are
+    drawn from, not read from the words notebook 06 stored (planted stale here). Guards the stored words printed."""
+    from linrec.claims.routing import anchor_table, heal_table
+    from linrec.outputs.report import _table
+    from linrec.outputs.results import Results
+    from linrec.outputs.routing_text import routing_section
+
+    d = tmp_path / "default"
+    save_table(planted("routing_summary", model="m", n_blocks_routed=4, best_block=2, outcome="inconclusive"),
+               "routing_summary", d)  # fmt: skip
+    identity = planted(
+        "routing_identity",
+        model="m",
+        block=2,
+        corpus_a="wiki",
+        corpus_b="web",
+        r_need=0.41,
+        r_need_lo=0.3,
+        r_need_hi=0.52,
+        r_need_lo90=0.32,
+        r_need_hi90=0.5,
+        r=0.8,
+        r_lo=0.7,
+        r_hi=0.9,
+    )
+    split = pd.concat([planted("routing_split_auc", model="m", block=2, target="quantile", part=p, auc=a)
+                       for p, a in (("full", 0.71), ("token", 0.55), ("context", 0.7))])  # fmt: skip
+    save_table(identity, "routing_identity", d)
+    save_table(split, "routing_split_auc", d)
+    today = anchor_table(identity, split)
+    save_table(today.assign(need_verdict="a stale word"), "routing_anchor", d)
+    heal = planted("routing_heal", model="tiny", mode="all", k=1, blocks="3", steps=10, batch_size=4,
+                   delta_after=0.02, delta_after_lo=-0.01, delta_after_hi=0.05, ppl_control=20.0).drop(
+        columns=["outcome", "healed_share"])  # fmt: skip
+    assert heal_table(heal)["outcome"].iloc[0] == "healed"
+    save_table(heal_table(heal).assign(outcome="stale outcome"), "routing_heal", d)
+    text = "\n".join(routing_section(Results(d), _table)[0])
+    assert "stale" not in text
+    assert f"**{today['need_verdict'].iloc[0]}**" in text and "after, healed" in text

@@ -416,7 +416,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", metavar="PROFILE", help="show this profile's values beside the defaults (e.g. smoke)")
     p.set_defaults(func=cmd_studies)
 
-    p = sub.add_parser("report", help="rebuild the reproduction report from the results files of a parameter profile")
+    p = sub.add_parser(
+        "report",
+        help="rebuild the reproduction report (and the README's results block, where the profile names one) from the "
+        "results files of a parameter profile",
+    )
     p.add_argument("--params", default="params/default.yaml", help="profile: a YAML file, or a name in params/ (smoke)")
     p.add_argument(
         "--bench", metavar="DIR", help="only rewrite docs/performance.md's block from the benchmark CSVs in DIR"

@@ -291,7 +291,7 @@ def cmd_studies(args) -> None:
 
 def cmd_report(args) -> None:
     from linrec.app.profile import load_profile
-    from linrec.outputs.report import build_report, report_params
+    from linrec.outputs.report import publish, report_params
 
     r = Reporting.of(args)
     root = project_root()
@@ -311,7 +311,6 @@ def cmd_report(args) -> None:
     profile = load_profile(r.params, root=root)
     values = profile.values()
     whole = profile.notebooks is None or "09" in profile.notebooks
-    results = root / values["results_dir"]
     report = Path(root / values["report_path"])
     if report.is_dir():
         raise LinrecError(f"report_path {report} is a directory; give a file name, e.g. {report / 'report.md'}")
@@ -319,10 +318,6 @@ def cmd_report(args) -> None:
     check_writable_dir(
         report.parent, "the folder of report_path", f"set report_path in {r.params} to a writable folder"
     )
-    out = build_report(
-        results,
-        root / values["figures_dir"],
-        report,
-        report_params({k: v for k, v in values.items() if whole or k in profile.given}),
-    )
-    print(f"wrote {out}")
+    # the report and, where the profile names one, its README's results block, from one judging of the claims
+    written = publish(values, root, report_params({k: v for k, v in values.items() if whole or k in profile.given}))
+    print(written)

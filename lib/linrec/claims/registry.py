@@ -428,6 +428,18 @@ TABLES: dict[str, TableSpec] = {
         "per model, fine-tune mode and k swapped blocks: held-out ΔPPL before and after a short fine-tune, against "
         "the same fine-tune unswapped (linrec.analyses.healing, linrec.claims.routing.heal_table)",
     ),
+    "rule_hashes": _spec(
+        "09",
+        "claim rule_hash verdict tables_hash recorded",
+        "per claim: the hash of today's rule, the verdict it gave on this folder's tables, a hash of the tables it "
+        "read and the date the hash was first recorded here (linrec.outputs.rule_log.record)",
+    ),
+    "rule_changes": _spec(
+        "09",
+        "claim recorded hash_before hash_after verdict_before verdict_after tables",
+        "every change of a rule's hash after results were recorded here, with the verdict before and after and "
+        "whether the tables it read were the same (linrec.outputs.rule_log.record; paper/rules-changelog.md)",
+    ),
     "calibration": _spec(
         "09",
         "what procedure n_blocks models phi rho reps coverage95 coverage90 p_effect p_no_effect p_inconclusive "

@@ -145,7 +145,11 @@ TEXT_IN = {"spectrum_replicates_summary": ("n_broadly_linear", "n_outlier_concen
            "routing_anchor": ("need_verdict", "split_verdict"), "routing_split_auc": ("part",),
            "routing_split_ppl": ("part",), "routing_heal": ("mode",),
            # a swapped set's name: '3', '3:ffn', '3r16', '1+3' (read as text: '3' alone would come back as 3)
-           "swap_windows": ("swap",), "swap_skew": ("swap",)}  # fmt: skip
+           "swap_windows": ("swap",), "swap_skew": ("swap",),
+           # a rule's record (linrec.outputs.rule_log): hashes that may read as numbers ('01234567'), and dates
+           "rule_hashes": ("claim", "rule_hash", "tables_hash", "recorded"),
+           "rule_changes": ("claim", "recorded", "hash_before", "hash_after", "verdict_before", "verdict_after",
+                            "tables")}  # fmt: skip
 
 
 def _not_a_number(name: str, df: pd.DataFrame) -> tuple[str, int, object] | None:

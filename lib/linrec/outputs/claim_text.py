@@ -31,7 +31,7 @@ from linrec.claims.rules import (
     judge,
 )
 from linrec.outputs.results import Results, fmt, listed, other_profile, replicated
-from linrec.outputs.zoo_text import zoo_2a, zoo_pooled
+from linrec.outputs.zoo_text import seeds_row, zoo_2a, zoo_pooled
 
 
 @dataclass
@@ -150,19 +150,14 @@ def _parts(e: dict) -> str:
             f"{fmt(e['shape'])} {_ci(e['shape_lo'], e['shape_hi'], 3)} {e['shape_outcome']})")  # fmt: skip
 
 
-def _seeds_verdict(table: pd.DataFrame | None) -> dict:
-    """The seeds experiment's verdict row as its stage wrote it (`training_verdict`, `linrec.studies.training`'s
-    `summarise`), not judged again here; "not run" where the folder has none."""
-    return table.iloc[0].to_dict() if table is not None and len(table) else {"word": "not run", "claim2a": NOT_TESTABLE}
-
-
 def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     """(section sentence, claim-table words, claim 2a's verdict from it) of the seeds experiment (notebook 08), from
     this profile's results or `results/training/`; None where it has not run."""
     comp, where = replicated(r, "training_comparisons", "training")
     if comp is None:
         return None
-    v, comp = _seeds_verdict(replicated(r, "training_verdict", "training")[0]), comparison_words(comp)
+    comp = comparison_words(comp)
+    v = seeds_row(replicated(r, "training_verdict", "training")[0], comp)
     runs_table, _ = replicated(r, "training_runs", "training")
 
     def kind(k: str, t: pd.DataFrame = comp) -> str:
@@ -192,7 +187,8 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
         factor = ""
         if runs_long is not None and runs_table is not None:
             factor = f" {fmt(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
-        cl, v_long = comparison_words(comp_long), _seeds_verdict(other_profile(r, "training_verdict", "training_long"))
+        cl = comparison_words(comp_long)
+        v_long = seeds_row(other_profile(r, "training_verdict", "training_long"), cl)
         longer = f". Trained{factor} longer (`params/training_long.yaml`): {v_long['word']}; " + (
             f"init seed against init seed: {kind('seed', cl)}; GELU against SwiGLU: {kind('variant', cl)}"
         )
@@ -349,7 +345,7 @@ def sentence_3(r: Results, rule: Rule) -> Claim:
 def sentence_4(r: Results, rule: Rule) -> Claim:
     v = judge(rule, r)
     if not v.evidence:
-        return _untestable(v)
+        return _with_zoo(_untestable(v), r)
     parts = [
         f"{e['model']}: {int(e['n_broadly_linear'])} broadly linear, {int(e['n_outlier_concentrated'])} "
         f"outlier-concentrated (blocks {listed(e['outlier_blocks'])}), {int(e['n_first_token_concentrated'])} "
@@ -372,6 +368,8 @@ def sentence_4(r: Results, rule: Rule) -> Claim:
         )
         for e in v.evidence
     ]
+    if zoo := zoo_pooled(r, "4"):  # the zoo's verdict beside the offline models' (it does not change theirs)
+        parts.append(zoo)
     first, *rest = v.evidence
     head = _head(
         f"There are {int(first['n_broadly_linear'])} broadly linear and {int(first['n_outlier_concentrated'])} "

@@ -21,19 +21,19 @@ import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.base.errors import LinrecError
 from linrec.base.files import atomic_file, find_project_root, project_root, writing
-from linrec.claims.rules import VERDICTS
 from linrec.claims.tables import labelled
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
 from linrec.measure.config import capture_settings
 from linrec.outputs import catalog
+from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, findings, sentence
 from linrec.outputs.claim_text import Claim
 from linrec.outputs.methods import methods_lines, write_calibration
 from linrec.outputs.plots import figures_at_drawn_size
 from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative, stale_run
 from linrec.outputs.results import Results, fmt, listed, replicated, table_in
 from linrec.outputs.routing_text import routing_section
+from linrec.outputs.rule_log import CHANGELOG, record, rule_hash, write_changelog
 from linrec.studies.stages import STUDIES, Profile
 
 
@@ -84,106 +84,27 @@ def _robustness(r: Results) -> list[str]:
     return lines
 
 
-# why the claim table's other fresh-text cells read "one sample"
-ONE_SAMPLE = (
-    "Claims 2, 3, 5, 6 and 7 rest on sample 0 alone: the samples keep the float64 statistics only, which is all "
-    "claims 1 and 4 need, while the others need stored rows (probes, baselines, controls), random-init captures, the "
-    "other corpora or the swapped model run again, each several minutes per sample and model."
-)
-
-
-def _fresh_text(r: Results) -> dict:
-    """The claim table's fresh-text column per claim: claims 1 and 4 from the replication on disjoint samples of text
-    (this profile's, else `results/full/`'s), every other claim on the one sample it was measured on."""
-    out = {entry.id: "one sample" for entry in catalog.CATALOG}
-    for claim, name in ((1, "r2_replicates_summary"), (4, "spectrum_replicates_summary")):
-        rep, where = replicated(r, name)
-        if rep is not None:
-            n = int(rep["n_samples"].min())
-            steady = rep["replication"].isin(["holds on every sample", "fails on every sample"]).all()
-            out[claim] = (f"same on {n} samples" if steady else "sample-dependent") + where
-    return out
-
-
-def verdict_table(results_dir: str | Path) -> pd.DataFrame:
-    """One row per claim of the catalog on the tables in `results_dir`: its number, what it is about, its verdict."""
-    return pd.DataFrame(
-        [{"claim": c.number, "what": c.title, "verdict": c.verdict} for c in catalog.build(Results(results_dir))]
-    )
-
-
-def tally_line(cl: list[Claim]) -> str:
-    """One line counting the verdicts, in the order of `linrec.claims.VERDICTS`."""
-    counts = [(w, sum(c.verdict == w for c in cl)) for w in VERDICTS]
-    return f"**Does the paper hold?** Of {len(cl)} checks: " + ", ".join(f"{k} {w}" for w, k in counts if k) + "."
-
-
-def full_claims(r: Results, profile: str = "full") -> tuple[list[Claim], str] | None:
-    """The claims judged on the last run of another profile (`results/<profile>/`, beside this one), with the models
-    it measured, for the default's report and README (a folder named `default`: the one profile cut to fit `make
-    figures`' budget, which the full profile extends); None for any other folder, where that folder is absent, or
-    where it cannot be judged (an older linrec wrote it)."""
-    other = r.dir.parent / profile
-    if r.dir.name != "default" or not other.is_dir():
-        return None
-    o = Results(other)
-    try:
-        cl = catalog.build(o)
-    except LinrecError:
-        return None
-    cap = o.get("capture")
-    models = ", ".join(dict.fromkeys(cap["model"])) if cap is not None else "its models"
-    return cl, models
-
-
-def _claim_table(cl: list[Claim], fresh: dict, full: tuple[list[Claim], str] | None = None) -> list[str]:
-    """The tally and one row per claim; with `full` (`full_claims`), that profile's tally under this one's and its
-    verdict in a last column, so a claim judged differently on more models is seen on the first screen."""
-    head = "| # | claim | the paper | ours (95 % CI) | without position 0 | fresh text | verdict |"
-    rows = ["## Claim by claim", "", tally_line(cl), ""]
-    if full is not None:
-        other, models = full
-        lead = f"**With `params/full.yaml`** ({models}; `results/full/`), of"
-        rows[-1:] = ["", tally_line(other).replace("**Does the paper hold?** Of", lead)
-                     + " Its verdict is the table's last column.", ""]  # fmt: skip
-        head += " full profile |"
-    rows += [head, "|---" * head.count(" | ") + "|---|"]
-    by_id = {c.number: c.verdict for c in full[0]} if full is not None else {}
-    for c in cl:
-        cells = [f"[{c.number}](#{c.anchor})", c.title, c.paper, _sentence(c.headline), _without_first(c),
-                 fresh[c.number], f"**{c.verdict}**"]  # fmt: skip
-        if full is not None:
-            cells.append(by_id.get(c.number, "—"))
-        rows.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
-    return rows
-
-
-def _sentence(text: str) -> str:
-    """`text` as a sentence: first letter upper case (the rest as written), one full stop."""
-    return text[:1].upper() + text[1:].rstrip(".") + "."
-
-
 def _claim_sections(cl: list[Claim], figures_dir, out: Path) -> list[str]:
     lines = []
     for c in cl:
         entry = catalog.row(c.number)  # the catalog's row: the rule's words, the figures, the caveat
         lines += [f'<a id="{c.anchor}"></a>', "", f"### Claim {c.number}: {c.title}", ""]
         lines += [f"**Verdict: {c.verdict}.** The paper: {c.paper}.", ""]
-        lines += [f"**Rule.** {_sentence(entry.rule.words)}", ""]
+        lines += [f"**Rule.** {sentence(entry.rule.words)} *Rule `{rule_hash(entry.rule)}`.*", ""]
         lines += ["**Evidence.**", ""] + [f"- {d}" for d in c.details] + [""]
         for stem in entry.figures:
             lines += figure_lines(stem, figures_dir, out)
-        lines += [f"**What would change it.** {_sentence(entry.rule.change)}", ""]
-        lines += [f"**Caveats.** {_sentence(entry.caveat)}", ""]
+        lines += [f"**What would change it.** {sentence(entry.rule.change)}", ""]
+        lines += [f"**Caveats.** {sentence(entry.caveat)}", ""]
     return lines
 
 
-def _without_first(c: Claim) -> str:
-    """The claim table's robustness column: "holds" where the verdict is the same without position 0, else that
-    verdict; "—" for a claim the check does not apply to."""
-    if not c.without_first:
-        return "—"
-    return "same" if c.without_first == c.verdict else c.without_first
+# what the hash after each rule is (linrec.outputs.rule_log)
+RULES_FROZEN = (
+    "Each rule ends with its hash (`linrec.outputs.rule_log`: of its code, its words and its thresholds). Notebook 09 "
+    "and `linrec report` record the hashes with the verdicts in each results folder (`rule_hashes`), and a rule whose "
+    f"hash changes after results exist is listed in `{CHANGELOG}` with the verdict before and after."
+)
 
 
 # ---- the document -------------------------------------------------------------------------------
@@ -260,12 +181,14 @@ def _setup(r: Results, params: dict) -> list[str]:
     return out + lines + [""]
 
 
-def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, params: dict | None = None) -> str:
-    """The report's Markdown text; figure links are relative to `out`'s directory."""
+def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, params: dict | None = None,
+           table: ClaimTable | None = None) -> str:  # fmt: skip
+    """The report's Markdown text; figure links are relative to `out`'s directory. `table`: the claims as
+    `claim_table` judged them on `results_dir` (with other profiles' verdicts beside them); None: judged here, alone."""
     params = params or {}
-    r = Results(results_dir)
+    table = table or claim_table(results_dir)
+    r, cl = table.r, table.claims
     out = Path(out)
-    cl = catalog.build(r)
     text = [
         "# How linear is a transformer feed-forward block? — a reproduction",
         "",
@@ -275,7 +198,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "rerun `make figures` (or `linrec report`).",
         "",
     ]
-    text += _claim_table(cl, _fresh_text(r), full_claims(r))
+    text += claim_rows(table)
     if r.stale:
         by_nb = {nb: sorted(t for t, n in r.stale.items() if n == nb) for nb in sorted(set(r.stale.values()))}
         text += ["", "Left out, because an older linrec wrote them (their claims say so): "
@@ -283,21 +206,12 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
                  + ". Rerun those notebooks with this profile to bring them back."]  # fmt: skip
     text += ["", *_robustness(r), ""]
     text += _setup(r, params) + figure_lines("fig1_method", figures_dir, out)
-    text += ["## The claims one by one", ""]
+    text += ["## The claims one by one", "", RULES_FROZEN, ""]
     text += _claim_sections(cl, figures_dir, out)
     text += methods_lines(r)
-    findings = [r.get(s.finding) for s in STUDIES if s.finding]  # each study's conclusion in words, in their order
     text += ["## What the notebooks concluded", ""]
-    for f in findings:
-        if f is None:
-            continue
-        if "finding" in f.columns:
-            text += [f"- {line}" for line in f["finding"]]
-        else:
-            text += [
-                f"- {row['model']}: the per-block profile across corpora is **{row['verdict']}**."
-                for row in f.to_dict("records")
-            ]
+    for s in STUDIES:  # each study's conclusion in words, in their order, from today's rules on the tables
+        text += [f"- {line}" for line in findings(r, s.finding)] if s.finding else []
     text += [""]
     routing, there = routing_section(r, _table)  # beyond the paper: linrec.outputs.routing_text
     if routing:
@@ -399,17 +313,22 @@ def _bias_limitation(r: Results, out: Path) -> str:
 
 
 def build_report(
-    results_dir: str | Path, figures_dir: str | Path, out: str | Path, params: dict | None = None, html: bool = True
+    results_dir: str | Path,
+    figures_dir: str | Path,
+    out: str | Path,
+    params: dict | None = None,
+    html: bool = True,
+    table: ClaimTable | None = None,
 ) -> Path:
     """Write the report to `out` (Markdown) and, with `html`, `out` with .html beside it; returns `out`.
     A results folder that is missing or holds no results table is one line (`Results`), and `out` is left as it
     was: the text is rendered before anything is written. Each file is written whole or not at all
     (`linrec.base.files.atomic_file`): a full disk leaves the old report and no temporary file, and is one line
-    naming the file."""
+    naming the file. `table`: as `render` takes it."""
     out = Path(out)
     with writing(out.parent):
         out.parent.mkdir(parents=True, exist_ok=True)
-    text = render(results_dir, figures_dir, out, params)
+    text = render(results_dir, figures_dir, out, params, table)
     with atomic_file(out) as tmp:
         tmp.write_text(text)
     if html:
@@ -464,20 +383,39 @@ def write_report(p: Profile) -> WrittenReport:
     (`update_readme`)."""
     root = project_root()
     write_calibration(root / p.results_dir, seed=p.seed)
-    out = build_report(root / p.results_dir, root / p.figures_dir, root / p.report_path, report_params(p.values()))
+    return publish(p.values(), root)
+
+
+def publish(values: Mapping, root: Path, setup: dict | None = None) -> WrittenReport:
+    """The report of the profile whose values are `values` (`Profile.values()`; paths relative to the checkout
+    `root`) and, with `readme`, that file's results block, both from one judging of the claims (`claim_table`, with
+    the profiles its `beside` names): what notebook 09 writes after the coverage, and `linrec report`. Once the
+    report is written, today's rules are recorded with their verdicts in the results folder
+    (`linrec.outputs.rule_log.record`) and, for a folder of the checkout's `results/`, `paper/rules-changelog.md` is
+    written from every such record.
+    `setup`: the values the setup states (None: `report_params(values)`)."""
+    table = claim_table(root / values["results_dir"], [root / f for f in values.get("beside") or ()], root)
+    out = build_report(root / values["results_dir"], root / values["figures_dir"], root / values["report_path"],
+                       report_params(values) if setup is None else setup, table=table)  # fmt: skip
+    record(root / values["results_dir"], table.claims)  # today's rules with their verdicts; a changed one logged
+    if (root / values["results_dir"]).resolve().parent == (root / "results").resolve():  # a profile's own folder
+        write_changelog(root)
     shown = out.relative_to(root) if out.is_relative_to(root) else Path(out.name)  # the same on every machine
-    updated = bool(p.readme) and update_readme(root / p.readme, root / p.results_dir, p.report_path)
-    return WrittenReport(out, shown, p.readme if updated else None)
+    readme = values.get("readme")
+    updated = bool(readme) and update_readme(root / readme, root / values["results_dir"], values["report_path"],
+                                             table)  # fmt: skip
+    return WrittenReport(out, shown, readme if updated else None)
 
 
 README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
 
 
-def readme_section(results_dir: str | Path, report: str | Path = "paper/report.md") -> str:
-    """The README's results block: one row per claim with our number and verdict (from `claims`)."""
-    r = Results(results_dir)
-    cl = catalog.build(r)
-    rows = [row.replace("](#", f"]({report}#") for row in _claim_table(cl, _fresh_text(r), full_claims(r))[2:]]
+def readme_section(results_dir: str | Path, report: str | Path = "paper/report.md",
+                   table: ClaimTable | None = None) -> str:  # fmt: skip
+    """The README's results block: the report's claim table (`table`, as `claim_table` judged it; None: judged here,
+    alone), each claim's number linked to its section of `report`."""
+    table = table or claim_table(results_dir)
+    rows = [row.replace("](#", f"]({report}#") for row in claim_rows(table)[2:]]
     note = (
         f"Written by notebook 09 from `{Path(results_dir).name}/`; each claim's number links to its section of "
         f"[`{report}`]({report}) (rule, evidence, figure, what would change the verdict)."
@@ -485,9 +423,11 @@ def readme_section(results_dir: str | Path, report: str | Path = "paper/report.m
     return "\n".join([README_START, note, "", *rows, README_END])
 
 
-def update_readme(readme: str | Path, results_dir: str | Path, report: str | Path = "paper/report.md") -> bool:
-    """Replace the block between the results markers of `readme`; False (and no change) if it has none."""
-    return replace_block(Path(readme), README_START, README_END, lambda: readme_section(results_dir, report))
+def update_readme(readme: str | Path, results_dir: str | Path, report: str | Path = "paper/report.md",
+                  table: ClaimTable | None = None) -> bool:  # fmt: skip
+    """Replace the block between the results markers of `readme` (`readme_section`); False (and no change) if it has
+    none."""
+    return replace_block(Path(readme), README_START, README_END, lambda: readme_section(results_dir, report, table))
 
 
 def replace_block(readme: Path, start: str, end: str, make) -> bool:

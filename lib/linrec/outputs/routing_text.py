@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from linrec.claims.routing import ANCHOR_RULES, HEAL_BUDGET
+from linrec.base.errors import LinrecError
+from linrec.claims.routing import ANCHOR_RULES, HEAL_BUDGET, anchor_table, heal_table
 from linrec.outputs.results import other_profile
 
 
@@ -49,6 +50,28 @@ def routing_findings(summary: pd.DataFrame | None) -> list[str]:
             )
         lines.append(text + ".")
     return lines
+
+
+def _judged_anchor(get) -> pd.DataFrame | None:
+    """The anchor's verdicts judged again by today's rules (`linrec.claims.routing.anchor_table`) on the tables they
+    are drawn from (`get(name)`: `routing_identity`, `routing_split_auc`), so no word notebook 06 stored under an older
+    rule is printed; the stored `routing_anchor` where neither is there."""
+    identity, split = get("routing_identity"), get("routing_split_auc")
+    if identity is None and split is None:
+        return get("routing_anchor")
+    try:
+        return anchor_table(identity, split)
+    except (LinrecError, KeyError):  # an older linrec's tables: the verdicts notebook 06 stored
+        return get("routing_anchor")
+
+
+def _judged_heal(heal: pd.DataFrame) -> pd.DataFrame:
+    """A healing table with each swap's outcome judged again by today's rule (`heal_table`); as stored where it
+    cannot be (an older linrec's columns)."""
+    try:
+        return heal_table(heal.drop(columns=["outcome", "healed_share"], errors="ignore"))
+    except (LinrecError, KeyError):
+        return heal
 
 
 def anchor_findings(anchor: pd.DataFrame | None) -> list[str]:
@@ -181,7 +204,7 @@ def routing_section(r, table) -> tuple[list[str], Path | None]:
     if full is not None:
         text += [f"- With `params/full.yaml` (every block routed, every held-out window): {line}"
                  for line in routing_findings(full)]  # fmt: skip
-    text += [*[f"- {line}" for line in anchor_findings(get("routing_anchor"))], ""]
+    text += [*[f"- {line}" for line in anchor_findings(_judged_anchor(get))], ""]
     cols = {"model": "model", "best_block": "best block", "best_routable_pct1": "share within +1 %",
             "best_lo": "lo", "best_hi": "hi", "n_quarter": "blocks ≥ 25 %", "n_monotone": "monotone",
             "rho_r2_routable": "ρ(R²_lin, share)", "rho_lo": "ρ lo", "rho_hi": "ρ hi",
@@ -194,7 +217,7 @@ def routing_section(r, table) -> tuple[list[str], Path | None]:
     if split is not None and len(split):
         text += [f"The rule: {ANCHOR_RULES['split']}.", "", table(_split_table(split), "{:.2f}"), ""]
     heals = [(get("routing_heal"), ""), (other_profile(r, "routing_heal", "healing"), " (params/healing.yaml)")]
-    heals = [(h, where) for h, where in heals if h is not None and "outcome" in h and len(h)]
+    heals = [(_judged_heal(h), where) for h, where in heals if h is not None and "outcome" in h and len(h)]
     for heal, where in heals:
         text += [*[f"- {line}" for line in heal_findings(heal, where)], ""]
     if heals:

@@ -1,9 +1,13 @@
 """The zoo in words (notebook 08 under `params/zoo.yaml`): claim 2a as the paper states it (what sets the profile's
-shape and level: layout, text or seed) and the pooled rows of claims 3 and 6b, for the claims of
-`linrec.outputs.claim_text`.
+shape and level: layout, text or seed) and the pooled rows of claims 3, 4 and 6b, for the claims of
+`linrec.outputs.claim_text`, and the zoo's verdict per claim (`zoo_verdicts`) for the claim table's zoo column; and
+the seeds experiment's verdict row (`seeds_row`, notebook 08 under `params/training.yaml`).
 
 Every profile's report reads the zoo's tables from its own results, or else from `results/zoo/` (like
-`results/training/` for the seeds experiment), naming where they came from.
+`results/training/` for the seeds experiment), naming where they came from. The verdicts are judged again by
+today's rules on the measured tables (`judged`: `linrec.claims.zoo.zoo_verdict` and `pooled_claims`; `seeds_row`:
+`linrec.claims.learned.seeds_verdict`), not read from the verdict words notebook 08 stored, so a rule changed since
+the run cannot leave a stale word.
 """
 
 from __future__ import annotations
@@ -14,13 +18,16 @@ import numpy as np
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.base.errors import StaleTableError
-from linrec.claims.rules import CLAIM2_MIN_EFFECT
+from linrec.analyses.zoo import converged_runs
+from linrec.base.errors import LinrecError, StaleTableError
+from linrec.claims.learned import seeds_verdict
+from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_TESTABLE
 from linrec.claims.swap import FLAGS, NOT_USEFUL
 from linrec.claims.tables import load_table
-from linrec.claims.zoo import INCONCLUSIVE, SAME
+from linrec.claims.zoo import INCONCLUSIVE, SAME, pooled_claims, zoo_verdict
 
 ZOO_PROFILE = "zoo"  # results/zoo/, written by params/zoo.yaml
+ZOO_CLAIMS = ("2a", "3", "4", "6b")  # the claims the zoo judges, in the catalog's order
 OUTCOME_WORDS = {
     "effect": "a correlation shown",
     "no effect": "shown within the equivalence margin",
@@ -45,6 +52,56 @@ def zoo_table(r, name: str) -> tuple[pd.DataFrame | None, str]:
     return (t, f"{ZOO_PROFILE} profile") if t is not None and not t.empty else (None, "")
 
 
+def seeds_row(table: pd.DataFrame | None, comparisons: pd.DataFrame | None = None) -> dict:
+    """The seeds experiment's verdict row (notebook 08 under `params/training.yaml`) judged again by today's rule
+    (`linrec.claims.learned.seeds_verdict`) on its `comparisons` (with their words, `comparison_words`), so no word its
+    stage stored under an older rule is printed; the row its stage wrote (`training_verdict`) where the comparisons
+    are absent or an older linrec's; "not run" where neither is."""
+    if comparisons is not None and len(comparisons):
+        try:
+            return seeds_verdict(comparisons)
+        except (LinrecError, KeyError):  # an older linrec's comparisons: the row its stage wrote
+            pass
+    return table.iloc[0].to_dict() if table is not None and len(table) else {"word": "not run", "claim2a": NOT_TESTABLE}
+
+
+def judged(r, name: str) -> tuple[pd.DataFrame | None, str]:
+    """The zoo's verdict table `name` ("zoo_verdict" or "zoo_claims") judged again by today's rules on the zoo's
+    measured tables (as notebook 08 judges them: the converged runs alone), with where they came from (`zoo_table`);
+    the stored table where the measured ones are absent, None where neither is."""
+    stored, where = zoo_table(r, name)
+    if stored is None:
+        return None, ""
+    runs, _ = zoo_table(r, "zoo_runs")
+    try:
+        if name == "zoo_claims":
+            t = [zoo_table(r, n)[0] for n in ("zoo_probe_summary", "zoo_swap_predictors", "zoo_regimes")]
+            return (pooled_claims(*t, runs), where) if any(x is not None for x in t) else (stored, where)
+        comp, comparisons = zoo_table(r, "zoo_components")[0], zoo_table(r, "training_comparisons")[0]
+        if comp is None:
+            return stored, where
+        if runs is not None and comparisons is not None:  # the converged runs' comparisons, as notebook 08 reads them
+            keep = converged_runs(runs)
+            a, b = comparisons["a"].astype(str), comparisons["b"].astype(str).str.removesuffix(" step 0")
+            comparisons = comparisons[a.isin(keep) & b.isin(keep)]
+        return pd.DataFrame([zoo_verdict(comp, comparisons, runs)]), where
+    except LinrecError:  # tables of an older linrec that today's rules cannot read: the words notebook 08 stored
+        return stored, where
+
+
+def zoo_verdicts(r) -> dict[str, str]:
+    """{claim: the zoo's verdict} for the claims it judges (`ZOO_CLAIMS`: 2a from the decomposition, 3, 4 and 6b
+    pooled), by today's rules (`judged`); {} where the zoo has not run."""
+    out = {}
+    verdict, _ = judged(r, "zoo_verdict")
+    if verdict is not None:
+        out["2a"] = str(verdict.iloc[0]["claim2a"])
+    claims, _ = judged(r, "zoo_claims")
+    for e in [] if claims is None else claims.to_dict("records"):
+        out[str(e["claim"])] = str(e["verdict"])
+    return {c: out[c] for c in ZOO_CLAIMS if c in out}
+
+
 def _f(x, nd: int = 3) -> str:
     return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{nd}f}"
 
@@ -55,7 +112,7 @@ def _ci(lo, hi, nd: int = 3) -> str:
 
 def zoo_2a(r) -> tuple[str, str, str] | None:
     """(section sentence, claim-table words, claim 2a's verdict from the zoo) or None where the zoo has not run."""
-    verdict, where = zoo_table(r, "zoo_verdict")
+    verdict, where = judged(r, "zoo_verdict")
     comp, _ = zoo_table(r, "zoo_components")
     dist, _ = zoo_table(r, "zoo_distances")
     if verdict is None or comp is None or dist is None:
@@ -94,10 +151,10 @@ def _short(word: str) -> str:
 
 
 def zoo_pooled(r, claim: str) -> str:
-    """The zoo's pooled row for claim `claim` ("3" or "6b"): its verdict by the claim's own rule, the pooled
-    correlation with its intervals, the block count and whether it reaches the blocks the equivalence test needs;
-    "" where the zoo has not run."""
-    claims, where = zoo_table(r, "zoo_claims")
+    """The zoo's pooled row for claim `claim` ("3", "4" or "6b"): its verdict by the claim's own rule; for 3 and 6b the
+    pooled correlation with its intervals, the block count and whether it reaches the blocks the equivalence test
+    needs, for 4 the regimes counted over every trained model's blocks (`zoo_regimes`); "" where the zoo has not run."""
+    claims, where = judged(r, "zoo_claims")
     if claims is None:
         return ""
     rows = claims[claims["claim"].astype(str) == claim]
@@ -106,6 +163,8 @@ def zoo_pooled(r, claim: str) -> str:
     e = rows.iloc[0]
     if not np.isfinite(float(e["n_models"])):  # no run converged: nothing pooled to quote
         return f"Trained zoo (notebook 08, {where or 'this profile'}): {e['verdict']}, no trained run converged"
+    if claim == "4":
+        return _regimes(r, e, where)
     stat = "r(1 − R²_lin, gain)" if claim == "3" else "ρ(R²_lin, ΔPPL)"
     n, need = e["n_blocks"], e["n_needed"]
     power = (
@@ -119,4 +178,18 @@ def zoo_pooled(r, claim: str) -> str:
         f"{OUTCOME_WORDS.get(e['outcome'], e['outcome'])}; "
         f"the block count {power} the {_f(need, 0)} the equivalence test needs for 80 % power; by the claim's own "
         f"rule the zoo alone is {e['verdict']} (beside the offline models' verdict, which this does not change)"
+    )
+
+
+def _regimes(r, e: dict, where: str) -> str:
+    """Claim 4's zoo row in words: the regimes summed over the trained models, and the zoo's verdict."""
+    regimes, _ = zoo_table(r, "zoo_regimes")
+    counts = ""
+    if regimes is not None:
+        n = {c: int(regimes[c].sum()) for c in ("n_blocks", "n_broadly_linear", "n_outlier_concentrated")}
+        counts = (f": {n['n_broadly_linear']} broadly linear and {n['n_outlier_concentrated']} outlier-concentrated of "
+                  f"{n['n_blocks']} blocks over {len(regimes)} trained models")  # fmt: skip
+    return (
+        f"Trained zoo (notebook 08, {where or 'this profile'}){counts}; by the claim's own rule the zoo alone is "
+        f"{e['verdict']} (beside the offline models' verdict, which this does not change)"
     )

@@ -223,6 +223,11 @@ class Outputs:
     figures_dir: str | None = param(None, "figures (None: <results_dir>/figures)")
     report_path: str | None = param(None, "notebook 09's report (None: <results_dir>/report.md)")
     readme: str | None = param(None, "the README whose results block notebook 09 rewrites (None: none)")
+    beside: list[str] = param(
+        [],
+        "other profiles' results folders whose verdicts the report and the README block show beside this one's: a "
+        "column and a tally line each (results/full, results/zoo; a folder absent or unjudgeable is left out)",
+    )
     notebooks: list[str] | None = param(None, "the notebooks `linrec figures` runs without --only (None: all)")
 
 

@@ -1,0 +1,193 @@
+"""The report's claim table, judged once for the report and the README's results block (`claim_table`): each
+claim's verdict, its robustness and fresh-text cells, the tally (`tally_line`), and the verdicts of the other profiles
+a profile names (`beside`, its `beside` key: `results/full`, `results/zoo`) in a column and a tally line each, the
+zoo's on the claims it judges; and the notebooks' conclusions written again from today's rules (`findings`), so no
+verdict word stored under an older rule is printed. `linrec.outputs.report` lays the document out around them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from linrec.base.errors import LinrecError
+from linrec.claims.learned import controls_findings
+from linrec.claims.rules import VERDICTS, judge
+from linrec.claims.swap import swap_findings
+from linrec.outputs import catalog
+from linrec.outputs.claim_text import Claim
+from linrec.outputs.results import Results, replicated
+from linrec.outputs.zoo_text import zoo_verdicts
+
+# why the claim table's other fresh-text cells read "one sample"
+ONE_SAMPLE = (
+    "Claims 2, 3, 5, 6 and 7 rest on sample 0 alone: the samples keep the float64 statistics only, which is all "
+    "claims 1 and 4 need, while the others need stored rows (probes, baselines, controls), random-init captures, the "
+    "other corpora or the swapped model run again, each several minutes per sample and model."
+)
+
+
+def _fresh_text(r: Results) -> dict:
+    """The claim table's fresh-text column per claim: claims 1 and 4 from the replication on disjoint samples of text
+    (this profile's, else `results/full/`'s), every other claim on the one sample it was measured on."""
+    out = {entry.id: "one sample" for entry in catalog.CATALOG}
+    for claim, name in ((1, "r2_replicates_summary"), (4, "spectrum_replicates_summary")):
+        rep, where = replicated(r, name)
+        if rep is not None:
+            n = int(rep["n_samples"].min())
+            steady = rep["replication"].isin(["holds on every sample", "fails on every sample"]).all()
+            out[claim] = (f"same on {n} samples" if steady else "sample-dependent") + where
+    return out
+
+
+def verdict_table(results_dir: str | Path) -> pd.DataFrame:
+    """One row per claim of the catalog on the tables in `results_dir`: its number, what it is about, its verdict."""
+    return pd.DataFrame(
+        [{"claim": c.number, "what": c.title, "verdict": c.verdict} for c in catalog.build(Results(results_dir))]
+    )
+
+
+TALLY_LEAD = "**Does the paper hold?** Of"  # the tally line's lead for the profile the report is about
+
+
+def tally_line(verdicts: Iterable[str], lead: str = TALLY_LEAD) -> str:
+    """One line counting `verdicts` (one word per claim judged), in the order of `linrec.claims.VERDICTS`, after
+    `lead` ("**Does the paper hold?** Of" for this profile's; another profile's names it)."""
+    verdicts = list(verdicts)
+    counts = [(w, verdicts.count(w)) for w in VERDICTS]
+    return f"{lead} {len(verdicts)} checks: " + ", ".join(f"{k} {w}" for w, k in counts if k) + "."
+
+
+@dataclass(frozen=True)
+class Beside:
+    """Another profile's verdicts, shown beside this one's (a profile's `beside`): its column's head `name` (the
+    results folder's name), the `folder` as shown, what it `measured` (its models, or the zoo's runs) and its verdict
+    per claim it judges (`verdicts`: claim id as text → verdict; a claim it does not judge is absent)."""
+
+    name: str
+    folder: str
+    measured: str
+    verdicts: dict[str, str]
+
+    def tally(self) -> str:
+        """This profile's tally line, named."""
+        lead = f"**Profile {self.name}** (its column; `{self.folder}/`: {self.measured}), of"
+        return tally_line(self.verdicts.values(), lead)
+
+
+def beside(folder: str | Path, here: str | Path, root: Path | None = None) -> Beside | None:
+    """The verdicts judged on the last run of another profile, in results folder `folder`: the claims the zoo judges
+    (`linrec.outputs.zoo_text.zoo_verdicts`) for a folder of notebook 08's zoo (its verdict tables and no `capture`:
+    `results/zoo`), else every claim of the catalog. Both are judged
+    by today's rules on that folder's tables. None where `folder` is `here` (this profile's own), absent, holds no
+    verdict, or cannot be judged (an older linrec wrote it). `root`: the checkout the folder is shown relative to."""
+    folder, here = Path(folder), Path(here)
+    if not folder.is_dir() or folder.resolve() == here.resolve():
+        return None
+    shown = folder.resolve().relative_to(root.resolve()) if root and folder.resolve().is_relative_to(root.resolve()) \
+        else folder  # fmt: skip
+    try:
+        o = Results(folder)
+        cap = o.get("capture")
+        if cap is None and any(o.get(n) is not None for n in ("zoo_verdict", "zoo_claims")):  # the zoo's folder
+            verdicts = zoo_verdicts(o)
+            runs = o.get("zoo_runs")
+            models = f"{len(runs)} miniature decoders trained here" if runs is not None else "the zoo's runs"
+        else:
+            models = ", ".join(dict.fromkeys(cap["model"])) if cap is not None else "its models"
+            verdicts = {str(c.number): c.verdict for c in catalog.build(o)}
+    except LinrecError:
+        return None
+    return Beside(folder.name, str(shown), models, verdicts) if verdicts else None
+
+
+@dataclass
+class ClaimTable:
+    """What the claim table shows, judged once for the report and the README block alike (`claim_table`): this
+    profile's results `r`, its `claims` and their fresh-text cells, and the other profiles' verdicts (`beside`)."""
+
+    r: Results
+    claims: list[Claim]
+    fresh: dict
+    beside: list[Beside] = field(default_factory=list)
+
+
+def claim_table(results_dir: str | Path, folders: Iterable[str | Path] = (), root: Path | None = None) -> ClaimTable:
+    """Every claim judged on the tables in `results_dir`, and the verdicts of the profiles in `folders` (`beside`:
+    those absent or unjudgeable left out) to show beside them."""
+    r = Results(results_dir)
+    others = [b for f in folders if (b := beside(f, results_dir, root)) is not None]
+    return ClaimTable(r, catalog.build(r), _fresh_text(r), others)
+
+
+def claim_rows(t: ClaimTable) -> list[str]:
+    """The tally and one row per claim; with other profiles' verdicts (`t.beside`), one tally line per profile (a
+    list: this one's first) and a column each after the verdict, so a claim judged differently on more models, or on
+    the zoo, is seen on the first screen ("—" where that profile does not judge the claim)."""
+    head = "| # | claim | the paper | ours (95 % CI) | without position 0 | fresh text | verdict |"
+    tallies = [tally_line(c.verdict for c in t.claims), *(b.tally() for b in t.beside)]
+    rows = ["## Claim by claim", "", *([f"- {x}" for x in tallies] if t.beside else tallies), ""]
+    head += "".join(f" {b.name} |" for b in t.beside)
+    rows += [head, "|---" * head.count(" | ") + "|---|"]
+    for c in t.claims:
+        cells = [f"[{c.number}](#{c.anchor})", c.title, c.paper, sentence(c.headline), without_first(c),
+                 t.fresh[c.number], f"**{c.verdict}**"]  # fmt: skip
+        cells += [b.verdicts.get(str(c.number), "—") for b in t.beside]
+        rows.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+    return rows
+
+
+def sentence(text: str) -> str:
+    """`text` as a sentence: first letter upper case (the rest as written), one full stop."""
+    return text[:1].upper() + text[1:].rstrip(".") + "."
+
+
+def without_first(c: Claim) -> str:
+    """The claim table's robustness column: "holds" where the verdict is the same without position 0, else that
+    verdict; "—" for a claim the check does not apply to."""
+    if not c.without_first:
+        return "—"
+    return "same" if c.without_first == c.verdict else c.without_first
+
+
+def findings(r: Results, name: str) -> list[str]:
+    """The sentences of a study's conclusion (`linrec.studies.stages.Study.finding`, table `name`), written again from
+    today's rules on the tables they are drawn from (`FINDINGS`), so no verdict word a study stored under an older
+    rule is printed; a finding table with no such entry is printed as stored; [] where its notebook has not run."""
+    stored = r.get(name)
+    if stored is None:
+        return []
+    if name in FINDINGS:
+        return FINDINGS[name](r)
+    return list(stored["finding"]) if "finding" in stored.columns else []
+
+
+def _corpora_findings(r: Results) -> list[str]:
+    """Notebook 05's conclusion: each model's word by claim 5's rule (the shape-and-level convention, or the older
+    correlation rule on a table without the split)."""
+    v = judge(catalog.rule(5), r)
+    return [f"{e['model']}: the per-block profile across corpora is **{e.get('overlay_verdict', e['verdict'])}**."
+            for e in v.evidence]  # fmt: skip
+
+
+def _swap_findings(r: Results) -> list[str]:
+    """Notebook 06's conclusion (`linrec.claims.swap.swap_findings`) with claims 6a and 6b judged now."""
+    return swap_findings(judge(catalog.rule("6a"), r), judge(catalog.rule("6b"), r), r.get("swap_first"),
+                         r.get("swap_greedy"))  # fmt: skip
+
+
+def _controls_findings(r: Results) -> list[str]:
+    """Notebook 07's conclusion (`linrec.claims.learned.controls_findings`) with claims 2a and 2b judged now."""
+    init = r.get("controls_random_init_summary")
+    if init is None:
+        return []
+    return controls_findings(init, r.get("controls_inputs_summary"), r.get("controls_cross_feed_summary"),
+                             judge(catalog.rule("2a"), r), judge(catalog.rule("2b"), r))  # fmt: skip
+
+
+# a study's finding table → its sentences from the tables they are drawn from (`findings`)
+FINDINGS = {"corpora_verdict": _corpora_findings, "swap_verdict": _swap_findings,
+            "controls_verdict": _controls_findings}  # fmt: skip

@@ -1,0 +1,122 @@
+"""linrec.outputs.claim_table: the claim table judged once, other profiles' verdicts beside this one's (a tally line
+and a column each, the zoo's on the claims it judges), and the notebooks' conclusions worded by today's rules."""
+
+import re
+
+import pandas as pd
+
+from helpers import DEFAULT, ROOT
+from linrec.claims.tables import load_table, save_table
+from linrec.outputs import catalog
+from linrec.outputs.claim_table import claim_table
+from linrec.outputs.report import render
+
+
+def _claim_rows(text: str) -> list[list[str]]:
+    rows = re.findall(r"^\| \[[0-9ab]+\]\(#claim-.*$", text, flags=re.M)
+    return [re.split(r"(?<!\\)\|", row)[1:-1] for row in rows]
+
+
+def _tables_of(run, tmp_path):
+    """A copy of the results tables of `run` (no executed notebooks), to plant in."""
+    import shutil
+
+    d = tmp_path / run.name
+    shutil.copytree(run, d, ignore=shutil.ignore_patterns("notebooks", "figures", "timings", "report.*"))
+    return d
+
+
+def test_what_the_notebooks_concluded_is_worded_by_todays_rules_from_the_tables(tmp_path, monkeypatch):
+    """Issue 64: the section printed claim 5's old word ("a property of the model", stored by notebook 05 under the
+    older correlation rule) where claim 5's rule now says "undecided". Each line is written again from the tables it
+    is drawn from, in the stages' order: words planted in the stored finding tables never show, and a planted share
+    changes claim 5's word. Guards the stored words printed (planted: `findings` returning the stored column)."""
+    import linrec.outputs.report
+    from linrec.claims.learned import controls_findings
+    from linrec.claims.rules import judge
+    from linrec.claims.swap import swap_findings
+    from linrec.outputs.results import Results
+    from linrec.studies.stages import STUDIES
+
+    d = _tables_of(DEFAULT, tmp_path)
+    for name in ("swap_verdict", "controls_verdict"):
+        save_table(pd.DataFrame({"finding": ["Claim 6b: reproduced (a stale word)."]}), name, d)
+    corpora = load_table("corpora_verdict", d)
+    save_table(corpora.assign(verdict="mixed", overlay_verdict="a property of the model"), "corpora_verdict", d)
+
+    def concluded() -> list[str]:
+        text = render(d, tmp_path / "figs", tmp_path / "report.md")
+        return text.split("## What the notebooks concluded\n\n")[1].split("\n\n")[0].splitlines()
+
+    r = Results(d)
+    rule = catalog.rule
+    swap = swap_findings(judge(rule("6a"), r), judge(rule("6b"), r), r.get("swap_first"), r.get("swap_greedy"))
+    controls = controls_findings(
+        r.get("controls_random_init_summary"),
+        r.get("controls_inputs_summary"),
+        r.get("controls_cross_feed_summary"),
+        judge(rule("2a"), r),
+        judge(rule("2b"), r),
+    )
+    words = [e["overlay_verdict"] for e in judge(rule(5), r).evidence]
+    assert words == ["undecided"]  # the committed run's word by claim 5's rule (its intervals straddle 0.1)
+    lines = concluded()
+    assert lines == [f"- smollm2-135m: the per-block profile across corpora is **{words[0]}**."] + [
+        f"- {x}" for x in swap + controls]  # fmt: skip
+    assert "stale" not in "\n".join(lines) and "mixed" not in "\n".join(lines) and len(swap) > 3
+    save_table(corpora.assign(shape_lo=0.2, shape_hi=0.3), "corpora_verdict", d)  # shape share above 0.1
+    assert concluded()[0] == "- smollm2-135m: the per-block profile across corpora is **shaped by the corpus**."
+    monkeypatch.setattr(linrec.outputs.report, "STUDIES", [s for s in STUDIES if s.name != "swap"])
+    assert [x for x in concluded() if x[2:] in swap] == []
+
+
+def test_the_default_report_shows_every_profiles_verdicts_beside_its_own(tmp_path):
+    """Issue 64: the front page showed the default's verdicts alone (and full's as a default-only column). A profile
+    names the results folders whose verdicts it shows (`beside`): a tally line each and a column each, the zoo's only
+    on the claims it judges (2a, 3, 4, 6b), judged by today's rules on the zoo's measured tables, not read from the
+    words notebook 08 stored. Guards a column dropped, a folder read in another's place, the zoo's stored words
+    (planted stale here) shown, and this profile's own folder listed beside itself."""
+    import shutil
+
+    from helpers import claims_1_3_results
+    from linrec.claims.probe import verdict_3
+    from linrec.claims.regimes import verdict_4
+    from linrec.claims.swap import verdict_6b
+    from linrec.outputs.claim_table import beside
+
+    one = claims_1_3_results(tmp_path / "one")  # claim 1 reproduced here
+    two = claims_1_3_results(tmp_path / "two", max_r2=0.5, jump=0.05)  # and not there
+    project = tmp_path / "project"
+    shutil.copytree(one, project / "results" / "default")
+    shutil.copytree(two, project / "results" / "full")
+    zoo = _tables_of(ROOT / "results" / "zoo", project / "results")
+    claims = load_table("zoo_claims", zoo)
+    save_table(claims.assign(verdict="partly reproduced"), "zoo_claims", zoo)  # stale words: never shown
+    save_table(load_table("zoo_verdict", zoo).assign(claim2a="partly reproduced"), "zoo_verdict", zoo)
+    folders = [project / "results" / n for n in ("default", "full", "zoo")]
+    table = claim_table(folders[0], folders, project)
+    assert [b.name for b in table.beside] == ["full", "zoo"]  # its own folder is not beside itself
+    text = render(folders[0], tmp_path / "figs", tmp_path / "paper" / "report.md", table=table)
+    head = text[: text.index("## Setup")]
+    assert "- **Does the paper hold?** Of 10 checks:" in head
+    assert "- **Profile full** (its column; `results/full/`: its models), of 10 checks:" in head  # no capture table
+    n_runs = len(load_table("zoo_runs", zoo))
+    expected = {"2a": "reproduced", "3": verdict_3(load_table("zoo_probe_summary", zoo)).verdict,
+                "4": verdict_4(load_table("zoo_regimes", zoo)).verdict,
+                "6b": verdict_6b(load_table("zoo_swap_predictors", zoo)).verdict}  # fmt: skip
+    zoo_tally = re.search(rf"- \*\*Profile zoo\*\* \(its column; `results/zoo/`: {n_runs} miniature decoders "
+                          r"trained here\), of 4 checks: (.*)\.", head)  # fmt: skip
+    assert zoo_tally, head
+    counted = {w: int(k) for k, w in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", zoo_tally[1])}
+    assert counted == {w: list(expected.values()).count(w) for w in set(expected.values())}
+    assert "| verdict | full | zoo |" in head
+    for row in _claim_rows(head):
+        claim = row[0].strip()[1:].split("]")[0]
+        own, full, in_zoo = (c.strip().strip("*") for c in row[6:9])
+        assert in_zoo == expected.get(claim, "—"), (claim, in_zoo)
+        assert in_zoo != "partly reproduced"
+        if claim == "1":
+            assert own == "reproduced" and full in {"not reproduced", "not testable", "partly reproduced"}
+    assert beside(folders[0], folders[0]) is None and beside(project / "results" / "absent", folders[0]) is None
+    smoke = render(folders[0], tmp_path / "figs", tmp_path / "paper" / "smoke.md")  # a profile that names none
+    assert "Profile full" not in smoke and "| verdict |\n" in smoke

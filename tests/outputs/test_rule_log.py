@@ -1,0 +1,110 @@
+"""linrec.outputs.rule_log: each rule's hash moves with its thresholds, words and code and with nothing else (not
+comments, docstrings, formatting, the process or the machine), is recorded with the results it judged, and a changed
+rule after results exist is logged with the verdict before and after and shown in the generated changelog."""
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+
+from helpers import DEFAULT, ROOT
+from linrec.claims.tables import load_table
+from linrec.outputs import catalog
+from linrec.outputs.catalog import CATALOG
+from linrec.outputs.results import Results
+from linrec.outputs.rule_log import (
+    BEFORE_THE_RECORD,
+    HASH_DIGITS,
+    changelog,
+    normalised,
+    record,
+    rule_hash,
+    rule_text,
+)
+
+
+def test_a_rules_hash_moves_with_each_threshold_and_its_code_and_never_with_layout():
+    """Every threshold of every rule, planted one at a time, moves that rule's hash and no other part of it but the
+    threshold's line and the words built from it; the code is normalised: comments, docstrings and formatting do
+    not move it, an operator does."""
+    hashes = {entry.id: rule_hash(entry.rule) for entry in CATALOG}
+    assert len(set(hashes.values())) == len(CATALOG) and all(len(h) == HASH_DIGITS for h in hashes.values())
+    for entry in CATALOG:
+        for name in entry.rule.names():
+            value = getattr(entry.rule.thresholds, name)
+            moved = value + 1 if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+            if moved is None:
+                continue
+            planted = entry.rule.planted(**{name: moved})
+            assert rule_hash(planted) != hashes[entry.id], (entry.id, name)
+            assert f"{name} = {moved!r}" in rule_text(planted) and f"{name} = {value!r}" in rule_text(entry.rule)
+    plain = "def f(x, t=1):\n    return x <= t\n"
+    dressed = 'def f(x,\n      t=1):  # the rule\n    """Its words."""\n\n    return (x <= t)  # at equality too\n'
+    assert normalised(plain) == normalised(dressed) and normalised(plain) != normalised(plain.replace("<=", "<"))
+
+
+def test_a_rules_hash_is_the_same_in_another_process_with_other_string_hashing():
+    code = "from linrec.outputs.catalog import CATALOG; from linrec.outputs.rule_log import rule_hash; " \
+           "print(' '.join(rule_hash(e.rule) for e in CATALOG))"  # fmt: skip
+    here = " ".join(rule_hash(e.rule) for e in CATALOG)
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT / "lib")}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == here
+
+
+def test_a_threshold_changed_after_results_exist_is_logged_with_the_verdicts_before_and_after(tmp_path, monkeypatch):
+    """Results recorded under today's rules; claim 6a's budget then planted at -1 (its chosen block's ΔPPL of -0.14
+    no longer within it): the record logs the change with both hashes, the verdict before (recorded with the old
+    rule) and after, on the same tables; the changelog lists it and keeps the entry on what predates the record.
+    Guards a hash that ignores the thresholds (planted: no change logged) and a log that records the new verdict as
+    the old one."""
+    results = tmp_path / "results" / "default"
+    shutil.copytree(DEFAULT, results, ignore=shutil.ignore_patterns("notebooks", "figures", "timings", "report.*",
+                                                                    "rule_*.csv"))  # fmt: skip
+    before = catalog.build(Results(results))
+    assert record(results, before, today="2026-11-27").empty  # nothing recorded before: nothing changed
+    hashes = load_table("rule_hashes", results)
+    assert list(hashes["claim"]) == [str(e.id) for e in CATALOG] and set(hashes["recorded"]) == {"2026-11-27"}
+    assert record(results, before, today="2026-11-28").empty  # the same rules: still nothing, dates kept
+    assert set(load_table("rule_hashes", results)["recorded"]) == {"2026-11-27"}
+
+    old = catalog.rule("6a")
+    planted = tuple(replace(e, rule=e.rule.planted(CLAIM6_BUDGET=-1.0)) if e.id == "6a" else e for e in CATALOG)
+    monkeypatch.setattr(catalog, "CATALOG", planted)
+    after = catalog.build(Results(results))
+    v_before, v_after = (next(c.verdict for c in cl if c.number == "6a") for cl in (before, after))
+    assert v_before == "reproduced" and v_after != v_before
+    logged = record(results, after, today="2026-11-29")
+    assert logged.to_dict("records") == [
+        {"claim": "6a", "recorded": "2026-11-29", "hash_before": rule_hash(old),
+         "hash_after": rule_hash(catalog.rule("6a")), "verdict_before": v_before, "verdict_after": v_after,
+         "tables": "same"}
+    ]  # fmt: skip
+    assert rule_hash(old) != rule_hash(catalog.rule("6a"))
+    assert len(load_table("rule_changes", results)) == 1
+    text = changelog(tmp_path)
+    new = rule_hash(catalog.rule("6a"))
+    entry = (f"- 2026-11-29, `results/default/`, claim 6a: rule `{rule_hash(old)}` → `{new}`; "
+             f"verdict {v_before} → {v_after} (same tables).")  # fmt: skip
+    assert entry in text and BEFORE_THE_RECORD in text
+    assert f"| 6a | `{rule_hash(catalog.rule('6a'))}` | {v_after}, since 2026-11-29 |" in text
+
+
+def test_the_committed_changelog_is_generated_from_the_committed_records():
+    """paper/rules-changelog.md is `changelog` of the checkout's results folders (rerun `linrec report` after a
+    rule changes), and says honestly what predates the record: the 2b, 5, 6b and 7b changes, not captured."""
+    text = (ROOT / "paper" / "rules-changelog.md").read_text()
+    assert text == changelog(ROOT)
+    assert "2b, 5, 6b and 7b" in BEFORE_THE_RECORD and "not captured" in BEFORE_THE_RECORD
+
+
+def test_the_report_prints_each_rules_hash_under_its_words(tmp_path):
+    from linrec.outputs.report import render
+
+    text = render(DEFAULT, tmp_path / "figs", tmp_path / "report.md")
+    for entry in CATALOG:
+        section = text.split(f"### Claim {entry.id}:")[1]
+        rule_line = next(ln for ln in section.splitlines() if ln.startswith("**Rule.**"))
+        assert rule_line.endswith(f"*Rule `{rule_hash(entry.rule)}`.*"), entry.id
