@@ -82,6 +82,7 @@ def test_the_default_report_shows_every_profiles_verdicts_beside_its_own(tmp_pat
     from linrec.claims.probe import verdict_3
     from linrec.claims.regimes import verdict_4
     from linrec.claims.swap import verdict_6b
+    from linrec.claims.zoo import zoo_verdict
     from linrec.outputs.claim_table import beside
 
     one = claims_1_3_results(tmp_path / "one")  # claim 1 reproduced here
@@ -91,8 +92,8 @@ def test_the_default_report_shows_every_profiles_verdicts_beside_its_own(tmp_pat
     shutil.copytree(two, project / "results" / "full")
     zoo = _tables_of(ROOT / "results" / "zoo", project / "results")
     claims = load_table("zoo_claims", zoo)
-    save_table(claims.assign(verdict="partly reproduced"), "zoo_claims", zoo)  # stale words: never shown
-    save_table(load_table("zoo_verdict", zoo).assign(claim2a="partly reproduced"), "zoo_verdict", zoo)
+    save_table(claims.assign(verdict="stale"), "zoo_claims", zoo)  # stale words: never shown
+    save_table(load_table("zoo_verdict", zoo).assign(claim2a="stale"), "zoo_verdict", zoo)
     folders = [project / "results" / n for n in ("default", "full", "zoo")]
     table = claim_table(folders[0], folders, project)
     assert [b.name for b in table.beside] == ["full", "zoo"]  # its own folder is not beside itself
@@ -101,7 +102,11 @@ def test_the_default_report_shows_every_profiles_verdicts_beside_its_own(tmp_pat
     assert "- **Does the paper hold?** Of 10 checks:" in head
     assert "- **Profile full** (its column; `results/full/`: its models), of 10 checks:" in head  # no capture table
     n_runs = len(load_table("zoo_runs", zoo))
-    expected = {"2a": "reproduced", "3": verdict_3(load_table("zoo_probe_summary", zoo)).verdict,
+    runs = load_table("zoo_runs", zoo)
+    kept = runs[runs["converged"].astype(bool)]["run"].astype(str).tolist()
+    assert len(kept) == n_runs  # every committed zoo run converged: the decomposition on disk is theirs
+    two_a = zoo_verdict(load_table("zoo_components", zoo), load_table("training_comparisons", zoo), runs)["claim2a"]
+    expected = {"2a": two_a, "3": verdict_3(load_table("zoo_probe_summary", zoo)).verdict,
                 "4": verdict_4(load_table("zoo_regimes", zoo)).verdict,
                 "6b": verdict_6b(load_table("zoo_swap_predictors", zoo)).verdict}  # fmt: skip
     zoo_tally = re.search(rf"- \*\*Profile zoo\*\* \(its column; `results/zoo/`: {n_runs} miniature decoders "
@@ -114,7 +119,7 @@ def test_the_default_report_shows_every_profiles_verdicts_beside_its_own(tmp_pat
         claim = row[0].strip()[1:].split("]")[0]
         own, full, in_zoo = (c.strip().strip("*") for c in row[6:9])
         assert in_zoo == expected.get(claim, "—"), (claim, in_zoo)
-        assert in_zoo != "partly reproduced"
+        assert in_zoo != "stale"
         if claim == "1":
             assert own == "reproduced" and full in {"not reproduced", "not testable", "partly reproduced"}
     assert beside(folders[0], folders[0]) is None and beside(project / "results" / "absent", folders[0]) is None
