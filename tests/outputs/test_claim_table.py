@@ -99,8 +99,9 @@ def test_the_default_report_shows_every_profiles_verdicts_beside_its_own(tmp_pat
     assert [b.name for b in table.beside] == ["full", "zoo"]  # its own folder is not beside itself
     text = render(folders[0], tmp_path / "figs", tmp_path / "paper" / "report.md", table=table)
     head = text[: text.index("## Setup")]
-    assert "- **Does the paper hold?** Of 10 checks:" in head
-    assert "- **Profile full** (its column; `results/full/`: its models), of 10 checks:" in head  # no capture table
+    n = len(catalog.CATALOG)
+    assert f"- **Does the paper hold?** Of {n} checks:" in head
+    assert f"- **Profile full** (its column; `results/full/`: its models), of {n} checks:" in head  # no capture table
     n_runs = len(load_table("zoo_runs", zoo))
     runs = load_table("zoo_runs", zoo)
     kept = runs[runs["converged"].astype(bool)]["run"].astype(str).tolist()
