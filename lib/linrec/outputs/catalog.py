@@ -6,9 +6,12 @@ numbers (arXiv 2606.19379; sources in `paper/claims.md`), the studies whose tabl
 `linrec.outputs.report_figures.FIGURES`) and its caveat.
 
 The report, the README's results block, the notebooks and the command line read the claims through this module
-only (`row`, `rule`, `claims`); nothing else lists them. Adding a claim touches three files: its
-verdict function and `Rule` in its topic module under `linrec/claims/` (a `Rule` names the tables it
-reads and holds its thresholds, a frozen dataclass), its sentence in `claim_text`, and its row here.
+only (`row`, `rule`, `claims`); nothing else lists them. Adding a claim over tables that exist touches two
+source files: its verdict function and `Rule` in its topic module under `linrec/claims/` (a `Rule` names the tables
+it reads and holds its thresholds, a frozen dataclass), and its row here with its sentence (a short sentence may sit
+beside its row; the paper's claims keep theirs in `claim_text`); the tests count the claims from `CATALOG`, so only
+the new claim's own test is added (tried on 2026-11-27, issue 62: a trial claim 8 over `probe_summary`, 49 lines in
+`claims/probe.py`, this module and one test file; `linrec report` then rewrites the generated rules changelog).
 `tests/outputs/test_catalog.py` checks that each row's parts agree and that each rule's words follow its thresholds.
 """
 
