@@ -120,7 +120,8 @@ def _fitted_map_lines(window) -> list[str]:
     if not len(own) or not len(refit):
         return []
     lo, hi = refit["coverage95"].min(), refit["coverage95"].max()
-    label, setting = refit["what"].iloc[0].split(": ", 1)[-1], refit["setting"].iloc[0].split(", true")[0]
+    label = refit["what"].iloc[0].split(": ", 1)[-1]
+    setting = refit["setting"].iloc[0].split(", true")[0].split(", ", 1)[-1]  # "refit on N rows (… per parameter, d …)"
     where = (f"under the {COVERAGE_FLOOR:.2f} floor the tests require of a nominal {NOMINAL:.2f}"
              if lo < COVERAGE_FLOOR else f"at or above the {COVERAGE_FLOOR:.2f} floor")  # fmt: skip
     return [
@@ -131,7 +132,8 @@ def _fitted_map_lines(window) -> list[str]:
         "held-out R² a refit on other text of the same size would score, its expected value estimated by a separate "
         f"Monte Carlo over {REFIT_DRAWS:,} planted refits, each scored exactly — it covers {lo:.3f}–{hi:.3f} (rows "
         f"'{label}': {setting}), {where}. Read it as the fitted map's interval"
-        + ("; for the block's R²_lin it is somewhat narrow." if lo < COVERAGE_FLOOR else "."),
+        + ("; for the block's R²_lin it is somewhat narrow" if lo < COVERAGE_FLOOR else "")
+        + " (with few features the fit's spread weighs most beside the windows'; `docs/numerics.md`).",
         "",
     ]
 
