@@ -158,14 +158,15 @@ def test_the_block_r2_truth_against_the_least_squares_prediction_error_by_hand()
     """The refit truth (`refit_truth`: the expected population R² of a map refitted on n fresh rows, by Monte Carlo)
     on independent rows (offset 0) against the expected prediction error of least squares with an intercept on
     Gaussian rows, σ²(n + 1)(n − 2)/(n(n − p − 2)): R² 0.6, p = 2, n = 20 → 1 − 0.4 × 21 × 18/(20 × 16) = 0.5275;
-    R² 0.9, p = 6, n = 60 → 1 − 0.1 × 61 × 58/(60 × 52) = 0.88660. Planted: scoring each refit by the population
-    map (the truth = the planted R², what `r2_coverage` covers) misses both by over 10 standard errors."""
+    R² 0.9, p = 6, n = 60 → 1 − 0.1 × 61 × 58/(60 × 52) = 0.88660. Planted: leaving the intercept's error b̂² out of
+    the score misses the first by 0.02 (40 standard errors); the population map's R² as the truth (what
+    `r2_coverage` covers) misses both by over 10."""
     from linrec.analyses.calibration import refit_truth
 
     for r2, d, n in ((0.6, 2, 20), (0.9, 6, 60)):
         hand = 1 - (1 - r2) * (n + 1) * (n - 2) / (n * (n - d - 2))
-        mean, se = refit_truth(r2, n, d, offset=0.0, draws=2000)
-        assert 0 < se < 0.002 and abs(mean - hand) <= 3.5 * se, (mean, se, hand)
+        mean, se = refit_truth(r2, n, d, offset=0.0)
+        assert 0 < se < 0.001 and abs(mean - hand) <= 3.5 * se, (mean, se, hand)
         assert r2 - mean > 10 * se  # the refit's R² is short of the population map's
 
 
@@ -178,7 +179,7 @@ def test_the_r2_interval_covers_its_fitted_map_but_not_quite_the_blocks_r2_lin()
     refit covers "its own map" 0.90."""
     from linrec.analyses.calibration import COVERAGE_FLOOR, REFIT, refit_coverage
 
-    r = refit_coverage(32, 0.6, ratio=28.4, d=6, reps=300, draws=2000)
+    r = refit_coverage(32, 0.6, ratio=28.4, d=6, reps=300)
     assert r["procedure"] == REFIT and r["setting"].startswith("R² 0.6, refit on 199 rows (28.4 per parameter, d 6)")
     assert r["truth"] == pytest.approx(1 - 0.4 * 200 * 197 / (199 * 191), abs=0.003)  # near the independent-rows value
     assert r["coverage95_map"] >= COVERAGE_FLOOR, r
