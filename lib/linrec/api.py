@@ -62,13 +62,14 @@ CAPTURE_OPTIONS = {f.name: f.default for f in fields(CaptureConfig) if f.name in
 RUN_OPTIONS = {"batch_size": CaptureRun.batch_size, "progress": True, "name": None}
 SWAP_OPTIONS = {"first": "map", "test_windows": None}
 TEXTS = "texts"  # the corpus label of a list of strings (the tables' `corpus` column, the errors)
-RENAMED = {"r2_lo": "r2_lin_lo", "r2_hi": "r2_lin_hi"}  # `measure`'s columns: r2_lin's interval named for it
+RENAMED = {"r2_lo": "r2_lin_lo", "r2_hi": "r2_lin_hi"}  # `measure`'s columns: r2_lin's interval named beside it
 
 
 def measure(model, tokenizer, texts, *, seq_len: int = 128, tokens: int = 20_480, device: str | None = None,
             **options) -> pandas.DataFrame:  # fmt: skip
     """One row per FFN block of `model`: `block`, `r2_lin` (the held-out R²_lin of its closed-form affine map),
-    `r2_lin_lo`, `r2_lin_hi` (its 95 % interval over the held-out windows), then `linrec measure`'s other columns
+    `r2_lin_lo`, `r2_lin_hi` (its 95 % interval over the held-out windows: for the held-out R² of the fitted map,
+    held fixed, not for a refit's), then `linrec measure`'s other columns
     (`linrec.analyses.recoverability.ceiling_table`; its `r2_lo`, `r2_hi` are named `r2_lin_lo`, `r2_lin_hi` here).
 
     `tokens` tokens of `texts` in windows of `seq_len`, run on `device` (None: where the model is). `options`: seed,

@@ -32,9 +32,10 @@ def ceiling_table(capture, level: float = 0.95) -> pandas.DataFrame:
     """One row per block of `capture` (a `linrec.measure.capture.Capture`): the closed-form ceiling and its
     conditioning.
 
-    `r2_lo`, `r2_hi`: the `level` interval of `r2_lin` over the `n_test_windows` held-out windows (the
-    leave-one-window-out jackknife with a t quantile, `linrec.stats.heldout.r2_interval`; its coverage is measured in
-    `linrec.analyses.calibration`); NaN for a capture without held-out sums.
+    `r2_lo`, `r2_hi`: the `level` interval of `r2_lin` over the `n_test_windows` held-out windows, an interval for
+    the held-out R² of the fitted map (held fixed; the leave-one-window-out jackknife with a t quantile,
+    `linrec.stats.heldout.r2_interval`; its coverage is measured in `linrec.analyses.calibration`); NaN for a
+    capture without held-out sums.
     `first_var_share`, `r2_ex_first`: `first_position` (NaN for a capture without first-position
     statistics); `r2_ex_first_lo`, `r2_ex_first_hi`: its interval over the same held-out windows, from the sums
     the capture keeps for every position but the first (`Capture.heldout_rest`; NaN without them).

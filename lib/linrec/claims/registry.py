@@ -39,7 +39,10 @@ TABLES: dict[str, TableSpec] = {
         "one row per model: what the capture saw",
     ),
     "r2_lin": _spec(
-        "02", _R2_BLOCK, "per block: the closed-form ceiling (linrec.analyses.recoverability.ceiling_table)"
+        "02",
+        _R2_BLOCK,
+        "per block: the closed-form ceiling, r2_lo/r2_hi its interval for the held-out R² of the fitted map "
+        "(linrec.analyses.recoverability.ceiling_table)",
     ),
     "r2_lin_summary": _spec(
         "02",
@@ -244,7 +247,8 @@ TABLES: dict[str, TableSpec] = {
         "08",
         "model layout text init_seed data_seed block r2_lin r2_lo r2_hi gain gain_quad probe_stop regime delta_ppl "
         "delta_lo delta_hi ppl_base",
-        "per trained model of the zoo and block, at its last checkpoint: R²_lin with its interval, the probe's gain, "
+        "per trained model of the zoo and block, at its last checkpoint: R²_lin with its interval (the fitted map's), "
+        "the probe's gain, "
         "the regime, the held-out ΔPPL of swapping the block alone (linrec.analyses.zoo.block_table)",
     ),
     "zoo_distances": _spec(
@@ -446,9 +450,10 @@ TABLES: dict[str, TableSpec] = {
         "setting n_windows coverage95_before before",
         "per interval a verdict reads: for each across-block correlation the measured coverage of its 95 % and 90 % "
         "intervals and the share of each equivalence outcome at ρ = 0, simulated at the data's own blocks and AR(1) "
-        "dependence; for each window interval (R²_lin, a move, the seeds' parts, claim 5's shares, ΔPPL) its 95 % "
-        "coverage on planted blocks at the run's held-out windows, beside the interval it replaced (ΔPPL under "
-        "symmetric, Gamma, lognormal and costly-window costs; linrec.outputs.methods.coverage)",
+        "dependence; for each window interval (the held-out R² of the fitted map, a move, the seeds' parts, claim 5's "
+        "shares, ΔPPL) its 95 % coverage on planted blocks at the run's held-out windows, beside the interval it "
+        "replaced (ΔPPL under symmetric, Gamma, lognormal and costly-window costs); and the R²_lin interval's "
+        "coverage of the block's R²_lin, a refit at the run's rows per parameter (linrec.outputs.methods.coverage)",
     ),
     "routing_summary": _spec(
         "06",

@@ -105,9 +105,9 @@ def legend_below(ax, ncol: int = 1, **kw):
 
 
 def fig2_r2_lin(table, stem: str | Path | None = None):
-    """Figure 2, claim 1's figure: held-out R²_lin per block (window interval as error bars where the table has
-    `r2_lo`/`r2_hi`), per-feature median beside it, and R²_lin without the windows' first positions where the
-    table has `r2_ex_first`; one column per model, each with its legend below it."""
+    """Figure 2, claim 1's figure: held-out R²_lin per block (error bars where the table has `r2_lo`/`r2_hi`: the
+    window interval for the held-out R² of the fitted map), per-feature median beside it, and R²_lin without the
+    windows' first positions where the table has `r2_ex_first`; one column per model, each with its legend below it."""
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes, models, palette = _per_model_axes(table, sharey="row")
     for k, model in enumerate(models):
@@ -233,8 +233,8 @@ CORPUS_STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
 
 def fig5_corpora(table, stem: str | Path | None = None):
     """Figure 5: R²_lin per block on each corpus, one panel per model; each corpus has its own colour, line style and
-    marker (the same in every panel), shaded band = the 95 % jackknife interval over held-out windows (`r2_lo`,
-    `r2_hi`). One legend, below the panels."""
+    marker (the same in every panel), shaded band = the 95 % jackknife interval over held-out windows for the held-out
+    R² of the fitted map (`r2_lo`, `r2_hi`). One legend, below the panels."""
     sns.set_theme(style="whitegrid", context="paper")
     corpora = list(dict.fromkeys(table["corpus"]))
     colours = dict(zip(corpora, sns.color_palette("Dark2", len(corpora))))

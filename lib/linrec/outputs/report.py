@@ -286,8 +286,8 @@ def _bias_limitation(r: Results, out: Path) -> str:
     is too old to use or absent, where it would be."""
     text = (
         "- Held-out R² from a finite train split is biased low by about (1 − R²)·p/(n − p − 1) for n train rows and "
-        "p = d_in + 1 parameters per output; the per-block window intervals hold the fitted map fixed, so they do "
-        "not include refitting uncertainty."
+        "p = d_in + 1 parameters per output; the per-block window intervals are for the held-out R² of the fitted map, "
+        "held fixed: they do not include refitting uncertainty (the methods table measures what that costs)."
     )
     overview, source = r.get("r2_curve_overview"), ""
     if overview is None:

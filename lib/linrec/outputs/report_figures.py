@@ -26,9 +26,9 @@ FIGURES = [
     (
         "fig2_r2_lin",
         "02",
-        "Figure 2 (R²_lin panel). Per-block R²_lin with its 95 % interval over held-out windows (leave-one-window-out "
-        "jackknife; solid), the per-feature median R² (dotted) and R²_lin without each window's first position "
-        "(dashed).",
+        "Figure 2 (R²_lin panel). Per-block R²_lin with its 95 % interval for the held-out R² of the fitted map "
+        "(leave-one-window-out jackknife over held-out windows; solid), the per-feature median R² (dotted) and R²_lin "
+        "without each window's first position (dashed).",
     ),
     (
         "fig2_swap",
@@ -49,9 +49,9 @@ FIGURES = [
         "08",
         "Figure 8. The same architecture trained from scratch (`params/training.yaml`): top, R²_lin of every block "
         "against the training step for each run (step 0 is the random initialisation); bottom left, every run's "
-        "profile at its last checkpoint (95 % window-interval bars) over its step-0 profile (dotted); bottom right, "
-        "the distance between two init seeds' profiles while training, with its 95 % interval, against the noise "
-        "floor.",
+        "profile at its last checkpoint (95 % bars: the fitted map's held-out R²) over its step-0 profile (dotted); "
+        "bottom right, the distance between two init seeds' profiles while training, with its 95 % interval, against "
+        "the noise floor.",
     ),
     (
         "fig8b_zoo",

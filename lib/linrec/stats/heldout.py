@@ -17,8 +17,10 @@ features are like that); SST is shift-invariant. For a multiset of windows with 
 
 which on all windows (k ≡ 1) is exactly `ceiling.score(fit, test_moments).r2` (SST around the
 test mean). Leaving out (or resampling) whole windows keeps the correlation between the positions
-of one window; the fitted map is held fixed (this is the uncertainty of the held-out score of
-*this* map, not of re-fitting on another train split).
+of one window; the fitted map is held fixed, so the interval is one for the **held-out R² of the
+fitted map** (the uncertainty of the held-out score of *this* map), not for the block's R²_lin as a
+refit on another train split would score it, which it covers less often
+(`linrec.analyses.calibration.refit_coverage`).
 
 `HeldOutSums` is the accumulator the capture feeds, one test batch at a time. Given the train split's
 first-position statistics it also keeps the same sums for every position but the windows' first, against the map
@@ -114,8 +116,10 @@ def _check(h: HeldOut | None, level: float) -> None:
 
 
 def r2_interval(heldout_block: HeldOut, level: float = 0.95) -> tuple[float, float]:
-    """(lo, hi): the held-out R² of one block ∓ t_{W−1} × its leave-one-window-out jackknife standard error
-    (`linrec.stats.jackknife`; measured coverage in `linrec.analyses.calibration`). One window gives (R², R²)."""
+    """(lo, hi): the held-out R² of one block's fitted map ∓ t_{W−1} × its leave-one-window-out jackknife standard
+    error (`linrec.stats.jackknife`): an interval for the held-out R² of the fitted map, held fixed (measured coverage
+    in `linrec.analyses.calibration`: `r2_coverage` for that, `refit_coverage` as one for a refit's R²). One window
+    gives (R², R²)."""
 
     h = heldout_block
     _check(h, level)

@@ -1,7 +1,7 @@
 """Intervals over held-out windows by the leave-one-window-out jackknife (issue 45).
 
-Every held-out number linrec reports is a smooth function of per-window sums: R²_lin of a block
-(`linrec.stats.heldout.r2_of_counts`), a difference of two blocks' R²_lin, the shares of a profile's variance over
+Every held-out number linrec reports is a smooth function of per-window sums: the held-out R² of a block's fitted
+map (`linrec.stats.heldout.r2_of_counts`), a difference of two blocks' R²_lin, the shares of a profile's variance over
 corpora, a difference in perplexity. Such a statistic θ is written here as a function of window multiplicities
 (`stat(counts)`, counts [B, W] → values [B, ...]), so the same function gives the estimate (every window once) and
 its W leave-one-out replicates θ₍ᵢ₎ (every window but i). The jackknife standard error is
@@ -13,9 +13,9 @@ on three corpora: each corpus has its own windows) delete one window of one set 
 and the degrees of freedom are Welch–Satterthwaite's, ν = (Σ v_g)² / Σ (v_g² / (W_g − 1)).
 
 Why not the percentile bootstrap the project used before: on 32 held-out windows, the number of a default capture,
-its 95 % interval of R²_lin covered the truth of a planted map in 0.90 of simulated data sets, below the 0.93 the
-tests require; this jackknife covers in 0.94-0.95 (`linrec.analyses.calibration`, measured for each statistic a
-verdict reads). It is also deterministic — no resampling seed — so a rerun writes the same interval.
+its 95 % interval of the held-out R² of a planted map covered the truth in 0.90 of simulated data sets, below the
+0.93 the tests require; this jackknife covers in 0.94-0.95 (`linrec.analyses.calibration`, measured for each
+statistic a verdict reads). It is also deterministic — no resampling seed — so a rerun writes the same interval.
 
 A mean of skewed per-window values needs more (issue 64): a change in perplexity is carried by per-window costs
 that can be right-skewed (a few windows cost much more than the rest), and the symmetric t interval then misses
