@@ -47,3 +47,14 @@ def test_drop_absent_removes_an_earlier_runs_table_of_a_stage_switched_off_and_n
     whole.write(tmp_path).drop_absent(tmp_path)
     assert sorted(p.name for p in tmp_path.glob("*.csv")) == ["corpora.csv"]
     assert load_table("corpora", tmp_path)["model"].tolist() == ["m"]
+
+
+def test_drop_absent_with_names_removes_only_those_fields_files(tmp_path):
+    """The zoo writes its verdict tables apart from the stage's other tables (`studies.training.zoo`): a None field
+    outside `names` keeps its file (planted: names ignored), one inside loses it (planted: never unlinked)."""
+    earlier = _Whole(planted("corpora", model="old"), planted("corpora_agreement", model="old"), pd.DataFrame(),
+                     _Part())  # fmt: skip
+    earlier.write(tmp_path)
+    _Whole(None, None, pd.DataFrame(), _Part()).drop_absent(tmp_path, ("corpora_agreement",))
+    assert sorted(p.name for p in tmp_path.glob("*.csv")) == ["corpora.csv"]
+    assert load_table("corpora", tmp_path)["model"].tolist() == ["old"]

@@ -75,11 +75,12 @@ class Result:
                 part.write(out)
         return self
 
-    def drop_absent(self, results_dir: str | Path) -> None:
+    def drop_absent(self, results_dir: str | Path, names: tuple[str, ...] | None = None) -> None:
         """Remove the file under `results_dir` of every registered table field left None (a stage this profile
-        switched off, e.g. routing with `route_blocks: 0`): an earlier run's table must not be read as this run's."""
+        switched off, e.g. routing with `route_blocks: 0`; with `names`, of those fields only): an earlier run's
+        table must not be read as this run's."""
         out = Path(results_dir)
         out = out if out.is_absolute() else project_root() / out
         for f in fields(self):
-            if f.name in TABLES and getattr(self, f.name) is None:
+            if f.name in TABLES and (names is None or f.name in names) and getattr(self, f.name) is None:
                 table_path(f.name, out).unlink(missing_ok=True)

@@ -51,7 +51,7 @@ from linrec.claims.probe import probe_summary
 from linrec.claims.regimes import regime_summary
 from linrec.claims.registry import TABLES
 from linrec.claims.swap import swap_predictors
-from linrec.claims.tables import load_table, load_timings, table_path
+from linrec.claims.tables import load_table, load_timings
 from linrec.claims.zoo import pooled_claims, zoo_verdict
 from linrec.inputs.models import load_model
 from linrec.inputs.training import made_on, profile_configs, runs
@@ -302,9 +302,9 @@ def zoo(p: Profile, r: Runs, where: Path) -> None:
         zoo_regimes=regimes,
         zoo_claims=pooled_claims(probe, pred, regimes, runs_written),
     ).write(where)
-    for name in ("zoo_distances", "zoo_components", "zoo_probe_summary", "zoo_swap_predictors", "zoo_regimes"):
-        if getattr(verdicts, name) is None:  # not computable on these runs: an earlier run's table must not stay
-            table_path(name, where).unlink(missing_ok=True)
+    # not computable on these runs: an earlier run's table must not stay (the other fields are other stages')
+    verdicts.drop_absent(where, ("zoo_distances", "zoo_components", "zoo_probe_summary", "zoo_swap_predictors",
+                                 "zoo_regimes"))  # fmt: skip
 
 
 def summarise(tables: Tables, p: Settings) -> Tables:
