@@ -118,3 +118,15 @@ def test_cross_feeding_switched_off_writes_neither_of_its_tables(setup):
     ours = {n for n, spec in TABLES.items() if spec.notebook == "07"}
     assert _written(tmp / "results") == ours - {"controls_cross_feed", "controls_cross_feed_summary"}
     assert not any(line.startswith("inputs of ") for line in result.controls_verdict["finding"])
+
+
+def test_the_twins_are_captured_on_at_most_twin_tokens_and_the_models_on_their_own(setup):
+    """`twin_tokens` caps the random-init twins' captures (the default profile's time budget), never the trained
+    model's, and never raises a twin above the model's own tokens. Guards the cap applied to the trained capture
+    (planted: its tokens 1,600) and ignored (planted: the twins' 3,200)."""
+    model_dir, corpus, tmp = setup
+    caps = study.captures(_profile(model_dir, corpus, tmp, twin_tokens=1600))
+    assert caps.trained[model_dir].config.tokens == CAPTURE["tokens"]
+    assert {c.config.tokens for c in caps.inits.values()} == {1600} and len(caps.inits) == 2
+    assert study.twin_config(_profile(model_dir, corpus, tmp, twin_tokens=None), model_dir, 0).tokens == 3200
+    assert study.twin_config(_profile(model_dir, corpus, tmp, twin_tokens=10**6), model_dir, 0).tokens == 3200

@@ -85,12 +85,17 @@ def captures(p: Profile) -> Captures:
     trained = {m: get_capture(p.capture_config(m), run) for m in models}
     seeds, sample_rows = p.init_seeds, p.capture_config(models[0]).sample_rows
     rows = {s: (p.control_rows or sample_rows) if s == seeds[0] else 0 for s in seeds}
-    inits = {
-        (m, s): get_capture(replace(p.capture_config(random_init_spec(m, s)), sample_rows=rows[s]), run)
-        for m in models
-        for s in seeds
-    }
+    inits = {(m, s): get_capture(twin_config(p, m, rows[s], s), run) for m in models for s in seeds}
     return Captures(models, trained, inits, p.capture_config(models[0]), run)
+
+
+def twin_config(p: Profile, model: str, sample_rows: int, seed: int = 0) -> CaptureConfig:
+    """How `model`'s random-init twin of init seed `seed` is captured: the model's own request on at most
+    `p.twin_tokens` tokens (a twin's profile is a reference, not the measurement: on SmolLM2 its two captures were
+    290 of notebook 07's 710 s on one core), keeping `sample_rows` raw rows."""
+    cfg = p.capture_config(random_init_spec(model, seed))
+    tokens = cfg.tokens if p.twin_tokens is None else min(cfg.tokens, p.twin_tokens)
+    return replace(cfg, tokens=tokens, sample_rows=sample_rows)
 
 
 def random_init_profiles(caps: Captures) -> pd.DataFrame:

@@ -103,6 +103,9 @@ class ControlsParams:
 
     encoder_models: list[str] = param(["minilm-l6"], "plain-GELU encoders measured beside `models`, here only")
     init_seeds: list[int] = param([0, 1], "random-init twins per model")
+    twin_tokens: int | None = param(
+        10_240, "tokens each random-init twin is captured on, at most the model's own (None: the model's own)"
+    )
     control_rows: int | None = param(4096, "rows per control (None: every stored row)")
     cross_feeding: bool = param(False, "section 3 (no verdict rests on it; params/full.yaml runs it)")
     cross_pairs: list[list[str]] | None = param(
