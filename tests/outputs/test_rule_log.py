@@ -108,3 +108,15 @@ def test_the_report_prints_each_rules_hash_under_its_words(tmp_path):
         section = text.split(f"### Claim {entry.id}:")[1]
         rule_line = next(ln for ln in section.splitlines() if ln.startswith("**Rule.**"))
         assert rule_line.endswith(f"*Rule `{rule_hash(entry.rule)}`.*"), entry.id
+
+
+def test_the_smoke_profiles_scratch_folder_never_enters_the_changelog(tmp_path):
+    """`make smoke` records its rules in results/smoke/ (git-ignored); the committed changelog must not list it, or
+    a fresh clone, which has no such folder, would generate another text. Planted: SCRATCH emptied fails."""
+    import shutil
+
+    for name in ("default", "smoke"):
+        (tmp_path / "results" / name).mkdir(parents=True)
+        shutil.copy(ROOT / "results" / "default" / "rule_hashes.csv", tmp_path / "results" / name)
+    text = changelog(tmp_path)
+    assert "`results/default/`" in text and "results/smoke" not in text

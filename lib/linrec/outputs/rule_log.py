@@ -43,6 +43,7 @@ from linrec.outputs.claim_text import Claim
 HASH_DIGITS = 8  # the short hash the report prints
 HASHES, CHANGES = "rule_hashes", "rule_changes"  # the record's tables in each results folder (notebook 09)
 CHANGELOG = "paper/rules-changelog.md"  # written from every results folder's record, relative to the checkout
+SCRATCH = ("smoke",)  # results/smoke/: the tiny test profile's git-ignored folder, never in the changelog
 RULE_PACKAGE = "linrec.claims"  # the code a rule's hash follows
 SIMPLE = (int, float, str, bool, type(None))  # constants hashed by value
 
@@ -164,8 +165,8 @@ def changelog(root: str | Path) -> str:
     one (`record`): today's rules with their hashes and the verdict each folder last recorded, every change of a
     rule's hash after results existed (newest first), and what happened before the record."""
     root = Path(root)
-    folders = sorted(p for p in (root / "results").iterdir() if table_path(HASHES, p).is_file()) \
-        if (root / "results").is_dir() else []  # fmt: skip
+    folders = sorted(p for p in (root / "results").iterdir() if table_path(HASHES, p).is_file()
+                     and p.name not in SCRATCH) if (root / "results").is_dir() else []  # fmt: skip
     now = {entry.id: rule_hash(entry.rule) for entry in catalog.CATALOG}
     lines = [
         "# Rules changelog",
