@@ -49,6 +49,21 @@ def test_the_anchor_findings_name_which_r_is_the_anchors_and_quote_both_verdicts
     assert "control perplexity 18.50 / 19.25)" in line  # k = 1, 2 in order; the k = 0 row (the base) is no control
 
 
+def _planted_routing(d):
+    """A routing summary, identity and split-AUC table of one routed block (block 2 of model m) written under `d`;
+    (identity, split)."""
+    save_table(planted("routing_summary", model="m", n_blocks_routed=4, best_block=2, outcome="inconclusive"),
+               "routing_summary", d)  # fmt: skip
+    identity = planted("routing_identity", model="m", block=2, corpus_a="wiki", corpus_b="web", r_need=0.41,
+                       r_need_lo=0.3, r_need_hi=0.52, r_need_lo90=0.32, r_need_hi90=0.5, r=0.8, r_lo=0.7,
+                       r_hi=0.9)  # fmt: skip
+    split = pd.concat([planted("routing_split_auc", model="m", block=2, target="quantile", part=p, auc=a)
+                       for p, a in (("full", 0.71), ("token", 0.55), ("context", 0.7))])  # fmt: skip
+    save_table(identity, "routing_identity", d)
+    save_table(split, "routing_split_auc", d)
+    return identity, split
+
+
 def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tmp_path):
     """The report's routing section on planted tables: the summary, the anchor's verdicts, the need and gate tables
     with their intervals, this profile's healing and params/healing.yaml's (results/healing/) beside it."""
@@ -59,27 +74,7 @@ def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tm
 
     d, other = tmp_path / "default", tmp_path / "healing"
 
-    save_table(planted("routing_summary", model="m", n_blocks_routed=4, best_block=2, outcome="inconclusive"),
-               "routing_summary", d)  # fmt: skip
-    identity = planted(
-        "routing_identity",
-        model="m",
-        block=2,
-        corpus_a="wiki",
-        corpus_b="web",
-        r_need=0.41,
-        r_need_lo=0.3,
-        r_need_hi=0.52,
-        r_need_lo90=0.32,
-        r_need_hi90=0.5,
-        r=0.8,
-        r_lo=0.7,
-        r_hi=0.9,
-    )
-    split = pd.concat([planted("routing_split_auc", model="m", block=2, target="quantile", part=p, auc=a)
-                       for p, a in (("full", 0.71), ("token", 0.55), ("context", 0.7))])  # fmt: skip
-    save_table(identity, "routing_identity", d)
-    save_table(split, "routing_split_auc", d)
+    identity, split = _planted_routing(d)
     save_table(anchor_table(identity, split), "routing_anchor", d)
     heal = planted("routing_heal", model="tiny", mode="all", k=1, blocks="3", steps=10, batch_size=4,
                    delta_after=0.02, delta_after_lo=-0.01, delta_after_hi=0.05, ppl_control=20.0).drop(
@@ -125,27 +120,7 @@ def test_the_anchors_and_healings_verdicts_are_todays_rules_on_their_tables(tmp_
     from linrec.outputs.routing_text import routing_section
 
     d = tmp_path / "default"
-    save_table(planted("routing_summary", model="m", n_blocks_routed=4, best_block=2, outcome="inconclusive"),
-               "routing_summary", d)  # fmt: skip
-    identity = planted(
-        "routing_identity",
-        model="m",
-        block=2,
-        corpus_a="wiki",
-        corpus_b="web",
-        r_need=0.41,
-        r_need_lo=0.3,
-        r_need_hi=0.52,
-        r_need_lo90=0.32,
-        r_need_hi90=0.5,
-        r=0.8,
-        r_lo=0.7,
-        r_hi=0.9,
-    )
-    split = pd.concat([planted("routing_split_auc", model="m", block=2, target="quantile", part=p, auc=a)
-                       for p, a in (("full", 0.71), ("token", 0.55), ("context", 0.7))])  # fmt: skip
-    save_table(identity, "routing_identity", d)
-    save_table(split, "routing_split_auc", d)
+    identity, split = _planted_routing(d)
     today = anchor_table(identity, split)
     save_table(today.assign(need_verdict="a stale word"), "routing_anchor", d)
     heal = planted("routing_heal", model="tiny", mode="all", k=1, blocks="3", steps=10, batch_size=4,
