@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.analyses.zoo import converged_runs
 from linrec.base.errors import LinrecError, StaleTableError
 from linrec.claims.learned import seeds_verdict
 from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_TESTABLE
@@ -80,11 +79,7 @@ def judged(r, name: str) -> tuple[pd.DataFrame | None, str]:
         comp, comparisons = zoo_table(r, "zoo_components")[0], zoo_table(r, "training_comparisons")[0]
         if comp is None:
             return stored, where
-        if runs is not None and comparisons is not None:  # the converged runs' comparisons, as notebook 08 reads them
-            keep = converged_runs(runs)
-            a, b = comparisons["a"].astype(str), comparisons["b"].astype(str).str.removesuffix(" step 0")
-            comparisons = comparisons[a.isin(keep) & b.isin(keep)]
-        return pd.DataFrame([zoo_verdict(comp, comparisons, runs)]), where
+        return pd.DataFrame([zoo_verdict(comp, comparisons, runs)]), where  # it keeps the converged runs itself
     except LinrecError:  # tables of an older linrec that today's rules cannot read: the words notebook 08 stored
         return stored, where
 
