@@ -8,6 +8,7 @@ separate processes, then the zoo's study (`linrec.studies.training.run`) on the 
         --train steps=40 --train d_model=32 --train n_layers=2 --train vocab=512 -p train_measure_tokens 4096
     PYTHONPATH=lib python3 benchmarks/gpu_zoo.py --out /tmp/curves --curves-only --train steps=2000 \\
         -p train_variants "[gpt2, pythia, llama]" -p train_init_seeds "[0]" -p train_texts "[]"
+    PYTHONPATH=lib python3 benchmarks/gpu_zoo.py --out results/zoo_precision --compare /tmp/bf16 /tmp/f32  # no training
 
 What it does, in order:
 
@@ -42,6 +43,7 @@ from dataclasses import asdict
 from multiprocessing import get_context
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 
@@ -101,9 +103,49 @@ def plot_curves(curves: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+def compare_precision(a: str | Path, b: str | Path) -> pd.DataFrame:
+    """Two `--curves-only` folders of the same runs trained at two precisions (`a`, e.g. bf16; `b`, e.g. float32)
+    set side by side: one row per run in both, with each one's final and best held-out loss, their difference
+    (`delta_final` = a - b), the largest |a - b| over the held-out evaluations both made (`max_abs_delta_curve`), and
+    the noise it is read against: the range of the final held-out loss over the init seeds of the run's layout in
+    `a` (`seed_range_a`) and in `b` where it has more than one seed (`seed_range_b`); `within_seed_range` says whether
+    |delta_final| is at most the larger of the two ranges."""
+    pa, pb = (pd.read_csv(Path(d) / "zoo_plateau.csv") for d in (a, b))
+    ca, cb = (pd.read_csv(Path(d) / "zoo_curves.csv") for d in (a, b))
+    ca, cb = (c[c["kind"] == "heldout"] for c in (ca, cb))
+    ranges = {}
+    for tag, t in (("a", pa), ("b", pb)):
+        g = t.groupby("layout")["final_heldout_loss"]
+        ranges[tag] = (g.max() - g.min()).where(g.count() > 1)
+    rows = []
+    for _, ra in pa.iterrows():
+        rb = pb[pb["run"] == ra["run"]]
+        if rb.empty:
+            continue
+        rb = rb.iloc[0]
+        both = ca[ca["run"] == ra["run"]].merge(cb[cb["run"] == ra["run"]], on="step", suffixes=("_a", "_b"))
+        range_a, range_b = ranges["a"].get(ra["layout"], np.nan), ranges["b"].get(ra["layout"], np.nan)
+        delta = ra["final_heldout_loss"] - rb["final_heldout_loss"]
+        rows.append({
+            "run": ra["run"], "layout": ra["layout"], "precision_a": ra["precision"], "precision_b": rb["precision"],
+            "final_heldout_a": ra["final_heldout_loss"], "final_heldout_b": rb["final_heldout_loss"],
+            "delta_final": delta, "best_heldout_a": ra["best_heldout_loss"], "best_heldout_b": rb["best_heldout_loss"],
+            "max_abs_delta_curve": float((both["loss_a"] - both["loss_b"]).abs().max()), "n_evals": len(both),
+            "seed_range_a": range_a, "seed_range_b": range_b,
+            "within_seed_range": bool(abs(delta) <= np.nanmax([range_a, range_b, -np.inf])),
+            "seconds_train_a": ra["seconds_train"], "seconds_train_b": rb["seconds_train"],
+        })  # fmt: skip
+    if not rows:
+        raise SystemExit(f"compare: no run of {a} is also in {b}")
+    return pd.DataFrame(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", required=True, help="folder for the results tables, curves and timings")
+    ap.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                    help="no training: set two --curves-only folders of the same runs at two precisions side by side "
+                         "(compare_precision), written to OUT/precision.csv")  # fmt: skip
     ap.add_argument("--profile", default="zoo", help="the profile (default: zoo, params/zoo.yaml)")
     ap.add_argument("--device", default="cuda", help="cuda (default), cuda:N or cpu")
     ap.add_argument("--precision", choices=["bf16", "float32"], default=None,
@@ -115,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="a profile parameter, as linrec figures -p (repeatable)")  # fmt: skip
     ap.add_argument("--curves-only", action="store_true", help="train and write the curves; no measuring, no study")
     args = ap.parse_args(argv)
+    if args.compare:
+        table = compare_precision(*args.compare)
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        table.to_csv(Path(args.out) / "precision.csv", index=False)
+        print(table.to_string(index=False))
+        return 0
 
     from linrec.app.profile import load_profile, parse_overrides, profile_path, read_profile
     from linrec.inputs.training import profile_configs
