@@ -50,7 +50,7 @@ def test_every_band_by_hand():
         se_b = np.sqrt(11 / 12 * ((jack - jack.mean()) ** 2).sum())
         half = stats.t.ppf(0.975, 11) * np.sqrt(se_b**2 + se_w**2)
         r = t[t["band"] == k].iloc[0]
-        assert r["wmi"] == pytest.approx(_wmi(mk)) and r["se_blocks"] == pytest.approx(se_b)
+        assert r["wmi"] == pytest.approx(_wmi(mk)) and r["se_jack"] == pytest.approx(se_b)
         assert (r["wmi_lo"], r["wmi_hi"]) == pytest.approx((_wmi(mk) - half, _wmi(mk) + half))
         assert r["windows_band"] == 3 and r["se_windows"] == pytest.approx(se_w)
     measured = pd.DataFrame({"model": "m", "band": [1, 2], "se_windows": [0.5, 0.7], "windows_band": [1, 3]})

@@ -9,7 +9,7 @@ decision: with only the diagonal and its neighbours, a smooth trend over depth c
 lands in the shared part (`two_factor_shares`), so the unique shares there are the weakest lower bounds.
 
 The interval is the one claim 2b has read since issue 45, named for what it covers (`INTERVAL_2B`): the point ±
-t_{blocks − 1} · √(se_blocks² + se_windows²), se_blocks from a leave-one-block-out jackknife over the blocks in the
+t_{blocks − 1} · √(se_jack² + se_windows²), se_jack from a leave-one-block-out jackknife over the blocks in the
 band (every entry of block b dropped, as FFN or as inputs), se_windows from the held-out windows' bootstrap of the
 same band's shares (`linrec.analyses.decomposition.decomposition`, half-width / 1.96). The fitted maps are held fixed:
 it is an interval for this matrix's share, over which blocks were measured and which held-out windows scored them.
@@ -40,17 +40,17 @@ def wmi(m: pd.DataFrame) -> float:
 
 
 def wmi_interval(m: pd.DataFrame, se_windows: float, level: float = 0.95) -> dict:
-    """`wmi` of the entries `m` with its interval (`INTERVAL_2B`): point, se_blocks, lo, hi and the number of blocks;
+    """`wmi` of the entries `m` with its interval (`INTERVAL_2B`): point, se_jack, lo, hi and the number of blocks;
     NaN where fewer than 3 blocks are present."""
     ids = np.unique(np.concatenate([m["ffn_block"].to_numpy(), m["input_block"].to_numpy()]))
     n = len(ids)
     if n < 3:
-        return {"n_blocks": n, "wmi": np.nan, "se_blocks": np.nan, "wmi_lo": np.nan, "wmi_hi": np.nan}
+        return {"n_blocks": n, "wmi": np.nan, "se_jack": np.nan, "wmi_lo": np.nan, "wmi_hi": np.nan}
     point = wmi(m)
     jack = np.array([wmi(m[(m["ffn_block"] != b) & (m["input_block"] != b)]) for b in ids])
     se_b = float(np.sqrt((n - 1) / n * ((jack - jack.mean()) ** 2).sum()))
     half = float(student.ppf(0.5 + level / 2, n - 1)) * np.sqrt(se_b**2 + se_windows**2)
-    return {"n_blocks": n, "wmi": point, "se_blocks": se_b, "wmi_lo": point - half, "wmi_hi": point + half}
+    return {"n_blocks": n, "wmi": point, "se_jack": se_b, "wmi_lo": point - half, "wmi_hi": point + half}
 
 
 def band_of(m: pd.DataFrame) -> np.ndarray:
@@ -79,7 +79,7 @@ def band_table(decomposition: pd.DataFrame, matrix: pd.DataFrame, measured: pd.D
             rows.append({"model": d["model"], "band": k, "n_entries": len(mk), "n_pairs": int((band_of(mk) > 0).sum()),
                          **wmi_interval(mk, se_w), "se_windows": se_w, "windows_band": from_band,
                          "interval": INTERVAL_2B})  # fmt: skip
-    cols = "model band n_entries n_pairs n_blocks wmi se_blocks se_windows windows_band wmi_lo wmi_hi interval"
+    cols = "model band n_entries n_pairs n_blocks wmi se_jack se_windows windows_band wmi_lo wmi_hi interval"
     return pd.DataFrame(rows, columns=cols.split())
 
 

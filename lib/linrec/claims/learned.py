@@ -248,7 +248,7 @@ def decomposition_intervals(decomposition: pd.DataFrame, matrix: pd.DataFrame, b
             continue
         band1 = m[band_of(m) <= 1]
         out.loc[k, ["wmi_se_jack", "wmi_se_windows", "wmi_lo", "wmi_hi", "wmi_band1"]] = [
-            w["se_blocks"], se_w, w["wmi_lo"], w["wmi_hi"], wmi(band1) if len(band1) > w["n_blocks"] else np.nan
+            w["se_jack"], se_w, w["wmi_lo"], w["wmi_hi"], wmi(band1) if len(band1) > w["n_blocks"] else np.nan
         ]  # fmt: skip
     if blocks is not None:
         counts = blocks.groupby("model", sort=False).agg(n_standout=("stands_out", "sum"),

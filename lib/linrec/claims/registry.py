@@ -515,7 +515,7 @@ TABLES: dict[str, TableSpec] = {
     ),
     "controls_decomposition_bands": _spec(
         "07",
-        "model band n_entries n_pairs n_blocks wmi se_blocks se_windows windows_band wmi_lo wmi_hi interval",
+        "model band n_entries n_pairs n_blocks wmi se_jack se_windows windows_band wmi_lo wmi_hi interval",
         "per model and cross band k: claim 2b's weights − inputs share on the entries |i − j| ≤ k with its interval "
         "over blocks and held-out windows (linrec.claims.bands.band_table)",
     ),
