@@ -22,6 +22,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · controls (2a) · decomposition (2b: weights or inputs) · seeds
                · factors (what sets a profile: layout, text, seed) · zoo (the pipeline on every trained model)
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
+               · bands (2b at every cross band)
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
                · registry (every results table) · tables (written and read through it)
     studies/   stages (every stage: its notebook, parameters, module; the profile) · base (`Result`: its tables)
@@ -33,6 +34,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · methods (the coverage table) · routing_text (the routing section) · ceiling_text (02's findings)
                · zoo_text (the zoo in words) · refresh (summaries rebuilt from per-block tables) · labels
                · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)
+               · plots_bands (figure 7c: 2b against the band)
     app/       cli (the `linrec` command) · commands (its subcommands) · profile (one `Profile`, checked once) · bench
                · requests (each subcommand's request, built once from its arguments, and its checks)
                · notebooks (runs every stage's notebook) · records (what a run leaves beside them)

@@ -162,16 +162,17 @@ def test_claim2b_outcome_thresholds(kw, outcome):
     assert weights_word(_dec_row(**kw)) == outcome
 
 
-def test_claim2b_verdict_over_models():
-    one = lambda **kw: verdict_2b(pd.DataFrame([_dec_row(model=str(i), **k) for i, k in enumerate(kw["rows"])]))  # noqa: E731
-    assert one(rows=[{}, {}]).verdict == REPRODUCED
-    assert one(rows=[{}, {"lo": -0.2, "hi": -0.1}]).verdict == PARTLY
-    assert one(rows=[{"lo": -0.2, "hi": -0.1}]).verdict == NOT_REPRODUCED  # "inputs"
-    assert one(rows=[{}, {"lo": -0.2, "hi": 0.1}]).verdict == REPRODUCED  # the undecided model is not counted
-    v = one(rows=[{"lo": -0.2, "hi": 0.1}])
-    assert v.verdict == NOT_TESTABLE and "undecided" in v.reason  # undecided is not "not reproduced"
-    assert one(rows=[{"lo": np.nan}]).verdict == NOT_TESTABLE
-    assert verdict_2b(None).verdict == NOT_TESTABLE
+def test_claim2b_verdict_reads_the_bands_table():
+    """The widest band's row decides nothing alone: the verdict reads the per-band table (`linrec.claims.bands`, where
+    its outcomes are tested), and without one it is not testable."""
+    dec = pd.DataFrame([_dec_row()])
+    bands = pd.DataFrame([{"model": "m", "band": k, "wmi": 0.2, "wmi_lo": lo, "wmi_hi": 0.4}
+                          for k, lo in ((1, -0.1), (2, 0.1), (3, -0.01))])  # fmt: skip
+    v = verdict_2b(dec, bands)
+    assert v.verdict == NOT_TESTABLE and v.evidence[0]["outcome"] == "undecided"  # band 3 includes 0
+    assert verdict_2b(dec, bands[bands["band"] < 3]).verdict == REPRODUCED  # band 1 does not decide
+    assert "controls_decomposition_bands" in verdict_2b(dec, None).reason
+    assert verdict_2b(None, bands).verdict == NOT_TESTABLE
 
 
 def _planted_matrix(a, b, noise=0.0, band=2, seed=0, model="m"):

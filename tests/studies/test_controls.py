@@ -8,9 +8,10 @@ import pytest
 
 from helpers import capture_with
 from linrec.analyses.controls import cross_feed_pairs, input_controls, twin_pairs
-from linrec.analyses.decomposition import NullDraws, decomposition, inputs_or_weights
+from linrec.analyses.decomposition import NullDraws, band_windows, decomposition, inputs_or_weights
 from linrec.analyses.recoverability import ceiling_table
 from linrec.app.profile import load_profile
+from linrec.claims.bands import band_table
 from linrec.claims.learned import (
     RULE_2A,
     RULE_2B,
@@ -104,9 +105,15 @@ def test_run_writes_every_table_each_equal_to_the_analysis_called_directly(setup
     assert row["share_weights_lo"] == pytest.approx(shares["share_weights_lo"], abs=1e-12)
     learned = learned_summary(init_summary, blocks)
     _same(result.controls_learned, learned)
+    bands = result.controls_decomposition_bands  # every band, each with its own window bootstrap
+    _same(bands, band_table(result.controls_decomposition, iow.matrix, band_windows(iow, n_boot=50, seed=p.seed)))
+    assert list(bands["band"]) == list(bands["windows_band"]) == [1]
+    assert bands.iloc[0]["se_windows"] == pytest.approx(
+        (shares["share_weights_minus_inputs_hi"] - shares["share_weights_minus_inputs_lo"]) / (2 * 1.959964)
+    )
 
     lines = controls_findings(init_summary, input_control_summary(inputs), cross_summary, RULE_2A(learned),
-                              RULE_2B(result.controls_decomposition))  # fmt: skip
+                              RULE_2B(result.controls_decomposition, bands))  # fmt: skip
     assert list(result.controls_verdict["finding"]) == lines
     assert any(line.startswith("inputs of ") for line in lines)  # the cross-feeding sentence
 

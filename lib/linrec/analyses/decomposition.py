@@ -248,10 +248,15 @@ def two_factor_shares(ffn_block, input_block, r2) -> dict[str, np.ndarray]:
     return {k: v if np.ndim(r2) > 1 else v[0] for k, v in out.items()}
 
 
-def decomposition(result: InputsOrWeights, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> dict:
-    """`two_factor_shares` of one model's cross matrix, with percentile intervals from resampling the held-out
-    windows (the same draw for every entry: they share their rows' windows), the fits held fixed."""
+def decomposition(
+    result: InputsOrWeights, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95, band: int | None = None
+) -> dict:
+    """`two_factor_shares` of one model's cross matrix (with `band`, of its entries with |i − j| ≤ band only), with
+    percentile intervals from resampling the held-out windows (the same draw for every entry: they share their rows'
+    windows), the fits held fixed."""
     m = result.matrix
+    if band is not None:
+        m = m[(m["ffn_block"] - m["input_block"]).abs() <= band]
     keys = list(zip(m["ffn_block"], m["input_block"], strict=True))
     hs = [result.heldout[k] for k in keys]
     if any(not np.array_equal(h.windows, hs[0].windows) for h in hs):
@@ -269,3 +274,17 @@ def decomposition(result: InputsOrWeights, n_boot: int = N_BOOT, seed: int = 0, 
         lo, hi = np.nanquantile(boot[k], [alpha, 1 - alpha])
         out.update({f"share_{k}": float(v), f"share_{k}_lo": float(lo), f"share_{k}_hi": float(hi)})
     return out
+
+
+def band_windows(result: InputsOrWeights, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """Per band k = 1 … the widest |i − j| of the matrix: the held-out windows' standard error of the weights' minus
+    the inputs' share on the entries |i − j| ≤ k (`decomposition` with `band`: its 95 % half-width / 1.96), the part of
+    claim 2b's interval that `linrec.claims.bands.band_table` cannot recompute from the stored matrix."""
+    m = result.matrix
+    widest = int((m["ffn_block"] - m["input_block"]).abs().max()) if len(m) else 0
+    rows = []
+    for k in range(1, widest + 1):
+        d = decomposition(result, n_boot=n_boot, seed=seed, band=k)
+        se = (d["share_weights_minus_inputs_hi"] - d["share_weights_minus_inputs_lo"]) / (2 * 1.959964)
+        rows.append({"model": m["model"].iloc[0], "band": k, "se_windows": se, "windows_band": k})
+    return pd.DataFrame(rows, columns=["model", "band", "se_windows", "windows_band"])

@@ -12,10 +12,19 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 from scipy import stats
-from scipy.stats import t as student
 
-from linrec.analyses.decomposition import two_factor_shares
 from linrec.analyses.uncertainty import benjamini_hochberg
+from linrec.claims.bands import (
+    CLAIM2B_MIN_BAND,
+    INTERVAL_2B,
+    Z975,
+    band_of,
+    band_word,
+    bands_text,
+    covered,
+    wmi,
+    wmi_interval,
+)
 from linrec.claims.rules import (
     CLAIM2_DEGENERATE_GAP,
     CLAIM2_FDR,
@@ -33,7 +42,6 @@ from linrec.claims.rules import (
     by_share,
     require,
     spearman,
-    tally_decided,
     thresholds,
 )
 
@@ -46,7 +54,7 @@ T_2A = thresholds(
     CLAIM2_DEGENERATE_GAP=CLAIM2_DEGENERATE_GAP,
     SEEDS_SHAPE_MARGIN=SEEDS_SHAPE_MARGIN,
 )
-T_2B = thresholds("Claim2bThresholds", CLAIM2_FDR=CLAIM2_FDR)
+T_2B = thresholds("Claim2bThresholds", CLAIM2_FDR=CLAIM2_FDR, CLAIM2B_MIN_BAND=CLAIM2B_MIN_BAND)
 
 
 def random_init_summary(profiles: pd.DataFrame, init_seeds: Iterable[int]) -> pd.DataFrame:
@@ -229,27 +237,18 @@ def decomposition_intervals(decomposition: pd.DataFrame, matrix: pd.DataFrame, b
 
     Returns `decomposition` with these columns (replaced where present)."""
 
-    def wmi(m: pd.DataFrame) -> float:
-        s = two_factor_shares(m["ffn_block"].to_numpy(), m["input_block"].to_numpy(), m["r2"].to_numpy(float))
-        return float(s["weights"] - s["inputs"])
-
     out = decomposition.copy()
     for col in ("wmi_se_jack", "wmi_se_windows", "wmi_lo", "wmi_hi", "wmi_band1"):
         out[col] = np.nan
     for k, row in out.iterrows():
         m = matrix[matrix["model"] == row["model"]]
-        ids = np.unique(np.concatenate([m["ffn_block"].to_numpy(), m["input_block"].to_numpy()]))
-        if len(ids) < 3:
+        se_w = float(row["share_weights_minus_inputs_hi"] - row["share_weights_minus_inputs_lo"]) / (2 * Z975)
+        w = wmi_interval(m, se_w)
+        if not np.isfinite(w["wmi"]):
             continue
-        point = wmi(m)
-        jack = np.array([wmi(m[(m["ffn_block"] != b) & (m["input_block"] != b)]) for b in ids])
-        n = len(ids)
-        se_b = float(np.sqrt((n - 1) / n * ((jack - jack.mean()) ** 2).sum()))
-        se_w = float(row["share_weights_minus_inputs_hi"] - row["share_weights_minus_inputs_lo"]) / (2 * 1.959964)
-        half = float(student.ppf(0.975, n - 1)) * np.sqrt(se_b**2 + se_w**2)
-        band1 = m[(m["ffn_block"] - m["input_block"]).abs() <= 1]
+        band1 = m[band_of(m) <= 1]
         out.loc[k, ["wmi_se_jack", "wmi_se_windows", "wmi_lo", "wmi_hi", "wmi_band1"]] = [
-            se_b, se_w, point - half, point + half, wmi(band1) if len(band1) > len(ids) else np.nan
+            w["se_jack"], se_w, w["wmi_lo"], w["wmi_hi"], wmi(band1) if len(band1) > w["n_blocks"] else np.nan
         ]  # fmt: skip
     if blocks is not None:
         counts = blocks.groupby("model", sort=False).agg(n_standout=("stands_out", "sum"),
@@ -488,38 +487,55 @@ RULE_2A = Rule(
 )
 
 
-def verdict_2b(decomposition: pd.DataFrame | None, *, t=T_2B) -> Verdict:  # noqa: ARG001 (its threshold acts in the summary)
+def verdict_2b(decomposition: pd.DataFrame | None, bands: pd.DataFrame | None, *, t=T_2B) -> Verdict:
+    """Claim 2b (`RULE_2B`) over every band of the cross matrix (`linrec.claims.bands`): per model "weights" or
+    "inputs" where that sign holds at every band ≥ CLAIM2B_MIN_BAND (`band_word`), "undecided" otherwise; reproduced
+    if some model is "weights" and none "inputs", not reproduced if some are "inputs" and none "weights", partly if
+    both, not testable if none is decided. Each model's evidence is its `controls_decomposition` row (the widest
+    band) with its `outcome`, the deciding bands in words (`bands`) and the bands its matrix covers."""
     if decomposition is None or decomposition.empty or "share_weights" not in decomposition:
         return Verdict("2b", NOT_TESTABLE, reason="notebook 07 not run")
-    ev = [{**r, "outcome": weights_word(r)} for r in decomposition.to_dict("records")]
+    if bands is None or bands.empty:
+        why = "its per-band table (controls_decomposition_bands) is not written"
+        return Verdict("2b", NOT_TESTABLE, reason=f"{why}; run python -m linrec.outputs.refresh RESULTS_DIR, or rerun "
+                       "notebook 07")  # fmt: skip
+    ev = []
+    for r in decomposition.to_dict("records"):
+        b = bands[bands["model"] == r["model"]]
+        ev.append({**r, "outcome": band_word(b, t.CLAIM2B_MIN_BAND) if len(b) else None, "bands_covered": covered(b),
+                   "bands": bands_text(b, t.CLAIM2B_MIN_BAND)})  # fmt: skip
     words = [e["outcome"] for e in ev if e["outcome"] is not None]
     if not words:
-        return Verdict("2b", NOT_TESTABLE, ev, reason="no decomposition interval was measured; rerun notebook 07")
-    word = tally_decided(words, "weights", "undecided")
-    if word == NOT_TESTABLE:
-        return Verdict("2b", NOT_TESTABLE, ev, reason="undecided for every model: the interval of weights − inputs, "
-                       "with the blocks' and the windows' variability, includes 0")  # fmt: skip
-    return Verdict("2b", word, ev)
+        return Verdict("2b", NOT_TESTABLE, ev, reason=f"no model's cross matrix reaches band {t.CLAIM2B_MIN_BAND}; "
+                       f"set cross_band ≥ {t.CLAIM2B_MIN_BAND} and rerun notebook 07")  # fmt: skip
+    yes, no = words.count("weights"), words.count("inputs")
+    if not yes and not no:
+        return Verdict("2b", NOT_TESTABLE, ev, reason=f"undecided for every model: at some band ≥ "
+                       f"{t.CLAIM2B_MIN_BAND} the interval of weights − inputs includes 0")  # fmt: skip
+    return Verdict("2b", PARTLY if yes and no else REPRODUCED if yes else NOT_REPRODUCED, ev)
 
 
 RULE_2B = Rule(
     "2b",
-    ("controls_decomposition",),
+    ("controls_decomposition", "controls_decomposition_bands"),
     T_2B,
     verdict_2b,
     says=lambda t: (
         "per model, with each block's pre-MLP norm gain folded into its FFN: the additive decomposition R²(FFN i, "
         "inputs j) ≈ μ + a_i + b_j of the cross matrix, and the weights' unique share minus the inputs' (what only a, "
-        "or only b, explains); its 95 % interval is the point ± t (blocks − 1) × √(se² of a leave-one-block-out "
-        "jackknife over the blocks + se² of the held-out windows' bootstrap): 'weights' if it lies above 0, 'inputs' "
-        "if below 0, 'undecided' otherwise (not counted). The null ensembles (random-init and shuffled FFNs on the "
-        f"block's inputs, one-sided, Benjamini–Hochberg q < {t.CLAIM2_FDR}) are reported beside it and do not decide. "
-        "Reproduced if every decided model is 'weights', partly if some are, not reproduced if none is, not testable "
-        "if none is decided"
+        "or only b, explains), on the entries |i − j| ≤ k for every band k the matrix holds; its interval "
+        f"({INTERVAL_2B}) is the point ± t (blocks − 1) × √(se² of a leave-one-block-out jackknife + se² of the "
+        "held-out windows' bootstrap). A model is 'weights' if the interval lies above 0 at every band ≥ "
+        f"{t.CLAIM2B_MIN_BAND}, 'inputs' if below 0 at every one, 'undecided' otherwise (not counted). The null "
+        f"ensembles (random-init and shuffled FFNs on the block's inputs, one-sided, Benjamini–Hochberg q < "
+        f"{t.CLAIM2_FDR}) are reported beside it and do not decide. Reproduced if some model is 'weights' and none "
+        "'inputs', not reproduced if some are 'inputs' and none 'weights', partly if both, not testable if none is "
+        "decided"
     ),
     would_change=lambda t: (
-        "an interval of the weights' minus the inputs' share, with the blocks' and the windows' variability, that "
-        "lies above 0 makes a model 'weights', below 0 'inputs'; one that includes 0 leaves it undecided (not "
-        "counted); more blocks, or a wider cross band, are what narrows it"
+        f"an interval of the weights' minus the inputs' share that lies above 0 at every band ≥ {t.CLAIM2B_MIN_BAND} "
+        "makes a model 'weights', below 0 at every one 'inputs'; one band whose interval includes 0, or whose sign "
+        "differs, leaves it undecided (not counted); more blocks, or a matrix measured to wider bands, are what "
+        "narrows it"
     ),
 )

@@ -513,6 +513,12 @@ TABLES: dict[str, TableSpec] = {
         "per model: claim 2b's decomposition of the cross matrix with window-bootstrap intervals, and the blocks "
         "that stand out from both nulls (linrec.analyses.decomposition.decomposition)",
     ),
+    "controls_decomposition_bands": _spec(
+        "07",
+        "model band n_entries n_pairs n_blocks wmi se_jack se_windows windows_band wmi_lo wmi_hi interval",
+        "per model and cross band k: claim 2b's weights − inputs share on the entries |i − j| ≤ k with its interval "
+        "over blocks and held-out windows (linrec.claims.bands.band_table)",
+    ),
     "controls_learned": _spec(
         "07",
         "model twin_gap trained_gap twin_degenerate effect_twin noise_twin effect_null noise_null reference effect "

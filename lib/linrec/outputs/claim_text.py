@@ -253,7 +253,7 @@ def sentence_2b(r: Results, rule: Rule) -> Claim:
         f"{fmt(e['share_weights_minus_inputs'], 2)}: held-out windows alone "
         f"{_ci(e['share_weights_minus_inputs_lo'], e['share_weights_minus_inputs_hi'])}, with the blocks' "
         f"variability (leave-one-block-out jackknife, se {fmt(e.get('wmi_se_jack'), 2)}) "
-        f"{_ci(e.get('wmi_lo'), e.get('wmi_hi'))}; on the |i − j| ≤ 1 entries only {fmt(e.get('wmi_band1'), 2)}); "
+        f"{_ci(e.get('wmi_lo'), e.get('wmi_hi'))}; bands {e.get('bands_covered')} measured: {e.get('bands')}); "
         f"{int(e['n_standout'])} of {int(e['n_blocks'])} blocks are more linear than both null ensembles, "
         f"{_n(e.get('n_below_init'))} less linear than their random-init draws"
         for e in v.evidence
@@ -261,7 +261,7 @@ def sentence_2b(r: Results, rule: Rule) -> Claim:
     head = _head(
         "The weights' share of the cross matrix minus the inputs' is " + _and(
             [f"{fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))} {_in(e['model'])}"
-             for e in v.evidence]) + " (95 % CI over blocks and windows)",
+             for e in v.evidence]) + " at the widest band (95 % CI over blocks and windows)",
         "The weights' minus the inputs' share is " + _and(
             [f"{fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))} {_in(e['model'])}"
              for e in v.evidence]),

@@ -12,8 +12,10 @@ code path as R²_lin (`linrec.analyses.controls`, `linrec.analyses.decomposition
    neither is written;
 4. with each block's norm gain folded into its FFN, the null ensembles and the cross matrix (`inputs_or_weights`, on
    `p.decomposition_rows` rows): `controls_weight_nulls`, `controls_cross_matrix`, `controls_null_blocks`,
-   `controls_decomposition` (`decomposition` with its intervals) and `controls_learned`, the tables claims 2a and 2b
-   are judged on (`RULE_2A`, `RULE_2B`);
+   `controls_decomposition` (`decomposition` with its intervals), `controls_decomposition_bands` (the weights −
+   inputs share at every band the matrix holds, `linrec.claims.bands.band_table`, with each band's own window
+   bootstrap, `band_windows`) and `controls_learned`, the tables claims 2a and 2b are judged on (`RULE_2A`,
+   `RULE_2B`);
 
 and `controls_verdict`, the findings in one sentence each (`linrec.claims.learned.controls_findings`). Every (FFN,
 rows) pair is scored once, whichever control asks for it first (`MapScores`)."""
@@ -25,8 +27,9 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from linrec.analyses.controls import MapScores, cross_feed_pairs, input_controls, twin_pairs
-from linrec.analyses.decomposition import InputsOrWeights, NullDraws, decomposition, inputs_or_weights
+from linrec.analyses.decomposition import InputsOrWeights, NullDraws, band_windows, decomposition, inputs_or_weights
 from linrec.analyses.recoverability import ceiling_table
+from linrec.claims.bands import band_table
 from linrec.claims.learned import (
     RULE_2A,
     RULE_2B,
@@ -58,6 +61,7 @@ class ControlsResult(Result):
     controls_cross_matrix: pd.DataFrame
     controls_null_blocks: pd.DataFrame
     controls_decomposition: pd.DataFrame
+    controls_decomposition_bands: pd.DataFrame
     controls_learned: pd.DataFrame
     controls_verdict: pd.DataFrame
 
@@ -130,7 +134,9 @@ def decomposition_table(measured: dict[str, InputsOrWeights], blocks: pd.DataFra
 
 def summarise(tables: Tables, p: Settings) -> Tables:
     """Claims 2a and 2b's tables from the controls' measurements: the blocks against the null ensembles
-    (`controls_null_blocks`), the decomposition with its intervals (`controls_decomposition`), claim 2a's summary
+    (`controls_null_blocks`), the decomposition with its intervals (`controls_decomposition`) and at every band
+    (`controls_decomposition_bands`: each band's window se from the bands table as measured, where one is given, else
+    the widest band's), claim 2a's summary
     (`controls_learned`, where not written yet) and the findings (`controls_verdict`, where the random-init summary
     is written)."""
     nulls, matrix, dec = (tables.get(n) for n in ("controls_weight_nulls", "controls_cross_matrix",
@@ -139,7 +145,11 @@ def summarise(tables: Tables, p: Settings) -> Tables:
         return {}
     blocks = null_blocks(nulls)
     dec = dec[[c for c in dec.columns if c in TABLES["controls_decomposition"].columns]]  # a former linrec's: dropped
-    out = {"controls_null_blocks": blocks, "controls_decomposition": decomposition_intervals(dec, matrix, blocks)}
+    out = {
+        "controls_null_blocks": blocks,
+        "controls_decomposition": decomposition_intervals(dec, matrix, blocks),
+        "controls_decomposition_bands": band_table(dec, matrix, tables.get("controls_decomposition_bands")),
+    }
     init, learned = tables.get("controls_random_init_summary"), tables.get("controls_learned")
     if init is not None and learned is None:
         learned = out["controls_learned"] = learned_summary(init, blocks)
@@ -153,8 +163,8 @@ def summarise(tables: Tables, p: Settings) -> Tables:
 
 CONTROLS = Summary("the controls' summaries", ("controls_weight_nulls", "controls_cross_matrix",
                    "controls_decomposition", "controls_random_init_summary", "controls_learned",
-                   "controls_inputs_summary", "controls_cross_feed_summary"), summarise,
-                   as_written=("controls_decomposition",),
+                   "controls_inputs_summary", "controls_cross_feed_summary", "controls_decomposition_bands"),
+                   summarise, as_written=("controls_decomposition", "controls_decomposition_bands"),
                    where_present=("controls_learned", "controls_verdict"))  # fmt: skip
 
 
@@ -180,7 +190,9 @@ def run(p: Profile) -> ControlsResult:
     measured_tables = {"controls_weight_nulls": nulls, "controls_cross_matrix": matrix,
                        "controls_decomposition": decomposition_table(measured, null_blocks(nulls), p.n_boot, p.seed),
                        "controls_random_init_summary": init_summary, "controls_inputs_summary": input_table,
-                       "controls_cross_feed_summary": cross_summary}  # fmt: skip
+                       "controls_cross_feed_summary": cross_summary,
+                       "controls_decomposition_bands": pd.concat([band_windows(r, p.n_boot, p.seed)
+                                                                  for r in measured.values()])}  # fmt: skip
     s = summarise({k: t for k, t in measured_tables.items() if t is not None}, p)
     return ControlsResult(
         controls_random_init=profiles,
@@ -193,6 +205,7 @@ def run(p: Profile) -> ControlsResult:
         controls_cross_matrix=matrix,
         controls_null_blocks=s["controls_null_blocks"],
         controls_decomposition=s["controls_decomposition"],
+        controls_decomposition_bands=s["controls_decomposition_bands"],
         controls_learned=s["controls_learned"],
         controls_verdict=s["controls_verdict"],
     ).write(p.results_dir)

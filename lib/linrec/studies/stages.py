@@ -113,7 +113,11 @@ class ControlsParams:
     )
     decomposition_rows: int | None = param(4096, "rows per FFN in section 4 (None: every stored row)")
     null_draws: int = param(4, "section 4: random-init FFNs and shuffled FFNs per block, each")
-    cross_band: int | None = param(2, "pair FFN i with the inputs of blocks i − band … i + band (None: every pair)")
+    cross_band: int | None = param(
+        2,
+        "pair FFN i with the inputs of blocks i − band … i + band (None: every pair); "
+        "claim 2b reads every band ≥ 2 up to it; each band k adds 2 (n − k) FFN passes",
+    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,125 @@
+"""linrec.claims.bands (claim 2b over every cross band, issue 64): the per-band interval against a jackknife written
+out here, each band's window se taken where it was measured, each word at its thresholds (equality and both sides),
+and the verdict's every outcome reached by planted band tables."""
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from linrec.analyses.decomposition import two_factor_shares
+from linrec.claims.bands import CLAIM2B_MIN_BAND, band_table, band_word, covered, sign_word
+from linrec.claims.learned import RULE_2B, T_2B, verdict_2b
+from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+
+EPS = 1e-9
+
+
+def _matrix(n=12, band=3, seed=0, model="m", sd_a=0.2, sd_b=0.05):
+    """R(FFN i, inputs j) = 0.5 + a_i + b_j + noise on |i − j| ≤ band."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(0, sd_a, n), rng.normal(0, sd_b, n)
+    return pd.DataFrame([{"model": model, "ffn_block": i, "input_block": j,
+                          "r2": 0.5 + a[i] + b[j] + 0.02 * rng.standard_normal()}
+                         for i in range(n) for j in range(n) if abs(i - j) <= band])  # fmt: skip
+
+
+def _wmi(m):
+    s = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
+    return float(s["weights"] - s["inputs"])
+
+
+def _dec(model="m", half=0.02):
+    return pd.DataFrame([{"model": model, "share_weights": 0.5, "share_inputs": 0.2, "share_weights_minus_inputs": 0.3,
+                          "share_weights_minus_inputs_lo": 0.3 - half, "share_weights_minus_inputs_hi": 0.3 + half,
+                          "n_blocks": 12, "n_standout": 3}])  # fmt: skip
+
+
+def test_every_band_by_hand():
+    """Band k's row: the share on |i − j| ≤ k, ± t_{n−1} √(jackknife² + windows²), the jackknife written out here; the
+    windows' se is the widest band's where no band was measured on its own, and the band's own where it was."""
+    m = _matrix()
+    t = band_table(_dec(), m)
+    assert list(t["band"]) == [1, 2, 3] and list(t["n_pairs"]) == [22, 42, 60]  # 2 (n − d) pairs per distance d
+    se_w = 0.02 / 1.959964
+    for k in (1, 2, 3):
+        mk = m[(m["ffn_block"] - m["input_block"]).abs() <= k]
+        jack = np.array([_wmi(mk[(mk["ffn_block"] != b) & (mk["input_block"] != b)]) for b in range(12)])
+        se_b = np.sqrt(11 / 12 * ((jack - jack.mean()) ** 2).sum())
+        half = stats.t.ppf(0.975, 11) * np.sqrt(se_b**2 + se_w**2)
+        r = t[t["band"] == k].iloc[0]
+        assert r["wmi"] == pytest.approx(_wmi(mk)) and r["se_jack"] == pytest.approx(se_b)
+        assert (r["wmi_lo"], r["wmi_hi"]) == pytest.approx((_wmi(mk) - half, _wmi(mk) + half))
+        assert r["windows_band"] == 3 and r["se_windows"] == pytest.approx(se_w)
+    measured = pd.DataFrame({"model": "m", "band": [1, 2], "se_windows": [0.5, 0.7], "windows_band": [1, 3]})
+    t2 = band_table(_dec(), m, measured)
+    assert list(t2["se_windows"]) == pytest.approx([0.5, se_w, se_w])  # band 2's se was measured on band 3: not its own
+    assert list(t2["windows_band"]) == [1, 3, 3]
+    assert t2.iloc[0]["wmi_hi"] - t2.iloc[0]["wmi"] > t.iloc[0]["wmi_hi"] - t.iloc[0]["wmi"]
+    assert covered(t) == "1–3" and covered(t[t["band"] == 1]) == "1"
+
+
+@pytest.mark.parametrize(
+    "lo, hi, word",
+    [(EPS, 1, "weights"), (0.0, 1, "undecided"), (-EPS, 1, "undecided"), (-1, -EPS, "inputs"), (-1, 0.0, "undecided"),
+     (-1, EPS, "undecided"), (np.nan, 1, None)],
+)  # fmt: skip
+def test_sign_word_at_zero_and_both_sides(lo, hi, word):
+    assert sign_word({"wmi_lo": lo, "wmi_hi": hi}) == word
+
+
+def _bands(*signs, model="m"):
+    """A band table with bands 1, 2, … whose intervals have the signs given: + (above 0), − (below), 0 (across)."""
+    iv = {"+": (0.1, 0.5), "-": (-0.5, -0.1), "0": (-0.1, 0.1)}
+    return pd.DataFrame([{"model": model, "band": k, "wmi": sum(iv[s]) / 2, "wmi_lo": iv[s][0], "wmi_hi": iv[s][1]}
+                         for k, s in enumerate(signs, start=1)])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "signs, word",
+    [
+        ("0++", "weights"),  # band 1 does not decide
+        ("-++++", "weights"),
+        ("+--", "inputs"),
+        ("++0", "undecided"),  # the widest band includes 0: a rule reading band 2 alone would say "weights"
+        ("+0+", "undecided"),  # band 2 includes 0: a rule reading the widest band alone would say "weights"
+        ("++-", "undecided"),  # the sign changes
+        ("+", None),  # no band ≥ 2
+    ],
+)
+def test_a_model_is_decided_only_at_every_band_from_two(signs, word):
+    assert CLAIM2B_MIN_BAND == 2
+    assert band_word(_bands(*signs)) == word
+
+
+def test_the_narrowest_deciding_band_is_a_threshold():
+    assert band_word(_bands(*"+0+"), min_band=3) == "weights"
+    assert band_word(_bands(*"+0+"), min_band=2) == "undecided"
+    assert band_word(_bands(*"0++"), min_band=1) == "undecided"
+    v = verdict_2b(_dec(), _bands(*"+0+"), t=replace(T_2B, CLAIM2B_MIN_BAND=3))
+    assert v.verdict == REPRODUCED
+    assert "band ≥ 3" in RULE_2B.says(replace(T_2B, CLAIM2B_MIN_BAND=3))
+
+
+@pytest.mark.parametrize(
+    "models, verdict",
+    [
+        ({"a": "+++", "b": "+++"}, REPRODUCED),
+        ({"a": "+++", "b": "+0+"}, REPRODUCED),  # undecided models are not counted
+        ({"a": "+++", "b": "---"}, PARTLY),  # a model decided the other way blocks "reproduced"
+        ({"a": "---", "b": "+0-"}, NOT_REPRODUCED),
+        ({"a": "---", "b": "---"}, NOT_REPRODUCED),
+        ({"a": "++0", "b": "-0-"}, NOT_TESTABLE),  # none decided
+        ({"a": "+", "b": "-"}, NOT_TESTABLE),  # no band ≥ 2
+    ],
+)
+def test_every_outcome_of_the_verdict(models, verdict):
+    dec = pd.concat([_dec(m) for m in models], ignore_index=True)
+    bands = pd.concat([_bands(*s, model=m) for m, s in models.items()], ignore_index=True)
+    v = verdict_2b(dec, bands)
+    assert v.verdict == verdict
+    assert [e["outcome"] for e in v.evidence] == [band_word(_bands(*s)) for s in models.values()]
+    if verdict == NOT_TESTABLE:
+        assert ("band 2" in v.reason) if all(len(s) < 2 for s in models.values()) else "undecided" in v.reason
