@@ -99,7 +99,7 @@ CATALOG: tuple[ClaimRow, ...] = (
         title="… a property of each block's own weights",
         paper="recoverability is a learned property of individual trained blocks",
         sentence=sentence_2b,
-        figures=("fig7b_inputs_or_weights",),
+        figures=("fig7b_inputs_or_weights", "fig7c_bands"),
         caveat="the cross matrix scores FFN i on block j's inputs with the block's norm gain folded in",
     ),
     ClaimRow(

@@ -133,6 +133,13 @@ FIGURES = [
         "shuffled null ensembles on the block's own inputs, with z-scores; the cross matrix FFN i × inputs of block "
         "j and its decomposition into the weights' and the inputs' shares.",
     ),
+    (
+        "fig7c_bands",
+        "07",
+        "Claim 2b over every cross band the profile measures: per model, the weights-minus-inputs share of the cross "
+        "matrix restricted to |i - j| <= band, with its 95 % interval over the blocks measured and the held-out "
+        "windows; a model is decided only where the sign holds at every band from 2 on.",
+    ),
 ]
 
 
