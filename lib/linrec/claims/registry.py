@@ -450,12 +450,13 @@ TABLES: dict[str, TableSpec] = {
     "calibration": _spec(
         "09",
         "what procedure n_blocks models phi rho reps coverage95 coverage90 p_effect p_no_effect p_inconclusive "
-        "setting n_windows coverage95_before before",
+        "setting n_windows coverage95_before before upper_covers",
         "per interval a verdict reads: for each across-block correlation the measured coverage of its 95 % and 90 % "
         "intervals and the share of each equivalence outcome at ρ = 0, simulated at the data's own blocks and AR(1) "
         "dependence; for each window interval (the held-out R² of the fitted map, a move, the seeds' parts, claim 5's "
         "shares, ΔPPL) its 95 % coverage on planted blocks at the run's held-out windows, beside the interval it "
-        "replaced (ΔPPL under symmetric, Gamma, lognormal and costly-window costs); and the R²_lin interval's "
+        "replaced (ΔPPL under symmetric, Gamma, lognormal and costly-window costs and at the run's own windows "
+        "resampled, with the share of upper ends at or above the truth, upper_covers); and the R²_lin interval's "
         "coverage of the block's R²_lin, a refit at the run's rows per parameter (linrec.outputs.methods.coverage)",
     ),
     "routing_summary": _spec(
