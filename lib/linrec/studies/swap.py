@@ -149,3 +149,13 @@ SWAP = Summary("swap_predictors", ("swap_predictor_values", "swap", "swap_first"
                                    "swap_rank_curve", "swap_skew"), summarise, as_written=("swap_skew",),
                where_present=("swap_verdict", "swap_first", "swap_greedy", "swap_rank_curve", "swap_skew",
                               "swap"))  # fmt: skip
+
+
+def run(p: Profile, training: Profile | None = None) -> SwapResult:
+    """Every model of `p.models` swapped, routed and healed (`run_models`), and every table above written under
+    `p.results_dir`. `training`: the values of the profile whose runs `p.heal_trained` heals (notebook 08's,
+    `load_profile("training").notebook("08")`); needed only where `p.heal_trained` is set."""
+    routing.check_training(p, training)
+    result = tables(run_models(p), p, training).write(p.results_dir)
+    result.routing.drop_absent(p.results_dir)  # routing switched off: no earlier run's routing table stays
+    return result
