@@ -14,7 +14,8 @@ dependence the real data show, applies the same procedure the verdicts use, and 
   fitted map, a move
   between two blocks, the seeds experiment's level / shape / distance, claim 5's shares, ΔPPL, routing's routable
   share — on planted blocks with known population R²
-  (`planted_heldout`: windows whose positions are correlated), through the project's own procedures.
+  (`planted_heldout`: windows whose positions are correlated), through the project's own procedures; ΔPPL also at a
+  run's own per-window losses resampled (`own_coverage`).
 - `refit_coverage`: the same R²_lin interval read as one for the block's R²_lin — the held-out R² a refit on other
   text of the same size would score, the fit's variability included (`PlantedBlock`: the affine map fitted on
   planted train rows at the run's rows per parameter; the truth `refit_truth`, by Monte Carlo). It covers less than

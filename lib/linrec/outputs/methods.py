@@ -87,41 +87,38 @@ def _window_lines(window) -> list[str]:
     low = window[window["coverage95"] < COVERAGE_FLOOR]
     before = window["coverage95_before"].dropna() if "coverage95_before" in window else window["coverage95"][:0]
     before = before[window.loc[before.index, "procedure"] != DELTA_PPL]  # ΔPPL's 'before' is stated in its own lines
-    return (
-        _fitted_map_lines(window)
-        + _delta_lines(window)
-        + [
-            "Every interval over held-out windows (the fitted map's held-out R² and the differences, shares and changes "
-            "built from it) is "
-            "the leave-one-window-out jackknife with a t quantile (`linrec.stats.jackknife`); ΔPPL's is the paired "
-            "skew-corrected jackknife at 99 % (above). Each row simulates the procedure on planted blocks "
-            "of known R²_lin whose positions are correlated within a window, or on planted per-window costs of a swap of "
-            "each shape (`linrec.analyses.calibration.window_table`), at this run's number of held-out windows (the seeds "
-            f"experiment's at its runs'), {int(window['reps'].iloc[0])} data sets each; 'before': the interval the tables "
-            "carried before, in the same simulation (the percentile window bootstrap until issue 45 for R², the "
-            "skew-corrected jackknife at 95 % for ΔPPL); 'upper end covers': for ΔPPL, the share of upper ends at or above "
-            "the truth, what 'within budget' leans on.",
-            "",
-            "| read by | interval | planted | windows | 95 % covers | before | upper end covers |",
-            "|---|---|---|---|---|---|---|",
-            *rows,
-            "",
-            (
-                f"Every window interval covers {window['coverage95'].min():.3f}–{window['coverage95'].max():.3f}, at or "
-                f"above the {COVERAGE_FLOOR:.2f} the tests require"
-                if low.empty
-                else f"{len(low)} window interval(s) cover less than {COVERAGE_FLOOR:.2f} ("
-                + ", ".join(f"{e['procedure']}: {e['coverage95']:.3f}" for e in low.to_dict("records"))
-                + "): treat them as somewhat narrow"
-            )
-            + (
-                f"; the percentile bootstrap covered {before.min():.3f}–{before.max():.3f} for R²."
-                if len(before)
-                else "."
-            ),
-            "",
-        ]
+    reps = int(window["reps"].iloc[0])
+    text = (
+        "Every interval over held-out windows (the fitted map's held-out R² and the differences, shares and changes "
+        "built from it) is the leave-one-window-out jackknife with a t quantile (`linrec.stats.jackknife`); ΔPPL's "
+        "is the paired skew-corrected jackknife at 99 % (above). Each row simulates the procedure on planted blocks "
+        "of known R²_lin whose positions are correlated within a window, or on planted per-window costs of a swap "
+        "of each shape (`linrec.analyses.calibration.window_table`), at this run's number of held-out windows (the "
+        f"seeds experiment's at its runs'), {reps} data sets each; 'before': the interval the tables carried "
+        "before, in the same simulation (the percentile window bootstrap until issue 45 for R², the skew-corrected "
+        "jackknife at 95 % for ΔPPL); 'upper end covers': for ΔPPL, the share of upper ends at or above the truth, "
+        "what 'within budget' leans on."
     )
+    span = f"{window['coverage95'].min():.3f}–{window['coverage95'].max():.3f}"
+    closing = (
+        f"Every window interval covers {span}, at or above the {COVERAGE_FLOOR:.2f} the tests require"
+        if low.empty
+        else f"{len(low)} window interval(s) cover less than {COVERAGE_FLOOR:.2f} ("
+        + ", ".join(f"{e['procedure']}: {e['coverage95']:.3f}" for e in low.to_dict("records"))
+        + "): treat them as somewhat narrow"
+    ) + (f"; the percentile bootstrap covered {before.min():.3f}–{before.max():.3f} for R²." if len(before) else ".")
+    return [
+        *_fitted_map_lines(window),
+        *_delta_lines(window),
+        text,
+        "",
+        "| read by | interval | planted | windows | 95 % covers | before | upper end covers |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        closing,
+        "",
+    ]
 
 
 def _delta_lines(window) -> list[str]:
