@@ -136,8 +136,8 @@ def _delta_lines(window) -> list[str]:
         "of the leave-one-window-out t, the same window left out of the base and the swapped model "
         "(`linrec.analyses.uncertainty.delta_ppl_interval` at `SWAP_LEVEL`). Under symmetric, Gamma, lognormal and "
         f"one-costly-window-in-4 costs at {w} windows it covers {_span(shapes['coverage95'])} (upper end "
-        f"{_span(shapes['upper_covers'])}); at 95 % it covered {_span(shapes['coverage95_before'])}, every miss below "
-        "the truth, the side that flatters a swap."
+        f"{_span(shapes['upper_covers'])}); at 95 % it covered {_span(shapes['coverage95_before'])}, nearly every "
+        "miss below the truth, the side that flatters a swap."
     ]
     if rare.any():
         words.append(f" One costly window in {w} it covers {_span(d.loc[rare, 'coverage95'])}, and no interval over "
