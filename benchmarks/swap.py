@@ -7,7 +7,7 @@ Per model, in one process and one thread setting:
 - `forward`: one plain `model(input_ids)` pass over the capture's held-out windows (no loss);
 - `perplexity`: one plain perplexity evaluation (forward + per-token NLL);
 - `linrec swap`: what the command does for every block (`HeldOutSwaps.table`: base run with
-  prefix cache, then each block swapped alone, ΔPPL with its bootstrap interval);
+  prefix cache, then each block swapped alone, ΔPPL with its paired skew-corrected jackknife interval);
 - the floor of that sweep if nothing were wasted: Σ_i (cost of blocks i… + head) / cost of a
   forward, estimated from the per-block and head times measured here.
 Ratios are seconds ÷ the `forward` seconds of the same run. A cached-prefix ΔPPL is checked against

@@ -87,10 +87,10 @@ def swap(model, tokenizer, texts, blocks: Sequence[int] | None = None, *, seq_le
          device: str | None = None, **options) -> pandas.DataFrame:  # fmt: skip
     """One row per block of `blocks` (None: every block), each swapped alone for its closed-form affine map (fitted on
     the train windows): `linrec swap`'s table (`linrec.analyses.swap.HeldOutSwaps.table`): `r2_lin`, the held-out
-    perplexity `ppl_base` and `ppl_swapped`, `delta_ppl` with its paired 95 % interval `delta_lo`, `delta_hi` over the
-    held-out windows, and the parameters removed and added. With two blocks or more (and first="map") they are also
-    swapped together, as `linrec swap --blocks` reports: `table.attrs["joint"]` (blocks, ppl_base, ppl, delta_ppl,
-    delta_lo, delta_hi, params_removed, params_added).
+    perplexity `ppl_base` and `ppl_swapped`, `delta_ppl` with its paired 99 % skew-corrected jackknife interval
+    `delta_lo`, `delta_hi` over the held-out windows, and the parameters removed and added. With two blocks or more
+    (and first="map") they are also swapped together, as `linrec swap --blocks` reports: `table.attrs["joint"]`
+    (blocks, ppl_base, ppl, delta_ppl, delta_lo, delta_hi, params_removed, params_added).
 
     `model` must be a causal LM with its head (`AutoModelForCausalLM`). Arguments as `measure`'s; `options` also
     takes first ("map", "ffn", "mean", or several: `linrec swap --first`) and test_windows (None: every held-out

@@ -9,8 +9,8 @@ import torch
 from helpers import perturbed_test_windows, swap_study, tiny_tokenizer, tiny_windows
 from linrec.analyses.perplexity import PerplexityEvaluator, perplexity
 from linrec.analyses.screening import screening_ids
-from linrec.analyses.swap import SwapStudy, swap_label, window_skew
-from linrec.analyses.uncertainty import delta_ppl_interval
+from linrec.analyses.swap import SwapStudy, rewindowed, swap_label, window_skew
+from linrec.analyses.uncertainty import SWAP_LEVEL, delta_ppl_interval
 from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.surgery import AffineFFN, swapped
@@ -67,7 +67,7 @@ def test_window_skew_on_planted_windows():
     cost, and the skew-corrected interval beside the jackknife-t, each against its definition."""
     from scipy import stats
 
-    from linrec.analyses.uncertainty import delta_ppl_interval, delta_ppl_jackknife_t
+    from linrec.analyses.uncertainty import SWAP_LEVEL, delta_ppl_interval, delta_ppl_jackknife_t, own_skew_check
 
     base = np.array([3.0, 3.2, 2.9, 3.1])
     cost = np.array([0.01, 0.02, 0.5, 0.03])
@@ -80,10 +80,48 @@ def test_window_skew_on_planted_windows():
         stats.skew(cost, bias=False)
     )
     assert row["max_window_share"] == pytest.approx(0.5 / cost.sum())
-    assert (row["delta_lo"], row["delta_hi"]) == pytest.approx(delta_ppl_interval(base * 10, (base + cost) * 10, 10))
+    assert (row["delta_lo"], row["delta_hi"]) == pytest.approx(
+        delta_ppl_interval(base * 10, (base + cost) * 10, 10, SWAP_LEVEL)
+    )
     assert (row["jack_lo"], row["jack_hi"]) == pytest.approx(delta_ppl_jackknife_t(base * 10, (base + cost) * 10, 10))
     assert row["delta_hi"] > row["jack_hi"]
+    own = own_skew_check(base * 10, (base + cost) * 10, 10)
+    assert {k: row[k] for k in own} == pytest.approx(own) and row["own_miss_below"] > 0.2  # one window of 4 carries it
     assert swap_label([(3, 16, "map"), (1, 0, "ffn")]) == "1:ffn+3r16"
+
+
+def test_rewindowed_recomputes_every_stored_interval_from_the_windows():
+    """`rewindowed` (the refresh path): each table's interval of a set with stored windows is today's interval of those
+    windows (a position variant's vs-map interval against the map's windows, a dense rank-curve row the block's own,
+    a greedy set by its blocks), `swap_first` copies `swap`'s, a row without windows stays as it was."""
+    rng = np.random.default_rng(0)
+    base = 3.0 + 0.1 * rng.standard_normal(6)
+    sets = {"2": 0.1, "2:ffn": 0.05, "2r8": 0.2, "1+2": 0.3}
+    loss = {k: base + c + 0.02 * rng.standard_normal(6) for k, c in sets.items()}
+    w = pd.DataFrame([{"model": "m", "swap": k, "window": i, "tokens": 10, "loss_base": base[i], "loss_swapped": v[i]}
+                      for k, v in loss.items() for i in range(6)])  # fmt: skip
+    iv = lambda a, b: delta_ppl_interval(a * 10, b * 10, 10, SWAP_LEVEL)  # noqa: E731
+    swap = pd.DataFrame({"model": "m", "block": [2, 2, 5], "first": ["map", "ffn", "map"], "delta_lo": 0.0,
+                         "delta_hi": 0.0, "vs_map_lo": np.nan, "vs_map_hi": np.nan})  # fmt: skip
+    first = pd.DataFrame({"model": ["m"], "block": [2], **{f"delta_{e}_{f}": [0.0] for f in ("map", "ffn", "mean")
+                                                           for e in ("lo", "hi")}})  # fmt: skip
+    curve = pd.DataFrame({"model": "m", "block": 2, "rank": [8, 32], "factored": [True, False], "delta_lo": 0.0,
+                          "delta_hi": 0.0})  # fmt: skip
+    greedy = pd.DataFrame({"model": ["m"], "blocks_swapped": ["2 1"], "test_delta_lo": [0.0], "test_delta_hi": [0.0]})
+    out = rewindowed({"swap": swap, "swap_first": first, "swap_rank_curve": curve, "swap_greedy": greedy}, w)
+    s = out["swap"]
+    assert tuple(s.loc[0, ["delta_lo", "delta_hi"]]) == pytest.approx(iv(base, loss["2"]))
+    assert tuple(s.loc[1, ["delta_lo", "delta_hi"]]) == pytest.approx(iv(base, loss["2:ffn"]))
+    assert tuple(s.loc[1, ["vs_map_lo", "vs_map_hi"]]) == pytest.approx(iv(loss["2"], loss["2:ffn"]))
+    assert tuple(s.loc[2, ["delta_lo", "delta_hi"]]) == (0.0, 0.0) and np.isnan(s.loc[0, "vs_map_lo"])  # no windows
+    f = out["swap_first"].iloc[0]
+    assert (f["delta_lo_ffn"], f["delta_hi_ffn"]) == pytest.approx(iv(base, loss["2:ffn"])) and f["delta_lo_mean"] == 0
+    c = out["swap_rank_curve"]
+    assert tuple(c.loc[0, ["delta_lo", "delta_hi"]]) == pytest.approx(iv(base, loss["2r8"]))
+    assert tuple(c.loc[1, ["delta_lo", "delta_hi"]]) == pytest.approx(iv(base, loss["2"]))
+    g = out["swap_greedy"].iloc[0]
+    assert (g["test_delta_lo"], g["test_delta_hi"]) == pytest.approx(iv(base, loss["1+2"]))
+    assert list(out["swap_skew"]["swap"]) == list(sets)
 
 
 def test_table_and_screening(affine_llama):

@@ -215,7 +215,13 @@ def test_delta_ppl_interval_is_halls_skew_corrected_jackknife_by_hand():
     with no skew term, and its upper end is lower."""
     from scipy import stats as st
 
-    from linrec.analyses.uncertainty import delta_ppl_interval, delta_ppl_jackknife_t, delta_ppl_skew
+    from linrec.analyses.uncertainty import (
+        SWAP_LEVEL,
+        delta_ppl_batch,
+        delta_ppl_interval,
+        delta_ppl_jackknife_t,
+        delta_ppl_skew,
+    )
 
     tokens = 10
     base = np.array([30.0, 32.0, 28.0, 31.0, 29.0, 30.0])
@@ -241,6 +247,30 @@ def test_delta_ppl_interval_is_halls_skew_corrected_jackknife_by_hand():
     jlo, jhi = delta_ppl_jackknife_t(base, other, tokens)
     assert (jlo, jhi) == pytest.approx((point - q * se, point + q * se), rel=1e-10)
     assert hi > jhi  # the skew lifts the upper end: the side a flattering interval misses on
+    # the swap's level (99 %): the same formula at t_{0.995}; many data sets at once (`delta_ppl_batch`) row by row
+    q99 = st.t.ppf(0.995, n - 1)
+    lo99, hi99 = delta_ppl_interval(base, other, tokens, SWAP_LEVEL)
+    assert SWAP_LEVEL == 0.99 and (lo99, hi99) == pytest.approx((point - se * ginv(q99), point - se * ginv(-q99)),
+                                                                rel=1e-10)  # fmt: skip
+    _, blo, bhi = delta_ppl_batch(np.stack([base, other]) / tokens, np.stack([other, base]) / tokens, 0.95)
+    assert (blo[0], bhi[0]) == pytest.approx((lo, hi), rel=1e-10)
+    assert (blo[1], bhi[1]) == pytest.approx(delta_ppl_interval(other, base, tokens), rel=1e-10)
+
+
+def test_own_skew_check_counts_misses_against_the_windows_own_delta():
+    """`own_skew_check`: resamples of the swap's own (base, swapped) window pairs, the truth their own ΔPPL. One
+    window of 12 carrying nearly all of the cost: a resample leaves it out with probability (11/12)^12 = 0.352, and
+    then the interval lies wholly below the truth, so the upper end misses at least that often; equal costs: no miss
+    on the flattering side beyond the nominal."""
+    from linrec.analyses.uncertainty import own_skew_check
+
+    tokens, base = 100, 100 * (3.0 + 0.05 * np.cos(np.arange(12)))
+    lumpy = own_skew_check(base, base + tokens * np.r_[np.full(11, 0.01), 3.0], tokens)
+    assert lumpy["own_miss_below"] >= (11 / 12) ** 12 - 0.03 and lumpy["own_miss_above"] == 0.0
+    assert lumpy["own_cover"] == pytest.approx(1 - lumpy["own_miss_below"] - lumpy["own_miss_above"])
+    rng = np.random.default_rng(1)
+    even = own_skew_check(base, base + tokens * (0.2 + 0.02 * rng.standard_normal(12)), tokens)
+    assert even["own_miss_below"] <= 0.035 and even["own_cover"] >= 0.93
 
 
 # ---- the dose–response trend (claim 7b) ------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from linrec.claims.swap import (
     first_position_effect,
     flag_outcome,
     middle_blocks,
+    swap_findings,
     swap_params,
     swap_predictors,
     swap_safety,
@@ -125,6 +126,35 @@ def test_claim6a_branches_at_the_budget():
     e = verdict_6a(swap, _values([0.1, 3.0])).evidence[0]
     assert e["chosen_block"] == 0 and e["outcome"] == "fails" and e["best_heldout_block"] == 1
     assert e["n_within_budget"] == 1 and e["ffn_over_linear"] == 10.0
+
+
+def test_claim6a_own_skew_check_at_its_threshold_on_the_deciding_end():
+    """A decision stands only if its deciding end misses at most CLAIM6_OWN_MISS of the chosen swap's own-window
+    resamples (`swap_skew`): "holds" reads the upper end's misses (own_miss_below), "fails" the lower end's; at the
+    threshold it stands, just above it the model is undecided; the other end's misses do not matter; a run without
+    the table (or without the swap's row) is judged unchecked, and says so. Planted: the check ignored (every
+    decision kept) fails the second assert."""
+    from linrec.claims.rules import CLAIM6_OWN_MISS
+    from linrec.claims.swap import CHECKED, UNCHECKED
+
+    m = CLAIM6_OWN_MISS
+    swap = lambda lo, hi: _swap([(lo + hi) / 2, 9.0], [0.5, 0.5]).assign(delta_lo=[lo, 8.9], delta_hi=[hi, 9.1])  # noqa: E731
+    skew = lambda below, above, s="0": pd.DataFrame(  # noqa: E731
+        {"model": ["m"], "swap": [s], "own_cover": [1 - below - above], "own_miss_below": [below],
+         "own_miss_above": [above]})  # fmt: skip
+    vals = _values([0.1, 5.0])
+    holds, fails = swap(-0.5, 0.5), swap(2.0, 3.0)
+    v = verdict_6a(holds, vals, skew(m, 0.5))
+    assert v.verdict == REPRODUCED and v.evidence[0]["interval"] == CHECKED and v.evidence[0]["own_miss_below"] == m
+    v = verdict_6a(holds, vals, skew(m + EPS, 0.0))
+    assert v.verdict == NOT_TESTABLE and v.evidence[0]["outcome"] == "undecided"
+    assert verdict_6a(fails, vals, skew(0.5, m)).verdict == NOT_REPRODUCED
+    assert verdict_6a(fails, vals, skew(0.0, m + EPS)).evidence[0]["outcome"] == "undecided"
+    for table in (None, skew(0.5, 0.5, s="1")):  # no windows stored, or none for the chosen block: unchecked
+        e = verdict_6a(holds, vals, table).evidence[0]
+        assert e["outcome"] == "holds" and e["interval"] == UNCHECKED and np.isnan(e["own_miss_below"])
+    assert "misses 3.5% of resamples" in swap_findings(verdict_6a(holds, vals, skew(m, 0.0)), verdict_6b(None),
+                                                       None, None)[0]  # fmt: skip
 
 
 def test_claim6b_needs_both_correlations_shown_below_zero():
@@ -341,7 +371,10 @@ def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
                             "params_model": 100_000_000}])  # fmt: skip
     lines = swap_findings(_fv("6a", [e6a]), _fv("6b", [e6b]), first, greedy)
     assert len(lines) == 4
-    assert "8.0× the parameters" in lines[0] and "costs +0.51 held out (95 % CI [-0.20, +1.30]" in lines[0]
+    assert (
+        "8.0× the parameters" in lines[0]
+        and "costs +0.51 held out (95 % interval as stored, skew unchecked [-0.20, +1.30]" in lines[0]
+    )
     assert "4 of 12 blocks have held-out intervals within +1" in lines[0]
     assert "*larger* cost" in lines[1] and "none (no predictor survives Holm's correction)" in lines[1]
     assert "the best partial ρ given depth: depth_frac (+0.55)" in lines[1]

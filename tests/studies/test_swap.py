@@ -13,6 +13,7 @@ import transformers
 
 from helpers import _randomise, make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer
 from linrec.analyses.healing import Heal
+from linrec.analyses.swap import window_skew
 from linrec.analyses.swap_run import SwapSettings, heal_run
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
@@ -114,7 +115,7 @@ def test_the_study_writes_every_table_of_notebook_06_each_the_functions_table_on
     pd.testing.assert_frame_equal(result.swap_greedy_steps, pd.concat([r.steps for r in runs], ignore_index=True))
     pd.testing.assert_frame_equal(result.swap_timings, pd.concat([r.timings for r in runs], ignore_index=True))
     assert result.swap_reload.to_dict("records") == [r.reload for r in runs]
-    v6a, v6b = RULE_6A(table, values), RULE_6B(predictors)
+    v6a, v6b = RULE_6A(table, values, window_skew(result.swap_windows)), RULE_6B(predictors)
     for got, want in ((result.v6a, v6a), (result.v6b, v6b)):  # evidence compared as tables: NaN != NaN in a dict
         assert (got.claim, got.verdict, got.reason) == (want.claim, want.verdict, want.reason)
         pd.testing.assert_frame_equal(result.evidence(str(want.claim)), pd.DataFrame(want.evidence))

@@ -14,7 +14,8 @@ dependence the real data show, applies the same procedure the verdicts use, and 
   fitted map, a move
   between two blocks, the seeds experiment's level / shape / distance, claim 5's shares, ΔPPL, routing's routable
   share — on planted blocks with known population R²
-  (`planted_heldout`: windows whose positions are correlated), through the project's own procedures.
+  (`planted_heldout`: windows whose positions are correlated), through the project's own procedures; ΔPPL also at a
+  run's own per-window losses resampled (`own_coverage`).
 - `refit_coverage`: the same R²_lin interval read as one for the block's R²_lin — the held-out R² a refit on other
   text of the same size would score, the fit's variability included (`PlantedBlock`: the affine map fitted on
   planted train rows at the run's rows per parameter; the truth `refit_truth`, by Monte Carlo). It covers less than
@@ -40,15 +41,15 @@ from linrec.analyses.seeds import PARTS, compare
 from linrec.analyses.uncertainty import (
     EFFECT,
     NO_EFFECT,
+    SWAP_LEVEL,
     autocorrelations,
     correlation_test,
-    delta_ppl_interval,
-    delta_ppl_jackknife_t,
+    delta_ppl_batch,
 )
 from linrec.stats import N_BOOT
 from linrec.stats.ceiling import AffineFit, fit_affine
 from linrec.stats.heldout import HeldOut, bootstrap_r2, r2_interval
-from linrec.stats.jackknife import from_replicates
+from linrec.stats.jackknife import from_replicates, skewness
 from linrec.stats.moments import Moments
 
 NOMINAL = 0.95
@@ -354,17 +355,16 @@ def shares_coverage(n_windows: int = 32, n_blocks: int = 12, level_gap: float = 
 COST_SHAPES = ("symmetric", "gamma", "lognormal", "costly")
 LOGNORMAL_SIGMA = 1.0  # the lognormal costs' σ of log cost: skewness 6.2
 COSTLY_RATE = 0.25  # the share of costly windows in "costly" (each carries 0.9 of the mean cost / rate)
+DELTA_PPL = f"ΔPPL of a swap (paired skew-corrected jackknife, {SWAP_LEVEL:.0%})"
+DELTA_PPL_BEFORE = "the same at 95 %"
 
 
 def window_costs(shape: str, size, delta: float, rng: np.random.Generator, rate: float = COSTLY_RATE,
-                 sigma: float = LOGNORMAL_SIGMA, pool=None) -> np.ndarray:  # fmt: skip
+                 sigma: float = LOGNORMAL_SIGMA) -> np.ndarray:  # fmt: skip
     """Per-window costs of a swap in nats per token, mean `delta` under every shape: "symmetric" δ + δ·N(0, 1);
     "gamma" Gamma(1, δ) (exponential: SD δ, skewness 2); "lognormal" δ·exp(σZ − σ²/2) (SD δ·√(e^{σ²} − 1), skewness
     6.2 at σ = 1); "costly" 0.1·δ everywhere plus 0.9·δ / `rate` on a window with probability `rate` (one costly
-    window in 1 / rate, the rest nearly free); "observed" drawn with replacement from `pool`, a run's own per-window
-    costs (results table `swap_windows`), whose mean is then the truth's δ (`delta` is not read)."""
-    if shape == "observed":
-        return rng.choice(np.asarray(pool, dtype=np.float64), size)
+    window in 1 / rate, the rest nearly free). A run's own costs are resampled by `own_coverage` instead."""
     if shape == "symmetric":
         return delta + delta * rng.standard_normal(size)
     if shape == "gamma":
@@ -384,53 +384,64 @@ def delta_ppl_truth(delta: float, mu: float = 3.0) -> float:
 @dataclass(frozen=True)
 class Costs:
     """How `delta_ppl_coverage` draws a swap's per-window costs: `window_costs`' shape and its settings (`rate` for
-    "costly", `sigma` for "lognormal", `pool` and its `label` for "observed")."""
+    "costly", `sigma` for "lognormal")."""
 
     shape: str = "symmetric"
     rate: float = COSTLY_RATE
     sigma: float = LOGNORMAL_SIGMA
-    pool: tuple | None = None
-    label: str = ""
 
     def draw(self, size, delta: float, rng: np.random.Generator) -> np.ndarray:
-        return window_costs(self.shape, size, delta, rng, self.rate, self.sigma, self.pool)
+        return window_costs(self.shape, size, delta, rng, self.rate, self.sigma)
 
     def describe(self, delta: float) -> str:
-        detail = {"lognormal": f", σ {self.sigma:g}", "costly": f", 1 window in {1 / self.rate:g}",
-                  "observed": f" ({self.label})"}.get(self.shape, "")  # fmt: skip
+        detail = {"lognormal": f", σ {self.sigma:g}", "costly": f", 1 window in {1 / self.rate:g}"}.get(self.shape, "")
         return f"{self.shape} costs{detail}, ΔNLL {delta:.3g}/token"
+
+
+def _delta_row(setting: str, reps: int, n_windows: int, truth: float, base, other) -> dict:
+    """A ΔPPL row of the methods table: the swap's interval (`SWAP_LEVEL`) and the 95 % one it replaced on the same
+    data sets (`base`, `other` [reps, W], mean NLL per token), two-sided and by side."""
+    out = {}
+    for key, level in (("", SWAP_LEVEL), ("_before", 0.95)):
+        _, lo, hi = delta_ppl_batch(base, other, level)
+        out[key] = (float(np.mean((lo <= truth) & (truth <= hi))), float(np.mean(hi < truth)))
+    return _row(DELTA_PPL, setting, reps, n_windows, out[""][0], coverage95_before=out["_before"][0],
+                before=DELTA_PPL_BEFORE, upper_covers=1 - out[""][1], miss_below=out[""][1],
+                miss_below_before=out["_before"][1])  # fmt: skip
 
 
 def delta_ppl_coverage(n_windows: int = 32, tokens: int = 128, delta: float = 0.2, reps: int = 300,
                        costs: Costs | str = "symmetric", seed: int = 0) -> dict:  # fmt: skip
-    """Coverage of the paired interval of a change in perplexity (`linrec.analyses.uncertainty.delta_ppl_interval`,
-    Hall's skew-corrected window jackknife) beside the symmetric jackknife-t it replaced (`delta_ppl_jackknife_t`), on
-    planted per-window NLL sums: windows differ in difficulty (SD 0.3 nats per token), the swap costs each window
-    `window_costs(shape)` per token (mean `delta`), token noise 2 nats (0.5 more on the swapped model); true mean NLL
-    3.0 and 3.0 + `delta` per token (`delta_ppl_truth`). `miss_below`: the share of intervals wholly below the truth
-    (the side that flatters a swap). `costs`: a `Costs` or the name of a shape; `Costs("observed", pool=…,
-    label=…)` (a run's per-window costs per token): the costs drawn from that pool, its mean the truth's δ — the
-    interval at the data's own skew."""
+    """Coverage of the swap's interval of a change in perplexity (`linrec.analyses.uncertainty.delta_ppl_batch` at
+    `SWAP_LEVEL`: Hall's skew-corrected window jackknife at 99 %) beside the same at 95 % (the tables' interval
+    before), on planted per-window NLL sums: windows differ in difficulty (SD 0.3 nats per token), the swap costs each
+    window `window_costs(shape)` per token (mean `delta`), token noise 2 nats (0.5 more on the swapped model); true
+    mean NLL 3.0 and 3.0 + `delta` per token (`delta_ppl_truth`). `upper_covers`: the share of upper ends at or above
+    the truth (what "within budget" leans on); `miss_below`: the share of intervals wholly below it (the side that
+    flatters a swap). `costs`: a `Costs` or the name of a shape."""
 
     costs = Costs(costs) if isinstance(costs, str) else costs
-    rng = np.random.default_rng([seed, n_windows, 5, (*COST_SHAPES, "observed").index(costs.shape)])
-    if costs.shape == "observed":
-        delta = float(np.mean(costs.pool))
-    mu = 3.0
-    truth = delta_ppl_truth(delta, mu)
-    cover = below = cover_t = below_t = 0
-    for _ in range(reps):
-        hard = rng.standard_normal(n_windows) * 0.3
-        cost = costs.draw(n_windows, delta, rng)
-        base = tokens * (mu + hard) + rng.standard_normal(n_windows) * 2 * np.sqrt(tokens)
-        other = base + tokens * cost + rng.standard_normal(n_windows) * 0.5 * np.sqrt(tokens)
-        lo, hi = delta_ppl_interval(base, other, tokens)
-        cover, below = cover + (lo <= truth <= hi), below + (hi < truth)
-        lo, hi = delta_ppl_jackknife_t(base, other, tokens)
-        cover_t, below_t = cover_t + (lo <= truth <= hi), below_t + (hi < truth)
-    return _row("ΔPPL of a swap (paired skew-corrected jackknife)", costs.describe(delta), reps,
-                n_windows, cover / reps, coverage95_before=cover_t / reps, before="paired window jackknife-t",
-                miss_below=below / reps, miss_below_before=below_t / reps)  # fmt: skip
+    rng = np.random.default_rng([seed, n_windows, 5, COST_SHAPES.index(costs.shape)])
+    mu, shape = 3.0, (reps, n_windows)
+    hard = rng.standard_normal(shape) * 0.3
+    cost = costs.draw(shape, delta, rng)
+    base = tokens * (mu + hard) + rng.standard_normal(shape) * 2 * np.sqrt(tokens)
+    other = base + tokens * cost + rng.standard_normal(shape) * 0.5 * np.sqrt(tokens)
+    return _delta_row(costs.describe(delta), reps, n_windows, delta_ppl_truth(delta, mu), base / tokens,
+                      other / tokens)  # fmt: skip
+
+
+def own_coverage(label: str, loss_base, loss_swapped, reps: int = 300, seed: int = 0) -> dict:
+    """The ΔPPL row at a run's own per-window losses (results table `swap_windows`: mean NLL per token of each
+    window, base and swapped): `reps` data sets of as many windows drawn with replacement from its (base, swapped)
+    pairs, the truth their own ΔPPL — the interval at the data's own skew, a costly window included or left out as
+    chance has it (`linrec.analyses.uncertainty.own_skew_check` is the same check on one swap)."""
+    b, o = np.asarray(loss_base, dtype=np.float64), np.asarray(loss_swapped, dtype=np.float64)
+    w = len(b)
+    idx = np.random.default_rng([seed, w, 6]).integers(0, w, (reps, w))
+    cost = o - b
+    setting = f"own windows resampled ({label}, G₁ {skewness(cost):.2f}), ΔNLL {cost.mean():.3g}/token"
+    return _delta_row(setting, reps, w, float(np.exp(o.mean()) - np.exp(b.mean())), b[idx], o[idx])
 
 
 def routable_coverage(n_windows: int = 12, tokens: int = 256, scale: float = 0.03, power: float = 2.0,
@@ -466,16 +477,16 @@ R2_BOOT_BEFORE = 500
 
 
 def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300, seed: int = 0,
-                 swap_windows: int | None = None, observed: tuple[str, np.ndarray] | None = None,
+                 swap_windows: int | None = None, observed: list[tuple[str, np.ndarray, np.ndarray]] | None = None,
                  ratio: float = RATIO_DEFAULT) -> pd.DataFrame:  # fmt: skip
     """Every window-interval procedure a verdict reads, at `n_windows` held-out windows (the run's capture; the seeds
     experiment's at `seeds_windows`, its runs' measuring windows; ΔPPL and the routable share at `swap_windows`, the
     swap study's held-out windows, `n_windows` when not given), `reps` simulated data sets each: the methods table's
     window rows, each with `what` (the claims that read it). ΔPPL under each of `COST_SHAPES`, one costly window in
-    `swap_windows`, and with `observed` (label, per-window costs per token: the run's most skewed swap) at the
-    run's own costs. The R²_lin interval twice: as what it is, an interval for the held-out R² of the fitted map
-    (`r2_coverage`), and as one for the block's R²_lin, a refit at `ratio` train rows per parameter (the run's;
-    `refit_coverage`), which it covers less often than the floor."""
+    `swap_windows`, and at each of `observed` (label, per-window base and swapped losses: the swaps claim 6a reads
+    and the run's most skewed one) resampled (`own_coverage`). The R²_lin interval twice: as what it is, an interval
+    for the held-out R² of the fitted map (`r2_coverage`), and as one for the block's R²_lin, a refit at `ratio` train
+    rows per parameter (the run's; `refit_coverage`), which it covers less often than the floor."""
     w = max(int(n_windows), 4)
     sw = w if swap_windows is None else max(int(swap_windows), 4)
     rows = [("claims 1, 5: held-out R² of the fitted map", r2_coverage(w, 0.6, reps, R2_BOOT_BEFORE, seed)),
@@ -487,8 +498,9 @@ def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300,
                                                                          seed=seed)),
             *(("claim 5: corpora", r) for r in shares_coverage(w, reps=reps, seed=seed)),
             *(("claims 6a, 6b, routing: ΔPPL of a swap", delta_ppl_coverage(sw, reps=reps, costs=c, seed=seed))
-              for c in [*COST_SHAPES, Costs("costly", rate=1 / sw),
-                        *([Costs("observed", pool=tuple(observed[1]), label=observed[0])] if observed else [])]),
+              for c in [*COST_SHAPES, Costs("costly", rate=1 / sw)]),
+            *(("claims 6a, 6b: ΔPPL of a swap, own windows", own_coverage(*o, reps=reps, seed=seed))
+              for o in observed or []),
             *(("routing: the routable share", routable_coverage(sw, scale=c, power=p, reps=reps, seed=seed))
               for c, p in ((0.03, 2.0), (0.0105, 1.0)))]  # fmt: skip
     return pd.DataFrame([{"what": what, **r} for what, r in rows])

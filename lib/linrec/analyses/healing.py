@@ -19,9 +19,10 @@ experiment on linrec's closed-form maps, with every choice made without the held
   still improving when their training stopped, that alone is 4-8 % perplexity). The k = 0 row of "maps" is the base
   model itself (nothing trained).
 - **Reported** (`heal_study`), on the held-out windows of the swap study (`report_ids`), each a difference of
-  perplexities on the same windows with its paired bootstrap interval: `delta_before` = PPL(swapped) − PPL(base), the
-  zero-shot cost; `delta_after` = PPL(swapped, fine-tuned) − PPL(control, fine-tuned), the cost once healed (the
-  anchor's comparison); `delta_after_base` = PPL(swapped, fine-tuned) − PPL(base).
+  perplexities on the same windows with its paired 95 % skew-corrected jackknife interval: `delta_before` =
+  PPL(swapped) − PPL(base), the zero-shot cost; `delta_after` = PPL(swapped, fine-tuned) − PPL(control,
+  fine-tuned), the cost once healed (the anchor's comparison); `delta_after_base` = PPL(swapped, fine-tuned) −
+  PPL(base).
 
 Cost: every configuration is a copy of the model trained for `steps` steps (forward and backward through the whole
 model), so on a CPU this is minutes for a 100M-parameter model per configuration: the default profile heals only the

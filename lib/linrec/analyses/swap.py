@@ -48,7 +48,13 @@ from linrec.analyses.screening import (
     screening_ids,
     site_dtype,
 )
-from linrec.analyses.uncertainty import delta_ppl_interval, delta_ppl_jackknife_t, delta_ppl_skew
+from linrec.analyses.uncertainty import (
+    SWAP_LEVEL,
+    delta_ppl_interval,
+    delta_ppl_jackknife_t,
+    delta_ppl_skew,
+    own_skew_check,
+)
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
 from linrec.inputs.corpora import WindowCut, Windows, load_windows
@@ -218,8 +224,8 @@ class HeldOutSwaps:
         return out
 
     def test_delta(self, spec: Sequence[tuple[int, int | None, str]], step: str) -> DeltaPPL:
-        """`test_nll` as a ΔPPL with its paired skew-corrected jackknife interval."""
-        return self.evaluator.delta_of(self.test_nll(spec, step))
+        """`test_nll` as a ΔPPL with its paired skew-corrected jackknife interval at `SWAP_LEVEL` (99 %)."""
+        return self.evaluator.delta_of(self.test_nll(spec, step), SWAP_LEVEL)
 
     def table(
         self,
@@ -229,7 +235,8 @@ class HeldOutSwaps:
     ) -> pandas.DataFrame:
         """One row per block and position variant (`first`, see the module docstring): held-out R²_lin of the map
         on the positions it is applied to, output MSE, base and swapped perplexity, ΔPPL with its paired
-        skew-corrected jackknife interval (`delta_lo`, `delta_hi`), and parameters: of the FFN, of the affine map, of
+        skew-corrected jackknife interval at 99 % (`delta_lo`, `delta_hi`; `SWAP_LEVEL`), and parameters: of the FFN,
+        of the affine map, of
         the whole swap module (the map plus the kept FFN for "ffn", plus d_out for "mean"). With "map" and another
         variant, that variant's rows also carry `vs_map` = PPL(variant) − PPL(map) with its paired interval
         (`vs_map_lo`, `vs_map_hi`): how much of the map's cost the variant removes. `variant_blocks` limits the
@@ -250,7 +257,7 @@ class HeldOutSwaps:
             s = self.score(i, first=f)
             m = self.module(i, first=f)
             nll = self.test_nll([(i, None, f)], f"test: blocks alone ({f})")
-            d = ev.delta_of(nll)
+            d = ev.delta_of(nll, SWAP_LEVEL)
             affine = m.affine if isinstance(m, FirstPositionSwap) else m
             row = {
                 "model": self.capture.model_label,
@@ -273,7 +280,7 @@ class HeldOutSwaps:
             if f == "map":
                 map_nll[i] = nll
             elif i in map_nll:
-                lo, hi = delta_ppl_interval(map_nll[i], nll, ev.tokens_per_window)
+                lo, hi = delta_ppl_interval(map_nll[i], nll, ev.tokens_per_window, SWAP_LEVEL)
                 ppl_map = float(np.exp(map_nll[i].sum() / ev.n_tokens))
                 row.update(vs_map=d.ppl - ppl_map, vs_map_lo=lo, vs_map_hi=hi)
             row["n_test_tokens"] = ev.n_tokens
@@ -343,12 +350,14 @@ def swap_label(spec: Sequence[tuple[int, int, str]]) -> str:
 
 
 def window_skew(windows: pandas.DataFrame) -> pandas.DataFrame:
-    """Per model and swapped set of `windows` (results table `swap_windows`): ΔPPL with its skew-corrected interval
-    (`delta_lo`, `delta_hi`; `linrec.analyses.uncertainty.delta_ppl_interval`) beside the symmetric jackknife-t
-    (`jack_lo`, `jack_hi`), and how skewed the per-window costs are: their mean per token (`cost_mean`), the G₁ of
-    the costs (`cost_skew`) and of ΔPPL's jackknife pseudo-values (`pseudo_skew`, the one the interval corrects for),
-    and the costliest window's share of the summed positive cost (`max_window_share`: 1/W if every window costs the
-    same, 1 if one window carries it all). Results table `swap_skew`."""
+    """Per model and swapped set of `windows` (results table `swap_windows`): ΔPPL with the swap's interval
+    (`delta_lo`, `delta_hi`; `linrec.analyses.uncertainty.delta_ppl_interval` at `SWAP_LEVEL`, 99 %) beside the
+    symmetric 95 % jackknife-t (`jack_lo`, `jack_hi`), how skewed the per-window costs are: their mean per token
+    (`cost_mean`), the G₁ of the costs (`cost_skew`) and of ΔPPL's jackknife pseudo-values (`pseudo_skew`, the one the
+    interval corrects for), the costliest window's share of the summed positive cost (`max_window_share`: 1/W if every
+    window costs the same, 1 if one window carries it all) — and how the interval fares with the set's own windows as
+    the population (`own_cover`, `own_miss_below`, `own_miss_above`: `own_skew_check`), which claim 6a reads. Results
+    table `swap_skew`."""
     rows = []
     for (model, swap), g in windows.groupby(["model", "swap"], sort=False):
         g = g.sort_values("window")
@@ -359,15 +368,69 @@ def window_skew(windows: pandas.DataFrame) -> pandas.DataFrame:
                "delta_ppl": float(np.exp(other.mean() / tokens) - np.exp(base.mean() / tokens)),
                "cost_mean": float(cost.mean()), "cost_skew": skewness(cost)}  # fmt: skip
         if len(g) > 1:
-            row["delta_lo"], row["delta_hi"] = delta_ppl_interval(base, other, tokens)
+            row["delta_lo"], row["delta_hi"] = delta_ppl_interval(base, other, tokens, SWAP_LEVEL)
             row["jack_lo"], row["jack_hi"] = delta_ppl_jackknife_t(base, other, tokens)
             row["pseudo_skew"] = delta_ppl_skew(base, other, tokens)
+            row |= own_skew_check(base, other, tokens)
         pos = np.clip(cost, 0, None)
         row["max_window_share"] = float(pos.max() / pos.sum()) if pos.sum() > 0 else float("nan")
         rows.append(row)
-    cols = ["model", "swap", "n_windows", "delta_ppl", "delta_lo", "delta_hi", "jack_lo", "jack_hi", "cost_mean",
-            "cost_skew", "pseudo_skew", "max_window_share"]  # fmt: skip
-    return pd.DataFrame(rows).reindex(columns=cols)
+    return pd.DataFrame(rows).reindex(columns=SKEW_COLUMNS)
+
+
+SKEW_COLUMNS = ["model", "swap", "n_windows", "delta_ppl", "delta_lo", "delta_hi", "jack_lo", "jack_hi",
+                "cost_mean", "cost_skew", "pseudo_skew", "max_window_share", "own_cover", "own_miss_below",
+                "own_miss_above"]  # fmt: skip
+
+
+def rewindowed(tables: dict, windows: pandas.DataFrame) -> dict:
+    """The swap study's stored intervals recomputed from its stored per-window losses (`windows`, results table
+    `swap_windows`) with today's interval (`delta_ppl_interval` at `SWAP_LEVEL`): `swap`'s `delta_lo`/`delta_hi` (and a
+    position variant's `vs_map_lo`/`vs_map_hi`, against the map's own windows), `swap_rank_curve`'s and
+    `swap_greedy`'s held-out intervals, `swap_first`'s copies of them, and `swap_skew`. Only the tables in `tables`
+    (name → table) are returned, a row without windows as it was; no model is needed (`linrec.outputs.refresh`)."""
+    per = {(m, str(s)): g.sort_values("window") for (m, s), g in windows.groupby(["model", "swap"], sort=False)}
+
+    def interval(model, label, against=None) -> tuple[float, float]:
+        g = per.get((model, label))
+        if g is None or len(g) < 2 or (against is not None and (model, against) not in per):
+            return np.nan, np.nan
+        t = int(g["tokens"].iloc[0])
+        ref = per[(model, against)]["loss_swapped"] if against is not None else g["loss_base"]
+        return delta_ppl_interval(ref.to_numpy(float) * t, g["loss_swapped"].to_numpy(float) * t, t, SWAP_LEVEL)
+
+    def refill(t: pandas.DataFrame, label, cols, against=None) -> pandas.DataFrame:
+        t = t.copy()
+        for k, r in t.iterrows():
+            lo, hi = interval(r["model"], label(r), against(r) if against else None)
+            if np.isfinite(lo):
+                t.loc[k, cols] = (lo, hi)
+        return t
+
+    out = {"swap_skew": window_skew(windows)}
+    if (swap := tables.get("swap")) is not None:
+        first = swap["first"] if "first" in swap.columns else pd.Series("map", index=swap.index)
+        swap = refill(swap, lambda r: swap_label([(int(r["block"]), 0, first[r.name])]), ["delta_lo", "delta_hi"])
+        variant = first != "map"
+        swap.loc[variant] = refill(swap.loc[variant], lambda r: swap_label([(int(r["block"]), 0, r["first"])]),
+                                   ["vs_map_lo", "vs_map_hi"], against=lambda r: str(int(r["block"])))  # fmt: skip
+        out["swap"] = swap
+        if (fp := tables.get("swap_first")) is not None:
+            fp = fp.copy()
+            for k, r in fp.iterrows():
+                for f in ("map", "ffn", "mean"):
+                    row = swap[(swap["model"] == r["model"]) & (swap["block"] == r["block"]) & (first == f)]
+                    if len(row) and f"delta_lo_{f}" in fp.columns:
+                        fp.loc[k, [f"delta_lo_{f}", f"delta_hi_{f}"]] = row[["delta_lo", "delta_hi"]].iloc[0].to_numpy()
+            out["swap_first"] = fp
+    if (curve := tables.get("swap_rank_curve")) is not None:
+        rank = lambda r: int(r["rank"]) if bool(r["factored"]) else 0  # noqa: E731  # the dense map: no 'r<rank>'
+        out["swap_rank_curve"] = refill(curve, lambda r: swap_label([(int(r["block"]), rank(r), "map")]),
+                                        ["delta_lo", "delta_hi"])  # fmt: skip
+    if (greedy := tables.get("swap_greedy")) is not None:
+        kept = lambda r: swap_label([(int(b), 0, "map") for b in str(r["blocks_swapped"]).split()])  # noqa: E731
+        out["swap_greedy"] = refill(greedy, kept, ["test_delta_lo", "test_delta_hi"])
+    return out
 
 
 # ---- one model, one capture: the study a notebook or the CLI runs ----------------------------------------

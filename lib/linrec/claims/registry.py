@@ -323,7 +323,8 @@ TABLES: dict[str, TableSpec] = {
         "06",
         "model corpus block first r2_lin mse_out ppl_base ppl_swapped delta_ppl delta_lo delta_hi params_ffn "
         "params_linear params_swap param_ratio vs_map vs_map_lo vs_map_hi n_test_tokens seconds",
-        "per block and position variant: held-out ΔPPL of the swap with its paired 95 % interval "
+        "per block and position variant: held-out ΔPPL of the swap with its paired 99 % skew-corrected jackknife "
+        "interval (runs before issue 64: a 95 % interval) "
         "(linrec.analyses.swap.HeldOutSwaps.table)",
     ),
     "swap_windows": _spec(
@@ -336,10 +337,12 @@ TABLES: dict[str, TableSpec] = {
     "swap_skew": _spec(
         "06",
         "model swap n_windows delta_ppl delta_lo delta_hi jack_lo jack_hi cost_mean cost_skew pseudo_skew "
-        "max_window_share",
+        "max_window_share own_cover own_miss_below own_miss_above",
         "per model and swapped set: how skewed the per-window costs are (cost per token: swapped − base loss; G₁ of "
         "the costs and of ΔPPL's jackknife pseudo-values; the costliest window's share of the summed cost) and the "
-        "skew-corrected interval beside the symmetric jackknife-t (linrec.analyses.swap.window_skew)",
+        "swap's 99 % skew-corrected interval beside the symmetric 95 % jackknife-t, and how that interval fares with "
+        "the set's own windows resampled as the population (own_cover, own_miss_below/above: "
+        "linrec.analyses.uncertainty.own_skew_check; claim 6a reads it) (linrec.analyses.swap.window_skew)",
     ),
     "swap_params": _spec(
         "06", "model params_ffn params_linear ffn_over_linear", "per model (linrec.claims.swap.swap_params)"
@@ -447,12 +450,13 @@ TABLES: dict[str, TableSpec] = {
     "calibration": _spec(
         "09",
         "what procedure n_blocks models phi rho reps coverage95 coverage90 p_effect p_no_effect p_inconclusive "
-        "setting n_windows coverage95_before before",
+        "setting n_windows coverage95_before before upper_covers",
         "per interval a verdict reads: for each across-block correlation the measured coverage of its 95 % and 90 % "
         "intervals and the share of each equivalence outcome at ρ = 0, simulated at the data's own blocks and AR(1) "
         "dependence; for each window interval (the held-out R² of the fitted map, a move, the seeds' parts, claim 5's "
         "shares, ΔPPL) its 95 % coverage on planted blocks at the run's held-out windows, beside the interval it "
-        "replaced (ΔPPL under symmetric, Gamma, lognormal and costly-window costs); and the R²_lin interval's "
+        "replaced (ΔPPL under symmetric, Gamma, lognormal and costly-window costs and at the run's own windows "
+        "resampled, with the share of upper ends at or above the truth, upper_covers); and the R²_lin interval's "
         "coverage of the block's R²_lin, a refit at the run's rows per parameter (linrec.outputs.methods.coverage)",
     ),
     "routing_summary": _spec(

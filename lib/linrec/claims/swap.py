@@ -21,6 +21,7 @@ from linrec.claims.rules import (
     CHANCE_ALPHA,
     CHANCE_RATE,
     CLAIM6_BUDGET,
+    CLAIM6_OWN_MISS,
     FIRST_TOKEN_SHARE,
     FIRST_VARIANTS,
     MIDDLE_SHARE,
@@ -43,7 +44,9 @@ from linrec.stats import N_BOOT
 
 # ---- notebook 06: the swap -------------------------------------------------------------------------------
 # each rule's thresholds (its `Rule`'s; a verdict function reads them from its `t`)
-T_6A = thresholds("Claim6aThresholds", CLAIM6_BUDGET=CLAIM6_BUDGET)
+T_6A = thresholds("Claim6aThresholds", CLAIM6_BUDGET=CLAIM6_BUDGET, CLAIM6_OWN_MISS=CLAIM6_OWN_MISS)
+CHECKED = "99 % skew-corrected jackknife"  # the interval of a run that stored its per-window losses (`swap_windows`)
+UNCHECKED = "95 % interval as stored, skew unchecked"  # a run before issue 64: a jackknife-t or percentile bootstrap
 T_6B = thresholds(
     "Claim6bThresholds",
     EQUIVALENCE_MARGIN=EQUIVALENCE_MARGIN,
@@ -242,12 +245,38 @@ def _block_row(t: pd.DataFrame, block: int) -> pd.Series:
     return t.loc[t["block"] == block].iloc[0]
 
 
-def verdict_6a(swap: pd.DataFrame | None, values: pd.DataFrame | None, *, t=T_6A) -> Verdict:
+def _own_check(skew: pd.DataFrame | None, model: str, block: int) -> dict:
+    """The own-skew check of a map swap of `block` (its `swap_skew` row), or NaNs where the run stored no windows."""
+    nan = dict.fromkeys(("own_cover", "own_miss_below", "own_miss_above"), np.nan)
+    if skew is None or "own_miss_below" not in skew.columns:
+        return nan
+    row = skew[(skew["model"] == model) & (skew["swap"].astype(str) == str(block))]
+    return nan if row.empty else {k: float(row[k].iloc[0]) for k in nan}
+
+
+def own_words(e: Mapping) -> str:
+    miss = e.get("own_miss_below", np.nan)
+    return f"; its upper end misses {miss:.1%} of resamples of its own windows" if np.isfinite(miss) else ""
+
+
+def outcome_6a(lo: float, hi: float, own: Mapping, t=T_6A) -> str:
+    """One model's outcome: "holds" if the interval's upper end is within the budget, "fails" if its lower end is
+    above it, else "undecided" — and "undecided" too where the deciding end misses the truth in more than
+    CLAIM6_OWN_MISS of resamples of the swap's own windows (`own`: `_own_check`; NaN: no windows stored, unchecked)."""
+    word = "holds" if hi <= t.CLAIM6_BUDGET else "fails" if lo > t.CLAIM6_BUDGET else "undecided"
+    miss = {"holds": own["own_miss_below"], "fails": own["own_miss_above"]}.get(word, np.nan)
+    return "undecided" if np.isfinite(miss) and miss > t.CLAIM6_OWN_MISS else word
+
+
+def verdict_6a(swap: pd.DataFrame | None, values: pd.DataFrame | None, skew: pd.DataFrame | None = None, *,
+               t=T_6A) -> Verdict:  # fmt: skip
     """Some block swaps for its affine map within the budget: per model, the block with the lowest screening ΔPPL
-    alone (`values`: `Screening.predictors`) is chosen without the held-out windows, and its held-out 95 % interval
-    decides: within the budget (holds), above it (fails), or across it (undecided). A model whose screening values
-    or whose chosen block's held-out row is missing is not judged; with no model judged the claim is not testable
-    (no evidence is never "reproduced")."""
+    alone (`values`: `Screening.predictors`) is chosen without the held-out windows, and its held-out interval
+    decides (`outcome_6a`): within the budget (holds), above it (fails), or across it (undecided); a decision whose
+    interval end misses the truth too often when the swap's own windows are resampled (`skew`: results table
+    `swap_skew`) is undecided. A run without stored windows is judged on its stored 95 % interval, its skew unchecked
+    (the evidence says which). A model whose screening values or whose chosen block's held-out row is missing is not
+    judged; with no model judged the claim is not testable (no evidence is never "reproduced")."""
     if swap is None or values is None:
         return Verdict("6a", NOT_TESTABLE, reason="notebook 06 not run")
     swap = _map_rows(swap)
@@ -267,28 +296,19 @@ def verdict_6a(swap: pd.DataFrame | None, values: pd.DataFrame | None, *, t=T_6A
         if not np.isfinite([r["delta_lo"], r["delta_hi"]]).all():
             unjudged.append(f"{model}'s screened block {chosen} has no held-out interval")
             continue
-        word = (
-            "holds" if r["delta_hi"] <= t.CLAIM6_BUDGET else "fails" if r["delta_lo"] > t.CLAIM6_BUDGET else "undecided"
-        )
+        own = _own_check(skew, model, chosen)
+        word = outcome_6a(r["delta_lo"], r["delta_hi"], own, t)
         outcome.append(word)
         best = g.loc[g["delta_ppl"].idxmin()]
-        ev.append(
-            {
-                "model": model,
-                "ffn_over_linear": float(r["params_ffn"] / r["params_linear"]),
-                "chosen_block": chosen,
-                "chosen_screening_delta_ppl": float(_block_row(v, chosen)["screening_delta_ppl"]),
-                "delta_ppl": float(r["delta_ppl"]),
-                "delta_lo": float(r["delta_lo"]),
-                "delta_hi": float(r["delta_hi"]),
-                "outcome": word,
-                "n_within_budget": int((g["delta_hi"] <= t.CLAIM6_BUDGET).sum()),
-                "n_blocks": len(g),
-                "best_heldout_block": int(best["block"]),
-                "best_heldout_delta_ppl": float(best["delta_ppl"]),
-                "ppl_base": float(r["ppl_base"]) if "ppl_base" in r else np.nan,
-            }
-        )
+        screened = float(_block_row(v, chosen)["screening_delta_ppl"])
+        ev.append({"model": model, "ffn_over_linear": float(r["params_ffn"] / r["params_linear"]),
+                   "chosen_block": chosen, "chosen_screening_delta_ppl": screened,
+                   **{k: float(r[k]) for k in ("delta_ppl", "delta_lo", "delta_hi")},
+                   "interval": CHECKED if np.isfinite(own["own_cover"]) else UNCHECKED,
+                   **own, "outcome": word, "n_within_budget": int((g["delta_hi"] <= t.CLAIM6_BUDGET).sum()),
+                   "n_blocks": len(g), "best_heldout_block": int(best["block"]),
+                   "best_heldout_delta_ppl": float(best["delta_ppl"]),
+                   "ppl_base": float(r["ppl_base"]) if "ppl_base" in r else np.nan})  # fmt: skip
     if not outcome:
         why = "; ".join(unjudged) if unjudged else "the swap table has no rows"
         return Verdict("6a", NOT_TESTABLE, ev, reason=f"no model could be judged ({why})")
@@ -299,24 +319,29 @@ def verdict_6a(swap: pd.DataFrame | None, values: pd.DataFrame | None, *, t=T_6A
     elif all(o == "fails" for o in outcome):
         word = NOT_REPRODUCED
     else:
-        return Verdict("6a", NOT_TESTABLE, ev, reason="the held-out intervals straddle the budget")
+        return Verdict("6a", NOT_TESTABLE, ev, reason="the held-out intervals straddle the budget, or miss too often "
+                       "at their own windows' skew")  # fmt: skip
     return Verdict("6a", word, ev)
 
 
 RULE_6A = Rule(
     "6a",
-    ("swap", "swap_predictor_values"),
+    ("swap", "swap_predictor_values", "swap_skew"),
     T_6A,
     verdict_6a,
     says=lambda t: (
-        "holds for a model if the block with the lowest screening ΔPPL (train windows) has a held-out 95 % interval "
-        f"of ΔPPL ≤ +{t.CLAIM6_BUDGET:g}, fails if the interval is above it; reproduced if it holds for every model, "
-        "partly if for some, not reproduced if it fails for every model, not testable if an interval straddles the "
-        "budget"
+        "holds for a model if the block with the lowest screening ΔPPL (train windows) has a held-out 99 % "
+        f"skew-corrected jackknife interval of ΔPPL ≤ +{t.CLAIM6_BUDGET:g}, fails if the interval is above it, each "
+        f"only if that end misses the truth in at most {t.CLAIM6_OWN_MISS:.1%} of resamples of the block's own "
+        "held-out windows (a run without stored windows: its stored 95 % interval, skew unchecked); reproduced if it "
+        "holds for every model, partly if for some, not reproduced if it fails for every model, not testable if an "
+        "interval straddles the budget or fails its own-skew check"
     ),
     would_change=lambda t: (
         f"a screened block whose held-out interval stays within +{t.CLAIM6_BUDGET:g} perplexity holds; one above "
-        "fails; one across it leaves the model undecided"
+        "fails; one across it, or one whose deciding end misses more than "
+        f"{t.CLAIM6_OWN_MISS:.1%} of its own windows' resamples (a cost carried by one window of the few), leaves the "
+        "model undecided"
     ),
 )
 
@@ -478,8 +503,9 @@ def swap_findings(v6a: Verdict, v6b: Verdict, first: pd.DataFrame | None, greedy
             f"{e['model']}: an FFN has {e['ffn_over_linear']:.1f}× the "
             "parameters of its affine map. The block with the "
             f"lowest screening ΔPPL, {e['chosen_block']}, costs {e['delta_ppl']:+.2f} held out "
-            f"(95 % CI [{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}], "
-            f"base {e['ppl_base']:.2f}): claim 6a {e['outcome']}. "
+            f"({e.get('interval', UNCHECKED)} [{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}]"
+            + own_words(e)
+            + f", base {e['ppl_base']:.2f}): claim 6a {e['outcome']}. "
             f"{e['n_within_budget']} of {e['n_blocks']} blocks have held-out "
             f"intervals within +{CLAIM6_BUDGET:g}."
         )

@@ -107,7 +107,7 @@ LABELS = {  # display labels, applied by `labelled` where a table is shown
     "ffn_over_linear": "FFN / linear parameters",
     "n_high_r2_costly": f"of those, ΔPPL > +{CLAIM6_BUDGET:g}",
     "high_r2_costly_blocks": "those blocks",
-    "n_within_budget": f"blocks with ΔPPL ≤ +{CLAIM6_BUDGET:g} (95 % CI)",
+    "n_within_budget": f"blocks with ΔPPL ≤ +{CLAIM6_BUDGET:g} (interval's upper end)",
     "within_budget_blocks": "those blocks",
     "delta_ppl_median": "median ΔPPL",
     "ppl_base": "base perplexity",

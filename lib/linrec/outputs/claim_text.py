@@ -30,6 +30,7 @@ from linrec.claims.rules import (
     Verdict,
     judge,
 )
+from linrec.claims.swap import UNCHECKED, own_words
 from linrec.outputs.results import Results, fmt, listed, other_profile, replicated
 from linrec.outputs.zoo_text import seeds_row, zoo_2a, zoo_pooled
 
@@ -429,7 +430,8 @@ def sentence_6a(r: Results, rule: Rule) -> Claim:
         f"{e['model']}: affine map {e['ffn_over_linear']:.1f}× fewer parameters than the FFN; "
         f"block {e['chosen_block']} (lowest screening ΔPPL, {e['chosen_screening_delta_ppl']:+.2f}) "
         f"costs {e['delta_ppl']:+.2f} held out "
-        f"[{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] (base {e['ppl_base']:.2f}): {e['outcome']}; "
+        f"[{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] ({e.get('interval', UNCHECKED)}{own_words(e)}; base "
+        f"{e['ppl_base']:.2f}): {e['outcome']}; "
         f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{rule.thresholds.CLAIM6_BUDGET:g}"
         for e in v.evidence
     ]

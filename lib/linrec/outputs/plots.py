@@ -143,7 +143,8 @@ def fig2_r2_lin(table, stem: str | Path | None = None):
 
 def fig2_swap(swap, stem: str | Path | None = None, chosen: dict | None = None):
     """Figure 2's second row, claim 6a's figure: held-out ΔPPL of swapping each block alone for its affine map, with
-    its 95 % paired skew-corrected jackknife interval over held-out windows; one column per model, symlog y (ΔPPL can
+    its paired interval over held-out windows (99 % skew-corrected jackknife; runs before issue 64: a 95 % interval);
+    one column per model, symlog y (ΔPPL can
     be below 0), +1 perplexity dashed. `chosen` ({model: block}): the block claim 6a picked on the screening windows,
     outlined."""
     sns.set_theme(style="whitegrid", context="paper")
@@ -169,7 +170,7 @@ def fig2_swap(swap, stem: str | Path | None = None, chosen: dict | None = None):
         bx.axhline(0.0, color="0.2", lw=0.6)
         bx.set_xlabel("block")
         bx.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-    axes[0][0].set_ylabel("held-out ΔPPL, block swapped alone\n(95 % CI; symlog scale; dashed: +1)")
+    axes[0][0].set_ylabel("held-out ΔPPL, block swapped alone\n(its interval; symlog scale; dashed: +1)")
     fig.suptitle("The cost of swapping one block for its closed-form affine map", y=1.0)
     fig.tight_layout()
     if stem is not None:

@@ -43,7 +43,8 @@ def fig6_swap(table, curves, stem: str | Path | None = None):
     one block per model (`curves`; the block is chosen on the screening windows), the FFN's own parameter count
     dashed; (c) with position variants in `table`, for each block that has them: ΔPPL of the map on every position,
     of the map on positions ≥ 1 with the FFN's own output at position 0, and with its train mean there. Intervals:
-    95 % paired skew-corrected jackknife over held-out windows. Symlog y (ΔPPL can be below 0). One legend, below the
+    the table's paired interval over held-out windows (99 % skew-corrected jackknife; runs before issue 64: a 95 %
+    interval). Symlog y (ΔPPL can be below 0). One legend, below the
     panels."""
 
     sns.set_theme(style="whitegrid", context="paper")

@@ -18,7 +18,7 @@ import pandas as pd
 
 from linrec.analyses.healing import Heal
 from linrec.analyses.routing import share_grid
-from linrec.analyses.swap import window_skew
+from linrec.analyses.swap import rewindowed, window_skew
 from linrec.analyses.swap_run import ModelSwapRun, RouteSettings, SwapSettings, run_model
 from linrec.claims.rules import Verdict, judge
 from linrec.claims.swap import (
@@ -96,11 +96,12 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
     predictors = summarise({"swap": table, "swap_predictor_values": values}, p)["swap_predictors"]
     first = first_position_effect(table, r2) if p.first_variants else None
     greedy = pd.DataFrame([row for r in runs for row in r.greedy])
-    v6a = judge(RULE_6A, {"swap": table, "swap_predictor_values": values})
-    v6b = judge(RULE_6B, {"swap_predictors": predictors})
-    findings = pd.DataFrame({"finding": swap_findings(v6a, v6b, first, greedy)})
     parts = [r.windows for r in runs if r.windows is not None]
     windows = _joined(parts) if parts else None
+    skew = window_skew(windows) if windows is not None else None
+    v6a = judge(RULE_6A, {"swap": table, "swap_predictor_values": values, "swap_skew": skew})
+    v6b = judge(RULE_6B, {"swap_predictors": predictors})
+    findings = pd.DataFrame({"finding": swap_findings(v6a, v6b, first, greedy)})
     return SwapResult(
         swap=table,
         swap_params=swap_params(table),
@@ -112,7 +113,7 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
         swap_greedy=greedy,
         swap_greedy_steps=_joined([r.steps for r in runs]),
         swap_windows=windows,
-        swap_skew=window_skew(windows) if windows is not None else None,
+        swap_skew=skew,
         swap_reload=pd.DataFrame([r.reload for r in runs]),
         swap_timings=_joined([r.timings for r in runs]),
         swap_verdict=findings,
@@ -125,19 +126,29 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
 
 def summarise(tables: Tables, p: Settings) -> Tables:
     """Claim 6b's screen (`swap_predictors`) from the swap table and the predictors' values per block, and the
-    findings in words (`swap_verdict`, with the stored position variants and greedy swaps where the run made them)."""
+    findings in words (`swap_verdict`, with the stored position variants and greedy swaps where the run made them).
+    Where the run stored its per-window losses (`swap_windows`), the swap's intervals are first recomputed from them
+    with today's interval (`linrec.analyses.swap.rewindowed`: `swap`, `swap_skew`, `swap_rank_curve`, `swap_greedy`,
+    `swap_first`), so claim 6a reads today's interval and its own-skew check."""
+    tables = dict(tables)
+    out = {}
+    if tables.get("swap_windows") is not None:
+        out = rewindowed(tables, tables["swap_windows"])
+        tables |= out
     values, swap = tables.get("swap_predictor_values"), tables.get("swap")
     if values is None or swap is None:
-        return {}
+        return out
     predictors = swap_predictors(values, swap, n_boot=p.n_boot, seed=p.seed)
-    v6a = judge(RULE_6A, {"swap": swap, "swap_predictor_values": values})
+    v6a = judge(RULE_6A, {"swap": swap, "swap_predictor_values": values, "swap_skew": tables.get("swap_skew")})
     v6b = judge(RULE_6B, {"swap_predictors": predictors})
     findings = swap_findings(v6a, v6b, tables.get("swap_first"), tables.get("swap_greedy"))
-    return {"swap_predictors": predictors, "swap_verdict": pd.DataFrame({"finding": findings})}
+    return out | {"swap_predictors": predictors, "swap_verdict": pd.DataFrame({"finding": findings})}
 
 
-SWAP = Summary("swap_predictors", ("swap_predictor_values", "swap", "swap_first", "swap_greedy"), summarise,
-               where_present=("swap_verdict",))  # fmt: skip
+SWAP = Summary("swap_predictors", ("swap_predictor_values", "swap", "swap_first", "swap_greedy", "swap_windows",
+                                   "swap_rank_curve", "swap_skew"), summarise, as_written=("swap_skew",),
+               where_present=("swap_verdict", "swap_first", "swap_greedy", "swap_rank_curve", "swap_skew",
+                              "swap"))  # fmt: skip
 
 
 def run(p: Profile, training: Profile | None = None) -> SwapResult:
