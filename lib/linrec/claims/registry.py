@@ -324,8 +324,7 @@ TABLES: dict[str, TableSpec] = {
         "model corpus block first r2_lin mse_out ppl_base ppl_swapped delta_ppl delta_lo delta_hi params_ffn "
         "params_linear params_swap param_ratio vs_map vs_map_lo vs_map_hi n_test_tokens seconds",
         "per block and position variant: held-out ΔPPL of the swap with its paired 99 % skew-corrected jackknife "
-        "interval (runs before issue 64: a 95 % interval) "
-        "(linrec.analyses.swap.HeldOutSwaps.table)",
+        "interval (runs before issue 64: a 95 % interval) (linrec.analyses.swap.HeldOutSwaps.table)",
     ),
     "swap_windows": _spec(
         "06",
@@ -339,10 +338,9 @@ TABLES: dict[str, TableSpec] = {
         "model swap n_windows delta_ppl delta_lo delta_hi jack_lo jack_hi cost_mean cost_skew pseudo_skew "
         "max_window_share own_cover own_miss_below own_miss_above",
         "per model and swapped set: how skewed the per-window costs are (cost per token: swapped − base loss; G₁ of "
-        "the costs and of ΔPPL's jackknife pseudo-values; the costliest window's share of the summed cost) and the "
-        "swap's 99 % skew-corrected interval beside the symmetric 95 % jackknife-t, and how that interval fares with "
-        "the set's own windows resampled as the population (own_cover, own_miss_below/above: "
-        "linrec.analyses.uncertainty.own_skew_check; claim 6a reads it) (linrec.analyses.swap.window_skew)",
+        "the costs and of ΔPPL's jackknife pseudo-values; the costliest window's share of the summed cost), the "
+        "swap's 99 % skew-corrected interval beside the symmetric 95 % jackknife-t, and how it fares with the set's "
+        "own windows resampled (own_*: uncertainty.own_skew_check; 6a reads it) (linrec.analyses.swap.window_skew)",
     ),
     "swap_params": _spec(
         "06", "model params_ffn params_linear ffn_over_linear", "per model (linrec.claims.swap.swap_params)"
