@@ -370,6 +370,7 @@ TOP_LEVEL = {
     "test_docs_paths.py": "every path and linrec name the pages and notebooks name",
     "test_teaching.py": "what the notebooks and the README say to a reader",
     "test_peers.py": "benchmarks/peers.py beside linrec (a script, not a package module)",
+    "test_gpu_zoo.py": "benchmarks/gpu_zoo.py's precision comparison (a script, not a package module)",
     "test_api.py": "linrec.api, the top-level module: measure and swap on a model already in memory",
 }
 
