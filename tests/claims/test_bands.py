@@ -107,7 +107,7 @@ def test_the_narrowest_deciding_band_is_a_threshold():
     "models, verdict",
     [
         ({"a": "+++", "b": "+++"}, REPRODUCED),
-        ({"a": "+++", "b": "+0+"}, REPRODUCED),  # undecided models are not counted
+        ({"a": "+++", "b": "+0+"}, PARTLY),  # an undecided model blocks "reproduced": every model must be decided
         ({"a": "+++", "b": "---"}, PARTLY),  # a model decided the other way blocks "reproduced"
         ({"a": "---", "b": "+0-"}, NOT_REPRODUCED),
         ({"a": "---", "b": "---"}, NOT_REPRODUCED),

@@ -490,9 +490,10 @@ RULE_2A = Rule(
 def verdict_2b(decomposition: pd.DataFrame | None, bands: pd.DataFrame | None, *, t=T_2B) -> Verdict:
     """Claim 2b (`RULE_2B`) over every band of the cross matrix (`linrec.claims.bands`): per model "weights" or
     "inputs" where that sign holds at every band ≥ CLAIM2B_MIN_BAND (`band_word`), "undecided" otherwise; reproduced
-    if some model is "weights" and none "inputs", not reproduced if some are "inputs" and none "weights", partly if
-    both, not testable if none is decided. Each model's evidence is its `controls_decomposition` row (the widest
-    band) with its `outcome`, the deciding bands in words (`bands`) and the bands its matrix covers."""
+    only if every model whose matrix reaches that band is "weights", partly if some are and others are "inputs" or
+    undecided, not reproduced if some are "inputs" and none "weights", not testable if none is decided. Each model's
+    evidence is its `controls_decomposition` row (the widest band) with its `outcome`, the deciding bands in words
+    (`bands`) and the bands its matrix covers."""
     if decomposition is None or decomposition.empty or "share_weights" not in decomposition:
         return Verdict("2b", NOT_TESTABLE, reason="notebook 07 not run")
     if bands is None or bands.empty:
@@ -512,7 +513,7 @@ def verdict_2b(decomposition: pd.DataFrame | None, bands: pd.DataFrame | None, *
     if not yes and not no:
         return Verdict("2b", NOT_TESTABLE, ev, reason=f"undecided for every model: at some band ≥ "
                        f"{t.CLAIM2B_MIN_BAND} the interval of weights − inputs includes 0")  # fmt: skip
-    return Verdict("2b", PARTLY if yes and no else REPRODUCED if yes else NOT_REPRODUCED, ev)
+    return Verdict("2b", REPRODUCED if yes == len(words) else PARTLY if yes else NOT_REPRODUCED, ev)
 
 
 RULE_2B = Rule(
@@ -526,16 +527,16 @@ RULE_2B = Rule(
         "or only b, explains), on the entries |i − j| ≤ k for every band k the matrix holds; its interval "
         f"({INTERVAL_2B}) is the point ± t (blocks − 1) × √(se² of a leave-one-block-out jackknife + se² of the "
         "held-out windows' bootstrap). A model is 'weights' if the interval lies above 0 at every band ≥ "
-        f"{t.CLAIM2B_MIN_BAND}, 'inputs' if below 0 at every one, 'undecided' otherwise (not counted). The null "
+        f"{t.CLAIM2B_MIN_BAND}, 'inputs' if below 0 at every one, 'undecided' otherwise. The null "
         f"ensembles (random-init and shuffled FFNs on the block's inputs, one-sided, Benjamini–Hochberg q < "
-        f"{t.CLAIM2_FDR}) are reported beside it and do not decide. Reproduced if some model is 'weights' and none "
-        "'inputs', not reproduced if some are 'inputs' and none 'weights', partly if both, not testable if none is "
-        "decided"
+        f"{t.CLAIM2_FDR}) are reported beside it and do not decide. Reproduced only if every model is 'weights', "
+        "partly if some are and the others 'inputs' or undecided, not reproduced if some are 'inputs' and none "
+        "'weights', not testable if none is decided"
     ),
     would_change=lambda t: (
         f"an interval of the weights' minus the inputs' share that lies above 0 at every band ≥ {t.CLAIM2B_MIN_BAND} "
         "makes a model 'weights', below 0 at every one 'inputs'; one band whose interval includes 0, or whose sign "
-        "differs, leaves it undecided (not counted); more blocks, or a matrix measured to wider bands, are what "
+        "differs, leaves it undecided; more blocks, or a matrix measured to wider bands, are what "
         "narrows it"
     ),
 )
