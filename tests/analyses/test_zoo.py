@@ -91,3 +91,17 @@ def test_the_per_block_table_reads_the_held_out_r2_and_the_plain_map_swap():
         k: {**m, "swap": m["swap"][m["swap"]["first"] == "map"].drop(columns="first")} for k, m in measured.items()
     }  # a swap table written without the variants' column
     assert block_table(without, configs).equals(t)
+
+
+def test_the_noise_table_names_each_runs_level_and_shape_noise():
+    """`noise_table`: one row per run in order, its `measurement_noise` level and shape in their own columns (the
+    decomposition reads them back by name: `linrec.analyses.factors.components`), and each stage's seconds. Planted:
+    level and shape swapped fails."""
+    from linrec.analyses.zoo import noise_table
+
+    measured = {"a": {"noise": {"level": 1e-4, "shape": 3e-5}, "seconds": {"ceiling": 1.0, "swap": 2.0}},
+                "b": {"noise": {"level": 2e-4, "shape": 5e-5}, "seconds": {"ceiling": 1.5, "swap": 2.5}}}  # fmt: skip
+    t = noise_table(measured)
+    assert t["run"].tolist() == ["a", "b"]
+    assert t["noise_level"].tolist() == [1e-4, 2e-4] and t["noise_shape"].tolist() == [3e-5, 5e-5]
+    assert t["seconds_swap"].tolist() == [2.0, 2.5] and t["seconds_ceiling"].tolist() == [1.0, 1.5]
