@@ -133,3 +133,64 @@ def test_the_distance_table_takes_a_single_pairs_interval_from_its_window_compar
     assert row["interval"] == "windows" and (row["level_lo"], row["level_hi"]) == (0.0, 0.03)
     assert (row["shape_lo"], row["shape_hi"]) == (0.02, 0.05)
     assert distance_table(wide, f).loc[lambda d: d["kind"] == "data order", "interval"].item() == "none"
+
+
+# ---- every threshold of the decomposition at equality and on both sides -------------------------------------------
+def test_measurement_noise_needs_four_held_out_windows_and_the_table_two_runs():
+    """`measurement_noise`: three windows refused in one line, four measured (planted `w < 3`: fails). The distance
+    table and the decomposition: one run refused, two runs of a seed pair measured (planted `< 1`: fails)."""
+    from linrec.analyses.calibration import _Planted, planted_heldout
+    from linrec.analyses.factors import measurement_noise
+    from linrec.base.errors import LinrecError
+
+    def planted(w):
+        return _Planted(planted_heldout([0.6, 0.8, 0.7], w, np.random.default_rng(0)))
+
+    with pytest.raises(LinrecError, match="at least 4 held-out windows, the capture has 3; use more tokens"):
+        measurement_noise(planted(3))
+    got = measurement_noise(planted(4))
+    assert got["level"] > 0 and got["shape"] > 0
+    wide, f = zoo_profiles()
+    two = f[f["run"].isin(["gpt2-i0-d0", "gpt2-i1-d0"])]
+    with pytest.raises(LinrecError, match="1 run\\(s\\) to compare; the distances and the decomposition need two"):
+        distance_table(wide, two.iloc[:1])
+    t = distance_table(wide, two)
+    assert t["kind"].tolist() == ["seed"] and t["n_pairs"].tolist() == [1]
+
+
+def test_a_negative_component_counts_as_zero_in_the_shares():
+    """A component estimated below 0 (the text's, where the texts do not differ: B_text < W by chance) keeps its
+    signed value but has share 0, and the other shares are their part of the positive components' sum (by hand);
+    every component 0 or below: every share NaN (no total to divide). Planted: the negative component left in the
+    total fails."""
+    wide, f = zoo_profiles(rng=4)
+    t = components(wide, f, _noise(f)).set_index(["part", "factor"])
+    neg = [k for k in ("layout", "text", "seed", "residual") if t.loc[("shape", k), "component"] < 0]
+    assert neg == ["text"] and t.loc[("shape", "text"), "share"] == 0.0
+    pos = {k: max(t.loc[("shape", k), "component"], 0.0) for k in ("layout", "text", "seed", "residual")}
+    for k, v in pos.items():
+        assert t.loc[("shape", k), "share"] == pytest.approx(v / sum(pos.values()), rel=1e-12), k
+    flat = wide * 0.0 + 0.6  # every profile the same: every component 0
+    z = components(flat, f, _noise(f))
+    assert (z["component"].abs() < 1e-15).all() and z["share"].isna().all()
+
+
+@pytest.mark.parametrize(
+    "signed, want",
+    [
+        ((0.01, 0.03), (0.01, 0.03)),  # a signed level above 0: |level| in [0.01, 0.03]
+        ((-0.03, -0.01), (0.01, 0.03)),  # below 0: mirrored
+        ((-0.03, 0.0), (0.0, 0.03)),  # ending at 0
+        ((0.0, 0.02), (0.0, 0.02)),  # starting at 0
+        ((-0.01, 0.03), (0.0, 0.03)),  # spanning 0: |level| may be 0, up to the larger end
+    ],
+)
+def test_the_single_pairs_level_interval_on_both_sides_of_zero(signed, want):
+    """The one data-order pair's |level| interval from its signed window interval: mirrored below 0, from 0 where
+    the signed interval reaches or spans 0. Planted: the signed ends kept as they are (no abs) fails below 0; the
+    span's lower end left at min(|lo|, |hi|) fails the spanning case."""
+    wide, f = zoo_profiles()
+    comp = pd.DataFrame([{"kind": "data order", "a": "gpt2-i0-d0", "b": "gpt2-i0-d1", "level_lo": signed[0],
+                          "level_hi": signed[1], "shape_lo": 0.02, "shape_hi": 0.05}])  # fmt: skip
+    row = distance_table(wide, f, comp).set_index("kind").loc["data order"]
+    assert (row["level_lo"], row["level_hi"]) == want

@@ -151,3 +151,57 @@ def test_compare_splits_level_and_shape_on_the_same_resamples(tiny_corpus):
     assert got["level_floor"] == pytest.approx(max(fa["level_floor"], fb["level_floor"])) and got["level_floor"] > 0
     same = compare(a, a)
     assert same["level"] == same["level_lo"] == same["shape_hi"] == 0.0
+
+
+# ---- every threshold of the seeds code at equality and on both sides -----------------------------------------------
+def _planted(n_windows: int, r2=(0.6, 0.8, 0.7), seed: int = 0):
+    """A stand-in capture with planted held-out sums (`linrec.analyses.calibration`'s, through which the coverage
+    simulations run the project's procedures) on `n_windows` windows."""
+    from linrec.analyses.calibration import _Planted, planted_heldout
+
+    return _Planted(planted_heldout(list(r2), n_windows, np.random.default_rng(seed)))
+
+
+def test_beyond_and_within_noise_at_the_floor_and_on_both_sides():
+    """`beyond_noise`: the distance's lower bound strictly above the floor (at it: not beyond); `within_noise`: its
+    upper bound at or below the floor (at it: within). The floor is set to each bound exactly and one float either
+    side. Planted: ≥ for > in beyond_noise fails; < for ≤ in within_noise fails."""
+    from linrec.analyses.calibration import _Planted, planted_heldout
+
+    ha, hb = planted_heldout(np.array([[0.6, 0.8, 0.7, 0.5], [0.4, 0.7, 0.75, 0.3]]), 16, np.random.default_rng(2))
+    a, b = _Planted(ha), _Planted(hb)
+    c = compare(a, b)
+    lo, hi = c["distance_lo"], c["distance_hi"]
+    assert 0 < lo < hi
+    below, above = np.nextafter(lo, -np.inf), np.nextafter(lo, np.inf)
+    assert compare(a, b, floor=below)["beyond_noise"] and not compare(a, b, floor=lo)["beyond_noise"]
+    assert not compare(a, b, floor=above)["beyond_noise"]
+    assert compare(a, b, floor=hi)["within_noise"] and compare(a, b, floor=np.nextafter(hi, np.inf))["within_noise"]
+    assert not compare(a, b, floor=np.nextafter(hi, -np.inf))["within_noise"]
+    assert compare(a, b, floor=lo)["distance_lo"] == lo  # the floor moves no bound
+
+
+def test_a_noise_floor_needs_four_held_out_windows():
+    """Three windows: refused in one line naming the fix; four: measured (and two halves of two windows each).
+    Planted: `w < 3` fails."""
+    with pytest.raises(LinrecError, match="at least 4 held-out windows, the capture has 3; use more tokens"):
+        noise_floors(_planted(3))
+    got = noise_floors(_planted(4))
+    assert set(got) == {"floor", "level_floor", "shape_floor"} and all(np.isfinite(v) and v > 0 for v in got.values())
+
+
+def test_the_onset_at_exactly_the_distance_it_allows():
+    """A checkpoint whose mean |ΔR²_lin| to the last profile equals `within` exactly is within (≤), so the onset is
+    that step; one float less and it is not, and the onset moves to the next step. At the default (ONSET_DISTANCE
+    0.05) a step 0.05 away in exact binary terms counts too. Planted: < for ≤ fails."""
+    from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
+
+    assert ONSET_DISTANCE == 0.05
+    final = np.array([0.5, 0.75])
+    steps = {0: final - 0.3, 10: final + np.array([0.1, 0.0]), 100: final + 0.01, 300: final}
+    t = pd.DataFrame([{"run": "r", "step": s, "block": b, "r2_lin": v[b]} for s, v in steps.items() for b in range(2)])
+    d = float(approach_to_final(t).set_index("step").loc[10, "distance_to_final"])
+    assert d == pytest.approx(0.05, abs=1e-15)
+    assert (approach_to_final(t, within=d)["onset"] == 10).all()
+    assert (approach_to_final(t, within=np.nextafter(d, -np.inf))["onset"] == 100).all()
+    assert (approach_to_final(t)["onset"] == (10 if d <= ONSET_DISTANCE else 100)).all()

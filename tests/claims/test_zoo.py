@@ -143,3 +143,105 @@ def test_only_converged_runs_reach_a_verdict():
     assert kept.loc["3", "n_models"] == 2 and kept.loc["3", "n_blocks"] == 16
     nothing = pooled_claims(None, None, None, runs.assign(converged=False))
     assert (nothing["verdict"] == NOT_TESTABLE).all() and nothing["reason"].str.contains("no zoo run converged").all()
+
+
+def _fisher(r: float, dof: float, level: float, c: float = 1.0) -> tuple[float, float]:
+    """Fisher's z-interval of r at `dof` degrees of freedom, its z variance inflated by `c`, written out here."""
+    from scipy.stats import norm
+
+    h = norm.ppf(0.5 + level / 2) * np.sqrt(c / dof)
+    return float(np.tanh(np.arctanh(r) - h)), float(np.tanh(np.arctanh(r) + h))
+
+
+def test_the_pooled_claims_carry_the_90_percent_intervals_their_no_effect_reads_by_hand():
+    """The zoo's claims 3 and 6b decide "no effect" / "not a useful flag" on the pooled row's 90 % Fisher interval
+    (`correlation_outcome`, `flag_outcome`): checked by value against a hand computation on three planted models. Claim
+    3: Pearson r of (1 − R²_lin, gain) centred per model, n_eff the sum of each model's Bartlett n_eff, 3 + (3 − 1)
+    degrees of freedom spent (the model means); the claims row's `lo90`/`hi90` are that interval's, its `lo`/`hi`
+    the 95 % one. Claim 6b: Spearman ρ(R²_lin, ΔPPL) of ranks centred per model, z variance × 1.06; the partial ρ
+    given depth spends one more. Planted: the claims row's lo90/hi90 read from the 95 % columns fails; the pooled
+    dof without the (groups − 1) fails."""
+    from scipy.stats import rankdata
+
+    from linrec.analyses.uncertainty import effective_n
+    from linrec.claims.probe import probe_summary
+    from linrec.claims.swap import flag_outcome, swap_predictors
+    from linrec.claims.zoo import pooled_claims
+
+    g = np.random.default_rng(11)
+    models = ("a", "b", "c")
+    probe = pd.DataFrame([{"model": m, "block": b, "r2_lin_rows": 0.5 + 0.4 * g.random(), "gain": 0.02 * g.random(),
+                           "gain_quad": 0.03, "probe_stop": "validation", "seconds_probe": 0.1}
+                          for m in models for b in range(10)])  # fmt: skip
+    n = 12
+    depth = [min(i, n - 1 - i) for i in range(n)]
+    r2 = {m: 0.5 + 0.4 * g.random(n) for m in models}
+    delta = {m: np.exp(-3 * r2[m]) + 0.05 * g.standard_normal(n) for m in models}
+    values = pd.concat([pd.DataFrame({"model": m, "block": range(n), "depth_from_end": depth, "r2_lin": r2[m],
+                                      "screening_delta_ppl": delta[m] + 0.01}) for m in models])  # fmt: skip
+    swap = pd.concat([pd.DataFrame({"model": m, "block": range(n), "first": "map", "r2_lin": r2[m],
+                                    "delta_ppl": delta[m], "delta_lo": delta[m] - 0.1, "delta_hi": delta[m] + 0.1,
+                                    "ppl_base": 20.0}) for m in models])  # fmt: skip
+    summary, pred = probe_summary(probe), swap_predictors(values, swap, n_boot=50)
+    claims = pooled_claims(summary, pred, None).set_index("claim")
+
+    # claim 3, by hand
+    xs, ys, n_eff = [], [], 0.0
+    for _, t in probe.groupby("model"):
+        x, y = 1 - t["r2_lin_rows"].to_numpy(), t["gain"].to_numpy()
+        n_eff += effective_n(x, y)
+        xs.append(x - x.mean())
+        ys.append(y - y.mean())
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    r = (x * y).sum() / np.sqrt((x * x).sum() * (y * y).sum())
+    dof = n_eff - 3 - 2
+    c3 = claims.loc["3"]
+    assert c3["rho"] == pytest.approx(r, abs=1e-12) and c3["n_eff"] == pytest.approx(n_eff, rel=1e-12)
+    assert (c3["lo90"], c3["hi90"]) == pytest.approx(_fisher(r, dof, 0.90), rel=1e-10)
+    assert (c3["lo"], c3["hi"]) == pytest.approx(_fisher(r, dof, 0.95), rel=1e-10)
+    assert c3["lo"] < c3["lo90"] < c3["hi90"] < c3["hi"]
+
+    # claim 6b, by hand: ranks centred per model; the partial ρ with a line in depth's ranks taken out of each
+    def ranks(m):
+        return rankdata(r2[m]), rankdata(delta[m]), rankdata(depth)
+
+    def line_out(v, z):
+        v, z = v - v.mean(), z - z.mean()
+        return v - (v * z).sum() / (z * z).sum() * z
+
+    parts = {"rho": ([], [], 0.0), "partial": ([], [], 0.0)}
+    for m in models:
+        ra, rb, rz = ranks(m)
+        for key, (u, v) in (("rho", (ra, rb)), ("partial", (line_out(ra, rz), line_out(rb, rz)))):
+            us, vs, ne = parts[key]
+            parts[key] = (us + [u - u.mean()], vs + [v - v.mean()], ne + effective_n(u, v))
+    want = {}
+    for key, spent in (("rho", 3 + 2), ("partial", 3 + 1 + 2)):
+        u, v = np.concatenate(parts[key][0]), np.concatenate(parts[key][1])
+        rho = (u * v).sum() / np.sqrt((u * u).sum() * (v * v).sum())
+        want[key] = (rho, _fisher(rho, parts[key][2] - spent, 0.90, 1.06), _fisher(rho, parts[key][2] - spent, 0.95,
+                                                                                    1.06))  # fmt: skip
+    pool = pred[(pred["model"] == "all") & (pred["column"] == "r2_lin")].iloc[0]
+    assert pool["spearman_rho"] == pytest.approx(want["rho"][0], abs=1e-12)
+    assert (pool["rho_lo90"], pool["rho_hi90"]) == pytest.approx(want["rho"][1], rel=1e-10)
+    assert (pool["partial_lo90"], pool["partial_hi90"]) == pytest.approx(want["partial"][1], rel=1e-10)
+    assert (pool["partial_lo"], pool["partial_hi"]) == pytest.approx(want["partial"][2], rel=1e-10)
+    c6 = claims.loc["6b"]
+    assert c6["rho"] == pytest.approx(want["rho"][0], abs=1e-12)
+    assert (c6["lo90"], c6["hi90"]) == pytest.approx(want["rho"][1], rel=1e-10)
+    assert (c6["lo"], c6["hi"]) == pytest.approx(want["rho"][2], rel=1e-10)
+    assert c6["outcome"] == flag_outcome(pool)
+
+
+def test_the_layout_beside_a_seed_that_sets_the_shape_at_its_thresholds():
+    """Where the seed (or text) sets the shape, claim 2a is partly only with the layout shown to move it too: its
+    component's interval above 0 and its effect at least 0.1. At 0.1 exactly: partly; just under: not testable (not
+    bounded below 0.1 either: its interval reaches 0.12); its interval's lower end at 0 (not shown) with an effect of
+    0.15: not testable; just above 0: partly. Planted: > for ≥ on the layout's effect fails; ≥ 0 for > 0 on its
+    lower end fails."""
+    m = CLAIM2_MIN_EFFECT
+    for layout, lo, want in [(m, 0.05, PARTLY), (m - 1e-6, 0.05, NOT_TESTABLE), (0.15, 0.0, NOT_TESTABLE),
+                             (0.15, 1e-4, PARTLY)]:  # fmt: skip
+        planted = _comp({"layout": layout, "seed": 0.3}, lo={"layout": lo}, hi={"layout": 0.2})
+        assert part_word(planted, "shape").word == "seed", (layout, lo)
+        assert zoo_2a(planted) == want, (layout, lo)

@@ -126,6 +126,17 @@ def test_the_zoo_reads_the_tables_as_written_and_writes_its_own(text, tmp_path, 
     assert set(result.zoo_blocks["model"]) == set(result.training_runs["run"]) == set(result.training_swap["run"])
     assert result.zoo_timings is not None and {"seconds_train", "seconds_swap"} <= set(result.zoo_timings)
     assert (seen["noise"]["noise_level"] >= 1.0).all()  # read back from the file, not taken from memory
+    # the per-block table reads each run's last checkpoint: its held-out R²_lin is the profile's at the last step
+    # (planted: the first checkpoint's capture, `min` for `max`, fails), its ΔPPL the plain map swap's
+    prof = result.training_profiles
+    last = prof[prof["step"] == prof.groupby("run")["step"].transform("max")]
+    assert last["step"].gt(0).all()
+    blocks = result.zoo_blocks.merge(last.rename(columns={"run": "model"}), on=["model", "block"], suffixes=("", "_p"))
+    assert len(blocks) == len(result.zoo_blocks)
+    assert np.allclose(blocks["r2_lin"], blocks["r2_lin_p"], rtol=0, atol=1e-12)
+    swap = result.training_swap.rename(columns={"run": "model"})  # the plain map alone: the study asks no variant
+    both = result.zoo_blocks.merge(swap, on=["model", "block"], suffixes=("", "_s"))
+    assert len(both) == len(result.zoo_blocks) and (both["delta_ppl"] == both["delta_ppl_s"]).all()
 
 
 def test_a_profile_that_trains_nothing_shows_the_stored_runs_and_writes_nothing(tmp_path, monkeypatch):
