@@ -74,5 +74,6 @@ def test_summary_by_hand():
     assert s["change_max"] == pytest.approx(0.03) and s["max_block"] == 1
     assert s["half_width_median"] == pytest.approx(0.015)
     assert s["beyond"] == pytest.approx(2 / 6)  # 0.03 > 0.02 and 0.02 > 0.015
+    assert s["up"] == pytest.approx(3 / 6)  # 0.01, 0.002, 0.02 rose; 0.0 did not
     assert s["draw_spread"] == pytest.approx(0.01)  # ranges 0.01, 0.02, 0.002
     assert (s["ppl_pct_min"], s["ppl_pct_max"], s["n_seeds"]) == (30.0, 37.0, 2)

@@ -31,8 +31,8 @@ def test_the_numbers_go_beside_claims_1_and_6a_and_into_the_limitations(tmp_path
     s = quant_summary(r)["m"]
     assert s["change_median"] == pytest.approx(0.012) and s["change_max"] == pytest.approx(0.06)
     (one,) = quant_evidence(r, 1)
-    assert "median 0.012 (max 0.060, block 1)" in one and "half-width of 0.020" in one and "2 draws" in one
-    assert "33 % of the blocks" in one  # 0.03 and 0.06 beyond 0.02: 2 of the 6 blocks × draws
+    assert "median 0.012 (max 0.060, block 1; up in 67 % of blocks × draws)" in one and "2 draws" in one
+    assert "half-width of 0.020, and by more than its half-width in 33 %" in one  # 0.03 and 0.06 beyond 0.02
     (six,) = quant_evidence(r, "6a")
     assert "perplexity by 30–37 % (base 20.0)" in six
     assert quant_evidence(r, 3) == []

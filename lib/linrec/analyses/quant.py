@@ -111,8 +111,9 @@ def sensitivity(
 def summary(table: pd.DataFrame) -> dict:
     """What the limitations and the report quote from a `sensitivity` table, per model pooled over its seeds:
     {model: {n_seeds, n_blocks, change_median, change_max (of |r2_lin_change|), max_block, half_width_median,
-    beyond (blocks × seeds whose |change| exceeds their half-width, as a share), draw_spread (median over blocks of
-    the change's range between seeds; NaN with one seed), ppl_base, ppl_pct_min, ppl_pct_max}}."""
+    beyond (blocks × seeds whose |change| exceeds their half-width, as a share), up (the share that rose),
+    draw_spread (median over blocks of the change's range between seeds; NaN with one seed), ppl_base, ppl_pct_min,
+    ppl_pct_max}}."""
     out = {}
     for model, t in table.groupby("model", sort=False):
         change = t["r2_lin_change"].abs()
@@ -126,6 +127,7 @@ def summary(table: pd.DataFrame) -> dict:
             "max_block": int(t.loc[change.idxmax(), "block"]),
             "half_width_median": float(t.drop_duplicates("block")["half_width_base"].median()),
             "beyond": float((change > t["half_width_base"]).mean()),
+            "up": float((t["r2_lin_change"] > 0).mean()),
             "draw_spread": float(spread),
             "ppl_base": float(t["ppl_base"].iloc[0]),
             "ppl_pct_min": float(t["ppl_change_pct"].min()),

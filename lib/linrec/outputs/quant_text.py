@@ -14,7 +14,7 @@ import pandas as pd
 from linrec.analyses.quant import COLUMNS, summary
 from linrec.outputs.results import Results, fmt
 
-SOURCE = "`results/quant/quant_sensitivity.csv`"
+SOURCE = "`results/quant/quant_sensitivity.csv`, on the default profile's windows"
 
 
 def quant_summary(r: Results) -> dict:
@@ -46,9 +46,9 @@ def quant_evidence(r: Results, claim: int | str) -> list[str]:
         return [
             f"{m}, quantisation ({SOURCE}, {_draws(e)}): one more rounding error of the release's own step in every "
             f"quantised weight moves R²_lin by a median {fmt(e['change_median'])} (max {fmt(e['change_max'])}, block "
-            f"{e['max_block']}) against a median interval half-width of {fmt(e['half_width_median'])}; "
-            f"{e['beyond'] * 100:.0f} % of the blocks move by more than their half-width. The intervals cover the "
-            "windows, not the rounding"
+            f"{e['max_block']}; up in {e['up'] * 100:.0f} % of blocks × draws) against a median interval half-width of "
+            f"{fmt(e['half_width_median'])}, and by more than its half-width in {e['beyond'] * 100:.0f} %: the "
+            "intervals cover the windows, not the rounding"
             for m, e in s.items()
         ]
     if str(claim) == "6a":
