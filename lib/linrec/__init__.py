@@ -11,6 +11,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · source (how a model is given, parsed once)
                · models (load any model) · surgery · training · training_text (its texts, split; the tokenizer)
                · train_settings (no torch) · layouts (GPT-2, Pythia, llama rows) · plateau (the plateau rule)
+               · quant_noise (one more GGUF-sized rounding error, drawn)
     measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · rows (the row sample on disk, the first positions)
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
@@ -21,6 +22,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · routing (per-token: FFN or map) · token_context (token or context?) · healing (swap, fine-tune)
                · controls (2a) · decomposition (2b: weights or inputs) · seeds
                · factors (what sets a profile: layout, text, seed) · zoo (the pipeline on every trained model)
+               · quant (R²_lin and perplexity under a second quantisation error)
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
                · bands (2b at every cross band)
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
@@ -32,7 +34,8 @@ The package's folders are its layers, lowest first; a module imports only from i
                · catalog (one row per claim: its rule, the paper's words, sentence, figures, caveat) · report
                · report_figures (which figure where) · claim_table (every profile's verdicts) · rule_log (rule hashes)
                · methods (the coverage table) · routing_text (the routing section) · ceiling_text (02's findings)
-               · zoo_text (the zoo in words) · refresh (summaries rebuilt from per-block tables) · labels
+               · zoo_text (the zoo in words) · quant_text (the quantisation sensitivity in words)
+               · refresh (summaries rebuilt from per-block tables) · labels
                · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)
                · plots_bands (figure 7c: 2b against the band)
     app/       cli (the `linrec` command) · commands (its subcommands) · profile (one `Profile`, checked once) · bench

@@ -42,6 +42,7 @@ from linrec.outputs.claim_text import (
     sentence_7a,
     sentence_7b,
 )
+from linrec.outputs.quant_text import quant_evidence
 from linrec.outputs.results import Results
 
 
@@ -198,6 +199,7 @@ def build(r: Results) -> list[Claim]:
     for entry in CATALOG:
         c = entry.sentence(r, entry.rule)
         c.title, c.paper = entry.title, entry.paper
+        c.details += quant_evidence(r, c.number)  # claims 1 and 6a: a second quantisation error (results/quant)
         stale = sorted({nb for nb in r.stale.values() if f"notebook {nb} not run" in c.ours})
         for nb in stale:
             why = (f"notebook {nb}'s tables in this folder were written by an older linrec "

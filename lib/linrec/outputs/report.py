@@ -30,6 +30,7 @@ from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim
 from linrec.outputs.claim_text import Claim
 from linrec.outputs.methods import methods_lines, write_calibration
 from linrec.outputs.plots import figures_at_drawn_size
+from linrec.outputs.quant_text import quant_limitation
 from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative, stale_run
 from linrec.outputs.results import Results, fmt, listed, replicated, table_in
 from linrec.outputs.routing_text import routing_section
@@ -252,6 +253,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "paper's "
         "GPT-2 / Pythia-160m / llama-160m; the paper's exact comparison runs with `params/paper.yaml` where the hub "
         "is reachable.",
+        *quant_limitation(r),
         _bias_limitation(r, out),
         "- ΔPPL is measured on the held-out windows of the same corpus, at seq_len tokens per window.",
         "- R²_lin weights rows by their output variance, so a model run without a BOS token can owe a block's R²_lin "
