@@ -33,8 +33,8 @@
 # delta_ppl_interval`): when a few windows cost much more than the rest, the symmetric t missed below the truth,
 # the side that flatters a swap. At 99 % and 12 windows it covers a planted change in 0.95–0.99 of simulated data
 # sets under symmetric, Gamma, lognormal and one-costly-window-in-4 costs, where at 95 % it covered 0.90–0.97 (the
-# report's methods table); claim 6a also checks it at the chosen block's own windows resampled (`swap_skew`). Every ΔPPL's per-window losses are written
-# (`swap_windows`) with their skew per swap (`swap_skew`). The base
+# report's methods table); claim 6a also checks it at the chosen block's own windows resampled (`swap_skew`).
+# Every ΔPPL's per-window losses are written (`swap_windows`) with their skew per swap (`swap_skew`). The base
 # model runs once; a swap at block i re-runs only blocks i… and the head from the cached residual
 # stream (`linrec.analyses.perplexity.PerplexityEvaluator`; exact, tested against plain forwards).
 #
