@@ -15,7 +15,7 @@
 # first on two toy blocks and then on one real block of a real language model. At the end the number computed by
 # hand is set beside the number linrec computes, and they agree to ten decimal places. Read it before the numbered
 # notebooks 01–09: they do the same thing at scale, from statistics instead of rows. It runs in well under a minute
-# and writes nothing (`linrec figures` does not run it; `tests/test_notebooks.py` does).
+# and writes nothing (`linrec figures` does not run it; `tests/test_teaching.py` does).
 #
 # **The question.** A transformer's feed-forward block (its FFN, or MLP) is a function: at every token position it
 # reads a vector x (the hidden state after the block's normalisation, d numbers) and writes a vector y (what it adds

@@ -36,12 +36,12 @@ def pytest_unconfigure(config):
         shutil.rmtree(config.stash[_STOP].parent, ignore_errors=True)
 
 
-# The files that take longest, longest first (pytest --durations=0, summed per file, 2 cores: 335, 60, 31, 22 and
-# 20 s after the tests moved to tests/<layer>/), by their path under tests/: with one file per worker (`--dist
+# The files that take longest, longest first (pytest --durations, 2 cores, 2026-11-27: test_notebooks.py 632 CPU s
+# on its worker, then about 20-35 s each for the next), by their path under tests/: with one file per worker (`--dist
 # loadfile`) the longest start first and the short ones fill in beside them. A file missing here only runs later;
 # the order changes no result.
-LONGEST_FIRST = ("test_notebooks.py", "test_lab.py", "outputs/test_refresh.py", "test_integration.py",
-                 "app/test_commands.py")  # fmt: skip
+LONGEST_FIRST = ("test_notebooks.py", "test_lab.py", "test_teaching.py", "test_environment.py", "test_integration.py",
+                 "app/test_commands.py", "outputs/test_refresh.py")  # fmt: skip
 TESTS = Path(__file__).resolve().parent
 
 

@@ -318,8 +318,7 @@ def colour_cycle_text(n_docs: int = 40, words: int = 120) -> str:
 def training_windows(cfg, text):
     """The tokenizer a training run of `cfg` trains on `text`'s training documents, and its training windows."""
     from linrec.inputs.corpora import load_documents
-    from linrec.inputs.training import train_windows
-    from linrec.inputs.training_text import split_documents, train_tokenizer
+    from linrec.inputs.training_text import split_documents, train_tokenizer, train_windows
 
     docs, _ = load_documents(text)
     train, _ = split_documents(docs, cfg.measure_frac, cfg.split_seed)

@@ -415,30 +415,3 @@ def test_a_rerun_that_finds_the_same_numbers_leaves_every_file_but_the_timings_a
             shown += list(difflib.unified_diff(a, b, "first run", "rerun", n=0, lineterm=""))[:12]
     assert not changed, "a rerun with the same numbers changed:\n" + "\n".join(shown)
     assert any(p.suffix == ".pdf" for p in before) and any(p.suffix == ".ipynb" for p in before)
-
-
-@pytest.mark.models
-def test_00_method_derives_r2_by_hand_and_agrees_with_linrec_to_1e_10():
-    """Issue 65 item 5: the primer (notebooks/00_method.py, not a stage) builds R²_lin in numpy: the normal equations
-    against np.linalg.lstsq, held-out R² by hand on two toy blocks, then SmolLM2's block 0 by hand and through linrec.
-    Executed as Lab would run it (in notebooks/), in under a minute; its own last cell asserts the 1e-10 agreement, and
-    the numbers it printed are read back here."""
-    import time
-
-    import jupytext
-    from nbclient import NotebookClient
-
-    from linrec.studies.stages import PRIMER_FILE
-
-    nb = jupytext.read(ROOT / "notebooks" / f"{PRIMER_FILE}.py")
-    t0 = time.perf_counter()
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}
-                   ).execute()  # fmt: skip
-    took = time.perf_counter() - t0
-    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
-    lstsq = float(re.search(r"largest difference from lstsq: (\S+)", printed)[1])
-    toy = dict(re.findall(r"(affine block \+ noise|GELU block): held-out R²_lin = (\S+)", printed))
-    hand, ours = (float(re.search(rf"^{who}\s+(\S+)$", printed, flags=re.M)[1]) for who in ("by hand", "linrec"))
-    assert lstsq < 1e-12 and float(toy["affine block + noise"]) > 0.98 and 0.5 < float(toy["GELU block"]) < 0.8
-    assert abs(hand - ours) < 1e-10 and 0.5 < ours < 1, printed
-    assert took < 60, took

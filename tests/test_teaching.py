@@ -1,8 +1,12 @@
 """What a reader of a notebook or the README sees (issue 50, items 3 and 7): a cell that quotes another profile's
 results asks first whether they apply, the README's hero caption promises only what its figure draws, and notebook 06
-says which models run without a BOS token."""
+says which models run without a BOS token; and the primer, notebooks/00_method.py, executed as Lab runs it (issue 65
+item 5; here, not in tests/test_notebooks.py, so that under `--dist loadfile` its 20–36 s run on the other worker
+beside the smoke notebooks)."""
 
 import re
+
+import pytest
 
 from linrec.base.files import project_root
 
@@ -102,3 +106,30 @@ def test_the_readme_and_running_say_what_run_all_on_a_fresh_clone_does_and_the_q
     assert "Run All reads the captures `make figures` cached" not in " ".join(
         (ROOT / "README.md").read_text().replace("\n", " ").split()
     )
+
+
+@pytest.mark.models
+def test_00_method_derives_r2_by_hand_and_agrees_with_linrec_to_1e_10():
+    """Issue 65 item 5: the primer (notebooks/00_method.py, not a stage) builds R²_lin in numpy: the normal equations
+    against np.linalg.lstsq, held-out R² by hand on two toy blocks, then SmolLM2's block 0 by hand and through linrec.
+    Executed as Lab would run it (in notebooks/), in under a minute; its own last cell asserts the 1e-10 agreement, and
+    the numbers it printed are read back here."""
+    import time
+
+    import jupytext
+    from nbclient import NotebookClient
+
+    from linrec.studies.stages import PRIMER_FILE
+
+    nb = jupytext.read(ROOT / "notebooks" / f"{PRIMER_FILE}.py")
+    t0 = time.perf_counter()
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}
+                   ).execute()  # fmt: skip
+    took = time.perf_counter() - t0
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    lstsq = float(re.search(r"largest difference from lstsq: (\S+)", printed)[1])
+    toy = dict(re.findall(r"(affine block \+ noise|GELU block): held-out R²_lin = (\S+)", printed))
+    hand, ours = (float(re.search(rf"^{who}\s+(\S+)$", printed, flags=re.M)[1]) for who in ("by hand", "linrec"))
+    assert lstsq < 1e-12 and float(toy["affine block + noise"]) > 0.98 and 0.5 < float(toy["GELU block"]) < 0.8
+    assert abs(hand - ours) < 1e-10 and 0.5 < ours < 1, printed
+    assert took < 60, took

@@ -81,8 +81,7 @@ from linrec.inputs.training_text import (
     split_texts,
     text_identity,
     text_tag,
-    train_tokenizer,
-    train_windows,
+    tokenized,
 )
 
 log = logging.getLogger(__name__)
@@ -425,8 +424,7 @@ def get_run(cfg: TrainConfig, cache: bool = True, progress: bool = True) -> Trai
                 shutil.rmtree(scratch, ignore_errors=True)
                 raise
         train_docs, vocab_docs, measure_docs, identity = split_texts(cfg)
-        tokenizer = train_tokenizer(vocab_docs, cfg.vocab)
-        windows = train_windows(train_docs, tokenizer, cfg.seq_len)
+        tokenizer, windows = tokenized(train_docs, vocab_docs, cfg.vocab, cfg.seq_len)  # made once for runs alike
         held = heldout_windows(heldout_documents(cfg), tokenizer, cfg) if cfg.n_evals else None
         evals = []
 

@@ -14,6 +14,7 @@ of a list of documents (`train_windows`).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -132,3 +133,24 @@ def train_windows(docs: list[str], tokenizer, seq_len: int) -> torch.Tensor:
     stream = token_stream(docs, tokenizer, 1 << 62)
     n = len(stream) // seq_len
     return torch.tensor(stream[: n * seq_len], dtype=torch.long).view(n, seq_len)
+
+
+_LAST: dict = {}  # `tokenized`'s last result, by the digest of its inputs (one entry: a long text's windows are large)
+
+
+def tokenized(train_docs: list[str], vocab_docs: list[str], vocab: int, seq_len: int):
+    """(`train_tokenizer(vocab_docs, vocab)`, `train_windows(train_docs, it, seq_len)`): a run's tokenizer and its
+    training windows. The last pair made is kept in memory under a digest of these inputs (their text, not their
+    names), so runs that differ only in layout or seeds, trained one after another in one process (notebook 08's
+    five), train the tokenizer and tokenise the text once: on the smoke profile that was 45 % of notebook 08's study
+    (2026-11-27). The same inputs give the same tokenizer and windows either way; the windows are never written to."""
+    h = hashlib.blake2b(f"{vocab} {seq_len} {len(vocab_docs)} {len(train_docs)}".encode(), digest_size=16)
+    for doc in (*vocab_docs, *train_docs):
+        h.update(len(doc).to_bytes(8, "little"))
+        h.update(doc.encode())
+    key = h.hexdigest()
+    if key not in _LAST:
+        tokenizer = train_tokenizer(vocab_docs, vocab)
+        _LAST.clear()
+        _LAST[key] = (tokenizer, train_windows(train_docs, tokenizer, seq_len))
+    return _LAST[key]

@@ -244,7 +244,7 @@ DECLARED = {d.name: d for cls in SECTIONS.values() for d in declared(cls)}  # pa
 SECTION_OF = {d.name: section for section, cls in SECTIONS.items() for d in declared(cls)}
 REPORT_FILE = "09_report"  # the report's notebook (notebooks/09_report.py), run after every study's
 # the method derived by hand in numpy (notebooks/00_method.py), read first: no stage, so `linrec figures` does not run
-# it; tests/test_notebooks.py executes it and checks its hand-made R²_lin against linrec's
+# it; tests/test_teaching.py executes it and checks its hand-made R²_lin against linrec's
 PRIMER_FILE = "00_method"
 REPORT_NOTEBOOK = REPORT_FILE[:2]
 NOTEBOOKS = (*(s.notebook for s in STUDIES), REPORT_NOTEBOOK)
