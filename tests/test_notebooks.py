@@ -133,15 +133,17 @@ def test_03_bilinear_probe(runner):
     assert s["ci_lo"] <= s["pearson_r"] <= s["ci_hi"] and abs(s["gain_median"] - probe["gain"].median()) < 1e-11
     ranks = runner.table("probe_ranks")
     assert sorted(set(ranks["rank"])) == [4, 16] and len(ranks) == 2 * 3  # smoke: two ranks on three blocks
-    budget = runner.table("pitfall_budget")  # smoke: 1 best + 1 worst block; budgets of 100, 173 and 300 steps
+    assert (probe["n_train_rows"] == runner.params["probe_rows"]).all()  # smoke: 1,000 of the stored train rows
+    budget = runner.table("pitfall_budget")  # smoke: 1 best + 1 worst block; budgets of 100 and 200 steps
     assert budget["block"].nunique() == 2
-    assert set(budget["optimizer"]) == {"adam", "sgd", "gd"} and sorted(set(budget["step"])) == [100, 173, 300]
+    assert set(budget["optimizer"]) == {"adam", "sgd", "gd"} and sorted(set(budget["step"])) == [100, 200]
     assert (budget.groupby(["block", "optimizer", "step"])["chosen"].sum() == 1).all()  # one tuned lr per budget
-    dose = runner.table("pitfall_dose")  # 2 κ × 2 optimizers × 7 budgets from 10 to 300 steps
-    assert len(dose) == 2 * 2 * 7 and ((dose["ceiling_exact"] - dose["ceiling_exact_original"]).abs() < 1e-3).all()
+    dose = runner.table("pitfall_dose")  # 2 κ × 2 optimizers × 5 budgets from 10 to 100 steps
+    assert len(dose) == 2 * 2 * 5 and sorted(set(dose["step"])) == [10, 18, 32, 56, 100]
+    assert ((dose["ceiling_exact"] - dose["ceiling_exact_original"]).abs() < 1e-3).all()
     assert dose["ceiling"].nunique() == 1  # the original inputs' ridge ceiling at every κ
     s = runner.table("pitfall_summary").iloc[0]
-    assert s["n_mechanism"] == 2 and s["dose_kappa_max"] == 1e6 and s["dose_steps"] == 300
+    assert s["n_mechanism"] == 2 and s["dose_kappa_max"] == 1e6 and s["dose_steps"] == 100
     assert s["budget_steps"] == 5 * -(-int(probe["n_train_rows"].median()) // 256)
 
 
@@ -253,6 +255,9 @@ def test_09_report(runner, tmp_path):
     import shutil
 
     runner.upto("09_report")
+    calibration = runner.table("calibration")  # the methods table on the profile's coverage_reps data sets
+    reps = runner.params["coverage_reps"]
+    assert calibration["reps"].max() == reps  # the correlations' rows (the window intervals': half as many)
     text = runner.report.read_text()
     linked = re.findall(r"!\[(\w+)\]\(([^)]+)\)", text)
     assert sorted(stem for stem, _ in linked) == sorted(stem for stem, _, _ in FIGURES)  # each figure once

@@ -233,10 +233,10 @@ def test_the_report_prints_the_rules_words_as_the_threshold_stands(tmp_path, mon
     assert "ΔPPL ≤ +2.5" in rule_line and "+2.5 perplexity" in change_line
 
 
-def test_notebook_09_and_linrec_report_write_the_same_report_from_one_profile(tmp_path, cli, monkeypatch):
-    """Notebook 09's `write_report(p)` measures the coverage at the profile's seed (table `calibration`), writes the
-    report with the profile's setup and the README's block; `linrec report` on the same profile writes the same
-    report byte for byte."""
+def test_notebook_09_and_linrec_report_write_the_same_report_from_one_profile(tmp_path, cli):
+    """Notebook 09's `write_report(p)` measures the coverage at the profile's seed and `coverage_reps` (table
+    `calibration`), writes the report with the profile's setup and the README's block; `linrec report` on the same
+    profile writes the same report byte for byte."""
     d = _results(tmp_path)
     capture = {"model": "m", "model_type": "llama", "n_blocks": 12, "d_model": 64, "n_train_rows": 2048,
                "n_test_rows": 512, "tokens": 2560, "bos": False, "seconds": 1.0, "from_cache": True}  # fmt: skip
@@ -248,10 +248,9 @@ def test_notebook_09_and_linrec_report_write_the_same_report_from_one_profile(tm
     readme.write_text(f"# x\n{README_START}\nold\n{README_END}\nrest\n")
     given = {"models": ["m"], "encoder_models": [], "results_dir": str(d), "figures_dir": str(tmp_path / "figures"),
              "report_path": str(tmp_path / "paper" / "report.md"), "readme": str(readme), "seed": 3,
-             "capture": {"seq_len": 64, "tokens": 2560, "sample_rows": 2000}, "probe_rows": 500}  # fmt: skip
-    (tmp_path / "p.yaml").write_text(yaml.safe_dump(given))
-    real = methods.write_calibration  # at 20 simulated data sets, not 1,000: the same code in seconds
-    monkeypatch.setattr("linrec.outputs.report.write_calibration", lambda d, seed: real(d, seed=seed, reps=20))
+             "capture": {"seq_len": 64, "tokens": 2560, "sample_rows": 2000}, "probe_rows": 500,
+             "coverage_reps": 20}  # fmt: skip
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(given))  # coverage_reps 20, not 1,000: the same code in seconds
 
     written = write_report(load_profile(tmp_path / "p.yaml").notebook("09"))
     save_table(methods.coverage(d, reps=20, seed=3), "calibration", tmp_path / "direct")

@@ -224,7 +224,8 @@ class Run:
 
 @dataclass(frozen=True)
 class Outputs:
-    """Where a run writes, and which notebooks `linrec figures` runs (None: `with_output_defaults`)."""
+    """Where a run writes, which notebooks `linrec figures` runs (None: `with_output_defaults`), and the size of the
+    report's own simulation (notebook 09)."""
 
     results_dir: str | None = param(None, "tables and executed notebooks (None: results/<profile>)")
     figures_dir: str | None = param(None, "figures (None: <results_dir>/figures)")
@@ -236,6 +237,9 @@ class Outputs:
         "column and a tally line each (results/full, results/zoo; a folder absent or unjudgeable is left out)",
     )
     notebooks: list[str] | None = param(None, "the notebooks `linrec figures` runs without --only (None: all)")
+    coverage_reps: int = param(
+        1000, "notebook 09's methods table: simulated data sets per correlation interval (half as many per window one)"
+    )
 
 
 # the profile's sections: the run's own, then each study's, in the notebooks' order
