@@ -86,8 +86,10 @@ def test_an_affine_block_routes_everything_for_nothing(affine_llama, tmp_path):
     assert routable["measured_to"] == 1.0 and routable["n_steps"] == len(rows) - 1
     one = [r for r in rows if r["share"] == 1.0][0]
     whole = st.heldout.table([1]).iloc[0]
-    assert one["delta_ppl"] == whole["delta_ppl"] and (one["delta_lo"], one["delta_hi"]) == (
-        whole["delta_lo"], whole["delta_hi"])  # fmt: skip
+    # the same windows and the same skew-corrected jackknife: routing reads it at 95 % (its own calibrated level),
+    # the swap table at SWAP_LEVEL (99 %), so the point is the same and the 95 % interval lies inside the 99 % one
+    assert one["delta_ppl"] == whole["delta_ppl"]
+    assert whole["delta_lo"] < one["delta_lo"] <= one["delta_ppl"] <= one["delta_hi"] < whole["delta_hi"]
     # block 0 (a random SwiGLU) is not routable for free: its whole-block swap costs perplexity
     gates0, _ = train_gates(st.heldout, 0, targets=("quantile",))
     rows0, _ = route_block(st.heldout, 0, gates0["quantile"])
