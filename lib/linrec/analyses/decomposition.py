@@ -21,6 +21,8 @@ from linrec.base.progress import bar as progress_bar
 from linrec.stats import N_BOOT
 from linrec.stats.heldout import HeldOut, r2_of_counts
 
+Z975 = 1.959964  # the normal quantile of a 95 % percentile interval: its half-width / Z975 = se (claims read it too)
+
 
 def norm_affine(norm: torch.nn.Module) -> tuple[np.ndarray, np.ndarray]:
     """(g, b), float64, with norm(h) = g ⊙ n(h) + b, where n is the norm's own unit normalisation (LayerNorm: centre
@@ -285,6 +287,6 @@ def band_windows(result: InputsOrWeights, n_boot: int = N_BOOT, seed: int = 0) -
     rows = []
     for k in range(1, widest + 1):
         d = decomposition(result, n_boot=n_boot, seed=seed, band=k)
-        se = (d["share_weights_minus_inputs_hi"] - d["share_weights_minus_inputs_lo"]) / (2 * 1.959964)
+        se = (d["share_weights_minus_inputs_hi"] - d["share_weights_minus_inputs_lo"]) / (2 * Z975)
         rows.append({"model": m["model"].iloc[0], "band": k, "se_windows": se, "windows_band": k})
     return pd.DataFrame(rows, columns=["model", "band", "se_windows", "windows_band"])

@@ -417,11 +417,15 @@ def rewindowed(tables: dict, windows: pandas.DataFrame) -> dict:
         out["swap"] = swap
         if (fp := tables.get("swap_first")) is not None:
             fp = fp.copy()
-            for k, r in fp.iterrows():
-                for f in ("map", "ffn", "mean"):
-                    row = swap[(swap["model"] == r["model"]) & (swap["block"] == r["block"]) & (first == f)]
-                    if len(row) and f"delta_lo_{f}" in fp.columns:
-                        fp.loc[k, [f"delta_lo_{f}", f"delta_hi_{f}"]] = row[["delta_lo", "delta_hi"]].iloc[0].to_numpy()
+            ends = swap.assign(first=first).drop_duplicates(["model", "block", "first"])  # each swap's first row
+            ends = {(m, b, f): (lo, hi) for m, b, f, lo, hi in ends[["model", "block", "first", "delta_lo", "delta_hi"]]
+                    .itertuples(index=False)}  # fmt: skip
+            for f in ("map", "ffn", "mean"):
+                if f"delta_lo_{f}" not in fp.columns:
+                    continue
+                for k, m, b in zip(fp.index, fp["model"], fp["block"], strict=True):
+                    if (m, b, f) in ends:
+                        fp.loc[k, [f"delta_lo_{f}", f"delta_hi_{f}"]] = ends[(m, b, f)]
             out["swap_first"] = fp
     if (curve := tables.get("swap_rank_curve")) is not None:
         rank = lambda r: int(r["rank"]) if bool(r["factored"]) else 0  # noqa: E731  # the dense map: no 'r<rank>'

@@ -25,7 +25,7 @@ from scipy import stats
 from scipy.stats import norm, rankdata
 
 from linrec.base.errors import LinrecError
-from linrec.stats.jackknife import interval, skew_corrected
+from linrec.stats.jackknife import hall_interval, interval, skew_corrected
 
 if TYPE_CHECKING:
     import pandas
@@ -147,8 +147,8 @@ def _delta_stat(base: np.ndarray, other: np.ndarray, tokens_per_window: int):
 def delta_ppl_batch(base, other, level: float = SWAP_LEVEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(point, lo, hi) of `delta_ppl_interval` for many data sets at once: `base`, `other` [R, W] the mean NLL per
     token of each window (per-window sums / tokens per window), one data set a row. The leave-one-window-out
-    replicates of exp(mean other) − exp(mean base) in closed form, their pseudo-values, G₁ and Hall's transformation
-    (`linrec.stats.jackknife`'s module docstring) — the formula `skew_corrected` evaluates one data set at a time."""
+    replicates of exp(mean other) − exp(mean base) in closed form, their pseudo-values, and Hall's skew-corrected t
+    on them (`linrec.stats.jackknife.hall_interval`, the formula `skew_corrected` uses for any statistic)."""
     if not 0 < level < 1:
         raise LinrecError(f"need 0 < level < 1, got level={level}")
     b, o = np.atleast_2d(np.asarray(base, dtype=np.float64)), np.atleast_2d(np.asarray(other, dtype=np.float64))
@@ -158,21 +158,8 @@ def delta_ppl_batch(base, other, level: float = SWAP_LEVEL) -> tuple[np.ndarray,
     sb, so = b.sum(axis=1, keepdims=True), o.sum(axis=1, keepdims=True)
     point = np.exp(so[:, 0] / w) - np.exp(sb[:, 0] / w)
     loo = np.exp((so - o) / (w - 1)) - np.exp((sb - b) / (w - 1))
-    c = w * point[:, None] - (w - 1) * loo
-    c = c - c.mean(axis=1, keepdims=True)
-    m2 = (c * c).mean(axis=1)
-    se = np.sqrt(m2 / (w - 1))  # the pseudo-values' SD (ddof 1) over √W
-    with np.errstate(invalid="ignore", divide="ignore"):
-        g = np.where(m2 > 0, (c**3).mean(axis=1) / m2**1.5, 0.0) * (np.sqrt(w * (w - 1)) / (w - 2) if w > 2 else 0.0)
-    q = stats.t.ppf(1 - (1 - level) / 2, w - 1)
-    a, shift = g / (3 * np.sqrt(w)), g / (6 * np.sqrt(w))
-    flat = np.abs(a) < 1e-12
-
-    def inverse(x: float) -> np.ndarray:  # g⁻¹(x) per data set
-        y = x - shift
-        return np.where(flat, y, (np.cbrt(1 + 3 * a * y) - 1) / np.where(flat, 1.0, a))
-
-    return point, point - se * inverse(q), point - se * inverse(-q)
+    lo, hi, _ = hall_interval(point, w * point[:, None] - (w - 1) * loo, level)
+    return point, lo, hi
 
 
 def delta_ppl_interval(base: np.ndarray, other: np.ndarray, tokens_per_window: int,

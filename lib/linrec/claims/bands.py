@@ -25,11 +25,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student
 
-from linrec.analyses.decomposition import two_factor_shares
+from linrec.analyses.decomposition import Z975, two_factor_shares
 
 CLAIM2B_MIN_BAND = 2  # the narrowest band that decides: a model's sign must hold at this band and every wider one
 INTERVAL_2B = "95 % over the blocks measured (jackknife) and the held-out windows (bootstrap), fits held fixed"
-Z975 = 1.959964  # the normal quantile of the window bootstrap's 95 % percentile interval (half-width / Z975 = se)
 
 
 def wmi(m: pd.DataFrame) -> float:

@@ -103,30 +103,52 @@ def from_replicates(point, loo) -> Jackknife:
     return Jackknife(np.asarray(point, dtype=np.float64), np.sqrt(var), np.full(np.shape(var), float(w - 1)))
 
 
+def _skew_rows(c: np.ndarray, m2: np.ndarray) -> np.ndarray:
+    """G₁ of each row of centred values `c` [R, n] with 1/n second moments `m2` [R]; 0 for n < 3 or no spread."""
+    n = c.shape[1]
+    if n < 3:
+        return np.zeros(len(c))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(m2 > 0, (c**3).mean(axis=1) / m2**1.5, 0.0) * (np.sqrt(n * (n - 1)) / (n - 2))
+
+
 def skewness(x) -> float:
     """The adjusted sample skewness G₁ = g₁·√(n(n − 1)) / (n − 2) of `x` (g₁ = m₃ / m₂^{3/2}, central moments with
     1/n); 0 for fewer than 3 values or no spread."""
-    x = np.asarray(x, dtype=np.float64)
-    n = len(x)
-    c = x - x.mean()
-    m2 = float((c * c).mean()) if n else 0.0
-    if n < 3 or m2 <= 0:
-        return 0.0
-    return float((c**3).mean() / m2**1.5 * np.sqrt(n * (n - 1)) / (n - 2))
+    x = np.asarray(x, dtype=np.float64).reshape(1, -1)
+    c = x - x.mean(axis=1, keepdims=True)
+    return float(_skew_rows(c, (c * c).mean(axis=1))[0]) if x.shape[1] else 0.0
 
 
-def hall_inverse(x, skew: float, n: int):
-    """g⁻¹(x) of Hall's transformation of a t statistic over `n` values of skewness `skew` (module docstring)."""
-    a = skew / (3 * np.sqrt(n))
-    x = np.asarray(x, dtype=np.float64) - skew / (6 * np.sqrt(n))
-    if abs(a) < 1e-12:
-        return x
-    return (np.cbrt(1 + 3 * a * x) - 1) / a
+def hall_inverse(x, skew, n: int):
+    """g⁻¹(x) of Hall's transformation of a t statistic over `n` values of skewness `skew` (module docstring); `skew`
+    a number or one per data set (an array), g⁻¹ then one per data set."""
+    skew = np.asarray(skew, dtype=np.float64)
+    a, y = skew / (3 * np.sqrt(n)), np.asarray(x, dtype=np.float64) - skew / (6 * np.sqrt(n))
+    flat = np.abs(a) < 1e-12
+    return np.where(flat, y, (np.cbrt(1 + 3 * a * y) - 1) / np.where(flat, 1.0, a))
+
+
+def hall_interval(point, pseudo, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lo, hi, skew) of Hall's skew-corrected t for many data sets at once (module docstring): `point` [R] the
+    estimates, `pseudo` [R, W] their jackknife pseudo-values; the interval at `level` with W − 1 degrees of freedom,
+    `skew` each data set's G₁. The one formula behind `skew_corrected` and
+    `linrec.analyses.uncertainty.delta_ppl_batch`."""
+    if not 0 < level < 1:
+        raise LinrecError(f"level must be in (0, 1), got {level}")
+    point, pseudo = np.asarray(point, dtype=np.float64), np.atleast_2d(np.asarray(pseudo, dtype=np.float64))
+    w = pseudo.shape[1]
+    c = pseudo - pseudo.mean(axis=1, keepdims=True)
+    m2 = (c * c).mean(axis=1)
+    se = np.sqrt(m2 / (w - 1))  # the pseudo-values' SD (ddof 1) over √W
+    g = _skew_rows(c, m2)
+    q = t.ppf(1 - (1 - level) / 2, w - 1)
+    return point - se * hall_inverse(q, g, w), point - se * hall_inverse(-q, g, w), g
 
 
 def skew_corrected(stat: Callable[..., np.ndarray], n_windows: int, level: float = 0.95):
     """(point, lo, hi, skew) of a scalar statistic over one set of `n_windows` windows by Hall's skew-corrected t
-    on its jackknife pseudo-values (module docstring); `stat(counts)` as `jackknife` takes it; `skew`: the
+    on its jackknife pseudo-values (`hall_interval`); `stat(counts)` as `jackknife` takes it; `skew`: the
     pseudo-values' G₁ (positive: a few windows pull the statistic up)."""
     if not 0 < level < 1:
         raise LinrecError(f"level must be in (0, 1), got {level}")
@@ -135,12 +157,8 @@ def skew_corrected(stat: Callable[..., np.ndarray], n_windows: int, level: float
         raise LinrecError(f"a jackknife needs at least 2 held-out windows, got {w}; use more tokens")
     point = float(np.asarray(stat(np.ones((1, w))), dtype=np.float64).reshape(-1)[0])
     loo = np.asarray(stat(leave_one_out(w)), dtype=np.float64).reshape(w)
-    pseudo = w * point - (w - 1) * loo
-    se = float(pseudo.std(ddof=1) / np.sqrt(w))
-    g = skewness(pseudo)
-    q = t.ppf(1 - (1 - level) / 2, w - 1)
-    lo, hi = point - se * hall_inverse(q, g, w), point - se * hall_inverse(-q, g, w)
-    return point, float(lo), float(hi), g
+    lo, hi, g = hall_interval(np.array([point]), (w * point - (w - 1) * loo)[None], level)
+    return point, float(lo[0]), float(hi[0]), float(g[0])
 
 
 def interval(stat: Callable[..., np.ndarray], sizes: int | Sequence[int], level: float = 0.95):
