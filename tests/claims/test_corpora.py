@@ -58,7 +58,7 @@ def test_claim5_overlays_only_when_shape_and_level_are_both_small(shape, level, 
     assert verdict_5(pd.DataFrame([_row(shape, level)])).verdict == expected.get(word, NOT_TESTABLE)
 
 
-def test_claim5_tallies_the_decided_models_and_judges_without_position_0_on_both():
+def test_claim5_counts_every_model_and_judges_without_position_0_on_both():
     rows = [_row(SMALL, SMALL, "a"), _row(SMALL, LARGE, "b"), _row(SMALL, (0.05, 0.2), "c")]
     v = verdict_5(pd.DataFrame(rows))
     assert v.verdict == PARTLY and [e["overlay_verdict"] for e in v.evidence] == [
@@ -66,6 +66,8 @@ def test_claim5_tallies_the_decided_models_and_judges_without_position_0_on_both
     assert verdict_5(pd.DataFrame(rows[1:])).verdict == NOT_REPRODUCED
     assert verdict_5(pd.DataFrame(rows[2:])).verdict == NOT_TESTABLE
     assert verdict_5(pd.DataFrame(rows[:1])).verdict == REPRODUCED
+    # every model counts: an undecided one beside one that overlays is partly, not reproduced (issue 64)
+    assert verdict_5(pd.DataFrame([rows[0], rows[2]])).verdict == PARTLY
     ex = {"shape_lo_ex_first": 0.01, "shape_hi_ex_first": 0.05}  # the shape small without position 0, ...
     v = verdict_5(pd.DataFrame([_row(SMALL, SMALL, **ex)]))  # ... the level not measured there (an older table)
     assert v.verdict == REPRODUCED and v.without_first == NOT_TESTABLE
@@ -73,6 +75,10 @@ def test_claim5_tallies_the_decided_models_and_judges_without_position_0_on_both
     assert v.without_first == REPRODUCED
     v = verdict_5(pd.DataFrame([_row(SMALL, SMALL, **ex, level_lo_ex_first=0.2, level_hi_ex_first=0.3)]))
     assert v.without_first == NOT_REPRODUCED
+    undecided = {**ex, "level_lo_ex_first": 0.05, "level_hi_ex_first": 0.2}  # straddles without position 0
+    v = verdict_5(pd.DataFrame([_row(SMALL, SMALL, "a", **ex, level_lo_ex_first=0.01, level_hi_ex_first=0.05),
+                                _row(SMALL, SMALL, "b", **undecided)]))  # fmt: skip
+    assert v.verdict == REPRODUCED and v.without_first == PARTLY
 
 
 def test_corpus_verdicts_writes_the_overlay_word():

@@ -21,7 +21,7 @@ from linrec.claims.rules import (
     Verdict,
     require,
     tally,
-    tally_decided,
+    tally_every,
     thresholds,
 )
 
@@ -109,8 +109,8 @@ def overlay_word(row, suffix: str = "", t=T_5) -> str:
 
 def verdict_5(verdicts: pd.DataFrame | None, *, t=T_5) -> Verdict:
     """Per model, `overlay_word` of the shape and level shares (notebook 05's `corpora_verdict`, columns shape_lo/hi
-    and level_lo/hi); models left undecided are not counted; a table without the decomposition is judged by the older
-    correlation rule (`corpus_word`). Without the windows' first position, the same on the `_ex_first` shares."""
+    and level_lo/hi), every model counted (`tally_every`: an undecided model makes a reproduced partly); a table
+    without the decomposition is judged by the older correlation rule (`corpus_word`). Without the windows' first position, the same on the `_ex_first` shares."""
     if verdicts is None or verdicts.empty:
         return Verdict(5, NOT_TESTABLE, reason="notebook 05 not run")
     if "shape_hi" not in verdicts:
@@ -120,12 +120,12 @@ def verdict_5(verdicts: pd.DataFrame | None, *, t=T_5) -> Verdict:
     if "shape_hi_ex_first" in verdicts and np.isfinite(verdicts["shape_hi_ex_first"]).all():
         for e in ev:
             e["overlay_verdict_ex_first"] = overlay_word(e, "_ex_first", t)
-        word1 = tally_decided([e["overlay_verdict_ex_first"] for e in ev], "a property of the model", "undecided")
-    decided = [e["overlay_verdict"] == "a property of the model" for e in ev if e["overlay_verdict"] != "undecided"]
-    if not decided:
+        word1 = tally_every([e["overlay_verdict_ex_first"] for e in ev], "a property of the model", "undecided")
+    word = tally_every([e["overlay_verdict"] for e in ev], "a property of the model", "undecided")
+    if word == NOT_TESTABLE:
         return Verdict(5, NOT_TESTABLE, ev, reason="every model's shape or level share straddles its threshold",
                        without_first=word1)  # fmt: skip
-    return Verdict(5, tally(decided), ev, without_first=word1)
+    return Verdict(5, word, ev, without_first=word1)
 
 
 RULE_5 = Rule(
@@ -138,7 +138,9 @@ RULE_5 = Rule(
         "shape (the block × corpus interaction); the profiles overlay only if both are small: 'a property of the "
         "model' if the 95 % window-jackknife intervals of the shape share and of the level share lie below "
         f"{t.CLAIM5_SHAPE} and {t.CLAIM5_LEVEL}, 'shaped by the corpus' if either lies at or above its threshold, else "
-        "undecided (not counted); reproduced if every decided model is 'a property of the model', partly if some are"
+        "undecided; reproduced only if every model is 'a property of the model', partly if some are and the others "
+        "are shaped by the corpus or undecided, not reproduced if none is and some model is shaped by the corpus, not "
+        "testable if every model is undecided"
     ),
     would_change=lambda t: (
         f"a shape (block × corpus) share whose interval lies at or above {t.CLAIM5_SHAPE}, or a level (corpus) share "

@@ -284,6 +284,16 @@ def tally_decided(words: list[str], yes: str, undecided: str) -> str:
     return tally(decided) if decided else NOT_TESTABLE
 
 
+def tally_every(words: list[str], yes: str, undecided: str) -> str:
+    """Every model counts, an undecided one too: reproduced only if every word is `yes`, partly if some are, not
+    reproduced if none is and some model is decided, not testable if none is decided (claims 2b and 5: one decided
+    model does not speak for another that leans the other way)."""
+    if all(w == undecided for w in words):
+        return NOT_TESTABLE
+    n = sum(w == yes for w in words)
+    return REPRODUCED if n == len(words) else PARTLY if n else NOT_REPRODUCED
+
+
 def by_share(claim: str, ev: list[dict], key: str, yes: str, reason: str) -> Verdict:
     words = [e[key] for e in ev if e[key] is not None]
     if not words:
