@@ -77,6 +77,13 @@ def test_the_type_agreement_is_pearson_and_spearman_of_mean_need_over_types_freq
     assert got["r"] == pytest.approx(np.corrcoef(ra[keep] / na[keep], rb[keep] / nb[keep])[0, 1], abs=1e-12)
     assert got["r_need_rel"] == pytest.approx(np.corrcoef(rel_a[keep], rel_b[keep])[0, 1], abs=1e-12)
     assert got["r_need_lo"] <= got["r_need_lo90"] <= got["r_need"] <= got["r_need_hi90"] <= got["r_need_hi"]
+    # the 90 % interval the anchor's "context" (no type effect) reads, by value: the 5th and 95th percentiles of
+    # Pearson r over the same seeded resamples of the six types (issue 64 item 10)
+    idx = np.random.default_rng([0, 29]).integers(0, 6, size=(300, 6))
+    draws = np.array([np.corrcoef(ma[keep][i], mb[keep][i])[0, 1] for i in idx])
+    draws = draws[np.isfinite(draws)]
+    assert [got["r_need_lo90"], got["r_need_hi90"]] == pytest.approx(np.quantile(draws, [0.05, 0.95]), abs=1e-12)
+    assert [got["r_need_lo"], got["r_need_hi"]] == pytest.approx(np.quantile(draws, [0.025, 0.975]), abs=1e-12)
     assert type_agreement(a, b, min_count=51, n_boot=50).iloc[0]["n_types"] == 0
 
 
@@ -132,6 +139,24 @@ def test_a_need_planted_on_the_previous_token_is_found_by_the_context_gate_not_t
     assert abs(got["token"]["auc"] - 0.5) < 0.06 and got["token"]["full_minus_lo"] > 0.3
     assert got["context"]["auc"] > 0.95 and got["context"]["full_minus"] < 0.02  # as good as the full gate, or better
     assert got["full"]["full_minus"] == 0.0 and got["full"]["auc_lo"] < got["full"]["auc"] < got["full"]["auc_hi"]
+
+
+def test_the_gates_90_percent_interval_is_the_jackknifes_at_t_095_on_the_windows_by_value():
+    """The split rule reads AUC(full) − AUC(part)'s 90 % interval (below +AUC_MARGIN: the part matches the full gate):
+    the same leave-one-window-out se as its 95 % interval, at t_{W−1, 0.95} instead of t_{W−1, 0.975}, centred on the
+    difference (issue 64 item 10: the 90 % interval checked by value, not only the 95 % one)."""
+    from scipy.stats import t
+
+    got = _split("context")
+    w = 30  # held-out windows of _split
+    for part in ("token", "context"):
+        r = got[part]
+        se = (r["full_minus_hi"] - r["full_minus_lo"]) / (2 * t.ppf(0.975, w - 1))
+        assert r["full_minus_lo"] + r["full_minus_hi"] == pytest.approx(2 * r["full_minus"], abs=1e-12)
+        assert [r["full_minus_lo90"], r["full_minus_hi90"]] == pytest.approx(
+            [r["full_minus"] - t.ppf(0.95, w - 1) * se, r["full_minus"] + t.ppf(0.95, w - 1) * se], abs=1e-12
+        )
+        assert se > 0
 
 
 def test_a_need_planted_on_the_token_is_found_by_the_token_gate_not_the_context_gate():
