@@ -4,10 +4,13 @@ A failure names its notebook.
 
 The first test that needs a notebook runs them all once per test session, the way `linrec figures`
 does (01, then 02–08 side by side, then 09), into a temporary results directory; each test then
-checks what its notebook wrote. A notebook that did not complete because another one failed is
-reported as failing because of it.
+checks what its notebook wrote. Side by side even beside the other pytest worker: the kernels run one thread each
+(the workers' OMP_NUM_THREADS=1, tests/conftest.py), so a third single-threaded process on 2 cores only shares
+time, and two kernels fill the waits of each other's start-up (the suite took 299 s idle with them one at a time).
+A notebook that did not complete because another one failed is reported as failing because of it.
 """
 
+import os
 import re
 
 import numpy as np
@@ -15,6 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
+import linrec.base.threads
 from linrec.analyses.spectrum import REGIMES
 from linrec.app.notebooks import notebooks, run_notebooks
 from linrec.app.records import TIMINGS
@@ -51,7 +55,9 @@ class _Runner:
         if not self.ran:
             self.ran = True
             try:
-                run_notebooks(self.pfile, root=ROOT)
+                with pytest.MonkeyPatch.context() as mp:  # 02–08 two side by side, one thread each (module docstring)
+                    mp.setattr(linrec.base.threads, "free_cpus", lambda *a, **k: min(2, os.cpu_count() or 1))
+                    run_notebooks(self.pfile, root=ROOT)
             except Exception as err:  # noqa: BLE001 — reported by the test of every notebook that did not complete
                 self.failed = err
         if stem not in self.completed():

@@ -8,6 +8,7 @@ import re
 from dataclasses import fields
 
 import pytest
+import yaml
 
 from helpers import single_line as _single_line
 from linrec.analyses import SCREENING_WINDOWS
@@ -423,3 +424,20 @@ def test_a_profile_that_trains_in_bf16_is_checked_against_its_own_device():
     assert p.device == "cuda" and p.training["precision"] == "bf16" and p.training["d_model"] == 768
     with pytest.raises(LinrecError, match="precision bf16 trains on a GPU.*use precision float32"):
         load_profile("zoo_paper", {"device": "cpu"})
+
+
+def test_the_cpu_zoo_is_the_zoo_but_for_its_steps_and_where_it_writes():
+    """params/zoo_cpu.yaml (the zoo trained on 2 CPU cores in under 2 hours, issue 61) differs from params/zoo.yaml
+    in the training steps and the output paths alone: a value changed in one and not the other would make its
+    results/zoo_cpu/ another zoo than the one the report reads (planted: a learning rate or a seed list edited in
+    one file fails)."""
+    zoo, cpu = (yaml.safe_load((ROOT / "params" / f"{n}.yaml").read_text()) for n in ("zoo", "zoo_cpu"))
+    paths = {"results_dir", "figures_dir", "report_path"}
+    assert {k: v for k, v in zoo.items() if k not in paths | {"training"}} == {
+        k: v for k, v in cpu.items() if k not in paths | {"training"}}  # fmt: skip
+    assert {k: v for k, v in zoo["training"].items() if k != "steps"} == {
+        k: v for k, v in cpu["training"].items() if k != "steps"}  # fmt: skip
+    assert (zoo["training"]["steps"], cpu["training"]["steps"]) == (1500, 900)
+    assert all(str(cpu[k]).startswith("results/zoo_cpu") for k in paths)
+    p = load_profile("zoo_cpu")
+    assert p.device == "cpu" and p.training["steps"] == 900
