@@ -224,10 +224,15 @@ def main(argv: list[str] | None = None) -> int:
         result = study.run(p)
         study_seconds = time.perf_counter() - t1
         print(f"study (read the runs, capture every checkpoint, the pipeline, the tables): {study_seconds:.0f} s")
-        cols = ["run", "converged", "plateaued", "learned", "heldout_gain", "final_heldout_loss", "final_heldout_ppl"]
-        print(result.zoo_runs[cols].to_string(index=False))
-        print("zoo verdict:", json.dumps(result.zoo_verdict.iloc[0].to_dict(), default=str))
-        print(result.zoo_claims[["claim", "verdict", "n_models", "n_blocks", "rho", "lo", "hi"]].to_string(index=False))
+        if result.zoo_runs is not None:  # the pipeline's tables (none with -p train_pipeline false)
+            cols = ["run", "converged", "plateaued", "learned", "heldout_gain", "final_heldout_loss",
+                    "final_heldout_ppl"]  # fmt: skip
+            print(result.zoo_runs[cols].to_string(index=False))
+            print("zoo verdict:", json.dumps(result.zoo_verdict.iloc[0].to_dict(), default=str))
+            print(result.zoo_claims[["claim", "verdict", "n_models", "n_blocks", "rho", "lo", "hi"]].to_string(
+                index=False))  # fmt: skip
+        else:
+            print(result.training_verdict.to_string(index=False))
     timings = plateau[["run", "seconds_wall", "seconds_train", "cached"]].assign(phase="train")
     timings = pd.concat([timings, pd.DataFrame([
         {"run": "all", "phase": "train (wall, all workers)", "seconds_wall": train_seconds},
