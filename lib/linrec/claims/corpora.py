@@ -110,7 +110,8 @@ def overlay_word(row, suffix: str = "", t=T_5) -> str:
 def verdict_5(verdicts: pd.DataFrame | None, *, t=T_5) -> Verdict:
     """Per model, `overlay_word` of the shape and level shares (notebook 05's `corpora_verdict`, columns shape_lo/hi
     and level_lo/hi), every model counted (`tally_every`: an undecided model makes a reproduced partly); a table
-    without the decomposition is judged by the older correlation rule (`corpus_word`). Without the windows' first position, the same on the `_ex_first` shares."""
+    without the decomposition is judged by the older correlation rule (`corpus_word`). Without the windows' first
+    position, the same on the `_ex_first` shares."""
     if verdicts is None or verdicts.empty:
         return Verdict(5, NOT_TESTABLE, reason="notebook 05 not run")
     if "shape_hi" not in verdicts:
