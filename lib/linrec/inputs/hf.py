@@ -12,13 +12,21 @@ from pathlib import Path
 
 import huggingface_hub.constants as hub_constants
 import torch
-from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
-from transformers.utils import logging as hf_logging
 
 from linrec.base.errors import LinrecError
 from linrec.inputs.sites import FfnSite, find_ffn_sites
 
 ENCODER_TYPES = ("bert",)
+
+
+def transformers_version() -> str:
+    """transformers' version, read from its installed metadata: the same string as `transformers.__version__`
+    without importing it. transformers (and accelerate) load only where a model or tokenizer is built (here and in
+    `linrec.inputs.models`, `surgery`, `training`, `training_text`, `layouts`): a notebook or command that reads
+    only the cache starts about 1.5 s sooner (issue 65: kernels and commands are most of the test suite's time)."""
+    from importlib.metadata import version
+
+    return version("transformers")
 
 
 @dataclass
@@ -87,12 +95,18 @@ def load_tokenizer(path: str | Path, **kw):
     ):
         # a generic tokenizer.json: AutoTokenizer would rebuild the model type's own class from it
         # and lose the vocabulary
+        from transformers import PreTrainedTokenizerFast
+
         return PreTrainedTokenizerFast.from_pretrained(str(path), **kw)
+    from transformers import AutoTokenizer
+
     return AutoTokenizer.from_pretrained(str(path), **kw)
 
 
 def auto_class(model_type: str):
     """transformers' Auto class for a model type: the bare encoder for encoders, the causal LM otherwise."""
+
+    from transformers import AutoModel, AutoModelForCausalLM
 
     return AutoModel if model_type in ENCODER_TYPES else AutoModelForCausalLM
 
@@ -100,6 +114,7 @@ def auto_class(model_type: str):
 @contextlib.contextmanager
 def quiet_transformers():
     """Silence transformers' progress bars and info chatter during a load."""
+    from transformers.utils import logging as hf_logging
 
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()

@@ -19,9 +19,6 @@ import shutil
 from pathlib import Path
 
 import torch
-import transformers
-from accelerate import dispatch_model, infer_auto_device_map
-from accelerate.utils import get_balanced_memory
 
 from linrec.base.cache import writable
 from linrec.base.errors import LinrecError
@@ -118,9 +115,11 @@ def _load_gguf(path: Path, dtype: torch.dtype):
         raise LinrecError(f"cannot read {path} ({err.strerror}); pass a readable .gguf file") from None
     if head != GGUF_MAGIC:
         raise LinrecError(f"{bad} (it does not start with the GGUF magic bytes); pass a complete .gguf model file")
+    from transformers import AutoConfig
+
     try:
         with quiet_transformers():
-            config = transformers.AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
+            config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
             model = auto_class(config.model_type).from_pretrained(  # with `config`: one GGUF parse fewer (~7 s)
                 str(path.parent), gguf_file=path.name, config=config, dtype=dtype
             )
@@ -185,8 +184,10 @@ def _load_offline(name: str, dtype: torch.dtype) -> tuple[torch.nn.Module, objec
 
 
 def _load_local(path: Path, dtype: torch.dtype):
+    from transformers import AutoConfig
+
     with quiet_transformers():
-        config = transformers.AutoConfig.from_pretrained(str(path))
+        config = AutoConfig.from_pretrained(str(path))
         model = auto_class(config.model_type).from_pretrained(str(path), dtype=dtype)
         tok = load_tokenizer(path)
     return model, tok
@@ -209,9 +210,11 @@ def _load_hub(spec: str, dtype: torch.dtype):
         )
     online = hub_reachable()
     kw = {} if online else {"local_files_only": True}
+    from transformers import AutoConfig
+
     try:
         with quiet_transformers():
-            config = transformers.AutoConfig.from_pretrained(spec, **kw)
+            config = AutoConfig.from_pretrained(spec, **kw)
             model = auto_class(config.model_type).from_pretrained(spec, dtype=dtype, **kw)
             tok = load_tokenizer(spec, **kw)
     except (OSError, ValueError, ConnectionError) as err:
@@ -339,6 +342,9 @@ def _dispatched(loaded: LoadedModel, device_map: str | dict, dtype: torch.dtype)
     {module: device} map with `infer_auto_device_map` (blocks never split), then `dispatch_model` places each module
     and hooks its inputs onto its device. Every FFN's activations, and so its statistics, live on its block's device
     (`linrec.measure.plan.probe_sites`)."""
+    from accelerate import dispatch_model, infer_auto_device_map  # here: accelerate loads only for a device map
+    from accelerate.utils import get_balanced_memory
+
     model = loaded.model
     no_split = list(getattr(model, "_no_split_modules", None) or [])
     if isinstance(device_map, str):

@@ -26,11 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import transformers
 
 from linrec.base.errors import LinrecError
 from linrec.base.files import path_identity
-from linrec.inputs.hf import context_length, hub_reachable, quiet_transformers
+from linrec.inputs.hf import context_length, hub_reachable, quiet_transformers, transformers_version
 from linrec.inputs.offline import (  # noqa: F401 - OfflineModel, offline_names: imported from here by callers
     FIRST_PREFIX,
     HUB_ID,
@@ -87,7 +86,7 @@ class ModelSource:
             return f"first:{self.number}:{self.base.identity()}"
         if self.kind == "init":  # the init depends on the library versions as well as the seed
             return (
-                f"init:{self.number}:{self.base.identity()}:transformers {transformers.__version__}"
+                f"init:{self.number}:{self.base.identity()}:transformers {transformers_version()}"
                 f":torch {torch.__version__}"
             )
         if self.kind == "offline":
@@ -123,7 +122,9 @@ class ModelSource:
             return None
         try:
             with quiet_transformers():
-                return _shape_of_config(transformers.AutoConfig.from_pretrained(where, **kw))
+                from transformers import AutoConfig
+
+                return _shape_of_config(AutoConfig.from_pretrained(where, **kw))
         except Exception:  # noqa: BLE001 - an unreadable config is the loader's to report, with its own message
             return None
 

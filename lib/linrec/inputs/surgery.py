@@ -51,8 +51,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 from safetensors.torch import load_model, save_model
-from transformers import AutoConfig, AutoModelForCausalLM
-from transformers.initialization import no_init_weights
 
 from linrec.base.errors import LinrecError
 from linrec.base.files import (
@@ -429,6 +427,8 @@ def load_swapped(directory: str | Path, device: str = "cpu", tokenizer: bool = T
             f"the saved model in {directory} is damaged ({problem}); save it again with linrec swap --save"
         )
     dtype = getattr(torch, meta["dtype"])
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.initialization import no_init_weights
 
     with quiet_transformers():
         config = AutoConfig.from_pretrained(str(directory))

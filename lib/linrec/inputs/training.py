@@ -60,7 +60,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-import transformers
 
 from linrec.base.cache import entry_path, get_or_compute
 from linrec.base.errors import LinrecError
@@ -69,7 +68,7 @@ from linrec.base.params import check_settings
 from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import available_memory, one_thread
 from linrec.inputs.corpora import DOC_SEPARATOR
-from linrec.inputs.hf import check_device, no_tf32, quiet_transformers
+from linrec.inputs.hf import check_device, no_tf32, quiet_transformers, transformers_version
 from linrec.inputs.layouts import build, check_block_params, param_counts
 from linrec.inputs.layouts import ffn_width as layout_ffn_width
 from linrec.inputs.layouts import layout as layout_row
@@ -219,7 +218,7 @@ class TrainConfig(TrainSettings):
             "device": made_on,
             "text": text_identity(self.text),
             "torch": torch.__version__,
-            "transformers": transformers.__version__,
+            "transformers": transformers_version(),
             "version": TRAINING_VERSION,
         }
         ident["mlp"] = ident.pop("layout")  # the key's name from before layouts: runs cached then stay valid

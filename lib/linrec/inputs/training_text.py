@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast
 
 from linrec.base.errors import LinrecError
 from linrec.inputs.corpora import (
@@ -98,6 +97,8 @@ def train_tokenizer(docs: list[str], vocab: int):
         show_progress=False,
     )
     tok.train_from_iterator(docs, trainer=trainer)
+    from transformers import PreTrainedTokenizerFast
+
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, pad_token=EOS, model_max_length=1 << 20)
 
 
