@@ -91,6 +91,16 @@ def test_a_profile_without_the_first_position_check_writes_none_of_its_tables(st
     assert written(tmp_path / "results") == PROBE - {"probe_ex_first", "probe_summary_ex_first"}
 
 
+def test_switching_the_first_position_check_off_removes_an_earlier_runs_tables(study_profile, tmp_path):
+    """An earlier run with the check on left its tables in the folder; a run with it off must not leave them to be
+    read as its own (the report would give claim 3 a 'without the first position' verdict this run never measured:
+    found when the default profile turned the check off, 2026-11-27)."""
+    study.run_probe(study_profile(probe_without_first=True))
+    assert {"probe_ex_first", "probe_summary_ex_first"} <= written(tmp_path / "results")
+    study.run_probe(study_profile(probe_without_first=False))
+    assert written(tmp_path / "results") == PROBE - {"probe_ex_first", "probe_summary_ex_first"}
+
+
 def test_the_dose_block_is_the_median_by_train_kappa_whatever_the_blocks_are_called():
     assert median_block(pd.Series([5.0, 1.0, 9.0, 3.0, 7.0])) == 0  # κ order: blocks 1, 3, 0, 4, 2
     assert median_block(pd.Series([5.0, 1.0, 9.0, 3.0])) == 0  # even count: the upper of the two middle ones

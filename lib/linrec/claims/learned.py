@@ -42,6 +42,7 @@ from linrec.claims.rules import (
     by_share,
     require,
     spearman,
+    tally_every,
     thresholds,
 )
 
@@ -509,11 +510,11 @@ def verdict_2b(decomposition: pd.DataFrame | None, bands: pd.DataFrame | None, *
     if not words:
         return Verdict("2b", NOT_TESTABLE, ev, reason=f"no model's cross matrix reaches band {t.CLAIM2B_MIN_BAND}; "
                        f"set cross_band ≥ {t.CLAIM2B_MIN_BAND} and rerun notebook 07")  # fmt: skip
-    yes, no = words.count("weights"), words.count("inputs")
-    if not yes and not no:
+    word = tally_every(words, yes="weights", undecided="undecided")  # as claim 5: every model counts
+    if word == NOT_TESTABLE:
         return Verdict("2b", NOT_TESTABLE, ev, reason=f"undecided for every model: at some band ≥ "
                        f"{t.CLAIM2B_MIN_BAND} the interval of weights − inputs includes 0")  # fmt: skip
-    return Verdict("2b", REPRODUCED if yes == len(words) else PARTLY if yes else NOT_REPRODUCED, ev)
+    return Verdict("2b", word, ev)
 
 
 RULE_2B = Rule(
