@@ -40,10 +40,10 @@ def test_real_model_capture_matches_lstsq_on_its_rows(smollm2, tmp_path, monkeyp
     wiki = fetch_offline_corpus("wiki")  # from the real cache, before pointing the cache at tmp
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path))
     c = capture_with(
-        "smollm2-135m", str(wiki), seq_len=64, tokens=1536, sample_rows=100_000, loaded=smollm2, progress=False
-    )
+        "smollm2-135m", str(wiki), seq_len=64, tokens=1024, sample_rows=100_000, loaded=smollm2, progress=False
+    )  # 16 windows of 64 tokens, about 80 % of them train: more rows than the 577 parameters per output
     assert c.meta["n_blocks"] == 30 and c.meta["dims"][0] == [576, 576]
-    table = ceiling_table(c)  # about 1,200 train rows for 577 parameters per output: held out, R² may be < 0
+    table = ceiling_table(c)  # barely more train rows than parameters: held out, R² may be < 0
     assert (np.isfinite(table["r2_lin"]) & (table["r2_lin"] <= 1)).all()
     for block in (0, 29):  # lstsq on all stored rows (float32 as hooked) is the independent reference
         xtr, ytr = c.rows(block, "train")
