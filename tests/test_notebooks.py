@@ -412,7 +412,7 @@ def test_a_rerun_that_finds_the_same_numbers_leaves_every_file_but_the_timings_a
 
     before = files()
     # 03 had one thread in the first run; every core now, and no more: beside the other pytest worker a pool larger
-    # than the machine only spins (cpu_count + 1 made this test 47 s instead of 30 on 2 cores)
+    # than the machine only spins (2 cores: 02 and 03 at cpu_count + 1 threads 47 s, 03 alone 34 s, at 2 threads 30 s)
     more = max(2, os.cpu_count() or 1)
     monkeypatch.setattr(linrec.base.threads, "free_cpus", lambda *a, **k: more)
     run_notebooks(runner.pfile, only=["03"], root=ROOT, jobs=1)
