@@ -15,7 +15,7 @@ from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
 from linrec.claims.profile import move_tests, profile_summary, replication_summary
-from linrec.claims.tables import save_table
+from linrec.claims.tables import save_table, table_path
 from linrec.measure.curves import CurveConfig, get_curve
 from linrec.studies import ceiling
 
@@ -117,6 +117,10 @@ def test_every_part_on_writes_every_table_as_the_analyses_compute_it(setup, tmp_
 
 def test_a_part_switched_off_is_not_written(setup):
     p = setup(curve_train_tokens=[], replicate_samples=[])
+    results = Path(p.results_dir)
+    results.mkdir(parents=True, exist_ok=True)
+    for name in CURVE_TABLES | REPLICATES:  # an earlier run's, with those parts on: not to be read as this run's
+        table_path(name, results).write_text("stale\n")
     result = ceiling.run(p)
     assert _written(p) == ALWAYS
     assert all(getattr(result, name) is None for name in CURVE_TABLES | REPLICATES)

@@ -22,8 +22,8 @@ ENCODER_TYPES = ("bert",)
 def transformers_version() -> str:
     """transformers' version, read from its installed metadata: the same string as `transformers.__version__`
     without importing it. transformers (and accelerate) load only where a model or tokenizer is built (here and in
-    `linrec.inputs.models`, `surgery`, `training`, `training_text`, `layouts`): a notebook or command that reads
-    only the cache starts about 1.5 s sooner (issue 65: kernels and commands are most of the test suite's time)."""
+    `linrec.inputs.models`, `surgery`, `training`, `training_text`, `layouts`): a notebook that reads only the cache
+    imported in about 3 s instead of 6 on 2 cores (issue 65: kernels and commands are much of the suite's time)."""
     from importlib.metadata import version
 
     return version("transformers")

@@ -5,7 +5,8 @@ checked there) and a notebook reads `result.corpora` rather than a file.
 A study's `run(p)` takes the profile a notebook binds (`linrec.studies.stages.Profile`: `p.models`, `p.results_dir`,
 its own section `p.section(NAME)`, …), computes its tables, writes them and returns its `Result`; fields that are
 not registered tables (a capture, a figure's inputs) are carried but not written, and a table field left `None` (a
-stage the profile switched off) is not written either.
+stage the profile switched off) is not written either: its file from an earlier run is removed, so a report never
+reads an earlier run's table as this run's (`Result.pieces`: a result written in pieces leaves that to its study).
 
 Each stage that judges is split at a table boundary: its measuring part (models and captures → per-block tables) and
 its `Summary`, a pure `summarise(tables, p)` (tables in, summaries and verdicts out) that its study calls after
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import ClassVar
 
 import pandas as pd
 
@@ -54,6 +56,10 @@ class Summary:
 class Result:
     """A study's tables (and whatever else its notebook shows), field by field."""
 
+    # True for a result its study writes in several calls, each filling some fields (notebook 08's): a None field
+    # there may be another call's table, so `write` leaves absent tables alone and the study drops its own
+    pieces: ClassVar[bool] = False
+
     def tables(self) -> dict[str, pd.DataFrame]:
         """{registry name: table} of every registered table field that holds a table."""
         return {
@@ -64,12 +70,15 @@ class Result:
 
     def write(self, results_dir: str | Path) -> Result:
         """Write every table (`save_table`) under `results_dir` (relative paths from the project root), and those of
-        any field that is itself a `Result` (a part of the study with its own tables); itself."""
+        any field that is itself a `Result` (a part of the study with its own tables); remove the file of every table
+        field left None (`drop_absent`; not for a result written in `pieces`); itself."""
         out = Path(results_dir)
         out = out if out.is_absolute() else project_root() / out
         out.mkdir(parents=True, exist_ok=True)
         for name, table in self.tables().items():
             save_table(table, name, out)
+        if not self.pieces:
+            self.drop_absent(out)
         for part in (getattr(self, f.name) for f in fields(self)):
             if isinstance(part, Result):
                 part.write(out)

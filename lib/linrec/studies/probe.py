@@ -96,9 +96,8 @@ def run_probe(p: Profile) -> ProbeResult:
         )
     measured = {"probe": table, "probe_ranks": sweep, "probe_ex_first": table_ex}
     s = summarise_probe({k: t for k, t in measured.items() if t is not None}, p)
-    result = ProbeResult(table, sweep, s["probe_summary"], table_ex, s.get("probe_summary_ex_first"), captures)
-    result.drop_absent(p.results_dir, ("probe_ex_first", "probe_summary_ex_first"))  # the check off: none stays
-    return result.write(p.results_dir)
+    return ProbeResult(table, sweep, s["probe_summary"], table_ex, s.get("probe_summary_ex_first"),
+                       captures).write(p.results_dir)  # fmt: skip
 
 
 def summarise_probe(tables: Tables, p: Settings) -> Tables:

@@ -156,6 +156,4 @@ def run(p: Profile, training: Profile | None = None) -> SwapResult:
     `p.results_dir`. `training`: the values of the profile whose runs `p.heal_trained` heals (notebook 08's,
     `load_profile("training").notebook("08")`); needed only where `p.heal_trained` is set."""
     routing.check_training(p, training)
-    result = tables(run_models(p), p, training).write(p.results_dir)
-    result.routing.drop_absent(p.results_dir)  # routing switched off: no earlier run's routing table stays
-    return result
+    return tables(run_models(p), p, training).write(p.results_dir)  # routing switched off: its tables removed

@@ -27,6 +27,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -80,6 +81,8 @@ SWAP_COLUMNS = list(TABLES["training_swap"].columns)
 @dataclass
 class TrainingResult(Result):
     """Notebook 08's tables; each None where its part did not run (or, shown from a stored run, was not written)."""
+
+    pieces: ClassVar[bool] = True  # written by several calls (runs, swap, zoo), each its own fields
 
     training_runs: pd.DataFrame | None = None
     training_profiles: pd.DataFrame | None = None
