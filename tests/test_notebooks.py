@@ -385,6 +385,27 @@ def test_the_reference_comparison_catches_a_changed_number_and_forgives_rounding
     assert same("seconds_probe_total   3.0493\nr2 0.5\n", "seconds_probe_total   3.8681\nr2 0.5\n")  # timings: not
 
 
+def _lines(data: bytes, suffix: str) -> list[str]:
+    """A file's lines for a diff: a table's rows, or a notebook's outputs cell by cell (an image as its digest), so a
+    failure names the cell whose output changed (a rerun once changed notebook 03 and nothing else, 2026-11-27)."""
+    if suffix != ".ipynb":
+        return data.decode().splitlines()
+    import hashlib
+    import json
+
+    lines = []
+    for i, cell in enumerate(json.loads(data)["cells"]):
+        for out in cell.get("outputs", []):
+            parts = {"stream": out.get("text", "")} if out["output_type"] == "stream" else out.get("data", {})
+            for kind, value in parts.items():
+                text = "".join(value) if isinstance(value, list) else str(value)
+                if kind.startswith("image/"):
+                    text = hashlib.sha256(text.encode()).hexdigest()[:12]
+                lines += [f"cell {i} {kind}: {line}" for line in text.splitlines()]
+        lines.append(f"cell {i} metadata: {json.dumps(cell.get('metadata', {}), sort_keys=True)}")
+    return lines
+
+
 @pytest.mark.models
 def test_a_rerun_that_finds_the_same_numbers_leaves_every_file_but_the_timings_as_it_was(runner, monkeypatch):
     """Notebook 03 runs a second time, now on the cached capture (the first run made it), on more threads than the
@@ -422,10 +443,10 @@ def test_a_rerun_that_finds_the_same_numbers_leaves_every_file_but_the_timings_a
     shown = []
     for p in changed:
         shown.append(str(p.relative_to(runner.results.parent)))
-        if p.suffix == ".csv":  # what changed in a table
+        if p.suffix in (".csv", ".ipynb"):  # what changed in a table, or in a notebook's outputs (images by digest)
             import difflib
 
-            a, b = before[p].decode().splitlines(), after[p].decode().splitlines()
+            a, b = _lines(before[p], p.suffix), _lines(after[p], p.suffix)
             shown += list(difflib.unified_diff(a, b, "first run", "rerun", n=0, lineterm=""))[:12]
     assert not changed, "a rerun with the same numbers changed:\n" + "\n".join(shown)
     assert any(p.suffix == ".pdf" for p in before) and any(p.suffix == ".ipynb" for p in before)
