@@ -73,15 +73,11 @@ def _overlap(a, b, tol=0.5):
     return min(a.x1, b.x1) - max(a.x0, b.x0) > tol and min(a.y1, b.y1) - max(a.y0, b.y0) > tol
 
 
-FIG9_OVERLAP = pytest.mark.xfail(
-    strict=True,
-    reason="a known defect: on results/full's every-block routing, Figure 9 puts the labels of blocks 0 and 8 on "
-    "each other (found when the default stopped routing, 2026-11-27; the fix is for the next change to Figure 9)",
-)
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=FIG9_OVERLAP) if n == "fig9_routing" else n for n in FIGURES])
+@pytest.mark.parametrize("name", list(FIGURES))
 def test_no_label_covers_another_label_or_a_marker_and_no_legend_an_axis_label(drawn, name):
+    """Figure 9 on results/full's every-block routing put the labels of blocks 0 and 8 (then 0 and 4) on each other:
+    30 curves end at share 1, more labels than one column beside the ends holds, and a label on another label cost
+    less than one on ten data points (linrec.outputs.labels: a second and third column, and OVER_LABEL)."""
     fig, renderer = drawn(name)
     for ax in fig.axes:
         labels = [t for t in ax.texts if isinstance(t, Annotation) and t.get_text()]

@@ -7,9 +7,11 @@ or another label (issue 50: figure 3c's end labels, figure 6(a)'s block numbers,
 figure's layout is final, each label offset in points from its point (`annotate(…, textcoords="offset points")`)
 takes the first of a ring of nearby positions, its own first, where it covers no marker, no drawn line or error
 bar, no label already placed and nothing outside its axes; where none is free, the one covering least. The label of
-a point at the right end of the data (a curve's end) stays to the right of it, moved up or down only, past the
-axes' edge if need be (where such labels belong). A label keeps its point and its text: only where it sits beside
-the point changes.
+a point at the right end of the data (a curve's end) stays to the right of it, moved up or down, past the axes'
+edge if need be (where such labels belong), and into a second or third column where more curves end close together
+than one column holds (Figure 9 on every block of a model). A label on another label is the last resort: it costs
+more than a label on any number of data points. A label keeps its point and its text: only where it sits beside the
+point changes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from matplotlib.text import Annotation
 
 PAD = 1.5  # points kept between a label and what it must not cover
 MARKER = 3.0  # points: the half-width of a marker, around each data point
+OVER_LABEL = 1000  # a label on another costs more than one on any number of data points: it hides a number
 
 
 def _sampled(xy: np.ndarray, per_segment: int = 6) -> np.ndarray:
@@ -110,7 +113,10 @@ def declutter(fig) -> None:
             own = tuple(ann.xyann)
             end = len(points) > 0 and anchor[0] >= points[:, 0].max() - scale  # the rightmost data: a curve's end
             if end:  # its label stays to the right of the end, stacked up or down from it; past the edge is fine
-                ring = [(3, -h / 2 + s * k * (h + 1)) for k in range(8) for s in ((1,) if k == 0 else (1, -1))]
+                # where the column beside the ends is full (many curves ending close together), a second and a
+                # third column to its right
+                ring = [(3 + c * (w + 3), -h / 2 + s * k * (h + 1)) for c in range(3) for k in range(12)
+                        for s in ((1,) if k == 0 else (1, -1))]  # fmt: skip
             else:
                 ring = [own, (3, 1), (3, -h - 1), (-w - 3, 1), (-w - 3, -h - 1), (3, -h / 2), (-w - 3, -h / 2),
                         (-w / 2, 4), (-w / 2, -h - 4)]  # fmt: skip
@@ -121,7 +127,7 @@ def declutter(fig) -> None:
             for dx, dy in ring:
                 x0, y0 = anchor[0] + dx * scale, anchor[1] + dy * scale
                 box = np.array([x0, y0, x0 + w * scale, y0 + h * scale])
-                cost = _covered(box, points, scale) + 10 * sum(_overlap(box, b) > 0 for b in placed)
+                cost = _covered(box, points, scale) + OVER_LABEL * sum(_overlap(box, b) > 0 for b in placed)
                 outside = (
                     box[1] < frame[1] or box[3] > frame[3] or (not end and (box[0] < frame[0] or box[2] > frame[2]))
                 )
