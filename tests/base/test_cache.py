@@ -39,7 +39,9 @@ def _reader(entry_args, flag):
     try:
         torch.set_num_threads(1)
         capture = capture_with(**entry_args)
-        flag.write_text("cached" if capture.cached else "computed")
+        part = flag.with_suffix(".part")  # written whole, then renamed: the parent waits for the name, and read
+        part.write_text("cached" if capture.cached else "computed")  # an empty file once, under load (2026-11-27)
+        part.rename(flag)
         time.sleep(120)
         capture.rows(0)
     finally:
