@@ -46,14 +46,14 @@ models, device, figures_dir = p.models, p.device, p.figures_dir
 
 # %% [markdown]
 # ## Figure 1: the measurement
-# Drawn in code (`linrec.outputs.plots.fig1_method`), so it regenerates with the rest.
+# Drawn in code (`linrec.outputs.plots_ceiling.fig1_method`), so it regenerates with the rest.
 
 # %%
 from linrec.base.files import project_root
 from linrec.claims.tables import labelled
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import find_ffn_sites
-from linrec.outputs.plots import fig1_method
+from linrec.outputs.plots_ceiling import fig1_method
 from linrec.studies import capture as study
 
 fig = fig1_method(project_root() / figures_dir / "fig1_method")

@@ -65,7 +65,7 @@ from linrec.outputs.ceiling_text import (
     replication_elsewhere,
     replication_text,
 )
-from linrec.outputs.plots import fig2_r2_lin, fig2c_learning_curves
+from linrec.outputs.plots_ceiling import fig2_r2_lin, fig2c_learning_curves
 from linrec.studies import ceiling as study
 
 root = project_root()

@@ -106,7 +106,7 @@ from linrec.base.files import project_root
 from linrec.claims.probe import POOLED
 from linrec.claims.tables import labelled
 from linrec.outputs.catalog import rule
-from linrec.outputs.plots import fig3_bilinear_gain, fig3b_trained_pitfall, fig3c_pitfall_mechanism
+from linrec.outputs.plots_probe import fig3_bilinear_gain, fig3b_trained_pitfall, fig3c_pitfall_mechanism
 from linrec.studies import probe as study
 
 root = project_root()

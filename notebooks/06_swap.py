@@ -82,8 +82,7 @@ from linrec.base.files import project_root
 from linrec.claims.routing import ANCHOR_RULES
 from linrec.claims.tables import labelled
 from linrec.outputs.catalog import rule
-from linrec.outputs.plots import fig2_swap
-from linrec.outputs.plots_interventions import fig6_swap, fig9_routing
+from linrec.outputs.plots_swap import fig2_swap, fig6_swap, fig9_routing
 from linrec.studies import swap as study
 
 root = project_root()

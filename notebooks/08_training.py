@@ -64,7 +64,7 @@ from linrec.analyses.seeds import approach_to_final
 from linrec.base.files import project_root
 from linrec.claims.rules import SEEDS_RULE, ZOO_RULE
 from linrec.claims.tables import labelled
-from linrec.outputs.plots_interventions import fig8_training, fig8b_zoo
+from linrec.outputs.plots_training import fig8_training, fig8b_zoo
 from linrec.studies import training as study
 
 root = project_root()

@@ -36,8 +36,8 @@ The package's folders are its layers, lowest first; a module imports only from i
                · methods (the coverage table) · routing_text (the routing section) · ceiling_text (02's findings)
                · zoo_text (the zoo in words) · quant_text (the quantisation sensitivity in words)
                · refresh (summaries rebuilt from per-block tables) · labels
-               · plots (figures 1–3, 5) · plots_regimes (figure 4) · plots_interventions (figures 6–9)
-               · plots_bands (figure 7c: 2b against the band)
+               · plots (what every figure shares) · plots_ceiling (figures 1, 2, 5) · plots_probe (3)
+               · plots_regimes (4) · plots_swap (2's swap row, 6, 9) · plots_controls (7) · plots_training (8)
     app/       cli (the `linrec` command) · commands (its subcommands) · profile (one `Profile`, checked once) · bench
                · requests (each subcommand's request, built once from its arguments, and its checks)
                · notebooks (runs every stage's notebook) · records (what a run leaves beside them)

@@ -3,7 +3,7 @@ and the figures a reader found hard to read (issue 50, item 8), drawn from the d
 label prints over another label or over a marker, no legend over an axis label, figure 7's random-init seeds
 drawn apart, figure 4 sized by the rank the rule reads with claim 4's block marked, and the HTML report's figures
 at their drawn size. The geometry is measured here, on the drawn figure (one harness for figures 2–9, those of
-plots_regimes and plots_interventions included), not taken from the code that placed the labels."""
+every plots_* module included), not taken from the code that placed the labels."""
 
 import itertools
 
@@ -20,8 +20,9 @@ from matplotlib.text import Annotation  # noqa: E402
 from helpers import swap_table as _swap
 from linrec.base.files import project_root  # noqa: E402
 from linrec.claims.tables import load_table  # noqa: E402
-from linrec.outputs import plots, plots_interventions, plots_regimes  # noqa: E402
-from linrec.outputs.plots import fig2_swap, fig3b_trained_pitfall  # noqa: E402
+from linrec.outputs import plots_ceiling, plots_controls, plots_probe, plots_regimes, plots_swap  # noqa: E402
+from linrec.outputs.plots_probe import fig3b_trained_pitfall  # noqa: E402
+from linrec.outputs.plots_swap import fig2_swap  # noqa: E402
 
 ROOT = project_root(__file__)
 RESULTS = ROOT / "results" / "default"
@@ -38,12 +39,14 @@ def _full(name):
 
 
 FIGURES = {
-    "fig2_r2_lin": lambda: plots.fig2_r2_lin(_t("r2_lin"), STEM),
-    "fig3c_pitfall_mechanism": lambda: plots.fig3c_pitfall_mechanism(_t("pitfall_budget"), _t("pitfall_dose"), STEM),
+    "fig2_r2_lin": lambda: plots_ceiling.fig2_r2_lin(_t("r2_lin"), STEM),
+    "fig3c_pitfall_mechanism": lambda: plots_probe.fig3c_pitfall_mechanism(
+        _t("pitfall_budget"), _t("pitfall_dose"), STEM
+    ),
     "fig4_rank_outliers": lambda: plots_regimes.fig4_rank_outliers(_t("spectrum"), STEM),
-    "fig6_swap": lambda: plots_interventions.fig6_swap(_t("swap"), _t("swap_rank_curve"), STEM),
-    "fig7_controls": lambda: plots_interventions.fig7_controls(_t("controls_random_init"), _t("controls_inputs"), STEM),
-    "fig9_routing": lambda: plots_interventions.fig9_routing(
+    "fig6_swap": lambda: plots_swap.fig6_swap(_t("swap"), _t("swap_rank_curve"), STEM),
+    "fig7_controls": lambda: plots_controls.fig7_controls(_t("controls_random_init"), _t("controls_inputs"), STEM),
+    "fig9_routing": lambda: plots_swap.fig9_routing(
         _full("routing_curve"), _full("routing_routable"), _full("r2_lin"), STEM
     ),  # fmt: skip
 }

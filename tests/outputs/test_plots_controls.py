@@ -1,5 +1,6 @@
-"""linrec.outputs.plots_bands: figure 7c draws one line per model with every band of the table, its interval as error
-bars, and shades the bands that do not decide."""
+"""linrec.outputs.plots_controls: figures 7 and 7b label what they draw (and figure 5, of plots_ceiling, its corpora by
+colour); figure 7c draws one line per model with every band of the table, its interval as error bars, and shades the
+bands that do not decide."""
 
 import matplotlib
 
@@ -7,7 +8,8 @@ matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
 
-from linrec.outputs.plots_bands import fig7c_bands  # noqa: E402
+from linrec.outputs.plots_ceiling import fig5_corpora  # noqa: E402
+from linrec.outputs.plots_controls import fig7_controls, fig7b_inputs_or_weights, fig7c_bands  # noqa: E402
 
 
 def test_share_against_band_per_model(tmp_path):
@@ -23,3 +25,24 @@ def test_share_against_band_per_model(tmp_path):
     assert [list(line.get_ydata()) for line in lines] == [[0.1, 0.3, 0.5], [0.0, -0.1]]
     labels = ax.get_legend_handles_labels()[1]
     assert "a" in labels and "b" in labels and "bands < 2: not deciding" in labels
+
+
+def test_corpora_controls_and_nulls_figures_label_what_they_draw(tmp_path):
+    blocks = pd.DataFrame({"model": "a", "block": range(6)})
+    corpora = pd.concat([blocks.assign(corpus=c, r2_lin=0.5 + 0.1 * k, r2_lo=0.45 + 0.1 * k, r2_hi=0.55 + 0.1 * k)
+                         for k, c in enumerate(["wiki", "web", "code"])])  # fmt: skip
+    fig = fig5_corpora(corpora, tmp_path / "fig5")
+    colours = {tuple(line.get_color()) for line in fig.axes[0].get_lines()}
+    assert len(colours) == 3  # corpora told apart by colour, not by line style alone
+    profiles = pd.concat([blocks.assign(weights=w, r2_lin=0.5) for w in ("trained", "random init, seed 0")])
+    inputs = blocks.assign(n_train=3284, n_test=812, r2_own=0.5, r2_gaussian=0.3, other_block=1, r2_other_block=0.4)
+    fig = fig7_controls(profiles, inputs, tmp_path / "fig7")
+    labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert "own inputs, refit on 4,096 sampled rows" in labels and not any("= R²_lin" in x for x in labels)
+    nulls = pd.concat([blocks.assign(ffn=f, r2=r) for f, r in (("trained", 0.8), ("random init", 0.5),
+                                                               ("shuffled", 0.4))])  # fmt: skip
+    cross = pd.DataFrame([{"model": "a", "ffn_block": i, "input_block": j, "r2": 0.5} for i in range(6)
+                          for j in range(6)])  # fmt: skip
+    fig = fig7b_inputs_or_weights(nulls, cross, stem=tmp_path / "fig7b")
+    heat = [ax for ax in fig.axes if ax.get_xlabel() == "inputs of block j"][0]
+    assert [t.get_text() for t in heat.get_xticklabels()] == [str(j) for j in range(6)]  # every block of a small model

@@ -1,4 +1,4 @@
-"""linrec.outputs.plots_interventions: figures 6, 7 and 9 draw from the tables the notebooks write (the swap
+"""linrec.outputs.plots_swap: figures 2 (its swap row), 6 and 9 draw from the tables the notebooks write (the swap
 figures including a model whose blocks got no position variants and ΔPPL below 0), with legends that name what is
 drawn and hide no panel's data."""
 
@@ -10,8 +10,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from helpers import swap_table as _swap
-from linrec.outputs.plots import fig2_r2_lin, fig2_swap, fig5_corpora  # noqa: E402
-from linrec.outputs.plots_interventions import fig6_swap, fig7_controls, fig7b_inputs_or_weights  # noqa: E402
+from linrec.outputs.plots_ceiling import fig2_r2_lin  # noqa: E402
+from linrec.outputs.plots_swap import fig2_swap, fig6_swap  # noqa: E402
 
 
 def test_swap_figures_with_and_without_variants(tmp_path):
@@ -35,32 +35,11 @@ def test_swap_figures_with_and_without_variants(tmp_path):
     fig6_swap(table[table["model"] == "b"], curve.iloc[:0], tmp_path / "fig6b")  # no variants anywhere: 2 panels
 
 
-def test_corpora_controls_and_nulls_figures_label_what_they_draw(tmp_path):
-    blocks = pd.DataFrame({"model": "a", "block": range(6)})
-    corpora = pd.concat([blocks.assign(corpus=c, r2_lin=0.5 + 0.1 * k, r2_lo=0.45 + 0.1 * k, r2_hi=0.55 + 0.1 * k)
-                         for k, c in enumerate(["wiki", "web", "code"])])  # fmt: skip
-    fig = fig5_corpora(corpora, tmp_path / "fig5")
-    colours = {tuple(line.get_color()) for line in fig.axes[0].get_lines()}
-    assert len(colours) == 3  # corpora told apart by colour, not by line style alone
-    profiles = pd.concat([blocks.assign(weights=w, r2_lin=0.5) for w in ("trained", "random init, seed 0")])
-    inputs = blocks.assign(n_train=3284, n_test=812, r2_own=0.5, r2_gaussian=0.3, other_block=1, r2_other_block=0.4)
-    fig = fig7_controls(profiles, inputs, tmp_path / "fig7")
-    labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
-    assert "own inputs, refit on 4,096 sampled rows" in labels and not any("= R²_lin" in x for x in labels)
-    nulls = pd.concat([blocks.assign(ffn=f, r2=r) for f, r in (("trained", 0.8), ("random init", 0.5),
-                                                               ("shuffled", 0.4))])  # fmt: skip
-    cross = pd.DataFrame([{"model": "a", "ffn_block": i, "input_block": j, "r2": 0.5} for i in range(6)
-                          for j in range(6)])  # fmt: skip
-    fig = fig7b_inputs_or_weights(nulls, cross, stem=tmp_path / "fig7b")
-    heat = [ax for ax in fig.axes if ax.get_xlabel() == "inputs of block j"][0]
-    assert [t.get_text() for t in heat.get_xticklabels()] == [str(j) for j in range(6)]  # every block of a small model
-
-
 def test_the_routing_figure_draws_the_anchor_row_only_where_its_tables_are_given(tmp_path):
     """Figure 9: the curves and the routable shares on top; with the per-type table, the gates and the healing table,
     a bottom row whose three panels each draw their rows (one point per block × corpus pair, three gates per block,
     one line per model and mode)."""
-    from linrec.outputs.plots_interventions import fig9_routing
+    from linrec.outputs.plots_swap import fig9_routing
 
     shares = [0.0, 0.05, 0.1]
     curve = pd.DataFrame([{"model": m, "block": b, "target": "quantile", "share": s, "share_heldout": s,
