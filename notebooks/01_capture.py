@@ -50,10 +50,10 @@ models, device, figures_dir = p.models, p.device, p.figures_dir
 
 # %%
 from linrec.base.files import project_root
-from linrec.claims.tables import labelled
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import find_ffn_sites
 from linrec.outputs.plots_ceiling import fig1_method
+from linrec.outputs.results import labelled
 from linrec.studies import capture as study
 
 fig = fig1_method(project_root() / figures_dir / "fig1_method")

@@ -55,7 +55,6 @@ from IPython.display import display
 
 from linrec.app.profile import measured_elsewhere
 from linrec.base.files import project_root
-from linrec.claims.tables import labelled
 from linrec.outputs.catalog import rule
 from linrec.outputs.ceiling_text import (
     curve_elsewhere,
@@ -66,6 +65,7 @@ from linrec.outputs.ceiling_text import (
     replication_text,
 )
 from linrec.outputs.plots_ceiling import fig2_r2_lin, fig2c_learning_curves
+from linrec.outputs.results import labelled
 from linrec.studies import ceiling as study
 
 root = project_root()

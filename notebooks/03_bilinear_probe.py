@@ -104,9 +104,9 @@ seed, results_dir, figures_dir = p.seed, p.results_dir, p.figures_dir
 # %%
 from linrec.base.files import project_root
 from linrec.claims.probe import POOLED
-from linrec.claims.tables import labelled
 from linrec.outputs.catalog import rule
 from linrec.outputs.plots_probe import fig3_bilinear_gain, fig3b_trained_pitfall, fig3c_pitfall_mechanism
+from linrec.outputs.results import labelled
 from linrec.studies import probe as study
 
 root = project_root()

@@ -95,10 +95,11 @@ results_dir, figures_dir = p.results_dir, p.figures_dir
 from linrec.analyses.spectrum import toy_blocks, toy_table
 from linrec.app.profile import measured_elsewhere
 from linrec.base.files import project_root
+from linrec.base.tables import load_table
 from linrec.claims.regimes import regime_story, replication_story
-from linrec.claims.tables import labelled, load_table
 from linrec.outputs.catalog import rule
 from linrec.outputs.plots_regimes import fig4_rank_outliers, fig4b_block_anatomy
+from linrec.outputs.results import labelled
 from linrec.studies import regimes as study
 
 root = project_root()

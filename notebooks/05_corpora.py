@@ -59,8 +59,8 @@ device, results_dir, figures_dir = p.device, p.results_dir, p.figures_dir
 
 # %%
 from linrec.base.files import project_root
-from linrec.claims.tables import labelled
 from linrec.outputs.plots_ceiling import fig5_corpora
+from linrec.outputs.results import labelled
 from linrec.studies import corpora as study
 
 root = project_root()

@@ -80,9 +80,9 @@ from IPython.display import display
 
 from linrec.base.files import project_root
 from linrec.claims.routing import ANCHOR_RULES
-from linrec.claims.tables import labelled
 from linrec.outputs.catalog import rule
 from linrec.outputs.plots_swap import fig2_swap, fig6_swap, fig9_routing
+from linrec.outputs.results import labelled
 from linrec.studies import swap as study
 
 root = project_root()
@@ -99,7 +99,7 @@ training = load_profile("training").notebook("08") if heal_trained else None  # 
 #
 # `linrec.studies.swap.run` does this for every model of the profile, stacks the models' tables, applies claim 6a's
 # and 6b's rules (`linrec.claims.swap`) and writes every table of this notebook to the profile's `results_dir`
-# (their columns: `linrec.claims.registry`); the cells below show what it returned. `training` is notebook 08's
+# (their columns: `linrec.base.registry`); the cells below show what it returned. `training` is notebook 08's
 # profile, read only where `heal_trained` asks to heal its runs.
 
 # %%

@@ -72,9 +72,9 @@ figures_dir = p.figures_dir
 
 # %%
 from linrec.base.files import project_root
-from linrec.claims.tables import labelled
 from linrec.outputs.catalog import rule
 from linrec.outputs.plots_controls import fig7_controls, fig7b_inputs_or_weights, fig7c_bands
+from linrec.outputs.results import labelled
 from linrec.studies import controls as study
 
 root = project_root()

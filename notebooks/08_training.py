@@ -63,8 +63,8 @@ figures_dir = p.figures_dir
 from linrec.analyses.seeds import approach_to_final
 from linrec.base.files import project_root
 from linrec.claims.rules import SEEDS_RULE, ZOO_RULE
-from linrec.claims.tables import labelled
 from linrec.outputs.plots_training import fig8_training, fig8b_zoo
+from linrec.outputs.results import labelled
 from linrec.studies import training as study
 
 root = project_root()

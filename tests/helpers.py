@@ -19,10 +19,10 @@ WORDS = [f"w{i}" for i in range(90)]
 
 
 def planted(name: str, fill=0.5, **values) -> pd.DataFrame:
-    """A planted table: one row of the registered results table `name` (linrec.claims.registry) holding `values`,
+    """A planted table: one row of the registered results table `name` (linrec.base.registry) holding `values`,
     every other column `fill`, so a verdict or a report reads numbers whose answer the test knows. A value for a
     column the table does not have is a mistake in the test, not a column to drop."""
-    from linrec.claims.registry import TABLES
+    from linrec.base.registry import TABLES
 
     columns = TABLES[name].columns
     unknown = sorted(set(values) - set(columns))
@@ -437,8 +437,8 @@ def claims_1_3_results(
     tmp_path: Path, max_r2: float = 0.99, jump: float = 0.7, gain: float = 0.01, ci=(-0.30, 0.25), ci90=(-0.2, 0.2)
 ) -> Path:
     """A results directory with the tables of claims 1 and 3, written through the registry."""
-    from linrec.claims.registry import TABLES
-    from linrec.claims.tables import save_table
+    from linrec.base.registry import TABLES
+    from linrec.base.tables import save_table
 
     d = tmp_path / "results"
     summary = {
@@ -471,7 +471,7 @@ def project_with_a_curve_run(tmp_path: Path, stale: bool) -> tuple[Path, str]:
     """A project folder (pyproject.toml beside notebooks/) whose results/curve/ holds a last run of params/curve.yaml
     (its Figure 2c and notebook 02's r2_lin table, with its registered columns or, `stale`, without two of them as
     an older linrec wrote it), and the default profile's report rendered into paper/."""
-    from linrec.claims.tables import load_table, save_table
+    from linrec.base.tables import load_table, save_table
     from linrec.outputs.report import render
 
     root = tmp_path / "project"

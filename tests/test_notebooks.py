@@ -23,9 +23,9 @@ from linrec.analyses.spectrum import REGIMES
 from linrec.app.notebooks import notebooks, run_notebooks
 from linrec.app.records import TIMINGS
 from linrec.base.files import project_root
+from linrec.base.registry import TABLES
+from linrec.base.tables import load_table, save_table
 from linrec.claims.corpora import corpus_word
-from linrec.claims.registry import TABLES
-from linrec.claims.tables import load_table, save_table
 from linrec.outputs.report import build_report
 from linrec.outputs.report_figures import FIGURES
 

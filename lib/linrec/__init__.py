@@ -5,6 +5,7 @@ The package's folders are its layers, lowest first; a module imports only from i
 
     base/      errors · files (manifests, atomic writes) · cache (get-or-compute, list, prune) · threads · progress
                · params (a declared parameter: its type, one default, what it does)
+               · registry (every results table) · tables (written and read through it)
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
                · jackknife (intervals over held-out windows)
     inputs/    sites (where each FFN is) · offline (what can be fetched and named; no torch) · corpora · fetching · hf
@@ -26,11 +27,10 @@ The package's folders are its layers, lowest first; a module imports only from i
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
                · bands (2b at every cross band)
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
-               · registry (every results table) · tables (written and read through it)
     studies/   stages (every stage: its notebook, parameters, module; the profile) · base (`Result`: its tables)
                · capture (01) · ceiling (02) · probe (03: the probe and the pitfall) · regimes (04) · corpora (05)
                · swap (06: claims 6a, 6b) · routing (06: its routing and healing tables) · controls (07) · training (08)
-    outputs/   results (a results folder, read; number words) · claim_text (each claim's sentence; `Claim`)
+    outputs/   results (a results folder, read; number words; labels) · claim_text (each claim's sentence; `Claim`)
                · catalog (one row per claim: its rule, the paper's words, sentence, figures, caveat) · report
                · report_figures (which figure where) · claim_table (every profile's verdicts) · rule_log (rule hashes)
                · methods (the coverage table) · routing_text (the routing section) · ceiling_text (02's findings)

@@ -172,7 +172,7 @@ def test_report_rebuilds_from_a_profile(tmp_path):
     import pandas as pd
     import yaml
 
-    from linrec.claims.tables import save_table
+    from linrec.base.tables import save_table
 
     results = tmp_path / "results"
     summary = {
@@ -850,7 +850,7 @@ def test_linrec_studies_lists_the_stages_and_shows_one_whole(capsys):
     every parameter of its section with what it does and, with --params, that profile's value where it differs;
     its tables as the registry lists them, its claims and figures. An unknown name is one line listing the names."""
     from helpers import run_main
-    from linrec.claims.registry import TABLES
+    from linrec.base.registry import TABLES
     from linrec.studies.stages import STUDIES, study
 
     assert run_main(["studies"]) == 0

@@ -9,6 +9,7 @@ from scipy import stats
 from helpers import predictor_row as _flag_row
 from helpers import predictors as _pred
 from linrec.base.files import project_root
+from linrec.base.tables import load_table
 from linrec.claims.corpora import verdict_5
 from linrec.claims.regimes import input_side, regime_replication, regime_summary, verdict_4
 from linrec.claims.rules import (
@@ -18,7 +19,6 @@ from linrec.claims.rules import (
 from linrec.claims.swap import (
     verdict_6b,
 )
-from linrec.claims.tables import load_table
 
 EPS = 1e-9
 

@@ -12,6 +12,7 @@ from scipy import stats
 from helpers import DEFAULT
 from helpers import predictors as _pred
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, INCONCLUSIVE, holm
+from linrec.base.tables import load_table, save_table
 from linrec.claims.probe import (
     POOLED,
 )
@@ -39,7 +40,6 @@ from linrec.claims.swap import (
     verdict_6a,
     verdict_6b,
 )
-from linrec.claims.tables import load_table, save_table
 
 EPS = 1e-9
 M = EQUIVALENCE_MARGIN

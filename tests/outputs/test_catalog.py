@@ -16,10 +16,10 @@ import pytest
 from helpers import DEFAULT
 from helpers import claims_1_3_results as _results
 from linrec.base.errors import LinrecError
+from linrec.base.registry import TABLES
+from linrec.base.tables import load_table, result_columns, table_path
 from linrec.claims import probe, swap
-from linrec.claims.registry import TABLES
 from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS, Rule, judge
-from linrec.claims.tables import load_table, result_columns, table_path
 from linrec.outputs.catalog import CATALOG, claims, of_study, row, rule
 from linrec.outputs.claim_table import tally_line
 from linrec.outputs.report import render

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from linrec.base.files import project_root
-from linrec.claims.registry import TABLES
+from linrec.base.registry import TABLES
+from linrec.base.tables import save_table
 from linrec.claims.rules import FIRST_TOKEN_SHARE
-from linrec.claims.tables import save_table
 from linrec.outputs import ceiling_text as text
 
 ROOT = project_root(__file__)

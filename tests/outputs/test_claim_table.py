@@ -6,7 +6,7 @@ import re
 import pandas as pd
 
 from helpers import DEFAULT, ROOT
-from linrec.claims.tables import load_table, save_table
+from linrec.base.tables import load_table, save_table
 from linrec.outputs import catalog
 from linrec.outputs.claim_table import claim_table
 from linrec.outputs.report import render

@@ -7,8 +7,8 @@ import pandas as pd
 
 from helpers import claims_1_3_results as _results
 from helpers import planted
+from linrec.base.tables import load_table, save_table
 from linrec.claims.learned import seeds_verdict
-from linrec.claims.tables import load_table, save_table
 from linrec.outputs.catalog import claims
 from linrec.outputs.report import render
 

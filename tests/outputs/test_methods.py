@@ -9,7 +9,7 @@ import pytest
 
 from helpers import DEFAULT
 from linrec.analyses.calibration import COVERAGE_FLOOR, FITTED_MAP, REFIT, dependence
-from linrec.claims.tables import load_table, save_table
+from linrec.base.tables import load_table, save_table
 from linrec.outputs.methods import coverage_settings, methods_lines
 from linrec.outputs.results import Results, table_in
 

@@ -19,7 +19,7 @@ from matplotlib.text import Annotation  # noqa: E402
 
 from helpers import swap_table as _swap
 from linrec.base.files import project_root  # noqa: E402
-from linrec.claims.tables import load_table  # noqa: E402
+from linrec.base.tables import load_table  # noqa: E402
 from linrec.outputs import plots_ceiling, plots_controls, plots_probe, plots_regimes, plots_swap  # noqa: E402
 from linrec.outputs.plots_probe import fig3b_trained_pitfall  # noqa: E402
 from linrec.outputs.plots_swap import fig2_swap  # noqa: E402

@@ -12,12 +12,12 @@ import pytest
 
 from helpers import DEFAULT
 from helpers import run_profiles as _profiles
+from linrec.base.registry import TABLES
+from linrec.base.tables import load_table, save_table
 from linrec.claims.corpora import verdict_5
-from linrec.claims.registry import TABLES
 from linrec.claims.rules import (
     NOT_REPRODUCED,
 )
-from linrec.claims.tables import load_table, save_table
 from linrec.outputs.refresh import refresh
 
 

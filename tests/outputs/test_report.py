@@ -16,8 +16,8 @@ from helpers import claims_1_3_results as _results
 from helpers import project_with_a_curve_run as _project_with_a_curve_run
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
-from linrec.claims.registry import TABLES
-from linrec.claims.tables import load_table, save_table
+from linrec.base.registry import TABLES
+from linrec.base.tables import load_table, save_table
 from linrec.outputs import catalog, methods
 from linrec.outputs.catalog import CATALOG
 from linrec.outputs.claim_table import claim_table

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from helpers import planted
-from linrec.claims.tables import save_table
+from linrec.base.tables import save_table
 
 
 def test_routing_findings_state_each_number_beside_the_anchor_and_say_the_pick_is_optimistic():

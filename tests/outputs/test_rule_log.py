@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 
 from helpers import DEFAULT, ROOT
-from linrec.claims.tables import load_table
+from linrec.base.tables import load_table
 from linrec.outputs import catalog
 from linrec.outputs.catalog import CATALOG
 from linrec.outputs.results import Results

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from helpers import planted
-from linrec.claims.tables import load_table
+from linrec.base.tables import load_table
 from linrec.studies.base import Result
 
 

@@ -14,8 +14,8 @@ from linrec.analyses.large_n import CURVE_N_BOOT, curve_overview, curve_summary,
 from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
+from linrec.base.tables import save_table, table_path
 from linrec.claims.profile import move_tests, profile_summary, replication_summary
-from linrec.claims.tables import save_table, table_path
 from linrec.measure.curves import CurveConfig, get_curve
 from linrec.studies import ceiling
 

@@ -11,6 +11,8 @@ from linrec.analyses.controls import cross_feed_pairs, input_controls, twin_pair
 from linrec.analyses.decomposition import NullDraws, band_windows, decomposition, inputs_or_weights
 from linrec.analyses.recoverability import ceiling_table
 from linrec.app.profile import load_profile
+from linrec.base.registry import TABLES
+from linrec.base.tables import load_table, result_columns
 from linrec.claims.bands import band_table
 from linrec.claims.learned import (
     RULE_2A,
@@ -21,8 +23,6 @@ from linrec.claims.learned import (
     null_blocks,
     random_init_summary,
 )
-from linrec.claims.registry import TABLES
-from linrec.claims.tables import load_table, result_columns
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.measure.config import CaptureConfig
 from linrec.studies import controls as study

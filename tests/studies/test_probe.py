@@ -13,8 +13,8 @@ import pandas as pd
 from helpers import capture_with
 from linrec.analyses.pitfall import PitfallSample, budget_table, dose_table, log_steps, median_block
 from linrec.analyses.probe import probe_table, rank_sweep, sweep_blocks
+from linrec.base.tables import is_timing, save_table
 from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
-from linrec.claims.tables import is_timing, save_table
 from linrec.measure.config import capture_settings
 from linrec.studies import probe as study
 

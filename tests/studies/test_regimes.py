@@ -14,8 +14,8 @@ import pandas as pd
 
 from helpers import capture_with
 from linrec.analyses.spectrum import REGIMES, block_anatomy, block_spectrum, spectrum_table, toy_blocks, toy_table
+from linrec.base.tables import save_table
 from linrec.claims.regimes import input_side, regime_replication, regime_summary, replication_story
-from linrec.claims.tables import save_table
 from linrec.measure.config import capture_settings
 from linrec.studies import regimes as study
 

@@ -12,7 +12,7 @@ import pytest
 from helpers import ROOT
 from linrec.app.notebooks import notebooks, select, stage_files
 from linrec.base.errors import LinrecError
-from linrec.claims.registry import TABLES
+from linrec.base.registry import TABLES
 from linrec.outputs.catalog import CATALOG, of_study
 from linrec.studies.base import Result
 from linrec.studies.stages import REPORT_FILE, REPORT_NOTEBOOK, SECTIONS, STUDIES, study

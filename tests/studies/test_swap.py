@@ -17,7 +17,8 @@ from linrec.analyses.swap import window_skew
 from linrec.analyses.swap_run import SwapSettings, heal_run
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
-from linrec.claims.registry import TABLES
+from linrec.base.registry import TABLES
+from linrec.base.tables import FLOAT_FORMAT, TIMING_TABLES, result_columns, table_path
 from linrec.claims.routing import anchor_table, heal_table, routing_summary
 from linrec.claims.swap import (
     RULE_6A,
@@ -28,7 +29,6 @@ from linrec.claims.swap import (
     swap_predictors,
     swap_safety,
 )
-from linrec.claims.tables import FLOAT_FORMAT, TIMING_TABLES, result_columns, table_path
 from linrec.inputs.training import get_run, profile_configs
 from linrec.inputs.training_text import EOS
 from linrec.measure.config import CaptureConfig

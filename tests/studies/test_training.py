@@ -13,9 +13,9 @@ from helpers import tiny_text
 from linrec.analyses.seeds import capture_checkpoints, checkpoint_table, comparisons, distance_over_training
 from linrec.analyses.swap import SwapSettings
 from linrec.app.profile import load_profile
+from linrec.base.registry import TABLES
+from linrec.base.tables import result_columns, save_table
 from linrec.claims.learned import comparison_words, seeds_verdict
-from linrec.claims.registry import TABLES
-from linrec.claims.tables import result_columns, save_table
 from linrec.inputs.models import load_model
 from linrec.inputs.training import profile_configs, runs
 from linrec.inputs.training_text import EOS

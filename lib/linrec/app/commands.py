@@ -26,7 +26,7 @@ from linrec.app.requests import (
 )
 from linrec.base.errors import LinrecError
 from linrec.base.files import atomic_file, check_writable_dir, project_root
-from linrec.claims.registry import TABLES
+from linrec.base.registry import TABLES
 from linrec.studies.stages import STUDIES, study
 
 # Each subcommand imports what it runs (analyses, measure.capture, inputs, outputs, base.cache, app.notebooks and

@@ -210,7 +210,7 @@ class Rule:
     `judge(rule, tables)` is how a study, a notebook and the report apply one."""
 
     id: int | str
-    reads: tuple[str, ...]  # results tables (linrec.claims.registry), in the verdict function's order
+    reads: tuple[str, ...]  # results tables (linrec.base.registry), in the verdict function's order
     thresholds: Any  # a frozen dataclass instance (`thresholds`)
     verdict: Callable[..., Verdict]
     says: Callable[[Any], str]  # the rule in words, from the thresholds

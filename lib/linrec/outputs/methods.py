@@ -21,9 +21,9 @@ from linrec.analyses.calibration import (
 )
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.errors import StaleTableError
+from linrec.base.tables import load_table, load_with_timings, save_table
 from linrec.claims.rules import CLAIM6_OWN_MISS, judge
 from linrec.claims.swap import RULE_6A
-from linrec.claims.tables import load_table, load_with_timings, save_table
 from linrec.measure.config import CaptureConfig
 from linrec.outputs.results import Results
 from linrec.stats.jackknife import skewness

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from linrec.base.errors import LinrecError, StaleTableError
-from linrec.claims.tables import load_as_written, load_with_timings, save_table, table_path
+from linrec.base.tables import load_as_written, load_with_timings, save_table, table_path
 from linrec.outputs.methods import coverage, coverage_settings
 from linrec.stats import N_BOOT
 from linrec.studies import controls, corpora, probe, routing, swap, training

@@ -1,7 +1,7 @@
 """The reproduction report: Markdown (and HTML) built from the results files of the last run.
 
 `build_report(results_dir, figures_dir, out)` reads the results tables the numbered notebooks
-write, through the registry (`linrec.claims.tables`; never the notebooks themselves), so every number
+write, through the registry (`linrec.base.tables`; never the notebooks themselves), so every number
 in the text traces to a results file. The claims come from the catalog (`linrec.outputs.catalog`: each claim's
 rule, the paper's words, our sentence from `linrec.outputs.claim_text`, its figures and caveat); this module
 lays out the document around them (claim table, robustness, setup, figures, per-block table, limitations) and the
@@ -22,7 +22,6 @@ import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.files import atomic_file, find_project_root, project_root, writing
-from linrec.claims.tables import labelled
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
 from linrec.measure.config import capture_settings
 from linrec.outputs import catalog
@@ -32,7 +31,7 @@ from linrec.outputs.methods import methods_lines, write_calibration
 from linrec.outputs.plots import figures_at_drawn_size
 from linrec.outputs.quant_text import quant_limitation
 from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative, stale_run
-from linrec.outputs.results import Results, fmt, listed, replicated, table_in
+from linrec.outputs.results import Results, fmt, labelled, listed, replicated, table_in
 from linrec.outputs.routing_text import routing_section
 from linrec.outputs.rule_log import CHANGELOG, record, rule_hash, write_changelog
 from linrec.studies.stages import STUDIES, Profile

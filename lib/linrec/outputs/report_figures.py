@@ -12,8 +12,8 @@ from pathlib import Path
 
 from linrec.base.errors import LinrecError
 from linrec.base.files import find_project_root
-from linrec.claims.registry import TABLES
-from linrec.claims.tables import load_table
+from linrec.base.registry import TABLES
+from linrec.base.tables import load_table
 
 # (stem, notebook, caption): every figure the report shows, in order
 FIGURES = [

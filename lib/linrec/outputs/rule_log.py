@@ -34,9 +34,9 @@ from pathlib import Path
 import pandas as pd
 
 from linrec.base.files import atomic_file
-from linrec.claims.registry import TABLES
+from linrec.base.registry import TABLES
+from linrec.base.tables import load_table, save_table, table_path
 from linrec.claims.rules import Rule
-from linrec.claims.tables import load_table, save_table, table_path
 from linrec.outputs import catalog
 from linrec.outputs.claim_text import Claim
 

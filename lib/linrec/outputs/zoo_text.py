@@ -19,10 +19,10 @@ import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.errors import LinrecError, StaleTableError
+from linrec.base.tables import load_table
 from linrec.claims.learned import seeds_verdict
 from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_TESTABLE
 from linrec.claims.swap import FLAGS, NOT_USEFUL
-from linrec.claims.tables import load_table
 from linrec.claims.zoo import INCONCLUSIVE, SAME, pooled_claims, zoo_verdict
 
 ZOO_PROFILE = "zoo"  # results/zoo/, written by params/zoo.yaml

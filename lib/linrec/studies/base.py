@@ -1,5 +1,5 @@
 """What every study returns: a `Result`, a dataclass whose table fields are named as the results registry names
-them (`linrec.claims.registry.TABLES`), so `result.write(results_dir)` writes each through `save_table` (columns
+them (`linrec.base.registry.TABLES`), so `result.write(results_dir)` writes each through `save_table` (columns
 checked there) and a notebook reads `result.corpora` rather than a file.
 
 A study's `run(p)` takes the profile a notebook binds (`linrec.studies.stages.Profile`: `p.models`, `p.results_dir`,
@@ -23,8 +23,8 @@ from typing import ClassVar
 import pandas as pd
 
 from linrec.base.files import project_root
-from linrec.claims.registry import TABLES
-from linrec.claims.tables import save_table, table_path
+from linrec.base.registry import TABLES
+from linrec.base.tables import save_table, table_path
 from linrec.stats import N_BOOT
 
 Tables = dict[str, pd.DataFrame]  # {registry name: table}; a table not written is absent

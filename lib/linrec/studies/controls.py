@@ -29,6 +29,7 @@ import pandas as pd
 from linrec.analyses.controls import MapScores, cross_feed_pairs, input_controls, twin_pairs
 from linrec.analyses.decomposition import InputsOrWeights, NullDraws, band_windows, decomposition, inputs_or_weights
 from linrec.analyses.recoverability import ceiling_table
+from linrec.base.registry import TABLES
 from linrec.claims.bands import band_table
 from linrec.claims.learned import (
     RULE_2A,
@@ -40,7 +41,6 @@ from linrec.claims.learned import (
     null_blocks,
     random_init_summary,
 )
-from linrec.claims.registry import TABLES
 from linrec.claims.rules import judge
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.measure.capture import get_capture

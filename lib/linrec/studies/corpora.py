@@ -14,8 +14,8 @@ import pandas as pd
 
 from linrec.analyses.recoverability import ceiling_table, corpus_shape_level
 from linrec.analyses.uncertainty import profile_agreement
+from linrec.base.registry import TABLES
 from linrec.claims.corpora import LEVEL_EX_FIRST, corpus_verdicts, overlay_word
-from linrec.claims.registry import TABLES
 from linrec.measure.capture import get_captures
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile

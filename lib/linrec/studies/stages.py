@@ -2,7 +2,7 @@
 notebooks' order (`STUDIES`), each declaring in one place its notebook, what it measures, where in the paper, its
 parameters (its section of the profile: a dataclass here, each field with its type, its one default and what it
 does), the module whose `run(p)` computes and writes its tables, and the table its notebook concludes in (`finding`).
-Its tables are the registry's (`linrec.claims.registry.TABLES`, by notebook); the claims it informs and its figures
+Its tables are the registry's (`linrec.base.registry.TABLES`, by notebook); the claims it informs and its figures
 are listed beside them by `linrec.outputs.catalog` and `linrec.outputs.report_figures`, which name the notebook.
 
 The notebook runner (`linrec.app.notebooks`), the profile (its schema is below: the run's own sections, `Run` and
@@ -25,7 +25,7 @@ from types import ModuleType
 from linrec.analyses import SCREENING_WINDOWS
 from linrec.base.errors import LinrecError
 from linrec.base.params import Declared, declared, param
-from linrec.claims.registry import TABLES
+from linrec.base.registry import TABLES
 from linrec.inputs.offline import suggest
 from linrec.measure.config import CaptureConfig, CaptureRun, capture_settings
 from linrec.stats import N_BOOT

@@ -47,12 +47,12 @@ from linrec.base.cache import entry_path, folder
 from linrec.base.errors import LinrecError, StaleTableError
 from linrec.base.files import project_root, unseal
 from linrec.base.progress import notice
+from linrec.base.registry import TABLES
+from linrec.base.tables import load_table, load_timings
 from linrec.claims.learned import comparison_words, seeds_verdict
 from linrec.claims.probe import probe_summary
 from linrec.claims.regimes import regime_summary
-from linrec.claims.registry import TABLES
 from linrec.claims.swap import swap_predictors
-from linrec.claims.tables import load_table, load_timings
 from linrec.claims.zoo import pooled_claims, zoo_verdict
 from linrec.inputs.models import load_model
 from linrec.inputs.training import made_on, profile_configs, runs

@@ -1,20 +1,15 @@
-"""linrec.claims.tables: results tables written and read through the registry: round trips that refuse wrong
-columns, block lists and counts that survive the CSV, labels that rename only and name their thresholds, timings
-written apart."""
-
-import re
+"""linrec.base.tables: results tables written and read through the registry: round trips that refuse wrong
+columns, block lists and counts that survive the CSV, timings written apart (the display labels:
+tests/outputs/test_results.py)."""
 
 import pandas as pd
 import pytest
 
 from helpers import claim1_row as _claim1_row
 from linrec.base.errors import LinrecError
-from linrec.claims.registry import TABLES
-from linrec.claims.rules import (
-    CLAIM6_BUDGET,
-    FIRST_TOKEN_SHARE,
-)
-from linrec.claims.tables import labelled, load_table, save_table
+from linrec.base.registry import TABLES
+from linrec.base.tables import load_table, save_table
+from linrec.outputs.results import labelled
 
 
 # ---- the registry ---------------------------------------------------------------------------------------
@@ -66,17 +61,6 @@ def test_block_lists_survive_the_csv_and_counts_stay_numbers(tmp_path):
     assert pd.api.types.is_integer_dtype(back["n_blocks"]) and pd.api.types.is_integer_dtype(back["direction_changes"])
 
 
-def test_every_registered_column_is_snake_case_and_labels_only_rename():
-
-    for name, spec in TABLES.items():
-        for c in spec.columns:
-            assert re.fullmatch(r"[a-z][a-z0-9_]*", c), (name, c)
-    df = pd.DataFrame([_claim1_row()])
-    shown = labelled(df)
-    assert "max R²_lin" in shown.columns and shown.shape == df.shape
-    pd.testing.assert_frame_equal(shown.set_axis(df.columns, axis=1), df)  # values untouched (NaN included)
-
-
 def test_block_lists_read_back_as_blocks_one_block_and_none_included(tmp_path):
     """`outlier_blocks_every_sample` with one block came back as 2.0 and with none as nan (notebook 04 printed
     "on every sample: 2.0" and "nan")."""
@@ -94,32 +78,10 @@ def test_block_lists_read_back_as_blocks_one_block_and_none_included(tmp_path):
     assert pd.api.types.is_integer_dtype(back["n_samples"])
 
 
-def test_a_label_names_the_threshold_its_table_counts_with():
-    """`n_high_r2` counts R²_lin ≥ 0.8 in spectrum_summary and ≥ 0.9 in swap_safety: one label named 0.9 for both.
-    Every label with a threshold takes it from the rule's constant."""
-    from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1
-    from linrec.claims.rules import FIRST_TOKEN_OVERLAP, SWAP_HIGH_R2
-    from linrec.claims.tables import labelled
-
-    df = pd.DataFrame([{"n_high_r2": 3, "outlier_first_blocks": "", "first_share_blocks": "", "n_within_budget": 1,
-                        "top1_broadly_linear_blocks": "", "n_high_r2_costly": 0}])  # fmt: skip
-    spectrum, swap = labelled(df, "spectrum_summary").columns, labelled(df, "swap_safety").columns
-    assert (
-        spectrum[0] == f"blocks with R²_lin ≥ {REGIME_HIGH_R2:g}"
-        and swap[0] == f"blocks with R²_lin ≥ {SWAP_HIGH_R2:g}"
-    )
-    assert spectrum[0] != swap[0]
-    assert labelled(df).columns[0] == "n_high_r2"  # no table: no label that could name the wrong threshold
-    shown = " | ".join(spectrum)
-    for words in (f"≥ {FIRST_TOKEN_OVERLAP * 100:g} %", f"≥ {FIRST_TOKEN_SHARE * 100:g} %", f"≥ {REGIME_TOP1:g} yet",
-                  f"ΔPPL ≤ +{CLAIM6_BUDGET:g}", f"ΔPPL > +{CLAIM6_BUDGET:g}"):  # fmt: skip
-        assert words in shown, (words, shown)
-
-
 def test_timings_are_written_apart_so_a_rerun_with_the_same_numbers_rewrites_the_same_table(tmp_path):
     """Seconds and the cache flag go to timings/<name>.csv with the row-naming columns; the results table keeps the
     numbers only, so a rerun that is slower or faster leaves it byte for byte as it was."""
-    from linrec.claims.tables import labelled, load_table, load_timings
+    from linrec.base.tables import load_table, load_timings
 
     cols = TABLES["probe_ranks"].columns
     rows = pd.DataFrame([{c: 0.25 for c in cols} | {"model": "m", "block": b, "rank": r, "probe_stop": "validation"}

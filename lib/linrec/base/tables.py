@@ -1,11 +1,11 @@
-"""The results tables: written, read and labelled through the registry (`linrec.claims.registry.TABLES`).
+"""The results tables: written and read through the registry (`linrec.base.registry.TABLES`).
 
 Every table a notebook saves goes through `save_table` and every table the report reads goes
 through `load_table`, so a renamed or missing column fails where it is written, not as a wrong
 sentence in the report. Columns are snake_case and numeric wherever the quantity is a number
 (an interval is two columns, `ci_lo` and `ci_hi`, never a formatted string); a few columns hold
 identifiers (`model`, `corpus`, `regime`, block lists such as `first_token_blocks` = "11 28").
-`labelled(df)` applies the display labels, only where a table is shown.
+The display labels a table is shown with are `linrec.outputs.results.labelled`'s (they name claims' thresholds).
 """
 
 from __future__ import annotations
@@ -15,120 +15,9 @@ from pathlib import Path
 import pandas as pd
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1
 from linrec.base.errors import LinrecError, StaleTableError
 from linrec.base.files import atomic_file
-from linrec.claims.registry import TABLES, TableSpec
-from linrec.claims.rules import CLAIM6_BUDGET, FIRST_TOKEN_OVERLAP, FIRST_TOKEN_SHARE, SWAP_HIGH_R2
-
-LABELS = {  # display labels, applied by `labelled` where a table is shown
-    "model_type": "type",
-    "n_train_rows": "train rows",
-    "n_test_rows": "test rows",
-    "bos": "BOS per window",
-    "n_blocks": "blocks",
-    "r2_min": "min R²_lin",
-    "r2_max": "max R²_lin",
-    "max_adjacent_jump": "largest jump between adjacent blocks",
-    "direction_changes": "direction changes with depth",
-    "max_jump_disjoint": "largest jump, disjoint intervals",
-    "direction_changes_disjoint": "direction changes, disjoint intervals",
-    "cond_gram_median": "median κ(Gram)",
-    "r2_ex_first_max": "max R²_lin without first tokens",
-    "first_token_blocks": "first-token blocks",
-    "gain_median": "median gain",
-    "gain_quad_median": "median gain, closed-form quadratic (top-k components)",
-    "quad_excess_median": "median quadratic gain − probe gain",
-    "detectable_r": "|r| detectable (80 % power)",
-    "sweep_gain_median_rank_min": "median gain, sweep's lowest rank",
-    "sweep_gain_median_rank_max": "median gain, sweep's highest rank",
-    "share_short": "share of blocks > 0.01 short",
-    "shortfall_median": "median shortfall (best baseline)",
-    "adam_shortfall_median": "median shortfall, Adam",
-    "sgd_shortfall_median": "median shortfall, SGD",
-    "spearman_cond_shortfall": "Spearman ρ(log κ, shortfall)",
-    "spearman_reach_adam": "Spearman ρ(Adam reach, Adam shortfall)",
-    "adam_reach_median": "median Adam reach",
-    "spearman_scaled_shortfall": "Spearman ρ(Jacobi-scaled κ, shortfall)",
-    "budget_steps": "budget (steps)",
-    "n_reached": "mechanism blocks reached",
-    "steps_reach_well": "steps to the ceiling, best-conditioned",
-    "steps_reach_ill": "steps to the ceiling, worst-conditioned",
-    "cond_well": "κ(Gram), best-conditioned",
-    "cond_ill": "κ(Gram), worst-conditioned",
-    "dose_steps_min": "steps to the ceiling at the smallest constructed κ",
-    "dose_steps_max": "steps to the ceiling at the largest constructed κ",
-    "ceiling_excess": "most a tuned fit beats its ceiling",
-    "n_lr_edge": "tuned rates at a grid end",
-    "gd_steps_well": "GD steps (spectrum), best-conditioned",
-    "gd_steps_ill": "GD steps (spectrum), worst-conditioned",
-    "dose_short_min": "shortfall at the smallest constructed κ, longest budget",
-    "dose_short_max": "shortfall at the largest constructed κ, longest budget",
-    "dose_budget": "budget the dose's shortfall is read at (steps)",
-    "dose_budget_short_min": "shortfall at that budget, smallest constructed κ",
-    "dose_budget_short_max": "shortfall at that budget, largest constructed κ",
-    "dose_levels": "constructed κ levels",
-    "dose_slope": "dose: shortfall slope per decade of κ",
-    "dose_slope_lo": "dose slope, 95 % CI low",
-    "dose_slope_hi": "dose slope, 95 % CI high",
-    "dose_slope_lo90": "dose slope, 90 % CI low",
-    "dose_slope_hi90": "dose slope, 90 % CI high",
-    "dose_resid_sd": "dose: residual SD about the line",
-    "blocks_n": "mechanism blocks",
-    "blocks_rho_scaled": "Spearman ρ(log scaled κ, steps to the ceiling), mechanism blocks",
-    "blocks_scaled_min": "scaled κ, least (mechanism blocks)",
-    "blocks_scaled_max": "scaled κ, most (mechanism blocks)",
-    "gain_max": "max gain",
-    "gain_min": "min gain",
-    "pearson_r": "Pearson r",
-    "ci_lo": "95 % CI low",
-    "ci_hi": "95 % CI high",
-    "n_broadly_linear": "broadly linear",
-    "n_first_token_concentrated": "first-token-concentrated",
-    "n_outlier_concentrated": "outlier-concentrated",
-    "n_nonlinear": "nonlinear",
-    "n_unclassified": "unclassified (high R²_lin, low-rank explained part)",
-    "unclassified_blocks": "unclassified blocks",
-    "outlier_first_blocks": f"outlier-concentrated with first position ≥ {FIRST_TOKEN_OVERLAP * 100:g} %",
-    "outlier_blocks": "outlier-concentrated blocks",
-    "outlier_ex_first_blocks": "outlier-concentrated without position 0",
-    "concentrated_not_rank1_blocks": "concentrated, not rank ≈ 1",
-    "first_share_blocks": f"first position ≥ {FIRST_TOKEN_SHARE * 100:g} % of output variance",
-    "massive_blocks": "blocks with massive output features",
-    "top1_broadly_linear_blocks": f"top-1 share ≥ {REGIME_TOP1:g} yet broadly linear",
-    "max_drop_ex_top8": "largest drop R²_lin → ex-top-8",
-    "eff_rank_out_frac_median": "median eff. rank out / width",
-    "spearman_rho": "Spearman ρ",
-    "spearman_min": "min Spearman ρ over pairs",
-    "pearson_min": "min Pearson r over pairs",
-    "corpus_depth_ratio": "corpus/depth",
-    "max_abs_diff": "largest per-block difference",
-    "ci_width_median": "median CI width",
-    "ffn_over_linear": "FFN / linear parameters",
-    "n_high_r2_costly": f"of those, ΔPPL > +{CLAIM6_BUDGET:g}",
-    "high_r2_costly_blocks": "those blocks",
-    "n_within_budget": f"blocks with ΔPPL ≤ +{CLAIM6_BUDGET:g} (interval's upper end)",
-    "within_budget_blocks": "those blocks",
-    "delta_ppl_median": "median ΔPPL",
-    "ppl_base": "base perplexity",
-    "mean_abs_trained_init": "mean |trained − init|",
-    "spearman_trained_init": "Spearman ρ(trained, init seed 0)",
-    "init_r2_train_median": "init seed 0: median in-sample R²",
-    "init_r2_test_median": "init seed 0: median held-out R²",
-    "mean_abs_init_seeds": "mean |init seed 0 − seed 1|",
-    "spearman_init_seeds": "Spearman ρ(init seed 0, seed 1)",
-    "init_r2_spread": "init seed 0: spread across blocks (sd)",
-    "share_init_ffn": "profile variance explained by random-init FFN on trained inputs",
-    "share_shuffled": "profile variance explained by shuffled FFN on trained inputs",
-    "rho_inputs": "ρ(FFN_i on inputs_j, R²_lin of j), |i − j| = 1",
-    "rho_weights": "ρ(FFN_i on inputs_j, R²_lin of i), |i − j| = 1",
-    "r2_own_median": "median R²_lin (own inputs)",
-    "r2_gaussian_median": "median R² on Gaussian inputs",
-    "n_gaussian_drop": "blocks where Gaussian R² < own − 0.1",
-    "r2_next_block_median": "median R² on the next block's inputs",
-    "spearman_own_gaussian": "Spearman ρ(own, Gaussian)",
-}
-
+from linrec.base.registry import TABLES, TableSpec
 
 # The columns that hold words, not numbers (identifiers, verdicts, descriptions); every other column of a results
 # table, but the block lists (`is_block_list`), holds numbers or true/false, and `load_table` refuses a file where it
@@ -176,26 +65,7 @@ def is_block_list(column: str) -> bool:
     return column in ("blocks", "blocks_swapped") or ("_blocks" in column and not column.startswith("n_"))
 
 
-# Labels of a column whose meaning depends on its table: `n_high_r2` counts blocks above the regimes' "high" in
-# spectrum_summary and above the swap study's in swap_safety (one label for both named the wrong threshold).
-TABLE_LABELS = {
-    "spectrum_summary": {"n_high_r2": f"blocks with R²_lin ≥ {REGIME_HIGH_R2:g}"},
-    "swap_safety": {"n_high_r2": f"blocks with R²_lin ≥ {SWAP_HIGH_R2:g}"},
-}
-
-
-def labelled(df: pd.DataFrame, table: str | None = None) -> pd.DataFrame:
-    """`df` for showing (never for saving): display labels for the columns that have one (those of results table
-    `table` where a column's meaning depends on it, `TABLE_LABELS`), and without the timing columns (`is_timing`),
-    so a notebook's saved output is the same on every run that finds the same numbers. Every threshold a label
-    names is the constant the table's rule uses."""
-    if table is not None:
-        _spec_of(table)
-    labels = {**LABELS, **TABLE_LABELS.get(table, {})}
-    return df.drop(columns=[c for c in df.columns if is_timing(c)]).rename(columns=labels)
-
-
-def _spec_of(name: str) -> TableSpec:
+def spec_of(name: str) -> TableSpec:
     if name not in TABLES:
         raise LinrecError(f"no results table is called '{name}'; registered: {', '.join(TABLES)}")
     return TABLES[name]
@@ -232,7 +102,7 @@ def is_timing(column: str) -> bool:
 def result_columns(name: str) -> tuple[str, ...]:
     """The columns of table `name` that its `<name>.csv` holds: the registered ones, timings left out (a table made
     of timings keeps them all, in timings/)."""
-    spec = _spec_of(name)
+    spec = spec_of(name)
     return spec.columns if name in TIMING_TABLES else tuple(c for c in spec.columns if not is_timing(c))
 
 
@@ -251,13 +121,13 @@ def save_table(df: pd.DataFrame, name: str, results_dir: str | Path) -> Path:
     timing columns go to `timings/<name>.csv` beside the row-naming columns (`ROW_KEYS`).
 
     Its columns must be exactly the registered ones: a renamed or extra column fails here."""
-    spec = _spec_of(name)
+    spec = spec_of(name)
     got = list(df.columns)
     if set(got) != set(spec.columns) or len(got) != len(spec.columns):
         extra, missing = sorted(set(got) - set(spec.columns)), sorted(set(spec.columns) - set(got))
         raise LinrecError(
             f"table '{name}' (notebook {spec.notebook}): unexpected columns {extra}, missing {missing}; update "
-            "linrec.claims.registry.TABLES"
+            "linrec.base.registry.TABLES"
         )
     path = table_path(name, results_dir)
     kept = list(result_columns(name))
@@ -277,7 +147,7 @@ def load_table(name: str, results_dir: str | Path) -> pd.DataFrame | None:
 
     A table without its registered columns (written by an older linrec) is an error naming its notebook; so is a
     file that is not a table linrec wrote (empty, not CSV, not text, not a regular file, unreadable)."""
-    spec = _spec_of(name)
+    spec = spec_of(name)
     path = table_path(name, results_dir)
     if not path.exists():
         return None

@@ -1,5 +1,5 @@
 """The registry of results tables: each table's name, the notebook that writes it, its columns and what it holds.
-`linrec.claims.tables` writes and reads every table through it."""
+`linrec.base.tables` writes and reads every table through it."""
 
 from __future__ import annotations
 
