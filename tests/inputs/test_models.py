@@ -210,13 +210,28 @@ def test_damaged_dequantised_model_is_rebuilt_from_the_gguf(tmp_path, monkeypatc
         return reference.model, reference.tokenizer
 
     monkeypatch.setattr(linrec.inputs.models, "_load_gguf", dequantised)
-    rebuilt = load_model("smollm2-135m")
+    linrec.inputs.models.prepare_offline("smollm2-135m")  # what `linrec fetch` calls: it rebuilds the damaged copy
     assert read == [own / "models" / spec.name / spec.gguf_name]
     assert "damaged" in caplog.text and _offline_dir_problem(hf_dir, spec) is None
     rebuilt = load_model("smollm2-135m")  # and the rebuilt directory is what loads next time
     ids = _token_ids(1, 16) + 100
     with torch.no_grad():
         assert torch.equal(rebuilt.model(input_ids=ids).logits, reference.model(input_ids=ids).logits)
+
+
+@pytest.mark.models
+def test_fetch_on_a_whole_cache_loads_no_model(monkeypatch):
+    """`linrec fetch` (`prepare_offline`) on models whose cached copies pass their manifests verifies them and loads
+    nothing (it loaded both, 5 of its 5.6 s); a damaged copy is rebuilt (the test above)."""
+    import linrec.inputs.models
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("a whole cached model was loaded")
+
+    monkeypatch.setattr(linrec.inputs.models, "_load_local", loaded)
+    monkeypatch.setattr(linrec.inputs.models, "_load_gguf", loaded)
+    for name in ("smollm2-135m", "minilm-l6"):
+        linrec.inputs.models.prepare_offline(name)
 
 
 @pytest.mark.models

@@ -169,11 +169,11 @@ def cmd_fetch(args) -> None:
     plan = fetch_plan(request.names)  # an unknown name: one line, with "did you mean", before any download
     print(plan.line(), file=sys.stderr, flush=True)
     from linrec.inputs.corpora import fetch_offline_corpus
-    from linrec.inputs.models import load_model
+    from linrec.inputs.models import prepare_offline
 
     for name in request.names:
         if name in OFFLINE_MODELS:
-            load_model(name)  # fetches, verifies, dequantises and caches as safetensors
+            prepare_offline(name)  # fetches, verifies, dequantises and caches as safetensors
         else:
             fetch_offline_corpus(name)
         print(f"ready: {name}", file=sys.stderr)

@@ -183,6 +183,17 @@ def _load_offline(name: str, dtype: torch.dtype) -> tuple[torch.nn.Module, objec
     return _load_local(hf_dir, dtype)
 
 
+def prepare_offline(name: str) -> None:
+    """Offline model `name` fetched, verified and (a GGUF release) dequantised into the cache, as `load_model` would
+    leave it, but loaded only where it has to be built: a copy that passes its manifest is not read into memory
+    (`linrec fetch` on a full cache took 5.6 s, 5 of them loading both models to throw them away)."""
+    spec = OFFLINE_MODELS[name]
+    if spec.kind == "safetensors":
+        fetch_safetensors_dir(name)
+    elif _offline_dir_problem(spec.built, spec) is not None:
+        _load_offline(name, torch.float32)
+
+
 def _load_local(path: Path, dtype: torch.dtype):
     from transformers import AutoConfig
 
