@@ -74,6 +74,30 @@ _ADDRESS = re.compile(r" at 0x[0-9a-f]+>")  # "<pandas.io.formats.style.Styler a
 _CLOCK_KEYS = ("start_time", "end_time", "duration")  # papermill's clock readings, in the notebook's and each cell's
 
 
+def merged_streams(outputs: list) -> list:
+    """A cell's outputs with each run of printed text between two other outputs (figures, tables) as one stdout and
+    one stderr output, stdout first: how a kernel cut its text into messages, and in which order its two streams'
+    messages arrived, depends on when it flushed, so a loaded machine saved the same text in other pieces (the
+    rerun test once failed on notebook 03 for this, 2026-11-27). The text and its place beside the figures stay."""
+    out, run = [], []
+
+    def flush():
+        for name in ("stdout", "stderr"):
+            parts = [o for o in run if o["name"] == name]
+            if parts:
+                out.append(type(parts[0])({**parts[0], "text": "".join(o["text"] for o in parts)}))
+        run.clear()
+
+    for o in outputs:
+        if o.get("output_type") == "stream":
+            run.append(o)
+        else:
+            flush()
+            out.append(o)
+    flush()
+    return out
+
+
 def tidy_executed(executed: Path, source: Path, root: Path) -> Path:
     """Drop what records when and where a run happened from an executed notebook, once `record_timings` has read it:
     papermill's start/end times and durations, Jupyter's per-cell `execution` timestamps, and the temporary and
@@ -94,6 +118,8 @@ def tidy_executed(executed: Path, source: Path, root: Path) -> Path:
     if meta:
         meta["input_path"], meta["output_path"] = rel(source), rel(executed)
     for i, cell in enumerate(nb.cells):
+        if cell.get("outputs"):
+            cell.outputs = merged_streams(cell.outputs)
         cell.id = f"cell-{i}"  # by position: papermill gives the parameters cell it injects a random one
         cell.metadata.pop("execution", None)
         for k in _CLOCK_KEYS:
