@@ -7,8 +7,15 @@ from dataclasses import dataclass
 
 _R2_BLOCK = (
     "model corpus block r2_lin r2_lo r2_hi r2_train r2_feature_median first_var_share r2_ex_first r2_ex_first_lo "
-    "r2_ex_first_hi r2_feature_q25 "
-    "r2_feature_q75 cond_gram cond_scaled rank dead_inputs d_in d_out n_train n_test n_test_windows"
+    "r2_ex_first_hi r2_feature_q25 r2_feature_q75 cond_gram cond_scaled rank dead_inputs d_in d_out n_train n_test "
+    "n_test_windows"
+)
+_PROFILE_SHAPE = (  # r2_lin_summary's columns, and r2_lin_summary_other's: the same shape on the other profile
+    "model n_blocks r2_min r2_max max_adjacent_jump direction_changes max_jump_disjoint direction_changes_disjoint "
+    "as_extreme_as_paper r2_ex_first_min max_jump_disjoint_ex_first direction_changes_disjoint_ex_first "
+    "moves_tested moves_fdr max_jump_fdr direction_changes_fdr moves_tested_ex_first moves_fdr_ex_first "
+    "max_jump_fdr_ex_first direction_changes_fdr_ex_first cond_gram_median r2_ex_first_max first_token_blocks "
+    "profile_tokens"
 )
 
 
@@ -46,21 +53,13 @@ TABLES: dict[str, TableSpec] = {
     ),
     "r2_lin_summary": _spec(
         "02",
-        "model n_blocks r2_min r2_max max_adjacent_jump direction_changes max_jump_disjoint direction_changes_disjoint "
-        "as_extreme_as_paper r2_ex_first_min max_jump_disjoint_ex_first direction_changes_disjoint_ex_first "
-        "moves_tested moves_fdr max_jump_fdr direction_changes_fdr moves_tested_ex_first moves_fdr_ex_first "
-        "max_jump_fdr_ex_first direction_changes_fdr_ex_first cond_gram_median r2_ex_first_max first_token_blocks "
-        "profile_tokens",
+        _PROFILE_SHAPE,
         "per model: the profile's shape (linrec.claims.profile.profile_summary), on the profile that judges claim 1 "
         "(notebook 02's `profile`)",
     ),
     "r2_lin_summary_other": _spec(
         "02",
-        "model n_blocks r2_min r2_max max_adjacent_jump direction_changes max_jump_disjoint direction_changes_disjoint "
-        "as_extreme_as_paper r2_ex_first_min max_jump_disjoint_ex_first direction_changes_disjoint_ex_first "
-        "moves_tested moves_fdr max_jump_fdr direction_changes_fdr moves_tested_ex_first moves_fdr_ex_first "
-        "max_jump_fdr_ex_first direction_changes_fdr_ex_first cond_gram_median r2_ex_first_max first_token_blocks "
-        "profile_tokens",
+        _PROFILE_SHAPE,
         "per model: the same shape on the other profile (the learning curve's largest size, or the capture's)",
     ),
     "r2_moves": _spec(
