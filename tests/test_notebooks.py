@@ -254,6 +254,8 @@ def test_08_training(runner):
     verdict = runner.table("training_verdict").iloc[0]
     assert verdict["word"] == seeds_verdict(comp)["word"]
     assert len(runner.table("training_swap")) == 2 * len(runs)
+    per_swap = runner.table("training_swap_windows").groupby(["run", "swap"]).size()  # every ΔPPL's held-out windows
+    assert len(per_swap) == 2 * len(runs) and per_swap.nunique() == 1 and per_swap.iloc[0] >= 2
 
 
 @pytest.mark.models

@@ -48,6 +48,21 @@ def _written(results: Path) -> set[str]:
     return {p.stem for p in results.glob("*.csv")}
 
 
+def _windows_give_the_swap(result) -> None:
+    """training_swap_windows holds every training_swap ΔPPL's own held-out windows: each run and block's perplexities
+    come back from its per-window losses (equal windows: exp of the mean loss), base and swapped, to 1e-9."""
+    w, swap = result.training_swap_windows, result.training_swap
+    assert list(w.columns) == list(TABLES["training_swap_windows"].columns) and w["tokens"].nunique() == 1
+    means = w.astype({"swap": str}).groupby(["run", "swap"])[["loss_base", "loss_swapped"]].mean()
+    assert len(means) == len(swap)  # one set of windows per ΔPPL, none left over
+    for _, row in swap.iterrows():
+        base, swapped = np.exp(means.loc[(row["run"], str(row["block"]))])
+        assert base == pytest.approx(row["ppl_base"], rel=1e-9) and swapped == pytest.approx(
+            row["ppl_swapped"], rel=1e-9
+        )
+        assert swapped - base == pytest.approx(row["delta_ppl"], rel=1e-9, abs=1e-9)
+
+
 def _same(got: pd.DataFrame, want: pd.DataFrame):
     """`got` (a table as written, read back) holds `want`'s result columns, to the 12 digits a table is written with
     (an empty text reads back as missing)."""
@@ -62,7 +77,7 @@ def test_the_seeds_experiment_writes_its_tables_each_the_analysis_called_directl
     p = _profile(text, tmp_path / "results")
     result = study.run(p)
     assert result.ran and result.source == tmp_path / "results"
-    assert _written(tmp_path / "results") == {*SEEDS, "training_swap"} == set(result.tables())
+    assert _written(tmp_path / "results") == {*SEEDS, "training_swap", "training_swap_windows"} == set(result.tables())
     assert built and all(a[0] == 3 for a, _ in built)  # the profile's screening_windows, not a literal
 
     configs = profile_configs({**p.training, "device": "cpu"}, ["gelu", "swiglu"], [0, 1], [0])
@@ -95,11 +110,13 @@ def test_the_seeds_experiment_writes_its_tables_each_the_analysis_called_directl
     swap = SwapSettings(3, batch_size=8).study(captures[last.name][6], loaded, seed=p.seed, progress=False)
     _same(result.training_swap[result.training_swap["run"] == last.name], swap.heldout.table().assign(run=last.name))
     assert set(result.training_swap["run"]) == {c.name for c in configs}
+    _windows_give_the_swap(result)
 
 
 def test_a_switched_off_swap_is_not_written(text, tmp_path):
     result = study.run(_profile(text, tmp_path / "results", train_swap=False))
-    assert result.training_swap is None and _written(tmp_path / "results") == set(SEEDS)
+    assert result.training_swap is None and result.training_swap_windows is None
+    assert _written(tmp_path / "results") == set(SEEDS)
 
 
 def test_the_zoo_reads_the_tables_as_written_and_writes_its_own(text, tmp_path, monkeypatch):
@@ -122,7 +139,7 @@ def test_the_zoo_reads_the_tables_as_written_and_writes_its_own(text, tmp_path, 
     result = study.run(_profile(text, tmp_path / "results", train_pipeline=True, train_probe_rows=300,
                                 training={**TRAINING, "text": text, "n_evals": 3}))  # fmt: skip
     assert result.zoo_runs["converged"].all()
-    assert _written(tmp_path / "results") == {*SEEDS, "training_swap", *ZOO}
+    assert _written(tmp_path / "results") == {*SEEDS, "training_swap", "training_swap_windows", *ZOO}
     assert set(result.zoo_blocks["model"]) == set(result.training_runs["run"]) == set(result.training_swap["run"])
     assert result.zoo_timings is not None and {"seconds_train", "seconds_swap"} <= set(result.zoo_timings)
     assert (seen["noise"]["noise_level"] >= 1.0).all()  # read back from the file, not taken from memory
@@ -137,6 +154,7 @@ def test_the_zoo_reads_the_tables_as_written_and_writes_its_own(text, tmp_path, 
     swap = result.training_swap.rename(columns={"run": "model"})  # the plain map alone: the study asks no variant
     both = result.zoo_blocks.merge(swap, on=["model", "block"], suffixes=("", "_s"))
     assert len(both) == len(result.zoo_blocks) and (both["delta_ppl"] == both["delta_ppl_s"]).all()
+    _windows_give_the_swap(result)  # the pipeline's swaps keep their windows too
 
 
 def test_a_profile_that_trains_nothing_shows_the_stored_runs_and_writes_nothing(tmp_path, monkeypatch):

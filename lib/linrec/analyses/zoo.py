@@ -65,6 +65,7 @@ def measure_final(run, capture, *, rank: int = 16, probe_rows: int | None = None
     study = swap.study(capture, loaded, seed=seed, progress=progress)
     out["values"] = study.screening.predictors().assign(model=label)
     out["swap"] = study.heldout.table().assign(model=label)
+    out["windows"] = study.heldout.window_losses().assign(model=label)  # every ΔPPL's per-window losses
     seconds["swap"] = time.perf_counter() - t0
     out["seconds"] = seconds
     return out

@@ -72,8 +72,7 @@ TABLES: dict[str, TableSpec] = {
         "02",
         "sample " + _R2_BLOCK,
         "per block and disjoint sample of text: the ceiling (linrec.analyses.recoverability.ceiling_table; sample 0 "
-        "is the "
-        "main capture)",
+        "is the main capture)",
     ),
     "r2_replicates_summary": _spec(
         "02",
@@ -104,9 +103,8 @@ TABLES: dict[str, TableSpec] = {
     "probe": _spec(
         "03",
         "model block r2_lin r2_lin_rows r2_poly gain probe_epochs probe_stop probe_converged seconds_probe cond_gram "
-        "cond_scaled "
-        "n_train_rows n_test_rows r2_quad gain_quad seconds_quad r2_ceiling_rows adam_reach r2_trained_adam "
-        "r2_trained_sgd seconds_trained",
+        "cond_scaled n_train_rows n_test_rows r2_quad gain_quad seconds_quad r2_ceiling_rows adam_reach "
+        "r2_trained_adam r2_trained_sgd seconds_trained",
         "per block: the rank-k bilinear probe, the closed-form quadratic on the top-k input components and the "
         "trained baselines (linrec.analyses.probe.probe_table)",
     ),
@@ -151,8 +149,7 @@ TABLES: dict[str, TableSpec] = {
         "dose_resid_sd ceiling_excess n_lr_edge",
         "per model: claim 7a's shortfall at the practitioner's budget and claim 7b's dose–response (the shortfall's "
         "slope on log κ over the constructed dose, which decides), the steps to the ceiling on the mechanism blocks "
-        "(raw and scaled κ) and the dose, its checks, and the across-block ρ "
-        "(linrec.claims.probe.pitfall_summary)",
+        "(raw and scaled κ) and the dose, its checks, and the across-block ρ (linrec.claims.probe.pitfall_summary)",
     ),
     "pitfall_budget": _spec(
         "03",
@@ -184,9 +181,8 @@ TABLES: dict[str, TableSpec] = {
         "04",
         "sample model block regime r2_lin r2_feature_median top1_var_share eff_rank_out eff_rank_explained "
         "first_var_share",
-        "per block and disjoint sample of text: the regime and what decides it "
-        "(linrec.analyses.spectrum.spectrum_table on "
-        "notebook 02's replicate captures; sample 0 is the main capture)",
+        "per block and disjoint sample of text: the regime and what decides it (linrec.analyses.spectrum.spectrum_table"
+        " on notebook 02's replicate captures; sample 0 is the main capture)",
     ),
     "spectrum_replicates_summary": _spec(
         "04",
@@ -226,6 +222,12 @@ TABLES: dict[str, TableSpec] = {
         "per run's last checkpoint and block: held-out ΔPPL of swapping the block alone for its map "
         "(linrec.analyses.swap)",
     ),
+    "training_swap_windows": _spec(
+        "08",
+        "run swap window tokens loss_base loss_swapped",
+        "per run's last checkpoint, block swapped alone and held-out window: mean NLL per token, base and swapped "
+        "(notebook 06's swap_windows for training_swap; linrec.analyses.swap.HeldOutSwaps.window_losses)",
+    ),
     "training_verdict": _spec(
         "08",
         "word claim2a margin trained_words seed_words data_order_words text_words variant_words",
@@ -247,8 +249,7 @@ TABLES: dict[str, TableSpec] = {
         "model layout text init_seed data_seed block r2_lin r2_lo r2_hi gain gain_quad probe_stop regime delta_ppl "
         "delta_lo delta_hi ppl_base",
         "per trained model of the zoo and block, at its last checkpoint: R²_lin with its interval (the fitted map's), "
-        "the probe's gain, "
-        "the regime, the held-out ΔPPL of swapping the block alone (linrec.analyses.zoo.block_table)",
+        "the probe's gain, the regime, the held-out ΔPPL of swapping the block alone (linrec.analyses.zoo.block_table)",
     ),
     "zoo_distances": _spec(
         "08",

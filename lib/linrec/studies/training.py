@@ -76,6 +76,7 @@ TRAIN_QUICKER = (
     'results/zoo) without training, and profile_file = "params/smoke.yaml" trains tiny runs in seconds'
 )
 SWAP_COLUMNS = list(TABLES["training_swap"].columns)
+WINDOW_COLUMNS = list(TABLES["training_swap_windows"].columns)
 
 
 @dataclass
@@ -90,6 +91,7 @@ class TrainingResult(Result):
     training_distance_curve: pd.DataFrame | None = None
     training_verdict: pd.DataFrame | None = None
     training_swap: pd.DataFrame | None = None
+    training_swap_windows: pd.DataFrame | None = None  # every training_swap ΔPPL's per-window losses
     zoo_runs: pd.DataFrame | None = None
     zoo_blocks: pd.DataFrame | None = None
     zoo_distances: pd.DataFrame | None = None
@@ -244,19 +246,20 @@ def run_row(config, run, profiles: pd.DataFrame) -> dict:
     }  # fmt: skip
 
 
-def swap_table(p: Profile, r: Runs) -> pd.DataFrame:
+def swap_table(p: Profile, r: Runs) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`training_swap` without the pipeline: each run's last checkpoint, every block swapped alone for its map,
     held-out ΔPPL with its paired skew-corrected jackknife interval (the swap study of notebook 06,
-    `p.screening_windows`)."""
+    `p.screening_windows`); and `training_swap_windows`, the per-window losses of each."""
     settings = SwapSettings(p.screening_windows, batch_size=p.batch_size)
-    parts = []
+    parts, windows = [], []
     for c in r.configs:
         last = max(r.captures[c.name])
         loaded = load_model(str(r.trained[c.name].final))
         loaded.name = f"{c.name} step {last}"  # what the progress line calls it
         swap = settings.study(r.captures[c.name][last], loaded, seed=p.seed)
         parts.append(swap.heldout.table().assign(run=c.name)[SWAP_COLUMNS])
-    return pd.concat(parts, ignore_index=True)
+        windows.append(swap.heldout.window_losses().assign(run=c.name)[WINDOW_COLUMNS])
+    return pd.concat(parts, ignore_index=True), pd.concat(windows, ignore_index=True)
 
 
 def zoo(p: Profile, r: Runs, where: Path) -> None:
@@ -277,7 +280,9 @@ def zoo(p: Profile, r: Runs, where: Path) -> None:
     zoo_runs = (factors.assign(block_params=block_parameters(r.configs).values())
                 .merge(convergence_table(r.trained), on="run").merge(timing, on="run"))  # fmt: skip
     swap = stacked(measured, "swap").rename(columns={"model": "run"})[SWAP_COLUMNS]
-    TrainingResult(zoo_blocks=block_table(measured, r.configs), zoo_runs=zoo_runs, training_swap=swap).write(where)
+    windows = stacked(measured, "windows").rename(columns={"model": "run"})[WINDOW_COLUMNS]
+    TrainingResult(zoo_blocks=block_table(measured, r.configs), zoo_runs=zoo_runs, training_swap=swap,
+                   training_swap_windows=windows).write(where)  # fmt: skip
     runs_written = load_table("zoo_runs", where)
     keep = converged_runs(runs_written)
     factors = factors[factors["run"].isin(keep)].reset_index(drop=True)
@@ -361,5 +366,6 @@ def run(p: Profile) -> TrainingResult:
     if p.train_pipeline:
         zoo(p, r, where)
     elif p.train_swap:
-        TrainingResult(training_swap=swap_table(p, r)).write(where)
+        swap, windows = swap_table(p, r)
+        TrainingResult(training_swap=swap, training_swap_windows=windows).write(where)
     return stored(where, where, ran=True)
