@@ -123,6 +123,21 @@ def test_claim3_gain_per_model_correlation_pooled():
     assert v.verdict == NOT_TESTABLE and "pooled" in v.reason
 
 
+def test_claim3_says_which_reason_left_every_model_untested():
+    """Not testable because no probe converged is not "not testable at this power": where the pooled correlation is
+    decided (both zoos: shown nonzero) but every model's probe stays >= CLAIM3_MAX_GAIN below the closed-form quadratic,
+    the reason says so and names the correlation's outcome (it said "neither shown ... nor shown nonzero (or no probe
+    converged)" on rows whose interval excluded 0; planted: the old single sentence fails here)."""
+    effect = _claim3(lo=EPS, hi=0.7, lo90=0.1, hi90=0.6, excess=CLAIM3_MAX_GAIN, models=("a", "b"))
+    v = verdict_3(effect)
+    assert v.verdict == NOT_TESTABLE and "no model's probe converged" in v.reason and "shown nonzero" in v.reason
+    assert "at this power" not in v.reason and "neither" not in v.reason
+    none = _claim3(excess=CLAIM3_MAX_GAIN, models=("a", "b"))  # "uncorrelated" shown, no probe converged
+    assert "shown within ±0.3" in verdict_3(none).reason and "no model's probe" in verdict_3(none).reason
+    v = verdict_3(_claim3(hi90=0.5, excess=CLAIM3_MAX_GAIN, models=("a", "b")))  # inconclusive: the power sentence
+    assert v.verdict == NOT_TESTABLE and "at this power" in v.reason
+
+
 def _probe(shortfalls, adam_better=True, model="m", cond=None):
     n = len(shortfalls)
     ceiling = np.asarray(shortfalls, dtype=float)  # best baseline at 0: the shortfall is exact, no rounding

@@ -153,6 +153,12 @@ def verdict_3(summary: pd.DataFrame | None, *, t=T_3) -> Verdict:
     ev = [{**r, "passes": claim3_passes(r, corr, t)} for r in per_model.to_dict("records")]
     ev.append({**pool, "passes": None, "correlation": corr})
     tested = [e["passes"] for e in ev[:-1] if e["passes"] is not None]
+    if not tested and corr != INCONCLUSIVE:  # a decided correlation, but no model's gain can be judged
+        shown = "shown nonzero" if corr == EFFECT else f"shown within ±{t.EQUIVALENCE_MARGIN}"
+        return Verdict(3, NOT_TESTABLE, ev, reason=(
+            f"no model's probe converged (each stays ≥ {t.CLAIM3_MAX_GAIN} below the closed-form quadratic at the "
+            f"median, or has no gain), so no model is judged; the pooled correlation over {int(pool['n_blocks'])} "
+            f"blocks is {shown}"))  # fmt: skip
     if not tested:
         need = pool.get("n_needed", np.nan)
         need_text = f"; a decision needs about {need:.0f} blocks at this dependence" if np.isfinite(need) else ""
