@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from linrec.analyses.decomposition import two_factor_shares
-from linrec.claims.bands import CLAIM2B_MIN_BAND, band_table, band_word, covered, sign_word
+from linrec.claims.bands import CLAIM2B_MIN_BAND, band_table, band_word, bands_text, covered, sign_word
 from linrec.claims.learned import RULE_2B, T_2B, verdict_2b
 from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
@@ -123,3 +123,17 @@ def test_every_outcome_of_the_verdict(models, verdict):
     assert [e["outcome"] for e in v.evidence] == [band_word(_bands(*s)) for s in models.values()]
     if verdict == NOT_TESTABLE:
         assert ("band 2" in v.reason) if all(len(s) < 2 for s in models.values()) else "undecided" in v.reason
+
+
+def test_bands_text_lists_the_deciding_bands_and_folds_a_run_of_three():
+    """Each band ≥ 2 as itself, but three or more consecutive bands with one sign as one item with their range (the
+    full profile's 29 bands were one long list); two alike stay listed, a change of sign starts a new item."""
+    t = _bands(*"+0+++-")
+    t.loc[t["band"] == 4, ["wmi", "wmi_lo"]] = [0.4, 0.05]
+    assert bands_text(t) == (
+        "band 2 +0.00 [-0.10, 0.10]; bands 3–5 each above 0 (+0.30 to +0.40, lower bounds from 0.05); "
+        "band 6 -0.30 [-0.50, -0.10]"
+    )
+    assert bands_text(_bands(*"0++")) == "band 2 +0.30 [0.10, 0.50]; band 3 +0.30 [0.10, 0.50]"
+    assert bands_text(_bands(*"0---")) == "bands 2–4 each below 0 (-0.30 to -0.30, upper bounds up to -0.10)"
+    assert bands_text(_bands(*"+000")) == "bands 2–4 each includes 0 (+0.00 to +0.00, intervals within [-0.10, 0.10])"

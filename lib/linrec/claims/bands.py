@@ -102,9 +102,28 @@ def band_word(bands: pd.DataFrame, min_band: int = CLAIM2B_MIN_BAND) -> str | No
 
 
 def bands_text(bands: pd.DataFrame, min_band: int = CLAIM2B_MIN_BAND) -> str:
-    """The bands that decide, in words: "band 2 +0.28 [−0.06, 0.62]; band 3 +0.46 [0.08, 0.84]"."""
-    return "; ".join(f"band {int(r['band'])} {r['wmi']:+.2f} [{r['wmi_lo']:.2f}, {r['wmi_hi']:.2f}]"
-                     for r in bands[bands["band"] >= min_band].to_dict("records"))  # fmt: skip
+    """The bands that decide, in words: each band as "band 2 +0.28 [−0.06, 0.62]", except that a run of three or more
+    consecutive bands with the same `sign_word` is one item, "bands 3–29 each above 0 (+0.39 to +0.65, lower bounds
+    from 0.08)" (the full matrix has 29 bands; listing each buried the one that decides)."""
+    rows = bands[bands["band"] >= min_band].sort_values("band").to_dict("records")
+    runs: list[list[dict]] = []
+    for r in rows:
+        if runs and sign_word(runs[-1][-1]) == sign_word(r) and int(r["band"]) == int(runs[-1][-1]["band"]) + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    side = {"weights": "above 0", "inputs": "below 0", "undecided": "includes 0", None: "not measured"}
+    out = []
+    for run in runs:
+        if len(run) < 3:
+            out += [f"band {int(r['band'])} {r['wmi']:+.2f} [{r['wmi_lo']:.2f}, {r['wmi_hi']:.2f}]" for r in run]
+            continue
+        w, lo, hi = sign_word(run[0]), min(r["wmi_lo"] for r in run), max(r["wmi_hi"] for r in run)
+        bound = {"weights": f"lower bounds from {lo:.2f}", "inputs": f"upper bounds up to {hi:.2f}"}
+        spread = f"{min(r['wmi'] for r in run):+.2f} to {max(r['wmi'] for r in run):+.2f}"
+        out.append(f"bands {int(run[0]['band'])}–{int(run[-1]['band'])} each {side[w]} ({spread}, "
+                   f"{bound.get(w, f'intervals within [{lo:.2f}, {hi:.2f}]')})")  # fmt: skip
+    return "; ".join(out)
 
 
 def covered(bands: pd.DataFrame) -> str:
