@@ -51,3 +51,12 @@ def test_trace_follows_the_arguments_of_a_real_command():
     assert {"app.commands", "app.requests", "inputs.offline"} <= set(every[0])
     assert followed[0][:3] == ["app.cli", "app.commands", "app.requests"]
     assert "inputs.offline" not in {m for path in followed for m in path}
+
+
+def test_the_benchmarks_layers_are_the_packages_picture():
+    """call_path.LAYERS is written out in the script; it must give every module the layer that the picture in
+    lib/linrec/__init__.py gives it (tests/test_layers.py reads the picture), or a layer added there miscounts here."""
+    from test_layers import _layer_of, _modules
+
+    cp = _call_path()
+    assert {m: cp.layer(m) for m in _modules()} == {m: _layer_of(m) for m in _modules()}
