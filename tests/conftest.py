@@ -155,6 +155,17 @@ def isolated_cache(tmp_path_factory):
         os.environ["LINREC_CACHE"] = old
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Every figure a test drew is closed after it: the plot functions return their figure (a notebook shows it), and
+    pyplot keeps each one open, so a worker that ran twenty plotting tests warned 'More than 20 figures'."""
+    yield
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
 # model kind → (config class, model class, config kwargs); "gpt_neox_seq" is GPT-NeoX without parallel residual
 @pytest.fixture
 def tiny_model():
