@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -160,8 +161,6 @@ def _close_figures():
     """Every figure a test drew is closed after it: the plot functions return their figure (a notebook shows it), and
     pyplot keeps each one open, so a worker that ran twenty plotting tests warned 'More than 20 figures'."""
     yield
-    import sys
-
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")
 
