@@ -147,6 +147,7 @@ def isolated_cache(tmp_path_factory):
             (root / name).symlink_to(user / name, target_is_directory=True)
         else:  # nothing fetched there: the session's own folder, so no test creates anything in the user's cache
             (root / name).mkdir()
+    _copy_shared_digests(user, root)
     old = os.environ.get("LINREC_CACHE")
     os.environ["LINREC_CACHE"] = str(root)
     yield root
@@ -154,6 +155,24 @@ def isolated_cache(tmp_path_factory):
         os.environ.pop("LINREC_CACHE", None)
     else:
         os.environ["LINREC_CACHE"] = old
+
+
+def _copy_shared_digests(user: Path, root: Path) -> None:
+    """The user's remembered digests of the shared files (`linrec.base.files.file_digest`), copied into the session's
+    cache: a record names the resolved path and is trusted only while that file's size, times, inode and device are
+    those it was made with, so a copy is as safe as the user's own; without them each worker and the first notebook
+    kernel hash SmolLM2's 0.6 GB again (notebook 01's model load: 9 s, with them about 3 s on 2 cores)."""
+    import json
+
+    shared = [str((user / name).resolve()) + os.sep for name in SHARED if (user / name).is_dir()]
+    for record in sorted((user / "digests").glob("*.json")):
+        try:
+            path = json.loads(record.read_text())["path"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if isinstance(path, str) and path.startswith(tuple(shared)):
+            (root / "digests").mkdir(exist_ok=True)
+            shutil.copyfile(record, root / "digests" / record.name)
 
 
 @pytest.fixture(autouse=True)
