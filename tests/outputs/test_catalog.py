@@ -202,7 +202,10 @@ def test_a_table_with_old_columns_names_its_notebook_and_decides_nothing(tmp_pat
     assert c[1].verdict == "not testable" and "older linrec (r2_lin_summary); rerun notebook 02" in c[1].ours
     assert c[3].verdict == "reproduced"
     text = render(d, tmp_path / "figs", tmp_path / "paper" / "report.md")
-    assert "Left out, because an older linrec wrote them (their claims say so): notebook 02's r2_lin_summary" in text
+    assert (
+        "Left out, because an older linrec wrote them (a claim that reads one says so): notebook 02's r2_lin_summary"
+        in text
+    )
     t = pd.read_csv(d / "probe_summary.csv").astype({"gain_median": object})
     t.loc[0, "gain_median"] = "lots"  # a damaged table (not an old one) still stops the report, naming its notebook
     t.to_csv(d / "probe_summary.csv", index=False)

@@ -82,20 +82,22 @@ def test_the_routing_section_quotes_the_anchor_tables_and_the_healing_profile(tm
     save_table(heal_table(heal), "routing_heal", d)
     save_table(heal_table(heal.assign(model="smollm2-135m", delta_after_lo=0.3, delta_after_hi=0.9)), "routing_heal",
                other)  # fmt: skip
-    section, there = routing_section(Results(d), _table)
+    (tmp_path / "figs").mkdir()
+    (tmp_path / "figs" / "fig9_routing.png").write_bytes(b"png")
+    section = routing_section(Results(d), _table, tmp_path / "figs", tmp_path / "paper" / "report.md")
     text = "\n".join(section)
-    assert there is None and "This profile routes no block" not in text  # its own tables
+    assert "](../figs/fig9_routing.png)" in text and "This profile routes no block" not in text  # its own tables
     for needle in ("## Beyond the paper", "block 2, routes 50%", "median r = +0.41", "**not reproduced**",
                    "not the anchor's quantity", "+0.41 [0.30, 0.52]", "+0.80 [0.70, 0.90]", "0.55 [0.50, 0.50]",
                    "tiny, healing (every weight", "healed", "smollm2-135m (params/healing.yaml)", "costs",
                    "The rule: per model, mode and k"):  # fmt: skip
         assert needle in text, needle
-    assert routing_section(Results(other), _table) == ([], None)  # no routing summary here nor in full/: no section
+    assert routing_section(Results(other), _table, tmp_path, tmp_path / "r.md") == []  # none here nor in full/
 
 
 def test_a_profile_that_routes_no_block_quotes_the_full_profiles_routing_and_says_so(tmp_path):
     """The default routes no block (`route_blocks: 0`, for its 20-minute budget): its report quotes results/full's
-    routing tables, says where they are from, and hands back that folder (the report takes Figure 9 from it)."""
+    routing tables, says where they are from, and shows Figure 9 from that folder."""
     from linrec.outputs.report import _table
     from linrec.outputs.results import Results
     from linrec.outputs.routing_text import routing_section
@@ -104,9 +106,10 @@ def test_a_profile_that_routes_no_block_quotes_the_full_profiles_routing_and_say
     save_table(planted("r2_lin", model="m", block=0, r2_lin=0.9), "r2_lin", default)
     save_table(planted("routing_summary", model="m", n_blocks_routed=4, best_block=2, outcome="inconclusive"),
                "routing_summary", full)  # fmt: skip
-    section, there = routing_section(Results(default), _table)
-    text = "\n".join(section)
-    assert there == full and "block 2, routes 50%" in text
+    (full / "figures").mkdir()
+    (full / "figures" / "fig9_routing.png").write_bytes(b"png")
+    text = "\n".join(routing_section(Results(default), _table, tmp_path / "figs", tmp_path / "paper" / "report.md"))
+    assert "](../full/figures/fig9_routing.png)" in text and "block 2, routes 50%" in text
     assert "This profile routes no block" in text and "`params/full.yaml` (`results/full/`)" in text
     assert "With `params/full.yaml`" not in text  # full's findings once, not again as a second profile's
 
@@ -128,6 +131,36 @@ def test_the_anchors_and_healings_verdicts_are_todays_rules_on_their_tables(tmp_
         columns=["outcome", "healed_share"])  # fmt: skip
     assert heal_table(heal)["outcome"].iloc[0] == "healed"
     save_table(heal_table(heal).assign(outcome="stale outcome"), "routing_heal", d)
-    text = "\n".join(routing_section(Results(d), _table)[0])
+    text = "\n".join(routing_section(Results(d), _table, tmp_path, tmp_path / "r.md"))
     assert "stale" not in text
     assert f"**{today['need_verdict'].iloc[0]}**" in text and "after, healed" in text
+
+
+def test_the_full_profiles_routing_written_by_an_older_linrec_is_named_not_quoted(tmp_path):
+    """results/full's routing tables predated the 0.05 share grid (written 2026-11-25, before issue 49): the default's
+    report left the routing section out without a word, and profiles.md said it quoted them. Now the default's
+    report says which of full's routing tables are old and the command that refreshes them, quotes none of their
+    numbers and shows no Figure 9 from there; full's own report names them among the tables left out."""
+    from linrec.outputs.report import _table, render
+    from linrec.outputs.results import Results
+    from linrec.outputs.routing_text import routing_section
+
+    default, full = tmp_path / "default", tmp_path / "full"
+    save_table(planted("r2_lin", model="m", block=0, r2_lin=0.9), "r2_lin", default)
+    old = planted("routing_summary", model="m", n_blocks_routed=4, best_block=2, outcome="inconclusive")
+    save_table(old, "routing_summary", full)
+    (full / "figures").mkdir()
+    (full / "figures" / "fig9_routing.png").write_bytes(b"png")
+    current = "\n".join(routing_section(Results(default), _table, tmp_path / "figs", tmp_path / "r.md"))
+    assert "block 2, routes 50%" in current  # a current table is quoted
+    old.drop(columns=["n_quarter"]).to_csv(full / "routing_summary.csv", index=False)  # as an older linrec wrote it
+    text = "\n".join(routing_section(Results(default), _table, tmp_path / "figs", tmp_path / "r.md"))
+    assert "`routing_summary.csv` lack columns this linrec writes" in text
+    assert "`linrec figures --params params/full.yaml --only 06` refreshes them" in text
+    assert "routes 50%" not in text and "fig9_routing" not in text
+    assert routing_section(Results(full), _table, full / "figures", tmp_path / "r.md") == []  # its own: left out
+    report = render(full, full / "figures", tmp_path / "r.md")
+    assert (
+        "Left out, because an older linrec wrote them (a claim that reads one says so): notebook 06's routing_summary"
+        in report
+    )

@@ -199,11 +199,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "",
     ]
     text += claim_rows(table)
-    if r.stale:
-        by_nb = {nb: sorted(t for t, n in r.stale.items() if n == nb) for nb in sorted(set(r.stale.values()))}
-        text += ["", "Left out, because an older linrec wrote them (their claims say so): "
-                 + "; ".join(f"notebook {nb}'s {', '.join(ts)}" for nb, ts in by_nb.items())
-                 + ". Rerun those notebooks with this profile to bring them back."]  # fmt: skip
+    left_out = len(text)  # where the tables an older linrec wrote are named, once every section has read its own
     text += ["", *_robustness(r), ""]
     text += _setup(r, params) + figure_lines("fig1_method", figures_dir, out)
     text += ["## The claims one by one", "", RULES_FROZEN, ""]
@@ -213,9 +209,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     for s in STUDIES:  # each study's conclusion in words, in their order, from today's rules on the tables
         text += [f"- {line}" for line in findings(r, s.finding)] if s.finding else []
     text += [""]
-    routing, there = routing_section(r, _table)  # beyond the paper: linrec.outputs.routing_text
-    if routing:
-        text += routing + figure_lines("fig9_routing", figures_dir if there is None else there / "figures", out)
+    text += routing_section(r, _table, figures_dir, out)  # beyond the paper: linrec.outputs.routing_text
     r2 = r.get("r2_lin")
     if r2 is not None:
         cols = [
@@ -262,6 +256,11 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "claim 1's numbers are given both ways.",
         "",
     ]
+    if r.stale:
+        by_nb = {nb: sorted(t for t, n in r.stale.items() if n == nb) for nb in sorted(set(r.stale.values()))}
+        text[left_out:left_out] = ["", "Left out, because an older linrec wrote them (a claim that reads one says so): "
+                                   + "; ".join(f"notebook {nb}'s {', '.join(ts)}" for nb, ts in by_nb.items())
+                                   + ". Rerun those notebooks with this profile to bring them back."]  # fmt: skip
     return "\n".join(text)
 
 

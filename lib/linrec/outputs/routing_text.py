@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from linrec.base.errors import LinrecError
+from linrec.base.errors import LinrecError, StaleTableError
+from linrec.base.registry import TABLES
+from linrec.base.tables import load_table
 from linrec.claims.routing import ANCHOR_RULES, HEAL_BUDGET, anchor_table, heal_table
+from linrec.outputs.report_figures import figure_lines
 from linrec.outputs.results import other_profile
 
 
@@ -169,13 +172,31 @@ def _heal_table(heal: pd.DataFrame) -> pd.DataFrame:
     return t[list(cols)].rename(columns=cols)
 
 
-def routing_section(r, table) -> tuple[list[str], Path | None]:
-    """The report's routing section from the results `r` (`linrec.outputs.results.Results`): the routable share,
-    the anchor's token-identity claim on its own quantity and on the gates, and healing (this profile's
-    `routing_heal`, else params/healing.yaml's); `table(df, floatfmt)` renders a markdown table. A profile that routes
-    no block (the default: `route_blocks: 0`) quotes the last run of params/full.yaml, and says so. With the section,
-    the folder its tables came from where that is another profile's (its figures are there), else None; ([], None)
-    where neither routed."""
+HEADING = "## Beyond the paper: each token to the FFN or to its map"
+
+
+def _stale_elsewhere(r, profile: str, prefix: str) -> list[str]:
+    """The tables named `prefix*` that `results/<profile>/` (another folder than this profile's) holds as an older
+    linrec wrote them (`load_table` refuses them: a registered column is missing), by name."""
+    other = r.dir.parent / profile
+    if not other.is_dir() or other.resolve() == r.dir.resolve():
+        return []
+    old = []
+    for name in sorted(n for n in TABLES if n.startswith(prefix)):
+        try:
+            load_table(name, other)
+        except StaleTableError:
+            old.append(name)
+    return old
+
+
+def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
+    """The report's routing section from the results `r` (`linrec.outputs.results.Results`), with Figure 9: the
+    routable share, the anchor's token-identity claim on its own quantity and on the gates, and healing (this
+    profile's `routing_heal`, else params/healing.yaml's); `table(df, floatfmt)` renders a markdown table. A profile
+    that routes no block (the default: `route_blocks: 0`) quotes the last run of params/full.yaml, and says so, with
+    its figure from `results/full/figures/`; where that run's routing tables are older than this linrec, the section
+    says so and quotes nothing. [] where neither routed. The figure is linked relative to `out` (the report)."""
     own = r.get("routing_summary") is not None
 
     def get(name: str):
@@ -184,8 +205,15 @@ def routing_section(r, table) -> tuple[list[str], Path | None]:
     summary = get("routing_summary")
     lines = routing_findings(summary)
     if not lines:
-        return [], None
-    text = ["## Beyond the paper: each token to the FFN or to its map", "",
+        old = _stale_elsewhere(r, "full", "routing") if not own else []
+        if old:
+            return [HEADING, "", "This profile routes no block (`route_blocks: 0`) and quotes the routing of "
+                    "`params/full.yaml`, which routes every block; but its last run's routing tables, in "
+                    f"`results/full/`, were written by an older linrec ({', '.join(f'`{t}.csv`' for t in old)} lack "
+                    "columns this linrec writes), so nothing of them is quoted here: `linrec figures --params "
+                    "params/full.yaml --only 06` refreshes them.", ""]  # fmt: skip
+        return []
+    text = [HEADING, "",
             "Notebook 06 routes a share of each block's tokens to its closed-form map by a logistic gate on the "
             "block's input (d + 1 parameters, trained on train rows), the per-token version of the swap from "
             "arXiv 2603.03459 (the *anchor*); held-out ΔPPL against the share routed on a 0.05 grid, with paired "
@@ -223,4 +251,4 @@ def routing_section(r, table) -> tuple[list[str], Path | None]:
     if heals:
         both = pd.concat([h.assign(model=h["model"] + where) for h, where in heals], ignore_index=True)
         text += [f"The rule: {ANCHOR_RULES['heal']}.", "", table(_heal_table(both), "{:.2f}"), ""]
-    return text, None if own else r.dir.parent / "full"
+    return text + figure_lines("fig9_routing", figures_dir if own else r.dir.parent / "full" / "figures", out)
