@@ -7,6 +7,7 @@ and how to run the rest (`pytest -m "not models"`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -162,8 +163,6 @@ def _copy_shared_digests(user: Path, root: Path) -> None:
     cache: a record names the resolved path and is trusted only while that file's size, times, inode and device are
     those it was made with, so a copy is as safe as the user's own; without them each worker and the first notebook
     kernel hash SmolLM2's 0.6 GB again (notebook 01's model load: 9 s, with them about 3 s on 2 cores)."""
-    import json
-
     shared = [str((user / name).resolve()) + os.sep for name in SHARED if (user / name).is_dir()]
     for record in sorted((user / "digests").glob("*.json")):
         try:
