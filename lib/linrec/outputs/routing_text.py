@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from linrec.base.errors import LinrecError, StaleTableError
-from linrec.base.registry import TABLES
-from linrec.base.tables import load_table
+from linrec.base.errors import LinrecError
 from linrec.claims.routing import ANCHOR_RULES, HEAL_BUDGET, anchor_table, heal_table
-from linrec.outputs.report_figures import figure_lines
+from linrec.outputs.report_figures import figure_lines, stale_tables
 from linrec.outputs.results import other_profile
 
 
@@ -176,18 +174,12 @@ HEADING = "## Beyond the paper: each token to the FFN or to its map"
 
 
 def _stale_elsewhere(r, profile: str, prefix: str) -> list[str]:
-    """The tables named `prefix*` that `results/<profile>/` (another folder than this profile's) holds as an older
-    linrec wrote them (`load_table` refuses them: a registered column is missing), by name."""
+    """The tables named `prefix*` of notebook 06 that `results/<profile>/` (another folder than this profile's) holds
+    as an older linrec wrote them (`stale_tables`), by name."""
     other = r.dir.parent / profile
     if not other.is_dir() or other.resolve() == r.dir.resolve():
         return []
-    old = []
-    for name in sorted(n for n in TABLES if n.startswith(prefix)):
-        try:
-            load_table(name, other)
-        except StaleTableError:
-            old.append(name)
-    return old
+    return sorted(name for name in stale_tables(other, "06") if name.startswith(prefix))
 
 
 def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
