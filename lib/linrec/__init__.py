@@ -21,7 +21,8 @@ The package's folders are its layers, lowest first; a module imports only from i
                · screening (the swap study's choices, train windows only) · swap (its held-out ΔPPL)
                · swap_run (notebook 06's study of one model)
                · routing (per-token: FFN or map) · token_context (token or context?) · healing (swap, fine-tune)
-               · controls (2a) · decomposition (2b: weights or inputs) · seeds
+               · controls (2a) · memo (evaluations kept in the cache, so a killed run resumes)
+               · decomposition (2b: weights or inputs) · seeds
                · factors (what sets a profile: layout, text, seed) · zoo (the pipeline on every trained model)
                · quant (R²_lin and perplexity under a second quantisation error)
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)

@@ -24,6 +24,7 @@ of them), or a cache above `max_cache_bytes`, fall back to plain full forwards.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import math
 import time
@@ -33,8 +34,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from linrec.analyses import memo
 from linrec.analyses.uncertainty import delta_ppl_interval
+from linrec.base import cache
 from linrec.base.errors import LinrecError
+from linrec.base.files import write_entry
 from linrec.base.progress import bar as progress_bar
 from linrec.inputs.sites import FfnSite, find_ffn_sites
 from linrec.inputs.surgery import swapped
@@ -163,6 +167,21 @@ class PerplexityEvaluator:
         self.base_window_nll = self._run({}, record=reuse_prefix, progress=progress, desc=desc)
         self.seconds_base = time.perf_counter() - t0
         self.seconds_swapped = 0.0  # spent in swapped evaluations
+        self.n_kept = 0  # swapped evaluations read from the cache instead (`keep`)
+        self._key: str | None = None  # the evaluator's part of every kept evaluation's key (`keep`)
+        self._label = type(model).__name__  # what the kept evaluations' folders start with
+
+    def keep(self, label: str | None = None) -> PerplexityEvaluator:
+        """Keep every swapped evaluation in the cache from now on (folders named after `label`, the model's name),
+        and read those already kept (`linrec.analyses.memo`: keyed by everything they read), so a killed run resumes;
+        a model linrec cannot fingerprint is said once and evaluated as usual. Itself."""
+        self._label = label or self._label
+        try:
+            settings = {"batch_size": len(self.batches[0]), "reuse_prefix": self._cache is not None}
+            self._key = memo.evaluator_key(self.model, torch.cat([b.cpu() for b in self.batches]), settings)
+        except memo.Unkeyable as err:
+            log.warning("evaluations are not kept (%s): each runs as usual", err)
+        return self
 
     @property
     def base_nll(self) -> float:
@@ -187,6 +206,43 @@ class PerplexityEvaluator:
         """Σ next-token NLL of each window [n_windows] float64, with `swaps` in place."""
         if not swaps:
             return self.base_window_nll
+        key = self._swaps_key(swaps)
+        if key is None:
+            return self._timed(swaps)
+        entry = cache.entry_path("evaluation", self._label, key)
+        about = {"model": self._label, "windows": self.n_windows, "swaps": sorted(f"{b}: {type(m).__name__}"
+                 for b, m in swaps.items())}  # fmt: skip
+
+        def compute(tmp):
+            out = self._timed(swaps)
+            if tmp is not None:
+                np.save(tmp / "window_nll.npy", out)
+                after = {"scalars": memo.scalars(swaps), "fingerprint": memo.swaps_key(swaps)}
+                write_entry(tmp, {"version": memo.VERSION, "config": about, **after})
+            return out
+
+        def load(path, meta):
+            before = memo.scalars(swaps)
+            memo.put_scalars(swaps, meta["scalars"])
+            if memo.swaps_key(swaps) != meta["fingerprint"]:  # the run left more than plain numbers: run it again
+                memo.put_scalars(swaps, before)
+                return None
+            self.n_kept += 1
+            return np.load(path / "window_nll.npy")
+
+        return cache.get_or_compute(entry, memo.VERSION, load, compute)
+
+    def _swaps_key(self, swaps) -> str | None:
+        """The kept evaluation's key (None: not kept)."""
+        if self._key is None:
+            return None
+        try:
+            return hashlib.sha256(f"{self._key}:{memo.swaps_key(swaps)}".encode()).hexdigest()
+        except memo.Unkeyable as err:
+            log.info("this evaluation is not kept (%s)", err)
+            return None
+
+    def _timed(self, swaps) -> np.ndarray:
         t0 = time.perf_counter()
         out = self._run(swaps)
         self.seconds_swapped += time.perf_counter() - t0

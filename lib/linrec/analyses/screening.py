@@ -243,6 +243,8 @@ class Screening:
     ([block] → Moments; `train_first`: the same at each window's first position). Built without the held-out windows.
     """
 
+    keep_evaluations = False  # `SwapStudy.keep`: its evaluator keeps every evaluation in the cache
+
     def __init__(self, loaded: LoadedModel, train: Sequence[Moments], ids: torch.Tensor, *,
                  train_first: Sequence[Moments] | None = None, label: str = "", batch_size: int = 8,
                  progress: bool = True, clock: Clock | None = None):  # fmt: skip
@@ -268,6 +270,8 @@ class Screening:
             self._evaluator = PerplexityEvaluator(
                 self.model, self.ids, self.batch_size, desc="base ppl (screening)", sites=self.sites
             )
+            if self.keep_evaluations:
+                self._evaluator.keep(self.name)
             self.clock.add("screening: base run", time.perf_counter() - t0, 1)
         return self._evaluator
 

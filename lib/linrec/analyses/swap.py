@@ -107,6 +107,8 @@ class HeldOutSwaps:
     train statistics), their held-out scores, and ΔPPL with paired intervals per block (`table`), against parameters
     (`rank_curve`) and for sets of blocks (`joint`); `save` writes a swapped model."""
 
+    keep_evaluations = False  # `SwapStudy.keep`: its evaluator keeps every evaluation in the cache
+
     def __init__(self, capture, loaded: LoadedModel, report_ids: torch.Tensor, *, batch_size: int = 8,
                  progress: bool = True, clock: Clock | None = None):  # fmt: skip
         self.capture, self.loaded, self.model = capture, loaded, loaded.model
@@ -188,6 +190,8 @@ class HeldOutSwaps:
                 desc="base ppl (test)",
                 sites=self.sites,
             )
+            if self.keep_evaluations:
+                self._evaluator.keep(self.loaded.name)
             self.clock.add("test: base run", time.perf_counter() - t0, 1)
         return self._evaluator
 
@@ -453,12 +457,14 @@ class SwapSettings:
     budget_ppl: float = 1.0
     first_variants: Sequence[str] = ("ffn", "mean")
     variant_min_first_share: float = 0.5
+    keep_evaluations: bool = False
 
     def study(self, capture, loaded, seed: int = 0, progress: bool = True) -> SwapStudy:
-        """The `SwapStudy` of `capture` and `loaded` these settings describe."""
-        return SwapStudy(capture, loaded, batch_size=self.batch_size, progress=progress,
-                         screening_windows=self.screening_windows, seed=seed,
-                         test_windows=self.test_windows)  # fmt: skip
+        """The `SwapStudy` of `capture` and `loaded` these settings describe (`keep_evaluations`: it keeps them)."""
+        study = SwapStudy(capture, loaded, batch_size=self.batch_size, progress=progress,
+                          screening_windows=self.screening_windows, seed=seed,
+                          test_windows=self.test_windows)  # fmt: skip
+        return study.keep() if self.keep_evaluations else study
 
 
 class SwapStudy:
@@ -504,6 +510,12 @@ class SwapStudy:
     @property
     def n_blocks(self) -> int:
         return self.heldout.n_blocks
+
+    def keep(self) -> SwapStudy:
+        """Keep every swapped evaluation of both parts in the cache, and read those kept by an earlier run
+        (`PerplexityEvaluator.keep`), so a killed study resumes. Itself."""
+        self.screening.keep_evaluations = self.heldout.keep_evaluations = True
+        return self
 
     def greedy(
         self, budget_ppl: float = 1.0, order: str = "r2_lin", blocks: Sequence[int] | None = None

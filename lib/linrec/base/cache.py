@@ -59,6 +59,7 @@ KINDS = {
     "capture": ("captures", True),
     "curve": ("curves", True),
     "training": ("training", True),
+    "evaluation": ("evaluations", True),  # a kept held-out evaluation (`linrec.analyses.memo`)
     "model": ("models", False),
     "wheel": ("wheels", False),
     "corpus": ("corpora", False),
@@ -274,6 +275,8 @@ def describe(entry: Path, kind: str) -> str:
                 f"({meta['made_on']})"
             )
         label = meta.get("model_label", c["model"])
+        if kind == "evaluation":
+            return f"evaluation of {label} on {c['windows']} windows, swapped: {', '.join(c['swaps'])}"
         if kind == "curve":
             sizes = ", ".join(f"{t // 1000}k" for t in c["train_tokens"])
             return (

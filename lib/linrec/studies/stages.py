@@ -95,6 +95,9 @@ class SwapParams:
     save_dir: str | None = param(
         None, "where the compressed model is kept (None: a temporary folder, deleted after reload)"
     )
+    keep_evaluations: bool = param(
+        False, "keep each evaluation in the cache, so a killed run resumes (linrec.analyses.memo; params/full.yaml)"
+    )
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def settings(p: Profile) -> tuple[SwapSettings, RouteSettings, Heal | None]:
     """The profile's swap settings, routing settings and healing (None: `p.heal` is {}), as `run_model` takes them
     (beside its capture, `p.capture_config(model)` run as `p.capture_run()`)."""
     swap = SwapSettings(p.screening_windows, p.test_windows, p.batch_size, p.ranks, p.budget_ppl, p.first_variants,
-                        p.variant_min_first_share)  # fmt: skip
+                        p.variant_min_first_share, p.keep_evaluations)  # fmt: skip
     route = RouteSettings(p.route_blocks, share_grid(p.route_step), p.route_corpora, p.route_split_shares, p.n_boot)
     return swap, route, Heal.of(p.heal) if p.heal else None
 
