@@ -22,6 +22,7 @@ from typing import ClassVar
 
 import pandas as pd
 
+from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.base.registry import TABLES
 from linrec.base.tables import save_table, table_path
@@ -59,14 +60,21 @@ class Result:
     # True for a result its study writes in several calls, each filling some fields (notebook 08's): a None field
     # there may be another call's table, so `write` leaves absent tables alone and the study drops its own
     pieces: ClassVar[bool] = False
+    # the fields holding a table its notebook shows but that is not a results table (a figure's inputs): every other
+    # field holding a table must be named as the registry names a table, so a misspelt one fails instead of going
+    # unwritten
+    carried: ClassVar[tuple[str, ...]] = ()
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        """{registry name: table} of every registered table field that holds a table."""
-        return {
-            f.name: getattr(self, f.name)
-            for f in fields(self)
-            if f.name in TABLES and isinstance(getattr(self, f.name), pd.DataFrame)
-        }
+        """{registry name: table} of every registered table field that holds a table; a field holding a table that
+        is neither registered nor `carried` is an error naming both fixes."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), pd.DataFrame)}
+        if unknown := [name for name in out if name not in TABLES and name not in self.carried]:
+            raise LinrecError(
+                f"{type(self).__name__}.{unknown[0]} holds a table the results registry does not list: name it as "
+                f"linrec.base.registry.TABLES does, add it there, or list it in {type(self).__name__}.carried"
+            )
+        return {name: t for name, t in out.items() if name in TABLES}
 
     def write(self, results_dir: str | Path) -> Result:
         """Write every table (`save_table`) under `results_dir` (relative paths from the project root), and those of

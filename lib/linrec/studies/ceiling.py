@@ -19,6 +19,7 @@ A part the profile switches off leaves its fields `None` (not written)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import pandas as pd
 
@@ -36,6 +37,7 @@ DEFAULT_REF_TOKENS = 16_384  # the default capture's train size: the learning cu
 
 @dataclass
 class CeilingResult(Result):
+    carried: ClassVar[tuple[str, ...]] = ("shown",)
     r2_lin: pd.DataFrame
     r2_moves: pd.DataFrame
     r2_lin_summary: pd.DataFrame

@@ -13,6 +13,7 @@ and healing tables are its `routing` result's (`linrec.studies.routing.RoutingRe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pandas as pd
 
@@ -37,6 +38,7 @@ from linrec.studies.stages import Profile
 
 @dataclass
 class SwapResult(Result):
+    carried: ClassVar[tuple[str, ...]] = ("r2",)
     swap: pd.DataFrame
     swap_params: pd.DataFrame
     swap_safety: pd.DataFrame

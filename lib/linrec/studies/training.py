@@ -84,6 +84,7 @@ class TrainingResult(Result):
     """Notebook 08's tables; each None where its part did not run (or, shown from a stored run, was not written)."""
 
     pieces: ClassVar[bool] = True  # written by several calls (runs, swap, zoo), each its own fields
+    carried: ClassVar[tuple[str, ...]] = ("zoo_timings",)
 
     training_runs: pd.DataFrame | None = None
     training_profiles: pd.DataFrame | None = None
