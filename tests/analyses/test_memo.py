@@ -15,6 +15,7 @@ from helpers import ROOT, make_tiny_model, on_threads, swap_study, swap_study_wi
 from linrec.analyses import memo
 from linrec.analyses.perplexity import PerplexityEvaluator
 from linrec.analyses.routing import RoutedFFN, fit_gate, route_study
+from linrec.app.cli import main
 from linrec.base.cache import entries, folder
 from linrec.base.tables import is_timing
 
@@ -44,7 +45,7 @@ def _gate(st, block: int):
     return fit_gate(x, (x[:, 0] > np.median(x[:, 0])).astype(float))
 
 
-def test_a_kept_evaluation_is_read_back_bit_for_bit_instead_of_run(own_cache):
+def test_a_kept_evaluation_is_read_back_bit_for_bit_instead_of_run(own_cache, capsys):
     st = swap_study(make_tiny_model("llama"), tokens=640, seq_len=16, batch_size=3)
     first = _fresh(st)
     made = first.window_nll({1: st.heldout.module(1)})
@@ -52,8 +53,12 @@ def test_a_kept_evaluation_is_read_back_bit_for_bit_instead_of_run(own_cache):
     read = again.window_nll({1: st.heldout.module(1)})
     assert (first.n_evaluations, first.n_kept, again.n_evaluations, again.n_kept) == (1, 0, 0, 1)
     assert read.tobytes() == made.tobytes() == _plain(st, {1: st.heldout.module(1)}).tobytes()
-    (entry,) = entries(("evaluation",))  # `linrec cache` lists it, and prune may remove it
+    (entry,) = entries(("evaluation",))  # `linrec cache` lists it (one line a model), and prune may remove it
     assert entry.made_by == f"evaluation of tiny on {len(st.heldout.report_ids)} windows, swapped: 1: AffineFFN"
+    _fresh(st).window_nll({0: st.heldout.module(0)})
+    assert main(["cache"]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("kept")]
+    assert len(listed) == 1 and "2 evaluations of tiny (linrec.analyses.memo)" in listed[0]
 
 
 def _variants(st, tmp_path):

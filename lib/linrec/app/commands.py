@@ -208,7 +208,15 @@ def cmd_cache(args) -> None:
         return
     entries = cache.entries()
     for e in entries:
-        print(f"{e.kind:8} {e.size / 2**20:9,.0f} MiB {e.age_days:6.1f} d  {e.path.name}  {e.made_by}")
+        if e.kind != "evaluation":
+            print(f"{e.kind:8} {e.size / 2**20:9,.0f} MiB {e.age_days:6.1f} d  {e.path.name}  {e.made_by}")
+    kept: dict[str, list] = {}  # a long study keeps thousands of evaluations: one line per model
+    for e in entries:
+        if e.kind == "evaluation":
+            kept.setdefault(e.made_by.split(" on ")[0].removeprefix("evaluation of "), []).append(e)
+    for model, es in sorted(kept.items()):
+        size, newest = sum(e.size for e in es) / 2**20, min(e.age_days for e in es)
+        print(f"{'kept':8} {size:9,.0f} MiB {newest:6.1f} d  {len(es)} evaluations of {model} (linrec.analyses.memo)")
     total = sum(e.size for e in entries) + cache.digests_size()
     by_kind = ", ".join(
         f"{kind} {sum(e.size for e in entries if e.kind == kind) / 2**30:.2f} GiB"
