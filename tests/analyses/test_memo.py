@@ -16,6 +16,7 @@ from linrec.analyses import memo
 from linrec.analyses.perplexity import PerplexityEvaluator
 from linrec.analyses.routing import RoutedFFN, fit_gate, route_study
 from linrec.app.cli import main
+from linrec.base import cache
 from linrec.base.cache import entries, folder
 from linrec.base.tables import is_timing
 
@@ -53,6 +54,8 @@ def test_a_kept_evaluation_is_read_back_bit_for_bit_instead_of_run(own_cache, ca
     read = again.window_nll({1: st.heldout.module(1)})
     assert (first.n_evaluations, first.n_kept, again.n_evaluations, again.n_kept) == (1, 0, 0, 1)
     assert read.tobytes() == made.tobytes() == _plain(st, {1: st.heldout.module(1)}).tobytes()
+    # read whole at once, so held by no lease: a study reads thousands, and a process holds at most MAX_LEASES
+    assert not [path for path in cache._HELD if "/evaluations/" in path]
     (entry,) = entries(("evaluation",))  # `linrec cache` lists it (one line a model), and prune may remove it
     assert entry.made_by == f"evaluation of tiny on {len(st.heldout.report_ids)} windows, swapped: 1: AffineFFN"
     _fresh(st).window_nll({0: st.heldout.module(0)})
@@ -201,9 +204,13 @@ def test_fingerprints_tell_numbers_apart_exactly():
     assert memo.fingerprint(1.0, np.zeros(3), {"a": [1, 2]}) == base
     for other in [(1.0 + 2**-52, np.zeros(3), {"a": [1, 2]}), (1.0, np.zeros(3, np.float32), {"a": [1, 2]}),
                   (1.0, np.zeros(4), {"a": [1, 2]}), (1.0, np.ones(3), {"a": [1, 2]}),
+                  (1.0, np.zeros((3, 1)), {"a": [1, 2]}), (1.0, torch.zeros(3, dtype=torch.float64), {"a": [1, 2]}),
                   (1.0, np.zeros(3), {"a": [1, 3]}), (1.0, np.zeros(3), {"b": [1, 2]}),
                   (1, np.zeros(3), {"a": [1, 2]})]:  # fmt: skip
         assert memo.fingerprint(*other) != base
+    assert memo.fingerprint(torch.zeros(2, 3)) != memo.fingerprint(torch.zeros(3, 2))  # the same bytes, transposed
+    with pytest.raises(memo.Unkeyable, match="object"):
+        memo.fingerprint(np.array([object()]))
     gelu = functools.partial(torch.nn.functional.gelu, approximate="tanh")
     assert memo.fingerprint(gelu) != memo.fingerprint(functools.partial(torch.nn.functional.gelu))
     assert memo.fingerprint(math.inf) != memo.fingerprint(-math.inf)

@@ -8,10 +8,11 @@ reads the ones already made instead of running them.
 An entry is found only by a key made of everything the evaluation reads (`evaluator_key`, `swaps_key`):
 - the evaluator's part: the model (`fingerprint`: its class and every tensor and setting, configuration included),
   the windows' token ids, the batch size, whether the prefix is reused, the device, the versions of torch and
-  transformers, and the source of the code that evaluates (`linrec.analyses.perplexity`, `linrec.inputs.surgery`,
-  `linrec.inputs.sites`). Not the thread count: a forward pass gives the same bits on any (its products split their
-  output, not their sums; `linrec.base.threads.one_thread`), which tests/analyses/test_memo.py checks, so a run
-  resumed beside other work, on fewer threads, reads what the first one kept;
+  transformers, the float32 matmul precision, and the source of the code that evaluates
+  (`linrec.analyses.perplexity`, `linrec.inputs.surgery`, `linrec.inputs.sites`). Not the thread count: a forward
+  pass gives the same bits on any (its products split their output, not their sums; `linrec.base.threads.one_thread`),
+  which tests/analyses/test_memo.py checks, so a run resumed beside other work, on fewer threads, reads what the
+  first one kept;
 - each swapped block: its index and its module's fingerprint (its class, the source file that defines it, every
   tensor, every plain attribute, recursively: a routed block's gate and threshold, the FFN it wraps).
 
@@ -62,10 +63,20 @@ def source_digest(obj: object) -> str:
         return "-"
 
 
-def _tensor(h, t: torch.Tensor) -> None:
-    t = t.detach().to("cpu").contiguous().reshape(-1)
-    h.update(f"T{t.dtype}{tuple(t.shape)};".encode())
-    h.update(t.view(torch.uint8).numpy() if t.numel() else b"")
+def _tensor(h, t: torch.Tensor, path: str) -> None:
+    h.update(f"T{t.dtype}{tuple(t.shape)};".encode())  # the shape as it is: [2, 3] and [3, 2] hold the same bytes
+    try:
+        flat = t.detach().to("cpu").contiguous().reshape(-1)
+        h.update(flat.view(torch.uint8).numpy() if flat.numel() else b"")
+    except (RuntimeError, TypeError) as err:  # a sparse, quantised or meta tensor
+        raise Unkeyable(f"{path} is a tensor linrec cannot read as bytes ({err})") from None
+
+
+def _array(h, a: np.ndarray, path: str) -> None:
+    if a.dtype.hasobject:
+        raise Unkeyable(f"{path} is an array of Python objects")
+    h.update(f"A{a.dtype.str}{a.shape};".encode())
+    h.update(np.ascontiguousarray(a).reshape(-1).view(np.uint8) if a.size else b"")
 
 
 def _feed(h, obj: object, path: str, stack: set[int]) -> None:
@@ -76,9 +87,9 @@ def _feed(h, obj: object, path: str, stack: set[int]) -> None:
     elif isinstance(obj, (torch.dtype, torch.device)):
         h.update(f"{obj!r};".encode())
     elif isinstance(obj, torch.Tensor):
-        _tensor(h, obj)
+        _tensor(h, obj, path)
     elif isinstance(obj, np.ndarray):
-        _tensor(h, torch.from_numpy(np.ascontiguousarray(obj)))
+        _array(h, obj, path)
     elif isinstance(obj, np.generic):
         _feed(h, obj.item(), path, stack)
     elif isinstance(obj, functools.partial):  # e.g. Gemma's tanh-approximate GELU
@@ -144,12 +155,13 @@ def fingerprint(*objs: object) -> str:
 
 def evaluator_key(model: torch.nn.Module, ids: torch.Tensor, settings: Mapping) -> str:
     """The evaluator's part of every key: the model, the windows, `settings` (batch size, prefix reuse), the device,
-    the libraries' versions and the source of the code that evaluates."""
+    the libraries' versions, the float32 matmul precision and the source of the code that evaluates."""
     import transformers
 
     code = {name: source_digest(importlib.import_module(name)) for name in CODE}
     context = {"torch": torch.__version__, "transformers": transformers.__version__, "code": code,
-               "device": str(next(model.parameters()).device)}  # fmt: skip
+               "device": str(next(model.parameters()).device),
+               "matmul": torch.get_float32_matmul_precision()}  # fmt: skip  # "highest": never TF32
     return fingerprint(model, ids, dict(settings), context)
 
 

@@ -230,7 +230,7 @@ class PerplexityEvaluator:
             self.n_kept += 1
             return np.load(path / "window_nll.npy")
 
-        return cache.get_or_compute(entry, memo.VERSION, load, compute)
+        return cache.get_or_compute(entry, memo.VERSION, load, compute, lease=False)  # read whole: no lease
 
     def _swaps_key(self, swaps) -> str | None:
         """The kept evaluation's key (None: not kept)."""

@@ -103,11 +103,14 @@ def other_request(entry: Path, meta: dict, expect: Mapping | None = None) -> str
     return None
 
 
-def read(entry: Path, version: str | int, load: Callable[[Path, dict], T], expect: Mapping | None = None) -> T | None:
+def read(entry: Path, version: str | int, load: Callable[[Path, dict], T], expect: Mapping | None = None,
+         lease: bool = True) -> T | None:  # fmt: skip
     """`load(entry, meta)` of an intact entry of `version` made for this request (`other_request`, with `expect`),
-    held for the rest of the process (`hold`); None if there is none, or (with a warning) if it is stale, damaged
-    or another request's, so the caller computes it again."""
-    hold(entry)  # before reading: a prune elsewhere now leaves it alone
+    held for the rest of the process (`hold`; not with `lease` False, for an entry `load` reads whole at once);
+    None if there is none, or (with a warning) if it is stale, damaged or another request's, so the caller computes
+    it again."""
+    if lease:
+        hold(entry)  # before reading: a prune elsewhere now leaves it alone
     try:
         meta = read_entry(entry, version)
         if meta is None:
@@ -134,14 +137,17 @@ def get_or_compute(
     compute: Callable[[Path | None], T],
     cache: bool = True,
     expect: Mapping | None = None,
+    lease: bool = True,
 ) -> T:
     """The entry read back if intact and made for this request (`read`, with `expect`), else `compute(tmp)`, which
     writes the entry's files and its `meta.json` into `tmp` (`write_entry`) and returns the result; `tmp` becomes
-    `entry` by one rename only after `compute` returns, and is held (`hold`) from before its first file. Without
-    `cache`, `compute(None)`: nothing is read or written. The folder is checked writable before any work."""
+    `entry` by one rename only after `compute` returns, and is held (`hold`) from before its first file, and after
+    unless `lease` is False (an entry read whole at once: a kept evaluation, of which a study reads thousands, would
+    take every one of this process's `MAX_LEASES`). Without `cache`, `compute(None)`: nothing is read or written.
+    The folder is checked writable before any work."""
     if not cache:
         return compute(None)
-    found = read(entry, version, load, expect)
+    found = read(entry, version, load, expect, lease)
     if found is not None:
         return found
     check_cache_writable(entry.parent.relative_to(cache_root()).as_posix())
@@ -156,7 +162,10 @@ def get_or_compute(
         if fd is not None:
             os.close(fd)
         raise
-    _keep(entry, fd)
+    if lease:
+        _keep(entry, fd)
+    elif fd is not None:
+        os.close(fd)
     return result
 
 
