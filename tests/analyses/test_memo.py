@@ -191,6 +191,16 @@ def test_what_cannot_be_fingerprinted_is_run_every_time_and_never_kept(own_cache
         ev.window_nll(odd)
         assert (ev.n_evaluations, ev.n_kept) == (1, 0)
     assert not folder("evaluation").exists() or not any(folder("evaluation").iterdir())
+    made = _fresh(st).window_nll({1: st.heldout.module(1)})  # kept, no hook on the model
+    later = _fresh(st)  # its key is taken now, before the hook
+    handle = st.heldout.model.model.norm.register_forward_hook(lambda m, a, out: out * 2)
+    try:
+        got = later.window_nll({1: st.heldout.module(1)})  # a hook added after the model's key: run, not read
+        plain = _plain(st, {1: st.heldout.module(1)})
+    finally:
+        handle.remove()
+    assert (later.n_evaluations, later.n_kept) == (1, 0)
+    assert got.tobytes() == plain.tobytes() != made.tobytes()
     hooked = st.heldout.module(1)
     hooked.register_forward_hook(lambda m, a, out: out * 2)
     with pytest.raises(memo.Unkeyable, match="hooks"):

@@ -17,7 +17,8 @@ An entry is found only by a key made of everything the evaluation reads (`evalua
   tensor, every plain attribute, recursively: a routed block's gate and threshold, the FFN it wraps).
 
 Anything `fingerprint` cannot read with certainty (a function made inside another, a lambda, an object of a kind it
-does not know, a registered hook) raises `Unkeyable`, and that evaluation is run, never kept. What an evaluation
+does not know, a hook registered on a swapped module or, at the time of the evaluation, on the model) raises
+`Unkeyable`, and that evaluation is run, never kept. What an evaluation
 leaves on its modules (a routed block's token counts) is stored with it and put back on a read; the modules'
 fingerprint after that must equal the one recorded after the real run, or the evaluation runs again. Entries are
 written like every cache entry (sealed, checked file by file, renamed into place only when complete), so a killed
@@ -163,6 +164,15 @@ def evaluator_key(model: torch.nn.Module, ids: torch.Tensor, settings: Mapping) 
                "device": str(next(model.parameters()).device),
                "matmul": torch.get_float32_matmul_precision()}  # fmt: skip  # "highest": never TF32
     return fingerprint(model, ids, dict(settings), context)
+
+
+def check_unhooked(model: torch.nn.Module) -> None:
+    """`Unkeyable` if a forward or backward hook is registered on `model` or any module in it now: the model's key
+    (`evaluator_key`) was taken before, and a hook added since can change what it returns (notebook 06's
+    `linrec.analyses.token_context.feeding_ids` adds one that hands the token ids to a gate)."""
+    for name, m in model.named_modules():
+        if any(v for k, v in vars(m).items() if k.startswith(("_forward", "_backward")) and "hook" in k):
+            raise Unkeyable(f"a hook is registered on {name or 'the model'}")
 
 
 def swaps_key(swaps: Mapping[int, torch.nn.Module]) -> str:

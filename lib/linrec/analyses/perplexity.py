@@ -237,6 +237,7 @@ class PerplexityEvaluator:
         if self._key is None:
             return None
         try:
+            memo.check_unhooked(self.model)  # the model's key predates any hook added since
             return hashlib.sha256(f"{self._key}:{memo.swaps_key(swaps)}".encode()).hexdigest()
         except memo.Unkeyable as err:
             log.info("this evaluation is not kept (%s)", err)
