@@ -80,6 +80,11 @@ def _array(h, a: np.ndarray, path: str) -> None:
     h.update(np.ascontiguousarray(a).reshape(-1).view(np.uint8) if a.size else b"")
 
 
+def _hooks(module: torch.nn.Module) -> list[str]:
+    """The kinds of forward or backward hook registered on `module` itself (a hook can change what it returns)."""
+    return [k for k, v in vars(module).items() if k.startswith(("_forward", "_backward")) and "hook" in k and v]
+
+
 def _feed(h, obj: object, path: str, stack: set[int]) -> None:
     if isinstance(obj, float):
         h.update(f"f{obj.hex() if math.isfinite(obj) else obj};".encode())
@@ -124,8 +129,7 @@ def _container(h, obj: object, path: str, stack: set[int]) -> None:
                 _feed(h, obj[k], f"{path}.{k}", stack)
         elif isinstance(obj, torch.nn.Module) or dataclasses.is_dataclass(obj):
             cls = type(obj)
-            hooked = [k for k, v in vars(obj).items() if k.startswith(("_forward", "_backward")) and "hook" in k and v]
-            hooked = hooked if isinstance(obj, torch.nn.Module) else []
+            hooked = _hooks(obj) if isinstance(obj, torch.nn.Module) else []
             if hooked:  # a hook can change what the module returns, and its state is not the module's
                 raise Unkeyable(f"{path} has hooks registered ({hooked[0]})")
             h.update(f"C{cls.__module__}.{cls.__qualname__}:{source_digest(cls)}(".encode())
@@ -171,7 +175,7 @@ def check_unhooked(model: torch.nn.Module) -> None:
     (`evaluator_key`) was taken before, and a hook added since can change what it returns (notebook 06's
     `linrec.analyses.token_context.feeding_ids` adds one that hands the token ids to a gate)."""
     for name, m in model.named_modules():
-        if any(v for k, v in vars(m).items() if k.startswith(("_forward", "_backward")) and "hook" in k):
+        if _hooks(m):
             raise Unkeyable(f"a hook is registered on {name or 'the model'}")
 
 
