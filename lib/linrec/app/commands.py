@@ -213,7 +213,7 @@ def cmd_cache(args) -> None:
     kept: dict[str, list] = {}  # a long study keeps thousands of evaluations: one line per model
     for e in entries:
         if e.kind == "evaluation":
-            kept.setdefault(e.path.name.rsplit("-", 1)[0], []).append(e)  # <model slug>-<key> (cache.entry_path)
+            kept.setdefault(e.slug, []).append(e)
     for model, es in sorted(kept.items()):
         size, newest = sum(e.size for e in es) / 2**20, min(e.age_days for e in es)
         print(f"{'kept':8} {size:9,.0f} MiB {newest:6.1f} d  {len(es)} evaluations of {model} (linrec.analyses.memo)")

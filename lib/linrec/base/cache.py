@@ -263,6 +263,11 @@ class Entry:
     def age_days(self) -> float:
         return max(0.0, (time.time() - self.mtime) / 86400)
 
+    @property
+    def slug(self) -> str:
+        """A computed entry's model or run slug: its folder name without the key (`entry_path`: `<slug>-<key>`)."""
+        return self.path.name.rsplit("-", 1)[0]
+
 
 def _size(path: Path) -> int:
     if path.is_file():
