@@ -43,6 +43,17 @@ def test_a_changed_result_changes_the_report(tmp_path):
     assert out.with_suffix(".html").read_text().count("<table>") >= 2
 
 
+def test_the_html_report_links_another_profiles_html_report_and_leaves_other_links_as_written(tmp_path):
+    """The default's routing section links results/full's report: in the .html that link is to full's .html."""
+    from linrec.outputs.report import html_page
+
+    text = ("[`results/full/report.md`](../results/full/report.md#routing) · [a](../results/full/report.md) · "
+            "[claims](claims.md) · [1](report.md#claim-1) · ![f](../figures/f.png)")  # fmt: skip
+    page = html_page(text, tmp_path)
+    assert 'href="../results/full/report.html#routing"' in page and 'href="../results/full/report.html"' in page
+    assert 'href="claims.md"' in page and 'href="report.md#claim-1"' in page and "../figures/f.png" in page
+
+
 def test_the_curve_profiles_measured_bias_is_quoted_with_where_it_came_from(tmp_path):
     """The default profile skips the learning curve; once params/curve.yaml has run, the report's limitation quotes
     the bias that run measured (the large-n gain per model) and names the run, instead of only pointing at it."""

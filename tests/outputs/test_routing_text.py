@@ -112,6 +112,18 @@ def test_a_profile_that_routes_no_block_quotes_the_full_profiles_routing_and_say
     assert "](../full/figures/fig9_routing.png)" in text and "block 2, routes 50%" in text
     assert "This profile routes no block" in text and "`params/full.yaml` (`results/full/`)" in text
     assert "With `params/full.yaml`" not in text  # full's findings once, not again as a second profile's
+    assert "per-block tables" not in text  # full has none: nothing to point to
+    # full's per-block tables (96 and 48 rows in its last run) are not printed again: its report is linked
+    identity, split = _planted_routing(full)
+    own = "\n".join(routing_section(Results(full), _table, full / "figures", full / "report.md"))
+    assert '<a id="routing"></a>' in own and "AUC context" in own and "+0.41 [0.30, 0.52]" in own  # its own: shown
+    (full / "report.md").write_text(own)
+    text = "\n".join(routing_section(Results(default), _table, tmp_path / "figs", tmp_path / "paper" / "report.md"))
+    assert "AUC context" not in text and "+0.41 [0.30, 0.52]" not in text and "The rule: per routed" not in text
+    assert ("The per-block tables behind these lines (token identity, 1 block × corpus pair; the token / "
+            "context / whole gates' held-out AUC, 1 block), each with its rule, are in "
+            "[`results/full/report.md`](../full/report.md#routing).") in text  # fmt: skip
+    assert "median r = +0.41" in text  # the anchor's findings, quoted
 
 
 def test_the_anchors_and_healings_verdicts_are_todays_rules_on_their_tables(tmp_path):

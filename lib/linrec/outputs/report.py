@@ -13,6 +13,7 @@ Notebook 09 calls `write_report(p)` (the coverage table, the report, the README'
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -332,16 +333,22 @@ def build_report(
     with atomic_file(out) as tmp:
         tmp.write_text(text)
     if html:
-        body = figures_at_drawn_size(mistune.html(text), out.parent)
-        page = (
-            '<!doctype html><meta charset="utf-8"><title>linrec reproduction report</title><style>'
-            "body{max-width:74em;margin:auto;font-family:sans-serif}h1{font-size:1.6em}"
-            "table{border-collapse:collapse;font-size:85%}td,th{border:1px solid #ccc;padding:2px 6px}"
-            f".figure{{overflow-x:auto}}</style>\n{body}"
-        )
         with atomic_file(out.with_suffix(".html")) as tmp:
-            tmp.write_text(page)
+            tmp.write_text(html_page(text, out.parent))
     return out
+
+
+def html_page(text: str, folder: Path) -> str:
+    """The report's Markdown `text` as one HTML page to sit in `folder`: figures at their drawn size, and a link to
+    another profile's report (`…/report.md#section`) pointing at the .html written beside it."""
+    body = figures_at_drawn_size(mistune.html(text), folder)
+    body = re.sub(r'(href="[^"#]*/report)\.md(#[^"]*)?"', r'\1.html\2"', body)
+    return (
+        '<!doctype html><meta charset="utf-8"><title>linrec reproduction report</title><style>'
+        "body{max-width:74em;margin:auto;font-family:sans-serif}h1{font-size:1.6em}"
+        "table{border-collapse:collapse;font-size:85%}td,th{border:1px solid #ccc;padding:2px 6px}"
+        f".figure{{overflow-x:auto}}</style>\n{body}"
+    )
 
 
 SETUP_KEYS = ("models", "encoder_models", "corpus", "corpora", "seed", *BUDGET_KEYS)  # what the setup states

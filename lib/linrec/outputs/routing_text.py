@@ -14,7 +14,7 @@ import pandas as pd
 
 from linrec.base.errors import LinrecError
 from linrec.claims.routing import ANCHOR_RULES, HEAL_BUDGET, anchor_table, heal_table
-from linrec.outputs.report_figures import figure_lines, stale_tables
+from linrec.outputs.report_figures import figure_lines, relative, stale_tables
 from linrec.outputs.results import other_profile
 
 
@@ -171,6 +171,7 @@ def _heal_table(heal: pd.DataFrame) -> pd.DataFrame:
 
 
 HEADING = "## Beyond the paper: each token to the FFN or to its map"
+ANCHOR = "routing"  # the section's link target (`<a id>`), where a profile that routes no block points for the tables
 
 
 def _stale_elsewhere(r, profile: str, prefix: str) -> list[str]:
@@ -182,13 +183,32 @@ def _stale_elsewhere(r, profile: str, prefix: str) -> list[str]:
     return sorted(name for name in stale_tables(other, "06") if name.startswith(prefix))
 
 
+def _tables_in_full(r, identity: pd.DataFrame | None, split: pd.DataFrame | None, out: Path) -> list[str]:
+    """Where a profile that quotes `results/full/` finds the anchor's per-block tables: a link to that folder's report
+    (its routing section), with how many rows each table has, instead of the tables again."""
+    parts = []
+    if identity is not None and "r_need" in identity and len(identity):
+        n = len(identity)
+        parts.append(f"token identity, {n} block × corpus pair{'s' * (n != 1)}")
+    if split is not None and len(split):
+        n = split.groupby(["model", "block"]).ngroups
+        parts.append(f"the token / context / whole gates' held-out AUC, {n} block{'s' * (n != 1)}")
+    if not parts:
+        return []
+    report = r.dir.parent / "full" / "report.md"
+    where = (f"[`results/full/report.md`]({relative(report, out.parent)}#{ANCHOR})" if report.exists()
+             else "`results/full/report.md` (`linrec report --params params/full.yaml` writes it)")  # fmt: skip
+    return [f"The per-block tables behind these lines ({'; '.join(parts)}), each with its rule, are in {where}.", ""]
+
+
 def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
     """The report's routing section from the results `r` (`linrec.outputs.results.Results`), with Figure 9: the
     routable share, the anchor's token-identity claim on its own quantity and on the gates, and healing (this
     profile's `routing_heal`, else params/healing.yaml's); `table(df, floatfmt)` renders a markdown table. A profile
     that routes no block (the default: `route_blocks: 0`) quotes the last run of params/full.yaml, and says so, with
-    its figure from `results/full/figures/`; where that run's routing tables are older than this linrec, the section
-    says so and quotes nothing. [] where neither routed. The figure is linked relative to `out` (the report)."""
+    its figure from `results/full/figures/` and a link to that run's report for the per-block tables; where that
+    run's routing tables are older than this linrec, the section says so and quotes nothing. [] where neither routed.
+    The figure is linked relative to `out` (the report)."""
     own = r.get("routing_summary") is not None
 
     def get(name: str):
@@ -205,7 +225,7 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
                     "columns this linrec writes), so nothing of them is quoted here: `linrec figures --params "
                     "params/full.yaml --only 06` refreshes them.", ""]  # fmt: skip
         return []
-    text = [HEADING, "",
+    text = [f'<a id="{ANCHOR}"></a>', "", HEADING, "",
             "Notebook 06 routes a share of each block's tokens to its closed-form map by a logistic gate on the "
             "block's input (d + 1 parameters, trained on train rows), the per-token version of the swap from "
             "arXiv 2603.03459 (the *anchor*); held-out ΔPPL against the share routed on a 0.05 grid, with paired "
@@ -232,9 +252,11 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
             "identity_r_median": "gate-share r"}  # fmt: skip
     text += [table(summary[[c for c in cols if c in summary]].rename(columns=cols), "{:.2f}"), ""]
     identity, split = get("routing_identity"), get("routing_split_auc")
-    if identity is not None and "r_need" in identity and len(identity):
+    if not own:  # quoting full: its summary above; its per-block tables stay in its own report, linked
+        text += _tables_in_full(r, identity, split, out)
+    if own and identity is not None and "r_need" in identity and len(identity):
         text += [f"The rule: {ANCHOR_RULES['need']}.", "", table(_need_table(identity), "{:.2f}"), ""]
-    if split is not None and len(split):
+    if own and split is not None and len(split):
         text += [f"The rule: {ANCHOR_RULES['split']}.", "", table(_split_table(split), "{:.2f}"), ""]
     heals = [(get("routing_heal"), ""), (other_profile(r, "routing_heal", "healing"), " (params/healing.yaml)")]
     heals = [(_judged_heal(h), where) for h, where in heals if h is not None and "outcome" in h and len(h)]
