@@ -120,3 +120,29 @@ def test_the_row_sample_is_sized_by_the_rows_the_windows_make(
     code, out, err = cli("measure", *tiny_args, "--sample-rows", str(asked))
     assert code == 0 and "are free there" not in err, err
     assert f"{n_rows:,} rows kept" in err  # what the capture keeps, not what was asked
+
+
+def test_the_scaling_pages_worked_example_is_what_memory_plan_says():
+    """docs/scaling.md's 8B example (32 blocks of 4096 → 4096, 160 windows, 32 held out, 30k sampled rows) quotes
+    `memory_plan`'s numbers: per block, all blocks, 8 blocks, first-position rows and the row sample (it quoted
+    1.13 / 36.1 / 9.0 GiB after the plan had grown to 1.26 / 40.2 / 10.0)."""
+    import re
+
+    from linrec.base.files import project_root
+
+    text = " ".join((project_root(__file__) / "docs" / "scaling.md").read_text().split())
+    plan = memory_plan([(4096, 4096)] * 32, 32, sample_rows=30_000, n_windows=160)
+    gib = 2**30
+    quoted = {
+        "per block": plan["device_total"].iloc[0] / gib,
+        "for all 32": plan["device_total"].sum() / gib,
+        "of first-position rows": plan["first_host"].sum() / gib,
+        "of row sample": plan["rows_disk"].sum() / gib,
+    }
+    quoted["8 blocks"] = plan["device_total"].iloc[:8].sum() / gib
+    for words, value in quoted.items():
+        pattern = r"holds 8 blocks \((\d+\.\d+) GiB\)" if words == "8 blocks" else rf"(\d+\.\d+) GiB {words}"
+        found = re.search(pattern, text)
+        assert found, f"docs/scaling.md no longer quotes the GiB {words}"
+        number = found.group(1)  # as quoted: the plan's value to the decimals the page gives
+        assert float(number) == round(value, len(number.split(".")[1])), (words, number, value)
