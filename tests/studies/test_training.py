@@ -113,6 +113,16 @@ def test_the_seeds_experiment_writes_its_tables_each_the_analysis_called_directl
     _windows_give_the_swap(result)
 
 
+def test_a_profile_of_one_run_writes_an_empty_distance_curve_and_its_verdict(text, tmp_path):
+    """One layout at one seed (a user's own single run; params/zoo_paper.yaml cut to one run): no seed pair, so the
+    distance curve has no row but its columns, and the study goes on to its verdict (it stopped with a KeyError)."""
+    p = _profile(text, tmp_path / "results", train_variants=["gelu"], train_init_seeds=[0], train_swap=False)
+    result = study.run(p)
+    curve = result.training_distance_curve
+    assert curve is not None and curve.empty and list(curve.columns) == list(TABLES["training_distance_curve"].columns)
+    assert set(result.training_comparisons["kind"]) == {"trained vs init"} and len(result.training_verdict) == 1
+
+
 def test_a_switched_off_swap_is_not_written(text, tmp_path):
     result = study.run(_profile(text, tmp_path / "results", train_swap=False))
     assert result.training_swap is None and result.training_swap_windows is None
@@ -155,6 +165,30 @@ def test_the_zoo_reads_the_tables_as_written_and_writes_its_own(text, tmp_path, 
     both = result.zoo_blocks.merge(swap, on=["model", "block"], suffixes=("", "_s"))
     assert len(both) == len(result.zoo_blocks) and (both["delta_ppl"] == both["delta_ppl_s"]).all()
     _windows_give_the_swap(result)  # the pipeline's swaps keep their windows too
+
+
+def test_the_pipeline_in_worker_processes_gives_the_numbers_of_one_process(text, tmp_path):
+    """`train_pipeline_workers` (params/zoo_paper.yaml: a GPU machine's cores, so its call fits) runs each run's last
+    checkpoint through `measure_final` in its own process, reading the run and its capture from the cache: every
+    table equals the one process's to the bit (planted: a worker measuring the first checkpoint fails)."""
+    p = _profile(text, tmp_path / "results", train_pipeline=True, train_probe_rows=300, train_init_seeds=[0],
+                 training={**TRAINING, "text": text, "n_evals": 3})  # fmt: skip
+    r = study.train(p)
+    one = study.measure_finals(r.trained, {c.name: r.captures[c.name][max(r.captures[c.name])] for c in r.configs},
+                               progress=False, **study._pipeline_settings(p))  # fmt: skip
+    workers = study.measure_in_workers(p, r, 2)
+    assert list(workers) == list(one) == [c.name for c in r.configs] and len(one) == 2
+    for name, tables in one.items():
+        assert set(workers[name]) == set(tables)
+        for part, table in tables.items():
+            if part == "seconds":
+                continue
+            if isinstance(table, pd.DataFrame):  # every column but the seconds a stage took
+                timed = [c for c in table if str(c).startswith("seconds")]
+                pd.testing.assert_frame_equal(workers[name][part].drop(columns=timed), table.drop(columns=timed),
+                                              check_exact=True)  # fmt: skip
+            else:
+                assert workers[name][part] == table, (name, part)
 
 
 def test_a_profile_that_trains_nothing_shows_the_stored_runs_and_writes_nothing(tmp_path, monkeypatch):

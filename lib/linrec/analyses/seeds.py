@@ -39,6 +39,7 @@ from linrec.analyses.recoverability import ceiling_table
 from linrec.analyses.swap import capture_windows
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
+from linrec.base.registry import TABLES
 from linrec.inputs.models import load_model
 from linrec.measure.capture import get_capture
 from linrec.measure.config import CaptureConfig, CaptureRun
@@ -173,18 +174,25 @@ def from_profiles(table: pandas.DataFrame, profiles: pandas.DataFrame) -> pandas
 
 # ---- the experiment ------------------------------------------------------------------------------------------------
 def capture_checkpoints(
-    run, config: CaptureConfig, capture_run: CaptureRun = CaptureRun(), progress: bool = True, final_rows: int = 0
+    run,
+    config: CaptureConfig,
+    capture_run: CaptureRun = CaptureRun(),
+    progress: bool = True,
+    final_rows: int = 0,
+    last_only: bool = False,
 ) -> dict[int, object]:
     """{step: capture} of every checkpoint of `run` (`linrec.inputs.training.TrainedRun`) on its measuring text, with
     `config`'s settings (its model and corpus replaced by each checkpoint and the run's measuring text), run as
     `capture_run` says: moments only, but for the last checkpoint with `final_rows` sampled rows per block where that
-    is > 0 (the probes need them; the moments, and so R²_lin, are the same either way). Cached like every capture."""
+    is > 0 (the probes need them; the moments, and so R²_lin, are the same either way). Cached like every capture.
+    `last_only`: the last checkpoint's alone."""
 
     last = run.steps[-1]
+    steps = [last] if last_only else run.steps
     return {
         step: get_capture(replace(config, model=str(run.checkpoint(step)), corpus=run.measure_corpus,
                                   sample_rows=final_rows if step == last else 0), capture_run, progress=False)
-        for step in progress_bar(run.steps, desc=f"measure {run.config.name}", unit="checkpoint", disable=not progress)
+        for step in progress_bar(steps, desc=f"measure {run.config.name}", unit="checkpoint", disable=not progress)
     }  # fmt: skip
 
 
@@ -260,7 +268,8 @@ def distance_over_training(
     configs: Sequence, captures: Mapping[str, Mapping[int, object]], kind: str = "seed", seed: int = 0
 ) -> pandas.DataFrame:
     """The distance of each `kind` pair (`pairs`) at every checkpoint step they share, with its interval and floor:
-    when in training the runs' profiles part (or meet)."""
+    when in training the runs' profiles part (or meet). No row, but the table's columns, where there is no such pair
+    (a profile of one run, or one init seed)."""
 
     rows = []
     for k, a, b in pairs(configs):
@@ -269,7 +278,7 @@ def distance_over_training(
         for step in sorted(set(captures[a]) & set(captures[b])):
             rows.append({"kind": k, "a": a, "b": b, "step": step,
                          **compare(captures[a][step], captures[b][step], seed=seed)})  # fmt: skip
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(TABLES["training_distance_curve"].columns))
 
 
 ONSET_DISTANCE = 0.05  # "the shape has appeared": every later checkpoint within this mean |ΔR²_lin| of the last one

@@ -140,6 +140,9 @@ class TrainParams:
     train_swap: bool = param(True, "held-out ΔPPL of swapping each block of each run's last checkpoint for its map")
     train_pipeline: bool = param(False, "the whole pipeline on every last checkpoint, the factors, the pooled claims")
     train_probe_rows: int = param(4096, "rows per block the last checkpoint's capture keeps for the probe")
+    train_pipeline_workers: int = param(
+        1, "processes running the pipeline on the last checkpoints at once (a GPU machine's cores; same numbers)"
+    )
 
 
 @dataclass(frozen=True)

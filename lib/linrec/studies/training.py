@@ -24,6 +24,7 @@ and results/zoo), written by `params/training.yaml` and `params/zoo.yaml`."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +43,19 @@ from linrec.analyses.seeds import (
 )
 from linrec.analyses.spectrum import REGIMES
 from linrec.analyses.swap import SwapSettings
-from linrec.analyses.zoo import block_table, converged_runs, convergence_table, measure_finals, noise_table, stacked
+from linrec.analyses.zoo import (
+    block_table,
+    converged_runs,
+    convergence_table,
+    measure_final,
+    measure_finals,
+    noise_table,
+    stacked,
+)
 from linrec.base.cache import entry_path, folder
 from linrec.base.errors import LinrecError, StaleTableError
 from linrec.base.files import project_root, unseal
+from linrec.base.progress import bar as progress_bar
 from linrec.base.progress import notice
 from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, load_timings
@@ -222,12 +232,49 @@ def train(p: Profile) -> Runs:
     captures, seconds = {}, {}
     for c in configs:
         t0 = time.perf_counter()
-        r = trained[c.name]
-        config = CaptureConfig(str(r.final), r.measure_corpus, configs[0].seq_len, p.train_measure_tokens, p.seed)
-        captures[c.name] = capture_checkpoints(r, config, p.capture_run(),
-                                               final_rows=p.train_probe_rows if p.train_pipeline else 0)  # fmt: skip
+        captures[c.name] = _checkpoints(p, trained[c.name])
         seconds[c.name] = time.perf_counter() - t0
     return Runs(configs, trained, captures, seconds)
+
+
+def _checkpoints(p: Profile, run, last_only: bool = False) -> dict:
+    """{step: capture} of `run`'s checkpoints on its measuring text, as `train` measures them (the last one's alone
+    with `last_only`)."""
+    config = CaptureConfig(str(run.final), run.measure_corpus, run.config.seq_len, p.train_measure_tokens, p.seed)
+    return capture_checkpoints(run, config, p.capture_run(), final_rows=p.train_probe_rows if p.train_pipeline else 0,
+                               progress=not last_only, last_only=last_only)  # fmt: skip
+
+
+def _pipeline_settings(p: Profile) -> dict:
+    """`measure_final`'s settings under profile `p`."""
+    return dict(probe_rows=p.train_probe_rows, swap=SwapSettings(p.screening_windows, batch_size=p.batch_size),
+                seed=p.seed, device=p.device)  # fmt: skip
+
+
+def _measure_one(p: Profile, config, threads: int) -> dict:
+    """A worker of `measure_in_workers`: run `config`'s last checkpoint through `measure_final`, the run and its
+    capture read from the cache, where the parent put them."""
+    import torch
+
+    torch.set_num_threads(threads)
+    run = runs([config], progress=False)[config.name]
+    final = _checkpoints(p, run, last_only=True)
+    return measure_final(run, final[max(final)], progress=False, **_pipeline_settings(p))
+
+
+def measure_in_workers(p: Profile, r: Runs, workers: int) -> dict[str, dict]:
+    """`measure_finals` of every run, `workers` runs at once, each in its own process (the numbers are those of one
+    process: every run's are computed alone, and a thread count changes none of them); {run name: its tables}."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    workers = max(1, min(workers, len(r.configs)))
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        futures = {pool.submit(_measure_one, p, c, threads): c.name for c in r.configs}
+        done = {futures[f]: f.result() for f in progress_bar(as_completed(futures), total=len(futures),
+                                                              desc="pipeline", unit="model")}  # fmt: skip
+    return {c.name: done[c.name] for c in r.configs}
 
 
 def run_row(config, run, profiles: pd.DataFrame) -> dict:
@@ -269,9 +316,11 @@ def zoo(p: Profile, r: Runs, where: Path) -> None:
     claims pooled over every run's blocks (`pooled_claims`); its tables written under `where`. Every run is measured
     and shown (`zoo_runs`, `zoo_blocks`, `training_swap`), but the distances, the decomposition and every verdict are
     drawn from the runs that converged alone (`convergence_table`: the plateau rule on the held-out loss)."""
-    measured = measure_finals(r.trained, {c.name: r.captures[c.name][max(r.captures[c.name])] for c in r.configs},
-                              probe_rows=p.train_probe_rows, swap=SwapSettings(p.screening_windows,
-                              batch_size=p.batch_size), seed=p.seed, device=p.device)  # fmt: skip
+    if p.train_pipeline_workers > 1:  # a machine with cores to spare (a GPU's): several runs at once, same numbers
+        measured = measure_in_workers(p, r, p.train_pipeline_workers)
+    else:
+        measured = measure_finals(r.trained, {c.name: r.captures[c.name][max(r.captures[c.name])] for c in r.configs},
+                                  **_pipeline_settings(p))  # fmt: skip
     timing = noise_table(measured).assign(
         seconds_train=[r.trained[c.name].meta["seconds"] for c in r.configs],
         from_cache=[r.trained[c.name].cached for c in r.configs],
