@@ -29,6 +29,7 @@ from linrec.outputs.report import (
     per_block_table,
     readme_section,
     render,
+    report_params,
     write_report,
 )
 
@@ -346,3 +347,36 @@ def test_the_readme_block_is_todays_rules_on_the_committed_tables():
     text = (ROOT / "README.md").read_text()
     block = README_START + text.split(README_START)[1].split(README_END)[0] + README_END
     assert block == readme_section(DEFAULT, "paper/report.md", _default_table())
+
+
+# ---- the committed reports are today's ------------------------------------------------------------------------------
+# A change to a rule, a sentence or the report's layout must be followed by `linrec report` (and, for the default,
+# `make figures`), or a reader sees words no rule gives any more: results/curve/report.md said claim 2a was
+# "reproduced" for two days after the rule said "partly reproduced" on the same tables (found 2026-11-28). Each report
+# is rendered here the way `linrec report --params params/<name>.yaml` renders it, into memory, and compared with the
+# committed file line by line, the generation date aside.
+DATED = re.compile(r" on \d{4}-\d{2}-\d{2}; do not edit by hand")
+
+
+def _rendered(name: str) -> tuple[str, str, dict]:
+    """(today's text, the committed text, the profile's values) of profile `name`'s report, set up as `linrec report`
+    sets it up (linrec.app.commands.cmd_report)."""
+    profile = load_profile(f"params/{name}.yaml", root=ROOT)
+    values = profile.values()
+    whole = profile.notebooks is None or "09" in profile.notebooks
+    setup = report_params({k: v for k, v in values.items() if whole or k in profile.given})
+    table = claim_table(ROOT / values["results_dir"], [ROOT / f for f in values.get("beside") or ()], ROOT)
+    text = render(ROOT / values["results_dir"], ROOT / values["figures_dir"], ROOT / values["report_path"], setup,
+                  table)  # fmt: skip
+    return text, (ROOT / values["report_path"]).read_text(), values
+
+
+@pytest.mark.parametrize("name", ["default", "full", "curve"])
+def test_a_committed_report_is_what_linrec_report_writes_from_its_tables_today(name):
+    text, committed, values = _rendered(name)
+    today, then = DATED.sub("", text).splitlines(), DATED.sub("", committed).splitlines()
+    changed = [f"line {i + 1}: {a[:90]!r} -> {b[:90]!r}" for i, (a, b) in enumerate(zip(then, today)) if a != b]
+    assert today == then, (
+        f"{values['report_path']} is not what today's code writes from {values['results_dir']}: rerun "
+        f"`linrec report --params params/{name}.yaml` ({len(then)} -> {len(today)} lines; {changed[:3]})"
+    )
