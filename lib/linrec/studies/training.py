@@ -24,7 +24,6 @@ and results/zoo), written by `params/training.yaml` and `params/zoo.yaml`."""
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +58,7 @@ from linrec.base.progress import bar as progress_bar
 from linrec.base.progress import notice
 from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, load_timings
+from linrec.base.threads import free_cpus
 from linrec.claims.learned import comparison_words, seeds_verdict
 from linrec.claims.probe import probe_summary
 from linrec.claims.regimes import regime_summary
@@ -263,13 +263,14 @@ def _measure_one(p: Profile, config, threads: int) -> dict:
 
 
 def measure_in_workers(p: Profile, r: Runs, workers: int) -> dict[str, dict]:
-    """`measure_finals` of every run, `workers` runs at once, each in its own process (the numbers are those of one
-    process: every run's are computed alone, and a thread count changes none of them); {run name: its tables}."""
+    """`measure_finals` of every run, `workers` runs at once, each in its own process on its share of the CPUs other
+    work leaves free (`free_cpus`, as `linrec figures` sizes its kernels); the numbers are those of one process: every
+    run's are computed alone, and a thread count changes none of them. {run name: its tables}."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from multiprocessing import get_context
 
     workers = max(1, min(workers, len(r.configs)))
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    threads = max(1, free_cpus() // workers)
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
         futures = {pool.submit(_measure_one, p, c, threads): c.name for c in r.configs}
         done = {futures[f]: f.result() for f in progress_bar(as_completed(futures), total=len(futures),
