@@ -29,7 +29,7 @@ from linrec.outputs.report import (
     per_block_table,
     readme_section,
     render,
-    report_params,
+    report_setup,
     write_report,
 )
 
@@ -362,9 +362,7 @@ def _rendered(name: str) -> tuple[str, str, dict]:
     """(today's text, the committed text, the profile's values) of profile `name`'s report, set up as `linrec report`
     sets it up (linrec.app.commands.cmd_report)."""
     profile = load_profile(f"params/{name}.yaml", root=ROOT)
-    values = profile.values()
-    whole = profile.notebooks is None or "09" in profile.notebooks
-    setup = report_params({k: v for k, v in values.items() if whole or k in profile.given})
+    values, setup = profile.values(), report_setup(profile)
     table = claim_table(ROOT / values["results_dir"], [ROOT / f for f in values.get("beside") or ()], ROOT)
     text = render(ROOT / values["results_dir"], ROOT / values["figures_dir"], ROOT / values["report_path"], setup,
                   table)  # fmt: skip

@@ -299,7 +299,7 @@ def cmd_studies(args) -> None:
 
 def cmd_report(args) -> None:
     from linrec.app.profile import load_profile
-    from linrec.outputs.report import publish, report_params
+    from linrec.outputs.report import publish, report_setup
 
     r = Reporting.of(args)
     root = project_root()
@@ -313,12 +313,8 @@ def cmd_report(args) -> None:
         print(f"wrote the performance block of {root / perf.PERFORMANCE_PAGE} from {r.bench}")
         return
 
-    # a profile that runs notebook 09: the values it reports from (its setup states them, as notebook 09's does); one
-    # for a single stage (curve, zoo, training): the values its file sets, so its setup states no budget it did not
-    # choose
     profile = load_profile(r.params, root=root)
     values = profile.values()
-    whole = profile.notebooks is None or "09" in profile.notebooks
     report = Path(root / values["report_path"])
     if report.is_dir():
         raise LinrecError(f"report_path {report} is a directory; give a file name, e.g. {report / 'report.md'}")
@@ -327,5 +323,5 @@ def cmd_report(args) -> None:
         report.parent, "the folder of report_path", f"set report_path in {r.params} to a writable folder"
     )
     # the report and, where the profile names one, its README's results block, from one judging of the claims
-    written = publish(values, root, report_params({k: v for k, v in values.items() if whole or k in profile.given}))
+    written = publish(values, root, report_setup(profile))
     print(written)

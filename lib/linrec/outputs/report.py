@@ -364,6 +364,15 @@ def report_params(values: Mapping) -> dict:
     return {k: values[k] for k in SETUP_KEYS if k in values} | {k: capture[k] for k in CAPTURE_KEYS}
 
 
+def report_setup(profile: Profile) -> dict:
+    """What `linrec report`'s setup states for `profile` (`report_params`): a profile that runs notebook 09 every value
+    it reports from, as notebook 09's does; one for a single stage (curve, zoo, training) the values its file sets,
+    so its setup states no budget it did not choose."""
+    values = profile.values()
+    whole = profile.notebooks is None or "09" in profile.notebooks
+    return report_params({k: v for k, v in values.items() if whole or k in profile.given})
+
+
 @dataclass
 class WrittenReport:
     """What `write_report` wrote: the report (`path`, its .html beside it) and the README it updated, if any; `shown`
