@@ -110,8 +110,9 @@ def test_the_default_report_shows_every_profiles_verdicts_beside_its_own(tmp_pat
     expected = {"2a": two_a, "3": verdict_3(load_table("zoo_probe_summary", zoo)).verdict,
                 "4": verdict_4(load_table("zoo_regimes", zoo)).verdict,
                 "6b": verdict_6b(load_table("zoo_swap_predictors", zoo)).verdict}  # fmt: skip
-    zoo_tally = re.search(rf"- \*\*Profile zoo\*\* \(its column; `results/zoo/`: {n_runs} miniature decoders "
-                          r"trained here\), of 4 checks: (.*)\.", head)  # fmt: skip
+    size = f"{runs['block_params'].median() / 1e6:.3g}"  # the zoo's miniature: 1.59 M block parameters a run
+    zoo_tally = re.search(rf"- \*\*Profile zoo\*\* \(its column; `results/zoo/`: {n_runs} decoders trained here"
+                          rf", about {size} M block parameters each\), of 4 checks: (.*)\.", head)  # fmt: skip
     assert zoo_tally, head
     counted = {w: int(k) for k, w in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", zoo_tally[1])}
     assert counted == {w: list(expected.values()).count(w) for w in set(expected.values())}

@@ -182,13 +182,14 @@ def test_the_default_report_answers_on_its_first_screen(tmp_path):
     """The committed default run: the tally, then one row per claim whose cells fit, before anything else; each
     rule as a paragraph (a Markdown list would renumber 6a/6b), every figure drawn or named with its profile."""
     out = tmp_path / "paper" / "report.md"
-    text = render(DEFAULT, ROOT / "figures", out, table=_default_table())
+    table = _default_table()
+    text = render(DEFAULT, ROOT / "figures", out, table=table)
     head = text[: text.index("## Setup")]
     tally = re.search(rf"\*\*Does the paper hold\?\*\* Of {len(CATALOG)} checks: (.*)\.", head)
     rows = _claim_rows(head)
-    assert tally and len(rows) == len(CATALOG) and all(len(r) == 9 for r in rows)  # then full's and the zoo's
+    assert tally and len(rows) == len(CATALOG) and all(len(r) == 7 + len(table.beside) for r in rows)
     counted = {w: int(k) for k, w in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", tally[1])}
-    verdict_cells = [r[6].strip().strip("*") for r in rows]  # this profile's verdict (r[7], r[8]: full's, the zoo's)
+    verdict_cells = [r[6].strip().strip("*") for r in rows]  # this profile's verdict (r[7:]: the others')
     assert counted == {w: verdict_cells.count(w) for w in set(verdict_cells)}
     too_long = [(r[0], len(c.strip())) for r in rows for c in r if len(c.strip()) > CELL_LIMIT]
     assert not too_long

@@ -1,8 +1,9 @@
 """The report's claim table, judged once for the report and the README's results block (`claim_table`): each
 claim's verdict, its robustness and fresh-text cells, the tally (`tally_line`), and the verdicts of the other profiles
-a profile names (`beside`, its `beside` key: `results/full`, `results/zoo`) in a column and a tally line each, the
-zoo's on the claims it judges; and the notebooks' conclusions written again from today's rules (`findings`), so no
-verdict word stored under an older rule is printed. `linrec.outputs.report` lays the document out around them.
+a profile names (`beside`, its `beside` key: `results/full`, `results/zoo`, `results/zoo_paper`) in a column and a
+tally line each, the zoo's on the claims it judges; and the notebooks' conclusions written again from today's rules
+(`findings`), so no verdict word stored under an older rule is printed. `linrec.outputs.report` lays the document
+out around them.
 """
 
 from __future__ import annotations
@@ -95,7 +96,9 @@ def beside(folder: str | Path, here: str | Path, root: Path | None = None) -> Be
         if cap is None and any(o.get(n) is not None for n in ("zoo_verdict", "zoo_claims")):  # the zoo's folder
             verdicts = zoo_verdicts(o)
             runs = o.get("zoo_runs")
-            models = f"{len(runs)} miniature decoders trained here" if runs is not None else "the zoo's runs"
+            models = "the zoo's runs" if runs is None else f"{len(runs)} decoders trained here" + (
+                f", about {runs['block_params'].median() / 1e6:.3g} M block parameters each"
+                if "block_params" in runs else "")  # fmt: skip
         else:
             models = ", ".join(dict.fromkeys(cap["model"])) if cap is not None else "its models"
             verdicts = {str(c.number): c.verdict for c in catalog.build(o)}

@@ -80,12 +80,19 @@ def fig8_training(profiles, distances=None, stem: str | Path | None = None):
     return fig
 
 
-def fig8b_zoo(blocks, distances, components, stem: str | Path | None = None):
+def fig8b_zoo(
+    blocks,
+    distances,
+    components,
+    stem: str | Path | None = None,
+    title: str = "The paper's three layouts in miniature, trained from scratch",
+):
     """The zoo (notebook 08 under params/zoo.yaml). Left: every run's final profile (colour: layout; dashed: the second
     training text). Middle: the mean shape and level distance of each kind of pair (layout pairs, seed, data order,
     text) with its 95 % interval. Right: the share of the profile's level and shape each factor holds, with its 95 %
     jackknife interval. `blocks`: `linrec.analyses.zoo.block_table`; `distances`: `linrec.analyses.factors.
-    distance_table`; `components`: `linrec.analyses.factors.components`."""
+    distance_table`; `components`: `linrec.analyses.factors.components`; `title`: the figure's (the default names the
+    miniature zoo; results/zoo_paper's says the paper's width)."""
 
     sns.set_theme(style="whitegrid", context="paper")
     fig, (px, dx, sx) = plt.subplots(1, 3, figsize=(15, 4.4), gridspec_kw={"width_ratios": [1.3, 1, 0.8]})
@@ -125,7 +132,7 @@ def fig8b_zoo(blocks, distances, components, stem: str | Path | None = None):
     sx.set_ylabel("share of the profile's variance (95 % CI)")
     sx.set_title("What sets the level and the shape", fontsize=9)
     sx.legend(fontsize=7)
-    fig.suptitle("The paper's three layouts in miniature, trained from scratch", y=1.0)
+    fig.suptitle(title, y=1.0)
     fig.tight_layout()
     if stem is not None:
         save(fig, stem)
