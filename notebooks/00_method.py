@@ -202,7 +202,8 @@ assert abs(r2_hand - r2_linrec) < 1e-10
 
 # %% [markdown]
 # ## What comes next
-# Notebook 01 runs this pass over every block of two models at once and caches the statistics; notebook 02 solves
+# Notebook 01 runs this pass over every block of each model of the profile (SmolLM2 in the default, with Gemma-3 in
+# `params/full.yaml`) and caches the statistics; notebook 02 solves
 # every block and draws R²_lin against depth, with an interval over the held-out windows; the later notebooks ask
 # what the number means (03, 04), whether it holds across text (05), what swapping a block for its map costs in
 # perplexity (06), and whether training is what sets it (07, 08). One caution seen above: with about 11 train rows

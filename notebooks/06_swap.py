@@ -32,7 +32,7 @@
 # interval whose ends Hall's transformation moves by their skewness (`linrec.analyses.uncertainty.
 # delta_ppl_interval`): when a few windows cost much more than the rest, the symmetric t missed below the truth,
 # the side that flatters a swap. At 99 % and 12 windows it covers a planted change in 0.95–0.99 of simulated data
-# sets under symmetric, Gamma, lognormal and one-costly-window-in-4 costs, where at 95 % it covered 0.90–0.97 (the
+# sets under symmetric, Gamma, lognormal and one-costly-window-in-4 costs, where at 95 % it covered 0.90–0.98 (the
 # report's methods table); claim 6a also checks it at the chosen block's own windows resampled (`swap_skew`).
 # Every ΔPPL's per-window losses are written (`swap_windows`) with their skew per swap (`swap_skew`). The base
 # model runs once; a swap at block i re-runs only blocks i… and the head from the cached residual
@@ -144,13 +144,13 @@ fig = fig2_swap(result.swap, root / figures_dir / "fig2_swap", chosen=result.cho
 # signed so that > 0 points the right way. The screening ΔPPL runs the swapped model (the target on other windows) and
 # is shown for comparison only.
 #
-# Three outcomes, not two: a useful flag is ρ ≤ −0.3 (higher R²_lin, smaller ΔPPL). R²_lin is *not a useful
-# flag* when ρ or the partial ρ has that effect excluded: its one-sided 95 % lower bound (the 90 % interval's
-# lower end) lies above −0.3, which a correlation near 0 or on the wrong side reaches with far fewer blocks than
-# showing |ρ| < 0.3 both ways; it *flags* the safe blocks when both are shown below 0 (and neither is excluded);
-# otherwise the data are *inconclusive*, which is "not testable at this power", never a pass. Screening six
-# predictors and naming the best one afterwards is a multiple comparison: a predictor is named only if its
-# bootstrap p-value survives Holm's correction over the screen (`linrec.claims.swap.best_predictors`).
+# Three outcomes, not two: a useful flag is ρ ≤ −0.3 (higher R²_lin, smaller ΔPPL). R²_lin is *not a useful flag* when ρ
+# or the partial ρ has that effect excluded: its one-sided 95 % lower bound (the 90 % interval's lower end) lies above
+# −0.3, which a correlation near 0 or on the wrong side reaches with far fewer blocks than showing |ρ| < 0.3 both ways;
+# it *flags* the safe blocks when both are shown below 0 (and neither is excluded); otherwise the data are
+# *inconclusive*, which is "not testable at this power", never a pass. Screening five predictors (six for Gemma-3) and
+# naming the best one afterwards is a multiple comparison: a predictor is named only if its bootstrap p-value survives
+# Holm's correction over the screen (`linrec.claims.swap.best_predictors`).
 
 # %%
 print("claim 6b rule:", rule("6b").words)
@@ -228,8 +228,8 @@ result.swap_greedy.T
 #    maps alone) and compared on the held-out windows with the same fine-tune of the unswapped model (the anchor's
 #    control): every weight of it for "all"; for "maps", the same k blocks' own FFNs, trained alike, so that what any
 #    training of those blocks on this text gives is not credited to the map. Ten fine-tunes per model do not fit this
-#    notebook's time in the default profile (a step of SmolLM2 on 4 windows took 10–45 s on 2 busy cores, one of
-#    notebook 08's small models 0.2 s): params/healing.yaml runs them,
+#    notebook's time in the default profile (a step of SmolLM2 on 4 windows took about 6 s on one core beside a
+#    busy one, one of notebook 08's small models 0.2 s): params/healing.yaml runs them,
 #    on SmolLM2 (`heal`) and on the small models notebook 08 trains (`heal_trained`, params/training.yaml's cached
 #    runs), and the report quotes its table. With both left `{}` the section below is skipped.
 

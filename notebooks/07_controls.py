@@ -40,12 +40,11 @@
 #    (random-init FFNs, and the trained FFN with its weight entries shuffled) on the same inputs; the
 #    cross matrix R²(FFN i on the inputs of block j) is split into a weights' and an inputs' share.
 #
-# Both offline defaults have gated (GLU) MLPs; the paper's GPT-2 and Pythia have plain GELU ones. A third
-# offline model with a plain GELU MLP joins every control here: **all-MiniLM-L6-v2** (`minilm-l6`, a
-# 6-block BERT encoder, d = 384, float32 as released; `encoder_models`). It is an encoder, with no LM
-# head, so it has no perplexity and no place in notebooks 03–06; its R²_lin profile with intervals,
-# its random-init twins and its weight nulls are in the tables and figures below, and its claim-2
-# outcome is one more row of the verdict's evidence.
+# The offline models (SmolLM2, Gemma-3) have gated (GLU) MLPs; the paper's GPT-2 and Pythia have plain GELU ones. A
+# third offline model with a plain GELU MLP joins every control here: **all-MiniLM-L6-v2** (`minilm-l6`, a 6-block BERT
+# encoder, d = 384, float32 as released; `encoder_models`). It is an encoder, with no LM head, so it has no perplexity
+# and no place in notebooks 03–06; its R²_lin profile with intervals, its random-init twins and its weight nulls are in
+# the tables and figures below, and its claim-2 outcome is one more row of the verdict's evidence.
 #
 # Every R² below is computed by the same code path as R²_lin (float64 statistics, closed form,
 # held-out split of windows); `lib/linrec/analyses/controls.py` documents each control.
@@ -165,7 +164,7 @@ cross.round(3) if cross is not None else "cross feeding not run (cross_feeding =
 #   windows. The rule reads every band ≥ 2: a model is decided only where its sign holds at all of them, since the
 #   share moves with the band an analyst would otherwise pick. Each band k costs 2 (n − k) more FFN passes per model
 #   (SmolLM2 at 4,096 rows: about 0.4–0.9 s each on one core), so the default measures bands 1–2 and the full
-#   profile 1–3; the report names the bands each profile covers.
+#   profile every band (SmolLM2 1–29, Gemma-3 1–17); the report names the bands each profile covers.
 
 # %%
 nulls, matrix = result.controls_weight_nulls, result.controls_cross_matrix

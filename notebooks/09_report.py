@@ -39,19 +39,18 @@ results_dir = p.results_dir
 
 # %% [markdown]
 # ## Measure the intervals, then write the report
-# One call (`linrec.outputs.report.write_report`) does the notebook's work, in this order. First the methods
-# table: every across-block correlation a verdict reads (claims 3, 6b and 7b, the routing claim) is simulated at
-# this run's own number of blocks and their dependence through depth (each series an AR(1) through the blocks, its
-# coefficient measured on the data), at ρ = 0, where a false "effect" is counted too; and every held-out window
-# interval is simulated at this run's number of windows. The report can then say how often each interval covers the
-# truth here, with these few blocks and windows, not in general (`linrec.analyses.calibration`, table
-# `calibration`).
-# Then the report itself (`build_report`), from the results tables alone, with the verdicts of the profiles the
-# profile names beside its own (`beside`: full's and the zoo's on the default run), and, on the default run, the
-# README's results block. With the report written, each rule's hash is recorded with its verdict (`rule_hashes`); a rule
-# whose hash changed since the last record is logged with the verdict before and after (`rule_changes`,
-# `paper/rules-changelog.md`; `linrec.outputs.rule_log`). `linrec report --params P` writes the same report, block
-# and record from the same tables and setup (`report_params`), without measuring the coverage again.
+# One call (`linrec.outputs.report.write_report`) does the notebook's work, in this order. First the methods table:
+# every across-block correlation a verdict reads (claims 3, 6b and 7b, the routing claim) is simulated at this run's own
+# number of blocks and their dependence through depth (each series an AR(1) through the blocks, its coefficient measured
+# on the data), at ρ = 0, where a false "effect" is counted too; and every held-out window interval is simulated at this
+# run's number of windows. The report can then say how often each interval covers the truth here, with these few blocks
+# and windows, not in general (`linrec.analyses.calibration`, table `calibration`). Then the report itself
+# (`build_report`), from the results tables alone, with the verdicts of the profiles the profile names beside its own
+# (`beside`: full's, the zoo's and the paper-width zoo's on the default run), and, on the default run, the README's
+# results block. With the report written, each rule's hash is recorded with its verdict (`rule_hashes`); a rule whose
+# hash changed since the last record is logged with the verdict before and after (`rule_changes`,
+# `paper/rules-changelog.md`; `linrec.outputs.rule_log`). `linrec report --params P` writes the same report, block and
+# record from the same tables and setup (`report_params`), without measuring the coverage again.
 
 # %%
 from IPython.display import Markdown
