@@ -96,9 +96,9 @@ def beside(folder: str | Path, here: str | Path, root: Path | None = None) -> Be
         if cap is None and any(o.get(n) is not None for n in ("zoo_verdict", "zoo_claims")):  # the zoo's folder
             verdicts = zoo_verdicts(o)
             runs = o.get("zoo_runs")
-            models = "the zoo's runs" if runs is None else f"{len(runs)} decoders trained here" + (
-                f", about {runs['block_params'].median() / 1e6:.3g} M block parameters each"
-                if "block_params" in runs else "")  # fmt: skip
+            models = "the zoo's runs" if runs is None else f"{len(runs)} decoders trained here"
+            if runs is not None and "block_params" in runs:
+                models += f", about {runs['block_params'].median() / 1e6:.3g} M block parameters each"
         else:
             models = ", ".join(dict.fromkeys(cap["model"])) if cap is not None else "its models"
             verdicts = {str(c.number): c.verdict for c in catalog.build(o)}

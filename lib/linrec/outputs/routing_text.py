@@ -184,13 +184,14 @@ def _stale_elsewhere(r, profile: str, prefix: str) -> list[str]:
 
 
 def _tables_in_full(r, identity: pd.DataFrame | None, split: pd.DataFrame | None, out: Path) -> list[str]:
-    """Where a profile that quotes `results/full/` finds the anchor's per-block tables: a link to that folder's report
-    (its routing section), with how many rows each table has, instead of the tables again."""
+    """Where a profile that quotes `results/full/` finds the anchor's per-block tables (`identity`, `split`: each
+    None where there is none to quote): a link to that folder's report (its routing section), with how many rows each
+    table has, instead of the tables again."""
     parts = []
-    if identity is not None and "r_need" in identity and len(identity):
+    if identity is not None:
         n = len(identity)
         parts.append(f"token identity, {n} block × corpus pair{'s' * (n != 1)}")
-    if split is not None and len(split):
+    if split is not None:
         n = split.groupby(["model", "block"]).ngroups
         parts.append(f"the token / context / whole gates' held-out AUC, {n} block{'s' * (n != 1)}")
     if not parts:
@@ -252,11 +253,13 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
             "identity_r_median": "gate-share r"}  # fmt: skip
     text += [table(summary[[c for c in cols if c in summary]].rename(columns=cols), "{:.2f}"), ""]
     identity, split = get("routing_identity"), get("routing_split_auc")
+    identity = identity if identity is not None and "r_need" in identity and len(identity) else None
+    split = split if split is not None and len(split) else None
     if not own:  # quoting full: its summary above; its per-block tables stay in its own report, linked
         text += _tables_in_full(r, identity, split, out)
-    if own and identity is not None and "r_need" in identity and len(identity):
+    if own and identity is not None:
         text += [f"The rule: {ANCHOR_RULES['need']}.", "", table(_need_table(identity), "{:.2f}"), ""]
-    if own and split is not None and len(split):
+    if own and split is not None:
         text += [f"The rule: {ANCHOR_RULES['split']}.", "", table(_split_table(split), "{:.2f}"), ""]
     heals = [(get("routing_heal"), ""), (other_profile(r, "routing_heal", "healing"), " (params/healing.yaml)")]
     heals = [(_judged_heal(h), where) for h, where in heals if h is not None and "outcome" in h and len(h)]
