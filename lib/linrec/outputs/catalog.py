@@ -88,10 +88,11 @@ CATALOG: tuple[ClaimRow, ...] = (
         caveat=(
             "the paper's comparison (GPT-2 vs Pythia-160m) needs the hub (`params/paper.yaml`); here the untrained "
             "reference is each model's own random-init twin or FFNs. The seeds experiment's decoders "
-            "(`params/training.yaml`: 4 blocks, d = 128, a few tokens per parameter on the offline wiki text) are far "
-            "smaller and shorter-trained than the paper's models: what it shows is how a profile forms at that scale; "
-            "the zoo's (`params/zoo.yaml`: the paper's three layouts at 8 blocks, d = 128, under one token per "
-            "parameter) likewise"
+            "(`params/training.yaml`: 4 blocks, d = 128, about 2 tokens per parameter on the offline wiki text) are "
+            "far smaller and shorter-trained than the paper's models: what it shows is how a profile forms at that "
+            "scale; the zoo's (`params/zoo.yaml`: the paper's three layouts at 8 blocks, d = 128, about 3 tokens per "
+            "parameter, 13-21 passes over a small text) likewise, and at the paper's width (`params/zoo_paper.yaml`, "
+            "results/zoo_paper) its 88 M parameters overfit that text"
         ),
     ),
     ClaimRow(
