@@ -245,3 +245,21 @@ def test_the_layout_beside_a_seed_that_sets_the_shape_at_its_thresholds():
         planted = _comp({"layout": layout, "seed": 0.3}, lo={"layout": lo}, hi={"layout": 0.2})
         assert part_word(planted, "shape").word == "seed", (layout, lo)
         assert zoo_2a(planted) == want, (layout, lo)
+
+
+def test_a_factor_the_zoo_holds_fixed_does_not_keep_a_part_from_being_the_same():
+    """A zoo that varies no text (params/zoo_paper.yaml) has no text component: the shape is the same for every
+    factor when the layout's and the seed's effects are bounded below 0.1, and not when the layout's upper end
+    reaches 0.1; a decomposition with no factor varied at all is inconclusive, never vacuously the same."""
+    m = CLAIM2_MIN_EFFECT
+    planted = _comp({"layout": 0.03, "seed": 0.02}, hi={"layout": m - 1e-6, "seed": 0.05})
+    fixed = planted["factor"] == "text"
+    planted.loc[fixed, ["component", "component_lo", "component_hi", "share", "share_lo", "share_hi"]] = np.nan
+    assert part_word(planted, "shape").word == SAME
+    assert zoo_2a(planted, _learned("differ", "differ")) == REPRODUCED
+    reaching = _comp({"layout": 0.03, "seed": 0.02}, hi={"layout": m, "seed": 0.05})
+    reaching.loc[fixed, ["component", "component_lo", "component_hi"]] = np.nan
+    assert part_word(reaching, "shape").word == INCONCLUSIVE
+    none = planted.copy()
+    none.loc[none["factor"] != "residual", ["component", "component_lo", "component_hi"]] = np.nan
+    assert part_word(none, "shape").word == INCONCLUSIVE

@@ -19,6 +19,7 @@ from linrec.outputs.rule_log import (
     changelog,
     normalised,
     record,
+    rule_code,
     rule_hash,
     rule_text,
 )
@@ -42,6 +43,18 @@ def test_a_rules_hash_moves_with_each_threshold_and_its_code_and_never_with_layo
     plain = "def f(x, t=1):\n    return x <= t\n"
     dressed = 'def f(x,\n      t=1):  # the rule\n    """Its words."""\n\n    return (x <= t)  # at equality too\n'
     assert normalised(plain) == normalised(dressed) and normalised(plain) != normalised(plain.replace("<=", "<"))
+
+
+def test_a_rules_hash_follows_the_verdicts_it_joins():
+    """Claim 2a's verdict is the weakest of its own, the seeds experiment's and the zoo's: their code (down to the zoo's
+    `part_word`) is in its hash, which moves without them; every rule's joins name functions that exist."""
+    rule_2a = next(entry.rule for entry in CATALOG if entry.id == "2a")
+    alone = replace(rule_2a, joins=())
+    for name in ("def seeds_verdict", "def zoo_verdict", "def part_word", "def combine_2a"):
+        assert name in rule_code(rule_2a) and name not in rule_code(alone), name
+    assert rule_hash(alone) != rule_hash(rule_2a)
+    for entry in CATALOG:
+        rule_code(entry.rule)  # an unknown module or function in `joins` raises here
 
 
 def test_a_rules_hash_is_the_same_in_another_process_with_other_string_hashing():

@@ -485,6 +485,7 @@ RULE_2A = Rule(
         "reproduced partly; one shape for every layout, text and seed is reproduced only where every run's profile "
         "moved from its initialisation and no layout sets the level"
     ),
+    joins=("linrec.claims.learned.seeds_verdict", "linrec.claims.zoo.zoo_verdict", "linrec.claims.learned.combine_2a"),
 )
 
 

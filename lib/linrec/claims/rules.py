@@ -115,8 +115,9 @@ ZOO_RULE = (
     "profile centred) into layout, text, seed and residual (measurement noise), each component with a delete-one-run "
     "jackknife 95 % interval; a factor's effect is the distance it adds between two runs, √(2 × component). For each "
     "part: a factor sets it if its component's interval lies above 0, its share is the largest of those, and its "
-    f"effect is ≥ {CLAIM2_MIN_EFFECT} (2a's minimum effect); it is the same for every layout, text and seed if every "
-    f"factor's effect is bounded below {CLAIM2_MIN_EFFECT} (the upper end of its interval); otherwise inconclusive. "
+    f"effect is ≥ {CLAIM2_MIN_EFFECT} (2a's minimum effect); it is the same for every layout, text and seed if the "
+    f"effect of every factor the zoo varies is bounded below {CLAIM2_MIN_EFFECT} (the upper end of its interval; a "
+    "factor held fixed has no component and is left out); otherwise inconclusive. "
     "Claim 2a ('learned, not architectural', on shape): not reproduced if the layout sets the shape; where the text "
     f"or the seed sets it, reproduced if the layout's effect is bounded below {CLAIM2_MIN_EFFECT}, partly if the "
     "layout is shown to move it by that much too; where the shape is the same for every factor, as the seeds "
@@ -207,7 +208,10 @@ class Rule:
     the words only: the summary is rebuilt with the module's constant.
     Each claim's `Rule` sits beside its verdict function in the claim's module (`RULE_1` in `profile` … `RULE_7B` in
     `probe`); `linrec.outputs.catalog` lists them in the paper's order with the rest of each claim's row, and
-    `judge(rule, tables)` is how a study, a notebook and the report apply one."""
+    `judge(rule, tables)` is how a study, a notebook and the report apply one. `joins` names (by module and
+    function, since they may sit in a module that imports this claim's) the other verdict functions whose verdicts
+    the claim's own is combined with where they ran (claim 2a: the seeds experiment's and the zoo's, the weakest
+    taken): their code is part of the rule, and of its hash (`linrec.outputs.rule_log`)."""
 
     id: int | str
     reads: tuple[str, ...]  # results tables (linrec.base.registry), in the verdict function's order
@@ -215,6 +219,7 @@ class Rule:
     verdict: Callable[..., Verdict]
     says: Callable[[Any], str]  # the rule in words, from the thresholds
     would_change: Callable[[Any], str]  # what would change the verdict, from the same thresholds
+    joins: tuple[str, ...] = ()  # "module.function" of the verdicts of other experiments it is combined with
 
     def __post_init__(self):
         if not (is_dataclass(self.thresholds) and self.thresholds.__dataclass_params__.frozen):

@@ -62,14 +62,16 @@ class PartWord:
 
 
 def part_word(components: pd.DataFrame, part: str, margin: float = CLAIM2_MIN_EFFECT) -> PartWord:
-    """ZOO_RULE for `part` ("level" or "shape"): the factor that sets it, SAME where every factor's effect is bounded
-    below `margin`, INCONCLUSIVE otherwise."""
+    """ZOO_RULE for `part` ("level" or "shape"): the factor that sets it, SAME where the effect of every factor the
+    zoo varies is bounded below `margin` (a factor it holds fixed, such as the text of `params/zoo_paper.yaml`, has no
+    component and is left out), INCONCLUSIVE otherwise."""
     t = _part(components, part)
     shown = [f for f in ZOO_FACTORS if np.isfinite(t.loc[f, "component_lo"]) and t.loc[f, "component_lo"] > 0]
     top = max(shown, key=lambda f: t.loc[f, "share"]) if shown else ""
     e = [effect(t.loc[top, c]) if top else np.nan for c in ("component", "component_lo", "component_hi")]
-    bounded = all(np.isfinite(t.loc[f, "component_hi"]) and effect(t.loc[f, "component_hi"]) < margin
-                  for f in ZOO_FACTORS)  # fmt: skip
+    varied = [f for f in ZOO_FACTORS if np.isfinite(t.loc[f, "component"])]  # a factor the zoo holds fixed has none
+    bounded = bool(varied) and all(np.isfinite(t.loc[f, "component_hi"]) and effect(t.loc[f, "component_hi"]) < margin
+                                   for f in varied)  # fmt: skip
     if bounded:
         word = SAME
     elif top and e[0] >= margin:

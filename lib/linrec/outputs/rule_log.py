@@ -8,10 +8,11 @@ What goes into a rule's hash (SHA-256 of the parts below, one per line; its firs
 - its id and the tables it reads (`Rule.reads`);
 - its thresholds, each name and value (`repr`): a threshold planted (`Rule.planted`) changes the hash;
 - its words and what would change its verdict, as its thresholds build them (`Rule.words`, `Rule.change`);
-- its code: the verdict function and every function or class of `linrec.claims` that it names, and that those name
-  in turn, each parsed and written back by `ast.unparse` with its docstring left out, so a comment, a docstring or
-  the formatting does not move the hash and a change to what the code does does; and every constant (a number, a
-  string, a tuple of them) those functions name, by value.
+- its code: the verdict function, the verdict functions it `joins` (claim 2a: the seeds experiment's and the zoo's),
+  and every function or class of `linrec.claims` that they name, and that those name in turn, each parsed and
+  written back by `ast.unparse` with its docstring left out, so a comment, a docstring or the formatting does not
+  move the hash and a change to what the code does does; and every constant (a number, a string, a tuple of them)
+  those functions name, by value.
 Not in it: the code below `linrec.claims` (the statistics and intervals of `linrec.analyses` and `linrec.stats`: they
 change the numbers a rule reads, not the rule) and the sentence the report writes (`linrec.outputs`). Nothing in it
 depends on the run, the machine, the path of the checkout or Python's string hashing, so the hash is the same in
@@ -25,6 +26,7 @@ import ast
 import datetime as _dt
 import functools
 import hashlib
+import importlib
 import inspect
 import sys
 import textwrap
@@ -66,15 +68,19 @@ def _simple(value) -> bool:
 
 
 def rule_code(rule: Rule) -> str:
-    """The code a rule's hash covers (see the module's docstring): its verdict function and every function or class
-    of `linrec.claims` reached from it by name, each `normalised`, in name order, then the simple constants they
-    name, by value."""
-    return _code_from(rule.verdict)
+    """The code a rule's hash covers (see the module's docstring): its verdict function, those it `joins`, and every
+    function or class of `linrec.claims` reached from them by name, each `normalised`, in name order, then the
+    simple constants they name, by value."""
+    joined = []
+    for name in rule.joins:
+        module, _, function = name.rpartition(".")
+        joined.append(getattr(importlib.import_module(module), function))
+    return _code_from((rule.verdict, *joined))
 
 
 @functools.cache
-def _code_from(verdict) -> str:  # the same for every threshold set: read once per verdict function and process
-    code, constants, todo = {}, {}, [verdict]
+def _code_from(roots: tuple) -> str:  # the same for every threshold set: read once per set of roots and process
+    code, constants, todo = {}, {}, list(roots)
     while todo:
         obj = todo.pop()
         key = f"{obj.__module__}.{obj.__qualname__}"
