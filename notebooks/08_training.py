@@ -188,8 +188,9 @@ result.zoo_runs.set_index("run")[conv_cols].round(4) if result.zoo_runs is not N
 # decomposition (`linrec.analyses.factors.components`): the share of the squared distance between two runs that the
 # layout, the text, the run's own draws (seed) and the measurement (residual) each hold, for the level and the shape;
 # the rule (`linrec.claims.rules.ZOO_RULE`) names the factor that sets each: the largest shown, where the distance it
-# adds between two runs (√(2 × component)) is at least 0.1, 2a's minimum effect; where every factor's is bounded below
-# 0.1 the part is the same for every layout, text and seed.
+# adds between two runs (√(2 × component)) is at least 0.1, 2a's minimum effect; where the effect of every factor the
+# zoo varies is bounded below 0.1 the part is the same for every layout, text and seed (a factor it holds fixed, as
+# `params/zoo_paper.yaml` holds the text, has no component and is left out).
 
 # %%
 zoo_dist, zoo_comp, zoo_v = result.zoo_distances, result.zoo_components, result.zoo_verdict
