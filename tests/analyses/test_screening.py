@@ -8,6 +8,7 @@ import torch
 from helpers import perturbed_test_windows, swap_study, tiny_tokenizer, tiny_windows
 from linrec.analyses.screening import GREEDY_ORDERS, greedy_swap, screening_ids
 from linrec.analyses.swap import SwapStudy
+from linrec.analyses.uncertainty import SWAP_LEVEL
 from linrec.base.errors import LinrecError
 from linrec.inputs.corpora import Windows
 from linrec.inputs.hf import LoadedModel
@@ -54,6 +55,7 @@ def test_greedy_respects_the_budget(affine_llama):
     )
     assert everything.params_removed == 3 * 32 * 64 + 32 * 32 + 32
     assert "blocks [0, 1] kept" in everything.summary()
+    assert everything.test.level == joint["delta_level"] == SWAP_LEVEL and "99% CI [" in everything.summary()
     nothing = greedy_swap(ev, {0: st.heldout.module(0)}, [0], budget_ppl=0.0, progress=False)
     assert nothing.swapped == [] and nothing.ppl_final == ev.base_ppl and nothing.row()["test_delta_ppl"] == 0
     with pytest.raises(LinrecError, match="budget"):

@@ -127,6 +127,7 @@ def test_swap_writes_the_table_and_saves_the_greedy_model(tmp_path, tiny_model_d
     assert ((t["delta_lo"] <= t["delta_ppl"]) & (t["delta_ppl"] <= t["delta_hi"])).all()
     assert (t["params_ffn"] == 3 * 32 * 64).all() and (t["params_linear"] == 32 * 32 + 32).all()  # tiny llama
     assert "greedy swap" in proc.stdout and "blocks [0, 1] kept" in proc.stdout  # a huge budget keeps every block
+    assert "(Δ " in proc.stdout and "99% CI [" in proc.stdout and "95% CI" not in proc.stdout  # the level it has
     back = load_swapped(save)
     final = float(proc.stdout.split("held out ")[1].split("→ ")[1].split()[0])
     from linrec.inputs.corpora import WindowCut, load_windows

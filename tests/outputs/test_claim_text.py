@@ -1,12 +1,13 @@
 """linrec.outputs.claim_text: the sentences of claims 1 and 2a, and the zoo read into claims 2a, 3 and 6b."""
 
 import re
+import shutil
 
 import numpy as np
 import pandas as pd
 
+from helpers import DEFAULT, planted
 from helpers import claims_1_3_results as _results
-from helpers import planted
 from linrec.base.tables import load_table, save_table
 from linrec.claims.learned import seeds_verdict
 from linrec.outputs.catalog import claims
@@ -165,3 +166,16 @@ def test_the_seeds_experiments_words_are_todays_rule_on_its_comparisons(tmp_path
     assert "a stale word" not in section
     assert f"seeds experiment (notebook 08, training profile; same architecture and text trained from scratch): " \
            f"{today['word']}, so claim 2a from it is {today['claim2a']}." in section  # fmt: skip
+
+
+def test_claim_6a_names_its_intervals_level_in_the_claim_table(tmp_path):
+    """The claim table's header is for 95 % intervals; claim 6a's cell reads a swap's 99 % skew-corrected jackknife
+    where the run stored its per-window losses (the committed default), and says so, and a run without them (its
+    95 % interval as stored) says 95 %."""
+    d = tmp_path / "default"
+    shutil.copytree(DEFAULT, d, ignore=shutil.ignore_patterns("notebooks", "*.html", "*.md"))
+    head = {x.number: x for x in claims(d)}["6a"].headline
+    assert re.search(r"\[[-+]\d+\.\d+, [-+]\d+\.\d+\] \(99 % CI\) in smollm2-135m", head), head
+    (d / "swap_skew.csv").unlink()
+    head = {x.number: x for x in claims(d)}["6a"].headline
+    assert "(95 % CI)" in head and "99 %" not in head, head

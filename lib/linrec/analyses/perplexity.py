@@ -113,6 +113,7 @@ class DeltaPPL:
     ppl: float
     lo: float  # interval of ΔPPL
     hi: float
+    level: float = 0.95  # the interval's nominal coverage
 
     @property
     def delta(self) -> float:
@@ -260,7 +261,7 @@ class PerplexityEvaluator:
         """`delta` for per-window NLLs already computed on these windows."""
         lo, hi = (delta_ppl_interval(self.base_window_nll, window_nll, self.tokens_per_window, level)
                   if len(window_nll) > 1 else (math.nan, math.nan))  # fmt: skip  # one window: no interval
-        return DeltaPPL(self.base_ppl, math.exp(float(window_nll.sum()) / self.n_tokens), lo, hi)
+        return DeltaPPL(self.base_ppl, math.exp(float(window_nll.sum()) / self.n_tokens), lo, hi, level)
 
     @torch.no_grad()
     def logits(self, swaps: Mapping[int, torch.nn.Module] | None = None, batch: int = 0) -> torch.Tensor:

@@ -182,7 +182,8 @@ class GreedyResult:
         )
         if self.test is not None:
             t = self.test
-            text += f"; held out {t.ppl_base:.4f} → {t.ppl:.4f} (Δ {t.delta:+.4f}, 95% CI [{t.lo:+.4f}, {t.hi:+.4f}])"
+            text += (f"; held out {t.ppl_base:.4f} → {t.ppl:.4f} (Δ {t.delta:+.4f}, {t.level:.0%} CI [{t.lo:+.4f}, "
+                     f"{t.hi:+.4f}])")  # fmt: skip
         return text + (
             f"; FFN parameters removed {self.params_removed:,}, affine parameters added {self.params_added:,} "
             f"(net −{self.params_removed - self.params_added:,})"

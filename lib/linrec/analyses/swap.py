@@ -332,6 +332,7 @@ class HeldOutSwaps:
             "delta_ppl": d.delta,
             "delta_lo": d.lo,
             "delta_hi": d.hi,
+            "delta_level": d.level,
             "params_removed": sum(self.params_ffn(i) for i in mods),
             "params_added": sum(m.n_params for m in mods.values()),
         }

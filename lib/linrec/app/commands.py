@@ -144,7 +144,7 @@ def cmd_swap(args) -> None:
         if j is not None:
             print(
                 f"blocks {j['blocks']} swapped together: ppl {j['ppl_base']:.4f} → {j['ppl']:.4f} "
-                f"(Δ {j['delta_ppl']:+.4f}, 95% CI [{j['delta_lo']:+.4f}, {j['delta_hi']:+.4f}]); "
+                f"(Δ {j['delta_ppl']:+.4f}, {j['delta_level']:.0%} CI [{j['delta_lo']:+.4f}, {j['delta_hi']:+.4f}]); "
                 f"FFN parameters removed {j['params_removed']:,}, affine parameters added {j['params_added']:,}"
             )
         chosen = blocks
