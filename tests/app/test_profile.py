@@ -406,14 +406,14 @@ def test_corpus_and_model_names_are_checked_at_load_with_did_you_mean(tmp_path, 
 
 
 def test_names_a_run_can_find_pass_the_load(tmp_path):
-    """Offline names, init:/first: forms, hub ids (gpt2, org/name), the hub's corpus with a split, and a path relative
+    """Offline names, init:/first: forms, hub ids (gpt2, org/name), the hub's corpus with a split, and a folder relative
     to the project root (where the notebooks run) all pass; so does every profile in params/ (checked above)."""
     (tmp_path / "texts").mkdir()
     values = {"corpus": "wikitext-2:train", "corpora": ["wiki", "web", "code", str(tmp_path / "texts")],
-              "models": ["gpt2", "EleutherAI/pythia-160m", "init:0:first:6:smollm2-135m", "params/default.yaml"],
+              "models": ["gpt2", "EleutherAI/pythia-160m", "init:0:first:6:smollm2-135m", "notebooks"],
               "cross_pairs": [["smollm2-135m", "init:1:smollm2-135m"]]}  # fmt: skip
     p = load_profile("default", values, ROOT)
-    assert p.models[-1] == "params/default.yaml" and p.corpus == "wikitext-2:train"
+    assert p.models[-1] == "notebooks" and p.corpus == "wikitext-2:train"
 
 
 def test_a_profile_that_trains_in_bf16_is_checked_against_its_own_device():

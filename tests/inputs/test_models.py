@@ -12,6 +12,7 @@ from helpers import token_ids as _token_ids
 from linrec.base.errors import LinrecError
 from linrec.base.files import sha256_file
 from linrec.inputs.models import OFFLINE_MODELS, load_model, model_identity, random_init_spec
+from linrec.inputs.offline import check_model_name
 from linrec.inputs.sites import find_ffn_sites
 
 
@@ -302,3 +303,23 @@ def test_first_blocks_spec_loads_names_and_refuses(offline_hub, tmp_path, tiny_m
         with pytest.raises(LinrecError, match=needle) as err:
             load_model(bad)
         assert "\n" not in str(err.value)
+
+
+def test_a_file_that_is_not_a_model_names_its_folder(offline_hub, tmp_path, monkeypatch):
+    """A weights file or a config.json given for the model (its folder meant) is one line naming that folder, at the
+    name check and at the load, for a full path and for a bare name in the working folder (never tried on the hub);
+    a file whose folder holds no config.json says what the folder needs."""
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"0")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "README.md").write_text("not a model")
+    monkeypatch.chdir(tmp_path)
+    for spec in (str(tmp_path / "model.safetensors"), "model.safetensors", "config.json"):
+        for step in (check_model_name, load_model):
+            with pytest.raises(LinrecError) as err:
+                step(spec)
+            msg = _one_line(err)
+            assert msg == f"model {spec} is a file, not a model: pass {tmp_path} or a .gguf file", (step, msg)
+    with pytest.raises(LinrecError) as err:
+        load_model("notes/README.md")
+    assert "is a file, not a model: pass the folder with config.json and the weights" in _one_line(err)

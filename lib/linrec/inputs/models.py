@@ -35,7 +35,7 @@ from linrec.base.files import (
 )
 from linrec.inputs.fetching import build_from_wheels
 from linrec.inputs.hf import LoadedModel, auto_class, check_device, hub_reachable, load_tokenizer, quiet_transformers
-from linrec.inputs.offline import suggest
+from linrec.inputs.offline import not_a_model_file, suggest
 from linrec.inputs.sites import keep_first_blocks
 from linrec.inputs.source import (  # noqa: F401 - FIRST_PREFIX … model_shape: imported from here by callers
     FIRST_PREFIX,
@@ -333,8 +333,12 @@ def _random_init(source: ModelSource, device: str, dtype: torch.dtype) -> Loaded
     return LoadedModel(model, base.tokenizer, source.spec, source.identity(), "random-init", notes)
 
 
-# how each kind of source (`linrec.inputs.source.KINDS`) is loaded: "missing" and "file" are refused or, for an
-# existing file not named like a path, tried as a hub id, as before
+def _file(source: ModelSource, device: str, dtype: torch.dtype) -> LoadedModel:
+    raise LinrecError(not_a_model_file(source.spec, source.path))
+
+
+# how each kind of source (`linrec.inputs.source.KINDS`) is loaded: "missing" is refused or, for a name not written
+# like a path, tried as a hub id; "file" (an existing file that is not a .gguf) is refused
 _LOADERS = {
     "init": _random_init,
     "first": _first_blocks,
@@ -343,7 +347,7 @@ _LOADERS = {
     "swapped": _swapped,
     "gguf-dir": _gguf,
     "local": _local,
-    "file": _hub,
+    "file": _file,
     "missing": _hub,
     "hub": _hub,
 }

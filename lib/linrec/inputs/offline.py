@@ -170,7 +170,11 @@ def check_model_name(spec: object, base: Path | None = None, where: str = "model
         return check_model_name(parse_init_spec(spec)[1], base, where)
     if spec.startswith(FIRST_PREFIX):
         return check_model_name(parse_first_spec(spec)[1], base, where)
-    if spec in OFFLINE_MODELS or _local(spec, base).exists():
+    if spec in OFFLINE_MODELS:
+        return
+    if (path := _local(spec, base)).exists():
+        if path.is_file() and path.suffix != ".gguf":
+            raise LinrecError(not_a_model_file(spec, path, where))
         return
     if spec.endswith(".gguf") or spec.startswith((".", "/", "~")):
         raise LinrecError(
@@ -183,6 +187,13 @@ def check_model_name(spec: object, base: Path | None = None, where: str = "model
             f"unknown {where} '{spec}'{hint}: not an offline name ({offline_names()}), an existing path, or a hub id "
             "like gpt2 or org/name"
         )
+
+
+def not_a_model_file(spec: str, path: Path, where: str = "model") -> str:
+    """The one line for a model given as a file that is not a .gguf (a weights file, a config.json, …)."""
+    folder = path.resolve().parent
+    folder = folder if (folder / "config.json").is_file() else "the folder with config.json and the weights"
+    return f"{where} {spec} is a file, not a model: pass {folder} or a .gguf file"
 
 
 def check_corpus_name(spec: object, base: Path | None = None, where: str = "corpus") -> None:
