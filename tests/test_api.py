@@ -12,6 +12,7 @@ from helpers import cli_process, make_tiny_model, tiny_text, tiny_tokenizer
 from linrec.api import python_words, windows_of
 from linrec.base.errors import LinrecError
 from linrec.inputs.corpora import WindowCut, load_windows
+from linrec.inputs.hf import LoadedModel
 
 SMALL = dict(seq_len=32, tokens=2048, progress=False)  # 64 windows: 51 train, 13 held out
 
@@ -55,6 +56,21 @@ def test_a_swap_of_the_planted_block_costs_nothing_and_of_the_other_something(pl
     assert (row["delta_lo"] <= row["delta_ppl"]).all() and (row["delta_ppl"] <= row["delta_hi"]).all()
     joint = table.attrs["joint"]
     assert joint["blocks"] == [0, 1] and joint["params_removed"] == row["params_ffn"].sum()
+
+
+def test_what_load_model_returns_is_taken_whole_with_its_name_and_tokenizer(planted, texts):
+    """A `LoadedModel` (what `linrec.inputs.models.load_model` returns for an offline name) is measured as its model
+    and tokenizer are, bit for bit, its name in the `model` column; tokenizer None takes its own, and `name=` still
+    wins."""
+    loaded = LoadedModel(planted, tiny_tokenizer(), "first:2:tiny", "test", "offline")
+    plain = linrec.measure(planted, tiny_tokenizer(), texts, **SMALL)
+    for tok in (None, tiny_tokenizer()):
+        whole = linrec.measure(loaded, tok, texts, **SMALL)
+        assert set(whole["model"]) == {"first:2:tiny"}
+        pd.testing.assert_frame_equal(whole.drop(columns="model"), plain.drop(columns="model"))
+    assert set(linrec.measure(loaded, None, texts, name="mine", **SMALL)["model"]) == {"mine"}
+    swaps = linrec.swap(loaded, None, texts, blocks=[0, 1], **SMALL)
+    assert set(swaps["model"]) == {"first:2:tiny"} and swaps.attrs["joint"]["delta_level"] == 0.99
 
 
 @pytest.fixture(scope="module")

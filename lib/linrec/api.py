@@ -5,8 +5,10 @@
     swaps = linrec.swap(model, tokenizer, texts, blocks=[0, 3])  # held-out ΔPPL of each block swapped for its map
 
 `model` is a transformers model object of a supported architecture (`linrec.inputs.sites.FFN_SITES`, the rows the
-command line reads), `tokenizer` its tokenizer, `texts` a list of strings (each one or more documents, cut at
-`<|endoftext|>` like a local corpus file) or a corpus spec (`wiki`, `wikitext-2`, a path: `linrec.inputs.corpora`).
+command line reads), or what `linrec.inputs.models.load_model` returns (an offline name such as `smollm2-135m`, no hub
+needed; its name labels the tables), `tokenizer` its tokenizer (None: a loaded model's own), `texts` a list of strings
+(each one or more documents, cut at `<|endoftext|>` like a local corpus file) or a corpus spec (`wiki`, `wikitext-2`, a
+path: `linrec.inputs.corpora`).
 `capture` returns the pass both make (`linrec.measure.capture.Capture`), for the other analyses.
 
 The same code as `linrec measure` and `linrec swap`: the windows are cut and split by `linrec.inputs.corpora`'s rules
@@ -74,11 +76,12 @@ def measure(model, tokenizer, texts, *, seq_len: int = 128, tokens: int = 20_480
 
     `tokens` tokens of `texts` in windows of `seq_len`, run on `device` (None: where the model is). `options`: seed,
     test_frac, product ("float64" exact, "float32" fast), bos, sample (as `linrec.measure.config.CaptureConfig`),
-    batch_size, progress, name (the `model` column; default: the model's `name_or_path`, else its type)."""
+    batch_size, progress, name (the `model` column; default: a loaded model's name, else the model's `name_or_path`,
+    else its type)."""
     with _python_words():
         opts = _options(options, "measure", {**CAPTURE_OPTIONS, **RUN_OPTIONS})
         loaded = _loaded(model, tokenizer, opts["name"])
-        with _running(model, device):
+        with _running(loaded.model, device):
             table = ceiling_table(_capture(loaded, texts, seq_len, tokens, opts)[0])
     return table.rename(columns=RENAMED)
 
@@ -100,7 +103,7 @@ def swap(model, tokenizer, texts, blocks: Sequence[int] | None = None, *, seq_le
         loaded = _loaded(model, tokenizer, opts["name"])
         _check_causal(loaded)
         blocks = None if blocks is None else check_blocks(_block_ints(blocks), len(loaded.sites))
-        with _running(model, device):
+        with _running(loaded.model, device):
             capture, windows = _capture(loaded, texts, seq_len, tokens, opts)
             study = SwapStudy(capture, loaded, windows=windows, batch_size=opts["batch_size"],
                               progress=opts["progress"], seed=opts["seed"],
@@ -119,7 +122,7 @@ def capture(model, tokenizer, texts, *, seq_len: int = 128, tokens: int = 20_480
     with _python_words():
         opts = _options(options, "capture", {**CAPTURE_OPTIONS, **RUN_OPTIONS})
         loaded = _loaded(model, tokenizer, opts["name"])
-        with _running(model, device):
+        with _running(loaded.model, device):
             return _capture(loaded, texts, seq_len, tokens, opts)[0]
 
 
@@ -137,16 +140,22 @@ def _options(given: dict, function: str, allowed: dict) -> dict:
 
 def _loaded(model, tokenizer, name: str | None) -> LoadedModel:
     """`model` and `tokenizer` as the `LoadedModel` every stage takes, its FFN sites found by the architecture rows
-    (`linrec.inputs.sites.find_ffn_sites`: one line for an architecture without one)."""
+    (`linrec.inputs.sites.find_ffn_sites`: one line for an architecture without one). A `LoadedModel` (from
+    `linrec.inputs.models.load_model`) gives its model, its tokenizer where `tokenizer` is None, and its name."""
+    if isinstance(model, LoadedModel):
+        tokenizer = model.tokenizer if tokenizer is None else tokenizer
+        name, model = name or model.name, model.model
     if isinstance(model, (str, Path)):
         raise LinrecError(
             f"model is the name {str(model)!r}, not a model object: load it first (e.g. transformers."
-            f"AutoModelForCausalLM.from_pretrained({str(model)!r})), or measure it by name with linrec measure --model"
+            f"AutoModelForCausalLM.from_pretrained({str(model)!r}), or linrec.inputs.models.load_model({str(model)!r}) "
+            f"for an offline name), or measure it by name with `linrec measure --model {model}`"
         )
     if not isinstance(model, torch.nn.Module) or getattr(getattr(model, "config", None), "model_type", None) is None:
         raise LinrecError(
-            f"model must be a transformers model object (a torch.nn.Module with a .config), got {type(model).__name__};"
-            " load one with transformers.AutoModelForCausalLM.from_pretrained"
+            f"model must be a transformers model object (a torch.nn.Module with a .config) or what "
+            f"linrec.inputs.models.load_model returns, got {type(model).__name__}; load one with "
+            "transformers.AutoModelForCausalLM.from_pretrained"
         )
     if not callable(tokenizer):
         raise LinrecError(
