@@ -21,6 +21,7 @@ from helpers import linrec_left_in as _ours
 from helpers import main_captured as _main
 from helpers import save_affine_swap as _save
 from linrec.analyses.recoverability import ceiling_table
+from linrec.base.cache import folder
 from linrec.base.errors import LinrecError
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.models import load_model
@@ -31,6 +32,7 @@ from linrec.measure.config import CAPTURE_VERSION, CaptureConfig
 from linrec.measure.plan import probe_sites
 from linrec.stats.ceiling import fit_affine, r2_rows, score
 from linrec.stats.heldout import bootstrap_r2
+from linrec.stats.moments import Moments
 
 
 @pytest.fixture
@@ -285,15 +287,18 @@ def test_heldout_with_no_test_windows_and_with_singular_train_stats(tiny_model, 
     assert [h.n_windows for h in c.heldout] == [0, 0] and c.meta["fit_seconds"] == 0
     with pytest.raises(LinrecError, match="test split is empty"):
         bootstrap_r2(c.heldout[0])
-    # 3 train windows of 8 rows: fewer rows than the 33 parameters per output; the capture still
-    # succeeds (and caches), the ceiling raises the fit's own one-line error
+    # 3 train windows of 8 rows: fewer rows than the 33 parameters per output of every block: refused before the
+    # pass (the fix named), nothing cached, every time; the fit's own one-line error where statistics that few reach it
     args = {**saved_tiny, "seq_len": 8, "tokens": 32}
-    for attempt in range(2):
-        c = capture_with(**args)
-        assert c.cached == bool(attempt)
-        assert c.heldout == [None, None] and "raise --tokens" in c.meta["heldout_errors"]["0"]
-        with pytest.raises(LinrecError, match="block 0: singular statistics.*raise --tokens"):
-            ceiling_table(c)
+    before = sorted(p.name for p in (folder("capture")).iterdir()) if folder("capture").is_dir() else []
+    for _ in range(2):
+        with pytest.raises(LinrecError, match="24 train rows for a 32-wide block: no affine map.*raise --tokens"):
+            capture_with(**args)
+    assert (sorted(p.name for p in folder("capture").iterdir()) if folder("capture").is_dir() else []) == before
+    few = Moments.zeros(32, 32)
+    few.update(torch.randn(24, 32, dtype=torch.float64), torch.randn(24, 32, dtype=torch.float64))
+    with pytest.raises(LinrecError, match="block 0: singular statistics: 24 train rows.*raise --tokens"):
+        fit_affine(few, block=0)
 
 
 def test_get_captures_loads_the_model_once_and_not_at_all_when_cached(saved_tiny, tmp_path, monkeypatch):

@@ -17,9 +17,10 @@ statistics with `linrec.stats.ceiling.fit_affine` (the ceiling's own solver), an
 then adds, per held-out window and block, n, Σe², Σ(y − c) and Σ(y − c)² (float64, c the
 train mean of y) into `Capture.heldout[block]` (a `linrec.stats.heldout.HeldOut`). The cost is one
 float64 [rows, d_in] × [d_in, d_out] product per block on test rows only, plus one fit per block.
-A block whose fit raises (too few train rows, NaN) gets `heldout[block] = None` and its error in
-`meta["heldout_errors"]`; the capture itself still succeeds, and the ceiling raises that same
-error when asked for the block.
+A block whose fit raises (NaN, or too few train rows for a block wider than the others) gets
+`heldout[block] = None` and its error in `meta["heldout_errors"]`; the capture itself still
+succeeds, and the ceiling raises that same error when asked for the block. Train rows too few
+for every block are refused before the pass (`linrec.measure.reuse.say_rows`), with nothing cached.
 
 Results are cached under `$LINREC_CACHE/captures/` keyed by everything that determines them
 (model weights identity, corpus identity, seq_len, token budget, seed, test fraction, sample

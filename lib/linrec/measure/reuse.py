@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from linrec.base.cache import entry_path, folder
+from linrec.base.errors import LinrecError
 from linrec.base.files import unseal
 from linrec.base.progress import notice
 from linrec.inputs.source import ModelSource
@@ -217,17 +218,20 @@ def rows_problem(config: CaptureConfig, n_windows: int, n_train_rows: int, d: in
 
 def say_rows(config: CaptureConfig, n_windows: int, n_train_rows: int, dims: list[tuple[int, int]]) -> None:
     """Before a capture's pass: a corpus shorter than the budget, and train rows too few for the widest block
-    (`rows_problem`), each one line (by rank 0 alone under torchrun)."""
-    if world()[0] != 0:
-        return
-    asked = config.tokens // config.seq_len
-    if n_windows < asked:
+    (`rows_problem`), each one line (by rank 0 alone under torchrun). Rows too few for an affine map of any block
+    (of the narrowest) are refused here, on every rank, before the pass and before anything is cached; where only
+    wider blocks lack them, those blocks get no fit and the capture goes on."""
+    first = world()[0] == 0
+    if first and n_windows < config.tokens // config.seq_len:
         notice(
             f"corpus '{config.corpus}' holds only {n_windows} windows of {config.seq_len} tokens: using "
             f"{n_windows * config.seq_len:,} tokens of the {config.tokens:,} asked for (a larger corpus gives more)"
         )
+    unfit = rows_problem(config, n_windows, n_train_rows, min(d for d, _ in dims))
+    if unfit is not None and unfit[1]:
+        raise LinrecError(unfit[0])
     problem = rows_problem(config, n_windows, n_train_rows, max(d for d, _ in dims))
-    if problem is not None:
+    if first and problem is not None:
         notice(problem[0])
 
 
