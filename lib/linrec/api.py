@@ -82,7 +82,7 @@ def measure(model, tokenizer, texts, *, seq_len: int = 128, tokens: int = 20_480
         opts = _options(options, "measure", {**CAPTURE_OPTIONS, **RUN_OPTIONS})
         loaded = _loaded(model, tokenizer, opts["name"])
         with _running(loaded.model, device):
-            table = ceiling_table(_capture(loaded, texts, seq_len, tokens, opts)[0])
+            table = ceiling_table(_capture(loaded, texts, seq_len, tokens, opts)[0], progress=opts["progress"])
     return table.rename(columns=RENAMED)
 
 

@@ -86,9 +86,13 @@ def test_a_capture_that_is_not_cached_says_so_with_an_estimate_before_it_runs(ar
     assert len(line) == 1 and "2,048 tokens, 100 rows kept" in line[0], said_before
     assert "about " in line[0] and "M parameters" in line[0]
     assert c.meta["compute_params"] > 0 and c.meta["threads"] >= 1  # recorded for the next estimate
-    capfd.readouterr()
+    size = sum(f.stat().st_size for f in c.path.rglob("*") if f.is_file()) / 2**20
+    written = f": capture written to the cache ({size:,.0f} MiB, {c.path}; `linrec cache prune` removes it)"
+    assert written in capfd.readouterr().err  # where the entry is and what it takes on disk
     assert capture_with(**args, sample_rows=100).cached
-    assert "capturing" not in capfd.readouterr().err  # a cached capture costs nothing and says nothing
+    err = capfd.readouterr().err
+    assert "capturing" not in err  # a cached capture costs nothing and says only where it was read from
+    assert written.replace("written to", "read from") in err
 
 
 def _timed_entry(cache, name, **meta):

@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import one_thread
 from linrec.stats.ceiling import AffineFit, first_position, fit_affine, gram_condition, score
 from linrec.stats.moments import Moments
@@ -178,13 +179,14 @@ def block_spectrum(
     return row
 
 
-def spectrum_table(capture) -> pandas.DataFrame:
+def spectrum_table(capture, progress: bool = False) -> pandas.DataFrame:
     """One row per block of `capture`: `block_spectrum` plus the model name, and `regime_ex_first`: the regime of
     the same block with the windows' first positions left out of fit and score (the whole spectrum recomputed on
-    `Capture.without_first`; "" for a capture without first-position statistics)."""
+    `Capture.without_first`; "" for a capture without first-position statistics). `progress`: a bar over the blocks."""
 
     rows = []
-    for i in range(capture.n_blocks):
+    for i in progress_bar(range(capture.n_blocks), desc=f"spectra {capture.model_label}", unit="block",
+                          disable=not progress):  # fmt: skip
         rest = capture.without_first(i)
         row = block_spectrum(capture.stats["train"][i], capture.stats["test"][i], block=i, rest=rest,
                              fit=capture.fit(i))  # fmt: skip

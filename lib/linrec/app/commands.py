@@ -68,7 +68,7 @@ def cmd_measure(args) -> None:
     from linrec.analyses.recoverability import ceiling_table
 
     request = request.checked()
-    _emit(ceiling_table(request.capture()), SHOWN["measure"], request.out)
+    _emit(ceiling_table(request.capture(), progress=True), SHOWN["measure"], request.out)
 
 
 def cmd_curve(args) -> None:
@@ -100,7 +100,7 @@ def cmd_spectrum(args) -> None:
     from linrec.analyses.spectrum import spectrum_table
 
     request = request.checked()
-    _emit(spectrum_table(request.capture()), SHOWN["spectrum"], request.out)
+    _emit(spectrum_table(request.capture(), progress=True), SHOWN["spectrum"], request.out)
 
 
 def cmd_swap(args) -> None:

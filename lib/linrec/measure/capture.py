@@ -65,7 +65,7 @@ from linrec.inputs.sites import ffn_hooks, run_until_stop
 from linrec.inputs.source import ModelSource, as_source
 from linrec.measure.config import CAPTURE_VERSION, SPLITS, CaptureConfig, CaptureRun
 from linrec.measure.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
-from linrec.measure.reuse import compute_params, larger_capture, notice_short, say_cost, say_rows, served
+from linrec.measure.reuse import compute_params, larger_capture, notice_short, say_cost, say_entry, say_rows, served
 from linrec.measure.rows import FirstRows, RowSampler, first_moments
 from linrec.stats.ceiling import AffineFit, Score, fit_affine, gram_condition, score
 from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
@@ -447,6 +447,8 @@ def get_captures(
             capture.path, capture.meta = entry, unseal(entry / "meta.json")
         if capture.cached:  # one that ran said so before its pass (`say_rows`)
             notice_short(capture)
+        if cache:
+            say_entry(capture)
         out[corpus] = capture
     return out
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from linrec.base import progress as _progress
 from linrec.base.cache import entry_path, folder
 from linrec.base.errors import LinrecError
 from linrec.base.files import unseal
@@ -233,6 +234,17 @@ def say_rows(config: CaptureConfig, n_windows: int, n_train_rows: int, dims: lis
     problem = rows_problem(config, n_windows, n_train_rows, max(d for d, _ in dims))
     if first and problem is not None:
         notice(problem[0])
+
+
+def say_entry(capture) -> None:
+    """One line on a command's console (not in a notebook, whose cells say nothing of a capture the cache serves):
+    the capture's cache entry, read or just written, its size on disk and where it is (`linrec cache prune`)."""
+    if world()[0] != 0 or _progress.in_kernel() or capture.path is None or not Path(capture.path).is_dir():
+        return
+    size = sum(f.stat().st_size for f in Path(capture.path).rglob("*") if f.is_file())
+    verb = "read from" if capture.cached else "written to"
+    notice(f"{capture.model_label} on {capture.config.corpus}: capture {verb} the cache ({size / 2**20:,.0f} MiB, "
+           f"{capture.path}; `linrec cache prune` removes it)")  # fmt: skip
 
 
 def notice_short(capture) -> None:
