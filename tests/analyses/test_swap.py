@@ -210,3 +210,15 @@ def test_report_windows_are_a_seeded_subset_of_the_test_windows(tiny_model):
         swapped_ppl = perplexity(model, ids)
     assert t["ppl_base"].iloc[0] == pytest.approx(base, rel=1e-6)
     assert t["ppl_swapped"].iloc[0] == pytest.approx(swapped_ppl, rel=1e-6)
+
+
+def test_a_study_on_fewer_held_out_windows_than_its_coverage_was_measured_at_says_so(affine_llama, capfd):
+    """ΔPPL's interval has a measured coverage at 12 held-out windows and more (the methods table): a study reporting
+    on 3 says its intervals can be far off and what to do; one on all 13 of the tiny capture's says nothing."""
+    from linrec.analyses.swap import SwapStudy
+
+    study = swap_study(affine_llama)
+    assert len(study.heldout.report_ids) == 13 and "held-out windows" not in capfd.readouterr().err
+    SwapStudy(study.heldout.capture, study.heldout.loaded, windows=study.windows, progress=False, test_windows=3)
+    err = capfd.readouterr().err
+    assert "tiny: ΔPPL intervals from 3 held-out windows, under the 12 their coverage is measured at" in err, err

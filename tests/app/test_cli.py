@@ -66,6 +66,17 @@ def test_argument_errors_are_one_line_without_usage(cli):
     _single_line(code, err, "invalid choice")
 
 
+def test_version_and_a_missing_profile_list_what_there_is(cli):
+    """`linrec --version` says the installed version (it used to ask for a command); a profile that is not there
+    lists every profile in params/, not three of them."""
+    from importlib.metadata import version
+
+    code, out, _ = cli("--version")
+    assert code == 0 and out.strip() == f"linrec {version('linrec')}"
+    code, _, err = cli("figures", "--params", "nonesuch")
+    _single_line(code, err, "nonesuch.yaml not found", "full.yaml", "zoo_paper.yaml")
+
+
 def test_misspelt_model_without_the_hub_is_one_line_without_retries(tmp_path):
     """One line naming the offline models, and no retries (the hub clients' retries took 26 s and 22 lines before
     the error): checked by the connections tried, not by a clock (benchmarks/clocks.py times it). A name close to

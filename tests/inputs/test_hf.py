@@ -31,6 +31,8 @@ def test_check_device_names_what_is_available():
         with pytest.raises(LinrecError, match="available: cpu") as err:
             check_device(bad)
         _one_line(err)
+    with pytest.raises(LinrecError, match=r"unknown device 'gpu' \(a device is cpu, cuda, cuda:N, mps or auto\)"):
+        check_device("gpu")  # not a torch device at all: not "not available in this build"
 
 
 # ---- the sites, found once -------------------------------------------------------------------------------------------

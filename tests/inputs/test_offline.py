@@ -15,6 +15,8 @@ def test_suggest_names_the_closest_name_or_nothing():
     assert suggest("cod", ["wiki", "web", "code"]) == " (did you mean 'code'?)"
     assert suggest("smollm2-13m", offline.OFFLINE_MODELS) == " (did you mean 'smollm2-135m'?)"
     assert suggest("gpt2", offline.OFFLINE_MODELS) == ""
+    assert suggest("smolm", offline.OFFLINE_MODELS) == " (did you mean 'smollm2-135m'?)"  # its first four letters
+    assert suggest("smolq", ["smollm2-135m", "smolvlm-256m"]) == ""  # two begin so: no guess
 
 
 def test_names_are_checked_by_name_alone(tmp_path):

@@ -50,6 +50,7 @@ from linrec.analyses.screening import (
 )
 from linrec.analyses.uncertainty import (
     SWAP_LEVEL,
+    SWAP_MIN_WINDOWS,
     delta_ppl_interval,
     delta_ppl_jackknife_t,
     delta_ppl_skew,
@@ -57,6 +58,7 @@ from linrec.analyses.uncertainty import (
 )
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
+from linrec.base.progress import notice
 from linrec.inputs.corpora import WindowCut, Windows, load_windows
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.surgery import FIRST_MODES, AffineFFN, FirstPositionSwap, count_params, save_swapped
@@ -507,6 +509,9 @@ class SwapStudy:
         self.screening = Screening(loaded, capture.stats["train"], screening_ids(self.windows, screening_windows,
                                    seed), train_first=first, label=capture.model_label, **common)  # fmt: skip
         self.heldout = HeldOutSwaps(capture, loaded, report_ids(self.windows, test_windows, seed), **common)
+        if (n := len(self.heldout.report_ids)) < SWAP_MIN_WINDOWS:  # docs/numerics.md: coverage at 12 and 32
+            notice(f"{capture.model_label}: ΔPPL intervals from {n} held-out windows, under the {SWAP_MIN_WINDOWS} "
+                   "their coverage is measured at: they can be far off; use more tokens or test windows")  # fmt: skip
 
     @property
     def n_blocks(self) -> int:

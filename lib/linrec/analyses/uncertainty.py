@@ -126,6 +126,7 @@ def detectable_correlation(n: int, level: float = 0.95, power: float = 0.8) -> f
 # lognormal and one-costly-window-in-4 costs (`linrec.analyses.calibration.delta_ppl_coverage`, docs/numerics.md). It is
 # named for its nominal level, 99 %, wherever it is shown; its measured coverage is in the methods table.
 SWAP_LEVEL = 0.99
+SWAP_MIN_WINDOWS = 12  # the fewest held-out windows at which its coverage is measured (the default profile's)
 OWN_REPS = 2000  # resamples of a swap's own windows in `own_skew_check`
 
 

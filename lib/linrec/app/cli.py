@@ -20,6 +20,7 @@ import logging
 import math
 import os
 import sys
+from importlib import metadata
 
 from linrec.analyses import SCREENING_WINDOWS
 from linrec.app.commands import (
@@ -240,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="linrec", description="Per-block linear recoverability of transformer FFN blocks.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what linrec does")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    parser.add_argument("--version", action="version", version=f"linrec {metadata.version('linrec')}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("measure", help="closed-form R²_lin of every FFN block → per-block table")

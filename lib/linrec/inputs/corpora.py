@@ -338,7 +338,7 @@ def make_windows(docs: list[str], tokenizer, cut: WindowCut, corpus: str = "", i
     if n_windows < 2:
         raise LinrecError(
             f"corpus '{corpus}' is too small: {len(stream)} tokens make {n_windows} window(s) of {seq_len}, "
-            "need at least 2 (one train, one test); use a larger corpus, a larger --tokens, or a smaller --seq-len"
+            "need at least 2 (one train, one test); use a larger corpus, raise --tokens, or lower --seq-len"
         )
     ids = torch.tensor(stream[: n_windows * body], dtype=torch.long).view(n_windows, body)
     if bos:

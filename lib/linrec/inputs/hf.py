@@ -162,6 +162,9 @@ def check_device(device: str) -> str:
         or (dev.type == "cuda" and torch.cuda.is_available() and (dev.index or 0) < torch.cuda.device_count())
         or (dev.type == "mps" and "mps" in available)
     )
+    if dev is None:
+        raise LinrecError(f"unknown device '{device}' (a device is cpu, cuda, cuda:N, mps or auto); available: "
+                          f"{', '.join(available)} (or auto)")  # fmt: skip
     if not ok:
         raise LinrecError(
             f"device '{device}' is not available in this torch build ({torch.__version__}); "

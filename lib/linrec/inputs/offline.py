@@ -131,9 +131,13 @@ def corpus_names() -> str:
 
 
 def suggest(name: str, choices) -> str:
-    """ " (did you mean 'code'?)" where `name` is close to one of `choices` (difflib's ratio ≥ 0.6), else ""."""
-    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    """ " (did you mean 'code'?)" where `name` is close to one of `choices` (difflib's ratio ≥ 0.6) or, failing that,
+    the one choice its first four characters begin (smolm: smollm2-135m), else ""."""
+    choices = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
+    if not close and len(str(name)) >= 4:
+        close = [c for c in choices if c.startswith(str(name)[:4])]
+    return f" (did you mean '{close[0]}'?)" if len(close) == 1 else ""
 
 
 def parse_init_spec(spec: str) -> tuple[int, str]:

@@ -182,7 +182,7 @@ def say_cost(model_label: str, config: CaptureConfig, n_params: int, tokens: int
     asked = f" of the {config.tokens:,} asked for" if tokens < config.tokens else ""
     notice(
         f"capturing {model_label} on {config.corpus} ({tokens:,} tokens{asked}{rows}): {took}; "
-        f"{n_params / 1e6:.0f}M parameters multiplied per token)",
+        f"{f'{n_params / 1e6:.0f}M' if n_params >= 1e6 else f'{n_params / 1e3:.0f}k'} parameters multiplied per token)",
         in_notebook=QUICKER,
     )
 
