@@ -175,7 +175,8 @@ def test_claim_6a_names_its_intervals_level_in_the_claim_table(tmp_path):
     d = tmp_path / "default"
     shutil.copytree(DEFAULT, d, ignore=shutil.ignore_patterns("notebooks", "*.html", "*.md"))
     head = {x.number: x for x in claims(d)}["6a"].headline
-    assert re.search(r"\[[-+]\d+\.\d+, [-+]\d+\.\d+\] \(99 % CI\) in smollm2-135m", head), head
+    number = r"[-+]\d+\.\d+"
+    assert re.search(rf"perplexity \(99 % CI\) by {number} \[{number}, {number}\] in smollm2-135m", head), head
     (d / "swap_skew.csv").unlink()
     head = {x.number: x for x in claims(d)}["6a"].headline
     assert "(95 % CI)" in head and "99 %" not in head, head

@@ -435,11 +435,11 @@ def sentence_6a(r: Results, rule: Rule) -> Claim:
         f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{rule.thresholds.CLAIM6_BUDGET:g}"
         for e in v.evidence
     ]
-    costs = [f"{e['delta_ppl']:+.2f} [{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] ({e.get('interval', UNCHECKED)[:4]} "
-             f"CI) {_in(e['model'])} (block {e['chosen_block']})" for e in v.evidence]  # fmt: skip  # "99 %" or "95 %"
-    head = _head(
-        f"Swapping the block chosen on screening windows for its map changes held-out perplexity by {_and(costs)}"
-    )
+    costs = [f"{e['delta_ppl']:+.2f} [{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] {_in(e['model'])} (block "
+             f"{e['chosen_block']})" for e in v.evidence]  # fmt: skip
+    levels = " or ".join(sorted({e.get("interval", UNCHECKED)[:4] for e in v.evidence}))  # "99 %" (or "95 %")
+    head = _head(f"Swapping the block chosen on screening windows for its map changes held-out perplexity ({levels} "
+                 f"CI) by {_and(costs)}")  # fmt: skip
     return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
 
 
