@@ -67,7 +67,7 @@ def test_what_load_model_returns_is_taken_whole_with_its_name_and_tokenizer(plan
     for tok in (None, tiny_tokenizer()):
         whole = linrec.measure(loaded, tok, texts, **SMALL)
         assert set(whole["model"]) == {"first:2:tiny"}
-        pd.testing.assert_frame_equal(whole.drop(columns="model"), plain.drop(columns="model"))
+        pd.testing.assert_frame_equal(whole.drop(columns="model"), plain.drop(columns="model"), check_exact=True)
     assert set(linrec.measure(loaded, None, texts, name="mine", **SMALL)["model"]) == {"mine"}
     swaps = linrec.swap(loaded, None, texts, blocks=[0, 1], **SMALL)
     assert set(swaps["model"]) == {"first:2:tiny"} and swaps.attrs["joint"]["delta_level"] == 0.99
@@ -149,7 +149,8 @@ def _one_line(call, *needles):
 
 def test_bad_inputs_are_one_line_in_pythons_words(planted, texts):
     tok = tiny_tokenizer()
-    _one_line(lambda: linrec.measure("gpt2", tok, texts), "load it first", "from_pretrained('gpt2')")
+    said = _one_line(lambda: linrec.measure("gpt2", tok, texts), "load it first", "from_pretrained('gpt2')")
+    assert "load_model('gpt2')" in said and "measure model" not in said  # no flag reworded into a false command
     _one_line(lambda: linrec.measure(object(), tok, texts), "transformers model object")
     _one_line(lambda: linrec.measure(make_tiny_model("opt"), tok, texts), "'opt' is not supported", "FFN_SITES")
     _one_line(lambda: linrec.measure(planted, None, texts), "tokenizer must be")
@@ -188,3 +189,16 @@ def test_linrec_measure_is_the_package_and_the_call():
     code = "import sys, linrec; print(callable(linrec.measure), 'torch' in sys.modules, 'linrec.api' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "False", "False"]
+
+
+def test_a_capture_made_here_of_a_loaded_model_serves_its_swap_study(planted, texts):
+    """`linrec.api.capture(loaded, …)` keeps the loaded model's identity, so `SwapStudy(capture, loaded)` takes it
+    (it refused it as another model's before)."""
+    from linrec.analyses.swap import SwapStudy
+    from linrec.api import capture
+
+    loaded = LoadedModel(planted, tiny_tokenizer(), "tiny", "tiny-identity", "offline")
+    made = capture(loaded, None, texts, **SMALL)
+    assert made.meta["identity"] == "tiny-identity"
+    windows = windows_of(texts, tiny_tokenizer(), WindowCut(seq_len=32, tokens=2048, seed=0, test_frac=0.2))
+    assert SwapStudy(made, loaded, windows=windows, progress=False).n_blocks == 2

@@ -93,7 +93,7 @@ def swap(model, tokenizer, texts, blocks: Sequence[int] | None = None, *, seq_le
     perplexity `ppl_base` and `ppl_swapped`, `delta_ppl` with its paired 99 % skew-corrected jackknife interval
     `delta_lo`, `delta_hi` over the held-out windows, and the parameters removed and added. With two blocks or more
     (and first="map") they are also swapped together, as `linrec swap --blocks` reports: `table.attrs["joint"]`
-    (blocks, ppl_base, ppl, delta_ppl, delta_lo, delta_hi, params_removed, params_added).
+    (blocks, ppl_base, ppl, delta_ppl, delta_lo, delta_hi, delta_level, params_removed, params_added).
 
     `model` must be a causal LM with its head (`AutoModelForCausalLM`). Arguments as `measure`'s; `options` also
     takes first ("map", "ffn", "mean", or several: `linrec swap --first`) and test_windows (None: every held-out
@@ -142,14 +142,15 @@ def _loaded(model, tokenizer, name: str | None) -> LoadedModel:
     """`model` and `tokenizer` as the `LoadedModel` every stage takes, its FFN sites found by the architecture rows
     (`linrec.inputs.sites.find_ffn_sites`: one line for an architecture without one). A `LoadedModel` (from
     `linrec.inputs.models.load_model`) gives its model, its tokenizer where `tokenizer` is None, and its name."""
+    given_identity = None  # a loaded model's own: a capture made here then serves a SwapStudy of it
     if isinstance(model, LoadedModel):
         tokenizer = model.tokenizer if tokenizer is None else tokenizer
-        name, model = name or model.name, model.model
+        name, given_identity, model = name or model.name, model.identity, model.model
     if isinstance(model, (str, Path)):
         raise LinrecError(
             f"model is the name {str(model)!r}, not a model object: load it first (e.g. transformers."
             f"AutoModelForCausalLM.from_pretrained({str(model)!r}), or linrec.inputs.models.load_model({str(model)!r}) "
-            f"for an offline name), or measure it by name with `linrec measure --model {model}`"
+            f"for an offline name), or measure it by name on the command line (linrec measure, its model option)"
         )
     if not isinstance(model, torch.nn.Module) or getattr(getattr(model, "config", None), "model_type", None) is None:
         raise LinrecError(
@@ -171,7 +172,7 @@ def _loaded(model, tokenizer, name: str | None) -> LoadedModel:
             f"{', '.join(DTYPES)} (its statistics are float64 whatever the model's dtype): pass model.float()"
         )
     label = name or getattr(model.config, "name_or_path", "") or model.config.model_type
-    identity = f"in-memory {type(model).__name__} at {id(model):#x} (not cached)"
+    identity = given_identity or f"in-memory {type(model).__name__} at {id(model):#x} (not cached)"
     notes = ["a model object passed in from Python (linrec.api); nothing cached"]
     loaded = LoadedModel(model, tokenizer, str(label), identity, "memory", notes)
     loaded.sites  # noqa: B018 - found now: an unsupported architecture is its one line before any work

@@ -255,8 +255,10 @@ def test_a_factor_the_zoo_holds_fixed_does_not_keep_a_part_from_being_the_same()
     planted = _comp({"layout": 0.03, "seed": 0.02}, hi={"layout": m - 1e-6, "seed": 0.05})
     fixed = planted["factor"] == "text"
     planted.loc[fixed, ["component", "component_lo", "component_hi", "share", "share_lo", "share_hi"]] = np.nan
-    assert part_word(planted, "shape").word == SAME
+    assert part_word(planted, "shape").word == SAME and part_word(planted, "shape").varied == ("layout", "seed")
     assert zoo_2a(planted, _learned("differ", "differ")) == REPRODUCED
+    word = zoo_verdict(planted, _learned("differ", "differ"))["word"]
+    assert "the shape is the same for every layout and seed within 0.1" in word and "text" not in word, word
     reaching = _comp({"layout": 0.03, "seed": 0.02}, hi={"layout": m, "seed": 0.05})
     reaching.loc[fixed, ["component", "component_lo", "component_hi"]] = np.nan
     assert part_word(reaching, "shape").word == INCONCLUSIVE

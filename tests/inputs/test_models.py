@@ -323,3 +323,9 @@ def test_a_file_that_is_not_a_model_names_its_folder(offline_hub, tmp_path, monk
     with pytest.raises(LinrecError) as err:
         load_model("notes/README.md")
     assert "is a file, not a model: pass the folder with config.json and the weights" in _one_line(err)
+    snapshot, blobs = tmp_path / "snapshots" / "abc", tmp_path / "blobs"  # a hub cache: files link into blobs/
+    snapshot.mkdir(parents=True), blobs.mkdir()
+    (blobs / "cfg").write_text("{}"), (blobs / "w").write_bytes(b"0")
+    (snapshot / "config.json").symlink_to(blobs / "cfg"), (snapshot / "model.safetensors").symlink_to(blobs / "w")
+    with pytest.raises(LinrecError, match=f"pass {snapshot} or a .gguf file"):
+        load_model(str(snapshot / "model.safetensors"))

@@ -17,6 +17,7 @@ def test_suggest_names_the_closest_name_or_nothing():
     assert suggest("gpt2", offline.OFFLINE_MODELS) == ""
     assert suggest("smolm", offline.OFFLINE_MODELS) == " (did you mean 'smollm2-135m'?)"  # its first four letters
     assert suggest("smolq", ["smollm2-135m", "smolvlm-256m"]) == ""  # two begin so: no guess
+    assert suggest("minishlab/potion-base-8M", offline.OFFLINE_MODELS) == ""  # an org/name hub id is no typo
 
 
 def test_names_are_checked_by_name_alone(tmp_path):

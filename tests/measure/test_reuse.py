@@ -89,7 +89,7 @@ def test_a_capture_that_is_not_cached_says_so_with_an_estimate_before_it_runs(ar
     assert "about " in line[0] and re.search(r"; [1-9]\d*k parameters multiplied per token", line[0])  # tiny: not 0M
     assert c.meta["compute_params"] > 0 and c.meta["threads"] >= 1  # recorded for the next estimate
     size = sum(f.stat().st_size for f in c.path.rglob("*") if f.is_file()) / 2**20
-    written = f": capture written to the cache ({size:,.0f} MiB, {c.path}; `linrec cache prune` removes it)"
+    written = f": capture written to the cache ({size:.1f} MiB, {c.path}; `linrec cache list` lists the entries)"
     assert written in capfd.readouterr().err  # where the entry is and what it takes on disk
     assert capture_with(**args, sample_rows=100).cached
     err = capfd.readouterr().err

@@ -237,11 +237,18 @@ TRAIN_OPTIONS = (
 )
 
 
+def _version() -> str:
+    try:
+        return metadata.version("linrec")
+    except metadata.PackageNotFoundError:  # run from the source tree without `pip install -e .`
+        return "(not installed: pip install -e .)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="linrec", description="Per-block linear recoverability of transformer FFN blocks.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what linrec does")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
-    parser.add_argument("--version", action="version", version=f"linrec {metadata.version('linrec')}")
+    parser.add_argument("--version", action="version", version=f"linrec {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("measure", help="closed-form R²_lin of every FFN block → per-block table")

@@ -66,9 +66,10 @@ def cmd_measure(args) -> None:
     request = Capturing.of(args)
     request.check_names()  # before torch: a mistyped name answers at once
     from linrec.analyses.recoverability import ceiling_table
+    from linrec.stats.distributed import world
 
     request = request.checked()
-    _emit(ceiling_table(request.capture(), progress=True), SHOWN["measure"], request.out)
+    _emit(ceiling_table(request.capture(), progress=world()[0] == 0), SHOWN["measure"], request.out)
 
 
 def cmd_curve(args) -> None:
@@ -98,9 +99,10 @@ def cmd_spectrum(args) -> None:
     request = Capturing.of(args)
     request.check_names()  # before torch: a mistyped name answers at once
     from linrec.analyses.spectrum import spectrum_table
+    from linrec.stats.distributed import world
 
     request = request.checked()
-    _emit(spectrum_table(request.capture(), progress=True), SHOWN["spectrum"], request.out)
+    _emit(spectrum_table(request.capture(), progress=world()[0] == 0), SHOWN["spectrum"], request.out)
 
 
 def cmd_swap(args) -> None:

@@ -89,8 +89,8 @@ def read_profile(path: Path) -> dict:
     """A profile file's mapping as written (no defaults, no checks beyond being a YAML mapping)."""
     if not path.is_file():
         there = sorted(p.name for p in path.parent.glob("*.yaml")) if path.parent.is_dir() else []
-        raise LinrecError(f"parameter file {path} not found; profiles live in params/: "
-                          f"{', '.join(there) or 'default.yaml, smoke.yaml, full.yaml, …'}")  # fmt: skip
+        raise LinrecError(f"parameter file {path} not found; profiles live in params/ (in {path.parent}: "
+                          f"{', '.join(there) or 'none'})")  # fmt: skip
     try:
         values = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:

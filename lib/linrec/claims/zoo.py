@@ -59,6 +59,7 @@ class PartWord:
     effect: float
     effect_lo: float
     effect_hi: float
+    varied: tuple[str, ...] = ZOO_FACTORS  # the factors the zoo varies (those with a component)
 
 
 def part_word(components: pd.DataFrame, part: str, margin: float = CLAIM2_MIN_EFFECT) -> PartWord:
@@ -78,7 +79,7 @@ def part_word(components: pd.DataFrame, part: str, margin: float = CLAIM2_MIN_EF
         word = top
     else:
         word = INCONCLUSIVE
-    return PartWord(word, top, *e)
+    return PartWord(word, top, *e, tuple(varied))
 
 
 def learned(comparisons: pd.DataFrame | None) -> bool | None:
@@ -126,7 +127,8 @@ def _says(w: PartWord, part: str) -> str:
     most = (f" (the {w.largest} moves it most, by {w.effect:.3f} [{w.effect_lo:.3f}, {w.effect_hi:.3f}])"
             if w.largest else "")  # fmt: skip
     if w.word == SAME:
-        return f"the {part} is the same for every layout, text and seed within {CLAIM2_MIN_EFFECT}{most}"
+        every = ", ".join(w.varied[:-1]) + " and " * (len(w.varied) > 1) + w.varied[-1]  # "layout, text and seed"
+        return f"the {part} is the same for every {every} within {CLAIM2_MIN_EFFECT}{most}"
     if w.word == INCONCLUSIVE:
         return f"what sets the {part} is inconclusive{most}"
     return f"{w.word} sets the {part} ({w.effect:.3f} [{w.effect_lo:.3f}, {w.effect_hi:.3f}])"

@@ -15,6 +15,7 @@ what a `linrec fetch` of some names will download and write, leaving out what th
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,10 +133,10 @@ def corpus_names() -> str:
 
 def suggest(name: str, choices) -> str:
     """ " (did you mean 'code'?)" where `name` is close to one of `choices` (difflib's ratio ≥ 0.6) or, failing that,
-    the one choice its first four characters begin (smolm: smollm2-135m), else ""."""
+    the one choice its first four characters begin (smolm: smollm2-135m; not for an org/name hub id), else ""."""
     choices = [str(c) for c in choices]
     close = difflib.get_close_matches(str(name), choices, n=1, cutoff=0.6)
-    if not close and len(str(name)) >= 4:
+    if not close and len(str(name)) >= 4 and "/" not in str(name):  # org/name is a hub id, not a typo
         close = [c for c in choices if c.startswith(str(name)[:4])]
     return f" (did you mean '{close[0]}'?)" if len(close) == 1 else ""
 
@@ -163,8 +164,9 @@ def _local(spec: str, base: Path | None) -> Path:
 
 def check_model_name(spec: object, base: Path | None = None, where: str = "model") -> None:
     """Before any load: `spec` is a model a load could find, as far as the name alone tells. init:/first: forms are
-    read (and their model checked); an offline name or an existing path (relative to `base`, default the current
-    folder) passes; a missing path (a `.gguf` name, or one starting with `.`, `/` or `~`) or a name that is no hub id
+    read (and their model checked); an offline name or an existing folder or .gguf (relative to `base`, default the
+    current folder) passes, and any other existing file is refused (a weights file or config.json: its folder is
+    meant); a missing path (a `.gguf` name, or one starting with `.`, `/` or `~`) or a name that is no hub id
     is refused; so is a bare name (no "org/") close to an offline name, with "did you mean" (the hub has no model of
     that name: ids without an org are the hub's few canonical models, e.g. gpt2). Any other hub id passes: the load
     says whether the hub or its cache has it. `where` starts the one-line error."""
@@ -195,7 +197,7 @@ def check_model_name(spec: object, base: Path | None = None, where: str = "model
 
 def not_a_model_file(spec: str, path: Path, where: str = "model") -> str:
     """The one line for a model given as a file that is not a .gguf (a weights file, a config.json, …)."""
-    folder = path.resolve().parent
+    folder = Path(os.path.abspath(path)).parent  # as given: a snapshot's file is a link into blobs/
     folder = folder if (folder / "config.json").is_file() else "the folder with config.json and the weights"
     return f"{where} {spec} is a file, not a model: pass {folder} or a .gguf file"
 

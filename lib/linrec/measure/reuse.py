@@ -238,13 +238,14 @@ def say_rows(config: CaptureConfig, n_windows: int, n_train_rows: int, dims: lis
 
 def say_entry(capture) -> None:
     """One line on a command's console (not in a notebook, whose cells say nothing of a capture the cache serves):
-    the capture's cache entry, read or just written, its size on disk and where it is (`linrec cache prune`)."""
+    the capture's cache entry, read or just written, its size on disk and where it is (`linrec cache list`)."""
     if world()[0] != 0 or _progress.in_kernel() or capture.path is None or not Path(capture.path).is_dir():
         return
     size = sum(f.stat().st_size for f in Path(capture.path).rglob("*") if f.is_file())
     verb = "read from" if capture.cached else "written to"
-    notice(f"{capture.model_label} on {capture.config.corpus}: capture {verb} the cache ({size / 2**20:,.0f} MiB, "
-           f"{capture.path}; `linrec cache prune` removes it)")  # fmt: skip
+    mib = f"{size / 2**20:,.0f}" if size >= 10 * 2**20 else f"{size / 2**20:.1f}"
+    notice(f"{capture.model_label} on {capture.config.corpus}: capture {verb} the cache ({mib} MiB, {capture.path}; "
+           "`linrec cache list` lists the entries)")  # fmt: skip
 
 
 def notice_short(capture) -> None:
