@@ -242,3 +242,17 @@ def test_in_jupyter_lab_a_capture_not_cached_says_so_in_the_cell_first_and_a_cac
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "other"))
     capture_with(tiny_model_dir, corpus, **args)
     assert "make figures" not in capsys.readouterr().err
+
+
+def test_rows_too_few_for_every_block_are_refused_and_for_a_wider_one_only_said():
+    """Before the pass (`say_rows`): 48 train rows fit an 8-wide block but no 64-wide one. With every block 64 wide
+    nothing can be fitted: refused, the fix sized for the widest; with one block 8 wide the capture goes on, saying
+    the wide block's problem."""
+    from linrec.measure.config import CaptureConfig
+
+    config = CaptureConfig("m", "wiki", seq_len=8, tokens=80)
+    with pytest.raises(LinrecError, match="48 train rows for a 64-wide block: no affine map can be fitted"):
+        reuse.say_rows(config, 10, 48, [(64, 64), (64, 64)])
+    reuse.say_rows(config, 10, 48, [(8, 8), (64, 64)])  # the narrow block is fitted: no error
+    with pytest.raises(LinrecError, match="for a 64-wide block"):  # widths 50 and 64: the fix named fits the 64
+        reuse.say_rows(config, 10, 48, [(50, 50), (64, 64)])

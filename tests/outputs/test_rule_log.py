@@ -8,9 +8,12 @@ import subprocess
 import sys
 from dataclasses import replace
 
+import pytest
+
 from helpers import DEFAULT, ROOT
+from linrec.base.errors import LinrecError
 from linrec.base.tables import load_table
-from linrec.outputs import catalog
+from linrec.outputs import catalog, rule_log
 from linrec.outputs.catalog import CATALOG
 from linrec.outputs.results import Results
 from linrec.outputs.rule_log import (
@@ -55,6 +58,25 @@ def test_a_rules_hash_follows_the_verdicts_it_joins():
     assert rule_hash(alone) != rule_hash(rule_2a)
     for entry in CATALOG:
         rule_code(entry.rule)  # an unknown module or function in `joins` raises here
+    with pytest.raises(LinrecError, match="outside linrec.claims"):
+        rule_code(replace(rule_2a, joins=("os.path.join",)))
+
+
+def test_a_rules_hash_covers_the_tables_of_values_its_code_names():
+    """A dict or list of simple values named by a rule's code (which column is the noise floor, a predictor's sign)
+    is hashed by value, as a number or a tuple is: changing which way a predictor points moves 6b's hash."""
+    from linrec.claims import swap
+
+    rule_6b = next(entry.rule for entry in CATALOG if entry.id == "6b")
+    before = rule_hash(rule_6b)
+    assert "PREDICTOR_SIGNS = [(" in rule_code(rule_6b)
+    flipped = {k: -v for k, v in swap.PREDICTOR_SIGNS.items()}
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(swap, "PREDICTOR_SIGNS", flipped)
+        rule_log._code_from.cache_clear()  # the code is read once per process: read it again with the flip
+        assert rule_hash(rule_6b) != before
+    rule_log._code_from.cache_clear()
+    assert rule_hash(rule_6b) == before
 
 
 def test_a_rules_hash_is_the_same_in_another_process_with_other_string_hashing():

@@ -229,9 +229,9 @@ def say_rows(config: CaptureConfig, n_windows: int, n_train_rows: int, dims: lis
             f"{n_windows * config.seq_len:,} tokens of the {config.tokens:,} asked for (a larger corpus gives more)"
         )
     unfit = rows_problem(config, n_windows, n_train_rows, min(d for d, _ in dims))
+    problem = rows_problem(config, n_windows, n_train_rows, max(d for d, _ in dims))  # its fix fits every block
     if unfit is not None and unfit[1]:
-        raise LinrecError(unfit[0])
-    problem = rows_problem(config, n_windows, n_train_rows, max(d for d, _ in dims))
+        raise LinrecError(problem[0])
     if first and problem is not None:
         notice(problem[0])
 

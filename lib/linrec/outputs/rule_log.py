@@ -11,13 +11,15 @@ What goes into a rule's hash (SHA-256 of the parts below, one per line; its firs
 - its code: the verdict function, the verdict functions it `joins` (claim 2a: the seeds experiment's and the zoo's),
   and every function or class of `linrec.claims` that they name, and that those name in turn, each parsed and
   written back by `ast.unparse` with its docstring left out, so a comment, a docstring or the formatting does not
-  move the hash and a change to what the code does does; and every constant (a number, a string, a tuple of them)
-  those functions name, by value.
+  move the hash and a change to what the code does does; and every constant (a number, a string, a tuple, list or
+  dict of them) those functions name, by value.
 Not in it: the code below `linrec.claims` (the statistics and intervals of `linrec.analyses` and `linrec.stats`: they
 change the numbers a rule reads, not the rule) and the sentence the report writes (`linrec.outputs`). Nothing in it
 depends on the run, the machine, the path of the checkout or Python's string hashing, so the hash is the same in
 every run and on every machine with the same Python minor version (`ast.unparse` may spell code differently in
-another; the project's environment fixes one, `pyproject.toml`).
+another; the project's environment fixes one, `pyproject.toml`). A record's "same tables" (`tables_hash`) covers the
+tables the rule `reads` in that folder; the joined verdicts' tables (the seeds experiment's, the zoo's) sit in
+folders of their own and are not in it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from linrec.base.errors import LinrecError
 from linrec.base.files import atomic_file
 from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, save_table, table_path
@@ -64,7 +67,13 @@ def normalised(source: str) -> str:
 
 
 def _simple(value) -> bool:
-    return isinstance(value, SIMPLE) or (isinstance(value, tuple) and all(_simple(v) for v in value))
+    if isinstance(value, dict):  # a table of simple values (which column is a floor, a predictor's sign)
+        return all(_simple(k) and _simple(v) for k, v in value.items())
+    return isinstance(value, SIMPLE) or (isinstance(value, (tuple, list)) and all(_simple(v) for v in value))
+
+
+def _by_value(value) -> str:
+    return repr(sorted(value.items(), key=lambda kv: repr(kv[0]))) if isinstance(value, dict) else repr(value)
 
 
 def rule_code(rule: Rule) -> str:
@@ -73,6 +82,8 @@ def rule_code(rule: Rule) -> str:
     simple constants they name, by value."""
     joined = []
     for name in rule.joins:
+        if not name.startswith(RULE_PACKAGE + "."):
+            raise LinrecError(f"claim {rule.id}: joins names {name}, outside {RULE_PACKAGE}; a rule joins rules")
         module, _, function = name.rpartition(".")
         joined.append(getattr(importlib.import_module(module), function))
     return _code_from((rule.verdict, *joined))
@@ -101,7 +112,7 @@ def _code_from(roots: tuple) -> str:  # the same for every threshold set: read o
             if (inspect.isfunction(value) or inspect.isclass(value)) and value.__module__.startswith(RULE_PACKAGE):
                 todo.append(value)
             elif _simple(value):
-                constants[name] = repr(value)
+                constants[name] = _by_value(value)
     return "\n\n".join([*(code[k] for k in sorted(code)), *(f"{k} = {v}" for k, v in sorted(constants.items()))])
 
 
