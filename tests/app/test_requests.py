@@ -58,3 +58,26 @@ def test_train_takes_every_default_from_its_settings():
     assert Training.of(_args("train")).settings == TrainSettings() and Training.of(_args("train")).cache
     given = Training.of(_args("train", "--layers", "2", "--heads", "2", "--evals", "5", "--lr", "1e-3", "--no-cache"))
     assert given.settings == TrainSettings(n_layers=2, n_heads=2, n_evals=5, lr=1e-3) and not given.cache
+
+
+def test_a_token_budget_no_block_can_be_fitted_on_is_refused_before_the_model_loads(tiny_model_dir, tmp_path,
+                                                                                    monkeypatch):  # fmt: skip
+    """From the model's config alone (the tiny llama is 32 wide): 4 windows of 8 tokens make 24 train rows, too few
+    for the 33 parameters per output, refused in the capture's own words without loading the model; 5 windows of 8
+    make 32, still too few; 6 windows of 8 make 40, enough to go on to the load."""
+    from linrec.inputs import models
+
+    def refuse(*a, **k):
+        raise AssertionError("loaded the model")
+
+    monkeypatch.setattr(models, "load_model", refuse)
+    (text := tmp_path / "text.txt").write_text("word " * 500)  # a local corpus: nothing fetched
+
+    def request(tokens: int) -> Capturing:
+        return Capturing.of(_args("measure", "--model", tiny_model_dir, "--corpus", str(text), "--seq-len", "8",
+                                  "--tokens", str(tokens)))  # fmt: skip
+
+    for tokens, rows in ((32, 24), (40, 32)):
+        with pytest.raises(LinrecError, match=f"{rows} train rows for a 32-wide block: no affine map can be fitted"):
+            request(tokens).with_model()
+    request(48).with_model()

@@ -151,13 +151,16 @@ class Capturing:
     def with_model(self) -> tuple[Capturing, ModelShape | None]:
         """Before loading the model or reading the cache: the corpus, --model (parsed once, `model_of`), a cache that
         cannot take the entry, and — from the model's config alone, where it can be read without the weights
-        (`ModelSource.shape`) — the row sample against the width and the window against the context. The request
-        with its `source`, and the shape (None: unread; checked after the load, by the same rules)."""
+        (`ModelSource.shape`) — the row sample against the width, the window against the context, and the train
+        rows --tokens can make against the width (`check_budget`). The request with its `source`, and the shape
+        (None: unread; checked after the load, by the same rules)."""
         source = model_of(self.config.model, self.config.corpus)
         self._check_cache(source)
         shape = source.shape()
         self._check_rows(None if shape is None else shape.d_model)
         check_context(self.config.model, self.config.seq_len, shape)
+        if shape is not None:
+            check_budget(self.config, shape.d_model)
         return replace(self, source=source), shape
 
     def checked(self) -> Capturing:
@@ -208,6 +211,19 @@ class Capturing:
                 f"{self.reads_rows} reads the capture's row sample and needs {why}, and --sample-rows {rows} keeps "
                 f"fewer; use --sample-rows {max(least, CaptureConfig.sample_rows)} (the default) or at least {least}"
             )
+
+
+def check_budget(config: CaptureConfig, d_model: int) -> None:
+    """Before the load: the train rows --tokens makes at most (the corpus may hold fewer) against a block of the
+    model's width, refused in `linrec.measure.reuse.rows_problem`'s words where no affine map can be fitted on them
+    (the capture refuses the same before its pass, `say_rows`; this answers without loading the model)."""
+    from linrec.measure.reuse import rows_problem
+
+    n = config.tokens // config.seq_len
+    train_rows = (n - min(n - 1, max(1, round(config.test_frac * n)))) * config.seq_len  # as `make_windows` splits
+    problem = rows_problem(config, n, train_rows, d_model) if n >= 2 else None
+    if problem is not None and problem[1]:
+        raise LinrecError(problem[0])
 
 
 def check_fit(capture) -> None:
