@@ -220,10 +220,16 @@ def check_budget(config: CaptureConfig, d_model: int) -> None:
     from linrec.measure.reuse import rows_problem
 
     n = config.tokens // config.seq_len
-    train_rows = (n - min(n - 1, max(1, round(config.test_frac * n)))) * config.seq_len  # as `make_windows` splits
-    problem = rows_problem(config, n, train_rows, d_model) if n >= 2 else None
+    problem = rows_problem(config, n, train_windows(config) * config.seq_len, d_model) if n >= 2 else None
     if problem is not None and problem[1]:
         raise LinrecError(problem[0])
+
+
+def train_windows(config: CaptureConfig) -> int:
+    """The train windows --tokens and --seq-len make, held out as `linrec.inputs.corpora.make_windows` splits them
+    (a corpus shorter than --tokens makes fewer: checked again after the capture)."""
+    n = config.tokens // config.seq_len
+    return n - min(n - 1, max(1, round(config.test_frac * n)))
 
 
 def check_fit(capture) -> None:
@@ -317,8 +323,7 @@ class Swapping:
         """--screening-windows must leave train windows outside the screening set (it is removed from the train
         statistics), counted from --tokens and --seq-len as the capture splits them (a corpus shorter than --tokens
         is checked again, after the capture, by the same rule)."""
-        n = config.tokens // config.seq_len
-        n_train = n - min(n - 1, max(1, round(config.test_frac * n)))
+        n_train = train_windows(config)
         if self.screening_windows >= n_train:
             fix = f"use --screening-windows {n_train - 1} or fewer, or raise" if n_train > 1 else "raise"
             raise LinrecError(

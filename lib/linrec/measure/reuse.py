@@ -180,9 +180,10 @@ def say_cost(model_label: str, config: CaptureConfig, n_params: int, tokens: int
     kept = min(config.sample_rows, tokens)  # the sample keeps no more rows than the windows make
     rows = f", {kept:,} rows kept" if kept else ""
     asked = f" of the {config.tokens:,} asked for" if tokens < config.tokens else ""
+    count = f"{n_params / 1e6:.0f}M" if n_params >= 1e6 else f"{n_params / 1e3:.0f}k"
     notice(
         f"capturing {model_label} on {config.corpus} ({tokens:,} tokens{asked}{rows}): {took}; "
-        f"{f'{n_params / 1e6:.0f}M' if n_params >= 1e6 else f'{n_params / 1e3:.0f}k'} parameters multiplied per token)",
+        f"{count} parameters multiplied per token)",
         in_notebook=QUICKER,
     )
 
