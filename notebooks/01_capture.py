@@ -94,3 +94,21 @@ print(
     f"block 0, train split: n = {train.n:,} rows; μ_x {train.mean_x.shape}, C_xx {train.Cxx.shape}, "
     f"C_xy {train.Cxy.shape}, C_yy {train.Cyy.shape}, all {train.Cxx.dtype}"
 )
+
+# %% [markdown]
+# ## How alike are the positions of one window?
+# The intervals of the notebooks after this one resample whole held-out windows, never single positions: the
+# positions of one window share their text, so they are not independent rows. The stored row sample measures by how
+# much. For each block, the **intraclass correlation** within a window is the share of a row's variance that its
+# window shares with the window's other rows (0 for independent rows; a one-way ANOVA,
+# `linrec.stats.heldout.window_icc`). `study.run` wrote it for the inputs x and for what the block's affine map leaves
+# over, the residual y − Wᵀx − b on the held-out rows (table `window_icc`). The report's methods table plants the
+# largest residual value in the simulations that measure how often the R²_lin interval covers (notebook 09).
+
+# %%
+icc = result.window_icc
+if icc is None:
+    print("this profile's captures kept no row sample (sample_rows: 0): nothing to measure here")
+else:
+    print(icc.groupby("model")[["resid_icc", "input_icc"]].describe().loc[:, (slice(None), ["min", "50%", "max"])]
+          .round(3).to_string())  # fmt: skip

@@ -159,7 +159,7 @@ elif note := curve_elsewhere(root, measured_elsewhere(root, "curve", **here)):
 # Solid: the global, variance-weighted R²_lin, with its 95 % interval for the held-out R² of the fitted map
 # (`r2_lo`, `r2_hi`: each held-out window left out in turn, a jackknife with a t quantile, the fitted map held
 # fixed; `linrec.stats.heldout`, coverage 0.94-0.96 measured in notebook 09's methods table, where a percentile
-# bootstrap gave 0.90-0.92; as an interval for a refit's R²_lin it covers about 0.92 there). Dotted: the
+# bootstrap gave 0.90-0.92; it covers a refit's R²_lin about as often at the width planted there). Dotted: the
 # median over output features of the per-feature R² — when the two part ways, a few
 # high-variance features carry the global number (notebook 04 takes this apart). Grey dashed:
 # R²_lin with each window's first token left out of

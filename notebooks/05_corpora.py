@@ -25,8 +25,8 @@
 # every held-out window, that window's error and variance sums per output feature
 # (`linrec.stats.heldout`), and each window is left out in turn (a jackknife) to give every block a
 # 95 % interval, R²_lin ∓ t × its jackknife standard error. The fitted map is held fixed: the interval
-# is one for the held-out R² of the fitted map, *this* map's held-out score, not for a refit's. Its
-# coverage is measured by simulation (notebook 09's methods table, `linrec.analyses.calibration`).
+# is one for the held-out R² of the fitted map, *this* map's held-out score. Its coverage of that, and of
+# a refit's R²_lin, is measured by simulation (notebook 09's methods table, `linrec.analyses.calibration`).
 #
 # **Comparing profiles** (`linrec.analyses.uncertainty.profile_agreement`): for each model and each pair of
 # corpora, the Pearson and Spearman correlation of the per-block profiles, the largest per-block

@@ -131,6 +131,26 @@ _SPECS = {
             max_position_embeddings=64,
         ),
     ),
+    **{
+        kind: (
+            config,
+            model,
+            dict(
+                hidden_size=32,
+                intermediate_size=64,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                num_key_value_heads=1,
+                max_position_embeddings=64,
+                **extra,
+            ),
+        )
+        for kind, config, model, extra in (
+            ("mistral", "MistralConfig", "MistralForCausalLM", {}),
+            ("qwen3", "Qwen3Config", "Qwen3ForCausalLM", {}),
+            ("phi3", "Phi3Config", "Phi3ForCausalLM", {"pad_token_id": 0}),  # its default pad id is past VOCAB
+        )
+    },
     "gemma3_text": (
         "Gemma3TextConfig",
         "Gemma3ForCausalLM",

@@ -71,7 +71,7 @@ def measure(model, tokenizer, texts, *, seq_len: int = 128, tokens: int = 20_480
             **options) -> pandas.DataFrame:  # fmt: skip
     """One row per FFN block of `model`: `block`, `r2_lin` (the held-out R²_lin of its closed-form affine map),
     `r2_lin_lo`, `r2_lin_hi` (its 95 % interval over the held-out windows: for the held-out R² of the fitted map,
-    held fixed, not for a refit's), then `linrec measure`'s other columns
+    held fixed; `docs/numerics.md` on a refit's), then `linrec measure`'s other columns
     (`linrec.analyses.recoverability.ceiling_table`; its `r2_lo`, `r2_hi` are named `r2_lin_lo`, `r2_lin_hi` here).
 
     `tokens` tokens of `texts` in windows of `seq_len`, run on `device` (None: where the model is). `options`: seed,

@@ -91,3 +91,29 @@ def test_profile_replicates_leave_the_same_window_out_of_every_block():
         assert loo[k, 0] == pytest.approx(sub.r2(), abs=1e-12)
     assert from_replicates(point[0], loo[:, 0]).interval() == pytest.approx(r2_interval(a), abs=1e-12)
     assert from_replicates(point[2] - point[0], loo[:, 2] - loo[:, 0]).p() < 1e-6
+
+
+def test_one_held_out_window_gives_no_interval_and_says_so(tmp_path, caplog):
+    """A capture whose held-out split is a single window (5 windows of 32 tokens, 20 % held out): `ceiling_table`
+    gives R²_lin with r2_lo, r2_hi NaN, not a zero-width interval that reads as certainty, and one warning naming
+    the fix; with 2 held-out windows the interval has width. Planted: `r2_interval` returning (R², R²) for one window
+    fails."""
+    from helpers import capture_with, save_tiny_model, tiny_text
+    from linrec.analyses.recoverability import ceiling_table
+
+    model = save_tiny_model(tmp_path / "llama")
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(tiny_text(4000, 0))
+    one = capture_with(model, str(corpus), seq_len=32, tokens=160, sample_rows=0, cache=False, progress=False)
+    with caplog.at_level("WARNING", logger="linrec.analyses.recoverability"):
+        table = ceiling_table(one)
+    assert (table["n_test_windows"] == 1).all() and table["r2_lin"].notna().all()
+    assert table["r2_lo"].isna().all() and table["r2_hi"].isna().all()
+    assert [r.getMessage() for r in caplog.records if "one held-out window" in r.getMessage()] == [
+        f"{one.model_label} on {corpus}: one held-out window, so R²_lin has no interval over windows (r2_lo, r2_hi "
+        "are NaN); give more tokens: the held-out 20 % of the windows must hold 2 or more"]  # fmt: skip
+    caplog.clear()
+    two = capture_with(model, str(corpus), seq_len=32, tokens=320, sample_rows=0, cache=False, progress=False)
+    with caplog.at_level("WARNING", logger="linrec.analyses.recoverability"):
+        table = ceiling_table(two)
+    assert (table["n_test_windows"] == 2).all() and (table["r2_hi"] > table["r2_lo"]).all() and not caplog.records

@@ -81,7 +81,10 @@ def test_curve_writes_the_table_and_names_the_fix_for_a_short_corpus(tmp_path, t
 
 
 def test_probe_writes_the_table(tmp_path, tiny_model_dir):
-    _, t = _table("probe", tmp_path, tiny_model_dir, "--rank", "4")
+    proc, t = _table("probe", tmp_path, tiny_model_dir, "--rank", "4")
+    header = proc.stdout.splitlines()[0].split()
+    assert header[-2:] == ["adam_reach", "cond_gram"]  # printed, with the line that says what the trained maps are
+    assert "r2_trained_adam, r2_trained_sgd: a linear map trained the way a practitioner would" in proc.stdout
     for col in ["model", "block", "r2_lin", "r2_poly", "gain", "r2_trained_adam", "r2_trained_sgd", "cond_gram"]:
         assert col in t.columns
     assert list(t["block"]) == [0, 1]

@@ -161,9 +161,14 @@ def test_directory_corpus_skips_hidden_paths_and_non_text_files(tmp_path, caplog
     (d / "sub" / "blob").write_bytes(bytes(range(256)) * 4)  # suffix-less binary: skipped, not fatal
     (d / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
     (d / "nul.txt").write_text("w1\x00w2")
+    (d / "notes.toml").write_text("valid = 'UTF-8, but not an extension the corpus reads'")
     docs, _ = load_documents(str(d))
     assert docs == [tiny_text(50, 0), tiny_text(50, 1)]
-    assert "skipped 3 file(s)" in caplog.text
+    # one line for the extensions it does not read (naming those it does), one for files that do not decode; each once
+    by_suffix = f"corpus {d}: skipped 2 file(s) by their extension (e.g. image.png): it reads .md, .py, .raw, .rst, "
+    assert [r.getMessage()[: len(by_suffix)] for r in caplog.records if "extension" in r.getMessage()] == [by_suffix]
+    assert [r.getMessage() for r in caplog.records if "UTF-8" in r.getMessage()] == [
+        f"corpus {d}: skipped 2 file(s) that are not UTF-8 text (e.g. nul.txt)"]  # fmt: skip
 
 
 @pytest.mark.parametrize("spec", ["", "   "])

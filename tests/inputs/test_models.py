@@ -156,6 +156,37 @@ def test_local_bert_directory_is_an_encoder(offline_hub, tmp_path, tiny_model):
     assert torch.equal(loaded.model(input_ids=ids).last_hidden_state, model(input_ids=ids).last_hidden_state)
 
 
+def test_a_checkpoint_with_nan_weights_is_refused_at_load_naming_the_tensor(offline_hub, tmp_path, tiny_model):
+    """A saved llama with one NaN in block 1's down projection: `load_model` refuses it before any pass, naming that
+    tensor (it was found only after a whole capture, as NaN activations, with advice to load it in float32 though it
+    was). Planted: without the check the load succeeds and this fails."""
+    model = tiny_model("llama")
+    with torch.no_grad():
+        model.model.layers[1].mlp.down_proj.weight[0, 0] = float("nan")
+    model.save_pretrained(tmp_path)
+    _tokenizer().save_pretrained(tmp_path)
+    with pytest.raises(LinrecError) as err:
+        load_model(str(tmp_path))
+    assert _one_line(err) == (f"model {tmp_path}: its weights hold NaN or inf (model.layers.1.mlp.down_proj.weight, "
+                              "the first); repair or replace that checkpoint")  # fmt: skip
+
+
+def test_an_encoder_decoder_folder_is_named_as_one(offline_hub, tmp_path):
+    """A saved T5 (config.json and weights both there) fails to load as a causal LM or an encoder: the error says it
+    is an encoder-decoder, not that the folder lacks config.json and weights (what it said before). Planted: the old
+    message fails."""
+    import transformers
+
+    t5 = transformers.T5ForConditionalGeneration(transformers.T5Config(
+        vocab_size=100, d_model=32, d_kv=16, d_ff=64, num_layers=1, num_heads=2))  # fmt: skip
+    t5.save_pretrained(tmp_path)
+    _tokenizer().save_pretrained(tmp_path)
+    with pytest.raises(LinrecError) as err:
+        load_model(str(tmp_path))
+    assert _one_line(err) == (f"model directory {tmp_path} holds an encoder-decoder (t5): linrec measures "
+                              "decoder-only language models and bert-style encoders, one FFN per block")  # fmt: skip
+
+
 # damaged inputs and a damaged cache ----------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "content",

@@ -45,7 +45,7 @@ def test_first_blocks_are_the_models_own_blocks_then_its_own_head(kind, tiny_mod
     assert torch.allclose(out.logits, want, atol=1e-5, rtol=0)
 
 
-KINDS = ["gpt2", "gpt_neox", "gpt_neox_seq", "llama", "qwen2", "gemma3_text", "bert"]
+KINDS = ["gpt2", "gpt_neox", "gpt_neox_seq", "llama", "qwen2", "mistral", "qwen3", "phi3", "gemma3_text", "bert"]
 
 
 # kind → (blocks path from the top model, attention module in a block, pre-MLP norm in a block,
@@ -80,6 +80,10 @@ ARCH = {
         ["model.norm", "lm_head"],
         "model.layers.{i}.mlp",
     ),
+    **{
+        k: ("model.layers", "self_attn", "post_attention_layernorm", ["model.norm", "lm_head"], "model.layers.{i}.mlp")
+        for k in ("mistral", "qwen3", "phi3")
+    },
     "gemma3_text": (
         "model.layers",
         "self_attn",

@@ -109,3 +109,32 @@ def test_window_bootstrap_covers_where_a_row_bootstrap_does_not():
         lo, hi = bootstrap_r2(by_row, 400, seed=r)
         cover_r += lo <= truth <= hi
     assert cover_w / reps >= 0.9 and cover_r / reps <= 0.85
+
+
+def test_window_icc_is_the_anova_estimate_by_hand_and_finds_a_planted_share():
+    """`window_icc`: on a small table it equals the one-way ANOVA estimate computed by hand, window by window in plain
+    Python (unequal windows, two columns pooled by their sums of squares); on planted rows whose window component
+    carries 0.3 of the variance (`linrec.analyses.calibration._noise`, 400 windows of 64) it finds 0.3 within 0.03,
+    and on independent rows about 0; too few windows or rows give NaN. Planted: MSB without the window sizes, or n₀
+    taken as the mean window size, fails the hand value."""
+    from linrec.analyses.calibration import _noise
+    from linrec.stats.heldout import window_icc
+
+    win = [0, 0, 0, 1, 1, 2, 2, 2, 2]
+    v = np.array([[1.0, 2.0], [2.0, 0.5], [4.0, 1.0], [7.0, 3.0], [6.0, 5.0], [0.0, 1.0], [1.5, 0.0], [2.0, 2.5],
+                  [0.5, 1.0]])  # fmt: skip
+    groups = {w: [r for r, g in zip(v.tolist(), win) if g == w] for w in set(win)}
+    grand = [sum(r[j] for r in v.tolist()) / len(v) for j in range(2)]
+    ssb = sum(len(g) * sum((sum(r[j] for r in g) / len(g) - grand[j]) ** 2 for j in range(2)) for g in groups.values())
+    ssw = sum((r[j] - sum(s[j] for s in g) / len(g)) ** 2 for g in groups.values() for r in g for j in range(2))
+    k, W = len(v), len(groups)
+    msb, msw = ssb / (W - 1), ssw / (k - W)
+    n0 = (k - sum(len(g) ** 2 for g in groups.values()) / k) / (W - 1)
+    sb = (msb - msw) / n0
+    assert window_icc(v, win) == pytest.approx(sb / (sb + msw), rel=1e-12)
+    rng = np.random.default_rng(0)
+    planted = _noise(400, 64, 0.3, rng).reshape(-1, 1)
+    windows = np.repeat(np.arange(400), 64)
+    assert window_icc(planted, windows) == pytest.approx(0.3, abs=0.03)
+    assert window_icc(_noise(400, 64, 0.0, rng).reshape(-1, 1), windows) < 0.01
+    assert np.isnan(window_icc(v[:3], [0, 0, 0])) and np.isnan(window_icc(v[:2], [0, 1]))

@@ -4,6 +4,7 @@ read from each capture it makes or finds, and uses a model already loaded instea
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -44,7 +45,7 @@ def test_run_writes_one_row_per_model_from_its_capture(setup):
     p = setup()
     result = capture.run(p)
     results = Path(p.results_dir)
-    assert sorted(f.name for f in results.glob("*.csv")) == ["capture.csv"]
+    assert sorted(f.name for f in results.glob("*.csv")) == ["capture.csv", "window_icc.csv"]
     assert (results / "timings" / "capture.csv").exists()  # seconds and the cache flag, apart from the numbers
     table = result.capture
     assert list(table["model"]) == p.models  # as the profile names them, in its order
@@ -58,6 +59,32 @@ def test_run_writes_one_row_per_model_from_its_capture(setup):
     again = capture.run(p)
     assert again.capture["from_cache"].all()
     assert again.capture.drop(columns=["seconds", "from_cache"]).equals(table.drop(columns=["seconds", "from_cache"]))
+
+
+def test_the_window_icc_table_reads_the_held_out_residuals_of_each_blocks_map(setup):
+    """`window_icc_table` on a capture that stored every row (sample_rows ≥ tokens): each block's map equals
+    `np.linalg.lstsq` with an intercept on the stored train rows, and the table's residual and input ICCs are
+    `window_icc` of that lstsq map's residuals and of the inputs on the stored held-out rows, grouped by their window
+    (so it reads the held-out split, the right windows and the block's own map); a capture without rows gives None.
+    Planted: reading the train rows, or grouping by position instead of window, fails."""
+    from linrec.stats.heldout import window_icc
+
+    name = setup.models[0]
+    c = capture_with(name, setup(models=[name]).corpus, seed=0, seq_len=32, tokens=2048, sample_rows=2048)
+    table = capture.window_icc_table(name, c)
+    index = c.row_index()
+    test = index[:, 2] == 1
+    assert list(table["block"]) == [0, 1] and (table["n_windows"] == len(np.unique(index[test, 0]))).all()
+    for row in table.to_dict("records"):
+        x, y = (np.asarray(a, dtype=np.float64) for a in c.rows(row["block"]))
+        ones = np.ones((len(x), 1))
+        coef = np.linalg.lstsq(np.hstack([x, ones])[~test], y[~test], rcond=None)[0]
+        resid = y[test] - np.hstack([x, ones])[test] @ coef
+        assert row["n_rows"] == test.sum() and 0 <= row["resid_icc"] < 1
+        assert row["resid_icc"] == pytest.approx(window_icc(resid, index[test, 0]), rel=1e-6, abs=1e-9)
+        assert row["input_icc"] == pytest.approx(window_icc(x[test], index[test, 0]), rel=1e-9)
+    assert capture.window_icc_table(name, capture_with(name, setup(models=[name]).corpus, seed=0, seq_len=32,
+                                                       tokens=2048, sample_rows=0)) is None  # fmt: skip
 
 
 def test_a_loaded_model_is_used_not_loaded_again(setup, monkeypatch):

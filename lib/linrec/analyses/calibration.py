@@ -18,8 +18,9 @@ dependence the real data show, applies the same procedure the verdicts use, and 
   run's own per-window losses resampled (`own_coverage`).
 - `refit_coverage`: the same R²_lin interval read as one for the block's R²_lin — the held-out R² a refit on other
   text of the same size would score, the fit's variability included (`PlantedBlock`: the affine map fitted on
-  planted train rows at the run's rows per parameter; the truth `refit_truth`, by Monte Carlo). It covers less than
-  the floor: the interval is for the held-out R² of the fitted map, and is named so wherever it is shown.
+  planted train rows at the run's rows per parameter, width and residual ICC; the truth `refit_truth`, by Monte
+  Carlo). A narrow block's refits spread widely, and there it covers less than the floor; at a real block's width
+  about as often as its own fitted map's R². The interval is named for the held-out R² of the fitted map.
 - `dependence`: the AR(1) coefficient a real per-block series shows (the lag-1 autocorrelation, bias-corrected), so
   that the simulation runs at the data's own dependence.
 
@@ -139,13 +140,27 @@ def _window_inputs(n_windows: int, tokens: int, d: int, offset: float, rng: np.r
     return rng.standard_normal((n_windows, tokens, d)) + shift
 
 
-def planted_heldout(r2, n_windows: int, rng: np.random.Generator, tokens: int = 64, d: int = 6, offset: float = 0.5):
+def _noise(n_windows: int, tokens: int, icc: float, rng: np.random.Generator, m: int = 1) -> np.ndarray:
+    """[m, n_windows, tokens, 1] (m = 1: [n_windows, tokens, 1]) unit-variance noise whose positions share a window
+    component of variance `icc` (the intraclass correlation within a window); at 0, independent rows."""
+    e = rng.standard_normal((m, n_windows, tokens, 1))
+    if icc > 0:
+        e = np.sqrt(1 - icc) * e + np.sqrt(icc) * rng.standard_normal((m, n_windows, 1, 1))
+    return e[0] if m == 1 else e
+
+
+def _icc_words(resid_icc: float) -> str:
+    return f", residual ICC {resid_icc:.3f}" if resid_icc else ""
+
+
+def planted_heldout(r2, n_windows: int, rng: np.random.Generator, tokens: int = 64, d: int = 6, offset: float = 0.5,
+                    resid_icc: float = 0.0):  # fmt: skip
     """Held-out sums of planted blocks with known population R²_lin: `r2` [..., L] → the same nesting of lists of
     `HeldOut`. Every block (and every profile of the leading axes) sees the same windows: inputs x [W, tokens, d]
     whose rows share a window offset of standard deviation `offset` per feature (the positions of one window are
     correlated, so the window is the unit that must be resampled), y = x·w + noise with the noise chosen so that the
-    population R² about the held-out mean is the planted value. The map is the population map (a fit on a large
-    train split, up to its own small error)."""
+    population R² about the held-out mean is the planted value; `resid_icc` of the noise's variance is shared by a
+    window's positions (`_noise`). The map is the population map (a fit on a large train split, up to its error)."""
 
     r2 = np.asarray(r2, dtype=float)
     x = _window_inputs(n_windows, tokens, d, offset, rng)
@@ -154,7 +169,7 @@ def planted_heldout(r2, n_windows: int, rng: np.random.Generator, tokens: int = 
     for r in flat:
         w = rng.standard_normal((d, 1))
         signal = float((w**2).sum()) * (1 + offset**2)
-        e = rng.standard_normal((n_windows, tokens, 1)) * np.sqrt(signal * (1 - r) / r)
+        e = _noise(n_windows, tokens, resid_icc, rng) * np.sqrt(signal * (1 - r) / r)
         y = x @ w + e
         held.append(HeldOut(np.arange(n_windows), np.full(n_windows, tokens), (e**2).sum(1), y.sum(1),
                             (y**2).sum(1), np.zeros(1)))  # fmt: skip
@@ -166,26 +181,29 @@ def _row(procedure: str, setting: str, reps: int, n_windows: int, cover: float, 
             **extra}  # fmt: skip
 
 
-def r2_coverage(n_windows: int = 32, r2: float = 0.6, reps: int = 300, n_boot: int = N_BOOT, seed: int = 0) -> dict:
+def r2_coverage(n_windows: int = 32, r2: float = 0.6, reps: int = 300, n_boot: int = N_BOOT, seed: int = 0,
+                resid_icc: float = 0.0) -> dict:  # fmt: skip
     """Coverage of one block's R²_lin interval (`linrec.stats.heldout.r2_interval`, the jackknife the tables carry) of
     what it is for, the held-out R² of the fitted map (here the population map, planted), beside the percentile
     window bootstrap it replaced (`bootstrap_r2`), on `planted_heldout` blocks."""
 
-    rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), 1])
+    icc_key = [round(resid_icc * 10_000)] if resid_icc else []  # none at 0: the streams of the rows before it
+    rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), 1, *icc_key])
     jack = boot = 0
     for _ in range(reps):
-        (h,) = planted_heldout([r2], n_windows, rng)
+        (h,) = planted_heldout([r2], n_windows, rng, resid_icc=resid_icc)
         lo, hi = r2_interval(h)
         jack += lo <= r2 <= hi
         lo, hi = bootstrap_r2(h, n_boot=n_boot, seed=int(rng.integers(1 << 30)))
         boot += lo <= r2 <= hi
-    return _row(FITTED_MAP, f"R² {r2}", reps, n_windows, jack / reps,
+    return _row(FITTED_MAP, f"R² {r2}{_icc_words(resid_icc)}", reps, n_windows, jack / reps,
                 coverage95_before=boot / reps, before="percentile window bootstrap")  # fmt: skip
 
 
 FITTED_MAP = "held-out R² of the fitted map (jackknife over windows)"  # what the R²_lin interval covers
 REFIT = "the same interval as one for the block's R²_lin (a refit on other text)"  # what it does not fully cover
-REFIT_DRAWS = 20_000  # refits in `refit_truth`'s Monte Carlo (its standard error ≈ 0.0001 at R² 0.6, d 6)
+REFIT_DRAWS = 2_000  # refits in `refit_truth`'s Monte Carlo (its standard error ≈ 0.0001 at R² 0.6, d 64)
+REFIT_WIDTH = 64  # the widest planted block `window_table` refits (a run's own width where narrower; cost grows as d²)
 RATIO_DEFAULT = 28.0  # train rows per parameter where a run's is not known (the default capture's: 16,384 / 577)
 
 
@@ -199,17 +217,19 @@ class PlantedBlock:
     sigma: float
     offset: float
     tokens: int
+    resid_icc: float = 0.0
 
     @classmethod
-    def draw(cls, r2: float, d: int, rng: np.random.Generator, offset: float = 0.5, tokens: int = 64) -> PlantedBlock:
+    def draw(cls, r2: float, d: int, rng: np.random.Generator, offset: float = 0.5, tokens: int = 64,
+             resid_icc: float = 0.0) -> PlantedBlock:  # fmt: skip
         w = rng.standard_normal((d, 1))
         signal = float((w**2).sum()) * (1 + offset**2)
-        return cls(w, float(np.sqrt(signal * (1 - r2) / r2)), offset, tokens)
+        return cls(w, float(np.sqrt(signal * (1 - r2) / r2)), offset, tokens, resid_icc)
 
     def windows(self, n_windows: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(x, y) of `n_windows` windows of `tokens` correlated positions: [W, tokens, d], [W, tokens, 1]."""
         x = _window_inputs(n_windows, self.tokens, len(self.w), self.offset, rng)
-        return x, x @ self.w + rng.standard_normal((n_windows, self.tokens, 1)) * self.sigma
+        return x, x @ self.w + _noise(n_windows, self.tokens, self.resid_icc, rng, 1) * self.sigma
 
     def refit(self, n_train: int, rng: np.random.Generator) -> AffineFit:
         """The project's own affine least squares (`linrec.stats.ceiling.fit_affine`) on `n_train` fresh train rows:
@@ -227,7 +247,7 @@ class PlantedBlock:
 
 
 def refit_truth(r2: float, n_train: int, d: int = 6, offset: float = 0.5, tokens: int = 64, draws: int = REFIT_DRAWS,
-                seed: int = 0) -> tuple[float, float]:  # fmt: skip
+                seed: int = 0, resid_icc: float = 0.0) -> tuple[float, float]:  # fmt: skip
     """(mean, its Monte Carlo standard error): the block's R²_lin as `refit_coverage` defines it, the expected
     held-out R² of a map refitted on `n_train` fresh rows, estimated over `draws` independent planted blocks and
     train sets (drawn as `PlantedBlock` draws them), each refit scored by its exact population R² (`PlantedBlock.r2_of`:
@@ -248,7 +268,8 @@ def refit_truth(r2: float, n_train: int, d: int = 6, offset: float = 0.5, tokens
         sigma = np.sqrt(signal * (1 - r2) / r2)
         x = rng.standard_normal((m, n_win, tokens, d)) + rng.standard_normal((m, n_win, 1, d)) * offset
         x = x.reshape(m, -1, d)[:, :n_train]
-        y = x @ w + rng.standard_normal((m, n_train, 1)) * sigma[:, None, None]
+        e = _noise(n_win, tokens, resid_icc, rng, m).reshape(m, -1, 1)[:, :n_train]
+        y = x @ w + e * sigma[:, None, None]
         xm, ym = x.mean(1, keepdims=True), y.mean(1, keepdims=True)
         xt = (x - xm).transpose(0, 2, 1)
         W = np.linalg.solve(xt @ (x - xm), xt @ (y - ym))
@@ -260,7 +281,7 @@ def refit_truth(r2: float, n_train: int, d: int = 6, offset: float = 0.5, tokens
 
 
 def refit_coverage(n_windows: int = 32, r2: float = 0.6, ratio: float = RATIO_DEFAULT, d: int = 6, reps: int = 300,
-                   draws: int = REFIT_DRAWS, seed: int = 0) -> dict:  # fmt: skip
+                   draws: int = REFIT_DRAWS, seed: int = 0, resid_icc: float = 0.0) -> dict:  # fmt: skip
     """Coverage of the R²_lin interval (`r2_interval`, as the tables carry it) of the block's R²_lin, the fit's
     variability included: each data set plants a block (`PlantedBlock`, windows of correlated positions as in
     `planted_heldout`), fits the affine map on round(`ratio` × (d + 1)) train rows (`ratio` train rows per
@@ -272,11 +293,12 @@ def refit_coverage(n_windows: int = 32, r2: float = 0.6, ratio: float = RATIO_DE
     n_train = int(round(ratio * (d + 1)))
     if n_train <= d + 1:
         raise ValueError(f"ratio must give more train rows than d + 1 = {d + 1} parameters, got {ratio}")
-    truth, truth_se = refit_truth(r2, n_train, d, draws=draws, seed=seed)
-    rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), n_train, d, 11])
+    truth, truth_se = refit_truth(r2, n_train, d, draws=draws, seed=seed, resid_icc=resid_icc)
+    icc_key = [round(resid_icc * 10_000)] if resid_icc else []  # none at 0: the stream of the rows before it
+    rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), n_train, d, 11, *icc_key])
     cover = cover_map = 0
     for _ in range(reps):
-        block = PlantedBlock.draw(r2, d, rng)
+        block = PlantedBlock.draw(r2, d, rng, resid_icc=resid_icc)
         fit = block.refit(n_train, rng)
         x, y = block.windows(n_windows, rng)
         e = y - fit.predict(x)
@@ -285,9 +307,9 @@ def refit_coverage(n_windows: int = 32, r2: float = 0.6, ratio: float = RATIO_DE
         lo, hi = r2_interval(h)
         cover += lo <= truth <= hi
         cover_map += lo <= block.r2_of(fit) <= hi
-    return _row(REFIT, f"R² {r2}, refit on {n_train} rows ({n_train / (d + 1):.1f} per parameter, d {d}), true "
-                f"{truth:.3f}", reps, n_windows, cover / reps, coverage95_map=cover_map / reps, truth=truth,
-                truth_se=truth_se)  # fmt: skip
+    return _row(REFIT, f"R² {r2}, refit on {n_train} rows ({n_train / (d + 1):.1f} per parameter, d {d}"
+                f"{_icc_words(resid_icc)}), true {truth:.3f}", reps, n_windows, cover / reps,
+                coverage95_map=cover_map / reps, truth=truth, truth_se=truth_se)  # fmt: skip
 
 
 def move_coverage(n_windows: int = 32, r2: tuple = (0.75, 0.75), reps: int = 300, seed: int = 0) -> dict:
@@ -476,22 +498,33 @@ def routable_coverage(n_windows: int = 12, tokens: int = 256, scale: float = 0.0
 R2_BOOT_BEFORE = 500
 
 
+@dataclass(frozen=True)
+class R2Plant:
+    """What `window_table`'s R²_lin rows take from the run: rows per parameter, width, largest residual ICC."""
+
+    ratio: float = RATIO_DEFAULT
+    width: int = REFIT_WIDTH
+    resid_icc: float = 0.0
+
+
 def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300, seed: int = 0,
                  swap_windows: int | None = None, observed: list[tuple[str, np.ndarray, np.ndarray]] | None = None,
-                 ratio: float = RATIO_DEFAULT) -> pd.DataFrame:  # fmt: skip
+                 plant: R2Plant = R2Plant()) -> pd.DataFrame:  # fmt: skip
     """Every window-interval procedure a verdict reads, at `n_windows` held-out windows (the run's capture; the seeds
     experiment's at `seeds_windows`, its runs' measuring windows; ΔPPL and the routable share at `swap_windows`, the
     swap study's held-out windows, `n_windows` when not given), `reps` simulated data sets each: the methods table's
     window rows, each with `what` (the claims that read it). ΔPPL under each of `COST_SHAPES`, one costly window in
     `swap_windows`, and at each of `observed` (label, per-window base and swapped losses: the swaps claim 6a reads
-    and the run's most skewed one) resampled (`own_coverage`). The R²_lin interval twice: as what it is, an interval
-    for the held-out R² of the fitted map (`r2_coverage`), and as one for the block's R²_lin, a refit at `ratio` train
-    rows per parameter (the run's; `refit_coverage`), which it covers less often than the floor."""
+    and the run's most skewed one) resampled (`own_coverage`). The R²_lin interval twice, at the run's `plant`: as
+    what it is, an interval for the held-out R² of the fitted map (`r2_coverage`), and as one for the block's R²_lin,
+    a refit (`refit_coverage`)."""
     w = max(int(n_windows), 4)
     sw = w if swap_windows is None else max(int(swap_windows), 4)
-    rows = [("claims 1, 5: held-out R² of the fitted map", r2_coverage(w, 0.6, reps, R2_BOOT_BEFORE, seed)),
-            ("claims 1, 5: held-out R² of the fitted map", r2_coverage(w, 0.9, reps, R2_BOOT_BEFORE, seed)),
-            *(("claims 1, 5: R²_lin of a block (fit included)", refit_coverage(w, r2, ratio, reps=reps, seed=seed))
+    icc = plant.resid_icc
+    rows = [*(("claims 1, 5: held-out R² of the fitted map", r2_coverage(w, r2, reps, R2_BOOT_BEFORE, seed, icc))
+              for r2 in (0.6, 0.9)),
+            *(("claims 1, 5: R²_lin of a block (fit included)",
+               refit_coverage(w, r2, plant.ratio, d=plant.width, reps=reps, seed=seed, resid_icc=icc))
               for r2 in (0.6, 0.9)),
             ("claim 1: a move between two blocks", move_coverage(w, reps=reps, seed=seed)),
             *(("claim 2a: seeds experiment", r) for r in seeds_coverage(max(int(seeds_windows), 4), reps=reps,

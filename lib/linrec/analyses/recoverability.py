@@ -7,6 +7,7 @@ first-position numbers, the train-split (in-sample) R² and the conditioning of 
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,6 +19,8 @@ from linrec.base.progress import bar as progress_bar
 from linrec.stats.ceiling import first_position
 from linrec.stats.heldout import r2_interval, r2_of_counts
 from linrec.stats.jackknife import jackknife, leave_one_out
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import pandas
@@ -85,6 +88,10 @@ def ceiling_table(capture, level: float = 0.95, progress: bool = False) -> panda
                 "n_test_windows": n_windows,
             }
         )
+    if rows and min(r["n_test_windows"] for r in rows) == 1:
+        log.warning("%s on %s: one held-out window, so R²_lin has no interval over windows (r2_lo, r2_hi are NaN); "
+                    "give more tokens: the held-out %d %% of the windows must hold 2 or more", capture.model_label,
+                    capture.config.corpus, round(100 * capture.config.test_frac))  # fmt: skip
     return pd.DataFrame(rows)
 
 

@@ -45,6 +45,12 @@ TABLES: dict[str, TableSpec] = {
         "model model_type n_blocks d_model n_train_rows n_test_rows tokens bos seconds from_cache",
         "one row per model: what the capture saw",
     ),
+    "window_icc": _spec(
+        "01",
+        "model block resid_icc input_icc n_rows n_windows",
+        "per block: the intraclass correlation within a held-out window of the map's residuals and of its inputs "
+        "(linrec.studies.capture.window_icc_table); the methods table plants the largest",
+    ),
     "r2_lin": _spec(
         "02",
         _R2_BLOCK,
@@ -54,8 +60,7 @@ TABLES: dict[str, TableSpec] = {
     "r2_lin_summary": _spec(
         "02",
         _PROFILE_SHAPE,
-        "per model: the profile's shape (linrec.claims.profile.profile_summary), on the profile that judges claim 1 "
-        "(notebook 02's `profile`)",
+        "per model: the profile's shape (linrec.claims.profile.profile_summary) on the one judging claim 1",
     ),
     "r2_lin_summary_other": _spec(
         "02",
@@ -65,14 +70,12 @@ TABLES: dict[str, TableSpec] = {
     "r2_moves": _spec(
         "02",
         "model positions kind from_block to_block change p q counts",
-        "per model: the moves claim 1 counts on the capture's profile, each with a paired window-jackknife p and its "
-        "Benjamini–Hochberg q (linrec.claims.profile.move_tests)",
+        "per model: claim 1's moves, each with a paired window-jackknife p and BH q (linrec.claims.profile.move_tests)",
     ),
     "r2_replicates": _spec(
         "02",
         "sample " + _R2_BLOCK,
-        "per block and disjoint sample of text: the ceiling (linrec.analyses.recoverability.ceiling_table; sample 0 "
-        "is the main capture)",
+        "per block and disjoint text sample (0: the main capture): linrec.analyses.recoverability.ceiling_table",
     ),
     "r2_replicates_summary": _spec(
         "02",
@@ -97,8 +100,7 @@ TABLES: dict[str, TableSpec] = {
         "gain_largest_min gain_largest_max gain_inf_median gain_inf_max train_gap_ref_median "
         "train_gap_largest_median seed_sd_ref_median ci_width_ref_median ci_width_largest_median "
         "ci_width_inf_median fit_rmse_median rank_spearman_ref_inf",
-        "per model: R²_lin from the default train size to 10× and to the large-n estimate (linrec.measure.curves."
-        "curve_overview)",
+        "per model: R²_lin from the default train size to 10× and large n (linrec.measure.curves.curve_overview)",
     ),
     "probe": _spec(
         "03",
@@ -449,13 +451,11 @@ TABLES: dict[str, TableSpec] = {
         "09",
         "what procedure n_blocks models phi rho reps coverage95 coverage90 p_effect p_no_effect p_inconclusive "
         "setting n_windows coverage95_before before upper_covers",
-        "per interval a verdict reads: for each across-block correlation the measured coverage of its 95 % and 90 % "
-        "intervals and the share of each equivalence outcome at ρ = 0, simulated at the data's own blocks and AR(1) "
-        "dependence; for each window interval (the held-out R² of the fitted map, a move, the seeds' parts, claim 5's "
-        "shares, ΔPPL) its 95 % coverage on planted blocks at the run's held-out windows, beside the interval it "
-        "replaced (ΔPPL under symmetric, Gamma, lognormal and costly-window costs and at the run's own windows "
-        "resampled, with the share of upper ends at or above the truth, upper_covers); and the R²_lin interval's "
-        "coverage of the block's R²_lin, a refit at the run's rows per parameter (linrec.outputs.methods.coverage)",
+        "per interval a verdict reads: each across-block correlation's 95 % and 90 % coverage and equivalence "
+        "outcomes at ρ = 0, at the data's blocks and AR(1) dependence; each window interval's 95 % coverage on planted "
+        "blocks at the run's held-out windows, beside the one it replaced (ΔPPL under four cost shapes and the run's "
+        "own windows, with upper_covers), and the R²_lin interval's as one for a refit at the run's rows per "
+        "parameter, width and residual ICC (linrec.outputs.methods.coverage)",
     ),
     "routing_summary": _spec(
         "06",

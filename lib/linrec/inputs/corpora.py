@@ -138,20 +138,24 @@ def _read_text(path: Path) -> str:
 def _read_text_dir(root: Path) -> list[str]:
     """The texts of the UTF-8 text files under `root` in sorted path order;
     hidden paths and other files skipped with a notice."""
-    texts, skipped = [], []
+    texts, other, undecoded = [], [], []
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root)
         if any(part.startswith(".") for part in rel.parts) or not p.is_file():
             continue
         if p.suffix not in TEXT_SUFFIXES:
-            skipped.append(rel)
+            other.append(rel)
             continue
         try:
             texts.append(_read_text(p))
         except LinrecError:
-            skipped.append(rel)
-    if skipped:
-        log.warning("corpus %s: skipped %d file(s) that are not UTF-8 text (e.g. %s)", root, len(skipped), skipped[0])
+            undecoded.append(rel)
+    if other:
+        log.warning("corpus %s: skipped %d file(s) by their extension (e.g. %s): it reads %s and files without one",
+                    root, len(other), other[0], ", ".join(sorted(x for x in TEXT_SUFFIXES if x)))  # fmt: skip
+    if undecoded:
+        log.warning("corpus %s: skipped %d file(s) that are not UTF-8 text (e.g. %s)", root, len(undecoded),
+                    undecoded[0])  # fmt: skip
     return texts
 
 

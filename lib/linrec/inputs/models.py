@@ -261,7 +261,12 @@ def load_model(
 
 
 def _finish(source: ModelSource, model, tok, device: str, label: str, notes: list[str] | None = None) -> LoadedModel:
-    """The `LoadedModel` of weights read from one file or folder: frozen, on `device`, with a pad token."""
+    """The `LoadedModel` of weights read from one file or folder: frozen, on `device`, with a pad token; weights
+    holding NaN or inf are refused here, naming the first such tensor, before any pass runs through them."""
+    bad = next((name for name, w in model.named_parameters() if not torch.isfinite(w).all()), None)
+    if bad is not None:
+        raise LinrecError(f"model {source.spec}: its weights hold NaN or inf ({bad}, the first); repair or replace "
+                          "that checkpoint")  # fmt: skip
     model.eval().requires_grad_(False).to(device)
     if getattr(tok, "pad_token", None) is None and getattr(tok, "eos_token", None) is not None:
         tok.pad_token = tok.eos_token
@@ -286,11 +291,26 @@ def _local(source: ModelSource, device: str, dtype: torch.dtype) -> LoadedModel:
     try:
         model, tok = _load_local(source.path, dtype)
     except (OSError, ValueError) as err:
+        kind = _encoder_decoder(source.path)
         raise LinrecError(
-            f"could not load model directory {source.path} ({str(err).splitlines()[0][:160]}); "
+            f"model directory {source.path} holds an encoder-decoder ({kind}): linrec measures decoder-only language "
+            "models and bert-style encoders, one FFN per block"
+            if kind
+            else f"could not load model directory {source.path} ({str(err).splitlines()[0][:160]}); "
             "it needs config.json and weights, or a .gguf file"
         ) from None
     return _finish(source, model, tok, device, "local")
+
+
+def _encoder_decoder(path) -> str:
+    """The model type of a folder whose config.json declares an encoder-decoder (T5, BART, …); "" otherwise."""
+    import json
+
+    try:
+        config = json.loads((Path(path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    return str(config.get("model_type", "?")) if isinstance(config, dict) and config.get("is_encoder_decoder") else ""
 
 
 def _hub(source: ModelSource, device: str, dtype: torch.dtype) -> LoadedModel:

@@ -37,6 +37,9 @@ FFN_SITES: dict[str, SiteSpec] = {  # model_type → site                       
     ),
     "llama": SiteSpec("layers", "mlp", "mlp", pre_norm="post_attention_layernorm"),  # model.layers.{i}.mlp (SwiGLU)
     "qwen2": SiteSpec("layers", "mlp", "mlp", pre_norm="post_attention_layernorm"),  # model.layers.{i}.mlp (SwiGLU)
+    "qwen3": SiteSpec("layers", "mlp", "mlp", pre_norm="post_attention_layernorm"),  # model.layers.{i}.mlp (SwiGLU)
+    "mistral": SiteSpec("layers", "mlp", "mlp", pre_norm="post_attention_layernorm"),  # llama's layout (SwiGLU)
+    "phi3": SiteSpec("layers", "mlp", "mlp", pre_norm="post_attention_layernorm"),  # one fused gate_up_proj (SwiGLU)
     # llama with a plain MLP, down(act(up(x))): linrec.inputs.training's GELU variant
     "arcee": SiteSpec("layers", "mlp", "mlp", pre_norm="post_attention_layernorm"),
     "gemma3_text": SiteSpec(
@@ -123,7 +126,7 @@ def find_ffn_sites(model: torch.nn.Module) -> list[FfnSite]:
     if spec is None:
         raise LinrecError(
             f"no FFN found: architecture '{model_type}' is not supported (supported: {supported()}); "
-            "add a row to linrec.inputs.sites.FFN_SITES"
+            "add a row to linrec.inputs.sites.FFN_SITES (from Python, before the call: docs/api.md)"
         )
     base = model.base_model
     prefix = "" if base is model else next(n for n, m in model.named_modules() if m is base) + "."

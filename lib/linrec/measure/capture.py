@@ -294,7 +294,7 @@ def _run_capture(
             if not m.is_finite():
                 raise LinrecError(
                     f"block {i}: NaN or inf in the captured activations ({s} split); "
-                    "load the model in float32 and check its weights"
+                    "check the model's weights for NaN or inf (a float16 model: load it in float32)"
                 )
     meta = {
         "config": asdict(config),

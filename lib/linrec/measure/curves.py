@@ -204,8 +204,8 @@ class CurveAccumulator:
                     self.acc[s][k][b] = None  # free the chunk as soon as it is merged
                     if not cum.is_finite():
                         raise LinrecError(
-                            f"block {b}: NaN or inf in the captured activations; load the model in float32 and check "
-                            "its weights"
+                            f"block {b}: NaN or inf in the captured activations; check the model's weights for NaN "
+                            "or inf (a float16 model: load it in float32)"
                         )
                     fit = fit_affine(cum, block=b, condition=False)
                     self.fits[s][k][b] = fit

@@ -15,6 +15,8 @@ from linrec.analyses.calibration import (
     NOMINAL,
     REFIT,
     REFIT_DRAWS,
+    REFIT_WIDTH,
+    R2Plant,
     coverage_table,
     dependence,
     window_table,
@@ -169,18 +171,23 @@ def _fitted_map_lines(window) -> list[str]:
     lo, hi = refit["coverage95"].min(), refit["coverage95"].max()
     label = refit["what"].iloc[0].split(": ", 1)[-1]
     setting = refit["setting"].iloc[0].split(", true")[0].split(", ", 1)[-1]  # "refit on N rows (… per parameter, d …)"
+    icc = own["setting"].iloc[0].partition("residual ICC ")[2]
+    shared = (f", their residuals sharing {icc} of their variance within a window: this run's largest, table "
+              "`window_icc`" if icc else ", their residuals independent within a window")  # fmt: skip
     where = (f"under the {COVERAGE_FLOOR:.2f} floor the tests require of a nominal {NOMINAL:.2f}"
              if lo < COVERAGE_FLOOR else f"at or above the {COVERAGE_FLOOR:.2f} floor")  # fmt: skip
     return [
         "Every R²_lin interval in the tables (`r2_lo`, `r2_hi`) is an interval for the **held-out R² of the fitted "
         "map**: this capture's map, fitted once on the train split and held fixed, scored on held-out text like "
         f"this; it covers that {own['coverage95'].min():.3f}–{own['coverage95'].max():.3f} (rows 'held-out R² of the "
-        "fitted map'). It leaves out the fit's own variability, so as an interval for the **block's R²_lin** — the "
-        "held-out R² a refit on other text of the same size would score, its expected value estimated by a separate "
-        f"Monte Carlo over {REFIT_DRAWS:,} planted refits, each scored exactly — it covers {lo:.3f}–{hi:.3f} (rows "
-        f"'{label}': {setting}), {where}. Read it as the fitted map's interval"
+        f"fitted map'{shared}). It leaves out the fit's own variability; as an interval for the **block's R²_lin** — "
+        "the held-out R² a refit on other text of the same size would score, its expected value estimated by a "
+        f"separate Monte Carlo over {REFIT_DRAWS:,} planted refits, each scored exactly — it covers {lo:.3f}–{hi:.3f} "
+        f"(rows '{label}': {setting}), {where}"
         + ("; for the block's R²_lin it is somewhat narrow" if lo < COVERAGE_FLOOR else "")
-        + " (with few features the fit's spread weighs most beside the windows'; `docs/numerics.md`).",
+        + ". The fit's spread is about √(2/p) of its mean excess error for p parameters per output: it weighs most "
+        "at a few features and little at the width planted here, and the real blocks are wider still "
+        "(`docs/numerics.md`).",
         "",
     ]
 
@@ -254,7 +261,9 @@ def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.Dat
         swap_windows = (int(swap["n_test_tokens"].min()) // (CaptureConfig.seq_len - 1)
                         if swap is not None and len(swap) else None)  # fmt: skip
         table = pd.concat([table, window_table(n_windows, reps=max(reps // 2, 50), seed=seed, swap_windows=swap_windows,
-                                               observed=own_windows(results_dir), ratio=rows_per_parameter(cap))],
+                                               observed=own_windows(results_dir), plant=R2Plant(
+                                                   rows_per_parameter(cap), min(REFIT_WIDTH, int(cap["d_model"].min())),
+                                                   largest_icc(load_table("window_icc", results_dir))))],
                           ignore_index=True)  # fmt: skip
     # ΔPPL's misses below (`upper_covers` is tabled) and the refit row's own diagnostics, not tabled
     return table.drop(columns=["miss_below", "miss_below_before", "coverage95_map", "truth", "truth_se"],
@@ -266,6 +275,14 @@ def rows_per_parameter(capture: pd.DataFrame) -> float:
     capture table's models: the ratio at which the methods table refits its planted blocks (SmolLM2-135M in the
     default: 16,384 / 577 = 28.4)."""
     return float((capture["n_train_rows"] / (capture["d_model"] + 1)).min())
+
+
+def largest_icc(icc: pd.DataFrame | None) -> float:
+    """The largest residual intraclass correlation within a window over the blocks of `window_icc` (notebook 01's
+    table), rounded up to 0.005: what the methods table's planted R²_lin blocks share within a window; 0 (independent
+    rows) where the table is absent or empty (a run before it, or a capture that kept no rows)."""
+    x = pd.Series(np.nan if icc is None or icc.empty else icc["resid_icc"], dtype=float).dropna()
+    return 0.0 if x.empty else float(np.ceil(x.max() * 200) / 200)
 
 
 def own_windows(results_dir: str | Path) -> list[tuple[str, np.ndarray, np.ndarray]]:

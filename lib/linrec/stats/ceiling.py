@@ -63,6 +63,9 @@ def gram_condition(C: np.ndarray | torch.Tensor) -> float:
     return float(lam[-1] / lam[0]) if lam[0] > len(C) * EPS * lam[-1] else float("inf")
 
 
+NON_FINITE = "NaN or inf activations; check the model's weights for NaN or inf (a float16 model: run it in float32)"
+
+
 @dataclass
 class AffineFit:
     """A fitted affine map y ≈ Wᵀx + b and how well-posed its solve was."""
@@ -121,7 +124,7 @@ def factor_gram(Cxx: np.ndarray, rcond: float | None = None, ridge: float = 0.0,
     """Jacobi-scale and eigendecompose a centred train Gram matrix (float64), the first half of `fit_affine`."""
     d = len(Cxx)
     if not np.isfinite(Cxx).all():
-        raise LinrecError(f"block {block}: NaN or inf activations; run the model in float32 and check its weights")
+        raise LinrecError(f"block {block}: {NON_FINITE}")
     diag = np.diag(Cxx).copy()
     live = diag > 0
     if not live.any():
@@ -160,7 +163,7 @@ def fit_affine(
         return _fit_on_device(train, rcond, ridge, block, condition)
     Cxx, Cxy, _ = train.blocks()
     if not np.isfinite(Cxy).all():
-        raise LinrecError(f"block {block}: NaN or inf activations; run the model in float32 and check its weights")
+        raise LinrecError(f"block {block}: {NON_FINITE}")
     f = factor_gram(Cxx, rcond=rcond, ridge=ridge, block=block)
     W = f.solve(Cxy)
     b = train.mean_y - train.mean_x @ W
@@ -184,7 +187,7 @@ def _fit_on_device(train: Moments, rcond: float | None, ridge: float, block, con
     M = train.symmetric()
     Cxx, Cxy = M[:d, :d], M[:d, d:]
     if not bool(torch.isfinite(M).all()):
-        raise LinrecError(f"block {block}: NaN or inf activations; run the model in float32 and check its weights")
+        raise LinrecError(f"block {block}: {NON_FINITE}")
     diag = torch.diagonal(Cxx).clone()
     live = diag > 0
     if not bool(live.any()):

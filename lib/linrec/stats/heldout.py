@@ -104,6 +104,31 @@ def r2_of_counts(h: HeldOut, counts: np.ndarray) -> np.ndarray:
         return np.where(sst > 0, 1.0 - sse / np.where(sst > 0, sst, 1.0), np.nan)
 
 
+def window_icc(values, windows) -> float:
+    """The intraclass correlation of rows within a window, pooled over columns: `values` [k, m] (rows, e.g. one
+    block's held-out residuals), `windows` [k] the window of each row. One-way random-effects ANOVA, each sum over the
+    m columns (so a column weighs by its variance, as in a pooled R²): the mean squares between and within windows,
+    MSB = Σ_w n_w |v̄_w − v̄|² / (W − 1) and MSW = Σ |v − v̄_w|² / (k − W), give the window component
+    σ_b² = (MSB − MSW) / n₀ with n₀ = (k − Σ n_w² / k) / (W − 1), and ICC = σ_b² / (σ_b² + MSW), clipped at 0.
+    It is the share of a row's variance its window shares with the window's other rows: 0 for independent rows. NaN
+    with fewer than 2 windows or no row beside another in its window."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v.reshape(len(v), -1)
+    _, inv, n_w = np.unique(np.asarray(windows), return_inverse=True, return_counts=True)
+    k, W = len(v), len(n_w)
+    if W < 2 or k <= W:
+        return float("nan")
+    v = v - v.mean(0)
+    means = np.zeros((W, v.shape[1]))
+    np.add.at(means, inv, v)
+    means /= n_w[:, None]
+    msw = float(((v - means[inv]) ** 2).sum()) / (k - W)
+    msb = float((n_w[:, None] * means**2).sum()) / (W - 1)
+    n0 = (k - float((n_w**2).sum()) / k) / (W - 1)
+    sb = max((msb - msw) / n0, 0.0)
+    return sb / (sb + msw) if sb + msw > 0 else float("nan")
+
+
 def _check(h: HeldOut | None, level: float) -> None:
     if h is None:
         raise LinrecError(
@@ -119,12 +144,12 @@ def r2_interval(heldout_block: HeldOut, level: float = 0.95) -> tuple[float, flo
     """(lo, hi): the held-out R² of one block's fitted map ∓ t_{W−1} × its leave-one-window-out jackknife standard
     error (`linrec.stats.jackknife`): an interval for the held-out R² of the fitted map, held fixed (measured coverage
     in `linrec.analyses.calibration`: `r2_coverage` for that, `refit_coverage` as one for a refit's R²). One window
-    gives (R², R²)."""
+    gives no interval (NaN, NaN): there is nothing to leave out, and (R², R²) would read as certainty."""
 
     h = heldout_block
     _check(h, level)
     if h.n_windows == 1:
-        return h.r2(), h.r2()
+        return float("nan"), float("nan")
     lo, hi = jackknife(lambda c: r2_of_counts(h, c), h.n_windows).interval(level)
     if not np.isfinite(lo):
         raise LinrecError("the FFN output is constant on the test split without one of its windows; R² is undefined")

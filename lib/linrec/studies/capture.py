@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.sites import FfnSite
 from linrec.measure.capture import Capture, get_capture
+from linrec.stats.heldout import window_icc
 from linrec.studies.base import Result
 from linrec.studies.stages import Profile
 
@@ -23,6 +25,7 @@ from linrec.studies.stages import Profile
 @dataclass
 class CaptureResult(Result):
     capture: pd.DataFrame
+    window_icc: pd.DataFrame | None = None  # None: no capture kept rows
     captures: list[Capture] = field(default_factory=list, repr=False)  # one per model, in the profile's order
 
 
@@ -54,6 +57,30 @@ def capture_row(name: str, capture: Capture) -> dict:
     }
 
 
+def window_icc_table(name: str, capture: Capture) -> pd.DataFrame | None:
+    """One row per block of `capture`: the intraclass correlation within a held-out window (`window_icc`) of its
+    affine map's residuals y − Wᵀx − b and of its inputs x, on the stored held-out rows (float64); None where the
+    capture kept no rows. A block whose fit failed at capture time is left out. The methods table's planted blocks
+    take the largest residual value (`linrec.outputs.methods.coverage`): rows of one window alike beyond what the map
+    explains are what a window jackknife resamples together, and what makes a refit vary more than independent rows
+    would."""
+    if not capture.config.sample_rows or capture.path is None:
+        return None
+    windows = capture.row_index()
+    test = windows[:, 2] == 1
+    rows = []
+    for block in range(capture.n_blocks):
+        if capture.heldout is not None and capture.heldout[block] is None:
+            continue
+        fit = capture.fit(block)
+        x, y = (np.asarray(a, dtype=np.float64) for a in capture.rows(block, "test"))
+        resid = y - fit.predict(x)
+        rows.append({"model": name, "block": block, "resid_icc": window_icc(resid, windows[test, 0]),
+                     "input_icc": window_icc(x, windows[test, 0]), "n_rows": len(x),
+                     "n_windows": len(np.unique(windows[test, 0]))})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def run(p: Profile, loaded: LoadedModel | None = None) -> CaptureResult:
     """Every model of `p.models` captured on `p.corpus` with the profile's capture settings; `loaded` (a model
     already loaded, e.g. to show its FFN sites) serves the model it is instead of a second load. Writes `capture`
@@ -67,4 +94,5 @@ def run(p: Profile, loaded: LoadedModel | None = None) -> CaptureResult:
         for name in p.models
     ]
     table = pd.DataFrame([capture_row(name, c) for name, c in zip(p.models, captures)])
-    return CaptureResult(table, captures).write(p.results_dir)
+    icc = [t for name, c in zip(p.models, captures) if (t := window_icc_table(name, c)) is not None]
+    return CaptureResult(table, pd.concat(icc, ignore_index=True) if icc else None, captures).write(p.results_dir)
