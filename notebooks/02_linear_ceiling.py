@@ -158,8 +158,8 @@ elif note := curve_elsewhere(root, measured_elsewhere(root, "curve", **here)):
 # ## Figure 2 (R²_lin panel)
 # Solid: the global, variance-weighted R²_lin, with its 95 % interval for the held-out R² of the fitted map
 # (`r2_lo`, `r2_hi`: each held-out window left out in turn, a jackknife with a t quantile, the fitted map held
-# fixed; `linrec.stats.heldout`, coverage 0.94-0.96 measured in notebook 09's methods table, where a percentile
-# bootstrap gave 0.90-0.92; it covers a refit's R²_lin about as often at the width planted there). Dotted: the
+# fixed; `linrec.stats.heldout`, coverage 0.94-0.95 measured in notebook 09's methods table, where a percentile
+# bootstrap gave 0.90-0.91; a refit's R²_lin it covers about 0.93 at the width planted there). Dotted: the
 # median over output features of the per-feature R² — when the two part ways, a few
 # high-variance features carry the global number (notebook 04 takes this apart). Grey dashed:
 # R²_lin with each window's first token left out of
@@ -187,7 +187,7 @@ fig = fig2_r2_lin(result.shown, root / figures_dir / "fig2_r2_lin")
 # Beside the rule, the paper's own extremes are checked as a yes/no: some block above 0.99 next to
 # one below 0.3.
 #
-# Thirty blocks give many chances for two intervals to miss each other by luck, so each move the
+# Many blocks (SmolLM2's 30) give many chances for two intervals to miss each other by luck, so each move the
 # rule counts is also tested: the difference between the two blocks, with each held-out window left
 # out in turn for both (a paired jackknife t test, `linrec.claims.profile.move_tests`, `r2_moves`), with
 # a Benjamini–Hochberg false-discovery rate of 5 % over the moves of one profile. Only the moves that

@@ -265,7 +265,9 @@ def test_09_report(runner, tmp_path):
     runner.upto("09_report")
     calibration = runner.table("calibration")  # the methods table on the profile's coverage_reps data sets
     reps = runner.params["coverage_reps"]
-    assert calibration["reps"].max() == reps  # the correlations' rows (the window intervals': half as many)
+    corr = calibration["phi"].notna()  # the correlations' rows; the window intervals' half as many, the R²_lin
+    assert (calibration.loc[corr, "reps"] == reps).all()  # rows' twice as many (R2_REPS × half)
+    assert calibration.loc[calibration["what"].str.startswith("claims 1, 5"), "reps"].tolist() == [reps * 2] * 4
     text = runner.report.read_text()
     linked = re.findall(r"!\[(\w+)\]\(([^)]+)\)", text)
     assert sorted(stem for stem, _ in linked) == sorted(stem for stem, _, _ in FIGURES)  # each figure once

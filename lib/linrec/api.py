@@ -40,6 +40,7 @@ from linrec.analyses.recoverability import ceiling_table
 from linrec.analyses.screening import check_blocks
 from linrec.analyses.swap import SwapStudy
 from linrec.base.errors import LinrecError
+from linrec.base.progress import WORDS
 from linrec.inputs.corpora import (
     HUB_CORPORA,
     OFFLINE_CORPORA,
@@ -279,8 +280,12 @@ def python_words(message: str) -> str:
 
 @contextlib.contextmanager
 def _python_words():
-    """A `LinrecError` raised within the block is raised again in `python_words`."""
+    """A `LinrecError` raised within the block is raised again in `python_words`, and a notice said in the block (a
+    short corpus, rows too few) is said in them too."""
+    said = WORDS.set(python_words)
     try:
         yield
     except LinrecError as err:
         raise type(err)(python_words(str(err))) from None
+    finally:
+        WORDS.reset(said)

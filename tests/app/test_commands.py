@@ -75,7 +75,12 @@ def test_curve_writes_the_table_and_names_the_fix_for_a_short_corpus(tmp_path, t
     measured = t[t["train_tokens"] < float("inf")]
     assert ((measured["r2_lo"] <= measured["r2"]) & (measured["r2"] <= measured["r2_hi"])).all()
     proc = _run(*args, "--train-tokens", "512,1024,204800", tmp_path=tmp_path)
-    _one_line_error(proc, "too small for this curve", "lower the largest train size")
+    _one_line_error(
+        proc,
+        "too small for this curve",
+        "lower the largest train size (--train-tokens; a profile's curve_train_tokens) or the held-out tokens "
+        "(--test-tokens; curve_test_tokens)",
+    )
     proc = _run(*args, "--train-tokens", "512,lots", tmp_path=tmp_path)
     _one_line_error(proc, "--train-tokens")
 

@@ -171,19 +171,24 @@ def test_a_checkpoint_with_nan_weights_is_refused_at_load_naming_the_tensor(offl
                               "the first); repair or replace that checkpoint")  # fmt: skip
 
 
-def test_an_encoder_decoder_folder_is_named_as_one(offline_hub, tmp_path):
-    """A saved T5 (config.json and weights both there) fails to load as a causal LM or an encoder: the error says it
-    is an encoder-decoder, not that the folder lacks config.json and weights (what it said before). Planted: the old
-    message fails."""
+@pytest.mark.parametrize("kind", ["t5", "bart"])
+def test_an_encoder_decoder_folder_is_named_as_one(offline_hub, tmp_path, kind):
+    """A saved T5 or BART (config.json and weights both there) is refused from its config before its weights load,
+    named as an encoder-decoder: T5 said before that the folder lacked config.json and weights, and BART loaded as its
+    decoder alone (BartForCausalLM) and was then an architecture to "add a row" for. Planted: either old path fails."""
     import transformers
 
-    t5 = transformers.T5ForConditionalGeneration(transformers.T5Config(
-        vocab_size=100, d_model=32, d_kv=16, d_ff=64, num_layers=1, num_heads=2))  # fmt: skip
-    t5.save_pretrained(tmp_path)
+    small = dict(vocab_size=100, d_model=32, max_position_embeddings=64)
+    model = (transformers.T5ForConditionalGeneration(transformers.T5Config(
+                 vocab_size=100, d_model=32, d_kv=16, d_ff=64, num_layers=1, num_heads=2)) if kind == "t5" else
+             transformers.BartForConditionalGeneration(transformers.BartConfig(
+                 **small, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+                 encoder_ffn_dim=64, decoder_ffn_dim=64)))  # fmt: skip
+    model.save_pretrained(tmp_path)
     _tokenizer().save_pretrained(tmp_path)
     with pytest.raises(LinrecError) as err:
         load_model(str(tmp_path))
-    assert _one_line(err) == (f"model directory {tmp_path} holds an encoder-decoder (t5): linrec measures "
+    assert _one_line(err) == (f"model directory {tmp_path} is an encoder-decoder ({kind}): linrec measures "
                               "decoder-only language models and bert-style encoders, one FFN per block")  # fmt: skip
 
 

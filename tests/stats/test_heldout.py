@@ -138,3 +138,8 @@ def test_window_icc_is_the_anova_estimate_by_hand_and_finds_a_planted_share():
     assert window_icc(planted, windows) == pytest.approx(0.3, abs=0.03)
     assert window_icc(_noise(400, 64, 0.0, rng).reshape(-1, 1), windows) < 0.01
     assert np.isnan(window_icc(v[:3], [0, 0, 0])) and np.isnan(window_icc(v[:2], [0, 1]))
+    assert np.isnan(window_icc(np.zeros((0, 2)), []))  # an empty held-out sample
+    sizes = rng.integers(2, 60, 500)  # unequal windows, a window effect of variance 0.3 and rows of 0.7
+    windows = np.repeat(np.arange(500), sizes)
+    rows = (np.sqrt(0.3) * rng.standard_normal(500))[windows] + np.sqrt(0.7) * rng.standard_normal(len(windows))
+    assert window_icc(rows[:, None], windows) == pytest.approx(0.3, abs=0.03)

@@ -11,11 +11,10 @@ dependence the real data show, applies the same procedure the verdicts use, and 
   test comes out (at ρ = 0: "effect" is a false positive, "no effect" the power the report states).
 - the window intervals (`r2_coverage`, `move_coverage`, `seeds_coverage`, `shares_coverage`, `delta_ppl_coverage`,
   `routable_coverage`; `window_table` runs them all): statistics of held-out windows — the held-out R² of a block's
-  fitted map, a move
-  between two blocks, the seeds experiment's level / shape / distance, claim 5's shares, ΔPPL, routing's routable
-  share — on planted blocks with known population R²
-  (`planted_heldout`: windows whose positions are correlated), through the project's own procedures; ΔPPL also at a
-  run's own per-window losses resampled (`own_coverage`).
+  fitted map, a move between two blocks, the seeds experiment's level / shape / distance, claim 5's shares, ΔPPL,
+  routing's routable share — on planted blocks with known population R² (`planted_heldout`: windows whose
+  positions are correlated), through the project's own procedures; ΔPPL also at a run's own per-window losses
+  resampled (`own_coverage`).
 - `refit_coverage`: the same R²_lin interval read as one for the block's R²_lin — the held-out R² a refit on other
   text of the same size would score, the fit's variability included (`PlantedBlock`: the affine map fitted on
   planted train rows at the run's rows per parameter, width and residual ICC; the truth `refit_truth`, by Monte
@@ -141,16 +140,15 @@ def _window_inputs(n_windows: int, tokens: int, d: int, offset: float, rng: np.r
 
 
 def _noise(n_windows: int, tokens: int, icc: float, rng: np.random.Generator, m: int = 1) -> np.ndarray:
-    """[m, n_windows, tokens, 1] (m = 1: [n_windows, tokens, 1]) unit-variance noise whose positions share a window
-    component of variance `icc` (the intraclass correlation within a window); at 0, independent rows."""
+    """[m, n_windows, tokens, 1] (m = 1: [n_windows, tokens, 1]) unit noise, `icc` of it shared in a window."""
     e = rng.standard_normal((m, n_windows, tokens, 1))
     if icc > 0:
         e = np.sqrt(1 - icc) * e + np.sqrt(icc) * rng.standard_normal((m, n_windows, 1, 1))
     return e[0] if m == 1 else e
 
 
-def _icc_words(resid_icc: float) -> str:
-    return f", residual ICC {resid_icc:.3f}" if resid_icc else ""
+def _icc_words(resid_icc: float, tokens: int = 64) -> str:
+    return (f", residual ICC {resid_icc:.3f}" if resid_icc else "") + (f", {tokens} tokens a window" * (tokens != 64))
 
 
 def planted_heldout(r2, n_windows: int, rng: np.random.Generator, tokens: int = 64, d: int = 6, offset: float = 0.5,
@@ -182,29 +180,39 @@ def _row(procedure: str, setting: str, reps: int, n_windows: int, cover: float, 
 
 
 def r2_coverage(n_windows: int = 32, r2: float = 0.6, reps: int = 300, n_boot: int = N_BOOT, seed: int = 0,
-                resid_icc: float = 0.0) -> dict:  # fmt: skip
+                resid_icc: float = 0.0, tokens: int = 64) -> dict:  # fmt: skip
     """Coverage of one block's R²_lin interval (`linrec.stats.heldout.r2_interval`, the jackknife the tables carry) of
     what it is for, the held-out R² of the fitted map (here the population map, planted), beside the percentile
     window bootstrap it replaced (`bootstrap_r2`), on `planted_heldout` blocks."""
 
     icc_key = [round(resid_icc * 10_000)] if resid_icc else []  # none at 0: the streams of the rows before it
-    rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), 1, *icc_key])
+    rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), 1, *icc_key, *([tokens] if tokens != 64 else [])])
     jack = boot = 0
     for _ in range(reps):
-        (h,) = planted_heldout([r2], n_windows, rng, resid_icc=resid_icc)
+        (h,) = planted_heldout([r2], n_windows, rng, tokens=tokens, resid_icc=resid_icc)
         lo, hi = r2_interval(h)
         jack += lo <= r2 <= hi
         lo, hi = bootstrap_r2(h, n_boot=n_boot, seed=int(rng.integers(1 << 30)))
         boot += lo <= r2 <= hi
-    return _row(FITTED_MAP, f"R² {r2}{_icc_words(resid_icc)}", reps, n_windows, jack / reps,
+    return _row(FITTED_MAP, f"R² {r2}{_icc_words(resid_icc, tokens)}", reps, n_windows, jack / reps,
                 coverage95_before=boot / reps, before="percentile window bootstrap")  # fmt: skip
 
 
 FITTED_MAP = "held-out R² of the fitted map (jackknife over windows)"  # what the R²_lin interval covers
-REFIT = "the same interval as one for the block's R²_lin (a refit on other text)"  # what it does not fully cover
+REFIT = "the same interval as one for the block's R²_lin (a refit on other text)"  # what it is not built for
 REFIT_DRAWS = 2_000  # refits in `refit_truth`'s Monte Carlo (its standard error ≈ 0.0001 at R² 0.6, d 64)
 REFIT_WIDTH = 64  # the widest planted block `window_table` refits (a run's own width where narrower; cost grows as d²)
 RATIO_DEFAULT = 28.0  # train rows per parameter where a run's is not known (the default capture's: 16,384 / 577)
+
+
+@dataclass(frozen=True)
+class R2Plant:
+    """What `window_table`'s R²_lin rows take from the run: rows per parameter, width, largest residual ICC."""
+
+    ratio: float = RATIO_DEFAULT
+    width: int = REFIT_WIDTH
+    resid_icc: float = 0.0
+    tokens: int = 64  # a window's positions (the run's seq_len)
 
 
 @dataclass(frozen=True)
@@ -280,25 +288,26 @@ def refit_truth(r2: float, n_train: int, d: int = 6, offset: float = 0.5, tokens
     return float(got.mean()), float(got.std(ddof=1) / np.sqrt(draws))
 
 
-def refit_coverage(n_windows: int = 32, r2: float = 0.6, ratio: float = RATIO_DEFAULT, d: int = 6, reps: int = 300,
-                   draws: int = REFIT_DRAWS, seed: int = 0, resid_icc: float = 0.0) -> dict:  # fmt: skip
+def refit_coverage(n_windows: int = 32, r2: float = 0.6, plant: R2Plant = R2Plant(), reps: int = 300,
+                   draws: int = REFIT_DRAWS, seed: int = 0) -> dict:  # fmt: skip
     """Coverage of the R²_lin interval (`r2_interval`, as the tables carry it) of the block's R²_lin, the fit's
-    variability included: each data set plants a block (`PlantedBlock`, windows of correlated positions as in
-    `planted_heldout`), fits the affine map on round(`ratio` × (d + 1)) train rows (`ratio` train rows per
-    parameter, the run's own), scores it on `n_windows` held-out windows and takes the interval of that held-out
-    R²; the truth is the expected held-out R² of a refit on other text of the same size (`refit_truth`, a separate
-    Monte Carlo over `draws` refits). `coverage95_map`: how often the same intervals cover the population R² of
-    their own fitted map (what `r2_coverage` measures with the population map planted); `truth`, `truth_se`."""
+    variability included: each data set plants a block (`PlantedBlock` at `plant`'s width, window length and residual
+    ICC), fits the affine map on round(ratio × (d + 1)) train rows, scores it on `n_windows` held-out windows and
+    takes the interval of that held-out R²; the truth is the expected held-out R² of a refit on other text of the
+    same size (`refit_truth`, a separate Monte Carlo over `draws` refits). `coverage95_map`: how often the same
+    intervals cover the population R² of their own fitted map; `truth`, `truth_se`."""
 
-    n_train = int(round(ratio * (d + 1)))
+    ratio, d, resid_icc, tokens = plant.ratio, plant.width, plant.resid_icc, plant.tokens
+    n_train = round(ratio * (d + 1))
     if n_train <= d + 1:
         raise ValueError(f"ratio must give more train rows than d + 1 = {d + 1} parameters, got {ratio}")
-    truth, truth_se = refit_truth(r2, n_train, d, draws=draws, seed=seed, resid_icc=resid_icc)
+    truth, truth_se = refit_truth(r2, n_train, d, tokens=tokens, draws=draws, seed=seed, resid_icc=resid_icc)
     icc_key = [round(resid_icc * 10_000)] if resid_icc else []  # none at 0: the stream of the rows before it
+    icc_key += [tokens] if tokens != 64 else []
     rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), n_train, d, 11, *icc_key])
     cover = cover_map = 0
     for _ in range(reps):
-        block = PlantedBlock.draw(r2, d, rng, resid_icc=resid_icc)
+        block = PlantedBlock.draw(r2, d, rng, tokens=tokens, resid_icc=resid_icc)
         fit = block.refit(n_train, rng)
         x, y = block.windows(n_windows, rng)
         e = y - fit.predict(x)
@@ -308,7 +317,7 @@ def refit_coverage(n_windows: int = 32, r2: float = 0.6, ratio: float = RATIO_DE
         cover += lo <= truth <= hi
         cover_map += lo <= block.r2_of(fit) <= hi
     return _row(REFIT, f"R² {r2}, refit on {n_train} rows ({n_train / (d + 1):.1f} per parameter, d {d}"
-                f"{_icc_words(resid_icc)}), true {truth:.3f}", reps, n_windows, cover / reps,
+                f"{_icc_words(resid_icc, tokens)}), true {truth:.3f}", reps, n_windows, cover / reps,
                 coverage95_map=cover_map / reps, truth=truth, truth_se=truth_se)  # fmt: skip
 
 
@@ -496,15 +505,7 @@ def routable_coverage(n_windows: int = 12, tokens: int = 256, scale: float = 0.0
 # committed methods tables were drawn with: each simulated data set's interval is only counted as covering or not,
 # `reps` times over, so these are fewer than a reported interval's N_BOOT
 R2_BOOT_BEFORE = 500
-
-
-@dataclass(frozen=True)
-class R2Plant:
-    """What `window_table`'s R²_lin rows take from the run: rows per parameter, width, largest residual ICC."""
-
-    ratio: float = RATIO_DEFAULT
-    width: int = REFIT_WIDTH
-    resid_icc: float = 0.0
+R2_REPS = 4  # the R²_lin rows' data sets, × `reps`: near the floor, their own error must be small
 
 
 def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300, seed: int = 0,
@@ -520,11 +521,10 @@ def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300,
     a refit (`refit_coverage`)."""
     w = max(int(n_windows), 4)
     sw = w if swap_windows is None else max(int(swap_windows), 4)
-    icc = plant.resid_icc
-    rows = [*(("claims 1, 5: held-out R² of the fitted map", r2_coverage(w, r2, reps, R2_BOOT_BEFORE, seed, icc))
+    icc, t, many = plant.resid_icc, plant.tokens, reps * R2_REPS
+    rows = [*(("claims 1, 5: held-out R² of the fitted map", r2_coverage(w, r2, many, R2_BOOT_BEFORE, seed, icc, t))
               for r2 in (0.6, 0.9)),
-            *(("claims 1, 5: R²_lin of a block (fit included)",
-               refit_coverage(w, r2, plant.ratio, d=plant.width, reps=reps, seed=seed, resid_icc=icc))
+            *(("claims 1, 5: R²_lin of a block (fit included)", refit_coverage(w, r2, plant, reps=many, seed=seed))
               for r2 in (0.6, 0.9)),
             ("claim 1: a move between two blocks", move_coverage(w, reps=reps, seed=seed)),
             *(("claim 2a: seeds experiment", r) for r in seeds_coverage(max(int(seeds_windows), 4), reps=reps,

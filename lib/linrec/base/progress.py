@@ -19,9 +19,11 @@ a Jupyter server's session name never turns its bars on); LINREC_PROGRESS=1 draw
 
 from __future__ import annotations
 
+import contextvars
 import os
 import sys
 import warnings
+from collections.abc import Callable
 
 from tqdm import tqdm
 
@@ -98,12 +100,19 @@ def write(text: str, file=None) -> None:
         _console(text)
 
 
+# how a notice's words are said where the caller is not the command line: `linrec.api` sets `python_words` here, so
+# "raise --tokens to about 896" reads "raise tokens to about 896" there (None: as written)
+WORDS: contextvars.ContextVar[Callable[[str], str] | None] = contextvars.ContextVar("linrec_words", default=None)
+
+
 def notice(text: str, in_notebook: str = "") -> None:
     """A line said before a long step starts (a capture that is not cached): on the console, as `write`, and in a
     notebook run outside the runner (Jupyter Lab, nbconvert, papermill) in the cell's output, where its reader looks,
     followed there by `in_notebook` (words for a notebook's reader: the quicker way to the same result). Under the
     runner it stays on the console: a line printed only on a cache miss would make the executed notebook of a run that
     computed differ from a rerun that read the cache (Lab saves no outputs into the .py)."""
+    if (reword := WORDS.get()) is not None:
+        text = reword(text)
     cell = in_kernel() and not in_runner() and _asked() != "0"
     shown = text + (f" — {in_notebook}" if cell and in_notebook else "")
     if watched():  # the cell is where bars and lines go: once, there

@@ -197,11 +197,20 @@ def prepare_offline(name: str) -> None:
         _load_offline(name, torch.float32)
 
 
+def _not_encoder_decoder(config, where: str) -> None:
+    """Refuse an encoder-decoder (T5, BART, …) from its config, before its weights load (BART would load as its
+    decoder alone, BartForCausalLM, whose config then says it is not one)."""
+    if getattr(config, "is_encoder_decoder", False):
+        raise LinrecError(f"model {where} is an encoder-decoder ({config.model_type}): linrec measures decoder-only "
+                          "language models and bert-style encoders, one FFN per block")  # fmt: skip
+
+
 def _load_local(path: Path, dtype: torch.dtype):
     from transformers import AutoConfig
 
     with quiet_transformers():
         config = AutoConfig.from_pretrained(str(path))
+        _not_encoder_decoder(config, f"directory {path}")
         model = auto_class(config.model_type).from_pretrained(str(path), dtype=dtype)
         tok = load_tokenizer(path)
     return model, tok
@@ -229,6 +238,7 @@ def _load_hub(spec: str, dtype: torch.dtype):
     try:
         with quiet_transformers():
             config = AutoConfig.from_pretrained(spec, **kw)
+            _not_encoder_decoder(config, f"'{spec}'")
             model = auto_class(config.model_type).from_pretrained(spec, dtype=dtype, **kw)
             tok = load_tokenizer(spec, **kw)
     except (OSError, ValueError, ConnectionError) as err:
@@ -263,10 +273,13 @@ def load_model(
 def _finish(source: ModelSource, model, tok, device: str, label: str, notes: list[str] | None = None) -> LoadedModel:
     """The `LoadedModel` of weights read from one file or folder: frozen, on `device`, with a pad token; weights
     holding NaN or inf are refused here, naming the first such tensor, before any pass runs through them."""
-    bad = next((name for name, w in model.named_parameters() if not torch.isfinite(w).all()), None)
+    bad = next((name for name, w in model.named_parameters()  # float8 and integer tensors have no isfinite
+                if w.is_floating_point() and w.element_size() > 1 and not torch.isfinite(w).all()), None)  # fmt: skip
     if bad is not None:
-        raise LinrecError(f"model {source.spec}: its weights hold NaN or inf ({bad}, the first); repair or replace "
-                          "that checkpoint")  # fmt: skip
+        half = next(p for n, p in model.named_parameters() if n == bad).dtype == torch.float16
+        raise LinrecError(f"model {source.spec}: its weights hold NaN or inf ({bad}, the first); "
+                          + ("loaded as float16, a weight past ±65,504 overflows: load it in float32 (--dtype), or "
+                             "repair the checkpoint" if half else "repair or replace that checkpoint"))  # fmt: skip
     model.eval().requires_grad_(False).to(device)
     if getattr(tok, "pad_token", None) is None and getattr(tok, "eos_token", None) is not None:
         tok.pad_token = tok.eos_token
@@ -291,26 +304,11 @@ def _local(source: ModelSource, device: str, dtype: torch.dtype) -> LoadedModel:
     try:
         model, tok = _load_local(source.path, dtype)
     except (OSError, ValueError) as err:
-        kind = _encoder_decoder(source.path)
         raise LinrecError(
-            f"model directory {source.path} holds an encoder-decoder ({kind}): linrec measures decoder-only language "
-            "models and bert-style encoders, one FFN per block"
-            if kind
-            else f"could not load model directory {source.path} ({str(err).splitlines()[0][:160]}); "
+            f"could not load model directory {source.path} ({str(err).splitlines()[0][:160]}); "
             "it needs config.json and weights, or a .gguf file"
         ) from None
     return _finish(source, model, tok, device, "local")
-
-
-def _encoder_decoder(path) -> str:
-    """The model type of a folder whose config.json declares an encoder-decoder (T5, BART, …); "" otherwise."""
-    import json
-
-    try:
-        config = json.loads((Path(path) / "config.json").read_text())
-    except (OSError, ValueError):
-        return ""
-    return str(config.get("model_type", "?")) if isinstance(config, dict) and config.get("is_encoder_decoder") else ""
 
 
 def _hub(source: ModelSource, device: str, dtype: torch.dtype) -> LoadedModel:

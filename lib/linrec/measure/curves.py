@@ -144,7 +144,8 @@ def split_plan(n_windows: int, config: CurveConfig) -> tuple[np.ndarray, list[np
         raise LinrecError(
             f"corpus '{config.corpus}' is too small for this curve: {n_windows} windows of {config.seq_len} tokens, "
             f"need {sizes[-1] + n_test} ({config.train_tokens[-1]} train + {config.test_tokens} test tokens); "
-            "lower the largest train size or use a larger corpus"
+            "lower the largest train size (--train-tokens; a profile's curve_train_tokens) or the held-out tokens "
+            "(--test-tokens; curve_test_tokens), or use a larger corpus"
         )
     chunk = np.full((len(config.seeds), n_windows), -1, dtype=np.int64)
     tests = []

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -89,14 +90,17 @@ def _window_lines(window) -> list[str]:
     low = window[window["coverage95"] < COVERAGE_FLOOR]
     before = window["coverage95_before"].dropna() if "coverage95_before" in window else window["coverage95"][:0]
     before = before[window.loc[before.index, "procedure"] != DELTA_PPL]  # ΔPPL's 'before' is stated in its own lines
-    reps = int(window["reps"].iloc[0])
+    reps = int(window["reps"].min())
+    r2_reps = window.loc[window["procedure"].isin([FITTED_MAP, REFIT]), "reps"]
+    many = f" (the R²_lin rows {int(r2_reps.max()):,}: their margin over the floor is thin)" if len(r2_reps) and \
+        r2_reps.max() > reps else ""  # fmt: skip
     text = (
         "Every interval over held-out windows (the fitted map's held-out R² and the differences, shares and changes "
         "built from it) is the leave-one-window-out jackknife with a t quantile (`linrec.stats.jackknife`); ΔPPL's "
         "is the paired skew-corrected jackknife at 99 % (above). Each row simulates the procedure on planted blocks "
         "of known R²_lin whose positions are correlated within a window, or on planted per-window costs of a swap "
         "of each shape (`linrec.analyses.calibration.window_table`), at this run's number of held-out windows (the "
-        f"seeds experiment's at its runs'), {reps} data sets each; 'before': the interval the tables carried "
+        f"seeds experiment's at its runs'), {reps} data sets each{many}; 'before': the interval the tables carried "
         "before, in the same simulation (the percentile window bootstrap until issue 45 for R², the skew-corrected "
         "jackknife at 95 % for ΔPPL); 'upper end covers': for ΔPPL, the share of upper ends at or above the truth, "
         "what 'within budget' leans on."
@@ -171,9 +175,10 @@ def _fitted_map_lines(window) -> list[str]:
     lo, hi = refit["coverage95"].min(), refit["coverage95"].max()
     label = refit["what"].iloc[0].split(": ", 1)[-1]
     setting = refit["setting"].iloc[0].split(", true")[0].split(", ", 1)[-1]  # "refit on N rows (… per parameter, d …)"
-    icc = own["setting"].iloc[0].partition("residual ICC ")[2]
-    shared = (f", their residuals sharing {icc} of their variance within a window: this run's largest, table "
-              "`window_icc`" if icc else ", their residuals independent within a window")  # fmt: skip
+    icc = own["setting"].iloc[0].partition("residual ICC ")[2].split(",")[0]
+    shared = (f", their residuals sharing {icc} of their variance within a window: this run's largest, rounded up, "
+              "table `window_icc`" if icc else ", their residuals independent within a window")  # fmt: skip
+    capped = re.search(rf"\bd {REFIT_WIDTH}\b", setting) is not None  # the run's models are at least that wide
     where = (f"under the {COVERAGE_FLOOR:.2f} floor the tests require of a nominal {NOMINAL:.2f}"
              if lo < COVERAGE_FLOOR else f"at or above the {COVERAGE_FLOOR:.2f} floor")  # fmt: skip
     return [
@@ -186,8 +191,9 @@ def _fitted_map_lines(window) -> list[str]:
         f"(rows '{label}': {setting}), {where}"
         + ("; for the block's R²_lin it is somewhat narrow" if lo < COVERAGE_FLOOR else "")
         + ". The fit's spread is about √(2/p) of its mean excess error for p parameters per output: it weighs most "
-        "at a few features and little at the width planted here, and the real blocks are wider still "
-        "(`docs/numerics.md`).",
+        "at a few features and little at the width planted here"
+        + (f", {REFIT_WIDTH} features of the run's wider blocks" if capped else ", the run's own")
+        + " (`docs/numerics.md`).",
         "",
     ]
 
@@ -263,7 +269,8 @@ def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.Dat
         table = pd.concat([table, window_table(n_windows, reps=max(reps // 2, 50), seed=seed, swap_windows=swap_windows,
                                                observed=own_windows(results_dir), plant=R2Plant(
                                                    rows_per_parameter(cap), min(REFIT_WIDTH, int(cap["d_model"].min())),
-                                                   largest_icc(load_table("window_icc", results_dir))))],
+                                                   largest_icc(load_table("window_icc", results_dir)),
+                                                   CaptureConfig.seq_len))],
                           ignore_index=True)  # fmt: skip
     # ΔPPL's misses below (`upper_covers` is tabled) and the refit row's own diagnostics, not tabled
     return table.drop(columns=["miss_below", "miss_below_before", "coverage95_map", "truth", "truth_se"],

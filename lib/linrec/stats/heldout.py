@@ -18,9 +18,9 @@ features are like that); SST is shift-invariant. For a multiset of windows with 
 which on all windows (k ≡ 1) is exactly `ceiling.score(fit, test_moments).r2` (SST around the
 test mean). Leaving out (or resampling) whole windows keeps the correlation between the positions
 of one window; the fitted map is held fixed, so the interval is one for the **held-out R² of the
-fitted map** (the uncertainty of the held-out score of *this* map), not for the block's R²_lin as a
-refit on another train split would score it, which it covers less often
-(`linrec.analyses.calibration.refit_coverage`).
+fitted map** (the uncertainty of the held-out score of *this* map). How often it also covers the block's
+R²_lin as a refit on another train split would score it is measured apart
+(`linrec.analyses.calibration.refit_coverage`: less often at a few features, about as often at a real width).
 
 `HeldOutSums` is the accumulator the capture feeds, one test batch at a time. Given the train split's
 first-position statistics it also keeps the same sums for every position but the windows' first, against the map
@@ -113,11 +113,11 @@ def window_icc(values, windows) -> float:
     It is the share of a row's variance its window shares with the window's other rows: 0 for independent rows. NaN
     with fewer than 2 windows or no row beside another in its window."""
     v = np.asarray(values, dtype=np.float64)
-    v = v.reshape(len(v), -1)
     _, inv, n_w = np.unique(np.asarray(windows), return_inverse=True, return_counts=True)
     k, W = len(v), len(n_w)
     if W < 2 or k <= W:
         return float("nan")
+    v = v.reshape(k, -1)
     v = v - v.mean(0)
     means = np.zeros((W, v.shape[1]))
     np.add.at(means, inv, v)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from linrec.base.errors import LinrecError
+from linrec.base.registry import TABLES
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.sites import FfnSite
 from linrec.measure.capture import Capture, get_capture
@@ -72,13 +74,16 @@ def window_icc_table(name: str, capture: Capture) -> pd.DataFrame | None:
     for block in range(capture.n_blocks):
         if capture.heldout is not None and capture.heldout[block] is None:
             continue
-        fit = capture.fit(block)
+        try:
+            fit = capture.fit(block)
+        except LinrecError:  # no map (singular statistics, NaN rows): nothing to measure its residuals by
+            continue
         x, y = (np.asarray(a, dtype=np.float64) for a in capture.rows(block, "test"))
         resid = y - fit.predict(x)
         rows.append({"model": name, "block": block, "resid_icc": window_icc(resid, windows[test, 0]),
                      "input_icc": window_icc(x, windows[test, 0]), "n_rows": len(x),
                      "n_windows": len(np.unique(windows[test, 0]))})  # fmt: skip
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(TABLES["window_icc"].columns))
 
 
 def run(p: Profile, loaded: LoadedModel | None = None) -> CaptureResult:
