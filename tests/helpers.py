@@ -107,30 +107,6 @@ _SPECS = {
             use_parallel_residual=False,
         ),
     ),
-    "llama": (
-        "LlamaConfig",
-        "LlamaForCausalLM",
-        dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            max_position_embeddings=64,
-        ),
-    ),
-    "qwen2": (
-        "Qwen2Config",
-        "Qwen2ForCausalLM",
-        dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            max_position_embeddings=64,
-        ),
-    ),
     **{
         kind: (
             config,
@@ -145,7 +121,9 @@ _SPECS = {
                 **extra,
             ),
         )
-        for kind, config, model, extra in (
+        for kind, config, model, extra in (  # the llama layout: one row of linrec.inputs.sites each
+            ("llama", "LlamaConfig", "LlamaForCausalLM", {}),
+            ("qwen2", "Qwen2Config", "Qwen2ForCausalLM", {}),
             ("mistral", "MistralConfig", "MistralForCausalLM", {}),
             ("qwen3", "Qwen3Config", "Qwen3ForCausalLM", {}),
             ("phi3", "Phi3Config", "Phi3ForCausalLM", {"pad_token_id": 0}),  # its default pad id is past VOCAB

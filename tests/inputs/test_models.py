@@ -163,12 +163,18 @@ def test_a_checkpoint_with_nan_weights_is_refused_at_load_naming_the_tensor(offl
     model = tiny_model("llama")
     with torch.no_grad():
         model.model.layers[1].mlp.down_proj.weight[0, 0] = float("nan")
-    model.save_pretrained(tmp_path)
-    _tokenizer().save_pretrained(tmp_path)
+    assert _refused_on_load(model, tmp_path) == (f"model {tmp_path}: its weights hold NaN or inf "
+                                                 "(model.layers.1.mlp.down_proj.weight, the first); repair or replace "
+                                                 "that checkpoint")  # fmt: skip
+
+
+def _refused_on_load(model, directory) -> str:
+    """`model` saved to `directory` with the tiny tokenizer, then `load_model` of it: the one-line error it raises."""
+    model.save_pretrained(directory)
+    _tokenizer().save_pretrained(directory)
     with pytest.raises(LinrecError) as err:
-        load_model(str(tmp_path))
-    assert _one_line(err) == (f"model {tmp_path}: its weights hold NaN or inf (model.layers.1.mlp.down_proj.weight, "
-                              "the first); repair or replace that checkpoint")  # fmt: skip
+        load_model(str(directory))
+    return _one_line(err)
 
 
 @pytest.mark.parametrize("kind", ["t5", "bart"])
@@ -184,12 +190,9 @@ def test_an_encoder_decoder_folder_is_named_as_one(offline_hub, tmp_path, kind):
              transformers.BartForConditionalGeneration(transformers.BartConfig(
                  **small, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
                  encoder_ffn_dim=64, decoder_ffn_dim=64)))  # fmt: skip
-    model.save_pretrained(tmp_path)
-    _tokenizer().save_pretrained(tmp_path)
-    with pytest.raises(LinrecError) as err:
-        load_model(str(tmp_path))
-    assert _one_line(err) == (f"model directory {tmp_path} is an encoder-decoder ({kind}): linrec measures "
-                              "decoder-only language models and bert-style encoders, one FFN per block")  # fmt: skip
+    assert _refused_on_load(model, tmp_path) == (f"model directory {tmp_path} is an encoder-decoder ({kind}): linrec "
+                                                 "measures decoder-only language models and bert-style encoders, one "
+                                                 "FFN per block")  # fmt: skip
 
 
 # damaged inputs and a damaged cache ----------------------------------------------------------------------------
