@@ -169,6 +169,8 @@ def test_directory_corpus_skips_hidden_paths_and_non_text_files(tmp_path, caplog
     assert [r.getMessage()[: len(by_suffix)] for r in caplog.records if "extension" in r.getMessage()] == [by_suffix]
     assert [r.getMessage() for r in caplog.records if "UTF-8" in r.getMessage()] == [
         f"corpus {d}: skipped 2 file(s) that are not UTF-8 text (e.g. nul.txt)"]  # fmt: skip
+    caplog.clear()
+    assert load_documents(str(d))[0] == docs and not caplog.records  # read again in the same run: said once
 
 
 @pytest.mark.parametrize("spec", ["", "   "])

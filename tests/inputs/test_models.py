@@ -168,6 +168,20 @@ def test_a_checkpoint_with_nan_weights_is_refused_at_load_naming_the_tensor(offl
                                                  "that checkpoint")  # fmt: skip
 
 
+def test_a_half_precision_checkpoint_run_in_float32_says_so_with_v(offline_hub, tmp_path, tiny_model, caplog):
+    """A llama saved in bfloat16 loads in float32 (the default dtype) with one logging line, shown under -v, that
+    says so and names --dtype; loaded as stored, nothing is said. Planted: without `_say_dtype` nothing is said."""
+    tiny_model("llama").to(torch.bfloat16).save_pretrained(tmp_path)
+    _tokenizer().save_pretrained(tmp_path)
+    with caplog.at_level("INFO", logger="linrec.inputs.models"):
+        assert next(load_model(str(tmp_path)).model.parameters()).dtype == torch.float32
+        said = [r.getMessage() for r in caplog.records if "stored as" in r.getMessage()]
+        assert said == [f"{tmp_path}: stored as bfloat16, run in float32 here (--dtype bfloat16 runs it as stored)"]
+        caplog.clear()
+        load_model(str(tmp_path), dtype=torch.bfloat16)
+        assert not [r for r in caplog.records if "stored as" in r.getMessage()]
+
+
 def _refused_on_load(model, directory) -> str:
     """`model` saved to `directory` with the tiny tokenizer, then `load_model` of it: the one-line error it raises."""
     model.save_pretrained(directory)

@@ -150,13 +150,23 @@ def _read_text_dir(root: Path) -> list[str]:
             texts.append(_read_text(p))
         except LinrecError:
             undecoded.append(rel)
-    if other:
+    if other and _first_time(root, "suffix", other):
         log.warning("corpus %s: skipped %d file(s) by their extension (e.g. %s): it reads %s and files without one",
                     root, len(other), other[0], ", ".join(sorted(x for x in TEXT_SUFFIXES if x)))  # fmt: skip
-    if undecoded:
+    if undecoded and _first_time(root, "undecoded", undecoded):
         log.warning("corpus %s: skipped %d file(s) that are not UTF-8 text (e.g. %s)", root, len(undecoded),
                     undecoded[0])  # fmt: skip
     return texts
+
+
+_SAID: set[tuple] = set()  # a folder read twice in a run (the checks before the model loads, the pass) warns once
+
+
+def _first_time(root: Path, kind: str, skipped: list) -> bool:
+    key = (str(root), kind, tuple(map(str, skipped)))
+    said = key in _SAID
+    _SAID.add(key)
+    return not said
 
 
 def _check_nonempty(spec: str) -> None:

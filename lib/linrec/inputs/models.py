@@ -205,12 +205,22 @@ def _not_encoder_decoder(config, where: str) -> None:
                           "language models and bert-style encoders, one FFN per block")  # fmt: skip
 
 
+def _say_dtype(config, dtype: torch.dtype, where: str) -> None:
+    """One line (logging, shown with -v) where the checkpoint's stored dtype is not the one it is run in."""
+    stored = getattr(config, "dtype", None)
+    if isinstance(stored, torch.dtype) and stored != dtype:
+        name = str(stored).removeprefix("torch.")
+        log.info("%s: stored as %s, run in %s here (--dtype %s runs it as stored)", where, name,
+                 str(dtype).removeprefix("torch."), name)  # fmt: skip
+
+
 def _load_local(path: Path, dtype: torch.dtype):
     from transformers import AutoConfig
 
     with quiet_transformers():
         config = AutoConfig.from_pretrained(str(path))
         _not_encoder_decoder(config, f"directory {path}")
+        _say_dtype(config, dtype, str(path))
         model = auto_class(config.model_type).from_pretrained(str(path), dtype=dtype)
         tok = load_tokenizer(path)
     return model, tok
@@ -239,6 +249,7 @@ def _load_hub(spec: str, dtype: torch.dtype):
         with quiet_transformers():
             config = AutoConfig.from_pretrained(spec, **kw)
             _not_encoder_decoder(config, f"'{spec}'")
+            _say_dtype(config, dtype, spec)
             model = auto_class(config.model_type).from_pretrained(spec, dtype=dtype, **kw)
             tok = load_tokenizer(spec, **kw)
     except (OSError, ValueError, ConnectionError) as err:
