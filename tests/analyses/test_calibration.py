@@ -244,13 +244,14 @@ def test_the_window_table_has_both_r2_rows_at_the_runs_rows_per_parameter(monkey
     from linrec.analyses import calibration as cal
 
     calls, own = [], []
-    monkeypatch.setattr(cal, "refit_coverage", lambda w, r2, plant, reps, seed: calls.append((w, r2, plant)) or
-                        cal._row(cal.REFIT, f"R² {r2}", reps, w, 0.9))  # fmt: skip
-    monkeypatch.setattr(cal, "r2_coverage", lambda w, r2, reps, n_boot, seed, icc, tokens: own.append((icc, tokens))
-                        or cal._row(cal.FITTED_MAP, f"R² {r2}", 5, w, 0.95))  # fmt: skip
+    monkeypatch.setattr(cal, "refit_coverage", lambda w, r2, plant, reps, seed: calls.append((w, r2, plant, reps))
+                        or cal._row(cal.REFIT, f"R² {r2}", reps, w, 0.9))  # fmt: skip
+    monkeypatch.setattr(cal, "r2_coverage", lambda w, r2, reps, n_boot, seed, icc, tokens: own.append(
+        (icc, tokens, reps)) or cal._row(cal.FITTED_MAP, f"R² {r2}", 5, w, 0.95))  # fmt: skip
     plant = cal.R2Plant(25.6, 32, 0.04, 128)
     t = cal.window_table(8, seeds_windows=8, reps=5, swap_windows=8, plant=plant)
-    assert calls == [(8, 0.6, plant), (8, 0.9, plant)] and own == [(0.04, 128), (0.04, 128)]
+    many = 5 * cal.R2_REPS  # the R²_lin rows' own data sets, 4 × the other window rows'
+    assert calls == [(8, 0.6, plant, many), (8, 0.9, plant, many)] and own == [(0.04, 128, many)] * 2
     assert t["procedure"].tolist()[:4] == [cal.FITTED_MAP] * 2 + [cal.REFIT] * 2
     assert t["what"].tolist()[:4] == ["claims 1, 5: held-out R² of the fitted map"] * 2 + [
         "claims 1, 5: R²_lin of a block (fit included)"] * 2  # fmt: skip

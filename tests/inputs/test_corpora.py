@@ -171,6 +171,10 @@ def test_directory_corpus_skips_hidden_paths_and_non_text_files(tmp_path, caplog
         f"corpus {d}: skipped 2 file(s) that are not UTF-8 text (e.g. nul.txt)"]  # fmt: skip
     caplog.clear()
     assert load_documents(str(d))[0] == docs and not caplog.records  # read again in the same run: said once
+    (d / "nul.txt").write_text("w1\x00w2\x00 changed, still not text")  # changed: said again
+    load_documents(str(d))
+    assert [r.getMessage() for r in caplog.records] == [f"corpus {d}: skipped 2 file(s) that are not UTF-8 text "
+                                                        "(e.g. nul.txt)"]  # fmt: skip
 
 
 @pytest.mark.parametrize("spec", ["", "   "])

@@ -179,6 +179,10 @@ def test_a_half_precision_checkpoint_run_in_float32_says_so_with_v(offline_hub, 
         assert said == [f"{tmp_path}: stored as bfloat16, run in float32 here (--dtype bfloat16 runs it as stored)"]
         caplog.clear()
         load_model(str(tmp_path), dtype=torch.bfloat16)
+        float32 = tmp_path / "f32"  # stored in float32, run in bfloat16 as asked: nothing to say either
+        tiny_model("llama").save_pretrained(float32)
+        _tokenizer().save_pretrained(float32)
+        load_model(str(float32), dtype=torch.bfloat16)
         assert not [r for r in caplog.records if "stored as" in r.getMessage()]
 
 

@@ -62,7 +62,7 @@ def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_
     assert f"it covers {lo:.3f}–{hi:.3f}" in text
     assert ("under the 0.93 floor" in text) == (lo < COVERAGE_FLOOR)
     assert "their residuals sharing 0.065 of their variance within a window: this run's largest, rounded up" in text
-    assert "64 features of the run's wider blocks" in text and "(the R²_lin rows 2,000: their margin" in text
+    assert "the run's width up to 64 features" in text and "(the R²_lin rows 2,000: they sit near the floor)" in text
     independent = table.copy()
     independent.loc[independent["procedure"] == FITTED_MAP, "setting"] = "R² 0.6"
     save_table(independent, "calibration", d)
@@ -94,7 +94,8 @@ def test_the_r2_rows_plant_the_runs_width_and_largest_residual_icc(tmp_path, mon
     got = []
     monkeypatch.setattr(methods, "coverage_settings", lambda d: [])
     monkeypatch.setattr(methods, "coverage_table", lambda settings, reps, seed: pd.DataFrame())
-    monkeypatch.setattr(methods, "window_table", lambda *a, **kw: got.append(kw) or pd.DataFrame({"setting": ["x"]}))
+    monkeypatch.setattr(methods, "window_table", lambda n, **kw: got.append({"n_windows": n, **kw}) or
+                        pd.DataFrame({"setting": ["x"]}))  # fmt: skip
     cap = load_table("capture", DEFAULT).assign(seconds=1.0, from_cache=True)
     save_table(pd.concat([cap, cap.assign(model="narrow", d_model=48)]), "capture", tmp_path)
     methods.coverage(tmp_path, reps=4)
@@ -106,6 +107,10 @@ def test_the_r2_rows_plant_the_runs_width_and_largest_residual_icc(tmp_path, mon
     methods.coverage(tmp_path, reps=4)
     assert got[-1]["plant"].width == REFIT_WIDTH == 64 and got[-1]["plant"].resid_icc == pytest.approx(0.065)
     assert got[-1]["plant"].ratio == pytest.approx(16384 / 577) and got[-1]["plant"].tokens == 128
+    r2 = load_table("r2_lin", DEFAULT)  # a run of 64-position windows (the smoke profile's): its own window length
+    save_table(r2.assign(n_test_windows=r2["n_test_windows"] * 2), "r2_lin", tmp_path)
+    methods.coverage(tmp_path, reps=4)
+    assert got[-1]["plant"].tokens == 64 and got[-1]["n_windows"] == 4096 // 64
     assert methods.largest_icc(icc.assign(resid_icc=np.nan)) == 0.0 and methods.largest_icc(None) == 0.0
 
 

@@ -207,7 +207,7 @@ RATIO_DEFAULT = 28.0  # train rows per parameter where a run's is not known (the
 
 @dataclass(frozen=True)
 class R2Plant:
-    """What `window_table`'s R²_lin rows take from the run: rows per parameter, width, largest residual ICC."""
+    """What `window_table`'s R²_lin rows take from the run: rows per parameter, width, largest residual ICC, seq_len."""
 
     ratio: float = RATIO_DEFAULT
     width: int = REFIT_WIDTH

@@ -163,7 +163,9 @@ _SAID: set[tuple] = set()  # a folder read twice in a run (the checks before the
 
 
 def _first_time(root: Path, kind: str, skipped: list) -> bool:
-    key = (str(root), kind, tuple(map(str, skipped)))
+    """False where the same files, unchanged (path, size and modification time), were warned about already."""
+    stats = [(root / p).stat() for p in skipped]
+    key = (str(root), kind, tuple((str(p), s.st_size, s.st_mtime_ns) for p, s in zip(skipped, stats)))
     said = key in _SAID
     _SAID.add(key)
     return not said

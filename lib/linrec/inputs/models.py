@@ -36,7 +36,7 @@ from linrec.base.files import (
 from linrec.inputs.fetching import build_from_wheels
 from linrec.inputs.hf import LoadedModel, auto_class, check_device, hub_reachable, load_tokenizer, quiet_transformers
 from linrec.inputs.offline import not_a_model_file, suggest
-from linrec.inputs.sites import keep_first_blocks
+from linrec.inputs.sites import FFN_SITES, keep_first_blocks
 from linrec.inputs.source import (  # noqa: F401 - FIRST_PREFIX … model_shape: imported from here by callers
     FIRST_PREFIX,
     HUB_ID,
@@ -200,7 +200,7 @@ def prepare_offline(name: str) -> None:
 def _not_encoder_decoder(config, where: str) -> None:
     """Refuse an encoder-decoder (T5, BART, …) from its config, before its weights load (BART would load as its
     decoder alone, BartForCausalLM, whose config then says it is not one)."""
-    if getattr(config, "is_encoder_decoder", False):
+    if getattr(config, "is_encoder_decoder", False) and config.model_type not in FFN_SITES:
         raise LinrecError(f"model {where} is an encoder-decoder ({config.model_type}): linrec measures decoder-only "
                           "language models and bert-style encoders, one FFN per block")  # fmt: skip
 
@@ -208,7 +208,7 @@ def _not_encoder_decoder(config, where: str) -> None:
 def _say_dtype(config, dtype: torch.dtype, where: str) -> None:
     """One line (logging, shown with -v) where the checkpoint's stored dtype is not the one it is run in."""
     stored = getattr(config, "dtype", None)
-    if isinstance(stored, torch.dtype) and stored != dtype:
+    if stored in (torch.bfloat16, torch.float16) and dtype == torch.float32:
         name = str(stored).removeprefix("torch.")
         log.info("%s: stored as %s, run in %s here (--dtype %s runs it as stored)", where, name,
                  str(dtype).removeprefix("torch."), name)  # fmt: skip

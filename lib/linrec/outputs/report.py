@@ -394,7 +394,7 @@ class WrittenReport:
 def write_report(p: Profile) -> WrittenReport:
     """Notebook 09's run, from the profile `p` (`Profile.notebook("09")`; paths relative to the checkout): how
     often the intervals the verdicts read cover the truth, simulated at this run's own blocks and dependence on
-    `p.coverage_reps` data sets (table `calibration`, `write_calibration`, about 10 s at 1,000), then the report at
+    `p.coverage_reps` data sets (table `calibration`, `write_calibration`, about 1 min at 1,000), then the report at
     `p.report_path` from the tables in `p.results_dir` (`build_report`, the setup from `report_params`) and, with
     `p.readme`, that file's results block (`update_readme`)."""
     root = project_root()

@@ -245,7 +245,8 @@ class Outputs:
     )
     notebooks: list[str] | None = param(None, "the notebooks `linrec figures` runs without --only (None: all)")
     coverage_reps: int = param(
-        1000, "notebook 09's methods table: data sets per correlation interval (half per window one, 2× per R²_lin)"
+        1000,
+        "notebook 09's methods table: data sets per correlation interval (half per window one, 4× that per R²_lin)",
     )
 
 
