@@ -192,8 +192,9 @@ fig = fig2_r2_lin(result.shown, root / figures_dir / "fig2_r2_lin")
 # out in turn for both (a paired jackknife t test, `linrec.claims.profile.move_tests`, `r2_moves`), with
 # a Benjamini–Hochberg false-discovery rate of 5 % over the moves of one profile. Only the moves that
 # survive count (`max_jump_fdr`, `direction_changes_fdr`). The test needs the capture's held-out sums,
-# so it runs on the capture's profile, not on the learning curve's. The table below counts, per model,
-# the moves tested and those that survive.
+# so it runs on the capture's profile, not on the learning curve's. The table below counts, per model and
+# positions (all, or without each window's first), the moves tested and those the rule counts (`counted`: they
+# survive the false-discovery rate).
 
 # %%
 # NBVAL_CHECK_OUTPUT

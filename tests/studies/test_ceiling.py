@@ -111,7 +111,7 @@ def test_every_part_on_writes_every_table_as_the_analyses_compute_it(setup, tmp_
     assert list(counts.index) == [(p.models[0], "all"), (p.models[0], "ex_first")]
     for positions, row in counts.droplevel("model").iterrows():
         tested = moves[moves["positions"] == positions]
-        assert row["size"] == len(tested) and row["sum"] == tested["counts"].sum()
+        assert row["tested"] == len(tested) and row["counted"] == tested["counts"].sum()
     assert result.summaries()["profile_tokens"].nunique() == 2  # this profile's summary, then the other one's
 
 

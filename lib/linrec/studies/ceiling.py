@@ -52,9 +52,9 @@ class CeilingResult(Result):
     ref_tokens: int | None = None  # the learning curve's reference train size (its overview's `gain_*` start there)
 
     def move_counts(self) -> pd.DataFrame:
-        """Per model and positions: the moves tested (`size`) and those that survive the false-discovery rate
-        (`sum`)."""
-        return self.r2_moves.groupby(["model", "positions"], sort=False)["counts"].agg(["size", "sum"])
+        """Per model and positions: the moves tested and those that survive the false-discovery rate (`counted`)."""
+        grouped = self.r2_moves.groupby(["model", "positions"], sort=False)["counts"]
+        return grouped.agg(tested="size", counted="sum")
 
     def summaries(self) -> pd.DataFrame:
         """Claim 1's summary on this profile's ceiling, then (where the curve ran) on the other one."""
