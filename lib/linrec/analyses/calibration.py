@@ -20,8 +20,7 @@ dependence the real data show, applies the same procedure the verdicts use, and 
   planted train rows at the run's rows per parameter, width and residual ICC; the truth `refit_truth`, by Monte
   Carlo). A narrow block's refits spread widely, and there it covers less than the floor; at a real block's width
   about as often as its own fitted map's R². The interval is named for the held-out R² of the fitted map.
-- `dependence`: the AR(1) coefficient a real per-block series shows (the lag-1 autocorrelation, bias-corrected), so
-  that the simulation runs at the data's own dependence.
+- `dependence`: a real per-block series' AR(1) coefficient (lag-1 autocorrelation, bias-corrected), to simulate at.
 
 `coverage_table` puts one row per procedure and setting into the report's methods table; the tests run small
 versions and fail below 0.93 for a nominal 0.95.
@@ -147,6 +146,10 @@ def _noise(n_windows: int, tokens: int, icc: float, rng: np.random.Generator, m:
     return e[0] if m == 1 else e
 
 
+def _stream_key(resid_icc: float, tokens: int) -> list[int]:  # nothing at the defaults: the rows' streams before
+    return ([round(resid_icc * 10_000)] if resid_icc else []) + ([tokens] if tokens != 64 else [])
+
+
 def _icc_words(resid_icc: float, tokens: int = 64) -> str:
     return (f", residual ICC {resid_icc:.3f}" if resid_icc else "") + (f", {tokens} tokens a window" * (tokens != 64))
 
@@ -185,8 +188,7 @@ def r2_coverage(n_windows: int = 32, r2: float = 0.6, reps: int = 300, n_boot: i
     what it is for, the held-out R² of the fitted map (here the population map, planted), beside the percentile
     window bootstrap it replaced (`bootstrap_r2`), on `planted_heldout` blocks."""
 
-    icc_key = [round(resid_icc * 10_000)] if resid_icc else []  # none at 0: the streams of the rows before it
-    rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), 1, *icc_key, *([tokens] if tokens != 64 else [])])
+    rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), 1, *_stream_key(resid_icc, tokens)])
     jack = boot = 0
     for _ in range(reps):
         (h,) = planted_heldout([r2], n_windows, rng, tokens=tokens, resid_icc=resid_icc)
@@ -302,9 +304,7 @@ def refit_coverage(n_windows: int = 32, r2: float = 0.6, plant: R2Plant = R2Plan
     if n_train <= d + 1:
         raise ValueError(f"ratio must give more train rows than d + 1 = {d + 1} parameters, got {ratio}")
     truth, truth_se = refit_truth(r2, n_train, d, tokens=tokens, draws=draws, seed=seed, resid_icc=resid_icc)
-    icc_key = [round(resid_icc * 10_000)] if resid_icc else []  # none at 0: the stream of the rows before it
-    icc_key += [tokens] if tokens != 64 else []
-    rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), n_train, d, 11, *icc_key])
+    rng = np.random.default_rng([seed, n_windows, int(r2 * 1000), n_train, d, 11, *_stream_key(resid_icc, tokens)])
     cover = cover_map = 0
     for _ in range(reps):
         block = PlantedBlock.draw(r2, d, rng, tokens=tokens, resid_icc=resid_icc)

@@ -284,13 +284,13 @@ def load_model(
 def _finish(source: ModelSource, model, tok, device: str, label: str, notes: list[str] | None = None) -> LoadedModel:
     """The `LoadedModel` of weights read from one file or folder: frozen, on `device`, with a pad token; weights
     holding NaN or inf are refused here, naming the first such tensor, before any pass runs through them."""
-    bad = next((name for name, w in model.named_parameters()  # float8 and integer tensors have no isfinite
+    bad = next(((name, w) for name, w in model.named_parameters()  # float8 and integer tensors have no isfinite
                 if w.is_floating_point() and w.element_size() > 1 and not torch.isfinite(w).all()), None)  # fmt: skip
     if bad is not None:
-        half = next(p for n, p in model.named_parameters() if n == bad).dtype == torch.float16
-        raise LinrecError(f"model {source.spec}: its weights hold NaN or inf ({bad}, the first); "
+        raise LinrecError(f"model {source.spec}: its weights hold NaN or inf ({bad[0]}, the first); "
                           + ("loaded as float16, a weight past ±65,504 overflows: load it in float32 (--dtype), or "
-                             "repair the checkpoint" if half else "repair or replace that checkpoint"))  # fmt: skip
+                             "repair the checkpoint" if bad[1].dtype == torch.float16 else
+                             "repair or replace that checkpoint"))  # fmt: skip
     model.eval().requires_grad_(False).to(device)
     if getattr(tok, "pad_token", None) is None and getattr(tok, "eos_token", None) is not None:
         tok.pad_token = tok.eos_token

@@ -67,7 +67,7 @@ from linrec.measure.config import CAPTURE_VERSION, SPLITS, CaptureConfig, Captur
 from linrec.measure.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
 from linrec.measure.reuse import compute_params, larger_capture, notice_short, say_cost, say_entry, say_rows, served
 from linrec.measure.rows import FirstRows, RowSampler, first_moments
-from linrec.stats.ceiling import AffineFit, Score, fit_affine, gram_condition, score
+from linrec.stats.ceiling import NON_FINITE, AffineFit, Score, fit_affine, gram_condition, score
 from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
 from linrec.stats.heldout import HeldOut, HeldOutSums
 from linrec.stats.moments import Moments, remove_rows
@@ -292,10 +292,7 @@ def _run_capture(
                     "its input is not [batch, seq, d], which linrec.inputs.sites must hook"
                 )
             if not m.is_finite():
-                raise LinrecError(
-                    f"block {i}: NaN or inf in the captured activations ({s} split); "
-                    "check the model's weights for NaN or inf (a float16 model: load it in float32)"
-                )
+                raise LinrecError(f"block {i} ({s} split): {NON_FINITE}")
     meta = {
         "config": asdict(config),
         "model_label": loaded.name,

@@ -65,7 +65,7 @@ from linrec.inputs.sites import ffn_hooks, run_until_stop
 from linrec.inputs.source import ModelSource, as_source
 from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.measure.plan import site_dims
-from linrec.stats.ceiling import fit_affine, score
+from linrec.stats.ceiling import NON_FINITE, fit_affine, score
 from linrec.stats.moments import PRODUCTS, Moments
 
 if TYPE_CHECKING:
@@ -204,10 +204,7 @@ class CurveAccumulator:
                     cum.merge(self.acc[s][k][b])
                     self.acc[s][k][b] = None  # free the chunk as soon as it is merged
                     if not cum.is_finite():
-                        raise LinrecError(
-                            f"block {b}: NaN or inf in the captured activations; check the model's weights for NaN "
-                            "or inf (a float16 model: load it in float32)"
-                        )
+                        raise LinrecError(f"block {b}: {NON_FINITE}")
                     fit = fit_affine(cum, block=b, condition=False)
                     self.fits[s][k][b] = fit
                     self.train_r2[s, k, b] = score(fit, cum, block=b).r2

@@ -68,8 +68,9 @@ def window_icc_table(name: str, capture: Capture) -> pd.DataFrame | None:
     would."""
     if not capture.config.sample_rows or capture.path is None:
         return None
-    windows = capture.row_index()
-    test = windows[:, 2] == 1
+    index = capture.row_index()
+    windows = index[index[:, 2] == 1, 0]  # the stored held-out rows' windows, as `rows(block, "test")` orders them
+    n_windows = len(np.unique(windows))
     rows = []
     for block in range(capture.n_blocks):
         if capture.heldout is not None and capture.heldout[block] is None:
@@ -80,9 +81,8 @@ def window_icc_table(name: str, capture: Capture) -> pd.DataFrame | None:
             continue
         x, y = (np.asarray(a, dtype=np.float64) for a in capture.rows(block, "test"))
         resid = y - fit.predict(x)
-        rows.append({"model": name, "block": block, "resid_icc": window_icc(resid, windows[test, 0]),
-                     "input_icc": window_icc(x, windows[test, 0]), "n_rows": len(x),
-                     "n_windows": len(np.unique(windows[test, 0]))})  # fmt: skip
+        rows.append({"model": name, "block": block, "resid_icc": window_icc(resid, windows),
+                     "input_icc": window_icc(x, windows), "n_rows": len(x), "n_windows": n_windows})  # fmt: skip
     return pd.DataFrame(rows, columns=list(TABLES["window_icc"].columns))
 
 
