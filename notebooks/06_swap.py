@@ -24,15 +24,15 @@
 # **Zero-shot swap.** Block i's FFN is replaced by y = Wᵀx + b with the closed-form (W, b) of
 # notebook 02, fitted on the train windows in float64 and run in the model's dtype; no training.
 # **Perplexity** is exp of the mean next-token negative log-likelihood over every predicted token
-# of the *held-out* windows (never used for a fit or a choice): all 32 of them in params/full.yaml, 12 drawn by
-# seed alone in the lesson default (`test_windows`; each swap costs one pass over them, so this is where the
-# notebook's time goes, and fewer windows give wider intervals). ΔPPL = PPL(swapped) − PPL(base),
+# of the *held-out* windows (never used for a fit or a choice): all 32 of them in both profiles (`test_windows`
+# draws fewer by seed alone: each swap costs one pass over them, and fewer windows give wider intervals that miss
+# more often when one window carries much of a swap's cost). ΔPPL = PPL(swapped) − PPL(base),
 # with a 99 % **paired skew-corrected jackknife interval** for the swap's held-out population ΔPPL: each window is
 # left out in turn, the same window for the base and the swapped model, and the spread of the ΔPPLs left gives a t
 # interval whose ends Hall's transformation moves by their skewness (`linrec.analyses.uncertainty.
 # delta_ppl_interval`): when a few windows cost much more than the rest, the symmetric t missed below the truth,
-# the side that flatters a swap. At 99 % and 12 windows it covers a planted change in 0.95–0.99 of simulated data
-# sets under symmetric, Gamma, lognormal and one-costly-window-in-4 costs, where at 95 % it covered 0.90–0.98 (the
+# the side that flatters a swap. At 99 % and 32 windows it covers a planted change in 0.98–1.00 of simulated data
+# sets under symmetric, Gamma, lognormal and one-costly-window-in-4 costs, where at 95 % it covers 0.93–0.99 (the
 # report's methods table); claim 6a also checks it at the chosen block's own windows resampled (`swap_skew`).
 # Every ΔPPL's per-window losses are written (`swap_windows`) with their skew per swap (`swap_skew`). The base
 # model runs once; a swap at block i re-runs only blocks i… and the head from the cached residual

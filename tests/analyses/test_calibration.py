@@ -240,18 +240,21 @@ def test_the_window_table_has_both_r2_rows_at_the_runs_rows_per_parameter(monkey
     """`window_table` lists the R²_lin interval twice: the fitted map's held-out R² (`r2_coverage`) and the block's
     R²_lin with the fit (`refit_coverage`, at the `ratio` and `width` it is given), each at R² 0.6 and 0.9, both with
     the run's residual ICC (the simulations stubbed: only the wiring is tested here). Planted: dropping the refit
-    rows, refitting at the default ratio or width instead of the run's, or leaving the ICC out of either, fails."""
+    rows, refitting at the default ratio or width instead of the run's, or leaving the ICC out of either, fails. The
+    refit truth's Monte Carlo takes as many refits as the rows' data sets, up to the committed 2,000 (a profile of 1,000
+    data sets a row keeps its numbers; smoke's and the tests' 200 or fewer do not pay for 2,000)."""
     from linrec.analyses import calibration as cal
 
     calls, own = [], []
-    monkeypatch.setattr(cal, "refit_coverage", lambda w, r2, plant, reps, seed: calls.append((w, r2, plant, reps))
-                        or cal._row(cal.REFIT, f"R² {r2}", reps, w, 0.9))  # fmt: skip
+    monkeypatch.setattr(cal, "refit_coverage", lambda w, r2, plant, reps, draws, seed: calls.append(
+        (w, r2, plant, reps, draws)) or cal._row(cal.REFIT, f"R² {r2}", reps, w, 0.9))  # fmt: skip
     monkeypatch.setattr(cal, "r2_coverage", lambda w, r2, reps, n_boot, seed, icc, tokens: own.append(
         (icc, tokens, reps)) or cal._row(cal.FITTED_MAP, f"R² {r2}", 5, w, 0.95))  # fmt: skip
     plant = cal.R2Plant(25.6, 32, 0.04, 128)
     t = cal.window_table(8, seeds_windows=8, reps=5, swap_windows=8, plant=plant)
     many = 5 * cal.R2_REPS  # the R²_lin rows' own data sets, 4 × the other window rows'
-    assert calls == [(8, 0.6, plant, many), (8, 0.9, plant, many)] and own == [(0.04, 128, many)] * 2
+    assert calls == [(8, 0.6, plant, many, many), (8, 0.9, plant, many, many)] and own == [(0.04, 128, many)] * 2
+    assert cal.refit_draws(5 * cal.R2_REPS) == 20 and cal.refit_draws(500 * cal.R2_REPS) == cal.REFIT_DRAWS == 2_000
     assert t["procedure"].tolist()[:4] == [cal.FITTED_MAP] * 2 + [cal.REFIT] * 2
     assert t["what"].tolist()[:4] == ["claims 1, 5: held-out R² of the fitted map"] * 2 + [
         "claims 1, 5: R²_lin of a block (fit included)"] * 2  # fmt: skip

@@ -168,6 +168,36 @@ def test_a_checkpoint_with_nan_weights_is_refused_at_load_naming_the_tensor(offl
                                                  "that checkpoint")  # fmt: skip
 
 
+def test_a_weight_past_float16s_range_loaded_as_float16_is_named_as_an_overflow(offline_hub, tmp_path, tiny_model):
+    """A float32 llama with one weight of 1e6 (finite as stored) loaded with dtype float16 becomes inf there: the
+    refusal names the overflow and the fix (float32), not a damaged checkpoint; loaded in float32 it loads. Planted:
+    the float16 branch of the message removed, this fails."""
+    model = tiny_model("llama")
+    with torch.no_grad():
+        model.model.layers[0].mlp.up_proj.weight[0, 0] = 1e6
+    model.save_pretrained(tmp_path)
+    _tokenizer().save_pretrained(tmp_path)
+    with pytest.raises(LinrecError) as err:
+        load_model(str(tmp_path), dtype=torch.float16)
+    assert _one_line(err) == (f"model {tmp_path}: its weights hold NaN or inf (model.layers.0.mlp.up_proj.weight, the "
+                              "first); loaded as float16, a weight past ±65,504 overflows: load it in float32 "
+                              "(--dtype), or repair the checkpoint")  # fmt: skip
+    assert load_model(str(tmp_path)).model.model.layers[0].mlp.up_proj.weight[0, 0] == 1e6
+
+
+def test_float8_and_integer_tensors_are_skipped_by_the_weights_check(tmp_path, tiny_model):
+    """`isfinite` is not implemented for float8 (torch raises NotImplementedError) and means nothing for integers:
+    a model holding such tensors (a float8 checkpoint's scales, a quantised layer's codes) passes the check instead of
+    crashing in it. Planted: without the element-size guard the float8 tensor raises."""
+    from linrec.inputs.models import ModelSource, _finish
+
+    model = tiny_model("llama")
+    model.register_parameter("codes", torch.nn.Parameter(torch.zeros(3, dtype=torch.int8), requires_grad=False))
+    model.register_parameter("scale8", torch.nn.Parameter(torch.zeros(3).to(torch.float8_e4m3fn), requires_grad=False))
+    loaded = _finish(ModelSource.parse(str(tmp_path)), model, _tokenizer(), "cpu", "local")
+    assert loaded.model is model and not model.training
+
+
 def test_a_half_precision_checkpoint_run_in_float32_says_so_with_v(offline_hub, tmp_path, tiny_model, caplog):
     """A llama saved in bfloat16 loads in float32 (the default dtype) with one logging line, shown under -v, that
     says so and names --dtype; loaded as stored, nothing is said. Planted: without `_say_dtype` nothing is said."""

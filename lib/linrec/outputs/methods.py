@@ -15,11 +15,11 @@ from linrec.analyses.calibration import (
     FITTED_MAP,
     NOMINAL,
     REFIT,
-    REFIT_DRAWS,
     REFIT_WIDTH,
     R2Plant,
     coverage_table,
     dependence,
+    refit_draws,
     window_table,
 )
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
@@ -178,6 +178,7 @@ def _fitted_map_lines(window) -> list[str]:
     icc = own["setting"].iloc[0].partition("residual ICC ")[2].split(",")[0]
     shared = (f", their residuals sharing {icc} of their variance within a window: this run's largest, rounded up, "
               "table `window_icc`" if icc else ", their residuals independent within a window")  # fmt: skip
+    draws = refit_draws(int(refit["reps"].min()))  # the truth's refits beside those data sets (window_table's)
     capped = re.search(rf"\bd {REFIT_WIDTH}\b", setting) is not None  # the run's models are at least that wide
     where = (f"under the {COVERAGE_FLOOR:.2f} floor the tests require of a nominal {NOMINAL:.2f}"
              if lo < COVERAGE_FLOOR else f"at or above the {COVERAGE_FLOOR:.2f} floor")  # fmt: skip
@@ -187,7 +188,7 @@ def _fitted_map_lines(window) -> list[str]:
         f"this; it covers that {own['coverage95'].min():.3f}–{own['coverage95'].max():.3f} (rows 'held-out R² of the "
         f"fitted map'{shared}). It leaves out the fit's own variability; as an interval for the **block's R²_lin** — "
         "the held-out R² a refit on other text of the same size would score, its expected value estimated by a "
-        f"separate Monte Carlo over {REFIT_DRAWS:,} planted refits, each scored exactly — it covers {lo:.3f}–{hi:.3f} "
+        f"separate Monte Carlo over {draws:,} planted refits, each scored exactly — it covers {lo:.3f}–{hi:.3f} "
         f"(rows '{label}': {setting}), {where}"
         + (
             "; for the block's R²_lin it is somewhat narrow, though the same planted blocks' intervals miss their own "

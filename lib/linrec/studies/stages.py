@@ -77,7 +77,7 @@ class SwapParams:
     screening_windows: int = param(
         SCREENING_WINDOWS, "train windows for every choice: predictors, greedy order and acceptance, curve block"
     )
-    test_windows: int | None = param(12, "held-out windows every ΔPPL is reported on (None: all)")
+    test_windows: int | None = param(None, "held-out windows every ΔPPL is reported on (None: all)")
     ranks: list[int] = param([16, 64, 256], "reduced ranks for the ΔPPL-vs-parameters curve")
     budget_ppl: float = param(1.0, "greedy multi-block swap: keep blocks while screening ΔPPL stays within this")
     first_variants: list[str] = param(["ffn", "mean"], "position-aware variants beside the plain map ([]: skip)")
