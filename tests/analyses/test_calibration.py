@@ -37,7 +37,7 @@ def test_every_window_interval_covers_at_least_93_percent(name):
         "move": lambda: [cal.move_coverage(32, reps=300)],
         "seeds": lambda: cal.seeds_coverage(102, reps=200),
         "shares": lambda: cal.shares_coverage(32, reps=200, seed=1),
-        # a convex curve and one whose next share lies just beyond the budget, at the default's 12 swap windows
+        # a convex curve and one whose next share lies just beyond the budget, at 12 swap windows (fewer than the 32)
         "routable": lambda: [
             cal.routable_coverage(12, scale=0.03, power=2.0, reps=300),
             cal.routable_coverage(12, scale=0.0105, power=1.0, reps=300),
@@ -100,11 +100,12 @@ def test_the_cost_shapes_and_the_truth_of_the_delta_ppl_simulation_by_hand():
     [("symmetric", {}), ("gamma", {}), ("lognormal", {}), ("lognormal", {"sigma": 0.5}), ("costly", {})],
 )
 def test_delta_ppl_covers_under_skewed_costs(shape, kw):
-    """The swap's ΔPPL interval (Hall's skew-corrected jackknife at 99 %, `SWAP_LEVEL`) covers at least 93 % at the
-    default swap study's 12 windows under symmetric, Gamma, lognormal (σ 1 and 0.5) and one-costly-window-in-4 costs
-    (`window_costs`), and its upper end at least 0.94 (what "within budget" leans on). Planted: the same interval at
-    95 % (the tables' before) covers 0.90 under lognormal σ 1 costs and the symmetric jackknife-t 0.88, every miss
-    below the truth (issue 64) — either fails the floor there."""
+    """The swap's ΔPPL interval (Hall's skew-corrected jackknife at 99 %, `SWAP_LEVEL`) covers at least 93 % at 12
+    windows (the default swap study's until 2026-11-29; 32 since, where it covers more) under symmetric, Gamma,
+    lognormal (σ 1 and 0.5) and one-costly-window-in-4 costs (`window_costs`), and its upper end at least 0.94 (what
+    "within budget" leans on). Planted: the same interval at 95 % (the tables' before) covers 0.90 under lognormal
+    σ 1 costs and the symmetric jackknife-t 0.88, every miss below the truth (issue 64) — either fails the floor
+    there."""
     from linrec.analyses.calibration import Costs, delta_ppl_coverage
 
     r = delta_ppl_coverage(12, reps=2000, costs=Costs(shape, **kw))

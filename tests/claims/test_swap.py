@@ -183,7 +183,8 @@ def test_claim6b_needs_both_correlations_shown_below_zero():
         ((-0.5, -0.8, -EPS, -M, -0.25), None, FLAGS),  # both 95 % intervals below 0, ρ ≤ −margin not excluded
         ((-0.5, -0.8, 0.0, -M, -0.25), None, INCONCLUSIVE),  # the 95 % upper end at 0: not below it
         ((-0.2, -0.28, -0.1, -M + EPS, -0.12), None, NOT_USEFUL),  # below 0 but weaker than useful: exclusion first
-        ((0.24, -0.24, 0.63, -0.17, 0.58), None, NOT_USEFUL),  # the default profile's SmolLM2 (ρ +0.24)
+        ((0.24, -0.24, 0.63, -0.17, 0.58), None, NOT_USEFUL),  # the default's SmolLM2 on 12 windows (until 2026-11-29)
+        ((0.30, -0.19, 0.67, -0.11, 0.62), None, NOT_USEFUL),  # the default's SmolLM2 on all 32 (ρ +0.30)
         (None, (-0.5, -0.8, -0.2, -M + EPS, -0.25), NOT_USEFUL),  # the partial ρ alone excludes it
         (None, (-0.5, -0.8, EPS, -0.75, 0.1), INCONCLUSIVE),  # the partial ρ's 95 % interval crosses 0
         ((np.nan,) * 5, None, INCONCLUSIVE),

@@ -90,9 +90,10 @@ def test_a_rules_hash_is_the_same_in_another_process_with_other_string_hashing()
 
 
 def test_a_threshold_changed_after_results_exist_is_logged_with_the_verdicts_before_and_after(tmp_path, monkeypatch):
-    """Results recorded under today's rules; claim 6a's budget then planted at -1 (its chosen block's ΔPPL of -0.14
-    no longer within it): the record logs the change with both hashes, the verdict before (recorded with the old
-    rule) and after, on the same tables; the changelog lists it and keeps the entry on what predates the record.
+    """Results recorded under today's rules; claim 6a's budget then planted at -1 (its chosen block's ΔPPL, +0.31
+    [-0.38, +0.76], no longer within it): the record logs the change with both hashes, the verdict before (recorded
+    with the old rule) and after, on the same tables; the changelog lists it and keeps the entry on what predates the
+    record.
     Guards a hash that ignores the thresholds (planted: no change logged) and a log that records the new verdict as
     the old one."""
     results = tmp_path / "results" / "default"
