@@ -11,6 +11,9 @@
 # %% [markdown]
 # # 01 · Capture: run a frozen model once, keep every FFN block's statistics
 #
+# **In plain words:** we run the model over some text once and, for every FFN block, keep running sums of what goes
+# into it and what comes out: enough to fit and score any affine map later without running the model again.
+#
 # > "A frozen language model is run once over a corpus" — the paper, Figure 1 caption.
 #
 # Every transformer block ends its second half with a feed-forward network (FFN, the "MLP").

@@ -11,6 +11,10 @@
 # %% [markdown]
 # # 02 · The exact closed-form linear ceiling: R²_lin per block (Figure 2, left panel)
 #
+# **In plain words:** for each block, the best affine (straight-line) map from the FFN's input to its output, solved
+# exactly; R²_lin is the share of the output's variance that map explains on text it was not fitted on (1: the block
+# acts linearly on this text; 0: the map explains nothing).
+#
 # > "We treat each FFN as a position-wise input-to-output map and split it into the exact
 # > least-squares linear approximation plus a residual. The held-out variance the closed-form
 # > linear map explains defines a block's linear recoverability (R²_lin)." — the paper, abstract.
@@ -30,15 +34,9 @@
 # inverts by eigendecomposition in float64, dropping only directions below d·ε·λ_max. We report
 # κ of the raw Gram matrix and of the rescaled one the solver actually sees.
 #
-# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
-# loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
-# default run: it reads the captures `make figures` cached instead of recomputing them (on a fresh clone it makes
-# them here, each said first in its cell with what it costs, its progress bar below it; the tiny profile,
-# `profile_file = "params/smoke.yaml"`, runs in minutes), and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
-# touching those or any tracked file, write the values into `notebooks/overrides.yaml` (git ignores it), e.g.
-# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`: any parameter, as `linrec figures -p` sets it.
-# The cell after the parameters says what it set; `linrec figures` never reads it.
+# **Running it yourself**, as notebook 01 sets out: Run All is the default profile (`params/default.yaml`) and reads
+# the captures `make figures` cached; for an experiment, put parameters into `notebooks/overrides.yaml` (git ignores
+# it), e.g. `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; docs/running.md has the rest.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

@@ -11,6 +11,9 @@
 # %% [markdown]
 # # 03 · What the linear map misses: a bilinear probe, and the trained-baseline pitfall (Figure 3)
 #
+# **In plain words:** two questions about what the linear map leaves over: is it a simple product of the inputs (a
+# small bilinear probe), and why does a linear layer trained by gradient descent fall short of the exact fit?
+#
 # Two questions about the residual r = y − (Wᵀx + b) of the closed-form map of notebook 02.
 #
 # **Is the residual a low-order product?**
@@ -80,15 +83,9 @@
 # of all outputs would give it. Adam's `adam_reach` (the 99th percentile of the closed-form
 # parameters' size in units of lr × steps, its bounded travel) is reported beside them.
 #
-# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
-# loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
-# default run: it reads the captures `make figures` cached instead of recomputing them (on a fresh clone it makes
-# them here, each said first in its cell with what it costs, its progress bar below it; the tiny profile,
-# `profile_file = "params/smoke.yaml"`, runs in minutes), and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
-# touching those or any tracked file, write the values into `notebooks/overrides.yaml` (git ignores it), e.g.
-# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`: any parameter, as `linrec figures -p` sets it.
-# The cell after the parameters says what it set; `linrec figures` never reads it.
+# **Running it yourself**, as notebook 01 sets out: Run All is the default profile (`params/default.yaml`) and reads
+# the captures `make figures` cached; for an experiment, put parameters into `notebooks/overrides.yaml` (git ignores
+# it), e.g. `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; docs/running.md has the rest.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

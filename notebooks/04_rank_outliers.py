@@ -11,6 +11,9 @@
 # %% [markdown]
 # # 04 · Two regimes behind a high R²_lin: rank and outliers (Figure 4)
 #
+# **In plain words:** a high R²_lin can mean the block is linear in every output direction, or that it gets one very
+# loud direction right and little else; the median R² over output features and the effective rank tell the two apart.
+#
 # > "A high [R²_lin] hides two structurally opposite regimes": points near the diagonal "are broadly
 # > linear (high rank)", points far below it at high R²_lin "are low-rank, outlier-concentrated
 # > (rank ≈ 1)" — the paper, arXiv 2606.19379, Fig. 4 caption (claim 4, ../paper/claims.md).
@@ -70,15 +73,9 @@
 # The summary also counts each regime among the blocks with R²_lin ≥ 0.8, a stricter reading of the
 # paper's "high R²_lin" than the rule's 0.6.
 #
-# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
-# loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
-# default run: it reads the captures `make figures` cached instead of recomputing them (on a fresh clone it makes
-# them here, each said first in its cell with what it costs, its progress bar below it; the tiny profile,
-# `profile_file = "params/smoke.yaml"`, runs in minutes), and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
-# touching those or any tracked file, write the values into `notebooks/overrides.yaml` (git ignores it), e.g.
-# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`: any parameter, as `linrec figures -p` sets it.
-# The cell after the parameters says what it set; `linrec figures` never reads it.
+# **Running it yourself**, as notebook 01 sets out: Run All is the default profile (`params/default.yaml`) and reads
+# the captures `make figures` cached; for an experiment, put parameters into `notebooks/overrides.yaml` (git ignores
+# it), e.g. `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; docs/running.md has the rest.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

@@ -11,6 +11,9 @@
 # %% [markdown]
 # # 05 · A property of the model or of the corpus? (Figure 5)
 #
+# **In plain words:** the same measurement on three kinds of text (encyclopaedia, web pages, source code): if each
+# block's R²_lin stays put, it belongs to the model; if it moves with the text, to the text.
+#
 # > "The three profiles overlay closely per model, so the recoverability profile is a property of
 # > the model, not the corpus" — the paper, arXiv 2606.19379, Fig. 5 caption (claim 5,
 # > ../paper/claims.md).
@@ -36,15 +39,9 @@
 # The model is loaded once for all corpora (`linrec.measure.capture.get_captures`) and every capture is
 # cached; only the notebook-01 corpus keeps raw rows, the others keep statistics only.
 #
-# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
-# loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
-# default run: it reads the captures `make figures` cached instead of recomputing them (on a fresh clone it makes
-# them here, each said first in its cell with what it costs, its progress bar below it; the tiny profile,
-# `profile_file = "params/smoke.yaml"`, runs in minutes), and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
-# touching those or any tracked file, write the values into `notebooks/overrides.yaml` (git ignores it), e.g.
-# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`: any parameter, as `linrec figures -p` sets it.
-# The cell after the parameters says what it set; `linrec figures` never reads it.
+# **Running it yourself**, as notebook 01 sets out: Run All is the default profile (`params/default.yaml`) and reads
+# the captures `make figures` cached; for an experiment, put parameters into `notebooks/overrides.yaml` (git ignores
+# it), e.g. `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; docs/running.md has the rest.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

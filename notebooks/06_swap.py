@@ -11,6 +11,9 @@
 # %% [markdown]
 # # 06 · Swap the FFN for its linear map: what does it cost? (Figure 2, ΔPPL panel)
 #
+# **In plain words:** replace one block's FFN by its linear map and see how much worse the model predicts held-out
+# text (perplexity); then ask whether R²_lin tells in advance which blocks are safe to replace.
+#
 # > "recoverable blocks admit large single-layer replacements (GPT-2's early FFN at 8x fewer
 # > parameters for +0.77 perplexity), while low-recoverability blocks flag where this is unsafe"
 # > — the paper, arXiv 2606.19379, abstract; per-block zero-shot ΔPPL in its Fig. 2 (claim 6,
@@ -55,15 +58,9 @@
 # models) 3·d·d_ff, a GPT-2 FFN 2·d·d_ff + d_ff + d. A rank-r map from reduced-rank regression
 # (the rank-r minimiser of the train error, not a truncation of W) has r·2d + d.
 #
-# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
-# loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
-# default run: it reads the captures `make figures` cached instead of recomputing them (on a fresh clone it makes
-# them here, each said first in its cell with what it costs, its progress bar below it; the tiny profile,
-# `profile_file = "params/smoke.yaml"`, runs in minutes), and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
-# touching those or any tracked file, write the values into `notebooks/overrides.yaml` (git ignores it), e.g.
-# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`: any parameter, as `linrec figures -p` sets it.
-# The cell after the parameters says what it set; `linrec figures` never reads it.
+# **Running it yourself**, as notebook 01 sets out: Run All is the default profile (`params/default.yaml`) and reads
+# the captures `make figures` cached; for an experiment, put parameters into `notebooks/overrides.yaml` (git ignores
+# it), e.g. `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; docs/running.md has the rest.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

@@ -11,6 +11,10 @@
 # %% [markdown]
 # # 07 · Is linear recoverability learned? The controls the paper lacks
 #
+# **In plain words:** is a block's linearity something training put there, or does it follow from the architecture, or
+# from the inputs the block happens to see? Untrained twins, Gaussian inputs and another block's inputs separate the
+# three.
+#
 # > "recoverability is a learned property of individual trained blocks, not an architectural one"
 # > — the paper, arXiv 2606.19379, abstract (claim 2), from GPT-2 and Pythia-160m having different
 # > profiles.
@@ -49,15 +53,9 @@
 # Every R² below is computed by the same code path as R²_lin (float64 statistics, closed form,
 # held-out split of windows); `lib/linrec/analyses/controls.py` documents each control.
 #
-# **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
-# loads it (every parameter, its default and what it does: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the
-# default run: it reads the captures `make figures` cached instead of recomputing them (on a fresh clone it makes
-# them here, each said first in its cell with what it costs, its progress bar below it; the tiny profile,
-# `profile_file = "params/smoke.yaml"`, runs in minutes), and writes its tables
-# to `results/default/` and its figures to `figures/`, where `make figures` writes them. To experiment without
-# touching those or any tracked file, write the values into `notebooks/overrides.yaml` (git ignores it), e.g.
-# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`: any parameter, as `linrec figures -p` sets it.
-# The cell after the parameters says what it set; `linrec figures` never reads it.
+# **Running it yourself**, as notebook 01 sets out: Run All is the default profile (`params/default.yaml`) and reads
+# the captures `make figures` cached; for an experiment, put parameters into `notebooks/overrides.yaml` (git ignores
+# it), e.g. `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; docs/running.md has the rest.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

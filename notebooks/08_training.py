@@ -11,6 +11,10 @@
 # %% [markdown]
 # # 08 · Learned, watched as it is learned: one architecture trained from scratch, seed against seed
 #
+# **In plain words:** train one small architecture from scratch several times, changing only the seed (and, beside it,
+# only the MLP type), and watch each block's R²_lin form from step 0: how much of the profile does the design fix, and
+# how much does training decide?
+#
 # > "Per-block linear recoverability is learned, not architectural." — the paper's title (arXiv 2606.19379); its
 # > evidence (§ 4): GPT-2 and Pythia-160m, the same width and both GELU, have different profiles.
 #

@@ -11,6 +11,9 @@
 # %% [markdown]
 # # 09 · The reproduction report
 #
+# **In plain words:** read back every table the notebooks wrote, apply each claim's stated rule to its numbers, and
+# write the report; nothing in it is typed by hand.
+#
 # Every notebook before this one wrote its tables to `results_dir`. This one reads them back —
 # only them — and writes the report (`paper/report.md` and `.html` on the default run): the
 # setup, each of the paper's seven claims beside our number and a verdict computed by a stated
