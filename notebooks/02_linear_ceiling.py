@@ -13,7 +13,7 @@
 #
 # **In plain words:** for each block, the best affine (straight-line) map from the FFN's input to its output, solved
 # exactly; R²_lin is the share of the output's variance that map explains on text it was not fitted on (1: the block
-# acts linearly on this text; 0: the map explains nothing).
+# acts linearly on this text; 0 or below: the map explains nothing, or does worse than the mean).
 #
 # > "We treat each FFN as a position-wise input-to-output map and split it into the exact
 # > least-squares linear approximation plus a residual. The held-out variance the closed-form
@@ -34,9 +34,12 @@
 # inverts by eigendecomposition in float64, dropping only directions below d·ε·λ_max. We report
 # κ of the raw Gram matrix and of the rescaled one the solver actually sees.
 #
-# **Running it yourself**, as notebook 01 sets out: Run All is the default profile (`params/default.yaml`) and reads
-# the captures `make figures` cached; for an experiment, put parameters into `notebooks/overrides.yaml` (git ignores
-# it), e.g. `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; docs/running.md has the rest.
+# **Running it yourself** (notebook 01 and docs/running.md say more): Run All runs the default profile
+# (`params/default.yaml`) and writes `results/default/` and `figures/` as `make figures` does. It reads the captures
+# `make figures` cached; on a fresh clone it computes them (`params/smoke.yaml`, the tiny profile, takes minutes). To
+# experiment without touching tracked files, put parameters into `notebooks/overrides.yaml` (git ignores it), e.g.
+# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; the cell after the parameters says what it
+# set.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

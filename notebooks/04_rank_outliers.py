@@ -73,9 +73,12 @@
 # The summary also counts each regime among the blocks with R²_lin ≥ 0.8, a stricter reading of the
 # paper's "high R²_lin" than the rule's 0.6.
 #
-# **Running it yourself**, as notebook 01 sets out: Run All is the default profile (`params/default.yaml`) and reads
-# the captures `make figures` cached; for an experiment, put parameters into `notebooks/overrides.yaml` (git ignores
-# it), e.g. `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; docs/running.md has the rest.
+# **Running it yourself** (notebook 01 and docs/running.md say more): Run All runs the default profile
+# (`params/default.yaml`) and writes `results/default/` and `figures/` as `make figures` does. It reads the captures
+# `make figures` cached; on a fresh clone it computes them (`params/smoke.yaml`, the tiny profile, takes minutes). To
+# experiment without touching tracked files, put parameters into `notebooks/overrides.yaml` (git ignores it), e.g.
+# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; the cell after the parameters says what it
+# set.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

@@ -27,9 +27,9 @@
 # **Zero-shot swap.** Block i's FFN is replaced by y = Wᵀx + b with the closed-form (W, b) of
 # notebook 02, fitted on the train windows in float64 and run in the model's dtype; no training.
 # **Perplexity** is exp of the mean next-token negative log-likelihood over every predicted token
-# of the *held-out* windows (never used for a fit or a choice): all 32 of them in both profiles (`test_windows`
-# draws fewer by seed alone: each swap costs one pass over them, and fewer windows give wider intervals that miss
-# more often when one window carries much of a swap's cost). ΔPPL = PPL(swapped) − PPL(base),
+# of the *held-out* windows (never used for a fit or a choice): all 32 of them in the default and full profiles
+# (`test_windows` draws fewer by seed alone: each swap costs one pass over them, and fewer windows give wider intervals
+# that miss more often when one window carries much of a swap's cost). ΔPPL = PPL(swapped) − PPL(base),
 # with a 99 % **paired skew-corrected jackknife interval** for the swap's held-out population ΔPPL: each window is
 # left out in turn, the same window for the base and the swapped model, and the spread of the ΔPPLs left gives a t
 # interval whose ends Hall's transformation moves by their skewness (`linrec.analyses.uncertainty.
@@ -58,9 +58,12 @@
 # models) 3·d·d_ff, a GPT-2 FFN 2·d·d_ff + d_ff + d. A rank-r map from reduced-rank regression
 # (the rank-r minimiser of the train error, not a truncation of W) has r·2d + d.
 #
-# **Running it yourself**, as notebook 01 sets out: Run All is the default profile (`params/default.yaml`) and reads
-# the captures `make figures` cached; for an experiment, put parameters into `notebooks/overrides.yaml` (git ignores
-# it), e.g. `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; docs/running.md has the rest.
+# **Running it yourself** (notebook 01 and docs/running.md say more): Run All runs the default profile
+# (`params/default.yaml`) and writes `results/default/` and `figures/` as `make figures` does. It reads the captures
+# `make figures` cached; on a fresh clone it computes them (`params/smoke.yaml`, the tiny profile, takes minutes). To
+# experiment without touching tracked files, put parameters into `notebooks/overrides.yaml` (git ignores it), e.g.
+# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; the cell after the parameters says what it
+# set.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

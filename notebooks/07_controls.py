@@ -53,9 +53,12 @@
 # Every R² below is computed by the same code path as R²_lin (float64 statistics, closed form,
 # held-out split of windows); `lib/linrec/analyses/controls.py` documents each control.
 #
-# **Running it yourself**, as notebook 01 sets out: Run All is the default profile (`params/default.yaml`) and reads
-# the captures `make figures` cached; for an experiment, put parameters into `notebooks/overrides.yaml` (git ignores
-# it), e.g. `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; docs/running.md has the rest.
+# **Running it yourself** (notebook 01 and docs/running.md say more): Run All runs the default profile
+# (`params/default.yaml`) and writes `results/default/` and `figures/` as `make figures` does. It reads the captures
+# `make figures` cached; on a fresh clone it computes them (`params/smoke.yaml`, the tiny profile, takes minutes). To
+# experiment without touching tracked files, put parameters into `notebooks/overrides.yaml` (git ignores it), e.g.
+# `{results_dir: scratch, figures_dir: scratch/figures, corpus: code}`; the cell after the parameters says what it
+# set.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

@@ -11,9 +11,9 @@
 # %% [markdown]
 # # 08 · Learned, watched as it is learned: one architecture trained from scratch, seed against seed
 #
-# **In plain words:** train one small architecture from scratch several times, changing only the seed (and, beside it,
-# only the MLP type), and watch each block's R²_lin form from step 0: how much of the profile does the design fix, and
-# how much does training decide?
+# **In plain words:** train small models from scratch, changing one thing at a time (the seed, the data order, the MLP
+# type; in the zoo, the layout and the text), and watch each block's R²_lin form from step 0: how much of the profile
+# does the design fix, and how much does training decide?
 #
 # > "Per-block linear recoverability is learned, not architectural." — the paper's title (arXiv 2606.19379); its
 # > evidence (§ 4): GPT-2 and Pythia-160m, the same width and both GELU, have different profiles.
@@ -53,6 +53,11 @@
 # it: `params/training.yaml` and `params/zoo.yaml` do (`linrec figures --params params/zoo.yaml --only 08`), cache
 # every run, and write `results/training/` and `results/zoo/`. Under any other profile this notebook shows those runs'
 # results and names them.
+#
+# **Running it yourself** (notebook 01 and docs/running.md say more): under the default profile Run All trains nothing
+# and shows the results of the runs `params/training.yaml` and `params/zoo.yaml` made. To experiment without touching
+# tracked files, put parameters into `notebooks/overrides.yaml` (git ignores it); the cell after the parameters says
+# what it set.
 
 # %% tags=["parameters"]
 profile_file = "params/default.yaml"  # the profile: a YAML file, or a name in params/ (linrec figures --params)

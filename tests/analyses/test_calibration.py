@@ -256,6 +256,7 @@ def test_the_window_table_has_both_r2_rows_at_the_runs_rows_per_parameter(monkey
     many = 5 * cal.R2_REPS  # the R²_lin rows' own data sets, 4 × the other window rows'
     assert calls == [(8, 0.6, plant, many, many), (8, 0.9, plant, many, many)] and own == [(0.04, 128, many)] * 2
     assert cal.refit_draws(5 * cal.R2_REPS) == 20 and cal.refit_draws(500 * cal.R2_REPS) == cal.REFIT_DRAWS == 2_000
+    assert cal.refit_draws(4_000) == 2_000 and cal.refit_draws(0) == 1  # capped above, at least one
     assert t["procedure"].tolist()[:4] == [cal.FITTED_MAP] * 2 + [cal.REFIT] * 2
     assert t["what"].tolist()[:4] == ["claims 1, 5: held-out R² of the fitted map"] * 2 + [
         "claims 1, 5: R²_lin of a block (fit included)"] * 2  # fmt: skip

@@ -21,7 +21,7 @@ is made on them and on the train statistics, never on the test windows: the maps
 refitted without them (`screening_fit`), the predictors of ΔPPL are computed on their rows
 (`predictors`), and the greedy multi-block swap (`greedy`) orders and accepts blocks by them.
 The test windows only report: all of them, or `test_windows` of them drawn by seed alone
-(`report_ids`: cheaper, with wider intervals; the smoke and healing profiles' setting, all 32 in the others).
+(`report_ids`: cheaper, with wider intervals; the smoke and healing profiles' setting, all of them in the others).
 """
 
 from __future__ import annotations
