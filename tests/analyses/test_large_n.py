@@ -50,3 +50,29 @@ def test_large_n_fit_is_exact_on_a_line_and_per_replicate():
     r0s, as_, _ = large_n_fit(x, reps)
     np.testing.assert_allclose(r0s, [0.8, 0.7], atol=1e-12)
     np.testing.assert_allclose(as_, [0.3, 0.1], atol=1e-12)
+
+
+def test_other_split_counts_lower_and_excluded_blocks_at_the_captures_own_train_rows():
+    """`other_split` against a hand count: a capture of 4 blocks (train rows 100, intervals ± 0.02) and a curve at 100
+    and 200 train rows; only the 100-row values are read. Block 0 inside and above, 1 inside and below, 2 below and
+    outside (drop 0.05), 3 above and outside; a second model without a curve row at its size gives no row. Planted:
+    reading the curve's largest size, counting `r2_curve <= r2_lo` as outside at the edge, or the drop's sign
+    flipped, fails."""
+    import pandas as pd
+
+    from linrec.analyses.large_n import other_split
+
+    r2 = pd.DataFrame({"model": ["m"] * 4 + ["g"], "block": [0, 1, 2, 3, 0], "n_train": [100] * 4 + [300],
+                       "r2_lin": [0.5, 0.6, 0.7, 0.8, 0.5]})  # fmt: skip
+    r2 = r2.assign(r2_lo=r2["r2_lin"] - 0.02, r2_hi=r2["r2_lin"] + 0.02).iloc[[2, 0, 3, 1, 4]]  # rows out of order
+    curve = pd.DataFrame({"model": ["m"] * 8 + ["g"], "block": [0, 1, 2, 3] * 2 + [0],
+                          "n_train": [100] * 4 + [200] * 4 + [200],
+                          "r2": [0.51, 0.59, 0.65, 0.83, 0.9, 0.9, 0.9, 0.9, 0.1]})  # fmt: skip
+    got = other_split(curve, r2)
+    assert got["model"].tolist() == ["m"]
+    row = got.iloc[0]
+    assert (row["n_blocks"], row["n_lower"], row["n_outside"], row["drop_block"]) == (4, 2, 2, 2)
+    np.testing.assert_allclose([row["drop_max"], row["diff_median"], row["diff_mean"]],
+                               [0.05, 0.0, (0.01 - 0.01 - 0.05 + 0.03) / 4], atol=1e-12)  # fmt: skip
+    edge = r2.assign(r2_lo=np.where(r2["block"] == 2, 0.65, r2["r2_lo"]))  # block 2's curve value on its end: inside
+    assert other_split(curve, edge).iloc[0]["n_outside"] == 1

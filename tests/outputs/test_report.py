@@ -69,6 +69,22 @@ def test_the_curve_profiles_measured_bias_is_quoted_with_where_it_came_from(tmp_
         "default train size sits below the large-n estimate by m 0.028 (median over blocks, up to 0.056)" in text
     )
     assert "This profile skips it" not in text
+    assert "80/20 split draws on" not in text  # no r2_curve table in that run: no comparison
+
+    # the same run's per-block curve at this profile's 16,384 train rows (and at twice that, not read): blocks 0 and 1
+    # of this run's r2_lin (± 0.02) planted 0.01 and 0.05 below, so both lower and block 1 outside
+    blocks = load_table("r2_lin", d).assign(n_train=16384)
+    save_table(blocks.assign(r2_lo=blocks["r2_lin"] - 0.02, r2_hi=blocks["r2_lin"] + 0.02), "r2_lin", d)
+    rows = [planted("r2_curve", fill=0.0, model="m", block=b, train_tokens=16384.0, n_train=16384, r2=r - x)
+            for b, r, x in zip(blocks["block"], blocks["r2_lin"], (0.01, 0.05))]  # fmt: skip
+    rows.append(planted("r2_curve", fill=0.0, model="m", block=0, train_tokens=32768.0, n_train=32768, r2=0.0))
+    save_table(pd.concat(rows, ignore_index=True), "r2_curve", curve)
+    text = render(d, tmp_path / "project" / "figures", tmp_path / "project" / "paper" / "report.md")
+    assert (
+        "At this run's train rows the curve, whose held-out windows come from more text than this run's 80/20 split "
+        "draws on, scores R²_lin in m 2 of 2 blocks lower (median change -0.030, largest drop 0.050 at block 1), 1 "
+        "outside this run's window interval (docs/limitations.md)." in text
+    )
 
 
 def test_missing_results_directory_names_the_fix(tmp_path):

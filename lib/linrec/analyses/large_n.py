@@ -1,7 +1,8 @@
 """Tables of a learning curve (`linrec.measure.curves.Curve`, notebook 02, Figure 2c): R²_lin per train size and split
 seed (`curve_table`), the hierarchical-bootstrap summary with the large-n estimate R²∞ per block (`curve_summary`,
 `large_n_fit`; the model behind it is in `linrec.measure.curves`' docstring), the profile at one train size
-(`large_n_profile`, `with_profile`) and what notebook 02 prints about them (`curve_overview`, `curve_sentence`).
+(`large_n_profile`, `with_profile`) and what notebook 02 prints about them (`curve_overview`, `curve_sentence`); a
+capture's R²_lin against the curve's split at the same train size (`other_split`).
 """
 
 from __future__ import annotations
@@ -203,3 +204,26 @@ def curve_sentence(row: dict) -> str:
         f"{row['ref_tokens']:.0f}-token value (median; 95 % intervals over seeds and windows, median width "
         f"{f(row['ci_width_inf_median'])}); block order kept: Spearman {f(row['rank_spearman_ref_inf'], 2)}"
     )
+
+
+def other_split(curve: pandas.DataFrame, r2: pandas.DataFrame) -> pandas.DataFrame:
+    """Per model: a capture's `r2_lin` (with its window interval `r2_lo`, `r2_hi`) against the learning curve's R²_lin
+    (`curve_summary`'s table: the mean over split seeds) at the capture's own train rows, block by block, where both
+    hold the model and the curve has that size: blocks, how many the curve scores lower, how many of the capture's
+    intervals exclude the curve's value, the median and mean difference (curve − capture) and the largest drop with
+    its block. The curve holds its windows out of more text than a capture's 80/20 split does, so the two measure
+    R²_lin on differently drawn held-out text (docs/limitations.md)."""
+    rows = []
+    for model, t in r2.groupby("model", sort=False):
+        n = int(t["n_train"].iloc[0])
+        c = curve[(curve["model"] == model) & (curve["n_train"] == n)]
+        m = t.merge(c[["block", "r2"]].rename(columns={"r2": "r2_curve"}), on="block").reset_index(drop=True)
+        if m.empty:
+            continue
+        diff = m["r2_curve"] - m["r2_lin"]
+        worst = int(diff.idxmin())
+        rows.append({"model": model, "n_train": n, "n_blocks": len(m), "n_lower": int((diff < 0).sum()),
+                     "n_outside": int(((m["r2_curve"] < m["r2_lo"]) | (m["r2_curve"] > m["r2_hi"])).sum()),
+                     "diff_median": float(diff.median()), "diff_mean": float(diff.mean()),
+                     "drop_max": float(-diff.min()), "drop_block": int(m.loc[worst, "block"])})  # fmt: skip
+    return pd.DataFrame(rows)

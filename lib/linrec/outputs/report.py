@@ -21,6 +21,7 @@ from pathlib import Path
 import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
 
+from linrec.analyses.large_n import other_split
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.files import atomic_file, find_project_root, project_root, writing
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
@@ -290,12 +291,13 @@ def _bias_limitation(r: Results, out: Path) -> str:
         "p = d_in + 1 parameters per output; the per-block window intervals are for the held-out R² of the fitted map, "
         "held fixed: they do not include refitting uncertainty (the methods table measures what that costs)."
     )
-    overview, source = r.get("r2_curve_overview"), ""
+    overview, curve, source = r.get("r2_curve_overview"), r.get("r2_curve"), ""
     if overview is None:
         params, folder = OTHER_PROFILE["fig2c_learning_curves"]
         stale = stale_run(params, folder, "02", out)
         root = find_project_root(out.parent)
         overview = table_in(root / folder, "r2_curve_overview") if stale is None and root is not None else None
+        curve = table_in(root / folder, "r2_curve") if overview is not None else None
         if overview is None:
             where = stale if stale is not None else f"its last run is in `{folder}/`"
             return (
@@ -310,6 +312,23 @@ def _bias_limitation(r: Results, out: Path) -> str:
     return (
         text + f" Measured by notebook 02's learning curve{source}, the default train size sits below the large-n "
         f"estimate by {measured}; the curve's intervals resample split seeds as well as windows."
+        + _other_split(curve, r)
+    )
+
+
+def _other_split(curve: pd.DataFrame | None, r: Results) -> str:
+    """This run's R²_lin against the curve's at the same train rows (`linrec.analyses.large_n.other_split`)."""
+    r2 = r.get("r2_lin")
+    found = other_split(curve, r2) if curve is not None and r2 is not None and not r2.empty else pd.DataFrame()
+    if found.empty:
+        return ""
+    said = "; ".join(f"{o['model']} {o['n_lower']} of {o['n_blocks']} blocks lower (median change "
+                     f"{fmt(o['diff_median'])}, largest drop {fmt(o['drop_max'])} at block {o['drop_block']}), "
+                     f"{o['n_outside']} outside this run's window interval"
+                     for o in found.to_dict("records"))  # fmt: skip
+    return (
+        f" At this run's train rows the curve, whose held-out windows come from more text than this run's 80/20 "
+        f"split draws on, scores R²_lin in {said} (docs/limitations.md)."
     )
 
 
