@@ -102,8 +102,9 @@ def test_make_env_prints_nothing_that_reads_like_an_error():
 def test_an_experiment_in_lab_the_documented_way_leaves_git_status_clean(tmp_path, monkeypatch):
     """Issue 65 item 4: the documented way to experiment was to edit `overrides = {...}` in the notebook, which Lab's
     autosave wrote into the tracked .py, and `scratch/` (the documented output folder) was not ignored. In a clone of
-    the repository's notebooks, profiles and .gitignore: the values go into notebooks/overrides.yaml, as each notebook's
-    first cell says; the notebook's own first two cells, run as Lab runs them (in notebooks/), bind them; what it
+    the repository's notebooks, profiles and .gitignore: the values go into notebooks/overrides.yaml, as the prose
+    above each notebook's parameters says; the notebook's own first two code cells, run as Lab runs them (in
+    notebooks/), bind them; what it
     writes lands under scratch/; and `git status --porcelain` is what it was. A planted .gitignore without the two
     lines shows both files."""
     import subprocess
