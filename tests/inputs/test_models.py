@@ -175,13 +175,10 @@ def test_a_weight_past_float16s_range_loaded_as_float16_is_named_as_an_overflow(
     model = tiny_model("llama")
     with torch.no_grad():
         model.model.layers[0].mlp.up_proj.weight[0, 0] = 1e6
-    model.save_pretrained(tmp_path)
-    _tokenizer().save_pretrained(tmp_path)
-    with pytest.raises(LinrecError) as err:
-        load_model(str(tmp_path), dtype=torch.float16)
-    assert _one_line(err) == (f"model {tmp_path}: its weights hold NaN or inf (model.layers.0.mlp.up_proj.weight, the "
-                              "first); loaded as float16, a weight past ±65,504 overflows: load it in float32 "
-                              "(--dtype), or repair the checkpoint")  # fmt: skip
+    assert _refused_on_load(model, tmp_path, dtype=torch.float16) == (
+        f"model {tmp_path}: its weights hold NaN or inf (model.layers.0.mlp.up_proj.weight, the first); loaded as "
+        "float16, a weight past ±65,504 overflows: load it in float32 (--dtype), or repair the checkpoint"
+    )
     assert load_model(str(tmp_path)).model.model.layers[0].mlp.up_proj.weight[0, 0] == 1e6
 
 
@@ -216,12 +213,13 @@ def test_a_half_precision_checkpoint_run_in_float32_says_so_with_v(offline_hub, 
         assert not [r for r in caplog.records if "stored as" in r.getMessage()]
 
 
-def _refused_on_load(model, directory) -> str:
-    """`model` saved to `directory` with the tiny tokenizer, then `load_model` of it: the one-line error it raises."""
+def _refused_on_load(model, directory, **load) -> str:
+    """`model` saved to `directory` with the tiny tokenizer, then `load_model` of it (with `load`, e.g. a dtype): the
+    one-line error it raises."""
     model.save_pretrained(directory)
     _tokenizer().save_pretrained(directory)
     with pytest.raises(LinrecError) as err:
-        load_model(str(directory))
+        load_model(str(directory), **load)
     return _one_line(err)
 
 
