@@ -110,6 +110,18 @@ def test_measure_gives_the_command_lines_numbers_on_the_same_model_and_text(save
     assert api["model"][0] == str(saved / "model")  # the model's own name_or_path
 
 
+def test_a_document_split_reaches_the_capture_from_the_command_line_and_from_python(saved):
+    """--split documents and `split="documents"`: the same numbers, and not the window split's (the file's two
+    documents: one of them is held out whole, so the held-out rows are other than the 13 windows' 416)."""
+    cli = _cli(saved, "measure", "--split", "documents")
+    model, tok = _loaded_here(saved)
+    api = linrec.measure(model, tok, str(saved / "text.txt"), split="documents", **SMALL)
+    api = api.rename(columns={"r2_lin_lo": "r2_lo", "r2_lin_hi": "r2_hi"})
+    numbers = [c for c in cli.columns if c not in ("model", "corpus")]
+    pd.testing.assert_frame_equal(api[numbers], cli[numbers], rtol=1e-12, atol=1e-12, check_dtype=False)
+    assert (cli["n_test"] != 13 * 32).all() and (cli["n_test"] % 32 == 0).all()
+
+
 def test_swap_gives_the_command_lines_numbers(saved, texts):
     cli = _cli(saved, "swap", "--blocks", "1")
     model, tok = _loaded_here(saved)

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 # keyword options, each with its default: the capture's settings (`CaptureConfig`'s defaults), how it runs, and a swap's
 CAPTURE_OPTIONS = {f.name: f.default for f in fields(CaptureConfig) if f.name in ("seed", "test_frac", "product", "bos",
-                                                                                   "sample")}  # fmt: skip
+                                                                                   "sample", "split")}  # fmt: skip
 RUN_OPTIONS = {"batch_size": CaptureRun.batch_size, "progress": True, "name": None}
 SWAP_OPTIONS = {"first": "map", "test_windows": None}
 TEXTS = "texts"  # the corpus label of a list of strings (the tables' `corpus` column, the errors)
@@ -76,7 +76,7 @@ def measure(model, tokenizer, texts, *, seq_len: int = 128, tokens: int = 20_480
     (`linrec.analyses.recoverability.ceiling_table`; its `r2_lo`, `r2_hi` are named `r2_lin_lo`, `r2_lin_hi` here).
 
     `tokens` tokens of `texts` in windows of `seq_len`, run on `device` (None: where the model is). `options`: seed,
-    test_frac, product ("float64" exact, "float32" fast), bos, sample (as `linrec.measure.config.CaptureConfig`),
+    test_frac, product ("float64" exact, "float32" fast), bos, sample, split (as `linrec.measure.config.CaptureConfig`),
     batch_size, progress, name (the `model` column; default: a loaded model's name, else the model's `name_or_path`,
     else its type)."""
     with _python_words():

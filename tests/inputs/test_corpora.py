@@ -227,3 +227,63 @@ def test_a_document_longer_than_the_models_context_tokenises_without_a_warning(c
     assert len(ids) > 8
     out, err = capfd.readouterr()
     assert "sequence length" not in out + err + caplog.text
+
+
+# ---- the held-out split by document ------------------------------------------------------------------------------
+def _one_word_documents(lengths):
+    """Documents each of one word repeated (document k: word k + 3's token), so every token names its document."""
+    from helpers import WORDS
+
+    return [" ".join([WORDS[k]] * n) for k, n in enumerate(lengths)]
+
+
+def _documents_of(ids: torch.Tensor, eos: int) -> set[int]:
+    return {int(t) - 3 for t in ids.reshape(-1) if int(t) != eos}
+
+
+@pytest.mark.parametrize("bos", [False, True])
+def test_a_document_split_holds_out_whole_documents(bos):
+    """split "documents": no document has a token in both a train and a held-out window; the held-out share is
+    about `test_frac` of the windows; each split's windows are its documents' tokens in stream order; the seed
+    picks which documents; the stretch is the one `sample` names."""
+    tok = tiny_tokenizer(bos=bos)
+    lengths = [int(n) for n in np.random.default_rng(1).integers(20, 120, size=60)]
+    docs = _one_word_documents(lengths)
+    body = 32 - bos
+    stream = []
+    for d in docs:
+        stream += ([tok.eos_token_id] if stream else []) + tok(d, add_special_tokens=False).input_ids
+    picks = []
+    for seed, sample in ((0, 0), (0, 0), (1, 0), (0, 1)):
+        cut = WindowCut(seq_len=32, tokens=1600, seed=seed, test_frac=0.2, sample=sample, split="documents")
+        w = make_windows(docs, tok, cut)
+        body_ids = w.ids[:, 1:] if bos else w.ids
+        assert w.bos == bos and (not bos or (w.ids[:, 0] == tok.bos_token_id).all())
+        train, test = _documents_of(body_ids[w.train], 2), _documents_of(body_ids[w.test], 2)
+        assert train and test and not train & test, (seed, sample, train & test)
+        assert 10 - 1 <= len(w.test) <= 1.25 * 10 + 1 and 40 <= len(w.ids) <= 50
+        stretch = stream[sample * 50 * body : (sample + 1) * 50 * body]
+        assert train | test <= {t - 3 for t in stretch if t != 2}  # only this stretch's text
+        for split in (w.train, w.test):  # in stream order: each split's tokens a subsequence of the stretch's
+            seq, at = body_ids[split].reshape(-1).tolist(), iter(stretch)
+            assert all(t in at for t in seq)
+        picks.append(test)
+    assert picks[0] == picks[1] and picks[0] != picks[2] and not picks[0] & picks[3]
+
+
+def test_a_document_split_of_one_document_holds_out_its_last_windows_and_says_so(caplog):
+    tok = tiny_tokenizer()
+    text = [tiny_text(2000)]
+    w = make_windows(text, tok, WindowCut(32, 640, seed=0, test_frac=0.2, split="documents"))
+    assert "holds one document in this stretch" in caplog.text
+    assert list(w.test) == [16, 17, 18, 19] and list(w.train) == list(range(16))
+    assert torch.equal(w.ids, make_windows(text, tok, WindowCut(32, 640, seed=0, test_frac=0.2)).ids)
+
+
+def test_a_document_split_that_leaves_no_window_is_one_line():
+    tok = tiny_tokenizer()
+    # one document holds nearly the whole stretch, and the seeded order holds out the short one
+    with pytest.raises(LinrecError, match="left no whole held-out window"):
+        make_windows(_one_word_documents([5, 700]), tok, WindowCut(32, 640, seed=0, test_frac=0.2, split="documents"))
+    with pytest.raises(LinrecError, match="split must be one of windows, documents, got 'rows'"):
+        make_windows([tiny_text(2000)], tok, WindowCut(32, 640, seed=0, test_frac=0.2, split="rows"))

@@ -3,6 +3,7 @@ item 3; `linrec.measure.reuse`): a cached capture keeping more rows serves a req
 rows a fresh capture would keep, and a capture that is not cached is announced, with an estimate, before it runs."""
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -256,3 +257,19 @@ def test_rows_too_few_for_every_block_are_refused_and_for_a_wider_one_only_said(
     reuse.say_rows(config, 10, 48, [(8, 8), (64, 64)])  # the narrow block is fitted: no error
     with pytest.raises(LinrecError, match="for a 64-wide block"):  # widths 50 and 64: the fix named fits the 64
         reuse.say_rows(config, 10, 48, [(50, 50), (64, 64)])
+
+
+def test_a_document_split_short_by_its_own_cut_says_so_not_that_the_corpus_is_small():
+    """split 'documents' drops the train and the held-out text's last partial windows: one or two windows short is
+    its cut, more is the corpus (the offline wiki: 159 windows of the 160 asked for, with nothing short of text)."""
+    from linrec.measure.config import CaptureConfig
+    from linrec.measure.reuse import _short, _why_short, rows_problem
+
+    docs, windows = CaptureConfig("m", "wiki", split="documents"), CaptureConfig("m", "wiki")
+    for n, config, words in ((159, docs, "split 'documents' drops"), (158, docs, "split 'documents' drops"),
+                             (157, docs, "a larger corpus"), (159, windows, "a larger corpus")):  # fmt: skip
+        assert words in _why_short(config, n), (n, config.split)
+        assert ("holds only" in _short(config, n)) == (words == "a larger corpus")
+    # and the fix for too few train rows: raise --tokens where the cut, not the corpus, made the windows fewer
+    assert "raise --tokens" in rows_problem(replace(docs, tokens=2560, seq_len=64), 39, 1792, 576)[0]
+    assert "give a larger corpus" in rows_problem(replace(docs, tokens=2560, seq_len=64), 37, 1792, 576)[0]

@@ -395,3 +395,29 @@ def test_a_committed_report_is_what_linrec_report_writes_from_its_tables_today(n
         f"{values['report_path']} is not what today's code writes from {values['results_dir']}: rerun "
         f"`linrec report --params params/{name}.yaml` ({len(then)} -> {len(today)} lines; {changed[:3]})"
     )
+
+
+def test_the_document_split_goes_into_the_limitations_and_the_setup_names_the_split(tmp_path):
+    """`results/split/split_shift.csv` beside the results folder (benchmarks/split.py) becomes one limitation with
+    `split_summary`'s counts, for this profile's models only; silent without it; a run held out by document says so
+    in its setup and its limitation."""
+    from linrec.analyses.large_n import split_shift
+
+    d = _results(tmp_path)
+    out = tmp_path / "paper" / "report.md"
+    assert "Held out by whole document" not in render(d, tmp_path / "figs", out)
+    rows = [{"model": m, "split": split, "seed": s, "block": b,
+             "r2_lin": 0.5 + shift * (split == "documents") + 0.01 * s}
+            for m, shift in (("m", -0.05), ("other", 0.3)) for b in range(3) for s in range(4)
+            for split in ("windows", "documents")]  # fmt: skip
+    (tmp_path / "split").mkdir()
+    split_shift(pd.DataFrame(rows)).to_csv(tmp_path / "split" / "split_shift.csv", index=False)
+    text = render(d, tmp_path / "figs", out)
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("- Held out by whole document")]
+    assert "4 split seeds each" in line and "m 3 of 3 blocks lower and 0 higher" in line
+    assert "median shift -0.050" in line and "This run holds out windows;" in line and "other" not in line
+    assert "split of windows, seeded" in text
+    docs = render(d, tmp_path / "figs", out, params={"split": "documents"})
+    assert "This run holds out whole documents;" in docs and "whole documents held out)." in docs
+    (tmp_path / "split" / "split_shift.csv").write_bytes(b'"\x00\xff')
+    assert "Held out by whole document" not in render(d, tmp_path / "figs", out)

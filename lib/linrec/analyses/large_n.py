@@ -2,7 +2,8 @@
 seed (`curve_table`), the hierarchical-bootstrap summary with the large-n estimate R²∞ per block (`curve_summary`,
 `large_n_fit`; the model behind it is in `linrec.measure.curves`' docstring), the profile at one train size
 (`large_n_profile`, `with_profile`) and what notebook 02 prints about them (`curve_overview`, `curve_sentence`); a
-capture's R²_lin against the curve's split at the same train size (`other_split`).
+capture's R²_lin against the curve's split at the same train size (`other_split`); R²_lin with whole documents held
+out against held-out windows, over split seeds (`split_shift`, `benchmarks/split.py`).
 """
 
 from __future__ import annotations
@@ -226,4 +227,47 @@ def other_split(curve: pandas.DataFrame, r2: pandas.DataFrame) -> pandas.DataFra
                      "n_outside": int(((m["r2_curve"] < m["r2_lo"]) | (m["r2_curve"] > m["r2_hi"])).sum()),
                      "diff_median": float(diff.median()), "diff_mean": float(diff.mean()),
                      "drop_max": float(-diff.min()), "drop_block": int(m.loc[worst, "block"])})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def split_shift(table: pandas.DataFrame, level: float = 0.95) -> pandas.DataFrame:
+    """Per model and block, from `table` (model, split, seed, block, r2_lin: captures of the same text whose held-out
+    part is a seeded share of its windows, split "windows", or of its whole documents, "documents"; one row per
+    seed and block): each split's mean R²_lin over its seeds and their SD, and the shift documents − windows with the
+    Welch t interval at `level` for the difference of the two means (seeds as independent draws of each split;
+    Welch–Satterthwaite degrees of freedom). The interval covers the shift in the expected R²_lin over split draws;
+    it says nothing of a single capture's held-out windows."""
+    from scipy import stats
+
+    rows = []
+    for (model, block), t in table.groupby(["model", "block"], sort=True):
+        w = t.loc[t["split"] == "windows", "r2_lin"].to_numpy(float)
+        d = t.loc[t["split"] == "documents", "r2_lin"].to_numpy(float)
+        if len(w) < 2 or len(d) < 2:
+            raise LinrecError(f"{model} block {block}: split_shift needs ≥ 2 seeds of each split, got {len(w)} "
+                              f"and {len(d)}; run benchmarks/split.py with --seeds 0 1 or more")  # fmt: skip
+        vw, vd = w.var(ddof=1) / len(w), d.var(ddof=1) / len(d)
+        se = np.sqrt(vw + vd)
+        df = (vw + vd) ** 2 / (vw**2 / (len(w) - 1) + vd**2 / (len(d) - 1)) if se > 0 else np.inf
+        half = stats.t.ppf(0.5 + level / 2, df) * se
+        shift = d.mean() - w.mean()
+        rows.append({"model": model, "block": int(block), "n_windows_seeds": len(w), "n_documents_seeds": len(d),
+                     "r2_windows": w.mean(), "r2_documents": d.mean(), "sd_windows": w.std(ddof=1),
+                     "sd_documents": d.std(ddof=1), "shift": shift, "shift_lo": shift - half,
+                     "shift_hi": shift + half})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def split_summary(shift: pandas.DataFrame) -> pandas.DataFrame:
+    """Per model, from `split_shift`: blocks; how many shift down with the interval below 0, and up above it; the
+    median shift and the largest drop with its block; the median SD over seeds of each split."""
+    rows = []
+    for model, t in shift.groupby("model", sort=False):
+        t = t.reset_index(drop=True)
+        worst = int(t["shift"].idxmin())
+        rows.append({"model": model, "n_blocks": len(t), "n_down": int((t["shift_hi"] < 0).sum()),
+                     "n_up": int((t["shift_lo"] > 0).sum()), "shift_median": float(t["shift"].median()),
+                     "drop_max": float(-t["shift"].min()), "drop_block": int(t.loc[worst, "block"]),
+                     "sd_windows": float(t["sd_windows"].median()),
+                     "sd_documents": float(t["sd_documents"].median())})  # fmt: skip
     return pd.DataFrame(rows)

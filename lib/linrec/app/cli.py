@@ -112,6 +112,13 @@ def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
             help="start every window with the BOS token: as the tokenizer does (auto), always (yes) or never (no); "
             f"moves the attention sink of a model that runs without one (default: {C.bos})",
         )
+        p.add_argument(
+            "--split",
+            default=C.split,
+            choices=["windows", "documents"],
+            help="what is held out: a seeded share of the windows (a held-out window's document goes on in train "
+            f"windows beside it) or of whole documents (default: {C.split})",
+        )
     p.add_argument(
         "--batch-size",
         type=_positive,

@@ -126,6 +126,7 @@ class Capturing:
             args.model, args.corpus, args.seq_len, args.tokens, args.seed,
             sample_rows=rows if reads_rows or not args.no_cache else 0,
             product="float32" if args.fast else "float64", dtype=args.dtype, sample=args.sample, bos=args.bos,
+            split=args.split,
         )  # fmt: skip
         run = CaptureRun(args.batch_size, args.device, args.device_map, args.blocks_per_pass)
         return cls(config, run, not args.no_cache, args.out, reads_rows)

@@ -297,7 +297,9 @@ def describe(entry: Path, kind: str) -> str:
                 f"learning curve of {label} on {c['corpus']}: train {sizes} tokens × {len(c['seeds'])} seeds, "
                 f"seq {c['seq_len']}"
             )
-        return f"{label} on {c['corpus']}, {c['tokens']} tokens × seq {c['seq_len']}, {c['sample_rows']} sampled rows"
+        held = ", documents held out" if c.get("split") == "documents" else ""
+        rows = f"{c['sample_rows']} sampled rows{held}"
+        return f"{label} on {c['corpus']}, {c['tokens']} tokens × seq {c['seq_len']}, {rows}"
     except (OSError, ValueError, KeyError, TypeError):
         return "incomplete or damaged (computed again on next use)"
 

@@ -281,15 +281,19 @@ def _pieces(text: str, size: int = 65536):
 
 
 BOS_MODES = ("auto", "yes", "no")  # make_windows: the tokenizer's habit, always, never
+SPLITS = ("windows", "documents")  # make_windows: what is held out, a seeded share of windows or of whole documents
 
 
-def token_stream(docs: list[str], tokenizer, limit: int) -> list[int]:
-    """Documents tokenised without special tokens, joined by EOS, up to `limit` tokens."""
+def token_stream(docs: list[str], tokenizer, limit: int, starts: list[int] | None = None) -> list[int]:
+    """Documents tokenised without special tokens, joined by EOS, up to `limit` tokens. `starts`, where given, gets
+    each document's first position in the stream (after the EOS that precedes it)."""
     eos = getattr(tokenizer, "eos_token_id", None)
     stream: list[int] = []
     for doc in docs:
         if stream and eos is not None:
             stream.append(eos)
+        if starts is not None:
+            starts.append(len(stream))
         for piece in _pieces(doc):  # ~64 kB at a time, so a huge single-document corpus stays cheap
             # verbose=False: the stream is cut into windows later, so a piece longer than the model's context is fine
             stream.extend(tokenizer(piece, add_special_tokens=False, verbose=False).input_ids)
@@ -304,7 +308,8 @@ class WindowCut:
     `linrec.measure.config.CaptureConfig` fields of the same names, `WindowCut.of`): `tokens` tokens in windows of
     `seq_len`, a `seed`ed `test_frac` of the windows held out, from the `sample`-th disjoint stretch of the stream
     (0: the first `tokens` tokens), with a BOS token per window as `bos` says ("auto": the tokenizer's habit, "yes"
-    always, "no" never)."""
+    always, "no" never). `split`: "windows" holds out windows, so a held-out window's document goes on in the train
+    windows beside it; "documents" holds out whole documents (`make_windows`)."""
 
     seq_len: int
     tokens: int
@@ -312,11 +317,13 @@ class WindowCut:
     test_frac: float
     sample: int = 0
     bos: str = "auto"
+    split: str = "windows"
 
     @classmethod
     def of(cls, config) -> WindowCut:
         """The cut of a capture's settings (a `CaptureConfig`, or anything with these fields)."""
-        return cls(config.seq_len, config.tokens, config.seed, config.test_frac, config.sample, config.bos)
+        return cls(config.seq_len, config.tokens, config.seed, config.test_frac, config.sample, config.bos,
+                   getattr(config, "split", "windows"))  # fmt: skip
 
 
 def make_windows(docs: list[str], tokenizer, cut: WindowCut, corpus: str = "", identity: str = "") -> Windows:
@@ -325,10 +332,13 @@ def make_windows(docs: list[str], tokenizer, cut: WindowCut, corpus: str = "", i
     `cut.sample` k takes the k-th disjoint stretch of the stream (k = 0: the first `tokens` tokens), so samples are
     different text, not only a different split. `cut.bos`: "auto" prepends the tokenizer's BOS token where its
     tokenizer does, "yes" prepends it to every window of a model that runs without one, "no" never prepends it.
+    `cut.split` "documents": the same stretch, with a seeded share of its documents held out whole (`_by_document`).
     `corpus` and `identity` label the windows (`Windows`)."""
     seq_len, tokens, seed, test_frac, sample, bos = (
         cut.seq_len, cut.tokens, cut.seed, cut.test_frac, cut.sample, cut.bos
     )  # fmt: skip
+    if cut.split not in SPLITS:
+        raise LinrecError(f"split must be one of {', '.join(SPLITS)}, got '{cut.split}'")
     if sample < 0:
         raise LinrecError(f"sample must be ≥ 0, got {sample}")
     if bos not in BOS_MODES:
@@ -344,7 +354,8 @@ def make_windows(docs: list[str], tokenizer, cut: WindowCut, corpus: str = "", i
         raise LinrecError("bos='yes' needs a tokenizer with a BOS token, and this one has none; use bos='auto' or 'no'")
     body = seq_len - 1 if bos else seq_len
     n_windows = tokens // seq_len
-    stream = token_stream(docs, tokenizer, (sample + 1) * n_windows * body)[sample * n_windows * body :]
+    starts: list[int] = []
+    stream = token_stream(docs, tokenizer, (sample + 1) * n_windows * body, starts)[sample * n_windows * body :]
     if sample and len(stream) < n_windows * body:
         raise LinrecError(
             f"corpus '{corpus}' is too small for sample {sample}: it has {len(stream)} tokens past the first {sample} "
@@ -356,19 +367,55 @@ def make_windows(docs: list[str], tokenizer, cut: WindowCut, corpus: str = "", i
             f"corpus '{corpus}' is too small: {len(stream)} tokens make {n_windows} window(s) of {seq_len}, "
             "need at least 2 (one train, one test); use a larger corpus, raise --tokens, or lower --seq-len"
         )
-    ids = torch.tensor(stream[: n_windows * body], dtype=torch.long).view(n_windows, body)
-    if bos:
-        ids = torch.cat([torch.full((n_windows, 1), tokenizer.bos_token_id, dtype=torch.long), ids], dim=1)
     n_test = min(n_windows - 1, max(1, round(test_frac * n_windows)))
-    perm = np.random.default_rng(seed).permutation(n_windows)
-    return Windows(
-        ids=ids,
-        train=np.sort(perm[n_test:]),
-        test=np.sort(perm[:n_test]),
-        corpus=corpus,
-        identity=identity,
-        bos=bos,
-    )
+    stream = stream[: n_windows * body]
+    if cut.split == "documents":
+        first = [s - sample * n_windows * body for s in starts]
+        ids, train, test = _by_document(stream, first, body, n_test, seed, corpus)
+    else:
+        ids = torch.tensor(stream, dtype=torch.long).view(n_windows, body)
+        perm = np.random.default_rng(seed).permutation(n_windows)
+        train, test = np.sort(perm[n_test:]), np.sort(perm[:n_test])
+    if bos:
+        ids = torch.cat([torch.full((len(ids), 1), tokenizer.bos_token_id, dtype=torch.long), ids], dim=1)
+    return Windows(ids=ids, train=train, test=test, corpus=corpus, identity=identity, bos=bos)
+
+
+def _by_document(stream: list[int], first: list[int], body: int, n_test: int, seed: int, corpus: str):
+    """(ids, train, test) of a stretch `stream` whose documents begin at `first` (stream positions, the stretch's
+    first document possibly begun before it): documents taken in a `seed`ed order are held out until they hold
+    `n_test` windows of `body` tokens (one that would overshoot by more than a quarter is passed over); the train
+    documents, in their order, are joined and cut into windows, then the held-out ones, each stream's last partial
+    window dropped. So no held-out token shares a document with a train token; the windows are about as many. A
+    stretch inside one document holds out its last `n_test` windows, one contiguous run (a warning says so)."""
+    edges = sorted({0, *(f for f in first if 0 < f < len(stream)), len(stream)})
+    spans = list(zip(edges, edges[1:]))
+    if len(spans) < 2:  # one document: its stretch's last windows, one run, touch the train text at one point only
+        log.warning("corpus '%s' holds one document in this stretch: split 'documents' holds out its last %d windows "
+                    "as one run", corpus, n_test)  # fmt: skip
+        n = len(stream) // body
+        ids = torch.tensor(stream[: n * body], dtype=torch.long).view(n, body)
+        return ids, np.arange(n - n_test), np.arange(n - n_test, n)
+    held, got, need = set(), 0, n_test * body
+    for i in np.random.default_rng(seed).permutation(len(spans)):
+        size = spans[i][1] - spans[i][0]
+        if got >= need:
+            break
+        if got and got + size > 1.25 * need:
+            continue
+        held.add(int(i))
+        got += size
+    parts = []
+    for keep in (False, True):
+        tokens = [t for i, (a, b) in enumerate(spans) if (i in held) == keep for t in stream[a:b]]
+        parts.append(torch.tensor(tokens[: len(tokens) // body * body], dtype=torch.long).view(-1, body))
+    if len(parts[0]) == 0 or len(parts[1]) == 0:
+        raise LinrecError(
+            f"corpus '{corpus}': split 'documents' left no whole {'train' if len(parts[0]) == 0 else 'held-out'} "
+            f"window (one document holds most of the stretch); use split 'windows' or raise --tokens"
+        )
+    n_train = len(parts[0])
+    return torch.cat(parts), np.arange(n_train), np.arange(n_train, n_train + len(parts[1]))
 
 
 def load_windows(spec: str, tokenizer, cut: WindowCut) -> Windows:

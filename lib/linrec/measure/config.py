@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 CAPTURE_VERSION = "7"
 SPLITS = ("train", "test")
 # fields added after the first captures were cached, and the value at which each leaves a key as it was before
-KEY_AS_BEFORE = {"dtype": "float32", "sample": 0, "bos": "auto"}
+KEY_AS_BEFORE = {"dtype": "float32", "sample": 0, "bos": "auto", "split": "windows"}
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,11 @@ class CaptureConfig:
     dtype: str = "float32"  # the model's dtype (float32, bfloat16, float16); statistics are float64 whatever it is
     sample: int = 0  # which disjoint stretch of `tokens` tokens of the corpus (linrec.inputs.corpora.make_windows)
     bos: str = "auto"  # BOS token per window: the tokenizer's habit, "yes" always, "no" never
+    split: str = "windows"  # held out: a seeded share of windows, or of whole "documents" (make_windows)
 
     def validate(self) -> None:
         # here, not at the top: `linrec` imports this module when it starts, and --help stays free of torch
-        from linrec.inputs.corpora import BOS_MODES
+        from linrec.inputs.corpora import BOS_MODES, SPLITS
         from linrec.inputs.hf import model_dtype
         from linrec.stats.moments import PRODUCTS
 
@@ -71,6 +72,8 @@ class CaptureConfig:
             raise LinrecError(f"sample must be ≥ 0, got {self.sample}")
         if self.bos not in BOS_MODES:
             raise LinrecError(f"bos must be one of {', '.join(BOS_MODES)}, got '{self.bos}'")
+        if self.split not in SPLITS:
+            raise LinrecError(f"split must be one of {', '.join(SPLITS)}, got '{self.split}'")
         model_dtype(self.dtype)
 
     def key(self, source: ModelSource | None = None) -> str:

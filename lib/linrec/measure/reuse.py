@@ -191,11 +191,12 @@ def say_cost(model_label: str, config: CaptureConfig, n_params: int, tokens: int
 def rows_problem(config: CaptureConfig, n_windows: int, n_train_rows: int, d: int) -> tuple[str, bool] | None:
     """What `n_train_rows` train rows (in `n_windows` windows) allow a `d`-wide block, in words with the fix, and
     whether no map can be fitted at all; None where they are enough (`ROWS_PER_PARAMETER` a parameter). The fix is
-    a larger corpus where the corpus holds fewer windows than `config.tokens` asks for, else a larger --tokens."""
+    a larger corpus where the corpus holds fewer windows than `config.tokens` asks for (not where a document split's
+    own cut made them fewer), else a larger --tokens."""
     p = d + 1
     if n_train_rows >= ROWS_PER_PARAMETER * p:
         return None
-    short = n_windows < config.tokens // config.seq_len
+    short = n_windows < config.tokens // config.seq_len and not _cut_short(config, n_windows)
     need = int(np.ceil(ROWS_PER_PARAMETER * p / (1 - config.test_frac) / config.seq_len)) * config.seq_len
     fix = (
         f"the corpus is too small: give a larger corpus (about {need:,} tokens or more; --tokens {config.tokens:,} "
@@ -225,10 +226,8 @@ def say_rows(config: CaptureConfig, n_windows: int, n_train_rows: int, dims: lis
     wider blocks lack them, those blocks get no fit and the capture goes on."""
     first = world()[0] == 0
     if first and n_windows < config.tokens // config.seq_len:
-        notice(
-            f"corpus '{config.corpus}' holds only {n_windows} windows of {config.seq_len} tokens: using "
-            f"{n_windows * config.seq_len:,} tokens of the {config.tokens:,} asked for (a larger corpus gives more)"
-        )
+        notice(f"{_short(config, n_windows)}: using {n_windows * config.seq_len:,} tokens of the {config.tokens:,} "
+               f"asked for ({_why_short(config, n_windows)})")  # fmt: skip
     unfit = rows_problem(config, n_windows, n_train_rows, min(d for d, _ in dims))
     problem = rows_problem(config, n_windows, n_train_rows, max(d for d, _ in dims))  # its fix fits every block
     if unfit is not None and unfit[1]:
@@ -257,13 +256,28 @@ def notice_short(capture) -> None:
     got = sum(capture.meta["n_windows"].values())
     if got < asked:
         log.warning(
-            "corpus '%s' holds only %d windows of %d tokens: using %d tokens of the %d asked for "
-            "(n_train %d, n_test %d rows per block)",
-            c.corpus,
-            got,
-            c.seq_len,
+            "%s: using %d tokens of the %d asked for (n_train %d, n_test %d rows per block; %s)",
+            _short(c, got),
             got * c.seq_len,
             c.tokens,
             capture.meta["n_rows"]["train"],
             capture.meta["n_rows"]["test"],
+            _why_short(c, got),
         )
+
+
+def _cut_short(config: CaptureConfig, n_windows: int) -> bool:
+    """Whether a document split's own cut, not the corpus, made `n_windows` fewer than asked: it drops the train and
+    the held-out stream's last partial window, at most two (`linrec.inputs.corpora.make_windows`)."""
+    return config.split == "documents" and config.tokens // config.seq_len - n_windows <= 2
+
+
+def _short(config: CaptureConfig, n_windows: int) -> str:
+    held = "gives" if _cut_short(config, n_windows) else "holds only"
+    return f"corpus '{config.corpus}' {held} {n_windows} windows of {config.seq_len} tokens"
+
+
+def _why_short(config: CaptureConfig, n_windows: int) -> str:
+    if _cut_short(config, n_windows):
+        return "split 'documents' drops the train and the held-out text's last partial windows"
+    return "a larger corpus gives more"

@@ -21,7 +21,7 @@ from pathlib import Path
 import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
 
-from linrec.analyses.large_n import other_split
+from linrec.analyses.large_n import other_split, split_summary
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.files import atomic_file, find_project_root, project_root, writing
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
@@ -169,7 +169,11 @@ def _setup(r: Results, params: dict) -> list[str]:
     lines.append(
         "- Parameters: "
         + ", ".join(f"{k} = {params[k]}" for k in keys if k in params)
-        + " (80/20 train/held-out split of windows, seeded)."
+        + (
+            " (80/20 train/held-out split of documents, seeded: whole documents held out)."
+            if params.get("split") == "documents"
+            else " (80/20 train/held-out split of windows, seeded)."
+        )
     )
     budget = _budget(params)
     if budget:
@@ -249,7 +253,8 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "GPT-2 / Pythia-160m / llama-160m; the paper's exact comparison runs with `params/paper.yaml` where the hub "
         "is reachable.",
         *quant_limitation(r),
-        _bias_limitation(r, out),
+        _bias_limitation(r, out, params.get("split", "windows")),
+        *_split_limitation(r, params.get("split", "windows")),
         "- ΔPPL is measured on the held-out windows of the same corpus, at seq_len tokens per window.",
         "- R²_lin weights rows by their output variance, so a model run without a BOS token can owe a block's R²_lin "
         "to the first "
@@ -282,7 +287,7 @@ def per_block_table(r2: pd.DataFrame, swap: pd.DataFrame | None) -> pd.DataFrame
     return t.merge(wide, on=["model", "block"], how="left")
 
 
-def _bias_limitation(r: Results, out: Path) -> str:
+def _bias_limitation(r: Results, out: Path, split: str = "windows") -> str:
     """The finite-sample bias of held-out R²_lin: measured by notebook 02's learning curve where it ran; elsewhere
     measured by the curve profile's last run (`OTHER_PROFILE`) and quoted with where it came from, or, where that run
     is too old to use or absent, where it would be."""
@@ -312,12 +317,13 @@ def _bias_limitation(r: Results, out: Path) -> str:
     return (
         text + f" Measured by notebook 02's learning curve{source}, the default train size sits below the large-n "
         f"estimate by {measured}; the curve's intervals resample split seeds as well as windows."
-        + _other_split(curve, r)
+        + _other_split(curve, r, split)
     )
 
 
-def _other_split(curve: pd.DataFrame | None, r: Results) -> str:
-    """This run's R²_lin against the curve's at the same train rows (`linrec.analyses.large_n.other_split`)."""
+def _other_split(curve: pd.DataFrame | None, r: Results, split: str = "windows") -> str:
+    """This run's R²_lin against the curve's at the same train rows (`linrec.analyses.large_n.other_split`); `split`:
+    what this run held out (the capture's `split`)."""
     r2 = r.get("r2_lin")
     found = other_split(curve, r2) if curve is not None and r2 is not None and not r2.empty else pd.DataFrame()
     if found.empty:
@@ -326,10 +332,41 @@ def _other_split(curve: pd.DataFrame | None, r: Results) -> str:
                      f"{fmt(o['diff_median'])}, largest drop {fmt(o['drop_max'])} at block {o['drop_block']}), "
                      f"{o['n_outside']} outside this run's window interval"
                      for o in found.to_dict("records"))  # fmt: skip
+    how = ("this run's 80/20 split draws on" if split == "windows"
+           else "this run's, though held out by window, not by document")  # fmt: skip
     return (
-        f" At this run's train rows the curve, whose held-out windows come from more text than this run's 80/20 "
-        f"split draws on, scores R²_lin in {said} (docs/limitations.md)."
+        f" At this run's train rows the curve, whose held-out windows come from more text than {how}, scores R²_lin in "
+        f"{said} (docs/limitations.md)."
     )
+
+
+def _split_limitation(r: Results, split: str) -> list[str]:
+    """R²_lin with whole documents held out against held-out windows, over split seeds, for this profile's models:
+    `results/split/split_shift.csv` beside this profile's folder (`benchmarks/split.py`, a stand-alone measurement
+    on the default profile's text; `linrec.analyses.large_n.split_summary`); [] where it is absent or unreadable or
+    holds none of them."""
+    path, r2 = r.dir.parent / "split" / "split_shift.csv", r.get("r2_lin")
+    try:
+        table = pd.read_csv(path) if path.is_file() and r2 is not None else None
+        found = split_summary(table[table["model"].isin(set(r2["model"]))]) if table is not None else pd.DataFrame()
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError, KeyError):
+        return []
+    if found.empty:
+        return []
+    said = "; ".join(
+        f"{o['model']} {o['n_down']} of {o['n_blocks']} blocks lower and {o['n_up']} higher, their 95 % interval of "
+        f"the shift excluding 0 (median shift {fmt(o['shift_median'])}, largest drop {fmt(o['drop_max'])} at block "
+        f"{o['drop_block']}; over seeds R²_lin's SD is {fmt(o['sd_windows'])} by window, {fmt(o['sd_documents'])} by "
+        "document)"
+        for o in found.to_dict("records")
+    )
+    seeds = int(table["n_windows_seeds"].iloc[0])
+    here = "This run holds out windows" if split == "windows" else "This run holds out whole documents"
+    return [
+        f"- Held out by whole document rather than by window (`benchmarks/split.py`: the default profile's text, "
+        f"{seeds} split seeds each, in `results/split/`), R²_lin in {said}. {here}; `params/documents.yaml` runs "
+        "every notebook with whole documents held out (docs/limitations.md)."
+    ]
 
 
 def build_report(
@@ -371,7 +408,7 @@ def html_page(text: str, folder: Path) -> str:
 
 
 SETUP_KEYS = ("models", "encoder_models", "corpus", "corpora", "seed", *BUDGET_KEYS)  # what the setup states
-CAPTURE_KEYS = ("seq_len", "tokens", "sample_rows")  # the capture's settings it states
+CAPTURE_KEYS = ("seq_len", "tokens", "sample_rows", "split")  # the capture's settings it states
 
 
 def report_params(values: Mapping) -> dict:

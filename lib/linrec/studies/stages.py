@@ -240,7 +240,7 @@ class Outputs:
     beside: list[str] = param(
         [],
         "other profiles' results folders whose verdicts the report and the README block show beside this one's: a "
-        "column and a tally line each (results/full, results/zoo, results/zoo_paper; a folder absent or unjudgeable "
+        "column and a tally line each (e.g. results/full, results/zoo; a folder absent or unjudgeable "
         "is left out)",
     )
     notebooks: list[str] | None = param(None, "the notebooks `linrec figures` runs without --only (None: all)")
