@@ -9,7 +9,8 @@ Every capture is the profile's (`Profile.capture_config`: corpus, tokens, seq_le
 statistics only and uncached (`linrec.measure.capture.run_capture`; about 40 s each for SmolLM2 on 2 cores, so 12 in
 about 8 min). Writes `split_r2.csv` (one row per split, seed and block: R²_lin and its window interval, the train
 and held-out windows), `split_shift.csv` (per block: each split's mean over seeds, the shift documents − windows
-with its Welch interval; `linrec.analyses.large_n.split_shift`) and prints `split_summary`.
+with its Welch interval; `linrec.analyses.large_n.split_shift`), keeping other models' rows there, and prints
+`split_summary`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
                   "r2_lin": r.r2_lin, "r2_lo": r.r2_lo, "r2_hi": r.r2_hi, "n_train_windows": len(windows.train),
                   "n_test_windows": len(windows.test)} for r in table.itertuples()]  # fmt: skip
     r2 = pd.DataFrame(rows)
+    kept = args.out / "split_r2.csv"  # other models' rows, measured before, stay
+    if kept.is_file():
+        before = pd.read_csv(kept)
+        r2 = pd.concat([before[before["model"] != name], r2], ignore_index=True)
     shift = split_shift(r2)
     args.out.mkdir(parents=True, exist_ok=True)
     for stem, df in (("split_r2", r2), ("split_shift", shift)):
