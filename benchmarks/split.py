@@ -58,11 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     if kept.is_file():
         before = pd.read_csv(kept)
         r2 = pd.concat([before[before["model"] != name], r2], ignore_index=True)
-    shift = split_shift(r2)
     args.out.mkdir(parents=True, exist_ok=True)
-    for stem, df in (("split_r2", r2), ("split_shift", shift)):
-        with atomic_file(args.out / f"{stem}.csv") as tmp:
-            df.to_csv(tmp, index=False, float_format="%.6g")
+    with atomic_file(kept) as tmp:
+        r2.to_csv(tmp, index=False, float_format="%.6g")
+    shift = split_shift(pd.read_csv(kept))  # from the stored table, so the two files agree as stored
+    with atomic_file(args.out / "split_shift.csv") as tmp:
+        shift.to_csv(tmp, index=False, float_format="%.6g")
     print(split_summary(shift).to_string(index=False))
     print(f"{time.perf_counter() - t0:.0f} s; {len(todo)} captures of {base}")
     return 0

@@ -233,11 +233,12 @@ else:
 # Every profile holds out a seeded fifth of the *windows* of its stretch of text (`split: windows`), so most
 # held-out windows sit beside train windows of the same document: the map has seen the rest of that article.
 # `split: documents` (`linrec measure --split documents`, or `capture: {split: documents}` in a profile) holds out a
-# seeded fifth of the *documents* whole instead. `benchmarks/split.py` captured the default's text six times each way
-# (`results/split/`); the cell below counts its per-block shifts (documents − windows, with a Welch interval over
-# the seeds). The interval in Figure 2 is for the held-out R² of the fitted map on this run's own held-out windows,
-# so it does not include this shift. `params/documents.yaml` runs every notebook the second way, and the report sets
-# its verdicts beside the default's (`docs/limitations.md` says which move).
+# seeded fifth of the *documents* whole instead. `benchmarks/split.py` captured the default's text six times each
+# way, with SmolLM2 and with Gemma-3 (`results/split/`); the cell below counts its per-block shifts (documents −
+# windows, with a Welch interval over the seeds). The interval in Figure 2 is for the held-out R² of the fitted map
+# on this run's own held-out windows, so it does not include this shift. `params/documents.yaml` runs every
+# notebook the second way, and the report sets its verdicts beside the default's (`docs/limitations.md` says which
+# move).
 
 # %%
 # NBVAL_CHECK_OUTPUT
