@@ -405,10 +405,10 @@ def _by_document(stream: list[int], first: list[int], body: int, n_test: int, se
             continue
         held.add(int(i))
         got += size
-    parts = []
-    for keep in (False, True):
-        tokens = [t for i, (a, b) in enumerate(spans) if (i in held) == keep for t in stream[a:b]]
-        parts.append(torch.tensor(tokens[: len(tokens) // body * body], dtype=torch.long).view(-1, body))
+    parts = []  # the train text's windows, then the held-out text's
+    for held_out in (False, True):
+        text = [t for i, (a, b) in enumerate(spans) if (i in held) == held_out for t in stream[a:b]]
+        parts.append(torch.tensor(text[: len(text) // body * body], dtype=torch.long).view(-1, body))
     if len(parts[0]) == 0 or len(parts[1]) == 0:
         raise LinrecError(
             f"corpus '{corpus}': split 'documents' left no whole {'train' if len(parts[0]) == 0 else 'held-out'} "
