@@ -274,3 +274,19 @@ def test_prune_at_exactly_its_size_limit_keeps_everything(cache):
     assert prune(max_bytes=total).removed == [] and all(p.is_dir() for p in paths)
     assert [e.path for e in prune(max_bytes=total - 1).removed] == [paths[0]]
     assert not paths[0].exists() and paths[1].is_dir() and paths[2].is_dir()
+
+
+def test_a_capture_held_out_by_document_is_listed_so(tmp_path):
+    """`describe`: a capture entry says "documents held out" where its config's split is documents, and nothing of a
+    split where it is the default (or the entry predates the setting)."""
+    from linrec.base.cache import describe
+    from linrec.base.files import seal
+
+    config = {"model": "m", "corpus": "wiki", "tokens": 2048, "seq_len": 32, "sample_rows": 500}
+    for split, words in (("documents", "500 sampled rows, documents held out"), ("windows", "500 sampled rows"),
+                         (None, "500 sampled rows")):  # fmt: skip
+        entry = tmp_path / f"m-{split}"
+        entry.mkdir()
+        given = config if split is None else {**config, "split": split}
+        (entry / "meta.json").write_text(seal({"config": given, "model_label": "m"}))
+        assert describe(entry, "capture") == f"m on wiki, 2048 tokens × seq 32, {words}"
