@@ -263,13 +263,14 @@ def test_a_document_split_short_by_its_own_cut_says_so_not_that_the_corpus_is_sm
     """split 'documents' drops the train and the held-out text's last partial windows: one or two windows short is
     its cut, more is the corpus (the offline wiki: 159 windows of the 160 asked for, with nothing short of text)."""
     from linrec.measure.config import CaptureConfig
-    from linrec.measure.reuse import _short, _why_short, rows_problem
+    from linrec.measure.reuse import _short, rows_problem
 
     docs, windows = CaptureConfig("m", "wiki", split="documents"), CaptureConfig("m", "wiki")
     for n, config, words in ((159, docs, "split 'documents' drops"), (158, docs, "split 'documents' drops"),
                              (157, docs, "a larger corpus"), (159, windows, "a larger corpus")):  # fmt: skip
-        assert words in _why_short(config, n), (n, config.split)
-        assert ("holds only" in _short(config, n)) == (words == "a larger corpus")
+        held, why = _short(config, n)
+        assert words in why, (n, config.split)
+        assert ("holds only" in held) == (words == "a larger corpus")
     # and the fix for too few train rows: raise --tokens where the cut, not the corpus, made the windows fewer
     assert "raise --tokens" in rows_problem(replace(docs, tokens=2560, seq_len=64), 39, 1792, 576)[0]
     assert "give a larger corpus" in rows_problem(replace(docs, tokens=2560, seq_len=64), 37, 1792, 576)[0]

@@ -323,7 +323,7 @@ class WindowCut:
     def of(cls, config) -> WindowCut:
         """The cut of a capture's settings (a `CaptureConfig`, or anything with these fields)."""
         return cls(config.seq_len, config.tokens, config.seed, config.test_frac, config.sample, config.bos,
-                   getattr(config, "split", "windows"))  # fmt: skip
+                   config.split)  # fmt: skip
 
 
 def make_windows(docs: list[str], tokenizer, cut: WindowCut, corpus: str = "", identity: str = "") -> Windows:

@@ -226,8 +226,8 @@ def say_rows(config: CaptureConfig, n_windows: int, n_train_rows: int, dims: lis
     wider blocks lack them, those blocks get no fit and the capture goes on."""
     first = world()[0] == 0
     if first and n_windows < config.tokens // config.seq_len:
-        notice(f"{_short(config, n_windows)}: using {n_windows * config.seq_len:,} tokens of the {config.tokens:,} "
-               f"asked for ({_why_short(config, n_windows)})")  # fmt: skip
+        short, why = _short(config, n_windows)
+        notice(f"{short}: using {n_windows * config.seq_len:,} tokens of the {config.tokens:,} asked for ({why})")
     unfit = rows_problem(config, n_windows, n_train_rows, min(d for d, _ in dims))
     problem = rows_problem(config, n_windows, n_train_rows, max(d for d, _ in dims))  # its fix fits every block
     if unfit is not None and unfit[1]:
@@ -255,14 +255,15 @@ def notice_short(capture) -> None:
     asked = c.tokens // c.seq_len
     got = sum(capture.meta["n_windows"].values())
     if got < asked:
+        short, why = _short(c, got)
         log.warning(
             "%s: using %d tokens of the %d asked for (n_train %d, n_test %d rows per block; %s)",
-            _short(c, got),
+            short,
             got * c.seq_len,
             c.tokens,
             capture.meta["n_rows"]["train"],
             capture.meta["n_rows"]["test"],
-            _why_short(c, got),
+            why,
         )
 
 
@@ -272,12 +273,10 @@ def _cut_short(config: CaptureConfig, n_windows: int) -> bool:
     return config.split == "documents" and config.tokens // config.seq_len - n_windows <= 2
 
 
-def _short(config: CaptureConfig, n_windows: int) -> str:
-    held = "gives" if _cut_short(config, n_windows) else "holds only"
-    return f"corpus '{config.corpus}' {held} {n_windows} windows of {config.seq_len} tokens"
-
-
-def _why_short(config: CaptureConfig, n_windows: int) -> str:
+def _short(config: CaptureConfig, n_windows: int) -> tuple[str, str]:
+    """A capture of fewer windows than asked for, in words: (what it holds, why), the cut's or the corpus's."""
+    where = f"{n_windows} windows of {config.seq_len} tokens"
     if _cut_short(config, n_windows):
-        return "split 'documents' drops the train and the held-out text's last partial windows"
-    return "a larger corpus gives more"
+        return (f"corpus '{config.corpus}' gives {where}",
+                "split 'documents' drops the train and the held-out text's last partial windows")  # fmt: skip
+    return f"corpus '{config.corpus}' holds only {where}", "a larger corpus gives more"

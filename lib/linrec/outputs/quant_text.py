@@ -9,8 +9,6 @@ unreadable, or measured none of this profile's models.
 
 from __future__ import annotations
 
-import pandas as pd
-
 from linrec.analyses.quant import COLUMNS, summary
 from linrec.outputs.results import Results, fmt
 
@@ -20,15 +18,9 @@ SOURCE = "`results/quant/quant_sensitivity.csv`, on the default profile's window
 def quant_summary(r: Results) -> dict:
     """`linrec.analyses.quant.summary` of the stored table, for the models of this profile (`r2_lin`'s) only;
     {} where the file is absent, lacks its columns, or holds none of them."""
-    path = r.dir.parent / "quant" / "quant_sensitivity.csv"
     r2 = r.get("r2_lin")
-    if not path.is_file() or r2 is None:
-        return {}
-    try:
-        table = pd.read_csv(path)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError):
-        return {}
-    if set(COLUMNS) - set(table.columns):
+    table = r.stored("quant/quant_sensitivity.csv") if r2 is not None else None
+    if table is None or set(COLUMNS) - set(table.columns):
         return {}
     table = table[table["model"].isin(set(r2["model"])) & (table["scale"] == 1)]
     return summary(table) if not table.empty else {}

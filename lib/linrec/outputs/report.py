@@ -192,6 +192,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     """The report's Markdown text; figure links are relative to `out`'s directory. `table`: the claims as
     `claim_table` judged them on `results_dir` (with other profiles' verdicts beside them); None: judged here, alone."""
     params = params or {}
+    split = params.get("split", "windows")  # what the run held out (the capture's `split`)
     table = table or claim_table(results_dir)
     r, cl = table.r, table.claims
     out = Path(out)
@@ -253,8 +254,8 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "GPT-2 / Pythia-160m / llama-160m; the paper's exact comparison runs with `params/paper.yaml` where the hub "
         "is reachable.",
         *quant_limitation(r),
-        _bias_limitation(r, out, params.get("split", "windows")),
-        *_split_limitation(r, params.get("split", "windows")),
+        _bias_limitation(r, out, split),
+        *_split_limitation(r, split),
         "- ΔPPL is measured on the held-out windows of the same corpus, at seq_len tokens per window.",
         "- R²_lin weights rows by their output variance, so a model run without a BOS token can owe a block's R²_lin "
         "to the first "
@@ -345,11 +346,11 @@ def _split_limitation(r: Results, split: str) -> list[str]:
     `results/split/split_shift.csv` beside this profile's folder (`benchmarks/split.py`, a stand-alone measurement
     on the default profile's text; `linrec.analyses.large_n.split_summary`); [] where it is absent or unreadable or
     holds none of them."""
-    path, r2 = r.dir.parent / "split" / "split_shift.csv", r.get("r2_lin")
+    r2 = r.get("r2_lin")
+    table = r.stored("split/split_shift.csv") if r2 is not None else None
     try:
-        table = pd.read_csv(path) if path.is_file() and r2 is not None else None
         found = split_summary(table[table["model"].isin(set(r2["model"]))]) if table is not None else pd.DataFrame()
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError, KeyError):
+    except KeyError:  # a file without split_shift's columns
         return []
     if found.empty:
         return []

@@ -171,6 +171,18 @@ class Results:
             self.stale[name] = TABLES[name].notebook
             return None
 
+    def stored(self, path: str) -> pd.DataFrame | None:
+        """A stand-alone measurement's CSV beside this results folder (`path` relative to its parent, e.g.
+        "quant/quant_sensitivity.csv": a benchmark's file, run once and committed, that no notebook writes); None
+        where it is absent or does not read as a table."""
+        file = self.dir.parent / path
+        if not file.is_file():
+            return None
+        try:
+            return pd.read_csv(file)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError):
+            return None
+
 
 def fmt(x, nd: int = 3) -> str:
     """`x` to `nd` decimals; "n/a" for None or a float that is not finite."""
