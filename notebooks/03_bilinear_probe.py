@@ -62,8 +62,9 @@
 # worst-conditioned blocks (by the train split's κ), with gradient descent solved exactly from the Gram matrix's
 # spectrum (the rate conditioning predicts, no noise, no tuning), and the real blocks ranked by the κ Adam sees.
 #
-# The rule (`rule("7b")`, printed below with its thresholds): the shortfall at the budget where the smallest κ first
-# reaches the ceiling is regressed on log10 κ over the levels. "Conditioning" if the slope's 95 % interval lies
+# The rule (`rule("7b")`, printed below with its thresholds): the shortfall at the budget where the smallest κ has
+# converged (its validation R², on a slice of the train rows, within 0.01 of the best it reaches: a choice made without
+# the held-out rows) is regressed on log10 κ over the levels. "Conditioning" if the slope's 95 % interval lies
 # above 0; "not conditioning" if the 90 % interval of the rise over the dose lies inside ±0.01 (a flat dose) or the
 # 95 % interval lies below 0; anything else is *inconclusive*: not testable, never "not reproduced". Across blocks,
 # Spearman ρ of the 5-epoch shortfall with log κ (raw and Jacobi-scaled) is shown beside it, with 95 % intervals.
@@ -219,7 +220,7 @@ labelled(pitfall.pitfall_summary).set_index("model").T
 # %% [markdown]
 # How to read it. The dose decides: `dose_slope` is the least-squares slope of the shortfall (ceiling minus the
 # better tuned optimiser's held-out R²) on log10 κ over the `dose_levels` constructed κ, read at `dose_budget` steps
-# (where the smallest κ first reaches the ceiling, else the longest budget; `dose_budget_short_min` →
+# (where the smallest κ's validation R² first comes within 0.01 of its best; `dose_budget_short_min` →
 # `dose_budget_short_max` are the shortfalls there at the smallest and largest κ), with its 95 % and 90 % intervals
 # (`dose_slope_lo` … `dose_slope_hi90`); the rule above says how the rise over the dose (slope × decades) decides.
 # `dose_steps_min` → `dose_steps_max` are the steps to the ceiling at the smallest and largest κ (inf: not within

@@ -266,8 +266,9 @@ def test_09_report(runner, tmp_path):
     calibration = runner.table("calibration")  # the methods table on the profile's coverage_reps data sets
     reps = runner.params["coverage_reps"]
     corr = calibration["phi"].notna()  # the correlations' rows; the window intervals' half as many, the R²_lin
-    assert (calibration.loc[corr, "reps"] == reps).all()  # rows' twice as many (R2_REPS × half)
-    assert calibration.loc[calibration["what"].str.startswith("claims 1, 5"), "reps"].tolist() == [reps * 2] * 4
+    assert (calibration.loc[corr, "reps"] == reps).all()  # rows' twice as many (R2_REPS × half), the refit's five
+    r2_rows = calibration.loc[calibration["what"].str.startswith("claims 1, 5"), "reps"]  # times (REFIT_REPS × half)
+    assert r2_rows.tolist() == [reps * 2] * 2 + [reps * 5] * 2
     text = runner.report.read_text()
     linked = re.findall(r"!\[(\w+)\]\(([^)]+)\)", text)
     assert sorted(stem for stem, _ in linked) == sorted(stem for stem, _, _ in FIGURES)  # each figure once

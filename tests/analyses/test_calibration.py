@@ -253,8 +253,9 @@ def test_the_window_table_has_both_r2_rows_at_the_runs_rows_per_parameter(monkey
         (icc, tokens, reps)) or cal._row(cal.FITTED_MAP, f"R² {r2}", 5, w, 0.95))  # fmt: skip
     plant = cal.R2Plant(25.6, 32, 0.04, 128)
     t = cal.window_table(8, seeds_windows=8, reps=5, swap_windows=8, plant=plant)
-    many = 5 * cal.R2_REPS  # the R²_lin rows' own data sets, 4 × the other window rows'
-    assert calls == [(8, 0.6, plant, many, many), (8, 0.9, plant, many, many)] and own == [(0.04, 128, many)] * 2
+    many = 5 * cal.R2_REPS  # the fitted map's rows' own data sets, 4 × the other window rows'
+    refits = 5 * cal.REFIT_REPS  # the refit rows', 10 ×: their coverage sits at the floor; the truth's refits as before
+    assert calls == [(8, 0.6, plant, refits, many), (8, 0.9, plant, refits, many)] and own == [(0.04, 128, many)] * 2
     assert cal.refit_draws(5 * cal.R2_REPS) == 20 and cal.refit_draws(500 * cal.R2_REPS) == cal.REFIT_DRAWS == 2_000
     assert cal.refit_draws(4_000) == 2_000 and cal.refit_draws(0) == 1  # capped above, at least one
     assert t["procedure"].tolist()[:4] == [cal.FITTED_MAP] * 2 + [cal.REFIT] * 2

@@ -285,7 +285,7 @@ def test_pitfall_summary_reads_the_budget_curve_and_the_dose():
     dose = pd.DataFrame({"model": "m", "block": 3, "kappa": np.repeat([1e2, 1e4, 1e8], 4),
                          "optimizer": ["adam", "adam", "sgd", "sgd"] * 3, "step": [10, 1000] * 6,
                          "r2_test": [0.7, 0.945, 0.5, 0.91, 0.5, 0.5, 0.5, 0.5, 0.65, 0.6, 0.5, 0.5], "ceiling": 0.95,
-                         "lr_interior": True})  # fmt: skip
+                         "r2_val": 0.5, "lr_interior": True})  # fmt: skip
     r = pitfall_summary(probe, budget, dose, n_boot=100).iloc[0]
     assert r["n_mechanism"] == 2 and r["n_reached"] == 1 and r["max_steps"] == 10000 and r["first_step"] == 100
     assert r["steps_reach_well"] == 100 and np.isinf(r["steps_reach_ill"]) and np.isinf(r["gd_steps_well"])
@@ -297,21 +297,25 @@ def test_pitfall_summary_reads_the_budget_curve_and_the_dose():
     assert r["ceiling_excess"] == pytest.approx(-0.005) and r["n_lr_edge"] == 6  # block 1: Adam and SGD at 3 steps
 
 
-def _dose(shortfalls: dict, steps=(10, 100, 1000), ceiling=0.9):
-    """A dose table: per κ, SGD's shortfall at each of `steps` (the list in `shortfalls[κ]`), Adam 0.2 further."""
+def _dose(shortfalls: dict, steps=(10, 100, 1000), ceiling=0.9, val: dict | None = None):
+    """A dose table: per κ, SGD's shortfall at each of `steps` (the list in `shortfalls[κ]`), Adam 0.2 further; the
+    validation R² follows the held-out R² 0.05 lower, unless `val[κ]` lists SGD's own (Adam's again 0.2 lower)."""
     rows = []
     for kappa, short in shortfalls.items():
-        for step, sh in zip(steps, short):
+        vals = (val or {}).get(kappa, [ceiling - 0.05 - sh for sh in short])
+        for step, sh, v in zip(steps, short, vals):
             for opt, extra in (("sgd", 0.0), ("adam", 0.2)):
                 rows.append({"model": "m", "block": 3, "kappa": kappa, "optimizer": opt, "step": step,
-                             "r2_test": ceiling - sh - extra, "ceiling": ceiling, "lr_interior": True})  # fmt: skip
+                             "r2_test": ceiling - sh - extra, "r2_val": v - extra, "ceiling": ceiling,
+                             "lr_interior": True})  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def test_the_doses_slope_is_read_where_the_smallest_kappa_reaches_the_ceiling_and_by_hand():
-    """Guards the step cap's handling: the shortfall is read at the first checkpoint at which the smallest κ comes
-    within REACHED of the ceiling (100 here), not at the longest budget (where every κ has caught up: flat), and its
-    least-squares slope on log10 κ with Student-t intervals is checked by value against a hand computation."""
+def test_the_doses_slope_is_read_where_the_smallest_kappa_converges_and_by_hand():
+    """Guards the step cap's handling: the shortfall is read at the first checkpoint at which the smallest κ's
+    validation R² comes within REACHED of its best (100 here), not at the longest budget (where every κ has caught up:
+    flat), and its least-squares slope on log10 κ with Student-t intervals is checked by value against a hand
+    computation."""
     y = [0.005, 0.03, 0.04, 0.07]  # at 100 steps, κ = 10², 10⁴, 10⁶, 10⁸
     dose = _dose({1e2: [0.3, 0.005, 0.0], 1e4: [0.3, 0.03, 0.0], 1e6: [0.3, 0.04, 0.0], 1e8: [0.3, 0.07, 0.001]})
     r = pitfall_summary(_probe([0.2] * 4), None, dose).iloc[0]
@@ -329,7 +333,7 @@ def test_the_doses_slope_is_read_where_the_smallest_kappa_reaches_the_ceiling_an
     assert r["dose_resid_sd"] == pytest.approx(se * np.sqrt(20), rel=1e-12)
     r = r.to_dict() | {"ceiling_excess": 0.0}
     assert dose_outcome(r) == "rises" and mechanism_word(r) == "conditioning"
-    # the smallest κ never reaches: the longest budget (1000), where these shortfalls are flat
+    # the smallest κ still climbs at the end: the longest budget (1000), where these shortfalls are flat
     never = _dose({1e2: [0.3, 0.05, 0.02], 1e4: [0.3, 0.1, 0.02], 1e6: [0.3, 0.2, 0.021], 1e8: [0.3, 0.3, 0.019]})
     r = pitfall_summary(_probe([0.2] * 4), None, never).iloc[0]
     assert r["dose_budget"] == 1000 and np.isinf(r["dose_steps_min"])
@@ -341,10 +345,24 @@ def test_the_doses_slope_is_read_where_the_smallest_kappa_reaches_the_ceiling_an
 
 @pytest.mark.parametrize("first, budget", [(REACHED, 100), (REACHED - EPS, 100), (REACHED + EPS, 1000)])
 def test_the_doses_budget_at_the_reached_tolerance(first, budget):
-    """The smallest κ 'reaches' the ceiling at a shortfall of REACHED exactly (within it), not a hair above: the
-    budget is that checkpoint, else the longest."""
-    dose = _dose({1e2: [0.3, first, first], 1e4: [0.3, 0.03, 0.02], 1e6: [0.3, 0.05, 0.03]})
+    """The smallest κ has converged at a validation R² REACHED below its best exactly (within it), not a hair
+    further: the budget is that checkpoint, else a later one."""
+    dose = _dose({1e2: [0.3, first, 0.0], 1e4: [0.3, 0.03, 0.02], 1e6: [0.3, 0.05, 0.03]})
     assert pitfall_summary(_probe([0.2] * 4), None, dose).iloc[0]["dose_budget"] == budget
+
+
+def test_the_doses_budget_is_chosen_on_the_validation_slice_not_the_held_out_rows():
+    """The budget is a choice, so the train rows' validation slice makes it: here the smallest κ's validation R² has
+    converged at 10 steps while its held-out R² reaches the ceiling only at 1000; the dose is read at 10, where the
+    shortfall rises with κ (at 1000, where the held-out R² would put it, it is flat)."""
+    dose = _dose({1e2: [0.3, 0.1, 0.0], 1e4: [0.4, 0.1, 0.0], 1e6: [0.5, 0.1, 0.0], 1e8: [0.6, 0.1, 0.001]},
+                 val={k: [0.8, 0.8, 0.8] for k in (1e2, 1e4, 1e6, 1e8)})  # fmt: skip
+    r = pitfall_summary(_probe([0.2] * 4), None, dose).iloc[0]
+    assert r["dose_budget"] == 10
+    assert (r["dose_budget_short_min"], r["dose_budget_short_max"]) == pytest.approx((0.3, 0.6))
+    assert dose_outcome(r.to_dict()) == "rises"
+    unknown = pitfall_summary(_probe([0.2] * 4), None, dose.assign(r2_val=np.nan)).iloc[0]
+    assert unknown["dose_budget"] == 1000  # no validation R²: the longest budget
 
 
 def test_the_real_blocks_are_ranked_by_the_scaled_kappa():
@@ -365,7 +383,7 @@ def test_ceiling_excess_sees_a_fit_above_its_ceiling_in_either_table():
     probe = _probe([0.2, 0.2, 0.2, 0.2])
     budget = pd.DataFrame(_budget_rows(0, 10.0, 100) + _budget_rows(1, 1e8, 100))
     dose = pd.DataFrame({"model": "m", "block": 3, "kappa": [1e2, 1e6], "optimizer": "sgd", "step": 100,
-                         "r2_test": [0.9, 0.9], "ceiling": 0.95, "lr_interior": True})  # fmt: skip
+                         "r2_test": [0.9, 0.9], "r2_val": 0.9, "ceiling": 0.95, "lr_interior": True})  # fmt: skip
     assert pitfall_summary(probe, budget, dose).iloc[0]["ceiling_excess"] == pytest.approx(-0.005)
     above = dose.assign(r2_test=[0.9, 0.97])
     assert pitfall_summary(probe, budget, above).iloc[0]["ceiling_excess"] == pytest.approx(0.02)

@@ -24,8 +24,9 @@ def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_
     # most skewed swap (`observed costs`), a finding about the data (default, 2026-11-27: SmolLM2 block 24, G₁ 3.16,
     # 0.748 at 12 windows), which the text below must flag, not a property the procedure guarantees
     # the R²_lin interval read as one for the block's R²_lin, a refit's, planted at the run's width (up to 64), window
-    # length and largest residual ICC: near the floor, a finding the text flags (default, 2026-11-29, 2,000 data sets:
-    # 0.929 / 0.935 at R² 0.6 / 0.9; at 6 features and independent 64-position windows before, 0.922 / 0.916), and
+    # length and largest residual ICC: at the floor (default, 2,000 data sets: 0.929 / 0.935 at R² 0.6 / 0.9, a low
+    # draw: 0.927–0.945 over 5 seeds; 5,000 since 2026-11-29: 0.934 / 0.934; at 6 features and independent 64-position
+    # windows before, 0.922 / 0.916), and
     # the fitted map's own rows at that ICC 0.953 / 0.941; after issue 64's 99 % interval: below the floor only one
     # costly window in W (no interval reaches it) and the
     # most skewed swap's own windows resampled (default on 12 windows until 2026-11-29: SmolLM2 swap 24, G₁ 3.16, 0.890;
@@ -34,8 +35,8 @@ def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_
     delta = window[window["procedure"].str.startswith("ΔPPL")]
     assert (delta.loc[delta["setting"].str.contains("claim 6a's"), "upper_covers"] >= 0.95).all()
     refit = window["procedure"] == REFIT
-    assert len(window) >= 10 and (window.loc[~limits & ~refit, "coverage95"] >= COVERAGE_FLOOR).all()
-    assert (window.loc[refit, "coverage95"] >= 0.92).all() and (window.loc[refit, "reps"] == 2000).all()
+    assert len(window) >= 10 and (window.loc[~limits, "coverage95"] >= COVERAGE_FLOOR).all()
+    assert refit.sum() == 2 and (window.loc[refit, "reps"] == 5000).all()
     own = window[window["procedure"] == FITTED_MAP]
     assert len(own) == 2 and refit.sum() == 2 and (own["what"] == "claims 1, 5: held-out R² of the fitted map").all()
     icc = load_table("window_icc", DEFAULT)["resid_icc"].max()  # SmolLM2 block 28's 0.061, rounded up to 0.065
@@ -59,10 +60,14 @@ def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_
     lo, hi = window.loc[refit, "coverage95"].min(), window.loc[refit, "coverage95"].max()
     assert "an interval for the **held-out R² of the fitted map**" in text
     assert f"it covers that {own['coverage95'].min():.3f}–{own['coverage95'].max():.3f}" in text
-    assert f"it covers {lo:.3f}–{hi:.3f}" in text
+    span = f"{lo:.3f}" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}–{hi:.3f}"  # one number where both round alike
+    assert f"it covers {span} (rows" in text
     assert ("under the 0.93 floor" in text) == (lo < COVERAGE_FLOOR)
     assert "their residuals sharing 0.065 of their variance within a window: this run's largest, rounded up" in text
-    assert "the run's width up to 64 features" in text and "(the R²_lin rows 2,000: they sit near the floor)" in text
+    assert (
+        "the run's width up to 64 features" in text
+        and "(the R²_lin rows 2,000 and 5,000: they sit near the floor)" in text
+    )
     independent = table.copy()
     independent.loc[independent["procedure"] == FITTED_MAP, "setting"] = "R² 0.6"
     save_table(independent, "calibration", d)

@@ -220,9 +220,9 @@ def pitfall_summary(
     7b, by construction (`dose`, linrec.analyses.pitfall.dose_table): the better tuned optimiser's steps to the
     ceiling at the smallest and the largest constructed κ (`dose_steps_min`, `dose_steps_max`; inf if not by
     `dose_steps`, its longest budget; `dose_first_step` its first) and its shortfall there at `dose_steps`; the
-    dose–response that decides 7b: the shortfall at `dose_budget` (the first checkpoint at which the smallest κ
-    reaches the ceiling, else `dose_steps`) at each of the `dose_levels` κ (at the smallest and the largest:
-    `dose_budget_short_min`, `_max`), its least-squares slope per decade of κ
+    dose–response that decides 7b: the shortfall at `dose_budget` (the first checkpoint at which the smallest κ's
+    validation R² comes within REACHED of its best, chosen on train rows: `dose_budget`) at each of the `dose_levels`
+    κ (at the smallest and the largest: `dose_budget_short_min`, `_max`), its least-squares slope per decade of κ
     (`dose_slope`) with 95 % and 90 % Student-t intervals (`dose_slope_lo`/`_hi`, `dose_slope_lo90`/`_hi90`;
     `linrec.analyses.uncertainty.trend_slope`) and the residual SD (`dose_resid_sd`).
     7b, real blocks (reported beside the dose, not deciding): over the budget curve's `blocks_n` mechanism blocks,
@@ -341,15 +341,23 @@ def _dose_trend(d: pd.DataFrame | None) -> dict:
     if d is None or d.empty:
         return dict.fromkeys(TREND_KEYS, np.nan)
     table = dose_shortfalls(d)
-    smallest = d[d["kappa"] == table.columns.min()]
-    reached = _reach(smallest, float(smallest["ceiling"].iloc[0]))
-    budget = reached if np.isfinite(reached) else table.index.max()
+    budget = dose_budget(d[d["kappa"] == table.columns.min()])
     short = table.loc[budget]
     fit = trend_slope(np.log10(short.index.to_numpy(float)), short.to_numpy(float))
     return {"dose_budget": int(budget), "dose_budget_short_min": float(short.iloc[0]),
             "dose_budget_short_max": float(short.iloc[-1]), "dose_levels": int(fit["n"]), "dose_slope": fit["slope"],
             "dose_slope_lo": fit["lo"], "dose_slope_hi": fit["hi"], "dose_slope_lo90": fit["lo90"],
             "dose_slope_hi90": fit["hi90"], "dose_resid_sd": fit["resid_sd"]}  # fmt: skip
+
+
+def dose_budget(smallest: pd.DataFrame) -> int:
+    """The checkpoint the dose is read at, chosen on train rows alone: the first at which the smallest κ's better
+    tuned optimiser comes within REACHED of the best validation R² it reaches by the dose's longest budget (its arm
+    has converged). The held-out R² plays no part in the choice; it is what is then read there."""
+    val = smallest.groupby("step")["r2_val"].max().sort_index().dropna()
+    if val.empty:  # no validation R² stored: the longest budget, which no held-out number chooses either
+        return int(smallest["step"].max())
+    return int(val.index[val >= val.max() - REACHED].min())
 
 
 def _dose_steps(d: pd.DataFrame | None) -> dict:
@@ -469,8 +477,9 @@ RULE_7B = Rule(
         "per model, on the constructed dose: one block's inputs re-expressed at chosen κ (the same closed-form "
         "ceiling at every κ), the better tuned baseline (Adam or SGD, learning rate chosen per budget on a validation "
         "slice of the train rows, its grid extended by factors of 10 until the choice is interior) trained at each; "
-        "the shortfall (ridge-tuned ceiling minus its held-out R²) is read at one budget, the first checkpoint at "
-        f"which the smallest κ comes within {t.REACHED} of the ceiling (the longest where it never does), and "
+        "the shortfall (ridge-tuned ceiling minus its held-out R²) is read at one budget, chosen on the train rows' "
+        f"validation slice: the first checkpoint at which the smallest κ comes within {t.REACHED} of the best "
+        "validation R² it reaches (the held-out R² does not choose it), and "
         "regressed on log10 κ over the levels (least squares, Student-t intervals from the residuals: independent "
         "noise across levels assumed); the rise is the slope times the decades the dose spans. 'Conditioning' if the "
         "95 % interval of the slope lies above 0; 'not conditioning' if the 90 % interval of the rise lies inside "

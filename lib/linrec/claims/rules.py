@@ -62,8 +62,9 @@ CLAIM7_SHORTFALL, CLAIM7_SHARE = 0.01, 0.25
 # Claim 7b, on the constructed dose (one block re-expressed at chosen κ, the same ceiling): the shortfall (ceiling −
 # the better tuned optimiser's held-out R²) at one budget, regressed on log10 κ over the dose's levels
 # (`linrec.analyses.uncertainty.trend_slope`); the rise is the slope times the decades the dose spans. The budget is
-# the first checkpoint at which the smallest κ reaches the ceiling (within linrec.analyses.pitfall.REACHED), or the
-# longest where it never does: the step cap bounds no number here, it only fixes where the shortfall is read. The dose
+# chosen on train rows (`linrec.claims.probe.dose_budget`): the first checkpoint at which the smallest κ's validation
+# R² comes within linrec.analyses.pitfall.REACHED of the best it reaches. Until 2026-11-29 it was where the smallest κ's
+# held-out R² reached the ceiling, a choice made on the held-out split (rules-changelog). The dose
 # is "flat" when the 90 % interval of the rise lies inside ±CLAIM7B_FLAT (two one-sided tests at 5 %): the largest κ
 # is shown within a reached fit's tolerance of the smallest, so no rise a fit could register is left. It "rises" when
 # the 95 % interval of the slope lies above 0 and it is not flat.

@@ -91,9 +91,8 @@ def _window_lines(window) -> list[str]:
     before = window["coverage95_before"].dropna() if "coverage95_before" in window else window["coverage95"][:0]
     before = before[window.loc[before.index, "procedure"] != DELTA_PPL]  # ΔPPL's 'before' is stated in its own lines
     reps = int(window["reps"].min())
-    r2_reps = window.loc[window["procedure"].isin([FITTED_MAP, REFIT]), "reps"]
-    many = f" (the R²_lin rows {int(r2_reps.max()):,}: they sit near the floor)" if len(r2_reps) and \
-        r2_reps.max() > reps else ""  # fmt: skip
+    r2_reps = [int(n) for n in window.loc[window["procedure"].isin([FITTED_MAP, REFIT]), "reps"].unique() if n > reps]
+    many = f" (the R²_lin rows {' and '.join(f'{n:,}' for n in r2_reps)}: they sit near the floor)" if r2_reps else ""
     text = (
         "Every interval over held-out windows (the fitted map's held-out R² and the differences, shares and changes "
         "built from it) is the leave-one-window-out jackknife with a t quantile (`linrec.stats.jackknife`); ΔPPL's "
@@ -163,7 +162,8 @@ def _delta_lines(window) -> list[str]:
 
 def _span(x) -> str:
     x = pd.Series(x, dtype=float).dropna()
-    return "—" if x.empty else f"{x.min():.3f}" if x.min() == x.max() else f"{x.min():.3f}–{x.max():.3f}"
+    lo, hi = ("—", "—") if x.empty else (f"{x.min():.3f}", f"{x.max():.3f}")
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def _fitted_map_lines(window) -> list[str]:
@@ -172,7 +172,7 @@ def _fitted_map_lines(window) -> list[str]:
     own, refit = window[window["procedure"] == FITTED_MAP], window[window["procedure"] == REFIT]
     if not len(own) or not len(refit):
         return []
-    lo, hi = refit["coverage95"].min(), refit["coverage95"].max()
+    lo = refit["coverage95"].min()
     label = refit["what"].iloc[0].split(": ", 1)[-1]
     setting = refit["setting"].iloc[0].split(", true")[0].split(", ", 1)[-1]  # "refit on N rows (… per parameter, d …)"
     icc = own["setting"].iloc[0].partition("residual ICC ")[2].split(",")[0]
@@ -188,8 +188,8 @@ def _fitted_map_lines(window) -> list[str]:
         f"this; it covers that {own['coverage95'].min():.3f}–{own['coverage95'].max():.3f} (rows 'held-out R² of the "
         f"fitted map'{shared}). It leaves out the fit's own variability; as an interval for the **block's R²_lin** — "
         "the held-out R² a refit on other text of the same size would score, its expected value estimated by a "
-        f"separate Monte Carlo over {draws:,} planted refits, each scored exactly — it covers {lo:.3f}–{hi:.3f} "
-        f"(rows '{label}': {setting}), {where}"
+        f"separate Monte Carlo over {draws:,} planted refits, each scored exactly — it covers "
+        f"{_span(refit['coverage95'])} (rows '{label}': {setting}), {where}"
         + (
             "; for the block's R²_lin it is somewhat narrow, though the same planted blocks' intervals miss their own "
             "fitted map about as often: what falls short is the window jackknife at this window correlation more "
