@@ -189,7 +189,7 @@ fig_b = fig3b_trained_pitfall(probed.probe, root / figures_dir / "fig3b_trained_
 
 # %% [markdown]
 # ## Claim 7b: conditioning, or the budget?
-# The budget curve on each model's best- and worst-conditioned blocks, and the dose–response on its
+# The budget curve on each model's two best- and two worst-conditioned blocks, and the dose–response on its
 # median-κ block (both chosen by the train split's κ; the held-out rows only score), each scored against the
 # ridge-tuned ceiling of its rows.
 #

@@ -258,3 +258,15 @@ def test_each_claim_reads_the_studies_it_names_and_no_other(tmp_path):
             if path.is_file() and spec.notebook in entry.notebooks:
                 pd.read_csv(path).iloc[:0].to_csv(path, index=False)
         assert judged(entry, work)[0] == NOT_TESTABLE, (entry.id, judged(entry, work))
+
+
+def test_claim_7b_states_the_real_blocks_rho_or_why_there_is_none(tmp_path):
+    """Beside the dose, the real mechanism blocks' ρ of steps to the ceiling with scaled κ: the default's four blocks
+    give one (0.95), stated without the caveat; with fewer than 3 blocks there is none, and the sentence says why."""
+    shutil.copy(DEFAULT / "pitfall_summary.csv", tmp_path / "pitfall_summary.csv")
+    ours = {c.number: c for c in claims(tmp_path)}["7b"].ours
+    assert "4 mechanism blocks" in ours and "against it ρ = 0.95;" in ours and "none under 3" not in ours
+    t = pd.read_csv(tmp_path / "pitfall_summary.csv").assign(blocks_n=2, blocks_rho_scaled=np.nan)
+    t.to_csv(tmp_path / "pitfall_summary.csv", index=False)
+    ours = {c.number: c for c in claims(tmp_path)}["7b"].ours
+    assert "2 mechanism blocks" in ours and "against it no ρ (none under 3 blocks);" in ours

@@ -520,7 +520,8 @@ def sentence_7b(r: Results, rule: Rule) -> Claim:
     rise = lambda e, lo="": fmt(e[f"dose_slope{lo}"] * np.log10(e["dose_kappa_max"] / e["dose_kappa_min"]))  # noqa: E731
     dose = lambda e, k="": f"{rise(e)} [{rise(e, '_lo' + k)}, {rise(e, '_hi' + k)}]"  # noqa: E731
     real = lambda e: f"ρ = {fmt(e['spearman_scaled_shortfall'], 2)} {_ci(e['scaled_lo'], e['scaled_hi'])}"  # noqa: E731
-    rho = lambda e: f"ρ = {fmt(e['blocks_rho_scaled'], 2)}" if np.isfinite(e["blocks_rho_scaled"]) else "no ρ"  # noqa: E731
+    rho = lambda e: (f"ρ = {fmt(e['blocks_rho_scaled'], 2)}" if np.isfinite(e["blocks_rho_scaled"])  # noqa: E731
+                     else "no ρ (none under 3 blocks)")  # fmt: skip
     parts = [
         f"{e['model']}: {e['mechanism']} (constructed dose, block {int(e['dose_block'])}, κ {e['dose_kappa_min']:.0e}"
         f" → {e['dose_kappa_max']:.0e} over {int(e['dose_levels'])} levels: shortfall at {int(e['dose_budget'])} "
@@ -529,7 +530,7 @@ def sentence_7b(r: Results, rule: Rule) -> Claim:
         f"{steps(e['dose_steps_min'], e['dose_steps'])} → {steps(e['dose_steps_max'], e['dose_steps'])}; the most a "
         f"tuned fit beats its ceiling {fmt(e['ceiling_excess'])}, {int(e['n_lr_edge'])} tuned rates at a grid end; "
         f"beside it, not deciding: {int(e['blocks_n'])} mechanism blocks at scaled κ {e['blocks_scaled_min']:.0e}–"
-        f"{e['blocks_scaled_max']:.0e}, steps to the ceiling against it {rho(e)} (none under 3 blocks); across every "
+        f"{e['blocks_scaled_max']:.0e}, steps to the ceiling against it {rho(e)}; across every "
         f"block, log scaled κ against the 5-epoch shortfall {real(e)})"
         for e in measured
     ]

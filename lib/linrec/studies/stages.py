@@ -54,7 +54,9 @@ class ProbeParams:
     rank: int = param(16, "the paper's probe rank")
     probe_ranks: list[int] = param([16, 64, 256], "the rank sweep, on three blocks per model")
     mechanism_k: int = param(
-        1, "claim 7b's budget curve: this many best- and worst-conditioned blocks per model (train κ)"
+        2,
+        "claim 7b's budget curve: this many best- and worst-conditioned blocks per model (train κ; 2: four, so "
+        "the real blocks' ρ beside the dose has the 3 it needs)",
     )
     budget_max_steps: int = param(10_000, "the budget curve's longest budget (from 100 steps, four per decade)")
     pitfall_outputs: int = param(32, "output features the budget curve and the dose–response train (drawn by seed)")
