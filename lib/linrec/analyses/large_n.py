@@ -16,6 +16,7 @@ import pandas as pd
 from linrec.base.errors import LinrecError
 from linrec.measure.curves import MIN_ROWS_PER_PARAM, Curve
 from linrec.stats import N_BOOT
+from linrec.stats.jackknife import jackknife
 
 if TYPE_CHECKING:
     import pandas
@@ -235,10 +236,10 @@ def split_shift(table: pandas.DataFrame, level: float = 0.95) -> pandas.DataFram
     part is a seeded share of its windows, split "windows", or of its whole documents, "documents"; one row per
     seed and block): each split's mean R²_lin over its seeds and their SD, and the shift documents − windows with the
     Welch t interval at `level` for the difference of the two means (seeds as independent draws of each split;
-    Welch–Satterthwaite degrees of freedom). The interval covers the shift in the expected R²_lin over split draws;
-    it says nothing of a single capture's held-out windows."""
-    from scipy import stats
-
+    Welch–Satterthwaite degrees of freedom: `linrec.stats.jackknife.jackknife` of the difference of means over the
+    two independent sets of seeds, which for a mean is exactly Welch's interval). The interval covers the shift in the
+    expected R²_lin over split draws; it says nothing of a single capture's held-out windows."""
+    mean = lambda x, c: (c * x).sum(axis=1) / c.sum(axis=1)  # noqa: E731  # rows of seed multiplicities c
     rows = []
     for (model, block), t in table.groupby(["model", "block"], sort=True):
         w = t.loc[t["split"] == "windows", "r2_lin"].to_numpy(float)
@@ -246,15 +247,12 @@ def split_shift(table: pandas.DataFrame, level: float = 0.95) -> pandas.DataFram
         if len(w) < 2 or len(d) < 2:
             raise LinrecError(f"{model} block {block}: split_shift needs ≥ 2 seeds of each split, got {len(w)} "
                               f"and {len(d)}; run benchmarks/split.py with --seeds 0 1 or more")  # fmt: skip
-        vw, vd = w.var(ddof=1) / len(w), d.var(ddof=1) / len(d)
-        se = np.sqrt(vw + vd)
-        df = (vw + vd) ** 2 / (vw**2 / (len(w) - 1) + vd**2 / (len(d) - 1)) if se > 0 else np.inf
-        half = stats.t.ppf(0.5 + level / 2, df) * se
-        shift = d.mean() - w.mean()
+        shift = jackknife(lambda cd, cw, d=d, w=w: mean(d, cd) - mean(w, cw), [len(d), len(w)])
+        lo, hi = shift.interval(level)
         rows.append({"model": model, "block": int(block), "n_windows_seeds": len(w), "n_documents_seeds": len(d),
                      "r2_windows": w.mean(), "r2_documents": d.mean(), "sd_windows": w.std(ddof=1),
-                     "sd_documents": d.std(ddof=1), "shift": shift, "shift_lo": shift - half,
-                     "shift_hi": shift + half})  # fmt: skip
+                     "sd_documents": d.std(ddof=1), "shift": float(shift.point), "shift_lo": float(lo),
+                     "shift_hi": float(hi)})  # fmt: skip
     return pd.DataFrame(rows)
 
 
