@@ -29,12 +29,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "lib" / "linrec"
-LAYERS = ("base", "stats", "inputs", "measure", "analyses", "claims", "studies", "outputs", "app")
+LAYERS = ("base", "stats", "inputs", "collect", "analyses", "claims", "studies", "outputs", "app")
 SWAP = ["swap", "--model", "first:2:smollm2-135m", "--tokens", "2048", "--seq-len", "64", "--no-cache", "--blocks", "0"]
 
 
 def module_of(filename: str) -> str | None:
-    """`measure.capture` for lib/linrec/measure/capture.py; None outside the package."""
+    """`collect.capture` for lib/linrec/collect/capture.py; None outside the package."""
     path = Path(filename)
     if not path.is_relative_to(ROOT):
         return None
@@ -48,8 +48,8 @@ def layer(module: str) -> int:
 
 
 CARRIERS = (  # besides argparse.Namespace and every class of linrec.app.requests
-    "linrec.measure.config.CaptureConfig",
-    "linrec.measure.config.CaptureRun",
+    "linrec.collect.config.CaptureConfig",
+    "linrec.collect.config.CaptureRun",
     "linrec.inputs.source.ModelSource",
 )
 

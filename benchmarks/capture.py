@@ -118,11 +118,11 @@ def worker(args) -> dict:
     import numpy as np
     import torch
 
+    from linrec.collect.capture import run_capture
+    from linrec.collect.config import CaptureConfig
     from linrec.inputs.corpora import WindowCut, load_windows
     from linrec.inputs.models import load_model
     from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
-    from linrec.measure.capture import run_capture
-    from linrec.measure.config import CaptureConfig
 
     method = args.worker.split("@")[0]  # "capture64@2": round 2 of the repeated methods
     tokens = args.big_tokens if method in ("big", "plainbig") else args.tokens

@@ -28,11 +28,11 @@ import pandas as pd
 import torch
 
 from linrec.analyses.recoverability import ceiling_table
+from linrec.collect.capture import run_capture
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.corpora import WindowCut, load_windows
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, run_until_stop
-from linrec.measure.capture import run_capture
-from linrec.measure.config import CaptureConfig
 from linrec.stats.ceiling import r2_rows
 
 

@@ -27,9 +27,9 @@ import numpy as np
 from linrec.analyses.perplexity import PerplexityEvaluator
 from linrec.analyses.routing import RoutedFFN, fit_gate
 from linrec.analyses.swap import SwapStudy
+from linrec.collect.capture import get_capture
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.models import load_model
-from linrec.measure.capture import get_capture
-from linrec.measure.config import CaptureConfig
 
 
 def _timed(fn):

@@ -93,7 +93,7 @@ def main(argv=None) -> int:
             ("slowdown", ratio, f"<= {TARGET}", status),
             ("other_cpu_share_before", share, "", ""),
         ]
-        from linrec.measure.config import capture_settings
+        from linrec.collect.config import capture_settings
 
         models = ",".join(profile.get("models", []))
         write_csv(

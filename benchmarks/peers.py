@@ -226,8 +226,8 @@ def measure(method: str, args) -> dict:
     with torch.no_grad():
         if not library:
             from linrec.analyses.recoverability import ceiling_table
-            from linrec.measure.capture import run_capture
-            from linrec.measure.config import CaptureConfig
+            from linrec.collect.capture import run_capture
+            from linrec.collect.config import CaptureConfig
 
             product = "float32" if method == "linrec32" else "float64"
             config = CaptureConfig(args.model, args.corpus, args.seq_len, args.tokens, args.seed, TEST_FRAC, 0, product)

@@ -27,11 +27,11 @@ from linrec.analyses import quant
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
 from linrec.base.files import atomic_file
+from linrec.collect.capture import get_capture
 from linrec.inputs.corpora import WindowCut, load_windows
 from linrec.inputs.models import fetch_gguf, load_model
 from linrec.inputs.offline import OFFLINE_MODELS
 from linrec.inputs.quant_noise import gguf_types, parameter_types, perturb
-from linrec.measure.capture import get_capture
 
 
 def main(argv: list[str] | None = None) -> int:

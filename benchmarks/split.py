@@ -6,7 +6,7 @@ whole documents (`capture: {split: documents}`), each over several split seeds o
                                                         [--out results/split]
 
 Every capture is the profile's (`Profile.capture_config`: corpus, tokens, seq_len) at another split seed and split,
-statistics only and uncached (`linrec.measure.capture.run_capture`; about 40 s each for SmolLM2 on 2 cores, so 12 in
+statistics only and uncached (`linrec.collect.capture.run_capture`; about 40 s each for SmolLM2 on 2 cores, so 12 in
 about 8 min). Writes `split_r2.csv` (one row per split, seed and block: R²_lin and its window interval, the train
 and held-out windows), `split_shift.csv` (per block: each split's mean over seeds, the shift documents − windows
 with its Welch interval; `linrec.analyses.large_n.split_shift`), keeping other models' rows there, and prints
@@ -27,9 +27,9 @@ from linrec.analyses.recoverability import ceiling_table
 from linrec.app.profile import load_profile
 from linrec.base.files import atomic_file
 from linrec.base.progress import bar as progress_bar
+from linrec.collect.capture import run_capture
 from linrec.inputs.corpora import SPLITS, WindowCut, load_windows
 from linrec.inputs.models import load_model
-from linrec.measure.capture import run_capture
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,10 +25,10 @@ import torch
 
 from linrec.analyses.perplexity import PerplexityEvaluator
 from linrec.analyses.swap import SwapStudy
+from linrec.collect.capture import get_capture
+from linrec.collect.config import CaptureConfig, CaptureRun
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import find_ffn_sites
-from linrec.measure.capture import get_capture
-from linrec.measure.config import CaptureConfig, CaptureRun
 
 
 @torch.no_grad()

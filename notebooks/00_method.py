@@ -144,9 +144,9 @@ print("centred form vs the column of ones:", max(np.abs(W_c - W).max(), np.abs(b
 # %%
 import torch
 
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.corpora import WindowCut, load_windows
 from linrec.inputs.models import load_model
-from linrec.measure.config import CaptureConfig
 
 config = CaptureConfig("first:1:smollm2-135m", "wiki", seq_len=128, tokens=8192, seed=0, sample_rows=0)
 loaded = load_model(config.model)
@@ -187,13 +187,13 @@ print(f"κ(G) = {np.linalg.cond(X1.T @ X1):.1e}; held-out R²_lin by hand = {r2_
 # %% [markdown]
 # ## The same number through linrec
 # `linrec measure` does the same from one streaming pass: it keeps only each split's means and centred sums (never
-# the rows), fits from the train statistics and scores from the test statistics (`linrec.measure.capture`,
+# the rows), fits from the train statistics and scores from the test statistics (`linrec.collect.capture`,
 # `linrec.stats.ceiling`). Same model, same windows, same split: the two numbers must agree to rounding, far
 # inside 10⁻¹⁰.
 
 # %%
 from linrec.analyses.recoverability import ceiling_table
-from linrec.measure.capture import get_capture
+from linrec.collect.capture import get_capture
 
 capture = get_capture(config, loaded=loaded, cache=False, progress=False)
 r2_linrec = float(ceiling_table(capture).loc[0, "r2_lin"])

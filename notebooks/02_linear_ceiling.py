@@ -127,7 +127,7 @@ print(
 # biased low: a least-squares map also fits its train rows' noise, which for a linear model costs about
 # (1 − R²)·p/(n − p − 1) held out.
 # The window interval above holds the map fixed, so it does not show this. The learning curve
-# measures it (`linrec.measure.curves`; ≈ 35 min a model on one CPU core, measured, so the default profile skips it and
+# measures it (`linrec.collect.curves`; ≈ 35 min a model on one CPU core, measured, so the default profile skips it and
 # `params/curve.yaml` runs it: `linrec figures --params params/curve.yaml --only 02`, results in
 # `results/curve/`): the same model and corpus at six train sizes from 5k to 200k tokens,
 # for three split seeds (each seed draws its own 20k held-out tokens and its own nested train sets),

@@ -130,7 +130,7 @@ toy[["block", "r2_lin", "r2_feature_median", "r2_ex_top1", "top1_var_share", "ef
 # same R²_lin) and every number of the list above from the train and held-out statistics, then the rule, once with
 # the windows' first positions and once without (`regime_ex_first`). It reads statistics only (`sample_rows` 0):
 # this notebook needs no raw rows, so any cached capture of this text serves it, notebook 01's or, for another
-# corpus, notebook 05's (`linrec.measure.reuse`). The same call counts the regimes per model, measures the input side
+# corpus, notebook 05's (`linrec.collect.reuse`). The same call counts the regimes per model, measures the input side
 # and, where the profile asks, repeats it all on fresh text (the sections below), and writes every table of this
 # notebook to the results folder.
 

@@ -36,7 +36,7 @@
 # difference, and how many blocks have disjoint intervals (a difference larger than
 # the noise).
 #
-# The model is loaded once for all corpora (`linrec.measure.capture.get_captures`) and every capture is
+# The model is loaded once for all corpora (`linrec.collect.capture.get_captures`) and every capture is
 # cached; only the notebook-01 corpus keeps raw rows, the others keep statistics only.
 #
 # **Running it yourself** (notebook 01 and docs/running.md say more): Run All runs the default profile

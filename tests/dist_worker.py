@@ -15,9 +15,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from helpers import make_tiny_model, tiny_tokenizer, tiny_windows  # noqa: E402
 from linrec.app.cli import main  # noqa: E402
+from linrec.collect.capture import run_capture  # noqa: E402
+from linrec.collect.config import CaptureConfig  # noqa: E402
 from linrec.inputs.hf import LoadedModel  # noqa: E402
-from linrec.measure.capture import run_capture  # noqa: E402
-from linrec.measure.config import CaptureConfig  # noqa: E402
 from linrec.stats.distributed import init_from_env, world  # noqa: E402
 
 argv = sys.argv[1:]

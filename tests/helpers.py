@@ -264,9 +264,9 @@ def single_line(code, err, *needles, expect=2, internal=False):
 def swap_study(model, tokens=2048, seq_len=32, batch_size=8, screening_windows=4):
     """SwapStudy of a tiny model on the tiny corpus (statistics from the real capture path)."""
     from linrec.analyses.swap import SwapStudy
+    from linrec.collect.capture import run_capture
+    from linrec.collect.config import CaptureConfig
     from linrec.inputs.hf import LoadedModel
-    from linrec.measure.capture import run_capture
-    from linrec.measure.config import CaptureConfig
 
     tok = tiny_tokenizer()
     loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
@@ -278,9 +278,9 @@ def swap_study(model, tokens=2048, seq_len=32, batch_size=8, screening_windows=4
 def swap_study_with_rows(model, tmp_path, tokens=2048, seq_len=32):
     """A swap study of a tiny model whose capture keeps its rows (the gate trains on them)."""
     from linrec.analyses.swap import SwapStudy
+    from linrec.collect.capture import run_capture
+    from linrec.collect.config import CaptureConfig
     from linrec.inputs.hf import LoadedModel
-    from linrec.measure.capture import run_capture
-    from linrec.measure.config import CaptureConfig
 
     tok = tiny_tokenizer()
     loaded = LoadedModel(model=model, tokenizer=tok, name="tiny", identity="tiny", source="test")
@@ -325,14 +325,14 @@ def training_windows(cfg, text):
 
 
 def capture_with(model, corpus: str = "wiki", *, loaded=None, cache: bool = True, progress: bool = True, **options):
-    """`linrec.measure.capture.get_capture` with the request written as keywords, as the tests write it: `options`
+    """`linrec.collect.capture.get_capture` with the request written as keywords, as the tests write it: `options`
     are `CaptureConfig`'s fields (seq_len, tokens, seed, sample_rows, …) and `CaptureRun`'s (batch_size, device,
     device_map, blocks_per_pass); `model` a spec or a parsed `ModelSource`."""
     from dataclasses import fields
 
+    from linrec.collect.capture import get_capture
+    from linrec.collect.config import CaptureConfig, CaptureRun
     from linrec.inputs.source import ModelSource
-    from linrec.measure.capture import get_capture
-    from linrec.measure.config import CaptureConfig, CaptureRun
 
     run = CaptureRun(**{f.name: options.pop(f.name) for f in fields(CaptureRun) if f.name in options})
     source = model if isinstance(model, ModelSource) else None
@@ -342,14 +342,14 @@ def capture_with(model, corpus: str = "wiki", *, loaded=None, cache: bool = True
 
 def no_model_load(monkeypatch):
     """Loading a model fails the test: what is checked here must be checked before any weights are read."""
+    import linrec.collect.capture
     import linrec.inputs.models
-    import linrec.measure.capture
 
     def load(*a, **k):
         raise AssertionError("a model was loaded before the arguments were checked")
 
     monkeypatch.setattr(linrec.inputs.models, "load_model", load)
-    monkeypatch.setattr(linrec.measure.capture, "load_model", load)
+    monkeypatch.setattr(linrec.collect.capture, "load_model", load)
 
 
 def linrec_left_in(scratch) -> list[str]:
@@ -415,7 +415,7 @@ def save_affine_swap(directory, seed=0):
 
 
 def feed_curve(acc, X: np.ndarray, Y: np.ndarray, batch: int = 5, seed: int = 0) -> None:
-    """Both passes of a `linrec.measure.curves.CurveAccumulator` over synthetic windows X [W, T, d_in],
+    """Both passes of a `linrec.collect.curves.CurveAccumulator` over synthetic windows X [W, T, d_in],
     Y [W, T, d_out], shuffled like a model's batches."""
     order = np.random.default_rng(seed).permutation(len(X))
     train = order[np.isin(order, np.flatnonzero((acc.chunk >= 0).any(axis=0)))]

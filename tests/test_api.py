@@ -202,18 +202,20 @@ def test_command_line_flags_are_said_as_python_arguments():
     )
 
 
-def test_linrec_measure_is_the_package_and_the_call():
-    """`linrec.measure` stays the package of the capture's modules (attribute paths and patches through it work) and
-    is callable; `import linrec` imports neither torch nor linrec.api (checked in a fresh interpreter)."""
+def test_linrec_measure_is_a_plain_function_with_its_signature():
+    """`linrec.measure`, `linrec.swap` and `linrec.capture` are `linrec.api`'s functions (their own signatures, no
+    callable package); `import linrec` imports neither torch nor linrec.api (checked in a fresh interpreter)."""
+    import inspect
     import subprocess
     import sys
 
-    import linrec.measure.capture
+    from linrec import api
 
-    assert callable(linrec.measure) and linrec.measure.capture.get_capture is not None
-    code = "import sys, linrec; print(callable(linrec.measure), 'torch' in sys.modules, 'linrec.api' in sys.modules)"
+    assert linrec.measure is api.measure and linrec.swap is api.swap and linrec.capture is api.capture
+    assert "seq_len" in inspect.signature(linrec.measure).parameters
+    code = "import sys, linrec; print('torch' in sys.modules, 'linrec.api' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["True", "False", "False"]
+    assert out.split() == ["False", "False"]
 
 
 def test_a_capture_made_here_of_a_loaded_model_serves_its_swap_study(planted, texts):

@@ -18,10 +18,10 @@ def test_counts_climbs_and_returns_on_a_hand_built_path():
     commands); two returns (commands, left twice, entered again twice). A path per root is counted on its own: cut
     after capture, the step capture → commands is no step at all."""
     cp = _call_path()
-    path = ["app.cli", "app.commands", "measure.capture", "app.commands", "inputs.models", "app.commands"]
+    path = ["app.cli", "app.commands", "collect.capture", "app.commands", "inputs.models", "app.commands"]
     assert cp.counts([path]) == {"modules": 4, "climbs": 2, "returns": 2}
     assert cp.counts([path[:3], path[3:]]) == {"modules": 4, "climbs": 1, "returns": 1}
-    assert cp.counts([["app.cli", "measure.capture", "stats.moments", "app.commands"]])["climbs"] == 1  # not 2 down
+    assert cp.counts([["app.cli", "collect.capture", "stats.moments", "app.commands"]])["climbs"] == 1  # not 2 down
     assert cp.layer("base.files") < cp.layer("stats.moments") < cp.layer("app.cli") < cp.layer("api")
 
 
@@ -30,10 +30,10 @@ def test_walk_goes_depth_first_once_per_function():
     call is no edge), into a callee and back to its caller, so a's two calls go down twice; consecutive visits to a
     module merged (b calling b2 in its own module stays one visit). A function reached twice is walked once."""
     cp = _call_path()
-    main, a, b, c = "app.cli:main:1", "app.commands:a:1", "measure.capture:b:1", "measure.capture:c:9"
-    b2, d = "measure.capture:b2:20", "inputs.models:d:1"
+    main, a, b, c = "app.cli:main:1", "app.commands:a:1", "collect.capture:b:1", "collect.capture:c:9"
+    b2, d = "collect.capture:b2:20", "inputs.models:d:1"
     assert cp.walk([(main, a), (a, b), (b, b2), (a, c)]) == [
-        ["app.cli", "app.commands", "measure.capture", "app.commands", "measure.capture", "app.commands", "app.cli"]
+        ["app.cli", "app.commands", "collect.capture", "app.commands", "collect.capture", "app.commands", "app.cli"]
     ]
     assert cp.walk([(main, a), (a, d), (main, d)]) == [["app.cli", "app.commands", "inputs.models", "app.commands",
                                                         "app.cli"]]  # fmt: skip

@@ -101,7 +101,7 @@ def test_02_linear_ceiling(runner):
     from linrec.analyses.recoverability import ceiling_table
 
     p = runner.params
-    from linrec.measure.config import capture_settings
+    from linrec.collect.config import capture_settings
 
     cap = capture_with(p["models"][0], p["corpus"], seed=p["seed"], **capture_settings(p["capture"]))
     assert cap.cached  # notebook 01 made it; nothing is recomputed here

@@ -27,9 +27,9 @@ def _peers():
 def captured(tmp_path_factory):
     """The tiny llama saved to a folder, its windows, and linrec's capture of them keeping every row on disk."""
     from helpers import save_tiny_model, tiny_windows
+    from linrec.collect.capture import run_capture
+    from linrec.collect.config import CaptureConfig
     from linrec.inputs.models import load_model
-    from linrec.measure.capture import run_capture
-    from linrec.measure.config import CaptureConfig
 
     tmp = tmp_path_factory.mktemp("peers")
     model_dir = save_tiny_model(tmp / "model")

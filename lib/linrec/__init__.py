@@ -13,7 +13,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · models (load any model) · surgery · training · training_text (its texts, split; the tokenizer)
                · train_settings (no torch) · layouts (GPT-2, Pythia, llama rows) · plateau (the plateau rule)
                · quant_noise (one more GGUF-sized rounding error, drawn)
-    measure/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
+    collect/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · rows (the row sample on disk, the first positions)
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
     analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
@@ -44,36 +44,26 @@ The package's folders are its layers, lowest first; a module imports only from i
                · notebooks (runs every stage's notebook) · records (what a run leaves beside them)
     api.py     measure · swap · capture (a model already loaded in Python; above every folder)
 
-`linrec.measure(model, tokenizer, texts)` and `linrec.swap(model, tokenizer, texts, blocks=…)` are `linrec.api`'s,
-imported on their first call, so `import linrec` stays light. `linrec.measure` is also the package of the capture's
-modules (`linrec.measure.capture`, …): calling it calls `linrec.api.measure`.
+`linrec.measure`, `linrec.swap` and `linrec.capture` are `linrec.api`'s functions (a model already loaded in Python),
+imported when first asked for, so `import linrec` stays light (no torch).
 """
 
-from types import ModuleType
-
-from linrec import measure as _measure  # the package: its __init__ imports nothing
 from linrec.base.errors import LinrecError
 
 __version__ = "0.1.0"
-__all__ = ["LinrecError", "__version__", "measure", "swap"]
+__all__ = ["LinrecError", "__version__", "capture", "measure", "swap"]
 
-
-class _CallablePackage(ModuleType):
-    """`linrec.measure`: the package of the capture's modules, and, called, `linrec.api.measure`."""
-
-    def __call__(self, *args, **kwargs):
-        from linrec.api import measure
-
-        return measure(*args, **kwargs)
-
-
-_measure.__class__ = _CallablePackage
+_API = ("capture", "measure", "swap")
 
 
 def __getattr__(name: str):
-    """`linrec.swap`: `linrec.api.swap`, imported when first asked for."""
-    if name == "swap":
-        from linrec.api import swap
+    """`linrec.measure`, `linrec.swap`, `linrec.capture`: `linrec.api`'s functions, imported when first asked for."""
+    if name in _API:
+        from linrec import api
 
-        return swap
+        return getattr(api, name)
     raise AttributeError(f"module 'linrec' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_API])

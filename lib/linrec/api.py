@@ -9,10 +9,10 @@ command line reads), or what `linrec.inputs.models.load_model` returns (an offli
 needed; its name labels the tables), `tokenizer` its tokenizer (None: a loaded model's own), `texts` a list of strings
 (each one or more documents, cut at `<|endoftext|>` like a local corpus file) or a corpus spec (`wiki`, `wikitext-2`, a
 path: `linrec.inputs.corpora`).
-`capture` returns the pass both make (`linrec.measure.capture.Capture`), for the other analyses.
+`capture` returns the pass both make (`linrec.collect.capture.Capture`), for the other analyses.
 
 The same code as `linrec measure` and `linrec swap`: the windows are cut and split by `linrec.inputs.corpora`'s rules
-(a seeded 20 % of them held out), the statistics come from `linrec.measure.capture.run_capture` and the tables from
+(a seeded 20 % of them held out), the statistics come from `linrec.collect.capture.run_capture` and the tables from
 `linrec.analyses.recoverability.ceiling_table` and `linrec.analyses.swap.HeldOutSwaps.table`, so on the same model
 and windows the numbers are the command line's, bit for bit.
 
@@ -41,6 +41,9 @@ from linrec.analyses.screening import check_blocks
 from linrec.analyses.swap import SwapStudy
 from linrec.base.errors import LinrecError
 from linrec.base.progress import WORDS
+from linrec.collect.capture import Capture, run_capture
+from linrec.collect.config import CaptureConfig, CaptureRun
+from linrec.collect.reuse import notice_short
 from linrec.inputs.corpora import (
     HUB_CORPORA,
     OFFLINE_CORPORA,
@@ -52,9 +55,6 @@ from linrec.inputs.corpora import (
     split_documents,
 )
 from linrec.inputs.hf import DTYPES, LoadedModel, check_context, check_device
-from linrec.measure.capture import Capture, run_capture
-from linrec.measure.config import CaptureConfig, CaptureRun
-from linrec.measure.reuse import notice_short
 
 if TYPE_CHECKING:
     import pandas
@@ -76,7 +76,7 @@ def measure(model, tokenizer, texts, *, seq_len: int = 128, tokens: int = 20_480
     (`linrec.analyses.recoverability.ceiling_table`; its `r2_lo`, `r2_hi` are named `r2_lin_lo`, `r2_lin_hi` here).
 
     `tokens` tokens of `texts` in windows of `seq_len`, run on `device` (None: where the model is). `options`: seed,
-    test_frac, product ("float64" exact, "float32" fast), bos, sample, split (as `linrec.measure.config.CaptureConfig`),
+    test_frac, product ("float64" exact, "float32" fast), bos, sample, split (as `linrec.collect.config.CaptureConfig`),
     batch_size, progress, name (the `model` column; default: a loaded model's name, else the model's `name_or_path`,
     else its type)."""
     with _python_words():
@@ -118,7 +118,7 @@ def swap(model, tokenizer, texts, blocks: Sequence[int] | None = None, *, seq_le
 def capture(model, tokenizer, texts, *, seq_len: int = 128, tokens: int = 20_480, device: str | None = None,
             **options) -> Capture:  # fmt: skip
     """The pass `measure` and `swap` make: every FFN block's statistics per split (a
-    `linrec.measure.capture.Capture`, which `linrec.analyses.spectrum.spectrum_table` and the other analyses read).
+    `linrec.collect.capture.Capture`, which `linrec.analyses.spectrum.spectrum_table` and the other analyses read).
     Arguments as `measure`'s. Its statistics stay on the device the activations appeared on."""
     with _python_words():
         opts = _options(options, "capture", {**CAPTURE_OPTIONS, **RUN_OPTIONS})
@@ -199,7 +199,7 @@ def _block_ints(blocks) -> list[int]:
 
 
 def _capture(loaded: LoadedModel, texts, seq_len: int, tokens: int, opts: dict) -> tuple[Capture, Windows]:
-    """The capture (and its windows) of `loaded` on `texts`, as `linrec.measure.capture.get_capture` computes one
+    """The capture (and its windows) of `loaded` on `texts`, as `linrec.collect.capture.get_capture` computes one
     (uncached, without a row sample): the settings checked, the context, the windows, one pass."""
     dtype = str(next(loaded.model.parameters()).dtype).removeprefix("torch.")
     settings = {k: opts[k] for k in CAPTURE_OPTIONS}

@@ -7,9 +7,9 @@ import torch
 
 from helpers import capture_with
 from linrec.analyses.controls import _split_rows, cross_feed, gaussian_like, input_controls, r2_of_map, recolour
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.inputs.sites import find_ffn_sites
-from linrec.measure.config import CaptureConfig
 from linrec.stats.ceiling import fit_affine, score
 from linrec.stats.moments import Moments
 

@@ -11,7 +11,7 @@ import pytest
 from helpers import feed_curve as _feed
 from linrec.analyses.large_n import curve_summary, large_n_fit, large_n_profile
 from linrec.base.errors import LinrecError
-from linrec.measure.curves import CurveAccumulator, CurveConfig
+from linrec.collect.curves import CurveAccumulator, CurveConfig
 
 
 def test_large_n_estimate_recovers_a_planted_r2_that_every_measured_size_underestimates():

@@ -12,9 +12,9 @@ from linrec.analyses.perplexity import perplexity
 from linrec.analyses.quant import COLUMNS, sensitivity, summary
 from linrec.analyses.recoverability import ceiling_table
 from linrec.api import _loaded
+from linrec.collect.capture import run_capture
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.quant_noise import perturb
-from linrec.measure.capture import run_capture
-from linrec.measure.config import CaptureConfig
 
 CONFIG = CaptureConfig("tiny", "t", seq_len=32, tokens=2048, sample_rows=0)
 

@@ -23,9 +23,9 @@ from linrec.analyses.routing import (
 )
 from linrec.analyses.swap import SwapStudy
 from linrec.base.errors import LinrecError
+from linrec.collect.capture import run_capture
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.hf import LoadedModel
-from linrec.measure.capture import run_capture
-from linrec.measure.config import CaptureConfig
 
 
 def test_a_gate_finds_the_tokens_where_a_planted_map_is_exact():

@@ -10,10 +10,10 @@ from linrec.analyses.screening import GREEDY_ORDERS, greedy_swap, screening_ids
 from linrec.analyses.swap import SwapStudy
 from linrec.analyses.uncertainty import SWAP_LEVEL
 from linrec.base.errors import LinrecError
+from linrec.collect.capture import run_capture
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.corpora import Windows
 from linrec.inputs.hf import LoadedModel
-from linrec.measure.capture import run_capture
-from linrec.measure.config import CaptureConfig
 from linrec.stats.ceiling import fit_affine
 
 

@@ -12,10 +12,10 @@ from linrec.analyses.screening import screening_ids
 from linrec.analyses.swap import SwapStudy, rewindowed, swap_label, window_skew
 from linrec.analyses.uncertainty import SWAP_LEVEL, delta_ppl_interval
 from linrec.base.errors import LinrecError
+from linrec.collect.capture import run_capture
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.surgery import AffineFFN, swapped
-from linrec.measure.capture import run_capture
-from linrec.measure.config import CaptureConfig
 
 
 def test_swapping_an_affine_ffn_changes_nothing(affine_llama):

@@ -14,7 +14,7 @@ def test_run_model_is_notebook_06_for_one_model(tiny_model_dir, tiny_corpus, tmp
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    from linrec.measure.config import CaptureConfig
+    from linrec.collect.config import CaptureConfig
 
     kw = CaptureConfig(tiny_model_dir, tiny_corpus(), seq_len=32, tokens=2048, sample_rows=0)
     run = run_model(kw, swap=SwapSettings(ranks=[4], variant_min_first_share=0.0))

@@ -209,7 +209,7 @@ def test_the_capture_settings_are_one_section_that_every_capturing_notebook_take
     """No profile parameter is a capture setting of its own (they would have to be kept equal by hand): the profile
     has one `capture` section (a mapping, {} = CaptureConfig's defaults) that every capturing notebook binds and
     passes on whole; the profiles set it once."""
-    from linrec.measure.config import SETTINGS
+    from linrec.collect.config import SETTINGS
 
     own = sorted(set(DECLARED) & (set(SETTINGS) - {"seed"}))
     assert not own, f"the profile declares capture settings {own}; read them from its `capture` section"

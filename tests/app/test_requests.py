@@ -6,8 +6,8 @@ import pytest
 from linrec.app.cli import build_parser
 from linrec.app.requests import Capturing, Probing, Swapping, Training
 from linrec.base.errors import LinrecError
+from linrec.collect.config import CaptureConfig, CaptureRun
 from linrec.inputs.train_settings import TrainSettings
-from linrec.measure.config import CaptureConfig, CaptureRun
 
 
 def _args(*argv):

@@ -174,7 +174,7 @@ def test_learning_curves_are_listed_and_pruned(saved_tiny, cache, capsys, caplog
     from linrec.app.cli import main
     from linrec.base.cache import entries as cache_entries
     from linrec.base.cache import prune as prune_cache
-    from linrec.measure.curves import CurveConfig, get_curve
+    from linrec.collect.curves import CurveConfig, get_curve
 
     cap = capture_with(**saved_tiny)
     config = CurveConfig(saved_tiny["model"], saved_tiny["corpus"], 32, (256, 512), 512, (0,))

@@ -19,12 +19,12 @@ import transformers
 import linrec
 from helpers import make_tiny_model, save_tiny_model, tiny_tokenizer
 from linrec.base.files import path_identity
+from linrec.collect.config import CAPTURE_VERSION, KEY_AS_BEFORE, CaptureConfig
+from linrec.collect.curves import CURVE_VERSION, CurveConfig
 from linrec.inputs.corpora import corpus_identity
 from linrec.inputs.models import model_identity
 from linrec.inputs.source import KINDS, OFFLINE_MODELS, ModelSource
 from linrec.inputs.surgery import SWAPS_FILE, AffineFFN, save_swapped, swapped_identity
-from linrec.measure.config import CAPTURE_VERSION, KEY_AS_BEFORE, CaptureConfig
-from linrec.measure.curves import CURVE_VERSION, CurveConfig
 
 
 def test_a_cache_inside_a_model_folder_is_still_not_part_of_the_model(tmp_path, monkeypatch):

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from helpers import TESTS, make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer, tiny_windows
+from linrec.collect.capture import run_capture
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.hf import LoadedModel
-from linrec.measure.capture import run_capture
-from linrec.measure.config import CaptureConfig
 from linrec.stats.ceiling import fit_affine, score
 from linrec.stats.moments import Moments
 

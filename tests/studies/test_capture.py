@@ -94,7 +94,7 @@ def test_a_loaded_model_is_used_not_loaded_again(setup, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded again")
 
-    monkeypatch.setattr("linrec.measure.capture.load_model", refuse)
+    monkeypatch.setattr("linrec.collect.capture.load_model", refuse)
     result = capture.run(p, loaded=loaded)
     assert not result.capture["from_cache"].any() and result.captures[0].n_blocks == 2
 

@@ -16,7 +16,7 @@ from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
 from linrec.base.tables import save_table, table_path
 from linrec.claims.profile import move_tests, profile_summary, replication_summary
-from linrec.measure.curves import CurveConfig, get_curve
+from linrec.collect.curves import CurveConfig, get_curve
 from linrec.studies import ceiling
 
 CAPTURE = {"seq_len": 32, "tokens": 2048, "sample_rows": 0}

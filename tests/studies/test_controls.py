@@ -23,8 +23,8 @@ from linrec.claims.learned import (
     null_blocks,
     random_init_summary,
 )
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.models import load_model, random_init_spec
-from linrec.measure.config import CaptureConfig
 from linrec.studies import controls as study
 
 CAPTURE = {"seq_len": 32, "tokens": 3200, "sample_rows": 2000}

@@ -15,7 +15,7 @@ from linrec.analyses.pitfall import PitfallSample, budget_table, dose_table, log
 from linrec.analyses.probe import probe_table, rank_sweep, sweep_blocks
 from linrec.base.tables import is_timing, save_table
 from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
-from linrec.measure.config import capture_settings
+from linrec.collect.config import capture_settings
 from linrec.studies import probe as study
 
 PROBE = {"probe", "probe_ranks", "probe_summary", "probe_ex_first", "probe_summary_ex_first"}

@@ -16,7 +16,7 @@ from helpers import capture_with
 from linrec.analyses.spectrum import REGIMES, block_anatomy, block_spectrum, spectrum_table, toy_blocks, toy_table
 from linrec.base.tables import save_table
 from linrec.claims.regimes import input_side, regime_replication, regime_summary, replication_story
-from linrec.measure.config import capture_settings
+from linrec.collect.config import capture_settings
 from linrec.studies import regimes as study
 
 TABLES = {"spectrum", "spectrum_summary", "spectrum_inputs", "spectrum_replicates", "spectrum_replicates_summary"}

@@ -29,9 +29,9 @@ from linrec.claims.swap import (
     swap_predictors,
     swap_safety,
 )
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.training import get_run, profile_configs
 from linrec.inputs.training_text import EOS
-from linrec.measure.config import CaptureConfig
 from linrec.studies import routing
 from linrec.studies import swap as study
 

@@ -16,10 +16,10 @@ from linrec.app.profile import load_profile
 from linrec.base.registry import TABLES
 from linrec.base.tables import result_columns, save_table
 from linrec.claims.learned import comparison_words, seeds_verdict
+from linrec.collect.config import CaptureConfig, CaptureRun
 from linrec.inputs.models import load_model
 from linrec.inputs.training import profile_configs, runs
 from linrec.inputs.training_text import EOS
-from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.studies import training as study
 
 TRAINING = dict(d_model=16, n_layers=2, n_heads=2, vocab=300, seq_len=16, batch_size=8, steps=6, n_checkpoints=3)
@@ -249,8 +249,8 @@ def test_runs_not_in_the_cache_are_announced_first_in_the_notebook_and_cached_on
     rate on a fresh cache; this machine's runs of that size once there are some) and the quicker paths; once they
     are cached, nothing."""
     from linrec.base import progress
+    from linrec.collect import reuse
     from linrec.inputs.training import TrainConfig, get_run
-    from linrec.measure import reuse
 
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
     for name in ("LINREC_PROGRESS", "LINREC_NOTEBOOK"):

@@ -122,7 +122,7 @@ def correlation_coverage(
 
 
 class _Planted:
-    """A stand-in for a capture (`linrec.measure.capture.Capture`) with planted held-out sums: what the interval
+    """A stand-in for a capture (`linrec.collect.capture.Capture`) with planted held-out sums: what the interval
     code reads (`heldout`, `heldout_rest`, `n_blocks`, `config.corpus`), so the simulations run the project's own
     procedures, not copies of them."""
 

@@ -6,7 +6,7 @@ activations, so a difference between models could come from the inputs rather th
 
 - **random init** — the same architecture and config with transformers' own initialisation
   (`linrec.inputs.models.random_init_spec`, several seeds), captured on the same corpus: its R²_lin
-  profile beside the trained one (`linrec.measure.capture.get_capture` on `init:SEED:MODEL`).
+  profile beside the trained one (`linrec.collect.capture.get_capture` on `init:SEED:MODEL`).
 - **input distribution** (`input_controls`) — each trained FFN re-scored on (a) its own captured
   input rows (the reference: identical to the capture's R²_lin when every row is stored),
   (b) Gaussian inputs with the same mean and covariance as its captured inputs, (c) the inputs
@@ -35,9 +35,9 @@ import torch
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import one_thread
+from linrec.collect.capture import get_capture
+from linrec.collect.config import CaptureConfig, CaptureRun
 from linrec.inputs.models import load_model, random_init_spec
-from linrec.measure.capture import get_capture
-from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.stats.ceiling import factor_gram, fit_affine, score
 from linrec.stats.heldout import HeldOut
 from linrec.stats.moments import Moments

@@ -1,6 +1,6 @@
-"""Tables of a learning curve (`linrec.measure.curves.Curve`, notebook 02, Figure 2c): R²_lin per train size and split
+"""Tables of a learning curve (`linrec.collect.curves.Curve`, notebook 02, Figure 2c): R²_lin per train size and split
 seed (`curve_table`), the hierarchical-bootstrap summary with the large-n estimate R²∞ per block (`curve_summary`,
-`large_n_fit`; the model behind it is in `linrec.measure.curves`' docstring), the profile at one train size
+`large_n_fit`; the model behind it is in `linrec.collect.curves`' docstring), the profile at one train size
 (`large_n_profile`, `with_profile`) and what notebook 02 prints about them (`curve_overview`, `curve_sentence`); a
 capture's R²_lin against the curve's split at the same train size (`other_split`); R²_lin with whole documents held
 out against held-out windows, over split seeds (`split_shift`, `benchmarks/split.py`).
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from linrec.base.errors import LinrecError
-from linrec.measure.curves import MIN_ROWS_PER_PARAM, Curve
+from linrec.collect.curves import MIN_ROWS_PER_PARAM, Curve
 from linrec.stats import N_BOOT
 from linrec.stats.jackknife import jackknife
 

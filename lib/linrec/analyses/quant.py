@@ -29,11 +29,11 @@ from linrec.analyses.perplexity import PerplexityEvaluator
 from linrec.analyses.recoverability import ceiling_table
 from linrec.analyses.uncertainty import delta_ppl_interval
 from linrec.base.errors import LinrecError
+from linrec.collect.capture import Capture, run_capture
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.corpora import Windows
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.quant_noise import perturb
-from linrec.measure.capture import Capture, run_capture
-from linrec.measure.config import CaptureConfig
 
 RESULTS = Path("results/quant/quant_sensitivity.csv")  # relative to the project root
 COLUMNS = [

@@ -33,7 +33,7 @@ def _fit_rest(capture, block: int):
 
 
 def ceiling_table(capture, level: float = 0.95, progress: bool = False) -> pandas.DataFrame:
-    """One row per block of `capture` (a `linrec.measure.capture.Capture`): the closed-form ceiling and its
+    """One row per block of `capture` (a `linrec.collect.capture.Capture`): the closed-form ceiling and its
     conditioning.
 
     `r2_lo`, `r2_hi`: the `level` interval of `r2_lin` over the `n_test_windows` held-out windows, an interval for
@@ -107,7 +107,7 @@ def _held_sets(captures: dict, rest: bool = False) -> list[list]:
 def corpus_r2(captures: dict, rest: bool = False):
     """(stat, sizes) for `linrec.stats.jackknife.jackknife`: `stat(*counts)` (one multiplicity array [B, W_c] per
     corpus) gives R²_lin of every block on every corpus [B, L, C]; `sizes` the corpora's numbers of held-out windows.
-    `captures`: corpus → `linrec.measure.capture.Capture` of one model; each corpus's windows are its own (the corpora
+    `captures`: corpus → `linrec.collect.capture.Capture` of one model; each corpus's windows are its own (the corpora
     are independent samples of text), and within a corpus every block sees the same windows, so a statistic of
     several blocks keeps what they share. With `rest`, R²_lin without the windows' first position."""
     held = _held_sets(captures, rest)

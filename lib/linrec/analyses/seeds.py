@@ -40,9 +40,9 @@ from linrec.analyses.swap import capture_windows
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
 from linrec.base.registry import TABLES
+from linrec.collect.capture import get_capture
+from linrec.collect.config import CaptureConfig, CaptureRun
 from linrec.inputs.models import load_model
-from linrec.measure.capture import get_capture
-from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.stats.heldout import r2_of_counts
 from linrec.stats.jackknife import jackknife
 

@@ -23,11 +23,11 @@ from linrec.analyses.swap import SwapSettings
 from linrec.analyses.token_context import split_study, type_study
 from linrec.base.files import scratch_dir
 from linrec.base.threads import one_thread
+from linrec.collect.capture import get_capture
+from linrec.collect.config import CaptureConfig, CaptureRun
 from linrec.inputs.models import load_model
 from linrec.inputs.source import ModelSource
 from linrec.inputs.surgery import count_params, load_swapped
-from linrec.measure.capture import get_capture
-from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.stats import N_BOOT
 
 if TYPE_CHECKING:

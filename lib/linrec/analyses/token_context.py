@@ -51,9 +51,9 @@ from scipy.stats import rankdata
 from linrec.analyses.routing import Gate, auc, fit_gate, gate_target, map_errors
 from linrec.analyses.uncertainty import delta_ppl_interval
 from linrec.base.errors import LinrecError
+from linrec.collect.capture import SPLITS
 from linrec.inputs.corpora import WindowCut, load_windows
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites, run_until_stop
-from linrec.measure.capture import SPLITS
 from linrec.stats import N_BOOT
 from linrec.stats.jackknife import from_replicates
 

@@ -38,11 +38,11 @@ from linrec.app.commands import (
 )
 from linrec.base.errors import LinrecError, os_error, refused_line
 from linrec.base.files import clean_stale_scratch, terminate_as_exit
+from linrec.collect.config import CaptureConfig as C
+from linrec.collect.config import CaptureRun as R
 from linrec.inputs.layouts import LAYOUTS
 from linrec.inputs.offline import fetchable
 from linrec.inputs.train_settings import TrainSettings as T
-from linrec.measure.config import CaptureConfig as C
-from linrec.measure.config import CaptureRun as R
 
 
 class _Parser(argparse.ArgumentParser):
@@ -265,14 +265,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "curve",
-        help="R²_lin against train tokens × split seeds, with a large-n estimate per block (linrec.measure.curves)",
+        help="R²_lin against train tokens × split seeds, with a large-n estimate per block (linrec.collect.curves)",
     )
     _add_capture_args(p, curve=True)
     p.add_argument(
         "--train-tokens",
         type=_token_list,
         default=None,
-        help="comma-separated train sizes in tokens (default: linrec.measure.curves.CURVE_TOKENS, 5120 … 204800)",
+        help="comma-separated train sizes in tokens (default: linrec.collect.curves.CURVE_TOKENS, 5120 … 204800)",
     )
     p.add_argument(
         "--test-tokens", type=_positive, default=None, help="held-out tokens per seed (default: a capture's --tokens)"

@@ -29,7 +29,7 @@ from linrec.base.files import atomic_file, check_writable_dir, project_root
 from linrec.base.registry import TABLES
 from linrec.studies.stages import STUDIES, study
 
-# Each subcommand imports what it runs (analyses, measure.capture, inputs, outputs, base.cache, app.notebooks and
+# Each subcommand imports what it runs (analyses, collect.capture, inputs, outputs, base.cache, app.notebooks and
 # app.profile) inside itself: they pull torch, numpy or yaml, and `linrec --help` or a mistyped argument answers
 # without them (linrec.app.cli imports this module at its start).
 
@@ -76,7 +76,7 @@ def cmd_curve(args) -> None:
     request = Curving.of(args)
     request.check_names()  # before torch: a mistyped name answers at once
     from linrec.analyses.large_n import CURVE_N_BOOT, curve_summary
-    from linrec.measure.curves import CURVE_TOKENS, CurveConfig, get_curve
+    from linrec.collect.curves import CURVE_TOKENS, CurveConfig, get_curve
 
     r = request.checked()
     train, test = r.train_tokens or CURVE_TOKENS, r.test_tokens or CurveConfig.test_tokens

@@ -26,8 +26,8 @@ from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.base.params import fits, type_words
 from linrec.base.progress import NOTEBOOK_ENV
+from linrec.collect.config import CaptureConfig, capture_settings
 from linrec.inputs.offline import check_corpus_name, check_model_name, suggest
-from linrec.measure.config import CaptureConfig, capture_settings
 from linrec.studies.stages import DECLARED, SECTIONS, Profile  # the profile's schema
 
 

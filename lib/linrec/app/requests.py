@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from linrec.analyses import SCREENING_WINDOWS
 from linrec.base.errors import LinrecError
 from linrec.base.files import check_writable_dir
+from linrec.collect.config import CaptureConfig, CaptureRun
 from linrec.inputs.train_settings import TrainSettings
-from linrec.measure.config import CaptureConfig, CaptureRun
 
 if TYPE_CHECKING:
     from linrec.inputs.source import ModelShape, ModelSource
@@ -169,9 +169,9 @@ class Capturing:
         return self.settled().with_model()[0]
 
     def capture(self, loaded=None):
-        """The capture asked for (`linrec.measure.capture.get_capture`: from the cache when it is there); `loaded`
+        """The capture asked for (`linrec.collect.capture.get_capture`: from the cache when it is there); `loaded`
         reuses a loaded model. Train rows no affine map can be fitted on are one line naming the fix (`check_fit`)."""
-        from linrec.measure.capture import get_capture
+        from linrec.collect.capture import get_capture
 
         capture = get_capture(self.config, self.run, source=self.source, loaded=loaded, cache=self.cache)
         check_fit(capture)
@@ -216,9 +216,9 @@ class Capturing:
 
 def check_budget(config: CaptureConfig, d_model: int) -> None:
     """Before the load: the train rows --tokens makes at most (the corpus may hold fewer) against a block of the
-    model's width, refused in `linrec.measure.reuse.rows_problem`'s words where no affine map can be fitted on them
+    model's width, refused in `linrec.collect.reuse.rows_problem`'s words where no affine map can be fitted on them
     (the capture refuses the same before its pass, `say_rows`; this answers without loading the model)."""
-    from linrec.measure.reuse import rows_problem
+    from linrec.collect.reuse import rows_problem
 
     n = config.tokens // config.seq_len
     problem = rows_problem(config, n, train_windows(config) * config.seq_len, d_model) if n >= 2 else None
@@ -235,8 +235,8 @@ def train_windows(config: CaptureConfig) -> int:
 
 def check_fit(capture) -> None:
     """After the capture, before any fit: train rows no affine map can be fitted on are one line naming the fix (a
-    larger corpus where the corpus ran out, else a larger --tokens; `linrec.measure.reuse.rows_problem`)."""
-    from linrec.measure.reuse import rows_problem
+    larger corpus where the corpus ran out, else a larger --tokens; `linrec.collect.reuse.rows_problem`)."""
+    from linrec.collect.reuse import rows_problem
 
     m = capture.meta
     d = max(int(dx) for dx, _ in m["dims"])
@@ -336,7 +336,7 @@ class Swapping:
 
 @dataclass(frozen=True)
 class Curving:
-    """`linrec curve`: the learning curve's model, corpus, window and sizes (None: `linrec.measure.curves`'
+    """`linrec curve`: the learning curve's model, corpus, window and sizes (None: `linrec.collect.curves`'
     defaults), its split seeds 0 … seeds − 1, how it runs, the cache and the table's path; once checked, `source`."""
 
     model: str

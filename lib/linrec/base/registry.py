@@ -87,12 +87,12 @@ TABLES: dict[str, TableSpec] = {
         "02",
         "model block train_tokens n_train rows_per_param r2 r2_lo r2_hi seed_sd r2_train slope fit_rmse",
         "per block and train size: held-out R²_lin, mean of split seeds, hierarchical-bootstrap CI; train_tokens = "
-        "inf is the large-n estimate (linrec.measure.curves.curve_summary)",
+        "inf is the large-n estimate (linrec.collect.curves.curve_summary)",
     ),
     "r2_curve_runs": _spec(
         "02",
         "model block seed train_tokens n_train r2 r2_train cond_scaled",
-        "per block, split seed and train size: held-out and in-sample R² (linrec.measure.curves.curve_table)",
+        "per block, split seed and train size: held-out and in-sample R² (linrec.collect.curves.curve_table)",
     ),
     "r2_curve_overview": _spec(
         "02",
@@ -100,7 +100,7 @@ TABLES: dict[str, TableSpec] = {
         "gain_largest_min gain_largest_max gain_inf_median gain_inf_max train_gap_ref_median "
         "train_gap_largest_median seed_sd_ref_median ci_width_ref_median ci_width_largest_median "
         "ci_width_inf_median fit_rmse_median rank_spearman_ref_inf",
-        "per model: R²_lin from the default train size to 10× and large n (linrec.measure.curves.curve_overview)",
+        "per model: R²_lin from the default train size to 10× and large n (linrec.collect.curves.curve_overview)",
     ),
     "probe": _spec(
         "03",

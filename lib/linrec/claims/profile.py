@@ -157,7 +157,7 @@ def profile_summary(r2: pd.DataFrame, moves: pd.DataFrame | None = None) -> pd.D
     counted only where the blocks' bootstrap intervals are disjoint (`disjoint_moves`), and, with `moves`
     (`move_tests` of this profile), only on the moves that survive the false-discovery rate (`max_jump_fdr`,
     `direction_changes_fdr`, out of `moves_tested`; NaN without). `profile_tokens`: the train tokens behind the
-    profile (the table's `profile_tokens`, see `linrec.measure.curves.with_profile`, else its `n_train`)."""
+    profile (the table's `profile_tokens`, see `linrec.collect.curves.with_profile`, else its `n_train`)."""
     require(
         r2, ["model", "block", "r2_lin", "r2_lo", "r2_hi", "cond_gram", "r2_ex_first", "first_var_share"],
         "profile_summary",

@@ -305,7 +305,7 @@ def token_stream(docs: list[str], tokenizer, limit: int, starts: list[int] | Non
 @dataclass(frozen=True)
 class WindowCut:
     """How a corpus's token stream is cut into windows (`make_windows`; a capture's are its
-    `linrec.measure.config.CaptureConfig` fields of the same names, `WindowCut.of`): `tokens` tokens in windows of
+    `linrec.collect.config.CaptureConfig` fields of the same names, `WindowCut.of`): `tokens` tokens in windows of
     `seq_len`, a `seed`ed `test_frac` of the windows held out, from the `sample`-th disjoint stretch of the stream
     (0: the first `tokens` tokens), with a BOS token per window as `bos` says ("auto": the tokenizer's habit, "yes"
     always, "no" never). `split`: "windows" holds out windows, so a held-out window's document goes on in the train

@@ -388,7 +388,7 @@ def _dispatched(loaded: LoadedModel, device_map: str | dict, dtype: torch.dtype)
     """`loaded` (on the CPU) spread over the devices with accelerate: a named strategy is resolved to a
     {module: device} map with `infer_auto_device_map` (blocks never split), then `dispatch_model` places each module
     and hooks its inputs onto its device. Every FFN's activations, and so its statistics, live on its block's device
-    (`linrec.measure.plan.probe_sites`)."""
+    (`linrec.collect.plan.probe_sites`)."""
     from accelerate import dispatch_model, infer_auto_device_map  # here: accelerate loads only for a device map
     from accelerate.utils import get_balanced_memory
 

@@ -135,7 +135,7 @@ class FirstPositionSwap(torch.nn.Module):
     and its FFN output is far from the rest (notebook 04). `first="ffn"`: position 0 keeps the
     original FFN's own output (the FFN stays in the model, so nothing is saved on it);
     `first="mean"`: position 0 gets a fixed vector (the train mean of the FFN's output there).
-    `affine` should be fitted on positions ≥ 1 only (`linrec.measure.capture.Capture.without_first`).
+    `affine` should be fitted on positions ≥ 1 only (`linrec.collect.capture.Capture.without_first`).
 
     Evaluation only: the module reads "position 0" as index 0 of the sequence it is given, which
     is right for full windows (perplexity) and wrong under KV-cached generation, where every

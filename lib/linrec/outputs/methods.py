@@ -27,7 +27,7 @@ from linrec.base.errors import StaleTableError
 from linrec.base.tables import load_table, load_with_timings, save_table
 from linrec.claims.rules import CLAIM6_OWN_MISS, judge
 from linrec.claims.swap import RULE_6A
-from linrec.measure.config import CaptureConfig
+from linrec.collect.config import CaptureConfig
 from linrec.outputs.results import Results
 from linrec.stats.jackknife import skewness
 from linrec.studies.routing import study_r2

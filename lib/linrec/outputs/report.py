@@ -24,8 +24,8 @@ import pandas as pd
 from linrec.analyses.large_n import other_split, split_summary
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.files import atomic_file, find_project_root, project_root, writing
+from linrec.collect.config import capture_settings
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
-from linrec.measure.config import capture_settings
 from linrec.outputs import catalog
 from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, findings, sentence
 from linrec.outputs.claim_text import Claim

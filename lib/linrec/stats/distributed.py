@@ -1,7 +1,7 @@
 """Data-parallel capture with torch.distributed: windows sharded by rank, statistics merged exactly.
 
 Under `torchrun --nproc-per-node N linrec measure …` (NCCL on GPUs, gloo on CPU) every rank runs the
-same capture code (`linrec.measure.capture.run_capture`) on its share of the batches: batch i goes to rank
+same capture code (`linrec.collect.capture.run_capture`) on its share of the batches: batch i goes to rank
 i mod N. The statistics are additive, but adding uncentred float64 sums Σzzᵀ across ranks loses
 digits when a feature's mean is large against its spread (a few LLM features are like that). So
 each rank keeps its own (n, μ, M = Σ(z − μ)(z − μ)ᵀ), the ranks exchange them, and every rank

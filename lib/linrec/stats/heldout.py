@@ -1,6 +1,6 @@
 """Held-out per-window sums and the interval of R²_lin over held-out windows.
 
-The capture (`linrec.measure.capture`) fits every block's affine map
+The capture (`linrec.collect.capture`) fits every block's affine map
 from the finished train statistics before its first test batch (with `linrec.stats.ceiling.fit_affine`,
 the ceiling's own solver, so the map is the ceiling's) and then keeps, for every held-out
 window w and output feature j, in float64:
@@ -237,7 +237,7 @@ class HeldOutSums:
 
     def maps(self, rest: bool = False) -> dict[int, AffineFit]:
         """Block → the map its sums are taken against (with `rest`, those without position 0): the ceiling's own,
-        which a capture hands on (`linrec.measure.capture.Capture.fit`)."""
+        which a capture hands on (`linrec.collect.capture.Capture.fit`)."""
         return {b: f[0] for b, f in (self.rest_fits if rest else self.fits).items() if f is not None}
 
     def restart(self) -> None:

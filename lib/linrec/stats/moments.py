@@ -34,7 +34,7 @@ _SCRATCH: dict[tuple, torch.Tensor] = {}  # float64 batch buffer, reused across 
 def accelerated(device: torch.device | str) -> bool:
     """True for a device whose statistics stay and are solved where they live (an accelerator): the capture keeps
     every per-batch update there and the fits run there in torch. One switch for every such path, so a test can
-    run them all on the CPU (`tests/measure/test_capture.py` checks them against the host paths)."""
+    run them all on the CPU (`tests/collect/test_capture.py` checks them against the host paths)."""
     return torch.device(device).type != "cpu"
 
 

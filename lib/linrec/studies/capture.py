@@ -1,7 +1,7 @@
 """Notebook 01's study (the paper's Fig. 1: "a frozen language model is run once over a corpus"): one forward pass per
 model over the profile's corpus, each FFN block's float64 statistics cached on disk for the notebooks after it.
 
-`run(p)` captures every model of `p.models` (`linrec.measure.capture.get_capture`: read from the cache where an entry
+`run(p)` captures every model of `p.models` (`linrec.collect.capture.get_capture`: read from the cache where an entry
 of the same settings is there, else computed and cached) and writes `capture`, one row per model: its architecture,
 number of blocks, width, train and held-out rows, tokens used, whether a BOS token was prepended, and the seconds the
 capture took with whether it came from the cache (`timings/capture.csv`: those two vary between runs).
@@ -16,9 +16,9 @@ import pandas as pd
 
 from linrec.base.errors import LinrecError
 from linrec.base.registry import TABLES
+from linrec.collect.capture import Capture, get_capture
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.sites import FfnSite
-from linrec.measure.capture import Capture, get_capture
 from linrec.stats.heldout import window_icc
 from linrec.studies.base import Result
 from linrec.studies.stages import Profile

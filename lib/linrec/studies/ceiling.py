@@ -5,7 +5,7 @@ profile holds on fresh text.
 `run(p)` writes, under `p.results_dir`:
 - `r2_lin`: one row per model and block (`linrec.analyses.recoverability.ceiling_table` on the capture of `p.corpus`,
   statistics only: any cached capture of that text serves);
-- with `p.curve_train_tokens`, the learning curve (`linrec.measure.curves.get_curve`): `r2_curve` (per block and
+- with `p.curve_train_tokens`, the learning curve (`linrec.collect.curves.get_curve`): `r2_curve` (per block and
   train size, mean of the split seeds with the large-n estimate, `linrec.analyses.large_n.curve_summary`),
   `r2_curve_runs` (every seed's numbers) and `r2_curve_overview` (one row per model, at `ref_tokens`);
 - `r2_moves`: every move between adjacent blocks that claim 1's rule counts, each with its paired window-jackknife
@@ -27,8 +27,8 @@ from linrec.analyses.large_n import CURVE_N_BOOT, curve_overview, curve_summary,
 from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.base.errors import LinrecError
 from linrec.claims.profile import move_tests, profile_summary, replication_summary
-from linrec.measure.capture import Capture, get_capture, replicate_captures
-from linrec.measure.curves import CurveConfig, get_curve
+from linrec.collect.capture import Capture, get_capture, replicate_captures
+from linrec.collect.curves import CurveConfig, get_curve
 from linrec.studies.base import Result
 from linrec.studies.stages import Profile
 
@@ -70,7 +70,7 @@ def check_profile(p: Profile) -> None:
 
 def model_capture(p: Profile, model: str) -> Capture:
     """The capture of `model` on `p.corpus` that this study fits (statistics only: sample_rows 0, so notebook 01's
-    capture or, for another corpus, notebook 05's serves: `linrec.measure.reuse`); notebook 02 solves one of its
+    capture or, for another corpus, notebook 05's serves: `linrec.collect.reuse`); notebook 02 solves one of its
     blocks by hand from it."""
     return get_capture(replace(p.capture_config(model), sample_rows=0), p.capture_run())
 

@@ -42,9 +42,9 @@ from linrec.claims.learned import (
     random_init_summary,
 )
 from linrec.claims.rules import judge
+from linrec.collect.capture import get_capture
+from linrec.collect.config import CaptureConfig, CaptureRun
 from linrec.inputs.models import load_model, random_init_spec
-from linrec.measure.capture import get_capture
-from linrec.measure.config import CaptureConfig, CaptureRun
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 

@@ -1,7 +1,7 @@
 """Notebook 05's study (the paper's Fig. 5, claim 5): the closed-form ceiling of every block of every model on each
 corpus, how alike the per-block profiles are, and claim 5's verdict on shape and level.
 
-`run(p)` reads the captures (`linrec.measure.capture.get_captures`: the model loaded once for all corpora; only
+`run(p)` reads the captures (`linrec.collect.capture.get_captures`: the model loaded once for all corpora; only
 the profile's main corpus keeps raw rows), and writes `corpora` (R²_lin per model × corpus × block with its window
 interval), `corpora_agreement` (each pair of corpora's profile correlations and differences,
 `linrec.analyses.uncertainty.profile_agreement`) and `corpora_verdict` (`linrec.claims.corpora.corpus_verdicts`)."""
@@ -16,7 +16,7 @@ from linrec.analyses.recoverability import ceiling_table, corpus_shape_level
 from linrec.analyses.uncertainty import profile_agreement
 from linrec.base.registry import TABLES
 from linrec.claims.corpora import LEVEL_EX_FIRST, corpus_verdicts, overlay_word
-from linrec.measure.capture import get_captures
+from linrec.collect.capture import get_captures
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 

@@ -23,7 +23,7 @@ import pandas as pd
 from linrec.analyses.pitfall import PitfallSample, budget_table, dose_table, log_steps, median_block
 from linrec.analyses.probe import mechanism_blocks, probe_table, rank_sweep, sweep_blocks
 from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
-from linrec.measure.capture import Capture, get_capture
+from linrec.collect.capture import Capture, get_capture
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 

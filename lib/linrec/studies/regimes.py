@@ -1,7 +1,7 @@
 """Notebook 04's study (the paper's Fig. 4, claim 4): two regimes behind a high R²_lin, rank and outliers.
 
 `run(p)` reads each model's capture (statistics only: the regimes need no raw rows, so any cached capture of the
-text serves, `linrec.measure.reuse`) and writes `spectrum` (per block: per-feature R², effective ranks, the top
+text serves, `linrec.collect.reuse`) and writes `spectrum` (per block: per-feature R², effective ranks, the top
 features' and the first position's shares, the input side, the regime; `linrec.analyses.spectrum.spectrum_table`),
 `spectrum_summary` (per model: the regimes counted, `linrec.claims.regimes.regime_summary`) and `spectrum_inputs`
 (Spearman ρ of R²_lin with the input descriptors, `input_side`); with `p.replicate_samples`, the same on each
@@ -19,7 +19,7 @@ import pandas as pd
 from linrec.analyses.spectrum import REGIME_TOP1, REGIMES, block_anatomy, spectrum_table
 from linrec.claims.regimes import input_side, regime_replication, regime_summary
 from linrec.claims.rules import FIRST_TOKEN_OVERLAP
-from linrec.measure.capture import Capture, get_capture, replicate_captures
+from linrec.collect.capture import Capture, get_capture, replicate_captures
 from linrec.stats.moments import Moments
 from linrec.studies.base import Result
 from linrec.studies.stages import Profile

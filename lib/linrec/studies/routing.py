@@ -18,8 +18,8 @@ from linrec.analyses.healing import Heal, cached_runs
 from linrec.analyses.swap_run import ModelSwapRun, SwapSettings, heal_run
 from linrec.base.errors import LinrecError
 from linrec.claims.routing import anchor_table, heal_table, routing_summary
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.training import profile_configs
-from linrec.measure.config import CaptureConfig
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 

@@ -26,8 +26,8 @@ from linrec.analyses import SCREENING_WINDOWS
 from linrec.base.errors import LinrecError
 from linrec.base.params import Declared, declared, param
 from linrec.base.registry import TABLES
+from linrec.collect.config import CaptureConfig, CaptureRun, capture_settings
 from linrec.inputs.offline import suggest
-from linrec.measure.config import CaptureConfig, CaptureRun, capture_settings
 from linrec.stats import N_BOOT
 
 
@@ -223,7 +223,7 @@ class Run:
 
     models: list[str] = param(MODELS, "the models measured (notebooks 01–07, 09)")
     corpus: str = param("wiki", "wiki | web | code (offline), wikitext-2 (hub), or a path")
-    capture: dict = param({}, "linrec.measure.config.CaptureConfig fields ({}: its defaults)")
+    capture: dict = param({}, "linrec.collect.config.CaptureConfig fields ({}: its defaults)")
     seed: int = param(0, "split, row-sample, probe, baseline and bootstrap seeds")
     batch_size: int = param(8, "windows per forward pass")
     device: str = param("cpu", 'or "cuda"')
@@ -292,7 +292,7 @@ class Profile:
 
     def capture_config(self, model: str, corpus: str | None = None) -> CaptureConfig:
         """The capture every study asks for of `model`: on `corpus` (None: the run's `corpus`), with the run's `seed`
-        and its `capture` section (`linrec.measure.config.capture_settings`: `CaptureConfig`'s defaults where it is
+        and its `capture` section (`linrec.collect.config.capture_settings`: `CaptureConfig`'s defaults where it is
         silent). A study that reads no raw rows asks for `replace(…, sample_rows=0)`."""
         return CaptureConfig(model, corpus or self.corpus, seed=self.seed, **capture_settings(self.capture))
 

@@ -64,10 +64,10 @@ from linrec.claims.probe import probe_summary
 from linrec.claims.regimes import regime_summary
 from linrec.claims.swap import swap_predictors
 from linrec.claims.zoo import pooled_claims, zoo_verdict
+from linrec.collect.config import CaptureConfig
+from linrec.collect.reuse import REFERENCE_SECONDS, duration
 from linrec.inputs.models import load_model
 from linrec.inputs.training import made_on, profile_configs, runs
-from linrec.measure.config import CaptureConfig
-from linrec.measure.reuse import REFERENCE_SECONDS, duration
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile
 
@@ -182,7 +182,7 @@ def training_seconds(configs: list, threads: int) -> tuple[float | None, str]:
     """About how long training `configs` (`TrainConfig`) takes here on `threads` CPU threads, and on what that rests:
     for each run, the median seconds per token and parameter of this machine's cached runs made on the same kind of
     device and within 2× its size (a tiny run's rate is mostly overhead), else `TRAIN_FACTOR` × a capture's reference
-    rate (`linrec.measure.reuse.REFERENCE_SECONDS`) on a CPU; on a GPU with nothing measured there, (None, why)."""
+    rate (`linrec.collect.reuse.REFERENCE_SECONDS`) on a CPU; on a GPU with nothing measured there, (None, why)."""
     on_cpu = made_on(configs[0].device) == "cpu"
     measured, total, bases = _measured(on_cpu), 0.0, set()
     for c in configs:

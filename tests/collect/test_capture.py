@@ -1,4 +1,4 @@
-"""linrec.measure.capture end to end on tiny models: statistics equal the hooked rows, planted maps, the cache,
+"""linrec.collect.capture end to end on tiny models: statistics equal the hooked rows, planted maps, the cache,
 held-out sums, several corpora; nothing stale served (a save or checkpoint identified by every file's content, an
 entry read only for the request it was made for, issue 51); models placed with a device map give the one-device
 capture; an uncached capture keeps its rows while it lives."""
@@ -23,13 +23,13 @@ from helpers import save_affine_swap as _save
 from linrec.analyses.recoverability import ceiling_table
 from linrec.base.cache import folder
 from linrec.base.errors import LinrecError
+from linrec.collect import capture as cap_mod
+from linrec.collect.capture import get_captures, run_capture
+from linrec.collect.config import CAPTURE_VERSION, CaptureConfig
+from linrec.collect.plan import probe_sites
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites
-from linrec.measure import capture as cap_mod
-from linrec.measure.capture import get_captures, run_capture
-from linrec.measure.config import CAPTURE_VERSION, CaptureConfig
-from linrec.measure.plan import probe_sites
 from linrec.stats.ceiling import fit_affine, r2_rows, score
 from linrec.stats.heldout import bootstrap_r2
 from linrec.stats.moments import Moments
@@ -537,7 +537,7 @@ def test_a_deleted_meta_json_warns_like_any_damaged_file(saved_tiny, caplog):
 def test_replicate_captures_are_each_models_disjoint_samples(tiny_model_dir, tiny_corpus):
     """One capture per (model, sample), in that order, each on its own stretch of the corpus (its windows are not
     sample 0's), moments only."""
-    from linrec.measure.capture import replicate_captures
+    from linrec.collect.capture import replicate_captures
 
     corpus = tiny_corpus(20000)
     kw = dict(seq_len=32, tokens=1024)
@@ -624,7 +624,7 @@ def test_a_changed_checkpoint_under_the_cache_is_a_new_capture(cache, corpus, tm
 # ---- case 8: a cached entry is read only for the request it was made for ---------------------------------------
 def _request_entry(model, corpus, **settings):
     from linrec.base.cache import entry_path
-    from linrec.measure.config import CaptureConfig
+    from linrec.collect.config import CaptureConfig
 
     return entry_path("capture", model, CaptureConfig(model, corpus, **settings).key())
 
@@ -836,7 +836,7 @@ def test_a_full_disk_while_a_capture_writes_is_one_line_naming_where(cli, own_ca
     one line naming the entry (or the TMPDIR folder) and where else to write, exit 2, and no folder left behind."""
     import errno
 
-    from linrec.measure import rows as rows_mod
+    from linrec.collect import rows as rows_mod
 
     cache, scratch = own_cache
 

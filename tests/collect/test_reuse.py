@@ -1,5 +1,5 @@
 """A capture request finds what it can in the cache and says what it will cost before it computes (issue 50,
-item 3; `linrec.measure.reuse`): a cached capture keeping more rows serves a request for fewer with exactly the
+item 3; `linrec.collect.reuse`): a cached capture keeping more rows serves a request for fewer with exactly the
 rows a fresh capture would keep, and a capture that is not cached is announced, with an estimate, before it runs."""
 
 import re
@@ -11,9 +11,9 @@ import pytest
 from helpers import capture_with
 from linrec.base.errors import LinrecError
 from linrec.base.files import seal
-from linrec.measure import capture as cap_mod
-from linrec.measure import reuse
-from linrec.measure.reuse import estimate_seconds, row_selection
+from linrec.collect import capture as cap_mod
+from linrec.collect import reuse
+from linrec.collect.reuse import estimate_seconds, row_selection
 
 # 64 windows of 32 tokens: 2,048 rows. Of a 2,000-row sample, numpy's seeded choice keeps the 60-row one inside it
 # and not the 50-row one (checked below, independently of linrec: the test's premise).
@@ -180,7 +180,7 @@ def test_the_cost_line_counts_the_tokens_the_corpus_gives_and_the_rows_warnings_
 
 
 def test_rows_problem_names_the_fix_the_corpus_or_the_budget():
-    from linrec.measure.config import CaptureConfig
+    from linrec.collect.config import CaptureConfig
 
     cfg = CaptureConfig("m", "c", seq_len=128, tokens=40_000)
     # 512 tokens asked 40,000: 4 windows, 3 train windows of 128 rows; 576 wide: no map can be fitted
@@ -197,7 +197,7 @@ def test_rows_problem_names_the_fix_the_corpus_or_the_budget():
 def test_on_an_accelerator_with_nothing_measured_the_line_says_so_instead_of_a_cpu_time(tmp_path, monkeypatch, capfd):
     """The reference rate is a CPU's: on a GPU (threads None) with no capture measured there, the line gives no time
     rather than a CPU's minutes; with one measured there, that one's rate."""
-    from linrec.measure.config import CaptureConfig
+    from linrec.collect.config import CaptureConfig
 
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("LINREC_PROGRESS", raising=False)
@@ -249,7 +249,7 @@ def test_rows_too_few_for_every_block_are_refused_and_for_a_wider_one_only_said(
     """Before the pass (`say_rows`): 48 train rows fit an 8-wide block but no 64-wide one. With every block 64 wide
     nothing can be fitted: refused, the fix sized for the widest; with one block 8 wide the capture goes on, saying
     the wide block's problem."""
-    from linrec.measure.config import CaptureConfig
+    from linrec.collect.config import CaptureConfig
 
     config = CaptureConfig("m", "wiki", seq_len=8, tokens=80)
     with pytest.raises(LinrecError, match="48 train rows for a 64-wide block: no affine map can be fitted"):
@@ -262,8 +262,8 @@ def test_rows_too_few_for_every_block_are_refused_and_for_a_wider_one_only_said(
 def test_a_document_split_short_by_its_own_cut_says_so_not_that_the_corpus_is_small():
     """split 'documents' drops the train and the held-out text's last partial windows: one or two windows short is
     its cut, more is the corpus (the offline wiki: 159 windows of the 160 asked for, with nothing short of text)."""
-    from linrec.measure.config import CaptureConfig
-    from linrec.measure.reuse import _short, rows_problem
+    from linrec.collect.config import CaptureConfig
+    from linrec.collect.reuse import _short, rows_problem
 
     docs, windows = CaptureConfig("m", "wiki", split="documents"), CaptureConfig("m", "wiki")
     for n, config, words in ((159, docs, "split 'documents' drops"), (158, docs, "split 'documents' drops"),

@@ -1,4 +1,4 @@
-"""linrec.measure.plan: the memory plan is what a capture holds, statistics that cannot fit are refused before any
+"""linrec.collect.plan: the memory plan is what a capture holds, statistics that cannot fit are refused before any
 pass (per device where blocks sit on several), and the disk a capture needs is checked before it writes."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from helpers import linrec_left_in as _ours
 from helpers import single_line as _single_line
 from helpers import tiny_tokenizer, tiny_windows
 from linrec.base.errors import LinrecError
+from linrec.collect import capture as cap_mod
+from linrec.collect import plan as plan_mod
+from linrec.collect.capture import run_capture
+from linrec.collect.config import CaptureConfig
+from linrec.collect.plan import block_groups, check_fits, memory_plan, plan_text
 from linrec.inputs.hf import LoadedModel
-from linrec.measure import capture as cap_mod
-from linrec.measure import plan as plan_mod
-from linrec.measure.capture import run_capture
-from linrec.measure.config import CaptureConfig
-from linrec.measure.plan import block_groups, check_fits, memory_plan, plan_text
 
 
 def _loaded(model, tok, name="tiny"):
@@ -24,7 +24,7 @@ def _loaded(model, tok, name="tiny"):
 
 def test_memory_plan_is_what_a_capture_holds(tiny_model, tmp_path):
     """Each column of `memory_plan` equals the bytes of the tensors and files a finished capture holds."""
-    from linrec.measure.plan import memory_plan
+    from linrec.collect.plan import memory_plan
 
     model, tok = tiny_model("gemma3_text"), tiny_tokenizer()
     w = tiny_windows(tok, tokens=2048)
@@ -62,12 +62,12 @@ def _cached(cache) -> list[str]:
 
 def test_a_capture_checks_free_space_before_writing(cli, own_cache, tiny_args, monkeypatch):
     """A full disk was a SIGBUS with no message in the middle of a capture (its row sample is memory-mapped): the
-    capture's disk need (`linrec.measure.plan.disk_bytes`) is checked against the free space before any pass."""
+    capture's disk need (`linrec.collect.plan.disk_bytes`) is checked against the free space before any pass."""
     import shutil
     from collections import namedtuple
 
     from linrec.base.errors import LinrecError
-    from linrec.measure.plan import check_disk, disk_bytes, memory_plan
+    from linrec.collect.plan import check_disk, disk_bytes, memory_plan
 
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**6, 10**6 - 4096, 4096))

@@ -1,5 +1,5 @@
 """A capture request before it runs: a cached capture that serves it with more stored rows than it asks for, what one
-that is not cached will cost, and the notices said about it (`linrec.measure.capture.get_captures` calls these).
+that is not cached will cost, and the notices said about it (`linrec.collect.capture.get_captures` calls these).
 
 **Fewer rows from a capture that holds more.** A capture's statistics, held-out sums and first positions do not
 depend on how many raw rows it keeps (`sample_rows`); only the stored row sample does, and that sample is a seeded
@@ -39,8 +39,8 @@ from linrec.base.cache import entry_path, folder
 from linrec.base.errors import LinrecError
 from linrec.base.files import unseal
 from linrec.base.progress import notice
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.source import ModelSource
-from linrec.measure.config import CaptureConfig
 from linrec.stats.distributed import world
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Learning curves (linrec.measure.curves) against independent references: lstsq on the same rows for every seed and
+"""Learning curves (linrec.collect.curves) against independent references: lstsq on the same rows for every seed and
 train size, a tiny llama end to end, and the cache."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from helpers import feed_curve as _feed
 from helpers import tiny_tokenizer
 from linrec.analyses.large_n import curve_table
 from linrec.base.errors import LinrecError
+from linrec.collect.curves import CurveAccumulator, CurveConfig, get_curve, run_curve, split_plan
 from linrec.inputs.hf import LoadedModel
 from linrec.inputs.sites import ffn_hooks, find_ffn_sites
-from linrec.measure.curves import CurveAccumulator, CurveConfig, get_curve, run_curve, split_plan
 
 
 def _lstsq_r2(xtr, ytr, xte, yte):
@@ -95,7 +95,7 @@ def test_tiny_llama_curve_equals_lstsq_on_hooked_rows_and_is_cached(tiny_model, 
                                    y[tests[s]].reshape(-1, 32))  # fmt: skip
                 assert abs(r2[s, k, b] - ref) < 1e-8
     # through the cache: computed once, then read back with the same numbers; a damaged entry is recomputed
-    monkeypatch.setattr("linrec.measure.curves.load_model", lambda *a, **k: loaded)
+    monkeypatch.setattr("linrec.collect.curves.load_model", lambda *a, **k: loaded)
     config = CurveConfig(corpus, corpus, seq_len=16, train_tokens=(1024, 2048, 4096), test_tokens=1024)
     first = get_curve(config, progress=False)
     again = get_curve(config, progress=False)

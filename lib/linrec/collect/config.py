@@ -1,5 +1,5 @@
 """Capture settings, written once: `CaptureConfig` holds everything that determines a capture's numbers (and so its
-cache key), with the defaults that `linrec.measure.capture.get_capture`, the command line (`linrec measure …`) and the
+cache key), with the defaults that `linrec.collect.capture.get_capture`, the command line (`linrec measure …`) and the
 default profile all start from. A profile's `capture:` section (params/*.yaml) is a mapping of some of these fields,
 declared once there and handed whole to every notebook (`settings` checks it).
 
@@ -105,7 +105,7 @@ SETTINGS = tuple(f.name for f in fields(CaptureConfig) if f.name not in ("model"
 
 @dataclass(frozen=True)
 class CaptureRun:
-    """How a capture is run, none of it in its key (`linrec.measure.capture.get_captures`): `batch_size` windows per
+    """How a capture is run, none of it in its key (`linrec.collect.capture.get_captures`): `batch_size` windows per
     forward pass, on `device` or placed over several devices by `device_map` (`linrec.inputs.models.load_model`), and
     `blocks_per_pass` blocks hooked per pass over the windows (None: every block; fewer: less memory)."""
 

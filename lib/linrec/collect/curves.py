@@ -58,13 +58,13 @@ from linrec.base.files import (
     write_entry,
 )
 from linrec.base.progress import bar as progress_bar
+from linrec.collect.config import CaptureConfig, CaptureRun
+from linrec.collect.plan import site_dims
 from linrec.inputs.corpora import WindowCut, corpus_identity, load_windows
 from linrec.inputs.hf import LoadedModel, check_context, no_tf32
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, run_until_stop
 from linrec.inputs.source import ModelSource, as_source
-from linrec.measure.config import CaptureConfig, CaptureRun
-from linrec.measure.plan import site_dims
 from linrec.stats.ceiling import NON_FINITE, fit_affine, score
 from linrec.stats.moments import PRODUCTS, Moments
 

@@ -8,7 +8,7 @@ rows above, so `Capture.without_first` gives the statistics of every other posit
 Without a BOS token the first position is where a model parks its attention sink, and a few
 blocks put almost all their output variance on that one token (notebook 04);
 and a bounded, seeded sample of raw rows per block on disk (float32, memory-mapped) for the
-later probes (both kinds of rows are kept by `linrec.measure.rows`). The forward pass stops after the last hooked
+later probes (both kinds of rows are kept by `linrec.collect.rows`). The forward pass stops after the last hooked
 block (no final norm, no LM head).
 
 Held-out sums for the bootstrap (`linrec.stats.heldout`): train windows run first, then test windows.
@@ -20,14 +20,14 @@ float64 [rows, d_in] × [d_in, d_out] product per block on test rows only, plus 
 A block whose fit raises (NaN, or too few train rows for a block wider than the others) gets
 `heldout[block] = None` and its error in `meta["heldout_errors"]`; the capture itself still
 succeeds, and the ceiling raises that same error when asked for the block. Train rows too few
-for every block are refused before the pass (`linrec.measure.reuse.say_rows`), with nothing cached.
+for every block are refused before the pass (`linrec.collect.reuse.say_rows`), with nothing cached.
 
 Results are cached under `$LINREC_CACHE/captures/` keyed by everything that determines them
 (model weights identity, corpus identity, seq_len, token budget, seed, test fraction, sample
 size, product precision, `CAPTURE_VERSION`). The batch size is not in the key: it changes
 only the order of float64 additions, so R²_lin differs between batch sizes by rounding alone
-(≤ 1e-12, checked by `tests/measure/test_capture.py`). A cached capture keeping more rows serves a request for fewer
-(`linrec.measure.reuse`, which also says what one not cached will cost). An entry is written to a temporary directory
+(≤ 1e-12, checked by `tests/collect/test_capture.py`). A cached capture keeping more rows serves a request for fewer
+(`linrec.collect.reuse`, which also says what one not cached will cost). An entry is written to a temporary directory
 and renamed into place only when complete; its manifest (`meta.json`, itself checksummed)
 records every file's size and sha256, statistics and row samples alike, and every file is
 verified before the entry is used, so a truncated, half-written or bit-flipped entry is
@@ -58,15 +58,15 @@ from linrec.base.errors import LinrecError
 from linrec.base.files import scratch_dir, unseal, write_entry, writing
 from linrec.base.progress import bar as progress_bar
 from linrec.base.progress import write as progress_write
+from linrec.collect.config import CAPTURE_VERSION, SPLITS, CaptureConfig, CaptureRun
+from linrec.collect.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
+from linrec.collect.reuse import compute_params, larger_capture, notice_short, say_cost, say_entry, say_rows, served
+from linrec.collect.rows import FirstRows, RowSampler, first_moments
 from linrec.inputs.corpora import WindowCut, Windows, load_windows
 from linrec.inputs.hf import LoadedModel, check_context, check_device, input_device, model_dtype, no_tf32
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, run_until_stop
 from linrec.inputs.source import ModelSource, as_source
-from linrec.measure.config import CAPTURE_VERSION, SPLITS, CaptureConfig, CaptureRun
-from linrec.measure.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
-from linrec.measure.reuse import compute_params, larger_capture, notice_short, say_cost, say_entry, say_rows, served
-from linrec.measure.rows import FirstRows, RowSampler, first_moments
 from linrec.stats.ceiling import NON_FINITE, AffineFit, Score, fit_affine, gram_condition, score
 from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
 from linrec.stats.heldout import HeldOut, HeldOutSums
@@ -452,7 +452,7 @@ def get_captures(
 
 def _from_larger(source: ModelSource, config: CaptureConfig, entry: Path) -> Capture | None:
     """The capture of `config` read from a cached one of the same settings that keeps more rows
-    (`linrec.measure.reuse`); None where there is none (or `config`'s own entry is there)."""
+    (`linrec.collect.reuse`); None where there is none (or `config`'s own entry is there)."""
     larger = None if entry.exists() else larger_capture(source.spec, config, source)
     if larger is None:
         return None

@@ -1,6 +1,6 @@
 """The rows a capture keeps beside its statistics: a bounded, seeded sample of raw rows per block written straight to
 disk (`RowSampler`: float32 memory-maps, so memory stays flat; what the probes and the gates read back through
-`linrec.measure.capture.Capture.rows`), and each window's first-position rows per split and block (`FirstRows`, held
+`linrec.collect.capture.Capture.rows`), and each window's first-position rows per split and block (`FirstRows`, held
 on the host and turned into float64 `Moments` by `first_moments`, the same way for a fresh capture and a cached one).
 Under torchrun the ranks write their own rows into rank 0's files, and the first rows are summed across ranks.
 """
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from linrec.measure.config import SPLITS
-from linrec.measure.reuse import row_selection
+from linrec.collect.config import SPLITS
+from linrec.collect.reuse import row_selection
 from linrec.stats import moments
 from linrec.stats.distributed import barrier, sum_, world
 from linrec.stats.moments import Moments

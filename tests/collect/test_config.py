@@ -1,11 +1,11 @@
-"""linrec.measure.config: the dtype and the split are in a capture's key only when not the default, and a key is
+"""linrec.collect.config: the dtype and the split are in a capture's key only when not the default, and a key is
 computed only from the config's own model source."""
 
 import pytest
 
 from linrec.base.errors import LinrecError
+from linrec.collect.config import CaptureConfig
 from linrec.inputs.source import ModelSource
-from linrec.measure.config import CaptureConfig
 
 
 def test_dtype_is_in_the_key_only_when_not_the_default():
