@@ -270,3 +270,65 @@ def test_claim_7b_states_the_real_blocks_rho_or_why_there_is_none(tmp_path):
     t.to_csv(tmp_path / "pitfall_summary.csv", index=False)
     ours = {c.number: c for c in claims(tmp_path)}["7b"].ours
     assert "2 mechanism blocks" in ours and "against it no ρ (none under 3 blocks);" in ours
+
+
+# One threshold per claim, planted through its catalog row, with the verdict it gives on the committed default run
+# (the claim's verdict as the report states it: 2a's joined with the seeds experiment's and the zoo's; None: no value
+# of that claim's thresholds moves the default's verdict, e.g. claim 4's regime cut-offs, which act where notebook 04
+# builds its summary; there the planted number must still reach the words).
+PLANTS = {
+    "1": ("CLAIM1_SPAN", 1.0, NOT_REPRODUCED),
+    "2a": ("CLAIM2_MIN_EFFECT", 0.5, NOT_REPRODUCED),
+    "2b": ("CLAIM2B_MIN_BAND", 5, None),
+    "3": ("EQUIVALENCE_MARGIN", 0.6, REPRODUCED),
+    "4": ("OUTLIER_RANK", 5.0, None),
+    "5": ("CLAIM5_LEVEL", 0.2, REPRODUCED),
+    "6a": ("CLAIM6_BUDGET", 0.5, NOT_TESTABLE),
+    "6b": ("EQUIVALENCE_MARGIN", 0.2, None),
+    "7a": ("CLAIM7_SHARE", 0.95, NOT_REPRODUCED),
+    "7b": ("CLAIM7B_FLAT", 0.1, NOT_REPRODUCED),
+}
+
+
+def test_a_planted_threshold_reaches_the_verdict_and_every_narrator_alike(tmp_path, monkeypatch):
+    """Issue 86: notebook 06's findings read the module constants `CLAIM6_BUDGET` and `EQUIVALENCE_MARGIN` while the
+    verdict and the report read the rule's thresholds, so a planted threshold changed the verdict and the report,
+    not the notebook's words; the report's robustness paragraph likewise stated 3's and 6b's margin from the module.
+    One threshold per claim is planted through its catalog row (all at once: one report) and each narrator is read:
+    the verdict (`judge` on the row's rule, what notebooks 02-07 print), the claim's section of the report, the README
+    block's row, and the findings notebooks 05-07 print and the report quotes (`claim_table.findings`). Planted:
+    `swap_findings` reading `CLAIM6_BUDGET` / `EQUIVALENCE_MARGIN` again (its words keep +1 and 0.3), `_robustness`
+    reading `linrec.analyses.uncertainty.EQUIVALENCE_MARGIN` (its ±0.3 stays)."""
+    from dataclasses import replace
+
+    import linrec.outputs.catalog as cat
+    from linrec.outputs.catalog import build
+    from linrec.outputs.claim_table import findings
+    from linrec.outputs.report import readme_section
+
+    assert set(PLANTS) == {str(entry.id) for entry in CATALOG}, "one plant per claim"
+    before = {str(c.number): c.verdict for c in build(Results(DEFAULT))}
+    rows = tuple(replace(e, rule=e.rule.planted(**{PLANTS[str(e.id)][0]: PLANTS[str(e.id)][1]})) for e in CATALOG)
+    monkeypatch.setattr(cat, "CATALOG", rows)
+    r = Results(DEFAULT)
+    report = render(DEFAULT, tmp_path / "figures", tmp_path / "report.md")
+    (tmp_path / "report.md").write_text(report)
+    readme = readme_section(DEFAULT, tmp_path / "report.md")
+    after = {str(c.number): c.verdict for c in build(r)}
+    for cid, (name, value, expected) in PLANTS.items():
+        verdict = after[cid]
+        if expected is not None:
+            assert before[cid] != expected and verdict == expected, f"claim {cid}: {name}={value} gives {verdict}"
+        section = report.split(f'<a id="claim-{cid}"></a>')[1].split("<a id=")[0]
+        assert f"**Verdict: {verdict}.**" in section, f"claim {cid}: the report's section says another verdict"
+        words = section.split("**Rule.**")[1].split("**Evidence.**")[0]
+        assert f"{value:g}" in words or f"{value:.0%}" in words, f"claim {cid}: {name} is not in the rule's words"
+        line = next(x for x in readme.splitlines() if x.startswith(f"| [{cid}]("))
+        assert f"| **{verdict}** |" in line, f"claim {cid}: the README block's row says another verdict"
+    swap_words = findings(r, "swap_verdict")
+    assert any("within +0.5" in x for x in swap_words) and not any("within +1." in x for x in swap_words)
+    assert any("ρ ≤ −0.2" in x for x in swap_words) and not any("ρ ≤ −0.3" in x for x in swap_words)
+    concluded = report.split("## What the notebooks concluded")[1].split("\n## ")[0]
+    assert all(x in concluded for x in swap_words)
+    robustness = report.split("**Robustness.**")[1].split("\n\n")[0]
+    assert "±0.6" in robustness and "ρ ≤ −0.2" in robustness and "0.3" not in robustness

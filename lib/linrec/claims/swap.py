@@ -493,10 +493,13 @@ def flags_verdict(pooled: str | None, per_model: list[str], t=T_6B) -> str:
 
 
 # ---- the findings notebook 06 prints and the report quotes (`swap_verdict`) -------------------------------------
-def swap_findings(v6a: Verdict, v6b: Verdict, first: pd.DataFrame | None, greedy: pd.DataFrame | None) -> list[str]:
+def swap_findings(v6a: Verdict, v6b: Verdict, first: pd.DataFrame | None, greedy: pd.DataFrame | None, *,
+                  t6a=T_6A, t6b=T_6B) -> list[str]:  # fmt: skip
     """Notebook 06's findings, one sentence each: claim 6a's chosen block and the blocks within budget, claim 6b's
     correlations and the screened predictor that survives Holm's correction (`best_predictors`), the
-    first-position variants (`first_position_effect`) and the greedy multi-block swaps."""
+    first-position variants (`first_position_effect`) and the greedy multi-block swaps. The budget and the margin in
+    the words are those of the rules that judged `v6a` and `v6b` (`t6a`, `t6b`: their `Rule.thresholds`), so a
+    threshold planted in a rule moves the verdict and these words together."""
     lines = []
     for e in v6a.evidence:
         lines.append(
@@ -507,7 +510,7 @@ def swap_findings(v6a: Verdict, v6b: Verdict, first: pd.DataFrame | None, greedy
             + own_words(e)
             + f", base {e['ppl_base']:.2f}): claim 6a {e['outcome']}. "
             f"{e['n_within_budget']} of {e['n_blocks']} blocks have held-out "
-            f"intervals within +{CLAIM6_BUDGET:g}."
+            f"intervals within +{t6a.CLAIM6_BUDGET:g}."
         )
     for e in v6b.evidence:
         best = (
@@ -520,7 +523,7 @@ def swap_findings(v6a: Verdict, v6b: Verdict, first: pd.DataFrame | None, greedy
             f"{e['model']}: ρ(R²_lin, ΔPPL) = {e['spearman_rho']:+.2f} "
             f"[{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}] at an effective {e['n_eff']:.1f} of {e['n_blocks']} "
             f"blocks (as if blocks were independent [{e['rho_lo_iid']:+.2f}, {e['rho_hi_iid']:+.2f}]; one-sided 95 % "
-            f"lower bound {e['rho_lo90']:+.2f}, against a useful flag's ρ ≤ −{EQUIVALENCE_MARGIN})"
+            f"lower bound {e['rho_lo90']:+.2f}, against a useful flag's ρ ≤ −{t6b.EQUIVALENCE_MARGIN})"
             + (" (higher R²_lin goes with a *larger* cost)" if e["spearman_rho"] > 0 else "")
             + f"; with depth taken out {e['partial_rho_depth']:+.2f} [{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}]; "
             f"depth alone ρ = {e['depth_rho']:+.2f}. Claim 6b: {e['outcome']}. "

@@ -178,8 +178,9 @@ def _corpora_findings(r: Results) -> list[str]:
 
 def _swap_findings(r: Results) -> list[str]:
     """Notebook 06's conclusion (`linrec.claims.swap.swap_findings`) with claims 6a and 6b judged now."""
-    return swap_findings(judge(catalog.rule("6a"), r), judge(catalog.rule("6b"), r), r.get("swap_first"),
-                         r.get("swap_greedy"))  # fmt: skip
+    r6a, r6b = catalog.rule("6a"), catalog.rule("6b")
+    return swap_findings(judge(r6a, r), judge(r6b, r), r.get("swap_first"), r.get("swap_greedy"),
+                         t6a=r6a.thresholds, t6b=r6b.thresholds)  # fmt: skip
 
 
 def _controls_findings(r: Results) -> list[str]:

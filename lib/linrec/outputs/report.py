@@ -22,7 +22,6 @@ import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
 
 from linrec.analyses.large_n import other_split, split_summary
-from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.files import atomic_file, find_project_root, project_root, writing
 from linrec.collect.config import capture_settings
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
@@ -41,15 +40,17 @@ from linrec.studies.stages import STUDIES, Profile
 
 def _robustness(r: Results) -> list[str]:
     """What the claim table's robustness column means, where replication on fresh text stands, and the statistics
-    behind "no effect" and the counts of per-block tests."""
+    behind "no effect" and the counts of per-block tests. The margins are the catalog's rules' (claim 3's and 6b's
+    `EQUIVALENCE_MARGIN`), so a threshold planted in a rule's row moves these words with its verdict."""
+    margin3, margin6b = catalog.rule(3).thresholds.EQUIVALENCE_MARGIN, catalog.rule("6b").thresholds.EQUIVALENCE_MARGIN
     lines = [
         "**Robustness.** *Without position 0*: the same rule on every position but each window's first (the attention "
         'sink of a model that runs without a BOS token), with its own window intervals; "same" where the '
         'verdict does not change, "—" where the check does not apply (for claim 3 the probe and the map are '
         "refitted on the stored rows at positions ≥ 1). *No effect* (claim 3) needs an equivalence test: a "
-        f"90 % interval inside ±{EQUIVALENCE_MARGIN}; an interval that neither excludes 0 nor fits inside "
+        f"90 % interval inside ±{margin3}; an interval that neither excludes 0 nor fits inside "
         "the margin is inconclusive, which counts as not testable at this power. Claim 6b's 'not a useful flag' is "
-        f"one-sided: the useful ρ ≤ −{EQUIVALENCE_MARGIN} excluded by the one-sided 95 % bound. Correlations across "
+        f"one-sided: the useful ρ ≤ −{margin6b} excluded by the one-sided 95 % bound. Correlations across "
         "blocks get "
         "Fisher's interval at the effective number of blocks (coverage in the methods section); the screened "
         "predictors of 6b are Holm-corrected, and the "
