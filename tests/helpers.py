@@ -567,3 +567,63 @@ def thread_rows(n: int = 3000, d: int = 96, seed: int = 0):
     y = torch.tanh(x / 10) @ torch.randn(d, d, generator=g) + 0.1 * torch.randn(n, d, generator=g)
     k = int(0.8 * n)
     return Rows(x[:k], y[:k], x[k:], y[k:])
+
+
+def edges(threshold: float) -> dict[str, float]:
+    """A threshold and its float neighbours: {"below": one ulp below, "at": the threshold, "above": one ulp above}
+    (`np.nextafter`), the three values a boundary test plants (issue 92)."""
+    t = float(threshold)
+    return {"below": float(np.nextafter(t, -np.inf)), "at": t, "above": float(np.nextafter(t, np.inf))}
+
+
+def edge_tables(make, threshold: float) -> dict:
+    """`make(value)` (a table, a row, or whatever a rule reads) for the threshold exactly and one ulp either side:
+    {"below": …, "at": …, "above": …}, each with its planted value checked to sit where it should."""
+    e = edges(threshold)
+    assert e["below"] < e["at"] < e["above"] and e["at"] == threshold
+    return {k: make(v) for k, v in e.items()}
+
+
+def hand_effective_n(a, b) -> float:
+    """Bartlett's effective number of pairs of two ordered series, written out apart from the library's
+    (`linrec.analyses.uncertainty.effective_n`): n / (1 + 2 Σ_{k ≤ n/5} r_a(k) r_b(k)), r(1) raised by Kendall's bias
+    (1 + 3 r(1)) / n, kept within [min(5, n), n]."""
+
+    def acf(v, lags):
+        v = np.asarray(v, float) - np.mean(v)
+        r = np.array([(v[:-k] * v[k:]).sum() / (v * v).sum() for k in range(1, lags + 1)])
+        r[0] += (1 + 3 * min(max(r[0], 0.0), 1.0)) / len(v)
+        return r
+
+    n = len(a)
+    lags = max(1, n // 5)
+    return float(np.clip(n / (1 + 2 * (acf(a, lags) * acf(b, lags)).sum()), min(5, n), n))
+
+
+def raw_rows_capture(n_windows=9, blocks=3, d_out=2, seed=4):
+    """A stand-in capture whose held-out sums come from raw rows kept beside it: per block and window, 3–6 rows of y
+    (d_out features) and of the fitted map's residual e, so a test can score any set of windows from the rows
+    themselves. Returns (capture, rows) with rows[block][window] = (y, e)."""
+    from linrec.analyses.calibration import _Planted
+    from linrec.stats.heldout import HeldOut
+
+    g = np.random.default_rng(seed)
+    sizes = g.integers(3, 7, n_windows)
+    held, rows = [], []
+    for b in range(blocks):
+        per = []
+        for k in range(n_windows):
+            y = g.standard_normal((sizes[k], d_out)) + 0.3 * g.standard_normal(d_out) + 1.0
+            per.append((y, (0.3 + 0.2 * b) * g.standard_normal((sizes[k], d_out))))
+        rows.append(per)
+        held.append(HeldOut(np.arange(n_windows), sizes.astype(np.int64), np.stack([(e**2).sum(0) for _, e in per]),
+                            np.stack([y.sum(0) for y, _ in per]), np.stack([(y**2).sum(0) for y, _ in per]),
+                            np.zeros(d_out)))  # fmt: skip
+    return _Planted(held), rows
+
+
+def r2_of_rows(per, windows) -> float:
+    """R² of one block on `windows`, from the rows: 1 − Σ e² / Σ (y − ȳ)², the mean over those windows' rows."""
+    y = np.concatenate([per[k][0] for k in windows])
+    e = np.concatenate([per[k][1] for k in windows])
+    return 1.0 - (e**2).sum() / ((y - y.mean(0)) ** 2).sum()

@@ -148,3 +148,37 @@ def test_two_factor_decomposition_recovers_planted_shares_with_intervals_that_co
     assert shares["weights"] <= planted["weights"] and shares["inputs"] <= planted["inputs"]
     assert shares["weights"] > shares["inputs"] > 0 and shares["shared"] >= 0
     assert sum(shares.values()) == pytest.approx(1)
+
+
+def test_two_factor_shares_by_hand_with_lstsq_on_a_band_with_an_interaction():
+    """A band |i − j| ≤ 1 of five blocks (13 entries) whose R² holds a depth trend (either factor can carry it), a
+    row effect, and an interaction: every share is non-zero. By hand, three least-squares fits (np.linalg.lstsq on
+    dummies): R²_both (μ + a_i + b_j), R²_a (μ + a_i), R²_b (μ + b_j); weights = R²_both − R²_b, inputs = R²_both −
+    R²_a, shared = R²_a + R²_b − R²_both, residual = 1 − R²_both; equal to the library's to 1e-12, each row of a
+    batch too. Planted, each caught: `"residual": 1.0 - both` → `1.0 - both - (both - a_only - b_only)`;
+    `out["shared"] = both - …` → `out["shared"] = 1.0 - out["weights"] - out["inputs"]` (the interaction counted as
+    shared)."""
+    from linrec.analyses.decomposition import two_factor_shares
+
+    g = np.random.default_rng(7)
+    ij = [(i, j) for i in range(5) for j in range(5) if abs(i - j) <= 1]
+    fi, fj = np.array([i for i, _ in ij]), np.array([j for _, j in ij])
+    rows = [0.05 * (fi + fj) + 0.1 * np.sin(fi) + 0.03 * g.standard_normal(len(ij)) for _ in range(2)]
+
+    def r2_fit(design, y):
+        X = np.column_stack([np.ones(len(y)), *design])
+        beta = np.linalg.lstsq(X, y, rcond=None)[0]
+        return 1.0 - ((y - X @ beta) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+
+    dummies_i = [(fi == k).astype(float) for k in range(1, 5)]
+    dummies_j = [(fj == k).astype(float) for k in range(1, 5)]
+    wants = []
+    for y in rows:
+        both, a, b = r2_fit(dummies_i + dummies_j, y), r2_fit(dummies_i, y), r2_fit(dummies_j, y)
+        wants.append({"weights": both - b, "inputs": both - a, "shared": a + b - both, "residual": 1.0 - both})
+    assert min(min(abs(v) for v in w.values()) for w in wants) > 0.005  # every share is there to be mixed up
+    for y, want in zip(rows, wants):
+        assert two_factor_shares(fi, fj, y) == pytest.approx(want, abs=1e-12, rel=0)
+    batch = two_factor_shares(fi, fj, np.stack(rows))
+    for k in wants[0]:
+        assert batch[k] == pytest.approx([w[k] for w in wants], abs=1e-12, rel=0)

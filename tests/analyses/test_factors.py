@@ -194,3 +194,28 @@ def test_the_single_pairs_level_interval_on_both_sides_of_zero(signed, want):
                           "level_hi": signed[1], "shape_lo": 0.02, "shape_hi": 0.05}])  # fmt: skip
     row = distance_table(wide, f, comp).set_index("kind").loc["data order"]
     assert (row["level_lo"], row["level_hi"]) == want
+
+
+def test_the_measurement_noise_by_hand_on_two_disjoint_halves_of_the_windows():
+    """σ²_noise of a run (`measurement_noise`): a quarter of the mean, over the seeded halvings (the windows permuted,
+    the first ⌊W/2⌋ one half, the rest the other), of the squared level distance (Δ mean R²)² and of the squared
+    shape distance mean (Δ centred R²)² between the block profiles scored on each half from the raw rows
+    (`helpers.raw_rows_capture`); equal to the library's to 1e-12. Planted, each caught: `/ 4` → `/ 2` in
+    linrec.analyses.factors.measurement_noise; `squared_distance` → `distance` there (not squared); the halvings'
+    seed salt 47 → 38 (the seeds experiment's, so the two noises would share their halvings)."""
+    from helpers import r2_of_rows, raw_rows_capture
+    from linrec.analyses.factors import measurement_noise
+
+    cap, rows = raw_rows_capture(n_windows=10, blocks=4, seed=6)
+    n_splits, seed, w = 6, 2, 10
+    rng = np.random.default_rng([seed, 47])
+    level, shape = [], []
+    for _ in range(n_splits):
+        first = sorted(rng.permutation(w)[: w // 2].tolist())
+        second = [k for k in range(w) if k not in first]
+        a = np.array([r2_of_rows(per, first) for per in rows])
+        b = np.array([r2_of_rows(per, second) for per in rows])
+        level.append((a.mean() - b.mean()) ** 2)
+        shape.append((((a - a.mean()) - (b - b.mean())) ** 2).mean())
+    got = measurement_noise(cap, n_splits=n_splits, seed=seed)
+    assert got == pytest.approx({"level": np.mean(level) / 4, "shape": np.mean(shape) / 4}, abs=1e-12, rel=0)

@@ -270,3 +270,25 @@ def test_the_trained_curves_and_their_ceiling_give_the_same_numbers_on_1_and_2_t
 
     one, two = on_threads(1, numbers), on_threads(2, numbers)
     assert len(one) == 20 and one == two
+
+
+def test_steps_to_reach_at_exactly_the_reached_tolerance():
+    """A fit "reaches the ceiling" at held-out R² ≥ ceiling − `within` (default REACHED, the constant claim 7b's rule
+    names: linrec.claims.probe.RULE_7B.thresholds.REACHED): planted exactly there at step 10, the steps are 10; one
+    ulp below, the next step that reaches (100); one ulp above, 10; never: inf. The same at another tolerance.
+    Planted: `curve["r2_test"] >= ceiling - within` → `>` in linrec.analyses.pitfall.steps_to_reach fails (at →
+    100)."""
+    import pandas as pd
+
+    from helpers import edge_tables
+    from linrec.analyses.pitfall import REACHED
+
+    ceiling = 0.87
+    for within in (REACHED, 0.03):
+        curves = edge_tables(lambda r: pd.DataFrame({"step": [1, 10, 100], "r2_test": [0.2, r, ceiling]}),
+                             ceiling - within)  # fmt: skip
+        got = {k: steps_to_reach(c, ceiling, within) for k, c in curves.items()}
+        assert got == {"below": 100, "at": 10, "above": 10}, within
+    curve = curves["at"].assign(r2_test=0.5)
+    assert steps_to_reach(curve, ceiling) == math.inf
+    assert steps_to_reach(pd.DataFrame({"step": [1, 10], "r2_test": [0.2, ceiling - REACHED]}), ceiling) == 10

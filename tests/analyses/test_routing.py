@@ -281,3 +281,46 @@ def test_monotonicity_counts_falls_and_those_beyond_noise():
     assert got["n_drops_beyond_noise"] == 1 and not got["monotone"]
     assert got["max_drop"] == pytest.approx(-np.diff(ppl).min())
     assert monotonicity([0, 0.5, 1], nlls[[0, 1, 3]], tpw)["monotone"]
+
+
+def test_the_routable_interval_is_a_run_from_share_0_by_hand():
+    """A curve that is not monotone: within the budget at 0.25, near it at 0.5 (its upper bound beyond, its lower
+    within), clearly beyond at 0.75, and back within at 1.0 (a share past a failure does not count). By hand, per
+    share, the windows' mean ΔNLL per token with its one-sided 97.5 % t bounds (scipy); each end is the largest share
+    whose whole run from share 0 passes its test: (lo, point, hi) = (0.25, 0.5, 0.5), not 1.0. Planted, each caught:
+    `np.cumprod(bounds[:, col] <= c)` → `bounds[:, col] <= c` in linrec.analyses.routing.routable_share (lo and hi
+    1.0); `np.cumprod(ok, axis=-1)` → `ok` in `_alive` (point 1.0)."""
+    from scipy.stats import t as student
+
+    rng = np.random.default_rng(3)
+    n, tpw = 12, 100
+    base_nll = tpw * (3.0 + 0.3 * rng.standard_normal(n))
+    cost = {0.0: 0.0, 0.25: 0.002, 0.5: math.log(1.01) - 0.0015, 0.75: 0.05, 1.0: 0.001}
+    nlls = np.stack([base_nll + tpw * (c + (0.004 * rng.standard_normal(n) if c else 0)) for c in cost.values()])
+    got = routable_share(list(cost), base_nll, nlls, tpw)
+    d = (nlls - base_nll) / tpw
+    m, half = d.mean(axis=1), student.ppf(0.975, n - 1) * d.std(axis=1, ddof=1) / math.sqrt(n)
+    c = math.log(1.01)
+
+    def run_end(ok):
+        return max(s for i, s in enumerate(cost) if ok[: i + 1].all())
+
+    want = (run_end(m + half <= c), run_end(m <= c), run_end(m - half <= c))
+    assert want == (0.25, 0.5, 0.5) and (m[-1] + half[-1] <= c)  # share 1.0 is shown within, past a failure
+    assert (got["routable_pct1_lo"], got["routable_pct1"], got["routable_pct1_hi"]) == want
+
+
+def test_the_routing_target_is_the_one_with_the_lowest_mean_train_error():
+    """Three targets over three blocks: "b" has the lowest error on two of the three blocks, but "c" the lowest mean
+    over the blocks (0.2 against b's 0.3 and a's 0.5), which is what `choose_target` reads; the held-out AUC, whatever
+    it says, plays no part. Planted, each caught: `idxmin` → `idxmax` in linrec.analyses.routing.choose_target; the
+    mean → the median (b then wins) or the min over blocks."""
+    from linrec.analyses.routing import choose_target
+
+    err = {"a": [0.5, 0.5, 0.5], "b": [0.1, 0.1, 0.7], "c": [0.2, 0.2, 0.2]}
+    auc_heldout = {"a": 0.99, "b": 0.5, "c": 0.5}
+    comparison = pd.DataFrame([{"block": k, "target": t, "err_routed_train": e[k], "gate_auc_heldout": auc_heldout[t]}
+                               for t, e in err.items() for k in range(3)])  # fmt: skip
+    means = {t: float(np.mean(e)) for t, e in err.items()}
+    assert min(means, key=means.get) == "c" == choose_target(comparison)
+    assert choose_target(comparison.sample(frac=1, random_state=0)) == "c"  # the order of the rows plays no part

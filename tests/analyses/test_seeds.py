@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import capture_with, make_tiny_model, tiny_tokenizer
+from helpers import capture_with, make_tiny_model, r2_of_rows, raw_rows_capture, tiny_tokenizer
 from helpers import run_profiles as _profiles
 from linrec.analyses.recoverability import ceiling_table
 from linrec.analyses.seeds import compare, from_profiles, noise_floors, pairs, profile
@@ -205,3 +205,53 @@ def test_the_onset_at_exactly_the_distance_it_allows():
     assert (approach_to_final(t, within=d)["onset"] == 10).all()
     assert (approach_to_final(t, within=np.nextafter(d, -np.inf))["onset"] == 100).all()
     assert (approach_to_final(t)["onset"] == (10 if d <= ONSET_DISTANCE else 100)).all()
+
+
+# ---- issue 92: the noise floor by hand, from raw rows ---------------------------------------------------------------
+def test_the_noise_floor_by_hand_on_two_disjoint_halves_of_the_windows():
+    """Each floor is the mean, over the seeded halvings (the windows permuted, the first ⌊W/2⌋ one half and every
+    other window the other, W = 9: 4 against 5), of |D|, |L| and S between the block profiles scored on each half from
+    the raw rows; equal to the library's to 1e-12. Planted, each caught: the second half all windows
+    (`profile(capture, 1.0 - half)` → `profile(capture, np.ones_like(half))`); `[: w // 2]` → `[: w // 2 + 1]`
+    (overlapping halves' sizes); |mean level| for mean |level| (`np.nanmean(np.abs(f(a, b)))` → `np.abs(np.nanmean(f(a,
+    b)))`)."""
+    cap, rows = raw_rows_capture()
+    n_splits, seed, w = 7, 3, 9
+    rng = np.random.default_rng([seed, 38])
+    dist, level, shape = [], [], []
+    for _ in range(n_splits):
+        first = set(rng.permutation(w)[: w // 2].tolist())
+        second = [k for k in range(w) if k not in first]
+        assert len(first) == 4 and len(second) == 5
+        a = np.array([r2_of_rows(per, sorted(first)) for per in rows])
+        b = np.array([r2_of_rows(per, second) for per in rows])
+        d = a - b
+        dist.append(np.abs(d).mean())
+        level.append(abs(d.mean()))
+        shape.append(np.abs(d - d.mean()).mean())
+    got = noise_floors(cap, n_splits=n_splits, seed=seed)
+    want = {"floor": np.mean(dist), "level_floor": np.mean(level), "shape_floor": np.mean(shape)}
+    assert got == pytest.approx(want, abs=1e-12, rel=0)
+    assert profile(cap) == pytest.approx([r2_of_rows(per, range(w)) for per in rows], abs=1e-12, rel=0)
+
+
+def test_the_checkpoint_tables_training_loss_is_the_20_updates_up_to_the_checkpoint(monkeypatch):
+    """`checkpoint_table`'s `train_loss` at checkpoint s is the mean of the log's rows at steps s − 19 … s (the log's
+    step s is the update that made checkpoint s: tests/inputs/test_training.py), NaN at step 0. With the log's loss
+    planted equal to its step: 40.5 at step 50 (31 … 50) and 90.5 at 100. The model, its perplexity and the ceiling
+    are stubbed: only the reading of the log is under test. Planted, each caught: `log["step"] <= step` → `<` in
+    linrec.analyses.seeds.checkpoint_table (31 … 49: 40.0); `log["step"] > step - 20` → `>=` (30 … 50: 40.0)."""
+    from types import SimpleNamespace
+
+    import linrec.analyses.seeds as seeds
+
+    monkeypatch.setattr(seeds, "load_model", lambda spec: SimpleNamespace(model=None, tokenizer=None))
+    monkeypatch.setattr(seeds, "capture_windows", lambda cap, tok: SimpleNamespace(split=lambda s: None))
+    monkeypatch.setattr(seeds, "perplexity", lambda model, windows: 10.0)
+    ceiling = pd.DataFrame({"block": [0, 1], "r2_lin": 0.5, "r2_lo": 0.4, "r2_hi": 0.6, "n_test_windows": 8})
+    monkeypatch.setattr(seeds, "ceiling_table", lambda cap: ceiling)
+    config = SimpleNamespace(name="r", layout="gelu", init_seed=0, data_seed=0, batch_size=4, seq_len=8)
+    log = pd.DataFrame({"step": np.arange(1, 101), "loss": np.arange(1, 101, dtype=float)})
+    run = SimpleNamespace(config=config, log=log, checkpoint=lambda s: f"checkpoint-{s}")
+    got = seeds.checkpoint_table(run, {0: None, 50: None, 100: None}).groupby("step")["train_loss"].first()
+    assert np.isnan(got[0]) and got[50] == 40.5 and got[100] == 90.5

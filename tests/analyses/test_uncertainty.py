@@ -329,3 +329,47 @@ def test_the_dose_trend_simulation_matches_students_t_on_a_straight_line():
     assert low["flat"] > 0.95
     with pytest.raises(LinrecError, match="noise shape"):
         trend_simulation(np.zeros(4), DOSE4[0], 0.001, "uniform")
+
+
+@pytest.mark.parametrize("kind", ["spearman", "pearson"])
+def test_a_pooled_correlation_spends_a_degree_of_freedom_per_group_by_hand(kind):
+    """Three models' blocks (10, 12 and 8) pooled with a model effect, and a fourth of two blocks (too few: left out):
+    each model's series (ranks for Spearman) centred on its own mean, r over the pooled centred series, n_eff the sum
+    of each model's Bartlett n_eff (`helpers.hand_effective_n`), and 3 + (3 − 1) degrees of freedom spent; the 95 %,
+    90 % and as-if-independent (n = 30) intervals, the p-value and the blocks needed, all by hand to 1e-12. Planted:
+    `extra = … + (n_groups - 1)` → `+ 0` in linrec.analyses.uncertainty.correlation_test fails; counting the
+    two-block model as a group (`n_groups += 1` before the `< 3` skip) fails."""
+    from scipy.stats import norm, rankdata
+
+    from helpers import hand_effective_n
+    from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN, correlation_test
+
+    g = np.random.default_rng(21)
+    sizes = {"a": 10, "b": 12, "c": 8, "d": 2}
+    a = {m: np.cumsum(g.standard_normal(k)) + 3 * i for i, (m, k) in enumerate(sizes.items())}
+    b = {m: 0.5 * a[m] + g.standard_normal(len(a[m])) for m in sizes}
+    labels = np.concatenate([[m] * k for m, k in sizes.items()])
+    got = correlation_test(np.concatenate(list(a.values())), np.concatenate(list(b.values())), kind=kind,
+                           groups=labels)  # fmt: skip
+    c = 1.06 if kind == "spearman" else 1.0
+    xs, ys, n_eff = [], [], 0.0
+    for m in "abc":
+        x, y = (rankdata(a[m]), rankdata(b[m])) if kind == "spearman" else (a[m], b[m])
+        n_eff += hand_effective_n(x, y)
+        xs.append(x - x.mean())
+        ys.append(y - y.mean())
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    r = (x * y).sum() / np.sqrt((x * x).sum() * (y * y).sum())
+    dof, dof_iid = n_eff - 3 - 2, 30 - 3 - 2
+    z = np.arctanh(r)
+
+    def fisher(q, d):
+        h = norm.ppf(q) * np.sqrt(c / d)
+        return np.tanh(z - h), np.tanh(z + h)
+
+    want = {"rho": r, "n": 30, "n_eff": n_eff, "p": 2 * norm.sf(abs(z) / np.sqrt(c / dof))}
+    want |= dict(zip(("lo", "hi"), fisher(0.975, dof))) | dict(zip(("lo90", "hi90"), fisher(0.95, dof)))
+    want |= dict(zip(("lo_iid", "hi_iid"), fisher(0.975, dof_iid)))
+    assert {k: got[k] for k in want} == pytest.approx(want, abs=1e-12, rel=0)
+    need = c * ((norm.ppf(0.95) + norm.ppf(0.9)) / np.arctanh(EQUIVALENCE_MARGIN)) ** 2 + 3 + 2
+    assert got["n_needed"] == int(np.ceil(need * max(30 / n_eff, 1.0)))

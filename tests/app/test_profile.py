@@ -441,3 +441,19 @@ def test_the_cpu_zoo_is_the_zoo_but_for_its_steps_and_where_it_writes():
     assert all(str(cpu[k]).startswith("results/zoo_cpu") for k in paths)
     p = load_profile("zoo_cpu")
     assert p.device == "cpu" and p.training["steps"] == 1000
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+def test_cross_pairs_of_exactly_two_names(n):
+    """A cross pair is [inputs model, FFN model]: two names exactly. One fewer or one more (or none) is refused at
+    load in one line that names the form; two pass. Planted: `len(p) == 2` → `len(p) >= 2` in
+    linrec.app.profile.check_nested fails (a pair of three accepted); → `len(p) <= 2` fails (one accepted)."""
+    from linrec.app.profile import check_nested
+    from linrec.base.errors import LinrecError
+
+    names = ["smollm2-135m", "init:1:smollm2-135m", "init:2:smollm2-135m"][:n]
+    if n == 2:
+        assert check_nested({"cross_pairs": [names]}, "p.yaml") is None
+        return
+    with pytest.raises(LinrecError, match=r"p.yaml: cross_pairs must be a list of \[inputs model, FFN model\] pairs"):
+        check_nested({"cross_pairs": [["gpt2", "init:0:gpt2"], names]}, "p.yaml")

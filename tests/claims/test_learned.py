@@ -477,3 +477,51 @@ def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
     assert seeds == [seeds[0]] and "against 0.010 between two init seeds" in seeds[0]
     one_draw = controls_findings(init, None, None, _fv("2a", [{**e2a, "noise": np.nan}]), _fv("2b", []))
     assert "no noise between untrained draws measured (one draw)" in one_draw[1] and "nan" not in one_draw[1]
+
+
+# ---- issue 92: each boundary at its threshold exactly and one ulp either side --------------------------------------
+def test_differ_needs_the_interval_strictly_clear_of_the_noise_floor_to_the_ulp():
+    """A part "differs" only when its lower bound lies strictly above its floor (the signed level: its upper bound
+    strictly below minus the floor): at the floor exactly it is inconclusive, one ulp beyond it differs. The floor and
+    the margin are planted at 0.02 and the rule's own SEEDS_SHAPE_MARGIN. Planted: `lo > floor` → `lo >= floor` in
+    linrec.claims.learned.distance_word fails (at → differ); `hi < -floor` → `hi <= -floor` fails likewise."""
+    from helpers import edge_tables
+    from linrec.claims.learned import RULE_2A
+
+    margin, floor = RULE_2A.thresholds.SEEDS_SHAPE_MARGIN, 0.02
+    for part, col in (("distance", "floor"), ("shape", "shape_floor"), ("level", "level_floor")):
+        rows = edge_tables(lambda lo, p=part, c=col: {p: 0.3, f"{p}_lo": lo, f"{p}_hi": 0.35, c: floor}, floor)
+        got = {k: distance_word(r, margin, part) for k, r in rows.items()}
+        assert got == {"below": "inconclusive", "at": "inconclusive", "above": "differ"}, part
+    rows = edge_tables(lambda hi: {"level": -0.3, "level_lo": -0.35, "level_hi": hi, "level_floor": floor}, -floor)
+    got = {k: distance_word(r, margin, "level") for k, r in rows.items()}
+    assert got == {"below": "differ", "at": "inconclusive", "above": "inconclusive"}
+
+
+def test_differ_needs_the_size_at_least_the_margin_to_the_ulp():
+    """The size test is ≥ the margin (the rule's SEEDS_SHAPE_MARGIN): at it and one ulp above "differ", one ulp below
+    inconclusive (its interval, 0.05 to 0.35, is not inside ±margin). Planted: `abs(d) >= margin` → `abs(d) > margin`
+    fails (at → inconclusive)."""
+    from helpers import edge_tables
+    from linrec.claims.learned import RULE_2A
+
+    margin = RULE_2A.thresholds.SEEDS_SHAPE_MARGIN
+    rows = edge_tables(lambda d: {"shape": d, "shape_lo": 0.05, "shape_hi": 0.35, "shape_floor": 0.02}, margin)
+    got = {k: distance_word(r, margin, "shape") for k, r in rows.items()}
+    assert got == {"below": "inconclusive", "at": "differ", "above": "differ"}
+
+
+def test_a_twin_is_degenerate_only_beyond_the_gap_to_the_ulp():
+    """The twin's train − held-out gap minus the trained model's (0: the difference is the planted gap exactly) at
+    the rule's CLAIM2_DEGENERATE_GAP is not degenerate (the twin stays the reference); one ulp above it is (the null
+    ensemble becomes the reference, and with the null's effect planted at 0 the model is "not learned"). Planted:
+    `twin_gap - trained_gap > CLAIM2_DEGENERATE_GAP` → `>=` in linrec.claims.learned.learned_summary fails."""
+    from helpers import edge_tables
+    from linrec.claims.learned import RULE_2A
+
+    gap = RULE_2A.thresholds.CLAIM2_DEGENERATE_GAP
+    tables = edge_tables(lambda g: _learned(twin_gap=g, trained_gap=0.0, null_effect=0.0), gap)
+    assert {k: bool(t["twin_degenerate"].iloc[0]) for k, t in tables.items()} == {
+        "below": False, "at": False, "above": True}  # fmt: skip
+    assert {k: RULE_2A(t).verdict for k, t in tables.items()} == {
+        "below": REPRODUCED, "at": REPRODUCED, "above": NOT_REPRODUCED}  # fmt: skip

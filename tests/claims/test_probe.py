@@ -415,3 +415,68 @@ def test_a_block_short_by_exactly_the_threshold_is_not_short():
     assert at["n_short"].iloc[0] == 0 and verdict_7a(at).verdict == NOT_REPRODUCED
     above = pitfall_summary(_probe_at_zero_baseline([CLAIM7_SHORTFALL + EPS] * 4), n_boot=50)
     assert above["n_short"].iloc[0] == 4 and verdict_7a(above).verdict == REPRODUCED
+
+
+# ---- issue 92: 7b's "reaches the ceiling" at REACHED to the ulp, and the budget curve's tuned rows ----------------
+def _budget_block(r2_at_100, ceiling=0.905, extra=(), block=0, cond=10.0):
+    """One mechanism block of a budget curve: tuned (chosen) SGD at `r2_at_100` at step 100 and at the ceiling at
+    1000; Adam and gradient descent at 0.5 throughout; `extra` rows appended (an untuned rate, gradient descent)."""
+    rows = [{"model": "m", "block": block, "optimizer": "sgd", "lr": 0.1, "step": s, "r2_test": r, "chosen": True,
+             "ceiling": ceiling, "cond_gram": cond, "cond_scaled": cond, "lr_interior": True}
+            for s, r in ((100, r2_at_100), (1000, ceiling))]  # fmt: skip
+    rows += [{**rows[0], "optimizer": o, "step": s, "r2_test": 0.5} for o in ("adam", "gd") for s in (100, 1000)]
+    rows += [{**rows[0], **e} for e in extra]
+    return rows
+
+
+def _one_block_budget(r2_at_100, ceiling=0.905, extra=()):
+    """The same block twice, as the better-conditioned (κ 10) and the worse-conditioned (κ 10⁸) half."""
+    return pd.DataFrame(_budget_block(r2_at_100, ceiling, extra) + _budget_block(r2_at_100, ceiling, extra, 1, 1e8))
+
+
+def test_the_budget_curve_reaches_the_ceiling_at_exactly_reached():
+    """A tuned fit "reaches the ceiling" at held-out R² ≥ ceiling − REACHED (the rule's own, RULE_7B.thresholds): at
+    it exactly the block's steps are the first checkpoint (100), one ulp short they are the next (1000), one ulp over
+    100. Planted: `r2_test >= ceiling - within` → `>` in linrec.analyses.pitfall.steps_to_reach fails (at → 1000)."""
+    from helpers import edge_tables
+
+    ceiling = 0.905
+    reached = RULE_7B.thresholds.REACHED
+    tables = edge_tables(lambda r: _one_block_budget(r, ceiling), ceiling - reached)
+    got = {k: pitfall_summary(_probe([0.2] * 4), t, None).iloc[0] for k, t in tables.items()}
+    assert {k: (r["steps_reach_well"], r["steps_reach_ill"]) for k, r in got.items()} == {
+        "below": (1000, 1000), "at": (100, 100), "above": (100, 100)}  # fmt: skip
+
+
+def test_the_doses_budget_at_reached_to_the_ulp():
+    """The dose's budget: the first checkpoint whose validation R² (the smallest κ's) is ≥ its best − REACHED (the
+    rule's own): at it exactly and one ulp over, that checkpoint (100); one ulp short, the next (1000). Planted:
+    `val >= val.max() - REACHED` → `>` in linrec.claims.probe.dose_budget fails (at → 1000)."""
+    from helpers import edges
+
+    best = 0.85
+    reached = RULE_7B.thresholds.REACHED
+    got = {}
+    for k, v in edges(best - reached).items():
+        val = {1e2: [0.5, v, best], 1e4: [0.5, 0.5, 0.5], 1e6: [0.5, 0.5, 0.5]}
+        dose = _dose({1e2: [0.3, 0.1, 0.0], 1e4: [0.3, 0.1, 0.0], 1e6: [0.3, 0.1, 0.0]}, val=val)
+        got[k] = pitfall_summary(_probe([0.2] * 4), None, dose).iloc[0]["dose_budget"]
+    assert got == {"below": 1000, "at": 100, "above": 100}
+
+
+def test_the_budget_curve_reads_the_tuned_rows_only():
+    """The steps to the ceiling are the chosen (validation-tuned) learning rate's: an untuned SGD rate (chosen False)
+    at the ceiling from step 100, and gradient descent (chosen, optimizer "gd") there from 100 too, leave the tuned
+    SGD's 1000 (and the real-block ρ's steps) as they are; gradient descent's own steps are read apart (`gd_steps_*`).
+    Planted: `g[g["chosen"] & (g["optimizer"] != "gd")]` → `g[g["optimizer"] != "gd"]` in
+    linrec.claims.probe._budget_steps fails (steps 100); → `g[g["chosen"]]` fails likewise; the same in
+    `_blocks_scaled` fails on the three blocks' ρ (every block then at 100: no ρ)."""
+    ceiling = 0.905
+    untuned = [{"lr": 1.0, "chosen": False, "step": s, "r2_test": ceiling} for s in (100, 1000)]
+    gd = [{"optimizer": "gd", "lr": np.nan, "step": s, "r2_test": ceiling, "lr_interior": np.nan} for s in (100, 1000)]
+    r = pitfall_summary(_probe([0.2] * 4), _one_block_budget(0.5, ceiling, untuned + gd), None).iloc[0]
+    assert r["steps_reach_well"] == 1000 and r["gd_steps_well"] == 100 and r["n_reached"] == 2
+    three = pd.DataFrame([r for b in (1, 2, 3) for r in _budget_block(0.5, ceiling, untuned + gd, b, 10.0**b)])
+    three.loc[(three["block"] == 3) & three["chosen"] & (three["optimizer"] == "sgd"), "r2_test"] = 0.5
+    r = pitfall_summary(_probe([0.2] * 4), three, None).iloc[0]
+    assert r["blocks_n"] == 3 and r["blocks_rho_scaled"] == pytest.approx(np.sqrt(3) / 2)  # ties 1000, 1000, inf

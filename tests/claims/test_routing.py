@@ -139,3 +139,32 @@ def test_the_routing_summary_reports_the_median_identity_r():
                              "r": [0.95, 0.1, 0.4, 0.3, -1.0]})  # fmt: skip
     got = routing_summary(routable, r2, identity=identity).iloc[0]
     assert got["identity_r_median"] == pytest.approx((0.3 + 0.4) / 2)
+
+
+def test_the_routing_rho_interval_is_fishers_at_the_effective_number_of_blocks_by_hand():
+    """Twenty routed blocks whose R²_lin and routable share both drift smoothly with depth (neighbours alike, so the
+    effective number of blocks is well under 20): ρ is Spearman's; its 95 % and 90 % intervals are Fisher's z ± z_q
+    √(1.06 / (n_eff − 3)) at Bartlett's n_eff of the ranks (by hand, `helpers.hand_effective_n`), not at n − 3 as if
+    the blocks were independent; equal to 1e-12. Planted: `"lo", "hi"` read from `lo_iid`/`hi_iid` in
+    linrec.claims.routing.routing_summary fails; `dof = n_eff - 3 - extra` → `n - 3 - extra` in
+    linrec.analyses.uncertainty.correlation_test fails."""
+    from scipy.stats import norm, rankdata, spearmanr
+
+    from helpers import hand_effective_n
+
+    g = np.random.default_rng(2)
+    n = 20
+    depth = np.arange(n)
+    r2 = 0.5 + 0.1 * np.sin(depth / 3) + 0.1 * g.standard_normal(n)
+    share = np.clip(0.4 + 0.1 * np.sin(depth / 3 + 0.5) + 0.1 * g.standard_normal(n), 0, 1)
+    routable = pd.DataFrame({"model": "m", "block": depth, "routable_pct1": share, "routable_pct1_lo": share - 0.1,
+                             "routable_pct1_hi": share + 0.1})  # fmt: skip
+    got = routing_summary(routable, pd.DataFrame({"model": "m", "block": depth, "r2_lin": r2})).iloc[0]
+    rho = spearmanr(r2, share)[0]
+    n_eff = hand_effective_n(rankdata(r2), rankdata(share))
+    assert 5 < n_eff < n - 3  # dependent blocks (not at the floor of 5): as if independent would be narrower
+    z = np.arctanh(rho)
+    for q, lo, hi in ((0.975, "rho_lo", "rho_hi"), (0.95, "rho_lo90", "rho_hi90")):
+        h = norm.ppf(q) * np.sqrt(1.06 / (n_eff - 3))
+        assert (got[lo], got[hi]) == pytest.approx((np.tanh(z - h), np.tanh(z + h)), abs=1e-12, rel=0)
+    assert got["rho_r2_routable"] == pytest.approx(rho, abs=1e-12) and got["n_eff"] == pytest.approx(n_eff, abs=1e-12)

@@ -83,3 +83,31 @@ def test_a_rule_reads_its_tables_by_name_and_a_planted_threshold_leaves_the_orig
         trial.thresholds.SHARE = 0.9  # type: ignore[misc]
     with pytest.raises(LinrecError, match="frozen dataclass"):
         Rule("x", ("pitfall_summary",), {"SHARE": 0.25}, _share_verdict, says=str, would_change=str)
+
+
+# ---- issue 92: "reproduced" needs every part, not most -------------------------------------------------------
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 7])
+def test_reproduced_needs_every_part_not_most(n):
+    """Every tally of the rules at all parts passing and at one short of all (most, for n ≥ 3): all → reproduced, all
+    but one → partly, none → not reproduced; `tally_every` counts an undecided part as not passing, `tally_decided`
+    leaves it out, `by_share` leaves out a part without a word. Planted: `all(passes)` → `sum(passes) > len(passes)
+    / 2` in linrec.claims.rules.tally fails (n − 1 of n → reproduced); `n == len(words)` → `n >= len(words) - 1` (or
+    `2 * n > len(words)`) in tally_every or by_share fails likewise."""
+    from linrec.claims.rules import by_share, tally_decided, tally_every
+
+    assert tally([True] * n) == REPRODUCED
+    assert tally([True] * (n - 1) + [False]) == PARTLY
+    assert tally([False] + [True] * (n - 1)) == PARTLY
+    assert tally([False] * n) == NOT_REPRODUCED
+    yes, no, und = "weights", "inputs", "undecided"
+    assert tally_every([yes] * n, yes, und) == REPRODUCED
+    assert tally_every([yes] * (n - 1) + [no], yes, und) == PARTLY
+    assert tally_every([yes] * (n - 1) + [und], yes, und) == PARTLY  # every model counts, an undecided one too
+    assert tally_every([no] * (n - 1) + [und], yes, und) == NOT_REPRODUCED
+    assert tally_decided([yes] * (n - 1) + [und], yes, und) == REPRODUCED  # the undecided one left out
+    assert tally_decided([yes] * (n - 1) + [no, und], yes, und) == PARTLY
+    ev = [{"model": f"m{i}", "w": yes} for i in range(n)]
+    assert by_share("x", ev, "w", yes, "none").verdict == REPRODUCED
+    assert by_share("x", ev[:-1] + [{"model": "z", "w": no}], "w", yes, "none").verdict == PARTLY
+    assert by_share("x", ev[:-1] + [{"model": "z", "w": None}], "w", yes, "none").verdict == REPRODUCED
+    assert by_share("x", [{"model": "z", "w": None}], "w", yes, "none").verdict == NOT_TESTABLE

@@ -388,3 +388,46 @@ def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
             not in swap_findings(_fv("6a", []), _fv("6b", [{**e6b, "spearman_rho": rho}]), None, None)[0]
         )
     assert swap_findings(_fv("6a", []), _fv("6b", []), None, None) == []
+
+
+def _holm_by_hand(p):
+    """Holm's step-down over the finite p-values given (NaN kept NaN): the k-th smallest of m times m − k + 1, the
+    running maximum, capped at 1."""
+    p = np.asarray(p, float)
+    out = np.full(len(p), np.nan)
+    ok = [i for i in np.argsort(p, kind="stable") if np.isfinite(p[i])]
+    running = 0.0
+    for k, i in enumerate(ok):
+        running = max(running, (len(ok) - k) * p[i])
+        out[i] = min(running, 1.0)
+    return out
+
+
+def test_the_holm_family_of_6b_is_each_models_screened_predictors_by_hand():
+    """Two models of 16 blocks and their pooled row: `p_holm` is Holm's adjustment (by hand) over one model's
+    screened predictors only (depth, R²_lin, mse_out, err_rel_resid: four; the pooled row its own family), never over
+    the other model's nor over the column that runs the swapped model (its `p_holm` NaN); `partial_p_holm` likewise
+    over the three with a partial ρ (depth has none). Equal to 1e-12. Planted, each caught: one family over every
+    model (`.groupby("model", sort=False)` dropped in linrec.claims.swap.swap_predictors); the swapped-model column
+    let in (`out[~out["runs_swapped_model"]]` → `out`); Bonferroni for Holm (`len(v) - np.arange(len(v))` → `len(v)`
+    in linrec.analyses.uncertainty.holm)."""
+    g = np.random.default_rng(8)
+    n, swaps, values = 16, [], []
+    for m in ("a", "b"):
+        depth = np.array([min(i, n - 1 - i) for i in range(n)], float)
+        delta = 3 - 0.2 * depth + g.normal(0, 0.4, n)
+        r2 = 0.9 - 0.1 * delta + g.normal(0, 0.1, n)
+        swaps.append(_swap(delta, r2, model=m))
+        values.append(_values(delta + g.normal(0, 0.2, n), model=m, r2_lin=r2, mse_out=delta + g.normal(0, 1.0, n),
+                              err_rel_resid=g.uniform(size=n)))  # fmt: skip
+    p = swap_predictors(pd.concat(values), pd.concat(swaps), n_boot=50)
+    assert set(p["model"]) == {"a", "b", "all"}
+    for model, t in p.groupby("model"):
+        real = t[~t["runs_swapped_model"]]
+        assert len(real) == 4, model and real["partial_p"].notna().sum() == 3
+        assert real["p_holm"].to_numpy() == pytest.approx(_holm_by_hand(real["p"]), abs=1e-12, rel=0, nan_ok=True)
+        assert real["partial_p_holm"].to_numpy() == pytest.approx(_holm_by_hand(real["partial_p"]), abs=1e-12, rel=0,
+                                                                  nan_ok=True)  # fmt: skip
+        assert t.loc[t["runs_swapped_model"], ["p_holm", "partial_p_holm"]].isna().all().all()
+    real = p[(p["model"] == "a") & ~p["runs_swapped_model"]]
+    assert (real["p_holm"] < np.minimum(4 * real["p"], 1.0) - 1e-12).any()  # the step-down is not Bonferroni here

@@ -265,3 +265,26 @@ def test_a_factor_the_zoo_holds_fixed_does_not_keep_a_part_from_being_the_same()
     none = planted.copy()
     none.loc[none["factor"] != "residual", ["component", "component_lo", "component_hi"]] = np.nan
     assert part_word(none, "shape").word == INCONCLUSIVE
+
+
+def test_the_pooled_row_is_powered_at_exactly_the_blocks_it_needs():
+    """`powered`: the pooled row's blocks ≥ the blocks the equivalence test needs. With `n_needed` planted at the
+    block count exactly (and one ulp either side): powered at it and one ulp below, not one ulp above; the words
+    (`linrec.outputs.zoo_text`) read this flag. Planted: `r["n_blocks"] >= r["n_needed"]` → `>` in
+    linrec.claims.zoo.pooled_claims fails (at → not powered)."""
+    from helpers import edge_tables
+    from linrec.claims.probe import probe_summary
+    from linrec.claims.zoo import pooled_claims
+
+    g = np.random.default_rng(5)
+    probe = pd.DataFrame([{"model": f"m{m}", "block": b, "r2_lin_rows": 0.5 + 0.4 * g.random(),
+                           "gain": 0.01 * g.random(), "gain_quad": 0.02, "probe_stop": "validation",
+                           "seconds_probe": 0.1}
+                          for m in range(2) for b in range(6)])  # fmt: skip
+    summary = probe_summary(probe, n_boot=20)
+    pool = summary["model"] == "all"
+    n_blocks = float(summary.loc[pool, "n_blocks"].iloc[0])
+    assert n_blocks == 12
+    tables = edge_tables(lambda need: summary.assign(n_needed=np.where(pool, need, summary["n_needed"])), n_blocks)
+    got = {k: bool(pooled_claims(t, None, None).set_index("claim").loc["3", "powered"]) for k, t in tables.items()}
+    assert got == {"below": True, "at": True, "above": False}

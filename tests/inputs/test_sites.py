@@ -401,3 +401,16 @@ def test_mislabelled_architecture_is_a_one_line_error(tiny_model):
         find_ffn_sites(model)
     msg = str(err.value)
     assert "\n" not in msg and "FFN_SITES" in msg and "'gpt2'" in msg
+
+
+def test_keep_first_blocks_at_exactly_the_block_count(tiny_model):
+    """Cutting a model to all its blocks keeps every one; one more is refused in one line, as is 0. Planted: `1 <= n
+    <= total` → `1 <= n < total` in linrec.inputs.sites.keep_first_blocks fails (n = total refused)."""
+    from linrec.inputs.sites import keep_first_blocks
+
+    model = tiny_model("llama")
+    total = len(find_ffn_sites(model))
+    for n in (0, total + 1):
+        with pytest.raises(LinrecError, match=rf"first:{n}: the model has {total} blocks; ask for 1 … {total}"):
+            keep_first_blocks(tiny_model("llama"), n)
+    assert keep_first_blocks(model, total) == total and len(find_ffn_sites(model)) == total

@@ -238,3 +238,16 @@ def test_a_malformed_spec_is_the_same_one_line_at_the_parse(spec, message):
     with pytest.raises(linrec.LinrecError) as err:
         ModelSource.parse(spec)
     assert str(err.value) == message
+
+
+def test_first_n_at_exactly_the_block_count(tmp_path):
+    """`first:N:MODEL` with N the model's block count is the whole stack (its shape read from the config: N blocks);
+    N one more is refused in one line naming the range, N one fewer is N − 1 blocks. Planted: `self.number >
+    shape.n_blocks` → `>=` in linrec.inputs.source.ModelSource.shape fails (first:N refused)."""
+    local = save_tiny_model(tmp_path / "local")
+    total = ModelSource.parse(local).shape().n_blocks
+    assert total >= 2
+    assert ModelSource.parse(f"first:{total}:{local}").shape().n_blocks == total
+    assert ModelSource.parse(f"first:{total - 1}:{local}").shape().n_blocks == total - 1
+    with pytest.raises(linrec.LinrecError, match=rf"first:{total + 1}: the model has {total} blocks; ask for 1 … "):
+        ModelSource.parse(f"first:{total + 1}:{local}").shape()

@@ -353,3 +353,35 @@ def test_the_new_settings_keep_the_cache_keys_of_runs_cached_before_them():
         TrainConfig(precision="bf16").validate()
     with pytest.raises(LinrecError, match="n_evals"):
         TrainConfig(steps=10, n_evals=11).validate()
+
+
+def test_the_logs_steps_are_the_checkpoints_steps(colour_text):
+    """The log's row at step s is the update that turned checkpoint s − 1 into checkpoint s: steps 1 … `steps`, the
+    last the last checkpoint's; its loss is the loss of the weights saved at s − 1 on batch s − 1 (recomputed here
+    from a checkpoint, 1e-6) and its learning rate `lr_at(s − 1)`. So the training loss `checkpoint_table` reads
+    over log steps ≤ s is that of the updates before checkpoint s. Planted, each caught: `pending.append((step + 1,
+    …))` → `(step, …)` in linrec.inputs.training.train_model (log one step behind the checkpoints); `lr_at(step - 1,
+    cfg)` → `lr_at(step, cfg)` in its flush."""
+    import copy
+
+    from linrec.inputs.training import batches
+
+    cfg = TrainConfig(text=colour_text, **{**TINY, "steps": 6, "n_checkpoints": 4})
+    tok, windows = training_windows(cfg, colour_text)
+    saved = {}
+    _, log = train_model(cfg, len(tok), windows, on_checkpoint=lambda s, m: saved.setdefault(s, copy.deepcopy(m)),
+                         progress=False)  # fmt: skip
+    steps = [r["step"] for r in log]
+    assert steps == list(range(1, cfg.steps + 1)) and max(saved) == steps[-1] == cfg.steps
+    assert set(saved) == set(cfg.checkpoint_steps()) and {0, 1} <= set(saved)
+    order = list(batches(len(windows), cfg))
+    by_step = {r["step"]: r for r in log}
+    for s, model in saved.items():
+        if s + 1 not in by_step:
+            continue
+        model.train()
+        with torch.no_grad():
+            ids = windows[torch.as_tensor(order[s])]
+            want = model(input_ids=ids, labels=ids).loss.item()
+        assert by_step[s + 1]["loss"] == pytest.approx(want, abs=1e-6), s
+    assert [r["lr"] for r in log] == [lr_at(s - 1, cfg) for s in steps]
