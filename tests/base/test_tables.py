@@ -2,6 +2,7 @@
 columns, block lists and counts that survive the CSV, timings written apart (the display labels:
 tests/outputs/test_results.py)."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -39,13 +40,15 @@ def test_a_results_table_on_a_full_disk_is_one_line_naming_it_and_the_old_table_
     row = _claim1_row()
     path = save_table(pd.DataFrame([row]), "r2_lin_summary", tmp_path)
     before = path.read_bytes()
-    real = pd.DataFrame.to_csv
+    from pathlib import Path
 
-    def full(self, target, *args, **kwargs):
-        real(self.head(0), target, *args, **kwargs)  # the header fits, then the disk is full
+    real = Path.write_text
+
+    def full(self, text, *args, **kwargs):
+        real(self, text.splitlines()[0], *args, **kwargs)  # the header fits, then the disk is full
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(pd.DataFrame, "to_csv", full)
+    monkeypatch.setattr(Path, "write_text", full)
     with pytest.raises(LinrecError) as err:
         save_table(pd.DataFrame([{**row, "r2_max": 0.5}]), "r2_lin_summary", tmp_path)
     assert str(err.value).startswith(f"No space left on device: {path}; the disk is full") and "\n" not in str(
@@ -80,20 +83,25 @@ def test_block_lists_read_back_as_blocks_one_block_and_none_included(tmp_path):
 
 def test_timings_are_written_apart_so_a_rerun_with_the_same_numbers_rewrites_the_same_table(tmp_path):
     """Seconds and the cache flag go to timings/<name>.csv with the row-naming columns; the results table keeps the
-    numbers only, so a rerun that is slower or faster leaves it byte for byte as it was."""
+    numbers only, so a rerun that is slower or faster leaves it byte for byte as it was, and its timings too: they
+    record the run that wrote the numbers (issue 90), and are rewritten with them."""
     from linrec.base.tables import load_table, load_timings
 
     cols = TABLES["probe_ranks"].columns
     rows = pd.DataFrame([{c: 0.25 for c in cols} | {"model": "m", "block": b, "rank": r, "probe_stop": "validation"}
                          for b in (1, 2) for r in (4, 16)])  # fmt: skip
-    save_table(rows, "probe_ranks", tmp_path)
-    first = (tmp_path / "probe_ranks.csv").read_bytes()
     save_table(rows.assign(seconds=[1.5, 2.5, 3.5, 4.5]), "probe_ranks", tmp_path)
+    first = (tmp_path / "probe_ranks.csv").read_bytes()
+    timings_first = (tmp_path / "timings" / "probe_ranks.csv").read_bytes()
+    save_table(rows.assign(seconds=[9.0, 9.0, 9.0, 9.0]), "probe_ranks", tmp_path)
     assert (tmp_path / "probe_ranks.csv").read_bytes() == first
+    assert (tmp_path / "timings" / "probe_ranks.csv").read_bytes() == timings_first  # the numbers' own run
     loaded, timings = load_table("probe_ranks", tmp_path), load_timings("probe_ranks", tmp_path)
     assert "seconds" not in loaded.columns and list(loaded.columns) == [c for c in cols if c != "seconds"]
     assert list(timings.columns) == ["model", "block", "rank", "seconds"]
     assert list(timings["seconds"]) == [1.5, 2.5, 3.5, 4.5]
+    save_table(rows.assign(gain=0.5, seconds=[9.0, 9.0, 9.0, 9.0]), "probe_ranks", tmp_path)  # new numbers
+    assert list(load_timings("probe_ranks", tmp_path)["seconds"]) == [9.0] * 4
     assert "seconds" not in labelled(rows).columns and "seconds" in rows.columns  # shown without, never changed
     steps = pd.DataFrame({"model": ["m"], "step": ["screening"], "seconds": [2.5], "evaluations": [3]})
     save_table(steps, "swap_timings", tmp_path)  # a table of timings goes to timings/ whole
@@ -110,3 +118,84 @@ def test_a_swapped_sets_name_is_read_back_as_text(tmp_path):
     assert load_table("swap_windows", tmp_path / "mixed")["swap"].tolist() == ["3", "11:ffn", "3r16", "1+3"]
     save_table(pd.DataFrame(rows[:1]), "swap_windows", tmp_path / "blocks")
     assert load_table("swap_windows", tmp_path / "blocks")["swap"].tolist() == ["3"]
+
+
+# ---- a rerun rewrites a table only when a value moves beyond its precision (issue 90) ----------------------------
+def _committed(name, tmp_path):
+    """Committed table `name` of results/default, copied to `tmp_path` as a run would find it, and read back."""
+    from linrec.base.files import project_root
+
+    committed = project_root(__file__) / "results" / "default" / f"{name}.csv"
+    (tmp_path / f"{name}.csv").write_bytes(committed.read_bytes())
+    return load_table(name, tmp_path)
+
+
+def _machine_noise(t, columns, size, seed=0):
+    """`t` with each value of `columns` moved by up to `size` of its own precision's scale, as another machine's
+    forward pass moves it (the issue's r2_lin: 0.297163242974 → 0.297163243606, 6.3e-10)."""
+    rng = np.random.default_rng(seed)
+    return t.assign(**{c: t[c] + rng.uniform(-size, size, len(t)) for c in columns})
+
+
+def test_a_rerun_within_the_stated_precision_leaves_the_stored_table_untouched_and_carries_its_numbers(tmp_path):
+    """Issue 90, item 1: notebook 02 rerun on another machine left r2_lin, r2_lin_summary and r2_moves modified in
+    the 9th–10th digit. A table computed within its columns' precision (R²: R2_PRECISION) is not written at all (the
+    file's bytes and mtime stay), and the frame the study carries on with holds the stored numbers, so a figure
+    drawn next is drawn from what the file says. Planted: `save_table` always rewriting (`agrees` returning False)
+    fails the mtime assert; `_hold` left out fails the carried numbers."""
+    import os
+
+    from linrec.base.tables import R2_PRECISION
+
+    stored = _committed("r2_lin", tmp_path)
+    path = tmp_path / "r2_lin.csv"
+    before, stamp = path.read_bytes(), path.stat().st_mtime_ns
+    os.utime(path, ns=(stamp - 10**9, stamp - 10**9))  # a rewrite within the clock's resolution still shows
+    stamp = path.stat().st_mtime_ns
+    r2 = ["r2_lin", "r2_lo", "r2_hi", "r2_train", "r2_ex_first", "r2_ex_first_lo", "r2_ex_first_hi"]
+    rerun = _machine_noise(stored, r2, R2_PRECISION / 2)
+    assert not np.array_equal(rerun["r2_lin"], stored["r2_lin"])
+    save_table(rerun, "r2_lin", tmp_path)
+    assert path.read_bytes() == before and path.stat().st_mtime_ns == stamp
+    assert np.array_equal(rerun["r2_lin"].to_numpy(), stored["r2_lin"].to_numpy())  # carries the stored numbers
+
+
+def test_a_real_change_rewrites_the_table(tmp_path):
+    """One value moved by 1e-3 (beyond every column's precision) rewrites the table, so `git status` shows it; so
+    does a value moved just beyond its precision, a new row, and a changed word. Planted: `agrees` returning True
+    (never rewriting) fails every assert here."""
+    from linrec.base.tables import PPL_PRECISION, R2_PRECISION
+
+    stored = _committed("r2_lin", tmp_path)
+    path = tmp_path / "r2_lin.csv"
+    moved = stored.copy()
+    moved.loc[3, "r2_lin"] += 1e-3
+    save_table(moved, "r2_lin", tmp_path)
+    assert load_table("r2_lin", tmp_path).loc[3, "r2_lin"] == pytest.approx(stored.loc[3, "r2_lin"] + 1e-3, abs=1e-12)
+    moved.loc[5, "r2_hi"] += 3 * R2_PRECISION  # just beyond
+    save_table(moved.copy(), "r2_lin", tmp_path)
+    assert load_table("r2_lin", tmp_path).loc[5, "r2_hi"] == pytest.approx(moved.loc[5, "r2_hi"], abs=1e-12)
+    save_table(moved.assign(corpus="code"), "r2_lin", tmp_path)
+    assert set(load_table("r2_lin", tmp_path)["corpus"]) == {"code"}
+    save_table(moved.head(4), "r2_lin", tmp_path)
+    assert len(load_table("r2_lin", tmp_path)) == 4 and path.exists()
+    swap = _committed("swap", tmp_path)  # ΔPPL: within 1.4e-4 kept, 1e-3 rewritten
+    before = (tmp_path / "swap.csv").read_bytes()
+    save_table(_machine_noise(swap, ["delta_ppl", "ppl_swapped"], PPL_PRECISION / 2).assign(seconds=1.0), "swap",
+               tmp_path)  # fmt: skip
+    assert (tmp_path / "swap.csv").read_bytes() == before
+    swap.loc[0, "delta_ppl"] += 1e-3
+    save_table(swap.assign(seconds=1.0), "swap", tmp_path)
+    assert (tmp_path / "swap.csv").read_bytes() != before
+
+
+def test_every_float_column_has_a_stated_precision_and_the_rules_read_as_documented():
+    """The precision of each column is one of PRECISION's rules, and docs/numerics.md states the three numbers."""
+    from linrec.base.files import project_root
+    from linrec.base.tables import FIT_PRECISION, PPL_PRECISION, R2_PRECISION, precision
+
+    assert precision("r2_lin").atol == R2_PRECISION and precision("delta_ppl").atol == PPL_PRECISION
+    assert precision("gain").atol == FIT_PRECISION and precision("cond_gram").rtol == 1e-4
+    assert precision("r2_trained_adam").atol == FIT_PRECISION and precision("ppl_base").atol == PPL_PRECISION
+    doc = (project_root(__file__) / "docs" / "numerics.md").read_text()
+    assert all(f"{v:g}" in doc for v in (R2_PRECISION, PPL_PRECISION, FIT_PRECISION))

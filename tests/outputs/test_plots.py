@@ -168,3 +168,33 @@ def test_pitfall_figure_marks_shortfalls_outside_its_axis(tmp_path):
     edge = [c for c in ax.collections if len(c.get_offsets()) and np.allclose(c.get_offsets()[:, 1], 10.0)]
     assert sum(len(c.get_offsets()) for c in edge) == 2
     assert ax.get_ylim()[1] > 10.0  # the edge is inside the axes
+
+
+def test_a_figure_redrawn_from_a_table_kept_within_precision_is_left_alone_and_a_real_change_redraws_it(tmp_path):
+    """Issue 90, item 1: a plain rerun of notebook 02 on another machine rewrote figures/fig2_r2_lin.{pdf,png} (the
+    PDF stores coordinates to 1e-10 pt, so R²_lin's 9th digit moves its bytes). The table kept within precision
+    hands its stored numbers on (`save_table`), the figure drawn from them comes out the same bytes, and `save` leaves
+    the files untouched (mtime too); a value moved by 1e-3 rewrites both. Planted: `save` always writing fails the
+    mtime assert; `save_table` not handing on its stored numbers (`_hold` left out) fails the PDF's bytes."""
+    import os
+
+    from linrec.base.tables import R2_PRECISION, save_table
+
+    (tmp_path / "r2_lin.csv").write_bytes((RESULTS / "r2_lin.csv").read_bytes())
+    stored = load_table("r2_lin", tmp_path)
+    stem = tmp_path / "figures" / "fig2_r2_lin"
+    plots_ceiling.fig2_r2_lin(stored, stem)
+    files = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    for f in files:
+        os.utime(f, ns=(10**18, 10**18))
+    before = [f.read_bytes() for f in files]
+    rng = np.random.default_rng(1)
+    r2 = ["r2_lin", "r2_lo", "r2_hi", "r2_ex_first", "r2_ex_first_lo", "r2_ex_first_hi"]
+    rerun = stored.assign(**{c: stored[c] + rng.uniform(-R2_PRECISION / 2, R2_PRECISION / 2, len(stored)) for c in r2})
+    save_table(rerun, "r2_lin", tmp_path)
+    plots_ceiling.fig2_r2_lin(rerun, stem)
+    assert [f.read_bytes() for f in files] == before and all(f.stat().st_mtime_ns == 10**18 for f in files)
+    rerun.loc[2, "r2_lin"] += 1e-3
+    save_table(rerun, "r2_lin", tmp_path)
+    plots_ceiling.fig2_r2_lin(rerun, stem)
+    assert files[1].read_bytes() != before[1] and files[1].stat().st_mtime_ns != 10**18

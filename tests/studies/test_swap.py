@@ -114,7 +114,7 @@ def test_the_study_writes_every_table_of_notebook_06_each_the_functions_table_on
     pd.testing.assert_frame_equal(result.swap_greedy, greedy)
     pd.testing.assert_frame_equal(result.swap_greedy_steps, pd.concat([r.steps for r in runs], ignore_index=True))
     pd.testing.assert_frame_equal(result.swap_timings, pd.concat([r.timings for r in runs], ignore_index=True))
-    assert result.swap_reload.to_dict("records") == [r.reload for r in runs]
+    pd.testing.assert_frame_equal(result.swap_reload, pd.DataFrame([r.reload for r in runs]), rtol=1e-11)
     v6a, v6b = RULE_6A(table, values, window_skew(result.swap_windows)), RULE_6B(predictors)
     for got, want in ((result.v6a, v6a), (result.v6b, v6b)):  # evidence compared as tables: NaN != NaN in a dict
         assert (got.claim, got.verdict, got.reason) == (want.claim, want.verdict, want.reason)

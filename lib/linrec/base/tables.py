@@ -10,10 +10,15 @@ The display labels a table is shown with are `linrec.outputs.results.labelled`'s
 
 from __future__ import annotations
 
+import io
+import warnings
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-from pandas.api.types import is_bool_dtype, is_numeric_dtype
+from pandas.api.types import is_bool_dtype, is_float_dtype, is_numeric_dtype
 
 from linrec.base.errors import LinrecError, StaleTableError
 from linrec.base.files import atomic_file
@@ -120,6 +125,13 @@ def save_table(df: pd.DataFrame, name: str, results_dir: str | Path) -> Path:
     """Write `df` as results table `name` (CSV, columns in registry order, floats to 12 significant digits); its
     timing columns go to `timings/<name>.csv` beside the row-naming columns (`ROW_KEYS`).
 
+    A stored table that agrees with `df` within the project's precision (`PRECISION`, `agrees`) is kept as it is,
+    its timings with it: a rerun on another machine, whose forward pass moves R²_lin in the 9th digit, leaves the
+    clone clean, and a value that moves beyond its precision rewrites the table. Either way `df` is left holding
+    the numbers the file holds (its float columns replaced in place by the stored values), so whatever is drawn or
+    judged from it next (a figure, a summary) is what a reader of the file gets, and a redrawn figure is the same
+    bytes (`linrec.outputs.plots.save` then leaves its files alone).
+
     Its columns must be exactly the registered ones: a renamed or extra column fails here."""
     spec = spec_of(name)
     got = list(df.columns)
@@ -131,14 +143,120 @@ def save_table(df: pd.DataFrame, name: str, results_dir: str | Path) -> Path:
         )
     path = table_path(name, results_dir)
     kept = list(result_columns(name))
-    with atomic_file(path) as tmp:
-        df[kept].to_csv(tmp, index=False, float_format=FLOAT_FORMAT)
-    timing = [c for c in spec.columns if c not in kept]
-    if timing:
-        keys = [c for c in kept if c in ROW_KEYS]
-        with atomic_file(timings_path(name, results_dir)) as tmp:
-            df[keys + timing].to_csv(tmp, index=False, float_format=FLOAT_FORMAT)
+    text = df[kept].to_csv(index=False, float_format=FLOAT_FORMAT)
+    new = _parse(text, name)
+    old = _stored(path, name)
+    if old is None or not agrees(name, new, old):
+        with atomic_file(path) as tmp:
+            tmp.write_text(text)
+        timing = [c for c in spec.columns if c not in kept]
+        if timing:
+            keys = [c for c in kept if c in ROW_KEYS]
+            with atomic_file(timings_path(name, results_dir)) as tmp:
+                df[keys + timing].to_csv(tmp, index=False, float_format=FLOAT_FORMAT)
+        old = new
+    _hold(df, old)
     return path
+
+
+# ---- when a rerun rewrites a table -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Precision:
+    """How far a number may move between two runs (two machines: docs/numerics.md, "What a rerun rewrites") before
+    its table is rewritten: |new − stored| ≤ atol + rtol·|stored|."""
+
+    columns: tuple[str, ...]  # column names or shell patterns (`fnmatch`); the first rule that matches applies
+    atol: float
+    rtol: float
+    why: str
+
+
+R2_PRECISION = 1e-8  # an R² of the float64 statistics (R²_lin, its interval, a move, a share): the forward pass's own
+PPL_PRECISION = 1.4e-4  # a perplexity, ΔPPL or per-token loss: float32 forward passes summed over windows
+FIT_PRECISION = 4.6e-6  # an R² or gain of a trained fit (probe, Adam/SGD baselines): a thousand steps amplify bits
+RELATIVE = 1e-8  # every other float (a count of tokens per parameter, a width), relative to itself
+
+# The rules, first match wins; every float column not named falls to the last one. Integers, true/false and text
+# must be equal.
+PRECISION = (
+    Precision(("cond_*", "*kappa*", "dynamic_range*", "ridge_alpha", "cond_lo", "cond_hi", "cond_well", "cond_ill"),
+              0.0, 1e-4, "a condition number: its smallest eigenvalue moves by κ times the Gram's own rounding"),
+    Precision(("p", "q", "*_p", "p_*", "*_p_holm", "z_*", "se_*", "*_se_*"), 1e-8, 1e-4,
+              "a p-value, z or standard error: a ratio of small differences, read to two digits"),
+    Precision(("*ppl*", "delta_*", "loss_*", "*_loss", "vs_map*", "vs_full*", "cost_*", "pseudo_skew", "full_minus*",
+               "*_share_of_cost*", "share_of_cost_at_first", "max_window_share", "test_delta*", "own_*", "jack_*",
+               "budget_ppl", "compute_saved"),
+              PPL_PRECISION, 0.0, "from a forward pass's per-token losses (ΔPPL, perplexity, a window's loss)"),
+    Precision(("r2_poly", "gain", "gain_*", "*_gain*", "r2_trained*", "r2_val", "r2_test", "*shortfall*",
+               "dose_short*", "dose_budget_short*", "dose_slope*", "dose_resid_sd", "quad_excess*", "*reach*",
+               "ceiling_excess", "r2_quad", "lookup_r2*", "auc*", "*_auc*", "distance*", "component*", "level*",
+               "shape*"),
+              FIT_PRECISION, 0.0, "a trained fit's R² or gain, or a statistic of trained models"),
+    Precision(("*",), R2_PRECISION, RELATIVE, "an R² of the float64 statistics, or any number derived from them"),
+)  # fmt: skip
+
+
+def precision(column: str) -> Precision:
+    """The rule (`PRECISION`) that says how far a float in `column` may move before its table is rewritten."""
+    return next(r for r in PRECISION if any(fnmatchcase(column, pattern) for pattern in r.columns))
+
+
+def agrees(name: str, new: pd.DataFrame, old: pd.DataFrame) -> bool:
+    """Whether table `name` as computed (`new`) says what the stored one (`old`) says: the same columns and rows,
+    text, integers and true/false equal, every float within its column's precision (`precision`; NaN where NaN).
+    A timing table (`TIMING_TABLES`) is compared on its other columns: its seconds differ on every run."""
+    if list(new.columns) != list(old.columns) or len(new) != len(old):
+        return False
+    for c in new.columns:
+        if is_timing(c):
+            continue
+        a, b = new[c], old[c]
+        if is_float_dtype(a) or is_float_dtype(b):
+            if not (is_numeric_dtype(a) and is_numeric_dtype(b)):
+                return False
+            x, y = a.to_numpy(dtype=float), b.to_numpy(dtype=float)
+            if not np.array_equal(np.isnan(x), np.isnan(y)):
+                return False
+            rule = precision(c)
+            finite = np.isfinite(x) & np.isfinite(y)
+            if not np.array_equal(x[~finite & ~np.isnan(x)], y[~finite & ~np.isnan(y)]):
+                return False  # ±inf where ±inf
+            if np.any(np.abs(x[finite] - y[finite]) > rule.atol + rule.rtol * np.abs(y[finite])):
+                return False
+        elif not a.astype(str).equals(b.astype(str)):
+            return False
+    return True
+
+
+def _read_options(name: str) -> dict:
+    spec = spec_of(name)
+    return {"keep_default_na": True,
+            "dtype": {c: str for c in spec.columns if is_block_list(c) or c in TEXT_IN.get(name, ())}}  # fmt: skip
+
+
+def _parse(text: str, name: str) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(text), **_read_options(name))
+
+
+def _stored(path: Path, name: str) -> pd.DataFrame | None:
+    """The stored table at `path` as `load_table` parses it, or None where there is none or it is not readable (it is
+    then rewritten)."""
+    try:
+        return _parse(path.read_text(), name) if path.is_file() else None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError):
+        return None
+
+
+def _hold(df: pd.DataFrame, stored: pd.DataFrame) -> None:
+    """Replace, in place, each float column of `df` by the stored table's values: what is drawn next is what the
+    file says."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a slice of another frame: its own copy changes, which is all that is read
+        for c in stored.columns:
+            if is_timing(c) or c not in df.columns or len(df) != len(stored):
+                continue
+            if is_float_dtype(df[c]) and is_numeric_dtype(stored[c]):
+                df[c] = stored[c].to_numpy(dtype=float)
 
 
 def load_table(name: str, results_dir: str | Path) -> pd.DataFrame | None:
@@ -155,11 +273,7 @@ def load_table(name: str, results_dir: str | Path) -> pd.DataFrame | None:
     if not path.is_file():
         raise LinrecError(f"{path} is not a regular file, so not a results table; remove it and {rerun}")
     try:
-        df = pd.read_csv(
-            path,
-            keep_default_na=True,
-            dtype={c: str for c in spec.columns if is_block_list(c) or c in TEXT_IN.get(name, ())},
-        )
+        df = pd.read_csv(path, **_read_options(name))
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as err:
         reason = "it is empty" if isinstance(err, pd.errors.EmptyDataError) else _first_line(err)
         raise LinrecError(f"{path} is not a results table linrec wrote ({reason}); {rerun}") from None

@@ -60,7 +60,16 @@ from linrec.base.progress import bar as progress_bar
 from linrec.base.progress import write as progress_write
 from linrec.collect.config import CAPTURE_VERSION, SPLITS, CaptureConfig, CaptureRun
 from linrec.collect.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
-from linrec.collect.reuse import compute_params, larger_capture, notice_short, say_cost, say_entry, say_rows, served
+from linrec.collect.reuse import (
+    Pace,
+    compute_params,
+    larger_capture,
+    notice_short,
+    say_cost,
+    say_entry,
+    say_rows,
+    served,
+)
 from linrec.collect.rows import FirstRows, RowSampler, first_moments
 from linrec.inputs.corpora import WindowCut, Windows, load_windows
 from linrec.inputs.hf import LoadedModel, check_context, check_device, input_device, model_dtype, no_tf32
@@ -204,7 +213,7 @@ def _run_capture(
     n_train_rows = len(windows.train) * windows.seq_len
     say_rows(config, len(windows.ids), n_train_rows, dims)  # a short corpus, too few rows: said before the pass
     threads = torch.get_num_threads() if all(d.type == "cpu" for d in devices) else None
-    say_cost(loaded.name, config, n_params, int(windows.ids.numel()), threads)  # checks passed: what it will cost
+    estimate = say_cost(loaded.name, config, n_params, int(windows.ids.numel()), threads)  # checks passed: its cost
     stats = {s: [Moments.zeros(dx, dy, dev) for (dx, dy), dev in probed] for s in SPLITS}
     # In one pass the first rows stay where each block's statistics are (copied to the host at the end); in block
     # groups, which exist to bound device memory, they go to the host as they come.
@@ -236,6 +245,7 @@ def _run_capture(
     for split, idx, offset in (("train", windows.train, 0), ("test", windows.test, len(windows.train))):
         batches += [(split, idx[i : i + batch_size], (offset + i) * T, i) for i in range(0, len(idx), batch_size)]
     mine = batches[rank::size]  # under torchrun: batch i on rank i mod N (linrec.stats.distributed)
+    pace = Pace(estimate if progress and rank == 0 else None, len(mine) * len(groups))  # revised by the measured pace
 
     def run(batch) -> None:
         split, idx, row0, position = batch
@@ -259,6 +269,7 @@ def _run_capture(
             for batch in (b for b in mine if b[0] == "train"):
                 run(batch)
                 bar.update()
+                pace.tick()
             merge_moments([stats["train"][i] for i in group])  # every rank: the whole train split, merged exactly
             if len(windows.test):  # this group's train split is complete: fit its blocks once
                 if size > 1:  # each rank holds its own train windows' first rows: every rank needs all of them
@@ -268,6 +279,7 @@ def _run_capture(
             for batch in (b for b in mine if b[0] == "test"):
                 run(batch)
                 bar.update()
+                pace.tick()
         if len(groups) > 1:  # a finished group leaves its device
             moved = [i for i in group if devices[i].type != "cpu"]
             for i in moved:

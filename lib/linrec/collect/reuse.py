@@ -29,6 +29,7 @@ n ≤ p no map can be fitted. The line names the fix: a larger corpus where the 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -139,8 +140,11 @@ def estimate_seconds(
     the same kind of device (those of this model that predate the record counted with its size), else
     `REFERENCE_SECONDS` (× `ROWS_COST` with rows); on an accelerator with no capture measured there, (None, why)."""
     rates = []
-    here = folder("capture")
-    for meta_file in here.glob("*/meta.json") if here.is_dir() else []:
+    try:
+        here = folder("capture")
+    except LinrecError:  # no cache folder (an uncreatable $LINREC_CACHE: `linrec.api` needs none): the reference rate
+        here = None
+    for meta_file in here.glob("*/meta.json") if here is not None and here.is_dir() else []:
         try:
             meta = unseal(meta_file)
             params = meta.get("compute_params") or (n_params if meta.get("model_label") == model_label else None)
@@ -165,13 +169,16 @@ def duration(seconds: float) -> str:
     return "about " + (f"{seconds / 60:.0f} min" if seconds >= 90 else f"{max(seconds, 1):.0f} s")
 
 
-def say_cost(model_label: str, config: CaptureConfig, n_params: int, tokens: int, threads: int | None = 1) -> None:
+def say_cost(
+    model_label: str, config: CaptureConfig, n_params: int, tokens: int, threads: int | None = 1
+) -> float | None:
     """The line said before a capture runs (one not in the cache, or asked for with --no-cache), once its plan has
     passed the memory and disk checks: what it is and about how long it will take, from the `tokens` its windows hold
     on `threads` CPU threads (None: an accelerator), and in a notebook's cell the quicker paths (`QUICKER`); by rank
-    0 alone under torchrun."""
+    0 alone under torchrun. Returns the estimate in seconds (None where none is made), which `Pace` revises once the
+    first batches show this machine's own pace."""
     if world()[0] != 0:
-        return
+        return None
     seconds, basis = estimate_seconds(model_label, n_params, tokens, threads, rows=config.sample_rows > 0)
     if seconds is None:
         took = f"time not estimated ({basis}"
@@ -186,6 +193,62 @@ def say_cost(model_label: str, config: CaptureConfig, n_params: int, tokens: int
         f"{count} parameters multiplied per token)",
         in_notebook=QUICKER,
     )
+    return seconds
+
+
+# The estimate is revised where the measured pace says otherwise: after FIRST_LOOK batches (the first, which carries
+# the warm-up, is left out of the pace), and again at each doubling of the batches done, one line each time the
+# revised time is off the last said one by more than REVISE of it (off by more than half: under 0.5× or over 1.5×).
+FIRST_LOOK = 3
+REVISE = 0.5
+
+
+class Pace:
+    """The estimate said before a capture (`say_cost`), revised by the pace its batches run at: `tick()` after each
+    batch; after `FIRST_LOOK` of them, and at 2×, 4×, … as many, the remaining batches are timed at the pace measured
+    since the first one ended, and where the total that makes differs from the last time said by more than `REVISE`
+    of it, one line says the measured pace and the revised time (`notice`). On a machine busy with other work, a
+    capture estimated at "about 76 s" that will take 6:30 says so after its first batches, not at the end.
+    `clock` is the seconds counter (a test passes a fake one)."""
+
+    def __init__(self, estimate: float | None, total: int, clock=time.perf_counter, say=None):
+        self.said, self.total, self.clock = estimate, total, clock
+        self.say = say or notice
+        self.t0 = clock()
+        self.first_done: float | None = None
+        self.done = 0
+        self.look = FIRST_LOOK
+        self.revisions: list[float] = []  # every revised total said, in seconds
+
+    def revised(self) -> float | None:
+        """The total seconds the batches done so far point to (elapsed + the rest at the measured pace), or None
+        before two batches are done."""
+        if self.done < 2 or self.first_done is None:
+            return None
+        now = self.clock()
+        per_batch = (now - self.first_done) / (self.done - 1)
+        return (now - self.t0) + per_batch * (self.total - self.done)
+
+    def tick(self, n: int = 1) -> None:
+        self.done += n
+        if self.first_done is None:
+            self.first_done = self.clock()
+        if self.done < self.look or self.done >= self.total:
+            return
+        self.look *= 2
+        total = self.revised()
+        if total is None or self.said is None:
+            return
+        if abs(total - self.said) > REVISE * self.said:
+            elapsed = self.clock() - self.t0
+            pace = (self.clock() - self.first_done) / (self.done - 1)
+            self.say(
+                f"measured pace: {pace:.1f} s a batch over {self.done} of {self.total} batches ({elapsed:.0f} s so "
+                f"far); revised: {duration(total)} in all, {duration(total - elapsed)} left (it was "
+                f"{duration(self.said)})"
+            )
+            self.said = total
+            self.revisions.append(total)
 
 
 def rows_problem(config: CaptureConfig, n_windows: int, n_train_rows: int, d: int) -> tuple[str, bool] | None:

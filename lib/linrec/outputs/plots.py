@@ -11,6 +11,7 @@ a script or test without a display gets matplotlib's own headless default.
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -32,14 +33,22 @@ DPI = 150  # the PNGs' resolution: the HTML report shows each at its drawn size,
 
 def save(fig, stem: str | Path) -> list[Path]:
     """Write `fig` to `stem`.png (DPI) and `stem`.pdf, without a creation date, once its point labels are placed
-    clear of the data and of each other (`declutter`); returns the paths."""
+    clear of the data and of each other (`declutter`); returns the paths.
+
+    A file whose bytes would not change is left alone (not even touched): a rerun that draws the same figure, from
+    tables kept because they agree within the project's precision (`linrec.base.tables.save_table`), leaves the
+    clone clean."""
     declutter(fig)
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
     for p in paths:
+        drawn = io.BytesIO()
+        fig.savefig(drawn, format=p.suffix[1:], dpi=DPI, bbox_inches="tight", metadata=_METADATA[p.suffix])
+        if p.is_file() and p.read_bytes() == drawn.getvalue():
+            continue
         with atomic_file(p) as tmp:  # whole or not at all; a full disk is one line naming the file
-            fig.savefig(tmp, format=p.suffix[1:], dpi=DPI, bbox_inches="tight", metadata=_METADATA[p.suffix])
+            tmp.write_bytes(drawn.getvalue())
     return paths
 
 
