@@ -525,3 +525,30 @@ def test_a_twin_is_degenerate_only_beyond_the_gap_to_the_ulp():
         "below": False, "at": False, "above": True}  # fmt: skip
     assert {k: RULE_2A(t).verdict for k, t in tables.items()} == {
         "below": REPRODUCED, "at": REPRODUCED, "above": NOT_REPRODUCED}  # fmt: skip
+
+
+def test_the_seeds_verdict_needs_every_pair_not_most():
+    """Three comparisons of each kind, two of them one way and the third not: "learned" needs every run's distance to
+    its step 0 to differ (two of three: inconclusive), "individual to each run" every init-seed pair to differ in
+    shape (two of three: seed to seed inconclusive), and what GELU against SwiGLU sets every variant pair (two of
+    three: inconclusive); all three: decided. Planted: `all(w == word for w in words)` → `2 * sum(w == word for w in
+    words) > len(words)` in linrec.claims.learned._all fails (most → reproduced)."""
+
+    def table(trained=("differ",) * 3, seed_shapes=("agree",) * 3, variant_shapes=("agree",) * 3):
+        rows = [_cmp("trained vs init", w, "differ", "agree") for w in trained]
+        rows += [_cmp("seed", "agree", "agree", s) for s in seed_shapes]
+        return pd.DataFrame(rows + [_cmp("variant", "differ", "agree", s) for s in variant_shapes])
+
+    cases = [
+        (table(trained=("differ", "differ", "agree")), "inconclusive", NOT_TESTABLE),
+        (table(trained=("differ", "agree", "differ")), "inconclusive", NOT_TESTABLE),
+        (table(seed_shapes=("differ", "differ", "agree")), "learned; seed to seed inconclusive", NOT_TESTABLE),
+        (table(seed_shapes=("differ",) * 3), "learned, individual to each run", REPRODUCED),
+        (table(variant_shapes=("differ", "agree", "differ")), "learned; GELU against SwiGLU inconclusive",
+         NOT_TESTABLE),
+        (table(variant_shapes=("differ",) * 3), "learned; architecture sets the shape", PARTLY),
+        (table(), "learned, the same for both variants", REPRODUCED),
+    ]  # fmt: skip
+    for t, word, c2 in cases:
+        got = seeds_verdict(t)
+        assert (got["word"].split("; init seed")[0], got["claim2a"]) == (word, c2)

@@ -201,3 +201,31 @@ def test_profile_summary_judges_the_profile_without_the_first_position_on_its_ow
     assert s["max_jump_disjoint"] == pytest.approx(0.7) and s["direction_changes_disjoint"] == 2
     assert s["max_jump_disjoint_ex_first"] == 0.0 and s["direction_changes_disjoint_ex_first"] == 0  # overlapping
     assert s["r2_ex_first_min"] == 0.45
+
+
+@pytest.mark.parametrize(
+    "passes, word",
+    [
+        ((True, True, True), "holds on every sample"),
+        ((True, True, False), "sample-dependent"),
+        ((False, True, False), "sample-dependent"),
+        ((False, False, False), "fails on every sample"),
+    ],
+)
+def test_replication_holds_on_every_sample_not_most(monkeypatch, passes, word):
+    """`replication_summary`'s word over three samples of text: "holds on every sample" only if claim 1 holds on all
+    three; two of three is sample-dependent. Claim 1's own verdict per sample is stubbed (planted per sample): only
+    the word is under test. Planted: `"holds on every sample" if all(passes)` → `if 2 * sum(passes) > len(passes)` in
+    linrec.claims.profile.replication_summary fails (two of three → holds)."""
+    import linrec.claims.profile as profile
+    from linrec.claims.profile import replication_summary
+    from linrec.claims.rules import Verdict
+
+    monkeypatch.setattr(profile, "profile_summary", lambda g: g)
+    monkeypatch.setattr(
+        profile, "verdict_1", lambda s: Verdict(1, REPRODUCED, [{"passes": passes[s["sample"].iloc[0]]}])
+    )
+    reps = pd.DataFrame([{"model": "m", "sample": k, "block": b, "r2_lin": 0.5 + 0.1 * b + 0.01 * k, "r2_lo": 0.4,
+                          "r2_hi": 0.9} for k in range(3) for b in range(4)])  # fmt: skip
+    got = replication_summary(reps).iloc[0]
+    assert got["replication"] == word and got["n_claim1_passes"] == sum(passes) and got["n_samples"] == 3

@@ -431,3 +431,27 @@ def test_the_holm_family_of_6b_is_each_models_screened_predictors_by_hand():
         assert t.loc[t["runs_swapped_model"], ["p_holm", "partial_p_holm"]].isna().all().all()
     real = p[(p["model"] == "a") & ~p["runs_swapped_model"]]
     assert (real["p_holm"] < np.minimum(4 * real["p"], 1.0) - 1e-12).any()  # the step-down is not Bonferroni here
+
+
+def test_claim6a_is_reproduced_only_if_every_model_holds_not_most():
+    """Three models: all three hold → reproduced; two hold, one fails → partly; two fail and one undecided → not
+    testable (not "not reproduced"); all three fail → not reproduced. Planted: `all(o == "holds" …)` → most, or
+    `all(o == "fails" …)` → most, in linrec.claims.swap.verdict_6a fails."""
+    b = CLAIM6_BUDGET
+
+    def at(hi, lo, model):
+        return _swap([(hi + lo) / 2, 9.0], [0.5, 0.5], model).assign(delta_lo=[lo, 8.9], delta_hi=[hi, 9.1])
+
+    kinds = {"holds": (b / 2, 0.0), "fails": (3.0, 2.0), "undecided": (b + 0.5, 0.5)}
+
+    def verdict(*outcomes):
+        models = [f"m{k}" for k in range(len(outcomes))]
+        swap = pd.concat([at(*kinds[o], m) for o, m in zip(outcomes, models)])
+        v = verdict_6a(swap, pd.concat([_values([0.1, 5.0], m) for m in models]))
+        assert [e["outcome"] for e in v.evidence] == list(outcomes)
+        return v.verdict
+
+    assert verdict("holds", "holds", "holds") == REPRODUCED
+    assert verdict("holds", "holds", "fails") == PARTLY
+    assert verdict("fails", "undecided", "fails") == NOT_TESTABLE
+    assert verdict("fails", "fails", "fails") == NOT_REPRODUCED

@@ -288,3 +288,15 @@ def test_the_pooled_row_is_powered_at_exactly_the_blocks_it_needs():
     tables = edge_tables(lambda need: summary.assign(n_needed=np.where(pool, need, summary["n_needed"])), n_blocks)
     got = {k: bool(pooled_claims(t, None, None).set_index("claim").loc["3", "powered"]) for k, t in tables.items()}
     assert got == {"below": True, "at": True, "above": False}
+
+
+def test_learned_needs_every_run_to_move_not_most():
+    """`learned`: True only if every run's trained-vs-init distance differs, False only if every one agrees; two of
+    three either way is undecided (None). Planted: `all(w == "differ" …)` → most, or `all(w == "agree" …)` → most, in
+    linrec.claims.zoo.learned fails."""
+    from linrec.claims.zoo import learned
+
+    assert learned(_learned("differ", "differ", "differ")) is True
+    assert learned(_learned("agree", "agree", "agree")) is False
+    for outcomes in (("differ", "differ", "agree"), ("agree", "differ", "agree"), ("agree", "agree", "differ")):
+        assert learned(_learned(*outcomes)) is None, outcomes
