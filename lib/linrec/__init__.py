@@ -5,13 +5,17 @@ The package's folders are its layers, lowest first; a module imports only from i
 
     base/      errors · files (manifests, atomic writes) · cache (get-or-compute, list, prune) · threads · progress
                · params (a declared parameter: its type, one default, what it does)
+               · constraints (a Python argument's rule, checked before any work)
+               · voice (errors and notices in Python's words; notices as warnings)
                · registry (every results table) · tables (written and read through it)
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
                · jackknife (intervals over held-out windows)
     inputs/    sites (where each FFN is) · offline (what can be fetched and named; no torch) · corpora · fetching · hf
                · source (how a model is given, parsed once)
                · models (load any model) · surgery · training · training_text (its texts, split; the tokenizer)
-               · train_settings (no torch) · layouts (GPT-2, Pythia, llama rows) · plateau (the plateau rule)
+               · train_settings (no torch)
+               · memory (a model and texts handed over in Python: strings, a Dataset, token ids; checked)
+               · layouts (GPT-2, Pythia, llama rows) · plateau (the plateau rule)
                · quant_noise (one more GGUF-sized rounding error, drawn)
     collect/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · rows (the row sample on disk, the first positions)
@@ -23,7 +27,9 @@ The package's folders are its layers, lowest first; a module imports only from i
                · routing (per-token: FFN or map) · token_context (token or context?) · healing (swap, fine-tune)
                · controls (2a) · memo (evaluations kept in the cache, so a killed run resumes)
                · decomposition (2b: weights or inputs) · seeds
-               · factors (what sets a profile: layout, text, seed) · zoo (the pipeline on every trained model)
+               · factors (what sets a profile: layout, text, seed)
+               · fitted (`linrec.capture`'s fitted pass: maps, table, swaps, the swapped model, plot)
+               · zoo (the pipeline on every trained model)
                · quant (R²_lin and perplexity under a second quantisation error)
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
                · bands (2b at every cross band)
@@ -45,13 +51,15 @@ The package's folders are its layers, lowest first; a module imports only from i
     api.py     measure · swap · capture (a model already loaded in Python; above every folder)
 
 `linrec.measure`, `linrec.swap` and `linrec.capture` are `linrec.api`'s functions (a model already loaded in Python),
-imported when first asked for, so `import linrec` stays light (no torch).
+imported when first asked for, so `import linrec` stays light (no torch). Their errors are `LinrecError`s (a bad
+argument's also a ValueError or TypeError: `LinrecValueError`, `LinrecTypeError`), their notices `LinrecWarning`s.
 """
 
-from linrec.base.errors import LinrecError
+from linrec.base.errors import LinrecError, LinrecTypeError, LinrecValueError, LinrecWarning
 
 __version__ = "0.1.0"
-__all__ = ["LinrecError", "__version__", "capture", "measure", "swap"]
+__all__ = ["LinrecError", "LinrecTypeError", "LinrecValueError", "LinrecWarning", "__version__", "capture", "measure",
+           "swap"]  # fmt: skip
 
 _API = ("capture", "measure", "swap")
 

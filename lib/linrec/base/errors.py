@@ -1,7 +1,9 @@
-"""One exception type for every user-facing failure (and its one subtype a reader may step over, a stale results
-table): its message is one line that names the fix. And what the machine refuses (a full disk, a read-only file
-system, a denied permission), raised or wrapped by a library: found (`os_error`) and said in one line naming the path
-and the fix (`refused_line`; `linrec.base.files.writing` turns it into a LinrecError around every write)."""
+"""One exception type for every user-facing failure (and its subtypes: a bad argument's value or type, also a
+ValueError or TypeError, and a stale results table a reader may step over): its message is one line that names the
+fix; and the warning a notice is said as from Python (`LinrecWarning`). And what the machine refuses (a full disk, a
+read-only file system, a denied permission), raised or wrapped by a library: found (`os_error`) and said in one line
+naming the path and the fix (`refused_line`; `linrec.base.files.writing` turns it into a LinrecError around every
+write)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,22 @@ import re
 
 class LinrecError(RuntimeError):
     """A bad input or an unusable result; `str(err)` is a one-line message that says what to do."""
+
+
+class LinrecValueError(LinrecError, ValueError):
+    """An argument of the right type with a value linrec cannot use (`tokens=2.5`, `blocks=[0, 0]`, `batch_size=0`,
+    ids past the model's vocabulary, a model on the meta device): also a ValueError, for code that catches those."""
+
+
+class LinrecTypeError(LinrecError, TypeError):
+    """An argument of the wrong type (`tokens=True`, `blocks=["12"]`, `texts=[None]`, a model name for a model): also a
+    TypeError, for code that catches those."""
+
+
+class LinrecWarning(UserWarning):
+    """A notice said on the way (a corpus shorter than asked, train rows too few for the width, documents joined with
+    no EOS token between them): a warning, so `warnings.filterwarnings("ignore", category=LinrecWarning)` or
+    `warnings.catch_warnings` handle it as any other (`linrec.api`)."""
 
 
 class StaleTableError(LinrecError):

@@ -284,9 +284,10 @@ BOS_MODES = ("auto", "yes", "no")  # make_windows: the tokenizer's habit, always
 SPLITS = ("windows", "documents")  # make_windows: what is held out, a seeded share of windows or of whole documents
 
 
-def token_stream(docs: list[str], tokenizer, limit: int, starts: list[int] | None = None) -> list[int]:
+def token_stream(docs: list, tokenizer, limit: int, starts: list[int] | None = None) -> list[int]:
     """Documents tokenised without special tokens, joined by EOS, up to `limit` tokens. `starts`, where given, gets
-    each document's first position in the stream (after the EOS that precedes it)."""
+    each document's first position in the stream (after the EOS that precedes it). A document given as token ids (a
+    list of ints: `linrec.api`'s ids) is taken as it is, joined by EOS like the others."""
     eos = getattr(tokenizer, "eos_token_id", None)
     stream: list[int] = []
     for doc in docs:
@@ -294,6 +295,11 @@ def token_stream(docs: list[str], tokenizer, limit: int, starts: list[int] | Non
             stream.append(eos)
         if starts is not None:
             starts.append(len(stream))
+        if not isinstance(doc, str):  # token ids, already the model's
+            stream.extend(doc[: max(limit - len(stream), 0)])
+            if len(stream) >= limit:
+                return stream[:limit]
+            continue
         for piece in _pieces(doc):  # ~64 kB at a time, so a huge single-document corpus stays cheap
             # verbose=False: the stream is cut into windows later, so a piece longer than the model's context is fine
             stream.extend(tokenizer(piece, add_special_tokens=False, verbose=False).input_ids)
