@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     import pandas
 
 __all__ = ["CONSTRAINTS", "BlockMap", "Fit", "Settings", "capture", "measure", "python_words", "swap", "windows_of"]
+_loaded = loaded_of  # its name before `linrec.inputs.memory` (tests/analyses/test_quant.py imports it)
 
 
 @dataclass(frozen=True)
