@@ -460,7 +460,9 @@ def test_capture_once_read_the_table_swap_two_blocks_save_and_reload(planted, te
     with `linrec.inputs.surgery.load_swapped` and get the same perplexity. Before, `measure` then `swap` captured
     twice and no swapped model came back. Planted: a swap that captures again forwards the train windows and fails
     here."""
-    from linrec.inputs.surgery import load_swapped
+    import json
+
+    from linrec.inputs.surgery import SWAPS_FILE, load_swapped, save_swapped
 
     tok = tiny_tokenizer()
     with forwards(planted) as pass_calls:
@@ -488,8 +490,13 @@ def test_capture_once_read_the_table_swap_two_blocks_save_and_reload(planted, te
     assert type(planted.transformer.h[1].mlp).__name__ == "GPT2MLP"
     saved = fit.save(tmp_path / "swapped", blocks=[0, 1])
     reloaded = load_swapped(saved)
-    assert reloaded.name == str(saved) and _ppl(reloaded.model, test_ids) == pytest.approx(_ppl(swapped, test_ids),
-                                                                                           rel=1e-9)  # fmt: skip
+    assert reloaded.name == str(saved)
+    assert _ppl(reloaded.model, test_ids) == pytest.approx(_ppl(swapped, test_ids), rel=1e-9)
+    as_it_stands = load_swapped(save_swapped(swapped, tok, {}, tmp_path / "as_it_stands"))  # the copy itself, saved
+    assert _ppl(as_it_stands.model, test_ids) == pytest.approx(_ppl(swapped, test_ids), rel=1e-9)
+    records = [json.loads((d / SWAPS_FILE).read_text())["swaps"] for d in (saved, tmp_path / "as_it_stands")]
+    linear, mlp = 32 * 32 + 32, 2 * 32 * 128 + 128 + 32  # the planted Linear; GPT-2's MLP, d = 32, hidden 4d
+    assert [[(r["block"], r["params_ffn"]) for r in rec] for rec in records] == [[(0, linear), (1, mlp)]] * 2
 
 
 def test_a_blocks_map_is_the_planted_linear_and_an_independent_least_squares_fit(planted, texts):

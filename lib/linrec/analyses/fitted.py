@@ -208,8 +208,9 @@ class Fit:
     def swapped_model(self, blocks: Sequence[int] | None = None) -> torch.nn.Module:
         """A copy of the model (`copy.deepcopy`: memory for a second one) with the FFN of each block of `blocks`
         (None: the fit's `blocks`) replaced by its affine map (`linrec.inputs.surgery.AffineFFN`); the model itself
-        is left as it is. Its perplexity on the held-out windows is `joint(blocks)`'s `ppl`. To write it as
-        `linrec swap --save` does, use `save`."""
+        is left as it is. Its perplexity on the held-out windows is `joint(blocks)`'s `ppl`. It is written as
+        `linrec swap --save` writes by `save`, or as it stands by ``linrec.inputs.surgery.save_swapped(swapped,
+        tokenizer, {}, directory)`` (each map records the parameters of the FFN it replaced)."""
         with in_python_words():
             mods = self._modules(blocks)
             model = copy.deepcopy(self.loaded.model)

@@ -237,10 +237,12 @@ def save_swapped(
 
     Swaps compose: a model that already holds affine maps (one `load_swapped` read back) is saved with those maps and
     `swaps` on top, all of them in the record (a block in `swaps` that already holds a map gets the new one), so a
-    re-swapped save loads to the logits of the model it was written from. `sites`: the model's FFN sites, where the
+    re-swapped save loads to the logits of the model it was written from; with no `swaps`, a model that holds maps
+    already (`linrec.analyses.fitted.Fit.swapped_model`) is saved as it is. `sites`: the model's FFN sites, where the
     caller has them (`LoadedModel.sites`)."""
 
-    if not swaps:
+    sites = find_ffn_sites(model) if sites is None else sites
+    if not swaps and not any(isinstance(installed(model, s), AffineFFN) for s in sites):  # `linrec.api`'s swapped
         raise LinrecError("nothing to save: no block is swapped; choose blocks (--blocks) or raise --budget-ppl")
     positional = [i for i, m in swaps.items() if isinstance(m, FirstPositionSwap)]
     if positional:
@@ -251,7 +253,6 @@ def save_swapped(
     not_affine = [i for i, m in swaps.items() if not isinstance(m, AffineFFN)]
     if not_affine:
         raise LinrecError(f"blocks {not_affine}: only AffineFFN swaps can be saved; build them with AffineFFN.from_fit")
-    sites = find_ffn_sites(model) if sites is None else sites
     bad = [i for i in swaps if not 0 <= i < len(sites)]
     if bad:
         raise LinrecError(f"blocks {bad} do not exist; this model has blocks 0..{len(sites) - 1}")
