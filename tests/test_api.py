@@ -380,6 +380,9 @@ def test_ids_outside_the_vocabulary_a_meta_model_and_a_shared_mlp_are_refused_be
          "token id -1", model=model)  # fmt: skip
     _bad(lambda: linrec.measure(model, tiny_tokenizer(), torch.rand(1200), **SMALL), TypeError, "not of token ids",
          model=model)  # fmt: skip
+    head_less = _bad(lambda: linrec.swap(model.transformer, tiny_tokenizer(), texts, **SMALL), ValueError,
+                     "causal LM with its head", model=model)  # fmt: skip
+    assert "linrec.measure" in head_less  # checked before the pass, though `blocks` is left to its default
     with torch.device("meta"):
         ghost = transformers.GPT2LMHeadModel(make_tiny_model("gpt2").config)
     _bad(lambda: linrec.measure(ghost, tiny_tokenizer(), texts, **SMALL), ValueError, "meta device")
@@ -581,6 +584,8 @@ def test_the_joint_swap_has_a_home_that_concat_keeps(planted, texts):
     merged = table.merge(fit.table()[["block", "cond_gram"]], on="block")
     assert fit.joint([0, 1]) == table.attrs["joint"] and fit.joint([1, 0])["blocks"] == [0, 1]
     assert merged.attrs.get("joint") in (None, table.attrs["joint"])  # whatever pandas keeps, the fit has it
+    assert "joint" not in fit.swap().attrs  # blocks left to their default: each alone, as `linrec swap` without
+    # --blocks
 
 
 def test_plot_draws_the_profile_with_its_intervals(planted, texts):

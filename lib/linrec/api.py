@@ -251,7 +251,7 @@ def swap(model, tokenizer, texts, blocks=None, **options) -> pandas.DataFrame:
         merge cannot drop).
     """
     settings = _settings(swap, model, tokenizer, texts, blocks, **options)
-    fit = _fit(model, tokenizer, texts, replace(settings, blocks=None), swap_blocks=settings.blocks)
+    fit = _fit(model, tokenizer, texts, settings, swap=True)
     return fit.swap(settings.blocks, first=settings.first, test_windows=settings.test_windows)
 
 
@@ -281,17 +281,16 @@ swap.__signature__ = _signature(True, "pandas.DataFrame")
 capture.__signature__ = _signature(False, "Fit")
 
 
-def _fit(model, tokenizer, texts, s: Settings, swap_blocks: list[int] | None = None) -> Fit:
+def _fit(model, tokenizer, texts, s: Settings, swap: bool = False) -> Fit:
     """`capture` of checked settings `s`: every other check (the model, its blocks, the device, the windows and
-    their ids) before the pass, then the pass. `swap_blocks`: `swap`'s blocks (None: not a swap), checked against the
-    model before the pass, which is then checked for a head too."""
+    their ids) before the pass, then the pass. `swap`: for `linrec.swap`, whose model needs its head (checked before
+    the pass too) and whose `blocks` are the ones to swap, not the fit's."""
     with speaking(s.progress):
         with checking():
             loaded = loaded_of(model, tokenizer, s.name)
-            if swap_blocks is not None or s.first != Settings.first:
+            if swap:
                 check_causal(loaded)
-            for given in (s.blocks, swap_blocks):
-                check_exist(given, len(loaded.sites))
+            check_exist(s.blocks, len(loaded.sites))
             dtype = str(next(loaded.model.parameters()).dtype).removeprefix("torch.")
             config = CaptureConfig(loaded.name, texts if isinstance(texts, str) else TEXTS, s.seq_len, s.tokens,
                                    sample_rows=0, dtype=dtype,
@@ -304,4 +303,4 @@ def _fit(model, tokenizer, texts, s: Settings, swap_blocks: list[int] | None = N
             check_vocabulary(windows, loaded.model)
         with running(loaded.model, device):
             made = run_capture(loaded, windows, config, batch_size=s.batch_size, progress=s.progress)
-    return Fit(made, loaded, windows, s.blocks, device, s.batch_size, s.progress)
+    return Fit(made, loaded, windows, None if swap else s.blocks, device, s.batch_size, s.progress)

@@ -164,8 +164,9 @@ class Fit:
     def swap(self, blocks: Sequence[int] | None = None, *, first: str | Sequence[str] = "map",
              test_windows: int | None = None) -> pandas.DataFrame:  # fmt: skip
         """`linrec.swap`'s table on this pass's held-out windows: each block of `blocks` (None: the fit's `blocks`)
-        swapped alone for its map; with two or more and ``first="map"``, also together (``attrs["joint"]``, and
-        `joint`). Only the held-out windows are run (once unswapped, once per swap); the corpus is not passed again.
+        swapped alone for its map; with two or more named and ``first="map"``, also together (``attrs["joint"]``,
+        and `joint`; as `linrec swap --blocks`). Only the held-out windows are run (once unswapped, once per
+        swap); the corpus is not passed again.
 
         Parameters
         ----------
@@ -181,7 +182,7 @@ class Fit:
             study = self._study(checked["test_windows"])
             with running(self.loaded.model, self._device):
                 table = study.heldout.table(chosen, first=checked["first"])
-                if len(chosen) > 1 and checked["first"] == "map":
+                if checked["blocks"] is not None and len(chosen) > 1 and checked["first"] == "map":
                     table.attrs["joint"] = study.heldout.joint(sorted(chosen))
         return table
 
