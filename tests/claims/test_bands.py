@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from linrec.analyses.decomposition import two_factor_shares
-from linrec.claims.bands import CLAIM2B_MIN_BAND, band_table, band_word, bands_text, covered, sign_word
+from linrec.claims.bands import CLAIM2B_MIN_BAND, band_table, band_word, bands_text, covered, lean_word, sign_word
 from linrec.claims.learned import RULE_2B, T_2B, verdict_2b
 from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
@@ -137,6 +137,69 @@ def test_bands_text_lists_the_deciding_bands_and_folds_a_run_of_three():
     assert bands_text(_bands(*"0++")) == "band 2 +0.30 [0.10, 0.50]; band 3 +0.30 [0.10, 0.50]"
     assert bands_text(_bands(*"0---")) == "bands 2–4 each below 0 (-0.30 to -0.30, upper bounds up to -0.10)"
     assert bands_text(_bands(*"+000")) == "bands 2–4 each includes 0 (+0.00 to +0.00, intervals within [-0.10, 0.10])"
+
+
+@pytest.mark.parametrize(
+    "signs, word, vetoed_by",
+    [
+        ("0++0+", "weights", "band 4"),  # 3 of the 4 bands ≥ 2 above 0, none below: band 4 vetoes the strict word
+        ("0+00++", "weights", "bands 3–4"),
+        ("0++0", "weights", "band 4"),  # 2 of 3: more than half
+        ("0+0", "undecided", ""),  # 1 of 2: exactly half is not a majority
+        ("0+00", "undecided", ""),
+        ("0-0--", "inputs", "band 3"),
+        ("0++-+", "undecided", ""),  # a band below 0: the bands point both ways
+        ("0000", "undecided", ""),
+        ("+", None, ""),  # no band ≥ 2
+    ],
+)
+def test_a_model_s_word_at_most_bands_names_the_bands_that_veto_it(signs, word, vetoed_by):
+    """Issue 87, item 5: a model's sign at more than half of the bands ≥ 2 and the other sign at none is its word at
+    most bands, the bands whose interval includes 0 named. Planted: `2 * count > len` as `>=` (exactly half would
+    decide) and the opposite-sign check dropped (a band below 0 would be outvoted): each fails a row here."""
+    assert lean_word(_bands(*signs)) == (word, vetoed_by)
+
+
+@pytest.mark.parametrize(
+    "models, verdict, said",
+    [
+        # full profile's pattern: each model decided at most bands, the two the other way round, a third undecided
+        (
+            {"a": "0+0++", "b": "0-0--", "c": "000"},
+            PARTLY,
+            "weights in a (band 3 includes 0), inputs in b (band 3 includes 0), c undecided",
+        ),
+        (
+            {"a": "0++0+", "b": "0+00++"},
+            PARTLY,  # every word vetoed by a band: at most partly, never reproduced
+            "weights in a (band 4 includes 0), weights in b (bands 3–4 include 0)",
+        ),
+        ({"a": "0-0--", "b": "0000"}, NOT_REPRODUCED, "inputs in a (band 3 includes 0), b undecided"),
+        ({"a": "0+0", "b": "0-0"}, NOT_TESTABLE, None),  # half the bands each: no word even at most bands
+    ],
+)
+def test_models_decided_at_most_bands_give_a_verdict_that_says_so_per_model(models, verdict, said):
+    """Issue 87, item 5: the full profile's 2b was 'not testable' while SmolLM2 was weights-driven at 27 of 28 bands
+    and Gemma-3 inputs-driven at 14 of 16, each vetoed by a band including 0. Where no model is decided at every
+    band, each model's word at most bands decides (at most partly), and the reason names every model's word and the
+    vetoing bands. Planted: the lean words not read (the first three rows give not testable), and the cap dropped
+    (the second row gives reproduced)."""
+    dec = pd.concat([_dec(m) for m in models], ignore_index=True)
+    bands = pd.concat([_bands(*s, model=m) for m, s in models.items()], ignore_index=True)
+    v = verdict_2b(dec, bands)
+    assert v.verdict == verdict
+    assert [e["outcome"] for e in v.evidence] == ["undecided"] * len(models)
+    if said:
+        assert v.reason.endswith(f"read at most bands: {said}")
+
+
+def test_a_strict_decision_is_never_read_at_most_bands():
+    """Where some model is decided at every band, the strict tally stands and no lean word is read (a majority of
+    bands can only speak where every model is undecided)."""
+    dec = pd.concat([_dec(m) for m in "ab"], ignore_index=True)
+    bands = pd.concat([_bands(*"+++", model="a"), _bands(*"0-0--", model="b")], ignore_index=True)
+    v = verdict_2b(dec, bands)
+    assert v.verdict == PARTLY and v.reason == "" and all("lean" not in e for e in v.evidence)
 
 
 @pytest.mark.parametrize("signs", ["0++0", "0++-", "0+0+", "0--0", "0-+-"])

@@ -163,3 +163,24 @@ def test_the_regime_story_counts_every_block_once_and_names_what_claim_4_rests_o
         assert line.startswith(f"{model}: of {len(t)} blocks") and f"; {neither} (" in line
         for b in t.loc[t["regime"] == "outlier-concentrated", "block"]:
             assert f"block {b} (explained part's effective rank" in line
+
+
+def test_claim4_is_not_testable_where_no_block_could_be_outlier_concentrated():
+    """Issue 87, item 6: no zoo block has a massive feature or a concentrated output, so '0 outlier-concentrated'
+    cannot test the claim: not testable, with the precondition named, rather than not reproduced. One block with a
+    massive feature, or one concentrated but not rank 1, restores the test (not reproduced: the regime is absent where
+    it could be). A table written before the columns were (no `massive_blocks`) is judged as before. Planted: the
+    precondition check dropped (the first case gives not reproduced)."""
+    from linrec.claims.regimes import NO_CANDIDATE
+    from linrec.claims.rules import NOT_TESTABLE
+
+    t = _spectrum(["broadly linear", "nonlinear", "nonlinear"])
+    t["n_massive"] = 0
+    t["top1_var_share"], t["eff_rank_out"], t["r2_feature_median"] = 0.1, 50.0, 0.85  # spread, not concentrated
+    s = regime_summary(t, REGIMES)
+    assert (s["massive_blocks"].iloc[0], s["concentrated_not_rank1_blocks"].iloc[0]) == ("", "")
+    v = verdict_4(s)
+    assert v.verdict == NOT_TESTABLE and v.reason == NO_CANDIDATE and v.evidence
+    assert verdict_4(s.assign(massive_blocks="2")).verdict == NOT_REPRODUCED
+    assert verdict_4(s.assign(concentrated_not_rank1_blocks="1")).verdict == NOT_REPRODUCED
+    assert verdict_4(s.drop(columns="massive_blocks")).verdict == NOT_REPRODUCED

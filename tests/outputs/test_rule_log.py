@@ -116,7 +116,7 @@ def test_a_threshold_changed_after_results_exist_is_logged_with_the_verdicts_bef
     assert logged.to_dict("records") == [
         {"claim": "6a", "recorded": "2026-11-29", "hash_before": rule_hash(old),
          "hash_after": rule_hash(catalog.rule("6a")), "verdict_before": v_before, "verdict_after": v_after,
-         "tables": "same"}
+         "tables": "same", "why": "the rule changed"}
     ]  # fmt: skip
     assert rule_hash(old) != rule_hash(catalog.rule("6a"))
     assert len(load_table("rule_changes", results)) == 1
@@ -126,6 +126,55 @@ def test_a_threshold_changed_after_results_exist_is_logged_with_the_verdicts_bef
              f"verdict {v_before} → {v_after} (same tables).")  # fmt: skip
     assert entry in text and BEFORE_THE_RECORD in text
     assert f"| 6a | `{rule_hash(catalog.rule('6a'))}` | {v_after}, since 2026-11-29 |" in text
+
+
+def test_a_verdict_moved_by_its_evidence_under_the_same_rule_is_logged_with_why(tmp_path):
+    """Issue 87, item 2: c33e794 dropped Gemma-3 from the default profile and moved claims 1, 5 and 6a, and the
+    changelog, which logged only changes of a rule's hash, recorded none of it. A verdict that moves under the same
+    rule is now logged (hash_before = hash_after) with what changed in the evidence: a model no longer measured, or
+    the tables rewritten; an unchanged verdict logs nothing. Planted: the verdict's move ignored (only a hash logs:
+    nothing here is logged) and the models left out of the record (the why names the tables, not the model)."""
+    import pandas as pd
+
+    from linrec.base.tables import save_table
+
+    results = tmp_path / "results" / "default"
+    shutil.copytree(DEFAULT, results, ignore=shutil.ignore_patterns("notebooks", "figures", "timings", "report.*",
+                                                                    "rule_*.csv"))  # fmt: skip
+    r2 = load_table("r2_lin", results)
+    two = pd.concat([r2, r2.assign(model="gemma3-270m")], ignore_index=True)
+    save_table(two, "r2_lin", results)
+    claims = catalog.build(Results(results))
+    assert record(results, claims, today="2026-11-27").empty
+    assert set(load_table("rule_hashes", results)["models"]) == {"smollm2-135m gemma3-270m"}
+    save_table(r2, "r2_lin", results)  # the profile now measures one model
+    c1 = next(c for c in claims if c.number == 1)
+    moved = [replace(c, verdict="partly reproduced") if c is c1 else c for c in claims]
+    logged = record(results, moved, today="2026-11-28").to_dict("records")
+    h = rule_hash(catalog.rule(1))
+    assert logged == [{"claim": "1", "recorded": "2026-11-28", "hash_before": h, "hash_after": h,
+                       "verdict_before": c1.verdict, "verdict_after": "partly reproduced", "tables": "same",
+                       "why": "the evidence changed: gemma3-270m no longer measured"}]  # fmt: skip
+    assert record(results, moved, today="2026-11-29").empty  # the same verdict again: nothing new
+    assert (f"- 2026-11-28, `results/default/`, claim 1: the evidence changed: gemma3-270m no longer measured, under "
+            f"the same rule `{h}`; verdict {c1.verdict} → partly reproduced.") in changelog(tmp_path)  # fmt: skip
+    again = [replace(c, verdict=c1.verdict) if c.number == 1 else c for c in moved]
+    save_table(load_table("r2_lin", results).assign(r2_lin=0.5), "r2_lin", results)  # claim 1 reads r2_lin_summary
+    assert record(results, again, today="2026-11-30")["why"].tolist() == [
+        "the evidence changed: neither the rule nor the tables it reads here moved (a joined experiment's folder, "
+        "or the statistics below the rule, did)"
+    ]
+
+
+def test_the_committed_changelog_records_c33e794():
+    """The default's move to SmolLM2 alone (c33e794) is in the changelog: claims 1, 5 and 6a, before and after."""
+    text = (ROOT / "paper" / "rules-changelog.md").read_text()
+    for claim, before, after in (("1", "partly reproduced", "reproduced"), ("5", "not reproduced", "not testable"),
+                                 ("6a", "partly reproduced", "reproduced")):  # fmt: skip
+        line = next(
+            x for x in text.splitlines() if x.startswith(f"- 2026-11-27, `results/default/`, claim {claim}: c33e")
+        )
+        assert line.endswith(f"verdict {before} → {after}.") and "gemma3-270m" in line
 
 
 def test_the_committed_changelog_is_generated_from_the_committed_records():

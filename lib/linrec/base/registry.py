@@ -437,15 +437,17 @@ TABLES: dict[str, TableSpec] = {
     ),
     "rule_hashes": _spec(
         "09",
-        "claim rule_hash verdict tables_hash recorded",
+        "claim rule_hash verdict tables_hash recorded models",
         "per claim: the hash of today's rule, the verdict it gave on this folder's tables, a hash of the tables it "
-        "read and the date the hash was first recorded here (linrec.outputs.rule_log.record)",
+        "read, the date the hash (or, under the same hash, the verdict) was first recorded here and the models the "
+        "folder measured (linrec.outputs.rule_log.record)",
     ),
     "rule_changes": _spec(
         "09",
-        "claim recorded hash_before hash_after verdict_before verdict_after tables",
-        "every change of a rule's hash after results were recorded here, with the verdict before and after and "
-        "whether the tables it read were the same (linrec.outputs.rule_log.record; paper/rules-changelog.md)",
+        "claim recorded hash_before hash_after verdict_before verdict_after tables why",
+        "every change of a rule's hash after results were recorded here, and every change of a verdict under the "
+        "same rule (the evidence changed: hash_before = hash_after), with the verdict before and after, whether the "
+        "tables it read were the same, and why (linrec.outputs.rule_log.record; paper/rules-changelog.md)",
     ),
     "calibration": _spec(
         "09",

@@ -41,9 +41,9 @@ TEXT_IN = {"spectrum_replicates_summary": ("n_broadly_linear", "n_outlier_concen
            # a swapped set's name: '3', '3:ffn', '3r16', '1+3' (read as text: '3' alone would come back as 3)
            "swap_windows": ("swap",), "swap_skew": ("swap",),
            # a rule's record (linrec.outputs.rule_log): hashes that may read as numbers ('01234567'), and dates
-           "rule_hashes": ("claim", "rule_hash", "tables_hash", "recorded"),
+           "rule_hashes": ("claim", "rule_hash", "tables_hash", "recorded", "models"),
            "rule_changes": ("claim", "recorded", "hash_before", "hash_after", "verdict_before", "verdict_after",
-                            "tables")}  # fmt: skip
+                            "tables", "why")}  # fmt: skip
 
 
 def _not_a_number(name: str, df: pd.DataFrame) -> tuple[str, int, object] | None:

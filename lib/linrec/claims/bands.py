@@ -101,6 +101,34 @@ def band_word(bands: pd.DataFrame, min_band: int = CLAIM2B_MIN_BAND) -> str | No
     return words[0] if words[0] != "undecided" and all(w == words[0] for w in words) else "undecided"
 
 
+def lean_word(bands: pd.DataFrame, min_band: int = CLAIM2B_MIN_BAND) -> tuple[str | None, str]:
+    """Claim 2b for one model that `band_word` leaves undecided, and the bands that leave it so: ("weights", "band
+    2") where the interval lies above 0 at more than half of the bands ≥ `min_band` and below 0 at none (the bands
+    whose interval includes 0 named: they veto the strict word), likewise "inputs"; ("undecided", "") where the bands
+    point both ways or neither side holds a majority; (None, "") where no band ≥ `min_band` was measured. It is read
+    only where no model is decided by `band_word` (claim 2b's rule: decided per model, but each with a band that
+    vetoes), so it can lift "not testable" to a per-model answer, never make a strict answer stronger."""
+    rows = bands[bands["band"] >= min_band].sort_values("band").to_dict("records")
+    words = [sign_word(r) for r in rows]
+    if not words or any(w is None for w in words):
+        return None, ""
+    for side, other in (("weights", "inputs"), ("inputs", "weights")):
+        if other not in words and 2 * words.count(side) > len(words):
+            return side, _listed([int(r["band"]) for r, w in zip(rows, words) if w != side])
+    return "undecided", ""
+
+
+def _listed(ks: list[int]) -> str:
+    """Band numbers in words, consecutive ones as a range: "band 2", "bands 2–3", "bands 2, 5"."""
+    if not ks:
+        return ""
+    runs: list[list[int]] = []
+    for k in ks:
+        runs[-1].append(k) if runs and k == runs[-1][-1] + 1 else runs.append([k])
+    items = [f"{r[0]}" if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs]
+    return f"band{'s' if len(ks) > 1 else ''} {', '.join(items)}"
+
+
 def bands_text(bands: pd.DataFrame, min_band: int = CLAIM2B_MIN_BAND) -> str:
     """The bands that decide, in words: each band as "band 2 +0.28 [−0.06, 0.62]", except that a run of three or more
     consecutive bands with the same `sign_word` is one item, "bands 3–29 each above 0 (+0.39 to +0.65, lower bounds

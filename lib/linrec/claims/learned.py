@@ -22,6 +22,7 @@ from linrec.claims.bands import (
     band_word,
     bands_text,
     covered,
+    lean_word,
     wmi,
     wmi_interval,
 )
@@ -512,10 +513,33 @@ def verdict_2b(decomposition: pd.DataFrame | None, bands: pd.DataFrame | None, *
         return Verdict("2b", NOT_TESTABLE, ev, reason=f"no model's cross matrix reaches band {t.CLAIM2B_MIN_BAND}; "
                        f"set cross_band ≥ {t.CLAIM2B_MIN_BAND} and rerun notebook 07")  # fmt: skip
     word = tally_every(words, yes="weights", undecided="undecided")  # as claim 5: every model counts
-    if word == NOT_TESTABLE:
-        return Verdict("2b", NOT_TESTABLE, ev, reason=f"undecided for every model: at some band ≥ "
-                       f"{t.CLAIM2B_MIN_BAND} the interval of weights − inputs includes 0")  # fmt: skip
-    return Verdict("2b", word, ev)
+    if word != NOT_TESTABLE:
+        return Verdict("2b", word, ev)
+    # no model decided at every band: each model's word at most bands, where no band points the other way, with the
+    # bands that veto it named (decided per model, perhaps differently; never "reproduced": every word is vetoed)
+    for e in ev:
+        b = bands[bands["model"] == e["model"]]
+        e["lean"], e["vetoed_by"] = lean_word(b, t.CLAIM2B_MIN_BAND) if len(b) else (None, "")
+    leans = [e["lean"] for e in ev if e["lean"] is not None]
+    lean = tally_every(leans, yes="weights", undecided="undecided")
+    why = f"at some band ≥ {t.CLAIM2B_MIN_BAND} the interval of weights − inputs includes 0"
+    if lean == NOT_TESTABLE:
+        return Verdict("2b", NOT_TESTABLE, ev, reason=f"undecided for every model: {why}")
+    return Verdict("2b", PARTLY if lean == REPRODUCED else lean, ev, reason=f"no model decided at every band ({why} "
+                   f"for each); read at most bands: {lean_text(ev)}")  # fmt: skip
+
+
+def lean_text(ev: list[dict]) -> str:
+    """Claim 2b's per-model words where each rests on most bands: "weights in smollm2-135m (band 2 includes 0),
+    inputs in gemma3-270m (bands 2–3 include 0), minilm-l6 undecided"."""
+    said = []
+    for e in ev:
+        lean, veto = e.get("lean"), e.get("vetoed_by", "")
+        if lean in ("weights", "inputs"):
+            said.append(f"{lean} in {e['model']} ({veto} include{'' if veto.startswith('bands') else 's'} 0)")
+        else:
+            said.append(f"{e['model']} {lean or 'not measured'}")
+    return ", ".join(said)
 
 
 RULE_2B = Rule(
@@ -533,12 +557,15 @@ RULE_2B = Rule(
         f"ensembles (random-init and shuffled FFNs on the block's inputs, one-sided, Benjamini–Hochberg q < "
         f"{t.CLAIM2_FDR}) are reported beside it and do not decide. Reproduced only if every model is 'weights', "
         "partly if some are and the others 'inputs' or undecided, not reproduced if some are 'inputs' and none "
-        "'weights', not testable if none is decided"
+        "'weights'. Where no model is decided at every band, each model's word at most bands is read instead "
+        f"(above 0 at more than half of the bands ≥ {t.CLAIM2B_MIN_BAND} and below 0 at none: 'weights', the vetoing "
+        "bands named; likewise 'inputs'), by the same tally but at most partly; not testable if none is decided that "
+        "way either"
     ),
     would_change=lambda t: (
         f"an interval of the weights' minus the inputs' share that lies above 0 at every band ≥ {t.CLAIM2B_MIN_BAND} "
         "makes a model 'weights', below 0 at every one 'inputs'; one band whose interval includes 0, or whose sign "
-        "differs, leaves it undecided; more blocks, or a matrix measured to wider bands, are what "
-        "narrows it"
+        "differs, leaves it undecided (where every model is left so, its word at most bands, vetoing bands named, "
+        "decides at most partly); more blocks, or a matrix measured to wider bands, are what narrows it"
     ),
 )

@@ -128,12 +128,18 @@ def probe_summary(
 
 def claim3_passes(row: Mapping, correlation: str, t=T_3) -> bool | None:
     """One model's claim 3 test, given the correlation's outcome (`correlation_outcome` of the pooled row, blocks
-    within model): None (not testable) when the closed-form quadratic beats the probe by ≥ CLAIM3_MAX_GAIN at the
-    median (the probe did not converge) or the correlation is inconclusive (not testable at this power); else True
-    if the median gain is below CLAIM3_MAX_GAIN and "uncorrelated" is shown (no effect), False otherwise."""
-    if not np.isfinite(row["gain_median"]) or row["quad_excess_median"] >= t.CLAIM3_MAX_GAIN:
+    within model): False when the median gain is ≥ CLAIM3_MAX_GAIN, converged or not (a probe short of its optimum
+    can only understate its gain, so its gain already over the bar decides); None (not testable) when the
+    closed-form quadratic beats a probe whose gain is below the bar by ≥ CLAIM3_MAX_GAIN at the median (not
+    converged: its true gain may be larger) or the correlation is inconclusive (not testable at this power); else
+    True if "uncorrelated" is shown (no effect), False if a correlation is shown."""
+    if not np.isfinite(row["gain_median"]):
         return None
-    if row["gain_median"] >= t.CLAIM3_MAX_GAIN or correlation == EFFECT:
+    if row["gain_median"] >= t.CLAIM3_MAX_GAIN:
+        return False
+    if row["quad_excess_median"] >= t.CLAIM3_MAX_GAIN:
+        return None
+    if correlation == EFFECT:
         return False
     return None if correlation == INCONCLUSIVE else correlation == NO_EFFECT
 
@@ -181,9 +187,11 @@ RULE_3 = Rule(
         "of blocks, which measured 0.95–0.97 coverage for a nominal 0.95 under AR(1) dependence through depth): "
         f"'uncorrelated' is shown when the 90 % interval lies inside ±{t.EQUIVALENCE_MARGIN} (two one-sided tests at 5 "
         "%), a correlation when the 95 % interval excludes 0; a model holds if its median gain is < "
-        f"{t.CLAIM3_MAX_GAIN} and 'uncorrelated' is shown, fails if its gain is larger or a correlation is shown; not "
-        f"testable for a model whose probe stays ≥ {t.CLAIM3_MAX_GAIN} below the closed-form quadratic on the top-16 "
-        "input components at the median (not converged), and for every model when the pooled correlation is "
+        f"{t.CLAIM3_MAX_GAIN} and 'uncorrelated' is shown, fails if its gain is larger (converged or not: a probe "
+        "short of its optimum only understates its gain) or a correlation is shown; not "
+        f"testable for a model whose gain is below the bar and whose probe stays ≥ {t.CLAIM3_MAX_GAIN} below the "
+        "closed-form quadratic on the top-16 input components at the median (not converged), and for every model "
+        "whose gain is below the bar when the pooled correlation is "
         "inconclusive (the report states how many blocks a decision would take); reproduced if it holds for every "
         "tested model, partly if for some"
     ),

@@ -95,12 +95,35 @@ def verdict_4(summary: pd.DataFrame | None, *, t=T_4) -> Verdict:  # noqa: ARG00
     counts: not measured)."""
     if summary is None or summary.empty:
         return Verdict(4, NOT_TESTABLE, reason="notebook 04 not run")
+    ev = summary.to_dict("records")
+    if not outlier_candidates(summary):
+        return Verdict(4, NOT_TESTABLE, ev, reason=NO_CANDIDATE)
     ok = summary["n_broadly_linear"].sum() > 0 and summary["n_outlier_concentrated"].sum() > 0
     word1 = ""
     if "n_broadly_linear_ex_first" in summary and (summary["n_broadly_linear_ex_first"] >= 0).all():
         ok1 = summary["n_broadly_linear_ex_first"].sum() > 0 and summary["n_outlier_concentrated_ex_first"].sum() > 0
         word1 = REPRODUCED if ok1 else NOT_REPRODUCED
-    return Verdict(4, REPRODUCED if ok else NOT_REPRODUCED, summary.to_dict("records"), without_first=word1)
+    return Verdict(4, REPRODUCED if ok else NOT_REPRODUCED, ev, without_first=word1)
+
+
+# claim 4's precondition: the outlier-concentrated regime describes blocks whose output sits in a few (massive)
+# features; where no block of any model has such a feature or is concentrated, "no outlier-concentrated block" is no
+# test of the claim (issue 87: no zoo block has a massive feature)
+NO_CANDIDATE = ("no block of any model has a massive output feature or a concentrated output (massive_blocks, "
+                "outlier_blocks and concentrated_not_rank1_blocks all empty), so the outlier-concentrated regime has "
+                "no block to describe; the claim's precondition is absent")  # fmt: skip
+
+
+def outlier_candidates(summary: pd.DataFrame) -> bool:
+    """Whether some model has a block the outlier-concentrated regime could describe: a block with a massive feature,
+    or one concentrated in a few features (rank ≈ 1 or not). True for a table without these columns (written before
+    they were: the precondition cannot be checked, so it does not gate)."""
+    cols = [c for c in ("massive_blocks", "outlier_blocks", "concentrated_not_rank1_blocks") if c in summary]
+    if len(cols) < 3:
+        return True
+    return bool(summary["n_outlier_concentrated"].sum() > 0) or any(
+        str(v).strip() not in ("", "nan") for c in cols for v in summary[c]
+    )
 
 
 RULE_4 = Rule(
@@ -114,7 +137,8 @@ RULE_4 = Rule(
         f"rank of the map's explained part ≥ {t.REGIME_RANK * 100:g} % of the output width; outlier-concentrated: "
         f"R²_lin ≥ {t.REGIME_R2}, per-feature median ≥ {t.REGIME_GAP} below it, the output concentrated in a few "
         f"features, and the explained part's effective rank < {t.OUTLIER_RANK:g}, the paper's 'rank ≈ 1'; "
-        "linrec.analyses.spectrum.regime)"
+        "linrec.analyses.spectrum.regime); not testable where no block of any model has a massive output feature "
+        "or a concentrated output (the outlier regime's precondition), else not reproduced"
     ),
     would_change=lambda t: (
         "a broadly linear and an outlier-concentrated block (rank ≈ 1) both among the blocks with R²_lin ≥ "

@@ -19,7 +19,7 @@ from linrec.analyses.large_n import curve_sentence
 from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import correlation_outcome
-from linrec.claims.learned import combine_2a, comparison_words
+from linrec.claims.learned import combine_2a, comparison_words, lean_text
 from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING
 from linrec.claims.profile import claim1_counts
 from linrec.claims.rules import (
@@ -259,15 +259,18 @@ def sentence_2b(r: Results, rule: Rule) -> Claim:
         f"{_n(e.get('n_below_init'))} less linear than their random-init draws"
         for e in v.evidence
     ]
+    shares = _and([f"{fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))} "
+                   f"{_in(e['model'])}" for e in v.evidence])  # fmt: skip
+    leaned = v.verdict != NOT_TESTABLE and any("lean" in e for e in v.evidence)  # decided per model at most bands
+    most = f"; at most bands (none decides every band) {lean_text(v.evidence)}" if leaned else ""
     head = _head(
-        "The weights' share of the cross matrix minus the inputs' is " + _and(
-            [f"{fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))} {_in(e['model'])}"
-             for e in v.evidence]) + " at the widest band (95 % CI over blocks and windows)",
-        "The weights' minus the inputs' share is " + _and(
-            [f"{fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))} {_in(e['model'])}"
-             for e in v.evidence]),
+        f"The weights' share of the cross matrix minus the inputs' is {shares} at the widest band (95 % CI over "
+        f"blocks and windows){most}",
+        f"The weights' minus the inputs' share is {shares}{most}",
+        (f"At most bands (none decides every band) the answer is {lean_text(v.evidence)}" if leaned
+         else f"The weights' minus the inputs' share is {shares}"),
     )  # fmt: skip
-    if v.verdict == NOT_TESTABLE:
+    if v.verdict == NOT_TESTABLE or leaned:
         parts.append(v.reason)
     return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
 

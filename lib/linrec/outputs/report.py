@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
@@ -452,7 +453,7 @@ class WrittenReport:
 def write_report(p: Profile) -> WrittenReport:
     """Notebook 09's run, from the profile `p` (`Profile.notebook("09")`; paths relative to the checkout): how
     often the intervals the verdicts read cover the truth, simulated at this run's own blocks and dependence on
-    `p.coverage_reps` data sets (table `calibration`, `write_calibration`, about 1 min at 1,000), then the report at
+    `p.coverage_reps` data sets (table `calibration`, `write_calibration`), then the report at
     `p.report_path` from the tables in `p.results_dir` (`build_report`, the setup from `report_params`) and, with
     `p.readme`, that file's results block (`update_readme`)."""
     root = project_root()
@@ -472,6 +473,10 @@ def publish(values: Mapping, root: Path, setup: dict | None = None) -> WrittenRe
     out = build_report(root / values["results_dir"], root / values["figures_dir"], root / values["report_path"],
                        report_params(values) if setup is None else setup, table=table)  # fmt: skip
     record(root / values["results_dir"], table.claims)  # today's rules with their verdicts; a changed one logged
+    for b in table.beside:  # a folder shown beside this one with no report of its own (the zoos): recorded here
+        folder = root / b.folder
+        if not (folder / "report.md").is_file() and folder.resolve().parent == (root / "results").resolve():
+            record(folder, [SimpleNamespace(number=k, verdict=v) for k, v in b.verdicts.items()])
     if (root / values["results_dir"]).resolve().parent == (root / "results").resolve():  # a profile's own folder
         write_changelog(root)
     shown = out.relative_to(root) if out.is_relative_to(root) else Path(out.name)  # the same on every machine
