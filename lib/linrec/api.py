@@ -25,7 +25,7 @@ The same code as `linrec measure` and `linrec swap`: the windows are cut and spl
 and windows the numbers are the command line's, bit for bit. The fitted pass is `linrec.analyses.fitted.Fit`; what a
 caller hands over is read and checked by `linrec.inputs.memory`.
 
-The keyword options travel together (`Options`, a frozen dataclass: each one's default, the command line's, and its
+The keyword options travel together (`Settings`, a frozen dataclass: each one's default, the command line's, and its
 rule in `CONSTRAINTS`); each function's signature is written from them (`__signature__`), so `help(linrec.measure)`,
 `inspect.signature` and an editor's completion show every option, and a name none takes is Python's own TypeError.
 
@@ -56,8 +56,8 @@ from typing import TYPE_CHECKING, get_type_hints
 
 import torch
 
-from linrec.analyses.fitted import BlockMap, Fit
-from linrec.base.constraints import Blocks, Boolean, Integer, Optional, Options, OptionsList, Real, Text, validate
+from linrec.analyses.fitted import SWAP_CONSTRAINTS, BlockMap, Fit
+from linrec.base.constraints import Boolean, Integer, Optional, Options, Real, Text, validate
 from linrec.base.voice import checking, in_python_words, python_words, speaking
 from linrec.collect.capture import run_capture
 from linrec.collect.config import CaptureConfig, CaptureRun
@@ -73,7 +73,6 @@ from linrec.inputs.memory import (
     running,
     windows_of,
 )
-from linrec.inputs.surgery import FIRST_MODES
 from linrec.stats.moments import PRODUCTS
 
 if TYPE_CHECKING:
@@ -109,7 +108,7 @@ class Settings:
 # Every option's rule, checked before any work (`linrec.base.constraints.validate`); `device` is checked against the
 # devices this torch has (`linrec.inputs.memory.checked_device`).
 CONSTRAINTS = {
-    "blocks": Blocks(),
+    "blocks": SWAP_CONSTRAINTS["blocks"],
     "seq_len": Integer(low=2, example=128),
     "tokens": Integer(low=1, example=20_480),
     "seed": Integer(low=0),
@@ -122,8 +121,8 @@ CONSTRAINTS = {
     "progress": Boolean(),
     "name": Optional(Text()),
     "text_column": Optional(Text()),
-    "first": OptionsList(FIRST_MODES),
-    "test_windows": Optional(Integer(low=2, example=32)),
+    "first": SWAP_CONSTRAINTS["first"],  # `Fit.swap`'s own, checked again there
+    "test_windows": SWAP_CONSTRAINTS["test_windows"],
 }
 CAPTURE_SETTINGS = ("seed", "test_frac", "product", "bos", "sample", "split")  # `CaptureConfig`'s, in its key
 SWAP_ONLY = ("first", "test_windows")

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     import pandas
 
 RENAMED = {"r2_lo": "r2_lin_lo", "r2_hi": "r2_lin_hi"}  # the table's columns: r2_lin's interval named beside it
-SWAP_CONSTRAINTS = {"blocks": Blocks(), "first": OptionsList(FIRST_MODES), "test_windows": Optional(Integer(low=2))}
+SWAP_CONSTRAINTS = {"blocks": Blocks(), "first": OptionsList(FIRST_MODES),
+                    "test_windows": Optional(Integer(low=2, example=32))}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,7 @@ def check_distinct(sites) -> None:
 
 
 def check_causal(loaded: LoadedModel) -> None:
+    """A swap measures perplexity: the model must be a causal LM with its output head."""
     heads = getattr(loaded.model, "get_output_embeddings", None)
     if not loaded.is_causal or heads is None or heads() is None:
         raise LinrecValueError(
@@ -116,6 +117,7 @@ def check_causal(loaded: LoadedModel) -> None:
 
 
 def checked_device(device, model: torch.nn.Module) -> str:
+    """`device` (a name or a `torch.device`) as a name this torch can run on, for a model on one device."""
     if not isinstance(device, (str, torch.device)) or isinstance(device, bool):
         raise LinrecTypeError(f"device={device!r} is a {type(device).__name__}; pass a device name, e.g. device='cpu'")
     device = check_device(str(device))
@@ -127,6 +129,7 @@ def checked_device(device, model: torch.nn.Module) -> str:
 
 
 def _vocabulary(model: torch.nn.Module) -> int | None:
+    """Rows of the model's input embedding (its config's vocab_size where it has none to ask)."""
     emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     n = getattr(emb, "num_embeddings", None)
     return int(n) if n is not None else getattr(model.config, "vocab_size", None)
