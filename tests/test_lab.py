@@ -157,3 +157,61 @@ def test_an_experiment_in_lab_the_documented_way_leaves_git_status_clean(tmp_pat
     (clone / ".gitignore").write_text(ignore.replace("/scratch/\n", "").replace("/notebooks/overrides.yaml\n", ""))
     shown = git("status", "--porcelain", "--untracked-files=all")
     assert "scratch/capture.csv" in shown and LAB_OVERRIDES in shown  # the planted .gitignore lets both through
+
+
+REPR = re.compile(r"\[(?:'[^']*'(?:, )?)+\]")  # a Python list of strings as repr prints it: ['smollm2-135m', …]
+
+
+def lab_noise(nb) -> list[str]:
+    """What a notebook's saved outputs show that a student reads as an error or as plumbing (issue 90): a stream on
+    stderr (Jupyter paints it pink) and a Python list repr in printed text ("['smollm2-135m', 'gemma3-270m']")."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            text = o.get("text", "") if o.get("output_type") == "stream" else o.get("data", {}).get("text/plain", "")
+            text = "".join(text) if isinstance(text, list) else text
+            if o.get("output_type") == "stream" and o.get("name") == "stderr":
+                found.append(f"cell {i}: on stderr: {text.strip()[:160]}")
+            elif m := REPR.search(text):
+                found.append(f"cell {i}: a list repr: {m[0][:80]}")
+    return found
+
+
+def test_lab_noise_finds_a_pink_line_and_a_list_repr():
+    """The scan itself, on planted outputs (each fails the notebook scans: test_notebooks, the primer below)."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    out = nbformat.v4.new_output
+    cell.outputs = [out("stream", name="stderr", text="capturing m: about 2 min\n"),
+                    out("stream", name="stdout", text="measured models ['a', 'b'], not ['a']\n"),
+                    out("stream", name="stdout", text="models a and b; R² [0.1, 0.2]\n")]  # fmt: skip
+    nb.cells = [cell]
+    assert [f.split(":")[1].strip() for f in lab_noise(nb)] == ["on stderr", "a list repr"]
+
+
+@pytest.mark.models
+def test_the_primer_run_in_lab_says_its_capture_in_its_own_words_and_nothing_pink(monkeypatch):
+    """Issue 90, item 4: in Lab, notebook 00's capture notice came on stderr (pink) and advised editing "the
+    parameters cell", which 00 has not. Executed as Lab runs it (a kernel Jupyter's server started: JPY_SESSION_NAME
+    names the notebook), its capture says what it costs and that this cell computes it, on stdout, and no output is on
+    stderr or prints a list repr. Planted: the notice back on stderr, or QUICKER in every notebook, fails it."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    from linrec.collect.reuse import IN_THIS_CELL
+    from linrec.studies.stages import PRIMER_FILE
+
+    path = ROOT / "notebooks" / f"{PRIMER_FILE}.py"
+    for name in ("LINREC_PROGRESS", "LINREC_NOTEBOOK", "PYTEST_CURRENT_TEST"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))
+    nb = jupytext.read(path)
+    NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+                   ).execute()  # fmt: skip
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    said = [ln for ln in printed.splitlines() if ln.startswith("capturing ")]
+    assert len(said) == 1 and said[0].endswith(" — " + IN_THIS_CELL), printed
+    assert "parameters cell" not in printed and "make figures" not in printed
+    assert lab_noise(nb) == []

@@ -34,6 +34,7 @@ CELL = (
     "    pass\n"
     "write('memory plan: 1 block')\n"
     "print('the cell says this')\n"
+    "import logging; logging.getLogger('linrec.collect').warning('corpus x holds only 3 windows')\n"
     "import time; time.sleep(1.5)  # what reaches fd 2 is forwarded into the notebook by a thread: give it time\n"
 )
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -71,9 +72,10 @@ def test_under_the_runner_no_bar_and_no_line_reaches_the_saved_notebook(monkeypa
     """The runner's executed .ipynb holds only what the cell prints: a loop or a notice that runs only on a cache
     miss must not be saved there (a rerun from the cache would differ), nor a redrawn bar's carriage returns."""
     outputs = _execute(monkeypatch, _runner_env())
-    assert [(o.output_type, o.get("name"), o.get("text")) for o in outputs] == [
-        ("stream", "stdout", "the cell says this\n")
-    ], "a progress line, notice or bar was saved into the runner's notebook"
+    assert {(o.output_type, o.get("name")) for o in outputs} == {("stream", "stdout")}, outputs
+    assert _text(outputs, "stdout") == "the cell says this\ncorpus x holds only 3 windows\n", (
+        "a progress line, notice or bar was saved into the runner's notebook"
+    )
     console = capfd.readouterr().err.splitlines()
     for line in ("capturing m on wiki: about 2 min", "capture m: 40 batches", "memory plan: 1 block"):
         assert f"[linrec] 05_corpora: {line}" in console
@@ -84,9 +86,11 @@ def test_a_kernel_executing_into_a_file_outside_the_runner_shows_the_notice_but_
     never a bar in the saved notebook; the notice, said before a long step, is in the cell with the quicker path."""
     outputs = _execute(monkeypatch, {})
     assert not any(o.output_type == "display_data" for o in outputs)
-    assert _text(outputs, "stdout") == "the cell says this\n"
-    assert _text(outputs, "stderr") == "capturing m on wiki: about 2 min — quicker: make figures\n"
-    assert "\r" not in _text(outputs, "stderr")
+    assert _text(outputs, "stdout") == (
+        "capturing m on wiki: about 2 min — quicker: make figures\nthe cell says this\ncorpus x holds only 3 windows\n"
+    )
+    assert _text(outputs, "stderr") == ""  # issue 90: information, not an error Jupyter paints pink
+    assert "\r" not in _text(outputs, "stdout")
     console = capfd.readouterr().err.splitlines()
     assert "capture m: 40 batches" in console and "memory plan: 1 block" in console
 
@@ -99,13 +103,44 @@ def test_in_jupyter_lab_the_notice_and_the_bar_are_in_the_cell(monkeypatch, capf
     widgets = [o for o in outputs if o.output_type == "display_data" and WIDGET in o.data]
     assert len(widgets) == 1, [o.output_type for o in outputs]
     assert widgets[0].data["text/plain"].startswith("capture m:")  # the bar as first drawn; the widget then moves
-    said = _text(outputs, "stderr") + _text(outputs, "stdout")
+    said = _text(outputs, "stdout")
+    assert _text(outputs, "stderr") == "", "Lab paints stderr pink: a notice or a warning read as an error (issue 90)"
     assert "capturing m on wiki: about 2 min — quicker: make figures" in said and "memory plan: 1 block" in said
+    assert "corpus x holds only 3 windows" in said
     assert said.count("capturing m") == 1 and "\r" not in said
     first = next(i for i, o in enumerate(outputs) if "capturing m" in o.get("text", ""))
     assert first < outputs.index(widgets[0]), "the notice comes before the bar"
     console = capfd.readouterr().err
     assert "capture m: 40" not in console and "capturing m" not in console
+
+
+def test_in_jupyter_lab_a_linrec_error_is_one_line_as_on_the_command_line(monkeypatch):
+    """Issue 90: a bad value in Lab came as a three-frame traceback where the command line says one line. In a watched
+    kernel a LinrecError is shown as `linrec: error: <message>`, still an error (the cell fails); another exception
+    keeps its traceback, and so does a LinrecError under the runner. Planted: `errors_in_one_line` doing nothing fails
+    the first assert."""
+    from nbclient import NotebookClient
+
+    cell = (
+        "from linrec.base.errors import LinrecError\n"
+        "raise LinrecError(\"unknown corpus 'cod' (did you mean 'code'?)\")\n"
+    )
+    for env, one_line in (({"JPY_SESSION_NAME": "/home/u/notebooks/02_linear_ceiling.py"}, True),
+                          (_runner_env(), False)):  # fmt: skip
+        for name in ("LINREC_PROGRESS", "LINREC_NOTEBOOK", "JPY_SESSION_NAME", "PYTEST_CURRENT_TEST"):
+            monkeypatch.delenv(name, raising=False)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell("import linrec.base.progress\n" + cell)]
+        NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=True).execute()
+        errors = [o for o in nb.cells[0].outputs if o.output_type == "error"]
+        assert len(errors) == 1 and errors[0].ename == "LinrecError"
+        shown = errors[0].traceback
+        if one_line:
+            assert shown == ["linrec: error: unknown corpus 'cod' (did you mean 'code'?)"], shown
+        else:
+            assert len(shown) > 1
 
 
 def test_the_bar_follows_the_kernel_it_runs_in(monkeypatch):

@@ -217,19 +217,23 @@ def test_in_jupyter_lab_a_capture_not_cached_says_so_in_the_cell_first_and_a_cac
     """Issue 65, item 2: Run All in Lab on a fresh clone captured for 50 minutes with nothing in the notebook. In a
     kernel Jupyter's server started (JPY_SESSION_NAME), the cell that is about to capture says what, about how long
     and the quicker paths (`make figures`, the smoke profile) before the pass, then draws its bar there; the same
-    request again, now cached, says nothing. The kernel is planted (`in_kernel`): the cell's output is sys.stderr,
-    as tests/base/test_progress.py checks in a real kernel."""
+    request again, now cached, says nothing. The kernel is planted (`in_kernel`): the cell's output is sys.stdout
+    (issue 90: stderr, which Lab paints pink, read as an error), as tests/base/test_progress.py checks in a real
+    kernel. The notebook has a parameters cell (the path Jupyter's server names is read)."""
     from linrec.base import progress
 
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "cache"))
     for name in ("LINREC_PROGRESS", "LINREC_NOTEBOOK"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "notebooks" / "02_linear_ceiling.py"))
+    notebook = tmp_path / "notebooks" / "02_linear_ceiling.py"
+    notebook.parent.mkdir()
+    notebook.write_text('# %% tags=["parameters"]\nprofile_file = "params/default.yaml"\n')
+    monkeypatch.setenv("JPY_SESSION_NAME", str(notebook))
     monkeypatch.setattr(progress, "in_kernel", lambda: True)
     args = dict(seq_len=32, tokens=2048, sample_rows=0)
     corpus = tiny_corpus(8000)
     assert not capture_with(tiny_model_dir, corpus, **args).cached
-    first = capsys.readouterr().err
+    first = capsys.readouterr().out
     lines = [ln for ln in first.splitlines() if ln.startswith("capturing ")]
     assert len(lines) == 1, first
     assert "(2,048 tokens)" in lines[0] and "about " in lines[0] and "k parameters multiplied per token" in lines[0]
@@ -237,12 +241,19 @@ def test_in_jupyter_lab_a_capture_not_cached_says_so_in_the_cell_first_and_a_cac
     assert 'profile_file = "params/smoke.yaml"' in lines[0]
     assert "capture " in first and first.index("capturing ") < first.index("capture "), "the line, then its bar"
     assert capture_with(tiny_model_dir, corpus, **args).cached
-    again = capsys.readouterr().err
-    assert "capturing" not in again and "make figures" not in again and "capture " not in again
+    again = capsys.readouterr()
+    assert "capturing" not in again.out + again.err and "capture " not in again.out + again.err
+    notebook.write_text("import numpy as np\n")  # notebook 00: no parameters cell, no profile to change
+    monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "primer"))
+    capture_with(tiny_model_dir, corpus, **args)
+    primer = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("capturing ")]
+    assert len(primer) == 1 and primer[0].endswith(" — " + reuse.IN_THIS_CELL), primer
+    assert "parameters cell" not in primer[0] and "make figures" not in primer[0]
     monkeypatch.setenv("LINREC_NOTEBOOK", "02_linear_ceiling")  # the runner's kernel: the line stays on the console
     monkeypatch.setenv("LINREC_CACHE", str(tmp_path / "other"))
     capture_with(tiny_model_dir, corpus, **args)
-    assert "make figures" not in capsys.readouterr().err
+    out = capsys.readouterr()
+    assert "make figures" not in out.out + out.err
 
 
 def test_rows_too_few_for_every_block_are_refused_and_for_a_wider_one_only_said():

@@ -45,7 +45,9 @@ FIGURES = {
     ),
     "fig4_rank_outliers": lambda: plots_regimes.fig4_rank_outliers(_t("spectrum"), STEM),
     "fig6_swap": lambda: plots_swap.fig6_swap(_t("swap"), _t("swap_rank_curve"), STEM),
-    "fig7_controls": lambda: plots_controls.fig7_controls(_t("controls_random_init"), _t("controls_inputs"), STEM),
+    "fig7_controls": lambda: plots_controls.fig7_controls(
+        _t("controls_random_init"), _t("controls_inputs"), STEM, _t("controls_learned"), _t("controls_null_blocks")
+    ),
     "fig9_routing": lambda: plots_swap.fig9_routing(
         _full("routing_curve"), _full("routing_routable"), _full("r2_lin"), STEM
     ),  # fmt: skip

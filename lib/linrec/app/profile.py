@@ -258,8 +258,17 @@ def measured_elsewhere(root: Path, profile: str, **here) -> str | None:
         if name == "capture":
             theirs, mine = capture_settings(theirs), capture_settings(mine)
             for key in (k for k in mine if k != "sample_rows" and mine[k] != theirs[k]):
-                return f"capture {key} {theirs[key]!r}, not this run's {mine[key]!r}"
+                return f"capture {key} {_said(theirs[key])}, not this run's {_said(mine[key])}"
             continue
         if theirs != mine:
-            return f"{name} {theirs!r}, not this run's {mine!r}"
+            return f"{name} {_said(theirs)}, not this run's {_said(mine)}"
     return None
+
+
+def _said(value) -> str:
+    """A setting as a sentence says it: 'wiki'; a list as words, "smollm2-135m and gemma3-270m", not a Python repr
+    (issue 90: notebook 02 printed "['smollm2-135m', 'gemma3-270m']")."""
+    if isinstance(value, list | tuple):
+        words = [str(v) for v in value]
+        return "none" if not words else words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return repr(value) if isinstance(value, str) else str(value)

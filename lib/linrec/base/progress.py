@@ -20,6 +20,7 @@ a Jupyter server's session name never turns its bars on); LINREC_PROGRESS=1 draw
 from __future__ import annotations
 
 import contextvars
+import logging
 import os
 import sys
 import warnings
@@ -87,6 +88,8 @@ def bar(iterable=None, *, desc: str = "", total: int | None = None, disable: boo
         plural = unit if n == 1 else unit + ("es" if unit.endswith(("s", "ch", "sh", "x")) else "s")
         _console(f"{desc}: {n} {plural}" if n is not None else f"{desc} …")
         disable = True
+    if in_kernel():  # tqdm's text bar (where ipywidgets is absent) on stdout: a cell paints stderr pink
+        kwargs.setdefault("file", sys.stdout)
     return (tqdm if disable else bar_class())(iterable, desc=desc, total=total, disable=disable, **kwargs)
 
 
@@ -95,7 +98,7 @@ def write(text: str, file=None) -> None:
     off, a line on the console."""
 
     if bars_on():
-        bar_class().write(text, file=file)
+        bar_class().write(text, file=sys.stdout if in_kernel() else file)  # a cell paints stderr pink: stdout there
     else:
         _console(text)
 
@@ -115,12 +118,36 @@ def notice(text: str, in_notebook: str = "") -> None:
         text = reword(text)
     cell = in_kernel() and not in_runner() and _asked() != "0"
     shown = text + (f" — {in_notebook}" if cell and in_notebook else "")
-    if watched():  # the cell is where bars and lines go: once, there
-        write(shown, file=sys.stderr)
+    if watched():  # the cell is where bars and lines go: once, there, on stdout (a cell paints stderr pink)
+        write(shown, file=sys.stdout)
         return
     write(text, file=sys.stderr)  # on a terminal, beside a command's table on stdout, not in it
     if cell:
-        print(shown, file=sys.stderr, flush=True)
+        print(shown, file=sys.stdout, flush=True)
+
+
+class _CellHandler(logging.Handler):
+    """linrec's warnings in a notebook's cell: one plain line on stdout (the cell's own text), not on stderr, which
+    Jupyter paints pink as if it were an error; what a warning says is information for the reader."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(self.format(record), file=sys.stdout, flush=True)
+        except Exception:  # noqa: BLE001 — logging's own rule: a failed emit must not raise
+            self.handleError(record)
+
+
+def log_to_cells() -> None:
+    """In a Jupyter kernel, route the `linrec` logger's warnings to the cell's stdout as plain lines (`_CellHandler`),
+    once; elsewhere (a terminal) logging keeps its own stderr. Called when this module is first imported, which every
+    notebook's first linrec import does."""
+    logger = logging.getLogger("linrec")
+    if not in_kernel() or any(isinstance(h, _CellHandler) for h in logger.handlers):
+        return
+    handler = _CellHandler(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    logger.propagate = False
 
 
 def _name() -> str:
@@ -145,3 +172,23 @@ def _console(text: str) -> None:
             pass
     stream = sys.__stderr__ or sys.stderr
     print(line, end="", file=stream, flush=True)
+
+
+def _one_line(err) -> list[str]:
+    """A LinrecError as IPython shows it in a watched notebook: its message in one line, as the command line says it
+    (`linrec: error: …`), not a traceback through linrec's frames (issue 90: a bad value in Lab showed three)."""
+    return [f"linrec: error: {' '.join(str(err).split())}"]
+
+
+def errors_in_one_line() -> None:
+    """In a notebook someone watches (`watched`: Lab), a LinrecError (a bad value, a missing file: its message names
+    the fix) is shown as one line; IPython asks an exception for `_render_traceback_` first. Anything else keeps its
+    traceback, and a kernel executing into a file (the runner, papermill) keeps them all."""
+    if watched():
+        from linrec.base.errors import LinrecError
+
+        LinrecError._render_traceback_ = _one_line
+
+
+log_to_cells()  # in a kernel: linrec warnings as plain lines in the cell
+errors_in_one_line()

@@ -29,6 +29,7 @@ n ≤ p no map can be fitted. The line names the fix: a larger corpus where the 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -64,6 +65,20 @@ QUICKER = (
     "this cell computes it now; quicker: `make figures` in a terminal makes every notebook's captures first (Run All "
     'then reads them), or profile_file = "params/smoke.yaml" in the parameters cell runs the small smoke profile'
 )
+# In a notebook without a parameters cell (00, which makes its one small capture on purpose, uncached): no profile to
+# change and nothing to cache first, so only what happens.
+IN_THIS_CELL = "this cell computes it now"
+
+
+def quicker() -> str:
+    """What the cost line goes on with in a notebook's cell: `QUICKER` in a notebook with a parameters cell (the
+    numbered ones), `IN_THIS_CELL` in one without (00: Jupyter's server names the notebook in JPY_SESSION_NAME)."""
+    session = os.environ.get(_progress.SESSION_ENV, "").strip()
+    try:
+        source = Path(session).read_text(errors="replace") if session else None
+    except OSError:
+        source = None
+    return IN_THIS_CELL if source is not None and '"parameters"' not in source else QUICKER  # the cell's tag
 
 
 def row_selection(n_rows: int, k: int, seed: int) -> np.ndarray:
@@ -191,7 +206,7 @@ def say_cost(
     notice(
         f"capturing {model_label} on {config.corpus} ({tokens:,} tokens{asked}{rows}): {took}; "
         f"{count} parameters multiplied per token)",
-        in_notebook=QUICKER,
+        in_notebook=quicker(),
     )
     return seconds
 
@@ -319,15 +334,9 @@ def notice_short(capture) -> None:
     got = sum(capture.meta["n_windows"].values())
     if got < asked:
         short, why = _short(c, got)
-        log.warning(
-            "%s: using %d tokens of the %d asked for (n_train %d, n_test %d rows per block; %s)",
-            short,
-            got * c.seq_len,
-            c.tokens,
-            capture.meta["n_rows"]["train"],
-            capture.meta["n_rows"]["test"],
-            why,
-        )
+        rows = capture.meta["n_rows"]
+        notice(f"{short}: using {got * c.seq_len:,} tokens of the {c.tokens:,} asked for ({rows['train']:,} train "
+               f"and {rows['test']:,} test rows per block; {why})")  # fmt: skip
 
 
 def _cut_short(config: CaptureConfig, n_windows: int) -> bool:

@@ -130,7 +130,10 @@ def claim_rows(t: ClaimTable) -> list[str]:
     """The tally and one row per claim; with other profiles' verdicts (`t.beside`), one tally line per profile (a
     list: this one's first) and a column each after the verdict, so a claim judged differently on more models, or on
     the zoo, is seen on the first screen ("—" where that profile does not judge the claim)."""
-    head = "| # | claim | the paper | ours (95 % CI) | without position 0 | fresh text | verdict |"
+    # every interval [lo, hi] of the "ours" column is a 95 % one unless its sentence names its own level (6a's ΔPPL:
+    # 99 %); a number without brackets (2a's effects) has none (issue 90: the header said "95 % CI" for all)
+    head = "| # | claim | the paper | ours ([lo, hi]: 95 % CI unless the row names its level) | without position 0 | "
+    head += "fresh text | verdict |"
     tallies = [tally_line(c.verdict for c in t.claims), *(b.tally() for b in t.beside)]
     rows = ["## Claim by claim", "", *([f"- {x}" for x in tallies] if t.beside else tallies), ""]
     head += "".join(f" {b.name} |" for b in t.beside)

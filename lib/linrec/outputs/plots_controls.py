@@ -9,18 +9,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
+from scipy.stats import t as student_t
 
 from linrec.claims.bands import CLAIM2B_MIN_BAND
 from linrec.outputs.plots import save, yerr
 
 
-def fig7_controls(profiles, inputs, stem: str | Path | None = None):
-    """Controls: (top) R²_lin per block of each trained model beside its random-init twins;
-    (bottom) each trained FFN re-scored on its own inputs (refit on the controls' row sample, so it need not equal
-    the top row's R²_lin from every row), on Gaussian inputs with the same first two moments, and on the next
-    block's inputs. One column per model; each row's legend at its right, outside the axes."""
+def fig7_controls(profiles, inputs, stem: str | Path | None = None, learned=None, nulls=None):
+    """Controls: (top) R²_lin per block of each trained model, with its 95 % window interval, beside the reference
+    claim 2a's verdict reads (`learned`, `controls_learned`: its `reference` per model): the random-init twins, or,
+    where the twin is degenerate (it over-fits its own inputs: R² far below 0 held out), the random-init FFNs scored on
+    the trained model's own inputs (`nulls`, `controls_null_blocks`: their mean per block with the 95 % prediction
+    interval of one more draw, mean ± t(k − 1)·sd·√(1 + 1/k), the one the nulls' p reads), beside the trained FFN on
+    the same rows (the controls' row sample: the number the verdict sets against them); each panel's title gives the
+    verdict's effect and noise. Without `learned`, the twins. (bottom) each trained FFN re-scored on its own inputs
+    (refit on the controls' row sample, so it need not equal the top row's R²_lin from every row), on Gaussian inputs
+    with the same first two moments, and on the next block's inputs. One column per model; each row's legend at its
+    right, outside the axes."""
     sns.set_theme(style="whitegrid", context="paper")
     models = list(dict.fromkeys(profiles["model"]))
     widths = [
@@ -40,18 +48,36 @@ def fig7_controls(profiles, inputs, stem: str | Path | None = None):
     twins = [w for w in dict.fromkeys(profiles["weights"]) if w != "trained"]
     styles = {w: (("--", "s", "0.45"), (":", "^", "0.6"), ("-.", "v", "0.3"), ((0, (5, 1, 1, 1)), "d", "0.7"))[i % 4]
               for i, w in enumerate(twins)}  # fmt: skip
+    read = {} if learned is None else {r["model"]: r for r in learned.to_dict("records")}
     for k, model in enumerate(models):
         ax, bx = axes[0][k], axes[1][k]
         p = profiles[profiles["model"] == model]
+        verdict = read.get(model)
+        ensemble = verdict is not None and bool(verdict["twin_degenerate"]) and nulls is not None
         for w, t in p.groupby("weights", sort=False):
             trained = w == "trained"
+            if ensemble and not trained:
+                continue  # the degenerate twins: not what the verdict reads (their R² lies far below 0)
             t = t.sort_values("block")
             ls, marker, grey = ("-", "o", colours[0]) if trained else styles[w]
             ax.plot(t["block"], t["r2_lin"], linestyle=ls, marker=marker, color=grey, ms=3.5 if trained else 2.5,
                     lw=1.6 if trained else 1.0, label=w)  # fmt: skip
             if {"r2_lo", "r2_hi"} <= set(t.columns) and t["r2_lo"].notna().all():
                 ax.fill_between(t["block"], t["r2_lo"], t["r2_hi"], color=grey, alpha=0.2, lw=0)
-        ax.set_title(model)
+        if ensemble:
+            n = nulls[nulls["model"] == model].sort_values("block")
+            half = student_t.ppf(0.975, n["n_init"] - 1) * n["init_sd"] * np.sqrt(1 + 1 / n["n_init"])
+            ax.plot(n["block"], n["r2_trained"], linestyle=":", marker="o", color=colours[0], ms=2.5, lw=1.0,
+                    mfc="white", label="trained FFN on the random-init FFNs' rows (what 2a reads)")  # fmt: skip
+            label = f"random-init FFNs on the trained inputs ({int(n['n_init'].min())} per block)"
+            ax.plot(n["block"], n["init_mean"], linestyle="--", marker="s", color=colours[1], ms=2.5, lw=1.0,
+                    label=label)  # fmt: skip
+            ax.fill_between(n["block"], n["init_mean"] - half, n["init_mean"] + half, color=colours[1], alpha=0.25,
+                            lw=0)  # fmt: skip
+        title = model
+        if verdict is not None and np.isfinite(verdict["effect"]):
+            title += f"\n2a: effect {verdict['effect']:.3f}, noise {verdict['noise']:.3f}"
+        ax.set_title(title, fontsize=7)
         c = inputs[inputs["model"] == model].sort_values("block")
         rows = (
             f"{int(c['n_train'].iloc[0] + c['n_test'].iloc[0]):,} sampled rows"
@@ -64,7 +90,7 @@ def fig7_controls(profiles, inputs, stem: str | Path | None = None):
         bx.set_xlabel("block")
         for a in (ax, bx):
             a.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
-    for row, title in ((axes[0], "FFN weights"), (axes[1], "inputs the trained FFN is scored on")):
+    for row, title in ((axes[0], "FFN weights (band: 95 %)"), (axes[1], "inputs the trained FFN is scored on")):
         seen = {}
         for a in row:
             for h, lab in zip(*a.get_legend_handles_labels(), strict=True):
@@ -73,7 +99,8 @@ def fig7_controls(profiles, inputs, stem: str | Path | None = None):
                        fontsize=7, title_fontsize=7, frameon=False)  # fmt: skip
     axes[0][0].set_ylabel("held-out R²_lin")
     axes[1][0].set_ylabel("R² of the trained FFN's best affine map")
-    fig.suptitle("Is linear recoverability learned? Random-init twins (top) and input controls (bottom)", y=1.0)
+    top = "the reference claim 2a reads" if learned is not None else "random-init twins"
+    fig.suptitle(f"Is linear recoverability learned? Trained against {top} (top); input controls (bottom)", y=1.0)
     fig.tight_layout()
     if stem is not None:
         save(fig, stem)
