@@ -366,7 +366,8 @@ def test_each_bad_argument_is_refused_by_name_before_any_forward(planted, texts,
 def test_ids_outside_the_vocabulary_a_meta_model_and_a_shared_mlp_are_refused_before_any_forward(texts):
     """Issue 89 item 3: a tokenizer whose ids pass the model's vocabulary gave an IndexError after the cost notice
     (on CUDA a device assert), a model on `meta` a RuntimeError, one MLP object shared by two blocks an error about
-    the input's shape. Each is one line before the pass now."""
+    the input's shape (on this tiny GPT-2, at ae281fc: a table, as if the blocks were two). Each is one line before
+    the pass now; a model without its head is refused by `swap` before the pass too."""
     import transformers
 
     small = make_tiny_model("gpt2", seed=2)

@@ -121,7 +121,7 @@ class Options(Constraint):
             raise LinrecTypeError(f"{name}={_shown(value)} is a {type(value).__name__}; {name} must be "
                                   f"{self.describe()}")  # fmt: skip
         if value not in self.values:
-            raise LinrecValueError(f"{name}={value!r} is not one of {self.describe()}; e.g. {name}={self.values[0]!r}")
+            raise LinrecValueError(f"{name}={value!r} is not {self.describe()}; e.g. {name}={self.values[0]!r}")
         return value
 
     def describe(self) -> str:
