@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ import torch
 from linrec.analyses.recoverability import ceiling_table
 from linrec.analyses.swap import SwapStudy
 from linrec.base.constraints import Blocks, Integer, Optional, OptionsList, validate
+from linrec.base.errors import LinrecTypeError
 from linrec.base.voice import in_python_words, speaking
 from linrec.collect.capture import Capture
 from linrec.inputs.corpora import Windows
@@ -118,7 +120,10 @@ class Fit:
 
     def __getitem__(self, block: int) -> BlockMap:
         """Block `block`'s map (`BlockMap`)."""
-        (block,) = self._blocks(block)
+        if not isinstance(block, Integral) or isinstance(block, bool):
+            raise LinrecTypeError(f"fit[{block!r}]: a block's map is asked for by its number, e.g. fit[0]; fit.maps "
+                                  "holds every reported block's")  # fmt: skip
+        (block,) = self._blocks(int(block))
         fit, row = self.capture.fit(block), self._full_table().set_index("block").loc[block]
         return BlockMap(block, fit.W, fit.b, float(row["r2_lin"]), float(row["r2_lin_lo"]), float(row["r2_lin_hi"]),
                         float(fit.cond_gram), int(fit.rank), int(fit.n_train))  # fmt: skip
