@@ -115,21 +115,29 @@ for name, Y in (("affine block + noise", Y_affine), ("GELU block", Y_ffn)):
     print(f"{name}: held-out R²_lin = {r2_by_hand(X[test], Y[test], W, b):.3f}")
 
 # %% [markdown]
-# The affine block is recovered up to its noise (R² ≈ 0.99); the GELU block only in part (≈ 0.67). That gap is
+# The affine block is recovered up to its noise; the GELU block only in part (the two numbers above). That gap is
 # what the paper measures, block by block, in real models.
 #
-# **The same map from centred statistics.** linrec stores, per block, the means of x and y and the centred sums
-# C_xx = Σ (x − x̄)(x − x̄)ᵀ and C_xy = Σ (x − x̄)(y − ȳ)ᵀ. Solving C_xx W = C_xy and setting b = ȳ − Wᵀx̄ is the
-# same map (the column of ones, eliminated by hand); it is the form notebook 02 writes down.
+# **What the numbers summarise.** R² is one number for a whole cloud of predictions. Plot the cloud: for one output
+# feature, the prediction ŷ against the truth y on the test rows (left; on the dashed line ŷ = y), and the residual
+# y − ŷ against ŷ (right). For the affine block the residual is shapeless noise around 0: nothing is left that any
+# map of x could explain. For the GELU block the residual bends with ŷ: what the affine map misses is a smooth
+# function of the input, the GELU's curvature, which is what the later notebooks chase (03: is it a simple product
+# of inputs?).
 
 # %%
-Xt, Yt = X[train], Y_ffn[train]
-Cxx = (Xt - Xt.mean(0)).T @ (Xt - Xt.mean(0))
-Cxy = (Xt - Xt.mean(0)).T @ (Yt - Yt.mean(0))
-W_c = np.linalg.solve(Cxx, Cxy)
-b_c = Yt.mean(0) - Xt.mean(0) @ W_c
-W, b = fit_by_hand(Xt, Yt)
-print("centred form vs the column of ones:", max(np.abs(W_c - W).max(), np.abs(b_c - b).max()))
+import matplotlib.pyplot as plt
+
+fig, axes = plt.subplots(2, 2, figsize=(8, 5.5), sharex="row")
+for row, (name, Y) in enumerate((("affine block + noise", Y_affine), ("GELU block", Y_ffn))):
+    W, b = fit_by_hand(X[train], Y[train])
+    y, y_hat = Y[test][:, 0], (X[test] @ W + b)[:, 0]  # output feature 0 on the held-out rows
+    axes[row, 0].scatter(y_hat, y, s=3, alpha=0.4)
+    axes[row, 0].axline((0, 0), slope=1, color="k", ls="--", lw=1)  # ŷ = y
+    axes[row, 1].scatter(y_hat, y - y_hat, s=3, alpha=0.4)
+    axes[row, 0].set(ylabel=f"{name}\ny", xlabel="ŷ")
+    axes[row, 1].set(ylabel="residual y − ŷ", xlabel="ŷ")
+fig.tight_layout()
 
 # %% [markdown]
 # ## One real block
@@ -185,6 +193,37 @@ X1 = np.hstack([X_train, np.ones((len(X_train), 1))])
 print(f"κ(G) = {np.linalg.cond(X1.T @ X1):.1e}; held-out R²_lin by hand = {r2_hand:.6f}")
 
 # %% [markdown]
+# ## Why κ matters: the Gram matrix's spectrum
+# Solving G β = C divides, in effect, by G's eigenvalues: along a direction in which the train rows hardly vary (a
+# small eigenvalue λ) the data say little, and whatever error C or G carries there is multiplied by 1/λ. The
+# condition number κ(G) = λ_max / λ_min is the worst such amplification: a relative error ε in G's entries (float64
+# rounds each to about 1e-16, float32 activations carry about 1e-7) can move β by up to about κ·ε. Left: the
+# eigenvalues of the toy's Gram matrix and of the real block's, each relative to its largest, against their rank.
+# The real block's fall over many more decades: a few input features are orders of magnitude larger than the rest.
+# linrec rescales each feature to unit variance first (Jacobi scaling;
+# notebook 02, "Conditioning"), which removes the part of κ that comes from the features' scales alone.
+
+# %%
+X1_toy = np.hstack([X[train], np.ones((4000, 1))])
+fig, ax = plt.subplots(figsize=(6, 3))
+for name, G in (("toy block", X1_toy.T @ X1_toy), (f"SmolLM2 block 0 (d = {d_real})", X1.T @ X1)):
+    lam = np.linalg.eigvalsh(G)[::-1]
+    ax.semilogy(np.linspace(0, 1, len(lam)), lam / lam[0], label=f"{name}: κ = {lam[0] / lam[-1]:.1e}")
+ax.set(xlabel="eigenvalue, largest to smallest (share of the rank)", ylabel="λ / λ_max")
+ax.legend(fontsize=8)
+
+# %% [markdown]
+# Now move every entry of the real block's G by a relative ε (a symmetric perturbation, as rounding would make) and
+# solve again. β moves by far more than ε: the printed κ·ε bounds by how much.
+
+# %%
+G, C = X1.T @ X1, X1.T @ Y_train
+beta, bump, kappa = np.linalg.solve(G, C), rng.normal(size=G.shape), np.linalg.cond(G)
+for eps in (1e-12, 1e-9):
+    moved = np.linalg.solve(G * (1 + eps * (bump + bump.T) / 2), C) - beta
+    print(f"G moved by {eps:.0e}: β by {np.abs(moved).max() / np.abs(beta).max():.1e} (κ·ε = {kappa * eps:.1e})")
+
+# %% [markdown]
 # ## The same number through linrec
 # `linrec measure` does the same from one streaming pass: it keeps only each split's means and centred sums (never
 # the rows), fits from the train statistics and scores from the test statistics (`linrec.collect.capture`,
@@ -209,3 +248,75 @@ assert abs(r2_hand - r2_linrec) < 1e-10
 # perplexity (06), and whether training is what sets it (07, 08). One caution seen above: with about 11 train rows
 # per fitted parameter, a least-squares map also fits some of its train rows' noise, so R²_lin held out is biased a
 # little low; notebook 02's learning curve measures by how much.
+
+# %% [markdown]
+# ## Exercises
+# Three short ones, each answered by a few lines built from the functions above. Try each before you open its
+# solution: the cell under each exercise is folded in Jupyter Lab (click the three dots to show it), and Run All runs
+# it like any other cell.
+#
+# **1. Rows per parameter.** Refit the GELU block on only its first 20, 50, 200 and 4,000 train rows and print the
+# held-out R²_lin of each fit. Why does it fall as the rows get fewer, although the block is the same? How many rows
+# per fitted parameter (d + 1 per output) does each fit have, and how does that compare with the real block above?
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+for n_rows in (20, 50, 200, 4000):
+    W, b = fit_by_hand(X[:n_rows], Y_ffn[:n_rows])  # the first n_rows train rows
+    r2 = r2_by_hand(X[test], Y_ffn[test], W, b)
+    print(f"{n_rows:>5} train rows, {n_rows / (d + 1):5.1f} per parameter: held-out R²_lin {r2:.3f}")
+
+# %% [markdown]
+# <details><summary>Why (open after the exercise)</summary>
+#
+# With few rows the map also fits its train rows' quirks, which do not recur on the test rows, so the held-out R²
+# falls although the block is the same: a least-squares map with p = d + 1 parameters per output, fitted on n rows,
+# loses about (1 − R²)·p/(n − p − 1) of R² held out. At 20 rows it has barely two rows a parameter; the real block
+# above has about eleven, which is why notebook 02 measures R²_lin at several train sizes (its learning curve).
+# </details>
+
+# %% [markdown]
+# **2. Scale one input.** Multiply input feature 0 of the toy rows by 10⁶ and fit the GELU block again. Does the
+# held-out R²_lin change? What happens to κ(G), and why does that not change the answer here while it can in a real
+# model? (Hint: an affine map can undo any rescaling of its inputs; rounding cannot be undone.)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+X_big = X * np.r_[1e6, np.ones(d - 1)]  # feature 0 a million times larger
+W_big, b_big = fit_by_hand(X_big[train], Y_ffn[train])
+X1_big = np.hstack([X_big[train], np.ones((4000, 1))])
+print(
+    f"held-out R²_lin {r2_by_hand(X_big[test], Y_ffn[test], W_big, b_big):.6f} (unscaled "
+    f"{r2_by_hand(X[test], Y_ffn[test], *fit_by_hand(X[train], Y_ffn[train])):.6f})"
+)
+print(f"κ(G) {np.linalg.cond(X1_big.T @ X1_big):.1e} (unscaled {np.linalg.cond(X1_toy.T @ X1_toy):.1e})")
+
+# %% [markdown]
+# <details><summary>Why (open after the exercise)</summary>
+#
+# The map scales its weight for feature 0 down by 10⁶, so it predicts exactly as before and R² is the same. κ(G)
+# grows by about 10¹² (the square of the scale), so the solve loses about twelve of float64's sixteen digits to
+# rounding: here enough are left, but a real block's κ can start near 10⁸ before any such scale enters. Rescaling
+# every feature to unit variance first (Jacobi scaling, as linrec does) undoes the scale before the solve, and κ
+# comes back down; what remains of κ is the features' correlation, which no rescaling removes.
+# </details>
+
+# %% [markdown]
+# **3. Predict R² before computing it.** The toy affine block is a linear map plus noise of SD 0.1 on every output.
+# If the fitted map were exact, its residual would be that noise alone, so R² ≈ 1 − (noise variance) / (variance of
+# y), summed over the outputs. Predict R² that way for noise SD 0.1 and 0.3, then fit and check.
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+signal = X @ W_true + b_true
+for sd in (0.1, 0.3):
+    Y_noisy = signal + sd * np.random.default_rng(1).normal(size=(n, d))
+    predicted = 1 - d * sd**2 / Y_noisy[test].var(axis=0).sum()
+    W, b = fit_by_hand(X[train], Y_noisy[train])
+    print(f"noise SD {sd}: predicted R² {predicted:.4f}, fitted {r2_by_hand(X[test], Y_noisy[test], W, b):.4f}")
+
+# %% [markdown]
+# <details><summary>Why (open after the exercise)</summary>
+#
+# The noise is the part of y no function of x can predict, so the best any map can do is leave it as the residual:
+# R² ≈ 1 − (noise variance)/(variance of y). Tripling the SD multiplies the noise variance by nine, and R² falls by
+# about nine times as much. The fitted map scores a little below the prediction, because it is fitted on 4,000 rows,
+# not known exactly (exercise 1's cost, small at 444 rows a parameter).
+# </details>

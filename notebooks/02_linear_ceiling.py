@@ -197,8 +197,7 @@ fig = fig2_r2_lin(result.shown, root / figures_dir / "fig2_r2_lin")
 # positions (all, or without each window's first), the moves tested and those the rule counts (`counted`: they
 # survive the false-discovery rate).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 print(result.move_counts().to_string())
 print("claim 1 rule:", rule(1).words)
 v1 = rule(1)(result.r2_lin_summary)
@@ -221,8 +220,7 @@ labelled(result.summaries()).round(3)
 # sample's profile (`linrec.claims.profile.replication_summary`). Where this profile has no samples, the
 # cell below prints what the last run of `params/full.yaml` found, from its results file.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 if result.r2_replicates_summary is not None:
     print(replication_text(result.r2_replicates_summary))
 else:
@@ -240,8 +238,7 @@ else:
 # notebook the second way, and the report sets its verdicts beside the default's (`docs/limitations.md` says which
 # move).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 import pandas as pd
 
 from linrec.analyses.large_n import split_summary
@@ -257,6 +254,5 @@ else:
 # models put a massive activation on the first token. For each model, the blocks whose R²_lin
 # rests mostly on that token, and what is left without it:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 print(first_token_text(result.r2_lin))

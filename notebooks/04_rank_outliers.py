@@ -116,12 +116,59 @@ root = project_root()
 # rule does not apply: toy rows have no windows). `toy_table` runs `linrec.analyses.spectrum.block_spectrum` on each
 # toy's train and test statistics, exactly as `spectrum_table` does on each block of a model below.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 toys = toy_blocks(seed=seed)
 toy = toy_table(toys)
 toy[["block", "r2_lin", "r2_feature_median", "r2_ex_top1", "top1_var_share", "eff_rank_out", "eff_rank_explained",
      "regime"]].round(3)  # fmt: skip
+
+# %% [markdown]
+# ## One block by hand, first
+# Before the study runs every block, the numbers the rule reads, computed for one block of the first model from its
+# statistics in a few lines of numpy: the middle block, chosen by its place in the model, not by its result. The map
+# is notebook 02's (`Capture.fit`). Each output feature j gets its own held-out R², 1 − SSE_j / SST_j (SSE_j from the
+# test split's sums exactly as notebook 02 scored the whole block, SST_j = C_yy,jj); R²_lin is the same ratio summed
+# over the features, so a few features with most of the variance can carry it while the median feature is fitted
+# badly. The effective rank of a covariance (Roy & Vetterli) is exp of the entropy of its normalised eigenvalues:
+# d for d equal directions, 1 for one. Of the output covariance it says how many directions the output uses; of the
+# map's explained part WᵀC_xxW, how many directions the map's output uses. The cell checks each number against
+# linrec's (`linrec.analyses.spectrum.block_spectrum`, the function the study calls on every block) to 1e-8.
+
+# %% tags=["nbval-check-output"]
+from dataclasses import replace
+
+import numpy as np
+
+from linrec.analyses.spectrum import block_spectrum
+from linrec.collect.capture import get_capture
+
+one = get_capture(replace(p.capture_config(models[0]), sample_rows=0), p.capture_run())  # statistics only, cached
+b = one.n_blocks // 2
+train, test, fit = one.stats["train"][b], one.stats["test"][b], one.fit(b)
+W = fit.W
+Cxx, _, Cyy = train.blocks()
+Txx, Txy, Tyy = test.blocks()
+offset = test.mean_y - (test.mean_x @ W + fit.b)
+sse = np.diag(Tyy) - 2 * np.einsum("ij,ij->j", W, Txy) + np.einsum("ij,ij->j", Txx @ W, W) + test.n * offset**2
+sst = np.diag(Tyy)
+r2_feature = np.where(sst > 0, 1 - sse / np.where(sst > 0, sst, 1), np.nan)  # one held-out R² per output feature
+
+
+def eff_rank(C):
+    """exp(entropy of the normalised eigenvalues of C)."""
+    lam = np.clip(np.linalg.eigvalsh(C), 0, None)
+    q = lam[lam > 0] / lam.sum()
+    return float(np.exp(-(q * np.log(q)).sum()))
+
+
+hand = {"r2_lin": 1 - sse.sum() / sst.sum(), "r2_feature_median": float(np.nanmedian(r2_feature)),
+        "eff_rank_out": eff_rank(Cyy), "eff_rank_explained": eff_rank(W.T @ Cxx @ W)}  # fmt: skip
+ours = block_spectrum(train, test, block=b, fit=fit)
+for name, value in hand.items():
+    assert abs(value - ours[name]) <= 1e-8 * max(1.0, abs(value)), f"{name}: by hand {value}, linrec {ours[name]}"
+print(f"{one.model_label} block {b} of {one.n_blocks}: R²_lin {hand['r2_lin']:.4f}, median feature R² "
+      f"{hand['r2_feature_median']:.4f}; effective rank of the output {hand['eff_rank_out']:.1f} of {train.d_out}, "
+      f"of the map's explained part {hand['eff_rank_explained']:.1f} (each as linrec has it, to 1e-8)")  # fmt: skip
 
 # %% [markdown]
 # ## The per-block table
@@ -156,8 +203,7 @@ fig = fig4_rank_outliers(result.spectrum, root / figures_dir / "fig4_rank_outlie
 # Each model's blocks counted by regime (`linrec.claims.regimes.regime_summary`), over all blocks and over those with
 # R²_lin ≥ 0.8, with the blocks each count rests on; claim 4's rule reads this table.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 summary = result.spectrum_summary
 print("claim 4 rule:", rule(4).words)
 v4 = rule(4)(summary)
@@ -173,8 +219,7 @@ labelled(summary, "spectrum_summary").T
 # `params/full.yaml` found, from its results file, once `linrec.app.profile.measured_elsewhere` has checked that that
 # run measured the same models, corpus, seed and capture settings (else it says which differs).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 if result.spectrum_replicates_summary is not None:  # this run's replication
     replication = replication_story(result.spectrum_replicates_summary)
 elif other := measured_elsewhere(root, "full", corpus=corpus, models=models, seed=seed, capture=capture):
@@ -194,8 +239,7 @@ for line in replication:
 # 10 of Gemma-3's 18 in the full profile; the paper's dichotomy describes the high-R²_lin blocks, and many blocks are
 # below 0.6 or concentrated without being rank ≈ 1).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 for line in regime_story(result.spectrum):
     print(line)
 

@@ -66,6 +66,47 @@ from linrec.studies import corpora as study
 root = project_root()
 
 # %% [markdown]
+# ## One block by hand, first
+# Before the sweep, one block's R²_lin on two corpora, with the interval every table carries, from the capture's
+# per-window sums (`Capture.heldout`: for each held-out window w and output feature j, the rows n_w, Σ e_j², Σ y_j and
+# Σ y_j² around the train mean; `linrec.stats.heldout` says why these suffice). R² over any set of windows is
+# 1 − ΣSSE / (Σ syy − |Σ sy|² / Σ n), so leaving one window out is a subtraction. The interval is the
+# leave-one-window-out jackknife: the W estimates without one window each give a standard error
+# √((W − 1)/W · Σ (R²₋w − mean)²), and the estimate ∓ t(W − 1) of it is the 95 % interval, the same for every block,
+# every corpus and every model (`docs/numerics.md` says what it covers). The middle block of the first model, on the
+# profile's first two corpora; the cell checks the numbers against linrec's (`Capture.score`,
+# `linrec.stats.heldout.r2_interval`, what the sweep's table holds) to 1e-10.
+
+# %% tags=["nbval-check-output"]
+from dataclasses import replace
+
+import numpy as np
+from scipy.stats import t as student_t
+
+from linrec.collect.capture import get_capture
+from linrec.stats.heldout import r2_interval
+
+
+def r2(h, keep):
+    """R² over the held-out windows `keep` marks (1 kept, 0 left out), from the per-window sums alone."""
+    n, sse, sy, syy = keep @ h.n, keep @ h.sse.sum(1), keep @ h.sy, keep @ h.syy.sum(1)
+    return 1 - sse / (syy - (sy * sy).sum(-1) / n)
+
+
+for c in corpora[:2]:
+    cap = get_capture(replace(p.capture_config(models[0]), corpus=c, sample_rows=0), p.capture_run())  # statistics
+    b = cap.n_blocks // 2
+    h, w = cap.heldout[b], cap.heldout[b].n_windows
+    point = r2(h, np.ones(w))
+    loo = np.array([r2(h, 1 - np.eye(w)[k]) for k in range(w)])  # every window left out in turn
+    se = np.sqrt((w - 1) / w * ((loo - loo.mean()) ** 2).sum())  # the jackknife's standard error
+    lo, hi = point - student_t.ppf(0.975, w - 1) * se, point + student_t.ppf(0.975, w - 1) * se
+    ours = (cap.score(b).r2, *r2_interval(h))  # linrec's, as the study's table has them
+    assert np.allclose((point, lo, hi), ours, rtol=0, atol=1e-10), ((point, lo, hi), ours)
+    print(f"{cap.model_label} block {b} on {c}: R²_lin {point:.4f}, 95 % interval [{lo:.4f}, {hi:.4f}] over {w} "
+          "held-out windows (as linrec has them, to 1e-10)")  # fmt: skip
+
+# %% [markdown]
 # ## The sweep: every block, every model, every corpus
 
 # %%
@@ -114,12 +155,10 @@ result.corpora_agreement.round(3)
 # rate over every block and pair of corpora), not a count of disjoint intervals.
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 labelled(result.corpora_verdict).round(3)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 for r in result.corpora_verdict.to_dict("records"):
     print(
         f"{r['model']}: across {', '.join(corpora)} the per-block profile is {r['verdict']} "

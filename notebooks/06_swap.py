@@ -89,6 +89,64 @@ root = project_root()
 training = load_profile("training").notebook("08") if heal_trained else None  # the runs heal_trained heals
 
 # %% [markdown]
+# ## One block by hand, first
+# Before the study swaps every block, one swap spelled out: the middle block of the first model (chosen by its place,
+# not its result) has its FFN's output replaced by its closed-form map Wᵀx + b (notebook 02's `Capture.fit`; a forward
+# hook here, `linrec.inputs.surgery.AffineFFN` in the study), and the model reads four of the held-out windows the
+# study reports on, once as it is and once swapped. Each window's loss is its mean next-token NLL per token (the
+# logits at position t score token t + 1), and perplexity is exp of the mean loss, so ΔPPL comes from the per-window
+# losses alone; the study stores them (`swap_windows`) and its interval leaves one window out at a time from both
+# models together (`docs/numerics.md`). The cell checks the losses and ΔPPL against linrec's evaluator on the same
+# windows (`linrec.analyses.perplexity.PerplexityEvaluator`, what the study runs on every block) to 1e-4, the forward
+# pass's float32 precision.
+
+# %% tags=["nbval-check-output"]
+import numpy as np
+import torch
+
+from linrec.analyses.perplexity import PerplexityEvaluator
+from linrec.analyses.swap import capture_windows, report_ids
+from linrec.collect.capture import get_capture
+from linrec.inputs.models import load_model
+from linrec.inputs.surgery import AffineFFN
+
+one = get_capture(p.capture_config(p.models[0]), p.capture_run())  # notebook 01's capture: its maps and windows
+loaded = load_model(p.models[0], device=p.device)
+ids = report_ids(capture_windows(one, loaded.tokenizer), p.test_windows, p.seed)[:4]  # 4 of the held-out windows
+b = one.n_blocks // 2
+fit = one.fit(b)
+W, c = torch.from_numpy(fit.W).float(), torch.from_numpy(fit.b).float()
+
+
+@torch.no_grad()
+def window_losses(ids):
+    """Mean next-token NLL per token of each window [n_windows]: the logits at position t score token t + 1."""
+    logp = torch.log_softmax(loaded.model(ids).logits[:, :-1].double(), dim=-1)
+    return -logp.gather(-1, ids[:, 1:, None]).squeeze(-1).mean(1).numpy()
+
+
+base = window_losses(ids)
+site = loaded.sites[b]  # the block's FFN: its output replaced by Wᵀx + b of its input
+hook = site.ffn_out.register_forward_hook(lambda module, args, out: args[0] @ W + c)
+try:
+    swapped = window_losses(ids)
+finally:
+    hook.remove()
+delta = np.exp(swapped.mean()) - np.exp(base.mean())  # ΔPPL: the windows are of equal length, so a plain mean
+
+evaluator = PerplexityEvaluator(loaded.model, ids, batch_size=p.batch_size, sites=loaded.sites)  # linrec's
+nll = evaluator.window_nll({b: AffineFFN.from_fit(fit)})  # Σ NLL per window, the swap as the study makes it
+assert np.allclose(evaluator.base_window_nll / evaluator.tokens_per_window, base, rtol=0, atol=1e-4)
+assert np.allclose(nll / evaluator.tokens_per_window, swapped, rtol=0, atol=1e-4), (nll, swapped)
+assert abs(evaluator.delta_of(nll).delta - delta) <= 1.4e-4 * max(1, abs(delta)), (evaluator.delta_of(nll), delta)
+print(
+    f"{one.model_label} block {b} swapped for its map, on {len(ids)} held-out windows: loss per token "
+    f"{', '.join(f'{x:.3f}' for x in base)} → {', '.join(f'{x:.3f}' for x in swapped)}; perplexity "
+    f"{np.exp(base.mean()):.2f} → {np.exp(swapped.mean()):.2f}, ΔPPL {delta:+.3f} (as linrec has them, to 1e-4)"
+)
+loaded = evaluator = None  # the study loads the model again, one at a time
+
+# %% [markdown]
 # ## Every block, swapped alone; the choices, on screening windows
 # One model at a time (`linrec.analyses.swap_run.run_model`, which holds one model in memory at a time). Per model:
 # the predictors and each block's ΔPPL alone on the screening windows; the held-out ΔPPL of every
@@ -303,6 +361,5 @@ labelled(result.swap_timings)
 # %% [markdown]
 # ## What the numbers say
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 print("\n".join(result.swap_verdict["finding"]))  # the words: linrec.claims.swap.swap_findings, its rules beside it

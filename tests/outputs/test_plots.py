@@ -177,7 +177,7 @@ def test_a_figure_redrawn_from_a_table_kept_within_precision_is_left_alone_and_a
     PDF stores coordinates to 1e-10 pt, so R²_lin's 9th digit moves its bytes). The table kept within precision
     hands its stored numbers on (`save_table`), the figure drawn from them comes out the same bytes, and `save` leaves
     the files untouched (mtime too); a value moved by 1e-3 rewrites both. Planted: `save` always writing fails the
-    mtime assert; `save_table` not handing on its stored numbers (`_hold` left out) fails the PDF's bytes."""
+    mtime assert (`save_table` not handing on its stored numbers: tests/base/test_tables.py)."""
     import os
 
     from linrec.base.tables import R2_PRECISION, save_table
@@ -200,3 +200,30 @@ def test_a_figure_redrawn_from_a_table_kept_within_precision_is_left_alone_and_a
     save_table(rerun, "r2_lin", tmp_path)
     plots_ceiling.fig2_r2_lin(rerun, stem)
     assert files[1].read_bytes() != before[1] and files[1].stat().st_mtime_ns != 10**18
+
+
+def test_a_figure_drawn_from_numbers_moved_below_a_pixel_is_left_alone(tmp_path):
+    """Figure 4b is drawn from a capture's statistics, not from a table, so its numbers carry another machine's 10th
+    digit; its PDF (coordinates to 1e-10 pt) would change, its PNG does not. `save` leaves both files when the PNG's
+    bytes are the same, and writes both when a point moves by a visible amount. Planted: the PNG rule left out
+    (each file compared alone) fails the first assert."""
+    import os
+
+    import matplotlib.pyplot as plt
+
+    from linrec.outputs.plots import save
+
+    def draw(shift):
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.plot([0, 1, 2, 3], np.array([0.297163242974, 0.5, 0.41, 0.9]) + shift, "-o")
+        return fig
+
+    stem = tmp_path / "fig"
+    files = save(draw(0.0), stem)
+    for f in files:
+        os.utime(f, ns=(10**18, 10**18))
+    before = [f.read_bytes() for f in files]
+    save(draw(6.3e-10), stem)  # the issue's r2_lin: 0.297163242974 → 0.297163243606
+    assert [f.read_bytes() for f in files] == before and all(f.stat().st_mtime_ns == 10**18 for f in files)
+    save(draw(0.02), stem)
+    assert all(f.read_bytes() != b for f, b in zip(files, before, strict=True))

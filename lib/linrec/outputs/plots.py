@@ -35,20 +35,29 @@ def save(fig, stem: str | Path) -> list[Path]:
     """Write `fig` to `stem`.png (DPI) and `stem`.pdf, without a creation date, once its point labels are placed
     clear of the data and of each other (`declutter`); returns the paths.
 
-    A file whose bytes would not change is left alone (not even touched): a rerun that draws the same figure, from
-    tables kept because they agree within the project's precision (`linrec.base.tables.save_table`), leaves the
-    clone clean."""
+    A figure is rewritten only when what it shows changes at its resolution: where both files exist and the new PNG's
+    bytes equal the stored one's, both are left alone (not even touched). A PDF stores coordinates to 1e-10 pt, so a
+    number moved in its 10th digit (another machine's forward pass) would rewrite it; the PNG changes only where a pixel
+    does. Figures drawn from results tables get the tables' stored numbers (`linrec.base.tables.save_table` keeps a
+    table within the project's precision and hands its numbers on), so they come out the same bytes anyway; the rule
+    covers the few drawn from a capture's statistics directly (Figure 4b), and a rerun leaves the clone clean."""
     declutter(fig)
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
+    drawn = {}
     for p in paths:
-        drawn = io.BytesIO()
-        fig.savefig(drawn, format=p.suffix[1:], dpi=DPI, bbox_inches="tight", metadata=_METADATA[p.suffix])
-        if p.is_file() and p.read_bytes() == drawn.getvalue():
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format=p.suffix[1:], dpi=DPI, bbox_inches="tight", metadata=_METADATA[p.suffix])
+        drawn[p] = buffer.getvalue()
+    png, pdf = paths
+    if pdf.is_file() and png.is_file() and png.read_bytes() == drawn[png]:
+        return paths  # the same picture: the stored files stay
+    for p in paths:
+        if p.is_file() and p.read_bytes() == drawn[p]:
             continue
         with atomic_file(p) as tmp:  # whole or not at all; a full disk is one line naming the file
-            tmp.write_bytes(drawn.getvalue())
+            tmp.write_bytes(drawn[p])
     return paths
 
 
