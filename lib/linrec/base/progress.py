@@ -182,12 +182,20 @@ def _one_line(err) -> list[str]:
 
 def errors_in_one_line() -> None:
     """In a notebook someone watches (`watched`: Lab), a LinrecError (a bad value, a missing file: its message names
-    the fix) is shown as one line; IPython asks an exception for `_render_traceback_` first. Anything else keeps its
-    traceback, and a kernel executing into a file (the runner, papermill) keeps them all."""
-    if watched():
-        from linrec.base.errors import LinrecError
+    the fix) is shown as one line (IPython's `set_custom_exc`; still an error, so the cell fails). Anything else keeps
+    its traceback, and a kernel executing into a file (the runner, papermill) keeps them all."""
+    if not watched():
+        return
+    from IPython import get_ipython
 
-        LinrecError._render_traceback_ = _one_line
+    from linrec.base.errors import LinrecError
+
+    def one_line(shell, etype, value, tb, tb_offset=None):
+        stb = _one_line(value)
+        shell._showtraceback(etype, value, stb)  # the kernel's error message: ename, evalue and this one line
+        return stb
+
+    get_ipython().set_custom_exc((LinrecError,), one_line)
 
 
 log_to_cells()  # in a kernel: linrec warnings as plain lines in the cell
