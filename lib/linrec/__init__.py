@@ -34,6 +34,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
                · bands (2b at every cross band)
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
+               · synthesis (the answer from the widest evidence)
     studies/   stages (every stage: its notebook, parameters, module; the profile) · base (`Result`: its tables)
                · capture (01) · ceiling (02) · probe (03: the probe and the pitfall) · regimes (04) · corpora (05)
                · swap (06: claims 6a, 6b) · routing (06: its routing and healing tables) · controls (07) · training (08)

@@ -127,3 +127,49 @@ def test_the_default_report_shows_every_profiles_verdicts_beside_its_own(tmp_pat
     assert beside(folders[0], folders[0]) is None and beside(project / "results" / "absent", folders[0]) is None
     smoke = render(folders[0], tmp_path / "figs", tmp_path / "paper" / "smoke.md")  # a profile that names none
     assert "Profile full" not in smoke and "| verdict |\n" in smoke
+
+
+def test_the_widest_evidence_leads_where_the_subset_says_reproduced_and_it_says_partly(tmp_path):
+    """Issue 87, item 1: the front page led with the default's tally although the default measured one model of the
+    full profile's two (c33e794). Planted: a subset folder (model m) reproduces claim 1; the wider folder (m and m2,
+    m2 failing) reproduces it in part; a document-split alternative (m alone) reproduces it. The table's first line
+    is the answer's tally, claim 1's answer is 'partly reproduced' decided by the wider folder, this run's own
+    'reproduced' sits in its 'this run' column, and an alternative that does not confirm a reproduced claim lowers it
+    (the alternative's probe fails claim 3 there). Planted bugs: the subset deciding (claim 1 reads
+    reproduced on top) and an alternative raising a verdict (claim 3 reads reproduced)."""
+    import shutil
+
+    from helpers import claims_1_3_results
+    from linrec.outputs.claim_table import claim_rows
+    from linrec.outputs.report import readme_section
+
+    sub = claims_1_3_results(tmp_path / "sub")
+    wide = claims_1_3_results(tmp_path / "wide")
+    for name in ("r2_lin_summary", "r2_lin"):
+        t = load_table(name, wide)
+        if name == "r2_lin_summary":  # m holds without position 0 too (the helper's row fails there)
+            t = t.assign(r2_ex_first_max=0.99, direction_changes_disjoint_ex_first=5)
+        other = t.assign(model="m2")
+        if name == "r2_lin_summary":
+            other = other.assign(r2_max=0.5, max_jump_disjoint=0.05, max_jump_fdr=0.05, max_jump_disjoint_ex_first=0.05)
+        save_table(pd.concat([t, other], ignore_index=True), name, wide)
+    alt = tmp_path / "documents"
+    shutil.copytree(claims_1_3_results(tmp_path / "alt", gain=0.2), alt)  # the probe gains too much here: 3 fails
+    t = claim_table(sub, [wide], tmp_path, [alt])
+    e = t.answers
+    assert e is not None and e.widest == "wide/results" and e.models == ("m", "m2") and e.alternatives == ("documents",)
+    assert {str(c.number): c.verdict for c in t.claims}["1"] == "reproduced"  # the subset's own verdict
+    assert e.answers["1"].verdict == "partly reproduced" and e.answers["1"].decided.models == ("m", "m2")
+    three = e.answers["3"]
+    assert (three.decided.verdict, three.verdict, three.unconfirmed) == ("reproduced", "partly reproduced",
+                                                                         ("documents",))  # fmt: skip
+    rows = claim_rows(t)
+    assert rows[2].startswith("- **Does the paper hold?** On the widest evidence (each claim judged on `wide/results/`")
+    assert "2 partly reproduced" in rows[2] and "claims 1 and 3 hold in part" in rows[2]
+    assert rows[3].startswith("- **This run** (`sub/results/`: m;")
+    one = next(r for r in rows if r.startswith("| [1]("))
+    cells = [c.strip() for c in one.split(" | ")]
+    assert cells[3] == "**partly reproduced** (results: m, m2)" and cells[7] == "reproduced"
+    (tmp_path / "report.md").write_text("")
+    assert "On the widest evidence" in readme_section(sub, tmp_path / "report.md", t).splitlines()[3]
+    assert claim_table(sub, [], tmp_path).answers is None  # nothing beyond this profile: the table as before

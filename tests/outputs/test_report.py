@@ -20,13 +20,13 @@ from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, save_table
 from linrec.outputs import catalog, methods
 from linrec.outputs.catalog import CATALOG
-from linrec.outputs.claim_table import claim_table
 from linrec.outputs.claim_text import CELL_LIMIT
 from linrec.outputs.report import (
     README_END,
     README_START,
     build_report,
     per_block_table,
+    profile_table,
     readme_section,
     render,
     report_setup,
@@ -185,8 +185,7 @@ def test_claim3_without_position_0_and_claim4_on_fresh_text_from_the_full_profil
 
 def _default_table():
     """The committed default run's claim table as its profile asks for it: full's and the zoo's verdicts beside."""
-    beside = load_profile("default", root=ROOT).beside
-    return claim_table(DEFAULT, [ROOT / f for f in beside], ROOT)
+    return profile_table(load_profile("default", root=ROOT).values(), ROOT)
 
 
 def _claim_rows(text: str) -> list[list[str]]:
@@ -201,12 +200,17 @@ def test_the_default_report_answers_on_its_first_screen(tmp_path):
     table = _default_table()
     text = render(DEFAULT, ROOT / "figures", out, table=table)
     head = text[: text.index("## Setup")]
-    tally = re.search(rf"\*\*Does the paper hold\?\*\* Of {len(CATALOG)} checks: (.*)\.", head)
+    # the answer from the widest evidence leads (issue 87): its tally first, its column after the paper's words
+    tally = re.search(rf"^- \*\*Does the paper hold\?\*\* On the widest evidence .*?, of {len(CATALOG)} checks: "
+                      r"([^.]*)\.", head, flags=re.M)  # fmt: skip
+    own = re.search(rf"^- \*\*This run\*\* \(`results/default/`.*, of {len(CATALOG)} checks: ([^.]*)\.", head, re.M)
     rows = _claim_rows(head)
-    assert tally and len(rows) == len(CATALOG) and all(len(r) == 7 + len(table.beside) for r in rows)
-    counted = {w: int(k) for k, w in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", tally[1])}
-    verdict_cells = [r[6].strip().strip("*") for r in rows]  # this profile's verdict (r[7:]: the others')
-    assert counted == {w: verdict_cells.count(w) for w in set(verdict_cells)}
+    assert tally and own and len(rows) == len(CATALOG) and all(len(r) == 8 + len(table.beside) for r in rows)
+    assert head.index("On the widest evidence") < head.index("**This run**")
+    for line, column in ((tally, 3), (own, 7)):  # the answer's cells, this profile's (r[8:]: the others')
+        counted = {w: int(k) for k, w in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", line[1])}
+        cells = [r[column].strip().split("**")[1 if column == 3 else 0].strip() for r in rows]
+        assert counted == {w: cells.count(w) for w in set(cells)}
     too_long = [(r[0], len(c.strip())) for r in rows for c in r if len(c.strip()) > CELL_LIMIT]
     assert not too_long
     assert "missing" not in text and "not drawn" not in text
@@ -380,7 +384,7 @@ def _rendered(name: str) -> tuple[str, str, dict]:
     sets it up (linrec.app.commands.cmd_report)."""
     profile = load_profile(f"params/{name}.yaml", root=ROOT)
     values, setup = profile.values(), report_setup(profile)
-    table = claim_table(ROOT / values["results_dir"], [ROOT / f for f in values.get("beside") or ()], ROOT)
+    table = profile_table(values, ROOT)
     text = render(ROOT / values["results_dir"], ROOT / values["figures_dir"], ROOT / values["report_path"], setup,
                   table)  # fmt: skip
     return text, (ROOT / values["report_path"]).read_text(), values

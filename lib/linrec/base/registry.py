@@ -438,16 +438,14 @@ TABLES: dict[str, TableSpec] = {
     "rule_hashes": _spec(
         "09",
         "claim rule_hash verdict tables_hash recorded models",
-        "per claim: the hash of today's rule, the verdict it gave on this folder's tables, a hash of the tables it "
-        "read, the date the hash (or, under the same hash, the verdict) was first recorded here and the models the "
-        "folder measured (linrec.outputs.rule_log.record)",
+        "per claim: today's rule's hash, its verdict here, a hash of the tables it read, the date the hash (or its "
+        "verdict) was first recorded here and the models measured (linrec.outputs.rule_log.record)",
     ),
     "rule_changes": _spec(
         "09",
         "claim recorded hash_before hash_after verdict_before verdict_after tables why",
-        "every change of a rule's hash after results were recorded here, and every change of a verdict under the "
-        "same rule (the evidence changed: hash_before = hash_after), with the verdict before and after, whether the "
-        "tables it read were the same, and why (linrec.outputs.rule_log.record; paper/rules-changelog.md)",
+        "every change of a rule's hash, or of its verdict (the evidence: hash_before = hash_after), after results "
+        "were recorded here: verdicts before and after, the tables the same or not, why (linrec.outputs.rule_log)",
     ),
     "calibration": _spec(
         "09",

@@ -26,6 +26,7 @@ import pandas as pd
 from scipy.stats import t as student
 
 from linrec.analyses.decomposition import Z975, two_factor_shares
+from linrec.claims.rules import NOT_TESTABLE, PARTLY, REPRODUCED, tally_every
 
 CLAIM2B_MIN_BAND = 2  # the narrowest band that decides: a model's sign must hold at this band and every wider one
 INTERVAL_2B = "95 % over the blocks measured (jackknife) and the held-out windows (bootstrap), fits held fixed"
@@ -116,6 +117,36 @@ def lean_word(bands: pd.DataFrame, min_band: int = CLAIM2B_MIN_BAND) -> tuple[st
         if other not in words and 2 * words.count(side) > len(words):
             return side, _listed([int(r["band"]) for r, w in zip(rows, words) if w != side])
     return "undecided", ""
+
+
+def lean_verdict(ev: list[dict], bands: pd.DataFrame, min_band: int = CLAIM2B_MIN_BAND) -> tuple[str, str]:
+    """Claim 2b's verdict and reason where no model is decided at every band: each model's `lean_word` (set on its
+    evidence row `ev` as `lean`, `vetoed_by`) tallied as the strict words are, but at most partly (every word is
+    vetoed by a band); not testable where no model is decided that way either."""
+    for e in ev:
+        b = bands[bands["model"] == e["model"]]
+        e["lean"], e["vetoed_by"] = lean_word(b, min_band) if len(b) else (None, "")
+    word = tally_every([e["lean"] for e in ev if e["lean"] is not None], yes="weights", undecided="undecided")
+    why = f"at some band ≥ {min_band} the interval of weights − inputs includes 0"
+    if word == NOT_TESTABLE:
+        return NOT_TESTABLE, f"undecided for every model: {why}"
+    return (
+        PARTLY if word == REPRODUCED else word,
+        f"no model decided at every band ({why} for each); read at most bands: {lean_text(ev)}",
+    )
+
+
+def lean_text(ev: list[dict]) -> str:
+    """Claim 2b's per-model words where each rests on most bands: "weights in smollm2-135m (band 2 includes 0),
+    inputs in gemma3-270m (bands 2–3 include 0), minilm-l6 undecided"."""
+    said = []
+    for e in ev:
+        lean, veto = e.get("lean"), e.get("vetoed_by", "")
+        if lean in ("weights", "inputs"):
+            said.append(f"{lean} in {e['model']} ({veto} include{'' if veto.startswith('bands') else 's'} 0)")
+        else:
+            said.append(f"{e['model']} {lean or 'not measured'}")
+    return ", ".join(said)
 
 
 def _listed(ks: list[int]) -> str:

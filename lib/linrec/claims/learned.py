@@ -22,7 +22,7 @@ from linrec.claims.bands import (
     band_word,
     bands_text,
     covered,
-    lean_word,
+    lean_verdict,
     wmi,
     wmi_interval,
 )
@@ -515,31 +515,8 @@ def verdict_2b(decomposition: pd.DataFrame | None, bands: pd.DataFrame | None, *
     word = tally_every(words, yes="weights", undecided="undecided")  # as claim 5: every model counts
     if word != NOT_TESTABLE:
         return Verdict("2b", word, ev)
-    # no model decided at every band: each model's word at most bands, where no band points the other way, with the
-    # bands that veto it named (decided per model, perhaps differently; never "reproduced": every word is vetoed)
-    for e in ev:
-        b = bands[bands["model"] == e["model"]]
-        e["lean"], e["vetoed_by"] = lean_word(b, t.CLAIM2B_MIN_BAND) if len(b) else (None, "")
-    leans = [e["lean"] for e in ev if e["lean"] is not None]
-    lean = tally_every(leans, yes="weights", undecided="undecided")
-    why = f"at some band ≥ {t.CLAIM2B_MIN_BAND} the interval of weights − inputs includes 0"
-    if lean == NOT_TESTABLE:
-        return Verdict("2b", NOT_TESTABLE, ev, reason=f"undecided for every model: {why}")
-    return Verdict("2b", PARTLY if lean == REPRODUCED else lean, ev, reason=f"no model decided at every band ({why} "
-                   f"for each); read at most bands: {lean_text(ev)}")  # fmt: skip
-
-
-def lean_text(ev: list[dict]) -> str:
-    """Claim 2b's per-model words where each rests on most bands: "weights in smollm2-135m (band 2 includes 0),
-    inputs in gemma3-270m (bands 2–3 include 0), minilm-l6 undecided"."""
-    said = []
-    for e in ev:
-        lean, veto = e.get("lean"), e.get("vetoed_by", "")
-        if lean in ("weights", "inputs"):
-            said.append(f"{lean} in {e['model']} ({veto} include{'' if veto.startswith('bands') else 's'} 0)")
-        else:
-            said.append(f"{e['model']} {lean or 'not measured'}")
-    return ", ".join(said)
+    word, why = lean_verdict(ev, bands, t.CLAIM2B_MIN_BAND)  # each model's word at most bands, or none
+    return Verdict("2b", word, ev, reason=why)
 
 
 RULE_2B = Rule(

@@ -493,13 +493,11 @@ def flags_verdict(pooled: str | None, per_model: list[str], t=T_6B) -> str:
 
 
 # ---- the findings notebook 06 prints and the report quotes (`swap_verdict`) -------------------------------------
-def swap_findings(v6a: Verdict, v6b: Verdict, first: pd.DataFrame | None, greedy: pd.DataFrame | None, *,
-                  t6a=T_6A, t6b=T_6B) -> list[str]:  # fmt: skip
+def swap_findings(v6a: Verdict, v6b: Verdict, first, greedy, *, t6a=T_6A, t6b=T_6B) -> list[str]:
     """Notebook 06's findings, one sentence each: claim 6a's chosen block and the blocks within budget, claim 6b's
     correlations and the screened predictor that survives Holm's correction (`best_predictors`), the
-    first-position variants (`first_position_effect`) and the greedy multi-block swaps. The budget and the margin in
-    the words are those of the rules that judged `v6a` and `v6b` (`t6a`, `t6b`: their `Rule.thresholds`), so a
-    threshold planted in a rule moves the verdict and these words together."""
+    first-position variants (`first_position_effect`) and the greedy multi-block swaps; the budget and margin are
+    those of the rules that judged `v6a`, `v6b` (`t6a`, `t6b`: a planted threshold moves verdict and words alike)."""
     lines = []
     for e in v6a.evidence:
         lines.append(

@@ -16,8 +16,9 @@ import pandas as pd
 
 from linrec.base.errors import LinrecError
 from linrec.claims.learned import controls_findings
-from linrec.claims.rules import VERDICTS, judge
+from linrec.claims.rules import PARTLY, VERDICTS, judge
 from linrec.claims.swap import swap_findings
+from linrec.claims.synthesis import Analysis, Answer, answer, plain_sentence, widest
 from linrec.outputs import catalog
 from linrec.outputs.claim_text import Claim
 from linrec.outputs.results import Results, replicated
@@ -52,6 +53,8 @@ def verdict_table(results_dir: str | Path) -> pd.DataFrame:
 
 
 TALLY_LEAD = "**Does the paper hold?** Of"  # the tally line's lead for the profile the report is about
+# this profile's own lead where the answer comes from wider evidence (`Evidence.tally` leads then)
+THIS_RUN = "**This run** ({}; its `this run` column, what this profile's own run regenerates), of"
 
 
 def tally_line(verdicts: Iterable[str], lead: str = TALLY_LEAD) -> str:
@@ -107,23 +110,113 @@ def beside(folder: str | Path, here: str | Path, root: Path | None = None) -> Be
     return Beside(folder.name, str(shown), models, verdicts) if verdicts else None
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """The answer from the widest evidence (`linrec.claims.synthesis`): the folder that decided (`widest`, as shown),
+    the models it measured, the alternative analyses read (`alternatives`: their folders' names) and each claim's
+    `Answer`."""
+
+    widest: str
+    models: tuple[str, ...]
+    alternatives: tuple[str, ...]
+    answers: dict[str, Answer]
+    own: str = ""  # this profile's folder, as shown, and its models
+    own_models: tuple[str, ...] = ()
+
+    def tally(self) -> str:
+        """The answer's tally line, saying where it comes from."""
+        alternatives = ", ".join([*self.alternatives, "without position 0", "fresh text"])
+        lead = (f"**Does the paper hold?** On the widest evidence (each claim judged on `{self.widest}/`: "
+                f"{', '.join(self.models)}; lowered, never raised, where an alternative analysis ({alternatives}) "
+                "does not confirm it), of")  # fmt: skip
+        return tally_line((a.verdict for a in self.answers.values()), lead)
+
+    def cell(self, claim: str) -> str:
+        """The claim table's answer cell: the verdict, the folder and models that decided it, and the alternatives
+        that did not confirm it ("lowered by" where they moved it)."""
+        a = self.answers[claim]
+        said = f"{Path(self.widest).name}: {', '.join(a.decided.models)}"
+        if a.unconfirmed:
+            said += f"; {'lowered by' if a.lowered else 'not confirmed by'} {', '.join(a.unconfirmed)}"
+        return f"**{a.verdict}** ({said})"
+
+
 @dataclass
 class ClaimTable:
     """What the claim table shows, judged once for the report and the README block alike (`claim_table`): this
-    profile's results `r`, its `claims` and their fresh-text cells, and the other profiles' verdicts (`beside`)."""
+    profile's results `r`, its `claims` and their fresh-text cells, the other profiles' verdicts (`beside`) and, where
+    the evidence reaches beyond this profile, the answer per claim from the widest evidence (`answers`)."""
 
     r: Results
     claims: list[Claim]
     fresh: dict
     beside: list[Beside] = field(default_factory=list)
+    answers: Evidence | None = None
 
 
-def claim_table(results_dir: str | Path, folders: Iterable[str | Path] = (), root: Path | None = None) -> ClaimTable:
-    """Every claim judged on the tables in `results_dir`, and the verdicts of the profiles in `folders` (`beside`:
-    those absent or unjudgeable left out) to show beside them."""
+def _models(r: Results) -> tuple[str, ...] | None:
+    """The models a profile's folder measured (its capture table's, else its R²_lin table's: the learning curve's
+    folder has no capture table); None for a folder of neither (a zoo's)."""
+    t = r.get("capture")
+    t = r.get("r2_lin") if t is None else t
+    return None if t is None else tuple(dict.fromkeys(str(m) for m in t["model"]))
+
+
+def _judged(r: Results, claims: list[Claim]) -> dict[str, str]:
+    """The verdicts of `claims` (judged on `r`) whose rule found every table it reads there: a folder that did not
+    run a claim's notebook is no evidence on it."""
+    return {str(c.number): c.verdict for c in claims
+            if all(r.get(name) is not None for name in catalog.rule(c.number).reads)}  # fmt: skip
+
+
+def evidence(results_dir: str | Path, claims: list[Claim], folders: Iterable[str | Path],
+             alternatives: Iterable[str | Path] = (), root: Path | None = None) -> Evidence | None:  # fmt: skip
+    """The answer per claim from the widest evidence (`linrec.claims.synthesis`): among this profile's folder and the
+    profile folders beside it (those with a capture table: a zoo is not one), the one that measured every model the
+    others did decides; the `alternatives` folders (another split, more train tokens), its verdicts without
+    position 0 and its fresh text lower it where they do not confirm it. None where nothing reaches beyond this
+    profile (no alternative and no wider folder) or no folder is the widest. `claims`: this profile's, judged."""
+    shown: dict[str, tuple[Path, tuple[str, ...]]] = {}
+    for f in [Path(results_dir), *map(Path, folders)]:
+        inside = root is not None and f.resolve().is_relative_to(root.resolve())
+        name = str(f.resolve().relative_to(root.resolve())) if inside else str(f)
+        if f.is_dir() and (m := _models(Results(f))) is not None:
+            shown.setdefault(name, (f, m))
+    alternatives = [Path(a) for a in alternatives]
+    own = next(iter(shown), None)
+    main = widest({k: m for k, (_, m) in shown.items()})
+    if main is None or (main == own and not alternatives):
+        return None
+    folder, models = shown[main]
+    r = Results(folder)
+    judged = claims if folder.resolve() == Path(results_dir).resolve() else catalog.build(r)
+    fresh = _fresh_text(r)
+    others = []
+    for a in alternatives:
+        if a.is_dir() and (m := _models(ra := Results(a))) is not None:
+            others.append((a.name, m, _judged(ra, catalog.build(ra))))
+    answers = {}
+    for c in judged:
+        k = str(c.number)
+        alts = [Analysis(name, v[k], m) for name, m, v in others if k in v]
+        if c.without_first in VERDICTS:  # judged without position 0 ("" or "not measured": no evidence either way)
+            alts.append(Analysis("without position 0", c.without_first, models))
+        if str(fresh.get(c.number, "")).startswith("sample-dependent"):
+            alts.append(Analysis("fresh text", PARTLY, models))  # holds on some samples of text, not on every one
+        answers[k] = answer(Analysis(folder.name, c.verdict, models), alts)
+    return Evidence(main, models, tuple(name for name, _, _ in others), answers, own, shown[own][1])
+
+
+def claim_table(results_dir: str | Path, folders: Iterable[str | Path] = (), root: Path | None = None,
+                alternatives: Iterable[str | Path] = ()) -> ClaimTable:  # fmt: skip
+    """Every claim judged on the tables in `results_dir`, the verdicts of the profiles in `folders` (`beside`: those
+    absent or unjudgeable left out) to show beside them, and the answer from the widest evidence (`evidence`, reading
+    the `alternatives` folders too)."""
     r = Results(results_dir)
+    folders = list(folders)
     others = [b for f in folders if (b := beside(f, results_dir, root)) is not None]
-    return ClaimTable(r, catalog.build(r), _fresh_text(r), others)
+    claims = catalog.build(r)
+    return ClaimTable(r, claims, _fresh_text(r), others, evidence(results_dir, claims, folders, alternatives, root))
 
 
 def claim_rows(t: ClaimTable) -> list[str]:
@@ -132,15 +225,25 @@ def claim_rows(t: ClaimTable) -> list[str]:
     the zoo, is seen on the first screen ("—" where that profile does not judge the claim)."""
     # every interval [lo, hi] of the "ours" column is a 95 % one unless its sentence names its own level (6a's ΔPPL:
     # 99 %); a number without brackets (2a's effects) has none (issue 90: the header said "95 % CI" for all)
-    head = "| # | claim | the paper | ours ([lo, hi]: 95 % CI unless the row names its level) | without position 0 | "
-    head += "fresh text | verdict |"
-    tallies = [tally_line(c.verdict for c in t.claims), *(b.tally() for b in t.beside)]
-    rows = ["## Claim by claim", "", *([f"- {x}" for x in tallies] if t.beside else tallies), ""]
+    # with an answer from wider evidence (`t.answers`), its tally and a plain sentence lead and its column comes first;
+    # this profile's own verdict is then the "this run" column
+    e = t.answers
+    head = f"| # | claim | the paper | {'answer (decided by) | ' if e else ''}ours ([lo, hi]: 95 % CI unless the row "
+    head += f"names its level) | without position 0 | fresh text | {'this run' if e else 'verdict'} |"
+    own = tally_line((c.verdict for c in t.claims), THIS_RUN.format(f"`{e.own}/`: {', '.join(e.own_models)}") if e
+                     else TALLY_LEAD)  # fmt: skip
+    tallies = [
+        *([f"{e.tally()} {plain_sentence(e.answers, e.models)}"] if e else []),
+        own,
+        *(b.tally() for b in t.beside),
+    ]
+    rows = ["## Claim by claim", "", *([f"- {x}" for x in tallies] if len(tallies) > 1 else tallies), ""]
     head += "".join(f" {b.name} |" for b in t.beside)
     rows += [head, "|---" * head.count(" | ") + "|---|"]
     for c in t.claims:
-        cells = [f"[{c.number}](#{c.anchor})", c.title, c.paper, sentence(c.headline), without_first(c),
-                 t.fresh[c.number], f"**{c.verdict}**"]  # fmt: skip
+        answered = [e.cell(str(c.number)) if str(c.number) in e.answers else "—"] if e else []
+        cells = [f"[{c.number}](#{c.anchor})", c.title, c.paper, *answered, sentence(c.headline), without_first(c),
+                 t.fresh[c.number], c.verdict if e else f"**{c.verdict}**"]  # fmt: skip
         cells += [b.verdicts.get(str(c.number), "—") for b in t.beside]
         rows.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return rows

@@ -19,7 +19,8 @@ from linrec.analyses.large_n import curve_sentence
 from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import correlation_outcome
-from linrec.claims.learned import combine_2a, comparison_words, lean_text
+from linrec.claims.bands import lean_text
+from linrec.claims.learned import combine_2a, comparison_words
 from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING
 from linrec.claims.profile import claim1_counts
 from linrec.claims.rules import (
@@ -262,14 +263,11 @@ def sentence_2b(r: Results, rule: Rule) -> Claim:
     shares = _and([f"{fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))} "
                    f"{_in(e['model'])}" for e in v.evidence])  # fmt: skip
     leaned = v.verdict != NOT_TESTABLE and any("lean" in e for e in v.evidence)  # decided per model at most bands
-    most = f"; at most bands (none decides every band) {lean_text(v.evidence)}" if leaned else ""
-    head = _head(
-        f"The weights' share of the cross matrix minus the inputs' is {shares} at the widest band (95 % CI over "
-        f"blocks and windows){most}",
-        f"The weights' minus the inputs' share is {shares}{most}",
-        (f"At most bands (none decides every band) the answer is {lean_text(v.evidence)}" if leaned
-         else f"The weights' minus the inputs' share is {shares}"),
-    )  # fmt: skip
+    most, short = (f"; at most bands (none decides every band) {lean_text(v.evidence)}", f"At most bands (none "
+                   f"decides every band) the answer is {lean_text(v.evidence)}") if leaned else ("", "")  # fmt: skip
+    head = _head(f"The weights' share of the cross matrix minus the inputs' is {shares} at the widest band (95 % CI "
+                 f"over blocks and windows){most}", f"The weights' minus the inputs' share is {shares}{most}",
+                 short or f"The weights' minus the inputs' share is {shares}")  # fmt: skip
     if v.verdict == NOT_TESTABLE or leaned:
         parts.append(v.reason)
     return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)

@@ -461,6 +461,14 @@ def write_report(p: Profile) -> WrittenReport:
     return publish(p.values(), root)
 
 
+def profile_table(values: Mapping, root: Path) -> ClaimTable:
+    """The claim table of the profile whose values are `values` (paths relative to the checkout `root`): its own
+    verdicts, those of the folders it shows `beside` them, and the answer from the widest evidence with its
+    `alternatives` (`claim_table`)."""
+    folders = lambda key: [root / f for f in values.get(key) or ()]  # noqa: E731
+    return claim_table(root / values["results_dir"], folders("beside"), root, folders("alternatives"))
+
+
 def publish(values: Mapping, root: Path, setup: dict | None = None) -> WrittenReport:
     """The report of the profile whose values are `values` (`Profile.values()`; paths relative to the checkout
     `root`) and, with `readme`, that file's results block, both from one judging of the claims (`claim_table`, with
@@ -469,7 +477,7 @@ def publish(values: Mapping, root: Path, setup: dict | None = None) -> WrittenRe
     (`linrec.outputs.rule_log.record`) and, for a folder of the checkout's `results/`, `paper/rules-changelog.md` is
     written from every such record.
     `setup`: the values the setup states (None: `report_params(values)`)."""
-    table = claim_table(root / values["results_dir"], [root / f for f in values.get("beside") or ()], root)
+    table = profile_table(values, root)
     out = build_report(root / values["results_dir"], root / values["figures_dir"], root / values["report_path"],
                        report_params(values) if setup is None else setup, table=table)  # fmt: skip
     record(root / values["results_dir"], table.claims)  # today's rules with their verdicts; a changed one logged

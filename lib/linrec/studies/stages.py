@@ -245,6 +245,12 @@ class Outputs:
         "column and a tally line each (e.g. results/full, results/zoo; a folder absent or unjudgeable "
         "is left out)",
     )
+    alternatives: list[str] = param(
+        [],
+        "results folders of alternative analyses of this profile's models (another split, more train tokens): with "
+        "them, or a folder beside this one that measured more models, the report leads with the answer from the "
+        "widest evidence, which each alternative can lower and never raise (linrec.claims.synthesis)",
+    )
     notebooks: list[str] | None = param(None, "the notebooks `linrec figures` runs without --only (None: all)")
     coverage_reps: int = param(
         1000,
