@@ -131,7 +131,7 @@ labelled(result.controls_inputs_summary).round(3)
 # Inputs captured in model A through model B's FFN at the same block: raw, and re-coloured to
 # B's input mean and covariance. Offline, A and B are a trained model and its random-init twin
 # (same width by construction), in both directions, for every model. No verdict rests on it, and it
-# costs about 4 minutes on 2 cores, so the lesson default skips it (`cross_feeding = False`);
+# costs minutes per model, so the lesson default skips it (`cross_feeding = False`);
 # `params/full.yaml` runs it.
 
 # %%
@@ -165,8 +165,8 @@ cross.round(3) if cross is not None else "cross feeding not run (cross_feeding =
 #   holds (`controls_decomposition_bands`, figure 7c), each with its interval over the blocks measured and the held-out
 #   windows. The rule reads every band ≥ 2: a model is decided only where its sign holds at all of them, since the
 #   share moves with the band an analyst would otherwise pick. Each band k costs 2 (n − k) more FFN passes per model
-#   (SmolLM2 at 4,096 rows: about 0.4–0.9 s each on one core), so the default measures bands 1–2 and the full
-#   profile every band (SmolLM2 1–29, Gemma-3 1–17); the report names the bands each profile covers.
+#   (each a fit on the stored rows), so the default measures bands 1–2 and the full profile every band the models
+#   hold; the report names the bands each profile covers.
 
 # %%
 nulls, matrix = result.controls_weight_nulls, result.controls_cross_matrix
@@ -197,8 +197,8 @@ for v in (v2a, v2b):
 # - **The decomposition**: weights − inputs is read with two sources of noise — the held-out windows and which
 #   blocks were measured (leave one block out at a time: `wmi_se_jack` against `wmi_se_windows`). The second is
 #   usually the larger by far, so a difference of a few tenths can still leave 2b **undecided**. The cross band
-#   matters too (figure 7c): on the stored full profile SmolLM2's difference is +0.14 / +0.28 / +0.46 at bands
-#   1 / 2 / 3 and Gemma-3's 0.00 / −0.06 / −0.18, which is why the rule asks for one sign at every band ≥ 2.
+#   matters too (figure 7c, the table above): where the difference changes with the band k, or changes sign, the band
+#   an analyst picked would change the answer, which is why the rule asks for one sign at every band ≥ 2.
 # %% [markdown]
 # ## The answer, from the numbers above
 # The cell below states each comparison; the reproduction report quotes it.

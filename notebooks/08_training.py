@@ -48,11 +48,11 @@
 # through the whole pipeline (R²_lin with intervals, the rank-16 probe, the regimes, the swap), and the profiles'
 # level and shape are split into what the layout, the text and the seed each set.
 #
-# **Budget.** Training takes most of the time (7–10 min per run of the seeds experiment, 20–30 min per zoo
-# run on 2 CPU cores; one H200 trains the whole zoo in about 2 min), so the default profile does not run
-# it: `params/training.yaml` and `params/zoo.yaml` do (`linrec figures --params params/zoo.yaml --only 08`), cache
-# every run, and write `results/training/` and `results/zoo/`. Under any other profile this notebook shows those runs'
-# results and names them.
+# **Budget.** Training takes most of the time (minutes per run of the seeds experiment and tens of minutes per zoo
+# run on 2 CPU cores; each run's measured seconds are in its results folder's `timings/`), so the default profile
+# does not run it: `params/training.yaml` and `params/zoo.yaml` do (`linrec figures --params params/zoo.yaml --only
+# 08`), cache every run, and write `results/training/` and `results/zoo/`. Under any other profile this notebook shows
+# those runs' results and names them.
 #
 # **Running it yourself** (notebook 01 and docs/running.md say more): under the default profile Run All trains nothing
 # and shows the results of the runs `params/training.yaml` and `params/zoo.yaml` made. To experiment without touching
@@ -274,13 +274,11 @@ else:
 # **The zoo** answers the paper's question directly: the three layouts at equal width, trained to their plateau.
 # The next cell prints what its tables say (this profile's, or else the last run of `params/zoo.yaml` in
 # `results/zoo/`, judged by today's rules: `linrec.outputs.zoo_text`), and the same for the zoo at the paper's width
-# (`params/zoo_paper.yaml`, d = 768 and 12 blocks, trained on a GPU: `results/zoo_paper/README.md`). In the committed
-# miniature zoo (12 runs of 1,500 steps on a GPU, every one converged) every run travelled 0.13–0.51 from its
-# initialisation against seed distances of 0.015–0.043 on Wikipedia, so the profiles are learned; GPT-2 against
-# Pythia, the paper's contrast, is of the order of seed against seed (shape 0.036 against 0.023), no factor moves the
-# shape by 0.1, and the layout sets the level (the gated llama about 0.2 below both GELU layouts): claim 2a is partly
-# reproduced there. At the paper's width the layouts part by 5–19× the seed distance (GPT-2 against Pythia: shape
-# 0.034, level 0.054, seeds 0.007), but with two seeds a layout the rule cannot yet say what sets either part.
+# (`params/zoo_paper.yaml`, d = 768 and 12 blocks, trained on a GPU: `results/zoo_paper/README.md`): how far every run
+# travelled from its initialisation against the distance between two init seeds (are the profiles learned?), GPT-2
+# against Pythia, the paper's contrast, against seed against seed, which factor (layout, text, seed) sets the level
+# and which the shape, and what those numbers make of claim 2a. The numbers are read from the tables when the cell
+# runs, never typed here, so they cannot drift from the runs they describe.
 
 # %%
 from linrec.outputs.results import Results
