@@ -136,7 +136,8 @@ delta = np.exp(swapped.mean()) - np.exp(base.mean())  # ΔPPL: the windows are o
 
 evaluator = PerplexityEvaluator(loaded.model, ids, batch_size=p.batch_size, sites=loaded.sites)  # linrec's
 nll = evaluator.window_nll({b: AffineFFN.from_fit(fit)})  # Σ NLL per window, the swap as the study makes it
-assert np.allclose(evaluator.base_window_nll / evaluator.tokens_per_window, base, rtol=0, atol=1e-4)
+ours = evaluator.base_window_nll / evaluator.tokens_per_window
+assert np.allclose(ours, base, rtol=0, atol=1e-4), (ours, base)
 assert np.allclose(nll / evaluator.tokens_per_window, swapped, rtol=0, atol=1e-4), (nll, swapped)
 assert abs(evaluator.delta_of(nll).delta - delta) <= 1.4e-4 * max(1, abs(delta)), (evaluator.delta_of(nll), delta)
 print(
