@@ -148,10 +148,9 @@ TABLES: dict[str, TableSpec] = {
         "blocks_scaled_min blocks_scaled_max dose_block dose_steps dose_first_step dose_kappa_min dose_kappa_max "
         "dose_steps_min dose_steps_max dose_short_min dose_short_max dose_budget dose_budget_short_min "
         "dose_budget_short_max dose_levels dose_slope dose_slope_lo dose_slope_hi dose_slope_lo90 dose_slope_hi90 "
-        "dose_resid_sd ceiling_excess n_lr_edge",
-        "per model: claim 7a's shortfall at the practitioner's budget and claim 7b's dose–response (the shortfall's "
-        "slope on log κ over the constructed dose, which decides), the steps to the ceiling on the mechanism blocks "
-        "(raw and scaled κ) and the dose, its checks, and the across-block ρ (linrec.claims.probe.pitfall_summary)",
+        "dose_resid_sd ceiling_excess n_lr_edge scaled_iqr_decades short_iqr short_iqr_lo short_iqr_hi",
+        "per model: claim 7a's shortfall at the practitioner's budget, claim 7b's dose–response, the real blocks' ρ "
+        "and spread against it, steps to the ceiling and checks (linrec.claims.probe.pitfall_summary)",
     ),
     "pitfall_budget": _spec(
         "03",

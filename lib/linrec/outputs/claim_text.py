@@ -1,12 +1,8 @@
 """Each of the paper's claims in words: the verdict and the numbers it was decided on, per model.
 
-One sentence builder per claim (`sentence_1` … `sentence_7b`): given the results tables the numbered notebooks write,
-read through the registry (`linrec.outputs.results.Results`; never the notebooks themselves), and the claim's `Rule`
-(`linrec.claims`), it applies the rule and returns a `Claim`: the verdict and its numbers in words. Each verdict is
-decided by its rule; this module only puts it and its numbers into words. A table that is missing makes its claim
-"not testable". `linrec.outputs.catalog` pairs each rule with its sentence and the paper's words, and is how the
-report (`linrec.outputs.report`) and the README's results block reach them.
-"""
+One builder per claim (`sentence_1` … `sentence_7b`) applies the claim's `Rule` to the results tables (`Results`) and
+returns a `Claim`: the verdict and its numbers in words (a missing table: "not testable"); the catalog pairs each rule
+with its sentence, and the report and the README's results block reach them through it."""
 
 from __future__ import annotations
 
@@ -21,7 +17,7 @@ from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import correlation_outcome
 from linrec.claims.bands import lean_text
 from linrec.claims.learned import combine_2a, comparison_words
-from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING
+from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING, SUFFICIENT
 from linrec.claims.profile import claim1_counts
 from linrec.claims.rules import (
     FIRST_TOKEN_SHARE,
@@ -521,6 +517,10 @@ def sentence_7b(r: Results, rule: Rule) -> Claim:
     rise = lambda e, lo="": fmt(e[f"dose_slope{lo}"] * np.log10(e["dose_kappa_max"] / e["dose_kappa_min"]))  # noqa: E731
     dose = lambda e, k="": f"{rise(e)} [{rise(e, '_lo' + k)}, {rise(e, '_hi' + k)}]"  # noqa: E731
     real = lambda e: f"ρ = {fmt(e['spearman_scaled_shortfall'], 2)} {_ci(e['scaled_lo'], e['scaled_hi'])}"  # noqa: E731
+    spread = lambda e: "" if pd.isna(e.get("short_iqr")) else (  # noqa: E731
+        f"; its spread (IQR) {fmt(e['short_iqr'])} {_ci(e['short_iqr_lo'], e['short_iqr_hi'], 3)} against "
+        f"{_ci(*(e[k] * e['scaled_iqr_decades'] for k in ('dose_slope_lo', 'dose_slope_hi')), 3)} from the dose"
+    )  # fmt: skip
     rho = lambda e: (f"ρ = {fmt(e['blocks_rho_scaled'], 2)}" if np.isfinite(e["blocks_rho_scaled"])  # noqa: E731
                      else "no ρ (none under 3 blocks)")  # fmt: skip
     parts = [
@@ -530,14 +530,14 @@ def sentence_7b(r: Results, rule: Rule) -> Claim:
         f"{dose(e)} (90 % [{rise(e, '_lo90')}, {rise(e, '_hi90')}]), {e['dose_outcome']}; steps to the ceiling "
         f"{steps(e['dose_steps_min'], e['dose_steps'])} → {steps(e['dose_steps_max'], e['dose_steps'])}; the most a "
         f"tuned fit beats its ceiling {fmt(e['ceiling_excess'])}, {int(e['n_lr_edge'])} tuned rates at a grid end; "
-        f"beside it, not deciding: {int(e['blocks_n'])} mechanism blocks at scaled κ {e['blocks_scaled_min']:.0e}–"
-        f"{e['blocks_scaled_max']:.0e}, steps to the ceiling against it {rho(e)}; across every "
-        f"block, log scaled κ against the 5-epoch shortfall {real(e)})"
+        f"{int(e['blocks_n'])} mechanism blocks at scaled κ {e['blocks_scaled_min']:.0e}–"
+        f"{e['blocks_scaled_max']:.0e}, steps to the ceiling against it {rho(e)}; the real blocks (attribution): "
+        f"log scaled κ against the 5-epoch shortfall across every block {real(e)}{spread(e)})"
         for e in measured
     ]
-    # the dose decides how κ acts on one block by construction; whether the real blocks' κ sets their shortfall is
-    # the across-block ρ beside it, which does not decide: the words say which is which
-    said = lambda e: _in(e["model"]) + " " + {CONDITIONING: "conditioning raises the shortfall by construction",  # noqa: E731
+    # the dose shows κ acting on one block by construction; the real blocks (ρ and spread) decide the attribution
+    said = lambda e: _in(e["model"]) + " " + {CONDITIONING: "conditioning raises the shortfall, in the real blocks too",  # noqa: E731
+                                              SUFFICIENT: "conditioning raises the shortfall by construction only",
                                               NOT_CONDITIONING: "conditioning leaves the shortfall flat by "
                                               "construction"}.get(e["mechanism"], "the dose is undecided")  # fmt: skip
     head = _head(
