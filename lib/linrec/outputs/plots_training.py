@@ -137,3 +137,30 @@ def fig8b_zoo(
     if stem is not None:
         save(fig, stem)
     return fig
+
+
+def fig8c_contrast(zoos: dict, margin: float, stem: str | Path | None = None):
+    """The paper's contrast (claim 2a): GPT-2 against Pythia, the other layout pairs and two init seeds, each zoo
+    (`zoos`: its words → its `zoo_distances` table) side by side; left the shape distance, right the level, each with
+    its 95 % interval, and the margin that 'sharply different' needs (2a's minimum effect) dashed."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    kinds = list(dict.fromkeys(k for d in zoos.values() for k in d["kind"]))
+    x, width = np.arange(len(kinds)), 0.8 / max(len(zoos), 1)
+    for ax, part in zip(axes, ("shape", "level"), strict=True):
+        for i, (words, d) in enumerate(zoos.items()):
+            d = d.set_index("kind").reindex(kinds)
+            v = d[part].to_numpy(float)
+            ax.bar(x + (i - (len(zoos) - 1) / 2) * width, v, width * 0.9, alpha=0.8, label=words, color=f"C{i}")
+            ax.errorbar(x + (i - (len(zoos) - 1) / 2) * width, v, yerr=yerr(v, d[f"{part}_lo"], d[f"{part}_hi"]),
+                        fmt="none", ecolor="0.2", elinewidth=0.8, capsize=2)  # fmt: skip
+        ax.axhline(margin, ls="--", color="0.4", lw=0.9, label=f"2a's minimum effect ({margin:g})")
+        ax.set_xticks(x, kinds, rotation=20, ha="right", fontsize=8)
+        ax.set_title(f"{part} distance per pair of final profiles (95 % CI)", fontsize=9)
+    axes[0].set_ylabel("mean distance per pair")
+    legend_below(axes[0], ncol=3)
+    fig.suptitle("The paper's contrast: GPT-2 against Pythia, against seed against seed", y=1.0)
+    fig.tight_layout()
+    if stem is not None:
+        save(fig, stem)
+    return fig

@@ -36,6 +36,7 @@ from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative,
 from linrec.outputs.results import Results, fmt, labelled, listed, replicated, table_in
 from linrec.outputs.routing_text import routing_section
 from linrec.outputs.rule_log import CHANGELOG, record, rule_hash, write_changelog
+from linrec.outputs.zoo_text import contrast_section
 from linrec.studies.stages import STUDIES, Profile
 
 
@@ -213,6 +214,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     text += _setup(r, params) + figure_lines("fig1_method", figures_dir, out)
     text += ["## The claims one by one", "", RULES_FROZEN, ""]
     text += _claim_sections(cl, figures_dir, out)
+    text += contrast_section(results_dir, figures_dir, out, figure_lines)  # claim 2a's GPT-2 against Pythia
     text += methods_lines(r)
     text += ["## What the notebooks concluded", ""]
     for s in STUDIES:  # each study's conclusion in words, in their order, from today's rules on the tables

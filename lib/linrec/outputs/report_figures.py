@@ -62,6 +62,13 @@ FIGURES = [
         "share of the profile's level and shape that the layout, the text, the seed and the measurement hold.",
     ),
     (
+        "fig8c_contrast",
+        "09",
+        "Figure 8c. The paper's contrast (claim 2a): GPT-2 against Pythia, the other layout pairs and two init seeds, "
+        "in the miniature zoo and at the paper's width; the shape and level distance per pair of final profiles with "
+        "95 % intervals, and 2a's minimum effect (dashed), drawn by the report from the zoos' tables.",
+    ),
+    (
         "fig9_routing",
         "06",
         "Figure 9. Per-token routing (beyond the paper): top, per model, held-out ΔPPL against the share of a "
