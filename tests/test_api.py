@@ -342,6 +342,7 @@ BAD_ARGUMENTS = [  # (function, keyword arguments, error type, words the error s
     ("swap", dict(blocks=[]), ValueError, ["blocks=[] names no block"]),
     ("swap", dict(blocks=[1.7]), TypeError, ["1.7 (float)"]),
     ("swap", dict(blocks=["1"]), TypeError, ["'1' (str)"]),
+    ("swap", dict(blocks="12"), TypeError, ["blocks='12' is a str"]),  # issue 92: iterated into blocks 1 and 2
     ("swap", dict(blocks=[0, 0]), ValueError, ["[0] twice"]),
     ("swap", dict(blocks=[5]), ValueError, ["blocks [5] do not exist"]),
     ("swap", dict(first="nope"), ValueError, ["first='nope' is not one of"]),
