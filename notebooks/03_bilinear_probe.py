@@ -133,9 +133,8 @@ import torch
 
 from linrec.analyses.probe import Rows, fit_probe, quadratic_closed_form, seed_probe
 from linrec.base.threads import one_thread
-from linrec.collect.capture import get_capture
 
-one = get_capture(p.capture_config(p.models[0]), p.capture_run())  # notebook 01's capture, with its stored rows
+one = study.model_capture(p, p.models[0])  # notebook 01's capture, with its stored rows
 b, k = one.n_blocks // 2, p.rank
 rows = Rows.from_capture(one, b, p.probe_rows)  # `probe_rows` train rows drawn by seed, every held-out row
 fit = one.fit(b)  # notebook 02's map of this block

@@ -135,14 +135,12 @@ toy[["block", "r2_lin", "r2_feature_median", "r2_ex_top1", "top1_var_share", "ef
 # linrec's (`linrec.analyses.spectrum.block_spectrum`, the function the study calls on every block) to 1e-8.
 
 # %% tags=["nbval-check-output"]
-from dataclasses import replace
-
 import numpy as np
 
 from linrec.analyses.spectrum import block_spectrum
-from linrec.collect.capture import get_capture
+from linrec.studies.ceiling import model_capture
 
-one = get_capture(replace(p.capture_config(models[0]), sample_rows=0), p.capture_run())  # statistics only, cached
+one = model_capture(p, models[0])  # notebook 02's capture of the block's statistics, from the cache
 b = one.n_blocks // 2
 train, test, fit = one.stats["train"][b], one.stats["test"][b], one.fit(b)
 W = fit.W

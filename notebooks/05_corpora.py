@@ -78,13 +78,11 @@ root = project_root()
 # `linrec.stats.heldout.r2_interval`, what the sweep's table holds) to 1e-10.
 
 # %% tags=["nbval-check-output"]
-from dataclasses import replace
-
 import numpy as np
 from scipy.stats import t as student_t
 
-from linrec.collect.capture import get_capture
 from linrec.stats.heldout import r2_interval
+from linrec.studies.ceiling import model_capture
 
 
 def r2(h, keep):
@@ -94,7 +92,7 @@ def r2(h, keep):
 
 
 for c in corpora[:2]:
-    cap = get_capture(replace(p.capture_config(models[0]), corpus=c, sample_rows=0), p.capture_run())  # statistics
+    cap = model_capture(p, models[0], c)  # its statistics on corpus c (notebook 02's request)
     b = cap.n_blocks // 2
     h, w = cap.heldout[b], cap.heldout[b].n_windows
     point = r2(h, np.ones(w))

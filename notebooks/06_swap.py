@@ -106,11 +106,11 @@ import torch
 
 from linrec.analyses.perplexity import PerplexityEvaluator
 from linrec.analyses.swap import capture_windows, report_ids
-from linrec.collect.capture import get_capture
 from linrec.inputs.models import load_model
 from linrec.inputs.surgery import AffineFFN
+from linrec.studies.ceiling import model_capture
 
-one = get_capture(p.capture_config(p.models[0]), p.capture_run())  # notebook 01's capture: its maps and windows
+one = model_capture(p, p.models[0])  # notebook 02's capture: the block's map and the windows
 loaded = load_model(p.models[0], device=p.device)
 ids = report_ids(capture_windows(one, loaded.tokenizer), p.test_windows, p.seed)[:4]  # 4 of the held-out windows
 b = one.n_blocks // 2

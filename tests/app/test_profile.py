@@ -370,7 +370,7 @@ def test_another_profiles_results_apply_only_to_what_it_measured():
     assert measured_elsewhere(ROOT, "curve", **DEFAULT) is None
     assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "corpus": "code"}) == "corpus 'wiki', not this run's 'code'"
     models = measured_elsewhere(ROOT, "full", **{**DEFAULT, "models": ["smollm2-135m"]})
-    assert models.startswith("models ['smollm2-135m', 'gemma3-270m']")
+    assert models.startswith("models smollm2-135m and gemma3-270m")  # in words, not a list repr (issue 90)
     assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "seed": 1}) == "seed 0, not this run's 1"
     assert measured_elsewhere(ROOT, "curve", **{**DEFAULT, "capture": {"tokens": 2560}}) == (
         "capture tokens 20480, not this run's 2560"

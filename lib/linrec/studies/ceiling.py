@@ -68,11 +68,11 @@ def check_profile(p: Profile) -> None:
         raise LinrecError(f"profile must be 'capture' or 'curve' (with curve_train_tokens), got '{p.profile}'")
 
 
-def model_capture(p: Profile, model: str) -> Capture:
-    """The capture of `model` on `p.corpus` that this study fits (statistics only: sample_rows 0, so notebook 01's
-    capture or, for another corpus, notebook 05's serves: `linrec.collect.reuse`); notebook 02 solves one of its
-    blocks by hand from it."""
-    return get_capture(replace(p.capture_config(model), sample_rows=0), p.capture_run())
+def model_capture(p: Profile, model: str, corpus: str | None = None) -> Capture:
+    """The capture of `model` on `corpus` (None: `p.corpus`) that this study fits (statistics only: sample_rows 0, so
+    notebook 01's capture or, for another corpus, notebook 05's serves: `linrec.collect.reuse`); notebooks 02 and 04–06
+    compute one of its blocks by hand from it, 05 on two corpora."""
+    return get_capture(replace(p.capture_config(model, corpus), sample_rows=0), p.capture_run())
 
 
 def fit_blocks(p: Profile) -> tuple[list[Capture], pd.DataFrame]:

@@ -71,9 +71,15 @@ class PitfallResult(Result):
         return self.pitfall_dose[self.pitfall_dose["step"] == self.pitfall_dose["step"].max()]
 
 
+def model_capture(p: Profile, model: str) -> Capture:
+    """The capture of `model` the probe reads (the profile's request whole: statistics and stored rows); notebook 03
+    probes one of its blocks by hand from it."""
+    return get_capture(p.capture_config(model), p.capture_run())
+
+
 def run_probe(p: Profile) -> ProbeResult:
     """Claim 3's probe on every block of every model of `p.models` (tables above), written under `p.results_dir`."""
-    captures = {m: get_capture(p.capture_config(m), p.capture_run()) for m in p.models}
+    captures = {m: model_capture(p, m) for m in p.models}
     table = pd.concat(
         [probe_table(c, rank=p.rank, seed=p.seed, max_train=p.probe_rows) for c in captures.values()],
         ignore_index=True,
