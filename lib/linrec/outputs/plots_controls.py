@@ -75,8 +75,9 @@ def fig7_controls(profiles, inputs, stem: str | Path | None = None, learned=None
             ax.fill_between(n["block"], n["init_mean"] - half, n["init_mean"] + half, color=colours[1], alpha=0.25,
                             lw=0)  # fmt: skip
         title = model
-        if verdict is not None and np.isfinite(verdict["effect"]):
-            title += f"\n2a: effect {verdict['effect']:.3f}, noise {verdict['noise']:.3f}"
+        if verdict is not None and np.isfinite(verdict["effect"]):  # two lines: a narrow panel's title stays its own
+            noise = f"{verdict['noise']:.3f}" if np.isfinite(verdict["noise"]) else "not measured (one draw)"
+            title += f"\n2a: effect {verdict['effect']:.3f}\nnoise {noise}"
         ax.set_title(title, fontsize=7)
         c = inputs[inputs["model"] == model].sort_values("block")
         rows = (

@@ -130,9 +130,11 @@ FIGURES = [
     (
         "fig7_controls",
         "07",
-        "Controls. (top) Trained R²_lin profiles beside random-init twins; (bottom) each trained FFN scored on its "
-        "own inputs (refit on the controls' row sample, so not equal to the top row), on Gaussian inputs with the "
-        "same mean and covariance, and on the next block's inputs.",
+        "Controls. (top) Trained R²_lin per block against the reference claim 2a reads: the random-init twins, or, "
+        "where the twin is degenerate, the random-init FFNs on the trained inputs (mean and 95 % prediction band) "
+        "beside the trained FFN on the same rows, with the verdict's effect and noise in each title; (bottom) each "
+        "trained FFN scored on its own inputs (refit on the controls' row sample, so not equal to the top row), on "
+        "Gaussian inputs with the same mean and covariance, and on the next block's inputs.",
     ),
     (
         "fig7b_inputs_or_weights",
