@@ -211,8 +211,7 @@ for v in (v2a, v2b):
 # ## The answer, from the numbers above
 # The cell below states each comparison; the reproduction report quotes it.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 # the report's own words (linrec.outputs.claim_table.findings): claims 2a and 2b judged by the catalog's rules on the
 # tables just written, so the notebook and the report cannot word them apart
 print("\n".join(findings(Results(root / p.results_dir), "controls_verdict")))

@@ -100,8 +100,7 @@ print("trained and measured here" if result.ran else
 # parameter count every parameter (embeddings included) and the block parameters alone; `epochs` is how many times
 # the training text was seen; `ppl_test_final` is the last checkpoint's perplexity on the held-out measuring windows.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 if result.training_runs is None:
     print("no results yet: run linrec figures --params params/training.yaml --only 08")
 else:

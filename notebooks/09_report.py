@@ -71,8 +71,7 @@ print(report)
 # edges), never a judgement typed in: the catalog (`linrec.outputs.catalog`) runs each claim's rule on the tables in
 # `results_dir`, and `verdict_table` lists the claims with their verdicts. A verdict changes only when a table does.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 verdict_table(project_root() / results_dir)
 
 # %% [markdown]
