@@ -8,6 +8,7 @@ import pytest
 
 from linrec.base.tables import load_table, save_table
 from linrec.claims.rules import CLAIM2_MIN_EFFECT
+from linrec.outputs import zoo_text
 from linrec.outputs.report_figures import figure_lines
 from linrec.outputs.zoo_text import contrast_section, contrast_sentence, pooled_layout
 
@@ -66,7 +67,7 @@ def test_the_pooled_layout_effect_by_hand():
     assert pooled_layout(None).empty
 
 
-def test_the_report_section_and_its_figure_from_the_zoos_beside_the_profile(tmp_path):
+def test_the_report_section_and_its_figure_from_the_zoos_beside_the_profile(tmp_path, monkeypatch):
     """A project whose results/zoo_paper holds planted distances and components: the section names the paper's
     claim, lists every pair and the pooled layout row, states the sentence and shows Figure 8c, drawn into the
     figures folder; a project without a zoo gets no section."""
@@ -87,5 +88,7 @@ def test_the_report_section_and_its_figure_from_the_zoos_beside_the_profile(tmp_
     assert (tmp_path / "figures" / "fig8c_contrast.png").stat().st_size > 10_000
     assert "![fig8c_contrast](../figures/fig8c_contrast.png)" in text
     empty = tmp_path / "other" / "results" / "default"
-    empty.mkdir(parents=True)
+    empty.mkdir(parents=True)  # no zoo beside it: the checkout's zoos (a scratch run's report), else none
+    assert "in miniature (`results/zoo`)" in "\n".join(contrast_section(empty, tmp_path / "f2", out, figure_lines))
+    monkeypatch.setattr(zoo_text, "find_project_root", lambda start: tmp_path / "other")
     assert contrast_section(empty, tmp_path / "figures", out, figure_lines) == []

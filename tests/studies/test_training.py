@@ -245,9 +245,9 @@ def test_runs_not_in_the_cache_are_announced_first_in_the_notebook_and_cached_on
     text, tmp_path, monkeypatch, capsys
 ):
     """Issue 65, item 2, for notebook 08: before it trains, a cell in Jupyter Lab (a kernel Jupyter's server started;
-    planted) says which runs are not cached, their tokens, about how long (TRAIN_FACTOR × the capture's reference
-    rate on a fresh cache; this machine's runs of that size once there are some) and the quicker paths; once they
-    are cached, nothing."""
+    planted) says on stdout, like every notice in a kernel, which runs are not cached, their tokens, about how long
+    (TRAIN_FACTOR × the capture's reference rate on a fresh cache; this machine's runs of that size once there are
+    some) and the quicker paths; once they are cached, nothing."""
     from linrec.base import progress
     from linrec.collect import reuse
     from linrec.inputs.training import TrainConfig, get_run
@@ -264,7 +264,7 @@ def test_runs_not_in_the_cache_are_announced_first_in_the_notebook_and_cached_on
     work = sum(c.param_count() for c in configs) * tokens
 
     study.say_training(configs)
-    said = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("training ")]
+    said = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("training ")]
     assert len(said) == 1, said
     names = [c.name for c in configs]
     assert f"training 2 of 2 runs ({names[0]}, {names[1]}; {2 * tokens:,} tokens in all): " in said[0]
@@ -275,13 +275,13 @@ def test_runs_not_in_the_cache_are_announced_first_in_the_notebook_and_cached_on
     run = get_run(configs[0], progress=False)  # one trained and cached: the other is said alone, at its rate
     capsys.readouterr()
     study.say_training(configs)
-    said = capsys.readouterr().err
+    said = capsys.readouterr().out
     assert f"training 1 of 2 runs ({names[1]}; " in said and "from the runs of that size trained here" in said
     rate = run.meta["seconds"] / (run.meta["tokens_seen"] * run.meta["n_params"])
     assert reuse.duration(rate * configs[1].param_count() * tokens) in said
 
     study.say_training(configs[:1])
-    assert capsys.readouterr().err == ""  # every run cached: nothing said
+    assert capsys.readouterr().out == ""  # every run cached: nothing said
 
 
 def test_the_study_announces_its_runs_before_it_trains_them(text, tmp_path, monkeypatch):

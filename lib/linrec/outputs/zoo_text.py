@@ -19,6 +19,7 @@ import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.errors import LinrecError, StaleTableError
+from linrec.base.files import find_project_root
 from linrec.base.tables import load_table
 from linrec.claims.learned import seeds_verdict
 from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_TESTABLE
@@ -228,14 +229,16 @@ def pooled_layout(comp: pd.DataFrame | None) -> pd.DataFrame:
 
 def contrast_section(results_dir, figures_dir, out, figure_lines) -> list[str]:
     """The report's section on the paper's own contrast (claim 2a's GPT-2 against Pythia-160m) in each zoo beside
-    `results_dir` (`CONTRAST`): every pair's shape and level distance with its interval against two init seeds', in
-    a table, a sentence per zoo (`contrast_sentence`) and Figure 8c (drawn here from the zoos' tables); [] where no
-    zoo ran. `figure_lines`: the report's (linrec.outputs.report_figures)."""
+    `results_dir` (`CONTRAST`; else in the checkout's `results/`): every pair's shape and level distance with its
+    interval against two init seeds', in a table, a sentence per zoo (`contrast_sentence`) and Figure 8c (drawn here
+    from the zoos' tables); [] where no zoo ran. `figure_lines`: the report's (linrec.outputs.report_figures)."""
     from linrec.outputs.plots_training import fig8c_contrast
 
-    zoos = {}
+    zoos, base = {}, Path(results_dir).parent  # the zoos beside this profile's folder, else the checkout's
+    if not any((base / name).is_dir() for name, _ in CONTRAST) and (root := find_project_root(Path(__file__))):
+        base = root / "results"  # a scratch run's report (the smoke profile's, in a temporary folder)
     for name, words in CONTRAST:
-        folder = Path(results_dir).parent / name
+        folder = base / name
         try:
             dist = load_table("zoo_distances", folder) if folder.is_dir() else None
         except LinrecError:
