@@ -115,12 +115,17 @@ def test_the_estimate_is_this_machines_seconds_per_token_and_parameter(tmp_path,
         reuse.REFERENCE_SECONDS * reuse.ROWS_COST * 10**12
     )
     assert estimate_seconds("m", 10**8, 10**4, threads=None)[0] is None  # an accelerator: no CPU reference for it
-    _timed_entry(cache, "a-1", seconds=20.0, tokens_used=1000, compute_params=10**6, threads=1)  # 2e-8 per token-param
-    _timed_entry(cache, "b-1", seconds=45.0, tokens_used=1000, compute_params=10**6, threads=2)  # 9e-8 thread-seconds
-    _timed_entry(cache, "m-1", seconds=40.0, tokens_used=1000, model_label="m")  # no size recorded: m's own
-    _timed_entry(cache, "x-1", seconds=40.0, tokens_used=1000, model_label="other")  # no size known: not counted
-    _timed_entry(cache, "g-1", seconds=1.0, tokens_used=1000, compute_params=10**6, device="cuda:0")  # another device
-    seconds, basis = estimate_seconds("m", 2 * 10**6, 500, threads=2)  # m's entry: 40 / (1000 · 2e6) = 2e-8
+    n = reuse.RATE_MIN_TOKENS
+    _timed_entry(cache, "a-1", seconds=2e-2 * n, tokens_used=n, compute_params=10**6, threads=1)  # 2e-8 a token-param
+    _timed_entry(cache, "b-1", seconds=4.5e-2 * n, tokens_used=n, compute_params=10**6, threads=2)  # 9e-8 thread-s
+    _timed_entry(cache, "m-1", seconds=4e-2 * n, tokens_used=n, model_label="m")  # no size recorded: m's own
+    _timed_entry(cache, "x-1", seconds=4e-2 * n, tokens_used=n, model_label="other")  # no size known: not counted
+    _timed_entry(cache, "g-1", seconds=1e-3 * n, tokens_used=n, compute_params=10**6, device="cuda:0")  # other device
+    # a small capture (the smoke profile's) whose fixed cost dominates: not counted (planted: `>=` dropped, the
+    # median moves to 9e-8 and the estimate with it)
+    _timed_entry(cache, "s-1", seconds=400.0, tokens_used=n - 1, compute_params=10**6, threads=1)
+    _timed_entry(cache, "s-2", seconds=400.0, tokens_used=2560, compute_params=10**6, threads=1)
+    seconds, basis = estimate_seconds("m", 2 * 10**6, 500, threads=2)  # m's entry: 4e-2 n / (n · 2e6) = 2e-8
     assert seconds == pytest.approx(np.median([2e-8, 9e-8, 2e-8]) * 2e6 * 500 / 2) and "3 capture(s)" in basis
     assert estimate_seconds("m", 10**6, 1000, threads=None) == (pytest.approx(1.0), "the capture cached here")
 

@@ -171,27 +171,32 @@ class Precision:
     why: str
 
 
-R2_PRECISION = 1e-8  # an R² of the float64 statistics (R²_lin, its interval, a move, a share): the forward pass's own
-PPL_PRECISION = 1.4e-4  # a perplexity, ΔPPL or per-token loss: float32 forward passes summed over windows
-FIT_PRECISION = 4.6e-6  # an R² or gain of a trained fit (probe, Adam/SGD baselines): a thousand steps amplify bits
-RELATIVE = 1e-8  # every other float (a count of tokens per parameter, a width), relative to itself
+# Measured (docs/numerics.md, "What a rerun rewrites"): the default profile rerun on another machine from an empty
+# capture cache (2026-11-29) against the committed tables moved an R² of the float64 statistics by up to 2.5e-4 (the
+# refits without position 0; R²_lin itself 1e-6), a ΔPPL by up to 7.4e-4 (2.9e-4 of itself), a trained fit's R² or
+# gain by up to 1.1e-5, any other number by up to 1.4e-4 of itself (an output variance ratio near 26); each bound
+# below covers its class with room to spare and still sees a real change of 1e-3 in an R².
+R2_PRECISION = 5e-4  # an R² of the float64 statistics (R²_lin, its interval, a move, a share): float32 forwards
+PPL_PRECISION = 1e-3  # a perplexity, ΔPPL or per-token loss: float32 forward passes summed over windows
+FIT_PRECISION = 1e-4  # an R² or gain of a trained fit (probe, Adam/SGD baselines): a thousand steps amplify bits
+RELATIVE = 2e-4  # every other float (a count of tokens per parameter, a width, an effective rank), relative to itself
 
 # The rules, first match wins; every float column not named falls to the last one. Integers, true/false and text
 # must be equal.
 PRECISION = (
     Precision(("cond_*", "*kappa*", "dynamic_range*", "ridge_alpha", "cond_lo", "cond_hi", "cond_well", "cond_ill"),
               0.0, 1e-4, "a condition number: its smallest eigenvalue moves by κ times the Gram's own rounding"),
-    Precision(("p", "q", "*_p", "p_*", "*_p_holm", "z_*", "se_*", "*_se_*"), 1e-8, 1e-4,
+    Precision(("p", "q", "*_p", "p_*", "*_p_holm", "z_*", "se_*", "*_se_*"), 1e-8, 1e-3,
               "a p-value, z or standard error: a ratio of small differences, read to two digits"),
     Precision(("*ppl*", "delta_*", "loss_*", "*_loss", "vs_map*", "vs_full*", "cost_*", "pseudo_skew", "full_minus*",
                "*_share_of_cost*", "share_of_cost_at_first", "max_window_share", "test_delta*", "own_*", "jack_*",
                "budget_ppl", "compute_saved"),
-              PPL_PRECISION, 0.0, "from a forward pass's per-token losses (ΔPPL, perplexity, a window's loss)"),
+              PPL_PRECISION, 1e-4, "from a forward pass's per-token losses (ΔPPL, perplexity, a window's loss)"),
     Precision(("r2_poly", "gain", "gain_*", "*_gain*", "r2_trained*", "r2_val", "r2_test", "*shortfall*",
                "dose_short*", "dose_budget_short*", "dose_slope*", "dose_resid_sd", "quad_excess*", "*reach*",
                "ceiling_excess", "r2_quad", "lookup_r2*", "auc*", "*_auc*", "distance*", "component*", "level*",
                "shape*"),
-              FIT_PRECISION, 0.0, "a trained fit's R² or gain, or a statistic of trained models"),
+              FIT_PRECISION, 1e-4, "a trained fit's R² or gain, or a statistic of trained models"),
     Precision(("*",), R2_PRECISION, RELATIVE, "an R² of the float64 statistics, or any number derived from them"),
 )  # fmt: skip
 

@@ -146,13 +146,20 @@ def compute_params(model) -> int:
     return int(sum(p.numel() for p in model.parameters() if id(p) not in skip))
 
 
+# A capture measured on fewer tokens than this does not set the rate: its fixed cost (loading, the first batch's
+# allocations) dominates its seconds per token (the smoke profile's 2,560-token captures, cached by `make test`, put
+# the default's first 20,480-token capture at "about 36 min" for the 33 s it took, 2026-11-29).
+RATE_MIN_TOKENS = 8192
+
+
 def estimate_seconds(
     model_label: str, n_params: int, tokens: int, threads: int | None = 1, rows: bool = False
 ) -> tuple[float | None, str]:
     """Seconds a capture of `tokens` tokens with a model of `n_params` compute parameters (`compute_params`) will take
     here on `threads` CPU threads (None: on an accelerator), `rows` whether it keeps a row sample; and on what the
     estimate rests: the median thread-seconds per token and compute parameter of this machine's cached captures on
-    the same kind of device (those of this model that predate the record counted with its size), else
+    the same kind of device of at least `RATE_MIN_TOKENS` tokens (those of this model that predate the record counted
+    with its size), else
     `REFERENCE_SECONDS` (× `ROWS_COST` with rows); on an accelerator with no capture measured there, (None, why)."""
     rates = []
     try:
@@ -164,7 +171,8 @@ def estimate_seconds(
             meta = unseal(meta_file)
             params = meta.get("compute_params") or (n_params if meta.get("model_label") == model_label else None)
             on_cpu = str(meta.get("device", "cpu")) == "cpu"
-            if params and meta.get("seconds") and meta.get("tokens_used") and on_cpu == (threads is not None):
+            big = float(meta.get("tokens_used") or 0) >= RATE_MIN_TOKENS  # a small capture's fixed cost dominates
+            if params and meta.get("seconds") and big and on_cpu == (threads is not None):
                 spent = float(meta["seconds"]) * (int(meta.get("threads") or 1) if on_cpu else 1)
                 rates.append(spent / (float(meta["tokens_used"]) * float(params)))
         except (ValueError, OSError, TypeError):
