@@ -211,7 +211,8 @@ def test_on_an_accelerator_with_nothing_measured_the_line_says_so_instead_of_a_c
     reuse.say_cost("m", cfg, 10**8, 20_480, threads=None)
     line = capfd.readouterr().err.strip()
     assert line.startswith("capturing m on wiki (20,480 tokens): time not estimated (no capture on this device"), line
-    _timed_entry(tmp_path / "cache", "g-1", seconds=2.0, tokens_used=1000, compute_params=10**6, device="cuda:0")
+    n = reuse.RATE_MIN_TOKENS  # 2e-9 a token-parameter, on a capture large enough to set the rate
+    _timed_entry(tmp_path / "cache", "g-1", seconds=2e-3 * n, tokens_used=n, compute_params=10**6, device="cuda:0")
     reuse.say_cost("m", cfg, 10**6, 100_000, threads=None)
     assert "about 3 min (from the capture cached here; 1M parameters" in capfd.readouterr().err  # 2e-9 × 1e6 × 1e5
 

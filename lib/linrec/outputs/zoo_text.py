@@ -232,6 +232,8 @@ def contrast_section(results_dir, figures_dir, out, figure_lines) -> list[str]:
     `results_dir` (`CONTRAST`; else in the checkout's `results/`): every pair's shape and level distance with its
     interval against two init seeds', in a table, a sentence per zoo (`contrast_sentence`) and Figure 8c (drawn here
     from the zoos' tables); [] where no zoo ran. `figure_lines`: the report's (linrec.outputs.report_figures)."""
+    import matplotlib.pyplot as plt
+
     from linrec.outputs.plots_training import fig8c_contrast
 
     zoos, base = {}, Path(results_dir).parent  # the zoos beside this profile's folder, else the checkout's
@@ -251,8 +253,9 @@ def contrast_section(results_dir, figures_dir, out, figure_lines) -> list[str]:
     rows = [f"| {w.split(' (')[0]} | {d['kind']} | {_f(d['shape'])} {_ci(d['shape_lo'], d['shape_hi'])} | "
             f"{_f(d['level'])} {_ci(d['level_lo'], d['level_hi'])} |"
             for w, t in zoos.items() for d in t.to_dict("records")]  # fmt: skip
-    fig8c_contrast({w.split(" (")[0]: d for w, d in zoos.items()}, CLAIM2_MIN_EFFECT, Path(figures_dir) /
-                   "fig8c_contrast")  # fmt: skip
+    fig = fig8c_contrast({w.split(" (")[0]: d for w, d in zoos.items()}, CLAIM2_MIN_EFFECT, Path(figures_dir) /
+                         "fig8c_contrast")  # fmt: skip
+    plt.close(fig)  # saved; not shown again by an inline backend (notebook 09's report cell draws no figure)
     return ["## The paper's contrast: GPT-2 against Pythia", "",
             "The paper's claim 2a rests on GPT-2 and Pythia-160m, same width and both GELU, having sharply different "
             "profiles (arXiv 2606.19379). The zoos train both layouts, and llama's, from scratch with init seeds: "
