@@ -82,12 +82,23 @@ class Beside:
         return tally_line(self.verdicts.values(), lead)
 
 
-def beside(folder: str | Path, here: str | Path, root: Path | None = None) -> Beside | None:
+def built(folder: str | Path, memo: dict | None = None) -> list[Claim]:
+    """Every claim judged on the tables of `folder` (`catalog.build`), once per `memo` (a dict the caller keeps: a
+    claim table judges a folder shown beside it and read as evidence for the answer only once)."""
+    memo = {} if memo is None else memo
+    key = Path(folder).resolve()
+    if key not in memo:
+        memo[key] = catalog.build(Results(folder))
+    return memo[key]
+
+
+def beside(folder: str | Path, here: str | Path, root: Path | None = None, memo: dict | None = None) -> Beside | None:
     """The verdicts judged on the last run of another profile, in results folder `folder`: the claims the zoo judges
     (`linrec.outputs.zoo_text.zoo_verdicts`) for a folder of notebook 08's zoo (its verdict tables and no `capture`:
     `results/zoo`), else every claim of the catalog. Both are judged
     by today's rules on that folder's tables. None where `folder` is `here` (this profile's own), absent, holds no
-    verdict, or cannot be judged (an older linrec wrote it). `root`: the checkout the folder is shown relative to."""
+    verdict, or cannot be judged (an older linrec wrote it). `root`: the checkout the folder is shown relative to;
+    `memo`: `built`'s."""
     folder, here = Path(folder), Path(here)
     if not folder.is_dir() or folder.resolve() == here.resolve():
         return None
@@ -104,7 +115,7 @@ def beside(folder: str | Path, here: str | Path, root: Path | None = None) -> Be
                 models += f", about {runs['block_params'].median() / 1e6:.3g} M block parameters each"
         else:
             models = ", ".join(dict.fromkeys(cap["model"])) if cap is not None else "its models"
-            verdicts = {str(c.number): c.verdict for c in catalog.build(o)}
+            verdicts = {str(c.number): c.verdict for c in built(folder, memo)}
     except LinrecError:
         return None
     return Beside(folder.name, str(shown), models, verdicts) if verdicts else None
@@ -170,12 +181,14 @@ def _judged(r: Results, claims: list[Claim]) -> dict[str, str]:
 
 
 def evidence(results_dir: str | Path, claims: list[Claim], folders: Iterable[str | Path],
-             alternatives: Iterable[str | Path] = (), root: Path | None = None) -> Evidence | None:  # fmt: skip
+             alternatives: Iterable[str | Path] = (), root: Path | None = None,
+             memo: dict | None = None) -> Evidence | None:  # fmt: skip
     """The answer per claim from the widest evidence (`linrec.claims.synthesis`): among this profile's folder and the
     profile folders beside it (those with a capture table: a zoo is not one), the one that measured every model the
     others did decides; the `alternatives` folders (another split, more train tokens), its verdicts without
     position 0 and its fresh text lower it where they do not confirm it. None where nothing reaches beyond this
-    profile (no alternative and no wider folder) or no folder is the widest. `claims`: this profile's, judged."""
+    profile (no alternative and no wider folder) or no folder is the widest. `claims`: this profile's, judged;
+    `memo`: `built`'s, so a folder already judged beside this one is not judged again."""
     shown: dict[str, tuple[Path, tuple[str, ...]]] = {}
     for f in [Path(results_dir), *map(Path, folders)]:
         inside = root is not None and f.resolve().is_relative_to(root.resolve())
@@ -189,12 +202,12 @@ def evidence(results_dir: str | Path, claims: list[Claim], folders: Iterable[str
         return None
     folder, models = shown[main]
     r = Results(folder)
-    judged = claims if folder.resolve() == Path(results_dir).resolve() else catalog.build(r)
+    judged = claims if folder.resolve() == Path(results_dir).resolve() else built(folder, memo)
     fresh = _fresh_text(r)
     others = []
     for a in alternatives:
         if a.is_dir() and (m := _models(ra := Results(a))) is not None:
-            others.append((a.name, m, _judged(ra, catalog.build(ra))))
+            others.append((a.name, m, _judged(ra, built(a, memo))))
     answers = {}
     for c in judged:
         k = str(c.number)
@@ -213,10 +226,11 @@ def claim_table(results_dir: str | Path, folders: Iterable[str | Path] = (), roo
     absent or unjudgeable left out) to show beside them, and the answer from the widest evidence (`evidence`, reading
     the `alternatives` folders too)."""
     r = Results(results_dir)
-    folders = list(folders)
-    others = [b for f in folders if (b := beside(f, results_dir, root)) is not None]
-    claims = catalog.build(r)
-    return ClaimTable(r, claims, _fresh_text(r), others, evidence(results_dir, claims, folders, alternatives, root))
+    folders, memo = list(folders), {}  # each folder judged once, for its column and as evidence
+    others = [b for f in folders if (b := beside(f, results_dir, root, memo)) is not None]
+    claims = built(results_dir, memo)
+    answers = evidence(results_dir, claims, folders, alternatives, root, memo)
+    return ClaimTable(r, claims, _fresh_text(r), others, answers)
 
 
 def claim_rows(t: ClaimTable) -> list[str]:
