@@ -26,6 +26,7 @@ from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.base.params import fits, type_words
 from linrec.base.progress import NOTEBOOK_ENV
+from linrec.claims.rules import joined
 from linrec.collect.config import CaptureConfig, capture_settings
 from linrec.inputs.offline import check_corpus_name, check_model_name, suggest
 from linrec.studies.stages import DECLARED, SECTIONS, Profile  # the profile's schema
@@ -269,6 +270,5 @@ def _said(value) -> str:
     """A setting as a sentence says it: 'wiki'; a list as words, "smollm2-135m and gemma3-270m", not a Python repr
     (issue 90: notebook 02 printed "['smollm2-135m', 'gemma3-270m']")."""
     if isinstance(value, list | tuple):
-        words = [str(v) for v in value]
-        return "none" if not words else words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+        return joined(value) or "none"
     return repr(value) if isinstance(value, str) else str(value)

@@ -265,6 +265,12 @@ def tally(passes: Iterable[bool]) -> str:
     return REPRODUCED if all(passes) else PARTLY if any(passes) else NOT_REPRODUCED
 
 
+def joined(parts) -> str:
+    """Words listed as a sentence lists them: "a", "a and b", "a, b and c" ("" for none)."""
+    parts = [str(x) for x in parts]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
+
+
 def blocks(t: pd.DataFrame, mask) -> str:
     """Block numbers where `mask` holds, space-separated ("" for none): identifiers, not a formatted number."""
     return " ".join(str(int(b)) for b in t.loc[mask, "block"])

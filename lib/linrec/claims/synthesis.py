@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, VERDICTS
+from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, VERDICTS, joined
 
 SYNTHESIS_RULE = (
     "each claim is judged on the widest profile (the one that measured every model the others did; a profile that "
@@ -90,9 +90,5 @@ def plain_sentence(answers: Mapping[str, Answer], models: Iterable[str]) -> str:
         ids = [k for k, a in answers.items() if a.verdict == verdict]
         if ids:
             one = {"hold": "holds", "do not hold": "does not hold", "hold in part": "holds in part"}.get(words, words)
-            said.append(f"claim{'s' if len(ids) > 1 else ''} {_listed(ids)} {one if len(ids) == 1 else words}")
-    return f"On {_listed(list(models))}, " + "; ".join(said) + "."
-
-
-def _listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+            said.append(f"claim{'s' if len(ids) > 1 else ''} {joined(ids)} {one if len(ids) == 1 else words}")
+    return f"On {joined(list(models))}, " + "; ".join(said) + "."

@@ -25,6 +25,7 @@ from linrec.claims.rules import (
     POOLED,
     Rule,
     Verdict,
+    joined,
     judge,
 )
 from linrec.claims.swap import UNCHECKED, own_words
@@ -59,9 +60,7 @@ def _untestable(v: Verdict) -> Claim:
 CELL_LIMIT = 200  # characters in a claim table cell
 
 
-def _and(parts: list[str]) -> str:
-    """Clauses joined as a sentence lists them: "a", "a and b", "a, b and c"."""
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
+_and = joined  # clauses listed as a sentence lists them (linrec.claims.rules.joined)
 
 
 def _head(*sentences: str) -> str:
