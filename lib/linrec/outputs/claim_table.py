@@ -226,9 +226,9 @@ def claim_table(results_dir: str | Path, folders: Iterable[str | Path] = (), roo
     absent or unjudgeable left out) to show beside them, and the answer from the widest evidence (`evidence`, reading
     the `alternatives` folders too)."""
     r = Results(results_dir)
-    folders, memo = list(folders), {}  # each folder judged once, for its column and as evidence
+    claims = catalog.build(r)  # on `r` itself: the tables an older linrec wrote are named in `r.stale`
+    folders, memo = list(folders), {Path(results_dir).resolve(): claims}  # each folder judged once
     others = [b for f in folders if (b := beside(f, results_dir, root, memo)) is not None]
-    claims = built(results_dir, memo)
     answers = evidence(results_dir, claims, folders, alternatives, root, memo)
     return ClaimTable(r, claims, _fresh_text(r), others, answers)
 
