@@ -429,56 +429,6 @@ def _fv(claim, evidence):
     return Verdict(claim, "reproduced", evidence)
 
 
-def test_controls_findings_word_each_control_and_leave_out_what_was_not_run():
-    from linrec.claims.learned import controls_findings
-    from linrec.claims.rules import GAUSSIAN_DROP
-
-    init = pd.DataFrame(
-        [
-            {
-                "model": "m",
-                "trained_r2_min": 0.3,
-                "trained_r2_max": 0.9,
-                "init_r2_min": 0.95,
-                "init_r2_max": 0.99,
-                "mean_abs_trained_init": 0.28,
-                "mean_abs_init_seeds": np.nan,
-                "init_r2_train_median": 0.99,
-                "init_r2_test_median": 0.2,
-                "trained_gap_median": 0.06,
-            }
-        ]
-    )
-    inputs = pd.DataFrame([{"model": "m", "r2_gaussian_median": 0.41, "r2_own_median": 0.52, "n_gaussian_drop": 3}])
-    e2a = {
-        "model": "m",
-        "outcome": "learned",
-        "twin_degenerate": True,
-        "twin_gap": 1.58,
-        "trained_gap": 0.06,
-        "reference": "random-init FFNs on the trained inputs",
-        "effect": 0.279,
-        "noise": 0.007,
-    }
-    e2b = {"model": "m", "outcome": None, "share_weights": 0.4, "share_weights_lo": 0.39, "share_weights_hi": 0.42,
-           "share_inputs": 0.14, "share_inputs_lo": 0.13, "share_inputs_hi": 0.15, "share_shared": 0.3,
-           "share_residual": 0.16, "n_standout": 6, "n_below_init": 23, "n_blocks": 30,
-           "share_weights_minus_inputs": 0.26, "wmi_lo": -0.08, "wmi_hi": 0.6, "wmi_se_jack": 0.165,
-           "wmi_se_windows": 0.0096, "wmi_band1": 0.13}  # fmt: skip
-    lines = controls_findings(init, inputs, None, _fv("2a", [e2a]), _fv("2b", [e2b]))
-    assert len(lines) == 4  # no cross feeding ran: no sentence for it
-    assert "mean |trained − init| = 0.280;" in lines[0] and "between two init seeds" not in lines[0]
-    assert f"3 blocks lose more than {GAUSSIAN_DROP}." in lines[1]
-    assert "(2a: learned): the twin is degenerate" in lines[2] and "= 0.279, 0.007 between" in lines[2]
-    assert "(2b: not testable)" in lines[3] and "0.26 [-0.08, 0.60] with the blocks' variability" in lines[3]
-    assert "6 of 30 blocks are more linear than both null ensembles, 23 less linear" in lines[3]
-    assert "(standard error 0.17 leaving one block out, 0.010 over held-out windows; 0.13 on |i − j| ≤ 1" in lines[3]
-    seeds = controls_findings(init.assign(mean_abs_init_seeds=0.01), None, None, _fv("2a", []), _fv("2b", []))
-    assert seeds == [seeds[0]] and "against 0.010 between two init seeds" in seeds[0]
-    one_draw = controls_findings(init, None, None, _fv("2a", [{**e2a, "noise": np.nan}]), _fv("2b", []))
-    assert "no noise between untrained draws measured (one draw)" in one_draw[1] and "nan" not in one_draw[1]
-
-
 # ---- issue 92: each boundary at its threshold exactly and one ulp either side --------------------------------------
 def test_differ_needs_the_interval_strictly_clear_of_the_noise_floor_to_the_ulp():
     """A part "differs" only when its lower bound lies strictly above its floor (the signed level: its upper bound

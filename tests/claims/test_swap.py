@@ -33,7 +33,7 @@ from linrec.claims.swap import (
     first_position_effect,
     flag_outcome,
     middle_blocks,
-    swap_findings,
+    own_words,
     swap_params,
     swap_predictors,
     swap_safety,
@@ -153,8 +153,7 @@ def test_claim6a_own_skew_check_at_its_threshold_on_the_deciding_end():
     for table in (None, skew(0.5, 0.5, s="1")):  # no windows stored, or none for the chosen block: unchecked
         e = verdict_6a(holds, vals, table).evidence[0]
         assert e["outcome"] == "holds" and e["interval"] == UNCHECKED and np.isnan(e["own_miss_below"])
-    assert "misses 3.5% of resamples" in swap_findings(verdict_6a(holds, vals, skew(m, 0.0)), verdict_6b(None),
-                                                       None, None)[0]  # fmt: skip
+    assert "misses 3.5% of resamples" in own_words(verdict_6a(holds, vals, skew(m, 0.0)).evidence[0])
 
 
 def test_claim6b_needs_both_correlations_shown_below_zero():
@@ -340,54 +339,6 @@ def _fv(claim, evidence):
     from linrec.claims.rules import Verdict
 
     return Verdict(claim, "reproduced", evidence)
-
-
-def test_swap_findings_word_each_result_and_the_sign_of_the_correlation():
-    from linrec.claims.swap import swap_findings
-
-    e6a = {
-        "model": "m",
-        "ffn_over_linear": 8.04,
-        "chosen_block": 3,
-        "delta_ppl": 0.51,
-        "delta_lo": -0.2,
-        "delta_hi": 1.3,
-        "ppl_base": 30.0,
-        "outcome": "holds",
-        "n_within_budget": 4,
-        "n_blocks": 12,
-    }
-    e6b = {"model": "m", "spearman_rho": 0.25, "rho_lo": -0.1, "rho_hi": 0.6, "rho_lo90": -0.04, "n_eff": 9.0,
-           "n_blocks": 12,
-           "rho_lo_iid": 0.0, "rho_hi_iid": 0.5, "partial_rho_depth": 0.1, "partial_lo": -0.3, "partial_hi": 0.4,
-           "depth_rho": -0.8,
-           "outcome": "inconclusive", "best": None, "best_rho": np.nan, "best_partial": "depth_frac",
-           "best_partial_rho": 0.55}  # fmt: skip
-    first = pd.DataFrame([{"model": "m", "block": 11, "first_var_share": 0.62, "delta_ppl_map": 244.0,
-                           "delta_ppl_ffn": 51.0, "delta_lo_ffn": 40.0, "delta_hi_ffn": 60.0, "delta_ppl_mean": 51.1,
-                           "share_of_cost_at_first": 0.79}])  # fmt: skip
-    greedy = pd.DataFrame([{"model": "m", "order": "r2_lin", "budget_ppl": 1.0, "blocks_swapped": "3 5",
-                            "screening_delta_ppl": 0.9, "test_delta_ppl": 1.2, "test_delta_lo": 0.4,
-                            "test_delta_hi": 2.0, "params_removed": 5_000_000, "params_added": 600_000,
-                            "params_model": 100_000_000}])  # fmt: skip
-    lines = swap_findings(_fv("6a", [e6a]), _fv("6b", [e6b]), first, greedy)
-    assert len(lines) == 4
-    assert (
-        "8.0× the parameters" in lines[0]
-        and "costs +0.51 held out (95 % interval as stored, skew unchecked [-0.20, +1.30]" in lines[0]
-    )
-    assert "4 of 12 blocks have held-out intervals within +1" in lines[0]
-    assert "*larger* cost" in lines[1] and "none (no predictor survives Holm's correction)" in lines[1]
-    assert "the best partial ρ given depth: depth_frac (+0.55)" in lines[1]
-    assert "one-sided 95 % lower bound -0.04, against a useful flag's ρ ≤ −0.3" in lines[1]
-    assert "62% of its held-out output variance" in lines[2] and "79% of the cost" in lines[2]
-    assert "kept blocks [3 5]" in lines[3] and "(4.4% of the model)" in lines[3]
-    for rho in (0.0, -0.25):  # only a positive ρ is worded as the wrong way round
-        assert (
-            "*larger* cost"
-            not in swap_findings(_fv("6a", []), _fv("6b", [{**e6b, "spearman_rho": rho}]), None, None)[0]
-        )
-    assert swap_findings(_fv("6a", []), _fv("6b", []), None, None) == []
 
 
 def _holm_by_hand(p):

@@ -4,6 +4,7 @@ follows its rules on the tables there are and decides nothing without evidence (
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import sys
@@ -296,14 +297,15 @@ def test_a_planted_threshold_reaches_the_verdict_and_every_narrator_alike(tmp_pa
     not the notebook's words; the report's robustness paragraph likewise stated 3's and 6b's margin from the module.
     One threshold per claim is planted through its catalog row (all at once: one report) and each narrator is read:
     the verdict (`judge` on the row's rule, what notebooks 02-07 print), the claim's section of the report, the README
-    block's row, and the findings notebooks 05-07 print and the report quotes (`claim_table.findings`). Planted:
-    `swap_findings` reading `CLAIM6_BUDGET` / `EQUIVALENCE_MARGIN` again (its words keep +1 and 0.3), `_robustness`
-    reading `linrec.analyses.uncertainty.EQUIVALENCE_MARGIN` (its ±0.3 stays)."""
+    block's row, and the findings each claim's notebooks print (`linrec.outputs.findings`: the section's evidence,
+    word for word, since one narrator words both). Planted: notebook 06 wording 6a/6b itself again with
+    `CLAIM6_BUDGET` / `EQUIVALENCE_MARGIN` (its words keep +1 and 0.3), `_robustness` reading
+    `linrec.analyses.uncertainty.EQUIVALENCE_MARGIN` (its ±0.3 stays)."""
     from dataclasses import replace
 
     import linrec.outputs.catalog as cat
     from linrec.outputs.catalog import build
-    from linrec.outputs.claim_table import findings
+    from linrec.outputs.findings import findings
     from linrec.outputs.report import readme_section
 
     assert set(PLANTS) == {str(entry.id) for entry in CATALOG}, "one plant per claim"
@@ -325,10 +327,17 @@ def test_a_planted_threshold_reaches_the_verdict_and_every_narrator_alike(tmp_pa
         assert f"{value:g}" in words or f"{value:.0%}" in words, f"claim {cid}: {name} is not in the rule's words"
         line = next(x for x in readme.splitlines() if x.startswith(f"| [{cid}]("))
         assert f"| **{verdict}** |" in line, f"claim {cid}: the README block's row says another verdict"
-    swap_words = findings(r, "swap_verdict")
-    assert any("within +0.5" in x for x in swap_words) and not any("within +1." in x for x in swap_words)
+    swap_words = findings(r, "06")  # notebook 06's findings: the catalog's words for 6a and 6b
+    assert any("intervals within +0.5" in x for x in swap_words)
+    assert not any("intervals within +1" in x for x in swap_words)
     assert any("ρ ≤ −0.2" in x for x in swap_words) and not any("ρ ≤ −0.3" in x for x in swap_words)
-    concluded = report.split("## What the notebooks concluded")[1].split("\n## ")[0]
-    assert all(x in concluded for x in swap_words)
+    for entry in rows:  # each claim in its notebooks' findings: the verdict, and its section's evidence word for word
+        cid = str(entry.id)
+        section = report.split(f'<a id="claim-{cid}"></a>')[1].split("<a id=")[0]
+        for nb in entry.notebooks:
+            lines = findings(r, nb)
+            head = lines.index(f"Claim {cid} ({entry.title}): {after[cid]}.")
+            said = [x[4:] for x in itertools.takewhile(lambda x: x.startswith("  - "), lines[head + 1 :])]
+            assert said and all(f"- {x}" in section for x in said), f"claim {cid}: notebook {nb} words it otherwise"
     robustness = report.split("**Robustness.**")[1].split("\n\n")[0]
     assert "±0.6" in robustness and "ρ ≤ −0.2" in robustness and "0.3" not in robustness

@@ -477,7 +477,6 @@ TABLES: dict[str, TableSpec] = {
         "06", "model blocks ppl_in_memory ppl_reloaded abs_diff directory", "the saved model reloads to the same ppl"
     ),
     "swap_timings": _spec("06", "model step seconds evaluations", "seconds per step of the swap study"),
-    "swap_verdict": _spec("06", "finding", "notebook 06's conclusions, one sentence per row"),
     "controls_random_init": _spec("07", _R2_BLOCK + " weights", "per block: trained and random-init profiles"),
     "controls_random_init_summary": _spec(
         "07",
@@ -545,5 +544,4 @@ TABLES: dict[str, TableSpec] = {
     "controls_cross_feed_summary": _spec(
         "07", "inputs_from ffn_of r2_ffn_own_inputs r2_raw r2_recoloured", "per pair: medians over blocks"
     ),
-    "controls_verdict": _spec("07", "finding", "notebook 07's conclusions, one sentence per row"),
 }

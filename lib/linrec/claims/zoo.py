@@ -10,6 +10,7 @@ not testable.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -182,7 +183,8 @@ CLAIM_COLUMNS = ["claim", "verdict", "reason", "n_models", "n_blocks", "n_eff", 
 
 
 def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame | None,
-                  regimes: pd.DataFrame | None, runs: pd.DataFrame | None = None) -> pd.DataFrame:  # fmt: skip
+                  regimes: pd.DataFrame | None, runs: pd.DataFrame | None = None,
+                  t: Mapping | None = None) -> pd.DataFrame:  # fmt: skip
     """Claims 3, 4 and 6b by their own rules (`linrec.claims.probe.verdict_3`, `regimes.verdict_4`,
     `swap.verdict_6b`) on the zoo's tables, one row each: `claim`, `verdict`, `reason`, and for 3 and 6b the pooled
     row's numbers: `n_models`, `n_blocks`, `n_eff`, `n_needed` (blocks the equivalence test needs at this dependence),
@@ -191,7 +193,8 @@ def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame |
 
     With `runs` (`zoo_runs`): the tables must be the converged runs' (a pooled row cannot be recomputed without a
     model, so a table holding one that did not converge is refused: one line naming it); with no converged run,
-    every claim is not testable."""
+    every claim is not testable. `t`: {claim: its rule's thresholds} for those judged by other than their
+    module's (a rule planted through the catalog; the rest by their own)."""
 
     kept, out = split_converged(runs)
     if kept is not None:
@@ -207,13 +210,14 @@ def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame |
             why = f"no zoo run converged ({len(out)} {NOT_CONVERGED})"
             return pd.DataFrame([{"claim": c, "verdict": NOT_TESTABLE, "reason": why} for c in ("3", "6b", "4")]
                                 ).reindex(columns=CLAIM_COLUMNS)  # fmt: skip
-    rows = []
+    rows, kw = [], lambda claim: {"t": t[claim]} if t and claim in t else {}
     for claim, v, table, cols in (
-        ("3", verdict_3(probe_summary), probe_summary,
+        ("3", verdict_3(probe_summary, **kw("3")), probe_summary,
          ("pearson_r", "ci_lo", "ci_hi", "ci_lo90", "ci_hi90", "correlation")),
-        ("6b", verdict_6b(predictors), None if predictors is None else predictors[predictors["column"] == "r2_lin"],
+        ("6b", verdict_6b(predictors, **kw("6b")),
+         None if predictors is None else predictors[predictors["column"] == "r2_lin"],
          ("spearman_rho", "rho_lo", "rho_hi", "rho_lo90", "rho_hi90", "outcome")),
-        ("4", verdict_4(regimes), None, ()),
+        ("4", verdict_4(regimes, **kw("4")), None, ()),
     ):  # fmt: skip
         row = {"claim": claim, "verdict": v.verdict, "reason": v.reason}
         pool = None if table is None else table[table["model"] == POOLED]
@@ -224,7 +228,7 @@ def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame |
                         "powered": bool(r["n_blocks"] >= r["n_needed"]),
                         **dict(zip(("rho", "lo", "hi", "lo90", "hi90", "outcome"), (r[c] for c in cols)))})  # fmt: skip
             if claim == "6b":  # 6b's own outcome (a useful flag shown, excluded, or neither), not the correlation's
-                row["outcome"] = flag_outcome(r)
+                row["outcome"] = flag_outcome(r, **kw("6b"))
         elif regimes is not None and claim == "4":
             row.update({"n_models": len(regimes), "n_blocks": int(regimes["n_blocks"].sum())})
         rows.append(row)

@@ -1,9 +1,7 @@
 """The report's claim table, judged once for the report and the README's results block (`claim_table`): each
 claim's verdict, its robustness and fresh-text cells, the tally (`tally_line`), and the verdicts of the other profiles
 a profile names (`beside`, its `beside` key: `results/full`, `results/zoo`, `results/zoo_paper`) in a column and a
-tally line each, the zoo's on the claims it judges; and the notebooks' conclusions written again from today's rules
-(`findings`), so no verdict word stored under an older rule is printed. `linrec.outputs.report` lays the document
-out around them.
+tally line each, the zoo's on the claims it judges. `linrec.outputs.report` lays the document out around them.
 """
 
 from __future__ import annotations
@@ -15,9 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from linrec.base.errors import LinrecError
-from linrec.claims.learned import controls_findings
-from linrec.claims.rules import PARTLY, VERDICTS, judge
-from linrec.claims.swap import swap_findings
+from linrec.claims.rules import PARTLY, VERDICTS
 from linrec.claims.synthesis import Analysis, Answer, answer, plain_sentence, widest
 from linrec.outputs import catalog
 from linrec.outputs.claim_text import Claim
@@ -108,7 +104,7 @@ def beside(folder: str | Path, here: str | Path, root: Path | None = None, memo:
         o = Results(folder)
         cap = o.get("capture")
         if cap is None and any(o.get(n) is not None for n in ("zoo_verdict", "zoo_claims")):  # the zoo's folder
-            verdicts = zoo_verdicts(o)
+            verdicts = zoo_verdicts(o, {c: catalog.rule(c).thresholds for c in ("3", "4", "6b")})
             runs = o.get("zoo_runs")
             models = "the zoo's runs" if runs is None else f"{len(runs)} decoders trained here"
             if runs is not None and "block_params" in runs:
@@ -274,44 +270,3 @@ def without_first(c: Claim) -> str:
     if not c.without_first:
         return "—"
     return "same" if c.without_first == c.verdict else c.without_first
-
-
-def findings(r: Results, name: str) -> list[str]:
-    """The sentences of a study's conclusion (`linrec.studies.stages.Study.finding`, table `name`), written again from
-    today's rules on the tables they are drawn from (`FINDINGS`), so no verdict word a study stored under an older
-    rule is printed; a finding table with no such entry is printed as stored; [] where its notebook has not run."""
-    stored = r.get(name)
-    if stored is None:
-        return []
-    if name in FINDINGS:
-        return FINDINGS[name](r)
-    return list(stored["finding"]) if "finding" in stored.columns else []
-
-
-def _corpora_findings(r: Results) -> list[str]:
-    """Notebook 05's conclusion: each model's word by claim 5's rule (the shape-and-level convention, or the older
-    correlation rule on a table without the split)."""
-    v = judge(catalog.rule(5), r)
-    return [f"{e['model']}: the per-block profile across corpora is **{e.get('overlay_verdict', e['verdict'])}**."
-            for e in v.evidence]  # fmt: skip
-
-
-def _swap_findings(r: Results) -> list[str]:
-    """Notebook 06's conclusion (`linrec.claims.swap.swap_findings`) with claims 6a and 6b judged now."""
-    r6a, r6b = catalog.rule("6a"), catalog.rule("6b")
-    return swap_findings(judge(r6a, r), judge(r6b, r), r.get("swap_first"), r.get("swap_greedy"),
-                         t6a=r6a.thresholds, t6b=r6b.thresholds)  # fmt: skip
-
-
-def _controls_findings(r: Results) -> list[str]:
-    """Notebook 07's conclusion (`linrec.claims.learned.controls_findings`) with claims 2a and 2b judged now."""
-    init = r.get("controls_random_init_summary")
-    if init is None:
-        return []
-    return controls_findings(init, r.get("controls_inputs_summary"), r.get("controls_cross_feed_summary"),
-                             judge(catalog.rule("2a"), r), judge(catalog.rule("2b"), r))  # fmt: skip
-
-
-# a study's finding table → its sentences from the tables they are drawn from (`findings`)
-FINDINGS = {"corpora_verdict": _corpora_findings, "swap_verdict": _swap_findings,
-            "controls_verdict": _controls_findings}  # fmt: skip

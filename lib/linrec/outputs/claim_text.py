@@ -268,11 +268,10 @@ def sentence_2b(r: Results, rule: Rule) -> Claim:
     return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
 
 
-def _with_zoo(c: Claim, r: Results) -> Claim:
+def _with_zoo(c: Claim, r: Results, rule: Rule) -> Claim:
     """An across-block claim the offline models did not decide, with the zoo's pooled row beside it where it ran."""
-    if zoo := zoo_pooled(r, str(c.number)):
-        c.ours += f". {zoo}"
-        c.details.append(zoo)
+    if zoo := zoo_pooled(r, str(c.number), rule.thresholds):
+        c.ours, c.details = f"{c.ours}. {zoo}", [*c.details, zoo]
     return c
 
 
@@ -294,7 +293,7 @@ def _outcome(e: dict) -> str:
 def sentence_3(r: Results, rule: Rule) -> Claim:
     v = judge(rule, r)
     if not v.evidence:
-        return _with_zoo(_untestable(v), r)
+        return _with_zoo(_untestable(v), r, rule)
     parts = []
     for e in v.evidence:
         word = {True: "holds", False: "fails", None: "not testable"}[e["passes"]]
@@ -334,7 +333,7 @@ def sentence_3(r: Results, rule: Rule) -> Claim:
                 for e in v1.evidence
             )  # fmt: skip
         )
-    if zoo := zoo_pooled(r, "3"):
+    if zoo := zoo_pooled(r, "3", rule.thresholds):
         parts.append(zoo)
     return Claim(rule.id, "; ".join(parts), v.verdict, v1.verdict if v1 else "not measured", head, parts)
 
@@ -342,7 +341,7 @@ def sentence_3(r: Results, rule: Rule) -> Claim:
 def sentence_4(r: Results, rule: Rule) -> Claim:
     v = judge(rule, r)
     if not v.evidence:
-        return _with_zoo(_untestable(v), r)
+        return _with_zoo(_untestable(v), r, rule)
     parts = [
         f"{e['model']}: {int(e['n_broadly_linear'])} broadly linear, {int(e['n_outlier_concentrated'])} "
         f"outlier-concentrated (blocks {listed(e['outlier_blocks'])}), {int(e['n_first_token_concentrated'])} "
@@ -365,7 +364,9 @@ def sentence_4(r: Results, rule: Rule) -> Claim:
         )
         for e in v.evidence
     ]
-    if zoo := zoo_pooled(r, "4"):  # the zoo's verdict beside the offline models' (it does not change theirs)
+    if zoo := zoo_pooled(
+        r, "4", rule.thresholds
+    ):  # the zoo's verdict beside the offline models' (it does not change theirs)
         parts.append(zoo)
     first, *rest = v.evidence
     head = _head(
@@ -442,7 +443,7 @@ def sentence_6a(r: Results, rule: Rule) -> Claim:
 def sentence_6b(r: Results, rule: Rule) -> Claim:
     v = judge(rule, r)
     if not v.evidence:
-        return _with_zoo(_untestable(v), r)
+        return _with_zoo(_untestable(v), r, rule)
     parts = []
     for e in v.evidence:
         best = (
@@ -470,7 +471,7 @@ def sentence_6b(r: Results, rule: Rule) -> Claim:
             f"screened predictor: {best}"
             + (f"; with R²_lin without position 0: {e['outcome_ex_first']}" if "outcome_ex_first" in e else "")
         )
-    if zoo := zoo_pooled(r, "6b"):
+    if zoo := zoo_pooled(r, "6b", rule.thresholds):
         parts.append(zoo)
     text = "; ".join(parts)
     if v.verdict == NOT_TESTABLE:

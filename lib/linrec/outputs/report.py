@@ -24,11 +24,13 @@ import pandas as pd
 
 from linrec.analyses.large_n import other_split, split_summary
 from linrec.base.files import atomic_file, find_project_root, project_root, writing
+from linrec.claims.rules import joined
 from linrec.collect.config import capture_settings
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
 from linrec.outputs import catalog
-from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, findings, sentence
+from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, sentence
 from linrec.outputs.claim_text import Claim
+from linrec.outputs.findings import BESIDE
 from linrec.outputs.methods import methods_lines, write_calibration
 from linrec.outputs.plots import figures_at_drawn_size
 from linrec.outputs.quant_text import quant_limitation
@@ -216,10 +218,11 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     text += _claim_sections(cl, figures_dir, out)
     text += contrast_section(results_dir, figures_dir, out, figure_lines)  # claim 2a's GPT-2 against Pythia
     text += methods_lines(r)
-    text += ["## What the notebooks concluded", ""]
-    for s in STUDIES:  # each study's conclusion in words, in their order, from today's rules on the tables
-        text += [f"- {line}" for line in findings(r, s.finding)] if s.finding else []
-    text += [""]
+    beside = [line for s in STUDIES for line in BESIDE.get(s.notebook, lambda _: [])(r)]
+    if beside:  # what the studies measured beside the claims (the claims' own evidence is in their sections)
+        lead = "Beside the claims (each in its section above, in the words its notebook prints), notebooks "
+        lead += joined(BESIDE)
+        text += ["## What the notebooks concluded", "", f"{lead} measured:", "", *[f"- {line}" for line in beside], ""]
     text += routing_section(r, _table, figures_dir, out)  # beyond the paper: linrec.outputs.routing_text
     r2 = r.get("r2_lin")
     if r2 is not None:

@@ -33,7 +33,7 @@ OUTCOME_WORDS = {
     "no effect": "shown within the equivalence margin",
     "inconclusive": "inconclusive",
     FLAGS: "a flag shown (both 95 % intervals below 0)",
-    NOT_USEFUL: f"a useful flag (ρ ≤ −{EQUIVALENCE_MARGIN}) excluded by its one-sided 95 % bound",
+    NOT_USEFUL: "a useful flag (ρ ≤ −{margin}) excluded by its one-sided 95 % bound",
 }
 
 
@@ -65,18 +65,20 @@ def seeds_row(table: pd.DataFrame | None, comparisons: pd.DataFrame | None = Non
     return table.iloc[0].to_dict() if table is not None and len(table) else {"word": "not run", "claim2a": NOT_TESTABLE}
 
 
-def judged(r, name: str) -> tuple[pd.DataFrame | None, str]:
+def judged(r, name: str, t: dict | None = None) -> tuple[pd.DataFrame | None, str]:
     """The zoo's verdict table `name` ("zoo_verdict" or "zoo_claims") judged again by today's rules on the zoo's
     measured tables (as notebook 08 judges them: the converged runs alone), with where they came from (`zoo_table`);
-    the stored table where the measured ones are absent, None where neither is."""
+    the stored table where the measured ones are absent, None where neither is. `t`: {claim: thresholds} of the
+    rules that judge claims 3, 4 and 6b (`linrec.claims.zoo.pooled_claims`; absent: their modules')."""
     stored, where = zoo_table(r, name)
     if stored is None:
         return None, ""
     runs, _ = zoo_table(r, "zoo_runs")
     try:
         if name == "zoo_claims":
-            t = [zoo_table(r, n)[0] for n in ("zoo_probe_summary", "zoo_swap_predictors", "zoo_regimes")]
-            return (pooled_claims(*t, runs), where) if any(x is not None for x in t) else (stored, where)
+            tables = [zoo_table(r, n)[0] for n in ("zoo_probe_summary", "zoo_swap_predictors", "zoo_regimes")]
+            found = any(x is not None for x in tables)
+            return (pooled_claims(*tables, runs, t=t), where) if found else (stored, where)
         comp, comparisons = zoo_table(r, "zoo_components")[0], zoo_table(r, "training_comparisons")[0]
         if comp is None:
             return stored, where
@@ -85,14 +87,14 @@ def judged(r, name: str) -> tuple[pd.DataFrame | None, str]:
         return stored, where
 
 
-def zoo_verdicts(r) -> dict[str, str]:
+def zoo_verdicts(r, t: dict | None = None) -> dict[str, str]:
     """{claim: the zoo's verdict} for the claims it judges (`ZOO_CLAIMS`: 2a from the decomposition, 3, 4 and 6b
     pooled), by today's rules (`judged`); {} where the zoo has not run."""
     out = {}
     verdict, _ = judged(r, "zoo_verdict")
     if verdict is not None:
         out["2a"] = str(verdict.iloc[0]["claim2a"])
-    claims, _ = judged(r, "zoo_claims")
+    claims, _ = judged(r, "zoo_claims", t)
     for e in [] if claims is None else claims.to_dict("records"):
         out[str(e["claim"])] = str(e["verdict"])
     return {c: out[c] for c in ZOO_CLAIMS if c in out}
@@ -146,11 +148,12 @@ def _short(word: str) -> str:
     return {SAME: "alike", INCONCLUSIVE: "undecided"}.get(word, f"set by {word}")
 
 
-def zoo_pooled(r, claim: str) -> str:
+def zoo_pooled(r, claim: str, t=None) -> str:
     """The zoo's pooled row for claim `claim` ("3", "4" or "6b"): its verdict by the claim's own rule; for 3 and 6b the
     pooled correlation with its intervals, the block count and whether it reaches the blocks the equivalence test
-    needs, for 4 the regimes counted over every trained model's blocks (`zoo_regimes`); "" where the zoo has not run."""
-    claims, where = judged(r, "zoo_claims")
+    needs, for 4 the regimes counted over every trained model's blocks (`zoo_regimes`); "" where the zoo has not run.
+    `t`: the thresholds of the rule that judges `claim` (the catalog's; absent: its module's)."""
+    claims, where = judged(r, "zoo_claims", None if t is None else {claim: t})
     if claims is None:
         return ""
     rows = claims[claims["claim"].astype(str) == claim]
@@ -162,6 +165,7 @@ def zoo_pooled(r, claim: str) -> str:
     if claim == "4":
         return _regimes(r, e, where)
     stat = "r(1 − R²_lin, gain)" if claim == "3" else "ρ(R²_lin, ΔPPL)"
+    margin = getattr(t, "EQUIVALENCE_MARGIN", EQUIVALENCE_MARGIN)
     n, need = e["n_blocks"], e["n_needed"]
     power = (
         "reaches" if bool(e["powered"]) else "falls short of"
@@ -171,7 +175,7 @@ def zoo_pooled(r, claim: str) -> str:
         f"Trained zoo (notebook 08, {where or 'this profile'}): every block of {int(e['n_models'])} trained models "
         f"pooled with a model effect, {stat} = {_f(e['rho'], 2)}, 95 % CI {_ci(e['lo'], e['hi'], 2)}, 90 % CI "
         f"{_ci(e['lo90'], e['hi90'], 2)} at an effective {_f(e['n_eff'], 1)} of {int(n)} blocks: "
-        f"{OUTCOME_WORDS.get(e['outcome'], e['outcome'])}; "
+        f"{OUTCOME_WORDS.get(e['outcome'], e['outcome']).format(margin=margin)}; "
         f"the block count {power} the {_f(need, 0)} the equivalence test needs for 80 % power; by the claim's own "
         f"rule the zoo alone is {e['verdict']} (beside the offline models' verdict, which this does not change)"
     )

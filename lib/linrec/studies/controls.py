@@ -17,8 +17,8 @@ code path as R²_lin (`linrec.analyses.controls`, `linrec.analyses.decomposition
    bootstrap, `band_windows`) and `controls_learned`, the tables claims 2a and 2b are judged on (`RULE_2A`,
    `RULE_2B`);
 
-and `controls_verdict`, the findings in one sentence each (`linrec.claims.learned.controls_findings`). Every (FFN,
-rows) pair is scored once, whichever control asks for it first (`MapScores`)."""
+The findings in words are `linrec.outputs.findings`' (claims 2a and 2b as the catalog words them, the rest beside
+them), from these tables. Every (FFN, rows) pair is scored once, whichever control asks for it first (`MapScores`)."""
 
 from __future__ import annotations
 
@@ -32,16 +32,12 @@ from linrec.analyses.recoverability import ceiling_table
 from linrec.base.registry import TABLES
 from linrec.claims.bands import band_table
 from linrec.claims.learned import (
-    RULE_2A,
-    RULE_2B,
-    controls_findings,
     decomposition_intervals,
     input_control_summary,
     learned_summary,
     null_blocks,
     random_init_summary,
 )
-from linrec.claims.rules import judge
 from linrec.collect.capture import get_capture
 from linrec.collect.config import CaptureConfig, CaptureRun
 from linrec.inputs.models import load_model, random_init_spec
@@ -63,7 +59,6 @@ class ControlsResult(Result):
     controls_decomposition: pd.DataFrame
     controls_decomposition_bands: pd.DataFrame
     controls_learned: pd.DataFrame
-    controls_verdict: pd.DataFrame
 
 
 @dataclass
@@ -137,8 +132,7 @@ def summarise(tables: Tables, p: Settings) -> Tables:
     (`controls_null_blocks`), the decomposition with its intervals (`controls_decomposition`) and at every band
     (`controls_decomposition_bands`: each band's window se from the bands table as measured, where one is given, else
     the widest band's), claim 2a's summary
-    (`controls_learned`, where not written yet) and the findings (`controls_verdict`, where the random-init summary
-    is written)."""
+    (`controls_learned`, where not written yet)."""
     nulls, matrix, dec = (tables.get(n) for n in ("controls_weight_nulls", "controls_cross_matrix",
                                                   "controls_decomposition"))  # fmt: skip
     if nulls is None or matrix is None or dec is None:
@@ -153,11 +147,6 @@ def summarise(tables: Tables, p: Settings) -> Tables:
     init, learned = tables.get("controls_random_init_summary"), tables.get("controls_learned")
     if init is not None and learned is None:
         learned = out["controls_learned"] = learned_summary(init, blocks)
-    if init is not None and learned is not None:
-        inputs, cross = tables.get("controls_inputs_summary"), tables.get("controls_cross_feed_summary")
-        lines = controls_findings(init, inputs, cross, judge(RULE_2A, {"controls_learned": learned}),
-                                  judge(RULE_2B, out))  # fmt: skip
-        out["controls_verdict"] = pd.DataFrame({"finding": lines})
     return out
 
 
@@ -165,7 +154,7 @@ CONTROLS = Summary("the controls' summaries", ("controls_weight_nulls", "control
                    "controls_decomposition", "controls_random_init_summary", "controls_learned",
                    "controls_inputs_summary", "controls_cross_feed_summary", "controls_decomposition_bands"),
                    summarise, as_written=("controls_decomposition", "controls_decomposition_bands"),
-                   where_present=("controls_learned", "controls_verdict"))  # fmt: skip
+                   where_present=("controls_learned",))  # fmt: skip
 
 
 def run(p: Profile) -> ControlsResult:
@@ -207,5 +196,4 @@ def run(p: Profile) -> ControlsResult:
         controls_decomposition=s["controls_decomposition"],
         controls_decomposition_bands=s["controls_decomposition_bands"],
         controls_learned=s["controls_learned"],
-        controls_verdict=s["controls_verdict"],
     ).write(p.results_dir)

@@ -1,7 +1,7 @@
 """The stages of the paper and the profile they read: one `Study` per stage of the paper (arXiv 2606.19379), in the
 notebooks' order (`STUDIES`), each declaring in one place its notebook, what it measures, where in the paper, its
 parameters (its section of the profile: a dataclass here, each field with its type, its one default and what it
-does), the module whose `run(p)` computes and writes its tables, and the table its notebook concludes in (`finding`).
+does) and the module whose `run(p)` computes and writes its tables (its conclusion in words: `linrec.outputs.findings`).
 Its tables are the registry's (`linrec.base.registry.TABLES`, by notebook); the claims it informs and its figures
 are listed beside them by `linrec.outputs.catalog` and `linrec.outputs.report_figures`, which name the notebook.
 
@@ -151,8 +151,8 @@ class TrainParams:
 class Study:
     """One stage of the paper: its notebook (`notebook`, the file `notebooks/<file>.py`), what it measures (`title`)
     and where the paper has it (`paper`), its section of the profile (the dataclass `params`, named as the study; None
-    where it reads only the run's own parameters and other studies'), the module whose `run(p)` computes and writes its
-    tables, and the table holding its notebook's conclusion in words (`finding`, None where the claims say it)."""
+    where it reads only the run's own parameters and other studies'), and the module whose `run(p)` computes and
+    writes its tables (its conclusion in words: `linrec.outputs.findings`)."""
 
     notebook: str
     name: str
@@ -161,7 +161,6 @@ class Study:
     paper: str
     module: str
     params: type | None = None
-    finding: str | None = None
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -193,12 +192,11 @@ STUDIES: tuple[Study, ...] = (
     Study("04", "regimes", "04_rank_outliers", "per-feature median R², effective rank and outliers: the two regimes",
           "Fig. 4", "linrec.studies.regimes"),
     Study("05", "corpora", "05_corpora", "the profile on three corpus domains", "Fig. 5",
-          "linrec.studies.corpora", CorporaParams, finding="corpora_verdict"),
+          "linrec.studies.corpora", CorporaParams),
     Study("06", "swap", "06_swap", "each block's FFN swapped for its map, ΔPPL; routing and healing",
-          "Fig. 2 ΔPPL panel, Fig. 6", "linrec.studies.swap", SwapParams, finding="swap_verdict"),
+          "Fig. 2 ΔPPL panel, Fig. 6", "linrec.studies.swap", SwapParams),
     Study("07", "controls", "07_controls", "random-init twins, input controls, cross feeding, inputs or weights",
-          "§4, controls the paper lacks", "linrec.studies.controls", ControlsParams,
-          finding="controls_verdict"),
+          "§4, controls the paper lacks", "linrec.studies.controls", ControlsParams),
     Study("08", "training", "08_training", "small decoders trained from scratch, seed against seed, layout against "
           "layout", "§4, a controlled test the paper lacks", "linrec.studies.training", TrainParams),
 )  # fmt: skip

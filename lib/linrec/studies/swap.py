@@ -7,8 +7,9 @@ reporting; then the per-token routing, token-or-context and healing of the ancho
 `swap_predictors` (claim 6b's screen, `linrec.claims.swap`), `swap_first` (where the profile runs position variants),
 `swap_rank_curve`, `swap_greedy` and `swap_greedy_steps`, `swap_windows` (the per-window losses of every held-out
 ΔPPL) and `swap_skew` (their skew per swapped set, `linrec.analyses.swap.window_skew`), `swap_reload` (the saved
-model's perplexity read back), `swap_timings` and `swap_verdict` (`swap_findings`, one sentence per row); the routing
-and healing tables are its `routing` result's (`linrec.studies.routing.RoutingResult`)."""
+model's perplexity read back) and `swap_timings`; the routing and healing tables are its `routing` result's
+(`linrec.studies.routing.RoutingResult`). The findings in words are `linrec.outputs.findings`' (claims 6a and 6b as
+the catalog words them, the rest beside them), from these tables."""
 
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ from linrec.claims.swap import (
     RULE_6A,
     RULE_6B,
     first_position_effect,
-    swap_findings,
     swap_params,
     swap_predictors,
     swap_safety,
@@ -52,7 +52,6 @@ class SwapResult(Result):
     swap_skew: pd.DataFrame | None
     swap_reload: pd.DataFrame
     swap_timings: pd.DataFrame
-    swap_verdict: pd.DataFrame
     # not written: what the notebook shows beside the tables
     r2: pd.DataFrame  # R²_lin per model and block of the captures the swaps used (notebook 02's table)
     v6a: Verdict  # claim 6a (`judge(RULE_6A, …)`: its rule on the tables it reads)
@@ -90,7 +89,7 @@ def _joined(tables: list[pd.DataFrame]) -> pd.DataFrame:
 
 def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None) -> SwapResult:
     """Every table of notebook 06 from the models' runs: the per-model tables stacked, claim 6a and 6b's rules
-    applied, the findings in words, and the routing and healing tables (`linrec.studies.routing.tables`, which heals
+    applied, and the routing and healing tables (`linrec.studies.routing.tables`, which heals
     notebook 08's runs where `p.heal_trained` asks: `training`, that profile's values)."""
     table = _joined([r.table for r in runs])
     values = _joined([r.values for r in runs])
@@ -103,7 +102,6 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
     skew = window_skew(windows) if windows is not None else None
     v6a = judge(RULE_6A, {"swap": table, "swap_predictor_values": values, "swap_skew": skew})
     v6b = judge(RULE_6B, {"swap_predictors": predictors})
-    findings = pd.DataFrame({"finding": swap_findings(v6a, v6b, first, greedy)})
     return SwapResult(
         swap=table,
         swap_params=swap_params(table),
@@ -118,7 +116,6 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
         swap_skew=skew,
         swap_reload=pd.DataFrame([r.reload for r in runs]),
         swap_timings=_joined([r.timings for r in runs]),
-        swap_verdict=findings,
         r2=r2,
         v6a=v6a,
         v6b=v6b,
@@ -127,8 +124,7 @@ def tables(runs: list[ModelSwapRun], p: Profile, training: Profile | None = None
 
 
 def summarise(tables: Tables, p: Settings) -> Tables:
-    """Claim 6b's screen (`swap_predictors`) from the swap table and the predictors' values per block, and the
-    findings in words (`swap_verdict`, with the stored position variants and greedy swaps where the run made them).
+    """Claim 6b's screen (`swap_predictors`) from the swap table and the predictors' values per block.
     Where the run stored its per-window losses (`swap_windows`), the swap's intervals are first recomputed from them
     with today's interval (`linrec.analyses.swap.rewindowed`: `swap`, `swap_skew`, `swap_rank_curve`, `swap_greedy`,
     `swap_first`), so claim 6a reads today's interval and its own-skew check."""
@@ -141,15 +137,12 @@ def summarise(tables: Tables, p: Settings) -> Tables:
     if values is None or swap is None:
         return out
     predictors = swap_predictors(values, swap, n_boot=p.n_boot, seed=p.seed)
-    v6a = judge(RULE_6A, {"swap": swap, "swap_predictor_values": values, "swap_skew": tables.get("swap_skew")})
-    v6b = judge(RULE_6B, {"swap_predictors": predictors})
-    findings = swap_findings(v6a, v6b, tables.get("swap_first"), tables.get("swap_greedy"))
-    return out | {"swap_predictors": predictors, "swap_verdict": pd.DataFrame({"finding": findings})}
+    return out | {"swap_predictors": predictors}
 
 
 SWAP = Summary("swap_predictors", ("swap_predictor_values", "swap", "swap_first", "swap_greedy", "swap_windows",
                                    "swap_rank_curve", "swap_skew"), summarise, as_written=("swap_skew",),
-               where_present=("swap_verdict", "swap_first", "swap_greedy", "swap_rank_curve", "swap_skew",
+               where_present=("swap_first", "swap_greedy", "swap_rank_curve", "swap_skew",
                               "swap"))  # fmt: skip
 
 

@@ -1,0 +1,85 @@
+"""One narrator (issue 86): a notebook's findings are the catalog's words for the claims it decides, and the study's
+own words for what it measured beside them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from linrec.claims.rules import GAUSSIAN_DROP
+from linrec.outputs.catalog import build, of_study
+from linrec.outputs.findings import BESIDE, claim_lines, controls_beside, findings, swap_beside
+from linrec.outputs.results import Results
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT = ROOT / "results" / "default"
+
+
+def test_a_notebook_prints_each_claim_it_decides_in_the_reports_words():
+    """Notebook 06's findings on the committed default run: claims 6a and 6b as the catalog words them (the verdict
+    and every line of evidence the report's section shows), then the swap's first-position and greedy sentences;
+    a claim of another notebook is not among them."""
+    r = Results(DEFAULT)
+    claims = {str(c.number): c for c in build(r)}
+    lines = findings(r, "06")
+    for cid in ("6a", "6b"):
+        c = claims[cid]
+        assert f"Claim {cid} ({c.title}): {c.verdict}." in lines
+        assert all(f"  - {d}" in lines for d in c.details) and c.details
+    assert not any(x.startswith("Claim 5 ") or x.startswith("Claim 2a ") for x in lines)
+    assert lines[-len(swap_beside(r)) :] == swap_beside(r) and swap_beside(r)
+    assert {str(row.id) for row in of_study("07")} == {"2a", "2b"}
+    seven = findings(r, "07", claims=list(claims.values()))
+    assert seven[0] == f"Claim 2a ({claims['2a'].title}): {claims['2a'].verdict}."
+    assert seven[-len(controls_beside(r)) :] == controls_beside(r)
+
+
+def test_a_claim_is_printed_with_its_evidence_indented_under_its_verdict():
+    from linrec.outputs.claim_text import Claim
+
+    c = Claim("6a", "ours", "partly reproduced", details=["m: holds", "n: fails"], title="Some block swaps")
+    assert claim_lines(c) == ["Claim 6a (Some block swaps): partly reproduced.", "  - m: holds", "  - n: fails"]
+
+
+def test_the_swaps_first_position_and_greedy_swaps_in_words():
+    first = pd.DataFrame([{"model": "m", "block": 11, "first_var_share": 0.62, "delta_ppl_map": 244.0,
+                           "delta_ppl_ffn": 51.0, "delta_lo_ffn": 40.0, "delta_hi_ffn": 60.0, "delta_ppl_mean": 51.1,
+                           "share_of_cost_at_first": 0.79}])  # fmt: skip
+    greedy = pd.DataFrame([{"model": "m", "order": "r2_lin", "budget_ppl": 1.0, "blocks_swapped": "3 5",
+                            "screening_delta_ppl": 0.9, "test_delta_ppl": 1.2, "test_delta_lo": 0.4,
+                            "test_delta_hi": 2.0, "params_removed": 5_000_000, "params_added": 600_000,
+                            "params_model": 100_000_000}])  # fmt: skip
+    lines = swap_beside({"swap_first": first, "swap_greedy": greedy})
+    assert len(lines) == 2
+    assert "62% of its held-out output variance" in lines[0] and "79% of the cost" in lines[0]
+    assert "+51.00 [+40.00, +60.00] with the FFN kept at position 0" in lines[0]
+    assert "kept blocks [3 5]" in lines[1] and "(4.4% of the model)" in lines[1] and "within +1 on" in lines[1]
+    assert swap_beside({}) == [] and swap_beside({"swap_first": first.iloc[:0], "swap_greedy": None}) == []
+    no_ffn = first.drop(columns="delta_ppl_ffn")  # a run without the position variants: nothing to say about it
+    assert swap_beside({"swap_first": no_ffn}) == []
+
+
+def test_the_controls_beside_the_claims_in_words_and_what_was_not_run_left_out():
+    init = pd.DataFrame([{"model": "m", "trained_r2_min": 0.3, "trained_r2_max": 0.9, "init_r2_min": 0.95,
+                          "init_r2_max": 0.99, "mean_abs_trained_init": 0.28, "mean_abs_init_seeds": np.nan,
+                          "init_r2_train_median": 0.99, "init_r2_test_median": 0.2,
+                          "trained_gap_median": 0.06}])  # fmt: skip
+    inputs = pd.DataFrame([{"model": "m", "r2_gaussian_median": 0.41, "r2_own_median": 0.52, "n_gaussian_drop": 3}])
+    cross = pd.DataFrame([{"inputs_from": "a", "ffn_of": "b", "r2_raw": 0.5, "r2_recoloured": 0.1,
+                           "r2_ffn_own_inputs": -0.7}])  # fmt: skip
+    lines = controls_beside({"controls_random_init_summary": init, "controls_inputs_summary": inputs})
+    assert len(lines) == 2  # no cross feeding ran: no sentence for it
+    assert "mean |trained − init| = 0.280;" in lines[0] and "between two init seeds" not in lines[0]
+    assert f"3 blocks lose more than {GAUSSIAN_DROP}." in lines[1]
+    seeds = controls_beside({"controls_random_init_summary": init.assign(mean_abs_init_seeds=0.01)})
+    assert seeds == [seeds[0]] and "against 0.010 between two init seeds" in seeds[0]
+    crossed = controls_beside({"controls_cross_feed_summary": cross})
+    assert crossed == ["inputs of a → FFN of b: median R² 0.500 raw, 0.100 re-coloured, -0.700 on its own inputs."]
+
+
+def test_only_the_studies_that_measure_beside_their_claims_have_words_here():
+    assert set(BESIDE) == {"06", "07"}
+    r = Results(DEFAULT)
+    assert findings(r, "05") == [line for c in build(r) if str(c.number) == "5" for line in claim_lines(c)]
