@@ -159,8 +159,8 @@ elif note := curve_elsewhere(root, measured_elsewhere(root, "curve", **here)):
 # ## Figure 2 (R²_lin panel)
 # Solid: the global, variance-weighted R²_lin, with its 95 % interval for the held-out R² of the fitted map
 # (`r2_lo`, `r2_hi`: each held-out window left out in turn, a jackknife with a t quantile, the fitted map held
-# fixed; `linrec.stats.heldout`, coverage 0.94-0.95 measured in notebook 09's methods table, where a percentile
-# bootstrap gave 0.90-0.91; a refit's R²_lin it covers about 0.93 at the width planted there). Dotted: the
+# fixed; `linrec.stats.heldout`; its coverage, beside a percentile bootstrap's and for a refit's R²_lin, is measured
+# by simulation in notebook 09's methods table). Dotted: the
 # median over output features of the per-feature R² — when the two part ways, a few
 # high-variance features carry the global number (notebook 04 takes this apart). Grey dashed:
 # R²_lin with each window's first token left out of

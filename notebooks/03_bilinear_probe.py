@@ -70,7 +70,7 @@
 # Spearman ρ of the 5-epoch shortfall with log κ (raw and Jacobi-scaled) is shown beside it, with 95 % intervals.
 #
 # Two things make the shortfall honest. **The ceiling is a held-out upper bound**: the exact least-squares fit of
-# ≈ 3,300 rows (about 6 rows per parameter in the default; 20–23 in `params/full.yaml`, which keeps every row)
+# the probe rows (a few rows per parameter of the map in the default; `params/full.yaml` keeps every row)
 # over-fits, and an early-stopped trained map can beat it held out. So the fits are scored against a ridge-tuned
 # closed form (α chosen on the validation slice, the exact fit one candidate; `ridge_ceiling`), and the summary's
 # `ceiling_excess` checks that no tuned fit beats it by more than 0.005 (a model where one does is inconclusive).

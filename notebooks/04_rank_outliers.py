@@ -233,9 +233,9 @@ for line in replication:
 # %% [markdown]
 # ## What claim 4 rests on
 # The verdict needs one block of each regime over all models; here is how many there are, which blocks the
-# outlier-concentrated side rests on, and how many blocks are in neither regime (most of them: 26 of SmolLM2's 30 here,
-# 10 of Gemma-3's 18 in the full profile; the paper's dichotomy describes the high-R²_lin blocks, and many blocks are
-# below 0.6 or concentrated without being rank ≈ 1).
+# outlier-concentrated side rests on, and how many blocks are in neither regime (often most of them, as the cell
+# counts: the paper's dichotomy describes the high-R²_lin blocks, and many blocks are below 0.6 or concentrated
+# without being rank ≈ 1).
 
 # %% tags=["nbval-check-output"]
 for line in regime_story(result.spectrum):

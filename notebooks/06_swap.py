@@ -288,8 +288,8 @@ result.swap_greedy.T
 #    maps alone) and compared on the held-out windows with the same fine-tune of the unswapped model (the anchor's
 #    control): every weight of it for "all"; for "maps", the same k blocks' own FFNs, trained alike, so that what any
 #    training of those blocks on this text gives is not credited to the map. Ten fine-tunes per model do not fit this
-#    notebook's time in the default profile (a step of SmolLM2 on 4 windows took about 6 s on one core beside a
-#    busy one, one of notebook 08's small models 0.2 s): params/healing.yaml runs them,
+#    notebook's time in the default profile (each is a fine-tune of the whole model; `results/healing/timings` holds
+#    what they took): params/healing.yaml runs them,
 #    on SmolLM2 (`heal`) and on the small models notebook 08 trains (`heal_trained`, params/training.yaml's cached
 #    runs), and the report quotes its table. With both left `{}` the section below is skipped.
 
