@@ -4,8 +4,8 @@ The package's folders are its layers, lowest first; a module imports only from i
 (`tests/test_layers.py` checks it, and that this picture names every folder and module):
 
     base/      errors · files (manifests, atomic writes) · cache (get-or-compute, list, prune) · threads · progress
-               · params (a declared parameter: its type, one default, what it does)
-               · constraints (a Python argument's rule, checked before any work)
+               · params (a declared parameter: its type, one default, what it does, its rule)
+               · constraints (an argument's rule, checked before any work, in Python and on the command line)
                · voice (errors and notices in Python's words; notices as warnings)
                · registry (every results table) · tables (written and read through it)
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout

@@ -57,11 +57,12 @@ from typing import TYPE_CHECKING, get_type_hints
 import torch
 
 from linrec.analyses.fitted import SWAP_CONSTRAINTS, BlockMap, Fit
-from linrec.base.constraints import Boolean, Integer, Optional, Options, Real, Text, validate
+from linrec.base.constraints import Boolean, Optional, Text, validate
+from linrec.base.params import checks
 from linrec.base.voice import checking, in_python_words, python_words, speaking
 from linrec.collect.capture import run_capture
 from linrec.collect.config import CaptureConfig, CaptureRun
-from linrec.inputs.corpora import BOS_MODES, SPLITS, WindowCut
+from linrec.inputs.corpora import WindowCut
 from linrec.inputs.hf import check_context
 from linrec.inputs.memory import (
     TEXTS,
@@ -73,7 +74,6 @@ from linrec.inputs.memory import (
     running,
     windows_of,
 )
-from linrec.stats.moments import PRODUCTS
 
 if TYPE_CHECKING:
     import pandas
@@ -105,26 +105,20 @@ class Settings:
     test_windows: int | None = None
 
 
-# Every option's rule, checked before any work (`linrec.base.constraints.validate`); `device` is checked against the
-# devices this torch has (`linrec.inputs.memory.checked_device`).
+CAPTURE_SETTINGS = ("seed", "test_frac", "product", "bos", "sample", "split")  # `CaptureConfig`'s, in its key
+# Every option's rule, checked before any work (`linrec.base.constraints.validate`): a capture's settings by the rules
+# declared with them (`CaptureConfig`, `CaptureRun`: the command line's too); `device` is checked against the devices
+# this torch has (`linrec.inputs.memory.checked_device`).
 CONSTRAINTS = {
     "blocks": SWAP_CONSTRAINTS["blocks"],
-    "seq_len": Integer(low=2, example=128),
-    "tokens": Integer(low=1, example=20_480),
-    "seed": Integer(low=0),
-    "test_frac": Real(0, 1, example=0.2),
-    "product": Options(tuple(PRODUCTS)),
-    "bos": Options(BOS_MODES),
-    "sample": Integer(low=0),
-    "split": Options(SPLITS),
-    "batch_size": Integer(low=1, example=8),
+    **checks(CaptureConfig, ("seq_len", "tokens", *CAPTURE_SETTINGS)),
+    **checks(CaptureRun, ("batch_size",)),
     "progress": Boolean(),
     "name": Optional(Text()),
     "text_column": Optional(Text()),
     "first": SWAP_CONSTRAINTS["first"],  # `Fit.swap`'s own, checked again there
     "test_windows": SWAP_CONSTRAINTS["test_windows"],
 }
-CAPTURE_SETTINGS = ("seed", "test_frac", "product", "bos", "sample", "split")  # `CaptureConfig`'s, in its key
 SWAP_ONLY = ("first", "test_windows")
 ANNOTATIONS = {"blocks": int | Sequence[int] | None, "device": str | torch.device | None,
                "first": str | Sequence[str]}  # fmt: skip

@@ -1,11 +1,17 @@
 """`linrec` (linrec.app.cli) on bad input: non-zero exit, one line naming the fix, no traceback; argparse's errors
 without usage, a closed stdout or a reader that stops early, what the machine refuses, signals during a save, and
-`--debug`."""
+`--debug`. Its options, generated from the declarations (`linrec.base.params.param`: each field's default, what it
+does and its rule, declared once in `CaptureConfig`, `CaptureRun`, `TrainSettings` or a request of
+`linrec.app.requests`): each option is its declaration, every declared field the command line takes is an option, a
+rule refuses a bad value on the command line and in `linrec.api` in one constraint's words, and a declaration left
+without its rule or a default written twice is caught."""
 
+import argparse
 import errno
 import os
 import subprocess
 import sys
+from dataclasses import MISSING, dataclass, fields
 
 import pytest
 
@@ -14,6 +20,12 @@ from helpers import linrec_without_the_hub
 from helpers import one_line_error as _one_line_error
 from helpers import run_main as _main
 from helpers import single_line as _single_line
+from linrec.app.cli import build_parser, option
+from linrec.app.requests import Curving, Figures, Probing, Pruning, Swapping
+from linrec.base.constraints import Blocks, Integer, Many, Optional, Options, OptionsList, Real, flag_words
+from linrec.base.params import declared, param
+from linrec.collect.config import CaptureConfig, CaptureRun
+from linrec.inputs.train_settings import TrainSettings
 
 
 @pytest.fixture
@@ -338,3 +350,215 @@ def test_what_the_machine_refuses_is_one_line_naming_the_fix(cli, monkeypatch, e
     _raising(monkeypatch, err)
     code, _, text = cli("fetch", "wiki")
     _single_line(code, text, *needles)
+
+
+# ---- the options, generated from the declarations ------------------------------------------------------------------
+# every class whose fields the command line declares its options from, and the fields it leaves to Python and profiles
+DECLARING = (CaptureConfig, CaptureRun, TrainSettings, Swapping, Probing, Curving, Pruning, Figures)
+NOT_OPTIONS = {
+    CaptureConfig: {"test_frac"},  # linrec.api's and a profile's
+    TrainSettings: {
+        "d_ff",
+        "weight_decay",
+        "measure_frac",
+        "split_seed",
+        "n_checkpoints",
+        "shared_texts",
+        "eval_windows",
+    },  # a profile's `training:` (notebook 08)  # fmt: skip
+}
+
+
+def _subparsers(parser) -> dict:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def _generated() -> list[tuple[str, argparse.Action]]:
+    """(subcommand, action) of every option built from a declaration."""
+    return [(name, a) for name, sub in _subparsers(build_parser()).items() for a in sub._actions
+            if hasattr(a, "declared")]  # fmt: skip
+
+
+def _problems(command: str, action: argparse.Action) -> list[str]:
+    """How `action` differs from what its declaration says (empty: it is the declaration)."""
+    d, cli, out = action.declared, action.declared.cli, []
+    flags = cli.get("flags", (f"--{d.name.replace('_', '-')}",))
+    unset, about = cli.get("unset"), cli.get("help", d.about)
+    if tuple(action.option_strings) != tuple(flags) or action.dest != d.name:
+        out.append(f"{command} {d.name}: flags {action.option_strings} → {action.dest}")
+    if d.default is MISSING:
+        if not action.required:
+            out.append(f"{command} {d.name}: not required")
+    elif action.default != (None if unset is not None else d.default):
+        out.append(f"{command} {d.name}: default {action.default!r}, declared {d.default!r}")
+    shown = unset if unset is not None else d.default
+    said = about if "const" in cli or shown is None or d.default is MISSING else f"{about} (default: {shown})"
+    if action.help.replace("%%", "%") != said:
+        out.append(f"{command} {d.name}: help {action.help!r}")
+    if "const" in cli:
+        return out + ([] if action.const == cli["const"] and action.nargs == 0 else [f"{d.name}: not a switch"])
+    inner = getattr(d.check, "inner", d.check)
+    if isinstance(inner, Options) and list(action.choices or ()) != list(inner.values):
+        out.append(f"{command} {d.name}: choices {action.choices}")
+    if (action.type is None) != (d.check is None):
+        out.append(f"{command} {d.name}: type {action.type}, rule {d.check}")
+    elif d.check is not None and d.default not in (None, MISSING) and action.type(str(d.default)) != d.default:
+        out.append(f"{command} {d.name}: its default {d.default!r} does not read back")
+    return out
+
+
+def test_each_generated_option_is_its_declaration():
+    """Flags, destination, default (None where `unset` says what leaving it out does), help with the default it
+    names, choices, a switch's value, and the rule as argparse's type (the default read back through it), for every
+    option built from a declaration. Planted: the parser's default for --seq-len typed again by hand (64, as
+    `add_argument` would have it) is caught."""
+    generated = _generated()
+    assert len(generated) > 60  # measure, curve, probe, spectrum, swap, train, cache and figures
+    assert [p for command, a in generated for p in _problems(command, a)] == []
+    command, seq_len = next((c, a) for c, a in generated if c == "measure" and a.dest == "seq_len")
+    seq_len.default = 64
+    assert _problems(command, seq_len) == ["measure seq_len: default 64, declared 128"]
+
+
+def test_every_declared_field_the_command_line_takes_is_an_option_and_each_number_has_a_rule():
+    """Every field of the declaring classes that the command line takes (all but `NOT_OPTIONS`) is an option of at
+    least one subcommand, and every declared number (int or float, optional or not) has a rule. Planted: a field
+    declared without its rule is named."""
+    options = {(a.declared.owner, a.dest) for _, a in _generated()}
+    for cls in DECLARING:
+        expected = {d.name for d in declared(cls) if d.about} - NOT_OPTIONS.get(cls, set())
+        assert {n for owner, n in options if owner is cls} == expected, cls.__name__
+    assert _unruled(DECLARING) == []
+
+    @dataclass(frozen=True)
+    class Planted:
+        rows: int = param(8, "rows", Integer(low=0))
+        steps: int | None = param(None, "steps")  # its rule dropped
+
+    assert _unruled([Planted]) == ["Planted.steps"]
+
+
+def _unruled(classes) -> list[str]:
+    """The declared numbers of `classes` without a rule."""
+    numbers = ("int", "float")
+    return [f"{cls.__name__}.{d.name}" for cls in classes for d in declared(cls)
+            if d.about and d.check is None and any(n in str(d.hint) for n in numbers)]  # fmt: skip
+
+
+def _outside(check) -> tuple[str, object]:
+    """A value `check` refuses: as typed on the command line, and as Python passes it."""
+    while isinstance(check, (Optional, Many)):
+        check = check.inner
+    if isinstance(check, Integer):
+        bad = check.low - 1 if check.low is not None else check.high + 1
+        return str(bad), bad
+    if isinstance(check, Real):
+        bad = check.low - 1.0 if check.low is not None else check.high + 1.0
+        return str(bad), bad
+    if isinstance(check, (Options, OptionsList)):
+        return "nonesuch", "nonesuch"
+    if isinstance(check, Blocks):
+        return "0,0", [0, 0]
+    raise AssertionError(f"no planted value for {check}")
+
+
+def test_a_planted_value_out_of_range_is_refused_on_the_command_line_by_its_rule(capsys):
+    """Every option with a rule refuses a value outside it before anything runs, in one line: the rule's own message
+    in the command line's words (`--tokens 0`, not `tokens=0`), exit 2."""
+    for command, action in _generated():
+        d = action.declared
+        if d.check is None or "const" in d.cli:
+            continue
+        typed, given = _outside(d.check)
+        flag = action.option_strings[0]
+        argv = [command, *(["--model", "m"] if "--model" in _subparsers(build_parser())[command]._option_string_actions
+                           else []), flag, typed]  # fmt: skip
+        code = _main(argv)
+        err = capsys.readouterr().err.strip()
+        with pytest.raises(Exception) as said:
+            d.check.check(d.name, d.check.parse(d.name, typed))
+        expected = f"linrec: error: {flag_words(str(said.value), d.name, flag)} (see 'linrec {command} --help')"
+        assert code == 2 and err == expected, (command, flag, err)
+
+
+def test_the_command_line_and_the_python_api_refuse_a_bad_value_with_the_same_rule(capsys):
+    """`linrec swap --tokens 0` and `linrec.swap(…, tokens=0)` read one declaration (`CaptureConfig`, `CaptureRun`,
+    `Swapping`; `linrec.analyses.fitted.SWAP_CONSTRAINTS` for `Fit.swap`) and say one message, each in its own words.
+    Planted: a rule typed again in `linrec.api.CONSTRAINTS` with another bound (tokens ≥ 2) is caught."""
+    from linrec import api
+    from linrec.analyses.fitted import SWAP_CONSTRAINTS
+    from linrec.base.errors import LinrecError
+    from linrec.inputs.surgery import FIRST_MODES
+
+    swap_rules = {d.name: d.check for d in declared(Swapping)}
+    assert swap_rules["blocks"] == SWAP_CONSTRAINTS["blocks"]
+    assert swap_rules["test_windows"] == SWAP_CONSTRAINTS["test_windows"]
+    assert swap_rules["first"].values == FIRST_MODES == SWAP_CONSTRAINTS["first"].values
+    flags = {a.dest: a for a in _subparsers(build_parser())["swap"]._actions}
+    shared = [n for n in api.CONSTRAINTS if n in flags and flags[n].type is not None]
+    assert set(shared) >= {"blocks", "seq_len", "tokens", "seed", "bos", "sample", "split", "batch_size", "first",
+                           "test_windows"}  # fmt: skip
+
+    def differ(name: str, rules: dict) -> str | None:
+        """What the command line and Python say of a value outside `rules[name]`, where they differ."""
+        typed, given = _outside(rules[name])
+        with pytest.raises(LinrecError) as caught:
+            api.validate(rules, {name: given})
+        flag = flags[name].option_strings[0]
+        code = _main(["swap", "--model", "m", flag, typed])
+        err = capsys.readouterr().err.strip()
+        said = f"linrec: error: {flag_words(str(caught.value), name, flag)} (see 'linrec swap --help')"
+        return None if code == 2 and err == said else f"{err} ≠ {said}"
+
+    assert [differ(name, api.CONSTRAINTS) for name in shared] == [None] * len(shared)
+    assert differ("tokens", {**api.CONSTRAINTS, "tokens": Integer(low=1, example=2048)}) is not None
+
+
+def test_the_choices_declared_light_are_those_of_the_modules_that_act_on_them():
+    """The command line's choices are declared where it reads them without torch; the modules that act on them hold
+    the same (tests/collect/test_config.py checks the capture's)."""
+    from linrec.app.requests import FIRST_NAMES
+    from linrec.inputs.layouts import LAYOUTS
+    from linrec.inputs.surgery import FIRST_MODES
+    from linrec.inputs.train_settings import PRECISION_NAMES
+    from linrec.inputs.training import PRECISIONS
+
+    assert FIRST_NAMES == FIRST_MODES and PRECISION_NAMES == PRECISIONS
+    assert next(d.check.values for d in declared(TrainSettings) if d.name == "layout") == tuple(LAYOUTS)
+
+
+def test_the_python_apis_defaults_are_the_declared_ones():
+    """`linrec.api.Settings` holds the declared defaults of the settings it shares with the command line (one
+    default, read from `CaptureConfig` and `CaptureRun`). Planted: one typed again there as 64 is named."""
+    from linrec import api
+
+    owners = {d.name: d for cls in (CaptureConfig, CaptureRun) for d in declared(cls)}
+
+    def differing(settings) -> list[str]:
+        return [f.name for f in fields(settings) if f.name in owners and f.name != "device"
+                and f.default != owners[f.name].default]  # fmt: skip
+
+    assert differing(api.Settings) == []
+
+    @dataclass(frozen=True)
+    class Retyped(api.Settings):
+        seq_len: int = 64
+
+    assert differing(Retyped) == ["seq_len"]
+
+
+def test_a_switch_and_an_option_left_unset_are_generated_as_declared():
+    """--fast sets `product` to float32 (left out: float64, the declared default); --sample-rows left out is None
+    (the command decides), its help saying what; a required field (--model) is required."""
+    flags, spec = option(next(d for d in declared(CaptureConfig) if d.name == "product"))
+    assert flags == ("--fast",) and spec["const"] == "float32" and spec["default"] == "float64"
+    flags, spec = option(next(d for d in declared(CaptureConfig) if d.name == "sample_rows"))
+    assert spec["default"] is None and "(default: none where the command reads no rows" in spec["help"]
+    flags, spec = option(next(d for d in declared(CaptureConfig) if d.name == "model"))
+    assert spec["required"] and "default" not in spec
+
+
+def test_the_command_line_still_imports_no_torch():
+    code = "import sys, linrec.app.cli; linrec.app.cli.build_parser(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -162,7 +162,7 @@ def test_swap_route_prints_the_routed_table_and_refuses_to_save(tmp_path, tiny_m
     corpus = tmp_path / "text.txt"
     common = ("swap", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048")
     _one_line_error(_run(*common, "--route", "0.5", "--save", str(tmp_path / "x"), tmp_path=tmp_path), "saves no")
-    _one_line_error(_run(*common, "--route", "1.5", tmp_path=tmp_path), "between 0 and 1")
+    _one_line_error(_run(*common, "--route", "1.5", tmp_path=tmp_path), "--route must be a number from 0 to 1")
 
 
 def test_swap_bad_blocks_and_save_without_blocks(tmp_path, tiny_model_dir):
@@ -531,7 +531,7 @@ def test_probe_ranks_beyond_the_width_are_refused_before_loading(cli, tiny_args,
     no_model_load(monkeypatch)
     code, _, err = cli("probe", *tiny_args, "--rank", rank)
     if rank == "0":
-        _single_line(code, err, "--rank", "positive")
+        _single_line(code, err, "--rank 0 is out of range", "≥ 1", "--rank 16")
     else:
         _single_line(code, err, f"--rank {rank} is outside 1 … 32", "--rank 16")
 
@@ -639,7 +639,7 @@ def test_too_few_rows_for_the_probe_or_the_gate_are_refused_before_the_model_loa
 @pytest.mark.parametrize(
     "extra, needles",
     [
-        (["--test-windows", "1"], ["--test-windows", "at least 2"]),
+        (["--test-windows", "1"], ["--test-windows 1 is out of range", "≥ 2"]),
         (["--screening-windows", "100000"], ["--screening-windows", "51 train windows", "50 or fewer"]),
         (["--screening-windows", "51", "--budget-ppl", "1"], ["--screening-windows", "50 or fewer"]),
     ],

@@ -328,7 +328,7 @@ def test_a_bad_override_is_one_line_before_any_notebook_runs(pairs, needles):
         ({"corpora": []}, ["corpora is empty"]),
         ({"train_init_seeds": []}, ["train_init_seeds is empty"]),
         ({"init_seeds": []}, ["init_seeds is empty"]),
-        ({"capture": {"tokens": -5}}, ["capture: token budget must be positive"]),
+        ({"capture": {"tokens": -5}}, ["capture: tokens=-5 is out of range", "tokens=20480"]),
         ({"capture": {"seq_len": 4096, "tokens": 1024}}, ["capture: --seq-len 4096 is longer"]),
         ({"cross_pairs": [["gpt2"]]}, ["cross_pairs must be a list of [inputs model, FFN model] pairs"]),
         # the healing mappings (a typo ran the default 50 steps, found only in notebook 06; issue 47)

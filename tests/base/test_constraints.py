@@ -98,3 +98,48 @@ def test_validate_checks_in_order_and_passes_the_rest_through():
                                                                                  "other": "x"}  # fmt: skip
     with pytest.raises(LinrecValueError, match=r"^seq_len=1\b"):
         validate(rules, {"tokens": 0, "seq_len": 1})  # the rules' order: seq_len is named first
+
+
+def test_closed_ends_and_their_words():
+    """scikit-learn's `Interval(Real, 0, None, closed="left")`: an end named in `closed` is allowed; infinite and NaN
+    numbers never are (a budget of inf or a NaN learning rate would act on everything or nothing)."""
+    assert Real(0, None, "left").check("budget_ppl", 0) == 0.0 and Real(0, 1, "both").check("route", 1) == 1.0
+    _refused(Real(0, None), "lr", 0.0, LinrecValueError, "lr=0.0 is out of range", "a finite number > 0")
+    _refused(Real(0, None, "left"), "max_size", float("inf"), LinrecValueError, "a finite number ≥ 0")
+    _refused(Real(0, 1, "both"), "route", 1.5, LinrecValueError, "a number from 0 to 1;")
+    assert Real(0, 1).describe() == "a number from 0 to 1 (both excluded)"
+    assert Real(0, 1, "left").describe() == "a number from 0 to 1 (1 excluded)"
+
+
+def test_a_word_typed_on_the_command_line_is_parsed_by_its_rule_and_said_in_flags():
+    """`read` parses as the rule's kind ("2e4" a whole number, "0,3" block numbers, "5120,20480" a list) and checks;
+    `flag_words` says the message as the command line writes it, the inverse of `python_words`."""
+    from linrec.base.constraints import Many, flag_words, read
+    from linrec.base.voice import python_words
+
+    assert read(Integer(low=1), "tokens", "2e4") == 20_000 and read(Integer(low=1), "tokens", "20_480") == 20_480
+    assert read(Blocks(), "blocks", "3, 0") == [3, 0] and read(Many(Integer(low=1)), "t", "5,6") == (5, 6)
+    assert read(Optional(Real(0, 1, "both")), "route", "0.5") == 0.5 and read(Options(("a", "b")), "o", "b") == "b"
+    said = _refused_read(Integer(low=1, example=20_480), "tokens", "lots", LinrecTypeError, "not a number")
+    assert (
+        flag_words(said, "tokens", "--tokens")
+        == "--tokens lots is not a number; pass a whole number, e.g. --tokens 20480"
+    )
+    said = _refused_read(Blocks(), "blocks", "0,0", LinrecValueError, "twice")
+    assert flag_words(said, "blocks", "--blocks") == "--blocks 0,0 names block(s) [0] twice; name each block once"
+    _refused_read(Blocks(), "blocks", "-1", LinrecValueError, "separated by commas")
+    _refused_read(Integer(low=1), "tokens", "2.5", LinrecValueError, "not a whole number")
+    said = _refused_read(Options(("auto", "yes")), "bos", "x", LinrecValueError, "not one of")
+    assert flag_words(said, "bos", "--bos") == "--bos x is not one of 'auto', 'yes'; e.g. --bos auto"
+    assert python_words(flag_words("seq_len=1 is out of range: seq_len must be ≥ 2", "seq_len", "--seq-len")) == (
+        "seq_len=1 is out of range: seq_len must be ≥ 2"
+    )
+    assert flag_words("sample_rows=3; sample=2", "sample", "--sample") == "sample_rows=3; --sample 2"  # a whole name
+
+
+def _refused_read(constraint, name, text, kind, needle) -> str:
+    from linrec.base.constraints import read
+
+    with pytest.raises(kind, match=needle) as caught:
+        read(constraint, name, text)
+    return str(caught.value)

@@ -1,5 +1,10 @@
 """Command line: `linrec measure | curve | probe | spectrum | swap | fetch | cache | figures | report`.
 
+Every option with a rule is generated from its declaration (`option`: a field declared once with its default, what it
+does and its rule, `linrec.base.params.param`, in `CaptureConfig`, `CaptureRun`, `TrainSettings` or the request of
+`linrec.app.requests`), and its rule is checked as it is parsed, in `linrec.base.constraints`' words, as `linrec.api`
+checks the same rules.
+
 One error boundary: everything a user can get wrong (arguments, device, output paths, the
 cache's writability, the parameter file) is checked before the expensive work, and any
 failure ends with one line on stderr, `linrec: error: …`, and a non-zero exit (2 for bad
@@ -16,13 +21,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import logging
-import math
 import os
+import re
 import sys
+from dataclasses import MISSING
 from importlib import metadata
 
-from linrec.analyses import SCREENING_WINDOWS
 from linrec.app.commands import (
     cmd_cache,
     cmd_curve,
@@ -36,11 +42,13 @@ from linrec.app.commands import (
     cmd_swap,
     cmd_train,
 )
+from linrec.app.requests import Curving, Figures, Probing, Pruning, Swapping
+from linrec.base.constraints import Options, flag_words, read
 from linrec.base.errors import LinrecError, os_error, refused_line
 from linrec.base.files import clean_stale_scratch, terminate_as_exit
+from linrec.base.params import Declared, declared
 from linrec.collect.config import CaptureConfig as C
 from linrec.collect.config import CaptureRun as R
-from linrec.inputs.layouts import LAYOUTS
 from linrec.inputs.offline import fetchable
 from linrec.inputs.train_settings import TrainSettings as T
 
@@ -49,199 +57,79 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: the message and where to find the usage, nothing else."""
 
     def error(self, message: str):
+        named = re.match(r"argument (\S+): (\S+)", message)  # a rule's message names its flag: said once
+        if named and named[2] in named[1].split("/"):
+            message = message.split(": ", 1)[1]
         self.exit(2, f"linrec: error: {message} (see '{self.prog} --help')\n")
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be ≥ 0, got {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
 def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
-    """The capture's arguments, their defaults `CaptureConfig`'s; `curve` leaves out those a learning curve sets
-    otherwise (its sizes and seeds)."""
-
-    p.add_argument(
-        "--model",
-        required=True,
-        help="offline name (smollm2-135m, gemma3-270m, minilm-l6), hub id (gpt2), local dir or .gguf file; "
-        "init:SEED:MODEL (random-init twin), first:N:MODEL (its first N blocks)",
-    )
-    p.add_argument(
-        "--corpus",
-        default=C.corpus,
-        help=f"wiki | web | code | wikitext-2 | path to a text file or directory (default: {C.corpus})",
-    )
-    p.add_argument(
-        "--seq-len", type=_positive, default=C.seq_len, help=f"window length in tokens (default: {C.seq_len})"
-    )
+    """The capture's options, declared with `CaptureConfig` and `CaptureRun`; `curve` leaves out those a learning
+    curve sets otherwise (its sizes and seeds)."""
+    _options(p, C, "model", "corpus", "seq_len", *(() if curve else ("tokens", "seed", "sample", "bos", "split")))
+    _options(p, R, "batch_size", "device")
     if not curve:
-        p.add_argument("--tokens", type=_positive, default=C.tokens, help=f"token budget (default: {C.tokens})")
-        p.add_argument(
-            "--seed",
-            type=_non_negative,
-            default=C.seed,
-            help=f"seed of the train/test split and row sample (default: {C.seed})",
-        )
-        p.add_argument(
-            "--sample",
-            type=_non_negative,
-            default=C.sample,
-            help="which disjoint stretch of --tokens tokens of the corpus to read: 0 the first, 1 the next, … "
-            f"(fresh text for a replication; default: {C.sample})",
-        )
-        p.add_argument(
-            "--bos",
-            default=C.bos,
-            choices=["auto", "yes", "no"],
-            help="start every window with the BOS token: as the tokenizer does (auto), always (yes) or never (no); "
-            f"moves the attention sink of a model that runs without one (default: {C.bos})",
-        )
-        p.add_argument(
-            "--split",
-            default=C.split,
-            choices=["windows", "documents"],
-            help="what is held out: a seeded share of the windows (a held-out window's document goes on in train "
-            f"windows beside it) or of whole documents (default: {C.split})",
-        )
-    p.add_argument(
-        "--batch-size",
-        type=_positive,
-        default=R.batch_size,
-        help=(
-            f"windows per forward pass (default: {R.batch_size}); not part of the cache key: "
-            "it changes R²_lin by rounding only (≤ 1e-12)"
-        ),
-    )
-    p.add_argument(
-        "--device",
-        default=R.device,
-        help=f"torch device: cpu, cuda, cuda:N, mps, auto (cuda if present; default: {R.device})",
-    )
-    if not curve:
-        p.add_argument(
-            "--device-map",
-            default=None,
-            choices=["auto", "balanced", "balanced_low_0", "sequential"],
-            help="spread a model larger than one device over all visible devices (accelerate); each block's "
-            "statistics stay on its block's device (default: the whole model on --device)",
-        )
-        p.add_argument(
-            "--dtype",
-            default=C.dtype,
-            choices=["float32", "bfloat16", "float16"],
-            help=f"the model's dtype; statistics stay float64 (default: {C.dtype})",
-        )
-        p.add_argument(
-            "--fast",
-            action="store_true",
-            help="float32 products merged in float64 (error printed by benchmarks/capture.py)",
-        )
+        _options(p, R, "device_map")
+        _options(p, C, "dtype", "product")
     p.add_argument("--no-cache", action="store_true", help="recompute even if a cached capture exists")
     if not curve:
-        p.add_argument(
-            "--sample-rows",
-            type=_non_negative,
-            default=None,
-            help="raw (x, y) rows kept per block on disk for the probes (default: none where the command reads no "
-            f"rows: measure, spectrum, swap; {C.sample_rows:,} where it does: probe, swap --route, as make figures "
-            "keeps; a cached capture keeping more rows serves a request for fewer)",
-        )
-        p.add_argument(
-            "--blocks-per-pass",
-            type=_positive,
-            default=None,
-            help="capture in groups of this many blocks, one pass each (same numbers; on a GPU only one group's "
-            "statistics on the device at a time; default: all blocks in one pass)",
-        )
+        _options(p, C, "sample_rows")
+        _options(p, R, "blocks_per_pass")
 
 
-def _token_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(_positive(t) for t in text.split(","))
-    except argparse.ArgumentTypeError as err:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated token counts, e.g. 5120,20480,204800 ({err})"
-        ) from None
+def _options(p: argparse.ArgumentParser, cls: type, *names: str) -> None:
+    """The options of the fields `names` of dataclass `cls`, each as its declaration says (`option`)."""
+    for name in names:
+        d = _declarations(cls)[name]
+        flags, spec = option(d)
+        p.add_argument(*flags, **spec).declared = d
 
 
-def _block_syntax(text: str) -> list[int]:
-    """`--blocks` as written: block numbers ≥ 0 separated by commas (argparse type: checked before anything runs)."""
-    parts = text.replace(" ", "").split(",")
-    if not text.strip() or any(not p.isdigit() for p in parts):
-        raise argparse.ArgumentTypeError(
-            f"expected block numbers (0, 1, …) separated by commas, e.g. --blocks 0,3; got '{text}'"
-        )
-    return sorted({int(p) for p in parts})
+@functools.cache
+def _declarations(cls: type) -> dict[str, Declared]:
+    return {d.name: d for d in declared(cls)}
 
 
-def _number(expected: str, lo: float = 0.0, hi: float = float("inf"), finite: bool = False):
-    """An argparse type: a float in [lo, hi] (and finite, with `finite`), else one line saying what was expected."""
+def option(d: Declared) -> tuple[tuple[str, ...], dict]:
+    """The flags and argparse settings of the option that sets `d` (`linrec.base.params.param`): `--its-name` (or
+    its `flags`), its default (None where `unset` says what leaving it out does; a switch's `const` given), what it
+    does with that default, its choices, and its rule, read and checked as it is parsed
+    (`linrec.base.constraints.read`, the message in the command line's words)."""
+    cli = d.cli
+    flags = cli.get("flags", (f"--{d.name.replace('_', '-')}",))
+    unset, about = cli.get("unset"), cli.get("help", d.about)
+    if "const" in cli:  # a switch: given, it sets `const`; left out, the default
+        return flags, {"dest": d.name, "default": d.default, "action": "store_const", "const": cli["const"],
+                       "help": about}  # fmt: skip
+    spec: dict = {"dest": d.name}
+    if d.default is MISSING:
+        spec["required"] = True
+    else:
+        spec["default"] = None if unset is not None else d.default
+        shown = unset if unset is not None else d.default
+        about = about if shown is None else f"{about} (default: {shown})"
+    spec["help"] = about.replace("%", "%%")
+    if d.check is not None:
+        spec["type"] = _reader(d.name, flags[0], d.check)
+    inner = getattr(d.check, "inner", d.check)
+    if isinstance(inner, Options):
+        spec["choices"] = list(inner.values)
+    else:
+        spec["metavar"] = cli.get("metavar", flags[0][2:].upper().replace("-", "_"))
+    return flags, spec
 
-    def parse(text: str) -> float:
+
+def _reader(name: str, flag: str, check):
+    """argparse's type for an option of rule `check`: the word parsed and checked, or its one line in the command
+    line's words."""
+
+    def read_option(text: str):
         try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'") from None
-        if not lo <= value <= hi or (finite and not math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'")
-        return value
+            return read(check, name, text)
+        except LinrecError as err:
+            raise argparse.ArgumentTypeError(flag_words(str(err), name, flag)) from None
 
-    return parse
-
-
-_budget = _number("a number of perplexity points ≥ 0")
-_share = _number("a share between 0 and 1", 0.0, 1.0)
-# a finite number ≥ 0 (days, gigabytes): nan, inf and negatives would each prune everything or nothing
-_amount = _number("a finite number ≥ 0", finite=True)
-
-
-def _lr(text: str) -> float:
-    """`train --lr`: a finite number > 0 (nan or inf would train a step of NaN weights before the loss showed it)."""
-    value = _number("a finite learning rate > 0, e.g. 3e-3", finite=True)(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite learning rate > 0, e.g. 3e-3, got '{text}'")
-    return value
-
-
-def _at_least_two(text: str) -> int:
-    """`--test-windows`: a ΔPPL interval needs two held-out windows at least."""
-    value = _positive(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"ΔPPL intervals need at least 2 held-out windows, got {value}")
-    return value
-
-
-# `linrec train`'s plain options: (flag, the `TrainSettings` field it sets, its type, what it is), defaults the fields'
-TRAIN_OPTIONS = (
-    ("--d-model", "d_model", _positive, "width"),
-    ("--layers", "n_layers", _positive, "blocks"),
-    ("--heads", "n_heads", _positive, "attention heads"),
-    ("--vocab", "vocab", _positive, "BPE vocabulary trained on the text"),
-    ("--seq-len", "seq_len", _positive, "window"),
-    ("--batch-size", "batch_size", _positive, "windows per step"),
-    ("--steps", "steps", _positive, "optimizer steps"),
-    ("--lr", "lr", _lr, "peak learning rate, a finite number > 0"),
-    ("--init-seed", "init_seed", _non_negative, "seed of the initial weights"),
-    ("--data-seed", "data_seed", _non_negative, "seed of the data order"),
-    ("--text", "text", str, "training text: an offline corpus or a path"),
-    ("--warmup", "warmup", _non_negative, "warm-up steps"),
-)
+    return read_option
 
 
 def _version() -> str:
@@ -268,22 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="R²_lin against train tokens × split seeds, with a large-n estimate per block (linrec.collect.curves)",
     )
     _add_capture_args(p, curve=True)
-    p.add_argument(
-        "--train-tokens",
-        type=_token_list,
-        default=None,
-        help="comma-separated train sizes in tokens (default: linrec.collect.curves.CURVE_TOKENS, 5120 … 204800)",
-    )
-    p.add_argument(
-        "--test-tokens", type=_positive, default=None, help="held-out tokens per seed (default: a capture's --tokens)"
-    )
-    p.add_argument("--seeds", type=_positive, default=3, help="split seeds 0 … N−1 (default: 3)")
+    _options(p, Curving, "train_tokens", "test_tokens", "seeds")
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_curve)
 
     p = sub.add_parser("probe", help="rank-k bilinear probe of each block's residual, and trained linear baselines")
     _add_capture_args(p)
-    p.add_argument("--rank", type=_positive, default=16, help="rank of the bilinear probe (default: 16)")
+    _options(p, Probing, "rank")
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_probe)
 
@@ -298,47 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
         "swap", help="replace FFN blocks by their closed-form affine maps (no training) → held-out ΔPPL per block"
     )
     _add_capture_args(p)
-    p.add_argument(
-        "--blocks",
-        type=_block_syntax,
-        help="blocks to evaluate, swap together and save, e.g. 0,3 (default: every block)",
-    )
-    p.add_argument(
-        "--first",
-        choices=["map", "ffn", "mean"],
-        default="map",
-        help="each window's first position: swapped like the rest (map, default), or the map fitted and applied on "
-        "positions ≥ 1 with position 0 kept as the FFN's output (ffn) or set to its train mean (mean)",
-    )
-    p.add_argument(
-        "--budget-ppl",
-        type=_budget,
-        help="also swap greedily, keeping blocks while ΔPPL on the screening windows ≤ this; reported held out",
-    )
-    p.add_argument(
-        "--order",
-        choices=["r2_lin", "screening"],
-        default="r2_lin",
-        help="greedy order: descending R²_lin (default) or ascending ΔPPL alone, both on the screening windows",
-    )
-    p.add_argument(
-        "--screening-windows",
-        type=_positive,
-        default=SCREENING_WINDOWS,
-        help=f"seeded train windows on which the greedy swap orders and accepts blocks (default: {SCREENING_WINDOWS})",
-    )
-    p.add_argument(
-        "--test-windows",
-        type=_at_least_two,
-        help="report ΔPPL on this many held-out windows drawn by seed (default: all; fewer is faster, wider intervals)",
-    )
-    p.add_argument(
-        "--route",
-        type=_share,
-        help="instead of swapping whole blocks, route this share of each block's tokens (0–1) to its map by a logistic "
-        "gate trained on the capture's train rows, and report held-out ΔPPL per block (linrec.analyses.routing)",
-    )
-    p.add_argument("--save", help="write the compressed model (--budget-ppl's choice, else --blocks) to this directory")
+    _options(p, Swapping, "blocks", "first", "budget_ppl", "order", "screening_windows", "test_windows", "route",
+             "save")  # fmt: skip
     p.add_argument("--out", help="write the table as CSV here")
     p.set_defaults(func=cmd_swap)
 
@@ -346,26 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
         "train",
         help="train a small decoder from scratch with checkpoints (linrec.inputs.training; notebook 08), cached",
     )
-    # each option's destination is the `TrainSettings` field it sets, its default that field's
-    p.add_argument(
-        "--layout", "--mlp", choices=list(LAYOUTS), default=T.layout,
-        help=f"decoder layout (linrec.inputs.layouts): gelu, swiglu (llama), gpt2, pythia, llama (default: {T.layout})",
-    )  # fmt: skip
-    for flag, name, kind, what in TRAIN_OPTIONS:
-        default = getattr(T, name)
-        p.add_argument(flag, dest=name, metavar=flag[2:].upper().replace("-", "_"), type=kind, default=default,
-                       help=f"{what} (default: {default})")  # fmt: skip
-    p.add_argument(
-        "--evals", dest="n_evals", metavar="EVALS", type=_non_negative, default=T.n_evals,
-        help="held-out loss evaluated this many times while training, and the plateau rule on it "
-        f"(default: {T.n_evals}, none)",
-    )  # fmt: skip
-    p.add_argument(
-        "--precision", choices=["float32", "bf16"], default=T.precision,
-        help=f"bf16: the forward pass under bf16 autocast, on a GPU only (default: {T.precision})",
-    )  # fmt: skip
-    p.add_argument("--device", default=T.device,
-                   help=f"cpu, cuda, cuda:N or auto (default: {T.device}); the cache key says which")  # fmt: skip
+    _options(p, T, "layout", "d_model", "n_layers", "n_heads", "vocab", "seq_len", "batch_size", "steps", "lr",
+             "init_seed", "data_seed", "text", "warmup", "n_evals", "precision", "device")  # fmt: skip
     p.add_argument("--no-cache", action="store_true", help="train into a temporary folder, read nothing cached")
     p.set_defaults(func=cmd_train)
 
@@ -383,12 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="list what $LINREC_CACHE holds, or prune captures, learning curves and trained runs by age or size",
     )
     p.add_argument("action", nargs="?", choices=["list", "prune"], default="list")
-    p.add_argument(
-        "--older-than", type=_amount, metavar="DAYS", help="prune: entries written more than DAYS ago (a number ≥ 0)"
-    )
-    p.add_argument(
-        "--max-size", type=_amount, metavar="GB", help="prune: oldest entries until the rest fit in GB (a number ≥ 0)"
-    )
+    _options(p, Pruning, "older_than", "max_size")
     p.add_argument("--dry-run", action="store_true", help="prune: say what would go, remove nothing")
     p.set_defaults(func=cmd_cache)
 
@@ -400,11 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="the notebooks to run, by number or study name: e.g. 01 02, or ceiling",
     )
-    p.add_argument(
-        "--jobs",
-        type=_positive,
-        help="notebooks run at once after 01 (default: 2 on ≥ 2 CPUs, splitting the threads between them)",
-    )
+    _options(p, Figures, "jobs")
     p.add_argument(
         "-p",
         "--parameter",

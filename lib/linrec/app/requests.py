@@ -2,7 +2,9 @@
 `Namespace` is read there and nowhere after), each check made before any expensive work on the request it concerns:
 `Capturing` (the capture of measure, probe, spectrum and swap: its `CaptureConfig`, how it runs, the cache, the
 table's path), `Probing` and `Swapping` around it, `Curving` (a learning curve), `Training` (its `TrainSettings`)
-and the plain requests of the other subcommands.
+and the plain requests of the other subcommands. An option with a rule is a field declared once
+(`linrec.base.params.param`: its default, what it does, its rule), here or in the settings it sets (`CaptureConfig`,
+`CaptureRun`, `TrainSettings`); `linrec.app.cli` builds the option from it and checks the rule as it parses.
 
 Light to import (`linrec.app.cli` imports it when it starts, and `linrec --help` or a mistyped name answers without
 torch): what a check needs is imported inside it.
@@ -16,8 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from linrec.analyses import SCREENING_WINDOWS
+from linrec.base.constraints import Blocks, Integer, Many, Optional, Options, Real
 from linrec.base.errors import LinrecError
 from linrec.base.files import check_writable_dir
+from linrec.base.params import param
 from linrec.collect.config import CaptureConfig, CaptureRun
 from linrec.inputs.train_settings import TrainSettings
 
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
     from linrec.inputs.source import ModelShape, ModelSource
 
 PROBE, GATE = "the probe", "--route's gate"  # what reads a capture's row sample (`Capturing.reads_rows`)
+FIRST_NAMES = ("map", "ffn", "mean")  # linrec.inputs.surgery.FIRST_MODES, light here (tests/app/test_cli.py)
 
 
 def given(cls, args) -> dict:
@@ -87,7 +92,7 @@ def check_context(spec: str, seq_len: int, shape: ModelShape | None) -> None:
 
 
 def block_list(blocks: list[int] | None, n_blocks: int) -> list[int] | None:
-    """`--blocks` (from `linrec.app.cli`'s `_block_syntax`) checked against a model's `n_blocks`."""
+    """`--blocks` (distinct block numbers, `Swapping.blocks`' rule) checked against a model's `n_blocks`."""
     if blocks is None:
         return None
     bad = [b for b in blocks if b >= n_blocks]
@@ -122,14 +127,9 @@ class Capturing:
         rows = args.sample_rows
         if rows is None:
             rows = CaptureConfig.sample_rows if reads_rows else 0
-        config = CaptureConfig(
-            args.model, args.corpus, args.seq_len, args.tokens, args.seed,
-            sample_rows=rows if reads_rows or not args.no_cache else 0,
-            product="float32" if args.fast else "float64", dtype=args.dtype, sample=args.sample, bos=args.bos,
-            split=args.split,
-        )  # fmt: skip
-        run = CaptureRun(args.batch_size, args.device, args.device_map, args.blocks_per_pass)
-        return cls(config, run, not args.no_cache, args.out, reads_rows)
+        rows = rows if reads_rows or not args.no_cache else 0
+        config = CaptureConfig(**{**given(CaptureConfig, args), "sample_rows": rows})
+        return cls(config, CaptureRun(**given(CaptureRun, args)), not args.no_cache, args.out, reads_rows)
 
     def check_names(self) -> None:
         check_names(self.config.model, self.config.corpus)
@@ -250,7 +250,7 @@ class Probing:
     """`linrec probe`: its capture (with rows) and the bilinear probe's rank."""
 
     capture: Capturing
-    rank: int
+    rank: int = param(16, "rank of the bilinear probe", Integer(low=1, example=16))
 
     @classmethod
     def of(cls, args) -> Probing:
@@ -272,18 +272,38 @@ class Swapping:
     """`linrec swap`: its capture (with rows for --route's gate) and what it swaps, reports and saves."""
 
     capture: Capturing
-    blocks: list[int] | None = None
-    first: str = "map"
-    budget_ppl: float | None = None
-    order: str = "r2_lin"
-    screening_windows: int = SCREENING_WINDOWS
-    test_windows: int | None = None
-    route: float | None = None
-    save: str | None = None
+    blocks: list[int] | None = param(None, "blocks to evaluate, swap together and save, e.g. 0,3", Blocks(),
+                                     unset="every block")  # fmt: skip
+    first: str = param(
+        "map", "each window's first position: swapped like the rest (map), or the map fitted and applied on positions "
+        "≥ 1 with position 0 kept as the FFN's output (ffn) or set to its train mean (mean)", Options(FIRST_NAMES),
+    )  # fmt: skip
+    budget_ppl: float | None = param(
+        None, "also swap greedily, keeping blocks while ΔPPL on the screening windows ≤ this; reported held out",
+        Optional(Real(0, None, "left", example=1.0)),
+    )  # fmt: skip
+    order: str = param("r2_lin", "greedy order: descending R²_lin or ascending ΔPPL alone, both on the screening "
+                       "windows", Options(("r2_lin", "screening")))  # fmt: skip
+    screening_windows: int = param(SCREENING_WINDOWS, "seeded train windows on which the greedy swap orders and "
+                                   "accepts blocks", Integer(low=1, example=SCREENING_WINDOWS))  # fmt: skip
+    test_windows: int | None = param(
+        None, "report ΔPPL on this many held-out windows drawn by seed (a ΔPPL interval needs two)",
+        Optional(Integer(low=2, example=32)), unset="all; fewer is faster, wider intervals",
+    )  # fmt: skip
+    route: float | None = param(
+        None, "instead of swapping whole blocks, route this share of each block's tokens (0–1) to its map by a "
+        "logistic gate trained on the capture's train rows, and report held-out ΔPPL per block "
+        "(linrec.analyses.routing)", Optional(Real(0, 1, "both", example=0.5)),
+    )  # fmt: skip
+    save: str | None = param(None, "write the compressed model (--budget-ppl's choice, else --blocks) to this "
+                             "directory")  # fmt: skip
 
     @classmethod
     def of(cls, args) -> Swapping:
-        return cls(Capturing.of(args, GATE if args.route is not None else None), **given(cls, args))
+        asked = given(cls, args)
+        blocks = asked.pop("blocks")
+        capture = Capturing.of(args, GATE if args.route is not None else None)
+        return cls(capture, sorted(blocks) if blocks else blocks, **asked)
 
     def check(self) -> None:
         """The options that exclude each other, from the arguments alone."""
@@ -342,9 +362,13 @@ class Curving:
     model: str
     corpus: str
     seq_len: int
-    train_tokens: tuple[int, ...] | None
-    test_tokens: int | None
-    seeds: int
+    train_tokens: tuple[int, ...] | None = param(
+        None, "comma-separated train sizes in tokens", Optional(Many(Integer(low=1, example=5120))),
+        unset="linrec.collect.curves.CURVE_TOKENS, 5120 … 204800",
+    )  # fmt: skip
+    test_tokens: int | None = param(None, "held-out tokens per seed", Optional(Integer(low=1, example=20_480)),
+                                    unset="a capture's --tokens")  # fmt: skip
+    seeds: int = param(3, "split seeds 0 … N−1", Integer(low=1, example=3))
     run: CaptureRun = CaptureRun()
     cache: bool = True
     out: str | None = None
@@ -352,8 +376,7 @@ class Curving:
 
     @classmethod
     def of(cls, args) -> Curving:
-        run = CaptureRun(args.batch_size, args.device)
-        return cls(**given(cls, args), run=run, cache=not args.no_cache)
+        return cls(**given(cls, args), run=CaptureRun(**given(CaptureRun, args)), cache=not args.no_cache)
 
     def check_names(self) -> None:
         check_names(self.model, self.corpus)
@@ -390,8 +413,10 @@ class Pruning(Request):
     """`linrec cache`: list, or prune by age (days) or size (GB), or say what would go."""
 
     action: str = "list"
-    older_than: float | None = None
-    max_size: float | None = None
+    older_than: float | None = param(None, "prune: entries written more than DAYS ago (a number ≥ 0)",
+                                     Optional(Real(0, None, "left", example=30)), metavar="DAYS")  # fmt: skip
+    max_size: float | None = param(None, "prune: oldest entries until the rest fit in GB (a number ≥ 0)",
+                                   Optional(Real(0, None, "left", example=10)), metavar="GB")  # fmt: skip
     dry_run: bool = False
 
 
@@ -402,7 +427,8 @@ class Figures(Request):
 
     params: str
     only: list[str] | None = None
-    jobs: int | None = None
+    jobs: int | None = param(None, "notebooks run at once after 01", Optional(Integer(low=1, example=2)),
+                             unset="2 on ≥ 2 CPUs, splitting the threads between them")  # fmt: skip
     parameter: list | None = None
     out: str | None = None
     device: str | None = None

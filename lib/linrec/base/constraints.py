@@ -15,6 +15,11 @@ The rules, decided here once for every number:
 - `Blocks` takes block numbers only: ints (not bools, not floats, not `1.0`, not strings), none twice, at least one;
   None means every block.
 
+The command line reads the same rules (`linrec.app.cli` builds its options from the declarations, `linrec.base.params`):
+`read(constraint, name, text)` is a word typed there, parsed by the constraint (`parse`: "2e4" is a number, "0,3" block
+numbers) and checked, and `flag_words` says its message in the command line's words (`--tokens 0`, not `tokens=0`),
+so both speak one rule.
+
 No torch here: `base` is the lowest layer, and a 0-d tensor is taken through `operator.index` / `float` alone.
 """
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -41,6 +47,10 @@ class Constraint:
 
     def describe(self) -> str:  # pragma: no cover
         raise NotImplementedError
+
+    def parse(self, name: str, text: str):
+        """A word typed on the command line as the value `check` takes: here the text itself."""
+        return text
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,12 @@ class Integer(Constraint):
             raise LinrecValueError(f"{name}={_shown(value)} is not a whole number; pass one, {self._example(name)}")
         return int(number)
 
+    def parse(self, name: str, text: str):
+        try:
+            return int(text)
+        except ValueError:
+            return _number(name, text, f"a whole number, {self._example(name)}")  # "2e4"; "2.5" is refused by check
+
     def describe(self) -> str:
         if self.low is not None and self.high is not None:
             return f"a whole number from {self.low} to {self.high}"
@@ -89,10 +105,12 @@ class Integer(Constraint):
 
 @dataclass(frozen=True)
 class Real(Constraint):
-    """A finite real number strictly between `low` and `high` (None: unbounded)."""
+    """A finite real number between `low` and `high` (None: unbounded), each end excluded unless `closed` names it
+    ("left", "right", "both"; "neither": scikit-learn's `Interval`)."""
 
     low: float | None = None
     high: float | None = None
+    closed: str = "neither"
     example: float | None = None
 
     def check(self, name: str, value):
@@ -100,14 +118,29 @@ class Real(Constraint):
         if _is_bool(value) or isinstance(value, (str, bytes)) or not hasattr(value, "__float__"):
             raise LinrecTypeError(f"{name}={_shown(value)} is a {type(value).__name__}, not a number; pass {example}")
         number = float(value)
-        inside = math.isfinite(number) and (self.low is None or number > self.low)
-        if not inside or (self.high is not None and number >= self.high):
+        left, right = self.closed in ("left", "both"), self.closed in ("right", "both")
+        above = self.low is None or number > self.low or (left and number == self.low)
+        below = self.high is None or number < self.high or (right and number == self.high)
+        if not (math.isfinite(number) and above and below):
             raise LinrecValueError(f"{name}={_shown(value)} is out of range: {name} must be {self.describe()}; "
                                    f"pass {example}")  # fmt: skip
         return number
 
+    def parse(self, name: str, text: str):
+        example = f"e.g. {name}={self.example}" if self.example is not None else "a number"
+        return _number(name, text, example)
+
     def describe(self) -> str:
-        return f"a number between {self.low} and {self.high} (both excluded)"
+        lo, hi, left, right = self.low, self.high, self.closed in ("left", "both"), self.closed in ("right", "both")
+        if lo is not None and hi is not None:
+            ends = {(True, True): "", (False, False): " (both excluded)", (True, False): f" ({hi:g} excluded)",
+                    (False, True): f" ({lo:g} excluded)"}[left, right]  # fmt: skip
+            return f"a number from {lo:g} to {hi:g}{ends}"
+        if lo is not None:
+            return f"a finite number {'≥' if left else '>'} {lo:g}"
+        if hi is not None:
+            return f"a finite number {'≤' if right else '<'} {hi:g}"
+        return "a finite number"
 
 
 @dataclass(frozen=True)
@@ -188,6 +221,9 @@ class Optional(Constraint):
     def check(self, name: str, value):
         return None if value is None else self.inner.check(name, value)
 
+    def parse(self, name: str, text: str):
+        return self.inner.parse(name, text)
+
     def describe(self) -> str:
         return f"None or {self.inner.describe()}"
 
@@ -221,8 +257,37 @@ class Blocks(Constraint):
             raise LinrecValueError(f"{name}={numbers} names block(s) {twice} twice; name each block once")
         return numbers
 
+    def parse(self, name: str, text: str):
+        parts = text.replace(" ", "").split(",")
+        if not text.strip() or not all(p.isdigit() for p in parts):
+            raise LinrecValueError(f"{name}={text!r} is not block numbers (0, 1, …) separated by commas; e.g. "
+                                   f"{name}=[0, 3]")  # fmt: skip
+        return [int(p) for p in parts]
+
     def describe(self) -> str:
         return "block numbers (ints, each once)"
+
+
+@dataclass(frozen=True)
+class Many(Constraint):
+    """A non-empty list of what `inner` takes (returned as a tuple); on the command line, separated by commas."""
+
+    inner: Constraint
+
+    def check(self, name: str, value):
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+            raise LinrecTypeError(f"{name}={_shown(value)} is a {type(value).__name__}; pass a list of "
+                                  f"{self.inner.describe()}s")  # fmt: skip
+        items = tuple(self.inner.check(name, v) for v in value)
+        if not items:
+            raise LinrecValueError(f"{name}=[] names nothing; pass at least one")
+        return items
+
+    def parse(self, name: str, text: str):
+        return [self.inner.parse(name, t) for t in text.split(",")]
+
+    def describe(self) -> str:
+        return f"a list of {self.inner.describe()}s"
 
 
 def _is_index(value) -> bool:
@@ -240,6 +305,37 @@ def _is_index(value) -> bool:
 def _is_bool(value) -> bool:
     """Python's bool or numpy's (`numpy.bool_`, which is no int subclass)."""
     return isinstance(value, bool) or type(value).__name__ in ("bool_", "bool")
+
+
+def _number(name: str, text: str, example: str) -> float:
+    """A command line's word as a float ("2e4", "nan" and "inf" too: `check` refuses what it must)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise LinrecTypeError(f"{name}={text!r} is not a number; pass {example}") from None
+
+
+def read(constraint: Constraint, name: str, text: str):
+    """A word typed on the command line for `name`: parsed and checked by `constraint` (its message in Python's
+    words: `flag_words` puts them in the command line's)."""
+    return constraint.check(name, constraint.parse(name, text))
+
+
+def flag_words(message: str, name: str, flag: str) -> str:
+    """A constraint's message about `name` in the command line's words: `tokens=0` is `--tokens 0`, `bos='x'` is
+    `--bos x`, `blocks=[0, 3]` is `--blocks 0,3`, and `name` alone is `flag` (the inverse of
+    `linrec.base.voice.python_words`)."""
+
+    def given(m: re.Match) -> str:
+        value = m[1]
+        if value[0] in "'\"" and value[-1] == value[0]:
+            value = value[1:-1]
+        elif value.startswith("["):
+            value = value[1:-1].replace(" ", "")
+        return f"{flag} {value}"
+
+    said = re.sub(rf"(?<![\w.-]){name}=('[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^\s;,)]+)", given, message)
+    return re.sub(rf"(?<![\w.-]){name}(?![\w=])", flag, said)
 
 
 def validate(constraints: Mapping[str, Constraint], values: Mapping) -> dict:

@@ -1,40 +1,56 @@
-"""Declared parameters: `param(default, about)` declares one field of a parameters dataclass (a profile's section,
-`linrec.studies.stages`) with its one default and what it does; `declared(cls)` reads them back for the command
-line (`linrec studies NAME`) and the errors; `fits` checks a value read from YAML against a field's type, and
-`type_words` puts that type in words for the one-line error. `check_settings` checks a profile's nested mapping
-(`capture:`, `training:`, `heal:`) against the dataclass whose fields it sets, with the same words."""
+"""Declared parameters: `param(default, about, check)` declares one field of a parameters dataclass (a profile's
+section, `linrec.studies.stages`; a capture's settings, `linrec.collect.config`; a request of the command line) with
+its one default, what it does and its rule (a `linrec.base.constraints.Constraint`, checked before any work), and how
+the command line gives it where not as `--its-name VALUE` (`cli`); `declared(cls)` reads them back for the command
+line (its options, `linrec.app.cli`; `linrec studies NAME`), the Python API's rules (`checks`) and the errors; `fits`
+checks a value read from YAML against a field's type, and `type_words` puts that type in words for the one-line
+error. `check_settings` checks a profile's nested mapping (`capture:`, `training:`, `heal:`) against the dataclass
+whose fields it sets, with the same words."""
 
 from __future__ import annotations
 
 import collections.abc
 import copy
+import functools
 import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 
+from linrec.base.constraints import Constraint
 from linrec.base.errors import LinrecError
 
-ABOUT = "about"  # the metadata key of a field's description
+ABOUT, CHECK, CLI = "about", "check", "cli"  # the metadata keys of a field's description, rule and command line
 
 
-def param(default: object, about: str):
-    """A dataclass field with `default` (a list or mapping copied afresh for each instance) and `about`, one line on
-    what it does."""
+def param(default: object = MISSING, about: str = "", check: Constraint | None = None, **cli):
+    """A dataclass field with `default` (a list or mapping copied afresh for each instance; none: a required field),
+    `about`, one line on what it does, and `check`, its rule. `cli`, how the command line gives it where not as
+    `--its-name VALUE` defaulting to `default`: `flags` (its names), `metavar`, `help` (where not `about`), `unset`
+    (there its default is None, and this says what None does) or `const` (a switch taking no value: given, it sets
+    this)."""
+    metadata = {ABOUT: about, CHECK: check, CLI: cli}
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: copy.deepcopy(default), metadata={ABOUT: about})
-    return field(default=default, metadata={ABOUT: about})
+        return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True)
 class Declared:
-    """One declared parameter: its name, type, default and what it does, and the class that declares it."""
+    """One declared parameter: its name, default, what it does and the class that declares it, its rule and how the
+    command line gives it (`param`), and its type."""
 
     name: str
-    hint: object
     default: object
     about: str
     owner: type
+    check: Constraint | None = None
+    cli: Mapping = field(default_factory=dict)
+
+    @property
+    def hint(self) -> object:
+        """Its type, evaluated when first asked for (the command line's options need none)."""
+        return _hints(self.owner)[self.name]
 
     @property
     def where(self) -> str:
@@ -47,13 +63,30 @@ class Declared:
 
 
 def declared(cls: type) -> list[Declared]:
-    """Every field of the parameters dataclass `cls`, in order, with its type, default and `about`."""
-    hints = typing.get_type_hints(cls)
+    """Every field of the parameters dataclass `cls`, in order, with its default, `about`, rule, command line and
+    type (evaluated when asked for; one named for type checkers alone is left as written)."""
     out = []
     for f in fields(cls):
         default = f.default if f.default_factory is MISSING else f.default_factory()
-        out.append(Declared(f.name, hints[f.name], default, f.metadata.get(ABOUT, ""), cls))
+        m = f.metadata
+        out.append(Declared(f.name, default, m.get(ABOUT, ""), cls, m.get(CHECK), m.get(CLI, {})))
     return out
+
+
+@functools.cache
+def _hints(cls: type) -> dict:
+    """`cls`' field types, evaluated once (the command line reads a class's declarations for every subcommand)."""
+    try:
+        return typing.get_type_hints(cls)
+    except NameError:
+        return {f.name: f.type for f in fields(cls)}
+
+
+def checks(cls: type, names: Iterable[str] | None = None) -> dict:
+    """{field: its rule} of every field of `cls` that declares one (of `names`, in their order, where given): the
+    constraints `linrec.base.constraints.validate` checks."""
+    rules = {d.name: d.check for d in declared(cls) if d.check is not None}
+    return {n: rules[n] for n in (names if names is not None else rules)}
 
 
 def fits(value: object, hint: object) -> bool:

@@ -14,8 +14,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING
 
+from linrec.base.constraints import Integer, Optional, Options, Real
+from linrec.base.constraints import validate as checked
 from linrec.base.errors import LinrecError
-from linrec.base.params import check_settings
+from linrec.base.params import check_settings, checks, param
 
 if TYPE_CHECKING:
     from linrec.inputs.source import ModelSource
@@ -30,51 +32,62 @@ SPLITS = ("train", "test")
 KEY_AS_BEFORE = {"dtype": "float32", "sample": 0, "bos": "auto", "split": "windows"}
 
 
+# the values some settings may take, light to import here (the command line's choices); the modules that act on them
+# hold the same (`linrec.stats.moments.PRODUCTS`, `linrec.inputs.hf.DTYPES`, `linrec.inputs.corpora.BOS_MODES` and
+# `SPLITS`, `linrec.inputs.models.DEVICE_MAPS`: tests/collect/test_config.py checks they agree)
+PRODUCT_NAMES = ("float64", "float32")
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
+BOS_NAMES = ("auto", "yes", "no")
+SPLIT_NAMES = ("windows", "documents")
+DEVICE_MAP_NAMES = ("auto", "balanced", "balanced_low_0", "sequential")
+SAMPLE_ROWS = 10_240
+
+
 @dataclass(frozen=True)
 class CaptureConfig:
-    """Everything that determines a capture's numbers (and so its cache key)."""
+    """Everything that determines a capture's numbers (and so its cache key): each setting's default, what it does
+    and its rule, declared once (`linrec.base.params.param`: the command line's options and `linrec.api`'s rules are
+    read from here)."""
 
-    model: str
-    corpus: str = "wiki"
-    seq_len: int = 128  # the paper's window
-    tokens: int = 20_480  # token budget per model (80/20 train/test by window)
-    seed: int = 0  # train/test split and row sample
-    test_frac: float = 0.2
-    sample_rows: int = 10_240  # raw (x, y) rows kept per block on disk for the probes (0: statistics only)
-    product: str = "float64"  # "float64" exact, "float32" fast (see linrec.stats.moments)
-    dtype: str = "float32"  # the model's dtype (float32, bfloat16, float16); statistics are float64 whatever it is
-    sample: int = 0  # which disjoint stretch of `tokens` tokens of the corpus (linrec.inputs.corpora.make_windows)
-    bos: str = "auto"  # BOS token per window: the tokenizer's habit, "yes" always, "no" never
-    split: str = "windows"  # held out: a seeded share of windows, or of whole "documents" (make_windows)
+    model: str = param(about="offline name (smollm2-135m, gemma3-270m, minilm-l6), hub id (gpt2), local dir or .gguf "
+                       "file; init:SEED:MODEL (random-init twin), first:N:MODEL (its first N blocks)")  # fmt: skip
+    corpus: str = param("wiki", "wiki | web | code | wikitext-2 | path to a text file or directory")
+    seq_len: int = param(128, "window length in tokens", Integer(low=2, example=128))  # the paper's window
+    tokens: int = param(20_480, "token budget", Integer(low=1, example=20_480))
+    seed: int = param(0, "seed of the train/test split and row sample", Integer(low=0))
+    test_frac: float = param(0.2, "share of the windows held out", Real(0, 1, example=0.2))
+    sample_rows: int = param(
+        SAMPLE_ROWS, "raw (x, y) rows kept per block on disk for the probes (0: statistics only)", Integer(low=0),
+        unset=f"none where the command reads no rows: measure, spectrum, swap; {SAMPLE_ROWS:,} where it does: probe, "
+        "swap --route, as make figures keeps; a cached capture keeping more rows serves a request for fewer",
+    )  # fmt: skip
+    product: str = param(
+        "float64", "the statistics' products: float64 exact, float32 fast (linrec.stats.moments)",
+        Options(PRODUCT_NAMES), flags=("--fast",), const="float32",
+        help="float32 products merged in float64 (error printed by benchmarks/capture.py)",
+    )  # fmt: skip
+    dtype: str = param("float32", "the model's dtype; statistics stay float64", Options(DTYPE_NAMES))
+    sample: int = param(
+        0, "which disjoint stretch of --tokens tokens of the corpus to read: 0 the first, 1 the next, … (fresh text "
+        "for a replication)", Integer(low=0),
+    )  # fmt: skip
+    bos: str = param(
+        "auto", "start every window with the BOS token: as the tokenizer does (auto), always (yes) or never (no); "
+        "moves the attention sink of a model that runs without one", Options(BOS_NAMES),
+    )  # fmt: skip
+    split: str = param(
+        "windows", "what is held out: a seeded share of the windows (a held-out window's document goes on in train "
+        "windows beside it) or of whole documents", Options(SPLIT_NAMES),
+    )  # fmt: skip
 
     def validate(self) -> None:
-        # here, not at the top: `linrec` imports this module when it starts, and --help stays free of torch
-        from linrec.inputs.corpora import BOS_MODES, SPLITS
-        from linrec.inputs.hf import model_dtype
-        from linrec.stats.moments import PRODUCTS
-
-        if self.tokens <= 0:
-            raise LinrecError(f"token budget must be positive, got {self.tokens}; try --tokens {CaptureConfig.tokens}")
-        if self.seq_len < 2:
-            raise LinrecError(f"seq_len must be at least 2, got {self.seq_len}")
+        """Each setting by its rule (`linrec.base.constraints`), then the window against the budget."""
+        checked(checks(CaptureConfig), asdict(self))
         if self.seq_len > self.tokens:
             raise LinrecError(
                 f"--seq-len {self.seq_len} is longer than the token budget --tokens {self.tokens}, so no window fits; "
                 "raise --tokens or lower --seq-len"
             )
-        if self.seed < 0:
-            raise LinrecError(f"seed must be ≥ 0, got {self.seed}")
-        if self.product not in PRODUCTS:
-            raise LinrecError(f"product must be one of {', '.join(PRODUCTS)}, got '{self.product}'")
-        if self.sample_rows < 0:
-            raise LinrecError(f"sample_rows must be ≥ 0, got {self.sample_rows}")
-        if self.sample < 0:
-            raise LinrecError(f"sample must be ≥ 0, got {self.sample}")
-        if self.bos not in BOS_MODES:
-            raise LinrecError(f"bos must be one of {', '.join(BOS_MODES)}, got '{self.bos}'")
-        if self.split not in SPLITS:
-            raise LinrecError(f"split must be one of {', '.join(SPLITS)}, got '{self.split}'")
-        model_dtype(self.dtype)
 
     def key(self, source: ModelSource | None = None) -> str:
         """The cache key. `source`: `model` parsed (`linrec.inputs.source.ModelSource`), where the caller has it;
@@ -106,13 +119,21 @@ SETTINGS = tuple(f.name for f in fields(CaptureConfig) if f.name not in ("model"
 @dataclass(frozen=True)
 class CaptureRun:
     """How a capture is run, none of it in its key (`linrec.collect.capture.get_captures`): `batch_size` windows per
-    forward pass, on `device` or placed over several devices by `device_map` (`linrec.inputs.models.load_model`), and
-    `blocks_per_pass` blocks hooked per pass over the windows (None: every block; fewer: less memory)."""
+    forward pass, on `device` or placed over several devices by `device_map` (`linrec.inputs.models.load_model`; from
+    Python also a {module: device} dict), and `blocks_per_pass` blocks hooked per pass over the windows (None: every
+    block; fewer: less memory)."""
 
-    batch_size: int = 8
-    device: str = "cpu"
-    device_map: str | dict | None = None
-    blocks_per_pass: int | None = None
+    batch_size: int = param(8, "windows per forward pass; not part of the cache key: it changes R²_lin by rounding "
+                            "only (≤ 1e-12)", Integer(low=1, example=8))  # fmt: skip
+    device: str = param("cpu", "torch device: cpu, cuda, cuda:N, mps, auto (cuda if present)")
+    device_map: str | dict | None = param(
+        None, "spread a model larger than one device over all visible devices (accelerate); each block's statistics "
+        "stay on its block's device", Optional(Options(DEVICE_MAP_NAMES)), unset="the whole model on --device",
+    )  # fmt: skip
+    blocks_per_pass: int | None = param(
+        None, "capture in groups of this many blocks, one pass each (same numbers; on a GPU only one group's "
+        "statistics on the device at a time)", Optional(Integer(low=1)), unset="all blocks in one pass",
+    )  # fmt: skip
 
 
 SECTION = tuple(s for s in SETTINGS if s != "seed")  # what a profile's capture section may set (seed is its own key)
