@@ -1,22 +1,27 @@
-"""Quantisation sensitivity of the default profile's model (issue 64, item 9): R²_lin per block and the held-out
-perplexity with one more quantisation error of the release's own size in every quantised weight.
+"""Quantisation sensitivity of an offline GGUF model (issue 64, item 9; Gemma-3's K-quants: issue 87, item 8): R²_lin
+per block and the held-out perplexity with one more quantisation error of the release's own size in every quantised
+weight.
 
     PYTHONPATH=lib .venv/bin/python benchmarks/quant.py [--profile default] [--model smollm2-135m] [--seeds 0 1]
                                                         [--out results/quant]
 
 The model and its windows are the profile's notebook 01/02 capture (`Profile.capture_config`: corpus, tokens,
 seq_len, seed), the base capture read from the cache (computed and cached there if absent); each seed's perturbed
-model (`linrec.inputs.quant_noise.perturb`: a uniform dither of ±step/2 on every weight, the step per block of 32
-read from the weights by the GGUF type the file gives that tensor) is captured uncached on the same windows
-(`linrec.analyses.quant.sensitivity`). Writes `quant_sensitivity.csv` (one row per seed and block) and
-`quant_parameters.csv` (per seed and perturbed tensor: its type, median step and the RMS error added) under `--out`,
-and prints `linrec.analyses.quant.summary`. About 3 captures' time (2-5 min each on 2 shared cores). Offline GGUF
-models with block-32 types only (smollm2-135m; gemma3-270m's K-quants are refused).
+model (`linrec.inputs.quant_noise.perturb`: a uniform dither of ±step/2 on every weight, the step per block read from
+the weights by the GGUF type the file gives that tensor: the legacy block-32 types and the K-quants Q4_K, Q5_K, Q6_K)
+is captured uncached on the same windows (`linrec.analyses.quant.sensitivity`). Writes `quant_sensitivity.csv` (one
+row per seed and block) and `quant_parameters.csv` (per model, seed and perturbed tensor: its type, median step and
+the RMS error added) under `--out`; the rows of the other models a file already holds are kept as they are, line for
+line, so one model is measured at a time (`--profile default` for smollm2-135m, `--profile full --model gemma3-270m`).
+Prints how far the base R²_lin lies from the profile's own `r2_lin.csv` (the notebooks' capture: within the CSV's
+rounding) and `linrec.analyses.quant.summary`. About 3 captures' time (SmolLM2: 2-5 min each on 2 shared cores;
+Gemma-3: see results/quant/README.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import time
 from pathlib import Path
@@ -31,7 +36,21 @@ from linrec.collect.capture import get_capture
 from linrec.inputs.corpora import WindowCut, load_windows
 from linrec.inputs.models import fetch_gguf, load_model
 from linrec.inputs.offline import OFFLINE_MODELS
-from linrec.inputs.quant_noise import gguf_types, parameter_types, perturb
+from linrec.inputs.quant_noise import gguf_architecture, gguf_types, parameter_types, perturb
+
+
+def merged(path: Path, df: pd.DataFrame, model: str) -> str:
+    """The CSV text of `path` with `model`'s rows replaced by `df`'s: every other model's line kept byte for byte (a
+    file with other columns, or none, is `df` alone)."""
+    new = df.to_csv(index=False, float_format="%.6g", lineterminator="\n")
+    if not path.is_file():
+        return new
+    old = path.read_text().splitlines(keepends=True)
+    header = new.splitlines(keepends=True)[0]
+    if not old or old[0] != header:
+        return new
+    kept = [line for line, m in zip(old[1:], pd.read_csv(io.StringIO("".join(old)))["model"]) if m != model]
+    return header + "".join(kept) + "".join(new.splitlines(keepends=True)[1:])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,21 +67,28 @@ def main(argv: list[str] | None = None) -> int:
     config, run = p.capture_config(name), p.capture_run()
     t0 = time.perf_counter()
     loaded = load_model(name, device=run.device)
-    types = parameter_types(loaded.model, gguf_types(fetch_gguf(name)), loaded.model.config.model_type)
+    gguf = fetch_gguf(name)
+    types = parameter_types(loaded.model, gguf_types(gguf), gguf_architecture(gguf))
     base = get_capture(config, run, loaded=loaded)  # the notebooks' own capture, from the cache where it is
     windows = load_windows(config.corpus, loaded.tokenizer, WindowCut.of(config))
     table = quant.sensitivity(loaded, windows, config, types, args.seeds, base=base, batch_size=run.batch_size)
     params = []
     for seed in args.seeds:  # what each draw added, tensor by tensor (cheap: no forward pass)
         saved = {n: w.detach().clone() for n, w in loaded.model.named_parameters() if n in types}
-        params += [{"seed": seed, **row} for row in perturb(loaded.model, types, seed)]
+        params += [{"model": name, "seed": seed, **row} for row in perturb(loaded.model, types, seed)]
         for n, w in loaded.model.named_parameters():
             if n in saved:
                 w.data.copy_(saved[n])
+    notebooks = Path(p.results_dir) / "r2_lin.csv"  # this capture's R²_lin as the profile's notebooks wrote it
+    if notebooks.is_file():
+        theirs = pd.read_csv(notebooks).query("model == @name and corpus == @config.corpus").set_index("block")
+        ours = table.drop_duplicates("block").set_index("block")["r2_lin_base"]
+        print(f"base R²_lin against {notebooks}: max |difference| {(ours - theirs['r2_lin']).abs().max():.2g}")
     args.out.mkdir(parents=True, exist_ok=True)
     for stem, df in (("quant_sensitivity", table), ("quant_parameters", pd.DataFrame(params))):
+        text = merged(args.out / f"{stem}.csv", df, name)
         with atomic_file(args.out / f"{stem}.csv") as tmp:
-            df.to_csv(tmp, index=False, float_format="%.6g")
+            Path(tmp).write_text(text)
     print(json.dumps(quant.summary(table), indent=1))
     print(f"{time.perf_counter() - t0:.0f} s; config {config}")
     return 0

@@ -11,9 +11,10 @@ perplexity budget (claim 6a) is spent against.
 `sensitivity(loaded, windows, config, types, seeds)` runs the base capture (or takes it), then per seed perturbs the
 model in place, captures it on the same windows (uncached: a perturbed model has no identity a cache entry could be
 keyed by), computes the held-out perplexity, and puts the weights back bit for bit. One row per seed and block
-(`COLUMNS`); `summary(table)` is what the limitations and the report quote. `benchmarks/quant.py` runs it once on the
-default profile's SmolLM2 capture and writes `results/quant/quant_sensitivity.csv` (`RESULTS`); it is not a notebook
-stage (the default `make figures` has no time left for two more captures).
+(`COLUMNS`); `summary(table)` is what the limitations and the report quote. `benchmarks/quant.py` runs it once per
+model on the notebooks' capture (SmolLM2-135M: the default profile's, Q4_1/Q8_0; Gemma-3-270M: the full profile's,
+Q4_K_M's Q4_K/Q6_K/Q5_0/Q8_0; the same windows) and writes `results/quant/quant_sensitivity.csv` (`RESULTS`); it is
+not a notebook stage (the default `make figures` has no time left for two more captures per model).
 """
 
 from __future__ import annotations
@@ -109,16 +110,19 @@ def sensitivity(
 
 
 def summary(table: pd.DataFrame) -> dict:
-    """What the limitations and the report quote from a `sensitivity` table, per model pooled over its seeds:
-    {model: {n_seeds, n_blocks, change_median, change_max (of |r2_lin_change|), max_block, half_width_median,
-    beyond (blocks × seeds whose |change| exceeds their half-width, as a share), up (the share that rose),
-    draw_spread (median over blocks of the change's range between seeds; NaN with one seed), ppl_base, ppl_pct_min,
-    ppl_pct_max}}."""
+    """What the limitations and the report quote from a `sensitivity` table, per model (in the table's order) pooled
+    over its seeds: {model: {n_seeds, n_blocks, change_median, change_max (of |r2_lin_change|), max_block,
+    half_width_median, beyond (blocks × seeds whose |change| exceeds their half-width, as a share; n_beyond of n_rows),
+    up (the share that rose), draw_spread (median over blocks of the change's range between seeds; NaN with one seed),
+    ppl_base, ppl_pct_min, ppl_pct_max, draws (per seed in order: {seed, ppl_change, ppl_change_lo,
+    ppl_change_hi})}}."""
     out = {}
     for model, t in table.groupby("model", sort=False):
         change = t["r2_lin_change"].abs()
         per_block = t.groupby("block")["r2_lin_change"]
         spread = (per_block.max() - per_block.min()).median() if t["seed"].nunique() > 1 else np.nan
+        beyond = change > t["half_width_base"]
+        draws = t.drop_duplicates("seed").sort_values("seed")
         out[model] = {
             "n_seeds": int(t["seed"].nunique()),
             "n_blocks": int(t["block"].nunique()),
@@ -126,11 +130,17 @@ def summary(table: pd.DataFrame) -> dict:
             "change_max": float(change.max()),
             "max_block": int(t.loc[change.idxmax(), "block"]),
             "half_width_median": float(t.drop_duplicates("block")["half_width_base"].median()),
-            "beyond": float((change > t["half_width_base"]).mean()),
+            "beyond": float(beyond.mean()),
+            "n_beyond": int(beyond.sum()),
+            "n_rows": len(t),
             "up": float((t["r2_lin_change"] > 0).mean()),
             "draw_spread": float(spread),
             "ppl_base": float(t["ppl_base"].iloc[0]),
             "ppl_pct_min": float(t["ppl_change_pct"].min()),
             "ppl_pct_max": float(t["ppl_change_pct"].max()),
+            "draws": [
+                {"seed": int(d["seed"])} | {k: float(d[k]) for k in ("ppl_change", "ppl_change_lo", "ppl_change_hi")}
+                for _, d in draws.iterrows()
+            ],
         }
     return out
