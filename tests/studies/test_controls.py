@@ -7,22 +7,27 @@ import pandas as pd
 import pytest
 
 from helpers import capture_with
-from linrec.analyses.controls import cross_feed_pairs, input_controls, twin_pairs
-from linrec.analyses.decomposition import NullDraws, band_windows, decomposition, inputs_or_weights
+from linrec.analyses.controls import (
+    cross_feed_pairs,
+    input_control_summary,
+    input_controls,
+    learned_summary,
+    random_init_summary,
+    twin_pairs,
+)
+from linrec.analyses.decomposition import (
+    NullDraws,
+    band_table,
+    band_windows,
+    decomposition,
+    inputs_or_weights,
+    null_blocks,
+)
 from linrec.analyses.recoverability import ceiling_table
 from linrec.app.profile import load_profile
 from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, result_columns
-from linrec.claims.bands import band_table
-from linrec.claims.learned import (
-    RULE_2A,
-    RULE_2B,
-    controls_findings,
-    input_control_summary,
-    learned_summary,
-    null_blocks,
-    random_init_summary,
-)
+from linrec.claims.learned import RULE_2A, RULE_2B, controls_findings
 from linrec.collect.config import CaptureConfig
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.studies import controls as study
