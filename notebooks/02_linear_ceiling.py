@@ -178,7 +178,7 @@ fig = fig2_r2_lin(result.shown, root / figures_dir / "fig2_r2_lin")
 # ## What the numbers say
 # The paper's first claim: per-block R²_lin is heterogeneous and non-monotone with depth, spanning
 # > 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m). The summary below is
-# computed from the table above by `linrec.claims.profile.profile_summary` (the rule that judges claim 1
+# computed from the table above by `linrec.analyses.profile.profile_summary` (the rule that judges claim 1
 # is `rule(1)` of `linrec.outputs.catalog`, stated below the table). A wiggle smaller than the window
 # intervals is not a change of direction: the rule counts jumps and turns only between blocks
 # whose 95 % intervals are disjoint (`max_jump_disjoint`, `direction_changes_disjoint`), and the
@@ -190,7 +190,7 @@ fig = fig2_r2_lin(result.shown, root / figures_dir / "fig2_r2_lin")
 #
 # Many blocks (SmolLM2's 30) give many chances for two intervals to miss each other by luck, so each move the
 # rule counts is also tested: the difference between the two blocks, with each held-out window left
-# out in turn for both (a paired jackknife t test, `linrec.claims.profile.move_tests`, `r2_moves`), with
+# out in turn for both (a paired jackknife t test, `linrec.analyses.profile.move_tests`, `r2_moves`), with
 # a Benjamini–Hochberg false-discovery rate of 5 % over the moves of one profile. Only the moves that
 # survive count (`max_jump_fdr`, `direction_changes_fdr`). The test needs the capture's held-out sums,
 # so it runs on the capture's profile, not on the learning curve's. The table below counts, per model and
@@ -217,7 +217,7 @@ labelled(result.summaries()).round(3)
 # stay within its time budget), each model is captured again on disjoint stretches of the same
 # corpus (`linrec.inputs.corpora.make_windows`' `sample`: different text, not only a different split), and
 # each block's between-sample SD is set beside its window interval; claim 1's rule runs on every
-# sample's profile (`linrec.claims.profile.replication_summary`). Where this profile has no samples, the
+# sample's profile (`linrec.analyses.profile.replication_summary`). Where this profile has no samples, the
 # cell below prints what the last run of `params/full.yaml` found, from its results file.
 
 # %% tags=["nbval-check-output"]

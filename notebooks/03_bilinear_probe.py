@@ -102,8 +102,8 @@ p = load_profile(profile_file, overrides, lab=True).notebook("03")  # the profil
 seed, results_dir, figures_dir = p.seed, p.results_dir, p.figures_dir
 
 # %%
+from linrec.analyses.uncertainty import POOLED
 from linrec.base.files import project_root
-from linrec.claims.probe import POOLED
 from linrec.outputs.catalog import rule
 from linrec.outputs.plots_probe import fig3_bilinear_gain, fig3b_trained_pitfall, fig3c_pitfall_mechanism
 from linrec.outputs.results import labelled
@@ -245,7 +245,7 @@ probed.gains_by_rank().round(4)
 # says how many blocks a decision would take.
 
 # %% tags=["nbval-check-output"]
-summary = probed.probe_summary  # linrec.claims.probe.probe_summary of the probe table and the rank sweep
+summary = probed.probe_summary  # linrec.analyses.probe_summary.probe_summary of the probe table and the rank sweep
 fig = fig3_bilinear_gain(probed.probe, probed.per_model(), root / figures_dir / "fig3_bilinear_gain")
 v3 = rule(3)(summary)
 print("claim 3 rule:", rule(3).words)
@@ -290,8 +290,9 @@ fig_b = fig3b_trained_pitfall(probed.probe, root / figures_dir / "fig3b_trained_
 # output features drawn by seed (`PitfallSample`). `budget_table` tunes Adam and SGD at budgets from 100 steps to
 # `budget_max_steps` and adds gradient descent solved from the Gram spectrum; `dose_table` re-expresses the median
 # block's inputs at each κ of `dose_kappas` and tunes both optimisers at budgets from 10 steps to `dose_steps`;
-# `linrec.claims.probe.pitfall_summary` reduces both, with claim 7a's shortfall at the practitioner's budget, to one
-# row per model. This is the long step of the notebook: every budget and learning rate is a training run.
+# `linrec.analyses.probe_summary.pitfall_summary` reduces both, with claim 7a's shortfall at the practitioner's
+# budget, to one row per model. This is the long step of the notebook: every budget and learning rate is a training
+# run.
 
 # %%
 pitfall = study.run_pitfall(p, probed)  # writes pitfall_budget, pitfall_dose, pitfall_summary

@@ -198,7 +198,7 @@ fig = fig4_rank_outliers(result.spectrum, root / figures_dir / "fig4_rank_outlie
 
 # %% [markdown]
 # ## Regimes and massive activations, per model
-# Each model's blocks counted by regime (`linrec.claims.regimes.regime_summary`), over all blocks and over those with
+# Each model's blocks counted by regime (`linrec.analyses.spectrum.regime_summary`), over all blocks and over those with
 # R²_lin ≥ 0.8, with the blocks each count rests on; claim 4's rule reads this table.
 
 # %% tags=["nbval-check-output"]
@@ -212,7 +212,7 @@ labelled(summary, "spectrum_summary").T
 # ## The regimes on fresh text
 # With `replicate_samples` set (`params/full.yaml`: samples 1 and 2, the captures notebook 02 makes of disjoint
 # stretches of the corpus; moments only, which is all the regimes need), every block's regime is found again on each
-# sample and claim 4's rule runs on each (`linrec.claims.regimes.regime_replication`; `study.run` did it above, in
+# sample and claim 4's rule runs on each (`linrec.analyses.spectrum.regime_replication`; `study.run` did it above, in
 # `linrec.studies.regimes.replicates`). Where this profile has no samples, the cell prints what the last run of
 # `params/full.yaml` found, from its results file, once `linrec.app.profile.measured_elsewhere` has checked that that
 # run measured the same models, corpus, seed and capture settings (else it says which differs).
@@ -292,4 +292,4 @@ result.overlaps().round(3)
 
 
 # %%
-result.spectrum_inputs.round(3)  # linrec.claims.regimes.input_side
+result.spectrum_inputs.round(3)  # linrec.analyses.spectrum.input_side

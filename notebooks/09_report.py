@@ -21,7 +21,7 @@
 # Nothing in it is typed by hand; change a result and the report changes with it
 # (`tests/outputs/test_report.py` checks exactly that). Before writing, it measures how often the intervals the verdicts
 # read cover the truth, by simulation at this run's own number of blocks and their dependence through depth
-# (`linrec.outputs.methods.coverage`, table `calibration`; its seconds in `timings/`): the report's methods section.
+# (`linrec.analyses.coverage.coverage`, table `calibration`; its seconds in `timings/`): the report's methods section.
 #
 # **Running it yourself.** The parameters cell below names the profile, `params/default.yaml`, and the cell after it
 # loads it (every parameter: `lib/linrec/studies/stages.py`), so Run All in Jupyter is the default run: it reads the

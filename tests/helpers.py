@@ -526,6 +526,136 @@ def claim1_row(span=0.6, jump=0.4, turns=3, model="m", r2_min=0.3):
             "profile_tokens": 16384.0}  # fmt: skip
 
 
+def moves_profile(noise: float, n_windows: int = 32, seed: int = 0):
+    """A zig-zag profile 0.2, 0.8, 0.2, 0.8, 0.3 with narrow stated intervals (every step disjoint), and
+    leave-one-window-out replicates whose spread makes each block's jackknife standard error about `noise`
+    (independent between blocks)."""
+    r = np.array([0.2, 0.8, 0.2, 0.8, 0.3])
+    t = pd.DataFrame({"model": "m", "block": range(5), "r2_lin": r, "r2_lo": r - 0.01, "r2_hi": r + 0.01,
+                      "r2_ex_first": r, "r2_ex_first_lo": r - 0.01, "r2_ex_first_hi": r + 0.01})  # fmt: skip
+    loo = r + noise / np.sqrt(n_windows - 1) * np.random.default_rng(seed).standard_normal((n_windows, len(r)))
+    return t, loo
+
+
+def spectrum_rows(regimes, model="m"):
+    """A spectrum table (notebook 04's, per block) of one model whose blocks have the regimes given."""
+    n = len(regimes)
+    return pd.DataFrame({
+        "model": model, "block": range(n), "regime": regimes, "first_var_share": np.linspace(0, 0.9, n),
+        "n_massive": [1] + [0] * (n - 1), "top1_var_share": [0.6] * n, "r2_lin": [0.9] * n,
+        "r2_ex_top8": np.linspace(0.9, 0.5, n), "eff_rank_out": [10.0] * n, "d_out": [100] * n,
+        "r2_feature_median": [0.5] * n, "eff_rank_explained": [1.5] * n,
+        "cond_gram": np.arange(n) + 1.0, "cond_gram_test": np.arange(n) + 2.0, "eff_rank_in": np.arange(n)[::-1] + 1.0,
+        "dynamic_range_in": np.arange(n) * 2.0,
+    })  # fmt: skip
+
+
+def probe_rows(shortfalls, adam_better=True, model="m", cond=None):
+    """A probe table (notebook 03's, per block) whose better trained baseline (Adam, or SGD) sits at 0, so each
+    block's shortfall is the one given, exactly."""
+    n = len(shortfalls)
+    ceiling = np.asarray(shortfalls, dtype=float)  # best baseline at 0: the shortfall is exact, no rounding
+    best = np.zeros(n)
+    worse = best - 0.2
+    return pd.DataFrame({
+        "model": model,
+        "block": range(n),
+        "r2_ceiling_rows": ceiling,
+        "r2_trained_adam": best if adam_better else worse,
+        "r2_trained_sgd": worse if adam_better else best,
+        "cond_gram": np.arange(1.0, n + 1) if cond is None else cond,
+        "cond_scaled": np.arange(n, 0, -1.0),
+        "adam_reach": np.arange(n, 0, -1.0),
+        "n_train_rows": 8192,
+    })  # fmt: skip
+
+
+def budget_rows(block, cond, reach, ceiling=0.905, lr_interior=True, scaled=None):
+    """A budget curve block on checkpoints 100, 1000, 10000 whose tuned SGD reaches `ceiling` − 0.005 from step
+    `reach` on (never: None), Adam and gradient descent never; κ(Gram) `cond`, Jacobi-scaled `scaled` (`cond`)."""
+    rows = []
+    for opt in ("adam", "sgd", "gd"):
+        for step in (100, 1000, 10000):
+            at = reach is not None and step >= reach and opt == "sgd"
+            rows.append({"model": "m", "block": block, "optimizer": opt, "lr": 0.1, "step": step,
+                         "r2_test": ceiling - 0.005 if at else 0.5, "chosen": True, "ceiling": ceiling,
+                         "cond_gram": cond, "cond_scaled": cond if scaled is None else scaled,
+                         "lr_interior": np.nan if opt == "gd" else lr_interior})  # fmt: skip
+    return rows
+
+
+def dose_rows(shortfalls: dict, steps=(10, 100, 1000), ceiling=0.9, val: dict | None = None):
+    """A dose table: per κ, SGD's shortfall at each of `steps` (the list in `shortfalls[κ]`), Adam 0.2 further; the
+    validation R² follows the held-out R² 0.05 lower, unless `val[κ]` lists SGD's own (Adam's again 0.2 lower)."""
+    rows = []
+    for kappa, short in shortfalls.items():
+        vals = (val or {}).get(kappa, [ceiling - 0.05 - sh for sh in short])
+        for step, sh, v in zip(steps, short, vals):
+            for opt, extra in (("sgd", 0.0), ("adam", 0.2)):
+                rows.append({"model": "m", "block": 3, "kappa": kappa, "optimizer": opt, "step": step,
+                             "r2_test": ceiling - sh - extra, "r2_val": v - extra, "ceiling": ceiling,
+                             "lr_interior": True})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def budget_block(r2_at_100, ceiling=0.905, extra=(), block=0, cond=10.0):
+    """One mechanism block of a budget curve: tuned (chosen) SGD at `r2_at_100` at step 100 and at the ceiling at
+    1000; Adam and gradient descent at 0.5 throughout; `extra` rows appended (an untuned rate, gradient descent)."""
+    rows = [{"model": "m", "block": block, "optimizer": "sgd", "lr": 0.1, "step": s, "r2_test": r, "chosen": True,
+             "ceiling": ceiling, "cond_gram": cond, "cond_scaled": cond, "lr_interior": True}
+            for s, r in ((100, r2_at_100), (1000, ceiling))]  # fmt: skip
+    rows += [{**rows[0], "optimizer": o, "step": s, "r2_test": 0.5} for o in ("adam", "gd") for s in (100, 1000)]
+    rows += [{**rows[0], **e} for e in extra]
+    return rows
+
+
+def one_block_budget(r2_at_100, ceiling=0.905, extra=()):
+    """The same block twice, as the better-conditioned (κ 10) and the worse-conditioned (κ 10⁸) half."""
+    return pd.DataFrame(budget_block(r2_at_100, ceiling, extra) + budget_block(r2_at_100, ceiling, extra, 1, 1e8))
+
+
+def swap_rows(deltas, r2s, model="m", half_width=0.1):
+    """A swap table of map swaps, one per block: the held-out ΔPPL given, its interval ± `half_width`, R²_lin."""
+    n = len(deltas)
+    d = np.asarray(deltas, dtype=float)
+    return pd.DataFrame({"model": model, "block": range(n), "first": "map", "r2_lin": r2s, "delta_ppl": d,
+                         "delta_lo": d - half_width, "delta_hi": d + half_width, "ppl_base": 20.0,
+                         "params_ffn": 300, "params_linear": 30})  # fmt: skip
+
+
+def screen_values(screening, model="m", **cols):
+    """A swap_predictor_values table: the screening ΔPPL given per block, depth from the nearer end, and `cols`."""
+    n = len(screening)
+    return pd.DataFrame({"model": model, "block": range(n), "depth_from_end": [min(i, n - 1 - i) for i in range(n)],
+                         "screening_delta_ppl": screening, **cols})  # fmt: skip
+
+
+def null_rows(trained, init, shuffled=None, model="m"):
+    """A `nulls` table: per block the trained R² and the null draws given."""
+    rows = []
+    for b, t in enumerate(trained):
+        rows.append({"model": model, "block": b, "ffn": "trained", "draw": 0, "r2": t})
+        for kind, draws in (("random init", init[b]), ("shuffled", (shuffled or init)[b])):
+            rows += [{"model": model, "block": b, "ffn": kind, "draw": k, "r2": v} for k, v in enumerate(draws)]
+    return pd.DataFrame(rows)
+
+
+def planted_matrix(a, b, noise=0.0, band=2, seed=0, model="m"):
+    """A cross matrix R(FFN i, inputs j) = 0.5 + a_i + b_j (+ noise) on |i − j| ≤ band."""
+    rng = np.random.default_rng(seed)
+    n = len(a)
+    rows = [{"model": model, "ffn_block": i, "input_block": j, "r2": 0.5 + a[i] + b[j] + noise * rng.standard_normal()}
+            for i in range(n) for j in range(n) if abs(i - j) <= band]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def decomposition_rows(model="m", half=0.02):
+    """A controls_decomposition row: the weights' minus the inputs' share 0.3, its windows' interval ± `half`."""
+    return pd.DataFrame([{"model": model, "share_weights": 0.5, "share_inputs": 0.2, "share_weights_minus_inputs": 0.3,
+                          "share_weights_minus_inputs_lo": 0.3 - half, "share_weights_minus_inputs_hi": 0.3 + half,
+                          "n_blocks": 12, "n_standout": 3}])  # fmt: skip
+
+
 def run_profiles(runs: dict) -> pd.DataFrame:
     """A profiles table: {run: {step: [R²_lin per block]}} as rows of run, step, block and r2_lin."""
     return pd.DataFrame([{"run": run, "step": step, "block": b, "r2_lin": v} for run, steps in runs.items()

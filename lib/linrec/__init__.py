@@ -20,18 +20,24 @@ The package's folders are its layers, lowest first; a module imports only from i
     collect/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
                · rows (the row sample on disk, the first positions)
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
-    analyses/  recoverability · large_n (learning-curve tables) · probe · pitfall · spectrum · uncertainty · perplexity
+    analyses/  recoverability · profile (claim 1's numbers: the profile's shape, its moves tested, its replication)
+               · large_n (learning-curve tables) · probe · pitfall · spectrum (and notebook 04's summaries: the regimes)
+               · probe_summary (notebook 03's summaries: the probe's gain, the trained baselines' shortfall, the dose)
+               · uncertainty · perplexity
                · calibration (the intervals' coverage, simulated)
+               · coverage (a results folder's intervals' coverage, measured: the `calibration` table)
                · screening (the swap study's choices, train windows only) · swap (its held-out ΔPPL)
+               · swap_summary (notebook 06's summaries: parameters, safety, predictors, the first position)
                · swap_run (notebook 06's study of one model)
                · routing (per-token: FFN or map) · token_context (token or context?) · healing (swap, fine-tune)
-               · controls (2a) · memo (evaluations kept in the cache, so a killed run resumes)
-               · decomposition (2b: weights or inputs) · seeds
+               · controls (2a, and its summaries) · memo (evaluations kept in the cache, so a killed run resumes)
+               · decomposition (2b: weights or inputs, and its summaries) · seeds
                · factors (what sets a profile: layout, text, seed)
                · fitted (`linrec.capture`'s fitted pass: maps, table, swaps, the swapped model, plot)
                · zoo (the pipeline on every trained model)
                · quant (R²_lin and perplexity under a second quantisation error)
-    claims/    rules · profile (claim 1) · probe (3, 7) · regimes (4) · corpora (5) · swap (6) · learned (2)
+    claims/    rules (each read from its summary in analyses/) · profile (claim 1) · probe (3, 7) · regimes (4)
+               · corpora (5) · swap (6) · learned (2)
                · bands (2b at every cross band)
                · routing (the anchor paper's claims) · zoo (the zoo's rule)
                · synthesis (the answer from the widest evidence)
@@ -41,7 +47,7 @@ The package's folders are its layers, lowest first; a module imports only from i
     outputs/   results (a results folder, read; number words; labels) · claim_text (each claim's sentence; `Claim`)
                · catalog (one row per claim: its rule, the paper's words, sentence, figures, caveat) · report
                · report_figures (which figure where) · claim_table (every profile's verdicts) · rule_log (rule hashes)
-               · methods (the coverage table) · routing_text (the routing section) · ceiling_text (02's findings)
+               · methods (the coverage in words) · routing_text (the routing section) · ceiling_text (02's findings)
                · zoo_text (the zoo in words) · quant_text (the quantisation sensitivity in words)
                · findings (each notebook's conclusion: its claims in the catalog's words, the rest beside them)
                · refresh (summaries rebuilt from per-block tables) · labels

@@ -1,12 +1,22 @@
 """linrec.analyses.controls, the controls of notebook 07: Gaussian inputs, re-colouring, shuffled weights, feeding
-FFNs other inputs (cross feeds), and the shared scores and rows they are measured with."""
+FFNs other inputs (cross feeds), the shared scores and rows they are measured with, and claim 2a's summaries by hand."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from helpers import capture_with
-from linrec.analyses.controls import _split_rows, cross_feed, gaussian_like, input_controls, r2_of_map, recolour
+from linrec.analyses.controls import (
+    _split_rows,
+    cross_feed,
+    gaussian_like,
+    input_control_summary,
+    input_controls,
+    r2_of_map,
+    random_init_summary,
+    recolour,
+)
 from linrec.collect.config import CaptureConfig
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.inputs.sites import find_ffn_sites
@@ -211,3 +221,35 @@ def test_gaussian_inputs_have_the_unbiased_covariance_of_the_rows_they_imitate()
     assert np.allclose(g.mean(0), rows.mean(0), atol=0.02)
     assert np.allclose(np.diag(np.cov(g.T)) / np.diag(want), 1, atol=0.015)  # by n: 5/6 = 0.83
     assert np.linalg.norm(np.cov(g.T) - want) / np.linalg.norm(want) < 0.015
+
+
+# ---- claim 2a's summaries: the random-init twins, the Gaussian inputs --------------------------------------------
+def _profiles(trained, inits):
+    rows = [
+        {"model": "m", "block": b, "r2_lin": r, "r2_train": r + 0.1, "weights": "trained"}
+        for b, r in enumerate(trained)
+    ]
+    for s, init in enumerate(inits):
+        rows += [{"model": "m", "block": b, "r2_lin": r, "r2_train": 0.9, "weights": f"random init, seed {s}"}
+                 for b, r in enumerate(init)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_random_init_summary_hand_computed():
+    s = random_init_summary(_profiles([0.9, 0.5, 0.7], [[0.1, 0.2, 0.3], [0.2, 0.2, 0.2]]), [0, 1]).iloc[0]
+    assert s["trained_r2_min"] == 0.5 and s["init_r2_max"] == 0.3
+    assert s["mean_abs_trained_init"] == pytest.approx((np.mean([0.8, 0.3, 0.4]) + np.mean([0.7, 0.3, 0.5])) / 2)
+    assert s["mean_abs_init_seeds"] == pytest.approx(np.mean([0.1, 0.0, 0.1]))
+    assert s["init_r2_train_median"] == 0.9 and s["init_r2_test_median"] == 0.2
+    assert s["init_r2_spread"] == pytest.approx(np.std([0.1, 0.2, 0.3]))
+    assert s["trained_gap_median"] == pytest.approx(0.1)
+    one = random_init_summary(_profiles([0.9, 0.5, 0.7], [[0.1, 0.2, 0.3]]), [0]).iloc[0]
+    assert np.isnan(one["mean_abs_init_seeds"]) and np.isnan(one["spearman_init_seeds"])
+
+
+def test_input_control_summary():
+    t = pd.DataFrame({"model": "m", "r2_own": [0.5, 0.6, 0.7], "r2_gaussian": [0.45, 0.4, 0.7],
+                      "r2_other_block": [0.1, 0.2, 0.3]})  # fmt: skip
+    s = input_control_summary(t).iloc[0]
+    assert s["r2_own_median"] == 0.6 and s["r2_gaussian_median"] == 0.45 and s["n_gaussian_drop"] == 1
+    assert s["r2_next_block_median"] == 0.2

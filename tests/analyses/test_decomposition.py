@@ -1,13 +1,19 @@
 """linrec.analyses.decomposition (claim 2b: weights or inputs): the norm gain folded into the FFN, random-init FFNs
-of the twin, the cross matrix against lstsq, and its two-factor shares against planted ones."""
+of the twin, the cross matrix against lstsq, its two-factor shares against planted ones, and its summaries: the
+blocks against the null ensembles by hand, and the coverage of the interval of the weights' minus the inputs' share."""
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from scipy import stats
 
 from helpers import capture_with
+from helpers import decomposition_rows as _dec
+from helpers import null_rows as _null_rows
+from helpers import planted_matrix as _planted_matrix
 from linrec.analyses.controls import _split_rows
+from linrec.analyses.decomposition import band_table, decomposition_intervals, null_blocks, two_factor_shares
 from linrec.base.errors import LinrecError
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.inputs.sites import find_ffn_sites
@@ -182,3 +188,93 @@ def test_two_factor_shares_by_hand_with_lstsq_on_a_band_with_an_interaction():
     batch = two_factor_shares(fi, fj, np.stack(rows))
     for k in wants[0]:
         assert batch[k] == pytest.approx([w[k] for w in wants], abs=1e-12, rel=0)
+
+
+# ---- claim 2b's summaries: the null ensembles, the interval of the weights' minus the inputs' share ------------------
+def test_null_blocks_z_p_and_benjamini_hochberg_by_hand():
+    init = [[0.1, 0.2, 0.3], [0.4, 0.4, 0.7], [0.0, 0.1, 0.2]]
+    b = null_blocks(_null_rows([0.9, 0.5, 0.1], init)).set_index("block")
+    m, sd = np.mean(init[0]), np.std(init[0], ddof=1)
+    assert b.loc[0, "z_init"] == pytest.approx((0.9 - m) / sd)
+    p0 = stats.t.sf((0.9 - m) / (sd * np.sqrt(1 + 1 / 3)), 2)  # one-sided: the trained FFN above the null
+    assert b.loc[0, "p_init"] == pytest.approx(p0)
+    assert b.loc[0, "init_pair_gap"] == pytest.approx(np.mean([0.1, 0.2, 0.1]))
+    p = b["p_init"].to_numpy()
+    order = np.argsort(p)  # Benjamini–Hochberg by hand: q_(k) = min_{j ≥ k} p_(j) · m / j
+    ranked = p[order] * 3 / np.arange(1, 4)
+    q = np.minimum.accumulate(ranked[::-1])[::-1]
+    assert np.allclose(b["q_init"].to_numpy()[order], np.minimum(q, 1))
+    assert b.loc[2, "z_init"] == pytest.approx(0.0) and b.loc[2, "p_init"] == pytest.approx(0.5)
+    strict = null_blocks(_null_rows([0.9, 0.31], [[0.1, 0.101, 0.102, 0.099]] * 2)).set_index("block")
+    assert strict["stands_out"].all() and not strict["below_init"].any()  # far above a tight null, on both nulls
+    below = null_blocks(_null_rows([0.01, 0.02], [[0.5, 0.501, 0.502, 0.499]] * 2)).set_index("block")
+    assert not below["stands_out"].any() and below["below_init"].all()  # far *below*: never "standing out"
+    assert not null_blocks(_null_rows([0.2], [[0.1, 0.2, 0.3]]))["stands_out"].iloc[0]
+    same = null_blocks(_null_rows([0.5, 0.6], [[0.5, 0.5], [0.5, 0.5]])).set_index("block")  # identical draws
+    assert same.loc[0, "p_init"] == 1.0 and same.loc[1, "p_init"] == 0.0 and same.loc[1, "z_init"] == np.inf
+
+
+def test_the_2b_interval_covers_the_share_difference_of_planted_block_effects():
+    """Claim 2b's interval (jackknife over blocks with the windows' part) measured as issue 45 asks: planted cross
+    matrices R = 0.5 + a_i + b_j + noise on |i − j| ≤ 2 with block effects drawn afresh each time, the truth being the
+    mean share difference over many draws. Measured beside this test at 300 data sets: 0.93–0.97 at 18 blocks and
+    0.97–0.98 at 30, for weights-heavy, balanced and inputs-heavy matrices; here a small seeded version."""
+    from linrec.analyses.decomposition import two_factor_shares
+
+    rng = np.random.default_rng(11)
+
+    def wmi(m):
+        s = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
+        return float(s["weights"] - s["inputs"])
+
+    draw = lambda: _planted_matrix(
+        rng.normal(0, 0.1, 18), rng.normal(0, 0.1, 18), noise=0.05, seed=int(rng.integers(1 << 30))
+    )  # noqa: E731
+    truth = np.mean([wmi(draw()) for _ in range(400)])
+    hits = []
+    for _ in range(120):
+        m = draw()
+        w = wmi(m)
+        dec = pd.DataFrame([{"model": "m", "share_weights_minus_inputs": w, "share_weights_minus_inputs_lo": w,
+                             "share_weights_minus_inputs_hi": w}])  # fmt: skip
+        d = decomposition_intervals(dec, m).iloc[0]
+        hits.append(d["wmi_lo"] <= truth <= d["wmi_hi"])
+    assert np.mean(hits) >= 0.9  # 120 data sets: a 0.95 interval lands below 0.9 with probability < 1 %
+
+
+# ---- claim 2b at every cross band: the per-band interval ------------------------------------------------------
+def _matrix(n=12, band=3, seed=0, model="m", sd_a=0.2, sd_b=0.05):
+    """R(FFN i, inputs j) = 0.5 + a_i + b_j + noise on |i − j| ≤ band."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(0, sd_a, n), rng.normal(0, sd_b, n)
+    return pd.DataFrame([{"model": model, "ffn_block": i, "input_block": j,
+                          "r2": 0.5 + a[i] + b[j] + 0.02 * rng.standard_normal()}
+                         for i in range(n) for j in range(n) if abs(i - j) <= band])  # fmt: skip
+
+
+def _wmi(m):
+    s = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
+    return float(s["weights"] - s["inputs"])
+
+
+def test_every_band_by_hand():
+    """Band k's row: the share on |i − j| ≤ k, ± t_{n−1} √(jackknife² + windows²), the jackknife written out here; the
+    windows' se is the widest band's where no band was measured on its own, and the band's own where it was."""
+    m = _matrix()
+    t = band_table(_dec(), m)
+    assert list(t["band"]) == [1, 2, 3] and list(t["n_pairs"]) == [22, 42, 60]  # 2 (n − d) pairs per distance d
+    se_w = 0.02 / 1.959964
+    for k in (1, 2, 3):
+        mk = m[(m["ffn_block"] - m["input_block"]).abs() <= k]
+        jack = np.array([_wmi(mk[(mk["ffn_block"] != b) & (mk["input_block"] != b)]) for b in range(12)])
+        se_b = np.sqrt(11 / 12 * ((jack - jack.mean()) ** 2).sum())
+        half = stats.t.ppf(0.975, 11) * np.sqrt(se_b**2 + se_w**2)
+        r = t[t["band"] == k].iloc[0]
+        assert r["wmi"] == pytest.approx(_wmi(mk)) and r["se_jack"] == pytest.approx(se_b)
+        assert (r["wmi_lo"], r["wmi_hi"]) == pytest.approx((_wmi(mk) - half, _wmi(mk) + half))
+        assert r["windows_band"] == 3 and r["se_windows"] == pytest.approx(se_w)
+    measured = pd.DataFrame({"model": "m", "band": [1, 2], "se_windows": [0.5, 0.7], "windows_band": [1, 3]})
+    t2 = band_table(_dec(), m, measured)
+    assert list(t2["se_windows"]) == pytest.approx([0.5, se_w, se_w])  # band 2's se was measured on band 3: not its own
+    assert list(t2["windows_band"]) == [1, 3, 3]
+    assert t2.iloc[0]["wmi_hi"] - t2.iloc[0]["wmi"] > t.iloc[0]["wmi_hi"] - t.iloc[0]["wmi"]

@@ -1,4 +1,5 @@
-"""linrec.analyses.routing: per-token routing between a block's FFN and its closed-form map."""
+"""linrec.analyses.routing: per-token routing between a block's FFN and its closed-form map, and the routing summary
+by hand."""
 
 import math
 
@@ -19,6 +20,7 @@ from linrec.analyses.routing import (
     map_errors,
     routable_share,
     route_block,
+    routing_summary,
     train_gates,
 )
 from linrec.analyses.swap import SwapStudy
@@ -324,3 +326,71 @@ def test_the_routing_target_is_the_one_with_the_lowest_mean_train_error():
     means = {t: float(np.mean(e)) for t, e in err.items()}
     assert min(means, key=means.get) == "c" == choose_target(comparison)
     assert choose_target(comparison.sample(frac=1, random_state=0)) == "c"  # the order of the rows plays no part
+
+
+# ---- the routing summary: the largest routable share, ρ with R²_lin at the effective number of blocks ------------
+def test_routing_summary_picks_the_best_block_counts_and_correlates_over_the_routed_blocks():
+    from scipy.stats import spearmanr
+
+    blocks = list(range(8))
+    share = [0.0, 0.25, 0.5, 0.5, 0.75, 0.2, 1.0, 1.0]
+    routable = pd.DataFrame({"model": "m", "block": blocks, "routable_pct1": share,
+                             "routable_pct1_lo": [s - 0.25 for s in share], "routable_pct1_hi": share,
+                             "monotone": [True, True, False, True, True, True, False, True]})  # fmt: skip
+    r2 = pd.DataFrame({"model": "m", "block": blocks, "r2_lin": [0.1, 0.3, 0.2, 0.6, 0.5, 0.4, 0.9, 0.8]})
+    pred = pd.DataFrame([{"model": "m", "column": "r2_lin", "spearman_rho": -0.4, "rho_lo": -0.8, "rho_hi": 0.1}])
+    identity = pd.DataFrame({"model": "m", "block": [0, 1, 2], "r": [0.7, 0.8, 0.9], "r_need": [0.0, 0.1, 0.5]})
+    got = routing_summary(routable, r2, pred, identity).iloc[0]
+    assert got["best_block"] == 6 and got["best_routable_pct1"] == 1.0  # ties go to the lower block
+    assert got["n_quarter"] == 6 and got["n_monotone"] == 6  # 0.2 and 0.0 are below a quarter
+    assert got["rho_r2_routable"] == pytest.approx(spearmanr(r2["r2_lin"], share)[0], abs=1e-12)
+    assert got["rho_lo"] <= got["rho_r2_routable"] <= got["rho_hi"] and got["outcome"] in ("effect", "inconclusive")
+    assert got["rho_r2_swap"] == -0.4
+    assert got["identity_r_median"] == pytest.approx(0.8) and got["need_r_median"] == pytest.approx(0.1)
+    flat = routing_summary(routable.assign(routable_pct1=0.5), r2).iloc[0]
+    assert np.isnan(flat["rho_r2_routable"]) and flat["outcome"] == "inconclusive"  # every block alike: no ρ
+    assert np.isnan(flat["identity_r_median"]) and np.isnan(flat["need_r_median"])
+
+
+def test_the_routing_summary_reports_the_median_identity_r():
+    """Guards `median()` → `max()` (or any other statistic) of the token-identity r in `routing_summary`: the
+    model's r over blocks and corpus pairs is 0.1, 0.3, 0.4, 0.95 (median 0.35 by hand); another model's r does not
+    enter."""
+    blocks = [0, 1, 2]
+    routable = pd.DataFrame({"model": "m", "block": blocks, "routable_pct1": [0.2, 0.5, 0.4],
+                             "routable_pct1_lo": 0.0, "routable_pct1_hi": 1.0})  # fmt: skip
+    r2 = pd.DataFrame({"model": "m", "block": blocks, "r2_lin": [0.3, 0.9, 0.6]})
+    identity = pd.DataFrame({"model": ["m", "m", "m", "m", "other"], "block": [0, 1, 0, 1, 0],
+                             "corpus_b": ["web", "web", "code", "code", "web"],
+                             "r": [0.95, 0.1, 0.4, 0.3, -1.0]})  # fmt: skip
+    got = routing_summary(routable, r2, identity=identity).iloc[0]
+    assert got["identity_r_median"] == pytest.approx((0.3 + 0.4) / 2)
+
+
+def test_the_routing_rho_interval_is_fishers_at_the_effective_number_of_blocks_by_hand():
+    """Twenty routed blocks whose R²_lin and routable share both drift smoothly with depth (neighbours alike, so the
+    effective number of blocks is well under 20): ρ is Spearman's; its 95 % and 90 % intervals are Fisher's z ± z_q
+    √(1.06 / (n_eff − 3)) at Bartlett's n_eff of the ranks (by hand, `helpers.hand_effective_n`), not at n − 3 as if
+    the blocks were independent; equal to 1e-12. Planted: `"lo", "hi"` read from `lo_iid`/`hi_iid` in
+    linrec.analyses.routing.routing_summary fails; `dof = n_eff - 3 - extra` → `n - 3 - extra` in
+    linrec.analyses.uncertainty.correlation_test fails."""
+    from scipy.stats import norm, rankdata, spearmanr
+
+    from helpers import hand_effective_n
+
+    g = np.random.default_rng(2)
+    n = 20
+    depth = np.arange(n)
+    r2 = 0.5 + 0.1 * np.sin(depth / 3) + 0.1 * g.standard_normal(n)
+    share = np.clip(0.4 + 0.1 * np.sin(depth / 3 + 0.5) + 0.1 * g.standard_normal(n), 0, 1)
+    routable = pd.DataFrame({"model": "m", "block": depth, "routable_pct1": share, "routable_pct1_lo": share - 0.1,
+                             "routable_pct1_hi": share + 0.1})  # fmt: skip
+    got = routing_summary(routable, pd.DataFrame({"model": "m", "block": depth, "r2_lin": r2})).iloc[0]
+    rho = spearmanr(r2, share)[0]
+    n_eff = hand_effective_n(rankdata(r2), rankdata(share))
+    assert 5 < n_eff < n - 3  # dependent blocks (not at the floor of 5): as if independent would be narrower
+    z = np.arctanh(rho)
+    for q, lo, hi in ((0.975, "rho_lo", "rho_hi"), (0.95, "rho_lo90", "rho_hi90")):
+        h = norm.ppf(q) * np.sqrt(1.06 / (n_eff - 3))
+        assert (got[lo], got[hi]) == pytest.approx((np.tanh(z - h), np.tanh(z + h)), abs=1e-12, rel=0)
+    assert got["rho_r2_routable"] == pytest.approx(rho, abs=1e-12) and got["n_eff"] == pytest.approx(n_eff, abs=1e-12)

@@ -1,11 +1,15 @@
 """linrec.analyses.spectrum: effective rank, ex-top-k R² and the regime rule against planted structure and stored rows,
-and notebook 04's toy blocks, the two regimes by construction."""
+notebook 04's toy blocks, the two regimes by construction, and its summaries: the regimes counted per model and the
+input side's correlations."""
 
 import numpy as np
+import pandas as pd
 import pytest
+from scipy import stats
 
 from helpers import moments_of
-from linrec.analyses.spectrum import block_spectrum, effective_rank
+from helpers import spectrum_rows as _spectrum
+from linrec.analyses.spectrum import block_spectrum, effective_rank, input_side, regime_summary
 from linrec.stats.ceiling import r2_rows
 from linrec.stats.moments import remove_rows
 
@@ -146,3 +150,61 @@ def test_the_toy_blocks_are_the_two_regimes_by_construction():
     assert loud["eff_rank_explained"] < 1.2 < 10 < spread["eff_rank_explained"]
     a = block_anatomy(*toys["outlier-concentrated"])
     assert a["var_share"][0] > 0.7 and a["r2_feature"][0] > 0.99 and abs(a["eig_explained"].sum() - 1) < 1e-12
+
+
+# ---- notebook 04's summaries: the regimes counted, the input side -------------------------------------------------
+REGIMES = ("broadly linear", "first-token-concentrated", "outlier-concentrated", "nonlinear", "unclassified")
+EPS = 1e-9
+
+
+def test_regime_summary_counts_and_lists():
+    t = _spectrum(["broadly linear", "outlier-concentrated", "nonlinear", "broadly linear", "unclassified"])
+    t["first_var_share"] = [0.0, 0.2, 0.3, 0.6, 0.9]  # block 1 sits exactly at the overlap threshold
+    s = regime_summary(t, REGIMES).iloc[0]
+    counts = (
+        "n_broadly_linear",
+        "n_outlier_concentrated",
+        "n_nonlinear",
+        "n_first_token_concentrated",
+        "n_unclassified",
+    )
+    assert tuple(s[c] for c in counts) == (2, 1, 1, 0, 1)
+    assert s["outlier_blocks"] == "1" and s["first_token_blocks"] == "" and s["massive_blocks"] == "0"
+    assert s["unclassified_blocks"] == "4" and s["outlier_first_blocks"] == "1"
+    assert s["first_share_blocks"] == "3 4" and s["top1_broadly_linear_blocks"] == "0 3"
+    t.loc[1, "first_var_share"] = 0.19  # just below the overlap threshold
+    assert regime_summary(t, REGIMES).iloc[0]["outlier_first_blocks"] == ""
+    assert s["max_drop_ex_top8"] == pytest.approx(0.4) and s["eff_rank_out_frac_median"] == pytest.approx(0.1)
+    # block 4 is concentrated (median 0.4 below R²_lin, top-1 share 0.6) but its explained part is not rank ≈ 1
+    assert s["concentrated_not_rank1_blocks"] == "4"
+
+
+def test_regime_summary_counts_blocks_at_high_r2_too():
+    from linrec.analyses.spectrum import REGIME_HIGH_R2
+
+    t = _spectrum(["broadly linear", "outlier-concentrated", "broadly linear", "nonlinear"])
+    t["r2_lin"] = [REGIME_HIGH_R2, REGIME_HIGH_R2 - EPS, 0.95, 0.3]
+    s = regime_summary(t, REGIMES).iloc[0]
+    assert s["n_high_r2"] == 2 and s["n_broadly_linear_high_r2"] == 2 and s["n_outlier_concentrated_high_r2"] == 0
+    assert s["n_outlier_concentrated"] == 1
+
+
+def test_input_side_is_spearman_per_descriptor():
+    t = _spectrum(["nonlinear"] * 5).assign(r2_lin=[0.1, 0.5, 0.2, 0.9, 0.4])
+    got = input_side(t).set_index("descriptor")
+    for col in ("cond_gram", "eff_rank_in", "dynamic_range_in"):
+        assert got.loc[col, "spearman_rho"] == pytest.approx(stats.spearmanr(t["r2_lin"], t[col])[0])
+
+
+def test_the_top1_row_counts_with_the_regimes_own_share(monkeypatch):
+    """regime_summary's "top-1 share ≥ … yet broadly linear" used a literal 0.5 beside REGIME_TOP1: moved to 0.4,
+    the row follows it."""
+    import linrec.analyses.spectrum as spectrum
+
+    row = {"model": "m", "regime": "broadly linear", "first_var_share": 0.0, "n_massive": 0, "r2_lin": 0.9,
+           "r2_ex_top8": 0.9, "eff_rank_out": 100.0, "d_out": 100, "r2_feature_median": 0.9,
+           "eff_rank_explained": 50.0}  # fmt: skip
+    table = pd.DataFrame([{**row, "block": 0, "top1_var_share": 0.45}, {**row, "block": 1, "top1_var_share": 0.55}])
+    assert regime_summary(table, spectrum.REGIMES).loc[0, "top1_broadly_linear_blocks"] == "1"
+    monkeypatch.setattr(spectrum, "REGIME_TOP1", 0.4)
+    assert regime_summary(table, spectrum.REGIMES).loc[0, "top1_broadly_linear_blocks"] == "0 1"

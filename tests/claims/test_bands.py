@@ -1,63 +1,24 @@
-"""linrec.claims.bands (claim 2b over every cross band, issue 64): the per-band interval against a jackknife written
-out here, each band's window se taken where it was measured, each word at its thresholds (equality and both sides),
-and the verdict's every outcome reached by planted band tables."""
+"""linrec.claims.bands (claim 2b over every cross band, issue 64): each word at its thresholds (equality and both
+sides), and the verdict's every outcome reached by planted band tables; the per-band interval itself is
+tests/analyses/test_decomposition.py's."""
 
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 
-from linrec.analyses.decomposition import two_factor_shares
-from linrec.claims.bands import CLAIM2B_MIN_BAND, band_table, band_word, bands_text, covered, lean_word, sign_word
+from helpers import decomposition_rows as _dec
+from linrec.claims.bands import CLAIM2B_MIN_BAND, band_word, bands_text, covered, lean_word, sign_word
 from linrec.claims.learned import RULE_2B, T_2B, verdict_2b
 from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
 EPS = 1e-9
 
 
-def _matrix(n=12, band=3, seed=0, model="m", sd_a=0.2, sd_b=0.05):
-    """R(FFN i, inputs j) = 0.5 + a_i + b_j + noise on |i − j| ≤ band."""
-    rng = np.random.default_rng(seed)
-    a, b = rng.normal(0, sd_a, n), rng.normal(0, sd_b, n)
-    return pd.DataFrame([{"model": model, "ffn_block": i, "input_block": j,
-                          "r2": 0.5 + a[i] + b[j] + 0.02 * rng.standard_normal()}
-                         for i in range(n) for j in range(n) if abs(i - j) <= band])  # fmt: skip
-
-
-def _wmi(m):
-    s = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
-    return float(s["weights"] - s["inputs"])
-
-
-def _dec(model="m", half=0.02):
-    return pd.DataFrame([{"model": model, "share_weights": 0.5, "share_inputs": 0.2, "share_weights_minus_inputs": 0.3,
-                          "share_weights_minus_inputs_lo": 0.3 - half, "share_weights_minus_inputs_hi": 0.3 + half,
-                          "n_blocks": 12, "n_standout": 3}])  # fmt: skip
-
-
-def test_every_band_by_hand():
-    """Band k's row: the share on |i − j| ≤ k, ± t_{n−1} √(jackknife² + windows²), the jackknife written out here; the
-    windows' se is the widest band's where no band was measured on its own, and the band's own where it was."""
-    m = _matrix()
-    t = band_table(_dec(), m)
-    assert list(t["band"]) == [1, 2, 3] and list(t["n_pairs"]) == [22, 42, 60]  # 2 (n − d) pairs per distance d
-    se_w = 0.02 / 1.959964
-    for k in (1, 2, 3):
-        mk = m[(m["ffn_block"] - m["input_block"]).abs() <= k]
-        jack = np.array([_wmi(mk[(mk["ffn_block"] != b) & (mk["input_block"] != b)]) for b in range(12)])
-        se_b = np.sqrt(11 / 12 * ((jack - jack.mean()) ** 2).sum())
-        half = stats.t.ppf(0.975, 11) * np.sqrt(se_b**2 + se_w**2)
-        r = t[t["band"] == k].iloc[0]
-        assert r["wmi"] == pytest.approx(_wmi(mk)) and r["se_jack"] == pytest.approx(se_b)
-        assert (r["wmi_lo"], r["wmi_hi"]) == pytest.approx((_wmi(mk) - half, _wmi(mk) + half))
-        assert r["windows_band"] == 3 and r["se_windows"] == pytest.approx(se_w)
-    measured = pd.DataFrame({"model": "m", "band": [1, 2], "se_windows": [0.5, 0.7], "windows_band": [1, 3]})
-    t2 = band_table(_dec(), m, measured)
-    assert list(t2["se_windows"]) == pytest.approx([0.5, se_w, se_w])  # band 2's se was measured on band 3: not its own
-    assert list(t2["windows_band"]) == [1, 3, 3]
-    assert t2.iloc[0]["wmi_hi"] - t2.iloc[0]["wmi"] > t.iloc[0]["wmi_hi"] - t.iloc[0]["wmi"]
+def test_covered_names_the_bands_a_table_holds():
+    """The bands a `band_table` covers, in words (its every band written by tests/analyses/test_decomposition.py)."""
+    t = pd.DataFrame({"model": "m", "band": [1, 2, 3]})
     assert covered(t) == "1–3" and covered(t[t["band"] == 1]) == "1"
 
 

@@ -1,17 +1,18 @@
-"""linrec.claims.regimes (claim 4): the regime summary, its input side and replication, the verdict at its thresholds,
-with and without the first position, and the regime story it tells."""
+"""linrec.claims.regimes (claim 4): the verdict at its thresholds on the regime summary, with and without the first
+position, its replication on every sample (`claim4_holds`), and the regime story it tells; the summary's own numbers
+are tests/analyses/test_spectrum.py's."""
 
-import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 
 from helpers import predictor_row as _flag_row
 from helpers import predictors as _pred
+from helpers import spectrum_rows as _spectrum
+from linrec.analyses.spectrum import regime_replication, regime_summary
 from linrec.base.files import project_root
 from linrec.base.tables import load_table
 from linrec.claims.corpora import verdict_5
-from linrec.claims.regimes import input_side, regime_replication, regime_summary, verdict_4
+from linrec.claims.regimes import claim4_holds, verdict_4
 from linrec.claims.rules import (
     NOT_REPRODUCED,
     REPRODUCED,
@@ -25,57 +26,6 @@ EPS = 1e-9
 
 # ---- claim 4: regimes ------------------------------------------------------------------------------------
 REGIMES = ("broadly linear", "first-token-concentrated", "outlier-concentrated", "nonlinear", "unclassified")
-
-
-def _spectrum(regimes, model="m"):
-    n = len(regimes)
-    return pd.DataFrame({
-        "model": model, "block": range(n), "regime": regimes, "first_var_share": np.linspace(0, 0.9, n),
-        "n_massive": [1] + [0] * (n - 1), "top1_var_share": [0.6] * n, "r2_lin": [0.9] * n,
-        "r2_ex_top8": np.linspace(0.9, 0.5, n), "eff_rank_out": [10.0] * n, "d_out": [100] * n,
-        "r2_feature_median": [0.5] * n, "eff_rank_explained": [1.5] * n,
-        "cond_gram": np.arange(n) + 1.0, "cond_gram_test": np.arange(n) + 2.0, "eff_rank_in": np.arange(n)[::-1] + 1.0,
-        "dynamic_range_in": np.arange(n) * 2.0,
-    })  # fmt: skip
-
-
-def test_regime_summary_counts_and_lists():
-    t = _spectrum(["broadly linear", "outlier-concentrated", "nonlinear", "broadly linear", "unclassified"])
-    t["first_var_share"] = [0.0, 0.2, 0.3, 0.6, 0.9]  # block 1 sits exactly at the overlap threshold
-    s = regime_summary(t, REGIMES).iloc[0]
-    counts = (
-        "n_broadly_linear",
-        "n_outlier_concentrated",
-        "n_nonlinear",
-        "n_first_token_concentrated",
-        "n_unclassified",
-    )
-    assert tuple(s[c] for c in counts) == (2, 1, 1, 0, 1)
-    assert s["outlier_blocks"] == "1" and s["first_token_blocks"] == "" and s["massive_blocks"] == "0"
-    assert s["unclassified_blocks"] == "4" and s["outlier_first_blocks"] == "1"
-    assert s["first_share_blocks"] == "3 4" and s["top1_broadly_linear_blocks"] == "0 3"
-    t.loc[1, "first_var_share"] = 0.19  # just below the overlap threshold
-    assert regime_summary(t, REGIMES).iloc[0]["outlier_first_blocks"] == ""
-    assert s["max_drop_ex_top8"] == pytest.approx(0.4) and s["eff_rank_out_frac_median"] == pytest.approx(0.1)
-    # block 4 is concentrated (median 0.4 below R²_lin, top-1 share 0.6) but its explained part is not rank ≈ 1
-    assert s["concentrated_not_rank1_blocks"] == "4"
-
-
-def test_regime_summary_counts_blocks_at_high_r2_too():
-    from linrec.analyses.spectrum import REGIME_HIGH_R2
-
-    t = _spectrum(["broadly linear", "outlier-concentrated", "broadly linear", "nonlinear"])
-    t["r2_lin"] = [REGIME_HIGH_R2, REGIME_HIGH_R2 - EPS, 0.95, 0.3]
-    s = regime_summary(t, REGIMES).iloc[0]
-    assert s["n_high_r2"] == 2 and s["n_broadly_linear_high_r2"] == 2 and s["n_outlier_concentrated_high_r2"] == 0
-    assert s["n_outlier_concentrated"] == 1
-
-
-def test_input_side_is_spearman_per_descriptor():
-    t = _spectrum(["nonlinear"] * 5).assign(r2_lin=[0.1, 0.5, 0.2, 0.9, 0.4])
-    got = input_side(t).set_index("descriptor")
-    for col in ("cond_gram", "eff_rank_in", "dynamic_range_in"):
-        assert got.loc[col, "spearman_rho"] == pytest.approx(stats.spearmanr(t["r2_lin"], t[col])[0])
 
 
 @pytest.mark.parametrize(
@@ -100,19 +50,19 @@ def test_regime_replication_applies_claim4_on_every_sample():
     on the main sample); one sample without an outlier-concentrated block makes it sample-dependent."""
     two = lambda k, a, b: pd.concat([_spectrum(a, "a"), _spectrum(b, "b")]).assign(sample=k)  # noqa: E731
     same = pd.concat([two(k, ["broadly linear", "outlier-concentrated"], ["broadly linear"]) for k in (0, 1, 2)])
-    got = regime_replication(same, REGIMES).set_index("model")
+    got = regime_replication(same, REGIMES, claim4_holds).set_index("model")
     assert (got["replication"] == "holds on every sample").all() and (got["n_claim4_passes"] == 3).all()
     assert got.loc["a", "n_broadly_linear"] == "1 1 1" and got.loc["a", "outlier_blocks_every_sample"] == "1"
     assert got.loc["b", "n_outlier_concentrated"] == "0 0 0" and got.loc["a", "samples"] == "0 1 2"
     moved = pd.concat([same[same["sample"] < 2], two(2, ["broadly linear", "nonlinear"], ["outlier-concentrated"])])
-    got = regime_replication(moved, REGIMES).set_index("model")
+    got = regime_replication(moved, REGIMES, claim4_holds).set_index("model")
     assert (got["replication"] == "holds on every sample").all()  # b carries the outlier regime on sample 2
     assert got.loc["a", "outlier_blocks_every_sample"] == "" and got.loc["a", "outlier_blocks"] == "1 | 1 | none"
     gone = pd.concat([same[same["sample"] < 2], two(2, ["broadly linear", "nonlinear"], ["nonlinear"])])
-    got = regime_replication(gone, REGIMES)
+    got = regime_replication(gone, REGIMES, claim4_holds)
     assert (got["replication"] == "sample-dependent").all() and (got["n_claim4_passes"] == 2).all()
     none = pd.concat([two(k, ["broadly linear"], ["nonlinear"]) for k in (0, 1)])
-    assert (regime_replication(none, REGIMES)["replication"] == "fails on every sample").all()
+    assert (regime_replication(none, REGIMES, claim4_holds)["replication"] == "fails on every sample").all()
 
 
 def test_claim4_5_and_6b_without_the_first_position():
@@ -134,21 +84,6 @@ def test_claim4_5_and_6b_without_the_first_position():
 
 
 ROOT = project_root(__file__)
-
-
-def test_the_top1_row_counts_with_the_regimes_own_share(monkeypatch):
-    """regime_summary's "top-1 share ≥ … yet broadly linear" used a literal 0.5 beside REGIME_TOP1: moved to 0.4,
-    the row follows it."""
-    import linrec.analyses.spectrum as spectrum
-    from linrec.claims.regimes import regime_summary
-
-    row = {"model": "m", "regime": "broadly linear", "first_var_share": 0.0, "n_massive": 0, "r2_lin": 0.9,
-           "r2_ex_top8": 0.9, "eff_rank_out": 100.0, "d_out": 100, "r2_feature_median": 0.9,
-           "eff_rank_explained": 50.0}  # fmt: skip
-    table = pd.DataFrame([{**row, "block": 0, "top1_var_share": 0.45}, {**row, "block": 1, "top1_var_share": 0.55}])
-    assert regime_summary(table, spectrum.REGIMES).loc[0, "top1_broadly_linear_blocks"] == "1"
-    monkeypatch.setattr(spectrum, "REGIME_TOP1", 0.4)
-    assert regime_summary(table, spectrum.REGIMES).loc[0, "top1_broadly_linear_blocks"] == "0 1"
 
 
 def test_the_regime_story_counts_every_block_once_and_names_what_claim_4_rests_on():

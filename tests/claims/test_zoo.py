@@ -91,8 +91,8 @@ def test_the_pooled_claims_separate_a_planted_model_effect_from_the_within_model
     (a model effect, r ≈ 1 across models) while within each model the gain is unrelated to nonlinearity: pooled with
     the model effect (claim 3's pooled row) the correlation is near 0 and shown inside ±0.3 with enough blocks;
     ignoring the models it is strongly positive. The zoo's claims row carries the block count and the power."""
+    from linrec.analyses.probe_summary import probe_summary
     from linrec.analyses.uncertainty import correlation_test
-    from linrec.claims.probe import probe_summary
     from linrec.claims.zoo import pooled_claims
 
     g = np.random.default_rng(3)
@@ -119,7 +119,7 @@ def test_only_converged_runs_reach_a_verdict():
     alone (a run that did not move, not converged, no longer makes the profiles "learned in some runs only"), and
     the word names the runs left out; the pooled claims refuse tables that hold a run that did not converge, and with
     no converged run every zoo verdict is not testable."""
-    from linrec.claims.probe import probe_summary
+    from linrec.analyses.probe_summary import probe_summary
     from linrec.claims.zoo import pooled_claims
 
     same = _comp({"layout": 0.03, "seed": 0.02}, hi={"layout": CLAIM2_MIN_EFFECT - 1e-6, "text": 0.05, "seed": 0.05})
@@ -163,9 +163,10 @@ def test_the_pooled_claims_carry_the_90_percent_intervals_their_no_effect_reads_
     dof without the (groups − 1) fails."""
     from scipy.stats import rankdata
 
+    from linrec.analyses.probe_summary import probe_summary
+    from linrec.analyses.swap_summary import swap_predictors
     from linrec.analyses.uncertainty import effective_n
-    from linrec.claims.probe import probe_summary
-    from linrec.claims.swap import flag_outcome, swap_predictors
+    from linrec.claims.swap import flag_outcome
     from linrec.claims.zoo import pooled_claims
 
     g = np.random.default_rng(11)
@@ -273,7 +274,7 @@ def test_the_pooled_row_is_powered_at_exactly_the_blocks_it_needs():
     (`linrec.outputs.zoo_text`) read this flag. Planted: `r["n_blocks"] >= r["n_needed"]` → `>` in
     linrec.claims.zoo.pooled_claims fails (at → not powered)."""
     from helpers import edge_tables
-    from linrec.claims.probe import probe_summary
+    from linrec.analyses.probe_summary import probe_summary
     from linrec.claims.zoo import pooled_claims
 
     g = np.random.default_rng(5)

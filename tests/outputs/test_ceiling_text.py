@@ -7,10 +7,10 @@ import re
 import numpy as np
 import pandas as pd
 
+from linrec.analyses.profile import FIRST_TOKEN_SHARE
 from linrec.base.files import project_root
 from linrec.base.registry import TABLES
 from linrec.base.tables import save_table
-from linrec.claims.rules import FIRST_TOKEN_SHARE
 from linrec.outputs import ceiling_text as text
 
 ROOT = project_root(__file__)

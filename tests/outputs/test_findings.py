@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from linrec.claims.rules import GAUSSIAN_DROP
+from linrec.analyses.controls import GAUSSIAN_DROP
 from linrec.outputs.catalog import build, of_study
 from linrec.outputs.findings import BESIDE, claim_lines, controls_beside, findings, swap_beside
 from linrec.outputs.results import Results

@@ -1,17 +1,17 @@
 """linrec.outputs.methods: the report's methods section states the measured coverage of the intervals and flags a
-short one (issue 45)."""
+short one (issue 45), and the coverage resamples claim 6a's own blocks (`claim_6a_blocks`); the coverage itself is
+tests/analyses/test_coverage.py's."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from helpers import DEFAULT
-from linrec.analyses.calibration import COVERAGE_FLOOR, FITTED_MAP, REFIT, dependence
+from linrec.analyses.calibration import COVERAGE_FLOOR, FITTED_MAP, REFIT
 from linrec.base.tables import load_table, save_table
-from linrec.outputs.methods import coverage_settings, methods_lines
-from linrec.outputs.results import Results, table_in
+from linrec.outputs.methods import methods_lines
+from linrec.outputs.results import Results
 
 
 def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_path):
@@ -80,93 +80,25 @@ def test_methods_section_states_the_measured_coverage_and_flags_a_short_one(tmp_
     assert f"{len(window)} window interval(s) cover less than {COVERAGE_FLOOR:.2f}" in text
 
 
-def test_the_refit_rows_run_at_the_fewest_train_rows_per_parameter_of_the_runs_models():
-    """`rows_per_parameter`: n_train_rows / (d_model + 1), the fewest over the capture table's models — the default's
-    SmolLM2-135M 16,384 / 577 = 28.395; the full profile's Gemma-3 16,384 / 641 = 25.560."""
-    from linrec.outputs.methods import rows_per_parameter
+def test_claim_6as_blocks_are_its_verdicts_chosen_blocks_where_windows_were_stored(tmp_path):
+    """`claim_6a_blocks`: the (model, block) claim 6a's verdict chose on the screening windows, whose own windows the
+    methods table then resamples (`linrec.analyses.coverage.own_windows`, tests/analyses/test_coverage.py); none for
+    a run without per-window losses, none without a swap table to judge."""
+    from linrec.analyses.coverage import own_windows
+    from linrec.outputs.methods import claim_6a_blocks
 
-    assert rows_per_parameter(load_table("capture", DEFAULT)) == pytest.approx(16384 / 577, rel=1e-12)
-    assert rows_per_parameter(load_table("capture", DEFAULT.parent / "full")) == pytest.approx(16384 / 641, rel=1e-12)
-
-
-def test_the_r2_rows_plant_the_runs_width_and_largest_residual_icc(tmp_path, monkeypatch):
-    """`coverage` hands `window_table` the run's width (its narrowest model, at most `REFIT_WIDTH`) and the largest
-    residual ICC of notebook 01's `window_icc` table rounded up to 0.005 (`largest_icc`); 0 without the table (a run
-    before it) or with only NaN. Planted: the median ICC, the widest model, or no rounding up, fails."""
-    from linrec.analyses.calibration import REFIT_WIDTH
-    from linrec.outputs import methods
-
-    got = []
-    monkeypatch.setattr(methods, "coverage_settings", lambda d: [])
-    monkeypatch.setattr(methods, "coverage_table", lambda settings, reps, seed: pd.DataFrame())
-    monkeypatch.setattr(methods, "window_table", lambda n, **kw: got.append({"n_windows": n, **kw}) or
-                        pd.DataFrame({"setting": ["x"]}))  # fmt: skip
-    cap = load_table("capture", DEFAULT).assign(seconds=1.0, from_cache=True)
-    save_table(pd.concat([cap, cap.assign(model="narrow", d_model=48)]), "capture", tmp_path)
-    methods.coverage(tmp_path, reps=4)
-    assert got[-1]["plant"].width == 48 and got[-1]["plant"].resid_icc == 0.0  # no window_icc: independent residuals
-    save_table(cap, "capture", tmp_path)
-    icc = pd.DataFrame({"model": "m", "block": [0, 1, 2], "resid_icc": [0.0101, 0.0612, np.nan], "input_icc": 0.1,
-                        "n_rows": 100, "n_windows": 8})  # fmt: skip
-    save_table(icc, "window_icc", tmp_path)
-    methods.coverage(tmp_path, reps=4)
-    assert got[-1]["plant"].width == REFIT_WIDTH == 64 and got[-1]["plant"].resid_icc == pytest.approx(0.065)
-    assert got[-1]["plant"].ratio == pytest.approx(16384 / 577) and got[-1]["plant"].tokens == 128
-    r2 = load_table("r2_lin", DEFAULT)  # a run of 64-position windows (the smoke profile's): its own window length
-    save_table(r2.assign(n_test_windows=r2["n_test_windows"] * 2), "r2_lin", tmp_path)
-    methods.coverage(tmp_path, reps=4)
-    assert got[-1]["plant"].tokens == 64 and got[-1]["n_windows"] == 4096 // 64
-    assert methods.largest_icc(icc.assign(resid_icc=np.nan)) == 0.0 and methods.largest_icc(None) == 0.0
-
-
-def test_coverage_settings_use_each_models_blocks_and_dependence():
-    full = DEFAULT.parent / "full"  # two models (the default measures SmolLM2 alone): a pooled setting, routing
-    settings = {s["what"]: s for s in coverage_settings(full)}
-    probe = load_table("probe", full)
-    smol = probe[probe["model"] == "smollm2-135m"].sort_values("block")
-    s = settings["claim 3, r(1 − R²_lin, gain): smollm2-135m"]
-    assert s["n"] == len(smol) == 30 and s["kind"] == "pearson"
-    assert s["phi"] == pytest.approx(round((dependence(1 - smol["r2_lin_rows"]) + dependence(smol["gain"])) / 2, 2))
-    assert settings["claim 3, r(1 − R²_lin, gain): models pooled"]["models"] == 2
-    assert "claim 6b, partial ρ given depth: gemma3-270m" in settings
-    # results/full's routing tables predate columns this linrec writes (table_in: None), so no routing setting there
-    routed = table_in(full, "routing_routable")
-    assert ("routing, ρ(R²_lin, routable share): gemma3-270m" in settings) == (
-        routed is not None and routed.groupby("model").size()["gemma3-270m"] > 3
-    )
-
-
-def test_a_correlation_over_three_blocks_has_no_interval_and_no_coverage_row():
-    """A series of 3 blocks (the default routes 3 per model) gets no Fisher interval, so the methods table must not
-    list it as an interval covering 0 % (it did); 4 blocks get a row."""
-    from linrec.analyses.uncertainty import correlation_test
-    from linrec.outputs.methods import _series_settings
-
-    t = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 4, "block": [0, 1, 2, 0, 1, 2, 3],
-                      "x": [0.1, 0.5, 0.3, 0.2, 0.9, 0.4, 0.6], "y": [1.0, 3.0, 2.0, 1.0, 4.0, 2.0, 3.5]})  # fmt: skip
-    assert np.isnan(correlation_test(t["x"][:3], t["y"][:3], kind="spearman")["lo"])
-    got = [s["what"] for s in _series_settings("routing", "spearman", t, "x", "y")]
-    assert got == ["routing: b"]
-
-
-def test_own_windows_are_claim_6as_block_and_the_most_right_skewed_swap(tmp_path):
-    """`own_windows`: the methods table resamples each model's block that claim 6a reads (its screening choice) and
-    the swap whose window costs are the most right-skewed (G₁); nothing for a run without per-window losses."""
-    from linrec.outputs.methods import own_windows
-
-    assert own_windows(tmp_path) == []  # a run from before issue 64: no per-window losses
+    assert claim_6a_blocks(tmp_path) == []  # a run from before issue 64: no per-window losses
     base = np.array([3.0, 3.1, 2.9, 3.2, 3.0])
     rows = [{"model": "m", "swap": s, "window": i, "tokens": 10, "loss_base": b, "loss_swapped": b + c}
             for s, costs in {"0": [0.1, 0.2, 0.15, 0.12, 0.18], "1": [0.01, 0.02, 0.9, 0.03, 0.02]}.items()
             for i, (b, c) in enumerate(zip(base, costs, strict=True))]  # fmt: skip
     save_table(pd.DataFrame(rows), "swap_windows", tmp_path)
-    (label, b, o), *rest = own_windows(tmp_path)  # no swap table: no claim 6a block, only the most skewed
-    assert not rest and label == "m, swap 1, the most skewed" and o - b == pytest.approx([0.01, 0.02, 0.9, 0.03, 0.02])
+    assert claim_6a_blocks(tmp_path) == []  # no swap table: no claim 6a block
     swap = load_table("swap", DEFAULT).head(2).assign(model="m", block=[0, 1], first="map", seconds=1.0)
     values = load_table("swap_predictor_values", DEFAULT).head(2).assign(model="m", block=[0, 1],
                                                                          screening_delta_ppl=[0.2, 0.4])  # fmt: skip
     save_table(swap, "swap", tmp_path)
     save_table(values, "swap_predictor_values", tmp_path)
-    got = own_windows(tmp_path)
+    assert claim_6a_blocks(tmp_path) == [("m", "0")]
+    got = own_windows(tmp_path, claim_6a_blocks(tmp_path))
     assert [g[0] for g in got] == ["m, block 0, claim 6a's", "m, swap 1, the most skewed"]
-    assert got[0][2] - got[0][1] == pytest.approx([0.1, 0.2, 0.15, 0.12, 0.18])

@@ -22,11 +22,11 @@ from linrec.outputs.refresh import refresh
 
 
 def test_refresh_rebuilds_the_summaries_the_notebooks_wrote(tmp_path, monkeypatch):
-    """`refresh` on the committed default run rebuilds its summaries number for number (it reproduced what notebooks
-    03 and 06 had written, to the 12th digit, when the procedures were last the same), and a changed per-block
-    number moves the summary that reads it. The methods table is rewritten too, from 50 simulated data sets a
-    setting instead of 1,000: its numbers are not compared here (tests/outputs/test_methods.py checks them), and
-    at 1,000 the two refreshes took 70 of this test's 74 s (2 cores, 2026-11-27)."""
+    """`refresh` on the committed default run rebuilds its summaries number for number (it reproduced what notebooks 03
+    and 06 had written, to the 12th digit, when the procedures were last the same), and a changed per-block number moves
+    the summary that reads it. The methods table is rewritten too, from 50 simulated data sets a setting instead of
+    1,000: its numbers are not compared here (tests/analyses/test_coverage.py and tests/outputs/test_methods.py check
+    them), and at 1,000 the two refreshes took 70 of this test's 74 s (2 cores, 2026-11-27)."""
     from functools import partial
 
     import linrec.outputs.refresh

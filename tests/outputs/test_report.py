@@ -14,6 +14,7 @@ import yaml
 from helpers import DEFAULT, ROOT, planted
 from helpers import claims_1_3_results as _results
 from helpers import project_with_a_curve_run as _project_with_a_curve_run
+from linrec.analyses.coverage import coverage
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
 from linrec.base.registry import TABLES
@@ -286,7 +287,7 @@ def test_notebook_09_and_linrec_report_write_the_same_report_from_one_profile(tm
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(given))  # coverage_reps 20, not 1,000: the same code in seconds
 
     written = write_report(load_profile(tmp_path / "p.yaml").notebook("09"))
-    save_table(methods.coverage(d, reps=20, seed=3), "calibration", tmp_path / "direct")
+    save_table(coverage(d, reps=20, seed=3, chosen=methods.claim_6a_blocks(d)), "calibration", tmp_path / "direct")
     assert filecmp.cmp(d / "calibration.csv", tmp_path / "direct" / "calibration.csv", shallow=False)
     text = written.path.read_text()
     assert written.path == tmp_path / "paper" / "report.md" and written.path.with_suffix(".html").exists()

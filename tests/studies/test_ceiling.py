@@ -11,11 +11,12 @@ import yaml
 
 from helpers import capture_with
 from linrec.analyses.large_n import CURVE_N_BOOT, curve_overview, curve_summary, curve_table, with_profile
+from linrec.analyses.profile import move_tests, profile_summary, replication_summary
 from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
 from linrec.base.tables import save_table, table_path
-from linrec.claims.profile import move_tests, profile_summary, replication_summary
+from linrec.claims.profile import claim1_holds
 from linrec.collect.curves import CurveConfig, get_curve
 from linrec.studies import ceiling
 
@@ -101,7 +102,7 @@ def test_every_part_on_writes_every_table_as_the_analyses_compute_it(setup, tmp_
         # no 16,384 among the sizes: the reference is the middle one
         "r2_curve_overview": curve_overview(summary, ref_tokens=1024),
         "r2_replicates": reps,
-        "r2_replicates_summary": replication_summary(reps),
+        "r2_replicates_summary": replication_summary(reps, claim1_holds),
     }
     _same_as_written(p, expected, tmp_path)
     assert result.ref_tokens == 1024

@@ -7,19 +7,26 @@ import pandas as pd
 import pytest
 
 from helpers import capture_with
-from linrec.analyses.controls import cross_feed_pairs, input_controls, twin_pairs
-from linrec.analyses.decomposition import NullDraws, band_windows, decomposition, inputs_or_weights
+from linrec.analyses.controls import (
+    cross_feed_pairs,
+    input_control_summary,
+    input_controls,
+    learned_summary,
+    random_init_summary,
+    twin_pairs,
+)
+from linrec.analyses.decomposition import (
+    NullDraws,
+    band_table,
+    band_windows,
+    decomposition,
+    inputs_or_weights,
+    null_blocks,
+)
 from linrec.analyses.recoverability import ceiling_table
 from linrec.app.profile import load_profile
 from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, result_columns
-from linrec.claims.bands import band_table
-from linrec.claims.learned import (
-    input_control_summary,
-    learned_summary,
-    null_blocks,
-    random_init_summary,
-)
 from linrec.collect.config import CaptureConfig
 from linrec.inputs.models import load_model, random_init_spec
 from linrec.studies import controls as study
@@ -109,6 +116,7 @@ def test_run_writes_every_table_each_equal_to_the_analysis_called_directly(setup
     assert bands.iloc[0]["se_windows"] == pytest.approx(
         (shares["share_weights_minus_inputs_hi"] - shares["share_weights_minus_inputs_lo"]) / (2 * 1.959964)
     )
+
     assert len(result.controls_cross_feed_summary)  # the cross-feeding summary notebook 07's findings word
 
 

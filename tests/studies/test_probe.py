@@ -13,8 +13,9 @@ import pandas as pd
 from helpers import capture_with
 from linrec.analyses.pitfall import PitfallSample, budget_table, dose_table, log_steps, median_block
 from linrec.analyses.probe import probe_table, rank_sweep, sweep_blocks
+from linrec.analyses.probe_summary import pitfall_summary, probe_summary
+from linrec.analyses.uncertainty import POOLED
 from linrec.base.tables import is_timing, load_table, save_table
-from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
 from linrec.collect.config import capture_settings
 from linrec.studies import probe as study
 

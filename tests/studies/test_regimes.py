@@ -13,9 +13,19 @@ import numpy as np
 import pandas as pd
 
 from helpers import capture_with
-from linrec.analyses.spectrum import REGIMES, block_anatomy, block_spectrum, spectrum_table, toy_blocks, toy_table
+from linrec.analyses.spectrum import (
+    REGIMES,
+    block_anatomy,
+    block_spectrum,
+    input_side,
+    regime_replication,
+    regime_summary,
+    spectrum_table,
+    toy_blocks,
+    toy_table,
+)
 from linrec.base.tables import save_table
-from linrec.claims.regimes import input_side, regime_replication, regime_summary, replication_story
+from linrec.claims.regimes import claim4_holds, replication_story
 from linrec.collect.config import capture_settings
 from linrec.studies import regimes as study
 
@@ -38,7 +48,7 @@ def reference_tables(p) -> dict[str, pd.DataFrame]:
         "spectrum_summary": regime_summary(spectrum, REGIMES),
         "spectrum_inputs": input_side(spectrum),
         "spectrum_replicates": reps[["sample", *study.REPLICATE_COLUMNS]],
-        "spectrum_replicates_summary": regime_replication(reps, REGIMES),
+        "spectrum_replicates_summary": regime_replication(reps, REGIMES, claim4_holds),
     }
 
 

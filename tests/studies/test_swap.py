@@ -13,21 +13,16 @@ import transformers
 
 from helpers import _randomise, make_tiny_model, save_tiny_model, tiny_text, tiny_tokenizer
 from linrec.analyses.healing import Heal
+from linrec.analyses.routing import routing_summary
 from linrec.analyses.swap import window_skew
 from linrec.analyses.swap_run import SwapSettings, heal_run
+from linrec.analyses.swap_summary import first_position_effect, swap_params, swap_predictors, swap_safety
 from linrec.app.profile import load_profile
 from linrec.base.errors import LinrecError
 from linrec.base.registry import TABLES
 from linrec.base.tables import FLOAT_FORMAT, TIMING_TABLES, result_columns, table_path
-from linrec.claims.routing import anchor_table, heal_table, routing_summary
-from linrec.claims.swap import (
-    RULE_6A,
-    RULE_6B,
-    first_position_effect,
-    swap_params,
-    swap_predictors,
-    swap_safety,
-)
+from linrec.claims.routing import anchor_table, heal_table
+from linrec.claims.swap import RULE_6A, RULE_6B
 from linrec.collect.config import CaptureConfig
 from linrec.inputs.training import get_run, profile_configs
 from linrec.inputs.training_text import EOS

@@ -319,7 +319,7 @@ def refit_coverage(n_windows: int = 32, r2: float = 0.6, plant: R2Plant = R2Plan
 
 def move_coverage(n_windows: int = 32, r2: tuple = (0.75, 0.75), reps: int = 300, seed: int = 0) -> dict:
     """Coverage of the paired interval of a move between two blocks sharing windows (claim 1's moves,
-    `linrec.claims.profile.move_tests`' jackknife on `linrec.analyses.recoverability.profile_replicates`). At the
+    `linrec.analyses.profile.move_tests`' jackknife on `linrec.analyses.recoverability.profile_replicates`). At the
     default, no move (two blocks of equal R²_lin, different maps): what claim 1's test reads, its coverage of 0 is
     one minus its rate of false moves."""
     rng = np.random.default_rng([seed, n_windows, 2])

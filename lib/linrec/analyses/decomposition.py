@@ -4,6 +4,10 @@ stream and the FFN's output; null ensembles (random-init FFNs, `random_init_ffn`
 `linrec.analyses.controls.shuffled_weights`) and the cross matrix "FFN i on the inputs of block j" are scored as maps
 on the same stored rows (`SharedRows`, `inputs_or_weights`), and the R² matrix is decomposed into the weights' and
 the inputs' shares with a bootstrap interval (`two_factor_shares`, `decomposition`).
+
+Its summaries, table to table: each block against the null ensembles (`null_blocks`), the weights' minus the inputs'
+share with the blocks' and the windows' variability (`decomposition_intervals`, `wmi_interval`) and at every cross
+band (`band_table`; why every band: `linrec.claims.bands`, whose rule reads it).
 """
 
 from __future__ import annotations
@@ -14,14 +18,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
+from scipy import stats
+from scipy.stats import t as student
 
 from linrec.analyses.controls import MapScores, SharedRows, shuffled_weights, split_windows
+from linrec.analyses.uncertainty import benjamini_hochberg
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
+from linrec.base.tables import require
 from linrec.stats import N_BOOT
 from linrec.stats.heldout import HeldOut, r2_of_counts
 
 Z975 = 1.959964  # the normal quantile of a 95 % percentile interval: its half-width / Z975 = se (claims read it too)
+CLAIM2_FDR = 0.05  # 2b: a block stands out from a null ensemble at Benjamini–Hochberg q below this, over the blocks
+INTERVAL_2B = "95 % over the blocks measured (jackknife) and the held-out windows (bootstrap), fits held fixed"
 
 
 def norm_affine(norm: torch.nn.Module) -> tuple[np.ndarray, np.ndarray]:
@@ -281,7 +291,7 @@ def decomposition(
 def band_windows(result: InputsOrWeights, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     """Per band k = 1 … the widest |i − j| of the matrix: the held-out windows' standard error of the weights' minus
     the inputs' share on the entries |i − j| ≤ k (`decomposition` with `band`: its 95 % half-width / 1.96), the part of
-    claim 2b's interval that `linrec.claims.bands.band_table` cannot recompute from the stored matrix."""
+    claim 2b's interval that `linrec.analyses.decomposition.band_table` cannot recompute from the stored matrix."""
     m = result.matrix
     widest = int((m["ffn_block"] - m["input_block"]).abs().max()) if len(m) else 0
     rows = []
@@ -290,3 +300,142 @@ def band_windows(result: InputsOrWeights, n_boot: int = N_BOOT, seed: int = 0) -
         se = (d["share_weights_minus_inputs_hi"] - d["share_weights_minus_inputs_lo"]) / (2 * Z975)
         rows.append({"model": m["model"].iloc[0], "band": k, "se_windows": se, "windows_band": k})
     return pd.DataFrame(rows, columns=["model", "band", "se_windows", "windows_band"])
+
+
+def _mean_pair_gap(v: np.ndarray) -> float:
+    """Mean |v_s − v_t| over pairs of draws s ≠ t (NaN with fewer than two)."""
+    v = np.asarray(v, float)
+    if len(v) < 2:
+        return np.nan
+    return float(np.abs(v[:, None] - v[None, :]).sum() / (len(v) * (len(v) - 1)))
+
+
+def null_blocks(nulls: pd.DataFrame) -> pd.DataFrame:
+    """Per block (`linrec.analyses.decomposition.inputs_or_weights`' `nulls`): the trained FFN's R² against each null
+    ensemble on
+    the same rows. z = (trained − mean) / sd; p from the prediction interval of a new draw (t with k − 1 degrees of
+    freedom, (trained − mean) / (sd √(1 + 1/k)), one-sided: the trained FFN *above* the null, assuming the null draws
+    are normal); q: Benjamini–Hochberg over the model's blocks, per null. A block `stands_out` when q < CLAIM2_FDR
+    for both nulls: its trained weights make its map more linear than weights of its shape drawn at random or
+    shuffled would on the same inputs. What the nulls can show is one-sided (a trained FFN far *below* its random-init
+    draws is common, and says only that training made the block less linear); `below_init` counts it apart, at the
+    same q."""
+    require(nulls, ["model", "block", "ffn", "draw", "r2"], "null_blocks")
+    rows = []
+    for (model, block), t in nulls.groupby(["model", "block"], sort=False):
+        row = {"model": model, "block": int(block), "r2_trained": float(t.loc[t["ffn"] == "trained", "r2"].iloc[0])}
+        for kind, name in (("random init", "init"), ("shuffled", "shuffled")):
+            v = t.loc[t["ffn"] == kind, "r2"].to_numpy(float)
+            k, m = len(v), float(np.mean(v)) if len(v) else np.nan
+            sd = float(np.std(v, ddof=1)) if k > 1 else np.nan
+            diff = row["r2_trained"] - m
+            z = p = np.nan
+            p_below = np.nan
+            if k > 1 and sd > 0:
+                z = diff / sd
+                p = float(stats.t.sf(diff / (sd * np.sqrt(1 + 1 / k)), k - 1))
+                p_below = float(stats.t.cdf(diff / (sd * np.sqrt(1 + 1 / k)), k - 1))
+            elif k > 1:  # identical draws: the trained FFN is either one of them or outside all of them
+                z = 0.0 if diff == 0 else np.copysign(np.inf, diff)
+                p, p_below = (1.0, 1.0) if diff == 0 else (float(diff < 0), float(diff > 0))
+            if name == "init":
+                row["p_below_init"] = p_below
+            row.update({f"n_{name}": k, f"{name}_mean": m, f"{name}_sd": sd, f"{name}_pair_gap": _mean_pair_gap(v),
+                        f"z_{name}": z, f"p_{name}": p})  # fmt: skip
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    for name in ("init", "shuffled"):
+        out[f"q_{name}"] = np.nan
+        for _, idx in out.groupby("model", sort=False).groups.items():
+            out.loc[idx, f"q_{name}"] = benjamini_hochberg(out.loc[idx, f"p_{name}"].to_numpy(float))
+    out["stands_out"] = (out["q_init"] < CLAIM2_FDR) & (out["q_shuffled"] < CLAIM2_FDR)
+    out["below_init"] = False
+    for _, idx in out.groupby("model", sort=False).groups.items():
+        out.loc[idx, "below_init"] = benjamini_hochberg(out.loc[idx, "p_below_init"].to_numpy(float)) < CLAIM2_FDR
+    return out.drop(columns="p_below_init")
+
+
+def decomposition_intervals(decomposition: pd.DataFrame, matrix: pd.DataFrame, blocks: pd.DataFrame | None = None):
+    """Claim 2b's interval with every source of its variability (issue 45): per model, the weights' minus the
+    inputs' unique share of the cross matrix (`linrec.analyses.decomposition.two_factor_shares`) with
+
+    - `wmi_se_jack`: a leave-one-block-out jackknife over the blocks (dropping every entry of block b, as FFN or
+      as inputs): how much the number owes to which blocks were measured, and to the fits on their rows;
+    - `wmi_se_windows`: the held-out windows' part, read from the window-bootstrap interval (half-width / 1.96);
+    - `wmi_lo`, `wmi_hi`: the 95 % interval point ± t_{blocks − 1} · √(se_blocks² + se_windows²);
+    - `wmi_band1`: the same share difference on the entries with |i − j| ≤ 1 only (the cross band's sensitivity);
+    - `n_standout`, `n_below_init` from `blocks` (`null_blocks`): blocks whose trained FFN is above both null
+      ensembles, and below its random-init draws (one-sided, Benjamini–Hochberg q < CLAIM2_FDR).
+
+    Returns `decomposition` with these columns (replaced where present)."""
+
+    out = decomposition.copy()
+    for col in ("wmi_se_jack", "wmi_se_windows", "wmi_lo", "wmi_hi", "wmi_band1"):
+        out[col] = np.nan
+    for k, row in out.iterrows():
+        m = matrix[matrix["model"] == row["model"]]
+        se_w = float(row["share_weights_minus_inputs_hi"] - row["share_weights_minus_inputs_lo"]) / (2 * Z975)
+        w = wmi_interval(m, se_w)
+        if not np.isfinite(w["wmi"]):
+            continue
+        band1 = m[band_of(m) <= 1]
+        out.loc[k, ["wmi_se_jack", "wmi_se_windows", "wmi_lo", "wmi_hi", "wmi_band1"]] = [
+            w["se_jack"], se_w, w["wmi_lo"], w["wmi_hi"], wmi(band1) if len(band1) > w["n_blocks"] else np.nan
+        ]  # fmt: skip
+    if blocks is not None:
+        counts = blocks.groupby("model", sort=False).agg(n_standout=("stands_out", "sum"),
+                                                         n_below_init=("below_init", "sum"))  # fmt: skip
+        out["n_standout"] = out["model"].map(counts["n_standout"]).astype(float)
+        out["n_below_init"] = out["model"].map(counts["n_below_init"]).astype(float)
+    return out
+
+
+def wmi(m: pd.DataFrame) -> float:
+    """The weights' minus the inputs' unique share of one model's cross-matrix entries `m` (ffn_block, input_block,
+    r2)."""
+    s = two_factor_shares(m["ffn_block"].to_numpy(), m["input_block"].to_numpy(), m["r2"].to_numpy(float))
+    return float(s["weights"] - s["inputs"])
+
+
+def wmi_interval(m: pd.DataFrame, se_windows: float, level: float = 0.95) -> dict:
+    """`wmi` of the entries `m` with its interval (`INTERVAL_2B`): point, se_jack, lo, hi and the number of blocks;
+    NaN where fewer than 3 blocks are present."""
+    ids = np.unique(np.concatenate([m["ffn_block"].to_numpy(), m["input_block"].to_numpy()]))
+    n = len(ids)
+    if n < 3:
+        return {"n_blocks": n, "wmi": np.nan, "se_jack": np.nan, "wmi_lo": np.nan, "wmi_hi": np.nan}
+    point = wmi(m)
+    jack = np.array([wmi(m[(m["ffn_block"] != b) & (m["input_block"] != b)]) for b in ids])
+    se_b = float(np.sqrt((n - 1) / n * ((jack - jack.mean()) ** 2).sum()))
+    half = float(student.ppf(0.5 + level / 2, n - 1)) * np.sqrt(se_b**2 + se_windows**2)
+    return {"n_blocks": n, "wmi": point, "se_jack": se_b, "wmi_lo": point - half, "wmi_hi": point + half}
+
+
+def band_of(m: pd.DataFrame) -> np.ndarray:
+    """|i − j| of each entry."""
+    return (m["ffn_block"] - m["input_block"]).abs().to_numpy()
+
+
+def band_table(decomposition: pd.DataFrame, matrix: pd.DataFrame, measured: pd.DataFrame | None = None):
+    """Per model and band k = 1 … the widest |i − j| its matrix holds: `wmi_interval` on the entries with |i − j| ≤ k
+    (`controls_decomposition_bands`). The windows' se of each band is `measured`'s (a bands table the study wrote with
+    its own window bootstrap per band: its `se_windows` where `windows_band` equals the band) or else the widest
+    band's, from `decomposition` (its `share_weights_minus_inputs_lo` / `_hi`)."""
+    have = {} if measured is None else {(r["model"], int(r["band"])): r for r in measured.to_dict("records")}
+    rows = []
+    for d in decomposition.to_dict("records"):
+        m = matrix[matrix["model"] == d["model"]]
+        if m.empty:
+            continue
+        widest = int(band_of(m).max())
+        se_wide = float(d["share_weights_minus_inputs_hi"] - d["share_weights_minus_inputs_lo"]) / (2 * Z975)
+        for k in range(1, widest + 1):
+            r = have.get((d["model"], k), {})
+            own = r.get("windows_band") == k and np.isfinite(r.get("se_windows", np.nan))
+            se_w, from_band = (float(r["se_windows"]), k) if own else (se_wide, widest)
+            mk = m[band_of(m) <= k]
+            rows.append({"model": d["model"], "band": k, "n_entries": len(mk), "n_pairs": int((band_of(mk) > 0).sum()),
+                         **wmi_interval(mk, se_w), "se_windows": se_w, "windows_band": from_band,
+                         "interval": INTERVAL_2B})  # fmt: skip
+    cols = "model band n_entries n_pairs n_blocks wmi se_jack se_windows windows_band wmi_lo wmi_hi interval"
+    return pd.DataFrame(rows, columns=cols.split())

@@ -25,11 +25,11 @@ parameter are few (≈ 10 here), and an early-stopped trained map can beat it he
 centred Gram (`ridge_path`): ridge on the standardised inputs (the Jacobi-scaled eigendecomposition of
 `linrec.stats.ceiling.fit_affine`, whose α = 0 is the exact fit) and on the inputs as they are (whose large
 features early-stopped gradient descent fits first), α from RIDGE_GRID; the fit with the best R² on the validation
-slice, made on the rows the optimiser sees, scored on the held-out rows. The trained fits are affine maps of the
-same inputs and see the same rows and slice, so this is the held-out level they aim at; `ceiling_excess` in
-`linrec.claims.probe.pitfall_summary` checks that none beats it by more than CEILING_SLACK. The re-expression is an
-invertible affine map, so the dose keeps the original inputs' ridge ceiling at every κ (a ridge penalty, unlike the
-exact fit, is not invariant under it: refitting it per κ would change the ceiling the construction holds fixed).
+slice, made on the rows the optimiser sees, scored on the held-out rows. The trained fits are affine maps of the same
+inputs and see the same rows and slice, so this is the held-out level they aim at; `ceiling_excess` in
+`linrec.analyses.probe_summary.pitfall_summary` checks that none beats it by more than CEILING_SLACK. The re-expression
+is an invertible affine map, so the dose keeps the original inputs' ridge ceiling at every κ (a ridge penalty, unlike
+the exact fit, is not invariant under it: refitting it per κ would change the ceiling the construction holds fixed).
 
 Cost. The loss Σ_j (y_j − ŷ_j)² separates over output features, and both SGD (with momentum) and Adam
 update each parameter from its own gradient, so each output feature's weights follow exactly the

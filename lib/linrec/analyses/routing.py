@@ -34,6 +34,9 @@ Wasted"), and asks how much of a block's traffic can go linear before perplexity
 Every choice (the target, the threshold) reads train rows only; the held-out windows report (`route_curve`). Does a
 token's identity decide its route, and does the context? `linrec.analyses.token_context`. Does a swapped model heal
 with a little training? `linrec.analyses.healing`.
+
+Per model, what the routed blocks show beside R²_lin and the swap's ρ (`routing_summary`, on the swap study's corpus:
+`study_r2`); the anchor paper's rules are `linrec.claims.routing`'s.
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ import torch
 from scipy.stats import rankdata
 from scipy.stats import t as student
 
-from linrec.analyses.uncertainty import delta_ppl_interval
+from linrec.analyses.uncertainty import INCONCLUSIVE, correlation_test, delta_ppl_interval
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
+from linrec.base.tables import require
 from linrec.base.threads import one_thread
 from linrec.inputs.surgery import AffineFFN, count_params
 
@@ -429,3 +433,59 @@ def route_study(study, blocks: int | None = None, shares=SHARES, predictors=None
         nlls |= {(b, s): v for s, v in keep.items()}
     chosen_gates = {b: gates[b][target] for b in chosen}
     return RouteResult(target, chosen_gates, comparison, pd.DataFrame(curve), pd.DataFrame(routable), nlls)
+
+
+def routing_summary(
+    routable: pd.DataFrame,
+    r2: pd.DataFrame,
+    predictors: pd.DataFrame | None = None,
+    identity: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Per model, what per-token routing shows (notebook 06): the routed block with the largest share within +1 %
+    of base perplexity (its share and interval; ties: the lower block), how many routed blocks reach 25 %,
+    how many curves are monotone within noise, Spearman ρ(R²_lin, routable share) over the routed blocks with its
+    Fisher interval at the effective number of blocks and the equivalence outcome
+    (`linrec.analyses.uncertainty.correlation_test`; `n_needed`: blocks for a decision), beside 6b's ρ(R²_lin,
+    whole-block ΔPPL) from `predictors` (`swap_predictors`' r2_lin row, whose sign is the other way: a high R²_lin
+    should mean a small ΔPPL but a large routable share), and from `identity` (`routing_identity`) the median over
+    blocks and corpus pairs of the gate-share r (`identity_r_median`: not the anchor's quantity) and of the need r
+    (`need_r_median`: the anchor's)."""
+    require(routable, ["model", "block", "routable_pct1", "routable_pct1_lo", "routable_pct1_hi"], "routing_summary")
+    rows = []
+    for model, t in routable.groupby("model", sort=False):
+        t = t.merge(r2[["model", "block", "r2_lin"]], on=["model", "block"]).sort_values("block")
+        best = t.sort_values(["routable_pct1", "block"], ascending=[False, True]).iloc[0]
+        n = len(t)
+        # too few blocks, or every block routes the same share: no correlation to speak of
+        c = correlation_test(t["r2_lin"], t["routable_pct1"]) if n >= 3 and t["routable_pct1"].nunique() > 1 else {}
+        corr = {f"rho_{k}" if k != "rho" else "rho_r2_routable": c.get(k, np.nan) for k in ("rho", "lo", "hi", "lo90",
+                                                                                         "hi90")}  # fmt: skip
+        monotone = t["monotone"].astype(bool).sum() if "monotone" in t else np.nan
+        row = {"model": model, "n_blocks_routed": n, "best_block": int(best["block"]),
+               "best_routable_pct1": best["routable_pct1"], "best_lo": best["routable_pct1_lo"],
+               "best_hi": best["routable_pct1_hi"], "n_quarter": int((t["routable_pct1"] >= 0.25).sum()),
+               "n_monotone": monotone, **corr, "outcome": c.get("outcome", INCONCLUSIVE),
+               "n_eff": c.get("n_eff", np.nan), "n_needed": c.get("n_needed", np.nan)}  # fmt: skip
+        row |= {"rho_r2_swap": np.nan, "rho_r2_swap_lo": np.nan, "rho_r2_swap_hi": np.nan, "identity_r_median": np.nan,
+                "need_r_median": np.nan}  # fmt: skip
+        if predictors is not None:
+            p = predictors[(predictors["model"] == model) & (predictors["column"] == "r2_lin")]
+            if len(p):
+                row |= {"rho_r2_swap": p["spearman_rho"].iloc[0], "rho_r2_swap_lo": p["rho_lo"].iloc[0],
+                        "rho_r2_swap_hi": p["rho_hi"].iloc[0]}  # fmt: skip
+        mine = identity[identity["model"] == model] if identity is not None else None
+        if mine is not None and len(mine):
+            row["identity_r_median"] = float(mine["r"].median())
+            if "r_need" in mine:
+                row["need_r_median"] = float(mine["r_need"].median())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def study_r2(r2: pd.DataFrame | None, swap: pd.DataFrame | None) -> pd.DataFrame | None:
+    """`r2_lin`'s rows of the corpus the swap study ran on (notebook 06's ceilings): the swap table's corpus, else the
+    first in `r2`; None without `r2`."""
+    if r2 is None or "corpus" not in r2.columns or not len(r2):
+        return r2
+    corpus = swap["corpus"].iloc[0] if swap is not None and "corpus" in swap.columns and len(swap) else None
+    return r2[r2["corpus"] == (corpus if corpus is not None else r2["corpus"].iloc[0])]

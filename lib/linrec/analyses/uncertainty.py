@@ -414,6 +414,17 @@ def correlation_test(
             "outcome": correlation_outcome(lo, hi, lo90, hi90, margin)}  # fmt: skip
 
 
+POOLED = "all"  # the model label of a summary row over every model's blocks pooled with a model effect (`groups`)
+
+
+def spearman(a, b) -> tuple[float, float]:
+    """Spearman ρ and its p-value (scipy); NaN for a constant input (an all-inf κ included), without a warning."""
+    if len(np.unique(np.asarray(a, dtype=float))) < 2 or len(np.unique(np.asarray(b, dtype=float))) < 2:
+        return np.nan, np.nan
+    r = stats.spearmanr(a, b)
+    return float(r[0]), float(r[1])
+
+
 def _adjusted(p, adjust) -> np.ndarray:
     """`adjust(sorted finite p-values)` put back in place, capped at 1; NaN entries left out and kept NaN."""
     p = np.asarray(p, dtype=np.float64)

@@ -60,7 +60,7 @@ TABLES: dict[str, TableSpec] = {
     "r2_lin_summary": _spec(
         "02",
         _PROFILE_SHAPE,
-        "per model: the profile's shape (linrec.claims.profile.profile_summary) on the one judging claim 1",
+        "per model: the profile's shape (linrec.analyses.profile.profile_summary) on the one judging claim 1",
     ),
     "r2_lin_summary_other": _spec(
         "02",
@@ -70,7 +70,7 @@ TABLES: dict[str, TableSpec] = {
     "r2_moves": _spec(
         "02",
         "model positions kind from_block to_block change p q counts",
-        "per model: claim 1's moves, each with a paired window-jackknife p and BH q (linrec.claims.profile.move_tests)",
+        "per model: claim 1's moves, each with a paired jackknife p and BH q (linrec.analyses.profile.move_tests)",
     ),
     "r2_replicates": _spec(
         "02",
@@ -80,7 +80,7 @@ TABLES: dict[str, TableSpec] = {
     "r2_replicates_summary": _spec(
         "02",
         "model n_samples samples sd_median sd_max sd_max_block ci_half_width_median n_claim1_passes replication",
-        "per model: R²_lin's between-sample SD per block and claim 1 on each sample (linrec.claims.profile."
+        "per model: R²_lin's between-sample SD per block and claim 1 on each sample (linrec.analyses.profile."
         "replication_summary)",
     ),
     "r2_curve": _spec(
@@ -137,7 +137,7 @@ TABLES: dict[str, TableSpec] = {
         "detectable_r n_stop_validation n_stop_flattened n_stop_max_epochs seconds_probe_total sweep_rank_min "
         "sweep_gain_median_rank_min sweep_rank_max sweep_gain_median_rank_max",
         "per model and pooled: the probe's gain, its correlation with 1 − R²_lin and the power of that test "
-        "(linrec.claims.probe.probe_summary)",
+        "(linrec.analyses.probe_summary.probe_summary)",
     ),
     "pitfall_summary": _spec(
         "03",
@@ -150,7 +150,7 @@ TABLES: dict[str, TableSpec] = {
         "dose_budget_short_max dose_levels dose_slope dose_slope_lo dose_slope_hi dose_slope_lo90 dose_slope_hi90 "
         "dose_resid_sd ceiling_excess n_lr_edge scaled_iqr_decades short_iqr short_iqr_lo short_iqr_hi",
         "per model: claim 7a's shortfall at the practitioner's budget, claim 7b's dose–response, the real blocks' ρ "
-        "and spread against it, steps to the ceiling and checks (linrec.claims.probe.pitfall_summary)",
+        "and spread against it, steps to the ceiling and checks (linrec.analyses.probe_summary.pitfall_summary)",
     ),
     "pitfall_budget": _spec(
         "03",
@@ -176,7 +176,7 @@ TABLES: dict[str, TableSpec] = {
     "spectrum_summary": _spec(
         "04",
         REGIME_COLUMNS,
-        "per model: regimes (linrec.claims.regimes.regime_summary)",
+        "per model: regimes (linrec.analyses.spectrum.regime_summary)",
     ),
     "spectrum_replicates": _spec(
         "04",
@@ -189,7 +189,7 @@ TABLES: dict[str, TableSpec] = {
         "04",
         "model samples n_samples n_broadly_linear n_outlier_concentrated outlier_blocks outlier_blocks_every_sample "
         "n_claim4_passes replication",
-        "per model: the regimes on each sample of text and claim 4 on each (linrec.claims.regimes.regime_replication)",
+        "per model: the regimes and claim 4 on each sample of text (linrec.analyses.spectrum.regime_replication)",
     ),
     "training_runs": _spec(
         "08",
@@ -276,7 +276,7 @@ TABLES: dict[str, TableSpec] = {
         "detectable_r n_stop_validation n_stop_flattened n_stop_max_epochs seconds_probe_total sweep_rank_min "
         "sweep_gain_median_rank_min sweep_rank_max sweep_gain_median_rank_max",
         "per trained model of the zoo and pooled over all of them (model 'all'): claim 3's probe summary "
-        "(linrec.claims.probe.probe_summary)",
+        "(linrec.analyses.probe_summary.probe_summary)",
     ),
     "zoo_swap_predictors": _spec(
         "08",
@@ -284,12 +284,12 @@ TABLES: dict[str, TableSpec] = {
         "rho_lo_iid rho_hi_iid p outcome partial_rho_depth partial_lo partial_hi partial_lo90 partial_hi90 partial_p "
         "partial_outcome n_middle middle_rho middle_lo middle_hi useful p_holm partial_p_holm",
         "per trained model of the zoo and predictor, then pooled (model 'all'): claim 6b's predictors of held-out "
-        "ΔPPL (linrec.claims.swap.swap_predictors)",
+        "ΔPPL (linrec.analyses.swap_summary.swap_predictors)",
     ),
     "zoo_regimes": _spec(
         "08",
         REGIME_COLUMNS,
-        "per trained model of the zoo: regimes (linrec.claims.regimes.regime_summary)",
+        "per trained model of the zoo: regimes (linrec.analyses.spectrum.regime_summary)",
     ),
     "zoo_claims": _spec(
         "08",
@@ -300,7 +300,7 @@ TABLES: dict[str, TableSpec] = {
     "spectrum_inputs": _spec(
         "04",
         "model descriptor spearman_rho p",
-        "per model and input descriptor: ρ with R²_lin (linrec.claims.regimes.input_side)",
+        "per model and input descriptor: ρ with R²_lin (linrec.analyses.spectrum.input_side)",
     ),
     "corpora": _spec("05", _R2_BLOCK, "per block and corpus: the ceiling"),
     "corpora_agreement": _spec(
@@ -344,7 +344,7 @@ TABLES: dict[str, TableSpec] = {
         "own windows resampled (own_*: uncertainty.own_skew_check; 6a reads it) (linrec.analyses.swap.window_skew)",
     ),
     "swap_params": _spec(
-        "06", "model params_ffn params_linear ffn_over_linear", "per model (linrec.claims.swap.swap_params)"
+        "06", "model params_ffn params_linear ffn_over_linear", "per model (linrec.analyses.swap_summary.swap_params)"
     ),
     "swap_predictor_values": _spec(
         "06",
@@ -360,19 +360,19 @@ TABLES: dict[str, TableSpec] = {
         "partial_outcome n_middle middle_rho middle_lo middle_hi useful p_holm partial_p_holm",
         "per model and predictor, then every model's blocks pooled (model 'all'): ρ with held-out ΔPPL, partial ρ "
         "given depth, ρ in the middle blocks, with Fisher intervals at the effective number of blocks, equivalence "
-        "outcomes, the blocks a decision needs and Holm-adjusted p (linrec.claims.swap.swap_predictors)",
+        "outcomes, the blocks a decision needs and Holm-adjusted p (linrec.analyses.swap_summary.swap_predictors)",
     ),
     "swap_first": _spec(
         "06",
         "model block first_var_share delta_ppl_map delta_lo_map delta_hi_map delta_ppl_ffn delta_lo_ffn "
         "delta_hi_ffn delta_ppl_mean delta_lo_mean delta_hi_mean share_of_cost_at_first",
-        "per first-token block: ΔPPL of each position variant (linrec.claims.swap.first_position_effect)",
+        "per first-token block: ΔPPL of each position variant (linrec.analyses.swap_summary.first_position_effect)",
     ),
     "swap_safety": _spec(
         "06",
         "model n_blocks n_high_r2 n_high_r2_costly high_r2_costly_blocks n_within_budget within_budget_blocks "
         "delta_ppl_median ppl_base",
-        "per model (linrec.claims.swap.swap_safety)",
+        "per model (linrec.analyses.swap_summary.swap_safety)",
     ),
     "swap_rank_curve": _spec(
         "06",
@@ -454,14 +454,14 @@ TABLES: dict[str, TableSpec] = {
         "outcomes at ρ = 0, at the data's blocks and AR(1) dependence; each window interval's 95 % coverage on planted "
         "blocks at the run's held-out windows, beside the one it replaced (ΔPPL under four cost shapes and the run's "
         "own windows, with upper_covers), and the R²_lin interval's as one for a refit at the run's rows per "
-        "parameter, width and residual ICC (linrec.outputs.methods.coverage)",
+        "parameter, width and residual ICC (linrec.analyses.coverage.coverage)",
     ),
     "routing_summary": _spec(
         "06",
         "model n_blocks_routed best_block best_routable_pct1 best_lo best_hi n_quarter n_monotone rho_r2_routable "
         "rho_lo rho_hi rho_lo90 rho_hi90 outcome n_eff n_needed rho_r2_swap rho_r2_swap_lo rho_r2_swap_hi "
         "identity_r_median need_r_median",
-        "per model: routing's best block, and whether R²_lin predicts the routable share (linrec.claims.routing)",
+        "per model: routing's best block, and whether R²_lin predicts the routable share (linrec.analyses.routing)",
     ),
     "swap_greedy": _spec(
         "06",
@@ -483,7 +483,7 @@ TABLES: dict[str, TableSpec] = {
         "model trained_r2_min trained_r2_max init_r2_min init_r2_max init_r2_spread mean_abs_trained_init "
         "spearman_trained_init init_r2_train_median trained_gap_median init_r2_test_median mean_abs_init_seeds "
         "spearman_init_seeds",
-        "per model (linrec.claims.learned.random_init_summary)",
+        "per model (linrec.analyses.controls.random_init_summary)",
     ),
     "controls_weight_nulls": _spec(
         "07",
@@ -496,7 +496,7 @@ TABLES: dict[str, TableSpec] = {
         "model block r2_trained n_init init_mean init_sd init_pair_gap z_init p_init n_shuffled shuffled_mean "
         "shuffled_sd shuffled_pair_gap z_shuffled p_shuffled q_init q_shuffled stands_out below_init",
         "per block: the trained FFN against each null ensemble, z-scores, Benjamini–Hochberg q "
-        "(linrec.claims.learned.null_blocks)",
+        "(linrec.analyses.decomposition.null_blocks)",
     ),
     "controls_cross_matrix": _spec(
         "07",
@@ -517,14 +517,14 @@ TABLES: dict[str, TableSpec] = {
         "07",
         "model band n_entries n_pairs n_blocks wmi se_jack se_windows windows_band wmi_lo wmi_hi interval",
         "per model and cross band k: claim 2b's weights − inputs share on the entries |i − j| ≤ k with its interval "
-        "over blocks and held-out windows (linrec.claims.bands.band_table)",
+        "over blocks and held-out windows (linrec.analyses.decomposition.band_table)",
     ),
     "controls_learned": _spec(
         "07",
         "model twin_gap trained_gap twin_degenerate effect_twin noise_twin effect_null noise_null reference effect "
         "noise",
         "per model: claim 2a, the trained profile against the untrained architecture "
-        "(linrec.claims.learned.learned_summary)",
+        "(linrec.analyses.controls.learned_summary)",
     ),
     "controls_inputs": _spec(
         "07",
@@ -534,7 +534,7 @@ TABLES: dict[str, TableSpec] = {
     "controls_inputs_summary": _spec(
         "07",
         "model r2_own_median r2_gaussian_median n_gaussian_drop r2_next_block_median spearman_own_gaussian",
-        "per model (linrec.claims.learned.input_control_summary)",
+        "per model (linrec.analyses.controls.input_control_summary)",
     ),
     "controls_cross_feed": _spec(
         "07",

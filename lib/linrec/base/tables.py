@@ -70,6 +70,19 @@ def is_block_list(column: str) -> bool:
     return column in ("blocks", "blocks_swapped") or ("_blocks" in column and not column.startswith("n_"))
 
 
+def blocks(t: pd.DataFrame, mask) -> str:
+    """Block numbers where `mask` holds, space-separated ("" for none): a block list (`is_block_list`), identifiers,
+    not a formatted number."""
+    return " ".join(str(int(b)) for b in t.loc[mask, "block"])
+
+
+def require(t: pd.DataFrame, cols, what: str) -> None:
+    """The columns `cols` a summary `what` reads must be in `t`: one line naming those missing."""
+    missing = sorted(set(cols) - set(t.columns))
+    if missing:
+        raise LinrecError(f"{what} needs columns {missing}; give the table the notebook writes")
+
+
 def spec_of(name: str) -> TableSpec:
     if name not in TABLES:
         raise LinrecError(f"no results table is called '{name}'; registered: {', '.join(TABLES)}")

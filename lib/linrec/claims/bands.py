@@ -1,14 +1,15 @@
 """Claim 2b over every cross band (issue 64): the weights' minus the inputs' unique share of the cross matrix
 R²(FFN i, inputs of block j) (`linrec.analyses.decomposition.two_factor_shares`) on the entries with |i − j| ≤ k, for
-every band k the stored matrix holds (`band_table`), and the per-model word that claim 2b's rule reads from it
-(`band_word`): a model is decided only where its sign holds at every band ≥ `CLAIM2B_MIN_BAND`.
+every band k the stored matrix holds (`linrec.analyses.decomposition.band_table`), and the per-model word that claim
+2b's rule reads from it (`band_word`): a model is decided only where its sign holds at every band ≥ `CLAIM2B_MIN_BAND`.
 
 Why every band: the share moves with the band an analyst picks (full profile, SmolLM2 +0.14 / +0.28 / +0.46 at bands
 1 / 2 / 3, Gemma-3 0.00 / −0.06 / −0.18), so a verdict read at one band is that choice's. Band 1 is left out of the
 decision: with only the diagonal and its neighbours, a smooth trend over depth can be written as either factor and
 lands in the shared part (`two_factor_shares`), so the unique shares there are the weakest lower bounds.
 
-The interval is the one claim 2b has read since issue 45, named for what it covers (`INTERVAL_2B`): the point ±
+The interval is the one claim 2b has read since issue 45, named for what it covers
+(`linrec.analyses.decomposition.INTERVAL_2B`, `wmi_interval`): the point ±
 t_{blocks − 1} · √(se_jack² + se_windows²), se_jack from a leave-one-block-out jackknife over the blocks in the
 band (every entry of block b dropped, as FFN or as inputs), se_windows from the held-out windows' bootstrap of the
 same band's shares (`linrec.analyses.decomposition.decomposition`, half-width / 1.96). The fitted maps are held fixed:
@@ -23,64 +24,10 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy.stats import t as student
 
-from linrec.analyses.decomposition import Z975, two_factor_shares
 from linrec.claims.rules import NOT_TESTABLE, PARTLY, REPRODUCED, tally_every
 
 CLAIM2B_MIN_BAND = 2  # the narrowest band that decides: a model's sign must hold at this band and every wider one
-INTERVAL_2B = "95 % over the blocks measured (jackknife) and the held-out windows (bootstrap), fits held fixed"
-
-
-def wmi(m: pd.DataFrame) -> float:
-    """The weights' minus the inputs' unique share of one model's cross-matrix entries `m` (ffn_block, input_block,
-    r2)."""
-    s = two_factor_shares(m["ffn_block"].to_numpy(), m["input_block"].to_numpy(), m["r2"].to_numpy(float))
-    return float(s["weights"] - s["inputs"])
-
-
-def wmi_interval(m: pd.DataFrame, se_windows: float, level: float = 0.95) -> dict:
-    """`wmi` of the entries `m` with its interval (`INTERVAL_2B`): point, se_jack, lo, hi and the number of blocks;
-    NaN where fewer than 3 blocks are present."""
-    ids = np.unique(np.concatenate([m["ffn_block"].to_numpy(), m["input_block"].to_numpy()]))
-    n = len(ids)
-    if n < 3:
-        return {"n_blocks": n, "wmi": np.nan, "se_jack": np.nan, "wmi_lo": np.nan, "wmi_hi": np.nan}
-    point = wmi(m)
-    jack = np.array([wmi(m[(m["ffn_block"] != b) & (m["input_block"] != b)]) for b in ids])
-    se_b = float(np.sqrt((n - 1) / n * ((jack - jack.mean()) ** 2).sum()))
-    half = float(student.ppf(0.5 + level / 2, n - 1)) * np.sqrt(se_b**2 + se_windows**2)
-    return {"n_blocks": n, "wmi": point, "se_jack": se_b, "wmi_lo": point - half, "wmi_hi": point + half}
-
-
-def band_of(m: pd.DataFrame) -> np.ndarray:
-    """|i − j| of each entry."""
-    return (m["ffn_block"] - m["input_block"]).abs().to_numpy()
-
-
-def band_table(decomposition: pd.DataFrame, matrix: pd.DataFrame, measured: pd.DataFrame | None = None):
-    """Per model and band k = 1 … the widest |i − j| its matrix holds: `wmi_interval` on the entries with |i − j| ≤ k
-    (`controls_decomposition_bands`). The windows' se of each band is `measured`'s (a bands table the study wrote with
-    its own window bootstrap per band: its `se_windows` where `windows_band` equals the band) or else the widest
-    band's, from `decomposition` (its `share_weights_minus_inputs_lo` / `_hi`)."""
-    have = {} if measured is None else {(r["model"], int(r["band"])): r for r in measured.to_dict("records")}
-    rows = []
-    for d in decomposition.to_dict("records"):
-        m = matrix[matrix["model"] == d["model"]]
-        if m.empty:
-            continue
-        widest = int(band_of(m).max())
-        se_wide = float(d["share_weights_minus_inputs_hi"] - d["share_weights_minus_inputs_lo"]) / (2 * Z975)
-        for k in range(1, widest + 1):
-            r = have.get((d["model"], k), {})
-            own = r.get("windows_band") == k and np.isfinite(r.get("se_windows", np.nan))
-            se_w, from_band = (float(r["se_windows"]), k) if own else (se_wide, widest)
-            mk = m[band_of(m) <= k]
-            rows.append({"model": d["model"], "band": k, "n_entries": len(mk), "n_pairs": int((band_of(mk) > 0).sum()),
-                         **wmi_interval(mk, se_w), "se_windows": se_w, "windows_band": from_band,
-                         "interval": INTERVAL_2B})  # fmt: skip
-    cols = "model band n_entries n_pairs n_blocks wmi se_jack se_windows windows_band wmi_lo wmi_hi interval"
-    return pd.DataFrame(rows, columns=cols.split())
 
 
 def sign_word(row: Mapping) -> str | None:

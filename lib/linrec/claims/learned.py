@@ -1,36 +1,23 @@
-"""Claims 2a and 2b (notebooks 07 and 08): the controls (random-init twins, Gaussian inputs, null ensembles) and
-the seeds experiment; whether the profile is learned (`verdict_2a`, `seeds_verdict`, `combine_2a`) and set by the
-weights rather than the inputs (`verdict_2b`). Each claim's `Rule` sits beside its verdict
+"""Claims 2a and 2b (notebooks 07 and 08): the controls (random-init twins, Gaussian inputs, null ensembles; their
+summaries are `linrec.analyses.controls`' and `linrec.analyses.decomposition`'s) and the seeds experiment; whether the
+profile is learned (`verdict_2a`, `seeds_verdict`, `combine_2a`) and set by the weights rather than the inputs
+(`verdict_2b`). Each claim's `Rule` sits beside its verdict
 function (`RULE_2A`, `RULE_2B`); notebook 07's findings in words are `linrec.outputs.findings`'.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from linrec.analyses.uncertainty import benjamini_hochberg
-from linrec.claims.bands import (
-    CLAIM2B_MIN_BAND,
-    INTERVAL_2B,
-    Z975,
-    band_of,
-    band_word,
-    bands_text,
-    covered,
-    lean_verdict,
-    wmi,
-    wmi_interval,
-)
+from linrec.analyses.controls import CLAIM2_DEGENERATE_GAP
+from linrec.analyses.decomposition import CLAIM2_FDR, INTERVAL_2B
+from linrec.claims.bands import CLAIM2B_MIN_BAND, band_word, bands_text, covered, lean_verdict
 from linrec.claims.rules import (
-    CLAIM2_DEGENERATE_GAP,
-    CLAIM2_FDR,
     CLAIM2_MIN_EFFECT,
     CLAIM2_NOISE_FACTOR,
-    GAUSSIAN_DROP,
     NOT_REPRODUCED,
     NOT_TESTABLE,
     PARTLY,
@@ -40,8 +27,6 @@ from linrec.claims.rules import (
     Rule,
     Verdict,
     by_share,
-    require,
-    spearman,
     tally_every,
     thresholds,
 )
@@ -56,180 +41,6 @@ T_2A = thresholds(
     SEEDS_SHAPE_MARGIN=SEEDS_SHAPE_MARGIN,
 )
 T_2B = thresholds("Claim2bThresholds", CLAIM2_FDR=CLAIM2_FDR, CLAIM2B_MIN_BAND=CLAIM2B_MIN_BAND)
-
-
-def random_init_summary(profiles: pd.DataFrame, init_seeds: Iterable[int]) -> pd.DataFrame:
-    """Per model: its trained R²_lin profile against its random-init twins (`weights` = "trained" or
-    "random init, seed S"), and the twins against each other."""
-    seeds = list(init_seeds)
-    rows = []
-    for model, p in profiles.groupby("model", sort=False):
-        tr = p[p["weights"] == "trained"].sort_values("block")["r2_lin"].to_numpy()
-        ini = [p[p["weights"] == f"random init, seed {s}"].sort_values("block")["r2_lin"].to_numpy() for s in seeds]
-        init0 = p[p["weights"] == f"random init, seed {seeds[0]}"]
-        row = {
-            "model": model,
-            "trained_r2_min": float(tr.min()),
-            "trained_r2_max": float(tr.max()),
-            "init_r2_min": float(min(i.min() for i in ini)),
-            "init_r2_max": float(max(i.max() for i in ini)),
-            "init_r2_spread": float(np.std(ini[0])),  # across blocks, seed 0: against the seed-to-seed difference
-            "mean_abs_trained_init": float(sum(abs(tr - i).mean() for i in ini) / len(ini)),
-            "spearman_trained_init": spearman(tr, ini[0])[0],
-            "init_r2_train_median": float(init0["r2_train"].median()),
-            "trained_gap_median": float(
-                (p.loc[p["weights"] == "trained", "r2_train"] - p.loc[p["weights"] == "trained", "r2_lin"]).median()
-            ),  # fmt: skip
-            "init_r2_test_median": float(init0["r2_lin"].median()),
-            "mean_abs_init_seeds": float(abs(ini[0] - ini[1]).mean()) if len(ini) > 1 else np.nan,
-            "spearman_init_seeds": spearman(ini[0], ini[1])[0] if len(ini) > 1 else np.nan,
-        }
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def input_control_summary(inputs: pd.DataFrame) -> pd.DataFrame:
-    """Per model: the trained FFNs scored on their own inputs, on Gaussian inputs with the same moments, and on the
-    next block's inputs."""
-    rows = []
-    for model, t in inputs.groupby("model", sort=False):
-        rows.append(
-            {
-                "model": model,
-                "r2_own_median": float(t["r2_own"].median()),
-                "r2_gaussian_median": float(t["r2_gaussian"].median()),
-                "n_gaussian_drop": int((t["r2_gaussian"] < t["r2_own"] - GAUSSIAN_DROP).sum()),
-                "r2_next_block_median": float(t["r2_other_block"].median()),
-                "spearman_own_gaussian": spearman(t["r2_own"], t["r2_gaussian"])[0],
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def _mean_pair_gap(v: np.ndarray) -> float:
-    """Mean |v_s − v_t| over pairs of draws s ≠ t (NaN with fewer than two)."""
-    v = np.asarray(v, float)
-    if len(v) < 2:
-        return np.nan
-    return float(np.abs(v[:, None] - v[None, :]).sum() / (len(v) * (len(v) - 1)))
-
-
-def null_blocks(nulls: pd.DataFrame) -> pd.DataFrame:
-    """Per block (`linrec.analyses.decomposition.inputs_or_weights`' `nulls`): the trained FFN's R² against each null
-    ensemble on
-    the same rows. z = (trained − mean) / sd; p from the prediction interval of a new draw (t with k − 1 degrees of
-    freedom, (trained − mean) / (sd √(1 + 1/k)), one-sided: the trained FFN *above* the null, assuming the null draws
-    are normal); q: Benjamini–Hochberg over the model's blocks, per null. A block `stands_out` when q < CLAIM2_FDR
-    for both nulls: its trained weights make its map more linear than weights of its shape drawn at random or
-    shuffled would on the same inputs. What the nulls can show is one-sided (a trained FFN far *below* its random-init
-    draws is common, and says only that training made the block less linear); `below_init` counts it apart, at the
-    same q."""
-    require(nulls, ["model", "block", "ffn", "draw", "r2"], "null_blocks")
-    rows = []
-    for (model, block), t in nulls.groupby(["model", "block"], sort=False):
-        row = {"model": model, "block": int(block), "r2_trained": float(t.loc[t["ffn"] == "trained", "r2"].iloc[0])}
-        for kind, name in (("random init", "init"), ("shuffled", "shuffled")):
-            v = t.loc[t["ffn"] == kind, "r2"].to_numpy(float)
-            k, m = len(v), float(np.mean(v)) if len(v) else np.nan
-            sd = float(np.std(v, ddof=1)) if k > 1 else np.nan
-            diff = row["r2_trained"] - m
-            z = p = np.nan
-            p_below = np.nan
-            if k > 1 and sd > 0:
-                z = diff / sd
-                p = float(stats.t.sf(diff / (sd * np.sqrt(1 + 1 / k)), k - 1))
-                p_below = float(stats.t.cdf(diff / (sd * np.sqrt(1 + 1 / k)), k - 1))
-            elif k > 1:  # identical draws: the trained FFN is either one of them or outside all of them
-                z = 0.0 if diff == 0 else np.copysign(np.inf, diff)
-                p, p_below = (1.0, 1.0) if diff == 0 else (float(diff < 0), float(diff > 0))
-            if name == "init":
-                row["p_below_init"] = p_below
-            row.update({f"n_{name}": k, f"{name}_mean": m, f"{name}_sd": sd, f"{name}_pair_gap": _mean_pair_gap(v),
-                        f"z_{name}": z, f"p_{name}": p})  # fmt: skip
-        rows.append(row)
-    out = pd.DataFrame(rows)
-    for name in ("init", "shuffled"):
-        out[f"q_{name}"] = np.nan
-        for _, idx in out.groupby("model", sort=False).groups.items():
-            out.loc[idx, f"q_{name}"] = benjamini_hochberg(out.loc[idx, f"p_{name}"].to_numpy(float))
-    out["stands_out"] = (out["q_init"] < CLAIM2_FDR) & (out["q_shuffled"] < CLAIM2_FDR)
-    out["below_init"] = False
-    for _, idx in out.groupby("model", sort=False).groups.items():
-        out.loc[idx, "below_init"] = benjamini_hochberg(out.loc[idx, "p_below_init"].to_numpy(float)) < CLAIM2_FDR
-    return out.drop(columns="p_below_init")
-
-
-def decomposition_intervals(decomposition: pd.DataFrame, matrix: pd.DataFrame, blocks: pd.DataFrame | None = None):
-    """Claim 2b's interval with every source of its variability (issue 45): per model, the weights' minus the
-    inputs' unique share of the cross matrix (`linrec.analyses.decomposition.two_factor_shares`) with
-
-    - `wmi_se_jack`: a leave-one-block-out jackknife over the blocks (dropping every entry of block b, as FFN or
-      as inputs): how much the number owes to which blocks were measured, and to the fits on their rows;
-    - `wmi_se_windows`: the held-out windows' part, read from the window-bootstrap interval (half-width / 1.96);
-    - `wmi_lo`, `wmi_hi`: the 95 % interval point ± t_{blocks − 1} · √(se_blocks² + se_windows²);
-    - `wmi_band1`: the same share difference on the entries with |i − j| ≤ 1 only (the cross band's sensitivity);
-    - `n_standout`, `n_below_init` from `blocks` (`null_blocks`): blocks whose trained FFN is above both null
-      ensembles, and below its random-init draws (one-sided, Benjamini–Hochberg q < CLAIM2_FDR).
-
-    Returns `decomposition` with these columns (replaced where present)."""
-
-    out = decomposition.copy()
-    for col in ("wmi_se_jack", "wmi_se_windows", "wmi_lo", "wmi_hi", "wmi_band1"):
-        out[col] = np.nan
-    for k, row in out.iterrows():
-        m = matrix[matrix["model"] == row["model"]]
-        se_w = float(row["share_weights_minus_inputs_hi"] - row["share_weights_minus_inputs_lo"]) / (2 * Z975)
-        w = wmi_interval(m, se_w)
-        if not np.isfinite(w["wmi"]):
-            continue
-        band1 = m[band_of(m) <= 1]
-        out.loc[k, ["wmi_se_jack", "wmi_se_windows", "wmi_lo", "wmi_hi", "wmi_band1"]] = [
-            w["se_jack"], se_w, w["wmi_lo"], w["wmi_hi"], wmi(band1) if len(band1) > w["n_blocks"] else np.nan
-        ]  # fmt: skip
-    if blocks is not None:
-        counts = blocks.groupby("model", sort=False).agg(n_standout=("stands_out", "sum"),
-                                                         n_below_init=("below_init", "sum"))  # fmt: skip
-        out["n_standout"] = out["model"].map(counts["n_standout"]).astype(float)
-        out["n_below_init"] = out["model"].map(counts["n_below_init"]).astype(float)
-    return out
-
-
-def learned_summary(init_summary: pd.DataFrame, blocks: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Claim 2a per model: the trained profile against the untrained architecture.
-
-    Two references, each with its own noise: the random-init twin on its own inputs (`effect_twin` = mean |trained −
-    init| over blocks and seeds, `noise_twin` = mean |seed − seed|, from `random_init_summary`), and the random-init
-    FFN ensemble on the trained inputs (`effect_null` = mean over blocks of |trained − the ensemble's mean|,
-    `noise_null` = mean over blocks of the mean |draw − draw|, from `null_blocks`). The twin is `twin_degenerate`
-    when its median train − held-out gap exceeds the trained model's by more than CLAIM2_DEGENERATE_GAP; the
-    verdict's reference is then the null ensemble."""
-    rows = []
-    by_model = {} if blocks is None else {m: t for m, t in blocks.groupby("model", sort=False)}
-    for r in init_summary.to_dict("records"):
-        twin_gap = r["init_r2_train_median"] - r["init_r2_test_median"]
-        trained_gap = r.get("trained_gap_median", np.nan)
-        b = by_model.get(r["model"])
-        effect_null = noise_null = np.nan
-        if b is not None and (b["n_init"] > 1).all():
-            effect_null = float((b["r2_trained"] - b["init_mean"]).abs().mean())
-            noise_null = float(b["init_pair_gap"].mean())
-        degenerate = bool(np.isfinite(trained_gap) and twin_gap - trained_gap > CLAIM2_DEGENERATE_GAP)
-        rows.append(
-            {
-                "model": r["model"],
-                "twin_gap": float(twin_gap),
-                "trained_gap": float(trained_gap),
-                "twin_degenerate": degenerate,
-                "effect_twin": float(r["mean_abs_trained_init"]),
-                "noise_twin": float(r["mean_abs_init_seeds"]),
-                "effect_null": effect_null,
-                "noise_null": noise_null,
-                "reference": "random-init FFNs on the trained inputs" if degenerate else "random-init twin",
-                "effect": effect_null if degenerate else float(r["mean_abs_trained_init"]),
-                "noise": noise_null if degenerate else float(r["mean_abs_init_seeds"]),
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def learned_word(row: Mapping, t=T_2A) -> str | None:

@@ -1,28 +1,24 @@
-"""Claim 4 (notebook 04): each model's blocks counted by regime (`regime_summary`), the input side's correlations
-with R²_lin (`input_side`), the rule (`verdict_4`) and its replication on disjoint samples of text
-(`regime_replication`); what a teacher says of them (`regime_story`, `replication_story`).
+"""Claim 4 (notebook 04): the rule (`verdict_4`, `RULE_4`) on each model's blocks counted by regime
+(`linrec.analyses.spectrum.regime_summary`), the same rule on each disjoint sample of text (`claim4_holds`, which
+`linrec.analyses.spectrum.regime_replication` is given); what a teacher says of them (`regime_story`,
+`replication_story`).
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
 # the regimes' thresholds: linrec.analyses.spectrum.regime applies them to each block, RULE_4's words name them
-from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_GAP, REGIME_R2, REGIME_RANK, concentrated  # noqa: F401
+from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_GAP, REGIME_R2, REGIME_RANK, concentrated
+from linrec.base.tables import blocks
 from linrec.claims.rules import (
-    FIRST_TOKEN_OVERLAP,
-    FIRST_TOKEN_SHARE,
     NOT_REPRODUCED,
     NOT_TESTABLE,
     REPRODUCED,
     Rule,
     Verdict,
-    blocks,
     require,
-    spearman,
     thresholds,
 )
 
@@ -31,63 +27,6 @@ from linrec.claims.rules import (
 T_4 = thresholds(
     "Claim4Thresholds", REGIME_R2=REGIME_R2, REGIME_GAP=REGIME_GAP, REGIME_RANK=REGIME_RANK, OUTLIER_RANK=OUTLIER_RANK
 )
-
-
-def regime_summary(spectrum: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFrame:
-    """Per model: how many blocks fall in each regime (`linrec.analyses.spectrum.regime`), which, and the outlier
-    numbers."""
-    # here, not at the top: read when called, so the summary counts with spectrum's thresholds as they stand
-    from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1, concentrated
-
-    require(spectrum, ["model", "block", "regime", "first_var_share", "n_massive", "top1_var_share", "r2_lin",
-                        "r2_ex_top8", "eff_rank_out", "d_out", "r2_feature_median", "eff_rank_explained"],
-             "regime_summary")  # fmt: skip
-    rows = []
-    for model, t in spectrum.groupby("model", sort=False):
-        row = {"model": model, "n_blocks": len(t), "n_high_r2": int((t["r2_lin"] >= REGIME_HIGH_R2).sum())}
-        for reg in regimes:
-            key = reg.replace(" ", "_").replace("-", "_")
-            row[f"n_{key}"] = int((t["regime"] == reg).sum())
-            row[f"n_{key}_high_r2"] = int(((t["regime"] == reg) & (t["r2_lin"] >= REGIME_HIGH_R2)).sum())
-        conc = np.array([concentrated(r.r2_lin, r.r2_feature_median, r.top1_var_share, r.eff_rank_out, r.d_out)
-                         for r in t.itertuples()], dtype=bool)  # fmt: skip
-        row["concentrated_not_rank1_blocks"] = blocks(t, conc & (t["regime"] == "unclassified").to_numpy())
-        ex = t["regime_ex_first"] if "regime_ex_first" in t else pd.Series("", index=t.index)
-        measured = bool((ex != "").all())  # else -1: not measured
-        row["n_broadly_linear_ex_first"] = int((ex == "broadly linear").sum()) if measured else -1
-        row["n_outlier_concentrated_ex_first"] = int((ex == "outlier-concentrated").sum()) if measured else -1
-        row["outlier_ex_first_blocks"] = blocks(t, ex == "outlier-concentrated")
-        row.update(
-            {
-                "outlier_blocks": blocks(t, t["regime"] == "outlier-concentrated"),
-                "first_token_blocks": blocks(t, t["regime"] == "first-token-concentrated"),
-                "unclassified_blocks": blocks(t, t["regime"] == "unclassified"),
-                "outlier_first_blocks": blocks(
-                    t, (t["regime"] == "outlier-concentrated") & (t["first_var_share"] >= FIRST_TOKEN_OVERLAP)
-                ),
-                "first_share_blocks": blocks(t, t["first_var_share"] >= FIRST_TOKEN_SHARE),
-                "massive_blocks": blocks(t, t["n_massive"] > 0),
-                "top1_broadly_linear_blocks": blocks(
-                    t, (t["top1_var_share"] >= REGIME_TOP1) & (t["regime"] == "broadly linear")
-                ),
-                "max_drop_ex_top8": float((t["r2_lin"] - t["r2_ex_top8"]).max()),
-                "eff_rank_out_frac_median": float((t["eff_rank_out"] / t["d_out"]).median()),
-            }
-        )
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def input_side(
-    spectrum: pd.DataFrame, descriptors=("cond_gram", "cond_gram_test", "eff_rank_in", "dynamic_range_in")
-) -> pd.DataFrame:
-    """Per model and input descriptor: Spearman ρ with R²_lin across blocks, and its p-value."""
-    rows = []
-    for model, t in spectrum.groupby("model", sort=False):
-        for col in descriptors:
-            rho, p = spearman(t["r2_lin"], t[col])
-            rows.append({"model": model, "descriptor": col, "spearman_rho": rho, "p": p})
-    return pd.DataFrame(rows)
 
 
 def verdict_4(summary: pd.DataFrame | None, *, t=T_4) -> Verdict:  # noqa: ARG001 (its thresholds act in the summary)
@@ -148,43 +87,10 @@ RULE_4 = Rule(
 )
 
 
-def regime_replication(reps: pd.DataFrame, regimes: Iterable[str]) -> pd.DataFrame:
-    """Claim 4 on disjoint samples of text (`reps`: `linrec.analyses.spectrum.spectrum_table` rows of every model with a
-    `sample` column). Per sample, the regimes are counted (`regime_summary`) and claim 4's rule is applied over all
-    models, as on the profile's own sample. One row per model: per sample (in `samples` order) its broadly linear and
-    outlier-concentrated counts and outlier blocks, `n_samples`, `n_claim4_passes` (samples on which claim 4 holds,
-    the same number in every row) and `replication`: "holds on every sample", "fails on every sample" or
-    "sample-dependent"; `outlier_blocks_every_sample`: the blocks outlier-concentrated on every sample."""
-    require(reps, ["model", "sample", "block", "regime"], "regime_replication")
-    regimes = list(regimes)
-    samples = sorted(int(k) for k in reps["sample"].unique())
-    per_sample = {k: regime_summary(reps[reps["sample"] == k], regimes) for k in samples}
-    passes = [verdict_4(per_sample[k]).verdict == REPRODUCED for k in samples]
-    word = (
-        "sample-dependent"
-        if any(passes) != all(passes)
-        else "holds on every sample"
-        if all(passes)
-        else ("fails on every sample")
-    )
-    rows = []
-    for model in dict.fromkeys(reps["model"]):
-        got = [per_sample[k].set_index("model").loc[model] for k in samples]
-        sets = [set(str(g["outlier_blocks"]).split()) for g in got]
-        rows.append(
-            {
-                "model": model,
-                "samples": " ".join(map(str, samples)),
-                "n_samples": len(samples),
-                "n_broadly_linear": " ".join(str(int(g["n_broadly_linear"])) for g in got),
-                "n_outlier_concentrated": " ".join(str(int(g["n_outlier_concentrated"])) for g in got),
-                "outlier_blocks": " | ".join(str(g["outlier_blocks"]) or "none" for g in got),
-                "outlier_blocks_every_sample": " ".join(sorted(set.intersection(*sets), key=int)),
-                "n_claim4_passes": int(sum(passes)),
-                "replication": word,
-            }
-        )
-    return pd.DataFrame(rows)
+def claim4_holds(summary: pd.DataFrame) -> bool:
+    """Whether claim 4's rule (`RULE_4`) holds over every model of `summary` (a `regime_summary` of one sample): what
+    `linrec.analyses.spectrum.regime_replication` asks of each sample."""
+    return RULE_4(summary).verdict == REPRODUCED
 
 
 def replication_story(replication: pd.DataFrame) -> list[str]:

@@ -1,4 +1,5 @@
-"""The rules every claim is judged by: the verdict words (`VERDICTS`), every threshold as a named constant, `Rule`
+"""The rules every claim is judged by: the verdict words (`VERDICTS`), every threshold as a named constant (those a
+summary applies where it is built sit beside it in `linrec.analyses`, e.g. `MOVES_FDR`, `CLAIM7_SHORTFALL`), `Rule`
 (one claim's rule: the tables it reads, its thresholds, its verdict function and its words built from them; `judge`
 applies it to tables by name), `Verdict`, `tally`
 and the helpers the claim modules share.
@@ -22,49 +23,35 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+# read here by linrec.outputs.results (its display labels name them); set beside the summaries that apply them
+from linrec.analyses.profile import FIRST_TOKEN_OVERLAP, FIRST_TOKEN_SHARE  # noqa: F401
+from linrec.analyses.swap_summary import CLAIM6_BUDGET, SWAP_HIGH_R2  # noqa: F401
 from linrec.base.errors import LinrecError
 
-POOLED = "all"  # the model label of a summary row over every model's blocks pooled with a model effect
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "partly reproduced", "not reproduced", "not testable"
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE)
 
 # ---- thresholds (each read by one claim's rule, and named in its `Rule`) ---------------------------------
-FIRST_TOKEN_SHARE = 0.5  # a block "sits on the first token" when that token holds ≥ this share of its output variance
-FIRST_TOKEN_OVERLAP = (
-    0.2  # notebook 04: an outlier-concentrated block "overlaps" the first-token regime above this share
-)
 CLAIM1_SPAN, CLAIM1_JUMP, CLAIM1_TURNS = 0.5, 0.3, 2
-# the paper's own extremes, "ranging from near-linear (>0.99) to strongly nonlinear (<0.3) between adjacent blocks"
-# (arXiv 2606.19379, abstract; paper/claims.md): a second, stated result beside claim 1's rule
-PAPER_HIGH, PAPER_LOW = 0.99, 0.3
-# claim 1: the moves the rule counts (adjacent blocks with disjoint intervals, and the anchor-to-anchor moves of
-# `disjoint_moves`) are each tested by a paired window jackknife (t test); only those with a Benjamini–Hochberg
-# q ≤ MOVES_FDR over that family count (many blocks give many chances for two intervals to miss each other by luck)
-MOVES_FDR = 0.05
 CLAIM2_NOISE_FACTOR = 2.0  # "beyond seed noise": more than this multiple of the mean |difference| between two draws
 # 2a's minimum effect: a mean |trained − untrained| of 0.1 per block (10 points of explained variance). Three times the
 # largest shift of a block's held-out R² between two window splits measured on Gemma-3 (0.033, issue 33), so no
 # split artefact reaches it, and a tenth of the scale on which the paper calls profiles "sharply different" (R²_lin
 # from > 0.99 to < 0.3 between neighbouring blocks, claim 1).
 CLAIM2_MIN_EFFECT = 0.1
-# A random-init twin is "degenerate" when its median train − held-out gap exceeds the trained model's by more than
-# this: it memorises its train split (few effectively distinct inputs), so its held-out profile is no reference.
-CLAIM2_DEGENERATE_GAP = 0.1
-CLAIM2_FDR = 0.05  # 2b: a block stands out from a null ensemble at Benjamini–Hochberg q below this, over the blocks
 CLAIM3_MAX_GAIN = 0.05
 PREDICTOR_FWER = 0.05  # 6b: a screened predictor is named only if its Holm-adjusted p over the screen is below this
-CLAIM6_BUDGET = 1.0  # perplexity points: claim 6a's budget, and notebook 06's "within budget"
 # 6a's own-skew check: the interval end that decides (the upper for "holds", the lower for "fails") may miss the truth
 # in at most this share of resamples of the chosen swap's own held-out windows (`own_skew_check`): half of what the
 # methods table's 0.93 floor allows a two-sided interval to miss
 CLAIM6_OWN_MISS = 0.035
-CLAIM7_SHORTFALL, CLAIM7_SHARE = 0.01, 0.25
+CLAIM7_SHARE = 0.25  # 7a: reproduced where that share of all blocks or more is short (CLAIM7_SHORTFALL)
 # Claim 7b, on the constructed dose (one block re-expressed at chosen κ, the same ceiling): the shortfall (ceiling −
 # the better tuned optimiser's held-out R²) at one budget, regressed on log10 κ over the dose's levels
 # (`linrec.analyses.uncertainty.trend_slope`); the rise is the slope times the decades the dose spans. The budget is
-# chosen on train rows (`linrec.claims.probe.dose_budget`): the first checkpoint at which the smallest κ's validation
-# R² comes within linrec.analyses.pitfall.REACHED of the best it reaches. Until 2026-11-29 it was where the smallest κ's
-# held-out R² reached the ceiling, a choice made on the held-out split (rules-changelog). The dose
+# chosen on train rows (`linrec.analyses.probe_summary.dose_budget`): the first checkpoint at which the smallest κ's
+# validation R² comes within linrec.analyses.pitfall.REACHED of the best it reaches. Until 2026-11-29 it was where the
+# smallest κ's held-out R² reached the ceiling, a choice made on the held-out split (rules-changelog). The dose
 # is "flat" when the 90 % interval of the rise lies inside ±CLAIM7B_FLAT (two one-sided tests at 5 %): the largest κ
 # is shown within a reached fit's tolerance of the smallest, so no rise a fit could register is left. It "rises" when
 # the 95 % interval of the slope lies above 0 and it is not flat.
@@ -126,10 +113,6 @@ ZOO_RULE = (
     "(learned), not reproduced if every one agrees with it (not learned); not testable otherwise. A reproduced that "
     "the layout's setting of the level qualifies is partly (the convention's level counts, as for claim 5)"
 )
-SWAP_HIGH_R2 = 0.9  # notebook 06: "high R²_lin" blocks, checked against the +1 budget
-MIDDLE_SHARE = 0.5  # notebook 06: ρ "within the middle blocks" uses the middle half of the stack
-FIRST_VARIANTS = ("map", "ffn", "mean")  # notebook 06's position variants (linrec.inputs.surgery.FIRST_MODES)
-GAUSSIAN_DROP = 0.1  # notebook 07: a block "loses" on Gaussian inputs when its R² falls by more than this
 
 SEEDS_RULE = (
     "each comparison of two profiles (paired window jackknife) is split by the shape-and-level convention: the raw "
@@ -271,23 +254,11 @@ def joined(parts) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
 
 
-def blocks(t: pd.DataFrame, mask) -> str:
-    """Block numbers where `mask` holds, space-separated ("" for none): identifiers, not a formatted number."""
-    return " ".join(str(int(b)) for b in t.loc[mask, "block"])
-
-
+# linrec.base.tables.require, written here too: a rule's hash covers the linrec.claims code its verdict calls
 def require(t: pd.DataFrame, cols: Iterable[str], what: str) -> None:
     missing = sorted(set(cols) - set(t.columns))
     if missing:
         raise LinrecError(f"{what} needs columns {missing}; give the table the notebook writes")
-
-
-def spearman(a, b) -> tuple[float, float]:
-    """Spearman ρ and its p-value (scipy); NaN for a constant input (an all-inf κ included), without a warning."""
-    if len(np.unique(np.asarray(a, dtype=float))) < 2 or len(np.unique(np.asarray(b, dtype=float))) < 2:
-        return np.nan, np.nan
-    r = stats.spearmanr(a, b)
-    return float(r[0]), float(r[1])
 
 
 def tally_decided(words: list[str], yes: str, undecided: str) -> str:

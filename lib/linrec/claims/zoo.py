@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from linrec.analyses.uncertainty import POOLED
 from linrec.analyses.zoo import converged_runs
 from linrec.base.errors import LinrecError
 from linrec.claims.learned import comparison_words
@@ -26,7 +27,6 @@ from linrec.claims.rules import (
     NOT_REPRODUCED,
     NOT_TESTABLE,
     PARTLY,
-    POOLED,
     REPRODUCED,
     ZOO_FACTORS,
     require,

@@ -11,8 +11,8 @@ import pandas as pd
 from pandas.io.formats.style import Styler
 
 from linrec.analyses.large_n import curve_sentence
+from linrec.analyses.profile import FIRST_TOKEN_SHARE
 from linrec.base.tables import load_table
-from linrec.claims.rules import FIRST_TOKEN_SHARE
 from linrec.outputs.report_figures import stale_tables
 
 R2_COLUMNS = ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "first_var_share", "r2_ex_first",

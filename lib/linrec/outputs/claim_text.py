@@ -12,22 +12,15 @@ import numpy as np
 import pandas as pd
 
 from linrec.analyses.large_n import curve_sentence
+from linrec.analyses.profile import FIRST_TOKEN_SHARE
 from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
-from linrec.analyses.uncertainty import correlation_outcome
+from linrec.analyses.uncertainty import POOLED, correlation_outcome
 from linrec.claims.bands import lean_text
 from linrec.claims.learned import combine_2a, comparison_words
 from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING, SUFFICIENT
 from linrec.claims.profile import claim1_counts
-from linrec.claims.rules import (
-    FIRST_TOKEN_SHARE,
-    NOT_TESTABLE,
-    POOLED,
-    Rule,
-    Verdict,
-    joined,
-    judge,
-)
+from linrec.claims.rules import NOT_TESTABLE, Rule, Verdict, joined, judge
 from linrec.claims.swap import UNCHECKED, own_words
 from linrec.outputs.results import Results, fmt, listed, other_profile, replicated
 from linrec.outputs.zoo_text import seeds_row, zoo_2a, zoo_pooled

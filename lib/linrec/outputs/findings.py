@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from linrec.claims.rules import GAUSSIAN_DROP
+from linrec.analyses.controls import GAUSSIAN_DROP
 from linrec.outputs.catalog import build, of_study
 from linrec.outputs.claim_text import Claim
 from linrec.outputs.results import Results

@@ -1,5 +1,6 @@
 """The report's methods section: how often the intervals the verdicts read cover the truth (results table
-`calibration`, written by notebook 09 through `coverage` below; issue 45), and the section in words."""
+`calibration`, measured by `linrec.analyses.coverage.coverage` and written by notebook 09 through `write_calibration`
+below; issue 45), and the section in words."""
 
 from __future__ import annotations
 
@@ -9,28 +10,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from linrec.analyses.calibration import (
-    COVERAGE_FLOOR,
-    DELTA_PPL,
-    FITTED_MAP,
-    NOMINAL,
-    REFIT,
-    REFIT_WIDTH,
-    R2Plant,
-    coverage_table,
-    dependence,
-    refit_draws,
-    window_table,
-)
+from linrec.analyses.calibration import COVERAGE_FLOOR, DELTA_PPL, FITTED_MAP, NOMINAL, REFIT, REFIT_WIDTH, refit_draws
+from linrec.analyses.coverage import coverage
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.base.errors import StaleTableError
-from linrec.base.tables import load_table, load_with_timings, save_table
+from linrec.base.tables import load_table, save_table
 from linrec.claims.rules import CLAIM6_OWN_MISS, judge
 from linrec.claims.swap import RULE_6A
-from linrec.collect.config import CaptureConfig
 from linrec.outputs.results import Results
-from linrec.stats.jackknife import skewness
-from linrec.studies.routing import study_r2
 
 
 def _pct(x) -> str:
@@ -206,135 +192,20 @@ def _fitted_map_lines(window) -> list[str]:
 
 
 # ---- the measured coverage of every interval procedure a verdict reads (issue 45) ---------------------------------
-def _series_settings(what: str, kind: str, t: pd.DataFrame, a: str, b, models: str = "model") -> list[dict]:
-    """Settings for `correlation_coverage` at each model's number of blocks and its own dependence (the mean AR(1)
-    coefficient of the two series through depth), and one for the models pooled. A series of 3 blocks or fewer is
-    left out: its Fisher interval has no degrees of freedom, so the correlation carries no interval (its verdict
-    reads "inconclusive") and there is no coverage to measure."""
-
-    out = []
-    for model, g in t.groupby(models, sort=False):
-        if len(g) <= 3:
-            continue
-        g = g.sort_values("block")
-        yb = g[b] if isinstance(b, str) else b(g)
-        phi = round((dependence(g[a]) + dependence(yb)) / 2, 2)
-        out.append({"what": f"{what}: {model}", "n": len(g), "phi": phi, "kind": kind})
-    if len(out) > 1:
-        n = int(round(sum(o["n"] for o in out) / len(out)))
-        phi = round(sum(o["phi"] for o in out) / len(out), 2)
-        out.append({"what": f"{what}: models pooled", "n": n, "phi": phi, "kind": kind, "models": len(out)})
-    return out
-
-
-def coverage_settings(results_dir: str | Path) -> list[dict]:
-    """One simulation setting per across-block correlation a verdict reads in `results_dir`, at the data's own
-    number of blocks and dependence: claim 3 (Pearson r(1 − R²_lin, gain)), 6b (Spearman ρ(R²_lin, ΔPPL) and the
-    partial ρ given depth), 7b (ρ(log κ, shortfall)), routing (ρ(R²_lin, routable share))."""
-
-    d = Path(results_dir)
-    out = []
-    probe = load_with_timings("probe", d)
-    if probe is not None and len(probe):
-        probe = probe.assign(nonlin=1 - probe["r2_lin_rows"])
-        out += _series_settings("claim 3, r(1 − R²_lin, gain)", "pearson", probe, "nonlin", "gain")
-        short = lambda g: g["r2_ceiling_rows"] - g[["r2_trained_adam", "r2_trained_sgd"]].max(axis=1)  # noqa: E731
-        out += [s for s in _series_settings("claim 7b, ρ(log κ, shortfall)", "spearman",
-                                            probe.assign(log_cond=np.log10(probe["cond_gram"])), "log_cond", short)
-                if "pooled" not in s["what"]]  # fmt: skip
-    values, swap = load_with_timings("swap_predictor_values", d), load_with_timings("swap", d)
-    if values is not None and swap is not None and len(values):
-        rows = swap[swap["first"] == "map"] if "first" in swap.columns else swap
-        t = values.merge(rows[["model", "block", "delta_ppl"]], on=["model", "block"])
-        out += _series_settings("claim 6b, ρ(R²_lin, ΔPPL)", "spearman", t, "r2_lin", "delta_ppl")
-        out += _series_settings("claim 6b, partial ρ given depth", "partial", t, "r2_lin", "delta_ppl")
-    try:
-        routable, r2 = load_with_timings("routing_routable", d), _study_r2(d)
-    except StaleTableError:  # notebook 06's routing predates today's columns: no setting until it is rerun
-        routable = r2 = None
-    if routable is not None and r2 is not None and len(routable):
-        t = routable.merge(r2[["model", "block", "r2_lin"]], on=["model", "block"])
-        out += [s for s in _series_settings("routing, ρ(R²_lin, routable share)", "spearman", t, "r2_lin",
-                                            "routable_pct1") if "pooled" not in s["what"]]  # fmt: skip
-    return out
-
-
-def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """The measured coverage of every interval a verdict in `results_dir` reads: each across-block correlation
-    simulated at its data's number of blocks and dependence (`coverage_settings`), at ρ = 0 (where "no effect" and a
-    false "effect" are also counted), and each window interval at the run's number of held-out windows
-    (`linrec.analyses.calibration.window_table`) — the report's methods table (results table `calibration`)."""
-
-    table = coverage_table(coverage_settings(results_dir), reps=reps, seed=seed)
-    cap = load_table("capture", results_dir)
-    if cap is not None and len(cap):  # the window intervals, at this run's number of held-out windows
-        seq_len = window_length(load_table("r2_lin", results_dir))
-        n_windows = int(cap["n_test_rows"].min()) // seq_len
-        swap = load_table("swap", results_dir)
-        # the swap table counts predicted tokens: seq_len − 1 per window
-        swap_windows = (int(swap["n_test_tokens"].min()) // (seq_len - 1)
-                        if swap is not None and len(swap) else None)  # fmt: skip
-        table = pd.concat([table, window_table(n_windows, reps=max(reps // 2, 50), seed=seed, swap_windows=swap_windows,
-                                               observed=own_windows(results_dir), plant=R2Plant(
-                                                   rows_per_parameter(cap), min(REFIT_WIDTH, int(cap["d_model"].min())),
-                                                   largest_icc(load_table("window_icc", results_dir)), seq_len))],
-                          ignore_index=True)  # fmt: skip
-    # ΔPPL's misses below (`upper_covers` is tabled) and the refit row's own diagnostics, not tabled
-    return table.drop(columns=["miss_below", "miss_below_before", "coverage95_map", "truth", "truth_se"],
-                      errors="ignore")  # fmt: skip
-
-
-def rows_per_parameter(capture: pd.DataFrame) -> float:
-    """The fewest train rows per parameter of one output's affine map (n_train_rows / (d_model + 1)) over the
-    capture table's models: the ratio at which the methods table refits its planted blocks (SmolLM2-135M in the
-    default: 16,384 / 577 = 28.4)."""
-    return float((capture["n_train_rows"] / (capture["d_model"] + 1)).min())
-
-
-def window_length(r2: pd.DataFrame | None) -> int:
-    """The run's positions a window (its seq_len): held-out rows over held-out windows in `r2_lin`; the capture's
-    default where the table is absent."""
-    if r2 is None or r2.empty:
-        return CaptureConfig.seq_len
-    return int(round(float((r2["n_test"] / r2["n_test_windows"]).median())))
-
-
-def largest_icc(icc: pd.DataFrame | None) -> float:
-    """The largest residual intraclass correlation within a window over the blocks of `window_icc` (notebook 01's
-    table), rounded up to 0.005: what the methods table's planted R²_lin blocks share within a window; 0 (independent
-    rows) where the table is absent or empty (a run before it, or a capture that kept no rows)."""
-    x = pd.Series(np.nan if icc is None or icc.empty else icc["resid_icc"], dtype=float).dropna()
-    return 0.0 if x.empty else float(np.ceil(x.max() * 200) / 200)
-
-
-def own_windows(results_dir: str | Path) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(label, per-window base losses, swapped losses) of the swaps whose own windows the methods table resamples:
-    each model's block that claim 6a reads (its verdict's chosen block) and the swap whose costs are the most
-    right-skewed (G₁) of `results_dir`'s `swap_windows`; [] without the table (runs before issue 64) or with fewer
-    than 4 windows a swap."""
+def claim_6a_blocks(results_dir: str | Path) -> list[tuple[str, str]]:
+    """(model, block) of each model's block claim 6a reads in `results_dir` (its verdict's chosen block, `RULE_6A`):
+    the swaps whose own windows `coverage` resamples; none where the run stored no per-window losses."""
     w = load_table("swap_windows", results_dir)
     if w is None or w.empty:
         return []
-    sets = {(m, str(s)): g.sort_values("window") for (m, s), g in w.groupby(["model", "swap"], sort=False)}
-    sets = {k: g for k, g in sets.items() if len(g) >= 4}
     tables = {n: load_table(n, results_dir) for n in ("swap", "swap_predictor_values")}
-    chosen = [(e["model"], str(e["chosen_block"])) for e in judge(RULE_6A, tables).evidence]
-    out = [(f"{m}, block {b}, claim 6a's", sets[(m, b)]) for m, b in chosen if (m, b) in sets]
-    if sets:
-        cost = {k: skewness(g["loss_swapped"] - g["loss_base"]) for k, g in sets.items()}
-        (m, s) = max(cost, key=cost.get)
-        out.append((f"{m}, swap {s}, the most skewed", sets[(m, s)]))
-    return [(label, g["loss_base"].to_numpy(float), g["loss_swapped"].to_numpy(float)) for label, g in out]
+    return [(e["model"], str(e["chosen_block"])) for e in judge(RULE_6A, tables).evidence]
 
 
 def write_calibration(results_dir: str | Path, seed: int = 0, reps: int = 1000) -> pd.DataFrame:
-    """`coverage(results_dir, reps, seed)` written as the results table `calibration` in `results_dir` (notebook 09's
-    first step: the report's methods section reads it); the table."""
-    table = coverage(results_dir, reps=reps, seed=seed)
+    """`coverage(results_dir, reps, seed)`, claim 6a's own windows resampled (`claim_6a_blocks`), written as the
+    results table `calibration` in `results_dir` (notebook 09's first step: the report's methods section reads it);
+    the table."""
+    table = coverage(results_dir, reps=reps, seed=seed, chosen=claim_6a_blocks(results_dir))
     save_table(table, "calibration", results_dir)
     return table
-
-
-def _study_r2(d: Path) -> pd.DataFrame | None:
-    """`r2_lin`'s rows of the corpus the swap study ran on (`linrec.studies.routing.study_r2`)."""
-    return study_r2(load_with_timings("r2_lin", d), load_table("swap", d))

@@ -16,7 +16,7 @@ from linrec.outputs.plots import legend_below, save
 
 def fig3_bilinear_gain(table, summary, stem: str | Path | None = None):
     """Figure 3: residual nonlinearity (1 − R²_lin) vs the rank-k bilinear probe's gain, per block; the title gives
-    each model's Pearson r with its 95 % CI (`summary`: `linrec.claims.probe.probe_summary`)."""
+    each model's Pearson r with its 95 % CI (`summary`: `linrec.analyses.probe_summary.probe_summary`)."""
     sns.set_theme(style="whitegrid", context="paper")
     t = table.assign(nonlinearity=1 - table["r2_lin_rows"])
     fig, ax = plt.subplots(figsize=(5.6, 3.9))

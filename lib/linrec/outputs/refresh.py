@@ -1,6 +1,7 @@
 """Recompute a results folder's summary tables from its per-block tables with today's procedures: each stage's
 `summarise` (the function its study calls after measuring, `linrec.studies.base.Summary`) on the folder's tables,
-then the coverage of the intervals the verdicts read (`linrec.outputs.methods.coverage`); no model is needed.
+then the coverage of the intervals the verdicts read (`linrec.analyses.coverage.coverage`, claim 6a's own windows
+resampled: `linrec.outputs.methods.claim_6a_blocks`); no model is needed.
 
     python -m linrec.outputs.refresh results/full
 """
@@ -10,9 +11,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from linrec.analyses.coverage import coverage, coverage_settings
 from linrec.base.errors import LinrecError, StaleTableError
 from linrec.base.tables import load_as_written, load_with_timings, save_table, table_path
-from linrec.outputs.methods import coverage, coverage_settings
+from linrec.outputs.methods import claim_6a_blocks
 from linrec.stats import N_BOOT
 from linrec.studies import controls, corpora, probe, routing, swap, training
 from linrec.studies.base import Settings
@@ -41,7 +43,7 @@ def refresh(results_dir: str | Path, n_boot: int = N_BOOT, seed: int = 0) -> lis
                 save_table(table, name, d)
                 tables[name], done = table, [*done, name]
     if coverage_settings(d):
-        save_table(coverage(d), "calibration", d)
+        save_table(coverage(d, chosen=claim_6a_blocks(d)), "calibration", d)
         done.append("calibration")
     return done
 

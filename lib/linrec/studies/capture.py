@@ -63,7 +63,7 @@ def window_icc_table(name: str, capture: Capture) -> pd.DataFrame | None:
     """One row per block of `capture`: the intraclass correlation within a held-out window (`window_icc`) of its
     affine map's residuals y − Wᵀx − b and of its inputs x, on the stored held-out rows (float64); None where the
     capture kept no rows. A block whose fit failed at capture time is left out. The methods table's planted blocks
-    take the largest residual value (`linrec.outputs.methods.coverage`): rows of one window alike beyond what the map
+    take the largest residual value (`linrec.analyses.coverage.coverage`): rows of one window alike beyond what the map
     explains are what a window jackknife resamples together, and what makes a refit vary more than independent rows
     would."""
     if not capture.config.sample_rows or capture.path is None:

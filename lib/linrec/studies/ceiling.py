@@ -9,11 +9,12 @@ profile holds on fresh text.
   train size, mean of the split seeds with the large-n estimate, `linrec.analyses.large_n.curve_summary`),
   `r2_curve_runs` (every seed's numbers) and `r2_curve_overview` (one row per model, at `ref_tokens`);
 - `r2_moves`: every move between adjacent blocks that claim 1's rule counts, each with its paired window-jackknife
-  test (`linrec.claims.profile.move_tests`), on all positions and without each window's first;
+  test (`linrec.analyses.profile.move_tests`), on all positions and without each window's first;
 - `r2_lin_summary`: claim 1's numbers on the profile `p.profile` names ("capture", or "curve": R²_lin at the curve's
   largest size) and, where the curve ran, `r2_lin_summary_other` on the other one;
 - with `p.replicate_samples`, `r2_replicates` (the profile on each disjoint stretch of text, sample 0 being the one
-  above) and `r2_replicates_summary` (`linrec.claims.profile.replication_summary`).
+  above) and `r2_replicates_summary` (`linrec.analyses.profile.replication_summary`, claim 1's rule on each:
+  `linrec.claims.profile.claim1_holds`).
 A part the profile switches off leaves its fields `None` (not written)."""
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from typing import ClassVar
 import pandas as pd
 
 from linrec.analyses.large_n import CURVE_N_BOOT, curve_overview, curve_summary, curve_table, with_profile
+from linrec.analyses.profile import move_tests, profile_summary, replication_summary
 from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.base.errors import LinrecError
-from linrec.claims.profile import move_tests, profile_summary, replication_summary
+from linrec.claims.profile import claim1_holds
 from linrec.collect.capture import Capture, get_capture, replicate_captures
 from linrec.collect.curves import CurveConfig, get_curve
 from linrec.studies.base import Result
@@ -118,7 +120,7 @@ def replicates(p: Profile, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFr
     samples = replicate_captures([p.capture_config(m) for m in p.models], p.replicate_samples, p.capture_run())
     reps = [table.assign(sample=0), *(ceiling_table(c).assign(sample=k) for (_, k), c in samples.items())]
     reps = pd.concat(reps, ignore_index=True)
-    return reps, replication_summary(reps)
+    return reps, replication_summary(reps, claim1_holds)
 
 
 def run(p: Profile) -> CeilingResult:

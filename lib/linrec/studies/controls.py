@@ -5,7 +5,7 @@ it carried by the block's own weights or by the inputs it sees?
 code path as R²_lin (`linrec.analyses.controls`, `linrec.analyses.decomposition`):
 
 1. random-init twins (`p.init_seeds`): `controls_random_init` (every profile, trained and untrained) and its summary
-   (`linrec.claims.learned.random_init_summary`);
+   (`linrec.analyses.controls.random_init_summary`);
 2. each trained FFN on Gaussian inputs with its inputs' moments and on the next block's inputs
    (`input_controls`, on `p.control_rows` rows): `controls_inputs` and `controls_inputs_summary`;
 3. cross feeding (`cross_feed_pairs`, only where `p.cross_feeding`): `controls_cross_feed` and its summary, else
@@ -13,7 +13,7 @@ code path as R²_lin (`linrec.analyses.controls`, `linrec.analyses.decomposition
 4. with each block's norm gain folded into its FFN, the null ensembles and the cross matrix (`inputs_or_weights`, on
    `p.decomposition_rows` rows): `controls_weight_nulls`, `controls_cross_matrix`, `controls_null_blocks`,
    `controls_decomposition` (`decomposition` with its intervals), `controls_decomposition_bands` (the weights −
-   inputs share at every band the matrix holds, `linrec.claims.bands.band_table`, with each band's own window
+   inputs share at every band the matrix holds, `linrec.analyses.decomposition.band_table`, with each band's own window
    bootstrap, `band_windows`) and `controls_learned`, the tables claims 2a and 2b are judged on (`RULE_2A`,
    `RULE_2B`);
 
@@ -26,18 +26,27 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from linrec.analyses.controls import MapScores, cross_feed_pairs, input_controls, twin_pairs
-from linrec.analyses.decomposition import InputsOrWeights, NullDraws, band_windows, decomposition, inputs_or_weights
+from linrec.analyses.controls import (
+    MapScores,
+    cross_feed_pairs,
+    input_control_summary,
+    input_controls,
+    learned_summary,
+    random_init_summary,
+    twin_pairs,
+)
+from linrec.analyses.decomposition import (
+    InputsOrWeights,
+    NullDraws,
+    band_table,
+    band_windows,
+    decomposition,
+    decomposition_intervals,
+    inputs_or_weights,
+    null_blocks,
+)
 from linrec.analyses.recoverability import ceiling_table
 from linrec.base.registry import TABLES
-from linrec.claims.bands import band_table
-from linrec.claims.learned import (
-    decomposition_intervals,
-    input_control_summary,
-    learned_summary,
-    null_blocks,
-    random_init_summary,
-)
 from linrec.collect.capture import get_capture
 from linrec.collect.config import CaptureConfig, CaptureRun
 from linrec.inputs.models import load_model, random_init_spec

@@ -1,17 +1,17 @@
 """Notebook 03's study (the paper's Fig. 3; claims 3, 7a and 7b): what the closed-form map misses, probed two ways.
 
 `run_probe(p)` reads each model's capture (its stored rows: the probe and the trained baselines fit them) and writes
-claim 3's tables: `probe` (per block: the rank-`p.rank` bilinear probe's R²_poly and gain, the closed-form quadratic
-on the top input components, the trained Adam and SGD baselines beside the ceiling on the same rows;
+claim 3's tables: `probe` (per block: the rank-`p.rank` bilinear probe's R²_poly and gain, the closed-form quadratic on
+the top input components, the trained Adam and SGD baselines beside the ceiling on the same rows;
 `linrec.analyses.probe.probe_table`), `probe_ranks` (the probe at each of `p.probe_ranks` on three blocks per model,
-`rank_sweep`) and `probe_summary` (`linrec.claims.probe.probe_summary`); with `p.probe_without_first`, the same
-probe on the rows at positions ≥ 1 (`probe_ex_first`, `probe_summary_ex_first`).
+`rank_sweep`) and `probe_summary` (`linrec.analyses.probe_summary.probe_summary`); with `p.probe_without_first`, the
+same probe on the rows at positions ≥ 1 (`probe_ex_first`, `probe_summary_ex_first`).
 
-`run_pitfall(p, probed)` writes claim 7's: on each model's `p.mechanism_k` best- and worst-conditioned blocks the
-budget curve (`pitfall_budget`, `linrec.analyses.pitfall.budget_table`), on its median-κ block the dose–response by
+`run_pitfall(p, probed)` writes claim 7's: on each model's `p.mechanism_k` best- and worst-conditioned blocks the budget
+curve (`pitfall_budget`, `linrec.analyses.pitfall.budget_table`), on its median-κ block the dose–response by
 construction (`pitfall_dose`, `dose_table`), both chosen by the train split's κ from the probe table, and
-`pitfall_summary` (`linrec.claims.probe.pitfall_summary`: 7a from the probe table's trained baselines, 7b from the
-two measurements). `run(p)` is both, in that order.
+`pitfall_summary` (`linrec.analyses.probe_summary.pitfall_summary`: 7a from the probe table's trained baselines, 7b from
+the two measurements). `run(p)` is both, in that order.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import pandas as pd
 
 from linrec.analyses.pitfall import PitfallSample, budget_table, dose_table, log_steps, median_block
 from linrec.analyses.probe import mechanism_blocks, probe_table, rank_sweep, sweep_blocks
-from linrec.claims.probe import POOLED, pitfall_summary, probe_summary
+from linrec.analyses.probe_summary import pitfall_summary, probe_summary
+from linrec.analyses.uncertainty import POOLED
 from linrec.collect.capture import Capture, get_capture
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile

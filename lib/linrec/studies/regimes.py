@@ -1,12 +1,13 @@
 """Notebook 04's study (the paper's Fig. 4, claim 4): two regimes behind a high R²_lin, rank and outliers.
 
-`run(p)` reads each model's capture (statistics only: the regimes need no raw rows, so any cached capture of the
-text serves, `linrec.collect.reuse`) and writes `spectrum` (per block: per-feature R², effective ranks, the top
-features' and the first position's shares, the input side, the regime; `linrec.analyses.spectrum.spectrum_table`),
-`spectrum_summary` (per model: the regimes counted, `linrec.claims.regimes.regime_summary`) and `spectrum_inputs`
-(Spearman ρ of R²_lin with the input descriptors, `input_side`); with `p.replicate_samples`, the same on each
-disjoint sample of text (`spectrum_replicates`) and claim 4's rule on each (`spectrum_replicates_summary`,
-`regime_replication`). The result also holds what the notebook's figures and tables of single blocks read.
+`run(p)` reads each model's capture (statistics only: the regimes need no raw rows, so any cached capture of the text
+serves, `linrec.collect.reuse`) and writes `spectrum` (per block: per-feature R², effective ranks, the top features' and
+the first position's shares, the input side, the regime; `linrec.analyses.spectrum.spectrum_table`), `spectrum_summary`
+(per model: the regimes counted, `linrec.analyses.spectrum.regime_summary`) and `spectrum_inputs` (Spearman ρ of R²_lin
+with the input descriptors, `input_side`); with `p.replicate_samples`, the same on each disjoint sample of text
+(`spectrum_replicates`) and claim 4's rule on each (`spectrum_replicates_summary`, `regime_replication` with
+`linrec.claims.regimes.claim4_holds`). The result also holds what the notebook's figures and tables of single blocks
+read.
 """
 
 from __future__ import annotations
@@ -16,9 +17,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from linrec.analyses.spectrum import REGIME_TOP1, REGIMES, block_anatomy, spectrum_table
-from linrec.claims.regimes import input_side, regime_replication, regime_summary
-from linrec.claims.rules import FIRST_TOKEN_OVERLAP
+from linrec.analyses.profile import FIRST_TOKEN_OVERLAP
+from linrec.analyses.spectrum import (
+    REGIME_TOP1,
+    REGIMES,
+    block_anatomy,
+    input_side,
+    regime_replication,
+    regime_summary,
+    spectrum_table,
+)
+from linrec.claims.regimes import claim4_holds
 from linrec.collect.capture import Capture, get_capture, replicate_captures
 from linrec.stats.moments import Moments
 from linrec.studies.base import Result
@@ -91,7 +100,7 @@ def replicates(p: Profile, spectrum: pd.DataFrame) -> tuple[pd.DataFrame, pd.Dat
     samples = replicate_captures([p.capture_config(m) for m in p.models], p.replicate_samples, p.capture_run())
     reps = [spectrum.assign(sample=0), *(spectrum_table(c).assign(sample=k) for (_, k), c in samples.items())]
     reps = pd.concat(reps, ignore_index=True)
-    return reps[["sample", *REPLICATE_COLUMNS]], regime_replication(reps, REGIMES)
+    return reps[["sample", *REPLICATE_COLUMNS]], regime_replication(reps, REGIMES, claim4_holds)
 
 
 def run(p: Profile) -> RegimesResult:

@@ -3,7 +3,8 @@ map, from the per-model runs of the swap study (`linrec.studies.swap`), and the 
 
 `tables` stacks the models' routing results into `routing_gates`, `routing_curve` and `routing_routable`
 (`linrec.analyses.routing`), `routing_identity`, `routing_split_auc` and `routing_split_ppl`
-(`linrec.analyses.token_context`), and judges them (`routing_summary`, `routing_anchor`: `linrec.claims.routing`);
+(`linrec.analyses.token_context`), summarises them (`routing_summary`: `linrec.analyses.routing`) and judges them
+(`routing_anchor`: `linrec.claims.routing`);
 each is None where the profile routes no block (`route_blocks: 0`). `routing_heal` holds the healed swaps of the
 models (`heal`) and of the cached runs of params/training.yaml (`heal_trained`, `heal_trained_runs`); None where
 neither heals anything."""
@@ -15,9 +16,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from linrec.analyses.healing import Heal, cached_runs
+from linrec.analyses.routing import routing_summary, study_r2
 from linrec.analyses.swap_run import ModelSwapRun, SwapSettings, heal_run
 from linrec.base.errors import LinrecError
-from linrec.claims.routing import anchor_table, heal_table, routing_summary
+from linrec.claims.routing import anchor_table, heal_table
 from linrec.collect.config import CaptureConfig
 from linrec.inputs.training import profile_configs
 from linrec.studies.base import Result, Settings, Summary, Tables
@@ -116,15 +118,6 @@ def tables(
         out.notes += [] if out.trained else [NO_TRAINED_RUNS]
     out.routing_heal = heal_table(pd.concat(healed, ignore_index=True)) if healed else None
     return out
-
-
-def study_r2(r2: pd.DataFrame | None, swap: pd.DataFrame | None) -> pd.DataFrame | None:
-    """`r2_lin`'s rows of the corpus the swap study ran on (notebook 06's ceilings): the swap table's corpus, else the
-    first in `r2`; None without `r2`."""
-    if r2 is None or "corpus" not in r2.columns or not len(r2):
-        return r2
-    corpus = swap["corpus"].iloc[0] if swap is not None and "corpus" in swap.columns and len(swap) else None
-    return r2[r2["corpus"] == (corpus if corpus is not None else r2["corpus"].iloc[0])]
 
 
 def summarise(tables: Tables, p: Settings) -> Tables:

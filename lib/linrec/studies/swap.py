@@ -4,10 +4,10 @@ reporting; then the per-token routing, token-or-context and healing of the ancho
 
 `run(p)` runs `linrec.analyses.swap_run.run_model` on each of `p.models` (one model in memory at a time) and writes
 `swap` (held-out ΔPPL per block and position variant), `swap_params`, `swap_safety`, `swap_predictor_values` and
-`swap_predictors` (claim 6b's screen, `linrec.claims.swap`), `swap_first` (where the profile runs position variants),
-`swap_rank_curve`, `swap_greedy` and `swap_greedy_steps`, `swap_windows` (the per-window losses of every held-out
-ΔPPL) and `swap_skew` (their skew per swapped set, `linrec.analyses.swap.window_skew`), `swap_reload` (the saved
-model's perplexity read back) and `swap_timings`; the routing and healing tables are its `routing` result's
+`swap_predictors` (claim 6b's screen, `linrec.analyses.swap_summary`), `swap_first` (where the profile runs position
+variants), `swap_rank_curve`, `swap_greedy` and `swap_greedy_steps`, `swap_windows` (the per-window losses of every
+held-out ΔPPL) and `swap_skew` (their skew per swapped set, `linrec.analyses.swap.window_skew`), `swap_reload` (the
+saved model's perplexity read back) and `swap_timings`; the routing and healing tables are its `routing` result's
 (`linrec.studies.routing.RoutingResult`). The findings in words are `linrec.outputs.findings`' (claims 6a and 6b as
 the catalog words them, the rest beside them), from these tables."""
 
@@ -22,15 +22,9 @@ from linrec.analyses.healing import Heal
 from linrec.analyses.routing import share_grid
 from linrec.analyses.swap import rewindowed, window_skew
 from linrec.analyses.swap_run import ModelSwapRun, RouteSettings, SwapSettings, run_model
+from linrec.analyses.swap_summary import first_position_effect, swap_params, swap_predictors, swap_safety
 from linrec.claims.rules import Verdict, judge
-from linrec.claims.swap import (
-    RULE_6A,
-    RULE_6B,
-    first_position_effect,
-    swap_params,
-    swap_predictors,
-    swap_safety,
-)
+from linrec.claims.swap import RULE_6A, RULE_6B
 from linrec.studies import routing
 from linrec.studies.base import Result, Settings, Summary, Tables
 from linrec.studies.stages import Profile

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from linrec.analyses.factors import block_parameters, components, distance_table, final_profiles, run_factors
+from linrec.analyses.probe_summary import probe_summary
 from linrec.analyses.seeds import (
     capture_checkpoints,
     checkpoint_table,
@@ -40,8 +41,9 @@ from linrec.analyses.seeds import (
     distance_over_training,
     from_profiles,
 )
-from linrec.analyses.spectrum import REGIMES
+from linrec.analyses.spectrum import REGIMES, regime_summary
 from linrec.analyses.swap import SwapSettings
+from linrec.analyses.swap_summary import swap_predictors
 from linrec.analyses.zoo import (
     block_table,
     converged_runs,
@@ -60,9 +62,6 @@ from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, load_timings
 from linrec.base.threads import free_cpus
 from linrec.claims.learned import comparison_words, seeds_verdict
-from linrec.claims.probe import probe_summary
-from linrec.claims.regimes import regime_summary
-from linrec.claims.swap import swap_predictors
 from linrec.claims.zoo import pooled_claims, zoo_verdict
 from linrec.collect.config import CaptureConfig
 from linrec.collect.reuse import REFERENCE_SECONDS, duration
