@@ -54,7 +54,7 @@ models, corpus, capture, seed, profile, figures_dir = p.models, p.corpus, p.capt
 # %%
 from IPython.display import display
 
-from linrec.app.profile import measured_elsewhere
+from linrec.app.profile import quoted
 from linrec.base.files import project_root
 from linrec.outputs.catalog import rule
 from linrec.outputs.ceiling_text import (
@@ -70,7 +70,6 @@ from linrec.outputs.results import labelled
 from linrec.studies import ceiling as study
 
 root = project_root()
-here = dict(corpus=corpus, models=models, seed=seed, capture=capture)  # what another profile must share to be quoted
 
 # %% [markdown]
 # ## One block by hand, first
@@ -141,7 +140,7 @@ if result.r2_curve is not None:
     fig = fig2c_learning_curves(result.r2_curve, root / figures_dir / "fig2c_learning_curves", result.ref_tokens)
     print(curve_text(result.r2_curve_overview))
     display(labelled(result.r2_curve_overview.set_index("model").T).round(4))
-elif note := curve_elsewhere(root, measured_elsewhere(root, "curve", **here)):
+elif note := curve_elsewhere(quoted("r2_curve_overview", p, root)):
     print(note)
 
 # %% [markdown]
@@ -224,7 +223,7 @@ labelled(result.summaries()).round(3)
 if result.r2_replicates_summary is not None:
     print(replication_text(result.r2_replicates_summary))
 else:
-    print(replication_elsewhere(root, measured_elsewhere(root, "full", **here)))
+    print(replication_elsewhere(quoted("r2_replicates_summary", p, root)))
 
 # %% [markdown]
 # ## Held out by window or by document

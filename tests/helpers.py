@@ -467,8 +467,9 @@ def claims_1_3_results(
 
 def project_with_a_curve_run(tmp_path: Path, stale: bool) -> tuple[Path, str]:
     """A project folder (pyproject.toml beside notebooks/) whose results/curve/ holds a last run of params/curve.yaml
-    (its Figure 2c and notebook 02's r2_lin table, with its registered columns or, `stale`, without two of them as
-    an older linrec wrote it), and the default profile's report rendered into paper/."""
+    (its Figure 2c, the learning curve it is drawn from and notebook 02's r2_lin table, with its registered columns
+    or, `stale`, without two of them as an older linrec wrote it), and the default profile's report rendered into
+    paper/."""
     from linrec.base.tables import load_table, save_table
     from linrec.outputs.report import render
 
@@ -478,8 +479,9 @@ def project_with_a_curve_run(tmp_path: Path, stale: bool) -> tuple[Path, str]:
     d = claims_1_3_results(root)
     curve = root / "results" / "curve"
     blocks = load_table("r2_lin", d)
+    save_table(planted("r2_curve", model="m", block=0), "r2_curve", curve)
     if stale:
-        curve.mkdir(parents=True)
+        curve.mkdir(parents=True, exist_ok=True)
         blocks.drop(columns=["r2_ex_first_lo", "r2_ex_first_hi"]).to_csv(curve / "r2_lin.csv", index=False)
     else:
         save_table(blocks, "r2_lin", curve)

@@ -12,7 +12,7 @@ from helpers import DEFAULT
 from linrec.analyses.calibration import dependence
 from linrec.analyses.coverage import coverage_settings
 from linrec.base.tables import load_table, save_table
-from linrec.outputs.results import table_in
+from linrec.outputs.results import Results
 
 
 def test_the_refit_rows_run_at_the_fewest_train_rows_per_parameter_of_the_runs_models():
@@ -64,8 +64,8 @@ def test_coverage_settings_use_each_models_blocks_and_dependence():
     assert s["phi"] == pytest.approx(round((dependence(1 - smol["r2_lin_rows"]) + dependence(smol["gain"])) / 2, 2))
     assert settings["claim 3, r(1 − R²_lin, gain): models pooled"]["models"] == 2
     assert "claim 6b, partial ρ given depth: gemma3-270m" in settings
-    # results/full's routing tables predate columns this linrec writes (table_in: None), so no routing setting there
-    routed = table_in(full, "routing_routable")
+    # a routing setting only where results/full's routing tables are this linrec's (an older run's are not read)
+    routed = Results(full).read("routing_routable").table
     assert ("routing, ρ(R²_lin, routable share): gemma3-270m" in settings) == (
         routed is not None and routed.groupby("model").size()["gemma3-270m"] > 3
     )

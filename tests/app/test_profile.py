@@ -17,6 +17,7 @@ from linrec.app.profile import (
     load_profile,
     measured_elsewhere,
     profile_path,
+    quoted,
     read_profile,
 )
 from linrec.base.errors import LinrecError
@@ -376,6 +377,19 @@ def test_another_profiles_results_apply_only_to_what_it_measured():
         "capture tokens 20480, not this run's 2560"
     )
     assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "capture": {"sample_rows": 0}}) is None
+
+
+def test_a_notebook_quotes_another_profile_only_where_it_measured_the_same():
+    """`quoted`, the notebooks' read of another profile's table: the stand-in's last run where it measured this
+    run's corpus, models, seed and capture (the default with full's two models against params/full.yaml), else
+    that profile named with how it differs and nothing read."""
+    both = {"models": DEFAULT["models"]}
+    q = quoted("r2_replicates_summary", load_profile("default", both).notebook("02"), ROOT)
+    assert q.profile == "full" and q.source == ROOT / "results" / "full" and q.table is not None
+    q = quoted("r2_replicates_summary", load_profile("default", {**both, "corpus": "code"}).notebook("02"), ROOT)
+    assert q.table is None and q.differs == {"full": "corpus 'wiki', not this run's 'code'"}
+    q = quoted("r2_replicates_summary", load_profile("default").notebook("02"), ROOT)  # SmolLM2 alone
+    assert q.table is None and q.differs["full"].startswith("models smollm2-135m and gemma3-270m")
 
 
 @pytest.mark.parametrize(

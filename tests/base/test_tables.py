@@ -1,15 +1,21 @@
 """linrec.base.tables: results tables written and read through the registry: round trips that refuse wrong
 columns, block lists and counts that survive the CSV, timings written apart (the display labels:
-tests/outputs/test_results.py)."""
+tests/outputs/test_results.py); and the one read that quotes a table from this folder or another profile's that
+stands in for it (`read`: its order, its staleness, its source)."""
+
+from fnmatch import fnmatchcase
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import ROOT, planted
 from helpers import claim1_row as _claim1_row
+from linrec.base import tables
 from linrec.base.errors import LinrecError
 from linrec.base.registry import TABLES
-from linrec.base.tables import load_table, save_table
+from linrec.base.tables import load_table, profile_folder, read, save_table, stale_tables, stand_ins
 from linrec.outputs.results import labelled
 
 
@@ -200,3 +206,105 @@ def test_every_float_column_has_a_stated_precision_and_the_rules_read_as_documen
     assert precision("r2_trained_adam").atol == FIT_PRECISION and precision("ppl_base").atol == PPL_PRECISION
     doc = (project_root(__file__) / "docs" / "numerics.md").read_text()
     assert all(f"{v:g}" in doc for v in (R2_PRECISION, PPL_PRECISION, FIT_PRECISION))
+
+
+# ---- one read of a table, from this folder or a declared stand-in -------------------------------------------------
+def _replicates(folder, sd: float) -> None:
+    """A one-row `r2_replicates_summary` (stood in for by params/full.yaml's run) in `folder`, its SD `sd`."""
+    save_table(planted("r2_replicates_summary", model="m", samples="0 1", replication="holds", sd_median=sd),
+               "r2_replicates_summary", folder)  # fmt: skip
+
+
+def _older(folder, name: str = "r2_lin") -> None:
+    """Table `name` in `folder` as an older linrec wrote it: one registered column missing."""
+    folder.mkdir(parents=True, exist_ok=True)
+    planted(name).iloc[:, :-1].to_csv(folder / f"{name}.csv", index=False)
+
+
+def test_a_table_is_read_here_else_from_the_first_declared_stand_in_that_holds_it(tmp_path, monkeypatch):
+    """This folder's own table first (source: this folder); absent here, the declared stand-ins in their order
+    (`STAND_INS`, planted here with two), the first that holds it; nothing found: no table and no source. Guards the
+    order reversed and another profile's table read where this folder has its own."""
+    monkeypatch.setitem(tables.STAND_INS, "r2_replicates_summary", ("full", "paper"))
+    here, full, paper = tmp_path / "default", tmp_path / "full", tmp_path / "paper"
+    nothing = read("r2_replicates_summary", here)
+    assert nothing.table is None and nothing.source is None and nothing.profile is None
+    assert nothing.among == ("full", "paper") and nothing.other == "full"
+    _replicates(paper, 0.3)
+    q = read("r2_replicates_summary", here)
+    assert (q.source, q.profile, q.table["sd_median"].iloc[0]) == (paper, "paper", 0.3)
+    _replicates(full, 0.2)
+    q = read("r2_replicates_summary", here)
+    assert (q.source, q.profile, q.table["sd_median"].iloc[0]) == (full, "full", 0.2)  # the first declared
+    _replicates(here, 0.1)
+    q = read("r2_replicates_summary", here)
+    assert (q.source, q.profile, q.table["sd_median"].iloc[0]) == (here, None, 0.1)  # its own, before any
+    assert read("r2_replicates_summary", here, own=False).profile == "full"  # only the stand-ins
+    assert read("r2_replicates_summary", here, ("paper",), own=False).profile == "paper"  # named ones
+    assert read("r2_replicates_summary", full, own=False).profile == "paper"  # never itself as another profile
+
+
+def test_a_stand_ins_run_written_by_an_older_linrec_is_skipped_and_named(tmp_path, monkeypatch):
+    """A stand-in folder where any table of the same notebook lacks today's columns is not read at all (its run is
+    quoted whole or not at all) and is named with those tables; the next stand-in is read. A table of this folder an
+    older linrec wrote is left out (and listed for the caller), and the stand-ins are asked. Guards a stale table
+    read as valid and a stale run passed over without a word."""
+    monkeypatch.setitem(tables.STAND_INS, "r2_replicates_summary", ("full", "paper"))
+    here, full, paper = tmp_path / "default", tmp_path / "full", tmp_path / "paper"
+    _replicates(full, 0.2)
+    _replicates(paper, 0.3)
+    _older(full)  # notebook 02's r2_lin beside full's current replication table
+    memo = {}
+    q = read("r2_replicates_summary", here, memo=memo)
+    assert (q.profile, q.stale, q.table["sd_median"].iloc[0]) == ("paper", {"full": ("r2_lin",)}, 0.3)
+    assert memo == {(full.resolve(), "02"): ("r2_lin",), (paper.resolve(), "02"): ()}  # each run checked once
+    _older(paper, "r2_replicates_summary")
+    q = read("r2_replicates_summary", here)
+    assert q.table is None and q.source is None
+    assert q.stale == {"full": ("r2_lin",), "paper": ("r2_replicates_summary",)}
+    assert stale_tables(paper, "02") == ["r2_replicates_summary"] and stale_tables(here, "02") == []
+    _older(here, "r2_replicates_summary")
+    _replicates(full, 0.2)
+    (full / "r2_lin.csv").unlink()
+    left_out = {}
+    q = read("r2_replicates_summary", here, left_out=left_out)
+    assert q.left_out and left_out == {"r2_replicates_summary": "02"} and q.profile == "full"
+
+
+def test_a_stand_in_that_measured_something_else_is_named_not_read(tmp_path):
+    """`applies` (the notebooks': `linrec.app.profile.quoted`) says why a stand-in's run does not apply here; it is
+    skipped with that reason, before its folder is looked at."""
+    here = tmp_path / "default"
+    _replicates(tmp_path / "full", 0.2)
+    q = read("r2_replicates_summary", here, applies=lambda other: "corpus 'wiki', not this run's 'code'")
+    assert q.table is None and q.differs == {"full": "corpus 'wiki', not this run's 'code'"} and q.other == "full"
+    assert read("r2_replicates_summary", here, applies=lambda other: None).profile == "full"
+
+
+def test_a_runs_other_tables_are_read_from_the_folder_the_first_came_from(tmp_path):
+    """`also`: the same folder, by the same rules: this folder's own alone where the first was its own, the same
+    stand-in's where it stood in (the seeds experiment's verdict with its comparisons, never one from each)."""
+    here, training = tmp_path / "default", tmp_path / "training"
+    save_table(planted("training_comparisons"), "training_comparisons", training)
+    save_table(planted("training_verdict", word="there"), "training_verdict", training)
+    q = read("training_comparisons", here)
+    assert q.profile == "training" and q.also("training_verdict").table["word"].iloc[0] == "there"
+    assert q.also("training_runs").table is None
+    save_table(planted("training_comparisons"), "training_comparisons", here)
+    q = read("training_comparisons", here)
+    assert q.profile is None and q.also("training_verdict").table is None  # not training's beside this one's
+    assert read("zoo_runs", here).also("zoo_blocks") == tables.Quoted("zoo_blocks")
+
+
+def test_the_stand_ins_are_declared_once_for_registered_tables_and_found_in_the_checkout():
+    """Every pattern of `STAND_INS` names registered tables; a table matches one entry at most; another profile's
+    folder is `results/<profile>` of the checkout a folder lies in, else the folder beside it."""
+    for pattern in tables.STAND_INS:
+        assert any(fnmatchcase(name, pattern) for name in TABLES), pattern
+    for name in TABLES:
+        assert sum(fnmatchcase(name, p) for p in tables.STAND_INS) <= 1, name
+    assert stand_ins("zoo_runs") == ("zoo",) and stand_ins("r2_curve_overview") == ("curve",)
+    assert stand_ins("r2_lin") == ()
+    assert profile_folder(ROOT / "results" / "default", "full") == ROOT / "results" / "full"
+    assert profile_folder(ROOT / "somewhere" / "scratch", "full") == ROOT / "results" / "full"
+    assert profile_folder(Path("/nowhere/results/smoke"), "zoo") == Path("/nowhere/results/zoo")

@@ -70,7 +70,7 @@ def test_the_curve_profiles_measured_bias_is_quoted_with_where_it_came_from(tmp_
         "default train size sits below the large-n estimate by m 0.028 (median over blocks, up to 0.056)" in text
     )
     assert "This profile skips it" not in text
-    assert "80/20 split draws on" not in text  # no r2_curve table in that run: no comparison
+    assert "80/20 split draws on" not in text  # no row of that run's r2_curve at this run's train rows: no comparison
 
     # the same run's per-block curve at this profile's 16,384 train rows (and at twice that, not read): blocks 0 and 1
     # of this run's r2_lin (± 0.02) planted 0.01 and 0.05 below, so both lower and block 1 outside

@@ -5,9 +5,10 @@ import re
 
 from helpers import claims_1_3_results as _results
 from helpers import project_with_a_curve_run as _project_with_a_curve_run
+from linrec.base.tables import stale_tables, stand_ins
 from linrec.outputs.catalog import CATALOG
 from linrec.outputs.report import render
-from linrec.outputs.report_figures import FIGURES, OTHER_PROFILE, stale_tables
+from linrec.outputs.report_figures import DRAWN_FROM, FIGURES
 
 
 def test_figures_are_linked_relative_to_the_report_or_named_missing(tmp_path):
@@ -19,8 +20,9 @@ def test_figures_are_linked_relative_to_the_report_or_named_missing(tmp_path):
     for stem, nb, _ in FIGURES[1:]:
         if stem == "fig8c_contrast":  # the report's own, drawn from the checkout's zoos (none beside this folder)
             assert f"![{stem}](../figs/{stem}.png)" in text
-        elif stem in OTHER_PROFILE:  # drawn by another profile: named, with where to find it
-            assert f"Drawn by `{OTHER_PROFILE[stem][0]}`, not by this profile" in text
+        elif stem in DRAWN_FROM:  # drawn by another profile: named, with where to find it
+            other = stand_ins(DRAWN_FROM[stem])[0]
+            assert f"Drawn by `params/{other}.yaml`, not by this profile; see `results/{other}/`" in text
         else:
             assert f"not drawn: notebook {nb} has not run in this profile" in text
     assert "missing" not in text

@@ -168,7 +168,7 @@ def test_the_full_profiles_routing_written_by_an_older_linrec_is_named_not_quote
     old.drop(columns=["n_quarter"]).to_csv(full / "routing_summary.csv", index=False)  # as an older linrec wrote it
     text = "\n".join(routing_section(Results(default), _table, tmp_path / "figs", tmp_path / "r.md"))
     assert "`routing_summary.csv` lack columns this linrec writes" in text
-    assert "`linrec figures --params params/full.yaml --only 06` refreshes them" in text
+    assert "`linrec figures --params params/full.yaml --only 06` refreshes it" in text
     assert "routes 50%" not in text and "fig9_routing" not in text
     assert routing_section(Results(full), _table, full / "figures", tmp_path / "r.md") == []  # its own: left out
     report = render(full, full / "figures", tmp_path / "r.md")

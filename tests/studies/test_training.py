@@ -192,18 +192,26 @@ def test_the_pipeline_in_worker_processes_gives_the_numbers_of_one_process(text,
                 assert workers[name][part] == table, (name, part)
 
 
-def test_a_profile_that_trains_nothing_shows_the_stored_runs_and_writes_nothing(tmp_path, monkeypatch):
-    stored = tmp_path / "stored"
+def test_a_profile_that_trains_nothing_shows_the_stored_runs_and_writes_nothing(tmp_path, caplog):
+    """The stored runs are those of the profiles that stand in for notebook 08's tables (`STAND_INS`: training, zoo),
+    beside this scratch run's folder; a zoo run an older linrec wrote is left out whole, with a warning."""
+    stored = tmp_path / "results"
     table = pd.DataFrame({c: [0.5] for c in TABLES["training_verdict"].columns}).assign(word="agree")
     save_table(table, "training_verdict", stored / "training")
-    monkeypatch.setattr(study, "STORED", {"training": str(stored / "training"), "zoo": str(stored / "zoo")})
-    p = load_profile("smoke", {"training": {}, "results_dir": str(tmp_path / "results")}).notebook("08")
+    p = load_profile("smoke", {"training": {}, "results_dir": str(stored / "smoke")}).notebook("08")
     result = study.run(p)
     assert not result.ran and result.source == stored / "training"
     assert list(result.tables()) == ["training_verdict"] and result.training_verdict["word"].iloc[0] == "agree"
     assert result.training_runs is None and result.zoo_blocks is None and result.zoo_timings is None
-    assert not (tmp_path / "results").exists()
+    assert not (stored / "smoke").exists()
     assert list(result_columns("training_verdict")) == list(result.training_verdict.columns)
+    runs = pd.DataFrame({c: [0.5] for c in TABLES["zoo_runs"].columns}).assign(run="a")
+    save_table(runs, "zoo_runs", stored / "zoo")
+    assert study.run(p).zoo_runs is not None
+    runs.drop(columns=["converged"]).to_csv(stored / "zoo" / "zoo_runs.csv", index=False)  # an older linrec's
+    result = study.run(p)
+    assert result.zoo_runs is None and result.training_verdict is not None
+    assert "params/zoo.yaml wrote zoo_runs as an older linrec did" in caplog.text
 
 
 def test_the_stored_runs_are_named_as_the_checkout_names_them():

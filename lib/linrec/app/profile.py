@@ -26,6 +26,7 @@ from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.base.params import fits, type_words
 from linrec.base.progress import NOTEBOOK_ENV
+from linrec.base.tables import Quoted, read
 from linrec.claims.rules import joined
 from linrec.collect.config import CaptureConfig, capture_settings
 from linrec.inputs.offline import check_corpus_name, check_model_name, suggest
@@ -247,11 +248,23 @@ def with_output_defaults(values: dict, stem: str) -> dict:
     return out
 
 
+SHARED = ("corpus", "models", "seed", "capture")  # what another profile's run must share with this one to be quoted
+
+
+def quoted(name: str, p: Profile, root: Path) -> Quoted:
+    """Table `name` for a notebook of profile `p` that does not compute it: the last run of the profile that stands
+    in for it (`linrec.base.tables.read`, its `STAND_INS`), quoted only where that profile measured what `p` measures
+    (`SHARED`, `measured_elsewhere`); one that did not is named in `differs`, with how, and not read."""
+    here = {key: getattr(p, key) for key in SHARED}
+    return read(name, root / p.results_dir, own=False, applies=lambda other: measured_elsewhere(root, other, **here))
+
+
 def measured_elsewhere(root: Path, profile: str, **here) -> str | None:
     """Why the results of another profile (`params/<profile>.yaml`), which a notebook quotes where this run does not
-    compute them, do not apply to this run: the first of `here` (this run's corpus, models, seed, capture settings…)
-    that the other profile sets otherwise, in words ("corpus 'wiki', not 'code'"); None when it measured the same.
-    Capture settings are compared without `sample_rows` (rows kept change no number the quoted tables hold)."""
+    compute them (`quoted`), do not apply to this run: the first of `here` (this run's corpus, models, seed, capture
+    settings…) that the other profile sets otherwise, in words ("corpus 'wiki', not 'code'"); None when it measured
+    the same. Capture settings are compared without `sample_rows` (rows kept change no number the quoted tables
+    hold)."""
 
     other = load_profile(profile, root=root)
     for name, mine in here.items():

@@ -6,14 +6,20 @@ sentence in the report. Columns are snake_case and numeric wherever the quantity
 (an interval is two columns, `ci_lo` and `ci_hi`, never a formatted string); a few columns hold
 identifiers (`model`, `corpus`, `regime`, block lists such as `first_token_blocks` = "11 28").
 The display labels a table is shown with are `linrec.outputs.results.labelled`'s (they name claims' thresholds).
+
+A table quoted where its notebook did not run here is read by `read`: this folder's own, else the last run of the
+profile declared to stand in for it (`STAND_INS`), with the folder it came from (`Quoted`), never a run an older
+linrec wrote (`stale_tables`).
 """
 
 from __future__ import annotations
 
 import io
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +27,7 @@ import pandas as pd
 from pandas.api.types import is_bool_dtype, is_float_dtype, is_numeric_dtype
 
 from linrec.base.errors import LinrecError, StaleTableError
-from linrec.base.files import atomic_file
+from linrec.base.files import atomic_file, find_project_root
 from linrec.base.registry import TABLES, TableSpec
 
 # The columns that hold words, not numbers (identifiers, verdicts, descriptions); every other column of a results
@@ -341,3 +347,135 @@ def load_as_written(name: str, results_dir: str | Path) -> pd.DataFrame | None:
     """Table `name` as written, whatever linrec wrote it (the columns a newer registry adds may be missing), or None."""
     path = table_path(name, results_dir)
     return pd.read_csv(path) if path.exists() else None
+
+
+# ---- a table quoted from another profile's last run ------------------------------------------------------------------
+# Which other profile's folder may stand in for a table this one has not written: the table (or a pattern of names)
+# → the profiles whose folders `read` tries, in order. The one place it is said; a report, a notebook and notebook 08's
+# study all read through `read`, which names the folder each table came from.
+STAND_INS: dict[str, tuple[str, ...]] = {
+    "r2_curve*": ("curve",),  # notebook 02's learning curve: params/curve.yaml
+    "r2_replicates_summary": ("full",),  # the replication on fresh text (claims 1 and 4): params/full.yaml's samples
+    "spectrum_replicates_summary": ("full",),
+    "routing_*": ("full",),  # notebook 06 routing every block: params/full.yaml
+    "training_*": ("training",),  # notebook 08's seeds experiment: params/training.yaml
+    "zoo_*": ("zoo",),  # notebook 08's zoo: params/zoo.yaml
+}
+
+
+def stand_ins(name: str) -> tuple[str, ...]:
+    """The profiles whose last run may stand in for table `name` (`STAND_INS`), in the order tried; () for none."""
+    spec_of(name)
+    return next((profiles for pattern, profiles in STAND_INS.items() if fnmatchcase(name, pattern)), ())
+
+
+def profile_folder(folder: str | Path, profile: str) -> Path:
+    """The results folder of `profile`'s last run as seen from results folder `folder`: `results/<profile>` of the
+    project `folder` lies in, else (a scratch run outside any checkout) the folder `<profile>` beside `folder`."""
+    root = find_project_root(folder)
+    return root / "results" / profile if root is not None else Path(folder).parent / profile
+
+
+def stale_tables(folder: str | Path, notebook: str) -> list[str]:
+    """The results tables of `notebook` in `folder` that an older linrec wrote (`load_table` refuses them: a
+    registered column is missing, or the file is not a table linrec wrote), by name."""
+    stale = []
+    for name, spec in TABLES.items():
+        if spec.notebook == notebook:
+            try:
+                load_table(name, folder)
+            except LinrecError:
+                stale.append(name)
+    return stale
+
+
+@dataclass(frozen=True)
+class Quoted:
+    """What `read` found for table `name`: the `table` (None where no folder tried holds it written, current and not
+    empty), the folder it came from (`source`), and `profile`, the other profile whose folder stood in (None: the
+    folder asked, or nothing found). Beside them, what was passed over: `left_out`, the folder asked holds it as an
+    older linrec wrote it; `stale`, profile → its notebook's tables in that profile's folder an older linrec wrote
+    (the run is not quoted at all); `differs`, profile → why its run does not apply here (the caller's `applies`).
+    `among`: the profiles asked, in order. `also(other)` reads another table from the same folder, by the same rules
+    (a run's tables are quoted together)."""
+
+    name: str
+    table: pd.DataFrame | None = None
+    source: Path | None = None
+    profile: str | None = None
+    among: tuple[str, ...] = ()
+    left_out: bool = False
+    stale: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    differs: dict[str, str] = field(default_factory=dict)
+    again: Callable[..., Quoted] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def other(self) -> str | None:
+        """The other profile this quote is about: the one that stood in, else the first passed over, else the first
+        asked; None where no other profile was asked."""
+        skipped = [p for p in self.among if p in self.differs or p in self.stale]
+        return self.profile or next(iter(skipped), None) or next(iter(self.among), None)
+
+    @property
+    def notebook(self) -> str:
+        """The notebook that writes the table."""
+        return spec_of(self.name).notebook
+
+    def also(self, other: str) -> Quoted:
+        """Table `other` from this quote's folder alone (nothing where this quote found nothing)."""
+        if self.source is None or self.again is None:
+            return Quoted(other)
+        return self.again(other, among=(self.profile,) if self.profile else (), own=self.profile is None)
+
+
+def read(
+    name: str,
+    folder: str | Path,
+    among: tuple[str, ...] | None = None,
+    *,
+    own: bool = True,
+    applies: Callable[[str], str | None] | None = None,
+    memo: dict | None = None,
+    left_out: dict[str, str] | None = None,
+) -> Quoted:
+    """Table `name` as quoted in results folder `folder`: its own (`own`), else from the last run of the first profile
+    `among` (default: the declared stand-ins, `STAND_INS`) that holds it, with where it came from (`Quoted`).
+
+    Never read: an empty table; one an older linrec wrote (in `folder`: `left_out`, as `linrec.outputs.results.Results`
+    lists it); another profile's run where any table of the same notebook there is an older linrec's (`stale`: the
+    run is quoted whole or not at all); a stand-in folder that is `folder` itself; a profile whose run
+    `applies(profile)` says does not apply here (`differs`, e.g. another corpus: `linrec.app.profile.quoted`). `memo`
+    (a dict the caller keeps) holds what was found stale per folder and notebook, so a report checks each run once;
+    `left_out` (the caller's too) gets table → notebook for each table of `folder` itself an older linrec wrote."""
+    folder, memo = Path(folder), {} if memo is None else memo
+    among = stand_ins(name) if among is None else tuple(among)
+    again = partial(read, folder=folder, applies=applies, memo=memo, left_out=left_out)
+    found = {"name": name, "among": among, "again": again, "stale": {}, "differs": {}}
+    if own:
+        try:
+            table = load_table(name, folder)
+        except StaleTableError:
+            found["left_out"], table = True, None
+            if left_out is not None:
+                left_out[name] = spec_of(name).notebook
+        if table is not None and not table.empty:
+            return Quoted(table=table, source=folder, **found)
+    for profile in among:
+        other = profile_folder(folder, profile)
+        if other.resolve() == folder.resolve():
+            continue
+        if applies is not None and (why := applies(profile)):
+            found["differs"][profile] = why
+            continue
+        if not other.is_dir():
+            continue
+        key = (other.resolve(), spec_of(name).notebook)
+        if key not in memo:
+            memo[key] = tuple(stale_tables(other, key[1]))
+        if memo[key]:
+            found["stale"][profile] = memo[key]
+            continue
+        table = load_table(name, other)
+        if table is not None and not table.empty:
+            return Quoted(table=table, source=other, profile=profile, **found)
+    return Quoted(**found)

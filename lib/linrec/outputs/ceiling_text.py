@@ -1,19 +1,17 @@
 """Notebook 02's findings in words and its view of the ceiling table: the styled `r2_lin` table, the replication on
 fresh text sentence by sentence, the blocks whose R²_lin rests on the first token, and, where this profile does not
 run the learning curve or the replication, what the last run of the profile that does (`params/curve.yaml`,
-`params/full.yaml`) found, read from its results folder."""
+`params/full.yaml`) found, as the one read of another profile's table quotes it (`linrec.base.tables.read`)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pandas as pd
 from pandas.io.formats.style import Styler
 
 from linrec.analyses.large_n import curve_sentence
 from linrec.analyses.profile import FIRST_TOKEN_SHARE
-from linrec.base.tables import load_table
-from linrec.outputs.report_figures import stale_tables
+from linrec.base.tables import Quoted
+from linrec.outputs.report_figures import stale_run
 
 R2_COLUMNS = ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "first_var_share", "r2_ex_first",
               "cond_gram", "cond_scaled", "n_train", "n_test"]  # fmt: skip
@@ -32,22 +30,18 @@ def curve_text(overview: pd.DataFrame) -> str:
     return "\n".join(curve_sentence(row) for row in overview.to_dict("records"))
 
 
-def curve_elsewhere(root: Path, differs: str | None) -> str | None:
-    """Where this profile skips the learning curve: what `params/curve.yaml` measured (`differs`: how that profile's
-    settings differ from this run's, `linrec.app.profile.measured_elsewhere`), or that its last run in
-    `results/curve/` is an older linrec's, or that run's findings; None where there is no such run."""
-    folder = root / "results" / "curve"
-    if differs:
-        return f"Not run in this profile; params/curve.yaml, which runs it, measured {differs}"
-    if stale := stale_tables(folder, "02"):  # an older linrec's run: no numbers from it
-        return (
-            "Not run in this profile. The last run of params/curve.yaml, in results/curve/, was written by an older "
-            f"linrec ({', '.join(f'{t}.csv' for t in stale)} lack columns this linrec writes), so none of its numbers "
-            "are shown; `linrec figures --params params/curve.yaml --only 02` refreshes it."
-        )
-    if (last := load_table("r2_curve_overview", folder)) is not None:
-        head = "Not run in this profile. The last run of params/curve.yaml (results/curve/r2_curve_overview.csv) found:"
-        return f"{head}\n{curve_text(last)}"
+def curve_elsewhere(quoted: Quoted) -> str | None:
+    """Where this profile skips the learning curve: what the profile that runs it measured (`quoted`: its
+    `r2_curve_overview` as `linrec.app.profile.quoted` read it), or that its settings differ from this run's, or that
+    its last run is an older linrec's; None where there is no such run."""
+    other = quoted.other
+    if why := quoted.differs.get(other):
+        return f"Not run in this profile; params/{other}.yaml, which runs it, measured {why}"
+    if stale := stale_run(quoted):  # an older linrec's run: no numbers from it
+        return f"Not run in this profile; params/{other}.yaml runs it, but {stale}."
+    if quoted.table is not None:
+        head = f"Not run in this profile. The last run of params/{other}.yaml (results/{other}/{quoted.name}.csv)"
+        return f"{head} found:\n{curve_text(quoted.table)}"
     return None
 
 
@@ -66,17 +60,22 @@ def _replication_lines(replication: pd.DataFrame) -> list[str]:
     ]
 
 
-def replication_elsewhere(root: Path, differs: str | None) -> str:
-    """Where this profile runs no replication: what `params/full.yaml` measured (`differs` as in `curve_elsewhere`),
-    or its last run's sentences (`results/full/`), or that it runs samples 1 and 2."""
-    if differs:
-        head = "replication on fresh text: not run in this profile; params/full.yaml, which runs it, measured"
-        return f"{head} {differs}"
-    if (last := load_table("r2_replicates_summary", root / "results" / "full")) is not None:
-        head = "Not run in this profile. The last run of params/full.yaml "
-        head += "(results/full/r2_replicates_summary.csv) found:"
-        return "\n".join([head, *_replication_lines(last)])
-    return "replication on fresh text: not run in this profile (params/full.yaml runs samples 1 and 2)"
+def replication_elsewhere(quoted: Quoted, what: str = "replication on fresh text", story=None) -> str:
+    """Where this profile runs no replication: what the profile that runs it measured (`quoted`: its
+    `r2_replicates_summary` as `linrec.app.profile.quoted` read it, in `replication_text`'s sentences; notebook 04's
+    `spectrum_replicates_summary` in `story`'s), or that its settings differ from this run's (`what` not run, named),
+    or that its last run is an older linrec's, or that it runs samples 1 and 2."""
+    other = quoted.other
+    if why := quoted.differs.get(other):
+        return f"{what}: not run in this profile; params/{other}.yaml, which runs it, measured {why}"
+    if stale := stale_run(quoted):
+        return f"{what}: not run in this profile; params/{other}.yaml runs it, but {stale}"
+    if quoted.table is not None:
+        head = f"Not run in this profile. The last run of params/{other}.yaml (results/{other}/{quoted.name}.csv)"
+        if story is None:
+            return "\n".join([f"{head} found:", *_replication_lines(quoted.table)])
+        return "\n".join([f"{head}:", *story(quoted.table)])
+    return f"{what}: not run in this profile (params/{other}.yaml runs samples 1 and 2)"
 
 
 def first_token_text(table: pd.DataFrame) -> str:

@@ -17,7 +17,7 @@ from linrec.claims.rules import PARTLY, VERDICTS
 from linrec.claims.synthesis import Analysis, Answer, answer, plain_sentence, widest
 from linrec.outputs import catalog
 from linrec.outputs.claim_text import Claim
-from linrec.outputs.results import Results, replicated
+from linrec.outputs.results import Results
 from linrec.outputs.zoo_text import zoo_verdicts
 
 # why the claim table's other fresh-text cells read "one sample"
@@ -33,11 +33,13 @@ def _fresh_text(r: Results) -> dict:
     (this profile's, else `results/full/`'s), every other claim on the one sample it was measured on."""
     out = {entry.id: "one sample" for entry in catalog.CATALOG}
     for claim, name in ((1, "r2_replicates_summary"), (4, "spectrum_replicates_summary")):
-        rep, where = replicated(r, name)
-        if rep is not None:
-            n = int(rep["n_samples"].min())
-            steady = rep["replication"].isin(["holds on every sample", "fails on every sample"]).all()
-            out[claim] = (f"same on {n} samples" if steady else "sample-dependent") + where
+        rep = r.read(name)
+        if rep.table is not None:
+            n = int(rep.table["n_samples"].min())
+            steady = rep.table["replication"].isin(["holds on every sample", "fails on every sample"]).all()
+            out[claim] = (f"same on {n} samples" if steady else "sample-dependent") + (
+                f" ({rep.profile} profile)" if rep.profile else ""
+            )
     return out
 
 

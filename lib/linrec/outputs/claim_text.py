@@ -22,7 +22,7 @@ from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING, SUFFICIENT
 from linrec.claims.profile import claim1_counts
 from linrec.claims.rules import NOT_TESTABLE, Rule, Verdict, joined, judge
 from linrec.claims.swap import UNCHECKED, own_words
-from linrec.outputs.results import Results, fmt, listed, other_profile, replicated
+from linrec.outputs.results import Results, fmt, listed
 from linrec.outputs.zoo_text import seeds_row, zoo_2a, zoo_pooled
 
 
@@ -143,12 +143,12 @@ def _parts(e: dict) -> str:
 def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     """(section sentence, claim-table words, claim 2a's verdict from it) of the seeds experiment (notebook 08), from
     this profile's results or `results/training/`; None where it has not run."""
-    comp, where = replicated(r, "training_comparisons", "training")
-    if comp is None:
+    quoted = r.read("training_comparisons")  # this profile's, else results/training's (`STAND_INS`)
+    if quoted.table is None:
         return None
-    comp = comparison_words(comp)
-    v = seeds_row(replicated(r, "training_verdict", "training")[0], comp)
-    runs_table, _ = replicated(r, "training_runs", "training")
+    comp = comparison_words(quoted.table)
+    v = seeds_row(quoted.also("training_verdict").table, comp)
+    runs_table = quoted.also("training_runs").table
 
     def kind(k: str, t: pd.DataFrame = comp) -> str:
         return "; ".join(f"{e['a']} vs {e['b']} {_parts(e)}" for e in t[t["kind"] == k].to_dict("records")) or "not run"
@@ -158,7 +158,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
         f"{fmt(runs_table['ppl_test_final'].max(), 1)} after {fmt(runs_table['tokens_per_param'].iloc[0], 1)} tokens "
         "per parameter"
     )  # fmt: skip
-    prof, _ = replicated(r, "training_profiles", "training")
+    prof = quoted.also("training_profiles").table
     onset = ""
     if prof is not None:
         steps = approach_to_final(prof).groupby("run", sort=False)["onset"].first()
@@ -171,15 +171,15 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
             onset += ("; " if settled else "") + f"not before the last checkpoint in {', '.join(unsettled)} (still " + (
                 "moving at the end of training)")  # fmt: skip
     longer = ""
-    comp_long = other_profile(r, "training_comparisons", "training_long")
-    if comp_long is not None:
-        runs_long = other_profile(r, "training_runs", "training_long")
+    longer_run = r.read("training_comparisons", ("training_long",), own=False)  # beside: trained longer
+    if longer_run.table is not None:
+        runs_long = longer_run.also("training_runs").table
         factor = ""
         if runs_long is not None and runs_table is not None:
             factor = f" {fmt(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
-        cl = comparison_words(comp_long)
-        v_long = seeds_row(other_profile(r, "training_verdict", "training_long"), cl)
-        longer = f". Trained{factor} longer (`params/training_long.yaml`): {v_long['word']}; " + (
+        cl = comparison_words(longer_run.table)
+        v_long = seeds_row(longer_run.also("training_verdict").table, cl)
+        longer = f". Trained{factor} longer (`params/{longer_run.profile}.yaml`): {v_long['word']}; " + (
             f"init seed against init seed: {kind('seed', cl)}; GELU against SwiGLU: {kind('variant', cl)}"
         )
         if runs_long is not None:
@@ -187,7 +187,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
                 f"; final held-out perplexity {fmt(runs_long['ppl_test_final'].min(), 1)}–"
                 f"{fmt(runs_long['ppl_test_final'].max(), 1)}"
             )
-    where = where.strip(" ()") or "this profile"
+    where = f"{quoted.profile} profile" if quoted.profile else "this profile"
     text = (
         f"seeds experiment (notebook 08, {where}; same architecture and text trained from scratch): {v['word']}, so "
         f"claim 2a from it is {v['claim2a']}. Mean |ΔR²_lin| per block (level: mean ΔR²_lin; shape: mean |ΔR²_lin| "

@@ -23,7 +23,7 @@ import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
 
 from linrec.analyses.large_n import other_split, split_summary
-from linrec.base.files import atomic_file, find_project_root, project_root, writing
+from linrec.base.files import atomic_file, project_root, writing
 from linrec.claims.rules import joined
 from linrec.collect.config import capture_settings
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
@@ -34,8 +34,8 @@ from linrec.outputs.findings import BESIDE
 from linrec.outputs.methods import methods_lines, write_calibration
 from linrec.outputs.plots import figures_at_drawn_size
 from linrec.outputs.quant_text import quant_limitation
-from linrec.outputs.report_figures import OTHER_PROFILE, figure_lines, relative, stale_run
-from linrec.outputs.results import Results, fmt, labelled, listed, replicated, table_in
+from linrec.outputs.report_figures import figure_lines, relative, stale_run
+from linrec.outputs.results import Results, fmt, labelled, listed
 from linrec.outputs.routing_text import routing_section
 from linrec.outputs.rule_log import CHANGELOG, record, rule_hash, write_changelog
 from linrec.outputs.zoo_text import contrast_section
@@ -60,9 +60,10 @@ def _robustness(r: Results) -> list[str]:
         "predictors of 6b are Holm-corrected, and the "
         "counted block–corpus differences of claim 5 are held to a 5 % false-discovery rate.",
     ]
-    rep, where = replicated(r, "r2_replicates_summary")
-    regimes, where4 = replicated(r, "spectrum_replicates_summary")
-    where = " (from `results/full/`, `params/full.yaml`'s samples)" if (where or where4) else ""
+    rep, regimes = r.read("r2_replicates_summary"), r.read("spectrum_replicates_summary")
+    other = rep.profile or regimes.profile
+    where = f" (from `results/{other}/`, `params/{other}.yaml`'s samples)" if other else ""
+    rep, regimes = rep.table, regimes.table
     if rep is None and regimes is None:
         lines += [
             "",
@@ -91,7 +92,7 @@ def _robustness(r: Results) -> list[str]:
     return lines
 
 
-def _claim_sections(cl: list[Claim], figures_dir, out: Path) -> list[str]:
+def _claim_sections(cl: list[Claim], r: Results, figures_dir, out: Path) -> list[str]:
     lines = []
     for c in cl:
         entry = catalog.row(c.number)  # the catalog's row: the rule's words, the figures, the caveat
@@ -100,7 +101,7 @@ def _claim_sections(cl: list[Claim], figures_dir, out: Path) -> list[str]:
         lines += [f"**Rule.** {sentence(entry.rule.words)} *Rule `{rule_hash(entry.rule)}`.*", ""]
         lines += ["**Evidence.**", ""] + [f"- {d}" for d in c.details] + [""]
         for stem in entry.figures:
-            lines += figure_lines(stem, figures_dir, out)
+            lines += figure_lines(stem, figures_dir, out, r)
         lines += [f"**What would change it.** {sentence(entry.rule.change)}", ""]
         lines += [f"**Caveats.** {sentence(entry.caveat)}", ""]
     return lines
@@ -215,7 +216,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     text += ["", *_robustness(r), ""]
     text += _setup(r, params) + figure_lines("fig1_method", figures_dir, out)
     text += ["## The claims one by one", "", RULES_FROZEN, ""]
-    text += _claim_sections(cl, figures_dir, out)
+    text += _claim_sections(cl, r, figures_dir, out)
     text += contrast_section(results_dir, figures_dir, out, figure_lines)  # claim 2a's GPT-2 against Pythia
     text += methods_lines(r)
     beside = [line for s in STUDIES for line in BESIDE.get(s.notebook, lambda _: [])(r)]
@@ -261,7 +262,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         "GPT-2 / Pythia-160m / llama-160m; the paper's exact comparison runs with `params/paper.yaml` where the hub "
         "is reachable.",
         *quant_limitation(r),
-        _bias_limitation(r, out, split),
+        _bias_limitation(r, split),
         *_split_limitation(r, split),
         "- ΔPPL is measured on the held-out windows of the same corpus, at seq_len tokens per window.",
         "- R²_lin weights rows by their output variance, so a model run without a BOS token can owe a block's R²_lin "
@@ -295,29 +296,26 @@ def per_block_table(r2: pd.DataFrame, swap: pd.DataFrame | None) -> pd.DataFrame
     return t.merge(wide, on=["model", "block"], how="left")
 
 
-def _bias_limitation(r: Results, out: Path, split: str = "windows") -> str:
+def _bias_limitation(r: Results, split: str = "windows") -> str:
     """The finite-sample bias of held-out R²_lin: measured by notebook 02's learning curve where it ran; elsewhere
-    measured by the curve profile's last run (`OTHER_PROFILE`) and quoted with where it came from, or, where that run
-    is too old to use or absent, where it would be."""
+    measured by the last run of the profile that stands in for it (`Results.read`) and quoted with where it came from,
+    or, where that run is too old to use or absent, where it would be."""
     text = (
         "- Held-out R² from a finite train split is biased low by about (1 − R²)·p/(n − p − 1) for n train rows and "
         "p = d_in + 1 parameters per output; the per-block window intervals are for the held-out R² of the fitted map, "
         "held fixed: they do not include refitting uncertainty (the methods table measures what that costs)."
     )
-    overview, curve, source = r.get("r2_curve_overview"), r.get("r2_curve"), ""
+    quoted = r.read("r2_curve_overview")
+    overview, curve = quoted.table, quoted.also("r2_curve").table
     if overview is None:
-        params, folder = OTHER_PROFILE["fig2c_learning_curves"]
-        stale = stale_run(params, folder, "02", out)
-        root = find_project_root(out.parent)
-        overview = table_in(root / folder, "r2_curve_overview") if stale is None and root is not None else None
-        curve = table_in(root / folder, "r2_curve") if overview is not None else None
-        if overview is None:
-            where = stale if stale is not None else f"its last run is in `{folder}/`"
-            return (
-                f"{text} Notebook 02's learning curve measures both. This profile skips it and `{params}` runs it; "
-                f"{where}."
-            )
-        source = f" (its last run under `{params}`, in `{folder}/`)"
+        other = quoted.other
+        where = stale_run(quoted) or f"its last run is in `results/{other}/`"
+        return (
+            f"{text} Notebook 02's learning curve measures both. This profile skips it and `params/{other}.yaml` runs "
+            f"it; {where}."
+        )
+    source = f" (its last run under `params/{quoted.profile}.yaml`, in `results/{quoted.profile}/`)" if quoted.profile \
+        else ""  # fmt: skip
     measured = "; ".join(
         f"{row['model']} {fmt(row['gain_inf_median'])} (median over blocks, up to {fmt(row['gain_inf_max'])})"
         for row in overview.to_dict("records")

@@ -1,7 +1,8 @@
 """The report's figures: each figure's caption and the notebook that draws it (`FIGURES`; which figures each claim
 shows is its row in `linrec.outputs.catalog`), and the Markdown that shows one (`figure_lines`): from this profile's
-figures folder, else from the last run of the profile that draws it (`OTHER_PROFILE`), or a line saying why it is not
-shown; a run that an older linrec wrote is named, not shown (`stale_tables`). `linrec.outputs.report` places them in
+figures folder, else from the last run of the profile that draws it (`DRAWN_FROM`: the table it is drawn from, quoted
+by `linrec.outputs.results.Results.read`), or a line saying why it is not shown; a run that an older linrec wrote is
+named, not shown (`stale_run`). `linrec.outputs.report` places them in
 the document.
 """
 
@@ -10,10 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from linrec.base.errors import LinrecError
-from linrec.base.files import find_project_root
-from linrec.base.registry import TABLES
-from linrec.base.tables import load_table
+from linrec.base.tables import Quoted
+from linrec.outputs.results import Results
 
 # (stem, notebook, caption): every figure the report shows, in order
 FIGURES = [
@@ -153,55 +152,38 @@ FIGURES = [
 ]
 
 
-# a figure another profile draws: (its profile, its results folder); shown from there, the profile named
-OTHER_PROFILE = {
-    "fig2c_learning_curves": ("params/curve.yaml", "results/curve"),
-    "fig8_training": ("params/training.yaml", "results/training"),
-    "fig8b_zoo": ("params/zoo.yaml", "results/zoo"),
-}
+# a figure another profile draws: the table it is drawn from, whose stand-in (`linrec.base.tables.STAND_INS`) is the
+# profile whose last run shows it here, named
+DRAWN_FROM = {"fig2c_learning_curves": "r2_curve", "fig8_training": "training_profiles", "fig8b_zoo": "zoo_runs"}
 
 
-def stale_tables(folder: str | Path, notebook: str) -> list[str]:
-    """The results tables of `notebook` in `folder` that an older linrec wrote (`load_table` refuses them: a
-    registered column is missing), by name. Another profile's run is shown in a report only when this is empty."""
-    stale = []
-    for name, spec in TABLES.items():
-        if spec.notebook == notebook:
-            try:
-                load_table(name, folder)
-            except LinrecError:
-                stale.append(name)
-    return stale
-
-
-def stale_run(params: str, folder: str, notebook: str, out: Path) -> str | None:
-    """Where the last run of another profile (`params`, results in `folder`) was written by an older linrec: a
+def stale_run(quoted: Quoted) -> str | None:
+    """Where the last run of the other profile `quoted` asked (`Results.read`) was written by an older linrec: a
     sentence saying so, naming its old tables and the command that refreshes them; None where it is current (or
     absent)."""
-    root = find_project_root(out.parent)
-    stale = stale_tables(root / folder, notebook) if root is not None else []
-    if not stale:
+    other = quoted.other
+    if other not in quoted.stale:
         return None
     return (
-        f"its last run, in `{folder}/`, was written by an older linrec and nothing of it is shown here: "
-        f"{', '.join(f'`{t}.csv`' for t in stale)} lack columns this linrec writes; `linrec figures --params {params} "
-        f"--only {notebook}` refreshes it"
+        f"its last run, in `results/{other}/`, was written by an older linrec and nothing of it is shown here: "
+        f"{', '.join(f'`{t}.csv`' for t in quoted.stale[other])} lack columns this linrec writes; `linrec figures "
+        f"--params params/{other}.yaml --only {quoted.notebook}` refreshes it"
     )
 
 
-def figure_lines(stem: str, figures_dir, out: Path) -> list[str]:
-    """The Markdown lines that show figure `stem` in a report written to `out` (see the module docstring)."""
+def figure_lines(stem: str, figures_dir, out: Path, r: Results | None = None) -> list[str]:
+    """The Markdown lines that show figure `stem` in a report written to `out` (see the module docstring); `r`: the
+    results whose stand-ins show a figure another profile draws (`DRAWN_FROM`)."""
     nb, caption = next((nb, cap) for s, nb, cap in FIGURES if s == stem)
     png = Path(figures_dir) / f"{stem}.png"
     if png.exists():
         return [f"![{stem}]({relative(png, out.parent)})", "", f"*{caption}* (notebook {nb})", ""]
-    if stem in OTHER_PROFILE:
-        params, folder = OTHER_PROFILE[stem]
-        stale = stale_run(params, folder, nb, out)
-        if stale is not None:
+    if stem in DRAWN_FROM and r is not None:
+        quoted = r.read(DRAWN_FROM[stem], own=False)
+        params, folder = f"params/{quoted.other}.yaml", f"results/{quoted.other}"
+        if (stale := stale_run(quoted)) is not None:
             return [f"*{caption}* Drawn by `{params}`, not by this profile: {stale}.", ""]
-        root = find_project_root(out.parent)
-        there = root / folder / "figures" / f"{stem}.png" if root is not None else None
+        there = quoted.source / "figures" / f"{stem}.png" if quoted.source is not None else None
         if there is not None and there.exists():
             return [f"![{stem}]({relative(there, out.parent)})", "",
                     f"*{caption}* (notebook {nb}, from the last run of `{params}`: `{folder}/`)", ""]  # fmt: skip

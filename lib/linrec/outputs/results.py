@@ -1,6 +1,6 @@
 """A results folder as the report reads it: `Results` (the tables the numbered notebooks wrote, through the registry,
-`linrec.base.tables`), a table taken from another profile's folder where this one has none (`other_profile`,
-`replicated`), the words for a number or a list of blocks (`fmt`, `listed`) that every text of the report uses, and
+`linrec.base.tables`; `Results.read`, a table with the folder it came from: this one's, else another profile's that
+stands in for it), the words for a number or a list of blocks (`fmt`, `listed`) that every text of the report uses, and
 the display labels a table is shown with in a notebook or the report (`labelled`).
 """
 
@@ -14,7 +14,7 @@ import pandas as pd
 from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1
 from linrec.base.errors import LinrecError, StaleTableError
 from linrec.base.registry import TABLES
-from linrec.base.tables import is_timing, load_table, spec_of, table_path
+from linrec.base.tables import Quoted, is_timing, load_table, read, spec_of, table_path
 from linrec.claims.rules import CLAIM6_BUDGET, FIRST_TOKEN_OVERLAP, FIRST_TOKEN_SHARE, SWAP_HIGH_R2
 
 LABELS = {  # display labels, applied by `labelled` where a table is shown
@@ -148,7 +148,8 @@ def labelled(df: pd.DataFrame, table: str | None = None) -> pd.DataFrame:
 class Results:
     """The results tables of one directory, read through the registry (`linrec.base.tables`).
 
-    `get(name)` is None for a table its notebook has not written."""
+    `get(name)` is None for a table its notebook has not written; `read(name)` quotes it with its source, from another
+    profile's last run where this folder has none."""
 
     def __init__(self, directory: str | Path):
         self.dir = Path(directory)
@@ -161,6 +162,7 @@ class Results:
             )
 
         self.stale: dict[str, str] = {}  # table → its notebook, for tables an older linrec wrote (left out)
+        self._runs: dict = {}  # another profile's run: which of its tables an older linrec wrote (`read`'s memo)
 
     def get(self, name: str) -> pd.DataFrame | None:
         """Table `name`, or None where its notebook has not written it or an older linrec did (then listed in
@@ -170,6 +172,12 @@ class Results:
         except StaleTableError:
             self.stale[name] = TABLES[name].notebook
             return None
+
+    def read(self, name: str, among: tuple[str, ...] | None = None, *, own: bool = True) -> Quoted:
+        """Table `name` with the folder it came from (`linrec.base.tables.read`): this folder's (`own`), else the last
+        run of the first profile `among` (default: those declared to stand in for it, `STAND_INS`) that holds it
+        current; a table of this folder an older linrec wrote is listed in `stale`, as `get` lists it."""
+        return read(name, self.dir, among, own=own, memo=self._runs, left_out=self.stale)
 
     def stored(self, path: str) -> pd.DataFrame | None:
         """A stand-alone measurement's CSV beside this results folder (`path` relative to its parent, e.g.
@@ -197,30 +205,3 @@ def listed(blocks) -> str:
     if isinstance(blocks, (int, float, np.integer, np.floating)):
         return str(int(blocks))
     return ", ".join(str(blocks).split()) or "none"
-
-
-def other_profile(r: Results, name: str, profile: str) -> pd.DataFrame | None:
-    """Table `name` of `results/<profile>/` when that is another profile's folder than this one's; None without it."""
-    other = r.dir.parent / profile
-    if not other.is_dir() or other.resolve() == r.dir.resolve():
-        return None
-    return table_in(other, name)
-
-
-def table_in(folder: Path, name: str) -> pd.DataFrame | None:
-    """Table `name` of results folder `folder`; None where it is absent, empty, or older than its registered columns
-    (another profile's run that predates them is not quoted)."""
-    try:
-        table = load_table(name, folder)
-    except StaleTableError:
-        return None
-    return table if table is not None and not table.empty else None
-
-
-def replicated(r: Results, name: str, profile: str = "full") -> tuple[pd.DataFrame | None, str]:
-    """Table `name` of this profile, else of `results/<profile>/` (with where it came from: " (<profile> profile)")."""
-    rep = r.get(name)
-    if rep is not None and not rep.empty:
-        return rep, ""
-    rep = other_profile(r, name, profile)
-    return (rep, f" ({profile} profile)") if rep is not None else (None, "")

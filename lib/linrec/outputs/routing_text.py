@@ -14,8 +14,7 @@ import pandas as pd
 
 from linrec.base.errors import LinrecError
 from linrec.claims.routing import ANCHOR_RULES, HEAL_BUDGET, anchor_table, heal_table
-from linrec.outputs.report_figures import figure_lines, relative, stale_tables
-from linrec.outputs.results import other_profile
+from linrec.outputs.report_figures import figure_lines, relative, stale_run
 
 
 def _ci(lo, hi, nd: int = 2) -> str:
@@ -174,19 +173,10 @@ HEADING = "## Beyond the paper: each token to the FFN or to its map"
 ANCHOR = "routing"  # the section's link target (`<a id>`), where a profile that routes no block points for the tables
 
 
-def _stale_elsewhere(r, profile: str, prefix: str) -> list[str]:
-    """The tables named `prefix*` of notebook 06 that `results/<profile>/` (another folder than this profile's) holds
-    as an older linrec wrote them (`stale_tables`), by name."""
-    other = r.dir.parent / profile
-    if not other.is_dir() or other.resolve() == r.dir.resolve():
-        return []
-    return sorted(name for name in stale_tables(other, "06") if name.startswith(prefix))
-
-
-def _tables_in_full(r, identity: pd.DataFrame | None, split: pd.DataFrame | None, out: Path) -> list[str]:
-    """Where a profile that quotes `results/full/` finds the anchor's per-block tables (`identity`, `split`: each
-    None where there is none to quote): a link to that folder's report (its routing section), with how many rows each
-    table has, instead of the tables again."""
+def _tables_in_full(quoted, identity: pd.DataFrame | None, split: pd.DataFrame | None, out: Path) -> list[str]:
+    """Where a profile that quotes another's routing (`quoted`: its `routing_summary`, `results/full/`'s) finds the
+    anchor's per-block tables (`identity`, `split`: each None where there is none to quote): a link to that folder's
+    report (its routing section), with how many rows each table has, instead of the tables again."""
     parts = []
     if identity is not None:
         n = len(identity)
@@ -196,9 +186,9 @@ def _tables_in_full(r, identity: pd.DataFrame | None, split: pd.DataFrame | None
         parts.append(f"the token / context / whole gates' held-out AUC, {n} block{'s' * (n != 1)}")
     if not parts:
         return []
-    report = r.dir.parent / "full" / "report.md"
-    where = (f"[`results/full/report.md`]({relative(report, out.parent)}#{ANCHOR})" if report.exists()
-             else "`results/full/report.md` (`linrec report --params params/full.yaml` writes it)")  # fmt: skip
+    report, other = quoted.source / "report.md", quoted.profile
+    where = (f"[`results/{other}/report.md`]({relative(report, out.parent)}#{ANCHOR})" if report.exists()
+             else f"`results/{other}/report.md` (`linrec report --params params/{other}.yaml` writes it)")  # fmt: skip
     return [f"The per-block tables behind these lines ({'; '.join(parts)}), each with its rule, are in {where}.", ""]
 
 
@@ -210,21 +200,17 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
     its figure from `results/full/figures/` and a link to that run's report for the per-block tables; where that
     run's routing tables are older than this linrec, the section says so and quotes nothing. [] where neither routed.
     The figure is linked relative to `out` (the report)."""
-    own = r.get("routing_summary") is not None
+    quoted = r.read("routing_summary")  # this profile's, else the last run of params/full.yaml (`STAND_INS`)
+    summary, own, other = quoted.table, quoted.profile is None, quoted.other
 
     def get(name: str):
-        return r.get(name) if own else other_profile(r, name, "full")
+        return quoted.also(name).table
 
-    summary = get("routing_summary")
     lines = routing_findings(summary)
     if not lines:
-        old = _stale_elsewhere(r, "full", "routing") if not own else []
-        if old:
+        if stale := stale_run(quoted):
             return [HEADING, "", "This profile routes no block (`route_blocks: 0`) and quotes the routing of "
-                    "`params/full.yaml`, which routes every block; but its last run's routing tables, in "
-                    f"`results/full/`, were written by an older linrec ({', '.join(f'`{t}.csv`' for t in old)} lack "
-                    "columns this linrec writes), so nothing of them is quoted here: `linrec figures --params "
-                    "params/full.yaml --only 06` refreshes them.", ""]  # fmt: skip
+                    f"`params/{other}.yaml`, which routes every block; but {stale}.", ""]  # fmt: skip
         return []
     text = [f'<a id="{ANCHOR}"></a>', "", HEADING, "",
             "Notebook 06 routes a share of each block's tokens to its closed-form map by a logistic gate on the "
@@ -237,14 +223,14 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
         text += [
             "This profile routes no block (`route_blocks: 0`, which keeps the default `make figures` within "
             "its 20-minute budget); every number and the figure of this section are from the last run of "
-            "`params/full.yaml` (`results/full/`), which routes every block.",
+            f"`params/{other}.yaml` (`results/{other}/`), which routes every block.",
             "",
         ]
     text += [f"- {line}" for line in lines]
-    full = other_profile(r, "routing_summary", "full") if own else None
-    if full is not None:
-        text += [f"- With `params/full.yaml` (every block routed, every held-out window): {line}"
-                 for line in routing_findings(full)]  # fmt: skip
+    beside = r.read("routing_summary", own=False) if own else None  # the stand-in's run, beside this one's
+    if beside is not None and beside.table is not None:
+        text += [f"- With `params/{beside.profile}.yaml` (every block routed, every held-out window): {line}"
+                 for line in routing_findings(beside.table)]  # fmt: skip
     text += [*[f"- {line}" for line in anchor_findings(_judged_anchor(get))], ""]
     cols = {"model": "model", "best_block": "best block", "best_routable_pct1": "share within +1 %",
             "best_lo": "lo", "best_hi": "hi", "n_quarter": "blocks ≥ 25 %", "n_monotone": "monotone",
@@ -256,16 +242,17 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
     identity = identity if identity is not None and "r_need" in identity and len(identity) else None
     split = split if split is not None and len(split) else None
     if not own:  # quoting full: its summary above; its per-block tables stay in its own report, linked
-        text += _tables_in_full(r, identity, split, out)
+        text += _tables_in_full(quoted, identity, split, out)
     if own and identity is not None:
         text += [f"The rule: {ANCHOR_RULES['need']}.", "", table(_need_table(identity), "{:.2f}"), ""]
     if own and split is not None:
         text += [f"The rule: {ANCHOR_RULES['split']}.", "", table(_split_table(split), "{:.2f}"), ""]
-    heals = [(get("routing_heal"), ""), (other_profile(r, "routing_heal", "healing"), " (params/healing.yaml)")]
+    healing = r.read("routing_heal", ("healing",), own=False)  # params/healing.yaml's, beside this profile's
+    heals = [(get("routing_heal"), ""), (healing.table, f" (params/{healing.profile}.yaml)")]
     heals = [(_judged_heal(h), where) for h, where in heals if h is not None and "outcome" in h and len(h)]
     for heal, where in heals:
         text += [*[f"- {line}" for line in heal_findings(heal, where)], ""]
     if heals:
         both = pd.concat([h.assign(model=h["model"] + where) for h, where in heals], ignore_index=True)
         text += [f"The rule: {ANCHOR_RULES['heal']}.", "", table(_heal_table(both), "{:.2f}"), ""]
-    return text + figure_lines("fig9_routing", figures_dir if own else r.dir.parent / "full" / "figures", out)
+    return text + figure_lines("fig9_routing", figures_dir if own else quoted.source / "figures", out)

@@ -4,10 +4,10 @@ shape and level: layout, text or seed) and the pooled rows of claims 3, 4 and 6b
 the seeds experiment's verdict row (`seeds_row`, notebook 08 under `params/training.yaml`).
 
 Every profile's report reads the zoo's tables from its own results, or else from `results/zoo/` (like
-`results/training/` for the seeds experiment), naming where they came from. The verdicts are judged again by
-today's rules on the measured tables (`judged`: `linrec.claims.zoo.zoo_verdict` and `pooled_claims`; `seeds_row`:
-`linrec.claims.learned.seeds_verdict`), not read from the verdict words notebook 08 stored, so a rule changed since
-the run cannot leave a stale word.
+`results/training/` for the seeds experiment: `linrec.outputs.results.Results.read`), naming where they came from.
+The verdicts are judged again by today's rules on the measured tables (`judged`: `linrec.claims.zoo.zoo_verdict` and
+`pooled_claims`; `seeds_row`: `linrec.claims.learned.seeds_verdict`), not read from the verdict words notebook 08
+stored, so a rule changed since the run cannot leave a stale word.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
-from linrec.base.errors import LinrecError, StaleTableError
+from linrec.base.errors import LinrecError
 from linrec.base.files import find_project_root
 from linrec.base.tables import load_table
 from linrec.claims.learned import seeds_verdict
@@ -26,7 +26,6 @@ from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_TESTABLE
 from linrec.claims.swap import FLAGS, NOT_USEFUL
 from linrec.claims.zoo import INCONCLUSIVE, SAME, pooled_claims, zoo_verdict
 
-ZOO_PROFILE = "zoo"  # results/zoo/, written by params/zoo.yaml
 ZOO_CLAIMS = ("2a", "3", "4", "6b")  # the claims the zoo judges, in the catalog's order
 OUTCOME_WORDS = {
     "effect": "a correlation shown",
@@ -35,21 +34,6 @@ OUTCOME_WORDS = {
     FLAGS: "a flag shown (both 95 % intervals below 0)",
     NOT_USEFUL: "a useful flag (ρ ≤ −{margin}) excluded by its one-sided 95 % bound",
 }
-
-
-def zoo_table(r, name: str) -> tuple[pd.DataFrame | None, str]:
-    """(table `name` of this profile's results, else of `results/zoo/`; where it came from: "" or "zoo profile")."""
-    own = r.get(name)
-    if own is not None and not own.empty:
-        return own, ""
-    other = Path(r.dir).parent / ZOO_PROFILE
-    if not other.is_dir() or other.resolve() == Path(r.dir).resolve():
-        return None, ""
-    try:
-        t = load_table(name, other)
-    except StaleTableError:
-        return None, ""
-    return (t, f"{ZOO_PROFILE} profile") if t is not None and not t.empty else (None, "")
 
 
 def seeds_row(table: pd.DataFrame | None, comparisons: pd.DataFrame | None = None) -> dict:
@@ -67,19 +51,21 @@ def seeds_row(table: pd.DataFrame | None, comparisons: pd.DataFrame | None = Non
 
 def judged(r, name: str, t: dict | None = None) -> tuple[pd.DataFrame | None, str]:
     """The zoo's verdict table `name` ("zoo_verdict" or "zoo_claims") judged again by today's rules on the zoo's
-    measured tables (as notebook 08 judges them: the converged runs alone), with where they came from (`zoo_table`);
+    measured tables (as notebook 08 judges them: the converged runs alone), with where they came from ("zoo profile":
+    `Results.read`, from the folder the verdict table came from);
     the stored table where the measured ones are absent, None where neither is. `t`: {claim: thresholds} of the
     rules that judge claims 3, 4 and 6b (`linrec.claims.zoo.pooled_claims`; absent: their modules')."""
-    stored, where = zoo_table(r, name)
+    quoted = r.read(name)  # this profile's, else results/zoo's (`linrec.base.tables.STAND_INS`)
+    stored, where = quoted.table, f"{quoted.profile} profile" if quoted.profile else ""
     if stored is None:
         return None, ""
-    runs, _ = zoo_table(r, "zoo_runs")
+    runs = quoted.also("zoo_runs").table
     try:
         if name == "zoo_claims":
-            tables = [zoo_table(r, n)[0] for n in ("zoo_probe_summary", "zoo_swap_predictors", "zoo_regimes")]
+            tables = [quoted.also(n).table for n in ("zoo_probe_summary", "zoo_swap_predictors", "zoo_regimes")]
             found = any(x is not None for x in tables)
             return (pooled_claims(*tables, runs, t=t), where) if found else (stored, where)
-        comp, comparisons = zoo_table(r, "zoo_components")[0], zoo_table(r, "training_comparisons")[0]
+        comp, comparisons = quoted.also("zoo_components").table, quoted.also("training_comparisons").table
         if comp is None:
             return stored, where
         return pd.DataFrame([zoo_verdict(comp, comparisons, runs)]), where  # it keeps the converged runs itself
@@ -111,12 +97,10 @@ def _ci(lo, hi, nd: int = 3) -> str:
 def zoo_2a(r) -> tuple[str, str, str] | None:
     """(section sentence, claim-table words, claim 2a's verdict from the zoo) or None where the zoo has not run."""
     verdict, where = judged(r, "zoo_verdict")
-    comp, _ = zoo_table(r, "zoo_components")
-    dist, _ = zoo_table(r, "zoo_distances")
+    comp, dist, runs = (r.read(name).table for name in ("zoo_components", "zoo_distances", "zoo_runs"))
     if verdict is None or comp is None or dist is None:
         return None
     v = verdict.iloc[0]
-    runs, _ = zoo_table(r, "zoo_runs")
     size = f"{len(runs)} runs" if runs is not None else "its runs"
     kinds = "; ".join(
         f"{d['kind']} ({int(d['n_pairs'])} pair{'s' if d['n_pairs'] != 1 else ''}) shape {_f(d['shape'])} "
@@ -183,7 +167,7 @@ def zoo_pooled(r, claim: str, t=None) -> str:
 
 def _regimes(r, e: dict, where: str) -> str:
     """Claim 4's zoo row in words: the regimes summed over the trained models, and the zoo's verdict."""
-    regimes, _ = zoo_table(r, "zoo_regimes")
+    regimes = r.read("zoo_regimes").table
     counts = ""
     if regimes is not None:
         n = {c: int(regimes[c].sum()) for c in ("n_blocks", "n_broadly_linear", "n_outlier_concentrated")}

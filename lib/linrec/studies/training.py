@@ -19,7 +19,7 @@ measuring text (`linrec.analyses.seeds.capture_checkpoints`), and writes:
 What a later step reads is a table as written (read back through `load_table`), as `linrec.outputs.refresh` reads
 it: the zoo's decomposition takes the final profiles, the comparisons and the runs' noise from their files. A
 profile without a `training` section trains nothing: `run` returns the last stored run's tables (results/training
-and results/zoo), written by `params/training.yaml` and `params/zoo.yaml`."""
+and results/zoo, written by `params/training.yaml` and `params/zoo.yaml`: `linrec.base.tables.STAND_INS`)."""
 
 from __future__ import annotations
 
@@ -54,12 +54,12 @@ from linrec.analyses.zoo import (
     stacked,
 )
 from linrec.base.cache import entry_path, folder
-from linrec.base.errors import LinrecError, StaleTableError
+from linrec.base.errors import LinrecError
 from linrec.base.files import project_root, unseal
 from linrec.base.progress import bar as progress_bar
 from linrec.base.progress import notice
 from linrec.base.registry import TABLES
-from linrec.base.tables import load_table, load_timings
+from linrec.base.tables import load_table, load_timings, read
 from linrec.base.threads import free_cpus
 from linrec.claims.learned import comparison_words, seeds_verdict
 from linrec.claims.zoo import pooled_claims, zoo_verdict
@@ -72,7 +72,6 @@ from linrec.studies.stages import Profile
 
 log = logging.getLogger(__name__)
 
-STORED = {"training": "results/training", "zoo": "results/zoo"}  # what a profile that trains nothing shows
 # A training step's seconds over a capture's for the same tokens and parameters: the backward pass multiplies twice
 # what the forward does, and AdamW and the LM head add to it. Measured 2026-11-27 on 1 thread beside other jobs (load
 # 8 on 2 cores, so about a quarter of a core): params/training.yaml's run (d_model 128, 4 layers, 1.3M parameters)
@@ -141,25 +140,28 @@ def onsets(approach: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"onset (step)": onset, "last step": last, "still moving": onset == last})
 
 
-def stored(where: str | Path, zoo_where: str | Path, ran: bool = False) -> TrainingResult:
-    """Notebook 08's tables as written under `where` (the seeds experiment) and `zoo_where` (the zoo); `source` is
-    `where` as the checkout names it (relative to the project root where it lies inside it), so the notebook that
-    prints it reads the same on every machine. A zoo table written by an older linrec (e.g. `zoo_runs` before its
-    convergence columns) is left out (None), with a warning naming the rerun, until the zoo is run again."""
-
-    def read(name: str) -> pd.DataFrame | None:
-        if not name.startswith("zoo_"):
-            return load_table(name, where)
-        try:
-            return load_table(name, zoo_where)
-        except StaleTableError as err:
-            log.warning("%s; the zoo's table %s is left out until then", err, name)
-            return None
-
-    tables = {name: read(name) for name in TrainingResult.__dataclass_fields__ if name in TABLES}
-    where, root = Path(where), project_root()
-    source = where.relative_to(root) if where.is_relative_to(root) else where
-    return TrainingResult(**tables, zoo_timings=load_timings("zoo_runs", zoo_where), ran=ran, source=source)
+def stored(where: str | Path, ran: bool = False) -> TrainingResult:
+    """Notebook 08's tables: as this run wrote them under `where` (`ran`), else as the last runs of the profiles that
+    stand in for them wrote them (`linrec.base.tables.read`: results/training for the seeds experiment, results/zoo
+    for the zoo); `source` is where the seeds experiment's tables came from as the checkout names it (relative to the
+    project root where it lies inside it), so the notebook that prints it reads the same on every machine. A stored
+    run an older linrec wrote (e.g. `zoo_runs` before its convergence columns) is left out whole (None), with a
+    warning naming its tables and the rerun, until it is run again."""
+    names, memo = [name for name in TrainingResult.__dataclass_fields__ if name in TABLES], {}  # memo: `read`'s
+    if ran:
+        tables, source, runs = {name: load_table(name, where) for name in names}, Path(where), Path(where)
+    else:
+        reads = {name: read(name, where, own=False, memo=memo) for name in names}
+        for profile, old in {p: t for q in reads.values() for p, t in q.stale.items()}.items():
+            log.warning("the last run of params/%s.yaml wrote %s as an older linrec did; rerun notebook 08 under it: "
+                        "its tables are left out until then", profile, ", ".join(old))  # fmt: skip
+        tables, runs = {name: q.table for name, q in reads.items()}, reads["zoo_runs"].source
+        source = next((q.source for n, q in reads.items() if n.startswith("training_") and q.source), None)
+    root = project_root()
+    if source is not None and source.is_relative_to(root):
+        source = source.relative_to(root)
+    return TrainingResult(**tables, ran=ran, source=source,
+                          zoo_timings=load_timings("zoo_runs", runs) if runs is not None else None)  # fmt: skip
 
 
 def _measured(on_cpu: bool) -> list[tuple[int, float]]:
@@ -401,7 +403,7 @@ def run(p: Profile) -> TrainingResult:
     `p.results_dir` and returned as written; without a `training` section, the stored run's tables."""
     root = project_root()
     if not p.training:
-        return stored(root / STORED["training"], root / STORED["zoo"])
+        return stored(root / p.results_dir)
     where = root / p.results_dir  # an absolute results_dir (linrec figures --out) stays as it is
     r = train(p)
     profiles = pd.concat([checkpoint_table(r.trained[c.name], r.captures[c.name]) for c in r.configs],
@@ -418,4 +420,4 @@ def run(p: Profile) -> TrainingResult:
     elif p.train_swap:
         swap, windows = swap_table(p, r)
         TrainingResult(training_swap=swap, training_swap_windows=windows).write(where)
-    return stored(where, where, ran=True)
+    return stored(where, ran=True)
