@@ -29,8 +29,9 @@ def _tables_of(run, tmp_path):
 def test_what_the_notebooks_concluded_is_worded_by_todays_rules_from_the_tables(tmp_path, monkeypatch):
     """Issue 64: the section printed claim 5's old word ("a property of the model", stored by notebook 05 under the
     older correlation rule) where claim 5's rule now says "undecided". Each line is written again from the tables it
-    is drawn from, in the stages' order: words planted in the stored finding tables never show, and a planted share
-    changes claim 5's word. Guards the stored words printed (planted: `findings` returning the stored column)."""
+    is drawn from, in the stages' order: words planted in the stored finding tables never show, and a planted pair
+    of corpora changes claim 5's word. Guards the stored words printed (planted: `findings` returning the stored
+    column)."""
     import linrec.outputs.report
     from linrec.claims.learned import controls_findings
     from linrec.claims.rules import judge
@@ -59,12 +60,13 @@ def test_what_the_notebooks_concluded_is_worded_by_todays_rules_from_the_tables(
         judge(rule("2b"), r),
     )
     words = [e["overlay_verdict"] for e in judge(rule(5), r).evidence]
-    assert words == ["undecided"]  # the committed run's word by claim 5's rule (its intervals straddle 0.1)
+    assert words == ["undecided"]  # the committed run's word by claim 5's rule (some pair's interval straddles 0.1)
     lines = concluded()
     assert lines == [f"- smollm2-135m: the per-block profile across corpora is **{words[0]}**."] + [
         f"- {x}" for x in swap + controls]  # fmt: skip
     assert "stale" not in "\n".join(lines) and "mixed" not in "\n".join(lines) and len(swap) > 3
-    save_table(corpora.assign(shape_lo=0.2, shape_hi=0.3), "corpora_verdict", d)  # shape share above 0.1
+    pairs = load_table("corpora_agreement", d)  # every pair of corpora's level shift beyond 2a's margin
+    save_table(pairs.assign(level_lo=0.2, level_hi=0.3), "corpora_agreement", d)
     assert concluded()[0] == "- smollm2-135m: the per-block profile across corpora is **shaped by the corpus**."
     monkeypatch.setattr(linrec.outputs.report, "STUDIES", [s for s in STUDIES if s.name != "swap"])
     assert [x for x in concluded() if x[2:] in swap] == []
