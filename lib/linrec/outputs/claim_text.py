@@ -405,10 +405,12 @@ def sentence_5(r: Results, rule: Rule) -> Claim:
         parts.append(text)
         level = max(pairs, key=lambda q: abs(q["level"]) if np.isfinite(q["level"]) else -1.0)
         shape = max(pairs, key=lambda q: q["shape"] if np.isfinite(q["shape"]) else -1.0)
-        lvl = f"{level['level']:+.2f} {_ci(level['level_lo'], level['level_hi'])}"
+        up = not level["level"] < 0  # the largest shift read upwards: "code − web 0.13 [0.10, 0.15]"
+        a, b = (level["corpus_a"], level["corpus_b"]) if up else (level["corpus_b"], level["corpus_a"])
+        lo, hi = (level["level_lo"], level["level_hi"]) if up else (-level["level_hi"], -level["level_lo"])
+        lvl = f"{fmt(level['level'] if up else -level['level'], 2)} {_ci(lo, hi)}"
         shp = f"{fmt(shape['shape'], 2)} {_ci(shape['shape_lo'], shape['shape_hi'])}"
-        heads.append(f"{lvl} in level ({level['corpus_a']} − {level['corpus_b']}) and {shp} in shape "
-                     f"{_in(e['model'])}")  # fmt: skip
+        heads.append(f"{lvl} in level ({a} − {b}) and {shp} in shape {_in(e['model'])}")
         short.append(f"{lvl} and {shp} {_in(e['model'])}")
     head = _head(
         f"Between corpora the profile shifts by up to {_and(heads)} (margin {margin})",
