@@ -31,10 +31,11 @@
 # is one for the held-out R² of the fitted map, *this* map's held-out score. Its coverage of that, and of
 # a refit's R²_lin, is measured by simulation (notebook 09's methods table, `linrec.analyses.calibration`).
 #
-# **Comparing profiles** (`linrec.analyses.uncertainty.profile_agreement`): for each model and each pair of
-# corpora, the Pearson and Spearman correlation of the per-block profiles, the largest per-block
-# difference, and how many blocks have disjoint intervals (a difference larger than
-# the noise).
+# **Comparing profiles** (`corpora_agreement`): for each model and each pair of corpora, the profile's shift from one
+# corpus to the other in level and shape, each with its window interval, as claim 2a compares two profiles (claim 5
+# reads it, the section "Verdict" says how); beside it the Pearson and Spearman correlation of the per-block
+# profiles, the largest per-block difference, and how many blocks have disjoint intervals
+# (`linrec.analyses.uncertainty.profile_agreement`).
 #
 # The model is loaded once for all corpora (`linrec.collect.capture.get_captures`) and every capture is
 # cached; only the notebook-01 corpus keeps raw rows, the others keep statistics only.
@@ -59,6 +60,9 @@ device, results_dir, figures_dir = p.device, p.results_dir, p.figures_dir
 
 # %%
 from linrec.base.files import project_root
+from linrec.claims.corpora import overlay_story
+from linrec.claims.rules import judge
+from linrec.outputs.catalog import rule
 from linrec.outputs.plots_ceiling import fig5_corpora
 from linrec.outputs.results import labelled
 from linrec.studies import corpora as study
@@ -127,57 +131,53 @@ result.corpora_agreement.round(3)
 
 # %% [markdown]
 # ## Verdict
-# Correlations alone can mislead: two flat profiles correlate poorly even when they agree to the
-# second decimal. So the verdict also weighs the *size* of the corpus effect against the size of
-# the depth effect: **corpus/depth** = the mean over blocks of the standard deviation across
-# corpora, divided by the standard deviation across blocks of the corpus-averaged profile.
+# Claim 5 compares profiles, so it is judged as claim 2a judges two profiles: the project's one convention for shape
+# and level (`linrec.claims.rules`). For each model and each pair of corpora a, b, with a_i and b_i block i's R²_lin
+# on each:
 #
-# | verdict | rule (per model; `linrec.claims.corpora.corpus_word`, tested at each threshold) |
-# |---|---|
-# | a property of the model | every pair has Spearman ρ ≥ 0.7 and corpus/depth < 0.5 |
-# | shaped by the corpus | some pair has Spearman ρ < 0.4, or corpus/depth ≥ 1 |
-# | mixed | otherwise |
+# - **level**, a shift of the whole profile: mean_i (a_i − b_i), signed (a above b is positive);
+# - **shape**, a change of its form: mean_i |(a_i − ā) − (b_i − b̄)|, the mean difference once each profile is
+#   centred on its own mean;
 #
-# That ratio mixes two different things a corpus can do to a profile: shift all of it up or down
-# (its **level**), or change its form (its **shape**). A model whose depth profile is flat fails the
-# ratio on a pure shift. So claim 5 follows the project's one convention for shape and level
-# (`linrec.claims.rules`): both are measured, each with its interval. The R²_lin table of blocks × corpora
-# is split like a two-way analysis of variance into *depth* (the blocks' main effect), *level* (the
-# corpora's main effect) and *shape* (their interaction); each share of the total sum of squares gets
-# a 95 % interval from resampling each corpus's held-out windows (`linrec.analyses.recoverability.
-# corpus_shape_level`). The paper's words are that the profiles "overlay closely": curves overlay only
-# if they have the same form *and* sit at the same height. Claim 5's rule (`linrec.claims.corpora.overlay_word`):
-# "a property of the model" if the intervals of the shape share and of the level share both lie below
-# 0.1, "shaped by the corpus" if either lies at or above 0.1, undecided otherwise.
-# The count of block–corpus pairs that differ is Benjamini–Hochberg corrected (5 % false-discovery
-# rate over every block and pair of corpora), not a count of disjoint intervals.
+# each with a 95 % interval from the window jackknife of the cell above, the same functions and the same jackknife
+# as claim 2a's seeds experiment (`linrec.analyses.recoverability.corpus_pairs`, `PARTS`). 2a's two profiles share
+# their windows; each corpus has its own, so one window of one corpus is left out at a time and the two corpora's
+# variances add. The paper's words are that the profiles "overlay closely": curves overlay only if they have the
+# same form *and* sit at the same height, so a pair **overlays** only if its level's interval lies inside ± 2a's
+# minimum effect and its shape's below it, and is **apart** if either interval lies entirely beyond it. A model's
+# profile is "a property of the model" if every pair overlays, "shaped by the corpus" if some pair is apart, and
+# undecided otherwise (`linrec.claims.corpora.pair_word`, `model_word`). The same is done without the windows' first
+# position (the `_ex_first` columns): that is an alternative analysis, so it can lower the model's word, never raise
+# it. The cell below prints the rule with its margin.
 
+# %% tags=["nbval-check-output"]
+print("claim 5 rule:", rule(5).words)
+v5 = judge(rule(5), result.tables())
+print("verdict:", v5.verdict, "· without the windows' first position alone:", v5.without_first or "not measured")
+labelled(result.corpora_agreement, "corpora_agreement").round(3)
+
+# %% [markdown]
+# Beside the pairs, two older readings stay as context (neither decides the claim). The R²_lin table of blocks ×
+# corpora split like a two-way analysis of variance into *depth* (the blocks' main effect), *level* (the corpora's
+# main effect) and *shape* (their interaction), each share of the total sum of squares with its window interval
+# (`linrec.analyses.recoverability.corpus_shape_level`): a share says how much of the variance a corpus accounts
+# for, not how far it moves a block, so it is not on claim 2a's scale. And the correlation reading
+# (`linrec.claims.corpora.corpus_word`, the `verdict` column): every pair's Spearman ρ and the corpus effect's size
+# against the depth effect's (**corpus/depth**: the mean over blocks of the standard deviation across corpora over
+# the standard deviation across blocks of the corpus-averaged profile); two flat profiles correlate poorly even when
+# they agree to the second decimal, and a pure shift leaves ρ untouched. The count of block–corpus pairs that differ
+# is Benjamini–Hochberg corrected (5 % false-discovery rate over every block and pair of corpora).
 
 # %% tags=["nbval-check-output"]
 labelled(result.corpora_verdict).round(3)
 
 # %% tags=["nbval-check-output"]
-for r in result.corpora_verdict.to_dict("records"):
-    print(
-        f"{r['model']}: across {', '.join(corpora)} the per-block profile is {r['verdict']} "
-        f"(min Spearman ρ {r['spearman_min']:.2f}, corpus/depth {r['corpus_depth_ratio']:.2f}; "
-        f"largest difference {r['max_abs_diff']:.3f} at block {r['max_diff_block']}, "
-        f"{r['max_diff_corpus_a']} vs {r['max_diff_corpus_b']}; "
-        f"{r['n_ci_disjoint']} of {r['n_ci_compared']} block comparisons differ beyond the window intervals)."
-    )
-    print(
-        f"{r['model']}: of R²_lin's variance over blocks × corpora, depth holds {r['depth_share']:.3f} "
-        f"[{r['depth_lo']:.3f}, {r['depth_hi']:.3f}], level {r['level_share']:.3f} [{r['level_lo']:.3f}, "
-        f"{r['level_hi']:.3f}] and shape {r['shape_share']:.3f} [{r['shape_lo']:.3f}, {r['shape_hi']:.3f}]: on "
-        f"shape and level, {r['overlay_verdict']}. The level moves by up to {r['level_range']:.3f} "
-        f"[{r['level_range_lo']:.3f}, {r['level_range_hi']:.3f}] ({r['corpus_highest']} highest, "
-        f"{r['corpus_lowest']} lowest); "
-        f"{r['n_pairs_fdr']} of {r['n_pairs']} block–corpus pairs differ at a 5 % false-discovery rate."
-    )
+print("\n".join(overlay_story(v5, result.corpora)))  # the words: linrec.claims.corpora.overlay_story
 
 # %% [markdown]
-# Reading the verdict: a block–corpus pair that differs at the 5 % false-discovery rate is a real
-# difference between domains at this token budget, however small. The shape share says whether a
-# corpus changes the profile's form across depth; the level share whether it lifts or lowers every
-# block together. A corpus that keeps the form but lifts every block by 0.15 does not give profiles
-# that "overlay": it is shaped by the corpus in level, and the verdict says so.
+# Reading the verdict: a pair whose interval straddles the margin is not evidence either way at this token budget;
+# one that lies inside it shows the two corpora give the same profile to within what claim 2a calls no effect, and
+# one beyond it shows a corpus moves the profile by at least as much as 2a requires of training. A corpus that keeps
+# the form but lifts every block does not give profiles that "overlay": its level says so, pair by pair. The lines
+# above say which pairs decide each model's word, and, where the word without position 0 differs, which blocks make
+# that analysis less certain.

@@ -25,7 +25,7 @@ from linrec.app.records import TIMINGS
 from linrec.base.files import project_root
 from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, save_table
-from linrec.claims.corpora import corpus_word
+from linrec.claims.corpora import corpus_word, model_word
 from linrec.outputs.report import build_report
 from linrec.outputs.report_figures import FIGURES
 
@@ -181,6 +181,10 @@ def test_05_corpora(runner):
     assert len(runner.table("corpora_agreement")) == 3
     v = runner.table("corpora_verdict").iloc[0]  # the verdict is the rule applied to the row's own numbers
     assert v["verdict"] == corpus_word(v["spearman_min"], v["corpus_depth_ratio"])
+    pairs = runner.table("corpora_agreement")  # claim 5's word from each pair of corpora's shift (issue 87, item 4)
+    assert len(pairs) == 3 and (pairs["level_lo"] <= pairs["level"]).all()
+    assert (pairs["shape"] <= pairs["shape_hi"]).all()
+    assert v["overlay_verdict"] == model_word(pairs)["word"]
 
 
 @pytest.mark.models

@@ -69,6 +69,77 @@ def test_corpus_shape_level_separates_a_shift_from_a_change_of_form():
     assert changed["n_pairs"] == 18
 
 
+def _small_heldout(rng, windows: int, d: int = 2) -> HeldOut:
+    """A few windows of arbitrary per-window sums (SSE below SST, so R² is a number between 0 and 1)."""
+    n = rng.integers(3, 7, windows)
+    y = [rng.standard_normal((k, d)) + 0.3 for k in n]
+    sy, syy = np.stack([v.sum(0) for v in y]), np.stack([(v * v).sum(0) for v in y])
+    sse = syy * rng.uniform(0.1, 0.6, (windows, d))
+    return HeldOut(np.arange(windows), n, sse, sy, syy, np.zeros(d))
+
+
+def _r2_by_hand(h: HeldOut, keep) -> float:
+    """R² over the windows `keep`, with loops: 1 − ΣSSE / (Σ syy − |Σ sy|² / Σ n)."""
+    n = sse = syy = 0.0
+    sy = np.zeros(h.sy.shape[1])
+    for w in keep:
+        n, sse, syy, sy = n + h.n[w], sse + h.sse[w].sum(), syy + h.syy[w].sum(), sy + h.sy[w]
+    return 1 - sse / (syy - (sy * sy).sum() / n)
+
+
+def test_corpus_pairs_match_a_hand_computation_of_2as_level_and_shape():
+    """Claim 5's pairs against an independent computation on three corpora of 4, 5 and 6 windows over 3 blocks: each
+    block's R²_lin from the sums with loops, the level mean_i (a_i − b_i) and the shape mean_i |(a_i − ā) − (b_i −
+    b̄)|, each window of each corpus left out in turn, the two corpora's jackknife variances added, Welch–Satterthwaite
+    degrees of freedom and a t quantile. Without sums without position 0 those columns are NaN; with the same sums
+    there, the same numbers."""
+    from types import SimpleNamespace
+
+    from scipy.stats import t as student_t
+
+    from linrec.analyses.recoverability import corpus_pairs
+
+    rng = np.random.default_rng(7)
+    sizes = {"wiki": 4, "web": 5, "code": 6}
+    held = {c: [_small_heldout(rng, w) for _ in range(3)] for c, w in sizes.items()}
+    caps = {c: SimpleNamespace(n_blocks=3, heldout=hs) for c, hs in held.items()}
+    rows = corpus_pairs(caps, level=0.95)
+    assert [(r["corpus_a"], r["corpus_b"]) for r in rows] == [("wiki", "web"), ("wiki", "code"), ("web", "code")]
+
+    def profile(c, drop=None):
+        keep = [w for w in range(sizes[c]) if w != drop]
+        return np.array([_r2_by_hand(h, keep) for h in held[c]])
+
+    def level(a, b):
+        return sum(x - y for x, y in zip(a, b)) / len(a)
+
+    def shape(a, b):
+        ma, mb = sum(a) / len(a), sum(b) / len(b)
+        return sum(abs((x - ma) - (y - mb)) for x, y in zip(a, b)) / len(a)
+
+    for r in rows:
+        a, b = r["corpus_a"], r["corpus_b"]
+        assert (r["n_windows_a"], r["n_windows_b"], r["n_blocks"]) == (sizes[a], sizes[b], 3)
+        for name, f in (("level", level), ("shape", shape)):
+            point = f(profile(a), profile(b))
+            variances = []
+            for c in (a, b):
+                reps = [f(profile(a, k if c == a else None), profile(b, k if c == b else None))
+                        for k in range(sizes[c])]  # fmt: skip
+                mean = sum(reps) / len(reps)
+                variances.append((sizes[c] - 1) / sizes[c] * sum((x - mean) ** 2 for x in reps))
+            dof = sum(variances) ** 2 / sum(v**2 / (sizes[c] - 1) for v, c in zip(variances, (a, b)))
+            half = student_t.ppf(0.975, dof) * np.sqrt(sum(variances))
+            assert r[name] == pytest.approx(point, abs=1e-12), (a, b, name)
+            assert (r[f"{name}_lo"], r[f"{name}_hi"]) == pytest.approx((point - half, point + half), abs=1e-12)
+            assert np.isnan(r[f"{name}_ex_first"]) and np.isnan(r[f"{name}_lo_ex_first"])
+    for c in caps.values():
+        c.heldout_rest = c.heldout  # without position 0: here the same sums, so the same numbers
+    for r, again in zip(rows, corpus_pairs(caps, level=0.95)):
+        for k in ("level", "level_lo", "level_hi", "shape", "shape_lo", "shape_hi"):
+            assert again[f"{k}_ex_first"] == pytest.approx(r[k], abs=1e-12)
+
+
 def test_profile_replicates_leave_the_same_window_out_of_every_block():
     """Claim 1's paired test rests on this: two blocks with the same held-out sums differ by exactly 0 in every
     replicate (left out independently they would not), a block's replicates give its own `r2_interval`, and a block

@@ -1,15 +1,25 @@
-"""linrec.claims.corpora (claim 5): the corpus word at its thresholds, the depth ratio by hand, and the one
-convention for shape and level (issue 45): claim 5 overlays only if both the shape and the level share lie below
-their thresholds, tallied over the decided models and judged without position 0 on both."""
+"""linrec.claims.corpora (claim 5): the corpus word at its thresholds, the depth ratio by hand, and claim 5 read as
+claim 2a reads a shift between two profiles (issue 87, item 4): each pair of corpora's level and shape interval
+against 2a's margin, every outcome reachable at the margin on both sides, position 0 removed lowering a word and never
+raising it, the variance shares deciding nothing."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from linrec.claims.corpora import corpus_depth_ratio, corpus_verdicts, corpus_word, overlay_word, verdict_5
+from linrec.claims.corpora import (
+    RULE_5,
+    corpus_depth_ratio,
+    corpus_verdicts,
+    corpus_word,
+    model_word,
+    overlay_story,
+    pair_word,
+    verdict_5,
+)
 from linrec.claims.rules import (
-    CLAIM5_LEVEL,
-    CLAIM5_SHAPE,
+    CLAIM2_MIN_EFFECT,
+    CLAIM5_MARGIN,
     CORPUS_MODEL_RATIO,
     CORPUS_MODEL_RHO,
     CORPUS_SHAPED_RATIO,
@@ -21,75 +31,163 @@ from linrec.claims.rules import (
 )
 
 EPS = 1e-9
-SMALL, LARGE = (0.01, 0.05), (0.2, 0.3)  # intervals well below and well above 0.1
+M = CLAIM5_MARGIN
+SMALL, LARGE = (0.01, 0.05), (0.2, 0.3)  # intervals well inside and well beyond the margin
+NAN = (np.nan, np.nan)
+PAIRS = (("wiki", "web"), ("wiki", "code"), ("web", "code"))
 
 
-# ---- claim 5: an overlay needs both ------------------------------------------------------------------------------
-def _row(shape, level, model="m", **more):
-    return {"model": model, "verdict": "mixed", "shape_lo": shape[0], "shape_hi": shape[1], "level_lo": level[0],
-            "level_hi": level[1], **more}  # fmt: skip
+# ---- claim 5: each pair of corpora on 2a's convention --------------------------------------------------------------
+def _pair(level=SMALL, shape=SMALL, model="m", pair=("wiki", "web"), level_ex=NAN, shape_ex=NAN):
+    """A `corpora_agreement` row (its level and shape) with the intervals given (points at their middles); without
+    position 0 NaN (not measured) unless given."""
+    row = {"model": model, "corpus_a": pair[0], "corpus_b": pair[1], "n_blocks": 4, "n_windows_a": 8,
+           "n_windows_b": 8}  # fmt: skip
+    for key, (lo, hi), suffix in (("level", level, ""), ("shape", shape, ""), ("level", level_ex, "_ex_first"),
+                                  ("shape", shape_ex, "_ex_first")):  # fmt: skip
+        row.update({f"{key}{suffix}": (lo + hi) / 2, f"{key}_lo{suffix}": lo, f"{key}_hi{suffix}": hi})
+    return row
+
+
+def _pairs(*rows) -> pd.DataFrame:
+    return pd.DataFrame(list(rows))
 
 
 @pytest.mark.parametrize(
-    "shape, level, word",
+    "level, shape, word",
     [
-        (SMALL, SMALL, "a property of the model"),
-        ((0.01, CLAIM5_SHAPE - EPS), SMALL, "a property of the model"),  # the shape just below
-        ((0.01, CLAIM5_SHAPE), SMALL, "undecided"),  # the shape's interval reaches its threshold
-        ((CLAIM5_SHAPE - EPS, 0.3), SMALL, "undecided"),
-        ((CLAIM5_SHAPE, 0.3), SMALL, "shaped by the corpus"),  # at the threshold: at or above
-        (SMALL, (0.01, CLAIM5_LEVEL - EPS), "a property of the model"),  # the level just below
-        (SMALL, (0.01, CLAIM5_LEVEL), "undecided"),
-        (SMALL, (CLAIM5_LEVEL - EPS, 0.3), "undecided"),
-        (SMALL, (CLAIM5_LEVEL, 0.3), "shaped by the corpus"),
-        (SMALL, (0.243, 0.460), "shaped by the corpus"),  # Gemma-3's level on the committed default run
-        (SMALL, (0.040, 0.120), "undecided"),  # SmolLM2's
-        (LARGE, LARGE, "shaped by the corpus"),
-        ((0.01, 0.2), LARGE, "shaped by the corpus"),  # either at or above decides, the other may straddle
-        (SMALL, (np.nan, np.nan), "undecided"),  # a level not measured: never an overlay
-        ((np.nan, np.nan), SMALL, "undecided"),
-        ((np.nan, np.nan), LARGE, "shaped by the corpus"),  # the level alone at or above suffices
+        (SMALL, SMALL, "overlay"),
+        ((0.01, M - EPS), SMALL, "overlay"),  # the level just inside the margin
+        ((0.01, M), SMALL, "undecided"),  # its interval reaches the margin
+        ((M - EPS, 0.3), SMALL, "undecided"),
+        ((M, 0.3), SMALL, "apart"),  # at the margin: at or beyond
+        ((-M + EPS, 0.01), SMALL, "overlay"),  # the signed level: the same on the other side
+        ((-M, 0.01), SMALL, "undecided"),
+        ((-0.3, -M + EPS), SMALL, "undecided"),
+        ((-0.3, -M), SMALL, "apart"),
+        (SMALL, (0.01, M - EPS), "overlay"),  # the shape just below the margin
+        (SMALL, (0.01, M), "undecided"),
+        (SMALL, (M - EPS, 0.3), "undecided"),
+        (SMALL, (M, 0.3), "apart"),
+        ((0.105, 0.155), SMALL, "apart"),  # code − web with documents held out (issue 87): above 2a's margin
+        ((-0.155, -0.105), SMALL, "apart"),  # the same pair the other way round
+        ((0.05, 0.2), LARGE, "apart"),  # either beyond decides, the other may straddle
+        (NAN, SMALL, "undecided"),  # a level not measured: never an overlay
+        (SMALL, NAN, "undecided"),
+        (NAN, LARGE, "apart"),  # the shape alone beyond the margin suffices
     ],
 )
-def test_claim5_overlays_only_when_shape_and_level_are_both_small(shape, level, word):
-    assert CLAIM5_SHAPE == CLAIM5_LEVEL == 0.1
-    assert overlay_word(_row(shape, level)) == word
-    expected = {"a property of the model": REPRODUCED, "shaped by the corpus": NOT_REPRODUCED}
-    assert verdict_5(pd.DataFrame([_row(shape, level)])).verdict == expected.get(word, NOT_TESTABLE)
+def test_a_pair_overlays_only_inside_2as_margin_in_level_and_shape(level, shape, word):
+    assert CLAIM2_MIN_EFFECT == M == 0.1  # one margin: 2a's minimum effect
+    assert pair_word(_pair(level, shape)) == word
+    model = {"overlay": "a property of the model", "apart": "shaped by the corpus"}.get(word, "undecided")
+    assert model_word(_pairs(_pair(level, shape)))["word"] == model
+    claim = {"overlay": REPRODUCED, "apart": NOT_REPRODUCED}.get(word, NOT_TESTABLE)
+    assert verdict_5(_pairs(_pair(level, shape))).verdict == claim
 
 
-def test_claim5_counts_every_model_and_judges_without_position_0_on_both():
-    rows = [_row(SMALL, SMALL, "a"), _row(SMALL, LARGE, "b"), _row(SMALL, (0.05, 0.2), "c")]
-    v = verdict_5(pd.DataFrame(rows))
-    assert v.verdict == PARTLY and [e["overlay_verdict"] for e in v.evidence] == [
-        "a property of the model", "shaped by the corpus", "undecided"]  # fmt: skip
-    assert verdict_5(pd.DataFrame(rows[1:])).verdict == NOT_REPRODUCED
-    assert verdict_5(pd.DataFrame(rows[2:])).verdict == NOT_TESTABLE
-    assert verdict_5(pd.DataFrame(rows[:1])).verdict == REPRODUCED
-    # every model counts: an undecided one beside one that overlays is partly, not reproduced (issue 64)
-    assert verdict_5(pd.DataFrame([rows[0], rows[2]])).verdict == PARTLY
-    ex = {"shape_lo_ex_first": 0.01, "shape_hi_ex_first": 0.05}  # the shape small without position 0, ...
-    v = verdict_5(pd.DataFrame([_row(SMALL, SMALL, **ex)]))  # ... the level not measured there (an older table)
-    assert v.verdict == REPRODUCED and v.without_first == NOT_TESTABLE
-    v = verdict_5(pd.DataFrame([_row(SMALL, SMALL, **ex, level_lo_ex_first=0.01, level_hi_ex_first=0.05)]))
-    assert v.without_first == REPRODUCED
-    v = verdict_5(pd.DataFrame([_row(SMALL, SMALL, **ex, level_lo_ex_first=0.2, level_hi_ex_first=0.3)]))
-    assert v.without_first == NOT_REPRODUCED
-    undecided = {**ex, "level_lo_ex_first": 0.05, "level_hi_ex_first": 0.2}  # straddles without position 0
-    v = verdict_5(pd.DataFrame([_row(SMALL, SMALL, "a", **ex, level_lo_ex_first=0.01, level_hi_ex_first=0.05),
-                                _row(SMALL, SMALL, "b", **undecided)]))  # fmt: skip
-    assert v.verdict == REPRODUCED and v.without_first == PARTLY
+def test_a_model_overlays_only_if_every_pair_does_and_one_pair_apart_shapes_it():
+    overlay = [_pair(pair=q) for q in PAIRS]
+    assert model_word(_pairs(*overlay))["word"] == "a property of the model"
+    straddles = [*overlay[:2], _pair((0.05, M + 0.01), pair=PAIRS[2])]  # web − code straddles the margin
+    assert model_word(_pairs(*straddles))["word"] == "undecided"
+    apart = [*straddles[:1], _pair(shape=(M, 0.2), pair=PAIRS[1]), straddles[2]]  # one pair apart decides
+    assert model_word(_pairs(*apart))["word"] == "shaped by the corpus"
+    assert model_word(_pairs())["word"] == "undecided"  # no pairs: nothing decided
 
 
-def test_corpus_verdicts_writes_the_overlay_word():
+def test_claim5_reaches_every_verdict_and_counts_every_model():
+    a = [_pair(model="a", pair=q) for q in PAIRS]  # a property of the model
+    b = [_pair((M, 0.2), model="b")]  # shaped by the corpus
+    c = [_pair((0.05, 0.2), model="c")]  # undecided
+    v = verdict_5(_pairs(*a, *b, *c))
+    assert v.verdict == PARTLY
+    assert [e["overlay_verdict"] for e in v.evidence] == ["a property of the model", "shaped by the corpus",
+                                                         "undecided"]  # fmt: skip
+    assert verdict_5(_pairs(*a)).verdict == REPRODUCED
+    assert verdict_5(_pairs(*b, *c)).verdict == NOT_REPRODUCED
+    assert verdict_5(_pairs(*c)).verdict == NOT_TESTABLE and "straddles" in verdict_5(_pairs(*c)).reason
+    assert verdict_5(_pairs(*a, *c)).verdict == PARTLY  # an undecided model beside one that overlays (issue 64)
+    assert [q["outcome"] for q in verdict_5(_pairs(*a)).evidence[0]["pairs"]] == ["overlay"] * 3
+    assert verdict_5(None).verdict == NOT_TESTABLE and verdict_5(None).reason == "notebook 05 not run"
+    older = verdict_5(None, pd.DataFrame([{"model": "m", "shape_lo": 0.01, "shape_hi": 0.02}]))
+    assert older.verdict == NOT_TESTABLE and "rerun notebook 05" in older.reason  # a folder from before the pairs
+
+
+@pytest.mark.parametrize(
+    "every, without, word",
+    [
+        (SMALL, SMALL, "a property of the model"),
+        (SMALL, (0.05, 0.2), "undecided"),  # lowered: undecided without position 0
+        (SMALL, (M, 0.2), "shaped by the corpus"),  # lowered: apart without position 0
+        ((0.05, 0.2), SMALL, "undecided"),  # never raised by an overlay without position 0
+        ((0.05, 0.2), (M, 0.2), "shaped by the corpus"),  # lowered from undecided
+        ((M, 0.2), SMALL, "shaped by the corpus"),  # never raised
+        ((M, 0.2), (0.05, 0.2), "shaped by the corpus"),
+        (SMALL, NAN, "a property of the model"),  # not measured without position 0: nothing to lower it
+    ],
+)
+def test_position_0_removed_can_lower_the_word_never_raise_it(every, without, word):
+    rows = _pairs(_pair(every, level_ex=without, shape_ex=SMALL if np.isfinite(without[0]) else NAN))
+    w = model_word(rows)
+    assert w["word"] == word
+    assert w["ex_first"] == ("" if np.isnan(without[0]) else model_word(_pairs(_pair(without)))["word"])
+    v = verdict_5(rows)
+    assert v.evidence[0]["overlay_verdict"] == word and v.evidence[0]["overlay_verdict_all"] == w["all"]
+    assert v.without_first == ("" if np.isnan(without[0]) else verdict_5(_pairs(_pair(without))).verdict)
+
+
+def test_the_variance_shares_decide_nothing():
+    """Until 2026-11-29 claim 5 read the shares of the level and the shape in R²_lin's variance against 0.1: with
+    documents held out the committed shares (shape 0.014–0.021, level 0.040–0.081) said 'a property of the model'
+    while code − web shifted R²_lin by 0.130 [0.105, 0.155], above 2a's margin. The pairs decide; the shares are
+    carried beside them. Guards the shares read again (planted: the former share rule, which says 'a property of the
+    model' here)."""
+    shares = pd.DataFrame([{"model": "m", "shape_share": 0.018, "shape_lo": 0.014, "shape_hi": 0.021,
+                            "level_share": 0.061, "level_lo": 0.040, "level_hi": 0.081}])  # fmt: skip
+    documents = _pairs(_pair(pair=PAIRS[0]), _pair((-0.07, -0.03), pair=PAIRS[1]), _pair((-0.155, -0.105),
+                       pair=PAIRS[2]))  # fmt: skip
+    v = verdict_5(documents, shares)
+    assert v.verdict == NOT_REPRODUCED and v.evidence[0]["overlay_verdict"] == "shaped by the corpus"
+    assert v.evidence[0]["level_hi"] == 0.081  # the shares are carried as context
+    big = shares.assign(level_lo=0.3, level_hi=0.5, shape_lo=0.3, shape_hi=0.5)  # shares that once said 'shaped'
+    assert verdict_5(_pairs(*[_pair(pair=q) for q in PAIRS]), big).verdict == REPRODUCED
+
+
+def test_the_rule_and_its_words_move_with_the_planted_margin():
+    rows = _pairs(_pair((0.15, 0.18)))
+    assert RULE_5(rows, None).verdict == NOT_REPRODUCED
+    assert RULE_5.planted(CLAIM5_MARGIN=0.2)(rows, None).verdict == REPRODUCED
+    assert "±0.2" in RULE_5.planted(CLAIM5_MARGIN=0.2).words and "±0.1" in RULE_5.words
+    assert "0.2" in RULE_5.planted(CLAIM5_MARGIN=0.2).change
+
+
+def test_corpus_verdicts_writes_claim5s_word_from_the_pairs():
     from linrec.analyses.uncertainty import profile_agreement
 
     t = pd.DataFrame([{"model": "a", "corpus": c, "block": b, "r2_lin": 0.1 * b + k * 0.05, "r2_lo": 0.0, "r2_hi": 1.0}
                       for k, c in enumerate(("wiki", "code")) for b in range(4)])  # fmt: skip
+    shapes = pd.DataFrame([{"model": "a", "shape_lo": 0.01, "shape_hi": 0.05, "level_lo": 0.3, "level_hi": 0.4}])
     for level, word in ((SMALL, "a property of the model"), (LARGE, "shaped by the corpus")):
-        out = corpus_verdicts(t, profile_agreement(t), shapes=pd.DataFrame([_row(SMALL, level, "a")]))
+        pairs = _pairs(_pair(level, model="a", pair=("wiki", "code")))
+        out = corpus_verdicts(t, profile_agreement(t), shapes=shapes, pairs=pairs)
         assert out.loc[0, "overlay_verdict"] == word and out.loc[0, "shape_hi"] == 0.05
         assert np.isnan(out.loc[0, "level_lo_ex_first"])  # a decomposition without it: NaN, not missing
+    assert "overlay_verdict" not in corpus_verdicts(t, profile_agreement(t), shapes=shapes)
+
+
+def test_the_story_reads_every_number_from_the_evidence():
+    rows = _pairs(_pair((0.105, 0.155), pair=("code", "web"), level_ex=(-2.0, 2.5), shape_ex=(-3.0, 3.7)))
+    corpora = pd.DataFrame([{"model": "m", "corpus": "web", "block": 11, "first_var_share": 0.999,
+                             "r2_ex_first_lo": -29.0, "r2_ex_first_hi": 12.6},
+                            {"model": "m", "corpus": "web", "block": 3, "first_var_share": 0.1,
+                             "r2_ex_first_lo": 0.2, "r2_ex_first_hi": 0.3}])  # fmt: skip
+    lines = overlay_story(verdict_5(rows), corpora)
+    assert lines[0] == "m: the per-block profile across corpora is shaped by the corpus (claim 5)."
+    assert lines[1] == "  code − web: level +0.130 [0.105, 0.155], shape 0.030 [0.010, 0.050]: apart"
+    assert lines[3] == "  without position 0, code − web: level +0.250 [-2.000, 2.500], shape 0.350 [-3.000, 3.700]: " \
+        "undecided"  # fmt: skip
+    assert "On block 11 position 0 holds" in lines[4] and "block 11 on web, [-29.00, 12.60]" in lines[4]
 
 
 # ---- claim 5: corpora ---------------------------------------------------------------------------------------
@@ -116,7 +214,7 @@ def test_corpus_depth_ratio_hand_computed():
     assert corpus_depth_ratio(wide) == pytest.approx(corpus_sd / depth_sd)
 
 
-def test_corpus_verdicts_and_claim5():
+def test_corpus_verdicts_and_the_correlation_reading():
     from linrec.analyses.uncertainty import profile_agreement
 
     rows = []
@@ -128,7 +226,3 @@ def test_corpus_verdicts_and_claim5():
     v = corpus_verdicts(t, profile_agreement(t), ["wiki", "web", "code"]).iloc[0]
     assert v["verdict"] == "a property of the model" and v["spearman_min"] == pytest.approx(1.0)
     assert v["n_ci_compared"] == 15 and v["n_ci_disjoint"] == 0 and v["ci_width_median"] == pytest.approx(0.1)
-    assert verdict_5(pd.DataFrame([v])).verdict == REPRODUCED
-    two = pd.DataFrame([v.to_dict(), {**v.to_dict(), "model": "n", "verdict": "mixed"}])
-    assert verdict_5(two).verdict == PARTLY
-    assert verdict_5(two.assign(verdict="shaped by the corpus")).verdict == NOT_REPRODUCED

@@ -1,5 +1,6 @@
 """linrec.outputs.refresh: the summaries rebuilt from the per-block tables are the notebooks' own (each stage's
-`summarise`), and claim 5's word and the seeds tables follow the one convention for shape and level."""
+`summarise`), and claim 5's word (from its pairs of corpora) and the seeds tables follow the one convention for shape
+and level."""
 
 from __future__ import annotations
 
@@ -67,10 +68,16 @@ def test_refresh_rewrites_claim5s_word_and_the_seeds_tables(tmp_path: Path):
     cols = [c for c in TABLES["corpora_verdict"].columns if c not in new]
     old = pd.DataFrame([{c: 0.0 for c in cols} | _row(SMALL, (0.243, 0.46), "gemma")]).assign(shape_verdict="x")
     old.to_csv(tmp_path / "corpora_verdict.csv", index=False)  # as a former linrec wrote it
+    assert refresh(tmp_path) == []  # no pairs of corpora: left as it is, claim 5 says "rerun notebook 05"
+    assert "rerun notebook 05" in verdict_5(None, pd.read_csv(tmp_path / "corpora_verdict.csv")).reason
+    pairs = pd.DataFrame([{c: 0.01 for c in TABLES["corpora_agreement"].columns}]).assign(  # code − web beyond 0.1
+        model="gemma", corpus_a="code", corpus_b="web", level_lo=0.105, level_hi=0.155
+    )
+    save_table(pairs, "corpora_agreement", tmp_path)  # as today's notebook 05 writes it
     assert refresh(tmp_path) == ["corpora_verdict"]
     t = load_table("corpora_verdict", tmp_path)
     assert t.loc[0, "overlay_verdict"] == "shaped by the corpus" and np.isnan(t.loc[0, "level_lo_ex_first"])
-    assert verdict_5(t).verdict == NOT_REPRODUCED
+    assert verdict_5(pairs, t).verdict == NOT_REPRODUCED
 
     prof = _profiles({"g": {0: B, 600: A}, "s": {0: A, 600: B}})
     prof = prof.assign(mlp="gelu", init_seed=0, data_seed=0, tokens_seen=0, r2_lo=0.0, r2_hi=1.0, ppl_test=9.0,

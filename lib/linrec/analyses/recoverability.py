@@ -7,6 +7,7 @@ first-position numbers, the train-split (in-sample) R² and the conditioning of 
 
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import TYPE_CHECKING
 
@@ -193,4 +194,72 @@ def corpus_shape_level(captures: dict, level: float = 0.95, rest: bool = True) -
         for n, k in enumerate(("shape", "level")):
             out.update({f"{k}_share_ex_first": float(j1.point[n]), f"{k}_lo_ex_first": float(lo1[n]),
                         f"{k}_hi_ex_first": float(hi1[n])})  # fmt: skip
+    return out
+
+
+# ---- two profiles compared: the convention of `linrec.claims.rules` (claim 2a's seeds experiment, claim 5's pairs) ---
+def _distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.nanmean(np.abs(a - b), axis=-1)
+
+
+def _level(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The level of a comparison: the mean difference over blocks (a above b is positive)."""
+    return np.nanmean(a - b, axis=-1)
+
+
+def _shape(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The shape of a comparison: the mean |difference| over blocks once each profile is centred on its own mean."""
+    d = a - b
+    return np.nanmean(np.abs(d - np.nanmean(d, axis=-1, keepdims=True)), axis=-1)
+
+
+PARTS = {
+    "distance": _distance,
+    "level": _level,
+    "shape": _shape,
+}  # every comparison's three numbers (the last axis: blocks)
+PAIR_PARTS = ("level", "shape")  # a pair of corpora's shift (`corpus_pairs`): the parts of `PARTS` claim 5 reads
+
+
+def corpus_pairs(captures: dict, level: float = 0.95, rest: bool = True) -> list[dict]:
+    """Each pair of corpora's shift of one model's profile, measured as claim 2a measures the shift between two
+    profiles (the convention of `linrec.claims.rules`; the functions of `PARTS`, which the seeds experiment's
+    `linrec.analyses.seeds.compare` reads). With a and b the R²_lin profiles over blocks on `corpus_a` and
+    `corpus_b` (`corpus_a` the earlier in `captures`): the `level` mean_i (a_i − b_i) (signed: a above b is
+    positive) and the `shape` mean_i |(a_i − ā) − (b_i − b̄)|, each with its `level` leave-one-window-out jackknife
+    interval with a t quantile (`linrec.stats.jackknife.jackknife`, as 2a's). 2a's two profiles share their windows,
+    so its jackknife leaves a window out of both; each corpus has its own windows (`corpus_r2`), so here one window of
+    one corpus is left out at a time, the two corpora's variances add and the degrees of freedom are
+    Welch–Satterthwaite's (as for the shares of `corpus_shape_level`). With `rest` (and captures that keep those
+    sums) the same on every position but the windows' first (`level_ex_first`, `level_lo_ex_first`, …; NaN
+    otherwise). One dict per pair, in the order of `captures`."""
+    names = list(captures)
+    pairs = list(itertools.combinations(range(len(names)), 2))
+
+    def shifts(rest: bool):
+        stat, sizes = corpus_r2(captures, rest)
+
+        def parts(*counts: np.ndarray) -> np.ndarray:
+            r2 = stat(*counts)  # [B, L, C]
+            return np.stack([PARTS[k](r2[..., a], r2[..., b]) for a, b in pairs for k in PAIR_PARTS], axis=1)
+
+        j = jackknife(parts, sizes)
+        lo, hi = j.interval(level)
+        return j.point.reshape(len(pairs), -1), lo.reshape(len(pairs), -1), hi.reshape(len(pairs), -1), sizes
+
+    point, lo, hi, sizes = shifts(False)
+    both = rest and all(getattr(c, "heldout_rest", None) for c in captures.values())
+    nan = np.full_like(point, np.nan)
+    point1, lo1, hi1, _ = shifts(True) if both else (nan, nan, nan, None)
+    n_blocks = len(_held_sets(captures)[0])
+    out = []
+    for n, (a, b) in enumerate(pairs):
+        row = {"corpus_a": names[a], "corpus_b": names[b], "n_blocks": n_blocks, "n_windows_a": int(sizes[a]),
+               "n_windows_b": int(sizes[b])}  # fmt: skip
+        for k, key in enumerate(PAIR_PARTS):
+            row.update({key: float(point[n, k]), f"{key}_lo": float(lo[n, k]), f"{key}_hi": float(hi[n, k])})
+        for k, key in enumerate(PAIR_PARTS):
+            row.update({f"{key}_ex_first": float(point1[n, k]), f"{key}_lo_ex_first": float(lo1[n, k]),
+                        f"{key}_hi_ex_first": float(hi1[n, k])})  # fmt: skip
+        out.append(row)
     return out

@@ -35,7 +35,7 @@ import pandas
 import pandas as pd
 
 from linrec.analyses.perplexity import perplexity
-from linrec.analyses.recoverability import ceiling_table
+from linrec.analyses.recoverability import PARTS, ceiling_table  # PARTS: 2a's distance, level and shape
 from linrec.analyses.swap import capture_windows
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
@@ -62,22 +62,6 @@ def profile(capture, counts: np.ndarray | None = None) -> np.ndarray:
     return np.stack([r2_of_counts(h, counts) for h in held], axis=1)
 
 
-def _distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.nanmean(np.abs(a - b), axis=-1)
-
-
-def _level(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The level of a comparison: the mean difference over blocks (a above b is positive)."""
-    return np.nanmean(a - b, axis=-1)
-
-
-def _shape(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The shape of a comparison: the mean |difference| over blocks once each profile is centred on its own mean."""
-    d = a - b
-    return np.nanmean(np.abs(d - np.nanmean(d, axis=-1, keepdims=True)), axis=-1)
-
-
-PARTS = {"distance": _distance, "level": _level, "shape": _shape}  # every comparison's three numbers
 FLOORS = {"distance": "floor", "level": "level_floor", "shape": "shape_floor"}  # and the column of each one's floor
 
 

@@ -306,8 +306,10 @@ TABLES: dict[str, TableSpec] = {
     "corpora_agreement": _spec(
         "05",
         "model corpus_a corpus_b n_blocks pearson_r pearson_p spearman_rho spearman_p max_abs_diff max_diff_block "
-        "n_ci_disjoint n_ci_compared",
-        "per model and corpus pair (linrec.analyses.uncertainty.profile_agreement)",
+        "n_ci_disjoint n_ci_compared n_windows_a n_windows_b level level_lo level_hi shape shape_lo shape_hi "
+        "level_ex_first level_lo_ex_first level_hi_ex_first shape_ex_first shape_lo_ex_first shape_hi_ex_first",
+        "per model and corpus pair: correlations (linrec.analyses.uncertainty.profile_agreement); claim 2a's level "
+        "and shape of corpus_a − corpus_b, 95 % CIs, ± position 0 (linrec.analyses.recoverability.corpus_pairs)",
     ),
     "corpora_verdict": _spec(
         "05",
@@ -316,9 +318,8 @@ TABLES: dict[str, TableSpec] = {
         "depth_lo depth_hi level_share level_lo level_hi shape_share shape_lo shape_hi level_range level_range_lo "
         "level_range_hi corpus_highest corpus_lowest n_pairs_fdr n_pairs shape_share_ex_first shape_lo_ex_first "
         "shape_hi_ex_first level_share_ex_first level_lo_ex_first level_hi_ex_first overlay_verdict",
-        "per model: agreement, and R²_lin's variance split into depth, level and shape with window (jackknife) "
-        "intervals, and claim 5's word on shape and level (linrec.claims.corpora.corpus_verdicts, overlay_word; "
-        "linrec.analyses.recoverability.corpus_shape_level)",
+        "per model: agreement, R²_lin's variance split into depth, level and shape with window intervals (context), "
+        "and claim 5's word from corpora_agreement's level and shape (linrec.claims.corpora.corpus_verdicts)",
     ),
     "swap": _spec(
         "06",

@@ -17,6 +17,7 @@ from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import POOLED, correlation_outcome
 from linrec.claims.bands import lean_text
+from linrec.claims.corpora import shift_words
 from linrec.claims.learned import combine_2a, comparison_words
 from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING, SUFFICIENT
 from linrec.claims.profile import claim1_counts
@@ -376,38 +377,38 @@ def sentence_5(r: Results, rule: Rule) -> Claim:
     v = judge(rule, r)
     if not v.evidence:
         return _untestable(v)
-    parts = []
+    margin = fmt(rule.thresholds.CLAIM5_MARGIN, 2)
+    parts, heads, short = [], [], []
     for e in v.evidence:
-        text = (
-            f"{e['model']}: {e.get('overlay_verdict', e['verdict'])} (min Spearman ρ {fmt(e['spearman_min'], 2)}, "
-            f"corpus/depth {fmt(e['corpus_depth_ratio'], 2)}, largest difference {fmt(e['max_abs_diff'])} at block "
-            f"{int(e['max_diff_block'])}, {e['max_diff_corpus_a']} vs {e['max_diff_corpus_b']})"
-        )
-        if "shape_share" in e:
+        pairs = e["pairs"]
+        text = (f"{e['model']}: {e['overlay_verdict']}; each pair of corpora's shift (95 % CI; margin {margin}): "
+                + "; ".join(f"{shift_words(q)} ({q['outcome']})" for q in pairs)
+                + f": {e['overlay_verdict_all']}")  # fmt: skip
+        if e["overlay_verdict_ex_first"]:
+            ex = "; ".join(f"{shift_words(q, '_ex_first')} ({q['outcome_ex_first']})" for q in pairs)
+            text += f"; without position 0: {ex}: {e['overlay_verdict_ex_first']}"
+        else:
+            text += "; without position 0: not measured"
+        if "shape_share" in e:  # context: the variance shares claim 5 read until 2026-11-29
             text += (
-                f"; shape (block × corpus) holds {fmt(e['shape_share'])} {_ci(e['shape_lo'], e['shape_hi'], 3)} of the "
-                f"variance, level (a corpus shifting every block) {fmt(e['level_share'])} "
-                f"{_ci(e['level_lo'], e['level_hi'], 3)}: {e['corpus_highest']} is the most linear corpus, up to "
-                f"{fmt(e['level_range'])} {_ci(e['level_range_lo'], e['level_range_hi'], 3)} above "
-                f"{e['corpus_lowest']}; {int(e['n_pairs_fdr'])} of {int(e['n_pairs'])} block–corpus pairs differ at "
-                "a 5 % false-discovery rate"
-            )
-        if "overlay_verdict_ex_first" in e:
-            lvl = _ci(e.get("level_lo_ex_first"), e.get("level_hi_ex_first"), 3)
-            lvl = "not measured (rerun notebook 05)" if "n/a" in lvl else f"{fmt(e['level_share_ex_first'])} {lvl}"
-            text += (
-                f"; without position 0 the shape holds {fmt(e['shape_share_ex_first'])} "
-                f"{_ci(e['shape_lo_ex_first'], e['shape_hi_ex_first'], 3)}, the level {lvl}: "
-                f"{e['overlay_verdict_ex_first']}"
+                f"; of R²_lin's variance over blocks × corpora the shape (block × corpus) holds "
+                f"{fmt(e['shape_share'])} {_ci(e['shape_lo'], e['shape_hi'], 3)} and the level "
+                f"{fmt(e['level_share'])} {_ci(e['level_lo'], e['level_hi'], 3)}; {int(e['n_pairs_fdr'])} of "
+                f"{int(e['n_pairs'])} block–corpus pairs differ at a 5 % false-discovery rate"
             )
         parts.append(text)
-    shares = [(f"{fmt(e.get('shape_share'), 2)} {_ci(e.get('shape_lo'), e.get('shape_hi'), 2)}",
-               f"{fmt(e.get('level_share'), 2)} {_ci(e.get('level_lo'), e.get('level_hi'), 2)}", _in(e["model"]))
-              for e in v.evidence]  # fmt: skip
-    (shape, level, where), *rest = shares
+        level = max(pairs, key=lambda q: abs(q["level"]) if np.isfinite(q["level"]) else -1.0)
+        shape = max(pairs, key=lambda q: q["shape"] if np.isfinite(q["shape"]) else -1.0)
+        up = not level["level"] < 0  # the largest shift read upwards: "code − web 0.13 [0.10, 0.15]"
+        a, b = (level["corpus_a"], level["corpus_b"]) if up else (level["corpus_b"], level["corpus_a"])
+        lo, hi = (level["level_lo"], level["level_hi"]) if up else (-level["level_hi"], -level["level_lo"])
+        lvl = f"{fmt(level['level'] if up else -level['level'], 2)} {_ci(lo, hi)}"
+        shp = f"{fmt(shape['shape'], 2)} {_ci(shape['shape_lo'], shape['shape_hi'])}"
+        heads.append(f"{lvl} in level ({a} − {b}) and {shp} in shape {_in(e['model'])}")
+        short.append(f"{lvl} and {shp} {_in(e['model'])}")
     head = _head(
-        f"Across corpora, the profile's shape holds {shape} of the variance and its level {level} {where}"
-        + "".join(f", {a} and {b} {w}" for a, b, w in rest)
+        f"Between corpora the profile shifts by up to {_and(heads)} (margin {margin})",
+        f"Between corpora the profile shifts by up to {_and(short)} in level and shape (margin {margin})",
     )
     return Claim(rule.id, "; ".join(parts), v.verdict, v.without_first, head, parts)
 
