@@ -60,11 +60,11 @@ device, results_dir, figures_dir = p.device, p.results_dir, p.figures_dir
 
 # %%
 from linrec.base.files import project_root
-from linrec.claims.corpora import overlay_story
 from linrec.claims.rules import judge
 from linrec.outputs.catalog import rule
+from linrec.outputs.findings import findings
 from linrec.outputs.plots_ceiling import fig5_corpora
-from linrec.outputs.results import labelled
+from linrec.outputs.results import Results, labelled
 from linrec.studies import corpora as study
 
 root = project_root()
@@ -172,7 +172,9 @@ labelled(result.corpora_agreement, "corpora_agreement").round(3)
 labelled(result.corpora_verdict).round(3)
 
 # %% tags=["nbval-check-output"]
-print("\n".join(overlay_story(v5, result.corpora)))  # the words: linrec.claims.corpora.overlay_story
+# one narrator (linrec.outputs.findings): claim 5 in the report's words, judged by the catalog's rule on the tables
+# just written
+print("\n".join(findings(Results(root / p.results_dir), "05")))
 
 # %% [markdown]
 # Reading the verdict: a pair whose interval straddles the margin is not evidence either way at this token budget;

@@ -13,7 +13,6 @@ from linrec.claims.corpora import (
     corpus_verdicts,
     corpus_word,
     model_word,
-    overlay_story,
     pair_word,
     verdict_5,
 )
@@ -174,20 +173,6 @@ def test_corpus_verdicts_writes_claim5s_word_from_the_pairs():
         assert out.loc[0, "overlay_verdict"] == word and out.loc[0, "shape_hi"] == 0.05
         assert np.isnan(out.loc[0, "level_lo_ex_first"])  # a decomposition without it: NaN, not missing
     assert "overlay_verdict" not in corpus_verdicts(t, profile_agreement(t), shapes=shapes)
-
-
-def test_the_story_reads_every_number_from_the_evidence():
-    rows = _pairs(_pair((0.105, 0.155), pair=("code", "web"), level_ex=(-2.0, 2.5), shape_ex=(-3.0, 3.7)))
-    corpora = pd.DataFrame([{"model": "m", "corpus": "web", "block": 11, "first_var_share": 0.999,
-                             "r2_ex_first_lo": -29.0, "r2_ex_first_hi": 12.6},
-                            {"model": "m", "corpus": "web", "block": 3, "first_var_share": 0.1,
-                             "r2_ex_first_lo": 0.2, "r2_ex_first_hi": 0.3}])  # fmt: skip
-    lines = overlay_story(verdict_5(rows), corpora)
-    assert lines[0] == "m: the per-block profile across corpora is shaped by the corpus (claim 5)."
-    assert lines[1] == "  code − web: level +0.130 [0.105, 0.155], shape 0.030 [0.010, 0.050]: apart"
-    assert lines[3] == "  without position 0, code − web: level +0.250 [-2.000, 2.500], shape 0.350 [-3.000, 3.700]: " \
-        "undecided"  # fmt: skip
-    assert "On block 11 position 0 holds" in lines[4] and "block 11 on web, [-29.00, 12.60]" in lines[4]
 
 
 # ---- claim 5: corpora ---------------------------------------------------------------------------------------

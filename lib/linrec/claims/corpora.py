@@ -16,11 +16,9 @@ from linrec.claims.rules import (
     CORPUS_MODEL_RHO,
     CORPUS_SHAPED_RATIO,
     CORPUS_SHAPED_RHO,
-    FIRST_TOKEN_SHARE,
     NOT_TESTABLE,
     Rule,
     Verdict,
-    joined,
     require,
     tally_every,
     thresholds,
@@ -196,47 +194,6 @@ def shift_words(q, suffix: str = "") -> str:
     shape = [_num(q.get(f"shape{k}{suffix}"), ".3f") for k in ("", "_lo", "_hi")]
     return (f"{q['corpus_a']} − {q['corpus_b']}: level {level[0]} [{level[1]}, {level[2]}], shape {shape[0]} "
             f"[{shape[1]}, {shape[2]}]")  # fmt: skip
-
-
-def overlay_story(v: Verdict, corpora: pd.DataFrame | None = None) -> list[str]:
-    """Claim 5's verdict `v` (`verdict_5`) in words, every number read from its evidence: per model its word, each
-    pair's shift with its word, on every position and without position 0; where that analysis was measured, the
-    blocks on which position 0 holds at least FIRST_TOKEN_SHARE of the output variance (from `corpora`, notebook 05's
-    per-block table: without position 0 their R²_lin rests on the little variance left, so their intervals widen)
-    with the widest such interval; and the variance shares and the correlation reading, as context."""
-    lines = []
-    for e in v.evidence:
-        lines.append(f"{e['model']}: the per-block profile across corpora is {e['overlay_verdict']} (claim 5).")
-        lines += [f"  {shift_words(q)}: {q['outcome']}" for q in e["pairs"]]
-        lines.append(f"  on every position: {e['overlay_verdict_all']}")
-        if not e["overlay_verdict_ex_first"]:
-            lines.append("  without position 0: not measured (captures without those sums)")
-        else:
-            lines += [
-                f"  without position 0, {shift_words(q, '_ex_first')}: {q['outcome_ex_first']}" for q in e["pairs"]
-            ]
-            line = f"  without position 0: {e['overlay_verdict_ex_first']}"
-            t = None if corpora is None else corpora[corpora["model"] == e["model"]]
-            on = None if t is None or "first_var_share" not in t else t[t["first_var_share"] >= FIRST_TOKEN_SHARE]
-            if on is not None and len(on):
-                w = on.loc[(on["r2_ex_first_hi"] - on["r2_ex_first_lo"]).idxmax()]
-                named = sorted({int(b) for b in on["block"]})
-                line += (f". On block{'s' if len(named) > 1 else ''} {joined(named)} position 0 holds at "
-                         f"least {FIRST_TOKEN_SHARE} of the output variance on some corpus: without it their R²_lin "
-                         f"rests on the little variance left (the widest interval: block {int(w['block'])} on "
-                         f"{w['corpus']}, [{w['r2_ex_first_lo']:.2f}, {w['r2_ex_first_hi']:.2f}])")  # fmt: skip
-            lines.append(line + ".")
-        if "shape_share" in e:
-            lines.append(
-                f"  context: of R²_lin's variance over blocks × corpora, depth holds {e['depth_share']:.3f} "
-                f"[{e['depth_lo']:.3f}, {e['depth_hi']:.3f}], level {e['level_share']:.3f} [{e['level_lo']:.3f}, "
-                f"{e['level_hi']:.3f}] and shape {e['shape_share']:.3f} [{e['shape_lo']:.3f}, {e['shape_hi']:.3f}]; "
-                f"{e['corpus_highest']} is the most linear corpus, {e['corpus_lowest']} the least; "
-                f"{int(e['n_pairs_fdr'])} of {int(e['n_pairs'])} block–corpus pairs differ at a 5 % false-discovery "
-                f"rate; the correlation reading: {e['verdict']} (min Spearman ρ {e['spearman_min']:.2f}, corpus/depth "
-                f"{e['corpus_depth_ratio']:.2f})."
-            )
-    return lines
 
 
 RULE_5 = Rule(
