@@ -23,16 +23,22 @@ from linrec.outputs.refresh import refresh
 
 
 def test_refresh_rebuilds_the_summaries_the_notebooks_wrote(tmp_path, monkeypatch):
-    """`refresh` on the committed default run rebuilds its summaries number for number (it reproduced what notebooks 03
-    and 06 had written, to the 12th digit, when the procedures were last the same), and a changed per-block number moves
-    the summary that reads it. The methods table is rewritten too, from 50 simulated data sets a setting instead of
-    1,000: its numbers are not compared here (tests/analyses/test_coverage.py and tests/outputs/test_methods.py check
-    them), and at 1,000 the two refreshes took 70 of this test's 74 s (2 cores, 2026-11-27)."""
+    """`refresh` on the committed default run rebuilds its summaries number for number (it reproduced what notebooks
+    03 and 06 had written, to the 12th digit, when the procedures were last the same), and a changed per-block
+    number moves the summary that reads it. The methods table is rewritten too, from 50 simulated data sets a
+    correlation setting instead of 1,000 and 5 a window interval (`coverage` floors them at 50;
+    tests/analyses/test_calibration.py runs `window_table` at 5 too): its numbers are not compared here
+    (tests/analyses/test_coverage.py and tests/outputs/test_methods.py check them). At 1,000 the two refreshes took 70
+    of this test's 74 s (2 cores, 2026-11-27); at the floor of 50, the window rows alone took 63 of its 77 s under
+    cProfile (2026-11-29)."""
     from functools import partial
 
+    import linrec.analyses.coverage
     import linrec.outputs.refresh
 
     monkeypatch.setattr(linrec.outputs.refresh, "coverage", partial(linrec.outputs.refresh.coverage, reps=50))
+    windows = linrec.analyses.coverage.window_table
+    monkeypatch.setattr(linrec.analyses.coverage, "window_table", lambda *a, reps, **k: windows(*a, reps=5, **k))
     work = tmp_path / "default"
     shutil.copytree(DEFAULT, work, ignore=shutil.ignore_patterns("notebooks", "calibration.csv"))
     names = refresh(work)
