@@ -72,10 +72,17 @@ def test_claim4_5_and_6b_without_the_first_position():
     assert v4.verdict == REPRODUCED and v4.without_first == NOT_REPRODUCED
     assert s4.iloc[0]["n_outlier_concentrated_ex_first"] == 0
     assert verdict_4(regime_summary(_spectrum(["broadly linear"]), REGIMES)).without_first == ""  # not measured
-    rows = [{"model": "a", "verdict": "mixed", "shape_lo": 0.01, "shape_hi": 0.05, "level_lo": 0.01, "level_hi": 0.05,
-             "shape_lo_ex_first": 0.2, "shape_hi_ex_first": 0.3}]  # fmt: skip
-    v5 = verdict_5(pd.DataFrame(rows))
-    assert v5.verdict == REPRODUCED and v5.without_first == NOT_REPRODUCED
+    pair = {"model": "a", "corpus_a": "wiki", "corpus_b": "web", "n_blocks": 4, "n_windows_a": 8, "n_windows_b": 8}
+    for key, (lo, hi) in {"level": (0.01, 0.05), "shape": (0.01, 0.05), "level_ex_first": (0.01, 0.05),
+                          "shape_ex_first": (0.2, 0.3)}.items():  # fmt: skip
+        part, _, sfx = key.partition("_")
+        sfx = f"_{sfx}" if sfx else ""
+        pair |= {key: (lo + hi) / 2, f"{part}_lo{sfx}": lo, f"{part}_hi{sfx}": hi}
+    v5 = verdict_5(pd.DataFrame([pair]))  # claim 5 (issue 87): position 0 removed can lower the verdict, never raise it
+    assert v5.without_first == NOT_REPRODUCED and v5.verdict == NOT_REPRODUCED
+    overlays = verdict_5(pd.DataFrame([pair | {"shape_ex_first": 0.02, "shape_lo_ex_first": 0.01,
+                                                "shape_hi_ex_first": 0.03}]))  # fmt: skip
+    assert overlays.verdict == overlays.without_first == REPRODUCED
     pred = pd.concat([_pred(), pd.DataFrame([_flag_row() | {"column": "r2_ex_first", "rho_lo90": -0.25,
                                                               "rho_hi90": 0.25}])])  # fmt: skip
     v6 = verdict_6b(pred)

@@ -41,6 +41,10 @@ def test_a_claim_is_printed_with_its_evidence_indented_under_its_verdict():
 
     c = Claim("6a", "ours", "partly reproduced", details=["m: holds", "n: fails"], title="Some block swaps")
     assert claim_lines(c) == ["Claim 6a (Some block swaps): partly reproduced.", "  - m: holds", "  - n: fails"]
+    # a line drawn from another notebook of this run is the report's alone: printed or not, it depended on run order
+    c.details += ["Trained zoo (notebook 08, this profile): …", "Trained zoo (notebook 08, zoo profile): …"]
+    assert claim_lines(c, "06")[3:] == ["  - Trained zoo (notebook 08, zoo profile): …"]
+    assert claim_lines(c, "08")[3:] == [f"  - {d}" for d in c.details[2:]]
 
 
 def test_the_swaps_first_position_and_greedy_swaps_in_words():

@@ -10,6 +10,7 @@ Nothing here judges: the numbers are the stored tables', the verdicts the catalo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pandas as pd
@@ -19,10 +20,16 @@ from linrec.outputs.catalog import build, of_study
 from linrec.outputs.claim_text import Claim
 from linrec.outputs.results import Results
 
+# an evidence line drawn from another notebook of the same run ("seeds experiment (notebook 08, this profile; …")
+FROM_THIS_RUN = re.compile(r"\(notebook (\d\d), this profile")
 
-def claim_lines(c: Claim) -> list[str]:
-    """A claim as a notebook prints it: its verdict line, then its evidence, one line per model (the report's words)."""
-    return [f"Claim {c.number} ({c.title}): {c.verdict}.", *(f"  - {d}" for d in c.details)]
+
+def claim_lines(c: Claim, notebook: str | None = None) -> list[str]:
+    """A claim as a notebook prints it: its verdict line, then its evidence, one line per model (the report's words).
+    In notebook `notebook`'s findings, the lines drawn from another notebook of the same run are left to the report:
+    whether that notebook has run yet would otherwise change what this one prints."""
+    details = [d for d in c.details if (m := FROM_THIS_RUN.search(d)) is None or m.group(1) == notebook]
+    return [f"Claim {c.number} ({c.title}): {c.verdict}.", *(f"  - {d}" for d in details)]
 
 
 def _records(t: pd.DataFrame | None) -> list[dict]:
@@ -90,4 +97,4 @@ def findings(r: Results, notebook: str, claims: list[Claim] | None = None) -> li
     catalog's words judged on `r`, judged here where not given), then what it measured beside them (`BESIDE`)."""
     ids = {str(row.id) for row in of_study(notebook)}
     judged = [c for c in (build(r) if claims is None else claims) if str(c.number) in ids]
-    return [line for c in judged for line in claim_lines(c)] + BESIDE.get(notebook, lambda _: [])(r)
+    return [line for c in judged for line in claim_lines(c, notebook)] + BESIDE.get(notebook, lambda _: [])(r)
