@@ -39,10 +39,18 @@ def pytest_unconfigure(config):
 
 
 # The files that take longest, longest first (pytest --durations, 2 cores, 2026-11-27: test_notebooks.py 632 CPU s
-# on its worker, then about 20-35 s each for the next), by their path under tests/: with one file per worker (`--dist
-# loadfile`) the longest start first and the short ones fill in beside them. A file missing here only runs later;
-# the order changes no result.
-LONGEST_FIRST = ("test_notebooks.py", "test_lab.py", "test_teaching.py", "test_environment.py", "test_integration.py",
+# on its worker, then about 20-35 s each for the next; the rest of the list from the summed --durations of a run
+# under load, 2026-11-29), by their path under tests/: with one file per worker (`--dist loadfile`) the longest start
+# first and the short ones fill in beside them. pytest-xdist keeps this order only under `--no-loadscope-reorder`
+# (pyproject's addopts): by default it reorders the files by how many tests each holds, which had put
+# test_notebooks.py eighth and the one- to three-test files (test_integration.py, test_reproducible.py,
+# stats/test_distributed.py, 20-40 s each) last. A file missing here only runs later; the order changes no result
+# (test_lab.py stays before test_teaching.py: both run notebook 00, and the order they ran in is kept).
+LONGEST_FIRST = ("test_notebooks.py", "outputs/test_report.py", "test_lab.py", "test_teaching.py",
+                 "test_integration.py", "app/test_notebooks.py", "studies/test_probe.py", "studies/test_training.py",
+                 "test_environment.py", "test_reproducible.py", "test_peers.py", "stats/test_distributed.py",
+                 "analyses/test_memo.py", "outputs/test_claim_table.py", "studies/test_swap.py",
+                 "outputs/test_plots_swap.py", "analyses/test_calibration.py", "outputs/test_rule_log.py",
                  "app/test_commands.py", "outputs/test_refresh.py")  # fmt: skip
 TESTS = Path(__file__).resolve().parent
 
