@@ -350,3 +350,26 @@ def test_a_parameter_override_reaches_the_notebooks_and_out_moves_every_output(t
     assert (tmp_path / "scratch" / "notebooks" / "01_first.ipynb").exists()
     assert not (tmp_path / "out").exists() and not (tmp_path / "scratch" / "notebooks" / "run.csv").exists()
     assert "p.yaml with seed=9" in capsys.readouterr().out
+
+
+def test_a_notebook_run_from_the_callers_process_leaves_its_environment_as_it_was(tmp_path, monkeypatch):
+    """A notebook run one at a time runs from the caller's process (`_execute`), which sets the kernel's thread counts,
+    LINREC_NOTEBOOK and KERNEL_ENV in its environment for the kernel to inherit; afterwards, and after a failure too,
+    the environment is as it was. Left set, a pytest worker's later `linrec` commands printed their notices as a
+    notebook's console lines (tests/app/test_commands.py failed after this file, 2026-11-29)."""
+    import linrec.app.notebooks as runner
+
+    def run(nb, params, out, root, progress, threads, env):  # what the real one sets before papermill starts
+        os.environ.update({"OMP_NUM_THREADS": str(threads), "LINREC_NOTEBOOK": nb.stem, **runner.KERNEL_ENV})
+        if params.get("fail"):
+            raise LinrecError(f"{nb.name} failed")
+        return 1.0
+
+    monkeypatch.setattr(runner, "_execute_here", run)
+    monkeypatch.delenv("LINREC_NOTEBOOK", raising=False)
+    before = dict(os.environ)
+    assert runner._execute(Path("notebooks/01_x.py"), {}, tmp_path / "01_x.ipynb", tmp_path, False, threads=3) == 1.0
+    assert dict(os.environ) == before
+    with pytest.raises(LinrecError):
+        runner._execute(Path("notebooks/02_y.py"), {"fail": True}, tmp_path / "02_y.ipynb", tmp_path, False, threads=3)
+    assert dict(os.environ) == before

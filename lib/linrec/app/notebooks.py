@@ -134,7 +134,27 @@ def _execute(
     """Run one notebook under papermill (in a fresh kernel); its seconds. With `threads`, the kernel's torch and
     BLAS pools get that many threads (set in this process's environment, which the kernel inherits). `env` replaces
     this process's environment first: a driver forked from the pool's server has the server's, which may be older
-    than the runner's."""
+    than the runner's. This process's environment is as it was again once the notebook has run: a notebook run one
+    at a time runs from the caller's process, and its thread counts, LINREC_NOTEBOOK and the kernel's variables had
+    stayed there (in a pytest worker, the `linrec` commands later tests started printed their notices as notebook
+    01_first's console lines, and imported matplotlib's inline backend)."""
+    before = dict(os.environ)
+    try:
+        return _execute_here(nb, params, out, root, progress, threads, env)
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+
+
+def _execute_here(
+    nb: Path,
+    params: dict,
+    out: Path,
+    root: Path,
+    progress: bool,
+    threads: int | None,
+    env: dict[str, str] | None,
+) -> float:
 
     # here, not at the top: `linrec figures` checks its profile before it imports the notebook tools (~3 s)
     import jupytext
