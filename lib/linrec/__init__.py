@@ -4,6 +4,7 @@ The package's folders are its layers, lowest first; a module imports only from i
 (`tests/test_layers.py` checks it, and that this picture names every folder and module):
 
     base/      errors · files (manifests, atomic writes) · cache (get-or-compute, list, prune) · threads · progress
+               · stages (each loop's seconds and model work, where a runner records them)
                · params (a declared parameter: its type, one default, what it does, its rule)
                · constraints (an argument's rule, checked before any work, in Python and on the command line)
                · voice (errors and notices in Python's words; notices as warnings)

@@ -34,3 +34,28 @@ def test_a_cells_text_is_saved_as_one_stdout_and_one_stderr_between_its_figures(
         ("display_data", None, None),
         ("stream", "stdout", "c\n"),
     ]
+
+
+def test_a_notebooks_stages_replace_its_rows_in_stages_csv_and_the_partial_file_goes(tmp_path):
+    """`record_stages` gathers what a notebook's kernel wrote (`stages_partial`) into stages.csv beside it, replacing
+    that notebook's rows of an earlier run and keeping the others'; a run that wrote none changes nothing."""
+    import pandas as pd
+
+    from linrec.app.records import STAGES, record_stages, stages_partial
+    from linrec.base.stages import COLUMNS
+
+    def partial(nb, stage, secs):
+        row = dict.fromkeys(COLUMNS, 0) | {"notebook": "", "stage": stage, "unit": "it", "wall_s": secs}
+        pd.DataFrame([row]).to_csv(stages_partial(tmp_path / f"{nb}.ipynb"), index=False)
+
+    partial("03_a", "old", 1.0)
+    record_stages(tmp_path / "03_a.ipynb")
+    partial("02_b", "other", 2.0)
+    record_stages(tmp_path / "02_b.ipynb")
+    partial("03_a", "new", 3.0)
+    assert record_stages(tmp_path / "03_a.ipynb") == tmp_path / STAGES
+    table = pd.read_csv(tmp_path / STAGES)
+    assert list(zip(table["notebook"], table["stage"])) == [("02_b", "other"), ("03_a", "new")]
+    assert not list(tmp_path.glob(".stages-*"))
+    assert record_stages(tmp_path / "03_a.ipynb") is None
+    assert pd.read_csv(tmp_path / STAGES).equals(table)

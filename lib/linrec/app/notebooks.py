@@ -24,10 +24,11 @@ from jupyter_client.manager import AsyncKernelManager
 
 from linrec.app.bench import performance_script
 from linrec.app.profile import LAB_OVERRIDES, load_profile, profile_path
-from linrec.app.records import RUN, TIMINGS, record_run, record_timings, tidy_executed
+from linrec.app.records import RUN, TIMINGS, record_run, record_stages, record_timings, stages_partial, tidy_executed
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.base.progress import NOTEBOOK_ENV
+from linrec.base.stages import ENV as STAGES_ENV
 from linrec.inputs.offline import suggest
 from linrec.studies.stages import PRIMER_FILE, REPORT_FILE, REPORT_NOTEBOOK, STUDIES
 
@@ -169,6 +170,9 @@ def _execute_here(
             os.environ[var] = str(threads)
     os.environ.update(KERNEL_ENV)  # the kernel inherits this process's environment
     os.environ[NOTEBOOK_ENV] = nb.stem  # its console lines name it (linrec.base.progress)
+    partial = stages_partial(out)  # each loop's seconds and model work (linrec.base.stages), gathered after the run
+    partial.unlink(missing_ok=True)  # a killed run's rows never join this run's
+    os.environ[STAGES_ENV] = str(partial)
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / f"{nb.stem}.ipynb"
         nbformat.write(jupytext.read(nb), source)
@@ -268,6 +272,7 @@ def run_notebooks(
     def complete(nb: Path, out: Path, secs: float) -> None:
         seconds[nb.stem] = secs
         record_timings(out)
+        record_stages(out)
         tidy_executed(out, nb, root)
         done.append(out)
         console.done(nb.stem, secs, out)

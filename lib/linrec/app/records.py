@@ -70,6 +70,34 @@ def record_timings(executed: Path) -> Path:
     return path
 
 
+STAGES = "stages.csv"  # beside the executed notebooks: each loop's seconds and model work (linrec.base.stages)
+
+
+def stages_partial(executed: Path) -> Path:
+    """Where the kernel running `executed`'s notebook writes its stages' rows as they end (`STAGES` gathers them)."""
+    return Path(executed).parent / f".stages-{Path(executed).stem}.csv"
+
+
+def record_stages(executed: Path) -> Path | None:
+    """Replace this notebook's rows in `stages.csv` beside it by the rows its run wrote (`stages_partial`), keeping
+    the other notebooks', and remove the partial file; None where the run wrote none (no loop with a bar ran)."""
+    import pandas as pd
+
+    from linrec.base.stages import COLUMNS
+
+    partial, path = stages_partial(executed), Path(executed).parent / STAGES
+    if not partial.exists():
+        return None
+    new = pd.read_csv(partial).assign(notebook=Path(executed).stem)
+    old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=list(COLUMNS))
+    table = pd.concat([old[old["notebook"] != Path(executed).stem], new], ignore_index=True)
+    table = table.sort_values("notebook", kind="stable")[list(COLUMNS)]
+    with atomic_file(path) as tmp:
+        table.to_csv(tmp, index=False)
+    partial.unlink()
+    return path
+
+
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+>")  # "<pandas.io.formats.style.Styler at 0x7f…>": where it lay in memory
 _CLOCK_KEYS = ("start_time", "end_time", "duration")  # papermill's clock readings, in the notebook's and each cell's
 

@@ -28,6 +28,8 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
+from linrec.base.stages import timed
+
 ENV = "LINREC_PROGRESS"  # "0": no bars, one line per loop, on the console; "1": bars, even in a kernel's cells
 NOTEBOOK_ENV = "LINREC_NOTEBOOK"  # the notebook a runner's kernel executes: names its console lines
 SESSION_ENV = "JPY_SESSION_NAME"  # the notebook's path, which Jupyter's server gives the kernels it starts
@@ -90,7 +92,8 @@ def bar(iterable=None, *, desc: str = "", total: int | None = None, disable: boo
         disable = True
     if in_kernel():  # tqdm's text bar (where ipywidgets is absent) on stdout: a cell paints stderr pink
         kwargs.setdefault("file", sys.stdout)
-    return (tqdm if disable else bar_class())(iterable, desc=desc, total=total, disable=disable, **kwargs)
+    made = (tqdm if disable else bar_class())(iterable, desc=desc, total=total, disable=disable, **kwargs)
+    return timed(made, desc, kwargs.get("unit", "it"))  # where a runner records stages (linrec.base.stages)
 
 
 def write(text: str, file=None) -> None:

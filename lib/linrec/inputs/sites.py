@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from linrec.base.errors import LinrecError
+from linrec.base.stages import watch_blocks
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,7 @@ def find_ffn_sites(model: torch.nn.Module) -> list[FfnSite]:
         ) from None
     if not sites:
         raise LinrecError(f"no FFN found: '{model_type}' model has no blocks under {prefix}{spec.blocks}")
+    watch_blocks(site.block for site in sites)  # where a runner records stages: their model work (linrec.base.stages)
     return sites
 
 
