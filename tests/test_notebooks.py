@@ -459,9 +459,9 @@ def test_a_rerun_that_finds_the_same_numbers_leaves_every_file_but_the_timings_a
     other file changes (no clock readings, random ids, temporary paths, memory addresses, creation dates, float noise
     from the thread count, or lines from loops that ran only on a cache miss); only timings/, timings.csv, stages.csv
     and run.csv may change. 02 holds bootstrap intervals, seeded learning curves and two figures. (03 was rerun until
-    2026-11-28: 23 s of cells against 02's 9 s, in a suite at the edge of its 5 minutes; the trained fits it added are run at 1
-    and 3 threads, each in a fresh process, by tests/test_reproducible.py, every fit whose numbers are written. The
-    last test in this file: it rewrites the run's outputs.)"""
+    2026-11-28: 23 s of cells against 02's 9 s, in a suite at the edge of its 5 minutes; the trained fits it added are
+    run at 1 and 3 threads, each in a fresh process, by tests/test_reproducible.py, every fit whose numbers are
+    written. The last test in this file: it rewrites the run's outputs.)"""
     import os
 
     import linrec.base.threads
