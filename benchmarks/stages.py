@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     if args.run is not None:
         from linrec.app.profile import load_profile
 
-        folder = ROOT / load_profile(args.run)["results_dir"]
+        folder = ROOT / load_profile(args.run).results_dir
         cmd = [str(Path(sys.executable).parent / "linrec"), "figures", "--params", str(args.run)]
         t0 = time.perf_counter()
         subprocess.run(cmd + (["--only", args.only] if args.only else []), cwd=ROOT, check=True)
