@@ -1,10 +1,9 @@
 """Independent jobs of one table on the caller's threads, each on one BLAS thread, their results in the jobs' order.
 
-The trained baselines of claim 7b (`linrec.analyses.pitfall_train.tune_many`) and the bilinear probe of claim 3
-(`linrec.analyses.probe.probe_table`, `rank_sweep`) fit one block (or one learning-rate grid) at a time, each fit
-on one thread (`linrec.base.threads.one_thread`), so a second core sat idle. Here the fits of a table run side by
-side on a pool of Python threads (torch's products release the interpreter lock). Each job computes what it would
-alone: every fit already runs on one thread and draws from its own seeded generator, and nothing a job computes
+The trained baselines of claim 7b (`linrec.analyses.pitfall_train.tune_many`) fit one learning-rate grid at a time,
+each fit on one thread (`linrec.base.threads.one_thread`), so a second core sat idle. Here the fits of a table run
+side by side on a pool of Python threads (torch's products release the interpreter lock). Each job computes what it
+would alone: every fit already runs on one thread and draws from its own seeded generator, and nothing a job computes
 depends on another job or on when it runs. So the table is the same at any number of threads, and the same as the
 serial loop's.
 """

@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from linrec.analyses.parallel import run_jobs
 from linrec.base.errors import LinrecError
+from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import available_memory, one_thread
 from linrec.stats.ceiling import AffineFit, fit_affine, r2_rows
 from linrec.stats.moments import Moments
@@ -447,7 +447,6 @@ def probe_table(
     max_train: int | None = None,
     progress: bool = True,
     without_first: bool = False,
-    workers: int | None = None,
 ) -> pandas.DataFrame:
     """One row per block: closed-form ceiling, bilinear probe (R²_poly, gain), the closed-form quadratic on the
     top-`rank` input components (`quadratic_closed_form`: r2_quad, gain_quad) and trained baselines (Adam, SGD;
@@ -455,14 +454,15 @@ def probe_table(
 
     `without_first`: the same on the stored rows at positions ≥ 1 only (`Rows.from_capture`), the probe seeded on
     the residual of the closed-form map fitted on those train rows (`r2_lin` is then that map's held-out R² on
-    them, as `r2_lin_rows`). The blocks are fitted side by side on `workers` threads (`linrec.analyses.parallel`: the
-    same table at any count)."""
+    them, as `r2_lin_rows`)."""
 
+    rows_out = []
     for i in range(capture.n_blocks):  # every block's rank checked before the first block's work
         x, y = capture.rows(i)
         check_rank(rank, x.shape[1], y.shape[1], len(x) if max_train is None else min(len(x), max_train))
-
-    def block(i: int) -> dict:
+    for i in progress_bar(
+        range(capture.n_blocks), desc=f"probe {capture.model_label}", unit="block", disable=not progress
+    ):
         rows = Rows.from_capture(capture, i, max_train, without_first=without_first)
         if without_first:
             fit = closed_form_on_rows(rows)[0]
@@ -501,10 +501,8 @@ def probe_table(
             for opt in TRAIN_DEFAULTS:
                 rec[f"r2_trained_{opt}"] = train_affine(rows, opt, seed=seed).r2_test
             rec["seconds_trained"] = time.perf_counter() - t0
-        return rec
-
-    desc = f"probe {capture.model_label}"
-    return pd.DataFrame(run_jobs(block, range(capture.n_blocks), workers, desc, unit="block", progress=progress))
+        rows_out.append(rec)
+    return pd.DataFrame(rows_out)
 
 
 def sweep_blocks(n_blocks: int, fractions=(1 / 6, 1 / 2, 5 / 6)) -> list[int]:
@@ -513,26 +511,28 @@ def sweep_blocks(n_blocks: int, fractions=(1 / 6, 1 / 2, 5 / 6)) -> list[int]:
 
 
 def rank_sweep(
-    capture,
-    blocks,
-    ranks=(16, 64, 256),
-    seed: int = 0,
-    progress: bool = True,
-    max_train: int | None = None,
-    workers: int | None = None,
+    capture, blocks, ranks=(16, 64, 256), seed: int = 0, progress: bool = True, max_train: int | None = None
 ) -> pandas.DataFrame:
     """One row per (block, rank): the bilinear probe's held-out gain at each rank, same rows (`max_train`
-    seeded train rows with it, `Rows.from_capture`) and seed; the fits side by side on `workers` threads."""
+    seeded train rows with it, `Rows.from_capture`) and seed."""
 
-    def fit(pair) -> dict:
-        b, k = pair
+    out = []
+    pairs = [(b, k) for b in blocks for k in ranks]
+    for b, k in progress_bar(pairs, desc=f"probe ranks {capture.model_label}", unit="fit", disable=not progress):
         rows = Rows.from_capture(capture, b, max_train)
         t0 = time.perf_counter()
         pr = fit_probe(rows, capture.fit(b), rank=k, seed=seed)
-        return {"model": capture.model_label, "block": b, "rank": k, "r2_lin_rows": pr.r2_lin, "r2_poly": pr.r2_poly,
-                "gain": pr.gain, "probe_stop": pr.stop, "probe_epochs": pr.epochs,
-                "seconds": time.perf_counter() - t0}  # fmt: skip
-
-    pairs = [(b, k) for b in blocks for k in ranks]
-    desc = f"probe ranks {capture.model_label}"
-    return pd.DataFrame(run_jobs(fit, pairs, workers, desc, unit="fit", progress=progress))
+        out.append(
+            {
+                "model": capture.model_label,
+                "block": b,
+                "rank": k,
+                "r2_lin_rows": pr.r2_lin,
+                "r2_poly": pr.r2_poly,
+                "gain": pr.gain,
+                "probe_stop": pr.stop,
+                "probe_epochs": pr.epochs,
+                "seconds": time.perf_counter() - t0,
+            }
+        )
+    return pd.DataFrame(out)
