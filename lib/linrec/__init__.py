@@ -23,6 +23,8 @@ The package's folders are its layers, lowest first; a module imports only from i
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
     analyses/  recoverability · profile (claim 1's numbers: the profile's shape, its moves tested, its replication)
                · large_n (learning-curve tables) · probe · pitfall · spectrum (and notebook 04's summaries: the regimes)
+               · pitfall_train (claim 7b's trained baselines: batched Adam/SGD, tuned) · parallel (a table's fits on
+                 the caller's threads)
                · probe_summary (notebook 03's summaries: the probe's gain, the trained baselines' shortfall, the dose)
                · uncertainty · perplexity
                · calibration (the intervals' coverage, simulated)

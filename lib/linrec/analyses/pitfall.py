@@ -48,9 +48,21 @@ import numpy as np
 import pandas as pd
 import torch
 
+from linrec.analyses.pitfall_train import (  # noqa: F401 (LR_GRID … tuned: the trainers' names, read from here too)
+    BETAS,
+    EPS,
+    LR_EXTEND,
+    LR_GRID,
+    MOMENTUM,
+    Training,
+    linear_init,
+    train_curves,
+    tune,
+    tune_many,
+    tuned,
+)
 from linrec.analyses.probe import Rows, closed_form_on_rows
 from linrec.base.errors import LinrecError
-from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import one_thread
 from linrec.stats.ceiling import factor_gram, r2_rows
 from linrec.stats.moments import Moments
@@ -58,15 +70,9 @@ from linrec.stats.moments import Moments
 if TYPE_CHECKING:
     import pandas
 
-# The learning-rate grids the budget curve starts from on the validation slice: the practitioner's default
-# (linrec.analyses.probe.TRAIN_DEFAULTS) and a decade on either side; `tune` extends them past an end that is chosen.
-LR_GRID = {"adam": (1e-4, 1e-3, 1e-2), "sgd": (1e-3, 1e-2, 1e-1)}
-LR_EXTEND = 4  # at most this many rounds of extension, each a factor of 10 past every end a chosen rate sits on
 # ridge strengths α of the ceiling (`ridge_path`: on a Gram of mean diagonal 1): 0, the exact fit, then 1e-8 … 10, four
 # per decade
 RIDGE_GRID = (0.0, *np.logspace(-8, 1, 37))
-MOMENTUM = 0.9  # SGD's, as in linrec.analyses.probe.TRAIN_DEFAULTS
-BETAS, EPS = (0.9, 0.999), 1e-8  # Adam's (PyTorch's defaults)
 REACHED = 0.01  # a fit "reaches the ceiling" once it is within this much held-out R² of it
 VAL_SHARE = 0.2  # the share of the train rows held back to choose the learning rate
 
@@ -185,126 +191,6 @@ def ridge_ceiling(split: Split, alphas=RIDGE_GRID) -> Ceiling:
     return Ceiling(float(fits[i][0]), fits[i][1], float(val[i]), test(*fits[i][2:]), test(*fits[0][2:]))
 
 
-def _linear_init(d: int, m: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """torch.nn.Linear's default initialisation of a d → m map, drawn from `gen` in its order (weight, then bias), as
-    `linrec.analyses.probe.train_affine` draws it: W [d, m] and b [m], float32."""
-    bound = 1 / np.sqrt(d)
-    w = torch.empty(m, d).uniform_(-bound, bound, generator=gen)
-    b = torch.empty(m).uniform_(-bound, bound, generator=gen)
-    return w.T, b
-
-
-def _r2_batched(y: torch.Tensor, pred: torch.Tensor) -> np.ndarray:
-    """Variance-weighted R² (as `linrec.stats.ceiling.r2_rows`) for each of a batch of predictions [L, n, m], float64;
-    −inf where a prediction is not finite (that learning rate diverged)."""
-    y = y.double()
-    sst = (y - y.mean(0)).square().sum()
-    sse = (pred.double() - y).square().sum(dim=(1, 2))
-    r2 = (1 - sse / sst).numpy()
-    return np.where(torch.isfinite(pred).all(dim=(1, 2)).numpy(), r2, -np.inf)
-
-
-@one_thread()
-def train_curves(
-    split: Split,
-    optimizer: str,
-    lrs,
-    checkpoints,
-    batch_size: int = 256,
-    seed: int = 0,
-) -> pandas.DataFrame:
-    """Mini-batch Adam or SGD (momentum 0.9) on y ≈ Wᵀx + b for every learning rate in `lrs` at once; one row per
-    (learning rate, checkpoint step): validation and held-out R².
-
-    The same updates as `torch.optim.Adam` / `torch.optim.SGD` on `linrec.analyses.probe.train_affine`'s loss (Σ_j
-    squared
-    error per row, averaged over the batch), from the same initialisation and the same mini-batches (a fresh
-    seeded permutation each epoch), written out by hand so that the learning rates train as one batched tensor."""
-
-    if optimizer not in LR_GRID:
-        raise LinrecError(f"optimizer must be one of {', '.join(LR_GRID)}, got '{optimizer}'")
-    checkpoints = sorted({int(c) for c in checkpoints})
-    if not checkpoints or checkpoints[0] < 1:
-        raise LinrecError(f"checkpoints must be positive step counts, got {checkpoints}")
-    x, y = split.xtr, split.ytr
-    n, d = x.shape
-    m = y.shape[1]
-    L = len(lrs)
-    lr = torch.tensor([float(v) for v in lrs], dtype=x.dtype).view(L, 1, 1)
-    gen = torch.Generator().manual_seed(seed)
-    w0, b0 = _linear_init(d, m, gen)  # then the same generator draws the mini-batches
-    W = w0.to(x.dtype).contiguous().expand(L, d, m).clone()
-    b = b0.to(x.dtype).expand(L, 1, m).clone()
-    state = [torch.zeros_like(W), torch.zeros_like(b), torch.zeros_like(W), torch.zeros_like(b)]
-    rows, step, perm, pos = [], 0, None, n
-    beta1, beta2 = BETAS
-    with torch.no_grad():
-        for target in checkpoints:
-            while step < target:
-                if pos >= n:
-                    perm, pos = torch.randperm(n, generator=gen), 0
-                idx = perm[pos : pos + batch_size]
-                pos += batch_size
-                xb, yb = x[idx], y[idx]
-                resid = torch.matmul(xb, W) + b - yb  # [L, B, m]
-                gW = torch.matmul(xb.T, resid) * (2.0 / len(idx))
-                gb = resid.sum(1, keepdim=True) * (2.0 / len(idx))
-                step += 1
-                if optimizer == "sgd":
-                    bufW, bufb = state[0], state[1]
-                    if step == 1:
-                        bufW.copy_(gW), bufb.copy_(gb)
-                    else:
-                        bufW.mul_(MOMENTUM).add_(gW), bufb.mul_(MOMENTUM).add_(gb)
-                    W.sub_(lr * bufW), b.sub_(lr * bufb)
-                else:
-                    for p, g, m1, m2 in ((W, gW, state[0], state[2]), (b, gb, state[1], state[3])):
-                        m1.mul_(beta1).add_(g, alpha=1 - beta1)
-                        m2.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-                        denom = (m2 / (1 - beta2**step)).sqrt_().add_(EPS)
-                        p.sub_(lr / (1 - beta1**step) * m1 / denom)
-            r2_val = _r2_batched(split.yval, torch.matmul(split.xval, W) + b)
-            r2_test = _r2_batched(split.yte, torch.matmul(split.xte, W) + b)
-            for i, v in enumerate(lrs):
-                rows.append({"optimizer": optimizer, "lr": float(v), "step": target, "r2_val": r2_val[i],
-                             "r2_test": r2_test[i]})  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def tuned(curves: pandas.DataFrame) -> pandas.DataFrame:
-    """Per optimizer and step budget: the learning rate with the best validation R² there, and its held-out R²
-    (the step a practitioner who tunes on train rows would pick for that budget)."""
-    best = curves.sort_values(["optimizer", "step", "r2_val", "lr"], ascending=[True, True, False, True])
-    return best.groupby(["optimizer", "step"], sort=False).head(1).reset_index(drop=True)
-
-
-def tune(split: Split, optimizer: str, checkpoints, batch_size: int = 256, seed: int = 0, lrs=None,
-         extend: int = LR_EXTEND) -> pandas.DataFrame:  # fmt: skip
-    """`train_curves` over a learning-rate grid (`lrs`, default LR_GRID[optimizer]) that grows until the rate the
-    validation slice picks at every checkpoint (`tuned`) is interior: while some checkpoint's chosen rate is the
-    smallest (largest) tried, a rate 10× smaller (larger) is trained too, at most `extend` rounds. Every rate trains
-    from the same initialisation on the same mini-batches, so one added later trains as it would have beside the
-    others. Returned: every curve, with `chosen` (the rate picked at that step) and `lr_interior` (whether that
-    step's chosen rate has a tried rate on either side; False where it still sits on an end)."""
-
-    lrs = sorted(float(v) for v in (LR_GRID[optimizer] if lrs is None else lrs))
-    curves = train_curves(split, optimizer, lrs, checkpoints, batch_size=batch_size, seed=seed)
-    for _ in range(extend):
-        best = tuned(curves)["lr"]
-        new = [float(f"{v:.6g}") for v, end in ((lrs[0] / 10, lrs[0]), (lrs[-1] * 10, lrs[-1])) if (best == end).any()]
-        if not new:
-            break
-        more = train_curves(split, optimizer, new, checkpoints, batch_size=batch_size, seed=seed)
-        curves, lrs = pd.concat([curves, more], ignore_index=True), sorted(lrs + new)
-    best = tuned(curves)[["optimizer", "step", "lr"]].assign(chosen=True)
-    best["lr_interior"] = (best["lr"] > lrs[0]) & (best["lr"] < lrs[-1])
-    out = curves.merge(best, on=["optimizer", "step", "lr"], how="left")
-    out["chosen"] = out["chosen"].astype("boolean").fillna(False).astype(bool)
-    interior = best.set_index("step")["lr_interior"]
-    out["lr_interior"] = out["step"].map(interior).astype(bool)
-    return out
-
-
 @one_thread()
 def gd_curve(split: Split, checkpoints, seed: int = 0) -> pandas.DataFrame:
     """Full-batch gradient descent on the same loss, step 1/λ_max of its Hessian, from the same initialisation as
@@ -321,7 +207,7 @@ def gd_curve(split: Split, checkpoints, seed: int = 0) -> pandas.DataFrame:
     eta = 1 / lam[-1]
     theta_star = torch.linalg.lstsq(x, y, driver="gelsd").solution  # the minimiser GD converges to on these rows
     d, m = split.xtr.shape[1], y.shape[1]
-    w0, b0 = _linear_init(d, m, torch.Generator().manual_seed(seed))
+    w0, b0 = linear_init(d, m, torch.Generator().manual_seed(seed))
     theta0 = torch.cat([w0, b0[None]], 0).double()
     coords = V.T @ (theta0 - theta_star)  # error along each eigenvector (directions with λ = 0 never move)
     xte = torch.cat([split.xte.double(), torch.ones(len(split.xte), 1, dtype=torch.float64)], 1)
@@ -376,12 +262,6 @@ def covariance_kappa(x: torch.Tensor) -> float:
     return float(lam[-1] / lam[0])
 
 
-def _curves(split: Split, checkpoints, seed: int, batch_size: int) -> pandas.DataFrame:
-    """Both optimizers' curves over their tuned, extended grids (`tune`)."""
-
-    return pd.concat([tune(split, opt, checkpoints, batch_size, seed) for opt in LR_GRID], ignore_index=True)
-
-
 @dataclass(frozen=True)
 class PitfallSample:
     """What of a block's stored rows the pitfall's optimisers train and are scored on (`budget_table`, `dose_table`):
@@ -405,23 +285,25 @@ def budget_table(
     checkpoints,
     sample: PitfallSample = PitfallSample(),
     seed: int = 0,
-    batch_size: int = 256,
-    progress: bool = True,
+    training: Training | None = None,
 ) -> pandas.DataFrame:
     """The budget curve: per block, optimizer (Adam, SGD, and `gd` from the spectrum), learning rate and checkpoint
     step, the validation and held-out R² on `n_outputs` seeded output features, beside the ridge-tuned ceiling on
     the same rows and features (`ceiling`, its `ridge_alpha` and `ridge_basis`; the exact fit's `ceiling_exact`)
     and κ of the train Gram (`cond_gram`, `cond_scaled`). `chosen` marks the learning rate the validation slice
-    picks at each step, `lr_interior` whether it ended inside its extended grid (`tune`; NaN for `gd`: no grid)."""
+    picks at each step, `lr_interior` whether it ended inside its extended grid (`tune`; NaN for `gd`: no grid).
+    The blocks' tunings run at once on `training.workers` threads (`linrec.analyses.pitfall_train.tune_many`: the
+    same table at any count; `training`: how they train, default `Training()`)."""
 
+    blocks = list(blocks)
+    splits = [_block_split(capture, b, sample, seed) for b in blocks]
+    curves = tune_many(splits, checkpoints, seed, training or Training(), f"budget curve {capture.model_label}")
     out = []
-    for b in progress_bar(blocks, desc=f"budget curve {capture.model_label}", unit="block", disable=not progress):
-        split = _block_split(capture, b, sample, seed)
+    for b, split, trained in zip(blocks, splits, curves):
         fit, _ = closed_form_on_rows(split)  # Split has the fields of linrec.analyses.probe.Rows it reads
         ceiling = ridge_ceiling(split)
-        curves = _curves(split, checkpoints, seed, batch_size)
         gd = gd_curve(split, checkpoints, seed).assign(r2_val=np.nan, chosen=True, lr_interior=np.nan)
-        t = pd.concat([curves, gd.drop(columns="kappa_steps")], ignore_index=True)
+        t = pd.concat([trained, gd.drop(columns="kappa_steps")], ignore_index=True)
         out.append(
             t.assign(
                 model=capture.model_label,
@@ -447,8 +329,7 @@ def dose_table(
     checkpoints,
     sample: PitfallSample = PitfallSample(),
     seed: int = 0,
-    batch_size: int = 256,
-    progress: bool = True,
+    training: Training | None = None,
 ) -> pandas.DataFrame:
     """The dose–response by construction: block `block`'s inputs re-expressed (`reexpress`) with κ(covariance) =
     each of `kappas`, Adam and SGD trained to each of `checkpoints` on each (learning rate chosen per checkpoint on
@@ -456,27 +337,29 @@ def dose_table(
     rate's validation and held-out R² and `lr_interior`, beside the ceiling: the original inputs' ridge-tuned
     ceiling (`ceiling`, `ridge_alpha`, `ridge_basis`; the same at every κ, since the re-expression is an invertible
     affine map of the inputs), and the exact fit's on the re-expressed rows as trained (`ceiling_exact`, float32)
-    and on the original ones (`ceiling_exact_original`), which the re-expression leaves unchanged up to float32."""
+    and on the original ones (`ceiling_exact_original`), which the re-expression leaves unchanged up to float32. The
+    κ levels' tunings run at once on `training.workers` threads (`linrec.analyses.pitfall_train.tune_many`)."""
 
     split = _block_split(capture, block, sample, seed)
     original, ceiling = split.ceiling(), ridge_ceiling(split)
-    out = []
+    kappas = [float(k) for k in kappas]
+    changed = [split.reexpressed(reexpress(split.xtr, k, seed=seed, dtype=torch.float32)) for k in kappas]
     label = f"dose-response {capture.model_label} block {block}"
-    for kappa in progress_bar(list(kappas), desc=label, unit="κ", disable=not progress):
-        changed = split.reexpressed(reexpress(split.xtr, float(kappa), seed=seed, dtype=torch.float32))
-        curves = _curves(changed, checkpoints, seed, batch_size)
+    curves = tune_many(changed, checkpoints, seed, training or Training(), label)
+    out = []
+    for kappa, rows, trained in zip(kappas, changed, curves):
         out.append(
-            curves[curves["chosen"]]
+            trained[trained["chosen"]]
             .drop(columns="chosen")
             .assign(
                 model=capture.model_label,
                 block=block,
-                kappa=float(kappa),
-                kappa_measured=covariance_kappa(changed.xtr),
+                kappa=kappa,
+                kappa_measured=covariance_kappa(rows.xtr),
                 ceiling=ceiling.r2_test,
                 ridge_alpha=ceiling.alpha,
                 ridge_basis=ceiling.basis,
-                ceiling_exact=changed.ceiling(),
+                ceiling_exact=rows.ceiling(),
                 ceiling_exact_original=original,
             )
         )

@@ -186,7 +186,8 @@ def train_affine(
         total = 0.0
         for i in range(0, n, cfg["batch_size"]):
             idx = perm[i : i + cfg["batch_size"]]
-            loss = (lin(xtr[idx]) - ytr[idx]).square().sum(1).mean()  # Σ‖y − Wx − b‖² per row, as the closed form
+            xb, yb = xtr.index_select(0, idx), ytr.index_select(0, idx)  # xtr[idx], without indexing's overhead
+            loss = (lin(xb) - yb).square().sum(1).mean()  # Σ‖y − Wx − b‖² per row, as the closed form
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -409,7 +410,7 @@ def fit_probe(
         total = 0.0
         for i in range(0, n, batch_size):
             idx = perm[i : i + batch_size]
-            loss = torch.nn.functional.mse_loss(probe(xtr[idx]), rtr[idx])
+            loss = torch.nn.functional.mse_loss(probe(xtr.index_select(0, idx)), rtr.index_select(0, idx))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
