@@ -37,6 +37,7 @@ from linrec.inputs.corpora import WindowCut, load_windows
 from linrec.inputs.models import fetch_gguf, load_model
 from linrec.inputs.offline import OFFLINE_MODELS
 from linrec.inputs.quant_noise import gguf_architecture, gguf_types, parameter_types, perturb
+from linrec.outputs.refresh import stand_alone
 
 
 def merged(path: Path, df: pd.DataFrame, model: str) -> str:
@@ -89,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         text = merged(args.out / f"{stem}.csv", df, name)
         with atomic_file(args.out / f"{stem}.csv") as tmp:
             Path(tmp).write_text(text)
+    stand_alone(args.out)  # quant_summary.csv, what the report quotes (linrec.outputs.refresh)
     print(json.dumps(quant.summary(table), indent=1))
     print(f"{time.perf_counter() - t0:.0f} s; config {config}")
     return 0

@@ -30,6 +30,7 @@ from linrec.base.progress import bar as progress_bar
 from linrec.collect.capture import run_capture
 from linrec.inputs.corpora import SPLITS, WindowCut, load_windows
 from linrec.inputs.models import load_model
+from linrec.outputs.refresh import stand_alone
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     shift = split_shift(pd.read_csv(kept))  # from the stored table, so the two files agree as stored
     with atomic_file(args.out / "split_shift.csv") as tmp:
         shift.to_csv(tmp, index=False, float_format="%.6g")
+    stand_alone(args.out)  # split_summary.csv, what the report quotes (linrec.outputs.refresh)
     print(split_summary(shift).to_string(index=False))
     print(f"{time.perf_counter() - t0:.0f} s; {len(todo)} captures of {base}")
     return 0

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 export PYTHONPATH="$PWD/lib${PYTHONPATH:+:$PYTHONPATH}"
-for d in default documents full curve zoo zoo_paper training; do
+for d in default documents full curve zoo zoo_paper training quant split; do
   "$PY" -m linrec.outputs.refresh "results/$d" > /dev/null
 done
 for p in default documents full curve; do

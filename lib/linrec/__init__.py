@@ -11,6 +11,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · registry (every results table) · tables (written and read through it)
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
                · jackknife (intervals over held-out windows)
+               · equivalence (a correlation's three outcomes: effect, none within a margin, neither)
     inputs/    sites (where each FFN is) · offline (what can be fetched and named; no torch) · corpora · fetching · hf
                · source (how a model is given, parsed once)
                · models (load any model) · surgery · training · training_text (its texts, split; the tokenizer)

@@ -1,5 +1,5 @@
-"""linrec.analyses.zoo: the plateau rule's numbers per run (`convergence_table`) and the runs every zoo verdict is
-drawn from (`converged_runs`), as computed and as read back from a written table."""
+"""linrec.analyses.zoo: the plateau rule's numbers per run (`convergence_table`); the runs every zoo verdict is drawn
+from (`converged_runs`) are tested in tests/claims/test_zoo.py."""
 
 from types import SimpleNamespace
 
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from linrec.analyses.zoo import CONVERGENCE_COLUMNS, converged_runs, convergence_table
+from linrec.analyses.zoo import CONVERGENCE_COLUMNS, convergence_table
 from linrec.inputs.plateau import Plateau
 
 
@@ -28,18 +28,6 @@ def test_the_convergence_table_states_the_rule_per_run_and_a_run_without_evaluat
     assert t.loc["a", "heldout_gain"] == (4.02 - 4.0) / 4.02 and t.loc["a", "heldout_drop"] == 0.5
     assert t.loc["b", "plateaued"] and not t.loc["b", "learned"] and not t.loc["b", "converged"]
     assert not t.loc["c", "converged"] and np.isnan(t.loc["c", "final_heldout_loss"])
-
-
-def test_converged_runs_reads_the_column_as_computed_and_as_read_back(tmp_path):
-    """The runs whose `converged` is true, in order, whether the column holds booleans or the words a CSV holds
-    ("False" is a non-empty string: truthy to bool(), not converged here)."""
-    t = pd.DataFrame({"run": ["a", "b", "c"], "converged": [True, False, True]})
-    assert converged_runs(t) == ["a", "c"]
-    words = t.assign(converged=["True", "False", "True"])
-    assert converged_runs(words) == ["a", "c"]
-    t.to_csv(tmp_path / "runs.csv", index=False)
-    assert converged_runs(pd.read_csv(tmp_path / "runs.csv")) == ["a", "c"]
-    assert converged_runs(t.assign(converged=[False, False, False])) == []
 
 
 def _measured(name: str, r2: list, r2_train: list, swap_r2: list, deltas: dict) -> dict:

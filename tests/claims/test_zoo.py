@@ -7,7 +7,7 @@ import pytest
 
 from linrec.base.errors import LinrecError
 from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
-from linrec.claims.zoo import INCONCLUSIVE, SAME, part_word, zoo_2a, zoo_verdict
+from linrec.claims.zoo import INCONCLUSIVE, SAME, converged_runs, part_word, zoo_2a, zoo_verdict
 
 
 def _comp(effects: dict, lo: dict | None = None, hi: dict | None = None, level: str = "seed",
@@ -301,3 +301,15 @@ def test_learned_needs_every_run_to_move_not_most():
     assert learned(_learned("agree", "agree", "agree")) is False
     for outcomes in (("differ", "differ", "agree"), ("agree", "differ", "agree"), ("agree", "agree", "differ")):
         assert learned(_learned(*outcomes)) is None, outcomes
+
+
+def test_converged_runs_reads_the_column_as_computed_and_as_read_back(tmp_path):
+    """The runs whose `converged` is true, in order, whether the column holds booleans or the words a CSV holds
+    ("False" is a non-empty string: truthy to bool(), not converged here)."""
+    t = pd.DataFrame({"run": ["a", "b", "c"], "converged": [True, False, True]})
+    assert converged_runs(t) == ["a", "c"]
+    words = t.assign(converged=["True", "False", "True"])
+    assert converged_runs(words) == ["a", "c"]
+    t.to_csv(tmp_path / "runs.csv", index=False)
+    assert converged_runs(pd.read_csv(tmp_path / "runs.csv")) == ["a", "c"]
+    assert converged_runs(t.assign(converged=[False, False, False])) == []

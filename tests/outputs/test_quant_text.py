@@ -11,6 +11,7 @@ from helpers import claims_1_3_results
 from linrec.analyses.quant import COLUMNS
 from linrec.outputs.catalog import claims
 from linrec.outputs.quant_text import quant_evidence, quant_limitation, quant_summary
+from linrec.outputs.refresh import stand_alone
 from linrec.outputs.results import Results
 
 # per model: (per seed: percent, change, lo, hi), per block: (ΔR²_lin at seed 0, half-width), base perplexity
@@ -32,6 +33,7 @@ def _stored(folder, models=("m",), scale=1.0):
                             "ppl_change_pct": pct})  # fmt: skip
     (folder / "quant").mkdir(exist_ok=True)
     pd.DataFrame(rows).to_csv(folder / "quant" / "quant_sensitivity.csv", index=False)
+    stand_alone(folder / "quant")  # its summary, as benchmarks/quant.py and `linrec.outputs.refresh` write it
 
 
 def test_the_numbers_go_beside_claims_1_and_6a_and_into_the_limitations(tmp_path):
@@ -87,4 +89,5 @@ def test_silent_where_nothing_of_this_profile_was_measured(tmp_path, how):
         pd.read_csv(path).drop(columns="half_width_base").to_csv(path, index=False)
     if how == "not csv":
         path.write_bytes(b'"\x00\xff')
+    stand_alone(tmp_path / "quant")
     assert quant_evidence(r, 1) == [] and quant_evidence(r, "6a") == [] and quant_limitation(r) == []

@@ -97,7 +97,11 @@ def test_refresh_rewrites_claim5s_word_and_the_seeds_tables(tmp_path: Path):
                          "beyond_noise": True, "within_noise": False, "outcome": "differ"}])  # fmt: skip
     old.to_csv(tmp_path / "training_comparisons.csv", index=False)
     old[old["kind"] == "variant"].drop(columns="outcome").to_csv(tmp_path / "training_distance_curve.csv", index=False)
-    assert refresh(tmp_path)[1:] == ["training_comparisons", "training_distance_curve", "training_verdict"]
+    assert refresh(tmp_path)[1:] == ["training_comparisons", "training_distance_curve", "training_onsets",
+                                     "training_verdict"]  # fmt: skip
+    # each run's profile moved by more than ONSET_DISTANCE at its last checkpoint: settled only there (still moving)
+    onsets = load_table("training_onsets", tmp_path)
+    assert onsets.to_dict("list") == {"run": ["g", "s"], "onset": [600, 600], "last_step": [600, 600]}
     comp = load_table("training_comparisons", tmp_path)
     assert comp["level"].tolist() == pytest.approx([0.275, 0.275]) and comp["shape"].tolist() == pytest.approx(
         [0.025] * 2

@@ -22,6 +22,7 @@ from linrec.base.tables import load_table, save_table
 from linrec.outputs import catalog, methods
 from linrec.outputs.catalog import CATALOG
 from linrec.outputs.claim_text import CELL_LIMIT
+from linrec.outputs.refresh import curve_split, stand_alone
 from linrec.outputs.report import (
     README_END,
     README_START,
@@ -80,6 +81,9 @@ def test_the_curve_profiles_measured_bias_is_quoted_with_where_it_came_from(tmp_
             for b, r, x in zip(blocks["block"], blocks["r2_lin"], (0.01, 0.05))]  # fmt: skip
     rows.append(planted("r2_curve", fill=0.0, model="m", block=0, train_tokens=32768.0, n_train=32768, r2=0.0))
     save_table(pd.concat(rows, ignore_index=True), "r2_curve", curve)
+    text = render(d, tmp_path / "project" / "figures", tmp_path / "project" / "paper" / "report.md")
+    assert "80/20 split draws on" not in text  # computed before rendering (refresh, the study), never while it
+    save_table(curve_split(d), "curve_split", d)  # as `linrec.outputs.refresh` writes it
     text = render(d, tmp_path / "project" / "figures", tmp_path / "project" / "paper" / "report.md")
     assert (
         "At this run's train rows the curve, whose held-out windows come from more text than this run's 80/20 split "
@@ -424,6 +428,8 @@ def test_the_document_split_goes_into_the_limitations_and_the_setup_names_the_sp
             for split in ("windows", "documents")]  # fmt: skip
     (tmp_path / "split").mkdir()
     split_shift(pd.DataFrame(rows)).to_csv(tmp_path / "split" / "split_shift.csv", index=False)
+    assert "Held out by whole document" not in render(d, tmp_path / "figs", out)  # not summarised while rendering
+    stand_alone(tmp_path / "split")  # its summary, as benchmarks/split.py and `linrec.outputs.refresh` write it
     text = render(d, tmp_path / "figs", out)
     (line,) = [ln for ln in text.splitlines() if ln.startswith("- Held out by whole document")]
     assert "4 split seeds each" in line and "m 3 of 3 blocks lower and 0 higher" in line
@@ -433,3 +439,57 @@ def test_the_document_split_goes_into_the_limitations_and_the_setup_names_the_sp
     assert "This run holds out whole documents;" in docs and "whole documents held out)." in docs
     (tmp_path / "split" / "split_shift.csv").write_bytes(b'"\x00\xff')
     assert "Held out by whole document" not in render(d, tmp_path / "figs", out)
+
+
+def _forbid_analyses(monkeypatch) -> list[str]:
+    """Every function of `linrec.analyses` (each of its modules imported) made to raise, wherever a loaded linrec
+    module holds it; the names patched."""
+    import importlib
+    import inspect
+    import pkgutil
+    import sys
+
+    import linrec.analyses
+
+    for info in pkgutil.iter_modules(linrec.analyses.__path__):
+        importlib.import_module(f"linrec.analyses.{info.name}")
+    forbidden = {}
+    for name, module in list(sys.modules.items()):
+        if name.startswith("linrec.analyses.") and module is not None:
+            for key, value in vars(module).items():
+                if inspect.isfunction(value) and value.__module__ == name:
+                    forbidden[id(value)] = f"{name}.{key}"
+
+    def raiser(what):
+        def called(*args, **kwargs):
+            raise AssertionError(f"rendering called {what}; compute it before rendering (a stored summary)")
+
+        return called
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("linrec") and module is not None:
+            for key, value in list(vars(module).items()):
+                if id(value) in forbidden:
+                    monkeypatch.setattr(module, key, raiser(forbidden[id(value)]))
+    return sorted(forbidden.values())
+
+
+def test_linrec_report_calls_no_function_of_analyses(tmp_path, monkeypatch):
+    """`linrec report --params full` on a copy of the committed project (every folder its report quotes: the
+    profiles beside it, its alternatives, the seeds experiment, the zoos, the quantisation and split benchmarks) with
+    every function of `linrec.analyses` made to raise: rendering reads stored summaries and judges by the claims'
+    rules only. Planted: `linrec.outputs.quant_text` calling `linrec.analyses.quant.summary` again fails it."""
+    import shutil
+
+    from linrec.app.cli import main
+
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    for name in ("params", "paper", "results"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("*.html", "*.png", "*.pdf"))
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path)
+    patched = _forbid_analyses(monkeypatch)
+    assert "linrec.analyses.quant.summary" in patched and "linrec.analyses.large_n.other_split" in patched
+    assert main(["report", "--params", "params/full.yaml"]) == 0
+    assert "## Setup" in (tmp_path / "results" / "full" / "report.md").read_text()

@@ -23,7 +23,8 @@ from linrec.inputs.training_text import EOS
 from linrec.studies import training as study
 
 TRAINING = dict(d_model=16, n_layers=2, n_heads=2, vocab=300, seq_len=16, batch_size=8, steps=6, n_checkpoints=3)
-SEEDS = ["training_runs", "training_profiles", "training_comparisons", "training_distance_curve", "training_verdict"]
+SEEDS = ["training_runs", "training_profiles", "training_comparisons", "training_distance_curve", "training_onsets",
+         "training_verdict"]  # fmt: skip
 ZOO = [n for n in TABLES if n.startswith("zoo_")]
 
 

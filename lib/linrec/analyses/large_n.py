@@ -1,9 +1,10 @@
 """Tables of a learning curve (`linrec.collect.curves.Curve`, notebook 02, Figure 2c): R²_lin per train size and split
 seed (`curve_table`), the hierarchical-bootstrap summary with the large-n estimate R²∞ per block (`curve_summary`,
 `large_n_fit`; the model behind it is in `linrec.collect.curves`' docstring), the profile at one train size
-(`large_n_profile`, `with_profile`) and what notebook 02 prints about them (`curve_overview`, `curve_sentence`); a
-capture's R²_lin against the curve's split at the same train size (`other_split`); R²_lin with whole documents held
-out against held-out windows, over split seeds (`split_shift`, `benchmarks/split.py`).
+(`large_n_profile`, `with_profile`) and what notebook 02 prints about them (`curve_overview`; in words:
+`linrec.outputs.ceiling_text.curve_sentence`); a capture's R²_lin against the curve's split at the same train size
+(`other_split`); R²_lin with whole documents held out against held-out windows, over split seeds (`split_shift`,
+`benchmarks/split.py`).
 """
 
 from __future__ import annotations
@@ -191,21 +192,6 @@ def curve_overview(summary: pandas.DataFrame, ref_tokens: float = 16_384) -> pan
             }
         )
     return pd.DataFrame(rows)
-
-
-def curve_sentence(row: dict) -> str:
-    """What the learning curve says about one model (a row of `curve_overview`), in one sentence."""
-
-    def f(x: float, nd: int = 3) -> str:
-        return f"{x:.{nd}f}" if np.isfinite(x) else "n/a"
-
-    return (
-        f"{row['model']}: from {row['ref_tokens']:.0f} to {row['largest_tokens']:.0f} train tokens R²_lin rises by "
-        f"{f(row['gain_largest_median'])} (median over blocks; {f(row['gain_largest_min'])} to "
-        f"{f(row['gain_largest_max'])}), and the large-n estimate lies {f(row['gain_inf_median'])} above the "
-        f"{row['ref_tokens']:.0f}-token value (median; 95 % intervals over seeds and windows, median width "
-        f"{f(row['ci_width_inf_median'])}); block order kept: Spearman {f(row['rank_spearman_ref_inf'], 2)}"
-    )
 
 
 def other_split(curve: pandas.DataFrame, r2: pandas.DataFrame) -> pandas.DataFrame:

@@ -10,7 +10,8 @@ windows (`delta_ppl_batch` for many data sets at once, read by the swap study at
 `delta_ppl_jackknife_t` the symmetric one it replaced, `delta_ppl_skew` the skewness it corrects for,
 `own_skew_check` its coverage when a swap's own windows are the population);
 `correlation_test` is a correlation across ordered blocks (Pearson, Spearman, or Spearman with depth partialled out)
-with Fisher's interval at an effective number of blocks, and `correlation_outcome` its three-way verdict.
+with Fisher's interval at an effective number of blocks, and its three-way verdict (`correlation_outcome`, with the
+equivalence margin: `linrec.stats.equivalence`, where the claims' rules read it too).
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ from scipy import stats
 from scipy.stats import norm, rankdata
 
 from linrec.base.errors import LinrecError
+from linrec.stats.equivalence import (  # noqa: F401  (EFFECT, NO_EFFECT: read from here by the analyses)
+    EFFECT,
+    EQUIVALENCE_MARGIN,
+    INCONCLUSIVE,
+    NO_EFFECT,
+    correlation_outcome,
+)
 from linrec.stats.jackknife import hall_interval, interval, skew_corrected
 
 if TYPE_CHECKING:
@@ -262,29 +270,6 @@ def _pearson_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # ---- "no effect" needs an equivalence test -----------------------------------------------------------------
-# The equivalence margin for a correlation across blocks: |ρ| < 0.3. A correlation of 0.3 explains 9 % of the
-# variance across blocks, Cohen's (1988) boundary between a small and a medium effect; a relation weaker than that
-# cannot sort blocks usefully (with ρ = 0.3 a block in the better half is still in the worse half of the other
-# measure 40 % of the time), so "uncorrelated" (claim 3) and "does not flag" (claim 6b) mean |ρ| < 0.3.
-EQUIVALENCE_MARGIN = 0.3
-EFFECT, NO_EFFECT, INCONCLUSIVE = "effect", "no effect", "inconclusive"
-
-
-def correlation_outcome(lo95: float, hi95: float, lo90: float, hi90: float, margin: float = EQUIVALENCE_MARGIN) -> str:
-    """Three outcomes for a correlation (Schuirmann's two one-sided tests at 5 % each, as a 90 % interval):
-    `NO_EFFECT` if the 90 % interval lies strictly inside (−margin, margin) — a correlation at least `margin` in size
-    is ruled out; else `EFFECT` if the 95 % interval excludes 0; else `INCONCLUSIVE` (neither is shown: the data
-    are too few or too noisy). A missing interval is inconclusive. Equivalence is checked first: a correlation shown
-    both nonzero and smaller than the margin is one the margin calls negligible."""
-    if not all(np.isfinite(v) for v in (lo95, hi95, lo90, hi90)):
-        return INCONCLUSIVE
-    if -margin < lo90 and hi90 < margin:
-        return NO_EFFECT
-    if lo95 > 0 or hi95 < 0:
-        return EFFECT
-    return INCONCLUSIVE
-
-
 _ROWS = {"pearson": _pearson_rows, "spearman": _spearman_rows, "partial": _partial_rows}
 
 # ---- a correlation across ordered blocks: Fisher z with an effective number of blocks ----------------------------

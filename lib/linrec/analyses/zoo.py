@@ -19,9 +19,10 @@ here (its cost is that of notebook 06 again per model); the routing ρ stays the
 
 **Converged runs only.** A run whose held-out loss has not reached its plateau, or that did not learn at all
 (`linrec.inputs.training.plateau`), is no trained model: `convergence_table` states the rule's numbers per run
-(`zoo_runs`' `converged`, `final_heldout_loss`, `final_heldout_ppl`, …) and `converged_runs` names the runs every
-verdict of the zoo is drawn from (`linrec.studies.training.zoo`; `linrec.claims.zoo` refuses tables that hold
-another). A run trained without held-out evaluations (`n_evals` 0) cannot be shown converged and counts as not.
+(`zoo_runs`' `converged`, `final_heldout_loss`, `final_heldout_ppl`, …) and `linrec.claims.zoo.converged_runs`
+names the runs every verdict of the zoo is drawn from (`linrec.studies.training.zoo`; `linrec.claims.zoo` refuses
+tables that hold another). A run trained without held-out evaluations (`n_evals` 0) cannot be shown converged and
+counts as not.
 """
 
 from __future__ import annotations
@@ -116,16 +117,6 @@ def convergence_table(trained: Mapping) -> pd.DataFrame:
         missing = {c: np.nan for c in CONVERGENCE_COLUMNS} | {"converged": False, "plateaued": False, "learned": False}
         rows.append({"run": name, **(rule.row() if rule is not None else missing)})
     return pd.DataFrame(rows, columns=["run", *CONVERGENCE_COLUMNS])
-
-
-def converged_runs(runs: pd.DataFrame) -> list[str]:
-    """The runs of `runs` (a table with `run` and `converged`, e.g. `zoo_runs`) that converged, in order."""
-    return [str(r) for r, ok in zip(runs["run"], runs["converged"]) if _true(ok)]
-
-
-def _true(value) -> bool:
-    """A `converged` cell as written or in memory (True/False, or "True"/"False" read back from a CSV)."""
-    return str(value).strip().lower() in ("true", "1", "1.0")
 
 
 def noise_table(measured: Mapping[str, dict]) -> pd.DataFrame:

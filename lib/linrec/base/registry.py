@@ -89,6 +89,7 @@ TABLES: dict[str, TableSpec] = {
         "per block and train size: held-out R²_lin, mean of split seeds, hierarchical-bootstrap CI; train_tokens = "
         "inf is the large-n estimate (linrec.collect.curves.curve_summary)",
     ),
+    "curve_split": _spec("02", "model n_blocks n_lower n_outside diff_median drop_max drop_block", "other_split"),
     "r2_curve_runs": _spec(
         "02",
         "model block seed train_tokens n_train r2 r2_train cond_scaled",
@@ -202,6 +203,7 @@ TABLES: dict[str, TableSpec] = {
         "run mlp init_seed data_seed step tokens_seen block r2_lin r2_lo r2_hi ppl_test train_loss n_test_windows",
         "per run, checkpoint and block: held-out R²_lin on the measuring text (linrec.analyses.seeds.checkpoint_table)",
     ),
+    "training_onsets": _spec("08", "run onset last_step", "per run: when its profile settled (approach_to_final)"),
     "training_comparisons": _spec(
         "08",
         "kind a b step distance distance_lo distance_hi level level_lo level_hi level_floor shape shape_lo shape_hi "

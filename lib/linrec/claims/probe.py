@@ -13,14 +13,7 @@ import pandas as pd
 
 from linrec.analyses.pitfall import REACHED
 from linrec.analyses.probe_summary import CLAIM7_SHORTFALL
-from linrec.analyses.uncertainty import (
-    EFFECT,
-    EQUIVALENCE_MARGIN,
-    INCONCLUSIVE,
-    NO_EFFECT,
-    POOLED,
-    correlation_outcome,
-)
+from linrec.analyses.uncertainty import POOLED
 from linrec.claims.rules import (
     CEILING_SLACK,
     CLAIM3_MAX_GAIN,
@@ -36,6 +29,7 @@ from linrec.claims.rules import (
     tally_decided,
     thresholds,
 )
+from linrec.stats.equivalence import EFFECT, EQUIVALENCE_MARGIN, INCONCLUSIVE, NO_EFFECT, correlation_outcome
 
 # ---- notebook 03: the bilinear probe and the trained baselines --------------------------------------------
 

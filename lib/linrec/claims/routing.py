@@ -22,13 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from linrec.analyses.uncertainty import (
-    EFFECT,
-    EQUIVALENCE_MARGIN,
-    NO_EFFECT,
-    correlation_outcome,
-)
 from linrec.claims.rules import NOT_TESTABLE, require, tally_decided
+from linrec.stats.equivalence import EFFECT, EQUIVALENCE_MARGIN, NO_EFFECT, correlation_outcome
 
 AUC_MARGIN = 0.02  # two gates "match" when their held-out AUCs differ by less than this (2 points of AUC)
 HEAL_BUDGET = 0.01  # a healed swap costs "nothing" within +1 % of the fine-tuned control's perplexity (the anchor's)

@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from linrec.analyses.uncertainty import POOLED
-from linrec.analyses.zoo import converged_runs
 from linrec.base.errors import LinrecError
 from linrec.claims.learned import comparison_words
 from linrec.claims.probe import verdict_3
@@ -135,6 +134,16 @@ def _says(w: PartWord, part: str) -> str:
     return f"{w.word} sets the {part} ({w.effect:.3f} [{w.effect_lo:.3f}, {w.effect_hi:.3f}])"
 
 
+def converged_runs(runs: pd.DataFrame) -> list[str]:
+    """The runs of `runs` (a table with `run` and `converged`, e.g. `zoo_runs`) that converged, in order."""
+    return [str(r) for r, ok in zip(runs["run"], runs["converged"]) if _true(ok)]
+
+
+def _true(value) -> bool:
+    """A `converged` cell as written or in memory (True/False, or "True"/"False" read back from a CSV)."""
+    return str(value).strip().lower() in ("true", "1", "1.0")
+
+
 NOT_CONVERGED = "not converged"  # the word for the runs every zoo verdict leaves out
 
 
@@ -204,7 +213,7 @@ def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame |
             if held:
                 raise LinrecError(
                     f"the zoo's {name} holds run(s) {', '.join(held)}, which did not converge; measure the "
-                    "converged runs alone (linrec.analyses.zoo.converged_runs)"
+                    "converged runs alone (linrec.claims.zoo.converged_runs)"
                 )
         if not kept:
             why = f"no zoo run converged ({len(out)} {NOT_CONVERGED})"

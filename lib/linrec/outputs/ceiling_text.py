@@ -5,10 +5,10 @@ run the learning curve or the replication, what the last run of the profile that
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from linrec.analyses.large_n import curve_sentence
 from linrec.analyses.profile import FIRST_TOKEN_SHARE
 from linrec.base.tables import Quoted
 from linrec.outputs.report_figures import stale_run
@@ -25,8 +25,24 @@ def r2_lin_view(table: pd.DataFrame) -> Styler:
     return table[R2_COLUMNS].style.format(fmt).hide(axis="index").set_uuid("r2_lin")
 
 
+def curve_sentence(row: dict) -> str:
+    """What the learning curve says about one model (a row of `linrec.analyses.large_n.curve_overview`), in one
+    sentence."""
+
+    def f(x: float, nd: int = 3) -> str:
+        return f"{x:.{nd}f}" if np.isfinite(x) else "n/a"
+
+    return (
+        f"{row['model']}: from {row['ref_tokens']:.0f} to {row['largest_tokens']:.0f} train tokens R²_lin rises by "
+        f"{f(row['gain_largest_median'])} (median over blocks; {f(row['gain_largest_min'])} to "
+        f"{f(row['gain_largest_max'])}), and the large-n estimate lies {f(row['gain_inf_median'])} above the "
+        f"{row['ref_tokens']:.0f}-token value (median; 95 % intervals over seeds and windows, median width "
+        f"{f(row['ci_width_inf_median'])}); block order kept: Spearman {f(row['rank_spearman_ref_inf'], 2)}"
+    )
+
+
 def curve_text(overview: pd.DataFrame) -> str:
-    """One sentence per model of `r2_curve_overview` (`linrec.analyses.large_n.curve_sentence`)."""
+    """One sentence per model of `r2_curve_overview` (`curve_sentence`)."""
     return "\n".join(curve_sentence(row) for row in overview.to_dict("records"))
 
 

@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from linrec.analyses.large_n import curve_sentence
 from linrec.analyses.profile import FIRST_TOKEN_SHARE
-from linrec.analyses.seeds import ONSET_DISTANCE, approach_to_final
+from linrec.analyses.seeds import ONSET_DISTANCE
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
-from linrec.analyses.uncertainty import POOLED, correlation_outcome
+from linrec.analyses.uncertainty import POOLED
 from linrec.claims.bands import lean_text
 from linrec.claims.corpora import shift_words
 from linrec.claims.learned import combine_2a, comparison_words
@@ -23,8 +22,10 @@ from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING, SUFFICIENT
 from linrec.claims.profile import claim1_counts
 from linrec.claims.rules import NOT_TESTABLE, Rule, Verdict, joined, judge
 from linrec.claims.swap import UNCHECKED, own_words
+from linrec.outputs.ceiling_text import curve_sentence
 from linrec.outputs.results import Results, fmt, listed
 from linrec.outputs.zoo_text import seeds_row, zoo_2a, zoo_pooled
+from linrec.stats.equivalence import correlation_outcome
 
 
 @dataclass
@@ -159,11 +160,10 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
         f"{fmt(runs_table['ppl_test_final'].max(), 1)} after {fmt(runs_table['tokens_per_param'].iloc[0], 1)} tokens "
         "per parameter"
     )  # fmt: skip
-    prof = quoted.also("training_profiles").table
+    onsets = quoted.also("training_onsets").table  # when each run's profile settled (notebook 08's summary)
     onset = ""
-    if prof is not None:
-        steps = approach_to_final(prof).groupby("run", sort=False)["onset"].first()
-        last = prof.groupby("run", sort=False)["step"].max()
+    if onsets is not None:
+        steps, last = onsets.set_index("run")["onset"], onsets.set_index("run")["last_step"]
         settled = {run: s for run, s in steps.items() if s < last[run]}
         onset = f"; the profile settles (every later checkpoint within {ONSET_DISTANCE} of the last) " + (
             "at step " + ", ".join(f"{s} ({run})" for run, s in settled.items()) if settled else ""

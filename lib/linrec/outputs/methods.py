@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from linrec.analyses.calibration import COVERAGE_FLOOR, DELTA_PPL, FITTED_MAP, NOMINAL, REFIT, REFIT_WIDTH, refit_draws
+from linrec.analyses.calibration import COVERAGE_FLOOR, DELTA_PPL, FITTED_MAP, NOMINAL, REFIT, REFIT_DRAWS, REFIT_WIDTH
 from linrec.analyses.coverage import coverage
 from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.tables import load_table, save_table
@@ -164,7 +164,8 @@ def _fitted_map_lines(window) -> list[str]:
     icc = own["setting"].iloc[0].partition("residual ICC ")[2].split(",")[0]
     shared = (f", their residuals sharing {icc} of their variance within a window: this run's largest, rounded up, "
               "table `window_icc`" if icc else ", their residuals independent within a window")  # fmt: skip
-    draws = refit_draws(int(refit["reps"].min()))  # the truth's refits beside those data sets (window_table's)
+    # the truth's refits beside those data sets (`linrec.analyses.calibration.refit_draws`: as many, up to REFIT_DRAWS)
+    draws = min(REFIT_DRAWS, max(int(refit["reps"].min()), 1))
     capped = re.search(rf"\bd {REFIT_WIDTH}\b", setting) is not None  # the run's models are at least that wide
     where = (f"under the {COVERAGE_FLOOR:.2f} floor the tests require of a nominal {NOMINAL:.2f}"
              if lo < COVERAGE_FLOOR else f"at or above the {COVERAGE_FLOOR:.2f} floor")  # fmt: skip

@@ -1,7 +1,7 @@
 """The quantisation sensitivity in words (issue 64, item 9; both models: issue 87, item 8): what a second quantisation
 error of the release's own size does to R²_lin (beside claim 1's evidence) and to perplexity (beside claim 6a's, read
-against its +1 budget), and the limitation the report states, from `results/quant/quant_sensitivity.csv`
-(`benchmarks/quant.py`, `linrec.analyses.quant`).
+against its +1 budget), and the limitation the report states, from `results/quant/quant_summary.csv` (the summary of
+`quant_sensitivity.csv`, `benchmarks/quant.py`, written by `linrec.outputs.refresh`).
 
 That file is a stand-alone measurement, run once per model and committed (no notebook writes it), so it is read where
 it sits: the `quant` folder beside a profile's results folder. Where it measured one of this profile's models, every
@@ -13,27 +13,32 @@ this profile's models.
 
 from __future__ import annotations
 
-from linrec.analyses.quant import COLUMNS, summary
 from linrec.claims.rules import CLAIM6_BUDGET, joined
 from linrec.outputs.results import Results, fmt
 
 SOURCE = "`results/quant/quant_sensitivity.csv`, on the full profile's windows"
+DRAW = ("seed", "ppl_change", "ppl_change_lo", "ppl_change_hi")  # a draw's columns in `quant_summary.csv`
 
 
 def quant_summary(r: Results) -> dict:
-    """`linrec.analyses.quant.summary` of the stored table, this profile's models (`r2_lin`'s) first, then the other
-    models it holds; {} where the file is absent, lacks its columns, or holds none of this profile's models."""
+    """The stored summary (`quant_summary.csv`, `linrec.outputs.refresh.quant_summary`: `linrec.analyses.quant.summary`
+    at the release's own step) as {model: its numbers, `draws` the list of its draws}, this profile's models
+    (`r2_lin`'s) first, then the other models it holds; {} where the file is absent, lacks its columns, or holds none
+    of this profile's models."""
     r2 = r.get("r2_lin")
-    table = r.stored("quant/quant_sensitivity.csv") if r2 is not None else None
-    if table is None or set(COLUMNS) - set(table.columns):
+    table = r.stored("quant/quant_summary.csv") if r2 is not None else None
+    if table is None or set(DRAW) - set(table.columns) or "model" not in table.columns:
         return {}
-    table = table[table["scale"] == 1]
     ours = [m for m in dict.fromkeys(r2["model"]) if m in set(table["model"])]
     if not ours:
         return {}
     order = ours + [m for m in dict.fromkeys(table["model"]) if m not in ours]
-    s = summary(table)
-    return {m: s[m] for m in order}
+    out = {}
+    for model, t in table.groupby("model", sort=False):
+        rows = t.to_dict("records")
+        out[model] = {k: v for k, v in rows[0].items() if k not in DRAW} | {"draws": [{k: d[k] for k in DRAW}
+                                                                                     for d in rows]}  # fmt: skip
+    return {m: out[m] for m in order}
 
 
 def _draws(s: dict) -> str:

@@ -1,7 +1,9 @@
 """Recompute a results folder's summary tables from its per-block tables with today's procedures: each stage's
 `summarise` (the function its study calls after measuring, `linrec.studies.base.Summary`) on the folder's tables,
 then the coverage of the intervals the verdicts read (`linrec.analyses.coverage.coverage`, claim 6a's own windows
-resampled: `linrec.outputs.methods.claim_6a_blocks`); no model is needed.
+resampled: `linrec.outputs.methods.claim_6a_blocks`), this capture against the learning curve (`curve_split`), and
+the summaries of a stand-alone measurement's folder (`STAND_ALONE`: results/quant, results/split); no model is
+needed. Every summary a report quotes is computed here or by its study, so rendering computes none.
 
     python -m linrec.outputs.refresh results/full
 """
@@ -9,11 +11,18 @@ resampled: `linrec.outputs.methods.claim_6a_blocks`); no model is needed.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
+
+from linrec.analyses import quant
 from linrec.analyses.coverage import coverage, coverage_settings
+from linrec.analyses.large_n import other_split, split_summary
 from linrec.base.errors import LinrecError, StaleTableError
-from linrec.base.tables import load_as_written, load_with_timings, save_table, table_path
+from linrec.base.files import atomic_file
+from linrec.base.registry import TABLES
+from linrec.base.tables import load_as_written, load_table, load_with_timings, read, save_table, table_path
 from linrec.outputs.methods import claim_6a_blocks
 from linrec.stats import N_BOOT
 from linrec.studies import controls, corpora, probe, routing, swap, training
@@ -22,6 +31,67 @@ from linrec.studies.base import Settings
 # every stage's summaries, in the order they read each other's (routing reads the swap's predictors)
 SUMMARIES = (probe.PROBE, probe.PITFALL, swap.SWAP, routing.ROUTING, controls.CONTROLS, corpora.CORPORA,
              training.TRAINING, training.ZOO)  # fmt: skip
+
+
+def quant_summary(table: pd.DataFrame) -> pd.DataFrame | None:
+    """`linrec.analyses.quant.summary` of a `quant_sensitivity` table at the release's own step (scale 1), one row per
+    model and draw (the model's numbers repeated, then the draw's `seed`, `ppl_change`, `ppl_change_lo`,
+    `ppl_change_hi`); None where the table lacks its columns."""
+    if set(quant.COLUMNS) - set(table.columns):
+        return None
+    rows = [{"model": m, **{k: v for k, v in e.items() if k != "draws"}, **d}
+            for m, e in quant.summary(table[table["scale"] == 1]).items() for d in e["draws"]]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _split_summary(table: pd.DataFrame) -> pd.DataFrame | None:
+    try:
+        return split_summary(table)
+    except KeyError:  # a file without split_shift's columns
+        return None
+
+
+# a stand-alone measurement's file (a benchmark's, no notebook's) → the summary written beside it, and how
+STAND_ALONE: dict[str, tuple[str, Callable[[pd.DataFrame], pd.DataFrame | None]]] = {
+    "quant_sensitivity.csv": ("quant_summary.csv", quant_summary),  # benchmarks/quant.py
+    "split_shift.csv": ("split_summary.csv", _split_summary),  # benchmarks/split.py
+}
+
+
+def stand_alone(results_dir: str | Path) -> list[str]:
+    """Write the summary of each stand-alone measurement `results_dir` holds (`STAND_ALONE`; full precision, as the
+    benchmark's own file; removed where that file no longer reads as the benchmark's); the names written."""
+    done = []
+    for raw, (name, summarise) in STAND_ALONE.items():
+        file, out = Path(results_dir) / raw, None
+        if not file.is_file():
+            continue
+        try:
+            out = summarise(pd.read_csv(file))
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+            pass
+        if out is None:  # a file that does not read as the benchmark's: no summary of an earlier one stays
+            (Path(results_dir) / name).unlink(missing_ok=True)
+            continue
+        with atomic_file(Path(results_dir) / name) as tmp:
+            out.to_csv(tmp, index=False)
+        done.append(name.removesuffix(".csv"))
+    return done
+
+
+def curve_split(results_dir: str | Path) -> pd.DataFrame | None:
+    """This capture's R²_lin against the learning curve's at its own train rows (`other_split`), the curve read as the
+    report quotes it (this folder's, else the last run of the profile that runs it: `linrec.base.tables.read`); None
+    where either is absent or they share no model and train size."""
+    try:
+        r2 = load_table("r2_lin", results_dir)
+    except StaleTableError:
+        return None
+    curve = read("r2_curve_overview", results_dir).also("r2_curve").table
+    if r2 is None or r2.empty or curve is None:
+        return None
+    found = other_split(curve, r2)
+    return None if found.empty else found[list(TABLES["curve_split"].columns)]
 
 
 def refresh(results_dir: str | Path, n_boot: int = N_BOOT, seed: int = 0) -> list[str]:
@@ -45,7 +115,12 @@ def refresh(results_dir: str | Path, n_boot: int = N_BOOT, seed: int = 0) -> lis
     if coverage_settings(d):
         save_table(coverage(d, chosen=claim_6a_blocks(d)), "calibration", d)
         done.append("calibration")
-    return done
+    if (split := curve_split(d)) is not None:
+        save_table(split, "curve_split", d)
+        done.append("curve_split")
+    else:
+        table_path("curve_split", d).unlink(missing_ok=True)  # an earlier curve's comparison must not stay
+    return done + stand_alone(d)
 
 
 def main(argv: list[str] | None = None) -> int:  # python -m linrec.outputs.refresh RESULTS_DIR …

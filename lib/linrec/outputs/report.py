@@ -22,7 +22,6 @@ from types import SimpleNamespace
 import mistune  # nbconvert's Markdown renderer, already a dependency of jupyter
 import pandas as pd
 
-from linrec.analyses.large_n import other_split, split_summary
 from linrec.base.files import atomic_file, project_root, writing
 from linrec.claims.rules import joined
 from linrec.collect.config import capture_settings
@@ -328,11 +327,11 @@ def _bias_limitation(r: Results, split: str = "windows") -> str:
 
 
 def _other_split(curve: pd.DataFrame | None, r: Results, split: str = "windows") -> str:
-    """This run's R²_lin against the curve's at the same train rows (`linrec.analyses.large_n.other_split`); `split`:
-    what this run held out (the capture's `split`)."""
-    r2 = r.get("r2_lin")
-    found = other_split(curve, r2) if curve is not None and r2 is not None and not r2.empty else pd.DataFrame()
-    if found.empty:
+    """This run's R²_lin against the curve's at the same train rows (its `curve_split`, written with the curve read as
+    this report quotes it: `linrec.outputs.refresh.curve_split`); `split`: what this run held out (the capture's
+    `split`)."""
+    found = r.get("curve_split") if curve is not None else None
+    if found is None or found.empty:
         return ""
     said = "; ".join(f"{o['model']} {o['n_lower']} of {o['n_blocks']} blocks lower (median change "
                      f"{fmt(o['diff_median'])}, largest drop {fmt(o['drop_max'])} at block {o['drop_block']}), "
@@ -349,14 +348,14 @@ def _other_split(curve: pd.DataFrame | None, r: Results, split: str = "windows")
 def _split_limitation(r: Results, split: str) -> list[str]:
     """R²_lin with whole documents held out against held-out windows, over split seeds, for this profile's models:
     `results/split/split_shift.csv` beside this profile's folder (`benchmarks/split.py`, a stand-alone measurement
-    on the default profile's text; `linrec.analyses.large_n.split_summary`); [] where it is absent or unreadable or
-    holds none of them."""
+    on the default profile's text; its summary `split_summary.csv`, `linrec.analyses.large_n.split_summary`, written by
+    `linrec.outputs.refresh`); [] where it is absent or unreadable or holds none of them."""
     r2 = r.get("r2_lin")
     table = r.stored("split/split_shift.csv") if r2 is not None else None
-    try:
-        found = split_summary(table[table["model"].isin(set(r2["model"]))]) if table is not None else pd.DataFrame()
-    except KeyError:  # a file without split_shift's columns
+    summary = r.stored("split/split_summary.csv") if table is not None else None  # `linrec.outputs.refresh`'s
+    if summary is None or "model" not in summary.columns or "n_windows_seeds" not in table.columns:
         return []
+    found = summary[summary["model"].isin(set(r2["model"]))]
     if found.empty:
         return []
     said = "; ".join(

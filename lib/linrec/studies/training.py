@@ -35,6 +35,7 @@ import pandas as pd
 from linrec.analyses.factors import block_parameters, components, distance_table, final_profiles, run_factors
 from linrec.analyses.probe_summary import probe_summary
 from linrec.analyses.seeds import (
+    approach_to_final,
     capture_checkpoints,
     checkpoint_table,
     comparisons,
@@ -46,7 +47,6 @@ from linrec.analyses.swap import SwapSettings
 from linrec.analyses.swap_summary import swap_predictors
 from linrec.analyses.zoo import (
     block_table,
-    converged_runs,
     convergence_table,
     measure_final,
     measure_finals,
@@ -62,7 +62,7 @@ from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, load_timings, read
 from linrec.base.threads import free_cpus
 from linrec.claims.learned import comparison_words, seeds_verdict
-from linrec.claims.zoo import pooled_claims, zoo_verdict
+from linrec.claims.zoo import converged_runs, pooled_claims, zoo_verdict
 from linrec.collect.config import CaptureConfig
 from linrec.collect.reuse import REFERENCE_SECONDS, duration
 from linrec.inputs.models import load_model
@@ -99,6 +99,7 @@ class TrainingResult(Result):
     training_comparisons: pd.DataFrame | None = None
     training_distance_curve: pd.DataFrame | None = None
     training_verdict: pd.DataFrame | None = None
+    training_onsets: pd.DataFrame | None = None  # when each run's profile settled (`approach_to_final`)
     training_swap: pd.DataFrame | None = None
     training_swap_windows: pd.DataFrame | None = None  # every training_swap ΔPPL's per-window losses
     zoo_runs: pd.DataFrame | None = None
@@ -370,7 +371,7 @@ def zoo(p: Profile, r: Runs, where: Path) -> None:
 def summarise(tables: Tables, p: Settings) -> Tables:
     """The seeds experiment judged: each comparison's words (`comparison_words`; its level and shape points from
     `training_profiles` where a former linrec did not write them, `from_profiles`), the distance curve's points
-    likewise, and the verdict row (`seeds_verdict`)."""
+    likewise, when each run's profile settled (`training_onsets`) and the verdict row (`seeds_verdict`)."""
     comp, prof = tables.get("training_comparisons"), tables.get("training_profiles")
     if comp is None or prof is None:
         return {}
@@ -378,6 +379,11 @@ def summarise(tables: Tables, p: Settings) -> Tables:
     out = {"training_comparisons": comp[list(TABLES["training_comparisons"].columns)]}
     if (curve := tables.get("training_distance_curve")) is not None:
         out["training_distance_curve"] = from_profiles(curve, prof)[list(TABLES["training_distance_curve"].columns)]
+    onset = approach_to_final(prof).groupby("run", sort=False)["onset"].first()
+    last = prof.groupby("run", sort=False)["step"].max()
+    out["training_onsets"] = pd.DataFrame(
+        {"run": onset.index, "onset": onset.to_numpy(), "last_step": last[onset.index].to_numpy()}
+    )
     return {**out, "training_verdict": pd.DataFrame([seeds_verdict(comp)])}
 
 
