@@ -182,6 +182,35 @@ def test_a_weight_past_float16s_range_loaded_as_float16_is_named_as_an_overflow(
     assert load_model(str(tmp_path)).model.model.layers[0].mlp.up_proj.weight[0, 0] == 1e6
 
 
+def test_the_weights_check_finds_nan_and_inf_whatever_their_sum_and_passes_finite_weights_whose_sum_overflows():
+    """`first_nonfinite` sums each tensor first and scans it entry by entry only when the sum is not finite: a NaN, an
+    inf, and an inf beside a -inf (whose sum is NaN) are each found and named; finite float32 weights whose sum
+    overflows to inf, and float16 ones whose float16 sum does, are not refused. Planted: refusing every tensor whose
+    sum is not finite (no entry-by-entry check), this fails on the overflowing tensors; skipping the check, it fails
+    on the NaN."""
+    from linrec.inputs.models import first_nonfinite
+
+    def model(*tensors):
+        m = torch.nn.Module()
+        for k, t in enumerate(tensors):
+            m.register_parameter(f"w{k}", torch.nn.Parameter(t, requires_grad=False))
+        return m
+
+    ok = torch.ones(4, 3)
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        w = torch.zeros(5, 7)
+        w[2, 3] = bad
+        name, found = first_nonfinite(model(ok, w, w.clone()))
+        assert name == "w1" and found is not None
+    both = torch.tensor([float("inf"), 1.0, -float("inf")])
+    assert torch.isnan(both.sum()) and first_nonfinite(model(ok, both))[0] == "w1"
+    big = torch.full((4,), 3e38)  # finite entries, float32 sum inf
+    half = torch.full((8,), 6e4, dtype=torch.float16)  # finite in float16, their float16 sum is inf
+    assert not torch.isfinite(big.sum()) and not torch.isfinite(half.sum())
+    assert first_nonfinite(model(ok, big, half)) is None
+    assert first_nonfinite(model(ok, ok.double(), ok.bfloat16())) is None
+
+
 def test_float8_and_integer_tensors_are_skipped_by_the_weights_check(tmp_path, tiny_model):
     """`isfinite` is not implemented for float8 (torch raises NotImplementedError) and means nothing for integers:
     a model holding such tensors (a float8 checkpoint's scales, a quantised layer's codes) passes the check instead of

@@ -281,11 +281,24 @@ def load_model(
     return _LOADERS[source.kind](source, device, dtype)
 
 
+def first_nonfinite(model: torch.nn.Module) -> tuple[str, torch.Tensor] | None:
+    """The first floating-point parameter holding NaN or inf, as (name, tensor), or None. Each tensor is summed first:
+    a finite sum means every entry is finite (a NaN entry makes the sum NaN, an inf one makes it inf or NaN, in any
+    order of addition), and a sum is one vectorised pass where `isfinite(w).all()` first writes a mask of the whole
+    tensor (several times slower, and paid by every load). Only a tensor whose sum is not finite (a bad entry, or
+    finite entries whose sum overflows) is checked entry by entry. Float8 and integer tensors have no isfinite."""
+    for name, w in model.named_parameters():
+        if not w.is_floating_point() or w.element_size() == 1:
+            continue
+        if not torch.isfinite(w.sum()) and not torch.isfinite(w).all():
+            return name, w
+    return None
+
+
 def _finish(source: ModelSource, model, tok, device: str, label: str, notes: list[str] | None = None) -> LoadedModel:
     """The `LoadedModel` of weights read from one file or folder: frozen, on `device`, with a pad token; weights
     holding NaN or inf are refused here, naming the first such tensor, before any pass runs through them."""
-    bad = next(((name, w) for name, w in model.named_parameters()  # float8 and integer tensors have no isfinite
-                if w.is_floating_point() and w.element_size() > 1 and not torch.isfinite(w).all()), None)  # fmt: skip
+    bad = first_nonfinite(model)
     if bad is not None:
         raise LinrecError(f"model {source.spec}: its weights hold NaN or inf ({bad[0]}, the first); "
                           + ("loaded as float16, a weight past ±65,504 overflows: load it in float32 (--dtype), or "
