@@ -252,7 +252,7 @@ def test_the_window_table_has_both_r2_rows_at_the_runs_rows_per_parameter(monkey
     monkeypatch.setattr(cal, "r2_coverage", lambda w, r2, reps, n_boot, seed, icc, tokens: own.append(
         (icc, tokens, reps)) or cal._row(cal.FITTED_MAP, f"R² {r2}", 5, w, 0.95))  # fmt: skip
     plant = cal.R2Plant(25.6, 32, 0.04, 128)
-    t = cal.window_table(8, seeds_windows=8, reps=5, swap_windows=8, plant=plant)
+    t = cal.window_table(8, seeds_windows=8, reps=5, swap_windows=8, plant=plant, workers=1)  # stubs: in this process
     many = 5 * cal.R2_REPS  # the fitted map's rows' own data sets, 4 × the other window rows'
     refits = 5 * cal.REFIT_REPS  # the refit rows', 10 ×: their coverage sits at the floor; the truth's refits as before
     assert calls == [(8, 0.6, plant, refits, many), (8, 0.9, plant, refits, many)] and own == [(0.04, 128, many)] * 2

@@ -36,3 +36,19 @@ def test_a_jobs_error_is_raised_and_the_thread_count_is_capped_by_the_jobs():
     with pytest.raises(LinrecError, match="job 1 failed"):
         run_jobs(fail, range(3), workers=2, progress=False)
     assert thread_count(8, 3) == 3 and thread_count(None, 1) == 1 and thread_count(0, 5) == 1
+
+
+def test_run_processes_returns_the_calls_results_in_their_order_from_one_blas_thread_each(monkeypatch):
+    """Worker processes (freshly spawned) return each call's result in the calls' order, on one BLAS thread (the
+    environment they start with); the caller's environment is as it was after; a call's error is raised here."""
+    import os
+    from functools import partial
+
+    from linrec.analyses.parallel import run_processes
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    assert run_processes([partial(pow, 2, k) for k in range(7)], workers=2, progress=False) == [2**k for k in range(7)]
+    threads = run_processes([partial(os.getenv, "OMP_NUM_THREADS")] * 2, workers=2, progress=False)
+    assert threads == ["1", "1"] and os.environ["OMP_NUM_THREADS"] == "7"
+    with pytest.raises(ValueError):
+        run_processes([partial(int, "12"), partial(int, "x")], workers=2, progress=False)

@@ -21,18 +21,20 @@ dependence the real data show, applies the same procedure the verdicts use, and 
   the floor; at a real block's width about as often as its own fitted map's R², the interval's name.
 - `dependence`: a real per-block series' AR(1) coefficient (lag-1 autocorrelation, bias-corrected), to simulate at.
 
-`coverage_table` puts one row per procedure and setting into the report's methods table; the tests run small
-versions and fail below 0.93 for a nominal 0.95.
+`linrec.analyses.coverage.coverage_table` puts one row per procedure and setting into the report's methods table;
+the tests run small versions and fail below 0.93 for a nominal 0.95.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
+from linrec.analyses.parallel import run_processes
 from linrec.analyses.recoverability import corpus_shape_level, profile_replicates, two_way_shares
 from linrec.analyses.routing import SHARES, routable_share
 from linrec.analyses.seeds import PARTS, compare
@@ -510,7 +512,7 @@ def refit_draws(reps: int) -> int:
 
 def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300, seed: int = 0,
                  swap_windows: int | None = None, observed: list[tuple[str, np.ndarray, np.ndarray]] | None = None,
-                 plant: R2Plant = R2Plant()) -> pd.DataFrame:  # fmt: skip
+                 plant: R2Plant = R2Plant(), workers: int | None = None) -> pd.DataFrame:  # fmt: skip
     """Every window-interval procedure a verdict reads, at `n_windows` held-out windows (the run's capture; the seeds
     experiment's at `seeds_windows`, its runs' measuring windows; ΔPPL and the routable share at `swap_windows`, the
     swap study's held-out windows, `n_windows` when not given), `reps` simulated data sets each: the methods table's
@@ -518,33 +520,26 @@ def window_table(n_windows: int = 32, seeds_windows: int = 102, reps: int = 300,
     `swap_windows`, and at each of `observed` (label, per-window base and swapped losses: the swaps claim 6a reads
     and the run's most skewed one) resampled (`own_coverage`). The R²_lin interval twice, at the run's `plant`: as
     what it is, an interval for the held-out R² of the fitted map (`r2_coverage`), and as one for the block's R²_lin,
-    a refit (`refit_coverage`)."""
+    a refit (`refit_coverage`). Each procedure draws from its own seeded generator, so they run side by side on
+    `workers` processes (`linrec.analyses.parallel.run_processes`; default: the caller's thread count) and give the
+    same table on any number."""
     w = max(int(n_windows), 4)
     sw = w if swap_windows is None else max(int(swap_windows), 4)
     icc, t, many = plant.resid_icc, plant.tokens, reps * R2_REPS
-    rows = [*(("claims 1, 5: held-out R² of the fitted map", r2_coverage(w, r2, many, R2_BOOT_BEFORE, seed, icc, t))
+    jobs = [*(("claims 1, 5: held-out R² of the fitted map", partial(r2_coverage, w, r2, many, R2_BOOT_BEFORE, seed,
+                                                                      icc, t)) for r2 in (0.6, 0.9)),
+            *(("claims 1, 5: R²_lin of a block (fit included)", partial(
+                refit_coverage, w, r2, plant, reps=reps * REFIT_REPS, draws=refit_draws(many), seed=seed))
               for r2 in (0.6, 0.9)),
-            *(("claims 1, 5: R²_lin of a block (fit included)", refit_coverage(
-                w, r2, plant, reps=reps * REFIT_REPS, draws=refit_draws(many), seed=seed)) for r2 in (0.6, 0.9)),
-            ("claim 1: a move between two blocks", move_coverage(w, reps=reps, seed=seed)),
-            *(("claim 2a: seeds experiment", r) for r in seeds_coverage(max(int(seeds_windows), 4), reps=reps,
-                                                                         seed=seed)),
-            *(("claim 5: corpora", r) for r in shares_coverage(w, reps=reps, seed=seed)),
-            *(("claims 6a, 6b, routing: ΔPPL of a swap", delta_ppl_coverage(sw, reps=reps, costs=c, seed=seed))
+            ("claim 1: a move between two blocks", partial(move_coverage, w, reps=reps, seed=seed)),
+            ("claim 2a: seeds experiment", partial(seeds_coverage, max(int(seeds_windows), 4), reps=reps, seed=seed)),
+            ("claim 5: corpora", partial(shares_coverage, w, reps=reps, seed=seed)),
+            *(("claims 6a, 6b, routing: ΔPPL of a swap", partial(delta_ppl_coverage, sw, reps=reps, costs=c, seed=seed))
               for c in [*COST_SHAPES, Costs("costly", rate=1 / sw)]),
-            *(("claims 6a, 6b: ΔPPL of a swap, own windows", own_coverage(*o, reps=reps, seed=seed))
+            *(("claims 6a, 6b: ΔPPL of a swap, own windows", partial(own_coverage, *o, reps=reps, seed=seed))
               for o in observed or []),
-            *(("routing: the routable share", routable_coverage(sw, scale=c, power=p, reps=reps, seed=seed))
+            *(("routing: the routable share", partial(routable_coverage, sw, scale=c, power=p, reps=reps, seed=seed))
               for c, p in ((0.03, 2.0), (0.0105, 1.0)))]  # fmt: skip
-    return pd.DataFrame([{"what": what, **r} for what, r in rows])
-
-
-def coverage_table(settings: list[dict], reps: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """One row per setting: each a dict of `correlation_coverage`'s keywords (n, phi, rho, kind, models) and an
-    optional `what` (the claim it stands for), simulated with `reps` data sets."""
-    rows = []
-    for s in settings:
-        s = dict(s)
-        what = s.pop("what", "")
-        rows.append({"what": what, **correlation_coverage(reps=reps, seed=seed, **s)})
-    return pd.DataFrame(rows)
+    done = run_processes([job for _, job in jobs], workers, desc="coverage of the window intervals", unit="procedure")
+    return pd.DataFrame([{"what": what, **r} for (what, _), out in zip(jobs, done)
+                         for r in (out if isinstance(out, list) else [out])])  # fmt: skip

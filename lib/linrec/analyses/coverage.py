@@ -8,12 +8,14 @@ windows resampled (`own_windows`); `coverage` is the table (`linrec.analyses.cal
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from linrec.analyses.calibration import REFIT_WIDTH, R2Plant, coverage_table, dependence, window_table
+from linrec.analyses.calibration import REFIT_WIDTH, R2Plant, correlation_coverage, dependence, window_table
+from linrec.analyses.parallel import run_processes
 from linrec.analyses.probe_summary import trained_shortfall
 from linrec.analyses.routing import study_r2
 from linrec.analyses.swap_summary import predictor_target
@@ -146,3 +148,14 @@ def own_windows(results_dir: str | Path,
 def _study_r2(d: Path) -> pd.DataFrame | None:
     """`r2_lin`'s rows of the corpus the swap study ran on (`study_r2`)."""
     return study_r2(load_with_timings("r2_lin", d), load_table("swap", d))
+
+
+def coverage_table(settings: list[dict], reps: int = 1000, seed: int = 0, workers: int | None = None) -> pd.DataFrame:
+    """One row per setting: each a dict of `correlation_coverage`'s keywords (n, phi, rho, kind, models) and an
+    optional `what` (the claim it stands for), simulated with `reps` data sets; the settings side by side on
+    `workers` processes (`run_processes`: each draws from its own seeded generator, so any number gives the same)."""
+    settings = [dict(s) for s in settings]
+    whats = [s.pop("what", "") for s in settings]
+    done = run_processes([partial(correlation_coverage, reps=reps, seed=seed, **s) for s in settings], workers,
+                         desc="coverage of the correlations", unit="setting")  # fmt: skip
+    return pd.DataFrame([{"what": what, **row} for what, row in zip(whats, done)])

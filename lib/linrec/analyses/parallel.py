@@ -6,11 +6,16 @@ side by side on a pool of Python threads (torch's products release the interpret
 would alone: every fit already runs on one thread and draws from its own seeded generator, and nothing a job computes
 depends on another job or on when it runs. So the table is the same at any number of threads, and the same as the
 serial loop's.
+
+`run_processes` does the same for jobs that hold the interpreter (the coverage simulations of
+`linrec.analyses.calibration`: many small numpy steps), in worker processes started fresh, each on one BLAS thread.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
 import torch
 
@@ -48,3 +53,41 @@ def run_jobs(fn, jobs, workers: int | None = None, desc: str = "", unit: str = "
                     pool.shutdown(wait=True, cancel_futures=True)
                     raise
     return [done[i] for i in range(len(jobs))]
+
+
+ONE_THREAD_ENV = {var: "1" for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+
+
+def run_processes(calls, workers: int | None = None, desc: str = "", unit: str = "job", progress: bool = True) -> list:
+    """[call() for call in calls] (each a picklable callable: a module-level function or a `functools.partial` of
+    one), spread over `thread_count(workers, len(calls))` worker processes, freshly spawned (never a fork of this
+    process and its threads) with one BLAS thread each; results in the calls' order. With one worker the calls run
+    here, on one BLAS thread too (`one_thread`; numpy's own pool is sized when numpy loads, and the workers load it on
+    one), so the results are the same whichever way they ran. The first error a call raises is raised here."""
+
+    calls = list(calls)
+    workers = thread_count(workers, len(calls))
+    done: dict[int, object] = {}
+    with progress_bar(total=len(calls), desc=desc, unit=unit, disable=not progress) as bar:
+        if workers == 1:
+            with one_thread():
+                for i, call in enumerate(calls):
+                    done[i] = call()
+                    bar.update()
+            return [done[i] for i in range(len(calls))]
+        before = {var: os.environ.get(var) for var in ONE_THREAD_ENV}
+        os.environ.update(ONE_THREAD_ENV)  # the workers start (on submit) with this environment; restored after
+        try:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                futures = {pool.submit(call): i for i, call in enumerate(calls)}
+                try:
+                    for f in as_completed(futures):
+                        done[futures[f]] = f.result()
+                        bar.update()
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
+        finally:
+            for var, value in before.items():
+                os.environ.pop(var, None) if value is None else os.environ.__setitem__(var, value)
+    return [done[i] for i in range(len(calls))]
