@@ -101,3 +101,20 @@ def test_own_windows_are_claim_6as_block_and_the_most_right_skewed_swap(tmp_path
     got = own_windows(tmp_path, [("m", "0"), ("other", "0")])  # a chosen block without windows: left out
     assert [g[0] for g in got] == ["m, block 0, claim 6a's", "m, swap 1, the most skewed"]
     assert got[0][2] - got[0][1] == pytest.approx([0.1, 0.2, 0.15, 0.12, 0.18])
+
+
+def test_a_folder_without_a_capture_or_without_correlations_still_writes_its_calibration_table(tmp_path):
+    """A folder with nothing to simulate at (empty), or with correlation rows but no capture (no window rows: a
+    healing run's swap tables), gives a table with every registered column that `save_table` accepts; it raised
+    before (`refresh` on results/healing failed). Planted: the columns not filled in fails."""
+    from linrec.analyses.coverage import coverage
+    from linrec.base.registry import TABLES
+
+    empty = coverage(tmp_path, reps=4)
+    assert empty.empty and list(empty.columns) == list(TABLES["calibration"].columns)
+    save_table(empty, "calibration", tmp_path)
+    probe = load_table("probe", DEFAULT)
+    save_table(probe.assign(seconds_probe=1.0, seconds_quad=1.0, seconds_trained=1.0), "probe", tmp_path)
+    rows = coverage(tmp_path, reps=4)
+    assert len(rows) and rows["n_windows"].isna().all() and list(rows.columns) == list(TABLES["calibration"].columns)
+    save_table(rows, "calibration", tmp_path)

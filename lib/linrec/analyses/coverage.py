@@ -20,6 +20,7 @@ from linrec.analyses.probe_summary import trained_shortfall
 from linrec.analyses.routing import study_r2
 from linrec.analyses.swap_summary import predictor_target
 from linrec.base.errors import StaleTableError
+from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, load_with_timings
 from linrec.collect.config import CaptureConfig
 from linrec.stats.jackknife import skewness
@@ -98,9 +99,9 @@ def coverage(results_dir: str | Path, reps: int = 1000, seed: int = 0,
                                                    rows_per_parameter(cap), min(REFIT_WIDTH, int(cap["d_model"].min())),
                                                    largest_icc(load_table("window_icc", results_dir)), seq_len))],
                           ignore_index=True)  # fmt: skip
-    # ΔPPL's misses below (`upper_covers` is tabled) and the refit row's own diagnostics, not tabled
-    return table.drop(columns=["miss_below", "miss_below_before", "coverage95_map", "truth", "truth_se"],
-                      errors="ignore")  # fmt: skip
+    # ΔPPL's misses below (`upper_covers` is tabled) and the refit row's own diagnostics, not tabled; a column no
+    # simulation wrote (a folder with no capture has no window rows, one with no correlation no correlation rows) empty
+    return table.reindex(columns=list(TABLES["calibration"].columns))
 
 
 def rows_per_parameter(capture: pd.DataFrame) -> float:
