@@ -30,11 +30,6 @@ ALLOWED = {
     "5 min": "make test's time budget, a target",
     "1e-10 pt": "the precision a PDF stores coordinates to, a property of the format (numerics.md)",
 }
-# Pages not yet rewritten (issue 86, item 5, left for a next session): their typed timings are the history of runs
-# long ago, to be removed or read from results/bench/*.csv and run.csv. The test below fails once one is clean, so
-# it leaves this list.
-PENDING = {"docs/performance.md", "docs/profiles.md", "docs/scaling.md", "benchmarks/README.md"}
-
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
 SHAPES = re.compile(
     rf"(?<![\w.]){NUMBER}(?:e[-+]?\d+)?(?:\s?(?:ms|s|min|minutes|seconds|h|hours)\b|\s?%|×)"  # a unit
@@ -116,9 +111,6 @@ def test_the_rule_finds_a_typed_measurement_and_passes_a_parameter(allowed):
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_measurement_is_typed_by_hand(page, allowed):
-    if str(page.relative_to(ROOT)) in PENDING:
-        assert typed_measurements(page.read_text(), allowed), f"{page.relative_to(ROOT)} is clean: drop it from PENDING"
-        return
     """Type a measured number into a page outside a generated block ("covers 0.93 of refits", "took 343 s") and this
     fails naming it: write it from its table (`linrec.outputs.doc_blocks`) or leave it out."""
     found = typed_measurements(page.read_text(), allowed)

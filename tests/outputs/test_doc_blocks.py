@@ -68,3 +68,15 @@ def test_fill_replaces_only_between_the_markers():
     assert fill(text, "x", "new") == f"a {start('x')}new{end('x')} b {start('y')}keep{end('y')}"
     assert fill("no markers", "x", "new") == "no markers"
     assert blocks_in(text) == ["x", "y"]
+
+
+def test_a_changed_gpu_measurement_changes_the_scaling_page(tmp_path):
+    root = _checkout(tmp_path)
+    gpu = pd.read_csv(root / "results/bench/gpu.csv")
+    small = gpu["tokens"].idxmin()
+    gpu.loc[small, "ratio_exact"] = 2.345  # the planted value
+    gpu.to_csv(root / "results/bench/gpu.csv", index=False)
+    assert write_doc_blocks(root) == [root / "docs/scaling.md"]
+    after = (root / "docs/scaling.md").read_text()
+    assert "the exact capture takes 2.35× the plain forward pass" in after
+    assert "2.35×" not in (ROOT / "docs/scaling.md").read_text()

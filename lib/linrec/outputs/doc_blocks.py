@@ -2,8 +2,10 @@
 `docs/*.md` by hand. Each number a doc quotes from a committed table sits between two markers,
 `<!-- numbers:NAME:start -->` and `<!-- numbers:NAME:end -->`, and `write_doc_blocks` rewrites the text between them
 from the table, so a rerun that moves a table moves the doc's sentence with it and the two cannot drift apart.
-`linrec report` calls it for a profile's own results folder (`linrec.outputs.report.publish`), as it rewrites the
-README's results block; `benchmarks/performance.py` writes `docs/performance.md`'s block the same way.
+`docs/scaling.md` has two more (the GPU benchmark's `results/bench/gpu.csv` and the memory plan of an 8B model,
+computed by `linrec.collect.plan.memory_plan`). `linrec report` calls it for a profile's own results folder
+(`linrec.outputs.report.publish`), as it rewrites the README's results block;
+`benchmarks/performance.py` writes `docs/performance.md`'s block the same way.
 
 A block is a `Block` row: the doc it sits in, the tables it reads (relative to the checkout) and the function that
 words them. A block whose table is absent (a checkout without `results/split/`, a test's temporary folder) is left as
@@ -42,6 +44,12 @@ def _ordered(t: pd.DataFrame) -> pd.DataFrame:
 def _signed(x: float, nd: int = 3) -> str:
     """`x` with its sign, a minus as the docs write it: "−0.026", "+0.002"."""
     return f"{x:+.{nd}f}".replace("-", "−")
+
+
+def _exp(x: float) -> str:
+    """`x` to one digit with its exponent as the docs write it: "7e-8"."""
+    mantissa, exponent = f"{x:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def start(name: str) -> str:
@@ -305,6 +313,49 @@ def correlation_words(default: pd.DataFrame, full: pd.DataFrame) -> str:
     return f"{_span(pick(default))} in the default, {_span(pick(full))} in the full profile"
 
 
+# --- docs/scaling.md -----------------------------------------------------------------------------------------------
+
+
+def gpu_words(gpu: pd.DataFrame) -> str:
+    """The capture on one accelerator (`results/bench/gpu.csv`, `benchmarks/gpu.py`): at its smallest size, the exact
+    capture and the ceiling table against the plain forward, and the device-CPU agreement; at its largest, the capture
+    against the forward, its peak memory and what the rows-kept peer met."""
+    small, big = gpu.loc[gpu["tokens"].idxmin()], gpu.loc[gpu["tokens"].idxmax()]
+    peer = "keeping the rows on the device ran out of its memory" if big["peer_status"] != "ok" else (
+        f"keeping the rows on the device took {big['peer_s']:.1f} s")  # fmt: skip
+    return (
+        f"on one {small['card']}, a model of {small['params_m']:.0f} M parameters and {small['blocks']} blocks at "
+        f"{small['tokens']:,} tokens, the exact capture takes {small['ratio_exact']:.2f}× the plain forward pass, the "
+        f"ceiling table of all {small['blocks']} blocks {small['ceiling_s']:.2f} s, and a capture on the device and "
+        f"one on the CPU of the same windows ({small['cmp_tokens']:,} tokens) agree to "
+        f"{_exp(small['device_vs_cpu_max_abs_dr2'])} in R²_lin; at {big['tokens']:,} tokens the capture took "
+        f"{big['ratio_exact']:.2f}× the forward with {big['exact_peak_gib']:.1f} GiB of device memory, where {peer}"
+    )
+
+
+PLAN_EXAMPLE = {"blocks": 32, "width": 4096, "windows": 160, "test": 32, "sample_rows": 30_000, "per_pass": 8}
+
+
+def plan_words(example: dict = PLAN_EXAMPLE) -> str:
+    """The memory plan (`linrec.collect.plan.memory_plan`, computed, no table) of an 8B llama-style model: per block and
+    in all, and with `--blocks-per-pass`."""
+    from linrec.collect.plan import memory_plan  # torch, only where this block is written
+
+    e, gib = example, 2**30
+    dims = [(e["width"], e["width"])] * e["blocks"]
+    plan = memory_plan(dims, e["test"], sample_rows=e["sample_rows"], n_windows=e["windows"])
+    one = plan.iloc[0]
+    return (
+        f"{one['device_total'] / gib:.2f} GiB per block on the device ({one['stats'] / gib:.2f} GiB of moments, "
+        f"{one['heldout'] / gib:.2f} GiB of held-out sums and the fitted map, twice), "
+        f"{plan['device_total'].sum() / gib:.1f} GiB for all {e['blocks']}, "
+        f"{plan['first_host'].sum() / gib:.2f} GiB of first-position rows in host memory and "
+        f"{plan['rows_disk'].sum() / gib:.1f} GiB of row sample on disk. With "
+        f"`--blocks-per-pass {e['per_pass']}` one pass holds {e['per_pass']} blocks "
+        f"({plan['device_total'].iloc[: e['per_pass']].sum() / gib:.1f} GiB) on the GPU"
+    )
+
+
 LIM, NUM = "docs/limitations.md", "docs/numerics.md"
 SPLIT, R2SPLIT = "results/split/split_shift.csv", "results/split/split_r2.csv"
 DCAL, FCAL = "results/default/calibration.csv", "results/full/calibration.csv"
@@ -336,6 +387,8 @@ BLOCKS = (
     Block("delta", NUM, (DCAL, FCAL), delta_words),
     Block("own_skew", NUM, (DCAL, "results/default/swap_skew.csv", "results/full/swap_skew.csv"), own_skew_words),
     Block("correlation", NUM, (DCAL, FCAL), correlation_words),
+    Block("gpu", "docs/scaling.md", ("results/bench/gpu.csv",), gpu_words),
+    Block("plan", "docs/scaling.md", (), plan_words),
 )
 
 
