@@ -14,15 +14,14 @@ row per seed and block) and `quant_parameters.csv` (per model, seed and perturbe
 the RMS error added) under `--out`; the rows of the other models a file already holds are kept as they are, line for
 line, so one model is measured at a time (`--profile default` for smollm2-135m, `--profile full --model gemma3-270m`).
 Prints how far the base R²_lin lies from the profile's own `r2_lin.csv` (the notebooks' capture: within the CSV's
-rounding) and `linrec.analyses.quant.summary`. About 3 captures' time (SmolLM2: 2-5 min each on 2 shared cores;
-Gemma-3: see results/quant/README.md).
+rounding) and writes `quant_summary.csv` (`linrec.analyses.quant.summary` of the whole stored file, every model's:
+`linrec.outputs.bench_summaries.quant_table`), which the docs quote. About 3 captures' time.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
-import json
 import time
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from linrec.inputs.corpora import WindowCut, load_windows
 from linrec.inputs.models import fetch_gguf, load_model
 from linrec.inputs.offline import OFFLINE_MODELS
 from linrec.inputs.quant_noise import gguf_architecture, gguf_types, parameter_types, perturb
+from linrec.outputs.bench_summaries import quant_table, save
 
 
 def merged(path: Path, df: pd.DataFrame, model: str) -> str:
@@ -89,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         text = merged(args.out / f"{stem}.csv", df, name)
         with atomic_file(args.out / f"{stem}.csv") as tmp:
             Path(tmp).write_text(text)
-    print(json.dumps(quant.summary(table), indent=1))
+    summary = quant_table(pd.read_csv(args.out / "quant_sensitivity.csv"))  # from the stored file, every model's
+    save(summary, args.out / "quant_summary.csv")
+    print(summary[summary["model"] == name].to_string(index=False))
     print(f"{time.perf_counter() - t0:.0f} s; config {config}")
     return 0
 

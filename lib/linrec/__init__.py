@@ -8,6 +8,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · constraints (an argument's rule, checked before any work, in Python and on the command line)
                · voice (errors and notices in Python's words; notices as warnings)
                · registry (every results table) · tables (written and read through it)
+               · bench_registry (the benchmark folders' stored summaries)
     stats/     moments (streaming float64 statistics) · distributed · ceiling (the closed-form affine fit) · heldout
                · jackknife (intervals over held-out windows)
     inputs/    sites (where each FFN is) · offline (what can be fetched and named; no torch) · corpora · fetching · hf
@@ -50,6 +51,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · methods (the coverage in words) · routing_text (the routing section) · ceiling_text (02's findings)
                · zoo_text (the zoo in words) · quant_text (the quantisation sensitivity in words)
                · doc_blocks (the docs' measured numbers, written from their tables)
+               · bench_summaries (the benchmark folders' summaries, written once for the docs to read)
                · findings (each notebook's conclusion: its claims in the catalog's words, the rest beside them)
                · refresh (summaries rebuilt from per-block tables) · labels
                · plots (what every figure shares) · plots_ceiling (figures 1, 2, 5) · plots_probe (3)

@@ -1,19 +1,28 @@
 """The docs' measured numbers are written from their tables (`linrec.outputs.doc_blocks`): a changed table value
 changes the doc's sentence, and every committed block is what its tables write (none typed by hand)."""
 
+import importlib
+import inspect
+import pkgutil
 import shutil
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import linrec.analyses
 from helpers import ROOT
+from linrec.base.bench_registry import BENCH_TABLES
+from linrec.outputs import bench_summaries
 from linrec.outputs.doc_blocks import BLOCKS, blocks_in, end, fill, start, write_doc_blocks
 
 
 def _checkout(tmp_path):
-    """The docs and every table the blocks read, copied under `tmp_path` as a checkout."""
-    for rel in {b.doc for b in BLOCKS} | {t for b in BLOCKS for t in b.tables}:
+    """The docs, every table the blocks read and the inputs of the stored summaries, copied under `tmp_path` as a
+    checkout."""
+    inputs = {t for spec in BENCH_TABLES.values() for t in spec.inputs}
+    for rel in {b.doc for b in BLOCKS} | {t for b in BLOCKS for t in b.tables} | inputs:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     return tmp_path
@@ -40,6 +49,8 @@ def test_a_changed_table_value_changes_the_docs_sentence(tmp_path):
     shift.loc[row, ["shift", "shift_lo", "shift_hi"]] = [-0.5, -0.6, -0.4]
     shift.to_csv(root / "results/split/split_shift.csv", index=False)
     before = (root / "docs/limitations.md").read_text()
+    assert write_doc_blocks(root) == []  # the docs read the stored summaries, not the planted tables
+    bench_summaries.write(root)  # what benchmarks/quant.py and split.py do after measuring
 
     assert write_doc_blocks(root) == [root / "docs/limitations.md"]  # numerics.md reads neither table
     after = (root / "docs/limitations.md").read_text()
@@ -80,3 +91,28 @@ def test_a_changed_gpu_measurement_changes_the_scaling_page(tmp_path):
     after = (root / "docs/scaling.md").read_text()
     assert "the exact capture takes 2.35× the plain forward pass" in after
     assert "2.35×" not in (ROOT / "docs/scaling.md").read_text()
+
+
+def test_rendering_the_docs_calls_no_analysis(tmp_path, monkeypatch):
+    """Issue 86: the docs' blocks only read tables. Every function of linrec.analyses raises while they are written;
+    a block that computed its numbers through one (as the quantisation and split blocks once did) fails here."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an analysis ran while the docs were rendered")
+
+    analyses = set()
+    for info in pkgutil.iter_modules(linrec.analyses.__path__, "linrec.analyses."):
+        module = importlib.import_module(info.name)
+        analyses |= {fn for _, fn in inspect.getmembers(module, inspect.isfunction) if fn.__module__ == info.name}
+    assert len(analyses) > 100  # the whole layer, not a few names
+    for module in [m for n, m in sys.modules.items() if n.startswith("linrec") and m is not None]:
+        for name, value in list(vars(module).items()):  # the functions, and every name another module bound to one
+            if inspect.isfunction(value) and value in analyses:
+                monkeypatch.setattr(module, name, refuse)
+    root = _checkout(tmp_path)
+    for b in BLOCKS:  # every block's text wiped, so each is written again
+        doc = root / b.doc
+        doc.write_text(fill(doc.read_text(), b.name, "(to be written)"))
+    write_doc_blocks(root)
+    for b in BLOCKS:
+        assert (root / b.doc).read_text() == (ROOT / b.doc).read_text(), f"{b.doc} not written back as committed"

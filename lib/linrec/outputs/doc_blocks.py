@@ -9,7 +9,9 @@ computed by `linrec.collect.plan.memory_plan`). `linrec report` calls it for a p
 
 A block is a `Block` row: the doc it sits in, the tables it reads (relative to the checkout) and the function that
 words them. A block whose table is absent (a checkout without `results/split/`, a test's temporary folder) is left as
-it stands. `tests/test_docs.py` fails on a measurement typed outside such a block.
+it stands. Writing a block computes nothing an analysis would (issue 86): where a doc quotes a summary, it reads the
+summary stored beside its table (`linrec.base.bench_registry`, written by `linrec.outputs.bench_summaries`).
+`tests/test_docs.py` fails on a measurement typed outside such a block.
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from linrec.analyses.large_n import other_split, split_summary
-from linrec.analyses.quant import summary as quant_summary
 from linrec.base.files import atomic_file
 from linrec.claims.rules import CLAIM6_BUDGET, joined
 
@@ -79,15 +79,17 @@ def _read(root: Path, tables: tuple[str, ...]) -> list[pd.DataFrame] | None:
 # --- docs/limitations.md ------------------------------------------------------------------------------------------
 
 
-def quant_words(table: pd.DataFrame) -> str:
-    """Per model of `results/quant/quant_sensitivity.csv` (`linrec.analyses.quant.summary`): what one more rounding
-    error moves, against the window intervals and claim 6a's budget."""
+def quant_words(summary: pd.DataFrame) -> str:
+    """Per model of `results/quant/quant_summary.csv` (`linrec.analyses.quant.summary` of quant_sensitivity.csv,
+    stored by `linrec.outputs.bench_summaries`): what one more rounding error moves, against the window intervals and
+    claim 6a's budget."""
     parts = []
-    for model, e in quant_summary(table[table["scale"] == 1]).items():
-        after = " / ".join(f"{e['ppl_base'] + d['ppl_change']:.1f}" for d in e["draws"])
-        changes = joined(f"{d['ppl_change']:+.1f} [{d['ppl_change_lo']:+.1f}, {d['ppl_change_hi']:+.1f}]"
-                         for d in e["draws"])  # fmt: skip
-        rises = [d["ppl_change"] for d in e["draws"] if d["ppl_change"] > 0]
+    for model, draws in summary[summary["scale"] == 1].groupby("model", sort=False):
+        e = draws.iloc[0]
+        after = " / ".join(f"{e['ppl_base'] + d:.1f}" for d in draws["ppl_change"])
+        changes = joined(f"{d.ppl_change:+.1f} [{d.ppl_change_lo:+.1f}, {d.ppl_change_hi:+.1f}]"
+                         for d in draws.itertuples())  # fmt: skip
+        rises = [d for d in draws["ppl_change"] if d > 0]
         share = f"{100 * CLAIM6_BUDGET / max(rises):.0f}–{100 * CLAIM6_BUDGET / min(rises):.0f} %" if rises else "n/a"
         parts.append(
             f"{_name(model)}'s R²_lin moves by a median {e['change_median']:.3f} (max {e['change_max']:.3f}, block "
@@ -100,10 +102,11 @@ def quant_words(table: pd.DataFrame) -> str:
     return "; ".join(parts) + "."
 
 
-def split_words(shift: pd.DataFrame) -> str:
-    """Per model of `results/split/split_shift.csv` (`split_summary`): how R²_lin moves held out by document."""
+def split_words(summary: pd.DataFrame, shift: pd.DataFrame) -> str:
+    """Per model of `results/split/split_summary.csv` (`split_summary` of split_shift.csv, stored): how R²_lin moves
+    held out by document, and the largest drop's two means (`split_shift.csv`)."""
     parts = []
-    for _, s in split_summary(_ordered(shift)).iterrows():
+    for _, s in _ordered(summary).iterrows():
         worst = shift[(shift["model"] == s["model"]) & (shift["block"] == s["drop_block"])].iloc[0]
         parts.append(
             f"{_name(s['model'])}'s R²_lin is lower held out by document in {s['n_down']} of its {s['n_blocks']} "
@@ -114,13 +117,13 @@ def split_words(shift: pd.DataFrame) -> str:
     return "; ".join(parts) + "."
 
 
-def spread_words(shift: pd.DataFrame, r2: pd.DataFrame) -> str:
-    """Per model: the SD over split seeds of each split (medians over blocks) against the median shift, and a
-    capture's median window-interval half-width (`results/split/split_r2.csv`, split by window)."""
+def spread_words(summary: pd.DataFrame, r2: pd.DataFrame) -> str:
+    """Per model: the SD over split seeds of each split (medians over blocks, `split_summary.csv`) against the median
+    shift, and a capture's median window-interval half-width (`results/split/split_r2.csv`, split by window)."""
     parts = [
         f"{_name(s['model'])}'s R²_lin has SD {s['sd_windows']:.3f} by window and {s['sd_documents']:.3f} by document "
         f"(medians over blocks) against a median shift of {_signed(s['shift_median'])}"
-        for _, s in split_summary(_ordered(shift)).iterrows()
+        for _, s in _ordered(summary).iterrows()
     ]
     w = _ordered(r2[r2["split"] == "windows"])
     half = ((w["r2_hi"] - w["r2_lo"]) / 2).groupby(w["model"], sort=False).median()
@@ -128,10 +131,10 @@ def spread_words(shift: pd.DataFrame, r2: pd.DataFrame) -> str:
     return f"Over seeds {'; '.join(parts)}. A capture's window interval (median half-width {widths})"
 
 
-def curve_words(curve: pd.DataFrame, shift: pd.DataFrame, r2_default: pd.DataFrame, r2_full: pd.DataFrame) -> str:
+def curve_words(curve: pd.DataFrame, shift: pd.DataFrame, r2_default: pd.DataFrame, others: pd.DataFrame) -> str:
     """Where the learning curve's R²_lin (`results/curve/r2_curve.csv`, at the captures' train rows) sits: between the
     two splits' seed means, and against the default's (SmolLM2) and the full profile's (the other models) `r2_lin`
-    (`other_split`)."""
+    (`results/curve/curve_other_split.csv`, `other_split` stored)."""
     parts = []
     for model, t in _ordered(shift).groupby("model", sort=False):
         n = int(r2_default["n_train"].iloc[0])
@@ -144,16 +147,13 @@ def curve_words(curve: pd.DataFrame, shift: pd.DataFrame, r2_default: pd.DataFra
         below, above = (m["r2_windows"] - m["r2"]).median(), (m["r2"] - m["r2_documents"]).median()
         parts.append(f"{between} of {_name(model)}'s {len(m)} blocks (median {below:.3f} below the window split, "
                      f"{above:.3f} above the document split)")  # fmt: skip
-    ours = r2_default
-    full = r2_full[~r2_full["model"].isin(set(ours["model"]))]
-    compared = []
-    for source, r2 in (("the default's", ours), ("the full profile's", full)):
-        for _, o in other_split(curve, r2).iterrows():
-            compared.append(
-                f"in {o['n_lower']} of {_name(o['model'])}'s {o['n_blocks']} blocks against {source} `r2_lin` (median "
-                f"{-o['diff_median']:.3f}, most {o['drop_max']:.3f} at block {o['drop_block']}; {o['n_outside']} "
-                "outside that capture's interval)"
-            )
+    source = {"default": "the default's", "full": "the full profile's"}
+    compared = [
+        f"in {o['n_lower']} of {_name(o['model'])}'s {o['n_blocks']} blocks against {source[o['profile']]} `r2_lin` "
+        f"(median {-o['diff_median']:.3f}, most {o['drop_max']:.3f} at block {o['drop_block']}; {o['n_outside']} "
+        "outside that capture's interval)"
+        for _, o in others.iterrows()
+    ]
     return f"It lies between the two splits in {joined(parts)}. It scores lower {'; '.join(compared)}."
 
 
@@ -358,18 +358,19 @@ def plan_words(example: dict = PLAN_EXAMPLE) -> str:
 
 LIM, NUM = "docs/limitations.md", "docs/numerics.md"
 SPLIT, R2SPLIT = "results/split/split_shift.csv", "results/split/split_r2.csv"
+SPLIT_SUMMARY = "results/split/split_summary.csv"  # the stored summaries: linrec.base.bench_registry
 DCAL, FCAL = "results/default/calibration.csv", "results/full/calibration.csv"
 HASHES = ("results/default/rule_hashes.csv", "results/documents/rule_hashes.csv")
 
 BLOCKS = (
-    Block("quant", LIM, ("results/quant/quant_sensitivity.csv",), quant_words),
+    Block("quant", LIM, ("results/quant/quant_summary.csv",), quant_words),
     Block("refits", LIM, (DCAL,), refit_words),
-    Block("split", LIM, (SPLIT,), split_words),
-    Block("spread", LIM, (SPLIT, R2SPLIT), spread_words),
+    Block("split", LIM, (SPLIT_SUMMARY, SPLIT), split_words),
+    Block("spread", LIM, (SPLIT_SUMMARY, R2SPLIT), spread_words),
     Block(
         "curve",
         LIM,
-        ("results/curve/r2_curve.csv", SPLIT, "results/default/r2_lin.csv", "results/full/r2_lin.csv"),
+        ("results/curve/r2_curve.csv", SPLIT, "results/default/r2_lin.csv", "results/curve/curve_other_split.csv"),
         curve_words,
     ),  # fmt: skip
     Block("verdicts", LIM, HASHES, verdicts_words),
