@@ -53,6 +53,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · report_figures (which figure where) · claim_table (every profile's verdicts) · rule_log (rule hashes)
                · methods (the coverage in words) · routing_text (the routing section) · ceiling_text (02's findings)
                · zoo_text (the zoo in words) · quant_text (the quantisation sensitivity in words)
+               · doc_blocks (the docs' measured numbers, written from their tables)
                · findings (each notebook's conclusion: its claims in the catalog's words, the rest beside them)
                · refresh (summaries rebuilt from per-block tables) · labels
                · plots (what every figure shares) · plots_ceiling (figures 1, 2, 5) · plots_probe (3)

@@ -29,6 +29,7 @@ from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
 from linrec.outputs import catalog
 from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, sentence
 from linrec.outputs.claim_text import Claim
+from linrec.outputs.doc_blocks import write_doc_blocks
 from linrec.outputs.findings import BESIDE
 from linrec.outputs.methods import methods_lines, write_calibration
 from linrec.outputs.plots import figures_at_drawn_size
@@ -489,6 +490,7 @@ def publish(values: Mapping, root: Path, setup: dict | None = None) -> WrittenRe
             record(folder, [SimpleNamespace(number=k, verdict=v) for k, v in b.verdicts.items()])
     if (root / values["results_dir"]).resolve().parent == (root / "results").resolve():  # a profile's own folder
         write_changelog(root)
+        write_doc_blocks(root)  # the docs' measured numbers, from their tables (linrec.outputs.doc_blocks)
     shown = out.relative_to(root) if out.is_relative_to(root) else Path(out.name)  # the same on every machine
     readme = values.get("readme")
     updated = bool(readme) and update_readme(root / readme, root / values["results_dir"], values["report_path"],
