@@ -81,8 +81,8 @@ def _read(root: Path, tables: tuple[str, ...]) -> list[pd.DataFrame] | None:
 
 def quant_words(summary: pd.DataFrame) -> str:
     """Per model of `results/quant/quant_summary.csv` (`linrec.analyses.quant.summary` of quant_sensitivity.csv,
-    stored by `linrec.outputs.refresh.stand_alone`, at the release's own step): what one more rounding error moves, against the window intervals and
-    claim 6a's budget."""
+    stored by `linrec.outputs.refresh.stand_alone`, at the release's own step): what one more rounding error moves,
+    against the window intervals and claim 6a's budget."""
     parts = []
     for model, draws in summary.groupby("model", sort=False):
         e = draws.iloc[0]
@@ -136,8 +136,8 @@ def curve_words(curve: pd.DataFrame, shift: pd.DataFrame, r2_default: pd.DataFra
     """Where the learning curve's R²_lin (`results/curve/r2_curve.csv`, at the captures' train rows) sits: between the
     two splits' seed means, and against the default's (its models) and the full profile's (the other models) `r2_lin`
     (each folder's `curve_split.csv`, `linrec.outputs.refresh.curve_split`)."""
-    others = pd.concat([default.assign(profile="default"),
-                        full[~full["model"].isin(default["model"])].assign(profile="full")], ignore_index=True)  # fmt: skip
+    beyond = full[~full["model"].isin(default["model"])]  # the full profile's models the default lacks
+    others = pd.concat([default.assign(profile="default"), beyond.assign(profile="full")], ignore_index=True)
     parts = []
     for model, t in _ordered(shift).groupby("model", sort=False):
         n = int(r2_default["n_train"].iloc[0])
