@@ -162,6 +162,57 @@ def test_shared_scores_give_the_same_tables_and_score_each_pair_once(tiny_setup)
     assert shared.reused == n + 2 * n + 2 * n + 2 * n - shared.computed == 2 * n
 
 
+def test_each_rows_gram_and_each_covariance_is_factored_once_at_any_thread_count(tiny_setup, monkeypatch):
+    """Across the input controls, both cross feeds and the decomposition (one `MapScores`, a row budget so nothing is
+    read off the capture): every stored rows' Gram matrix is factored once (the trained rows of each block: the
+    trained entry, input controls' own and next-block scores, the twin FFN's raw cross feed; the twin's rows: its own
+    and the trained FFN's raw cross feed; plus the decomposition's normalised rows u_j), every block's input
+    covariance is decomposed once (the Gaussian control and both re-colourings), the counts are the work done
+    (counted at `factor_gram` and `_sqrt_and_isqrt` themselves), and every table is the same bit for bit with the
+    blocks on one thread or on two."""
+    import linrec.analyses.controls as controls
+    from linrec.analyses.controls import MapScores
+    from linrec.analyses.decomposition import NullDraws, inputs_or_weights
+
+    model_dir, kw = tiny_setup
+    trained, init_spec = capture_with(model_dir, **kw), random_init_spec(model_dir, 0)
+    init = capture_with(init_spec, **kw)
+    loaded, init_loaded = load_model(model_dir), load_model(init_spec)
+    n = trained.n_blocks
+    calls = {"factor": 0, "eigh": 0}
+
+    def counted(fn, key):
+        def wrapper(*a, **k):
+            calls[key] += 1
+            return fn(*a, **k)
+
+        return wrapper
+
+    monkeypatch.setattr(controls, "factor_gram", counted(controls.factor_gram, "factor"))
+    monkeypatch.setattr(controls, "_sqrt_and_isqrt", counted(controls._sqrt_and_isqrt, "eigh"))
+
+    def run(workers):
+        scores = MapScores()
+        kw = dict(n_rows=200, seed=0, progress=False, scores=scores, workers=workers)
+        tables = [
+            input_controls(trained, loaded, **kw),
+            cross_feed(trained, init, init_loaded, **kw),
+            cross_feed(init, trained, loaded, **kw),
+        ]
+        iow = inputs_or_weights(trained, loaded, NullDraws(2, 2), band=1, **kw)
+        return [*tables, iow.nulls, iow.matrix], scores
+
+    for workers in (1, 2):
+        calls.update(factor=0, eigh=0)
+        tables, scores = run(workers)
+        assert (scores.factored, scores.decomposed) == (2 * n, 2 * n)
+        assert calls == {"factor": 2 * n + n, "eigh": 2 * n}  # + n: the decomposition's u_j, one per block
+        if workers == 1:
+            one = tables
+    for a, b in zip(one, tables, strict=True):
+        assert a.equals(b)  # bit for bit at 1 and 2 threads
+
+
 def test_shared_rows_score_equals_the_moments_path_and_lstsq():
     """`SharedRows` (one Gram factorisation, many targets) gives the R² of `ceiling.score(fit_affine(…))` and of
     numpy lstsq, and its per-window sums give the same R² under the window bootstrap's all-ones counts."""

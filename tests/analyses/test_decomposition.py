@@ -278,3 +278,81 @@ def test_every_band_by_hand():
     assert list(t2["se_windows"]) == pytest.approx([0.5, se_w, se_w])  # band 2's se was measured on band 3: not its own
     assert list(t2["windows_band"]) == [1, 3, 3]
     assert t2.iloc[0]["wmi_hi"] - t2.iloc[0]["wmi"] > t.iloc[0]["wmi_hi"] - t.iloc[0]["wmi"]
+
+
+# ---- what the summaries share: the bootstrap draws across bands, one factorisation per design --------------------
+def _synthetic_result(n: int = 6, windows: int = 8, d: int = 3):
+    """An `InputsOrWeights` whose every entry (every pair of n blocks) has seeded per-window sums."""
+    from linrec.analyses.decomposition import InputsOrWeights
+    from linrec.stats.heldout import HeldOut
+
+    rng = np.random.default_rng(5)
+    rows, held = [], {}
+    for i in range(n):
+        for j in range(n):
+            sy = rng.normal(size=(windows, d))
+            sse = rng.uniform(1, 2, size=(windows, 1)) * (1 + 0.2 * i + 0.1 * j)
+            h = HeldOut(np.arange(windows), np.full(windows, 16), sse, sy, (sy**2).sum(1)[:, None] * 2 + 9, np.zeros(d))
+            held[(i, j)] = h
+            rows.append({"model": "m", "ffn_block": i, "input_block": j, "r2": h.r2()})
+    return InputsOrWeights(pd.DataFrame(), pd.DataFrame(rows), held)
+
+
+def _pinv_shares(fi, fj, R):
+    """The two-factor shares with the hat matrix formed as D pinv(D) (the former code path), by hand."""
+    fi, fj = (np.unique(v, return_inverse=True)[1] for v in (fi, fj))
+    A, B = np.eye(fi.max() + 1)[fi], np.eye(fj.max() + 1)[fj]
+    R = np.atleast_2d(R)
+    total = ((R - R.mean(1, keepdims=True)) ** 2).sum(1)
+
+    def explained(*cols):
+        D = np.column_stack([*cols, np.ones(len(fi))])
+        return 1 - ((R - R @ (D @ np.linalg.pinv(D)).T) ** 2).sum(1) / total
+
+    both, a, b = explained(A, B), explained(A), explained(B)
+    return {"weights": both - b, "inputs": both - a, "residual": 1 - both}
+
+
+def test_band_windows_draw_the_window_bootstrap_once_and_equal_each_band_alone(monkeypatch):
+    """`decomposition` and every band of `band_windows` read one set of bootstrap draws per entry (r2_of_counts once
+    per entry, not once per band), and each band's numbers equal a window bootstrap of that band's entries alone,
+    drawn and decomposed by hand (the hat matrix formed with pinv)."""
+    import linrec.analyses.decomposition as dec
+    from linrec.stats.heldout import r2_of_counts
+
+    result = _synthetic_result()
+    calls = []
+    monkeypatch.setattr(dec, "r2_of_counts", lambda h, c: calls.append(1) or r2_of_counts(h, c))
+    whole = dec.decomposition(result, n_boot=200, seed=3)
+    bands = dec.band_windows(result, n_boot=200, seed=3)
+    assert len(calls) == len(result.matrix) and len(bands) == 5
+    W = 8
+    counts = np.random.default_rng(3).multinomial(W, np.full(W, 1.0 / W), size=200)
+    for k in range(1, 6):
+        m = result.matrix[dec.band_of(result.matrix) <= k]
+        keys = zip(m["ffn_block"], m["input_block"], strict=True)
+        draws = np.stack([r2_of_counts(result.heldout[key], counts) for key in keys], axis=1)
+        boot = _pinv_shares(m["ffn_block"].to_numpy(), m["input_block"].to_numpy(), draws)
+        lo, hi = np.nanquantile(boot["weights"] - boot["inputs"], [0.025, 0.975])
+        assert bands.loc[k - 1, "se_windows"] == pytest.approx((hi - lo) / (2 * dec.Z975), abs=1e-12)
+    point = _pinv_shares(result.matrix["ffn_block"], result.matrix["input_block"], result.matrix["r2"].to_numpy())
+    assert whole["share_weights"] == pytest.approx(point["weights"][0], abs=1e-12)
+
+
+def test_two_factor_shares_factor_each_design_once(monkeypatch):
+    """The point and its resamples on the same entries share one SVD per design (three: both factors, each alone),
+    and the shares equal the pinv hat matrix's on a band with an interaction, one matrix or a batch."""
+    import linrec.analyses.decomposition as dec
+
+    result = _synthetic_result(n=7)
+    m = result.matrix[dec.band_of(result.matrix) <= 2]
+    fi, fj, r = m["ffn_block"].to_numpy(), m["input_block"].to_numpy(), m["r2"].to_numpy()
+    R = r + np.random.default_rng(0).normal(scale=0.01, size=(50, len(r)))
+    svd, calls = np.linalg.svd, []
+    monkeypatch.setattr(np.linalg, "svd", lambda *a, **k: calls.append(1) or svd(*a, **k))
+    getattr(dec._basis, "cache_clear", lambda: None)()
+    one, batch = dec.two_factor_shares(fi, fj, r), dec.two_factor_shares(fi, fj, R)
+    assert len(calls) == 3
+    for got, want in ((one, _pinv_shares(fi, fj, r)), (batch, _pinv_shares(fi, fj, R))):
+        for key in want:
+            np.testing.assert_allclose(np.atleast_1d(got[key]), np.atleast_1d(want[key]).ravel(), atol=1e-12, rtol=0)

@@ -107,7 +107,7 @@ def test_panelled_upper_product_equals_one_shot_on_wide_rows(dx, dy):
 def test_symmetric_M_is_built_once_per_state_and_read_only():
     """`M` is kept until the statistics change (update or merge), for the few statistics read last (bounded memory),
     and handed out read-only, so no reader can change what the next one sees."""
-    from linrec.stats.moments import _SYMMETRIC, _SYMMETRIC_KEEP
+    from linrec.stats.moments import _SYMMETRIC_KEEP, _symmetric
 
     x, y = _rows(n=400)
     m = Moments(x.shape[1], y.shape[1])
@@ -124,8 +124,23 @@ def test_symmetric_M_is_built_once_per_state_and_read_only():
     assert m.M is not before and m.n == 410
     many = [Moments.of(torch.from_numpy(x[i : i + 20]), torch.from_numpy(y[i : i + 20])) for i in range(0, 200, 20)]
     built = [s.M for s in many]
-    assert len(_SYMMETRIC) <= _SYMMETRIC_KEEP and many[-1].M is built[-1] and many[0].M is not built[0]
+    assert len(_symmetric()) <= _SYMMETRIC_KEEP and many[-1].M is built[-1] and many[0].M is not built[0]
     assert np.array_equal(many[0].M, built[0])
+
+
+def test_moments_on_threads_share_no_scratch():
+    """Statistics of the same shape built on two threads at once (jobs of `linrec.analyses.parallel.run_jobs`) equal
+    those built alone: each thread has its own batch buffer and its own recent symmetric matrices. With one buffer
+    for every thread (as it was) one thread's rows overwrote the other's between centring and product."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(3)
+    parts = [(rng.normal(size=(2000, 40)) + k, rng.normal(size=(2000, 30)) * (k + 1)) for k in range(8)]
+    alone = [Moments.of(x, y).M.copy() for x, y in parts]
+    for _ in range(3):
+        with ThreadPoolExecutor(2) as pool:
+            together = list(pool.map(lambda xy: Moments.of(*xy).M.copy(), parts))
+        assert all(np.array_equal(a, b) for a, b in zip(alone, together, strict=True))
 
 
 def test_remove_rows_is_exact():

@@ -30,6 +30,7 @@ the reference it is judged against (`learned_summary`; the rule is `linrec.claim
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -37,9 +38,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from linrec.analyses.parallel import run_jobs
 from linrec.analyses.uncertainty import spearman
 from linrec.base.errors import LinrecError
-from linrec.base.progress import bar as progress_bar
 from linrec.base.threads import one_thread
 from linrec.collect.capture import get_capture
 from linrec.collect.config import CaptureConfig, CaptureRun
@@ -88,23 +89,30 @@ def _sqrt_and_isqrt(C: np.ndarray, rcond: float = 1e-12) -> tuple[np.ndarray, np
     return (V * root) @ V.T, (V * inv) @ V.T
 
 
-def gaussian_like(m: Moments, n: int, seed: int | list[int] = 0) -> np.ndarray:
-    """n float32 rows from N(μ_x, Σ_x) with the input mean and (unbiased) covariance of `m`."""
-    root, _ = _sqrt_and_isqrt(m.Cxx / max(m.n - 1, 1))
+def covariance_roots(m: Moments) -> tuple[np.ndarray, np.ndarray]:
+    """Σ_x^½ and Σ_x^-½ of `m`'s inputs (unbiased covariance; `_sqrt_and_isqrt`)."""
+    return _sqrt_and_isqrt(m.Cxx / max(m.n - 1, 1))
+
+
+def gaussian_like(m: Moments, n: int, seed: int | list[int] = 0, roots=covariance_roots) -> np.ndarray:
+    """n float32 rows from N(μ_x, Σ_x) with the input mean and (unbiased) covariance of `m`. `roots` (Moments →
+    (Σ^½, Σ^-½)) may be a memo's (`MapScores.roots`): each block's covariance is then decomposed once."""
+    root, _ = roots(m)
     z = np.random.default_rng(seed).standard_normal((n, m.d_in))
     return (m.mean_x + z @ root).astype(np.float32)
 
 
-def recolour(x: np.ndarray, source: Moments, target: Moments) -> np.ndarray:
+def recolour(x: np.ndarray, source: Moments, target: Moments, roots=covariance_roots) -> np.ndarray:
     """Rows `x` (distributed like `source`'s inputs) mapped to `target`'s input mean and covariance:
-    x' = μ_t + Σ_t^½ Σ_s^-½ (x − μ_s) (symmetric roots; directions without variance are dropped)."""
+    x' = μ_t + Σ_t^½ Σ_s^-½ (x − μ_s) (symmetric roots; directions without variance are dropped). `roots` as in
+    `gaussian_like`."""
     if source.d_in != target.d_in:
         raise LinrecError(
             f"cannot re-colour width {source.d_in} inputs to width {target.d_in}; cross feeding needs equal widths"
         )
     mu_s, mu_t = source.mean_x, target.mean_x
-    _, isq = _sqrt_and_isqrt(source.Cxx / max(source.n - 1, 1))
-    sq, _ = _sqrt_and_isqrt(target.Cxx / max(target.n - 1, 1))
+    _, isq = roots(source)
+    sq, _ = roots(target)
     return (mu_t + (np.asarray(x, np.float64) - mu_s) @ (isq @ sq)).astype(np.float32)
 
 
@@ -126,43 +134,77 @@ def _complete(capture, n_rows: int | None) -> bool:
 
 
 class MapScores:
-    """Held-out fit of an FFN as a map on a capture's stored rows, computed once per (FFN, rows) and reused.
+    """What the controls compute more than once, computed once: the held-out fit of an FFN as a map on a capture's
+    stored rows (per (FFN, rows)), the rows' factored Gram matrix (per rows), and a covariance's square roots (per
+    statistics).
 
     The controls score the same pairs more than once: FFN i on its own rows is `input_controls`' reference, one side
     of the cross feed, and (the norm gain folded or not: the same fit, since an invertible rescaling of the inputs
     leaves the closed form's fitted values unchanged) `inputs_or_weights`' trained entry; the random-init twin's FFN on
-    the trained rows is asked for by both cross feeds. Pass one `MapScores` to each of them (notebook 07 does) and
-    each pair runs once: the same numbers, since a pair's rows are drawn by (block, n_rows, seed) alone. Each entry is
-    the held-out per-window sums (`SharedRows.score`), so its R² and its window bootstrap come from one pass. Entries
-    are keyed by the objects themselves (the module, the capture), which the memo keeps alive so that a key never
-    outlives its object."""
+    the trained rows is asked for by both cross feeds. Different FFNs on the same rows (block i + 1's FFN on its own
+    rows, block i's on them in `input_controls`, the twin's in the cross feed) share one `SharedRows`; the Gaussian
+    control and both cross feeds' re-colouring share each block's covariance roots (`roots`). Pass one `MapScores` to
+    each control (notebook 07 does) and each runs once: the same numbers, since a pair's rows are drawn by (block,
+    n_rows, seed) alone and each computation is deterministic. Entries are keyed by the objects themselves (the
+    module, the capture, the statistics), which the memo keeps alive so that a key never outlives its object.
+    Thread-safe: jobs on several threads (`linrec.analyses.parallel.run_jobs`) asking for one entry compute it once,
+    the others wait for it. `computed`, `reused`, `factored` and `decomposed` count the work done."""
 
     def __init__(self):
-        self._memo: dict[tuple, HeldOut] = {}
-        self._alive: list = []  # the modules and captures the keys refer to
-        self.computed = self.reused = 0
+        self._memo: dict[tuple, object] = {}
+        self._alive: list = []  # the modules, captures and statistics the keys refer to
+        self._lock = threading.Lock()
+        self._locks: dict[tuple, threading.Lock] = {}
+        self.computed = self.reused = self.factored = self.decomposed = 0
+
+    def _once(self, key: tuple, compute, counter: str, alive):
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key in self._memo:
+                with self._lock:
+                    self.reused += counter == "computed"
+                return self._memo[key]
+            value = compute()
+            with self._lock:
+                self._memo[key] = value
+                self._alive.append(alive)
+                setattr(self, counter, getattr(self, counter) + 1)
+            return value
+
+    def rows(self, capture, block: int, n_rows: int | None, seed: int, label="?") -> SharedRows:
+        """The stored rows of `capture`'s block `block` (`_split_rows`) as a `SharedRows`, its Gram factored once."""
+
+        def build():
+            xtr, xte = _split_rows(capture, block, n_rows, seed)
+            _, te = split_windows(capture, n_rows, seed)
+            return SharedRows(xtr, xte, capture.row_index()[te, 0], block=label)
+
+        return self._once(("rows", id(capture), int(block), n_rows, seed), build, "factored", capture)
 
     def heldout(self, module: torch.nn.Module, capture, block: int, n_rows: int | None, seed: int, label="?"):
         """Held-out per-window sums of `module`'s best affine map on the stored rows of `capture`'s block `block`."""
-        key = (id(module), id(capture), int(block), n_rows, seed)
-        if key in self._memo:
-            self.reused += 1
-            return self._memo[key]
-        xtr, xte = _split_rows(capture, block, n_rows, seed)
-        _, te = split_windows(capture, n_rows, seed)
-        rows = SharedRows(xtr, xte, capture.row_index()[te, 0], block=label)
-        self._memo[key] = rows.score(module)
-        self._alive.append((module, capture))
-        self.computed += 1
-        return self._memo[key]
+        key = ("fit", id(module), id(capture), int(block), n_rows, seed)
+        compute = lambda: self.rows(capture, block, n_rows, seed, label).score(module)  # noqa: E731
+        return self._once(key, compute, "computed", (module, capture))
 
     def r2(self, module: torch.nn.Module, capture, block: int, n_rows: int | None, seed: int, label="?") -> float:
         """R² of `module` on the stored rows of `capture`'s block `block` (`_split_rows`)."""
         return self.heldout(module, capture, block, n_rows, seed, label).r2()
 
+    def roots(self, m: Moments) -> tuple[np.ndarray, np.ndarray]:
+        """`covariance_roots(m)`, decomposed once per statistics object."""
+        return self._once(("roots", id(m)), lambda: covariance_roots(m), "decomposed", m)
+
 
 def input_controls(
-    capture, loaded, n_rows: int | None = None, seed: int = 0, progress: bool = True, scores: MapScores | None = None
+    capture,
+    loaded,
+    n_rows: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    scores: MapScores | None = None,
+    workers: int | None = None,
 ) -> pd.DataFrame:
     """Per block: R² of the trained FFN on its own stored rows (`r2_own`), on Gaussian inputs with the
     captured mean/covariance (`r2_gaussian`), and on the inputs captured at the next block
@@ -171,7 +213,8 @@ def input_controls(
     All conditions use the same numbers of train and held-out rows. When the capture stored every
     row and `n_rows` is None, `r2_own` is the capture's R²_lin itself (re-running the FFN on its
     own inputs gives the same statistics; the tests check it). `scores` shares FFN-on-rows results with the
-    other controls (`MapScores`).
+    other controls (`MapScores`). The blocks run as jobs on `workers` threads (`linrec.analyses.parallel.run_jobs`;
+    None: the caller's torch thread count): the same table at any count.
     """
     scores = MapScores() if scores is None else scores
     sites = loaded.sites
@@ -180,8 +223,8 @@ def input_controls(
             f"the capture has {capture.n_blocks} blocks but the model has {len(sites)}; pass the capture of this model"
         )
     complete = _complete(capture, n_rows)
-    out = []
-    for i in progress_bar(range(capture.n_blocks), desc=f"input controls {capture.model_label}", disable=not progress):
+
+    def block(i: int) -> dict:  # a job: reads the capture, the memo (locked) and its own seeded draws only
         xtr, xte = _split_rows(capture, i, n_rows, seed)
         module = sites[i].ffn
         own = capture.score(i).r2 if complete else scores.r2(module, capture, i, n_rows, seed, i)
@@ -190,23 +233,20 @@ def input_controls(
         other = float("nan")
         if j >= 0 and capture.stats["train"][j].d_in == m.d_in:
             other = scores.r2(module, capture, j, n_rows, seed, f"{i} on {j}")
-        out.append(
-            {
-                "model": capture.model_label,
-                "block": i,
-                "n_train": len(xtr),
-                "n_test": len(xte),
-                "r2_own": own,
-                "r2_gaussian": r2_of_map(
-                    module,
-                    gaussian_like(m, len(xtr), seed=[seed, i, 0]),
-                    gaussian_like(m, len(xte), seed=[seed, i, 1]),
-                    block=i,
-                )["r2"],
-                "other_block": j,
-                "r2_other_block": other,
-            }
-        )
+        gauss = [gaussian_like(m, len(x), [seed, i, part], roots=scores.roots) for part, x in enumerate((xtr, xte))]
+        return {
+            "model": capture.model_label,
+            "block": i,
+            "n_train": len(xtr),
+            "n_test": len(xte),
+            "r2_own": own,
+            "r2_gaussian": r2_of_map(module, *gauss, block=i)["r2"],
+            "other_block": j,
+            "r2_other_block": other,
+        }
+
+    out = run_jobs(block, range(capture.n_blocks), workers, desc=f"input controls {capture.model_label}",
+                   unit="block", progress=progress)  # fmt: skip
     return pd.DataFrame(out)
 
 
@@ -218,10 +258,11 @@ def cross_feed(
     seed: int = 0,
     progress: bool = True,
     scores: MapScores | None = None,
+    workers: int | None = None,
 ) -> pd.DataFrame:
     """Model A's stored FFN inputs through model B's FFN at the same block, raw and re-coloured to
     B's input statistics (`recolour`), beside B's FFN on B's own inputs. Any two models of equal width.
-    `scores` shares FFN-on-rows results with the other controls (`MapScores`)."""
+    `scores` shares FFN-on-rows results with the other controls (`MapScores`); `workers` as in `input_controls`."""
     scores = MapScores() if scores is None else scores
     sites = loaded_b.sites
     if len(sites) != capture_b.n_blocks:
@@ -229,12 +270,8 @@ def cross_feed(
             f"capture B has {capture_b.n_blocks} blocks but model B has {len(sites)}; pass model B's own capture"
         )
     complete_b = _complete(capture_b, n_rows)
-    out = []
-    for i in progress_bar(
-        range(min(capture_a.n_blocks, capture_b.n_blocks)),
-        desc=f"{capture_a.model_label} → {capture_b.model_label}",
-        disable=not progress,
-    ):
+
+    def block(i: int) -> dict:  # a job: reads the captures, the memo (locked) and nothing else that changes
         sa, sb = capture_a.stats["train"][i], capture_b.stats["train"][i]
         if sa.d_in != sb.d_in:
             raise LinrecError(
@@ -246,16 +283,13 @@ def cross_feed(
             own = score(fit_affine(sb, block=i), capture_b.stats["test"][i], block=i).r2
         else:
             own = scores.r2(module, capture_b, i, n_rows, seed, i)
-        out.append(
-            {
-                "inputs_from": capture_a.model_label,
-                "ffn_of": capture_b.model_label,
-                "block": i,
-                "r2_ffn_own_inputs": own,
-                "r2_raw": scores.r2(module, capture_a, i, n_rows, seed, i),
-                "r2_recoloured": r2_of_map(module, recolour(a_tr, sa, sb), recolour(a_te, sa, sb), block=i)["r2"],
-            }
-        )
+        recoloured = [recolour(a, sa, sb, roots=scores.roots) for a in (a_tr, a_te)]
+        return {"inputs_from": capture_a.model_label, "ffn_of": capture_b.model_label, "block": i,
+                "r2_ffn_own_inputs": own, "r2_raw": scores.r2(module, capture_a, i, n_rows, seed, i),
+                "r2_recoloured": r2_of_map(module, *recoloured, block=i)["r2"]}  # fmt: skip
+
+    out = run_jobs(block, range(min(capture_a.n_blocks, capture_b.n_blocks)), workers, unit="block",
+                   desc=f"{capture_a.model_label} → {capture_b.model_label}", progress=progress)  # fmt: skip
     return pd.DataFrame(out)
 
 
@@ -278,6 +312,7 @@ def cross_feed_pairs(
     n_rows: int | None = None,
     seed: int = 0,
     scores: MapScores | None = None,
+    workers: int | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`cross_feed` over `pairs` [(A, B), …], and its summary: per (inputs_from, ffn_of) the median over blocks of B's
     FFN on its own inputs, on A's raw inputs and on A's inputs re-coloured to B's statistics.
@@ -285,7 +320,7 @@ def cross_feed_pairs(
     `captures` and `loaded` ({spec: Capture}, {spec: LoadedModel}) hold what is already at hand; a spec missing from
     them is captured (`get_capture` with `config`'s settings, its model that spec, run as `run` says; from the cache
     when it is there) or loaded once (on `run.device`), and added, so a model that several pairs share is loaded
-    once."""
+    once. `workers` as in `input_controls`."""
 
     def capture_of(name: str):
         if name not in captures:
@@ -299,7 +334,9 @@ def cross_feed_pairs(
 
     cross = pd.concat(
         [
-            cross_feed(capture_of(a), capture_of(b), model_of(b), n_rows=n_rows, seed=seed, scores=scores)
+            cross_feed(
+                capture_of(a), capture_of(b), model_of(b), n_rows=n_rows, seed=seed, scores=scores, workers=workers
+            )
             for a, b in pairs
         ],
         ignore_index=True,

@@ -13,7 +13,9 @@ band (`band_table`; why every band: `linrec.claims.bands`, whose rule reads it).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import functools
+import threading
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -22,15 +24,18 @@ from scipy import stats
 from scipy.stats import t as student
 
 from linrec.analyses.controls import MapScores, SharedRows, shuffled_weights, split_windows
+from linrec.analyses.parallel import run_jobs
 from linrec.analyses.uncertainty import benjamini_hochberg
 from linrec.base.errors import LinrecError
-from linrec.base.progress import bar as progress_bar
 from linrec.base.tables import require
 from linrec.stats import N_BOOT
 from linrec.stats.heldout import HeldOut, r2_of_counts
 
 Z975 = 1.959964  # the normal quantile of a 95 % percentile interval: its half-width / Z975 = se (claims read it too)
 CLAIM2_FDR = 0.05  # 2b: a block stands out from a null ensemble at Benjamini–Hochberg q below this, over the blocks
+# transformers' `_init_weights` draws from torch's global generator: one job at a time seeds it and draws
+# (`random_init_ffn`), or a block's draws on one thread would depend on another thread's seeding
+_GLOBAL_RNG = threading.Lock()
 INTERVAL_2B = "95 % over the blocks measured (jackknife) and the held-out windows (bootstrap), fits held fixed"
 
 
@@ -140,7 +145,7 @@ def random_init_ffn(model: torch.nn.Module, ffn: torch.nn.Module, seed: int | li
     if init is None:
         raise LinrecError(f"{type(model).__name__} has no _init_weights; random-init FFNs need a transformers model")
     out = copy.deepcopy(ffn)
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
+    with _GLOBAL_RNG, torch.random.fork_rng(devices=[]), torch.no_grad():  # `_init_weights` draws from it
         torch.manual_seed(int(np.random.default_rng(seed).integers(2**62)))
         for m in out.modules():
             init(m)
@@ -154,6 +159,23 @@ class InputsOrWeights:
     nulls: pd.DataFrame  # model block ffn draw r2: the trained FFN and its null ensembles on the block's inputs
     matrix: pd.DataFrame  # model ffn_block input_block r2: FFN i (folded) on the inputs u of block j
     heldout: dict[tuple[int, int], HeldOut]  # (ffn_block, input_block) → held-out per-window sums of that entry
+    _draws: dict = field(default_factory=dict, repr=False, compare=False)  # (n_boot, seed) → `window_draws`
+
+    def window_draws(self, n_boot: int, seed: int) -> dict[tuple[int, int], np.ndarray]:
+        """Every entry's R² on `n_boot` resamples of the held-out windows ({(ffn_block, input_block): [n_boot]}), the
+        same resamples for every entry (seeded by `seed` alone: the entries share their rows' windows). Drawn once
+        per (n_boot, seed) and kept: the decomposition and each band's window bootstrap (`band_windows`) read the
+        same draws, which were recomputed per band (29 bands on a 30-block matrix)."""
+        key = (int(n_boot), seed)
+        if key not in self._draws:
+            hs = list(self.heldout.values())
+            if any(not np.array_equal(h.windows, hs[0].windows) for h in hs):
+                raise LinrecError("the cross matrix's entries were scored on different windows; score them on the "
+                                  "same rows")  # fmt: skip
+            W = hs[0].n_windows
+            counts = np.random.default_rng(seed).multinomial(W, np.full(W, 1.0 / W), size=n_boot)
+            self._draws[key] = {k: r2_of_counts(h, counts) for k, h in self.heldout.items()}
+        return self._draws[key]
 
 
 @dataclass(frozen=True)
@@ -174,6 +196,7 @@ def inputs_or_weights(
     seed: int = 0,
     progress: bool = True,
     scores: MapScores | None = None,
+    workers: int | None = None,
 ) -> InputsOrWeights:
     """Claim 2b's measurements on one model, all on the same stored rows (at most `n_rows`, the capture's window
     split) and with every block's pre-MLP norm gain folded into its FFN (`folded_ffn`), so that the inputs are the
@@ -188,7 +211,8 @@ def inputs_or_weights(
 
     Cost: one FFN pass and one solve per entry, the Gram of each block's rows factored once (`SharedRows`). The
     trained entry is the trained FFN on its own rows, which `input_controls` also scores: pass the same `scores`
-    (`MapScores`) and it runs once."""
+    (`MapScores`) and it runs once. The blocks run as jobs on `workers` threads (`linrec.analyses.parallel.run_jobs`;
+    None: the caller's torch thread count), each on its own rows and seeded draws: the same tables at any count."""
     scores = MapScores() if scores is None else scores
     n_init, n_shuffled = null_draws.n_init, null_draws.n_shuffled
     sites = loaded.sites
@@ -204,34 +228,45 @@ def inputs_or_weights(
     windows = capture.row_index()[te, 0]
     folded = [folded_ffn(s) for s in sites]
     label = capture.model_label
-    nulls, matrix, heldout = [], [], {}
-    total = n * (1 + n_init + n_shuffled) + sum(1 for i in range(n) for j in range(n) if 0 < abs(i - j) <= band)
-    bar = progress_bar(total=total, desc=f"inputs or weights {label}", unit="FFN", disable=not progress)
-    for j in range(n):
+
+    def block(j: int):  # a job: its own rows and draws (seeded by [seed, j, k]); the memo is locked, the rest read
         x, _ = capture.rows(j)
         g, b = folded[j][1], folded[j][2]
         rows = SharedRows(unscale(x[tr], g, b), unscale(x[te], g, b), windows, block=j)
-        heldout[(j, j)] = scores.heldout(sites[j].ffn, capture, j, n_rows, seed, j)  # folded or not: the same fit
+        heldout = {(j, j): scores.heldout(sites[j].ffn, capture, j, n_rows, seed, j)}  # folded or not: the same fit
+        nulls, matrix = [], []
         draws = [("trained", 0, None)]
         draws += [("random init", k, random_init_ffn(loaded.model, sites[j].ffn, [seed, j, k])) for k in range(n_init)]
         draws += [("shuffled", k, shuffled_weights(folded[j][0], [seed, j, k])) for k in range(n_shuffled)]
         for kind, k, module in draws:
             h = heldout[(j, j)] if module is None else rows.score(module)
             nulls.append({"model": label, "block": j, "ffn": kind, "draw": k, "r2": h.r2()})
-            bar.update()
         for i in range(max(0, j - band), min(n, j + band + 1)):
             if i != j:
                 heldout[(i, j)] = rows.score(folded[i][0])
-                bar.update()
             matrix.append({"model": label, "ffn_block": i, "input_block": j, "r2": heldout[(i, j)].r2()})
-    bar.close()
+        return nulls, matrix, heldout
+
+    done = run_jobs(block, range(n), workers, desc=f"inputs or weights {label}", unit="block", progress=progress)
+    nulls = [r for d in done for r in d[0]]
+    matrix = [r for d in done for r in d[1]]
+    heldout = {k: h for d in done for k, h in d[2].items()}
     return InputsOrWeights(pd.DataFrame(nulls), pd.DataFrame(matrix), heldout)
 
 
-def _projector(*designs: np.ndarray) -> np.ndarray:
-    """The least-squares hat matrix of the columns given (an intercept included)."""
-    D = np.column_stack([*designs, np.ones(len(designs[0]))])
-    return D @ np.linalg.pinv(D)
+@functools.lru_cache(maxsize=512)
+def _basis(n: int, *designs: bytes) -> np.ndarray:
+    """An orthonormal basis [n, r] of the columns' span: one-hot columns of each design (its levels' codes, int64
+    bytes) and an intercept. The same SVD and cutoff as `numpy.linalg.pinv`, so D pinv(D) = U Uᵀ: the hat matrix is
+    applied as (R U) Uᵀ, never formed (on a 30-block matrix it was [870, 870], rebuilt for every resample set, band
+    and jackknife drop). Memoised on the design: the point, its resamples and every band's call with the same
+    entries share one factorisation."""
+    cols = [np.eye(int(c.max()) + 1)[c] for c in (np.frombuffer(d, np.int64) for d in designs)]
+    D = np.column_stack([*cols, np.ones(n)])
+    u, s, _ = np.linalg.svd(D, full_matrices=False)
+    U = np.ascontiguousarray(u[:, s > 1e-15 * s.max()])
+    U.setflags(write=False)  # shared by every caller of this design
+    return U
 
 
 def two_factor_shares(ffn_block, input_block, r2) -> dict[str, np.ndarray]:
@@ -244,17 +279,17 @@ def two_factor_shares(ffn_block, input_block, r2) -> dict[str, np.ndarray]:
     On a full matrix (every i with every j) the factors are orthogonal, `shared` is 0 and the two unique shares are
     var(a)/var and var(b)/var. Within a band |i − j| ≤ k a smooth trend over depth can be written as either factor,
     so `shared` holds it and the unique shares are lower bounds: the variance only one factor can carry."""
-    fi, fj = (np.unique(np.asarray(v), return_inverse=True)[1] for v in (ffn_block, input_block))
-    A, B = np.eye(fi.max() + 1)[fi], np.eye(fj.max() + 1)[fj]
+    fi, fj = (np.unique(np.asarray(v), return_inverse=True)[1].astype(np.int64).tobytes()
+              for v in (ffn_block, input_block))  # fmt: skip
     R = np.atleast_2d(np.asarray(r2, np.float64))
     Rc = R - R.mean(1, keepdims=True)
     total = (Rc**2).sum(1)
 
-    def explained(P):
-        return 1.0 - ((R - R @ P.T) ** 2).sum(1) / total
+    def explained(U):
+        return 1.0 - ((R - (R @ U) @ U.T) ** 2).sum(1) / total
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        both, a_only, b_only = (explained(_projector(*d)) for d in ((A, B), (A,), (B,)))
+        both, a_only, b_only = (explained(_basis(R.shape[1], *d)) for d in ((fi, fj), (fi,), (fj,)))
         out = {"weights": both - b_only, "inputs": both - a_only, "residual": 1.0 - both}
     out["shared"] = both - out["weights"] - out["inputs"]
     return {k: v if np.ndim(r2) > 1 else v[0] for k, v in out.items()}
@@ -270,12 +305,9 @@ def decomposition(
     if band is not None:
         m = m[(m["ffn_block"] - m["input_block"]).abs() <= band]
     keys = list(zip(m["ffn_block"], m["input_block"], strict=True))
-    hs = [result.heldout[k] for k in keys]
-    if any(not np.array_equal(h.windows, hs[0].windows) for h in hs):
-        raise LinrecError("the cross matrix's entries were scored on different windows; score them on the same rows")
-    W = hs[0].n_windows
-    counts = np.random.default_rng(seed).multinomial(W, np.full(W, 1.0 / W), size=n_boot)
-    draws = np.stack([r2_of_counts(h, counts) for h in hs], axis=1)  # [B, entries]
+    W = result.heldout[keys[0]].n_windows
+    every = result.window_draws(n_boot, seed)  # drawn once for every entry, whichever band asks first
+    draws = np.stack([every[k] for k in keys], axis=1)  # [B, entries]
     point = two_factor_shares(m["ffn_block"], m["input_block"], m["r2"].to_numpy(float))
     boot = two_factor_shares(m["ffn_block"], m["input_block"], draws)
     alpha = (1 - level) / 2

@@ -18,6 +18,7 @@ float64; its error against float64 is measured and printed by `benchmarks/captur
 from __future__ import annotations
 
 import functools
+import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -28,7 +29,21 @@ import torch
 from linrec.base.errors import LinrecError
 
 PRODUCTS = {"float64": torch.float64, "float32": torch.float32}
-_SCRATCH: dict[tuple, torch.Tensor] = {}  # float64 batch buffer, reused across all Moments (not thread-safe)
+# Per thread (jobs on threads, `linrec.analyses.parallel.run_jobs`, must not share them): the float64 batch buffer
+# reused across all Moments ({shape: tensor}) and the few symmetric matrices read most recently (`_recent_symmetric`).
+_LOCAL = threading.local()
+
+
+def _scratch() -> dict[tuple, torch.Tensor]:
+    if not hasattr(_LOCAL, "scratch"):
+        _LOCAL.scratch = {}
+    return _LOCAL.scratch
+
+
+def _symmetric() -> OrderedDict[int, tuple]:
+    if not hasattr(_LOCAL, "symmetric"):
+        _LOCAL.symmetric = OrderedDict()  # id(Moments) → (weakref, state key, read-only symmetric M)
+    return _LOCAL.symmetric
 
 
 def accelerated(device: torch.device | str) -> bool:
@@ -65,7 +80,6 @@ def _upper_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(d)
 
 
-_SYMMETRIC: OrderedDict[int, tuple] = OrderedDict()  # id(Moments) → (weakref, state key, read-only symmetric M)
 _SYMMETRIC_KEEP = 4  # at most this many matrices kept (a fit holds train, test and two for a leave-out): bounded memory
 
 
@@ -75,19 +89,21 @@ def _state_key(m: Moments) -> tuple:
 
 def _recent_symmetric(m: Moments) -> np.ndarray | None:
     """The symmetric M of `m` if it was built for `m`'s present state and is among the last few built."""
-    hit = _SYMMETRIC.get(id(m))
+    kept = _symmetric()
+    hit = kept.get(id(m))
     if hit is None or hit[0]() is not m or hit[1] != _state_key(m):
         return None
-    _SYMMETRIC.move_to_end(id(m))
+    kept.move_to_end(id(m))
     return hit[2]
 
 
 def _remember_symmetric(m: Moments, M: np.ndarray) -> None:
     M.flags.writeable = False  # shared by every reader (Cxx, Cxy, Cyy, blocks): a copy to change it
-    _SYMMETRIC[id(m)] = (weakref.ref(m), _state_key(m), M)
-    _SYMMETRIC.move_to_end(id(m))
-    while len(_SYMMETRIC) > _SYMMETRIC_KEEP:
-        _SYMMETRIC.popitem(last=False)
+    kept = _symmetric()
+    kept[id(m)] = (weakref.ref(m), _state_key(m), M)
+    kept.move_to_end(id(m))
+    while len(kept) > _SYMMETRIC_KEEP:
+        kept.popitem(last=False)
 
 
 @dataclass
@@ -125,10 +141,11 @@ class Moments:
         if self._M.device != x.device:
             self.to(x.device)
         key = (nb, d + self.d_out, str(x.device))
-        buf = _SCRATCH.get(key)
-        if buf is None:  # one scratch buffer per shape, shared by every block and split
-            _SCRATCH.clear()
-            buf = _SCRATCH[key] = torch.empty(nb, d + self.d_out, dtype=torch.float64, device=x.device)
+        scratch = _scratch()
+        buf = scratch.get(key)
+        if buf is None:  # one scratch buffer per shape (and thread), shared by every block and split
+            scratch.clear()
+            buf = scratch[key] = torch.empty(nb, d + self.d_out, dtype=torch.float64, device=x.device)
         buf[:, :d].copy_(x)  # float64 from here on
         buf[:, d:].copy_(y)
         mb = buf.mean(dim=0)
