@@ -199,7 +199,14 @@ def test_each_rows_gram_and_each_covariance_is_factored_once_at_any_thread_count
             cross_feed(trained, init, init_loaded, **kw),
             cross_feed(init, trained, loaded, **kw),
         ]
-        iow = inputs_or_weights(trained, loaded, NullDraws(2, 2), band=1, **kw)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(workers)  # inputs_or_weights runs its blocks on the caller's threads
+        try:
+            iow = inputs_or_weights(
+                trained, loaded, NullDraws(2, 2), band=1, **{k: v for k, v in kw.items() if k != "workers"}
+            )
+        finally:
+            torch.set_num_threads(threads)
         return [*tables, iow.nulls, iow.matrix], scores
 
     for workers in (1, 2):

@@ -312,7 +312,6 @@ def cross_feed_pairs(
     n_rows: int | None = None,
     seed: int = 0,
     scores: MapScores | None = None,
-    workers: int | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`cross_feed` over `pairs` [(A, B), …], and its summary: per (inputs_from, ffn_of) the median over blocks of B's
     FFN on its own inputs, on A's raw inputs and on A's inputs re-coloured to B's statistics.
@@ -320,7 +319,7 @@ def cross_feed_pairs(
     `captures` and `loaded` ({spec: Capture}, {spec: LoadedModel}) hold what is already at hand; a spec missing from
     them is captured (`get_capture` with `config`'s settings, its model that spec, run as `run` says; from the cache
     when it is there) or loaded once (on `run.device`), and added, so a model that several pairs share is loaded
-    once. `workers` as in `input_controls`."""
+    once. The blocks run on the caller's torch threads, as in `input_controls`."""
 
     def capture_of(name: str):
         if name not in captures:
@@ -334,9 +333,7 @@ def cross_feed_pairs(
 
     cross = pd.concat(
         [
-            cross_feed(
-                capture_of(a), capture_of(b), model_of(b), n_rows=n_rows, seed=seed, scores=scores, workers=workers
-            )
+            cross_feed(capture_of(a), capture_of(b), model_of(b), n_rows=n_rows, seed=seed, scores=scores)
             for a, b in pairs
         ],
         ignore_index=True,

@@ -196,7 +196,6 @@ def inputs_or_weights(
     seed: int = 0,
     progress: bool = True,
     scores: MapScores | None = None,
-    workers: int | None = None,
 ) -> InputsOrWeights:
     """Claim 2b's measurements on one model, all on the same stored rows (at most `n_rows`, the capture's window
     split) and with every block's pre-MLP norm gain folded into its FFN (`folded_ffn`), so that the inputs are the
@@ -211,8 +210,8 @@ def inputs_or_weights(
 
     Cost: one FFN pass and one solve per entry, the Gram of each block's rows factored once (`SharedRows`). The
     trained entry is the trained FFN on its own rows, which `input_controls` also scores: pass the same `scores`
-    (`MapScores`) and it runs once. The blocks run as jobs on `workers` threads (`linrec.analyses.parallel.run_jobs`;
-    None: the caller's torch thread count), each on its own rows and seeded draws: the same tables at any count."""
+    (`MapScores`) and it runs once. The blocks run as jobs on the caller's torch threads
+    (`linrec.analyses.parallel.run_jobs`), each on its own rows and seeded draws: the same tables at any count."""
     scores = MapScores() if scores is None else scores
     n_init, n_shuffled = null_draws.n_init, null_draws.n_shuffled
     sites = loaded.sites
@@ -247,7 +246,7 @@ def inputs_or_weights(
             matrix.append({"model": label, "ffn_block": i, "input_block": j, "r2": heldout[(i, j)].r2()})
         return nulls, matrix, heldout
 
-    done = run_jobs(block, range(n), workers, desc=f"inputs or weights {label}", unit="block", progress=progress)
+    done = run_jobs(block, range(n), None, desc=f"inputs or weights {label}", unit="block", progress=progress)
     nulls = [r for d in done for r in d[0]]
     matrix = [r for d in done for r in d[1]]
     heldout = {k: h for d in done for k, h in d[2].items()}
