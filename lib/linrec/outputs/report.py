@@ -27,7 +27,7 @@ from linrec.claims.rules import joined
 from linrec.collect.config import capture_settings
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
 from linrec.outputs import catalog
-from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, sentence
+from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, judged_here, sentence
 from linrec.outputs.claim_text import Claim
 from linrec.outputs.findings import BESIDE
 from linrec.outputs.methods import methods_lines, write_calibration
@@ -482,7 +482,8 @@ def publish(values: Mapping, root: Path, setup: dict | None = None) -> WrittenRe
     table = profile_table(values, root)
     out = build_report(root / values["results_dir"], root / values["figures_dir"], root / values["report_path"],
                        report_params(values) if setup is None else setup, table=table)  # fmt: skip
-    record(root / values["results_dir"], table.claims)  # today's rules with their verdicts; a changed one logged
+    # today's rules with the verdicts this folder speaks for (a zoo's: those judged on its tables); a changed one logged
+    record(root / values["results_dir"], judged_here(table.r, table.claims))
     for b in table.beside:  # a folder shown beside this one with no report of its own (the zoos): recorded here
         folder = root / b.folder
         if not (folder / "report.md").is_file() and folder.resolve().parent == (root / "results").resolve():
