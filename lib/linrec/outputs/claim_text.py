@@ -16,14 +16,13 @@ from linrec.analyses.seeds import ONSET_DISTANCE
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import POOLED
 from linrec.claims.bands import lean_text
-from linrec.claims.corpora import shift_words
 from linrec.claims.learned import combine_2a, comparison_words
 from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING, SUFFICIENT
 from linrec.claims.profile import claim1_counts
 from linrec.claims.rules import NOT_TESTABLE, Rule, Verdict, joined, judge
 from linrec.claims.swap import UNCHECKED, own_words
 from linrec.outputs.ceiling_text import curve_sentence
-from linrec.outputs.results import Results, fmt, listed
+from linrec.outputs.results import Line, Results, fmt, listed, shift_words
 from linrec.outputs.zoo_text import seeds_row, zoo_2a, zoo_head, zoo_judged, zoo_line, zoo_sentence
 from linrec.stats.equivalence import correlation_outcome
 
@@ -197,7 +196,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
         f"GELU against SwiGLU: {kind('variant')}{ppl}{onset}{longer}"
     )
     short = "; ".join(v["word"].split("; ")[:2]).split(" (")[0]  # the claim table's cell: what architecture sets
-    return text, f"from scratch: {short}", v["claim2a"]
+    return Line(text, quoted), f"from scratch: {short}", v["claim2a"]
 
 
 def sentence_2a(r: Results, rule: Rule) -> Claim:

@@ -26,10 +26,9 @@ from linrec.base.files import atomic_file, project_root, writing
 from linrec.claims.rules import joined
 from linrec.collect.config import capture_settings
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
-from linrec.outputs import catalog
+from linrec.outputs import catalog, findings
 from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, judged_here, sentence
 from linrec.outputs.claim_text import Claim
-from linrec.outputs.findings import BESIDE
 from linrec.outputs.methods import methods_lines, write_calibration
 from linrec.outputs.plots import figures_at_drawn_size
 from linrec.outputs.quant_text import quant_limitation
@@ -218,10 +217,10 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     text += _claim_sections(cl, r, figures_dir, out)
     text += contrast_section(results_dir, figures_dir, out, figure_lines)  # claim 2a's GPT-2 against Pythia
     text += methods_lines(r)
-    beside = [line for s in STUDIES for line in BESIDE.get(s.notebook, lambda _: [])(r)]
+    beside = [line for s in STUDIES for line in findings.beside(r, s.notebook)]
     if beside:  # what the studies measured beside the claims (the claims' own evidence is in their sections)
         lead = "Beside the claims (each in its section above, in the words its notebook prints), notebooks "
-        lead += joined(BESIDE)
+        lead += joined(findings.BESIDE)
         text += ["## What the notebooks concluded", "", f"{lead} measured:", "", *[f"- {line}" for line in beside], ""]
     text += routing_section(r, _table, figures_dir, out)  # beyond the paper: linrec.outputs.routing_text
     r2 = r.get("r2_lin")

@@ -22,11 +22,12 @@ import pandas as pd
 
 from linrec.base.errors import LinrecError
 from linrec.base.files import find_project_root
-from linrec.base.tables import load_table
+from linrec.base.tables import Quoted, load_table
 from linrec.claims.learned import seeds_verdict
 from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_TESTABLE, Rule, Verdict
 from linrec.claims.swap import FLAGS, NOT_USEFUL
 from linrec.claims.zoo import INCONCLUSIVE, SAME, judge_zoo, pooled_row, zoo_verdict
+from linrec.outputs.results import Line
 
 OUTCOME_WORDS = {
     "effect": "a correlation shown",
@@ -53,14 +54,18 @@ def seeds_row(table: pd.DataFrame | None, comparisons: pd.DataFrame | None = Non
 @dataclass(frozen=True)
 class ZooVerdict:
     """A claim judged on the zoo's tables (`linrec.claims.zoo.judge_zoo`, by the claim's own row): the `verdict`, its
-    `pooled_row`, the zoo's regimes (`regimes`, claim 4's counts), where the tables came from (`where`: "zoo profile",
-    or "" for this folder's own) and their `source` folder."""
+    `pooled_row`, the zoo's regimes (`regimes`, claim 4's counts) and where the tables came from (`quoted`: the
+    zoo's runs as `Results.read` found them)."""
 
     verdict: Verdict
     row: dict
     regimes: pd.DataFrame | None
-    where: str
-    source: Path | None
+    quoted: Quoted
+
+    @property
+    def where(self) -> str:
+        """ "zoo profile" where results/zoo stood in, "" for this folder's own tables."""
+        return f"{self.quoted.profile} profile" if self.quoted.profile else ""
 
     @property
     def own(self) -> bool:
@@ -84,9 +89,8 @@ def zoo_judged(r, rule: Rule) -> ZooVerdict | None:
         return None
     if v is None:
         return None
-    where = f"{quoted.profile} profile" if quoted.profile else ""
     first = tables[rule.zoo[0]]
-    return ZooVerdict(v, pooled_row(v, first), first, where, quoted.source)
+    return ZooVerdict(v, pooled_row(v, first), first, quoted)
 
 
 def _f(x, nd: int = 3) -> str:
@@ -132,7 +136,7 @@ def zoo_2a(r) -> tuple[str, str, str] | None:
         f"{CLAIM2_MIN_EFFECT}): {shares}"
     )
     words = f"in the zoo the shape is {_short(v['shape_factor'])} and the level {_short(v['level_factor'])}"
-    return text, words, str(v["claim2a"])
+    return Line(text, quoted), words, str(v["claim2a"])
 
 
 def _short(word: str) -> str:
@@ -141,29 +145,31 @@ def _short(word: str) -> str:
     return {SAME: "alike", INCONCLUSIVE: "undecided"}.get(word, f"set by {word}")
 
 
-def zoo_line(z: ZooVerdict, rule: Rule) -> str:
+def zoo_line(z: ZooVerdict, rule: Rule) -> Line:
     """The zoo's pooled row for claim `rule` ("3", "4" or "6b", judged by `zoo_judged`) in words: its verdict by the
     claim's own rule; for 3 and 6b the pooled correlation with its intervals, the block count and whether it reaches
     the blocks the equivalence test needs (at the rule's margin), for 4 the regimes counted over every trained model's
     blocks (`zoo_regimes`)."""
     e, where = z.row, z.where
     if not np.isfinite(float(e["n_models"])):  # no run converged: nothing pooled to quote
-        return f"Trained zoo (notebook 08, {where or 'this profile'}): {e['verdict']}, no trained run converged"
+        return Line(f"Trained zoo (notebook 08, {where or 'this profile'}): {e['verdict']}, no trained run converged",
+                    z.quoted)  # fmt: skip
     if str(rule.id) == "4":
-        return _regimes(z.regimes, e, where)
+        return Line(_regimes(z.regimes, e, where), z.quoted)
     stat = "r(1 − R²_lin, gain)" if str(rule.id) == "3" else "ρ(R²_lin, ΔPPL)"
     n, need = e["n_blocks"], e["n_needed"]
     power = (
         "reaches" if bool(e["powered"]) else "falls short of"
         if np.isfinite(float(need)) else "has no estimate of"
     )  # fmt: skip
-    return (
+    return Line(
         f"Trained zoo (notebook 08, {where or 'this profile'}): every block of {int(e['n_models'])} trained models "
         f"pooled with a model effect, {stat} = {_f(e['rho'], 2)}, 95 % CI {_ci(e['lo'], e['hi'], 2)}, 90 % CI "
         f"{_ci(e['lo90'], e['hi90'], 2)} at an effective {_f(e['n_eff'], 1)} of {int(n)} blocks: "
         f"{OUTCOME_WORDS.get(e['outcome'], e['outcome']).format(margin=rule.thresholds.EQUIVALENCE_MARGIN)}; "
         f"the block count {power} the {_f(need, 0)} the equivalence test needs for 80 % power; by the claim's own "
-        f"rule the zoo alone is {e['verdict']} (beside the offline models' verdict, which this does not change)"
+        f"rule the zoo alone is {e['verdict']} (beside the offline models' verdict, which this does not change)",
+        z.quoted,
     )
 
 
