@@ -280,16 +280,22 @@ else:
 # runs, never typed here, so they cannot drift from the runs they describe.
 
 # %%
+from linrec.outputs.catalog import build, rule
+from linrec.outputs.claim_table import judged_here
 from linrec.outputs.results import Results
-from linrec.outputs.zoo_text import zoo_2a, zoo_pooled, zoo_verdicts
+from linrec.outputs.zoo_text import zoo_2a, zoo_sentence
 
 zoo_words = zoo_2a(Results(root / p.results_dir))
 print(zoo_words[0] if zoo_words else "the zoo has not run: linrec figures --params params/zoo.yaml --only 08")
 for claim in ("3", "4", "6b"):
-    print(f"\nclaim {claim}:", zoo_pooled(Results(root / p.results_dir), claim) or "not run")
+    print(f"\nclaim {claim}:", zoo_sentence(Results(root / p.results_dir), rule(claim)) or "not run")
 paper_width = root / "results" / "zoo_paper"
-if paper_width.is_dir():
-    print("\nat the paper's width (results/zoo_paper):", zoo_verdicts(Results(paper_width)))
+if paper_width.is_dir():  # the claims judged on its tables (a zoo's folder: 2a, 3, 4 and 6b)
+    wide = Results(paper_width)
+    print(
+        "\nat the paper's width (results/zoo_paper):",
+        {str(c.number): c.verdict for c in judged_here(wide, build(wide))},
+    )
 
 # %%
 labelled(verdict).T if verdict is not None else None

@@ -10,6 +10,25 @@ from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_REPRODUCED, NOT_TESTABLE,
 from linrec.claims.zoo import INCONCLUSIVE, SAME, converged_runs, part_word, zoo_2a, zoo_verdict
 
 
+def pooled_claims(probe_summary, predictors, regimes, runs=None) -> pd.DataFrame:
+    """The zoo's claims 3, 6b and 4 judged by their rows on the zoo's tables (`pooled_table`, as notebook 08 stores
+    them)."""
+    from linrec.claims.probe import RULE_3
+    from linrec.claims.regimes import RULE_4
+    from linrec.claims.swap import RULE_6B
+    from linrec.claims.zoo import pooled_table
+
+    return pooled_table(
+        (RULE_3, RULE_6B, RULE_4),
+        {
+            "zoo_probe_summary": probe_summary,
+            "zoo_runs": runs,
+            "zoo_swap_predictors": predictors,
+            "zoo_regimes": regimes,
+        },
+    )
+
+
 def _comp(effects: dict, lo: dict | None = None, hi: dict | None = None, level: str = "seed",
           level_effect: float = np.sqrt(2)) -> pd.DataFrame:  # fmt: skip
     """A planted decomposition whose shape components give each factor the effect (distance it adds) in `effects`,
@@ -93,7 +112,6 @@ def test_the_pooled_claims_separate_a_planted_model_effect_from_the_within_model
     ignoring the models it is strongly positive. The zoo's claims row carries the block count and the power."""
     from linrec.analyses.probe_summary import probe_summary
     from linrec.analyses.uncertainty import correlation_test
-    from linrec.claims.zoo import pooled_claims
 
     g = np.random.default_rng(3)
     rows = []
@@ -120,7 +138,6 @@ def test_only_converged_runs_reach_a_verdict():
     the word names the runs left out; the pooled claims refuse tables that hold a run that did not converge, and with
     no converged run every zoo verdict is not testable."""
     from linrec.analyses.probe_summary import probe_summary
-    from linrec.claims.zoo import pooled_claims
 
     same = _comp({"layout": 0.03, "seed": 0.02}, hi={"layout": CLAIM2_MIN_EFFECT - 1e-6, "text": 0.05, "seed": 0.05})
     comparisons = _learned("differ", "differ", "agree")  # r2 did not move: it did not train
@@ -167,7 +184,6 @@ def test_the_pooled_claims_carry_the_90_percent_intervals_their_no_effect_reads_
     from linrec.analyses.swap_summary import swap_predictors
     from linrec.analyses.uncertainty import effective_n
     from linrec.claims.swap import flag_outcome
-    from linrec.claims.zoo import pooled_claims
 
     g = np.random.default_rng(11)
     models = ("a", "b", "c")
@@ -272,10 +288,9 @@ def test_the_pooled_row_is_powered_at_exactly_the_blocks_it_needs():
     """`powered`: the pooled row's blocks ≥ the blocks the equivalence test needs. With `n_needed` planted at the
     block count exactly (and one ulp either side): powered at it and one ulp below, not one ulp above; the words
     (`linrec.outputs.zoo_text`) read this flag. Planted: `r["n_blocks"] >= r["n_needed"]` → `>` in
-    linrec.claims.zoo.pooled_claims fails (at → not powered)."""
+    linrec.claims.zoo.pooled_row fails (at → not powered)."""
     from helpers import edge_tables
     from linrec.analyses.probe_summary import probe_summary
-    from linrec.claims.zoo import pooled_claims
 
     g = np.random.default_rng(5)
     probe = pd.DataFrame([{"model": f"m{m}", "block": b, "r2_lin_rows": 0.5 + 0.4 * g.random(),

@@ -157,3 +157,33 @@ def test_the_widest_evidence_leads_where_the_subset_says_reproduced_and_it_says_
     (tmp_path / "report.md").write_text("")
     assert "On the widest evidence" in readme_section(sub, tmp_path / "report.md", t).splitlines()[3]
     assert claim_table(sub, [], tmp_path).answers is None  # nothing beyond this profile: the table as before
+
+
+def test_a_zoos_folder_is_judged_by_the_catalog_and_its_own_report_records_only_the_zoos_claims(tmp_path):
+    """Issue 86 item 2: the catalog judges a zoo's folder like any other (claims 2a, 3, 4 and 6b on the zoo's own
+    tables, `Rule.zoo`: the verdicts the column beside the default shows), and `linrec report --params zoo`
+    (`publish` on that folder) records those four verdicts, the ones the default's report records for the folder
+    beside it, not the per-model claims its notebooks did not run (until now: ten rows, claim 3 "not testable" where
+    the zoo says "not reproduced"). Guards the record's filter (planted: `record(…, table.claims)` again in `publish`:
+    ten rows) and the zoo folder's verdicts (planted: a zoo's own tables quoted beside an untestable verdict)."""
+    from linrec.outputs.claim_table import beside, built, judged_here
+    from linrec.outputs.report import publish
+    from linrec.outputs.results import Results
+
+    project = tmp_path / "project"
+    zoo = _tables_of(ROOT / "results" / "zoo", project / "results")
+    (project / "pyproject.toml").write_text("")  # the checkout's root: the folder is one of its results/
+    want = beside(ROOT / "results" / "zoo", ROOT / "results" / "default").verdicts
+    assert set(want) == {"2a", "3", "4", "6b"}
+    claims = {str(c.number): c.verdict for c in judged_here(Results(zoo), built(zoo))}
+    assert claims == want
+    assert claims["3"] == "not reproduced"  # the zoo's pooled rule, not "notebook 03 not run"
+    values = {
+        "results_dir": "results/zoo",
+        "figures_dir": "results/zoo/figures",
+        "report_path": "results/zoo/report.md",
+    }
+    publish(values, project, {})
+    recorded = load_table("rule_hashes", zoo)
+    assert dict(zip(recorded["claim"].astype(str), recorded["verdict"])) == want
+    assert load_table("rule_changes", zoo).equals(load_table("rule_changes", ROOT / "results" / "zoo"))  # none new

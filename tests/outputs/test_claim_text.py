@@ -67,6 +67,8 @@ def test_claim2a_states_the_seeds_experiment_and_takes_the_weaker_verdict(tmp_pa
     apart: seeds alike while GELU and SwiGLU differ in shape make it 'partly' (architecture sets the shape) whatever
     the offline models say, and so does a GELU–SwiGLU difference in level alone (the convention's level counts, issue
     64); seeds that differ in shape leave the offline models' verdict; the claim table's cell names it."""
+    from linrec.analyses.seeds import approach_to_final
+
     d = _results(tmp_path)
     row = lambda text: [r for r in _claim_rows(text) if r[0].startswith(" [2a]")][0]  # noqa: E731
     _seeds(_comparisons(0.04, variant_shape=0.3), tmp_path / "training")
@@ -85,6 +87,9 @@ def test_claim2a_states_the_seeds_experiment_and_takes_the_weaker_verdict(tmp_pa
                          for run, path in (("settles", (0.2, 0.61, 0.6)), ("moves", (0.2, 0.4, 0.6)))
                          for step, r2 in zip((0, 10, 600), path) for b in range(3)])  # fmt: skip
     save_table(prof, "training_profiles", tmp_path / "training")
+    onset = approach_to_final(prof).groupby("run", sort=False)["onset"].first()  # notebook 08's summary of them
+    save_table(pd.DataFrame({"run": onset.index, "onset": onset.to_numpy(), "last_step": 600}), "training_onsets",
+               tmp_path / "training")  # fmt: skip
     ours = {x.number: x for x in claims(d)}["2a"].ours
     assert "settles (every later checkpoint within 0.05 of the last) at step 10 (settles)" in ours
     assert "not before the last checkpoint in moves (still moving" in ours and "longer" not in ours
@@ -108,10 +113,11 @@ def test_claim2a_states_the_seeds_experiment_and_takes_the_weaker_verdict(tmp_pa
 def test_the_zoo_is_read_from_results_zoo_into_claims_2a_3_and_6b(tmp_path):
     """A profile without the zoo's tables reads them from results/zoo (named as the zoo profile): claim 2a states
     what sets the shape and the level with every kind's distance and every share with its interval, and takes the
-    zoo's verdict into the weakest of the tested ones; claims 3 and 6b state the pooled row with its block count and
-    whether it reaches the blocks the equivalence test needs, and keep the offline models' verdict."""
+    zoo's verdict into the weakest of the tested ones; claims 3 and 6b state the pooled row, judged by the claim's own
+    row on the zoo's measured tables, with its block count and whether it reaches the blocks the equivalence test
+    needs, and keep the offline models' verdict. The words notebook 08 stored (`zoo_verdict`, `zoo_claims`, planted
+    stale here) are never read."""
     from linrec.analyses.factors import FACTOR_NAMES
-    from linrec.claims.zoo import CLAIM_COLUMNS
 
     d = _results(tmp_path)
     zoo = tmp_path / "zoo"
@@ -123,13 +129,20 @@ def test_the_zoo_is_read_from_results_zoo_into_claims_2a_3_and_6b(tmp_path):
                           "level": 0.05, "level_lo": 0.03, "level_hi": 0.07, "shape": 0.12, "shape_lo": 0.1,
                           "shape_hi": 0.14}])  # fmt: skip
     save_table(dist, "zoo_distances", zoo)
-    save_table(pd.DataFrame([{"word": "layout sets the shape; layout sets the level", "claim2a": "not reproduced",
-                              "shape_factor": "layout", "level_factor": "layout"}]), "zoo_verdict", zoo)  # fmt: skip
-    claims_row = dict.fromkeys(CLAIM_COLUMNS, np.nan) | {"claim": "3", "verdict": "not testable", "reason": "",
-                 "n_models": 12, "n_blocks": 96, "n_eff": 60.0, "n_needed": 120.0, "powered": False, "rho": 0.05,
-                 "lo": -0.2, "hi": 0.3, "lo90": -0.16, "hi90": 0.26, "outcome": "inconclusive"}  # fmt: skip
-    save_table(pd.DataFrame([claims_row, {**claims_row, "claim": "6b", "n_needed": 90.0, "powered": True}]),
-               "zoo_claims", zoo)  # fmt: skip
+    runs = [f"r{k}" for k in range(12)]
+    save_table(pd.concat([planted("zoo_runs", run=r, converged=True) for r in runs]), "zoo_runs", zoo)
+    pool = {"model": "all", "n_blocks": 96, "n_eff": 60.0, "n_needed": 120.0}
+    probe = [planted("zoo_probe_summary", model=r, n_blocks=8, gain_median=0.01, gain_quad_median=0.012) for r in runs]
+    probe.append(planted("zoo_probe_summary", **pool, pearson_r=0.05, ci_lo=-0.2, ci_hi=0.4, ci_lo90=-0.16,
+                         ci_hi90=0.35, correlation="stale"))  # the rule's outcome: inconclusive  # fmt: skip
+    save_table(pd.concat(probe), "zoo_probe_summary", zoo)
+    pred = [planted("zoo_swap_predictors", model=r, column="r2_lin", runs_swapped_model=False, n_blocks=8,
+                    spearman_rho=0.0, rho_lo=-0.6, rho_hi=0.6, rho_lo90=-0.5, rho_hi90=0.5) for r in runs]  # fmt: skip
+    pred.append(planted("zoo_swap_predictors", **pool | {"n_needed": 90.0}, column="r2_lin", runs_swapped_model=False,
+                        spearman_rho=0.05, rho_lo=-0.2, rho_hi=0.3, rho_lo90=-0.16, rho_hi90=0.26))  # fmt: skip
+    save_table(pd.concat(pred), "zoo_swap_predictors", zoo)
+    save_table(planted("zoo_verdict", word="stale", claim2a="reproduced"), "zoo_verdict", zoo)
+    save_table(planted("zoo_claims", claim="3", verdict="stale"), "zoo_claims", zoo)
     c = {x.number: x for x in claims(d)}
     assert "the zoo (notebook 08, zoo profile" in c["2a"].ours and "layout sets the shape" in c["2a"].ours
     assert "gpt2 vs pythia (9 pairs) shape 0.120 [0.100, 0.140], level 0.050 [0.030, 0.070]" in c["2a"].ours
@@ -141,8 +154,10 @@ def test_the_zoo_is_read_from_results_zoo_into_claims_2a_3_and_6b(tmp_path):
     assert c[3].verdict == "reproduced"  # the offline models' verdict stands
     assert "every block of 12 trained models pooled with a model effect" in c[3].ours
     assert "of 96 blocks: inconclusive; the block count falls short of the 120" in c[3].ours
+    assert "the zoo alone is not testable" in c[3].ours
     assert "reaches the 90" not in c[3].ours and "the block count reaches the 90" in c["6b"].ours
     assert c["6b"].verdict == "not testable"  # no offline swap study here: the zoo does not decide it
+    assert not any("stale" in x.ours for x in c.values())
 
 
 def test_the_seeds_experiments_words_are_todays_rule_on_its_comparisons(tmp_path):

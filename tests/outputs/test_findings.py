@@ -41,9 +41,17 @@ def test_a_claim_is_printed_with_its_evidence_indented_under_its_verdict():
 
     c = Claim("6a", "ours", "partly reproduced", details=["m: holds", "n: fails"], title="Some block swaps")
     assert claim_lines(c) == ["Claim 6a (Some block swaps): partly reproduced.", "  - m: holds", "  - n: fails"]
-    # a line drawn from another notebook of this run is the report's alone: printed or not, it depended on run order
-    c.details += ["Trained zoo (notebook 08, this profile): …", "Trained zoo (notebook 08, zoo profile): …"]
-    assert claim_lines(c, "06")[3:] == ["  - Trained zoo (notebook 08, zoo profile): …"]
+    # a line drawn from another notebook of this run is the report's alone: printed or not, it depended on run order;
+    # which run a line is from is its source (`Line.quoted`), not its words (planted: a line whose words say "this
+    # profile" but whose table came from results/zoo, and the other way round)
+    from linrec.base.tables import Quoted
+    from linrec.outputs.results import Line
+
+    table = pd.DataFrame({"run": ["r0"]})
+    own, other = Quoted("zoo_runs", table), Quoted("zoo_runs", table, profile="zoo")
+    c.details += [Line("Trained zoo (notebook 08, zoo profile): …", own), Line("Trained zoo (notebook 08, this "
+                  "profile): …", other), Line("not found: …", Quoted("zoo_runs"))]  # fmt: skip
+    assert claim_lines(c, "06")[3:] == ["  - Trained zoo (notebook 08, this profile): …", "  - not found: …"]
     assert claim_lines(c, "08")[3:] == [f"  - {d}" for d in c.details[2:]]
 
 

@@ -41,3 +41,17 @@ def test_a_label_names_the_threshold_its_table_counts_with():
     for words in (f"≥ {FIRST_TOKEN_OVERLAP * 100:g} %", f"≥ {FIRST_TOKEN_SHARE * 100:g} %", f"≥ {REGIME_TOP1:g} yet",
                   f"ΔPPL ≤ +{CLAIM6_BUDGET:g}", f"ΔPPL > +{CLAIM6_BUDGET:g}"):  # fmt: skip
         assert words in shown, (words, shown)
+
+
+def test_a_pair_of_corpora_shift_reads_level_signed_and_shape_unsigned_with_n_a_for_a_missing_end():
+    """Claim 5's words for one pair (moved from linrec.claims.corpora to the outputs layer, issue 86): the level
+    signed, the shape not, three decimals, "n/a" for an end not measured; `suffix` reads the columns without
+    position 0. Planted: the level's sign dropped, or the suffix ignored, fails."""
+    from linrec.outputs.results import shift_words
+
+    q = {"corpus_a": "wiki", "corpus_b": "web", "level": 0.0391, "level_lo": 0.016, "level_hi": 0.0634,
+         "shape": 0.013, "shape_lo": None, "shape_hi": 0.022, "level_ex_first": -0.2, "level_lo_ex_first": -0.3,
+         "level_hi_ex_first": -0.1, "shape_ex_first": 0.5, "shape_lo_ex_first": 0.4,
+         "shape_hi_ex_first": 0.6}  # fmt: skip
+    assert shift_words(q) == "wiki − web: level +0.039 [0.016, 0.063], shape 0.013 [n/a, 0.022]"
+    assert shift_words(q, "_ex_first") == "wiki − web: level -0.200 [-0.300, -0.100], shape 0.500 [0.400, 0.600]"

@@ -297,7 +297,7 @@ TABLES: dict[str, TableSpec] = {
         "08",
         "claim verdict reason n_models n_blocks n_eff n_needed powered rho lo hi lo90 hi90 outcome",
         "claims 3, 4 and 6b by their own rules on every trained model's blocks pooled with a model effect "
-        "(linrec.claims.zoo.pooled_claims)",
+        "(linrec.claims.zoo.pooled_table: each claim's row, linrec.claims.zoo.judge_zoo)",
     ),
     "spectrum_inputs": _spec(
         "04",

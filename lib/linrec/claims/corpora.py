@@ -183,19 +183,6 @@ def verdict_5(pairs: pd.DataFrame | None, verdicts: pd.DataFrame | None = None, 
     return Verdict(5, word, ev, without_first=word1)
 
 
-def _num(x, spec: str) -> str:
-    return "n/a" if x is None or not np.isfinite(float(x)) else format(float(x), spec)
-
-
-def shift_words(q, suffix: str = "") -> str:
-    """One pair of corpora's shift (a `corpora_agreement` row) in words: "wiki − web: level +0.039 [0.016, 0.063], shape
-    0.013 [0.005, 0.022]"; `suffix` "_ex_first": without position 0."""
-    level = [_num(q.get(f"level{k}{suffix}"), f) for k, f in (("", "+.3f"), ("_lo", ".3f"), ("_hi", ".3f"))]
-    shape = [_num(q.get(f"shape{k}{suffix}"), ".3f") for k in ("", "_lo", "_hi")]
-    return (f"{q['corpus_a']} − {q['corpus_b']}: level {level[0]} [{level[1]}, {level[2]}], shape {shape[0]} "
-            f"[{shape[1]}, {shape[2]}]")  # fmt: skip
-
-
 RULE_5 = Rule(
     5,
     ("corpora_agreement", "corpora_verdict"),

@@ -232,6 +232,7 @@ RULE_2A = Rule(
         "moved from its initialisation and no layout sets the level"
     ),
     joins=("linrec.claims.learned.seeds_verdict", "linrec.claims.zoo.zoo_verdict", "linrec.claims.learned.combine_2a"),
+    zoo=("zoo_components", "training_comparisons", "zoo_runs"),
 )
 
 

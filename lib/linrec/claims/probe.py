@@ -119,6 +119,7 @@ RULE_3 = Rule(
         f"excluding 0 shows a correlation; a median gain of {t.CLAIM3_MAX_GAIN} or more fails a model; more blocks (a "
         "bigger model or more models: the claim states how many) are what narrows the correlation"
     ),
+    zoo=("zoo_probe_summary",),
 )
 
 

@@ -84,6 +84,7 @@ RULE_4 = Rule(
         f"{t.REGIME_R2}, over all models together (the rule pools the models; each model's own counts are stated "
         "beside it)"
     ),
+    zoo=("zoo_regimes",),
 )
 
 

@@ -193,7 +193,8 @@ class Rule:
     `judge(rule, tables)` is how a study, a notebook and the report apply one. `joins` names (by module and
     function, since they may sit in a module that imports this claim's) the other verdict functions whose verdicts
     the claim's own is combined with where they ran (claim 2a: the seeds experiment's and the zoo's, the weakest
-    taken): their code is part of the rule, and of its hash (`linrec.outputs.rule_log`)."""
+    taken): their code is part of the rule, and of its hash (`linrec.outputs.rule_log`). `zoo` names the zoo's tables
+    the claim is judged on too: a folder that holds them (`results/zoo`) is judged like any other."""
 
     id: int | str
     reads: tuple[str, ...]  # results tables (linrec.base.registry), in the verdict function's order
@@ -202,6 +203,9 @@ class Rule:
     says: Callable[[Any], str]  # the rule in words, from the thresholds
     would_change: Callable[[Any], str]  # what would change the verdict, from the same thresholds
     joins: tuple[str, ...] = ()  # "module.function" of the verdicts of other experiments it is combined with
+    # the tables of notebook 08's zoo it is judged on where the zoo ran (claims 3, 4, 6b: its verdict function on their
+    # pooled rows, `linrec.claims.zoo.judge_zoo`; 2a: the joined `zoo_verdict` on them), in that function's order
+    zoo: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not (is_dataclass(self.thresholds) and self.thresholds.__dataclass_params__.frozen):

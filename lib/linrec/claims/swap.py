@@ -301,6 +301,7 @@ RULE_6B = Rule(
         f"bound above −{t.EQUIVALENCE_MARGIN}, reproduce it; either lower bound above −{t.EQUIVALENCE_MARGIN} (the "
         "useful effect excluded) makes it not reproduced; the pooled blocks decide where they are decided"
     ),
+    zoo=("zoo_swap_predictors",),
 )
 
 

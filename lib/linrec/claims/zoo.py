@@ -1,16 +1,15 @@
 """The zoo's verdicts (notebook 08 under `params/zoo.yaml`): what sets the profile's shape and its level (`part_word`,
 ZOO_RULE), claim 2a from it (`zoo_2a`), and the across-block claims on every trained model's blocks pooled with a
-model effect (`pooled_claims`: claims 3, 4 and 6b by their own rules on the zoo's tables).
+model effect (`judge_zoo`: claims 3, 4 and 6b by their own rules on the zoo's tables, `Rule.zoo`).
 
 Every verdict is drawn from the converged runs alone (`zoo_runs`' `converged`: the plateau rule of
 `linrec.inputs.training.plateau`): `zoo_verdict` judges "learned" on their comparisons only and names the runs left
-out; `pooled_claims` refuses tables that hold a run that did not converge, and with no converged run every claim is
+out; `judge_zoo` refuses tables that hold a run that did not converge, and with no converged run every claim is
 not testable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,8 +18,6 @@ import pandas as pd
 from linrec.analyses.uncertainty import POOLED
 from linrec.base.errors import LinrecError
 from linrec.claims.learned import comparison_words
-from linrec.claims.probe import verdict_3
-from linrec.claims.regimes import verdict_4
 from linrec.claims.rules import (
     CLAIM2_MIN_EFFECT,
     NOT_REPRODUCED,
@@ -28,9 +25,10 @@ from linrec.claims.rules import (
     PARTLY,
     REPRODUCED,
     ZOO_FACTORS,
+    Rule,
+    Verdict,
     require,
 )
-from linrec.claims.swap import flag_outcome, verdict_6b
 
 SAME, INCONCLUSIVE = "the same for every factor", "inconclusive"  # a part's word when no factor sets it
 
@@ -189,26 +187,25 @@ def zoo_verdict(components: pd.DataFrame | None, comparisons: pd.DataFrame | Non
 
 CLAIM_COLUMNS = ["claim", "verdict", "reason", "n_models", "n_blocks", "n_eff", "n_needed", "powered", "rho", "lo",
                  "hi", "lo90", "hi90", "outcome"]  # fmt: skip
+# the pooled row's correlation and its intervals, by the column names of the claim's evidence (3: Pearson, 6b: Spearman)
+POOLED_COLUMNS = {"pearson_r": ("pearson_r", "ci_lo", "ci_hi", "ci_lo90", "ci_hi90", "correlation"),
+                  "spearman_rho": ("spearman_rho", "rho_lo", "rho_hi", "rho_lo90", "rho_hi90", "outcome")}  # fmt: skip
 
 
-def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame | None,
-                  regimes: pd.DataFrame | None, runs: pd.DataFrame | None = None,
-                  t: Mapping | None = None) -> pd.DataFrame:  # fmt: skip
-    """Claims 3, 4 and 6b by their own rules (`linrec.claims.probe.verdict_3`, `regimes.verdict_4`,
-    `swap.verdict_6b`) on the zoo's tables, one row each: `claim`, `verdict`, `reason`, and for 3 and 6b the pooled
-    row's numbers: `n_models`, `n_blocks`, `n_eff`, `n_needed` (blocks the equivalence test needs at this dependence),
-    `powered` (n_blocks ≥ n_needed), `rho` with its 95 % and 90 % intervals and the outcome: the correlation's for
-    claim 3, `linrec.claims.swap.flag_outcome` for 6b.
+def judge_zoo(rule: Rule, tables) -> Verdict | None:
+    """`rule` judged on the zoo's tables (`rule.zoo`, taken by name from `tables`, a dict or `Results`-like `.get`,
+    with `zoo_runs`): claims 3, 4 and 6b by their own verdict functions on every trained model's blocks pooled with a
+    model effect. None where the zoo wrote none of them and no runs table (or the rule reads none of the zoo's).
 
-    With `runs` (`zoo_runs`): the tables must be the converged runs' (a pooled row cannot be recomputed without a
-    model, so a table holding one that did not converge is refused: one line naming it); with no converged run,
-    every claim is not testable. `t`: {claim: its rule's thresholds} for those judged by other than their
-    module's (a rule planted through the catalog; the rest by their own)."""
-
-    kept, out = split_converged(runs)
+    With `zoo_runs`, the tables must be the converged runs' (a pooled row cannot be recomputed without a model, so a
+    table holding one that did not converge is refused: one line naming it); with no converged run the claim is not
+    testable."""
+    found = [tables.get(name) for name in rule.zoo]
+    kept, out = split_converged(tables.get("zoo_runs"))
+    if not rule.zoo or (kept is None and all(x is None for x in found)):
+        return None
     if kept is not None:
-        for name, table in (("probe summary", probe_summary), ("swap predictors", predictors),
-                            ("regimes", regimes)):  # fmt: skip
+        for name, table in zip(rule.zoo, found):
             held = [] if table is None else sorted(set(table["model"].astype(str)) & set(out))
             if held:
                 raise LinrecError(
@@ -216,29 +213,31 @@ def pooled_claims(probe_summary: pd.DataFrame | None, predictors: pd.DataFrame |
                     "converged runs alone (linrec.claims.zoo.converged_runs)"
                 )
         if not kept:
-            why = f"no zoo run converged ({len(out)} {NOT_CONVERGED})"
-            return pd.DataFrame([{"claim": c, "verdict": NOT_TESTABLE, "reason": why} for c in ("3", "6b", "4")]
-                                ).reindex(columns=CLAIM_COLUMNS)  # fmt: skip
-    rows, kw = [], lambda claim: {"t": t[claim]} if t and claim in t else {}
-    for claim, v, table, cols in (
-        ("3", verdict_3(probe_summary, **kw("3")), probe_summary,
-         ("pearson_r", "ci_lo", "ci_hi", "ci_lo90", "ci_hi90", "correlation")),
-        ("6b", verdict_6b(predictors, **kw("6b")),
-         None if predictors is None else predictors[predictors["column"] == "r2_lin"],
-         ("spearman_rho", "rho_lo", "rho_hi", "rho_lo90", "rho_hi90", "outcome")),
-        ("4", verdict_4(regimes, **kw("4")), None, ()),
-    ):  # fmt: skip
-        row = {"claim": claim, "verdict": v.verdict, "reason": v.reason}
-        pool = None if table is None else table[table["model"] == POOLED]
-        if pool is not None and len(pool):
-            r = pool.iloc[0]
-            row.update({"n_models": int((table["model"] != POOLED).sum()), "n_blocks": int(r["n_blocks"]),
-                        "n_eff": float(r["n_eff"]), "n_needed": float(r["n_needed"]),
-                        "powered": bool(r["n_blocks"] >= r["n_needed"]),
-                        **dict(zip(("rho", "lo", "hi", "lo90", "hi90", "outcome"), (r[c] for c in cols)))})  # fmt: skip
-            if claim == "6b":  # 6b's own outcome (a useful flag shown, excluded, or neither), not the correlation's
-                row["outcome"] = flag_outcome(r, **kw("6b"))
-        elif regimes is not None and claim == "4":
-            row.update({"n_models": len(regimes), "n_blocks": int(regimes["n_blocks"].sum())})
-        rows.append(row)
+            return Verdict(rule.id, NOT_TESTABLE, reason=f"no zoo run converged ({len(out)} {NOT_CONVERGED})")
+    return None if all(x is None for x in found) else rule(*found)
+
+
+def pooled_row(v: Verdict, table: pd.DataFrame | None = None) -> dict:
+    """A zoo verdict (`judge_zoo`) as one row of `CLAIM_COLUMNS`: `claim`, `verdict`, `reason` and, where its evidence
+    holds the pooled row (claims 3 and 6b), `n_models`, `n_blocks`, `n_eff`, `n_needed` (blocks the equivalence test
+    needs at this dependence), `powered` (n_blocks ≥ n_needed), `rho` with its 95 % and 90 % intervals and the
+    outcome its rule gave it (the correlation's for 3, `linrec.claims.swap.flag_outcome` for 6b); for claim 4 the
+    models and blocks of the regimes' `table`. Absent numbers are NaN."""
+    row = dict.fromkeys(CLAIM_COLUMNS, np.nan) | {"claim": str(v.claim), "verdict": v.verdict, "reason": v.reason}
+    pool = next((e for e in v.evidence if e.get("model") == POOLED), None)
+    cols = next((c for k, c in POOLED_COLUMNS.items() if pool is not None and k in pool), None)
+    if cols is not None:
+        row.update({"n_models": sum(e.get("model") != POOLED for e in v.evidence), "n_blocks": int(pool["n_blocks"]),
+                    "n_eff": float(pool["n_eff"]), "n_needed": float(pool["n_needed"]),
+                    "powered": bool(pool["n_blocks"] >= pool["n_needed"]),
+                    **dict(zip(("rho", "lo", "hi", "lo90", "hi90", "outcome"), (pool[c] for c in cols)))})  # fmt: skip
+    elif table is not None and "n_blocks" in table and str(v.claim) == "4":
+        row.update({"n_models": len(table), "n_blocks": int(table["n_blocks"].sum())})
+    return row
+
+
+def pooled_table(rules, tables) -> pd.DataFrame:
+    """Notebook 08's `zoo_claims`: each of `rules` (claims 3, 6b and 4) judged on the zoo's `tables` (`judge_zoo`),
+    one `pooled_row` each."""
+    rows = [pooled_row(v, tables.get(rule.zoo[0])) for rule in rules if (v := judge_zoo(rule, tables)) is not None]
     return pd.DataFrame(rows).reindex(columns=CLAIM_COLUMNS)

@@ -1,7 +1,8 @@
 """The report's claim table, judged once for the report and the README's results block (`claim_table`): each
 claim's verdict, its robustness and fresh-text cells, the tally (`tally_line`), and the verdicts of the other profiles
 a profile names (`beside`, its `beside` key: `results/full`, `results/zoo`, `results/zoo_paper`) in a column and a
-tally line each, the zoo's on the claims it judges. `linrec.outputs.report` lays the document out around them.
+tally line each, the zoo's on the claims judged on its tables (`judged_here`). `linrec.outputs.report` lays the
+document out around them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from linrec.claims.synthesis import Analysis, Answer, answer, plain_sentence, wi
 from linrec.outputs import catalog
 from linrec.outputs.claim_text import Claim
 from linrec.outputs.results import Results
-from linrec.outputs.zoo_text import zoo_verdicts
 
 # why the claim table's other fresh-text cells read "one sample"
 ONE_SAMPLE = (
@@ -91,10 +91,9 @@ def built(folder: str | Path, memo: dict | None = None) -> list[Claim]:
 
 
 def beside(folder: str | Path, here: str | Path, root: Path | None = None, memo: dict | None = None) -> Beside | None:
-    """The verdicts judged on the last run of another profile, in results folder `folder`: the claims the zoo judges
-    (`linrec.outputs.zoo_text.zoo_verdicts`) for a folder of notebook 08's zoo (its verdict tables and no `capture`:
-    `results/zoo`), else every claim of the catalog. Both are judged
-    by today's rules on that folder's tables. None where `folder` is `here` (this profile's own), absent, holds no
+    """The verdicts judged on the last run of another profile, in results folder `folder` (`built`: every claim of
+    the catalog, by today's rules on that folder's tables; for a folder that measured no model, a zoo's, the claims
+    judged on its own tables, `judged_here`). None where `folder` is `here` (this profile's own), absent, holds no
     verdict, or cannot be judged (an older linrec wrote it). `root`: the checkout the folder is shown relative to;
     `memo`: `built`'s."""
     folder, here = Path(folder), Path(here)
@@ -104,19 +103,25 @@ def beside(folder: str | Path, here: str | Path, root: Path | None = None, memo:
         else folder  # fmt: skip
     try:
         o = Results(folder)
-        cap = o.get("capture")
-        if cap is None and any(o.get(n) is not None for n in ("zoo_verdict", "zoo_claims")):  # the zoo's folder
-            verdicts = zoo_verdicts(o, {c: catalog.rule(c).thresholds for c in ("3", "4", "6b")})
-            runs = o.get("zoo_runs")
-            models = "the zoo's runs" if runs is None else f"{len(runs)} decoders trained here"
-            if runs is not None and "block_params" in runs:
+        verdicts = {str(c.number): c.verdict for c in judged_here(o, built(folder, memo))}
+        cap, runs = o.get("capture"), o.get("zoo_runs")
+        models = ", ".join(dict.fromkeys(cap["model"])) if cap is not None else "its models"
+        if cap is None and runs is not None:  # a zoo's runs
+            models = f"{len(runs)} decoders trained here"
+            if "block_params" in runs:
                 models += f", about {runs['block_params'].median() / 1e6:.3g} M block parameters each"
-        else:
-            models = ", ".join(dict.fromkeys(cap["model"])) if cap is not None else "its models"
-            verdicts = {str(c.number): c.verdict for c in built(folder, memo)}
     except LinrecError:
         return None
     return Beside(folder.name, str(shown), models, verdicts) if verdicts else None
+
+
+def judged_here(r: Results, claims: list[Claim]) -> list[Claim]:
+    """The claims a folder speaks for: every one where it measured models (`_models`: a claim whose notebook did not
+    run is "not testable" there), else (a zoo's folder) those judged on its own tables (`_judged`)."""
+    if _models(r) is not None:
+        return claims
+    ids = _judged(r, claims)
+    return [c for c in claims if str(c.number) in ids]
 
 
 @dataclass(frozen=True)
@@ -172,10 +177,12 @@ def _models(r: Results) -> tuple[str, ...] | None:
 
 
 def _judged(r: Results, claims: list[Claim]) -> dict[str, str]:
-    """The verdicts of `claims` (judged on `r`) whose rule found every table it reads there: a folder that did not
-    run a claim's notebook is no evidence on it."""
+    """The verdicts of `claims` (judged on `r`) whose rule found every table it reads there (its own, or the zoo's,
+    `Rule.zoo`): a folder that did not run a claim's notebook is no evidence on it."""
+    found = lambda names: bool(names) and all(r.get(name) is not None for name in names)  # noqa: E731
+    zoo = r.get("zoo_runs") is not None  # a zoo's folder: every claim with a zoo row is judged (no run converged too)
     return {str(c.number): c.verdict for c in claims
-            if all(r.get(name) is not None for name in catalog.rule(c.number).reads)}  # fmt: skip
+            if found(catalog.rule(c.number).reads) or (zoo and catalog.rule(c.number).zoo)}  # fmt: skip
 
 
 def evidence(results_dir: str | Path, claims: list[Claim], folders: Iterable[str | Path],

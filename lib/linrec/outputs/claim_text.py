@@ -16,15 +16,14 @@ from linrec.analyses.seeds import ONSET_DISTANCE
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import POOLED
 from linrec.claims.bands import lean_text
-from linrec.claims.corpora import shift_words
 from linrec.claims.learned import combine_2a, comparison_words
 from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING, SUFFICIENT
 from linrec.claims.profile import claim1_counts
 from linrec.claims.rules import NOT_TESTABLE, Rule, Verdict, joined, judge
 from linrec.claims.swap import UNCHECKED, own_words
 from linrec.outputs.ceiling_text import curve_sentence
-from linrec.outputs.results import Results, fmt, listed
-from linrec.outputs.zoo_text import seeds_row, zoo_2a, zoo_pooled
+from linrec.outputs.results import Line, Results, fmt, listed, shift_words
+from linrec.outputs.zoo_text import seeds_row, zoo_2a, zoo_head, zoo_judged, zoo_line, zoo_sentence
 from linrec.stats.equivalence import correlation_outcome
 
 
@@ -146,7 +145,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
     """(section sentence, claim-table words, claim 2a's verdict from it) of the seeds experiment (notebook 08), from
     this profile's results or `results/training/`; None where it has not run."""
     quoted = r.read("training_comparisons")  # this profile's, else results/training's (`STAND_INS`)
-    if quoted.table is None:
+    if quoted.table is None or r.get("zoo_runs") is not None:  # a zoo's folder: its comparisons are the zoo's
         return None
     comp = comparison_words(quoted.table)
     v = seeds_row(quoted.also("training_verdict").table, comp)
@@ -197,7 +196,7 @@ def _seeds_part(r: Results) -> tuple[str, str, str] | None:
         f"GELU against SwiGLU: {kind('variant')}{ppl}{onset}{longer}"
     )
     short = "; ".join(v["word"].split("; ")[:2]).split(" (")[0]  # the claim table's cell: what architecture sets
-    return text, f"from scratch: {short}", v["claim2a"]
+    return Line(text, quoted), f"from scratch: {short}", v["claim2a"]
 
 
 def sentence_2a(r: Results, rule: Rule) -> Claim:
@@ -263,9 +262,16 @@ def sentence_2b(r: Results, rule: Rule) -> Claim:
 
 
 def _with_zoo(c: Claim, r: Results, rule: Rule) -> Claim:
-    """An across-block claim the offline models did not decide, with the zoo's pooled row beside it where it ran."""
-    if zoo := zoo_pooled(r, str(c.number), rule.thresholds):
-        c.ours, c.details = f"{c.ours}. {zoo}", [*c.details, zoo]
+    """An across-block claim the offline models did not decide, with the zoo's pooled row beside it where it ran; on
+    a zoo's own folder (`results/zoo`: its tables this folder's) the zoo's verdict, decided on that row, is the
+    claim's."""
+    z = zoo_judged(r, rule)
+    if z is None:
+        return c
+    zoo = zoo_line(z, rule)
+    if z.own:
+        return Claim(rule.id, zoo, z.verdict.verdict, "", _head(zoo_head(z, rule)), [zoo])
+    c.ours, c.details = f"{c.ours}. {zoo}", [*c.details, zoo]
     return c
 
 
@@ -327,7 +333,7 @@ def sentence_3(r: Results, rule: Rule) -> Claim:
                 for e in v1.evidence
             )  # fmt: skip
         )
-    if zoo := zoo_pooled(r, "3", rule.thresholds):
+    if zoo := zoo_sentence(r, rule):
         parts.append(zoo)
     return Claim(rule.id, "; ".join(parts), v.verdict, v1.verdict if v1 else "not measured", head, parts)
 
@@ -358,9 +364,7 @@ def sentence_4(r: Results, rule: Rule) -> Claim:
         )
         for e in v.evidence
     ]
-    if zoo := zoo_pooled(
-        r, "4", rule.thresholds
-    ):  # the zoo's verdict beside the offline models' (it does not change theirs)
+    if zoo := zoo_sentence(r, rule):  # the zoo's verdict beside the offline models' (it does not change theirs)
         parts.append(zoo)
     first, *rest = v.evidence
     head = _head(
@@ -465,7 +469,7 @@ def sentence_6b(r: Results, rule: Rule) -> Claim:
             f"screened predictor: {best}"
             + (f"; with R²_lin without position 0: {e['outcome_ex_first']}" if "outcome_ex_first" in e else "")
         )
-    if zoo := zoo_pooled(r, "6b", rule.thresholds):
+    if zoo := zoo_sentence(r, rule):
         parts.append(zoo)
     text = "; ".join(parts)
     if v.verdict == NOT_TESTABLE:

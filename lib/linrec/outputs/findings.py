@@ -10,7 +10,6 @@ Nothing here judges: the numbers are the stored tables', the verdicts the catalo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import pandas as pd
@@ -18,17 +17,14 @@ import pandas as pd
 from linrec.analyses.controls import GAUSSIAN_DROP
 from linrec.outputs.catalog import build, of_study
 from linrec.outputs.claim_text import Claim
-from linrec.outputs.results import Results
-
-# an evidence line drawn from another notebook of the same run ("seeds experiment (notebook 08, this profile; …")
-FROM_THIS_RUN = re.compile(r"\(notebook (\d\d), this profile")
+from linrec.outputs.results import Line, Results
 
 
 def claim_lines(c: Claim, notebook: str | None = None) -> list[str]:
     """A claim as a notebook prints it: its verdict line, then its evidence, one line per model (the report's words).
     In notebook `notebook`'s findings, the lines drawn from another notebook of the same run are left to the report:
     whether that notebook has run yet would otherwise change what this one prints."""
-    details = [d for d in c.details if (m := FROM_THIS_RUN.search(d)) is None or m.group(1) == notebook]
+    details = [d for d in c.details if not (isinstance(d, Line) and d.elsewhere(notebook))]  # by its source (`Line`)
     return [f"Claim {c.number} ({c.title}): {c.verdict}.", *(f"  - {d}" for d in details)]
 
 
@@ -92,9 +88,14 @@ def controls_beside(r: Results) -> list[str]:
 BESIDE: dict[str, Callable[[Results], list[str]]] = {"06": swap_beside, "07": controls_beside}
 
 
+def beside(r: Results, notebook: str) -> list[str]:
+    """What study `notebook` measured beside its claims, in words (`BESIDE`; [] for a study with none)."""
+    return BESIDE[notebook](r) if notebook in BESIDE else []
+
+
 def findings(r: Results, notebook: str, claims: list[Claim] | None = None) -> list[str]:
     """Notebook `notebook`'s conclusion on the tables of `r`: each claim it decides (`claim_lines`, from `claims`, the
     catalog's words judged on `r`, judged here where not given), then what it measured beside them (`BESIDE`)."""
     ids = {str(row.id) for row in of_study(notebook)}
     judged = [c for c in (build(r) if claims is None else claims) if str(c.number) in ids]
-    return [line for c in judged for line in claim_lines(c, notebook)] + BESIDE.get(notebook, lambda _: [])(r)
+    return [line for c in judged for line in claim_lines(c, notebook)] + beside(r, notebook)

@@ -26,11 +26,10 @@ from linrec.base.files import atomic_file, project_root, writing
 from linrec.claims.rules import joined
 from linrec.collect.config import capture_settings
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
-from linrec.outputs import catalog
-from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, sentence
+from linrec.outputs import catalog, findings
+from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, judged_here, sentence
 from linrec.outputs.claim_text import Claim
 from linrec.outputs.doc_blocks import write_doc_blocks
-from linrec.outputs.findings import BESIDE
 from linrec.outputs.methods import methods_lines, write_calibration
 from linrec.outputs.plots import figures_at_drawn_size
 from linrec.outputs.quant_text import quant_limitation
@@ -219,10 +218,10 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     text += _claim_sections(cl, r, figures_dir, out)
     text += contrast_section(results_dir, figures_dir, out, figure_lines)  # claim 2a's GPT-2 against Pythia
     text += methods_lines(r)
-    beside = [line for s in STUDIES for line in BESIDE.get(s.notebook, lambda _: [])(r)]
+    beside = [line for s in STUDIES for line in findings.beside(r, s.notebook)]
     if beside:  # what the studies measured beside the claims (the claims' own evidence is in their sections)
         lead = "Beside the claims (each in its section above, in the words its notebook prints), notebooks "
-        lead += joined(BESIDE)
+        lead += joined(findings.BESIDE)
         text += ["## What the notebooks concluded", "", f"{lead} measured:", "", *[f"- {line}" for line in beside], ""]
     text += routing_section(r, _table, figures_dir, out)  # beyond the paper: linrec.outputs.routing_text
     r2 = r.get("r2_lin")
@@ -483,7 +482,8 @@ def publish(values: Mapping, root: Path, setup: dict | None = None) -> WrittenRe
     table = profile_table(values, root)
     out = build_report(root / values["results_dir"], root / values["figures_dir"], root / values["report_path"],
                        report_params(values) if setup is None else setup, table=table)  # fmt: skip
-    record(root / values["results_dir"], table.claims)  # today's rules with their verdicts; a changed one logged
+    # today's rules with the verdicts this folder speaks for (a zoo's: those judged on its tables); a changed one logged
+    record(root / values["results_dir"], judged_here(table.r, table.claims))
     for b in table.beside:  # a folder shown beside this one with no report of its own (the zoos): recorded here
         folder = root / b.folder
         if not (folder / "report.md").is_file() and folder.resolve().parent == (root / "results").resolve():

@@ -1,7 +1,8 @@
 """A results folder as the report reads it: `Results` (the tables the numbered notebooks wrote, through the registry,
 `linrec.base.tables`; `Results.read`, a table with the folder it came from: this one's, else another profile's that
-stands in for it), the words for a number or a list of blocks (`fmt`, `listed`) that every text of the report uses, and
-the display labels a table is shown with in a notebook or the report (`labelled`).
+stands in for it; `Line`, an evidence line that keeps it), the words for a number, a list of blocks or a pair of
+corpora's shift (`fmt`, `listed`, `shift_words`) that every text of the report uses, and the display labels a table
+is shown with in a notebook or the report (`labelled`).
 """
 
 from __future__ import annotations
@@ -192,6 +193,25 @@ class Results:
             return None
 
 
+class Line(str):
+    """An evidence line that carries where it was drawn from: `quoted`, the `linrec.base.tables.Quoted` of the table
+    it words (its `source` folder, the `profile` that stood in, None for the folder's own, and the `notebook` that
+    wrote it); None for a line of the folder's own tables. A notebook's findings leave out the lines another notebook
+    of the same run wrote (`linrec.outputs.findings.claim_lines`)."""
+
+    quoted: Quoted | None
+
+    def __new__(cls, text: str, quoted: Quoted | None = None) -> Line:
+        line = super().__new__(cls, text)
+        line.quoted = quoted
+        return line
+
+    def elsewhere(self, notebook: str | None) -> bool:
+        """Whether this line words a table of this run's folder that a notebook other than `notebook` wrote."""
+        q = self.quoted
+        return q is not None and q.table is not None and q.profile is None and q.notebook != notebook
+
+
 def fmt(x, nd: int = 3) -> str:
     """`x` to `nd` decimals; "n/a" for None or a float that is not finite."""
     return "n/a" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{nd}f}"
@@ -205,3 +225,16 @@ def listed(blocks) -> str:
     if isinstance(blocks, (int, float, np.integer, np.floating)):
         return str(int(blocks))
     return ", ".join(str(blocks).split()) or "none"
+
+
+def _num(x, spec: str) -> str:
+    return "n/a" if x is None or not np.isfinite(float(x)) else format(float(x), spec)
+
+
+def shift_words(q, suffix: str = "") -> str:
+    """One pair of corpora's shift (a `corpora_agreement` row) in words: "wiki − web: level +0.039 [0.016, 0.063], shape
+    0.013 [0.005, 0.022]"; `suffix` "_ex_first": without position 0."""
+    level = [_num(q.get(f"level{k}{suffix}"), f) for k, f in (("", "+.3f"), ("_lo", ".3f"), ("_hi", ".3f"))]
+    shape = [_num(q.get(f"shape{k}{suffix}"), ".3f") for k in ("", "_lo", "_hi")]
+    return (f"{q['corpus_a']} − {q['corpus_b']}: level {level[0]} [{level[1]}, {level[2]}], shape {shape[0]} "
+            f"[{shape[1]}, {shape[2]}]")  # fmt: skip

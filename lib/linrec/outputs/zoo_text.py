@@ -1,32 +1,34 @@
 """The zoo in words (notebook 08 under `params/zoo.yaml`): claim 2a as the paper states it (what sets the profile's
-shape and level: layout, text or seed) and the pooled rows of claims 3, 4 and 6b, for the claims of
-`linrec.outputs.claim_text`, and the zoo's verdict per claim (`zoo_verdicts`) for the claim table's zoo column; and
-the seeds experiment's verdict row (`seeds_row`, notebook 08 under `params/training.yaml`).
+shape and level: layout, text or seed; `zoo_2a`) and the pooled rows of claims 3, 4 and 6b (`zoo_judged`,
+`zoo_line`), for the claims of `linrec.outputs.claim_text`; and the seeds experiment's verdict row (`seeds_row`,
+notebook 08 under `params/training.yaml`).
 
 Every profile's report reads the zoo's tables from its own results, or else from `results/zoo/` (like
 `results/training/` for the seeds experiment: `linrec.outputs.results.Results.read`), naming where they came from.
-The verdicts are judged again by today's rules on the measured tables (`judged`: `linrec.claims.zoo.zoo_verdict` and
-`pooled_claims`; `seeds_row`: `linrec.claims.learned.seeds_verdict`), not read from the verdict words notebook 08
-stored, so a rule changed since the run cannot leave a stale word.
+The verdicts are judged by today's rules, the claims' own rows (`Rule.zoo`: `linrec.claims.zoo.judge_zoo` and
+`zoo_verdict`; `seeds_row`: `linrec.claims.learned.seeds_verdict`), on the measured tables, never read from the
+verdict words notebook 08 stored, so a rule changed since the run cannot leave a stale word. A folder that holds the
+zoo's tables (`results/zoo`, `results/zoo_paper`) is judged by the catalog like any other: its claims 2a, 3, 4 and 6b
+are the zoo's verdicts.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.errors import LinrecError
 from linrec.base.files import find_project_root
-from linrec.base.tables import load_table
+from linrec.base.tables import Quoted, load_table
 from linrec.claims.learned import seeds_verdict
-from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_TESTABLE
+from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_TESTABLE, Rule, Verdict
 from linrec.claims.swap import FLAGS, NOT_USEFUL
-from linrec.claims.zoo import INCONCLUSIVE, SAME, pooled_claims, zoo_verdict
+from linrec.claims.zoo import INCONCLUSIVE, SAME, judge_zoo, pooled_row, zoo_verdict
+from linrec.outputs.results import Line
 
-ZOO_CLAIMS = ("2a", "3", "4", "6b")  # the claims the zoo judges, in the catalog's order
 OUTCOME_WORDS = {
     "effect": "a correlation shown",
     "no effect": "shown within the equivalence margin",
@@ -49,41 +51,46 @@ def seeds_row(table: pd.DataFrame | None, comparisons: pd.DataFrame | None = Non
     return table.iloc[0].to_dict() if table is not None and len(table) else {"word": "not run", "claim2a": NOT_TESTABLE}
 
 
-def judged(r, name: str, t: dict | None = None) -> tuple[pd.DataFrame | None, str]:
-    """The zoo's verdict table `name` ("zoo_verdict" or "zoo_claims") judged again by today's rules on the zoo's
-    measured tables (as notebook 08 judges them: the converged runs alone), with where they came from ("zoo profile":
-    `Results.read`, from the folder the verdict table came from);
-    the stored table where the measured ones are absent, None where neither is. `t`: {claim: thresholds} of the
-    rules that judge claims 3, 4 and 6b (`linrec.claims.zoo.pooled_claims`; absent: their modules')."""
-    quoted = r.read(name)  # this profile's, else results/zoo's (`linrec.base.tables.STAND_INS`)
-    stored, where = quoted.table, f"{quoted.profile} profile" if quoted.profile else ""
-    if stored is None:
-        return None, ""
-    runs = quoted.also("zoo_runs").table
+@dataclass(frozen=True)
+class ZooVerdict:
+    """A claim judged on the zoo's tables (`linrec.claims.zoo.judge_zoo`, by the claim's own row): the `verdict`, its
+    `pooled_row`, the zoo's regimes (`regimes`, claim 4's counts) and where the tables came from (`quoted`: the
+    zoo's runs as `Results.read` found them)."""
+
+    verdict: Verdict
+    row: dict
+    regimes: pd.DataFrame | None
+    quoted: Quoted
+
+    @property
+    def where(self) -> str:
+        """ "zoo profile" where results/zoo stood in, "" for this folder's own tables."""
+        return f"{self.quoted.profile} profile" if self.quoted.profile else ""
+
+    @property
+    def own(self) -> bool:
+        """Whether the zoo's tables are the folder's own (a zoo's folder: the claim's verdict is the zoo's)."""
+        return not self.where
+
+
+def zoo_judged(r, rule: Rule) -> ZooVerdict | None:
+    """Claim `rule` judged on the zoo's tables (`rule.zoo`: this folder's, else `results/zoo/`'s, `Results.read`) by
+    today's rule, as notebook 08 judges them (the converged runs alone); None where the zoo has not run, or wrote its
+    tables with an older linrec today's rule cannot read."""
+    if not rule.zoo:
+        return None
+    quoted = r.read("zoo_runs")  # this profile's, else results/zoo's (`linrec.base.tables.STAND_INS`)
+    if quoted.table is None:
+        return None
+    tables = {"zoo_runs": quoted.table} | {n: quoted.also(n).table for n in rule.zoo}
     try:
-        if name == "zoo_claims":
-            tables = [quoted.also(n).table for n in ("zoo_probe_summary", "zoo_swap_predictors", "zoo_regimes")]
-            found = any(x is not None for x in tables)
-            return (pooled_claims(*tables, runs, t=t), where) if found else (stored, where)
-        comp, comparisons = quoted.also("zoo_components").table, quoted.also("training_comparisons").table
-        if comp is None:
-            return stored, where
-        return pd.DataFrame([zoo_verdict(comp, comparisons, runs)]), where  # it keeps the converged runs itself
-    except LinrecError:  # tables of an older linrec that today's rules cannot read: the words notebook 08 stored
-        return stored, where
-
-
-def zoo_verdicts(r, t: dict | None = None) -> dict[str, str]:
-    """{claim: the zoo's verdict} for the claims it judges (`ZOO_CLAIMS`: 2a from the decomposition, 3, 4 and 6b
-    pooled), by today's rules (`judged`); {} where the zoo has not run."""
-    out = {}
-    verdict, _ = judged(r, "zoo_verdict")
-    if verdict is not None:
-        out["2a"] = str(verdict.iloc[0]["claim2a"])
-    claims, _ = judged(r, "zoo_claims", t)
-    for e in [] if claims is None else claims.to_dict("records"):
-        out[str(e["claim"])] = str(e["verdict"])
-    return {c: out[c] for c in ZOO_CLAIMS if c in out}
+        v = judge_zoo(rule, tables)
+    except (LinrecError, KeyError):  # tables of an older linrec that today's rule cannot read
+        return None
+    if v is None:
+        return None
+    first = tables[rule.zoo[0]]
+    return ZooVerdict(v, pooled_row(v, first), first, quoted)
 
 
 def _f(x, nd: int = 3) -> str:
@@ -95,12 +102,18 @@ def _ci(lo, hi, nd: int = 3) -> str:
 
 
 def zoo_2a(r) -> tuple[str, str, str] | None:
-    """(section sentence, claim-table words, claim 2a's verdict from the zoo) or None where the zoo has not run."""
-    verdict, where = judged(r, "zoo_verdict")
-    comp, dist, runs = (r.read(name).table for name in ("zoo_components", "zoo_distances", "zoo_runs"))
-    if verdict is None or comp is None or dist is None:
+    """(section sentence, claim-table words, claim 2a's verdict from the zoo) or None where the zoo has not run: the
+    zoo's rule (`linrec.claims.zoo.zoo_verdict`) on its decomposition, comparisons and runs (this folder's, else
+    `results/zoo/`'s, read together)."""
+    quoted = r.read("zoo_components")
+    comp, dist, runs = quoted.table, quoted.also("zoo_distances").table, quoted.also("zoo_runs").table
+    if comp is None or dist is None:
         return None
-    v = verdict.iloc[0]
+    try:
+        v = zoo_verdict(comp, quoted.also("training_comparisons").table, runs)  # it keeps the converged runs itself
+    except LinrecError:  # tables of an older linrec that today's rule cannot read
+        return None
+    where = f"{quoted.profile} profile" if quoted.profile else ""
     size = f"{len(runs)} runs" if runs is not None else "its runs"
     kinds = "; ".join(
         f"{d['kind']} ({int(d['n_pairs'])} pair{'s' if d['n_pairs'] != 1 else ''}) shape {_f(d['shape'])} "
@@ -123,7 +136,7 @@ def zoo_2a(r) -> tuple[str, str, str] | None:
         f"{CLAIM2_MIN_EFFECT}): {shares}"
     )
     words = f"in the zoo the shape is {_short(v['shape_factor'])} and the level {_short(v['level_factor'])}"
-    return text, words, str(v["claim2a"])
+    return Line(text, quoted), words, str(v["claim2a"])
 
 
 def _short(word: str) -> str:
@@ -132,42 +145,56 @@ def _short(word: str) -> str:
     return {SAME: "alike", INCONCLUSIVE: "undecided"}.get(word, f"set by {word}")
 
 
-def zoo_pooled(r, claim: str, t=None) -> str:
-    """The zoo's pooled row for claim `claim` ("3", "4" or "6b"): its verdict by the claim's own rule; for 3 and 6b the
-    pooled correlation with its intervals, the block count and whether it reaches the blocks the equivalence test
-    needs, for 4 the regimes counted over every trained model's blocks (`zoo_regimes`); "" where the zoo has not run.
-    `t`: the thresholds of the rule that judges `claim` (the catalog's; absent: its module's)."""
-    claims, where = judged(r, "zoo_claims", None if t is None else {claim: t})
-    if claims is None:
-        return ""
-    rows = claims[claims["claim"].astype(str) == claim]
-    if rows.empty:
-        return ""
-    e = rows.iloc[0]
+def zoo_line(z: ZooVerdict, rule: Rule) -> Line:
+    """The zoo's pooled row for claim `rule` ("3", "4" or "6b", judged by `zoo_judged`) in words: its verdict by the
+    claim's own rule; for 3 and 6b the pooled correlation with its intervals, the block count and whether it reaches
+    the blocks the equivalence test needs (at the rule's margin), for 4 the regimes counted over every trained model's
+    blocks (`zoo_regimes`)."""
+    e, where = z.row, z.where
     if not np.isfinite(float(e["n_models"])):  # no run converged: nothing pooled to quote
-        return f"Trained zoo (notebook 08, {where or 'this profile'}): {e['verdict']}, no trained run converged"
-    if claim == "4":
-        return _regimes(r, e, where)
-    stat = "r(1 − R²_lin, gain)" if claim == "3" else "ρ(R²_lin, ΔPPL)"
-    margin = getattr(t, "EQUIVALENCE_MARGIN", EQUIVALENCE_MARGIN)
+        return Line(f"Trained zoo (notebook 08, {where or 'this profile'}): {e['verdict']}, no trained run converged",
+                    z.quoted)  # fmt: skip
+    if str(rule.id) == "4":
+        return Line(_regimes(z.regimes, e, where), z.quoted)
+    stat = "r(1 − R²_lin, gain)" if str(rule.id) == "3" else "ρ(R²_lin, ΔPPL)"
     n, need = e["n_blocks"], e["n_needed"]
     power = (
         "reaches" if bool(e["powered"]) else "falls short of"
         if np.isfinite(float(need)) else "has no estimate of"
     )  # fmt: skip
-    return (
+    return Line(
         f"Trained zoo (notebook 08, {where or 'this profile'}): every block of {int(e['n_models'])} trained models "
         f"pooled with a model effect, {stat} = {_f(e['rho'], 2)}, 95 % CI {_ci(e['lo'], e['hi'], 2)}, 90 % CI "
         f"{_ci(e['lo90'], e['hi90'], 2)} at an effective {_f(e['n_eff'], 1)} of {int(n)} blocks: "
-        f"{OUTCOME_WORDS.get(e['outcome'], e['outcome']).format(margin=margin)}; "
+        f"{OUTCOME_WORDS.get(e['outcome'], e['outcome']).format(margin=rule.thresholds.EQUIVALENCE_MARGIN)}; "
         f"the block count {power} the {_f(need, 0)} the equivalence test needs for 80 % power; by the claim's own "
-        f"rule the zoo alone is {e['verdict']} (beside the offline models' verdict, which this does not change)"
+        f"rule the zoo alone is {e['verdict']} (beside the offline models' verdict, which this does not change)",
+        z.quoted,
     )
 
 
-def _regimes(r, e: dict, where: str) -> str:
+def zoo_sentence(r, rule: Rule) -> str:
+    """Claim `rule`'s zoo row in words (`zoo_judged`, `zoo_line`); "" where the zoo has not run."""
+    z = zoo_judged(r, rule)
+    return "" if z is None else zoo_line(z, rule)
+
+
+def zoo_head(z: ZooVerdict, rule: Rule) -> str:
+    """The claim table's cell for a claim judged on a zoo's own folder: the pooled number it was decided on."""
+    e = z.row
+    if not np.isfinite(float(e["n_models"])):
+        return "No trained run converged"
+    if str(rule.id) == "4":
+        n = {c: int(z.regimes[c].sum()) for c in ("n_blocks", "n_broadly_linear", "n_outlier_concentrated")}
+        return (f"There are {n['n_broadly_linear']} broadly linear and {n['n_outlier_concentrated']} "
+                f"outlier-concentrated of {n['n_blocks']} blocks over {len(z.regimes)} trained models")  # fmt: skip
+    stat = "r(1 − R²_lin, gain)" if str(rule.id) == "3" else "ρ(R²_lin, ΔPPL)"
+    return (f"Pooled over {int(e['n_blocks'])} blocks of {int(e['n_models'])} trained models, {stat} = "
+            f"{_f(e['rho'], 2)} {_ci(e['lo'], e['hi'], 2)}")  # fmt: skip
+
+
+def _regimes(regimes: pd.DataFrame | None, e: dict, where: str) -> str:
     """Claim 4's zoo row in words: the regimes summed over the trained models, and the zoo's verdict."""
-    regimes = r.read("zoo_regimes").table
     counts = ""
     if regimes is not None:
         n = {c: int(regimes[c].sum()) for c in ("n_blocks", "n_broadly_linear", "n_outlier_concentrated")}

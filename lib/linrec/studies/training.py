@@ -62,7 +62,10 @@ from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, load_timings, read
 from linrec.base.threads import free_cpus
 from linrec.claims.learned import comparison_words, seeds_verdict
-from linrec.claims.zoo import converged_runs, pooled_claims, zoo_verdict
+from linrec.claims.probe import RULE_3
+from linrec.claims.regimes import RULE_4
+from linrec.claims.swap import RULE_6B
+from linrec.claims.zoo import converged_runs, pooled_table, zoo_verdict
 from linrec.collect.config import CaptureConfig
 from linrec.collect.reuse import REFERENCE_SECONDS, duration
 from linrec.inputs.models import load_model
@@ -316,9 +319,10 @@ def swap_table(p: Profile, r: Runs) -> tuple[pd.DataFrame, pd.DataFrame]:
 def zoo(p: Profile, r: Runs, where: Path) -> None:
     """The pipeline on every run's last checkpoint (`measure_finals`, its swap study on `p.screening_windows` train
     windows), then what the layout, the text and the seed each set (`components`, `zoo_verdict`) and the across-block
-    claims pooled over every run's blocks (`pooled_claims`); its tables written under `where`. Every run is measured
-    and shown (`zoo_runs`, `zoo_blocks`, `training_swap`), but the distances, the decomposition and every verdict are
-    drawn from the runs that converged alone (`convergence_table`: the plateau rule on the held-out loss)."""
+    claims pooled over every run's blocks (`pooled_table`: claims 3, 6b and 4 by their rows); its tables written
+    under `where`. Every run is measured and shown (`zoo_runs`, `zoo_blocks`, `training_swap`), but the distances,
+    the decomposition and every verdict are drawn from the runs that converged alone (`convergence_table`: the
+    plateau rule on the held-out loss)."""
     if p.train_pipeline_workers > 1:  # a machine with cores to spare (a GPU's): several runs at once, same numbers
         measured = measure_in_workers(p, r, p.train_pipeline_workers)
     else:
@@ -361,7 +365,10 @@ def zoo(p: Profile, r: Runs, where: Path) -> None:
         zoo_probe_summary=probe,
         zoo_swap_predictors=pred,
         zoo_regimes=regimes,
-        zoo_claims=pooled_claims(probe, pred, regimes, runs_written),
+        zoo_claims=pooled_table(
+            (RULE_3, RULE_6B, RULE_4),
+            {"zoo_probe_summary": probe, "zoo_swap_predictors": pred, "zoo_regimes": regimes, "zoo_runs": runs_written},
+        ),
     ).write(where)
     # not computable on these runs: an earlier run's table must not stay (the other fields are other stages')
     verdicts.drop_absent(where, ("zoo_distances", "zoo_components", "zoo_probe_summary", "zoo_swap_predictors",
