@@ -24,10 +24,12 @@ from typing import ClassVar
 
 import pandas as pd
 
-from linrec.analyses.large_n import CURVE_N_BOOT, curve_overview, curve_summary, curve_table, with_profile
+from linrec.analyses.large_n import CURVE_N_BOOT, curve_overview, curve_summary, curve_table, other_split, with_profile
 from linrec.analyses.profile import move_tests, profile_summary, replication_summary
 from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.base.errors import LinrecError
+from linrec.base.registry import TABLES
+from linrec.base.tables import read
 from linrec.claims.profile import claim1_holds
 from linrec.collect.capture import Capture, get_capture, replicate_captures
 from linrec.collect.curves import CurveConfig, get_curve
@@ -49,6 +51,7 @@ class CeilingResult(Result):
     r2_curve_overview: pd.DataFrame | None = None
     r2_replicates: pd.DataFrame | None = None
     r2_replicates_summary: pd.DataFrame | None = None
+    curve_split: pd.DataFrame | None = None  # r2_lin against the learning curve's at its train rows (the report's)
     captures: list[Capture] = field(default_factory=list, repr=False)  # one per model, statistics only
     shown: pd.DataFrame | None = None  # the profile claim 1 and Figure 2 read: r2_lin, or the curve's at its largest
     ref_tokens: int | None = None  # the learning curve's reference train size (its overview's `gain_*` start there)
@@ -140,5 +143,19 @@ def run(p: Profile) -> CeilingResult:
     reps = rep_summary = None
     if p.replicate_samples:
         reps, rep_summary = replicates(p, table)
-    result = CeilingResult(table, moves, summary, other, curve, runs, overview, reps, rep_summary, captures, shown, ref)
+    result = CeilingResult(table, moves, summary, other, curve, runs, overview, reps, rep_summary,
+                           split_against_curve(p, table, curve), captures, shown, ref)  # fmt: skip
     return result.write(p.results_dir)
+
+
+def split_against_curve(p: Profile, table: pd.DataFrame, curve: pd.DataFrame | None) -> pd.DataFrame | None:
+    """`table` (this run's r2_lin) against the learning curve's R²_lin at its train rows (`other_split`), the curve
+    this run's, else as the report quotes it (`linrec.base.tables.read`: the last run of the profile that stands in);
+    None where there is no curve, no rows where they share no model and size (`linrec.outputs.refresh.curve_split`
+    writes the same from a results folder)."""
+    if curve is None:
+        curve = read("r2_curve_overview", p.results_dir).also("r2_curve").table
+    if curve is None:
+        return None
+    found = other_split(curve, table)
+    return found.reindex(columns=list(TABLES["curve_split"].columns))
