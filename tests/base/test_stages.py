@@ -63,3 +63,23 @@ def test_nothing_is_recorded_and_no_model_is_hooked_without_a_runner_asking(tmp_
     for _ in bar(range(2), desc="loop"):
         pass
     assert not list(tmp_path.iterdir())
+
+
+def test_a_block_answering_from_a_cached_prefix_counts_nothing_and_the_count_leaves_a_model_keyable(recorded):
+    """A block whose `forward` is replaced by its cached output (linrec.analyses.perplexity's prefix) ran nothing;
+    and the counting hook is passive, so the evaluation memo still keys the model (a hook that could change what a
+    block returns still makes it unkeyable)."""
+    from linrec.analyses import memo
+
+    model = make_tiny_model("llama")
+    sites = find_ffn_sites(model)
+    memo.check_unhooked(model)  # the count alone: keyable
+    hidden = torch.randn(2, 5, model.config.hidden_size)
+    block = sites[0].block
+    block.forward = lambda *a, **k: (hidden,)  # as the prefix cache answers
+    for _ in bar(range(1), desc="cached"):
+        block(hidden)
+    assert pd.read_csv(recorded).set_index("stage").loc["cached", "model_tokens"] == 0
+    block.register_forward_hook(lambda m, a, out: out)
+    with pytest.raises(memo.Unkeyable):
+        memo.check_unhooked(model)

@@ -38,6 +38,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from linrec.base.stages import PASSIVE
+
 VERSION = 1  # of the entry's layout; the key carries the code's own source
 CODE = ("linrec.analyses.perplexity", "linrec.inputs.surgery", "linrec.inputs.sites")  # what evaluates
 _SCALARS = (bool, int, float, str, type(None))
@@ -81,8 +83,12 @@ def _array(h, a: np.ndarray, path: str) -> None:
 
 
 def _hooks(module: torch.nn.Module) -> list[str]:
-    """The kinds of forward or backward hook registered on `module` itself (a hook can change what it returns)."""
-    return [k for k, v in vars(module).items() if k.startswith(("_forward", "_backward")) and "hook" in k and v]
+    """The kinds of forward or backward hook registered on `module` itself (a hook can change what it returns), those
+    marked passive left out (`linrec.base.stages`' token count, which `linrec figures` puts on every block)."""
+    passive = {i for d in (module._forward_pre_hooks, module._forward_hooks) for i, fn in d.items()
+               if getattr(fn, PASSIVE, False)}  # fmt: skip
+    return [k for k, v in vars(module).items()
+            if k.startswith(("_forward", "_backward")) and "hook" in k and v and set(v) - passive]  # fmt: skip
 
 
 def _feed(h, obj: object, path: str, stack: set[int]) -> None:

@@ -2,7 +2,9 @@
 and where a runner asks for it (LINREC_STAGES names a file) each one writes a row there as it ends: its name (the
 bar's `desc`), how many steps it ran, its wall and CPU seconds, and how much model work it did, counted as the
 tokens that went through whole models (`model_tokens`: every call of a transformer block adds its tokens over the
-model's number of blocks, so a swap evaluated from a cached hidden state counts the blocks it reran, not a forward).
+model's number of blocks, so a swap evaluated from a cached hidden state counts the blocks it reran, not a forward:
+a block answering from `linrec.analyses.perplexity`'s prefix cache runs nothing and counts nothing). The hook is
+marked passive, so a model carrying it stays keyable for the evaluation memo (`linrec.analyses.memo`).
 
 `linrec figures` sets LINREC_STAGES for each notebook's kernel and gathers the rows into `stages.csv` beside the
 executed notebooks (`linrec.app.records.record_stages`); benchmarks/stages.py turns them into a per-stage profile.
@@ -24,6 +26,7 @@ from pathlib import Path
 ENV = "LINREC_STAGES"  # the file each stage's row is appended to (a CSV with `COLUMNS`); unset: nothing recorded
 COLUMNS = ("notebook", "stage", "depth", "unit", "steps", "wall_s", "cpu_s", "model_tokens")
 _WATCHED = "_linrec_stages_hook"  # the attribute that marks a block already counted
+PASSIVE = "linrec_passive"  # marks a hook that only counts: what the module returns is unchanged (analyses.memo)
 
 _tokens = 0.0  # tokens through whole models so far in this process (block calls' tokens / the model's block count)
 _open = 0  # stages open now (the depth the next one gets)
@@ -49,10 +52,13 @@ def watch_blocks(blocks) -> None:
 
     def count(module, args, kwargs):
         global _tokens
+        if "forward" in vars(module):  # answering from a cached prefix (linrec.analyses.perplexity): it runs nothing
+            return
         hidden = args[0] if args else kwargs.get("hidden_states")
         if hidden is not None and hasattr(hidden, "shape") and len(hidden.shape) >= 2:
             _tokens += share * float(hidden.shape[:-1].numel())
 
+    setattr(count, PASSIVE, True)  # a model's evaluations stay keyable with it (linrec.analyses.memo._hooks)
     for block in blocks:
         if getattr(block, _WATCHED, None) is None:
             setattr(block, _WATCHED, block.register_forward_pre_hook(count, with_kwargs=True))
