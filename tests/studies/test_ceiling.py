@@ -23,7 +23,7 @@ from linrec.studies import ceiling
 CAPTURE = {"seq_len": 32, "tokens": 2048, "sample_rows": 0}
 CURVE = {"curve_train_tokens": [512, 1024, 1536], "curve_test_tokens": 512, "curve_seeds": 2}
 ALWAYS = {"r2_lin", "r2_moves", "r2_lin_summary"}
-CURVE_TABLES = {"r2_curve", "r2_curve_runs", "r2_curve_overview", "r2_lin_summary_other"}
+CURVE_TABLES = {"r2_curve", "r2_curve_runs", "r2_curve_overview", "r2_lin_summary_other", "curve_split"}
 REPLICATES = {"r2_replicates", "r2_replicates_summary"}
 
 

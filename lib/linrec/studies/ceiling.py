@@ -150,11 +150,11 @@ def run(p: Profile) -> CeilingResult:
 
 def split_against_curve(p: Profile, table: pd.DataFrame, curve: pd.DataFrame | None) -> pd.DataFrame | None:
     """`table` (this run's r2_lin) against the learning curve's R²_lin at its train rows (`other_split`), the curve
-    this run's, else as the report quotes it (`linrec.base.tables.read`: the last run of the profile that stands in);
+    this run's, else the last run of the profile that stands in for it (`linrec.base.tables.read`);
     None where there is no curve, no rows where they share no model and size (`linrec.outputs.refresh.curve_split`
     writes the same from a results folder)."""
-    if curve is None:
-        curve = read("r2_curve_overview", p.results_dir).also("r2_curve").table
+    if curve is None:  # the run that stands in for it; never this folder's own, an earlier run's (not this one's)
+        curve = read("r2_curve_overview", p.results_dir, own=False).also("r2_curve").table
     if curve is None:
         return None
     found = other_split(curve, table)
