@@ -35,27 +35,16 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
-REFERENCE = """
-import time, torch
-from linrec.inputs.models import load_model
-model = load_model("smollm2-135m").model
-ids = torch.randint(0, model.config.vocab_size, (16, 128), generator=torch.Generator().manual_seed(0))
-times = []
-with torch.inference_mode():
-    model(ids[:2], use_cache=False)
-    for _ in range(3):
-        t0 = time.perf_counter()
-        model(ids, use_cache=False)
-        times.append(time.perf_counter() - t0)
-print(ids.numel() / sorted(times)[1])
-"""
-
 
 def reference_rate() -> float:
-    """SmolLM2-135M's plain forward here, in tokens per second (median of 3; NaN where it cannot run)."""
+    """SmolLM2-135M's plain forward here (benchmarks/tests.py's `REFERENCE`: 16 windows of 128 tokens, median of 3),
+    in tokens per second; NaN where it cannot run."""
+    sys.path.insert(0, str(HERE))
+    from tests import REFERENCE
+
     proc = subprocess.run([sys.executable, "-c", REFERENCE], capture_output=True, text=True, cwd=ROOT)
     try:
-        return float(proc.stdout.strip().splitlines()[-1])
+        return 16 * 128 / float(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return float("nan")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from functools import partial
 
 import torch
 
@@ -44,15 +45,21 @@ def run_jobs(fn, jobs, workers: int | None = None, desc: str = "", unit: str = "
                 bar.update()
         else:  # started after one_thread, the pool's threads get torch's one thread (and set it again, to be sure)
             with ThreadPoolExecutor(workers, initializer=torch.set_num_threads, initargs=(1,)) as pool:
-                futures = {pool.submit(fn, job): i for i, job in enumerate(jobs)}
-                try:
-                    for f in as_completed(futures):
-                        done[futures[f]] = f.result()
-                        bar.update()
-                except BaseException:
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    raise
+                _gather(pool, [partial(fn, job) for job in jobs], done, bar)
     return [done[i] for i in range(len(jobs))]
+
+
+def _gather(pool, calls, done: dict, bar) -> None:
+    """Submit `calls` to `pool`, putting each result in `done` under its call's index as it comes; the first error is
+    raised here once the calls still running have finished (those not started are cancelled)."""
+    futures = {pool.submit(call): i for i, call in enumerate(calls)}
+    try:
+        for f in as_completed(futures):
+            done[futures[f]] = f.result()
+            bar.update()
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
 
 
 ONE_THREAD_ENV = {var: "1" for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
@@ -79,14 +86,7 @@ def run_processes(calls, workers: int | None = None, desc: str = "", unit: str =
         os.environ.update(ONE_THREAD_ENV)  # the workers start (on submit) with this environment; restored after
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                futures = {pool.submit(call): i for i, call in enumerate(calls)}
-                try:
-                    for f in as_completed(futures):
-                        done[futures[f]] = f.result()
-                        bar.update()
-                except BaseException:
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    raise
+                _gather(pool, calls, done, bar)  # the workers start on submit, with the environment above
         finally:
             for var, value in before.items():
                 os.environ.pop(var, None) if value is None else os.environ.__setitem__(var, value)
