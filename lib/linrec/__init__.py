@@ -20,7 +20,7 @@ The package's folders are its layers, lowest first; a module imports only from i
                · layouts (GPT-2, Pythia, llama rows) · plateau (the plateau rule)
                · quant_noise (one more GGUF-sized rounding error, drawn)
     collect/   config (capture settings, written once) · capture (one pass → statistics per block) · plan (memory)
-               · rows (the row sample on disk, the first positions)
+               · rows (the row sample on disk, the first positions) · overlap (a GPU's work beside the forward pass)
                · reuse (a larger capture serves, a new one says its cost) · curves (R²_lin against train tokens)
     analyses/  recoverability · profile (claim 1's numbers: the profile's shape, its moves tested, its replication)
                · large_n (learning-curve tables) · probe · pitfall · spectrum (and notebook 04's summaries: the regimes)

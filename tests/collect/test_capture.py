@@ -755,6 +755,8 @@ def test_the_accelerator_paths_agree_with_the_host_paths(tiny_model, tmp_path, m
     numeric = host_table.select_dtypes("number").columns.drop(["cond_gram", "cond_scaled"])
     assert np.allclose(dev_table[numeric], host_table[numeric], rtol=1e-9, atol=1e-10, equal_nan=True)
     assert np.allclose(np.log(dev_table.cond_gram), np.log(host_table.cond_gram), atol=1e-6)
+    assert np.allclose(np.log(dev_table.cond_scaled), np.log(host_table.cond_scaled), atol=1e-6)
+    assert {f.solver for f in dev._fits.values()} == {"cholesky"}  # the guarded solve took every block's map here
     for b in range(host.n_blocks):
         for k in ("n", "sse", "sy", "syy", "shift"):
             a, d = getattr(host.heldout[b], k), getattr(dev.heldout[b], k)

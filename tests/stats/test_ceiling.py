@@ -144,3 +144,67 @@ def test_reduced_rank_regression_is_optimal():
     assert AffineFFN.from_fit(fit).n_params == params_linear(d_in, d_out) == d_in * d_out + d_out
     with pytest.raises(LinrecError, match="rank"):
         reduce_rank(fit, train, d_out + 1)
+
+
+# ---- the guarded Cholesky solve of the accelerator's held-out maps (issue 91) ----------------------------------------
+def _on_device(monkeypatch):
+    """The accelerator's paths, here on the CPU (the one switch they read)."""
+    from linrec.stats import moments
+
+    monkeypatch.setattr(moments, "accelerated", lambda device: True)
+
+
+def _threshold(m: Moments) -> float:
+    """rcond at which the bound tr(A)·‖L⁻¹‖²_F·rcond < 1 turns over, from the scaled Gram of `m` (dead features given
+    a unit diagonal, as the solve does)."""
+    C = m.Cxx
+    diag = np.diag(C)
+    s = np.where(diag > 0, 1 / np.sqrt(np.where(diag > 0, diag, 1)), 0)
+    A = C * np.outer(s, s)
+    Ap = A + np.diag(diag <= 0)
+    return 1 / (np.trace(A) * np.trace(np.linalg.inv(Ap)))
+
+
+@pytest.mark.parametrize("cond_exp", [0, 6])
+def test_the_guarded_cholesky_solves_the_eigensolvers_system(monkeypatch, cond_exp):
+    """Where the bound holds, the Cholesky map is the eigensolver's to rounding (lstsq on the stored rows agrees),
+    its rank every live feature, its scaled κ left for the table to compute (and then the eigensolver's)."""
+    from linrec.stats.ceiling import scaled_condition
+
+    x, y = _problem(cond_exp)
+    x = np.c_[x, np.full(len(x), 2.0)]  # a dead input feature, as Gemma-3 has
+    eig = fit_affine(moments_of(x[:3200], y[:3200]), condition=False)
+    _on_device(monkeypatch)
+    m = moments_of(x[:3200], y[:3200])
+    chol = fit_affine(m, condition=False, cholesky=True)
+    assert chol.solver == "cholesky" and eig.solver == "eigh"
+    assert chol.rank == eig.rank == 40 and chol.dead_inputs == 1 and np.isnan(chol.cond_scaled)
+    assert np.allclose(chol.W, eig.W, rtol=1e-8, atol=1e-10 * np.abs(eig.W).max()) and np.all(chol.W[-1] == 0)
+    test = moments_of(x[3200:], y[3200:])
+    ref, _ = _lstsq_r2(x[:3200], y[:3200], x[3200:], y[3200:])
+    assert abs(score(chol, test).r2 - ref) < 1e-9
+    assert scaled_condition(m.Cxx) == pytest.approx(eig.cond_scaled, rel=1e-6)
+
+
+def test_the_cholesky_guard_turns_over_at_its_bound(monkeypatch):
+    """Just inside the bound the Cholesky solve runs; just outside it the eigensolver does, its map as without the
+    switch, bit for bit (a guard that always passes, planted, fails the second half)."""
+    x, y = _problem(6)
+    _on_device(monkeypatch)
+    m = moments_of(x, y)
+    t = _threshold(m)
+    assert fit_affine(m, rcond=t * (1 - 1e-6), condition=False, cholesky=True).solver == "cholesky"
+    outside = fit_affine(m, rcond=t * (1 + 1e-6), condition=False, cholesky=True)
+    plain = fit_affine(m, rcond=t * (1 + 1e-6), condition=False)
+    assert outside.solver == "eigh" and np.array_equal(outside.W, plain.W) and outside.rank == plain.rank
+
+
+def test_an_ill_conditioned_gram_goes_to_the_eigensolver(monkeypatch):
+    """Two inputs equal to rounding (the scaled Gram singular to float64): the eigensolver's minimum-norm map."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2000, 6))
+    x = np.c_[x, x[:, 0] * (1 + 1e-15)]
+    y = np.sin(x[:, :3]) + 0.1 * rng.standard_normal((2000, 3))
+    _on_device(monkeypatch)
+    fit = fit_affine(moments_of(x, y), condition=False, cholesky=True)
+    assert fit.solver == "eigh" and fit.rank == 6

@@ -59,6 +59,7 @@ from linrec.base.files import scratch_dir, unseal, write_entry, writing
 from linrec.base.progress import bar as progress_bar
 from linrec.base.progress import write as progress_write
 from linrec.collect.config import CAPTURE_VERSION, SPLITS, CaptureConfig, CaptureRun
+from linrec.collect.overlap import Overlap
 from linrec.collect.plan import block_groups, check_disk, check_fits, memory_plan, plan_text, probe_sites
 from linrec.collect.reuse import (
     Pace,
@@ -76,7 +77,7 @@ from linrec.inputs.hf import LoadedModel, check_context, check_device, input_dev
 from linrec.inputs.models import load_model
 from linrec.inputs.sites import ffn_hooks, run_until_stop
 from linrec.inputs.source import ModelSource, as_source
-from linrec.stats.ceiling import NON_FINITE, AffineFit, Score, fit_affine, gram_condition, score
+from linrec.stats.ceiling import NON_FINITE, AffineFit, Score, fit_affine, gram_condition, scaled_condition, score
 from linrec.stats.distributed import barrier, broadcast_path, merge_moments, world
 from linrec.stats.heldout import HeldOut, HeldOutSums
 from linrec.stats.moments import Moments, remove_rows
@@ -121,10 +122,11 @@ class Capture:
         fit = self._fits.get(block)
         if fit is None:
             fit = self._fits[block] = fit_affine(self.stats["train"][block], block=block)
-        elif np.isnan(fit.cond_gram):  # fitted by the capture for its held-out sums, which skip κ: the same map
-            train = self.stats["train"][block]
+        elif np.isnan(fit.cond_gram):  # the capture's map for its held-out sums, which skips κ (and, solved by
+            train = self.stats["train"][block]  # Cholesky, the scaled κ): the same map, its κ computed here
             Cxx = train.symmetric()[: train.d_in, : train.d_in] if train.on_device else train.Cxx
-            fit = self._fits[block] = replace(fit, cond_gram=gram_condition(Cxx))
+            scaled = scaled_condition(Cxx) if np.isnan(fit.cond_scaled) else fit.cond_scaled
+            fit = self._fits[block] = replace(fit, cond_gram=gram_condition(Cxx), cond_scaled=scaled)
         return fit
 
     def fit_rest(self, block: int) -> AffineFit | None:
@@ -230,11 +232,18 @@ def _run_capture(
     reduced: set[int] = set()  # blocks whose train first rows were summed over ranks before their fit
     current = {"split": "train", "position": 0}
 
-    def on_ffn(block: int, x: torch.Tensor, y: torch.Tensor) -> None:
+    item = next(model.parameters()).element_size()  # the test rows a fit beside the test windows keeps:
+    kept = len(windows.test) * T * sum(dx + dy for dx, dy in dims) * item if len(groups) == 1 else float("inf")
+    overlap = Overlap(devices, kept if world()[1] == 1 else float("inf"))  # in line on a CPU (see its module)
+
+    def update(x: torch.Tensor, y: torch.Tensor, block: int) -> None:
         stats[current["split"]][block].update(x, y, config.product)
         first.write(current["split"], block, current["position"], x[:, 0], y[:, 0])  # [batch, seq, d] → first rows
         if current["split"] == "test":
-            heldout.update(block, x, y)
+            overlap.held_out(heldout, block, x, y)
+
+    def on_ffn(block: int, x: torch.Tensor, y: torch.Tensor) -> None:
+        overlap.run(partial(update, block=block), x, y)
         if sampler is not None:
             sampler.write(block, x, y)
 
@@ -270,16 +279,20 @@ def _run_capture(
                 run(batch)
                 bar.update()
                 pace.tick()
+            overlap.join()
             merge_moments([stats["train"][i] for i in group])  # every rank: the whole train split, merged exactly
             if len(windows.test):  # this group's train split is complete: fit its blocks once
                 if size > 1:  # each rank holds its own train windows' first rows: every rank needs all of them
                     first.all_reduce("train", group)
                     reduced.update(group)
-                heldout.fit(stats["train"], group, {i: first.moments_of("train", i) for i in group})
+                train_first = {i: first.moments_of("train", i) for i in group}
+                overlap.fit(partial(heldout.fit, stats["train"], group, train_first))
             for batch in (b for b in mine if b[0] == "test"):
                 run(batch)
                 bar.update()
                 pace.tick()
+            overlap.join()
+            overlap.finish(heldout)
         if len(groups) > 1:  # a finished group leaves its device
             moved = [i for i in group if devices[i].type != "cpu"]
             for i in moved:

@@ -5,7 +5,7 @@
 With an intercept, the problem is centred least squares: Cxx W = Cxy, b = μy − Wᵀμx, where
 Cxx, Cxy are the train split's centred cross-products (`linrec.stats.moments.Moments`).
 
-Solver ("eigh", the only one): Jacobi-scale the Gram matrix, A = D Cxx D with
+Solver ("eigh"): Jacobi-scale the Gram matrix, A = D Cxx D with
 D = diag(Cxx)^(-1/2), so every input feature has unit variance (LLM activations span ~5e4 in
 scale, which alone would make κ(Cxx) huge), then take the eigendecomposition A = V Λ Vᵀ and
 apply the pseudo-inverse with eigenvalues below `rcond`·λ_max treated as zero. In float64
@@ -18,6 +18,14 @@ on stored rows up to κ(Cxx) ≈ 1e11 in the tests; beyond, see the reported `ra
 ridge·diag(Cxx) (i.e. `ridge` on the scaled diagonal); it is 0 unless asked for, and the
 result records it. Input features with zero variance (Gemma-3 has one: its pre-FFN norm gain
 is 0 there) get zero weights, are counted (`dead_inputs`) and are left out of κ.
+
+On an accelerator the capture's own held-out maps (`condition=False`, the statistics on the device) may take a
+Cholesky factor A = LLᵀ instead (solver "cholesky"), where it provably solves the same system: λmax(A) ≤ tr(A) and
+λmin(A) ≥ 1/tr(A⁻¹) = 1/‖L⁻¹‖²_F, so rcond·tr(A)·‖L⁻¹‖²_F < 1 proves that no eigenvalue falls below the cutoff, the
+pseudo-inverse above is the inverse, and both are the least-squares solution to rounding (about κ·ε apart). Where
+the bound fails (or the factor does), the eigensolver runs as above. The device's eigensolver is latency-bound at
+these sizes and was a sixth of the capture's time on one H200 (results/bench/gpu_profile.json); κ and the scaled κ
+of such a map are computed when a table reads them (`linrec.collect.capture.Capture.fit`).
 
 Held-out errors come from the test split's statistics alone. With e = y − Wᵀx − b and the
 test split's (n, μ, C):  Σe_j² = Cyy_jj − 2(WᵀCxy)_jj + (WᵀCxxW)_jj + n(μy − Wᵀμx − b)_j²,
@@ -61,6 +69,18 @@ def gram_condition(C: np.ndarray | torch.Tensor) -> float:
     with one_thread():
         lam = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(C[np.ix_(live, live)]))).numpy()
     return float(lam[-1] / lam[0]) if lam[0] > len(C) * EPS * lam[-1] else float("inf")
+
+
+def scaled_condition(C: np.ndarray | torch.Tensor) -> float:
+    """κ of the Jacobi-scaled Gram D C D (D = diag(C)^(-1/2) on non-constant features), what the solver sees
+    (`AffineFit.cond_scaled`), by `gram_condition`; for a map solved without the eigenvalues (solver "cholesky")."""
+    if isinstance(C, torch.Tensor):
+        diag = torch.diagonal(C)
+        scale = torch.where(diag > 0, 1.0 / torch.sqrt(torch.where(diag > 0, diag, 1.0)), 0.0)
+        return gram_condition(C * torch.outer(scale, scale))
+    diag = np.diag(C)
+    scale = np.where(diag > 0, 1.0 / np.sqrt(np.where(diag > 0, diag, 1.0)), 0.0)
+    return gram_condition(C * np.outer(scale, scale))
 
 
 NON_FINITE = "NaN or inf activations; check the model's weights for NaN or inf (a float16 model: run it in float32)"
@@ -147,12 +167,18 @@ def factor_gram(Cxx: np.ndarray, rcond: float | None = None, ridge: float = 0.0,
 
 
 def fit_affine(
-    train: Moments, rcond: float | None = None, ridge: float = 0.0, block: int | str = "?", condition: bool = True
+    train: Moments,
+    rcond: float | None = None,
+    ridge: float = 0.0,
+    block: int | str = "?",
+    condition: bool = True,
+    cholesky: bool = False,
 ) -> AffineFit:
     """Closed-form affine least squares from train statistics (see module docstring).
 
     `condition=False` skips the separate eigensolve for `cond_gram` (left NaN; half the cost);
-    W, b, rank and `cond_scaled` are the same either way."""
+    W, b, rank and `cond_scaled` are the same either way. `cholesky` (statistics on an accelerator, without
+    `condition`): the guarded Cholesky solve where its bound holds, `cond_scaled` then left NaN."""
     d = train.d_in
     if train.n <= d + 1:
         raise LinrecError(
@@ -160,7 +186,7 @@ def fit_affine(
             f"raise --tokens to at least {2 * (d + 2)} (more rows than the FFN width)"
         )
     if train.on_device:
-        return _fit_on_device(train, rcond, ridge, block, condition)
+        return _fit_on_device(train, rcond, ridge, block, condition, cholesky)
     Cxx, Cxy, _ = train.blocks()
     if not np.isfinite(Cxy).all():
         raise LinrecError(f"block {block}: {NON_FINITE}")
@@ -179,10 +205,28 @@ def fit_affine(
     )
 
 
-def _fit_on_device(train: Moments, rcond: float | None, ridge: float, block, condition: bool) -> AffineFit:
+def _guarded_cholesky(A: torch.Tensor, live: torch.Tensor, B: torch.Tensor, factor: float) -> torch.Tensor | None:
+    """A⁻¹B by a Cholesky factor of the scaled Gram `A` (dead features given a unit diagonal, so the factor exists;
+    their rows of B are zero), where the bound of the module docstring proves the eigensolver would keep every live
+    direction (`factor`·tr(A)·‖L⁻¹‖²_F < 1); None where it does not, or the factor fails. One value is read back."""
+    Ap = A.clone()
+    Ap.diagonal().add_((~live).to(A.dtype))
+    L, info = torch.linalg.cholesky_ex(Ap)
+    eye = torch.eye(len(A), dtype=A.dtype, device=A.device)
+    inv_trace = torch.linalg.solve_triangular(L, eye, upper=False).square().sum()  # tr(A'⁻¹) ≥ tr(A⁻¹) on live
+    ok = (info == 0) & torch.isfinite(inv_trace) & (factor * torch.diagonal(A).sum() * inv_trace < 1)
+    if not bool(ok):
+        return None
+    return torch.cholesky_solve(B, L)
+
+
+def _fit_on_device(
+    train: Moments, rcond: float | None, ridge: float, block, condition: bool, cholesky: bool = False
+) -> AffineFit:
     """`fit_affine` in torch where `train` lives (an accelerator): the same steps as `factor_gram` and
     `GramFactor.solve` (Jacobi scale, float64 eigh, pseudo-inverse below d·ε·λmax), with nothing on the host but the
-    checks' flags and the result. Agrees with the host solve to rounding (the eigensolvers differ)."""
+    checks' flags and the result. Agrees with the host solve to rounding (the eigensolvers differ). With `cholesky`
+    (only without `condition`): the guarded Cholesky solve of the module docstring where its bound holds."""
     d = train.d_in
     M = train.symmetric()
     Cxx, Cxy = M[:d, :d], M[:d, d:]
@@ -196,8 +240,27 @@ def _fit_on_device(train: Moments, rcond: float | None, ridge: float, block, con
     A = Cxx * torch.outer(scale, scale)
     if ridge:
         A.diagonal().add_(ridge * live.to(A.dtype))
+    factor = d * EPS if rcond is None else rcond
+    if cholesky and not condition:
+        solved = _guarded_cholesky(A, live, scale[:, None] * Cxy, factor)
+        if solved is not None:
+            W = scale[:, None] * solved
+            b = train.mean[d:] - train.mean[:d] @ W
+            n_live = int(live.sum())
+            return AffineFit(
+                W=W.cpu().numpy(),
+                b=b.cpu().numpy(),
+                cond_gram=float("nan"),
+                cond_scaled=float("nan"),  # computed where a table reads it (`Capture.fit`)
+                rank=n_live,  # every live direction is kept: the bound proves it
+                n_train=train.n,
+                dead_inputs=d - n_live,
+                solver="cholesky",
+                ridge=ridge,
+                on_device=(W, b),
+            )
     lam, V = torch.linalg.eigh(A)
-    cutoff = (d * EPS if rcond is None else rcond) * lam[-1]
+    cutoff = factor * lam[-1]
     keep = lam > cutoff
     inv = torch.where(keep, 1.0 / torch.where(keep, lam, 1.0), 0.0)
     W = scale[:, None] * (V @ (inv[:, None] * (V.T @ (scale[:, None] * Cxy))))

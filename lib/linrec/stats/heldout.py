@@ -221,7 +221,7 @@ class HeldOutSums:
         accelerator are fitted there (`fit_affine`), and the map stays there: nothing of the held-out sums passes
         through the host until `result`."""
         try:
-            fit = fit_affine(m, block=i, condition=False)
+            fit = fit_affine(m, block=i, condition=False, cholesky=True)
         except LinrecError as err:  # surfaced by the ceiling on this block; the capture goes on
             if record:
                 self.errors[i] = str(err)
