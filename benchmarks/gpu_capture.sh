@@ -36,6 +36,9 @@ if [ "$MODE" = bench ]; then
     --peer-tokens ${PEER:-} --compare-tokens 20480 --csv "$OUT/gpu.csv" > "$OUT/gpu.log" 2>&1
   echo "bench rc=$? $(( $(date +%s) - t0 )) s"; tail -5 "$OUT/gpu.log"
 fi
+timeout -k 5 "${PROFILE_S:-200}" python3 benchmarks/gpu_profile.py --model "$ck" --device "$DEVICE" --tokens "$TOKENS" \
+  ${VARIANTS:+--variants} --out "$OUT" > "$OUT/profile.log" 2>&1
+echo "profile rc=$? $(( $(date +%s) - t0 )) s"; tail -4 "$OUT/profile.log"
 if [ -n "${SMOL:-}" ]; then  # the report's own model (a .gguf path), the default profile's capture, here and on the CPU
   for dev in "$DEVICE" cpu; do
     s0=$(date +%s.%N)
@@ -44,7 +47,4 @@ if [ -n "${SMOL:-}" ]; then  # the report's own model (a .gguf path), the defaul
     echo "smollm2 $dev rc=$? $(python3 -c "import time; print(round(time.time() - $s0, 1))") s"
   done
 fi
-timeout -k 5 "${PROFILE_S:-200}" python3 benchmarks/gpu_profile.py --model "$ck" --device "$DEVICE" --tokens "$TOKENS" \
-  ${VARIANTS:+--variants} --out "$OUT" > "$OUT/profile.log" 2>&1
-echo "profile rc=$? $(( $(date +%s) - t0 )) s"; tail -4 "$OUT/profile.log"
 echo "total $(( $(date +%s) - t0 )) s"
