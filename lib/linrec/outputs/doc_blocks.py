@@ -331,8 +331,13 @@ def gpu_words(gpu: pd.DataFrame) -> str:
         f"{small['tokens']:,} tokens, the exact capture takes {small['ratio_exact']:.2f}× the plain forward pass, the "
         f"ceiling table of all {small['blocks']} blocks {small['ceiling_s']:.2f} s, and a capture on the device and "
         f"one on the CPU of the same windows ({small['cmp_tokens']:,} tokens) agree to "
-        f"{_exp(small['device_vs_cpu_max_abs_dr2'])} in R²_lin; at {big['tokens']:,} tokens the capture took "
-        f"{big['ratio_exact']:.2f}× the forward with {big['exact_peak_gib']:.1f} GiB of device memory, where {peer}"
+        f"{_exp(small['device_vs_cpu_max_abs_dr2'])} in R²_lin; "
+        + (
+            f"it took {big['exact_peak_gib']:.1f} GiB of device memory, where {peer}"
+            if big["tokens"] == small["tokens"]
+            else f"at {big['tokens']:,} tokens the capture took {big['ratio_exact']:.2f}× the forward with "
+            f"{big['exact_peak_gib']:.1f} GiB of device memory, where {peer}"
+        )
     )
 
 
