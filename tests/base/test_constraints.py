@@ -131,6 +131,7 @@ def test_a_word_typed_on_the_command_line_is_parsed_by_its_rule_and_said_in_flag
     _refused_read(Integer(low=1), "tokens", "2.5", LinrecValueError, "not a whole number")
     said = _refused_read(Options(("auto", "yes")), "bos", "x", LinrecValueError, "not one of")
     assert flag_words(said, "bos", "--bos") == "--bos x is not one of 'auto', 'yes'; e.g. --bos auto"
+    assert flag_words(said, "bos", "bos") == "x is not one of 'auto', 'yes'; e.g. auto"  # a positional: the value
     assert python_words(flag_words("seq_len=1 is out of range: seq_len must be ≥ 2", "seq_len", "--seq-len")) == (
         "seq_len=1 is out of range: seq_len must be ≥ 2"
     )

@@ -324,7 +324,7 @@ def read(constraint: Constraint, name: str, text: str):
 def flag_words(message: str, name: str, flag: str) -> str:
     """A constraint's message about `name` in the command line's words: `tokens=0` is `--tokens 0`, `bos='x'` is
     `--bos x`, `blocks=[0, 3]` is `--blocks 0,3`, and `name` alone is `flag` (the inverse of
-    `linrec.base.voice.python_words`)."""
+    `linrec.base.voice.python_words`); for a positional argument (`flag` without a dash) the value alone."""
 
     def given(m: re.Match) -> str:
         value = m[1]
@@ -332,7 +332,7 @@ def flag_words(message: str, name: str, flag: str) -> str:
             value = value[1:-1]
         elif value.startswith("["):
             value = value[1:-1].replace(" ", "")
-        return f"{flag} {value}"
+        return f"{flag} {value}" if flag.startswith("-") else value
 
     said = re.sub(rf"(?<![\w.-]){name}=('[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^\s;,)]+)", given, message)
     return re.sub(rf"(?<![\w.-]){name}(?![\w=])", flag, said)
