@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from linrec.analyses import SCREENING_WINDOWS
-from linrec.base.constraints import Blocks, Integer, Many, Optional, Options, Real
+from linrec.base.constraints import Blocks, Integer, Many, Optional, Options, Real, flag_words
 from linrec.base.errors import LinrecError
 from linrec.base.files import check_writable_dir
 from linrec.base.params import param
@@ -94,17 +94,11 @@ def check_context(spec: str, seq_len: int, shape: ModelShape | None) -> None:
 
 
 def block_list(blocks: list[int] | None, n_blocks: int) -> list[int] | None:
-    """`--blocks` (distinct block numbers, `Swapping.blocks`' rule) checked against a model's `n_blocks`."""
-    if blocks is None:
-        return None
-    bad = [b for b in blocks if b >= n_blocks]
-    if bad:
-        shown = ",".join(map(str, blocks))
-        raise LinrecError(
-            f"--blocks {shown}: this model has blocks 0..{n_blocks - 1} (no {', '.join(map(str, bad))}); "
-            f"e.g. --blocks 0,{n_blocks - 1}"
-        )
-    return blocks
+    """`--blocks` checked against a model's `n_blocks` (`Blocks(below=n_blocks)`, said in the command line's words)."""
+    try:
+        return Blocks(below=n_blocks).check("blocks", blocks)
+    except LinrecError as err:
+        raise type(err)(flag_words(str(err), "blocks", "--blocks")) from None
 
 
 @dataclass(frozen=True)
