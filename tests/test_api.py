@@ -179,7 +179,7 @@ def test_bad_inputs_are_one_line_in_pythons_words(planted, texts):
     _one_line(lambda: linrec.measure(planted, tok, texts, seq_len=32, tokens=16, progress=False), "raise tokens")
     _one_line(lambda: linrec.measure(planted.double(), tok, texts, **SMALL), "float64", "model.float()")
     planted.float()
-    _one_line(lambda: linrec.swap(planted, tok, texts, blocks=[5], **SMALL), "blocks [5] do not exist")
+    _one_line(lambda: linrec.swap(planted, tok, texts, blocks=[5], **SMALL), "this model's last block is 1 (no 5)")
     _one_line(lambda: linrec.swap(planted, tok, texts, blocks=["x"], **SMALL), "block numbers")
     _one_line(lambda: linrec.swap(planted.transformer, tok, texts, **SMALL), "causal LM with its head")
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'seq'"):  # Python's own: a full signature
@@ -328,7 +328,7 @@ BAD_ARGUMENTS = [  # (function, keyword arguments, error type, words the error s
     ("measure", dict(texts=[None]), TypeError, ["texts[0] is None"]),
     ("measure", dict(texts=["w1 w2", None]), TypeError, ["texts[1] is None"]),
     ("measure", dict(blocks=[]), ValueError, ["blocks=[] names no block"]),
-    ("measure", dict(blocks=[7]), ValueError, ["blocks [7] do not exist", "0..1"]),
+    ("measure", dict(blocks=[7]), ValueError, ["blocks=[7]: this model's last block is 1 (no 7)", "blocks=[0, 1]"]),
     ("measure", dict(seed=-1), ValueError, ["seed=-1"]),
     ("measure", dict(test_frac=1.0), ValueError, ["test_frac=1.0 is out of range"]),
     ("measure", dict(product="float16"), ValueError, ["product='float16'"]),
@@ -344,7 +344,7 @@ BAD_ARGUMENTS = [  # (function, keyword arguments, error type, words the error s
     ("swap", dict(blocks=["1"]), TypeError, ["'1' (str)"]),
     ("swap", dict(blocks="12"), TypeError, ["blocks='12' is a str"]),  # issue 92: iterated into blocks 1 and 2
     ("swap", dict(blocks=[0, 0]), ValueError, ["[0] twice"]),
-    ("swap", dict(blocks=[5]), ValueError, ["blocks [5] do not exist"]),
+    ("swap", dict(blocks=[5]), ValueError, ["this model's last block is 1 (no 5)"]),
     ("swap", dict(first="nope"), ValueError, ["first='nope' is not one of"]),
     ("swap", dict(first=["map", "map"]), ValueError, ["twice"]),
     ("swap", dict(test_windows=1), ValueError, ["test_windows=1 is out of range"]),

@@ -82,6 +82,29 @@ def test_other_split_counts_lower_and_excluded_blocks_at_the_captures_own_train_
     assert other_split(curve, edge).iloc[0]["n_outside"] == 1
 
 
+def test_curve_split_is_other_split_in_the_registered_columns_and_none_where_nothing_is_compared():
+    """The stored `curve_split` table (notebook 02's and `linrec.outputs.refresh`'s, one function): `other_split`'s
+    rows in the registry's columns, in their order; None where the curve or the capture is absent or empty, or they
+    share no train size (no table then, in either caller). Planted: an empty table returned where nothing is shared,
+    or `other_split`'s own column order, fails."""
+    import pandas as pd
+
+    from linrec.analyses.large_n import curve_split, other_split
+    from linrec.base.registry import TABLES
+
+    r2 = pd.DataFrame({"model": "m", "block": [0, 1], "n_train": 100, "r2_lin": [0.5, 0.6], "r2_lo": [0.4, 0.5],
+                       "r2_hi": [0.6, 0.7]})  # fmt: skip
+    curve = pd.DataFrame({"model": "m", "block": [0, 1], "n_train": 100, "r2": [0.45, 0.65]})
+    got = curve_split(curve, r2)
+    columns = list(TABLES["curve_split"].columns)
+    assert list(got.columns) == columns and columns != list(other_split(curve, r2).columns)
+    pd.testing.assert_frame_equal(got, other_split(curve, r2)[columns])
+    assert (got.iloc[0]["n_blocks"], got.iloc[0]["n_lower"], got.iloc[0]["drop_block"]) == (2, 1, 0)
+    elsewhere = curve.assign(n_train=200)  # the curve has no row at the capture's train size
+    for c, r in [(None, r2), (curve, None), (curve.iloc[:0], r2), (curve, r2.iloc[:0]), (elsewhere, r2)]:
+        assert curve_split(c, r) is None
+
+
 def _split_rows(model: str, block: int, windows, documents) -> list[dict]:
     return [{"model": model, "split": split, "seed": s, "block": block, "r2_lin": v}
             for split, values in (("windows", windows), ("documents", documents))

@@ -20,8 +20,19 @@ from helpers import linrec_without_the_hub
 from helpers import one_line_error as _one_line_error
 from helpers import run_main as _main
 from helpers import single_line as _single_line
-from linrec.app.cli import build_parser, option
-from linrec.app.requests import Curving, Figures, Probing, Pruning, Swapping
+from linrec.app.cli import _options, build_parser, option
+from linrec.app.requests import (
+    Capturing,
+    Curving,
+    Fetching,
+    Figures,
+    Probing,
+    Pruning,
+    Reporting,
+    Studies,
+    Swapping,
+    Training,
+)
 from linrec.base.constraints import Blocks, Integer, Many, Optional, Options, OptionsList, Real, flag_words
 from linrec.base.params import declared, param
 from linrec.collect.config import CaptureConfig, CaptureRun
@@ -355,7 +366,8 @@ def test_what_the_machine_refuses_is_one_line_naming_the_fix(cli, monkeypatch, e
 
 # ---- the options, generated from the declarations ------------------------------------------------------------------
 # every class whose fields the command line declares its options from, and the fields it leaves to Python and profiles
-DECLARING = (CaptureConfig, CaptureRun, TrainSettings, Swapping, Probing, Curving, Pruning, Figures)
+DECLARING = (CaptureConfig, CaptureRun, TrainSettings, Capturing, Swapping, Probing, Curving, Training, Fetching,
+             Pruning, Figures, Studies, Reporting)  # fmt: skip
 NOT_OPTIONS = {
     CaptureConfig: {"test_frac"},  # linrec.api's and a profile's
     TrainSettings: {
@@ -367,6 +379,12 @@ NOT_OPTIONS = {
         "shared_texts",
         "eval_windows",
     },  # a profile's `training:` (notebook 08)  # fmt: skip
+    # what a request holds beside its options: the settings it builds from them, and what its checks add
+    Capturing: {"config", "run", "reads_rows", "source"},
+    Probing: {"capture"},
+    Swapping: {"capture"},
+    Curving: {"model", "corpus", "seq_len", "run", "cache", "out", "source"},  # the capture's options
+    Training: {"settings"},
 }
 
 
@@ -385,10 +403,13 @@ def _problems(command: str, action: argparse.Action) -> list[str]:
     d, cli, out = action.declared, action.declared.cli, []
     flags = cli.get("flags", (f"--{d.name.replace('_', '-')}",))
     unset, about = cli.get("unset"), cli.get("help", d.about)
-    if tuple(action.option_strings) != tuple(flags) or action.dest != d.name:
+    positional = not flags[0].startswith("-")
+    if tuple(action.option_strings) != (() if positional else tuple(flags)) or action.dest != d.name:
         out.append(f"{command} {d.name}: flags {action.option_strings} → {action.dest}")
+    if action.nargs != cli.get("nargs", 0 if "const" in cli else None):
+        out.append(f"{command} {d.name}: nargs {action.nargs!r}")
     if d.default is MISSING:
-        if not action.required:
+        if not action.required and not positional:
             out.append(f"{command} {d.name}: not required")
     elif action.default != (None if unset is not None else d.default):
         out.append(f"{command} {d.name}: default {action.default!r}, declared {d.default!r}")
@@ -427,7 +448,7 @@ def test_every_declared_field_the_command_line_takes_is_an_option_and_each_numbe
     declared without its rule is named."""
     options = {(a.declared.owner, a.dest) for _, a in _generated()}
     for cls in DECLARING:
-        expected = {d.name for d in declared(cls) if d.about} - NOT_OPTIONS.get(cls, set())
+        expected = {d.name for d in declared(cls)} - NOT_OPTIONS.get(cls, set())
         assert {n for owner, n in options if owner is cls} == expected, cls.__name__
     assert _unruled(DECLARING) == []
 
@@ -437,6 +458,31 @@ def test_every_declared_field_the_command_line_takes_is_an_option_and_each_numbe
         steps: int | None = param(None, "steps")  # its rule dropped
 
     assert _unruled([Planted]) == ["Planted.steps"]
+
+
+def test_every_option_of_every_subcommand_is_generated_from_its_declaration_with_help():
+    """No subcommand has an option written by hand (each is a field declared once, `linrec.base.params.param`), and
+    every option says what it does. Planted: an option added by hand beside the declared ones is named, and a field
+    whose declaration is dropped while a subcommand still names it is refused as the parser is built."""
+    assert _hand_written(build_parser()) == []
+    planted = build_parser()
+    _subparsers(planted)["spectrum"].add_argument("--limit", help="rows shown")
+    assert _hand_written(planted) == [("spectrum", "--limit")]
+
+    @dataclass(frozen=True)
+    class Dropped:
+        rows: int = param(8, "rows kept", Integer(low=0))
+        steps: int = 3  # its declaration dropped: no help, no rule
+
+    p = argparse.ArgumentParser()
+    with pytest.raises(TypeError, match="Dropped.steps"):
+        _options(p, Dropped, "rows", "steps")
+
+
+def _hand_written(parser) -> list[tuple[str, str]]:
+    """(subcommand, option) of every option of `parser`'s subcommands not built from a declaration, or without help."""
+    return [(name, (a.option_strings or [a.dest])[0]) for name, sub in _subparsers(parser).items()
+            for a in sub._actions if a.dest != "help" and (not hasattr(a, "declared") or not a.help)]  # fmt: skip
 
 
 def _unruled(classes) -> list[str]:
@@ -471,14 +517,14 @@ def test_a_planted_value_out_of_range_is_refused_on_the_command_line_by_its_rule
         if d.check is None or "const" in d.cli:
             continue
         typed, given = _outside(d.check)
-        flag = action.option_strings[0]
-        argv = [command, *(["--model", "m"] if "--model" in _subparsers(build_parser())[command]._option_string_actions
-                           else []), flag, typed]  # fmt: skip
-        code = _main(argv)
+        flag = action.option_strings[0] if action.option_strings else d.name  # a positional: its name
+        model = ["--model", "m"] if "--model" in _subparsers(build_parser())[command]._option_string_actions else []
+        code = _main([command, *model, *([flag] if action.option_strings else []), typed])
         err = capsys.readouterr().err.strip()
         with pytest.raises(Exception) as said:
             d.check.check(d.name, d.check.parse(d.name, typed))
-        expected = f"linrec: error: {flag_words(str(said.value), d.name, flag)} (see 'linrec {command} --help')"
+        where = "" if action.option_strings else f"argument {d.name}: "  # argparse names a positional's
+        expected = f"linrec: error: {where}{flag_words(str(said.value), d.name, flag)} (see 'linrec {command} --help')"
         assert code == 2 and err == expected, (command, flag, err)
 
 

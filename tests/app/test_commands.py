@@ -169,7 +169,7 @@ def test_swap_bad_blocks_and_save_without_blocks(tmp_path, tiny_model_dir):
     corpus = tmp_path / "text.txt"
     corpus.write_text(tiny_text(6000))
     common = ("swap", "--model", tiny_model_dir, "--corpus", str(corpus), "--seq-len", "32", "--tokens", "2048")
-    _one_line_error(_run(*common, "--blocks", "0,7", tmp_path=tmp_path), "0..1")
+    _one_line_error(_run(*common, "--blocks", "0,7", tmp_path=tmp_path), "last block is 1 (no 7)")
     _one_line_error(_run(*common, "--save", str(tmp_path / "x"), tmp_path=tmp_path), "--blocks")
     _one_line_error(
         _run(*common, "--blocks", "0", "--first", "ffn", "--save", str(tmp_path / "x"), tmp_path=tmp_path),
@@ -508,7 +508,7 @@ def test_block_lists_are_checked_before_the_model_is_loaded(cli, tiny_args, monk
     code, _, err = cli("swap", *tiny_args, f"--blocks={blocks}")
     _single_line(code, err, "--blocks")
     if blocks in ("2", "0,7"):  # well formed, out of range: the config (2 blocks) is read, not the weights
-        assert "blocks 0..1" in err
+        assert f"--blocks {blocks}: this model's last block is 1 (no {blocks[-1]}); e.g. --blocks 0,1" in err
 
 
 def test_window_longer_than_the_context_is_refused_before_loading_with_the_real_limit(cli, tmp_path, tiny_model):

@@ -81,3 +81,18 @@ def test_a_token_budget_no_block_can_be_fitted_on_is_refused_before_the_model_lo
         with pytest.raises(LinrecError, match=f"{rows} train rows for a 32-wide block: no affine map can be fitted"):
             request(tokens).with_model()
     request(48).with_model()
+
+
+def test_blocks_against_the_models_count_are_the_constraints_rule_in_the_command_lines_words():
+    """`block_list` (`linrec swap --blocks`, before the load where the config gives the count) says `Blocks(below=n)`'s
+    message, the one `linrec.swap` says, in flags."""
+    from linrec.app.requests import block_list
+    from linrec.base.constraints import Blocks, flag_words
+
+    assert block_list([0, 3], 4) == [0, 3] and block_list(None, 4) is None
+    with pytest.raises(LinrecError) as python:
+        Blocks(below=4).check("blocks", [0, 4, 9])
+    with pytest.raises(LinrecError) as cli:
+        block_list([0, 4, 9], 4)
+    assert str(cli.value) == flag_words(str(python.value), "blocks", "--blocks")
+    assert str(cli.value) == "--blocks 0,4,9: this model's last block is 3 (no 4, 9); e.g. --blocks 0,3"

@@ -131,10 +131,24 @@ def test_a_word_typed_on_the_command_line_is_parsed_by_its_rule_and_said_in_flag
     _refused_read(Integer(low=1), "tokens", "2.5", LinrecValueError, "not a whole number")
     said = _refused_read(Options(("auto", "yes")), "bos", "x", LinrecValueError, "not one of")
     assert flag_words(said, "bos", "--bos") == "--bos x is not one of 'auto', 'yes'; e.g. --bos auto"
+    assert flag_words(said, "bos", "bos") == "x is not one of 'auto', 'yes'; e.g. auto"  # a positional: the value
     assert python_words(flag_words("seq_len=1 is out of range: seq_len must be ≥ 2", "seq_len", "--seq-len")) == (
         "seq_len=1 is out of range: seq_len must be ≥ 2"
     )
     assert flag_words("sample_rows=3; sample=2", "sample", "--sample") == "sample_rows=3; --sample 2"  # a whole name
+
+
+def test_blocks_below_a_models_count():
+    """`Blocks(below=n)`: block numbers of a model of n blocks (the rule `linrec.swap` and `linrec swap --blocks`
+    check against the model); a one-block model's example names block 0 alone (not [0, 0], which the rule refuses).
+    Planted: `b > below` (the last block + 1 let through) fails."""
+    assert Blocks(below=4).check("blocks", [3, 0]) == [3, 0] and Blocks(below=4).check("blocks", None) is None
+    with pytest.raises(LinrecValueError) as said:
+        Blocks(below=4).check("blocks", [0, 4, 9])
+    assert str(said.value) == "blocks=[0, 4, 9]: this model's last block is 3 (no 4, 9); e.g. blocks=[0, 3]"
+    with pytest.raises(LinrecValueError) as said:
+        Blocks(below=1).check("blocks", 1)
+    assert str(said.value) == "blocks=[1]: this model's last block is 0 (no 1); e.g. blocks=[0]"
 
 
 def _refused_read(constraint, name, text, kind, needle) -> str:

@@ -85,8 +85,10 @@ def _direct(p):
 def test_every_part_on_writes_every_table_as_the_analyses_compute_it(setup, tmp_path):
     p = setup(replicate_samples=[1], **CURVE)
     result = ceiling.run(p)
-    assert _written(p) == ALWAYS | CURVE_TABLES | REPLICATES
-    assert set(result.tables()) == ALWAYS | CURVE_TABLES | REPLICATES
+    # the tiny capture's train rows are none of the curve's sizes: nothing to compare (`large_n.curve_split`: None)
+    assert result.curve_split is None
+    assert _written(p) == ALWAYS | CURVE_TABLES - {"curve_split"} | REPLICATES
+    assert set(result.tables()) == ALWAYS | CURVE_TABLES - {"curve_split"} | REPLICATES
 
     r2, moves, curve = _direct(p)
     summary = curve_summary(curve, n_boot=CURVE_N_BOOT, seed=0)

@@ -3,8 +3,8 @@ seed (`curve_table`), the hierarchical-bootstrap summary with the large-n estima
 `large_n_fit`; the model behind it is in `linrec.collect.curves`' docstring), the profile at one train size
 (`large_n_profile`, `with_profile`) and what notebook 02 prints about them (`curve_overview`; in words:
 `linrec.outputs.ceiling_text.curve_sentence`); a capture's R²_lin against the curve's split at the same train size
-(`other_split`); R²_lin with whole documents held out against held-out windows, over split seeds (`split_shift`,
-`benchmarks/split.py`).
+(`other_split`; `curve_split`, the table stored of it); R²_lin with whole documents held out against held-out
+windows, over split seeds (`split_shift`, `benchmarks/split.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from linrec.base.errors import LinrecError
+from linrec.base.registry import TABLES
 from linrec.collect.curves import MIN_ROWS_PER_PARAM, Curve
 from linrec.stats import N_BOOT
 from linrec.stats.jackknife import jackknife
@@ -215,6 +216,18 @@ def other_split(curve: pandas.DataFrame, r2: pandas.DataFrame) -> pandas.DataFra
                      "diff_median": float(diff.median()), "diff_mean": float(diff.mean()),
                      "drop_max": float(-diff.min()), "drop_block": int(m.loc[worst, "block"])})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def curve_split(curve: pandas.DataFrame | None, r2: pandas.DataFrame | None) -> pandas.DataFrame | None:
+    """The `curve_split` table: a capture's `r2` (its `r2_lin` table) against the learning curve's R²_lin at its own
+    train rows (`other_split`), in the registered columns' order; None where either is absent or empty, or they share
+    no model and train size (no table is stored then). Which curve it is compared with is the caller's choice:
+    notebook 02 its own, else the run that stands in for it (`linrec.studies.ceiling`), `linrec.outputs.refresh` the
+    one the report quotes."""
+    if curve is None or curve.empty or r2 is None or r2.empty:
+        return None
+    found = other_split(curve, r2)
+    return None if found.empty else found[list(TABLES["curve_split"].columns)]
 
 
 def split_shift(table: pandas.DataFrame, level: float = 0.95) -> pandas.DataFrame:

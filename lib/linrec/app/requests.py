@@ -2,9 +2,9 @@
 `Namespace` is read there and nowhere after), each check made before any expensive work on the request it concerns:
 `Capturing` (the capture of measure, probe, spectrum and swap: its `CaptureConfig`, how it runs, the cache, the
 table's path), `Probing` and `Swapping` around it, `Curving` (a learning curve), `Training` (its `TrainSettings`)
-and the plain requests of the other subcommands. An option with a rule is a field declared once
-(`linrec.base.params.param`: its default, what it does, its rule), here or in the settings it sets (`CaptureConfig`,
-`CaptureRun`, `TrainSettings`); `linrec.app.cli` builds the option from it and checks the rule as it parses.
+and the plain requests of the other subcommands. Every option is a field declared once (`linrec.base.params.param`:
+its default, what it does, its rule), here or in the settings it sets (`CaptureConfig`, `CaptureRun`,
+`TrainSettings`); `linrec.app.cli` builds the option from it and checks the rule as it parses.
 
 Light to import (`linrec.app.cli` imports it when it starts, and `linrec --help` or a mistyped name answers without
 torch): what a check needs is imported inside it.
@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from linrec.analyses import SCREENING_WINDOWS
-from linrec.base.constraints import Blocks, Integer, Many, Optional, Options, Real
+from linrec.base.constraints import Blocks, Integer, Many, Optional, Options, Real, flag_words
 from linrec.base.errors import LinrecError
 from linrec.base.files import check_writable_dir
 from linrec.base.params import param
 from linrec.collect.config import CaptureConfig, CaptureRun
+from linrec.inputs.offline import fetchable
 from linrec.inputs.train_settings import TrainSettings
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 PROBE, GATE = "the probe", "--route's gate"  # what reads a capture's row sample (`Capturing.reads_rows`)
 FIRST_NAMES = ("map", "ffn", "mean")  # linrec.inputs.surgery.FIRST_MODES, light here (tests/app/test_cli.py)
+PROFILE = "profile: a YAML file, or a name in params/ (smoke)"  # --params of figures and report
 
 
 def given(cls, args) -> dict:
@@ -92,17 +94,11 @@ def check_context(spec: str, seq_len: int, shape: ModelShape | None) -> None:
 
 
 def block_list(blocks: list[int] | None, n_blocks: int) -> list[int] | None:
-    """`--blocks` (distinct block numbers, `Swapping.blocks`' rule) checked against a model's `n_blocks`."""
-    if blocks is None:
-        return None
-    bad = [b for b in blocks if b >= n_blocks]
-    if bad:
-        shown = ",".join(map(str, blocks))
-        raise LinrecError(
-            f"--blocks {shown}: this model has blocks 0..{n_blocks - 1} (no {', '.join(map(str, bad))}); "
-            f"e.g. --blocks 0,{n_blocks - 1}"
-        )
-    return blocks
+    """`--blocks` checked against a model's `n_blocks` (`Blocks(below=n_blocks)`, said in the command line's words)."""
+    try:
+        return Blocks(below=n_blocks).check("blocks", blocks)
+    except LinrecError as err:
+        raise type(err)(flag_words(str(err), "blocks", "--blocks")) from None
 
 
 @dataclass(frozen=True)
@@ -114,8 +110,8 @@ class Capturing:
 
     config: CaptureConfig
     run: CaptureRun = CaptureRun()
-    cache: bool = True
-    out: str | None = None
+    cache: bool = param(True, "recompute even if a cached capture exists", flags=("--no-cache",), const=False)
+    out: str | None = param(None, "write the table as CSV here")
     reads_rows: str | None = None
     source: ModelSource | None = None
 
@@ -127,9 +123,9 @@ class Capturing:
         rows = args.sample_rows
         if rows is None:
             rows = CaptureConfig.sample_rows if reads_rows else 0
-        rows = rows if reads_rows or not args.no_cache else 0
+        rows = rows if reads_rows or args.cache else 0
         config = CaptureConfig(**{**given(CaptureConfig, args), "sample_rows": rows})
-        return cls(config, CaptureRun(**given(CaptureRun, args)), not args.no_cache, args.out, reads_rows)
+        return cls(config, CaptureRun(**given(CaptureRun, args)), args.cache, args.out, reads_rows)
 
     def check_names(self) -> None:
         check_names(self.config.model, self.config.corpus)
@@ -376,7 +372,7 @@ class Curving:
 
     @classmethod
     def of(cls, args) -> Curving:
-        return cls(**given(cls, args), run=CaptureRun(**given(CaptureRun, args)), cache=not args.no_cache)
+        return cls(**given(cls, args), run=CaptureRun(**given(CaptureRun, args)))
 
     def check_names(self) -> None:
         check_names(self.model, self.corpus)
@@ -396,28 +392,29 @@ class Training:
     `linrec.inputs.training.TrainConfig` checks them) and the cache."""
 
     settings: TrainSettings = TrainSettings()
-    cache: bool = True
+    cache: bool = param(True, "train into a temporary folder, read nothing cached", flags=("--no-cache",), const=False)
 
     @classmethod
     def of(cls, args) -> Training:
-        return cls(TrainSettings(**given(TrainSettings, args)), not args.no_cache)
+        return cls(TrainSettings(**given(TrainSettings, args)), args.cache)
 
 
 @dataclass(frozen=True)
 class Fetching(Request):
-    names: list[str]
+    names: list[str] = param(about=f"what to fetch: {fetchable()}", flags=("names",), metavar="NAME", nargs="+")
 
 
 @dataclass(frozen=True)
 class Pruning(Request):
     """`linrec cache`: list, or prune by age (days) or size (GB), or say what would go."""
 
-    action: str = "list"
+    action: str = param("list", "list the entries, or prune them", Options(("list", "prune")), flags=("action",),
+                        nargs="?")  # fmt: skip
     older_than: float | None = param(None, "prune: entries written more than DAYS ago (a number ≥ 0)",
                                      Optional(Real(0, None, "left", example=30)), metavar="DAYS")  # fmt: skip
     max_size: float | None = param(None, "prune: oldest entries until the rest fit in GB (a number ≥ 0)",
                                    Optional(Real(0, None, "left", example=10)), metavar="GB")  # fmt: skip
-    dry_run: bool = False
+    dry_run: bool = param(False, "prune: say what would go, remove nothing", const=True)
 
 
 @dataclass(frozen=True)
@@ -425,22 +422,33 @@ class Figures(Request):
     """`linrec figures`: the profile, the notebooks, the jobs, the overrides as given (-p NAME VALUE), the output
     folder and the device."""
 
-    params: str
-    only: list[str] | None = None
+    params: str = param("params/default.yaml", PROFILE)
+    only: list[str] | None = param(None, "the notebooks to run, by number or study name: e.g. 01 02, or ceiling",
+                                   metavar="NAME", nargs="+")  # fmt: skip
     jobs: int | None = param(None, "notebooks run at once after 01", Optional(Integer(low=1, example=2)),
                              unset="2 on ≥ 2 CPUs, splitting the threads between them")  # fmt: skip
-    parameter: list | None = None
-    out: str | None = None
-    device: str | None = None
+    parameter: list | None = param(
+        None, "override one parameter of the profile (lib/linrec/studies/stages.py declares them all; linrec studies "
+        "NAME lists a study's), read as papermill's -p (e.g. -p corpus code; a list: -p models '[smollm2-135m]'); "
+        "repeat for more", flags=("-p", "--parameter"), metavar=("NAME", "VALUE"), nargs=2, action="append",
+    )  # fmt: skip
+    out: str | None = param(None, "write tables, executed notebooks, figures and the report under DIR instead of the "
+                            "profile's folders", metavar="DIR")  # fmt: skip
+    device: str | None = param(
+        None, "run the profile on this device instead of its own `device:` (cpu, cuda, cuda:N or auto; e.g. "
+        "params/zoo.yaml trains and measures on a GPU with --device cuda); refused before any notebook where absent",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Studies(Request):
-    name: str | None = None
-    params: str | None = None
+    name: str | None = param(None, "one study, by name or notebook number (e.g. ceiling, 02)", flags=("name",),
+                             nargs="?")  # fmt: skip
+    params: str | None = param(None, "show this profile's values beside the defaults (e.g. smoke)", metavar="PROFILE")
 
 
 @dataclass(frozen=True)
 class Reporting(Request):
-    params: str
-    bench: str | None = None
+    params: str = param("params/default.yaml", PROFILE)
+    bench: str | None = param(None, "only rewrite docs/performance.md's block from the benchmark CSVs in DIR",
+                              metavar="DIR")  # fmt: skip

@@ -12,8 +12,8 @@ The rules, decided here once for every number:
   or a float that names a whole number (`tokens=2e4`, `seq_len=64.0`: read as 20000 and 64); a float with a fraction
   (`2.5`), an infinite or NaN one, a bool (`True` is not a count) and a string (`"64"`) are refused by name;
 - a real number (`Real`) is an int or a float, finite, never a bool;
-- `Blocks` takes block numbers only: ints (not bools, not floats, not `1.0`, not strings), none twice, at least one;
-  None means every block.
+- `Blocks` takes block numbers only: ints (not bools, not floats, not `1.0`, not strings), none twice, at least one,
+  each one of the model's where its block count is given (`below`); None means every block.
 
 The command line reads the same rules (`linrec.app.cli` builds its options from the declarations, `linrec.base.params`):
 `read(constraint, name, text)` is a word typed there, parsed by the constraint (`parse`: "2e4" is a number, "0,3" block
@@ -230,8 +230,11 @@ class Optional(Constraint):
 
 @dataclass(frozen=True)
 class Blocks(Constraint):
-    """Block numbers: an int, or a non-empty list of distinct ints ≥ 0 (None: every block). Floats (even `1.0`),
-    bools and strings are refused: a block number is an index, and `1.7` is not one."""
+    """Block numbers: an int, or a non-empty list of distinct ints ≥ 0 (None: every block), each below `below` where
+    it is given (a model's block count). Floats (even `1.0`), bools and strings are refused: a block number is an
+    index, and `1.7` is not one."""
+
+    below: int | None = None
 
     def check(self, name: str, value):
         if value is None:
@@ -255,6 +258,11 @@ class Blocks(Constraint):
         twice = sorted({b for b in numbers if numbers.count(b) > 1})
         if twice:
             raise LinrecValueError(f"{name}={numbers} names block(s) {twice} twice; name each block once")
+        beyond = [b for b in numbers if self.below is not None and b >= self.below]
+        if beyond:
+            last, beyond = self.below - 1, ", ".join(map(str, beyond))
+            raise LinrecValueError(f"{name}={numbers}: this model's last block is {last} (no {beyond}); e.g. "
+                                   f"{name}={[0, last] if last else [0]}")  # fmt: skip
         return numbers
 
     def parse(self, name: str, text: str):
@@ -324,7 +332,7 @@ def read(constraint: Constraint, name: str, text: str):
 def flag_words(message: str, name: str, flag: str) -> str:
     """A constraint's message about `name` in the command line's words: `tokens=0` is `--tokens 0`, `bos='x'` is
     `--bos x`, `blocks=[0, 3]` is `--blocks 0,3`, and `name` alone is `flag` (the inverse of
-    `linrec.base.voice.python_words`)."""
+    `linrec.base.voice.python_words`); for a positional argument (`flag` without a dash) the value alone."""
 
     def given(m: re.Match) -> str:
         value = m[1]
@@ -332,7 +340,7 @@ def flag_words(message: str, name: str, flag: str) -> str:
             value = value[1:-1]
         elif value.startswith("["):
             value = value[1:-1].replace(" ", "")
-        return f"{flag} {value}"
+        return f"{flag} {value}" if flag.startswith("-") else value
 
     said = re.sub(rf"(?<![\w.-]){name}=('[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^\s;,)]+)", given, message)
     return re.sub(rf"(?<![\w.-]){name}(?![\w=])", flag, said)

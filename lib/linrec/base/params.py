@@ -26,9 +26,9 @@ ABOUT, CHECK, CLI = "about", "check", "cli"  # the metadata keys of a field's de
 def param(default: object = MISSING, about: str = "", check: Constraint | None = None, **cli):
     """A dataclass field with `default` (a list or mapping copied afresh for each instance; none: a required field),
     `about`, one line on what it does, and `check`, its rule. `cli`, how the command line gives it where not as
-    `--its-name VALUE` defaulting to `default`: `flags` (its names), `metavar`, `help` (where not `about`), `unset`
-    (there its default is None, and this says what None does) or `const` (a switch taking no value: given, it sets
-    this)."""
+    `--its-name VALUE` defaulting to `default`: `flags` (its names; one without a dash: a positional argument),
+    `metavar`, `nargs` or `action` (argparse's), `help` (where not `about`), `unset` (there its default is None, and
+    this says what None does) or `const` (a switch taking no value: given, it sets this)."""
     metadata = {ABOUT: about, CHECK: check, CLI: cli}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)

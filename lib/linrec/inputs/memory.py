@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from linrec.base.constraints import Blocks
 from linrec.base.errors import LinrecTypeError, LinrecValueError
 from linrec.base.progress import notice
 from linrec.inputs.corpora import (
@@ -40,10 +41,8 @@ IDS = "ids"  # the corpus label of token ids
 
 
 def check_exist(blocks: list[int] | None, n_blocks: int) -> None:
-    """Each of `blocks` (checked ints ≥ 0, or None) one of the model's `n_blocks`."""
-    bad = [b for b in blocks or [] if b >= n_blocks]
-    if bad:
-        raise LinrecValueError(f"blocks {bad} do not exist; this model has blocks 0..{n_blocks - 1}")
+    """Each of `blocks` (checked ints ≥ 0, or None) one of the model's `n_blocks` (`Blocks(below=n_blocks)`'s rule)."""
+    Blocks(below=n_blocks).check("blocks", blocks)
 
 
 def loaded_of(model, tokenizer, name: str | None) -> LoadedModel:

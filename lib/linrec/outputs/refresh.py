@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from linrec.analyses import quant
+from linrec.analyses import large_n, quant
 from linrec.analyses.coverage import coverage, coverage_settings
-from linrec.analyses.large_n import other_split, split_summary
+from linrec.analyses.large_n import split_summary
 from linrec.base.errors import LinrecError, StaleTableError
 from linrec.base.files import atomic_file
-from linrec.base.registry import TABLES
 from linrec.base.tables import load_as_written, load_table, load_with_timings, read, save_table, table_path
 from linrec.outputs.methods import claim_6a_blocks
 from linrec.stats import N_BOOT
@@ -80,18 +79,13 @@ def stand_alone(results_dir: str | Path) -> list[str]:
 
 
 def curve_split(results_dir: str | Path) -> pd.DataFrame | None:
-    """This capture's R²_lin against the learning curve's at its own train rows (`other_split`), the curve read as the
-    report quotes it (this folder's, else the last run of the profile that runs it: `linrec.base.tables.read`); None
-    where either is absent or they share no model and train size."""
+    """This capture's R²_lin against the learning curve's (`linrec.analyses.large_n.curve_split`), the curve read as
+    the report quotes it (this folder's, else the last run of the profile that runs it: `linrec.base.tables.read`)."""
     try:
         r2 = load_table("r2_lin", results_dir)
     except StaleTableError:
         return None
-    curve = read("r2_curve_overview", results_dir).also("r2_curve").table
-    if r2 is None or r2.empty or curve is None:
-        return None
-    found = other_split(curve, r2)
-    return None if found.empty else found[list(TABLES["curve_split"].columns)]
+    return large_n.curve_split(read("r2_curve_overview", results_dir).also("r2_curve").table, r2)
 
 
 def refresh(results_dir: str | Path, n_boot: int = N_BOOT, seed: int = 0) -> list[str]:

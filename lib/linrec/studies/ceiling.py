@@ -24,11 +24,10 @@ from typing import ClassVar
 
 import pandas as pd
 
-from linrec.analyses.large_n import CURVE_N_BOOT, curve_overview, curve_summary, curve_table, other_split, with_profile
+from linrec.analyses.large_n import CURVE_N_BOOT, curve_overview, curve_split, curve_summary, curve_table, with_profile
 from linrec.analyses.profile import move_tests, profile_summary, replication_summary
 from linrec.analyses.recoverability import ceiling_table, profile_replicates
 from linrec.base.errors import LinrecError
-from linrec.base.registry import TABLES
 from linrec.base.tables import read
 from linrec.claims.profile import claim1_holds
 from linrec.collect.capture import Capture, get_capture, replicate_captures
@@ -149,13 +148,8 @@ def run(p: Profile) -> CeilingResult:
 
 
 def split_against_curve(p: Profile, table: pd.DataFrame, curve: pd.DataFrame | None) -> pd.DataFrame | None:
-    """`table` (this run's r2_lin) against the learning curve's R²_lin at its train rows (`other_split`), the curve
-    this run's, else the last run of the profile that stands in for it (`linrec.base.tables.read`);
-    None where there is no curve, no rows where they share no model and size (`linrec.outputs.refresh.curve_split`
-    writes the same from a results folder)."""
-    if curve is None:  # the run that stands in for it; never this folder's own, an earlier run's (not this one's)
-        curve = read("r2_curve_overview", p.results_dir, own=False).also("r2_curve").table
+    """`table` (this run's r2_lin) against the learning curve (`linrec.analyses.large_n.curve_split`): this run's, else
+    the last run of the profile that stands in for it, never this folder's own (an earlier run's, not this one's)."""
     if curve is None:
-        return None
-    found = other_split(curve, table)
-    return found.reindex(columns=list(TABLES["curve_split"].columns))
+        curve = read("r2_curve_overview", p.results_dir, own=False).also("r2_curve").table
+    return curve_split(curve, table)
