@@ -22,6 +22,7 @@ from linrec.base.tables import load_table, result_columns, table_path
 from linrec.claims import probe, swap
 from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, VERDICTS, Rule, judge
 from linrec.outputs.catalog import CATALOG, claims, of_study, row, rule
+from linrec.outputs.catalog import render as render_claim
 from linrec.outputs.claim_table import tally_line
 from linrec.outputs.report import render
 from linrec.outputs.report_figures import FIGURES
@@ -38,15 +39,15 @@ def test_the_catalog_holds_each_claim_once():
         row("6c")
 
 
-def test_each_row_pairs_the_rule_sentence_and_figures_of_one_claim():
-    """A row holds claim n's verdict, sentence and `RULE_n` (named so in the verdict's own module), figures the
-    report knows, a title, the paper's words and a caveat. A row that paired claim 3's rule with claim 7a's
-    sentence, or named a figure no notebook draws, fails here."""
+def test_each_row_pairs_the_rule_templates_and_figures_of_one_claim():
+    """A row holds claim n's verdict, templates (`lines_n`, `head_n`) and `RULE_n` (named so in the verdict's own
+    module), figures the report knows, a title, the paper's words and a caveat. A row that paired claim 3's rule with
+    claim 7a's templates, or named a figure no notebook draws, fails here."""
     stems = {stem for stem, _, _ in FIGURES}
     for entry in CATALOG:
         n = str(entry.id)
         assert entry.rule.verdict.__name__ == f"verdict_{n}", n
-        assert entry.sentence.__name__ == f"sentence_{n}", n
+        assert (entry.lines.__name__, entry.head.__name__) == (f"lines_{n}", f"head_{n}"), n
         assert getattr(sys.modules[entry.rule.verdict.__module__], f"RULE_{n.upper()}") is entry.rule, n
         assert set(entry.figures) <= stems, (n, set(entry.figures) - stems)
         assert entry.title and entry.paper and entry.caveat, n
@@ -230,7 +231,7 @@ def test_each_claim_reads_the_studies_it_names_and_no_other(tmp_path):
     named a study it does not read, the second."""
 
     def judged(entry, folder) -> tuple[str, str]:
-        c = entry.sentence(Results(folder), entry.rule)
+        c = render_claim(entry, entry.decide(Results(folder), entry.rule))
         return c.verdict, c.ours
 
     base = {c.number: (c.verdict, c.ours) for c in claims(_copy(tmp_path / "all"))}

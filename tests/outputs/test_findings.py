@@ -10,7 +10,7 @@ import pandas as pd
 
 from linrec.analyses.controls import GAUSSIAN_DROP
 from linrec.outputs.catalog import build, of_study
-from linrec.outputs.findings import BESIDE, claim_lines, controls_beside, findings, swap_beside
+from linrec.outputs.findings import BESIDE, controls_beside, findings, swap_beside
 from linrec.outputs.results import Results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,10 +37,10 @@ def test_a_notebook_prints_each_claim_it_decides_in_the_reports_words():
 
 
 def test_a_claim_is_printed_with_its_evidence_indented_under_its_verdict():
-    from linrec.outputs.claim_text import Claim
+    from linrec.outputs.claim_text import Said
 
-    c = Claim("6a", "ours", "partly reproduced", details=["m: holds", "n: fails"], title="Some block swaps")
-    assert claim_lines(c) == ["Claim 6a (Some block swaps): partly reproduced.", "  - m: holds", "  - n: fails"]
+    c = Said("6a", "partly reproduced", details=["m: holds", "n: fails"], title="Some block swaps")
+    assert c.findings() == ["Claim 6a (Some block swaps): partly reproduced.", "  - m: holds", "  - n: fails"]
     # a line drawn from another notebook of this run is the report's alone: printed or not, it depended on run order;
     # which run a line is from is its source (`Line.quoted`), not its words (planted: a line whose words say "this
     # profile" but whose table came from results/zoo, and the other way round)
@@ -51,8 +51,8 @@ def test_a_claim_is_printed_with_its_evidence_indented_under_its_verdict():
     own, other = Quoted("zoo_runs", table), Quoted("zoo_runs", table, profile="zoo")
     c.details += [Line("Trained zoo (notebook 08, zoo profile): …", own), Line("Trained zoo (notebook 08, this "
                   "profile): …", other), Line("not found: …", Quoted("zoo_runs"))]  # fmt: skip
-    assert claim_lines(c, "06")[3:] == ["  - Trained zoo (notebook 08, this profile): …", "  - not found: …"]
-    assert claim_lines(c, "08")[3:] == [f"  - {d}" for d in c.details[2:]]
+    assert c.findings("06")[3:] == ["  - Trained zoo (notebook 08, this profile): …", "  - not found: …"]
+    assert c.findings("08")[3:] == [f"  - {d}" for d in c.details[2:]]
 
 
 def test_the_swaps_first_position_and_greedy_swaps_in_words():
@@ -94,4 +94,4 @@ def test_the_controls_beside_the_claims_in_words_and_what_was_not_run_left_out()
 def test_only_the_studies_that_measure_beside_their_claims_have_words_here():
     assert set(BESIDE) == {"06", "07"}
     r = Results(DEFAULT)
-    assert findings(r, "05") == [line for c in build(r) if str(c.number) == "5" for line in claim_lines(c)]
+    assert findings(r, "05") == [line for c in build(r) if str(c.number) == "5" for line in c.findings()]

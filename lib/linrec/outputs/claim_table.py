@@ -17,7 +17,7 @@ from linrec.base.errors import LinrecError
 from linrec.claims.rules import PARTLY, VERDICTS
 from linrec.claims.synthesis import Analysis, Answer, answer, plain_sentence, widest
 from linrec.outputs import catalog
-from linrec.outputs.claim_text import Claim
+from linrec.outputs.claim_text import Said, sentence
 from linrec.outputs.results import Results
 
 # why the claim table's other fresh-text cells read "one sample"
@@ -80,7 +80,7 @@ class Beside:
         return tally_line(self.verdicts.values(), lead)
 
 
-def built(folder: str | Path, memo: dict | None = None) -> list[Claim]:
+def built(folder: str | Path, memo: dict | None = None) -> list[Said]:
     """Every claim judged on the tables of `folder` (`catalog.build`), once per `memo` (a dict the caller keeps: a
     claim table judges a folder shown beside it and read as evidence for the answer only once)."""
     memo = {} if memo is None else memo
@@ -115,7 +115,7 @@ def beside(folder: str | Path, here: str | Path, root: Path | None = None, memo:
     return Beside(folder.name, str(shown), models, verdicts) if verdicts else None
 
 
-def judged_here(r: Results, claims: list[Claim]) -> list[Claim]:
+def judged_here(r: Results, claims: list[Said]) -> list[Said]:
     """The claims a folder speaks for: every one where it measured models (`_models`: a claim whose notebook did not
     run is "not testable" there), else (a zoo's folder) those judged on its own tables (`_judged`)."""
     if _models(r) is not None:
@@ -162,7 +162,7 @@ class ClaimTable:
     the evidence reaches beyond this profile, the answer per claim from the widest evidence (`answers`)."""
 
     r: Results
-    claims: list[Claim]
+    claims: list[Said]
     fresh: dict
     beside: list[Beside] = field(default_factory=list)
     answers: Evidence | None = None
@@ -176,7 +176,7 @@ def _models(r: Results) -> tuple[str, ...] | None:
     return None if t is None else tuple(dict.fromkeys(str(m) for m in t["model"]))
 
 
-def _judged(r: Results, claims: list[Claim]) -> dict[str, str]:
+def _judged(r: Results, claims: list[Said]) -> dict[str, str]:
     """The verdicts of `claims` (judged on `r`) whose rule found every table it reads there (its own, or the zoo's,
     `Rule.zoo`): a folder that did not run a claim's notebook is no evidence on it."""
     found = lambda names: bool(names) and all(r.get(name) is not None for name in names)  # noqa: E731
@@ -185,7 +185,7 @@ def _judged(r: Results, claims: list[Claim]) -> dict[str, str]:
             if found(catalog.rule(c.number).reads) or (zoo and catalog.rule(c.number).zoo)}  # fmt: skip
 
 
-def evidence(results_dir: str | Path, claims: list[Claim], folders: Iterable[str | Path],
+def evidence(results_dir: str | Path, claims: list[Said], folders: Iterable[str | Path],
              alternatives: Iterable[str | Path] = (), root: Path | None = None,
              memo: dict | None = None) -> Evidence | None:  # fmt: skip
     """The answer per claim from the widest evidence (`linrec.claims.synthesis`): among this profile's folder and the
@@ -268,12 +268,7 @@ def claim_rows(t: ClaimTable) -> list[str]:
     return rows
 
 
-def sentence(text: str) -> str:
-    """`text` as a sentence: first letter upper case (the rest as written), one full stop."""
-    return text[:1].upper() + text[1:].rstrip(".") + "."
-
-
-def without_first(c: Claim) -> str:
+def without_first(c: Said) -> str:
     """The claim table's robustness column: "holds" where the verdict is the same without position 0, else that
     verdict; "—" for a claim the check does not apply to."""
     if not c.without_first:

@@ -1,53 +1,87 @@
-"""Each of the paper's claims in words: the verdict and the numbers it was decided on, per model.
+"""Each of the paper's claims decided once and worded once: what a claim's row (`linrec.outputs.catalog.Claim`) holds
+beside its rule.
 
-One builder per claim (`sentence_1` … `sentence_7b`) applies the claim's `Rule` to the results tables (`Results`) and
-returns a `Claim`: the verdict and its numbers in words (a missing table: "not testable"); the catalog pairs each rule
-with its sentence, and the report and the README's results block reach them through it."""
+A row's decision (`decided`, or `decided_1`, `decided_2a`, `decided_3`, `decided_zoo` for a claim whose verdict is
+joined with another experiment's or read beside another table's) applies its `Rule` to the results tables once and
+returns a `Decision`; its templates word that decision, `lines_<id>` (the evidence, one entry per model, then what
+other tables add) and `head_<id>` (the claim table's cell, the fullest sentence first); `catalog.render` puts them
+into one `Said`, which every narrator prints: the notebooks' findings, the report's section, the claim table and the
+README block. Nothing here judges while wording."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from linrec.analyses.profile import FIRST_TOKEN_SHARE
-from linrec.analyses.seeds import ONSET_DISTANCE
 from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_HIGH_R2
 from linrec.analyses.uncertainty import POOLED
 from linrec.claims.bands import lean_text
-from linrec.claims.learned import combine_2a, comparison_words
 from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING, SUFFICIENT
 from linrec.claims.profile import claim1_counts
-from linrec.claims.rules import NOT_TESTABLE, Rule, Verdict, joined, judge
+from linrec.claims.rules import NOT_TESTABLE, joined
 from linrec.claims.swap import UNCHECKED, own_words
 from linrec.outputs.ceiling_text import curve_sentence
-from linrec.outputs.results import Line, Results, fmt, listed, shift_words
-from linrec.outputs.zoo_text import seeds_row, zoo_2a, zoo_head, zoo_judged, zoo_line, zoo_sentence
+from linrec.outputs.results import Line, fmt, listed, shift_words
+from linrec.outputs.zoo_text import zoo_line
 from linrec.stats.equivalence import correlation_outcome
+
+if TYPE_CHECKING:  # the decision a template words (`linrec.outputs.catalog`)
+    from linrec.outputs.catalog import Decision
 
 
 @dataclass
-class Claim:
-    """One claim's check in words: our numbers, the verdict its rule reached, and the claim table's cell; the
-    catalog (`linrec.outputs.catalog.build`) adds the paper's title and words beside them."""
+class Said:
+    """Everything said about one claim, rendered once (`linrec.outputs.catalog.render`): the verdict, its evidence
+    (`details`, one entry per model, then what other tables add: the report section's bullets, the notebook's
+    findings), the claim table's and README block's cell (`headline`, ≤ CELL_LIMIT characters) and the verdict
+    without position 0; the catalog adds the paper's title and words."""
 
     number: int | str  # the rule's id: 1 … 7, claim 6 as "6a" and "6b"
-    ours: str  # every number the verdict was decided on, in words (the claim's section)
     verdict: str  # one of linrec.claims.rules.VERDICTS
     without_first: str = ""  # the verdict on every position but the windows' first ("" where the rule has none)
     headline: str = ""  # the claim table's cell: each model's headline number (≤ CELL_LIMIT characters)
-    details: list[str] = field(default_factory=list)  # `ours`, one entry per model (the section's bullets)
+    details: list[str] = field(default_factory=list)  # the evidence, one entry per model (the section's bullets)
     title: str = ""  # the paper's claim in a few words (from the catalog)
     paper: str = ""  # the paper's own words and numbers (from the catalog)
+    row: object = None  # the catalog's row (`linrec.outputs.catalog.Claim`) it words
 
     @property
     def anchor(self) -> str:
         return f"claim-{self.number}"
 
+    @property
+    def ours(self) -> str:
+        """Every number the verdict was decided on, in words."""
+        return "; ".join(self.details)
 
-def _untestable(v: Verdict) -> Claim:
-    return Claim(v.claim, v.reason, v.verdict, headline=v.reason, details=[v.reason])
+    def findings(self, notebook: str | None = None) -> list[str]:
+        """The claim as a notebook prints it: its verdict line, then its evidence, one line per model (the report's
+        words). In notebook `notebook`'s findings, the lines drawn from another notebook of the same run are left to
+        the report: whether that notebook has run yet would otherwise change what this one prints."""
+        details = [d for d in self.details if not (isinstance(d, Line) and d.elsewhere(notebook))]  # by `Line.quoted`
+        return [f"Claim {self.number} ({self.title}): {self.verdict}.", *(f"  - {d}" for d in details)]
+
+    def section(self, hashed: str, figures: Callable[[str], list[str]]) -> list[str]:
+        """The claim's section of the report: the verdict beside the paper's words, the rule (its hash `hashed`),
+        the evidence, the figures (`figures(stem)`: a figure's lines), what would change it and the caveat."""
+        rule, out = self.row.rule, [f'<a id="{self.anchor}"></a>', "", f"### Claim {self.number}: {self.title}", ""]
+        out += [f"**Verdict: {self.verdict}.** The paper: {self.paper}.", ""]
+        out += [f"**Rule.** {sentence(rule.words)} *Rule `{hashed}`.*", ""]
+        out += ["**Evidence.**", "", *(f"- {d}" for d in self.details), ""]
+        out += [line for stem in self.row.figures for line in figures(stem)]
+        return out + [f"**What would change it.** {sentence(rule.change)}", "", f"**Caveats.** "
+                      f"{sentence(self.row.caveat)}", ""]  # fmt: skip
+
+
+def zoo_lines(d: Decision) -> list[str]:
+    """The zoo's pooled row in words, where it ran (claims 3, 4 and 6b)."""
+    z = d.also.get("zoo")
+    return [] if z is None else [zoo_line(z, d.rule)]
 
 
 # ---- one sentence per claim: what the verdict was decided on (linrec.claims), in words ----------------------
@@ -57,11 +91,16 @@ CELL_LIMIT = 200  # characters in a claim table cell
 _and = joined  # clauses listed as a sentence lists them (linrec.claims.rules.joined)
 
 
-def _head(*sentences: str) -> str:
+def cell(*sentences: str) -> str:
     """A claim table cell: the first of `sentences` (the fullest first) that fits in `CELL_LIMIT` characters, else
     the last; each reads as a sentence and ends with a full stop (issue 65: a cell read "cause: dose, blocks: …")."""
     done = [t[:1].upper() + t[1:].rstrip(".") + "." for t in sentences]
     return next((t for t in done if len(t) <= CELL_LIMIT), done[-1])
+
+
+def sentence(text: str) -> str:
+    """`text` as a sentence: first letter upper case (the rest as written), one full stop."""
+    return text[:1].upper() + text[1:].rstrip(".") + "."
 
 
 def _in(model: str) -> str:
@@ -73,15 +112,12 @@ def claim1_jump(e: dict) -> float:
     return claim1_counts(e, "")[0]
 
 
-def sentence_1(r: Results, rule: Rule) -> Claim:
-    v = judge(rule, r)
-    if not v.evidence:
-        return _untestable(v)
+def lines_1(d: Decision) -> list[str]:
     parts = []
-    for e in v.evidence:
+    for e in d.ev:
         jump, turns = claim1_counts(e, "")
         fdr = (
-            f" that survive a false-discovery rate of {rule.thresholds.MOVES_FDR:g} ({int(e['moves_fdr'])} of "
+            f" that survive a false-discovery rate of {d.t.MOVES_FDR:g} ({int(e['moves_fdr'])} of "
             f"{int(e['moves_tested'])} moves)"
             if np.isfinite(e.get("moves_fdr", np.nan))
             else ""
@@ -91,7 +127,7 @@ def sentence_1(r: Results, rule: Rule) -> Claim:
             f"the largest adjacent jump is {fmt(jump)} and the profile turns {int(turns)} times over "
             f"{int(e['n_blocks'])} blocks (as seen, without the intervals: {fmt(e['max_adjacent_jump'])}, "
             f"{int(e['direction_changes'])} turns); as extreme as the "
-            f"paper (> {rule.thresholds.PAPER_HIGH} next to < {rule.thresholds.PAPER_LOW}): "
+            f"paper (> {d.t.PAPER_HIGH} next to < {d.t.PAPER_LOW}): "
             f"{'yes' if e.get('as_extreme_as_paper') else 'no'}"
         )
         if e.get("passes_ex_first") is not None:
@@ -107,135 +143,61 @@ def sentence_1(r: Results, rule: Rule) -> Claim:
                 f"output variance on the first token; without it, max R²_lin {fmt(e['r2_ex_first_max'])})"
             )
         parts.append(text)
-    text = "; ".join(parts)
-    details = list(parts)
-    if v.evidence and np.isfinite(v.evidence[0].get("profile_tokens", np.nan)):
-        text = f"on the profile at {v.evidence[0]['profile_tokens']:.0f} train tokens, " + text
-        details.insert(0, f"Judged on the profile at {v.evidence[0]['profile_tokens']:.0f} train tokens.")
-    other = r.get("r2_lin_summary_other")
-    if other is not None and not other.empty:
-        o = rule(other)
-        extra = f"The same rule on the profile at {other['profile_tokens'].iloc[0]:.0f} train tokens: {o.verdict}"
-        text += ". " + extra
-        details.append(extra)
-    ov = r.get("r2_curve_overview")
-    if ov is not None:
-        extra = "; ".join(curve_sentence(row) for row in ov.to_dict("records"))
-        text += ". " + extra
-        details.append(extra)
+    if parts and np.isfinite(d.ev[0].get("profile_tokens", np.nan)):
+        parts.insert(0, f"Judged on the profile at {d.ev[0]['profile_tokens']:.0f} train tokens.")
+    if parts and "other" in d.also:
+        tokens, o = d.also["other"]
+        parts.append(f"The same rule on the profile at {tokens:.0f} train tokens: {o.verdict}")
+    if parts and (ov := d.r.get("r2_curve_overview")) is not None:
+        parts.append("; ".join(curve_sentence(row) for row in ov.to_dict("records")))
+    return parts
+
+
+def head_1(d: Decision) -> tuple[str, ...]:
     spans = [(f"{fmt(e['r2_min'], 2)}–{fmt(e['r2_max'], 2)} {_in(e['model'])}", fmt(claim1_jump(e), 2),
-              int(claim1_counts(e, "")[1])) for e in v.evidence]  # fmt: skip
-    head = _head(
+              int(claim1_counts(e, "")[1])) for e in d.ev]  # fmt: skip
+    return (
         "R²_lin spans " + _and([f"{s} (largest resolved jump {j}, {t} turns)" for s, j, t in spans]),
         "R²_lin spans " + _and([f"{s} (jump {j}, {t} turns)" for s, j, t in spans]),
     )
-    return Claim(rule.id, text, v.verdict, v.without_first, head, details)
 
 
-def _parts(e: dict) -> str:
-    """A seeds comparison: raw distance, level and shape (`linrec.claims.rules`), with intervals where measured."""
-    text = f"{fmt(e['distance'])} {_ci(e['distance_lo'], e['distance_hi'], 3)} (floor {fmt(e['floor'])}, {e['outcome']}"
-    if not np.isfinite(e.get("level_lo", np.nan)):  # refreshed from the stored profiles: points only
-        return f"{text}; level {e.get('level', np.nan):+.3f}, shape {fmt(e.get('shape'))}, no intervals yet)"
-    return (f"{text}; level {e['level']:+.3f} {_ci(e['level_lo'], e['level_hi'], 3)} {e['level_outcome']}, shape "
-            f"{fmt(e['shape'])} {_ci(e['shape_lo'], e['shape_hi'], 3)} {e['shape_outcome']})")  # fmt: skip
+NOTE_2A = "The paper's own comparison (GPT-2 vs Pythia-160m) needs the hub: `params/paper.yaml`"
 
 
-def _seeds_part(r: Results) -> tuple[str, str, str] | None:
-    """(section sentence, claim-table words, claim 2a's verdict from it) of the seeds experiment (notebook 08), from
-    this profile's results or `results/training/`; None where it has not run."""
-    quoted = r.read("training_comparisons")  # this profile's, else results/training's (`STAND_INS`)
-    if quoted.table is None or r.get("zoo_runs") is not None:  # a zoo's folder: its comparisons are the zoo's
-        return None
-    comp = comparison_words(quoted.table)
-    v = seeds_row(quoted.also("training_verdict").table, comp)
-    runs_table = quoted.also("training_runs").table
-
-    def kind(k: str, t: pd.DataFrame = comp) -> str:
-        return "; ".join(f"{e['a']} vs {e['b']} {_parts(e)}" for e in t[t["kind"] == k].to_dict("records")) or "not run"
-
-    ppl = "" if runs_table is None else (
-        f"; final held-out perplexity {fmt(runs_table['ppl_test_final'].min(), 1)}–"
-        f"{fmt(runs_table['ppl_test_final'].max(), 1)} after {fmt(runs_table['tokens_per_param'].iloc[0], 1)} tokens "
-        "per parameter"
-    )  # fmt: skip
-    onsets = quoted.also("training_onsets").table  # when each run's profile settled (notebook 08's summary)
-    onset = ""
-    if onsets is not None:
-        steps, last = onsets.set_index("run")["onset"], onsets.set_index("run")["last_step"]
-        settled = {run: s for run, s in steps.items() if s < last[run]}
-        onset = f"; the profile settles (every later checkpoint within {ONSET_DISTANCE} of the last) " + (
-            "at step " + ", ".join(f"{s} ({run})" for run, s in settled.items()) if settled else ""
-        )
-        if unsettled := [run for run in steps.index if run not in settled]:
-            onset += ("; " if settled else "") + f"not before the last checkpoint in {', '.join(unsettled)} (still " + (
-                "moving at the end of training)")  # fmt: skip
-    longer = ""
-    longer_run = r.read("training_comparisons", ("training_long",), own=False)  # beside: trained longer
-    if longer_run.table is not None:
-        runs_long = longer_run.also("training_runs").table
-        factor = ""
-        if runs_long is not None and runs_table is not None:
-            factor = f" {fmt(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
-        cl = comparison_words(longer_run.table)
-        v_long = seeds_row(longer_run.also("training_verdict").table, cl)
-        longer = f". Trained{factor} longer (`params/{longer_run.profile}.yaml`): {v_long['word']}; " + (
-            f"init seed against init seed: {kind('seed', cl)}; GELU against SwiGLU: {kind('variant', cl)}"
-        )
-        if runs_long is not None:
-            longer += (
-                f"; final held-out perplexity {fmt(runs_long['ppl_test_final'].min(), 1)}–"
-                f"{fmt(runs_long['ppl_test_final'].max(), 1)}"
-            )
-    where = f"{quoted.profile} profile" if quoted.profile else "this profile"
-    text = (
-        f"seeds experiment (notebook 08, {where}; same architecture and text trained from scratch): {v['word']}, so "
-        f"claim 2a from it is {v['claim2a']}. Mean |ΔR²_lin| per block (level: mean ΔR²_lin; shape: mean |ΔR²_lin| "
-        "of the centred profiles), each last checkpoint against its step 0: "
-        f"{kind('trained vs init')}; init seed against init seed: {kind('seed')}; data order: {kind('data order')}; "
-        f"GELU against SwiGLU: {kind('variant')}{ppl}{onset}{longer}"
-    )
-    short = "; ".join(v["word"].split("; ")[:2]).split(" (")[0]  # the claim table's cell: what architecture sets
-    return Line(text, quoted), f"from scratch: {short}", v["claim2a"]
-
-
-def sentence_2a(r: Results, rule: Rule) -> Claim:
-    v = judge(rule, r)
-    trained = [p for p in (_seeds_part(r), zoo_2a(r)) if p is not None]  # the seeds experiment, the zoo
-    if not v.evidence and not trained:
-        return _untestable(v)
-    if not v.evidence:
-        texts = [t[0] for t in trained]
-        verdict = combine_2a(v.verdict, *[t[2] for t in trained])
-        head = _head("; ".join(t[1] for t in trained))
-        return Claim(rule.id, "; ".join(texts), verdict, "", head, texts)
+def lines_2a(d: Decision) -> list[str]:
+    trained = [t[0] for t in d.also["trained"]]  # the seeds experiment, the zoo
+    if not d.ev:
+        return trained
     parts = []
-    for e in v.evidence:
+    for e in d.ev:
         twin = "degenerate" if e["twin_degenerate"] else "a valid reference"
         parts.append(
             f"{e['model']}: {e['outcome'] or 'not measured'}; the random-init twin is {twin} (train − held-out gap "
             f"{fmt(e['twin_gap'], 2)} vs {fmt(e['trained_gap'], 2)} trained), so the reference is the "
             f"{e['reference']}: mean |trained − untrained| {fmt(e['effect'])} per block vs {fmt(e['noise'])} between "
-            f"untrained draws (needs > {rule.thresholds.CLAIM2_NOISE_FACTOR:g}× that and ≥ "
-            f"{rule.thresholds.CLAIM2_MIN_EFFECT})"
+            f"untrained draws (needs > {d.t.CLAIM2_NOISE_FACTOR:g}× that and ≥ {d.t.CLAIM2_MIN_EFFECT})"
         )
-    note = ". The paper's own comparison (GPT-2 vs Pythia-160m) needs the hub: `params/paper.yaml`"
-    effects = _and([f"{fmt(e['effect'], 2)} {_in(e['model'])}" for e in v.evidence])
-    head = f"Training moves R²_lin {effects} (untrained draws: {_and([fmt(e['noise'], 3) for e in v.evidence])})"
-    verdict = v.verdict
-    for text, words, word in trained:
-        parts.append(text)
-        if len(head) + len(words) + 3 <= CELL_LIMIT:  # the section states it whole; the cell where it fits
-            head += f"; {words}"
-        verdict = combine_2a(verdict, word)
-    head = _head(head)
-    return Claim(rule.id, "; ".join(parts) + note, verdict, "", head, [*parts, note.removeprefix(". ")])
+    return [*parts, *trained, NOTE_2A]
 
 
-def sentence_2b(r: Results, rule: Rule) -> Claim:
-    v = judge(rule, r)
-    if not v.evidence:
-        return _untestable(v)
+def head_2a(d: Decision) -> tuple[str, ...]:
+    words = [t[1] for t in d.also["trained"]]
+    if not d.ev:
+        return ("; ".join(words),)
+    effects = _and([f"{fmt(e['effect'], 2)} {_in(e['model'])}" for e in d.ev])
+    head = f"Training moves R²_lin {effects} (untrained draws: {_and([fmt(e['noise'], 3) for e in d.ev])})"
+    for w in words:
+        if len(head) + len(w) + 3 <= CELL_LIMIT:  # the section states it whole; the cell where it fits
+            head += f"; {w}"
+    return (head,)
+
+
+def _leaned(d: Decision) -> bool:
+    return d.v.verdict != NOT_TESTABLE and any("lean" in e for e in d.ev)  # decided per model at most bands
+
+
+def lines_2b(d: Decision) -> list[str]:
     parts = [
         f"{e['model']}: {e['outcome'] or 'not measured'}; unique share of the cross matrix's variance of the weights "
         f"{fmt(e['share_weights'], 2)} {_ci(e['share_weights_lo'], e['share_weights_hi'])}, of the inputs "
@@ -246,33 +208,19 @@ def sentence_2b(r: Results, rule: Rule) -> Claim:
         f"{_ci(e.get('wmi_lo'), e.get('wmi_hi'))}; bands {e.get('bands_covered')} measured: {e.get('bands')}); "
         f"{int(e['n_standout'])} of {int(e['n_blocks'])} blocks are more linear than both null ensembles, "
         f"{_n(e.get('n_below_init'))} less linear than their random-init draws"
-        for e in v.evidence
+        for e in d.ev
     ]
+    return parts + [d.v.reason] * bool(parts and (d.v.verdict == NOT_TESTABLE or _leaned(d)))
+
+
+def head_2b(d: Decision) -> tuple[str, ...]:
     shares = _and([f"{fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))} "
-                   f"{_in(e['model'])}" for e in v.evidence])  # fmt: skip
-    leaned = v.verdict != NOT_TESTABLE and any("lean" in e for e in v.evidence)  # decided per model at most bands
-    most, short = (f"; at most bands (none decides every band) {lean_text(v.evidence)}", f"At most bands (none "
-                   f"decides every band) the answer is {lean_text(v.evidence)}") if leaned else ("", "")  # fmt: skip
-    head = _head(f"The weights' share of the cross matrix minus the inputs' is {shares} at the widest band (95 % CI "
-                 f"over blocks and windows){most}", f"The weights' minus the inputs' share is {shares}{most}",
-                 short or f"The weights' minus the inputs' share is {shares}")  # fmt: skip
-    if v.verdict == NOT_TESTABLE or leaned:
-        parts.append(v.reason)
-    return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
-
-
-def _with_zoo(c: Claim, r: Results, rule: Rule) -> Claim:
-    """An across-block claim the offline models did not decide, with the zoo's pooled row beside it where it ran; on
-    a zoo's own folder (`results/zoo`: its tables this folder's) the zoo's verdict, decided on that row, is the
-    claim's."""
-    z = zoo_judged(r, rule)
-    if z is None:
-        return c
-    zoo = zoo_line(z, rule)
-    if z.own:
-        return Claim(rule.id, zoo, z.verdict.verdict, "", _head(zoo_head(z, rule)), [zoo])
-    c.ours, c.details = f"{c.ours}. {zoo}", [*c.details, zoo]
-    return c
+                   f"{_in(e['model'])}" for e in d.ev])  # fmt: skip
+    most, short = (f"; at most bands (none decides every band) {lean_text(d.ev)}", f"At most bands (none "
+                   f"decides every band) the answer is {lean_text(d.ev)}") if _leaned(d) else ("", "")  # fmt: skip
+    return (f"The weights' share of the cross matrix minus the inputs' is {shares} at the widest band (95 % CI over "
+            f"blocks and windows){most}", f"The weights' minus the inputs' share is {shares}{most}",
+            short or f"The weights' minus the inputs' share is {shares}")  # fmt: skip
 
 
 def _ci(lo, hi, nd: int = 2) -> str:
@@ -290,12 +238,11 @@ def _outcome(e: dict) -> str:
             "inconclusive": "inconclusive (not testable at this power)"}[word]  # fmt: skip
 
 
-def sentence_3(r: Results, rule: Rule) -> Claim:
-    v = judge(rule, r)
-    if not v.evidence:
-        return _with_zoo(_untestable(v), r, rule)
+def lines_3(d: Decision) -> list[str]:
+    if not d.ev:
+        return []
     parts = []
-    for e in v.evidence:
+    for e in d.ev:
         word = {True: "holds", False: "fails", None: "not testable"}[e["passes"]]
         if e["model"] == POOLED:
             word = "their blocks pooled within model, which decides 'uncorrelated'"
@@ -305,9 +252,9 @@ def sentence_3(r: Results, rule: Rule) -> Claim:
             f"{fmt(e['pearson_r'], 2)}, 95 % CI {_ci(e['ci_lo'], e['ci_hi'])} at an effective "
             f"{fmt(e.get('n_eff'), 1)} blocks (as if blocks were independent "
             f"{_ci(e.get('ci_lo_iid'), e.get('ci_hi_iid'))}); 90 % CI {_ci(e.get('ci_lo90'), e.get('ci_hi90'))} "
-            f"against the ±{rule.thresholds.EQUIVALENCE_MARGIN} margin: {_outcome(e)} (|r| ≥ "
+            f"against the ±{d.t.EQUIVALENCE_MARGIN} margin: {_outcome(e)} (|r| ≥ "
             f"{fmt(e['detectable_r'], 2)} detectable with 80 % power; showing |r| < "
-            f"{rule.thresholds.EQUIVALENCE_MARGIN} with 80 % power would take about "
+            f"{d.t.EQUIVALENCE_MARGIN} with 80 % power would take about "
             f"{_n(e.get('n_needed'))} blocks at this dependence)"
         )
         if np.isfinite(e.get("sweep_rank_max", np.nan)):
@@ -316,15 +263,7 @@ def sentence_3(r: Results, rule: Rule) -> Claim:
                 f"{fmt(e['sweep_gain_median_rank_min'], 3)} → {fmt(e['sweep_gain_median_rank_max'], 3)}"
             )
         parts.append(text)
-    gains = [f"{fmt(e['gain_median'])} {_in(e['model'])}" for e in v.evidence]
-    rs = [f"{fmt(e['pearson_r'], 2)} {_ci(e['ci_lo'], e['ci_hi'])}" for e in v.evidence]
-    head = _head(
-        f"The probe's median gain is {_and(gains)}; its Pearson r with 1 − R²_lin is {_and(rs)}, in that order",
-        f"The probe's median gain is {_and(gains)}; its r with 1 − R²_lin is {_and(rs)}",
-    )
-    ex = r.get("probe_summary_ex_first")
-    v1 = rule(ex) if ex is not None and not ex.empty else None
-    if v1 is not None:
+    if (v1 := d.also["ex_first"]) is not None:
         parts.append(
             "without position 0 (probe and map refitted on the rows at positions ≥ 1): "
             + "; ".join(
@@ -333,15 +272,21 @@ def sentence_3(r: Results, rule: Rule) -> Claim:
                 for e in v1.evidence
             )  # fmt: skip
         )
-    if zoo := zoo_sentence(r, rule):
-        parts.append(zoo)
-    return Claim(rule.id, "; ".join(parts), v.verdict, v1.verdict if v1 else "not measured", head, parts)
+    return parts + zoo_lines(d)
 
 
-def sentence_4(r: Results, rule: Rule) -> Claim:
-    v = judge(rule, r)
-    if not v.evidence:
-        return _with_zoo(_untestable(v), r, rule)
+def head_3(d: Decision) -> tuple[str, ...]:
+    gains = [f"{fmt(e['gain_median'])} {_in(e['model'])}" for e in d.ev]
+    rs = [f"{fmt(e['pearson_r'], 2)} {_ci(e['ci_lo'], e['ci_hi'])}" for e in d.ev]
+    return (
+        f"The probe's median gain is {_and(gains)}; its Pearson r with 1 − R²_lin is {_and(rs)}, in that order",
+        f"The probe's median gain is {_and(gains)}; its r with 1 − R²_lin is {_and(rs)}",
+    )
+
+
+def lines_4(d: Decision) -> list[str]:
+    if not d.ev:
+        return []
     parts = [
         f"{e['model']}: {int(e['n_broadly_linear'])} broadly linear, {int(e['n_outlier_concentrated'])} "
         f"outlier-concentrated (blocks {listed(e['outlier_blocks'])}), {int(e['n_first_token_concentrated'])} "
@@ -362,28 +307,26 @@ def sentence_4(r: Results, rule: Rule) -> Claim:
             if e.get("n_broadly_linear_ex_first", -1) >= 0
             else ""
         )
-        for e in v.evidence
+        for e in d.ev
     ]
-    if zoo := zoo_sentence(r, rule):  # the zoo's verdict beside the offline models' (it does not change theirs)
-        parts.append(zoo)
-    first, *rest = v.evidence
-    head = _head(
+    return parts + zoo_lines(d)  # the zoo's verdict beside the offline models' (it does not change theirs)
+
+
+def head_4(d: Decision) -> tuple[str, ...]:
+    first, *rest = d.ev
+    return (
         f"There are {int(first['n_broadly_linear'])} broadly linear and {int(first['n_outlier_concentrated'])} "
         f"outlier-concentrated blocks {_in(first['model'])}"
         + "".join(
             f", {int(e['n_broadly_linear'])} and {int(e['n_outlier_concentrated'])} {_in(e['model'])}" for e in rest
-        )  # fmt: skip
+        ),  # fmt: skip
     )
-    return Claim(rule.id, "; ".join(parts), v.verdict, v.without_first, head, parts)
 
 
-def sentence_5(r: Results, rule: Rule) -> Claim:
-    v = judge(rule, r)
-    if not v.evidence:
-        return _untestable(v)
-    margin = fmt(rule.thresholds.CLAIM5_MARGIN, 2)
-    parts, heads, short = [], [], []
-    for e in v.evidence:
+def lines_5(d: Decision) -> list[str]:
+    margin = fmt(d.t.CLAIM5_MARGIN, 2)
+    parts = []
+    for e in d.ev:
         pairs = e["pairs"]
         text = (f"{e['model']}: {e['overlay_verdict']}; each pair of corpora's shift (95 % CI; margin {margin}): "
                 + "; ".join(f"{shift_words(q)} ({q['outcome']})" for q in pairs)
@@ -401,6 +344,14 @@ def sentence_5(r: Results, rule: Rule) -> Claim:
                 f"{int(e['n_pairs'])} block–corpus pairs differ at a 5 % false-discovery rate"
             )
         parts.append(text)
+    return parts
+
+
+def head_5(d: Decision) -> tuple[str, ...]:
+    margin = fmt(d.t.CLAIM5_MARGIN, 2)
+    heads, short = [], []
+    for e in d.ev:
+        pairs = e["pairs"]
         level = max(pairs, key=lambda q: abs(q["level"]) if np.isfinite(q["level"]) else -1.0)
         shape = max(pairs, key=lambda q: q["shape"] if np.isfinite(q["shape"]) else -1.0)
         up = not level["level"] < 0  # the largest shift read upwards: "code − web 0.13 [0.10, 0.15]"
@@ -410,40 +361,37 @@ def sentence_5(r: Results, rule: Rule) -> Claim:
         shp = f"{fmt(shape['shape'], 2)} {_ci(shape['shape_lo'], shape['shape_hi'])}"
         heads.append(f"{lvl} in level ({a} − {b}) and {shp} in shape {_in(e['model'])}")
         short.append(f"{lvl} and {shp} {_in(e['model'])}")
-    head = _head(
+    return (
         f"Between corpora the profile shifts by up to {_and(heads)} (margin {margin})",
         f"Between corpora the profile shifts by up to {_and(short)} in level and shape (margin {margin})",
     )
-    return Claim(rule.id, "; ".join(parts), v.verdict, v.without_first, head, parts)
 
 
-def sentence_6a(r: Results, rule: Rule) -> Claim:
-    v = judge(rule, r)
-    if not v.evidence:
-        return _untestable(v)
-    parts = [
+def lines_6a(d: Decision) -> list[str]:
+    return [
         f"{e['model']}: affine map {e['ffn_over_linear']:.1f}× fewer parameters than the FFN; "
         f"block {e['chosen_block']} (lowest screening ΔPPL, {e['chosen_screening_delta_ppl']:+.2f}) "
         f"costs {e['delta_ppl']:+.2f} held out "
         f"[{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] ({e.get('interval', UNCHECKED)}{own_words(e)}; base "
         f"{e['ppl_base']:.2f}): {e['outcome']}; "
-        f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{rule.thresholds.CLAIM6_BUDGET:g}"
-        for e in v.evidence
+        f"{e['n_within_budget']} of {e['n_blocks']} blocks have intervals within +{d.t.CLAIM6_BUDGET:g}"
+        for e in d.ev
     ]
+
+
+def head_6a(d: Decision) -> tuple[str, ...]:
     costs = [f"{e['delta_ppl']:+.2f} [{e['delta_lo']:+.2f}, {e['delta_hi']:+.2f}] {_in(e['model'])} (block "
-             f"{e['chosen_block']})" for e in v.evidence]  # fmt: skip
-    levels = " or ".join(sorted({e.get("interval", UNCHECKED)[:4] for e in v.evidence}))  # "99 %" (or "95 %")
-    head = _head(f"Swapping the block chosen on screening windows for its map changes held-out perplexity ({levels} "
-                 f"CI) by {_and(costs)}")  # fmt: skip
-    return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
+             f"{e['chosen_block']})" for e in d.ev]  # fmt: skip
+    levels = " or ".join(sorted({e.get("interval", UNCHECKED)[:4] for e in d.ev}))  # "99 %" (or "95 %")
+    return (f"Swapping the block chosen on screening windows for its map changes held-out perplexity ({levels} "
+                 f"CI) by {_and(costs)}",)  # fmt: skip
 
 
-def sentence_6b(r: Results, rule: Rule) -> Claim:
-    v = judge(rule, r)
-    if not v.evidence:
-        return _with_zoo(_untestable(v), r, rule)
+def lines_6b(d: Decision) -> list[str]:
+    if not d.ev:
+        return []
     parts = []
-    for e in v.evidence:
+    for e in d.ev:
         best = (
             f"{e['best']} (ρ = {e['best_rho']:+.2f})" if e.get("best") else "none survives Holm's correction"
         )  # fmt: skip
@@ -455,7 +403,7 @@ def sentence_6b(r: Results, rule: Rule) -> Claim:
                 "blocks, with depth taken out "
                 f"{e['partial_rho_depth']:+.2f} [{e['partial_lo']:+.2f}, {e['partial_hi']:+.2f}] (bound "
                 f"{e['partial_lo90']:+.2f}); showing |ρ| < "
-                f"{rule.thresholds.EQUIVALENCE_MARGIN} with 80 % power would take about {_n(e.get('n_needed'))} blocks"
+                f"{d.t.EQUIVALENCE_MARGIN} with 80 % power would take about {_n(e.get('n_needed'))} blocks"
             )
             continue
         parts.append(
@@ -469,52 +417,54 @@ def sentence_6b(r: Results, rule: Rule) -> Claim:
             f"screened predictor: {best}"
             + (f"; with R²_lin without position 0: {e['outcome_ex_first']}" if "outcome_ex_first" in e else "")
         )
-    if zoo := zoo_sentence(r, rule):
-        parts.append(zoo)
-    text = "; ".join(parts)
-    if v.verdict == NOT_TESTABLE:
-        text += f". {v.reason}"
-    rhos = [f"{e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}] {_in(e['model'])}" for e in v.evidence]
-    margin, bounds = rule.thresholds.EQUIVALENCE_MARGIN, [f"{e['rho_lo90']:+.2f} {_in(e['model'])}" for e in v.evidence]
+    return parts + zoo_lines(d) + ([d.v.reason] if d.v.verdict == NOT_TESTABLE else [])
+
+
+def head_6b(d: Decision) -> tuple[str, ...]:
+    rhos = [f"{e['spearman_rho']:+.2f} [{e['rho_lo']:+.2f}, {e['rho_hi']:+.2f}] {_in(e['model'])}" for e in d.ev]
+    margin, bounds = d.t.EQUIVALENCE_MARGIN, [f"{e['rho_lo90']:+.2f} {_in(e['model'])}" for e in d.ev]
     said = f"The rank correlation of R²_lin with a swap's ΔPPL is {_and(rhos)}"
-    head = _head(f"{said}; its one-sided 95 % lower bound is {_and(bounds)} (a useful flag: ρ ≤ −{margin})",
+    return (f"{said}; its one-sided 95 % lower bound is {_and(bounds)} (a useful flag: ρ ≤ −{margin})",
                  f"{said}; a useful flag needs ρ ≤ −{margin}", said)  # fmt: skip
-    details = parts + ([v.reason] if v.verdict == NOT_TESTABLE else [])
-    return Claim(rule.id, text, v.verdict, v.without_first, head, details)
 
 
-def sentence_7a(r: Results, rule: Rule) -> Claim:
-    v = judge(rule, r)
-    if not v.evidence:
-        return _untestable(v)
-    parts = [
+def lines_7a(d: Decision) -> list[str]:
+    return [
         f"{e['model']}: at {int(e['budget_steps'])} steps (5 epochs), the better of Adam and SGD is "
-        f"> {rule.thresholds.CLAIM7_SHORTFALL} short on {int(e['n_short'])} of {int(e['n_blocks'])} blocks (median "
+        f"> {d.t.CLAIM7_SHORTFALL} short on {int(e['n_short'])} of {int(e['n_blocks'])} blocks (median "
         f"{fmt(e['shortfall_median'])}, up to {fmt(e['shortfall_max'])}; Adam alone {fmt(e['adam_shortfall_median'])})"
-        for e in v.evidence
+        for e in d.ev
     ]
+
+
+def head_7a(d: Decision) -> tuple[str, ...]:
     short = [
         f"{int(e['n_short'])} of {int(e['n_blocks'])}{' blocks' if k == 0 else ''} {_in(e['model'])} "
         f"({'median shortfall ' if k == 0 else ''}{fmt(e['shortfall_median'])})"
-        for k, e in enumerate(v.evidence)
+        for k, e in enumerate(d.ev)
     ]
-    head = _head(
-        f"The better of Adam and SGD falls more than {rule.thresholds.CLAIM7_SHORTFALL} short of the ceiling on "
-        f"{_and(short)}"
-    )
-    return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts)
+    return (f"The better of Adam and SGD falls more than {d.t.CLAIM7_SHORTFALL} short of the ceiling on {_and(short)}",)
 
 
-def sentence_7b(r: Results, rule: Rule) -> Claim:
-    v = judge(rule, r)
-    measured = [e for e in v.evidence if e.get("mechanism") is not None]
-    if not measured:
-        return _untestable(v)
+def _measured(d: Decision) -> list[dict]:
+    return [e for e in d.ev if e.get("mechanism") is not None]
+
+
+# the rise over the dose: the slope per decade times the decades it spans, with its 95 % (or 90 %) interval
+def _rise(e: dict, lo: str = "") -> str:
+    return fmt(e[f"dose_slope{lo}"] * np.log10(e["dose_kappa_max"] / e["dose_kappa_min"]))
+
+
+def _dose(e: dict, k: str = "") -> str:
+    return f"{_rise(e)} [{_rise(e, '_lo' + k)}, {_rise(e, '_hi' + k)}]"
+
+
+def _real(e: dict) -> str:
+    return f"ρ = {fmt(e['spearman_scaled_shortfall'], 2)} {_ci(e['scaled_lo'], e['scaled_hi'])}"
+
+
+def lines_7b(d: Decision) -> list[str]:
     steps = lambda v, cap: f"not within {cap:.0f}" if not np.isfinite(v) else f"{v:.0f}"  # noqa: E731
-    # the rise over the dose: the slope per decade times the decades it spans, with its 95 % (or 90 %) interval
-    rise = lambda e, lo="": fmt(e[f"dose_slope{lo}"] * np.log10(e["dose_kappa_max"] / e["dose_kappa_min"]))  # noqa: E731
-    dose = lambda e, k="": f"{rise(e)} [{rise(e, '_lo' + k)}, {rise(e, '_hi' + k)}]"  # noqa: E731
-    real = lambda e: f"ρ = {fmt(e['spearman_scaled_shortfall'], 2)} {_ci(e['scaled_lo'], e['scaled_hi'])}"  # noqa: E731
     spread = lambda e: "" if pd.isna(e.get("short_iqr")) else (  # noqa: E731
         f"; its spread (IQR) {fmt(e['short_iqr'])} {_ci(e['short_iqr_lo'], e['short_iqr_hi'], 3)} against "
         f"{_ci(*(e[k] * e['scaled_iqr_decades'] for k in ('dose_slope_lo', 'dose_slope_hi')), 3)} from the dose"
@@ -525,24 +475,27 @@ def sentence_7b(r: Results, rule: Rule) -> Claim:
         f"{e['model']}: {e['mechanism']} (constructed dose, block {int(e['dose_block'])}, κ {e['dose_kappa_min']:.0e}"
         f" → {e['dose_kappa_max']:.0e} over {int(e['dose_levels'])} levels: shortfall at {int(e['dose_budget'])} "
         f"steps {fmt(e['dose_budget_short_min'])} → {fmt(e['dose_budget_short_max'])}, rise over the dose "
-        f"{dose(e)} (90 % [{rise(e, '_lo90')}, {rise(e, '_hi90')}]), {e['dose_outcome']}; steps to the ceiling "
+        f"{_dose(e)} (90 % [{_rise(e, '_lo90')}, {_rise(e, '_hi90')}]), {e['dose_outcome']}; steps to the ceiling "
         f"{steps(e['dose_steps_min'], e['dose_steps'])} → {steps(e['dose_steps_max'], e['dose_steps'])}; the most a "
         f"tuned fit beats its ceiling {fmt(e['ceiling_excess'])}, {int(e['n_lr_edge'])} tuned rates at a grid end; "
         f"{int(e['blocks_n'])} mechanism blocks at scaled κ {e['blocks_scaled_min']:.0e}–"
         f"{e['blocks_scaled_max']:.0e}, steps to the ceiling against it {rho(e)}; the real blocks (attribution): "
-        f"log scaled κ against the 5-epoch shortfall across every block {real(e)}{spread(e)})"
-        for e in measured
+        f"log scaled κ against the 5-epoch shortfall across every block {_real(e)}{spread(e)})"
+        for e in _measured(d)
     ]
+    return parts + [d.v.reason] * (bool(parts) and d.v.verdict == NOT_TESTABLE)
+
+
+def head_7b(d: Decision) -> tuple[str, ...]:
     # the dose shows κ acting on one block by construction; the real blocks (ρ and spread) decide the attribution
     said = lambda e: _in(e["model"]) + " " + {CONDITIONING: "conditioning raises the shortfall, in the real blocks too",  # noqa: E731
                                               SUFFICIENT: "conditioning raises the shortfall by construction only",
                                               NOT_CONDITIONING: "conditioning leaves the shortfall flat by "
                                               "construction"}.get(e["mechanism"], "the dose is undecided")  # fmt: skip
-    head = _head(
+    return (
         "; ".join(f"{said(e)} (one block at κ {e['dose_kappa_min']:.0e} → {e['dose_kappa_max']:.0e}: shortfall "
-                  f"{dose(e)} at {int(e['dose_budget'])} steps; across real blocks {real(e)})" for e in measured),
-        "; ".join(f"{said(e)} (dose {dose(e)}; across real blocks {real(e)})" for e in measured),
-        "; ".join(f"{said(e)} (dose {dose(e)})" for e in measured),
-        "; ".join(said(e) for e in measured),
+                  f"{_dose(e)} at {int(e['dose_budget'])} steps; across real blocks {_real(e)})" for e in _measured(d)),
+        "; ".join(f"{said(e)} (dose {_dose(e)}; across real blocks {_real(e)})" for e in _measured(d)),
+        "; ".join(f"{said(e)} (dose {_dose(e)})" for e in _measured(d)),
+        "; ".join(said(e) for e in _measured(d)),
     )  # fmt: skip
-    return Claim(rule.id, "; ".join(parts), v.verdict, "", head, parts + [v.reason] * (v.verdict == NOT_TESTABLE))

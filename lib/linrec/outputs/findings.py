@@ -1,10 +1,11 @@
 """What each notebook concludes, in words, from one narrator (issue 86).
 
 A notebook's findings are of two kinds. The paper's claims it decides are worded once, by the claim's row of the
-catalog (`linrec.outputs.catalog.build`: the verdict and one line of evidence per model, the words the report's claim
-section and the README block show); `claim_lines` prints them as they stand. What a study measures beside its claims
-(notebook 06's first position and greedy swaps, notebook 07's random-init twins, Gaussian inputs and cross feeding)
-has no claim section, so it is worded here, once (`BESIDE`), and the report's "What the notebooks concluded" prints it.
+catalog (`linrec.outputs.catalog.render`: the verdict and one line of evidence per model, the words the report's
+claim section and the README block show); `Said.findings` prints them as they stand. What a study measures beside
+its claims (notebook 06's first position and greedy swaps, notebook 07's random-init twins, Gaussian inputs and cross
+feeding) has no claim section, so it is worded here, once (`BESIDE`), and the report's "What the notebooks
+concluded" prints it.
 Nothing here judges: the numbers are the stored tables', the verdicts the catalog's.
 """
 
@@ -16,16 +17,8 @@ import pandas as pd
 
 from linrec.analyses.controls import GAUSSIAN_DROP
 from linrec.outputs.catalog import build, of_study
-from linrec.outputs.claim_text import Claim
-from linrec.outputs.results import Line, Results
-
-
-def claim_lines(c: Claim, notebook: str | None = None) -> list[str]:
-    """A claim as a notebook prints it: its verdict line, then its evidence, one line per model (the report's words).
-    In notebook `notebook`'s findings, the lines drawn from another notebook of the same run are left to the report:
-    whether that notebook has run yet would otherwise change what this one prints."""
-    details = [d for d in c.details if not (isinstance(d, Line) and d.elsewhere(notebook))]  # by its source (`Line`)
-    return [f"Claim {c.number} ({c.title}): {c.verdict}.", *(f"  - {d}" for d in details)]
+from linrec.outputs.claim_text import Said
+from linrec.outputs.results import Results
 
 
 def _records(t: pd.DataFrame | None) -> list[dict]:
@@ -93,9 +86,9 @@ def beside(r: Results, notebook: str) -> list[str]:
     return BESIDE[notebook](r) if notebook in BESIDE else []
 
 
-def findings(r: Results, notebook: str, claims: list[Claim] | None = None) -> list[str]:
-    """Notebook `notebook`'s conclusion on the tables of `r`: each claim it decides (`claim_lines`, from `claims`, the
+def findings(r: Results, notebook: str, claims: list[Said] | None = None) -> list[str]:
+    """Notebook `notebook`'s conclusion on the tables of `r`: each claim it decides (`Said.findings`, from `claims`, the
     catalog's words judged on `r`, judged here where not given), then what it measured beside them (`BESIDE`)."""
     ids = {str(row.id) for row in of_study(notebook)}
     judged = [c for c in (build(r) if claims is None else claims) if str(c.number) in ids]
-    return [line for c in judged for line in claim_lines(c, notebook)] + beside(r, notebook)
+    return [line for c in judged for line in c.findings(notebook)] + beside(r, notebook)

@@ -3,7 +3,7 @@
 `build_report(results_dir, figures_dir, out)` reads the results tables the numbered notebooks
 write, through the registry (`linrec.base.tables`; never the notebooks themselves), so every number
 in the text traces to a results file. The claims come from the catalog (`linrec.outputs.catalog`: each claim's
-rule, the paper's words, our sentence from `linrec.outputs.claim_text`, its figures and caveat); this module
+rule, the paper's words, its templates, figures and caveat, worded once by `catalog.render`); this module
 lays out the document around them (claim table, robustness, setup, figures, per-block table, limitations) and the
 README's results block; which figures it shows, and where each is found, is `linrec.outputs.report_figures`.
 Notebook 09 calls `write_report(p)` (the coverage table, the report, the README's block) and `linrec report`
@@ -27,8 +27,8 @@ from linrec.claims.rules import joined
 from linrec.collect.config import capture_settings
 from linrec.inputs.models import FIRST_PREFIX, OFFLINE_MODELS, parse_first_spec
 from linrec.outputs import catalog, findings
-from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, judged_here, sentence
-from linrec.outputs.claim_text import Claim
+from linrec.outputs.claim_table import ONE_SAMPLE, ClaimTable, claim_rows, claim_table, judged_here
+from linrec.outputs.claim_text import Said
 from linrec.outputs.doc_blocks import write_doc_blocks
 from linrec.outputs.methods import methods_lines, write_calibration
 from linrec.outputs.plots import figures_at_drawn_size
@@ -91,19 +91,9 @@ def _robustness(r: Results) -> list[str]:
     return lines
 
 
-def _claim_sections(cl: list[Claim], r: Results, figures_dir, out: Path) -> list[str]:
-    lines = []
-    for c in cl:
-        entry = catalog.row(c.number)  # the catalog's row: the rule's words, the figures, the caveat
-        lines += [f'<a id="{c.anchor}"></a>', "", f"### Claim {c.number}: {c.title}", ""]
-        lines += [f"**Verdict: {c.verdict}.** The paper: {c.paper}.", ""]
-        lines += [f"**Rule.** {sentence(entry.rule.words)} *Rule `{rule_hash(entry.rule)}`.*", ""]
-        lines += ["**Evidence.**", ""] + [f"- {d}" for d in c.details] + [""]
-        for stem in entry.figures:
-            lines += figure_lines(stem, figures_dir, out, r)
-        lines += [f"**What would change it.** {sentence(entry.rule.change)}", ""]
-        lines += [f"**Caveats.** {sentence(entry.caveat)}", ""]
-    return lines
+def _claim_sections(cl: list[Said], r: Results, figures_dir, out: Path) -> list[str]:
+    figures = lambda stem: figure_lines(stem, figures_dir, out, r)  # noqa: E731
+    return [line for c in cl for line in c.section(rule_hash(c.row.rule), figures)]
 
 
 # what the hash after each rule is (linrec.outputs.rule_log)

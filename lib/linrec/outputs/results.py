@@ -197,7 +197,7 @@ class Line(str):
     """An evidence line that carries where it was drawn from: `quoted`, the `linrec.base.tables.Quoted` of the table
     it words (its `source` folder, the `profile` that stood in, None for the folder's own, and the `notebook` that
     wrote it); None for a line of the folder's own tables. A notebook's findings leave out the lines another notebook
-    of the same run wrote (`linrec.outputs.findings.claim_lines`)."""
+    of the same run wrote (`linrec.outputs.claim_text.Said.findings`)."""
 
     quoted: Quoted | None
 

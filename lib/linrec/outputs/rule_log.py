@@ -43,7 +43,7 @@ from linrec.base.registry import TABLES
 from linrec.base.tables import load_table, save_table, table_path
 from linrec.claims.rules import Rule
 from linrec.outputs import catalog
-from linrec.outputs.claim_text import Claim
+from linrec.outputs.claim_text import Said
 
 HASH_DIGITS = 8  # the short hash the report prints
 HASHES, CHANGES = "rule_hashes", "rule_changes"  # the record's tables in each results folder (notebook 09)
@@ -160,7 +160,7 @@ def _why(was: dict, now: dict) -> str:
     )
 
 
-def record(folder: str | Path, claims: list[Claim], today: str | None = None) -> pd.DataFrame:
+def record(folder: str | Path, claims: list[Said], today: str | None = None) -> pd.DataFrame:
     """Record today's rules with the verdicts they gave on the tables of results folder `folder` (`claims`: the
     catalog's, judged there): table `rule_hashes` (claim, rule_hash, verdict, tables_hash, recorded: the date its
     hash, or under the same hash its verdict, was first recorded there, models: `measured_models`) rewritten, and

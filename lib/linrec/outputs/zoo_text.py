@@ -1,7 +1,7 @@
 """The zoo in words (notebook 08 under `params/zoo.yaml`): claim 2a as the paper states it (what sets the profile's
 shape and level: layout, text or seed; `zoo_2a`) and the pooled rows of claims 3, 4 and 6b (`zoo_judged`,
-`zoo_line`), for the claims of `linrec.outputs.claim_text`; and the seeds experiment's verdict row (`seeds_row`,
-notebook 08 under `params/training.yaml`).
+`zoo_line`), for the claims of `linrec.outputs.claim_text`; and the seeds experiment (notebook 08 under
+`params/training.yaml`): its verdict row (`seeds_row`) and its evidence for claim 2a (`seeds_part`).
 
 Every profile's report reads the zoo's tables from its own results, or else from `results/zoo/` (like
 `results/training/` for the seeds experiment: `linrec.outputs.results.Results.read`), naming where they came from.
@@ -20,14 +20,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from linrec.analyses.seeds import ONSET_DISTANCE
 from linrec.base.errors import LinrecError
 from linrec.base.files import find_project_root
 from linrec.base.tables import Quoted, load_table
-from linrec.claims.learned import seeds_verdict
+from linrec.claims.learned import comparison_words, seeds_verdict
 from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_TESTABLE, Rule, Verdict
 from linrec.claims.swap import FLAGS, NOT_USEFUL
 from linrec.claims.zoo import INCONCLUSIVE, SAME, judge_zoo, pooled_row, zoo_verdict
-from linrec.outputs.results import Line
+from linrec.outputs.results import Line, fmt
 
 OUTCOME_WORDS = {
     "effect": "a correlation shown",
@@ -49,6 +50,75 @@ def seeds_row(table: pd.DataFrame | None, comparisons: pd.DataFrame | None = Non
         except (LinrecError, KeyError):  # an older linrec's comparisons: the row its stage wrote
             pass
     return table.iloc[0].to_dict() if table is not None and len(table) else {"word": "not run", "claim2a": NOT_TESTABLE}
+
+
+def _compared(e: dict) -> str:
+    """A seeds comparison: raw distance, level and shape (`linrec.claims.rules`), with intervals where measured."""
+    text = f"{fmt(e['distance'])} {_ci(e['distance_lo'], e['distance_hi'])} (floor {fmt(e['floor'])}, {e['outcome']}"
+    if not np.isfinite(e.get("level_lo", np.nan)):  # refreshed from the stored profiles: points only
+        return f"{text}; level {e.get('level', np.nan):+.3f}, shape {fmt(e.get('shape'))}, no intervals yet)"
+    return (f"{text}; level {e['level']:+.3f} {_ci(e['level_lo'], e['level_hi'])} {e['level_outcome']}, shape "
+            f"{fmt(e['shape'])} {_ci(e['shape_lo'], e['shape_hi'])} {e['shape_outcome']})")  # fmt: skip
+
+
+def seeds_part(r) -> tuple[str, str, str] | None:
+    """(section sentence, claim-table words, claim 2a's verdict from it) of the seeds experiment (notebook 08), from
+    this profile's results or `results/training/`; None where it has not run."""
+    quoted = r.read("training_comparisons")  # this profile's, else results/training's (`STAND_INS`)
+    if quoted.table is None or r.get("zoo_runs") is not None:  # a zoo's folder: its comparisons are the zoo's
+        return None
+    comp = comparison_words(quoted.table)
+    v = seeds_row(quoted.also("training_verdict").table, comp)
+    runs_table = quoted.also("training_runs").table
+
+    def kind(k: str, t: pd.DataFrame = comp) -> str:
+        return (
+            "; ".join(f"{e['a']} vs {e['b']} {_compared(e)}" for e in t[t["kind"] == k].to_dict("records")) or "not run"
+        )
+
+    ppl = "" if runs_table is None else (
+        f"; final held-out perplexity {fmt(runs_table['ppl_test_final'].min(), 1)}–"
+        f"{fmt(runs_table['ppl_test_final'].max(), 1)} after {fmt(runs_table['tokens_per_param'].iloc[0], 1)} tokens "
+        "per parameter"
+    )  # fmt: skip
+    onsets = quoted.also("training_onsets").table  # when each run's profile settled (notebook 08's summary)
+    onset = ""
+    if onsets is not None:
+        steps, last = onsets.set_index("run")["onset"], onsets.set_index("run")["last_step"]
+        settled = {run: s for run, s in steps.items() if s < last[run]}
+        onset = f"; the profile settles (every later checkpoint within {ONSET_DISTANCE} of the last) " + (
+            "at step " + ", ".join(f"{s} ({run})" for run, s in settled.items()) if settled else ""
+        )
+        if unsettled := [run for run in steps.index if run not in settled]:
+            onset += ("; " if settled else "") + f"not before the last checkpoint in {', '.join(unsettled)} (still " + (
+                "moving at the end of training)")  # fmt: skip
+    longer = ""
+    longer_run = r.read("training_comparisons", ("training_long",), own=False)  # beside: trained longer
+    if longer_run.table is not None:
+        runs_long = longer_run.also("training_runs").table
+        factor = ""
+        if runs_long is not None and runs_table is not None:
+            factor = f" {fmt(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
+        cl = comparison_words(longer_run.table)
+        v_long = seeds_row(longer_run.also("training_verdict").table, cl)
+        longer = f". Trained{factor} longer (`params/{longer_run.profile}.yaml`): {v_long['word']}; " + (
+            f"init seed against init seed: {kind('seed', cl)}; GELU against SwiGLU: {kind('variant', cl)}"
+        )
+        if runs_long is not None:
+            longer += (
+                f"; final held-out perplexity {fmt(runs_long['ppl_test_final'].min(), 1)}–"
+                f"{fmt(runs_long['ppl_test_final'].max(), 1)}"
+            )
+    where = f"{quoted.profile} profile" if quoted.profile else "this profile"
+    text = (
+        f"seeds experiment (notebook 08, {where}; same architecture and text trained from scratch): {v['word']}, so "
+        f"claim 2a from it is {v['claim2a']}. Mean |ΔR²_lin| per block (level: mean ΔR²_lin; shape: mean |ΔR²_lin| "
+        "of the centred profiles), each last checkpoint against its step 0: "
+        f"{kind('trained vs init')}; init seed against init seed: {kind('seed')}; data order: {kind('data order')}; "
+        f"GELU against SwiGLU: {kind('variant')}{ppl}{onset}{longer}"
+    )
+    short = "; ".join(v["word"].split("; ")[:2]).split(" (")[0]  # the claim table's cell: what architecture sets
+    return Line(text, quoted), f"from scratch: {short}", v["claim2a"]
 
 
 @dataclass(frozen=True)
