@@ -83,3 +83,27 @@ def test_a_block_answering_from_a_cached_prefix_counts_nothing_and_the_count_lea
     block.register_forward_hook(lambda m, a, out: out)
     with pytest.raises(memo.Unkeyable):
         memo.check_unhooked(model)
+
+
+def test_stages_on_worker_threads_sit_inside_the_main_threads_stage_and_write_whole_rows(recorded):
+    """Jobs on threads (`linrec.analyses.parallel.run_jobs`) each open a stage while the main thread's is open: each
+    is at depth 1 (inside the main one, not inside each other), and every row arrives whole."""
+    import threading
+
+    barrier = threading.Barrier(4)
+
+    def job(k: int) -> None:
+        with bar(total=1, desc=f"job {k}") as b:
+            barrier.wait()  # all four open at once
+            for _ in bar(range(2), desc=f"inner {k}"):
+                pass
+            b.update()
+
+    with bar(total=1, desc="main") as b:
+        threads = [threading.Thread(target=job, args=(k,)) for k in range(4)]
+        [t.start() for t in threads], [t.join() for t in threads]
+        b.update()
+    rows = pd.read_csv(recorded).set_index("stage")
+    assert rows.loc["main", "depth"] == 0
+    assert all(rows.loc[f"job {k}", "depth"] == 1 and rows.loc[f"inner {k}", "depth"] == 2 for k in range(4))
+    assert len(rows) == 9 and rows["wall_s"].notna().all()

@@ -20,8 +20,8 @@ from __future__ import annotations
 import csv
 import os
 import resource
+import threading
 import time
-from pathlib import Path
 
 ENV = "LINREC_STAGES"  # the file each stage's row is appended to (a CSV with `COLUMNS`); unset: nothing recorded
 COLUMNS = ("notebook", "stage", "depth", "unit", "steps", "wall_s", "cpu_s", "model_tokens")
@@ -29,7 +29,23 @@ _WATCHED = "_linrec_stages_hook"  # the attribute that marks a block already cou
 PASSIVE = "linrec_passive"  # marks a hook that only counts: what the module returns is unchanged (analyses.memo)
 
 _tokens = 0.0  # tokens through whole models so far in this process (block calls' tokens / the model's block count)
-_open = 0  # stages open now (the depth the next one gets)
+_main_open = 0  # stages open now in the main thread
+_LOCAL = threading.local()  # .open: stages open now in this thread
+_LOCK = threading.Lock()  # the counters and the file, shared by stages on worker threads (analyses.parallel.run_jobs)
+
+
+def _depth() -> int:
+    """The depth a stage opened now gets: the stages open in its thread, and in a worker thread also the main
+    thread's (which started the work, so its open stages contain this one)."""
+    here = getattr(_LOCAL, "open", 0)
+    return here if threading.current_thread() is threading.main_thread() else here + _main_open
+
+
+def _opened(step: int) -> None:
+    global _main_open
+    _LOCAL.open = max(getattr(_LOCAL, "open", 0) + step, 0)
+    if threading.current_thread() is threading.main_thread():
+        _main_open = _LOCAL.open
 
 
 def recording() -> str | None:
@@ -56,7 +72,8 @@ def watch_blocks(blocks) -> None:
             return
         hidden = args[0] if args else kwargs.get("hidden_states")
         if hidden is not None and hasattr(hidden, "shape") and len(hidden.shape) >= 2:
-            _tokens += share * float(hidden.shape[:-1].numel())
+            with _LOCK:
+                _tokens += share * float(hidden.shape[:-1].numel())
 
     setattr(count, PASSIVE, True)  # a model's evaluations stay keyable with it (linrec.analyses.memo._hooks)
     for block in blocks:
@@ -74,18 +91,18 @@ class Stage:
     """One stage being timed: opened by `start`, written by `end` (once; a second call does nothing)."""
 
     def __init__(self, name: str, unit: str):
-        global _open
-        self.name, self.unit, self.depth = name, unit, _open
-        _open += 1
+        with _LOCK:
+            self.name, self.unit, self.depth = name, unit, _depth()
+            _opened(+1)
         self.wall, self.cpu, self.tokens = time.perf_counter(), _cpu_seconds(), _tokens
         self.ended = False
 
     def end(self, steps: int | float | None) -> None:
-        global _open
         if self.ended:
             return
         self.ended = True
-        _open = max(_open - 1, 0)
+        with _LOCK:
+            _opened(-1)
         path = recording()
         if path is None:
             return
@@ -99,10 +116,9 @@ class Stage:
             "cpu_s": f"{_cpu_seconds() - self.cpu:.3f}",
             "model_tokens": f"{_tokens - self.tokens:.1f}",
         }
-        new = not Path(path).exists()
-        with open(path, "a", newline="") as f:
+        with _LOCK, open(path, "a", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=COLUMNS)
-            if new:
+            if f.tell() == 0:
                 writer.writeheader()
             writer.writerow(row)
 
