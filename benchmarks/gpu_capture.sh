@@ -14,18 +14,9 @@
 #   OUT=/tmp/gout bash benchmarks/gpu_capture.sh
 set -u
 t0=$(date +%s)
-OUT="${OUT:-/tmp/gpu_out}"; mkdir -p "$OUT"
+. benchmarks/gpu_env.sh
 MODE="${MODE:-profile}"; DEVICE="${DEVICE:-cuda}"; D="${D:-768}"; LAYERS="${LAYERS:-12}"; HEADS="${HEADS:-12}"
 STEPS="${STEPS:-150}"; TOKENS="${TOKENS:-204800}"
-if [ -d .whl ] && [ -z "${NO_WHEELS:-}" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD/lib${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false LINREC_PROGRESS=0
-export LINREC_CACHE="${LINREC_CACHE_GPU:-/tmp/lcache}"
-mkdir -p "$LINREC_CACHE" && cp -r .gpu/cache/corpora "$LINREC_CACHE/"
-{ python3 -c "import torch, transformers, pandas, numpy; print('torch', torch.__version__, 'transformers', transformers.__version__, 'pandas', pandas.__version__, 'numpy', numpy.__version__, 'cuda', torch.cuda.is_available())"
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null; nproc; } | tee "$OUT/versions.txt"
 timeout -k 5 150 python3 -m linrec train --layout gpt2 --d-model "$D" --layers "$LAYERS" --heads "$HEADS" --vocab 4096 \
   --steps "$STEPS" --device "$DEVICE" > "$OUT/train.log" 2>&1
 echo "train rc=$? $(( $(date +%s) - t0 )) s"

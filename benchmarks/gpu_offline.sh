@@ -12,17 +12,7 @@
 #   --train n_evals=4 -p train_measure_tokens 4096 -p train_probe_rows 512                      (about 50 s)
 set -u
 t0=$(date +%s)
-OUT="${OUT:-/tmp/gpu_out}"; mkdir -p "$OUT"
-if [ -d .whl ] && [ -z "${NO_WHEELS:-}" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD/lib${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false LINREC_PROGRESS=0
-export LINREC_CACHE="${LINREC_CACHE_GPU:-/tmp/lcache}"
-mkdir -p "$LINREC_CACHE" && cp -r .gpu/cache/corpora "$LINREC_CACHE/"
-python3 -c "import torch, transformers, pandas, numpy; print('torch', torch.__version__, 'transformers', transformers.__version__, 'pandas', pandas.__version__, 'numpy', numpy.__version__, 'cuda', torch.cuda.is_available())" | tee "$OUT/versions.txt"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >> "$OUT/versions.txt" 2>/dev/null
-nproc >> "$OUT/versions.txt"
+. benchmarks/gpu_env.sh
 res=/tmp/zp/zoo_paper
 timeout -k 15 "${INNER_S:-540}" python3 benchmarks/gpu_zoo.py --out "$res" "$@" > "$OUT/gpu_zoo.log" 2>&1
 rc=$?
