@@ -16,7 +16,8 @@ Before the first test batch every block's affine map is fitted from the finished
 statistics with `linrec.stats.ceiling.fit_affine` (the ceiling's own solver), and each test batch
 then adds, per held-out window and block, n, Σe², Σ(y − c) and Σ(y − c)² (float64, c the
 train mean of y) into `Capture.heldout[block]` (a `linrec.stats.heldout.HeldOut`). The cost is one
-float64 [rows, d_in] × [d_in, d_out] product per block on test rows only, plus one fit per block.
+float64 [rows, d_in] × [d_in, d_out] product per block on test rows only, plus one fit per block (on one CUDA
+device the fits run beside the test windows' forward passes and the sums after them: `linrec.collect.overlap`).
 A block whose fit raises (NaN, or too few train rows for a block wider than the others) gets
 `heldout[block] = None` and its error in `meta["heldout_errors"]`; the capture itself still
 succeeds, and the ceiling raises that same error when asked for the block. Train rows too few
