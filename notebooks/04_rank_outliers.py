@@ -92,12 +92,14 @@ models, corpus, capture, seed = p.models, p.corpus, p.capture, p.seed
 results_dir, figures_dir = p.results_dir, p.figures_dir
 
 # %%
+from functools import partial
+
 from linrec.analyses.spectrum import toy_blocks, toy_table
 from linrec.app.profile import quoted
 from linrec.base.files import project_root
-from linrec.claims.regimes import regime_story, replication_story
 from linrec.outputs.catalog import rule
 from linrec.outputs.ceiling_text import replication_elsewhere
+from linrec.outputs.findings import tell
 from linrec.outputs.plots_regimes import fig4_rank_outliers, fig4b_block_anatomy
 from linrec.outputs.results import labelled
 from linrec.studies import regimes as study
@@ -219,10 +221,10 @@ labelled(summary, "spectrum_summary").T
 
 # %% tags=["nbval-check-output"]
 if result.spectrum_replicates_summary is not None:  # this run's replication
-    replication = replication_story(result.spectrum_replicates_summary)
+    replication = tell("replication", result.spectrum_replicates_summary)
 else:  # the last run of params/full.yaml, where it measured what this run measures
     replication = replication_elsewhere(quoted("spectrum_replicates_summary", p, root), "claim 4 on fresh text",
-                                        replication_story).splitlines()  # fmt: skip
+                                        partial(tell, "replication")).splitlines()  # fmt: skip
 for line in replication:
     print(line)
 
@@ -234,7 +236,7 @@ for line in replication:
 # without being rank ≈ 1).
 
 # %% tags=["nbval-check-output"]
-for line in regime_story(result.spectrum):
+for line in tell("regimes", result.spectrum):  # notebook 04's words beside claim 4 (linrec.outputs.findings)
     print(line)
 
 # %% [markdown]

@@ -81,7 +81,7 @@ from IPython.display import display
 from linrec.base.files import project_root
 from linrec.claims.routing import ANCHOR_RULES
 from linrec.outputs.catalog import rule
-from linrec.outputs.findings import findings
+from linrec.outputs.findings import ROUTING, beside, findings
 from linrec.outputs.plots_swap import fig2_swap, fig6_swap, fig9_routing
 from linrec.outputs.results import Results, labelled
 from linrec.studies import swap as study
@@ -367,3 +367,8 @@ labelled(result.swap_timings)
 # one narrator (linrec.outputs.findings): claims 6a and 6b in the report's words, judged by the catalog's rules on the
 # tables just written, then the position-0 variants and greedy swaps
 print("\n".join(findings(Results(root / p.results_dir), "06")))
+
+# %%
+# per-token routing, the anchor paper's token-identity claim and healing, where this run routed or healed: the words of
+# the report's routing section (linrec.outputs.findings, its rows for notebook 06's routing tables)
+print("\n".join(beside(Results(root / p.results_dir), "06", ROUTING)))

@@ -10,7 +10,6 @@ from helpers import predictors as _pred
 from helpers import spectrum_rows as _spectrum
 from linrec.analyses.spectrum import regime_replication, regime_summary
 from linrec.base.files import project_root
-from linrec.base.tables import load_table
 from linrec.claims.corpora import verdict_5
 from linrec.claims.regimes import claim4_holds, verdict_4
 from linrec.claims.rules import (
@@ -91,20 +90,6 @@ def test_claim4_5_and_6b_without_the_first_position():
 
 
 ROOT = project_root(__file__)
-
-
-def test_the_regime_story_counts_every_block_once_and_names_what_claim_4_rests_on():
-    table = load_table("spectrum", ROOT / "results" / "default")
-    from linrec.claims.regimes import regime_story
-
-    lines = regime_story(table)
-    assert len(lines) == table["model"].nunique()
-    for line, (model, t) in zip(lines, table.groupby("model", sort=False)):
-        counts = t["regime"].value_counts()
-        neither = len(t) - counts.get("broadly linear", 0) - counts.get("outlier-concentrated", 0)
-        assert line.startswith(f"{model}: of {len(t)} blocks") and f"; {neither} (" in line
-        for b in t.loc[t["regime"] == "outlier-concentrated", "block"]:
-            assert f"block {b} (explained part's effective rank" in line
 
 
 def test_claim4_is_not_testable_where_no_block_could_be_outlier_concentrated():

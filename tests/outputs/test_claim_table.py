@@ -29,7 +29,7 @@ def _tables_of(run, tmp_path):
 def test_what_the_notebooks_concluded_says_only_what_no_claim_section_says(tmp_path, monkeypatch):
     """Issue 86 (one narrator): the section once worded claims 5, 6a, 6b, 2a and 2b a second time, beside their own
     sections (and issue 64: with a word stored under an older rule). It now holds only what notebooks 06 and 07
-    measured beside their claims (`linrec.outputs.findings.BESIDE`), in the stages' order, from the tables; no claim
+    measured beside their claims (`linrec.outputs.findings.beside`), in the stages' order, from the tables; no claim
     is worded there, and a study left out leaves its lines out. Guards the claims' second wording coming back
     (planted: a claim's evidence line among them)."""
     import linrec.outputs.report

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 
 from linrec.analyses.controls import GAUSSIAN_DROP
+from linrec.base.tables import load_table
 from linrec.outputs.catalog import build, of_study
-from linrec.outputs.findings import BESIDE, controls_beside, findings, swap_beside
+from linrec.outputs.findings import ROUTING, TOLD, beside, controls_beside, findings, notebooks, swap_beside, tell
 from linrec.outputs.results import Results
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,6 +93,54 @@ def test_the_controls_beside_the_claims_in_words_and_what_was_not_run_left_out()
 
 
 def test_only_the_studies_that_measure_beside_their_claims_have_words_here():
-    assert set(BESIDE) == {"06", "07"}
+    assert notebooks() == ("06", "07") and {row.notebook for row in TOLD.values()} == {"04", "06", "07"}
     r = Results(DEFAULT)
     assert findings(r, "05") == [line for c in build(r) if str(c.number) == "5" for line in c.findings()]
+
+
+def test_notebook_04s_regime_row_counts_every_block_once_and_names_what_claim_4_rests_on():
+    table = load_table("spectrum", DEFAULT)
+    lines = tell("regimes", table)
+    assert len(lines) == table["model"].nunique()
+    for line, (model, t) in zip(lines, table.groupby("model", sort=False)):
+        counts = t["regime"].value_counts()
+        neither = len(t) - counts.get("broadly linear", 0) - counts.get("outlier-concentrated", 0)
+        assert line.startswith(f"{model}: of {len(t)} blocks") and f"; {neither} (" in line
+        for b in t.loc[t["regime"] == "outlier-concentrated", "block"]:
+            assert f"block {b} (explained part's effective rank" in line
+
+
+def test_notebook_04s_replication_row_says_each_models_counts_blocks_and_word():
+    planted = pd.DataFrame(
+        {
+            "model": ["a", "b"],
+            "samples": ["0 1", "0 1"],
+            "n_samples": [2, 2],
+            "n_broadly_linear": ["3 4", "1 1"],
+            "n_outlier_concentrated": ["1 1", "0 2"],
+            "outlier_blocks": ["7 | 7", "none | 2 5"],
+            "outlier_blocks_every_sample": ["7", ""],
+            "n_claim4_passes": [1, 1],
+            "replication": ["sample-dependent", "sample-dependent"],
+        }
+    )
+    assert tell("replication", planted) == [
+        "a: over samples 0 1, broadly linear 3 4, outlier-concentrated 1 1 (blocks 7 | 7; on every sample: 7); "
+        "claim 4 sample-dependent.",
+        "b: over samples 0 1, broadly linear 1 1, outlier-concentrated 0 2 (blocks none | 2 5; on every sample: "
+        "none); claim 4 sample-dependent.",
+    ]
+
+
+def test_notebook_06_and_the_reports_routing_section_print_the_same_routing_words():
+    """Notebook 06's routing rows (`beside(r, "06", ROUTING)`: routing, the anchor's token identity, healing) on the
+    committed full run, the one that routes every block, are the report's routing section's bullets, word for word:
+    one template each, rendered by `tell` for both. Planted: a routing template's sentence changed in the report's
+    copy alone (the routing section then no longer holds the notebook's line)."""
+    from linrec.outputs.routing_text import routing_section
+
+    r = Results(ROOT / "results" / "full")
+    lines = beside(r, "06", ROUTING)
+    section = routing_section(r, lambda df, floatfmt: "", r.dir / "figures", r.dir / "report.md")
+    assert lines and all(f"- {line}" in section for line in lines)
+    assert {"routing", "anchor"} <= {name for name in TOLD if tell(name, r)}

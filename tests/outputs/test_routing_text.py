@@ -7,7 +7,10 @@ from linrec.base.tables import save_table
 
 
 def test_routing_findings_state_each_number_beside_the_anchor_and_say_the_pick_is_optimistic():
-    from linrec.outputs.routing_text import routing_findings
+    from linrec.outputs.findings import tell
+
+    def routing_findings(t):
+        return tell("routing", t)
 
     row = {"model": "m", "n_blocks_routed": 6, "best_block": 3, "best_routable_pct1": 0.75, "best_lo": 0.5,
            "best_hi": 1.0, "n_quarter": 4, "n_monotone": 5, "rho_r2_routable": 0.2, "rho_lo": -0.5, "rho_hi": 0.8,
@@ -22,13 +25,13 @@ def test_routing_findings_state_each_number_beside_the_anchor_and_say_the_pick_i
 
 
 def test_the_anchor_findings_name_which_r_is_the_anchors_and_quote_both_verdicts():
-    from linrec.outputs.routing_text import anchor_findings, heal_findings
+    from linrec.outputs.findings import tell
 
     row = {"model": "m", "need_pairs": 8, "need_context": 2, "need_token": 5, "need_r_median": 0.41, "need_r_min": 0.1,
            "need_r_max": 0.7, "lookup_r2_median": 0.12, "gate_r_median": 0.72, "need_verdict": "partly reproduced",
            "split_blocks": 4, "split_context": 3, "split_token": 0, "auc_full_median": 0.71,
            "auc_token_median": 0.55, "auc_context_median": 0.7, "split_verdict": "reproduced"}  # fmt: skip
-    (line,) = anchor_findings(pd.DataFrame([row]))
+    (line,) = tell("anchor", pd.DataFrame([row]))
     needles = ("the anchor's quantity", "median r = +0.41 (from +0.10 to +0.70) over 8", "2 shown near 0",
                "5 shown away from it", "median 0.12", "**partly reproduced**", "median r = +0.72",
                "not the anchor's quantity", "0.55, 0.70, 0.71", "3 of 4 blocks", "**reproduced**")  # fmt: skip
@@ -38,13 +41,13 @@ def test_the_anchor_findings_name_which_r_is_the_anchors_and_quote_both_verdicts
                          "batch_size": 8, "ppl_control": 20.0, "delta_before": [0.0, 1.5, 4.0],
                          "delta_after": [0.0, 0.1, 0.9], "delta_after_lo": [0.0, -0.05, 0.5],
                          "delta_after_hi": [0.0, 0.15, 1.3], "outcome": ["", "healed", "costs"]})  # fmt: skip
-    (line,) = heal_findings(heal, " (params/healing.yaml)")
+    (line,) = tell("heal", heal, where=" (params/healing.yaml)")
     for needle in ("m (params/healing.yaml), healing (every weight", "50 steps of 8", "control perplexity 20.00",
                    "k = 1 (blocks 3): +1.50 before, +0.10 [-0.05, 0.15] after, healed",
                    "k = 2 (blocks 3 5): +4.00 before, +0.90 [0.50, 1.30] after, costs"):  # fmt: skip
         assert needle in line, needle
     maps = heal.assign(mode="maps", ppl_control=[20.0, 18.5, 19.25])  # each k its own control: its blocks' FFNs
-    (line,) = heal_findings(maps)
+    (line,) = tell("heal", maps)
     assert "the maps alone fine-tuned" in line and "same blocks' own FFNs fine-tuned alike" in line
     assert "control perplexity 18.50 / 19.25)" in line  # k = 1, 2 in order; the k = 0 row (the base) is no control
 

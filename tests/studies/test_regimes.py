@@ -25,7 +25,7 @@ from linrec.analyses.spectrum import (
     toy_table,
 )
 from linrec.base.tables import save_table
-from linrec.claims.regimes import claim4_holds, replication_story
+from linrec.claims.regimes import claim4_holds
 from linrec.collect.config import capture_settings
 from linrec.studies import regimes as study
 
@@ -132,25 +132,3 @@ def test_the_toy_table_is_each_toys_spectrum_under_its_name():
     train, test = toys["outlier-concentrated"]
     want = pd.DataFrame([block_spectrum(train, test, block="toy: outlier-concentrated")])
     pd.testing.assert_frame_equal(table.iloc[[1]].reset_index(drop=True), want)
-
-
-def test_the_replication_story_says_each_models_counts_blocks_and_word():
-    planted = pd.DataFrame(
-        {
-            "model": ["a", "b"],
-            "samples": ["0 1", "0 1"],
-            "n_samples": [2, 2],
-            "n_broadly_linear": ["3 4", "1 1"],
-            "n_outlier_concentrated": ["1 1", "0 2"],
-            "outlier_blocks": ["7 | 7", "none | 2 5"],
-            "outlier_blocks_every_sample": ["7", ""],
-            "n_claim4_passes": [1, 1],
-            "replication": ["sample-dependent", "sample-dependent"],
-        }
-    )
-    assert replication_story(planted) == [
-        "a: over samples 0 1, broadly linear 3 4, outlier-concentrated 1 1 (blocks 7 | 7; on every sample: 7); "
-        "claim 4 sample-dependent.",
-        "b: over samples 0 1, broadly linear 1 1, outlier-concentrated 0 2 (blocks none | 2 5; on every sample: "
-        "none); claim 4 sample-dependent.",
-    ]

@@ -1,24 +1,21 @@
 """Claim 4 (notebook 04): the rule (`verdict_4`, `RULE_4`) on each model's blocks counted by regime
 (`linrec.analyses.spectrum.regime_summary`), the same rule on each disjoint sample of text (`claim4_holds`, which
-`linrec.analyses.spectrum.regime_replication` is given); what a teacher says of them (`regime_story`,
-`replication_story`).
+`linrec.analyses.spectrum.regime_replication` is given); notebook 04's words beside them are
+`linrec.outputs.findings`' ("regimes", "replication").
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 # the regimes' thresholds: linrec.analyses.spectrum.regime applies them to each block, RULE_4's words name them
-from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_GAP, REGIME_R2, REGIME_RANK, concentrated
-from linrec.base.tables import blocks
+from linrec.analyses.spectrum import OUTLIER_RANK, REGIME_GAP, REGIME_R2, REGIME_RANK
 from linrec.claims.rules import (
     NOT_REPRODUCED,
     NOT_TESTABLE,
     REPRODUCED,
     Rule,
     Verdict,
-    require,
     thresholds,
 )
 
@@ -92,54 +89,3 @@ def claim4_holds(summary: pd.DataFrame) -> bool:
     """Whether claim 4's rule (`RULE_4`) holds over every model of `summary` (a `regime_summary` of one sample): what
     `linrec.analyses.spectrum.regime_replication` asks of each sample."""
     return RULE_4(summary).verdict == REPRODUCED
-
-
-def replication_story(replication: pd.DataFrame) -> list[str]:
-    """One line per model of `regime_replication`'s table (this run's or a results file's): over which samples, its
-    broadly linear and outlier-concentrated counts, the outlier blocks on each sample and on every one, and claim 4's
-    replication word."""
-    require(replication, ["model", "samples", "n_broadly_linear", "n_outlier_concentrated", "outlier_blocks",
-                          "outlier_blocks_every_sample", "replication"], "replication_story")  # fmt: skip
-    return [
-        f"{r['model']}: over samples {r['samples']}, broadly linear {r['n_broadly_linear']}, outlier-concentrated "
-        f"{r['n_outlier_concentrated']} (blocks {r['outlier_blocks']}; on every sample: "
-        f"{r['outlier_blocks_every_sample'] or 'none'}); claim 4 {r['replication']}."
-        for r in replication.to_dict("records")
-    ]
-
-
-def regime_story(spectrum: pd.DataFrame) -> list[str]:
-    """What a teacher says about claim 4 from the per-block table, one line per model, every number computed: how
-    many blocks are in each of the paper's two regimes and how many in neither (and why), the outlier-concentrated
-    blocks the verdict rests on with their explained part's effective rank, and the blocks concentrated in a few
-    features whose explained part is not rank ≈ 1 (with that rank's range)."""
-
-    require(spectrum, ["model", "block", "regime", "r2_lin", "r2_feature_median", "top1_var_share", "eff_rank_out",
-                       "d_out", "eff_rank_explained"], "regime_story")  # fmt: skip
-    lines = []
-    for model, t in spectrum.groupby("model", sort=False):
-        n = len(t)
-        count = t["regime"].value_counts()
-        linear, outlier = int(count.get("broadly linear", 0)), int(count.get("outlier-concentrated", 0))
-        others = [
-            f"{int(count[r])} {r}" for r in ("nonlinear", "first-token-concentrated", "unclassified") if r in count
-        ]
-        neither = n - linear - outlier
-        line = (f"{model}: of {n} blocks, {linear} broadly linear and {outlier} outlier-concentrated (the paper's two "
-                f"regimes); {neither} ({neither / n:.0%}) in neither: {', '.join(others) or 'none'}.")  # fmt: skip
-        rests = t[t["regime"] == "outlier-concentrated"]
-        if len(rests):
-            named = ", ".join(f"block {r.block} (explained part's effective rank {r.eff_rank_explained:.1f})"
-                              for r in rests.itertuples())  # fmt: skip
-            line += f" Its outlier-concentrated side rests on {named}."
-        conc = np.array([concentrated(r.r2_lin, r.r2_feature_median, r.top1_var_share, r.eff_rank_out, r.d_out)
-                         for r in t.itertuples()], dtype=bool) & (t["regime"] == "unclassified").to_numpy()  # fmt: skip
-        if conc.any():
-            ranks = t.loc[conc, "eff_rank_explained"]
-            listed = ", ".join(blocks(t, conc).split())
-            span = f"{ranks.min():.1f}" if len(ranks) == 1 else f"{ranks.min():.1f}–{ranks.max():.1f}"
-            which = "block" if len(ranks) == 1 else "blocks"
-            line += f" Concentrated in a few features but not rank ≈ 1: {which} {listed} (explained part's "
-            line += f"effective rank {span})."
-        lines.append(line)
-    return lines

@@ -211,7 +211,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     beside = [line for s in STUDIES for line in findings.beside(r, s.notebook)]
     if beside:  # what the studies measured beside the claims (the claims' own evidence is in their sections)
         lead = "Beside the claims (each in its section above, in the words its notebook prints), notebooks "
-        lead += joined(findings.BESIDE)
+        lead += joined(findings.notebooks())
         text += ["## What the notebooks concluded", "", f"{lead} measured:", "", *[f"- {line}" for line in beside], ""]
     text += routing_section(r, _table, figures_dir, out)  # beyond the paper: linrec.outputs.routing_text
     r2 = r.get("r2_lin")

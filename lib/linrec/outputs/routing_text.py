@@ -1,10 +1,11 @@
 """The report's routing section in words (notebook 06's tables, beyond the paper): per-token routing set against the
 anchor paper's three results (arXiv 2603.03459, "Half the Nonlinearity Is Wasted"; `linrec.claims.routing`).
 
-`routing_findings` says, per model, the largest routable share at 0.05 resolution; `anchor_findings` the anchor's
-token-identity claim judged on its own quantity (the per-type need) and on the token/context/full gates, beside the
-gate-share r linrec reported before; `heal_findings` the healed ΔPPL for each k against the fine-tuned control;
-`routing_section` the whole section, with its tables."""
+`routing_section` is the whole section, with its tables; its findings are notebook 06's rows of
+`linrec.outputs.findings.TOLD`, worded there once: per model, the largest routable share at 0.05 resolution
+("routing"); the anchor's token-identity claim judged on its own quantity (the per-type need) and on the
+token/context/full gates, beside the gate-share r linrec reported before ("anchor"); the healed ΔPPL for each k
+against the fine-tuned control ("heal")."""
 
 from __future__ import annotations
 
@@ -13,43 +14,13 @@ from pathlib import Path
 import pandas as pd
 
 from linrec.base.errors import LinrecError
-from linrec.claims.routing import ANCHOR_RULES, HEAL_BUDGET, anchor_table, heal_table
+from linrec.claims.routing import ANCHOR_RULES, anchor_table, heal_table
+from linrec.outputs.findings import tell
 from linrec.outputs.report_figures import figure_lines, relative, stale_run
 
 
 def _ci(lo, hi, nd: int = 2) -> str:
     return f"[{lo:.{nd}f}, {hi:.{nd}f}]"
-
-
-def routing_findings(summary: pd.DataFrame | None) -> list[str]:
-    """What per-token routing shows (notebook 06's `routing_summary`), one sentence per model, beside the anchor's
-    numbers (GPT-2: 25–56 % of tokens routed linear for under 1 % perplexity)."""
-    if summary is None or summary.empty:
-        return []
-    lines = []
-    for row in summary.to_dict("records"):
-        n = int(row["n_blocks_routed"])
-        text = (
-            f"{row['model']} (per-token routing, {n} blocks, shares every 0.05): the best of them, picked on "
-            f"these held-out numbers (so an optimistic pick), block {int(row['best_block'])}, routes "
-            f"{row['best_routable_pct1']:.0%} of its tokens to its map within +1 % "
-            f"perplexity, 95 % CI {_ci(row['best_lo'], row['best_hi'])} (the anchor paper: 25–56 % in GPT-2)"
-        )
-        if pd.notna(row.get("n_quarter")):
-            text += f"; {int(row['n_quarter'])} of {n} routed blocks route at least 25 %"
-        if pd.notna(row.get("n_monotone")):
-            text += f"; {int(row['n_monotone'])} of {n} curves rise with the share without a fall beyond noise"
-        text += (
-            f"; ρ(R²_lin, routable share) = {row['rho_r2_routable']:+.2f} {_ci(row['rho_lo'], row['rho_hi'])}, "
-            f"{row['outcome'] or 'not computed'}"
-        )
-        if pd.notna(row.get("rho_r2_swap")):
-            text += (
-                f", beside 6b's ρ(R²_lin, whole-block ΔPPL) = {row['rho_r2_swap']:+.2f} "
-                f"{_ci(row['rho_r2_swap_lo'], row['rho_r2_swap_hi'])}"
-            )
-        lines.append(text + ".")
-    return lines
 
 
 def _judged_anchor(get) -> pd.DataFrame | None:
@@ -72,70 +43,6 @@ def _judged_heal(heal: pd.DataFrame) -> pd.DataFrame:
         return heal_table(heal.drop(columns=["outcome", "healed_share"], errors="ignore"))
     except (LinrecError, KeyError):
         return heal
-
-
-def anchor_findings(anchor: pd.DataFrame | None) -> list[str]:
-    """The anchor's "nonlinearity need cannot be predicted from token identity", per model (`routing_anchor`): on
-    its own quantity, then on the gates, with the gate-share r that is not its quantity named as such."""
-    if anchor is None or anchor.empty:
-        return []
-    lines = []
-    for row in anchor.to_dict("records"):
-        text = f"{row['model']}, token identity"
-        if int(row["need_pairs"]):
-            text += (
-                f" — the anchor's quantity, each token type's mean need (the map's error) on one corpus against "
-                f"another: median r = {row['need_r_median']:+.2f} (from {row['need_r_min']:+.2f} to "
-                f"{row['need_r_max']:+.2f}) over {int(row['need_pairs'])} block × corpus pairs, "
-                f"{int(row['need_context'])} shown near 0, {int(row['need_token'])} shown away from it; a lookup of "
-                f"one corpus's type means explains a median {row['lookup_r2_median']:.2f} of the other's per-token "
-                f"need (the anchor: r < 0.05): **{row['need_verdict']}**"
-            )
-            if pd.notna(row.get("need_rel_r_median")):
-                text += f"; with each token's need divided by its ‖y‖², median r = {row['need_rel_r_median']:+.2f}"
-            text += (
-                f". The share of a type's tokens the gate routes "
-                f"correlates at a median r = {row['gate_r_median']:+.2f} across corpora, but that is not the "
-                "anchor's quantity: the gate reads the input, which carries the token's identity"
-            )
-        if int(row["split_blocks"]):
-            text += (
-                f". Gates on the token part of the input, the context part and the whole (median held-out AUC "
-                f"{row['auc_token_median']:.2f}, {row['auc_context_median']:.2f}, {row['auc_full_median']:.2f}): "
-                f"the context gate matches the whole and the token gate falls short in {int(row['split_context'])} "
-                f"of {int(row['split_blocks'])} blocks, the other way in {int(row['split_token'])} (the anchor: the "
-                f"context gate matches the full gate, token identity adds nothing): **{row['split_verdict']}**"
-            )
-        lines.append(text + ".")
-    return lines
-
-
-def heal_findings(heal: pd.DataFrame | None, where: str = "") -> list[str]:
-    """Per model and mode, the healed ΔPPL for each k against the same fine-tune unswapped (`routing_heal`)."""
-    if heal is None or heal.empty:
-        return []
-    lines = []
-    for (model, mode), t in heal[heal["k"] > 0].groupby(["model", "mode"], sort=False):
-        first = t.iloc[0]
-        parts = [
-            f"k = {int(r['k'])} (blocks {r['blocks']}): {r['delta_before']:+.2f} before, {r['delta_after']:+.2f} "
-            f"{_ci(r['delta_after_lo'], r['delta_after_hi'])} after, {r['outcome']}"
-            for r in t.sort_values("k").to_dict("records")
-        ]
-        if mode == "all":
-            ppl = f"{first['ppl_control']:.2f}"
-            what, control = "every weight", f"the same fine-tune unswapped, control perplexity {ppl}"
-        else:
-            ppls = " / ".join(f"{v:.2f}" for v in t.sort_values("k")["ppl_control"])
-            what, control = "the maps alone", f"the same blocks' own FFNs fine-tuned alike, control perplexity {ppls}"
-        lines.append(
-            f"{model}{where}, healing ({what} fine-tuned for {int(first['steps'])} steps of {int(first['batch_size'])} "
-            f"train windows, against {control}): "
-            + "; ".join(parts)
-            + f" (ΔPPL; 'healed' within +{HEAL_BUDGET:.0%} of the control; the anchor: 5 of 24 GPT-2 layers at no "
-            "cost)."
-        )
-    return lines
 
 
 def _need_table(identity: pd.DataFrame) -> pd.DataFrame:
@@ -206,7 +113,7 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
     def get(name: str):
         return quoted.also(name).table
 
-    lines = routing_findings(summary)
+    lines = tell("routing", summary)
     if not lines:
         if stale := stale_run(quoted):
             return [HEADING, "", "This profile routes no block (`route_blocks: 0`) and quotes the routing of "
@@ -230,8 +137,8 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
     beside = r.read("routing_summary", own=False) if own else None  # the stand-in's run, beside this one's
     if beside is not None and beside.table is not None:
         text += [f"- With `params/{beside.profile}.yaml` (every block routed, every held-out window): {line}"
-                 for line in routing_findings(beside.table)]  # fmt: skip
-    text += [*[f"- {line}" for line in anchor_findings(_judged_anchor(get))], ""]
+                 for line in tell("routing", beside.table)]  # fmt: skip
+    text += [*[f"- {line}" for line in tell("anchor", _judged_anchor(get))], ""]
     cols = {"model": "model", "best_block": "best block", "best_routable_pct1": "share within +1 %",
             "best_lo": "lo", "best_hi": "hi", "n_quarter": "blocks ≥ 25 %", "n_monotone": "monotone",
             "rho_r2_routable": "ρ(R²_lin, share)", "rho_lo": "ρ lo", "rho_hi": "ρ hi",
@@ -251,7 +158,7 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
     heals = [(get("routing_heal"), ""), (healing.table, f" (params/{healing.profile}.yaml)")]
     heals = [(_judged_heal(h), where) for h, where in heals if h is not None and "outcome" in h and len(h)]
     for heal, where in heals:
-        text += [*[f"- {line}" for line in heal_findings(heal, where)], ""]
+        text += [*[f"- {line}" for line in tell("heal", heal, where=where)], ""]
     if heals:
         both = pd.concat([h.assign(model=h["model"] + where) for h, where in heals], ignore_index=True)
         text += [f"The rule: {ANCHOR_RULES['heal']}.", "", table(_heal_table(both), "{:.2f}"), ""]
