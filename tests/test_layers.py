@@ -374,6 +374,7 @@ TOP_LEVEL = {
     "test_gpu_zoo.py": "benchmarks/gpu_zoo.py's precision comparison (a script, not a package module)",
     "test_call_path.py": "benchmarks/call_path.py's counts of a command's path through the layers (a script)",
     "test_api.py": "linrec.api, the top-level module: measure and swap on a model already in memory",
+    "test_battery.py": "every claim row (claims/ rules, outputs/ rendering) on planted tables: each outcome, each word",
 }
 
 

@@ -13,7 +13,7 @@ results block, the notebooks and the command line read the claims through this m
 `build`, `claims`); nothing else lists them. Adding a claim over tables that exist touches two source files: its
 verdict function and `Rule` in its topic module under `linrec/claims/`, and its row here with its templates (a short
 template may sit beside its row; the paper's claims keep theirs in `claim_text`); the tests count the claims from
-`CATALOG`, and `tests/claims/test_battery.py` runs every row through the same checks (tried on 2026-11-27, issue 62:
+`CATALOG`, and `tests/test_battery.py` runs every row through the same checks (tried on 2026-11-27, issue 62:
 a trial claim 8 over `probe_summary`, 49 lines in `claims/probe.py`, this module and one test file; `linrec report`
 then rewrites the generated rules changelog). `tests/outputs/test_catalog.py` checks that each row's parts agree and
 that each rule's words follow its thresholds.
@@ -22,7 +22,7 @@ that each rule's words follow its thresholds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from linrec.base.errors import LinrecError
@@ -31,37 +31,13 @@ from linrec.claims.learned import RULE_2A, RULE_2B, combine_2a
 from linrec.claims.probe import RULE_3, RULE_7A, RULE_7B
 from linrec.claims.profile import RULE_1
 from linrec.claims.regimes import RULE_4
-from linrec.claims.rules import CEILING_SLACK, Rule, Verdict, judge
+from linrec.claims.rules import CEILING_SLACK, Rule, judge
 from linrec.claims.swap import RULE_6A, RULE_6B
 from linrec.outputs import claim_text as words
-from linrec.outputs.claim_text import Said, cell
+from linrec.outputs.claim_text import Decision, Said, cell
 from linrec.outputs.quant_text import quant_evidence
 from linrec.outputs.results import Results
 from linrec.outputs.zoo_text import seeds_part, zoo_2a, zoo_head, zoo_judged, zoo_line
-
-
-@dataclass
-class Decision:
-    """A claim decided once on one folder's tables (`r`): its rule's verdict `v` (`rule` with its thresholds), the
-    claim's `verdict` word (2a's joined with the seeds experiment's and the zoo's; 3, 4 and 6b's the zoo's on a zoo's
-    own folder), the verdict without position 0 and what else was judged for it (`also`: "other", claim 1 at the
-    other train-token count; "ex_first", claim 3 refitted without position 0; "zoo", a `ZooVerdict`; "trained", 2a's
-    (line, cell words, verdict) from the seeds experiment and the zoo). The templates word it; nothing judges there."""
-
-    rule: Rule
-    r: Results
-    v: Verdict
-    verdict: str
-    without_first: str = ""
-    also: dict = field(default_factory=dict)
-
-    @property
-    def t(self):
-        return self.rule.thresholds
-
-    @property
-    def ev(self) -> list[dict]:
-        return self.v.evidence
 
 
 def decided(r: Results, rule: Rule) -> Decision:

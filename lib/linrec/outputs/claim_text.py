@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,15 +22,36 @@ from linrec.analyses.uncertainty import POOLED
 from linrec.claims.bands import lean_text
 from linrec.claims.probe import CONDITIONING, NOT_CONDITIONING, SUFFICIENT
 from linrec.claims.profile import claim1_counts
-from linrec.claims.rules import NOT_TESTABLE, joined
+from linrec.claims.rules import NOT_TESTABLE, Rule, Verdict, joined
 from linrec.claims.swap import UNCHECKED, own_words
 from linrec.outputs.ceiling_text import curve_sentence
-from linrec.outputs.results import Line, fmt, listed, shift_words
+from linrec.outputs.results import Line, Results, fmt, listed, shift_words
 from linrec.outputs.zoo_text import zoo_line
 from linrec.stats.equivalence import correlation_outcome
 
-if TYPE_CHECKING:  # the decision a template words (`linrec.outputs.catalog`)
-    from linrec.outputs.catalog import Decision
+
+@dataclass
+class Decision:
+    """A claim decided once on one folder's tables (`r`): its rule's verdict `v` (`rule` with its thresholds), the
+    claim's `verdict` word (2a's joined with the seeds experiment's and the zoo's; 3, 4 and 6b's the zoo's on a zoo's
+    own folder), the verdict without position 0 and what else was judged for it (`also`: "other", claim 1 at the
+    other train-token count; "ex_first", claim 3 refitted without position 0; "zoo", a `ZooVerdict`; "trained", 2a's
+    (line, cell words, verdict) from the seeds experiment and the zoo). The templates word it; nothing judges there."""
+
+    rule: Rule
+    r: Results
+    v: Verdict
+    verdict: str
+    without_first: str = ""
+    also: dict = field(default_factory=dict)
+
+    @property
+    def t(self):
+        return self.rule.thresholds
+
+    @property
+    def ev(self) -> list[dict]:
+        return self.v.evidence
 
 
 @dataclass

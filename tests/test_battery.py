@@ -25,7 +25,7 @@ from linrec.outputs.claim_text import CELL_LIMIT, sentence
 from linrec.outputs.results import Results
 from linrec.outputs.rule_log import rule_hash
 
-RESULTS = Path(__file__).resolve().parents[2] / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 EMPTY = "(header-only)"  # every results table written with its columns and no row
 
 # claim → outcome → (folder, threshold planted through the row or None, factor it is multiplied by): the witness that
