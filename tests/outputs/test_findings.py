@@ -44,13 +44,13 @@ def test_a_claim_is_printed_with_its_evidence_indented_under_its_verdict():
     # a line drawn from another notebook of this run is the report's alone: printed or not, it depended on run order;
     # which run a line is from is its source (`Line.quoted`), not its words (planted: a line whose words say "this
     # profile" but whose table came from results/zoo, and the other way round)
-    from linrec.base.tables import Quoted
+    from linrec.base.tables import Quoted, Source
     from linrec.outputs.results import Line
 
     table = pd.DataFrame({"run": ["r0"]})
-    own, other = Quoted("zoo_runs", table), Quoted("zoo_runs", table, profile="zoo")
+    own, other = Quoted(table, Source("zoo_runs", "here")), Quoted(table, Source("zoo_runs", "zoo", profile="zoo"))
     c.details += [Line("Trained zoo (notebook 08, zoo profile): …", own), Line("Trained zoo (notebook 08, this "
-                  "profile): …", other), Line("not found: …", Quoted("zoo_runs"))]  # fmt: skip
+                  "profile): …", other), Line("not found: …", Quoted(None, Source("zoo_runs")))]  # fmt: skip
     assert c.findings("06")[3:] == ["  - Trained zoo (notebook 08, this profile): …", "  - not found: …"]
     assert c.findings("08")[3:] == [f"  - {d}" for d in c.details[2:]]
 
