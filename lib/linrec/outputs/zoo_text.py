@@ -101,7 +101,7 @@ def seeds_part(r) -> tuple[str, str, str] | None:
             factor = f" {fmt(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
         cl = comparison_words(longer_run.table)
         v_long = seeds_row(longer_run.also("training_verdict").table, cl)
-        longer = f". Trained{factor} longer (`params/{longer_run.profile}.yaml`): {v_long['word']}; " + (
+        longer = f". Trained{factor} longer (`params/{longer_run.source.profile}.yaml`): {v_long['word']}; " + (
             f"init seed against init seed: {kind('seed', cl)}; GELU against SwiGLU: {kind('variant', cl)}"
         )
         if runs_long is not None:
