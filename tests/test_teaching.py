@@ -21,7 +21,7 @@ def test_the_notebooks_quote_another_profile_only_after_asking_whether_it_applie
         code = "\n".join(line for line in nb.read_text().splitlines() if not line.lstrip().startswith("#"))
         for profile in ("full", "curve", "training", "zoo"):
             assert f'"results" / "{profile}"' not in code and f'results/{profile}"' not in code, (nb.name, profile)
-        assert "measured_elsewhere" not in code, nb.name
+        assert 'load_profile("full"' not in code and ".differs" not in code, nb.name
 
 
 def test_the_readmes_hero_caption_promises_only_what_its_figure_draws():
