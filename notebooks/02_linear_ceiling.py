@@ -54,19 +54,12 @@ models, corpus, capture, seed, profile, figures_dir = p.models, p.corpus, p.capt
 # %%
 from IPython.display import display
 
-from linrec.app.profile import quoted
+from linrec.app.profile import results
 from linrec.base.files import project_root
 from linrec.outputs.catalog import rule
-from linrec.outputs.ceiling_text import (
-    curve_elsewhere,
-    curve_text,
-    first_token_text,
-    r2_lin_view,
-    replication_elsewhere,
-    replication_text,
-)
+from linrec.outputs.ceiling_text import curve_text, first_token_text, r2_lin_view, replication_text
 from linrec.outputs.plots_ceiling import fig2_r2_lin, fig2c_learning_curves
-from linrec.outputs.results import labelled
+from linrec.outputs.results import elsewhere, labelled
 from linrec.studies import ceiling as study
 
 root = project_root()
@@ -140,7 +133,7 @@ if result.r2_curve is not None:
     fig = fig2c_learning_curves(result.r2_curve, root / figures_dir / "fig2c_learning_curves", result.ref_tokens)
     print(curve_text(result.r2_curve_overview))
     display(labelled(result.r2_curve_overview.set_index("model").T).round(4))
-elif note := curve_elsewhere(quoted("r2_curve_overview", p, root)):
+elif note := elsewhere(results(p, root).get("r2_curve_overview", own=False), curve_text):
     print(note)
 
 # %% [markdown]
@@ -223,7 +216,9 @@ labelled(result.summaries()).round(3)
 if result.r2_replicates_summary is not None:
     print(replication_text(result.r2_replicates_summary))
 else:
-    print(replication_elsewhere(quoted("r2_replicates_summary", p, root)))
+    quoted = results(p, root).get("r2_replicates_summary", own=False)
+    absent = "(params/{other}.yaml runs samples 1 and 2)"
+    print(elsewhere(quoted, replication_text, "replication on fresh text", absent))
 
 # %% [markdown]
 # ## Held out by window or by document

@@ -95,13 +95,12 @@ results_dir, figures_dir = p.results_dir, p.figures_dir
 from functools import partial
 
 from linrec.analyses.spectrum import toy_blocks, toy_table
-from linrec.app.profile import quoted
+from linrec.app.profile import results
 from linrec.base.files import project_root
 from linrec.outputs.catalog import rule
-from linrec.outputs.ceiling_text import replication_elsewhere
 from linrec.outputs.findings import tell
 from linrec.outputs.plots_regimes import fig4_rank_outliers, fig4b_block_anatomy
-from linrec.outputs.results import labelled
+from linrec.outputs.results import elsewhere, labelled
 from linrec.studies import regimes as study
 
 root = project_root()
@@ -216,15 +215,16 @@ labelled(summary, "spectrum_summary").T
 # stretches of the corpus; moments only, which is all the regimes need), every block's regime is found again on each
 # sample and claim 4's rule runs on each (`linrec.analyses.spectrum.regime_replication`; `study.run` did it above, in
 # `linrec.studies.regimes.replicates`). Where this profile has no samples, the cell prints what the last run of
-# `params/full.yaml` found, from its results file, once `linrec.app.profile.quoted` has checked that that
+# `params/full.yaml` found, from its results file, once `linrec.app.profile.results` has checked that that
 # run measured the same models, corpus, seed and capture settings (else it says which differs).
 
 # %% tags=["nbval-check-output"]
 if result.spectrum_replicates_summary is not None:  # this run's replication
     replication = tell("replication", result.spectrum_replicates_summary)
 else:  # the last run of params/full.yaml, where it measured what this run measures
-    replication = replication_elsewhere(quoted("spectrum_replicates_summary", p, root), "claim 4 on fresh text",
-                                        partial(tell, "replication")).splitlines()  # fmt: skip
+    quoted = results(p, root).get("spectrum_replicates_summary", own=False)
+    story, absent = lambda t: "\n".join(tell("replication", t)), "(params/{other}.yaml runs samples 1 and 2)"
+    replication = elsewhere(quoted, story, "claim 4 on fresh text", absent, found="").splitlines()
 for line in replication:
     print(line)
 

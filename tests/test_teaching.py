@@ -14,14 +14,14 @@ ROOT = project_root(__file__)
 
 
 def test_the_notebooks_quote_another_profile_only_after_asking_whether_it_applies():
-    """A notebook reads another profile's table only through `linrec.app.profile.quoted`, which asks whether that
+    """A notebook reads another profile's table only through `linrec.app.profile.results`, which asks whether that
     profile measured what this run measures (notebook 04 printed the wiki replication under -p corpus code): no
     notebook names another profile's results folder in its code, or asks the settings itself."""
     for nb in sorted((ROOT / "notebooks").glob("0*.py")):
         code = "\n".join(line for line in nb.read_text().splitlines() if not line.lstrip().startswith("#"))
         for profile in ("full", "curve", "training", "zoo"):
             assert f'"results" / "{profile}"' not in code and f'results/{profile}"' not in code, (nb.name, profile)
-        assert "measured_elsewhere" not in code, nb.name
+        assert 'load_profile("full"' not in code and ".differs" not in code, nb.name
 
 
 def test_the_readmes_hero_caption_promises_only_what_its_figure_draws():

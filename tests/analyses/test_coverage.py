@@ -65,7 +65,7 @@ def test_coverage_settings_use_each_models_blocks_and_dependence():
     assert settings["claim 3, r(1 − R²_lin, gain): models pooled"]["models"] == 2
     assert "claim 6b, partial ρ given depth: gemma3-270m" in settings
     # a routing setting only where results/full's routing tables are this linrec's (an older run's are not read)
-    routed = Results(full).read("routing_routable").table
+    routed = Results(full).get("routing_routable").table
     assert ("routing, ρ(R²_lin, routable share): gemma3-270m" in settings) == (
         routed is not None and routed.groupby("model").size()["gemma3-270m"] > 3
     )

@@ -15,10 +15,9 @@ from linrec.analyses import SCREENING_WINDOWS
 from linrec.app.notebooks import _injected, _with_overrides, notebooks
 from linrec.app.profile import (
     load_profile,
-    measured_elsewhere,
     profile_path,
-    quoted,
     read_profile,
+    results,
 )
 from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
@@ -363,33 +362,38 @@ def test_the_repositorys_profiles_load(tmp_path):
         load_profile(profile, root=root)
 
 
-DEFAULT = dict(corpus="wiki", models=["smollm2-135m", "gemma3-270m"], seed=0, capture={})
+BOTH = {"models": ["smollm2-135m", "gemma3-270m"]}  # the default with params/full.yaml's two models
+
+
+def _source(overrides: dict, name: str = "r2_replicates_summary"):
+    """Where notebook 02 of the default profile with `overrides` reads table `name` it does not compute
+    (`results(p, root).get(name, own=False)`, its source)."""
+    return results(load_profile("default", overrides).notebook("02"), ROOT).get(name, own=False)
 
 
 def test_another_profiles_results_apply_only_to_what_it_measured():
-    assert measured_elsewhere(ROOT, "full", **DEFAULT) is None  # rows kept differ (30,000): no number quoted does
-    assert measured_elsewhere(ROOT, "curve", **DEFAULT) is None
-    assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "corpus": "code"}) == "corpus 'wiki', not this run's 'code'"
-    models = measured_elsewhere(ROOT, "full", **{**DEFAULT, "models": ["smollm2-135m"]})
+    """A declared fallback's run is read only where it measured this run's corpus, models, seed and capture; else
+    the source names the profile with how it differs, in words, and nothing is read. Rows kept (`sample_rows`) change
+    no number a quoted table holds. Planted: `results` without its `applies` quotes the other corpus and fails."""
+    assert _source(BOTH).source.differs == {}  # rows kept differ (30,000): no number quoted does
+    assert _source(BOTH, "r2_curve_overview").source.differs == {}
+    code = _source({**BOTH, "corpus": "code"})
+    assert code.table is None and code.source.differs == {"full": "corpus 'wiki', not this run's 'code'"}
+    models = _source({}).source.differs["full"]  # SmolLM2 alone
     assert models.startswith("models smollm2-135m and gemma3-270m")  # in words, not a list repr (issue 90)
-    assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "seed": 1}) == "seed 0, not this run's 1"
-    assert measured_elsewhere(ROOT, "curve", **{**DEFAULT, "capture": {"tokens": 2560}}) == (
-        "capture tokens 20480, not this run's 2560"
-    )
-    assert measured_elsewhere(ROOT, "full", **{**DEFAULT, "capture": {"sample_rows": 0}}) is None
+    assert _source({**BOTH, "seed": 1}).source.differs == {"full": "seed 0, not this run's 1"}
+    assert _source({**BOTH, "capture": {"tokens": 2560}}, "r2_curve_overview").source.differs == {
+        "curve": "capture tokens 20480, not this run's 2560"
+    }
+    assert _source({**BOTH, "capture": {"sample_rows": 0}}).source.differs == {}
 
 
 def test_a_notebook_quotes_another_profile_only_where_it_measured_the_same():
-    """`quoted`, the notebooks' read of another profile's table: the stand-in's last run where it measured this
-    run's corpus, models, seed and capture (the default with full's two models against params/full.yaml), else
-    that profile named with how it differs and nothing read."""
-    both = {"models": DEFAULT["models"]}
-    q = quoted("r2_replicates_summary", load_profile("default", both).notebook("02"), ROOT)
-    assert q.profile == "full" and q.source == ROOT / "results" / "full" and q.table is not None
-    q = quoted("r2_replicates_summary", load_profile("default", {**both, "corpus": "code"}).notebook("02"), ROOT)
-    assert q.table is None and q.differs == {"full": "corpus 'wiki', not this run's 'code'"}
-    q = quoted("r2_replicates_summary", load_profile("default").notebook("02"), ROOT)  # SmolLM2 alone
-    assert q.table is None and q.differs["full"].startswith("models smollm2-135m and gemma3-270m")
+    """`results`, the notebooks' read of another profile's table: the stand-in's last run where it measured this
+    run's corpus, models, seed and capture (the default with full's two models against params/full.yaml)."""
+    table, source = _source(BOTH)
+    assert source.profile == "full" and source.folder == ROOT / "results" / "full" and table is not None
+    assert not source.own and source.why_stale is None
 
 
 @pytest.mark.parametrize(

@@ -228,20 +228,20 @@ def test_a_table_is_read_here_else_from_the_first_declared_stand_in_that_holds_i
     monkeypatch.setitem(tables.STAND_INS, "r2_replicates_summary", ("full", "paper"))
     here, full, paper = tmp_path / "default", tmp_path / "full", tmp_path / "paper"
     nothing = read("r2_replicates_summary", here)
-    assert nothing.table is None and nothing.source is None and nothing.profile is None
-    assert nothing.among == ("full", "paper") and nothing.other == "full"
+    assert nothing.table is None and nothing.source.folder is None and nothing.source.profile is None
+    assert nothing.source.among == ("full", "paper") and nothing.source.other == "full"
     _replicates(paper, 0.3)
     q = read("r2_replicates_summary", here)
-    assert (q.source, q.profile, q.table["sd_median"].iloc[0]) == (paper, "paper", 0.3)
+    assert (q.source.folder, q.source.profile, q.table["sd_median"].iloc[0]) == (paper, "paper", 0.3)
     _replicates(full, 0.2)
     q = read("r2_replicates_summary", here)
-    assert (q.source, q.profile, q.table["sd_median"].iloc[0]) == (full, "full", 0.2)  # the first declared
+    assert (q.source.folder, q.source.profile, q.table["sd_median"].iloc[0]) == (full, "full", 0.2)  # the first
     _replicates(here, 0.1)
     q = read("r2_replicates_summary", here)
-    assert (q.source, q.profile, q.table["sd_median"].iloc[0]) == (here, None, 0.1)  # its own, before any
-    assert read("r2_replicates_summary", here, own=False).profile == "full"  # only the stand-ins
-    assert read("r2_replicates_summary", here, ("paper",), own=False).profile == "paper"  # named ones
-    assert read("r2_replicates_summary", full, own=False).profile == "paper"  # never itself as another profile
+    assert (q.source.folder, q.source.profile, q.table["sd_median"].iloc[0]) == (here, None, 0.1)  # its own, before any
+    assert read("r2_replicates_summary", here, own=False).source.profile == "full"  # only the stand-ins
+    assert read("r2_replicates_summary", here, ("paper",), own=False).source.profile == "paper"  # named ones
+    assert read("r2_replicates_summary", full, own=False).source.profile == "paper"  # never itself as another profile
 
 
 def test_a_stand_ins_run_written_by_an_older_linrec_is_skipped_and_named(tmp_path, monkeypatch):
@@ -256,29 +256,30 @@ def test_a_stand_ins_run_written_by_an_older_linrec_is_skipped_and_named(tmp_pat
     _older(full)  # notebook 02's r2_lin beside full's current replication table
     memo = {}
     q = read("r2_replicates_summary", here, memo=memo)
-    assert (q.profile, q.stale, q.table["sd_median"].iloc[0]) == ("paper", {"full": ("r2_lin",)}, 0.3)
+    assert (q.source.profile, q.source.stale, q.table["sd_median"].iloc[0]) == ("paper", {"full": ("r2_lin",)}, 0.3)
     assert memo == {(full.resolve(), "02"): ("r2_lin",), (paper.resolve(), "02"): ()}  # each run checked once
     _older(paper, "r2_replicates_summary")
     q = read("r2_replicates_summary", here)
-    assert q.table is None and q.source is None
-    assert q.stale == {"full": ("r2_lin",), "paper": ("r2_replicates_summary",)}
+    assert q.table is None and q.source.folder is None
+    assert q.source.stale == {"full": ("r2_lin",), "paper": ("r2_replicates_summary",)}
     assert stale_tables(paper, "02") == ["r2_replicates_summary"] and stale_tables(here, "02") == []
     _older(here, "r2_replicates_summary")
     _replicates(full, 0.2)
     (full / "r2_lin.csv").unlink()
     left_out = {}
     q = read("r2_replicates_summary", here, left_out=left_out)
-    assert q.left_out and left_out == {"r2_replicates_summary": "02"} and q.profile == "full"
+    assert q.source.left_out and left_out == {"r2_replicates_summary": "02"} and q.source.profile == "full"
 
 
 def test_a_stand_in_that_measured_something_else_is_named_not_read(tmp_path):
-    """`applies` (the notebooks': `linrec.app.profile.quoted`) says why a stand-in's run does not apply here; it is
+    """`applies` (the notebooks': `linrec.app.profile.results`) says why a stand-in's run does not apply here; it is
     skipped with that reason, before its folder is looked at."""
     here = tmp_path / "default"
     _replicates(tmp_path / "full", 0.2)
     q = read("r2_replicates_summary", here, applies=lambda other: "corpus 'wiki', not this run's 'code'")
-    assert q.table is None and q.differs == {"full": "corpus 'wiki', not this run's 'code'"} and q.other == "full"
-    assert read("r2_replicates_summary", here, applies=lambda other: None).profile == "full"
+    assert q.table is None and q.source.differs == {"full": "corpus 'wiki', not this run's 'code'"}
+    assert q.source.other == "full"
+    assert read("r2_replicates_summary", here, applies=lambda other: None).source.profile == "full"
 
 
 def test_a_runs_other_tables_are_read_from_the_folder_the_first_came_from(tmp_path):
@@ -288,12 +289,12 @@ def test_a_runs_other_tables_are_read_from_the_folder_the_first_came_from(tmp_pa
     save_table(planted("training_comparisons"), "training_comparisons", training)
     save_table(planted("training_verdict", word="there"), "training_verdict", training)
     q = read("training_comparisons", here)
-    assert q.profile == "training" and q.also("training_verdict").table["word"].iloc[0] == "there"
+    assert q.source.profile == "training" and q.also("training_verdict").table["word"].iloc[0] == "there"
     assert q.also("training_runs").table is None
     save_table(planted("training_comparisons"), "training_comparisons", here)
     q = read("training_comparisons", here)
-    assert q.profile is None and q.also("training_verdict").table is None  # not training's beside this one's
-    assert read("zoo_runs", here).also("zoo_blocks") == tables.Quoted("zoo_blocks")
+    assert q.source.profile is None and q.also("training_verdict").table is None  # not training's beside this one's
+    assert read("zoo_runs", here).also("zoo_blocks") == (None, tables.Source("zoo_blocks"))
 
 
 def test_the_stand_ins_are_declared_once_for_registered_tables_and_found_in_the_checkout():

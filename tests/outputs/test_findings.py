@@ -4,6 +4,7 @@ own words for what it measured beside them."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -45,15 +46,20 @@ def test_a_claim_is_printed_with_its_evidence_indented_under_its_verdict():
     # a line drawn from another notebook of this run is the report's alone: printed or not, it depended on run order;
     # which run a line is from is its source (`Line.quoted`), not its words (planted: a line whose words say "this
     # profile" but whose table came from results/zoo, and the other way round)
-    from linrec.base.tables import Quoted
+    from linrec.base.tables import Quoted, Source
     from linrec.outputs.results import Line
 
     table = pd.DataFrame({"run": ["r0"]})
-    own, other = Quoted("zoo_runs", table), Quoted("zoo_runs", table, profile="zoo")
+    own, other = Quoted(table, Source("zoo_runs", "here")), Quoted(table, Source("zoo_runs", "zoo", profile="zoo"))
     c.details += [Line("Trained zoo (notebook 08, zoo profile): …", own), Line("Trained zoo (notebook 08, this "
-                  "profile): …", other), Line("not found: …", Quoted("zoo_runs"))]  # fmt: skip
+                  "profile): …", other), Line("not found: …", Quoted(None, Source("zoo_runs")))]  # fmt: skip
     assert c.findings("06")[3:] == ["  - Trained zoo (notebook 08, this profile): …", "  - not found: …"]
     assert c.findings("08")[3:] == [f"  - {d}" for d in c.details[2:]]
+
+
+def _own(tables: dict) -> SimpleNamespace:
+    """Planted tables as a results folder's own (`Results.table`)."""
+    return SimpleNamespace(table=tables.get)
 
 
 def test_the_swaps_first_position_and_greedy_swaps_in_words():
@@ -64,14 +70,14 @@ def test_the_swaps_first_position_and_greedy_swaps_in_words():
                             "screening_delta_ppl": 0.9, "test_delta_ppl": 1.2, "test_delta_lo": 0.4,
                             "test_delta_hi": 2.0, "params_removed": 5_000_000, "params_added": 600_000,
                             "params_model": 100_000_000}])  # fmt: skip
-    lines = swap_beside({"swap_first": first, "swap_greedy": greedy})
+    lines = swap_beside(_own({"swap_first": first, "swap_greedy": greedy}))
     assert len(lines) == 2
     assert "62% of its held-out output variance" in lines[0] and "79% of the cost" in lines[0]
     assert "+51.00 [+40.00, +60.00] with the FFN kept at position 0" in lines[0]
     assert "kept blocks [3 5]" in lines[1] and "(4.4% of the model)" in lines[1] and "within +1 on" in lines[1]
-    assert swap_beside({}) == [] and swap_beside({"swap_first": first.iloc[:0], "swap_greedy": None}) == []
+    assert swap_beside(_own({})) == [] and swap_beside(_own({"swap_first": first.iloc[:0], "swap_greedy": None})) == []
     no_ffn = first.drop(columns="delta_ppl_ffn")  # a run without the position variants: nothing to say about it
-    assert swap_beside({"swap_first": no_ffn}) == []
+    assert swap_beside(_own({"swap_first": no_ffn})) == []
 
 
 def test_the_controls_beside_the_claims_in_words_and_what_was_not_run_left_out():
@@ -82,13 +88,13 @@ def test_the_controls_beside_the_claims_in_words_and_what_was_not_run_left_out()
     inputs = pd.DataFrame([{"model": "m", "r2_gaussian_median": 0.41, "r2_own_median": 0.52, "n_gaussian_drop": 3}])
     cross = pd.DataFrame([{"inputs_from": "a", "ffn_of": "b", "r2_raw": 0.5, "r2_recoloured": 0.1,
                            "r2_ffn_own_inputs": -0.7}])  # fmt: skip
-    lines = controls_beside({"controls_random_init_summary": init, "controls_inputs_summary": inputs})
+    lines = controls_beside(_own({"controls_random_init_summary": init, "controls_inputs_summary": inputs}))
     assert len(lines) == 2  # no cross feeding ran: no sentence for it
     assert "mean |trained − init| = 0.280;" in lines[0] and "between two init seeds" not in lines[0]
     assert f"3 blocks lose more than {GAUSSIAN_DROP}." in lines[1]
-    seeds = controls_beside({"controls_random_init_summary": init.assign(mean_abs_init_seeds=0.01)})
+    seeds = controls_beside(_own({"controls_random_init_summary": init.assign(mean_abs_init_seeds=0.01)}))
     assert seeds == [seeds[0]] and "against 0.010 between two init seeds" in seeds[0]
-    crossed = controls_beside({"controls_cross_feed_summary": cross})
+    crossed = controls_beside(_own({"controls_cross_feed_summary": cross}))
     assert crossed == ["inputs of a → FFN of b: median R² 0.500 raw, 0.100 re-coloured, -0.700 on its own inputs."]
 
 

@@ -26,7 +26,6 @@ from linrec.base.errors import LinrecError
 from linrec.base.files import project_root
 from linrec.base.params import fits, type_words
 from linrec.base.progress import NOTEBOOK_ENV
-from linrec.base.tables import Quoted, read
 from linrec.claims.rules import joined
 from linrec.collect.config import CaptureConfig, capture_settings
 from linrec.inputs.offline import check_corpus_name, check_model_name, suggest
@@ -251,32 +250,29 @@ def with_output_defaults(values: dict, stem: str) -> dict:
 SHARED = ("corpus", "models", "seed", "capture")  # what another profile's run must share with this one to be quoted
 
 
-def quoted(name: str, p: Profile, root: Path) -> Quoted:
-    """Table `name` for a notebook of profile `p` that does not compute it: the last run of the profile that stands
-    in for it (`linrec.base.tables.read`, its `STAND_INS`), quoted only where that profile measured what `p` measures
-    (`SHARED`, `measured_elsewhere`); one that did not is named in `differs`, with how, and not read."""
+def results(p: Profile, root: Path):
+    """The results folder of profile `p` as its notebooks read it (`linrec.outputs.results.Results`, its `get`): a
+    table `p` does not compute is the last run of the profile declared to stand in for it, quoted only where that
+    profile measured what `p` measures (`SHARED`); one that did not is named in the source's `differs`, with how
+    ("corpus 'wiki', not this run's 'code'"), and not read. Capture settings are compared without `sample_rows` (rows
+    kept change no number the quoted tables hold)."""
     here = {key: getattr(p, key) for key in SHARED}
-    return read(name, root / p.results_dir, own=False, applies=lambda other: measured_elsewhere(root, other, **here))
 
+    def differs(profile: str) -> str | None:
+        other = load_profile(profile, root=root)
+        for name, mine in here.items():
+            theirs = getattr(other, name)
+            if name == "capture":
+                theirs, mine = capture_settings(theirs), capture_settings(mine)
+                for key in (k for k in mine if k != "sample_rows" and mine[k] != theirs[k]):
+                    return f"capture {key} {_said(theirs[key])}, not this run's {_said(mine[key])}"
+            elif theirs != mine:
+                return f"{name} {_said(theirs)}, not this run's {_said(mine)}"
+        return None
 
-def measured_elsewhere(root: Path, profile: str, **here) -> str | None:
-    """Why the results of another profile (`params/<profile>.yaml`), which a notebook quotes where this run does not
-    compute them (`quoted`), do not apply to this run: the first of `here` (this run's corpus, models, seed, capture
-    settings…) that the other profile sets otherwise, in words ("corpus 'wiki', not 'code'"); None when it measured
-    the same. Capture settings are compared without `sample_rows` (rows kept change no number the quoted tables
-    hold)."""
+    from linrec.outputs.results import Results  # here, not at the top: it imports torch; the command line does not
 
-    other = load_profile(profile, root=root)
-    for name, mine in here.items():
-        theirs = getattr(other, name)
-        if name == "capture":
-            theirs, mine = capture_settings(theirs), capture_settings(mine)
-            for key in (k for k in mine if k != "sample_rows" and mine[k] != theirs[k]):
-                return f"capture {key} {_said(theirs[key])}, not this run's {_said(mine[key])}"
-            continue
-        if theirs != mine:
-            return f"{name} {_said(theirs)}, not this run's {_said(mine)}"
-    return None
+    return Results(root / p.results_dir, applies=differs)
 
 
 def _said(value) -> str:

@@ -8,8 +8,8 @@ identifiers (`model`, `corpus`, `regime`, block lists such as `first_token_block
 The display labels a table is shown with are `linrec.outputs.results.labelled`'s (they name claims' thresholds).
 
 A table quoted where its notebook did not run here is read by `read`: this folder's own, else the last run of the
-profile declared to stand in for it (`STAND_INS`), with the folder it came from (`Quoted`), never a run an older
-linrec wrote (`stale_tables`).
+profile declared to stand in for it (`STAND_INS`), with where it came from (`Quoted`: the table and its `Source`),
+never a run an older linrec wrote (`stale_tables`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -390,18 +391,16 @@ def stale_tables(folder: str | Path, notebook: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Quoted:
-    """What `read` found for table `name`: the `table` (None where no folder tried holds it written, current and not
-    empty), the folder it came from (`source`), and `profile`, the other profile whose folder stood in (None: the
-    folder asked, or nothing found). Beside them, what was passed over: `left_out`, the folder asked holds it as an
-    older linrec wrote it; `stale`, profile → its notebook's tables in that profile's folder an older linrec wrote
-    (the run is not quoted at all); `differs`, profile → why its run does not apply here (the caller's `applies`).
-    `among`: the profiles asked, in order. `also(other)` reads another table from the same folder, by the same rules
-    (a run's tables are quoted together)."""
+class Source:
+    """Where `read` found table `name`: the `folder` it came from (None where no folder tried holds it written,
+    current and not empty) and `profile`, the declared fallback whose last run stood in (None: the folder asked, or
+    nothing found). Beside them, what was passed over: `left_out`, the folder asked holds it as an older linrec wrote
+    it; `stale`, profile → its notebook's tables in that profile's folder an older linrec wrote (the run is not quoted
+    at all); `differs`, profile → why its run does not apply here (the caller's `applies`). `among`: the fallbacks
+    asked, in order."""
 
     name: str
-    table: pd.DataFrame | None = None
-    source: Path | None = None
+    folder: Path | None = None
     profile: str | None = None
     among: tuple[str, ...] = ()
     left_out: bool = False
@@ -410,8 +409,13 @@ class Quoted:
     again: Callable[..., Quoted] | None = field(default=None, repr=False, compare=False)
 
     @property
+    def own(self) -> bool:
+        """Whether the table is the asked folder's own (this run's), not a fallback's."""
+        return self.folder is not None and self.profile is None
+
+    @property
     def other(self) -> str | None:
-        """The other profile this quote is about: the one that stood in, else the first passed over, else the first
+        """The other profile this source is about: the one that stood in, else the first passed over, else the first
         asked; None where no other profile was asked."""
         skipped = [p for p in self.among if p in self.differs or p in self.stale]
         return self.profile or next(iter(skipped), None) or next(iter(self.among), None)
@@ -421,11 +425,33 @@ class Quoted:
         """The notebook that writes the table."""
         return spec_of(self.name).notebook
 
+    @property
+    def why_stale(self) -> str | None:
+        """Where the last run of the fallback asked (`other`) was written by an older linrec: a sentence saying so,
+        naming its old tables and the command that refreshes them; None where it is current (or absent)."""
+        other = self.other
+        if other not in self.stale:
+            return None
+        return (
+            f"its last run, in `results/{other}/`, was written by an older linrec and nothing of it is shown here: "
+            f"{', '.join(f'`{t}.csv`' for t in self.stale[other])} lack columns this linrec writes; `linrec figures "
+            f"--params params/{other}.yaml --only {self.notebook}` refreshes it"
+        )
+
+
+class Quoted(NamedTuple):
+    """What `read` found: the `table` (None where nothing was found) and its `Source`; unpacks as (table, source)."""
+
+    table: pd.DataFrame | None
+    source: Source
+
     def also(self, other: str) -> Quoted:
-        """Table `other` from this quote's folder alone (nothing where this quote found nothing)."""
-        if self.source is None or self.again is None:
-            return Quoted(other)
-        return self.again(other, among=(self.profile,) if self.profile else (), own=self.profile is None)
+        """Table `other` from this quote's folder alone (nothing where this quote found nothing): a run's tables are
+        quoted together, by the same rules."""
+        s = self.source
+        if s.folder is None or s.again is None:
+            return Quoted(None, Source(other))
+        return s.again(other, among=(s.profile,) if s.profile else (), own=s.profile is None)
 
 
 def read(
@@ -439,12 +465,13 @@ def read(
     left_out: dict[str, str] | None = None,
 ) -> Quoted:
     """Table `name` as quoted in results folder `folder`: its own (`own`), else from the last run of the first profile
-    `among` (default: the declared stand-ins, `STAND_INS`) that holds it, with where it came from (`Quoted`).
+    `among` (default: the declared fallbacks, `STAND_INS`) that holds it, with where it came from (`Source`). The one
+    read of a table another profile may stand in for: `linrec.outputs.results.Results.get` is it for a results folder.
 
-    Never read: an empty table; one an older linrec wrote (in `folder`: `left_out`, as `linrec.outputs.results.Results`
-    lists it); another profile's run where any table of the same notebook there is an older linrec's (`stale`: the
-    run is quoted whole or not at all); a stand-in folder that is `folder` itself; a profile whose run
-    `applies(profile)` says does not apply here (`differs`, e.g. another corpus: `linrec.app.profile.quoted`). `memo`
+    Never read: an empty table where a fallback is asked; one an older linrec wrote (in `folder`: `left_out`, as
+    `Results` lists it); another profile's run where any table of the same notebook there is an older linrec's
+    (`stale`: the run is quoted whole or not at all); a fallback folder that is `folder` itself; a profile whose run
+    `applies(profile)` says does not apply here (`differs`, e.g. another corpus: `linrec.app.profile.results`). `memo`
     (a dict the caller keeps) holds what was found stale per folder and notebook, so a report checks each run once;
     `left_out` (the caller's too) gets table → notebook for each table of `folder` itself an older linrec wrote."""
     folder, memo = Path(folder), {} if memo is None else memo
@@ -458,8 +485,8 @@ def read(
             found["left_out"], table = True, None
             if left_out is not None:
                 left_out[name] = spec_of(name).notebook
-        if table is not None and not table.empty:
-            return Quoted(table=table, source=folder, **found)
+        if table is not None and not (table.empty and among):
+            return Quoted(table, Source(folder=folder, **found))
     for profile in among:
         other = profile_folder(folder, profile)
         if other.resolve() == folder.resolve():
@@ -477,5 +504,5 @@ def read(
             continue
         table = load_table(name, other)
         if table is not None and not table.empty:
-            return Quoted(table=table, source=other, profile=profile, **found)
-    return Quoted(**found)
+            return Quoted(table, Source(folder=other, profile=profile, **found))
+    return Quoted(None, Source(**found))

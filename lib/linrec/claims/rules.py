@@ -237,8 +237,9 @@ class Rule:
 
 
 def judge(rule: Rule, tables) -> Verdict:
-    """`rule`'s verdict on the tables it reads, taken by name from `tables` (a dict of tables, a study's `tables()`, or
-    `linrec.outputs.results.Results`; one missing: None, and the verdict says its notebook did not run)."""
+    """`rule`'s verdict on the tables it reads, taken by name from `tables` (a dict of tables: a study's `tables()`, or
+    a results folder's own, `linrec.outputs.results.Results.table`; one missing: None, and the verdict says its
+    notebook did not run)."""
     return rule(*(tables.get(name) for name in rule.reads))
 
 

@@ -193,7 +193,7 @@ POOLED_COLUMNS = {"pearson_r": ("pearson_r", "ci_lo", "ci_hi", "ci_lo90", "ci_hi
 
 
 def judge_zoo(rule: Rule, tables) -> Verdict | None:
-    """`rule` judged on the zoo's tables (`rule.zoo`, taken by name from `tables`, a dict or `Results`-like `.get`,
+    """`rule` judged on the zoo's tables (`rule.zoo`, taken by name from `tables`, a dict of tables,
     with `zoo_runs`): claims 3, 4 and 6b by their own verdict functions on every trained model's blocks pooled with a
     model effect. None where the zoo wrote none of them and no runs table (or the rule reads none of the zoo's).
 

@@ -42,7 +42,7 @@ from linrec.outputs.zoo_text import seeds_part, zoo_2a, zoo_head, zoo_judged, zo
 
 def decided(r: Results, rule: Rule) -> Decision:
     """`rule` judged on `r` (`judge`), nothing joined: the decision of most claims."""
-    v = judge(rule, r)
+    v = judge(rule, {name: r.table(name) for name in rule.reads})
     return Decision(rule, r, v, v.verdict, v.without_first)
 
 
@@ -58,7 +58,7 @@ def _zoo_decided(d: Decision) -> Decision:
 def decided_1(r: Results, rule: Rule) -> Decision:
     """Claim 1, and the same rule on the profile at the other train-token count (`r2_lin_summary_other`)."""
     d = decided(r, rule)
-    other = r.get("r2_lin_summary_other") if d.ev else None
+    other = r.table("r2_lin_summary_other") if d.ev else None
     if other is not None and not other.empty:
         d.also["other"] = (other["profile_tokens"].iloc[0], rule(other))
     return d
@@ -75,7 +75,7 @@ def decided_2a(r: Results, rule: Rule) -> Decision:
 def decided_3(r: Results, rule: Rule) -> Decision:
     """Claim 3, the same rule on the probe refitted without position 0, and the zoo's pooled row."""
     d = decided(r, rule)
-    ex = r.get("probe_summary_ex_first")
+    ex = r.table("probe_summary_ex_first")
     d.also["ex_first"] = v1 = rule(ex) if d.ev and ex is not None and not ex.empty else None
     d.without_first = v1.verdict if v1 else "not measured"
     return _zoo_decided(d)

@@ -1,7 +1,7 @@
 """Notebook 02's findings in words and its view of the ceiling table: the styled `r2_lin` table, the replication on
 fresh text sentence by sentence, the blocks whose R²_lin rests on the first token, and, where this profile does not
-run the learning curve or the replication, what the last run of the profile that does (`params/curve.yaml`,
-`params/full.yaml`) found, as the one read of another profile's table quotes it (`linrec.base.tables.read`)."""
+run the learning curve or the replication, the sentences of what the last run of the profile that does
+(`params/curve.yaml`, `params/full.yaml`) found, as `linrec.outputs.results.elsewhere` quotes it."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import pandas as pd
 from pandas.io.formats.style import Styler
 
 from linrec.analyses.profile import FIRST_TOKEN_SHARE
-from linrec.base.tables import Quoted
-from linrec.outputs.report_figures import stale_run
 
 R2_COLUMNS = ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "first_var_share", "r2_ex_first",
               "cond_gram", "cond_scaled", "n_train", "n_test"]  # fmt: skip
@@ -46,52 +44,15 @@ def curve_text(overview: pd.DataFrame) -> str:
     return "\n".join(curve_sentence(row) for row in overview.to_dict("records"))
 
 
-def curve_elsewhere(quoted: Quoted) -> str | None:
-    """Where this profile skips the learning curve: what the profile that runs it measured (`quoted`: its
-    `r2_curve_overview` as `linrec.app.profile.quoted` read it), or that its settings differ from this run's, or that
-    its last run is an older linrec's; None where there is no such run."""
-    other = quoted.other
-    if why := quoted.differs.get(other):
-        return f"Not run in this profile; params/{other}.yaml, which runs it, measured {why}"
-    if stale := stale_run(quoted):  # an older linrec's run: no numbers from it
-        return f"Not run in this profile; params/{other}.yaml runs it, but {stale}."
-    if quoted.table is not None:
-        head = f"Not run in this profile. The last run of params/{other}.yaml (results/{other}/{quoted.name}.csv)"
-        return f"{head} found:\n{curve_text(quoted.table)}"
-    return None
-
-
 def replication_text(replication: pd.DataFrame) -> str:
     """One sentence per model of `r2_replicates_summary`: how far a block's R²_lin moves between stretches of text
     against its window interval, and whether claim 1 replicates."""
-    return "\n".join(_replication_lines(replication))
-
-
-def _replication_lines(replication: pd.DataFrame) -> list[str]:
-    return [
+    return "\n".join(
         f"{r['model']}: over samples {r['samples']}, a block's R²_lin moves by a median SD of {r['sd_median']:.3f} "
         f"(at most {r['sd_max']:.3f}, block {r['sd_max_block']}) against a window-interval half-width of "
         f"{r['ci_half_width_median']:.3f}; claim 1 {r['replication']} ({r['n_claim1_passes']} of {r['n_samples']})."
         for r in replication.to_dict("records")
-    ]
-
-
-def replication_elsewhere(quoted: Quoted, what: str = "replication on fresh text", story=None) -> str:
-    """Where this profile runs no replication: what the profile that runs it measured (`quoted`: its
-    `r2_replicates_summary` as `linrec.app.profile.quoted` read it, in `replication_text`'s sentences; notebook 04's
-    `spectrum_replicates_summary` in `story`'s), or that its settings differ from this run's (`what` not run, named),
-    or that its last run is an older linrec's, or that it runs samples 1 and 2."""
-    other = quoted.other
-    if why := quoted.differs.get(other):
-        return f"{what}: not run in this profile; params/{other}.yaml, which runs it, measured {why}"
-    if stale := stale_run(quoted):
-        return f"{what}: not run in this profile; params/{other}.yaml runs it, but {stale}"
-    if quoted.table is not None:
-        head = f"Not run in this profile. The last run of params/{other}.yaml (results/{other}/{quoted.name}.csv)"
-        if story is None:
-            return "\n".join([f"{head} found:", *_replication_lines(quoted.table)])
-        return "\n".join([f"{head}:", *story(quoted.table)])
-    return f"{what}: not run in this profile (params/{other}.yaml runs samples 1 and 2)"
+    )
 
 
 def first_token_text(table: pd.DataFrame) -> str:

@@ -33,13 +33,12 @@ def _fresh_text(r: Results) -> dict:
     (this profile's, else `results/full/`'s), every other claim on the one sample it was measured on."""
     out = {entry.id: "one sample" for entry in catalog.CATALOG}
     for claim, name in ((1, "r2_replicates_summary"), (4, "spectrum_replicates_summary")):
-        rep = r.read(name)
-        if rep.table is not None:
-            n = int(rep.table["n_samples"].min())
-            steady = rep.table["replication"].isin(["holds on every sample", "fails on every sample"]).all()
-            out[claim] = (f"same on {n} samples" if steady else "sample-dependent") + (
-                f" ({rep.profile} profile)" if rep.profile else ""
-            )
+        rep, source = r.get(name)
+        if rep is not None:
+            n = int(rep["n_samples"].min())
+            steady = rep["replication"].isin(["holds on every sample", "fails on every sample"]).all()
+            where = f" ({source.profile} profile)" if source.profile else ""
+            out[claim] = (f"same on {n} samples" if steady else "sample-dependent") + where
     return out
 
 
@@ -104,7 +103,7 @@ def beside(folder: str | Path, here: str | Path, root: Path | None = None, memo:
     try:
         o = Results(folder)
         verdicts = {str(c.number): c.verdict for c in judged_here(o, built(folder, memo))}
-        cap, runs = o.get("capture"), o.get("zoo_runs")
+        cap, runs = o.table("capture"), o.table("zoo_runs")
         models = ", ".join(dict.fromkeys(cap["model"])) if cap is not None else "its models"
         if cap is None and runs is not None:  # a zoo's runs
             models = f"{len(runs)} decoders trained here"
@@ -171,16 +170,16 @@ class ClaimTable:
 def _models(r: Results) -> tuple[str, ...] | None:
     """The models a profile's folder measured (its capture table's, else its R²_lin table's: the learning curve's
     folder has no capture table); None for a folder of neither (a zoo's)."""
-    t = r.get("capture")
-    t = r.get("r2_lin") if t is None else t
+    t = r.table("capture")
+    t = r.table("r2_lin") if t is None else t
     return None if t is None else tuple(dict.fromkeys(str(m) for m in t["model"]))
 
 
 def _judged(r: Results, claims: list[Said]) -> dict[str, str]:
     """The verdicts of `claims` (judged on `r`) whose rule found every table it reads there (its own, or the zoo's,
     `Rule.zoo`): a folder that did not run a claim's notebook is no evidence on it."""
-    found = lambda names: bool(names) and all(r.get(name) is not None for name in names)  # noqa: E731
-    zoo = r.get("zoo_runs") is not None  # a zoo's folder: every claim with a zoo row is judged (no run converged too)
+    found = lambda names: bool(names) and all(r.table(name) is not None for name in names)  # noqa: E731
+    zoo = r.table("zoo_runs") is not None  # a zoo's folder: every claim with a zoo row is judged (no run converged too)
     return {str(c.number): c.verdict for c in claims
             if found(catalog.rule(c.number).reads) or (zoo and catalog.rule(c.number).zoo)}  # fmt: skip
 

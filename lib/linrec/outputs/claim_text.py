@@ -168,7 +168,7 @@ def lines_1(d: Decision) -> list[str]:
     if parts and "other" in d.also:
         tokens, o = d.also["other"]
         parts.append(f"The same rule on the profile at {tokens:.0f} train tokens: {o.verdict}")
-    if parts and (ov := d.r.get("r2_curve_overview")) is not None:
+    if parts and (ov := d.r.table("r2_curve_overview")) is not None:
         parts.append("; ".join(curve_sentence(row) for row in ov.to_dict("records")))
     return parts
 

@@ -37,7 +37,7 @@ def swap_beside(r: Results) -> list[str]:
     """Notebook 06 beside claims 6a and 6b: each block whose first position holds most of its output with the FFN or
     its train mean kept there (`swap_first`), and the greedy multi-block swaps (`swap_greedy`)."""
     lines = []
-    for x in _records(r.get("swap_first")):
+    for x in _records(r.table("swap_first")):
         if "delta_ppl_ffn" in x:
             lines.append(
                 f"{x['model']} block {x['block']} ({x['first_var_share']:.0%} of its held-out output variance at "
@@ -46,7 +46,7 @@ def swap_beside(r: Results) -> list[str]:
                 f"{x['delta_ppl_mean']:+.2f} with the train mean there: position 0 carries "
                 f"{x['share_of_cost_at_first']:.0%} of the cost."
             )
-    for x in _records(r.get("swap_greedy")):
+    for x in _records(r.table("swap_greedy")):
         lines.append(
             f"{x['model']}: the greedy swap in order of {x['order']}, within +{x['budget_ppl']:g} on the screening "
             f"windows, kept blocks [{x['blocks_swapped']}] (screening ΔPPL {x['screening_delta_ppl']:+.2f}; held out "
@@ -61,7 +61,7 @@ def controls_beside(r: Results) -> list[str]:
     """Notebook 07 beside claims 2a and 2b: trained profiles against their random-init twins, the Gaussian-input
     control (a block "loses" by more than `GAUSSIAN_DROP`) and cross feeding."""
     lines = []
-    for x in _records(r.get("controls_random_init_summary")):
+    for x in _records(r.table("controls_random_init_summary")):
         seeds = x["mean_abs_init_seeds"]
         seeds = "" if pd.isna(seeds) else f" against {seeds:.3f} between two init seeds"
         lines.append(
@@ -71,13 +71,13 @@ def controls_beside(r: Results) -> list[str]:
             f"{x['init_r2_train_median']:.2f} and held-out windows to {x['init_r2_test_median']:.2f} (trained model's "
             f"gap {x['trained_gap_median']:.2f})."
         )
-    for x in _records(r.get("controls_inputs_summary")):
+    for x in _records(r.table("controls_inputs_summary")):
         lines.append(
             f"{x['model']}: on Gaussian inputs with the captured mean and covariance, the median block's R² is "
             f"{x['r2_gaussian_median']:.3f} (own inputs {x['r2_own_median']:.3f}); {int(x['n_gaussian_drop'])} blocks "
             f"lose more than {GAUSSIAN_DROP}."
         )
-    for x in _records(r.get("controls_cross_feed_summary")):
+    for x in _records(r.table("controls_cross_feed_summary")):
         lines.append(
             f"inputs of {x['inputs_from']} → FFN of {x['ffn_of']}: median R² {x['r2_raw']:.3f} raw, "
             f"{x['r2_recoloured']:.3f} re-coloured, {x['r2_ffn_own_inputs']:.3f} on its own inputs."

@@ -25,7 +25,7 @@ def _pct(x) -> str:
 
 def methods_lines(r: Results) -> list[str]:
     """The section's Markdown lines; a short note where notebook 09 has not written the table."""
-    t = r.get("calibration")
+    t = r.table("calibration")
     head = ["## Methods: how often the intervals cover", ""]
     if t is None or t.empty:
         return head + ["The coverage table (`calibration`) was not written; rerun notebook 09.", ""]

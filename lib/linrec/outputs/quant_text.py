@@ -25,7 +25,7 @@ def quant_summary(r: Results) -> dict:
     at the release's own step) as {model: its numbers, `draws` the list of its draws}, this profile's models
     (`r2_lin`'s) first, then the other models it holds; {} where the file is absent, lacks its columns, or holds none
     of this profile's models."""
-    r2 = r.get("r2_lin")
+    r2 = r.table("r2_lin")
     table = r.stored("quant/quant_summary.csv") if r2 is not None else None
     if table is None or set(DRAW) - set(table.columns) or "model" not in table.columns:
         return {}

@@ -33,7 +33,7 @@ from linrec.outputs.doc_blocks import write_doc_blocks
 from linrec.outputs.methods import methods_lines, write_calibration
 from linrec.outputs.plots import figures_at_drawn_size
 from linrec.outputs.quant_text import quant_limitation
-from linrec.outputs.report_figures import figure_lines, relative, stale_run
+from linrec.outputs.report_figures import figure_lines, relative
 from linrec.outputs.results import Results, fmt, labelled, listed
 from linrec.outputs.routing_text import routing_section
 from linrec.outputs.rule_log import CHANGELOG, record, rule_hash, write_changelog
@@ -59,10 +59,9 @@ def _robustness(r: Results) -> list[str]:
         "predictors of 6b are Holm-corrected, and the "
         "counted block–corpus differences of claim 5 are held to a 5 % false-discovery rate.",
     ]
-    rep, regimes = r.read("r2_replicates_summary"), r.read("spectrum_replicates_summary")
-    other = rep.profile or regimes.profile
+    (rep, a), (regimes, b) = r.get("r2_replicates_summary"), r.get("spectrum_replicates_summary")
+    other = a.profile or b.profile
     where = f" (from `results/{other}/`, `params/{other}.yaml`'s samples)" if other else ""
-    rep, regimes = rep.table, regimes.table
     if rep is None and regimes is None:
         lines += [
             "",
@@ -137,7 +136,7 @@ def _budget(params: dict) -> str | None:
 
 def _setup(r: Results, params: dict) -> list[str]:
     out = ["## Setup", ""]
-    cap = r.get("capture")
+    cap = r.table("capture")
     if cap is not None:
         out += [_table(labelled(cap), "{:.0f}"), ""]
     lines = []
@@ -214,7 +213,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
         lead += joined(findings.notebooks())
         text += ["## What the notebooks concluded", "", f"{lead} measured:", "", *[f"- {line}" for line in beside], ""]
     text += routing_section(r, _table, figures_dir, out)  # beyond the paper: linrec.outputs.routing_text
-    r2 = r.get("r2_lin")
+    r2 = r.table("r2_lin")
     if r2 is not None:
         cols = [
             c
@@ -231,7 +230,7 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
             ]
             if c in r2.columns
         ]
-        t = per_block_table(r2[cols], r.get("swap"))
+        t = per_block_table(r2[cols], r.table("swap"))
         text += [
             "## Per-block results",
             "",
@@ -287,24 +286,23 @@ def per_block_table(r2: pd.DataFrame, swap: pd.DataFrame | None) -> pd.DataFrame
 
 def _bias_limitation(r: Results, split: str = "windows") -> str:
     """The finite-sample bias of held-out R²_lin: measured by notebook 02's learning curve where it ran; elsewhere
-    measured by the last run of the profile that stands in for it (`Results.read`) and quoted with where it came from,
+    measured by the last run of the profile that stands in for it (`Results.get`) and quoted with where it came from,
     or, where that run is too old to use or absent, where it would be."""
     text = (
         "- Held-out R² from a finite train split is biased low by about (1 − R²)·p/(n − p − 1) for n train rows and "
         "p = d_in + 1 parameters per output; the per-block window intervals are for the held-out R² of the fitted map, "
         "held fixed: they do not include refitting uncertainty (the methods table measures what that costs)."
     )
-    quoted = r.read("r2_curve_overview")
-    overview, curve = quoted.table, quoted.also("r2_curve").table
+    quoted = r.get("r2_curve_overview")
+    (overview, s), curve = quoted, quoted.also("r2_curve").table
     if overview is None:
-        other = quoted.other
-        where = stale_run(quoted) or f"its last run is in `results/{other}/`"
+        other = s.other
+        where = s.why_stale or f"its last run is in `results/{other}/`"
         return (
             f"{text} Notebook 02's learning curve measures both. This profile skips it and `params/{other}.yaml` runs "
             f"it; {where}."
         )
-    source = f" (its last run under `params/{quoted.profile}.yaml`, in `results/{quoted.profile}/`)" if quoted.profile \
-        else ""  # fmt: skip
+    source = f" (its last run under `params/{s.profile}.yaml`, in `results/{s.profile}/`)" if s.profile else ""
     measured = "; ".join(
         f"{row['model']} {fmt(row['gain_inf_median'])} (median over blocks, up to {fmt(row['gain_inf_max'])})"
         for row in overview.to_dict("records")
@@ -320,7 +318,7 @@ def _other_split(curve: pd.DataFrame | None, r: Results, split: str = "windows")
     """This run's R²_lin against the curve's at the same train rows (its `curve_split`, written with the curve read as
     this report quotes it: `linrec.outputs.refresh.curve_split`); `split`: what this run held out (the capture's
     `split`)."""
-    found = r.get("curve_split") if curve is not None else None
+    found = r.table("curve_split") if curve is not None else None
     if found is None or found.empty:
         return ""
     said = "; ".join(f"{o['model']} {o['n_lower']} of {o['n_blocks']} blocks lower (median change "
@@ -340,7 +338,7 @@ def _split_limitation(r: Results, split: str) -> list[str]:
     `results/split/split_shift.csv` beside this profile's folder (`benchmarks/split.py`, a stand-alone measurement
     on the default profile's text; its summary `split_summary.csv`, `linrec.analyses.large_n.split_summary`, written by
     `linrec.outputs.refresh`); [] where it is absent or unreadable or holds none of them."""
-    r2 = r.get("r2_lin")
+    r2 = r.table("r2_lin")
     table = r.stored("split/split_shift.csv") if r2 is not None else None
     summary = r.stored("split/split_summary.csv") if table is not None else None  # `linrec.outputs.refresh`'s
     if summary is None or "model" not in summary.columns or "n_windows_seeds" not in table.columns:

@@ -1,9 +1,8 @@
 """The report's figures: each figure's caption and the notebook that draws it (`FIGURES`; which figures each claim
 shows is its row in `linrec.outputs.catalog`), and the Markdown that shows one (`figure_lines`): from this profile's
 figures folder, else from the last run of the profile that draws it (`DRAWN_FROM`: the table it is drawn from, quoted
-by `linrec.outputs.results.Results.read`), or a line saying why it is not shown; a run that an older linrec wrote is
-named, not shown (`stale_run`). `linrec.outputs.report` places them in
-the document.
+by `linrec.outputs.results.Results.get`), or a line saying why it is not shown; a run that an older linrec wrote is
+named, not shown (`linrec.base.tables.Source.why_stale`). `linrec.outputs.report` places them in the document.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from linrec.base.tables import Quoted
 from linrec.outputs.results import Results
 
 # (stem, notebook, caption): every figure the report shows, in order
@@ -157,20 +155,6 @@ FIGURES = [
 DRAWN_FROM = {"fig2c_learning_curves": "r2_curve", "fig8_training": "training_profiles", "fig8b_zoo": "zoo_runs"}
 
 
-def stale_run(quoted: Quoted) -> str | None:
-    """Where the last run of the other profile `quoted` asked (`Results.read`) was written by an older linrec: a
-    sentence saying so, naming its old tables and the command that refreshes them; None where it is current (or
-    absent)."""
-    other = quoted.other
-    if other not in quoted.stale:
-        return None
-    return (
-        f"its last run, in `results/{other}/`, was written by an older linrec and nothing of it is shown here: "
-        f"{', '.join(f'`{t}.csv`' for t in quoted.stale[other])} lack columns this linrec writes; `linrec figures "
-        f"--params params/{other}.yaml --only {quoted.notebook}` refreshes it"
-    )
-
-
 def figure_lines(stem: str, figures_dir, out: Path, r: Results | None = None) -> list[str]:
     """The Markdown lines that show figure `stem` in a report written to `out` (see the module docstring); `r`: the
     results whose stand-ins show a figure another profile draws (`DRAWN_FROM`)."""
@@ -179,11 +163,11 @@ def figure_lines(stem: str, figures_dir, out: Path, r: Results | None = None) ->
     if png.exists():
         return [f"![{stem}]({relative(png, out.parent)})", "", f"*{caption}* (notebook {nb})", ""]
     if stem in DRAWN_FROM and r is not None:
-        quoted = r.read(DRAWN_FROM[stem], own=False)
-        params, folder = f"params/{quoted.other}.yaml", f"results/{quoted.other}"
-        if (stale := stale_run(quoted)) is not None:
+        source = r.get(DRAWN_FROM[stem], own=False).source
+        params, folder = f"params/{source.other}.yaml", f"results/{source.other}"
+        if (stale := source.why_stale) is not None:
             return [f"*{caption}* Drawn by `{params}`, not by this profile: {stale}.", ""]
-        there = quoted.source / "figures" / f"{stem}.png" if quoted.source is not None else None
+        there = source.folder / "figures" / f"{stem}.png" if source.folder is not None else None
         if there is not None and there.exists():
             return [f"![{stem}]({relative(there, out.parent)})", "",
                     f"*{caption}* (notebook {nb}, from the last run of `{params}`: `{folder}/`)", ""]  # fmt: skip

@@ -1,21 +1,23 @@
 """A results folder as the report reads it: `Results` (the tables the numbered notebooks wrote, through the registry,
-`linrec.base.tables`; `Results.read`, a table with the folder it came from: this one's, else another profile's that
-stands in for it; `Line`, an evidence line that keeps it), the words for a number, a list of blocks or a pair of
-corpora's shift (`fmt`, `listed`, `shift_words`) that every text of the report uses, and the display labels a table
-is shown with in a notebook or the report (`labelled`).
+`linrec.base.tables`; `Results.get`, a table with where it came from: this one's, else a declared fallback's, and
+what was passed over as an older linrec's; `elsewhere`, a fallback's table in words; `Line`, an evidence line that
+keeps its source), the words for a number, a list of blocks or a pair of corpora's shift (`fmt`, `listed`,
+`shift_words`) that every text of the report uses, and the display labels a table is shown with in a notebook or the
+report (`labelled`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from linrec.analyses.spectrum import REGIME_HIGH_R2, REGIME_TOP1
-from linrec.base.errors import LinrecError, StaleTableError
+from linrec.base.errors import LinrecError
 from linrec.base.registry import TABLES
-from linrec.base.tables import Quoted, is_timing, load_table, read, spec_of, table_path
+from linrec.base.tables import Quoted, is_timing, read, spec_of, table_path
 from linrec.claims.rules import CLAIM6_BUDGET, FIRST_TOKEN_OVERLAP, FIRST_TOKEN_SHARE, SWAP_HIGH_R2
 
 LABELS = {  # display labels, applied by `labelled` where a table is shown
@@ -147,12 +149,11 @@ def labelled(df: pd.DataFrame, table: str | None = None) -> pd.DataFrame:
 
 
 class Results:
-    """The results tables of one directory, read through the registry (`linrec.base.tables`).
+    """The results tables of one directory, read through the registry (`linrec.base.tables`): `get(name)` is the one
+    read of a table, with where it came from; `applies` (`linrec.app.profile.results`': whether another profile's run
+    measured what this one measures) is asked of each fallback before it is read."""
 
-    `get(name)` is None for a table its notebook has not written; `read(name)` quotes it with its source, from another
-    profile's last run where this folder has none."""
-
-    def __init__(self, directory: str | Path):
+    def __init__(self, directory: str | Path, applies: Callable[[str], str | None] | None = None):
         self.dir = Path(directory)
         if not self.dir.is_dir():
             raise LinrecError(f"results directory {self.dir} not found; run `linrec figures` (or `make figures`) first")
@@ -164,21 +165,21 @@ class Results:
 
         self.stale: dict[str, str] = {}  # table → its notebook, for tables an older linrec wrote (left out)
         self._runs: dict = {}  # another profile's run: which of its tables an older linrec wrote (`read`'s memo)
+        self._applies = applies
 
-    def get(self, name: str) -> pd.DataFrame | None:
-        """Table `name`, or None where its notebook has not written it or an older linrec did (then listed in
-        `stale`, and the claims that read it say which notebook to rerun instead of "not run")."""
-        try:
-            return load_table(name, self.dir)
-        except StaleTableError:
-            self.stale[name] = TABLES[name].notebook
-            return None
+    def get(self, name: str, among: tuple[str, ...] | None = None, *, own: bool = True) -> Quoted:
+        """Table `name` and its `Source` (`linrec.base.tables.read`): this folder's own (`own`; `source.own`), else
+        the last run of the first profile `among` (default: the fallbacks declared for it, `STAND_INS`) that holds it
+        current (`source.profile`); None with the source saying what was passed over: an older linrec's table here
+        (`source.left_out`, and listed in `stale`, so the claims that read it say which notebook to rerun instead of
+        "not run"), a fallback's run an older linrec wrote (`source.why_stale`) or one that measured otherwise
+        (`source.differs`)."""
+        return read(name, self.dir, among, own=own, applies=self._applies, memo=self._runs, left_out=self.stale)
 
-    def read(self, name: str, among: tuple[str, ...] | None = None, *, own: bool = True) -> Quoted:
-        """Table `name` with the folder it came from (`linrec.base.tables.read`): this folder's (`own`), else the last
-        run of the first profile `among` (default: those declared to stand in for it, `STAND_INS`) that holds it
-        current; a table of this folder an older linrec wrote is listed in `stale`, as `get` lists it."""
-        return read(name, self.dir, among, own=own, memo=self._runs, left_out=self.stale)
+    def table(self, name: str) -> pd.DataFrame | None:
+        """This folder's own table `name` (`get` with no fallback), as a claim reads it; None where its notebook has
+        not written it or an older linrec did."""
+        return self.get(name, ()).table
 
     def stored(self, path: str) -> pd.DataFrame | None:
         """A stand-alone measurement's CSV beside this results folder (`path` relative to its parent, e.g.
@@ -195,7 +196,7 @@ class Results:
 
 class Line(str):
     """An evidence line that carries where it was drawn from: `quoted`, the `linrec.base.tables.Quoted` of the table
-    it words (its `source` folder, the `profile` that stood in, None for the folder's own, and the `notebook` that
+    it words (its `source`: the folder, the `profile` that stood in, None for the folder's own, and the `notebook` that
     wrote it); None for a line of the folder's own tables. A notebook's findings leave out the lines another notebook
     of the same run wrote (`linrec.outputs.claim_text.Said.findings`)."""
 
@@ -209,7 +210,26 @@ class Line(str):
     def elsewhere(self, notebook: str | None) -> bool:
         """Whether this line words a table of this run's folder that a notebook other than `notebook` wrote."""
         q = self.quoted
-        return q is not None and q.table is not None and q.profile is None and q.notebook != notebook
+        return q is not None and q.table is not None and q.source.own and q.source.notebook != notebook
+
+
+def elsewhere(quoted: Quoted, words: Callable[[pd.DataFrame], str], what: str | None = None,
+              absent: str | None = None, found: str = " found") -> str | None:  # fmt: skip
+    """Where this profile does not run what writes `quoted`'s table (`Results.get(name, own=False)`): what the last
+    run of the fallback that runs it found (`words` of its table, under a head naming its file and `found`), or that
+    its settings differ from this run's, or that an older linrec wrote it (`Source.why_stale`), each led by `what`
+    (None: "Not run in this profile"); where there is no such run, `absent` after that lead, its `{other}` the
+    fallback's name (None: None)."""
+    table, s = quoted
+    lead, other = f"{what}: not run in this profile" if what else "Not run in this profile", s.other
+    if why := s.differs.get(other):
+        return f"{lead}; params/{other}.yaml, which runs it, measured {why}"
+    if stale := s.why_stale:  # an older linrec's run: no numbers from it
+        return f"{lead}; params/{other}.yaml runs it, but {stale}."
+    if table is not None:
+        head = f"Not run in this profile. The last run of params/{other}.yaml (results/{other}/{s.name}.csv)"
+        return f"{head}{found}:\n{words(table)}"
+    return f"{lead} {absent.format(other=other)}" if absent else None
 
 
 def fmt(x, nd: int = 3) -> str:

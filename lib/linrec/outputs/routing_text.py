@@ -16,7 +16,7 @@ import pandas as pd
 from linrec.base.errors import LinrecError
 from linrec.claims.routing import ANCHOR_RULES, anchor_table, heal_table
 from linrec.outputs.findings import tell
-from linrec.outputs.report_figures import figure_lines, relative, stale_run
+from linrec.outputs.report_figures import figure_lines, relative
 
 
 def _ci(lo, hi, nd: int = 2) -> str:
@@ -93,7 +93,7 @@ def _tables_in_full(quoted, identity: pd.DataFrame | None, split: pd.DataFrame |
         parts.append(f"the token / context / whole gates' held-out AUC, {n} block{'s' * (n != 1)}")
     if not parts:
         return []
-    report, other = quoted.source / "report.md", quoted.profile
+    report, other = quoted.source.folder / "report.md", quoted.source.profile
     where = (f"[`results/{other}/report.md`]({relative(report, out.parent)}#{ANCHOR})" if report.exists()
              else f"`results/{other}/report.md` (`linrec report --params params/{other}.yaml` writes it)")  # fmt: skip
     return [f"The per-block tables behind these lines ({'; '.join(parts)}), each with its rule, are in {where}.", ""]
@@ -107,15 +107,15 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
     its figure from `results/full/figures/` and a link to that run's report for the per-block tables; where that
     run's routing tables are older than this linrec, the section says so and quotes nothing. [] where neither routed.
     The figure is linked relative to `out` (the report)."""
-    quoted = r.read("routing_summary")  # this profile's, else the last run of params/full.yaml (`STAND_INS`)
-    summary, own, other = quoted.table, quoted.profile is None, quoted.other
+    quoted = r.get("routing_summary")  # this profile's, else the last run of params/full.yaml (`STAND_INS`)
+    summary, own, other = quoted.table, quoted.source.profile is None, quoted.source.other
 
     def get(name: str):
         return quoted.also(name).table
 
     lines = tell("routing", summary)
     if not lines:
-        if stale := stale_run(quoted):
+        if stale := quoted.source.why_stale:
             return [HEADING, "", "This profile routes no block (`route_blocks: 0`) and quotes the routing of "
                     f"`params/{other}.yaml`, which routes every block; but {stale}.", ""]  # fmt: skip
         return []
@@ -134,9 +134,9 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
             "",
         ]
     text += [f"- {line}" for line in lines]
-    beside = r.read("routing_summary", own=False) if own else None  # the stand-in's run, beside this one's
+    beside = r.get("routing_summary", own=False) if own else None  # the stand-in's run, beside this one's
     if beside is not None and beside.table is not None:
-        text += [f"- With `params/{beside.profile}.yaml` (every block routed, every held-out window): {line}"
+        text += [f"- With `params/{beside.source.profile}.yaml` (every block routed, every held-out window): {line}"
                  for line in tell("routing", beside.table)]  # fmt: skip
     text += [*[f"- {line}" for line in tell("anchor", _judged_anchor(get))], ""]
     cols = {"model": "model", "best_block": "best block", "best_routable_pct1": "share within +1 %",
@@ -154,12 +154,12 @@ def routing_section(r, table, figures_dir: str | Path, out: Path) -> list[str]:
         text += [f"The rule: {ANCHOR_RULES['need']}.", "", table(_need_table(identity), "{:.2f}"), ""]
     if own and split is not None:
         text += [f"The rule: {ANCHOR_RULES['split']}.", "", table(_split_table(split), "{:.2f}"), ""]
-    healing = r.read("routing_heal", ("healing",), own=False)  # params/healing.yaml's, beside this profile's
-    heals = [(get("routing_heal"), ""), (healing.table, f" (params/{healing.profile}.yaml)")]
+    healing = r.get("routing_heal", ("healing",), own=False)  # params/healing.yaml's, beside this profile's
+    heals = [(get("routing_heal"), ""), (healing.table, f" (params/{healing.source.profile}.yaml)")]
     heals = [(_judged_heal(h), where) for h, where in heals if h is not None and "outcome" in h and len(h)]
     for heal, where in heals:
         text += [*[f"- {line}" for line in tell("heal", heal, where=where)], ""]
     if heals:
         both = pd.concat([h.assign(model=h["model"] + where) for h, where in heals], ignore_index=True)
         text += [f"The rule: {ANCHOR_RULES['heal']}.", "", table(_heal_table(both), "{:.2f}"), ""]
-    return text + figure_lines("fig9_routing", figures_dir if own else quoted.source / "figures", out)
+    return text + figure_lines("fig9_routing", figures_dir if own else quoted.source.folder / "figures", out)

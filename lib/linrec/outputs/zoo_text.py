@@ -4,7 +4,7 @@ shape and level: layout, text or seed; `zoo_2a`) and the pooled rows of claims 3
 `params/training.yaml`): its verdict row (`seeds_row`) and its evidence for claim 2a (`seeds_part`).
 
 Every profile's report reads the zoo's tables from its own results, or else from `results/zoo/` (like
-`results/training/` for the seeds experiment: `linrec.outputs.results.Results.read`), naming where they came from.
+`results/training/` for the seeds experiment: `linrec.outputs.results.Results.get`), naming where they came from.
 The verdicts are judged by today's rules, the claims' own rows (`Rule.zoo`: `linrec.claims.zoo.judge_zoo` and
 `zoo_verdict`; `seeds_row`: `linrec.claims.learned.seeds_verdict`), on the measured tables, never read from the
 verdict words notebook 08 stored, so a rule changed since the run cannot leave a stale word. A folder that holds the
@@ -64,8 +64,8 @@ def _compared(e: dict) -> str:
 def seeds_part(r) -> tuple[str, str, str] | None:
     """(section sentence, claim-table words, claim 2a's verdict from it) of the seeds experiment (notebook 08), from
     this profile's results or `results/training/`; None where it has not run."""
-    quoted = r.read("training_comparisons")  # this profile's, else results/training's (`STAND_INS`)
-    if quoted.table is None or r.get("zoo_runs") is not None:  # a zoo's folder: its comparisons are the zoo's
+    quoted = r.get("training_comparisons")  # this profile's, else results/training's (`STAND_INS`)
+    if quoted.table is None or r.table("zoo_runs") is not None:  # a zoo's folder: its comparisons are the zoo's
         return None
     comp = comparison_words(quoted.table)
     v = seeds_row(quoted.also("training_verdict").table, comp)
@@ -93,7 +93,7 @@ def seeds_part(r) -> tuple[str, str, str] | None:
             onset += ("; " if settled else "") + f"not before the last checkpoint in {', '.join(unsettled)} (still " + (
                 "moving at the end of training)")  # fmt: skip
     longer = ""
-    longer_run = r.read("training_comparisons", ("training_long",), own=False)  # beside: trained longer
+    longer_run = r.get("training_comparisons", ("training_long",), own=False)  # beside: trained longer
     if longer_run.table is not None:
         runs_long = longer_run.also("training_runs").table
         factor = ""
@@ -101,7 +101,7 @@ def seeds_part(r) -> tuple[str, str, str] | None:
             factor = f" {fmt(runs_long['tokens_seen'].max() / runs_table['tokens_seen'].max(), 1)}×"
         cl = comparison_words(longer_run.table)
         v_long = seeds_row(longer_run.also("training_verdict").table, cl)
-        longer = f". Trained{factor} longer (`params/{longer_run.profile}.yaml`): {v_long['word']}; " + (
+        longer = f". Trained{factor} longer (`params/{longer_run.source.profile}.yaml`): {v_long['word']}; " + (
             f"init seed against init seed: {kind('seed', cl)}; GELU against SwiGLU: {kind('variant', cl)}"
         )
         if runs_long is not None:
@@ -109,7 +109,7 @@ def seeds_part(r) -> tuple[str, str, str] | None:
                 f"; final held-out perplexity {fmt(runs_long['ppl_test_final'].min(), 1)}–"
                 f"{fmt(runs_long['ppl_test_final'].max(), 1)}"
             )
-    where = f"{quoted.profile} profile" if quoted.profile else "this profile"
+    where = f"{quoted.source.profile} profile" if quoted.source.profile else "this profile"
     text = (
         f"seeds experiment (notebook 08, {where}; same architecture and text trained from scratch): {v['word']}, so "
         f"claim 2a from it is {v['claim2a']}. Mean |ΔR²_lin| per block (level: mean ΔR²_lin; shape: mean |ΔR²_lin| "
@@ -125,7 +125,7 @@ def seeds_part(r) -> tuple[str, str, str] | None:
 class ZooVerdict:
     """A claim judged on the zoo's tables (`linrec.claims.zoo.judge_zoo`, by the claim's own row): the `verdict`, its
     `pooled_row`, the zoo's regimes (`regimes`, claim 4's counts) and where the tables came from (`quoted`: the
-    zoo's runs as `Results.read` found them)."""
+    zoo's runs as `Results.get` found them)."""
 
     verdict: Verdict
     row: dict
@@ -135,7 +135,7 @@ class ZooVerdict:
     @property
     def where(self) -> str:
         """ "zoo profile" where results/zoo stood in, "" for this folder's own tables."""
-        return f"{self.quoted.profile} profile" if self.quoted.profile else ""
+        return f"{self.quoted.source.profile} profile" if self.quoted.source.profile else ""
 
     @property
     def own(self) -> bool:
@@ -144,12 +144,12 @@ class ZooVerdict:
 
 
 def zoo_judged(r, rule: Rule) -> ZooVerdict | None:
-    """Claim `rule` judged on the zoo's tables (`rule.zoo`: this folder's, else `results/zoo/`'s, `Results.read`) by
+    """Claim `rule` judged on the zoo's tables (`rule.zoo`: this folder's, else `results/zoo/`'s, `Results.get`) by
     today's rule, as notebook 08 judges them (the converged runs alone); None where the zoo has not run, or wrote its
     tables with an older linrec today's rule cannot read."""
     if not rule.zoo:
         return None
-    quoted = r.read("zoo_runs")  # this profile's, else results/zoo's (`linrec.base.tables.STAND_INS`)
+    quoted = r.get("zoo_runs")  # this profile's, else results/zoo's (`linrec.base.tables.STAND_INS`)
     if quoted.table is None:
         return None
     tables = {"zoo_runs": quoted.table} | {n: quoted.also(n).table for n in rule.zoo}
@@ -175,7 +175,7 @@ def zoo_2a(r) -> tuple[str, str, str] | None:
     """(section sentence, claim-table words, claim 2a's verdict from the zoo) or None where the zoo has not run: the
     zoo's rule (`linrec.claims.zoo.zoo_verdict`) on its decomposition, comparisons and runs (this folder's, else
     `results/zoo/`'s, read together)."""
-    quoted = r.read("zoo_components")
+    quoted = r.get("zoo_components")
     comp, dist, runs = quoted.table, quoted.also("zoo_distances").table, quoted.also("zoo_runs").table
     if comp is None or dist is None:
         return None
@@ -183,7 +183,7 @@ def zoo_2a(r) -> tuple[str, str, str] | None:
         v = zoo_verdict(comp, quoted.also("training_comparisons").table, runs)  # it keeps the converged runs itself
     except LinrecError:  # tables of an older linrec that today's rule cannot read
         return None
-    where = f"{quoted.profile} profile" if quoted.profile else ""
+    where = f"{quoted.source.profile} profile" if quoted.source.profile else ""
     size = f"{len(runs)} runs" if runs is not None else "its runs"
     kinds = "; ".join(
         f"{d['kind']} ({int(d['n_pairs'])} pair{'s' if d['n_pairs'] != 1 else ''}) shape {_f(d['shape'])} "

@@ -156,11 +156,11 @@ def stored(where: str | Path, ran: bool = False) -> TrainingResult:
         tables, source, runs = {name: load_table(name, where) for name in names}, Path(where), Path(where)
     else:
         reads = {name: read(name, where, own=False, memo=memo) for name in names}
-        for profile, old in {p: t for q in reads.values() for p, t in q.stale.items()}.items():
+        for profile, old in {p: t for q in reads.values() for p, t in q.source.stale.items()}.items():
             log.warning("the last run of params/%s.yaml wrote %s as an older linrec did; rerun notebook 08 under it: "
                         "its tables are left out until then", profile, ", ".join(old))  # fmt: skip
-        tables, runs = {name: q.table for name, q in reads.items()}, reads["zoo_runs"].source
-        source = next((q.source for n, q in reads.items() if n.startswith("training_") and q.source), None)
+        tables, runs = {name: q.table for name, q in reads.items()}, reads["zoo_runs"].source.folder
+        source = next((s.folder for n, (_, s) in reads.items() if n.startswith("training_") and s.folder), None)
     root = project_root()
     if source is not None and source.is_relative_to(root):
         source = source.relative_to(root)
