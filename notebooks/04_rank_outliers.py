@@ -92,7 +92,6 @@ models, corpus, capture, seed = p.models, p.corpus, p.capture, p.seed
 results_dir, figures_dir = p.results_dir, p.figures_dir
 
 # %%
-from functools import partial
 
 from linrec.analyses.spectrum import toy_blocks, toy_table
 from linrec.app.profile import results

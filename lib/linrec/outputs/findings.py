@@ -262,7 +262,22 @@ def tell(name: str, tables, **context) -> list[str]:
     row = TOLD[name]
     if tables is None or isinstance(tables, pd.DataFrame):
         tables = {row.reads[0]: tables}
+    tables = _ByName(tables)
     return row.lines(tables, **context) if any(_records(tables.get(n)) for n in row.reads) else []
+
+
+class _ByName:
+    """Tables by name for a template, `.get(name)` and `.table(name)` alike: from a dict, or this run's own table of a
+    `Results` (its `.get` is the provenance-aware read, which a template does not need)."""
+
+    def __init__(self, tables):
+        self._tables = tables
+
+    def get(self, name: str) -> pd.DataFrame | None:
+        t = self._tables
+        return t.table(name) if isinstance(t, Results) else t.get(name)
+
+    table = get
 
 
 def notebooks(report: str = CONCLUDED) -> tuple[str, ...]:
