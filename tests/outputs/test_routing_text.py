@@ -22,6 +22,8 @@ def test_routing_findings_state_each_number_beside_the_anchor_and_say_the_pick_i
     for needle in needles:
         assert needle in line, needle
     assert routing_findings(None) == [] and routing_findings(pd.DataFrame()) == []
+    (two,) = routing_findings(pd.DataFrame([{**row, "n_blocks_routed": 2, "rho_r2_routable": float("nan")}]))
+    assert "undefined on 2 routed blocks" in two and "nan" not in two  # two blocks give no correlation
 
 
 def test_the_anchor_findings_name_which_r_is_the_anchors_and_quote_both_verdicts():

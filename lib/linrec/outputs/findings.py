@@ -154,6 +154,8 @@ def routing_told(r) -> list[str]:
         text += (
             f"; ρ(R²_lin, routable share) = {row['rho_r2_routable']:+.2f} {_ci(row['rho_lo'], row['rho_hi'])}, "
             f"{row['outcome'] or 'not computed'}"
+            if pd.notna(row.get("rho_r2_routable"))
+            else f"; ρ(R²_lin, routable share) undefined on {n} routed blocks"
         )
         if pd.notna(row.get("rho_r2_swap")):
             text += (
