@@ -20,6 +20,7 @@ import pandas as pd
 import torch
 
 from linrec.analyses.perplexity import DeltaPPL, PerplexityEvaluator
+from linrec.base.constraints import Blocks
 from linrec.base.errors import LinrecError
 from linrec.base.progress import bar as progress_bar
 from linrec.inputs.corpora import Windows
@@ -51,9 +52,8 @@ class Clock:
 def check_blocks(blocks: Sequence[int] | None, n_blocks: int) -> list[int]:
     """`blocks` as ints (every block for None), each one that exists."""
     blocks = list(range(n_blocks)) if blocks is None else [int(b) for b in blocks]
-    bad = [b for b in blocks if not 0 <= b < n_blocks]
-    if bad:
-        raise LinrecError(f"blocks {bad} do not exist; this model has blocks 0..{n_blocks - 1}")
+    if blocks:  # the API's and the command line's rule and words (linrec.base.constraints.Blocks)
+        Blocks(below=n_blocks).check("blocks", sorted(set(blocks)))
     return blocks
 
 

@@ -52,6 +52,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_model, save_model
 
+from linrec.base.constraints import Blocks
 from linrec.base.errors import LinrecError
 from linrec.base.files import (
     atomic_dir,
@@ -203,9 +204,8 @@ def swapped(model: torch.nn.Module, swaps: Mapping[int, torch.nn.Module], sites:
     the originals (what each path held on entry) are put back on exit, exceptions included. `sites`: the model's
     FFN sites, where the caller has them (`LoadedModel.sites`)."""
     sites = find_ffn_sites(model) if sites is None else sites
-    bad = [i for i in swaps if not 0 <= i < len(sites)]
-    if bad:
-        raise LinrecError(f"blocks {bad} do not exist; this model has blocks 0..{len(sites) - 1}")
+    if swaps:  # the API's and the command line's rule and words (linrec.base.constraints.Blocks)
+        Blocks(below=len(sites)).check("blocks", sorted(swaps))
     originals: list[tuple[str, torch.nn.Module]] = []
     try:
         for i, module in swaps.items():
@@ -253,9 +253,8 @@ def save_swapped(
     not_affine = [i for i, m in swaps.items() if not isinstance(m, AffineFFN)]
     if not_affine:
         raise LinrecError(f"blocks {not_affine}: only AffineFFN swaps can be saved; build them with AffineFFN.from_fit")
-    bad = [i for i in swaps if not 0 <= i < len(sites)]
-    if bad:
-        raise LinrecError(f"blocks {bad} do not exist; this model has blocks 0..{len(sites) - 1}")
+    if swaps:  # the API's and the command line's rule and words (linrec.base.constraints.Blocks)
+        Blocks(below=len(sites)).check("blocks", sorted(swaps))
     now = [installed(model, s) for s in sites]
     earlier = {i: m for i, m in enumerate(now) if isinstance(m, AffineFFN) and i not in swaps}
     entries = []
