@@ -11,6 +11,7 @@ from helpers import null_rows as _null_rows
 from helpers import planted_matrix as _planted_matrix
 from linrec.analyses.controls import CLAIM2_DEGENERATE_GAP, learned_summary, random_init_summary
 from linrec.analyses.decomposition import decomposition_intervals, null_blocks
+from linrec.claims.bands import sign_word
 from linrec.claims.learned import (
     combine_2a,
     comparison_words,
@@ -18,7 +19,6 @@ from linrec.claims.learned import (
     seeds_verdict,
     verdict_2a,
     verdict_2b,
-    weights_word,
 )
 from linrec.claims.rules import (
     CLAIM2_MIN_EFFECT,
@@ -104,7 +104,7 @@ def _dec_row(lo=0.1, hi=0.3, n_standout=4, n_blocks=8, model="m"):
     ],
 )
 def test_claim2b_outcome_thresholds(kw, outcome):
-    assert weights_word(_dec_row(**kw)) == outcome
+    assert sign_word(_dec_row(**kw)) == outcome
 
 
 def test_claim2b_verdict_reads_the_bands_table():
@@ -153,13 +153,13 @@ def test_decomposition_interval_is_the_jackknife_over_blocks_by_hand():
     half = stats.t.ppf(0.975, n - 1) * np.sqrt(se**2 + (0.01 / 1.959964) ** 2)
     assert (d["wmi_lo"], d["wmi_hi"]) == pytest.approx((wmi(m) - half, wmi(m) + half))
     assert d["wmi_band1"] == pytest.approx(wmi(m[(m["ffn_block"] - m["input_block"]).abs() <= 1]))
-    assert weights_word(d) == "weights"
+    assert sign_word(d) == "weights"
     rng = np.random.default_rng(0)
     m = _planted_matrix(rng.normal(0, 0.05, n), rng.normal(0, 0.2, n), noise=0.02)
-    assert weights_word(decomposition_intervals(_decomposed(m), m).iloc[0]) == "inputs"
+    assert sign_word(decomposition_intervals(_decomposed(m), m).iloc[0]) == "inputs"
     rng = np.random.default_rng(0)
     m = _planted_matrix(rng.normal(0, 0.1, n), rng.normal(0, 0.1, n), noise=0.05)
-    assert weights_word(decomposition_intervals(_decomposed(m), m).iloc[0]) == "undecided"
+    assert sign_word(decomposition_intervals(_decomposed(m), m).iloc[0]) == "undecided"
 
 
 # ---- the seeds experiment (notebook 08) ---------------------------------------------------------------------------

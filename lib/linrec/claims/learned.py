@@ -52,17 +52,6 @@ def learned_word(row: Mapping, t=T_2A) -> str | None:
     return "learned" if effect > t.CLAIM2_NOISE_FACTOR * noise and effect >= t.CLAIM2_MIN_EFFECT else "not learned"
 
 
-def weights_word(row: Mapping) -> str | None:
-    """Claim 2b for one model (`RULE_2B`): "weights" if the 95 % interval of the weights' minus the inputs' unique
-    share, with the blocks' and the windows' variability (`decomposition_intervals`: `wmi_lo`, `wmi_hi`), lies above
-    0, "inputs" if it lies below 0, "undecided" otherwise; None where it was not measured. The null ensembles are
-    reported beside it (`n_standout`: blocks whose trained weights beat both) and do not decide."""
-    lo, hi = row.get("wmi_lo", np.nan), row.get("wmi_hi", np.nan)
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return None
-    return "weights" if lo > 0 else "inputs" if hi < 0 else "undecided"
-
-
 # ---- notebook 08: the seeds experiment ----------------------------------------------------------------------------
 FLOOR_OF = {"distance": "floor", "level": "level_floor", "shape": "shape_floor"}  # linrec.analyses.seeds.FLOORS
 

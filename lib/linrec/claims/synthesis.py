@@ -21,15 +21,6 @@ from dataclasses import dataclass
 
 from linrec.claims.rules import NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, VERDICTS, joined
 
-SYNTHESIS_RULE = (
-    "each claim is judged on the widest profile (the one that measured every model the others did; a profile that "
-    "measured a subset of its models with the same analysis never decides), then lowered, never raised, by every "
-    "alternative analysis that judged it (another split, more train tokens, the windows' first position removed, "
-    "fresh text): reproduced stays reproduced only if every alternative reproduces it, else partly; partly becomes "
-    "not reproduced only where an alternative that measured all of its models does not reproduce it; not reproduced "
-    "and not testable stand"
-)
-
 
 @dataclass(frozen=True)
 class Analysis:

@@ -98,11 +98,18 @@ class Claim:
     notebooks: tuple[str, ...]  # the studies whose tables its rule reads (linrec.studies.stages: "02", …)
     title: str  # the claim as the paper makes it, in a few words
     paper: str  # the paper's own words and numbers
-    lines: Callable[[Decision], list[str]]  # the evidence in words, one entry per model ([]: nothing measured)
-    head: Callable[[Decision], tuple[str, ...]]  # the claim table's cell, the fullest sentence first
     figures: tuple[str, ...]  # stems of linrec.outputs.report_figures.FIGURES, in the order shown
     caveat: str  # what to keep in mind when reading the verdict
     decide: Callable[[Results, Rule], Decision] = decided  # judged once on a folder's tables
+    # the evidence in words, one entry per model ([]: nothing measured), and the claim table's cell, the fullest
+    # sentence first; None: claim_text's templates named after the claim (`lines_<id>`, `head_<id>`)
+    lines: Callable[[Decision], list[str]] | None = None
+    head: Callable[[Decision], tuple[str, ...]] | None = None
+
+    def __post_init__(self):
+        for part in ("lines", "head"):
+            if getattr(self, part) is None:
+                object.__setattr__(self, part, getattr(words, f"{part}_{self.id}"))
 
     @property
     def id(self) -> int | str:
@@ -128,8 +135,6 @@ CATALOG: tuple[Claim, ...] = (
         notebooks=("02",),
         title="R²_lin is heterogeneous and non-monotone with depth",
         paper="> 0.99 to < 0.3 between adjacent blocks (GPT-2, Pythia-160m, llama-160m)",
-        lines=words.lines_1,
-        head=words.head_1,
         decide=decided_1,
         figures=("fig2_r2_lin", "fig2c_learning_curves"),
         caveat=(
@@ -142,8 +147,6 @@ CATALOG: tuple[Claim, ...] = (
         notebooks=("07", "08"),
         title="It is learned, not architectural",
         paper="GPT-2 and Pythia-160m (same width, both GELU) have sharply different profiles",
-        lines=words.lines_2a,
-        head=words.head_2a,
         decide=decided_2a,
         figures=("fig7_controls", "fig8_training", "fig8b_zoo"),
         caveat=(
@@ -161,8 +164,6 @@ CATALOG: tuple[Claim, ...] = (
         notebooks=("07",),
         title="… a property of each block's own weights",
         paper="recoverability is a learned property of individual trained blocks",
-        lines=words.lines_2b,
-        head=words.head_2b,
         figures=("fig7b_inputs_or_weights", "fig7c_bands"),
         caveat="the cross matrix scores FFN i on block j's inputs with the block's norm gain folded in",
     ),
@@ -171,8 +172,6 @@ CATALOG: tuple[Claim, ...] = (
         notebooks=("03",),
         title="A rank-16 bilinear probe adds little, uncorrelated with nonlinearity",
         paper="a few points of R²; Pearson r ≈ 0 with 1 − R²_lin",
-        lines=words.lines_3,
-        head=words.head_3,
         decide=decided_3,
         figures=("fig3_bilinear_gain",),
         caveat="30 and 18 blocks give low power: |r| below about 0.5 cannot be detected",
@@ -182,8 +181,6 @@ CATALOG: tuple[Claim, ...] = (
         notebooks=("04",),
         title="High R²_lin hides two regimes",
         paper="broadly linear (median ≈ global, high rank) vs outlier-concentrated (median ≪ global, rank ≈ 1)",
-        lines=words.lines_4,
-        head=words.head_4,
         decide=decided_zoo,
         figures=("fig4_rank_outliers", "fig4b_block_anatomy"),
         caveat="SmolLM2 runs without a BOS token, so some of its high-R²_lin blocks sit on the first position",
@@ -193,8 +190,6 @@ CATALOG: tuple[Claim, ...] = (
         notebooks=("05",),
         title="Profiles are a property of the model, not the corpus",
         paper="three corpus domains overlay",
-        lines=words.lines_5,
-        head=words.head_5,
         figures=("fig5_corpora",),
         caveat="the three corpora are small offline samples (wiki, web, code)",
     ),
@@ -203,8 +198,6 @@ CATALOG: tuple[Claim, ...] = (
         notebooks=("06",),
         title="Compression: some block swaps cheaply",
         paper="GPT-2's early FFN replaced by its linear map at 8× fewer parameters for +0.77 perplexity",
-        lines=words.lines_6a,
-        head=words.head_6a,
         figures=("fig2_swap", "fig6_swap"),
         caveat="ΔPPL on held-out windows of the same corpus, at the profile's window length",
     ),
@@ -213,8 +206,6 @@ CATALOG: tuple[Claim, ...] = (
         notebooks=("06",),
         title="Compression signal: R²_lin flags the safe blocks",
         paper="high-recoverability blocks admit replacement, low-recoverability blocks flag where it is unsafe",
-        lines=words.lines_6b,
-        head=words.head_6b,
         decide=decided_zoo,
         figures=(),
         caveat="a correlation over 30 or 18 blocks, neighbours dependent: the interval uses their effective number",
@@ -224,8 +215,6 @@ CATALOG: tuple[Claim, ...] = (
         notebooks=("03",),
         title="Trained linear baselines under-converge",
         paper="SGD/Adam fall short of the closed-form ceiling",
-        lines=words.lines_7a,
-        head=words.head_7a,
         figures=("fig3b_trained_pitfall",),
         caveat="the budget is 5 epochs of the probe rows; tuned optimisers reach the ceiling given more steps (7b)",
     ),
@@ -234,8 +223,6 @@ CATALOG: tuple[Claim, ...] = (
         notebooks=("03",),
         title="… because the activations are ill-conditioned",
         paper="the shortfall is put down to ill-conditioned transformer activations",
-        lines=words.lines_7b,
-        head=words.head_7b,
         figures=("fig3c_pitfall_mechanism",),
         caveat=(
             "the mechanism blocks are the best- and worst-conditioned, on the probe rows; the ceiling, a ridge fit "

@@ -25,7 +25,7 @@ from linrec.claims.profile import claim1_counts
 from linrec.claims.rules import NOT_TESTABLE, Rule, Verdict, joined
 from linrec.claims.swap import UNCHECKED, own_words
 from linrec.outputs.ceiling_text import curve_sentence
-from linrec.outputs.results import Line, Results, fmt, listed, shift_words
+from linrec.outputs.results import Line, Results, ci, fmt, listed, shift_words
 from linrec.outputs.zoo_text import zoo_line
 from linrec.stats.equivalence import correlation_outcome
 
@@ -220,12 +220,12 @@ def _leaned(d: Decision) -> bool:
 def lines_2b(d: Decision) -> list[str]:
     parts = [
         f"{e['model']}: {e['outcome'] or 'not measured'}; unique share of the cross matrix's variance of the weights "
-        f"{fmt(e['share_weights'], 2)} {_ci(e['share_weights_lo'], e['share_weights_hi'])}, of the inputs "
-        f"{fmt(e['share_inputs'], 2)} {_ci(e['share_inputs_lo'], e['share_inputs_hi'])} (difference "
+        f"{fmt(e['share_weights'], 2)} {ci(e['share_weights_lo'], e['share_weights_hi'])}, of the inputs "
+        f"{fmt(e['share_inputs'], 2)} {ci(e['share_inputs_lo'], e['share_inputs_hi'])} (difference "
         f"{fmt(e['share_weights_minus_inputs'], 2)}: held-out windows alone "
-        f"{_ci(e['share_weights_minus_inputs_lo'], e['share_weights_minus_inputs_hi'])}, with the blocks' "
+        f"{ci(e['share_weights_minus_inputs_lo'], e['share_weights_minus_inputs_hi'])}, with the blocks' "
         f"variability (leave-one-block-out jackknife, se {fmt(e.get('wmi_se_jack'), 2)}) "
-        f"{_ci(e.get('wmi_lo'), e.get('wmi_hi'))}; bands {e.get('bands_covered')} measured: {e.get('bands')}); "
+        f"{ci(e.get('wmi_lo'), e.get('wmi_hi'))}; bands {e.get('bands_covered')} measured: {e.get('bands')}); "
         f"{int(e['n_standout'])} of {int(e['n_blocks'])} blocks are more linear than both null ensembles, "
         f"{_n(e.get('n_below_init'))} less linear than their random-init draws"
         for e in d.ev
@@ -234,17 +234,13 @@ def lines_2b(d: Decision) -> list[str]:
 
 
 def head_2b(d: Decision) -> tuple[str, ...]:
-    shares = _and([f"{fmt(e['share_weights_minus_inputs'], 2)} {_ci(e.get('wmi_lo'), e.get('wmi_hi'))} "
+    shares = _and([f"{fmt(e['share_weights_minus_inputs'], 2)} {ci(e.get('wmi_lo'), e.get('wmi_hi'))} "
                    f"{_in(e['model'])}" for e in d.ev])  # fmt: skip
     most, short = (f"; at most bands (none decides every band) {lean_text(d.ev)}", f"At most bands (none "
                    f"decides every band) the answer is {lean_text(d.ev)}") if _leaned(d) else ("", "")  # fmt: skip
     return (f"The weights' share of the cross matrix minus the inputs' is {shares} at the widest band (95 % CI over "
             f"blocks and windows){most}", f"The weights' minus the inputs' share is {shares}{most}",
             short or f"The weights' minus the inputs' share is {shares}")  # fmt: skip
-
-
-def _ci(lo, hi, nd: int = 2) -> str:
-    return f"[{fmt(lo, nd)}, {fmt(hi, nd)}]"
 
 
 def _n(x) -> str:
@@ -269,9 +265,9 @@ def lines_3(d: Decision) -> list[str]:
         text = (
             f"{e['model']} ({word}): median gain {fmt(e['gain_median'], 3)} (max {fmt(e['gain_max'], 3)}) over "
             f"{int(e['n_blocks'])} blocks, closed-form quadratic {fmt(e['gain_quad_median'], 3)}; Pearson r = "
-            f"{fmt(e['pearson_r'], 2)}, 95 % CI {_ci(e['ci_lo'], e['ci_hi'])} at an effective "
+            f"{fmt(e['pearson_r'], 2)}, 95 % CI {ci(e['ci_lo'], e['ci_hi'])} at an effective "
             f"{fmt(e.get('n_eff'), 1)} blocks (as if blocks were independent "
-            f"{_ci(e.get('ci_lo_iid'), e.get('ci_hi_iid'))}); 90 % CI {_ci(e.get('ci_lo90'), e.get('ci_hi90'))} "
+            f"{ci(e.get('ci_lo_iid'), e.get('ci_hi_iid'))}); 90 % CI {ci(e.get('ci_lo90'), e.get('ci_hi90'))} "
             f"against the ±{d.t.EQUIVALENCE_MARGIN} margin: {_outcome(e)} (|r| ≥ "
             f"{fmt(e['detectable_r'], 2)} detectable with 80 % power; showing |r| < "
             f"{d.t.EQUIVALENCE_MARGIN} with 80 % power would take about "
@@ -287,7 +283,7 @@ def lines_3(d: Decision) -> list[str]:
         parts.append(
             "without position 0 (probe and map refitted on the rows at positions ≥ 1): "
             + "; ".join(
-                f"{e['model']} r = {fmt(e['pearson_r'], 2)} {_ci(e['ci_lo'], e['ci_hi'])}, {_outcome(e)}, "
+                f"{e['model']} r = {fmt(e['pearson_r'], 2)} {ci(e['ci_lo'], e['ci_hi'])}, {_outcome(e)}, "
                 f"median gain {fmt(e['gain_median'], 3)}"
                 for e in v1.evidence
             )  # fmt: skip
@@ -297,7 +293,7 @@ def lines_3(d: Decision) -> list[str]:
 
 def head_3(d: Decision) -> tuple[str, ...]:
     gains = [f"{fmt(e['gain_median'])} {_in(e['model'])}" for e in d.ev]
-    rs = [f"{fmt(e['pearson_r'], 2)} {_ci(e['ci_lo'], e['ci_hi'])}" for e in d.ev]
+    rs = [f"{fmt(e['pearson_r'], 2)} {ci(e['ci_lo'], e['ci_hi'])}" for e in d.ev]
     return (
         f"The probe's median gain is {_and(gains)}; its Pearson r with 1 − R²_lin is {_and(rs)}, in that order",
         f"The probe's median gain is {_and(gains)}; its r with 1 − R²_lin is {_and(rs)}",
@@ -359,8 +355,8 @@ def lines_5(d: Decision) -> list[str]:
         if "shape_share" in e:  # context: the variance shares claim 5 read until 2026-11-29
             text += (
                 f"; of R²_lin's variance over blocks × corpora the shape (block × corpus) holds "
-                f"{fmt(e['shape_share'])} {_ci(e['shape_lo'], e['shape_hi'], 3)} and the level "
-                f"{fmt(e['level_share'])} {_ci(e['level_lo'], e['level_hi'], 3)}; {int(e['n_pairs_fdr'])} of "
+                f"{fmt(e['shape_share'])} {ci(e['shape_lo'], e['shape_hi'], 3)} and the level "
+                f"{fmt(e['level_share'])} {ci(e['level_lo'], e['level_hi'], 3)}; {int(e['n_pairs_fdr'])} of "
                 f"{int(e['n_pairs'])} block–corpus pairs differ at a 5 % false-discovery rate"
             )
         parts.append(text)
@@ -377,8 +373,8 @@ def head_5(d: Decision) -> tuple[str, ...]:
         up = not level["level"] < 0  # the largest shift read upwards: "code − web 0.13 [0.10, 0.15]"
         a, b = (level["corpus_a"], level["corpus_b"]) if up else (level["corpus_b"], level["corpus_a"])
         lo, hi = (level["level_lo"], level["level_hi"]) if up else (-level["level_hi"], -level["level_lo"])
-        lvl = f"{fmt(level['level'] if up else -level['level'], 2)} {_ci(lo, hi)}"
-        shp = f"{fmt(shape['shape'], 2)} {_ci(shape['shape_lo'], shape['shape_hi'])}"
+        lvl = f"{fmt(level['level'] if up else -level['level'], 2)} {ci(lo, hi)}"
+        shp = f"{fmt(shape['shape'], 2)} {ci(shape['shape_lo'], shape['shape_hi'])}"
         heads.append(f"{lvl} in level ({a} − {b}) and {shp} in shape {_in(e['model'])}")
         short.append(f"{lvl} and {shp} {_in(e['model'])}")
     return (
@@ -480,14 +476,14 @@ def _dose(e: dict, k: str = "") -> str:
 
 
 def _real(e: dict) -> str:
-    return f"ρ = {fmt(e['spearman_scaled_shortfall'], 2)} {_ci(e['scaled_lo'], e['scaled_hi'])}"
+    return f"ρ = {fmt(e['spearman_scaled_shortfall'], 2)} {ci(e['scaled_lo'], e['scaled_hi'])}"
 
 
 def lines_7b(d: Decision) -> list[str]:
     steps = lambda v, cap: f"not within {cap:.0f}" if not np.isfinite(v) else f"{v:.0f}"  # noqa: E731
     spread = lambda e: "" if pd.isna(e.get("short_iqr")) else (  # noqa: E731
-        f"; its spread (IQR) {fmt(e['short_iqr'])} {_ci(e['short_iqr_lo'], e['short_iqr_hi'], 3)} against "
-        f"{_ci(*(e[k] * e['scaled_iqr_decades'] for k in ('dose_slope_lo', 'dose_slope_hi')), 3)} from the dose"
+        f"; its spread (IQR) {fmt(e['short_iqr'])} {ci(e['short_iqr_lo'], e['short_iqr_hi'], 3)} against "
+        f"{ci(*(e[k] * e['scaled_iqr_decades'] for k in ('dose_slope_lo', 'dose_slope_hi')), 3)} from the dose"
     )  # fmt: skip
     rho = lambda e: (f"ρ = {fmt(e['blocks_rho_scaled'], 2)}" if np.isfinite(e["blocks_rho_scaled"])  # noqa: E731
                      else "no ρ (none under 3 blocks)")  # fmt: skip

@@ -27,6 +27,7 @@ from scipy import stats
 
 from linrec.base.files import atomic_file
 from linrec.claims.rules import CLAIM6_BUDGET, joined
+from linrec.outputs.results import span
 
 NAMES = {"smollm2-135m": "SmolLM2", "gemma3-270m": "Gemma-3"}
 
@@ -222,7 +223,7 @@ def nulls_words(nulls: pd.DataFrame) -> str:
 def refit_words(cal: pd.DataFrame) -> str:
     """The coverage of planted refits at the default's most window-correlated block (`calibration.csv`)."""
     c = cal[cal["what"].str.contains("fit included", regex=False)]["coverage95"]
-    return f"cover {_span(c)} of planted refits"
+    return f"cover {span(c)} of planted refits"
 
 
 # --- docs/numerics.md ---------------------------------------------------------------------------------------------
@@ -232,19 +233,14 @@ def _rows(cal: pd.DataFrame, what: str) -> pd.DataFrame:
     return cal[cal["what"].str.contains(what, regex=False)]
 
 
-def _span(x: pd.Series, nd: int = 3) -> str:
-    lo, hi = f"{x.min():.{nd}f}", f"{x.max():.{nd}f}"
-    return lo if lo == hi else f"{lo}–{hi}"
-
-
 def fitted_words(cal: pd.DataFrame) -> str:
     """The window interval's coverage of the fitted map's held-out R² in the default's methods table, and the
     percentile window bootstrap's beside it."""
     r = _rows(cal, "held-out R² of the fitted map")
     windows = int(r["n_windows"].iloc[0])
-    return (f"{_span(r['coverage95'])} at the default's {windows} held-out windows of the most window-correlated block "
+    return (f"{span(r['coverage95'])} at the default's {windows} held-out windows of the most window-correlated block "
             f"(below), where the percentile window bootstrap the tables carried before covered "
-            f"{_span(r['coverage95_before'])}")  # fmt: skip
+            f"{span(r['coverage95_before'])}")  # fmt: skip
 
 
 def _setting(cal: pd.DataFrame, pattern: str) -> str:
@@ -257,9 +253,9 @@ def icc_words(icc: pd.DataFrame, cal: pd.DataFrame) -> str:
     parts = []
     for model, t in icc.groupby("model", sort=False):
         top = int(t.loc[t["resid_icc"].idxmax(), "block"])
-        parts.append(f"{_name(model)}'s residuals share {_span(t['resid_icc'])} of their variance within a window "
+        parts.append(f"{_name(model)}'s residuals share {span(t['resid_icc'])} of their variance within a window "
                      f"(median {t['resid_icc'].median():.3f}; block {top} the most), its inputs "
-                     f"{_span(t['input_icc'])}")  # fmt: skip
+                     f"{span(t['input_icc'])}")  # fmt: skip
     planted = _setting(cal, r"residual ICC ([0-9.]+)")
     return f"{'; '.join(parts)}. The planted blocks take the run's largest residual value, rounded up ({planted})"
 
@@ -284,7 +280,7 @@ def delta_words(default: pd.DataFrame, full: pd.DataFrame) -> str:
     r = both[both["what"] == "claims 6a, 6b, routing: ΔPPL of a swap"]
     rare = r["setting"].str.contains(r"1 window in (?!4\b)", regex=True)
     windows = int(r["n_windows"].iloc[0])
-    common, costly = _span(r[~rare]["coverage95"]), _span(r[rare]["coverage95"])
+    common, costly = span(r[~rare]["coverage95"]), span(r[rare]["coverage95"])
     return (f"At {windows} windows (the default's and the full profile's methods tables): {common}, and one costly "
             f"window in {windows} {costly}")  # fmt: skip
 
@@ -306,14 +302,14 @@ def own_skew_words(cal: pd.DataFrame, default: pd.DataFrame, full: pd.DataFrame)
         f"{worst['max_window_share'] * 100:.0f} % of the cost) covers {worst['own_cover']:.3f}. In `results/full/` "
         f"({len(full)} swaps, {int(full['n_windows'].iloc[0])} windows each) the per-window cost's G₁ reaches "
         f"{top['cost_skew']:.2f} ({_name(top['model'])} block {top['swap']}, one window carrying "
-        f"{top['max_window_share'] * 100:.0f} % of the cost); the own-skew check covers {_span(full['own_cover'])}"
+        f"{top['max_window_share'] * 100:.0f} % of the cost); the own-skew check covers {span(full['own_cover'])}"
     )
 
 
 def correlation_words(default: pd.DataFrame, full: pd.DataFrame) -> str:
     """The coverage of the correlation intervals over blocks in both methods tables."""
     pick = lambda c: c[c["procedure"].str.contains("correlation", regex=False)]["coverage95"]  # noqa: E731
-    return f"{_span(pick(default))} in the default, {_span(pick(full))} in the full profile"
+    return f"{span(pick(default))} in the default, {span(pick(full))} in the full profile"
 
 
 # --- docs/scaling.md -----------------------------------------------------------------------------------------------

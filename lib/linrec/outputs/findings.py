@@ -26,7 +26,7 @@ from linrec.base.tables import blocks
 from linrec.claims.routing import HEAL_BUDGET
 from linrec.outputs.catalog import build, of_study
 from linrec.outputs.claim_text import Said
-from linrec.outputs.results import Results
+from linrec.outputs.results import Results, ci
 
 
 def _records(t: pd.DataFrame | None) -> list[dict]:
@@ -85,10 +85,6 @@ def controls_beside(r: Results) -> list[str]:
     return lines
 
 
-def _ci(lo, hi, nd: int = 2) -> str:
-    return f"[{lo:.{nd}f}, {hi:.{nd}f}]"
-
-
 def regimes_told(r) -> list[str]:
     """Notebook 04 beside claim 4, from the per-block table (`spectrum`), one line per model: how many blocks are in
     each of the paper's two regimes and how many in neither (and why), the outlier-concentrated blocks the verdict
@@ -145,14 +141,14 @@ def routing_told(r) -> list[str]:
             f"{row['model']} (per-token routing, {n} blocks, shares every 0.05): the best of them, picked on "
             f"these held-out numbers (so an optimistic pick), block {int(row['best_block'])}, routes "
             f"{row['best_routable_pct1']:.0%} of its tokens to its map within +1 % "
-            f"perplexity, 95 % CI {_ci(row['best_lo'], row['best_hi'])} (the anchor paper: 25–56 % in GPT-2)"
+            f"perplexity, 95 % CI {ci(row['best_lo'], row['best_hi'])} (the anchor paper: 25–56 % in GPT-2)"
         )
         if pd.notna(row.get("n_quarter")):
             text += f"; {int(row['n_quarter'])} of {n} routed blocks route at least 25 %"
         if pd.notna(row.get("n_monotone")):
             text += f"; {int(row['n_monotone'])} of {n} curves rise with the share without a fall beyond noise"
         text += (
-            f"; ρ(R²_lin, routable share) = {row['rho_r2_routable']:+.2f} {_ci(row['rho_lo'], row['rho_hi'])}, "
+            f"; ρ(R²_lin, routable share) = {row['rho_r2_routable']:+.2f} {ci(row['rho_lo'], row['rho_hi'])}, "
             f"{row['outcome'] or 'not computed'}"
             if pd.notna(row.get("rho_r2_routable"))
             else f"; ρ(R²_lin, routable share) undefined on {n} routed blocks"
@@ -160,7 +156,7 @@ def routing_told(r) -> list[str]:
         if pd.notna(row.get("rho_r2_swap")):
             text += (
                 f", beside 6b's ρ(R²_lin, whole-block ΔPPL) = {row['rho_r2_swap']:+.2f} "
-                f"{_ci(row['rho_r2_swap_lo'], row['rho_r2_swap_hi'])}"
+                f"{ci(row['rho_r2_swap_lo'], row['rho_r2_swap_hi'])}"
             )
         lines.append(text + ".")
     return lines
@@ -208,7 +204,7 @@ def heal_told(r, where: str = "") -> list[str]:
         first = t.iloc[0]
         parts = [
             f"k = {int(x['k'])} (blocks {x['blocks']}): {x['delta_before']:+.2f} before, {x['delta_after']:+.2f} "
-            f"{_ci(x['delta_after_lo'], x['delta_after_hi'])} after, {x['outcome']}"
+            f"{ci(x['delta_after_lo'], x['delta_after_hi'])} after, {x['outcome']}"
             for x in t.sort_values("k").to_dict("records")
         ]
         if mode == "all":

@@ -16,7 +16,7 @@ from linrec.analyses.uncertainty import EQUIVALENCE_MARGIN
 from linrec.base.tables import load_table, save_table
 from linrec.claims.rules import CLAIM6_OWN_MISS, judge
 from linrec.claims.swap import RULE_6A
-from linrec.outputs.results import Results
+from linrec.outputs.results import Results, span
 
 
 def _pct(x) -> str:
@@ -126,12 +126,12 @@ def _delta_lines(window) -> list[str]:
         "ΔPPL (claims 6a, 6b) gets the paired skew-corrected jackknife at a nominal **99 %**: Hall's transformation "
         "of the leave-one-window-out t, the same window left out of the base and the swapped model "
         "(`linrec.analyses.uncertainty.delta_ppl_interval` at `SWAP_LEVEL`). Under symmetric, Gamma, lognormal and "
-        f"one-costly-window-in-4 costs at {w} windows it covers {_span(shapes['coverage95'])} (upper end "
-        f"{_span(shapes['upper_covers'])}); at 95 % it covered {_span(shapes['coverage95_before'])}, nearly every "
+        f"one-costly-window-in-4 costs at {w} windows it covers {span(shapes['coverage95'])} (upper end "
+        f"{span(shapes['upper_covers'])}); at 95 % it covered {span(shapes['coverage95_before'])}, nearly every "
         "miss below the truth, the side that flatters a swap."
     ]
     if rare.any():
-        words.append(f" One costly window in {w} it covers {_span(d.loc[rare, 'coverage95'])}, and no interval over "
+        words.append(f" One costly window in {w} it covers {span(d.loc[rare, 'coverage95'])}, and no interval over "
                      f"{w} windows can do better than about {1 - (1 - 1 / w) ** w:.2f}: a data set without that window "
                      f"(a share (1 − 1/{w})^{w} = {(1 - 1 / w) ** w:.2f}) holds no trace of it.")  # fmt: skip
     for e in d[own].to_dict("records"):
@@ -144,12 +144,6 @@ def _delta_lines(window) -> list[str]:
         words.append(" This run stored no per-window losses: its swap tables carry the 95 % interval of its time (a "
                      "jackknife-t or a paired percentile bootstrap), whose skew cannot be checked.")  # fmt: skip
     return ["".join(words), ""]
-
-
-def _span(x) -> str:
-    x = pd.Series(x, dtype=float).dropna()
-    lo, hi = ("—", "—") if x.empty else (f"{x.min():.3f}", f"{x.max():.3f}")
-    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def _fitted_map_lines(window) -> list[str]:
@@ -176,7 +170,7 @@ def _fitted_map_lines(window) -> list[str]:
         f"fitted map'{shared}). It leaves out the fit's own variability; as an interval for the **block's R²_lin** — "
         "the held-out R² a refit on other text of the same size would score, its expected value estimated by a "
         f"separate Monte Carlo over {draws:,} planted refits, each scored exactly — it covers "
-        f"{_span(refit['coverage95'])} (rows '{label}': {setting}), {where}"
+        f"{span(refit['coverage95'])} (rows '{label}': {setting}), {where}"
         + (
             "; for the block's R²_lin it is somewhat narrow, though the same planted blocks' intervals miss their own "
             "fitted map about as often: what falls short is the window jackknife at this window correlation more "

@@ -215,21 +215,8 @@ def render(results_dir: str | Path, figures_dir: str | Path, out: str | Path, pa
     text += routing_section(r, _table, figures_dir, out)  # beyond the paper: linrec.outputs.routing_text
     r2 = r.table("r2_lin")
     if r2 is not None:
-        cols = [
-            c
-            for c in [
-                "model",
-                "block",
-                "r2_lin",
-                "r2_lo",
-                "r2_hi",
-                "r2_feature_median",
-                "first_var_share",
-                "r2_ex_first",
-                "cond_gram",
-            ]
-            if c in r2.columns
-        ]
+        cols = [c for c in ["model", "block", "r2_lin", "r2_lo", "r2_hi", "r2_feature_median", "first_var_share",
+                            "r2_ex_first", "cond_gram"] if c in r2.columns]  # fmt: skip
         t = per_block_table(r2[cols], r.table("swap"))
         text += [
             "## Per-block results",

@@ -232,9 +232,21 @@ def elsewhere(quoted: Quoted, words: Callable[[pd.DataFrame], str], what: str | 
     return f"{lead} {absent.format(other=other)}" if absent else None
 
 
-def fmt(x, nd: int = 3) -> str:
-    """`x` to `nd` decimals; "n/a" for None or a float that is not finite."""
-    return "n/a" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{nd}f}"
+def fmt(x, nd: int = 3, spec: str = "") -> str:
+    """`x` to `nd` decimals (or in format `spec`); "n/a" for None or a number that is not finite."""
+    return "n/a" if x is None or not np.isfinite(float(x)) else format(float(x), spec or f".{nd}f")
+
+
+def ci(lo, hi, nd: int = 2) -> str:
+    """An interval: "[lo, hi]", each end to `nd` decimals (`fmt`)."""
+    return f"[{fmt(lo, nd)}, {fmt(hi, nd)}]"
+
+
+def span(x, nd: int = 3) -> str:
+    """The range of the numbers `x`, "lo–hi" to `nd` decimals (one number where they round alike); "—" for none."""
+    x = pd.Series(x, dtype=float).dropna()
+    lo, hi = ("—", "—") if x.empty else (f"{x.min():.{nd}f}", f"{x.max():.{nd}f}")
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def listed(blocks) -> str:
@@ -247,14 +259,10 @@ def listed(blocks) -> str:
     return ", ".join(str(blocks).split()) or "none"
 
 
-def _num(x, spec: str) -> str:
-    return "n/a" if x is None or not np.isfinite(float(x)) else format(float(x), spec)
-
-
 def shift_words(q, suffix: str = "") -> str:
     """One pair of corpora's shift (a `corpora_agreement` row) in words: "wiki − web: level +0.039 [0.016, 0.063], shape
     0.013 [0.005, 0.022]"; `suffix` "_ex_first": without position 0."""
-    level = [_num(q.get(f"level{k}{suffix}"), f) for k, f in (("", "+.3f"), ("_lo", ".3f"), ("_hi", ".3f"))]
-    shape = [_num(q.get(f"shape{k}{suffix}"), ".3f") for k in ("", "_lo", "_hi")]
+    level = [fmt(q.get(f"level{k}{suffix}"), spec=f) for k, f in (("", "+.3f"), ("_lo", ".3f"), ("_hi", ".3f"))]
+    shape = [fmt(q.get(f"shape{k}{suffix}"), spec=".3f") for k in ("", "_lo", "_hi")]
     return (f"{q['corpus_a']} − {q['corpus_b']}: level {level[0]} [{level[1]}, {level[2]}], shape {shape[0]} "
             f"[{shape[1]}, {shape[2]}]")  # fmt: skip

@@ -17,10 +17,7 @@ from linrec.base.errors import LinrecError
 from linrec.claims.routing import ANCHOR_RULES, anchor_table, heal_table
 from linrec.outputs.findings import tell
 from linrec.outputs.report_figures import figure_lines, relative
-
-
-def _ci(lo, hi, nd: int = 2) -> str:
-    return f"[{lo:.{nd}f}, {hi:.{nd}f}]"
+from linrec.outputs.results import ci
 
 
 def _judged_anchor(get) -> pd.DataFrame | None:
@@ -48,8 +45,8 @@ def _judged_heal(heal: pd.DataFrame) -> pd.DataFrame:
 def _need_table(identity: pd.DataFrame) -> pd.DataFrame:
     t = identity.assign(
         pair=identity["corpus_a"] + "–" + identity["corpus_b"],
-        need_r=[f"{r:+.2f} {_ci(lo, hi)}" for r, lo, hi in identity[["r_need", "r_need_lo", "r_need_hi"]].to_numpy()],
-        gate_r=[f"{r:+.2f} {_ci(lo, hi)}" for r, lo, hi in identity[["r", "r_lo", "r_hi"]].to_numpy()],
+        need_r=[f"{r:+.2f} {ci(lo, hi)}" for r, lo, hi in identity[["r_need", "r_need_lo", "r_need_hi"]].to_numpy()],
+        gate_r=[f"{r:+.2f} {ci(lo, hi)}" for r, lo, hi in identity[["r", "r_lo", "r_hi"]].to_numpy()],
     )
     cols = {"model": "model", "block": "block", "pair": "corpora", "n_types": "types", "need_r": "need r (anchor's)",
             "rho_need": "need ρ", "r_need_rel": "need / ‖y‖² r", "lookup_r2": "lookup R²",
@@ -59,7 +56,7 @@ def _need_table(identity: pd.DataFrame) -> pd.DataFrame:
 
 
 def _split_table(split: pd.DataFrame) -> pd.DataFrame:
-    t = split.assign(cell=[f"{a:.2f} {_ci(lo, hi)}" for a, lo, hi in split[["auc", "auc_lo", "auc_hi"]].to_numpy()])
+    t = split.assign(cell=[f"{a:.2f} {ci(lo, hi)}" for a, lo, hi in split[["auc", "auc_lo", "auc_hi"]].to_numpy()])
     wide = t.pivot_table(index=["model", "block"], columns="part", values="cell", aggfunc="first").reset_index()
     wide.columns.name = None
     return wide.rename(columns={"full": "AUC whole", "token": "AUC token", "context": "AUC context"})[
@@ -69,7 +66,7 @@ def _split_table(split: pd.DataFrame) -> pd.DataFrame:
 
 def _heal_table(heal: pd.DataFrame) -> pd.DataFrame:
     t = heal[heal["k"] > 0]
-    t = t.assign(after=[f"{d:+.2f} {_ci(lo, hi)}" for d, lo, hi in t[["delta_after", "delta_after_lo",
+    t = t.assign(after=[f"{d:+.2f} {ci(lo, hi)}" for d, lo, hi in t[["delta_after", "delta_after_lo",
                                                                        "delta_after_hi"]].to_numpy()])  # fmt: skip
     cols = {"model": "model", "mode": "trained", "k": "k", "blocks": "blocks", "delta_before": "ΔPPL before",
             "after": "ΔPPL after (vs control)", "delta_after_base": "after vs base", "outcome": "outcome"}  # fmt: skip

@@ -28,7 +28,7 @@ from linrec.claims.learned import comparison_words, seeds_verdict
 from linrec.claims.rules import CLAIM2_MIN_EFFECT, NOT_TESTABLE, Rule, Verdict
 from linrec.claims.swap import FLAGS, NOT_USEFUL
 from linrec.claims.zoo import INCONCLUSIVE, SAME, judge_zoo, pooled_row, zoo_verdict
-from linrec.outputs.results import Line, fmt
+from linrec.outputs.results import Line, ci, fmt
 
 OUTCOME_WORDS = {
     "effect": "a correlation shown",
@@ -54,11 +54,11 @@ def seeds_row(table: pd.DataFrame | None, comparisons: pd.DataFrame | None = Non
 
 def _compared(e: dict) -> str:
     """A seeds comparison: raw distance, level and shape (`linrec.claims.rules`), with intervals where measured."""
-    text = f"{fmt(e['distance'])} {_ci(e['distance_lo'], e['distance_hi'])} (floor {fmt(e['floor'])}, {e['outcome']}"
+    text = f"{fmt(e['distance'])} {ci(e['distance_lo'], e['distance_hi'], 3)} (floor {fmt(e['floor'])}, {e['outcome']}"
     if not np.isfinite(e.get("level_lo", np.nan)):  # refreshed from the stored profiles: points only
         return f"{text}; level {e.get('level', np.nan):+.3f}, shape {fmt(e.get('shape'))}, no intervals yet)"
-    return (f"{text}; level {e['level']:+.3f} {_ci(e['level_lo'], e['level_hi'])} {e['level_outcome']}, shape "
-            f"{fmt(e['shape'])} {_ci(e['shape_lo'], e['shape_hi'])} {e['shape_outcome']})")  # fmt: skip
+    return (f"{text}; level {e['level']:+.3f} {ci(e['level_lo'], e['level_hi'], 3)} {e['level_outcome']}, shape "
+            f"{fmt(e['shape'])} {ci(e['shape_lo'], e['shape_hi'], 3)} {e['shape_outcome']})")  # fmt: skip
 
 
 def seeds_part(r) -> tuple[str, str, str] | None:
@@ -163,14 +163,6 @@ def zoo_judged(r, rule: Rule) -> ZooVerdict | None:
     return ZooVerdict(v, pooled_row(v, first), first, quoted)
 
 
-def _f(x, nd: int = 3) -> str:
-    return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{nd}f}"
-
-
-def _ci(lo, hi, nd: int = 3) -> str:
-    return f"[{_f(lo, nd)}, {_f(hi, nd)}]"
-
-
 def zoo_2a(r) -> tuple[str, str, str] | None:
     """(section sentence, claim-table words, claim 2a's verdict from the zoo) or None where the zoo has not run: the
     zoo's rule (`linrec.claims.zoo.zoo_verdict`) on its decomposition, comparisons and runs (this folder's, else
@@ -186,13 +178,13 @@ def zoo_2a(r) -> tuple[str, str, str] | None:
     where = f"{quoted.source.profile} profile" if quoted.source.profile else ""
     size = f"{len(runs)} runs" if runs is not None else "its runs"
     kinds = "; ".join(
-        f"{d['kind']} ({int(d['n_pairs'])} pair{'s' if d['n_pairs'] != 1 else ''}) shape {_f(d['shape'])} "
-        f"{_ci(d['shape_lo'], d['shape_hi'])}, level {_f(d['level'])} {_ci(d['level_lo'], d['level_hi'])}"
+        f"{d['kind']} ({int(d['n_pairs'])} pair{'s' if d['n_pairs'] != 1 else ''}) shape {fmt(d['shape'])} "
+        f"{ci(d['shape_lo'], d['shape_hi'], 3)}, level {fmt(d['level'])} {ci(d['level_lo'], d['level_hi'], 3)}"
         for d in dist.to_dict("records")
     )
     shares = "; ".join(
         f"{part}: " + ", ".join(
-            f"{c['factor']} {_f(c['share'], 2)} {_ci(c['share_lo'], c['share_hi'], 2)}"
+            f"{c['factor']} {fmt(c['share'], 2)} {ci(c['share_lo'], c['share_hi'], 2)}"
             for c in comp[comp["part"] == part].to_dict("records")
         )
         for part in ("shape", "level")
@@ -234,10 +226,10 @@ def zoo_line(z: ZooVerdict, rule: Rule) -> Line:
     )  # fmt: skip
     return Line(
         f"Trained zoo (notebook 08, {where or 'this profile'}): every block of {int(e['n_models'])} trained models "
-        f"pooled with a model effect, {stat} = {_f(e['rho'], 2)}, 95 % CI {_ci(e['lo'], e['hi'], 2)}, 90 % CI "
-        f"{_ci(e['lo90'], e['hi90'], 2)} at an effective {_f(e['n_eff'], 1)} of {int(n)} blocks: "
+        f"pooled with a model effect, {stat} = {fmt(e['rho'], 2)}, 95 % CI {ci(e['lo'], e['hi'], 2)}, 90 % CI "
+        f"{ci(e['lo90'], e['hi90'], 2)} at an effective {fmt(e['n_eff'], 1)} of {int(n)} blocks: "
         f"{OUTCOME_WORDS.get(e['outcome'], e['outcome']).format(margin=rule.thresholds.EQUIVALENCE_MARGIN)}; "
-        f"the block count {power} the {_f(need, 0)} the equivalence test needs for 80 % power; by the claim's own "
+        f"the block count {power} the {fmt(need, 0)} the equivalence test needs for 80 % power; by the claim's own "
         f"rule the zoo alone is {e['verdict']} (beside the offline models' verdict, which this does not change)",
         z.quoted,
     )
@@ -255,25 +247,26 @@ def zoo_head(z: ZooVerdict, rule: Rule) -> str:
     if not np.isfinite(float(e["n_models"])):
         return "No trained run converged"
     if str(rule.id) == "4":
-        n = {c: int(z.regimes[c].sum()) for c in ("n_blocks", "n_broadly_linear", "n_outlier_concentrated")}
-        return (f"There are {n['n_broadly_linear']} broadly linear and {n['n_outlier_concentrated']} "
-                f"outlier-concentrated of {n['n_blocks']} blocks over {len(z.regimes)} trained models")  # fmt: skip
+        return f"There are {_counted(z.regimes)}"
     stat = "r(1 − R²_lin, gain)" if str(rule.id) == "3" else "ρ(R²_lin, ΔPPL)"
     return (f"Pooled over {int(e['n_blocks'])} blocks of {int(e['n_models'])} trained models, {stat} = "
-            f"{_f(e['rho'], 2)} {_ci(e['lo'], e['hi'], 2)}")  # fmt: skip
+            f"{fmt(e['rho'], 2)} {ci(e['lo'], e['hi'], 2)}")  # fmt: skip
 
 
 def _regimes(regimes: pd.DataFrame | None, e: dict, where: str) -> str:
     """Claim 4's zoo row in words: the regimes summed over the trained models, and the zoo's verdict."""
-    counts = ""
-    if regimes is not None:
-        n = {c: int(regimes[c].sum()) for c in ("n_blocks", "n_broadly_linear", "n_outlier_concentrated")}
-        counts = (f": {n['n_broadly_linear']} broadly linear and {n['n_outlier_concentrated']} outlier-concentrated of "
-                  f"{n['n_blocks']} blocks over {len(regimes)} trained models")  # fmt: skip
+    counts = "" if regimes is None else f": {_counted(regimes)}"
     return (
         f"Trained zoo (notebook 08, {where or 'this profile'}){counts}; by the claim's own rule the zoo alone is "
         f"{e['verdict']} (beside the offline models' verdict, which this does not change)"
     )
+
+
+def _counted(regimes: pd.DataFrame) -> str:
+    """Claim 4's regimes summed over the zoo's trained models (`zoo_regimes`), in words."""
+    n = {c: int(regimes[c].sum()) for c in ("n_blocks", "n_broadly_linear", "n_outlier_concentrated")}
+    return (f"{n['n_broadly_linear']} broadly linear and {n['n_outlier_concentrated']} outlier-concentrated of "
+            f"{n['n_blocks']} blocks over {len(regimes)} trained models")  # fmt: skip
 
 
 # the zoos beside a profile's folder whose GPT-2 against Pythia the report sets against seed noise (issue 87, item 7)
@@ -293,9 +286,9 @@ def contrast_sentence(words: str, dist: pd.DataFrame, margin: float = CLAIM2_MIN
     side = ("shown inside" if p["shape_hi"] < margin else "shown beyond" if p["shape_lo"] >= margin else
             "neither inside nor beyond")  # fmt: skip
     ratio = f"{p['shape'] / s['shape']:.1f}×" if s["shape"] > 0 else "n/a"
-    return (f"{words}: GPT-2 against Pythia differ in shape by {_f(p['shape'])} {_ci(p['shape_lo'], p['shape_hi'])} "
-            f"against {_f(s['shape'])} {_ci(s['shape_lo'], s['shape_hi'])} between init seeds ({ratio} seed noise), "
-            f"and in level by {_f(p['level'])} {_ci(p['level_lo'], p['level_hi'])} (seeds {_f(s['level'])}); the "
+    return (f"{words}: GPT-2 against Pythia differ in shape by {fmt(p['shape'])} {ci(p['shape_lo'], p['shape_hi'], 3)} "
+            f"against {fmt(s['shape'])} {ci(s['shape_lo'], s['shape_hi'], 3)} between init seeds ({ratio} seed noise), "
+            f"and in level by {fmt(p['level'])} {ci(p['level_lo'], p['level_hi'], 3)} (seeds {fmt(s['level'])}); the "
             f"shape distance is {side} the {margin:g} per block that 'sharply different' needs (2a's minimum "
             f"effect).")  # fmt: skip
 
@@ -335,8 +328,8 @@ def contrast_section(results_dir, figures_dir, out, figure_lines) -> list[str]:
     said = [s for w, d in zoos.items() if (s := contrast_sentence(w, d)) is not None]
     if not said:
         return []
-    rows = [f"| {w.split(' (')[0]} | {d['kind']} | {_f(d['shape'])} {_ci(d['shape_lo'], d['shape_hi'])} | "
-            f"{_f(d['level'])} {_ci(d['level_lo'], d['level_hi'])} |"
+    rows = [f"| {w.split(' (')[0]} | {d['kind']} | {fmt(d['shape'])} {ci(d['shape_lo'], d['shape_hi'], 3)} | "
+            f"{fmt(d['level'])} {ci(d['level_lo'], d['level_hi'], 3)} |"
             for w, t in zoos.items() for d in t.to_dict("records")]  # fmt: skip
     fig = fig8c_contrast({w.split(" (")[0]: d for w, d in zoos.items()}, CLAIM2_MIN_EFFECT, Path(figures_dir) /
                          "fig8c_contrast")  # fmt: skip
