@@ -10,7 +10,7 @@ beside them, what a hooks library's user does on the same device (`peer`): keep 
 there in float32 and fit each block with `torch.linalg.lstsq` in float64 (the affine map with a column of ones), or
 report that the rows do not fit in memory. With `--compare-tokens`, a capture of the same windows on the CPU gives
 the agreement |ΔR²_lin| between the device and the host. `ratio_exact` and `ratio_fast` are capture ÷ plain forward.
-`--profile FILE` writes torch.profiler's top operators of one exact capture at the smallest token count.
+Where the capture's time goes (torch.profiler, each step labelled, each cut on and off): `benchmarks/gpu_profile.py`.
 """
 
 from __future__ import annotations
@@ -185,22 +185,6 @@ def agreement(args, loaded, tokens: int) -> dict[str, float]:
     }
 
 
-def profile(args, loaded, tokens: int, path: Path) -> None:
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as torch_profile
-
-    windows, _ = _windows(args, loaded.tokenizer, tokens)
-    capture(loaded, windows, "float64", args.batch_size)
-    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
-    with torch_profile(activities=acts) as prof:
-        capture(loaded, windows, "float64", args.batch_size)
-        _sync(args.device)
-    key = "self_cuda_time_total" if args.device.startswith("cuda") else "self_cpu_time_total"
-    text = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20)
-    text += "\n" + prof.key_averages().table(sort_by=key, row_limit=15)
-    path.write_text(text)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="a model spec linrec loads (a trained layout's folder, a hub id)")
@@ -214,7 +198,6 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--csv", type=Path, default=None)
-    p.add_argument("--profile", type=Path, default=None)
     args = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -249,8 +232,6 @@ def main() -> None:
             recs[0].update(d)
             print(json.dumps(d), flush=True)
             write()
-        if i == 0 and args.profile:
-            profile(args, loaded, t, args.profile)
     print(write().to_string(index=False))
 
 
