@@ -52,7 +52,7 @@ class Overlap:
         if self.side is None:
             work(x, y)
             return
-        self._check()
+        _unchanged(self._last)
         self._last = [(x, x._version), (y, y._version)]
         self.side.wait_stream(_current(self.device))
         _keep(x, self.side), _keep(y, self.side)
@@ -62,20 +62,9 @@ class Overlap:
     def join(self) -> None:
         """The forward's stream waits for the side stream: what it wrote may be read from here on."""
         if self.side is not None:
-            self._check()
-            _current(self.device).wait_stream(self.side)
-
-    def _check(self, pairs=None) -> None:
-        """The side stream reads activations after the forward pass has moved on: one changed in place since its hook
-        (a model that adds into its FFN's output, say) would be read changed. Checked by the tensors' versions."""
-        for t, version in self._last if pairs is None else pairs:
-            if t._version != version:
-                raise LinrecError(
-                    "this model changes an FFN's input or output in place after the block; capture it with "
-                    "linrec.collect.overlap.SIDE_STREAM = False"
-                )
-        if pairs is None:
+            _unchanged(self._last)
             self._last = []
+            _current(self.device).wait_stream(self.side)
 
     def fit(self, fit: Callable[[], None]) -> None:
         """Run `fit()` (the held-out maps' fits): in line, or started on its own thread and stream (`beside`)."""
@@ -114,10 +103,20 @@ class Overlap:
             raise self._error[0]
         _current(self.device).wait_stream(self.side)
         for start, stop, block, x, y, vx, vy in self.kept:
-            self._check([(x, vx), (y, vy)])
+            _unchanged([(x, vx), (y, vy)])
             heldout.start, heldout.stop = start, stop
             heldout.update(block, x, y)
         self.kept.clear()
+
+
+def _unchanged(seen: list[tuple[torch.Tensor, int]]) -> None:
+    """The side stream reads activations after the forward pass has moved on: one changed in place since its hook
+    (a model that adds into its FFN's output, say) would be read changed. Checked by the tensors' versions."""
+    if any(t._version != version for t, version in seen):
+        raise LinrecError(
+            "this model changes an FFN's input or output in place after the block; capture it with "
+            "linrec.collect.overlap.SIDE_STREAM = False"
+        )
 
 
 # The CUDA calls, one place each (tests stand CPU look-alikes in for them to run these paths on a CPU).

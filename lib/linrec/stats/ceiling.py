@@ -241,42 +241,28 @@ def _fit_on_device(
     if ridge:
         A.diagonal().add_(ridge * live.to(A.dtype))
     factor = d * EPS if rcond is None else rcond
-    if cholesky and not condition:
-        solved = _guarded_cholesky(A, live, scale[:, None] * Cxy, factor)
-        if solved is not None:
-            W = scale[:, None] * solved
-            b = train.mean[d:] - train.mean[:d] @ W
-            n_live = int(live.sum())
-            return AffineFit(
-                W=W.cpu().numpy(),
-                b=b.cpu().numpy(),
-                cond_gram=float("nan"),
-                cond_scaled=float("nan"),  # computed where a table reads it (`Capture.fit`)
-                rank=n_live,  # every live direction is kept: the bound proves it
-                n_train=train.n,
-                dead_inputs=d - n_live,
-                solver="cholesky",
-                ridge=ridge,
-                on_device=(W, b),
-            )
-    lam, V = torch.linalg.eigh(A)
-    cutoff = factor * lam[-1]
-    keep = lam > cutoff
-    inv = torch.where(keep, 1.0 / torch.where(keep, lam, 1.0), 0.0)
-    W = scale[:, None] * (V @ (inv[:, None] * (V.T @ (scale[:, None] * Cxy))))
-    b = train.mean[d:] - train.mean[:d] @ W
     n_live = int(live.sum())
-    lam_h = lam.cpu().numpy()
-    live_lam = lam_h[-n_live:]
-    cut = float(cutoff)
+    solved = _guarded_cholesky(A, live, scale[:, None] * Cxy, factor) if cholesky and not condition else None
+    if solved is not None:  # every live direction kept (the bound proves it); the scaled κ computed where it is read
+        W, rank, cond_scaled = scale[:, None] * solved, n_live, float("nan")
+    else:
+        lam, V = torch.linalg.eigh(A)
+        cutoff = factor * lam[-1]
+        keep = lam > cutoff
+        inv = torch.where(keep, 1.0 / torch.where(keep, lam, 1.0), 0.0)
+        W = scale[:, None] * (V @ (inv[:, None] * (V.T @ (scale[:, None] * Cxy))))
+        live_lam, rank = lam.cpu().numpy()[-n_live:], int(keep.sum())
+        cond_scaled = float(live_lam[-1] / live_lam[0]) if live_lam[0] > float(cutoff) else float("inf")
+    b = train.mean[d:] - train.mean[:d] @ W
     return AffineFit(
         W=W.cpu().numpy(),
         b=b.cpu().numpy(),
         cond_gram=gram_condition(Cxx) if condition else float("nan"),
-        cond_scaled=float(live_lam[-1] / live_lam[0]) if live_lam[0] > cut else float("inf"),
-        rank=int(keep.sum()),
+        cond_scaled=cond_scaled,
+        rank=rank,
         n_train=train.n,
         dead_inputs=d - n_live,
+        solver="eigh" if solved is None else "cholesky",
         ridge=ridge,
         on_device=(W, b),
     )
