@@ -387,8 +387,8 @@ def test_the_readme_block_is_todays_rules_on_the_committed_tables():
 # `make figures`), or a reader sees words no rule gives any more: results/curve/report.md said claim 2a was
 # "reproduced" for two days after the rule said "partly reproduced" on the same tables (found 2026-11-28). Each report
 # is rendered here the way `linrec report --params params/<name>.yaml` renders it, into memory, and compared with the
-# committed file line by line. The date it names is the folder's last complete run's (`notebooks/run.csv`), not the
-# day it is written, so the same tables give the same bytes on any day and machine.
+# committed file line by line. It names no date (the folder's run record, `notebooks/run.csv`, holds the runs'), so the
+# same tables give the same bytes on any day and machine, and during a figures run as after it.
 
 
 def _rendered(name: str) -> tuple[str, str, dict]:
